@@ -1,0 +1,63 @@
+#include "kforge/app/config.hpp"
+
+#include <cstdlib>
+
+namespace kforge::app {
+
+std::optional<std::filesystem::path> resolve_config_path(const std::string& explicit_path) {
+  if (!explicit_path.empty()) return std::filesystem::path(explicit_path);
+  if (const char* env = std::getenv("KFORGE_CONFIG"); env != nullptr && *env != '\0')
+    return std::filesystem::path(env);
+  for (const char* p : {"kforge.yaml", "/etc/kforge/kforge.yaml"}) {
+    std::error_code ec;
+    if (std::filesystem::exists(p, ec)) return std::filesystem::path(p);
+  }
+  return std::nullopt;
+}
+
+Result<Config> load_config(const std::string& explicit_path, EnvLookup env) {
+  auto path = resolve_config_path(explicit_path);
+  EnvLookup with_alias = [env](const std::string& name) -> std::optional<std::string> {
+    if (name == "KFORGE_STORE_PATH") {
+      if (auto v = env("KFORGE_STORE_PATH")) return v;
+      return env("KFORGE_DB");
+    }
+    return env(name);
+  };
+  std::unique_ptr<ConfigReader> reader;
+  if (path) {
+    KF_TRY(reader, ConfigReader::load_file(*path, with_alias));
+  } else {
+    KF_TRY(reader, ConfigReader::load_string("{}", "(defaults)", with_alias));
+  }
+  Config c;
+  c.source = path ? path->string() : "(defaults)";
+  ConfigNode root = reader->root();
+  {
+    ConfigNode n = root.child("log");
+    n.get("level", c.log.level);
+    n.get("file", c.log.file);
+    static const char* kLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
+    bool ok = false;
+    for (const char* l : kLevels) ok = ok || c.log.level == l;
+    if (!ok)
+      n.invalid("level",
+                "'" + c.log.level + "' is not one of trace, debug, info, warn, error, off");
+  }
+  store::read_config(root.child("store"), c.store);
+  KF_CHECK(reader->finish());
+  return c;
+}
+
+}  // namespace kforge::app
+
+namespace kforge::app {
+
+Result<std::unique_ptr<store::Db>> open_store(const Config& c) {
+  store::OpenOptions o;
+  o.path = c.store.path;
+  o.busy_timeout_ms = c.store.busy_timeout_ms;
+  return store::Db::open(o);
+}
+
+}  // namespace kforge::app

@@ -1,0 +1,129 @@
+// kforge import FILE: load a corpus (JSON list or JSON Lines) into the samples table.
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "kforge/corpus/importer.hpp"
+
+namespace kforge::cli {
+namespace {
+
+struct ImportArgs {
+  std::string file;
+  std::string format = "auto";
+  std::string map;
+  std::string key;
+  bool update = false;
+  bool dry_run = false;
+  bool json = false;
+};
+
+// A one-line progress display on a terminal, redrawn at most every 100 ms.
+class Progress {
+ public:
+  explicit Progress(bool enabled) : enabled_(enabled) {}
+  void operator()(const corpus::ReadProgress& p) {
+    if (!enabled_) return;
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_ < std::chrono::milliseconds(100) && p.bytes_read < p.bytes_total) return;
+    last_ = now;
+    double mb = 1024.0 * 1024.0;
+    double pct = p.bytes_total ? 100.0 * static_cast<double>(p.bytes_read) /
+                                     static_cast<double>(p.bytes_total)
+                               : 0;
+    std::fprintf(stderr, "\rimporting: %lld records, %.1f / %.1f MB (%.0f%%)   ",
+                 static_cast<long long>(p.records), static_cast<double>(p.bytes_read) / mb,
+                 static_cast<double>(p.bytes_total) / mb, pct);
+    drawn_ = true;
+  }
+  void clear() {
+    if (drawn_) std::fprintf(stderr, "\r\033[K");
+  }
+
+ private:
+  bool enabled_;
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+}  // namespace
+
+Command add_import(CLI::App& root, Globals& g) {
+  auto args = std::make_shared<ImportArgs>();
+  CLI::App* cmd = root.add_subcommand("import", "Import a corpus file (JSON list or JSON Lines)");
+  cmd->add_option("file", args->file, "The corpus file")->required();
+  cmd->add_option("--format", args->format, "json, jsonl or auto (default: by the first byte)")
+      ->check(CLI::IsMember({"auto", "json", "jsonl"}));
+  cmd->add_option("--map", args->map,
+                  "Field mapping TARGET=FIELD,... with targets code, description_1, "
+                  "description_2, key (e.g. code=output,description_1=simp_instru)");
+  cmd->add_option("--key", args->key,
+                  "The field holding each record's stable key (default: a hash of the code)");
+  cmd->add_flag("--update", args->update,
+                "Replace records whose content changed under an existing key");
+  cmd->add_flag("--dry-run", args->dry_run, "Validate and count, but write nothing");
+  cmd->add_flag("--json", args->json, "Print the summary as one JSON object");
+  cmd->footer(
+      "Everything or nothing: a malformed file or record imports nothing, and the error names "
+      "the record index (0-based), its line and the field.");
+  return {cmd, [args, &g]() -> int {
+            KF_TRY_OR_REPORT(app::Config cfg, load(g));
+            auto format = corpus::parse_format(args->format);
+            if (!format.ok()) return report(format.error());
+            corpus::ImportOptions opts;
+            opts.format = *format;
+            opts.update = args->update;
+            opts.dry_run = args->dry_run;
+            if (!args->map.empty()) {
+              auto m = corpus::parse_field_map(args->map);
+              if (!m.ok()) return report(m.error());
+              opts.map = *m;
+            }
+            if (!args->key.empty()) opts.map.key = args->key;
+            KF_TRY_OR_REPORT(auto db, app::open_store(cfg));
+            Progress progress(!args->json && !g.quiet && ::isatty(2));
+            auto r = corpus::import_file(*db, args->file, opts, system_clock(),
+                                         [&](const corpus::ReadProgress& p) { progress(p); });
+            progress.clear();
+            if (!r.ok()) {
+              Error e = r.error();
+              e.message += "; nothing was imported";
+              return report(e);
+            }
+            const auto& s = *r;
+            if (args->json) {
+              nlohmann::json j = {{"file", args->file},
+                                  {"records", s.records},
+                                  {"added", s.added},
+                                  {"unchanged", s.unchanged},
+                                  {"changed", s.changed},
+                                  {"updated", s.updated},
+                                  {"changed_keys", s.changed_keys},
+                                  {"dry_run", args->dry_run}};
+              std::printf("%s\n", j.dump().c_str());
+              return kOk;
+            }
+            std::printf("%s%s: %lld records: %lld added, %lld unchanged, %lld changed\n",
+                        args->dry_run ? "(dry run) " : "", args->file.c_str(),
+                        static_cast<long long>(s.records), static_cast<long long>(s.added),
+                        static_cast<long long>(s.unchanged), static_cast<long long>(s.changed));
+            if (s.changed > 0) {
+              std::string keys;
+              for (const auto& k : s.changed_keys) keys += (keys.empty() ? "" : ", ") + k;
+              if (s.changed > static_cast<std::int64_t>(s.changed_keys.size())) keys += ", ...";
+              if (args->update)
+                std::printf("replaced %lld changed records: %s\n",
+                            static_cast<long long>(s.updated), keys.c_str());
+              else
+                std::printf("left %lld changed records alone (--update replaces them): %s\n",
+                            static_cast<long long>(s.changed), keys.c_str());
+            }
+            return kOk;
+          }};
+}
+
+}  // namespace kforge::cli

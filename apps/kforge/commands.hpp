@@ -1,0 +1,42 @@
+#pragma once
+// The kforge CLI: each command registers itself on the top-level CLI::App and returns the
+// function that runs it. Exit codes: 0 success, 1 failure, 2 bad usage.
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+
+#include "kforge/app/config.hpp"
+
+namespace kforge::cli {
+
+enum Exit { kOk = 0, kFailure = 1, kUsage = 2 };
+
+struct Globals {
+  std::string config_path;
+  bool quiet = false;
+};
+
+struct Command {
+  CLI::App* app;
+  std::function<int()> run;
+};
+
+Command add_import(CLI::App& root, Globals& g);
+Command add_status(CLI::App& root, Globals& g);
+
+// Prints "kforge: error: MESSAGE" to stderr and returns the exit code for the error's kind.
+int report(const Error& e);
+// Loads the configuration named by the globals (and sets up logging).
+Result<app::Config> load(const Globals& g);
+
+}  // namespace kforge::cli
+
+// KF_TRY_OR_REPORT(decl, expr): in a command, binds decl or reports the error and returns its
+// exit code.
+#define KF_TRY_OR_REPORT(decl, expr)                                    \
+  auto KF_CONCAT(kf_tor_, __LINE__) = (expr);                           \
+  if (!KF_CONCAT(kf_tor_, __LINE__).ok())                               \
+    return ::kforge::cli::report(KF_CONCAT(kf_tor_, __LINE__).error()); \
+  decl = std::move(KF_CONCAT(kf_tor_, __LINE__)).value()

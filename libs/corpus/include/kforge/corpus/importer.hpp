@@ -1,0 +1,57 @@
+#pragma once
+// Corpus import: maps each record's fields onto a sample and writes them in one transaction.
+//
+// All or nothing: a malformed file, a record without a string code, a wrong type or a key seen
+// twice in the file imports nothing, and the error names the record index (and line) and field.
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kforge/core/clock.hpp"
+#include "kforge/corpus/reader.hpp"
+#include "kforge/store/db.hpp"
+
+namespace kforge::corpus {
+
+// Which source field feeds each sample field; `key` names the field holding a stable key
+// (absent: the key is a hash of the code).
+struct FieldMap {
+  std::string code = "code";
+  std::string description_1 = "description_1";
+  std::string description_2 = "description_2";
+  std::optional<std::string> key;
+};
+
+// Parses "code=output,description_1=simp_instru,..." onto `base`. Targets: code, description_1,
+// description_2, key.
+Result<FieldMap> parse_field_map(const std::string& spec, FieldMap base = {});
+
+struct ImportOptions {
+  Format format = Format::automatic;
+  FieldMap map;
+  bool update = false;   // replace changed records under existing keys
+  bool dry_run = false;  // validate and count, then roll back
+};
+
+struct ImportSummary {
+  std::int64_t records = 0;
+  std::int64_t added = 0;
+  std::int64_t unchanged = 0;
+  std::int64_t changed = 0;               // differing from the stored record under the same key
+  std::int64_t updated = 0;               // of those, replaced (with --update)
+  std::vector<std::string> changed_keys;  // the first 20
+};
+
+// The key a record gets without a key field: "sha256:" and the first 16 hex digits of the
+// code's SHA-256.
+std::string derived_key(std::string_view code);
+
+Result<ImportSummary> import_file(store::Db& db, const std::filesystem::path& file,
+                                  const ImportOptions& opts, Clock& clock = system_clock(),
+                                  const ProgressFn& progress = {});
+
+}  // namespace kforge::corpus

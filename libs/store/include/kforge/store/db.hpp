@@ -1,0 +1,139 @@
+#pragma once
+// Db: one SQLite connection, opened with WAL, foreign keys and a busy timeout, and migrated.
+//
+// Threads: a Db is not thread-safe. REQUIRES: external synchronization, or one Db per thread
+// (SQLite serialises writers across connections; the busy timeout makes them wait).
+//
+// SQL lives in .sql files: migrations in migrations/, statements as named blocks
+// ("-- name: insert_sample") in each library's sql/ folder, compiled in with kforge_embed.
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kforge/core/embedded.hpp"
+#include "kforge/core/result.hpp"
+
+namespace kforge::store {
+
+// A prepared statement. Bind indexes are 1-based; column indexes 0-based.
+class Stmt {
+ public:
+  Stmt() = default;
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  Stmt(Stmt&& o) noexcept : db_(o.db_), s_(o.s_), owned_(o.owned_) { o.s_ = nullptr; }
+  Stmt& operator=(Stmt&& o) noexcept;
+  ~Stmt();
+
+  Stmt& bind(int i, std::int64_t v);
+  Stmt& bind(int i, int v) { return bind(i, static_cast<std::int64_t>(v)); }
+  Stmt& bind(int i, double v);
+  Stmt& bind(int i, std::string_view v);
+  Stmt& bind(int i, const std::string& v) { return bind(i, std::string_view(v)); }
+  Stmt& bind(int i, const char* v) { return bind(i, std::string_view(v)); }
+  Stmt& bind(int i, std::nullptr_t);
+  Stmt& bind(int i, const std::optional<std::string>& v);
+  Stmt& bind(int i, const std::optional<std::int64_t>& v);
+
+  // Steps once: true when a row is available, false when done. Errors name the SQL.
+  Result<bool> step();
+  // Steps to completion (for statements that return no rows).
+  Status run();
+  void reset();
+
+  std::int64_t int64(int col) const;
+  double real(int col) const;
+  std::string text(int col) const;
+  std::optional<std::string> opt_text(int col) const;
+  std::optional<std::int64_t> opt_int64(int col) const;
+  bool is_null(int col) const;
+
+ private:
+  friend class Db;
+  Stmt(sqlite3* db, sqlite3_stmt* s, bool owned) : db_(db), s_(s), owned_(owned) {}
+  sqlite3* db_ = nullptr;
+  sqlite3_stmt* s_ = nullptr;
+  bool owned_ = true;  // cached statements belong to the Db
+};
+
+struct OpenOptions {
+  std::string path;
+  int busy_timeout_ms = 10'000;
+  bool migrate = true;  // apply pending migrations (refusing a newer schema either way)
+};
+
+class Db {
+ public:
+  // Opens (creating if needed) and migrates. Errors: "sqlite" (cannot open), "schema" (newer
+  // than this build, or a migration failed).
+  static Result<std::unique_ptr<Db>> open(const OpenOptions& opts);
+  ~Db();
+  Db(const Db&) = delete;
+  Db& operator=(const Db&) = delete;
+
+  Status exec(std::string_view sql);
+  // A fresh statement owned by the caller.
+  Result<Stmt> prepare(std::string_view sql);
+  // A statement from the connection's cache, reset and with bindings cleared. The reference
+  // stays valid until the Db is destroyed; do not keep two uses of the same SQL alive at once.
+  Result<Stmt*> cached(std::string_view sql);
+
+  std::int64_t last_insert_rowid() const;
+  int changes() const;
+  sqlite3* raw() { return db_; }
+  const std::string& path() const { return path_; }
+
+  // The schema version recorded in the database (0 for a new file).
+  Result<int> schema_version();
+
+ private:
+  Db(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  sqlite3* db_;
+  std::string path_;
+  std::map<std::string, std::unique_ptr<Stmt>, std::less<>> cache_;
+};
+
+enum class TxMode { deferred, immediate };
+
+// RAII transaction: rolls back on destruction unless committed.
+class Transaction {
+ public:
+  static Result<Transaction> begin(Db& db, TxMode mode = TxMode::immediate);
+  Transaction(Transaction&& o) noexcept : db_(o.db_) { o.db_ = nullptr; }
+  Transaction& operator=(Transaction&&) = delete;
+  ~Transaction();
+  Status commit();
+
+ private:
+  explicit Transaction(Db* db) : db_(db) {}
+  Db* db_;
+};
+
+// The migrations compiled into this build (migrations/NNNN_name.sql).
+std::span<const EmbeddedFile> migrations();
+// The highest migration number this build knows.
+int latest_schema_version();
+// Applies migrations newer than the database's version, each in its own transaction, recording
+// each in kforge_schema. Refuses a database whose version is newer than `files` know.
+Status migrate(Db& db, std::span<const EmbeddedFile> files);
+
+// Named SQL blocks ("-- name: NAME" lines start each) from embedded .sql files.
+class QuerySet {
+ public:
+  explicit QuerySet(std::span<const EmbeddedFile> files);
+  // The SQL for name; aborts on an unknown name (a programming error, caught by any test).
+  std::string_view operator[](std::string_view name) const;
+
+ private:
+  std::map<std::string, std::string, std::less<>> q_;
+};
+
+}  // namespace kforge::store

@@ -1,0 +1,54 @@
+#include "kforge/store/samples.hpp"
+
+namespace kforge::store {
+
+std::span<const EmbeddedFile> store_sql();
+
+const QuerySet& store_queries() {
+  static const QuerySet q(store_sql());
+  return q;
+}
+
+Result<std::optional<ExistingSample>> Samples::find(const std::string& key) {
+  KF_TRY(Stmt * s, db_.cached(store_queries()["sample_by_key"]));
+  s->bind(1, key);
+  KF_TRY(bool row, s->step());
+  if (!row) return std::optional<ExistingSample>();
+  ExistingSample e{s->int64(0), s->text(1), s->text(2)};
+  s->reset();
+  return std::optional<ExistingSample>(std::move(e));
+}
+
+namespace {
+Status write(Db& db, std::string_view sql, const SampleRow& row, std::int64_t now_ms) {
+  KF_TRY(Stmt * s, db.cached(sql));
+  s->bind(1, row.key)
+      .bind(2, row.code_sha256)
+      .bind(3, row.code)
+      .bind(4, row.description_1)
+      .bind(5, row.description_2)
+      .bind(6, row.record_json)
+      .bind(7, row.source)
+      .bind(8, row.source_index)
+      .bind(9, now_ms);
+  return s->run();
+}
+}  // namespace
+
+Status Samples::insert(const SampleRow& row, std::int64_t now_ms) {
+  return write(db_, store_queries()["insert_sample"], row, now_ms);
+}
+
+Status Samples::update(const SampleRow& row, std::int64_t now_ms) {
+  return write(db_, store_queries()["update_sample"], row, now_ms);
+}
+
+Result<std::int64_t> Samples::count() {
+  KF_TRY(Stmt * s, db_.cached(store_queries()["count_samples"]));
+  KF_TRY(bool row, s->step());
+  std::int64_t n = row ? s->int64(0) : 0;
+  s->reset();
+  return n;
+}
+
+}  // namespace kforge::store
