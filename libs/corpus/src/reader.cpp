@@ -12,6 +12,20 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
+// nlohmann's messages start with "[json.exception.parse_error.101] " and end with the whole
+// last token read, which for a long string is a page of text: keep the message, trim the token.
+std::string tidy_parse_message(std::string what) {
+  if (auto p = what.find("] "); p != std::string::npos && what[0] == '[') what = what.substr(p + 2);
+  constexpr std::string_view kLast = "; last read: '";
+  if (auto p = what.find(kLast); p != std::string::npos) {
+    std::string token = what.substr(p + kLast.size());
+    if (!token.empty() && token.back() == '\'') token.pop_back();
+    if (token.size() > 40) token = "..." + token.substr(token.size() - 40);
+    what = what.substr(0, p) + "; last read: '" + token + "'";
+  }
+  return what;
+}
+
 // Buffered file reader that counts lines, so SAX events can be placed in the file.
 class Source {
  public:
@@ -116,9 +130,7 @@ class ListHandler {
   }
   bool parse_error(std::size_t position, const std::string&,
                    const nlohmann::detail::exception& ex) {
-    std::string what = ex.what();
-    auto p = what.find("] ");
-    if (p != std::string::npos) what = what.substr(p + 2);
+    std::string what = tidy_parse_message(ex.what());
     std::string where = started_ ? "record " + std::to_string(index_) + ": " : "";
     error_ = Error("parse", where + what + " (byte " + std::to_string(position) + ")");
     return false;
@@ -230,9 +242,7 @@ Result<std::int64_t> read_jsonl(std::FILE* f, std::uint64_t total, const RecordF
     try {
       rec = ojson::parse(sv);
     } catch (const ojson::parse_error& e) {
-      std::string what = e.what();
-      auto p = what.find("] ");
-      if (p != std::string::npos) what = what.substr(p + 2);
+      std::string what = tidy_parse_message(e.what());
       // nlohmann counts lines within this one line; the file's line is given instead.
       if (auto q = what.find("at line 1, column"); q != std::string::npos)
         what.replace(q, std::strlen("at line 1, column"), "at column");

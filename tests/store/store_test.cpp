@@ -1,0 +1,193 @@
+#include <gtest/gtest.h>
+
+#include "kforge/store/db.hpp"
+#include "kforge/store/samples.hpp"
+#include "testutil.hpp"
+
+namespace kforge::store {
+namespace {
+
+using test::TempDir;
+
+std::unique_ptr<Db> open_ok(const std::string& path, bool migrate = true) {
+  OpenOptions o;
+  o.path = path;
+  o.migrate = migrate;
+  auto db = Db::open(o);
+  EXPECT_TRUE(db.ok()) << (db.ok() ? "" : db.error().message);
+  return db.ok() ? std::move(db).value() : nullptr;
+}
+
+std::int64_t scalar(Db& db, const std::string& sql) {
+  auto s = db.prepare(sql);
+  EXPECT_TRUE(s.ok());
+  auto row = s->step();
+  EXPECT_TRUE(row.ok() && *row) << sql;
+  return s->int64(0);
+}
+
+std::string text_scalar(Db& db, const std::string& sql) {
+  auto s = db.prepare(sql);
+  EXPECT_TRUE(s.ok());
+  auto row = s->step();
+  EXPECT_TRUE(row.ok() && *row) << sql;
+  return s->text(0);
+}
+
+TEST(Migrations, FreshDatabaseGetsEveryMigration) {
+  TempDir dir;
+  auto db = open_ok((dir / "k.db").string());
+  ASSERT_TRUE(db);
+  EXPECT_EQ(*db->schema_version(), latest_schema_version());
+  EXPECT_GE(latest_schema_version(), 1);
+  EXPECT_EQ(scalar(*db, "SELECT count(*) FROM kforge_schema"),
+            static_cast<std::int64_t>(migrations().size()));
+  for (const char* t : {"samples", "runs", "jobs", "stage_outputs", "verifications"}) {
+    EXPECT_EQ(scalar(*db, std::string(
+                              "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='") +
+                              t + "'"),
+              1)
+        << t;
+  }
+  EXPECT_EQ(text_scalar(*db, "PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(scalar(*db, "PRAGMA foreign_keys"), 1);
+}
+
+TEST(Migrations, ReopeningAppliesNothingTwice) {
+  TempDir dir;
+  std::string path = (dir / "k.db").string();
+  std::int64_t applied_ms;
+  {
+    auto db = open_ok(path);
+    applied_ms = scalar(*db, "SELECT max(applied_ms) FROM kforge_schema");
+    ASSERT_TRUE(
+        db->exec("INSERT INTO samples(key, code_sha256, code, record_json, source, source_index, "
+                 "created_ms, updated_ms) VALUES ('k', 'h', 'c', '{}', 's', 0, 1, 1)")
+            .ok());
+  }
+  auto db = open_ok(path);
+  EXPECT_EQ(scalar(*db, "SELECT count(*) FROM kforge_schema"),
+            static_cast<std::int64_t>(migrations().size()));
+  EXPECT_EQ(scalar(*db, "SELECT max(applied_ms) FROM kforge_schema"), applied_ms);
+  EXPECT_EQ(scalar(*db, "SELECT count(*) FROM samples"), 1);
+}
+
+TEST(Migrations, NewerDatabaseIsRefusedWithAClearMessage) {
+  TempDir dir;
+  std::string path = (dir / "k.db").string();
+  {
+    auto db = open_ok(path);
+    ASSERT_TRUE(db->exec("INSERT INTO kforge_schema(version, name, applied_ms) VALUES (9999, "
+                         "'9999_future.sql', 1)")
+                    .ok());
+  }
+  OpenOptions o;
+  o.path = path;
+  auto db = Db::open(o);
+  ASSERT_FALSE(db.ok());
+  EXPECT_EQ(db.error().kind, "schema");
+  EXPECT_NE(db.error().message.find("schema version 9999"), std::string::npos)
+      << db.error().message;
+  EXPECT_NE(db.error().message.find("newer kforge"), std::string::npos);
+  EXPECT_NE(db.error().message.find(path), std::string::npos);
+}
+
+TEST(Migrations, FailingMigrationRollsBackAndKeepsEarlierOnes) {
+  TempDir dir;
+  auto db = open_ok((dir / "k.db").string(), /*migrate=*/false);
+  const EmbeddedFile good[] = {{"0001_a.sql", "CREATE TABLE a (x INTEGER);"}};
+  ASSERT_TRUE(migrate(*db, good).ok());
+  const EmbeddedFile more[] = {
+      {"0001_a.sql", "CREATE TABLE a (x INTEGER);"},
+      {"0002_b.sql", "CREATE TABLE b (y INTEGER); INSERT INTO nowhere VALUES (1);"}};
+  auto r = migrate(*db, more);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("0002_b.sql"), std::string::npos) << r.error().message;
+  EXPECT_EQ(*db->schema_version(), 1);
+  EXPECT_EQ(scalar(*db, "SELECT count(*) FROM sqlite_master WHERE name='b'"), 0);
+  // Fixed, it applies on the next start.
+  const EmbeddedFile fixed[] = {{"0001_a.sql", "CREATE TABLE a (x INTEGER);"},
+                                {"0002_b.sql", "CREATE TABLE b (y INTEGER);"}};
+  ASSERT_TRUE(migrate(*db, fixed).ok());
+  EXPECT_EQ(*db->schema_version(), 2);
+}
+
+TEST(Store, TransactionRollsBackUnlessCommitted) {
+  TempDir dir;
+  auto db = open_ok((dir / "k.db").string());
+  {
+    auto tx = Transaction::begin(*db);
+    ASSERT_TRUE(tx.ok());
+    ASSERT_TRUE(
+        db->exec("INSERT INTO samples(key, code_sha256, code, record_json, source, source_index, "
+                 "created_ms, updated_ms) VALUES ('k', 'h', 'c', '{}', 's', 0, 1, 1)")
+            .ok());
+  }
+  EXPECT_EQ(scalar(*db, "SELECT count(*) FROM samples"), 0);
+  {
+    auto tx = Transaction::begin(*db);
+    ASSERT_TRUE(
+        db->exec("INSERT INTO samples(key, code_sha256, code, record_json, source, source_index, "
+                 "created_ms, updated_ms) VALUES ('k', 'h', 'c', '{}', 's', 0, 1, 1)")
+            .ok());
+    ASSERT_TRUE(tx->commit().ok());
+  }
+  EXPECT_EQ(scalar(*db, "SELECT count(*) FROM samples"), 1);
+}
+
+TEST(Store, ForeignKeysAreEnforced) {
+  TempDir dir;
+  auto db = open_ok((dir / "k.db").string());
+  auto r = db->exec(
+      "INSERT INTO jobs(run_id, sample_id, stage, created_ms, updated_ms) VALUES (42, 42, "
+      "'analyze', 1, 1)");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("FOREIGN KEY"), std::string::npos) << r.error().message;
+}
+
+TEST(Store, SqlErrorsNameTheDatabaseAndStatement) {
+  TempDir dir;
+  auto db = open_ok((dir / "k.db").string());
+  auto r = db->exec("SELECT * FROM no_such_table");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, "sqlite");
+  EXPECT_NE(r.error().message.find("no_such_table"), std::string::npos);
+  EXPECT_NE(r.error().message.find("k.db"), std::string::npos);
+}
+
+TEST(Store, UnwritableLocationIsAClearError) {
+  OpenOptions o;
+  o.path = "/nonexistent-dir/k.db";
+  auto db = Db::open(o);
+  ASSERT_FALSE(db.ok());
+  EXPECT_NE(db.error().message.find("/nonexistent-dir/k.db"), std::string::npos);
+}
+
+TEST(QuerySet, ParsesNamedBlocks) {
+  const EmbeddedFile files[] = {
+      {"q.sql", "-- name: one\n-- a comment\nSELECT 1;\n\n-- name: two\nSELECT\n  2;\n"}};
+  QuerySet q(files);
+  EXPECT_EQ(q["one"], "SELECT 1;\n\n");
+  EXPECT_EQ(q["two"], "SELECT\n  2;\n");
+}
+
+TEST(Samples, InsertFindUpdate) {
+  TempDir dir;
+  auto db = open_ok((dir / "k.db").string());
+  Samples s(*db);
+  SampleRow row{"k1",     "h1", "code", std::string("d1"), std::nullopt, "{\"code\":\"code\"}",
+                "f.json", 3};
+  ASSERT_TRUE(s.insert(row, 100).ok());
+  auto found = s.find("k1");
+  ASSERT_TRUE(found.ok() && found->has_value());
+  EXPECT_EQ((*found)->code_sha256, "h1");
+  row.code_sha256 = "h2";
+  ASSERT_TRUE(s.update(row, 200).ok());
+  EXPECT_EQ((*s.find("k1"))->code_sha256, "h2");
+  EXPECT_FALSE(s.find("nope")->has_value());
+  EXPECT_EQ(*s.count(), 1);
+  EXPECT_FALSE(s.insert(row, 300).ok());  // the key is unique
+}
+
+}  // namespace
+}  // namespace kforge::store
