@@ -3,6 +3,11 @@ function(kforge_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor
     -Wold-style-cast -Wcast-align -Wunused -Woverloaded-virtual -Wnull-dereference
     -Wdouble-promotion -Wformat=2 -Wimplicit-fallthrough)
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    # GCC 12 reports -Wrestrict false positives inside libstdc++'s std::string concatenation at
+    # -O2 (GCC bug 105329).
+    target_compile_options(${target} PRIVATE -Wno-restrict)
+  endif()
   if(KFORGE_WERROR)
     target_compile_options(${target} PRIVATE -Werror)
   endif()
