@@ -10,7 +10,7 @@
 namespace kforge::test {
 namespace {
 
-class Cli : public ::testing::Test {
+class ReportCli : public ::testing::Test {
  protected:
   void SetUp() override {
     config_ = fx.dir() / "kforge.yaml";
@@ -29,7 +29,7 @@ bool has(const std::string& hay, const std::string& needle) {
   return hay.find(needle) != std::string::npos;
 }
 
-TEST_F(Cli, Compare) {
+TEST_F(ReportCli, Compare) {
   auto r = kforge({"compare", "v1", "v2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(has(r.out, "exact McNemar p = 0.7266 (3 lost, 5 gained): not significant at 0.05"))
@@ -41,7 +41,7 @@ TEST_F(Cli, Compare) {
   auto html = fx.dir() / "report.html";
   r = kforge({"compare", "v1", "v2", "v2-qwen", "--html", html.string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(has(r.out, "v2-qwen vs v1 (baseline): 3 samples finished in both"));
+  EXPECT_TRUE(has(r.out, "v2-qwen vs v1 (baseline): 4 samples finished in both"));
   EXPECT_EQ(read_text(html).rfind("<!DOCTYPE html>", 0), 0u);
   // A different confidence level widens the intervals: 99% for v1's 5/13.
   r = kforge({"compare", "v1", "v2", "--confidence", "0.99"});
@@ -49,7 +49,7 @@ TEST_F(Cli, Compare) {
   EXPECT_TRUE(has(r.out, "verified [99% CI]")) << r.out;
 }
 
-TEST_F(Cli, CompareErrors) {
+TEST_F(ReportCli, CompareErrors) {
   auto r = kforge({"compare", "v1", "nope"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(has(r.err, "kforge: error: unknown tag 'nope'")) << r.err;
@@ -63,7 +63,7 @@ TEST_F(Cli, CompareErrors) {
   EXPECT_TRUE(has(r.err, "no/r.html")) << r.err;
 }
 
-TEST_F(Cli, Export) {
+TEST_F(ReportCli, Export) {
   auto out = fx.dir() / "v2.jsonl";
   auto r = kforge({"export", "v2", "--out", out.string(), "--verdict", "passed"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -81,7 +81,7 @@ TEST_F(Cli, Export) {
   EXPECT_EQ(kforge({"export", "nope", "--out", out.string()}).exit_code, 1);
 }
 
-TEST_F(Cli, Debug) {
+TEST_F(ReportCli, Debug) {
   auto out = fx.dir() / "dbg";
   auto r = kforge({"debug", "v1", "copy_transpose.py", "--out", out.string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -97,7 +97,7 @@ TEST_F(Cli, Debug) {
   EXPECT_TRUE(has(r.err, "no sample with key 'missing.py'")) << r.err;
 }
 
-TEST_F(Cli, Retry) {
+TEST_F(ReportCli, Retry) {
   auto r = kforge({"retry", "v1", "--verdict", "crashed,timeout", "--dry-run"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(has(r.out, "(dry run) 2 samples of v1 would be re-queued")) << r.out;

@@ -23,12 +23,12 @@ std::vector<std::string> keys(const std::vector<Flip>& flips) {
   return out;
 }
 
-class CompareTest : public ::testing::Test {
+class ReportCompare : public ::testing::Test {
  protected:
   ReportFixture fx;
 };
 
-TEST_F(CompareTest, V1AgainstV2OnTheSamplesBothFinished) {
+TEST_F(ReportCompare, V1AgainstV2OnTheSamplesBothFinished) {
   auto c = compare(fx.db(), {"v1", "v2"}, CompareOptions{});
   ASSERT_TRUE(c.ok()) << c.error().message;
   ASSERT_EQ(c->pairs.size(), 1u);
@@ -82,7 +82,7 @@ TEST_F(CompareTest, V1AgainstV2OnTheSamplesBothFinished) {
   EXPECT_EQ(p.lost[2].to, Category::rejected);
 }
 
-TEST_F(CompareTest, CountsByVerdictFailureAndFlag) {
+TEST_F(ReportCompare, CountsByVerdictFailureAndFlag) {
   auto c = compare(fx.db(), {"v1", "v2"}, CompareOptions{});
   ASSERT_TRUE(c.ok()) << c.error().message;
   const RunSummary& a = c->pairs[0].a;
@@ -131,7 +131,7 @@ TEST_F(CompareTest, CountsByVerdictFailureAndFlag) {
   EXPECT_EQ(count(a.categories, "flagged"), 2);
 }
 
-TEST_F(CompareTest, CostPerVerifiedSample) {
+TEST_F(ReportCompare, CostPerVerifiedSample) {
   auto c = compare(fx.db(), {"v1", "v2"}, CompareOptions{});
   ASSERT_TRUE(c.ok()) << c.error().message;
   const RunSummary& a = c->pairs[0].a;
@@ -165,7 +165,7 @@ TEST_F(CompareTest, CostPerVerifiedSample) {
   EXPECT_NEAR(*b.seconds_per_verified, 225.3 / 7.0, 1e-9);
 }
 
-TEST_F(CompareTest, EachTagAgainstTheFirst) {
+TEST_F(ReportCompare, EachTagAgainstTheFirst) {
   auto c = compare(fx.db(), {"v1", "v2", "v2-qwen"}, CompareOptions{});
   ASSERT_TRUE(c.ok()) << c.error().message;
   ASSERT_EQ(c->pairs.size(), 2u);
@@ -173,22 +173,29 @@ TEST_F(CompareTest, EachTagAgainstTheFirst) {
   const PairComparison& q = c->pairs[1];
   EXPECT_EQ(q.tag_a, "v1");
   EXPECT_EQ(q.tag_b, "v2-qwen");
-  // v2-qwen ran add_kernel, copy_transpose and layernorm, all verified; v1 verified the first and
-  // the last. b = 0, c = 1: 2 * C(1, 0) / 2 = 1.
-  EXPECT_EQ(q.samples, 3);
-  EXPECT_EQ(q.excluded_a, 12);
+  // v2-qwen verified add_kernel, copy_transpose and layernorm; its softmax job failed on an LLM
+  // error (left at stage 'done'). v1 verified add_kernel, layernorm and softmax.
+  // both 2, only v1 1 (softmax), only v2-qwen 1 (copy_transpose):
+  // p = min(1, 2 * (C(2,0) + C(2,1)) / 4) = min(1, 6/4) = 1.
+  EXPECT_EQ(q.samples, 4);
+  EXPECT_EQ(q.excluded_a, 11);
   EXPECT_EQ(q.excluded_b, 0);
   EXPECT_EQ(q.table.both, 2);
-  EXPECT_EQ(q.table.only_a, 0);
+  EXPECT_EQ(q.table.only_a, 1);
   EXPECT_EQ(q.table.only_b, 1);
   EXPECT_EQ(q.p_value, 1.0);
   EXPECT_EQ(keys(q.gained), std::vector<std::string>{"copy_transpose.py"});
-  // The qwen run is cheap: (900 + 400 + 700 + 200) x 3 = 6600 tokens, 3 x $0.003 = $0.009.
-  EXPECT_NEAR(*q.b.cost_per_verified, 0.003, 1e-12);
-  EXPECT_NEAR(*q.b.tokens_per_verified, 2200.0, 1e-9);
+  EXPECT_EQ(keys(q.lost), std::vector<std::string>{"softmax.py"});
+  EXPECT_EQ(q.lost[0].to, Category::llm_error);
+  EXPECT_EQ(count(q.b.failures, "llm_error"), 1);
+  EXPECT_EQ(count(q.b.failure_kinds, "generate/http_429"), 1);
+  // Cost: 3 x (700 + 200 + 900 + 400) + (700 + 200) = 6600 + 900 = 7500 tokens and
+  // 3 x $0.003 + $0.001 = $0.010 over 3 verified: 2500 tokens and $0.003333 each.
+  EXPECT_NEAR(*q.b.tokens_per_verified, 2500.0, 1e-9);
+  EXPECT_NEAR(*q.b.cost_per_verified, 0.01 / 3.0, 1e-12);
 }
 
-TEST_F(CompareTest, BadTagsAreErrors) {
+TEST_F(ReportCompare, BadTagsAreErrors) {
   auto unknown = compare(fx.db(), {"v1", "v3"}, CompareOptions{});
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.error().kind, "not_found");
@@ -203,7 +210,7 @@ TEST_F(CompareTest, BadTagsAreErrors) {
   EXPECT_NE(twice.error().message.find("'v1' is given twice"), std::string::npos);
 }
 
-TEST_F(CompareTest, TerminalTable) {
+TEST_F(ReportCompare, TerminalTable) {
   auto c = compare(fx.db(), {"v1", "v2"}, CompareOptions{});
   ASSERT_TRUE(c.ok()) << c.error().message;
   std::string t = format_text(*c, 3);
@@ -220,7 +227,7 @@ TEST_F(CompareTest, TerminalTable) {
     EXPECT_NE(t.find(want), std::string::npos) << "missing: " << want << "\n" << t;
 }
 
-TEST_F(CompareTest, JsonHasEveryFigure) {
+TEST_F(ReportCompare, JsonHasEveryFigure) {
   auto c = compare(fx.db(), {"v1", "v2"}, CompareOptions{0.95, 1'700'000'000'000});
   ASSERT_TRUE(c.ok()) << c.error().message;
   auto j = to_json(*c);
@@ -243,7 +250,7 @@ TEST_F(CompareTest, JsonHasEveryFigure) {
 }
 
 // A larger, decisive pair built directly: 40 samples, 1 lost and 12 gained.
-TEST(CompareOutcomes, SignificantDifference) {
+TEST(ReportCompareOutcomes, SignificantDifference) {
   RunInfo a, b;
   a.tag = "old";
   b.tag = "new";
@@ -276,6 +283,35 @@ TEST(CompareOutcomes, SignificantDifference) {
   PairComparison q = compare_outcomes(a, oa, b, ob, 0.95);
   EXPECT_EQ(q.table.both, 19);
   EXPECT_EQ(q.table.only_a, 2);
+}
+
+}  // namespace
+}  // namespace kforge::report
+
+namespace kforge::report {
+namespace {
+
+TEST(ReportCompareOutcomes, NothingInCommon) {
+  RunInfo a, b;
+  a.tag = "a";
+  b.tag = "b";
+  SampleOutcome only_a;
+  only_a.sample_id = 1;
+  only_a.key = "x.py";
+  only_a.state = "done";
+  only_a.stage = "done";
+  only_a.verdict = "passed";
+  Comparison c;
+  c.runs = {a, b};
+  c.pairs.push_back(compare_outcomes(a, {only_a}, b, {}, 0.95));
+  const PairComparison& p = c.pairs[0];
+  EXPECT_EQ(p.samples, 0);
+  EXPECT_EQ(p.excluded_a, 1);
+  EXPECT_EQ(p.p_value, 1.0);
+  EXPECT_FALSE(p.significant);
+  EXPECT_FALSE(p.a.cost_per_verified.has_value());
+  EXPECT_NE(format_text(c, 10).find("no samples to compare"), std::string::npos);
+  EXPECT_NE(render_html(c).find("no samples to compare"), std::string::npos);
 }
 
 }  // namespace

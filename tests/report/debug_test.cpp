@@ -26,7 +26,7 @@ bool contains(const std::string& hay, const std::string& needle) {
   return hay.find(needle) != std::string::npos;
 }
 
-TEST(Debug, FailedSampleFolderAndRunSh) {
+TEST(ReportDebug, FailedSampleFolderAndRunSh) {
   ReportFixture fx;
   auto dir = write_debug(fx.db(), "v1", "copy_transpose.py", fx.dir() / "dbg");
   ASSERT_TRUE(dir.ok()) << dir.error().message;
@@ -66,7 +66,7 @@ TEST(Debug, FailedSampleFolderAndRunSh) {
   EXPECT_TRUE(contains(r.err, "AssertionError: Contiguous copy failed!")) << r.err;
 }
 
-TEST(Debug, TwoStageSampleHasItsAnalysis) {
+TEST(ReportDebug, TwoStageSampleHasItsAnalysis) {
   ReportFixture fx;
   auto dir = write_debug(fx.db(), "v2", "copy_transpose.py", fx.dir() / "dbg");
   ASSERT_TRUE(dir.ok()) << dir.error().message;
@@ -84,7 +84,7 @@ TEST(Debug, TwoStageSampleHasItsAnalysis) {
   EXPECT_TRUE(contains(test::read_text(*dir / "README.txt"), "outcome  verified"));
 }
 
-TEST(Debug, SampleThatNeverReachedTheVerifier) {
+TEST(ReportDebug, SampleThatNeverReachedTheVerifier) {
   ReportFixture fx;
   auto dir = write_debug(fx.db(), "v2", "garbled_output.py", fx.dir() / "dbg");
   ASSERT_TRUE(dir.ok()) << dir.error().message;
@@ -113,7 +113,7 @@ TEST(Debug, SampleThatNeverReachedTheVerifier) {
   EXPECT_EQ(ojson::parse(test::read_text(*rg / "attempts.json")).size(), 4u);
 }
 
-TEST(Debug, EveryFailedSample) {
+TEST(ReportDebug, EveryFailedSample) {
   ReportFixture fx;
   auto dirs = write_debug_failed(fx.db(), "v2", fx.dir() / "failed");
   ASSERT_TRUE(dirs.ok()) << dirs.error().message;
@@ -127,7 +127,7 @@ TEST(Debug, EveryFailedSample) {
                        "LLVM ERROR: Cannot select"));
 }
 
-TEST(Debug, ReplacesItsOwnFoldersOnlyAndNamesBadInput) {
+TEST(ReportDebug, ReplacesItsOwnFoldersOnlyAndNamesBadInput) {
   ReportFixture fx;
   auto out = fx.dir() / "dbg";
   ASSERT_TRUE(write_debug(fx.db(), "v1", "layernorm.py", out).ok());

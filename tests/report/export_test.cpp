@@ -41,7 +41,7 @@ const std::vector<std::string> kAdded = {"kernel_wrapper", "unitest_code", "kern
                                          "verdict",        "flags",        "status",
                                          "model",          "prompt"};
 
-TEST(Export, EveryOriginalFieldKeptInOrderThenTheOutputs) {
+TEST(ReportExport, EveryOriginalFieldKeptInOrderThenTheOutputs) {
   ReportFixture fx;
   auto out = fx.dir() / "v2.jsonl";
   auto sum = export_run(fx.db(), "v2", out, ExportOptions{});
@@ -78,7 +78,7 @@ TEST(Export, EveryOriginalFieldKeptInOrderThenTheOutputs) {
   EXPECT_TRUE(uni["reviewed"].is_null());
 }
 
-TEST(Export, TheRunsOutputsAndProvenance) {
+TEST(ReportExport, TheRunsOutputsAndProvenance) {
   ReportFixture fx;
   auto out = fx.dir() / "v2.jsonl";
   ASSERT_TRUE(export_run(fx.db(), "v2", out, ExportOptions{}).ok());
@@ -113,9 +113,15 @@ TEST(Export, TheRunsOutputsAndProvenance) {
   EXPECT_EQ(find_key(recs, "slow_pending.py")->at("status"), "unfinished");
   // The second verification of matmul_autotune is the one that counts.
   EXPECT_EQ(find_key(recs, "matmul_autotune.py")->at("verdict"), "passed");
+  // A job left at stage 'done' after its generation failed: the failure is its status.
+  ASSERT_TRUE(export_run(fx.db(), "v2-qwen", fx.dir() / "q.jsonl", ExportOptions{}).ok());
+  auto q = read_jsonl(fx.dir() / "q.jsonl");
+  EXPECT_EQ(find_key(q, "softmax.py")->at("status"), "llm_error");
+  EXPECT_TRUE(find_key(q, "softmax.py")->at("kernel_wrapper").is_null());
+  EXPECT_EQ(find_key(q, "layernorm.py")->at("model"), "qwen2.5-coder-32b");
 }
 
-TEST(Export, VerdictFilterAndFormats) {
+TEST(ReportExport, VerdictFilterAndFormats) {
   ReportFixture fx;
   // v2 verified: add_kernel, copy_transpose, flaky_provider, matmul_autotune, softmax,
   // syntax_typo, vacuous_test.
@@ -171,7 +177,7 @@ TEST(Export, VerdictFilterAndFormats) {
   EXPECT_FALSE(parse_export_format("xml", "x").ok());
 }
 
-TEST(Export, AFailedExportLeavesTheOldFileAndNoTemporaries) {
+TEST(ReportExport, AFailedExportLeavesTheOldFileAndNoTemporaries) {
   ReportFixture fx;
   auto out = fx.dir() / "out" / "v2.jsonl";
   std::filesystem::create_directory(fx.dir() / "out");

@@ -20,7 +20,7 @@ Comparison fixture_comparison(ReportFixture& fx) {
   return std::move(c).value();
 }
 
-TEST(Html, SelfContainedWithTheFigures) {
+TEST(ReportHtml, SelfContainedWithTheFigures) {
   ReportFixture fx;
   std::string html = render_html(fixture_comparison(fx));
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
@@ -38,7 +38,7 @@ TEST(Html, SelfContainedWithTheFigures) {
     EXPECT_NE(html.find(want), std::string::npos) << "missing: " << want;
 }
 
-TEST(Html, EscapesWhatComesFromTheDatabase) {
+TEST(ReportHtml, EscapesWhatComesFromTheDatabase) {
   RunInfo a, b;
   a.tag = "<script>alert(1)</script>";
   a.model = "m&m";
@@ -76,7 +76,7 @@ bool png_size(const std::string& data, std::uint32_t& w, std::uint32_t& h) {
   return true;
 }
 
-TEST(Html, RendersInHeadlessChromium) {
+TEST(ReportHtml, RendersInHeadlessChromium) {
   ReportFixture fx;
   auto html_path = fx.dir() / "report.html";
   auto png_path = fx.dir() / "report.png";

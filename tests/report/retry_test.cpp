@@ -11,7 +11,7 @@ namespace {
 
 using test::ReportFixture;
 
-class RetryTest : public ::testing::Test {
+class ReportRetry : public ::testing::Test {
  protected:
   ReportFixture fx;
   std::string job(const std::string& tag, const std::string& key) {
@@ -22,7 +22,7 @@ class RetryTest : public ::testing::Test {
   }
 };
 
-TEST_F(RetryTest, CrashedAndTimedOutGoBackToTheVerifier) {
+TEST_F(ReportRetry, CrashedAndTimedOutGoBackToTheVerifier) {
   std::int64_t before = history();
   RetryOptions o;
   o.verdicts = {"crashed", "timeout"};
@@ -50,7 +50,7 @@ TEST_F(RetryTest, CrashedAndTimedOutGoBackToTheVerifier) {
   EXPECT_EQ(again->requeued, 0);
 }
 
-TEST_F(RetryTest, StageFailuresGoBackToTheirStageOrTheOneAskedFor) {
+TEST_F(ReportRetry, StageFailuresGoBackToTheirStageOrTheOneAskedFor) {
   RetryOptions o;
   o.failures = {"rejected"};
   o.stage = "generate";
@@ -67,6 +67,13 @@ TEST_F(RetryTest, StageFailuresGoBackToTheirStageOrTheOneAskedFor) {
   EXPECT_EQ(job("v2", "garbled_output.py"), "queued|analyze|0|parse_error");
   // v2 was active: it stays so, and nothing says it was reactivated.
   EXPECT_FALSE(r->run_reactivated);
+  // A job a pipeline left at stage 'done' after its generation failed goes back to generate.
+  RetryOptions q;
+  q.failures = {"llm_error"};
+  r = retry(fx.db(), "v2-qwen", q);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->keys, std::vector<std::string>{"softmax.py"});
+  EXPECT_EQ(job("v2-qwen", "softmax.py"), "queued|generate|0|llm_error");
   // A quality flag is selectable on its own, and can be sent back to generation.
   RetryOptions f;
   f.verdicts = {"flagged"};
@@ -77,7 +84,7 @@ TEST_F(RetryTest, StageFailuresGoBackToTheirStageOrTheOneAskedFor) {
   EXPECT_EQ(job("v1", "vacuous_test.py"), "queued|generate|0|flagged");
 }
 
-TEST_F(RetryTest, JobsInFlightAreLeftAlone) {
+TEST_F(ReportRetry, JobsInFlightAreLeftAlone) {
   fx.exec("lease_job", {"v2", "add_kernel.py"});
   RetryOptions o;
   o.verdicts = {"passed"};
@@ -89,7 +96,7 @@ TEST_F(RetryTest, JobsInFlightAreLeftAlone) {
   EXPECT_EQ(job("v2", "slow_pending.py"), "verify_queued|verify|0|");
 }
 
-TEST_F(RetryTest, DryRunChangesNothing) {
+TEST_F(ReportRetry, DryRunChangesNothing) {
   RetryOptions o;
   o.verdicts = {"crashed", "timeout"};
   o.dry_run = true;
@@ -100,7 +107,7 @@ TEST_F(RetryTest, DryRunChangesNothing) {
   EXPECT_EQ(fx.text("run_state", {"v1"}), "finished");
 }
 
-TEST_F(RetryTest, AllOrNothing) {
+TEST_F(ReportRetry, AllOrNothing) {
   // The second of the two flagged jobs (by key: no_launch, then vacuous_test) cannot be changed:
   // the first must not stay changed either.
   fx.exec("add_failing_trigger");
@@ -113,7 +120,7 @@ TEST_F(RetryTest, AllOrNothing) {
   EXPECT_EQ(fx.text("run_state", {"v1"}), "finished");
 }
 
-TEST_F(RetryTest, BadRequestsAreRefused) {
+TEST_F(ReportRetry, BadRequestsAreRefused) {
   RetryOptions none;
   auto r = retry(fx.db(), "v1", none);
   ASSERT_FALSE(r.ok());

@@ -12,13 +12,13 @@ namespace {
 // z for 95%: the 97.5% point of the standard normal, 1.959963984540054 (any table).
 constexpr double kZ95 = 1.959963984540054;
 
-TEST(Stats, ZForConfidence) {
+TEST(ReportStats, ZForConfidence) {
   EXPECT_NEAR(z_for_confidence(0.95), kZ95, 1e-12);
   EXPECT_NEAR(z_for_confidence(0.90), 1.6448536269514722, 1e-12);
   EXPECT_NEAR(z_for_confidence(0.99), 2.5758293035489004, 1e-12);
 }
 
-TEST(Stats, WilsonAgainstHandWorkedValues) {
+TEST(ReportStats, WilsonAgainstHandWorkedValues) {
   // k = 8, n = 10: p = 0.8, z^2 = 3.841459, z^2/n = 0.3841459, denominator 1.3841459.
   // centre = (0.8 + 3.841459/20) / 1.3841459 = 0.9920730 / 1.3841459 = 0.716740
   // half   = 1.959964 / 1.3841459 * sqrt(0.8*0.2/10 + 3.841459/400)
@@ -53,7 +53,7 @@ TEST(Stats, WilsonAgainstHandWorkedValues) {
   EXPECT_NEAR(w.low, 0.722467, 2e-6);
 }
 
-TEST(Stats, McNemarExactAgainstHandWorkedValues) {
+TEST(ReportStats, McNemarExactAgainstHandWorkedValues) {
   // p = min(1, 2 * sum_{i <= min(b,c)} C(b+c, i) / 2^(b+c)).
   // b=3, c=5: n=8, C(8,0..3) = 1 + 8 + 28 + 56 = 93; p = 186/256 = 0.7265625.
   EXPECT_DOUBLE_EQ(mcnemar_exact_p(3, 5), 0.7265625);
@@ -76,7 +76,7 @@ TEST(Stats, McNemarExactAgainstHandWorkedValues) {
   EXPECT_EQ(mcnemar_exact_p(1, 2), 1.0);
 }
 
-TEST(Stats, McNemarLargeCountsAreStable) {
+TEST(ReportStats, McNemarLargeCountsAreStable) {
   // b=450, c=550: the exact value 2 * sum_{i<=450} C(1000, i) / 2^1000, evaluated with exact
   // integers, is 0.0017305360849763. Check of plausibility: the normal approximation with
   // continuity correction, z = (|550 - 450| - 1) / sqrt(1000) = 3.1307, gives p = 0.00174.
@@ -95,7 +95,7 @@ TEST(Stats, McNemarLargeCountsAreStable) {
   EXPECT_EQ(tiny, 0.0);
 }
 
-TEST(Stats, McNemarLogGammaPathAgreesWithExactIntegers) {
+TEST(ReportStats, McNemarLogGammaPathAgreesWithExactIntegers) {
   // Every (b, c) with b + c <= 62 both ways: the paths must agree to 1e-10 relative.
   for (std::int64_t n = 1; n <= 62; ++n)
     for (std::int64_t b = 0; b <= n; ++b) {
@@ -107,7 +107,7 @@ TEST(Stats, McNemarLogGammaPathAgreesWithExactIntegers) {
   EXPECT_GT(mcnemar_exact_p(20, 42), mcnemar_exact_p(20, 43));
 }
 
-TEST(Stats, PairedDifferenceNewcombeAgainstHandWorkedValues) {
+TEST(ReportStats, PairedDifferenceNewcombeAgainstHandWorkedValues) {
   // The fixture's v1 (A) against v2 (B): both 2, only A 3, only B 5, neither 3; n = 13.
   // pA = 5/13 = 0.384615 with Wilson [0.177096, 0.644772];
   // pB = 7/13 = 0.538462 with Wilson [0.291438, 0.767939]

@@ -41,7 +41,8 @@ RunSummary summarise(const std::vector<const SampleOutcome*>& samples, double z)
     if (c == Category::llm_error || c == Category::parse_error || c == Category::rejected ||
         c == Category::other) {
       std::string kind = o->stage_error_kind.value_or(o->job_error_kind.value_or(""));
-      ++kinds[o->stage + "/" + (kind.empty() ? std::string(to_string(c)) : kind)];
+      std::string stage = o->failure_stage.empty() ? o->stage : o->failure_stage;
+      ++kinds[stage + "/" + (kind.empty() ? std::string(to_string(c)) : kind)];
     }
     s.prompt_tokens += o->prompt_tokens;
     s.completion_tokens += o->completion_tokens;

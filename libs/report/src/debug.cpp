@@ -267,7 +267,9 @@ Status write_files(const fs::path& tmp, const RunInfo& run, const SampleData& d)
   bool before_verify = d.stage == "analyze" || d.stage == "generate";
   if (before_verify) {
     if (const StageAttempt* a = latest(d, d.stage)) o.stage_status = a->status;
-  } else if (v != nullptr) {
+  } else if (v == nullptr) {
+    if (!d.outputs.empty()) o.stage_status = d.outputs.back().status;
+  } else {
     o.verdict = v->verdict;
     auto flags = ojson::parse(v->flags_json, nullptr, false);
     if (flags.is_array())

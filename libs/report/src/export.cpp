@@ -82,6 +82,14 @@ Result<ExportSummary> export_run(store::Db& db, const std::string& tag,
       for (const auto& f : flags)
         if (f.is_string()) o.flags.push_back(f.get<std::string>());
     }
+    if (!before_verify && !o.verdict) {
+      // No verdict past generation: the latest failed stage output, as compare counts it.
+      if (!s.is_null(8)) {
+        if (s.text(8) != "ok") o.stage_status = s.text(8);
+      } else if (!s.is_null(4) && s.text(4) != "ok") {
+        o.stage_status = s.text(4);
+      }
+    }
     Category cat = o.category();
     if (!opts.verdicts.empty()) {
       bool keep = o.verdict && std::find(opts.verdicts.begin(), opts.verdicts.end(), *o.verdict) !=

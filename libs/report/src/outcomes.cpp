@@ -118,9 +118,17 @@ Result<std::vector<SampleOutcome>> load_outcomes(store::Db& db, const RunInfo& r
     o.job_error_kind = s.opt_text(4);
     o.job_error = s.opt_text(5);
     if (before_verification(o.stage)) {
+      o.failure_stage = o.stage;
       o.stage_status = s.opt_text(6);
       o.stage_error_kind = s.opt_text(7);
       o.stage_error = s.opt_text(8);
+    } else if (s.is_null(9) && !s.is_null(21) && s.text(21) != "ok") {
+      // Ended past generation with no verdict, yet the last stage output failed: a pipeline
+      // that moves a failed job on still has that failure counted.
+      o.failure_stage = s.text(20);
+      o.stage_status = s.text(21);
+      o.stage_error_kind = s.opt_text(22);
+      o.stage_error = s.opt_text(23);
     } else if (!s.is_null(9)) {
       o.verdict = s.text(9);
       auto flags = nlohmann::json::parse(s.text(10), nullptr, false);

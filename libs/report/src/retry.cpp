@@ -69,7 +69,8 @@ Result<RetrySummary> retry(store::Db& db, const std::string& tag, const RetryOpt
       chosen = contains(opts.failures, what);
     }
     if (!chosen) continue;
-    std::string stage = opts.stage.value_or(o.verdict ? "verify" : o.stage);
+    std::string failed_at = o.failure_stage.empty() ? o.stage : o.failure_stage;
+    std::string stage = opts.stage.value_or(o.verdict ? "verify" : failed_at);
     if (stage != "analyze" && stage != "generate" && stage != "verify") stage = "generate";
     if (stage == "analyze" && run.pipeline != "v2") stage = "generate";
     std::string state = stage == "verify" ? "verify_queued" : "queued";

@@ -58,7 +58,9 @@ struct SampleOutcome {
   std::string stage;  // jobs.stage: where the job is, or where it stopped
   std::optional<std::string> job_error_kind;
   std::optional<std::string> job_error;
-  // The latest output of `stage` (when the job is at analyze or generate).
+  // The latest output of `stage` when the job is at analyze or generate (or, for a job past
+  // them with no verdict, the latest failed output); failure_stage names its stage.
+  std::string failure_stage;
   std::optional<std::string> stage_status;
   std::optional<std::string> stage_error_kind;
   std::optional<std::string> stage_error;
