@@ -46,8 +46,9 @@ Command add_export(CLI::App& root, Globals& g) {
             opts.include_flagged = args->include_flagged;
             KF_TRY_OR_REPORT(auto sum, report::export_run(*db, args->tag, args->out, opts));
             if (!g.quiet) {
-              std::printf("exported %lld samples of %s to %s", static_cast<long long>(sum.written),
-                          args->tag.c_str(), args->out.c_str());
+              std::printf("exported %lld %s of %s to %s", static_cast<long long>(sum.written),
+                          sum.written == 1 ? "sample" : "samples", args->tag.c_str(),
+                          args->out.c_str());
               if (sum.skipped > 0)
                 std::printf(" (%lld left out by --verdict)", static_cast<long long>(sum.skipped));
               std::printf("\n");

@@ -71,8 +71,9 @@ Command add_retry(CLI::App& root, Globals& g) {
               std::printf("%s\n", j.dump().c_str());
               return kOk;
             }
-            std::printf("%s%lld samples of %s %s", args->dry_run ? "(dry run) " : "",
-                        static_cast<long long>(sum.requeued), args->tag.c_str(),
+            std::printf("%s%lld %s of %s %s", args->dry_run ? "(dry run) " : "",
+                        static_cast<long long>(sum.requeued),
+                        sum.requeued == 1 ? "sample" : "samples", args->tag.c_str(),
                         args->dry_run ? "would be re-queued" : "re-queued");
             if (sum.requeued > 0)
               std::printf(": at %s; were %s", joined(sum.by_stage).c_str(),
