@@ -25,6 +25,10 @@ struct Command {
 
 Command add_import(CLI::App& root, Globals& g);
 Command add_status(CLI::App& root, Globals& g);
+Command add_compare(CLI::App& root, Globals& g);
+Command add_export(CLI::App& root, Globals& g);
+Command add_debug(CLI::App& root, Globals& g);
+Command add_retry(CLI::App& root, Globals& g);
 
 // Prints "kforge: error: MESSAGE" to stderr and returns the exit code for the error's kind.
 int report(const Error& e);

@@ -36,6 +36,10 @@ int main(int argc, char** argv) {
   std::vector<Command> commands;
   commands.push_back(add_import(app, g));
   commands.push_back(add_status(app, g));
+  commands.push_back(add_compare(app, g));
+  commands.push_back(add_export(app, g));
+  commands.push_back(add_debug(app, g));
+  commands.push_back(add_retry(app, g));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Benchmark of kforge compare, export and debug --failed on a large database: the report test
+# fixture (tests/report/fixtures) copied COPIES times (default 267: 4,005 samples, with runs v1
+# and v2 over nearly all of them). Prints one line per command, and a last line with every figure
+# as key=value. Usage: bench/report/run.sh [COPIES]   (KFORGE=path/to/kforge to pick a binary)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+kforge="${KFORGE:-build/apps/kforge/kforge}"
+copies="${1:-267}"
+dir="$(mktemp -d)"
+trap 'rm -rf "$dir"' EXIT
+cfg="$dir/kforge.yaml"
+db="$dir/kforge.db"
+printf 'store:\n  path: %s\n' "$db" >"$cfg"
+
+"$kforge" -q -c "$cfg" import tests/report/fixtures/corpus.json \
+  --map code=output,description_1=simp_instru,description_2=comp_instru,key=file >/dev/null
+sqlite3 "$db" <tests/report/fixtures/ab_runs.sql
+{
+  echo "CREATE TEMP TABLE bench_scale(copies INTEGER); INSERT INTO bench_scale VALUES ($copies);"
+  cat bench/report/scale.sql
+} | sqlite3 "$db"
+samples="$(sqlite3 "$db" 'SELECT count(*) FROM samples')"
+db_mb="$(du -m "$db" | cut -f1)"
+
+# Wall time (s) and peak RSS (kB) of one command, its output discarded.
+measure() {
+  python3 -c '
+import resource, subprocess, sys, time
+t = time.monotonic()
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)
+print(f"{time.monotonic() - t:.3f} {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}")
+' "$@"
+}
+
+read -r compare_s compare_kb < <(measure "$kforge" -q -c "$cfg" compare v1 v2)
+read -r html_s html_kb < <(measure "$kforge" -q -c "$cfg" compare v1 v2 --html "$dir/r.html")
+read -r export_s export_kb < <(measure "$kforge" -q -c "$cfg" export v2 --out "$dir/v2.jsonl")
+read -r debug_s debug_kb < <(measure "$kforge" -q -c "$cfg" debug v2 --failed --out "$dir/dbg")
+export_mb="$(du -m "$dir/v2.jsonl" | cut -f1)"
+folders="$(find "$dir/dbg" -mindepth 1 -maxdepth 1 -type d | wc -l)"
+
+echo "samples: $samples, database ${db_mb} MB"
+echo "compare v1 v2:            ${compare_s} s, peak RSS $((compare_kb / 1024)) MB"
+echo "compare v1 v2 --html:     ${html_s} s, peak RSS $((html_kb / 1024)) MB"
+echo "export v2 (${export_mb} MB JSONL):  ${export_s} s, peak RSS $((export_kb / 1024)) MB"
+echo "debug v2 --failed (${folders} folders): ${debug_s} s, peak RSS $((debug_kb / 1024)) MB"
+echo "samples=$samples compare_s=$compare_s compare_rss_mb=$((compare_kb / 1024)) html_s=$html_s export_s=$export_s export_rss_mb=$((export_kb / 1024)) export_mb=$export_mb debug_failed_s=$debug_s debug_folders=$folders"

@@ -1,0 +1,111 @@
+#pragma once
+// A/B comparison of tagged runs over the samples each pair finished.
+//
+// Each run after the first is compared with the first (the baseline) on the samples both runs
+// finished (job done or failed). A sample is verified when its latest verdict is passed with no
+// quality flag. For each pair: the verified rate of each run with a Wilson interval, the paired
+// difference (B - A) with Newcombe's interval and the exact McNemar p, counts by verdict, by
+// stage failure and by quality flag, the samples that flipped each way, and tokens, cost and
+// time per verified sample.
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kforge/report/outcomes.hpp"
+#include "kforge/report/stats.hpp"
+#include "kforge/store/db.hpp"
+
+namespace kforge::report {
+
+// A name and a count, in display order.
+using Counts = std::vector<std::pair<std::string, std::int64_t>>;
+
+struct RunSummary {
+  std::int64_t samples = 0;  // the compared samples
+  std::int64_t verified = 0;
+  double rate = 0;
+  Interval interval;  // Wilson, at the comparison's confidence
+  // By category (all_categories() order, unfinished excluded; zero counts kept).
+  Counts categories;
+  // By latest verdict: passed, failed, error, timeout, crashed, invalid, skipped, and "none"
+  // for samples that never reached the verifier.
+  Counts verdicts;
+  // Stage failures: llm_error, parse_error, rejected, other; then by "stage/error_kind"
+  // (e.g. "generate/rejected_by_facts"), most frequent first.
+  Counts failures;
+  Counts failure_kinds;
+  // Quality flags on passing samples, most frequent first.
+  Counts flags;
+  // Spent on the compared samples, every attempt included.
+  std::int64_t prompt_tokens = 0;
+  std::int64_t completion_tokens = 0;
+  double cost_usd = 0;
+  std::int64_t llm_ms = 0;     // sum of LLM call latencies
+  std::int64_t verify_ms = 0;  // sum of verifier run times
+  std::int64_t llm_calls = 0;
+  // Per verified sample; absent when nothing was verified.
+  std::optional<double> tokens_per_verified;
+  std::optional<double> cost_per_verified;
+  std::optional<double> seconds_per_verified;  // (llm_ms + verify_ms) / 1000 / verified
+};
+
+struct Flip {
+  std::string key;
+  Category from;  // in the baseline
+  Category to;    // in the other run
+};
+
+struct PairComparison {
+  std::string tag_a;  // the baseline
+  std::string tag_b;
+  std::int64_t samples = 0;     // finished in both
+  std::int64_t excluded_a = 0;  // jobs of A not compared (unfinished in A or B, or not in B)
+  std::int64_t excluded_b = 0;
+  RunSummary a;
+  RunSummary b;
+  PairCounts table;
+  double difference = 0;  // rate B - rate A
+  Interval difference_interval;
+  double p_value = 1;
+  bool significant = false;  // p < 1 - confidence
+  std::vector<Flip> gained;  // not verified in A, verified in B
+  std::vector<Flip> lost;    // verified in A, not in B
+};
+
+struct Comparison {
+  double confidence = 0.95;
+  std::int64_t generated_ms = 0;
+  std::string database;
+  std::vector<RunInfo> runs;  // in the order given; runs[0] is the baseline
+  std::vector<PairComparison> pairs;
+};
+
+struct CompareOptions {
+  double confidence = 0.95;
+  std::int64_t now_ms = 0;  // stamped on the report
+};
+
+// Errors: "usage" for fewer than two tags or a tag given twice; "not_found" for an unknown tag.
+Result<Comparison> compare(store::Db& db, const std::vector<std::string>& tags,
+                           const CompareOptions& opts);
+
+// Pure: the comparison of two runs' outcomes (each ordered by key, as load_outcomes gives them).
+PairComparison compare_outcomes(const RunInfo& a, const std::vector<SampleOutcome>& oa,
+                                const RunInfo& b, const std::vector<SampleOutcome>& ob,
+                                double confidence);
+
+// The whole comparison as JSON (for --json), every flipped sample listed.
+nlohmann::ordered_json to_json(const Comparison& c);
+
+// The terminal table; lists at most list_limit flipped samples each way.
+std::string format_text(const Comparison& c, int list_limit);
+
+// A self-contained HTML page: inline CSS and SVG, no scripts, no external assets.
+std::string render_html(const Comparison& c);
+
+}  // namespace kforge::report

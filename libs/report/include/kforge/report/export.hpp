@@ -1,0 +1,50 @@
+#pragma once
+// Export of a tagged run as a dataset: each record is the original corpus record with every
+// field kept in its order, followed by what the run made of it:
+//   kernel_wrapper, unitest_code   the latest generation (null when there is none)
+//   kernel_analysis                the latest analysis (v2 runs only)
+//   verdict, flags                 the latest verdict that applies to that code, its flags
+//   status                         what became of the sample (see Category)
+//   model                          the run's model
+//   prompt                         {"tag", "pipeline", STAGE: {"version", "sha256"}...}
+//
+// Records come in sample-key order, one at a time from the database to the file (memory does
+// not grow with the run). The file is written beside its destination and renamed into place, so
+// a failed export leaves the destination as it was.
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "kforge/store/db.hpp"
+
+namespace kforge::report {
+
+enum class ExportFormat { json, jsonl };
+
+// "json" | "jsonl"; "auto" picks jsonl for a .jsonl path and json otherwise.
+Result<ExportFormat> parse_export_format(const std::string& s, const std::filesystem::path& out);
+
+struct ExportOptions {
+  ExportFormat format = ExportFormat::jsonl;
+  // Only samples whose latest verdict is one of these (empty: every sample of the run).
+  // "passed" keeps verified samples only (passed with no quality flag) unless include_flagged.
+  std::vector<std::string> verdicts;
+  bool include_flagged = false;
+};
+
+struct ExportSummary {
+  std::int64_t written = 0;
+  std::int64_t skipped = 0;  // not matching the verdict filter
+};
+
+// Errors: "not_found" (unknown tag), "usage" (unknown verdict name), "conflict" (an original
+// record already has a field the export adds: named with its sample key), "io", "parse".
+Result<ExportSummary> export_run(store::Db& db, const std::string& tag,
+                                 const std::filesystem::path& out, const ExportOptions& opts);
+
+// The verdict names a filter may use.
+const std::vector<std::string>& verdict_names();
+
+}  // namespace kforge::report

@@ -1,0 +1,90 @@
+#pragma once
+// Where each sample of a tagged run stands: the job's state, the latest output of the stage it
+// stopped at, the latest verdict that applies to its current code, and what it cost.
+//
+// Read-only; built on the schema of migrations/0001_init.sql. Not thread-safe (one Db per
+// thread).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kforge/store/db.hpp"
+
+namespace kforge::report {
+
+struct RunInfo {
+  std::int64_t id = 0;
+  std::string tag;
+  std::string pipeline;  // "v1" | "v2"
+  std::string model;
+  std::string state;
+  nlohmann::ordered_json prompts;  // runs.prompts_json: {stage: {"version", "sha256"}}
+  nlohmann::ordered_json params;   // runs.params_json
+};
+
+// The run with this tag. Error kind "not_found" names the tag and lists the known ones.
+Result<RunInfo> find_run(store::Db& db, const std::string& tag);
+
+// What became of a sample in a run, as one word.
+enum class Category {
+  verified,  // verdict passed, no quality flags
+  flagged,   // verdict passed, but with a quality flag (no_kernel_launch, mutant_survived)
+  failed,    // the verdicts other than passed
+  error,
+  timeout,
+  crashed,
+  invalid,
+  skipped,
+  llm_error,    // a stage ended on an LLM error
+  parse_error,  // a stage's output could not be parsed
+  rejected,     // a stage's output was rejected (e.g. by the kernel facts)
+  other,        // ended without a verdict or a failed stage output (the job's error says why)
+  unfinished,   // still queued or in progress, or cancelled
+};
+std::string_view to_string(Category c);
+// Every category in display order.
+const std::vector<Category>& all_categories();
+
+struct SampleOutcome {
+  std::int64_t job_id = 0;
+  std::int64_t sample_id = 0;
+  std::string key;
+  std::string state;  // jobs.state
+  std::string stage;  // jobs.stage: where the job is, or where it stopped
+  std::optional<std::string> job_error_kind;
+  std::optional<std::string> job_error;
+  // The latest output of `stage` when the job is at analyze or generate (or, for a job past
+  // them with no verdict, the latest failed output); failure_stage names its stage.
+  std::string failure_stage;
+  std::optional<std::string> stage_status;
+  std::optional<std::string> stage_error_kind;
+  std::optional<std::string> stage_error;
+  // The latest verification, only when it belongs to the job's current code: a job sent back to
+  // generate has no verdict until it is verified again.
+  std::optional<std::string> verdict;
+  std::vector<std::string> flags;
+  std::optional<std::string> detail;
+  // Every attempt counts: what was paid and how long it took.
+  std::int64_t prompt_tokens = 0;
+  std::int64_t completion_tokens = 0;
+  double cost_usd = 0;
+  std::int64_t llm_ms = 0;
+  std::int64_t llm_calls = 0;
+  std::int64_t verify_ms = 0;
+  std::int64_t verifications = 0;
+
+  bool finished() const { return state == "done" || state == "failed"; }
+  bool verified() const { return category() == Category::verified; }
+  Category category() const;
+};
+
+// Every job of the run, ordered by sample key. Errors name the run and sample of a malformed
+// stored value (e.g. flags_json that is not a list of strings).
+Result<std::vector<SampleOutcome>> load_outcomes(store::Db& db, const RunInfo& run);
+
+}  // namespace kforge::report

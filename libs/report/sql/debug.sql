@@ -1,0 +1,21 @@
+-- name: debug_sample
+SELECT s.id, s.key, s.code, s.record_json, j.id, j.state, j.stage, j.attempts, j.error_kind,
+       j.error, j.updated_ms
+FROM jobs j JOIN samples s ON s.id = j.sample_id
+WHERE j.run_id = ?1 AND s.key = ?2;
+
+-- name: sample_exists
+SELECT count(*) FROM samples WHERE key = ?1;
+
+-- Every stage attempt of a sample in a run, oldest first.
+-- name: debug_stage_outputs
+SELECT stage, attempt, status, prompt_version, prompt_sha256, request_sha256, request_json,
+       response_raw, parsed_json, error_kind, error, prompt_tokens, completion_tokens, cost_usd,
+       latency_ms, created_ms
+FROM stage_outputs WHERE run_id = ?1 AND sample_id = ?2 ORDER BY id;
+
+-- Every verification of a sample in a run, oldest first.
+-- name: debug_verifications
+SELECT attempt, verdict, flags_json, detail, result_json, script, stderr_tail, duration_ms, device,
+       created_ms
+FROM verifications WHERE run_id = ?1 AND sample_id = ?2 ORDER BY id;

@@ -1,0 +1,32 @@
+-- Where each job of a run stands, one row per sample, by sample key: the latest output of the
+-- stage the job is at (fo), the latest output of any stage (lo), the latest verification (v), and
+-- sums over every attempt. "Latest" is the newest row (highest id): attempt numbers start again
+-- after a retry, row ids never go back.
+-- name: run_outcomes
+SELECT s.id, s.key, j.state, j.stage, j.error_kind, j.error,
+       fo.status, fo.error_kind, fo.error,
+       v.verdict, v.flags_json, v.detail,
+       coalesce(t.prompt_tokens, 0), coalesce(t.completion_tokens, 0), coalesce(t.cost_usd, 0),
+       coalesce(t.latency_ms, 0), coalesce(t.calls, 0),
+       coalesce(vt.duration_ms, 0), coalesce(vt.runs, 0), j.id,
+       lo.stage, lo.status, lo.error_kind, lo.error
+FROM jobs j
+JOIN samples s ON s.id = j.sample_id
+LEFT JOIN stage_outputs fo ON fo.id = (
+  SELECT o.id FROM stage_outputs o
+  WHERE o.run_id = j.run_id AND o.sample_id = j.sample_id AND o.stage = j.stage
+  ORDER BY o.id DESC LIMIT 1)
+LEFT JOIN stage_outputs lo ON lo.id = (
+  SELECT max(o.id) FROM stage_outputs o WHERE o.run_id = j.run_id AND o.sample_id = j.sample_id)
+LEFT JOIN verifications v ON v.id = (
+  SELECT max(x.id) FROM verifications x WHERE x.run_id = j.run_id AND x.sample_id = j.sample_id)
+LEFT JOIN (
+  SELECT sample_id, sum(prompt_tokens) AS prompt_tokens,
+         sum(completion_tokens) AS completion_tokens, sum(cost_usd) AS cost_usd,
+         sum(latency_ms) AS latency_ms, count(*) AS calls
+  FROM stage_outputs WHERE run_id = ?1 GROUP BY sample_id) t ON t.sample_id = j.sample_id
+LEFT JOIN (
+  SELECT sample_id, sum(duration_ms) AS duration_ms, count(*) AS runs
+  FROM verifications WHERE run_id = ?1 GROUP BY sample_id) vt ON vt.sample_id = j.sample_id
+WHERE j.run_id = ?1
+ORDER BY s.key;

@@ -1,0 +1,220 @@
+#include "kforge/report/compare.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+namespace kforge::report {
+
+namespace {
+
+const std::vector<std::string>& verdict_names() {
+  static const std::vector<std::string> v = {"passed",  "failed",  "error",  "timeout",
+                                             "crashed", "invalid", "skipped"};
+  return v;
+}
+
+Counts sorted_by_count(const std::map<std::string, std::int64_t>& m) {
+  Counts out(m.begin(), m.end());
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& x, const auto& y) { return x.second > y.second; });
+  return out;
+}
+
+RunSummary summarise(const std::vector<const SampleOutcome*>& samples, double z) {
+  RunSummary s;
+  s.samples = static_cast<std::int64_t>(samples.size());
+  std::map<Category, std::int64_t> by_category;
+  std::map<std::string, std::int64_t> by_verdict, kinds, flags;
+  std::int64_t no_verdict = 0;
+  for (const SampleOutcome* o : samples) {
+    Category c = o->category();
+    ++by_category[c];
+    if (c == Category::verified) ++s.verified;
+    if (o->verdict)
+      ++by_verdict[*o->verdict];
+    else
+      ++no_verdict;
+    if (o->verdict && *o->verdict == "passed")
+      for (const auto& f : o->flags) ++flags[f];
+    if (c == Category::llm_error || c == Category::parse_error || c == Category::rejected ||
+        c == Category::other) {
+      std::string kind = o->stage_error_kind.value_or(o->job_error_kind.value_or(""));
+      std::string stage = o->failure_stage.empty() ? o->stage : o->failure_stage;
+      ++kinds[stage + "/" + (kind.empty() ? std::string(to_string(c)) : kind)];
+    }
+    s.prompt_tokens += o->prompt_tokens;
+    s.completion_tokens += o->completion_tokens;
+    s.cost_usd += o->cost_usd;
+    s.llm_ms += o->llm_ms;
+    s.verify_ms += o->verify_ms;
+    s.llm_calls += o->llm_calls;
+  }
+  s.rate = s.samples > 0 ? static_cast<double>(s.verified) / static_cast<double>(s.samples) : 0;
+  s.interval = wilson(s.verified, s.samples, z);
+  for (Category c : all_categories())
+    if (c != Category::unfinished) s.categories.emplace_back(to_string(c), by_category[c]);
+  for (const auto& v : verdict_names()) s.verdicts.emplace_back(v, by_verdict[v]);
+  for (const auto& [v, n] : by_verdict)
+    if (std::find(verdict_names().begin(), verdict_names().end(), v) == verdict_names().end())
+      s.verdicts.emplace_back(v, n);
+  s.verdicts.emplace_back("none", no_verdict);
+  for (Category c :
+       {Category::llm_error, Category::parse_error, Category::rejected, Category::other})
+    s.failures.emplace_back(to_string(c), by_category[c]);
+  s.failure_kinds = sorted_by_count(kinds);
+  s.flags = sorted_by_count(flags);
+  if (s.verified > 0) {
+    double v = static_cast<double>(s.verified);
+    s.tokens_per_verified = static_cast<double>(s.prompt_tokens + s.completion_tokens) / v;
+    s.cost_per_verified = s.cost_usd / v;
+    s.seconds_per_verified = static_cast<double>(s.llm_ms + s.verify_ms) / 1000.0 / v;
+  }
+  return s;
+}
+
+}  // namespace
+
+PairComparison compare_outcomes(const RunInfo& a, const std::vector<SampleOutcome>& oa,
+                                const RunInfo& b, const std::vector<SampleOutcome>& ob,
+                                double confidence) {
+  double z = z_for_confidence(confidence);
+  PairComparison p;
+  p.tag_a = a.tag;
+  p.tag_b = b.tag;
+  std::unordered_map<std::int64_t, const SampleOutcome*> in_b;
+  for (const auto& o : ob) in_b.emplace(o.sample_id, &o);
+  std::vector<const SampleOutcome*> sa, sb;
+  for (const auto& o : oa) {
+    auto it = in_b.find(o.sample_id);
+    if (!o.finished() || it == in_b.end() || !it->second->finished()) continue;
+    const SampleOutcome& x = *it->second;
+    sa.push_back(&o);
+    sb.push_back(&x);
+    bool va = o.verified(), vb = x.verified();
+    if (va && vb) {
+      ++p.table.both;
+    } else if (va) {
+      ++p.table.only_a;
+      p.lost.push_back({o.key, o.category(), x.category()});
+    } else if (vb) {
+      ++p.table.only_b;
+      p.gained.push_back({o.key, o.category(), x.category()});
+    } else {
+      ++p.table.neither;
+    }
+  }
+  p.samples = static_cast<std::int64_t>(sa.size());
+  p.excluded_a = static_cast<std::int64_t>(oa.size()) - p.samples;
+  p.excluded_b = static_cast<std::int64_t>(ob.size()) - p.samples;
+  p.a = summarise(sa, z);
+  p.b = summarise(sb, z);
+  p.difference = paired_difference(p.table);
+  p.difference_interval = paired_difference_interval(p.table, z);
+  p.p_value = mcnemar_exact_p(p.table.only_a, p.table.only_b);
+  p.significant = p.samples > 0 && p.p_value < 1.0 - confidence;
+  return p;
+}
+
+Result<Comparison> compare(store::Db& db, const std::vector<std::string>& tags,
+                           const CompareOptions& opts) {
+  if (tags.size() < 2) return fail("usage", "compare needs at least two tags (TAG_A TAG_B ...)");
+  std::set<std::string> seen;
+  for (const auto& t : tags)
+    if (!seen.insert(t).second) return fail("usage", "tag '" + t + "' is given twice");
+  Comparison c;
+  c.confidence = opts.confidence;
+  c.generated_ms = opts.now_ms;
+  c.database = db.path();
+  std::vector<std::vector<SampleOutcome>> outcomes;
+  for (const auto& t : tags) {
+    KF_TRY(RunInfo r, find_run(db, t));
+    KF_TRY(auto o, load_outcomes(db, r));
+    c.runs.push_back(std::move(r));
+    outcomes.push_back(std::move(o));
+  }
+  for (std::size_t i = 1; i < c.runs.size(); ++i)
+    c.pairs.push_back(
+        compare_outcomes(c.runs[0], outcomes[0], c.runs[i], outcomes[i], opts.confidence));
+  return c;
+}
+
+namespace {
+
+nlohmann::ordered_json counts_json(const Counts& counts) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : counts) j[k] = v;
+  return j;
+}
+
+nlohmann::ordered_json opt_json(const std::optional<double>& v) {
+  return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
+}
+
+nlohmann::ordered_json summary_json(const RunSummary& s) {
+  return {{"samples", s.samples},
+          {"verified", s.verified},
+          {"rate", s.rate},
+          {"interval", {s.interval.low, s.interval.high}},
+          {"categories", counts_json(s.categories)},
+          {"verdicts", counts_json(s.verdicts)},
+          {"stage_failures", counts_json(s.failures)},
+          {"stage_failure_kinds", counts_json(s.failure_kinds)},
+          {"flags", counts_json(s.flags)},
+          {"prompt_tokens", s.prompt_tokens},
+          {"completion_tokens", s.completion_tokens},
+          {"cost_usd", s.cost_usd},
+          {"llm_seconds", static_cast<double>(s.llm_ms) / 1000.0},
+          {"verify_seconds", static_cast<double>(s.verify_ms) / 1000.0},
+          {"llm_calls", s.llm_calls},
+          {"per_verified",
+           {{"tokens", opt_json(s.tokens_per_verified)},
+            {"cost_usd", opt_json(s.cost_per_verified)},
+            {"seconds", opt_json(s.seconds_per_verified)}}}};
+}
+
+nlohmann::ordered_json flips_json(const std::vector<Flip>& flips) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::array();
+  for (const auto& f : flips)
+    j.push_back({{"key", f.key}, {"from", to_string(f.from)}, {"to", to_string(f.to)}});
+  return j;
+}
+
+}  // namespace
+
+nlohmann::ordered_json to_json(const Comparison& c) {
+  using ojson = nlohmann::ordered_json;
+  ojson runs = ojson::array();
+  for (const auto& r : c.runs)
+    runs.push_back({{"tag", r.tag},
+                    {"pipeline", r.pipeline},
+                    {"model", r.model},
+                    {"state", r.state},
+                    {"prompts", r.prompts}});
+  ojson pairs = ojson::array();
+  for (const auto& p : c.pairs) {
+    pairs.push_back({{"a", p.tag_a},
+                     {"b", p.tag_b},
+                     {"samples", p.samples},
+                     {"excluded", {{p.tag_a, p.excluded_a}, {p.tag_b, p.excluded_b}}},
+                     {"runs", {{p.tag_a, summary_json(p.a)}, {p.tag_b, summary_json(p.b)}}},
+                     {"paired",
+                      {{"both_verified", p.table.both},
+                       {"only_a", p.table.only_a},
+                       {"only_b", p.table.only_b},
+                       {"neither", p.table.neither},
+                       {"difference", p.difference},
+                       {"interval", {p.difference_interval.low, p.difference_interval.high}},
+                       {"mcnemar_exact_p", p.p_value},
+                       {"significant", p.significant}}},
+                     {"gained", flips_json(p.gained)},
+                     {"lost", flips_json(p.lost)}});
+  }
+  return {{"confidence", c.confidence},
+          {"baseline", c.runs.empty() ? "" : c.runs[0].tag},
+          {"runs", runs},
+          {"comparisons", pairs}};
+}
+
+}  // namespace kforge::report

@@ -1,0 +1,360 @@
+#include "kforge/report/debug.hpp"
+
+#include <spdlog/fmt/fmt.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <set>
+
+#include "kforge/core/clock.hpp"
+#include "kforge/core/fs.hpp"
+#include "kforge/report/outcomes.hpp"
+#include "queries.hpp"
+
+namespace kforge::report {
+
+namespace fs = std::filesystem;
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+constexpr const char* kMarker = ".kforge-debug";
+
+struct StageAttempt {
+  std::string stage;
+  std::int64_t attempt = 0;
+  std::string status;
+  std::string prompt_version, prompt_sha256;
+  std::optional<std::string> request_sha256, request_json, response_raw, parsed_json;
+  std::optional<std::string> error_kind, error;
+  std::int64_t prompt_tokens = 0, completion_tokens = 0;
+  double cost_usd = 0;
+  std::int64_t latency_ms = 0, created_ms = 0;
+};
+
+struct VerifyAttempt {
+  std::int64_t attempt = 0;
+  std::string verdict;
+  std::string flags_json;
+  std::optional<std::string> detail, result_json, script, stderr_tail, device;
+  std::int64_t duration_ms = 0, created_ms = 0;
+};
+
+struct SampleData {
+  std::int64_t sample_id = 0;
+  std::string key, code, record_json;
+  std::string state, stage;
+  std::int64_t attempts = 0;
+  std::optional<std::string> error_kind, error;
+  std::vector<StageAttempt> outputs;
+  std::vector<VerifyAttempt> verifications;
+};
+
+Result<SampleData> load_sample(store::Db& db, const RunInfo& run, const std::string& key) {
+  SampleData d;
+  {
+    KF_TRY(store::Stmt s, db.prepare(queries()["debug_sample"]));
+    s.bind(1, run.id).bind(2, key);
+    KF_TRY(bool row, s.step());
+    if (!row) {
+      KF_TRY(store::Stmt e, db.prepare(queries()["sample_exists"]));
+      e.bind(1, key);
+      KF_TRY(bool r, e.step());
+      if (r && e.int64(0) > 0)
+        return fail("not_found", "sample '" + key + "' is not in run '" + run.tag + "'");
+      return fail("not_found", "no sample with key '" + key + "' in " + db.path());
+    }
+    d.sample_id = s.int64(0);
+    d.key = s.text(1);
+    d.code = s.text(2);
+    d.record_json = s.text(3);
+    d.state = s.text(5);
+    d.stage = s.text(6);
+    d.attempts = s.int64(7);
+    d.error_kind = s.opt_text(8);
+    d.error = s.opt_text(9);
+  }
+  {
+    KF_TRY(store::Stmt s, db.prepare(queries()["debug_stage_outputs"]));
+    s.bind(1, run.id).bind(2, d.sample_id);
+    while (true) {
+      KF_TRY(bool row, s.step());
+      if (!row) break;
+      StageAttempt a;
+      a.stage = s.text(0);
+      a.attempt = s.int64(1);
+      a.status = s.text(2);
+      a.prompt_version = s.text(3);
+      a.prompt_sha256 = s.text(4);
+      a.request_sha256 = s.opt_text(5);
+      a.request_json = s.opt_text(6);
+      a.response_raw = s.opt_text(7);
+      a.parsed_json = s.opt_text(8);
+      a.error_kind = s.opt_text(9);
+      a.error = s.opt_text(10);
+      a.prompt_tokens = s.int64(11);
+      a.completion_tokens = s.int64(12);
+      a.cost_usd = s.real(13);
+      a.latency_ms = s.int64(14);
+      a.created_ms = s.int64(15);
+      d.outputs.push_back(std::move(a));
+    }
+  }
+  {
+    KF_TRY(store::Stmt s, db.prepare(queries()["debug_verifications"]));
+    s.bind(1, run.id).bind(2, d.sample_id);
+    while (true) {
+      KF_TRY(bool row, s.step());
+      if (!row) break;
+      VerifyAttempt v;
+      v.attempt = s.int64(0);
+      v.verdict = s.text(1);
+      v.flags_json = s.text(2);
+      v.detail = s.opt_text(3);
+      v.result_json = s.opt_text(4);
+      v.script = s.opt_text(5);
+      v.stderr_tail = s.opt_text(6);
+      v.duration_ms = s.int64(7);
+      v.device = s.opt_text(8);
+      v.created_ms = s.int64(9);
+      d.verifications.push_back(std::move(v));
+    }
+  }
+  return d;
+}
+
+// The request's messages as Markdown, one section per message; the raw JSON when it has none.
+std::string prompt_markdown(const std::string& request_json) {
+  auto j = ojson::parse(request_json, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("messages") || !j["messages"].is_array())
+    return "```json\n" + request_json + "\n```\n";
+  std::string out;
+  for (const auto& m : j["messages"]) {
+    std::string role =
+        m.contains("role") && m["role"].is_string() ? m["role"].get<std::string>() : "message";
+    out += "## " + role + "\n\n";
+    if (m.contains("content") && m["content"].is_string()) {
+      out += m["content"].get<std::string>();
+    } else if (m.contains("content") && m["content"].is_array()) {
+      for (const auto& part : m["content"])
+        out += part.contains("text") && part["text"].is_string() ? part["text"].get<std::string>()
+                                                                 : part.dump(2);
+    } else {
+      out += m.dump(2);
+    }
+    out += "\n\n";
+  }
+  return out;
+}
+
+std::string pretty(const std::string& text) {
+  auto j = ojson::parse(text, nullptr, false);
+  return j.is_discarded() ? text : j.dump(2) + "\n";
+}
+
+Status put(const fs::path& p, std::string_view data) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  if (out) out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  out.close();
+  if (!out) return fail("io", p.string() + ": cannot write: " + std::strerror(errno));
+  return {};
+}
+
+const StageAttempt* latest(const SampleData& d, const std::string& stage) {
+  const StageAttempt* found = nullptr;
+  for (const auto& a : d.outputs)
+    if (a.stage == stage) found = &a;
+  return found;
+}
+
+std::string or_dash(const std::optional<std::string>& s) {
+  return s && !s->empty() ? *s : "-";
+}
+
+// Writes the folder's files into `tmp`. Returns the README's list of files.
+Status write_files(const fs::path& tmp, const RunInfo& run, const SampleData& d) {
+  std::vector<std::string> files;
+  auto file = [&](const std::string& name, std::string_view data) -> Status {
+    files.push_back(name);
+    return put(tmp / name, data);
+  };
+  KF_CHECK(file("record.json", pretty(d.record_json)));
+  KF_CHECK(file("code.py", d.code));
+  for (const std::string stage : {"analyze", "generate"}) {
+    const StageAttempt* a = latest(d, stage);
+    if (a == nullptr) continue;
+    if (a->request_json) {
+      KF_CHECK(file(stage + ".prompt.md", prompt_markdown(*a->request_json)));
+      KF_CHECK(file(stage + ".request.json", pretty(*a->request_json)));
+    }
+    if (a->response_raw) KF_CHECK(file(stage + ".response.txt", *a->response_raw));
+    if (a->error)
+      KF_CHECK(file(stage + ".error.txt", or_dash(a->error_kind) + ": " + *a->error + "\n"));
+    if (!a->parsed_json) continue;
+    auto parsed = ojson::parse(*a->parsed_json, nullptr, false);
+    if (parsed.is_discarded()) continue;
+    if (stage == "analyze") {
+      const ojson& an = parsed.contains("analysis") ? parsed["analysis"] : parsed;
+      KF_CHECK(file("analysis.json", an.dump(2) + "\n"));
+    } else {
+      for (const char* f : {"kernel_wrapper", "unitest_code"})
+        if (parsed.contains(f) && parsed[f].is_string())
+          KF_CHECK(file(std::string(f) + ".py", parsed[f].get<std::string>()));
+    }
+  }
+  const VerifyAttempt* v = d.verifications.empty() ? nullptr : &d.verifications.back();
+  if (v != nullptr) {
+    if (v->script) {
+      KF_CHECK(file("script.py", *v->script));
+      KF_CHECK(file("run.sh", template_file("run.sh")));
+      std::error_code ec;
+      fs::permissions(tmp / "run.sh",
+                      fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                          fs::perms::others_read | fs::perms::others_exec,
+                      ec);
+      if (ec) return fail("io", (tmp / "run.sh").string() + ": " + ec.message());
+    }
+    ojson verdict = {{"verdict", v->verdict},
+                     {"flags", ojson::parse(v->flags_json, nullptr, false)},
+                     {"detail", v->detail ? ojson(*v->detail) : ojson(nullptr)},
+                     {"duration_ms", v->duration_ms},
+                     {"device", v->device ? ojson(*v->device) : ojson(nullptr)},
+                     {"attempt", v->attempt},
+                     {"created", format_utc_ms(v->created_ms)}};
+    if (verdict["flags"].is_discarded()) verdict["flags"] = v->flags_json;
+    if (v->result_json) {
+      auto r = ojson::parse(*v->result_json, nullptr, false);
+      verdict["result"] = r.is_discarded() ? ojson(*v->result_json) : r;
+    }
+    KF_CHECK(file("verdict.json", verdict.dump(2) + "\n"));
+    KF_CHECK(file("stderr.txt", v->stderr_tail.value_or("")));
+  }
+  ojson attempts = ojson::array();
+  for (const auto& a : d.outputs)
+    attempts.push_back({{"stage", a.stage},
+                        {"attempt", a.attempt},
+                        {"status", a.status},
+                        {"error_kind", a.error_kind ? ojson(*a.error_kind) : ojson(nullptr)},
+                        {"error", a.error ? ojson(*a.error) : ojson(nullptr)},
+                        {"prompt_version", a.prompt_version},
+                        {"prompt_sha256", a.prompt_sha256},
+                        {"request_sha256", a.request_sha256 ? ojson(*a.request_sha256) : ojson()},
+                        {"prompt_tokens", a.prompt_tokens},
+                        {"completion_tokens", a.completion_tokens},
+                        {"cost_usd", a.cost_usd},
+                        {"latency_ms", a.latency_ms},
+                        {"created", format_utc_ms(a.created_ms)}});
+  for (const auto& x : d.verifications)
+    attempts.push_back({{"stage", "verify"},
+                        {"attempt", x.attempt},
+                        {"verdict", x.verdict},
+                        {"flags", ojson::parse(x.flags_json, nullptr, false).is_discarded()
+                                      ? ojson(x.flags_json)
+                                      : ojson::parse(x.flags_json)},
+                        {"detail", x.detail ? ojson(*x.detail) : ojson(nullptr)},
+                        {"duration_ms", x.duration_ms},
+                        {"created", format_utc_ms(x.created_ms)}});
+  KF_CHECK(file("attempts.json", attempts.dump(2) + "\n"));
+
+  // What happened, in words, using the same rules as compare and export.
+  SampleOutcome o;
+  o.key = d.key;
+  o.state = d.state;
+  o.stage = d.stage;
+  bool before_verify = d.stage == "analyze" || d.stage == "generate";
+  if (before_verify) {
+    if (const StageAttempt* a = latest(d, d.stage)) o.stage_status = a->status;
+  } else if (v == nullptr) {
+    if (!d.outputs.empty()) o.stage_status = d.outputs.back().status;
+  } else {
+    o.verdict = v->verdict;
+    auto flags = ojson::parse(v->flags_json, nullptr, false);
+    if (flags.is_array())
+      for (const auto& f : flags)
+        if (f.is_string()) o.flags.push_back(f.get<std::string>());
+  }
+  std::string readme = fmt::format(
+      "kforge debug workspace\n\n"
+      "run      {} (pipeline {}, model {})\n"
+      "sample   {}\n"
+      "job      state {}, stage {}, {} attempt(s) at this stage\n"
+      "outcome  {}\n",
+      run.tag, run.pipeline, run.model, d.key, d.state, d.stage, d.attempts,
+      to_string(o.category()));
+  if (d.error_kind || d.error)
+    readme += fmt::format("error    {}: {}\n", or_dash(d.error_kind), or_dash(d.error));
+  if (v != nullptr) {
+    readme += fmt::format("verdict  {} {} ({} ms): {}\n", v->verdict, v->flags_json, v->duration_ms,
+                          or_dash(v->detail));
+    if (before_verify)
+      readme += "         (this verdict is from before the job went back to " + d.stage +
+                "; it does not apply to the current code)\n";
+  }
+  readme += "\nfiles\n";
+  for (const auto& f : files) readme += "  " + f + "\n";
+  if (v != nullptr && v->script)
+    readme += "\nRe-run the verifier's script by hand: ./run.sh (python3 script.py)\n";
+  else
+    readme += "\nNo script: this sample never reached the verifier.\n";
+  KF_CHECK(put(tmp / "README.txt", readme));
+  KF_CHECK(put(tmp / kMarker, run.tag + "\n" + d.key + "\n"));
+  return {};
+}
+
+Result<fs::path> write_folder(store::Db& db, const RunInfo& run, const std::string& key,
+                              const fs::path& dir, const std::string& name) {
+  KF_TRY(SampleData d, load_sample(db, run, key));
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return fail("io", dir.string() + ": " + ec.message());
+  fs::path final_dir = dir / name;
+  if (fs::exists(final_dir) && !fs::exists(final_dir / kMarker))
+    return fail("conflict", final_dir.string() +
+                                " exists and is not a kforge debug folder; choose another --out");
+  fs::path tmp = dir / ("." + name + ".tmp-" + std::to_string(::getpid()));
+  fs::remove_all(tmp, ec);
+  fs::create_directory(tmp, ec);
+  if (ec) return fail("io", tmp.string() + ": " + ec.message());
+  auto st = write_files(tmp, run, d);
+  if (st.ok()) {
+    fs::remove_all(final_dir, ec);
+    fs::rename(tmp, final_dir, ec);
+    if (ec) st = fail("io", final_dir.string() + ": " + ec.message());
+  }
+  if (!st.ok()) {
+    fs::remove_all(tmp, ec);
+    return std::move(st).error();
+  }
+  return final_dir;
+}
+
+}  // namespace
+
+Result<fs::path> write_debug(store::Db& db, const std::string& tag, const std::string& key,
+                             const fs::path& dir) {
+  KF_TRY(RunInfo run, find_run(db, tag));
+  return write_folder(db, run, key, dir, safe_file_name(key));
+}
+
+Result<std::vector<fs::path>> write_debug_failed(store::Db& db, const std::string& tag,
+                                                 const fs::path& dir) {
+  KF_TRY(RunInfo run, find_run(db, tag));
+  KF_TRY(auto outcomes, load_outcomes(db, run));
+  std::vector<fs::path> out;
+  std::set<std::string> names;
+  for (const auto& o : outcomes) {
+    if (!o.finished() || o.verified()) continue;
+    std::string name = safe_file_name(o.key);
+    // Two keys can map to the same safe name ("a/b" and "a_b"): the sample id tells them apart.
+    if (!names.insert(name).second) name += "-" + std::to_string(o.sample_id);
+    names.insert(name);
+    KF_TRY(fs::path p, write_folder(db, run, o.key, dir, name));
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace kforge::report

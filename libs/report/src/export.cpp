@@ -1,0 +1,144 @@
+#include "kforge/report/export.hpp"
+
+#include <algorithm>
+
+#include "atomic_file.hpp"
+#include "kforge/report/outcomes.hpp"
+#include "queries.hpp"
+
+namespace kforge::report {
+
+using ojson = nlohmann::ordered_json;
+
+const std::vector<std::string>& verdict_names() {
+  static const std::vector<std::string> v = {"passed",  "failed",  "error",  "timeout",
+                                             "crashed", "invalid", "skipped"};
+  return v;
+}
+
+Result<ExportFormat> parse_export_format(const std::string& s, const std::filesystem::path& out) {
+  if (s == "json") return ExportFormat::json;
+  if (s == "jsonl") return ExportFormat::jsonl;
+  if (s == "auto" || s.empty())
+    return out.extension() == ".jsonl" ? ExportFormat::jsonl : ExportFormat::json;
+  return fail("usage", "--format: '" + s + "' is not json or jsonl");
+}
+
+namespace {
+
+// The fields an export adds after the original ones.
+constexpr const char* kAdded[] = {"kernel_wrapper", "unitest_code", "kernel_analysis", "verdict",
+                                  "flags",          "status",       "model",           "prompt"};
+
+std::optional<ojson> parse_opt(const std::optional<std::string>& text) {
+  if (!text) return std::nullopt;
+  auto j = ojson::parse(*text, nullptr, false);
+  if (j.is_discarded()) return std::nullopt;
+  return j;
+}
+
+ojson field_or_null(const std::optional<ojson>& obj, const char* name) {
+  if (!obj || !obj->is_object()) return nullptr;
+  auto it = obj->find(name);
+  return it == obj->end() ? ojson(nullptr) : *it;
+}
+
+}  // namespace
+
+Result<ExportSummary> export_run(store::Db& db, const std::string& tag,
+                                 const std::filesystem::path& out, const ExportOptions& opts) {
+  for (const auto& v : opts.verdicts)
+    if (std::find(verdict_names().begin(), verdict_names().end(), v) == verdict_names().end())
+      return fail("usage", "--verdict: '" + v +
+                               "' is not a verdict (passed, failed, error, timeout, crashed, "
+                               "invalid, skipped)");
+  KF_TRY(RunInfo run, find_run(db, tag));
+  // A deferred transaction: one consistent snapshot of the run while the daemon goes on.
+  KF_TRY(store::Transaction tx, store::Transaction::begin(db, store::TxMode::deferred));
+  KF_TRY(store::Stmt s, db.prepare(queries()["export_rows"]));
+  s.bind(1, run.id);
+  KF_TRY(detail::AtomicFile file, detail::AtomicFile::create(out));
+  bool json = opts.format == ExportFormat::json;
+  if (json) KF_CHECK(file.write("["));
+  ExportSummary sum;
+  while (true) {
+    KF_TRY(bool row, s.step());
+    if (!row) break;
+    std::string key = s.text(0);
+    // The same rules as compare: the verdict applies only when the job is past generation.
+    SampleOutcome o;
+    o.key = key;
+    o.state = s.text(2);
+    o.stage = s.text(3);
+    bool before_verify = o.stage == "analyze" || o.stage == "generate";
+    if (before_verify) o.stage_status = s.opt_text(o.stage == "analyze" ? 4 : 8);
+    ojson flags = ojson::array();
+    if (!before_verify && !s.is_null(12)) {
+      o.verdict = s.text(12);
+      flags = ojson::parse(s.text(13), nullptr, false);
+      if (!flags.is_array())
+        return fail("parse", "run '" + tag + "', sample '" + key +
+                                 "': verifications.flags_json is not a JSON list");
+      for (const auto& f : flags)
+        if (f.is_string()) o.flags.push_back(f.get<std::string>());
+    }
+    if (!before_verify && !o.verdict) {
+      // No verdict past generation: the latest failed stage output, as compare counts it.
+      if (!s.is_null(8)) {
+        if (s.text(8) != "ok") o.stage_status = s.text(8);
+      } else if (!s.is_null(4) && s.text(4) != "ok") {
+        o.stage_status = s.text(4);
+      }
+    }
+    Category cat = o.category();
+    if (!opts.verdicts.empty()) {
+      bool keep = o.verdict && std::find(opts.verdicts.begin(), opts.verdicts.end(), *o.verdict) !=
+                                   opts.verdicts.end();
+      if (keep && *o.verdict == "passed" && !o.flags.empty() && !opts.include_flagged) keep = false;
+      if (!keep) {
+        ++sum.skipped;
+        continue;
+      }
+    }
+    ojson rec = ojson::parse(s.text(1), nullptr, false);
+    if (!rec.is_object())
+      return fail("parse", "sample '" + key + "': samples.record_json is not a JSON object");
+    for (const char* name : kAdded)
+      if (rec.contains(name))
+        return fail("conflict", "sample '" + key + "': the original record already has a field '" +
+                                    name +
+                                    "', which the export would overwrite; nothing was "
+                                    "written to " +
+                                    out.string());
+    auto analysis = parse_opt(s.opt_text(5));
+    auto generated = parse_opt(s.opt_text(9));
+    rec["kernel_wrapper"] = field_or_null(generated, "kernel_wrapper");
+    rec["unitest_code"] = field_or_null(generated, "unitest_code");
+    if (run.pipeline == "v2") {
+      ojson a = field_or_null(analysis, "analysis");
+      rec["kernel_analysis"] = a.is_null() && analysis ? *analysis : a;
+    }
+    rec["verdict"] = o.verdict ? ojson(*o.verdict) : ojson(nullptr);
+    rec["flags"] = flags;
+    rec["status"] = to_string(cat);
+    rec["model"] = run.model;
+    ojson prompt = {{"tag", run.tag}, {"pipeline", run.pipeline}};
+    for (auto [stage, col] : {std::pair{"analyze", 6}, std::pair{"generate", 10}}) {
+      if (!s.is_null(col))
+        prompt[stage] = {{"version", s.text(col)}, {"sha256", s.text(col + 1)}};
+      else if (run.prompts.is_object() && run.prompts.contains(stage))
+        prompt[stage] = run.prompts[stage];
+    }
+    rec["prompt"] = std::move(prompt);
+    std::string line = rec.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    if (json) KF_CHECK(file.write(sum.written == 0 ? "\n" : ",\n"));
+    KF_CHECK(file.write(line));
+    if (!json) KF_CHECK(file.write("\n"));
+    ++sum.written;
+  }
+  if (json) KF_CHECK(file.write(sum.written == 0 ? "]\n" : "\n]\n"));
+  KF_CHECK(file.commit());
+  return sum;
+}
+
+}  // namespace kforge::report

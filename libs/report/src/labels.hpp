@@ -1,0 +1,29 @@
+#pragma once
+// Display labels and number formats shared by the terminal table and the HTML report.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kforge/report/compare.hpp"
+
+namespace kforge::report::detail {
+
+// "llm_error" -> "LLM error", "rejected" -> "rejected by kernel facts", ...
+std::string label(std::string_view name);
+// 0.4167 -> "41.7%"
+std::string percent(double rate);
+// +0.2727 -> "+27.3 pts"
+std::string points(double diff);
+// The p-value with enough digits to read: "1", "0.2500", "3.1e-05".
+std::string p_text(double p);
+// "$0.0123", "-" when absent.
+std::string money(const std::optional<double>& v);
+std::string number(const std::optional<double>& v, int decimals);
+
+// The union of names over both runs' counts, first-seen order.
+std::vector<std::string> union_names(const Counts& a, const Counts& b);
+std::int64_t count_of(const Counts& c, const std::string& name);
+
+}  // namespace kforge::report::detail

@@ -1,0 +1,163 @@
+#include "kforge/report/outcomes.hpp"
+
+#include "queries.hpp"
+
+namespace kforge::report {
+
+std::string_view to_string(Category c) {
+  switch (c) {
+    case Category::verified:
+      return "verified";
+    case Category::flagged:
+      return "flagged";
+    case Category::failed:
+      return "failed";
+    case Category::error:
+      return "error";
+    case Category::timeout:
+      return "timeout";
+    case Category::crashed:
+      return "crashed";
+    case Category::invalid:
+      return "invalid";
+    case Category::skipped:
+      return "skipped";
+    case Category::llm_error:
+      return "llm_error";
+    case Category::parse_error:
+      return "parse_error";
+    case Category::rejected:
+      return "rejected";
+    case Category::other:
+      return "other";
+    case Category::unfinished:
+      return "unfinished";
+  }
+  return "other";
+}
+
+const std::vector<Category>& all_categories() {
+  static const std::vector<Category> all = {
+      Category::verified,  Category::flagged,     Category::failed,   Category::error,
+      Category::timeout,   Category::crashed,     Category::invalid,  Category::skipped,
+      Category::llm_error, Category::parse_error, Category::rejected, Category::other,
+      Category::unfinished};
+  return all;
+}
+
+Category SampleOutcome::category() const {
+  if (!finished()) return Category::unfinished;
+  if (verdict) {
+    const std::string& v = *verdict;
+    if (v == "passed") return flags.empty() ? Category::verified : Category::flagged;
+    if (v == "failed") return Category::failed;
+    if (v == "error") return Category::error;
+    if (v == "timeout") return Category::timeout;
+    if (v == "crashed") return Category::crashed;
+    if (v == "invalid") return Category::invalid;
+    if (v == "skipped") return Category::skipped;
+    return Category::other;
+  }
+  if (stage_status) {
+    if (*stage_status == "llm_error") return Category::llm_error;
+    if (*stage_status == "parse_error") return Category::parse_error;
+    if (*stage_status == "rejected") return Category::rejected;
+  }
+  return Category::other;
+}
+
+Result<RunInfo> find_run(store::Db& db, const std::string& tag) {
+  KF_TRY(store::Stmt s, db.prepare(queries()["run_by_tag"]));
+  s.bind(1, tag);
+  KF_TRY(bool row, s.step());
+  if (!row) {
+    std::string known;
+    KF_TRY(store::Stmt t, db.prepare(queries()["run_tags"]));
+    while (true) {
+      KF_TRY(bool r, t.step());
+      if (!r) break;
+      known += (known.empty() ? "" : ", ") + t.text(0);
+    }
+    return fail("not_found", "unknown tag '" + tag + "' in " + db.path() +
+                                 " (known tags: " + (known.empty() ? "none" : known) + ")");
+  }
+  RunInfo r;
+  r.id = s.int64(0);
+  r.tag = s.text(1);
+  r.pipeline = s.text(2);
+  r.model = s.text(3);
+  r.state = s.text(4);
+  for (auto [col, out, name] :
+       {std::tuple{5, &r.prompts, "prompts_json"}, std::tuple{6, &r.params, "params_json"}}) {
+    *out = nlohmann::ordered_json::parse(s.text(col), nullptr, false);
+    if (out->is_discarded())
+      return fail("parse", "run '" + tag + "': runs." + name + " is not valid JSON");
+  }
+  return r;
+}
+
+namespace {
+// The stages whose outputs a job moves through before the verifier sees its code.
+bool before_verification(const std::string& stage) {
+  return stage == "analyze" || stage == "generate";
+}
+}  // namespace
+
+Result<std::vector<SampleOutcome>> load_outcomes(store::Db& db, const RunInfo& run) {
+  std::vector<SampleOutcome> out;
+  KF_TRY(store::Stmt s, db.prepare(queries()["run_outcomes"]));
+  s.bind(1, run.id);
+  while (true) {
+    KF_TRY(bool row, s.step());
+    if (!row) break;
+    SampleOutcome o;
+    o.sample_id = s.int64(0);
+    o.key = s.text(1);
+    o.state = s.text(2);
+    o.stage = s.text(3);
+    o.job_error_kind = s.opt_text(4);
+    o.job_error = s.opt_text(5);
+    if (before_verification(o.stage)) {
+      o.failure_stage = o.stage;
+      o.stage_status = s.opt_text(6);
+      o.stage_error_kind = s.opt_text(7);
+      o.stage_error = s.opt_text(8);
+    } else if (s.is_null(9) && !s.is_null(21) && s.text(21) != "ok") {
+      // Ended past generation with no verdict, yet the last stage output failed: a pipeline
+      // that moves a failed job on still has that failure counted.
+      o.failure_stage = s.text(20);
+      o.stage_status = s.text(21);
+      o.stage_error_kind = s.opt_text(22);
+      o.stage_error = s.opt_text(23);
+    } else if (!s.is_null(9)) {
+      o.verdict = s.text(9);
+      auto flags = nlohmann::json::parse(s.text(10), nullptr, false);
+      bool ok = flags.is_array();
+      if (ok) {
+        for (const auto& f : flags) {
+          if (!f.is_string()) {
+            ok = false;
+            break;
+          }
+          o.flags.push_back(f.get<std::string>());
+        }
+      }
+      if (!ok)
+        return fail("parse", "run '" + run.tag + "', sample '" + o.key +
+                                 "': verifications.flags_json is not a JSON list of strings");
+      o.detail = s.opt_text(11);
+    }
+    o.prompt_tokens = s.int64(12);
+    o.completion_tokens = s.int64(13);
+    o.cost_usd = s.real(14);
+    o.llm_ms = s.int64(15);
+    o.llm_calls = s.int64(16);
+    o.verify_ms = s.int64(17);
+    o.verifications = s.int64(18);
+    o.job_id = s.int64(19);
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+}  // namespace kforge::report

@@ -1,0 +1,160 @@
+#include <spdlog/fmt/fmt.h>
+
+#include <cmath>
+
+#include "kforge/report/compare.hpp"
+#include "labels.hpp"
+
+namespace kforge::report {
+
+namespace detail {
+
+std::string label(std::string_view name) {
+  if (name == "llm_error") return "LLM error";
+  if (name == "parse_error") return "unparsable output";
+  if (name == "rejected") return "rejected by kernel facts";
+  if (name == "other") return "other job failure";
+  if (name == "none") return "no verdict";
+  if (name == "flagged") return "passed, flagged";
+  return std::string(name);
+}
+
+std::string percent(double rate) {
+  return fmt::format("{:.1f}%", rate * 100.0);
+}
+
+std::string points(double diff) {
+  return fmt::format("{:+.1f} pts", diff * 100.0);
+}
+
+std::string p_text(double p) {
+  if (p >= 1.0) return "1";
+  if (p >= 0.001) return fmt::format("{:.4f}", p);
+  return fmt::format("{:.2g}", p);
+}
+
+std::string money(const std::optional<double>& v) {
+  return v ? fmt::format("${:.4f}", *v) : "-";
+}
+
+std::string number(const std::optional<double>& v, int decimals) {
+  return v ? fmt::format("{:.{}f}", *v, decimals) : "-";
+}
+
+std::vector<std::string> union_names(const Counts& a, const Counts& b) {
+  std::vector<std::string> out;
+  for (const Counts* c : {&a, &b})
+    for (const auto& [k, n] : *c)
+      if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
+  return out;
+}
+
+std::int64_t count_of(const Counts& c, const std::string& name) {
+  for (const auto& [k, n] : c)
+    if (k == name) return n;
+  return 0;
+}
+
+}  // namespace detail
+
+namespace {
+
+using namespace detail;
+
+void row(std::string& out, const std::string& name, const std::string& a, const std::string& b) {
+  out += fmt::format("  {:<34} {:>24} {:>24}\n", name, a, b);
+}
+
+void count_rows(std::string& out, const std::string& heading, const Counts& a, const Counts& b,
+                bool skip_zero) {
+  auto names = union_names(a, b);
+  bool any = false;
+  for (const auto& n : names) any = any || count_of(a, n) > 0 || count_of(b, n) > 0;
+  if (skip_zero && !any) {
+    row(out, heading, "none", "none");
+    return;
+  }
+  out += "  " + heading + "\n";
+  for (const auto& n : names) {
+    std::int64_t x = count_of(a, n), y = count_of(b, n);
+    if (skip_zero && x == 0 && y == 0) continue;
+    row(out, "  " + label(n), std::to_string(x), std::to_string(y));
+  }
+}
+
+std::string rate_cell(const RunSummary& s) {
+  return fmt::format("{}/{} {} [{:.1f}, {:.1f}]", s.verified, s.samples, percent(s.rate),
+                     s.interval.low * 100.0, s.interval.high * 100.0);
+}
+
+void flip_list(std::string& out, const char* title, const std::vector<Flip>& flips, int limit) {
+  out += fmt::format("  {} ({}):", title, flips.size());
+  if (flips.empty()) {
+    out += " none\n";
+    return;
+  }
+  out += "\n";
+  int shown = 0;
+  for (const auto& f : flips) {
+    if (shown == limit) {
+      out += fmt::format("    ... and {} more (--json or --html lists all)\n",
+                         static_cast<std::int64_t>(flips.size()) - limit);
+      break;
+    }
+    out += fmt::format("    {}  ({} -> {})\n", f.key, label(to_string(f.from)),
+                       label(to_string(f.to)));
+    ++shown;
+  }
+}
+
+const RunInfo* run_of(const Comparison& c, const std::string& tag) {
+  for (const auto& r : c.runs)
+    if (r.tag == tag) return &r;
+  return nullptr;
+}
+
+}  // namespace
+
+std::string format_text(const Comparison& c, int list_limit) {
+  std::string out;
+  int conf = static_cast<int>(std::lround(c.confidence * 100.0));
+  for (const auto& p : c.pairs) {
+    if (!out.empty()) out += "\n";
+    out += fmt::format("{} vs {} (baseline): {} samples finished in both", p.tag_b, p.tag_a,
+                       p.samples);
+    if (p.excluded_a > 0 || p.excluded_b > 0)
+      out += fmt::format(" (not compared: {} of {}, {} of {})", p.excluded_a, p.tag_a, p.excluded_b,
+                         p.tag_b);
+    out += "\n\n";
+    const RunInfo* ra = run_of(c, p.tag_a);
+    const RunInfo* rb = run_of(c, p.tag_b);
+    row(out, "", p.tag_a, p.tag_b);
+    row(out, "pipeline, model", ra ? ra->pipeline + ", " + ra->model : "",
+        rb ? rb->pipeline + ", " + rb->model : "");
+    row(out, fmt::format("verified [{}% CI]", conf), rate_cell(p.a), rate_cell(p.b));
+    count_rows(out, "verdicts", p.a.verdicts, p.b.verdicts, false);
+    count_rows(out, "stage failures", p.a.failures, p.b.failures, false);
+    count_rows(out, "stage failures by kind", p.a.failure_kinds, p.b.failure_kinds, true);
+    count_rows(out, "quality flags (on passed)", p.a.flags, p.b.flags, true);
+    row(out, "tokens per verified", number(p.a.tokens_per_verified, 0),
+        number(p.b.tokens_per_verified, 0));
+    row(out, "cost per verified", money(p.a.cost_per_verified), money(p.b.cost_per_verified));
+    row(out, "seconds per verified (LLM+verify)", number(p.a.seconds_per_verified, 1),
+        number(p.b.seconds_per_verified, 1));
+    row(out, "total cost", money(p.a.cost_usd), money(p.b.cost_usd));
+    out += "\n";
+    out += fmt::format(
+        "  difference {} - {}: {} [{}% CI {:+.1f}, {:+.1f}]; exact McNemar p = {} "
+        "({} lost, {} gained): {}\n",
+        p.tag_b, p.tag_a, points(p.difference), conf, p.difference_interval.low * 100.0,
+        p.difference_interval.high * 100.0, p_text(p.p_value), p.table.only_a, p.table.only_b,
+        p.samples == 0  ? "no samples to compare"
+        : p.significant ? fmt::format("significant at {:.2g}", 1.0 - c.confidence)
+                        : fmt::format("not significant at {:.2g}", 1.0 - c.confidence));
+    flip_list(out, ("gained by " + p.tag_b).c_str(), p.gained, list_limit);
+    flip_list(out, ("lost by " + p.tag_b).c_str(), p.lost, list_limit);
+  }
+  return out;
+}
+
+}  // namespace kforge::report
