@@ -25,6 +25,7 @@ struct Command {
 
 Command add_import(CLI::App& root, Globals& g);
 Command add_status(CLI::App& root, Globals& g);
+Command add_verify(CLI::App& root, Globals& g);
 
 // Prints "kforge: error: MESSAGE" to stderr and returns the exit code for the error's kind.
 int report(const Error& e);

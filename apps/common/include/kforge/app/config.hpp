@@ -8,6 +8,7 @@
 
 #include "kforge/core/config.hpp"
 #include "kforge/store/config.hpp"
+#include "kforge/verify/config.hpp"
 
 namespace kforge::app {
 
@@ -20,6 +21,7 @@ struct Config {
   std::string source;  // the file it came from, or "(defaults)"
   LogConfig log;
   store::StoreConfig store;
+  verify::VerifierConfig verifier;
 };
 
 // Which file to read: `explicit_path` if given; else $KFORGE_CONFIG; else ./kforge.yaml, then

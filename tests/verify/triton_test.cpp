@@ -1,0 +1,88 @@
+// The Triton-specific logic of the harness, against a stand-in Triton (tests/verify/fake_triton)
+// that runs kernels on the CPU and misbehaves like the real one where it matters.
+
+#include <gtest/gtest.h>
+
+#include "verify_util.hpp"
+
+namespace kforge::test {
+namespace {
+
+using verify::Verdict;
+
+TEST(VerifyTriton, LaunchCountingAndMutantRuns) {
+  TempDir tmp;
+  auto pool = make_pool(test_config(tmp));
+  ASSERT_TRUE(pool);
+  auto r = run_all(*pool, {load_sample("triton_vector_add"), load_sample("triton_vacuous"),
+                           load_sample("triton_no_launch")});
+  // A real test: kernel launched, and with launches skipped the test fails.
+  EXPECT_EQ(r[0].verdict, Verdict::passed) << r[0].detail << r[0].stderr_tail;
+  EXPECT_TRUE(r[0].flags.empty());
+  EXPECT_TRUE(r[0].verified());
+  EXPECT_EQ(r[0].report["triton"]["launches"]["add_kernel"], 4);
+  EXPECT_EQ(r[0].report["mutant"]["verdict"], "failed");
+  EXPECT_EQ(r[0].report["mutant"]["launches_skipped"]["add_kernel"], 2);
+  // A vacuous test: passes with the kernel never running.
+  EXPECT_EQ(r[1].verdict, Verdict::passed);
+  EXPECT_EQ(r[1].flags, std::vector<std::string>{verify::kMutantSurvived});
+  EXPECT_FALSE(r[1].verified());
+  // A test that never launches the kernel of its code.
+  EXPECT_EQ(r[2].verdict, Verdict::passed);
+  EXPECT_EQ(r[2].flags, std::vector<std::string>{verify::kNoKernelLaunch});
+  EXPECT_EQ(pool->stats().mutant_runs, 2u);
+}
+
+TEST(VerifyTriton, AutotuneRunsTheFirstConfigThatWorksKeepingHooks) {
+  TempDir tmp;
+  auto pool = make_pool(test_config(tmp));
+  ASSERT_TRUE(pool);
+  auto r = run_one(*pool, load_sample("triton_autotune"));
+  ASSERT_EQ(r.verdict, Verdict::passed) << r.detail << r.stderr_tail;
+  const auto& used = r.report["triton"]["autotune_used"].at(0);
+  EXPECT_EQ(used["kernel"], "scale_kernel");
+  EXPECT_EQ(used["index"], 1);
+  EXPECT_EQ(used["of"], 3);
+  EXPECT_NE(used["skipped"][0]["error"].get<std::string>().find("OutOfResources"),
+            std::string::npos);
+}
+
+TEST(VerifyTriton, FullAutotuneBenchmarksEveryConfig) {
+  TempDir tmp;
+  auto cfg = test_config(tmp);
+  cfg.autotune = "full";
+  cfg.mutant_check = false;
+  auto pool = make_pool(cfg);
+  ASSERT_TRUE(pool);
+  auto r = run_one(*pool, load_sample("triton_autotune"));
+  // The sample's own test asserts verify mode did not benchmark: under full autotuning it did.
+  EXPECT_EQ(r.verdict, Verdict::failed) << r.detail;
+  EXPECT_NE(r.detail.find("must not benchmark"), std::string::npos) << r.detail;
+}
+
+TEST(VerifyTriton, CompileStatementsAndTheirPrintsAreRemoved) {
+  TempDir tmp;
+  auto pool = make_pool(test_config(tmp));
+  ASSERT_TRUE(pool);
+  auto r = run_one(*pool, load_sample("triton_compile_removed"));
+  EXPECT_EQ(r.verdict, Verdict::passed) << r.detail << r.stderr_tail;
+  auto removed = r.report["removed"];
+  ASSERT_EQ(removed.size(), 4u) << removed.dump();
+  EXPECT_EQ(removed[1]["statement"], "print(ret)");
+  EXPECT_EQ(r.script.find("triton.compile(add_kernel"), std::string::npos);
+  EXPECT_NE(r.script.find("pass  # kforge: removed triton.compile statement"), std::string::npos);
+  EXPECT_NE(r.script.find("from triton import compile as tcompile"), std::string::npos);
+}
+
+TEST(VerifyTriton, CompatibilityShimsApplyOnlyWhenUsed) {
+  TempDir tmp;
+  auto pool = make_pool(test_config(tmp));
+  ASSERT_TRUE(pool);
+  auto r = run_all(*pool, {load_sample("triton_shim"), load_sample("triton_vector_add")});
+  EXPECT_EQ(r[0].verdict, Verdict::passed) << r[0].detail << r[0].stderr_tail;
+  EXPECT_EQ(r[0].report["shims"], nlohmann::json::array({"triton.testing.assert_almost_equal"}));
+  EXPECT_TRUE(r[1].report["shims"].empty());
+}
+
+}  // namespace
+}  // namespace kforge::test
