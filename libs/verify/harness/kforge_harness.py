@@ -311,9 +311,31 @@ def _patch_autotuner(state):
         configs = getattr(self, "configs", None) or []
         if not (state.autotune == "single" or state.mutant) or len(configs) <= 1:
             return orig_run(self, *args, **kwargs)
-        # Verify mode: the first config that compiles and runs, hooks kept. The pre_hook with
-        # reset_only=True is what full autotuning calls before its final run (reset_to_zero).
+        # Verify mode: the first config that compiles and runs, hooks kept. Like full autotuning,
+        # the choice is made once per key; before that first run the autotuner's pre_hook is
+        # called with reset_only=True, as full autotuning does after benchmarking
+        # (reset_to_zero), and each config's own pre_hook runs as usual.
         self.nargs = dict(zip(self.arg_names, args))
+        all_args = {**self.nargs, **kwargs}
+        key = [all_args[k] for k in getattr(self, "keys", []) if k in all_args]
+        for v in all_args.values():
+            if hasattr(v, "dtype"):
+                key.append(str(v.dtype))
+        try:
+            key = tuple(key)
+            hash(key)
+        except TypeError:
+            key = None
+        chosen = getattr(self, "_kforge_chosen", None)
+        if chosen is None:
+            chosen = self._kforge_chosen = {}
+        if key is not None and key in chosen:
+            config = chosen[key]
+            if getattr(config, "pre_hook", None) is not None:
+                config.pre_hook({**all_args, **config.all_kwargs()})
+            ret = self.fn.run(*args, **kwargs, **config.all_kwargs())
+            self.nargs = None
+            return ret
         try:
             candidates = self.prune_configs(kwargs) if hasattr(self, "prune_configs") else configs
         except TypeError:
@@ -323,12 +345,12 @@ def _patch_autotuner(state):
         skipped = []
         last = None
         for index, config in enumerate(candidates):
-            full = {**self.nargs, **kwargs, **config.all_kwargs()}
+            full = {**all_args, **config.all_kwargs()}
             try:
                 try:
                     self.pre_hook(full, reset_only=True)
                 except TypeError:
-                    pass
+                    self.pre_hook(full)
                 if getattr(config, "pre_hook", None) is not None:
                     config.pre_hook(full)
                 ret = self.fn.run(*args, **kwargs, **config.all_kwargs())
@@ -338,6 +360,8 @@ def _patch_autotuner(state):
                 last = e
                 continue
             self.best_config = config
+            if key is not None:
+                chosen[key] = config
             self.nargs = None
             record = {"kernel": name, "config": str(config), "index": configs.index(config)
                       if config in configs else index, "of": len(configs)}
@@ -960,11 +984,24 @@ def main(argv):
     f.add_argument("--result-fd", type=int, required=True)
     a = sub.add_parser("assemble")
     a.add_argument("--request", required=True)
-    sub.add_parser("info")
+    i = sub.add_parser("info")
+    i.add_argument("--cuda", action="store_true", help="also import torch and ask for a GPU")
     args = p.parse_args(argv)
     if args.cmd == "info":
-        print(json.dumps({"executable": sys.executable, "version": sys.version.split()[0],
-                          "harness": HARNESS_VERSION}))
+        out = {"executable": sys.executable, "version": sys.version.split()[0],
+               "harness": HARNESS_VERSION,
+               "modules": {m: module_available(m) for m, _ in PREAMBLE_MODULES}}
+        if args.cuda:
+            out["triton"] = module_available("triton")
+            try:
+                import torch
+                out["cuda"] = bool(torch.cuda.is_available())
+                if out["cuda"]:
+                    out["device"] = torch.cuda.get_device_name(0)
+            except Exception as e:  # noqa: BLE001
+                out["cuda"] = False
+                out["error"] = "%s: %s" % (type(e).__name__, e)
+        print(json.dumps(out))
         return 0
     if args.cmd == "worker":
         signal.signal(signal.SIGINT, signal.SIG_IGN)
