@@ -145,6 +145,7 @@ int main(int argc, char** argv) {
   std::string work_dir;
   std::string autotune = "single";
   bool force_cpu = false;
+  std::int64_t uid_base = 61000;
   app.add_option("--samples", samples, "Distinct samples (kernels) per measurement")
       ->check(CLI::Range(8, 100000));
   app.add_option("--workers", workers,
@@ -156,6 +157,7 @@ int main(int argc, char** argv) {
   app.add_option("--autotune", autotune, "single or full")
       ->check(CLI::IsMember({"single", "full"}));
   app.add_flag("--cpu", force_cpu, "Run the CPU-only variant even where a GPU is present");
+  app.add_option("--sandbox-uid-base", uid_base, "verifier.sandbox_uid_base (0: samples keep the uid)");
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::warn);
 
@@ -165,6 +167,7 @@ int main(int argc, char** argv) {
   base.timeout_s = 300;
   base.worker_start_timeout_s = 300;
   base.queue_capacity = 16;
+  base.sandbox_uid_base = uid_base;
   if (work_dir.empty())
     work_dir = (fs::temp_directory_path() / ("kforge-bench-verify-" + std::to_string(::getpid())))
                    .string();

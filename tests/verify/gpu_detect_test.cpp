@@ -36,7 +36,7 @@ const char* kRocmSmi = R"({
   "system": {"Driver version": "6.8"}
 })";
 
-TEST(GpuDetect, AmdThroughRocmSmi) {
+TEST(VerifyGpuDetect, AmdThroughRocmSmi) {
   FakeProbe p;
   p.files = {"/dev/kfd"};
   p.commands.emplace("rocm-smi", std::string(kRocmSmi));
@@ -50,7 +50,7 @@ TEST(GpuDetect, AmdThroughRocmSmi) {
   EXPECT_EQ(env.count("CUDA_VISIBLE_DEVICES"), 0u);
 }
 
-TEST(GpuDetect, AmdFallsBackToDeviceFilesWhenRocmSmiMisbehaves) {
+TEST(VerifyGpuDetect, AmdFallsBackToDeviceFilesWhenRocmSmiMisbehaves) {
   FakeProbe p;
   p.files = {"/dev/kfd"};
   p.commands.emplace("rocm-smi", std::string("WARNING: no JSON for you\n{garbage"));
@@ -64,7 +64,7 @@ TEST(GpuDetect, AmdFallsBackToDeviceFilesWhenRocmSmiMisbehaves) {
   EXPECT_TRUE(noted);
 }
 
-TEST(GpuDetect, NvidiaThroughNvidiaSmi) {
+TEST(VerifyGpuDetect, NvidiaThroughNvidiaSmi) {
   FakeProbe p;
   p.commands.emplace("nvidia-smi", std::string("1, GPU-bbbb, NVIDIA H100 80GB HBM3\n"
                                                "0, GPU-aaaa, NVIDIA H100 80GB HBM3\n"));
@@ -75,7 +75,7 @@ TEST(GpuDetect, NvidiaThroughNvidiaSmi) {
   EXPECT_EQ(det.devices[1].name, "NVIDIA H100 80GB HBM3");
 }
 
-TEST(GpuDetect, NvidiaFallsBackToDeviceFiles) {
+TEST(VerifyGpuDetect, NvidiaFallsBackToDeviceFiles) {
   FakeProbe p;
   p.commands.emplace("nvidia-smi",
                      Result<std::string>(fail("io", "nvidia-smi: exited with status 9")));
@@ -87,7 +87,7 @@ TEST(GpuDetect, NvidiaFallsBackToDeviceFiles) {
   EXPECT_EQ(env.at("CUDA_DEVICE_ORDER"), "PCI_BUS_ID");
 }
 
-TEST(GpuDetect, NothingFoundMeansCpu) {
+TEST(VerifyGpuDetect, NothingFoundMeansCpu) {
   FakeProbe p;
   auto devs = resolve_devices({}, p);
   ASSERT_TRUE(devs.ok());
@@ -96,7 +96,7 @@ TEST(GpuDetect, NothingFoundMeansCpu) {
   EXPECT_EQ((*devs)[0].visibility_env().at("CUDA_VISIBLE_DEVICES"), "");
 }
 
-TEST(GpuDetect, ConfiguredDevicesAreCheckedAndNamed) {
+TEST(VerifyGpuDetect, ConfiguredDevicesAreCheckedAndNamed) {
   FakeProbe p;
   p.commands.emplace("nvidia-smi", std::string("0, GPU-aaaa, NVIDIA H200\n"));
   auto devs = resolve_devices({"cuda:0", "cuda:3"}, p);

@@ -58,6 +58,7 @@ void run_gpu_samples(const std::string& mode) {
   cfg.workers_per_device = 4;
   cfg.worker_start_timeout_s = 300;
   if (const char* cache = std::getenv("KFORGE_TEST_TRITON_CACHE")) cfg.triton_cache_dir = cache;
+  if (const char* base = std::getenv("KFORGE_TEST_SANDBOX_UID_BASE")) cfg.sandbox_uid_base = std::atoll(base);
   auto pool = make_pool(cfg);
   ASSERT_TRUE(pool);
   auto names = gpu_samples();
@@ -80,8 +81,9 @@ void run_gpu_samples(const std::string& mode) {
       EXPECT_EQ(verify::to_string(r.verdict), want);
     }
     EXPECT_EQ(nlohmann::json(r.flags), expect.value("flags", nlohmann::json::array()));
-    if (expect.contains("detail_contains"))
+    if (expect.contains("detail_contains")) {
       EXPECT_NE(r.detail.find(expect["detail_contains"].get<std::string>()), std::string::npos);
+    }
     if (expect.value("autotuned", false)) {
       EXPECT_FALSE(r.report["triton"]["autotune_used"].empty()) << r.report["triton"].dump();
     }

@@ -15,7 +15,7 @@ int signalled(int sig) {
   return sig & 0x7f;  // the raw wait status of a process killed by sig, no core
 }
 
-TEST(Classify, SignalWithTheTellingStderrLine) {
+TEST(VerifyClassify, SignalWithTheTellingStderrLine) {
   RunFacts f;
   f.wait_status = signalled(SIGABRT);
   ASSERT_TRUE(WIFSIGNALED(f.wait_status));
@@ -26,7 +26,7 @@ TEST(Classify, SignalWithTheTellingStderrLine) {
   EXPECT_EQ(c.detail, "SIGABRT (signal 6): LLVM ERROR: Cannot select: intrinsic %llvm.nvvm.foo");
 }
 
-TEST(Classify, ExitWithoutReport) {
+TEST(VerifyClassify, ExitWithoutReport) {
   RunFacts f;
   f.wait_status = 3 << 8;
   ASSERT_TRUE(WIFEXITED(f.wait_status));
@@ -36,7 +36,7 @@ TEST(Classify, ExitWithoutReport) {
   EXPECT_EQ(c.detail, "exit code 3 without a report: last words");
 }
 
-TEST(Classify, KillsByThePoolWin) {
+TEST(VerifyClassify, KillsByThePoolWin) {
   RunFacts f;
   f.wait_status = signalled(SIGKILL);
   f.killed = KillReason::timeout;
@@ -54,7 +54,7 @@ TEST(Classify, KillsByThePoolWin) {
   EXPECT_EQ(classify(f).flags, std::vector<std::string>{kInfrastructure});
 }
 
-TEST(Classify, ReportDecides) {
+TEST(VerifyClassify, ReportDecides) {
   RunFacts f;
   f.wait_status = 0;
   f.report = nlohmann::json{{"verdict", "failed"}, {"detail", "test_x: AssertionError: boom"}};
@@ -65,7 +65,7 @@ TEST(Classify, ReportDecides) {
   EXPECT_EQ(classify(f).flags, std::vector<std::string>{kInfrastructure});
 }
 
-TEST(VerifierConfig, ReadsAndValidates) {
+TEST(VerifyConfig, ReadsAndValidates) {
   auto r = ConfigReader::load_string(
       "verifier:\n  mode: warm\n  workers_per_device: 8\n  devices: [cuda:0, cuda:1]\n"
       "  autotune: sometimes\n",

@@ -46,7 +46,7 @@ verify::VerifierConfig test_config(const TempDir& dir, const std::string& mode) 
   c.python_path = {(source_dir() / "tests" / "verify" / "fake_triton").string()};
   c.preload = {"triton", "triton.language"};
   c.memory_cap_mb = 200;
-  c.address_space_cap_mb = 1024;
+  c.address_space_cap_mb = 2048;
   c.max_processes = 16;
   c.file_size_cap_mb = 4;
   c.disk_cap_mb = 16;

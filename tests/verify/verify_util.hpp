@@ -20,7 +20,7 @@ verify::VerifyRequest load_sample(const std::string& name,
 std::string sandbox_python();
 
 // Hard caps for hostile samples on a shared machine: 2 s deadline, 200 MiB resident memory,
-// 1 GiB address space, 16 processes, 4 MiB files, a 16 MiB tmpfs, 64 KiB of output kept.
+// 2 GiB address space, 16 processes, 4 MiB files, a 16 MiB tmpfs, 64 KiB of output kept.
 verify::VerifierConfig test_config(const TempDir& dir, const std::string& mode = "warm");
 
 std::unique_ptr<verify::Pool> make_pool(const verify::VerifierConfig& cfg,

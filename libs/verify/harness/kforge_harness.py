@@ -276,8 +276,18 @@ def install_triton_hooks(state):
                 return None  # the launch is skipped: a test that still passes checks nothing
         return orig_run(self, *args, **kwargs)
 
+    orig_getitem = JITFunction.__getitem__
+
+    def getitem(self, grid):
+        # Newer Triton can hand out a native proxy that skips run() on cache hits; the sample's
+        # own kernels always go through run() here, so every launch is counted (and skippable).
+        if _code_file(self.fn) == state.script_path:
+            return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
+        return orig_getitem(self, grid)
+
     JITFunction.__init__ = init
     JITFunction.run = run
+    JITFunction.__getitem__ = getitem
     JITFunction._kforge_patched = True
     _patch_autotuner(state)
 
