@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "kforge/verify/store.hpp"
 #include "verify_util.hpp"
 
 namespace kforge::test {
@@ -70,6 +71,27 @@ TEST(VerifyCli, BadInputIsAClearError) {
                         "verify", input.string()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("record 1 (line 2): not a JSON object"), std::string::npos) << r.err;
+}
+
+TEST(VerifyCli, StatusShowsADeviceOutOfRotation) {
+  TempDir tmp;
+  auto db_path = tmp / "k.db";
+  {
+    auto db = store::Db::open({db_path.string()});
+    ASSERT_TRUE(db.ok()) << db.error().message;
+    std::vector<verify::DeviceStatus> devs = {
+        {"cuda:0", true, 4, 4, 0, ""}, {"cuda:1", false, 4, 0, 3, "GPU probe failed: Xid 79"}};
+    ASSERT_TRUE(verify::store_device_status(**db, devs, 1700000000000).ok());
+  }
+  auto r = run_process({binary("apps/kforge/kforge").string(), "status"},
+                       {"KFORGE_DB=" + db_path.string(), "KFORGE_CONFIG=/dev/null"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(
+      r.out.find("ALERT      verifier device cuda:1 out of rotation (3 failed worker starts): "
+                 "GPU probe failed: Xid 79"),
+      std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("cuda:0"), std::string::npos);
 }
 
 }  // namespace

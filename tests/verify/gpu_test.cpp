@@ -58,7 +58,8 @@ void run_gpu_samples(const std::string& mode) {
   cfg.workers_per_device = 4;
   cfg.worker_start_timeout_s = 300;
   if (const char* cache = std::getenv("KFORGE_TEST_TRITON_CACHE")) cfg.triton_cache_dir = cache;
-  if (const char* base = std::getenv("KFORGE_TEST_SANDBOX_UID_BASE")) cfg.sandbox_uid_base = std::atoll(base);
+  if (const char* base = std::getenv("KFORGE_TEST_SANDBOX_UID_BASE"))
+    cfg.sandbox_uid_base = std::atoll(base);
   auto pool = make_pool(cfg);
   ASSERT_TRUE(pool);
   auto names = gpu_samples();

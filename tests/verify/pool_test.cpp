@@ -44,6 +44,11 @@ TEST(VerifyPool, OrdinaryVerdictsWarm) {
   EXPECT_EQ(t["exception"], "AssertionError");
   EXPECT_NE(t["traceback"].get<std::string>().find("assert run_copy(xs) == xs"), std::string::npos);
   EXPECT_EQ(r[0].device, "cpu");
+  // Every sample's directory is gone; only the workers' logs remain while the pool lives.
+  for (const auto& e : std::filesystem::recursive_directory_iterator(tmp.path() / "work" / "runs"))
+    if (e.is_regular_file()) {
+      EXPECT_EQ(e.path().extension(), ".log") << e.path();
+    }
 }
 
 TEST(VerifyPool, CrashesAndDeadlinesWarm) {

@@ -27,6 +27,7 @@ import errno
 import faulthandler
 import importlib
 import importlib.util
+import inspect
 import io
 import json
 import os
@@ -734,7 +735,10 @@ def run_sample(request, report):
         entry = {"name": name}
         try:
             try:
-                fn()
+                ret = fn()
+                if inspect.iscoroutine(ret):
+                    import asyncio
+                    asyncio.run(ret)
                 _cuda_sync()
                 entry["status"] = "passed"
             finally:

@@ -170,6 +170,7 @@ struct Pool::Impl {
   SteadyTime next_memory_poll{};
   std::uint64_t run_counter = 0;
   int omp_threads = 1;
+  std::vector<pid_t> reap_later;
 
   SteadyTime now() const { return clock->steady_now(); }
 
@@ -270,11 +271,23 @@ struct Pool::Impl {
   void stop_worker(Slot& s) {
     if (s.worker_pid > 0) {
       sys::kill_group(s.worker_pid);
-      int st = 0;
-      ::waitpid(s.worker_pid, &st, 0);
+      reap_later.push_back(s.worker_pid);
+      reap();
     }
     s.worker_pid = -1;
     sys::close_fd(s.ctl_fd);
+  }
+
+  // Killed processes are reaped without blocking: one stuck in the kernel (a GPU driver call)
+  // must not stall the pool.
+  void reap() {
+    std::vector<pid_t> left;
+    for (pid_t p : reap_later) {
+      int st = 0;
+      pid_t r = ::waitpid(p, &st, WNOHANG);
+      if (r == 0) left.push_back(p);
+    }
+    reap_later = std::move(left);
   }
 
   void worker_start_failed(Slot& s, const std::string& why) {
@@ -807,15 +820,9 @@ struct Pool::Impl {
           continue;
         }
       }
-      if (!warm && r.killed != KillReason::none && !r.exited && r.pid > 0) {
-        int st = 0;
-        if (::waitpid(r.pid, &st, 0) == r.pid) {
-          r.exited = true;
-          r.wait_status = st;
-        }
-      }
       if (r.exited) finish_run(s);
     }
+    if (!reap_later.empty()) reap();
     // Callbacks last, so they may submit().
     auto done = std::move(ready);
     ready.clear();
@@ -834,10 +841,7 @@ Pool::~Pool() {
       I.kill_run(s, KillReason::worker_lost);
       s.run->exited = true;
       Job j = std::move(s.run->job);
-      if (!I.warm && s.run->pid > 0) {
-        int st = 0;
-        ::waitpid(s.run->pid, &st, 0);
-      }
+      if (!I.warm && s.run->pid > 0) I.reap_later.push_back(s.run->pid);
       s.run->job = Job{};
       std::error_code ec;
       fs::remove_all(s.run->dir, ec);
@@ -862,6 +866,10 @@ Pool::~Pool() {
   auto done = std::move(I.ready);
   for (auto& [cb, res] : done)
     if (cb) cb(std::move(res));
+  for (int i = 0; i < 200 && !I.reap_later.empty(); ++i) {
+    I.reap();
+    if (!I.reap_later.empty()) ::usleep(10000);
+  }
   std::error_code ec;
   fs::remove_all(I.run_root, ec);
   I.cgroups.reset();
@@ -930,11 +938,14 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
   static std::uint64_t pool_counter = 0;
   I.run_root =
       I.cfg.work_dir + "/runs/" + std::to_string(::getpid()) + "-" + std::to_string(++pool_counter);
+  // Samples running as other uids must reach their directories: the ones made here are 0755
+  // (an existing work_dir is left as it is).
+  bool made_work_dir = !fs::exists(I.cfg.work_dir);
   fs::create_directories(I.run_root, ec);
   if (ec) return fail("io", I.run_root + ": " + ec.message());
-  for (fs::path p = I.run_root;
-       p.has_relative_path() && p != fs::path(I.cfg.work_dir).parent_path(); p = p.parent_path())
-    ::chmod(p.c_str(), 0755);
+  if (made_work_dir) ::chmod(I.cfg.work_dir.c_str(), 0755);
+  ::chmod((I.cfg.work_dir + "/runs").c_str(), 0755);
+  ::chmod(I.run_root.c_str(), 0755);
   I.cache_root =
       I.cfg.triton_cache_dir.empty() ? I.cfg.work_dir + "/triton-cache" : I.cfg.triton_cache_dir;
   fs::create_directories(I.cache_root, ec);
@@ -968,6 +979,18 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
     }
   };
   share_dir(I.cache_root);
+  if (I.caps.own_uids) {
+    // Entries an earlier pool wrote as root (sandbox_uid_base 0) must stay writable by the
+    // samples' group, or Triton could not add to them.
+    for (auto it = fs::recursive_directory_iterator(I.cache_root, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      struct stat st;
+      if (::lstat(it->path().c_str(), &st) != 0 || S_ISLNK(st.st_mode)) continue;
+      if (st.st_gid == static_cast<gid_t>(I.cfg.sandbox_gid) && (st.st_mode & S_IWGRP)) continue;
+      if (::chown(it->path().c_str(), st.st_uid, static_cast<gid_t>(I.cfg.sandbox_gid)) == 0)
+        ::chmod(it->path().c_str(), S_ISDIR(st.st_mode) ? 02775 : (st.st_mode & 0777) | 0660);
+    }
+  }
   I.gpu_groups = sys::gpu_device_groups();
   I.cgroups = std::make_unique<sys::Cgroups>(I.cfg.cgroup);
   I.caps.memory = I.cgroups->available() ? "cgroup" : "rss-watch";
