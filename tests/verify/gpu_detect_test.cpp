@@ -33,6 +33,7 @@ class FakeProbe final : public SystemProbe {
 const char* kRocmSmi = R"({
   "card0": {"Card Series": "AMD Instinct MI300X", "Unique ID": "0x9f1c2a"},
   "card1": {"Card Series": "AMD Instinct MI300X", "Unique ID": "0x77aa01"},
+  "card2": {"Card Series": "AMD Instinct MI300X", "Unique ID": "N/A"},
   "system": {"Driver version": "6.8"}
 })";
 
@@ -41,11 +42,12 @@ TEST(VerifyGpuDetect, AmdThroughRocmSmi) {
   p.files = {"/dev/kfd"};
   p.commands.emplace("rocm-smi", std::string(kRocmSmi));
   auto det = detect_devices(p);
-  ASSERT_EQ(det.devices.size(), 2u);
+  ASSERT_EQ(det.devices.size(), 3u);
   EXPECT_EQ(det.devices[0].id, "rocm:0");
+  EXPECT_EQ(det.devices[2].visibility_env().at("ROCR_VISIBLE_DEVICES"), "2");  // no usable id
   EXPECT_EQ(det.devices[1].name, "AMD Instinct MI300X");
   auto env = det.devices[1].visibility_env();
-  EXPECT_EQ(env.at("ROCR_VISIBLE_DEVICES"), "GPU-77aa01");
+  EXPECT_EQ(env.at("ROCR_VISIBLE_DEVICES"), "GPU-000000000077aa01");
   EXPECT_EQ(env.at("HIP_VISIBLE_DEVICES"), "0");
   EXPECT_EQ(env.count("CUDA_VISIBLE_DEVICES"), 0u);
 }

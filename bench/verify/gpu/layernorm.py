@@ -19,7 +19,7 @@ def layernorm_kernel_@ID@(X, Y, W, B, stride, N, BLOCK: tl.constexpr):
 def layernorm(x, w, b):
     m, n = x.shape
     y = torch.empty_like(x)
-    layernorm_kernel_@ID@[(m,)](x, y, w, b, x.stride(0), n, BLOCK=triton.next_power_of_2(n))
+    layernorm_kernel_@ID@[(m,)](x, y, w, b, x.stride(0), n, BLOCK=max(triton.next_power_of_2(n), 16))
     return y
 # ---- unitest_code ----
 def test_layernorm():

@@ -16,7 +16,7 @@ def softmax_kernel_@ID@(out_ptr, in_ptr, stride, n_cols, BLOCK: tl.constexpr):
 def softmax(x):
     rows, cols = x.shape
     y = torch.empty_like(x)
-    softmax_kernel_@ID@[(rows,)](y, x, x.stride(0), cols, BLOCK=triton.next_power_of_2(cols))
+    softmax_kernel_@ID@[(rows,)](y, x, x.stride(0), cols, BLOCK=max(triton.next_power_of_2(cols), 16))
     return y
 # ---- unitest_code ----
 def test_softmax():

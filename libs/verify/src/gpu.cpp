@@ -169,7 +169,11 @@ std::vector<Device> parse_rocm_smi(const std::string& json_text) {
       }
       if (value.contains("Unique ID") && value["Unique ID"].is_string()) {
         std::string u = value["Unique ID"].get<std::string>();
-        if (u.rfind("0x", 0) == 0 && u.size() > 2) d.uuid = "GPU-" + u.substr(2);
+        // ROCr names a device "GPU-" and its unique id as 16 hex digits.
+        if (u.rfind("0x", 0) == 0 && u.size() > 2 && u.size() <= 18) {
+          std::string hex = u.substr(2);
+          d.uuid = "GPU-" + std::string(16 - hex.size(), '0') + hex;
+        }
       }
     }
     out.push_back(d);
