@@ -51,6 +51,20 @@ TEST(VerifyPool, OrdinaryVerdictsWarm) {
     }
 }
 
+TEST(VerifyPool, ParametrizedTestsAndHelpersTakingArguments) {
+  TempDir tmp;
+  auto pool = make_pool(test_config(tmp));
+  ASSERT_TRUE(pool);
+  auto r = run_one(*pool, load_sample("parametrized"));
+  EXPECT_EQ(r.verdict, Verdict::passed) << r.detail;
+  EXPECT_EQ(r.detail, "6 tests passed");
+  const auto& tests = r.report["tests"];
+  ASSERT_EQ(tests.size(), 7u) << tests.dump();
+  EXPECT_EQ(tests[5]["name"], "test_scale[5]");
+  EXPECT_EQ(tests[6]["name"], "test_helper_needs_args");
+  EXPECT_EQ(tests[6]["status"], "skipped");
+}
+
 TEST(VerifyPool, CrashesAndDeadlinesWarm) {
   TempDir tmp;
   auto pool = make_pool(test_config(tmp));

@@ -731,30 +731,75 @@ def run_sample(request, report):
             continue
         if not callable(fn):
             continue
-        t1 = time.monotonic()
-        entry = {"name": name}
-        try:
-            try:
-                ret = fn()
-                if inspect.iscoroutine(ret):
-                    import asyncio
-                    asyncio.run(ret)
-                _cuda_sync()
-                entry["status"] = "passed"
-            finally:
-                if os.getpid() != me:
-                    os._exit(0)
-        except BaseException as e:  # noqa: B902
-            entry.update(describe_exception(e, e.__traceback__, info))
-            entry["status"] = _status_for(e)
-        entry["duration_ms"] = int((time.monotonic() - t1) * 1000)
-        results.append(entry)
+        cases = test_cases(fn)
+        if cases is None:
+            results.append({"name": name, "status": "skipped",
+                            "note": "takes arguments that nothing provides"})
+            continue
+        for suffix, kwargs in cases:
+            results.append(run_test(name + suffix, fn, kwargs, me, info))
     _finish(report, state, tests, t0)
+
+
+def test_cases(fn):
+    """[(suffix, kwargs)] for a test function: one call without arguments, or one per
+    combination of its pytest.mark.parametrize marks; None when it needs arguments nothing
+    provides."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return [("", {})]
+    required = [p.name for p in sig.parameters.values()
+                if p.default is inspect.Parameter.empty and
+                p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    if not required:
+        return [("", {})]
+    combos = [{}]
+    for mark in getattr(fn, "pytestmark", []) or []:
+        if getattr(mark, "name", None) != "parametrize" or len(mark.args) < 2:
+            continue
+        names, values = mark.args[0], list(mark.args[1])
+        if isinstance(names, str):
+            names = [n.strip() for n in names.split(",") if n.strip()]
+        rows = []
+        for v in values:
+            v = getattr(v, "values", v)  # pytest.param(...)
+            if len(names) == 1 and not (isinstance(v, (tuple, list)) and len(v) == 1):
+                v = (v,)
+            rows.append(dict(zip(names, v)))
+        combos = [{**c, **r} for c in combos for r in rows]
+    if any(not all(n in c for n in required) for c in combos):
+        return None
+    if len(combos) == 1:
+        return [("", combos[0])]
+    return [("[%d]" % i, c) for i, c in enumerate(combos)]
+
+
+def run_test(name, fn, kwargs, me, info):
+    t1 = time.monotonic()
+    entry = {"name": name}
+    try:
+        try:
+            ret = fn(**kwargs)
+            if inspect.iscoroutine(ret):
+                import asyncio
+                asyncio.run(ret)
+            _cuda_sync()
+            entry["status"] = "passed"
+        finally:
+            if os.getpid() != me:
+                os._exit(0)  # a process the sample forked must not report
+    except BaseException as e:  # noqa: B902 - SystemExit and KeyboardInterrupt included
+        entry.update(describe_exception(e, e.__traceback__, info))
+        entry["status"] = _status_for(e)
+    entry["duration_ms"] = int((time.monotonic() - t1) * 1000)
+    return entry
 
 
 def _finish(report, state, tests, t0):
     results = report.get("tests", [])
-    bad = [r for r in results if r.get("status") != "passed"]
+    bad = [r for r in results if r.get("status") not in ("passed", "skipped")]
+    ran = [r for r in results if r.get("status") != "skipped"]
     if bad:
         first = bad[0]
         report["verdict"] = first["status"]
@@ -770,12 +815,12 @@ def _finish(report, state, tests, t0):
             report["detail"] = "%s: %s%s%s" % (
                 first["name"], first.get("exception"),
                 (": " + msg.splitlines()[0][:500]) if msg.strip() else "", loc)
-    elif not results:
+    elif not ran:
         report["verdict"] = "invalid"
-        report["detail"] = "no test function ran"
+        report["detail"] = "no test function could run (all take arguments nothing provides)"
     else:
         report["verdict"] = "passed"
-        report["detail"] = "%d test%s passed" % (len(results), "" if len(results) == 1 else "s")
+        report["detail"] = "%d test%s passed" % (len(ran), "" if len(ran) == 1 else "s")
     report["triton"] = {"available": state.available, "version": state.version,
                         "kernels": state.kernels, "launches": state.launches,
                         "autotune": state.autotune, "autotune_used": state.autotune_used,
