@@ -959,16 +959,26 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
     I.caps.own_uids = true;
   }
   if (I.caps.own_uids) {
-    // Samples run as other uids: the interpreter must be reachable by them.
-    for (fs::path p = fs::path(I.python).parent_path(); !p.empty() && p != p.root_path();
-         p = p.parent_path()) {
-      struct stat st;
-      if (::stat(p.c_str(), &st) == 0 && !(st.st_mode & S_IXOTH))
-        return fail("config",
-                    "verifier.python: " + I.python + " is not reachable by the sandbox uids (" +
-                        p.string() +
-                        " is closed to other users); use a Python readable by all "
-                        "users, or set verifier.sandbox_uid_base: 0 to run samples as root");
+    // Samples run as other uids: the interpreter and their directories must be reachable.
+    auto closed_ancestor = [](const fs::path& start) -> std::string {
+      for (fs::path p = start; !p.empty() && p != p.root_path(); p = p.parent_path()) {
+        struct stat st;
+        if (::stat(p.c_str(), &st) == 0 && !(st.st_mode & S_IXOTH)) return p.string();
+      }
+      return "";
+    };
+    std::string closed = closed_ancestor(fs::path(I.python).parent_path());
+    if (!closed.empty())
+      return fail("config", "verifier.python: " + I.python +
+                                " is not reachable by the sandbox uids (" + closed +
+                                " is closed to other users); use a Python readable by all users, "
+                                "or set verifier.sandbox_uid_base: 0 to run samples as root");
+    closed = closed_ancestor(fs::absolute(I.run_root));
+    if (!closed.empty()) {
+      fs::remove_all(I.run_root, ec);
+      return fail("config", "verifier.work_dir: " + I.cfg.work_dir +
+                                " is not reachable by the sandbox uids (" + closed +
+                                " is closed to other users)");
     }
   }
   auto share_dir = [&](const std::string& d) {
