@@ -6,6 +6,7 @@
 
 #include "commands.hpp"
 #include "kforge/store/samples.hpp"
+#include "kforge/verify/store.hpp"
 
 namespace kforge::cli {
 namespace {
@@ -54,6 +55,14 @@ Result<nlohmann::ordered_json> collect(store::Db& db) {
     runs.push_back(run);
   }
   out["runs"] = runs;
+  ordered_json alerts = ordered_json::array();
+  KF_TRY(auto devs, verify::device_alerts(db));
+  for (const auto& d : devs)
+    alerts.push_back({{"device", d.device},
+                      {"start_failures", d.start_failures},
+                      {"reason", d.reason},
+                      {"since_ms", d.updated_ms}});
+  out["verifier_alerts"] = alerts;
   return out;
 }
 
@@ -75,6 +84,12 @@ Command add_status(CLI::App& root, Globals& g) {
                         st["schema_version"].get<int>());
             std::printf("samples    %lld\n",
                         static_cast<long long>(st["samples"].get<std::int64_t>()));
+            for (const auto& a : st["verifier_alerts"])
+              std::printf(
+                  "ALERT      verifier device %s out of rotation (%lld failed worker starts): %s\n",
+                  a["device"].get<std::string>().c_str(),
+                  static_cast<long long>(a["start_failures"].get<std::int64_t>()),
+                  a["reason"].get<std::string>().c_str());
             if (st["runs"].empty()) {
               std::printf("runs       none (kforge run create TAG --pipeline v2)\n");
               return kOk;

@@ -29,6 +29,7 @@ Command add_compare(CLI::App& root, Globals& g);
 Command add_export(CLI::App& root, Globals& g);
 Command add_debug(CLI::App& root, Globals& g);
 Command add_retry(CLI::App& root, Globals& g);
+Command add_verify(CLI::App& root, Globals& g);
 
 // Prints "kforge: error: MESSAGE" to stderr and returns the exit code for the error's kind.
 int report(const Error& e);

@@ -46,6 +46,7 @@ Result<Config> load_config(const std::string& explicit_path, EnvLookup env) {
   }
   store::read_config(root.child("store"), c.store);
   report::read_config(root.child("report"), c.report);
+  verify::read_config(root.child("verifier"), c.verifier);
   KF_CHECK(reader->finish());
   return c;
 }

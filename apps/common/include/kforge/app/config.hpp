@@ -9,6 +9,7 @@
 #include "kforge/core/config.hpp"
 #include "kforge/report/config.hpp"
 #include "kforge/store/config.hpp"
+#include "kforge/verify/config.hpp"
 
 namespace kforge::app {
 
@@ -22,6 +23,7 @@ struct Config {
   LogConfig log;
   store::StoreConfig store;
   report::ReportConfig report;
+  verify::VerifierConfig verifier;
 };
 
 // Which file to read: `explicit_path` if given; else $KFORGE_CONFIG; else ./kforge.yaml, then

@@ -1,0 +1,157 @@
+// kforge verify FILE: run the sandboxed verifier over records that already have code,
+// kernel_wrapper and unitest_code (a JSON list or JSON Lines), without the database.
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "kforge/corpus/reader.hpp"
+#include "kforge/verify/pool.hpp"
+
+namespace kforge::cli {
+namespace {
+
+struct VerifyArgs {
+  std::string file;
+  double timeout_s = 0;
+  std::int64_t limit = 0;
+  int workers = 0;
+  std::string json_out;
+  std::string key_field;
+  std::string mode;
+};
+
+std::optional<std::string> string_field(const nlohmann::ordered_json& rec, const char* name) {
+  auto it = rec.find(name);
+  if (it == rec.end() || !it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+
+std::string record_key(const nlohmann::ordered_json& rec, const std::string& field,
+                       std::int64_t index) {
+  for (const std::string& f : {field, std::string("key"), std::string("file"), std::string("id")}) {
+    if (f.empty()) continue;
+    auto it = rec.find(f);
+    if (it == rec.end()) continue;
+    if (it->is_string()) return it->get<std::string>();
+    if (it->is_number_integer()) return std::to_string(it->get<std::int64_t>());
+  }
+  return "#" + std::to_string(index);
+}
+
+}  // namespace
+
+Command add_verify(CLI::App& root, Globals& g) {
+  auto args = std::make_shared<VerifyArgs>();
+  CLI::App* cmd = root.add_subcommand(
+      "verify",
+      "Run the sandboxed verifier over records with code, kernel_wrapper and unitest_code");
+  cmd->add_option("file", args->file, "A JSON list or JSON Lines file of records")->required();
+  cmd->add_option("--timeout", args->timeout_s, "Seconds per sample (default: verifier.timeout_s)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--limit", args->limit, "Verify only the first N records")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--workers", args->workers, "Total workers (default: from the configuration)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--json", args->json_out,
+                  "Write one JSON line per record: index, key, verdict, detail, flags");
+  cmd->add_option("--key", args->key_field,
+                  "The field naming each record (default: key, file, id)");
+  cmd->add_option("--mode", args->mode, "warm or fresh (default: verifier.mode)")
+      ->check(CLI::IsMember({"warm", "fresh"}));
+  cmd->footer(
+      "Exit code 0 when the verifier ran, whatever the verdicts; 1 when it could not (bad file, "
+      "no harness, no Python). A record missing a field is 'skipped'.");
+  return {
+      cmd, [args, &g]() -> int {
+        KF_TRY_OR_REPORT(app::Config cfg, load(g));
+        verify::PoolOptions opts;
+        opts.config = cfg.verifier;
+        if (args->timeout_s > 0) opts.config.timeout_s = args->timeout_s;
+        if (!args->mode.empty()) opts.config.mode = args->mode;
+        opts.total_workers = args->workers;
+        std::ofstream json_out;
+        if (!args->json_out.empty()) {
+          json_out.open(args->json_out, std::ios::trunc);
+          if (!json_out) return report(Error("io", args->json_out + ": cannot open for writing"));
+        }
+        KF_TRY_OR_REPORT(auto pool, verify::Pool::create(opts));
+        auto t0 = std::chrono::steady_clock::now();
+        std::map<verify::Verdict, std::int64_t> by_verdict;
+        std::map<std::string, std::int64_t> by_flag;
+        std::int64_t verified = 0, total = 0, written = 0;
+        // Results arrive out of order; lines are written in record order.
+        std::map<std::int64_t, nlohmann::ordered_json> pending;
+        auto flush = [&] {
+          while (!pending.empty() && pending.begin()->first == written) {
+            if (json_out) json_out << pending.begin()->second.dump() << "\n";
+            pending.erase(pending.begin());
+            ++written;
+          }
+        };
+        bool tty = ::isatty(2) && !g.quiet;
+        auto on_result = [&](std::int64_t index, verify::VerifyResult&& r) {
+          ++by_verdict[r.verdict];
+          for (const auto& f : r.flags) ++by_flag[f];
+          if (r.verified()) ++verified;
+          pending[index] = nlohmann::ordered_json{{"index", index},
+                                                  {"key", r.key},
+                                                  {"verdict", verify::to_string(r.verdict)},
+                                                  {"detail", r.detail},
+                                                  {"flags", r.flags}};
+          flush();
+          if (tty)
+            std::fprintf(stderr, "\rverified %lld / %lld   ", static_cast<long long>(written),
+                         static_cast<long long>(total));
+        };
+        auto read = corpus::read_records(
+            args->file, corpus::Format::automatic,
+            [&](nlohmann::ordered_json&& rec, const corpus::RecordPos& pos) -> Status {
+              if (args->limit > 0 && pos.index >= args->limit) return {};
+              if (!rec.is_object())
+                return fail("parse", args->file + ": record " + std::to_string(pos.index) +
+                                         " (line " + std::to_string(pos.line) +
+                                         "): not a JSON object");
+              verify::VerifyRequest req;
+              req.key = record_key(rec, args->key_field, pos.index);
+              req.code = string_field(rec, "code");
+              req.kernel_wrapper = string_field(rec, "kernel_wrapper");
+              req.unitest_code = string_field(rec, "unitest_code");
+              req.tag = pos.index;
+              ++total;
+              while (!pool->accepting()) pool->step(std::chrono::milliseconds(100));
+              std::int64_t index = pos.index;
+              auto id = pool->submit(std::move(req), [&on_result, index](verify::VerifyResult&& r) {
+                on_result(index, std::move(r));
+              });
+              if (!id.ok()) return id.error();
+              return {};
+            });
+        if (!read.ok()) return report(read.error());
+        pool->drain();
+        if (tty) std::fprintf(stderr, "\r\033[K");
+        double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::printf("%s: %lld records verified in %.1f s (%.2f samples/s, %d workers, %s)\n",
+                    args->file.c_str(), static_cast<long long>(total), secs,
+                    secs > 0 ? static_cast<double>(total) / secs : 0.0, pool->slots(),
+                    opts.config.mode.c_str());
+        for (auto v : {verify::Verdict::passed, verify::Verdict::failed, verify::Verdict::error,
+                       verify::Verdict::timeout, verify::Verdict::crashed, verify::Verdict::invalid,
+                       verify::Verdict::skipped})
+          std::printf("  %-8s %lld\n", verify::to_string(v), static_cast<long long>(by_verdict[v]));
+        for (const auto& [f, n] : by_flag)
+          std::printf("  flagged %s: %lld\n", f.c_str(), static_cast<long long>(n));
+        std::printf("  verified (passed, no flag): %lld\n", static_cast<long long>(verified));
+        for (const auto& d : pool->devices())
+          if (!d.in_rotation)
+            std::printf("  ALERT: %s out of rotation: %s\n", d.device.c_str(), d.reason.c_str());
+        return kOk;
+      }};
+}
+
+}  // namespace kforge::cli

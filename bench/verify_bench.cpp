@@ -1,0 +1,264 @@
+// kforge-bench-verify: warm workers against a fresh interpreter per sample, at equal
+// parallelism, over generated variants of real Triton kernels (autotuned ones among them), and
+// the number of warm workers per GPU that gives the most samples per second.
+//
+// Without a GPU with torch and triton it runs a CPU-only variant over pure Python samples,
+// labelled as such: it exercises the machinery, the GPU figures need scripts/gpu-check.
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <sstream>
+
+#include "kforge/core/fs.hpp"
+#include "kforge/verify/pool.hpp"
+
+namespace fs = std::filesystem;
+using namespace kforge;
+using namespace kforge::verify;
+
+namespace {
+
+struct Template {
+  std::string name;
+  std::string text;
+  bool autotuned = false;
+};
+
+std::vector<Template> load_templates(const fs::path& dir) {
+  std::vector<Template> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".py") continue;
+    auto text = read_file(e.path());
+    if (!text.ok()) continue;
+    out.push_back(
+        {e.path().stem().string(), *text, text->find("@triton.autotune") != std::string::npos});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const Template& a, const Template& b) { return a.name < b.name; });
+  return out;
+}
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (auto p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size()))
+    s.replace(p, from.size(), to);
+  return s;
+}
+
+// Splits a template at its "# ---- kernel_wrapper ----" and "# ---- unitest_code ----" lines.
+VerifyRequest instantiate(const Template& t, int id) {
+  char scale[32];
+  std::snprintf(scale, sizeof scale, "%.6f", 1.0 + id / 64.0);
+  std::string text = replace_all(replace_all(t.text, "@ID@", std::to_string(id)), "@SCALE@", scale);
+  const std::string w = "# ---- kernel_wrapper ----\n", u = "# ---- unitest_code ----\n";
+  auto pw = text.find(w), pu = text.find(u);
+  VerifyRequest r;
+  r.key = t.name + "-" + std::to_string(id);
+  r.code = text.substr(0, pw);
+  r.kernel_wrapper = text.substr(pw + w.size(), pu - pw - w.size());
+  r.unitest_code = text.substr(pu + u.size());
+  return r;
+}
+
+struct Measure {
+  double samples_per_s = 0;
+  double wall_s = 0;
+  double mean_sample_s = 0;
+  double startup_s = 0;
+  std::map<std::string, int> verdicts;
+  int workers = 0;
+};
+
+Measure measure(VerifierConfig cfg, int workers, const std::vector<VerifyRequest>& reqs,
+                const std::string& label) {
+  Measure m;
+  PoolOptions o;
+  o.config = cfg;
+  o.total_workers = workers;
+  auto t0 = std::chrono::steady_clock::now();
+  auto pool = Pool::create(o);
+  if (!pool.ok()) {
+    std::fprintf(stderr, "kforge-bench-verify: %s\n", pool.error().message.c_str());
+    std::exit(1);
+  }
+  auto& p = **pool;
+  m.workers = p.slots();
+  // Warm workers import torch and triton once; that start-up is reported, not timed per sample.
+  auto ready = [&] {
+    int n = 0;
+    for (const auto& d : p.devices()) n += d.ready_workers;
+    return n >= p.slots();
+  };
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+  while (!ready() && std::chrono::steady_clock::now() < give_up)
+    p.step(std::chrono::milliseconds(50));
+  auto t1 = std::chrono::steady_clock::now();
+  m.startup_s = std::chrono::duration<double>(t1 - t0).count();
+  std::vector<double> durations;
+  std::size_t next = 0, done = 0;
+  while (done < reqs.size()) {
+    while (next < reqs.size() && p.accepting()) {
+      auto id = p.submit(reqs[next++], [&](VerifyResult&& r) {
+        ++done;
+        ++m.verdicts[to_string(r.verdict) + (r.flags.empty() ? "" : "+" + r.flags[0])];
+        durations.push_back(static_cast<double>(r.duration_ms) / 1000.0);
+        if (r.verdict != Verdict::passed)
+          std::fprintf(stderr, "  %s %s: %s: %s\n", label.c_str(), r.key.c_str(),
+                       to_string(r.verdict), r.detail.c_str());
+      });
+      if (!id.ok()) break;
+    }
+    p.step(std::chrono::milliseconds(50));
+  }
+  m.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  m.samples_per_s = static_cast<double>(reqs.size()) / m.wall_s;
+  m.mean_sample_s = durations.empty() ? 0
+                                      : std::accumulate(durations.begin(), durations.end(), 0.0) /
+                                            static_cast<double>(durations.size());
+  std::string v;
+  for (const auto& [k, n] : m.verdicts) v += " " + k + "=" + std::to_string(n);
+  std::printf(
+      "%-26s workers=%-3d samples=%zu wall_s=%.2f samples_per_s=%.3f mean_sample_s=%.3f "
+      "startup_s=%.2f%s\n",
+      label.c_str(), m.workers, reqs.size(), m.wall_s, m.samples_per_s, m.mean_sample_s,
+      m.startup_s, v.c_str());
+  std::fflush(stdout);
+  return m;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kforge-bench-verify: warm workers vs a fresh interpreter per sample"};
+  int samples = 64;
+  int workers = 0;
+  std::string sweep;
+  std::string python = "python3";
+  std::string work_dir;
+  std::string autotune = "single";
+  bool force_cpu = false;
+  std::int64_t uid_base = 61000;
+  app.add_option("--samples", samples, "Distinct samples (kernels) per measurement")
+      ->check(CLI::Range(8, 100000));
+  app.add_option("--workers", workers,
+                 "Workers per GPU for the warm/fresh comparison (default: 8 GPU, 2 CPU)");
+  app.add_option("--sweep", sweep,
+                 "Warm workers per GPU to try, e.g. 2,4,8,16 (default: 2,4,8,16 on GPU)");
+  app.add_option("--python", python, "The Python that has torch and triton");
+  app.add_option("--work-dir", work_dir, "Scratch directory (default: a temp dir)");
+  app.add_option("--autotune", autotune, "single or full")
+      ->check(CLI::IsMember({"single", "full"}));
+  app.add_flag("--cpu", force_cpu, "Run the CPU-only variant even where a GPU is present");
+  app.add_option("--sandbox-uid-base", uid_base, "verifier.sandbox_uid_base (0: samples keep the uid)");
+  CLI11_PARSE(app, argc, argv);
+  spdlog::set_level(spdlog::level::warn);
+
+  VerifierConfig base;
+  base.python = python;
+  base.autotune = autotune;
+  base.timeout_s = 300;
+  base.worker_start_timeout_s = 300;
+  base.queue_capacity = 16;
+  base.sandbox_uid_base = uid_base;
+  if (work_dir.empty())
+    work_dir = (fs::temp_directory_path() / ("kforge-bench-verify-" + std::to_string(::getpid())))
+                   .string();
+  fs::create_directories(work_dir);
+
+  // Is there a GPU with torch and triton? Asked of the harness, in its own process.
+  auto harness = find_harness(base);
+  if (!harness.ok()) {
+    std::fprintf(stderr, "kforge-bench-verify: %s\n", harness.error().message.c_str());
+    return 1;
+  }
+  auto info = system_probe().run({python, "-s", *harness, "info", "--cuda"});
+  auto j = info.ok() ? nlohmann::json::parse(*info, nullptr, false) : nlohmann::json();
+  bool gpu = !force_cpu && j.is_object() && j.value("cuda", false) && j.value("triton", false);
+  auto devices = resolve_devices({}, system_probe());
+  int gpus = 0;
+  for (const auto& d : devices.value_or({})) gpus += d.vendor != Vendor::cpu ? 1 : 0;
+  if (gpu && gpus == 0) gpus = 1;
+  std::string variant = gpu ? "gpu" : "cpu-only";
+  std::printf("kforge-bench-verify: variant=%s python=%s info=%s gpus=%d\n", variant.c_str(),
+              python.c_str(), info.ok() ? info->c_str() : info.error().message.c_str(), gpus);
+  if (!gpu)
+    std::printf(
+        "NOTE: CPU-only variant (no GPU with torch+triton here): pure Python samples, no "
+        "Triton kernels; GPU figures come from scripts/gpu-check on the GPU machine\n");
+  auto templates = load_templates(fs::path(KFORGE_BENCH_DIR) / "verify" / (gpu ? "gpu" : "cpu"));
+  std::vector<VerifyRequest> reqs;
+  int autotuned = 0;
+  for (int i = 0; i < samples; ++i) {
+    const auto& t = templates[static_cast<std::size_t>(i) % templates.size()];
+    reqs.push_back(instantiate(t, i));
+    autotuned += t.autotuned ? 1 : 0;
+  }
+  Template trivial{"trivial",
+                   read_file(fs::path(KFORGE_BENCH_DIR) / "verify" / "trivial.py").value_or(""),
+                   false};
+
+  if (gpu) {
+    base.devices = {};
+    base.preload = {"torch", "triton", "triton.language", "numpy"};
+    base.memory_cap_mb = 16384;
+    base.disk_cap_mb = 1024;
+  } else {
+    base.devices = {"cpu"};
+    base.preload = {"json"};
+  }
+  int per_gpu = workers > 0 ? workers : (gpu ? 8 : 2);
+  int units = gpu ? gpus : 1;
+  int run_no = 0;
+  auto cfg_for = [&](const std::string& mode) {
+    VerifierConfig c = base;
+    c.mode = mode;
+    c.work_dir = work_dir + "/w" + std::to_string(run_no);
+    c.triton_cache_dir = work_dir + "/cache-" + std::to_string(run_no++);  // cold for each run
+    return c;
+  };
+  // Per-sample overhead: trivial samples, one worker, warm and fresh.
+  std::vector<VerifyRequest> trivials;
+  for (int i = 0; i < 16; ++i) trivials.push_back(instantiate(trivial, 1000 + i));
+  auto ow = measure(cfg_for("warm"), 1, trivials, "overhead warm (1 worker)");
+  auto of = measure(cfg_for("fresh"), 1, trivials, "overhead fresh (1 worker)");
+
+  auto warm = measure(cfg_for("warm"), per_gpu * units, reqs, "warm");
+  auto fresh = measure(cfg_for("fresh"), per_gpu * units, reqs, "fresh");
+  std::vector<int> sweep_values;
+  if (!sweep.empty()) {
+    std::stringstream ss(sweep);
+    for (std::string v; std::getline(ss, v, ',');) sweep_values.push_back(std::stoi(v));
+  } else if (gpu) {
+    sweep_values = {2, 4, 16};
+  }
+  int best = per_gpu;
+  double best_rate = warm.samples_per_s;
+  for (int w : sweep_values) {
+    if (w == per_gpu) continue;
+    auto m = measure(cfg_for("warm"), w * units, reqs, "sweep warm w=" + std::to_string(w));
+    if (m.samples_per_s > best_rate) {
+      best_rate = m.samples_per_s;
+      best = w;
+    }
+  }
+  std::error_code ec;
+  fs::remove_all(work_dir, ec);
+  std::printf(
+      "variant=%s samples=%d autotuned=%d autotune=%s workers_per_gpu=%d warm_samples_per_s=%.3f "
+      "fresh_samples_per_s=%.3f speedup=%.2f warm_mean_sample_s=%.3f fresh_mean_sample_s=%.3f "
+      "warm_overhead_ms=%.0f fresh_overhead_ms=%.0f warm_startup_s=%.1f best_workers_per_gpu=%d "
+      "best_samples_per_s=%.3f\n",
+      variant.c_str(), samples, autotuned, autotune.c_str(), per_gpu, warm.samples_per_s,
+      fresh.samples_per_s, fresh.samples_per_s > 0 ? warm.samples_per_s / fresh.samples_per_s : 0.0,
+      warm.mean_sample_s, fresh.mean_sample_s, ow.mean_sample_s * 1000, of.mean_sample_s * 1000,
+      warm.startup_s, best, best_rate);
+  return 0;
+}

@@ -1,0 +1,59 @@
+#pragma once
+// The `verifier` section of the configuration (config/kforge.yaml documents every key).
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kforge/core/config.hpp"
+
+namespace kforge::verify {
+
+struct VerifierConfig {
+  // Devices to run on: "cuda:N", "rocm:N" or "cpu"; empty means detect (nvidia-smi, rocm-smi,
+  // the driver's device files), and "cpu" when none is found.
+  std::vector<std::string> devices;
+  int workers_per_device = 4;
+  int cpu_workers = 2;        // workers when the only device is "cpu"
+  std::string mode = "warm";  // warm | fresh
+  double timeout_s = 120;     // per sample (and again for its mutant re-run)
+  std::string python = "python3";
+  std::vector<std::string> python_path;  // extra sys.path entries for workers and samples
+  // Modules a warm worker imports once, before any CUDA call (those not installed are skipped).
+  std::vector<std::string> preload = {"torch", "triton", "triton.language", "numpy"};
+  std::string harness;                    // empty: the installed kforge_harness.py
+  std::int64_t memory_cap_mb = 8192;      // host memory per sample
+  std::int64_t output_cap_kb = 256;       // captured stdout and stderr, each (head and tail kept)
+  std::int64_t disk_cap_mb = 1024;        // tmpfs over the sample's directory (0: plain directory)
+  std::int64_t file_size_cap_mb = 256;    // RLIMIT_FSIZE
+  std::int64_t address_space_cap_mb = 0;  // RLIMIT_AS; 0: none (CUDA needs address space)
+  int max_processes = 256;                // RLIMIT_NPROC for the sample's own uid
+  int max_open_files = 4096;              // RLIMIT_NOFILE
+  double gpu_memory_fraction = 0;         // per sample; 0: 0.9 / workers_per_device
+  std::string autotune = "single";        // single | full
+  bool mutant_check = true;               // re-run passing samples with kernel launches skipped
+  std::string work_dir = "/var/tmp/kforge-verify";
+  std::string triton_cache_dir;  // empty: <work_dir>/triton-cache
+  bool triton_cache_per_worker = false;
+  std::int64_t sandbox_uid_base = 61000;  // as root, each worker's samples run as their own uid
+  int sandbox_uid_count = 1000;           // from this range (0 base: samples keep the pool's uid)
+  std::int64_t sandbox_gid = 61000;
+  std::string uid_lock_dir = "/run/lock";
+  std::string cgroup = "auto";  // auto | off | a delegated cgroup v2 directory
+  int queue_capacity = 64;
+  double worker_start_timeout_s = 180;
+  int max_start_failures = 3;  // consecutive, per device, before it leaves the rotation
+  int memory_poll_ms = 100;
+  bool probe_gpu = true;  // a worker checks its GPU (in a forked child) before it is ready
+  // Variables copied from the pool's environment into the samples' (a trailing * matches a
+  // prefix); everything else is dropped.
+  std::vector<std::string> env_passthrough = {
+      "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",        "ROCM_PATH", "HIP_PATH", "CC", "CXX",
+      "TRITON_*",        "NCCL_*",    "TORCH_SYMM_MEM_*", "NVSHMEM_*"};
+  std::map<std::string, std::string> env;  // set in the samples' environment
+};
+
+void read_config(ConfigNode n, VerifierConfig& out);
+
+}  // namespace kforge::verify

@@ -1,0 +1,65 @@
+#pragma once
+// GPU detection and per-worker device visibility.
+//
+// The machine is the outside world: SystemProbe is the one door to it (running nvidia-smi or
+// rocm-smi, listing /dev). Tests pass a fake that returns canned or broken output.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kforge/core/result.hpp"
+
+namespace kforge::verify {
+
+enum class Vendor { cpu, nvidia, amd };
+
+struct Device {
+  std::string id;  // "cuda:0", "rocm:1", "cpu"
+  Vendor vendor = Vendor::cpu;
+  int index = -1;    // the driver's index (nvidia-smi / rocm-smi order)
+  std::string name;  // e.g. "NVIDIA H100 80GB HBM3"; empty when unknown
+  std::string uuid;  // "GPU-..." when the tool reported one
+
+  // The variables that make this device the only one a worker sees, set before it starts:
+  // NVIDIA: CUDA_VISIBLE_DEVICES (the UUID when known, else the index with
+  // CUDA_DEVICE_ORDER=PCI_BUS_ID, which is nvidia-smi's order). AMD: ROCR_VISIBLE_DEVICES
+  // selects the device and HIP_VISIBLE_DEVICES=0 picks the one that remains (setting both to
+  // the index would filter twice). CPU: every GPU hidden.
+  std::map<std::string, std::string> visibility_env() const;
+};
+
+class SystemProbe {
+ public:
+  virtual ~SystemProbe() = default;
+  // Runs argv (argv[0] looked up on PATH) and returns its stdout; an error when it cannot be
+  // started, exits non-zero or runs longer than a few seconds.
+  virtual Result<std::string> run(const std::vector<std::string>& argv) = 0;
+  // Entry names in a directory (empty when it does not exist).
+  virtual std::vector<std::string> list_dir(const std::string& path) = 0;
+  virtual bool exists(const std::string& path) = 0;
+};
+
+// The real machine.
+SystemProbe& system_probe();
+
+struct Detection {
+  std::vector<Device> devices;     // GPUs found, in index order; empty when none
+  std::vector<std::string> notes;  // how they were found, and what failed on the way
+};
+
+// nvidia-smi first, then /dev/nvidiaN; rocm-smi, then /dev/kfd with /dev/dri/renderD*.
+Detection detect_devices(SystemProbe& probe);
+
+// Turns the configured list into devices: empty or ["auto"] detects (falling back to "cpu"),
+// otherwise each "cuda:N" / "rocm:N" / "cpu" is taken as given, named from detection when
+// possible. Errors (kind "config") name the entry that is wrong.
+Result<std::vector<Device>> resolve_devices(const std::vector<std::string>& configured,
+                                            SystemProbe& probe,
+                                            std::vector<std::string>* notes = nullptr);
+
+// Parsers, exposed for tests.
+std::vector<Device> parse_nvidia_smi(const std::string& csv);
+std::vector<Device> parse_rocm_smi(const std::string& json_text);
+
+}  // namespace kforge::verify

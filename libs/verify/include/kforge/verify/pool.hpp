@@ -1,0 +1,129 @@
+#pragma once
+// Pool: the sandboxed verifier. It runs generated samples (code + wrapper + test) through the
+// Python harness, one sample per slot at a time, on the configured devices.
+//
+// Warm mode: each slot keeps a long-lived Python worker that imported torch and triton before
+// any CUDA call; the worker forks a child per sample. Fresh mode: a new interpreter per sample.
+// Either way the pool owns the deadline: it knows each sample's pid and process group, kills the
+// group (and, when it runs as root, every process of the slot's own uid) at the deadline or past
+// the memory cap, restarts workers that die or wedge, and takes a device out of rotation when its
+// workers keep failing to start.
+//
+// Threads: not thread-safe. REQUIRES: one thread calls submit(), step() and the rest; callbacks
+// run on that thread, inside step(). The pool forks and execs; it never installs signal
+// handlers and reaps only the processes it started (waitpid on their pids).
+//
+// Back-pressure: at most `queue_capacity` samples wait (in-flight ones not counted). submit()
+// then fails with kind "full" (transient): the caller should step() and try again, which is how
+// the LLM side slows down when verification lags.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kforge/core/clock.hpp"
+#include "kforge/core/result.hpp"
+#include "kforge/verify/config.hpp"
+#include "kforge/verify/gpu.hpp"
+#include "kforge/verify/verdict.hpp"
+
+namespace kforge::verify {
+
+struct VerifyRequest {
+  std::string key;  // names the sample in logs and results
+  // A missing field makes the verdict `skipped` without running anything.
+  std::optional<std::string> code;
+  std::optional<std::string> kernel_wrapper;
+  std::optional<std::string> unitest_code;
+  double timeout_s = 0;  // 0: the configured timeout
+  std::int64_t tag = 0;  // opaque to the pool (e.g. a job id); returned in the result
+};
+
+using Callback = std::function<void(VerifyResult&&)>;
+
+struct PoolOptions {
+  VerifierConfig config;
+  // The devices to use (resolve_devices()); empty: resolved from config.devices.
+  std::vector<Device> devices;
+  int total_workers = 0;         // > 0 overrides workers_per_device x devices (spread over devices)
+  Clock* clock = nullptr;        // default: the system clock (deadlines are real time regardless)
+  SystemProbe* probe = nullptr;  // default: the real machine
+};
+
+struct DeviceStatus {
+  std::string device;
+  bool in_rotation = true;
+  int workers = 0;
+  int ready_workers = 0;
+  int start_failures = 0;  // consecutive
+  std::string reason;      // why it left the rotation
+};
+
+struct PoolStats {
+  std::uint64_t submitted = 0;
+  std::uint64_t completed = 0;
+  std::uint64_t worker_starts = 0;
+  std::uint64_t worker_restarts = 0;  // starts after a worker died, wedged or failed to start
+  std::uint64_t mutant_runs = 0;
+};
+
+// What the sandbox could set up on this machine, found once when the pool starts.
+struct SandboxCaps {
+  bool root = false;
+  bool own_uids = false;  // samples run as per-slot uids (root only)
+  std::string memory;     // "cgroup" or "rss-watch"
+  std::string cgroup_note;
+};
+
+class Pool {
+ public:
+  // Resolves devices, claims sandbox uids, prepares the work and Triton cache directories and
+  // starts the workers (in warm mode). Errors: "config" (no harness, bad devices), "io".
+  static Result<std::unique_ptr<Pool>> create(PoolOptions options);
+  // Kills every worker and running sample and removes the pool's directories.
+  ~Pool();
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+
+  // Queues a sample. The callback runs exactly once, inside a later step() (or inside the
+  // destructor, with kInfrastructure, if the pool is destroyed first). Returns the sample's id.
+  // Error kind "full" (transient) when queue_capacity samples already wait.
+  Result<std::uint64_t> submit(VerifyRequest request, Callback done);
+  bool accepting() const;
+
+  // Does the pool's work: starts and restarts workers, dispatches queued samples, reads their
+  // output, enforces deadlines and memory caps, and runs callbacks of finished samples. Waits at
+  // most max_wait for something to happen (0: does what is ready and returns).
+  void step(std::chrono::milliseconds max_wait);
+  // step() until nothing is queued or running.
+  void drain();
+
+  std::size_t queued() const;
+  std::size_t in_flight() const;
+  bool idle() const { return queued() == 0 && in_flight() == 0; }
+  int slots() const;
+  std::vector<DeviceStatus> devices() const;
+  PoolStats stats() const;
+  SandboxCaps sandbox() const;
+
+  // For tests: the pids of the live warm workers, in slot order (-1 where none runs).
+  std::vector<int> TEST_worker_pids() const;
+  // For tests: each slot's sandbox uid (-1 when samples keep the pool's uid).
+  std::vector<int> TEST_slot_uids() const;
+
+  struct Impl;
+
+ private:
+  explicit Pool(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The harness script: config.harness if set, else the installed one
+// (<data dir>/harness/kforge_harness.py), else the source tree's.
+Result<std::string> find_harness(const VerifierConfig& config);
+
+}  // namespace kforge::verify

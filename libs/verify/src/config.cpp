@@ -1,0 +1,70 @@
+#include "kforge/verify/config.hpp"
+
+namespace kforge::verify {
+
+void read_config(ConfigNode n, VerifierConfig& out) {
+  n.get("devices", out.devices);
+  n.get("workers_per_device", out.workers_per_device);
+  n.get("cpu_workers", out.cpu_workers);
+  n.get("mode", out.mode);
+  n.get("timeout_s", out.timeout_s);
+  n.get("python", out.python);
+  n.get("python_path", out.python_path);
+  n.get("preload", out.preload);
+  n.get("harness", out.harness);
+  n.get("memory_cap_mb", out.memory_cap_mb);
+  n.get("output_cap_kb", out.output_cap_kb);
+  n.get("disk_cap_mb", out.disk_cap_mb);
+  n.get("file_size_cap_mb", out.file_size_cap_mb);
+  n.get("address_space_cap_mb", out.address_space_cap_mb);
+  n.get("max_processes", out.max_processes);
+  n.get("max_open_files", out.max_open_files);
+  n.get("gpu_memory_fraction", out.gpu_memory_fraction);
+  n.get("autotune", out.autotune);
+  n.get("mutant_check", out.mutant_check);
+  n.get("work_dir", out.work_dir);
+  n.get("triton_cache_dir", out.triton_cache_dir);
+  n.get("triton_cache_per_worker", out.triton_cache_per_worker);
+  n.get("sandbox_uid_base", out.sandbox_uid_base);
+  n.get("sandbox_uid_count", out.sandbox_uid_count);
+  n.get("sandbox_gid", out.sandbox_gid);
+  n.get("uid_lock_dir", out.uid_lock_dir);
+  n.get("cgroup", out.cgroup);
+  n.get("queue_capacity", out.queue_capacity);
+  n.get("worker_start_timeout_s", out.worker_start_timeout_s);
+  n.get("max_start_failures", out.max_start_failures);
+  n.get("memory_poll_ms", out.memory_poll_ms);
+  n.get("probe_gpu", out.probe_gpu);
+  n.get("env_passthrough", out.env_passthrough);
+  n.get("env", out.env);
+
+  if (out.workers_per_device < 1) n.invalid("workers_per_device", "must be >= 1");
+  if (out.cpu_workers < 1) n.invalid("cpu_workers", "must be >= 1");
+  if (out.mode != "warm" && out.mode != "fresh")
+    n.invalid("mode", "'" + out.mode + "' is not one of warm, fresh");
+  if (out.autotune != "single" && out.autotune != "full")
+    n.invalid("autotune", "'" + out.autotune + "' is not one of single, full");
+  if (!(out.timeout_s > 0)) n.invalid("timeout_s", "must be > 0");
+  if (out.memory_cap_mb < 0) n.invalid("memory_cap_mb", "must be >= 0 (0: no cap)");
+  if (out.output_cap_kb < 1) n.invalid("output_cap_kb", "must be >= 1");
+  if (out.disk_cap_mb < 0) n.invalid("disk_cap_mb", "must be >= 0");
+  if (out.file_size_cap_mb < 0) n.invalid("file_size_cap_mb", "must be >= 0");
+  if (out.address_space_cap_mb < 0) n.invalid("address_space_cap_mb", "must be >= 0");
+  if (out.max_processes < 1) n.invalid("max_processes", "must be >= 1");
+  if (out.max_open_files < 16) n.invalid("max_open_files", "must be >= 16");
+  if (out.gpu_memory_fraction < 0 || out.gpu_memory_fraction > 1)
+    n.invalid("gpu_memory_fraction", "must be between 0 and 1");
+  if (out.sandbox_uid_base < 0) n.invalid("sandbox_uid_base", "must be >= 0");
+  if (out.sandbox_uid_count < 1) n.invalid("sandbox_uid_count", "must be >= 1");
+  if (out.queue_capacity < 1) n.invalid("queue_capacity", "must be >= 1");
+  if (!(out.worker_start_timeout_s > 0)) n.invalid("worker_start_timeout_s", "must be > 0");
+  if (out.max_start_failures < 1) n.invalid("max_start_failures", "must be >= 1");
+  if (out.memory_poll_ms < 10) n.invalid("memory_poll_ms", "must be >= 10");
+  if (out.work_dir.empty()) n.invalid("work_dir", "must not be empty");
+  for (const auto& d : out.devices) {
+    bool ok = d == "cpu" || d == "auto" || d.rfind("cuda:", 0) == 0 || d.rfind("rocm:", 0) == 0;
+    if (!ok) n.invalid("devices", "'" + d + "' is not cpu, auto, cuda:N or rocm:N");
+  }
+}
+
+}  // namespace kforge::verify

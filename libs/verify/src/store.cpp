@@ -1,0 +1,77 @@
+#include "kforge/verify/store.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace kforge::verify {
+
+std::span<const EmbeddedFile> verify_sql();
+
+const store::QuerySet& verify_queries() {
+  static const store::QuerySet q(verify_sql());
+  return q;
+}
+
+Result<std::int64_t> store_verification(store::Db& db, const VerificationKey& key,
+                                        const VerifyResult& r, std::int64_t now_ms) {
+  KF_TRY(store::Stmt * s, db.cached(verify_queries()["insert_verification"]));
+  nlohmann::json flags = r.flags;
+  if (key.job_id)
+    s->bind(1, *key.job_id);
+  else
+    s->bind(1, nullptr);
+  s->bind(2, key.run_id);
+  s->bind(3, key.sample_id);
+  s->bind(4, key.attempt);
+  s->bind(5, to_string(r.verdict));
+  s->bind(6, flags.dump());
+  s->bind(7, r.detail);
+  s->bind(8, r.report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  if (r.script.empty())
+    s->bind(9, nullptr);
+  else
+    s->bind(9, r.script);
+  s->bind(10, r.stderr_tail);
+  s->bind(11, r.duration_ms);
+  s->bind(12, r.device);
+  s->bind(13, now_ms);
+  auto st = s->run();
+  if (!st.ok()) {
+    Error e = st.error();
+    return std::move(e).context("storing the verdict of sample " + std::to_string(key.sample_id) +
+                                " (run " + std::to_string(key.run_id) + ")");
+  }
+  return db.last_insert_rowid();
+}
+
+Status store_device_status(store::Db& db, const std::vector<DeviceStatus>& devices,
+                           std::int64_t now_ms) {
+  for (const auto& d : devices) {
+    KF_TRY(store::Stmt * s, db.cached(verify_queries()["upsert_device"]));
+    s->bind(1, d.device);
+    s->bind(2, d.in_rotation ? 1 : 0);
+    s->bind(3, d.workers);
+    s->bind(4, d.ready_workers);
+    s->bind(5, d.start_failures);
+    if (d.reason.empty())
+      s->bind(6, nullptr);
+    else
+      s->bind(6, d.reason);
+    s->bind(7, now_ms);
+    KF_CHECK(s->run());
+  }
+  return {};
+}
+
+Result<std::vector<DeviceAlert>> device_alerts(store::Db& db) {
+  std::vector<DeviceAlert> out;
+  KF_TRY(store::Stmt * s, db.cached(verify_queries()["devices_out_of_rotation"]));
+  while (true) {
+    KF_TRY(bool row, s->step());
+    if (!row) break;
+    out.push_back(
+        {s->text(0), static_cast<int>(s->int64(1)), s->opt_text(2).value_or(""), s->int64(3)});
+  }
+  return out;
+}
+
+}  // namespace kforge::verify

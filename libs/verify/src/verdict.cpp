@@ -1,0 +1,148 @@
+#include "kforge/verify/verdict.hpp"
+
+#include <sys/wait.h>
+
+#include <csignal>
+#include <cstring>
+#include <vector>
+
+namespace kforge::verify {
+
+const char* to_string(Verdict v) {
+  switch (v) {
+    case Verdict::passed:
+      return "passed";
+    case Verdict::failed:
+      return "failed";
+    case Verdict::error:
+      return "error";
+    case Verdict::timeout:
+      return "timeout";
+    case Verdict::crashed:
+      return "crashed";
+    case Verdict::invalid:
+      return "invalid";
+    case Verdict::skipped:
+      return "skipped";
+  }
+  return "error";
+}
+
+std::optional<Verdict> parse_verdict(const std::string& s) {
+  for (Verdict v : {Verdict::passed, Verdict::failed, Verdict::error, Verdict::timeout,
+                    Verdict::crashed, Verdict::invalid, Verdict::skipped})
+    if (s == to_string(v)) return v;
+  return std::nullopt;
+}
+
+std::string signal_name(int sig) {
+  static const std::pair<int, const char*> kNames[] = {
+      {SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},
+      {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},
+      {SIGKILL, "SIGKILL"}, {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
+      {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"}, {SIGXCPU, "SIGXCPU"},
+      {SIGXFSZ, "SIGXFSZ"}, {SIGSYS, "SIGSYS"}};
+  for (const auto& [n, name] : kNames)
+    if (n == sig) return name;
+  return "signal " + std::to_string(sig);
+}
+
+std::string last_lines(const std::string& text, std::size_t max_lines, std::size_t max_bytes) {
+  std::vector<std::string> lines;
+  std::size_t end = text.size();
+  while (end > 0 && lines.size() < max_lines) {
+    std::size_t start = text.rfind('\n', end - 1);
+    std::size_t from = start == std::string::npos ? 0 : start + 1;
+    std::string line = text.substr(from, end - from);
+    bool blank = line.find_first_not_of(" \t\r") == std::string::npos;
+    if (!blank) lines.push_back(line);
+    if (start == std::string::npos) break;
+    end = start;
+  }
+  std::string out;
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) out += *it + "\n";
+  if (out.size() > max_bytes) out = out.substr(out.size() - max_bytes);
+  return out;
+}
+
+namespace {
+
+// The line of stderr that best says why a process died: an LLVM or CUDA error if there is one,
+// else the last line.
+std::string telling_line(const std::string& err) {
+  std::string last = last_lines(err, 1, 400);
+  if (!last.empty() && last.back() == '\n') last.pop_back();
+  for (const char* marker : {"LLVM ERROR", "CUDA error", "error:", "Error", "Fatal Python error"}) {
+    std::size_t p = err.rfind(marker);
+    if (p != std::string::npos) {
+      std::size_t s = err.rfind('\n', p);
+      s = s == std::string::npos ? 0 : s + 1;
+      std::size_t e = err.find('\n', p);
+      std::string line = err.substr(s, e == std::string::npos ? std::string::npos : e - s);
+      if (line.size() > 400) line = line.substr(0, 400);
+      return line;
+    }
+  }
+  return last;
+}
+
+}  // namespace
+
+Classified classify(const RunFacts& f) {
+  Classified c;
+  char buf[160];
+  switch (f.killed) {
+    case KillReason::timeout:
+      std::snprintf(buf, sizeof buf, "no result within the %.0f s deadline; process group killed",
+                    f.timeout_s);
+      c.verdict = Verdict::timeout;
+      c.detail = buf;
+      return c;
+    case KillReason::memory_rss:
+      std::snprintf(buf, sizeof buf,
+                    "killed: resident memory %lld MiB passed the %lld MiB cap (RSS watch; no "
+                    "cgroup memory limit)",
+                    static_cast<long long>(f.peak_rss_kb / 1024),
+                    static_cast<long long>(f.memory_cap_mb));
+      c.verdict = Verdict::crashed;
+      c.detail = buf;
+      return c;
+    case KillReason::memory_cgroup:
+      std::snprintf(buf, sizeof buf, "killed by the cgroup memory limit (%lld MiB)",
+                    static_cast<long long>(f.memory_cap_mb));
+      c.verdict = Verdict::crashed;
+      c.detail = buf;
+      return c;
+    case KillReason::worker_lost:
+      c.verdict = Verdict::error;
+      c.detail = "the verifier worker died while running the sample";
+      c.flags.push_back(kInfrastructure);
+      return c;
+    case KillReason::none:
+      break;
+  }
+  if (f.report && f.report->is_object() && f.report->contains("verdict")) {
+    const auto& r = *f.report;
+    auto v = parse_verdict(r.value("verdict", std::string("error")));
+    c.verdict = v.value_or(Verdict::error);
+    c.detail = r.value("detail", std::string());
+    std::string phase = r.value("phase", std::string());
+    if (phase == "sandbox" || phase == "request" || phase == "harness")
+      c.flags.push_back(kInfrastructure);
+    return c;
+  }
+  c.verdict = Verdict::crashed;
+  std::string why = telling_line(f.stderr_tail);
+  if (f.wait_status >= 0 && WIFSIGNALED(f.wait_status)) {
+    int sig = WTERMSIG(f.wait_status);
+    c.detail = signal_name(sig) + " (signal " + std::to_string(sig) + ")";
+  } else if (f.wait_status >= 0 && WIFEXITED(f.wait_status)) {
+    c.detail = "exit code " + std::to_string(WEXITSTATUS(f.wait_status)) + " without a report";
+  } else {
+    c.detail = "ended without a report";
+  }
+  if (!why.empty()) c.detail += ": " + why;
+  return c;
+}
+
+}  // namespace kforge::verify

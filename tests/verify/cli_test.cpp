@@ -1,0 +1,98 @@
+// kforge verify FILE, the real binary over a JSON Lines file built from the sample directories.
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "kforge/verify/store.hpp"
+#include "verify_util.hpp"
+
+namespace kforge::test {
+namespace {
+
+TEST(VerifyCli, VerifiesAJsonLinesFile) {
+  TempDir tmp;
+  auto input = tmp / "generated.jsonl";
+  {
+    std::ofstream out(input);
+    for (const char* name : {"pass", "assert_fail", "segfault", "triton_vacuous"}) {
+      auto r = load_sample(name);
+      out << nlohmann::json{{"file", name},
+                            {"code", *r.code},
+                            {"kernel_wrapper", *r.kernel_wrapper},
+                            {"unitest_code", *r.unitest_code}}
+                 .dump()
+          << "\n";
+    }
+    out << nlohmann::json{{"file", "half"}, {"code", "x = 1"}}.dump() << "\n";
+    out << nlohmann::json{{"file", "beyond the limit"}}.dump() << "\n";
+  }
+  auto config = tmp / "kforge.yaml";
+  write_text(config, "verifier:\n  devices: [cpu]\n  python: " + sandbox_python() +
+                         "\n  python_path: [" +
+                         (source_dir() / "tests" / "verify" / "fake_triton").string() +
+                         "]\n  preload: [triton]\n  work_dir: " + (tmp / "work").string() +
+                         "\n  memory_cap_mb: 300\n  max_processes: 32\n");
+  auto out_json = tmp / "verdicts.jsonl";
+  auto r = run_process({binary("apps/kforge/kforge").string(), "--config", config.string(),
+                        "verify", input.string(), "--limit", "5", "--workers", "2", "--timeout",
+                        "20", "--json", out_json.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("5 records verified"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("passed   2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("failed   1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("crashed  1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("skipped  1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("flagged mutant_survived: 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("verified (passed, no flag): 1"), std::string::npos) << r.out;
+  std::istringstream lines(read_text(out_json));
+  std::vector<nlohmann::json> rows;
+  for (std::string line; std::getline(lines, line);) rows.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(rows.size(), 5u);
+  for (std::size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(rows[i]["index"], i);
+  EXPECT_EQ(rows[0]["key"], "pass");
+  EXPECT_EQ(rows[0]["verdict"], "passed");
+  EXPECT_EQ(rows[2]["verdict"], "crashed");
+  EXPECT_EQ(rows[3]["flags"], nlohmann::json::array({"mutant_survived"}));
+  EXPECT_EQ(rows[4]["verdict"], "skipped");
+  EXPECT_EQ(rows[4]["detail"], "missing field(s): kernel_wrapper, unitest_code");
+}
+
+TEST(VerifyCli, BadInputIsAClearError) {
+  TempDir tmp;
+  auto input = tmp / "broken.json";
+  write_text(input, "[{\"code\": \"x\"},\n 42]");
+  auto config = tmp / "kforge.yaml";
+  write_text(config, "verifier:\n  devices: [cpu]\n  python: " + sandbox_python() +
+                         "\n  work_dir: " + (tmp / "work").string() + "\n");
+  auto r = run_process({binary("apps/kforge/kforge").string(), "--config", config.string(),
+                        "verify", input.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("record 1 (line 2): not a JSON object"), std::string::npos) << r.err;
+}
+
+TEST(VerifyCli, StatusShowsADeviceOutOfRotation) {
+  TempDir tmp;
+  auto db_path = tmp / "k.db";
+  {
+    auto db = store::Db::open({db_path.string()});
+    ASSERT_TRUE(db.ok()) << db.error().message;
+    std::vector<verify::DeviceStatus> devs = {
+        {"cuda:0", true, 4, 4, 0, ""}, {"cuda:1", false, 4, 0, 3, "GPU probe failed: Xid 79"}};
+    ASSERT_TRUE(verify::store_device_status(**db, devs, 1700000000000).ok());
+  }
+  auto r = run_process({binary("apps/kforge/kforge").string(), "status"},
+                       {"KFORGE_DB=" + db_path.string(), "KFORGE_CONFIG=/dev/null"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(
+      r.out.find("ALERT      verifier device cuda:1 out of rotation (3 failed worker starts): "
+                 "GPU probe failed: Xid 79"),
+      std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("cuda:0"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kforge::test

@@ -1,0 +1,6 @@
+class CompilationError(Exception):
+    pass
+
+
+class CompileTimeAssertionFailure(CompilationError):
+    pass

@@ -1,0 +1,51 @@
+import inspect
+import itertools
+
+from .. import language as tl
+from .errors import OutOfResources
+
+OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "debug")
+
+
+class KernelInterface:
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.run(grid=grid, warmup=False, *args, **kwargs)
+
+
+class JITFunction(KernelInterface):
+    def __init__(self, fn, **kwargs):
+        self.fn = fn
+        self.module = fn.__module__
+        self.signature = inspect.signature(fn)
+        self.arg_names = list(self.signature.parameters)
+        # Like Triton: the source must come from a file (exec() of a string fails here).
+        self.raw_src, self.starting_line_number = inspect.getsourcelines(fn)
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+
+    def run(self, *args, grid, warmup, **kwargs):
+        options = {k: kwargs.pop(k) for k in list(kwargs) if k in OPTIONS}
+        bound = self.signature.bind(*args, **kwargs)
+        for name, value in bound.arguments.items():
+            if name.startswith("BLOCK") and isinstance(value, int) and value > 1024:
+                raise OutOfResources(value * 64, 65536, "shared memory")
+        if warmup:
+            return self
+        if callable(grid):
+            grid = grid(dict(bound.arguments))
+        grid = tuple(grid) + (1,) * (3 - len(grid))
+        call_args = {k: (tl.Ptr(v) if isinstance(v, list) else v) for k, v in bound.arguments.items()}
+        for pid in itertools.product(range(grid[0]), range(grid[1]), range(grid[2])):
+            tl._ctx.pid = pid
+            tl._ctx.grid = grid
+            self.fn(**call_args)
+        return self
+
+    def __call__(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)
+
+
+def jit(fn=None, **kwargs):
+    if fn is None:
+        return lambda f: JITFunction(f, **kwargs)
+    return JITFunction(fn, **kwargs)

@@ -1,0 +1,165 @@
+// The pool with real Python processes: ordinary verdicts in both modes, worker restarts,
+// back-pressure and devices leaving the rotation.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include "verify_util.hpp"
+
+namespace kforge::test {
+namespace {
+
+using verify::Verdict;
+
+TEST(VerifyPool, OrdinaryVerdictsWarm) {
+  TempDir tmp;
+  auto pool = make_pool(test_config(tmp));
+  ASSERT_TRUE(pool);
+  verify::VerifyRequest missing = load_sample("pass");
+  missing.key = "missing";
+  missing.unitest_code.reset();
+  auto r = run_all(*pool, {load_sample("pass"), load_sample("assert_fail"), load_sample("raise"),
+                           load_sample("syntax_error"), load_sample("no_test"), missing});
+  EXPECT_EQ(r[0].verdict, Verdict::passed) << r[0].detail;
+  EXPECT_EQ(r[0].detail, "2 tests passed");
+  EXPECT_TRUE(r[0].verified());
+  EXPECT_NE(r[0].script.find("def run_add(a, b):"), std::string::npos);
+  EXPECT_EQ(r[1].verdict, Verdict::failed);
+  EXPECT_NE(r[1].detail.find("AssertionError: Contiguous copy failed!"), std::string::npos)
+      << r[1].detail;
+  EXPECT_NE(r[1].detail.find("unitest_code line 3"), std::string::npos) << r[1].detail;
+  EXPECT_EQ(r[2].verdict, Verdict::error);
+  EXPECT_NE(r[2].detail.find("ValueError: bad shape: expected 2 dimensions, got 3"),
+            std::string::npos)
+      << r[2].detail;
+  EXPECT_EQ(r[3].verdict, Verdict::invalid);
+  EXPECT_NE(r[3].detail.find("syntax error in code line 1"), std::string::npos) << r[3].detail;
+  EXPECT_EQ(r[4].verdict, Verdict::invalid);
+  EXPECT_NE(r[4].detail.find("no test function"), std::string::npos);
+  EXPECT_EQ(r[5].verdict, Verdict::skipped);
+  EXPECT_EQ(r[5].detail, "missing field(s): unitest_code");
+  // The failing test's report names the test, the exception and the traceback tail.
+  const auto& t = r[1].report["tests"][0];
+  EXPECT_EQ(t["name"], "test_copy");
+  EXPECT_EQ(t["exception"], "AssertionError");
+  EXPECT_NE(t["traceback"].get<std::string>().find("assert run_copy(xs) == xs"), std::string::npos);
+  EXPECT_EQ(r[0].device, "cpu");
+  // Every sample's directory is gone; only the workers' logs remain while the pool lives.
+  for (const auto& e : std::filesystem::recursive_directory_iterator(tmp.path() / "work" / "runs"))
+    if (e.is_regular_file()) {
+      EXPECT_EQ(e.path().extension(), ".log") << e.path();
+    }
+}
+
+TEST(VerifyPool, ParametrizedTestsAndHelpersTakingArguments) {
+  TempDir tmp;
+  auto pool = make_pool(test_config(tmp));
+  ASSERT_TRUE(pool);
+  auto r = run_one(*pool, load_sample("parametrized"));
+  EXPECT_EQ(r.verdict, Verdict::passed) << r.detail;
+  EXPECT_EQ(r.detail, "6 tests passed");
+  const auto& tests = r.report["tests"];
+  ASSERT_EQ(tests.size(), 7u) << tests.dump();
+  EXPECT_EQ(tests[5]["name"], "test_scale[5]");
+  EXPECT_EQ(tests[6]["name"], "test_helper_needs_args");
+  EXPECT_EQ(tests[6]["status"], "skipped");
+}
+
+TEST(VerifyPool, CrashesAndDeadlinesWarm) {
+  TempDir tmp;
+  auto pool = make_pool(test_config(tmp));
+  ASSERT_TRUE(pool);
+  auto r =
+      run_all(*pool, {load_sample("loop_forever"), load_sample("abort"), load_sample("segfault")});
+  EXPECT_EQ(r[0].verdict, Verdict::timeout) << r[0].detail;
+  EXPECT_NE(r[0].detail.find("2 s deadline"), std::string::npos) << r[0].detail;
+  EXPECT_GE(r[0].duration_ms, 1900);
+  EXPECT_LT(r[0].duration_ms, 15000);
+  EXPECT_EQ(r[1].verdict, Verdict::crashed);
+  EXPECT_EQ(r[1].detail.rfind("SIGABRT (signal 6)", 0), 0u) << r[1].detail;
+  EXPECT_EQ(r[2].verdict, Verdict::crashed);
+  EXPECT_EQ(r[2].detail.rfind("SIGSEGV (signal 11)", 0), 0u) << r[2].detail;
+  EXPECT_NE(r[2].stderr_tail.find("Segmentation fault"), std::string::npos) << r[2].stderr_tail;
+  // The workers themselves were untouched: no restart was needed.
+  EXPECT_EQ(pool->stats().worker_restarts, 0u);
+  auto again = run_one(*pool, load_sample("pass"));
+  EXPECT_EQ(again.verdict, Verdict::passed);
+}
+
+TEST(VerifyPool, FreshInterpreterMode) {
+  TempDir tmp;
+  auto pool = make_pool(test_config(tmp, "fresh"));
+  ASSERT_TRUE(pool);
+  auto r = run_all(*pool, {load_sample("pass"), load_sample("assert_fail"), load_sample("segfault"),
+                           load_sample("loop_forever"), load_sample("syntax_error")});
+  EXPECT_EQ(r[0].verdict, Verdict::passed) << r[0].detail << r[0].stderr_tail;
+  EXPECT_EQ(r[0].report["pool"]["mode"], "fresh");
+  EXPECT_EQ(r[1].verdict, Verdict::failed);
+  EXPECT_EQ(r[2].verdict, Verdict::crashed);
+  EXPECT_EQ(r[2].detail.rfind("SIGSEGV", 0), 0u) << r[2].detail;
+  EXPECT_EQ(r[3].verdict, Verdict::timeout);
+  EXPECT_EQ(r[4].verdict, Verdict::invalid);
+}
+
+TEST(VerifyPool, RestartsAWorkerThatDies) {
+  TempDir tmp;
+  auto cfg = test_config(tmp);
+  cfg.cpu_workers = 1;
+  auto pool = make_pool(cfg);
+  ASSERT_TRUE(pool);
+  ASSERT_EQ(run_one(*pool, load_sample("pass")).verdict, Verdict::passed);
+  int pid = pool->TEST_worker_pids().at(0);
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  auto r = run_one(*pool, load_sample("pass"));
+  EXPECT_EQ(r.verdict, Verdict::passed) << r.detail;
+  EXPECT_GE(pool->stats().worker_restarts, 1u);
+  EXPECT_NE(pool->TEST_worker_pids().at(0), pid);
+}
+
+TEST(VerifyPool, BoundedQueueSaysFull) {
+  TempDir tmp;
+  auto cfg = test_config(tmp);
+  cfg.queue_capacity = 2;
+  auto pool = make_pool(cfg);
+  ASSERT_TRUE(pool);
+  int done = 0;
+  auto cb = [&](verify::VerifyResult&&) { ++done; };
+  ASSERT_TRUE(pool->submit(load_sample("pass"), cb).ok());
+  ASSERT_TRUE(pool->submit(load_sample("pass"), cb).ok());
+  EXPECT_FALSE(pool->accepting());
+  auto third = pool->submit(load_sample("pass"), cb);
+  ASSERT_FALSE(third.ok());
+  EXPECT_EQ(third.error().kind, "full");
+  EXPECT_TRUE(third.error().is_transient());
+  pool->drain();
+  EXPECT_EQ(done, 2);
+  EXPECT_TRUE(pool->accepting());
+}
+
+TEST(VerifyPool, DeviceWhoseWorkersKeepFailingLeavesTheRotation) {
+  TempDir tmp;
+  auto cfg = test_config(tmp);
+  // A fake GPU stack whose CUDA is never available: every worker's GPU probe fails.
+  cfg.python_path = {(source_dir() / "tests" / "verify" / "fake_gpu_broken").string()};
+  cfg.preload = {"torch"};
+  cfg.workers_per_device = 1;
+  cfg.max_start_failures = 2;
+  verify::Device gpu{"cuda:0", verify::Vendor::nvidia, 0, "Fake GPU", ""};
+  auto pool = make_pool(cfg, {gpu});
+  ASSERT_TRUE(pool);
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (pool->devices().at(0).in_rotation && std::chrono::steady_clock::now() < give_up)
+    pool->step(std::chrono::milliseconds(100));
+  auto d = pool->devices().at(0);
+  EXPECT_FALSE(d.in_rotation);
+  EXPECT_EQ(d.start_failures, 2);
+  EXPECT_NE(d.reason.find("GPU probe failed"), std::string::npos) << d.reason;
+  EXPECT_NE(d.reason.find("is_available() is False"), std::string::npos) << d.reason;
+  auto r = run_one(*pool, load_sample("pass"));
+  EXPECT_EQ(r.verdict, Verdict::error);
+  EXPECT_EQ(r.flags, std::vector<std::string>{verify::kInfrastructure});
+}
+
+}  // namespace
+}  // namespace kforge::test

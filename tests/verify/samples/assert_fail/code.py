@@ -1,0 +1,2 @@
+def copy(xs):
+    return list(reversed(xs))

@@ -1,0 +1,2 @@
+def run_copy(xs):
+    return copy(xs)

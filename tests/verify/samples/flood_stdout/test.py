@@ -1,0 +1,3 @@
+def test_flood():
+    flood(24)
+    assert True

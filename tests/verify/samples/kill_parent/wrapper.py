@@ -1,0 +1,2 @@
+def attack():
+    os.kill(os.getppid(), signal.SIGKILL)

@@ -1,0 +1,2 @@
+def test_phone_home():
+    phone_home(@PORT@)

@@ -1,0 +1,2 @@
+result = run_add(1, 2)
+print(result)

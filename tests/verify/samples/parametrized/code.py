@@ -1,0 +1,2 @@
+def scale(n, factor):
+    return n * factor

@@ -1,0 +1,2 @@
+def run(n, factor):
+    return scale(n, factor)

@@ -1,0 +1,2 @@
+def test_shape():
+    run([1, 2])

@@ -1,0 +1,2 @@
+def run():
+    return ctypes.string_at(0)

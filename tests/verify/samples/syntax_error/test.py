@@ -1,0 +1,2 @@
+def test_broken():
+    assert run() == 1

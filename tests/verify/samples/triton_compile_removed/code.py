@@ -1,0 +1,18 @@
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, x + y, mask=mask)
+ret = triton.compile(add_kernel, signature="*fp32,*fp32,*fp32,i32", constants={"BLOCK_SIZE": 64})
+print(ret)
+print(ret.asm["ttir"])
+from triton import compile as tcompile
+if True:
+    k2 = tcompile(add_kernel)

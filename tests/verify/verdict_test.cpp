@@ -1,0 +1,85 @@
+// From a finished run to a verdict, and the verifier's configuration section.
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <csignal>
+
+#include "kforge/verify/config.hpp"
+#include "kforge/verify/verdict.hpp"
+
+namespace kforge::verify {
+namespace {
+
+int signalled(int sig) {
+  return sig & 0x7f;  // the raw wait status of a process killed by sig, no core
+}
+
+TEST(VerifyClassify, SignalWithTheTellingStderrLine) {
+  RunFacts f;
+  f.wait_status = signalled(SIGABRT);
+  ASSERT_TRUE(WIFSIGNALED(f.wait_status));
+  f.stderr_tail =
+      "compiling...\nLLVM ERROR: Cannot select: intrinsic %llvm.nvvm.foo\nStack dump:\n0. x\n";
+  auto c = classify(f);
+  EXPECT_EQ(c.verdict, Verdict::crashed);
+  EXPECT_EQ(c.detail, "SIGABRT (signal 6): LLVM ERROR: Cannot select: intrinsic %llvm.nvvm.foo");
+}
+
+TEST(VerifyClassify, ExitWithoutReport) {
+  RunFacts f;
+  f.wait_status = 3 << 8;
+  ASSERT_TRUE(WIFEXITED(f.wait_status));
+  f.stderr_tail = "last words\n";
+  auto c = classify(f);
+  EXPECT_EQ(c.verdict, Verdict::crashed);
+  EXPECT_EQ(c.detail, "exit code 3 without a report: last words");
+}
+
+TEST(VerifyClassify, KillsByThePoolWin) {
+  RunFacts f;
+  f.wait_status = signalled(SIGKILL);
+  f.killed = KillReason::timeout;
+  f.timeout_s = 120;
+  EXPECT_EQ(classify(f).verdict, Verdict::timeout);
+  EXPECT_NE(classify(f).detail.find("120 s deadline"), std::string::npos);
+  f.killed = KillReason::memory_rss;
+  f.memory_cap_mb = 256;
+  f.peak_rss_kb = 300 * 1024;
+  EXPECT_EQ(classify(f).verdict, Verdict::crashed);
+  EXPECT_EQ(
+      classify(f).detail,
+      "killed: resident memory 300 MiB passed the 256 MiB cap (RSS watch; no cgroup memory limit)");
+  f.killed = KillReason::worker_lost;
+  EXPECT_EQ(classify(f).flags, std::vector<std::string>{kInfrastructure});
+}
+
+TEST(VerifyClassify, ReportDecides) {
+  RunFacts f;
+  f.wait_status = 0;
+  f.report = nlohmann::json{{"verdict", "failed"}, {"detail", "test_x: AssertionError: boom"}};
+  auto c = classify(f);
+  EXPECT_EQ(c.verdict, Verdict::failed);
+  EXPECT_EQ(c.detail, "test_x: AssertionError: boom");
+  f.report = nlohmann::json{{"verdict", "error"}, {"phase", "sandbox"}, {"detail", "x"}};
+  EXPECT_EQ(classify(f).flags, std::vector<std::string>{kInfrastructure});
+}
+
+TEST(VerifyConfig, ReadsAndValidates) {
+  auto r = ConfigReader::load_string(
+      "verifier:\n  mode: warm\n  workers_per_device: 8\n  devices: [cuda:0, cuda:1]\n"
+      "  autotune: sometimes\n",
+      "k.yaml", [](const std::string&) { return std::nullopt; });
+  ASSERT_TRUE(r.ok());
+  VerifierConfig c;
+  read_config((*r)->root().child("verifier"), c);
+  EXPECT_EQ(c.workers_per_device, 8);
+  EXPECT_EQ(c.devices.size(), 2u);
+  auto st = (*r)->finish();
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().message,
+            "k.yaml:5: verifier.autotune: 'sometimes' is not one of single, full");
+}
+
+}  // namespace
+}  // namespace kforge::verify

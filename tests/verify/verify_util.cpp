@@ -1,0 +1,100 @@
+#include "verify_util.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "../../libs/verify/src/sys.hpp"
+
+namespace kforge::test {
+
+verify::VerifyRequest load_sample(const std::string& name,
+                                  const std::map<std::string, std::string>& subst,
+                                  const std::string& dir) {
+  auto base = source_dir() / "tests" / "verify" / dir / name;
+  auto load = [&](const char* file) {
+    std::string text = read_text(base / file);
+    for (const auto& [k, v] : subst) {
+      std::string key = "@" + k + "@";
+      for (auto p = text.find(key); p != std::string::npos; p = text.find(key, p + v.size()))
+        text.replace(p, key.size(), v);
+    }
+    return text;
+  };
+  EXPECT_TRUE(std::filesystem::exists(base / "test.py")) << base;
+  verify::VerifyRequest r;
+  r.key = name;
+  r.code = load("code.py");
+  r.kernel_wrapper = load("wrapper.py");
+  r.unitest_code = load("test.py");
+  return r;
+}
+
+std::string sandbox_python() {
+  if (::access("/usr/bin/python3", X_OK) == 0) return "/usr/bin/python3";
+  return "python3";
+}
+
+verify::VerifierConfig test_config(const TempDir& dir, const std::string& mode) {
+  verify::VerifierConfig c;
+  c.devices = {"cpu"};
+  c.cpu_workers = 2;
+  c.mode = mode;
+  c.timeout_s = 2;
+  c.python = sandbox_python();
+  c.python_path = {(source_dir() / "tests" / "verify" / "fake_triton").string()};
+  c.preload = {"triton", "triton.language"};
+  c.memory_cap_mb = 200;
+  c.address_space_cap_mb = 2048;
+  c.max_processes = 16;
+  c.file_size_cap_mb = 4;
+  c.disk_cap_mb = 16;
+  c.output_cap_kb = 64;
+  c.work_dir = (dir.path() / "work").string();
+  c.memory_poll_ms = 20;
+  c.worker_start_timeout_s = 30;
+  return c;
+}
+
+std::unique_ptr<verify::Pool> make_pool(const verify::VerifierConfig& cfg,
+                                        std::vector<verify::Device> devices) {
+  verify::PoolOptions o;
+  o.config = cfg;
+  o.devices = std::move(devices);
+  auto p = verify::Pool::create(o);
+  if (!p.ok()) ADD_FAILURE() << p.error().message;
+  return p.ok() ? std::move(*p) : nullptr;
+}
+
+std::vector<verify::VerifyResult> run_all(verify::Pool& pool,
+                                          const std::vector<verify::VerifyRequest>& requests) {
+  std::vector<verify::VerifyResult> out(requests.size());
+  std::size_t done = 0;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    while (!pool.accepting()) pool.step(std::chrono::milliseconds(50));
+    auto id = pool.submit(requests[i], [&out, &done, i](verify::VerifyResult&& r) {
+      out[i] = std::move(r);
+      ++done;
+    });
+    EXPECT_TRUE(id.ok());
+  }
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (done < requests.size() && std::chrono::steady_clock::now() < give_up)
+    pool.step(std::chrono::milliseconds(100));
+  EXPECT_EQ(done, requests.size()) << "samples did not finish";
+  return out;
+}
+
+verify::VerifyResult run_one(verify::Pool& pool, const verify::VerifyRequest& request) {
+  return run_all(pool, {request}).at(0);
+}
+
+int count_uid_processes(int uid) {
+  int n = 0;
+  for (const auto& p : verify::sys::scan_procs())
+    if (!p.zombie && (static_cast<int>(p.ruid) == uid || static_cast<int>(p.euid) == uid)) ++n;
+  return n;
+}
+
+}  // namespace kforge::test

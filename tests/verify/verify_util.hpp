@@ -1,0 +1,37 @@
+#pragma once
+// Helpers for the verifier tests: sample directories (tests/verify/samples/NAME/{code,wrapper,
+// test}.py), a test configuration with hard caps, and running samples to completion.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kforge/verify/pool.hpp"
+#include "testutil.hpp"
+
+namespace kforge::test {
+
+// A sample from tests/verify/samples/NAME (or gpu/NAME with dir "gpu"), with @KEY@ replaced.
+verify::VerifyRequest load_sample(const std::string& name,
+                                  const std::map<std::string, std::string>& subst = {},
+                                  const std::string& dir = "samples");
+
+// A Python that users other than root can run (Debian's), else "python3".
+std::string sandbox_python();
+
+// Hard caps for hostile samples on a shared machine: 2 s deadline, 200 MiB resident memory,
+// 2 GiB address space, 16 processes, 4 MiB files, a 16 MiB tmpfs, 64 KiB of output kept.
+verify::VerifierConfig test_config(const TempDir& dir, const std::string& mode = "warm");
+
+std::unique_ptr<verify::Pool> make_pool(const verify::VerifierConfig& cfg,
+                                        std::vector<verify::Device> devices = {});
+
+// Submits each request and steps the pool until all are done; results in request order.
+std::vector<verify::VerifyResult> run_all(verify::Pool& pool,
+                                          const std::vector<verify::VerifyRequest>& requests);
+verify::VerifyResult run_one(verify::Pool& pool, const verify::VerifyRequest& request);
+
+// Processes (not zombies) whose real or effective uid is uid.
+int count_uid_processes(int uid);
+
+}  // namespace kforge::test
