@@ -545,6 +545,16 @@ def apply_sandbox(spec, report):
             try:
                 _mount_setattr("/", AT_RECURSIVE, MOUNT_ATTR_RDONLY, 0)
                 sb["filesystem"] = "read-only except the sample directory"
+                # The CUDA driver writes under /proc while it initialises (seen on an H200: with
+                # /proc read-only cudaGetDeviceCount fails with error 304), so /proc stays
+                # writable; /proc/sys, the part that changes the kernel, stays read-only.
+                try:
+                    _mount_setattr("/proc", 0, 0, MOUNT_ATTR_RDONLY)
+                    if os.path.isdir("/proc/sys"):
+                        _mount("/proc/sys", "/proc/sys", None, MS_BIND | MS_REC, None)
+                        _mount_setattr("/proc/sys", AT_RECURSIVE, MOUNT_ATTR_RDONLY, 0)
+                except OSError as e:
+                    sb["proc"] = "read-only (%s): CUDA may fail to initialise" % e
             except OSError as e:
                 sb["filesystem"] = "not read-only (%s)" % e
             owner = uid if drop else my_uid
