@@ -149,8 +149,8 @@ class Client {
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
-  // Queues a request; `done` is called exactly once, on the client's thread (at once with
-  // "cancelled" after shutdown()).
+  // Queues a request; `done` is called exactly once, on the client's thread (or at once on the
+  // caller's thread, with "cancelled", after shutdown()).
   void submit(ChatRequest req, Callback done);
   // Blocking convenience. Must not be called on the client's thread (from a callback).
   Result<ChatResponse> call(ChatRequest req);

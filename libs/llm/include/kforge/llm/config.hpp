@@ -56,7 +56,7 @@ struct LlmConfig {
 
   // --- retries (reloadable) ---
   int max_attempts = 6;                      // including the first
-  std::int64_t total_deadline_ms = 900'000;  // from submit to the last attempt's start
+  std::int64_t total_deadline_ms = 900'000;  // no retry starts later than this after the first
   std::int64_t backoff_base_ms = 1000;       // full jitter: uniform(0, min(max, base * 2^(n-1)))
   std::int64_t backoff_max_ms = 60'000;
   std::int64_t retry_after_cap_ms = 900'000;  // Retry-After above this fails as transient
