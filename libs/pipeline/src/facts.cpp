@@ -106,7 +106,8 @@ std::vector<KernelParam> parse_params(std::string_view src, const std::vector<To
 
 // Kernel launches `name[...](` in lines [a, b).
 std::vector<std::string> launches_in(const std::vector<LogicalLine>& lines, std::size_t a,
-                                     std::size_t b, const std::set<std::string, std::less<>>& names) {
+                                     std::size_t b,
+                                     const std::set<std::string, std::less<>>& names) {
   std::vector<std::string> found;
   for (std::size_t l = a; l < b && l < lines.size(); ++l) {
     const auto& t = lines[l].tokens;
@@ -377,8 +378,7 @@ std::optional<Rejection> check_generation(const KernelFacts& facts, std::string_
     }
   }
   return Rejection{"test_does_not_call_wrapper",
-                   "no test_ function of unitest_code (" + join(tests) +
-                       ") calls the wrapper (" +
+                   "no test_ function of unitest_code (" + join(tests) + ") calls the wrapper (" +
                        join(std::vector<std::string>(wrapper_names.begin(), wrapper_names.end())) +
                        ")"};
 }
@@ -398,10 +398,10 @@ std::optional<Rejection> check_analysis(const KernelFacts& facts, const nlohmann
     while (!name.empty() && (name.front() == ' ' || name.front() == '`')) name.erase(0, 1);
     if (auto dot = name.rfind('.'); dot != std::string::npos) name = name.substr(dot + 1);
     if (!facts.defines(name))
-      return Rejection{"unknown_kernel", "analysis.kernel_launches names `" +
-                                             item["kernel"].get<std::string>() +
-                                             "`, which the code does not define (kernels: " +
-                                             join(facts.kernel_names()) + ")"};
+      return Rejection{
+          "unknown_kernel",
+          "analysis.kernel_launches names `" + item["kernel"].get<std::string>() +
+              "`, which the code does not define (kernels: " + join(facts.kernel_names()) + ")"};
   }
   return std::nullopt;
 }

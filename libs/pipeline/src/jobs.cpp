@@ -43,8 +43,7 @@ Result<std::int64_t> JobStore::create_run(const NewRun& run) {
   KF_TRY(auto existing, run_by_tag(run.tag));
   if (existing)
     return fail("conflict", "run '" + run.tag + "' exists already (created " +
-                                format_utc_ms(existing->created_ms) +
-                                "); pick another tag");
+                                format_utc_ms(existing->created_ms) + "); pick another tag");
   std::int64_t now = clock_.wall_ms();
   {
     KF_TRY(Stmt * s, db_.cached(Q()["insert_run"]));
@@ -199,8 +198,10 @@ Result<int> JobStore::expire_leases() {
     KF_CHECK(s->run());
     if (db_.changes() == 0) continue;
     ++n;
-    Event e{j.run_id, j.id, j.sample_id, j.stage, j.attempts + 1, "warn", "lease_expired",
-            "the lease of " + owners[i] + " expired; the job is queued again"};
+    Event e{j.run_id,        j.id,
+            j.sample_id,     j.stage,
+            j.attempts + 1,  "warn",
+            "lease_expired", "the lease of " + owners[i] + " expired; the job is queued again"};
     KF_CHECK(insert_event(e, now));
   }
   KF_CHECK(tx.commit());
@@ -229,7 +230,13 @@ Result<int> JobStore::reclaim_leases(const std::string& owner_glob) {
     KF_TRY(Stmt * s, db_.cached(Q()["requeue_job"]));
     s->bind(1, j.id).bind(2, now);
     KF_CHECK(s->run());
-    Event e{j.run_id, j.id, j.sample_id, j.stage, j.attempts + 1, "warn", "lease_reclaimed",
+    Event e{j.run_id,
+            j.id,
+            j.sample_id,
+            j.stage,
+            j.attempts + 1,
+            "warn",
+            "lease_reclaimed",
             owners[i] + " stopped without releasing the lease; the job is queued again"};
     KF_CHECK(insert_event(e, now));
   }

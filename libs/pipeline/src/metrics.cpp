@@ -97,7 +97,8 @@ std::string render_prometheus(const MetricsSnapshot& m) {
   const auto& s = m.scheduler;
   o.head("kforge_stage_calls_in_flight", "gauge", "Stage calls submitted and not yet answered.");
   o.line("kforge_stage_calls_in_flight", "", m.in_flight);
-  o.head("kforge_stage_outputs_total", "counter", "Stage answers checkpointed, by stage and status.");
+  o.head("kforge_stage_outputs_total", "counter",
+         "Stage answers checkpointed, by stage and status.");
   for (const auto& [k, v] : s.outputs) {
     auto colon = k.find(':');
     o.line("kforge_stage_outputs_total",
@@ -142,9 +143,8 @@ std::string render_prometheus(const MetricsSnapshot& m) {
     o.line("kforge_llm_request_duration_seconds_bucket",
            label("le", num(l.latency_bounds_ms[i] / 1000.0)), static_cast<double>(cum));
   }
-  if (!l.latency_counts.empty()) cum += l.latency_counts.size() > l.latency_bounds_ms.size()
-                                            ? l.latency_counts.back()
-                                            : 0;
+  if (!l.latency_counts.empty())
+    cum += l.latency_counts.size() > l.latency_bounds_ms.size() ? l.latency_counts.back() : 0;
   o.line("kforge_llm_request_duration_seconds_bucket", label("le", "+Inf"),
          static_cast<double>(cum));
   o.line("kforge_llm_request_duration_seconds_sum", "", l.latency_sum_ms / 1000.0);

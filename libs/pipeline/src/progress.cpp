@@ -7,7 +7,6 @@
 
 namespace kforge::pipeline {
 
-
 namespace {
 using store::Stmt;
 constexpr std::int64_t kRateWindowMs = 10 * 60 * 1000;

@@ -148,9 +148,10 @@ std::string PipelineSpec::mismatch(const nlohmann::json& recorded) const {
       return file_of(key) + ": the run was created with version '" + field("version") + "'";
     if (field("sha256") != id["sha256"].get<std::string>())
       return file_of(key) + " changed since the run was created (sha256 " +
-             short_sha(field("sha256")) + "... now " +
-             short_sha(id["sha256"].get<std::string>()) + "...)";
-    if (id.contains("schema_sha256") && field("schema_sha256") != id["schema_sha256"].get<std::string>())
+             short_sha(field("sha256")) + "... now " + short_sha(id["sha256"].get<std::string>()) +
+             "...)";
+    if (id.contains("schema_sha256") &&
+        field("schema_sha256") != id["schema_sha256"].get<std::string>())
       return "prompts/" + version + "/" + key + ".schema.json changed since the run was created";
   }
   if (recorded.is_object())

@@ -24,9 +24,9 @@ bool string_prefix(std::string_view w) {
 }
 
 constexpr std::array<std::string_view, 4> kOps3 = {"**=", "//=", ">>=", "<<="};
-constexpr std::array<std::string_view, 20> kOps2 = {"**", "//", "<<", ">>", "==", "!=", "<=",
-                                                    ">=", "->", ":=", "+=", "-=", "*=", "/=",
-                                                    "%=", "&=", "|=", "^=", "@=", ".."};
+constexpr std::array<std::string_view, 20> kOps2 = {
+    "**", "//", "<<", ">>", "==", "!=", "<=", ">=", "->", ":=",
+    "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "@=", ".."};
 
 Error syntax(int line, const std::string& msg) {
   return Error("python_syntax", "line " + std::to_string(line) + ": " + msg);
@@ -78,7 +78,8 @@ Result<std::vector<LogicalLine>> scan(std::string_view s) {
       line_start = true;
       continue;
     }
-    if (c == '\\' && i + 1 < n && (s[i + 1] == '\n' || (s[i + 1] == '\r' && i + 2 < n && s[i + 2] == '\n'))) {
+    if (c == '\\' && i + 1 < n &&
+        (s[i + 1] == '\n' || (s[i + 1] == '\r' && i + 2 < n && s[i + 2] == '\n'))) {
       i += s[i + 1] == '\n' ? 2 : 3;
       ++line;
       continue;

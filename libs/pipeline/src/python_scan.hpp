@@ -37,8 +37,8 @@ struct Def {
   bool is_class = false;
   int indent = 0;
   int line = 0;
-  std::size_t header = 0;      // index of the def/class line
-  std::size_t body_end = 0;    // one past the last line of its body
+  std::size_t header = 0;               // index of the def/class line
+  std::size_t body_end = 0;             // one past the last line of its body
   std::vector<std::size_t> decorators;  // indexes of its decorator lines, in order
 };
 

@@ -27,7 +27,7 @@ struct Scheduler::Inbox {
 struct Scheduler::Call {
   LeasedJob job;
   std::uint64_t generation = 0;
-  std::string tag;    // the run's
+  std::string tag;  // the run's
   std::string model;
   const Template* tmpl = nullptr;
   const PipelineSpec* spec = nullptr;
@@ -72,8 +72,8 @@ class Busy {
 
 }  // namespace
 
-Scheduler::Scheduler(JobStore& store, LlmGateway& llm, const PromptLibrary& prompts,
-                     Clock& clock, PipelineConfig cfg)
+Scheduler::Scheduler(JobStore& store, LlmGateway& llm, const PromptLibrary& prompts, Clock& clock,
+                     PipelineConfig cfg)
     : store_(store),
       llm_(llm),
       prompts_(&prompts),
@@ -201,13 +201,19 @@ Status Scheduler::lease_and_submit(StepReport& rep) {
   if (candidates.empty()) return {};
   // Equal shares of the capacity; a share a run cannot use goes to the others.
   int total = in_flight() + free;
-  int share = (total + static_cast<int>(candidates.size()) - 1) /
-              static_cast<int>(candidates.size());
+  int share =
+      (total + static_cast<int>(candidates.size()) - 1) / static_cast<int>(candidates.size());
   auto lease_from = [&](RunInfo& run, int want) -> Status {
     if (want <= 0 || free <= 0) return {};
     want = std::min(want, free);
     KF_TRY(auto jobs, store_.lease(run.row.id, want, cfg_.lease_ms));
-    if (static_cast<int>(jobs.size()) < want) run.idle_until_ms = now + cfg_.idle_poll_ms;
+    if (static_cast<int>(jobs.size()) < want) {
+      run.idle_until_ms = now + cfg_.idle_poll_ms;
+      if (run.retry_at_ms > now)
+        run.idle_until_ms = std::min(run.idle_until_ms, run.retry_at_ms);
+      else
+        run.retry_at_ms = 0;
+    }
     rep.leased += static_cast<int>(jobs.size());
     stats_.leased += jobs.size();
     for (const auto& job : jobs) {
@@ -230,13 +236,12 @@ Status Scheduler::fail_before_call(RunInfo& run, const LeasedJob& job, const Err
   next.attempts = job.attempts;
   next.error_kind = why.kind;
   next.error = why.message;
-  Event e{run.row.id, job.id, job.sample_id, job.stage, job.attempts + 1, "error",
-          "failed", "before any LLM call: " + why.message};
+  Event e{run.row.id,       job.id,  job.sample_id, job.stage,
+          job.attempts + 1, "error", "failed",      "before any LLM call: " + why.message};
   KF_TRY(bool held, store_.checkpoint(job, std::nullopt, next, {e}));
   if (held) {
     ++stats_.jobs_failed;
-    spdlog::warn("run {} job {}: failed before any LLM call: {}", run.row.tag, job.id,
-                 why.message);
+    spdlog::warn("run {} job {}: failed before any LLM call: {}", run.row.tag, job.id, why.message);
   }
   return {};
 }
@@ -244,9 +249,9 @@ Status Scheduler::fail_before_call(RunInfo& run, const LeasedJob& job, const Err
 Status Scheduler::submit(RunInfo& run, const LeasedJob& job) {
   const Template* tmpl = run.spec->stage(job.stage);
   if (tmpl == nullptr)
-    return fail_before_call(run, job,
-                            Error("state", "pipeline " + run.spec->version + " has no stage '" +
-                                               job.stage + "'"));
+    return fail_before_call(
+        run, job,
+        Error("state", "pipeline " + run.spec->version + " has no stage '" + job.stage + "'"));
   KF_TRY(SampleInput in, store_.sample_input(job.sample_id));
   auto facts = extract_facts(in.code);
   if (!facts.ok())
@@ -266,9 +271,9 @@ Status Scheduler::submit(RunInfo& run, const LeasedJob& job) {
       tmpl->placeholders.end()) {
     KF_TRY(auto analysis, store_.ok_output(job.id, "analyze"));
     if (!analysis)
-      return fail_before_call(run, job,
-                              Error("state", "stage '" + job.stage +
-                                                 "' needs the analysis, and the job has none"));
+      return fail_before_call(
+          run, job,
+          Error("state", "stage '" + job.stage + "' needs the analysis, and the job has none"));
     auto parsed = nlohmann::json::parse(*analysis, nullptr, false);
     values["analysis"] = parsed.is_discarded() ? *analysis : parsed.dump(2);
   }
@@ -320,16 +325,15 @@ Status Scheduler::submit(RunInfo& run, const LeasedJob& job) {
   ++stats_.submitted;
   if (stats_.first_submit_ms < 0) stats_.first_submit_ms = clock_.wall_ms();
   std::weak_ptr<Inbox> inbox = inbox_;
-  llm_.submit(run.row.model, std::move(req),
-              [inbox, job_id, gen](Result<llm::ChatResponse> r) {
-                auto box = inbox.lock();
-                if (!box) return;
-                {
-                  std::lock_guard lock(box->mu);
-                  box->queue.push_back(Completion{job_id, gen, std::move(r)});
-                }
-                box->cv.notify_one();
-              });
+  llm_.submit(run.row.model, std::move(req), [inbox, job_id, gen](Result<llm::ChatResponse> r) {
+    auto box = inbox.lock();
+    if (!box) return;
+    {
+      std::lock_guard lock(box->mu);
+      box->queue.push_back(Completion{job_id, gen, std::move(r)});
+    }
+    box->cv.notify_one();
+  });
   return {};
 }
 
@@ -417,8 +421,8 @@ Status Scheduler::complete(Completion c, StepReport& rep) {
     }
     next.attempts = 0;
   } else {
-    Event e{job.run_id, job.id, job.sample_id, job.stage, out.attempt, "warn", event_kind,
-            first_line(failure->message, 2000)};
+    Event e{job.run_id,  job.id, job.sample_id, job.stage,
+            out.attempt, "warn", event_kind,    first_line(failure->message, 2000)};
     next.stage = job.stage;
     next.attempts = job.attempts + 1;
     next.error_kind = event_kind;
@@ -427,8 +431,8 @@ Status Scheduler::complete(Completion c, StepReport& rep) {
     if (content_failure(out.status, out.error_kind)) {
       int n = call->content_failures + 1;
       if (n >= cfg_.max_attempts)
-        reason = std::to_string(n) + " unusable answers at stage " + job.stage + "; the last: " +
-                 failure->message;
+        reason = std::to_string(n) + " unusable answers at stage " + job.stage +
+                 "; the last: " + failure->message;
       next.state = "queued";
     } else if (transient == Transient::yes) {
       int n = call->transient_failures + 1;
@@ -455,9 +459,10 @@ Status Scheduler::complete(Completion c, StepReport& rep) {
   KF_TRY(bool held, store_.checkpoint(job, out, next, events));
   if (!held) {
     ++stats_.lost_leases;
-    spdlog::warn("run {} sample {}: the lease of job {} was lost (expired or cancelled); its {} "
-                 "answer is dropped",
-                 call->tag, call->sample_key, job.id, job.stage);
+    spdlog::warn(
+        "run {} sample {}: the lease of job {} was lost (expired or cancelled); its {} "
+        "answer is dropped",
+        call->tag, call->sample_key, job.id, job.stage);
     return {};
   }
   ++rep.completed;
@@ -475,7 +480,12 @@ Status Scheduler::complete(Completion c, StepReport& rep) {
                   job.stage, first_line(failure->message));
   if (run_it != runs_.end()) {
     RunInfo& run = run_it->second;
-    if (next.state == "queued") run.idle_until_ms = 0;
+    if (next.state == "queued") {
+      run.idle_until_ms = 0;
+      if (next.not_before_ms > 0)
+        run.retry_at_ms = run.retry_at_ms == 0 ? next.not_before_ms
+                                               : std::min(run.retry_at_ms, next.not_before_ms);
+    }
     if (permanent_provider_error) {
       ++run.permanent_streak;
       if (cfg_.failure_streak_pause > 0 && run.permanent_streak >= cfg_.failure_streak_pause &&

@@ -16,11 +16,11 @@ struct PipelineConfig {
   // Where prompts/<version>/<stage>.md live. Empty: the data directory (KFORGE_DATA_DIR, the
   // installed share/kforge, or the source tree).
   std::string prompts_dir;
-  int max_in_flight = 32;             // jobs with a stage call in flight, over all runs
-  std::int64_t lease_ms = 120'000;    // a lease's length; renewed while the call runs
-  int max_attempts = 3;               // per stage: answers that do not parse or are rejected
-  int max_transient_failures = 8;     // per stage: provider errors after the client's retries
-  std::int64_t retry_backoff_ms = 5'000;       // first wait after a transient failure, doubled
+  int max_in_flight = 32;                 // jobs with a stage call in flight, over all runs
+  std::int64_t lease_ms = 120'000;        // a lease's length; renewed while the call runs
+  int max_attempts = 3;                   // per stage: answers that do not parse or are rejected
+  int max_transient_failures = 8;         // per stage: provider errors after the client's retries
+  std::int64_t retry_backoff_ms = 5'000;  // first wait after a transient failure, doubled
   std::int64_t retry_backoff_max_ms = 600'000;
   int failure_streak_pause = 10;  // permanent provider errors in a row that pause a run; 0: never
   // Jobs waiting in 'verify_queued' at which leasing stops until the verifier catches up.

@@ -35,7 +35,6 @@ class LlmGateway {
 
 // The real gateway: clients are created on first use of a model, from `cfg` with its model
 // replaced. A client that cannot be created fails the requests for that model.
-std::unique_ptr<LlmGateway> make_client_gateway(const llm::LlmConfig& cfg,
-                                                llm::ClientOptions opts);
+std::unique_ptr<LlmGateway> make_client_gateway(const llm::LlmConfig& cfg, llm::ClientOptions opts);
 
 }  // namespace kforge::pipeline

@@ -25,10 +25,10 @@ struct ErrorKind {
 struct RunProgress {
   RunRow run;
   std::int64_t total = 0;
-  std::map<std::string, std::int64_t> by_state;                       // state -> jobs
+  std::map<std::string, std::int64_t> by_state;                         // state -> jobs
   std::map<std::string, std::map<std::string, std::int64_t>> by_stage;  // stage -> state -> jobs
   std::map<std::string, std::map<std::string, std::int64_t>> outputs;   // stage -> status -> n
-  std::int64_t past_llm = 0;  // jobs whose LLM stages are over (to verify, verified, ended)
+  std::int64_t past_llm = 0;   // jobs whose LLM stages are over (to verify, verified, ended)
   std::int64_t remaining = 0;  // queued or leased
   double per_minute = 0;       // jobs leaving the LLM stages, over the last 10 minutes
   std::optional<std::int64_t> eta_s;

@@ -31,7 +31,7 @@ struct Template {
   std::string text;
   std::string sha256;  // of text
   std::vector<std::string> placeholders;
-  nlohmann::json schema;     // null for retry.md
+  nlohmann::json schema;      // null for retry.md
   std::string schema_sha256;  // of the schema file's bytes; empty for retry.md
 };
 

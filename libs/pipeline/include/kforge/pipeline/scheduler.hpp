@@ -48,7 +48,7 @@ struct StepReport {
   int completed = 0;  // stage calls checkpointed this step
   int leased = 0;
   int submitted = 0;
-  int failed = 0;     // jobs that ended failed this step
+  int failed = 0;  // jobs that ended failed this step
 };
 
 // Counters since the scheduler started (for /metrics and the benchmark).
@@ -102,6 +102,7 @@ class Scheduler {
     const PipelineSpec* spec = nullptr;
     int in_flight = 0;
     std::int64_t idle_until_ms = 0;  // no ready jobs seen; look again after this
+    std::int64_t retry_at_ms = 0;    // the earliest backoff this process set that is pending
     int permanent_streak = 0;
   };
 
