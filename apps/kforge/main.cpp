@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   std::vector<Command> commands;
   commands.push_back(add_import(app, g));
   commands.push_back(add_status(app, g));
+  commands.push_back(add_run(app, g));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

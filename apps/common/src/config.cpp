@@ -45,6 +45,9 @@ Result<Config> load_config(const std::string& explicit_path, EnvLookup env) {
                 "'" + c.log.level + "' is not one of trace, debug, info, warn, error, off");
   }
   store::read_config(root.child("store"), c.store);
+  llm::read_config(root.child("llm"), c.llm);
+  pipeline::read_config(root.child("pipeline"), c.pipeline);
+  pipeline::read_config(root.child("daemon"), c.daemon);
   KF_CHECK(reader->finish());
   return c;
 }

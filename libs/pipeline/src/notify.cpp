@@ -40,11 +40,13 @@ Status Notifier::notify(std::string_view state) {
     fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd_ < 0) return fail("io", std::string("NOTIFY_SOCKET: socket: ") + std::strerror(errno));
   }
-  ssize_t n = ::sendto(fd_, state.data(), state.size(), MSG_NOSIGNAL,
+  // Never block the daemon on its supervisor: a full queue drops the message.
+  ssize_t n = ::sendto(fd_, state.data(), state.size(), MSG_NOSIGNAL | MSG_DONTWAIT,
                        reinterpret_cast<const sockaddr*>(&addr), len);
-  if (n < 0)
-    return fail("io", "NOTIFY_SOCKET " + socket_ + ": sendto: " + std::strerror(errno),
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+    return fail("io", "NOTIFY_SOCKET " + socket_ + ": the queue is full; message dropped",
                 Transient::yes);
+  if (n < 0) return fail("io", "NOTIFY_SOCKET " + socket_ + ": sendto: " + std::strerror(errno));
   return {};
 }
 

@@ -22,6 +22,7 @@ struct Scheduler::Inbox {
   std::mutex mu;
   std::condition_variable cv;
   std::deque<Completion> queue;
+  bool woken = false;
 };
 
 struct Scheduler::Call {
@@ -32,7 +33,7 @@ struct Scheduler::Call {
   const Template* tmpl = nullptr;
   const PipelineSpec* spec = nullptr;
   std::string sample_key;
-  std::string request_sha256;
+  llm::ChatRequest request;  // kept for the identity of a failed call
   std::string request_json;
   int content_failures = 0;    // earlier unusable answers at this stage
   int transient_failures = 0;  // earlier provider errors at this stage
@@ -100,8 +101,17 @@ void Scheduler::reconfigure(const PipelineConfig& cfg, const PromptLibrary* prom
 
 bool Scheduler::wait(std::chrono::milliseconds max) {
   std::unique_lock lock(inbox_->mu);
-  inbox_->cv.wait_for(lock, max, [&] { return !inbox_->queue.empty(); });
+  inbox_->cv.wait_for(lock, max, [&] { return !inbox_->queue.empty() || inbox_->woken; });
+  inbox_->woken = false;
   return !inbox_->queue.empty();
+}
+
+void Scheduler::wake() {
+  {
+    std::lock_guard lock(inbox_->mu);
+    inbox_->woken = true;
+  }
+  inbox_->cv.notify_one();
 }
 
 std::int64_t Scheduler::backoff_ms(int failures) const {
@@ -314,8 +324,8 @@ Status Scheduler::submit(RunInfo& run, const LeasedJob& job) {
   call->tmpl = tmpl;
   call->spec = run.spec;
   call->sample_key = in.key;
-  call->request_sha256 = llm_.request_sha256(run.row.model, req);
   call->request_json = llm_.request_json(run.row.model, req);
+  call->request = req;
   call->facts = std::move(*facts);
 
   std::int64_t job_id = job.id;
@@ -356,15 +366,14 @@ Status Scheduler::complete(Completion c, StepReport& rep) {
   out.attempt = job.attempts + 1;
   out.prompt_version = call->tmpl->version;
   out.prompt_sha256 = call->tmpl->sha256;
-  out.request_sha256 = call->request_sha256;
-  out.request_json = call->request_json;
+  out.request_json = std::move(call->request_json);
 
   std::optional<Error> failure;  // what went wrong, if anything
   Transient transient = Transient::no;
   std::string event_kind;
   if (c.result.ok()) {
     const llm::ChatResponse& r = *c.result;
-    if (!r.request_sha256.empty()) out.request_sha256 = r.request_sha256;
+    out.request_sha256 = r.request_sha256;
     out.response_raw = r.content;
     out.prompt_tokens = r.prompt_tokens;
     out.completion_tokens = r.completion_tokens;
@@ -398,6 +407,7 @@ Status Scheduler::complete(Completion c, StepReport& rep) {
     }
   } else {
     const Error& e = c.result.error();
+    out.request_sha256 = llm_.request_sha256(call->model, call->request);
     out.status = "llm_error";
     out.error_kind = e.kind;
     out.error = e.message;

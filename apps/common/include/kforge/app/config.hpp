@@ -7,6 +7,8 @@
 #include <string>
 
 #include "kforge/core/config.hpp"
+#include "kforge/llm/config.hpp"
+#include "kforge/pipeline/config.hpp"
 #include "kforge/store/config.hpp"
 
 namespace kforge::app {
@@ -20,6 +22,9 @@ struct Config {
   std::string source;  // the file it came from, or "(defaults)"
   LogConfig log;
   store::StoreConfig store;
+  llm::LlmConfig llm;
+  pipeline::PipelineConfig pipeline;
+  pipeline::DaemonConfig daemon;
 };
 
 // Which file to read: `explicit_path` if given; else $KFORGE_CONFIG; else ./kforge.yaml, then

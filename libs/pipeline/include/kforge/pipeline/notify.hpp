@@ -25,7 +25,8 @@ class Notifier {
   Notifier& operator=(const Notifier&) = delete;
 
   bool enabled() const { return !socket_.empty(); }
-  // Sends one datagram, e.g. "READY=1\nSTATUS=working". Errors: kind "io", naming the socket.
+  // Sends one datagram, e.g. "READY=1\nSTATUS=working", without blocking. Errors: kind "io",
+  // naming the socket; transient when the receiver's queue is full (the message is dropped).
   Status notify(std::string_view state);
   // How often to send WATCHDOG=1: half of WATCHDOG_USEC, when the watchdog is on and meant for
   // this process (WATCHDOG_PID absent or equal to our pid); zero otherwise.

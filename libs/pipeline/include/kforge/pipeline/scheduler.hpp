@@ -79,6 +79,8 @@ class Scheduler {
   Result<StepReport> step();
   // Blocks (real time) until a completion is queued or `max` passes. Returns true if one is.
   bool wait(std::chrono::milliseconds max);
+  // Makes a wait() in progress (or the next one) return at once. Any thread.
+  void wake();
   // Stops leasing; calls in flight still complete and are checkpointed by later steps.
   void drain() { draining_ = true; }
   bool draining() const { return draining_; }
