@@ -46,8 +46,11 @@ const std::set<std::string> kRuleKeys = {"name",
                                          "wrap",
                                          "usage",
                                          "model"};
-const std::set<std::string> kAnswerKeys = {"latency_ms", "reply", "reply_json",   "wrap",
-                                           "usage",      "model", "finish_reason"};
+// What defaults may hold: everything a rule says about the answer (not how it selects).
+const std::set<std::string> kAnswerKeys = {
+    "latency_ms", "status", "message", "retry_after",   "retry_after_date",
+    "headers",    "fault",  "hang_ms", "finish_reason", "reply",
+    "reply_json", "wrap",   "usage",   "model"};
 const std::set<std::string> kMatchKeys = {"contains", "regex", "role", "path"};
 const std::set<std::string> kTopKeys = {"seed", "defaults", "rules", "require_key"};
 
@@ -144,6 +147,14 @@ struct Ctx {
   const std::string& hash;
   std::uint64_t n;
   const std::string& presented_key;
+};
+
+// cpp-httplib 0.11 listens with a backlog of 5: a burst of new connections overflows it and the
+// kernel drops SYNs, which the client retransmits only after a second. Listening again on the
+// bound socket widens the backlog.
+class Server : public httplib::Server {
+ public:
+  void widen_backlog() { ::listen(svr_sock_, 4096); }
 };
 
 struct RuleState {
@@ -245,6 +256,7 @@ class FakeLlmServer::Impl {
                             : (svr_.bind_to_port(opts_.host, opts_.port) ? opts_.port : -1);
     if (port_ <= 0)
       return fail("io", "cannot listen on " + opts_.host + ":" + std::to_string(opts_.port));
+    svr_.widen_backlog();
     thread_ = std::thread([this] { svr_.listen_after_bind(); });
     return {};
   }
@@ -538,9 +550,7 @@ class FakeLlmServer::Impl {
       res.status = status;
       std::string msg = a.value("message", "scripted HTTP " + std::to_string(status));
       res.set_content(
-          json{{"error",
-                {{"message", fill(msg, ctx)}, {"type", "fake"}, {"code", status}}}}
-              .dump(),
+          json{{"error", {{"message", fill(msg, ctx)}, {"type", "fake"}, {"code", status}}}}.dump(),
           "application/json");
       count(hash, rule, status, false);
       return;
@@ -629,7 +639,7 @@ class FakeLlmServer::Impl {
   }
 
   ServerOptions opts_;
-  httplib::Server svr_;
+  Server svr_;
   std::thread thread_;
   int port_ = -1;
   std::atomic<bool> stopping_{false};

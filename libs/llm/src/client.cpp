@@ -713,10 +713,11 @@ class Client::Impl {
   }
 
   // Parses a 2xx body into r. Returns the error when the reply is unusable.
-  std::optional<Error> parse_completion(const Call& c, const std::string& raw,
+  std::optional<Error> parse_completion(const Call& c, const std::string& raw_in,
                                         ChatResponse& r) const {
     r.request_sha256 = c.sha;
-    r.raw_body = raw;
+    r.raw_body = redact(raw_in);
+    const std::string& raw = r.raw_body;
     r.http_status = 200;
     r.attempts = c.attempts;
     json j = json::parse(raw, nullptr, false);
