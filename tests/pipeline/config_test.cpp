@@ -75,8 +75,8 @@ TEST(SystemdUnit, HasTheDirectivesAndPassesSystemdAnalyzeVerify) {
   local.replace(at, std::string("/usr/local/bin/kforged").size(),
                 test::binary("apps/kforged/kforged").string());
   test::write_text(dir / "kforged.service", local);
-  auto r = test::run_process(
-      {"/usr/bin/systemd-analyze", "verify", (dir / "kforged.service").string()});
+  auto r =
+      test::run_process({"/usr/bin/systemd-analyze", "verify", (dir / "kforged.service").string()});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   // Unknown or misspelt keys are only warnings: any line about the unit is a failure.
   EXPECT_EQ((r.out + r.err).find("kforged.service"), std::string::npos) << r.out << r.err;

@@ -505,6 +505,31 @@ TEST_F(SchedulerTest, AnAnalysisNamingAnUnknownKernelIsRejected) {
   EXPECT_EQ(provider_.peek(0).req.messages.size(), 3u);
 }
 
+TEST_F(SchedulerTest, ACheckpointThatCannotBeWrittenIsKeptForTheNextStep) {
+  add_samples(2);
+  create_run("v1-b", "v1");
+  auto s = scheduler(*jobs_);
+  step(*s);
+  provider_.answer(generation_answer());
+  provider_.answer(generation_answer());
+  store::OpenOptions o;
+  o.path = (dir_ / "kforge.db").string();
+  auto other = store::Db::open(o);
+  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE((*other)->exec("BEGIN IMMEDIATE").ok());  // another writer holds the lock
+  ASSERT_TRUE(db_->exec("PRAGMA busy_timeout = 50").ok());
+  auto r = s->step();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, "sqlite");
+  EXPECT_EQ(s->in_flight(), 2);
+  ASSERT_TRUE((*other)->exec("ROLLBACK").ok());
+  auto again = step(*s);
+  EXPECT_EQ(again.completed, 2);
+  EXPECT_EQ(s->in_flight(), 0);
+  EXPECT_EQ(states(), (std::map<std::string, std::int64_t>{{"verify_queued:verify", 2}}));
+  EXPECT_EQ(scalar("SELECT count(*) FROM stage_outputs"), 2);
+}
+
 TEST_F(SchedulerTest, ARunFinishesWhenEveryJobHasEnded) {
   add_samples(1);
   create_run("v1-f", "v1");

@@ -1,6 +1,7 @@
 #include "kforge/pipeline/metrics.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 
 namespace kforge::pipeline {
 namespace {
@@ -18,9 +19,13 @@ std::string esc(const std::string& v) {
   return o;
 }
 
+// The shortest text that reads back as v (0.05, not 0.050000000000000003).
 std::string num(double v) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
+  for (int precision = 6; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
   return buf;
 }
 

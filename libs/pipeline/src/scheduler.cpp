@@ -128,7 +128,15 @@ Result<StepReport> Scheduler::step() {
     done.swap(inbox_->queue);
   }
   Busy busy(stats_.busy_ns);
-  for (auto& c : done) KF_CHECK(complete(std::move(c), rep));
+  for (std::size_t i = 0; i < done.size(); ++i) {
+    auto st = complete(done[i], rep);
+    if (!st.ok()) {
+      // Nothing of this completion was written: keep it and the rest for the next step.
+      std::lock_guard lock(inbox_->mu);
+      for (std::size_t k = done.size(); k-- > i;) inbox_->queue.push_front(std::move(done[k]));
+      return std::move(st).error();
+    }
+  }
 
   std::int64_t now = clock_.wall_ms();
   if (!in_flight_.empty() && now >= next_renew_ms_) {
@@ -226,9 +234,15 @@ Status Scheduler::lease_and_submit(StepReport& rep) {
     }
     rep.leased += static_cast<int>(jobs.size());
     stats_.leased += jobs.size();
-    for (const auto& job : jobs) {
+    for (std::size_t k = 0; k < jobs.size(); ++k) {
       --free;
-      KF_CHECK(submit(run, job));
+      auto st = submit(run, jobs[k]);
+      if (!st.ok()) {
+        // Give back what was leased and not submitted, so no lease is renewed for nothing.
+        for (std::size_t r = k; r < jobs.size(); ++r)
+          if (in_flight_.count(jobs[r].id) == 0) (void)store_.release(jobs[r].id);
+        return st;
+      }
       ++rep.submitted;
     }
     return {};
@@ -347,17 +361,33 @@ Status Scheduler::submit(RunInfo& run, const LeasedJob& job) {
   return {};
 }
 
-Status Scheduler::complete(Completion c, StepReport& rep) {
+Status Scheduler::complete(Completion& c, StepReport& rep) {
   auto it = in_flight_.find(c.job_id);
   if (it == in_flight_.end() || it->second->generation != c.generation) return {};  // released
+  // The call stays in flight until its outcome is written: an error leaves it for a later step.
   std::unique_ptr<Call> call = std::move(it->second);
   in_flight_.erase(it);
+  bool written = false;
+  struct Restore {
+    Scheduler* s;
+    std::unique_ptr<Call>& call;
+    bool& written;
+    ~Restore() {
+      if (written) {
+        auto r = s->runs_.find(call->job.run_id);
+        if (r != s->runs_.end()) --r->second.in_flight;
+      } else {
+        std::int64_t id = call->job.id;
+        s->in_flight_[id] = std::move(call);
+      }
+    }
+  } restore{this, call, written};
   auto run_it = runs_.find(call->job.run_id);
-  if (run_it != runs_.end()) --run_it->second.in_flight;
   const LeasedJob& job = call->job;
 
   if (!c.result.ok() && c.result.error().kind == "cancelled") {
     KF_CHECK(store_.release(job.id));  // the client shut down: someone asks again later
+    written = true;
     return {};
   }
 
@@ -366,7 +396,7 @@ Status Scheduler::complete(Completion c, StepReport& rep) {
   out.attempt = job.attempts + 1;
   out.prompt_version = call->tmpl->version;
   out.prompt_sha256 = call->tmpl->sha256;
-  out.request_json = std::move(call->request_json);
+  out.request_json = call->request_json;
 
   std::optional<Error> failure;  // what went wrong, if anything
   Transient transient = Transient::no;
@@ -415,7 +445,6 @@ Status Scheduler::complete(Completion c, StepReport& rep) {
     failure = e;
     transient = e.transient;
   }
-  ++stats_.outputs[job.stage + ":" + out.status];
 
   NextState next;
   std::vector<Event> events;
@@ -467,6 +496,8 @@ Status Scheduler::complete(Completion c, StepReport& rep) {
     }
   }
   KF_TRY(bool held, store_.checkpoint(job, out, next, events));
+  written = true;
+  ++stats_.outputs[job.stage + ":" + out.status];
   if (!held) {
     ++stats_.lost_leases;
     spdlog::warn(

@@ -111,7 +111,7 @@ class Scheduler {
   Status refresh_runs();
   Status lease_and_submit(StepReport& rep);
   Status submit(RunInfo& run, const LeasedJob& job);
-  Status complete(Completion c, StepReport& rep);
+  Status complete(Completion& c, StepReport& rep);
   Status fail_before_call(RunInfo& run, const LeasedJob& job, const Error& why);
   std::int64_t backoff_ms(int failures) const;
 
