@@ -27,6 +27,7 @@ TEST(PipelineConfig, TheShippedFileDocumentsTheDefaults) {
   EXPECT_EQ(c->pipeline.failure_streak_pause, p.failure_streak_pause);
   EXPECT_EQ(c->pipeline.verify_backlog, p.verify_backlog);
   EXPECT_EQ(c->pipeline.idle_poll_ms, p.idle_poll_ms);
+  EXPECT_EQ(c->pipeline.structured_output, p.structured_output);
   EXPECT_EQ(c->daemon.owner, d.owner);
   EXPECT_EQ(c->daemon.http_listen, d.http_listen);
   EXPECT_EQ(c->daemon.shutdown_grace_ms, d.shutdown_grace_ms);

@@ -530,6 +530,32 @@ TEST_F(SchedulerTest, ACheckpointThatCannotBeWrittenIsKeptForTheNextStep) {
   EXPECT_EQ(scalar("SELECT count(*) FROM stage_outputs"), 2);
 }
 
+TEST_F(SchedulerTest, StructuredOutputAsksTheClientToParseAgainstTheStageSchema) {
+  add_samples(1);
+  create_run("v2-s", "v2");
+  cfg_.structured_output = true;
+  auto s = scheduler(*jobs_);
+  step(*s);
+  ASSERT_EQ(provider_.pending(), 1u);
+  {
+    const auto& req = provider_.peek(0).req;
+    EXPECT_TRUE(req.expect_json);
+    ASSERT_TRUE(req.response_schema.has_value());
+    EXPECT_EQ(*req.response_schema, (*prompts_->pipeline("v2"))->stage("analyze")->schema);
+    EXPECT_EQ(req.schema_name, "kforge_v2_analyze");
+  }
+  provider_.fail("parse", Transient::no);  // the client found no valid JSON in the reply
+  step(*s);
+  ASSERT_EQ(provider_.pending(), 1u);
+  const auto& retry = provider_.peek(0).req;
+  ASSERT_EQ(retry.messages.size(), 2u);  // the unparsed answer is not known: only the reason
+  EXPECT_EQ(retry.messages[1].role, "user");
+  EXPECT_NE(retry.messages[1].content.find("scripted parse"), std::string::npos);
+  EXPECT_EQ(scalar("SELECT count(*) FROM stage_outputs WHERE status = 'llm_error' AND "
+                   "error_kind = 'parse'"),
+            1);
+}
+
 TEST_F(SchedulerTest, ARunFinishesWhenEveryJobHasEnded) {
   add_samples(1);
   create_run("v1-f", "v1");

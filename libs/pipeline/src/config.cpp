@@ -13,6 +13,7 @@ void read_config(ConfigNode n, PipelineConfig& out) {
   n.get("failure_streak_pause", out.failure_streak_pause);
   n.get("verify_backlog", out.verify_backlog);
   n.get("idle_poll_ms", out.idle_poll_ms);
+  n.get("structured_output", out.structured_output);
   if (out.max_in_flight < 1) n.invalid("max_in_flight", "must be >= 1");
   if (out.lease_ms < 1000) n.invalid("lease_ms", "must be >= 1000");
   if (out.max_attempts < 1) n.invalid("max_attempts", "must be >= 1");

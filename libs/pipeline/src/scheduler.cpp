@@ -148,15 +148,13 @@ Result<StepReport> Scheduler::step() {
     if (expired > 0) spdlog::warn("requeued {} jobs whose leases expired", expired);
     next_expiry_check_ms_ = now + std::min<std::int64_t>(cfg_.lease_ms / 4, 5'000);
   }
-  if (now >= next_finish_check_ms_ || rep.completed > 0) {
-    if (now >= next_finish_check_ms_) {
-      KF_TRY(int finished, store_.finish_runs());
-      if (finished > 0) {
-        spdlog::info("{} run(s) finished", finished);
-        next_runs_refresh_ms_ = 0;
-      }
-      next_finish_check_ms_ = now + 1'000;
+  if (now >= next_finish_check_ms_) {
+    KF_TRY(int finished, store_.finish_runs());
+    if (finished > 0) {
+      spdlog::info("{} run(s) finished", finished);
+      next_runs_refresh_ms_ = 0;
     }
+    next_finish_check_ms_ = now + 1'000;
   }
   if (!draining_) KF_CHECK(lease_and_submit(rep));
   return rep;
@@ -324,10 +322,19 @@ Status Scheduler::submit(RunInfo& run, const LeasedJob& job) {
                          {{"reason", last_content->error.value_or("(no reason recorded)")}},
                          run.spec->retry.path.string());
     if (!reason.ok()) return fail_before_call(run, job, reason.error());
-    req.messages.push_back({"assistant", last_content->response_raw.value_or("")});
+    // (An answer the client could not parse in structured-output mode is not known here.)
+    if (last_content->response_raw)
+      req.messages.push_back({"assistant", *last_content->response_raw});
     req.messages.push_back({"user", std::move(*reason)});
   }
-  req.expect_json = false;  // parsed and checked here, so every answer is kept and replayable
+  if (cfg_.structured_output) {
+    // The provider is asked for JSON (llm.response_format); the client parses and validates.
+    req.expect_json = true;
+    req.response_schema = tmpl->schema;
+    req.schema_name = "kforge_" + run.spec->version + "_" + job.stage;
+  } else {
+    req.expect_json = false;  // parsed and checked here: every answer is kept and replayable
+  }
   req.tag = "run=" + run.row.tag + " sample=" + in.key + " stage=" + job.stage +
             " attempt=" + std::to_string(job.attempts + 1);
 
@@ -443,7 +450,8 @@ Status Scheduler::complete(Completion& c, StepReport& rep) {
     out.error = e.message;
     event_kind = "llm:" + e.kind;
     failure = e;
-    transient = e.transient;
+    // The client could not record the call: nothing was delivered, asking again is right.
+    transient = e.kind == "sqlite" ? Transient::yes : e.transient;
   }
 
   NextState next;

@@ -27,6 +27,11 @@ struct PipelineConfig {
   // 0: no limit (the verifier is not part of this build yet).
   int verify_backlog = 0;
   std::int64_t idle_poll_ms = 500;  // how often an idle daemon looks for new work
+  // true: ask the provider for JSON (llm.response_format, with the stage's schema for
+  // json_schema) and let the client parse it; an answer it cannot parse is then neither kept
+  // for replay nor shown to the model on retry. false: the pipeline parses every answer itself,
+  // and every answer is stored and replayable.
+  bool structured_output = false;
 };
 
 struct DaemonConfig {
