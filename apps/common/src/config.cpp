@@ -45,6 +45,7 @@ Result<Config> load_config(const std::string& explicit_path, EnvLookup env) {
                 "'" + c.log.level + "' is not one of trace, debug, info, warn, error, off");
   }
   store::read_config(root.child("store"), c.store);
+  llm::read_config(root.child("llm"), c.llm);
   KF_CHECK(reader->finish());
   return c;
 }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kforge/core/config.hpp"
+#include "kforge/llm/config.hpp"
 #include "kforge/store/config.hpp"
 
 namespace kforge::app {
@@ -20,6 +21,7 @@ struct Config {
   std::string source;  // the file it came from, or "(defaults)"
   LogConfig log;
   store::StoreConfig store;
+  llm::LlmConfig llm;
 };
 
 // Which file to read: `explicit_path` if given; else $KFORGE_CONFIG; else ./kforge.yaml, then
