@@ -76,6 +76,16 @@ TEST_F(LlmTest, IdentityCoversWhatChangesTheAnswerAndNothingElse) {
   EXPECT_EQ(c->request_sha256(a).size(), 64u);
 }
 
+TEST_F(LlmTest, InvalidUtf8InAPromptIsSentReplaced) {
+  start_server({{"defaults", {{"reply_json", {{"echo", "{{user}}"}}}}}});
+  auto c = make_client();
+  ChatRequest r = request("tl.load(x)  # caf\xe9 \xff");
+  EXPECT_EQ(c->request_sha256(r), c->request_sha256(r));
+  auto res = c->call(r);
+  ASSERT_TRUE(res.ok()) << res.error().message;
+  EXPECT_EQ(res->parsed["echo"], "tl.load(x)  # caf\xef\xbf\xbd \xef\xbf\xbd");
+}
+
 TEST_F(LlmTest, JsonSchemaIsSentAndEnforced) {
   json schema = {
       {"type", "object"},

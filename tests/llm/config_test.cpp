@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include "kforge/app/config.hpp"
 #include "kforge/llm/config.hpp"
+#include "testutil.hpp"
 
 namespace kforge::llm {
 namespace {
@@ -92,6 +94,50 @@ TEST(LlmConfig, EnvironmentOverrides) {
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->model, "b");
   EXPECT_EQ(c->requests_per_minute, 30);
+}
+
+}  // namespace
+}  // namespace kforge::llm
+
+namespace kforge::llm {
+namespace {
+
+// config/kforge.yaml documents every key with its default: reading it must give the defaults.
+TEST(LlmConfig, ShippedConfigFileShowsTheDefaults) {
+  auto c = app::load_config((kforge::test::source_dir() / "config" / "kforge.yaml").string(),
+                            [](const std::string&) { return std::optional<std::string>(); });
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  const LlmConfig& got = c->llm;
+  const LlmConfig want;
+  EXPECT_EQ(got.provider, want.provider);
+  EXPECT_EQ(got.base_url, want.base_url);
+  EXPECT_EQ(got.model, want.model);
+  EXPECT_EQ(got.azure_deployment, want.azure_deployment);
+  EXPECT_EQ(got.azure_api_version, want.azure_api_version);
+  EXPECT_EQ(got.api_key_env, want.api_key_env);
+  EXPECT_EQ(got.extra_headers, want.extra_headers);
+  EXPECT_EQ(got.temperature, want.temperature);
+  EXPECT_EQ(got.top_p, want.top_p);
+  EXPECT_EQ(got.max_tokens, want.max_tokens);
+  EXPECT_EQ(got.seed, want.seed);
+  EXPECT_EQ(got.response_format, want.response_format);
+  EXPECT_EQ(got.max_in_flight, want.max_in_flight);
+  EXPECT_EQ(got.min_in_flight, want.min_in_flight);
+  EXPECT_EQ(got.requests_per_minute, want.requests_per_minute);
+  EXPECT_EQ(got.tokens_per_minute, want.tokens_per_minute);
+  EXPECT_EQ(got.adaptive, want.adaptive);
+  EXPECT_EQ(got.latency_factor, want.latency_factor);
+  EXPECT_EQ(got.decrease_factor, want.decrease_factor);
+  EXPECT_EQ(got.adaptive_cooldown_ms, want.adaptive_cooldown_ms);
+  EXPECT_EQ(got.max_attempts, want.max_attempts);
+  EXPECT_EQ(got.total_deadline_ms, want.total_deadline_ms);
+  EXPECT_EQ(got.backoff_base_ms, want.backoff_base_ms);
+  EXPECT_EQ(got.backoff_max_ms, want.backoff_max_ms);
+  EXPECT_EQ(got.retry_after_cap_ms, want.retry_after_cap_ms);
+  EXPECT_EQ(got.connect_timeout_ms, want.connect_timeout_ms);
+  EXPECT_EQ(got.request_timeout_ms, want.request_timeout_ms);
+  EXPECT_EQ(got.replay, want.replay);
+  EXPECT_TRUE(got.prices.empty());
 }
 
 }  // namespace

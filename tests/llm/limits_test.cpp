@@ -88,6 +88,22 @@ TEST(AdaptiveConcurrency, CutsWhenLatencyClimbsFarAboveItsBaseline) {
   EXPECT_EQ(a.limit(), 16);
 }
 
+TEST(AdaptiveConcurrency, NewParamsMoveAnUncutLimitToTheNewMaximum) {
+  AdaptiveConcurrency a;
+  AdaptiveConcurrency::Params p;
+  p.max = 64;
+  a.set_params(p);
+  EXPECT_EQ(a.limit(), 64);
+  a.on_overload(t0());
+  EXPECT_EQ(a.limit(), 32);
+  p.max = 128;
+  a.set_params(p);
+  EXPECT_EQ(a.limit(), 32);  // a cut limit grows back on its own
+  p.max = 8;
+  a.set_params(p);
+  EXPECT_EQ(a.limit(), 8);
+}
+
 TEST(AdaptiveConcurrency, DisabledStaysAtMax) {
   AdaptiveConcurrency::Params p;
   p.max = 8;

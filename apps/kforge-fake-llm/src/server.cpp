@@ -236,7 +236,8 @@ class FakeLlmServer::Impl {
     svr_.Post("/chat/completions", chat);
     svr_.Post(R"(/openai/deployments/([^/]+)/chat/completions)", chat);
     svr_.Get("/_stats", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(stats().dump(2), "application/json");
+      res.set_content(stats().dump(2, ' ', false, json::error_handler_t::replace),
+                      "application/json");
     });
     svr_.Get("/_health", [](const httplib::Request&, httplib::Response& res) {
       res.set_content("ok\n", "text/plain");
@@ -258,6 +259,11 @@ class FakeLlmServer::Impl {
       return fail("io", "cannot listen on " + opts_.host + ":" + std::to_string(opts_.port));
     svr_.widen_backlog();
     thread_ = std::thread([this] { svr_.listen_after_bind(); });
+    // cpp-httplib's stop() is a no-op until the accept loop runs: wait for it, so that a stop()
+    // right after start() cannot leave the loop running forever.
+    for (int i = 0; i < 10'000 && !svr_.is_running(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (!svr_.is_running()) return fail("io", "the server did not start listening");
     return {};
   }
 
@@ -287,6 +293,11 @@ class FakeLlmServer::Impl {
     }
     s["max_per_hash"] = max_per_hash;
     return s;
+  }
+
+  int in_flight() const {
+    std::lock_guard lk(mu_);
+    return in_flight_;
   }
 
   void reset_stats() {
@@ -507,7 +518,8 @@ class FakeLlmServer::Impl {
     auto error = [&](int status, const std::string& type, const std::string& message) {
       res.status = status;
       res.set_content(
-          json{{"error", {{"message", message}, {"type", type}, {"code", status}}}}.dump(),
+          json{{"error", {{"message", message}, {"type", type}, {"code", status}}}}.dump(
+              -1, ' ', false, json::error_handler_t::replace),
           "application/json");
       count(hash, "", status, false);
     };
@@ -550,7 +562,8 @@ class FakeLlmServer::Impl {
       res.status = status;
       std::string msg = a.value("message", "scripted HTTP " + std::to_string(status));
       res.set_content(
-          json{{"error", {{"message", fill(msg, ctx)}, {"type", "fake"}, {"code", status}}}}.dump(),
+          json{{"error", {{"message", fill(msg, ctx)}, {"type", "fake"}, {"code", status}}}}.dump(
+              -1, ' ', false, json::error_handler_t::replace),
           "application/json");
       count(hash, rule, status, false);
       return;
@@ -559,7 +572,8 @@ class FakeLlmServer::Impl {
     // The assistant's content.
     std::string content;
     if (a.contains("reply_json")) {
-      std::string j = fill_json(a["reply_json"], ctx).dump(2);
+      std::string j =
+          fill_json(a["reply_json"], ctx).dump(2, ' ', false, json::error_handler_t::replace);
       std::string wrap = a.value("wrap", "bare");
       if (wrap == "fenced") {
         content = "```json\n" + j + "\n```";
@@ -595,7 +609,7 @@ class FakeLlmServer::Impl {
          {{"prompt_tokens", prompt_tokens},
           {"completion_tokens", completion_tokens},
           {"total_tokens", prompt_tokens + completion_tokens}}}};
-    std::string out = reply.dump();
+    std::string out = reply.dump(-1, ' ', false, json::error_handler_t::replace);
 
     if (fault.empty()) {
       res.set_content(out, "application/json");
@@ -674,6 +688,9 @@ Status FakeLlmServer::set_script(const json& script) {
 }
 json FakeLlmServer::stats() const {
   return impl_->stats();
+}
+int FakeLlmServer::in_flight() const {
+  return impl_->in_flight();
 }
 void FakeLlmServer::reset_stats() {
   impl_->reset_stats();

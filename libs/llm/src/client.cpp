@@ -5,7 +5,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <condition_variable>
 #include <deque>
 #include <future>
 #include <map>
@@ -183,6 +185,7 @@ class Client::Impl {
     if (multi_ == nullptr) return fail("http", "curl_multi_init failed");
     curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, static_cast<long>(lim_.max_in_flight * 2 + 4));
     apply_limits(lim_, clock_->steady_now());
+    store_thread_ = std::thread([this] { store_run(); });
     thread_ = std::thread([this] { run(); });
     return {};
   }
@@ -197,19 +200,37 @@ class Client::Impl {
     c->callbacks.push_back(std::move(done));
     c->submitted = clock_->steady_now();
     {
+      std::lock_guard lk(stats_mu_);
+      ++stats_.submitted;
+    }
+    // A request that may be answered from the store goes to the store thread first.
+    bool lookup = db_ && replay_enabled_ && c->req.replay == Replay::allow;
+    bool accepted = false;
+    {
       std::lock_guard lk(mu_);
       if (accepting_) {
-        incoming_.push_back(std::move(c));
-        c = nullptr;
+        accepted = true;
+        if (lookup) {
+          ++lookups_pending_;  // under mu_, so the loop never sees "stopping" without it
+        } else {
+          incoming_.push_back(std::move(c));
+        }
       }
     }
-    if (c == nullptr) {
-      curl_multi_wakeup(multi_);
+    if (accepted) {
+      if (lookup) {
+        {
+          std::lock_guard lk(store_mu_);
+          lookups_.push_back(std::move(c));
+        }
+        store_cv_.notify_one();
+      } else {
+        curl_multi_wakeup(multi_);
+      }
       return;
     }
     {
       std::lock_guard lk(stats_mu_);
-      ++stats_.submitted;
       ++stats_.failed;
       ++stats_.failures_by_kind["cancelled"];
     }
@@ -218,7 +239,8 @@ class Client::Impl {
   }
 
   Result<ChatResponse> call(ChatRequest req) {
-    if (std::this_thread::get_id() == thread_.get_id())
+    if (std::this_thread::get_id() == store_thread_.get_id() ||
+        std::this_thread::get_id() == thread_.get_id())
       return fail("usage", "Client::call() from a completion callback would deadlock");
     std::promise<Result<ChatResponse>> p;
     auto f = p.get_future();
@@ -246,7 +268,9 @@ class Client::Impl {
         body["response_format"] = {{"type", "json_object"}};
       }
     }
-    return body.dump();  // keys sorted: the same request always gives the same bytes
+    // Keys sorted: the same request always gives the same bytes. Invalid UTF-8 (crawled code
+    // has some) becomes U+FFFD rather than an exception.
+    return body.dump(-1, ' ', false, json::error_handler_t::replace);
   }
 
   std::string hash_of(const std::string& body) const {
@@ -285,9 +309,11 @@ class Client::Impl {
       }
     }
     if (multi_ != nullptr) curl_multi_wakeup(multi_);
-    if (std::this_thread::get_id() == thread_.get_id()) return;  // from a callback: no join
+    auto self = std::this_thread::get_id();
+    if (self == thread_.get_id() || self == store_thread_.get_id()) return;  // from a callback
     std::lock_guard jl(join_mu_);
-    if (thread_.joinable()) thread_.join();
+    if (thread_.joinable()) thread_.join();  // the loop tells the store thread to finish
+    if (store_thread_.joinable()) store_thread_.join();
   }
 
  private:
@@ -317,7 +343,7 @@ class Client::Impl {
     return "POST " + url_ + (c.req.tag.empty() ? "" : " [" + c.req.tag + "]");
   }
   std::string attempt_note(const Call& c) const {
-    return " (attempt " + std::to_string(c.attempts) + "/" + std::to_string(lim_.max_attempts) +
+    return " (attempt " + std::to_string(c.attempts) + "/" + std::to_string(max_attempts_.load()) +
            ")";
   }
 
@@ -336,13 +362,28 @@ class Client::Impl {
       std::optional<TimePoint> wake = admit(now);
       int running = 0;
       curl_multi_perform(multi_, &running);
-      collect();
+      if (collect()) {
+        // Refill the freed slots before the audit write and the callbacks: the next requests
+        // are on the wire while this thread does the bookkeeping.
+        now = clock_->steady_now();
+        promote_timers(now);
+        wake = admit(now);
+        curl_multi_perform(multi_, &running);
+      }
       flush();
       publish_gauges(wake);
-      if (stopping && live_.empty()) break;
+      if (stopping && live_.empty()) {
+        std::lock_guard lk(mu_);
+        if (incoming_.empty() && lookups_pending_ == 0) break;
+      }
       int timeout_ms = poll_timeout(wake, stopping);
       if (timeout_ms > 0) curl_multi_poll(multi_, nullptr, 0, timeout_ms, nullptr);
     }
+    {
+      std::lock_guard lk(store_mu_);
+      store_stop_ = true;
+    }
+    store_cv_.notify_one();
   }
 
   // Moves new submits in; returns whether shutdown was requested.
@@ -357,10 +398,6 @@ class Client::Impl {
       stopping = stop_requested_;
     }
     if (reload) apply_limits(*reload, now);
-    if (!batch.empty()) {
-      std::lock_guard lk(stats_mu_);
-      stats_.submitted += batch.size();
-    }
     for (auto& owned : batch) {
       Call* c = owned.get();
       if (c->req.replay == Replay::allow) {
@@ -376,7 +413,6 @@ class Client::Impl {
         by_hash_[c->sha] = c;
         c->hashed = true;
       }
-      if (c->req.replay == Replay::allow && db_ && lim_.replay && try_replay(c)) continue;
       ready_.push_back(c);
     }
     return stopping;
@@ -399,6 +435,8 @@ class Client::Impl {
     lim_.connect_timeout_ms = cfg.connect_timeout_ms;
     lim_.request_timeout_ms = cfg.request_timeout_ms;
     lim_.replay = cfg.replay;
+    replay_enabled_ = cfg.replay;
+    max_attempts_ = cfg.max_attempts;
     lim_.prices = cfg.prices;
     rpm_.set_rate(cfg.requests_per_minute, now);
     tpm_.set_rate(cfg.tokens_per_minute, now);
@@ -412,6 +450,7 @@ class Client::Impl {
     adaptive_.set_params(p);
   }
 
+  // Store thread: answers c from a good stored response, if there is one.
   bool try_replay(Call* c) {
     auto stmt = db_->cached(queries()["good_response"]);
     if (!stmt.ok()) {
@@ -440,11 +479,47 @@ class Client::Impl {
     r.cost_usd = cost;
     r.from_store = true;
     r.attempts = 0;
+    r.latency_ms = ms_between(c->submitted, clock_->steady_now());
     c->replay_of = id;
     c->resp_fields = r;
+    c->result = std::move(r);
     spdlog::debug("llm: {} answered from the store (call {})", c->sha.substr(0, 12), id);
-    finish(c, std::move(r));
     return true;
+  }
+
+  // The store thread: replay lookups for new requests, then audit rows and callbacks for
+  // finished ones, each batch in one transaction. It keeps SQLite (and slow callbacks) off the
+  // network loop: a database locked by another writer delays deliveries, never the requests.
+  void store_run() {
+    pthread_setname_np(pthread_self(), "kforge-llm-db");
+    while (true) {
+      std::vector<std::unique_ptr<Call>> lookups;
+      std::vector<std::unique_ptr<Call>> records;
+      {
+        std::unique_lock lk(store_mu_);
+        store_cv_.wait(lk, [&] { return !lookups_.empty() || !records_.empty() || store_stop_; });
+        if (store_stop_ && lookups_.empty() && records_.empty()) break;
+        lookups.swap(lookups_);
+        records.swap(records_);
+      }
+      if (!lookups.empty()) {
+        std::vector<std::unique_ptr<Call>> misses;
+        for (auto& c : lookups) {
+          if (try_replay(c.get())) {
+            records.push_back(std::move(c));
+          } else {
+            misses.push_back(std::move(c));
+          }
+        }
+        {
+          std::lock_guard lk(mu_);
+          for (auto& c : misses) incoming_.push_back(std::move(c));
+          lookups_pending_ -= static_cast<int>(lookups.size());
+        }
+        if (!misses.empty()) curl_multi_wakeup(multi_);
+      }
+      deliver(records);
+    }
   }
 
   void promote_timers(TimePoint now) {
@@ -524,7 +599,9 @@ class Client::Impl {
     if (c->attempts > 1) ++stats_.retries;
   }
 
-  void collect() {
+  // Handles finished transfers; returns whether there were any.
+  bool collect() {
+    bool any = false;
     int left = 0;
     while (CURLMsg* m = curl_multi_info_read(multi_, &left)) {
       if (m->msg != CURLMSG_DONE) continue;
@@ -540,7 +617,9 @@ class Client::Impl {
       --active_;
       c->last_status = status;
       attempt_done(c, rc, status);
+      any = true;
     }
+    return any;
   }
 
   void note_ratelimit_headers(const Call& c, TimePoint now) {
@@ -825,13 +904,30 @@ class Client::Impl {
     return tx.commit();
   }
 
+  // Hands finished calls to the store thread, which records and delivers them.
   void flush() {
     if (done_.empty()) return;
-    std::vector<Call*> batch;
-    batch.swap(done_);
-    Status w = write_rows(batch);
+    {
+      std::lock_guard lk(store_mu_);
+      for (Call* c : done_) {
+        auto it = live_.find(c);
+        records_.push_back(std::move(it->second));
+        live_.erase(it);
+      }
+    }
+    done_.clear();
+    store_cv_.notify_one();
+  }
+
+  // Store thread: writes the audit rows of a batch, then runs its callbacks.
+  void deliver(std::vector<std::unique_ptr<Call>>& batch) {
+    if (batch.empty()) return;
+    std::vector<Call*> calls;
+    for (auto& c : batch) calls.push_back(c.get());
+    Status w = write_rows(calls);
     if (!w.ok()) spdlog::error("llm: cannot write the audit rows: {}", w.error().message);
-    for (Call* c : batch) {
+    for (auto& owned : batch) {
+      Call* c = owned.get();
       Result<ChatResponse> res = std::move(*c->result);
       if (!w.ok() && (res.ok() || c->attempts > 0)) {
         res = Error(w.error().kind,
@@ -839,14 +935,12 @@ class Client::Impl {
                     w.error().transient);
       }
       record_outcome(*c, res);
-      std::unique_ptr<Call> owned = std::move(live_[c]);
-      live_.erase(c);
-      for (std::size_t i = 0; i < owned->callbacks.size(); ++i) {
+      for (std::size_t i = 0; i < c->callbacks.size(); ++i) {
         try {
-          if (i + 1 == owned->callbacks.size()) {
-            owned->callbacks[i](std::move(res));
+          if (i + 1 == c->callbacks.size()) {
+            c->callbacks[i](std::move(res));
           } else {
-            owned->callbacks[i](res);
+            c->callbacks[i](res);
           }
         } catch (const std::exception& e) {
           spdlog::error("llm: a completion callback threw: {}", e.what());
@@ -943,8 +1037,11 @@ class Client::Impl {
   bool manual_clock_;
   CURLM* multi_ = nullptr;
   curl_slist* headers_ = nullptr;
-  std::thread thread_;
+  std::thread thread_;        // the network loop
+  std::thread store_thread_;  // replay lookups, audit rows, callbacks
   std::mutex join_mu_;
+  std::atomic<bool> replay_enabled_{true};
+  std::atomic<int> max_attempts_{1};
 
   // Guarded by mu_.
   std::mutex mu_;
@@ -953,14 +1050,24 @@ class Client::Impl {
   bool accepting_ = true;
   bool stop_requested_ = false;
   RealClock::time_point grace_deadline_{};
+  int lookups_pending_ = 0;  // accepted requests still at the store thread
+
+  // Guarded by store_mu_.
+  std::mutex store_mu_;
+  std::condition_variable store_cv_;
+  std::vector<std::unique_ptr<Call>> lookups_;
+  std::vector<std::unique_ptr<Call>> records_;
+  bool store_stop_ = false;
+
+  // Store thread only (after start()).
+  std::unique_ptr<store::Db> db_;
 
   // Guarded by stats_mu_.
   mutable std::mutex stats_mu_;
   Stats stats_;
 
-  // Client thread only.
+  // Network loop thread only.
   LlmConfig lim_;
-  std::unique_ptr<store::Db> db_;
   TokenBucket rpm_;
   TokenBucket tpm_;
   AdaptiveConcurrency adaptive_;

@@ -68,8 +68,9 @@ double TokenBucket::level(TimePoint now) {
 AdaptiveConcurrency::AdaptiveConcurrency(Params p) : p_(p), limit_(p.max) {}
 
 void AdaptiveConcurrency::set_params(Params p) {
+  bool uncut = limit_ == p_.max;  // not held back: follow a new maximum at once
   p_ = p;
-  limit_ = std::clamp(limit_, p_.min, p_.max);
+  limit_ = uncut ? p_.max : std::clamp(limit_, p_.min, p_.max);
   if (!p_.enabled) limit_ = p_.max;
 }
 

@@ -59,6 +59,8 @@ class FakeLlmServer {
   //    "last_request": {"path": ..., "auth": "bearer"|"api-key"|"none", "key_ok": bool,
   //                     "body": {...}}}
   nlohmann::json stats() const;
+  // Requests being answered right now (cheaper than stats()).
+  int in_flight() const;
   void reset_stats();
   // Stops serving; hanging requests are released. Idempotent.
   void stop();

@@ -19,9 +19,13 @@
 // The API key is read once from the environment variable the config names; it is sent only in
 // the request header and never logged, stored or put into an error message.
 //
-// Threads: submit(), call(), request_sha256(), request_json(), reload_limits(), stats() and
-// shutdown() may be called from any thread. Callbacks run on the client's thread: they must be
-// quick (they delay every other request) and may call submit(), but not call() or shutdown().
+// Threads: the client runs two threads: the network loop (curl) and a store thread that does
+// the replay lookups, writes the audit rows and runs the callbacks, so that neither SQLite (a
+// database locked by another writer) nor a slow callback ever holds up the requests on the wire.
+// submit(), call(), request_sha256(), request_json(), reload_limits(), stats() and shutdown()
+// may be called from any thread. Callbacks run on the store thread, one at a time: they should
+// be quick (they delay the other deliveries) and may call submit(), but not call() or
+// shutdown()'s wait (shutdown() from a callback only requests the stop).
 
 #include <chrono>
 #include <cstdint>
@@ -149,10 +153,10 @@ class Client {
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
-  // Queues a request; `done` is called exactly once, on the client's thread (or at once on the
-  // caller's thread, with "cancelled", after shutdown()).
+  // Queues a request; `done` is called exactly once, on the client's store thread (or at once on
+  // the caller's thread, with "cancelled", after shutdown()).
   void submit(ChatRequest req, Callback done);
-  // Blocking convenience. Must not be called on the client's thread (from a callback).
+  // Blocking convenience. Must not be called from a callback (it fails with "usage").
   Result<ChatResponse> call(ChatRequest req);
 
   // The request's identity: lower-case hex SHA-256 of its canonical form (endpoint URL, model,
