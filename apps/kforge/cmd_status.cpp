@@ -1,10 +1,17 @@
-// kforge status: samples, runs and jobs by state.
+// kforge status [TAG] [--watch] [--json]: samples, runs, jobs by state and stage, progress,
+// rate, ETA, tokens, cost and recent errors by kind.
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "commands.hpp"
+#include "kforge/pipeline/progress.hpp"
+#include "kforge/pipeline/prompt.hpp"
 #include "kforge/store/samples.hpp"
 #include "kforge/verify/store.hpp"
 
@@ -12,10 +19,14 @@ namespace kforge::cli {
 namespace {
 
 struct StatusArgs {
+  std::string tag;
   bool json = false;
+  bool watch = false;
+  double interval_s = 2;
 };
 
-Result<nlohmann::ordered_json> collect(store::Db& db) {
+Result<nlohmann::ordered_json> collect(store::Db& db, const app::Config& cfg,
+                                       const std::optional<std::string>& tag) {
   using nlohmann::ordered_json;
   const auto& q = store::store_queries();
   ordered_json out;
@@ -35,24 +46,24 @@ Result<nlohmann::ordered_json> collect(store::Db& db) {
     }
   }
   out["jobs"] = all;
+  KF_TRY(auto progress, pipeline::collect_progress(db, system_clock().wall_ms(), tag));
+  // A run the daemon would refuse: its prompt templates changed since it was created.
+  auto dir = pipeline::PromptLibrary::locate(cfg.pipeline.prompts_dir);
+  std::optional<pipeline::PromptLibrary> lib;
+  if (dir.ok()) {
+    auto l = pipeline::PromptLibrary::load(*dir);
+    if (l.ok())
+      lib = std::move(*l);
+    else
+      out["prompts_error"] = l.error().message;
+  }
   ordered_json runs = ordered_json::array();
-  KF_TRY(store::Stmt r, db.prepare(q["runs_overview"]));
-  while (true) {
-    KF_TRY(bool row, r.step());
-    if (!row) break;
-    ordered_json run = {{"tag", r.text(1)},         {"pipeline", r.text(2)},
-                        {"model", r.text(3)},       {"state", r.text(4)},
-                        {"created_ms", r.int64(5)}, {"jobs_total", r.int64(6)}};
-    ordered_json by_state = ordered_json::object();
-    KF_TRY(store::Stmt s, db.prepare(q["jobs_by_state"]));
-    s.bind(1, r.int64(0));
-    while (true) {
-      KF_TRY(bool row2, s.step());
-      if (!row2) break;
-      by_state[s.text(0)] = s.int64(1);
+  for (auto& p : progress) {
+    if (lib && (p.run.state == "active" || p.run.state == "paused")) {
+      auto spec = lib->pipeline(p.run.pipeline);
+      p.refused = spec.ok() ? (*spec)->mismatch(p.run.prompts) : spec.error().message;
     }
-    run["jobs"] = by_state;
-    runs.push_back(run);
+    runs.push_back(p.to_json());
   }
   out["runs"] = runs;
   ordered_json alerts = ordered_json::array();
@@ -66,46 +77,143 @@ Result<nlohmann::ordered_json> collect(store::Db& db) {
   return out;
 }
 
+std::string duration(std::int64_t s) {
+  char buf[64];
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(s / 3600),
+                  static_cast<long long>(s % 3600 / 60));
+  else if (s >= 60)
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(s / 60),
+                  static_cast<long long>(s % 60));
+  else
+    std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(s));
+  return buf;
+}
+
+std::string count(std::int64_t n) {
+  char buf[32];
+  if (n >= 1'000'000)
+    std::snprintf(buf, sizeof buf, "%.1fM", static_cast<double>(n) / 1e6);
+  else if (n >= 10'000)
+    std::snprintf(buf, sizeof buf, "%.0fk", static_cast<double>(n) / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(n));
+  return buf;
+}
+
+std::int64_t i64(const nlohmann::ordered_json& j) {
+  return j.get<std::int64_t>();
+}
+
+void print_text(const nlohmann::ordered_json& st) {
+  std::printf("database   %s (schema %d)\n", st["database"].get<std::string>().c_str(),
+              st["schema_version"].get<int>());
+  std::printf("samples    %lld\n", static_cast<long long>(i64(st["samples"])));
+  if (st.contains("prompts_error"))
+    std::printf("prompts    cannot be read: %s\n", st["prompts_error"].get<std::string>().c_str());
+  for (const auto& a : st["verifier_alerts"])
+    std::printf("ALERT      verifier device %s out of rotation (%lld failed worker starts): %s\n",
+                a["device"].get<std::string>().c_str(),
+                static_cast<long long>(i64(a["start_failures"])),
+                a["reason"].get<std::string>().c_str());
+  if (st["runs"].empty()) {
+    std::printf("runs       none (kforge run create TAG --pipeline v2)\n");
+    return;
+  }
+  for (const auto& run : st["runs"]) {
+    std::printf("\nrun %s  (pipeline %s, model %s, %s, created %s)\n",
+                run["tag"].get<std::string>().c_str(), run["pipeline"].get<std::string>().c_str(),
+                run["model"].get<std::string>().c_str(), run["state"].get<std::string>().c_str(),
+                format_utc_ms(i64(run["created_ms"])).c_str());
+    const auto& pr = run["progress"];
+    std::int64_t total = i64(run["jobs_total"]);
+    std::printf("  %s  %lld/%lld jobs past the LLM stages\n",
+                pipeline::progress_bar(pr["fraction"].get<double>()).c_str(),
+                static_cast<long long>(i64(pr["past_llm"])), static_cast<long long>(total));
+    std::string rate = run["samples_per_minute"].get<double>() > 0
+                           ? std::to_string(run["samples_per_minute"].get<double>())
+                           : std::string("-");
+    if (rate != "-") rate = rate.substr(0, rate.find('.') + 2);
+    std::string eta = run["eta_s"].is_null() ? "-" : duration(i64(run["eta_s"]));
+    std::printf("  rate %s samples/min   ETA %s   tokens %s in / %s out   cost $%.4f\n",
+                rate.c_str(), eta.c_str(), count(i64(run["tokens"]["prompt"])).c_str(),
+                count(i64(run["tokens"]["completion"])).c_str(), run["cost_usd"].get<double>());
+    for (const char* stage : {"analyze", "generate", "verify"}) {
+      if (!run["jobs_by_stage"].contains(stage)) continue;
+      std::string line;
+      for (const auto& [state, n] : run["jobs_by_stage"][stage].items())
+        line += "  " + state + " " + std::to_string(i64(n));
+      std::printf("  %-9s%s\n", stage, line.c_str());
+    }
+    for (const auto& [stage, m] : run["stage_outputs"].items()) {
+      std::string line;
+      for (const auto& [status, n] : m.items())
+        line += "  " + status + " " + std::to_string(i64(n));
+      std::printf("  answers %-9s%s\n", stage.c_str(), line.c_str());
+    }
+    if (!run["verdicts"].empty()) {
+      std::string line;
+      for (const auto& [v, n] : run["verdicts"].items())
+        line += "  " + v + " " + std::to_string(i64(n));
+      std::printf("  verdicts%s\n", line.c_str());
+    }
+    if (!run["errors"].empty()) {
+      std::printf("  errors in the last 24 h, by kind:\n");
+      int shown = 0;
+      for (const auto& e : run["errors"]) {
+        if (++shown > 8) break;
+        std::string msg = e["last_message"].get<std::string>();
+        if (msg.size() > 100) msg = msg.substr(0, 97) + "...";
+        std::printf("    %-28s %6lld  last: %s\n", e["kind"].get<std::string>().c_str(),
+                    static_cast<long long>(i64(e["count"])), msg.c_str());
+      }
+    }
+    if (!run["refused"].is_null() && !run["refused"].get<std::string>().empty())
+      std::printf("  REFUSED by the daemon: %s; create a new run (a new tag)\n",
+                  run["refused"].get<std::string>().c_str());
+  }
+}
+
+// True while a shown run still has LLM work (queued or leased jobs) in an active state.
+bool working(const nlohmann::ordered_json& st) {
+  for (const auto& run : st["runs"])
+    if (run["state"] == "active" && i64(run["progress"]["remaining"]) > 0) return true;
+  return false;
+}
+
 }  // namespace
 
 Command add_status(CLI::App& root, Globals& g) {
   auto args = std::make_shared<StatusArgs>();
-  CLI::App* cmd = root.add_subcommand("status", "Show samples, runs and jobs by state");
+  CLI::App* cmd = root.add_subcommand("status", "Show samples, runs and their progress");
+  cmd->add_option("tag", args->tag, "Only this run");
   cmd->add_flag("--json", args->json, "Print one JSON object (for scripts)");
+  cmd->add_flag("--watch", args->watch,
+                "Redraw every --interval seconds until the runs shown have no LLM work left "
+                "(with --json: one JSON line each time)");
+  cmd->add_option("--interval", args->interval_s, "Seconds between redraws with --watch")
+      ->check(CLI::Range(0.1, 3600.0));
   return {cmd, [args, &g]() -> int {
             KF_TRY_OR_REPORT(app::Config cfg, load(g));
             KF_TRY_OR_REPORT(auto db, app::open_store(cfg));
-            KF_TRY_OR_REPORT(auto st, collect(*db));
-            if (args->json) {
-              std::printf("%s\n", st.dump().c_str());
-              return kOk;
+            std::optional<std::string> tag;
+            if (!args->tag.empty()) tag = args->tag;
+            bool tty = ::isatty(1) != 0;
+            while (true) {
+              KF_TRY_OR_REPORT(auto st, collect(*db, cfg, tag));
+              if (args->json) {
+                std::printf("%s\n", st.dump().c_str());
+              } else {
+                if (args->watch && tty) std::printf("\033[H\033[2J");
+                print_text(st);
+                if (args->watch)
+                  std::printf("\n(every %.1f s; Ctrl-C to stop)\n", args->interval_s);
+              }
+              std::fflush(stdout);
+              if (!args->watch || !working(st)) return kOk;
+              std::this_thread::sleep_for(
+                  std::chrono::milliseconds(static_cast<std::int64_t>(args->interval_s * 1000)));
             }
-            std::printf("database   %s (schema %d)\n", st["database"].get<std::string>().c_str(),
-                        st["schema_version"].get<int>());
-            std::printf("samples    %lld\n",
-                        static_cast<long long>(st["samples"].get<std::int64_t>()));
-            for (const auto& a : st["verifier_alerts"])
-              std::printf(
-                  "ALERT      verifier device %s out of rotation (%lld failed worker starts): %s\n",
-                  a["device"].get<std::string>().c_str(),
-                  static_cast<long long>(a["start_failures"].get<std::int64_t>()),
-                  a["reason"].get<std::string>().c_str());
-            if (st["runs"].empty()) {
-              std::printf("runs       none (kforge run create TAG --pipeline v2)\n");
-              return kOk;
-            }
-            std::printf("runs\n");
-            for (const auto& run : st["runs"]) {
-              std::string states;
-              for (const auto& [k, v] : run["jobs"].items())
-                states += " " + k + "=" + std::to_string(v.get<std::int64_t>());
-              std::printf(
-                  "  %-16s %-3s %-24s %-9s jobs %lld:%s\n", run["tag"].get<std::string>().c_str(),
-                  run["pipeline"].get<std::string>().c_str(),
-                  run["model"].get<std::string>().c_str(), run["state"].get<std::string>().c_str(),
-                  static_cast<long long>(run["jobs_total"].get<std::int64_t>()), states.c_str());
-            }
-            return kOk;
           }};
 }
 

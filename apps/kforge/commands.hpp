@@ -30,6 +30,7 @@ Command add_export(CLI::App& root, Globals& g);
 Command add_debug(CLI::App& root, Globals& g);
 Command add_retry(CLI::App& root, Globals& g);
 Command add_verify(CLI::App& root, Globals& g);
+Command add_run(CLI::App& root, Globals& g);
 
 // Prints "kforge: error: MESSAGE" to stderr and returns the exit code for the error's kind.
 int report(const Error& e);
@@ -45,3 +46,10 @@ Result<app::Config> load(const Globals& g);
   if (!KF_CONCAT(kf_tor_, __LINE__).ok())                               \
     return ::kforge::cli::report(KF_CONCAT(kf_tor_, __LINE__).error()); \
   decl = std::move(KF_CONCAT(kf_tor_, __LINE__)).value()
+
+// KF_CHECK_OR_REPORT(expr): in a command, reports the error of a Status and returns its exit code.
+#define KF_CHECK_OR_REPORT(expr)                                    \
+  do {                                                              \
+    auto kf_cor = (expr);                                           \
+    if (!kf_cor.ok()) return ::kforge::cli::report(kf_cor.error()); \
+  } while (0)

@@ -1,21 +1,356 @@
-// kforged: the pipeline daemon. It opens (and migrates) the database named by the configuration
-// and serves until SIGTERM or SIGINT.
+// kforged: the pipeline daemon. It leases jobs from the database, runs their LLM stages through
+// the client with bounded concurrency, checkpoints every stage, and hands generated samples to
+// the verifier queue. Under systemd (Type=notify) it reports READY, STATUS, STOPPING and
+// watchdog pings; it serves /healthz and /metrics on a loopback address.
+//
+// Signals: SIGTERM/SIGINT stop leasing, let calls in flight finish within
+// daemon.shutdown_grace_ms, release the rest and exit 0 (a second one ends the grace period at
+// once). SIGHUP reloads limits, concurrency and prompts from the configuration file.
 
+#include <fcntl.h>
+#include <httplib.h>
 #include <spdlog/spdlog.h>
-#include <CLI/CLI.hpp>
+#include <sys/file.h>
+#include <unistd.h>
 
+#include <CLI/CLI.hpp>
+#include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <thread>
 
 #include "kforge/app/config.hpp"
 #include "kforge/core/log.hpp"
+#include "kforge/pipeline/metrics.hpp"
+#include "kforge/pipeline/notify.hpp"
+#include "kforge/pipeline/progress.hpp"
+#include "kforge/pipeline/scheduler.hpp"
+
+namespace kforge::daemon {
+namespace {
+
+using namespace std::chrono_literals;
+using Steady = std::chrono::steady_clock;
+
+std::atomic<int> g_term{0};  // SIGTERM/SIGINT received (count)
+std::atomic<bool> g_hup{false};
+
+std::int64_t ms_since(Steady::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - t).count();
+}
+
+// An exclusive lock on <database>.lock, held for the process's life: while we hold it no other
+// kforged on this host uses the database, so leases carrying this host's prefix belong to a
+// previous, dead process of ours and can be taken back at once.
+Result<int> lock_database(const std::string& db_path) {
+  std::string path = db_path + ".lock";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return fail("io", path + ": " + std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    char buf[32] = {};
+    ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+    ::close(fd);
+    std::string pid = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : "?";
+    while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+    return fail("conflict",
+                "another kforged (pid " + pid + ") is using " + db_path + " (lock " + path + ")");
+  }
+  std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) < 0)
+    spdlog::warn("{}: cannot record the pid: {}", path, std::strerror(errno));
+  return fd;
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "localhost";
+  return buf;
+}
+
+// What the HTTP thread serves; written by the main loop.
+struct Shared {
+  std::mutex mu;
+  std::string metrics = "kforge_up 1\n";
+  std::int64_t last_step_wall_ms = 0;
+  int in_flight = 0;
+  bool draining = false;
+  std::string last_error;
+};
+
+class HttpServer {
+ public:
+  ~HttpServer() { stop(); }
+  Status start(const std::string& listen, Shared& shared, Clock& clock, std::int64_t stale_ms) {
+    auto colon = listen.rfind(':');
+    std::string host = listen.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    int port = std::stoi(listen.substr(colon + 1));
+    svr_.Get("/metrics", [&shared](const httplib::Request&, httplib::Response& res) {
+      std::lock_guard lock(shared.mu);
+      res.set_content(shared.metrics, "text/plain; version=0.0.4; charset=utf-8");
+    });
+    svr_.Get("/healthz",
+             [&shared, &clock, stale_ms](const httplib::Request&, httplib::Response& res) {
+               std::lock_guard lock(shared.mu);
+               std::int64_t age = clock.wall_ms() - shared.last_step_wall_ms;
+               bool ok = age <= stale_ms;
+               nlohmann::json j = {{"status", ok ? "ok" : "stalled"},
+                                   {"last_step_age_ms", age},
+                                   {"in_flight", shared.in_flight},
+                                   {"draining", shared.draining}};
+               if (!shared.last_error.empty()) j["last_error"] = shared.last_error;
+               res.status = ok ? 200 : 503;
+               res.set_content(j.dump() + "\n", "application/json");
+             });
+    bound_ = port == 0 ? svr_.bind_to_any_port(host) : (svr_.bind_to_port(host, port) ? port : -1);
+    if (bound_ <= 0)
+      return fail("io",
+                  "daemon.http_listen: cannot listen on " + listen + ": " + std::strerror(errno));
+    thread_ = std::thread([this] { svr_.listen_after_bind(); });
+    return {};
+  }
+  int port() const { return bound_; }
+  void stop() {
+    if (thread_.joinable()) {
+      svr_.stop();
+      thread_.join();
+    }
+  }
+
+ private:
+  httplib::Server svr_;
+  std::thread thread_;
+  int bound_ = -1;
+};
+
+std::string status_line(store::Db& db, const pipeline::Scheduler& s, Clock& clock) {
+  auto progress = pipeline::collect_progress(db, clock.wall_ms());
+  std::string line;
+  if (progress.ok()) {
+    for (const auto& p : *progress) {
+      if (p.run.state != "active") continue;
+      char buf[256];
+      std::snprintf(buf, sizeof buf, "%s %lld/%lld (%.0f%%) %.0f/min", p.run.tag.c_str(),
+                    static_cast<long long>(p.past_llm), static_cast<long long>(p.total),
+                    p.fraction() * 100, p.per_minute);
+      line += (line.empty() ? "" : "; ") + std::string(buf);
+      if (p.eta_s) line += " ETA " + std::to_string(*p.eta_s) + "s";
+    }
+  }
+  if (line.empty()) line = "idle: no active runs";
+  line += "; " + std::to_string(s.in_flight()) + " in flight";
+  if (s.draining()) line = "stopping: " + line;
+  return line;
+}
+
+void signal_thread(sigset_t set, pipeline::Scheduler* sched) {
+  while (true) {
+    int sig = 0;
+    if (sigwait(&set, &sig) != 0) continue;
+    if (sig == SIGHUP) {
+      g_hup = true;
+    } else {
+      ++g_term;
+    }
+    sched->wake();
+  }
+}
+
+int serve(const std::string& config_path, app::Config cfg) {
+  setup_logging(cfg.log.level, cfg.log.file);
+  Clock& clock = system_clock();
+  auto db_r = app::open_store(cfg);
+  if (!db_r.ok()) {
+    spdlog::error("{}", db_r.error().message);
+    return 1;
+  }
+  auto db = std::move(*db_r);
+  auto lock = lock_database(cfg.store.path);
+  if (!lock.ok()) {
+    spdlog::error("{}", lock.error().message);
+    return 1;
+  }
+  std::string prefix = cfg.daemon.owner.empty() ? host_name() : cfg.daemon.owner;
+  std::string owner = prefix + ":" + std::to_string(::getpid());
+  pipeline::JobStore jobs(*db, clock, owner);
+  auto reclaimed = jobs.reclaim_leases(prefix + ":*");
+  if (!reclaimed.ok()) {
+    spdlog::error("{}", reclaimed.error().message);
+    return 1;
+  }
+  if (*reclaimed > 0)
+    spdlog::warn("took back {} leases of a previous kforged on {}", *reclaimed, prefix);
+
+  auto dir = pipeline::PromptLibrary::locate(cfg.pipeline.prompts_dir);
+  if (!dir.ok()) {
+    spdlog::error("{}", dir.error().message);
+    return 1;
+  }
+  auto lib_r = pipeline::PromptLibrary::load(*dir);
+  if (!lib_r.ok()) {
+    spdlog::error("{}", lib_r.error().message);
+    return 1;
+  }
+  // Libraries stay alive until exit: calls in flight after a reload still point into the old.
+  std::vector<std::unique_ptr<pipeline::PromptLibrary>> libraries;
+  libraries.push_back(std::make_unique<pipeline::PromptLibrary>(std::move(*lib_r)));
+
+  llm::ClientOptions copts;
+  copts.db_path = cfg.store.path;
+  copts.db_busy_timeout_ms = cfg.store.busy_timeout_ms;
+  auto gateway = pipeline::make_client_gateway(cfg.llm, copts);
+  pipeline::Scheduler sched(jobs, *gateway, *libraries.back(), clock, cfg.pipeline);
+
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  std::thread(signal_thread, set, &sched).detach();
+
+  Shared shared;
+  shared.last_step_wall_ms = clock.wall_ms();
+  HttpServer http;
+  std::int64_t stale_ms = std::max<std::int64_t>(30'000, 10 * cfg.pipeline.idle_poll_ms);
+  if (!cfg.daemon.http_listen.empty()) {
+    auto st = http.start(cfg.daemon.http_listen, shared, clock, stale_ms);
+    if (!st.ok()) {
+      spdlog::error("{}", st.error().message);
+      return 1;
+    }
+    spdlog::info("serving /healthz and /metrics on {}:{}",
+                 cfg.daemon.http_listen.substr(0, cfg.daemon.http_listen.rfind(':')), http.port());
+  }
+
+  pipeline::Notifier notifier;
+  auto started = Steady::now();
+  auto notify = [&](const std::string& msg) {
+    auto r = notifier.notify(msg);
+    if (!r.ok() && r.error().is_transient())
+      spdlog::debug("{}", r.error().message);
+    else if (!r.ok())
+      spdlog::warn("{}", r.error().message);
+  };
+  spdlog::info(
+      "kforged {} ready: owner {}, database {}, prompts {}, up to {} stage calls in "
+      "flight",
+      KFORGE_VERSION, owner, cfg.store.path, dir->string(), cfg.pipeline.max_in_flight);
+  notify("READY=1\nSTATUS=" + status_line(*db, sched, clock) +
+         "\nMAINPID=" + std::to_string(::getpid()));
+
+  auto watchdog =
+      std::chrono::duration_cast<std::chrono::milliseconds>(notifier.watchdog_interval());
+  auto last_watchdog = Steady::now();
+  auto last_metrics = Steady::time_point{};
+  auto last_status = Steady::now();
+  auto last_log = Steady::now();
+  Steady::time_point drain_deadline{};
+  int consecutive_errors = 0;
+  while (true) {
+    auto step = sched.step();
+    if (step.ok()) {
+      consecutive_errors = 0;
+      std::lock_guard l(shared.mu);
+      shared.last_step_wall_ms = clock.wall_ms();
+      shared.in_flight = sched.in_flight();
+      shared.draining = sched.draining();
+    } else {
+      ++consecutive_errors;
+      spdlog::error("step failed ({} in a row): {}", consecutive_errors, step.error().message);
+      {
+        std::lock_guard l(shared.mu);
+        shared.last_error = step.error().message;
+      }
+      std::this_thread::sleep_for(std::min(100ms * consecutive_errors, 5000ms));
+    }
+    // The watchdog is fed only while steps succeed: a wedged loop gets restarted.
+    if (watchdog.count() > 0 && step.ok() && Steady::now() - last_watchdog >= watchdog) {
+      notify("WATCHDOG=1");
+      last_watchdog = Steady::now();
+    }
+    if (Steady::now() - last_metrics >= 1s) {
+      pipeline::MetricsSnapshot m;
+      auto st = pipeline::collect_db_metrics(*db, m);
+      if (!st.ok()) spdlog::warn("metrics: {}", st.error().message);
+      m.scheduler = sched.stats();
+      m.llm = gateway->stats();
+      m.in_flight = sched.in_flight();
+      m.draining = sched.draining();
+      m.uptime_s = static_cast<double>(ms_since(started)) / 1000.0;
+      std::string text = pipeline::render_prometheus(m);
+      std::lock_guard l(shared.mu);
+      shared.metrics = std::move(text);
+      last_metrics = Steady::now();
+    }
+    if (ms_since(last_status) >= cfg.daemon.status_interval_ms) {
+      std::string line = status_line(*db, sched, clock);
+      if (notifier.enabled()) notify("STATUS=" + line);
+      if (ms_since(last_log) >= 30'000) {
+        spdlog::info("{}", line);
+        last_log = Steady::now();
+      }
+      last_status = Steady::now();
+    }
+    if (g_hup.exchange(false)) {
+      auto fresh = app::load_config(config_path);
+      if (!fresh.ok()) {
+        spdlog::error("SIGHUP: keeping the current configuration: {}", fresh.error().message);
+      } else {
+        auto lib = pipeline::PromptLibrary::load(*dir);
+        if (!lib.ok()) {
+          spdlog::error("SIGHUP: keeping the current prompts: {}", lib.error().message);
+          sched.reconfigure(fresh->pipeline);
+        } else {
+          libraries.push_back(std::make_unique<pipeline::PromptLibrary>(std::move(*lib)));
+          sched.reconfigure(fresh->pipeline, libraries.back().get());
+        }
+        gateway->reload_limits(fresh->llm);
+        cfg.pipeline = fresh->pipeline;
+        cfg.daemon.status_interval_ms = fresh->daemon.status_interval_ms;
+        setup_logging(fresh->log.level, cfg.log.file);
+        spdlog::info("SIGHUP: reloaded {}: up to {} stage calls in flight, {} LLM requests",
+                     fresh->source, cfg.pipeline.max_in_flight, fresh->llm.max_in_flight);
+      }
+    }
+    int term = g_term.load();
+    if (term > 0 && !sched.draining()) {
+      sched.drain();
+      drain_deadline = Steady::now() + std::chrono::milliseconds(cfg.daemon.shutdown_grace_ms);
+      spdlog::info("stopping: no new leases; {} calls in flight get up to {} ms", sched.in_flight(),
+                   cfg.daemon.shutdown_grace_ms);
+      notify("STOPPING=1\nSTATUS=stopping: " + std::to_string(sched.in_flight()) +
+             " calls in flight");
+    }
+    if (sched.draining() && (sched.in_flight() == 0 || Steady::now() >= drain_deadline || term > 1))
+      break;
+    auto wait = std::chrono::milliseconds(cfg.pipeline.idle_poll_ms);
+    if (watchdog.count() > 0) wait = std::min(wait, watchdog);
+    if (sched.draining()) wait = std::min(wait, 100ms);
+    sched.wait(wait);
+  }
+  int left = sched.in_flight();
+  auto released = sched.release_all();
+  gateway->shutdown(0ms);
+  if (!released.ok())
+    spdlog::error("releasing leases: {}", released.error().message);
+  else if (*released > 0)
+    spdlog::info("released {} jobs whose calls had not finished ({} in flight)", *released, left);
+  const auto& st = sched.stats();
+  spdlog::info("kforged stopped: {} stage answers checkpointed, {} jobs to verify, {} failed",
+               st.checkpoints, st.jobs_to_verify, st.jobs_failed);
+  http.stop();
+  return 0;
+}
+
+}  // namespace
+}  // namespace kforge::daemon
 
 int main(int argc, char** argv) {
   CLI::App app{"kforged: the kforge pipeline daemon.", "kforged"};
   std::string config_path;
   bool check = false;
   app.add_option("-c,--config", config_path, "Configuration file");
-  app.add_flag("--check-config", check, "Validate the configuration and exit");
+  app.add_flag("--check-config", check, "Validate the configuration and the prompts, then exit");
   app.set_version_flag("--version", std::string("kforged ") + KFORGE_VERSION);
   try {
     app.parse(argc, argv);
@@ -23,29 +358,34 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
-  auto cfg = kforge::app::load_config(config_path);
-  if (!cfg.ok()) {
-    std::fprintf(stderr, "kforged: error: %s\n", cfg.error().message.c_str());
-    return 1;
-  }
-  if (check) {
-    std::printf("%s: ok\n", cfg->source.c_str());
-    return 0;
-  }
-  kforge::setup_logging(cfg->log.level, cfg->log.file);
-  auto db = kforge::app::open_store(*cfg);
-  if (!db.ok()) {
-    spdlog::error("{}", db.error().message);
-    return 1;
-  }
+  // Block the signals before any thread exists, so only the signal thread receives them.
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  spdlog::info("kforged ready (config {}, database {})", cfg->source, cfg->store.path);
-  int sig = 0;
-  sigwait(&set, &sig);
-  spdlog::info("received signal {}, exiting", sig);
-  return 0;
+  try {
+    auto cfg = kforge::app::load_config(config_path);
+    if (!cfg.ok()) {
+      std::fprintf(stderr, "kforged: error: %s\n", cfg.error().message.c_str());
+      return 1;
+    }
+    if (check) {
+      auto dir = kforge::pipeline::PromptLibrary::locate(cfg->pipeline.prompts_dir);
+      auto lib = dir.ok() ? kforge::pipeline::PromptLibrary::load(*dir)
+                          : kforge::Result<kforge::pipeline::PromptLibrary>(dir.error());
+      if (!lib.ok()) {
+        std::fprintf(stderr, "kforged: error: %s\n", lib.error().message.c_str());
+        return 1;
+      }
+      std::printf("%s: ok (prompts %s: %zu versions)\n", cfg->source.c_str(), dir->string().c_str(),
+                  lib->versions().size());
+      return 0;
+    }
+    return kforge::daemon::serve(config_path, std::move(*cfg));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kforged: fatal: %s\n", e.what());
+    return 1;
+  }
 }

@@ -47,6 +47,9 @@ Result<Config> load_config(const std::string& explicit_path, EnvLookup env) {
   store::read_config(root.child("store"), c.store);
   report::read_config(root.child("report"), c.report);
   verify::read_config(root.child("verifier"), c.verifier);
+  llm::read_config(root.child("llm"), c.llm);
+  pipeline::read_config(root.child("pipeline"), c.pipeline);
+  pipeline::read_config(root.child("daemon"), c.daemon);
   KF_CHECK(reader->finish());
   return c;
 }

@@ -8,6 +8,8 @@
 
 #include "kforge/core/config.hpp"
 #include "kforge/report/config.hpp"
+#include "kforge/llm/config.hpp"
+#include "kforge/pipeline/config.hpp"
 #include "kforge/store/config.hpp"
 #include "kforge/verify/config.hpp"
 
@@ -24,6 +26,9 @@ struct Config {
   store::StoreConfig store;
   report::ReportConfig report;
   verify::VerifierConfig verifier;
+  llm::LlmConfig llm;
+  pipeline::PipelineConfig pipeline;
+  pipeline::DaemonConfig daemon;
 };
 
 // Which file to read: `explicit_path` if given; else $KFORGE_CONFIG; else ./kforge.yaml, then

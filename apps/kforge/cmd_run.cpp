@@ -1,0 +1,208 @@
+// kforge run create|pause|resume|cancel: tagged runs of a pipeline version over samples.
+
+#include <cctype>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "kforge/core/fs.hpp"
+#include "kforge/pipeline/jobs.hpp"
+#include "kforge/pipeline/prompt.hpp"
+
+namespace kforge::cli {
+namespace {
+
+struct RunArgs {
+  std::string tag;
+  std::string pipeline;
+  std::string model;
+  std::int64_t limit = -1;
+  std::string samples_from;
+  bool json = false;
+};
+
+Status check_tag(const std::string& tag) {
+  if (tag.empty() || tag.size() > 64) return fail("usage", "a run tag has 1 to 64 characters");
+  for (char c : tag)
+    if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '-' && c != '_' && c != '.')
+      return fail("usage", "run tag '" + tag + "': use letters, digits, '-', '_' and '.' only");
+  return {};
+}
+
+// Sample keys from a file: a JSON list of strings, or one key per line ('#' comments and blank
+// lines ignored). Errors name the file and line.
+Result<std::vector<std::int64_t>> samples_from(pipeline::JobStore& jobs, const std::string& path) {
+  KF_TRY(std::string text, read_file(path));
+  std::vector<std::pair<std::string, int>> keys;  // key, line
+  std::size_t first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && text[first] == '[') {
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_array())
+      return fail("usage", path + ": starts with '[' but is not a JSON list");
+    for (std::size_t i = 0; i < j.size(); ++i) {
+      if (!j[i].is_string())
+        return fail("usage", path + ": item " + std::to_string(i) + " is not a string (a key)");
+      keys.emplace_back(j[i].get<std::string>(), static_cast<int>(i));
+    }
+  } else {
+    int line = 0;
+    std::size_t at = 0;
+    while (at <= text.size()) {
+      std::size_t nl = text.find('\n', at);
+      std::string l = text.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
+      at = nl == std::string::npos ? text.size() + 1 : nl + 1;
+      ++line;
+      while (!l.empty() && (l.back() == '\r' || l.back() == ' ' || l.back() == '\t')) l.pop_back();
+      std::size_t b = l.find_first_not_of(" \t");
+      if (b == std::string::npos || l[b] == '#') continue;
+      keys.emplace_back(l.substr(b), line);
+    }
+  }
+  bool json_list = first != std::string::npos && text[first] == '[';
+  auto where = [&](int pos) {
+    return json_list ? path + ": item " + std::to_string(pos) : path + ":" + std::to_string(pos);
+  };
+  std::vector<std::int64_t> ids;
+  std::map<std::string, int> seen;
+  for (const auto& [key, pos] : keys) {
+    if (auto it = seen.find(key); it != seen.end())
+      return fail("usage", where(pos) + ": sample '" + key + "' is listed twice (first at " +
+                               std::to_string(it->second) + ")");
+    seen[key] = pos;
+    KF_TRY(auto id, jobs.sample_id(key));
+    if (!id) return fail("usage", where(pos) + ": no sample with key '" + key + "'");
+    ids.push_back(*id);
+  }
+  if (ids.empty()) return fail("usage", path + ": lists no sample keys");
+  return ids;
+}
+
+std::string short_sha(const std::string& s) {
+  return s.substr(0, 12);
+}
+
+int create(const RunArgs& a, const app::Config& cfg) {
+  KF_CHECK_OR_REPORT(check_tag(a.tag));
+  KF_TRY_OR_REPORT(auto dir, pipeline::PromptLibrary::locate(cfg.pipeline.prompts_dir));
+  KF_TRY_OR_REPORT(auto lib, pipeline::PromptLibrary::load(dir));
+  KF_TRY_OR_REPORT(const pipeline::PipelineSpec* spec, lib.pipeline(a.pipeline));
+  KF_TRY_OR_REPORT(auto db, app::open_store(cfg));
+  pipeline::JobStore jobs(*db, system_clock());
+  std::vector<std::int64_t> ids;
+  if (!a.samples_from.empty()) {
+    KF_TRY_OR_REPORT(ids, samples_from(jobs, a.samples_from));
+    if (a.limit >= 0 && static_cast<std::int64_t>(ids.size()) > a.limit)
+      ids.resize(static_cast<std::size_t>(a.limit));
+  } else {
+    KF_TRY_OR_REPORT(ids, jobs.sample_ids(a.limit));
+  }
+  if (ids.empty())
+    return report(Error("usage", "no samples to run (import a corpus first: kforge import FILE)"));
+  pipeline::NewRun run;
+  run.tag = a.tag;
+  run.pipeline = a.pipeline;
+  run.model = a.model.empty() ? cfg.llm.model : a.model;
+  run.first_stage = spec->first_stage();
+  run.prompts = spec->identities();
+  run.params = {{"limit", a.limit >= 0 ? nlohmann::json(a.limit) : nlohmann::json(nullptr)},
+                {"samples_from",
+                 a.samples_from.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.samples_from)},
+                {"samples", ids.size()}};
+  run.sample_ids = std::move(ids);
+  KF_TRY_OR_REPORT(std::int64_t id, jobs.create_run(run));
+  if (a.json) {
+    std::printf("%s\n", nlohmann::json{{"tag", run.tag},
+                                       {"id", id},
+                                       {"pipeline", run.pipeline},
+                                       {"model", run.model},
+                                       {"jobs", run.sample_ids.size()},
+                                       {"prompts", run.prompts}}
+                            .dump()
+                            .c_str());
+    return kOk;
+  }
+  std::string stages;
+  for (const auto& s : spec->stages) stages += (stages.empty() ? "" : " -> ") + s.name;
+  std::printf("run '%s' created: %zu jobs, pipeline %s (%s), model %s\n", run.tag.c_str(),
+              run.sample_ids.size(), run.pipeline.c_str(), stages.c_str(), run.model.c_str());
+  for (const auto& s : spec->stages)
+    std::printf("  prompt %s/%s.md sha256 %s...\n", s.version.c_str(), s.name.c_str(),
+                short_sha(s.sha256).c_str());
+  std::printf("kforged picks it up; kforge status %s shows progress\n", run.tag.c_str());
+  return kOk;
+}
+
+int set_state(const std::string& verb, const std::string& tag, const app::Config& cfg) {
+  KF_TRY_OR_REPORT(auto db, app::open_store(cfg));
+  pipeline::JobStore jobs(*db, system_clock());
+  KF_TRY_OR_REPORT(auto run, jobs.run_by_tag(tag));
+  if (!run)
+    return report(Error("not_found", "no run '" + tag + "' (kforge status lists the runs)"));
+  if (verb == "cancel") {
+    KF_TRY_OR_REPORT(std::int64_t n, jobs.cancel_run(tag));
+    std::printf("run '%s' cancelled: %lld jobs cancelled (answers already stored are kept)\n",
+                tag.c_str(), static_cast<long long>(n));
+    return kOk;
+  }
+  std::string want = verb == "pause" ? "paused" : "active";
+  if (run->state == want) {
+    std::printf("run '%s' is %s already\n", tag.c_str(), want.c_str());
+    return kOk;
+  }
+  if (verb == "resume") {
+    // A resumed run must go on with the prompt texts it started with.
+    KF_TRY_OR_REPORT(auto dir, pipeline::PromptLibrary::locate(cfg.pipeline.prompts_dir));
+    KF_TRY_OR_REPORT(auto lib, pipeline::PromptLibrary::load(dir));
+    KF_TRY_OR_REPORT(const pipeline::PipelineSpec* spec, lib.pipeline(run->pipeline));
+    std::string why = spec->mismatch(run->prompts);
+    if (!why.empty())
+      return report(Error("conflict", "run '" + tag + "' cannot resume: " + why +
+                                          "; restore those templates or create a new run"));
+  }
+  KF_CHECK_OR_REPORT(jobs.set_run_state(tag, want));
+  std::printf("run '%s' %s\n", tag.c_str(),
+              verb == "pause" ? "paused (calls in flight finish)" : "resumed");
+  return kOk;
+}
+
+}  // namespace
+
+Command add_run(CLI::App& root, Globals& g) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* cmd = root.add_subcommand("run", "Create, pause, resume or cancel a tagged run");
+  cmd->require_subcommand(1);
+  CLI::App* create_cmd =
+      cmd->add_subcommand("create", "Enqueue one job per sample for a pipeline version");
+  create_cmd->add_option("tag", args->tag, "The run's tag (names its output set)")->required();
+  create_cmd->add_option("--pipeline", args->pipeline, "Prompt version: v1 or v2")->required();
+  create_cmd->add_option("--model", args->model, "Model (default: llm.model of the config)");
+  create_cmd->add_option("--limit", args->limit, "At most N samples (the first, in import order)")
+      ->check(CLI::NonNegativeNumber);
+  create_cmd->add_option("--samples-from", args->samples_from,
+                         "Only these samples: a file of keys, one per line, or a JSON list");
+  create_cmd->add_flag("--json", args->json, "Print the created run as JSON");
+  create_cmd->footer(
+      "Two runs over the same samples (the same --limit or --samples-from) form an A/B pair. "
+      "The run records the SHA-256 of every prompt it uses; if a template changes, the daemon "
+      "refuses to go on with it (create a new tag).");
+  std::vector<CLI::App*> verbs = {create_cmd};
+  for (const char* verb : {"pause", "resume", "cancel"}) {
+    const char* help =
+        std::string(verb) == "pause"    ? "Stop leasing the run's jobs (calls in flight finish)"
+        : std::string(verb) == "resume" ? "Let the daemon lease the run's jobs again"
+                                        : "End the run: its jobs not yet verified are cancelled";
+    CLI::App* c = cmd->add_subcommand(verb, help);
+    c->add_option("tag", args->tag, "The run's tag")->required();
+    verbs.push_back(c);
+  }
+  return {cmd, [args, &g, verbs]() -> int {
+            KF_TRY_OR_REPORT(app::Config cfg, load(g));
+            if (verbs[0]->parsed()) return create(*args, cfg);
+            for (std::size_t i = 1; i < verbs.size(); ++i)
+              if (verbs[i]->parsed()) return set_state(verbs[i]->get_name(), args->tag, cfg);
+            return kUsage;
+          }};
+}
+
+}  // namespace kforge::cli

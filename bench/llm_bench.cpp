@@ -1,0 +1,299 @@
+// kforge-bench-llm: throughput, client overhead and achieved concurrency of kforge::llm::Client
+// against kforge-fake-llm (in this process, on loopback; both share the machine's cores).
+//
+//   1. throughput: N requests, zero server latency, max_in_flight slots, audit store on.
+//   2. overhead: one request at a time through the client, and the same requests through a bare
+//      blocking libcurl handle (the baseline); overhead = median(client) - median(bare).
+//   3. busy: 64 slots against a 500 ms server; the server's in-flight count sampled every 10 ms,
+//      averaged over the run, divided by 64.
+// The last line holds every figure as key=value pairs.
+
+#include <curl/curl.h>
+#include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <future>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include <unistd.h>
+
+#include "kforge/fake_llm/server.hpp"
+#include "kforge/llm/client.hpp"
+
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+using kforge::llm::ChatRequest;
+using kforge::llm::ChatResponse;
+using kforge::llm::Client;
+using kforge::llm::LlmConfig;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// CPU seconds used so far by this process's threads named `name`.
+double thread_cpu_s(const std::string& name) {
+  double total = 0;
+  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(t.path() / "comm");
+    std::string n;
+    std::getline(comm, n);
+    if (n != name) continue;
+    std::ifstream stat(t.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    auto close = line.rfind(')');
+    std::istringstream rest(line.substr(close + 2));
+    std::string field;
+    double ticks = 0;
+    for (int i = 3; i <= 15 && rest >> field; ++i)
+      if (i == 14 || i == 15) ticks += std::stod(field);  // utime, stime
+    total += ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+  }
+  return total;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  auto i = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1));
+  return v[i];
+}
+
+ChatRequest make_request(const std::string& prefix, int i) {
+  ChatRequest r;
+  r.messages = {{"system", "You are a careful Triton engineer. Answer in JSON."},
+                {"user", prefix + " request " + std::to_string(i) +
+                             ": analyse this kernel.\n@triton.jit\ndef k(X, Z, BLOCK: "
+                             "tl.constexpr):\n    pid = tl.program_id(0)\n"}};
+  return r;
+}
+
+std::unique_ptr<Client> make_client(const LlmConfig& cfg, const std::string& db) {
+  kforge::llm::ClientOptions o;
+  o.db_path = db;
+  auto c = Client::create(cfg, o);
+  if (!c.ok()) {
+    std::fprintf(stderr, "kforge-bench-llm: %s\n", c.error().message.c_str());
+    std::exit(1);
+  }
+  return std::move(c).value();
+}
+
+// Runs n requests through c with everything submitted up front; returns the seconds taken.
+double run_batch(Client& c, const std::string& prefix, int n, std::atomic<int>* failures) {
+  std::promise<void> done;
+  std::atomic<int> left{n};
+  auto t0 = Clock::now();
+  for (int i = 0; i < n; ++i) {
+    c.submit(make_request(prefix, i), [&](kforge::Result<ChatResponse> r) {
+      if (!r.ok()) {
+        if (failures->fetch_add(1) == 0)
+          std::fprintf(stderr, "failure: %s\n", r.error().message.c_str());
+      }
+      if (--left == 0) done.set_value();
+    });
+  }
+  done.get_future().wait();
+  return ms_since(t0) / 1000.0;
+}
+
+std::size_t sink(char*, std::size_t size, std::size_t n, void* out) {
+  static_cast<std::string*>(out)->append(size * n, '\0');
+  return size * n;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kforge-bench-llm: LLM client throughput, overhead and concurrency."};
+  int requests = 20'000;
+  int in_flight = 64;
+  int overhead_samples = 2000;
+  int busy_requests = 640;
+  double busy_latency_ms = 500;
+  bool store = true;
+  app.add_option("--requests", requests, "Requests for the throughput run")->capture_default_str();
+  app.add_option("--in-flight", in_flight, "max_in_flight for the throughput run")
+      ->capture_default_str();
+  app.add_option("--overhead-samples", overhead_samples, "Sequential requests per overhead run")
+      ->capture_default_str();
+  app.add_option("--busy-requests", busy_requests, "Requests for the 64-slot run")
+      ->capture_default_str();
+  app.add_option("--busy-latency-ms", busy_latency_ms, "Server latency for the 64-slot run")
+      ->capture_default_str();
+  app.add_option("--store", store, "Write audit rows (true/false)")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  spdlog::set_level(spdlog::level::warn);
+
+  double load[3] = {0, 0, 0};
+  getloadavg(load, 3);
+  auto tmp =
+      std::filesystem::temp_directory_path() / ("kforge-bench-llm-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(tmp);
+  std::string db = store ? (tmp / "bench.db").string() : "";
+
+  auto server = kforge::fake_llm::FakeLlmServer::start(
+      {{"defaults",
+        {{"reply", R"({"analysis": {"core_function": "copy", "key_parameters": ["BLOCK"]}})"}}}});
+  if (!server.ok()) {
+    std::fprintf(stderr, "kforge-bench-llm: %s\n", server.error().message.c_str());
+    return 1;
+  }
+  LlmConfig cfg;
+  cfg.base_url = (*server)->base_url();
+  cfg.model = "fake-model";
+  cfg.api_key_env = "";
+  cfg.max_in_flight = in_flight;
+  cfg.request_timeout_ms = 30'000;
+  std::atomic<int> failures{0};
+
+  // 1. Throughput.
+  double rps = 0;
+  double client_cpu_us = 0;
+  {
+    auto c = make_client(cfg, db);
+    run_batch(*c, "warmup", std::min(2000, requests / 10 + 1), &failures);
+    double cpu0 = thread_cpu_s("kforge-llm");
+    double secs = run_batch(*c, "throughput", requests, &failures);
+    rps = requests / secs;
+    client_cpu_us = (thread_cpu_s("kforge-llm") - cpu0) * 1e6 / requests;
+    std::printf("client thread CPU: %.1f us per request\n", client_cpu_us);
+    std::printf("throughput: %d requests, %d in flight, store %s: %.2f s, %.0f requests/s\n",
+                requests, in_flight, store ? "on" : "off", secs, rps);
+  }
+
+  // 2. Overhead: the client one request at a time against a bare blocking libcurl handle.
+  double client_p50 = 0, client_p90 = 0, bare_p50 = 0, bare_p90 = 0;
+  {
+    LlmConfig one = cfg;
+    one.max_in_flight = 1;
+    auto c = make_client(one, db);
+    std::vector<double> client_ms, bare_ms;
+    for (int i = 0; i < 200; ++i) (void)c->call(make_request("overhead-warmup", i));
+    for (int i = 0; i < overhead_samples; ++i) {
+      auto t0 = Clock::now();
+      auto r = c->call(make_request("overhead", i));
+      client_ms.push_back(ms_since(t0));
+      if (!r.ok()) ++failures;
+    }
+    CURL* e = curl_easy_init();
+    std::string url = c->url();
+    curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
+    std::string out;
+    for (int i = 0; i < overhead_samples + 200; ++i) {
+      std::string body = c->request_json(make_request("bare", i));
+      out.clear();
+      curl_easy_setopt(e, CURLOPT_URL, url.c_str());
+      curl_easy_setopt(e, CURLOPT_POSTFIELDS, body.c_str());
+      curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
+      curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink);
+      curl_easy_setopt(e, CURLOPT_WRITEDATA, &out);
+      auto t0 = Clock::now();
+      CURLcode rc = curl_easy_perform(e);
+      if (i >= 200) bare_ms.push_back(ms_since(t0));
+      if (rc != CURLE_OK) ++failures;
+    }
+    curl_slist_free_all(headers);
+    curl_easy_cleanup(e);
+    client_p50 = percentile(client_ms, 0.5);
+    client_p90 = percentile(client_ms, 0.9);
+    bare_p50 = percentile(bare_ms, 0.5);
+    bare_p90 = percentile(bare_ms, 0.9);
+    std::printf("overhead: client p50 %.3f ms p90 %.3f ms; bare libcurl p50 %.3f ms p90 %.3f ms\n",
+                client_p50, client_p90, bare_p50, bare_p90);
+  }
+
+  // 3. Achieved concurrency against a slow server: the client with 64 slots, then the baseline,
+  // 64 threads each running a blocking libcurl loop (what the slots would be with no client
+  // work at all on this machine).
+  double busy = 0, busy_wall = 0, busy_bare = 0;
+  {
+    if (!(*server)->set_script({{"defaults", {{"latency_ms", busy_latency_ms}}}}).ok()) return 1;
+    auto sampled = [&](const std::function<void()>& work, double* secs) {
+      std::atomic<bool> stop{false};
+      double sum = 0;
+      long samples = 0;
+      std::thread sampler([&] {
+        while (!stop) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          sum += (*server)->in_flight();
+          ++samples;
+        }
+      });
+      auto t0 = Clock::now();
+      work();
+      *secs = ms_since(t0) / 1000.0;
+      stop = true;
+      sampler.join();
+      return samples > 0 ? sum / static_cast<double>(samples) / 64.0 : 0;
+    };
+    LlmConfig slots = cfg;
+    slots.max_in_flight = 64;
+    auto c = make_client(slots, db);
+    double secs = 0;
+    busy = sampled([&] { run_batch(*c, "busy", busy_requests, &failures); }, &secs);
+    double ideal = busy_requests * busy_latency_ms / 64000.0;
+    busy_wall = ideal / secs;
+    std::printf(
+        "concurrency: %d requests at %.0f ms, 64 slots: %.2f s (ideal %.2f s); server "
+        "saw %.1f in flight on average (busy fraction %.3f); %llu concurrency cuts\n",
+        busy_requests, busy_latency_ms, secs, ideal, busy * 64, busy,
+        static_cast<unsigned long long>(c->stats().concurrency_cuts));
+    std::string url = c->url();
+    double bare_secs = 0;
+    busy_bare = sampled(
+        [&] {
+          std::vector<std::thread> threads;
+          for (int t = 0; t < 64; ++t) {
+            threads.emplace_back([&, t] {
+              CURL* e = curl_easy_init();
+              curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
+              std::string out;
+              for (int i = t; i < busy_requests; i += 64) {
+                std::string body = c->request_json(make_request("busy-bare", i));
+                curl_easy_setopt(e, CURLOPT_URL, url.c_str());
+                curl_easy_setopt(e, CURLOPT_POSTFIELDS, body.c_str());
+                curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
+                curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink);
+                curl_easy_setopt(e, CURLOPT_WRITEDATA, &out);
+                curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+                if (curl_easy_perform(e) != CURLE_OK) ++failures;
+              }
+              curl_slist_free_all(headers);
+              curl_easy_cleanup(e);
+            });
+          }
+          for (auto& t : threads) t.join();
+        },
+        &bare_secs);
+    std::printf(
+        "baseline: 64 threads with blocking libcurl: %.2f s; server saw %.1f in flight on "
+        "average (busy fraction %.3f)\n",
+        bare_secs, busy_bare * 64, busy_bare);
+  }
+  (*server)->stop();
+  std::error_code ec;
+  std::filesystem::remove_all(tmp, ec);
+  std::printf(
+      "requests_per_s=%.0f overhead_p50_ms=%.3f client_p50_ms=%.3f bare_curl_p50_ms=%.3f "
+      "client_p90_ms=%.3f bare_curl_p90_ms=%.3f busy_fraction=%.3f busy_wall_fraction=%.3f "
+      "busy_fraction_bare_threads=%.3f "
+      "client_cpu_us_per_req=%.1f failures=%d store=%d loadavg_1m=%.2f cores=%u\n",
+      rps, client_p50 - bare_p50, client_p50, bare_p50, client_p90, bare_p90, busy, busy_wall,
+      busy_bare, client_cpu_us, failures.load(), store ? 1 : 0, load[0],
+      std::thread::hardware_concurrency());
+  return failures.load() == 0 ? 0 : 1;
+}

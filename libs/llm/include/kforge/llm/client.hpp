@@ -1,0 +1,186 @@
+#pragma once
+// Client: an OpenAI-compatible Chat Completions client for long unattended runs.
+//
+// One event-loop thread drives every request through libcurl's multi interface over kept-alive
+// connections. Around each request it applies, in order:
+//   1. replay: a request whose identity (request_sha256) already has a good response in the
+//      store's llm_calls table is answered from there, with no network call;
+//   2. limits: in-flight cap (adaptive: cut multiplicatively on 429/503 or latency far above its
+//      baseline, grown back additively), requests-per-minute and tokens-per-minute token buckets,
+//      and the server's x-ratelimit-* headers;
+//   3. retries: 408, 409, 429, 5xx, connection failures, timeouts, truncated or malformed
+//      bodies, with exponential backoff and full jitter, honouring Retry-After (seconds or
+//      HTTP date) up to retry_after_cap_ms;
+//   4. extraction: the JSON object is taken out of the reply (see json.hpp) and validated against
+//      the request's schema;
+//   5. audit: one llm_calls row per call (hash, status, attempts, latency, tokens, cost, raw
+//      response), committed BEFORE the callback runs, so a crash after the callback never pays
+//      for the same answer again.
+// The API key is read once from the environment variable the config names; it is sent only in
+// the request header and never logged, stored or put into an error message.
+//
+// Threads: the client runs two threads: the network loop (curl) and a store thread that does
+// the replay lookups, writes the audit rows and runs the callbacks, so that neither SQLite (a
+// database locked by another writer) nor a slow callback ever holds up the requests on the wire.
+// submit(), call(), request_sha256(), request_json(), reload_limits(), stats() and shutdown()
+// may be called from any thread. Callbacks run on the store thread, one at a time: they should
+// be quick (they delay the other deliveries) and may call submit(), but not call() or
+// shutdown()'s wait (shutdown() from a callback only requests the stop).
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kforge/core/clock.hpp"
+#include "kforge/core/config.hpp"
+#include "kforge/core/result.hpp"
+#include "kforge/llm/config.hpp"
+
+namespace kforge::llm {
+
+struct ChatMessage {
+  std::string role;  // "system" | "user" | "assistant"
+  std::string content;
+};
+
+enum class Replay {
+  allow,   // answer from the store when a good response with the same identity exists
+  refresh  // always ask the server (the new response is stored too)
+};
+
+struct ChatRequest {
+  std::vector<ChatMessage> messages;
+  // When set, the reply must hold a JSON object validating against it (see json.hpp), returned
+  // in ChatResponse::parsed; with response_format json_schema it is also sent to the server.
+  std::optional<nlohmann::json> response_schema;
+  std::string schema_name = "result";  // the json_schema's name sent to the server
+  // Extract a JSON object from the reply even without a schema.
+  bool expect_json = true;
+  // Per-request overrides of the configured sampling (part of the identity when set).
+  std::optional<double> temperature;
+  std::optional<int> max_tokens;
+  // Free text for logs and the audit row, e.g. "run=v2 sample=k17 stage=analyze". Not part of
+  // the identity.
+  std::string tag;
+  Replay replay = Replay::allow;
+};
+
+struct ChatResponse {
+  std::string request_sha256;  // the request's identity (same as Client::request_sha256)
+  std::string model;           // as the server reported it
+  std::string content;         // the assistant message's text
+  nlohmann::json parsed;       // the extracted JSON object; null when not expected
+  std::string raw_body;        // the HTTP response body as received
+  std::string finish_reason;   // "stop", ...
+  int http_status = 0;
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+  double cost_usd = 0;          // from the price table; for a replay, the original call's cost
+  std::int64_t latency_ms = 0;  // submit to completion, including queueing, waits and retries
+  int attempts = 0;             // HTTP attempts made (0 for a replay)
+  bool from_store = false;      // answered from the store, nothing sent
+};
+
+// Errors delivered for a request (Error::kind):
+//   "http"        a non-retryable status (400, 401, 403, 404, 422, ...) or retries exhausted on
+//                 a retryable one; message holds the provider's error message
+//   "rate_limit"  429s exhausted, or Retry-After beyond retry_after_cap_ms (transient)
+//   "timeout"     the request timeout, on the last attempt (transient)
+//   "connect"     cannot connect / connection reset, on the last attempt (transient)
+//   "deadline"    total_deadline_ms passed before the next attempt could start (transient)
+//   "protocol"    a 200 whose body is not a chat completion, on the last attempt (transient)
+//   "length"      finish_reason "length": the reply was cut at max_tokens (permanent)
+//   "parse"       no JSON object (or none validating against the schema) in the reply; the
+//                 message says why (permanent for this response; a new call may differ)
+//   "cancelled"   the client shut down first (transient)
+//   "sqlite"      the audit row could not be written (the response is not delivered)
+// Every message names the URL (never the key), the HTTP status if any, and the attempt, e.g.
+// "POST http://127.0.0.1:8080/v1/chat/completions: HTTP 503 (attempt 6/6): overloaded".
+// For "length" and "parse" failures the raw response is in the request's llm_calls row.
+
+using Callback = std::function<void(Result<ChatResponse>)>;
+
+// Counters for /metrics. Monotonic unless noted.
+struct Stats {
+  std::uint64_t submitted = 0;
+  std::uint64_t succeeded = 0;         // delivered OK (network or store)
+  std::uint64_t failed = 0;            // delivered as an error
+  std::uint64_t from_store = 0;        // answered from the store
+  std::uint64_t coalesced = 0;         // joined an identical request already in flight
+  std::uint64_t http_attempts = 0;     // HTTP requests sent
+  std::uint64_t retries = 0;           // attempts beyond the first
+  std::uint64_t concurrency_cuts = 0;  // adaptive decreases
+  std::map<std::string, std::uint64_t> failures_by_kind;
+  std::map<int, std::uint64_t> responses_by_status;  // HTTP status -> count (0: no response)
+  // Latency of delivered network calls (submit to delivery), Prometheus-style: counts[i] is the
+  // number of calls with latency <= bounds_ms[i] (non-cumulative), counts.back() the rest.
+  std::vector<double> latency_bounds_ms;
+  std::vector<std::uint64_t> latency_counts;
+  double latency_sum_ms = 0;
+  std::uint64_t prompt_tokens = 0;
+  std::uint64_t completion_tokens = 0;
+  double cost_usd = 0;  // spent on network calls (replays cost nothing)
+  // Gauges.
+  int in_flight = 0;          // HTTP requests on the wire
+  int waiting = 0;            // accepted, not on the wire (queued, backing off, rate-limited)
+  int concurrency_limit = 0;  // current adaptive limit (<= max_in_flight)
+  std::int64_t next_wakeup_ms = -1;  // ms until the earliest scheduled retry/pacing wait; -1 none
+};
+
+struct ClientOptions {
+  Clock* clock = nullptr;  // nullptr: the system clock. Backoff, pacing and Retry-After use it.
+  EnvLookup env;           // where the API key variable is looked up; empty: the process env
+  // The database for audit rows and replay (the client opens its own connection, used only on
+  // its thread). Empty path: no audit, no replay.
+  std::string db_path;
+  int db_busy_timeout_ms = 10'000;
+  std::uint64_t jitter_seed = 0;  // 0: seeded from the OS
+};
+
+class Client {
+ public:
+  // Validates the configuration, reads the key, opens the store, starts the thread.
+  // Errors: "config" (bad URL, ...), "sqlite"/"schema" (store).
+  static Result<std::unique_ptr<Client>> create(const LlmConfig& cfg, ClientOptions opts = {});
+  ~Client();  // shutdown(0ms)
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Queues a request; `done` is called exactly once, on the client's store thread (or at once on
+  // the caller's thread, with "cancelled", after shutdown()).
+  void submit(ChatRequest req, Callback done);
+  // Blocking convenience. Must not be called from a callback (it fails with "usage").
+  Result<ChatResponse> call(ChatRequest req);
+
+  // The request's identity: lower-case hex SHA-256 of its canonical form (endpoint URL, model,
+  // messages, sampling parameters, response_format). Same value as ChatResponse::request_sha256.
+  std::string request_sha256(const ChatRequest& req) const;
+  // The JSON body that is POSTed for req (holds no secret).
+  std::string request_json(const ChatRequest& req) const;
+  // The full URL requests go to (holds no secret).
+  const std::string& url() const;
+
+  // Applies the limit, retry and timeout fields of cfg (the endpoint stays as created).
+  void reload_limits(const LlmConfig& cfg);
+  Stats stats() const;
+
+  // Stops accepting (later submits fail with "cancelled"), lets accepted requests finish until
+  // `grace` has passed (scheduled retries that would start after it are not started), then
+  // aborts the rest with "cancelled" and joins the thread. Idempotent.
+  void shutdown(std::chrono::milliseconds grace);
+
+  class Impl;
+
+ private:
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kforge::llm

@@ -1,0 +1,78 @@
+#pragma once
+// The `llm` section of the configuration (config/kforge.yaml documents every key).
+//
+// Reloadable on SIGHUP: Client::reload_limits() takes the limit, retry and timeout fields of a
+// freshly read LlmConfig; the endpoint fields (provider, base_url, model, key) need a restart.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "kforge/core/config.hpp"
+
+namespace kforge::llm {
+
+enum class Provider { openai, azure };
+enum class ResponseFormat { none, json_object, json_schema };
+
+// USD per million tokens.
+struct Price {
+  double prompt_per_mtok = 0;
+  double completion_per_mtok = 0;
+};
+
+struct LlmConfig {
+  // --- endpoint (restart to change) ---
+  Provider provider = Provider::openai;
+  // OpenAI-compatible: requests go to {base_url}/chat/completions. Azure: base_url is the
+  // resource endpoint (https://NAME.openai.azure.com) and requests go to
+  // {base_url}/openai/deployments/{deployment}/chat/completions?api-version={api_version}.
+  std::string base_url = "https://api.openai.com/v1";
+  std::string model = "gpt-4o-mini";
+  std::string azure_deployment;  // empty: the model name
+  std::string azure_api_version = "2024-06-01";
+  // The NAME of the environment variable holding the key (never the key itself). Empty, or a
+  // variable that is unset: no authorization header (local servers).
+  std::string api_key_env = "OPENAI_API_KEY";
+  std::map<std::string, std::string> extra_headers;
+
+  // --- sampling (part of a request's identity) ---
+  std::optional<double> temperature = 0.2;
+  std::optional<double> top_p;
+  std::optional<int> max_tokens = 4096;
+  std::optional<std::int64_t> seed;
+  ResponseFormat response_format = ResponseFormat::json_object;
+
+  // --- limits (reloadable) ---
+  int max_in_flight = 16;           // hard cap on concurrent requests
+  int min_in_flight = 1;            // adaptive concurrency never goes below this
+  double requests_per_minute = 0;   // 0: unlimited
+  double tokens_per_minute = 0;     // 0: unlimited (prompt estimate + max_tokens until usage known)
+  bool adaptive = true;             // cut on 429/503/latency, grow back additively
+  double latency_factor = 3.0;      // "far above baseline": latency > factor x baseline EWMA
+  double decrease_factor = 0.5;     // multiplicative cut
+  int adaptive_cooldown_ms = 2000;  // at most one cut per cooldown
+
+  // --- retries (reloadable) ---
+  int max_attempts = 6;                      // including the first
+  std::int64_t total_deadline_ms = 900'000;  // no retry starts later than this after the first
+  std::int64_t backoff_base_ms = 1000;       // full jitter: uniform(0, min(max, base * 2^(n-1)))
+  std::int64_t backoff_max_ms = 60'000;
+  std::int64_t retry_after_cap_ms = 900'000;  // Retry-After above this fails as transient
+
+  // --- timeouts (reloadable) ---
+  std::int64_t connect_timeout_ms = 10'000;
+  std::int64_t request_timeout_ms = 300'000;  // whole exchange, per attempt
+
+  // --- audit and replay ---
+  bool replay = true;  // answer a request whose hash has a good stored response from the store
+  std::map<std::string, Price> prices;  // model -> price; absent: cost 0
+};
+
+void read_config(ConfigNode n, LlmConfig& out);
+
+const char* to_string(Provider p);
+const char* to_string(ResponseFormat f);
+
+}  // namespace kforge::llm

@@ -1,0 +1,167 @@
+#include "kforge/llm/config.hpp"
+
+#include <cstdlib>
+
+namespace kforge::llm {
+namespace {
+
+// Optional sampling values are strings in YAML so that "" can mean "not sent".
+template <class T>
+void get_optional(ConfigNode& n, std::string_view key, std::optional<T>& out) {
+  std::string s;
+  if (out) {
+    if constexpr (std::is_same_v<T, double>) {
+      s = std::to_string(*out);
+    } else {
+      s = std::to_string(*out);
+    }
+  }
+  std::string before = s;
+  n.get(key, s);
+  if (s == before) return;
+  if (s.empty() || s == "none") {
+    out.reset();
+    return;
+  }
+  char* end = nullptr;
+  if constexpr (std::is_same_v<T, double>) {
+    double v = std::strtod(s.c_str(), &end);
+    if (end != s.c_str() + s.size()) {
+      n.invalid(key, "expected a number or \"\", got '" + s + "'");
+      return;
+    }
+    out = v;
+  } else {
+    long long v = std::strtoll(s.c_str(), &end, 10);
+    if (end != s.c_str() + s.size()) {
+      n.invalid(key, "expected an integer or \"\", got '" + s + "'");
+      return;
+    }
+    out = static_cast<T>(v);
+  }
+}
+
+}  // namespace
+
+const char* to_string(Provider p) {
+  return p == Provider::azure ? "azure" : "openai";
+}
+
+const char* to_string(ResponseFormat f) {
+  switch (f) {
+    case ResponseFormat::none:
+      return "none";
+    case ResponseFormat::json_object:
+      return "json_object";
+    case ResponseFormat::json_schema:
+      return "json_schema";
+  }
+  return "none";
+}
+
+void read_config(ConfigNode n, LlmConfig& out) {
+  std::string provider = to_string(out.provider);
+  n.get("provider", provider);
+  if (provider == "openai") {
+    out.provider = Provider::openai;
+  } else if (provider == "azure") {
+    out.provider = Provider::azure;
+  } else {
+    n.invalid("provider", "'" + provider + "' is not one of openai, azure");
+  }
+  n.get("base_url", out.base_url);
+  if (out.base_url.rfind("http://", 0) != 0 && out.base_url.rfind("https://", 0) != 0)
+    n.invalid("base_url", "'" + out.base_url + "' must start with http:// or https://");
+  n.get("model", out.model);
+  if (out.model.empty()) n.invalid("model", "must not be empty");
+  n.get("azure_deployment", out.azure_deployment);
+  n.get("azure_api_version", out.azure_api_version);
+  n.get("api_key_env", out.api_key_env);
+  n.get("extra_headers", out.extra_headers);
+
+  get_optional(n, "temperature", out.temperature);
+  get_optional(n, "top_p", out.top_p);
+  get_optional(n, "max_tokens", out.max_tokens);
+  get_optional(n, "seed", out.seed);
+  std::string rf = to_string(out.response_format);
+  n.get("response_format", rf);
+  if (rf == "none") {
+    out.response_format = ResponseFormat::none;
+  } else if (rf == "json_object") {
+    out.response_format = ResponseFormat::json_object;
+  } else if (rf == "json_schema") {
+    out.response_format = ResponseFormat::json_schema;
+  } else {
+    n.invalid("response_format", "'" + rf + "' is not one of none, json_object, json_schema");
+  }
+
+  n.get("max_in_flight", out.max_in_flight);
+  if (out.max_in_flight < 1) n.invalid("max_in_flight", "must be >= 1");
+  n.get("min_in_flight", out.min_in_flight);
+  if (out.min_in_flight < 1 || out.min_in_flight > out.max_in_flight)
+    n.invalid("min_in_flight", "must be between 1 and max_in_flight");
+  n.get("requests_per_minute", out.requests_per_minute);
+  if (out.requests_per_minute < 0) n.invalid("requests_per_minute", "must be >= 0");
+  n.get("tokens_per_minute", out.tokens_per_minute);
+  if (out.tokens_per_minute < 0) n.invalid("tokens_per_minute", "must be >= 0");
+  n.get("adaptive", out.adaptive);
+  n.get("latency_factor", out.latency_factor);
+  if (out.latency_factor <= 1) n.invalid("latency_factor", "must be > 1");
+  n.get("decrease_factor", out.decrease_factor);
+  if (out.decrease_factor <= 0 || out.decrease_factor >= 1)
+    n.invalid("decrease_factor", "must be between 0 and 1 (exclusive)");
+  n.get("adaptive_cooldown_ms", out.adaptive_cooldown_ms);
+  if (out.adaptive_cooldown_ms < 0) n.invalid("adaptive_cooldown_ms", "must be >= 0");
+
+  n.get("max_attempts", out.max_attempts);
+  if (out.max_attempts < 1) n.invalid("max_attempts", "must be >= 1");
+  n.get("total_deadline_ms", out.total_deadline_ms);
+  if (out.total_deadline_ms < 1) n.invalid("total_deadline_ms", "must be >= 1");
+  n.get("backoff_base_ms", out.backoff_base_ms);
+  if (out.backoff_base_ms < 0) n.invalid("backoff_base_ms", "must be >= 0");
+  n.get("backoff_max_ms", out.backoff_max_ms);
+  if (out.backoff_max_ms < out.backoff_base_ms)
+    n.invalid("backoff_max_ms", "must be >= backoff_base_ms");
+  n.get("retry_after_cap_ms", out.retry_after_cap_ms);
+  if (out.retry_after_cap_ms < 0) n.invalid("retry_after_cap_ms", "must be >= 0");
+
+  n.get("connect_timeout_ms", out.connect_timeout_ms);
+  if (out.connect_timeout_ms < 1) n.invalid("connect_timeout_ms", "must be >= 1");
+  n.get("request_timeout_ms", out.request_timeout_ms);
+  if (out.request_timeout_ms < 1) n.invalid("request_timeout_ms", "must be >= 1");
+
+  n.get("replay", out.replay);
+  nlohmann::json prices;
+  n.get_json("prices", prices);
+  if (!prices.is_null()) {
+    if (!prices.is_object()) {
+      n.invalid("prices", "expected a mapping of model -> {prompt_per_mtok, completion_per_mtok}");
+    } else {
+      out.prices.clear();
+      for (const auto& [model, p] : prices.items()) {
+        Price price;
+        bool ok = p.is_object();
+        for (const auto& [k, v] : ok ? p.items() : nlohmann::json::object().items()) {
+          if (!v.is_number() || v.get<double>() < 0) {
+            ok = false;
+          } else if (k == "prompt_per_mtok") {
+            price.prompt_per_mtok = v.get<double>();
+          } else if (k == "completion_per_mtok") {
+            price.completion_per_mtok = v.get<double>();
+          } else {
+            ok = false;
+          }
+        }
+        if (!ok) {
+          n.invalid("prices", "model '" + model +
+                                  "': expected {prompt_per_mtok: N, completion_per_mtok: N} "
+                                  "with numbers >= 0");
+          continue;
+        }
+        out.prices[model] = price;
+      }
+    }
+  }
+}
+
+}  // namespace kforge::llm

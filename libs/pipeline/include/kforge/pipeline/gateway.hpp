@@ -1,0 +1,40 @@
+#pragma once
+// LlmGateway: the pipeline's one door to the LLM provider.
+//
+// The real gateway holds one kforge::llm::Client per model (a run may name its own model), so
+// retries, rate limits, the idempotency store and the audit log are the client's. Tests of the
+// scheduler's logic may put a fake provider behind this interface; end-to-end tests use the real
+// client against the fake HTTP server.
+//
+// Threads: every method may be called from any thread; `done` runs on a client thread.
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "kforge/llm/client.hpp"
+
+namespace kforge::pipeline {
+
+class LlmGateway {
+ public:
+  virtual ~LlmGateway() = default;
+  // The request's identity and the JSON body that would be POSTed (no secrets).
+  virtual std::string request_sha256(const std::string& model, const llm::ChatRequest& req) = 0;
+  virtual std::string request_json(const std::string& model, const llm::ChatRequest& req) = 0;
+  // Queues req; `done` is called exactly once.
+  virtual void submit(const std::string& model, llm::ChatRequest req, llm::Callback done) = 0;
+  // Applies the limits of a reloaded configuration.
+  virtual void reload_limits(const llm::LlmConfig& cfg) = 0;
+  // Counters summed over every model's client.
+  virtual llm::Stats stats() const = 0;
+  // See llm::Client::shutdown. Idempotent.
+  virtual void shutdown(std::chrono::milliseconds grace) = 0;
+};
+
+// The real gateway: clients are created on first use of a model, from `cfg` with its model
+// replaced. A client that cannot be created fails the requests for that model.
+std::unique_ptr<LlmGateway> make_client_gateway(const llm::LlmConfig& cfg, llm::ClientOptions opts);
+
+}  // namespace kforge::pipeline

@@ -1,0 +1,118 @@
+-- Runs, jobs, leases and checkpoints. Times are milliseconds since the Unix epoch.
+
+-- name: insert_run
+INSERT INTO runs (tag, pipeline, model, params_json, prompts_json, state, created_ms, updated_ms)
+VALUES (?1, ?2, ?3, ?4, ?5, 'active', ?6, ?6);
+
+-- name: insert_job
+INSERT INTO jobs (run_id, sample_id, state, stage, created_ms, updated_ms)
+VALUES (?1, ?2, 'queued', ?3, ?4, ?4);
+
+-- name: sample_ids_all
+SELECT id FROM samples ORDER BY id LIMIT ?1;
+
+-- name: sample_id_by_key
+SELECT id FROM samples WHERE key = ?1;
+
+-- name: run_by_tag
+SELECT id, tag, pipeline, model, params_json, prompts_json, state, created_ms, updated_ms
+FROM runs WHERE tag = ?1;
+
+-- name: run_by_id
+SELECT id, tag, pipeline, model, params_json, prompts_json, state, created_ms, updated_ms
+FROM runs WHERE id = ?1;
+
+-- name: active_runs
+SELECT id, tag, pipeline, model, params_json, prompts_json, state, created_ms, updated_ms
+FROM runs WHERE state = 'active' ORDER BY id;
+
+-- name: all_runs
+SELECT id, tag, pipeline, model, params_json, prompts_json, state, created_ms, updated_ms
+FROM runs ORDER BY created_ms, id;
+
+-- name: set_run_state
+UPDATE runs SET state = ?2, updated_ms = ?3 WHERE id = ?1;
+
+-- Cancelling ends every job that has not ended and is not with the verifier.
+-- name: cancel_jobs
+UPDATE jobs SET state = 'cancelled', lease_owner = NULL, lease_expires_ms = NULL,
+                error_kind = 'cancelled', error = 'the run was cancelled', updated_ms = ?2
+WHERE run_id = ?1 AND state IN ('queued', 'leased', 'verify_queued');
+
+-- A run whose every job has ended is finished.
+-- name: finish_runs
+UPDATE runs SET state = 'finished', updated_ms = ?1
+WHERE state = 'active'
+  AND EXISTS (SELECT 1 FROM jobs j WHERE j.run_id = runs.id)
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.run_id = runs.id
+                  AND j.state NOT IN ('done', 'failed', 'cancelled'));
+
+-- Leases whose holder stopped renewing them: record, then requeue.
+-- name: expired_leases
+SELECT id, run_id, sample_id, stage, attempts, lease_owner FROM jobs
+WHERE state = 'leased' AND lease_expires_ms <= ?1;
+
+-- name: requeue_job
+UPDATE jobs SET state = 'queued', lease_owner = NULL, lease_expires_ms = NULL, updated_ms = ?2
+WHERE id = ?1 AND state = 'leased';
+
+-- Leases held by a daemon that is known to be gone (the same host's previous process).
+-- name: leases_of_owners
+SELECT id, run_id, sample_id, stage, attempts, lease_owner FROM jobs
+WHERE state = 'leased' AND lease_owner GLOB ?1;
+
+-- name: lease_jobs
+UPDATE jobs SET state = 'leased', lease_owner = ?2, lease_expires_ms = ?3, updated_ms = ?4
+WHERE id IN (SELECT id FROM jobs
+             WHERE run_id = ?1 AND state = 'queued' AND not_before_ms <= ?4
+             ORDER BY id LIMIT ?5)
+RETURNING id, run_id, sample_id, stage, attempts;
+
+-- name: renew_leases
+UPDATE jobs SET lease_expires_ms = ?2 WHERE state = 'leased' AND lease_owner = ?1;
+
+-- name: release_job
+UPDATE jobs SET state = 'queued', lease_owner = NULL, lease_expires_ms = NULL, updated_ms = ?3
+WHERE id = ?1 AND state = 'leased' AND lease_owner = ?2;
+
+-- name: release_owner
+UPDATE jobs SET state = 'queued', lease_owner = NULL, lease_expires_ms = NULL, updated_ms = ?2
+WHERE state = 'leased' AND lease_owner = ?1;
+
+-- The checkpoint's state change: only while the lease is still ours.
+-- name: advance_job
+UPDATE jobs SET state = ?3, stage = ?4, attempts = ?5, not_before_ms = ?6, error_kind = ?7,
+                error = ?8, lease_owner = NULL, lease_expires_ms = NULL, updated_ms = ?9
+WHERE id = ?1 AND state = 'leased' AND lease_owner = ?2;
+
+-- name: insert_stage_output
+INSERT INTO stage_outputs (job_id, run_id, sample_id, stage, attempt, status, prompt_version,
+                           prompt_sha256, request_sha256, request_json, response_raw,
+                           parsed_json, error_kind, error, prompt_tokens, completion_tokens,
+                           cost_usd, latency_ms, created_ms)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19);
+
+-- name: insert_event
+INSERT INTO job_events (run_id, job_id, sample_id, stage, attempt, level, kind, message, owner,
+                        created_ms)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10);
+
+-- name: sample_input
+SELECT key, code, description_1, description_2 FROM samples WHERE id = ?1;
+
+-- The good output of an earlier stage (v2's analysis, for generate).
+-- name: stage_ok_output
+SELECT parsed_json FROM stage_outputs
+WHERE job_id = ?1 AND stage = ?2 AND status = 'ok' ORDER BY id DESC LIMIT 1;
+
+-- Earlier attempts at the job's current stage, oldest first.
+-- name: stage_attempts
+SELECT status, error_kind, error, response_raw FROM stage_outputs
+WHERE job_id = ?1 AND stage = ?2 ORDER BY id;
+
+-- name: count_verify_queued
+SELECT count(*) FROM jobs WHERE state = 'verify_queued';
+
+-- name: run_event_exists
+SELECT count(*) FROM job_events WHERE run_id = ?1 AND job_id IS NULL AND kind = ?2
+AND created_ms >= ?3;

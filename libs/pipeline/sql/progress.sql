@@ -1,0 +1,35 @@
+-- Progress of runs, for `kforge status`, systemd's STATUS= line and /metrics.
+
+-- name: run_jobs_by_state_stage
+SELECT state, stage, count(*) FROM jobs WHERE run_id = ?1 GROUP BY state, stage;
+
+-- name: run_usage
+SELECT coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0),
+       coalesce(sum(cost_usd), 0), count(*), min(created_ms), max(created_ms)
+FROM stage_outputs WHERE run_id = ?1;
+
+-- name: run_outputs_by_stage_status
+SELECT stage, status, count(*) FROM stage_outputs WHERE run_id = ?1 GROUP BY stage, status;
+
+-- Jobs that left the LLM stages (last stage answered, or failed) since ?3.
+-- name: run_finished_since
+SELECT (SELECT count(*) FROM stage_outputs
+        WHERE run_id = ?1 AND stage = ?2 AND status = 'ok' AND created_ms >= ?3)
+     + (SELECT count(*) FROM jobs WHERE run_id = ?1 AND state = 'failed' AND updated_ms >= ?3);
+
+-- Errors and warnings by kind: how many, the latest time and message (SQLite takes the bare
+-- column from the row holding max()).
+-- name: run_errors_by_kind
+SELECT kind, count(*), max(created_ms), message FROM job_events
+WHERE run_id = ?1 AND level <> 'info' AND created_ms >= ?2
+GROUP BY kind ORDER BY count(*) DESC, kind;
+
+-- name: run_verdicts
+SELECT verdict, count(*) FROM verifications WHERE run_id = ?1 GROUP BY verdict;
+
+-- name: jobs_by_run_state
+SELECT r.tag, j.state, count(*) FROM jobs j JOIN runs r ON r.id = j.run_id
+GROUP BY r.tag, j.state;
+
+-- name: verdicts_all
+SELECT verdict, count(*) FROM verifications GROUP BY verdict;

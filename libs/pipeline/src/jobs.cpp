@@ -1,0 +1,402 @@
+#include "kforge/pipeline/jobs.hpp"
+
+#include <algorithm>
+
+namespace kforge::pipeline {
+
+std::span<const EmbeddedFile> pipeline_sql();
+
+const store::QuerySet& pipeline_queries() {
+  static const store::QuerySet q(pipeline_sql());
+  return q;
+}
+
+namespace {
+
+using store::Stmt;
+
+const store::QuerySet& Q() {
+  return pipeline_queries();
+}
+
+RunRow run_from(const Stmt& s) {
+  RunRow r;
+  r.id = s.int64(0);
+  r.tag = s.text(1);
+  r.pipeline = s.text(2);
+  r.model = s.text(3);
+  r.params = nlohmann::json::parse(s.text(4), nullptr, false);
+  r.prompts = nlohmann::json::parse(s.text(5), nullptr, false);
+  r.state = s.text(6);
+  r.created_ms = s.int64(7);
+  r.updated_ms = s.int64(8);
+  return r;
+}
+
+}  // namespace
+
+JobStore::JobStore(store::Db& db, Clock& clock, std::string owner)
+    : db_(db), clock_(clock), owner_(std::move(owner)) {}
+
+Result<std::int64_t> JobStore::create_run(const NewRun& run) {
+  KF_TRY(auto tx, store::Transaction::begin(db_));
+  KF_TRY(auto existing, run_by_tag(run.tag));
+  if (existing)
+    return fail("conflict", "run '" + run.tag + "' exists already (created " +
+                                format_utc_ms(existing->created_ms) + "); pick another tag");
+  std::int64_t now = clock_.wall_ms();
+  {
+    KF_TRY(Stmt * s, db_.cached(Q()["insert_run"]));
+    s->bind(1, run.tag)
+        .bind(2, run.pipeline)
+        .bind(3, run.model)
+        .bind(4, run.params.dump())
+        .bind(5, run.prompts.dump())
+        .bind(6, now);
+    KF_CHECK(s->run());
+  }
+  std::int64_t run_id = db_.last_insert_rowid();
+  for (std::int64_t sample : run.sample_ids) {
+    KF_TRY(Stmt * s, db_.cached(Q()["insert_job"]));
+    s->bind(1, run_id).bind(2, sample).bind(3, run.first_stage).bind(4, now);
+    KF_CHECK(s->run());
+  }
+  KF_CHECK(tx.commit());
+  return run_id;
+}
+
+Result<std::vector<RunRow>> JobStore::runs_of(std::string_view query_name) {
+  std::vector<RunRow> out;
+  KF_TRY(Stmt * s, db_.cached(Q()[query_name]));
+  while (true) {
+    KF_TRY(bool row, s->step());
+    if (!row) break;
+    out.push_back(run_from(*s));
+  }
+  s->reset();
+  return out;
+}
+
+Result<std::optional<RunRow>> JobStore::run_by_tag(const std::string& tag) {
+  KF_TRY(Stmt * s, db_.cached(Q()["run_by_tag"]));
+  s->bind(1, tag);
+  KF_TRY(bool row, s->step());
+  std::optional<RunRow> r;
+  if (row) r = run_from(*s);
+  s->reset();
+  return r;
+}
+
+Result<std::optional<RunRow>> JobStore::run_by_id(std::int64_t id) {
+  KF_TRY(Stmt * s, db_.cached(Q()["run_by_id"]));
+  s->bind(1, id);
+  KF_TRY(bool row, s->step());
+  std::optional<RunRow> r;
+  if (row) r = run_from(*s);
+  s->reset();
+  return r;
+}
+
+Result<std::vector<RunRow>> JobStore::active_runs() {
+  return runs_of("active_runs");
+}
+Result<std::vector<RunRow>> JobStore::all_runs() {
+  return runs_of("all_runs");
+}
+
+Status JobStore::set_run_state(const std::string& tag, const std::string& state) {
+  KF_TRY(auto tx, store::Transaction::begin(db_));
+  KF_TRY(auto run, run_by_tag(tag));
+  if (!run) return fail("not_found", "no run '" + tag + "' (kforge status lists the runs)");
+  if (run->state == "cancelled" || run->state == "finished")
+    return fail("conflict", "run '" + tag + "' is " + run->state + "; it cannot become " + state);
+  KF_TRY(Stmt * s, db_.cached(Q()["set_run_state"]));
+  s->bind(1, run->id).bind(2, state).bind(3, clock_.wall_ms());
+  KF_CHECK(s->run());
+  return tx.commit();
+}
+
+Result<std::int64_t> JobStore::cancel_run(const std::string& tag) {
+  KF_TRY(auto tx, store::Transaction::begin(db_));
+  KF_TRY(auto run, run_by_tag(tag));
+  if (!run) return fail("not_found", "no run '" + tag + "' (kforge status lists the runs)");
+  if (run->state == "cancelled" || run->state == "finished")
+    return fail("conflict", "run '" + tag + "' is " + run->state + " already");
+  std::int64_t now = clock_.wall_ms();
+  {
+    KF_TRY(Stmt * s, db_.cached(Q()["set_run_state"]));
+    s->bind(1, run->id).bind(2, "cancelled").bind(3, now);
+    KF_CHECK(s->run());
+  }
+  KF_TRY(Stmt * c, db_.cached(Q()["cancel_jobs"]));
+  c->bind(1, run->id).bind(2, now);
+  KF_CHECK(c->run());
+  std::int64_t n = db_.changes();
+  Event e;
+  e.run_id = run->id;
+  e.level = "info";
+  e.kind = "cancelled";
+  e.message = "run cancelled; " + std::to_string(n) + " jobs cancelled";
+  KF_CHECK(insert_event(e, now));
+  KF_CHECK(tx.commit());
+  return n;
+}
+
+Result<int> JobStore::finish_runs() {
+  KF_TRY(Stmt * s, db_.cached(Q()["finish_runs"]));
+  s->bind(1, clock_.wall_ms());
+  KF_CHECK(s->run());
+  return db_.changes();
+}
+
+Result<std::vector<std::int64_t>> JobStore::sample_ids(std::int64_t limit) {
+  std::vector<std::int64_t> ids;
+  KF_TRY(Stmt * s, db_.cached(Q()["sample_ids_all"]));
+  s->bind(1, limit < 0 ? std::int64_t{-1} : limit);
+  while (true) {
+    KF_TRY(bool row, s->step());
+    if (!row) break;
+    ids.push_back(s->int64(0));
+  }
+  s->reset();
+  return ids;
+}
+
+Result<std::optional<std::int64_t>> JobStore::sample_id(const std::string& key) {
+  KF_TRY(Stmt * s, db_.cached(Q()["sample_id_by_key"]));
+  s->bind(1, key);
+  KF_TRY(bool row, s->step());
+  std::optional<std::int64_t> id;
+  if (row) id = s->int64(0);
+  s->reset();
+  return id;
+}
+
+Result<int> JobStore::expire_leases() {
+  std::int64_t now = clock_.wall_ms();
+  std::vector<LeasedJob> expired;
+  std::vector<std::string> owners;
+  {
+    KF_TRY(Stmt * s, db_.cached(Q()["expired_leases"]));
+    s->bind(1, now);
+    while (true) {
+      KF_TRY(bool row, s->step());
+      if (!row) break;
+      expired.push_back(LeasedJob{s->int64(0), s->int64(1), s->int64(2), s->text(3),
+                                  static_cast<int>(s->int64(4))});
+      owners.push_back(s->text(5));
+    }
+    s->reset();
+  }
+  if (expired.empty()) return 0;
+  KF_TRY(auto tx, store::Transaction::begin(db_));
+  int n = 0;
+  for (std::size_t i = 0; i < expired.size(); ++i) {
+    const auto& j = expired[i];
+    KF_TRY(Stmt * s, db_.cached(Q()["requeue_job"]));
+    s->bind(1, j.id).bind(2, now);
+    KF_CHECK(s->run());
+    if (db_.changes() == 0) continue;
+    ++n;
+    Event e{j.run_id,        j.id,
+            j.sample_id,     j.stage,
+            j.attempts + 1,  "warn",
+            "lease_expired", "the lease of " + owners[i] + " expired; the job is queued again"};
+    KF_CHECK(insert_event(e, now));
+  }
+  KF_CHECK(tx.commit());
+  return n;
+}
+
+Result<int> JobStore::reclaim_leases(const std::string& owner_glob) {
+  std::int64_t now = clock_.wall_ms();
+  KF_TRY(auto tx, store::Transaction::begin(db_));
+  std::vector<LeasedJob> held;
+  std::vector<std::string> owners;
+  {
+    KF_TRY(Stmt * s, db_.cached(Q()["leases_of_owners"]));
+    s->bind(1, owner_glob);
+    while (true) {
+      KF_TRY(bool row, s->step());
+      if (!row) break;
+      held.push_back(LeasedJob{s->int64(0), s->int64(1), s->int64(2), s->text(3),
+                               static_cast<int>(s->int64(4))});
+      owners.push_back(s->text(5));
+    }
+    s->reset();
+  }
+  for (std::size_t i = 0; i < held.size(); ++i) {
+    const auto& j = held[i];
+    KF_TRY(Stmt * s, db_.cached(Q()["requeue_job"]));
+    s->bind(1, j.id).bind(2, now);
+    KF_CHECK(s->run());
+    Event e{j.run_id,
+            j.id,
+            j.sample_id,
+            j.stage,
+            j.attempts + 1,
+            "warn",
+            "lease_reclaimed",
+            owners[i] + " stopped without releasing the lease; the job is queued again"};
+    KF_CHECK(insert_event(e, now));
+  }
+  KF_CHECK(tx.commit());
+  return static_cast<int>(held.size());
+}
+
+Result<std::vector<LeasedJob>> JobStore::lease(std::int64_t run_id, int n, std::int64_t lease_ms) {
+  std::vector<LeasedJob> out;
+  if (n <= 0) return out;
+  std::int64_t now = clock_.wall_ms();
+  KF_TRY(Stmt * s, db_.cached(Q()["lease_jobs"]));
+  s->bind(1, run_id).bind(2, owner_).bind(3, now + lease_ms).bind(4, now).bind(5, n);
+  while (true) {
+    KF_TRY(bool row, s->step());
+    if (!row) break;
+    out.push_back(LeasedJob{s->int64(0), s->int64(1), s->int64(2), s->text(3),
+                            static_cast<int>(s->int64(4))});
+  }
+  s->reset();
+  std::sort(out.begin(), out.end(),
+            [](const LeasedJob& a, const LeasedJob& b) { return a.id < b.id; });
+  return out;
+}
+
+Status JobStore::renew_leases(std::int64_t lease_ms) {
+  KF_TRY(Stmt * s, db_.cached(Q()["renew_leases"]));
+  s->bind(1, owner_).bind(2, clock_.wall_ms() + lease_ms);
+  return s->run();
+}
+
+Status JobStore::release(std::int64_t job_id) {
+  KF_TRY(Stmt * s, db_.cached(Q()["release_job"]));
+  s->bind(1, job_id).bind(2, owner_).bind(3, clock_.wall_ms());
+  return s->run();
+}
+
+Result<int> JobStore::release_all() {
+  KF_TRY(Stmt * s, db_.cached(Q()["release_owner"]));
+  s->bind(1, owner_).bind(2, clock_.wall_ms());
+  KF_CHECK(s->run());
+  return db_.changes();
+}
+
+Result<bool> JobStore::checkpoint(const LeasedJob& job, const std::optional<StageOutput>& output,
+                                  const NextState& next, const std::vector<Event>& events) {
+  std::int64_t now = clock_.wall_ms();
+  KF_TRY(auto tx, store::Transaction::begin(db_));
+  {
+    KF_TRY(Stmt * s, db_.cached(Q()["advance_job"]));
+    s->bind(1, job.id)
+        .bind(2, owner_)
+        .bind(3, next.state)
+        .bind(4, next.stage)
+        .bind(5, next.attempts)
+        .bind(6, next.not_before_ms)
+        .bind(7, next.error_kind)
+        .bind(8, next.error)
+        .bind(9, now);
+    KF_CHECK(s->run());
+    if (db_.changes() != 1) return false;  // the transaction rolls back, writing nothing
+  }
+  if (output) {
+    const auto& o = *output;
+    KF_TRY(Stmt * s, db_.cached(Q()["insert_stage_output"]));
+    s->bind(1, job.id)
+        .bind(2, job.run_id)
+        .bind(3, job.sample_id)
+        .bind(4, o.stage)
+        .bind(5, o.attempt)
+        .bind(6, o.status)
+        .bind(7, o.prompt_version)
+        .bind(8, o.prompt_sha256)
+        .bind(9, o.request_sha256)
+        .bind(10, o.request_json)
+        .bind(11, o.response_raw)
+        .bind(12, o.parsed_json)
+        .bind(13, o.error_kind)
+        .bind(14, o.error)
+        .bind(15, o.prompt_tokens)
+        .bind(16, o.completion_tokens)
+        .bind(17, o.cost_usd)
+        .bind(18, o.latency_ms)
+        .bind(19, now);
+    KF_CHECK(s->run());
+  }
+  for (const auto& e : events) KF_CHECK(insert_event(e, now));
+  KF_CHECK(tx.commit());
+  return true;
+}
+
+Result<SampleInput> JobStore::sample_input(std::int64_t sample_id) {
+  KF_TRY(Stmt * s, db_.cached(Q()["sample_input"]));
+  s->bind(1, sample_id);
+  KF_TRY(bool row, s->step());
+  if (!row) return fail("not_found", "sample " + std::to_string(sample_id) + " does not exist");
+  SampleInput in{s->text(0), s->text(1), s->opt_text(2), s->opt_text(3)};
+  s->reset();
+  return in;
+}
+
+Result<std::optional<std::string>> JobStore::ok_output(std::int64_t job_id,
+                                                       const std::string& stage) {
+  KF_TRY(Stmt * s, db_.cached(Q()["stage_ok_output"]));
+  s->bind(1, job_id).bind(2, stage);
+  KF_TRY(bool row, s->step());
+  std::optional<std::string> out;
+  if (row) out = s->opt_text(0);
+  s->reset();
+  return out;
+}
+
+Result<std::vector<Attempt>> JobStore::attempts(std::int64_t job_id, const std::string& stage) {
+  std::vector<Attempt> out;
+  KF_TRY(Stmt * s, db_.cached(Q()["stage_attempts"]));
+  s->bind(1, job_id).bind(2, stage);
+  while (true) {
+    KF_TRY(bool row, s->step());
+    if (!row) break;
+    out.push_back(Attempt{s->text(0), s->opt_text(1), s->opt_text(2), s->opt_text(3)});
+  }
+  s->reset();
+  return out;
+}
+
+Result<std::int64_t> JobStore::verify_backlog() {
+  KF_TRY(Stmt * s, db_.cached(Q()["count_verify_queued"]));
+  KF_TRY(bool row, s->step());
+  std::int64_t n = row ? s->int64(0) : 0;
+  s->reset();
+  return n;
+}
+
+Status JobStore::insert_event(const Event& e, std::int64_t now) {
+  KF_TRY(Stmt * s, db_.cached(Q()["insert_event"]));
+  s->bind(1, e.run_id)
+      .bind(2, e.job_id)
+      .bind(3, e.sample_id)
+      .bind(4, e.stage)
+      .bind(5, e.attempt)
+      .bind(6, e.level)
+      .bind(7, e.kind)
+      .bind(8, e.message)
+      .bind(9, owner_.empty() ? std::optional<std::string>() : std::optional<std::string>(owner_))
+      .bind(10, now);
+  return s->run();
+}
+
+Status JobStore::add_event(const Event& e) {
+  return insert_event(e, clock_.wall_ms());
+}
+
+Result<bool> JobStore::has_run_event(std::int64_t run_id, const std::string& kind,
+                                     std::int64_t since_ms) {
+  KF_TRY(Stmt * s, db_.cached(Q()["run_event_exists"]));
+  s->bind(1, run_id).bind(2, kind).bind(3, since_ms);
+  KF_TRY(bool row, s->step());
+  bool yes = row && s->int64(0) > 0;
+  s->reset();
+  return yes;
+}
+
+}  // namespace kforge::pipeline

@@ -1,0 +1,167 @@
+#include "kforge/pipeline/progress.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kforge/core/clock.hpp"
+
+namespace kforge::pipeline {
+
+namespace {
+using store::Stmt;
+constexpr std::int64_t kRateWindowMs = 10 * 60 * 1000;
+constexpr std::int64_t kErrorWindowMs = 24 * 60 * 60 * 1000;
+}  // namespace
+
+Result<std::vector<RunProgress>> collect_progress(store::Db& db, std::int64_t now_ms,
+                                                  const std::optional<std::string>& tag) {
+  const auto& q = pipeline_queries();
+  SystemClock wall;
+  JobStore jobs(db, wall);
+  std::vector<RunRow> runs;
+  if (tag) {
+    KF_TRY(auto r, jobs.run_by_tag(*tag));
+    if (!r) return fail("not_found", "no run '" + *tag + "' (kforge status lists the runs)");
+    runs.push_back(std::move(*r));
+  } else {
+    KF_TRY(runs, jobs.all_runs());
+  }
+  std::vector<RunProgress> out;
+  for (auto& run : runs) {
+    RunProgress p;
+    p.run = std::move(run);
+    std::int64_t id = p.run.id;
+    {
+      KF_TRY(Stmt * s, db.cached(q["run_jobs_by_state_stage"]));
+      s->bind(1, id);
+      while (true) {
+        KF_TRY(bool row, s->step());
+        if (!row) break;
+        std::string state = s->text(0), stage = s->text(1);
+        std::int64_t n = s->int64(2);
+        p.by_state[state] += n;
+        p.by_stage[stage][state] += n;
+        p.total += n;
+      }
+      s->reset();
+    }
+    for (const char* st : {"verify_queued", "verifying", "done", "failed", "cancelled"})
+      p.past_llm += p.by_state.count(st) ? p.by_state[st] : 0;
+    for (const char* st : {"queued", "leased"})
+      p.remaining += p.by_state.count(st) ? p.by_state[st] : 0;
+    std::int64_t first_ms = 0;
+    {
+      KF_TRY(Stmt * s, db.cached(q["run_usage"]));
+      s->bind(1, id);
+      KF_TRY(bool row, s->step());
+      if (row) {
+        p.prompt_tokens = s->int64(0);
+        p.completion_tokens = s->int64(1);
+        p.cost_usd = s->real(2);
+        first_ms = s->is_null(4) ? 0 : s->int64(4);
+      }
+      s->reset();
+    }
+    {
+      KF_TRY(Stmt * s, db.cached(q["run_outputs_by_stage_status"]));
+      s->bind(1, id);
+      while (true) {
+        KF_TRY(bool row, s->step());
+        if (!row) break;
+        p.outputs[s->text(0)][s->text(1)] = s->int64(2);
+      }
+      s->reset();
+    }
+    if (first_ms > 0 && p.run.state == "active") {
+      std::int64_t window = std::clamp<std::int64_t>(now_ms - first_ms, 1000, kRateWindowMs);
+      KF_TRY(Stmt * s, db.cached(q["run_finished_since"]));
+      s->bind(1, id).bind(2, "generate").bind(3, now_ms - window);
+      KF_TRY(bool row, s->step());
+      std::int64_t n = row ? s->int64(0) : 0;
+      s->reset();
+      p.per_minute = static_cast<double>(n) * 60'000.0 / static_cast<double>(window);
+      if (p.per_minute > 0)
+        p.eta_s = static_cast<std::int64_t>(
+            std::ceil(static_cast<double>(p.remaining) * 60.0 / p.per_minute));
+    }
+    {
+      KF_TRY(Stmt * s, db.cached(q["run_errors_by_kind"]));
+      s->bind(1, id).bind(2, now_ms - kErrorWindowMs);
+      while (true) {
+        KF_TRY(bool row, s->step());
+        if (!row) break;
+        p.errors.push_back(ErrorKind{s->text(0), s->int64(1), s->int64(2), s->text(3)});
+      }
+      s->reset();
+    }
+    {
+      KF_TRY(Stmt * s, db.cached(q["run_verdicts"]));
+      s->bind(1, id);
+      while (true) {
+        KF_TRY(bool row, s->step());
+        if (!row) break;
+        p.verdicts[s->text(0)] = s->int64(1);
+      }
+      s->reset();
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+nlohmann::ordered_json RunProgress::to_json() const {
+  using nlohmann::ordered_json;
+  ordered_json j;
+  j["tag"] = run.tag;
+  j["pipeline"] = run.pipeline;
+  j["model"] = run.model;
+  j["state"] = run.state;
+  j["created_ms"] = run.created_ms;
+  j["jobs_total"] = total;
+  ordered_json states = ordered_json::object();
+  for (const auto& [k, v] : by_state) states[k] = v;
+  j["jobs"] = states;
+  ordered_json stages = ordered_json::object();
+  for (const auto& [stage, m] : by_stage) {
+    ordered_json s = ordered_json::object();
+    for (const auto& [k, v] : m) s[k] = v;
+    stages[stage] = s;
+  }
+  j["jobs_by_stage"] = stages;
+  j["progress"] = {{"past_llm", past_llm}, {"remaining", remaining}, {"fraction", fraction()}};
+  j["samples_per_minute"] = per_minute;
+  j["eta_s"] = eta_s ? ordered_json(*eta_s) : ordered_json(nullptr);
+  j["tokens"] = {{"prompt", prompt_tokens}, {"completion", completion_tokens}};
+  j["cost_usd"] = cost_usd;
+  ordered_json outs = ordered_json::object();
+  for (const auto& [stage, m] : outputs) {
+    ordered_json s = ordered_json::object();
+    for (const auto& [k, v] : m) s[k] = v;
+    outs[stage] = s;
+  }
+  j["stage_outputs"] = outs;
+  ordered_json errs = ordered_json::array();
+  for (const auto& e : errors)
+    errs.push_back({{"kind", e.kind},
+                    {"count", e.count},
+                    {"last_ms", e.last_ms},
+                    {"last_message", e.last_message}});
+  j["errors"] = errs;
+  ordered_json v = ordered_json::object();
+  for (const auto& [k, n] : verdicts) v[k] = n;
+  j["verdicts"] = v;
+  j["refused"] = refused.empty() ? ordered_json(nullptr) : ordered_json(refused);
+  return j;
+}
+
+std::string progress_bar(double fraction, int width) {
+  fraction = std::clamp(fraction, 0.0, 1.0);
+  int filled = static_cast<int>(std::floor(fraction * width + 1e-9));
+  std::string s = "[";
+  s.append(static_cast<std::size_t>(filled), '#');
+  s.append(static_cast<std::size_t>(width - filled), '.');
+  s += "] " + std::to_string(static_cast<int>(std::floor(fraction * 100 + 1e-9))) + "%";
+  return s;
+}
+
+}  // namespace kforge::pipeline

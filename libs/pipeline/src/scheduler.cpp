@@ -1,0 +1,566 @@
+#include "kforge/pipeline/scheduler.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+
+#include "kforge/llm/json.hpp"
+#include "kforge/pipeline/facts.hpp"
+
+namespace kforge::pipeline {
+
+struct Scheduler::Completion {
+  std::int64_t job_id;
+  std::uint64_t generation;
+  Result<llm::ChatResponse> result;
+};
+
+struct Scheduler::Inbox {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Completion> queue;
+  bool woken = false;
+};
+
+struct Scheduler::Call {
+  LeasedJob job;
+  std::uint64_t generation = 0;
+  std::string tag;  // the run's
+  std::string model;
+  const Template* tmpl = nullptr;
+  const PipelineSpec* spec = nullptr;
+  std::string sample_key;
+  llm::ChatRequest request;  // kept for the identity of a failed call
+  std::string request_json;
+  int content_failures = 0;    // earlier unusable answers at this stage
+  int transient_failures = 0;  // earlier provider errors at this stage
+  KernelFacts facts;
+};
+
+namespace {
+
+// Answers that a new request may improve on: the reply did not parse, was rejected by the
+// kernel facts, or was cut at max_tokens.
+bool content_failure(const std::string& status, const std::optional<std::string>& kind) {
+  if (status == "parse_error" || status == "rejected") return true;
+  return status == "llm_error" && kind && (*kind == "length" || *kind == "parse");
+}
+
+std::string first_line(const std::string& s, std::size_t max = 300) {
+  std::string out = s.substr(0, s.find('\n'));
+  if (out.size() > max) out = out.substr(0, max) + "...";
+  return out;
+}
+
+class Busy {
+ public:
+  explicit Busy(std::uint64_t& acc) : acc_(acc), start_(std::chrono::steady_clock::now()) {}
+  ~Busy() {
+    acc_ += static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                           std::chrono::steady_clock::now() - start_)
+                                           .count());
+  }
+  Busy(const Busy&) = delete;
+  Busy& operator=(const Busy&) = delete;
+
+ private:
+  std::uint64_t& acc_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace
+
+Scheduler::Scheduler(JobStore& store, LlmGateway& llm, const PromptLibrary& prompts, Clock& clock,
+                     PipelineConfig cfg)
+    : store_(store),
+      llm_(llm),
+      prompts_(&prompts),
+      clock_(clock),
+      cfg_(std::move(cfg)),
+      inbox_(std::make_shared<Inbox>()) {}
+
+Scheduler::~Scheduler() = default;
+
+void Scheduler::reconfigure(const PipelineConfig& cfg, const PromptLibrary* prompts) {
+  cfg_ = cfg;
+  if (prompts != nullptr && in_flight_.empty()) {
+    prompts_ = prompts;
+    runs_.clear();
+    refused_.clear();
+  } else if (prompts != nullptr) {
+    // Calls in flight point into the old library; the caller keeps it alive until they end.
+    prompts_ = prompts;
+    for (auto& [id, run] : runs_) run.spec = nullptr;
+    refused_.clear();
+  }
+  next_runs_refresh_ms_ = 0;
+}
+
+bool Scheduler::wait(std::chrono::milliseconds max) {
+  std::unique_lock lock(inbox_->mu);
+  inbox_->cv.wait_for(lock, max, [&] { return !inbox_->queue.empty() || inbox_->woken; });
+  inbox_->woken = false;
+  return !inbox_->queue.empty();
+}
+
+void Scheduler::wake() {
+  {
+    std::lock_guard lock(inbox_->mu);
+    inbox_->woken = true;
+  }
+  inbox_->cv.notify_one();
+}
+
+std::int64_t Scheduler::backoff_ms(int failures) const {
+  std::int64_t b = cfg_.retry_backoff_ms;
+  for (int i = 1; i < failures && b < cfg_.retry_backoff_max_ms; ++i) b *= 2;
+  return std::min(b, cfg_.retry_backoff_max_ms);
+}
+
+Result<StepReport> Scheduler::step() {
+  StepReport rep;
+  std::deque<Completion> done;
+  {
+    std::lock_guard lock(inbox_->mu);
+    done.swap(inbox_->queue);
+  }
+  Busy busy(stats_.busy_ns);
+  for (std::size_t i = 0; i < done.size(); ++i) {
+    auto st = complete(done[i], rep);
+    if (!st.ok()) {
+      // Nothing of this completion was written: keep it and the rest for the next step.
+      std::lock_guard lock(inbox_->mu);
+      for (std::size_t k = done.size(); k-- > i;) inbox_->queue.push_front(std::move(done[k]));
+      return std::move(st).error();
+    }
+  }
+
+  std::int64_t now = clock_.wall_ms();
+  if (!in_flight_.empty() && now >= next_renew_ms_) {
+    KF_CHECK(store_.renew_leases(cfg_.lease_ms));
+    next_renew_ms_ = now + cfg_.lease_ms / 3;
+  }
+  if (now >= next_expiry_check_ms_) {
+    KF_TRY(int expired, store_.expire_leases());
+    if (expired > 0) spdlog::warn("requeued {} jobs whose leases expired", expired);
+    next_expiry_check_ms_ = now + std::min<std::int64_t>(cfg_.lease_ms / 4, 5'000);
+  }
+  if (now >= next_finish_check_ms_) {
+    KF_TRY(int finished, store_.finish_runs());
+    if (finished > 0) {
+      spdlog::info("{} run(s) finished", finished);
+      next_runs_refresh_ms_ = 0;
+    }
+    next_finish_check_ms_ = now + 1'000;
+  }
+  if (!draining_) KF_CHECK(lease_and_submit(rep));
+  return rep;
+}
+
+Status Scheduler::refresh_runs() {
+  std::int64_t now = clock_.wall_ms();
+  if (now < next_runs_refresh_ms_) return {};
+  next_runs_refresh_ms_ = now + cfg_.idle_poll_ms;
+  KF_TRY(auto rows, store_.active_runs());
+  std::set<std::int64_t> active;
+  for (auto& row : rows) {
+    active.insert(row.id);
+    auto& info = runs_[row.id];
+    bool known = info.spec != nullptr || refused_.count(row.id) > 0;
+    info.row = std::move(row);
+    if (known) continue;
+    auto spec = prompts_->pipeline(info.row.pipeline);
+    std::string why = spec.ok() ? (*spec)->mismatch(info.row.prompts) : spec.error().message;
+    if (why.empty()) {
+      info.spec = *spec;
+      continue;
+    }
+    why = "run '" + info.row.tag + "' refused: " + why +
+          "; its outputs must not mix prompt texts: restore the templates it was created with, "
+          "or create a new run (a new tag)";
+    refused_[info.row.id] = why;
+    spdlog::error("{}", why);
+    Event e;
+    e.run_id = info.row.id;
+    e.kind = "prompt_changed";
+    e.message = why;
+    KF_CHECK(store_.add_event(e));
+  }
+  for (auto it = runs_.begin(); it != runs_.end();) {
+    if (active.count(it->first) == 0 && it->second.in_flight == 0)
+      it = runs_.erase(it);
+    else
+      ++it;
+  }
+  return {};
+}
+
+Status Scheduler::lease_and_submit(StepReport& rep) {
+  int free = cfg_.max_in_flight - in_flight();
+  if (free <= 0) return {};
+  int threshold = std::max(1, cfg_.max_in_flight / 8);
+  if (free < threshold && in_flight() > 0) return {};
+  KF_CHECK(refresh_runs());
+  if (cfg_.verify_backlog > 0) {
+    KF_TRY(std::int64_t backlog, store_.verify_backlog());
+    if (backlog >= cfg_.verify_backlog) return {};
+  }
+  std::int64_t now = clock_.wall_ms();
+  std::vector<RunInfo*> candidates;
+  for (auto& [id, run] : runs_)
+    if (run.spec != nullptr && refused_.count(id) == 0 && run.row.state == "active" &&
+        run.idle_until_ms <= now)
+      candidates.push_back(&run);
+  if (candidates.empty()) return {};
+  // Equal shares of the capacity; a share a run cannot use goes to the others.
+  int total = in_flight() + free;
+  int share =
+      (total + static_cast<int>(candidates.size()) - 1) / static_cast<int>(candidates.size());
+  auto lease_from = [&](RunInfo& run, int want) -> Status {
+    if (want <= 0 || free <= 0) return {};
+    want = std::min(want, free);
+    KF_TRY(auto jobs, store_.lease(run.row.id, want, cfg_.lease_ms));
+    if (static_cast<int>(jobs.size()) < want) {
+      run.idle_until_ms = now + cfg_.idle_poll_ms;
+      if (run.retry_at_ms > now)
+        run.idle_until_ms = std::min(run.idle_until_ms, run.retry_at_ms);
+      else
+        run.retry_at_ms = 0;
+    }
+    rep.leased += static_cast<int>(jobs.size());
+    stats_.leased += jobs.size();
+    for (std::size_t k = 0; k < jobs.size(); ++k) {
+      --free;
+      auto st = submit(run, jobs[k]);
+      if (!st.ok()) {
+        // Give back what was leased and not submitted, so no lease is renewed for nothing.
+        for (std::size_t r = k; r < jobs.size(); ++r)
+          if (in_flight_.count(jobs[r].id) == 0) (void)store_.release(jobs[r].id);
+        return st;
+      }
+      ++rep.submitted;
+    }
+    return {};
+  };
+  for (RunInfo* run : candidates) KF_CHECK(lease_from(*run, share - run->in_flight));
+  for (RunInfo* run : candidates)
+    if (run->idle_until_ms <= now) KF_CHECK(lease_from(*run, free));
+  return {};
+}
+
+Status Scheduler::fail_before_call(RunInfo& run, const LeasedJob& job, const Error& why) {
+  NextState next;
+  next.state = "failed";
+  next.stage = job.stage;
+  next.attempts = job.attempts;
+  next.error_kind = why.kind;
+  next.error = why.message;
+  Event e{run.row.id,       job.id,  job.sample_id, job.stage,
+          job.attempts + 1, "error", "failed",      "before any LLM call: " + why.message};
+  KF_TRY(bool held, store_.checkpoint(job, std::nullopt, next, {e}));
+  if (held) {
+    ++stats_.jobs_failed;
+    spdlog::warn("run {} job {}: failed before any LLM call: {}", run.row.tag, job.id, why.message);
+  }
+  return {};
+}
+
+Status Scheduler::submit(RunInfo& run, const LeasedJob& job) {
+  const Template* tmpl = run.spec->stage(job.stage);
+  if (tmpl == nullptr)
+    return fail_before_call(
+        run, job,
+        Error("state", "pipeline " + run.spec->version + " has no stage '" + job.stage + "'"));
+  KF_TRY(SampleInput in, store_.sample_input(job.sample_id));
+  auto facts = extract_facts(in.code);
+  if (!facts.ok())
+    return fail_before_call(
+        run, job, Error("python_syntax", "the code cannot be read: " + facts.error().message));
+  if (facts->kernels.empty())
+    return fail_before_call(run, job,
+                            Error("no_kernels", "the code defines no @triton.jit kernel"));
+  std::map<std::string, std::string> values = {
+      {"code", in.code},
+      {"key", in.key},
+      {"description_1", in.description_1.value_or("(none given)")},
+      {"description_2", in.description_2.value_or("(none given)")},
+      {"kernel_signatures", facts->signatures_text()},
+  };
+  if (std::find(tmpl->placeholders.begin(), tmpl->placeholders.end(), "analysis") !=
+      tmpl->placeholders.end()) {
+    KF_TRY(auto analysis, store_.ok_output(job.id, "analyze"));
+    if (!analysis)
+      return fail_before_call(
+          run, job,
+          Error("state", "stage '" + job.stage + "' needs the analysis, and the job has none"));
+    auto parsed = nlohmann::json::parse(*analysis, nullptr, false);
+    values["analysis"] = parsed.is_discarded() ? *analysis : parsed.dump(2);
+  }
+  auto text = render(tmpl->text, values, tmpl->path.string());
+  if (!text.ok()) return fail_before_call(run, job, text.error());
+
+  auto call = std::make_unique<Call>();
+  KF_TRY(auto earlier, store_.attempts(job.id, job.stage));
+  const Attempt* last_content = nullptr;
+  for (const auto& a : earlier) {
+    if (content_failure(a.status, a.error_kind)) {
+      ++call->content_failures;
+      last_content = &a;
+    } else if (a.status == "llm_error") {
+      ++call->transient_failures;
+    }
+  }
+  llm::ChatRequest req;
+  req.messages.push_back({"user", std::move(*text)});
+  if (last_content != nullptr) {
+    // Ask again with the unusable answer and why it failed: a different request (the client
+    // would replay the same one from its store) that gives the model what it needs to fix it.
+    auto reason = render(run.spec->retry.text,
+                         {{"reason", last_content->error.value_or("(no reason recorded)")}},
+                         run.spec->retry.path.string());
+    if (!reason.ok()) return fail_before_call(run, job, reason.error());
+    // (An answer the client could not parse in structured-output mode is not known here.)
+    if (last_content->response_raw)
+      req.messages.push_back({"assistant", *last_content->response_raw});
+    req.messages.push_back({"user", std::move(*reason)});
+  }
+  if (cfg_.structured_output) {
+    // The provider is asked for JSON (llm.response_format); the client parses and validates.
+    req.expect_json = true;
+    req.response_schema = tmpl->schema;
+    req.schema_name = "kforge_" + run.spec->version + "_" + job.stage;
+  } else {
+    req.expect_json = false;  // parsed and checked here: every answer is kept and replayable
+  }
+  req.tag = "run=" + run.row.tag + " sample=" + in.key + " stage=" + job.stage +
+            " attempt=" + std::to_string(job.attempts + 1);
+
+  call->job = job;
+  call->generation = ++generation_;
+  call->tag = run.row.tag;
+  call->model = run.row.model;
+  call->tmpl = tmpl;
+  call->spec = run.spec;
+  call->sample_key = in.key;
+  call->request_json = llm_.request_json(run.row.model, req);
+  call->request = req;
+  call->facts = std::move(*facts);
+
+  std::int64_t job_id = job.id;
+  std::uint64_t gen = call->generation;
+  in_flight_[job_id] = std::move(call);
+  ++run.in_flight;
+  ++stats_.submitted;
+  if (stats_.first_submit_ms < 0) stats_.first_submit_ms = clock_.wall_ms();
+  std::weak_ptr<Inbox> inbox = inbox_;
+  llm_.submit(run.row.model, std::move(req), [inbox, job_id, gen](Result<llm::ChatResponse> r) {
+    auto box = inbox.lock();
+    if (!box) return;
+    {
+      std::lock_guard lock(box->mu);
+      box->queue.push_back(Completion{job_id, gen, std::move(r)});
+    }
+    box->cv.notify_one();
+  });
+  return {};
+}
+
+Status Scheduler::complete(Completion& c, StepReport& rep) {
+  auto it = in_flight_.find(c.job_id);
+  if (it == in_flight_.end() || it->second->generation != c.generation) return {};  // released
+  // The call stays in flight until its outcome is written: an error leaves it for a later step.
+  std::unique_ptr<Call> call = std::move(it->second);
+  in_flight_.erase(it);
+  bool written = false;
+  struct Restore {
+    Scheduler* s;
+    std::unique_ptr<Call>& call;
+    bool& written;
+    ~Restore() {
+      if (written) {
+        auto r = s->runs_.find(call->job.run_id);
+        if (r != s->runs_.end()) --r->second.in_flight;
+      } else {
+        std::int64_t id = call->job.id;
+        s->in_flight_[id] = std::move(call);
+      }
+    }
+  } restore{this, call, written};
+  auto run_it = runs_.find(call->job.run_id);
+  const LeasedJob& job = call->job;
+
+  if (!c.result.ok() && c.result.error().kind == "cancelled") {
+    KF_CHECK(store_.release(job.id));  // the client shut down: someone asks again later
+    written = true;
+    return {};
+  }
+
+  StageOutput out;
+  out.stage = job.stage;
+  out.attempt = job.attempts + 1;
+  out.prompt_version = call->tmpl->version;
+  out.prompt_sha256 = call->tmpl->sha256;
+  out.request_json = call->request_json;
+
+  std::optional<Error> failure;  // what went wrong, if anything
+  Transient transient = Transient::no;
+  std::string event_kind;
+  if (c.result.ok()) {
+    const llm::ChatResponse& r = *c.result;
+    out.request_sha256 = r.request_sha256;
+    out.response_raw = r.content;
+    out.prompt_tokens = r.prompt_tokens;
+    out.completion_tokens = r.completion_tokens;
+    out.cost_usd = r.cost_usd;
+    out.latency_ms = r.latency_ms;
+    auto parsed = llm::extract_json(r.content, call->tmpl->schema);
+    if (!parsed.ok()) {
+      out.status = "parse_error";
+      out.error_kind = "parse";
+      out.error = parsed.error().message;
+      event_kind = "parse";
+      failure = parsed.error();
+    } else {
+      std::optional<Rejection> rejected;
+      if (job.stage == "analyze") {
+        rejected = check_analysis(call->facts, *parsed);
+      } else {
+        rejected = check_generation(call->facts, (*parsed)["kernel_wrapper"].get<std::string>(),
+                                    (*parsed)["unitest_code"].get<std::string>());
+      }
+      out.parsed_json = parsed->dump();
+      if (rejected) {
+        out.status = "rejected";
+        out.error_kind = rejected->kind;
+        out.error = rejected->message;
+        event_kind = "rejected:" + rejected->kind;
+        failure = Error("rejected", rejected->message);
+      } else {
+        out.status = "ok";
+      }
+    }
+  } else {
+    const Error& e = c.result.error();
+    out.request_sha256 = llm_.request_sha256(call->model, call->request);
+    out.status = "llm_error";
+    out.error_kind = e.kind;
+    out.error = e.message;
+    event_kind = "llm:" + e.kind;
+    failure = e;
+    // The client could not record the call: nothing was delivered, asking again is right.
+    transient = e.kind == "sqlite" ? Transient::yes : e.transient;
+  }
+
+  NextState next;
+  std::vector<Event> events;
+  std::int64_t now = clock_.wall_ms();
+  bool permanent_provider_error = false;
+  if (!failure) {
+    if (const Template* nt = call->spec->next(job.stage)) {
+      next.state = "queued";
+      next.stage = nt->name;
+    } else {
+      next.state = "verify_queued";
+      next.stage = "verify";
+    }
+    next.attempts = 0;
+  } else {
+    Event e{job.run_id,  job.id, job.sample_id, job.stage,
+            out.attempt, "warn", event_kind,    first_line(failure->message, 2000)};
+    next.stage = job.stage;
+    next.attempts = job.attempts + 1;
+    next.error_kind = event_kind;
+    next.error = failure->message;
+    std::string reason;
+    if (content_failure(out.status, out.error_kind)) {
+      int n = call->content_failures + 1;
+      if (n >= cfg_.max_attempts)
+        reason = std::to_string(n) + " unusable answers at stage " + job.stage +
+                 "; the last: " + failure->message;
+      next.state = "queued";
+    } else if (transient == Transient::yes) {
+      int n = call->transient_failures + 1;
+      if (n >= cfg_.max_transient_failures)
+        reason = std::to_string(n) + " provider failures at stage " + job.stage +
+                 "; the last: " + failure->message;
+      next.state = "queued";
+      next.not_before_ms = now + backoff_ms(n);
+    } else {
+      reason = "permanent provider error at stage " + job.stage + ": " + failure->message;
+      permanent_provider_error = true;
+    }
+    if (!reason.empty()) {
+      next.state = "failed";
+      next.not_before_ms = 0;
+      e.level = "error";
+      events.push_back(e);
+      events.push_back(Event{job.run_id, job.id, job.sample_id, job.stage, out.attempt, "error",
+                             "failed", first_line(reason, 2000)});
+    } else {
+      events.push_back(e);
+    }
+  }
+  KF_TRY(bool held, store_.checkpoint(job, out, next, events));
+  written = true;
+  ++stats_.outputs[job.stage + ":" + out.status];
+  if (!held) {
+    ++stats_.lost_leases;
+    spdlog::warn(
+        "run {} sample {}: the lease of job {} was lost (expired or cancelled); its {} "
+        "answer is dropped",
+        call->tag, call->sample_key, job.id, job.stage);
+    return {};
+  }
+  ++rep.completed;
+  ++stats_.checkpoints;
+  if (next.state == "failed") {
+    ++rep.failed;
+    ++stats_.jobs_failed;
+    spdlog::warn("run {} sample {}: failed: {}", call->tag, call->sample_key,
+                 first_line(*next.error));
+  } else if (next.state == "verify_queued") {
+    ++stats_.jobs_to_verify;
+  }
+  if (failure && next.state != "failed")
+    spdlog::debug("run {} sample {} stage {}: {} (retrying)", call->tag, call->sample_key,
+                  job.stage, first_line(failure->message));
+  if (run_it != runs_.end()) {
+    RunInfo& run = run_it->second;
+    if (next.state == "queued") {
+      run.idle_until_ms = 0;
+      if (next.not_before_ms > 0)
+        run.retry_at_ms = run.retry_at_ms == 0 ? next.not_before_ms
+                                               : std::min(run.retry_at_ms, next.not_before_ms);
+    }
+    if (permanent_provider_error) {
+      ++run.permanent_streak;
+      if (cfg_.failure_streak_pause > 0 && run.permanent_streak >= cfg_.failure_streak_pause &&
+          run.row.state == "active") {
+        std::string why = std::to_string(run.permanent_streak) +
+                          " permanent provider errors in a row; the last: " + failure->message +
+                          ". Fix the cause, then: kforge run resume " + run.row.tag;
+        auto paused = store_.set_run_state(run.row.tag, "paused");
+        if (paused.ok()) {
+          run.row.state = "paused";
+          spdlog::error("run {} paused: {}", run.row.tag, why);
+          KF_CHECK(store_.add_event(Event{run.row.id, std::nullopt, std::nullopt, std::nullopt,
+                                          std::nullopt, "error", "paused", why}));
+        }
+      }
+    } else if (c.result.ok()) {
+      run.permanent_streak = 0;
+    }
+  }
+  return {};
+}
+
+Result<int> Scheduler::release_all() {
+  in_flight_.clear();
+  for (auto& [id, run] : runs_) run.in_flight = 0;
+  return store_.release_all();
+}
+
+}  // namespace kforge::pipeline

@@ -1,0 +1,491 @@
+// End to end: the real kforged and kforge binaries against the fake provider on loopback, over
+// the TritonBench-G corpus, with scripted faults, kill -9 at several points, SIGTERM, expired
+// leases, a changed prompt, SIGHUP, /metrics and the systemd notification protocol.
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <atomic>
+#include <mutex>
+
+#include "daemon_util.hpp"
+#include "kforge/pipeline/notify.hpp"
+
+namespace kforge::pipeline::e2e {
+namespace {
+
+#define NEED_CORPUS() \
+  if (test::tritonbench_g().empty()) GTEST_SKIP() << "TritonBench-G corpus not found"
+
+// Jobs of a run by final state, keyed by sample: "key|state|stage|error_kind".
+std::vector<std::string> final_states(Site& s, const std::string& tag) {
+  return s.rows(
+      "SELECT s.key, j.state, j.stage, coalesce(j.error_kind, '') FROM jobs j "
+      "JOIN samples s ON s.id = j.sample_id JOIN runs r ON r.id = j.run_id "
+      "WHERE r.tag = '" +
+          tag + "' ORDER BY s.key",
+      4);
+}
+
+// Every stage output of a run: "key|stage|attempt|status|error_kind|parsed_json".
+std::vector<std::string> outputs(Site& s, const std::string& tag) {
+  return s.rows(
+      "SELECT s.key, o.stage, o.attempt, o.status, coalesce(o.error_kind, ''), "
+      "coalesce(o.parsed_json, '') FROM stage_outputs o JOIN samples s ON s.id = o.sample_id "
+      "JOIN runs r ON r.id = o.run_id WHERE r.tag = '" +
+          tag +
+          "' "
+          "ORDER BY s.key, o.stage DESC, o.attempt",
+      6);
+}
+
+std::string state_of(Site& s, const std::string& tag, const std::string& key) {
+  for (const auto& row : final_states(s, tag))
+    if (row.rfind(key + "|", 0) == 0) return row.substr(key.size() + 1);
+  return "(none)";
+}
+
+TEST(Daemon, BothPipelinesRunTheCorpusThroughScriptedFaultsAndStopOnSigterm) {
+  NEED_CORPUS();
+  Site site(script("fake_llm_faults.json"));
+  site.import_corpus();
+  site.create_run("v1", "v1");
+  site.create_run("v2", "v2");
+  auto d = site.start_daemon();
+  ASSERT_EQ(site.wait_for(kPastLlm, 368), 368) << d->log();
+
+  // Scripted permanent failures end their jobs with the reason.
+  EXPECT_EQ(state_of(site, "v1", "dequantize_rowwise.py"), "failed|generate|llm:http");
+  EXPECT_EQ(state_of(site, "v2", "dequantize_rowwise.py"), "failed|analyze|llm:http");
+  EXPECT_EQ(state_of(site, "v1", "kldiv_compute.py"), "failed|generate|parse");
+  EXPECT_EQ(state_of(site, "v2", "kldiv_compute.py"), "failed|analyze|parse");
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM stage_outputs o JOIN samples s ON s.id = "
+                        "o.sample_id WHERE s.key = 'kldiv_compute.py' AND o.status = "
+                        "'parse_error'"),
+            6);  // three attempts in each run, each kept
+  // Faults that a retry fixes: an unparsable analysis, a rejected wrapper, a reply cut at
+  // max_tokens, prose and several fences around the JSON, and transport faults.
+  for (const char* key : {"layer_norm_triton.py", "rms_norm_triton.py", "softmax_triton1.py"})
+    EXPECT_EQ(state_of(site, "v2", key), "verify_queued|verify|") << key;
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM stage_outputs o JOIN samples s ON s.id = "
+                        "o.sample_id JOIN runs r ON r.id = o.run_id WHERE r.tag = 'v2' AND "
+                        "s.key = 'layer_norm_triton.py' AND o.stage = 'analyze'"),
+            2);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM stage_outputs WHERE status = 'rejected' AND "
+                        "error_kind = 'no_kernel_launch' AND sample_id = (SELECT id FROM "
+                        "samples WHERE key = 'rms_norm_triton.py')"),
+            2);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM stage_outputs WHERE error_kind = 'length'"), 2);
+  auto stats = site.fake().stats();
+  for (const char* rule : {"transient_503", "reset_once", "rate_limited_once", "truncate_once",
+                           "prose_analyze", "fences_generate"})
+    EXPECT_GT(stats["by_rule"].value(rule, 0), 0) << rule;
+  // Every answer was requested once: no duplicates.
+  for (const auto& [hash, n] : stats["answered_by_hash"].items()) EXPECT_EQ(n, 1) << hash;
+  // Every job the faults did not end reached the verifier queue, and all ok answers carry the
+  // prompt identity of their run.
+  EXPECT_GE(site.scalar("SELECT count(*) FROM jobs WHERE state = 'verify_queued'"), 360);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM jobs WHERE state NOT IN ('verify_queued', "
+                        "'failed')"),
+            0);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM stage_outputs o JOIN runs r ON r.id = o.run_id "
+                        "WHERE o.prompt_version <> r.pipeline"),
+            0);
+
+  auto status = site.kforge({"status", "--json"});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  auto st = json::parse(status.out);
+  EXPECT_EQ(st["samples"], 184);
+  ASSERT_EQ(st["runs"].size(), 2u);
+  EXPECT_EQ(st["runs"][1]["tag"], "v2");
+  EXPECT_EQ(st["runs"][1]["progress"]["past_llm"], 184);
+  EXPECT_GT(st["runs"][1]["tokens"]["prompt"].get<std::int64_t>(), 100'000);
+  bool saw_parse = false;
+  for (const auto& e : st["runs"][1]["errors"]) saw_parse = saw_parse || e["kind"] == "parse";
+  EXPECT_TRUE(saw_parse) << st["runs"][1]["errors"].dump();
+
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(20s), 0) << d->log();
+  EXPECT_NE(d->log().find("kforged stopped"), std::string::npos);
+}
+
+TEST(Daemon, KillNineAtSeveralPointsEndsWithTheUninterruptedOutputsAndNoRepeatedAnswer) {
+  NEED_CORPUS();
+  // The reference: one uninterrupted run.
+  Site ref(script("fake_llm_faults.json", 40));
+  ref.import_corpus();
+  ref.create_run("v2", "v2");
+  {
+    auto d = ref.start_daemon();
+    ASSERT_EQ(ref.wait_for(kPastLlm, 184), 184) << d->log();
+    d->signal(SIGTERM);
+    ASSERT_EQ(d->wait(20s), 0);
+  }
+
+  Site site(script("fake_llm_faults.json", 40));
+  site.import_corpus();
+  site.create_run("v2", "v2");
+  const char* ok_outputs = "SELECT count(*) FROM stage_outputs WHERE status = 'ok'";
+  const std::vector<std::int64_t> points = {40, 100, 170, 240, 300};
+  std::set<std::string> durable;  // answers stored when the last daemon died
+  json before = json::object();   // the provider's answer counts at that moment
+  std::int64_t lost_in_flight = 0, kills = 0;
+  for (std::size_t i = 0; i <= points.size(); ++i) {
+    auto d = site.start_daemon();
+    if (i < points.size()) {
+      ASSERT_GE(site.wait_for(ok_outputs, points[i]), points[i]) << d->log();
+      d->kill9();
+      ++kills;
+      EXPECT_GT(site.scalar("SELECT count(*) FROM jobs WHERE state = 'leased'"), 0)
+          << "killed with calls in flight";
+      // The provider finishes what it was answering to the dead daemon before we count.
+      auto until = std::chrono::steady_clock::now() + 10s;
+      while (site.fake().stats()["in_flight"].get<int>() > 0 &&
+             std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(5ms);
+    } else {
+      ASSERT_EQ(site.wait_for(kPastLlm, 184), 184) << d->log();
+      d->signal(SIGTERM);
+      ASSERT_EQ(d->wait(20s), 0) << d->log();
+    }
+    // Answered again since the previous kill: only what was lost in flight, never a stored one.
+    json now = site.fake().stats()["answered_by_hash"];
+    for (const auto& [hash, n] : now.items()) {
+      std::int64_t was = before.value(hash, std::int64_t{0});
+      if (n.get<std::int64_t>() > was && was > 0) {
+        EXPECT_EQ(durable.count(hash), 0u) << "a request whose answer was stored was sent again";
+        lost_in_flight += n.get<std::int64_t>() - was;
+      }
+    }
+    durable = site.durable_answers();
+    before = now;
+  }
+  EXPECT_EQ(kills, 5);
+  // Identical results: every job's final state and every stage output, attempt by attempt.
+  EXPECT_EQ(final_states(site, "v2"), final_states(ref, "v2"));
+  EXPECT_EQ(outputs(site, "v2"), outputs(ref, "v2"));
+  // No job or output duplicated.
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM jobs"), 184);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM (SELECT job_id, stage, attempt FROM stage_outputs "
+                        "GROUP BY 1, 2, 3 HAVING count(*) > 1)"),
+            0);
+  // Answers repeated at all were only those lost in flight at a kill.
+  std::int64_t repeated = 0;
+  json answered = site.fake().stats()["answered_by_hash"];
+  for (const auto& [hash, n] : answered.items()) repeated += n.get<std::int64_t>() - 1;
+  EXPECT_EQ(repeated, lost_in_flight);
+  EXPECT_GT(site.scalar("SELECT count(*) FROM job_events WHERE kind = 'lease_reclaimed'"), 0);
+}
+
+TEST(Daemon, SigtermLetsCallsInFlightFinishThenExitsZero) {
+  NEED_CORPUS();
+  Site site(script("fake_llm_answers.json", 1500));
+  site.import_corpus();
+  site.create_run("v1", "v1", {"--limit", "20"});
+  int sock = -1;
+  (void)sock;
+  auto d = site.start_daemon();
+  auto until = std::chrono::steady_clock::now() + 30s;
+  while (site.fake().stats()["in_flight"].get<int>() < 8 &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(10ms);
+  ASSERT_GE(site.fake().stats()["in_flight"].get<int>(), 8) << d->log();
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(20s), 0) << d->log();
+  auto stats = site.fake().stats();
+  std::int64_t answered = stats["answered"];
+  EXPECT_GE(answered, 8);
+  // Everything answered was checkpointed, nothing is left leased, and nothing new was leased.
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM stage_outputs"), answered);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM jobs WHERE state = 'leased'"), 0);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM jobs WHERE state = 'queued'"), 20 - answered);
+  EXPECT_EQ(stats["requests"].get<std::int64_t>(), answered);
+}
+
+TEST(Daemon, SigtermAfterTheGracePeriodReleasesTheCallsStillRunning) {
+  NEED_CORPUS();
+  json s = script("fake_llm_answers.json");
+  s["defaults"] = {{"latency_ms", 20'000}};
+  Site site(s);
+  Options o;
+  o.grace_ms = 300;
+  site.write_config(o);
+  site.import_corpus();
+  site.create_run("v1", "v1", {"--limit", "4"});
+  auto d = site.start_daemon();
+  ASSERT_EQ(site.wait_for("SELECT count(*) FROM jobs WHERE state = 'leased'", 4), 4);
+  auto t0 = std::chrono::steady_clock::now();
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(10s), 0) << d->log();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 8s);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM jobs WHERE state = 'queued'"), 4);
+  EXPECT_NE(d->log().find("released 4 jobs"), std::string::npos) << d->log();
+}
+
+TEST(Daemon, ADeadDaemonsLeasesExpireAndAnotherOwnerFinishesTheRun) {
+  NEED_CORPUS();
+  Site site(script("fake_llm_answers.json", 300));
+  Options o;
+  o.owner = "hostB";
+  o.lease_ms = 1500;
+  site.write_config(o);
+  site.import_corpus();
+  site.create_run("v1", "v1", {"--limit", "30"});
+  auto d = site.start_daemon();
+  ASSERT_GE(site.wait_for("SELECT count(*) FROM jobs WHERE state = 'leased'", 10), 10) << d->log();
+  d->kill9();
+  o.owner = "hostC";  // another machine: it cannot know hostB is dead, so it waits for expiry
+  site.write_config(o);
+  auto t0 = std::chrono::steady_clock::now();
+  auto c = site.start_daemon();
+  ASSERT_EQ(site.wait_for(kPastLlm, 30), 30) << c->log();
+  EXPECT_GE(site.scalar("SELECT count(*) FROM job_events WHERE kind = 'lease_expired' AND "
+                        "message LIKE '%hostB:%'"),
+            1);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM job_events WHERE kind = 'lease_reclaimed'"), 0);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 1s);
+  c->signal(SIGTERM);
+  EXPECT_EQ(c->wait(20s), 0);
+}
+
+TEST(Daemon, RefusesARunWhosePromptChangedAndGoesOnWithTheOthers) {
+  NEED_CORPUS();
+  Site site(script("fake_llm_answers.json"));
+  fs::path prompts = site.dir().path() / "prompts";
+  fs::copy(test::source_dir() / "prompts", prompts, fs::copy_options::recursive);
+  Options o;
+  o.prompts_dir = prompts.string();
+  site.write_config(o);
+  site.import_corpus();
+  site.create_run("old", "v2", {"--limit", "5"});
+  site.create_run("other", "v1", {"--limit", "5"});
+  test::write_text(prompts / "v2" / "analyze.md",
+                   test::read_text(prompts / "v2" / "analyze.md") + "\nBe brief.\n");
+  auto d = site.start_daemon();
+  ASSERT_EQ(site.wait_for("SELECT count(*) FROM jobs WHERE run_id = 2 AND state = "
+                          "'verify_queued'",
+                          5),
+            5);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM jobs WHERE run_id = 1 AND state = 'queued'"), 5);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM stage_outputs WHERE run_id = 1"), 0);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM job_events WHERE run_id = 1 AND kind = "
+                        "'prompt_changed' AND message LIKE '%prompts/v2/analyze.md changed%'"),
+            1);
+  auto st = site.kforge({"status", "old"});
+  EXPECT_NE(st.out.find("REFUSED by the daemon: prompts/v2/analyze.md changed"), std::string::npos)
+      << st.out;
+  ASSERT_EQ(site.kforge({"run", "pause", "old"}).exit_code, 0);
+  auto resume = site.kforge({"run", "resume", "old"});
+  EXPECT_EQ(resume.exit_code, 1);
+  EXPECT_NE(resume.err.find("cannot resume: prompts/v2/analyze.md changed"), std::string::npos)
+      << resume.err;
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(20s), 0);
+}
+
+std::string http_get(int port, const std::string& path, int* status = nullptr) {
+  httplib::Client cli("127.0.0.1", port);
+  auto res = cli.Get(path.c_str());
+  if (!res) return "";
+  if (status) *status = res->status;
+  return res->body;
+}
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  int port = ntohs(a.sin_port);
+  ::close(fd);
+  return port;
+}
+
+// A datagram socket standing in for systemd's notification socket. Like systemd it reads all the
+// time (a reader thread), so the sender's queue never fills.
+class NotifySocket {
+ public:
+  explicit NotifySocket(const fs::path& path) {
+    fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
+      throw std::runtime_error("bind " + path.string());
+    reader_ = std::thread([this] {
+      while (!stop_) {
+        pollfd p{fd_, POLLIN, 0};
+        if (::poll(&p, 1, 20) <= 0) continue;
+        char buf[4096];
+        ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+        if (n <= 0) continue;
+        std::lock_guard lock(mu_);
+        all_.emplace_back(buf, static_cast<std::size_t>(n));
+      }
+    });
+  }
+  ~NotifySocket() {
+    stop_ = true;
+    reader_.join();
+    ::close(fd_);
+  }
+  // Datagrams not yet returned, up to the first that contains `what` (waiting up to timeout).
+  std::vector<std::string> until(const std::string& what, std::chrono::milliseconds timeout) {
+    auto end = std::chrono::steady_clock::now() + timeout;
+    while (true) {
+      {
+        std::lock_guard lock(mu_);
+        for (std::size_t i = next_; i < all_.size(); ++i)
+          if (all_[i].find(what) != std::string::npos) {
+            std::vector<std::string> got(all_.begin() + static_cast<long>(next_),
+                                         all_.begin() + static_cast<long>(i) + 1);
+            next_ = i + 1;
+            return got;
+          }
+      }
+      if (std::chrono::steady_clock::now() >= end) return {};
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+  std::vector<std::string> all() {
+    std::lock_guard lock(mu_);
+    return all_;
+  }
+
+ private:
+  int fd_ = -1;
+  std::atomic<bool> stop_{false};
+  std::thread reader_;
+  std::mutex mu_;
+  std::vector<std::string> all_;
+  std::size_t next_ = 0;
+};
+
+TEST(Daemon, SpeaksTheSystemdProtocolServesMetricsAndReloadsOnSighup) {
+  NEED_CORPUS();
+  Site site(script("fake_llm_answers.json", 30));
+  Options o;
+  int port = free_port();
+  o.http_listen = "127.0.0.1:" + std::to_string(port);
+  site.write_config(o);
+  site.import_corpus();
+  site.create_run("v2", "v2", {"--limit", "10"});
+  NotifySocket sock(site.dir().path() / "notify");
+  auto d = site.start_daemon(
+      {"NOTIFY_SOCKET=" + (site.dir().path() / "notify").string(), "WATCHDOG_USEC=200000"});
+  auto first = sock.until("READY=1", 20s);
+  ASSERT_FALSE(first.empty()) << d->log();
+  EXPECT_NE(first.back().find("READY=1\nSTATUS="), std::string::npos) << first.back();
+  EXPECT_NE(first.back().find("MAINPID=" + std::to_string(d->pid())), std::string::npos);
+  ASSERT_EQ(site.wait_for(kPastLlm, 10), 10) << d->log();
+  auto more = sock.until("v2 10/10 (100%)", 10s);
+  ASSERT_FALSE(more.empty());
+  EXPECT_NE(more.back().find("STATUS=v2 10/10 (100%)"), std::string::npos) << more.back();
+  // WATCHDOG_USEC=200000: a ping every 100 ms while the loop steps.
+  for (int k = 0; k < 3; ++k) EXPECT_FALSE(sock.until("WATCHDOG=1", 5s).empty()) << k;
+
+  int status = 0;
+  std::string health = http_get(port, "/healthz", &status);
+  EXPECT_EQ(status, 200) << health;
+  EXPECT_NE(health.find("\"status\":\"ok\""), std::string::npos) << health;
+  std::this_thread::sleep_for(1200ms);  // the metrics page is refreshed every second
+  std::string metrics = http_get(port, "/metrics");
+  for (const char* line : {"kforge_jobs{run=\"v2\",state=\"verify_queued\"} 10",
+                           "kforge_stage_outputs_total{stage=\"analyze\",status=\"ok\"} 10",
+                           "kforge_llm_requests_total{outcome=\"ok\"} 20",
+                           "kforge_llm_request_duration_seconds_bucket{le=\"+Inf\"} 20",
+                           "kforge_llm_request_duration_seconds_count 20",
+                           "# TYPE kforge_llm_request_duration_seconds histogram",
+                           "kforge_llm_tokens_total{kind=\"prompt\"}"})
+    EXPECT_NE(metrics.find(line), std::string::npos) << line << "\n" << metrics;
+
+  o.max_in_flight = 3;
+  o.http_listen = "127.0.0.1:" + std::to_string(port);
+  site.write_config(o);
+  d->signal(SIGHUP);
+  auto until = std::chrono::steady_clock::now() + 10s;
+  while (d->log().find("SIGHUP: reloaded") == std::string::npos &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(20ms);
+  EXPECT_NE(d->log().find("up to 3 stage calls in flight, 3 LLM requests"), std::string::npos)
+      << d->log();
+
+  d->signal(SIGTERM);
+  auto stopping = sock.until("STOPPING=1", 10s);
+  ASSERT_FALSE(stopping.empty());
+  EXPECT_NE(stopping.back().find("STOPPING=1"), std::string::npos);
+  EXPECT_EQ(d->wait(20s), 0);
+}
+
+TEST(Daemon, ASecondDaemonOnTheSameDatabaseIsRefused) {
+  Site site(script("fake_llm_answers.json"));
+  auto a = site.start_daemon();
+  auto until = std::chrono::steady_clock::now() + 20s;
+  while (a->log().find("ready") == std::string::npos && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(20ms);
+  auto b = site.start_daemon();
+  EXPECT_EQ(b->wait(20s), 1);
+  EXPECT_NE(b->log().find("another kforged (pid " + std::to_string(a->pid()) + ") is using"),
+            std::string::npos)
+      << b->log();
+  a->signal(SIGTERM);
+  EXPECT_EQ(a->wait(20s), 0);
+}
+
+TEST(Notifier, SendsDatagramsToAPathOrAnAbstractSocketAndReadsTheWatchdog) {
+  test::TempDir dir;
+  NotifySocket sock(dir / "n.sock");
+  std::map<std::string, std::string> env = {{"NOTIFY_SOCKET", (dir / "n.sock").string()},
+                                            {"WATCHDOG_USEC", "3000000"},
+                                            {"WATCHDOG_PID", std::to_string(::getpid())}};
+  auto lookup = [&](const std::string& k) -> std::optional<std::string> {
+    auto it = env.find(k);
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  };
+  Notifier n(lookup);
+  EXPECT_TRUE(n.enabled());
+  EXPECT_EQ(n.watchdog_interval(), std::chrono::microseconds(1'500'000));
+  ASSERT_TRUE(n.notify("READY=1\nSTATUS=hello").ok());
+  auto got = sock.until("READY", 2s);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], "READY=1\nSTATUS=hello");
+
+  env["WATCHDOG_PID"] = "1";  // meant for another process
+  EXPECT_EQ(Notifier(lookup).watchdog_interval().count(), 0);
+  env.erase("NOTIFY_SOCKET");
+  Notifier off(lookup);
+  EXPECT_FALSE(off.enabled());
+  EXPECT_TRUE(off.notify("READY=1").ok());
+  env["NOTIFY_SOCKET"] = (dir / "missing.sock").string();
+  auto err = Notifier(lookup).notify("READY=1");
+  ASSERT_FALSE(err.ok());
+  EXPECT_NE(err.error().message.find("missing.sock"), std::string::npos);
+
+  // The abstract namespace ('@name').
+  int fd = ::socket(AF_UNIX, SOCK_DGRAM, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::string name = "kforge-test-" + std::to_string(::getpid());
+  std::memcpy(a.sun_path + 1, name.data(), name.size());
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a),
+                   static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size())),
+            0);
+  env["NOTIFY_SOCKET"] = "@" + name;
+  ASSERT_TRUE(Notifier(lookup).notify("WATCHDOG=1").ok());
+  char buf[64];
+  pollfd p{fd, POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 2000), 1);
+  ssize_t len = ::recv(fd, buf, sizeof buf, 0);
+  EXPECT_EQ(std::string(buf, static_cast<std::size_t>(len)), "WATCHDOG=1");
+  ::close(fd);
+}
+
+}  // namespace
+}  // namespace kforge::pipeline::e2e

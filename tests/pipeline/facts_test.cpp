@@ -1,0 +1,301 @@
+// Kernel facts: extraction checked against Python's own parser over the whole TritonBench-G
+// corpus, and the stage-output checks on hand-written cases.
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "kforge/pipeline/facts.hpp"
+#include "testutil.hpp"
+
+namespace kforge::pipeline {
+namespace {
+
+using nlohmann::json;
+
+TEST(Facts, MatchPythonsParserOnEveryCorpusRecord) {
+  auto corpus = test::tritonbench_g();
+  if (corpus.empty()) GTEST_SKIP() << "TritonBench-G corpus not found beside the source tree";
+  auto script = test::source_dir() / "tests" / "pipeline" / "jit_facts.py";
+  auto r = test::run_process({"/usr/bin/python3", script.string(), corpus.string(), "output"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json records = json::parse(test::read_text(corpus));
+  std::istringstream lines(r.out);
+  std::string line;
+  int checked = 0, kernels = 0;
+  while (std::getline(lines, line)) {
+    json ref = json::parse(line);
+    int i = ref["index"];
+    ASSERT_FALSE(ref.contains("error")) << ref.dump();
+    std::string code = records[static_cast<std::size_t>(i)]["output"];
+    auto facts = extract_facts(code);
+    ASSERT_TRUE(facts.ok()) << "record " << i << ": " << facts.error().message;
+    ASSERT_EQ(facts->kernels.size(), ref["kernels"].size()) << "record " << i;
+    for (std::size_t k = 0; k < facts->kernels.size(); ++k) {
+      const Kernel& got = facts->kernels[k];
+      const json& want = ref["kernels"][k];
+      SCOPED_TRACE("record " + std::to_string(i) + " kernel " + got.name);
+      EXPECT_EQ(got.name, want["name"].get<std::string>());
+      EXPECT_EQ(got.line, want["line"].get<int>());
+      ASSERT_EQ(got.params.size(), want["params"].size());
+      std::set<std::string> tuned, heur;
+      for (std::size_t p = 0; p < got.params.size(); ++p) {
+        EXPECT_EQ(got.params[p].name, want["params"][p][0].get<std::string>());
+        EXPECT_EQ(got.params[p].is_constexpr, want["params"][p][1].get<bool>())
+            << got.params[p].name << ": " << got.params[p].annotation;
+        if (got.params[p].set_by_autotune) tuned.insert(got.params[p].name);
+        if (got.params[p].set_by_heuristics) heur.insert(got.params[p].name);
+      }
+      std::set<std::string> want_tuned, want_heur;
+      for (const auto& n : want["autotune"]) want_tuned.insert(n.get<std::string>());
+      for (const auto& n : want["heuristics"]) want_heur.insert(n.get<std::string>());
+      // Only keys that are parameters count (a Config may set num_warps-like extras).
+      std::set<std::string> params;
+      for (const auto& p : got.params) params.insert(p.name);
+      std::set<std::string> want_tuned_params, want_heur_params;
+      for (const auto& n : want_tuned)
+        if (params.count(n)) want_tuned_params.insert(n);
+      for (const auto& n : want_heur)
+        if (params.count(n)) want_heur_params.insert(n);
+      EXPECT_EQ(tuned, want_tuned_params);
+      EXPECT_EQ(heur, want_heur_params);
+      ++kernels;
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 184);
+  EXPECT_EQ(kernels, 287);
+}
+
+constexpr const char* kTricky = R"PY(
+import triton
+import triton.language as tl
+from triton import jit
+
+DOC = """
+@triton.jit
+def not_a_kernel(x):  # inside a string
+    pass
+"""
+
+# @triton.jit
+# def commented_out(x): pass
+
+@triton.autotune(
+    configs=[triton.Config({'BLOCK_M': 64, "BLOCK_N": 32}, num_warps=4),
+             triton.Config({'BLOCK_M': 128, 'BLOCK_N': 64}, num_warps=8)],
+    key=['M', 'N'],
+)
+@triton.heuristics({"EVEN_K": lambda args: args["K"] % args["BLOCK_K"] == 0})
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
+                  stride_am: int,  # a comment with a (paren
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr = 32,
+                  EVEN_K: tl.constexpr = True):
+    s = 'a string with ) and ] in it'
+    pass
+
+class Ops:
+    @staticmethod
+    @triton.jit
+    def scale(x_ptr, n, alpha=1.0, *, BLOCK: tl.constexpr):
+        pass
+
+@jit
+def bare(x, \
+         y):
+    pass
+
+def launch(a, b, c):
+    grid = lambda meta: (triton.cdiv(a.shape[0], meta['BLOCK_M']),)
+    matmul_kernel[grid](a, b, c, 1, 2, 3, 4)
+    Ops.scale[(1,)](a, 1, BLOCK=16)
+)PY";
+
+TEST(Facts, ReadsDecoratorsParametersAndLaunchSitesWithoutBeingFooled) {
+  auto f = extract_facts(kTricky);
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  ASSERT_EQ(f->kernel_names(), (std::vector<std::string>{"matmul_kernel", "scale", "bare"}));
+  const Kernel& mm = f->kernels[0];
+  EXPECT_TRUE(mm.autotuned);
+  EXPECT_TRUE(mm.heuristics);
+  ASSERT_EQ(mm.params.size(), 11u);
+  EXPECT_EQ(mm.params[6].name, "stride_am");
+  EXPECT_EQ(mm.params[6].annotation, "int");
+  EXPECT_FALSE(mm.params[6].is_constexpr);
+  EXPECT_TRUE(mm.params[7].is_constexpr);
+  EXPECT_TRUE(mm.params[7].set_by_autotune);   // BLOCK_M
+  EXPECT_TRUE(mm.params[8].set_by_autotune);   // BLOCK_N
+  EXPECT_FALSE(mm.params[9].set_by_autotune);  // BLOCK_K
+  EXPECT_EQ(mm.params[9].default_value, "32");
+  EXPECT_TRUE(mm.params[10].set_by_heuristics);  // EVEN_K
+  const Kernel& scale = f->kernels[1];
+  EXPECT_EQ(scale.qualifier, "Ops");
+  ASSERT_EQ(scale.params.size(), 4u);
+  EXPECT_EQ(scale.params[2].default_value, "1.0");
+  EXPECT_EQ(scale.params[3].name, "BLOCK");
+  EXPECT_TRUE(scale.params[3].is_constexpr);
+  EXPECT_EQ(f->kernels[2].params.size(), 2u);
+  ASSERT_EQ(f->launchers.size(), 1u);
+  EXPECT_EQ(f->launchers[0].name, "launch");
+  EXPECT_EQ(f->launchers[0].kernels, (std::vector<std::string>{"matmul_kernel", "scale"}));
+
+  std::string text = f->signatures_text();
+  EXPECT_NE(text.find("- `matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am: int, "
+                      "BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr = 32, "
+                      "EVEN_K: tl.constexpr = True)` (line "),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("@triton.autotune sets BLOCK_M, BLOCK_N; @triton.heuristics sets EVEN_K"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("- `Ops.scale(x_ptr, n, alpha=1.0, BLOCK: tl.constexpr)`"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("`launch` (line 40) launches `matmul_kernel`, `scale`"), std::string::npos)
+      << text;
+}
+
+TEST(Facts, BrokenSourceIsAnErrorWithItsLine) {
+  auto f = extract_facts("import triton\n\ns = '''never closed\n\n");
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.error().kind, "python_syntax");
+  EXPECT_EQ(f.error().message, "line 3: unterminated string");
+  auto g = extract_facts("def f(x:\n    pass\n]\n");
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.error().message.find("line 3: unbalanced ']'"), std::string::npos);
+  auto none = extract_facts("import torch\n\ndef f(x):\n    return x\n");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->kernels.empty());
+  EXPECT_EQ(none->signatures_text(), "(none: the code defines no @triton.jit function)");
+}
+
+constexpr const char* kCode = R"PY(
+import triton
+import triton.language as tl
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pass
+
+def add(x, y):
+    out = torch.empty_like(x)
+    add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
+    return out
+)PY";
+
+constexpr const char* kWrapper = R"PY(
+import torch
+import triton
+
+def vector_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    n = out.numel()
+    if n == 0:
+        return out
+    grid = lambda meta: (triton.cdiv(n, meta["BLOCK"]),)
+    add_kernel[grid](x, y, out, n, BLOCK=1024)
+    return out
+)PY";
+
+constexpr const char* kTest = R"PY(
+import torch
+
+def _check(n):
+    x = torch.randn(n, device="cuda")
+    y = torch.randn(n, device="cuda")
+    torch.testing.assert_close(vector_add(x, y), x + y, rtol=1e-5, atol=1e-6)
+
+def test_sizes():
+    for n in (1, 1000, 4096):
+        _check(n)
+)PY";
+
+KernelFacts code_facts() {
+  auto f = extract_facts(kCode);
+  EXPECT_TRUE(f.ok());
+  return *f;
+}
+
+TEST(CheckGeneration, AcceptsAWrapperThatLaunchesAndATestThatCallsItThroughAHelper) {
+  EXPECT_FALSE(check_generation(code_facts(), kWrapper, kTest).has_value());
+}
+
+TEST(CheckGeneration, RejectsAWrapperThatOnlyCallsTheCodesLauncher) {
+  auto r = check_generation(code_facts(), "def vector_add(x, y):\n    return add(x, y)\n", kTest);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->kind, "no_kernel_launch");
+  EXPECT_NE(r->message.find("kernels: add_kernel"), std::string::npos) << r->message;
+}
+
+TEST(CheckGeneration, ALaunchInsideAStringOrCommentDoesNotCount) {
+  auto r = check_generation(code_facts(),
+                            "def vector_add(x, y):\n"
+                            "    # add_kernel[grid](x, y)\n"
+                            "    s = 'add_kernel[grid](x, y)'\n"
+                            "    return x + y\n",
+                            kTest);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->kind, "no_kernel_launch");
+}
+
+TEST(CheckGeneration, RejectsAWrapperThatRedefinesTheKernel) {
+  std::string w = std::string(
+                      "@triton.jit\ndef add_kernel(x, y, o, n, BLOCK: tl.constexpr):\n"
+                      "    pass\n") +
+                  kWrapper;
+  auto r = check_generation(code_facts(), w, kTest);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->kind, "kernel_redefined");
+  EXPECT_NE(r->message.find("line 2"), std::string::npos) << r->message;
+}
+
+TEST(CheckGeneration, RejectsATestWithoutTestFunctionOrNotCallingTheWrapper) {
+  auto none =
+      check_generation(code_facts(), kWrapper, "def check():\n    vector_add(1, 2)\n\ncheck()\n");
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->kind, "no_test_function");
+  auto nested = check_generation(code_facts(), kWrapper,
+                                 "class TestAdd:\n    def test_add(self):\n"
+                                 "        vector_add(1, 2)\n");
+  ASSERT_TRUE(nested);
+  EXPECT_EQ(nested->kind, "no_test_function");
+  auto vacuous = check_generation(code_facts(), kWrapper,
+                                  "import torch\n\ndef test_add():\n"
+                                  "    x = torch.ones(4)\n    assert (x + x == 2).all()\n");
+  ASSERT_TRUE(vacuous);
+  EXPECT_EQ(vacuous->kind, "test_does_not_call_wrapper");
+  EXPECT_NE(vacuous->message.find("(test_add)"), std::string::npos) << vacuous->message;
+  auto attribute =
+      check_generation(code_facts(), kWrapper, "def test_add():\n    m.vector_add(1, 2)\n");
+  ASSERT_TRUE(attribute);
+  EXPECT_EQ(attribute->kind, "test_does_not_call_wrapper");
+}
+
+TEST(CheckGeneration, RejectsPythonThatCannotParse) {
+  auto r = check_generation(code_facts(), kWrapper, "def test_x():\n    s = 'open\n");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->kind, "python_syntax");
+  EXPECT_EQ(r->message, "unitest_code: line 2: unterminated string");
+}
+
+TEST(CheckAnalysis, EveryNamedKernelMustBeOneTheCodeDefines) {
+  json ok = {
+      {"analysis",
+       {{"kernel_launches",
+         {{{"kernel", "add_kernel[grid]"}, {"grid", "(n,)"}, {"constexpr_arguments", ""}}}}}}};
+  EXPECT_FALSE(check_analysis(code_facts(), ok).has_value());
+  json qualified = ok;
+  qualified["analysis"]["kernel_launches"][0]["kernel"] = "module.add_kernel";
+  EXPECT_FALSE(check_analysis(code_facts(), qualified).has_value());
+  json bad = ok;
+  bad["analysis"]["kernel_launches"][0]["kernel"] = "copy_kernel";
+  auto r = check_analysis(code_facts(), bad);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->kind, "unknown_kernel");
+  EXPECT_NE(r->message.find("`copy_kernel`"), std::string::npos) << r->message;
+}
+
+}  // namespace
+}  // namespace kforge::pipeline
