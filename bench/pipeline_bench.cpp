@@ -199,18 +199,20 @@ json fake_script() {
          {{{"kernel", "kforge_bench_kernel"}, {"grid", "(1,)"}, {"constexpr_arguments", "BLOCK"}}}},
         {"preconditions", json::array()},
         {"edge_cases",
-         {{"size_one", "ok"}, {"non_multiple_of_block", "masked"}, {"empty", "early return"},
+         {{"size_one", "ok"},
+          {"non_multiple_of_block", "masked"},
+          {"empty", "early return"},
           {"special_values", "copied"}}},
         {"numerics", "exact"}}}};
-  json generation = {
-      {"kernel_wrapper",
-       "import torch\n\ndef bench(x):\n    out = torch.empty_like(x)\n"
-       "    kforge_bench_kernel[(1,)](x, x.numel(), BLOCK=128)\n    return out\n"},
-      {"unitest_code",
-       "import torch\n\ndef test_bench():\n    x = torch.randn(8, device='cuda')\n"
-       "    torch.testing.assert_close(bench(x), x)\n"}};
+  json generation = {{"kernel_wrapper",
+                      "import torch\n\ndef bench(x):\n    out = torch.empty_like(x)\n"
+                      "    kforge_bench_kernel[(1,)](x, x.numel(), BLOCK=128)\n    return out\n"},
+                     {"unitest_code",
+                      "import torch\n\ndef test_bench():\n    x = torch.randn(8, device='cuda')\n"
+                      "    torch.testing.assert_close(bench(x), x)\n"}};
   return {{"rules",
-           {{{"name", "analyze"}, {"match", {{"contains", "# How to analyse"}}},
+           {{{"name", "analyze"},
+             {"match", {{"contains", "# How to analyse"}}},
              {"reply_json", analysis}},
             {{"name", "generate"}, {"reply_json", generation}}}}};
 }
@@ -245,9 +247,10 @@ int main(int argc, char** argv) {
   if (!fake.ok()) die(fake.error().message);
   int port = free_port();
   std::ofstream(dir / "kforge.yaml")
-      << "log:\n  level: info\nstore:\n  path: " << db.string() << "\nllm:\n  base_url: "
-      << (*fake)->base_url() << "\n  model: fake-model\n  api_key_env: \"\"\n  max_in_flight: "
-      << in_flight << "\n  adaptive: false\npipeline:\n  max_in_flight: " << in_flight
+      << "log:\n  level: info\nstore:\n  path: " << db.string()
+      << "\nllm:\n  base_url: " << (*fake)->base_url()
+      << "\n  model: fake-model\n  api_key_env: \"\"\n  max_in_flight: " << in_flight
+      << "\n  adaptive: false\npipeline:\n  max_in_flight: " << in_flight
       << "\ndaemon:\n  http_listen: 127.0.0.1:" << port << "\n";
   fs::path config = dir / "kforge.yaml";
 
@@ -272,7 +275,8 @@ int main(int argc, char** argv) {
   first.start(kforged, config, dir / "kforged.1.log");
   while (d.count(ok_sql) < stages_total / 2) {
     std::this_thread::sleep_for(5ms);
-    if (seconds(Clock::now() - t0) > 600) die("no progress: see " + (dir / "kforged.1.log").string());
+    if (seconds(Clock::now() - t0) > 600)
+      die("no progress: see " + (dir / "kforged.1.log").string());
   }
   double busy1 = metric(port, "kforge_scheduler_busy_seconds_total");
   double stages1 = metric(port, "kforge_stage_outputs_total");
@@ -331,16 +335,18 @@ int main(int argc, char** argv) {
   double overhead_ms = 1000.0 * cpu / static_cast<double>(stages);
   double busy_ms = 1000.0 * (busy1 + busy2) / (stages1 + stages2);
   double rss = std::max(first.peak_mb(), second.peak_mb());
-  std::printf("%lld stage outputs (%lld jobs failed), %lld provider requests, %.1f s of daemon CPU\n",
-              static_cast<long long>(stages), static_cast<long long>(failed),
-              static_cast<long long>(after["requests"].get<std::int64_t>()), cpu);
+  std::printf(
+      "%lld stage outputs (%lld jobs failed), %lld provider requests, %.1f s of daemon CPU\n",
+      static_cast<long long>(stages), static_cast<long long>(failed),
+      static_cast<long long>(after["requests"].get<std::int64_t>()), cpu);
   std::printf("daemon 1: %.1f MB peak RSS, %.1f s CPU; daemon 2: %.1f MB, %.1f s CPU\n",
               first.peak_mb(), first.cpu_s(), second.peak_mb(), second.cpu_s());
-  std::printf("wall_s=%.2f overhead_per_stage_ms=%.3f restart_to_first_request_s=%.3f "
-              "duplicate_requests=%lld peak_rss_mb=%.1f resent_lost_in_flight=%lld "
-              "scheduler_busy_ms_per_stage=%.3f stages=%lld\n",
-              wall, overhead_ms, restart_s, static_cast<long long>(duplicates), rss,
-              static_cast<long long>(resent), busy_ms, static_cast<long long>(stages));
+  std::printf(
+      "wall_s=%.2f overhead_per_stage_ms=%.3f restart_to_first_request_s=%.3f "
+      "duplicate_requests=%lld peak_rss_mb=%.1f resent_lost_in_flight=%lld "
+      "scheduler_busy_ms_per_stage=%.3f stages=%lld\n",
+      wall, overhead_ms, restart_s, static_cast<long long>(duplicates), rss,
+      static_cast<long long>(resent), busy_ms, static_cast<long long>(stages));
   if (keep.empty()) fs::remove_all(dir);
   return 0;
 }
