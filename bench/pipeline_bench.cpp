@@ -251,7 +251,7 @@ int main(int argc, char** argv) {
       << "\nllm:\n  base_url: " << (*fake)->base_url()
       << "\n  model: fake-model\n  api_key_env: \"\"\n  max_in_flight: " << in_flight
       << "\n  adaptive: false\npipeline:\n  max_in_flight: " << in_flight
-      << "\ndaemon:\n  http_listen: 127.0.0.1:" << port << "\n";
+      << "\ndaemon:\n  http_listen: 127.0.0.1:" << port << "\n  verify: false\n";
   fs::path config = dir / "kforge.yaml";
 
   write_corpus(corpus, dir / "corpus.jsonl", samples);

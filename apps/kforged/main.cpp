@@ -25,6 +25,7 @@
 #include "kforge/pipeline/notify.hpp"
 #include "kforge/pipeline/progress.hpp"
 #include "kforge/pipeline/scheduler.hpp"
+#include "verifier_thread.hpp"
 
 namespace kforge::daemon {
 namespace {
@@ -238,6 +239,11 @@ int serve(const std::string& config_path, app::Config cfg) {
   notify("READY=1\nSTATUS=" + status_line(*db, sched, clock) +
          "\nMAINPID=" + std::to_string(::getpid()));
 
+  // The verifier runs on its own thread with its own connection: the pool's step() waits on its
+  // workers, and the LLM side must not wait behind it.
+  std::unique_ptr<VerifierThread> verifier;
+  if (cfg.daemon.verify) verifier = std::make_unique<VerifierThread>(cfg, owner, prefix + ":*");
+
   auto watchdog =
       std::chrono::duration_cast<std::chrono::milliseconds>(notifier.watchdog_interval());
   auto last_watchdog = Steady::now();
@@ -329,6 +335,14 @@ int serve(const std::string& config_path, app::Config cfg) {
     sched.wait(wait);
   }
   int left = sched.in_flight();
+  if (verifier) {
+    auto grace =
+        std::chrono::duration_cast<std::chrono::milliseconds>(drain_deadline - Steady::now());
+    verifier->stop(std::max(grace, 0ms));
+    const auto vs = verifier->stats();
+    spdlog::info("verifier stopped: {} verdicts stored ({} verified), {} samples back in the queue",
+                 vs.stored, vs.verified, vs.requeued);
+  }
   auto released = sched.release_all();
   gateway->shutdown(0ms);
   if (!released.ok())

@@ -489,3 +489,61 @@ TEST(Notifier, SendsDatagramsToAPathOrAnAbstractSocketAndReadsTheWatchdog) {
 
 }  // namespace
 }  // namespace kforge::pipeline::e2e
+
+namespace kforge::pipeline::e2e {
+namespace {
+
+// The verifier in the daemon: generated samples leave 'verify_queued' for the pool and end
+// 'done' with exactly one verdict each, also across a kill -9 while samples are being verified.
+// Here the samples run in real Python without torch or Triton, so their verdicts are errors;
+// what is checked is the hand-off, not the kernels.
+TEST(DaemonVerifier, GeneratedSamplesAreVerifiedOnceAcrossAKill) {
+  if (test::tritonbench_g().empty()) GTEST_SKIP() << "TritonBench-G corpus not found";
+  if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "/usr/bin/python3 not found";
+  Site site(script("fake_llm_answers.json"));
+  Options o;
+  o.verify = true;
+  site.write_config(o);
+  site.import_corpus();
+  site.create_run("v1", "v1", {"--limit", "12"});
+  const std::string done = "SELECT count(*) FROM jobs WHERE state = 'done'";
+  {
+    auto d = site.start_daemon();
+    ASSERT_GE(site.wait_for(done, 3, 120s), 3) << d->log();
+    d->kill9();
+  }
+  auto d = site.start_daemon();
+  ASSERT_EQ(site.wait_for(done, 12, 180s), 12) << d->log();
+  // One verdict per job, none lost or doubled by the kill, each with the script that ran.
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM verifications"), 12);
+  EXPECT_EQ(site.scalar("SELECT count(DISTINCT job_id) FROM verifications"), 12);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM verifications WHERE verdict NOT IN ('passed', "
+                        "'failed', 'error', 'timeout', 'crashed', 'invalid', 'skipped')"),
+            0);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM verifications WHERE result_json IS NULL"), 0);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM verifications WHERE coalesce(detail, '') = ''"), 0);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM jobs WHERE state = 'verifying' OR lease_owner IS "
+                        "NOT NULL"),
+            0);
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(60s), std::optional<int>(0)) << d->log();
+  auto status = site.kforge({"status", "--json"});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+}
+
+// With the verifier off, generated samples wait in 'verify_queued'.
+TEST(DaemonVerifier, OffLeavesSamplesQueued) {
+  if (test::tritonbench_g().empty()) GTEST_SKIP() << "TritonBench-G corpus not found";
+  Site site(script("fake_llm_answers.json"));
+  site.import_corpus();
+  site.create_run("v1", "v1", {"--limit", "5"});
+  auto d = site.start_daemon();
+  ASSERT_EQ(site.wait_for("SELECT count(*) FROM jobs WHERE state = 'verify_queued'", 5, 60s), 5)
+      << d->log();
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM verifications"), 0);
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(60s), std::optional<int>(0)) << d->log();
+}
+
+}  // namespace
+}  // namespace kforge::pipeline::e2e

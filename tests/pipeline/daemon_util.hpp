@@ -110,6 +110,7 @@ struct Options {
   std::string http_listen;  // empty: none
   std::int64_t idle_poll_ms = 50;
   std::int64_t status_interval_ms = 200;
+  bool verify = false;  // run the verifier pool (CPU, /usr/bin/python3) in the daemon
 };
 
 // A temp dir with a database (the TritonBench-G corpus imported through the CLI) and a config
@@ -140,8 +141,13 @@ class Site {
     if (!o.prompts_dir.empty()) y += "  prompts_dir: " + o.prompts_dir + "\n";
     y += "daemon:\n  http_listen: \"" + o.http_listen +
          "\"\n  shutdown_grace_ms: " + std::to_string(o.grace_ms) +
-         "\n  status_interval_ms: " + std::to_string(o.status_interval_ms) + "\n";
+         "\n  status_interval_ms: " + std::to_string(o.status_interval_ms) +
+         "\n  verify: " + (o.verify ? "true" : "false") + "\n";
     if (!o.owner.empty()) y += "  owner: " + o.owner + "\n";
+    if (o.verify)
+      y += "verifier:\n  devices: [cpu]\n  cpu_workers: 2\n  python: /usr/bin/python3\n"
+           "  timeout_s: 30\n  memory_cap_mb: 1024\n  work_dir: \"" +
+           (dir_ / "verify-work").string() + "\"\n";
     test::write_text(config(), y);
   }
 

@@ -37,6 +37,7 @@ void read_config(ConfigNode n, DaemonConfig& out) {
   n.get("http_listen", out.http_listen);
   n.get("shutdown_grace_ms", out.shutdown_grace_ms);
   n.get("status_interval_ms", out.status_interval_ms);
+  n.get("verify", out.verify);
   if (!out.http_listen.empty()) {
     auto colon = out.http_listen.rfind(':');
     std::string host = colon == std::string::npos ? "" : out.http_listen.substr(0, colon);

@@ -42,6 +42,9 @@ struct DaemonConfig {
   std::string http_listen = "127.0.0.1:9464";
   std::int64_t shutdown_grace_ms = 30'000;  // SIGTERM: how long calls in flight may finish
   std::int64_t status_interval_ms = 2'000;  // progress to systemd (STATUS=) and the log
+  // Run the verifier pool (the `verifier:` section) on jobs in 'verify_queued'. Off: generated
+  // samples wait there (for another kforged, or a later start).
+  bool verify = true;
 };
 
 void read_config(ConfigNode n, PipelineConfig& out);

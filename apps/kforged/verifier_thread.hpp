@@ -1,0 +1,42 @@
+#pragma once
+// The daemon's verifier thread: owns a database connection, the verifier pool and the
+// VerifyStage that feeds it jobs from 'verify_queued'.
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "kforge/app/config.hpp"
+#include "kforge/pipeline/verify_stage.hpp"
+
+namespace kforge::daemon {
+
+class VerifierThread {
+ public:
+  // Starts the thread; the pool starts on it. start_error() says why it could not start.
+  VerifierThread(const app::Config& cfg, std::string owner, std::string owner_glob);
+  ~VerifierThread();  // stop(0)
+
+  // Stops leasing and waits up to grace for samples being verified, then kills the rest and
+  // gives their jobs back to 'verify_queued'.
+  void stop(std::chrono::milliseconds grace);
+  bool running() const { return running_.load(); }
+  pipeline::VerifyStageStats stats() const;
+  std::string last_error() const;
+
+ private:
+  void run(app::Config cfg, std::string owner, std::string owner_glob);
+
+  std::atomic<bool> running_{true};
+  std::atomic<bool> draining_{false};
+  std::atomic<std::int64_t> grace_ms_{0};
+  mutable std::mutex mu_;
+  pipeline::VerifyStageStats stats_;
+  std::string last_error_;
+  std::thread thread_;
+};
+
+}  // namespace kforge::daemon

@@ -1,0 +1,75 @@
+#pragma once
+// VerifyStage: the daemon's hand-off from the LLM stages to the verifier pool.
+//
+// Jobs whose LLM stages are done wait in 'verify_queued'. The stage leases them one at a time
+// as 'verifying' (owner and expiry, like the LLM side) while the pool accepts work, so a backlog
+// stays in the database, bounded by the pool's queue, and the LLM side slows down through
+// PipelineConfig::verify_backlog. Each verdict and the job's move to 'done' are written in one
+// transaction. A verdict flagged `infrastructure` (the verifier failed, not the sample) puts the
+// job back in 'verify_queued'. A dead daemon's 'verifying' jobs are reclaimed at start or when
+// their lease expires.
+//
+// Threads: not thread-safe. Everything, the pool included, lives on the thread that calls
+// step(); that thread must outlive the stage (fresh-mode samples die with their thread).
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "kforge/core/clock.hpp"
+#include "kforge/store/db.hpp"
+#include "kforge/verify/pool.hpp"
+
+namespace kforge::pipeline {
+
+struct VerifyStageStats {
+  std::uint64_t leased = 0;
+  std::uint64_t stored = 0;
+  std::uint64_t requeued = 0;  // infrastructure failures, back to verify_queued
+  std::uint64_t lost = 0;      // verdicts for jobs no longer ours (cancelled or reclaimed)
+  std::map<std::string, std::uint64_t> by_verdict;
+  std::uint64_t verified = 0;  // passed with no flag
+};
+
+class VerifyStage {
+ public:
+  // db: this thread's own connection. owner: this daemon's lease owner; owner_glob matches the
+  // owners of earlier processes of this daemon (their 'verifying' jobs are taken back).
+  static Result<std::unique_ptr<VerifyStage>> create(store::Db& db, Clock& clock,
+                                                     verify::PoolOptions options, std::string owner,
+                                                     const std::string& owner_glob);
+  ~VerifyStage();
+
+  // Leases what the pool can take, runs the pool for at most max_wait, stores verdicts.
+  Status step(std::chrono::milliseconds max_wait);
+  // Stops leasing; step() then only finishes what is running.
+  void drain() { draining_ = true; }
+  bool idle() const;
+  // Destroys the pool (killing what runs) and gives unfinished jobs back to 'verify_queued'.
+  Status stop();
+
+  const VerifyStageStats& stats() const { return stats_; }
+  verify::Pool& pool() { return *pool_; }
+
+ private:
+  VerifyStage(store::Db& db, Clock& clock, std::string owner)
+      : db_(db), clock_(clock), owner_(std::move(owner)) {}
+  Result<bool> lease_one();
+  void finish(std::int64_t job_id, std::int64_t run_id, std::int64_t sample_id, int attempt,
+              verify::VerifyResult&& r);
+  std::int64_t lease_ms() const;
+
+  store::Db& db_;
+  Clock& clock_;
+  std::string owner_;
+  std::unique_ptr<verify::Pool> pool_;
+  double timeout_s_ = 120;
+  bool draining_ = false;
+  std::int64_t last_renew_ms_ = 0;
+  VerifyStageStats stats_;
+  Status deferred_error_;
+};
+
+}  // namespace kforge::pipeline

@@ -1,0 +1,38 @@
+-- The verifier stage of the daemon: jobs in 'verify_queued' are leased as 'verifying', verified,
+-- and moved to 'done' with their verdict in one transaction.
+
+-- name: vstage_lease
+UPDATE jobs SET state = 'verifying', lease_owner = ?1, lease_expires_ms = ?2, updated_ms = ?3
+WHERE id = (SELECT j.id FROM jobs j JOIN runs r ON r.id = j.run_id
+            WHERE j.state = 'verify_queued' AND r.state = 'active'
+            ORDER BY j.updated_ms, j.id LIMIT 1)
+RETURNING id, run_id, sample_id;
+
+-- name: vstage_generated
+SELECT parsed_json FROM stage_outputs
+WHERE job_id = ?1 AND stage = 'generate' AND status = 'ok'
+ORDER BY id DESC LIMIT 1;
+
+-- name: vstage_sample
+SELECT key, code FROM samples WHERE id = ?1;
+
+-- name: vstage_next_attempt
+SELECT coalesce(max(attempt), 0) + 1 FROM verifications WHERE job_id = ?1;
+
+-- name: vstage_finish
+UPDATE jobs SET state = ?3, stage = ?4, lease_owner = NULL, lease_expires_ms = NULL,
+                error_kind = ?5, error = ?6, updated_ms = ?7
+WHERE id = ?1 AND state = 'verifying' AND lease_owner = ?2;
+
+-- name: vstage_renew
+UPDATE jobs SET lease_expires_ms = ?2 WHERE state = 'verifying' AND lease_owner = ?1;
+
+-- name: vstage_reclaim
+UPDATE jobs SET state = 'verify_queued', lease_owner = NULL, lease_expires_ms = NULL,
+                updated_ms = ?3
+WHERE state = 'verifying' AND (lease_owner GLOB ?1 OR lease_expires_ms <= ?2);
+
+-- name: vstage_release
+UPDATE jobs SET state = 'verify_queued', lease_owner = NULL, lease_expires_ms = NULL,
+                updated_ms = ?2
+WHERE state = 'verifying' AND lease_owner = ?1;

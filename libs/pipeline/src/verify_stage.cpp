@@ -1,0 +1,191 @@
+#include "kforge/pipeline/verify_stage.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <nlohmann/json.hpp>
+
+#include "kforge/pipeline/jobs.hpp"
+#include "kforge/verify/store.hpp"
+
+namespace kforge::pipeline {
+
+namespace {
+const store::QuerySet& q() {
+  return pipeline_queries();
+}
+}  // namespace
+
+Result<std::unique_ptr<VerifyStage>> VerifyStage::create(store::Db& db, Clock& clock,
+                                                         verify::PoolOptions options,
+                                                         std::string owner,
+                                                         const std::string& owner_glob) {
+  std::unique_ptr<VerifyStage> s(new VerifyStage(db, clock, std::move(owner)));
+  s->timeout_s_ = options.config.timeout_s;
+  {
+    KF_TRY(store::Stmt * st, db.cached(q()["vstage_reclaim"]));
+    st->bind(1, owner_glob).bind(2, clock.wall_ms()).bind(3, clock.wall_ms());
+    KF_CHECK(st->run());
+    if (db.changes() > 0)
+      spdlog::warn("verifier: took back {} jobs an earlier kforged was verifying", db.changes());
+  }
+  KF_TRY(s->pool_, verify::Pool::create(std::move(options)));
+  return s;
+}
+
+VerifyStage::~VerifyStage() {
+  auto r = stop();
+  if (!r.ok()) spdlog::error("verifier: {}", r.error().message);
+}
+
+std::int64_t VerifyStage::lease_ms() const {
+  // The mutant re-run doubles a sample's time; the margin covers queueing in the pool.
+  return static_cast<std::int64_t>(timeout_s_ * 2 * 1000) + 120'000;
+}
+
+bool VerifyStage::idle() const {
+  return !pool_ || pool_->idle();
+}
+
+Result<bool> VerifyStage::lease_one() {
+  const std::int64_t now = clock_.wall_ms();
+  std::int64_t job_id, run_id, sample_id;
+  {
+    KF_TRY(store::Stmt * st, db_.cached(q()["vstage_lease"]));
+    st->bind(1, owner_).bind(2, now + lease_ms()).bind(3, now);
+    KF_TRY(bool row, st->step());
+    if (!row) return false;
+    job_id = st->int64(0);
+    run_id = st->int64(1);
+    sample_id = st->int64(2);
+    KF_TRY(bool more, st->step());  // finish the statement (RETURNING yields one row)
+    (void)more;
+    st->reset();
+  }
+  verify::VerifyRequest req;
+  req.tag = job_id;
+  {
+    KF_TRY(store::Stmt * st, db_.cached(q()["vstage_sample"]));
+    st->bind(1, sample_id);
+    KF_TRY(bool row, st->step());
+    if (row) {
+      req.key = st->text(0);
+      req.code = st->text(1);
+    }
+    st->reset();
+  }
+  {
+    KF_TRY(store::Stmt * st, db_.cached(q()["vstage_generated"]));
+    st->bind(1, job_id);
+    KF_TRY(bool row, st->step());
+    if (row && !st->is_null(0)) {
+      auto j = nlohmann::json::parse(st->text(0), nullptr, false);
+      if (j.is_object()) {
+        if (j.contains("kernel_wrapper") && j["kernel_wrapper"].is_string())
+          req.kernel_wrapper = j["kernel_wrapper"].get<std::string>();
+        if (j.contains("unitest_code") && j["unitest_code"].is_string())
+          req.unitest_code = j["unitest_code"].get<std::string>();
+      }
+    }
+    st->reset();
+  }
+  int attempt = 1;
+  {
+    KF_TRY(store::Stmt * st, db_.cached(q()["vstage_next_attempt"]));
+    st->bind(1, job_id);
+    KF_TRY(bool row, st->step());
+    if (row) attempt = static_cast<int>(st->int64(0));
+    st->reset();
+  }
+  ++stats_.leased;
+  auto id = pool_->submit(std::move(req),
+                          [this, job_id, run_id, sample_id, attempt](verify::VerifyResult&& r) {
+                            finish(job_id, run_id, sample_id, attempt, std::move(r));
+                          });
+  if (!id.ok()) {
+    // The pool refused after saying it accepts: give the job back.
+    KF_TRY(store::Stmt * st, db_.cached(q()["vstage_finish"]));
+    st->bind(1, job_id)
+        .bind(2, owner_)
+        .bind(3, "verify_queued")
+        .bind(4, "verify")
+        .bind(5, nullptr)
+        .bind(6, nullptr)
+        .bind(7, clock_.wall_ms());
+    KF_CHECK(st->run());
+    return false;
+  }
+  return true;
+}
+
+void VerifyStage::finish(std::int64_t job_id, std::int64_t run_id, std::int64_t sample_id,
+                         int attempt, verify::VerifyResult&& r) {
+  const bool infrastructure =
+      std::find(r.flags.begin(), r.flags.end(), verify::kInfrastructure) != r.flags.end();
+  auto write = [&]() -> Status {
+    const std::int64_t now = clock_.wall_ms();
+    KF_TRY(store::Transaction tx, store::Transaction::begin(db_));
+    KF_TRY(store::Stmt * st, db_.cached(q()["vstage_finish"]));
+    st->bind(1, job_id).bind(2, owner_);
+    if (infrastructure) {
+      st->bind(3, "verify_queued").bind(4, "verify").bind(5, "verifier").bind(6, r.detail);
+    } else {
+      st->bind(3, "done").bind(4, "done").bind(5, nullptr).bind(6, nullptr);
+    }
+    st->bind(7, now);
+    KF_CHECK(st->run());
+    if (db_.changes() == 0) {
+      ++stats_.lost;  // cancelled, or reclaimed after our lease expired: keep nothing
+      return {};
+    }
+    if (!infrastructure) {
+      KF_CHECK(verify::store_verification(db_, {job_id, run_id, sample_id, attempt}, r, now));
+    }
+    KF_CHECK(tx.commit());
+    if (infrastructure) {
+      ++stats_.requeued;
+      spdlog::warn("verifier: {} goes back to the queue: {}", r.key, r.detail);
+    } else {
+      ++stats_.stored;
+      ++stats_.by_verdict[std::string(verify::to_string(r.verdict))];
+      if (r.verified()) ++stats_.verified;
+    }
+    return {};
+  };
+  auto st = write();
+  if (!st.ok()) {
+    // The lease stays ours until it expires; then the job is verified again.
+    spdlog::error("verifier: storing the verdict of {}: {}", r.key, st.error().message);
+    if (deferred_error_.ok()) deferred_error_ = st;
+  }
+}
+
+Status VerifyStage::step(std::chrono::milliseconds max_wait) {
+  if (!pool_) return {};
+  while (!draining_ && pool_->accepting()) {
+    KF_TRY(bool got, lease_one());
+    if (!got) break;
+  }
+  pool_->step(max_wait);
+  const std::int64_t now = clock_.wall_ms();
+  if (now - last_renew_ms_ >= lease_ms() / 4) {
+    KF_TRY(store::Stmt * st, db_.cached(q()["vstage_renew"]));
+    st->bind(1, owner_).bind(2, now + lease_ms());
+    KF_CHECK(st->run());
+    last_renew_ms_ = now;
+  }
+  if (!deferred_error_.ok()) {
+    Status e = deferred_error_;
+    deferred_error_ = Status();
+    return e;
+  }
+  return {};
+}
+
+Status VerifyStage::stop() {
+  pool_.reset();  // callbacks of unfinished samples run with the infrastructure flag
+  KF_TRY(store::Stmt * st, db_.cached(q()["vstage_release"]));
+  st->bind(1, owner_).bind(2, clock_.wall_ms());
+  return st->run();
+}
+
+}  // namespace kforge::pipeline
