@@ -163,14 +163,18 @@ int main(int argc, char** argv) {
   // 1. Throughput.
   double rps = 0;
   double client_cpu_us = 0;
+  double store_cpu_us = 0;
   {
     auto c = make_client(cfg, db);
     run_batch(*c, "warmup", std::min(2000, requests / 10 + 1), &failures);
     double cpu0 = thread_cpu_s("kforge-llm");
+    double db0 = thread_cpu_s("kforge-llm-db");
     double secs = run_batch(*c, "throughput", requests, &failures);
     rps = requests / secs;
     client_cpu_us = (thread_cpu_s("kforge-llm") - cpu0) * 1e6 / requests;
-    std::printf("client thread CPU: %.1f us per request\n", client_cpu_us);
+    store_cpu_us = (thread_cpu_s("kforge-llm-db") - db0) * 1e6 / requests;
+    std::printf("client CPU per request: network thread %.1f us, store thread %.1f us\n",
+                client_cpu_us, store_cpu_us);
     std::printf("throughput: %d requests, %d in flight, store %s: %.2f s, %.0f requests/s\n",
                 requests, in_flight, store ? "on" : "off", secs, rps);
   }
@@ -291,9 +295,10 @@ int main(int argc, char** argv) {
       "requests_per_s=%.0f overhead_p50_ms=%.3f client_p50_ms=%.3f bare_curl_p50_ms=%.3f "
       "client_p90_ms=%.3f bare_curl_p90_ms=%.3f busy_fraction=%.3f busy_wall_fraction=%.3f "
       "busy_fraction_bare_threads=%.3f "
-      "client_cpu_us_per_req=%.1f failures=%d store=%d loadavg_1m=%.2f cores=%u\n",
+      "net_thread_cpu_us=%.1f store_thread_cpu_us=%.1f failures=%d store=%d loadavg_1m=%.2f "
+      "cores=%u\n",
       rps, client_p50 - bare_p50, client_p50, bare_p50, client_p90, bare_p90, busy, busy_wall,
-      busy_bare, client_cpu_us, failures.load(), store ? 1 : 0, load[0],
+      busy_bare, client_cpu_us, store_cpu_us, failures.load(), store ? 1 : 0, load[0],
       std::thread::hardware_concurrency());
   return failures.load() == 0 ? 0 : 1;
 }
