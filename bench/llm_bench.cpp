@@ -115,6 +115,33 @@ std::size_t sink(char*, std::size_t size, std::size_t n, void* out) {
   return size * n;
 }
 
+// The baseline: n requests from 64 threads, each a blocking libcurl loop on its own kept-alive
+// connection, with the client's request bodies.
+void bare_threads(const std::string& url, const Client& c, int n, const std::string& prefix,
+                  std::atomic<int>* failures) {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 64; ++t) {
+    threads.emplace_back([&, t] {
+      CURL* e = curl_easy_init();
+      curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
+      std::string out;
+      for (int i = t; i < n; i += 64) {
+        std::string body = c.request_json(make_request(prefix, i));
+        curl_easy_setopt(e, CURLOPT_URL, url.c_str());
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, body.c_str());
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink);
+        curl_easy_setopt(e, CURLOPT_WRITEDATA, &out);
+        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+        if (curl_easy_perform(e) != CURLE_OK) ++*failures;
+      }
+      curl_slist_free_all(headers);
+      curl_easy_cleanup(e);
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -163,14 +190,23 @@ int main(int argc, char** argv) {
   // 1. Throughput.
   double rps = 0;
   double client_cpu_us = 0;
+  double store_cpu_us = 0;
+  double bare_rps = 0;
   {
     auto c = make_client(cfg, db);
     run_batch(*c, "warmup", std::min(2000, requests / 10 + 1), &failures);
     double cpu0 = thread_cpu_s("kforge-llm");
+    double db0 = thread_cpu_s("kforge-llm-db");
     double secs = run_batch(*c, "throughput", requests, &failures);
     rps = requests / secs;
     client_cpu_us = (thread_cpu_s("kforge-llm") - cpu0) * 1e6 / requests;
-    std::printf("client thread CPU: %.1f us per request\n", client_cpu_us);
+    store_cpu_us = (thread_cpu_s("kforge-llm-db") - db0) * 1e6 / requests;
+    std::printf("client CPU per request: network thread %.1f us, store thread %.1f us\n",
+                client_cpu_us, store_cpu_us);
+    auto t0 = Clock::now();
+    bare_threads(c->url(), *c, requests, "throughput-bare", &failures);
+    bare_rps = requests / (ms_since(t0) / 1000.0);
+    std::printf("baseline: 64 threads with blocking libcurl: %.0f requests/s\n", bare_rps);
     std::printf("throughput: %d requests, %d in flight, store %s: %.2f s, %.0f requests/s\n",
                 requests, in_flight, store ? "on" : "off", secs, rps);
   }
@@ -254,31 +290,8 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(c->stats().concurrency_cuts));
     std::string url = c->url();
     double bare_secs = 0;
-    busy_bare = sampled(
-        [&] {
-          std::vector<std::thread> threads;
-          for (int t = 0; t < 64; ++t) {
-            threads.emplace_back([&, t] {
-              CURL* e = curl_easy_init();
-              curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
-              std::string out;
-              for (int i = t; i < busy_requests; i += 64) {
-                std::string body = c->request_json(make_request("busy-bare", i));
-                curl_easy_setopt(e, CURLOPT_URL, url.c_str());
-                curl_easy_setopt(e, CURLOPT_POSTFIELDS, body.c_str());
-                curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
-                curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink);
-                curl_easy_setopt(e, CURLOPT_WRITEDATA, &out);
-                curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-                if (curl_easy_perform(e) != CURLE_OK) ++failures;
-              }
-              curl_slist_free_all(headers);
-              curl_easy_cleanup(e);
-            });
-          }
-          for (auto& t : threads) t.join();
-        },
-        &bare_secs);
+    busy_bare =
+        sampled([&] { bare_threads(url, *c, busy_requests, "busy-bare", &failures); }, &bare_secs);
     std::printf(
         "baseline: 64 threads with blocking libcurl: %.2f s; server saw %.1f in flight on "
         "average (busy fraction %.3f)\n",
@@ -288,12 +301,14 @@ int main(int argc, char** argv) {
   std::error_code ec;
   std::filesystem::remove_all(tmp, ec);
   std::printf(
-      "requests_per_s=%.0f overhead_p50_ms=%.3f client_p50_ms=%.3f bare_curl_p50_ms=%.3f "
+      "requests_per_s=%.0f bare_threads_requests_per_s=%.0f overhead_p50_ms=%.3f "
+      "client_p50_ms=%.3f bare_curl_p50_ms=%.3f "
       "client_p90_ms=%.3f bare_curl_p90_ms=%.3f busy_fraction=%.3f busy_wall_fraction=%.3f "
       "busy_fraction_bare_threads=%.3f "
-      "client_cpu_us_per_req=%.1f failures=%d store=%d loadavg_1m=%.2f cores=%u\n",
-      rps, client_p50 - bare_p50, client_p50, bare_p50, client_p90, bare_p90, busy, busy_wall,
-      busy_bare, client_cpu_us, failures.load(), store ? 1 : 0, load[0],
+      "net_thread_cpu_us=%.1f store_thread_cpu_us=%.1f failures=%d store=%d loadavg_1m=%.2f "
+      "cores=%u\n",
+      rps, bare_rps, client_p50 - bare_p50, client_p50, bare_p50, client_p90, bare_p90, busy,
+      busy_wall, busy_bare, client_cpu_us, store_cpu_us, failures.load(), store ? 1 : 0, load[0],
       std::thread::hardware_concurrency());
   return failures.load() == 0 ? 0 : 1;
 }

@@ -82,9 +82,12 @@ TEST(AdaptiveConcurrency, CutsWhenLatencyClimbsFarAboveItsBaseline) {
   for (int i = 0; i < 20; ++i) EXPECT_FALSE(a.on_success(Millis(100), now));
   EXPECT_NEAR(a.baseline_ms(), 100, 1);
   EXPECT_EQ(a.limit(), 32);
-  bool cut = false;
-  for (int i = 0; i < 5 && !cut; ++i) cut = a.on_success(Millis(2000), now + Millis(i));
-  EXPECT_TRUE(cut);
+  // One long completion is not an overload.
+  EXPECT_FALSE(a.on_success(Millis(5000), now));
+  for (int i = 0; i < 8; ++i) EXPECT_FALSE(a.on_success(Millis(100), now));
+  // A run of them is: the median of the last 9 crosses 3x the baseline on the 5th.
+  for (int i = 0; i < 4; ++i) EXPECT_FALSE(a.on_success(Millis(2000), now + Millis(i))) << i;
+  EXPECT_TRUE(a.on_success(Millis(2000), now + Millis(4)));
   EXPECT_EQ(a.limit(), 16);
 }
 

@@ -116,6 +116,7 @@ TEST_F(LlmTest, A429BurstCutsConcurrencyWhichGrowsBackAdditively) {
   cfg.max_in_flight = 16;
   cfg.min_in_flight = 1;
   cfg.adaptive_cooldown_ms = 0;
+  cfg.latency_factor = 1000;  // only the 429s count here, not a slow moment of a loaded machine
   cfg.max_attempts = 10;
   auto c = make_client();
   Batch b;

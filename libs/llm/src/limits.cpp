@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -92,19 +93,19 @@ bool AdaptiveConcurrency::on_overload(TimePoint now) {
 bool AdaptiveConcurrency::on_success(Millis latency, TimePoint now) {
   constexpr int kWarmup = 10;
   constexpr double kSlow = 0.02;  // the baseline follows a lasting change over ~50 calls
-  constexpr double kFast = 0.3;
   double ms = static_cast<double>(latency.count());
+  recent_[next_] = ms;
+  next_ = (next_ + 1) % recent_.size();
   bool was_cut = false;
   if (samples_ < kWarmup) {
     warmup_sum_ += ms;
-    if (++samples_ == kWarmup) {
-      baseline_ms_ = std::max(1.0, warmup_sum_ / kWarmup);
-      recent_ms_ = baseline_ms_;
-    }
+    if (++samples_ == kWarmup) baseline_ms_ = std::max(1.0, warmup_sum_ / kWarmup);
   } else {
-    recent_ms_ += kFast * (ms - recent_ms_);
-    // A floor of a few ms keeps loopback-fast baselines from turning jitter into cuts.
-    if (recent_ms_ > p_.latency_factor * std::max(baseline_ms_, 5.0)) was_cut = cut(now);
+    // The median of the last few calls: one long completion is not an overload, a run of them
+    // is. A floor of a few ms keeps loopback-fast baselines from turning jitter into cuts.
+    std::array<double, 9> sorted = recent_;
+    std::nth_element(sorted.begin(), sorted.begin() + 4, sorted.end());
+    if (sorted[4] > p_.latency_factor * std::max(baseline_ms_, 5.0)) was_cut = cut(now);
     baseline_ms_ += kSlow * (ms - baseline_ms_);
   }
   if (!was_cut && p_.enabled && limit_ < p_.max) {

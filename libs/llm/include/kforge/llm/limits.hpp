@@ -5,6 +5,7 @@
 //
 // Threads: not thread-safe; the client uses them on its own thread only.
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -51,8 +52,9 @@ struct AdaptiveParams {
   bool enabled = true;
 };
 
-// The in-flight limit: multiplicative decrease on overload (429, 503, latency far above its
-// baseline), additive increase (one slot per `limit` successes) back up to the maximum.
+// The in-flight limit: multiplicative decrease on overload (429, 503, or the median latency of
+// the last 9 calls above latency_factor x its running baseline), additive increase (one slot per
+// `limit` successes) back up to the maximum.
 class AdaptiveConcurrency {
  public:
   using Params = AdaptiveParams;
@@ -73,7 +75,8 @@ class AdaptiveConcurrency {
   int limit_;
   double credit_ = 0;
   double baseline_ms_ = 0;
-  double recent_ms_ = 0;
+  std::array<double, 9> recent_{};  // the last latencies, a ring
+  std::size_t next_ = 0;
   int samples_ = 0;
   double warmup_sum_ = 0;
   std::optional<TimePoint> last_cut_;
