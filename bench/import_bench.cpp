@@ -84,11 +84,13 @@ int main(int argc, char** argv) {
     std::uint64_t written = 2;
     const auto target = static_cast<std::uint64_t>(target_mb * 1024 * 1024);
     while (written < target) {
-      std::string rec = std::string(records ? ",\n" : "") + "{\"file\": \"k" + std::to_string(records) +
-                        ".py\", \"output\": \"@triton.jit\\ndef kernel_" + std::to_string(records) +
-                        "(x_ptr, n, BLOCK: tl.constexpr):\\n" + body +
-                        "\", \"simp_instru\": \"A kernel.\", \"comp_instru\": \"A kernel that sums.\", "
-                        "\"star\": " + std::to_string(records % 1000) + "}";
+      std::string rec =
+          std::string(records ? ",\n" : "") + "{\"file\": \"k" + std::to_string(records) +
+          ".py\", \"output\": \"@triton.jit\\ndef kernel_" + std::to_string(records) +
+          "(x_ptr, n, BLOCK: tl.constexpr):\\n" + body +
+          "\", \"simp_instru\": \"A kernel.\", \"comp_instru\": \"A kernel that sums.\", "
+          "\"star\": " +
+          std::to_string(records % 1000) + "}";
       out << rec;
       written += rec.size();
       ++records;
@@ -104,7 +106,8 @@ int main(int argc, char** argv) {
     auto db = kforge::store::Db::open(o);
     if (!db.ok()) return -1;
     kforge::corpus::ImportOptions opts;
-    auto m = kforge::corpus::parse_field_map("code=output,description_1=simp_instru,description_2=comp_instru");
+    auto m = kforge::corpus::parse_field_map(
+        "code=output,description_1=simp_instru,description_2=comp_instru");
     opts.map = *m;
     opts.map.key = "file";
     auto t0 = std::chrono::steady_clock::now();
@@ -126,10 +129,11 @@ int main(int argc, char** argv) {
   });
   std::printf("import: %.2f s, peak RSS %.1f MB; whole-file parse baseline: peak RSS %.1f MB\n",
               import_s, import_rss, dom_rss);
-  std::printf("records=%lld file_mb=%.1f import_s=%.2f records_per_s=%.0f mb_per_s=%.1f peak_rss_mb=%.1f "
-              "dom_parse_rss_mb=%.1f\n",
-              static_cast<long long>(records), file_mb, import_s,
-              static_cast<double>(records) / import_s, file_mb / import_s, import_rss, dom_rss);
+  std::printf(
+      "records=%lld file_mb=%.1f import_s=%.2f records_per_s=%.0f mb_per_s=%.1f peak_rss_mb=%.1f "
+      "dom_parse_rss_mb=%.1f\n",
+      static_cast<long long>(records), file_mb, import_s, static_cast<double>(records) / import_s,
+      file_mb / import_s, import_rss, dom_rss);
   std::filesystem::remove_all(dir);
   return import_s > 0 ? 0 : 1;
 }

@@ -157,7 +157,8 @@ int main(int argc, char** argv) {
   app.add_option("--autotune", autotune, "single or full")
       ->check(CLI::IsMember({"single", "full"}));
   app.add_flag("--cpu", force_cpu, "Run the CPU-only variant even where a GPU is present");
-  app.add_option("--sandbox-uid-base", uid_base, "verifier.sandbox_uid_base (0: samples keep the uid)");
+  app.add_option("--sandbox-uid-base", uid_base,
+                 "verifier.sandbox_uid_base (0: samples keep the uid)");
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::warn);
 

@@ -7,9 +7,9 @@
 #include <string>
 
 #include "kforge/core/config.hpp"
-#include "kforge/report/config.hpp"
 #include "kforge/llm/config.hpp"
 #include "kforge/pipeline/config.hpp"
+#include "kforge/report/config.hpp"
 #include "kforge/store/config.hpp"
 #include "kforge/verify/config.hpp"
 
