@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "verify_util.hpp"
 
 namespace kforge::test {
@@ -23,6 +25,9 @@ TEST(VerifyTriton, LaunchCountingAndMutantRuns) {
   EXPECT_EQ(r[0].report["triton"]["launches"]["add_kernel"], 4);
   EXPECT_EQ(r[0].report["mutant"]["verdict"], "failed");
   EXPECT_EQ(r[0].report["mutant"]["launches_skipped"]["add_kernel"], 2);
+  EXPECT_EQ(r[0].report["mutant"]["process"], "same");
+  EXPECT_EQ(r[0].report["triton"]["kernels"], nlohmann::json::array({"add_kernel"}));
+  EXPECT_NE(r[0].stderr_tail.find("mutant run (kernel launches skipped)"), std::string::npos);
   // A vacuous test: passes with the kernel never running.
   EXPECT_EQ(r[1].verdict, Verdict::passed);
   EXPECT_EQ(r[1].flags, std::vector<std::string>{verify::kMutantSurvived});
@@ -31,6 +36,43 @@ TEST(VerifyTriton, LaunchCountingAndMutantRuns) {
   EXPECT_EQ(r[2].verdict, Verdict::passed);
   EXPECT_EQ(r[2].flags, std::vector<std::string>{verify::kNoKernelLaunch});
   EXPECT_EQ(pool->stats().mutant_runs, 2u);
+}
+
+TEST(VerifyTriton, MutantRunInANewProcessGivesTheSameVerdicts) {
+  TempDir tmp;
+  auto cfg = test_config(tmp);
+  cfg.mutant_run = "new_process";
+  auto pool = make_pool(cfg);
+  ASSERT_TRUE(pool);
+  auto r = run_all(*pool, {load_sample("triton_vector_add"), load_sample("triton_vacuous")});
+  EXPECT_EQ(r[0].verdict, Verdict::passed) << r[0].detail << r[0].stderr_tail;
+  EXPECT_TRUE(r[0].flags.empty());
+  EXPECT_EQ(r[0].report["mutant"]["verdict"], "failed");
+  EXPECT_EQ(r[0].report["mutant"]["process"], "new");
+  EXPECT_EQ(r[1].flags, std::vector<std::string>{verify::kMutantSurvived});
+  EXPECT_EQ(pool->stats().mutant_runs, 2u);
+}
+
+TEST(VerifyTriton, AMutantRunThatHangsIsKilledAtItsOwnDeadlineAndTheRealVerdictStands) {
+  TempDir tmp;
+  auto cfg = test_config(tmp);
+  cfg.timeout_s = 3;
+  auto pool = make_pool(cfg);
+  ASSERT_TRUE(pool);
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = run_one(*pool, load_sample("triton_mutant_hangs"));
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // The real run passed; with the launch skipped the test waits for ever: not vacuous.
+  EXPECT_EQ(r.verdict, Verdict::passed) << r.detail << r.stderr_tail;
+  EXPECT_TRUE(r.flags.empty());
+  EXPECT_EQ(r.report["mutant"]["verdict"], "timeout");
+  EXPECT_NE(r.report["mutant"]["detail"].get<std::string>().find("3 s deadline"),
+            std::string::npos);
+  EXPECT_GE(r.report["mutant"]["duration_ms"].get<std::int64_t>(), 2900);
+  EXPECT_LT(r.duration_ms, 2900);  // the real run's own time, not the mutant's
+  EXPECT_GE(took, 2.9);
+  EXPECT_LT(took, 20.0);
+  EXPECT_TRUE(r.verified());
 }
 
 TEST(VerifyTriton, AutotuneRunsTheFirstConfigThatWorksKeepingHooks) {

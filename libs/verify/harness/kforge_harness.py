@@ -16,7 +16,10 @@ Protocol (worker): the control socket is an AF_UNIX SOCK_SEQPACKET socket on --c
   worker -> pool  {"event": "ready", "pid": P, "modules": {...}, "probe": {...}}
                   {"event": "started", "id": N, "pid": CHILD}
                   {"event": "finished", "id": N, "status": RAW_WAIT_STATUS, "maxrss_kb": K}
-The child writes one JSON object (the report) to its result pipe before it exits.
+The child writes its report to its result pipe as one line of JSON before it exits. When the
+request asks for the mutant run in the same process ("mutant_run": "same_process") and the sample
+passed having launched its kernels, the report says "mutant_phase": true and a second line
+follows: the report of the tests run again with those launches skipped.
 
 Everything here uses the standard library only; torch, triton and numpy are used when present.
 """
@@ -264,8 +267,9 @@ def install_triton_hooks(state):
     def init(self, fn, *args, **kwargs):
         orig_init(self, fn, *args, **kwargs)
         try:
-            if _code_file(fn) == state.script_path:
-                state.kernels.append(getattr(fn, "__qualname__", getattr(fn, "__name__", "?")))
+            name = getattr(fn, "__qualname__", getattr(fn, "__name__", "?"))
+            if _code_file(fn) == state.script_path and name not in state.kernels:
+                state.kernels.append(name)
         except Exception:
             pass
 
@@ -664,7 +668,8 @@ def _status_for(exc):
 
 
 def run_sample(request, report):
-    """Assembles, checks and runs the sample. Fills report; never raises."""
+    """Assembles, checks and runs the sample. Fills report; never raises. Returns what a mutant
+    run of the same sample needs (None when the sample did not get as far as its tests)."""
     t0 = time.monotonic()
     code = request.get("code")
     wrapper = request.get("kernel_wrapper")
@@ -677,7 +682,7 @@ def run_sample(request, report):
         report.update(verdict="invalid", phase="parse",
                       detail="syntax error in %s line %s: %s" % (
                           getattr(e, "kforge_section", "code"), e.lineno, e.msg))
-        return
+        return None
     report["script"] = script
     report["removed"] = info["removed"]
     report["sections"] = info["sections"]
@@ -687,11 +692,11 @@ def run_sample(request, report):
         section, line = section_of(info, e.lineno)
         report.update(verdict="invalid", phase="parse",
                       detail="syntax error in %s line %s: %s" % (section, line, e.msg))
-        return
+        return None
     tests, called = find_tests(tree)
     if not tests:
         report.update(verdict="invalid", phase="parse", detail="no test function (def test_...)")
-        return
+        return None
     path = os.path.join(os.getcwd(), "kforge_sample.py")
     with open(path, "w") as f:
         f.write(script)
@@ -707,13 +712,21 @@ def run_sample(request, report):
                 report["gpu_memory_fraction"] = fraction
         except Exception as e:
             report["gpu_memory_fraction"] = "failed: %s" % e
+    sys.path.insert(0, os.getcwd())
+    sample = {"path": path, "info": info, "tests": tests, "called": called, "state": state}
+    execute(sample, "kforge_sample", report, t0)
+    return sample
+
+
+def execute(sample, module_name, report, t0):
+    """Imports the written script as module_name and runs its tests; fills report."""
+    state, info, tests, called = sample["state"], sample["info"], sample["tests"], sample["called"]
     results = []
     report["tests"] = results
     report["phase"] = "import"
-    sys.path.insert(0, os.getcwd())
-    spec = importlib.util.spec_from_file_location("kforge_sample", path)
+    spec = importlib.util.spec_from_file_location(module_name, sample["path"])
     module = importlib.util.module_from_spec(spec)
-    sys.modules["kforge_sample"] = module
+    sys.modules[module_name] = module
     me = os.getpid()
     t_import = time.monotonic()
     try:
@@ -749,6 +762,72 @@ def run_sample(request, report):
         for suffix, kwargs in cases:
             results.append(run_test(name + suffix, fn, kwargs, me, info))
     _finish(report, state, tests, t0)
+
+
+def wants_mutant_run(report):
+    """A passing sample that launched kernels of its own code gets the mutant run (the pool
+    applies the same rule when it runs the mutant in a new process)."""
+    t = report.get("triton") or {}
+    launched = sum(v for v in (t.get("launches") or {}).values() if isinstance(v, int))
+    return report.get("verdict") == "passed" and bool(t.get("kernels")) and launched > 0
+
+
+def poison_gpu_cache():
+    """Fills the GPU memory the caching allocator holds free with 0xFF bytes (NaN for floats, -1
+    for integers) and returns how many bytes it filled. Without this, a mutant run in the same
+    process could be handed, by torch.empty, the very block in which the real run's kernel left
+    the right answer, and a sound test would look vacuous."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return 0
+    try:
+        if not torch.cuda.is_initialized():
+            return 0
+    except AttributeError:
+        return 0
+    import gc
+    gc.collect()
+    torch.cuda.synchronize()
+    sizes = []
+    for seg in torch.cuda.memory_snapshot():
+        for b in seg.get("blocks", []):
+            if b.get("state") == "inactive" and b.get("size", 0) > 0:
+                sizes.append((b["size"], seg.get("device", 0)))
+    held, filled = [], 0
+    for size, device in sorted(sizes, reverse=True):
+        try:
+            t = torch.empty(size, dtype=torch.uint8, device="cuda:%d" % device)
+        except RuntimeError:
+            break
+        t.fill_(0xFF)
+        held.append(t)
+        filled += size
+    torch.cuda.synchronize()
+    del held
+    return filled
+
+
+def run_mutant(sample, report):
+    """The mutant run in the same process: the script imported again as a new module (new kernel
+    and autotuner objects), its tests run with the launches of its own kernels skipped, on GPU
+    memory the real run can no longer leak into. Fills report like run_sample does."""
+    t0 = time.monotonic()
+    state = sample["state"]
+    sys.modules.pop("kforge_sample", None)
+    state.mutant = True
+    state.launches = {}
+    state.autotune_used = []
+    try:
+        report["poisoned_bytes"] = poison_gpu_cache()
+    except Exception as e:  # noqa: BLE001 - the run still means something without it
+        report["poisoned_bytes"] = "failed: %s: %s" % (type(e).__name__, str(e)[:200])
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.write("\n---- kforge: mutant run (kernel launches skipped) ----\n")
+            stream.flush()
+        except Exception:
+            pass
+    execute(sample, "kforge_sample_mutant", report, t0)
 
 
 def test_cases(fn):
@@ -832,16 +911,16 @@ def _finish(report, state, tests, t0):
         report["verdict"] = "passed"
         report["detail"] = "%d test%s passed" % (len(ran), "" if len(ran) == 1 else "s")
     report["triton"] = {"available": state.available, "version": state.version,
-                        "kernels": state.kernels, "launches": state.launches,
-                        "autotune": state.autotune, "autotune_used": state.autotune_used,
+                        "kernels": list(state.kernels), "launches": dict(state.launches),
+                        "autotune": state.autotune, "autotune_used": list(state.autotune_used),
                         "mutant": state.mutant}
-    report["shims"] = state.shims
+    report["shims"] = list(state.shims)
     report["duration_ms"] = int((time.monotonic() - t0) * 1000)
     report["phase"] = "done"
 
 
 def write_report(fd, report):
-    data = json.dumps(report, default=str).encode("utf-8", "replace")
+    data = (json.dumps(report, default=str) + "\n").encode("utf-8", "replace")
     view = memoryview(data)
     while view:
         try:
@@ -875,19 +954,40 @@ def child_main(request_path, result_fd):
             sys.path.insert(0, p)
     if request.get("fresh"):
         preload(request.get("preload", []))
+    sample = None
     try:
-        run_sample(request, report)
+        sample = run_sample(request, report)
     except BaseException as e:  # noqa: B902 - a bug here must still produce a report
         report.update(verdict="error", phase="harness",
                       detail="harness error: %s: %s" % (type(e).__name__, e),
                       traceback=traceback.format_exc()[-4000:])
+    mutant = request.get("mutant_run") == "same_process" and sample is not None and \
+        wants_mutant_run(report)
+    report["mutant_phase"] = mutant
+    _flush_std()
+    # The real run's report goes out first: whatever the mutant run does (hang, crash), the
+    # verdict of the real run stands.
+    write_report(result_fd, report)
+    if mutant:
+        second = {"harness": HARNESS_VERSION, "pid": os.getpid(), "mutant_run": True}
+        try:
+            run_mutant(sample, second)
+        except BaseException as e:  # noqa: B902
+            second.update(verdict="error", phase="harness",
+                          detail="harness error: %s: %s" % (type(e).__name__, e),
+                          traceback=traceback.format_exc()[-4000:])
+        second.pop("script", None)
+        _flush_std()
+        write_report(result_fd, second)
+    os._exit(0)
+
+
+def _flush_std():
     try:
         sys.stdout.flush()
         sys.stderr.flush()
     except Exception:
         pass
-    write_report(result_fd, report)
-    os._exit(0)
 
 
 def preload(modules):

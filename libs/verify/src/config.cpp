@@ -22,6 +22,7 @@ void read_config(ConfigNode n, VerifierConfig& out) {
   n.get("gpu_memory_fraction", out.gpu_memory_fraction);
   n.get("autotune", out.autotune);
   n.get("mutant_check", out.mutant_check);
+  n.get("mutant_run", out.mutant_run);
   n.get("work_dir", out.work_dir);
   n.get("triton_cache_dir", out.triton_cache_dir);
   n.get("triton_cache_per_worker", out.triton_cache_per_worker);
@@ -44,6 +45,8 @@ void read_config(ConfigNode n, VerifierConfig& out) {
     n.invalid("mode", "'" + out.mode + "' is not one of warm, fresh");
   if (out.autotune != "single" && out.autotune != "full")
     n.invalid("autotune", "'" + out.autotune + "' is not one of single, full");
+  if (out.mutant_run != "same_process" && out.mutant_run != "new_process")
+    n.invalid("mutant_run", "'" + out.mutant_run + "' is not one of same_process, new_process");
   if (!(out.timeout_s > 0)) n.invalid("timeout_s", "must be > 0");
   if (out.memory_cap_mb < 0) n.invalid("memory_cap_mb", "must be >= 0 (0: no cap)");
   if (out.output_cap_kb < 1) n.invalid("output_cap_kb", "must be >= 1");

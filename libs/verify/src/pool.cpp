@@ -108,6 +108,11 @@ struct Run {
   std::int64_t peak_rss_kb = 0;
   std::string cgroup;
   double timeout_s = 0;
+  // The mutant run in the same process: set once the real run's report (the first line on the
+  // result pipe) says a second one follows.
+  bool first_line_seen = false;
+  bool mutant_phase = false;
+  SteadyTime primary_done{};
 };
 
 struct Slot {
@@ -399,6 +404,7 @@ struct Pool::Impl {
             {"unitest_code", job.request.unitest_code.value_or("")},
             {"key", job.request.key},
             {"mutant", job.mutant},
+            {"mutant_run", cfg.mutant_check && !job.mutant ? cfg.mutant_run : "off"},
             {"autotune", cfg.autotune},
             {"gpu_memory_fraction", memory_fraction(s)},
             {"python_path", cfg.python_path},
@@ -516,10 +522,25 @@ struct Pool::Impl {
         r.err.append(buf, len);
       } else if (r.result.size() + len <= (32u << 20)) {
         r.result.append(buf, len);
+        if (!r.first_line_seen) watch_first_line(r);
       } else {
         r.result_overflow = true;
       }
     }
+  }
+
+  // The real run's report has arrived; if the mutant run follows in the same process, it gets
+  // a deadline of its own, as it would in a process of its own.
+  void watch_first_line(Run& r) {
+    auto nl = r.result.find('\n');
+    if (nl == std::string::npos) return;
+    r.first_line_seen = true;
+    auto j = nlohmann::json::parse(r.result.substr(0, nl), nullptr, false);
+    if (!j.is_object() || !j.value("mutant_phase", false)) return;
+    r.mutant_phase = true;
+    r.primary_done = now();
+    if (r.killed == KillReason::none)
+      r.deadline = r.primary_done + milliseconds(static_cast<std::int64_t>(r.timeout_s * 1000));
   }
 
   void kill_run(Slot& s, KillReason why) {
@@ -555,14 +576,35 @@ struct Pool::Impl {
     fs::remove_all(r.dir, ec);
     if (ec) spdlog::warn("verifier: cannot remove {}: {}", r.dir, ec.message());
 
+    // The result pipe holds the real run's report and, after a mutant run in the same process,
+    // the mutant run's: one JSON object per line.
+    std::optional<nlohmann::json> second;
     RunFacts f;
     if (!r.result.empty() && !r.result_overflow) {
-      auto j = nlohmann::json::parse(r.result, nullptr, false);
+      auto nl = r.result.find('\n');
+      auto j = nlohmann::json::parse(r.result.substr(0, nl), nullptr, false);
       if (j.is_object()) f.report = std::move(j);
+      if (r.mutant_phase && nl != std::string::npos) {
+        auto m = nlohmann::json::parse(r.result.substr(nl + 1), nullptr, false);
+        if (m.is_object()) second = std::move(m);
+      }
     }
-    f.killed = r.killed;
+    RunFacts mf;  // the mutant run's facts: how the process ended belongs to it
+    if (r.mutant_phase) {
+      mf.report = std::move(second);
+      mf.killed = r.killed;
+      mf.wait_status = r.wait_status;
+      mf.timeout_s = r.timeout_s;
+      mf.memory_cap_mb = cfg.memory_cap_mb;
+      mf.peak_rss_kb = std::max(r.peak_rss_kb, r.maxrss_kb);
+      mf.stderr_tail = r.err.tail(8192);
+      if (mf.killed == KillReason::none && oom > 0 && !mf.report)
+        mf.killed = KillReason::memory_cgroup;
+      oom = 0;
+    }
+    f.killed = r.mutant_phase ? KillReason::none : r.killed;
     if (f.killed == KillReason::none && oom > 0 && !f.report) f.killed = KillReason::memory_cgroup;
-    f.wait_status = r.wait_status;
+    f.wait_status = r.mutant_phase ? 0 : r.wait_status;
     f.timeout_s = r.timeout_s;
     f.memory_cap_mb = cfg.memory_cap_mb;
     f.peak_rss_kb = std::max(r.peak_rss_kb, r.maxrss_kb);
@@ -589,7 +631,10 @@ struct Pool::Impl {
     }
     res.stdout_text = r.out.text();
     res.stderr_tail = last_lines(r.err.text(), 60, 8192);
-    res.duration_ms = std::chrono::duration_cast<milliseconds>(now() - r.started).count();
+    SteadyTime end = now();
+    res.duration_ms = std::chrono::duration_cast<milliseconds>(
+                          (r.mutant_phase ? r.primary_done : end) - r.started)
+                          .count();
     res.device = devices[s.device].device.id;
     nlohmann::json pool_facts = {
         {"mode", warm ? "warm" : "fresh"},
@@ -607,6 +652,28 @@ struct Pool::Impl {
     if (r.result_overflow) pool_facts["report_overflow"] = true;
     res.report["pool"] = pool_facts;
     ++stats.completed;
+    if (r.mutant_phase) {
+      auto mc = classify(mf);
+      nlohmann::json launches = nlohmann::json::object();
+      if (mf.report)
+        launches = mf.report->value("triton", nlohmann::json::object())
+                       .value("launches", nlohmann::json::object());
+      nlohmann::json m = {
+          {"verdict", to_string(mc.verdict)},
+          {"detail", mc.detail},
+          {"duration_ms", std::chrono::duration_cast<milliseconds>(end - r.primary_done).count()},
+          {"launches_skipped", launches},
+          {"process", "same"}};
+      if (mf.report && mf.report->contains("poisoned_bytes"))
+        m["poisoned_bytes"] = (*mf.report)["poisoned_bytes"];
+      bool infra = std::find(mc.flags.begin(), mc.flags.end(), kInfrastructure) != mc.flags.end();
+      if (infra) m["infrastructure"] = true;
+      res.report["mutant"] = std::move(m);
+      if (mc.verdict == Verdict::passed && !infra) res.flags.push_back(kMutantSurvived);
+      ++stats.mutant_runs;
+      ready.emplace_back(std::move(r.job.done), std::move(res));
+      return;
+    }
     complete(std::move(r.job), std::move(res));
   }
 
@@ -621,7 +688,8 @@ struct Pool::Impl {
           {"detail", res.detail},
           {"duration_ms", res.duration_ms},
           {"launches_skipped", res.report.value("triton", nlohmann::json::object())
-                                   .value("launches", nlohmann::json::object())}};
+                                   .value("launches", nlohmann::json::object())},
+          {"process", "new"}};
       if (res.verdict == Verdict::passed && !infra) primary.flags.push_back(kMutantSurvived);
       ready.emplace_back(std::move(job.done), std::move(primary));
       return;

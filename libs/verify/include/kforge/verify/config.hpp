@@ -33,6 +33,9 @@ struct VerifierConfig {
   double gpu_memory_fraction = 0;         // per sample; 0: 0.9 / workers_per_device
   std::string autotune = "single";        // single | full
   bool mutant_check = true;               // re-run passing samples with kernel launches skipped
+  // same_process: the mutant run follows the real one in the sample's process (GPU memory the
+  // real run freed is overwritten first); new_process: it gets a process of its own.
+  std::string mutant_run = "same_process";
   std::string work_dir = "/var/tmp/kforge-verify";
   std::string triton_cache_dir;  // empty: <work_dir>/triton-cache
   bool triton_cache_per_worker = false;
