@@ -109,7 +109,11 @@ Measure measure(VerifierConfig cfg, int workers, const std::vector<VerifyRequest
       auto id = p.submit(reqs[next++], [&](VerifyResult&& r) {
         ++done;
         ++m.verdicts[to_string(r.verdict) + (r.flags.empty() ? "" : "+" + r.flags[0])];
-        durations.push_back(static_cast<double>(r.duration_ms) / 1000.0);
+        // Worker time per sample: the real run and its mutant run (whichever process it had).
+        std::int64_t ms = r.duration_ms;
+        if (r.report.contains("mutant"))
+          ms += r.report["mutant"].value("duration_ms", std::int64_t{0});
+        durations.push_back(static_cast<double>(ms) / 1000.0);
         if (r.verdict != Verdict::passed)
           std::fprintf(stderr, "  %s %s: %s: %s\n", label.c_str(), r.key.c_str(),
                        to_string(r.verdict), r.detail.c_str());
@@ -145,18 +149,23 @@ int main(int argc, char** argv) {
   std::string work_dir;
   std::string autotune = "single";
   bool force_cpu = false;
+  bool ablation = true;
   std::int64_t uid_base = 61000;
   app.add_option("--samples", samples, "Distinct samples (kernels) per measurement")
       ->check(CLI::Range(8, 100000));
   app.add_option("--workers", workers,
                  "Workers per GPU for the warm/fresh comparison (default: 8 GPU, 2 CPU)");
   app.add_option("--sweep", sweep,
-                 "Warm workers per GPU to try, e.g. 2,4,8,16 (default: 2,4,8,16 on GPU)");
+                 "Warm workers per GPU to try besides --workers (default: 4,12,16 on GPU)");
   app.add_option("--python", python, "The Python that has torch and triton");
   app.add_option("--work-dir", work_dir, "Scratch directory (default: a temp dir)");
   app.add_option("--autotune", autotune, "single or full")
       ->check(CLI::IsMember({"single", "full"}));
   app.add_flag("--cpu", force_cpu, "Run the CPU-only variant even where a GPU is present");
+  app.add_option("--ablation", ablation,
+                 "Also measure warm workers without prestarting, and without prestarting with "
+                 "the mutant run in a process of its own (the earlier design), and a second "
+                 "warm run over a filled Triton cache");
   app.add_option("--sandbox-uid-base", uid_base,
                  "verifier.sandbox_uid_base (0: samples keep the uid)");
   CLI11_PARSE(app, argc, argv);
@@ -225,20 +234,41 @@ int main(int argc, char** argv) {
     c.triton_cache_dir = work_dir + "/cache-" + std::to_string(run_no++);  // cold for each run
     return c;
   };
+  auto describe = [](const VerifierConfig& c) {
+    return " (prestart=" + std::string(c.prestart ? "on" : "off") + ", mutant_run=" + c.mutant_run +
+           ")";
+  };
   // Per-sample overhead: trivial samples, one worker, warm and fresh.
   std::vector<VerifyRequest> trivials;
   for (int i = 0; i < 16; ++i) trivials.push_back(instantiate(trivial, 1000 + i));
   auto ow = measure(cfg_for("warm"), 1, trivials, "overhead warm (1 worker)");
   auto of = measure(cfg_for("fresh"), 1, trivials, "overhead fresh (1 worker)");
 
-  auto warm = measure(cfg_for("warm"), per_gpu * units, reqs, "warm");
-  auto fresh = measure(cfg_for("fresh"), per_gpu * units, reqs, "fresh");
+  auto warm_cfg = cfg_for("warm");
+  auto warm = measure(warm_cfg, per_gpu * units, reqs, "warm" + describe(warm_cfg));
+  auto fresh_cfg = cfg_for("fresh");
+  auto fresh =
+      measure(fresh_cfg, per_gpu * units, reqs, "fresh (mutant_run=" + fresh_cfg.mutant_run + ")");
+  Measure warm_cached, no_prestart, earlier;
+  if (ablation) {
+    // The same samples again over the cache the warm run filled: an A/B pair's second run.
+    auto c = warm_cfg;
+    c.work_dir += "-again";
+    warm_cached = measure(c, per_gpu * units, reqs, "warm, Triton cache filled");
+    c = cfg_for("warm");
+    c.prestart = false;
+    no_prestart = measure(c, per_gpu * units, reqs, "warm" + describe(c));
+    c = cfg_for("warm");
+    c.prestart = false;
+    c.mutant_run = "new_process";
+    earlier = measure(c, per_gpu * units, reqs, "warm" + describe(c));
+  }
   std::vector<int> sweep_values;
   if (!sweep.empty()) {
     std::stringstream ss(sweep);
     for (std::string v; std::getline(ss, v, ',');) sweep_values.push_back(std::stoi(v));
   } else if (gpu) {
-    sweep_values = {2, 4, 16};
+    sweep_values = {4, 12, 16};
   }
   int best = per_gpu;
   double best_rate = warm.samples_per_s;
@@ -256,10 +286,12 @@ int main(int argc, char** argv) {
       "variant=%s samples=%d autotuned=%d autotune=%s workers_per_gpu=%d warm_samples_per_s=%.3f "
       "fresh_samples_per_s=%.3f speedup=%.2f warm_mean_sample_s=%.3f fresh_mean_sample_s=%.3f "
       "warm_overhead_ms=%.0f fresh_overhead_ms=%.0f warm_startup_s=%.1f best_workers_per_gpu=%d "
-      "best_samples_per_s=%.3f\n",
+      "best_samples_per_s=%.3f warm_cached_samples_per_s=%.3f warm_no_prestart_samples_per_s=%.3f "
+      "warm_earlier_design_samples_per_s=%.3f\n",
       variant.c_str(), samples, autotuned, autotune.c_str(), per_gpu, warm.samples_per_s,
       fresh.samples_per_s, fresh.samples_per_s > 0 ? warm.samples_per_s / fresh.samples_per_s : 0.0,
       warm.mean_sample_s, fresh.mean_sample_s, ow.mean_sample_s * 1000, of.mean_sample_s * 1000,
-      warm.startup_s, best, best_rate);
+      warm.startup_s, best, best_rate, warm_cached.samples_per_s, no_prestart.samples_per_s,
+      earlier.samples_per_s);
   return 0;
 }

@@ -2,7 +2,9 @@
 // back-pressure and devices leaving the rotation.
 
 #include <gtest/gtest.h>
+
 #include <signal.h>
+#include <chrono>
 
 #include "verify_util.hpp"
 
@@ -44,11 +46,63 @@ TEST(VerifyPool, OrdinaryVerdictsWarm) {
   EXPECT_EQ(t["exception"], "AssertionError");
   EXPECT_NE(t["traceback"].get<std::string>().find("assert run_copy(xs) == xs"), std::string::npos);
   EXPECT_EQ(r[0].device, "cpu");
-  // Every sample's directory is gone; only the workers' logs remain while the pool lives.
+  // Every sample's directory is gone; while the pool lives only the workers' logs remain, and
+  // the directories of the children prestarted for the next samples (one per slot at most).
+  int waiting = 0;
   for (const auto& e : std::filesystem::recursive_directory_iterator(tmp.path() / "work" / "runs"))
     if (e.is_regular_file()) {
+      if (e.path().filename() == "prep.json") {
+        ++waiting;
+        continue;
+      }
       EXPECT_EQ(e.path().extension(), ".log") << e.path();
     }
+  EXPECT_LE(waiting, pool->slots());
+  pool.reset();
+  EXPECT_FALSE(std::filesystem::exists(tmp.path() / "work" / "runs") &&
+               !std::filesystem::is_empty(tmp.path() / "work" / "runs"))
+      << "the pool left files behind";
+}
+
+TEST(VerifyPool, PrestartedChildrenTakeTheSamples) {
+  TempDir tmp;
+  auto cfg = test_config(tmp);
+  cfg.cpu_workers = 1;
+  auto pool = make_pool(cfg);
+  ASSERT_TRUE(pool);
+  auto first = run_one(*pool, load_sample("pass"));
+  ASSERT_EQ(first.verdict, Verdict::passed) << first.detail;
+  // Between samples the next child is already forked and sandboxed; it waits for the request.
+  auto t0 = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(300))
+    pool->step(std::chrono::milliseconds(20));
+  auto r = run_all(*pool, {load_sample("pass"), load_sample("assert_fail"), load_sample("pass")});
+  for (const auto& x : r) {
+    EXPECT_TRUE(x.report["pool"]["prestarted"].get<bool>()) << x.report.dump();
+    ASSERT_TRUE(x.report.contains("prestart")) << x.report.dump();
+  }
+  EXPECT_EQ(r[0].verdict, Verdict::passed);
+  EXPECT_EQ(r[1].verdict, Verdict::failed);
+  EXPECT_EQ(r[2].verdict, Verdict::passed);
+  EXPECT_GE(r[0].report["prestart"]["waited_ms"].get<std::int64_t>(), 200);
+  EXPECT_EQ(r[0].report["prestart"]["gpu"], "not asked");  // a cpu device
+  EXPECT_EQ(pool->stats().worker_restarts, 0u);
+}
+
+TEST(VerifyPool, WithoutPrestartEachSampleIsForkedWhenItArrives) {
+  TempDir tmp;
+  auto cfg = test_config(tmp);
+  cfg.prestart = false;
+  auto pool = make_pool(cfg);
+  ASSERT_TRUE(pool);
+  auto r = run_all(*pool, {load_sample("pass"), load_sample("assert_fail"), load_sample("raise")});
+  EXPECT_EQ(r[0].verdict, Verdict::passed) << r[0].detail;
+  EXPECT_EQ(r[1].verdict, Verdict::failed);
+  EXPECT_EQ(r[2].verdict, Verdict::error);
+  for (const auto& x : r) {
+    EXPECT_FALSE(x.report["pool"]["prestarted"].get<bool>());
+    EXPECT_FALSE(x.report.contains("prestart"));
+  }
 }
 
 TEST(VerifyPool, ParametrizedTestsAndHelpersTakingArguments) {

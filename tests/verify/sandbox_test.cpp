@@ -129,6 +129,25 @@ TEST(VerifySandbox, CannotKillItsParent) {
   EXPECT_EQ(run_one(*pool, load_sample("pass")).verdict, Verdict::passed);
 }
 
+TEST(VerifySandbox, CannotKillTheChildPrestartedForTheNextSample) {
+  TempDir tmp;
+  auto cfg = test_config(tmp);
+  cfg.cpu_workers = 1;
+  auto pool = make_pool(cfg);
+  ASSERT_TRUE(pool);
+  if (!own_uids(*pool)) GTEST_SKIP() << "needs root (samples on their own uid)";
+  ASSERT_EQ(run_one(*pool, load_sample("pass")).verdict, Verdict::passed);
+  // While it runs, the child for the next sample waits beside it, on the slot's other uid.
+  auto r = run_one(*pool, load_sample("kill_siblings"));
+  EXPECT_EQ(r.verdict, Verdict::passed) << r.detail;
+  EXPECT_TRUE(r.report["pool"]["prestarted"].get<bool>()) << r.report.dump();
+  auto next = run_one(*pool, load_sample("pass"));
+  EXPECT_EQ(next.verdict, Verdict::passed) << next.detail;
+  EXPECT_TRUE(next.report["pool"]["prestarted"].get<bool>());
+  EXPECT_NE(next.report["pool"]["uid"], r.report["pool"]["uid"]);
+  EXPECT_EQ(pool->stats().worker_restarts, 0u);
+}
+
 TEST(VerifySandbox, CannotReachTheNetwork) {
   int srv = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
   ASSERT_GE(srv, 0);

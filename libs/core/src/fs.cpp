@@ -19,6 +19,26 @@ Result<std::string> read_file(const std::filesystem::path& path) {
   return ss.str();
 }
 
+Status write_file(const std::filesystem::path& path, std::string_view data) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return fail("io", path.string() + ": " + std::strerror(errno));
+  const char* p = data.data();
+  std::size_t left = data.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      ::close(fd);
+      return fail("io", path.string() + ": " + std::strerror(e));
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  if (::close(fd) != 0) return fail("io", path.string() + ": " + std::strerror(errno));
+  return {};
+}
+
 Status write_file_atomic(const std::filesystem::path& path, std::string_view data) {
   std::string tmp = path.string() + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -12,6 +12,9 @@ Started by the C++ pool (libs/verify) in one of two modes:
 
 Protocol (worker): the control socket is an AF_UNIX SOCK_SEQPACKET socket on --control-fd.
   pool -> worker  {"op": "run", "id": N, "request": "/dir/request.json"} + 3 fds
+                  {"op": "prepare", "id": N, "prep": "/dir/prep.json"} + 4 fds (the 4th: the
+                      read end of the pipe on which the pool later sends the request; see
+                      prestarted_main)
                   {"op": "exit"}
   worker -> pool  {"event": "ready", "pid": P, "modules": {...}, "probe": {...}}
                   {"event": "started", "id": N, "pid": CHILD}
@@ -932,23 +935,104 @@ def write_report(fd, report):
         view = view[n:]
 
 
-def child_main(request_path, result_fd):
-    """In a fresh child: sandbox, run, report. Exits the process."""
-    report = {"harness": HARNESS_VERSION, "pid": os.getpid()}
+def _read_json(path, report, result_fd):
     try:
-        with open(request_path) as f:
-            request = json.load(f)
+        with open(path) as f:
+            return json.load(f)
     except (OSError, ValueError) as e:
         report.update(verdict="error", phase="request", detail="cannot read request: %s" % e)
         write_report(result_fd, report)
         os._exit(2)
+
+
+def _sandbox(spec, report, result_fd):
     try:
-        apply_sandbox(request["sandbox"], report)
+        apply_sandbox(spec, report)
     except Exception as e:
         report.update(verdict="error", phase="sandbox", detail="sandbox setup failed: %s" % e)
         write_report(result_fd, report)
         os._exit(3)
     faulthandler.enable(file=sys.stderr, all_threads=False)
+
+
+def child_main(request_path, result_fd):
+    """In a fresh child: sandbox, run, report. Exits the process."""
+    report = {"harness": HARNESS_VERSION, "pid": os.getpid()}
+    request = _read_json(request_path, report, result_fd)
+    _sandbox(request["sandbox"], report, result_fd)
+    run_and_report(request, report, result_fd)
+
+
+def warm_up_gpu():
+    """What every sample would otherwise do first: create the CUDA context (with the allocator)
+    and load Triton's driver module. Returns a note for the report."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return {"gpu": "torch not loaded"}
+    t0 = time.monotonic()
+    out = {}
+    try:
+        if not torch.cuda.is_available():
+            return {"gpu": "no CUDA/HIP device visible"}
+        torch.cuda.init()
+        torch.empty(1, device="cuda")
+        torch.cuda.synchronize()
+        out["gpu"] = "ready"
+    except Exception as e:  # noqa: BLE001 - the sample will meet the same error and report it
+        return {"gpu": "failed: %s: %s" % (type(e).__name__, str(e)[:300])}
+    if "triton" in sys.modules:
+        try:
+            from triton.runtime import driver
+            active = driver.active
+            active.get_current_device()
+            getattr(active, "utils", None)
+        except Exception as e:  # noqa: BLE001
+            out["triton_driver"] = "failed: %s: %s" % (type(e).__name__, str(e)[:200])
+    out["ms"] = int((time.monotonic() - t0) * 1000)
+    return out
+
+
+def _read_all(fd):
+    data = b""
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except InterruptedError:
+            continue
+        if not chunk:
+            return data
+        data += chunk
+
+
+def prestarted_main(prep_path, result_fd, go_fd):
+    """A child started ahead of its sample: sandbox, CUDA context, then it waits. The pool writes
+    the request (JSON) to go_fd and closes it; EOF with nothing written means: not needed, exit.
+    The sample's deadline starts when the pool sends it, so the warm-up is off its clock."""
+    report = {"harness": HARNESS_VERSION, "pid": os.getpid()}
+    prep = _read_json(prep_path, report, result_fd)
+    _sandbox(prep["sandbox"], report, result_fd)
+    for p in reversed(prep.get("python_path", [])):
+        if p not in sys.path:
+            sys.path.insert(0, p)
+    warm = warm_up_gpu() if prep.get("gpu") else {"gpu": "not asked"}
+    t_wait = time.monotonic()
+    data = _read_all(go_fd)
+    os.close(go_fd)
+    if not data.strip():
+        os._exit(0)
+    warm["waited_ms"] = int((time.monotonic() - t_wait) * 1000)
+    report["prestart"] = warm
+    try:
+        request = json.loads(data.decode("utf-8"))
+    except ValueError as e:
+        report.update(verdict="error", phase="request", detail="cannot read request: %s" % e)
+        write_report(result_fd, report)
+        os._exit(2)
+    run_and_report(request, report, result_fd)
+
+
+def run_and_report(request, report, result_fd):
+    """Runs the sample in this (sandboxed) process, writes its report(s), exits."""
     for p in reversed(request.get("python_path", [])):
         if p not in sys.path:
             sys.path.insert(0, p)
@@ -1049,6 +1133,38 @@ def gpu_probe():
         return {"ok": False, "error": "GPU probe died"}
 
 
+def _fork_child(fds, target):
+    """Forks a child onto the given stdout/stderr fds and calls target() in it."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()
+            os.dup2(fds[0], 1)
+            os.dup2(fds[1], 2)
+            # Nothing else of the worker's stays open in the sample: not the control socket,
+            # and not the pidfds of its siblings (with one, a sample could signal another).
+            import fcntl
+            high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 1000 + i) for i, fd in enumerate(fds[2:])]
+            os.closerange(3, 1000)
+            keep = [os.dup(fd) for fd in high]
+            for fd in high:
+                os.close(fd)
+            os.closerange(3 + len(keep), 1 << 20)
+            devnull = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(devnull, 0)
+            os.close(devnull)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", buffering=0), write_through=True)
+            sys.stderr = io.TextIOWrapper(os.fdopen(2, "wb", buffering=0), write_through=True)
+            target(*keep)
+        finally:
+            os._exit(120)
+    for fd in fds:
+        os.close(fd)
+    return pid
+
+
 def worker_main(args):
     sock = socket.socket(fileno=args.control_fd)
     for p in reversed(args.python_path):
@@ -1060,65 +1176,74 @@ def worker_main(args):
                  "python": sys.version.split()[0], "harness": HARNESS_VERSION})
     if not probe.get("ok"):
         return 4
-    while True:
+    import selectors
+    sel = selectors.DefaultSelector()
+    sel.register(sock, selectors.EVENT_READ, None)
+    children = {}  # pid -> (request id, start time, pidfd or None)
+    pidfd_open = getattr(os, "pidfd_open", None)
+
+    def reap(pid):
         try:
-            msg, fds, _flags, _addr = socket.recv_fds(sock, 1 << 16, 8)
-        except InterruptedError:
-            continue
-        except OSError:
-            return 0
-        if not msg:
-            return 0
-        try:
-            req = json.loads(msg.decode())
-        except ValueError:
-            for fd in fds:
-                os.close(fd)
-            continue
-        if req.get("op") == "exit":
-            return 0
-        if req.get("op") != "run" or len(fds) != 3:
-            for fd in fds:
-                os.close(fd)
-            continue
-        t0 = time.monotonic()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                sock.close()
-                os.setsid()
-                os.dup2(fds[0], 1)
-                os.dup2(fds[1], 2)
-                result_fd = os.dup(fds[2])
-                for fd in fds:
-                    os.close(fd)
-                devnull = os.open(os.devnull, os.O_RDONLY)
-                os.dup2(devnull, 0)
-                os.close(devnull)
-                signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                signal.signal(signal.SIGINT, signal.SIG_DFL)
-                sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", buffering=0),
-                                              write_through=True)
-                sys.stderr = io.TextIOWrapper(os.fdopen(2, "wb", buffering=0),
-                                              write_through=True)
-                child_main(req["request"], result_fd)
-            finally:
-                os._exit(120)
-        for fd in fds:
-            os.close(fd)
-        _send(sock, {"event": "started", "id": req.get("id"), "pid": pid})
-        while True:
-            try:
-                _, status, ru = os.wait4(pid, 0)
-                break
-            except InterruptedError:
-                continue
-            except ChildProcessError:
-                status, ru = -1, None
-                break
-        _send(sock, {"event": "finished", "id": req.get("id"), "status": status,
+            got, status, ru = os.wait4(pid, os.WNOHANG)
+        except ChildProcessError:
+            got, status, ru = pid, -1, None
+        if got == 0:
+            return
+        rid, t0, pfd = children.pop(pid)
+        if pfd is not None:
+            sel.unregister(pfd)
+            os.close(pfd)
+        _send(sock, {"event": "finished", "id": rid, "status": status,
                      "maxrss_kb": ru.ru_maxrss if ru else 0,
                      "elapsed_ms": int((time.monotonic() - t0) * 1000)})
+
+    while True:
+        timeout = None if pidfd_open else (0.05 if children else None)
+        try:
+            events = sel.select(timeout)
+        except InterruptedError:
+            continue
+        for key, _ in events:
+            if key.data is not None:
+                reap(key.data)
+                continue
+            try:
+                msg, fds, _flags, _addr = socket.recv_fds(sock, 1 << 16, 8)
+            except (InterruptedError, BlockingIOError):
+                continue
+            except OSError:
+                return 0
+            if not msg:
+                return 0
+            try:
+                req = json.loads(msg.decode())
+            except ValueError:
+                req = {}
+            op = req.get("op")
+            if op == "exit":
+                return 0
+            if op == "run" and len(fds) == 3:
+                path = req["request"]
+                pid = _fork_child(fds, lambda res: child_main(path, res))
+            elif op == "prepare" and len(fds) == 4:
+                path = req["prep"]
+                pid = _fork_child(fds, lambda res, go: prestarted_main(path, res, go))
+            else:
+                for fd in fds:
+                    os.close(fd)
+                continue
+            pfd = None
+            if pidfd_open:
+                try:
+                    pfd = pidfd_open(pid)
+                    sel.register(pfd, selectors.EVENT_READ, pid)
+                except OSError:
+                    pfd = None
+            children[pid] = (req.get("id"), time.monotonic(), pfd)
+            _send(sock, {"event": "started", "id": req.get("id"), "pid": pid})
+        if not pidfd_open or any(v[2] is None for v in children.values()):
+            for pid in [p for p, v in children.items() if v[2] is None or not pidfd_open]:
+                reap(pid)
 
 
 def fresh_main(args):

@@ -7,6 +7,7 @@ void read_config(ConfigNode n, VerifierConfig& out) {
   n.get("workers_per_device", out.workers_per_device);
   n.get("cpu_workers", out.cpu_workers);
   n.get("mode", out.mode);
+  n.get("prestart", out.prestart);
   n.get("timeout_s", out.timeout_s);
   n.get("python", out.python);
   n.get("python_path", out.python_path);

@@ -108,6 +108,13 @@ struct Run {
   std::int64_t peak_rss_kb = 0;
   std::string cgroup;
   double timeout_s = 0;
+  std::uint64_t wid = 0;  // the id the worker's events carry
+  uid_t uid = 0;          // the uid the sample runs as (when the slot has uids of its own)
+  // A prestarted child (warm mode, verifier.prestart): forked, sandboxed and holding a CUDA
+  // context before its sample exists; the request goes down go_fd when the sample is assigned.
+  bool prestarted = false;
+  int go_fd = -1;
+  std::string go_pending;
   // The mutant run in the same process: set once the real run's report (the first line on the
   // result pipe) says a second one follows.
   bool first_line_seen = false;
@@ -118,7 +125,10 @@ struct Run {
 struct Slot {
   int index = 0;
   std::size_t device = 0;  // index into Impl::devices
-  sys::UidClaim uid{0, -1};
+  // The uids this slot's samples run as: two with prestarting (the running sample and the child
+  // waiting for the next one never share a uid, so ending one cannot touch the other).
+  std::vector<sys::UidClaim> uids;
+  std::size_t uid_turn = 0;
   bool own_uid = false;
   std::string cache_dir;
   std::string log_path;
@@ -131,6 +141,9 @@ struct Slot {
   int backoff_ms = 0;
   bool ever_ready = false;
   std::unique_ptr<Run> run;
+  std::unique_ptr<Run> spare;  // prestarted, waiting for a sample
+  SteadyTime next_spare{};
+  int spare_failures = 0;
 };
 
 struct DeviceEntry {
@@ -296,6 +309,7 @@ struct Pool::Impl {
   }
 
   void worker_start_failed(Slot& s, const std::string& why) {
+    drop_spare(s);
     stop_worker(s);
     auto& d = devices[s.device];
     ++d.start_failures;
@@ -321,6 +335,7 @@ struct Pool::Impl {
   void worker_lost(Slot& s, const std::string& why) {
     spdlog::warn("verifier: worker {} on {} lost: {}; restarting", s.index,
                  devices[s.device].device.id, why);
+    drop_spare(s);
     if (s.run) {
       if (s.run->pid > 0) sys::kill_group(s.run->pid);
       if (!s.run->exited)
@@ -351,11 +366,17 @@ struct Pool::Impl {
                     ev.value("modules", nlohmann::json()).dump());
       return;
     }
-    if (!s.run) return;
-    if (kind == "started" && ev.value("id", std::uint64_t{0}) == s.run->job.id) {
+    auto id = ev.value("id", std::uint64_t{0});
+    if (s.spare && id == s.spare->wid) {
+      if (kind == "started") s.spare->pid = ev.value("pid", -1);
+      if (kind == "finished") spare_died(s);
+      return;
+    }
+    if (!s.run || id != s.run->wid) return;
+    if (kind == "started") {
       s.run->pid = ev.value("pid", -1);
-      s.run->started = now();
-    } else if (kind == "finished" && ev.value("id", std::uint64_t{0}) == s.run->job.id) {
+      if (!s.run->prestarted) s.run->started = now();
+    } else if (kind == "finished") {
       s.run->exited = true;
       s.run->wait_status = ev.value("status", -1);
       s.run->maxrss_kb = ev.value("maxrss_kb", std::int64_t{0});
@@ -383,8 +404,8 @@ struct Pool::Impl {
 
   // --- runs --------------------------------------------------------------------------------
 
-  nlohmann::json request_json(const Slot& s, const Job& job, const std::string& dir) const {
-    nlohmann::json sandbox = {{"dir", dir},
+  nlohmann::json sandbox_json(const Slot& s, const Run& r) const {
+    nlohmann::json sandbox = {{"dir", r.dir},
                               {"max_processes", cfg.max_processes},
                               {"max_open_files", cfg.max_open_files},
                               {"file_size_cap_mb", cfg.file_size_cap_mb},
@@ -396,9 +417,15 @@ struct Pool::Impl {
                               {"groups", gpu_groups},
                               {"cgroup", nullptr}};
     if (s.own_uid) {
-      sandbox["uid"] = s.uid.uid;
+      sandbox["uid"] = r.uid;
       sandbox["gid"] = cfg.sandbox_gid;
     }
+    if (!r.cgroup.empty()) sandbox["cgroup"] = r.cgroup;
+    return sandbox;
+  }
+
+  nlohmann::json request_json(const Slot& s, const Run& r) const {
+    const Job& job = r.job;
     return {{"code", job.request.code.value_or("")},
             {"kernel_wrapper", job.request.kernel_wrapper.value_or("")},
             {"unitest_code", job.request.unitest_code.value_or("")},
@@ -410,88 +437,212 @@ struct Pool::Impl {
             {"python_path", cfg.python_path},
             {"preload", cfg.preload},
             {"fresh", !warm},
-            {"sandbox", sandbox}};
+            {"sandbox", sandbox_json(s, r)}};
   }
 
-  bool dispatch(Slot& s, Job job) {
+  // A run's directory, cgroup and pipes (the read ends kept, the write ends returned in
+  // `child`: stdout, stderr, result and, for a prestarted child, the go channel's far end).
+  std::unique_ptr<Run> new_run(Slot& s, bool prestart, std::vector<int>& child) {
     auto run = std::make_unique<Run>();
-    run->job = std::move(job);
-    run->timeout_s = run->job.request.timeout_s > 0 ? run->job.request.timeout_s : cfg.timeout_s;
+    run->wid = next_id++;
+    run->prestarted = prestart;
     run->out = CappedBuffer(static_cast<std::size_t>(cfg.output_cap_kb) * 1024);
     run->err = CappedBuffer(static_cast<std::size_t>(cfg.output_cap_kb) * 1024);
     run->dir = run_root + "/s" + std::to_string(s.index) + "-" + std::to_string(++run_counter);
+    if (s.own_uid) {
+      run->uid = s.uids[s.uid_turn % s.uids.size()].uid;
+      ++s.uid_turn;
+    }
     std::error_code ec;
     fs::create_directories(run->dir, ec);
-    auto req = request_json(s, run->job, run->dir);
+    if (ec) {
+      spdlog::error("verifier: cannot prepare {}: {}", run->dir, ec.message());
+      return nullptr;
+    }
+    ::chmod(run->dir.c_str(), 0755);
+    if (s.own_uid && ::chown(run->dir.c_str(), run->uid, static_cast<gid_t>(cfg.sandbox_gid)) != 0)
+      spdlog::warn("verifier: chown {}: {}", run->dir, std::strerror(errno));
     if (cgroups && cgroups->available()) {
       auto cg =
           cgroups->create("run-" + std::to_string(s.index) + "-" + std::to_string(run_counter),
                           cfg.memory_cap_mb * 1024 * 1024, cfg.max_processes);
-      if (cg.ok()) {
-        run->cgroup = *cg;
-        req["sandbox"]["cgroup"] = *cg;
-      }
+      if (cg.ok()) run->cgroup = *cg;
     }
-    auto st = write_file_atomic(run->dir + "/request.json", req.dump());
-    if (ec || !st.ok()) {
-      spdlog::error("verifier: cannot prepare {}: {}", run->dir,
-                    ec ? ec.message() : st.error().message);
-      fail_job(std::move(run->job), "cannot prepare the sample directory " + run->dir);
-      return false;
-    }
-    ::chmod(run->dir.c_str(), 0755);
-    if (s.own_uid) {
-      if (::chown(run->dir.c_str(), s.uid.uid, static_cast<gid_t>(cfg.sandbox_gid)) != 0)
-        spdlog::warn("verifier: chown {}: {}", run->dir, std::strerror(errno));
-    }
-    int p_out[2], p_err[2], p_res[2];
-    if (::pipe2(p_out, O_CLOEXEC) != 0 || ::pipe2(p_err, O_CLOEXEC) != 0 ||
-        ::pipe2(p_res, O_CLOEXEC) != 0) {
-      fail_job(std::move(run->job), std::string("pipe: ") + std::strerror(errno));
-      return false;
+    int p_out[2], p_err[2], p_res[2], p_go[2] = {-1, -1};
+    bool ok = ::pipe2(p_out, O_CLOEXEC) == 0;
+    ok = ok && ::pipe2(p_err, O_CLOEXEC) == 0;
+    ok = ok && ::pipe2(p_res, O_CLOEXEC) == 0;
+    // The go channel is a socket so that writing to a child that died raises no SIGPIPE.
+    if (ok && prestart) ok = ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p_go) == 0;
+    if (!ok) {
+      spdlog::error("verifier: cannot make pipes for {}: {}", run->dir, std::strerror(errno));
+      drop_run(*run);
+      return nullptr;
     }
     run->out_fd = p_out[0];
     run->err_fd = p_err[0];
     run->res_fd = p_res[0];
-    for (int fd : {run->out_fd, run->err_fd, run->res_fd}) sys::set_nonblocking(fd);
+    run->go_fd = p_go[0];
+    for (int fd : {run->out_fd, run->err_fd, run->res_fd, run->go_fd})
+      if (fd >= 0) sys::set_nonblocking(fd);
+    child = {p_out[1], p_err[1], p_res[1]};
+    if (prestart) child.push_back(p_go[1]);
+    return run;
+  }
+
+  // Sends a message with file descriptors to the slot's worker (closing them here).
+  bool send_to_worker(Slot& s, const nlohmann::json& msg, const std::vector<int>& fds) {
+    std::string text = msg.dump();
+    char cbuf[CMSG_SPACE(sizeof(int) * 4)];
+    std::memset(cbuf, 0, sizeof cbuf);
+    iovec iov{text.data(), text.size()};
+    msghdr mh{};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = cbuf;
+    mh.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+    cmsghdr* cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    std::memcpy(CMSG_DATA(cm), fds.data(), sizeof(int) * fds.size());
+    ssize_t n = ::sendmsg(s.ctl_fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+    for (int fd : fds) ::close(fd);
+    return n == static_cast<ssize_t>(text.size());
+  }
+
+  // Whatever a run holds outside its process: cgroup, directory, pipes.
+  void drop_run(Run& r) {
+    if (!r.cgroup.empty()) cgroups->destroy(r.cgroup), r.cgroup.clear();
+    for (int* fd : {&r.out_fd, &r.err_fd, &r.res_fd, &r.go_fd}) sys::close_fd(*fd);
+    std::error_code ec;
+    fs::remove_all(r.dir, ec);
+  }
+
+  bool prestarting(const Slot& s) const {
+    return warm && cfg.prestart && s.state == WorkerState::ready && devices[s.device].in_rotation;
+  }
+
+  // Starts the child that will run the slot's next sample: it applies the sandbox and creates
+  // its CUDA context now, while the slot's current sample still runs.
+  void prepare_spare(Slot& s) {
+    std::vector<int> child;
+    auto run = new_run(s, true, child);
+    if (!run) return;
+    nlohmann::json prep = {{"sandbox", sandbox_json(s, *run)},
+                           {"python_path", cfg.python_path},
+                           {"gpu", devices[s.device].device.vendor != Vendor::cpu}};
+    auto st = write_file(run->dir + "/prep.json", prep.dump());
+    if (!st.ok()) {
+      spdlog::error("verifier: cannot prepare {}: {}", run->dir, st.error().message);
+      for (int fd : child) ::close(fd);
+      drop_run(*run);
+      return;
+    }
+    nlohmann::json msg = {{"op", "prepare"}, {"id", run->wid}, {"prep", run->dir + "/prep.json"}};
+    bool sent = send_to_worker(s, msg, child);
+    s.spare = std::move(run);
+    if (!sent) worker_lost(s, std::string("cannot send a request: ") + std::strerror(errno));
+  }
+
+  void drop_spare(Slot& s) {
+    if (!s.spare) return;
+    if (s.spare->pid > 0) sys::kill_group(s.spare->pid);
+    if (s.own_uid) sys::sweep_uid(s.spare->uid);
+    drop_run(*s.spare);
+    s.spare.reset();
+  }
+
+  // The prestarted child ended before it got a sample.
+  void spare_died(Slot& s) {
+    Run& r = *s.spare;
+    drain_fd(r.err_fd, r, 1);
+    drain_fd(r.res_fd, r, 2);
+    std::string why = "exited before it was given a sample";
+    auto j = nlohmann::json::parse(r.result.substr(0, r.result.find('\n')), nullptr, false);
+    if (j.is_object() && j.contains("detail")) why += ": " + j.value("detail", std::string());
+    std::string tail = last_lines(r.err.text(), 4, 800);
+    if (!tail.empty()) why += "; stderr: " + tail;
+    drop_spare(s);
+    ++s.spare_failures;
+    spdlog::warn("verifier: worker {} on {}: prestarted child {} ({} in a row)", s.index,
+                 devices[s.device].device.id, why, s.spare_failures);
+    s.next_spare = now() + milliseconds(std::min(30000, 250 << std::min(s.spare_failures, 7)));
+    if (s.spare_failures >= 3) {
+      s.spare_failures = 0;
+      worker_start_failed(s, "prestarted children keep failing: " + why);
+    }
+  }
+
+  void flush_go(Run& r) {
+    while (r.go_fd >= 0 && !r.go_pending.empty()) {
+      ssize_t n =
+          ::send(r.go_fd, r.go_pending.data(), r.go_pending.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      if (n < 0) {  // the child is gone; its end is reported by the worker
+        r.go_pending.clear();
+        break;
+      }
+      r.go_pending.erase(0, static_cast<std::size_t>(n));
+    }
+    if (r.go_pending.empty()) sys::close_fd(r.go_fd);  // EOF: the request is complete
+  }
+
+  bool dispatch(Slot& s, Job job) {
+    if (s.spare) {
+      // The prestarted child takes the sample: the request goes down its go channel.
+      s.run = std::move(s.spare);
+      Run& r = *s.run;
+      r.job = std::move(job);
+      r.timeout_s = r.job.request.timeout_s > 0 ? r.job.request.timeout_s : cfg.timeout_s;
+      r.dispatched = now();
+      r.started = r.dispatched;
+      r.deadline = r.dispatched + milliseconds(static_cast<std::int64_t>(r.timeout_s * 1000));
+      r.go_pending = request_json(s, r).dump();
+      flush_go(r);
+      if (prestarting(s)) prepare_spare(s);
+      return true;
+    }
+    std::vector<int> child;
+    auto run = new_run(s, false, child);
+    if (!run) {
+      fail_job(std::move(job), "cannot prepare a sample directory under " + run_root);
+      return false;
+    }
+    run->job = std::move(job);
+    run->timeout_s = run->job.request.timeout_s > 0 ? run->job.request.timeout_s : cfg.timeout_s;
+    auto req = request_json(s, *run);
+    auto st = write_file(run->dir + "/request.json", req.dump());
+    if (!st.ok()) {
+      spdlog::error("verifier: cannot prepare {}: {}", run->dir, st.error().message);
+      for (int fd : child) ::close(fd);
+      drop_run(*run);
+      fail_job(std::move(run->job), "cannot prepare the sample directory " + run->dir);
+      return false;
+    }
     run->dispatched = now();
     run->started = run->dispatched;
     run->deadline =
         run->dispatched + milliseconds(static_cast<std::int64_t>(run->timeout_s * 1000));
     if (warm) {
       nlohmann::json msg = {
-          {"op", "run"}, {"id", run->job.id}, {"request", run->dir + "/request.json"}};
-      std::string text = msg.dump();
-      int fds[3] = {p_out[1], p_err[1], p_res[1]};
-      char cbuf[CMSG_SPACE(sizeof fds)];
-      std::memset(cbuf, 0, sizeof cbuf);
-      iovec iov{text.data(), text.size()};
-      msghdr mh{};
-      mh.msg_iov = &iov;
-      mh.msg_iovlen = 1;
-      mh.msg_control = cbuf;
-      mh.msg_controllen = sizeof cbuf;
-      cmsghdr* cm = CMSG_FIRSTHDR(&mh);
-      cm->cmsg_level = SOL_SOCKET;
-      cm->cmsg_type = SCM_RIGHTS;
-      cm->cmsg_len = CMSG_LEN(sizeof fds);
-      std::memcpy(CMSG_DATA(cm), fds, sizeof fds);
-      ssize_t n = ::sendmsg(s.ctl_fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-      for (int fd : fds) ::close(fd);
+          {"op", "run"}, {"id", run->wid}, {"request", run->dir + "/request.json"}};
       s.run = std::move(run);
-      if (n != static_cast<ssize_t>(text.size())) {
+      if (!send_to_worker(s, msg, child)) {
         worker_lost(s, std::string("cannot send a request: ") + std::strerror(errno));
         return false;
       }
+      if (prestarting(s) && !s.spare) prepare_spare(s);
     } else {
       sys::SpawnSpec spec;
       spec.argv = {
           python,        "-s", "-u", harness, "fresh", "--request", run->dir + "/request.json",
           "--result-fd", "3"};
       spec.env = sample_env(s);
-      spec.fds = {{p_out[1], 1}, {p_err[1], 2}, {p_res[1], 3}};
+      spec.fds = {{child[0], 1}, {child[1], 2}, {child[2], 3}};
       auto pid = sys::spawn(spec);
-      for (int fd : {p_out[1], p_err[1], p_res[1]}) ::close(fd);
+      for (int fd : child) ::close(fd);
       if (!pid.ok()) {
         s.run = std::move(run);
         s.run->exited = true;
@@ -550,7 +701,7 @@ struct Pool::Impl {
     r.kill_time = now();
     if (!r.cgroup.empty()) cgroups->destroy(r.cgroup), r.cgroup.clear();
     if (r.pid > 0) sys::kill_group(r.pid);
-    if (s.own_uid) sys::sweep_uid(s.uid.uid);
+    if (s.own_uid) sys::sweep_uid(r.uid);
   }
 
   void finish_run(Slot& s) {
@@ -563,18 +714,15 @@ struct Pool::Impl {
       cgroups->destroy(r.cgroup);
     }
     if (s.own_uid)
-      sys::sweep_uid(s.uid.uid);
+      sys::sweep_uid(r.uid);
     else if (r.pid > 0)
       sys::kill_group(r.pid);
     drain_fd(r.out_fd, r, 0);
     drain_fd(r.err_fd, r, 1);
     drain_fd(r.res_fd, r, 2);
-    sys::close_fd(r.out_fd);
-    sys::close_fd(r.err_fd);
-    sys::close_fd(r.res_fd);
-    std::error_code ec;
-    fs::remove_all(r.dir, ec);
-    if (ec) spdlog::warn("verifier: cannot remove {}: {}", r.dir, ec.message());
+    r.cgroup.clear();  // destroyed above
+    drop_run(r);
+    if (r.prestarted && r.killed == KillReason::none) s.spare_failures = 0;
 
     // The result pipe holds the real run's report and, after a mutant run in the same process,
     // the mutant run's: one JSON object per line.
@@ -648,7 +796,8 @@ struct Pool::Impl {
         {"stderr_bytes", r.err.total()},
         {"output_truncated", r.out.truncated() || r.err.truncated()},
         {"timeout_s", r.timeout_s},
-        {"uid", s.own_uid ? static_cast<std::int64_t>(s.uid.uid) : -1}};
+        {"uid", s.own_uid ? static_cast<std::int64_t>(r.uid) : -1},
+        {"prestarted", r.prestarted}};
     if (r.result_overflow) pool_facts["report_overflow"] = true;
     res.report["pool"] = pool_facts;
     ++stats.completed;
@@ -757,6 +906,9 @@ struct Pool::Impl {
         fail_job(std::move(j), "no verifier device in rotation (see the log)");
       }
     }
+    // Prestart the children that will take the next samples.
+    for (auto& s : slots)
+      if (prestarting(s) && !s.spare && t >= s.next_spare) prepare_spare(s);
     // Dispatch.
     for (auto& s : slots) {
       if (queue.empty()) break;
@@ -780,6 +932,18 @@ struct Pool::Impl {
           if (fds[i] >= 0) {
             pfds.push_back({fds[i], POLLIN, 0});
             owners.emplace_back(&s, i + 1);
+          }
+        if (s.run->go_fd >= 0 && !s.run->go_pending.empty()) {
+          pfds.push_back({s.run->go_fd, POLLOUT, 0});
+          owners.emplace_back(&s, 4);
+        }
+      }
+      if (s.spare) {  // what a prestarted child prints while it waits belongs to its sample
+        int fds[2] = {s.spare->out_fd, s.spare->err_fd};
+        for (int i = 0; i < 2; ++i)
+          if (fds[i] >= 0) {
+            pfds.push_back({fds[i], POLLIN, 0});
+            owners.emplace_back(&s, 5 + i);
           }
       }
     }
@@ -806,11 +970,18 @@ struct Pool::Impl {
       int n = ::poll(pfds.data(), pfds.size(), static_cast<int>(wait_ms));
       if (n > 0) {
         for (std::size_t i = 0; i < pfds.size(); ++i) {
-          if (!(pfds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+          if (!(pfds[i].revents & (POLLIN | POLLOUT | POLLHUP | POLLERR))) continue;
           Slot* s = owners[i].first;
           int which = owners[i].second;
           if (which == 0) {
             read_control(*s);
+          } else if (which == 4) {
+            if (s->run && s->run->go_fd == pfds[i].fd) flush_go(*s->run);
+          } else if (which >= 5) {
+            if (s->spare) {
+              int* fdp = which == 5 ? &s->spare->out_fd : &s->spare->err_fd;
+              if (*fdp == pfds[i].fd) drain_fd(*fdp, *s->spare, which - 5);
+            }
           } else if (s->run) {
             int* fdp = which == 1   ? &s->run->out_fd
                        : which == 2 ? &s->run->err_fd
@@ -864,7 +1035,7 @@ struct Pool::Impl {
         for (const auto& p : procs) {
           if (p.zombie) continue;
           bool mine = s.own_uid
-                          ? (p.ruid == s.uid.uid || p.euid == s.uid.uid) || p.pid == s.run->pid
+                          ? (p.ruid == s.run->uid || p.euid == s.run->uid) || p.pid == s.run->pid
                           : p.pgid == s.run->pid;
           if (mine) rss += p.rss_kb;
         }
@@ -913,7 +1084,8 @@ Pool::~Pool() {
       s.run->job = Job{};
       std::error_code ec;
       fs::remove_all(s.run->dir, ec);
-      for (int* fd : {&s.run->out_fd, &s.run->err_fd, &s.run->res_fd}) sys::close_fd(*fd);
+      for (int* fd : {&s.run->out_fd, &s.run->err_fd, &s.run->res_fd, &s.run->go_fd})
+        sys::close_fd(*fd);
       if (!s.run->cgroup.empty()) I.cgroups->destroy(s.run->cgroup);
       s.run.reset();
       I.fail_job(std::move(j), "the verifier pool shut down");
@@ -922,9 +1094,12 @@ Pool::~Pool() {
       std::string bye = R"({"op":"exit"})";
       ::send(s.ctl_fd, bye.data(), bye.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
     }
+    I.drop_spare(s);
     I.stop_worker(s);
-    if (s.own_uid) sys::sweep_uid(s.uid.uid);
-    sys::close_fd(s.uid.lock_fd);
+    for (auto& u : s.uids) {
+      sys::sweep_uid(u.uid);
+      sys::close_fd(u.lock_fd);
+    }
   }
   while (!I.queue.empty()) {
     Job j = std::move(I.queue.front());
@@ -1020,10 +1195,13 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
   if (ec) return fail("io", I.cache_root + ": " + ec.message());
 
   I.caps.root = ::geteuid() == 0;
+  // With prestarting, a slot has a running sample and a child waiting for the next one.
+  std::size_t uids_per_slot = I.warm && I.cfg.prestart ? 2 : 1;
   std::vector<sys::UidClaim> uids;
   if (I.caps.root && I.cfg.sandbox_uid_base > 0) {
     KF_TRY(uids, sys::claim_uids(I.cfg.sandbox_uid_base, I.cfg.sandbox_uid_count,
-                                 static_cast<int>(slot_devices.size()), I.cfg.uid_lock_dir));
+                                 static_cast<int>(slot_devices.size() * uids_per_slot),
+                                 I.cfg.uid_lock_dir));
     I.caps.own_uids = true;
   }
   if (I.caps.own_uids) {
@@ -1082,9 +1260,11 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
     s.index = static_cast<int>(i);
     s.device = slot_devices[i];
     if (I.caps.own_uids) {
-      s.uid = uids[i];
+      for (std::size_t k = 0; k < uids_per_slot; ++k) {
+        s.uids.push_back(uids[i * uids_per_slot + k]);
+        sys::sweep_uid(s.uids.back().uid);  // leftovers of a pool that died
+      }
       s.own_uid = true;
-      sys::sweep_uid(s.uid.uid);  // leftovers of a pool that died
     }
     s.cache_dir = I.cache_root;
     if (I.cfg.triton_cache_per_worker) {
@@ -1195,7 +1375,8 @@ std::vector<int> Pool::TEST_worker_pids() const {
 
 std::vector<int> Pool::TEST_slot_uids() const {
   std::vector<int> out;
-  for (const auto& s : impl_->slots) out.push_back(s.own_uid ? static_cast<int>(s.uid.uid) : -1);
+  for (const auto& s : impl_->slots)
+    out.push_back(s.own_uid ? static_cast<int>(s.uids.front().uid) : -1);
   return out;
 }
 

@@ -16,6 +16,9 @@ Result<std::string> read_file(const std::filesystem::path& path);
 // the new one, never half of it.
 Status write_file_atomic(const std::filesystem::path& path, std::string_view data);
 
+// Writes data to path, replacing it; no fsync (for scratch files that a crash may lose).
+Status write_file(const std::filesystem::path& path, std::string_view data);
+
 // Replaces characters unsafe for a single path component.
 std::string safe_file_name(std::string_view name);
 

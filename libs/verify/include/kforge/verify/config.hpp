@@ -17,7 +17,10 @@ struct VerifierConfig {
   int workers_per_device = 4;
   int cpu_workers = 2;        // workers when the only device is "cpu"
   std::string mode = "warm";  // warm | fresh
-  double timeout_s = 120;     // per sample (and again for its mutant re-run)
+  // Warm mode: each slot keeps a child forked, sandboxed and holding a CUDA context ready for
+  // its next sample (the sample's deadline starts when it is handed over).
+  bool prestart = true;
+  double timeout_s = 120;  // per sample (and again for its mutant re-run)
   std::string python = "python3";
   std::vector<std::string> python_path;  // extra sys.path entries for workers and samples
   // Modules a warm worker imports once, before any CUDA call (those not installed are skipped).
