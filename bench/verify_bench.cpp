@@ -73,6 +73,7 @@ struct Measure {
   double wall_s = 0;
   double mean_sample_s = 0;
   double startup_s = 0;
+  double mean_cpu_s = 0;
   std::map<std::string, int> verdicts;
   int workers = 0;
 };
@@ -102,7 +103,7 @@ Measure measure(VerifierConfig cfg, int workers, const std::vector<VerifyRequest
     p.step(std::chrono::milliseconds(50));
   auto t1 = std::chrono::steady_clock::now();
   m.startup_s = std::chrono::duration<double>(t1 - t0).count();
-  std::vector<double> durations;
+  std::vector<double> durations, cpu;
   std::size_t next = 0, done = 0;
   while (done < reqs.size()) {
     while (next < reqs.size() && p.accepting()) {
@@ -114,6 +115,8 @@ Measure measure(VerifierConfig cfg, int workers, const std::vector<VerifyRequest
         if (r.report.contains("mutant"))
           ms += r.report["mutant"].value("duration_ms", std::int64_t{0});
         durations.push_back(static_cast<double>(ms) / 1000.0);
+        auto c = r.report.value("pool", nlohmann::json::object()).value("cpu_ms", -1);
+        if (c >= 0) cpu.push_back(c / 1000.0);
         if (r.verdict != Verdict::passed)
           std::fprintf(stderr, "  %s %s: %s: %s\n", label.c_str(), r.key.c_str(),
                        to_string(r.verdict), r.detail.c_str());
@@ -127,13 +130,16 @@ Measure measure(VerifierConfig cfg, int workers, const std::vector<VerifyRequest
   m.mean_sample_s = durations.empty() ? 0
                                       : std::accumulate(durations.begin(), durations.end(), 0.0) /
                                             static_cast<double>(durations.size());
+  m.mean_cpu_s =
+      cpu.empty() ? 0
+                  : std::accumulate(cpu.begin(), cpu.end(), 0.0) / static_cast<double>(cpu.size());
   std::string v;
   for (const auto& [k, n] : m.verdicts) v += " " + k + "=" + std::to_string(n);
   std::printf(
       "%-26s workers=%-3d samples=%zu wall_s=%.2f samples_per_s=%.3f mean_sample_s=%.3f "
-      "startup_s=%.2f%s\n",
+      "mean_cpu_s=%.3f startup_s=%.2f%s\n",
       label.c_str(), m.workers, reqs.size(), m.wall_s, m.samples_per_s, m.mean_sample_s,
-      m.startup_s, v.c_str());
+      m.mean_cpu_s, m.startup_s, v.c_str());
   std::fflush(stdout);
   return m;
 }
@@ -150,6 +156,7 @@ int main(int argc, char** argv) {
   std::string autotune = "single";
   bool force_cpu = false;
   bool ablation = true;
+  bool with_fresh = true;
   std::int64_t uid_base = 61000;
   app.add_option("--samples", samples, "Distinct samples (kernels) per measurement")
       ->check(CLI::Range(8, 100000));
@@ -162,6 +169,8 @@ int main(int argc, char** argv) {
   app.add_option("--autotune", autotune, "single or full")
       ->check(CLI::IsMember({"single", "full"}));
   app.add_flag("--cpu", force_cpu, "Run the CPU-only variant even where a GPU is present");
+  app.add_option("--fresh", with_fresh,
+                 "Measure the fresh interpreter too (false: warm workers only, for long runs)");
   app.add_option("--ablation", ablation,
                  "Also measure warm workers without prestarting, and without prestarting with "
                  "the mutant run in a process of its own (the earlier design), and a second "
@@ -242,13 +251,16 @@ int main(int argc, char** argv) {
   std::vector<VerifyRequest> trivials;
   for (int i = 0; i < 16; ++i) trivials.push_back(instantiate(trivial, 1000 + i));
   auto ow = measure(cfg_for("warm"), 1, trivials, "overhead warm (1 worker)");
-  auto of = measure(cfg_for("fresh"), 1, trivials, "overhead fresh (1 worker)");
+  Measure of;
+  if (with_fresh) of = measure(cfg_for("fresh"), 1, trivials, "overhead fresh (1 worker)");
 
   auto warm_cfg = cfg_for("warm");
   auto warm = measure(warm_cfg, per_gpu * units, reqs, "warm" + describe(warm_cfg));
   auto fresh_cfg = cfg_for("fresh");
-  auto fresh =
-      measure(fresh_cfg, per_gpu * units, reqs, "fresh (mutant_run=" + fresh_cfg.mutant_run + ")");
+  Measure fresh;
+  if (with_fresh)
+    fresh = measure(fresh_cfg, per_gpu * units, reqs,
+                    "fresh (mutant_run=" + fresh_cfg.mutant_run + ")");
   Measure warm_cached, no_prestart, earlier;
   if (ablation) {
     // The same samples again over the cache the warm run filled: an A/B pair's second run.
@@ -264,7 +276,9 @@ int main(int argc, char** argv) {
     earlier = measure(c, per_gpu * units, reqs, "warm" + describe(c));
   }
   std::vector<int> sweep_values;
-  if (!sweep.empty()) {
+  if (sweep == "none") {
+    // only --workers
+  } else if (!sweep.empty()) {
     std::stringstream ss(sweep);
     for (std::string v; std::getline(ss, v, ',');) sweep_values.push_back(std::stoi(v));
   } else if (gpu) {

@@ -18,7 +18,8 @@ Protocol (worker): the control socket is an AF_UNIX SOCK_SEQPACKET socket on --c
                   {"op": "exit"}
   worker -> pool  {"event": "ready", "pid": P, "modules": {...}, "probe": {...}}
                   {"event": "started", "id": N, "pid": CHILD}
-                  {"event": "finished", "id": N, "status": RAW_WAIT_STATUS, "maxrss_kb": K}
+                  {"event": "finished", "id": N, "status": RAW_WAIT_STATUS, "maxrss_kb": K,
+                   "cpu_ms": USER_PLUS_SYSTEM_MS}
 The child writes its report to its result pipe as one line of JSON before it exits. When the
 request asks for the mutant run in the same process ("mutant_run": "same_process") and the sample
 passed having launched its kernels, the report says "mutant_phase": true and a second line
@@ -1195,6 +1196,7 @@ def worker_main(args):
             os.close(pfd)
         _send(sock, {"event": "finished", "id": rid, "status": status,
                      "maxrss_kb": ru.ru_maxrss if ru else 0,
+                     "cpu_ms": int((ru.ru_utime + ru.ru_stime) * 1000) if ru else -1,
                      "elapsed_ms": int((time.monotonic() - t0) * 1000)})
 
     while True:

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -105,6 +106,7 @@ struct Run {
   bool exited = false;
   int wait_status = -1;
   std::int64_t maxrss_kb = 0;
+  std::int64_t cpu_ms = -1;  // user + system time of the sample's process (its own children too)
   std::int64_t peak_rss_kb = 0;
   std::string cgroup;
   double timeout_s = 0;
@@ -380,6 +382,7 @@ struct Pool::Impl {
       s.run->exited = true;
       s.run->wait_status = ev.value("status", -1);
       s.run->maxrss_kb = ev.value("maxrss_kb", std::int64_t{0});
+      s.run->cpu_ms = ev.value("cpu_ms", std::int64_t{-1});
     }
   }
 
@@ -790,6 +793,7 @@ struct Pool::Impl {
         {"device", res.device},
         {"wait_status", r.wait_status},
         {"maxrss_kb", r.maxrss_kb},
+        {"cpu_ms", r.cpu_ms},
         {"peak_rss_kb", r.peak_rss_kb},
         {"memory_watch", r.cgroup.empty() && !(cgroups && cgroups->available()) ? "rss" : "cgroup"},
         {"stdout_bytes", r.out.total()},
@@ -1011,10 +1015,14 @@ struct Pool::Impl {
       }
       if (!warm && s.run && !s.run->exited && s.run->pid > 0) {
         int st = 0;
-        pid_t p = ::waitpid(s.run->pid, &st, WNOHANG);
+        rusage ru{};
+        pid_t p = ::wait4(s.run->pid, &st, WNOHANG, &ru);
         if (p == s.run->pid) {
           s.run->exited = true;
           s.run->wait_status = st;
+          s.run->maxrss_kb = ru.ru_maxrss;
+          s.run->cpu_ms = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
+                          (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
         }
       }
     }
