@@ -19,9 +19,13 @@ Result<std::string> read_file(const std::filesystem::path& path) {
   return ss.str();
 }
 
-Status write_file(const std::filesystem::path& path, std::string_view data) {
+namespace {
+
+// Opens `path` for writing, writes all of data, and (with sync) fsyncs; closes the file either
+// way. Returns 0 or the errno of the step that failed.
+int write_whole(const std::string& path, std::string_view data, bool sync) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return fail("io", path.string() + ": " + std::strerror(errno));
+  if (fd < 0) return errno;
   const char* p = data.data();
   std::size_t left = data.size();
   while (left > 0) {
@@ -30,35 +34,30 @@ Status write_file(const std::filesystem::path& path, std::string_view data) {
       if (errno == EINTR) continue;
       int e = errno;
       ::close(fd);
-      return fail("io", path.string() + ": " + std::strerror(e));
+      return e;
     }
     p += n;
     left -= static_cast<std::size_t>(n);
   }
-  if (::close(fd) != 0) return fail("io", path.string() + ": " + std::strerror(errno));
+  if (sync && ::fsync(fd) != 0) {
+    int e = errno;
+    ::close(fd);
+    return e;
+  }
+  return ::close(fd) != 0 ? errno : 0;
+}
+
+}  // namespace
+
+Status write_file(const std::filesystem::path& path, std::string_view data) {
+  if (int e = write_whole(path.string(), data, false))
+    return fail("io", path.string() + ": " + std::strerror(e));
   return {};
 }
 
 Status write_file_atomic(const std::filesystem::path& path, std::string_view data) {
   std::string tmp = path.string() + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return fail("io", tmp + ": " + std::strerror(errno));
-  const char* p = data.data();
-  std::size_t left = data.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return fail("io", tmp + ": " + std::strerror(e));
-    }
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int e = errno;
+  if (int e = write_whole(tmp, data, true)) {
     ::unlink(tmp.c_str());
     return fail("io", tmp + ": " + std::strerror(e));
   }
