@@ -936,14 +936,24 @@ def write_report(fd, report):
         view = view[n:]
 
 
+def put_first_on_path(paths):
+    for p in reversed(paths):
+        if p not in sys.path:
+            sys.path.insert(0, p)
+
+
+def _bad_request(report, result_fd, e):
+    report.update(verdict="error", phase="request", detail="cannot read request: %s" % e)
+    write_report(result_fd, report)
+    os._exit(2)
+
+
 def _read_json(path, report, result_fd):
     try:
         with open(path) as f:
             return json.load(f)
     except (OSError, ValueError) as e:
-        report.update(verdict="error", phase="request", detail="cannot read request: %s" % e)
-        write_report(result_fd, report)
-        os._exit(2)
+        _bad_request(report, result_fd, e)
 
 
 def _sandbox(spec, report, result_fd):
@@ -1012,9 +1022,7 @@ def prestarted_main(prep_path, result_fd, go_fd):
     report = {"harness": HARNESS_VERSION, "pid": os.getpid()}
     prep = _read_json(prep_path, report, result_fd)
     _sandbox(prep["sandbox"], report, result_fd)
-    for p in reversed(prep.get("python_path", [])):
-        if p not in sys.path:
-            sys.path.insert(0, p)
+    put_first_on_path(prep.get("python_path", []))
     warm = warm_up_gpu() if prep.get("gpu") else {"gpu": "not asked"}
     t_wait = time.monotonic()
     data = _read_all(go_fd)
@@ -1026,17 +1034,13 @@ def prestarted_main(prep_path, result_fd, go_fd):
     try:
         request = json.loads(data.decode("utf-8"))
     except ValueError as e:
-        report.update(verdict="error", phase="request", detail="cannot read request: %s" % e)
-        write_report(result_fd, report)
-        os._exit(2)
+        _bad_request(report, result_fd, e)
     run_and_report(request, report, result_fd)
 
 
 def run_and_report(request, report, result_fd):
     """Runs the sample in this (sandboxed) process, writes its report(s), exits."""
-    for p in reversed(request.get("python_path", [])):
-        if p not in sys.path:
-            sys.path.insert(0, p)
+    put_first_on_path(request.get("python_path", []))
     if request.get("fresh"):
         preload(request.get("preload", []))
     sample = None
@@ -1061,7 +1065,6 @@ def run_and_report(request, report, result_fd):
             second.update(verdict="error", phase="harness",
                           detail="harness error: %s: %s" % (type(e).__name__, e),
                           traceback=traceback.format_exc()[-4000:])
-        second.pop("script", None)
         _flush_std()
         write_report(result_fd, second)
     os._exit(0)
@@ -1168,9 +1171,7 @@ def _fork_child(fds, target):
 
 def worker_main(args):
     sock = socket.socket(fileno=args.control_fd)
-    for p in reversed(args.python_path):
-        if p not in sys.path:
-            sys.path.insert(0, p)
+    put_first_on_path(args.python_path)
     modules = preload(args.preload)
     probe = gpu_probe() if args.probe_gpu else {"ok": True, "note": "not asked"}
     _send(sock, {"event": "ready", "pid": os.getpid(), "modules": modules, "probe": probe,
@@ -1200,7 +1201,7 @@ def worker_main(args):
                      "elapsed_ms": int((time.monotonic() - t0) * 1000)})
 
     while True:
-        timeout = None if pidfd_open else (0.05 if children else None)
+        timeout = 0.05 if any(v[2] is None for v in children.values()) else None
         try:
             events = sel.select(timeout)
         except InterruptedError:
@@ -1243,9 +1244,8 @@ def worker_main(args):
                     pfd = None
             children[pid] = (req.get("id"), time.monotonic(), pfd)
             _send(sock, {"event": "started", "id": req.get("id"), "pid": pid})
-        if not pidfd_open or any(v[2] is None for v in children.values()):
-            for pid in [p for p, v in children.items() if v[2] is None or not pidfd_open]:
-                reap(pid)
+        for pid in [p for p, v in children.items() if v[2] is None]:
+            reap(pid)  # no pidfd for it (or none at all here): polled
 
 
 def fresh_main(args):

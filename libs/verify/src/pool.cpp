@@ -520,6 +520,7 @@ struct Pool::Impl {
     for (int* fd : {&r.out_fd, &r.err_fd, &r.res_fd, &r.go_fd}) sys::close_fd(*fd);
     std::error_code ec;
     fs::remove_all(r.dir, ec);
+    if (ec) spdlog::warn("verifier: cannot remove {}: {}", r.dir, ec.message());
   }
 
   bool prestarting(const Slot& s) const {
@@ -592,6 +593,13 @@ struct Pool::Impl {
     if (r.go_pending.empty()) sys::close_fd(r.go_fd);  // EOF: the request is complete
   }
 
+  // The sample's clock starts now.
+  void arm(Run& r) {
+    r.dispatched = now();
+    r.started = r.dispatched;
+    r.deadline = r.dispatched + milliseconds(static_cast<std::int64_t>(r.timeout_s * 1000));
+  }
+
   bool dispatch(Slot& s, Job job) {
     if (s.spare) {
       // The prestarted child takes the sample: the request goes down its go channel.
@@ -599,9 +607,7 @@ struct Pool::Impl {
       Run& r = *s.run;
       r.job = std::move(job);
       r.timeout_s = r.job.request.timeout_s > 0 ? r.job.request.timeout_s : cfg.timeout_s;
-      r.dispatched = now();
-      r.started = r.dispatched;
-      r.deadline = r.dispatched + milliseconds(static_cast<std::int64_t>(r.timeout_s * 1000));
+      arm(r);
       r.go_pending = request_json(s, r).dump();
       flush_go(r);
       if (prestarting(s)) prepare_spare(s);
@@ -624,10 +630,7 @@ struct Pool::Impl {
       fail_job(std::move(run->job), "cannot prepare the sample directory " + run->dir);
       return false;
     }
-    run->dispatched = now();
-    run->started = run->dispatched;
-    run->deadline =
-        run->dispatched + milliseconds(static_cast<std::int64_t>(run->timeout_s * 1000));
+    arm(*run);
     if (warm) {
       nlohmann::json msg = {
           {"op", "run"}, {"id", run->wid}, {"request", run->dir + "/request.json"}};
@@ -714,7 +717,7 @@ struct Pool::Impl {
     std::int64_t oom = 0;
     if (!r.cgroup.empty()) {
       oom = cgroups->oom_kills(r.cgroup);
-      cgroups->destroy(r.cgroup);
+      cgroups->destroy(r.cgroup), r.cgroup.clear();
     }
     if (s.own_uid)
       sys::sweep_uid(r.uid);
@@ -723,7 +726,6 @@ struct Pool::Impl {
     drain_fd(r.out_fd, r, 0);
     drain_fd(r.err_fd, r, 1);
     drain_fd(r.res_fd, r, 2);
-    r.cgroup.clear();  // destroyed above
     drop_run(r);
     if (r.prestarted && r.killed == KillReason::none) s.spare_failures = 0;
 
@@ -807,22 +809,9 @@ struct Pool::Impl {
     ++stats.completed;
     if (r.mutant_phase) {
       auto mc = classify(mf);
-      nlohmann::json launches = nlohmann::json::object();
-      if (mf.report)
-        launches = mf.report->value("triton", nlohmann::json::object())
-                       .value("launches", nlohmann::json::object());
-      nlohmann::json m = {
-          {"verdict", to_string(mc.verdict)},
-          {"detail", mc.detail},
-          {"duration_ms", std::chrono::duration_cast<milliseconds>(end - r.primary_done).count()},
-          {"launches_skipped", launches},
-          {"process", "same"}};
-      if (mf.report && mf.report->contains("poisoned_bytes"))
-        m["poisoned_bytes"] = (*mf.report)["poisoned_bytes"];
-      bool infra = std::find(mc.flags.begin(), mc.flags.end(), kInfrastructure) != mc.flags.end();
-      if (infra) m["infrastructure"] = true;
-      res.report["mutant"] = std::move(m);
-      if (mc.verdict == Verdict::passed && !infra) res.flags.push_back(kMutantSurvived);
+      attach_mutant(res, mc.verdict, mc.detail, mc.flags,
+                    std::chrono::duration_cast<milliseconds>(end - r.primary_done).count(),
+                    mf.report.value_or(nlohmann::json::object()), "same");
       ++stats.mutant_runs;
       ready.emplace_back(std::move(r.job.done), std::move(res));
       return;
@@ -831,19 +820,29 @@ struct Pool::Impl {
   }
 
   // Applies the quality checks and the mutant re-run, then hands the result over.
+  // Records the mutant run on the real run's result. A mutant run that passes (and did not
+  // fail for the verifier's own reasons) means the test checks nothing about the kernel.
+  static void attach_mutant(VerifyResult& primary, Verdict verdict, const std::string& detail,
+                            const std::vector<std::string>& flags, std::int64_t duration_ms,
+                            const nlohmann::json& report, const char* process) {
+    nlohmann::json m = {{"verdict", to_string(verdict)},
+                        {"detail", detail},
+                        {"duration_ms", duration_ms},
+                        {"launches_skipped", report.value("triton", nlohmann::json::object())
+                                                 .value("launches", nlohmann::json::object())},
+                        {"process", process}};
+    if (report.contains("poisoned_bytes")) m["poisoned_bytes"] = report["poisoned_bytes"];
+    bool infra = std::find(flags.begin(), flags.end(), kInfrastructure) != flags.end();
+    if (infra) m["infrastructure"] = true;
+    primary.report["mutant"] = std::move(m);
+    if (verdict == Verdict::passed && !infra) primary.flags.push_back(kMutantSurvived);
+  }
+
   void complete(Job job, VerifyResult res) {
     if (job.mutant) {
       VerifyResult primary = std::move(*job.primary);
-      bool infra =
-          std::find(res.flags.begin(), res.flags.end(), kInfrastructure) != res.flags.end();
-      primary.report["mutant"] = {
-          {"verdict", to_string(res.verdict)},
-          {"detail", res.detail},
-          {"duration_ms", res.duration_ms},
-          {"launches_skipped", res.report.value("triton", nlohmann::json::object())
-                                   .value("launches", nlohmann::json::object())},
-          {"process", "new"}};
-      if (res.verdict == Verdict::passed && !infra) primary.flags.push_back(kMutantSurvived);
+      attach_mutant(primary, res.verdict, res.detail, res.flags, res.duration_ms, res.report,
+                    "new");
       ready.emplace_back(std::move(job.done), std::move(primary));
       return;
     }
@@ -1090,11 +1089,7 @@ Pool::~Pool() {
       Job j = std::move(s.run->job);
       if (!I.warm && s.run->pid > 0) I.reap_later.push_back(s.run->pid);
       s.run->job = Job{};
-      std::error_code ec;
-      fs::remove_all(s.run->dir, ec);
-      for (int* fd : {&s.run->out_fd, &s.run->err_fd, &s.run->res_fd, &s.run->go_fd})
-        sys::close_fd(*fd);
-      if (!s.run->cgroup.empty()) I.cgroups->destroy(s.run->cgroup);
+      I.drop_run(*s.run);
       s.run.reset();
       I.fail_job(std::move(j), "the verifier pool shut down");
     }
