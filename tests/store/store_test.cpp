@@ -112,6 +112,25 @@ TEST(Migrations, FailingMigrationRollsBackAndKeepsEarlierOnes) {
   EXPECT_EQ(*db->schema_version(), 2);
 }
 
+TEST(Store, OneReadsARowOrNoneAndLeavesTheStatementReusable) {
+  TempDir dir;
+  auto db = open_ok((dir / "k.db").string());
+  ASSERT_TRUE(db->exec("CREATE TABLE t(k TEXT, v INTEGER); INSERT INTO t VALUES ('a', 7)").ok());
+  auto s = db->cached("SELECT v FROM t WHERE k = ?1");
+  ASSERT_TRUE(s.ok());
+  auto v = [](Stmt& r) { return r.int64(0); };
+  auto hit = (*s)->bind(1, "a").one(v);
+  ASSERT_TRUE(hit.ok());
+  EXPECT_EQ(*hit, std::optional<std::int64_t>(7));
+  auto miss = (*s)->bind(1, "b").one(v);
+  ASSERT_TRUE(miss.ok());
+  EXPECT_FALSE(miss->has_value());
+  // Reset after each: the connection can change the table (no statement holds it open).
+  ASSERT_TRUE(db->exec("DROP TABLE t").ok());
+  auto gone = db->prepare("SELECT v FROM t");
+  EXPECT_FALSE(gone.ok());
+}
+
 TEST(Store, TransactionRollsBackUnlessCommitted) {
   TempDir dir;
   auto db = open_ok((dir / "k.db").string());

@@ -80,21 +80,13 @@ Result<std::vector<RunRow>> JobStore::runs_of(std::string_view query_name) {
 Result<std::optional<RunRow>> JobStore::run_by_tag(const std::string& tag) {
   KF_TRY(Stmt * s, db_.cached(Q()["run_by_tag"]));
   s->bind(1, tag);
-  KF_TRY(bool row, s->step());
-  std::optional<RunRow> r;
-  if (row) r = run_from(*s);
-  s->reset();
-  return r;
+  return s->one(run_from);
 }
 
 Result<std::optional<RunRow>> JobStore::run_by_id(std::int64_t id) {
   KF_TRY(Stmt * s, db_.cached(Q()["run_by_id"]));
   s->bind(1, id);
-  KF_TRY(bool row, s->step());
-  std::optional<RunRow> r;
-  if (row) r = run_from(*s);
-  s->reset();
-  return r;
+  return s->one(run_from);
 }
 
 Result<std::vector<RunRow>> JobStore::active_runs() {
@@ -165,11 +157,7 @@ Result<std::vector<std::int64_t>> JobStore::sample_ids(std::int64_t limit) {
 Result<std::optional<std::int64_t>> JobStore::sample_id(const std::string& key) {
   KF_TRY(Stmt * s, db_.cached(Q()["sample_id_by_key"]));
   s->bind(1, key);
-  KF_TRY(bool row, s->step());
-  std::optional<std::int64_t> id;
-  if (row) id = s->int64(0);
-  s->reset();
-  return id;
+  return s->one([](Stmt& r) { return r.int64(0); });
 }
 
 Result<int> JobStore::expire_leases() {
@@ -331,22 +319,19 @@ Result<bool> JobStore::checkpoint(const LeasedJob& job, const std::optional<Stag
 Result<SampleInput> JobStore::sample_input(std::int64_t sample_id) {
   KF_TRY(Stmt * s, db_.cached(Q()["sample_input"]));
   s->bind(1, sample_id);
-  KF_TRY(bool row, s->step());
-  if (!row) return fail("not_found", "sample " + std::to_string(sample_id) + " does not exist");
-  SampleInput in{s->text(0), s->text(1), s->opt_text(2), s->opt_text(3)};
-  s->reset();
-  return in;
+  KF_TRY(auto in, s->one([](Stmt& r) {
+    return SampleInput{r.text(0), r.text(1), r.opt_text(2), r.opt_text(3)};
+  }));
+  if (!in) return fail("not_found", "sample " + std::to_string(sample_id) + " does not exist");
+  return std::move(*in);
 }
 
 Result<std::optional<std::string>> JobStore::ok_output(std::int64_t job_id,
                                                        const std::string& stage) {
   KF_TRY(Stmt * s, db_.cached(Q()["stage_ok_output"]));
   s->bind(1, job_id).bind(2, stage);
-  KF_TRY(bool row, s->step());
-  std::optional<std::string> out;
-  if (row) out = s->opt_text(0);
-  s->reset();
-  return out;
+  KF_TRY(auto out, s->one([](Stmt& r) { return r.opt_text(0); }));
+  return out.value_or(std::nullopt);
 }
 
 Result<std::vector<Attempt>> JobStore::attempts(std::int64_t job_id, const std::string& stage) {
@@ -364,10 +349,8 @@ Result<std::vector<Attempt>> JobStore::attempts(std::int64_t job_id, const std::
 
 Result<std::int64_t> JobStore::verify_backlog() {
   KF_TRY(Stmt * s, db_.cached(Q()["count_verify_queued"]));
-  KF_TRY(bool row, s->step());
-  std::int64_t n = row ? s->int64(0) : 0;
-  s->reset();
-  return n;
+  KF_TRY(auto n, s->one([](Stmt& r) { return r.int64(0); }));
+  return n.value_or(0);
 }
 
 Status JobStore::insert_event(const Event& e, std::int64_t now) {

@@ -66,19 +66,19 @@ Result<bool> VerifyStage::lease_one() {
   {
     KF_TRY(store::Stmt * st, db_.cached(q()["vstage_sample"]));
     st->bind(1, sample_id);
-    KF_TRY(bool row, st->step());
-    if (row) {
-      req.key = st->text(0);
-      req.code = st->text(1);
+    KF_TRY(auto sample,
+           st->one([](store::Stmt& r) { return std::make_pair(r.text(0), r.text(1)); }));
+    if (sample) {
+      req.key = sample->first;
+      req.code = sample->second;
     }
-    st->reset();
   }
   {
     KF_TRY(store::Stmt * st, db_.cached(q()["vstage_generated"]));
     st->bind(1, job_id);
-    KF_TRY(bool row, st->step());
-    if (row && !st->is_null(0)) {
-      auto j = nlohmann::json::parse(st->text(0), nullptr, false);
+    KF_TRY(auto text, st->one([](store::Stmt& r) { return r.opt_text(0); }));
+    if (text && *text) {
+      auto j = nlohmann::json::parse(**text, nullptr, false);
       if (j.is_object()) {
         if (j.contains("kernel_wrapper") && j["kernel_wrapper"].is_string())
           req.kernel_wrapper = j["kernel_wrapper"].get<std::string>();
@@ -86,15 +86,13 @@ Result<bool> VerifyStage::lease_one() {
           req.unitest_code = j["unitest_code"].get<std::string>();
       }
     }
-    st->reset();
   }
   int attempt = 1;
   {
     KF_TRY(store::Stmt * st, db_.cached(q()["vstage_next_attempt"]));
     st->bind(1, job_id);
-    KF_TRY(bool row, st->step());
-    if (row) attempt = static_cast<int>(st->int64(0));
-    st->reset();
+    KF_TRY(auto next, st->one([](store::Stmt& r) { return r.int64(0); }));
+    if (next) attempt = static_cast<int>(*next);
   }
   ++stats_.leased;
   auto id = pool_->submit(std::move(req),

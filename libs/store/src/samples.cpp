@@ -12,11 +12,7 @@ const QuerySet& store_queries() {
 Result<std::optional<ExistingSample>> Samples::find(const std::string& key) {
   KF_TRY(Stmt * s, db_.cached(store_queries()["sample_by_key"]));
   s->bind(1, key);
-  KF_TRY(bool row, s->step());
-  if (!row) return std::optional<ExistingSample>();
-  ExistingSample e{s->int64(0), s->text(1), s->text(2)};
-  s->reset();
-  return std::optional<ExistingSample>(std::move(e));
+  return s->one([](Stmt& r) { return ExistingSample{r.int64(0), r.text(1), r.text(2)}; });
 }
 
 namespace {
@@ -45,10 +41,8 @@ Status Samples::update(const SampleRow& row, std::int64_t now_ms) {
 
 Result<std::int64_t> Samples::count() {
   KF_TRY(Stmt * s, db_.cached(store_queries()["count_samples"]));
-  KF_TRY(bool row, s->step());
-  std::int64_t n = row ? s->int64(0) : 0;
-  s->reset();
-  return n;
+  KF_TRY(auto n, s->one([](Stmt& r) { return r.int64(0); }));
+  return n.value_or(0);
 }
 
 }  // namespace kforge::store

@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "kforge/core/embedded.hpp"
@@ -47,6 +48,16 @@ class Stmt {
   Result<bool> step();
   // Steps to completion (for statements that return no rows).
   Status run();
+  // Steps once and, when a row comes, returns read(*this) for it; resets the statement either
+  // way. For lookups that find one row or none.
+  template <class F>
+  Result<std::optional<std::invoke_result_t<F, Stmt&>>> one(F&& read) {
+    std::optional<std::invoke_result_t<F, Stmt&>> out;
+    KF_TRY(bool row, step());
+    if (row) out = read(*this);
+    reset();
+    return out;
+  }
   void reset();
 
   std::int64_t int64(int col) const;
