@@ -111,11 +111,15 @@ void print_text(const nlohmann::ordered_json& st) {
   std::printf("samples    %lld\n", static_cast<long long>(i64(st["samples"])));
   if (st.contains("prompts_error"))
     std::printf("prompts    cannot be read: %s\n", st["prompts_error"].get<std::string>().c_str());
-  for (const auto& a : st["verifier_alerts"])
-    std::printf("ALERT      verifier device %s out of rotation (%lld failed worker starts): %s\n",
-                a["device"].get<std::string>().c_str(),
-                static_cast<long long>(i64(a["start_failures"])),
-                a["reason"].get<std::string>().c_str());
+  for (const auto& a : st["verifier_alerts"]) {
+    if (a["device"] == "verifier")  // the pool itself could not start
+      std::printf("ALERT      verifier: %s\n", a["reason"].get<std::string>().c_str());
+    else
+      std::printf("ALERT      verifier device %s out of rotation (%lld failed worker starts): %s\n",
+                  a["device"].get<std::string>().c_str(),
+                  static_cast<long long>(i64(a["start_failures"])),
+                  a["reason"].get<std::string>().c_str());
+  }
   if (st["runs"].empty()) {
     std::printf("runs       none (kforge run create TAG --pipeline v2)\n");
     return;
@@ -150,6 +154,13 @@ void print_text(const nlohmann::ordered_json& st) {
       for (const auto& [status, n] : m.items())
         line += "  " + status + " " + std::to_string(i64(n));
       std::printf("  answers %-9s%s\n", stage.c_str(), line.c_str());
+    }
+    if (!st["verifier_alerts"].empty() && run["jobs_by_stage"].contains("verify")) {
+      const auto& v = run["jobs_by_stage"]["verify"];
+      std::int64_t waiting = v.contains("verify_queued") ? i64(v["verify_queued"]) : 0;
+      if (waiting > 0)
+        std::printf("  %lld samples wait for the verifier (see the ALERT above)\n",
+                    static_cast<long long>(waiting));
     }
     if (!run["verdicts"].empty()) {
       std::string line;

@@ -11,6 +11,8 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 #include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -40,25 +42,43 @@ std::int64_t ms_since(Steady::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - t).count();
 }
 
-// An exclusive lock on <database>.lock, held for the process's life: while we hold it no other
-// kforged on this host uses the database, so leases carrying this host's prefix belong to a
-// previous, dead process of ours and can be taken back at once.
-Result<int> lock_database(const std::string& db_path) {
-  std::string path = db_path + ".lock";
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return fail("io", path + ": " + std::strerror(errno));
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    char buf[32] = {};
-    ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
-    ::close(fd);
-    std::string pid = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : "?";
-    while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
-    return fail("conflict",
-                "another kforged (pid " + pid + ") is using " + db_path + " (lock " + path + ")");
+// The pid holding a flock on the file (device, inode), from /proc/locks; "?" if not found.
+std::string flock_holder(dev_t dev, ino_t ino) {
+  char want[64];
+  std::snprintf(want, sizeof want, "%02x:%02x:%llu", major(dev), minor(dev),
+                static_cast<unsigned long long>(ino));
+  std::FILE* f = std::fopen("/proc/locks", "re");
+  if (f == nullptr) return "?";
+  char line[512];
+  std::string pid = "?";
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    // "1: FLOCK  ADVISORY  WRITE 12345 08:01:123456 0 EOF"
+    char kind[16] = {}, id[64] = {};
+    long p = 0;
+    if (std::sscanf(line, "%*s %15s %*s %*s %ld %63s", kind, &p, id) == 3 &&
+        std::string_view(kind) == "FLOCK" && std::string_view(id) == want) {
+      pid = std::to_string(p);
+      break;
+    }
   }
-  std::string pid = std::to_string(::getpid()) + "\n";
-  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) < 0)
-    spdlog::warn("{}: cannot record the pid: {}", path, std::strerror(errno));
+  std::fclose(f);
+  return pid;
+}
+
+// An exclusive flock on the database file itself, held for the process's life: while we hold
+// it no other kforged uses that file, whatever path (symlink, hard link, relative) it was given,
+// so leases carrying this host's prefix belong to a previous, dead process of ours and can be
+// taken back at once. flock locks are apart from SQLite's POSIX locks; the descriptor is never
+// closed while the database is open (closing it would drop this process's POSIX locks).
+Result<int> lock_database(const std::string& db_path) {
+  int fd = ::open(db_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fail("io", db_path + ": " + std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    struct stat st {};
+    std::string pid = ::fstat(fd, &st) == 0 ? flock_holder(st.st_dev, st.st_ino) : "?";
+    // fd stays open: closing it would drop the POSIX locks SQLite holds on the file; we exit.
+    return fail("conflict", "another kforged (pid " + pid + ") is using " + db_path);
+  }
   return fd;
 }
 
@@ -252,7 +272,15 @@ int serve(const std::string& config_path, app::Config cfg) {
   auto last_log = Steady::now();
   Steady::time_point drain_deadline{};
   int consecutive_errors = 0;
+  // Test only (the real-systemd test): when the file KFORGE_TEST_STALL_FILE names appears, the
+  // main loop removes it and stops stepping, as a wedged loop would, until it is killed.
+  const char* stall_env = std::getenv("KFORGE_TEST_STALL_FILE");
+  const std::string stall_file = stall_env != nullptr ? stall_env : "";
   while (true) {
+    if (!stall_file.empty() && ::unlink(stall_file.c_str()) == 0) {
+      spdlog::warn("{} found: the main loop stalls until killed (test fault)", stall_file);
+      while (true) std::this_thread::sleep_for(1s);
+    }
     auto step = sched.step();
     if (step.ok()) {
       consecutive_errors = 0;

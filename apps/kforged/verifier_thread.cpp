@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "kforge/verify/store.hpp"
+
 namespace kforge::daemon {
 
 VerifierThread::VerifierThread(const app::Config& cfg, std::string owner, std::string owner_glob)
@@ -27,13 +29,26 @@ std::string VerifierThread::last_error() const {
 }
 
 void VerifierThread::run(app::Config cfg, std::string owner, std::string owner_glob) {
+  auto db = app::open_store(cfg);
+  // The pool's devices go to the database (verifier_devices) for `kforge status`: a device out
+  // of rotation, or a pool that cannot start at all (device "verifier"), is an alert there.
+  auto record = [&](const std::vector<verify::DeviceStatus>& devices) {
+    if (!db.ok()) return;
+    auto st = verify::replace_device_status(**db, devices, system_clock().wall_ms());
+    if (!st.ok()) spdlog::warn("verifier: recording the devices' state: {}", st.error().message);
+  };
   auto fail = [&](const std::string& msg) {
     spdlog::error("verifier: {}; generated samples wait in verify_queued", msg);
+    verify::DeviceStatus d;
+    d.device = "verifier";
+    d.in_rotation = false;
+    d.start_failures = 1;
+    d.reason = "cannot start: " + msg;
+    record({d});
     std::lock_guard l(mu_);
     last_error_ = msg;
     running_ = false;
   };
-  auto db = app::open_store(cfg);
   if (!db.ok()) return fail(db.error().message);
   verify::PoolOptions opts;
   opts.config = cfg.verifier;
@@ -41,6 +56,9 @@ void VerifierThread::run(app::Config cfg, std::string owner, std::string owner_g
       pipeline::VerifyStage::create(**db, system_clock(), std::move(opts), owner, owner_glob);
   if (!stage.ok()) return fail(stage.error().message);
   spdlog::info("verifier: {} slots", (*stage)->pool().slots());
+  std::vector<verify::DeviceStatus> recorded = (*stage)->pool().devices();
+  record(recorded);
+  auto last_record = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point deadline{};
   bool drain_started = false;
   int errors = 0;
@@ -62,6 +80,21 @@ void VerifierThread::run(app::Config cfg, std::string owner, std::string owner_g
       std::this_thread::sleep_for(std::chrono::milliseconds(std::min(100 * errors, 5000)));
     } else {
       errors = 0;
+    }
+    if (std::chrono::steady_clock::now() - last_record >= std::chrono::seconds(1)) {
+      auto devices = (*stage)->pool().devices();
+      auto key = [](const std::vector<verify::DeviceStatus>& v) {
+        std::string k;
+        for (const auto& d : v)
+          k += d.device + (d.in_rotation ? "+" : "-") + std::to_string(d.start_failures) + "/" +
+               std::to_string(d.ready_workers) + "/" + d.reason + ";";
+        return k;
+      };
+      if (key(devices) != key(recorded)) {
+        record(devices);
+        recorded = std::move(devices);
+      }
+      last_record = std::chrono::steady_clock::now();
     }
     std::lock_guard l(mu_);
     stats_ = (*stage)->stats();

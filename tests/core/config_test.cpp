@@ -80,6 +80,22 @@ TEST(Config, EnvironmentOverridesFile) {
   EXPECT_EQ(s.list, (std::vector<std::string>{"p", "q"}));
 }
 
+TEST(Config, EnvironmentSetsAMappingAsAJsonObject) {
+  auto r = ConfigReader::load_string("sec:\n  headers:\n    X-A: 1\n", "t.yaml",
+                                     env_of({{"KFORGE_SEC_HEADERS", R"({"X-B": "2"})"}}));
+  ASSERT_TRUE(r.ok());
+  Section s;
+  ASSERT_TRUE(read(**r, s).ok());
+  EXPECT_EQ(s.headers, (std::map<std::string, std::string>{{"X-B", "2"}}));
+  auto bad = ConfigReader::load_string("", "t.yaml", env_of({{"KFORGE_SEC_HEADERS", "[1]"}}));
+  ASSERT_TRUE(bad.ok());
+  auto st = read(**bad, s);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("KFORGE_SEC_HEADERS: expected a JSON object of strings"),
+            std::string::npos)
+      << st.error().message;
+}
+
 TEST(Config, BadEnvironmentValueIsAnError) {
   auto r = ConfigReader::load_string("", "t.yaml", env_of({{"KFORGE_SEC_RATIO", "half"}}));
   ASSERT_TRUE(r.ok());

@@ -438,6 +438,38 @@ TEST(Daemon, ASecondDaemonOnTheSameDatabaseIsRefused) {
   EXPECT_EQ(a->wait(20s), 0);
 }
 
+TEST(Daemon, TheLockFollowsTheFileThroughASymlinkAndAHardLink) {
+  Site site(script("fake_llm_answers.json"));
+  auto a = site.start_daemon();
+  auto until = std::chrono::steady_clock::now() + 20s;
+  while (a->log().find("ready") == std::string::npos && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(20ms);
+  ASSERT_NE(a->log().find("ready"), std::string::npos) << a->log();
+  const fs::path symlink = site.dir() / "symlink.db";
+  fs::create_symlink(site.db_path(), symlink);
+  fs::create_directories(site.dir() / "elsewhere");
+  const fs::path hardlink = site.dir() / "elsewhere" / "hardlink.db";
+  fs::create_hard_link(site.db_path(), hardlink);
+  for (const fs::path& other : {symlink, hardlink}) {
+    auto b = site.start_daemon({"KFORGE_DB=" + other.string()});
+    EXPECT_EQ(b->wait(20s), 1) << other;
+    EXPECT_NE(b->log().find("another kforged (pid " + std::to_string(a->pid()) + ") is using " +
+                            other.string()),
+              std::string::npos)
+        << b->log();
+  }
+  a->signal(SIGTERM);
+  ASSERT_EQ(a->wait(20s), 0);
+  // The lock goes with the process: the next daemon, through the hard link, starts.
+  auto c = site.start_daemon({"KFORGE_DB=" + hardlink.string()});
+  until = std::chrono::steady_clock::now() + 20s;
+  while (c->log().find("ready") == std::string::npos && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(20ms);
+  EXPECT_NE(c->log().find("ready"), std::string::npos) << c->log();
+  c->signal(SIGTERM);
+  EXPECT_EQ(c->wait(20s), 0);
+}
+
 TEST(Notifier, SendsDatagramsToAPathOrAnAbstractSocketAndReadsTheWatchdog) {
   test::TempDir dir;
   NotifySocket sock(dir / "n.sock");
@@ -485,6 +517,38 @@ TEST(Notifier, SendsDatagramsToAPathOrAnAbstractSocketAndReadsTheWatchdog) {
   ssize_t len = ::recv(fd, buf, sizeof buf, 0);
   EXPECT_EQ(std::string(buf, static_cast<std::size_t>(len)), "WATCHDOG=1");
   ::close(fd);
+}
+
+// A verifier that cannot start is an alert in `kforge status`, with its reason, and the run's
+// entry says its samples wait for the verifier.
+TEST(DaemonVerifier, AVerifierThatCannotStartIsAnAlertAndTheRunSaysItsSamplesWait) {
+  if (test::tritonbench_g().empty()) GTEST_SKIP() << "TritonBench-G corpus not found";
+  Site site(script("fake_llm_answers.json"));
+  Options o;
+  o.verify = true;
+  site.write_config(o);
+  site.import_corpus();
+  site.create_run("v1", "v1", {"--limit", "5"});
+  auto d = site.start_daemon({"KFORGE_VERIFIER_PYTHON=/nonexistent/python3"});
+  ASSERT_EQ(site.wait_for("SELECT count(*) FROM jobs WHERE state = 'verify_queued'", 5, 60s), 5)
+      << d->log();
+  std::string out;
+  auto until = std::chrono::steady_clock::now() + 60s;
+  while (std::chrono::steady_clock::now() < until) {
+    auto st = site.kforge({"status"});
+    ASSERT_EQ(st.exit_code, 0) << st.err;
+    out = st.out;
+    if (out.find("ALERT") != std::string::npos) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_NE(out.find("ALERT      verifier"), std::string::npos) << out << d->log();
+  EXPECT_NE(out.find("/nonexistent/python3"), std::string::npos) << out;
+  EXPECT_NE(out.find("5 samples wait for the verifier"), std::string::npos) << out;
+  auto js = site.kforge({"status", "--json"});
+  ASSERT_EQ(js.exit_code, 0) << js.err;
+  EXPECT_FALSE(json::parse(js.out)["verifier_alerts"].empty()) << js.out;
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(60s), std::optional<int>(0)) << d->log();
 }
 
 }  // namespace

@@ -233,6 +233,24 @@ void ConfigNode::get(std::string_view key, std::map<std::string, std::string>& o
       out = std::move(m);
     }
   }
+  if (auto e = env_for(key)) {  // a JSON object of strings, e.g. {"X-Team": "a"}
+    auto j = nlohmann::json::parse(*e, nullptr, false);
+    std::map<std::string, std::string> m;
+    bool ok = j.is_object();
+    if (ok)
+      for (const auto& [k, v] : j.items()) {
+        if (!v.is_string()) {
+          ok = false;
+          break;
+        }
+        m[k] = v.get<std::string>();
+      }
+    if (!ok)
+      reader_->errors_.push_back("environment " + env_name_for(key_path(key)) +
+                                 ": expected a JSON object of strings");
+    else
+      out = std::move(m);
+  }
 }
 
 void ConfigNode::get_json(std::string_view key, nlohmann::json& out) {

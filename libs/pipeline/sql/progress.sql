@@ -11,17 +11,23 @@ FROM stage_outputs WHERE run_id = ?1;
 -- name: run_outputs_by_stage_status
 SELECT stage, status, count(*) FROM stage_outputs WHERE run_id = ?1 GROUP BY stage, status;
 
--- Jobs that left the LLM stages (last stage answered, or failed) since ?3.
--- name: run_finished_since
-SELECT (SELECT count(*) FROM stage_outputs
-        WHERE run_id = ?1 AND stage = ?2 AND status = 'ok' AND created_ms >= ?3)
-     + (SELECT count(*) FROM jobs WHERE run_id = ?1 AND state = 'failed' AND updated_ms >= ?3);
+-- The most recent finishes (?4 at most, since ?3): how many and the oldest one's time. The rate
+-- is taken over them, so a stop or a slow start long ago does not drag it down.
+-- name: run_recent_finishes
+SELECT count(*), coalesce(min(t), 0) FROM (
+  SELECT t FROM (
+    SELECT created_ms AS t FROM stage_outputs
+    WHERE run_id = ?1 AND stage = ?2 AND status = 'ok' AND created_ms >= ?3
+    UNION ALL
+    SELECT updated_ms AS t FROM jobs WHERE run_id = ?1 AND state = 'failed' AND updated_ms >= ?3)
+  ORDER BY t DESC LIMIT ?4);
 
 -- Errors and warnings by kind: how many, the latest time and message (SQLite takes the bare
 -- column from the row holding max()).
 -- name: run_errors_by_kind
 SELECT kind, count(*), max(created_ms), message FROM job_events
 WHERE run_id = ?1 AND level <> 'info' AND created_ms >= ?2
+  AND kind NOT IN ('lease_reclaimed')  -- routine: a restarted daemon took its own leases back
 GROUP BY kind ORDER BY count(*) DESC, kind;
 
 -- name: run_verdicts

@@ -10,6 +10,7 @@ namespace kforge::pipeline {
 namespace {
 using store::Stmt;
 constexpr std::int64_t kRateWindowMs = 10 * 60 * 1000;
+constexpr std::int64_t kRateSamples = 100;
 constexpr std::int64_t kErrorWindowMs = 24 * 60 * 60 * 1000;
 }  // namespace
 
@@ -73,12 +74,16 @@ Result<std::vector<RunProgress>> collect_progress(store::Db& db, std::int64_t no
       s->reset();
     }
     if (first_ms > 0 && p.run.state == "active") {
-      std::int64_t window = std::clamp<std::int64_t>(now_ms - first_ms, 1000, kRateWindowMs);
-      KF_TRY(Stmt * s, db.cached(q["run_finished_since"]));
-      s->bind(1, id).bind(2, "generate").bind(3, now_ms - window);
+      // The rate over the last kRateSamples finishes (within kRateWindowMs), up to now: after a
+      // stop or a restart it follows the current speed within seconds, and while nothing
+      // finishes it decays.
+      KF_TRY(Stmt * s, db.cached(q["run_recent_finishes"]));
+      s->bind(1, id).bind(2, "generate").bind(3, now_ms - kRateWindowMs).bind(4, kRateSamples);
       KF_TRY(bool row, s->step());
       std::int64_t n = row ? s->int64(0) : 0;
+      std::int64_t oldest = row ? s->int64(1) : 0;
       s->reset();
+      std::int64_t window = std::clamp<std::int64_t>(now_ms - oldest, 1000, kRateWindowMs);
       p.per_minute = static_cast<double>(n) * 60'000.0 / static_cast<double>(window);
       if (p.per_minute > 0)
         p.eta_s = static_cast<std::int64_t>(

@@ -19,3 +19,6 @@ WHERE in_rotation = 0 ORDER BY device;
 -- name: all_devices
 SELECT device, in_rotation, workers, ready_workers, start_failures, reason, updated_ms
 FROM verifier_devices ORDER BY device;
+
+-- name: clear_devices
+DELETE FROM verifier_devices;

@@ -62,6 +62,15 @@ Status store_device_status(store::Db& db, const std::vector<DeviceStatus>& devic
   return {};
 }
 
+Status replace_device_status(store::Db& db, const std::vector<DeviceStatus>& devices,
+                             std::int64_t now_ms) {
+  KF_TRY(auto tx, store::Transaction::begin(db));
+  KF_TRY(store::Stmt * s, db.cached(verify_queries()["clear_devices"]));
+  KF_CHECK(s->run());
+  KF_CHECK(store_device_status(db, devices, now_ms));
+  return tx.commit();
+}
+
 Result<std::vector<DeviceAlert>> device_alerts(store::Db& db) {
   std::vector<DeviceAlert> out;
   KF_TRY(store::Stmt * s, db.cached(verify_queries()["devices_out_of_rotation"]));

@@ -30,7 +30,7 @@ struct RunProgress {
   std::map<std::string, std::map<std::string, std::int64_t>> outputs;   // stage -> status -> n
   std::int64_t past_llm = 0;   // jobs whose LLM stages are over (to verify, verified, ended)
   std::int64_t remaining = 0;  // queued or leased
-  double per_minute = 0;       // jobs leaving the LLM stages, over the last 10 minutes
+  double per_minute = 0;       // jobs leaving the LLM stages: the last 100 (<= 10 min), to now
   std::optional<std::int64_t> eta_s;
   std::int64_t prompt_tokens = 0;
   std::int64_t completion_tokens = 0;

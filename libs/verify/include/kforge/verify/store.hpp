@@ -29,6 +29,10 @@ Result<std::int64_t> store_verification(store::Db& db, const VerificationKey& ke
 // Records each device's state (insert or update).
 Status store_device_status(store::Db& db, const std::vector<DeviceStatus>& devices,
                            std::int64_t now_ms);
+// Replaces every row with `devices` (a daemon's pool at its start: rows of an earlier
+// configuration go), in one transaction.
+Status replace_device_status(store::Db& db, const std::vector<DeviceStatus>& devices,
+                             std::int64_t now_ms);
 
 struct DeviceAlert {
   std::string device;

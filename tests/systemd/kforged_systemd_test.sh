@@ -1,0 +1,280 @@
+#!/bin/bash
+# kforged under a real systemd 252, installed from the Debian package (scripts/package), on a
+# throw-away overlay of this machine (boot.sh). Needs root and the systemd package; otherwise it
+# skips (exit 77) saying why.
+#
+#   kforged_systemd_test.sh service   install, enable, a v2 run as user kforge: READY and STATUS,
+#                                     kill -9 (restart, nothing paid twice), reload (SIGHUP),
+#                                     watchdog (a stalled main loop), stop (drain), the journal,
+#                                     user kforge and the shipped hardening, purge
+#   kforged_systemd_test.sh hostile   the verifier on (CPU) with hostile samples among the
+#                                     generated ones: the daemon survives them all
+#
+# The provider is kforge-fake-llm on the host's 127.0.0.1 (the namespaces share the host's
+# network), named in /etc/kforge/kforged.env as the package's users would name theirs. The only
+# changes to the shipped unit are a drop-in with shorter WatchdogSec= and RestartSec= (the test
+# waits for them) and the test-only fault switch KFORGE_TEST_STALL_FILE in kforged.env.
+# corpus.json: 20 records of TritonBench_G_v1.json (thunlp/TritonBench, Apache-2.0).
+set -euo pipefail
+phase=${1:-service}
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
+build=${KFORGE_BUILD_DIR:-$src/build}
+
+skip() { echo "SKIP: $*"; exit 77; }
+[ "$(id -u)" -eq 0 ] || skip "needs root (namespaces, an overlay mount and dpkg -i)"
+[ -x /lib/systemd/systemd ] || skip "no /lib/systemd/systemd (apt-get install systemd)"
+for tool in unshare nsenter script dpkg-shlibdeps python3 sqlite3; do
+  command -v "$tool" >/dev/null || skip "no $tool (scripts/bootstrap installs it)"
+done
+
+T0=$(date +%s%N)
+el() { echo "$((($(date +%s%N) - T0) / 1000000)) ms"; }
+say() { echo "[$(el)] $*"; }
+die() {
+  echo "FAIL: $*"
+  if [ -n "${SD:-}" ]; then
+    echo "--- systemctl status"; IN systemctl status --no-pager kforged 2>&1 | sed -n 1,25p || true
+    echo "--- journal"; IN journalctl --no-pager -u kforged -o short-monotonic 2>&1 | tail -n 80 || true
+  fi
+  exit 1
+}
+check() { local what=$1; shift; "$@" || die "$what"; }
+
+# ---- the package (reuses the build directory; prints the .deb last)
+say "building the package"
+deb=$(BUILD_DIR=$build "$src/scripts/package" 2>"$build/package.log" | tail -n 1) ||
+  { tail -n 30 "$build/package.log"; die "scripts/package failed"; }
+[ -f "$deb" ] || die "scripts/package printed '$deb', not a file"
+say "package: $deb"
+
+# ---- the fake provider on the host
+work=$(mktemp -d /tmp/kforge-systemd-test.XXXXXX)
+fake_pid=""
+cleanup_host() {
+  [ -n "$fake_pid" ] && kill "$fake_pid" 2>/dev/null && wait "$fake_pid" 2>/dev/null
+  rm -rf "$work"
+}
+script=$work/fake.yaml
+if [ "$phase" = hostile ]; then
+  # The pipeline example, with the hostile answers of hostile-rules.yaml tried first.
+  sed "/^rules:\$/r $here/hostile-rules.yaml" "$src/apps/kforge-fake-llm/examples/pipeline.yaml" \
+    >"$script"
+else
+  # The pipeline example, with answers slow enough that the run is still going at the kill.
+  sed 's/^  latency_ms: 5$/  latency_ms: 1200/' "$src/apps/kforge-fake-llm/examples/pipeline.yaml" \
+    >"$script"
+  grep -q 'latency_ms: 1200' "$script" || die "the example's latency_ms line changed"
+fi
+"$build/apps/kforge-fake-llm/kforge-fake-llm" --port 0 --port-file "$work/port" \
+  --script "$script" >"$work/fake.log" 2>&1 &
+fake_pid=$!
+for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.05; done
+[ -s "$work/port" ] || die "kforge-fake-llm did not start: $(cat "$work/fake.log")"
+port=$(cat "$work/port")
+fake() { python3 -c "import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())" "http://127.0.0.1:$port/$1"; }
+fake_stat() { fake _stats | python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
+
+# ---- systemd
+source "$here/boot.sh"
+trap 'sd_down; cleanup_host' EXIT
+sd_boot || die "systemd did not boot"
+R=$SD_ROOT
+prop() { IN systemctl show -P "$1" kforged; }
+waitfor() {  # waitfor SECONDS WHAT CMD...: until CMD succeeds
+  local n=$(($1 * 10)) what=$2
+  shift 2
+  for _ in $(seq "$n"); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  die "timed out after ${n}00 ms waiting for: $what"
+}
+q() { IN sqlite3 -readonly /var/lib/kforge/kforge.db "$1"; }  # the daemon's database, inside
+as_kforge() { IN runuser -u kforge -- "$@"; }
+
+# ---- install
+cp "$deb" "$R/tmp/kforge.deb"
+IN dpkg -i /tmp/kforge.deb >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; die "dpkg -i failed"; }
+say "installed: $(IN dpkg-query -W -f='${Package} ${Version}' kforge)"
+check "the unit is enabled" test "$(IN systemctl is-enabled kforged)" = enabled
+check "the unit is not started by the install" test "$(prop ActiveState)" = inactive
+check "user kforge exists" IN id kforge
+check "the unit's supplementary groups exist" IN getent group video render
+check "/var/lib/kforge is kforge's, setgid, group-writable" \
+  test "$(IN stat -c '%U:%G %a' /var/lib/kforge)" = "kforge:kforge 2770"
+check "the database is made at install, group-writable" \
+  test "$(IN stat -c '%U:%G %a' /var/lib/kforge/kforge.db)" = "kforge:kforge 660"
+check "kforge.yaml is a conffile" IN grep -qx ' /etc/kforge/kforge.yaml [0-9a-f]*' \
+  <(IN dpkg-query -W -f='${Conffiles}\n' kforge)
+IN systemd-analyze verify /lib/systemd/system/kforged.service >"$work/verify.log" 2>&1 ||
+  { cat "$work/verify.log"; die "systemd-analyze verify kforged.service"; }
+
+# The provider and the test's settings, as a user names them: the unit's EnvironmentFile.
+env_file() {
+  {
+    echo "OPENAI_API_KEY=sk-systemd-test-secret"
+    echo "KFORGE_LLM_BASE_URL=http://127.0.0.1:$port/v1"
+    echo "KFORGE_PIPELINE_MAX_IN_FLIGHT=4"
+    echo "KFORGE_DAEMON_STATUS_INTERVAL_MS=300"
+    echo "KFORGE_DAEMON_HTTP_LISTEN=127.0.0.1:0"
+    echo "KFORGE_DAEMON_SHUTDOWN_GRACE_MS=20000"
+    echo "KFORGE_TEST_STALL_FILE=/var/lib/kforge/stall"  # test only: see apps/kforged/main.cpp
+    if [ "$phase" = hostile ]; then
+      echo "KFORGE_DAEMON_VERIFY=true"
+      echo "KFORGE_VERIFIER_DEVICES=cpu"
+      echo "KFORGE_VERIFIER_CPU_WORKERS=2"
+      echo "KFORGE_VERIFIER_TIMEOUT_S=20"
+      echo "KFORGE_VERIFIER_MEMORY_CAP_MB=512"
+      echo "KFORGE_VERIFIER_PYTHON=/usr/bin/python3"
+    else
+      echo "KFORGE_DAEMON_VERIFY=false"
+    fi
+  } >"$R/etc/kforge/kforged.env"
+  chmod 0600 "$R/etc/kforge/kforged.env"
+}
+env_file
+mkdir -p "$R/etc/systemd/system/kforged.service.d"
+printf '[Service]\nWatchdogSec=5s\nRestartSec=1s\n' >"$R/etc/systemd/system/kforged.service.d/test.conf"
+IN systemctl daemon-reload
+
+# ---- as user kforge: import and create a run on the system database (/etc/kforge/kforge.yaml)
+cp "$here/corpus.json" "$R/tmp/corpus.json"
+chmod 0644 "$R/tmp/corpus.json"
+as_kforge kforge import /tmp/corpus.json \
+  --map code=output,description_1=simp_instru,description_2=comp_instru --key file \
+  >"$work/import.log" 2>&1 || { cat "$work/import.log"; die "kforge import as kforge"; }
+as_kforge kforge run create main --pipeline v2 >"$work/run.log" 2>&1 ||
+  { cat "$work/run.log"; die "kforge run create as kforge"; }
+check "the CLI names the system database" \
+  grep -q 'database   /var/lib/kforge/kforge.db' <(as_kforge kforge status)
+check "20 jobs queued" test "$(q "SELECT count(*) FROM jobs")" = 20
+say "imported 20 records and created run main as kforge"
+
+if [ "$phase" = hostile ]; then
+  IN systemctl start kforged || die "systemctl start kforged"
+  pid0=$(prop MainPID)
+  say "started, pid $pid0; waiting for every sample's verdict"
+  done_n() { test "$(q "SELECT count(*) FROM jobs WHERE state IN ('done','failed')")" = 20; }
+  waitfor 150 "every job done or failed" done_n
+  check "kforged is still active" test "$(prop ActiveState)" = active
+  check "kforged was never restarted (pid $pid0)" test "$(prop MainPID)" = "$pid0"
+  check "NRestarts is 0" test "$(prop NRestarts)" = 0
+  hostile=$(q "SELECT count(*) FROM verifications WHERE script LIKE '%HOSTILE%'")
+  check "the hostile samples were verified ($hostile)" test "$hostile" -ge 4
+  check "no hostile sample passed" \
+    test "$(q "SELECT count(*) FROM verifications WHERE script LIKE '%HOSTILE%' AND verdict = 'passed'")" = 0
+  check "the state directory is intact" IN test -s /var/lib/kforge/kforge.db
+  q "SELECT verdict, count(*) FROM verifications GROUP BY verdict" | sed 's/^/  verdicts: /'
+  t=$(date +%s%N)
+  IN systemctl stop kforged
+  say "stopped in $((($(date +%s%N) - t) / 1000000)) ms; hostile samples survived"
+  echo "PASS ($(el))"
+  exit 0
+fi
+
+# ---- start: READY, STATUS with progress, user and hardening
+t=$(date +%s%N)
+IN systemctl start kforged || die "systemctl start kforged"
+say "systemctl start returned after $((($(date +%s%N) - t) / 1000000)) ms (Type=notify: READY=1)"
+check "active/running" test "$(prop ActiveState)/$(prop SubState)" = active/running
+status_has_progress() { prop StatusText | grep -Eq '^main [0-9]+/20 \('; }
+waitfor 10 "STATUS= with the run's progress" status_has_progress
+say "STATUS: $(prop StatusText)"
+pid=$(prop MainPID)
+check "runs as kforge" test "$(IN ps -o user= -p "$pid")" = kforge
+check "NoNewPrivileges" IN grep -q '^NoNewPrivs:[[:space:]]*1' "/proc/$pid/status"
+check "no capabilities" IN grep -q '^CapBnd:[[:space:]]*0000000000000000' "/proc/$pid/status"
+check "ProtectSystem=strict: /usr read-only for the service" \
+  IN nsenter -t "$pid" -m sh -c 'findmnt -n -o OPTIONS --target /usr/bin | grep -q "^ro"'
+check "ProtectSystem=strict: /etc read-only for the service" \
+  IN nsenter -t "$pid" -m sh -c 'findmnt -n -o OPTIONS --target /etc | grep -q "^ro"'
+check "the state directory writable for the service" \
+  IN nsenter -t "$pid" -m sh -c 'findmnt -n -o OPTIONS --target /var/lib/kforge | grep -q "^rw"'
+check "ProtectHome" IN nsenter -t "$pid" -m sh -c '! ls /root >/dev/null 2>&1 || [ -z "$(ls -A /root)" ]'
+
+# ---- reload: SIGHUP re-reads the configuration, same process
+IN systemctl reload kforged
+reloaded() { IN journalctl --no-pager -u kforged -o cat | grep -q 'SIGHUP: reloaded /etc/kforge/kforge.yaml'; }
+waitfor 10 "the reload's log line" reloaded
+check "reload kept the process" test "$(prop MainPID)" = "$pid"
+say "reload: SIGHUP handled by pid $pid"
+
+# ---- an online backup while the daemon writes (docs/OPERATIONS.md)
+IN sqlite3 /var/lib/kforge/kforge.db ".backup /root/backup.db"
+check "the online backup is consistent" test "$(IN sqlite3 /root/backup.db 'PRAGMA integrity_check')" = ok
+check "the backup holds the run" test "$(IN sqlite3 /root/backup.db "SELECT count(*) FROM jobs")" = 20
+say "online backup while running: ok"
+
+# ---- kill -9 mid-run: restarted, leases taken back, nothing stored is asked again
+some_answers() { test "$(q "SELECT count(*) FROM llm_calls WHERE status = 'ok'")" -ge 8; }
+waitfor 60 "8 answers stored" some_answers
+python3 - "$R/var/lib/kforge/kforge.db" >"$work/durable" <<'PY'
+import hashlib, sqlite3, sys
+db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
+for (req,) in db.execute("SELECT request_json FROM llm_calls WHERE status = 'ok'"):
+    print(hashlib.sha256(req.encode()).hexdigest())
+PY
+leased=$(q "SELECT count(*) FROM jobs WHERE state = 'leased'")
+IN kill -9 "$pid"
+say "kill -9 $pid with $(wc -l <"$work/durable") answers stored and $leased jobs leased"
+restarted() { [ "$(prop NRestarts)" = 1 ] && [ "$(prop SubState)" = running ] && [ "$(prop MainPID)" != "$pid" ]; }
+waitfor 30 "the restart after kill -9" restarted
+pid=$(prop MainPID)
+say "restarted as pid $pid"
+past_llm() { test "$(q "SELECT count(*) FROM jobs WHERE state IN ('verify_queued','done','failed')")" = 20; }
+waitfor 90 "the run past its LLM stages" past_llm
+check "every job reached verify_queued" \
+  test "$(q "SELECT count(*) FROM jobs WHERE state = 'verify_queued'")" = 20
+fake _stats >"$work/stats.json"
+python3 - "$work/stats.json" "$work/durable" <<'PY' || die "an answer stored before the kill was paid again"
+import json, sys
+stats = json.load(open(sys.argv[1]))
+durable = set(open(sys.argv[2]).read().split())
+answered = stats["answered_by_hash"]
+again = [h for h in durable if answered.get(h, 0) > 1]
+print(f"  provider: {stats['requests']} requests, {stats['answered']} answered, "
+      f"{sum(n - 1 for n in answered.values())} answered again (lost in flight at the kill), "
+      f"{len(again)} of {len(durable)} stored answers asked again")
+sys.exit(1 if again else 0)
+PY
+check "no stage output duplicated" test "$(q "SELECT count(*) FROM (SELECT job_id, stage, attempt \
+  FROM stage_outputs GROUP BY 1, 2, 3 HAVING count(*) > 1)")" = 0
+grep -q 'took back .* leases' <<<"$(IN journalctl --no-pager -u kforged -o cat)" ||
+  die "the restart did not take the dead process's leases back"
+
+# ---- the watchdog: a stalled main loop is killed and restarted
+pid=$(prop MainPID)
+IN touch /var/lib/kforge/stall
+say "stalling the main loop of pid $pid (test fault)"
+watchdogged() { [ "$(prop NRestarts)" = 2 ] && [ "$(prop SubState)" = running ] && [ "$(prop MainPID)" != "$pid" ]; }
+waitfor 40 "the watchdog's restart" watchdogged
+IN journalctl --no-pager -u kforged -o cat | grep -q 'Watchdog timeout' || die "no 'Watchdog timeout' in the journal"
+say "watchdog: pid $pid killed, restarted as $(prop MainPID)"
+
+# ---- stop drains: a second run with calls in flight, stopped mid-way
+as_kforge kforge run create drain --pipeline v2 --limit 12 >/dev/null
+drain_busy() { test "$(q "SELECT count(*) FROM jobs j JOIN runs r ON r.id = j.run_id WHERE r.tag = 'drain' AND j.state = 'leased'")" -gt 0; }
+waitfor 30 "calls in flight in run drain" drain_busy
+timeout_stop=$(prop TimeoutStopUSec)
+t=$(date +%s%N)
+IN systemctl stop kforged
+stop_ms=$((($(date +%s%N) - t) / 1000000))
+say "systemctl stop took $stop_ms ms (TimeoutStopSec=$timeout_stop)"
+check "stopped cleanly (Result=success)" test "$(prop Result)" = success
+check "stopped within TimeoutStopSec" test "$stop_ms" -lt 45000
+check "no lease left behind" test "$(q "SELECT count(*) FROM jobs WHERE state = 'leased'")" = 0
+journal=$(IN journalctl --no-pager -u kforged -o cat)
+for line in 'kforged 0.1.0 ready: owner' 'stopping: no new leases' 'kforged stopped:'; do
+  grep -q "$line" <<<"$journal" || die "the journal has no '$line'"
+done
+if grep -q 'sk-systemd-test-secret' <<<"$journal"; then die "the API key reached the journal"; fi
+if grep -q 'timed out. Killing' <<<"$journal"; then die "stop timed out and was killed"; fi
+say "journal: $(wc -l <<<"$journal") lines from kforged and systemd about it"
+
+# ---- purge removes what the install made
+IN dpkg --purge kforge >"$work/purge.log" 2>&1 || { cat "$work/purge.log"; die "dpkg --purge"; }
+for p in /var/lib/kforge /var/cache/kforge /etc/kforge /lib/systemd/system/kforged.service \
+  /etc/systemd/system/multi-user.target.wants/kforged.service /usr/bin/kforged; do
+  IN test ! -e "$p" || die "$p is still there after purge"
+done
+IN id kforge >/dev/null 2>&1 && die "user kforge is still there after purge"
+say "purged"
+echo "PASS ($(el))"
