@@ -54,6 +54,15 @@ install(FILES README.md docs/OPERATIONS.md DESTINATION ${CMAKE_INSTALL_DOCDIR}
   COMPONENT deb EXCLUDE_FROM_ALL)
 install(FILES packaging/debian/copyright DESTINATION ${CMAKE_INSTALL_DOCDIR}
   COMPONENT deb EXCLUDE_FROM_ALL)
+# Debian wants the changelog compressed with gzip -9n (no timestamp).
+execute_process(COMMAND gzip -9nc "${CMAKE_SOURCE_DIR}/packaging/debian/changelog"
+  OUTPUT_FILE "${KFORGE_PKG_DIR}/changelog.Debian.gz" RESULT_VARIABLE _gz)
+if(NOT _gz EQUAL 0)
+  message(FATAL_ERROR "gzip packaging/debian/changelog failed")
+endif()
+configure_file(packaging/debian/changelog "${KFORGE_PKG_DIR}/.changelog.stamp" COPYONLY)
+install(FILES "${KFORGE_PKG_DIR}/changelog.Debian.gz" DESTINATION ${CMAKE_INSTALL_DOCDIR}
+  COMPONENT deb EXCLUDE_FROM_ALL)
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME kforge)
@@ -62,14 +71,18 @@ set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")
 set(CPACK_PACKAGE_CONTACT "kforge maintainers <kforge@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
   "turns Triton GPU kernels into verified training samples")
+# The extended description (CPack indents each line; the synopsis is the summary above).
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
-  "turns Triton GPU kernels into verified training samples
- kforged is a daemon that runs an LLM pipeline over a corpus of Triton kernels, checkpoints
- every stage in SQLite and verifies the generated samples in a sandboxed Python verifier
- pool. kforge is its command-line tool (import, runs, status, compare, export), and
- kforge-fake-llm a scriptable OpenAI-compatible test server.")
-set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+  "kforged is a daemon that runs an LLM pipeline over a corpus of Triton
+kernels, checkpoints every stage in SQLite and verifies the generated
+samples in a sandboxed Python verifier pool. kforge is its command-line
+tool (import, runs, status, compare, export), and kforge-fake-llm a
+scriptable OpenAI-compatible test server.")
+# DESTDIR staging, so that the absolute destinations (/etc, /lib/systemd) land in the package,
+# with /usr as the prefix whatever the build directory's CMAKE_INSTALL_PREFIX.
 set(CPACK_SET_DESTDIR ON)
+set(CPACK_INSTALL_PREFIX /usr)
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_COMPONENTS_GROUPING ALL_COMPONENTS_IN_ONE)
@@ -80,8 +93,9 @@ set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://github.com/kforge/kforge")
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-# The verifier's harness runs on python3; sqlite3 is for backups (docs/OPERATIONS.md).
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3, passwd")
+# The verifier's harness runs on python3; passwd and init-system-helpers for the maintainer
+# scripts (useradd where systemd-sysusers is missing, deb-systemd-helper); sqlite3 for backups.
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3, passwd, init-system-helpers")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS sqlite3)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
   "${CMAKE_SOURCE_DIR}/packaging/debian/conffiles;${CMAKE_SOURCE_DIR}/packaging/debian/postinst;${CMAKE_SOURCE_DIR}/packaging/debian/prerm;${CMAKE_SOURCE_DIR}/packaging/debian/postrm")

@@ -4,12 +4,12 @@
 # lower layer, a tmpfs the upper one), for tests that need systemd on a machine whose PID 1 is
 # not systemd. The network namespace is the host's: ports on 127.0.0.1 are shared.
 #
-# Sourced by a test (needs root):   source boot.sh; sd_boot; IN systemctl ...; (sd_down at exit)
+# Sourced by a test (needs root):   source boot.sh; trap sd_down EXIT; sd_boot; IN systemctl ...
 #   sd_boot        boots ci.target (basic.target, no host services) and waits until it is up;
 #                  sets SD (the host pid of that systemd) and SD_ROOT (/proc/$SD/root: its
 #                  file system, writable from the host)
 #   IN CMD...      runs CMD inside (all its namespaces), with a 90 s timeout inside
-#   sd_down        powers it off and removes everything (registered on EXIT by sd_boot)
+#   sd_down        powers it off and removes everything (the caller traps it on EXIT)
 #
 # Why it is done this way (each point was a failure first):
 # - never the host root read-write: tmpfiles would clean the host's /tmp, journald write the
@@ -102,7 +102,6 @@ sd_boot() {
       --cgroup --uts --ipc -- $self __inner $SD_WORK" "$SD_WORK/console.log"
   ) </dev/null >/dev/null 2>&1 &
   _SD_UPID=$!
-  trap sd_down EXIT
   for _ in $(seq 300); do
     [ -z "$SD" ] && [ -s "$SD_WORK/sd.pid" ] && SD=$(cat "$SD_WORK/sd.pid")
     [ -n "$SD" ] && [ -S "/proc/$SD/root/run/systemd/private" ] && break
