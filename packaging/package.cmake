@@ -68,7 +68,9 @@ set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME kforge)
 set(CPACK_PACKAGE_VENDOR kforge)
 set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")
-set(CPACK_PACKAGE_CONTACT "kforge maintainers <kforge@localhost>")
+set(KFORGE_PACKAGE_MAINTAINER "kforge maintainers <kforge@localhost>" CACHE STRING
+  "The Debian package's Maintainer field (also in packaging/debian/changelog)")
+set(CPACK_PACKAGE_CONTACT "${KFORGE_PACKAGE_MAINTAINER}")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
   "turns Triton GPU kernels into verified training samples")
 # The extended description (CPack indents each line; the synopsis is the summary above).
@@ -93,9 +95,9 @@ set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://github.com/kforge/kforge")
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-# The verifier's harness runs on python3; passwd and init-system-helpers for the maintainer
-# scripts (useradd where systemd-sysusers is missing, deb-systemd-helper); sqlite3 for backups.
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3, passwd, init-system-helpers")
+# The verifier's harness runs on python3; passwd for the maintainer scripts (useradd where
+# systemd-sysusers is missing); sqlite3 for backups.
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3, passwd")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS sqlite3)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
   "${CMAKE_SOURCE_DIR}/packaging/debian/conffiles;${CMAKE_SOURCE_DIR}/packaging/debian/postinst;${CMAKE_SOURCE_DIR}/packaging/debian/prerm;${CMAKE_SOURCE_DIR}/packaging/debian/postrm")
