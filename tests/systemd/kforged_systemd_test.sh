@@ -124,12 +124,19 @@ env_file() {
       echo "KFORGE_VERIFIER_TIMEOUT_S=20"
       echo "KFORGE_VERIFIER_MEMORY_CAP_MB=512"
       echo "KFORGE_VERIFIER_PYTHON=/usr/bin/python3"
+      # Without torch and Triton here, stubs let the samples import (tests/systemd/stubs).
+      if ! python3 -c 'import torch, triton' 2>/dev/null; then
+        echo "KFORGE_VERIFIER_PYTHON_PATH=/usr/local/lib/kforge-test-stubs"
+      fi
     else
       echo "KFORGE_DAEMON_VERIFY=false"
     fi
   } >"$R/etc/kforge/kforged.env"
   chmod 0600 "$R/etc/kforge/kforged.env"
 }
+mkdir -p "$R/usr/local/lib/kforge-test-stubs"
+cp -r "$here/stubs/." "$R/usr/local/lib/kforge-test-stubs/"
+chmod -R a+rX "$R/usr/local/lib/kforge-test-stubs"
 env_file
 mkdir -p "$R/etc/systemd/system/kforged.service.d"
 printf '[Service]\nWatchdogSec=5s\nRestartSec=1s\n' >"$R/etc/systemd/system/kforged.service.d/test.conf"
@@ -163,6 +170,8 @@ if [ "$phase" = hostile ]; then
     test "$(q "SELECT count(*) FROM verifications WHERE script LIKE '%HOSTILE%' AND verdict = 'passed'")" = 0
   check "the state directory is intact" IN test -s /var/lib/kforge/kforge.db
   q "SELECT verdict, count(*) FROM verifications GROUP BY verdict" | sed 's/^/  verdicts: /'
+  q "SELECT verdict, substr(replace(detail, char(10), ' '), 1, 160) FROM verifications WHERE script LIKE '%HOSTILE%'" |
+    sed 's/^/  hostile: /'
   t=$(date +%s%N)
   IN systemctl stop kforged
   say "stopped in $((($(date +%s%N) - t) / 1000000)) ms; hostile samples survived"
