@@ -160,7 +160,7 @@ if [ "$phase" = hostile ]; then
   pid0=$(prop MainPID)
   say "started, pid $pid0; waiting for every sample's verdict"
   done_n() { test "$(q "SELECT count(*) FROM jobs WHERE state IN ('done','failed')")" = 20; }
-  waitfor 150 "every job done or failed" done_n
+  waitfor 90 "every job done or failed" done_n
   check "kforged is still active" test "$(prop ActiveState)" = active
   check "kforged was never restarted (pid $pid0)" test "$(prop MainPID)" = "$pid0"
   check "NRestarts is 0" test "$(prop NRestarts)" = 0
@@ -168,7 +168,8 @@ if [ "$phase" = hostile ]; then
   check "the hostile samples were verified ($hostile)" test "$hostile" -ge 4
   check "no hostile sample passed" \
     test "$(q "SELECT count(*) FROM verifications WHERE script LIKE '%HOSTILE%' AND verdict = 'passed'")" = 0
-  check "the state directory is intact" IN test -s /var/lib/kforge/kforge.db
+  check "the database is intact" test "$(q 'PRAGMA integrity_check')" = ok
+  check "the configuration is intact" IN grep -q '^store:' /etc/kforge/kforge.yaml
   q "SELECT verdict, count(*) FROM verifications GROUP BY verdict" | sed 's/^/  verdicts: /'
   q "SELECT verdict, substr(replace(detail, char(10), ' '), 1, 160) FROM verifications WHERE script LIKE '%HOSTILE%'" |
     sed 's/^/  hostile: /'
