@@ -224,6 +224,10 @@ for (req,) in db.execute("SELECT request_json FROM llm_calls WHERE status = 'ok'
     print(hashlib.sha256(req.encode()).hexdigest())
 PY
 leased=$(q "SELECT count(*) FROM jobs WHERE state = 'leased'")
+mid_status=$(prop StatusText)
+check "STATUS= shows the run's progress and rate mid-run ($mid_status)" \
+  grep -Eq '^main [0-9]+/20 \([0-9]+%\) [0-9]+/min' <<<"$mid_status"
+say "STATUS mid-run: $mid_status"
 IN kill -9 "$pid"
 say "kill -9 $pid with $(wc -l <"$work/durable") answers stored and $leased jobs leased"
 restarted() { [ "$(prop NRestarts)" = 1 ] && [ "$(prop SubState)" = running ] && [ "$(prop MainPID)" != "$pid" ]; }
@@ -260,9 +264,17 @@ waitfor 40 "the watchdog's restart" watchdogged
 IN journalctl --no-pager -u kforged -o cat | grep -q 'Watchdog timeout' || die "no 'Watchdog timeout' in the journal"
 say "watchdog: pid $pid killed, restarted as $(prop MainPID)"
 
-# ---- stop drains: a second run with calls in flight, stopped mid-way
+# ---- an admin in group kforge uses the system database (umask 022, from their own directory)
+IN useradd --create-home --groups kforge --shell /bin/sh admin1
+as_admin() { IN runuser -u admin1 -- sh -c 'umask 022; cd && "$@"' sh "$@"; }
+admin_status=$(as_admin kforge status) || die "kforge status as a member of group kforge"
+check "the admin's CLI reads the system database" \
+  grep -q 'database   /var/lib/kforge/kforge.db' <<<"$admin_status"
+
+# ---- stop drains: a second run (created by the admin) with calls in flight, stopped mid-way
 # Another model: new requests (the same ones would be answered from the LLM client's store).
-as_kforge kforge run create drain --pipeline v2 --limit 12 --model other-model >/dev/null
+as_admin kforge run create drain --pipeline v2 --limit 12 --model other-model >/dev/null ||
+  die "kforge run create as a member of group kforge"
 drain_busy() { test "$(q "SELECT count(*) FROM jobs j JOIN runs r ON r.id = j.run_id WHERE r.tag = 'drain' AND j.state = 'leased'")" -gt 0; }
 waitfor 30 "calls in flight in run drain" drain_busy
 timeout_stop=$(prop TimeoutStopUSec)
