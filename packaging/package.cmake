@@ -47,6 +47,19 @@ install(FILES packaging/systemd/kforge.sysusers DESTINATION lib/sysusers.d RENAM
   COMPONENT deb EXCLUDE_FROM_ALL)
 install(FILES packaging/systemd/kforge.tmpfiles DESTINATION lib/tmpfiles.d RENAME kforge.conf
   COMPONENT deb EXCLUDE_FROM_ALL)
+# Manual pages, gzip -9n as Debian wants them.
+foreach(page kforge.1 kforge-fake-llm.1 kforged.8)
+  string(REGEX REPLACE ".*\\.([0-9])$" "\\1" _section "${page}")
+  execute_process(COMMAND gzip -9nc "${CMAKE_SOURCE_DIR}/packaging/man/${page}"
+    OUTPUT_FILE "${KFORGE_PKG_DIR}/${page}.gz" RESULT_VARIABLE _gz)
+  if(NOT _gz EQUAL 0)
+    message(FATAL_ERROR "gzip packaging/man/${page} failed")
+  endif()
+  configure_file("packaging/man/${page}" "${KFORGE_PKG_DIR}/.${page}.stamp" COPYONLY)
+  install(FILES "${KFORGE_PKG_DIR}/${page}.gz" DESTINATION ${CMAKE_INSTALL_MANDIR}/man${_section}
+    COMPONENT deb EXCLUDE_FROM_ALL)
+endforeach()
+
 # The fake provider's pipeline script, to try the package without a provider.
 install(FILES apps/kforge-fake-llm/examples/pipeline.yaml DESTINATION ${CMAKE_INSTALL_DATADIR}/kforge/examples
   RENAME fake-llm-pipeline.yaml)
