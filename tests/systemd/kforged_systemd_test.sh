@@ -91,6 +91,11 @@ q() { IN sqlite3 -readonly /var/lib/kforge/kforge.db "$1"; }  # the daemon's dat
 as_kforge() { IN runuser -u kforge -- "$@"; }
 
 # ---- install
+# A container image's policy-rc.d (exit 101) would stop the maintainer scripts from restarting
+# the service, as it should in an image build: this overlay is a booted system.
+rm -f "$R/usr/sbin/policy-rc.d"
+# man-db's trigger (rebuilding its index for the manual pages) costs seconds per dpkg call.
+rm -f "$R/var/lib/man-db/auto-update"
 cp "$deb" "$R/tmp/kforge.deb"
 IN dpkg -i /tmp/kforge.deb >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; die "dpkg -i failed"; }
 say "installed: $(IN dpkg-query -W -f='${Package} ${Version}' kforge)"
@@ -263,6 +268,15 @@ watchdogged() { [ "$(prop NRestarts)" = 2 ] && [ "$(prop SubState)" = running ] 
 waitfor 40 "the watchdog's restart" watchdogged
 IN journalctl --no-pager -u kforged -o cat | grep -q 'Watchdog timeout' || die "no 'Watchdog timeout' in the journal"
 say "watchdog: pid $pid killed, restarted as $(prop MainPID)"
+
+# ---- upgrade (the same package again): the edited conffile stays, a running daemon restarts
+echo "# edited by the admin" >>"$R/etc/kforge/kforge.yaml"
+pid=$(prop MainPID)
+IN dpkg -i /tmp/kforge.deb >"$work/upgrade.log" 2>&1 || { cat "$work/upgrade.log"; die "dpkg -i (upgrade)"; }
+check "the edited kforge.yaml survives the upgrade" IN grep -q '^# edited by the admin' /etc/kforge/kforge.yaml
+upgraded() { [ "$(prop SubState)" = running ] && [ "$(prop MainPID)" != "$pid" ]; }
+waitfor 20 "the restart after the upgrade" upgraded
+say "upgrade: restarted pid $pid as $(prop MainPID), edited configuration kept"
 
 # ---- an admin in group kforge uses the system database (umask 022, from their own directory)
 IN useradd --create-home --groups kforge --shell /bin/sh admin1
