@@ -65,5 +65,24 @@ TEST(VerifyStore, DeviceAlerts) {
   EXPECT_EQ((*alerts)[0].updated_ms, 6);
 }
 
+// A daemon's pool at start replaces every row: an alert from an earlier configuration (or a pool
+// that could not start) goes.
+TEST(VerifyStore, ReplacingTheDevicesDropsEarlierRows) {
+  test::TempDir tmp;
+  auto db = store::Db::open({(tmp.path() / "k.db").string()});
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(
+      replace_device_status(**db, {{"verifier", false, 0, 0, 1, "cannot start: no python"}}, 5)
+          .ok());
+  auto before = device_alerts(**db);
+  ASSERT_TRUE(before.ok());
+  ASSERT_EQ(before->size(), 1u);
+  EXPECT_EQ((*before)[0].reason, "cannot start: no python");
+  ASSERT_TRUE(replace_device_status(**db, {{"cpu", true, 2, 2, 0, ""}}, 6).ok());
+  auto after = device_alerts(**db);
+  ASSERT_TRUE(after.ok());
+  EXPECT_TRUE(after->empty());
+}
+
 }  // namespace
 }  // namespace kforge::verify
