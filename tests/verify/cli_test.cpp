@@ -58,6 +58,15 @@ TEST(VerifyCli, VerifiesAJsonLinesFile) {
   EXPECT_EQ(rows[3]["flags"], nlohmann::json::array({"mutant_survived"}));
   EXPECT_EQ(rows[4]["verdict"], "skipped");
   EXPECT_EQ(rows[4]["detail"], "missing field(s): kernel_wrapper, unitest_code");
+  // Per-sample figures, and the slowest samples listed.
+  EXPECT_GE(rows[0]["duration_ms"].get<std::int64_t>(), 0);
+  EXPECT_GE(rows[0]["cpu_ms"].get<std::int64_t>(), 0);
+  EXPECT_EQ(rows[0]["device"], "cpu");
+  EXPECT_TRUE(rows[0]["phases"].contains("import")) << rows[0].dump();
+  EXPECT_TRUE(rows[3]["phases"].contains("mutant")) << rows[3].dump();
+  EXPECT_TRUE(rows[0]["autotune"].is_array());
+  EXPECT_NE(r.out.find("slowest samples"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("workers: 2 in all"), std::string::npos) << r.out;
 }
 
 TEST(VerifyCli, BadInputIsAClearError) {
