@@ -134,8 +134,8 @@ TEST(VerifyCli, FaultSwitchTakesAGpuOutAndStatusShowsIt) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("passed   6"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("ALERT: cuda:1 out of rotation: test fault"), std::string::npos) << r.out;
-  auto st = run_process({binary("apps/kforge/kforge").string(), "--config", config.string(),
-                         "status"});
+  auto st =
+      run_process({binary("apps/kforge/kforge").string(), "--config", config.string(), "status"});
   ASSERT_EQ(st.exit_code, 0) << st.err;
   EXPECT_NE(st.out.find("ALERT      verifier device cuda:1 out of rotation"), std::string::npos)
       << st.out;
