@@ -572,61 +572,76 @@ int run_corpus_bench(const CorpusBenchOptions& opts) {
   std::fflush(stdout);
 
   Measure naive, warm, cached;
-  if (o.naive_procs > 0)
+  std::vector<Measure> sweep;
+  // The figures as key=value: after each measurement (prefixed "so far: ", so a run cut short
+  // still leaves them) and once at the end (the last line).
+  auto figures = [&](bool partial) {
+    std::string best_w;
+    double best = 0, auto_rate = o.workers == "auto" ? warm.rate : 0;
+    int auto_workers = o.workers == "auto" ? warm.workers : 0;
+    for (std::size_t i = 0; i < sweep.size(); ++i) {
+      if (sweep[i].rate > best) best = sweep[i].rate, best_w = o.sweep[i];
+      if (o.sweep[i] == "auto") auto_rate = sweep[i].rate, auto_workers = sweep[i].workers;
+    }
+    if (!sweep.empty() && o.workers == "auto" && warm.rate > best)
+      best = warm.rate, best_w = "auto";
+
+    auto ph = [&](const char* k) {
+      auto it = warm.phase_mean_ms.find(k);
+      return it == warm.phase_mean_ms.end() ? -1.0 : it->second;
+    };
+    auto tot = [&](const char* k) {
+      auto it = warm.phase_total_ms.find(k);
+      return it == warm.phase_total_ms.end() ? 0.0 : it->second;
+    };
+    // The share of the machine's CPU that compiling took during the warm run.
+    double compile_cpu_share = warm.wall_s > 0
+                                   ? 100.0 * (tot("compile_cpu") + tot("compile_child_cpu")) /
+                                         1000.0 / (warm.wall_s * cores)
+                                   : 0;
+    std::printf(
+        "%ssamples=%zu copies=%d cores=%u gpus=%zu naive_procs=%d naive_samples_per_s=%.3f "
+        "naive_mean_s=%.2f naive_p95_s=%.2f naive_cpu_busy_pct=%.0f naive_gpu_busy_pct=%.0f "
+        "warm_workers=%d warm_samples_per_s=%.3f warm_mean_s=%.2f warm_p95_s=%.2f "
+        "warm_cpu_busy_pct=%.0f warm_cpu_s_per_sample=%.2f warm_gpu_busy_pct=%.0f speedup=%.2f "
+        "cached_samples_per_s=%.3f cached_speedup=%.2f import_ms=%.0f tests_ms=%.0f "
+        "compile_ms=%.0f "
+        "compile_cpu_ms=%.0f compile_child_cpu_ms=%.0f compiles=%.1f launcher_ms=%.0f "
+        "launcher_builds=%.2f run_ms=%.0f mutant_ms=%.0f "
+        "mutant_compiles=%.0f context_ms=%.0f context_on_path=%d compile_cpu_share_pct=%.0f "
+        "best_workers=%s best_samples_per_s=%.3f auto_workers=%d auto_samples_per_s=%.3f "
+        "auto_vs_best_pct=%.1f\n",
+        partial ? "so far: " : "", samples.size(), o.copies, cores, e.gpu_indices.size(),
+        o.naive_procs, naive.rate, naive.mean_s, naive.p95_s, naive.cpu_busy_pct,
+        naive.gpu_busy_pct, warm.workers, warm.rate, warm.mean_s, warm.p95_s, warm.cpu_busy_pct,
+        warm.cpu_s_per_sample, warm.gpu_busy_pct, naive.rate > 0 ? warm.rate / naive.rate : 0.0,
+        cached.rate, warm.rate > 0 && cached.rate > 0 ? cached.rate / warm.rate : 0.0, ph("import"),
+        ph("tests"), ph("compile"), ph("compile_cpu"), ph("compile_child_cpu"), ph("compiles"),
+        ph("launcher"), ph("launcher_builds"), ph("run"), ph("mutant"), tot("mutant_compiles"),
+        ph("context"), warm.context_on_path, compile_cpu_share,
+        best_w.empty() ? "-" : best_w.c_str(), best, auto_workers, auto_rate,
+        best > 0 && auto_rate > 0 ? 100.0 * (best - auto_rate) / best : 0.0);
+    std::fflush(stdout);
+  };
+  if (o.naive_procs > 0) {
     naive = run_naive(e, samples,
                       "plain python x" + std::to_string(o.naive_procs) + " (full autotune)");
+  }
   std::string cache;
   warm = run_pool(e, samples, o.workers, "kforge warm w=" + o.workers, cache);
-  if (o.cached) cached = run_pool(e, samples, o.workers, "kforge warm, cache filled", cache);
-  std::vector<Measure> sweep;
+  figures(true);
+  if (o.cached) {
+    cached = run_pool(e, samples, o.workers, "kforge warm, cache filled", cache);
+    figures(true);
+  }
   for (const auto& w : o.sweep) {
     std::string c;
     sweep.push_back(run_pool(e, samples, w, "sweep w=" + w, c));
+    figures(true);
   }
-  std::string best_w;
-  double best = 0, auto_rate = o.workers == "auto" ? warm.rate : 0;
-  int auto_workers = o.workers == "auto" ? warm.workers : 0;
-  for (std::size_t i = 0; i < sweep.size(); ++i) {
-    if (sweep[i].rate > best) best = sweep[i].rate, best_w = o.sweep[i];
-    if (o.sweep[i] == "auto") auto_rate = sweep[i].rate, auto_workers = sweep[i].workers;
-  }
-  if (!sweep.empty() && o.workers == "auto" && warm.rate > best) best = warm.rate, best_w = "auto";
   std::error_code ec;
   fs::remove_all(o.work_dir, ec);
-
-  auto ph = [&](const char* k) {
-    auto it = warm.phase_mean_ms.find(k);
-    return it == warm.phase_mean_ms.end() ? -1.0 : it->second;
-  };
-  auto tot = [&](const char* k) {
-    auto it = warm.phase_total_ms.find(k);
-    return it == warm.phase_total_ms.end() ? 0.0 : it->second;
-  };
-  // The share of the machine's CPU that compiling took during the warm run.
-  double compile_cpu_share =
-      warm.wall_s > 0
-          ? 100.0 * (tot("compile_cpu") + tot("compile_child_cpu")) / 1000.0 / (warm.wall_s * cores)
-          : 0;
-  std::printf(
-      "samples=%zu copies=%d cores=%u gpus=%zu naive_procs=%d naive_samples_per_s=%.3f "
-      "naive_mean_s=%.2f naive_p95_s=%.2f naive_cpu_busy_pct=%.0f naive_gpu_busy_pct=%.0f "
-      "warm_workers=%d warm_samples_per_s=%.3f warm_mean_s=%.2f warm_p95_s=%.2f "
-      "warm_cpu_busy_pct=%.0f warm_cpu_s_per_sample=%.2f warm_gpu_busy_pct=%.0f speedup=%.2f "
-      "cached_samples_per_s=%.3f cached_speedup=%.2f import_ms=%.0f tests_ms=%.0f compile_ms=%.0f "
-      "compile_cpu_ms=%.0f compile_child_cpu_ms=%.0f compiles=%.1f launcher_ms=%.0f "
-      "launcher_builds=%.2f run_ms=%.0f mutant_ms=%.0f "
-      "mutant_compiles=%.0f context_ms=%.0f context_on_path=%d compile_cpu_share_pct=%.0f "
-      "best_workers=%s best_samples_per_s=%.3f auto_workers=%d auto_samples_per_s=%.3f "
-      "auto_vs_best_pct=%.1f\n",
-      samples.size(), o.copies, cores, e.gpu_indices.size(), o.naive_procs, naive.rate,
-      naive.mean_s, naive.p95_s, naive.cpu_busy_pct, naive.gpu_busy_pct, warm.workers, warm.rate,
-      warm.mean_s, warm.p95_s, warm.cpu_busy_pct, warm.cpu_s_per_sample, warm.gpu_busy_pct,
-      naive.rate > 0 ? warm.rate / naive.rate : 0.0, cached.rate,
-      warm.rate > 0 && cached.rate > 0 ? cached.rate / warm.rate : 0.0, ph("import"), ph("tests"),
-      ph("compile"), ph("compile_cpu"), ph("compile_child_cpu"), ph("compiles"), ph("launcher"),
-      ph("launcher_builds"), ph("run"), ph("mutant"), tot("mutant_compiles"), ph("context"),
-      warm.context_on_path, compile_cpu_share, best_w.empty() ? "-" : best_w.c_str(), best,
-      auto_workers, auto_rate, best > 0 && auto_rate > 0 ? 100.0 * (best - auto_rate) / best : 0.0);
+  figures(false);
   return 0;
 }
 

@@ -33,9 +33,16 @@ nlohmann::json sample_figures(const VerifyResult& r) {
   std::int64_t tests_ms = -1;
   if (rep.is_object() && rep.contains("tests") && rep["tests"].is_array()) {
     tests_ms = 0;
-    for (const auto& t : rep["tests"])
-      if (t.is_object() && !t.value("ran_at_import", false))
+    for (const auto& t : rep["tests"]) {
+      if (!t.is_object()) continue;
+      // A script whose import failed: its one entry is the import's.
+      if (t.value("name", "") == "<import>") {
+        import_ms = std::max<std::int64_t>(0, num(t, "duration_ms"));
+        continue;
+      }
+      if (!t.value("ran_at_import", false))
         tests_ms += std::max<std::int64_t>(0, num(t, "duration_ms"));
+    }
   }
   put("import", import_ms);
   put("tests", tests_ms);
