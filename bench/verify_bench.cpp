@@ -4,6 +4,9 @@
 //
 // Without a GPU with torch and triton it runs a CPU-only variant over pure Python samples,
 // labelled as such: it exercises the machinery, the GPU figures need scripts/gpu-check.
+//
+// With --corpus FILE it runs the real-kernel benchmark instead (verify_corpus.hpp,
+// scripts/gpu-bench-real).
 
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -20,6 +23,7 @@
 
 #include "kforge/core/fs.hpp"
 #include "kforge/verify/pool.hpp"
+#include "verify_corpus.hpp"
 
 namespace fs = std::filesystem;
 using namespace kforge;
@@ -177,8 +181,46 @@ int main(int argc, char** argv) {
                  "warm run over a filled Triton cache");
   app.add_option("--sandbox-uid-base", uid_base,
                  "verifier.sandbox_uid_base (0: samples keep the uid)");
+  bench::CorpusBenchOptions real;
+  std::string exclude = "chunk_retention_ops.py", device_list;
+  app.add_option("--corpus", real.corpus,
+                 "Real-kernel benchmark over this corpus (JSON Lines or list of records with "
+                 "key, code, kernel_wrapper, unitest_code; e.g. TritonBench_G_gold_tests.jsonl)");
+  app.add_option("--copies", real.copies, "--corpus: copies, kernels renamed in each")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--exclude", exclude, "--corpus: record keys to leave out (comma-separated)");
+  app.add_option("--limit", real.limit, "--corpus: the first N records only");
+  app.add_option("--timeout", real.timeout_s, "--corpus: seconds per sample (each run)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--naive-procs", real.naive_procs,
+                 "--corpus: plain `python sample.py` processes at once for the baseline (0: "
+                 "none)");
+  app.add_option("--cached", real.cached,
+                 "--corpus: a second kforge pass over the Triton cache the first one filled");
+  app.add_option("--devices", device_list, "--corpus: cuda:N list (default: detect)");
+  app.add_option("--samples-out", real.samples_out, "--corpus: per-sample JSON Lines");
+  app.add_option("--emit", real.emit,
+                 "--corpus: write the renamed samples to this JSON Lines file and stop");
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::warn);
+  if (!real.corpus.empty()) {
+    auto split = [](const std::string& text) {
+      std::vector<std::string> out;
+      std::stringstream ss(text);
+      for (std::string v; std::getline(ss, v, ',');)
+        if (!v.empty() && v != "none") out.push_back(v);
+      return out;
+    };
+    real.exclude = split(exclude);
+    real.devices = split(device_list);
+    real.sweep = split(sweep);
+    real.workers = workers > 0 ? std::to_string(workers) : "auto";
+    real.python = python;
+    real.sandbox_uid_base = uid_base;
+    real.work_dir = work_dir;
+    real.autotune = autotune;
+    return bench::run_corpus_bench(real);
+  }
 
   VerifierConfig base;
   base.python = python;

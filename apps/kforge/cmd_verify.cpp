@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -11,7 +12,9 @@
 
 #include "commands.hpp"
 #include "kforge/corpus/reader.hpp"
+#include "kforge/verify/figures.hpp"
 #include "kforge/verify/pool.hpp"
+#include "kforge/verify/store.hpp"
 
 namespace kforge::cli {
 namespace {
@@ -24,6 +27,14 @@ struct VerifyArgs {
   std::string json_out;
   std::string key_field;
   std::string mode;
+  int slowest = 10;
+  bool record_devices = false;
+};
+
+struct Slow {
+  std::int64_t index = 0;
+  std::string key;
+  nlohmann::json figures;
 };
 
 std::optional<std::string> string_field(const nlohmann::ordered_json& rec, const char* name) {
@@ -59,11 +70,17 @@ Command add_verify(CLI::App& root, Globals& g) {
   cmd->add_option("--workers", args->workers, "Total workers (default: from the configuration)")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--json", args->json_out,
-                  "Write one JSON line per record: index, key, verdict, detail, flags");
+                  "Write one JSON line per record: index, key, verdict, detail, flags, "
+                  "duration_ms, cpu_ms, device, phases (ms), autotune (the config used)");
   cmd->add_option("--key", args->key_field,
                   "The field naming each record (default: key, file, id)");
   cmd->add_option("--mode", args->mode, "warm or fresh (default: verifier.mode)")
       ->check(CLI::IsMember({"warm", "fresh"}));
+  cmd->add_option("--slowest", args->slowest, "List the N slowest samples (0: none)")
+      ->check(CLI::Range(0, 100000));
+  cmd->add_flag("--record-devices", args->record_devices,
+                "Record the verifier's device states in the database at the end, so `kforge "
+                "status` shows a device taken out of rotation");
   cmd->footer(
       "Exit code 0 when the verifier ran, whatever the verdicts; 1 when it could not (bad file, "
       "no harness, no Python). A record missing a field is 'skipped'.");
@@ -95,15 +112,30 @@ Command add_verify(CLI::App& root, Globals& g) {
           }
         };
         bool tty = ::isatty(2) && !g.quiet;
+        std::vector<Slow> slow;  // the slowest so far, longest first
         auto on_result = [&](std::int64_t index, verify::VerifyResult&& r) {
           ++by_verdict[r.verdict];
           for (const auto& f : r.flags) ++by_flag[f];
           if (r.verified()) ++verified;
-          pending[index] = nlohmann::ordered_json{{"index", index},
-                                                  {"key", r.key},
-                                                  {"verdict", verify::to_string(r.verdict)},
-                                                  {"detail", r.detail},
-                                                  {"flags", r.flags}};
+          auto fig = verify::sample_figures(r);
+          nlohmann::ordered_json line{{"index", index},
+                                      {"key", r.key},
+                                      {"verdict", verify::to_string(r.verdict)},
+                                      {"detail", r.detail},
+                                      {"flags", r.flags}};
+          for (const auto& [k, v] : fig.items()) line[k] = v;
+          pending[index] = std::move(line);
+          if (args->slowest > 0) {
+            std::int64_t ms = r.duration_ms + fig["phases"].value("mutant", std::int64_t{0});
+            auto pos = std::find_if(slow.begin(), slow.end(), [&](const Slow& s) {
+              return s.figures.value("total_ms", std::int64_t{0}) < ms;
+            });
+            if (pos != slow.end() || static_cast<int>(slow.size()) < args->slowest) {
+              fig["total_ms"] = ms;
+              slow.insert(pos, Slow{index, r.key, std::move(fig)});
+              if (static_cast<int>(slow.size()) > args->slowest) slow.pop_back();
+            }
+          }
           flush();
           if (tty)
             std::fprintf(stderr, "\rverified %lld / %lld   ", static_cast<long long>(written),
@@ -147,9 +179,33 @@ Command add_verify(CLI::App& root, Globals& g) {
         for (const auto& [f, n] : by_flag)
           std::printf("  flagged %s: %lld\n", f.c_str(), static_cast<long long>(n));
         std::printf("  verified (passed, no flag): %lld\n", static_cast<long long>(verified));
-        for (const auto& d : pool->devices())
+        std::printf("  workers: %s\n", pool->sizing().c_str());
+        if (!slow.empty()) {
+          std::printf("slowest samples (sample time = real run + mutant run; ms):\n");
+          for (const auto& s : slow) {
+            const auto& ph = s.figures["phases"];
+            auto f = [&](const char* k) {
+              return static_cast<long long>(ph.value(k, std::int64_t{-1}));
+            };
+            std::printf(
+                "  %7lld  #%lld %s  cpu %lld  import %lld  tests %lld  compile %lld (%lld calls, "
+                "cpu %lld + tools %lld)  mutant %lld  on %s\n",
+                static_cast<long long>(s.figures.value("total_ms", std::int64_t{0})),
+                static_cast<long long>(s.index), s.key.c_str(),
+                static_cast<long long>(s.figures.value("cpu_ms", std::int64_t{-1})), f("import"),
+                f("tests"), f("compile"), f("compiles"), f("compile_cpu"), f("compile_child_cpu"),
+                f("mutant"), s.figures.value("device", std::string()).c_str());
+          }
+        }
+        auto devs = pool->devices();
+        for (const auto& d : devs)
           if (!d.in_rotation)
             std::printf("  ALERT: %s out of rotation: %s\n", d.device.c_str(), d.reason.c_str());
+        if (args->record_devices) {
+          KF_TRY_OR_REPORT(auto db, app::open_store(cfg));
+          auto st = verify::store_device_status(*db, devs, system_clock().wall_ms());
+          if (!st.ok()) return report(st.error());
+        }
         return kOk;
       }};
 }

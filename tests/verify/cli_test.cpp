@@ -58,6 +58,15 @@ TEST(VerifyCli, VerifiesAJsonLinesFile) {
   EXPECT_EQ(rows[3]["flags"], nlohmann::json::array({"mutant_survived"}));
   EXPECT_EQ(rows[4]["verdict"], "skipped");
   EXPECT_EQ(rows[4]["detail"], "missing field(s): kernel_wrapper, unitest_code");
+  // Per-sample figures, and the slowest samples listed.
+  EXPECT_GE(rows[0]["duration_ms"].get<std::int64_t>(), 0);
+  EXPECT_GE(rows[0]["cpu_ms"].get<std::int64_t>(), 0);
+  EXPECT_EQ(rows[0]["device"], "cpu");
+  EXPECT_TRUE(rows[0]["phases"].contains("import")) << rows[0].dump();
+  EXPECT_TRUE(rows[3]["phases"].contains("mutant")) << rows[3].dump();
+  EXPECT_TRUE(rows[0]["autotune"].is_array());
+  EXPECT_NE(r.out.find("slowest samples"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("workers: 2 in all"), std::string::npos) << r.out;
 }
 
 TEST(VerifyCli, BadInputIsAClearError) {
@@ -92,6 +101,44 @@ TEST(VerifyCli, StatusShowsADeviceOutOfRotation) {
       std::string::npos)
       << r.out;
   EXPECT_EQ(r.out.find("cuda:0"), std::string::npos);
+}
+
+// Two (fake) GPUs and the test-only fault switch on one: the run finishes on the other, and
+// `kforge status` shows the alert that `kforge verify --record-devices` stored.
+TEST(VerifyCli, FaultSwitchTakesAGpuOutAndStatusShowsIt) {
+  TempDir tmp;
+  auto input = tmp / "samples.jsonl";
+  {
+    std::ofstream out(input);
+    auto r = load_sample("pass");
+    for (int i = 0; i < 6; ++i)
+      out << nlohmann::json{{"file", "pass-" + std::to_string(i)},
+                            {"code", *r.code},
+                            {"kernel_wrapper", *r.kernel_wrapper},
+                            {"unitest_code", *r.unitest_code}}
+                 .dump()
+          << "\n";
+  }
+  auto db_path = tmp / "k.db";
+  auto config = tmp / "kforge.yaml";
+  write_text(config, "store:\n  path: " + db_path.string() +
+                         "\nverifier:\n  devices: [cuda:0, cuda:1]\n  workers_per_device: 1\n"
+                         "  preload: []\n  python: " +
+                         sandbox_python() + "\n  work_dir: " + (tmp / "work").string() +
+                         "\n  max_start_failures: 1\n  test_fail_device: cuda:1\n"
+                         "  test_fail_after: 1\n  memory_cap_mb: 300\n  max_processes: 32\n");
+  auto out_json = tmp / "verdicts.jsonl";
+  auto r = run_process({binary("apps/kforge/kforge").string(), "--config", config.string(),
+                        "verify", input.string(), "--timeout", "20", "--json", out_json.string(),
+                        "--record-devices"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("passed   6"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ALERT: cuda:1 out of rotation: test fault"), std::string::npos) << r.out;
+  auto st =
+      run_process({binary("apps/kforge/kforge").string(), "--config", config.string(), "status"});
+  ASSERT_EQ(st.exit_code, 0) << st.err;
+  EXPECT_NE(st.out.find("ALERT      verifier device cuda:1 out of rotation"), std::string::npos)
+      << st.out;
 }
 
 }  // namespace

@@ -199,7 +199,7 @@ TEST(VerifyPool, DeviceWhoseWorkersKeepFailingLeavesTheRotation) {
   cfg.preload = {"torch"};
   cfg.workers_per_device = 1;
   cfg.max_start_failures = 2;
-  verify::Device gpu{"cuda:0", verify::Vendor::nvidia, 0, "Fake GPU", ""};
+  verify::Device gpu{"cuda:0", verify::Vendor::nvidia, 0, "Fake GPU", "", 0};
   auto pool = make_pool(cfg, {gpu});
   ASSERT_TRUE(pool);
   auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);

@@ -81,5 +81,24 @@ TEST(VerifyConfig, ReadsAndValidates) {
             "k.yaml:5: verifier.autotune: 'sometimes' is not one of single, full");
 }
 
+TEST(VerifyConfig, WorkersPerDeviceIsAutoByDefaultOrANumber) {
+  auto none = [](const std::string&) { return std::nullopt; };
+  VerifierConfig c;
+  EXPECT_EQ(c.workers_per_device, kAutoWorkers);
+  auto r = ConfigReader::load_string("verifier:\n  workers_per_device: auto\n", "k.yaml", none);
+  ASSERT_TRUE(r.ok());
+  c.workers_per_device = 3;
+  read_config((*r)->root().child("verifier"), c);
+  EXPECT_EQ(c.workers_per_device, kAutoWorkers);
+  EXPECT_TRUE((*r)->finish().ok());
+  auto bad = ConfigReader::load_string("verifier:\n  workers_per_device: 0\n", "k.yaml", none);
+  ASSERT_TRUE(bad.ok());
+  read_config((*bad)->root().child("verifier"), c);
+  auto st = (*bad)->finish();
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().message,
+            "k.yaml:2: verifier.workers_per_device: '0' is not auto or a number >= 1");
+}
+
 }  // namespace
 }  // namespace kforge::verify

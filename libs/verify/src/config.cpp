@@ -4,7 +4,20 @@ namespace kforge::verify {
 
 void read_config(ConfigNode n, VerifierConfig& out) {
   n.get("devices", out.devices);
-  n.get("workers_per_device", out.workers_per_device);
+  {
+    std::string w = out.workers_per_device == kAutoWorkers ? std::string("auto")
+                                                           : std::to_string(out.workers_per_device);
+    n.get("workers_per_device", w);
+    if (w == "auto") {
+      out.workers_per_device = kAutoWorkers;
+    } else {
+      bool digits =
+          !w.empty() && w.size() < 6 && w.find_first_not_of("0123456789") == std::string::npos;
+      out.workers_per_device = digits ? std::stoi(w) : -1;
+      if (out.workers_per_device < 1)
+        n.invalid("workers_per_device", "'" + w + "' is not auto or a number >= 1");
+    }
+  }
   n.get("cpu_workers", out.cpu_workers);
   n.get("mode", out.mode);
   n.get("prestart", out.prestart);
@@ -39,8 +52,10 @@ void read_config(ConfigNode n, VerifierConfig& out) {
   n.get("probe_gpu", out.probe_gpu);
   n.get("env_passthrough", out.env_passthrough);
   n.get("env", out.env);
+  n.get("test_fail_device", out.test_fail_device);
+  n.get("test_fail_after", out.test_fail_after);
+  if (out.test_fail_after < 0) n.invalid("test_fail_after", "must be >= 0");
 
-  if (out.workers_per_device < 1) n.invalid("workers_per_device", "must be >= 1");
   if (out.cpu_workers < 1) n.invalid("cpu_workers", "must be >= 1");
   if (out.mode != "warm" && out.mode != "fresh")
     n.invalid("mode", "'" + out.mode + "' is not one of warm, fresh");

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -124,7 +125,8 @@ std::map<std::string, std::string> Device::visibility_env() const {
 }
 
 std::vector<Device> parse_nvidia_smi(const std::string& csv) {
-  // nvidia-smi --query-gpu=index,uuid,name --format=csv,noheader
+  // nvidia-smi --query-gpu=index,uuid,name,memory.total --format=csv,noheader,nounits (the
+  // memory column is optional: "81559" or "81559 MiB")
   std::vector<Device> out;
   std::istringstream in(csv);
   std::string line;
@@ -140,6 +142,12 @@ std::vector<Device> parse_nvidia_smi(const std::string& csv) {
     d.id = "cuda:" + f[0];
     if (f[1].rfind("GPU-", 0) == 0 || f[1].rfind("MIG-", 0) == 0) d.uuid = f[1];
     d.name = f[2];
+    if (f.size() >= 4) {
+      std::string m = f[3];
+      auto sp = m.find(' ');
+      if (sp != std::string::npos) m = m.substr(0, sp);
+      if (all_digits(m) && m.size() < 12) d.memory_mb = std::stoll(m);
+    }
     out.push_back(d);
   }
   std::sort(out.begin(), out.end(),
@@ -185,7 +193,8 @@ std::vector<Device> parse_rocm_smi(const std::string& json_text) {
 
 Detection detect_devices(SystemProbe& probe) {
   Detection det;
-  auto nv = probe.run({"nvidia-smi", "--query-gpu=index,uuid,name", "--format=csv,noheader"});
+  auto nv = probe.run(
+      {"nvidia-smi", "--query-gpu=index,uuid,name,memory.total", "--format=csv,noheader,nounits"});
   if (nv.ok()) {
     det.devices = parse_nvidia_smi(*nv);
     if (det.devices.empty())
@@ -202,7 +211,7 @@ Detection detect_devices(SystemProbe& probe) {
         idx.push_back(std::stoi(n.substr(6)));
     std::sort(idx.begin(), idx.end());
     for (int i : idx)
-      det.devices.push_back({"cuda:" + std::to_string(i), Vendor::nvidia, i, "", ""});
+      det.devices.push_back({"cuda:" + std::to_string(i), Vendor::nvidia, i, "", "", 0});
     if (!idx.empty())
       det.notes.push_back("/dev/nvidiaN: " + std::to_string(idx.size()) + " GPU(s)");
   }
@@ -219,7 +228,7 @@ Detection detect_devices(SystemProbe& probe) {
       int i = 0;
       for (const auto& n : probe.list_dir("/dev/dri"))
         if (n.rfind("renderD", 0) == 0) {
-          amd.push_back({"rocm:" + std::to_string(i), Vendor::amd, i, "", ""});
+          amd.push_back({"rocm:" + std::to_string(i), Vendor::amd, i, "", "", 0});
           ++i;
         }
       if (!amd.empty())
@@ -229,6 +238,35 @@ Detection detect_devices(SystemProbe& probe) {
   }
   det.devices.insert(det.devices.end(), amd.begin(), amd.end());
   return det;
+}
+
+int auto_workers_per_device(unsigned cores, std::size_t gpus, std::int64_t device_memory_mb,
+                            std::string* why) {
+  std::size_t g = std::max<std::size_t>(1, gpus);
+  int by_cpu = std::max(2, static_cast<int>((static_cast<std::size_t>(cores) * 3) / (4 * g)));
+  int n = by_cpu;
+  int by_memory = device_memory_mb > 0 ? static_cast<int>(device_memory_mb / 4096) : 0;
+  if (device_memory_mb > 0) n = std::min(n, std::max(1, by_memory));
+  n = std::clamp(n, 1, 64);
+  if (why)
+    *why = std::to_string(n) + " per GPU (" + std::to_string(cores) + " cores / " +
+           std::to_string(g) + " GPU(s) x 3/4 = " + std::to_string(by_cpu) +
+           (device_memory_mb > 0 ? "; " + std::to_string(device_memory_mb) +
+                                       " MiB / 4 GiB = " + std::to_string(by_memory)
+                                 : std::string("; GPU memory unknown")) +
+           ")";
+  return n;
+}
+
+unsigned usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) {
+    int n = CPU_COUNT(&set);
+    if (n > 0) return static_cast<unsigned>(n);
+  }
+  long n = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<unsigned>(n) : 1u;
 }
 
 Result<std::vector<Device>> resolve_devices(const std::vector<std::string>& configured,
@@ -247,7 +285,7 @@ Result<std::vector<Device>> resolve_devices(const std::vector<std::string>& conf
   if (detect) {
     run_detection();
     out = det.devices;
-    if (out.empty()) out.push_back({"cpu", Vendor::cpu, -1, "", ""});
+    if (out.empty()) out.push_back({"cpu", Vendor::cpu, -1, "", "", 0});
     return out;
   }
   std::set<std::string> seen;
@@ -255,7 +293,7 @@ Result<std::vector<Device>> resolve_devices(const std::vector<std::string>& conf
     if (!seen.insert(c).second)
       return fail("config", "verifier.devices: '" + c + "' is listed twice");
     if (c == "cpu") {
-      out.push_back({"cpu", Vendor::cpu, -1, "", ""});
+      out.push_back({"cpu", Vendor::cpu, -1, "", "", 0});
       continue;
     }
     Vendor v;
@@ -271,7 +309,7 @@ Result<std::vector<Device>> resolve_devices(const std::vector<std::string>& conf
     }
     if (!all_digits(num))
       return fail("config", "verifier.devices: '" + c + "': the index must be a number");
-    Device d{c, v, std::stoi(num), "", ""};
+    Device d{c, v, std::stoi(num), "", "", 0};
     run_detection();
     for (const auto& found : det.devices)
       if (found.id == c) d = found;

@@ -88,6 +88,7 @@ struct Job {
   bool mutant = false;
   std::optional<VerifyResult> primary;  // for a mutant re-run: the passing result it checks
   int infra_attempts = 0;
+  SteadyTime submitted{};
 };
 
 enum class WorkerState { down, starting, ready, dead_device };
@@ -191,6 +192,9 @@ struct Pool::Impl {
   std::uint64_t run_counter = 0;
   int omp_threads = 1;
   std::vector<pid_t> reap_later;
+  std::string sizing;  // how the worker count was chosen
+  // verifier.test_fail_device (TEST ONLY): the device index once the fault has fired.
+  std::optional<std::size_t> faulted_device;
 
   SteadyTime now() const { return clock->steady_now(); }
 
@@ -238,6 +242,11 @@ struct Pool::Impl {
   // --- workers -----------------------------------------------------------------------------
 
   void start_worker(Slot& s) {
+    if (faulted_device && *faulted_device == s.device) {
+      worker_start_failed(s, "test fault (verifier.test_fail_device " + cfg.test_fail_device +
+                                 "): the device is treated as failed");
+      return;
+    }
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
       worker_start_failed(s, std::string("socketpair: ") + std::strerror(errno));
@@ -803,7 +812,11 @@ struct Pool::Impl {
         {"output_truncated", r.out.truncated() || r.err.truncated()},
         {"timeout_s", r.timeout_s},
         {"uid", s.own_uid ? static_cast<std::int64_t>(r.uid) : -1},
-        {"prestarted", r.prestarted}};
+        {"prestarted", r.prestarted},
+        {"queue_ms",
+         r.job.submitted == SteadyTime{}
+             ? std::int64_t{-1}
+             : std::chrono::duration_cast<milliseconds>(r.dispatched - r.job.submitted).count()}};
     if (r.result_overflow) pool_facts["report_overflow"] = true;
     res.report["pool"] = pool_facts;
     ++stats.completed;
@@ -832,6 +845,13 @@ struct Pool::Impl {
                                                  .value("launches", nlohmann::json::object())},
                         {"process", process}};
     if (report.contains("poisoned_bytes")) m["poisoned_bytes"] = report["poisoned_bytes"];
+    // Whether the mutant run compiled anything (it should not: its launches are skipped).
+    auto compile =
+        report.value("triton", nlohmann::json::object()).value("compile", nlohmann::json::object());
+    if (compile.contains("count")) {
+      m["compiles"] = compile["count"];
+      m["compile_ms"] = compile.value("ms", 0);
+    }
     bool infra = std::find(flags.begin(), flags.end(), kInfrastructure) != flags.end();
     if (infra) m["infrastructure"] = true;
     primary.report["mutant"] = std::move(m);
@@ -894,7 +914,30 @@ struct Pool::Impl {
 
   // --- the loop ----------------------------------------------------------------------------
 
+  // verifier.test_fail_device (TEST ONLY): once enough samples have completed, the device's
+  // workers are stopped (a running sample is run again elsewhere) and cannot start again.
+  void maybe_fire_test_fault() {
+    if (cfg.test_fail_device.empty() || faulted_device ||
+        stats.completed < static_cast<std::uint64_t>(cfg.test_fail_after))
+      return;
+    for (std::size_t d = 0; d < devices.size(); ++d) {
+      if (devices[d].device.id != cfg.test_fail_device) continue;
+      faulted_device = d;
+      spdlog::warn("verifier: test fault: {} fails from now on (verifier.test_fail_device)",
+                   cfg.test_fail_device);
+      for (auto& s : slots) {
+        if (s.device != d) continue;
+        if (s.state == WorkerState::ready)
+          worker_lost(s, "test fault (verifier.test_fail_device)");
+        else if (s.state == WorkerState::starting)
+          worker_start_failed(s, "test fault (verifier.test_fail_device)");
+      }
+      return;
+    }
+  }
+
   void step(milliseconds max_wait) {
+    maybe_fire_test_fault();
     SteadyTime t = now();
     // Start workers that are due.
     if (warm) {
@@ -1169,14 +1212,29 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
   if (o.total_workers > 0) {
     for (int i = 0; i < o.total_workers; ++i)
       slot_devices.push_back(static_cast<std::size_t>(i) % devs.size());
+    I.sizing = std::to_string(o.total_workers) + " in all (set by the caller)";
   } else {
+    // Each GPU gets its own count: workers_per_device, or (auto) one sized from the cores, the
+    // GPUs in use and that GPU's memory.
+    std::size_t gpus = 0;
+    for (const auto& d : devs) gpus += d.vendor != Vendor::cpu ? 1 : 0;
     for (std::size_t d = 0; d < devs.size(); ++d) {
-      int n = devs[d].vendor == Vendor::cpu ? I.cfg.cpu_workers : I.cfg.workers_per_device;
+      int n = I.cfg.workers_per_device;
+      std::string why = std::to_string(n) + " per GPU (verifier.workers_per_device)";
+      if (devs[d].vendor == Vendor::cpu) {
+        n = I.cfg.cpu_workers;
+        why = std::to_string(n) + " (verifier.cpu_workers)";
+      } else if (n == kAutoWorkers) {
+        n = auto_workers_per_device(usable_cores(), gpus, devs[d].memory_mb, &why);
+        why = "auto: " + why;
+      }
       for (int i = 0; i < n; ++i) slot_devices.push_back(d);
+      I.sizing += (I.sizing.empty() ? "" : "; ") + devs[d].id + ": " + why;
     }
+    spdlog::info("verifier: workers: {}", I.sizing);
   }
   std::sort(slot_devices.begin(), slot_devices.end());
-  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  unsigned cores = usable_cores();
   I.omp_threads =
       std::max(1, static_cast<int>(cores / std::max<std::size_t>(1, slot_devices.size())));
 
@@ -1312,6 +1370,7 @@ Result<std::uint64_t> Pool::submit(VerifyRequest request, Callback done) {
   }
   j.request = std::move(request);
   j.done = std::move(done);
+  j.submitted = I.now();
   I.queue.push_back(std::move(j));
   return id;
 }
@@ -1359,6 +1418,10 @@ std::vector<DeviceStatus> Pool::devices() const {
     out.push_back(st);
   }
   return out;
+}
+
+std::string Pool::sizing() const {
+  return impl_->sizing;
 }
 
 PoolStats Pool::stats() const {

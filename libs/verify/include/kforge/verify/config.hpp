@@ -10,11 +10,15 @@
 
 namespace kforge::verify {
 
+inline constexpr int kAutoWorkers = 0;
+
 struct VerifierConfig {
   // Devices to run on: "cuda:N", "rocm:N" or "cpu"; empty means detect (nvidia-smi, rocm-smi,
   // the driver's device files), and "cpu" when none is found.
   std::vector<std::string> devices;
-  int workers_per_device = 4;
+  // Workers per GPU; kAutoWorkers (the default, `auto` in the file): sized from the cores, the
+  // GPUs in use and each GPU's memory (auto_workers_per_device() in gpu.hpp).
+  int workers_per_device = 0;
   int cpu_workers = 2;        // workers when the only device is "cpu"
   std::string mode = "warm";  // warm | fresh
   // Warm mode: each slot keeps a child forked, sandboxed and holding a CUDA context ready for
@@ -58,6 +62,11 @@ struct VerifierConfig {
       "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",        "ROCM_PATH", "HIP_PATH", "CC", "CXX",
       "TRITON_*",        "NCCL_*",    "TORCH_SYMM_MEM_*", "NVSHMEM_*"};
   std::map<std::string, std::string> env;  // set in the samples' environment
+  // TEST ONLY (fault injection, never for production): once `test_fail_after` samples have
+  // completed, the device named here behaves as a GPU gone bad: its workers are stopped and
+  // every start on it fails, so it leaves the rotation after max_start_failures. Empty: off.
+  std::string test_fail_device;
+  int test_fail_after = 0;
 };
 
 void read_config(ConfigNode n, VerifierConfig& out);

@@ -4,6 +4,7 @@
 // The machine is the outside world: SystemProbe is the one door to it (running nvidia-smi or
 // rocm-smi, listing /dev). Tests pass a fake that returns canned or broken output.
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -17,9 +18,10 @@ enum class Vendor { cpu, nvidia, amd };
 struct Device {
   std::string id;  // "cuda:0", "rocm:1", "cpu"
   Vendor vendor = Vendor::cpu;
-  int index = -1;    // the driver's index (nvidia-smi / rocm-smi order)
-  std::string name;  // e.g. "NVIDIA H100 80GB HBM3"; empty when unknown
-  std::string uuid;  // "GPU-..." when the tool reported one
+  int index = -1;              // the driver's index (nvidia-smi / rocm-smi order)
+  std::string name;            // e.g. "NVIDIA H100 80GB HBM3"; empty when unknown
+  std::string uuid;            // "GPU-..." when the tool reported one
+  std::int64_t memory_mb = 0;  // the device's memory as the tool reported it; 0 when unknown
 
   // The variables that make this device the only one a worker sees, set before it starts:
   // NVIDIA: CUDA_VISIBLE_DEVICES (the UUID when known, else the index with
@@ -57,6 +59,17 @@ Detection detect_devices(SystemProbe& probe);
 Result<std::vector<Device>> resolve_devices(const std::vector<std::string>& configured,
                                             SystemProbe& probe,
                                             std::vector<std::string>* notes = nullptr);
+
+// The automatic worker count (verifier.workers_per_device: auto) for one GPU: samples are
+// CPU-bound (Triton compiling their kernels), so three workers for every four cores the device's
+// share of the machine has (`cores` / `gpus`), at least 2; at most one per 4 GiB of the device's
+// memory when that is known (each sample gets 0.9 / workers of it); at most 64. `why` (if given)
+// receives the figures it used, for the log.
+int auto_workers_per_device(unsigned cores, std::size_t gpus, std::int64_t device_memory_mb,
+                            std::string* why = nullptr);
+
+// The CPUs this process may run on (its affinity mask; the online count when that fails).
+unsigned usable_cores();
 
 // Parsers, exposed for tests.
 std::vector<Device> parse_nvidia_smi(const std::string& csv);

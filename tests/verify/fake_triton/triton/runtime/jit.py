@@ -23,8 +23,15 @@ class JITFunction(KernelInterface):
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
 
+    def compile(self, src, **kwargs):
+        # Like Triton's: called on the first launch of each specialisation (cache hit or not).
+        return self
+
     def run(self, *args, grid, warmup, **kwargs):
         options = {k: kwargs.pop(k) for k in list(kwargs) if k in OPTIONS}
+        if not getattr(self, "_compiled", False):
+            self.compile(self)
+            self._compiled = True
         bound = self.signature.bind(*args, **kwargs)
         for name, value in bound.arguments.items():
             if name.startswith("BLOCK") and isinstance(value, int) and value > 1024:

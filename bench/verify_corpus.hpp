@@ -1,0 +1,38 @@
+#pragma once
+// kforge-bench-verify --corpus: the real-kernel benchmark (docs/BENCHMARKS.md). A corpus of real
+// Triton kernels with their tests (TritonBench-G gold tests), copied N times with every
+// @triton.jit function renamed per copy so that each sample compiles its own kernels, run:
+//   1. as a user's own script would: a plain `python sample.py` per sample, P at once, full
+//      autotuning, one cold Triton cache shared by the pass;
+//   2. through kforge's warm pool (cold cache), then again over the cache it filled;
+//   3. optionally over several worker counts (a sweep; "auto" among them).
+// Each measurement prints one line as it ends; the last line holds the figures as key=value.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kforge::bench {
+
+struct CorpusBenchOptions {
+  std::string corpus;
+  int copies = 2;
+  std::vector<std::string> exclude;  // record keys left out
+  std::int64_t limit = 0;            // first N records only (0: all)
+  double timeout_s = 120;
+  int naive_procs = 16;              // 0: no plain-python baseline
+  std::string workers = "auto";      // per GPU for the main warm run: auto or a number
+  std::vector<std::string> sweep;    // per GPU: "auto" or numbers
+  bool cached = true;                // the second pass over a filled cache
+  std::vector<std::string> devices;  // empty: detect
+  std::string python = "python3";
+  std::int64_t sandbox_uid_base = 61000;
+  std::string work_dir;
+  std::string samples_out;  // per-sample JSON Lines (optional)
+  std::string autotune = "single";
+  std::string emit;  // write the renamed samples here (JSON Lines, kforge verify's input); no run
+};
+
+int run_corpus_bench(const CorpusBenchOptions& o);
+
+}  // namespace kforge::bench

@@ -1,0 +1,118 @@
+// Several GPUs in one pool, on a CPU machine: fake devices (the GPU is the outside world), real
+// workers and samples. Workers are spread over the devices and each sees only its own; the
+// automatic worker count; the test-only fault switch takes a device out of rotation mid-run.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+
+#include "kforge/store/db.hpp"
+#include "kforge/verify/gpu.hpp"
+#include "kforge/verify/store.hpp"
+#include "verify_util.hpp"
+
+namespace kforge::test {
+namespace {
+
+using verify::Verdict;
+
+std::vector<verify::Device> two_fake_gpus(std::int64_t memory_mb = 0) {
+  return {{"cuda:0", verify::Vendor::nvidia, 0, "Fake GPU", "GPU-aaaa", memory_mb},
+          {"cuda:1", verify::Vendor::nvidia, 1, "Fake GPU", "GPU-bbbb", memory_mb}};
+}
+
+verify::VerifierConfig gpu_config(const TempDir& tmp) {
+  auto cfg = test_config(tmp);
+  cfg.devices = {};
+  cfg.preload = {};  // no torch: the workers' GPU check has nothing to touch
+  cfg.timeout_s = 10;
+  return cfg;
+}
+
+TEST(VerifyDevices, AutoWorkerRule) {
+  // Three workers for every four cores of the GPU's share, at least 2.
+  EXPECT_EQ(verify::auto_workers_per_device(16, 1, 0), 12);
+  EXPECT_EQ(verify::auto_workers_per_device(32, 2, 143771), 12);
+  EXPECT_EQ(verify::auto_workers_per_device(2, 1, 0), 2);
+  EXPECT_EQ(verify::auto_workers_per_device(128, 8, 143771), 12);
+  // At most one per 4 GiB of the GPU's memory.
+  EXPECT_EQ(verify::auto_workers_per_device(64, 1, 16384), 4);
+  EXPECT_EQ(verify::auto_workers_per_device(64, 1, 81559), 19);
+  EXPECT_EQ(verify::auto_workers_per_device(512, 1, 0), 64);
+  std::string why;
+  verify::auto_workers_per_device(16, 1, 81559, &why);
+  EXPECT_NE(why.find("16 cores / 1 GPU(s)"), std::string::npos) << why;
+  // nvidia-smi's memory column.
+  auto devs =
+      verify::parse_nvidia_smi("0, GPU-aaaa, NVIDIA H200, 143771\n1, GPU-bbbb, X, 81559 MiB\n");
+  ASSERT_EQ(devs.size(), 2u);
+  EXPECT_EQ(devs[0].memory_mb, 143771);
+  EXPECT_EQ(devs[1].memory_mb, 81559);
+}
+
+TEST(VerifyDevices, WorkersAreSpreadAndEachSeesOnlyItsGpu) {
+  TempDir tmp;
+  auto cfg = gpu_config(tmp);
+  cfg.workers_per_device = verify::kAutoWorkers;
+  // 4 GiB of memory per fake GPU: auto gives one worker each, whatever the cores.
+  auto pool = make_pool(cfg, two_fake_gpus(4096));
+  ASSERT_TRUE(pool);
+  EXPECT_EQ(pool->slots(), 2);
+  auto devs = pool->devices();
+  ASSERT_EQ(devs.size(), 2u);
+  EXPECT_EQ(devs[0].workers, 1);
+  EXPECT_EQ(devs[1].workers, 1);
+  EXPECT_NE(pool->sizing().find("cuda:1: auto: 1 per GPU"), std::string::npos) << pool->sizing();
+  std::vector<verify::VerifyRequest> reqs;
+  for (int i = 0; i < 6; ++i) reqs.push_back(load_sample("print_device"));
+  auto r = run_all(*pool, reqs);
+  std::map<std::string, int> by_device;
+  for (const auto& x : r) {
+    ASSERT_EQ(x.verdict, Verdict::passed) << x.detail << x.stderr_tail;
+    ++by_device[x.device];
+    std::string uuid = x.device == "cuda:0" ? "GPU-aaaa" : "GPU-bbbb";
+    EXPECT_NE(x.stdout_text.find("VISIBLE=" + uuid + " DEVICE=" + x.device), std::string::npos)
+        << x.stdout_text;
+  }
+  EXPECT_GT(by_device["cuda:0"], 0);
+  EXPECT_GT(by_device["cuda:1"], 0);
+}
+
+TEST(VerifyDevices, TestFaultTakesAGpuOutOfRotationAndTheRunFinishesOnTheOther) {
+  TempDir tmp;
+  auto cfg = gpu_config(tmp);
+  cfg.workers_per_device = 1;
+  cfg.max_start_failures = 2;
+  cfg.test_fail_device = "cuda:1";
+  cfg.test_fail_after = 2;
+  auto pool = make_pool(cfg, two_fake_gpus());
+  ASSERT_TRUE(pool);
+  std::vector<verify::VerifyRequest> reqs;
+  for (int i = 0; i < 8; ++i) reqs.push_back(load_sample("pass"));
+  auto r = run_all(*pool, reqs);
+  for (const auto& x : r) {
+    EXPECT_EQ(x.verdict, Verdict::passed) << x.detail;
+    EXPECT_TRUE(x.flags.empty()) << x.detail;
+  }
+  for (std::size_t i = 4; i < r.size(); ++i) EXPECT_EQ(r[i].device, "cuda:0") << i;
+  // Its worker's restarts fail (with back-off) until the device leaves the rotation.
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (pool->devices().at(1).in_rotation && std::chrono::steady_clock::now() < give_up)
+    pool->step(std::chrono::milliseconds(100));
+  auto devs = pool->devices();
+  EXPECT_TRUE(devs[0].in_rotation);
+  EXPECT_FALSE(devs[1].in_rotation);
+  EXPECT_NE(devs[1].reason.find("test fault"), std::string::npos) << devs[1].reason;
+  // What `kforge status` reads.
+  auto db = store::Db::open({(tmp.path() / "k.db").string()});
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  ASSERT_TRUE(verify::store_device_status(**db, devs, 7).ok());
+  auto alerts = verify::device_alerts(**db);
+  ASSERT_TRUE(alerts.ok());
+  ASSERT_EQ(alerts->size(), 1u);
+  EXPECT_EQ((*alerts)[0].device, "cuda:1");
+}
+
+}  // namespace
+}  // namespace kforge::test

@@ -1,0 +1,39 @@
+// Per-sample figures: the harness times Triton's compile() calls (the fake Triton compiles on a
+// kernel's first launch), the mutant run compiles nothing, and sample_figures() reads it all.
+
+#include <gtest/gtest.h>
+
+#include "kforge/verify/figures.hpp"
+#include "verify_util.hpp"
+
+namespace kforge::test {
+namespace {
+
+TEST(VerifyFigures, PhasesCompileCountsAndAutotuneConfig) {
+  TempDir tmp;
+  auto pool = make_pool(test_config(tmp));
+  ASSERT_TRUE(pool);
+  auto r = run_all(*pool, {load_sample("triton_vector_add"), load_sample("triton_autotune")});
+  ASSERT_EQ(r[0].verdict, verify::Verdict::passed) << r[0].detail << r[0].stderr_tail;
+  EXPECT_EQ(r[0].report["triton"]["compile"]["count"], 1);  // one kernel, compiled once
+  EXPECT_EQ(r[0].report["mutant"]["compiles"], 0);          // launches skipped: no compile
+  auto f = verify::sample_figures(r[0]);
+  EXPECT_EQ(f["duration_ms"], r[0].duration_ms);
+  EXPECT_EQ(f["device"], "cpu");
+  EXPECT_GE(f["cpu_ms"].get<std::int64_t>(), 0);
+  const auto& ph = f["phases"];
+  for (const char* k : {"queue", "import", "tests", "compile", "compile_cpu", "compile_child_cpu",
+                        "compiles", "run", "mutant", "mutant_compiles", "context_waited"})
+    EXPECT_TRUE(ph.contains(k)) << k << " missing: " << ph.dump();
+  EXPECT_EQ(ph["compiles"], 1);
+  EXPECT_EQ(ph["mutant_compiles"], 0);
+  // The autotuned kernel: the config it ran with.
+  ASSERT_EQ(r[1].verdict, verify::Verdict::passed) << r[1].detail << r[1].stderr_tail;
+  auto a = verify::sample_figures(r[1])["autotune"];
+  ASSERT_EQ(a.size(), 1u) << a.dump();
+  EXPECT_EQ(a[0]["kernel"], "scale_kernel");
+  EXPECT_NE(a[0]["config"].get<std::string>().find("BLOCK_SIZE"), std::string::npos) << a.dump();
+}
+
+}  // namespace
+}  // namespace kforge::test

@@ -1,0 +1,2 @@
+def test_device():
+    print("VISIBLE=%s DEVICE=%s" % visible())
