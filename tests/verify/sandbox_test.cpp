@@ -149,7 +149,9 @@ TEST(VerifySandbox, CannotKillTheChildPrestartedForTheNextSample) {
   auto next = run_one(*pool, load_sample("pass"));
   EXPECT_EQ(next.verdict, Verdict::passed) << next.detail;
   EXPECT_TRUE(next.report["pool"]["prestarted"].get<bool>());
-  if (own_uids(*pool)) EXPECT_NE(next.report["pool"]["uid"], r.report["pool"]["uid"]);
+  if (own_uids(*pool)) {
+    EXPECT_NE(next.report["pool"]["uid"], r.report["pool"]["uid"]);
+  }
   EXPECT_EQ(pool->stats().worker_restarts, 0u);
 }
 
