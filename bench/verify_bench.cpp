@@ -322,10 +322,8 @@ int main(int argc, char** argv) {
       double wall_ms = (by[1].wall_s - by[0].wall_s) / n * w * 1000;
       std::printf(
           "pid_namespace_cost %s: added_ms_per_sample=%.1f (worker wall: %.1f -> %.1f ms) "
-          "added_sample_ms=%.1f added_cpu_ms=%.1f
-          ",
-          what.c_str(),
-          wall_ms, by[0].wall_s / n * w * 1000, by[1].wall_s / n * w * 1000,
+          "added_sample_ms=%.1f added_cpu_ms=%.1f\n",
+          what.c_str(), wall_ms, by[0].wall_s / n * w * 1000, by[1].wall_s / n * w * 1000,
           (by[1].mean_sample_s - by[0].mean_sample_s) * 1000,
           (by[1].mean_cpu_s - by[0].mean_cpu_s) * 1000);
       std::fflush(stdout);
