@@ -612,6 +612,8 @@ def _keeper_main(init_pid, sample_pid):
                 continue
             except ChildProcessError:
                 break
+        # Waited for: the init ends after every process of its namespace has, and an init left
+        # to the host's PID 1 might never be reaped (in a container).
         try:
             os.kill(init_pid, signal.SIGKILL)
             os.waitpid(init_pid, 0)
