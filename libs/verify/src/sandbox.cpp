@@ -140,17 +140,20 @@ Result<std::unique_ptr<Sandbox>> Sandbox::create(Options o) {
   std::unique_ptr<Sandbox> sb(new Sandbox());
   Sandbox& S = *sb;
   S.o_ = std::move(o);
-  const VerifierConfig& cfg = S.o_.config;
+  VerifierConfig& cfg = S.o_.config;
   S.caps_.root = ::geteuid() == 0;
-  S.caps_.pid_namespace = cfg.pid_namespace;
+  S.caps_.userns = !S.caps_.root;
   if (cfg.pid_namespace) {
     std::string why = probe_namespaces(!S.caps_.root);
-    if (!why.empty()) {
-      if (S.caps_.root)
-        return fail("config",
-                    "the verifier sandbox needs PID, mount and network namespaces, and "
-                    "this host refuses them (" +
-                        why + ")");
+    if (!why.empty() && S.caps_.root) {
+      // As root the per-slot uids still keep samples away from the daemon: run without the
+      // namespace, and say so (each report's "sandbox" says what did not hold).
+      spdlog::warn(
+          "verifier: this host refuses PID namespaces ({}); samples run without one, confined "
+          "by their own uids",
+          why);
+      cfg.pid_namespace = false;
+    } else if (!why.empty()) {
       return fail("config",
                   "the verifier sandbox needs unprivileged user namespaces when kforge does not "
                   "run as root, and this host refuses them (" +
@@ -161,8 +164,8 @@ Result<std::unique_ptr<Sandbox>> Sandbox::create(Options o) {
                       "RestrictNamespaces=, ProtectKernelTunables= or ProtectKernelLogs=), or "
                       "run kforge as root");
     }
-    S.caps_.userns = !S.caps_.root;
   }
+  S.caps_.pid_namespace = cfg.pid_namespace;
   if (S.caps_.root && cfg.sandbox_uid_base > 0) {
     KF_TRY(S.claims_, sys::claim_uids(cfg.sandbox_uid_base, cfg.sandbox_uid_count,
                                       S.o_.slots * S.o_.uids_per_slot, cfg.uid_lock_dir));
