@@ -162,6 +162,7 @@ int main(int argc, char** argv) {
   bool ablation = true;
   bool with_fresh = true;
   std::int64_t uid_base = 61000;
+  bool pidns_ab = false;
   app.add_option("--samples", samples, "Distinct samples (kernels) per measurement")
       ->check(CLI::Range(8, 100000));
   app.add_option("--workers", workers,
@@ -181,6 +182,9 @@ int main(int argc, char** argv) {
                  "warm run over a filled Triton cache");
   app.add_option("--sandbox-uid-base", uid_base,
                  "verifier.sandbox_uid_base (0: samples keep the uid)");
+  app.add_option("--pid-namespace-ab", pidns_ab,
+                 "Also measure the sandbox's PID namespace per sample: the same runs with "
+                 "verifier.pid_namespace off and on, in this run (prints the added ms per sample)");
   bench::CorpusBenchOptions real;
   std::string exclude = "chunk_retention_ops.py", device_list;
   app.add_option("--corpus", real.corpus,
@@ -335,6 +339,42 @@ int main(int argc, char** argv) {
       best_rate = m.samples_per_s;
       best = w;
     }
+  }
+  if (pidns_ab) {
+    // What the PID namespace adds per sample: one worker, trivial samples, without prestarting
+    // (the namespace's set-up on the sample's clock), then the whole set with the default design
+    // (set-up overlapped). Off and on alternate so drift hits both alike.
+    auto cost = [&](bool prestart, int w, const std::vector<VerifyRequest>& rs,
+                    const std::string& what) {
+      Measure by[2];
+      for (int round = 0; round < 2; ++round)
+        for (int on = 0; on < 2; ++on) {
+          auto c = cfg_for("warm");
+          c.prestart = prestart;
+          c.pid_namespace = on == 1;
+          auto m = measure(c, w, rs,
+                           "pidns " + std::string(on ? "on " : "off") + " " + what + " #" +
+                               std::to_string(round + 1));
+          by[on].wall_s += m.wall_s;
+          by[on].mean_sample_s += m.mean_sample_s / 2;
+          by[on].mean_cpu_s += m.mean_cpu_s / 2;
+        }
+      double n = 2.0 * static_cast<double>(rs.size());
+      // Worker time per sample: wall per sample times the workers sharing it.
+      double wall_ms = (by[1].wall_s - by[0].wall_s) / n * w * 1000;
+      std::printf(
+          "pid_namespace_cost %s: added_ms_per_sample=%.1f (worker wall: %.1f -> %.1f ms) "
+          "added_sample_ms=%.1f added_cpu_ms=%.1f\n",
+          what.c_str(), wall_ms, by[0].wall_s / n * w * 1000, by[1].wall_s / n * w * 1000,
+          (by[1].mean_sample_s - by[0].mean_sample_s) * 1000,
+          (by[1].mean_cpu_s - by[0].mean_cpu_s) * 1000);
+      std::fflush(stdout);
+    };
+    std::vector<VerifyRequest> more;
+    for (int i = 0; i < 64; ++i) more.push_back(instantiate(trivial, 2000 + i));
+    cost(false, 1, more, "trivial, 1 worker, prestart off");
+    cost(true, 1, more, "trivial, 1 worker, prestart on");
+    cost(true, per_gpu * units, reqs, "samples, " + std::to_string(per_gpu * units) + " workers");
   }
   std::error_code ec;
   fs::remove_all(work_dir, ec);

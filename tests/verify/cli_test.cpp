@@ -17,7 +17,8 @@ TEST(VerifyCli, VerifiesAJsonLinesFile) {
   auto input = tmp / "generated.jsonl";
   {
     std::ofstream out(input);
-    for (const char* name : {"pass", "assert_fail", "segfault", "triton_vacuous"}) {
+    for (const char* name :
+         {"pass", "assert_fail", "segfault", "triton_vacuous", "triton_vector_add"}) {
       auto r = load_sample(name);
       out << nlohmann::json{{"file", name},
                             {"code", *r.code},
@@ -37,27 +38,32 @@ TEST(VerifyCli, VerifiesAJsonLinesFile) {
                          "\n  memory_cap_mb: 300\n  max_processes: 32\n");
   auto out_json = tmp / "verdicts.jsonl";
   auto r = run_process({binary("apps/kforge/kforge").string(), "--config", config.string(),
-                        "verify", input.string(), "--limit", "5", "--workers", "2", "--timeout",
+                        "verify", input.string(), "--limit", "6", "--workers", "2", "--timeout",
                         "20", "--json", out_json.string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("5 records verified"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("passed   2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("6 records verified"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("passed   3"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("failed   1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("crashed  1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("skipped  1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("flagged mutant_survived: 1"), std::string::npos) << r.out;
+  // "pass" defines no Triton kernel: it passes, flagged, and does not count as verified.
+  EXPECT_NE(r.out.find("flagged no_kernel_launch: 1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("verified (passed, no flag): 1"), std::string::npos) << r.out;
   std::istringstream lines(read_text(out_json));
   std::vector<nlohmann::json> rows;
   for (std::string line; std::getline(lines, line);) rows.push_back(nlohmann::json::parse(line));
-  ASSERT_EQ(rows.size(), 5u);
+  ASSERT_EQ(rows.size(), 6u);
   for (std::size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(rows[i]["index"], i);
   EXPECT_EQ(rows[0]["key"], "pass");
   EXPECT_EQ(rows[0]["verdict"], "passed");
+  EXPECT_EQ(rows[0]["flags"], nlohmann::json::array({"no_kernel_launch"}));
   EXPECT_EQ(rows[2]["verdict"], "crashed");
   EXPECT_EQ(rows[3]["flags"], nlohmann::json::array({"mutant_survived"}));
-  EXPECT_EQ(rows[4]["verdict"], "skipped");
-  EXPECT_EQ(rows[4]["detail"], "missing field(s): kernel_wrapper, unitest_code");
+  EXPECT_EQ(rows[4]["verdict"], "passed");
+  EXPECT_EQ(rows[4]["flags"], nlohmann::json::array());
+  EXPECT_EQ(rows[5]["verdict"], "skipped");
+  EXPECT_EQ(rows[5]["detail"], "missing field(s): kernel_wrapper, unitest_code");
   // Per-sample figures, and the slowest samples listed.
   EXPECT_GE(rows[0]["duration_ms"].get<std::int64_t>(), 0);
   EXPECT_GE(rows[0]["cpu_ms"].get<std::int64_t>(), 0);

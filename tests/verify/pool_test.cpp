@@ -24,7 +24,10 @@ TEST(VerifyPool, OrdinaryVerdictsWarm) {
                            load_sample("syntax_error"), load_sample("no_test"), missing});
   EXPECT_EQ(r[0].verdict, Verdict::passed) << r[0].detail;
   EXPECT_EQ(r[0].detail, "2 tests passed");
-  EXPECT_TRUE(r[0].verified());
+  // Its code defines no Triton kernel: passed, but not verified.
+  EXPECT_EQ(r[0].flags, std::vector<std::string>{verify::kNoKernelLaunch});
+  EXPECT_EQ(r[0].report["no_kernel_launch"], "the code defines no @triton.jit kernel");
+  EXPECT_FALSE(r[0].verified());
   EXPECT_NE(r[0].script.find("def run_add(a, b):"), std::string::npos);
   EXPECT_EQ(r[1].verdict, Verdict::failed);
   EXPECT_NE(r[1].detail.find("AssertionError: Contiguous copy failed!"), std::string::npos)

@@ -118,12 +118,17 @@ TEST(VerifySandbox, CannotKillItsParent) {
   cfg.cpu_workers = 1;
   auto pool = make_pool(cfg);
   ASSERT_TRUE(pool);
-  if (!own_uids(*pool)) GTEST_SKIP() << "needs root (samples on their own uid)";
   ASSERT_EQ(run_one(*pool, load_sample("pass")).verdict, Verdict::passed);
   int worker = pool->TEST_worker_pids().at(0);
   auto r = run_one(*pool, load_sample("kill_parent"));
-  EXPECT_EQ(r.verdict, Verdict::error) << r.detail;
-  EXPECT_NE(r.detail.find("PermissionError"), std::string::npos) << r.detail;
+  if (own_uids(*pool)) {
+    // Its own uid may not signal the root-owned init of its namespace.
+    EXPECT_EQ(r.verdict, Verdict::error) << r.detail;
+    EXPECT_NE(r.detail.find("PermissionError"), std::string::npos) << r.detail;
+  } else {
+    // Same uid: the kernel accepts the signal and drops it (the namespace's init has no handler).
+    EXPECT_EQ(r.verdict, Verdict::passed) << r.detail;
+  }
   EXPECT_EQ(pool->TEST_worker_pids().at(0), worker);
   EXPECT_EQ(pool->stats().worker_restarts, 0u);
   EXPECT_EQ(run_one(*pool, load_sample("pass")).verdict, Verdict::passed);
@@ -135,16 +140,18 @@ TEST(VerifySandbox, CannotKillTheChildPrestartedForTheNextSample) {
   cfg.cpu_workers = 1;
   auto pool = make_pool(cfg);
   ASSERT_TRUE(pool);
-  if (!own_uids(*pool)) GTEST_SKIP() << "needs root (samples on their own uid)";
   ASSERT_EQ(run_one(*pool, load_sample("pass")).verdict, Verdict::passed);
-  // While it runs, the child for the next sample waits beside it, on the slot's other uid.
+  // While it runs, the child for the next sample waits beside it, in a PID namespace of its own
+  // (and as root on the slot's other uid).
   auto r = run_one(*pool, load_sample("kill_siblings"));
   EXPECT_EQ(r.verdict, Verdict::passed) << r.detail;
   EXPECT_TRUE(r.report["pool"]["prestarted"].get<bool>()) << r.report.dump();
   auto next = run_one(*pool, load_sample("pass"));
   EXPECT_EQ(next.verdict, Verdict::passed) << next.detail;
   EXPECT_TRUE(next.report["pool"]["prestarted"].get<bool>());
-  EXPECT_NE(next.report["pool"]["uid"], r.report["pool"]["uid"]);
+  if (own_uids(*pool)) {
+    EXPECT_NE(next.report["pool"]["uid"], r.report["pool"]["uid"]);
+  }
   EXPECT_EQ(pool->stats().worker_restarts, 0u);
 }
 

@@ -51,6 +51,15 @@ Result<Config> load_config(const std::string& explicit_path, EnvLookup env) {
   pipeline::read_config(root.child("pipeline"), c.pipeline);
   pipeline::read_config(root.child("daemon"), c.daemon);
   KF_CHECK(reader->finish());
+  // Verifier samples can neither read nor write the daemon's own files: the database (with its
+  // WAL, shared memory and lock files, and the directory holding them) and this configuration.
+  if (!c.store.path.empty() && c.store.path != ":memory:") {
+    for (const char* suffix : {"", "-wal", "-shm", "-journal", ".lock"})
+      c.verifier.hide.push_back(c.store.path + suffix);
+    auto dir = std::filesystem::absolute(c.store.path).parent_path();
+    if (dir != dir.root_path()) c.verifier.hide.push_back(dir.string());
+  }
+  if (path) c.verifier.hide.push_back(std::filesystem::absolute(*path).string());
   return c;
 }
 

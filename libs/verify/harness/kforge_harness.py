@@ -200,6 +200,26 @@ def assemble(code, wrapper, test, modules_present):
     return script, {"sections": sections, "removed": removed}
 
 
+def code_kernels(code):
+    """Names of the functions the code decorates as Triton kernels (@triton.jit, @jit,
+    @triton.autotune(...), @triton.heuristics(...), in any combination), found with ast."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    names = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for d in node.decorator_list:
+            target = d.func if isinstance(d, ast.Call) else d
+            dotted = _dotted(target) or ""
+            if dotted.split(".")[-1] in ("jit", "autotune", "heuristics"):
+                names.append(node.name)
+                break
+    return names
+
+
 def section_of(info, line):
     for name, (a, b) in info["sections"].items():
         if line is not None and a <= line <= b:
@@ -493,10 +513,12 @@ def install_shims(state, script):
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 MS_RDONLY = 1
 MS_NOSUID = 2
 MS_NODEV = 4
+MS_NOEXEC = 8
 MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
@@ -505,6 +527,9 @@ AT_RECURSIVE = 0x8000
 MOUNT_ATTR_RDONLY = 0x1
 SYS_MOUNT_SETATTR = 442  # the same number on every architecture (generic syscall table)
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_SET_NO_NEW_PRIVS = 38
+LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
 _libc = None
 
@@ -548,15 +573,177 @@ def _write(path, text):
         f.write(text)
 
 
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                ("inheritable", ctypes.c_uint32)]
+
+
+def _drop_capabilities():
+    """Clears every capability (those a user namespace grants included) and forbids gaining any
+    back through execve: the sample cannot undo its mounts."""
+    if libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), _errmsg("prctl(PR_SET_NO_NEW_PRIVS)"))
+    header = _CapHeader(LINUX_CAPABILITY_VERSION_3, 0)
+    data = (_CapData * 2)()
+    if libc().capset(ctypes.byref(header), data) != 0:
+        raise OSError(ctypes.get_errno(), _errmsg("capset"))
+
+
+# The sandbox in one place. What a sample can and cannot reach is described in docs/VERIFIER.md
+# ("Threat model"); the pool (libs/verify/src/sandbox.cpp) builds the spec read here.
+#
+# With "pid_namespace" (the default) the process that called apply_sandbox (the keeper, in the
+# worker's PID namespace) unshares the namespaces and forks twice: an init (PID 1 of the new PID
+# namespace: it only reaps) and the sample's process (PID 2), which returns from apply_sandbox
+# and runs the sample. The keeper closes every descriptor, waits for the sample's process, then
+# kills the init, which ends every process left in the namespace, and ends the way the sample's
+# process ended (same exit code or signal), so the worker and the pool see the sample's status.
+# Nothing in the namespace can see, signal or trace a process outside it.
+
+
+def _close_all_but_devnull():
+    fd = os.open(os.devnull, os.O_RDWR)
+    for target in (0, 1, 2):
+        if fd != target:
+            os.dup2(fd, target)
+    os.closerange(3, 1 << 20)
+
+
+def _init_main():
+    """PID 1 of a sample's namespace: reaps orphans until the keeper kills it. Signals from
+    inside the namespace cannot end it (the kernel ignores those without a handler)."""
+    try:
+        libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # no ptrace, /proc/1/* not readable
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+        _close_all_but_devnull()
+        if os.getppid() == 1:  # the keeper died before the death signal was armed
+            os._exit(0)
+        while True:
+            while True:
+                try:
+                    pid, _ = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if pid == 0:
+                    break
+            signal.sigwait({signal.SIGCHLD})
+    finally:
+        os._exit(0)
+
+
+def _keeper_main(init_pid, sample_pid):
+    """Outside the namespace: waits for the sample's process, ends the namespace, and ends as the
+    sample's process ended."""
+    status = 0
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _close_all_but_devnull()
+        while True:
+            try:
+                _, status = os.waitpid(sample_pid, 0)
+                break
+            except InterruptedError:
+                continue
+            except ChildProcessError:
+                break
+        # Waited for: the init ends after every process of its namespace has, and an init left
+        # to the host's PID 1 might never be reaped (in a container).
+        try:
+            os.kill(init_pid, signal.SIGKILL)
+            os.waitpid(init_pid, 0)
+        except OSError:
+            pass
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            if sig not in (signal.SIGKILL, signal.SIGSTOP):
+                signal.signal(sig, signal.SIG_DFL)
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})
+            os.kill(os.getpid(), sig)
+            os._exit(128 + sig)
+        os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 125)
+    finally:
+        os._exit(125)
+
+
+def _enter_pid_namespace():
+    """After unshare(CLONE_NEWPID): forks the namespace's init and the sample's process. Returns
+    only in the sample's process."""
+    _flush_std()
+    init_pid = os.fork()
+    if init_pid == 0:
+        _init_main()
+    sample_pid = os.fork()
+    if sample_pid == 0:
+        libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != 0:  # the keeper (outside the namespace) is already gone
+            os._exit(111)
+        return
+    _keeper_main(init_pid, sample_pid)
+
+
+def _passwd_files(directory, uid, gid, name):
+    """passwd and group files that name the sample's uid and gid (home: its directory), written
+    into its directory; bound over /etc/passwd and /etc/group."""
+    def read(path):
+        try:
+            with open(path) as f:
+                return f.read().splitlines()
+        except OSError:
+            return []
+    passwd = [line for line in read("/etc/passwd")
+              if len(line.split(":")) < 3 or line.split(":")[2] != str(uid)]
+    passwd.insert(0, "%s:x:%d:%d:kforge sample:%s:/bin/sh" % (name, uid, gid, directory))
+    group = read("/etc/group")
+    if not any(len(line.split(":")) > 2 and line.split(":")[2] == str(gid) for line in group):
+        group.insert(0, "%s:x:%d:" % (name, gid))
+    etc = os.path.join(directory, ".kforge-etc")
+    os.makedirs(etc, exist_ok=True)
+    out = {}
+    for base, lines in (("passwd", passwd), ("group", group)):
+        path = os.path.join(etc, base)
+        _write(path, "\n".join(lines) + "\n")
+        os.chmod(path, 0o644)
+        out[base] = path
+    return out
+
+
+def _hide(path, sb):
+    """Makes a path of the daemon's (database, configuration, state directory) unreadable and
+    unwritable in the sample's mount namespace: an empty read-only tmpfs over a directory,
+    /dev/null (read-only) over a file."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return  # nothing there to hide
+    import stat as stat_mod
+    if stat_mod.S_ISDIR(st.st_mode):
+        _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
+               "size=4k,mode=0500")
+    else:
+        _mount("/dev/null", path, None, MS_BIND, None)
+        _mount_setattr(path, 0, MOUNT_ATTR_RDONLY, 0)
+    sb.setdefault("hidden", []).append(path)
+
+
 def apply_sandbox(spec, report):
     """Confines the calling process (a fresh child). Fills report["sandbox"]. Never raises for a
-    layer the kernel refuses; raises for a layer that was asked for and must hold (uid drop)."""
+    layer the kernel refuses, except those that must hold: the PID namespace (when asked for),
+    the user namespace as non-root with a PID namespace, the uid drop, hiding the daemon's
+    files."""
     sb = report.setdefault("sandbox", {})
     directory = spec["dir"]
     uid = spec.get("uid")
     gid = spec.get("gid")
     is_root = os.geteuid() == 0
     drop = is_root and uid is not None
+    pidns = bool(spec.get("pid_namespace"))
     if spec.get("cgroup"):
         try:
             _write(os.path.join(spec["cgroup"], "cgroup.procs"), str(os.getpid()))
@@ -564,14 +751,18 @@ def apply_sandbox(spec, report):
         except OSError as e:
             sb["memory"] = "cgroup join failed: %s" % e
     my_uid, my_gid = os.getuid(), os.getgid()
-    # Namespaces: network (nothing to reach), mount (read-only view of the host).
-    flags = CLONE_NEWNET | CLONE_NEWNS
+    # Namespaces: network (nothing to reach), mount (read-only view of the host), PID (sees only
+    # its own processes), and as non-root a user namespace that maps the pool's uid to itself.
+    flags = CLONE_NEWNET | CLONE_NEWNS | (CLONE_NEWPID if pidns else 0)
     userns = False
     if not is_root:
         flags |= CLONE_NEWUSER
     r = libc().unshare(ctypes.c_int(flags))
     if r != 0:
         err = _errmsg("unshare")
+        if pidns:
+            raise OSError(ctypes.get_errno(), "%s (a PID namespace%s is required)"
+                          % (err, "" if is_root else " in a user namespace"))
         if not is_root and libc().unshare(ctypes.c_int(CLONE_NEWNET | CLONE_NEWNS)) == 0:
             r = 0
         else:
@@ -584,7 +775,15 @@ def apply_sandbox(spec, report):
             _write("/proc/self/uid_map", "%d %d 1" % (my_uid, my_uid))
             _write("/proc/self/gid_map", "%d %d 1" % (my_gid, my_gid))
         except OSError as e:
+            if pidns:
+                raise
             sb["userns"] = "map failed: %s" % e
+    if pidns:
+        _enter_pid_namespace()  # from here on: PID 2 of the sample's namespace
+        sb["pid_namespace"] = True
+        sb["pid"] = os.getpid()
+    owner = uid if drop else my_uid
+    group = gid if drop and gid is not None else my_gid
     if r == 0:
         sb["network"] = "isolated"
         sb["userns"] = userns
@@ -593,20 +792,25 @@ def apply_sandbox(spec, report):
             try:
                 _mount_setattr("/", AT_RECURSIVE, MOUNT_ATTR_RDONLY, 0)
                 sb["filesystem"] = "read-only except the sample directory"
-                # The CUDA driver writes under /proc while it initialises (seen on an H200: with
-                # /proc read-only cudaGetDeviceCount fails with error 304), so /proc stays
-                # writable; /proc/sys, the part that changes the kernel, stays read-only.
-                try:
-                    _mount_setattr("/proc", 0, 0, MOUNT_ATTR_RDONLY)
-                    if os.path.isdir("/proc/sys"):
-                        _mount("/proc/sys", "/proc/sys", None, MS_BIND | MS_REC, None)
-                        _mount_setattr("/proc/sys", AT_RECURSIVE, MOUNT_ATTR_RDONLY, 0)
-                except OSError as e:
-                    sb["proc"] = "read-only (%s): CUDA may fail to initialise" % e
             except OSError as e:
                 sb["filesystem"] = "not read-only (%s)" % e
-            owner = uid if drop else my_uid
-            group = gid if drop and gid is not None else my_gid
+            if pidns:
+                # A /proc of the sample's own PID namespace. The CUDA driver writes under /proc
+                # while it initialises (seen on an H200: with /proc read-only cudaGetDeviceCount
+                # fails with error 304), so it is writable; /proc/sys stays read-only.
+                _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+                sb["proc"] = "private"
+            else:
+                try:
+                    _mount_setattr("/proc", 0, 0, MOUNT_ATTR_RDONLY)
+                except OSError as e:
+                    sb["proc"] = "read-only (%s): CUDA may fail to initialise" % e
+            try:
+                if os.path.isdir("/proc/sys"):
+                    _mount("/proc/sys", "/proc/sys", None, MS_BIND | MS_REC, None)
+                    _mount_setattr("/proc/sys", AT_RECURSIVE, MOUNT_ATTR_RDONLY, 0)
+            except OSError as e:
+                sb["proc_sys"] = "writable (%s)" % e
             cap = spec.get("disk_cap_mb") or 0
             if cap > 0:
                 _mount("tmpfs", directory, "tmpfs", MS_NOSUID | MS_NODEV,
@@ -629,7 +833,32 @@ def apply_sandbox(spec, report):
                     except OSError:
                         pass
         except OSError as e:
+            if pidns:
+                raise
             sb["filesystem"] = "not isolated (%s)" % e
+        # Must hold: the daemon's own files.
+        for path in spec.get("hide", []):
+            if path:
+                _hide(path, sb)
+        # A name for the sample's uid (torch._inductor, getpass and optimizers look it up).
+        name = spec.get("user") or "kforge-sample"
+        try:
+            files = _passwd_files(directory, owner, group, name)
+            for base, path in files.items():
+                target = "/etc/" + base
+                if os.path.exists(target):
+                    _mount(path, target, None, MS_BIND, None)
+                    _mount_setattr(target, 0, MOUNT_ATTR_RDONLY, 0)
+            if drop:
+                for path in files.values():
+                    os.chown(path, 0, 0)
+            sb["user"] = name
+        except OSError as e:
+            sb["user"] = "no passwd entry (%s)" % e
+    elif spec.get("hide"):
+        if not is_root:  # nothing else keeps the daemon's files from the sample
+            raise OSError(errno.EPERM, "cannot hide the daemon's files: no mount namespace")
+        sb["hidden"] = "not hidden (no mount namespace)"
     if drop:
         groups = [g for g in spec.get("groups", []) if isinstance(g, int)]
         os.setgroups(groups)
@@ -645,6 +874,9 @@ def apply_sandbox(spec, report):
         sb["uid"] = os.getuid()
         if is_root:
             sb["uid_note"] = "running as root: no separate uid"
+        elif userns:
+            _drop_capabilities()
+            sb["capabilities"] = "none"
     limits = [("nproc", resource.RLIMIT_NPROC, spec.get("max_processes")),
               ("nofile", resource.RLIMIT_NOFILE, spec.get("max_open_files")),
               ("fsize", resource.RLIMIT_FSIZE, (spec.get("file_size_cap_mb") or 0) * 1048576),
@@ -662,7 +894,8 @@ def apply_sandbox(spec, report):
     sb["rlimits"] = applied
     if is_root and not drop:
         sb["nproc_note"] = "root: RLIMIT_NPROC is not enforced"
-    # Die with the parent. Set after the uid change, which clears it.
+    # Die with the parent. Set after the uid change, which clears it. In a PID namespace the
+    # parent (the keeper) is outside it: getppid() says 0 while it lives.
     parent = os.getppid()
     libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:
@@ -671,6 +904,9 @@ def apply_sandbox(spec, report):
     os.chdir(directory)
     os.environ["HOME"] = directory
     os.environ["TMPDIR"] = directory
+    if "user" in sb and not sb["user"].startswith("no passwd"):
+        os.environ["USER"] = sb["user"]
+        os.environ["LOGNAME"] = sb["user"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -728,6 +964,7 @@ def run_sample(request, report):
                           getattr(e, "kforge_section", "code"), e.lineno, e.msg))
         return None
     report["script"] = script
+    report["code_kernels"] = code_kernels(code)
     report["removed"] = info["removed"]
     report["sections"] = info["sections"]
     try:

@@ -44,6 +44,8 @@ void read_config(ConfigNode n, VerifierConfig& out) {
   n.get("sandbox_uid_count", out.sandbox_uid_count);
   n.get("sandbox_gid", out.sandbox_gid);
   n.get("uid_lock_dir", out.uid_lock_dir);
+  n.get("pid_namespace", out.pid_namespace);
+  n.get("hide", out.hide);
   n.get("cgroup", out.cgroup);
   n.get("queue_capacity", out.queue_capacity);
   n.get("worker_start_timeout_s", out.worker_start_timeout_s);

@@ -20,6 +20,7 @@
 
 #include "kforge/core/fs.hpp"
 #include "kforge/core/paths.hpp"
+#include "sandbox.hpp"
 #include "sys.hpp"
 
 namespace kforge::verify {
@@ -130,7 +131,7 @@ struct Slot {
   std::size_t device = 0;  // index into Impl::devices
   // The uids this slot's samples run as: two with prestarting (the running sample and the child
   // waiting for the next one never share a uid, so ending one cannot touch the other).
-  std::vector<sys::UidClaim> uids;
+  std::vector<uid_t> uids;
   std::size_t uid_turn = 0;
   bool own_uid = false;
   std::string cache_dir;
@@ -161,14 +162,6 @@ std::string env_get(const char* name) {
   return v ? std::string(v) : std::string();
 }
 
-bool matches(const std::string& pattern, const std::string& name) {
-  if (!pattern.empty() && pattern.back() == '*')
-    return name.rfind(pattern.substr(0, pattern.size() - 1), 0) == 0;
-  return pattern == name;
-}
-
-extern "C" char** environ;
-
 }  // namespace
 
 struct Pool::Impl {
@@ -185,7 +178,7 @@ struct Pool::Impl {
   std::string cache_root;
   bool warm = true;
   SandboxCaps caps;
-  std::vector<gid_t> gpu_groups;
+  std::unique_ptr<Sandbox> sandbox;
   std::unique_ptr<sys::Cgroups> cgroups;
   PoolStats stats;
   SteadyTime next_memory_poll{};
@@ -201,34 +194,7 @@ struct Pool::Impl {
   // --- environment -----------------------------------------------------------------------
 
   std::vector<std::string> sample_env(const Slot& s) const {
-    std::map<std::string, std::string> env;
-    for (char** e = environ; e && *e; ++e) {
-      std::string kv = *e;
-      auto eq = kv.find('=');
-      if (eq == std::string::npos) continue;
-      std::string k = kv.substr(0, eq);
-      for (const auto& p : cfg.env_passthrough)
-        if (matches(p, k)) env[k] = kv.substr(eq + 1);
-    }
-    std::string path = "/usr/local/bin:/usr/bin:/bin";
-    if (python.find('/') != std::string::npos)
-      path = fs::path(python).parent_path().string() + ":" + path;
-    env["PATH"] = path;
-    env["LANG"] = "C.UTF-8";
-    env["LC_ALL"] = "C.UTF-8";
-    env["HOME"] = run_root;
-    env["TMPDIR"] = run_root;
-    env["PYTHONDONTWRITEBYTECODE"] = "1";
-    env["PYTHONNOUSERSITE"] = "1";
-    env["PYTHONUNBUFFERED"] = "1";
-    env["TRITON_CACHE_DIR"] = s.cache_dir;
-    env["OMP_NUM_THREADS"] = std::to_string(omp_threads);
-    env["KFORGE_VERIFY_DEVICE"] = devices[s.device].device.id;
-    for (const auto& [k, v] : devices[s.device].device.visibility_env()) env[k] = v;
-    for (const auto& [k, v] : cfg.env) env[k] = v;
-    std::vector<std::string> out;
-    for (const auto& [k, v] : env) out.push_back(k + "=" + v);
-    return out;
+    return sandbox->environment(devices[s.device].device, s.cache_dir, omp_threads);
   }
 
   double memory_fraction(const Slot& s) const {
@@ -416,24 +382,12 @@ struct Pool::Impl {
 
   // --- runs --------------------------------------------------------------------------------
 
+  RunPlace place(const Slot& s, const Run& r) const {
+    return {r.dir, s.cache_dir, r.cgroup, s.own_uid ? static_cast<int>(r.uid) : -1};
+  }
+
   nlohmann::json sandbox_json(const Slot& s, const Run& r) const {
-    nlohmann::json sandbox = {{"dir", r.dir},
-                              {"max_processes", cfg.max_processes},
-                              {"max_open_files", cfg.max_open_files},
-                              {"file_size_cap_mb", cfg.file_size_cap_mb},
-                              {"address_space_cap_mb", cfg.address_space_cap_mb},
-                              {"disk_cap_mb", cfg.disk_cap_mb},
-                              {"writable", nlohmann::json::array({s.cache_dir})},
-                              {"uid", nullptr},
-                              {"gid", nullptr},
-                              {"groups", gpu_groups},
-                              {"cgroup", nullptr}};
-    if (s.own_uid) {
-      sandbox["uid"] = r.uid;
-      sandbox["gid"] = cfg.sandbox_gid;
-    }
-    if (!r.cgroup.empty()) sandbox["cgroup"] = r.cgroup;
-    return sandbox;
+    return sandbox->spec(place(s, r));
   }
 
   nlohmann::json request_json(const Slot& s, const Run& r) const {
@@ -462,7 +416,7 @@ struct Pool::Impl {
     run->err = CappedBuffer(static_cast<std::size_t>(cfg.output_cap_kb) * 1024);
     run->dir = run_root + "/s" + std::to_string(s.index) + "-" + std::to_string(++run_counter);
     if (s.own_uid) {
-      run->uid = s.uids[s.uid_turn % s.uids.size()].uid;
+      run->uid = s.uids[s.uid_turn % s.uids.size()];
       ++s.uid_turn;
     }
     std::error_code ec;
@@ -471,9 +425,7 @@ struct Pool::Impl {
       spdlog::error("verifier: cannot prepare {}: {}", run->dir, ec.message());
       return nullptr;
     }
-    ::chmod(run->dir.c_str(), 0755);
-    if (s.own_uid && ::chown(run->dir.c_str(), run->uid, static_cast<gid_t>(cfg.sandbox_gid)) != 0)
-      spdlog::warn("verifier: chown {}: {}", run->dir, std::strerror(errno));
+    sandbox->prepare_dir(place(s, *run));
     if (cgroups && cgroups->available()) {
       auto cg =
           cgroups->create("run-" + std::to_string(s.index) + "-" + std::to_string(run_counter),
@@ -560,8 +512,7 @@ struct Pool::Impl {
 
   void drop_spare(Slot& s) {
     if (!s.spare) return;
-    if (s.spare->pid > 0) sys::kill_group(s.spare->pid);
-    if (s.own_uid) sys::sweep_uid(s.spare->uid);
+    sandbox->kill_run(s.spare->pid, s.own_uid ? static_cast<int>(s.spare->uid) : -1);
     drop_run(*s.spare);
     s.spare.reset();
   }
@@ -715,8 +666,7 @@ struct Pool::Impl {
     r.killed = why;
     r.kill_time = now();
     if (!r.cgroup.empty()) cgroups->destroy(r.cgroup), r.cgroup.clear();
-    if (r.pid > 0) sys::kill_group(r.pid);
-    if (s.own_uid) sys::sweep_uid(r.uid);
+    sandbox->kill_run(r.pid, s.own_uid ? static_cast<int>(r.uid) : -1);
   }
 
   void finish_run(Slot& s) {
@@ -873,8 +823,13 @@ struct Pool::Impl {
       auto counts = t.value("launches", nlohmann::json::object());
       for (const auto& [k, v] : counts.items())
         launches += v.is_number() ? v.get<std::int64_t>() : 0;
-      if (!kernels.empty() && launches == 0) {
+      if (launches == 0) {
+        // The code defines no Triton kernel, or none of its kernels ran: nothing was verified.
         res.flags.push_back(kNoKernelLaunch);
+        bool defines =
+            !kernels.empty() || !res.report.value("code_kernels", nlohmann::json::array()).empty();
+        res.report["no_kernel_launch"] = defines ? "no kernel of its code was launched"
+                                                 : "the code defines no @triton.jit kernel";
       } else if (!kernels.empty() && cfg.mutant_check) {
         Job m;
         m.id = next_id++;
@@ -1082,13 +1037,9 @@ struct Pool::Impl {
         if (!s.run || s.run->exited || s.run->pid <= 0 || s.run->killed != KillReason::none)
           continue;
         std::int64_t rss = 0;
-        for (const auto& p : procs) {
-          if (p.zombie) continue;
-          bool mine = s.own_uid
-                          ? (p.ruid == s.run->uid || p.euid == s.run->uid) || p.pid == s.run->pid
-                          : p.pgid == s.run->pid;
-          if (mine) rss += p.rss_kb;
-        }
+        int uid = s.own_uid ? static_cast<int>(s.run->uid) : -1;
+        for (const auto& p : procs)
+          if (sandbox->counts_for_run(p, s.run->pid, uid)) rss += p.rss_kb;
         s.run->peak_rss_kb = std::max(s.run->peak_rss_kb, rss);
         if (rss > cfg.memory_cap_mb * 1024) kill_run(s, KillReason::memory_rss);
       }
@@ -1142,11 +1093,8 @@ Pool::~Pool() {
     }
     I.drop_spare(s);
     I.stop_worker(s);
-    for (auto& u : s.uids) {
-      sys::sweep_uid(u.uid);
-      sys::close_fd(u.lock_fd);
-    }
   }
+  I.sandbox.reset();  // kills what still runs as the slots' uids and releases them
   while (!I.queue.empty()) {
     Job j = std::move(I.queue.front());
     I.queue.pop_front();
@@ -1255,60 +1203,25 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
   fs::create_directories(I.cache_root, ec);
   if (ec) return fail("io", I.cache_root + ": " + ec.message());
 
-  I.caps.root = ::geteuid() == 0;
   // With prestarting, a slot has a running sample and a child waiting for the next one.
-  std::size_t uids_per_slot = I.warm && I.cfg.prestart ? 2 : 1;
-  std::vector<sys::UidClaim> uids;
-  if (I.caps.root && I.cfg.sandbox_uid_base > 0) {
-    KF_TRY(uids, sys::claim_uids(I.cfg.sandbox_uid_base, I.cfg.sandbox_uid_count,
-                                 static_cast<int>(slot_devices.size() * uids_per_slot),
-                                 I.cfg.uid_lock_dir));
-    I.caps.own_uids = true;
-  }
-  if (I.caps.own_uids) {
-    // Samples run as other uids: the interpreter and their directories must be reachable.
-    auto closed_ancestor = [](const fs::path& start) -> std::string {
-      for (fs::path p = start; !p.empty() && p != p.root_path(); p = p.parent_path()) {
-        struct stat st;
-        if (::stat(p.c_str(), &st) == 0 && !(st.st_mode & S_IXOTH)) return p.string();
-      }
-      return "";
-    };
-    std::string closed = closed_ancestor(fs::path(I.python).parent_path());
-    if (!closed.empty())
-      return fail("config", "verifier.python: " + I.python +
-                                " is not reachable by the sandbox uids (" + closed +
-                                " is closed to other users); use a Python readable by all users, "
-                                "or set verifier.sandbox_uid_base: 0 to run samples as root");
-    closed = closed_ancestor(fs::absolute(I.run_root));
-    if (!closed.empty()) {
+  int uids_per_slot = I.warm && I.cfg.prestart ? 2 : 1;
+  {
+    Sandbox::Options so;
+    so.config = I.cfg;
+    so.python = I.python;
+    so.harness = I.harness;
+    so.run_root = I.run_root;
+    so.cache_root = I.cache_root;
+    so.slots = static_cast<int>(slot_devices.size());
+    so.uids_per_slot = uids_per_slot;
+    auto sb = Sandbox::create(std::move(so));
+    if (!sb.ok()) {
       fs::remove_all(I.run_root, ec);
-      return fail("config", "verifier.work_dir: " + I.cfg.work_dir +
-                                " is not reachable by the sandbox uids (" + closed +
-                                " is closed to other users)");
+      return fail(sb.error());
     }
+    I.sandbox = std::move(*sb);
   }
-  auto share_dir = [&](const std::string& d) {
-    if (I.caps.own_uids) {
-      if (::chown(d.c_str(), 0, static_cast<gid_t>(I.cfg.sandbox_gid)) != 0)
-        spdlog::warn("verifier: chown {}: {}", d, std::strerror(errno));
-      ::chmod(d.c_str(), 02775);
-    }
-  };
-  share_dir(I.cache_root);
-  if (I.caps.own_uids) {
-    // Entries an earlier pool wrote as root (sandbox_uid_base 0) must stay writable by the
-    // samples' group, or Triton could not add to them.
-    for (auto it = fs::recursive_directory_iterator(I.cache_root, ec);
-         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      struct stat st;
-      if (::lstat(it->path().c_str(), &st) != 0 || S_ISLNK(st.st_mode)) continue;
-      if (st.st_gid == static_cast<gid_t>(I.cfg.sandbox_gid) && (st.st_mode & S_IWGRP)) continue;
-      if (::chown(it->path().c_str(), st.st_uid, static_cast<gid_t>(I.cfg.sandbox_gid)) == 0)
-        ::chmod(it->path().c_str(), S_ISDIR(st.st_mode) ? 02775 : (st.st_mode & 0777) | 0660);
-    }
-  }
-  I.gpu_groups = sys::gpu_device_groups();
+  I.caps = I.sandbox->caps();
   I.cgroups = std::make_unique<sys::Cgroups>(I.cfg.cgroup);
   I.caps.memory = I.cgroups->available() ? "cgroup" : "rss-watch";
   I.caps.cgroup_note = I.cgroups->note();
@@ -1320,18 +1233,13 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
     Slot s;
     s.index = static_cast<int>(i);
     s.device = slot_devices[i];
-    if (I.caps.own_uids) {
-      for (std::size_t k = 0; k < uids_per_slot; ++k) {
-        s.uids.push_back(uids[i * uids_per_slot + k]);
-        sys::sweep_uid(s.uids.back().uid);  // leftovers of a pool that died
-      }
-      s.own_uid = true;
-    }
+    s.uids = I.sandbox->slot_uids(static_cast<int>(i));
+    s.own_uid = !s.uids.empty();
     s.cache_dir = I.cache_root;
     if (I.cfg.triton_cache_per_worker) {
       s.cache_dir = I.cache_root + "/worker-" + std::to_string(i);
       fs::create_directories(s.cache_dir, ec);
-      share_dir(s.cache_dir);
+      I.sandbox->share_dir(s.cache_dir);
     }
     s.log_path = I.run_root + "/worker-" + std::to_string(i) + ".log";
     I.slots.push_back(std::move(s));
@@ -1442,7 +1350,7 @@ std::vector<int> Pool::TEST_worker_pids() const {
 std::vector<int> Pool::TEST_slot_uids() const {
   std::vector<int> out;
   for (const auto& s : impl_->slots)
-    out.push_back(s.own_uid ? static_cast<int>(s.uids.front().uid) : -1);
+    out.push_back(s.own_uid ? static_cast<int>(s.uids.front()) : -1);
   return out;
 }
 

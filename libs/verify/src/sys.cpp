@@ -71,6 +71,11 @@ std::vector<ProcInfo> scan_procs() {
         p.rss_kb = std::atoll(line.c_str() + 6);
       } else if (line.rfind("NSpgid:", 0) == 0) {
         p.pgid = static_cast<pid_t>(std::atoi(line.c_str() + 7));
+      } else if (line.rfind("PPid:", 0) == 0) {
+        p.ppid = static_cast<pid_t>(std::atoi(line.c_str() + 5));
+      } else if (line.rfind("NSpid:", 0) == 0) {
+        auto last = line.find_last_of(" \t");
+        p.ns_pid = static_cast<pid_t>(std::atoi(line.c_str() + last + 1));
       } else if (line.rfind("State:", 0) == 0) {
         p.zombie = line.find('Z') != std::string::npos || line.find('X') != std::string::npos;
       }

@@ -18,6 +18,8 @@ struct ProcInfo {
   uid_t ruid = 0;
   uid_t euid = 0;
   pid_t pgid = 0;
+  pid_t ppid = 0;
+  pid_t ns_pid = 0;  // its pid in its own (innermost) PID namespace
   std::int64_t rss_kb = 0;
   bool zombie = false;
 };

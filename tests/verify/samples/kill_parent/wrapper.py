@@ -1,2 +1,3 @@
 def attack():
-    os.kill(os.getppid(), signal.SIGKILL)
+    # In a PID namespace the parent is outside it (getppid() says 0): PID 1 stands in for it.
+    os.kill(os.getppid() or 1, signal.SIGKILL)

@@ -50,6 +50,12 @@ struct VerifierConfig {
   int sandbox_uid_count = 1000;           // from this range (0 base: samples keep the pool's uid)
   std::int64_t sandbox_gid = 61000;
   std::string uid_lock_dir = "/run/lock";
+  // A PID namespace per sample, with its own /proc (as non-root through a user namespace; the
+  // pool refuses to start where the kernel forbids it). Off only to measure what it costs.
+  bool pid_namespace = true;
+  // Paths samples can neither read nor write (hidden in their mount namespace). kforge adds the
+  // database (with -wal, -shm, its directory) and the configuration file it loaded.
+  std::vector<std::string> hide = {"/etc/kforge"};
   std::string cgroup = "auto";  // auto | off | a delegated cgroup v2 directory
   int queue_capacity = 64;
   double worker_start_timeout_s = 180;

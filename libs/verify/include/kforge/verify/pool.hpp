@@ -74,8 +74,11 @@ struct PoolStats {
 // What the sandbox could set up on this machine, found once when the pool starts.
 struct SandboxCaps {
   bool root = false;
-  bool own_uids = false;  // samples run as per-slot uids (root only)
-  std::string memory;     // "cgroup" or "rss-watch"
+  bool own_uids = false;            // samples run as per-slot uids (root only)
+  bool pid_namespace = false;       // a PID namespace (and /proc) per sample
+  bool userns = false;              // not root: the namespaces go through a user namespace
+  std::vector<std::string> hidden;  // the daemon's paths hidden from samples
+  std::string memory;               // "cgroup" or "rss-watch"
   std::string cgroup_note;
 };
 

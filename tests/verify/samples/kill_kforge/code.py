@@ -1,0 +1,3 @@
+import os
+import signal
+import time

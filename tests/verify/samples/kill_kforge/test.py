@@ -1,0 +1,3 @@
+def test_attack():
+    killed = attack()
+    assert not killed, "killed: %s" % killed

@@ -1,0 +1,3 @@
+import getpass
+import os
+import pwd

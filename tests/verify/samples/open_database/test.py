@@ -1,0 +1,3 @@
+def test_attack():
+    got = attack("@DB@")
+    assert not got, "reached the database: %s" % got

@@ -1,0 +1,2 @@
+import ctypes
+import os

@@ -1,0 +1,3 @@
+def test_attack():
+    attached = attack()
+    assert not attached, "attached to %s" % attached
