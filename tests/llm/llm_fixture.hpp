@@ -6,8 +6,8 @@
 
 #include <chrono>
 #include <functional>
-#include <stdexcept>
 #include <future>
+#include <stdexcept>
 #include <thread>
 
 #include "kforge/core/sha256.hpp"

@@ -1,6 +1,7 @@
 // End to end: the real kforged and kforge binaries against the fake provider on loopback, over
-// the tests' corpus (records of TritonBench-G), with scripted faults, kill -9 at several points, SIGTERM, expired
-// leases, a changed prompt, SIGHUP, /metrics and the systemd notification protocol.
+// the tests' corpus (records of TritonBench-G), with scripted faults, kill -9 at several points,
+// SIGTERM, expired leases, a changed prompt, SIGHUP, /metrics and the systemd notification
+// protocol.
 
 #include <gtest/gtest.h>
 #include <httplib.h>

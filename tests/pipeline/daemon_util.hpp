@@ -151,8 +151,8 @@ class Site {
     y += "pipeline:\n  max_in_flight: " + std::to_string(o.max_in_flight) +
          "\n  lease_ms: " + std::to_string(o.lease_ms) +
          "\n  retry_backoff_ms: 50\n  retry_backoff_max_ms: 200\n  idle_poll_ms: " +
-         std::to_string(o.idle_poll_ms) + "\n  verify_backlog: " + std::to_string(o.verify_backlog) +
-         "\n";
+         std::to_string(o.idle_poll_ms) +
+         "\n  verify_backlog: " + std::to_string(o.verify_backlog) + "\n";
     if (!o.prompts_dir.empty()) y += "  prompts_dir: " + o.prompts_dir + "\n";
     y += "daemon:\n  http_listen: \"" + o.http_listen +
          "\"\n  shutdown_grace_ms: " + std::to_string(o.grace_ms) +

@@ -53,9 +53,9 @@ std::vector<std::string> distinct(store::Db& db, const std::string& sql) {
 TEST(ReportFixtureNames, EveryStageFailureKindAndFlagIsOneLibsWrites) {
   const auto lits = literals_of_libs();
   // The checker itself: the names the pipeline does write are found...
-  for (const char* real : {"verify_queued", "no_kernel_launch", "no_test_function", "parse",
-                           "rate_limit", "llm:http", "rejected:no_kernel_launch", "verifier",
-                           "mutant_survived", "infrastructure"})
+  for (const char* real :
+       {"verify_queued", "no_kernel_launch", "no_test_function", "parse", "rate_limit", "llm:http",
+        "rejected:no_kernel_launch", "verifier", "mutant_survived", "infrastructure"})
     EXPECT_TRUE(written_by_libs(lits, real)) << real;
   // ...and the ones an earlier fixture invented are not.
   for (const char* invented :
@@ -76,16 +76,16 @@ TEST(ReportFixtureNames, EveryStageFailureKindAndFlagIsOneLibsWrites) {
   int checked = 0;
   for (const auto& [column, sql] : columns)
     for (const auto& v : distinct(fx.db(), sql)) {
-      EXPECT_TRUE(written_by_libs(lits, v))
-          << "fixtures/ab_runs.sql stores " << column << " = '" << v
-          << "', a string nothing in libs/ writes";
+      EXPECT_TRUE(written_by_libs(lits, v)) << "fixtures/ab_runs.sql stores " << column << " = '"
+                                            << v << "', a string nothing in libs/ writes";
       ++checked;
     }
   EXPECT_GE(checked, 10);
   // A job the verifier has judged is 'done' at stage 'done' (the verify stage writes both in
   // one transaction); a failed job keeps the stage it failed at.
-  EXPECT_EQ(fx.db().prepare("SELECT count(*) FROM jobs WHERE state = 'failed' AND stage IN "
-                            "('verify', 'done')")
+  EXPECT_EQ(fx.db()
+                .prepare("SELECT count(*) FROM jobs WHERE state = 'failed' AND stage IN "
+                         "('verify', 'done')")
                 ->one([](store::Stmt& s) { return s.int64(0); })
                 .value()
                 .value_or(-1),
