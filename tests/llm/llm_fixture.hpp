@@ -7,6 +7,7 @@
 #include <chrono>
 #include <functional>
 #include <future>
+#include <stdexcept>
 #include <thread>
 
 #include "kforge/core/sha256.hpp"
@@ -61,6 +62,20 @@ inline bool eventually(const std::function<bool()>& pred,
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return pred();
+}
+
+// f.get(), waiting at most `limit`: a callback that never runs fails the test here, in seconds,
+// instead of hanging to ctest's timeout (the exception fails the test with this message).
+template <class T>
+T get_within(std::future<T>& f, std::chrono::milliseconds limit = std::chrono::seconds(30)) {
+  if (f.wait_for(limit) != std::future_status::ready)
+    throw std::runtime_error("no result within " + std::to_string(limit.count()) +
+                             " ms: the callback never ran");
+  return f.get();
+}
+template <class T>
+T get_within(std::future<T>&& f, std::chrono::milliseconds limit = std::chrono::seconds(30)) {
+  return get_within(f, limit);
 }
 
 class LlmTest : public ::testing::Test {

@@ -10,7 +10,6 @@ namespace {
 class RunCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (test::tritonbench_g().empty()) GTEST_SKIP() << "TritonBench-G corpus not found";
     site_ = std::make_unique<Site>(script("fake_llm_answers.json"));
     site_->import_corpus();
   }
@@ -81,7 +80,7 @@ TEST_F(RunCli, BadInputIsRefusedNamingWhereAndCreatesNothing) {
   r = site_->kforge({"run", "create", "x", "--pipeline", "v2"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("run 'x' exists already"), std::string::npos) << r.err;
-  EXPECT_EQ(site_->scalar("SELECT count(*) FROM jobs"), 184);
+  EXPECT_EQ(site_->scalar("SELECT count(*) FROM jobs"), test::kSmallCorpusRecords);
 }
 
 TEST_F(RunCli, PauseResumeCancel) {
@@ -112,7 +111,7 @@ TEST_F(RunCli, StatusShowsEveryRunOrOneAndKeepsItsJsonShape) {
   auto all = site_->kforge({"status", "--json"});
   ASSERT_EQ(all.exit_code, 0) << all.err;
   auto j = json::parse(all.out);
-  EXPECT_EQ(j["samples"], 184);
+  EXPECT_EQ(j["samples"], test::kSmallCorpusRecords);
   EXPECT_EQ(j["jobs"]["queued"], 5);
   ASSERT_EQ(j["runs"].size(), 2u);
   EXPECT_EQ(j["runs"][1]["jobs_by_stage"]["analyze"]["queued"], 3);

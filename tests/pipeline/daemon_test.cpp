@@ -1,6 +1,7 @@
 // End to end: the real kforged and kforge binaries against the fake provider on loopback, over
-// the TritonBench-G corpus, with scripted faults, kill -9 at several points, SIGTERM, expired
-// leases, a changed prompt, SIGHUP, /metrics and the systemd notification protocol.
+// the tests' corpus (records of TritonBench-G), with scripted faults, kill -9 at several points,
+// SIGTERM, expired leases, a changed prompt, SIGHUP, /metrics and the systemd notification
+// protocol.
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -17,8 +18,8 @@
 namespace kforge::pipeline::e2e {
 namespace {
 
-#define NEED_CORPUS() \
-  if (test::tritonbench_g().empty()) GTEST_SKIP() << "TritonBench-G corpus not found"
+// The corpus: tests/data/corpus_small.json (every sample the fault script names is in it).
+constexpr int kN = test::kSmallCorpusRecords;
 
 // Jobs of a run by final state, keyed by sample: "key|state|stage|error_kind".
 std::vector<std::string> final_states(Site& s, const std::string& tag) {
@@ -49,13 +50,12 @@ std::string state_of(Site& s, const std::string& tag, const std::string& key) {
 }
 
 TEST(Daemon, BothPipelinesRunTheCorpusThroughScriptedFaultsAndStopOnSigterm) {
-  NEED_CORPUS();
   Site site(script("fake_llm_faults.json"));
   site.import_corpus();
   site.create_run("v1", "v1");
   site.create_run("v2", "v2");
   auto d = site.start_daemon();
-  ASSERT_EQ(site.wait_for(kPastLlm, 368), 368) << d->log();
+  ASSERT_EQ(site.wait_for(kPastLlm, 2 * kN), 2 * kN) << d->log();
 
   // Scripted permanent failures end their jobs with the reason.
   EXPECT_EQ(state_of(site, "v1", "dequantize_rowwise.py"), "failed|generate|llm:http");
@@ -87,7 +87,7 @@ TEST(Daemon, BothPipelinesRunTheCorpusThroughScriptedFaultsAndStopOnSigterm) {
   for (const auto& [hash, n] : stats["answered_by_hash"].items()) EXPECT_EQ(n, 1) << hash;
   // Every job the faults did not end reached the verifier queue, and all ok answers carry the
   // prompt identity of their run.
-  EXPECT_GE(site.scalar("SELECT count(*) FROM jobs WHERE state = 'verify_queued'"), 360);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM jobs WHERE state = 'verify_queued'"), 2 * kN - 4);
   EXPECT_EQ(site.scalar("SELECT count(*) FROM jobs WHERE state NOT IN ('verify_queued', "
                         "'failed')"),
             0);
@@ -98,11 +98,11 @@ TEST(Daemon, BothPipelinesRunTheCorpusThroughScriptedFaultsAndStopOnSigterm) {
   auto status = site.kforge({"status", "--json"});
   ASSERT_EQ(status.exit_code, 0) << status.err;
   auto st = json::parse(status.out);
-  EXPECT_EQ(st["samples"], 184);
+  EXPECT_EQ(st["samples"], kN);
   ASSERT_EQ(st["runs"].size(), 2u);
   EXPECT_EQ(st["runs"][1]["tag"], "v2");
-  EXPECT_EQ(st["runs"][1]["progress"]["past_llm"], 184);
-  EXPECT_GT(st["runs"][1]["tokens"]["prompt"].get<std::int64_t>(), 100'000);
+  EXPECT_EQ(st["runs"][1]["progress"]["past_llm"], kN);
+  EXPECT_GT(st["runs"][1]["tokens"]["prompt"].get<std::int64_t>(), 20'000);
   bool saw_parse = false;
   for (const auto& e : st["runs"][1]["errors"]) saw_parse = saw_parse || e["kind"] == "parse";
   EXPECT_TRUE(saw_parse) << st["runs"][1]["errors"].dump();
@@ -113,14 +113,13 @@ TEST(Daemon, BothPipelinesRunTheCorpusThroughScriptedFaultsAndStopOnSigterm) {
 }
 
 TEST(Daemon, KillNineAtSeveralPointsEndsWithTheUninterruptedOutputsAndNoRepeatedAnswer) {
-  NEED_CORPUS();
   // The reference: one uninterrupted run.
   Site ref(script("fake_llm_faults.json", 40));
   ref.import_corpus();
   ref.create_run("v2", "v2");
   {
     auto d = ref.start_daemon();
-    ASSERT_EQ(ref.wait_for(kPastLlm, 184), 184) << d->log();
+    ASSERT_EQ(ref.wait_for(kPastLlm, kN), kN) << d->log();
     d->signal(SIGTERM);
     ASSERT_EQ(d->wait(20s), 0);
   }
@@ -129,16 +128,15 @@ TEST(Daemon, KillNineAtSeveralPointsEndsWithTheUninterruptedOutputsAndNoRepeated
   site.import_corpus();
   site.create_run("v2", "v2");
   const char* ok_outputs = "SELECT count(*) FROM stage_outputs WHERE status = 'ok'";
-  const std::vector<std::int64_t> points = {40, 100, 170, 240, 300};
+  const std::vector<std::int64_t> points = {8, 20, 34, 48, 62};
   std::set<std::string> durable;  // answers stored when the last daemon died
   json before = json::object();   // the provider's answer counts at that moment
-  std::int64_t lost_in_flight = 0, kills = 0;
+  std::int64_t lost_in_flight = 0;
   for (std::size_t i = 0; i <= points.size(); ++i) {
     auto d = site.start_daemon();
     if (i < points.size()) {
       ASSERT_GE(site.wait_for(ok_outputs, points[i]), points[i]) << d->log();
       d->kill9();
-      ++kills;
       EXPECT_GT(site.scalar("SELECT count(*) FROM jobs WHERE state = 'leased'"), 0)
           << "killed with calls in flight";
       // The provider finishes what it was answering to the dead daemon before we count.
@@ -147,7 +145,7 @@ TEST(Daemon, KillNineAtSeveralPointsEndsWithTheUninterruptedOutputsAndNoRepeated
              std::chrono::steady_clock::now() < until)
         std::this_thread::sleep_for(5ms);
     } else {
-      ASSERT_EQ(site.wait_for(kPastLlm, 184), 184) << d->log();
+      ASSERT_EQ(site.wait_for(kPastLlm, kN), kN) << d->log();
       d->signal(SIGTERM);
       ASSERT_EQ(d->wait(20s), 0) << d->log();
     }
@@ -163,12 +161,11 @@ TEST(Daemon, KillNineAtSeveralPointsEndsWithTheUninterruptedOutputsAndNoRepeated
     durable = site.durable_answers();
     before = now;
   }
-  EXPECT_EQ(kills, 5);
   // Identical results: every job's final state and every stage output, attempt by attempt.
   EXPECT_EQ(final_states(site, "v2"), final_states(ref, "v2"));
   EXPECT_EQ(outputs(site, "v2"), outputs(ref, "v2"));
   // No job or output duplicated.
-  EXPECT_EQ(site.scalar("SELECT count(*) FROM jobs"), 184);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM jobs"), kN);
   EXPECT_EQ(site.scalar("SELECT count(*) FROM (SELECT job_id, stage, attempt FROM stage_outputs "
                         "GROUP BY 1, 2, 3 HAVING count(*) > 1)"),
             0);
@@ -178,10 +175,12 @@ TEST(Daemon, KillNineAtSeveralPointsEndsWithTheUninterruptedOutputsAndNoRepeated
   for (const auto& [hash, n] : answered.items()) repeated += n.get<std::int64_t>() - 1;
   EXPECT_EQ(repeated, lost_in_flight);
   EXPECT_GT(site.scalar("SELECT count(*) FROM job_events WHERE kind = 'lease_reclaimed'"), 0);
+  // Answers stored before a kill whose stage output was not yet written were replayed from the
+  // database, not asked again.
+  EXPECT_GT(site.scalar("SELECT count(*) FROM llm_calls WHERE status = 'replayed'"), 0);
 }
 
 TEST(Daemon, SigtermLetsCallsInFlightFinishThenExitsZero) {
-  NEED_CORPUS();
   Site site(script("fake_llm_answers.json", 1500));
   site.import_corpus();
   site.create_run("v1", "v1", {"--limit", "20"});
@@ -206,7 +205,6 @@ TEST(Daemon, SigtermLetsCallsInFlightFinishThenExitsZero) {
 }
 
 TEST(Daemon, SigtermAfterTheGracePeriodReleasesTheCallsStillRunning) {
-  NEED_CORPUS();
   json s = script("fake_llm_answers.json");
   s["defaults"] = {{"latency_ms", 20'000}};
   Site site(s);
@@ -226,7 +224,6 @@ TEST(Daemon, SigtermAfterTheGracePeriodReleasesTheCallsStillRunning) {
 }
 
 TEST(Daemon, ADeadDaemonsLeasesExpireAndAnotherOwnerFinishesTheRun) {
-  NEED_CORPUS();
   Site site(script("fake_llm_answers.json", 300));
   Options o;
   o.owner = "hostB";
@@ -252,7 +249,6 @@ TEST(Daemon, ADeadDaemonsLeasesExpireAndAnotherOwnerFinishesTheRun) {
 }
 
 TEST(Daemon, RefusesARunWhosePromptChangedAndGoesOnWithTheOthers) {
-  NEED_CORPUS();
   Site site(script("fake_llm_answers.json"));
   fs::path prompts = site.dir().path() / "prompts";
   fs::copy(test::source_dir() / "prompts", prompts, fs::copy_options::recursive);
@@ -368,7 +364,6 @@ class NotifySocket {
 };
 
 TEST(Daemon, SpeaksTheSystemdProtocolServesMetricsAndReloadsOnSighup) {
-  NEED_CORPUS();
   Site site(script("fake_llm_answers.json", 30));
   Options o;
   int port = free_port();
@@ -413,8 +408,17 @@ TEST(Daemon, SpeaksTheSystemdProtocolServesMetricsAndReloadsOnSighup) {
   while (d->log().find("SIGHUP: reloaded") == std::string::npos &&
          std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(20ms);
-  EXPECT_NE(d->log().find("up to 3 stage calls in flight, 3 LLM requests"), std::string::npos)
+  ASSERT_NE(d->log().find("up to 3 stage calls in flight, 3 LLM requests"), std::string::npos)
       << d->log();
+  // The new limits hold: a new run of 10 samples (each answer takes 30 ms) never has more than
+  // 3 requests at the provider at once; under the old limit of 16 all 10 would go together.
+  site.fake().reset_stats();
+  site.create_run("after", "v1", {"--limit", "10"});
+  ASSERT_EQ(site.wait_for(kPastLlm, 20), 20) << d->log();
+  auto after = site.fake().stats();
+  EXPECT_EQ(after["answered"], 10);
+  EXPECT_LE(after["max_in_flight"].get<int>(), 3);
+  EXPECT_GE(after["max_in_flight"].get<int>(), 2) << "the requests did not overlap at all";
 
   d->signal(SIGTERM);
   auto stopping = sock.until("STOPPING=1", 10s);
@@ -562,7 +566,6 @@ namespace {
 // Here the samples run in real Python without torch or Triton, so their verdicts are errors;
 // what is checked is the hand-off, not the kernels.
 TEST(DaemonVerifier, GeneratedSamplesAreVerifiedOnceAcrossAKill) {
-  if (test::tritonbench_g().empty()) GTEST_SKIP() << "TritonBench-G corpus not found";
   if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "/usr/bin/python3 not found";
   Site site(script("fake_llm_answers.json"));
   Options o;
@@ -571,15 +574,26 @@ TEST(DaemonVerifier, GeneratedSamplesAreVerifiedOnceAcrossAKill) {
   site.import_corpus();
   site.create_run("v1", "v1", {"--limit", "12"});
   const std::string done = "SELECT count(*) FROM jobs WHERE state = 'done'";
+  const std::string verifying = "SELECT count(*) FROM jobs WHERE state = 'verifying'";
   {
     auto d = site.start_daemon();
     ASSERT_GE(site.wait_for(done, 3, 120s), 3) << d->log();
     d->kill9();
   }
+  // The kill caught samples being verified: their jobs are still 'verifying' under the dead
+  // daemon's lease, with no verdict.
+  const std::int64_t at_kill = site.scalar(verifying);
+  EXPECT_GT(at_kill, 0) << "the kill came when nothing was being verified";
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM jobs j WHERE j.state = 'verifying' AND EXISTS "
+                        "(SELECT 1 FROM verifications v WHERE v.job_id = j.id)"),
+            0);
+  const std::int64_t done_at_kill = site.scalar(done);
   auto d = site.start_daemon();
   ASSERT_EQ(site.wait_for(done, 12, 180s), 12) << d->log();
   // One verdict per job, none lost or doubled by the kill, each with the script that ran.
   EXPECT_EQ(site.scalar("SELECT count(*) FROM verifications"), 12);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM verifications WHERE attempt = 1"), 12)
+      << "a job verified before the kill was verified again (" << done_at_kill << " were done)";
   EXPECT_EQ(site.scalar("SELECT count(DISTINCT job_id) FROM verifications"), 12);
   EXPECT_EQ(site.scalar("SELECT count(*) FROM verifications WHERE verdict NOT IN ('passed', "
                         "'failed', 'error', 'timeout', 'crashed', 'invalid', 'skipped')"),
@@ -597,7 +611,6 @@ TEST(DaemonVerifier, GeneratedSamplesAreVerifiedOnceAcrossAKill) {
 
 // With the verifier off, generated samples wait in 'verify_queued'.
 TEST(DaemonVerifier, OffLeavesSamplesQueued) {
-  if (test::tritonbench_g().empty()) GTEST_SKIP() << "TritonBench-G corpus not found";
   Site site(script("fake_llm_answers.json"));
   site.import_corpus();
   site.create_run("v1", "v1", {"--limit", "5"});

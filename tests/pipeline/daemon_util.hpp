@@ -27,6 +27,16 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
+inline fs::path fake_triton_dir() {
+  return test::source_dir() / "tests" / "verify" / "fake_triton";
+}
+// Four kernels the stand-in Triton runs on the CPU; with fake_llm_cpu.json their samples pass
+// (vector_add.py, vector_sub.py), fail (vector_scale.py) or are rejected at generation
+// (vector_neg.py: no test function).
+inline fs::path cpu_corpus() {
+  return test::source_dir() / "tests" / "data" / "corpus_cpu.json";
+}
+
 inline json load_json(const fs::path& p) {
   return json::parse(test::read_text(p));
 }
@@ -111,10 +121,14 @@ struct Options {
   std::int64_t idle_poll_ms = 50;
   std::int64_t status_interval_ms = 200;
   bool verify = false;  // run the verifier pool (CPU, /usr/bin/python3) in the daemon
+  // With verify: the stand-in Triton (tests/verify/fake_triton) on verifier.python_path, so
+  // samples written for it (tests/data/corpus_cpu.json) pass on the CPU.
+  bool fake_triton = false;
+  int verify_backlog = 0;  // pipeline.verify_backlog (0: off)
 };
 
-// A temp dir with a database (the TritonBench-G corpus imported through the CLI) and a config
-// file pointing at a fake provider.
+// A temp dir with a database (the tests' corpus, tests/data/corpus_small.json, imported through
+// the CLI) and a config file pointing at a fake provider.
 class Site {
  public:
   explicit Site(const json& fake_script) {
@@ -137,7 +151,8 @@ class Site {
     y += "pipeline:\n  max_in_flight: " + std::to_string(o.max_in_flight) +
          "\n  lease_ms: " + std::to_string(o.lease_ms) +
          "\n  retry_backoff_ms: 50\n  retry_backoff_max_ms: 200\n  idle_poll_ms: " +
-         std::to_string(o.idle_poll_ms) + "\n";
+         std::to_string(o.idle_poll_ms) +
+         "\n  verify_backlog: " + std::to_string(o.verify_backlog) + "\n";
     if (!o.prompts_dir.empty()) y += "  prompts_dir: " + o.prompts_dir + "\n";
     y += "daemon:\n  http_listen: \"" + o.http_listen +
          "\"\n  shutdown_grace_ms: " + std::to_string(o.grace_ms) +
@@ -148,6 +163,9 @@ class Site {
       y += "verifier:\n  devices: [cpu]\n  cpu_workers: 2\n  python: /usr/bin/python3\n"
            "  timeout_s: 30\n  memory_cap_mb: 1024\n  work_dir: \"" +
            (dir_ / "verify-work").string() + "\"\n";
+    if (o.verify && o.fake_triton)
+      y += "  python_path: [\"" + fake_triton_dir().string() +
+           "\"]\n  preload: [triton, triton.language]\n";
     test::write_text(config(), y);
   }
 
@@ -163,8 +181,9 @@ class Site {
     return test::run_process(argv);
   }
 
-  void import_corpus() {
-    auto r = kforge({"import", test::tritonbench_g().string(), "--map",
+  // Imports the tests' corpus, or another file of the same format.
+  void import_corpus(const fs::path& file = test::small_corpus()) {
+    auto r = kforge({"import", file.string(), "--map",
                      "code=output,description_1=simp_instru,description_2=comp_instru", "--key",
                      "file"});
     if (r.exit_code != 0) throw std::runtime_error("import failed: " + r.err);

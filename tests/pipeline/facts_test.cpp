@@ -15,16 +15,15 @@ namespace {
 
 using nlohmann::json;
 
-TEST(Facts, MatchPythonsParserOnEveryCorpusRecord) {
-  auto corpus = test::tritonbench_g();
-  if (corpus.empty()) GTEST_SKIP() << "TritonBench-G corpus not found beside the source tree";
+// Every record of `corpus`; counts the records and kernels checked.
+void check_corpus(const std::filesystem::path& corpus, int& checked, int& kernels) {
+  SCOPED_TRACE(corpus.string());
   auto script = test::source_dir() / "tests" / "pipeline" / "jit_facts.py";
   auto r = test::run_process({"/usr/bin/python3", script.string(), corpus.string(), "output"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   json records = json::parse(test::read_text(corpus));
   std::istringstream lines(r.out);
   std::string line;
-  int checked = 0, kernels = 0;
   while (std::getline(lines, line)) {
     json ref = json::parse(line);
     int i = ref["index"];
@@ -65,8 +64,20 @@ TEST(Facts, MatchPythonsParserOnEveryCorpusRecord) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 184);
-  EXPECT_EQ(kernels, 287);
+}
+
+TEST(Facts, MatchPythonsParserOnEveryCorpusRecord) {
+  int checked = 0, kernels = 0;
+  check_corpus(test::small_corpus(), checked, kernels);
+  EXPECT_EQ(checked, test::kSmallCorpusRecords);
+  EXPECT_EQ(kernels, 44);
+  // The full TritonBench-G corpus too, where it is beside the source tree.
+  if (!test::tritonbench_g().empty()) {
+    checked = kernels = 0;
+    check_corpus(test::tritonbench_g(), checked, kernels);
+    EXPECT_EQ(checked, 184);
+    EXPECT_EQ(kernels, 287);
+  }
 }
 
 constexpr const char* kTricky = R"PY(

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "fixture.hpp"
@@ -47,6 +49,34 @@ TEST_F(ReportCli, Compare) {
   r = kforge({"compare", "v1", "v2", "--confidence", "0.99"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(has(r.out, "verified [99% CI]")) << r.out;
+  r = kforge({"compare", "v1", "v2", "--confidence", "0.99", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j99 = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j99["confidence"], 0.99);
+  const auto& v1_95 = j["comparisons"][0]["runs"]["v1"];
+  const auto& v1_99 = j99["comparisons"][0]["runs"]["v1"];
+  ASSERT_EQ(v1_99["samples"], 13);
+  ASSERT_EQ(v1_99["verified"], 5);
+  // Wilson score intervals for 5/13, worked out here from the formula (z = 1.959964, 2.575829).
+  auto wilson = [](double k, double n, double z) {
+    double p = k / n, z2 = z * z, mid = (p + z2 / (2 * n)) / (1 + z2 / n);
+    double half = z / (1 + z2 / n) * std::sqrt(p * (1 - p) / n + z2 / (4 * n * n));
+    return std::make_pair(mid - half, mid + half);
+  };
+  auto [lo95, hi95] = wilson(5, 13, 1.959964);
+  auto [lo99, hi99] = wilson(5, 13, 2.575829);
+  EXPECT_NEAR(v1_95["interval"][0].get<double>(), lo95, 1e-4);
+  EXPECT_NEAR(v1_95["interval"][1].get<double>(), hi95, 1e-4);
+  EXPECT_NEAR(v1_99["interval"][0].get<double>(), lo99, 1e-4);
+  EXPECT_NEAR(v1_99["interval"][1].get<double>(), hi99, 1e-4);
+  EXPECT_LT(v1_99["interval"][0].get<double>(), v1_95["interval"][0].get<double>() - 0.03);
+  EXPECT_GT(v1_99["interval"][1].get<double>(), v1_95["interval"][1].get<double>() + 0.03);
+  // The paired difference's interval widens too, around the same difference.
+  const auto& p95 = j["comparisons"][0]["paired"];
+  const auto& p99 = j99["comparisons"][0]["paired"];
+  EXPECT_EQ(p99["difference"], p95["difference"]);
+  EXPECT_LT(p99["interval"][0].get<double>(), p95["interval"][0].get<double>());
+  EXPECT_GT(p99["interval"][1].get<double>(), p95["interval"][1].get<double>());
 }
 
 TEST_F(ReportCli, CompareErrors) {

@@ -96,7 +96,7 @@ TEST(ReportDebug, SampleThatNeverReachedTheVerifier) {
   EXPECT_EQ(test::read_text(*dir / "analyze.response.txt"),
             "{\"analysis\": {\"core_function\": \"dropout with a philox seed, keeps");
   EXPECT_EQ(test::read_text(*dir / "analyze.error.txt"),
-            "invalid_json: unterminated string at line 1, column 62\n");
+            "parse: unterminated string at line 1, column 62\n");
   auto attempts = ojson::parse(test::read_text(*dir / "attempts.json"));
   ASSERT_EQ(attempts.size(), 2u);
   EXPECT_EQ(attempts[0]["error"], "no JSON object in the reply");

@@ -32,7 +32,7 @@ TEST(ReportHtml, SelfContainedWithTheFigures) {
     EXPECT_EQ(html.find(banned), std::string::npos) << banned;
   for (const char* want :
        {"v2 vs v1", "v2-qwen vs v1", "38.5%", "53.8%", "0.7266", "copy_transpose.py",
-        "retry_gen.py", "rejected by kernel facts", "mutant_survived", "generate/rejected_by_facts",
+        "retry_gen.py", "rejected by kernel facts", "mutant_survived", "generate/no_test_function",
         "$0.0240", "$0.0300", "2023-11-14T22:13:20.000Z", "not significant",
         "class=\"seg c-verified\""})
     EXPECT_NE(html.find(want), std::string::npos) << "missing: " << want;

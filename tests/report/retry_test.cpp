@@ -67,7 +67,7 @@ TEST_F(ReportRetry, StageFailuresGoBackToTheirStageOrTheOneAskedFor) {
   EXPECT_EQ(job("v2", "garbled_output.py"), "queued|analyze|0|parse_error");
   // v2 was active: it stays so, and nothing says it was reactivated.
   EXPECT_FALSE(r->run_reactivated);
-  // A job a pipeline left at stage 'done' after its generation failed goes back to generate.
+  // A job whose generation failed at the provider goes back to generate.
   RetryOptions q;
   q.failures = {"llm_error"};
   r = retry(fx.db(), "v2-qwen", q);

@@ -100,6 +100,10 @@ std::filesystem::path binary(const std::string& relative) {
   return build_dir() / relative;
 }
 
+std::filesystem::path small_corpus() {
+  return source_dir() / "tests" / "data" / "corpus_small.json";
+}
+
 std::filesystem::path tritonbench_g() {
   auto p = source_dir().parent_path() / "shared" / "corpus" / "TritonBench_G_v1.json";
   if (std::filesystem::exists(p)) return p;

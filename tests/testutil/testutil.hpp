@@ -37,7 +37,12 @@ std::filesystem::path source_dir();
 std::filesystem::path build_dir();
 // A built binary of this project, e.g. "apps/kforge/kforge".
 std::filesystem::path binary(const std::string& relative);
-// ../shared/corpus/TritonBench_G_v1.json beside the source tree (empty if absent).
+// The tests' own corpus: tests/data/corpus_small.json, kSmallCorpusRecords records copied from
+// TritonBench-G (same format), always present.
+std::filesystem::path small_corpus();
+inline constexpr int kSmallCorpusRecords = 40;
+// The full TritonBench-G corpus at ../shared/corpus/TritonBench_G_v1.json beside the source tree,
+// for benchmarks and optional extra checks only (empty if absent).
 std::filesystem::path tritonbench_g();
 
 void write_text(const std::filesystem::path& p, const std::string& text);

@@ -303,6 +303,7 @@ class FakeLlmServer::Impl {
   void reset_stats() {
     std::lock_guard lk(mu_);
     stats_ = empty_stats();
+    peers_.clear();
     max_in_flight_ = in_flight_;
   }
 
@@ -318,6 +319,7 @@ class FakeLlmServer::Impl {
   static json empty_stats() {
     return {{"requests", 0},
             {"answered", 0},
+            {"connections", 0},
             {"by_hash", json::object()},
             {"answered_by_hash", json::object()},
             {"by_rule", json::object()},
@@ -500,6 +502,9 @@ class FakeLlmServer::Impl {
       std::lock_guard lk(mu_);
       n = stats_["requests"].get<std::uint64_t>() + 1;
       stats_["requests"] = n;
+      // A client's TCP connection is its (address, port): a kept-alive one is counted once.
+      if (peers_.insert(req.remote_addr + ":" + std::to_string(req.remote_port)).second)
+        stats_["connections"] = peers_.size();
       stats_["by_hash"][hash] = stats_["by_hash"].value(hash, 0) + 1;
       require_key = script_.value("require_key", "");
       json headers = json::object();
@@ -665,6 +670,7 @@ class FakeLlmServer::Impl {
   json stats_ = empty_stats();
   int in_flight_ = 0;
   int max_in_flight_ = 0;
+  std::set<std::string> peers_;  // client connections seen since the last reset (guarded by mu_)
 };
 
 FakeLlmServer::FakeLlmServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -53,7 +53,8 @@ class FakeLlmServer {
 
   Status set_script(const nlohmann::json& script);  // also resets the rule counters
   // What GET /_stats returns:
-  //   {"requests": N, "answered": N (200s with a completion), "in_flight": N,
+  //   {"requests": N, "answered": N (200s with a completion), "connections": N (distinct client
+  //    TCP connections: address and port), "in_flight": N,
   //    "max_in_flight": N, "by_hash": {sha: N}, "answered_by_hash": {sha: N},
   //    "max_per_hash": N, "by_rule": {name: N}, "by_status": {"200": N, ...},
   //    "last_request": {"path": ..., "auth": "bearer"|"api-key"|"none", "key_ok": bool,
