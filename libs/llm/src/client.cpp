@@ -95,6 +95,7 @@ struct Call {
   std::string body;
   std::vector<Callback> callbacks;
   TimePoint submitted{};
+  std::uint64_t seq = 0;  // submit order (a halt fails what was submitted before it)
   TimePoint first_started{};
   TimePoint attempt_started{};
   int attempts = 0;
@@ -236,6 +237,7 @@ class Client::Impl {
     c->req = std::move(req);
     c->callbacks.push_back(std::move(done));
     c->submitted = clock_->steady_now();
+    c->seq = next_seq_++;
     {
       std::lock_guard lk(stats_mu_);
       ++stats_.submitted;
@@ -459,6 +461,15 @@ class Client::Impl {
     if (reload) apply_limits(*reload, now);
     for (auto& owned : batch) {
       Call* c = owned.get();
+      if (c->seq < halt_seq_) {
+        // Submitted before a run-level error (it was at the store thread meanwhile): not sent.
+        live_[c] = std::move(owned);
+        finish(c, Error("halted",
+                        where(*c) + ": not sent: an earlier request got HTTP " +
+                            std::to_string(halt_status_) + " (a run-level error)",
+                        Transient::yes));
+        continue;
+      }
       if (c->req.replay == Replay::allow) {
         if (auto it = by_hash_.find(c->sha); it != by_hash_.end()) {
           for (auto& cb : c->callbacks) it->second->callbacks.push_back(std::move(cb));
@@ -888,6 +899,8 @@ class Client::Impl {
                       Transient::yes));
     ready_.clear();
     timers_.clear();
+    halt_seq_ = next_seq_.load();
+    halt_status_ = status;
     adaptive_.restart();
     std::lock_guard lk(stats_mu_);
     ++stats_.halts;
@@ -1241,6 +1254,7 @@ class Client::Impl {
   std::atomic<bool> replay_enabled_{true};
   std::atomic<int> max_attempts_{1};
   std::atomic<std::int64_t> max_prompt_tokens_{0};
+  std::atomic<std::uint64_t> next_seq_{0};
 
   // Guarded by mu_.
   std::mutex mu_;
@@ -1272,6 +1286,8 @@ class Client::Impl {
   AdaptiveConcurrency adaptive_;
   AdaptivePacer pacer_;
   bool adaptive_started_ = false;
+  std::uint64_t halt_seq_ = 0;  // requests submitted before this fail as "halted"
+  long halt_status_ = 0;
   double server_tpm_ = 0;  // the token rate the headers imply (per minute); 0: none
   std::mt19937_64 rng_;
   std::unordered_map<Call*, std::unique_ptr<Call>> live_;

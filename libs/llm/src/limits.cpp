@@ -174,7 +174,14 @@ void AdaptivePacer::on_accepted(TimePoint now) {
 bool AdaptivePacer::on_limited(TimePoint sent_at, TimePoint now) {
   if (cuts_ > 0 && sent_at < last_cut_) return false;  // sent at the old rate
   double seen = accepted_rate(now);
-  double base = rate() ? std::min(*rate(), std::max(seen, p_.min_rate)) : seen;
+  double base;
+  if (accepted_.size() >= 3) {
+    base = rate() ? std::min(*rate(), seen) : seen;
+  } else if (rate()) {
+    base = *rate();  // too few answers to measure: a plain multiplicative cut
+  } else {
+    return false;  // nothing to estimate from yet: the Retry-After alone delays the request
+  }
   rate_ = std::max(p_.min_rate, base * p_.decrease_factor);
   last_cut_ = now;
   last_change_ = now;
