@@ -6,6 +6,11 @@
 //      blocking libcurl handle (the baseline); overhead = median(client) - median(bare).
 //   3. busy: 64 slots against a 500 ms server; the server's in-flight count sampled every 10 ms,
 //      averaged over the run, divided by 64.
+//   4. rate-limited: against the fake server's limit_req-style limiter (20 requests/s, burst 5,
+//      429 + Retry-After: 1), 64 slots, a backlog of requests always waiting: successful
+//      requests/s and the share answered 429 after the first 5 s, for the client as built and
+//      for the earlier behaviour (no pacing, no slow start, every 429's Retry-After holding back
+//      every request) in the same run.
 // The last line holds every figure as key=value pairs.
 
 #include <curl/curl.h>
@@ -110,6 +115,45 @@ double run_batch(Client& c, const std::string& prefix, int n, std::atomic<int>* 
   return ms_since(t0) / 1000.0;
 }
 
+struct Limited {
+  double ok_per_s = 0;
+  double refused = 0;  // share of requests answered 429
+  double pace_per_s = 0;
+};
+
+// Keeps `backlog` requests waiting in c for `secs`; counts the server's answers after `warmup`.
+Limited run_limited(kforge::fake_llm::FakeLlmServer& server, const LlmConfig& cfg, double secs,
+                    double warmup, const std::string& prefix) {
+  auto c = make_client(cfg, "");
+  std::atomic<int> done{0};
+  int next = 0;
+  auto top_up = [&] {
+    while (next - done < 256)
+      c->submit(make_request(prefix, next++), [&](kforge::Result<ChatResponse>) { ++done; });
+  };
+  auto t0 = Clock::now();
+  while (ms_since(t0) < warmup * 1000) {
+    top_up();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  server.reset_stats();
+  auto t1 = Clock::now();
+  while (ms_since(t1) < (secs - warmup) * 1000) {
+    top_up();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  json st = server.stats();
+  double window = ms_since(t1) / 1000.0;
+  double ok = st["by_status"].value("200", 0);
+  double limited = st["by_status"].value("429", 0);
+  Limited out;
+  out.ok_per_s = ok / window;
+  out.refused = ok + limited > 0 ? limited / (ok + limited) : 0;
+  out.pace_per_s = c->stats().pace_per_s;
+  c->shutdown(std::chrono::milliseconds(0));
+  return out;
+}
+
 std::size_t sink(char*, std::size_t size, std::size_t n, void* out) {
   static_cast<std::string*>(out)->append(size * n, '\0');
   return size * n;
@@ -152,6 +196,12 @@ int main(int argc, char** argv) {
   int busy_requests = 640;
   double busy_latency_ms = 500;
   bool store = true;
+  double limited_secs = 30;
+  bool only_limited = false;
+  app.add_option("--limited-seconds", limited_secs,
+                 "Length of each rate-limited run (the first 5 s are not counted)")
+      ->capture_default_str();
+  app.add_flag("--only-limited", only_limited, "Run only the rate-limited comparison");
   app.add_option("--requests", requests, "Requests for the throughput run")->capture_default_str();
   app.add_option("--in-flight", in_flight, "max_in_flight for the throughput run")
       ->capture_default_str();
@@ -186,6 +236,49 @@ int main(int argc, char** argv) {
   cfg.max_in_flight = in_flight;
   cfg.request_timeout_ms = 30'000;
   std::atomic<int> failures{0};
+
+  // 4 first (with --only-limited, alone): rate-limited, paced against the earlier behaviour.
+  Limited paced, unpaced;
+  {
+    json limit = {{"limit", {{"rate", 20}, {"burst", 5}, {"retry_after", 1}}}};
+    LlmConfig lc = cfg;
+    lc.max_in_flight = 64;
+    lc.max_attempts = 1000;
+    lc.backoff_base_ms = 100;
+    lc.backoff_max_ms = 2000;
+    if (!(*server)->set_script(limit).ok()) return 1;
+    paced = run_limited(**server, lc, limited_secs, 5, "paced");
+    LlmConfig old = lc;
+    old.pace = false;
+    old.initial_in_flight = old.max_in_flight;
+    old.retry_after_pause_ms = 0;
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    if (!(*server)->set_script(limit).ok()) return 1;
+    unpaced = run_limited(**server, old, limited_secs, 5, "unpaced");
+    std::printf(
+        "rate-limited (20/s, burst 5, 64 slots, %.0f s, first 5 s not counted): paced %.1f ok/s, "
+        "%.1f%% answered 429 (learned %.1f/s); earlier behaviour %.1f ok/s, %.1f%% answered "
+        "429\n",
+        limited_secs, paced.ok_per_s, 100 * paced.refused, paced.pace_per_s, unpaced.ok_per_s,
+        100 * unpaced.refused);
+    if (!(*server)
+             ->set_script({{"defaults",
+                            {{"reply", R"({"analysis": {"core_function": "copy", )"
+                                       R"("key_parameters": ["BLOCK"]}})"}}}})
+             .ok())
+      return 1;
+    if (only_limited) {
+      std::printf(
+          "limited_ok_per_s=%.1f limited_429_share=%.3f baseline_ok_per_s=%.1f "
+          "baseline_429_share=%.3f loadavg_1m=%.2f cores=%u\n",
+          paced.ok_per_s, paced.refused, unpaced.ok_per_s, unpaced.refused, load[0],
+          std::thread::hardware_concurrency());
+      (*server)->stop();
+      std::error_code ec;
+      std::filesystem::remove_all(tmp, ec);
+      return 0;
+    }
+  }
 
   // 1. Throughput.
   double rps = 0;
@@ -306,9 +399,11 @@ int main(int argc, char** argv) {
       "client_p90_ms=%.3f bare_curl_p90_ms=%.3f busy_fraction=%.3f busy_wall_fraction=%.3f "
       "busy_fraction_bare_threads=%.3f "
       "net_thread_cpu_us=%.1f store_thread_cpu_us=%.1f failures=%d store=%d loadavg_1m=%.2f "
-      "cores=%u\n",
+      "cores=%u limited_ok_per_s=%.1f limited_429_share=%.3f baseline_ok_per_s=%.1f "
+      "baseline_429_share=%.3f\n",
       rps, bare_rps, client_p50 - bare_p50, client_p50, bare_p50, client_p90, bare_p90, busy,
       busy_wall, busy_bare, client_cpu_us, store_cpu_us, failures.load(), store ? 1 : 0, load[0],
-      std::thread::hardware_concurrency());
+      std::thread::hardware_concurrency(), paced.ok_per_s, paced.refused, unpaced.ok_per_s,
+      unpaced.refused);
   return failures.load() == 0 ? 0 : 1;
 }

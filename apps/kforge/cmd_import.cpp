@@ -84,6 +84,7 @@ Command add_import(CLI::App& root, Globals& g) {
               opts.map = *m;
             }
             if (!args->key.empty()) opts.map.key = args->key;
+            opts.warn_code_bytes = cfg.llm.max_prompt_tokens * 4;
             KF_TRY_OR_REPORT(auto db, app::open_store(cfg));
             Progress progress(!args->json && !g.quiet && ::isatty(2));
             auto r = corpus::import_file(*db, args->file, opts, system_clock(),
@@ -95,6 +96,19 @@ Command add_import(CLI::App& root, Globals& g) {
               return report(e);
             }
             const auto& s = *r;
+            if (s.oversized > 0) {
+              std::string list;
+              for (const auto& k : s.oversized_records) list += (list.empty() ? "" : ", ") + k;
+              if (s.oversized > static_cast<std::int64_t>(s.oversized_records.size()))
+                list += ", ...";
+              std::fprintf(stderr,
+                           "warning: %lld records have code above %lld bytes: their prompts "
+                           "exceed llm.max_prompt_tokens (%lld) and will fail as too_large "
+                           "without a request: %s\n",
+                           static_cast<long long>(s.oversized),
+                           static_cast<long long>(opts.warn_code_bytes),
+                           static_cast<long long>(cfg.llm.max_prompt_tokens), list.c_str());
+            }
             if (args->json) {
               nlohmann::json j = {{"file", args->file},
                                   {"records", s.records},
@@ -103,6 +117,8 @@ Command add_import(CLI::App& root, Globals& g) {
                                   {"changed", s.changed},
                                   {"updated", s.updated},
                                   {"changed_keys", s.changed_keys},
+                                  {"oversized", s.oversized},
+                                  {"oversized_records", s.oversized_records},
                                   {"dry_run", args->dry_run}};
               std::printf("%s\n", j.dump().c_str());
               return kOk;

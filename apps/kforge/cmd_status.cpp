@@ -105,6 +105,37 @@ std::int64_t i64(const nlohmann::ordered_json& j) {
   return j.get<std::int64_t>();
 }
 
+// Prints `first` then `text` wrapped at word boundaries to `width` columns, continuation lines
+// indented to where the text began: whole messages, never cut.
+void print_wrapped(const std::string& first, const std::string& text, std::size_t width = 100) {
+  std::size_t indent = first.size();
+  std::string pad(indent, ' ');
+  std::string line = first;
+  std::size_t room = width > indent + 20 ? width - indent : 20;
+  std::size_t used = 0;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    std::size_t j = text.find(' ', i);
+    if (j == std::string::npos) j = text.size();
+    std::string word = text.substr(i, j - i);
+    for (char& ch : word)
+      if (ch == '\n' || ch == '\r') ch = ' ';
+    if (used > 0 && used + 1 + word.size() > room) {
+      std::printf("%s\n", line.c_str());
+      line = pad;
+      used = 0;
+    }
+    if (used > 0) {
+      line += ' ';
+      ++used;
+    }
+    line += word;
+    used += word.size();
+    i = j + 1;
+  }
+  std::printf("%s\n", line.c_str());
+}
+
 void print_text(const nlohmann::ordered_json& st) {
   std::printf("database   %s (schema %d)\n", st["database"].get<std::string>().c_str(),
               st["schema_version"].get<int>());
@@ -142,6 +173,12 @@ void print_text(const nlohmann::ordered_json& st) {
     std::printf("  rate %s samples/min   ETA %s   tokens %s in / %s out   cost $%.4f\n",
                 rate.c_str(), eta.c_str(), count(i64(run["tokens"]["prompt"])).c_str(),
                 count(i64(run["tokens"]["completion"])).c_str(), run["cost_usd"].get<double>());
+    if (run.contains("replayed") && i64(run["replayed"]["calls"]) > 0)
+      std::printf("  replayed %lld answers from the store after a restart (saved $%.4f)\n",
+                  static_cast<long long>(i64(run["replayed"]["calls"])),
+                  run["replayed"]["saved_usd"].get<double>());
+    if (run.contains("waiting") && !run["waiting"].is_null())
+      print_wrapped("  waiting  ", run["waiting"]["reason"].get<std::string>());
     for (const char* stage : {"analyze", "generate", "verify"}) {
       if (!run["jobs_by_stage"].contains(stage)) continue;
       std::string line;
@@ -173,10 +210,11 @@ void print_text(const nlohmann::ordered_json& st) {
       int shown = 0;
       for (const auto& e : run["errors"]) {
         if (++shown > 8) break;
-        std::string msg = e["last_message"].get<std::string>();
-        if (msg.size() > 100) msg = msg.substr(0, 97) + "...";
-        std::printf("    %-28s %6lld  last: %s\n", e["kind"].get<std::string>().c_str(),
-                    static_cast<long long>(i64(e["count"])), msg.c_str());
+        char head[96];
+        std::snprintf(head, sizeof head,
+                      "    %-28s %6lld  last: ", e["kind"].get<std::string>().c_str(),
+                      static_cast<long long>(i64(e["count"])));
+        print_wrapped(head, e["last_message"].get<std::string>());
       }
     }
     if (!run["refused"].is_null() && !run["refused"].get<std::string>().empty())

@@ -143,6 +143,18 @@ TEST_F(ImportTest, KeyDefaultsToAHashOfTheCode) {
   EXPECT_EQ(s->text(1), R"({"code":"b","extra":[1,{"n":null}]})");
 }
 
+TEST_F(ImportTest, OversizedRecordsAreImportedAndNamed) {
+  ImportOptions o;
+  o.warn_code_bytes = 100;
+  auto r = import("big.jsonl",
+                  "{\"code\": \"small\"}\n{\"code\": \"" + std::string(500, 'x') + "\"}\n", o);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->added, 2);
+  EXPECT_EQ(r->oversized, 1);
+  ASSERT_EQ(r->oversized_records.size(), 1u);
+  EXPECT_EQ(r->oversized_records[0], derived_key(std::string(500, 'x')) + " (record 1, 500 bytes)");
+}
+
 TEST_F(ImportTest, JsonLinesSkipsBlankLinesAndCountsLines) {
   auto r = import("a.jsonl", "\n{\"code\": \"a\"}\n\n   \n{\"code\": 7}\n");
   ASSERT_FALSE(r.ok());

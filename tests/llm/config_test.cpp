@@ -123,6 +123,11 @@ TEST(LlmConfig, ShippedConfigFileShowsTheDefaults) {
   EXPECT_EQ(got.response_format, want.response_format);
   EXPECT_EQ(got.max_in_flight, want.max_in_flight);
   EXPECT_EQ(got.min_in_flight, want.min_in_flight);
+  EXPECT_EQ(got.initial_in_flight, want.initial_in_flight);
+  EXPECT_EQ(got.pace, want.pace);
+  EXPECT_EQ(got.pace_decrease, want.pace_decrease);
+  EXPECT_EQ(got.retry_after_pause_ms, want.retry_after_pause_ms);
+  EXPECT_EQ(got.max_prompt_tokens, want.max_prompt_tokens);
   EXPECT_EQ(got.requests_per_minute, want.requests_per_minute);
   EXPECT_EQ(got.tokens_per_minute, want.tokens_per_minute);
   EXPECT_EQ(got.adaptive, want.adaptive);

@@ -52,6 +52,7 @@ TEST(AdaptiveConcurrency, CutsOnOverloadAndGrowsBackAdditively) {
   AdaptiveConcurrency::Params p;
   p.min = 2;
   p.max = 16;
+  p.initial = 16;  // past slow start
   p.cooldown = Millis(1000);
   AdaptiveConcurrency a(p);
   TimePoint now = t0();
@@ -75,6 +76,7 @@ TEST(AdaptiveConcurrency, CutsOnOverloadAndGrowsBackAdditively) {
 TEST(AdaptiveConcurrency, CutsWhenLatencyClimbsFarAboveItsBaseline) {
   AdaptiveConcurrency::Params p;
   p.max = 32;
+  p.initial = 32;
   p.latency_factor = 3;
   p.cooldown = Millis(0);
   AdaptiveConcurrency a(p);
@@ -92,8 +94,9 @@ TEST(AdaptiveConcurrency, CutsWhenLatencyClimbsFarAboveItsBaseline) {
 }
 
 TEST(AdaptiveConcurrency, NewParamsMoveAnUncutLimitToTheNewMaximum) {
-  AdaptiveConcurrency a;
   AdaptiveConcurrency::Params p;
+  p.initial = p.max;
+  AdaptiveConcurrency a(p);
   p.max = 64;
   a.set_params(p);
   EXPECT_EQ(a.limit(), 64);
@@ -105,6 +108,27 @@ TEST(AdaptiveConcurrency, NewParamsMoveAnUncutLimitToTheNewMaximum) {
   p.max = 8;
   a.set_params(p);
   EXPECT_EQ(a.limit(), 8);
+}
+
+TEST(AdaptiveConcurrency, SlowStartDoublesPerRoundUntilTheFirstCutThenGrowsByOne) {
+  AdaptiveConcurrency::Params p;
+  p.max = 64;
+  p.initial = 2;
+  AdaptiveConcurrency a(p);
+  TimePoint now = t0();
+  EXPECT_EQ(a.limit(), 2);
+  for (int i = 0; i < 2; ++i) a.on_success(Millis(10), now);
+  EXPECT_EQ(a.limit(), 4);  // one round of 2 successes doubled it
+  for (int i = 0; i < 4; ++i) a.on_success(Millis(10), now);
+  EXPECT_EQ(a.limit(), 8);
+  a.on_overload(now);
+  EXPECT_EQ(a.limit(), 4);
+  for (int i = 0; i < 4; ++i) a.on_success(Millis(10), now);
+  EXPECT_EQ(a.limit(), 5);  // additive after the cut
+  a.restart();
+  EXPECT_EQ(a.limit(), 2);  // after a halt: slow start again
+  for (int i = 0; i < 2; ++i) a.on_success(Millis(10), now);
+  EXPECT_EQ(a.limit(), 4);
 }
 
 TEST(AdaptiveConcurrency, DisabledStaysAtMax) {

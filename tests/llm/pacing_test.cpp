@@ -118,6 +118,8 @@ TEST_F(LlmTest, A429BurstCutsConcurrencyWhichGrowsBackAdditively) {
   cfg.adaptive_cooldown_ms = 0;
   cfg.latency_factor = 1000;  // only the 429s count here, not a slow moment of a loaded machine
   cfg.max_attempts = 10;
+  cfg.pace = false;  // the concurrency cut on 429 (with pacing, the pacer takes the 429s)
+  cfg.initial_in_flight = 16;
   auto c = make_client();
   Batch b;
   for (int i = 0; i < 16; ++i) c->submit(request("a" + std::to_string(i)), b.cb());

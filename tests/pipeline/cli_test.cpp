@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "daemon_util.hpp"
+#include "kforge/core/clock.hpp"
 
 namespace kforge::pipeline::e2e {
 namespace {
@@ -131,6 +132,43 @@ TEST_F(RunCli, StatusShowsEveryRunOrOneAndKeepsItsJsonShape) {
   auto watch = site_->kforge({"status", "two", "--watch", "--json", "--interval", "0.1"});
   EXPECT_EQ(watch.exit_code, 0);
   EXPECT_EQ(json::parse(watch.out)["runs"][0]["state"], "cancelled");
+}
+
+TEST_F(RunCli, StatusWrapsWholeMessagesAndSaysWhyARunWaits) {
+  ASSERT_EQ(site_->kforge({"run", "create", "w", "--pipeline", "v1", "--limit", "1"}).exit_code, 0);
+  std::string long_msg =
+      "POST http://127.0.0.1:9/v1/chat/completions [run=w sample=a stage=generate "
+      "attempt=1]: HTTP 401 (attempt 1; not retried: the key, the model or the "
+      "endpoint must be fixed first): Incorrect API key provided: sk-xx***yy";
+  {
+    auto db = site_->open_db();
+    auto now = kforge::system_clock().wall_ms();
+    ASSERT_TRUE(db->exec("INSERT INTO job_events (run_id, level, kind, message, created_ms) "
+                         "SELECT id, 'error', 'paused', '" +
+                         long_msg + "', " + std::to_string(now) + " FROM runs")
+                    .ok());
+    ASSERT_TRUE(db->exec("UPDATE runs SET wait_until_ms = " + std::to_string(now + 90'000) +
+                         ", wait_reason = 'provider asked to wait until 12:34:56 UTC (HTTP 503)'")
+                    .ok());
+  }
+  auto st = site_->kforge({"status", "w"});
+  ASSERT_EQ(st.exit_code, 0) << st.err;
+  EXPECT_NE(st.out.find("waiting  provider asked to wait until 12:34:56 UTC (HTTP 503)"),
+            std::string::npos)
+      << st.out;
+  // Every word of the message is shown, on lines of at most 100 columns.
+  std::string joined;
+  std::size_t pos = 0;
+  while (pos < st.out.size()) {
+    std::size_t nl = st.out.find('\n', pos);
+    if (nl == std::string::npos) nl = st.out.size();
+    std::string line = st.out.substr(pos, nl - pos);
+    EXPECT_LE(line.size(), 100u) << line;
+    joined += line + " ";
+    pos = nl + 1;
+  }
+  EXPECT_NE(joined.find("Incorrect"), std::string::npos) << st.out;
+  EXPECT_NE(joined.find("sk-xx***yy"), std::string::npos) << st.out;
 }
 
 }  // namespace

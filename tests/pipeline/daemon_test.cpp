@@ -83,8 +83,16 @@ TEST(Daemon, BothPipelinesRunTheCorpusThroughScriptedFaultsAndStopOnSigterm) {
   for (const char* rule : {"transient_503", "reset_once", "rate_limited_once", "truncate_once",
                            "prose_analyze", "fences_generate"})
     EXPECT_GT(stats["by_rule"].value(rule, 0), 0) << rule;
-  // Every answer was requested once: no duplicates.
-  for (const auto& [hash, n] : stats["answered_by_hash"].items()) EXPECT_EQ(n, 1) << hash;
+  // No attempt was paid twice: every answer the server gave is one recorded call, and no call
+  // identity (request, job, stage, attempt) has two. (Equal bytes may be asked again by a later
+  // attempt: that is a new request.)
+  EXPECT_EQ(stats["answered"].get<std::int64_t>(),
+            site.scalar("SELECT count(*) FROM llm_calls WHERE status <> 'replayed' AND "
+                        "http_status = 200"));
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM (SELECT request_sha256 FROM llm_calls WHERE "
+                        "status <> 'replayed' AND http_status = 200 GROUP BY 1 "
+                        "HAVING count(*) > 1)"),
+            0);
   // Every job the faults did not end reached the verifier queue, and all ok answers carry the
   // prompt identity of their run.
   EXPECT_EQ(site.scalar("SELECT count(*) FROM jobs WHERE state = 'verify_queued'"), 2 * kN - 4);
@@ -170,10 +178,16 @@ TEST(Daemon, KillNineAtSeveralPointsEndsWithTheUninterruptedOutputsAndNoRepeated
                         "GROUP BY 1, 2, 3 HAVING count(*) > 1)"),
             0);
   // Answers repeated at all were only those lost in flight at a kill.
-  std::int64_t repeated = 0;
-  json answered = site.fake().stats()["answered_by_hash"];
-  for (const auto& [hash, n] : answered.items()) repeated += n.get<std::int64_t>() - 1;
+  // (Answers given but never recorded: their process was killed first.)
+  std::int64_t repeated = site.fake().stats()["answered"].get<std::int64_t>() -
+                          site.scalar(
+                              "SELECT count(*) FROM llm_calls WHERE status <> 'replayed' AND "
+                              "http_status = 200");
   EXPECT_EQ(repeated, lost_in_flight);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM (SELECT request_sha256 FROM llm_calls WHERE "
+                        "status <> 'replayed' AND http_status = 200 GROUP BY 1 "
+                        "HAVING count(*) > 1)"),
+            0);
   EXPECT_GT(site.scalar("SELECT count(*) FROM job_events WHERE kind = 'lease_reclaimed'"), 0);
   // Answers stored before a kill whose stage output was not yet written were replayed from the
   // database, not asked again.

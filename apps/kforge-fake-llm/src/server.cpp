@@ -5,8 +5,10 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <yaml-cpp/yaml.h>
+#include <zlib.h>
 
 #include <atomic>
+#include <cmath>
 #include <ctime>
 #include <mutex>
 #include <random>
@@ -45,14 +47,16 @@ const std::set<std::string> kRuleKeys = {"name",
                                          "reply_json",
                                          "wrap",
                                          "usage",
-                                         "model"};
+                                         "model",
+                                         "encoding"};
 // What defaults may hold: everything a rule says about the answer (not how it selects).
 const std::set<std::string> kAnswerKeys = {
     "latency_ms", "status", "message", "retry_after",   "retry_after_date",
     "headers",    "fault",  "hang_ms", "finish_reason", "reply",
-    "reply_json", "wrap",   "usage",   "model"};
+    "reply_json", "wrap",   "usage",   "model",         "encoding"};
 const std::set<std::string> kMatchKeys = {"contains", "regex", "role", "path"};
-const std::set<std::string> kTopKeys = {"seed", "defaults", "rules", "require_key"};
+const std::set<std::string> kTopKeys = {"seed", "defaults", "rules", "require_key", "limit"};
+const std::set<std::string> kLimitKeys = {"rate", "burst", "retry_after", "per"};
 
 Status check_object_keys(const json& o, const std::set<std::string>& keys, const std::string& at) {
   if (!o.is_object()) return fail("script", at + ": expected a mapping");
@@ -106,6 +110,8 @@ Status check_answer(const json& a, const std::string& at) {
       if (!v.is_number_integer())
         return fail("script", at + ".usage." + k + ": expected an integer");
   }
+  if (a.contains("encoding") && a["encoding"] != "gzip" && a["encoding"] != "identity")
+    return fail("script", at + ".encoding: expected gzip or identity");
   if (a.contains("per_request") && !a["per_request"].is_boolean())
     return fail("script", at + ".per_request: expected true or false");
   return {};
@@ -117,6 +123,22 @@ std::string http_date(std::time_t t) {
   gmtime_r(&t, &tm);
   std::strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S GMT", &tm);
   return buf;
+}
+
+// The body gzip-compressed (a gzip member, as Content-Encoding: gzip announces).
+std::string gzip(const std::string& in) {
+  z_stream z{};
+  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    return in;
+  std::string out(deflateBound(&z, static_cast<uLong>(in.size())) + 32, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z.avail_in = static_cast<uInt>(in.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
 }
 
 // Finds the accepted socket of this request (cpp-httplib does not expose it) so that a
@@ -157,6 +179,16 @@ class Server : public httplib::Server {
   void widen_backlog() { ::listen(svr_sock_, 4096); }
 };
 
+// nginx's limit_req: a leaky bucket per key (the client's address, or one for the server)
+// holding `excess` requests, drained at `rate` per second; a request that would push the
+// excess above `burst` is refused with 429 and does not count. Requests within the burst are
+// served at once (nginx's `nodelay`).
+struct LimitState {
+  double excess = 0;  // in requests
+  std::chrono::steady_clock::time_point last{};
+  bool seen = false;
+};
+
 struct RuleState {
   std::uint64_t matched = 0;
   std::uint64_t applied = 0;
@@ -185,6 +217,17 @@ Status check_script(const json& s) {
     return fail("script", "script.seed: expected an integer");
   if (s.contains("require_key") && !s["require_key"].is_string())
     return fail("script", "script.require_key: expected a string");
+  if (s.contains("limit")) {
+    const json& l = s["limit"];
+    KF_CHECK(check_object_keys(l, kLimitKeys, "limit"));
+    if (!l.contains("rate") || !l["rate"].is_number() || l["rate"].get<double>() <= 0)
+      return fail("script", "limit.rate: expected a number of requests per second > 0");
+    for (const char* k : {"burst", "retry_after"})
+      if (l.contains(k) && !(l[k].is_number() && l[k].get<double>() >= 0))
+        return fail("script", std::string("limit.") + k + ": expected a number >= 0");
+    if (l.contains("per") && l["per"] != "client" && l["per"] != "server")
+      return fail("script", "limit.per: expected client or server");
+  }
   if (s.contains("defaults")) {
     KF_CHECK(check_object_keys(s["defaults"], kAnswerKeys, "defaults"));
     KF_CHECK(check_answer(s["defaults"], "defaults"));
@@ -278,6 +321,7 @@ class FakeLlmServer::Impl {
     script_ = script;
     rules_.assign(script_.contains("rules") ? script_["rules"].size() : 0, RuleState{});
     rng_.seed(static_cast<std::uint32_t>(script_.value("seed", 1)));
+    limits_.clear();
     return {};
   }
 
@@ -324,7 +368,34 @@ class FakeLlmServer::Impl {
             {"answered_by_hash", json::object()},
             {"by_rule", json::object()},
             {"by_status", json::object()},
+            {"limited", 0},
             {"last_request", nullptr}};
+  }
+
+  // The limiter (script key `limit`): true when the request may pass; else sets *retry_after_s.
+  bool admit(const std::string& client, double* retry_after_s) {
+    std::lock_guard lk(mu_);
+    if (!script_.contains("limit")) return true;
+    const json& l = script_["limit"];
+    double rate = l["rate"].get<double>();
+    double burst = l.value("burst", 0.0);
+    *retry_after_s = l.value("retry_after", 1.0);
+    std::string key = l.value("per", std::string("client")) == "server" ? "" : client;
+    LimitState& st = limits_[key];
+    auto now = std::chrono::steady_clock::now();
+    double excess = 0;
+    if (st.seen) {
+      double secs = std::chrono::duration<double>(now - st.last).count();
+      excess = std::max(0.0, st.excess - rate * secs + 1);
+    }
+    if (excess > burst + 1e-9) {
+      stats_["limited"] = stats_["limited"].get<std::uint64_t>() + 1;
+      return false;
+    }
+    st.excess = excess;
+    st.last = now;
+    st.seen = true;
+    return true;
   }
 
   // Sleeps up to ms, returning early when the server stops.
@@ -536,6 +607,16 @@ class FakeLlmServer::Impl {
       error(400, "invalid_request_error", "'messages' must be a non-empty list");
       return;
     }
+    if (double wait_s = 0; !admit(req.remote_addr, &wait_s)) {
+      res.status = 429;
+      res.set_header("Retry-After", std::to_string(static_cast<long long>(std::ceil(wait_s))));
+      res.set_content(
+          "<html><head><title>429 Too Many Requests</title></head><body>"
+          "<center><h1>429 Too Many Requests</h1></center></body></html>\n",
+          "text/html");
+      count(hash, "limit", 429, false);
+      return;
+    }
     if (!require_key.empty() && presented != require_key) {
       error(401, "invalid_request_error", "Incorrect API key provided");
       return;
@@ -616,7 +697,11 @@ class FakeLlmServer::Impl {
           {"total_tokens", prompt_tokens + completion_tokens}}}};
     std::string out = reply.dump(-1, ' ', false, json::error_handler_t::replace);
 
-    if (fault.empty()) {
+    if (fault.empty() && a.value("encoding", "") == "gzip") {
+      res.set_content(gzip(out), "application/json");
+      res.set_header("Content-Encoding", "gzip");
+      count(hash, rule, 200, true);
+    } else if (fault.empty()) {
       res.set_content(out, "application/json");
       count(hash, rule, 200, true);
     } else if (fault == "wrong_content_type") {
@@ -666,6 +751,7 @@ class FakeLlmServer::Impl {
   mutable std::mutex mu_;
   json script_;
   std::vector<RuleState> rules_;
+  std::map<std::string, LimitState> limits_;
   std::mt19937 rng_;
   json stats_ = empty_stats();
   int in_flight_ = 0;

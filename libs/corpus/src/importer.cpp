@@ -130,6 +130,13 @@ Result<ImportSummary> import_file(store::Db& db, const std::filesystem::path& fi
       return fail("input", where(pos) + ": key '" + row.key + "' already used by record " +
                                std::to_string(it->second) +
                                (m.key ? "" : " (the same code; keys are hashes of the code)"));
+    if (opts.warn_code_bytes > 0 &&
+        static_cast<std::int64_t>(row.code.size()) > opts.warn_code_bytes) {
+      ++sum.oversized;
+      if (sum.oversized_records.size() < 20)
+        sum.oversized_records.push_back(row.key + " (record " + std::to_string(pos.index) + ", " +
+                                        std::to_string(row.code.size()) + " bytes)");
+    }
     row.code_sha256 = sha256_hex(row.code);
     row.record_json = rec.dump(-1, ' ', false, ojson::error_handler_t::strict);
     row.source = source;

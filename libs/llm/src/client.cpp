@@ -95,6 +95,7 @@ struct Call {
   std::string body;
   std::vector<Callback> callbacks;
   TimePoint submitted{};
+  std::uint64_t seq = 0;  // submit order (a halt fails what was submitted before it)
   TimePoint first_started{};
   TimePoint attempt_started{};
   int attempts = 0;
@@ -187,6 +188,14 @@ class Client::Impl {
       headers_ = curl_slist_append(headers_, h.c_str());
     }
     for (const auto& [k, v] : ep_.extra_headers) {
+      if (lower(k) == "accept-encoding") {
+        // libcurl offers every encoding it decodes (CURLOPT_ACCEPT_ENCODING); a header given
+        // here would make it hand over the compressed bytes undecoded.
+        spdlog::info(
+            "llm: extra_headers Accept-Encoding ignored: compressed answers are "
+            "always accepted and decoded");
+        continue;
+      }
       std::string h = k + ": " + v;
       headers_ = curl_slist_append(headers_, h.c_str());
     }
@@ -202,12 +211,33 @@ class Client::Impl {
   // --- public API (any thread) ---
 
   void submit(ChatRequest req, Callback done) {
+    if (std::int64_t cap = max_prompt_tokens_.load(); cap > 0) {
+      std::size_t chars = 0;
+      for (const auto& m : req.messages) chars += m.content.size();
+      std::int64_t est = estimate_prompt_tokens(chars, req.messages.size());
+      if (est > cap) {
+        {
+          std::lock_guard lk(stats_mu_);
+          ++stats_.submitted;
+          ++stats_.failed;
+          ++stats_.failures_by_kind["too_large"];
+        }
+        std::string m = "POST " + url_ + (req.tag.empty() ? "" : " [" + req.tag + "]") +
+                        ": the prompt is about " + std::to_string(est) +
+                        " tokens (estimated), above llm.max_prompt_tokens (" + std::to_string(cap) +
+                        "); not sent";
+        spdlog::warn("llm: {}", m);
+        done(fail("too_large", m, Transient::no));
+        return;
+      }
+    }
     auto c = std::make_unique<Call>();
     c->body = request_json(req);
-    c->sha = hash_of(c->body);
+    c->sha = hash_of(c->body, req.identity);
     c->req = std::move(req);
     c->callbacks.push_back(std::move(done));
     c->submitted = clock_->steady_now();
+    c->seq = next_seq_++;
     {
       std::lock_guard lk(stats_mu_);
       ++stats_.submitted;
@@ -282,16 +312,23 @@ class Client::Impl {
     return body.dump(-1, ' ', false, json::error_handler_t::replace);
   }
 
-  std::string hash_of(const std::string& body) const {
+  std::string hash_of(const std::string& body, const std::string& identity) const {
     Sha256 h;
     h.update("kforge.llm.request.v1\n");
     h.update(url_);
     h.update("\n");
     h.update(body);
+    if (!identity.empty()) {
+      // After the body, so that an empty identity keeps the earlier hashes.
+      h.update("\nidentity\n");
+      h.update(identity);
+    }
     return h.hex_digest();
   }
 
-  std::string request_sha256(const ChatRequest& req) const { return hash_of(request_json(req)); }
+  std::string request_sha256(const ChatRequest& req) const {
+    return hash_of(request_json(req), req.identity);
+  }
 
   const std::string& url() const { return url_; }
 
@@ -308,14 +345,25 @@ class Client::Impl {
     return stats_;
   }
 
-  void shutdown(Millis grace) {
+  void drain() {
     {
       std::lock_guard lk(mu_);
       accepting_ = false;
       if (!stop_requested_) {
         stop_requested_ = true;
-        grace_deadline_ = RealClock::now() + grace;
+        grace_deadline_ = RealClock::time_point::max();
       }
+    }
+    if (multi_ != nullptr) curl_multi_wakeup(multi_);
+  }
+
+  void shutdown(Millis grace) {
+    {
+      std::lock_guard lk(mu_);
+      accepting_ = false;
+      auto deadline = RealClock::now() + grace;
+      if (!stop_requested_ || deadline < grace_deadline_) grace_deadline_ = deadline;
+      stop_requested_ = true;
     }
     if (multi_ != nullptr) curl_multi_wakeup(multi_);
     auto self = std::this_thread::get_id();
@@ -365,8 +413,10 @@ class Client::Impl {
       bool stopping = take_incoming(now);
       promote_timers(now);
       if (stopping) {
-        cancel_beyond_grace(now);
-        if (RealClock::now() >= grace_deadline_) cancel_all();
+        cancel_waiting();
+        if (RealClock::now() >= grace_deadline()) cancel_all();
+      } else if (lim_.pace && pacer_.tick(now)) {
+        spdlog::debug("llm: pacing grown to {:.2f} requests/s", *pacer_.rate());
       }
       std::optional<TimePoint> wake = admit(now);
       int running = 0;
@@ -411,6 +461,15 @@ class Client::Impl {
     if (reload) apply_limits(*reload, now);
     for (auto& owned : batch) {
       Call* c = owned.get();
+      if (c->seq < halt_seq_) {
+        // Submitted before a run-level error (it was at the store thread meanwhile): not sent.
+        live_[c] = std::move(owned);
+        finish(c, Error("halted",
+                        where(*c) + ": not sent: an earlier request got HTTP " +
+                            std::to_string(halt_status_) + " (a run-level error)",
+                        Transient::yes));
+        continue;
+      }
       if (c->req.replay == Replay::allow) {
         if (auto it = by_hash_.find(c->sha); it != by_hash_.end()) {
           for (auto& cb : c->callbacks) it->second->callbacks.push_back(std::move(cb));
@@ -448,7 +507,16 @@ class Client::Impl {
     lim_.replay = cfg.replay;
     replay_enabled_ = cfg.replay;
     max_attempts_ = cfg.max_attempts;
+    max_prompt_tokens_ = cfg.max_prompt_tokens;
+    lim_.max_prompt_tokens = cfg.max_prompt_tokens;
+    lim_.initial_in_flight = cfg.initial_in_flight;
+    lim_.pace = cfg.pace;
+    lim_.pace_decrease = cfg.pace_decrease;
+    lim_.retry_after_pause_ms = cfg.retry_after_pause_ms;
     lim_.prices = cfg.prices;
+    PacerParams pp;
+    pp.decrease_factor = cfg.pace_decrease;
+    pacer_.set_params(pp);
     rpm_.set_rate(cfg.requests_per_minute, now);
     tpm_.set_rate(cfg.tokens_per_minute, now);
     AdaptiveConcurrency::Params p;
@@ -458,7 +526,13 @@ class Client::Impl {
     p.latency_factor = cfg.latency_factor;
     p.cooldown = Millis(cfg.adaptive_cooldown_ms);
     p.enabled = cfg.adaptive;
-    adaptive_.set_params(p);
+    p.initial = cfg.initial_in_flight;
+    if (!adaptive_started_) {
+      adaptive_ = AdaptiveConcurrency(p);  // slow start
+      adaptive_started_ = true;
+    } else {
+      adaptive_.set_params(p);
+    }
   }
 
   // Store thread: answers c from a good stored response, if there is one.
@@ -555,6 +629,11 @@ class Client::Impl {
         rpm_.adjust(1, now);
         return at;
       }
+      if (lim_.pace && !pacer_.try_take(now, &at)) {
+        rpm_.adjust(1, now);
+        tpm_.adjust(cost, now);
+        return at;
+      }
       c->token_cost = cost;
       ready_.pop_front();
       start_attempt(c, now);
@@ -599,6 +678,8 @@ class Client::Impl {
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(lim_.connect_timeout_ms));
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(lim_.request_timeout_ms));
     curl_easy_setopt(e, CURLOPT_USERAGENT, "kforge-llm/1");
+    // Offer every encoding this libcurl decodes; the body arrives decoded (text).
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
     ++c->attempts;
     c->attempt_started = now;
     if (c->attempts == 1) c->first_started = now;
@@ -632,8 +713,18 @@ class Client::Impl {
       TimePoint now = clock_->steady_now();
       Millis latency = std::chrono::duration_cast<Millis>(now - c->attempt_started);
       note_ratelimit_headers(*c, now);
-      if (rc == CURLE_OK && (status == 429 || status == 503) && adaptive_.on_overload(now))
-        note_cut(std::to_string(status), *c, latency);
+      if (rc == CURLE_OK && status == 429) {
+        // A rate limit: the pacer learns the rate (concurrency is not what the server limits).
+        if (lim_.pace) {
+          if (pacer_.on_limited(c->attempt_started, now))
+            spdlog::info("llm: HTTP 429: pacing cut to {:.2f} requests/s", *pacer_.rate());
+        } else if (adaptive_.on_overload(now)) {
+          note_cut("429", *c, latency);
+        }
+      } else if (rc == CURLE_OK) {
+        pacer_.on_accepted(now);
+        if (status == 503 && adaptive_.on_overload(now)) note_cut("503", *c, latency);
+      }
       finished_.push_back({c, rc, status, latency});
       any = true;
     }
@@ -664,6 +755,34 @@ class Client::Impl {
     block("x-ratelimit-remaining-requests", "x-ratelimit-reset-requests", 1);
     double next_cost = ready_.empty() ? 1 : estimate_tokens(*ready_.front());
     block("x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens", next_cost);
+    // The refill rate the headers imply: what was used of the limit is given back by the reset
+    // time, so (limit - remaining) / reset is the sustainable rate.
+    auto rate = [&](const char* limit, const char* remaining, const char* reset) -> double {
+      const std::string* l = get(limit);
+      const std::string* r = get(remaining);
+      const std::string* t = get(reset);
+      if (l == nullptr || r == nullptr || t == nullptr) return 0;
+      double lv = std::strtod(l->c_str(), nullptr);
+      double rv = std::strtod(r->c_str(), nullptr);
+      auto d = parse_reset_duration(*t);
+      if (!d || d->count() <= 0 || !(lv > rv) || rv < 0) return 0;
+      return (lv - rv) / (static_cast<double>(d->count()) / 1000.0);
+    };
+    if (double rps = rate("x-ratelimit-limit-requests", "x-ratelimit-remaining-requests",
+                          "x-ratelimit-reset-requests");
+        rps > 0 && lim_.pace) {
+      pacer_.set_server_rate(rps);
+    }
+    if (double tps = rate("x-ratelimit-limit-tokens", "x-ratelimit-remaining-tokens",
+                          "x-ratelimit-reset-tokens");
+        tps > 0 && lim_.pace) {
+      double per_minute = tps * 60;
+      if (lim_.tokens_per_minute > 0) per_minute = std::min(per_minute, lim_.tokens_per_minute);
+      if (std::abs(per_minute - server_tpm_) > 0.1 * std::max(per_minute, server_tpm_)) {
+        server_tpm_ = per_minute;
+        tpm_.set_rate(per_minute, now);
+      }
+    }
   }
 
   void attempt_done(Call* c, CURLcode rc, long status, Millis latency) {
@@ -715,24 +834,76 @@ class Client::Impl {
         tpm_.adjust(c->token_cost, now);  // nothing usable was counted
       }
     } else {
-      std::string msg = where(*c) + ": HTTP " + std::to_string(status) + attempt_note(*c) + ": " +
-                        redact(provider_message(c->resp));
       bool transient = retryable_status(status);
-      err = Error(status == 429 ? "rate_limit" : "http", msg,
-                  transient ? Transient::yes : Transient::no);
+      std::string kind = run_level_kind(status, c->resp);
+      std::string note = attempt_note(*c);
+      if (!kind.empty()) {
+        note = " (attempt " + std::to_string(c->attempts) +
+               "; not retried: the key, the model or the endpoint must be fixed first)";
+      } else if (!transient) {
+        note = " (attempt " + std::to_string(c->attempts) + "; not retried)";
+      }
+      std::string msg = where(*c) + ": HTTP " + std::to_string(status) + note + ": " +
+                        redact(provider_message(c->resp));
+      if (kind.empty()) kind = status == 429 ? "rate_limit" : "http";
+      err = Error(kind, msg, transient ? Transient::yes : Transient::no);
       retry = transient;
       tpm_.adjust(c->token_cost, now);
+      if (kind == "auth" || kind == "not_found") {
+        finish(c, std::move(*err));
+        halt(status);
+        return;
+      }
     }
-    if (retry && c->attempts < lim_.max_attempts && !grace_over()) {
+    if (retry && c->attempts < lim_.max_attempts && stop_requested()) {
+      // Draining: no retry starts; the job is someone else's to ask again.
+      cancel_call(c, "shut down: not retried after: " + err->message);
+      return;
+    }
+    if (retry && c->attempts < lim_.max_attempts) {
       schedule_retry(c, now, std::move(*err));
       return;
     }
     finish(c, std::move(*err));
   }
 
-  bool grace_over() {
+  bool stop_requested() {
     std::lock_guard lk(mu_);
-    return stop_requested_ && RealClock::now() >= grace_deadline_;
+    return stop_requested_;
+  }
+
+  // 401/403 (or invalid_api_key): "auth"; 404 (or model_not_found): "not_found"; else "".
+  static std::string run_level_kind(long status, const std::string& body) {
+    std::string code;
+    json j = json::parse(body, nullptr, false);
+    if (!j.is_discarded() && j.is_object() && j.contains("error") && j["error"].is_object()) {
+      const json& e = j["error"];
+      if (auto it = e.find("code"); it != e.end() && it->is_string()) code = it->get<std::string>();
+    }
+    if (status == 401 || status == 403 || code == "invalid_api_key") return "auth";
+    if (status == 404 || code == "model_not_found" || code == "DeploymentNotFound")
+      return "not_found";
+    return "";
+  }
+
+  // A run-level error: every request waiting here would get the same answer. They fail with
+  // "halted" (nothing more is sent for them) and the concurrency starts slowly again.
+  void halt(long status) {
+    std::string why =
+        "not sent: an earlier request got HTTP " + std::to_string(status) + " (a run-level error)";
+    for (Call* c : ready_) finish(c, Error("halted", where(*c) + ": " + why, Transient::yes));
+    for (auto& [t, c] : timers_)
+      finish(c, Error("halted",
+                      where(*c) + ": not retried: an earlier request got HTTP " +
+                          std::to_string(status) + " (a run-level error)",
+                      Transient::yes));
+    ready_.clear();
+    timers_.clear();
+    halt_seq_ = next_seq_.load();
+    halt_status_ = status;
+    adaptive_.restart();
+    std::lock_guard lk(stats_mu_);
+    ++stats_.halts;
   }
 
   // Schedules the next attempt, or finishes the call when the wait is not allowed.
@@ -760,8 +931,18 @@ class Client::Impl {
         return;
       }
       wait = *server_wait;
-      // The limit is the server's, not this request's: hold back every request until then.
-      if (c->last_status == 429) blocked_until_ = std::max(blocked_until_, now + wait);
+      if (wait.count() > lim_.retry_after_pause_ms) {
+        // A long wait is the server's, not this request's: hold back every request until then.
+        if (now + wait > blocked_until_) {
+          blocked_until_ = now + wait;
+          paused_until_wall_ms_ = clock_->wall_ms() + wait.count();
+          paused_status_ = static_cast<int>(c->last_status);
+          spdlog::warn("llm: HTTP {} with Retry-After {} s: every request waits until then",
+                       c->last_status, (wait.count() + 999) / 1000);
+        }
+      } else if (c->last_status == 429 && !lim_.pace) {
+        blocked_until_ = std::max(blocked_until_, now + wait);
+      }
     } else {
       std::int64_t ceiling = lim_.backoff_base_ms;
       for (int i = 1; i < c->attempts && ceiling < lim_.backoff_max_ms; ++i) ceiling *= 2;
@@ -996,17 +1177,17 @@ class Client::Impl {
     finish(c, Error("cancelled", where(*c) + ": " + why + attempt_note(*c), Transient::yes));
   }
 
-  // During shutdown: a scheduled retry that would start after the grace period is given up now.
-  void cancel_beyond_grace(TimePoint now) {
-    auto left = std::chrono::duration_cast<Millis>(grace_deadline_ - RealClock::now());
-    for (auto it = timers_.begin(); it != timers_.end();) {
-      if (it->first - now > left) {
-        cancel_call(it->second, "shut down before the scheduled retry");
-        it = timers_.erase(it);
-      } else {
-        ++it;
-      }
-    }
+  RealClock::time_point grace_deadline() {
+    std::lock_guard lk(mu_);
+    return grace_deadline_;
+  }
+
+  // Draining: nothing waiting here starts (no new attempt, no retry).
+  void cancel_waiting() {
+    for (Call* c : ready_) cancel_call(c, "shut down before it was sent");
+    ready_.clear();
+    for (auto& [t, c] : timers_) cancel_call(c, "shut down before the scheduled retry");
+    timers_.clear();
   }
 
   void cancel_all() {
@@ -1034,6 +1215,11 @@ class Client::Impl {
     stats_.in_flight = active_;
     stats_.waiting = static_cast<int>(ready_.size() + timers_.size());
     stats_.concurrency_limit = adaptive_.limit();
+    auto r = lim_.pace ? pacer_.rate() : std::nullopt;
+    stats_.pace_per_s = r ? *r : 0;
+    stats_.pace_cuts = pacer_.cuts();
+    stats_.paused_until_wall_ms = paused_until_wall_ms_;
+    stats_.paused_status = paused_status_;
     stats_.next_wakeup_ms = next ? std::max<std::int64_t>(0, ms_between(now, *next)) : -1;
   }
 
@@ -1067,6 +1253,8 @@ class Client::Impl {
   std::mutex join_mu_;
   std::atomic<bool> replay_enabled_{true};
   std::atomic<int> max_attempts_{1};
+  std::atomic<std::int64_t> max_prompt_tokens_{0};
+  std::atomic<std::uint64_t> next_seq_{0};
 
   // Guarded by mu_.
   std::mutex mu_;
@@ -1096,6 +1284,11 @@ class Client::Impl {
   TokenBucket rpm_;
   TokenBucket tpm_;
   AdaptiveConcurrency adaptive_;
+  AdaptivePacer pacer_;
+  bool adaptive_started_ = false;
+  std::uint64_t halt_seq_ = 0;  // requests submitted before this fail as "halted"
+  long halt_status_ = 0;
+  double server_tpm_ = 0;  // the token rate the headers imply (per minute); 0: none
   std::mt19937_64 rng_;
   std::unordered_map<Call*, std::unique_ptr<Call>> live_;
   std::unordered_map<std::string, Call*> by_hash_;
@@ -1105,6 +1298,8 @@ class Client::Impl {
   std::vector<Finished> finished_;
   std::vector<CURL*> easy_pool_;
   TimePoint blocked_until_{};
+  std::int64_t paused_until_wall_ms_ = 0;
+  int paused_status_ = 0;
   int active_ = 0;
 };
 
@@ -1139,6 +1334,9 @@ void Client::reload_limits(const LlmConfig& cfg) {
 }
 Stats Client::stats() const {
   return impl_->stats();
+}
+void Client::drain() {
+  impl_->drain();
 }
 void Client::shutdown(std::chrono::milliseconds grace) {
   impl_->shutdown(grace);

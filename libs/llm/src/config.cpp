@@ -100,6 +100,16 @@ void read_config(ConfigNode n, LlmConfig& out) {
   n.get("min_in_flight", out.min_in_flight);
   if (out.min_in_flight < 1 || out.min_in_flight > out.max_in_flight)
     n.invalid("min_in_flight", "must be between 1 and max_in_flight");
+  n.get("initial_in_flight", out.initial_in_flight);
+  if (out.initial_in_flight < 1) n.invalid("initial_in_flight", "must be >= 1");
+  n.get("pace", out.pace);
+  n.get("pace_decrease", out.pace_decrease);
+  if (out.pace_decrease <= 0 || out.pace_decrease >= 1)
+    n.invalid("pace_decrease", "must be between 0 and 1 (exclusive)");
+  n.get("retry_after_pause_ms", out.retry_after_pause_ms);
+  if (out.retry_after_pause_ms < 0) n.invalid("retry_after_pause_ms", "must be >= 0");
+  n.get("max_prompt_tokens", out.max_prompt_tokens);
+  if (out.max_prompt_tokens < 0) n.invalid("max_prompt_tokens", "must be >= 0");
   n.get("requests_per_minute", out.requests_per_minute);
   if (out.requests_per_minute < 0) n.invalid("requests_per_minute", "must be >= 0");
   n.get("tokens_per_minute", out.tokens_per_minute);

@@ -66,7 +66,8 @@ double TokenBucket::level(TimePoint now) {
 
 // --- AdaptiveConcurrency --------------------------------------------------------
 
-AdaptiveConcurrency::AdaptiveConcurrency(Params p) : p_(p), limit_(p.max) {}
+AdaptiveConcurrency::AdaptiveConcurrency(Params p)
+    : p_(p), limit_(p.enabled ? std::clamp(p.initial, p.min, p.max) : p.max) {}
 
 void AdaptiveConcurrency::set_params(Params p) {
   bool uncut = limit_ == p_.max;  // not held back: follow a new maximum at once
@@ -75,12 +76,20 @@ void AdaptiveConcurrency::set_params(Params p) {
   if (!p_.enabled) limit_ = p_.max;
 }
 
+void AdaptiveConcurrency::restart() {
+  if (!p_.enabled) return;
+  limit_ = std::clamp(p_.initial, p_.min, p_.max);
+  slow_start_ = true;
+  credit_ = 0;
+}
+
 bool AdaptiveConcurrency::cut(TimePoint now) {
   if (!p_.enabled) return false;
   if (last_cut_ && now - *last_cut_ < p_.cooldown) return false;
   int next = std::max(p_.min, static_cast<int>(std::floor(limit_ * p_.decrease_factor)));
   last_cut_ = now;
   credit_ = 0;
+  slow_start_ = false;
   if (next == limit_) return false;
   limit_ = next;
   return true;
@@ -109,13 +118,92 @@ bool AdaptiveConcurrency::on_success(Millis latency, TimePoint now) {
     baseline_ms_ += kSlow * (ms - baseline_ms_);
   }
   if (!was_cut && p_.enabled && limit_ < p_.max) {
-    credit_ += 1.0 / limit_;
+    // Slow start: one more slot per success (the limit doubles per round); then one per round.
+    credit_ += slow_start_ ? 1.0 : 1.0 / limit_;
     if (credit_ >= 1.0) {
       credit_ = 0;
       ++limit_;
     }
   }
   return was_cut;
+}
+
+// --- AdaptivePacer -----------------------------------------------------------------
+
+std::optional<double> AdaptivePacer::rate() const {
+  std::optional<double> r = rate_;
+  for (double ceiling : {server_rate_, p_.max_rate})
+    if (ceiling > 0) r = r ? std::min(*r, ceiling) : ceiling;
+  return r;
+}
+
+bool AdaptivePacer::try_take(TimePoint now, TimePoint* ready_at) {
+  if (!started_) {
+    started_ = true;
+    first_sent_ = now;
+    last_change_ = now;
+  }
+  auto r = rate();
+  if (!r) return true;
+  auto interval = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(1.0 / std::max(*r, p_.min_rate)));
+  if (now < next_) {
+    waited_ = true;
+    if (ready_at != nullptr) *ready_at = next_;
+    return false;
+  }
+  // Evenly spaced: a quarter interval of lateness (the loop's wakeups) is made up for, no
+  // more credit is saved up while idle.
+  next_ = std::max(next_, now - interval / 4) + interval;
+  return true;
+}
+
+double AdaptivePacer::accepted_rate(TimePoint now) {
+  while (!accepted_.empty() && now - accepted_.front() > std::chrono::seconds(1))
+    accepted_.pop_front();
+  double window = std::chrono::duration<double>(now - first_sent_).count();
+  window = std::clamp(window, 0.1, 1.0);
+  return static_cast<double>(accepted_.size()) / window;
+}
+
+void AdaptivePacer::on_accepted(TimePoint now) {
+  accepted_.push_back(now);
+  if (accepted_.size() > 100'000) accepted_.pop_front();
+}
+
+bool AdaptivePacer::on_limited(TimePoint sent_at, TimePoint now) {
+  if (cuts_ > 0 && sent_at < last_cut_) return false;  // sent at the old rate
+  double seen = accepted_rate(now);
+  double base;
+  if (accepted_.size() >= 3) {
+    base = rate() ? std::min(*rate(), seen) : seen;
+  } else if (rate()) {
+    base = *rate();  // too few answers to measure: a plain multiplicative cut
+  } else {
+    return false;  // nothing to estimate from yet: the Retry-After alone delays the request
+  }
+  rate_ = std::max(p_.min_rate, base * p_.decrease_factor);
+  last_cut_ = now;
+  last_change_ = now;
+  quiet_periods_ = 0;
+  waited_ = false;
+  ++cuts_;
+  // The next request waits one interval of the new rate.
+  next_ = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                    std::chrono::duration<double>(1.0 / *rate_));
+  return true;
+}
+
+bool AdaptivePacer::tick(TimePoint now) {
+  if (!rate_ || now - last_change_ < p_.quiet) return false;
+  last_change_ = now;
+  if (!waited_) return false;  // the rate did not hold anything back: no evidence to grow on
+  waited_ = false;
+  ++quiet_periods_;
+  rate_ = *rate_ * (1 + p_.growth_step * quiet_periods_);
+  // Unbounded growth means the limit is gone: after enough quiet, stop pacing.
+  if (*rate_ > 1e6) rate_.reset();
+  return true;
 }
 
 // --- header parsing -------------------------------------------------------------

@@ -33,6 +33,10 @@ FROM runs ORDER BY created_ms, id;
 -- name: set_run_state
 UPDATE runs SET state = ?2, updated_ms = ?3 WHERE id = ?1;
 
+-- A provider-requested pause of every request (migration 0005).
+-- name: set_run_wait
+UPDATE runs SET wait_until_ms = ?2, wait_reason = ?3 WHERE id = ?1;
+
 -- Cancelling ends every job that has not ended and is not with the verifier.
 -- name: cancel_jobs
 UPDATE jobs SET state = 'cancelled', lease_owner = NULL, lease_expires_ms = NULL,

@@ -8,6 +8,16 @@ SELECT coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0),
        coalesce(sum(cost_usd), 0), count(*), min(created_ms), max(created_ms)
 FROM stage_outputs WHERE run_id = ?1;
 
+-- What the provider answered for a run (its calls' tags start "run=TAG "; ?1 = "run=TAG ",
+-- ?2 = "run=TAG!"), network calls apart from replayed ones (answered from the store, unpaid).
+-- name: run_calls
+SELECT status = 'replayed', count(*), coalesce(sum(prompt_tokens), 0),
+       coalesce(sum(completion_tokens), 0), coalesce(sum(cost_usd), 0)
+FROM llm_calls WHERE tag >= ?1 AND tag < ?2 GROUP BY 1;
+
+-- name: run_wait
+SELECT wait_until_ms, wait_reason FROM runs WHERE id = ?1;
+
 -- name: run_outputs_by_stage_status
 SELECT stage, status, count(*) FROM stage_outputs WHERE run_id = ?1 GROUP BY stage, status;
 

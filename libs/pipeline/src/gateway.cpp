@@ -65,8 +65,24 @@ class ClientGateway final : public LlmGateway {
       total.in_flight += s.in_flight;
       total.waiting += s.waiting;
       total.concurrency_limit += s.concurrency_limit;
+      total.pace_per_s += s.pace_per_s;
+      total.pace_cuts += s.pace_cuts;
+      total.halts += s.halts;
+      if (s.paused_until_wall_ms > total.paused_until_wall_ms) {
+        total.paused_until_wall_ms = s.paused_until_wall_ms;
+        total.paused_status = s.paused_status;
+      }
     }
     return total;
+  }
+  void drain() override {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+    for (auto& [model, c] : clients_) c->drain();
+  }
+  std::int64_t max_prompt_tokens() const override {
+    std::lock_guard lock(mu_);
+    return cfg_.max_prompt_tokens;
   }
   void shutdown(std::chrono::milliseconds grace) override {
     std::map<std::string, std::unique_ptr<llm::Client>> clients;

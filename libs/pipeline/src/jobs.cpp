@@ -108,6 +108,13 @@ Status JobStore::set_run_state(const std::string& tag, const std::string& state)
   return tx.commit();
 }
 
+Status JobStore::set_run_wait(std::int64_t run_id, std::int64_t until_ms,
+                              const std::string& reason) {
+  KF_TRY(Stmt * s, db_.cached(Q()["set_run_wait"]));
+  s->bind(1, run_id).bind(2, until_ms).bind(3, reason);
+  return s->run();
+}
+
 Result<std::int64_t> JobStore::cancel_run(const std::string& tag) {
   KF_TRY(auto tx, store::Transaction::begin(db_));
   KF_TRY(auto run, run_by_tag(tag));

@@ -64,6 +64,42 @@ Result<std::vector<RunProgress>> collect_progress(store::Db& db, std::int64_t no
       s->reset();
     }
     {
+      KF_TRY(Stmt * s, db.cached(q["run_calls"]));
+      s->bind(1, "run=" + p.run.tag + " ").bind(2, "run=" + p.run.tag + "!");
+      bool any = false;
+      std::int64_t pt = 0, ct = 0;
+      double cost = 0;
+      while (true) {
+        KF_TRY(bool row, s->step());
+        if (!row) break;
+        any = true;
+        if (s->int64(0) != 0) {
+          p.replayed_calls = s->int64(1);
+          p.saved_usd = s->real(4);
+        } else {
+          pt = s->int64(2);
+          ct = s->int64(3);
+          cost = s->real(4);
+        }
+      }
+      s->reset();
+      if (any) {
+        p.prompt_tokens = pt;
+        p.completion_tokens = ct;
+        p.cost_usd = cost;
+      }
+    }
+    {
+      KF_TRY(Stmt * s, db.cached(q["run_wait"]));
+      s->bind(1, id);
+      KF_TRY(bool row, s->step());
+      if (row && s->int64(0) > now_ms) {
+        p.wait_until_ms = s->int64(0);
+        p.wait_reason = s->text(1);
+      }
+      s->reset();
+    }
+    {
       KF_TRY(Stmt * s, db.cached(q["run_outputs_by_stage_status"]));
       s->bind(1, id);
       while (true) {
@@ -138,6 +174,10 @@ nlohmann::ordered_json RunProgress::to_json() const {
   j["eta_s"] = eta_s ? ordered_json(*eta_s) : ordered_json(nullptr);
   j["tokens"] = {{"prompt", prompt_tokens}, {"completion", completion_tokens}};
   j["cost_usd"] = cost_usd;
+  j["replayed"] = {{"calls", replayed_calls}, {"saved_usd", saved_usd}};
+  j["waiting"] = wait_until_ms > 0
+                     ? ordered_json({{"until_ms", wait_until_ms}, {"reason", wait_reason}})
+                     : ordered_json(nullptr);
   ordered_json outs = ordered_json::object();
   for (const auto& [stage, m] : outputs) {
     ordered_json s = ordered_json::object();

@@ -156,8 +156,36 @@ Result<StepReport> Scheduler::step() {
     }
     next_finish_check_ms_ = now + 1'000;
   }
+  if (now >= next_wait_check_ms_) {
+    KF_CHECK(note_provider_wait());
+    next_wait_check_ms_ = now + 1'000;
+  }
   if (!draining_) KF_CHECK(lease_and_submit(rep));
   return rep;
+}
+
+// A long Retry-After pauses every request in the client: the active runs say so (status).
+Status Scheduler::note_provider_wait() {
+  llm::Stats st = llm_.stats();
+  if (st.paused_until_wall_ms <= wait_noted_until_ms_) return {};
+  wait_noted_until_ms_ = st.paused_until_wall_ms;
+  std::string why = "provider asked to wait until " +
+                    format_utc_ms(st.paused_until_wall_ms).substr(11, 8) + " UTC (HTTP " +
+                    std::to_string(st.paused_status) + ")";
+  spdlog::warn("{}", why);
+  for (auto& [id, run] : runs_)
+    if (run.row.state == "active") KF_CHECK(store_.set_run_wait(id, st.paused_until_wall_ms, why));
+  return {};
+}
+
+Status Scheduler::pause_run(RunInfo& run, const std::string& why) {
+  if (run.row.state != "active") return {};
+  auto paused = store_.set_run_state(run.row.tag, "paused");
+  if (!paused.ok()) return {};  // cancelled or finished meanwhile
+  run.row.state = "paused";
+  spdlog::error("run {} paused: {}", run.row.tag, why);
+  return store_.add_event(Event{run.row.id, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
+                                "error", "paused", why});
 }
 
 Status Scheduler::refresh_runs() {
@@ -275,6 +303,14 @@ Status Scheduler::submit(RunInfo& run, const LeasedJob& job) {
         run, job,
         Error("state", "pipeline " + run.spec->version + " has no stage '" + job.stage + "'"));
   KF_TRY(SampleInput in, store_.sample_input(job.sample_id));
+  if (std::int64_t cap = llm_.max_prompt_tokens();
+      cap > 0 && static_cast<std::int64_t>(in.code.size() / 4) > cap)
+    return fail_before_call(
+        run, job,
+        Error("too_large", "the code alone is about " + std::to_string(in.code.size() / 4) +
+                               " tokens (" + std::to_string(in.code.size()) +
+                               " bytes), above llm.max_prompt_tokens (" + std::to_string(cap) +
+                               "); not sent"));
   auto facts = extract_facts(in.code);
   if (!facts.ok())
     return fail_before_call(
@@ -337,6 +373,10 @@ Status Scheduler::submit(RunInfo& run, const LeasedJob& job) {
   }
   req.tag = "run=" + run.row.tag + " sample=" + in.key + " stage=" + job.stage +
             " attempt=" + std::to_string(job.attempts + 1);
+  // Every recorded answer (kept across kforge retry) moves the identity on: only a call whose
+  // answer was never checkpointed (a crash) is asked with the same identity, and replayed.
+  req.identity = "job=" + std::to_string(job.id) + " stage=" + job.stage +
+                 " attempt=" + std::to_string(earlier.size() + 1);
 
   call->job = job;
   call->generation = ++generation_;
@@ -395,6 +435,23 @@ Status Scheduler::complete(Completion& c, StepReport& rep) {
   if (!c.result.ok() && c.result.error().kind == "cancelled") {
     KF_CHECK(store_.release(job.id));  // the client shut down: someone asks again later
     written = true;
+    return {};
+  }
+  if (!c.result.ok() && (c.result.error().kind == "auth" || c.result.error().kind == "not_found" ||
+                         c.result.error().kind == "halted")) {
+    // A run-level error: no job is at fault. This one goes back to the queue, the run pauses.
+    const Error& e = c.result.error();
+    KF_CHECK(store_.release(job.id));
+    written = true;
+    if (e.kind != "halted" && run_it != runs_.end()) {
+      RunInfo& run = run_it->second;
+      std::string fix = e.kind == "auth" ? "check the key (the variable llm.api_key_env names) "
+                                           "and its rights"
+                                         : "check llm.model (or the run's model) and llm.base_url";
+      KF_CHECK(pause_run(run, "the provider refused the run: " + first_line(e.message, 2000) +
+                                  ". No job failed; they stay queued. Fix the cause (" + fix +
+                                  "), then: kforge run resume " + run.row.tag));
+    }
     return {};
   }
 
@@ -488,6 +545,9 @@ Status Scheduler::complete(Completion& c, StepReport& rep) {
                  "; the last: " + failure->message;
       next.state = "queued";
       next.not_before_ms = now + backoff_ms(n);
+    } else if (failure->kind == "too_large") {
+      reason = "too_large: " + failure->message;
+      next.error_kind = "too_large";
     } else {
       reason = "permanent provider error at stage " + job.stage + ": " + failure->message;
       permanent_provider_error = true;
@@ -542,13 +602,7 @@ Status Scheduler::complete(Completion& c, StepReport& rep) {
         std::string why = std::to_string(run.permanent_streak) +
                           " permanent provider errors in a row; the last: " + failure->message +
                           ". Fix the cause, then: kforge run resume " + run.row.tag;
-        auto paused = store_.set_run_state(run.row.tag, "paused");
-        if (paused.ok()) {
-          run.row.state = "paused";
-          spdlog::error("run {} paused: {}", run.row.tag, why);
-          KF_CHECK(store_.add_event(Event{run.row.id, std::nullopt, std::nullopt, std::nullopt,
-                                          std::nullopt, "error", "paused", why}));
-        }
+        KF_CHECK(pause_run(run, why));
       }
     } else if (c.result.ok()) {
       run.permanent_streak = 0;

@@ -35,6 +35,9 @@ struct ImportOptions {
   FieldMap map;
   bool update = false;   // replace changed records under existing keys
   bool dry_run = false;  // validate and count, then roll back
+  // Records whose code is longer than this (bytes) are imported and counted as oversized: their
+  // prompts would exceed llm.max_prompt_tokens (the CLI passes 4 bytes per token). 0: no check.
+  std::int64_t warn_code_bytes = 0;
 };
 
 struct ImportSummary {
@@ -44,6 +47,9 @@ struct ImportSummary {
   std::int64_t changed = 0;               // differing from the stored record under the same key
   std::int64_t updated = 0;               // of those, replaced (with --update)
   std::vector<std::string> changed_keys;  // the first 20
+  std::int64_t oversized = 0;             // code longer than warn_code_bytes
+  // The first 20 oversized records: "KEY (record N, B bytes)".
+  std::vector<std::string> oversized_records;
 };
 
 // The key a record gets without a key field: "sha256:" and the first 16 hex digits of the

@@ -5,12 +5,14 @@
 // connections. Around each request it applies, in order:
 //   1. replay: a request whose identity (request_sha256) already has a good response in the
 //      store's llm_calls table is answered from there, with no network call;
-//   2. limits: in-flight cap (adaptive: cut multiplicatively on 429/503 or latency far above its
-//      baseline, grown back additively), requests-per-minute and tokens-per-minute token buckets,
-//      and the server's x-ratelimit-* headers;
+//   2. limits: in-flight cap (adaptive: slow start, cut multiplicatively on 503 or latency far
+//      above its baseline, grown back additively), a pacer that spaces requests evenly at the
+//      rate the server accepts (learned from 429s and x-ratelimit-* headers, see limits.hpp),
+//      requests-per-minute and tokens-per-minute token buckets;
 //   3. retries: 408, 409, 429, 5xx, connection failures, timeouts, truncated or malformed
 //      bodies, with exponential backoff and full jitter, honouring Retry-After (seconds or
-//      HTTP date) up to retry_after_cap_ms;
+//      HTTP date) up to retry_after_cap_ms; one above retry_after_pause_ms pauses every request.
+//      401, 403 and an unknown model are not retried and halt the queue (see "auth");
 //   4. extraction: the JSON object is taken out of the reply (see json.hpp) and validated against
 //      the request's schema;
 //   5. audit: one llm_calls row per call (hash, status, attempts, latency, tokens, cost, raw
@@ -69,6 +71,11 @@ struct ChatRequest {
   // Free text for logs and the audit row, e.g. "run=v2 sample=k17 stage=analyze". Not part of
   // the identity.
   std::string tag;
+  // Who asks, for the identity only (never sent): e.g. "job=17 stage=analyze attempt=2". Two
+  // requests with equal bytes but different identities are different calls: a stored answer
+  // is replayed only to the same asker (the same attempt of the same job after a crash), never
+  // to a later attempt.
+  std::string identity;
   Replay replay = Replay::allow;
 };
 
@@ -89,8 +96,16 @@ struct ChatResponse {
 };
 
 // Errors delivered for a request (Error::kind):
-//   "http"        a non-retryable status (400, 401, 403, 404, 422, ...) or retries exhausted on
-//                 a retryable one; message holds the provider's error message
+//   "http"        a non-retryable status (400, 409, 422, ...) or retries exhausted on a
+//                 retryable one; message holds the provider's error message
+//   "auth"        401 or 403 (or an invalid_api_key error code): the key or its rights; not
+//                 retried, and every request waiting in the client fails with "halted"
+//   "not_found"   404 or a model_not_found code: the model or deployment does not exist; not
+//                 retried, halts like "auth"
+//   "halted"      not sent (or not retried) because another request got "auth"/"not_found";
+//                 the client starts slowly again afterwards (transient)
+//   "too_large"   the prompt's estimated tokens exceed max_prompt_tokens; nothing was sent
+//                 (permanent)
 //   "rate_limit"  429s exhausted, or Retry-After beyond retry_after_cap_ms (transient)
 //   "timeout"     the request timeout, on the last attempt (transient)
 //   "connect"     cannot connect / connection reset, on the last attempt (transient)
@@ -132,6 +147,13 @@ struct Stats {
   int waiting = 0;            // accepted, not on the wire (queued, backing off, rate-limited)
   int concurrency_limit = 0;  // current adaptive limit (<= max_in_flight)
   std::int64_t next_wakeup_ms = -1;  // ms until the earliest scheduled retry/pacing wait; -1 none
+  double pace_per_s = 0;             // the learned request rate; 0: not pacing
+  std::uint64_t pace_cuts = 0;       // times a 429 cut the rate
+  std::uint64_t halts = 0;           // run-level errors (auth, not_found) that halted the queue
+  // A server-requested pause of every request (a Retry-After above retry_after_pause_ms): until
+  // when (wall ms; 0: none seen) and the status that asked for it.
+  std::int64_t paused_until_wall_ms = 0;
+  int paused_status = 0;
 };
 
 struct ClientOptions {
@@ -171,9 +193,12 @@ class Client {
   void reload_limits(const LlmConfig& cfg);
   Stats stats() const;
 
-  // Stops accepting (later submits fail with "cancelled"), lets accepted requests finish until
-  // `grace` has passed (scheduled retries that would start after it are not started), then
-  // aborts the rest with "cancelled" and joins the thread. Idempotent.
+  // Drain: stops accepting (later submits fail with "cancelled") and starts no new attempt or
+  // retry from now on (requests waiting in the client fail with "cancelled" at once); requests
+  // on the wire may finish. Returns at once; shutdown() ends it.
+  void drain();
+  // Drains, lets the requests on the wire finish until `grace` has passed, then aborts the rest
+  // with "cancelled" and joins the thread. Idempotent.
   void shutdown(std::chrono::milliseconds grace);
 
   class Impl;

@@ -45,8 +45,19 @@ struct LlmConfig {
   ResponseFormat response_format = ResponseFormat::json_object;
 
   // --- limits (reloadable) ---
-  int max_in_flight = 16;           // hard cap on concurrent requests
-  int min_in_flight = 1;            // adaptive concurrency never goes below this
+  int max_in_flight = 16;  // hard cap on concurrent requests
+  int min_in_flight = 1;   // adaptive concurrency never goes below this
+  // Slow start: a new client, and one after a halt (401, 403, unknown model), starts with this
+  // many in flight and doubles per round of successes up to max_in_flight.
+  int initial_in_flight = 2;
+  // Pacing learned from the server: requests are spaced evenly at the rate it accepts (cut on
+  // 429 to the rate accepted over the last second x pace_decrease, grown after each quiet
+  // second), and x-ratelimit-* headers give a ceiling.
+  bool pace = true;
+  double pace_decrease = 0.9;
+  // A Retry-After up to this long delays only the refused request (the pacing adapts); a
+  // longer one pauses every request until then.
+  std::int64_t retry_after_pause_ms = 5'000;
   double requests_per_minute = 0;   // 0: unlimited
   double tokens_per_minute = 0;     // 0: unlimited (prompt estimate + max_tokens until usage known)
   bool adaptive = true;             // cut on 429/503/latency, grow back additively
@@ -64,6 +75,11 @@ struct LlmConfig {
   // --- timeouts (reloadable) ---
   std::int64_t connect_timeout_ms = 10'000;
   std::int64_t request_timeout_ms = 300'000;  // whole exchange, per attempt
+
+  // --- size guard ---
+  // A request whose estimated prompt (characters / 4) exceeds this fails with "too_large"
+  // before anything is sent. 0: no limit.
+  std::int64_t max_prompt_tokens = 200'000;
 
   // --- audit and replay ---
   bool replay = true;  // answer a request whose hash has a good stored response from the store

@@ -8,6 +8,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -46,6 +47,9 @@ class TokenBucket {
 struct AdaptiveParams {
   int min = 1;
   int max = 16;
+  // Slow start: a new limit (and one reset after a halt) starts here and doubles each time as
+  // many requests succeed, until the first cut or max; then it grows additively.
+  int initial = 2;
   double decrease_factor = 0.5;
   double latency_factor = 3.0;
   Millis cooldown{2000};
@@ -66,6 +70,8 @@ class AdaptiveConcurrency {
   bool on_overload(TimePoint now);
   // A successful attempt and its server latency. Returns true when latency caused a cut.
   bool on_success(Millis latency, TimePoint now);
+  // Back to slow start (after a halt: the next requests test the server again).
+  void restart();
   // The latency baseline (slow average), or 0 before enough samples.
   double baseline_ms() const { return baseline_ms_; }
 
@@ -80,6 +86,58 @@ class AdaptiveConcurrency {
   int samples_ = 0;
   double warmup_sum_ = 0;
   std::optional<TimePoint> last_cut_;
+  bool slow_start_ = true;
+};
+
+struct PacerParams {
+  double decrease_factor = 0.9;  // on a 429: the rate accepted over the last second, times this
+  double min_rate = 0.05;        // requests per second the pacer never goes below
+  Millis quiet{1000};            // a growth step after this long without a 429
+  double growth_step = 0.01;     // the k-th quiet period in a row adds k x this fraction
+  double max_rate = 0;           // a ceiling (the configured requests_per_minute / 60); 0: none
+};
+
+// Spaces requests evenly at an estimated sustainable rate, learned from the server: unlimited
+// until the first 429, then the rate the server accepted over the last second (successful
+// answers) times decrease_factor; after each quiet period (no 429 for a request sent after the
+// last cut) the rate grows by a step that grows with the number of quiet periods in a row
+// (AIMD-like probing). x-ratelimit-* headers give a ceiling (set_server_rate).
+//
+// A 429 for a request sent before the last cut says nothing new and is ignored.
+class AdaptivePacer {
+ public:
+  using Params = PacerParams;
+  AdaptivePacer() : AdaptivePacer(Params{}) {}
+  explicit AdaptivePacer(Params p) : p_(p) {}
+  void set_params(Params p) { p_ = p; }
+  // Requests per second; nullopt: not limited (no 429 seen, no ceiling).
+  std::optional<double> rate() const;
+  // True when a request may be sent now (and records it as sent); else *ready_at says when.
+  bool try_take(TimePoint now, TimePoint* ready_at);
+  // A request sent at `sent_at` was answered (not 429) at `now`.
+  void on_accepted(TimePoint now);
+  // A request sent at `sent_at` got a 429 at `now`. Returns true when the rate was cut.
+  bool on_limited(TimePoint sent_at, TimePoint now);
+  // A rate the server's headers announce (requests per second), 0: none known.
+  void set_server_rate(double per_second) { server_rate_ = per_second; }
+  // Called from the loop: grows the rate after quiet periods. Returns true when it grew.
+  bool tick(TimePoint now);
+  std::uint64_t cuts() const { return cuts_; }
+
+ private:
+  double accepted_rate(TimePoint now);
+  Params p_;
+  std::optional<double> rate_;  // learned
+  double server_rate_ = 0;
+  TimePoint next_{};  // the earliest time the next request may go
+  bool started_ = false;
+  std::deque<TimePoint> accepted_;  // answers accepted within the last second
+  TimePoint first_sent_{};
+  TimePoint last_cut_{};
+  TimePoint last_change_{};
+  bool waited_ = false;  // the pacer held a request back since the last change
+  int quiet_periods_ = 0;
+  std::uint64_t cuts_ = 0;
 };
 
 // Retry-After: delta seconds ("120", "1.5") or an HTTP date (relative to now_wall_ms).

@@ -29,6 +29,10 @@ class LlmGateway {
   virtual void reload_limits(const llm::LlmConfig& cfg) = 0;
   // Counters summed over every model's client.
   virtual llm::Stats stats() const = 0;
+  // See llm::Client::drain: no new attempt or retry starts; calls on the wire may finish.
+  virtual void drain() {}
+  // llm.max_prompt_tokens (0: no limit), for a check before a prompt is even rendered.
+  virtual std::int64_t max_prompt_tokens() const { return 0; }
   // See llm::Client::shutdown. Idempotent.
   virtual void shutdown(std::chrono::milliseconds grace) = 0;
 };

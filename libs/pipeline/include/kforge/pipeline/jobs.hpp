@@ -122,6 +122,8 @@ class JobStore {
   Result<std::vector<RunRow>> all_runs();
   // active <-> paused. Errors: "not_found", "conflict" (a cancelled or finished run).
   Status set_run_state(const std::string& tag, const std::string& state);
+  // Records a provider-requested pause (until wall ms, and why) for `kforge status`.
+  Status set_run_wait(std::int64_t run_id, std::int64_t until_ms, const std::string& reason);
   // Cancels the run and every job not yet ended or verified, in one transaction. Returns how
   // many jobs were cancelled.
   Result<std::int64_t> cancel_run(const std::string& tag);

@@ -34,7 +34,16 @@ struct RunProgress {
   std::optional<std::int64_t> eta_s;
   std::int64_t prompt_tokens = 0;
   std::int64_t completion_tokens = 0;
+  // What the provider answered (its llm_calls; stage outputs for runs without any): every
+  // network call, including unusable answers.
   double cost_usd = 0;
+  // Answers replayed from the store (after a restart) instead of asked again: what they cost
+  // when first asked, paid once.
+  std::int64_t replayed_calls = 0;
+  double saved_usd = 0;
+  // A provider-requested pause that has not ended ("" / 0 when none).
+  std::int64_t wait_until_ms = 0;
+  std::string wait_reason;
   std::vector<ErrorKind> errors;  // the last 24 hours, most frequent first
   std::map<std::string, std::int64_t> verdicts;
   std::string refused;  // why the daemon refuses the run ("" if not): set by the caller

@@ -21,6 +21,13 @@
 //   transient error    -> queued again after an exponential backoff, up to
 //                         max_transient_failures; then failed
 //   permanent error    -> failed (failure_streak_pause of them in a row pause the run)
+//   run-level error    -> (401/403, unknown model: "auth", "not_found") the run pauses at the
+//                         first one; the job (and those the client did not send: "halted")
+//                         goes back to the queue, none fails for it
+//   prompt too large   -> failed with "too_large", before any request
+// A request's identity includes the job, stage and attempt (the count of the stage's recorded
+// answers + 1): the client replays a stored answer only to the same attempt (after a crash),
+// and a retry or a re-ask always makes a new request.
 // Every error is recorded as a job event; every answer as a stage output.
 //
 // Runs whose recorded prompt identities differ from the loaded prompts are refused: none of
@@ -81,8 +88,12 @@ class Scheduler {
   bool wait(std::chrono::milliseconds max);
   // Makes a wait() in progress (or the next one) return at once. Any thread.
   void wake();
-  // Stops leasing; calls in flight still complete and are checkpointed by later steps.
-  void drain() { draining_ = true; }
+  // Stops leasing and drains the gateway (no new attempt or retry starts there); calls on the
+  // wire still complete and are checkpointed by later steps.
+  void drain() {
+    draining_ = true;
+    llm_.drain();
+  }
   bool draining() const { return draining_; }
   // Releases the leases of every job this owner holds (calls still in flight are abandoned:
   // their completions are ignored). For shutdown after the grace period.
@@ -113,6 +124,8 @@ class Scheduler {
   Status submit(RunInfo& run, const LeasedJob& job);
   Status complete(Completion& c, StepReport& rep);
   Status fail_before_call(RunInfo& run, const LeasedJob& job, const Error& why);
+  Status pause_run(RunInfo& run, const std::string& why);
+  Status note_provider_wait();
   std::int64_t backoff_ms(int failures) const;
 
   JobStore& store_;
@@ -129,6 +142,8 @@ class Scheduler {
   std::int64_t next_expiry_check_ms_ = 0;
   std::int64_t next_runs_refresh_ms_ = 0;
   std::int64_t next_finish_check_ms_ = 0;
+  std::int64_t next_wait_check_ms_ = 0;
+  std::int64_t wait_noted_until_ms_ = 0;  // the provider pause last written to the runs
   bool draining_ = false;
   SchedulerStats stats_;
 
