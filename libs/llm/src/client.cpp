@@ -204,7 +204,7 @@ class Client::Impl {
   void submit(ChatRequest req, Callback done) {
     auto c = std::make_unique<Call>();
     c->body = request_json(req);
-    c->sha = hash_of(c->body);
+    c->sha = hash_of(c->body, req.round);
     c->req = std::move(req);
     c->callbacks.push_back(std::move(done));
     c->submitted = clock_->steady_now();
@@ -282,16 +282,19 @@ class Client::Impl {
     return body.dump(-1, ' ', false, json::error_handler_t::replace);
   }
 
-  std::string hash_of(const std::string& body) const {
+  std::string hash_of(const std::string& body, int round) const {
     Sha256 h;
     h.update("kforge.llm.request.v1\n");
+    if (round > 0) h.update("round " + std::to_string(round) + "\n");
     h.update(url_);
     h.update("\n");
     h.update(body);
     return h.hex_digest();
   }
 
-  std::string request_sha256(const ChatRequest& req) const { return hash_of(request_json(req)); }
+  std::string request_sha256(const ChatRequest& req) const {
+    return hash_of(request_json(req), req.round);
+  }
 
   const std::string& url() const { return url_; }
 
