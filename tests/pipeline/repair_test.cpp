@@ -204,8 +204,8 @@ TEST(Repair, ARepairThatNeverSucceedsStopsAfterTheRunsRounds) {
             (std::vector<std::string>{"0|failed|[]", "1|failed|[]"}));
   EXPECT_EQ(count(*site, "one", "stage_outputs stage = 'repair'"), 1);
   EXPECT_EQ(count(*site, "two", "job_events kind = 'repair'"), 2);
-  // Round 2 asked again although its prompt showed the same code and evidence: the round is part
-  // of the request's identity, so it is a new request, not round 1's stored answer.
+  // Round 2 is a request of its own (the round is part of the request's identity), not round 1's
+  // stored answer, though it shows the same code and evidence.
   EXPECT_EQ(site->scalar("SELECT count(DISTINCT request_sha256) FROM stage_outputs o JOIN runs r "
                          "ON r.id = o.run_id WHERE r.tag = 'two' AND o.stage = 'repair'"),
             2);
