@@ -99,8 +99,9 @@ TEST(Repair, YieldGoesFromNoneToAllInOneRound) {
   EXPECT_EQ(verdicts(*site, "fix", "add"),
             (std::vector<std::string>{"0|passed|[\"mutant_survived\"]", "1|passed|[]"}));
   EXPECT_EQ(count(*site, "fix", "stage_outputs stage = 'repair'"), 2);
-  EXPECT_EQ(count(*site, "fix", "stage_outputs stage = 'repair' AND repair_round = 1 AND "
-                                "status = 'ok'"),
+  EXPECT_EQ(count(*site, "fix",
+                  "stage_outputs stage = 'repair' AND repair_round = 1 AND "
+                  "status = 'ok'"),
             2);
   EXPECT_EQ(job_of(*site, "fix", "double"), "done|done|1||");
   EXPECT_EQ(count(*site, "plain", "stage_outputs stage = 'repair'"), 0);
@@ -156,8 +157,9 @@ TEST(Repair, YieldGoesFromNoneToAllInOneRound) {
     EXPECT_EQ(rec["repair_round"], 1) << line;
     EXPECT_EQ(rec["verdict"], "passed");
     EXPECT_EQ(rec["prompt"]["repair"]["version"], "v1") << line;
-    if (rec["key"] == "double")
+    if (rec["key"] == "double") {
       EXPECT_NE(rec["unitest_code"].get<std::string>().find("2.0 * v"), std::string::npos);
+    }
   }
   EXPECT_EQ(n, 2);
 
@@ -177,13 +179,11 @@ TEST(Repair, YieldGoesFromNoneToAllInOneRound) {
             "failed");
   EXPECT_EQ(json::parse(test::read_text(dbg / "double" / "repair-1.verdict.json"))["verdict"],
             "passed");
-  EXPECT_NE(test::read_text(dbg / "double" / "unitest_code.py").find("2.0 * v"),
-            std::string::npos);
+  EXPECT_NE(test::read_text(dbg / "double" / "unitest_code.py").find("2.0 * v"), std::string::npos);
   auto da = site->kforge({"debug", "fix", "add", "--out", dbg.string()});
   ASSERT_EQ(da.exit_code, 0) << da.err;
   std::string add_prompt = test::read_text(dbg / "add" / "repair-1.prompt.md");
-  EXPECT_NE(add_prompt.find("the test checks nothing that the kernel computes"),
-            std::string::npos)
+  EXPECT_NE(add_prompt.find("the test checks nothing that the kernel computes"), std::string::npos)
       << add_prompt;
 }
 

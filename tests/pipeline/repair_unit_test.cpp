@@ -35,8 +35,8 @@ TEST(RepairPrompts, ShippedVersionsHaveARepairTemplateRecordedOnlyForRunsWithRou
     for (const char* p : {"code", "kernel_wrapper", "unitest_code", "evidence", "round"})
       EXPECT_NE(std::find(r.placeholders.begin(), r.placeholders.end(), p), r.placeholders.end())
           << v << " repair.md lacks {{" << p << "}}";
-    bool analysis = std::find(r.placeholders.begin(), r.placeholders.end(), "analysis") !=
-                    r.placeholders.end();
+    bool analysis =
+        std::find(r.placeholders.begin(), r.placeholders.end(), "analysis") != r.placeholders.end();
     EXPECT_EQ(analysis, v == "v2");
     EXPECT_TRUE(r.schema["properties"].contains("unfixable"));
     EXPECT_EQ(spec->evidence.sha256, sha256_hex(test::read_text(shipped() / "evidence.md")));
@@ -85,19 +85,20 @@ VerdictEvidence failed_verdict() {
       "        assert torch.equal(z, x), \"z differs from x for 16x16\"\n";
   std::string tb;
   for (int i = 1; i <= 60; ++i) tb += "traceback line " + std::to_string(i) + "\n";
-  v.report = {{"sections",
-               {{"preamble", {2, 2}},
-                {"code", {4, 4}},
-                {"kernel_wrapper", {6, 7}},
-                {"unitest_code", {9, 16}}}},
-              {"tests",
-               json::array({{{"name", "test_copy"},
-                             {"status", "failed"},
-                             {"exception", "AssertionError"},
-                             {"message", "z differs from x for 16x16"},
-                             {"traceback", tb},
-                             {"where",
-                              {{"section", "unitest_code"}, {"line", 8}, {"function", "test_copy"}}}}})}};
+  v.report = {
+      {"sections",
+       {{"preamble", {2, 2}},
+        {"code", {4, 4}},
+        {"kernel_wrapper", {6, 7}},
+        {"unitest_code", {9, 16}}}},
+      {"tests",
+       json::array(
+           {{{"name", "test_copy"},
+             {"status", "failed"},
+             {"exception", "AssertionError"},
+             {"message", "z differs from x for 16x16"},
+             {"traceback", tb},
+             {"where", {{"section", "unitest_code"}, {"line", 8}, {"function", "test_copy"}}}}})}};
   for (int i = 1; i <= 50; ++i) v.stderr_tail += "stderr line " + std::to_string(i) + "\n";
   return v;
 }
@@ -161,7 +162,8 @@ TEST(RepairAnswer, UnfixableOrBothPiecesOfCode) {
   ASSERT_TRUE(a.ok());
   EXPECT_TRUE(a->unfixable);
   EXPECT_EQ(a->reason, "triton.ops was removed");
-  a = read_repair_answer({{"kernel_wrapper", "def f(): pass"}, {"unitest_code", "def test_f(): f()"}});
+  a = read_repair_answer(
+      {{"kernel_wrapper", "def f(): pass"}, {"unitest_code", "def test_f(): f()"}});
   ASSERT_TRUE(a.ok());
   EXPECT_FALSE(a->unfixable);
   EXPECT_EQ(a->unitest_code, "def test_f(): f()");

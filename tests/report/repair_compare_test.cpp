@@ -38,15 +38,13 @@ TEST(ReportRepair, YieldAndCostPerVerifiedAfterEachRoundAndTheFlipsRepairMade) {
   b.tag = "fix";
   b.params = {{"repair_rounds", 2}};
   // Without repair: a verified, b failed, c flagged, d error.
-  std::vector<SampleOutcome> oa = {sample(1, "a", {{"passed", 0.10}}),
-                                   sample(2, "b", {{"failed", 0.10}}),
-                                   sample(3, "c", {{"passed", 0.10}}, {"mutant_survived"}),
-                                   sample(4, "d", {{"error", 0.10}})};
+  std::vector<SampleOutcome> oa = {
+      sample(1, "a", {{"passed", 0.10}}), sample(2, "b", {{"failed", 0.10}}),
+      sample(3, "c", {{"passed", 0.10}}, {"mutant_survived"}), sample(4, "d", {{"error", 0.10}})};
   // With two rounds: a verified at once; b after repair 1; c (flagged) after repair 2; d ends
   // unfixable after repair 1's answer.
   std::vector<SampleOutcome> ob = {
-      sample(1, "a", {{"passed", 0.10}}),
-      sample(2, "b", {{"failed", 0.10}, {"passed", 0.20}}),
+      sample(1, "a", {{"passed", 0.10}}), sample(2, "b", {{"failed", 0.10}, {"passed", 0.20}}),
       sample(3, "c", {{"passed", 0.10}, {"failed", 0.20}, {"passed", 0.30}}, {"mutant_survived"}),
       sample(4, "d", {{"error", 0.10}})};
   ob[3].job_error_kind = "unfixable";

@@ -16,12 +16,12 @@ constexpr std::array<std::string_view, 2> kStageOrder = {"analyze", "generate"};
 
 // The evidence blocks every evidence.md must define, and the placeholders they may use.
 constexpr std::array<std::string_view, 7> kEvidenceBlocks = {
-    "verdict", "failing_test", "message", "traceback", "stderr", "mutant_survived",
-    "no_kernel_launch"};
+    "verdict", "failing_test",    "message",         "traceback",
+    "stderr",  "mutant_survived", "no_kernel_launch"};
 const std::set<std::string>& evidence_placeholders() {
-  static const std::set<std::string> s = {"verdict", "detail",    "test",      "section", "line",
-                                          "source_line", "exception", "message", "traceback",
-                                          "stderr"};
+  static const std::set<std::string> s = {"verdict",   "detail",      "test",      "section",
+                                          "line",      "source_line", "exception", "message",
+                                          "traceback", "stderr"};
   return s;
 }
 
@@ -110,13 +110,12 @@ Result<EvidenceTemplate> load_evidence(const std::filesystem::path& dir) {
     while (!body.empty() && (body.back() == '\n' || body.back() == ' ')) body.pop_back();
     for (const auto& f : scan_placeholders(body))
       if (evidence_placeholders().count(f.name) == 0)
-        return fail("prompt", e.path.string() + ":" +
-                                  std::to_string(name_line + line_at(body, f.begin)) +
-                                  ": unknown placeholder {{" + f.name + "}} in block '" + name +
-                                  "'");
+        return fail("prompt",
+                    e.path.string() + ":" + std::to_string(name_line + line_at(body, f.begin)) +
+                        ": unknown placeholder {{" + f.name + "}} in block '" + name + "'");
     if (e.block(name) != nullptr)
-      return fail("prompt", e.path.string() + ":" + std::to_string(name_line) + ": block '" +
-                                name + "' is defined twice");
+      return fail("prompt", e.path.string() + ":" + std::to_string(name_line) + ": block '" + name +
+                                "' is defined twice");
     e.blocks.emplace_back(name, body);
     return {};
   };
@@ -271,7 +270,8 @@ Result<PromptLibrary> PromptLibrary::load(const std::filesystem::path& dir) {
       if (e.path().extension() == ".md") md.insert(e.path().stem().string());
     if (md.empty()) continue;
     for (const auto& m : md)
-      if (m != "repair" && std::find(kStageOrder.begin(), kStageOrder.end(), m) == kStageOrder.end())
+      if (m != "repair" &&
+          std::find(kStageOrder.begin(), kStageOrder.end(), m) == kStageOrder.end())
         return fail("prompt", (sub / (m + ".md")).string() +
                                   ": unknown stage (a version holds analyze.md, generate.md and "
                                   "repair.md)");

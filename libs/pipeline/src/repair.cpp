@@ -99,7 +99,8 @@ Result<std::string> render_evidence(const EvidenceTemplate& t, const VerdictEvid
     }
     std::string tb = trim_end(str(*bad, "traceback"));
     if (!tb.empty()) {
-      values["traceback"] = trim_end(verify::last_lines(tb, caps.traceback_lines, caps.traceback_bytes));
+      values["traceback"] =
+          trim_end(verify::last_lines(tb, caps.traceback_lines, caps.traceback_bytes));
       use.push_back("traceback");
     }
   }

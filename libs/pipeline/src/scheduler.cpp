@@ -278,9 +278,8 @@ Status Scheduler::fail_before_call(RunInfo& run, const LeasedJob& job, const Err
 }
 
 Status Scheduler::submit(RunInfo& run, const LeasedJob& job) {
-  const Template* tmpl = job.stage == "repair"
-                             ? (run.spec->repair ? &*run.spec->repair : nullptr)
-                             : run.spec->stage(job.stage);
+  const Template* tmpl = job.stage == "repair" ? (run.spec->repair ? &*run.spec->repair : nullptr)
+                                               : run.spec->stage(job.stage);
   if (tmpl == nullptr)
     return fail_before_call(
         run, job,
@@ -442,7 +441,7 @@ Status Scheduler::complete(Completion& c, StepReport& rep) {
   out.request_json = call->request_json;
   out.repair_round = job.repair_round;
 
-  std::optional<Error> failure;  // what went wrong, if anything
+  std::optional<Error> failure;        // what went wrong, if anything
   std::optional<RepairAnswer> repair;  // a repair stage's answer
   Transient transient = Transient::no;
   std::string event_kind;
@@ -518,11 +517,10 @@ Status Scheduler::complete(Completion& c, StepReport& rep) {
     next.attempts = 0;
     next.error_kind = "unfixable";
     next.error = repair->reason;
-    events.push_back(Event{job.run_id, job.id, job.sample_id, job.stage, out.attempt, "info",
-                           "unfixable",
-                           "repair round " + std::to_string(job.repair_round) +
-                               ": the model answered that the code cannot work: " +
-                               first_line(repair->reason, 2000)});
+    events.push_back(Event{
+        job.run_id, job.id, job.sample_id, job.stage, out.attempt, "info", "unfixable",
+        "repair round " + std::to_string(job.repair_round) +
+            ": the model answered that the code cannot work: " + first_line(repair->reason, 2000)});
   } else if (!failure) {
     if (const Template* nt = call->spec->next(job.stage)) {
       next.state = "queued";

@@ -99,9 +99,8 @@ Result<bool> VerifyStage::lease_one() {
   KF_TRY(int rounds, repair_rounds(run_id));
   ++stats_.leased;
   Leased leased{job_id, run_id, sample_id, attempt, round, rounds};
-  auto id = pool_->submit(std::move(req), [this, leased](verify::VerifyResult&& r) {
-    finish(leased, std::move(r));
-  });
+  auto id = pool_->submit(
+      std::move(req), [this, leased](verify::VerifyResult&& r) { finish(leased, std::move(r)); });
   if (!id.ok()) {
     // The pool refused after saying it accepts: give the job back.
     KF_TRY(store::Stmt * st, db_.cached(q()["vstage_finish"]));

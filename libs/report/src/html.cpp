@@ -288,7 +288,8 @@ std::string pair_section(const Comparison& c, const PairComparison& p) {
                      esc(p.tag_a), esc(p.tag_b));
     std::size_t n = std::max(p.a.rounds.size(), p.b.rounds.size());
     auto cells = [](const RunSummary& r, std::size_t i) {
-      if (i >= r.rounds.size()) return std::string(R"(<td class="num">-</td><td class="num">-</td>)");
+      if (i >= r.rounds.size())
+        return std::string(R"(<td class="num">-</td><td class="num">-</td>)");
       const RoundYield& y = r.rounds[i];
       return fmt::format(R"(<td class="num">{}/{} ({})</td><td class="num">{}</td>)", y.verified,
                          r.samples, percent(y.rate), money(y.cost_per_verified));
@@ -336,8 +337,9 @@ std::string render_html(const Comparison& c) {
                   R"(each pair is compared on the samples both runs finished.</p>)",
                   c.runs.empty() ? "" : esc(c.runs[0].tag), esc(format_utc_ms(c.generated_ms)),
                   esc(c.database));
-  s += R"(<section class="runs"><h2>Runs</h2><table><tr><th>tag</th><th>pipeline</th>)"
-       R"(<th>model</th><th>repair rounds</th><th>state</th><th>prompts (version, sha256)</th></tr>)";
+  s +=
+      R"(<section class="runs"><h2>Runs</h2><table><tr><th>tag</th><th>pipeline</th>)"
+      R"(<th>model</th><th>repair rounds</th><th>state</th><th>prompts (version, sha256)</th></tr>)";
   for (const auto& r : c.runs)
     s += fmt::format(
         "<tr><td><b>{}</b></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",

@@ -163,7 +163,8 @@ class Client {
   Result<ChatResponse> call(ChatRequest req);
 
   // The request's identity: lower-case hex SHA-256 of its canonical form (endpoint URL, model,
-  // messages, sampling parameters, response_format) and its round when > 0. Same value as ChatResponse::request_sha256.
+  // messages, sampling parameters, response_format) and its round when > 0. Same value as
+  // ChatResponse::request_sha256.
   std::string request_sha256(const ChatRequest& req) const;
   // The JSON body that is POSTed for req (holds no secret).
   std::string request_json(const ChatRequest& req) const;
