@@ -132,11 +132,12 @@ int create(const RunArgs& a, const app::Config& cfg) {
   }
   std::string stages;
   for (const auto& s : spec->stages) stages += (stages.empty() ? "" : " -> ") + s.name;
-  stages += " -> verify";
-  if (rounds > 0)
-    stages += ", then up to " + std::to_string(rounds) + " repair round" + (rounds == 1 ? "" : "s");
-  std::printf("run '%s' created: %zu jobs, pipeline %s (%s), model %s\n", run.tag.c_str(),
-              run.sample_ids.size(), run.pipeline.c_str(), stages.c_str(), run.model.c_str());
+  std::printf("run '%s' created: %zu jobs, pipeline %s (%s), model %s, %s\n", run.tag.c_str(),
+              run.sample_ids.size(), run.pipeline.c_str(), stages.c_str(), run.model.c_str(),
+              rounds == 0 ? "no repair round"
+                          : ("up to " + std::to_string(rounds) + " repair round" +
+                             (rounds == 1 ? "" : "s") + " after a verdict that is not verified")
+                                .c_str());
   for (const auto& s : spec->stages)
     std::printf("  prompt %s/%s.md sha256 %s...\n", s.version.c_str(), s.name.c_str(),
                 short_sha(s.sha256).c_str());
