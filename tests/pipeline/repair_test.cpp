@@ -320,8 +320,8 @@ TEST(Repair, KillNineBetweenRoundsResumesWithoutRepeatingAPaidRound) {
                          "GROUP BY 1, 2 HAVING count(*) > 1)"),
             0);
   std::int64_t repeated = 0;
-  for (const auto& [hash, n] : site->fake().stats()["answered_by_hash"].items())
-    repeated += n.get<std::int64_t>() - 1;
+  json answered = site->fake().stats()["answered_by_hash"];
+  for (const auto& [hash, n] : answered.items()) repeated += n.get<std::int64_t>() - 1;
   EXPECT_EQ(repeated, lost_in_flight);
 }
 
