@@ -19,6 +19,7 @@ struct RunArgs {
   std::string model;
   std::int64_t limit = -1;
   std::string samples_from;
+  int repair_rounds = -1;  // -1: pipeline.repair_rounds of the configuration
   bool json = false;
 };
 
@@ -87,6 +88,11 @@ int create(const RunArgs& a, const app::Config& cfg) {
   KF_TRY_OR_REPORT(auto dir, pipeline::PromptLibrary::locate(cfg.pipeline.prompts_dir));
   KF_TRY_OR_REPORT(auto lib, pipeline::PromptLibrary::load(dir));
   KF_TRY_OR_REPORT(const pipeline::PipelineSpec* spec, lib.pipeline(a.pipeline));
+  int rounds = a.repair_rounds >= 0 ? a.repair_rounds : cfg.pipeline.repair_rounds;
+  if (rounds > 0 && !spec->repair)
+    return report(Error("usage", "pipeline " + a.pipeline + " has no repair template (" +
+                                     (lib.dir() / a.pipeline / "repair.md").string() +
+                                     "); create the run with --repair-rounds 0"));
   KF_TRY_OR_REPORT(auto db, app::open_store(cfg));
   pipeline::JobStore jobs(*db, system_clock());
   std::vector<std::int64_t> ids;
@@ -104,11 +110,12 @@ int create(const RunArgs& a, const app::Config& cfg) {
   run.pipeline = a.pipeline;
   run.model = a.model.empty() ? cfg.llm.model : a.model;
   run.first_stage = spec->first_stage();
-  run.prompts = spec->identities();
+  run.prompts = spec->identities(rounds > 0);
   run.params = {{"limit", a.limit >= 0 ? nlohmann::json(a.limit) : nlohmann::json(nullptr)},
                 {"samples_from",
                  a.samples_from.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.samples_from)},
-                {"samples", ids.size()}};
+                {"samples", ids.size()},
+                {"repair_rounds", rounds}};
   run.sample_ids = std::move(ids);
   KF_TRY_OR_REPORT(std::int64_t id, jobs.create_run(run));
   if (a.json) {
@@ -117,6 +124,7 @@ int create(const RunArgs& a, const app::Config& cfg) {
                                        {"pipeline", run.pipeline},
                                        {"model", run.model},
                                        {"jobs", run.sample_ids.size()},
+                                       {"repair_rounds", rounds},
                                        {"prompts", run.prompts}}
                             .dump()
                             .c_str());
@@ -124,11 +132,18 @@ int create(const RunArgs& a, const app::Config& cfg) {
   }
   std::string stages;
   for (const auto& s : spec->stages) stages += (stages.empty() ? "" : " -> ") + s.name;
-  std::printf("run '%s' created: %zu jobs, pipeline %s (%s), model %s\n", run.tag.c_str(),
-              run.sample_ids.size(), run.pipeline.c_str(), stages.c_str(), run.model.c_str());
+  std::printf("run '%s' created: %zu jobs, pipeline %s (%s), model %s, %s\n", run.tag.c_str(),
+              run.sample_ids.size(), run.pipeline.c_str(), stages.c_str(), run.model.c_str(),
+              rounds == 0 ? "no repair round"
+                          : ("up to " + std::to_string(rounds) + " repair round" +
+                             (rounds == 1 ? "" : "s") + " after a verdict that is not verified")
+                                .c_str());
   for (const auto& s : spec->stages)
     std::printf("  prompt %s/%s.md sha256 %s...\n", s.version.c_str(), s.name.c_str(),
                 short_sha(s.sha256).c_str());
+  if (rounds > 0)
+    std::printf("  prompt %s/repair.md sha256 %s...\n", spec->repair->version.c_str(),
+                short_sha(spec->repair->sha256).c_str());
   std::printf("kforged picks it up; kforge status %s shows progress\n", run.tag.c_str());
   return kOk;
 }
@@ -181,6 +196,11 @@ Command add_run(CLI::App& root, Globals& g) {
       ->check(CLI::NonNegativeNumber);
   create_cmd->add_option("--samples-from", args->samples_from,
                          "Only these samples: a file of keys, one per line, or a JSON list");
+  create_cmd
+      ->add_option("--repair-rounds", args->repair_rounds,
+                   "Repair rounds after a verdict that is not verified (default: "
+                   "pipeline.repair_rounds of the config; 0: none)")
+      ->check(CLI::Range(0, 10));
   create_cmd->add_flag("--json", args->json, "Print the created run as JSON");
   create_cmd->footer(
       "Two runs over the same samples (the same --limit or --samples-from) form an A/B pair. "

@@ -586,7 +586,7 @@ TEST(DaemonVerifier, GeneratedSamplesAreVerifiedOnceAcrossAKill) {
   o.verify = true;
   site.write_config(o);
   site.import_corpus();
-  site.create_run("v1", "v1", {"--limit", "12"});
+  site.create_run("v1", "v1", {"--limit", "12", "--repair-rounds", "0"});
   const std::string done = "SELECT count(*) FROM jobs WHERE state = 'done'";
   const std::string verifying = "SELECT count(*) FROM jobs WHERE state = 'verifying'";
   {

@@ -39,7 +39,7 @@ const ojson* find_key(const std::vector<ojson>& recs, const std::string& key) {
 
 const std::vector<std::string> kAdded = {"kernel_wrapper", "unitest_code", "kernel_analysis",
                                          "verdict",        "flags",        "status",
-                                         "model",          "prompt"};
+                                         "repair_round",   "model",        "prompt"};
 
 TEST(ReportExport, EveryOriginalFieldKeptInOrderThenTheOutputs) {
   ReportFixture fx;

@@ -233,7 +233,7 @@ class Client::Impl {
     }
     auto c = std::make_unique<Call>();
     c->body = request_json(req);
-    c->sha = hash_of(c->body, req.identity);
+    c->sha = hash_of(c->body, req.identity, req.round);
     c->req = std::move(req);
     c->callbacks.push_back(std::move(done));
     c->submitted = clock_->steady_now();
@@ -312,9 +312,10 @@ class Client::Impl {
     return body.dump(-1, ' ', false, json::error_handler_t::replace);
   }
 
-  std::string hash_of(const std::string& body, const std::string& identity) const {
+  std::string hash_of(const std::string& body, const std::string& identity, int round) const {
     Sha256 h;
     h.update("kforge.llm.request.v1\n");
+    if (round > 0) h.update("round " + std::to_string(round) + "\n");
     h.update(url_);
     h.update("\n");
     h.update(body);
@@ -327,7 +328,7 @@ class Client::Impl {
   }
 
   std::string request_sha256(const ChatRequest& req) const {
-    return hash_of(request_json(req), req.identity);
+    return hash_of(request_json(req), req.identity, req.round);
   }
 
   const std::string& url() const { return url_; }

@@ -70,7 +70,7 @@ UPDATE jobs SET state = 'leased', lease_owner = ?2, lease_expires_ms = ?3, updat
 WHERE id IN (SELECT id FROM jobs
              WHERE run_id = ?1 AND state = 'queued' AND not_before_ms <= ?4
              ORDER BY id LIMIT ?5)
-RETURNING id, run_id, sample_id, stage, attempts;
+RETURNING id, run_id, sample_id, stage, attempts, repair_round;
 
 -- name: renew_leases
 UPDATE jobs SET lease_expires_ms = ?2 WHERE state = 'leased' AND lease_owner = ?1;
@@ -93,8 +93,9 @@ WHERE id = ?1 AND state = 'leased' AND lease_owner = ?2;
 INSERT INTO stage_outputs (job_id, run_id, sample_id, stage, attempt, status, prompt_version,
                            prompt_sha256, request_sha256, request_json, response_raw,
                            parsed_json, error_kind, error, prompt_tokens, completion_tokens,
-                           cost_usd, latency_ms, created_ms)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19);
+                           cost_usd, latency_ms, created_ms, repair_round)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
+        ?20);
 
 -- name: insert_event
 INSERT INTO job_events (run_id, job_id, sample_id, stage, attempt, level, kind, message, owner,
@@ -109,10 +110,23 @@ SELECT key, code, description_1, description_2 FROM samples WHERE id = ?1;
 SELECT parsed_json FROM stage_outputs
 WHERE job_id = ?1 AND stage = ?2 AND status = 'ok' ORDER BY id DESC LIMIT 1;
 
--- Earlier attempts at the job's current stage, oldest first.
+-- Earlier attempts at the job's current stage (in its current repair round), oldest first.
 -- name: stage_attempts
 SELECT status, error_kind, error, response_raw FROM stage_outputs
-WHERE job_id = ?1 AND stage = ?2 ORDER BY id;
+WHERE job_id = ?1 AND stage = ?2 AND repair_round = ?3 ORDER BY id;
+
+-- The answer holding a round's code: generate's for round 0, the repair's for round N (an
+-- unfixable answer holds none).
+-- name: round_code
+SELECT parsed_json FROM stage_outputs
+WHERE job_id = ?1 AND repair_round = ?2 AND status = 'ok' AND stage IN ('generate', 'repair')
+  AND json_extract(parsed_json, '$.kernel_wrapper') IS NOT NULL
+ORDER BY id DESC LIMIT 1;
+
+-- The latest verdict of a round's code.
+-- name: round_verdict
+SELECT verdict, flags_json, detail, result_json, script, stderr_tail FROM verifications
+WHERE job_id = ?1 AND repair_round = ?2 ORDER BY id DESC LIMIT 1;
 
 -- name: count_verify_queued
 SELECT count(*) FROM jobs WHERE state = 'verify_queued';

@@ -6,12 +6,25 @@ UPDATE jobs SET state = 'verifying', lease_owner = ?1, lease_expires_ms = ?2, up
 WHERE id = (SELECT j.id FROM jobs j JOIN runs r ON r.id = j.run_id
             WHERE j.state = 'verify_queued' AND r.state = 'active'
             ORDER BY j.updated_ms, j.id LIMIT 1)
-RETURNING id, run_id, sample_id;
+RETURNING id, run_id, sample_id, repair_round;
 
+-- The code of the job's round: generate's answer (round 0) or the round's repair answer.
 -- name: vstage_generated
 SELECT parsed_json FROM stage_outputs
-WHERE job_id = ?1 AND stage = 'generate' AND status = 'ok'
+WHERE job_id = ?1 AND repair_round = ?2 AND status = 'ok' AND stage IN ('generate', 'repair')
+  AND json_extract(parsed_json, '$.kernel_wrapper') IS NOT NULL
 ORDER BY id DESC LIMIT 1;
+
+-- name: vstage_run_params
+SELECT params_json FROM runs WHERE id = ?1;
+
+-- A verdict that is not verified, within the run's repair rounds: the job goes back to the LLM
+-- at the next round (the scheduler leases it at stage 'repair').
+-- name: vstage_to_repair
+UPDATE jobs SET state = 'queued', stage = 'repair', repair_round = ?3, attempts = 0,
+                not_before_ms = 0, lease_owner = NULL, lease_expires_ms = NULL, error_kind = NULL,
+                error = NULL, updated_ms = ?4
+WHERE id = ?1 AND state = 'verifying' AND lease_owner = ?2;
 
 -- name: vstage_sample
 SELECT key, code FROM samples WHERE id = ?1;

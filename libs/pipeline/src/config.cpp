@@ -14,6 +14,7 @@ void read_config(ConfigNode n, PipelineConfig& out) {
   n.get("verify_backlog", out.verify_backlog);
   n.get("idle_poll_ms", out.idle_poll_ms);
   n.get("structured_output", out.structured_output);
+  n.get("repair_rounds", out.repair_rounds);
   if (out.max_in_flight < 1) n.invalid("max_in_flight", "must be >= 1");
   if (out.lease_ms < 1000) n.invalid("lease_ms", "must be >= 1000");
   if (out.max_attempts < 1) n.invalid("max_attempts", "must be >= 1");
@@ -24,6 +25,8 @@ void read_config(ConfigNode n, PipelineConfig& out) {
   if (out.failure_streak_pause < 0) n.invalid("failure_streak_pause", "must be >= 0");
   if (out.verify_backlog < 0) n.invalid("verify_backlog", "must be >= 0");
   if (out.idle_poll_ms < 10) n.invalid("idle_poll_ms", "must be >= 10");
+  if (out.repair_rounds < 0 || out.repair_rounds > 10)
+    n.invalid("repair_rounds", "must be between 0 and 10");
 }
 
 namespace {

@@ -249,7 +249,7 @@ Result<std::vector<LeasedJob>> JobStore::lease(std::int64_t run_id, int n, std::
     KF_TRY(bool row, s->step());
     if (!row) break;
     out.push_back(LeasedJob{s->int64(0), s->int64(1), s->int64(2), s->text(3),
-                            static_cast<int>(s->int64(4))});
+                            static_cast<int>(s->int64(4)), static_cast<int>(s->int64(5))});
   }
   s->reset();
   std::sort(out.begin(), out.end(),
@@ -315,7 +315,8 @@ Result<bool> JobStore::checkpoint(const LeasedJob& job, const std::optional<Stag
         .bind(16, o.completion_tokens)
         .bind(17, o.cost_usd)
         .bind(18, o.latency_ms)
-        .bind(19, now);
+        .bind(19, now)
+        .bind(20, o.repair_round);
     KF_CHECK(s->run());
   }
   for (const auto& e : events) KF_CHECK(insert_event(e, now));
@@ -341,10 +342,11 @@ Result<std::optional<std::string>> JobStore::ok_output(std::int64_t job_id,
   return out.value_or(std::nullopt);
 }
 
-Result<std::vector<Attempt>> JobStore::attempts(std::int64_t job_id, const std::string& stage) {
+Result<std::vector<Attempt>> JobStore::attempts(std::int64_t job_id, const std::string& stage,
+                                                int repair_round) {
   std::vector<Attempt> out;
   KF_TRY(Stmt * s, db_.cached(Q()["stage_attempts"]));
-  s->bind(1, job_id).bind(2, stage);
+  s->bind(1, job_id).bind(2, stage).bind(3, repair_round);
   while (true) {
     KF_TRY(bool row, s->step());
     if (!row) break;
@@ -352,6 +354,35 @@ Result<std::vector<Attempt>> JobStore::attempts(std::int64_t job_id, const std::
   }
   s->reset();
   return out;
+}
+
+Result<std::optional<std::string>> JobStore::round_code(std::int64_t job_id, int repair_round) {
+  KF_TRY(Stmt * s, db_.cached(Q()["round_code"]));
+  s->bind(1, job_id).bind(2, repair_round);
+  KF_TRY(auto out, s->one([](Stmt& r) { return r.opt_text(0); }));
+  return out.value_or(std::nullopt);
+}
+
+Result<std::optional<VerdictEvidence>> JobStore::round_verdict(std::int64_t job_id,
+                                                               int repair_round) {
+  KF_TRY(Stmt * s, db_.cached(Q()["round_verdict"]));
+  s->bind(1, job_id).bind(2, repair_round);
+  return s->one([](Stmt& r) {
+    VerdictEvidence v;
+    v.verdict = r.text(0);
+    auto flags = nlohmann::json::parse(r.text(1), nullptr, false);
+    if (flags.is_array())
+      for (const auto& f : flags)
+        if (f.is_string()) v.flags.push_back(f.get<std::string>());
+    v.detail = r.opt_text(2).value_or("");
+    if (auto report = r.opt_text(3)) {
+      v.report = nlohmann::json::parse(*report, nullptr, false);
+      if (v.report.is_discarded()) v.report = nullptr;
+    }
+    v.script = r.opt_text(4).value_or("");
+    v.stderr_tail = r.opt_text(5).value_or("");
+    return v;
+  });
 }
 
 Result<std::int64_t> JobStore::verify_backlog() {

@@ -14,6 +14,17 @@ namespace {
 
 constexpr std::array<std::string_view, 2> kStageOrder = {"analyze", "generate"};
 
+// The evidence blocks every evidence.md must define, and the placeholders they may use.
+constexpr std::array<std::string_view, 7> kEvidenceBlocks = {
+    "verdict", "failing_test",    "message",         "traceback",
+    "stderr",  "mutant_survived", "no_kernel_launch"};
+const std::set<std::string>& evidence_placeholders() {
+  static const std::set<std::string> s = {"verdict",   "detail",      "test",      "section",
+                                          "line",      "source_line", "exception", "message",
+                                          "traceback", "stderr"};
+  return s;
+}
+
 struct Found {
   std::string name;
   std::size_t begin;  // offset of "{{"
@@ -83,7 +94,64 @@ Result<Template> load_template(const std::filesystem::path& dir, const std::stri
   return t;
 }
 
+Result<EvidenceTemplate> load_evidence(const std::filesystem::path& dir) {
+  EvidenceTemplate e;
+  e.path = dir / "evidence.md";
+  KF_TRY(std::string text, read_file(e.path));
+  e.sha256 = sha256_hex(text);
+  const std::string marker = "<!-- evidence: ";
+  std::size_t at = 0;
+  int line = 0;
+  std::string name;
+  int name_line = 0;
+  std::string body;
+  auto flush = [&]() -> Status {
+    if (name.empty()) return {};
+    while (!body.empty() && (body.back() == '\n' || body.back() == ' ')) body.pop_back();
+    for (const auto& f : scan_placeholders(body))
+      if (evidence_placeholders().count(f.name) == 0)
+        return fail("prompt",
+                    e.path.string() + ":" + std::to_string(name_line + line_at(body, f.begin)) +
+                        ": unknown placeholder {{" + f.name + "}} in block '" + name + "'");
+    if (e.block(name) != nullptr)
+      return fail("prompt", e.path.string() + ":" + std::to_string(name_line) + ": block '" + name +
+                                "' is defined twice");
+    e.blocks.emplace_back(name, body);
+    return {};
+  };
+  while (at < text.size()) {
+    std::size_t nl = text.find('\n', at);
+    std::string l = text.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
+    at = nl == std::string::npos ? text.size() : nl + 1;
+    ++line;
+    if (l.rfind(marker, 0) == 0) {
+      KF_CHECK(flush());
+      std::size_t end = l.find(" -->", marker.size());
+      if (end == std::string::npos)
+        return fail("prompt", e.path.string() + ":" + std::to_string(line) +
+                                  ": a block marker is \"<!-- evidence: NAME -->\"");
+      name = l.substr(marker.size(), end - marker.size());
+      name_line = line;
+      body.clear();
+    } else if (!name.empty()) {
+      body += l + "\n";
+    }
+  }
+  KF_CHECK(flush());
+  for (auto b : kEvidenceBlocks)
+    if (e.block(b) == nullptr)
+      return fail("prompt", e.path.string() + ": no block '" + std::string(b) +
+                                "' (a line \"<!-- evidence: " + std::string(b) + " -->\")");
+  return e;
+}
+
 }  // namespace
+
+const std::string* EvidenceTemplate::block(std::string_view name) const {
+  for (const auto& [n, text] : blocks)
+    if (n == name) return &text;
+  return nullptr;
+}
 
 std::vector<std::string> placeholders_of(std::string_view text) {
   std::vector<std::string> out;
@@ -122,20 +190,27 @@ const Template* PipelineSpec::next(std::string_view name) const {
   return nullptr;
 }
 
-nlohmann::json PipelineSpec::identities() const {
+nlohmann::json PipelineSpec::identities(bool with_repair) const {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& s : stages)
     j[s.name] = {{"version", s.version}, {"sha256", s.sha256}, {"schema_sha256", s.schema_sha256}};
   j["retry"] = {{"version", retry.version}, {"sha256", retry.sha256}};
+  if (with_repair && repair)
+    j["repair"] = {{"version", repair->version},
+                   {"sha256", repair->sha256},
+                   {"schema_sha256", repair->schema_sha256},
+                   {"evidence_sha256", evidence.sha256}};
   return j;
 }
 
 std::string PipelineSpec::mismatch(const nlohmann::json& recorded) const {
-  nlohmann::json now = identities();
+  bool with_repair = recorded.is_object() && recorded.contains("repair");
+  nlohmann::json now = identities(with_repair);
   auto file_of = [&](const std::string& key) {
     if (key == "retry") return std::string("prompts/retry.md");
     return "prompts/" + version + "/" + key + ".md";
   };
+  if (with_repair && !repair) return file_of("repair") + " no longer exists";
   for (const auto& [key, id] : now.items()) {
     if (!recorded.is_object() || !recorded.contains(key))
       return file_of(key) + " was not part of the run when it was created";
@@ -153,6 +228,9 @@ std::string PipelineSpec::mismatch(const nlohmann::json& recorded) const {
     if (id.contains("schema_sha256") &&
         field("schema_sha256") != id["schema_sha256"].get<std::string>())
       return "prompts/" + version + "/" + key + ".schema.json changed since the run was created";
+    if (id.contains("evidence_sha256") &&
+        field("evidence_sha256") != id["evidence_sha256"].get<std::string>())
+      return "prompts/evidence.md changed since the run was created";
   }
   if (recorded.is_object())
     for (const auto& [key, id] : recorded.items())
@@ -179,6 +257,7 @@ Result<PromptLibrary> PromptLibrary::load(const std::filesystem::path& dir) {
   lib.dir_ = dir;
   KF_TRY(Template retry, load_template(dir, "common", "retry", false, {"reason"}));
   std::error_code ec;
+  std::optional<EvidenceTemplate> evidence;  // read once, for the first version with repair.md
   std::vector<std::filesystem::path> subdirs;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec))
     if (e.is_directory()) subdirs.push_back(e.path());
@@ -191,9 +270,11 @@ Result<PromptLibrary> PromptLibrary::load(const std::filesystem::path& dir) {
       if (e.path().extension() == ".md") md.insert(e.path().stem().string());
     if (md.empty()) continue;
     for (const auto& m : md)
-      if (std::find(kStageOrder.begin(), kStageOrder.end(), m) == kStageOrder.end())
+      if (m != "repair" &&
+          std::find(kStageOrder.begin(), kStageOrder.end(), m) == kStageOrder.end())
         return fail("prompt", (sub / (m + ".md")).string() +
-                                  ": unknown stage (a version holds analyze.md and generate.md)");
+                                  ": unknown stage (a version holds analyze.md, generate.md and "
+                                  "repair.md)");
     if (md.count("generate") == 0)
       return fail("prompt", sub.string() + ": no generate.md (every version ends with generate)");
     PipelineSpec spec;
@@ -207,6 +288,17 @@ Result<PromptLibrary> PromptLibrary::load(const std::filesystem::path& dir) {
       KF_TRY(Template t, load_template(dir, version, s, true, allowed));
       spec.stages.push_back(std::move(t));
       if (s == "analyze") allowed.insert("analysis");
+    }
+    if (md.count("repair") > 0) {
+      for (const char* p : {"kernel_wrapper", "unitest_code", "evidence", "round", "repair_rounds"})
+        allowed.insert(p);
+      KF_TRY(Template t, load_template(dir, version, "repair", true, allowed));
+      spec.repair = std::move(t);
+      if (!evidence) {
+        KF_TRY(EvidenceTemplate e, load_evidence(dir));
+        evidence = std::move(e);
+      }
+      spec.evidence = *evidence;
     }
     lib.specs_.emplace(version, std::move(spec));
   }

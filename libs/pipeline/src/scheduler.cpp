@@ -9,6 +9,7 @@
 
 #include "kforge/llm/json.hpp"
 #include "kforge/pipeline/facts.hpp"
+#include "kforge/pipeline/repair.hpp"
 
 namespace kforge::pipeline {
 
@@ -53,6 +54,14 @@ std::string first_line(const std::string& s, std::size_t max = 300) {
   std::string out = s.substr(0, s.find('\n'));
   if (out.size() > max) out = out.substr(0, max) + "...";
   return out;
+}
+
+// The run's repair rounds, as recorded when it was created (0 for a run from before them).
+int repair_rounds_of(const RunRow& run) {
+  if (run.params.is_object() && run.params.contains("repair_rounds") &&
+      run.params["repair_rounds"].is_number_integer())
+    return run.params["repair_rounds"].get<int>();
+  return 0;
 }
 
 class Busy {
@@ -297,7 +306,8 @@ Status Scheduler::fail_before_call(RunInfo& run, const LeasedJob& job, const Err
 }
 
 Status Scheduler::submit(RunInfo& run, const LeasedJob& job) {
-  const Template* tmpl = run.spec->stage(job.stage);
+  const Template* tmpl = job.stage == "repair" ? (run.spec->repair ? &*run.spec->repair : nullptr)
+                                               : run.spec->stage(job.stage);
   if (tmpl == nullptr)
     return fail_before_call(
         run, job,
@@ -335,11 +345,33 @@ Status Scheduler::submit(RunInfo& run, const LeasedJob& job) {
     auto parsed = nlohmann::json::parse(*analysis, nullptr, false);
     values["analysis"] = parsed.is_discarded() ? *analysis : parsed.dump(2);
   }
+  if (job.stage == "repair") {
+    // The previous round's wrapper and test, and what the verifier said about them.
+    int prev = job.repair_round - 1;
+    KF_TRY(auto code, store_.round_code(job.id, prev));
+    KF_TRY(auto verdict, store_.round_verdict(job.id, prev));
+    if (prev < 0 || !code || !verdict)
+      return fail_before_call(
+          run, job,
+          Error("state", "repair round " + std::to_string(job.repair_round) +
+                             " needs the code and the verdict of round " + std::to_string(prev) +
+                             ", and the job has " + (code ? "no verdict" : "no code")));
+    auto parsed = nlohmann::json::parse(*code, nullptr, false);
+    for (const char* f : {"kernel_wrapper", "unitest_code"})
+      values[f] = parsed.is_object() && parsed.contains(f) && parsed[f].is_string()
+                      ? parsed[f].get<std::string>()
+                      : std::string("(none)");
+    auto evidence = render_evidence(run.spec->evidence, *verdict);
+    if (!evidence.ok()) return fail_before_call(run, job, evidence.error());
+    values["evidence"] = std::move(*evidence);
+    values["round"] = std::to_string(job.repair_round);
+    values["repair_rounds"] = std::to_string(std::max(repair_rounds_of(run.row), job.repair_round));
+  }
   auto text = render(tmpl->text, values, tmpl->path.string());
   if (!text.ok()) return fail_before_call(run, job, text.error());
 
   auto call = std::make_unique<Call>();
-  KF_TRY(auto earlier, store_.attempts(job.id, job.stage));
+  KF_TRY(auto earlier, store_.attempts(job.id, job.stage, job.repair_round));
   const Attempt* last_content = nullptr;
   for (const auto& a : earlier) {
     if (content_failure(a.status, a.error_kind)) {
@@ -372,11 +404,14 @@ Status Scheduler::submit(RunInfo& run, const LeasedJob& job) {
     req.expect_json = false;  // parsed and checked here: every answer is kept and replayable
   }
   req.tag = "run=" + run.row.tag + " sample=" + in.key + " stage=" + job.stage +
+            (job.repair_round > 0 ? " round=" + std::to_string(job.repair_round) : "") +
             " attempt=" + std::to_string(job.attempts + 1);
   // Every recorded answer (kept across kforge retry) moves the identity on: only a call whose
   // answer was never checkpointed (a crash) is asked with the same identity, and replayed.
   req.identity = "job=" + std::to_string(job.id) + " stage=" + job.stage +
                  " attempt=" + std::to_string(earlier.size() + 1);
+  // A round never shares an answer with another round, even if their prompts were equal.
+  req.round = job.repair_round;
 
   call->job = job;
   call->generation = ++generation_;
@@ -461,8 +496,10 @@ Status Scheduler::complete(Completion& c, StepReport& rep) {
   out.prompt_version = call->tmpl->version;
   out.prompt_sha256 = call->tmpl->sha256;
   out.request_json = call->request_json;
+  out.repair_round = job.repair_round;
 
-  std::optional<Error> failure;  // what went wrong, if anything
+  std::optional<Error> failure;        // what went wrong, if anything
+  std::optional<RepairAnswer> repair;  // a repair stage's answer
   Transient transient = Transient::no;
   std::string event_kind;
   if (c.result.ok()) {
@@ -482,14 +519,28 @@ Status Scheduler::complete(Completion& c, StepReport& rep) {
       failure = parsed.error();
     } else {
       std::optional<Rejection> rejected;
+      out.parsed_json = parsed->dump();
       if (job.stage == "analyze") {
         rejected = check_analysis(call->facts, *parsed);
+      } else if (job.stage == "repair") {
+        auto answer = read_repair_answer(*parsed);
+        if (!answer.ok()) {
+          failure = answer.error();
+        } else {
+          repair = std::move(*answer);
+          if (!repair->unfixable)
+            rejected = check_generation(call->facts, repair->kernel_wrapper, repair->unitest_code);
+        }
       } else {
         rejected = check_generation(call->facts, (*parsed)["kernel_wrapper"].get<std::string>(),
                                     (*parsed)["unitest_code"].get<std::string>());
       }
-      out.parsed_json = parsed->dump();
-      if (rejected) {
+      if (failure) {
+        out.status = "parse_error";
+        out.error_kind = "parse";
+        out.error = failure->message;
+        event_kind = "parse";
+      } else if (rejected) {
         out.status = "rejected";
         out.error_kind = rejected->kind;
         out.error = rejected->message;
@@ -515,7 +566,19 @@ Status Scheduler::complete(Completion& c, StepReport& rep) {
   std::vector<Event> events;
   std::int64_t now = clock_.wall_ms();
   bool permanent_provider_error = false;
-  if (!failure) {
+  if (!failure && repair && repair->unfixable) {
+    // The model says the code itself cannot work: the sample ends here, with its reason, and is
+    // not asked again.
+    next.state = "done";
+    next.stage = "done";
+    next.attempts = 0;
+    next.error_kind = "unfixable";
+    next.error = repair->reason;
+    events.push_back(Event{
+        job.run_id, job.id, job.sample_id, job.stage, out.attempt, "info", "unfixable",
+        "repair round " + std::to_string(job.repair_round) +
+            ": the model answered that the code cannot work: " + first_line(repair->reason, 2000)});
+  } else if (!failure) {
     if (const Template* nt = call->spec->next(job.stage)) {
       next.state = "queued";
       next.stage = nt->name;

@@ -49,6 +49,7 @@ bool VerifyStage::idle() const {
 Result<bool> VerifyStage::lease_one() {
   const std::int64_t now = clock_.wall_ms();
   std::int64_t job_id, run_id, sample_id;
+  int round = 0;
   {
     KF_TRY(store::Stmt * st, db_.cached(q()["vstage_lease"]));
     st->bind(1, owner_).bind(2, now + lease_ms()).bind(3, now);
@@ -57,6 +58,7 @@ Result<bool> VerifyStage::lease_one() {
     job_id = st->int64(0);
     run_id = st->int64(1);
     sample_id = st->int64(2);
+    round = static_cast<int>(st->int64(3));
     KF_TRY(bool more, st->step());  // finish the statement (RETURNING yields one row)
     (void)more;
     st->reset();
@@ -75,7 +77,7 @@ Result<bool> VerifyStage::lease_one() {
   }
   {
     KF_TRY(store::Stmt * st, db_.cached(q()["vstage_generated"]));
-    st->bind(1, job_id);
+    st->bind(1, job_id).bind(2, round);
     KF_TRY(auto text, st->one([](store::Stmt& r) { return r.opt_text(0); }));
     if (text && *text) {
       auto j = nlohmann::json::parse(**text, nullptr, false);
@@ -94,11 +96,11 @@ Result<bool> VerifyStage::lease_one() {
     KF_TRY(auto next, st->one([](store::Stmt& r) { return r.int64(0); }));
     if (next) attempt = static_cast<int>(*next);
   }
+  KF_TRY(int rounds, repair_rounds(run_id));
   ++stats_.leased;
-  auto id = pool_->submit(std::move(req),
-                          [this, job_id, run_id, sample_id, attempt](verify::VerifyResult&& r) {
-                            finish(job_id, run_id, sample_id, attempt, std::move(r));
-                          });
+  Leased leased{job_id, run_id, sample_id, attempt, round, rounds};
+  auto id = pool_->submit(
+      std::move(req), [this, leased](verify::VerifyResult&& r) { finish(leased, std::move(r)); });
   if (!id.ok()) {
     // The pool refused after saying it accepts: give the job back.
     KF_TRY(store::Stmt * st, db_.cached(q()["vstage_finish"]));
@@ -115,34 +117,76 @@ Result<bool> VerifyStage::lease_one() {
   return true;
 }
 
-void VerifyStage::finish(std::int64_t job_id, std::int64_t run_id, std::int64_t sample_id,
-                         int attempt, verify::VerifyResult&& r) {
+Result<int> VerifyStage::repair_rounds(std::int64_t run_id) {
+  if (auto it = repair_rounds_.find(run_id); it != repair_rounds_.end()) return it->second;
+  KF_TRY(store::Stmt * st, db_.cached(q()["vstage_run_params"]));
+  st->bind(1, run_id);
+  KF_TRY(auto params, st->one([](store::Stmt& r) { return r.text(0); }));
+  int rounds = 0;
+  if (params) {
+    auto j = nlohmann::json::parse(*params, nullptr, false);
+    if (j.is_object() && j.contains("repair_rounds") && j["repair_rounds"].is_number_integer())
+      rounds = j["repair_rounds"].get<int>();
+  }
+  repair_rounds_[run_id] = rounds;  // fixed when the run was created
+  return rounds;
+}
+
+void VerifyStage::finish(const Leased& job, verify::VerifyResult&& r) {
   const bool infrastructure =
       std::find(r.flags.begin(), r.flags.end(), verify::kInfrastructure) != r.flags.end();
+  // Not verified, and the run has rounds left: back to the LLM with this verdict as evidence.
+  const bool repair = !infrastructure && !r.verified() && job.round < job.rounds;
   auto write = [&]() -> Status {
     const std::int64_t now = clock_.wall_ms();
     KF_TRY(store::Transaction tx, store::Transaction::begin(db_));
-    KF_TRY(store::Stmt * st, db_.cached(q()["vstage_finish"]));
-    st->bind(1, job_id).bind(2, owner_);
-    if (infrastructure) {
-      st->bind(3, "verify_queued").bind(4, "verify").bind(5, "verifier").bind(6, r.detail);
+    if (repair) {
+      KF_TRY(store::Stmt * st, db_.cached(q()["vstage_to_repair"]));
+      st->bind(1, job.job_id).bind(2, owner_).bind(3, job.round + 1).bind(4, now);
+      KF_CHECK(st->run());
     } else {
-      st->bind(3, "done").bind(4, "done").bind(5, nullptr).bind(6, nullptr);
+      KF_TRY(store::Stmt * st, db_.cached(q()["vstage_finish"]));
+      st->bind(1, job.job_id).bind(2, owner_);
+      if (infrastructure) {
+        st->bind(3, "verify_queued").bind(4, "verify").bind(5, "verifier").bind(6, r.detail);
+      } else {
+        st->bind(3, "done").bind(4, "done").bind(5, nullptr).bind(6, nullptr);
+      }
+      st->bind(7, now);
+      KF_CHECK(st->run());
     }
-    st->bind(7, now);
-    KF_CHECK(st->run());
     if (db_.changes() == 0) {
       ++stats_.lost;  // cancelled, or reclaimed after our lease expired: keep nothing
       return {};
     }
     if (!infrastructure) {
-      KF_CHECK(verify::store_verification(db_, {job_id, run_id, sample_id, attempt}, r, now));
+      verify::VerificationKey key{job.job_id, job.run_id, job.sample_id, job.attempt, job.round};
+      KF_CHECK(verify::store_verification(db_, key, r, now));
+    }
+    if (repair) {
+      std::string flags;
+      for (const auto& f : r.flags) flags += (flags.empty() ? " [" : ", ") + f;
+      if (!flags.empty()) flags += "]";
+      KF_TRY(store::Stmt * ev, db_.cached(q()["insert_event"]));
+      ev->bind(1, job.run_id)
+          .bind(2, job.job_id)
+          .bind(3, job.sample_id)
+          .bind(4, "verify")
+          .bind(5, job.attempt)
+          .bind(6, "info")
+          .bind(7, "repair")
+          .bind(8, std::string(verify::to_string(r.verdict)) + flags + ": repair round " +
+                       std::to_string(job.round + 1) + " of " + std::to_string(job.rounds))
+          .bind(9, owner_)
+          .bind(10, now);
+      KF_CHECK(ev->run());
     }
     KF_CHECK(tx.commit());
     if (infrastructure) {
       ++stats_.requeued;
       spdlog::warn("verifier: {} goes back to the queue: {}", r.key, r.detail);
     } else {
+      if (repair) ++stats_.to_repair;
       ++stats_.stored;
       ++stats_.by_verdict[std::string(verify::to_string(r.verdict))];
       if (r.verified()) ++stats_.verified;

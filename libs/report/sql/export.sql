@@ -1,10 +1,11 @@
--- Every job of a run with its sample's record, the latest analysis and generation, and the latest
--- verification, by sample key. "Latest" is the newest row (highest id).
+-- Every job of a run with its sample's record, the latest analysis, the latest code (the generation,
+-- or the last repair round's corrected wrapper and test), and the latest verification, by sample
+-- key. "Latest" is the newest row (highest id).
 -- name: export_rows
 SELECT s.key, s.record_json, j.state, j.stage,
        an.status, an.parsed_json, an.prompt_version, an.prompt_sha256,
        ge.status, ge.parsed_json, ge.prompt_version, ge.prompt_sha256,
-       v.verdict, v.flags_json, v.detail
+       v.verdict, v.flags_json, v.detail, ge.repair_round, ge.stage
 FROM jobs j
 JOIN samples s ON s.id = j.sample_id
 LEFT JOIN stage_outputs an ON an.id = (
@@ -12,7 +13,10 @@ LEFT JOIN stage_outputs an ON an.id = (
   WHERE o.run_id = j.run_id AND o.sample_id = j.sample_id AND o.stage = 'analyze')
 LEFT JOIN stage_outputs ge ON ge.id = (
   SELECT max(o.id) FROM stage_outputs o
-  WHERE o.run_id = j.run_id AND o.sample_id = j.sample_id AND o.stage = 'generate')
+  WHERE o.run_id = j.run_id AND o.sample_id = j.sample_id
+    AND (o.stage = 'generate'
+         OR (o.stage = 'repair' AND o.status = 'ok'
+             AND json_extract(o.parsed_json, '$.kernel_wrapper') IS NOT NULL)))
 LEFT JOIN verifications v ON v.id = (
   SELECT max(x.id) FROM verifications x WHERE x.run_id = j.run_id AND x.sample_id = j.sample_id)
 WHERE j.run_id = ?1

@@ -9,7 +9,7 @@ SELECT s.id, s.key, j.state, j.stage, j.error_kind, j.error,
        coalesce(t.prompt_tokens, 0), coalesce(t.completion_tokens, 0), coalesce(t.cost_usd, 0),
        coalesce(t.latency_ms, 0), coalesce(t.calls, 0),
        coalesce(vt.duration_ms, 0), coalesce(vt.runs, 0), j.id,
-       lo.stage, lo.status, lo.error_kind, lo.error
+       lo.stage, lo.status, lo.error_kind, lo.error, j.repair_round
 FROM jobs j
 JOIN samples s ON s.id = j.sample_id
 LEFT JOIN stage_outputs fo ON fo.id = (
@@ -30,3 +30,20 @@ LEFT JOIN (
   FROM verifications WHERE run_id = ?1 GROUP BY sample_id) vt ON vt.sample_id = j.sample_id
 WHERE j.run_id = ?1
 ORDER BY s.key;
+
+-- Per sample and repair round (0: the first generation): the latest verdict of that round's code.
+-- name: run_round_verdicts
+SELECT v.sample_id, v.repair_round, v.verdict, v.flags_json FROM verifications v
+WHERE v.run_id = ?1
+  AND v.id = (SELECT max(x.id) FROM verifications x
+              WHERE x.run_id = v.run_id AND x.sample_id = v.sample_id
+                AND x.repair_round = v.repair_round)
+ORDER BY v.sample_id, v.repair_round;
+
+-- Per sample and repair round: what the round's LLM calls cost (round 0 holds analyze and
+-- generate), every attempt included.
+-- name: run_round_costs
+SELECT sample_id, repair_round, sum(cost_usd), sum(prompt_tokens + completion_tokens),
+       sum(latency_ms)
+FROM stage_outputs WHERE run_id = ?1
+GROUP BY sample_id, repair_round ORDER BY sample_id, repair_round;

@@ -22,7 +22,44 @@ Counts sorted_by_count(const std::map<std::string, std::int64_t>& m) {
   return out;
 }
 
-RunSummary summarise(const std::vector<const SampleOutcome*>& samples, double z) {
+// Yield and cost after each round; the samples repair made verified.
+void summarise_rounds(const std::vector<const SampleOutcome*>& samples, const RunInfo& run,
+                      RunSummary& s) {
+  s.repair_rounds = run.repair_rounds();
+  int last = s.repair_rounds;
+  for (const SampleOutcome* o : samples)
+    for (const auto& r : o->rounds) last = std::max(last, r.round);
+  for (int n = 0; n <= last; ++n) {
+    RoundYield y;
+    y.round = n;
+    for (const SampleOutcome* o : samples) {
+      auto v = o->verified_round();
+      if (v && *v <= n) ++y.verified;
+      for (const auto& r : o->rounds)
+        if (r.round <= n) y.cost_usd += r.cost_usd;
+    }
+    y.rate = s.samples > 0 ? static_cast<double>(y.verified) / static_cast<double>(s.samples) : 0;
+    if (y.verified > 0) y.cost_per_verified = y.cost_usd / static_cast<double>(y.verified);
+    s.rounds.push_back(y);
+  }
+  for (const SampleOutcome* o : samples) {
+    if (o->unfixable()) ++s.unfixable;
+    auto v = o->verified_round();
+    if (!v || *v == 0 || !o->verified()) continue;
+    // What the first generation's verdict made of the sample.
+    SampleOutcome first;
+    first.state = "done";
+    for (const auto& r : o->rounds)
+      if (r.round == 0) {
+        first.verdict = r.verdict;
+        first.flags = r.flags;
+      }
+    s.repaired.push_back({o->key, first.category(), o->category(), *v});
+  }
+}
+
+RunSummary summarise(const std::vector<const SampleOutcome*>& samples, double z,
+                     const RunInfo& run) {
   RunSummary s;
   s.samples = static_cast<std::int64_t>(samples.size());
   std::map<Category, std::int64_t> by_category;
@@ -71,6 +108,7 @@ RunSummary summarise(const std::vector<const SampleOutcome*>& samples, double z)
     s.cost_per_verified = s.cost_usd / v;
     s.seconds_per_verified = static_cast<double>(s.llm_ms + s.verify_ms) / 1000.0 / v;
   }
+  summarise_rounds(samples, run, s);
   return s;
 }
 
@@ -108,8 +146,8 @@ PairComparison compare_outcomes(const RunInfo& a, const std::vector<SampleOutcom
   p.samples = static_cast<std::int64_t>(sa.size());
   p.excluded_a = static_cast<std::int64_t>(oa.size()) - p.samples;
   p.excluded_b = static_cast<std::int64_t>(ob.size()) - p.samples;
-  p.a = summarise(sa, z);
-  p.b = summarise(sb, z);
+  p.a = summarise(sa, z, a);
+  p.b = summarise(sb, z, b);
   p.difference = paired_difference(p.table);
   p.difference_interval = paired_difference_interval(p.table, z);
   p.p_value = mcnemar_exact_p(p.table.only_a, p.table.only_b);
@@ -152,7 +190,24 @@ nlohmann::ordered_json opt_json(const std::optional<double>& v) {
   return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
 }
 
+nlohmann::ordered_json flips_json(const std::vector<Flip>& flips);
+
+nlohmann::ordered_json rounds_json(const RunSummary& s) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::array();
+  for (const auto& y : s.rounds)
+    j.push_back(
+        {{"round", y.round},
+         {"after", y.round == 0 ? std::string("generate") : "repair " + std::to_string(y.round)},
+         {"verified", y.verified},
+         {"rate", y.rate},
+         {"cost_usd", y.cost_usd},
+         {"cost_per_verified", opt_json(y.cost_per_verified)}});
+  return j;
+}
+
 nlohmann::ordered_json summary_json(const RunSummary& s) {
+  nlohmann::ordered_json repaired = flips_json(s.repaired);
+  for (std::size_t i = 0; i < s.repaired.size(); ++i) repaired[i]["round"] = s.repaired[i].round;
   return {{"samples", s.samples},
           {"verified", s.verified},
           {"rate", s.rate},
@@ -171,7 +226,12 @@ nlohmann::ordered_json summary_json(const RunSummary& s) {
           {"per_verified",
            {{"tokens", opt_json(s.tokens_per_verified)},
             {"cost_usd", opt_json(s.cost_per_verified)},
-            {"seconds", opt_json(s.seconds_per_verified)}}}};
+            {"seconds", opt_json(s.seconds_per_verified)}}},
+          {"repair",
+           {{"repair_rounds", s.repair_rounds},
+            {"rounds", rounds_json(s)},
+            {"repaired", repaired},
+            {"unfixable", s.unfixable}}}};
 }
 
 nlohmann::ordered_json flips_json(const std::vector<Flip>& flips) {
@@ -190,6 +250,7 @@ nlohmann::ordered_json to_json(const Comparison& c) {
     runs.push_back({{"tag", r.tag},
                     {"pipeline", r.pipeline},
                     {"model", r.model},
+                    {"repair_rounds", r.repair_rounds()},
                     {"state", r.state},
                     {"prompts", r.prompts}});
   ojson pairs = ojson::array();

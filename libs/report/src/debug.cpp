@@ -3,6 +3,7 @@
 #include <spdlog/fmt/fmt.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -33,6 +34,7 @@ struct StageAttempt {
   std::int64_t prompt_tokens = 0, completion_tokens = 0;
   double cost_usd = 0;
   std::int64_t latency_ms = 0, created_ms = 0;
+  int repair_round = 0;
 };
 
 struct VerifyAttempt {
@@ -41,6 +43,7 @@ struct VerifyAttempt {
   std::string flags_json;
   std::optional<std::string> detail, result_json, script, stderr_tail, device;
   std::int64_t duration_ms = 0, created_ms = 0;
+  int repair_round = 0;
 };
 
 struct SampleData {
@@ -100,6 +103,7 @@ Result<SampleData> load_sample(store::Db& db, const RunInfo& run, const std::str
       a.cost_usd = s.real(13);
       a.latency_ms = s.int64(14);
       a.created_ms = s.int64(15);
+      a.repair_round = static_cast<int>(s.int64(16));
       d.outputs.push_back(std::move(a));
     }
   }
@@ -120,6 +124,7 @@ Result<SampleData> load_sample(store::Db& db, const RunInfo& run, const std::str
       v.duration_ms = s.int64(7);
       v.device = s.opt_text(8);
       v.created_ms = s.int64(9);
+      v.repair_round = static_cast<int>(s.int64(10));
       d.verifications.push_back(std::move(v));
     }
   }
@@ -174,6 +179,37 @@ std::string or_dash(const std::optional<std::string>& s) {
   return s && !s->empty() ? *s : "-";
 }
 
+ojson verdict_json(const VerifyAttempt& v) {
+  ojson verdict = {{"verdict", v.verdict},
+                   {"flags", ojson::parse(v.flags_json, nullptr, false)},
+                   {"detail", v.detail ? ojson(*v.detail) : ojson(nullptr)},
+                   {"duration_ms", v.duration_ms},
+                   {"device", v.device ? ojson(*v.device) : ojson(nullptr)},
+                   {"attempt", v.attempt},
+                   {"repair_round", v.repair_round},
+                   {"created", format_utc_ms(v.created_ms)}};
+  if (verdict["flags"].is_discarded()) verdict["flags"] = v.flags_json;
+  if (v.result_json) {
+    auto r = ojson::parse(*v.result_json, nullptr, false);
+    verdict["result"] = r.is_discarded() ? ojson(*v.result_json) : r;
+  }
+  return verdict;
+}
+
+// The answer that holds the code of the last round that has code: a repair's corrected wrapper
+// and test, or the generation.
+const StageAttempt* final_code(const SampleData& d) {
+  const StageAttempt* found = nullptr;
+  for (const auto& a : d.outputs) {
+    if (a.stage == "generate") found = &a;
+    if (a.stage == "repair" && a.status == "ok" && a.parsed_json) {
+      auto p = ojson::parse(*a.parsed_json, nullptr, false);
+      if (p.is_object() && p.contains("kernel_wrapper")) found = &a;
+    }
+  }
+  return found;
+}
+
 // Writes the folder's files into `tmp`. Returns the README's list of files.
 Status write_files(const fs::path& tmp, const RunInfo& run, const SampleData& d) {
   std::vector<std::string> files;
@@ -193,17 +229,63 @@ Status write_files(const fs::path& tmp, const RunInfo& run, const SampleData& d)
     if (a->response_raw) KF_CHECK(file(stage + ".response.txt", *a->response_raw));
     if (a->error)
       KF_CHECK(file(stage + ".error.txt", or_dash(a->error_kind) + ": " + *a->error + "\n"));
-    if (!a->parsed_json) continue;
+    if (stage != "analyze" || !a->parsed_json) continue;
     auto parsed = ojson::parse(*a->parsed_json, nullptr, false);
     if (parsed.is_discarded()) continue;
-    if (stage == "analyze") {
-      const ojson& an = parsed.contains("analysis") ? parsed["analysis"] : parsed;
-      KF_CHECK(file("analysis.json", an.dump(2) + "\n"));
-    } else {
+    const ojson& an = parsed.contains("analysis") ? parsed["analysis"] : parsed;
+    KF_CHECK(file("analysis.json", an.dump(2) + "\n"));
+  }
+  // The final round's wrapper and test (the ones the last verdict judged, when there is one).
+  if (const StageAttempt* a = final_code(d); a != nullptr && a->parsed_json) {
+    auto parsed = ojson::parse(*a->parsed_json, nullptr, false);
+    if (parsed.is_object())
       for (const char* f : {"kernel_wrapper", "unitest_code"})
         if (parsed.contains(f) && parsed[f].is_string())
           KF_CHECK(file(std::string(f) + ".py", parsed[f].get<std::string>()));
+  }
+  // Every round: round 0's verdict, and each repair round's prompt, answer and verdict.
+  int last_round = 0;
+  for (const auto& a : d.outputs) last_round = std::max(last_round, a.repair_round);
+  for (const auto& x : d.verifications) last_round = std::max(last_round, x.repair_round);
+  std::vector<std::string> round_lines;
+  for (int n = 0; n <= last_round && last_round > 0; ++n) {
+    std::string prefix = n == 0 ? "round-0" : "repair-" + std::to_string(n);
+    std::string line = n == 0 ? "round 0 (generate)" : "repair " + std::to_string(n);
+    if (n > 0) {
+      const StageAttempt* a = nullptr;
+      for (const auto& o : d.outputs)
+        if (o.stage == "repair" && o.repair_round == n) a = &o;
+      if (a != nullptr) {
+        if (a->request_json) {
+          KF_CHECK(file(prefix + ".prompt.md", prompt_markdown(*a->request_json)));
+          KF_CHECK(file(prefix + ".request.json", pretty(*a->request_json)));
+        }
+        if (a->response_raw) KF_CHECK(file(prefix + ".response.txt", *a->response_raw));
+        if (a->error)
+          KF_CHECK(file(prefix + ".error.txt", or_dash(a->error_kind) + ": " + *a->error + "\n"));
+        line += ": answer " + a->status;
+        auto parsed = a->parsed_json ? ojson::parse(*a->parsed_json, nullptr, false) : ojson();
+        if (parsed.is_object() && parsed.contains("unfixable") && parsed["unfixable"].is_string()) {
+          KF_CHECK(file(prefix + ".unfixable.txt", parsed["unfixable"].get<std::string>() + "\n"));
+          line += " (unfixable: " + parsed["unfixable"].get<std::string>() + ")";
+        } else if (parsed.is_object()) {
+          for (const char* f : {"kernel_wrapper", "unitest_code"})
+            if (parsed.contains(f) && parsed[f].is_string())
+              KF_CHECK(file(prefix + "." + f + ".py", parsed[f].get<std::string>()));
+        }
+      } else {
+        line += ": no answer yet";
+      }
     }
+    const VerifyAttempt* rv = nullptr;
+    for (const auto& x : d.verifications)
+      if (x.repair_round == n) rv = &x;
+    if (rv != nullptr) {
+      KF_CHECK(file(prefix + ".verdict.json", verdict_json(*rv).dump(2) + "\n"));
+      if (rv->script && n > 0) KF_CHECK(file(prefix + ".script.py", *rv->script));
+      line += ", verdict " + rv->verdict + " " + rv->flags_json + ": " + or_dash(rv->detail);
+    }
+    round_lines.push_back(line);
   }
   const VerifyAttempt* v = d.verifications.empty() ? nullptr : &d.verifications.back();
   if (v != nullptr) {
@@ -217,25 +299,14 @@ Status write_files(const fs::path& tmp, const RunInfo& run, const SampleData& d)
                       ec);
       if (ec) return fail("io", (tmp / "run.sh").string() + ": " + ec.message());
     }
-    ojson verdict = {{"verdict", v->verdict},
-                     {"flags", ojson::parse(v->flags_json, nullptr, false)},
-                     {"detail", v->detail ? ojson(*v->detail) : ojson(nullptr)},
-                     {"duration_ms", v->duration_ms},
-                     {"device", v->device ? ojson(*v->device) : ojson(nullptr)},
-                     {"attempt", v->attempt},
-                     {"created", format_utc_ms(v->created_ms)}};
-    if (verdict["flags"].is_discarded()) verdict["flags"] = v->flags_json;
-    if (v->result_json) {
-      auto r = ojson::parse(*v->result_json, nullptr, false);
-      verdict["result"] = r.is_discarded() ? ojson(*v->result_json) : r;
-    }
-    KF_CHECK(file("verdict.json", verdict.dump(2) + "\n"));
+    KF_CHECK(file("verdict.json", verdict_json(*v).dump(2) + "\n"));
     KF_CHECK(file("stderr.txt", v->stderr_tail.value_or("")));
   }
   ojson attempts = ojson::array();
   for (const auto& a : d.outputs)
     attempts.push_back({{"stage", a.stage},
                         {"attempt", a.attempt},
+                        {"repair_round", a.repair_round},
                         {"status", a.status},
                         {"error_kind", a.error_kind ? ojson(*a.error_kind) : ojson(nullptr)},
                         {"error", a.error ? ojson(*a.error) : ojson(nullptr)},
@@ -250,6 +321,7 @@ Status write_files(const fs::path& tmp, const RunInfo& run, const SampleData& d)
   for (const auto& x : d.verifications)
     attempts.push_back({{"stage", "verify"},
                         {"attempt", x.attempt},
+                        {"repair_round", x.repair_round},
                         {"verdict", x.verdict},
                         {"flags", ojson::parse(x.flags_json, nullptr, false).is_discarded()
                                       ? ojson(x.flags_json)
@@ -292,6 +364,10 @@ Status write_files(const fs::path& tmp, const RunInfo& run, const SampleData& d)
     if (before_verify)
       readme += "         (this verdict is from before the job went back to " + d.stage +
                 "; it does not apply to the current code)\n";
+  }
+  if (!round_lines.empty()) {
+    readme += "\nrounds\n";
+    for (const auto& l : round_lines) readme += "  " + l + "\n";
   }
   readme += "\nfiles\n";
   for (const auto& f : files) readme += "  " + f + "\n";

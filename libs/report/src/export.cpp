@@ -27,8 +27,9 @@ Result<ExportFormat> parse_export_format(const std::string& s, const std::filesy
 namespace {
 
 // The fields an export adds after the original ones.
-constexpr const char* kAdded[] = {"kernel_wrapper", "unitest_code", "kernel_analysis", "verdict",
-                                  "flags",          "status",       "model",           "prompt"};
+constexpr const char* kAdded[] = {"kernel_wrapper", "unitest_code", "kernel_analysis",
+                                  "verdict",        "flags",        "status",
+                                  "repair_round",   "model",        "prompt"};
 
 std::optional<ojson> parse_opt(const std::optional<std::string>& text) {
   if (!text) return std::nullopt;
@@ -121,12 +122,16 @@ Result<ExportSummary> export_run(store::Db& db, const std::string& tag,
     rec["verdict"] = o.verdict ? ojson(*o.verdict) : ojson(nullptr);
     rec["flags"] = flags;
     rec["status"] = to_string(cat);
+    // The round the exported code comes from: 0 for the first generation, N for repair N.
+    rec["repair_round"] = s.is_null(15) ? ojson(nullptr) : ojson(s.int64(15));
     rec["model"] = run.model;
     ojson prompt = {{"tag", run.tag}, {"pipeline", run.pipeline}};
-    for (auto [stage, col] : {std::pair{"analyze", 6}, std::pair{"generate", 10}}) {
-      if (!s.is_null(col))
+    std::string code_stage = s.is_null(16) ? "generate" : s.text(16);
+    for (std::string stage : {"analyze", "generate", "repair"}) {
+      int col = stage == "analyze" ? 6 : stage == code_stage ? 10 : -1;
+      if (col > 0 && !s.is_null(col))
         prompt[stage] = {{"version", s.text(col)}, {"sha256", s.text(col + 1)}};
-      else if (run.prompts.is_object() && run.prompts.contains(stage))
+      else if (stage != "repair" && run.prompts.is_object() && run.prompts.contains(stage))
         prompt[stage] = run.prompts[stage];
     }
     rec["prompt"] = std::move(prompt);

@@ -278,6 +278,40 @@ std::string pair_section(const Comparison& c, const PairComparison& p) {
       number(p.a.tokens_per_verified, 0), number(p.b.tokens_per_verified, 0),
       money(p.a.cost_per_verified), money(p.b.cost_per_verified),
       number(p.a.seconds_per_verified, 1), number(p.b.seconds_per_verified, 1));
+  if (p.a.repair_rounds > 0 || p.b.repair_rounds > 0 || p.a.rounds.size() > 1 ||
+      p.b.rounds.size() > 1) {
+    // Yield after each round (generate, repair 1, ...), cost per verified sample per round.
+    s += "<h3>Repair rounds</h3>";
+    s += fmt::format(R"(<table><tr><th>after</th><th class="num">{0} verified</th>)"
+                     R"(<th class="num">{0} $ per verified</th><th class="num">{1} verified</th>)"
+                     R"(<th class="num">{1} $ per verified</th></tr>)",
+                     esc(p.tag_a), esc(p.tag_b));
+    std::size_t n = std::max(p.a.rounds.size(), p.b.rounds.size());
+    auto cells = [](const RunSummary& r, std::size_t i) {
+      if (i >= r.rounds.size())
+        return std::string(R"(<td class="num">-</td><td class="num">-</td>)");
+      const RoundYield& y = r.rounds[i];
+      return fmt::format(R"(<td class="num">{}/{} ({})</td><td class="num">{}</td>)", y.verified,
+                         r.samples, percent(y.rate), money(y.cost_per_verified));
+    };
+    for (std::size_t i = 0; i < n; ++i)
+      s += fmt::format("<tr><td>{}</td>{}{}</tr>",
+                       i == 0 ? std::string("generate") : fmt::format("repair {}", i),
+                       cells(p.a, i), cells(p.b, i));
+    s += fmt::format(
+        R"(<tr><td>repair rounds of the run</td><td class="num" colspan="2">{}</td>)"
+        R"(<td class="num" colspan="2">{}</td></tr>)"
+        R"(<tr><td>flips produced by repair</td><td class="num" colspan="2">{}</td>)"
+        R"(<td class="num" colspan="2">{}</td></tr>)"
+        R"(<tr><td>unfixable (the model's answer)</td><td class="num" colspan="2">{}</td>)"
+        R"(<td class="num" colspan="2">{}</td></tr></table>)",
+        p.a.repair_rounds, p.b.repair_rounds, p.a.repaired.size(), p.b.repaired.size(),
+        p.a.unfixable, p.b.unfixable);
+    s += fmt::format(R"(<div class="two"><div><b>Repaired in {} ({})</b>{}</div>)"
+                     R"(<div><b>Repaired in {} ({})</b>{}</div></div>)",
+                     esc(p.tag_a), p.a.repaired.size(), flips_list(p.a.repaired), esc(p.tag_b),
+                     p.b.repaired.size(), flips_list(p.b.repaired));
+  }
   s += "<h3>Flipped samples</h3>";
   s += fmt::format(R"(<div class="two"><div><b>Gained by {} ({})</b>{}</div>)"
                    R"(<div><b>Lost by {} ({})</b>{}</div></div>)",
@@ -303,12 +337,14 @@ std::string render_html(const Comparison& c) {
                   R"(each pair is compared on the samples both runs finished.</p>)",
                   c.runs.empty() ? "" : esc(c.runs[0].tag), esc(format_utc_ms(c.generated_ms)),
                   esc(c.database));
-  s += R"(<section class="runs"><h2>Runs</h2><table><tr><th>tag</th><th>pipeline</th>)"
-       R"(<th>model</th><th>state</th><th>prompts (version, sha256)</th></tr>)";
+  s +=
+      R"(<section class="runs"><h2>Runs</h2><table><tr><th>tag</th><th>pipeline</th>)"
+      R"(<th>model</th><th>repair rounds</th><th>state</th><th>prompts (version, sha256)</th></tr>)";
   for (const auto& r : c.runs)
-    s += fmt::format("<tr><td><b>{}</b></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                     esc(r.tag), esc(r.pipeline), esc(r.model), esc(r.state),
-                     prompts_cell(r.prompts));
+    s += fmt::format(
+        "<tr><td><b>{}</b></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+        esc(r.tag), esc(r.pipeline), esc(r.model), r.repair_rounds(), esc(r.state),
+        prompts_cell(r.prompts));
   s += "</table></section>";
   for (const auto& p : c.pairs) s += pair_section(c, p);
   s += "<footer>kforge · intervals: Wilson score (rates), Newcombe method 10 (paired "

@@ -1,5 +1,7 @@
 #include "kforge/report/outcomes.hpp"
 
+#include <map>
+
 #include "queries.hpp"
 
 namespace kforge::report {
@@ -64,6 +66,19 @@ Category SampleOutcome::category() const {
     if (*stage_status == "rejected") return Category::rejected;
   }
   return Category::other;
+}
+
+int RunInfo::repair_rounds() const {
+  if (params.is_object() && params.contains("repair_rounds") &&
+      params["repair_rounds"].is_number_integer())
+    return params["repair_rounds"].get<int>();
+  return 0;
+}
+
+std::optional<int> SampleOutcome::verified_round() const {
+  for (const auto& r : rounds)
+    if (r.verified()) return r.round;
+  return std::nullopt;
 }
 
 Result<RunInfo> find_run(store::Db& db, const std::string& tag) {
@@ -155,7 +170,44 @@ Result<std::vector<SampleOutcome>> load_outcomes(store::Db& db, const RunInfo& r
     o.verify_ms = s.int64(17);
     o.verifications = s.int64(18);
     o.job_id = s.int64(19);
+    o.repair_round = static_cast<int>(s.int64(24));
     out.push_back(std::move(o));
+  }
+  // The rounds of each sample: verdicts and costs per round.
+  std::map<std::int64_t, std::map<int, RoundOutcome>> rounds;
+  {
+    KF_TRY(store::Stmt v, db.prepare(queries()["run_round_verdicts"]));
+    v.bind(1, run.id);
+    while (true) {
+      KF_TRY(bool row, v.step());
+      if (!row) break;
+      RoundOutcome& r = rounds[v.int64(0)][static_cast<int>(v.int64(1))];
+      r.verdict = v.text(2);
+      auto flags = nlohmann::json::parse(v.text(3), nullptr, false);
+      if (flags.is_array())
+        for (const auto& f : flags)
+          if (f.is_string()) r.flags.push_back(f.get<std::string>());
+    }
+  }
+  {
+    KF_TRY(store::Stmt c, db.prepare(queries()["run_round_costs"]));
+    c.bind(1, run.id);
+    while (true) {
+      KF_TRY(bool row, c.step());
+      if (!row) break;
+      RoundOutcome& r = rounds[c.int64(0)][static_cast<int>(c.int64(1))];
+      r.cost_usd = c.real(2);
+      r.tokens = c.int64(3);
+      r.llm_ms = c.int64(4);
+    }
+  }
+  for (auto& o : out) {
+    auto it = rounds.find(o.sample_id);
+    if (it == rounds.end()) continue;
+    for (auto& [n, r] : it->second) {
+      r.round = n;
+      o.rounds.push_back(std::move(r));
+    }
   }
   return out;
 }

@@ -107,6 +107,48 @@ void flip_list(std::string& out, const char* title, const std::vector<Flip>& fli
   }
 }
 
+std::string round_name(int round) {
+  return round == 0 ? "generate" : fmt::format("repair {}", round);
+}
+
+std::string yield_cell(const RunSummary& s, std::size_t i) {
+  if (i >= s.rounds.size()) return "-";
+  const RoundYield& y = s.rounds[i];
+  return fmt::format("{}/{} {} {}", y.verified, s.samples, percent(y.rate),
+                     money(y.cost_per_verified));
+}
+
+// Yield after each round, cost per verified sample per round, and what repair produced.
+void repair_rows(std::string& out, const PairComparison& p, int list_limit) {
+  if (p.a.repair_rounds == 0 && p.b.repair_rounds == 0 && p.a.rounds.size() <= 1 &&
+      p.b.rounds.size() <= 1)
+    return;
+  row(out, "repair rounds", std::to_string(p.a.repair_rounds), std::to_string(p.b.repair_rounds));
+  out += "  yield after each round (verified, $ per verified)\n";
+  std::size_t n = std::max(p.a.rounds.size(), p.b.rounds.size());
+  for (std::size_t i = 0; i < n; ++i)
+    row(out, "  after " + round_name(static_cast<int>(i)), yield_cell(p.a, i), yield_cell(p.b, i));
+  row(out, "flips produced by repair", std::to_string(p.a.repaired.size()),
+      std::to_string(p.b.repaired.size()));
+  row(out, "unfixable (the model's answer)", std::to_string(p.a.unfixable),
+      std::to_string(p.b.unfixable));
+  for (const auto* s : {&p.a, &p.b}) {
+    if (s->repaired.empty()) continue;
+    const std::string& tag = s == &p.a ? p.tag_a : p.tag_b;
+    out += fmt::format("  repaired in {} ({}):\n", tag, s->repaired.size());
+    int shown = 0;
+    for (const auto& f : s->repaired) {
+      if (shown++ == list_limit) {
+        out += fmt::format("    ... and {} more (--json or --html lists all)\n",
+                           static_cast<std::int64_t>(s->repaired.size()) - list_limit);
+        break;
+      }
+      out += fmt::format("    {}  ({} -> {} in repair {})\n", f.key, label(to_string(f.from)),
+                         label(to_string(f.to)), f.round);
+    }
+  }
+}
+
 const RunInfo* run_of(const Comparison& c, const std::string& tag) {
   for (const auto& r : c.runs)
     if (r.tag == tag) return &r;
@@ -142,6 +184,7 @@ std::string format_text(const Comparison& c, int list_limit) {
     row(out, "seconds per verified (LLM+verify)", number(p.a.seconds_per_verified, 1),
         number(p.b.seconds_per_verified, 1));
     row(out, "total cost", money(p.a.cost_usd), money(p.b.cost_usd));
+    repair_rows(out, p, list_limit);
     out += "\n";
     out += fmt::format(
         "  difference {} - {}: {} [{}% CI {:+.1f}, {:+.1f}]; exact McNemar p = {} "

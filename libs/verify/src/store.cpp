@@ -34,6 +34,7 @@ Result<std::int64_t> store_verification(store::Db& db, const VerificationKey& ke
   s->bind(11, r.duration_ms);
   s->bind(12, r.device);
   s->bind(13, now_ms);
+  s->bind(14, key.repair_round);
   auto st = s->run();
   if (!st.ok()) {
     Error e = st.error();

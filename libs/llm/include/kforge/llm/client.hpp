@@ -76,6 +76,9 @@ struct ChatRequest {
   // is replayed only to the same asker (the same attempt of the same job after a crash), never
   // to a later attempt.
   std::string identity;
+  // The pipeline's round for this request (the N-th repair of a sample): part of the identity
+  // when > 0, not sent. Two rounds never share a stored answer, even with equal messages.
+  int round = 0;
   Replay replay = Replay::allow;
 };
 
@@ -182,7 +185,8 @@ class Client {
   Result<ChatResponse> call(ChatRequest req);
 
   // The request's identity: lower-case hex SHA-256 of its canonical form (endpoint URL, model,
-  // messages, sampling parameters, response_format). Same value as ChatResponse::request_sha256.
+  // messages, sampling parameters, response_format) and its round when > 0. Same value as
+  // ChatResponse::request_sha256.
   std::string request_sha256(const ChatRequest& req) const;
   // The JSON body that is POSTed for req (holds no secret).
   std::string request_json(const ChatRequest& req) const;

@@ -32,6 +32,11 @@ struct PipelineConfig {
   // for replay nor shown to the model on retry. false: the pipeline parses every answer itself,
   // and every answer is stored and replayable.
   bool structured_output = false;
+  // Repair rounds for runs created with this configuration (`kforge run create` records it in
+  // the run; a running run keeps its own): a sample whose verdict is not verified goes back to
+  // the LLM with the verifier's evidence (prompts/<version>/repair.md) and is verified again, at
+  // most this many times. 0: no repair.
+  int repair_rounds = 2;
 };
 
 struct DaemonConfig {

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kforge/core/clock.hpp"
+#include "kforge/pipeline/repair.hpp"
 #include "kforge/store/db.hpp"
 
 namespace kforge::pipeline {
@@ -53,6 +54,7 @@ struct LeasedJob {
   std::int64_t sample_id = 0;
   std::string stage;
   int attempts = 0;
+  int repair_round = 0;  // 0: the first generation; N: the N-th repair
 };
 
 struct SampleInput {
@@ -79,6 +81,7 @@ struct StageOutput {
   std::int64_t completion_tokens = 0;
   double cost_usd = 0;
   std::int64_t latency_ms = 0;
+  int repair_round = 0;
 };
 
 // Where a job goes after a checkpoint.
@@ -155,7 +158,14 @@ class JobStore {
   // --- reads for a stage ---
   Result<SampleInput> sample_input(std::int64_t sample_id);
   Result<std::optional<std::string>> ok_output(std::int64_t job_id, const std::string& stage);
-  Result<std::vector<Attempt>> attempts(std::int64_t job_id, const std::string& stage);
+  // Earlier attempts at a stage in one repair round (0 for analyze and generate).
+  Result<std::vector<Attempt>> attempts(std::int64_t job_id, const std::string& stage,
+                                        int repair_round = 0);
+  // The good answer that holds the code of a round (generate for round 0, the repair answer for
+  // round N), as parsed JSON text; nullopt when there is none.
+  Result<std::optional<std::string>> round_code(std::int64_t job_id, int repair_round);
+  // The latest verdict of a round's code; nullopt when there is none.
+  Result<std::optional<VerdictEvidence>> round_verdict(std::int64_t job_id, int repair_round);
   Result<std::int64_t> verify_backlog();
 
   Status add_event(const Event& e);

@@ -6,8 +6,11 @@
 // stays in the database, bounded by the pool's queue, and the LLM side slows down through
 // PipelineConfig::verify_backlog. Each verdict and the job's move to 'done' are written in one
 // transaction. A verdict flagged `infrastructure` (the verifier failed, not the sample) puts the
-// job back in 'verify_queued'. A dead daemon's 'verifying' jobs are reclaimed at start or when
-// their lease expires.
+// job back in 'verify_queued'. A verdict that is not verified (not passed, or passed with a
+// quality flag) sends the job to stage 'repair' at its next round instead, in the same
+// transaction, while the run has repair rounds left (runs.params_json "repair_rounds"); each
+// verdict records the round whose code it judged. A dead daemon's 'verifying' jobs are
+// reclaimed at start or when their lease expires.
 //
 // Threads: not thread-safe. Everything, the pool included, lives on the thread that calls
 // step(); that thread must outlive the stage (fresh-mode samples die with their thread).
@@ -30,7 +33,8 @@ struct VerifyStageStats {
   std::uint64_t requeued = 0;  // infrastructure failures, back to verify_queued
   std::uint64_t lost = 0;      // verdicts for jobs no longer ours (cancelled or reclaimed)
   std::map<std::string, std::uint64_t> by_verdict;
-  std::uint64_t verified = 0;  // passed with no flag
+  std::uint64_t verified = 0;   // passed with no flag
+  std::uint64_t to_repair = 0;  // verdicts that sent their job to a repair round
 };
 
 class VerifyStage {
@@ -56,9 +60,17 @@ class VerifyStage {
  private:
   VerifyStage(store::Db& db, Clock& clock, std::string owner)
       : db_(db), clock_(clock), owner_(std::move(owner)) {}
+  struct Leased {
+    std::int64_t job_id = 0;
+    std::int64_t run_id = 0;
+    std::int64_t sample_id = 0;
+    int attempt = 1;
+    int round = 0;   // the repair round whose code is verified
+    int rounds = 0;  // the run's repair rounds
+  };
   Result<bool> lease_one();
-  void finish(std::int64_t job_id, std::int64_t run_id, std::int64_t sample_id, int attempt,
-              verify::VerifyResult&& r);
+  Result<int> repair_rounds(std::int64_t run_id);
+  void finish(const Leased& job, verify::VerifyResult&& r);
   std::int64_t lease_ms() const;
 
   store::Db& db_;
@@ -68,6 +80,7 @@ class VerifyStage {
   double timeout_s_ = 120;
   bool draining_ = false;
   std::int64_t last_renew_ms_ = 0;
+  std::map<std::int64_t, int> repair_rounds_;  // by run id
   VerifyStageStats stats_;
   Status deferred_error_;
 };

@@ -25,6 +25,24 @@ namespace kforge::report {
 // A name and a count, in display order.
 using Counts = std::vector<std::pair<std::string, std::int64_t>>;
 
+struct Flip {
+  std::string key;
+  Category from;  // in the baseline (for a repair flip: after the first generation)
+  Category to;    // in the other run (for a repair flip: at the end)
+  int round = 0;  // for a repair flip: the repair round that made it verified
+};
+
+// The yield of a run after one round: round 0 is the first generation, round N the N-th repair.
+// A sample counts as verified after round N when a round up to N was verified; cost is what the
+// LLM calls of rounds up to N cost.
+struct RoundYield {
+  int round = 0;
+  std::int64_t verified = 0;
+  double rate = 0;
+  double cost_usd = 0;
+  std::optional<double> cost_per_verified;
+};
+
 struct RunSummary {
   std::int64_t samples = 0;  // the compared samples
   std::int64_t verified = 0;
@@ -52,12 +70,13 @@ struct RunSummary {
   std::optional<double> tokens_per_verified;
   std::optional<double> cost_per_verified;
   std::optional<double> seconds_per_verified;  // (llm_ms + verify_ms) / 1000 / verified
-};
-
-struct Flip {
-  std::string key;
-  Category from;  // in the baseline
-  Category to;    // in the other run
+  // Repair: the run's repair rounds, the yield after each round (0 to the last round the run
+  // may reach), the samples that repair made verified, and the samples the model declared
+  // unfixable.
+  int repair_rounds = 0;
+  std::vector<RoundYield> rounds;
+  std::vector<Flip> repaired;
+  std::int64_t unfixable = 0;
 };
 
 struct PairComparison {

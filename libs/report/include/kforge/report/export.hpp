@@ -1,12 +1,15 @@
 #pragma once
 // Export of a tagged run as a dataset: each record is the original corpus record with every
 // field kept in its order, followed by what the run made of it:
-//   kernel_wrapper, unitest_code   the latest generation (null when there is none)
+//   kernel_wrapper, unitest_code   the final round's code: the last repair round's corrected
+//                                  wrapper and test, else the generation (null when none)
 //   kernel_analysis                the latest analysis (v2 runs only)
 //   verdict, flags                 the latest verdict that applies to that code, its flags
 //   status                         what became of the sample (see Category)
+//   repair_round                   the round that code comes from (0: the first generation)
 //   model                          the run's model
-//   prompt                         {"tag", "pipeline", STAGE: {"version", "sha256"}...}
+//   prompt                         {"tag", "pipeline", STAGE: {"version", "sha256"}...}; "repair"
+//                                  when the code comes from a repair round
 //
 // Records come in sample-key order, one at a time from the database to the file (memory does
 // not grow with the run). The file is written beside its destination and renamed into place, so

@@ -25,6 +25,9 @@ struct RunInfo {
   std::string state;
   nlohmann::ordered_json prompts;  // runs.prompts_json: {stage: {"version", "sha256"}}
   nlohmann::ordered_json params;   // runs.params_json
+
+  // The repair rounds the run was created with (params "repair_rounds"; 0 when absent).
+  int repair_rounds() const;
 };
 
 // The run with this tag. Error kind "not_found" names the tag and lists the known ones.
@@ -49,6 +52,19 @@ enum class Category {
 std::string_view to_string(Category c);
 // Every category in display order.
 const std::vector<Category>& all_categories();
+
+// One round of a sample (0: the first generation; N: the N-th repair): the latest verdict of
+// that round's code and what the round's LLM calls cost.
+struct RoundOutcome {
+  int round = 0;
+  std::optional<std::string> verdict;
+  std::vector<std::string> flags;
+  double cost_usd = 0;
+  std::int64_t tokens = 0;  // prompt + completion
+  std::int64_t llm_ms = 0;
+
+  bool verified() const { return verdict && *verdict == "passed" && flags.empty(); }
+};
 
 struct SampleOutcome {
   std::int64_t job_id = 0;
@@ -77,7 +93,14 @@ struct SampleOutcome {
   std::int64_t llm_calls = 0;
   std::int64_t verify_ms = 0;
   std::int64_t verifications = 0;
+  // Repair: the round the job reached (jobs.repair_round) and every round it has, in order.
+  int repair_round = 0;
+  std::vector<RoundOutcome> rounds;
 
+  // The model answered that the code itself cannot work (a repair round ended the sample).
+  bool unfixable() const { return job_error_kind && *job_error_kind == "unfixable"; }
+  // The first round whose verdict is verified; nullopt when none is.
+  std::optional<int> verified_round() const;
   bool finished() const { return state == "done" || state == "failed"; }
   bool verified() const { return category() == Category::verified; }
   Category category() const;

@@ -18,6 +18,7 @@ struct VerificationKey {
   std::int64_t run_id = 0;
   std::int64_t sample_id = 0;
   int attempt = 1;
+  int repair_round = 0;  // the pipeline's repair round whose code this verdict judges
 };
 
 // Inserts one row into `verifications`: verdict, flags, detail, the full report (result_json),

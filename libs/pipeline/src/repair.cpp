@@ -1,0 +1,141 @@
+#include "kforge/pipeline/repair.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "kforge/verify/verdict.hpp"
+
+namespace kforge::pipeline {
+
+namespace {
+
+std::string str(const nlohmann::json& j, const char* key) {
+  if (!j.is_object()) return "";
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// The first lines of text, within both caps.
+std::string first_lines(const std::string& text, std::size_t max_lines, std::size_t max_bytes) {
+  std::string out;
+  std::size_t at = 0, lines = 0;
+  while (at < text.size() && lines < max_lines) {
+    std::size_t nl = text.find('\n', at);
+    std::string l = text.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
+    at = nl == std::string::npos ? text.size() : nl + 1;
+    if (out.size() + l.size() + 1 > max_bytes) {
+      out += l.substr(0, max_bytes > out.size() ? max_bytes - out.size() : 0) + "...";
+      return out;
+    }
+    out += (lines++ == 0 ? "" : "\n") + l;
+  }
+  if (at < text.size()) out += "\n...";
+  return out;
+}
+
+std::string trim_end(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+// Line `n` (1-based) of text, or "".
+std::string line_of(const std::string& text, long n) {
+  if (n < 1) return "";
+  std::size_t at = 0;
+  for (long i = 1; i < n; ++i) {
+    at = text.find('\n', at);
+    if (at == std::string::npos) return "";
+    ++at;
+  }
+  std::size_t nl = text.find('\n', at);
+  return text.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
+}
+
+}  // namespace
+
+Result<std::string> render_evidence(const EvidenceTemplate& t, const VerdictEvidence& v,
+                                    const EvidenceCaps& caps) {
+  std::map<std::string, std::string> values = {
+      {"verdict", v.verdict},
+      {"detail", v.detail.empty() ? "(no detail recorded)" : v.detail},
+  };
+  std::vector<std::string> use = {"verdict"};
+  // The first test that did not pass, as the harness reported it.
+  const nlohmann::json* bad = nullptr;
+  if (v.report.is_object() && v.report.contains("tests") && v.report["tests"].is_array())
+    for (const auto& test : v.report["tests"]) {
+      std::string status = str(test, "status");
+      if (!status.empty() && status != "passed" && status != "skipped") {
+        bad = &test;
+        break;
+      }
+    }
+  if (bad != nullptr) {
+    const nlohmann::json& where = bad->contains("where") ? (*bad)["where"] : nlohmann::json();
+    std::string section = str(where, "section");
+    if (!section.empty() && where.contains("line") && where["line"].is_number_integer()) {
+      long line = where["line"].get<long>();
+      // The line's text, from the script that ran (sections give each part's first line).
+      std::string source;
+      const nlohmann::json& secs =
+          v.report.contains("sections") ? v.report["sections"] : nlohmann::json();
+      if (secs.is_object() && secs.contains(section) && secs[section].is_array() &&
+          !secs[section].empty() && secs[section][0].is_number_integer())
+        source = line_of(v.script, secs[section][0].get<long>() + line - 1);
+      values["test"] = str(*bad, "name");
+      values["section"] = section;
+      values["line"] = std::to_string(line);
+      values["source_line"] = source.empty() ? "(the line is not available)" : trim_end(source);
+      use.push_back("failing_test");
+    }
+    std::string exception = str(*bad, "exception");
+    std::string message = trim_end(str(*bad, "message"));
+    if (!exception.empty() || !message.empty()) {
+      values["exception"] = exception.empty() ? str(*bad, "status") : exception;
+      values["message"] = message.empty()
+                              ? "(empty: a bare `assert` with no message)"
+                              : first_lines(message, caps.message_lines, caps.message_bytes);
+      use.push_back("message");
+    }
+    std::string tb = trim_end(str(*bad, "traceback"));
+    if (!tb.empty()) {
+      values["traceback"] =
+          trim_end(verify::last_lines(tb, caps.traceback_lines, caps.traceback_bytes));
+      use.push_back("traceback");
+    }
+  }
+  std::string err = trim_end(v.stderr_tail);
+  if (v.verdict != "passed" && !err.empty()) {
+    values["stderr"] = trim_end(verify::last_lines(err, caps.stderr_lines, caps.stderr_bytes));
+    use.push_back("stderr");
+  }
+  for (const char* flag : {verify::kMutantSurvived, verify::kNoKernelLaunch})
+    if (std::find(v.flags.begin(), v.flags.end(), flag) != v.flags.end()) use.push_back(flag);
+
+  std::string out;
+  for (const auto& [name, text] : t.blocks) {
+    if (std::find(use.begin(), use.end(), name) == use.end()) continue;
+    KF_TRY(std::string part, render(text, values, t.path.string() + " (block " + name + ")"));
+    out += (out.empty() ? "" : "\n\n") + part;
+  }
+  return out;
+}
+
+Result<RepairAnswer> read_repair_answer(const nlohmann::json& parsed) {
+  RepairAnswer a;
+  std::string reason = trim_end(str(parsed, "unfixable"));
+  if (!reason.empty()) {
+    a.unfixable = true;
+    a.reason = reason;
+    return a;
+  }
+  a.kernel_wrapper = str(parsed, "kernel_wrapper");
+  a.unitest_code = str(parsed, "unitest_code");
+  if (a.kernel_wrapper.empty() || a.unitest_code.empty())
+    return fail("parse",
+                "the answer has neither \"unfixable\" nor both \"kernel_wrapper\" and "
+                "\"unitest_code\"");
+  return a;
+}
+
+}  // namespace kforge::pipeline

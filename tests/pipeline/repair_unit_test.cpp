@@ -1,0 +1,177 @@
+// The repair stage's pieces: the shipped repair templates and evidence blocks, the evidence a
+// stored verdict turns into, and the reading of a repair answer.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "kforge/core/sha256.hpp"
+#include "kforge/pipeline/prompt.hpp"
+#include "kforge/pipeline/repair.hpp"
+#include "testutil.hpp"
+
+namespace kforge::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+fs::path shipped() {
+  return test::source_dir() / "prompts";
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(RepairPrompts, ShippedVersionsHaveARepairTemplateRecordedOnlyForRunsWithRounds) {
+  auto lib = PromptLibrary::load(shipped());
+  ASSERT_TRUE(lib.ok()) << lib.error().message;
+  for (const std::string v : {"v1", "v2"}) {
+    const PipelineSpec* spec = *lib->pipeline(v);
+    ASSERT_TRUE(spec->repair.has_value()) << v;
+    const Template& r = *spec->repair;
+    EXPECT_EQ(r.sha256, sha256_hex(test::read_text(shipped() / v / "repair.md")));
+    for (const char* p : {"code", "kernel_wrapper", "unitest_code", "evidence", "round"})
+      EXPECT_NE(std::find(r.placeholders.begin(), r.placeholders.end(), p), r.placeholders.end())
+          << v << " repair.md lacks {{" << p << "}}";
+    bool analysis =
+        std::find(r.placeholders.begin(), r.placeholders.end(), "analysis") != r.placeholders.end();
+    EXPECT_EQ(analysis, v == "v2");
+    EXPECT_TRUE(r.schema["properties"].contains("unfixable"));
+    EXPECT_EQ(spec->evidence.sha256, sha256_hex(test::read_text(shipped() / "evidence.md")));
+    // Without rounds the repair template is not part of the run; with rounds it is.
+    EXPECT_FALSE(spec->identities().contains("repair"));
+    json ids = spec->identities(true);
+    EXPECT_EQ(ids["repair"]["sha256"], r.sha256);
+    EXPECT_EQ(ids["repair"]["evidence_sha256"], spec->evidence.sha256);
+    EXPECT_EQ(spec->mismatch(ids), "");
+    EXPECT_EQ(spec->mismatch(spec->identities()), "");
+    json changed = ids;
+    changed["repair"]["sha256"] = "00";
+    EXPECT_TRUE(has(spec->mismatch(changed), "prompts/" + v + "/repair.md changed"));
+    changed = ids;
+    changed["repair"]["evidence_sha256"] = "00";
+    EXPECT_EQ(spec->mismatch(changed), "prompts/evidence.md changed since the run was created");
+  }
+}
+
+TEST(RepairPrompts, AMissingEvidenceBlockOrUnknownPlaceholderIsAnErrorNamingTheFile) {
+  test::TempDir dir;
+  fs::copy(shipped(), dir.path(), fs::copy_options::recursive);
+  std::string text = test::read_text(shipped() / "evidence.md");
+  std::string cut = text.substr(0, text.find("<!-- evidence: no_kernel_launch -->"));
+  test::write_text(dir.path() / "evidence.md", cut);
+  auto lib = PromptLibrary::load(dir.path());
+  ASSERT_FALSE(lib.ok());
+  EXPECT_TRUE(has(lib.error().message, "evidence.md: no block 'no_kernel_launch'"))
+      << lib.error().message;
+  test::write_text(dir.path() / "evidence.md", text + "\n<!-- evidence: extra -->\n{{bogus}}\n");
+  lib = PromptLibrary::load(dir.path());
+  ASSERT_FALSE(lib.ok());
+  EXPECT_TRUE(has(lib.error().message, "unknown placeholder {{bogus}}")) << lib.error().message;
+}
+
+// A harness report of a failed test, as the verifier stores it.
+VerdictEvidence failed_verdict() {
+  VerdictEvidence v;
+  v.verdict = "failed";
+  v.detail = "test_copy: AssertionError: z differs from x for 16x16 (unitest_code line 8)";
+  v.script =
+      "# ---- kforge: preamble ----\nimport torch\n# ---- kforge: code ----\nK = 1\n"
+      "# ---- kforge: kernel_wrapper ----\ndef copy(x):\n    return x\n"
+      "# ---- kforge: unitest_code ----\nimport torch\n\ndef test_copy():\n    torch.manual_seed(0)"
+      "\n    for m in (16,):\n        x = 1\n        z = copy(x)\n"
+      "        assert torch.equal(z, x), \"z differs from x for 16x16\"\n";
+  std::string tb;
+  for (int i = 1; i <= 60; ++i) tb += "traceback line " + std::to_string(i) + "\n";
+  v.report = {
+      {"sections",
+       {{"preamble", {2, 2}},
+        {"code", {4, 4}},
+        {"kernel_wrapper", {6, 7}},
+        {"unitest_code", {9, 16}}}},
+      {"tests",
+       json::array(
+           {{{"name", "test_copy"},
+             {"status", "failed"},
+             {"exception", "AssertionError"},
+             {"message", "z differs from x for 16x16"},
+             {"traceback", tb},
+             {"where", {{"section", "unitest_code"}, {"line", 8}, {"function", "test_copy"}}}}})}};
+  for (int i = 1; i <= 50; ++i) v.stderr_tail += "stderr line " + std::to_string(i) + "\n";
+  return v;
+}
+
+TEST(RepairEvidence, AFailedTestGivesItsLineMessageAndCappedTails) {
+  auto lib = PromptLibrary::load(shipped());
+  ASSERT_TRUE(lib.ok()) << lib.error().message;
+  const PipelineSpec* spec = *lib->pipeline("v2");
+  auto text = render_evidence(spec->evidence, failed_verdict());
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  const std::string& e = *text;
+  EXPECT_TRUE(has(e, "Verdict: `failed`. test_copy: AssertionError: z differs")) << e;
+  EXPECT_TRUE(has(e, "`test_copy`, at unitest_code line 8")) << e;
+  // The line as it ran, taken from the script.
+  EXPECT_TRUE(has(e, "assert torch.equal(z, x), \"z differs from x for 16x16\"")) << e;
+  EXPECT_TRUE(has(e, "The exception: `AssertionError`")) << e;
+  // Tails, capped: the last 25 lines of the traceback, the last 20 of stderr.
+  EXPECT_TRUE(has(e, "traceback line 60")) << e;
+  EXPECT_TRUE(has(e, "traceback line 36\n")) << e;
+  EXPECT_FALSE(has(e, "traceback line 35\n")) << e;
+  EXPECT_TRUE(has(e, "stderr line 50")) << e;
+  EXPECT_TRUE(has(e, "stderr line 31\n")) << e;
+  EXPECT_FALSE(has(e, "stderr line 30\n")) << e;
+  EXPECT_FALSE(has(e, "kernels skipped")) << e;
+  EXPECT_FALSE(has(e, "no kernel of the code was launched")) << e;
+}
+
+TEST(RepairEvidence, QualityFlagsAreSaidInPlainWords) {
+  auto lib = PromptLibrary::load(shipped());
+  ASSERT_TRUE(lib.ok()) << lib.error().message;
+  const PipelineSpec* spec = *lib->pipeline("v1");
+  VerdictEvidence v;
+  v.verdict = "passed";
+  v.detail = "1 test passed";
+  v.flags = {"mutant_survived"};
+  v.stderr_tail = "a warning\n";
+  v.report = {{"tests", json::array({{{"name", "test_add"}, {"status", "passed"}}})}};
+  auto text = render_evidence(spec->evidence, v);
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  EXPECT_TRUE(has(*text, "Verdict: `passed`. 1 test passed")) << *text;
+  EXPECT_TRUE(has(*text, "kernels skipped")) << *text;
+  EXPECT_TRUE(has(*text, "So the test checks nothing that the kernel computes")) << *text;
+  EXPECT_FALSE(has(*text, "a warning")) << "stderr of a passing run is noise";
+  EXPECT_FALSE(has(*text, "The first failing test")) << *text;
+  v.flags = {"no_kernel_launch"};
+  text = render_evidence(spec->evidence, v);
+  ASSERT_TRUE(text.ok());
+  EXPECT_TRUE(has(*text, "no kernel of the code was launched")) << *text;
+  EXPECT_FALSE(has(*text, "checks nothing that the kernel computes")) << *text;
+  // A timeout: no test report, the detail says it all.
+  VerdictEvidence t;
+  t.verdict = "timeout";
+  t.detail = "no result within 120 s; the process group was killed";
+  text = render_evidence(spec->evidence, t);
+  ASSERT_TRUE(text.ok());
+  EXPECT_TRUE(has(*text, "Verdict: `timeout`. no result within 120 s")) << *text;
+}
+
+TEST(RepairAnswer, UnfixableOrBothPiecesOfCode) {
+  auto a = read_repair_answer({{"unfixable", "triton.ops was removed"}});
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(a->unfixable);
+  EXPECT_EQ(a->reason, "triton.ops was removed");
+  a = read_repair_answer(
+      {{"kernel_wrapper", "def f(): pass"}, {"unitest_code", "def test_f(): f()"}});
+  ASSERT_TRUE(a.ok());
+  EXPECT_FALSE(a->unfixable);
+  EXPECT_EQ(a->unitest_code, "def test_f(): f()");
+  auto bad = read_repair_answer({{"kernel_wrapper", "def f(): pass"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().kind, "parse");
+  EXPECT_TRUE(has(bad.error().message, "neither \"unfixable\" nor both"));
+}
+
+}  // namespace
+}  // namespace kforge::pipeline
