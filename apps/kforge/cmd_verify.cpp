@@ -24,6 +24,7 @@ struct VerifyArgs {
   std::string json_out;
   std::string key_field;
   std::string mode;
+  bool full = false;
 };
 
 std::optional<std::string> string_field(const nlohmann::ordered_json& rec, const char* name) {
@@ -60,6 +61,10 @@ Command add_verify(CLI::App& root, Globals& g) {
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--json", args->json_out,
                   "Write one JSON line per record: index, key, verdict, detail, flags");
+  cmd->add_flag("--full", args->full,
+                "With --json: also the report, script, stderr tail, duration and device, each "
+                "line written and flushed as its record finishes (in finishing order); what a "
+                "Slurm array task of the daemon writes");
   cmd->add_option("--key", args->key_field,
                   "The field naming each record (default: key, file, id)");
   cmd->add_option("--mode", args->mode, "warm or fresh (default: verifier.mode)")
@@ -99,12 +104,26 @@ Command add_verify(CLI::App& root, Globals& g) {
           ++by_verdict[r.verdict];
           for (const auto& f : r.flags) ++by_flag[f];
           if (r.verified()) ++verified;
-          pending[index] = nlohmann::ordered_json{{"index", index},
-                                                  {"key", r.key},
-                                                  {"verdict", verify::to_string(r.verdict)},
-                                                  {"detail", r.detail},
-                                                  {"flags", r.flags}};
-          flush();
+          nlohmann::ordered_json line{{"index", index},
+                                      {"key", r.key},
+                                      {"verdict", verify::to_string(r.verdict)},
+                                      {"detail", r.detail},
+                                      {"flags", r.flags}};
+          if (args->full) {
+            line["report"] = std::move(r.report);
+            line["script"] = r.script;
+            line["stderr_tail"] = r.stderr_tail;
+            line["duration_ms"] = r.duration_ms;
+            line["device"] = r.device;
+            if (json_out)
+              json_out << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                       << "\n"
+                       << std::flush;
+            ++written;
+          } else {
+            pending[index] = std::move(line);
+            flush();
+          }
           if (tty)
             std::fprintf(stderr, "\rverified %lld / %lld   ", static_cast<long long>(written),
                          static_cast<long long>(total));

@@ -2,6 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
+
+#include "kforge/pipeline/slurm_backend.hpp"
+
 namespace kforge::daemon {
 
 VerifierThread::VerifierThread(const app::Config& cfg, std::string owner, std::string owner_glob)
@@ -35,23 +39,36 @@ void VerifierThread::run(app::Config cfg, std::string owner, std::string owner_g
   };
   auto db = app::open_store(cfg);
   if (!db.ok()) return fail(db.error().message);
-  verify::PoolOptions opts;
-  opts.config = cfg.verifier;
-  auto stage =
-      pipeline::VerifyStage::create(**db, system_clock(), std::move(opts), owner, owner_glob);
-  if (!stage.ok()) return fail(stage.error().message);
-  spdlog::info("verifier: {} slots", (*stage)->pool().slots());
+  std::unique_ptr<pipeline::VerifyBackend> backend;
+  if (cfg.verifier.backend == "slurm") {
+    pipeline::SlurmBackendOptions opts;
+    opts.verifier = cfg.verifier;
+    if (cfg.source != "(defaults)") opts.config_file = std::filesystem::absolute(cfg.source);
+    if (!cfg.llm.api_key_env.empty()) opts.drop_env.push_back(cfg.llm.api_key_env);
+    auto s =
+        pipeline::SlurmBackend::create(**db, system_clock(), std::move(opts), owner, owner_glob);
+    if (!s.ok()) return fail(s.error().message);
+    backend = std::move(*s);
+  } else {
+    verify::PoolOptions opts;
+    opts.config = cfg.verifier;
+    auto s =
+        pipeline::VerifyStage::create(**db, system_clock(), std::move(opts), owner, owner_glob);
+    if (!s.ok()) return fail(s.error().message);
+    backend = std::move(*s);
+  }
+  spdlog::info("verifier: {}", backend->describe());
   std::chrono::steady_clock::time_point deadline{};
   bool drain_started = false;
   int errors = 0;
   while (true) {
     if (draining_ && !drain_started) {
       drain_started = true;
-      (*stage)->drain();
+      backend->drain();
       deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms_.load());
     }
-    if (drain_started && ((*stage)->idle() || std::chrono::steady_clock::now() >= deadline)) break;
-    auto st = (*stage)->step(std::chrono::milliseconds(200));
+    if (drain_started && (backend->idle() || std::chrono::steady_clock::now() >= deadline)) break;
+    auto st = backend->step(std::chrono::milliseconds(200));
     if (!st.ok()) {
       ++errors;
       spdlog::error("verifier step failed ({} in a row): {}", errors, st.error().message);
@@ -64,13 +81,13 @@ void VerifierThread::run(app::Config cfg, std::string owner, std::string owner_g
       errors = 0;
     }
     std::lock_guard l(mu_);
-    stats_ = (*stage)->stats();
+    stats_ = backend->stats();
   }
-  auto st = (*stage)->stop();
+  auto st = backend->stop();
   if (!st.ok()) spdlog::error("verifier: releasing jobs: {}", st.error().message);
   {
     std::lock_guard l(mu_);
-    stats_ = (*stage)->stats();
+    stats_ = backend->stats();
   }
   running_ = false;
 }
