@@ -115,3 +115,17 @@ SELECT state, count(*) FROM slurm_tasks GROUP BY state ORDER BY state;
 -- name: slurm_run_tasks
 SELECT a.slurm_job_id || '_' || t.task FROM slurm_tasks t JOIN slurm_arrays a ON a.id = t.array_id
 WHERE t.run_id = ?1 AND t.ended_ms IS NULL AND a.slurm_job_id IS NOT NULL ORDER BY a.id, t.task;
+
+-- name: slurm_job_run_state
+SELECT r.state FROM jobs j JOIN runs r ON r.id = j.run_id WHERE j.id = ?1;
+
+-- vstage_reclaim, leaving alone the jobs just adopted (lease_owner ?4, this daemon's own).
+-- name: slurm_reclaim
+UPDATE jobs SET state = 'verify_queued', lease_owner = NULL, lease_expires_ms = NULL,
+                updated_ms = ?3
+WHERE state = 'verifying' AND lease_owner != ?4
+  AND (lease_owner GLOB ?1 OR lease_expires_ms <= ?2);
+
+-- A later array holds the job too: this row is stale and must not touch the job.
+-- name: slurm_newer_open
+SELECT count(*) FROM slurm_task_jobs WHERE job_id = ?1 AND outcome IS NULL AND array_id > ?2;

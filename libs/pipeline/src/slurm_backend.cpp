@@ -242,8 +242,8 @@ Result<std::unique_ptr<SlurmBackend>> SlurmBackend::create(store::Db& db, Clock&
     if (db.changes() > 0)
       spdlog::info("verifier: watching {} Slurm array jobs of an earlier kforged ({} samples)",
                    db.changes(), adopted);
-    KF_TRY(store::Stmt * st, db.cached(q()["vstage_reclaim"]));
-    st->bind(1, owner_glob).bind(2, now).bind(3, now);
+    KF_TRY(store::Stmt * st, db.cached(q()["slurm_reclaim"]));
+    st->bind(1, owner_glob).bind(2, now).bind(3, now).bind(4, owner);
     KF_CHECK(st->run());
     if (db.changes() > 0)
       spdlog::warn("verifier: took back {} jobs an earlier kforged was verifying", db.changes());
@@ -505,6 +505,20 @@ Status SlurmBackend::submit(std::vector<Lease> leases) {
   return {};
 }
 
+Result<bool> SlurmBackend::newer_open(std::int64_t job_id, std::int64_t array_id) {
+  KF_TRY(store::Stmt * st, db_.cached(q()["slurm_newer_open"]));
+  st->bind(1, job_id).bind(2, array_id);
+  KF_TRY(auto n, st->one([](store::Stmt& r) { return r.int64(0); }));
+  return n.value_or(0) > 0;
+}
+
+Status SlurmBackend::settle_stale(std::int64_t array_id, int task, std::int64_t idx) {
+  KF_TRY(store::Stmt * so, db_.cached(q()["slurm_set_outcome"]));
+  so->bind(1, array_id).bind(2, static_cast<std::int64_t>(task)).bind(3, idx).bind(4, "dropped");
+  ++stats_.lost;
+  return so->run();
+}
+
 Status SlurmBackend::store_line(std::int64_t array_id, int task, const std::string& line,
                                 int& stored) {
   auto j = nlohmann::json::parse(line, nullptr, false);
@@ -527,6 +541,8 @@ Status SlurmBackend::store_line(std::int64_t array_id, int task, const std::stri
     return Row{r.int64(0), static_cast<int>(r.int64(1)), r.int64(2), r.int64(3), r.text(4)};
   }));
   if (!row) return {};  // settled already (read again after a restart)
+  KF_TRY(bool stale, newer_open(row->job_id, array_id));
+  if (stale) return settle_stale(array_id, task, idx);
   verify::VerifyResult v;
   v.key = j.value("key", std::string());
   if (v.key != row->key) {
@@ -637,21 +653,32 @@ Status SlurmBackend::end_task(std::int64_t array_id, const std::string& slurm_id
                           " before verifying it";
   int requeued = 0;
   for (const auto& [idx, job] : open) {
+    KF_TRY(bool stale, newer_open(job, array_id));
+    if (stale) {
+      KF_CHECK(settle_stale(array_id, task, idx));
+      continue;
+    }
     KF_TRY(store::Stmt * cnt, db_.cached(q()["slurm_times_requeued"]));
     cnt->bind(1, job);
     KF_TRY(auto times, cnt->one([](store::Stmt& r) { return r.int64(0); }));
     const bool give_up = times.value_or(0) + 1 >= kMaxRequeues;
+    KF_TRY(store::Stmt * rs, db_.cached(q()["slurm_job_run_state"]));
+    rs->bind(1, job);
+    KF_TRY(auto run_state, rs->one([](store::Stmt& r) { return r.text(0); }));
+    // A cancelled run's job ends with its task (kforge run cancel scancels the run's tasks).
+    const bool cancelled = run_state && *run_state == "cancelled";
     KF_TRY(store::Stmt * fin, db_.cached(q()["vstage_finish"]));
-    fin->bind(1, job)
-        .bind(2, owner_)
-        .bind(3, give_up ? "failed" : "verify_queued")
-        .bind(4, "verify")
-        .bind(5, "verifier")
-        .bind(6,
-              give_up ? why + "; given up after " + std::to_string(kMaxRequeues) + " tasks" : why)
-        .bind(7, now);
+    fin->bind(1, job).bind(2, owner_).bind(4, "verify").bind(7, now);
+    if (cancelled)
+      fin->bind(3, "cancelled").bind(5, "cancelled").bind(6, "the run was cancelled");
+    else if (give_up)
+      fin->bind(3, "failed")
+          .bind(5, "verifier")
+          .bind(6, why + "; given up after " + std::to_string(kMaxRequeues) + " tasks");
+    else
+      fin->bind(3, "verify_queued").bind(5, "verifier").bind(6, why);
     KF_CHECK(fin->run());
-    const bool ours = db_.changes() > 0;
+    const bool ours = db_.changes() > 0 && !cancelled;
     if (ours) ++requeued;
     KF_TRY(store::Stmt * so, db_.cached(q()["slurm_set_outcome"]));
     so->bind(1, array_id)

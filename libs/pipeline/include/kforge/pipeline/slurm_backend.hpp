@@ -83,6 +83,9 @@ class SlurmBackend : public VerifyBackend {
   Status end_task(std::int64_t array_id, const std::string& slurm_id, int task,
                   const std::string& state, const std::string& slurm_state,
                   const std::string& exit_code);
+  // A later array holds the job too (this row is stale), and marking such a row dropped.
+  Result<bool> newer_open(std::int64_t job_id, std::int64_t array_id);
+  Status settle_stale(std::int64_t array_id, int task, std::int64_t idx);
   Status alert(const std::string& kind, const std::string& message);
   Status clear_alert(const std::string& kind);
   std::int64_t lease_ms() const;
