@@ -19,6 +19,7 @@ build=${BUILD_DIR:-build}
 corpus=$root/../shared/corpus/TritonBench_G_v1.json
 [ -f "$corpus" ] || { echo "no corpus at $corpus" >&2; exit 1; }
 work=$(mktemp -d /tmp/kforge-slurm-bench.XXXXXX)
+chmod 755 "$work" # the sandbox uids reach verifier.work_dir under it
 cluster=""
 fake_pid=""
 cleanup() {
@@ -27,6 +28,7 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
+trap "exit 1" INT TERM
 cluster=$(SLURM_CPUS=${SLURM_CPUS:-8} "$root/tests/slurm/slurm-cluster.sh" up)
 export SLURM_CONF=$cluster/etc/slurm.conf
 
@@ -79,8 +81,9 @@ config "$work/gen.db" false local >"$work/gen.yaml"
 "$build/apps/kforge/kforge" -c "$work/gen.yaml" import "$corpus" \
     --map code=output,description_1=simp_instru,description_2=comp_instru --key file >/dev/null
 "$build/apps/kforge/kforge" -c "$work/gen.yaml" run create v1 --pipeline v1 --limit "$n" >/dev/null
+n=$(count "$work/gen.db" "SELECT count(*) FROM jobs")  # the corpus may hold fewer
 daemon_until "$work/gen.yaml" "$work/gen.db" \
-    "SELECT count(*) FROM jobs WHERE state = 'verify_queued'" "$n" >/dev/null
+    "SELECT count(*) FROM jobs WHERE state IN ('verify_queued', 'failed', 'cancelled', 'done')" "$n" >/dev/null
 n=$(count "$work/gen.db" "SELECT count(*) FROM jobs WHERE state = 'verify_queued'")
 
 declare -A ms
