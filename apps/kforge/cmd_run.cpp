@@ -9,6 +9,7 @@
 #include "kforge/core/fs.hpp"
 #include "kforge/pipeline/jobs.hpp"
 #include "kforge/pipeline/prompt.hpp"
+#include "kforge/pipeline/slurm_backend.hpp"
 
 namespace kforge::cli {
 namespace {
@@ -158,6 +159,14 @@ int set_state(const std::string& verb, const std::string& tag, const app::Config
     KF_TRY_OR_REPORT(std::int64_t n, jobs.cancel_run(tag));
     std::printf("run '%s' cancelled: %lld jobs cancelled (answers already stored are kept)\n",
                 tag.c_str(), static_cast<long long>(n));
+    // Its Slurm array tasks, if the verifier sent any (kforged also cancels them when it sees
+    // the run cancelled).
+    auto tasks = pipeline::scancel_run_tasks(*db, cfg.verifier.slurm, run->id);
+    if (!tasks.ok())
+      std::fprintf(stderr, "kforge: cancelling the run's Slurm tasks: %s\n",
+                   tasks.error().message.c_str());
+    else if (*tasks > 0)
+      std::printf("  %d Slurm tasks cancelled (scancel)\n", *tasks);
     return kOk;
   }
   std::string want = verb == "pause" ? "paused" : "active";

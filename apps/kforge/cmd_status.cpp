@@ -12,6 +12,7 @@
 #include "commands.hpp"
 #include "kforge/pipeline/progress.hpp"
 #include "kforge/pipeline/prompt.hpp"
+#include "kforge/pipeline/slurm_backend.hpp"
 #include "kforge/store/samples.hpp"
 #include "kforge/verify/store.hpp"
 
@@ -74,6 +75,20 @@ Result<nlohmann::ordered_json> collect(store::Db& db, const app::Config& cfg,
                       {"reason", d.reason},
                       {"since_ms", d.updated_ms}});
   out["verifier_alerts"] = alerts;
+  KF_TRY(auto slurm, pipeline::slurm_summary(db));
+  if (!slurm.tasks_by_state.empty() || !slurm.alerts.empty()) {
+    ordered_json sl;
+    sl["tasks"] = slurm.tasks_by_state;
+    ordered_json sa = ordered_json::array();
+    for (const auto& a : slurm.alerts)
+      sa.push_back({{"kind", a.kind},
+                    {"message", a.message},
+                    {"count", a.count},
+                    {"since_ms", a.since_ms},
+                    {"updated_ms", a.updated_ms}});
+    sl["alerts"] = sa;
+    out["slurm"] = sl;
+  }
   return out;
 }
 
@@ -150,6 +165,18 @@ void print_text(const nlohmann::ordered_json& st) {
                   a["device"].get<std::string>().c_str(),
                   static_cast<long long>(i64(a["start_failures"])),
                   a["reason"].get<std::string>().c_str());
+  }
+  if (st.contains("slurm")) {
+    std::string line;
+    for (const auto& [state, n] : st["slurm"]["tasks"].items())
+      line += "  " + state + " " + std::to_string(i64(n));
+    std::printf("slurm      tasks%s\n", line.empty() ? "  none" : line.c_str());
+    for (const auto& a : st["slurm"]["alerts"])
+      std::printf("ALERT      Slurm %s (%lld times since %s): %s\n",
+                  a["kind"] == "submit" ? "rejects submissions" : "cannot be watched",
+                  static_cast<long long>(i64(a["count"])),
+                  format_utc_ms(i64(a["since_ms"])).c_str(),
+                  a["message"].get<std::string>().c_str());
   }
   if (st["runs"].empty()) {
     std::printf("runs       none (kforge run create TAG --pipeline v2)\n");

@@ -29,6 +29,7 @@ struct VerifyArgs {
   std::string mode;
   int slowest = 10;
   bool record_devices = false;
+  bool full = false;
 };
 
 struct Slow {
@@ -72,6 +73,10 @@ Command add_verify(CLI::App& root, Globals& g) {
   cmd->add_option("--json", args->json_out,
                   "Write one JSON line per record: index, key, verdict, detail, flags, "
                   "duration_ms, cpu_ms, device, phases (ms), autotune (the config used)");
+  cmd->add_flag("--full", args->full,
+                "With --json: also the report, script, stderr tail, duration and device, each "
+                "line written and flushed as its record finishes (in finishing order); what a "
+                "Slurm array task of the daemon writes");
   cmd->add_option("--key", args->key_field,
                   "The field naming each record (default: key, file, id)");
   cmd->add_option("--mode", args->mode, "warm or fresh (default: verifier.mode)")
@@ -124,7 +129,6 @@ Command add_verify(CLI::App& root, Globals& g) {
                                       {"detail", r.detail},
                                       {"flags", r.flags}};
           for (const auto& [k, v] : fig.items()) line[k] = v;
-          pending[index] = std::move(line);
           if (args->slowest > 0) {
             std::int64_t ms = r.duration_ms + fig["phases"].value("mutant", std::int64_t{0});
             auto pos = std::find_if(slow.begin(), slow.end(), [&](const Slow& s) {
@@ -136,7 +140,21 @@ Command add_verify(CLI::App& root, Globals& g) {
               if (static_cast<int>(slow.size()) > args->slowest) slow.pop_back();
             }
           }
-          flush();
+          if (args->full) {
+            line["report"] = std::move(r.report);
+            line["script"] = r.script;
+            line["stderr_tail"] = r.stderr_tail;
+            line["duration_ms"] = r.duration_ms;
+            line["device"] = r.device;
+            if (json_out)
+              json_out << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                       << "\n"
+                       << std::flush;
+            ++written;
+          } else {
+            pending[index] = std::move(line);
+            flush();
+          }
           if (tty)
             std::fprintf(stderr, "\rverified %lld / %lld   ", static_cast<long long>(written),
                          static_cast<long long>(total));

@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
+
+#include "kforge/pipeline/slurm_backend.hpp"
 #include "kforge/verify/store.hpp"
 
 namespace kforge::daemon {
@@ -50,14 +53,32 @@ void VerifierThread::run(app::Config cfg, std::string owner, std::string owner_g
     running_ = false;
   };
   if (!db.ok()) return fail(db.error().message);
-  verify::PoolOptions opts;
-  opts.config = cfg.verifier;
-  auto stage =
-      pipeline::VerifyStage::create(**db, system_clock(), std::move(opts), owner, owner_glob);
-  if (!stage.ok()) return fail(stage.error().message);
-  spdlog::info("verifier: {} slots", (*stage)->pool().slots());
-  std::vector<verify::DeviceStatus> recorded = (*stage)->pool().devices();
-  record(recorded);
+  std::unique_ptr<pipeline::VerifyBackend> backend;
+  pipeline::VerifyStage* local = nullptr;  // the local pool, whose devices are recorded
+  if (cfg.verifier.backend == "slurm") {
+    pipeline::SlurmBackendOptions opts;
+    opts.verifier = cfg.verifier;
+    if (cfg.source != "(defaults)") opts.config_file = std::filesystem::absolute(cfg.source);
+    if (!cfg.llm.api_key_env.empty()) opts.drop_env.push_back(cfg.llm.api_key_env);
+    auto s =
+        pipeline::SlurmBackend::create(**db, system_clock(), std::move(opts), owner, owner_glob);
+    if (!s.ok()) return fail(s.error().message);
+    backend = std::move(*s);
+  } else {
+    verify::PoolOptions opts;
+    opts.config = cfg.verifier;
+    auto s =
+        pipeline::VerifyStage::create(**db, system_clock(), std::move(opts), owner, owner_glob);
+    if (!s.ok()) return fail(s.error().message);
+    local = s->get();
+    backend = std::move(*s);
+  }
+  spdlog::info("verifier: {}", backend->describe());
+  std::vector<verify::DeviceStatus> recorded;
+  if (local) {
+    recorded = local->pool().devices();
+    record(recorded);
+  }
   auto last_record = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point deadline{};
   bool drain_started = false;
@@ -65,11 +86,11 @@ void VerifierThread::run(app::Config cfg, std::string owner, std::string owner_g
   while (true) {
     if (draining_ && !drain_started) {
       drain_started = true;
-      (*stage)->drain();
+      backend->drain();
       deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms_.load());
     }
-    if (drain_started && ((*stage)->idle() || std::chrono::steady_clock::now() >= deadline)) break;
-    auto st = (*stage)->step(std::chrono::milliseconds(200));
+    if (drain_started && (backend->idle() || std::chrono::steady_clock::now() >= deadline)) break;
+    auto st = backend->step(std::chrono::milliseconds(200));
     if (!st.ok()) {
       ++errors;
       spdlog::error("verifier step failed ({} in a row): {}", errors, st.error().message);
@@ -81,8 +102,8 @@ void VerifierThread::run(app::Config cfg, std::string owner, std::string owner_g
     } else {
       errors = 0;
     }
-    if (std::chrono::steady_clock::now() - last_record >= std::chrono::seconds(1)) {
-      auto devices = (*stage)->pool().devices();
+    if (local && std::chrono::steady_clock::now() - last_record >= std::chrono::seconds(1)) {
+      auto devices = local->pool().devices();
       auto key = [](const std::vector<verify::DeviceStatus>& v) {
         std::string k;
         for (const auto& d : v)
@@ -97,13 +118,13 @@ void VerifierThread::run(app::Config cfg, std::string owner, std::string owner_g
       last_record = std::chrono::steady_clock::now();
     }
     std::lock_guard l(mu_);
-    stats_ = (*stage)->stats();
+    stats_ = backend->stats();
   }
-  auto st = (*stage)->stop();
+  auto st = backend->stop();
   if (!st.ok()) spdlog::error("verifier: releasing jobs: {}", st.error().message);
   {
     std::lock_guard l(mu_);
-    stats_ = (*stage)->stats();
+    stats_ = backend->stats();
   }
   running_ = false;
 }

@@ -42,6 +42,10 @@ std::int64_t VerifyStage::lease_ms() const {
   return static_cast<std::int64_t>(timeout_s_ * 2 * 1000) + 120'000;
 }
 
+std::string VerifyStage::describe() const {
+  return "local pool, " + std::to_string(pool_ ? pool_->slots() : 0) + " slots";
+}
+
 bool VerifyStage::idle() const {
   return !pool_ || pool_->idle();
 }

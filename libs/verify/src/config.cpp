@@ -2,7 +2,51 @@
 
 namespace kforge::verify {
 
+namespace {
+void read_slurm(ConfigNode n, SlurmConfig& out) {
+  n.get("shared_dir", out.shared_dir);
+  n.get("partition", out.partition);
+  n.get("account", out.account);
+  n.get("gres", out.gres);
+  n.get("gpus", out.gpus);
+  n.get("time_limit", out.time_limit);
+  n.get("job_name", out.job_name);
+  n.get("extra_args", out.extra_args);
+  n.get("samples_per_task", out.samples_per_task);
+  n.get("max_array_tasks", out.max_array_tasks);
+  n.get("max_samples_in_flight", out.max_samples_in_flight);
+  n.get("submit_interval_ms", out.submit_interval_ms);
+  n.get("poll_ms", out.poll_ms);
+  n.get("command_timeout_ms", out.command_timeout_ms);
+  n.get("kforge", out.kforge);
+  n.get("node_config", out.node_config);
+  n.get("sbatch", out.sbatch);
+  n.get("scontrol", out.scontrol);
+  n.get("scancel", out.scancel);
+  if (out.gpus < 0) n.invalid("gpus", "must be >= 0");
+  if (out.samples_per_task < 1) n.invalid("samples_per_task", "must be >= 1");
+  if (out.max_array_tasks < 1) n.invalid("max_array_tasks", "must be >= 1");
+  if (out.max_samples_in_flight < 1) n.invalid("max_samples_in_flight", "must be >= 1");
+  if (out.submit_interval_ms < 0) n.invalid("submit_interval_ms", "must be >= 0");
+  if (out.poll_ms < 50) n.invalid("poll_ms", "must be >= 50");
+  if (out.command_timeout_ms < 1000) n.invalid("command_timeout_ms", "must be >= 1000");
+  if (out.job_name.empty()) n.invalid("job_name", "must not be empty");
+  const std::pair<const char*, const std::string*> commands[] = {{"kforge", &out.kforge},
+                                                                 {"sbatch", &out.sbatch},
+                                                                 {"scontrol", &out.scontrol},
+                                                                 {"scancel", &out.scancel}};
+  for (const auto& [key, cmd] : commands)
+    if (cmd->empty()) n.invalid(key, "must not be empty");
+}
+}  // namespace
+
 void read_config(ConfigNode n, VerifierConfig& out) {
+  n.get("backend", out.backend);
+  read_slurm(n.child("slurm"), out.slurm);
+  if (out.backend != "local" && out.backend != "slurm")
+    n.invalid("backend", "'" + out.backend + "' is not one of local, slurm");
+  if (out.backend == "slurm" && out.slurm.shared_dir.empty())
+    n.invalid("backend", "slurm needs verifier.slurm.shared_dir");
   n.get("devices", out.devices);
   {
     std::string w = out.workers_per_device == kAutoWorkers ? std::string("auto")

@@ -37,24 +37,38 @@ struct VerifyStageStats {
   std::uint64_t to_repair = 0;  // verdicts that sent their job to a repair round
 };
 
-class VerifyStage {
+// What the daemon's verifier thread drives: the local pool (VerifyStage, below) or the Slurm
+// backend (slurm_backend.hpp), chosen by verifier.backend.
+class VerifyBackend {
+ public:
+  virtual ~VerifyBackend() = default;
+  virtual Status step(std::chrono::milliseconds max_wait) = 0;
+  virtual void drain() = 0;
+  virtual bool idle() const = 0;
+  virtual Status stop() = 0;
+  virtual const VerifyStageStats& stats() const = 0;
+  virtual std::string describe() const = 0;  // for the log: slots, or the cluster it submits to
+};
+
+class VerifyStage : public VerifyBackend {
  public:
   // db: this thread's own connection. owner: this daemon's lease owner; owner_glob matches the
   // owners of earlier processes of this daemon (their 'verifying' jobs are taken back).
   static Result<std::unique_ptr<VerifyStage>> create(store::Db& db, Clock& clock,
                                                      verify::PoolOptions options, std::string owner,
                                                      const std::string& owner_glob);
-  ~VerifyStage();
+  ~VerifyStage() override;
 
   // Leases what the pool can take, runs the pool for at most max_wait, stores verdicts.
-  Status step(std::chrono::milliseconds max_wait);
+  Status step(std::chrono::milliseconds max_wait) override;
   // Stops leasing; step() then only finishes what is running.
-  void drain() { draining_ = true; }
-  bool idle() const;
+  void drain() override { draining_ = true; }
+  bool idle() const override;
   // Destroys the pool (killing what runs) and gives unfinished jobs back to 'verify_queued'.
-  Status stop();
+  Status stop() override;
 
-  const VerifyStageStats& stats() const { return stats_; }
+  const VerifyStageStats& stats() const override { return stats_; }
+  std::string describe() const override;
   verify::Pool& pool() { return *pool_; }
 
  private:

@@ -11,8 +11,34 @@
 namespace kforge::verify {
 
 inline constexpr int kAutoWorkers = 0;
+// The `verifier.slurm` section: how the daemon's verify stage runs samples as Slurm array tasks
+// (verifier.backend: slurm). Read by the pipeline's Slurm backend and by `kforge run cancel`.
+struct SlurmConfig {
+  std::string shared_dir;  // seen by the daemon's host and every node (shards, results, logs)
+  std::string partition;   // --partition; empty: the cluster's default
+  std::string account;     // --account; empty: none
+  std::string gres;        // --gres, e.g. "gpu:1"; empty: none
+  int gpus = 0;            // --gpus=N; 0: not sent
+  std::string time_limit;  // --time, e.g. "01:00:00"; empty: the partition's default
+  std::string job_name = "kforge-verify";
+  std::vector<std::string> extra_args;       // more sbatch options, each one argument
+  int samples_per_task = 50;                 // one shard (JSON Lines) per array task
+  int max_array_tasks = 16;                  // tasks per sbatch --array
+  int max_samples_in_flight = 512;           // leased into tasks that have not ended
+  std::int64_t submit_interval_ms = 5'000;   // a partly filled array waits at most this long
+  std::int64_t poll_ms = 2'000;              // scontrol and the result files, this often
+  std::int64_t command_timeout_ms = 60'000;  // each sbatch/scontrol/scancel call
+  std::string kforge = "kforge";             // the kforge binary as the nodes see it
+  std::string node_config;  // the config file the tasks read; empty: the daemon's own
+  std::string sbatch = "sbatch";
+  std::string scontrol = "scontrol";
+  std::string scancel = "scancel";
+};
 
 struct VerifierConfig {
+  // local: the pool runs on this host. slurm: samples go to Slurm array tasks (`slurm:`).
+  std::string backend = "local";
+  SlurmConfig slurm;
   // Devices to run on: "cuda:N", "rocm:N" or "cpu"; empty means detect (nvidia-smi, rocm-smi,
   // the driver's device files), and "cpu" when none is found.
   std::vector<std::string> devices;

@@ -1,0 +1,129 @@
+#pragma once
+// SlurmBackend: the verify stage on a Slurm cluster (verifier.backend: slurm).
+//
+// The database stays on the daemon's host; nodes never open it. The backend leases
+// 'verify_queued' jobs in batches (as 'verifying', like the local pool), writes each batch as
+// JSON Lines shards (one per array task, one run per shard) into a directory of its own under
+// verifier.slurm.shared_dir, and submits them with one `sbatch --array`. Each task runs
+// `kforge verify SHARD --json RESULT --full` on its node, which writes a line per sample as it
+// finishes. The backend reads those lines and `scontrol -o show job`, and stores each verdict
+// with the job's move to 'done' in one transaction, exactly as the local pool does.
+//
+// Faults: a task that ends without a verdict for every sample (failed, cancelled, timed out,
+// node lost, unknown to Slurm) has its unfinished samples go back to 'verify_queued', to be
+// leased into a later array; verdicts it wrote before are kept. Each (task, sample) row is
+// settled once, and a task that has ended is never read again, so a late result of a lost task
+// is never stored. Arrays, tasks and their jobs are checkpointed (migrations/0007_slurm.sql): a
+// restarted kforged takes over the live tasks of its earlier process and goes on watching them.
+// Stopping or draining the daemon leaves the tasks running on the cluster for the next start.
+//
+// Commands are run with execvp (no shell); their paths are configurable.
+//
+// Threads: not thread-safe; one thread calls everything.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kforge/core/clock.hpp"
+#include "kforge/pipeline/verify_stage.hpp"
+#include "kforge/store/db.hpp"
+#include "kforge/verify/config.hpp"
+
+namespace kforge::pipeline {
+
+struct SlurmBackendOptions {
+  verify::VerifierConfig verifier;  // .slurm says how to submit; the rest is for the nodes
+  // The configuration file the nodes read when verifier.slurm.node_config is empty (the
+  // daemon's own; it must be readable on the nodes). Empty: nodes get no -c.
+  std::string config_file;
+  // Variables left out of sbatch's environment (which the tasks inherit), e.g. the name in
+  // llm.api_key_env: secrets stay on the daemon's host.
+  std::vector<std::string> drop_env;
+};
+
+class SlurmBackend : public VerifyBackend {
+ public:
+  static Result<std::unique_ptr<SlurmBackend>> create(store::Db& db, Clock& clock,
+                                                      SlurmBackendOptions options,
+                                                      std::string owner,
+                                                      const std::string& owner_glob);
+  ~SlurmBackend() override = default;
+
+  // Submits an array when enough jobs wait (or submit_interval_ms passed), reads results and
+  // task states every poll_ms, renews leases; sleeps at most max_wait.
+  Status step(std::chrono::milliseconds max_wait) override;
+  void drain() override { draining_ = true; }
+  // Draining: true at once (tasks go on on the cluster; the next start takes them over).
+  bool idle() const override;
+  Status stop() override { return {}; }
+  const VerifyStageStats& stats() const override { return stats_; }
+  std::string describe() const override;
+
+  // Reads results and task states now (tests).
+  Status poll();
+
+ private:
+  struct Lease {
+    std::int64_t job_id, run_id, sample_id;
+    int attempt;
+    nlohmann::ordered_json record;
+  };
+  SlurmBackend(store::Db& db, Clock& clock, SlurmBackendOptions options, std::string owner)
+      : db_(db), clock_(clock), opt_(std::move(options)), owner_(std::move(owner)) {}
+  Status maybe_submit();
+  Status submit(std::vector<Lease> leases);
+  Status read_results(std::int64_t array_id, const std::string& dir, int task, int& stored);
+  Status store_line(std::int64_t array_id, int task, const std::string& line, int& stored);
+  Status end_task(std::int64_t array_id, const std::string& slurm_id, int task,
+                  const std::string& state, const std::string& slurm_state,
+                  const std::string& exit_code);
+  // A later array holds the job too (this row is stale), and marking such a row dropped.
+  Result<bool> newer_open(std::int64_t job_id, std::int64_t array_id);
+  Status settle_stale(std::int64_t array_id, int task, std::int64_t idx);
+  Status alert(const std::string& kind, const std::string& message);
+  Status clear_alert(const std::string& kind);
+  std::int64_t lease_ms() const;
+
+  store::Db& db_;
+  Clock& clock_;
+  SlurmBackendOptions opt_;
+  std::string owner_;
+  bool draining_ = false;
+  std::int64_t last_renew_ms_ = 0;
+  std::int64_t last_poll_ms_ = 0;
+  std::int64_t last_submit_ms_ = 0;
+  std::int64_t queued_since_ms_ = 0;  // 0: nothing waited at the last look
+  std::map<std::pair<std::int64_t, int>, std::int64_t> offsets_;  // result file bytes consumed
+  std::map<std::string, bool> scancelled_;                        // ARRAY_TASK of cancelled runs
+  VerifyStageStats stats_;
+};
+
+// A command's outcome (execvp, no shell).
+struct CommandResult {
+  int exit_code = -1;  // -1: killed (timeout) or not started
+  std::string out, err;
+};
+Result<CommandResult> run_command(const std::vector<std::string>& argv,
+                                  std::chrono::milliseconds timeout);
+
+// `kforge run cancel`: scancels the run's live tasks. Returns how many were named.
+Result<int> scancel_run_tasks(store::Db& db, const verify::SlurmConfig& cfg, std::int64_t run_id);
+
+// `kforge status`: Slurm tasks per state, and the alerts (sbatch refused, scontrol failing).
+struct SlurmAlert {
+  std::string kind, message;
+  std::int64_t count = 0, since_ms = 0, updated_ms = 0;
+};
+struct SlurmSummary {
+  std::map<std::string, std::int64_t> tasks_by_state;
+  std::vector<SlurmAlert> alerts;
+};
+Result<SlurmSummary> slurm_summary(store::Db& db);
+
+}  // namespace kforge::pipeline

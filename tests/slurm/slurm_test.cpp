@@ -1,0 +1,310 @@
+// The verifier's Slurm backend on a real Slurm 22.05 cluster of one node (slurm-cluster.sh:
+// munge, slurmctld and slurmd on loopback, every path under one temp directory), with the real
+// kforged and kforge, the fake provider for the LLM stages, and CPU-mode samples (real Python
+// without torch: their verdicts are errors; what is checked is the hand-off).
+//
+// One run of 200 samples through array tasks, with a task that exits non-zero, a running task
+// cancelled with scancel, and kforged killed with -9 mid-run and restarted; then every sample
+// has exactly one verdict, and `kforge compare` and `kforge export` print what the local pool
+// gives on the same samples.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "daemon_util.hpp"
+
+namespace kforge::pipeline::e2e {
+namespace {
+
+fs::path slurm_src() {
+  return test::source_dir() / "tests" / "slurm";
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+class SlurmVerifier : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (::geteuid() != 0) {
+      skip_ = "the Slurm daemons of the test cluster need root";
+      return;
+    }
+    auto r =
+        test::run_process({"/bin/bash", (slurm_src() / "slurm-cluster.sh").string(), "up"}, {}, 90);
+    if (r.exit_code != 0) {
+      error_ = "the test cluster did not start: " + r.err;
+      return;
+    }
+    cluster_ = trim(r.out);
+    ::setenv("SLURM_CONF", (fs::path(cluster_) / "etc" / "slurm.conf").c_str(), 1);
+  }
+  static void TearDownTestSuite() {
+    if (cluster_.empty()) return;
+    test::run_process({"/bin/bash", (slurm_src() / "slurm-cluster.sh").string(), "down", cluster_},
+                      {}, 60);
+    cluster_.clear();
+  }
+  void SetUp() override {
+    if (!skip_.empty()) GTEST_SKIP() << skip_;
+    ASSERT_TRUE(error_.empty()) << error_;
+    if (test::tritonbench_g().empty()) GTEST_SKIP() << "TritonBench-G corpus not found";
+    ASSERT_TRUE(fs::exists("/usr/bin/python3")) << "/usr/bin/python3 not found";
+  }
+
+  static inline std::string skip_, error_, cluster_;
+};
+
+// A site whose daemon verifies on the cluster (backend slurm) or with the local pool.
+void configure(Site& site, bool slurm) {
+  Options o;
+  o.verify = true;
+  site.write_config(o);
+  if (!slurm) return;
+  std::string y = test::read_text(site.config());
+  const fs::path shared = site.dir() / "shared";
+  y += "  backend: slurm\n  slurm:\n    shared_dir: \"" + shared.string() +
+       "\"\n    partition: debug\n    gres: \"gpu:1\"\n    time_limit: \"00:10:00\"\n"
+       "    extra_args: [\"--cpus-per-task=1\"]\n"
+       "    samples_per_task: 20\n    max_array_tasks: 6\n    submit_interval_ms: 1000\n"
+       "    poll_ms: 200\n    kforge: \"" +
+       (slurm_src() / "fault_kforge.sh").string() + "\"\n";
+  test::write_text(site.config(), y);
+}
+
+void create_runs(Site& site) {
+  site.import_corpus();
+  site.create_run("v1", "v1", {"--limit", "100"});
+  site.create_run("v2", "v2", {"--limit", "100"});
+}
+
+std::string slurm_task(Site& site, const std::string& where) {
+  auto rows = site.rows(
+      "SELECT a.slurm_job_id || '_' || t.task FROM slurm_tasks t JOIN slurm_arrays a ON a.id = "
+      "t.array_id WHERE " +
+          where,
+      1);
+  return rows.empty() ? "" : rows.front();
+}
+
+// What the reports say about both runs: compare (JSON) and export of every verdict.
+std::vector<std::string> reports(Site& site) {
+  std::vector<std::string> out;
+  auto c = site.kforge({"compare", "v1", "v2", "--json"});
+  // Everything but the measured times (wall time of the LLM calls and the verifier).
+  auto j = json::parse(c.out, nullptr, false);
+  if (j.is_object())
+    for (auto& cmp : j["comparisons"])
+      for (auto& [tag, run] : cmp["runs"].items()) {
+        run.erase("llm_seconds");
+        run.erase("verify_seconds");
+        run["per_verified"].erase("seconds");
+      }
+  out.push_back("compare exit " + std::to_string(c.exit_code) + ": " + j.dump(1) + c.err);
+  for (const char* tag : {"v1", "v2"}) {
+    const fs::path file = site.dir() / (std::string(tag) + ".jsonl");
+    auto e =
+        site.kforge({"export", tag, "--out", file.string(), "--verdict",
+                     "passed,failed,error,timeout,crashed,invalid,skipped", "--include-flagged"});
+    out.push_back(std::string("export ") + tag + " exit " + std::to_string(e.exit_code) + e.err);
+    out.push_back(fs::exists(file) ? test::read_text(file) : "(no file)");
+  }
+  return out;
+}
+
+TEST_F(SlurmVerifier, ArrayTasksVerifyEverySampleOnceThroughFailureScancelAndKill) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string done = "SELECT count(*) FROM jobs WHERE state = 'done'";
+  // Every job ended (a few fail their LLM stages: the fake answers do not suit every sample).
+  const std::string ended =
+      "SELECT count(*) FROM jobs WHERE state IN ('done', 'failed', 'cancelled')";
+  const std::string verified_once = "SELECT count(*) FROM verifications";
+
+  Site site(script("fake_llm_answers.json"));
+  configure(site, true);
+  create_runs(site);
+  const fs::path faults = site.dir() / "faults";
+  fs::create_directories(faults);
+  const std::vector<std::string> env = {
+      "SLURMTEST_FAULTS=" + faults.string(),
+      "SLURMTEST_KFORGE=" + test::binary("apps/kforge/kforge").string()};
+
+  auto d = site.start_daemon(env);
+  // The failing task: its 2 verdicts stay, the rest of its shard goes back to the queue.
+  ASSERT_EQ(site.wait_for("SELECT count(*) FROM slurm_tasks WHERE state = 'failed'", 1, 90s), 1)
+      << d->log();
+  // The hanging task: scancel it while it runs.
+  auto until = std::chrono::steady_clock::now() + 60s;
+  while (!fs::exists(faults / "hang" / "task") && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(fs::exists(faults / "hang" / "task")) << d->log();
+  const std::string hung = trim(test::read_text(faults / "hang" / "task"));
+  auto sc = test::run_process({"/usr/bin/scancel", hung});
+  ASSERT_EQ(sc.exit_code, 0) << sc.err;
+  ASSERT_EQ(site.wait_for("SELECT count(*) FROM slurm_tasks WHERE state = 'cancelled'", 1, 30s), 1)
+      << d->log();
+  EXPECT_EQ(slurm_task(site, "t.state = 'cancelled'"), hung);
+
+  // kill -9 while arrays are out, then a restart that takes them over.
+  ASSERT_GE(site.wait_for(done, 60, 120s), 60) << d->log();
+  d->kill9();
+  const auto live_before = site.rows(
+      "SELECT array_id || '_' || task FROM slurm_tasks WHERE ended_ms IS NULL ORDER BY 1", 1);
+  d = site.start_daemon(env);
+  ASSERT_EQ(site.wait_for(ended, 200, 150s), 200) << d->log();
+  const auto n = site.scalar(done);
+  EXPECT_GE(n, 190);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM jobs WHERE error_kind = 'verifier'"), 0);
+  if (!live_before.empty()) {
+    EXPECT_NE(d->log().find("Slurm array jobs of an earlier kforged"), std::string::npos)
+        << d->log();
+  }
+
+  // Every task seen to its end.
+  ASSERT_EQ(
+      site.wait_for("SELECT NOT EXISTS (SELECT 1 FROM slurm_tasks WHERE ended_ms IS NULL)", 1, 30s),
+      1);
+
+  // Exactly one verdict per sample.
+  EXPECT_EQ(site.scalar(verified_once), n);
+  EXPECT_EQ(site.scalar("SELECT count(DISTINCT job_id) FROM verifications"), n);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM (SELECT job_id FROM slurm_task_jobs WHERE outcome "
+                        "= 'stored' GROUP BY job_id HAVING count(*) > 1)"),
+            0);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM verifications WHERE result_json IS NULL OR "
+                        "script IS NULL OR coalesce(detail, '') = ''"),
+            0);
+  // The failed and the cancelled task kept their 2 verdicts and gave the rest back, which
+  // later tasks verified.
+  for (const char* state : {"failed", "cancelled"}) {
+    SCOPED_TRACE(state);
+    EXPECT_EQ(
+        site.scalar(std::string("SELECT stored FROM slurm_tasks WHERE state = '") + state + "'"),
+        2);
+    EXPECT_EQ(site.scalar(std::string("SELECT requeued + stored - samples FROM slurm_tasks "
+                                      "WHERE state = '") +
+                          state + "'"),
+              0);
+    EXPECT_EQ(site.scalar(std::string("SELECT count(*) FROM slurm_task_jobs tj JOIN slurm_tasks "
+                                      "t USING (array_id, task) WHERE t.state = '") +
+                          state +
+                          "' AND tj.outcome = 'requeued' AND tj.job_id NOT IN (SELECT job_id "
+                          "FROM slurm_task_jobs WHERE outcome = 'stored')"),
+              0);
+  }
+  EXPECT_EQ(slurm_task(site, "t.state = 'failed'"),
+            trim(test::read_text(faults / "fail" / "task")));
+  EXPECT_NE(site.rows("SELECT exit_code FROM slurm_tasks WHERE state = 'failed'", 1),
+            std::vector<std::string>{})
+      << "exit code recorded";
+  EXPECT_EQ(site.rows("SELECT exit_code FROM slurm_tasks WHERE state = 'failed'", 1).front(),
+            "3:0");
+  // The restart resubmitted nothing that was running: every task other than the two faulty
+  // ones ended completed with a verdict for each of its samples.
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM slurm_tasks WHERE state NOT IN ('completed', "
+                        "'failed', 'cancelled')"),
+            0);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM slurm_tasks WHERE state = 'completed' AND stored "
+                        "!= samples"),
+            0);
+  for (const auto& t : live_before) {
+    auto parts = t.find('_');
+    EXPECT_EQ(
+        site.scalar("SELECT count(*) FROM slurm_tasks WHERE array_id = " + t.substr(0, parts) +
+                    " AND task = " + t.substr(parts + 1) + " AND state = 'completed'"),
+        1)
+        << "task " << t << " was live at the kill";
+  }
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM jobs WHERE state = 'verifying' OR lease_owner IS "
+                        "NOT NULL"),
+            0);
+
+  // kforge status: tasks per state.
+  auto st = site.kforge({"status", "--json"});
+  ASSERT_EQ(st.exit_code, 0) << st.err;
+  auto sj = json::parse(st.out);
+  ASSERT_TRUE(sj.contains("slurm")) << st.out;
+  EXPECT_EQ(sj["slurm"]["tasks"]["failed"], 1);
+  EXPECT_EQ(sj["slurm"]["tasks"]["cancelled"], 1);
+  EXPECT_EQ(sj["slurm"]["alerts"].size(), 0u);
+  ASSERT_EQ(site.wait_for("SELECT count(*) FROM runs WHERE state = 'finished'", 2, 30s), 2);
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(30s), std::optional<int>(0)) << d->log();
+  const auto slurm_reports = reports(site);
+  std::printf("slurm run: %.1f s\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+
+  // The same samples through the local pool: the same reports.
+  Site local(script("fake_llm_answers.json"));
+  configure(local, false);
+  create_runs(local);
+  auto ld = local.start_daemon();
+  ASSERT_EQ(local.wait_for(ended, 200, 120s), 200) << ld->log();
+  EXPECT_EQ(local.scalar(done), n);
+  ASSERT_EQ(local.wait_for("SELECT count(*) FROM runs WHERE state = 'finished'", 2, 30s), 2);
+  ld->signal(SIGTERM);
+  EXPECT_EQ(ld->wait(30s), std::optional<int>(0)) << ld->log();
+  const auto local_reports = reports(local);
+  ASSERT_EQ(slurm_reports.size(), local_reports.size());
+  for (std::size_t i = 0; i < slurm_reports.size(); ++i)
+    EXPECT_EQ(slurm_reports[i], local_reports[i]) << "report " << i;
+  EXPECT_NE(slurm_reports[2].find("\"verdict\""), std::string::npos) << slurm_reports[2];
+}
+
+// sbatch refusing the array (an unknown partition): the jobs stay queued, `kforge status`
+// raises the alert; `kforge run cancel` leaves nothing behind.
+TEST_F(SlurmVerifier, ARejectedSubmissionIsAnAlertAndTheSamplesWait) {
+  Site site(script("fake_llm_answers.json"));
+  configure(site, true);
+  std::string y = test::read_text(site.config());
+  y.replace(y.find("partition: debug"), 16, "partition: nosuch");
+  test::write_text(site.config(), y);
+  site.import_corpus();
+  site.create_run("v1", "v1", {"--limit", "5"});
+  auto d = site.start_daemon({"SLURMTEST_FAULTS=/nonexistent", "SLURMTEST_KFORGE=/bin/false"});
+  ASSERT_EQ(site.wait_for("SELECT count(*) FROM slurm_alerts WHERE kind = 'submit'", 1, 60s), 1)
+      << d->log();
+  auto st = site.kforge({"status"});
+  ASSERT_EQ(st.exit_code, 0) << st.err;
+  EXPECT_NE(st.out.find("ALERT      Slurm rejects submissions"), std::string::npos) << st.out;
+  EXPECT_NE(st.out.find("nosuch"), std::string::npos) << st.out;
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(30s), std::optional<int>(0)) << d->log();
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM slurm_arrays"), 0);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM jobs WHERE state = 'verify_queued'"), 5);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM verifications"), 0);
+}
+
+// `kforge run cancel` scancels the run's tasks.
+TEST_F(SlurmVerifier, RunCancelScancelsTheRunsTasks) {
+  Site site(script("fake_llm_answers.json"));
+  configure(site, true);
+  site.import_corpus();
+  site.create_run("v1", "v1", {"--limit", "5"});
+  const fs::path faults = site.dir() / "faults";
+  fs::create_directories(faults / "fail");  // the first task takes the hanging role
+  auto d = site.start_daemon({"SLURMTEST_FAULTS=" + faults.string(),
+                              "SLURMTEST_KFORGE=" + test::binary("apps/kforge/kforge").string()});
+  auto until = std::chrono::steady_clock::now() + 60s;
+  while (!fs::exists(faults / "hang" / "task") && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(fs::exists(faults / "hang" / "task")) << d->log();
+  auto c = site.kforge({"run", "cancel", "v1"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_NE(c.out.find("1 Slurm tasks cancelled (scancel)"), std::string::npos) << c.out;
+  ASSERT_EQ(site.wait_for("SELECT count(*) FROM slurm_tasks WHERE state = 'cancelled'", 1, 30s), 1)
+      << d->log();
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM slurm_tasks WHERE ended_ms IS NULL"), 0);
+  // The hanging task verified 2 before it hung; the run's other jobs are cancelled.
+  EXPECT_GE(site.scalar("SELECT count(*) FROM verifications"), 2);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM verifications") +
+                site.scalar("SELECT count(*) FROM jobs WHERE state = 'cancelled'"),
+            5);
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(30s), std::optional<int>(0)) << d->log();
+}
+
+}  // namespace
+}  // namespace kforge::pipeline::e2e
