@@ -118,6 +118,9 @@ TEST_F(LlmTest, SlowStartDoublesPerRoundUpToTheMaximum) {
   cfg.max_in_flight = 16;
   cfg.initial_in_flight = 2;
   auto c = make_client(nullptr, false);
+  // The client's thread publishes its limits once it runs.
+  EXPECT_TRUE(
+      eventually([&] { return c->stats().concurrency_limit != 0; }, std::chrono::seconds(5)));
   EXPECT_EQ(c->stats().concurrency_limit, 2);
   Counter n;
   for (int i = 0; i < 120; ++i) c->submit(request("s" + std::to_string(i)), n.cb());

@@ -93,7 +93,8 @@ TEST(VerifyDevices, TestFaultTakesAGpuOutOfRotationAndTheRunFinishesOnTheOther) 
   auto r = run_all(*pool, reqs);
   for (const auto& x : r) {
     EXPECT_EQ(x.verdict, Verdict::passed) << x.detail;
-    // "pass" defines no Triton kernel, so it is flagged; the point here is that it ran to a verdict.
+    // "pass" defines no Triton kernel, so it is flagged; the point here is that it ran to a
+    // verdict.
     EXPECT_EQ(x.flags, std::vector<std::string>{"no_kernel_launch"}) << x.detail;
   }
   for (std::size_t i = 4; i < r.size(); ++i) EXPECT_EQ(r[i].device, "cuda:0") << i;
