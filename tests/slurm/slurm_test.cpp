@@ -3,10 +3,10 @@
 // kforged and kforge, the fake provider for the LLM stages, and CPU-mode samples (real Python
 // without torch: their verdicts are errors; what is checked is the hand-off).
 //
-// One run of 200 samples through array tasks, with a task that exits non-zero, a running task
-// cancelled with scancel, and kforged killed with -9 mid-run and restarted; then every sample
-// has exactly one verdict, and `kforge compare` and `kforge export` print what the local pool
-// gives on the same samples.
+// Two runs over the test corpus (up to 100 samples each) through array tasks, with a task that
+// exits non-zero, a running task cancelled with scancel, and kforged killed with -9 mid-run and
+// restarted; then every sample has exactly one verdict, and `kforge compare` and `kforge export`
+// print what the local pool gives on the same samples.
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -125,6 +125,9 @@ TEST_F(SlurmVerifier, ArrayTasksVerifyEverySampleOnceThroughFailureScancelAndKil
   Site site(script("fake_llm_answers.json"));
   configure(site, true);
   create_runs(site);
+  // Every sample of the repository's test corpus, in two runs (up to 100 each).
+  const std::int64_t total = site.scalar("SELECT count(*) FROM jobs");
+  ASSERT_GE(total, 60);
   const fs::path faults = site.dir() / "faults";
   fs::create_directories(faults);
   const std::vector<std::string> env = {
@@ -148,14 +151,14 @@ TEST_F(SlurmVerifier, ArrayTasksVerifyEverySampleOnceThroughFailureScancelAndKil
   EXPECT_EQ(slurm_task(site, "t.state = 'cancelled'"), hung);
 
   // kill -9 while arrays are out, then a restart that takes them over.
-  ASSERT_GE(site.wait_for(done, 60, 120s), 60) << d->log();
+  ASSERT_GE(site.wait_for(done, total * 3 / 10, 120s), total * 3 / 10) << d->log();
   d->kill9();
   const auto live_before = site.rows(
       "SELECT array_id || '_' || task FROM slurm_tasks WHERE ended_ms IS NULL ORDER BY 1", 1);
   d = site.start_daemon(env);
-  ASSERT_EQ(site.wait_for(ended, 200, 150s), 200) << d->log();
+  ASSERT_EQ(site.wait_for(ended, total, 150s), total) << d->log();
   const auto n = site.scalar(done);
-  EXPECT_GE(n, 190);
+  EXPECT_GE(n, total * 95 / 100);
   EXPECT_EQ(site.scalar("SELECT count(*) FROM jobs WHERE error_kind = 'verifier'"), 0);
   if (!live_before.empty()) {
     EXPECT_NE(d->log().find("Slurm array jobs of an earlier kforged"), std::string::npos)
@@ -241,7 +244,7 @@ TEST_F(SlurmVerifier, ArrayTasksVerifyEverySampleOnceThroughFailureScancelAndKil
   configure(local, false);
   create_runs(local);
   auto ld = local.start_daemon();
-  ASSERT_EQ(local.wait_for(ended, 200, 120s), 200) << ld->log();
+  ASSERT_EQ(local.wait_for(ended, total, 120s), total) << ld->log();
   EXPECT_EQ(local.scalar(done), n);
   ASSERT_EQ(local.wait_for("SELECT count(*) FROM runs WHERE state = 'finished'", 2, 30s), 2);
   ld->signal(SIGTERM);

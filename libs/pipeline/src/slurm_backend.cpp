@@ -332,7 +332,7 @@ Status SlurmBackend::maybe_submit() {
       KF_TRY(store::Stmt * st, db_.cached(q()["vstage_lease"]));
       st->bind(1, owner_).bind(2, now + lease_ms()).bind(3, now);
       KF_TRY(auto row, st->one([](store::Stmt& r) {
-        return std::array<std::int64_t, 3>{r.int64(0), r.int64(1), r.int64(2)};
+        return std::array<std::int64_t, 4>{r.int64(0), r.int64(1), r.int64(2), r.int64(3)};
       }));
       if (!row) break;
       Lease l{(*row)[0], (*row)[1], (*row)[2], 1, nlohmann::ordered_json::object()};
@@ -345,7 +345,7 @@ Status SlurmBackend::maybe_submit() {
         l.record["code"] = sample->second;
       }
       KF_TRY(store::Stmt * gs, db_.cached(q()["vstage_generated"]));
-      gs->bind(1, l.job_id);
+      gs->bind(1, l.job_id).bind(2, (*row)[3]);  // the code of the job's repair round
       KF_TRY(auto text, gs->one([](store::Stmt& r) { return r.opt_text(0); }));
       if (text && *text) {
         auto j = nlohmann::json::parse(**text, nullptr, false);
