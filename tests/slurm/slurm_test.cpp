@@ -153,8 +153,12 @@ TEST_F(SlurmVerifier, ArrayTasksVerifyEverySampleOnceThroughFailureScancelAndKil
   // kill -9 while arrays are out, then a restart that takes them over.
   ASSERT_GE(site.wait_for(done, total * 3 / 10, 120s), total * 3 / 10) << d->log();
   d->kill9();
+  // Live tasks of submitted arrays (one whose sbatch the kill interrupted is dropped, or found in
+  // Slurm if it went through: AnArraySubmittedJustBeforeAKillIsFoundAndWatched).
   const auto live_before = site.rows(
-      "SELECT array_id || '_' || task FROM slurm_tasks WHERE ended_ms IS NULL ORDER BY 1", 1);
+      "SELECT array_id || '_' || task FROM slurm_tasks WHERE ended_ms IS NULL AND array_id IN "
+      "(SELECT id FROM slurm_arrays WHERE slurm_job_id IS NOT NULL) ORDER BY 1",
+      1);
   d = site.start_daemon(env);
   ASSERT_EQ(site.wait_for(ended, total, 150s), total) << d->log();
   const auto n = site.scalar(done);
@@ -207,7 +211,8 @@ TEST_F(SlurmVerifier, ArrayTasksVerifyEverySampleOnceThroughFailureScancelAndKil
   // The restart resubmitted nothing that was running: every task other than the two faulty
   // ones ended completed with a verdict for each of its samples.
   EXPECT_EQ(site.scalar("SELECT count(*) FROM slurm_tasks WHERE state NOT IN ('completed', "
-                        "'failed', 'cancelled')"),
+                        "'failed', 'cancelled') AND NOT (state = 'lost' AND array_id IN (SELECT "
+                        "id FROM slurm_arrays WHERE slurm_job_id IS NULL))"),
             0);
   EXPECT_EQ(site.scalar("SELECT count(*) FROM slurm_tasks WHERE state = 'completed' AND stored "
                         "!= samples"),
@@ -254,6 +259,60 @@ TEST_F(SlurmVerifier, ArrayTasksVerifyEverySampleOnceThroughFailureScancelAndKil
   for (std::size_t i = 0; i < slurm_reports.size(); ++i)
     EXPECT_EQ(slurm_reports[i], local_reports[i]) << "report " << i;
   EXPECT_NE(slurm_reports[2].find("\"verdict\""), std::string::npos) << slurm_reports[2];
+}
+
+// kforged killed after sbatch submitted its array but before it recorded the job id: the
+// restarted daemon finds the array in Slurm by its directory and watches it; nothing is verified
+// twice and no task is lost.
+TEST_F(SlurmVerifier, AnArraySubmittedJustBeforeAKillIsFoundAndWatched) {
+  const std::string ended =
+      "SELECT count(*) FROM jobs WHERE state IN ('done', 'failed', 'cancelled')";
+  Site site(script("fake_llm_answers.json"));
+  configure(site, true);
+  std::string y = test::read_text(site.config());
+  y.replace(y.find("  slurm:\n"), 9,
+            "  slurm:\n    sbatch: \"" + (slurm_src() / "die_after_sbatch.sh").string() + "\"\n");
+  test::write_text(site.config(), y);
+  site.import_corpus();
+  site.create_run("v1", "v1", {"--limit", "30"});
+  const std::int64_t total = site.scalar("SELECT count(*) FROM jobs");
+  const fs::path faults = site.dir() / "faults";
+  fs::create_directories(faults / "fail");  // no faulty tasks (fault_kforge.sh): plain kforge
+  fs::create_directories(faults / "hang");
+  const std::vector<std::string> env = {
+      "SLURMTEST_FAULTS=" + faults.string(),
+      "SLURMTEST_KFORGE=" + test::binary("apps/kforge/kforge").string()};
+  auto d = site.start_daemon(env);
+  EXPECT_EQ(d->wait(90s), std::optional<int>(-SIGKILL)) << d->log();
+  ASSERT_TRUE(fs::exists(faults / "sbatch" / "out")) << d->log();
+  std::string job = trim(test::read_text(faults / "sbatch" / "out"));
+  job = job.substr(0, job.find(';'));
+  ASSERT_EQ(site.scalar("SELECT count(*) FROM slurm_arrays WHERE slurm_job_id IS NULL"), 1);
+  const std::int64_t first = site.scalar("SELECT min(id) FROM slurm_arrays");
+  const std::int64_t in_first =
+      site.scalar("SELECT count(*) FROM slurm_task_jobs WHERE array_id = " + std::to_string(first));
+  ASSERT_GT(in_first, 0);
+
+  d = site.start_daemon(env);
+  ASSERT_EQ(site.wait_for(ended, total, 150s), total) << d->log();
+  EXPECT_NE(d->log().find("Slurm array " + job +
+                          " was submitted by an earlier kforged that died before recording it"),
+            std::string::npos)
+      << d->log();
+  EXPECT_EQ(
+      site.rows("SELECT slurm_job_id FROM slurm_arrays WHERE id = " + std::to_string(first), 1),
+      std::vector<std::string>{job});
+  // The array's own tasks verified its samples; nothing was dropped, lost or verified twice.
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM slurm_task_jobs WHERE array_id = " +
+                        std::to_string(first) + " AND outcome = 'stored'"),
+            in_first);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM slurm_tasks WHERE state != 'completed'"), 0);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM verifications"),
+            site.scalar("SELECT count(DISTINCT job_id) FROM verifications"));
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM verifications"),
+            site.scalar("SELECT count(*) FROM jobs WHERE state = 'done'"));
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(30s), std::optional<int>(0)) << d->log();
 }
 
 // sbatch refusing the array (an unknown partition): the jobs stay queued, `kforge status`

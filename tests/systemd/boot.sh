@@ -14,7 +14,11 @@
 # Why it is done this way (each point was a failure first):
 # - never the host root read-write: tmpfiles would clean the host's /tmp, journald write the
 #   host's /var/log/journal, multi-user.target start the host's services;
-# - /proc/sys read-only, binfmt and modules-load masked: they would change the host kernel;
+# - /proc/sys read-only, binfmt, modules-load and sysctl masked: they would change the host kernel;
+#   SD_PROC_SYS=rw leaves /proc/sys writable (the units stay masked) for a test whose service
+#   makes user namespaces that mount a fresh /proc: the kernel allows that only where the
+#   namespace's /proc is fully visible, without a locked mount over a part of it (as on a host
+#   booted normally; a read-only /proc/sys bind makes every inner proc mount fail with EPERM);
 # - PID 1 logs to /dev/console, which must be a tty: it runs under `script`, whose pty is bound
 #   on the overlay's /dev/console (its output: $SD_WORK/console.log);
 # - `timeout` goes inside nsenter: outside, it leaves a zombie that delays the shutdown;
@@ -33,8 +37,10 @@ if [ "${1:-}" = __inner ]; then  # ---- PID 1 of the new namespaces, before it b
   mkdir "$W/ovl/upper" "$W/ovl/work"
   mount -t overlay overlay -o "lowerdir=/,upperdir=$W/ovl/upper,workdir=$W/ovl/work" "$R"
   mount -t proc proc "$R/proc"
-  mount --bind "$R/proc/sys" "$R/proc/sys"
-  mount -o remount,bind,ro "$R/proc/sys"
+  if [ "${3:-ro}" != rw ]; then
+    mount --bind "$R/proc/sys" "$R/proc/sys"
+    mount -o remount,bind,ro "$R/proc/sys"
+  fi
   mount -t sysfs -o ro,nosuid,nodev,noexec sysfs "$R/sys"
   mount -t cgroup2 -o nosuid,nodev,noexec cgroup2 "$R/sys/fs/cgroup"
   mount --rbind /dev "$R/dev"
@@ -51,7 +57,7 @@ AllowIsolate=yes
 UNIT
   printf '[Journal]\nStorage=volatile\nReadKMsg=no\n' >"$R/etc/systemd/journald.conf.d/ci.conf"
   for u in timers.target systemd-binfmt.service proc-sys-fs-binfmt_misc.automount \
-    systemd-modules-load.service getty.target; do
+    systemd-modules-load.service systemd-sysctl.service getty.target; do
     ln -sf /dev/null "$R/etc/systemd/system/$u"
   done
   cd "$R"
@@ -99,7 +105,7 @@ sd_boot() {
   (
     echo $BASHPID >"$_SD_CG/cgroup.procs"
     exec script -qfec "exec unshare --pid --fork --kill-child --mount --propagation private \
-      --cgroup --uts --ipc -- $self __inner $SD_WORK" "$SD_WORK/console.log"
+      --cgroup --uts --ipc -- $self __inner $SD_WORK ${SD_PROC_SYS:-ro}" "$SD_WORK/console.log"
   ) </dev/null >/dev/null 2>&1 &
   _SD_UPID=$!
   for _ in $(seq 300); do

@@ -36,6 +36,10 @@ die() {
   if [ -n "${SD:-}" ]; then
     echo "--- systemctl status"; IN systemctl status --no-pager kforged 2>&1 | sed -n 1,25p || true
     echo "--- journal"; IN journalctl --no-pager -u kforged -o short-monotonic 2>&1 | tail -n 80 || true
+    echo "--- jobs"
+    IN sqlite3 -readonly /var/lib/kforge/kforge.db "SELECT state, stage, error_kind, substr(replace(error, char(10), ' '), 1, 200) FROM jobs" 2>&1 | sort | uniq -c || true
+    echo "--- verifications"
+    IN sqlite3 -readonly /var/lib/kforge/kforge.db "SELECT job_id, attempt, verdict, instr(script, 'HOSTILE') > 0, substr(replace(detail, char(10), ' '), 1, 160) FROM verifications" 2>&1 || true
   fi
   exit 1
 }
@@ -77,6 +81,9 @@ fake_stat() { fake _stats | python3 -c "import json,sys; print(json.load(sys.std
 
 # ---- systemd
 source "$here/boot.sh"
+# The hostile case's verifier runs as kforge, through a user namespace whose samples mount a fresh
+# /proc: that needs the container's /proc fully visible (boot.sh says why), as on a real host.
+if [ "$phase" = hostile ]; then export SD_PROC_SYS=rw; fi
 trap 'sd_down; cleanup_host' EXIT
 sd_boot || die "systemd did not boot"
 R=$SD_ROOT
@@ -169,15 +176,20 @@ if [ "$phase" = hostile ]; then
   check "kforged is still active" test "$(prop ActiveState)" = active
   check "kforged was never restarted (pid $pid0)" test "$(prop MainPID)" = "$pid0"
   check "NRestarts is 0" test "$(prop NRestarts)" = 0
-  hostile=$(q "SELECT count(*) FROM verifications WHERE script LIKE '%HOSTILE%'")
-  check "the hostile samples were verified ($hostile)" test "$hostile" -ge 4
-  check "no hostile sample passed" \
-    test "$(q "SELECT count(*) FROM verifications WHERE script LIKE '%HOSTILE%' AND verdict = 'passed'")" = 0
+  # The hostile samples: first-round verifications of jobs whose generated answer says HOSTILE
+  # (a sample killed before its report has no stored script, so the answer tells them apart).
+  answer_has() { echo "EXISTS (SELECT 1 FROM stage_outputs o WHERE o.job_id = v.job_id AND o.repair_round = 0 AND o.response_raw LIKE '%$1%')"; }
+  hv="FROM verifications v WHERE v.repair_round = 0 AND $(answer_has 'HOSTILE:')"
+  hostile=$(q "SELECT count(*) $hv")
+  check "the 4 hostile samples were verified ($hostile)" test "$hostile" = 4
+  # Killing every process it can reach hits nothing outside its PID namespace, so that sample
+  # goes on to pass; the others cannot: the deadline or the memory cap ends them.
+  check "no hostile sample passed but the one whose attack reaches nothing" \
+    test "$(q "SELECT count(*) $hv AND v.verdict = 'passed' AND NOT $(answer_has 'HOSTILE: SIGKILL to every process')")" = 0
   check "the database is intact" test "$(q 'PRAGMA integrity_check')" = ok
   check "the configuration is intact" IN grep -q '^store:' /etc/kforge/kforge.yaml
   q "SELECT verdict, count(*) FROM verifications GROUP BY verdict" | sed 's/^/  verdicts: /'
-  q "SELECT verdict, substr(replace(detail, char(10), ' '), 1, 160) FROM verifications WHERE script LIKE '%HOSTILE%'" |
-    sed 's/^/  hostile: /'
+  q "SELECT v.verdict, substr(replace(v.detail, char(10), ' '), 1, 160) $hv" | sed 's/^/  hostile: /'
   t=$(date +%s%N)
   IN systemctl stop kforged
   say "stopped in $((($(date +%s%N) - t) / 1000000)) ms; hostile samples survived"

@@ -71,6 +71,10 @@ WHERE id = ?1 AND ended_ms IS NULL
   AND NOT EXISTS (SELECT 1 FROM slurm_tasks WHERE array_id = ?1 AND ended_ms IS NULL);
 
 -- Arrays an earlier kforged inserted but crashed before sbatch accepted: nothing runs them.
+-- Arrays whose sbatch an earlier kforged may have run, dying before it recorded the job id.
+-- name: slurm_unsubmitted_arrays
+SELECT id, dir FROM slurm_arrays WHERE slurm_job_id IS NULL AND ended_ms IS NULL AND dir != '';
+
 -- name: slurm_drop_unsubmitted_jobs
 UPDATE slurm_task_jobs SET outcome = 'dropped'
 WHERE outcome IS NULL AND array_id IN (SELECT id FROM slurm_arrays

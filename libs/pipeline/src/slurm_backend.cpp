@@ -105,6 +105,27 @@ std::map<int, TaskInfo> parse_scontrol(const std::string& text) {
   return out;
 }
 
+// `scontrol -o show job` (every job slurmctld knows): the array job id of each job whose
+// working directory is DIR. Arrays are submitted with --chdir set to their own directory, so the
+// directory names the array even when its job id was never recorded.
+std::string array_job_in_dir(const std::string& text, const std::string& dir) {
+  std::stringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::map<std::string, std::string> kv;
+    std::stringstream words(line);
+    std::string w;
+    while (words >> w) {
+      auto eq = w.find('=');
+      if (eq != std::string::npos) kv.emplace(w.substr(0, eq), w.substr(eq + 1));
+    }
+    if (kv["WorkDir"] != dir) continue;
+    const std::string id = kv.count("ArrayJobId") ? kv["ArrayJobId"] : kv["JobId"];
+    if (!id.empty() && id.find_first_not_of("0123456789") == std::string::npos) return id;
+  }
+  return {};
+}
+
 std::string first_line(const std::string& s) {
   auto start = s.find_first_not_of(" \n");
   if (start == std::string::npos) return {};
@@ -224,8 +245,45 @@ Result<std::unique_ptr<SlurmBackend>> SlurmBackend::create(store::Db& db, Clock&
   if (task_script().empty()) return fail("config", "the Slurm task script is not built in");
   std::unique_ptr<SlurmBackend> s(new SlurmBackend(db, clock, std::move(options), owner));
   const std::int64_t now = clock.wall_ms();
+  // An earlier kforged killed between sbatch and recording its answer left an array without a
+  // job id that may be running: find it in Slurm by its directory and watch it, rather than
+  // verify its samples twice. What is not found was never submitted and is dropped below.
+  std::vector<std::pair<std::int64_t, std::string>> unrecorded;
+  {
+    KF_TRY(store::Stmt * st, db.cached(q()["slurm_unsubmitted_arrays"]));
+    while (true) {
+      KF_TRY(bool row, st->step());
+      if (!row) break;
+      unrecorded.emplace_back(st->int64(0), st->text(1));
+    }
+    st->reset();
+  }
+  std::vector<std::pair<std::int64_t, std::string>> found;
+  if (!unrecorded.empty()) {
+    const auto& cfg = s->opt_.verifier.slurm;  // `options` was moved into the backend
+    auto r = run_command({cfg.scontrol, "-o", "show", "job"},
+                         std::chrono::milliseconds(cfg.command_timeout_ms));
+    if (!r.ok() || r->exit_code != 0) {
+      spdlog::warn(
+          "verifier: {} Slurm arrays of an earlier kforged have no recorded job id and Slurm "
+          "cannot be asked whether they run ({}): their samples are verified again",
+          unrecorded.size(), r.ok() ? first_line(r->err) : r.error().message);
+    } else {
+      for (const auto& [id, dir] : unrecorded)
+        if (auto job = array_job_in_dir(r->out, dir); !job.empty()) found.emplace_back(id, job);
+    }
+  }
   {
     KF_TRY(store::Transaction tx, store::Transaction::begin(db));
+    for (const auto& [id, job] : found) {
+      KF_TRY(store::Stmt * st, db.cached(q()["slurm_array_submitted"]));
+      st->bind(1, id).bind(2, job).bind(3, now);
+      KF_CHECK(st->run());
+      spdlog::info(
+          "verifier: Slurm array {} was submitted by an earlier kforged that died before "
+          "recording it; watching it",
+          job);
+    }
     for (const char* name : {"slurm_drop_unsubmitted_jobs", "slurm_drop_unsubmitted_tasks",
                              "slurm_drop_unsubmitted_arrays"}) {
       KF_TRY(store::Stmt * st, db.cached(q()[name]));
