@@ -163,6 +163,8 @@ int main(int argc, char** argv) {
   bool with_fresh = true;
   std::int64_t uid_base = 61000;
   bool pidns_ab = false;
+  int pidns_trivial = 64;
+  std::string pidns_cases = "prestart_on,prestart_off,samples";
   app.add_option("--samples", samples, "Distinct samples (kernels) per measurement")
       ->check(CLI::Range(8, 100000));
   app.add_option("--workers", workers,
@@ -185,6 +187,12 @@ int main(int argc, char** argv) {
   app.add_option("--pid-namespace-ab", pidns_ab,
                  "Also measure the sandbox's PID namespace per sample: the same runs with "
                  "verifier.pid_namespace off and on, in this run (prints the added ms per sample)");
+  app.add_option("--pidns-trivial", pidns_trivial,
+                 "Trivial samples per run in the PID namespace A/B (default 64)")
+      ->check(CLI::Range(4, 100000));
+  app.add_option("--pidns-cases", pidns_cases,
+                 "Which PID namespace A/B runs, in order: prestart_on (the default design), "
+                 "prestart_off (set-up on the sample's clock), samples (the workload)");
   bench::CorpusBenchOptions real;
   std::string exclude = "chunk_retention_ops.py", device_list;
   app.add_option("--corpus", real.corpus,
@@ -371,10 +379,21 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     };
     std::vector<VerifyRequest> more;
-    for (int i = 0; i < 64; ++i) more.push_back(instantiate(trivial, 2000 + i));
-    cost(false, 1, more, "trivial, 1 worker, prestart off");
-    cost(true, 1, more, "trivial, 1 worker, prestart on");
-    cost(true, per_gpu * units, reqs, "samples, " + std::to_string(per_gpu * units) + " workers");
+    for (int i = 0; i < pidns_trivial; ++i) more.push_back(instantiate(trivial, 2000 + i));
+    std::stringstream cases(pidns_cases);
+    for (std::string c; std::getline(cases, c, ',');) {
+      if (c == "prestart_on")
+        cost(true, 1, more, "trivial, 1 worker, prestart on");
+      else if (c == "prestart_off")
+        cost(false, 1, more, "trivial, 1 worker, prestart off");
+      else if (c == "samples")
+        cost(true, per_gpu * units, reqs,
+             "samples, " + std::to_string(per_gpu * units) + " workers");
+      else
+        std::fprintf(stderr,
+                     "--pidns-cases: unknown case '%s' (prestart_on, prestart_off, samples)\n",
+                     c.c_str());
+    }
   }
   std::error_code ec;
   fs::remove_all(work_dir, ec);
