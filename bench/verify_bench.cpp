@@ -351,31 +351,36 @@ int main(int argc, char** argv) {
   if (pidns_ab) {
     // What the PID namespace adds per sample: one worker, trivial samples, without prestarting
     // (the namespace's set-up on the sample's clock), then the whole set with the default design
-    // (set-up overlapped). Off and on alternate so drift hits both alike.
+    // (set-up overlapped). Three settings alternate, so drift hits them alike: the namespace off, on with a fork of the worker as its init
+    // (verifier.sandbox_init "fork", the design before kforge-sandbox-init), and on with
+    // kforge-sandbox-init started by posix_spawn (the default).
     auto cost = [&](bool prestart, int w, const std::vector<VerifyRequest>& rs,
                     const std::string& what) {
-      Measure by[2];
+      const char* names[3] = {"off", "on, init fork", "on, init spawn"};
+      Measure by[3];
       for (int round = 0; round < 2; ++round)
-        for (int on = 0; on < 2; ++on) {
+        for (int v = 0; v < 3; ++v) {
           auto c = cfg_for("warm");
           c.prestart = prestart;
-          c.pid_namespace = on == 1;
-          auto m = measure(c, w, rs,
-                           "pidns " + std::string(on ? "on " : "off") + " " + what + " #" +
-                               std::to_string(round + 1));
-          by[on].wall_s += m.wall_s;
-          by[on].mean_sample_s += m.mean_sample_s / 2;
-          by[on].mean_cpu_s += m.mean_cpu_s / 2;
+          c.pid_namespace = v > 0;
+          c.sandbox_init = v == 1 ? "fork" : "";
+          auto m = measure(
+              c, w, rs,
+              "pidns " + std::string(names[v]) + " " + what + " #" + std::to_string(round + 1));
+          by[v].wall_s += m.wall_s;
+          by[v].mean_sample_s += m.mean_sample_s / 2;
+          by[v].mean_cpu_s += m.mean_cpu_s / 2;
         }
       double n = 2.0 * static_cast<double>(rs.size());
       // Worker time per sample: wall per sample times the workers sharing it.
-      double wall_ms = (by[1].wall_s - by[0].wall_s) / n * w * 1000;
-      std::printf(
-          "pid_namespace_cost %s: added_ms_per_sample=%.1f (worker wall: %.1f -> %.1f ms) "
-          "added_sample_ms=%.1f added_cpu_ms=%.1f\n",
-          what.c_str(), wall_ms, by[0].wall_s / n * w * 1000, by[1].wall_s / n * w * 1000,
-          (by[1].mean_sample_s - by[0].mean_sample_s) * 1000,
-          (by[1].mean_cpu_s - by[0].mean_cpu_s) * 1000);
+      auto per = [&](int v) { return by[v].wall_s / n * w * 1000; };
+      for (int v = 1; v < 3; ++v)
+        std::printf(
+            "pid_namespace_cost %s, init %s: added_ms_per_sample=%.1f (worker wall: %.1f -> "
+            "%.1f ms) added_sample_ms=%.1f added_cpu_ms=%.1f\n",
+            what.c_str(), v == 1 ? "fork" : "spawn", per(v) - per(0), per(0), per(v),
+            (by[v].mean_sample_s - by[0].mean_sample_s) * 1000,
+            (by[v].mean_cpu_s - by[0].mean_cpu_s) * 1000);
       std::fflush(stdout);
     };
     std::vector<VerifyRequest> more;

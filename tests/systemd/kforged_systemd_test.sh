@@ -186,6 +186,8 @@ if [ "$phase" = hostile ]; then
   # goes on to pass; the others cannot: the deadline or the memory cap ends them.
   check "no hostile sample passed but the one whose attack reaches nothing" \
     test "$(q "SELECT count(*) $hv AND v.verdict = 'passed' AND NOT $(answer_has 'HOSTILE: SIGKILL to every process')")" = 0
+  check "each sample's PID namespace had the packaged kforge-sandbox-init as its init" \
+    test "$(q "SELECT count(*) FROM verifications WHERE json_extract(result_json, '\$.sandbox.init') = 'spawn'")" -gt 0
   check "the database is intact" test "$(q 'PRAGMA integrity_check')" = ok
   check "the configuration is intact" IN grep -q '^store:' /etc/kforge/kforge.yaml
   q "SELECT verdict, count(*) FROM verifications GROUP BY verdict" | sed 's/^/  verdicts: /'

@@ -83,6 +83,7 @@ TEST(VerifyHostile, SamplesReachNothingOutsideTheirNamespace) {
                                              << r[i].stdout_text << r[i].stderr_tail;
     EXPECT_EQ(r[i].report["sandbox"].value("proc", ""), "private") << names[i];
     EXPECT_EQ(r[i].report["sandbox"].value("pid", 0), 2) << names[i];
+    EXPECT_EQ(r[i].report["sandbox"].value("init", ""), "spawn") << names[i];
     EXPECT_EQ(r[i].stdout_text.find(kFakeKey), std::string::npos) << names[i];
     EXPECT_EQ(r[i].stderr_tail.find(kFakeKey), std::string::npos) << names[i];
   }
@@ -99,36 +100,42 @@ TEST(VerifyHostile, SamplesReachNothingOutsideTheirNamespace) {
   ::close(held);
 }
 
+// With either init: kforge-sandbox-init (the default) or a fork of the worker.
 TEST(VerifyHostile, TheSamplesProcessesEndWithIt) {
-  TempDir tmp;
-  auto cfg = test_config(tmp);
-  cfg.cpu_workers = 1;
-  cfg.timeout_s = 10;
-  SKIP_UNLESS_NAMESPACES(cfg);
-  auto pool = make_pool(cfg);
-  ASSERT_TRUE(pool);
-  // A daemonised grandchild (new session, parent gone) that would sleep for a minute.
-  verify::VerifyRequest req = load_sample("pass");
-  std::string marker = "kforge-orphan-" + std::to_string(::getpid());
-  req.unitest_code = *req.unitest_code +
-                     "\nimport subprocess\n"
-                     "def test_leave_an_orphan():\n"
-                     "    subprocess.Popen(['/bin/sh', '-c', 'sleep 60; : " +
-                     marker + "'], start_new_session=True)\n";
-  auto r = run_one(*pool, req);
-  EXPECT_EQ(r.verdict, Verdict::passed) << r.detail << r.stderr_tail;
-  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  bool alive = true;
-  while (alive && std::chrono::steady_clock::now() < give_up) {
-    alive = false;
-    for (const auto& p : verify::sys::scan_procs()) {
-      if (p.zombie) continue;
-      std::string cmd = read_text("/proc/" + std::to_string(p.pid) + "/cmdline");
-      if (cmd.find(marker) != std::string::npos) alive = true;
+  for (std::string init : {"", "fork"}) {
+    SCOPED_TRACE("verifier.sandbox_init: '" + init + "'");
+    TempDir tmp;
+    auto cfg = test_config(tmp);
+    cfg.cpu_workers = 1;
+    cfg.timeout_s = 10;
+    cfg.sandbox_init = init;
+    SKIP_UNLESS_NAMESPACES(cfg);
+    auto pool = make_pool(cfg);
+    ASSERT_TRUE(pool);
+    // A daemonised grandchild (new session, parent gone) that would sleep for a minute.
+    verify::VerifyRequest req = load_sample("pass");
+    std::string marker = "kforge-orphan-" + std::to_string(::getpid());
+    req.unitest_code = *req.unitest_code +
+                       "\nimport subprocess\n"
+                       "def test_leave_an_orphan():\n"
+                       "    subprocess.Popen(['/bin/sh', '-c', 'sleep 60; : " +
+                       marker + "'], start_new_session=True)\n";
+    auto r = run_one(*pool, req);
+    EXPECT_EQ(r.verdict, Verdict::passed) << r.detail << r.stderr_tail;
+    auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    bool alive = true;
+    while (alive && std::chrono::steady_clock::now() < give_up) {
+      alive = false;
+      for (const auto& p : verify::sys::scan_procs()) {
+        if (p.zombie) continue;
+        std::string cmd = read_text("/proc/" + std::to_string(p.pid) + "/cmdline");
+        if (cmd.find(marker) != std::string::npos) alive = true;
+      }
+      if (alive) ::usleep(50000);
     }
-    if (alive) ::usleep(50000);
+    EXPECT_FALSE(alive) << "a process the sample started outlived it";
+    EXPECT_EQ(r.report["sandbox"].value("init", ""), init.empty() ? "spawn" : "fork");
   }
-  EXPECT_FALSE(alive) << "a process the sample started outlived it";
 }
 
 TEST(VerifyHostile, AsUnprivilegedUser) {

@@ -597,9 +597,10 @@ def _drop_capabilities():
 # ("Threat model"); the pool (libs/verify/src/sandbox.cpp) builds the spec read here.
 #
 # With "pid_namespace" (the default) the process that called apply_sandbox (the keeper, in the
-# worker's PID namespace) unshares the namespaces and forks twice: an init (PID 1 of the new PID
-# namespace: it only reaps) and the sample's process (PID 2), which returns from apply_sandbox
-# and runs the sample. The keeper closes every descriptor, waits for the sample's process, then
+# worker's PID namespace) unshares the namespaces, starts an init (PID 1 of the new PID
+# namespace: it only reaps; kforge-sandbox-init through posix_spawn, or a fork of this process
+# with verifier.sandbox_init "fork") and forks the sample's process (PID 2), which returns from
+# apply_sandbox and runs the sample. The keeper closes every descriptor, waits for the sample's process, then
 # kills the init, which ends every process left in the namespace, and ends the way the sample's
 # process ended (same exit code or signal), so the worker and the pool see the sample's status.
 # Nothing in the namespace can see, signal or trace a process outside it.
@@ -672,19 +673,37 @@ def _keeper_main(init_pid, sample_pid):
         os._exit(125)
 
 
-def _enter_pid_namespace():
-    """After unshare(CLONE_NEWPID): forks the namespace's init and the sample's process. Returns
-    only in the sample's process."""
+def _spawn_init(path):
+    """The namespace's init as the small program kforge-sandbox-init, started with posix_spawn
+    (a vfork-like clone: nothing of this process is copied), stdin/out/err on /dev/null. The
+    first process made after unshare(CLONE_NEWPID) is the namespace's PID 1 whether or not its
+    exec works, and once it is gone the namespace takes no other process: a failure here is final
+    (the path is checked first)."""
+    return os.posix_spawn(path, [path], {}, file_actions=[
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDWR, 0),
+        (os.POSIX_SPAWN_DUP2, 0, 1),
+        (os.POSIX_SPAWN_DUP2, 0, 2)])
+
+
+def _enter_pid_namespace(init_path=None):
+    """After unshare(CLONE_NEWPID): starts the namespace's init (init_path, else a fork of this
+    process) and forks the sample's process. Returns, only in the sample's process, how the init
+    was made ("spawn" or "fork")."""
     _flush_std()
-    init_pid = os.fork()
-    if init_pid == 0:
-        _init_main()
+    how = "fork"
+    if init_path and os.access(init_path, os.X_OK):
+        init_pid = _spawn_init(init_path)
+        how = "spawn"
+    else:
+        init_pid = os.fork()
+        if init_pid == 0:
+            _init_main()
     sample_pid = os.fork()
     if sample_pid == 0:
         libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != 0:  # the keeper (outside the namespace) is already gone
             os._exit(111)
-        return
+        return how
     _keeper_main(init_pid, sample_pid)
 
 
@@ -779,7 +798,8 @@ def apply_sandbox(spec, report):
                 raise
             sb["userns"] = "map failed: %s" % e
     if pidns:
-        _enter_pid_namespace()  # from here on: PID 2 of the sample's namespace
+        # From here on: PID 2 of the sample's namespace.
+        sb["init"] = _enter_pid_namespace(spec.get("init"))
         sb["pid_namespace"] = True
         sb["pid"] = os.getpid()
     owner = uid if drop else my_uid

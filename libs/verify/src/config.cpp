@@ -89,6 +89,7 @@ void read_config(ConfigNode n, VerifierConfig& out) {
   n.get("sandbox_gid", out.sandbox_gid);
   n.get("uid_lock_dir", out.uid_lock_dir);
   n.get("pid_namespace", out.pid_namespace);
+  n.get("sandbox_init", out.sandbox_init);
   n.get("hide", out.hide);
   n.get("cgroup", out.cgroup);
   n.get("queue_capacity", out.queue_capacity);

@@ -1188,10 +1188,24 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
 
   std::error_code ec;
   static std::uint64_t pool_counter = 0;
+  for (std::string* path : {&I.cfg.work_dir, &I.cfg.triton_cache_dir})
+    for (std::size_t at; (at = path->find("%u")) != std::string::npos;)
+      path->replace(at, 2, std::to_string(::geteuid()));
   I.run_root =
       I.cfg.work_dir + "/runs/" + std::to_string(::getpid()) + "-" + std::to_string(++pool_counter);
   // Samples running as other uids must reach their directories: the ones made here are 0755
   // (an existing work_dir is left as it is).
+  {
+    // The Triton cache under it holds code that samples load: no other user may own or write it.
+    struct stat st;
+    if (::stat(I.cfg.work_dir.c_str(), &st) == 0 &&
+        ((st.st_uid != ::geteuid() && st.st_uid != 0) || (st.st_mode & (S_IWGRP | S_IWOTH))))
+      return fail("config", "verifier.work_dir: " + I.cfg.work_dir + " belongs to uid " +
+                                std::to_string(st.st_uid) + " (mode " +
+                                fmt::format("{:o}", st.st_mode & 07777) +
+                                "): kforge needs a directory of its own there, not writable by "
+                                "others (the default /var/tmp/kforge-verify-%u is per user)");
+  }
   bool made_work_dir = !fs::exists(I.cfg.work_dir);
   fs::create_directories(I.run_root, ec);
   if (ec) return fail("io", I.run_root + ": " + ec.message());

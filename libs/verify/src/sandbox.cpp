@@ -166,6 +166,13 @@ Result<std::unique_ptr<Sandbox>> Sandbox::create(Options o) {
     }
   }
   S.caps_.pid_namespace = cfg.pid_namespace;
+  if (cfg.pid_namespace) {
+    KF_TRY(S.init_, find_sandbox_init(cfg.sandbox_init));
+    if (S.init_.empty() && cfg.sandbox_init != "fork")
+      spdlog::warn(
+          "verifier: kforge-sandbox-init not found (set verifier.sandbox_init); each sample's "
+          "PID namespace gets a fork of its worker as init, which costs more");
+  }
   if (S.caps_.root && cfg.sandbox_uid_base > 0) {
     KF_TRY(S.claims_, sys::claim_uids(cfg.sandbox_uid_base, cfg.sandbox_uid_count,
                                       S.o_.slots * S.o_.uids_per_slot, cfg.uid_lock_dir));
@@ -273,6 +280,30 @@ std::vector<std::string> Sandbox::environment(const Device& device, const std::s
   return out;
 }
 
+Result<std::string> find_sandbox_init(const std::string& configured) {
+  auto runnable = [](const fs::path& p) {
+    std::error_code ec;
+    return fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
+  };
+  if (configured == "fork") return std::string();
+  if (!configured.empty()) {
+    if (!runnable(configured))
+      return fail("config", "verifier.sandbox_init: " + configured + ": not an executable file");
+    return configured;
+  }
+  std::vector<fs::path> candidates;
+  std::error_code ec;
+  auto exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec)
+    candidates.push_back(exe.parent_path().parent_path() / "libexec" / "kforge" /
+                         "kforge-sandbox-init");
+  candidates.emplace_back(KFORGE_SANDBOX_INIT_INSTALLED);
+  candidates.emplace_back(KFORGE_SANDBOX_INIT_BUILT);
+  for (const auto& c : candidates)
+    if (runnable(c)) return c.string();
+  return std::string();
+}
+
 nlohmann::json Sandbox::spec(const RunPlace& place) const {
   const VerifierConfig& cfg = o_.config;
   nlohmann::json s = {{"dir", place.dir},
@@ -283,6 +314,7 @@ nlohmann::json Sandbox::spec(const RunPlace& place) const {
                       {"disk_cap_mb", cfg.disk_cap_mb},
                       {"writable", nlohmann::json::array({place.cache_dir})},
                       {"pid_namespace", cfg.pid_namespace},
+                      {"init", init_.empty() ? nlohmann::json() : nlohmann::json(init_)},
                       {"hide", hide_},
                       {"user", "kforge-sample"},
                       {"uid", nullptr},

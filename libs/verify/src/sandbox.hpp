@@ -84,7 +84,13 @@ class Sandbox {
   std::vector<sys::UidClaim> claims_;
   std::vector<gid_t> gpu_groups_;
   std::vector<std::string> hide_;
+  std::string init_;  // the PID namespace's init program; empty: a fork of the worker
 };
+
+// The PID namespace's init program for verifier.sandbox_init (empty: kforge-sandbox-init next to
+// the binary, in the install's libexec, or in the build tree; "fork": none). Errors: "config" (a
+// path that is not an executable file).
+Result<std::string> find_sandbox_init(const std::string& configured);
 
 // Runs, in a child, what a sample's sandbox needs from the kernel: the namespaces (with a user
 // namespace when `userns`), a PID namespace whose process mounts a fresh /proc. Returns an empty

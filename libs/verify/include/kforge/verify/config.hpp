@@ -69,7 +69,8 @@ struct VerifierConfig {
   // same_process: the mutant run follows the real one in the sample's process (GPU memory the
   // real run freed is overwritten first); new_process: it gets a process of its own.
   std::string mutant_run = "same_process";
-  std::string work_dir = "/var/tmp/kforge-verify";
+  // %u stands for the uid kforge runs as: users of one machine never share it.
+  std::string work_dir = "/var/tmp/kforge-verify-%u";
   std::string triton_cache_dir;  // empty: <work_dir>/triton-cache
   bool triton_cache_per_worker = false;
   std::int64_t sandbox_uid_base = 61000;  // as root, each worker's samples run as their own uid
@@ -79,6 +80,10 @@ struct VerifierConfig {
   // A PID namespace per sample, with its own /proc (as non-root through a user namespace; the
   // pool refuses to start where the kernel forbids it). Off only to measure what it costs.
   bool pid_namespace = true;
+  // The PID namespace's init: empty for kforge-sandbox-init (started with posix_spawn, copying
+  // nothing of the worker), "fork" for a fork of the worker (what it was before; measured against
+  // in kforge-bench-verify), or the path of an init program.
+  std::string sandbox_init;
   // Paths samples can neither read nor write (hidden in their mount namespace). kforge adds the
   // database (with -wal, -shm, its directory) and the configuration file it loaded.
   std::vector<std::string> hide = {"/etc/kforge"};
