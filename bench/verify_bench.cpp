@@ -164,6 +164,7 @@ int main(int argc, char** argv) {
   std::int64_t uid_base = 61000;
   bool pidns_ab = false;
   int pidns_trivial = 64;
+  int ballast_mb = 0;
   std::string pidns_cases = "prestart_on,prestart_off,samples";
   app.add_option("--samples", samples, "Distinct samples (kernels) per measurement")
       ->check(CLI::Range(8, 100000));
@@ -187,6 +188,10 @@ int main(int argc, char** argv) {
   app.add_option("--pid-namespace-ab", pidns_ab,
                  "Also measure the sandbox's PID namespace per sample: the same runs with "
                  "verifier.pid_namespace off and on, in this run (prints the added ms per sample)");
+  app.add_option("--worker-ballast-mb", ballast_mb,
+                 "CPU variant: each worker holds this many MiB of touched memory (a stand-in for "
+                 "torch's footprint, so forks of a worker cost what they cost on a GPU machine)")
+      ->check(CLI::Range(0, 1 << 20));
   app.add_option("--pidns-trivial", pidns_trivial,
                  "Trivial samples per run in the PID namespace A/B (default 64)")
       ->check(CLI::Range(4, 100000));
@@ -286,6 +291,13 @@ int main(int argc, char** argv) {
   } else {
     base.devices = {"cpu"};
     base.preload = {"json"};
+    if (ballast_mb > 0) {
+      base.preload.push_back("kforge_bench_ballast");
+      base.python_path.push_back((fs::path(KFORGE_BENCH_DIR) / "verify").string());
+      base.env["KFORGE_BENCH_BALLAST_MB"] = std::to_string(ballast_mb);
+      // The samples' processes share the worker's pages, which their resident size counts.
+      base.memory_cap_mb = std::max<std::int64_t>(base.memory_cap_mb, ballast_mb + 2048);
+    }
   }
   int per_gpu = workers > 0 ? workers : (gpu ? 8 : 2);
   int units = gpu ? gpus : 1;
@@ -351,9 +363,9 @@ int main(int argc, char** argv) {
   if (pidns_ab) {
     // What the PID namespace adds per sample: one worker, trivial samples, without prestarting
     // (the namespace's set-up on the sample's clock), then the whole set with the default design
-    // (set-up overlapped). Three settings alternate, so drift hits them alike: the namespace off, on with a fork of the worker as its init
-    // (verifier.sandbox_init "fork", the design before kforge-sandbox-init), and on with
-    // kforge-sandbox-init started by posix_spawn (the default).
+    // (set-up overlapped). Three settings alternate, so drift hits them alike: the namespace off,
+    // on with a fork of the worker as its init (verifier.sandbox_init "fork", the design before
+    // kforge-sandbox-init), and on with kforge-sandbox-init started by posix_spawn (the default).
     auto cost = [&](bool prestart, int w, const std::vector<VerifyRequest>& rs,
                     const std::string& what) {
       const char* names[3] = {"off", "on, init fork", "on, init spawn"};
