@@ -222,6 +222,39 @@ TEST(Repair, ARepairThatNeverSucceedsStopsAfterTheRunsRounds) {
   EXPECT_EQ(two["repair"]["repaired"].size(), 0u);
 }
 
+// Where the verifier's Python lacks Triton (here: no stand-in on its path), every sample ends in
+// an error flagged 'environment' after its first verification: no repair round is paid for what
+// the machine lacks, and the daemon says once what is missing.
+TEST(Repair, NoRoundIsSpentOnWhatTheVerifiersPythonLacks) {
+  if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "/usr/bin/python3 not found";
+  if (test::run_process({"/usr/bin/python3", "-c", "import triton"}).exit_code == 0)
+    GTEST_SKIP() << "triton is installed for /usr/bin/python3";
+  auto site = std::make_unique<Site>(script("repair/fake_llm.json"));
+  Options o;
+  o.verify = true;
+  site->write_config(o);
+  auto r = site->kforge({"import", (repair_dir() / "corpus.json").string(), "--map",
+                         "code=code,description_1=description,description_2=description", "--key",
+                         "key"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  create_run(*site, "two", {"negate", "double"}, 2);
+  auto d = site->start_daemon();
+  ASSERT_EQ(site->wait_for(kEnded, 2, 120s), 2) << d->log();
+  stop(*site, *d);
+  for (const char* key : {"negate", "double"}) {
+    SCOPED_TRACE(key);
+    auto v = verdicts(*site, "two", key);
+    ASSERT_EQ(v.size(), 1u);
+    EXPECT_EQ(v[0], "0|error|[\"environment\"]");
+    EXPECT_EQ(job_of(*site, "two", key), "done|done|0||");
+  }
+  EXPECT_EQ(count(*site, "two", "stage_outputs stage = 'repair'"), 0);
+  EXPECT_NE(d->log().find("samples that need them end in error, flagged 'environment' and not "
+                          "repaired"),
+            std::string::npos)
+      << d->log();
+}
+
 // An answer that the code cannot work ends the sample with the model's reason; no further round.
 TEST(Repair, AnUnfixableAnswerEndsTheSample) {
   if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "/usr/bin/python3 not found";

@@ -67,6 +67,32 @@ TEST(VerifyPool, OrdinaryVerdictsWarm) {
       << "the pool left files behind";
 }
 
+// A sample that imports torch where the verifier's Python has none ends in error flagged
+// 'environment' (the machine, not the sample: the pipeline does not repair it); one importing a
+// module of its own invention is the sample's error, unflagged.
+TEST(VerifyPool, AMissingTorchIsTheEnvironmentNotTheSample) {
+  TempDir tmp;
+  auto cfg = test_config(tmp);
+  auto probe = run_process({cfg.python, "-c", "import torch"});
+  if (probe.exit_code == 0) GTEST_SKIP() << "torch is installed for " << cfg.python;
+  auto pool = make_pool(cfg);
+  ASSERT_TRUE(pool);
+  verify::VerifyRequest torch_sample = load_sample("pass");
+  torch_sample.key = "torch";
+  torch_sample.code = "import torch\n" + *torch_sample.code;
+  verify::VerifyRequest own = load_sample("pass");
+  own.key = "own";
+  own.code = "import kforge_no_such_module_of_the_sample\n" + *own.code;
+  auto r = run_all(*pool, {torch_sample, own});
+  EXPECT_EQ(r[0].verdict, Verdict::error) << r[0].detail;
+  EXPECT_EQ(r[0].flags, std::vector<std::string>{verify::kEnvironment});
+  EXPECT_NE(r[0].detail.find("No module named 'torch'"), std::string::npos) << r[0].detail;
+  EXPECT_NE(r[0].detail.find("the verifier's Python has no module 'torch'"), std::string::npos)
+      << r[0].detail;
+  EXPECT_EQ(r[1].verdict, Verdict::error) << r[1].detail;
+  EXPECT_TRUE(r[1].flags.empty()) << r[1].detail;
+}
+
 TEST(VerifyPool, PrestartedChildrenTakeTheSamples) {
   TempDir tmp;
   auto cfg = test_config(tmp);

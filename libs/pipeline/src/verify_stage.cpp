@@ -139,8 +139,11 @@ Result<int> VerifyStage::repair_rounds(std::int64_t run_id) {
 void VerifyStage::finish(const Leased& job, verify::VerifyResult&& r) {
   const bool infrastructure =
       std::find(r.flags.begin(), r.flags.end(), verify::kInfrastructure) != r.flags.end();
+  // What the verifier's Python lacks is no evidence against the sample: no repair for it.
+  const bool environment =
+      std::find(r.flags.begin(), r.flags.end(), verify::kEnvironment) != r.flags.end();
   // Not verified, and the run has rounds left: back to the LLM with this verdict as evidence.
-  const bool repair = !infrastructure && !r.verified() && job.round < job.rounds;
+  const bool repair = !infrastructure && !environment && !r.verified() && job.round < job.rounds;
   auto write = [&]() -> Status {
     const std::int64_t now = clock_.wall_ms();
     KF_TRY(store::Transaction tx, store::Transaction::begin(db_));

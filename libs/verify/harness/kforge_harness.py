@@ -1042,6 +1042,10 @@ def execute(sample, module_name, report, t0):
         d.update(name="<import>", status=_status_for(e),
                  duration_ms=int((time.monotonic() - t_import) * 1000))
         results.append(d)
+        missing = _missing_environment_module(e, report)
+        if missing:
+            report["environment"] = ("the verifier's Python has no module '%s' (%s)"
+                                     % (missing, sys.executable))
         _finish(report, state, tests, t0)
         return
     import_ms = int((time.monotonic() - t_import) * 1000)
@@ -1186,6 +1190,19 @@ def run_test(name, fn, kwargs, me, info):
         entry["status"] = _status_for(e)
     entry["duration_ms"] = int((time.monotonic() - t1) * 1000)
     return entry
+
+
+def _missing_environment_module(exc, report):
+    """The module a sample could not import when it is one every sample may assume (torch,
+    triton, numpy) and the verifier's Python lacks it: the verdict then says nothing about the
+    sample, only that this machine cannot run it. None otherwise."""
+    if not isinstance(exc, ModuleNotFoundError) or not exc.name:
+        return None
+    top = exc.name.split(".")[0]
+    if top in {m.split(".")[0] for m, _ in PREAMBLE_MODULES} and \
+            not report.get("modules", {}).get(top, False):
+        return top
+    return None
 
 
 def _finish(report, state, tests, t0):

@@ -173,6 +173,7 @@ struct Pool::Impl {
   std::vector<Slot> slots;
   std::deque<Job> queue;
   std::vector<std::pair<Callback, VerifyResult>> ready;  // callbacks to run at the end of step()
+  bool warned_missing_modules = false;
   std::uint64_t next_id = 1;
   std::string run_root;  // <work_dir>/runs/<pid>-<n>
   std::string cache_root;
@@ -341,6 +342,22 @@ struct Pool::Impl {
       spdlog::debug("verifier: worker {} on {} ready (pid {}, modules {})", s.index,
                     devices[s.device].device.id, s.worker_pid,
                     ev.value("modules", nlohmann::json()).dump());
+      if (!warned_missing_modules && ev.contains("modules") && ev["modules"].is_object()) {
+        std::string missing;
+        for (const char* m : {"torch", "triton"})
+          if (ev["modules"].contains(m) &&
+              (!ev["modules"][m].is_string() ||
+               ev["modules"][m].get<std::string>().rfind("import failed", 0) == 0))
+            missing += (missing.empty() ? "" : ", ") + std::string(m);
+        if (!missing.empty()) {
+          warned_missing_modules = true;
+          spdlog::warn(
+              "verifier: {} lacks {}: samples that need them end in error, flagged "
+              "'environment' and not repaired; set verifier.python to a Python with torch and "
+              "triton",
+              python, missing);
+        }
+      }
       return;
     }
     auto id = ev.value("id", std::uint64_t{0});

@@ -129,6 +129,10 @@ Classified classify(const RunFacts& f) {
     std::string phase = r.value("phase", std::string());
     if (phase == "sandbox" || phase == "request" || phase == "harness")
       c.flags.push_back(kInfrastructure);
+    if (r.contains("environment") && r["environment"].is_string()) {
+      c.flags.push_back(kEnvironment);
+      c.detail += "; " + r["environment"].get<std::string>();
+    }
     return c;
   }
   c.verdict = Verdict::crashed;

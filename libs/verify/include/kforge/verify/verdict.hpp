@@ -22,6 +22,9 @@ inline constexpr const char* kMutantSurvived = "mutant_survived";   // passes wi
 // Set when the verifier itself could not run the sample (sandbox set-up, no usable device):
 // the verdict says nothing about the sample and the caller may retry.
 inline constexpr const char* kInfrastructure = "infrastructure";
+// Set when the sample needs what the verifier's Python lacks (torch, triton or numpy is not
+// installed): the verdict stands, but says nothing about the sample, so it is not repaired.
+inline constexpr const char* kEnvironment = "environment";
 
 struct VerifyResult {
   std::string key;
