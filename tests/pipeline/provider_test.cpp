@@ -166,8 +166,9 @@ TEST_F(ProviderTest, ABadKeyPausesTheRunAtTheFirstErrorAndFailsNoJob) {
   }));
   // Slow start: the first round (2), and the few the scheduler handed over between the first
   // 401 and its pause (sent slowly again, the client cannot tell them from a resumed run's).
-  // Under load the hand-over window can hold one or two more; max_in_flight here is 32.
-  EXPECT_LE(requests(), 6) << "a bad key costs a handful of requests, not max_in_flight";
+  // Under load the hand-over window holds a few more (7 seen on a loaded 2-core machine while
+  // the first answers took 31 ms against 7); max_in_flight here is 32.
+  EXPECT_LE(requests(), 10) << "a bad key costs a handful of requests, not max_in_flight";
   EXPECT_EQ(scalar("SELECT count(*) FROM jobs WHERE state = 'failed'"), 0);
   EXPECT_EQ(scalar("SELECT count(*) FROM jobs WHERE state = 'queued' AND attempts = 0"), 32);
   std::string why = text("SELECT message FROM job_events WHERE kind = 'paused'");

@@ -302,6 +302,11 @@ TEST_F(SlurmVerifier, AnArraySubmittedJustBeforeAKillIsFoundAndWatched) {
   EXPECT_EQ(
       site.rows("SELECT slurm_job_id FROM slurm_arrays WHERE id = " + std::to_string(first), 1),
       std::vector<std::string>{job});
+  // Every task seen to its end (its verdicts are stored as it writes them, before Slurm says
+  // it completed).
+  ASSERT_EQ(
+      site.wait_for("SELECT NOT EXISTS (SELECT 1 FROM slurm_tasks WHERE ended_ms IS NULL)", 1, 30s),
+      1);
   // The array's own tasks verified its samples; nothing was dropped, lost or verified twice.
   EXPECT_EQ(site.scalar("SELECT count(*) FROM slurm_task_jobs WHERE array_id = " +
                         std::to_string(first) + " AND outcome = 'stored'"),
