@@ -86,19 +86,25 @@ std::vector<int> task_ids(std::string s) {
   return out;
 }
 
+// One line of `scontrol -o show job`: its Key=value words.
+std::map<std::string, std::string> scontrol_fields(const std::string& line) {
+  std::map<std::string, std::string> kv;
+  std::stringstream words(line);
+  std::string w;
+  while (words >> w) {
+    auto eq = w.find('=');
+    if (eq != std::string::npos) kv.emplace(w.substr(0, eq), w.substr(eq + 1));
+  }
+  return kv;
+}
+
 // `scontrol -o show job ARRAYID`: a line per task (pending tasks may share a line).
 std::map<int, TaskInfo> parse_scontrol(const std::string& text) {
   std::map<int, TaskInfo> out;
   std::stringstream lines(text);
   std::string line;
   while (std::getline(lines, line)) {
-    std::map<std::string, std::string> kv;
-    std::stringstream words(line);
-    std::string w;
-    while (words >> w) {
-      auto eq = w.find('=');
-      if (eq != std::string::npos) kv.emplace(w.substr(0, eq), w.substr(eq + 1));
-    }
+    auto kv = scontrol_fields(line);
     if (!kv.count("ArrayTaskId") || !kv.count("JobState")) continue;
     for (int t : task_ids(kv["ArrayTaskId"])) out[t] = {kv["JobState"], kv["ExitCode"]};
   }
@@ -112,13 +118,7 @@ std::string array_job_in_dir(const std::string& text, const std::string& dir) {
   std::stringstream lines(text);
   std::string line;
   while (std::getline(lines, line)) {
-    std::map<std::string, std::string> kv;
-    std::stringstream words(line);
-    std::string w;
-    while (words >> w) {
-      auto eq = w.find('=');
-      if (eq != std::string::npos) kv.emplace(w.substr(0, eq), w.substr(eq + 1));
-    }
+    auto kv = scontrol_fields(line);
     if (kv["WorkDir"] != dir) continue;
     const std::string id = kv.count("ArrayJobId") ? kv["ArrayJobId"] : kv["JobId"];
     if (!id.empty() && id.find_first_not_of("0123456789") == std::string::npos) return id;
