@@ -216,7 +216,14 @@ TEST_F(SlurmVerifier, ArrayTasksVerifyEverySampleOnceThroughFailureScancelAndKil
             0);
   EXPECT_EQ(site.scalar("SELECT count(*) FROM slurm_tasks WHERE state = 'completed' AND stored "
                         "!= samples"),
-            0);
+            0)
+      << ::testing::PrintToString(
+             site.rows("SELECT t.array_id, t.task, t.samples, t.stored, t.requeued, tj.job_id, "
+                       "coalesce(tj.outcome, '-') FROM slurm_tasks t JOIN slurm_task_jobs tj USING "
+                       "(array_id, task) WHERE t.state = 'completed' AND t.stored != t.samples",
+                       7))
+      << "\nlive at the kill: " << ::testing::PrintToString(live_before) << "\n"
+      << d->log();
   for (const auto& t : live_before) {
     auto parts = t.find('_');
     EXPECT_EQ(
@@ -318,6 +325,51 @@ TEST_F(SlurmVerifier, AnArraySubmittedJustBeforeAKillIsFoundAndWatched) {
             site.scalar("SELECT count(*) FROM jobs WHERE state = 'done'"));
   d->signal(SIGTERM);
   EXPECT_EQ(d->wait(30s), std::optional<int>(0)) << d->log();
+}
+
+// Repair rounds through the cluster: each round's code goes out in an array task of its own and
+// its verdict comes back for the next round (the samples of tests/pipeline/repair, with the
+// stand-in Triton on the nodes' python_path, and the provider script that fixes a sample only
+// when the repair prompt holds the verifier's evidence).
+TEST_F(SlurmVerifier, RepairRoundsGoThroughTheCluster) {
+  const fs::path repair = test::source_dir() / "tests" / "pipeline" / "repair";
+  Site site(script("repair/fake_llm.json"));
+  configure(site, true);
+  std::string y = test::read_text(site.config());
+  y += "  python_path: [\"" + (test::source_dir() / "tests" / "verify" / "fake_triton").string() +
+       "\"]\n";
+  test::write_text(site.config(), y);
+  auto imp = site.kforge({"import", (repair / "corpus.json").string(), "--map",
+                          "code=code,description_1=description,description_2=description", "--key",
+                          "key"});
+  ASSERT_EQ(imp.exit_code, 0) << imp.err;
+  const fs::path keys = site.dir() / "keys";
+  test::write_text(keys, "double\nadd\n");
+  site.create_run("fix", "v1", {"--samples-from", keys.string(), "--repair-rounds", "2"});
+  const fs::path faults = site.dir() / "faults";
+  fs::create_directories(faults / "fail");  // no faulty tasks (fault_kforge.sh): plain kforge
+  fs::create_directories(faults / "hang");
+  auto d = site.start_daemon({"SLURMTEST_FAULTS=" + faults.string(),
+                              "SLURMTEST_KFORGE=" + test::binary("apps/kforge/kforge").string()});
+  ASSERT_EQ(site.wait_for("SELECT count(*) FROM jobs WHERE state IN ('done', 'failed')", 2, 150s),
+            2)
+      << d->log();
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(30s), std::optional<int>(0)) << d->log();
+  auto rounds = [&](const std::string& key) {
+    return site.rows(
+        "SELECT v.repair_round, v.verdict, v.flags_json FROM verifications v JOIN samples s ON "
+        "s.id = v.sample_id WHERE s.key = '" +
+            key + "' ORDER BY v.id",
+        3);
+  };
+  EXPECT_EQ(rounds("double"), (std::vector<std::string>{"0|failed|[]", "1|passed|[]"}));
+  EXPECT_EQ(rounds("add"),
+            (std::vector<std::string>{"0|passed|[\"mutant_survived\"]", "1|passed|[]"}));
+  // Every round's verdict came from an array task of the cluster, each stored once.
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM slurm_task_jobs WHERE outcome = 'stored'"), 4);
+  EXPECT_GE(site.scalar("SELECT count(*) FROM slurm_arrays WHERE slurm_job_id IS NOT NULL"), 2);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM jobs WHERE state = 'done' AND repair_round = 1"), 2);
 }
 
 // sbatch refusing the array (an unknown partition): the jobs stay queued, `kforge status`

@@ -37,7 +37,7 @@ SELECT t.task, t.state, r.state FROM slurm_tasks t JOIN runs r ON r.id = t.run_i
 WHERE t.array_id = ?1 AND t.ended_ms IS NULL ORDER BY t.task;
 
 -- name: slurm_task_job
-SELECT tj.job_id, tj.attempt, j.run_id, j.sample_id, s.key FROM slurm_task_jobs tj
+SELECT tj.job_id, tj.attempt, j.run_id, j.sample_id, s.key, j.repair_round FROM slurm_task_jobs tj
 JOIN jobs j ON j.id = tj.job_id JOIN samples s ON s.id = j.sample_id
 WHERE tj.array_id = ?1 AND tj.task = ?2 AND tj.idx = ?3 AND tj.outcome IS NULL;
 

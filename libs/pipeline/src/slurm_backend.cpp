@@ -594,9 +594,11 @@ Status SlurmBackend::store_line(std::int64_t array_id, int task, const std::stri
     int attempt;
     std::int64_t run_id, sample_id;
     std::string key;
+    int round;  // the job's repair round, whose code the shard carried
   };
   KF_TRY(auto row, tj->one([](store::Stmt& r) {
-    return Row{r.int64(0), static_cast<int>(r.int64(1)), r.int64(2), r.int64(3), r.text(4)};
+    return Row{r.int64(0), static_cast<int>(r.int64(1)), r.int64(2), r.int64(3),
+               r.text(4),  static_cast<int>(r.int64(5))};
   }));
   if (!row) return {};  // settled already (read again after a restart)
   KF_TRY(bool stale, newer_open(row->job_id, array_id));
@@ -621,24 +623,18 @@ Status SlurmBackend::store_line(std::int64_t array_id, int task, const std::stri
   v.stderr_tail = j.value("stderr_tail", std::string());
   v.duration_ms = j.value("duration_ms", std::int64_t{0});
   v.device = j.value("device", std::string());
-  const bool infrastructure =
-      std::find(v.flags.begin(), v.flags.end(), verify::kInfrastructure) != v.flags.end();
+  KF_TRY(int rounds, run_repair_rounds(db_, row->run_id));
 
   const std::int64_t now = clock_.wall_ms();
   KF_TRY(store::Transaction tx, store::Transaction::begin(db_));
-  KF_TRY(store::Stmt * fin, db_.cached(q()["vstage_finish"]));
-  fin->bind(1, row->job_id).bind(2, owner_);
-  if (infrastructure)
-    fin->bind(3, "verify_queued").bind(4, "verify").bind(5, "verifier").bind(6, v.detail);
-  else
-    fin->bind(3, "done").bind(4, "done").bind(5, nullptr).bind(6, nullptr);
-  fin->bind(7, now);
-  KF_CHECK(fin->run());
-  const bool ours = db_.changes() > 0;
+  // As the local pool's verdicts: to 'done', to the next repair round, or back to the queue.
+  KF_TRY(VerdictOutcome out,
+         store_job_verdict(
+             db_, owner_,
+             {row->job_id, row->run_id, row->sample_id, row->attempt, row->round, rounds}, v, now));
+  const bool ours = out != VerdictOutcome::lost;
+  const bool infrastructure = out == VerdictOutcome::requeued;
   const char* outcome = !ours ? "dropped" : infrastructure ? "requeued" : "stored";
-  if (ours && !infrastructure)
-    KF_CHECK(verify::store_verification(
-        db_, {row->job_id, row->run_id, row->sample_id, row->attempt}, v, now));
   KF_TRY(store::Stmt * so, db_.cached(q()["slurm_set_outcome"]));
   so->bind(1, array_id).bind(2, static_cast<std::int64_t>(task)).bind(3, idx).bind(4, outcome);
   KF_CHECK(so->run());
@@ -656,6 +652,7 @@ Status SlurmBackend::store_line(std::int64_t array_id, int task, const std::stri
     ++stats_.requeued;
     spdlog::warn("verifier: {} goes back to the queue: {}", v.key, v.detail);
   } else {
+    if (out == VerdictOutcome::to_repair) ++stats_.to_repair;
     ++stats_.stored;
     ++stored;
     ++stats_.by_verdict[std::string(verify::to_string(v.verdict))];

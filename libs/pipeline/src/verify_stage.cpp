@@ -121,9 +121,8 @@ Result<bool> VerifyStage::lease_one() {
   return true;
 }
 
-Result<int> VerifyStage::repair_rounds(std::int64_t run_id) {
-  if (auto it = repair_rounds_.find(run_id); it != repair_rounds_.end()) return it->second;
-  KF_TRY(store::Stmt * st, db_.cached(q()["vstage_run_params"]));
+Result<int> run_repair_rounds(store::Db& db, std::int64_t run_id) {
+  KF_TRY(store::Stmt * st, db.cached(q()["vstage_run_params"]));
   st->bind(1, run_id);
   KF_TRY(auto params, st->one([](store::Stmt& r) { return r.text(0); }));
   int rounds = 0;
@@ -132,71 +131,86 @@ Result<int> VerifyStage::repair_rounds(std::int64_t run_id) {
     if (j.is_object() && j.contains("repair_rounds") && j["repair_rounds"].is_number_integer())
       rounds = j["repair_rounds"].get<int>();
   }
+  return rounds;
+}
+
+Result<int> VerifyStage::repair_rounds(std::int64_t run_id) {
+  if (auto it = repair_rounds_.find(run_id); it != repair_rounds_.end()) return it->second;
+  KF_TRY(int rounds, run_repair_rounds(db_, run_id));
   repair_rounds_[run_id] = rounds;  // fixed when the run was created
   return rounds;
 }
 
-void VerifyStage::finish(const Leased& job, verify::VerifyResult&& r) {
-  const bool infrastructure =
-      std::find(r.flags.begin(), r.flags.end(), verify::kInfrastructure) != r.flags.end();
+Result<VerdictOutcome> store_job_verdict(store::Db& db, const std::string& owner,
+                                         const VerdictFor& job, const verify::VerifyResult& r,
+                                         std::int64_t now) {
+  auto flagged = [&](const char* f) {
+    return std::find(r.flags.begin(), r.flags.end(), f) != r.flags.end();
+  };
+  const bool infrastructure = flagged(verify::kInfrastructure);
   // What the verifier's Python lacks is no evidence against the sample: no repair for it.
-  const bool environment =
-      std::find(r.flags.begin(), r.flags.end(), verify::kEnvironment) != r.flags.end();
+  const bool environment = flagged(verify::kEnvironment);
   // Not verified, and the run has rounds left: back to the LLM with this verdict as evidence.
   const bool repair = !infrastructure && !environment && !r.verified() && job.round < job.rounds;
-  auto write = [&]() -> Status {
-    const std::int64_t now = clock_.wall_ms();
-    KF_TRY(store::Transaction tx, store::Transaction::begin(db_));
-    if (repair) {
-      KF_TRY(store::Stmt * st, db_.cached(q()["vstage_to_repair"]));
-      st->bind(1, job.job_id).bind(2, owner_).bind(3, job.round + 1).bind(4, now);
-      KF_CHECK(st->run());
-    } else {
-      KF_TRY(store::Stmt * st, db_.cached(q()["vstage_finish"]));
-      st->bind(1, job.job_id).bind(2, owner_);
-      if (infrastructure) {
-        st->bind(3, "verify_queued").bind(4, "verify").bind(5, "verifier").bind(6, r.detail);
-      } else {
-        st->bind(3, "done").bind(4, "done").bind(5, nullptr).bind(6, nullptr);
-      }
-      st->bind(7, now);
-      KF_CHECK(st->run());
-    }
-    if (db_.changes() == 0) {
-      ++stats_.lost;  // cancelled, or reclaimed after our lease expired: keep nothing
-      return {};
-    }
-    if (!infrastructure) {
-      verify::VerificationKey key{job.job_id, job.run_id, job.sample_id, job.attempt, job.round};
-      KF_CHECK(verify::store_verification(db_, key, r, now));
-    }
-    if (repair) {
-      std::string flags;
-      for (const auto& f : r.flags) flags += (flags.empty() ? " [" : ", ") + f;
-      if (!flags.empty()) flags += "]";
-      KF_TRY(store::Stmt * ev, db_.cached(q()["insert_event"]));
-      ev->bind(1, job.run_id)
-          .bind(2, job.job_id)
-          .bind(3, job.sample_id)
-          .bind(4, "verify")
-          .bind(5, job.attempt)
-          .bind(6, "info")
-          .bind(7, "repair")
-          .bind(8, std::string(verify::to_string(r.verdict)) + flags + ": repair round " +
-                       std::to_string(job.round + 1) + " of " + std::to_string(job.rounds))
-          .bind(9, owner_)
-          .bind(10, now);
-      KF_CHECK(ev->run());
-    }
-    KF_CHECK(tx.commit());
+  if (repair) {
+    KF_TRY(store::Stmt * st, db.cached(q()["vstage_to_repair"]));
+    st->bind(1, job.job_id).bind(2, owner).bind(3, job.round + 1).bind(4, now);
+    KF_CHECK(st->run());
+  } else {
+    KF_TRY(store::Stmt * st, db.cached(q()["vstage_finish"]));
+    st->bind(1, job.job_id).bind(2, owner);
     if (infrastructure) {
-      ++stats_.requeued;
-      spdlog::warn("verifier: {} goes back to the queue: {}", r.key, r.detail);
+      st->bind(3, "verify_queued").bind(4, "verify").bind(5, "verifier").bind(6, r.detail);
     } else {
-      if (repair) ++stats_.to_repair;
-      ++stats_.stored;
-      ++stats_.by_verdict[std::string(verify::to_string(r.verdict))];
-      if (r.verified()) ++stats_.verified;
+      st->bind(3, "done").bind(4, "done").bind(5, nullptr).bind(6, nullptr);
+    }
+    st->bind(7, now);
+    KF_CHECK(st->run());
+  }
+  if (db.changes() == 0) return VerdictOutcome::lost;
+  if (infrastructure) return VerdictOutcome::requeued;
+  verify::VerificationKey key{job.job_id, job.run_id, job.sample_id, job.attempt, job.round};
+  KF_CHECK(verify::store_verification(db, key, r, now));
+  if (!repair) return VerdictOutcome::stored;
+  std::string flags;
+  for (const auto& f : r.flags) flags += (flags.empty() ? " [" : ", ") + f;
+  if (!flags.empty()) flags += "]";
+  KF_TRY(store::Stmt * ev, db.cached(q()["insert_event"]));
+  ev->bind(1, job.run_id)
+      .bind(2, job.job_id)
+      .bind(3, job.sample_id)
+      .bind(4, "verify")
+      .bind(5, job.attempt)
+      .bind(6, "info")
+      .bind(7, "repair")
+      .bind(8, std::string(verify::to_string(r.verdict)) + flags + ": repair round " +
+                   std::to_string(job.round + 1) + " of " + std::to_string(job.rounds))
+      .bind(9, owner)
+      .bind(10, now);
+  KF_CHECK(ev->run());
+  return VerdictOutcome::to_repair;
+}
+
+void VerifyStage::finish(const Leased& job, verify::VerifyResult&& r) {
+  auto write = [&]() -> Status {
+    KF_TRY(store::Transaction tx, store::Transaction::begin(db_));
+    KF_TRY(VerdictOutcome out, store_job_verdict(db_, owner_, job, r, clock_.wall_ms()));
+    KF_CHECK(tx.commit());
+    switch (out) {
+      case VerdictOutcome::lost:
+        ++stats_.lost;  // cancelled, or reclaimed after our lease expired: keep nothing
+        break;
+      case VerdictOutcome::requeued:
+        ++stats_.requeued;
+        spdlog::warn("verifier: {} goes back to the queue: {}", r.key, r.detail);
+        break;
+      case VerdictOutcome::to_repair:
+      case VerdictOutcome::stored:
+        if (out == VerdictOutcome::to_repair) ++stats_.to_repair;
+        ++stats_.stored;
+        ++stats_.by_verdict[std::string(verify::to_string(r.verdict))];
+        if (r.verified()) ++stats_.verified;
+        break;
     }
     return {};
   };

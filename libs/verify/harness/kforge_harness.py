@@ -742,12 +742,19 @@ def _hide(path, sb):
     except OSError:
         return  # nothing there to hide
     import stat as stat_mod
-    if stat_mod.S_ISDIR(st.st_mode):
-        _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
-               "size=4k,mode=0500")
-    else:
-        _mount("/dev/null", path, None, MS_BIND, None)
-        _mount_setattr(path, 0, MOUNT_ATTR_RDONLY, 0)
+    try:
+        if stat_mod.S_ISDIR(st.st_mode):
+            _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
+                   "size=4k,mode=0500")
+        else:
+            _mount("/dev/null", path, None, MS_BIND, None)
+            _mount_setattr(path, 0, MOUNT_ATTR_RDONLY, 0)
+    except OSError as e:
+        # Gone since the stat (SQLite removes its -wal and -shm when the last connection
+        # closes): as if it had not been there. Anything else must hold.
+        if e.errno == errno.ENOENT and not os.path.lexists(path):
+            return
+        raise
     sb.setdefault("hidden", []).append(path)
 
 

@@ -27,6 +27,28 @@
 
 namespace kforge::pipeline {
 
+// A verdict's job: leased as 'verifying' for the code of one repair round.
+struct VerdictFor {
+  std::int64_t job_id = 0;
+  std::int64_t run_id = 0;
+  std::int64_t sample_id = 0;
+  int attempt = 1;
+  int round = 0;   // the repair round whose code was verified
+  int rounds = 0;  // the run's repair rounds
+};
+enum class VerdictOutcome { stored, to_repair, requeued, lost };
+
+// In the caller's transaction, for both backends (the local pool and Slurm): stores the verdict
+// (not an infrastructure one) and moves the job on: to 'done'; to stage 'repair' at the next
+// round when it is not verified, the run has rounds left and the verdict is not flagged
+// `environment`; or back to 'verify_queued' when flagged `infrastructure`. `lost`: the job is no
+// longer OWNER's (cancelled, or reclaimed after its lease expired): nothing is written.
+Result<VerdictOutcome> store_job_verdict(store::Db& db, const std::string& owner,
+                                         const VerdictFor& job, const verify::VerifyResult& r,
+                                         std::int64_t now);
+// The run's repair rounds (runs.params_json "repair_rounds", fixed at its creation; 0 if unset).
+Result<int> run_repair_rounds(store::Db& db, std::int64_t run_id);
+
 struct VerifyStageStats {
   std::uint64_t leased = 0;
   std::uint64_t stored = 0;
@@ -74,14 +96,7 @@ class VerifyStage : public VerifyBackend {
  private:
   VerifyStage(store::Db& db, Clock& clock, std::string owner)
       : db_(db), clock_(clock), owner_(std::move(owner)) {}
-  struct Leased {
-    std::int64_t job_id = 0;
-    std::int64_t run_id = 0;
-    std::int64_t sample_id = 0;
-    int attempt = 1;
-    int round = 0;   // the repair round whose code is verified
-    int rounds = 0;  // the run's repair rounds
-  };
+  using Leased = VerdictFor;
   Result<bool> lease_one();
   Result<int> repair_rounds(std::int64_t run_id);
   void finish(const Leased& job, verify::VerifyResult&& r);
