@@ -74,6 +74,13 @@ void configure(Site& site, bool slurm) {
   test::write_text(site.config(), y);
 }
 
+// kforged's environment for fault_kforge.sh (verifier.slurm.kforge): the fault roles in FAULTS
+// (a role whose directory exists is taken already), the real kforge behind them.
+std::vector<std::string> fault_env(const fs::path& faults) {
+  return {"SLURMTEST_FAULTS=" + faults.string(),
+          "SLURMTEST_KFORGE=" + test::binary("apps/kforge/kforge").string()};
+}
+
 void create_runs(Site& site) {
   site.import_corpus();
   site.create_run("v1", "v1", {"--limit", "100"});
@@ -130,9 +137,7 @@ TEST_F(SlurmVerifier, ArrayTasksVerifyEverySampleOnceThroughFailureScancelAndKil
   ASSERT_GE(total, 60);
   const fs::path faults = site.dir() / "faults";
   fs::create_directories(faults);
-  const std::vector<std::string> env = {
-      "SLURMTEST_FAULTS=" + faults.string(),
-      "SLURMTEST_KFORGE=" + test::binary("apps/kforge/kforge").string()};
+  const std::vector<std::string> env = fault_env(faults);
 
   auto d = site.start_daemon(env);
   // The failing task: its 2 verdicts stay, the rest of its shard goes back to the queue.
@@ -286,9 +291,7 @@ TEST_F(SlurmVerifier, AnArraySubmittedJustBeforeAKillIsFoundAndWatched) {
   const fs::path faults = site.dir() / "faults";
   fs::create_directories(faults / "fail");  // no faulty tasks (fault_kforge.sh): plain kforge
   fs::create_directories(faults / "hang");
-  const std::vector<std::string> env = {
-      "SLURMTEST_FAULTS=" + faults.string(),
-      "SLURMTEST_KFORGE=" + test::binary("apps/kforge/kforge").string()};
+  const std::vector<std::string> env = fault_env(faults);
   auto d = site.start_daemon(env);
   EXPECT_EQ(d->wait(90s), std::optional<int>(-SIGKILL)) << d->log();
   ASSERT_TRUE(fs::exists(faults / "sbatch" / "out")) << d->log();
@@ -349,8 +352,7 @@ TEST_F(SlurmVerifier, RepairRoundsGoThroughTheCluster) {
   const fs::path faults = site.dir() / "faults";
   fs::create_directories(faults / "fail");  // no faulty tasks (fault_kforge.sh): plain kforge
   fs::create_directories(faults / "hang");
-  auto d = site.start_daemon({"SLURMTEST_FAULTS=" + faults.string(),
-                              "SLURMTEST_KFORGE=" + test::binary("apps/kforge/kforge").string()});
+  auto d = site.start_daemon(fault_env(faults));
   ASSERT_EQ(site.wait_for("SELECT count(*) FROM jobs WHERE state IN ('done', 'failed')", 2, 150s),
             2)
       << d->log();
@@ -404,8 +406,7 @@ TEST_F(SlurmVerifier, RunCancelScancelsTheRunsTasks) {
   site.create_run("v1", "v1", {"--limit", "5"});
   const fs::path faults = site.dir() / "faults";
   fs::create_directories(faults / "fail");  // the first task takes the hanging role
-  auto d = site.start_daemon({"SLURMTEST_FAULTS=" + faults.string(),
-                              "SLURMTEST_KFORGE=" + test::binary("apps/kforge/kforge").string()});
+  auto d = site.start_daemon(fault_env(faults));
   auto until = std::chrono::steady_clock::now() + 60s;
   while (!fs::exists(faults / "hang" / "task") && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(50ms);
