@@ -26,10 +26,12 @@ port_free() {
     fi
 }
 
-pick_ports() { # first of 2 consecutive free TCP ports
-    local p i
+pick_ports() { # first of 2 consecutive free TCP ports, below the kernel's ephemeral range
+    local p i low
+    low=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+    [ "$low" -gt 12000 ] 2>/dev/null || low=32768
     for i in $(seq 1 100); do
-        p=$((20000 + RANDOM % 40000))
+        p=$((10000 + RANDOM % (low - 10002)))
         port_free "$p" && port_free $((p + 1)) && { echo "$p"; return 0; }
     done
     return 1
@@ -148,9 +150,15 @@ CONF
     while [ $SECONDS -lt "$deadline" ]; do
         state=$(sinfo -h -N -n "$host" -o %T 2>/dev/null || true)
         [ "$state" = idle ] && break
+        grep -q "Address already in use" "$D"/log/*.log 2>/dev/null && break
         sleep 0.2
     done
     if [ "$state" != idle ]; then
+        if grep -q "Address already in use" "$D"/log/*.log 2>/dev/null; then
+            log "port $port or $((port + 1)) was taken before the daemons bound it; trying others"
+            do_down "$D" || true
+            return 2
+        fi
         log "cluster not ready (node state '$state'); logs:"
         tail -n 30 "$D"/log/*.log "$D/log/daemons.out" "$D/munge/munged.log" >&2 || true
         do_down "$D" || true
@@ -160,7 +168,13 @@ CONF
 }
 
 case "${1:-}" in
-up) do_up ;;
+up) # a port taken between the check and the bind (another cluster, a connection) is retried
+    for attempt in 1 2 3; do
+        rc=0
+        do_up || rc=$?
+        [ "$rc" -eq 2 ] || exit "$rc"
+    done
+    exit 1 ;;
 down) shift; do_down "$@" ;;
 *) echo "usage: $0 up | down DIR" >&2; exit 2 ;;
 esac
