@@ -608,7 +608,8 @@ int run_corpus_bench(const CorpusBenchOptions& opts) {
         "compile_ms=%.0f "
         "compile_cpu_ms=%.0f compile_child_cpu_ms=%.0f compiles=%.1f launcher_ms=%.0f "
         "launcher_builds=%.2f run_ms=%.0f mutant_ms=%.0f "
-        "mutant_compiles=%.0f context_ms=%.0f context_on_path=%d compile_cpu_share_pct=%.0f "
+        "mutant_compiles=%.0f context_ms=%.0f context_cpu_ms=%.0f context_on_path=%d "
+        "compile_cpu_share_pct=%.0f "
         "best_workers=%s best_samples_per_s=%.3f auto_workers=%d auto_samples_per_s=%.3f "
         "auto_vs_best_pct=%.1f\n",
         partial ? "so far: " : "", samples.size(), o.copies, cores, e.gpu_indices.size(),
@@ -618,7 +619,7 @@ int run_corpus_bench(const CorpusBenchOptions& opts) {
         cached.rate, warm.rate > 0 && cached.rate > 0 ? cached.rate / warm.rate : 0.0, ph("import"),
         ph("tests"), ph("compile"), ph("compile_cpu"), ph("compile_child_cpu"), ph("compiles"),
         ph("launcher"), ph("launcher_builds"), ph("run"), ph("mutant"), tot("mutant_compiles"),
-        ph("context"), warm.context_on_path, compile_cpu_share,
+        ph("context"), ph("context_cpu"), warm.context_on_path, compile_cpu_share,
         best_w.empty() ? "-" : best_w.c_str(), best, auto_workers, auto_rate,
         best > 0 && auto_rate > 0 ? 100.0 * (best - auto_rate) / best : 0.0);
     std::fflush(stdout);

@@ -28,6 +28,7 @@ nlohmann::json sample_figures(const VerifyResult& r) {
   put("queue", num(pool, "queue_ms"));
   const auto& pre = obj(rep, "prestart");
   put("context", num(pre, "ms"));
+  put("context_cpu", num(pre, "cpu_ms"));
   put("context_waited", num(pre, "waited_ms"));
   std::int64_t import_ms = num(rep, "import_ms");
   std::int64_t tests_ms = -1;

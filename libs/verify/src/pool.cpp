@@ -339,9 +339,10 @@ struct Pool::Impl {
       s.ever_ready = true;
       s.backoff_ms = 0;
       devices[s.device].start_failures = 0;
-      spdlog::debug("verifier: worker {} on {} ready (pid {}, modules {})", s.index,
+      spdlog::debug("verifier: worker {} on {} ready (pid {}, modules {}, triton key {})", s.index,
                     devices[s.device].device.id, s.worker_pid,
-                    ev.value("modules", nlohmann::json()).dump());
+                    ev.value("modules", nlohmann::json()).dump(),
+                    ev.value("triton_key", nlohmann::json()).dump());
       if (!warned_missing_modules && ev.contains("modules") && ev["modules"].is_object()) {
         std::string missing;
         for (const char* m : {"torch", "triton"})

@@ -23,13 +23,18 @@ class JITFunction(KernelInterface):
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
 
-    def compile(self, src, **kwargs):
-        # Like Triton's: called on the first launch of each specialisation (cache hit or not).
-        return self
+    def create_binder(self):
+        # Like Triton 3.x: the binder, made on the first launch, takes `compile` from the
+        # compiler module at that moment (replacing anything set on the instance before).
+        from ..compiler import compile
+
+        self.compile = compile
 
     def run(self, *args, grid, warmup, **kwargs):
         options = {k: kwargs.pop(k) for k in list(kwargs) if k in OPTIONS}
         if not getattr(self, "_compiled", False):
+            self.create_binder()
+            # Called on the first launch of each specialisation (cache hit or not).
             self.compile(self)
             self._compiled = True
         bound = self.signature.bind(*args, **kwargs)
