@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <map>
+#include <tuple>
 
 #include "kforge/store/db.hpp"
 #include "kforge/verify/gpu.hpp"
@@ -72,11 +73,35 @@ TEST(VerifyDevices, WorkersAreSpreadAndEachSeesOnlyItsGpu) {
     ASSERT_EQ(x.verdict, Verdict::passed) << x.detail << x.stderr_tail;
     ++by_device[x.device];
     std::string uuid = x.device == "cuda:0" ? "GPU-aaaa" : "GPU-bbbb";
-    EXPECT_NE(x.stdout_text.find("VISIBLE=" + uuid + " DEVICE=" + x.device), std::string::npos)
+    // One hardware queue per context (verifier.gpu_hw_queues' default).
+    EXPECT_NE(x.stdout_text.find("VISIBLE=" + uuid + " DEVICE=" + x.device + " QUEUES=1"),
+              std::string::npos)
         << x.stdout_text;
   }
   EXPECT_GT(by_device["cuda:0"], 0);
   EXPECT_GT(by_device["cuda:1"], 0);
+}
+
+TEST(VerifyDevices, HardwareQueuesFollowTheSettingAndVerifierEnvWins) {
+  verify::Device amd{"rocm:1", verify::Vendor::amd, 1, "Fake GPU", "", 0};
+  EXPECT_EQ(amd.hw_queue_env(2).at("GPU_MAX_HW_QUEUES"), "2");
+  EXPECT_TRUE(amd.hw_queue_env(0).empty());
+  EXPECT_TRUE(verify::Device{}.hw_queue_env(1).empty());  // the CPU has none
+  for (auto [queues, env, want] : {std::tuple<int, const char*, const char*>{0, "", "<unset>"},
+                                   {3, "", "3"},
+                                   {1, "8", "8"}}) {
+    TempDir tmp;
+    auto cfg = gpu_config(tmp);
+    cfg.workers_per_device = 1;
+    cfg.gpu_hw_queues = queues;
+    if (*env) cfg.env["CUDA_DEVICE_MAX_CONNECTIONS"] = env;
+    auto pool = make_pool(cfg, two_fake_gpus());
+    ASSERT_TRUE(pool);
+    auto r = run_one(*pool, load_sample("print_device"));
+    ASSERT_EQ(r.verdict, Verdict::passed) << r.detail << r.stderr_tail;
+    EXPECT_NE(r.stdout_text.find(std::string("QUEUES=") + want), std::string::npos)
+        << queues << " " << env << ": " << r.stdout_text;
+  }
 }
 
 TEST(VerifyDevices, TestFaultTakesAGpuOutOfRotationAndTheRunFinishesOnTheOther) {

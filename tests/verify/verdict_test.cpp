@@ -100,5 +100,23 @@ TEST(VerifyConfig, WorkersPerDeviceIsAutoByDefaultOrANumber) {
             "k.yaml:2: verifier.workers_per_device: '0' is not auto or a number >= 1");
 }
 
+TEST(VerifyConfig, GpuHardwareQueuesDefaultToOneAndAreChecked) {
+  auto none = [](const std::string&) { return std::nullopt; };
+  VerifierConfig c;
+  EXPECT_EQ(c.gpu_hw_queues, 1);
+  auto r = ConfigReader::load_string("verifier:\n  gpu_hw_queues: 0\n", "k.yaml", none);
+  ASSERT_TRUE(r.ok());
+  read_config((*r)->root().child("verifier"), c);
+  EXPECT_EQ(c.gpu_hw_queues, 0);
+  EXPECT_TRUE((*r)->finish().ok());
+  auto bad = ConfigReader::load_string("verifier:\n  gpu_hw_queues: -2\n", "k.yaml", none);
+  ASSERT_TRUE(bad.ok());
+  read_config((*bad)->root().child("verifier"), c);
+  auto st = (*bad)->finish();
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().message,
+            "k.yaml:2: verifier.gpu_hw_queues: must be between 0 (the driver's default) and 128");
+}
+
 }  // namespace
 }  // namespace kforge::verify

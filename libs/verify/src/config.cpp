@@ -79,6 +79,7 @@ void read_config(ConfigNode n, VerifierConfig& out) {
   n.get("max_open_files", out.max_open_files);
   n.get("gpu_memory_fraction", out.gpu_memory_fraction);
   n.get("autotune", out.autotune);
+  n.get("gpu_hw_queues", out.gpu_hw_queues);
   n.get("mutant_check", out.mutant_check);
   n.get("mutant_run", out.mutant_run);
   n.get("work_dir", out.work_dir);
@@ -116,6 +117,8 @@ void read_config(ConfigNode n, VerifierConfig& out) {
   if (out.disk_cap_mb < 0) n.invalid("disk_cap_mb", "must be >= 0");
   if (out.file_size_cap_mb < 0) n.invalid("file_size_cap_mb", "must be >= 0");
   if (out.address_space_cap_mb < 0) n.invalid("address_space_cap_mb", "must be >= 0");
+  if (out.gpu_hw_queues < 0 || out.gpu_hw_queues > 128)
+    n.invalid("gpu_hw_queues", "must be between 0 (the driver's default) and 128");
   if (out.max_processes < 1) n.invalid("max_processes", "must be >= 1");
   if (out.max_open_files < 16) n.invalid("max_open_files", "must be >= 16");
   if (out.gpu_memory_fraction < 0 || out.gpu_memory_fraction > 1)

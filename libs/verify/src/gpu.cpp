@@ -124,6 +124,19 @@ std::map<std::string, std::string> Device::visibility_env() const {
   return {{"CUDA_VISIBLE_DEVICES", ""}, {"HIP_VISIBLE_DEVICES", ""}, {"ROCR_VISIBLE_DEVICES", ""}};
 }
 
+std::map<std::string, std::string> Device::hw_queue_env(int queues) const {
+  if (queues <= 0) return {};
+  switch (vendor) {
+    case Vendor::nvidia:
+      return {{"CUDA_DEVICE_MAX_CONNECTIONS", std::to_string(queues)}};
+    case Vendor::amd:
+      return {{"GPU_MAX_HW_QUEUES", std::to_string(queues)}};
+    case Vendor::cpu:
+      break;
+  }
+  return {};
+}
+
 std::vector<Device> parse_nvidia_smi(const std::string& csv) {
   // nvidia-smi --query-gpu=index,uuid,name,memory.total --format=csv,noheader,nounits (the
   // memory column is optional: "81559" or "81559 MiB")

@@ -274,6 +274,7 @@ std::vector<std::string> Sandbox::environment(const Device& device, const std::s
   env["OMP_NUM_THREADS"] = std::to_string(omp_threads);
   env["KFORGE_VERIFY_DEVICE"] = device.id;
   for (const auto& [k, v] : device.visibility_env()) env[k] = v;
+  for (const auto& [k, v] : device.hw_queue_env(cfg.gpu_hw_queues)) env[k] = v;
   for (const auto& [k, v] : cfg.env) env[k] = v;
   std::vector<std::string> out;
   for (const auto& [k, v] : env) out.push_back(k + "=" + v);

@@ -1,2 +1,2 @@
 def test_device():
-    print("VISIBLE=%s DEVICE=%s" % visible())
+    print("VISIBLE=%s DEVICE=%s QUEUES=%s" % visible())

@@ -65,6 +65,12 @@ struct VerifierConfig {
   int max_open_files = 4096;              // RLIMIT_NOFILE
   double gpu_memory_fraction = 0;         // per sample; 0: 0.9 / workers_per_device
   std::string autotune = "single";        // single | full
+  // Hardware work queues per sample's GPU context: CUDA_DEVICE_MAX_CONNECTIONS (NVIDIA) or
+  // GPU_MAX_HW_QUEUES (AMD) in the samples' environment; 0 leaves the driver's default (8 on
+  // NVIDIA, 4 on AMD). Each queue is set up when a context is made and torn down when it goes,
+  // and the driver does that one context at a time per GPU: with 1, an H200 makes 14.7 contexts
+  // a second instead of 5.5 (docs/BENCHMARKS.md). Streams of one sample then share one queue.
+  int gpu_hw_queues = 1;
   bool mutant_check = true;               // re-run passing samples with kernel launches skipped
   // same_process: the mutant run follows the real one in the sample's process (GPU memory the
   // real run freed is overwritten first); new_process: it gets a process of its own.

@@ -29,6 +29,9 @@ struct Device {
   // selects the device and HIP_VISIBLE_DEVICES=0 picks the one that remains (setting both to
   // the index would filter twice). CPU: every GPU hidden.
   std::map<std::string, std::string> visibility_env() const;
+  // The variable that caps the hardware work queues of a context on this device at `queues`:
+  // CUDA_DEVICE_MAX_CONNECTIONS (NVIDIA) or GPU_MAX_HW_QUEUES (AMD); none for 0 or the CPU.
+  std::map<std::string, std::string> hw_queue_env(int queues) const;
 };
 
 class SystemProbe {
