@@ -214,6 +214,9 @@ int main(int argc, char** argv) {
                  "none)");
   app.add_option("--cached", real.cached,
                  "--corpus: a second kforge pass over the Triton cache the first one filled");
+  app.add_option("--hw-queues-ab", real.hw_queues_ab,
+                 "--corpus: once more with a cold cache and the driver's default hardware queues "
+                 "per GPU context (verifier.gpu_hw_queues 0), against the default of 1");
   app.add_option("--devices", device_list, "--corpus: cuda:N list (default: detect)");
   app.add_option("--samples-out", real.samples_out, "--corpus: per-sample JSON Lines");
   app.add_option("--emit", real.emit,

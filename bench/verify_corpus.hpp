@@ -24,6 +24,9 @@ struct CorpusBenchOptions {
   std::string workers = "auto";      // per GPU for the main warm run: auto or a number
   std::vector<std::string> sweep;    // per GPU: "auto" or numbers
   bool cached = true;                // the second pass over a filled cache
+  // Once more, cold, with the driver's default hardware queues per context (gpu_hw_queues 0):
+  // the A/B of verifier.gpu_hw_queues.
+  bool hw_queues_ab = false;
   std::vector<std::string> devices;  // empty: detect
   std::string python = "python3";
   std::int64_t sandbox_uid_base = 61000;
