@@ -308,10 +308,12 @@ struct Env {
 };
 
 void write_sample(Env& e, const std::string& label, const std::string& key,
-                  const std::string& verdict, const nlohmann::json& figures) {
+                  const std::string& verdict, const nlohmann::json& figures,
+                  const std::string& detail = "") {
   if (!e.samples_out) return;
   nlohmann::json j = {{"run", label}, {"key", key}, {"verdict", verdict}};
   for (const auto& [k, v] : figures.items()) j[k] = v;
+  if (!detail.empty()) j["detail"] = detail.substr(0, 400);  // why it did not pass
   e.samples_out << j.dump() << "\n";
   e.samples_out.flush();
 }
@@ -496,7 +498,8 @@ Measure run_pool(Env& e, const std::vector<Sample>& samples, const std::string& 
           ++phase_n[k];
         }
         if (ph.value("context_waited", std::int64_t{0}) <= 0) ++on_path;
-        write_sample(e, label, res.key, v, fig);
+        write_sample(e, label, res.key, v, fig,
+                     res.verdict == verify::Verdict::passed ? std::string() : res.detail);
       });
       if (!id.ok()) break;
     }
