@@ -32,11 +32,12 @@ verify::VerifierConfig gpu_config(const TempDir& tmp) {
 }
 
 TEST(VerifyDevices, AutoWorkerRule) {
-  // Three workers for every four cores of the GPU's share, at least 2.
-  EXPECT_EQ(verify::auto_workers_per_device(16, 1, 0), 12);
-  EXPECT_EQ(verify::auto_workers_per_device(32, 2, 143771), 12);
+  // One worker for every core of the GPU's share, at least 2.
+  EXPECT_EQ(verify::auto_workers_per_device(16, 1, 0), 16);
+  EXPECT_EQ(verify::auto_workers_per_device(32, 2, 143771), 16);
   EXPECT_EQ(verify::auto_workers_per_device(2, 1, 0), 2);
-  EXPECT_EQ(verify::auto_workers_per_device(128, 8, 143771), 12);
+  EXPECT_EQ(verify::auto_workers_per_device(3, 2, 0), 2);
+  EXPECT_EQ(verify::auto_workers_per_device(128, 8, 143771), 16);
   // At most one per 4 GiB of the GPU's memory.
   EXPECT_EQ(verify::auto_workers_per_device(64, 1, 16384), 4);
   EXPECT_EQ(verify::auto_workers_per_device(64, 1, 81559), 19);

@@ -256,14 +256,14 @@ Detection detect_devices(SystemProbe& probe) {
 int auto_workers_per_device(unsigned cores, std::size_t gpus, std::int64_t device_memory_mb,
                             std::string* why) {
   std::size_t g = std::max<std::size_t>(1, gpus);
-  int by_cpu = std::max(2, static_cast<int>((static_cast<std::size_t>(cores) * 3) / (4 * g)));
+  int by_cpu = std::max(2, static_cast<int>(static_cast<std::size_t>(cores) / g));
   int n = by_cpu;
   int by_memory = device_memory_mb > 0 ? static_cast<int>(device_memory_mb / 4096) : 0;
   if (device_memory_mb > 0) n = std::min(n, std::max(1, by_memory));
   n = std::clamp(n, 1, 64);
   if (why)
     *why = std::to_string(n) + " per GPU (" + std::to_string(cores) + " cores / " +
-           std::to_string(g) + " GPU(s) x 3/4 = " + std::to_string(by_cpu) +
+           std::to_string(g) + " GPU(s) = " + std::to_string(by_cpu) +
            (device_memory_mb > 0 ? "; " + std::to_string(device_memory_mb) +
                                        " MiB / 4 GiB = " + std::to_string(by_memory)
                                  : std::string("; GPU memory unknown")) +

@@ -64,8 +64,8 @@ Result<std::vector<Device>> resolve_devices(const std::vector<std::string>& conf
                                             std::vector<std::string>* notes = nullptr);
 
 // The automatic worker count (verifier.workers_per_device: auto) for one GPU: samples are
-// CPU-bound (Triton compiling their kernels), so three workers for every four cores the device's
-// share of the machine has (`cores` / `gpus`), at least 2; at most one per 4 GiB of the device's
+// CPU-bound (Triton compiling their kernels), so one worker for every core the device's share of
+// the machine has (`cores` / `gpus`), at least 2; at most one per 4 GiB of the device's
 // memory when that is known (each sample gets 0.9 / workers of it); at most 64. `why` (if given)
 // receives the figures it used, for the log.
 int auto_workers_per_device(unsigned cores, std::size_t gpus, std::int64_t device_memory_mb,

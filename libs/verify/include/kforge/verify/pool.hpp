@@ -112,7 +112,7 @@ class Pool {
   std::vector<DeviceStatus> devices() const;
   PoolStats stats() const;
   SandboxCaps sandbox() const;
-  // How the number of workers was chosen, per device (e.g. "cuda:0: auto: 12 per GPU (...)").
+  // How the number of workers was chosen, per device (e.g. "cuda:0: auto: 16 per GPU (...)").
   std::string sizing() const;
 
   // For tests: the pids of the live warm workers, in slot order (-1 where none runs).
