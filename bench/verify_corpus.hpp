@@ -20,10 +20,10 @@ struct CorpusBenchOptions {
   std::vector<std::string> exclude;  // record keys left out
   std::int64_t limit = 0;            // first N records only (0: all)
   double timeout_s = 120;
-  int naive_procs = 16;              // 0: no plain-python baseline
-  std::string workers = "auto";      // per GPU for the main warm run: auto or a number
-  std::vector<std::string> sweep;    // per GPU: "auto" or numbers
-  bool cached = true;                // the second pass over a filled cache
+  int naive_procs = 16;            // 0: no plain-python baseline
+  std::string workers = "auto";    // per GPU for the main warm run: auto or a number
+  std::vector<std::string> sweep;  // per GPU: "auto" or numbers
+  bool cached = true;              // the second pass over a filled cache
   // Once more, cold, with the driver's default hardware queues per context (gpu_hw_queues 0):
   // the A/B of verifier.gpu_hw_queues.
   bool hw_queues_ab = false;

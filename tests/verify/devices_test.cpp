@@ -88,9 +88,8 @@ TEST(VerifyDevices, HardwareQueuesFollowTheSettingAndVerifierEnvWins) {
   EXPECT_EQ(amd.hw_queue_env(2).at("GPU_MAX_HW_QUEUES"), "2");
   EXPECT_TRUE(amd.hw_queue_env(0).empty());
   EXPECT_TRUE(verify::Device{}.hw_queue_env(1).empty());  // the CPU has none
-  for (auto [queues, env, want] : {std::tuple<int, const char*, const char*>{0, "", "<unset>"},
-                                   {3, "", "3"},
-                                   {1, "8", "8"}}) {
+  for (auto [queues, env, want] :
+       {std::tuple<int, const char*, const char*>{0, "", "<unset>"}, {3, "", "3"}, {1, "8", "8"}}) {
     TempDir tmp;
     auto cfg = gpu_config(tmp);
     cfg.workers_per_device = 1;

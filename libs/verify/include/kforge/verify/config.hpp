@@ -71,7 +71,7 @@ struct VerifierConfig {
   // and the driver does that one context at a time per GPU: with 1, an H200 makes 14.7 contexts
   // a second instead of 5.5 (docs/BENCHMARKS.md). Streams of one sample then share one queue.
   int gpu_hw_queues = 1;
-  bool mutant_check = true;               // re-run passing samples with kernel launches skipped
+  bool mutant_check = true;  // re-run passing samples with kernel launches skipped
   // same_process: the mutant run follows the real one in the sample's process (GPU memory the
   // real run freed is overwritten first); new_process: it gets a process of its own.
   std::string mutant_run = "same_process";
