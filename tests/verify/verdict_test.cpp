@@ -65,54 +65,47 @@ TEST(VerifyClassify, ReportDecides) {
   EXPECT_EQ(classify(f).flags, std::vector<std::string>{kInfrastructure});
 }
 
+// Reads `yaml` (file name k.yaml) into `c` and returns what the reader says at the end: the
+// first invalid value, with its line.
+Status read_verifier(const std::string& yaml, VerifierConfig& c) {
+  auto r =
+      ConfigReader::load_string(yaml, "k.yaml", [](const std::string&) { return std::nullopt; });
+  if (!r.ok()) return r.error();
+  read_config((*r)->root().child("verifier"), c);
+  return (*r)->finish();
+}
+
 TEST(VerifyConfig, ReadsAndValidates) {
-  auto r = ConfigReader::load_string(
+  VerifierConfig c;
+  auto st = read_verifier(
       "verifier:\n  mode: warm\n  workers_per_device: 8\n  devices: [cuda:0, cuda:1]\n"
       "  autotune: sometimes\n",
-      "k.yaml", [](const std::string&) { return std::nullopt; });
-  ASSERT_TRUE(r.ok());
-  VerifierConfig c;
-  read_config((*r)->root().child("verifier"), c);
+      c);
   EXPECT_EQ(c.workers_per_device, 8);
   EXPECT_EQ(c.devices.size(), 2u);
-  auto st = (*r)->finish();
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().message,
             "k.yaml:5: verifier.autotune: 'sometimes' is not one of single, full");
 }
 
 TEST(VerifyConfig, WorkersPerDeviceIsAutoByDefaultOrANumber) {
-  auto none = [](const std::string&) { return std::nullopt; };
   VerifierConfig c;
   EXPECT_EQ(c.workers_per_device, kAutoWorkers);
-  auto r = ConfigReader::load_string("verifier:\n  workers_per_device: auto\n", "k.yaml", none);
-  ASSERT_TRUE(r.ok());
   c.workers_per_device = 3;
-  read_config((*r)->root().child("verifier"), c);
+  EXPECT_TRUE(read_verifier("verifier:\n  workers_per_device: auto\n", c).ok());
   EXPECT_EQ(c.workers_per_device, kAutoWorkers);
-  EXPECT_TRUE((*r)->finish().ok());
-  auto bad = ConfigReader::load_string("verifier:\n  workers_per_device: 0\n", "k.yaml", none);
-  ASSERT_TRUE(bad.ok());
-  read_config((*bad)->root().child("verifier"), c);
-  auto st = (*bad)->finish();
+  auto st = read_verifier("verifier:\n  workers_per_device: 0\n", c);
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().message,
             "k.yaml:2: verifier.workers_per_device: '0' is not auto or a number >= 1");
 }
 
 TEST(VerifyConfig, GpuHardwareQueuesDefaultToOneAndAreChecked) {
-  auto none = [](const std::string&) { return std::nullopt; };
   VerifierConfig c;
   EXPECT_EQ(c.gpu_hw_queues, 1);
-  auto r = ConfigReader::load_string("verifier:\n  gpu_hw_queues: 0\n", "k.yaml", none);
-  ASSERT_TRUE(r.ok());
-  read_config((*r)->root().child("verifier"), c);
+  EXPECT_TRUE(read_verifier("verifier:\n  gpu_hw_queues: 0\n", c).ok());
   EXPECT_EQ(c.gpu_hw_queues, 0);
-  EXPECT_TRUE((*r)->finish().ok());
-  auto bad = ConfigReader::load_string("verifier:\n  gpu_hw_queues: -2\n", "k.yaml", none);
-  ASSERT_TRUE(bad.ok());
-  read_config((*bad)->root().child("verifier"), c);
-  auto st = (*bad)->finish();
+  auto st = read_verifier("verifier:\n  gpu_hw_queues: -2\n", c);
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().message,
             "k.yaml:2: verifier.gpu_hw_queues: must be between 0 (the driver's default) and 128");
