@@ -420,13 +420,14 @@ Measure run_naive(Env& e, const std::vector<Sample>& samples, const std::string&
   return m;
 }
 
-// kforge's warm pool; `cache` empty: a cold cache of its own (returned through `cache`).
+// kforge's warm pool; `cache` empty: a cold cache of its own (returned through `cache`);
+// `driver_queues`: verifier.gpu_hw_queues 0 (the driver's default) instead of the config's.
 Measure run_pool(Env& e, const std::vector<Sample>& samples, const std::string& workers,
-                 const std::string& label, std::string& cache, int hw_queues = 1) {
+                 const std::string& label, std::string& cache, bool driver_queues = false) {
   Measure m;
   m.label = label;
   verify::VerifierConfig cfg;
-  cfg.gpu_hw_queues = hw_queues;
+  if (driver_queues) cfg.gpu_hw_queues = 0;
   cfg.python = e.o.python;
   cfg.autotune = e.o.autotune;
   cfg.timeout_s = e.o.timeout_s;
@@ -642,7 +643,7 @@ int run_corpus_bench(const CorpusBenchOptions& opts) {
   }
   if (o.hw_queues_ab) {
     std::string c;
-    queues8 = run_pool(e, samples, o.workers, "kforge warm, driver's queues", c, 0);
+    queues8 = run_pool(e, samples, o.workers, "kforge warm, driver's queues", c, true);
     figures(true);
   }
   for (const auto& w : o.sweep) {
