@@ -7,8 +7,7 @@ standing in for the model:
                   the tag stands for the descriptions, so each generation prompt names its sample;
   --script FILE   a kforge-fake-llm script (JSON, which its YAML reader takes): for each sample a
                   generation rule, matched by its tag, that answers the sample's own wrapper and
-                  test; then one canned analysis (for pipelines with an analysis stage).
-  --summary FILE  the stats line at the end as JSON (samples, kept, left out and why), if given.
+                  test (pipeline v1: generation is its only stage).
 
 The gold tests keep their launching functions in the code, and kforge's pipeline takes only a
 wrapper that launches a kernel of the code (`kernel[grid](...)`), as a model is asked to write
@@ -25,20 +24,6 @@ import ast
 import collections
 import json
 import sys
-
-ANALYSIS = {
-    "core_function": "the kernels of this file, launched by the wrapper",
-    "functional_contract": "the outputs the test compares",
-    "memory_access_pattern": {"input_tensors": "as the code reads them",
-                              "output_tensors": "as the code writes them"},
-    "golden_reference": "the test's own",
-    "key_parameters": [],
-    "kernel_launches": [],
-    "preconditions": [],
-    "edge_cases": {},
-    "numerics": "as the test checks",
-}
-
 
 def _is_kernel(node):
     for d in node.decorator_list:
@@ -90,7 +75,6 @@ def main():
     ap.add_argument("samples")
     ap.add_argument("--corpus", required=True)
     ap.add_argument("--script", required=True)
-    ap.add_argument("--summary")
     ap.add_argument("--samples-out", help="the rearranged samples, for kforge verify")
     ap.add_argument("--latency-ms", type=int, default=5)
     a = ap.parse_args()
@@ -125,8 +109,6 @@ def main():
                                      "unitest_code": s["unitest_code"]}})
         corpus.append({"key": s["key"], "code": s["code"], "tag": tag(s["key"])})
         rearranged.append(s)
-    rules.append({"name": "analyze", "match": {"contains": "analysis"}, "wrap": "prose",
-                  "reply_json": {"analysis": ANALYSIS}})
     with open(a.script, "w") as f:
         json.dump({"defaults": {"latency_ms": a.latency_ms}, "rules": rules}, f)
     with open(a.corpus, "w") as f:
@@ -137,9 +119,6 @@ def main():
             for r in rearranged:
                 f.write(json.dumps(r) + "\n")
     stats = {"samples": len(samples), "kept": len(corpus), "left_out": dict(left_out)}
-    if a.summary:
-        with open(a.summary, "w") as f:
-            json.dump(stats, f)
     print("daemon_samples: %s" % json.dumps(stats))
 
 
