@@ -16,31 +16,19 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <thread>
 
+#include "daemon_loop.hpp"
 #include "kforge/app/config.hpp"
 #include "kforge/core/log.hpp"
-#include "kforge/pipeline/metrics.hpp"
-#include "kforge/pipeline/notify.hpp"
-#include "kforge/pipeline/progress.hpp"
-#include "kforge/pipeline/scheduler.hpp"
 #include "verifier_thread.hpp"
 
 namespace kforge::daemon {
 namespace {
 
 using namespace std::chrono_literals;
-using Steady = std::chrono::steady_clock;
-
-std::atomic<int> g_term{0};  // SIGTERM/SIGINT received (count)
-std::atomic<bool> g_hup{false};
-
-std::int64_t ms_since(Steady::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - t).count();
-}
 
 // The pid holding a flock on the file (device, inode), from /proc/locks; "?" if not found.
 std::string flock_holder(dev_t dev, ino_t ino) {
@@ -88,16 +76,6 @@ std::string host_name() {
   return buf;
 }
 
-// What the HTTP thread serves; written by the main loop.
-struct Shared {
-  std::mutex mu;
-  std::string metrics = "kforge_up 1\n";
-  std::int64_t last_step_wall_ms = 0;
-  int in_flight = 0;
-  bool draining = false;
-  std::string last_error;
-};
-
 class HttpServer {
  public:
   ~HttpServer() { stop(); }
@@ -144,42 +122,22 @@ class HttpServer {
   int bound_ = -1;
 };
 
-std::string status_line(store::Db& db, const pipeline::Scheduler& s, Clock& clock) {
-  auto progress = pipeline::collect_progress(db, clock.wall_ms());
-  std::string line;
-  if (progress.ok()) {
-    for (const auto& p : *progress) {
-      if (p.run.state != "active") continue;
-      char buf[256];
-      std::snprintf(buf, sizeof buf, "%s %lld/%lld (%.0f%%) %.0f/min", p.run.tag.c_str(),
-                    static_cast<long long>(p.past_llm), static_cast<long long>(p.total),
-                    p.fraction() * 100, p.per_minute);
-      line += (line.empty() ? "" : "; ") + std::string(buf);
-      if (p.eta_s) line += " ETA " + std::to_string(*p.eta_s) + "s";
-    }
-  }
-  if (line.empty()) line = "idle: no active runs";
-  line += "; " + std::to_string(s.in_flight()) + " in flight";
-  if (s.draining()) line = "stopping: " + line;
-  return line;
-}
-
-void signal_thread(sigset_t set, pipeline::Scheduler* sched) {
+// Turns SIGTERM/SIGINT and SIGHUP (blocked in every thread) into requests to the loop.
+void signal_thread(sigset_t set, DaemonLoop* loop) {
   while (true) {
     int sig = 0;
     if (sigwait(&set, &sig) != 0) continue;
-    if (sig == SIGHUP) {
-      g_hup = true;
-    } else {
-      ++g_term;
-    }
-    sched->wake();
+    if (sig == SIGHUP)
+      loop->request_reload();
+    else
+      loop->request_stop();
   }
 }
 
 int serve(const std::string& config_path, app::Config cfg) {
   setup_logging(cfg.log.level, cfg.log.file);
-  Clock& clock = system_clock();
+  Env& env = default_env();
+  Clock& clock = env.clock();
   auto db_r = app::open_store(cfg);
   if (!db_r.ok()) {
     spdlog::error("{}", db_r.error().message);
@@ -212,25 +170,25 @@ int serve(const std::string& config_path, app::Config cfg) {
     spdlog::error("{}", lib_r.error().message);
     return 1;
   }
-  // Libraries stay alive until exit: calls in flight after a reload still point into the old.
-  std::vector<std::unique_ptr<pipeline::PromptLibrary>> libraries;
-  libraries.push_back(std::make_unique<pipeline::PromptLibrary>(std::move(*lib_r)));
+  auto prompts = std::make_unique<pipeline::PromptLibrary>(std::move(*lib_r));
 
   llm::ClientOptions copts;
   copts.db_path = cfg.store.path;
   copts.db_busy_timeout_ms = cfg.store.busy_timeout_ms;
   auto gateway = pipeline::make_client_gateway(cfg.llm, copts);
-  pipeline::Scheduler sched(jobs, *gateway, *libraries.back(), clock, cfg.pipeline);
+  pipeline::Scheduler sched(jobs, *gateway, *prompts, clock, cfg.pipeline);
+  pipeline::Notifier notifier;
+  Shared shared;
+  DaemonLoop loop({*db, sched, *gateway, notifier, clock, shared}, config_path, cfg, *dir,
+                  std::move(prompts));
 
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGHUP);
-  std::thread(signal_thread, set, &sched).detach();
+  std::thread(signal_thread, set, &loop).detach();
 
-  Shared shared;
-  shared.last_step_wall_ms = clock.wall_ms();
   HttpServer http;
   std::int64_t stale_ms = std::max<std::int64_t>(30'000, 10 * cfg.pipeline.idle_poll_ms);
   if (!cfg.daemon.http_listen.empty()) {
@@ -243,8 +201,6 @@ int serve(const std::string& config_path, app::Config cfg) {
                  cfg.daemon.http_listen.substr(0, cfg.daemon.http_listen.rfind(':')), http.port());
   }
 
-  pipeline::Notifier notifier;
-  auto started = Steady::now();
   auto notify = [&](const std::string& msg) {
     auto r = notifier.notify(msg);
     if (!r.ok() && r.error().is_transient())
@@ -262,110 +218,14 @@ int serve(const std::string& config_path, app::Config cfg) {
   // The verifier runs on its own thread with its own connection: the pool's step() waits on its
   // workers, and the LLM side must not wait behind it.
   std::unique_ptr<VerifierThread> verifier;
-  if (cfg.daemon.verify) verifier = std::make_unique<VerifierThread>(cfg, owner, prefix + ":*");
+  if (cfg.daemon.verify)
+    verifier = std::make_unique<VerifierThread>(cfg, owner, prefix + ":*", env);
 
-  auto watchdog =
-      std::chrono::duration_cast<std::chrono::milliseconds>(notifier.watchdog_interval());
-  auto last_watchdog = Steady::now();
-  auto last_metrics = Steady::time_point{};
-  auto last_status = Steady::now();
-  auto last_log = Steady::now();
-  Steady::time_point drain_deadline{};
-  int consecutive_errors = 0;
-  // Test only (the real-systemd test): when the file KFORGE_TEST_STALL_FILE names appears, the
-  // main loop removes it and stops stepping, as a wedged loop would, until it is killed.
-  const char* stall_env = std::getenv("KFORGE_TEST_STALL_FILE");
-  const std::string stall_file = stall_env != nullptr ? stall_env : "";
-  while (true) {
-    if (!stall_file.empty() && ::unlink(stall_file.c_str()) == 0) {
-      spdlog::warn("{} found: the main loop stalls until killed (test fault)", stall_file);
-      while (true) std::this_thread::sleep_for(1s);
-    }
-    auto step = sched.step();
-    if (step.ok()) {
-      consecutive_errors = 0;
-      std::lock_guard l(shared.mu);
-      shared.last_step_wall_ms = clock.wall_ms();
-      shared.in_flight = sched.in_flight();
-      shared.draining = sched.draining();
-    } else {
-      ++consecutive_errors;
-      spdlog::error("step failed ({} in a row): {}", consecutive_errors, step.error().message);
-      {
-        std::lock_guard l(shared.mu);
-        shared.last_error = step.error().message;
-      }
-      std::this_thread::sleep_for(std::min(100ms * consecutive_errors, 5000ms));
-    }
-    // The watchdog is fed only while steps succeed: a wedged loop gets restarted.
-    if (watchdog.count() > 0 && step.ok() && Steady::now() - last_watchdog >= watchdog) {
-      notify("WATCHDOG=1");
-      last_watchdog = Steady::now();
-    }
-    if (Steady::now() - last_metrics >= 1s) {
-      pipeline::MetricsSnapshot m;
-      auto st = pipeline::collect_db_metrics(*db, m);
-      if (!st.ok()) spdlog::warn("metrics: {}", st.error().message);
-      m.scheduler = sched.stats();
-      m.llm = gateway->stats();
-      m.in_flight = sched.in_flight();
-      m.draining = sched.draining();
-      m.uptime_s = static_cast<double>(ms_since(started)) / 1000.0;
-      std::string text = pipeline::render_prometheus(m);
-      std::lock_guard l(shared.mu);
-      shared.metrics = std::move(text);
-      last_metrics = Steady::now();
-    }
-    if (ms_since(last_status) >= cfg.daemon.status_interval_ms) {
-      std::string line = status_line(*db, sched, clock);
-      if (notifier.enabled()) notify("STATUS=" + line);
-      if (ms_since(last_log) >= 30'000) {
-        spdlog::info("{}", line);
-        last_log = Steady::now();
-      }
-      last_status = Steady::now();
-    }
-    if (g_hup.exchange(false)) {
-      auto fresh = app::load_config(config_path);
-      if (!fresh.ok()) {
-        spdlog::error("SIGHUP: keeping the current configuration: {}", fresh.error().message);
-      } else {
-        auto lib = pipeline::PromptLibrary::load(*dir);
-        if (!lib.ok()) {
-          spdlog::error("SIGHUP: keeping the current prompts: {}", lib.error().message);
-          sched.reconfigure(fresh->pipeline);
-        } else {
-          libraries.push_back(std::make_unique<pipeline::PromptLibrary>(std::move(*lib)));
-          sched.reconfigure(fresh->pipeline, libraries.back().get());
-        }
-        gateway->reload_limits(fresh->llm);
-        cfg.pipeline = fresh->pipeline;
-        cfg.daemon.status_interval_ms = fresh->daemon.status_interval_ms;
-        setup_logging(fresh->log.level, cfg.log.file);
-        spdlog::info("SIGHUP: reloaded {}: up to {} stage calls in flight, {} LLM requests",
-                     fresh->source, cfg.pipeline.max_in_flight, fresh->llm.max_in_flight);
-      }
-    }
-    int term = g_term.load();
-    if (term > 0 && !sched.draining()) {
-      sched.drain();
-      drain_deadline = Steady::now() + std::chrono::milliseconds(cfg.daemon.shutdown_grace_ms);
-      spdlog::info("stopping: no new leases; {} calls in flight get up to {} ms", sched.in_flight(),
-                   cfg.daemon.shutdown_grace_ms);
-      notify("STOPPING=1\nSTATUS=stopping: " + std::to_string(sched.in_flight()) +
-             " calls in flight");
-    }
-    if (sched.draining() && (sched.in_flight() == 0 || Steady::now() >= drain_deadline || term > 1))
-      break;
-    auto wait = std::chrono::milliseconds(cfg.pipeline.idle_poll_ms);
-    if (watchdog.count() > 0) wait = std::min(wait, watchdog);
-    if (sched.draining()) wait = std::min(wait, 100ms);
-    sched.wait(wait);
-  }
+  loop.run();
   int left = sched.in_flight();
   if (verifier) {
-    auto grace =
-        std::chrono::duration_cast<std::chrono::milliseconds>(drain_deadline - Steady::now());
+    auto grace = std::chrono::duration_cast<std::chrono::milliseconds>(loop.drain_deadline() -
+                                                                       clock.steady_now());
     verifier->stop(std::max(grace, 0ms));
     const auto vs = verifier->stats();
     spdlog::info("verifier stopped: {} verdicts stored ({} verified), {} samples back in the queue",

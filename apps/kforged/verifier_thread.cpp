@@ -9,8 +9,10 @@
 
 namespace kforge::daemon {
 
-VerifierThread::VerifierThread(const app::Config& cfg, std::string owner, std::string owner_glob)
-    : thread_(&VerifierThread::run, this, cfg, std::move(owner), std::move(owner_glob)) {}
+VerifierThread::VerifierThread(const app::Config& cfg, std::string owner, std::string owner_glob,
+                               Env& env)
+    : env_(env),
+      thread_(&VerifierThread::run, this, cfg, std::move(owner), std::move(owner_glob)) {}
 
 VerifierThread::~VerifierThread() {
   stop(std::chrono::milliseconds(0));
@@ -32,12 +34,13 @@ std::string VerifierThread::last_error() const {
 }
 
 void VerifierThread::run(app::Config cfg, std::string owner, std::string owner_glob) {
+  Clock& clock = env_.clock();
   auto db = app::open_store(cfg);
   // The pool's devices go to the database (verifier_devices) for `kforge status`: a device out
   // of rotation, or a pool that cannot start at all (device "verifier"), is an alert there.
   auto record = [&](const std::vector<verify::DeviceStatus>& devices) {
     if (!db.ok()) return;
-    auto st = verify::replace_device_status(**db, devices, system_clock().wall_ms());
+    auto st = verify::replace_device_status(**db, devices, clock.wall_ms());
     if (!st.ok()) spdlog::warn("verifier: recording the devices' state: {}", st.error().message);
   };
   auto fail = [&](const std::string& msg) {
@@ -60,15 +63,15 @@ void VerifierThread::run(app::Config cfg, std::string owner, std::string owner_g
     opts.verifier = cfg.verifier;
     if (cfg.source != "(defaults)") opts.config_file = std::filesystem::absolute(cfg.source);
     if (!cfg.llm.api_key_env.empty()) opts.drop_env.push_back(cfg.llm.api_key_env);
-    auto s =
-        pipeline::SlurmBackend::create(**db, system_clock(), std::move(opts), owner, owner_glob);
+    opts.env = &env_;
+    auto s = pipeline::SlurmBackend::create(**db, clock, std::move(opts), owner, owner_glob);
     if (!s.ok()) return fail(s.error().message);
     backend = std::move(*s);
   } else {
     verify::PoolOptions opts;
     opts.config = cfg.verifier;
-    auto s =
-        pipeline::VerifyStage::create(**db, system_clock(), std::move(opts), owner, owner_glob);
+    opts.env = &env_;
+    auto s = pipeline::VerifyStage::create(**db, clock, std::move(opts), owner, owner_glob);
     if (!s.ok()) return fail(s.error().message);
     local = s->get();
     backend = std::move(*s);
@@ -79,7 +82,7 @@ void VerifierThread::run(app::Config cfg, std::string owner, std::string owner_g
     recorded = local->pool().devices();
     record(recorded);
   }
-  auto last_record = std::chrono::steady_clock::now();
+  auto last_record = clock.steady_now();
   std::chrono::steady_clock::time_point deadline{};
   bool drain_started = false;
   int errors = 0;
@@ -87,9 +90,9 @@ void VerifierThread::run(app::Config cfg, std::string owner, std::string owner_g
     if (draining_ && !drain_started) {
       drain_started = true;
       backend->drain();
-      deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms_.load());
+      deadline = clock.steady_now() + std::chrono::milliseconds(grace_ms_.load());
     }
-    if (drain_started && (backend->idle() || std::chrono::steady_clock::now() >= deadline)) break;
+    if (drain_started && (backend->idle() || clock.steady_now() >= deadline)) break;
     auto st = backend->step(std::chrono::milliseconds(200));
     if (!st.ok()) {
       ++errors;
@@ -98,11 +101,11 @@ void VerifierThread::run(app::Config cfg, std::string owner, std::string owner_g
         std::lock_guard l(mu_);
         last_error_ = st.error().message;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(100 * errors, 5000)));
+      clock.sleep_for(std::chrono::milliseconds(std::min(100 * errors, 5000)));
     } else {
       errors = 0;
     }
-    if (local && std::chrono::steady_clock::now() - last_record >= std::chrono::seconds(1)) {
+    if (local && clock.steady_now() - last_record >= std::chrono::seconds(1)) {
       auto devices = local->pool().devices();
       auto key = [](const std::vector<verify::DeviceStatus>& v) {
         std::string k;
@@ -115,7 +118,7 @@ void VerifierThread::run(app::Config cfg, std::string owner, std::string owner_g
         record(devices);
         recorded = std::move(devices);
       }
-      last_record = std::chrono::steady_clock::now();
+      last_record = clock.steady_now();
     }
     std::lock_guard l(mu_);
     stats_ = backend->stats();

@@ -10,14 +10,17 @@
 #include <thread>
 
 #include "kforge/app/config.hpp"
+#include "kforge/core/env.hpp"
 #include "kforge/pipeline/verify_stage.hpp"
 
 namespace kforge::daemon {
 
 class VerifierThread {
  public:
-  // Starts the thread; the pool starts on it. start_error() says why it could not start.
-  VerifierThread(const app::Config& cfg, std::string owner, std::string owner_glob);
+  // Starts the thread; the pool starts on it. last_error() says why it could not start.
+  // Processes and time go through env (which must outlive the thread).
+  VerifierThread(const app::Config& cfg, std::string owner, std::string owner_glob,
+                 Env& env = default_env());
   ~VerifierThread();  // stop(0)
 
   // Stops leasing and waits up to grace for samples being verified, then kills the rest and
@@ -30,6 +33,7 @@ class VerifierThread {
  private:
   void run(app::Config cfg, std::string owner, std::string owner_glob);
 
+  Env& env_;
   std::atomic<bool> running_{true};
   std::atomic<bool> draining_{false};
   std::atomic<std::int64_t> grace_ms_{0};

@@ -13,7 +13,9 @@
 # The provider is kforge-fake-llm on the host's 127.0.0.1 (the namespaces share the host's
 # network), named in /etc/kforge/kforged.env as the package's users would name theirs. The only
 # changes to the shipped unit are a drop-in with shorter WatchdogSec= and RestartSec= (the test
-# waits for them) and the test-only fault switch KFORGE_TEST_STALL_FILE in kforged.env.
+# waits for them). The stalled daemon of the watchdog case is a SIGSTOP from outside: the
+# product has no test switch (the loop's own watchdog rule is tested in-process, with a
+# ManualClock, in tests/kforged/daemon_loop_test.cpp).
 # corpus.json: 20 records of TritonBench_G_v1.json (thunlp/TritonBench, Apache-2.0).
 set -euo pipefail
 phase=${1:-service}
@@ -128,7 +130,6 @@ env_file() {
     echo "KFORGE_DAEMON_STATUS_INTERVAL_MS=300"
     echo "KFORGE_DAEMON_HTTP_LISTEN=127.0.0.1:0"
     echo "KFORGE_DAEMON_SHUTDOWN_GRACE_MS=20000"
-    echo "KFORGE_TEST_STALL_FILE=/var/lib/kforge/stall"  # test only: see apps/kforged/main.cpp
     if [ "$phase" = hostile ]; then
       echo "KFORGE_DAEMON_VERIFY=true"
       echo "KFORGE_VERIFIER_DEVICES=cpu"
@@ -274,10 +275,12 @@ check "no stage output duplicated" test "$(q "SELECT count(*) FROM (SELECT job_i
 grep -q 'took back .* leases' <<<"$(IN journalctl --no-pager -u kforged -o cat)" ||
   die "the restart did not take the dead process's leases back"
 
-# ---- the watchdog: a stalled main loop is killed and restarted
+# ---- the watchdog: a stalled daemon is killed and restarted
 pid=$(prop MainPID)
-IN touch /var/lib/kforge/stall
-say "stalling the main loop of pid $pid (test fault)"
+# SIGSTOP stalls every thread, so no WATCHDOG=1 comes; systemd's watchdog signal is followed by
+# SIGCONT, so the stopped process still dies of it.
+IN kill -STOP "$pid"
+say "stalled pid $pid (SIGSTOP)"
 watchdogged() { [ "$(prop NRestarts)" = 2 ] && [ "$(prop SubState)" = running ] && [ "$(prop MainPID)" != "$pid" ]; }
 waitfor 40 "the watchdog's restart" watchdogged
 IN journalctl --no-pager -u kforged -o cat | grep -q 'Watchdog timeout' || die "no 'Watchdog timeout' in the journal"

@@ -109,9 +109,10 @@ TEST(VerifyCli, StatusShowsADeviceOutOfRotation) {
   EXPECT_EQ(r.out.find("cuda:0"), std::string::npos);
 }
 
-// Two (fake) GPUs and the test-only fault switch on one: the run finishes on the other, and
-// `kforge status` shows the alert that `kforge verify --record-devices` stored.
-TEST(VerifyCli, FaultSwitchTakesAGpuOutAndStatusShowsIt) {
+// Two (fake) GPUs of which the second is broken (a fake torch whose CUDA is unavailable there):
+// the run finishes on the other, and `kforge status` shows the alert that
+// `kforge verify --record-devices` stored.
+TEST(VerifyCli, ABrokenGpuLeavesTheRotationAndStatusShowsIt) {
   TempDir tmp;
   auto input = tmp / "samples.jsonl";
   {
@@ -129,17 +130,20 @@ TEST(VerifyCli, FaultSwitchTakesAGpuOutAndStatusShowsIt) {
   auto config = tmp / "kforge.yaml";
   write_text(config, "store:\n  path: " + db_path.string() +
                          "\nverifier:\n  devices: [cuda:0, cuda:1]\n  workers_per_device: 1\n"
-                         "  preload: []\n  python: " +
-                         sandbox_python() + "\n  work_dir: " + (tmp / "work").string() +
-                         "\n  max_start_failures: 1\n  test_fail_device: cuda:1\n"
-                         "  test_fail_after: 1\n  memory_cap_mb: 300\n  max_processes: 32\n");
+                         "  preload: [torch]\n  python_path: [" +
+                         (source_dir() / "tests" / "verify" / "fake_gpu_second_broken").string() +
+                         "]\n  python: " + sandbox_python() +
+                         "\n  work_dir: " + (tmp / "work").string() +
+                         "\n  max_start_failures: 1\n  memory_cap_mb: 300\n  max_processes: 32\n");
   auto out_json = tmp / "verdicts.jsonl";
   auto r = run_process({binary("apps/kforge/kforge").string(), "--config", config.string(),
                         "verify", input.string(), "--timeout", "20", "--json", out_json.string(),
                         "--record-devices"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("passed   6"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("ALERT: cuda:1 out of rotation: test fault"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ALERT: cuda:1 out of rotation: GPU probe failed"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("is_available() is False"), std::string::npos) << r.out;
   auto st =
       run_process({binary("apps/kforge/kforge").string(), "--config", config.string(), "status"});
   ASSERT_EQ(st.exit_code, 0) << st.err;

@@ -1,9 +1,11 @@
 // Several GPUs in one pool, on a CPU machine: fake devices (the GPU is the outside world), real
 // workers and samples. Workers are spread over the devices and each sees only its own; the
-// automatic worker count; the test-only fault switch takes a device out of rotation mid-run.
+// automatic worker count; a GPU that goes bad mid-run (injected through the pool's Env) leaves
+// the rotation.
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <tuple>
@@ -17,6 +19,39 @@ namespace kforge::test {
 namespace {
 
 using verify::Verdict;
+
+// A GPU that goes bad (the GPU is the outside world, faked through the pool's door to processes):
+// once fail_now() is called, the workers started for the device whose CUDA_VISIBLE_DEVICES is
+// `visible` are killed, and every later start on it fails.
+class FailingGpuEnv final : public EnvWrapper {
+ public:
+  explicit FailingGpuEnv(const std::string& visible)
+      : EnvWrapper(default_env()), visible_("CUDA_VISIBLE_DEVICES=" + visible) {}
+
+  Result<pid_t> spawn(const SpawnOptions& o) override {
+    bool on_device = o.env && std::find(o.env->begin(), o.env->end(), visible_) != o.env->end();
+    if (on_device && failed_) {
+      ++refused_;
+      return fail("io", "test fault: the GPU of " + visible_ + " is gone");
+    }
+    auto pid = EnvWrapper::spawn(o);
+    if (on_device && pid.ok()) started_.push_back(*pid);
+    return pid;
+  }
+
+  void fail_now() {
+    if (failed_) return;
+    failed_ = true;
+    for (pid_t p : started_) kill_group(target(), p);
+  }
+  int refused() const { return refused_; }
+
+ private:
+  std::string visible_;
+  bool failed_ = false;
+  int refused_ = 0;
+  std::vector<pid_t> started_;
+};
 
 std::vector<verify::Device> two_fake_gpus(std::int64_t memory_mb = 0) {
   return {{"cuda:0", verify::Vendor::nvidia, 0, "Fake GPU", "GPU-aaaa", memory_mb},
@@ -104,18 +139,20 @@ TEST(VerifyDevices, HardwareQueuesFollowTheSettingAndVerifierEnvWins) {
   }
 }
 
-TEST(VerifyDevices, TestFaultTakesAGpuOutOfRotationAndTheRunFinishesOnTheOther) {
+TEST(VerifyDevices, AGpuThatFailsMidRunLeavesTheRotationAndTheRunFinishesOnTheOther) {
   TempDir tmp;
   auto cfg = gpu_config(tmp);
   cfg.workers_per_device = 1;
   cfg.max_start_failures = 2;
-  cfg.test_fail_device = "cuda:1";
-  cfg.test_fail_after = 2;
-  auto pool = make_pool(cfg, two_fake_gpus());
+  FailingGpuEnv env("GPU-bbbb");  // cuda:1; outlives the pool
+  auto pool = make_pool(cfg, two_fake_gpus(), &env);
   ASSERT_TRUE(pool);
   std::vector<verify::VerifyRequest> reqs;
   for (int i = 0; i < 8; ++i) reqs.push_back(load_sample("pass"));
-  auto r = run_all(*pool, reqs);
+  // The GPU goes bad once two samples are done.
+  auto r = run_all(*pool, reqs, [&env](std::size_t done) {
+    if (done == 2) env.fail_now();
+  });
   for (const auto& x : r) {
     EXPECT_EQ(x.verdict, Verdict::passed) << x.detail;
     // "pass" defines no Triton kernel, so it is flagged; the point here is that it ran to a
@@ -130,7 +167,10 @@ TEST(VerifyDevices, TestFaultTakesAGpuOutOfRotationAndTheRunFinishesOnTheOther) 
   auto devs = pool->devices();
   EXPECT_TRUE(devs[0].in_rotation);
   EXPECT_FALSE(devs[1].in_rotation);
-  EXPECT_NE(devs[1].reason.find("test fault"), std::string::npos) << devs[1].reason;
+  EXPECT_NE(devs[1].reason.find("test fault: the GPU of CUDA_VISIBLE_DEVICES=GPU-bbbb is gone"),
+            std::string::npos)
+      << devs[1].reason;
+  EXPECT_EQ(env.refused(), 2);  // max_start_failures starts were tried, then no more
   // What `kforge status` reads.
   auto db = store::Db::open({(tmp.path() / "k.db").string()});
   ASSERT_TRUE(db.ok()) << db.error().message;

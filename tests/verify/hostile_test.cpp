@@ -26,7 +26,7 @@ constexpr const char* kFakeKey = "sk-kforge-test-key-must-not-leak-4242";
 // (no sample runs unconfined); the test then says so and stops.
 #define SKIP_UNLESS_NAMESPACES(cfg)                                                            \
   do {                                                                                         \
-    std::string why = verify::probe_namespaces(::geteuid() != 0);                              \
+    std::string why = verify::probe_namespaces(default_env(), ::geteuid() != 0);               \
     if (!why.empty() && ::geteuid() == 0)                                                      \
       GTEST_SKIP() << "this host refuses PID namespaces even to root (" << why                 \
                    << "); samples are confined by their own uids only";                        \

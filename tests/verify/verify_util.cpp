@@ -58,24 +58,27 @@ verify::VerifierConfig test_config(const TempDir& dir, const std::string& mode) 
 }
 
 std::unique_ptr<verify::Pool> make_pool(const verify::VerifierConfig& cfg,
-                                        std::vector<verify::Device> devices) {
+                                        std::vector<verify::Device> devices, Env* env) {
   verify::PoolOptions o;
   o.config = cfg;
   o.devices = std::move(devices);
+  o.env = env;
   auto p = verify::Pool::create(o);
   if (!p.ok()) ADD_FAILURE() << p.error().message;
   return p.ok() ? std::move(*p) : nullptr;
 }
 
 std::vector<verify::VerifyResult> run_all(verify::Pool& pool,
-                                          const std::vector<verify::VerifyRequest>& requests) {
+                                          const std::vector<verify::VerifyRequest>& requests,
+                                          const std::function<void(std::size_t)>& after_each) {
   std::vector<verify::VerifyResult> out(requests.size());
   std::size_t done = 0;
   for (std::size_t i = 0; i < requests.size(); ++i) {
     while (!pool.accepting()) pool.step(std::chrono::milliseconds(50));
-    auto id = pool.submit(requests[i], [&out, &done, i](verify::VerifyResult&& r) {
+    auto id = pool.submit(requests[i], [&out, &done, &after_each, i](verify::VerifyResult&& r) {
       out[i] = std::move(r);
       ++done;
+      if (after_each) after_each(done);
     });
     EXPECT_TRUE(id.ok());
   }

@@ -2,10 +2,12 @@
 // Helpers for the verifier tests: sample directories (tests/verify/samples/NAME/{code,wrapper,
 // test}.py), a test configuration with hard caps, and running samples to completion.
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "kforge/core/env.hpp"
 #include "kforge/verify/pool.hpp"
 #include "testutil.hpp"
 
@@ -23,12 +25,16 @@ std::string sandbox_python();
 // 2 GiB address space, 16 processes, 4 MiB files, a 16 MiB tmpfs, 64 KiB of output kept.
 verify::VerifierConfig test_config(const TempDir& dir, const std::string& mode = "warm");
 
+// env: the pool's door to processes (null: the real one); it must outlive the pool.
 std::unique_ptr<verify::Pool> make_pool(const verify::VerifierConfig& cfg,
-                                        std::vector<verify::Device> devices = {});
+                                        std::vector<verify::Device> devices = {},
+                                        Env* env = nullptr);
 
 // Submits each request and steps the pool until all are done; results in request order.
+// after_each (if set) runs in each sample's callback with the number done so far.
 std::vector<verify::VerifyResult> run_all(verify::Pool& pool,
-                                          const std::vector<verify::VerifyRequest>& requests);
+                                          const std::vector<verify::VerifyRequest>& requests,
+                                          const std::function<void(std::size_t)>& after_each = {});
 verify::VerifyResult run_one(verify::Pool& pool, const verify::VerifyRequest& request);
 
 // Processes (not zombies) whose real or effective uid is uid.

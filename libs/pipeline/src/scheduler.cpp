@@ -66,17 +66,18 @@ int repair_rounds_of(const RunRow& run) {
 
 class Busy {
  public:
-  explicit Busy(std::uint64_t& acc) : acc_(acc), start_(std::chrono::steady_clock::now()) {}
+  Busy(std::uint64_t& acc, const Clock& clock)
+      : acc_(acc), clock_(clock), start_(clock.steady_now()) {}
   ~Busy() {
-    acc_ += static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                           std::chrono::steady_clock::now() - start_)
-                                           .count());
+    acc_ += static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(clock_.steady_now() - start_).count());
   }
   Busy(const Busy&) = delete;
   Busy& operator=(const Busy&) = delete;
 
  private:
   std::uint64_t& acc_;
+  const Clock& clock_;
   std::chrono::steady_clock::time_point start_;
 };
 
@@ -136,7 +137,7 @@ Result<StepReport> Scheduler::step() {
     std::lock_guard lock(inbox_->mu);
     done.swap(inbox_->queue);
   }
-  Busy busy(stats_.busy_ns);
+  Busy busy(stats_.busy_ns, clock_);
   for (std::size_t i = 0; i < done.size(); ++i) {
     auto st = complete(done[i], rep);
     if (!st.ok()) {

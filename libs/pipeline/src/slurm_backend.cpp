@@ -1,9 +1,6 @@
 #include "kforge/pipeline/slurm_backend.hpp"
 
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,7 +10,6 @@
 #include <fstream>
 #include <set>
 #include <sstream>
-#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -22,7 +18,7 @@
 #include "kforge/pipeline/jobs.hpp"
 #include "kforge/verify/store.hpp"
 
-extern char** environ;
+extern "C" char** environ;
 
 namespace kforge::pipeline {
 
@@ -144,93 +140,20 @@ std::vector<std::string> environment_without(const std::vector<std::string>& dro
   return env;
 }
 
-Result<CommandResult> run_command_env(const std::vector<std::string>& argv,
-                                      std::chrono::milliseconds timeout,
-                                      const std::vector<std::string>* env) {
-  if (argv.empty()) return fail("config", "empty command");
-  int out_pipe[2], err_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return fail("io", "pipe: " + std::string(strerror(errno)));
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
-    ::close(out_pipe[0]);
-    ::close(out_pipe[1]);
-    return fail("io", "pipe: " + std::string(strerror(errno)));
-  }
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  std::vector<char*> envp;
-  if (env) {
-    for (const auto& e : *env) envp.push_back(const_cast<char*>(e.c_str()));
-    envp.push_back(nullptr);
-  }
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) ::close(fd);
-    return fail("io", "fork: " + std::string(strerror(errno)));
-  }
-  if (pid == 0) {
-    int null = ::open("/dev/null", O_RDONLY);
-    ::dup2(null, 0);
-    ::dup2(out_pipe[1], 1);
-    ::dup2(err_pipe[1], 2);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (env) environ = envp.data();
-    ::execvp(args[0], args.data());
-    std::string msg = argv[0] + ": " + strerror(errno) + "\n";
-    (void)!::write(2, msg.data(), msg.size());
-    ::_exit(127);
-  }
-  ::close(out_pipe[1]);
-  ::close(err_pipe[1]);
-  CommandResult r;
-  auto until = std::chrono::steady_clock::now() + timeout;
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  int open_fds = 2;
-  bool killed = false;
-  while (open_fds > 0) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    until - std::chrono::steady_clock::now())
-                    .count();
-    if (left <= 0) {
-      ::kill(pid, SIGKILL);
-      killed = true;
-      break;
-    }
-    int n = ::poll(fds, 2, static_cast<int>(std::min<long long>(left, 1000)));
-    if (n < 0 && errno != EINTR) break;
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      char buf[4096];
-      ssize_t got = ::read(fds[i].fd, buf, sizeof buf);
-      if (got > 0) {
-        (i == 0 ? r.out : r.err).append(buf, static_cast<std::size_t>(got));
-      } else if (got == 0 || errno != EINTR) {
-        ::close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_fds;
-      }
-    }
-  }
-  for (auto& f : fds)
-    if (f.fd >= 0) ::close(f.fd);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (killed)
-    return fail("timeout",
-                argv[0] + " did not finish within " + std::to_string(timeout.count()) + " ms",
-                Transient::yes);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
 }  // namespace
 
-Result<CommandResult> run_command(const std::vector<std::string>& argv,
-                                  std::chrono::milliseconds timeout) {
-  return run_command_env(argv, timeout, nullptr);
+Result<CommandResult> run_command(Env& env, const std::vector<std::string>& argv,
+                                  std::chrono::milliseconds timeout,
+                                  const std::vector<std::string>* environment) {
+  RunOptions o;
+  o.timeout = timeout;
+  if (environment) o.env = *environment;
+  KF_TRY(auto out, env.run(argv, o));
+  CommandResult r;
+  r.exit_code = out.exit_code;
+  r.out = std::move(out.out);
+  r.err = std::move(out.err);
+  return r;
 }
 
 Result<std::unique_ptr<SlurmBackend>> SlurmBackend::create(store::Db& db, Clock& clock,
@@ -261,7 +184,7 @@ Result<std::unique_ptr<SlurmBackend>> SlurmBackend::create(store::Db& db, Clock&
   std::vector<std::pair<std::int64_t, std::string>> found;
   if (!unrecorded.empty()) {
     const auto& cfg = s->opt_.verifier.slurm;  // `options` was moved into the backend
-    auto r = run_command({cfg.scontrol, "-o", "show", "job"},
+    auto r = run_command(s->env(), {cfg.scontrol, "-o", "show", "job"},
                          std::chrono::milliseconds(cfg.command_timeout_ms));
     if (!r.ok() || r->exit_code != 0) {
       spdlog::warn(
@@ -340,7 +263,7 @@ Status SlurmBackend::clear_alert(const std::string& kind) {
 }
 
 Status SlurmBackend::step(std::chrono::milliseconds max_wait) {
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = clock_.steady_now();
   if (!draining_) KF_CHECK(maybe_submit());
   std::int64_t now = clock_.wall_ms();
   if (now - last_poll_ms_ >= opt_.verifier.slurm.poll_ms) {
@@ -354,10 +277,10 @@ Status SlurmBackend::step(std::chrono::milliseconds max_wait) {
     KF_CHECK(st->run());
     last_renew_ms_ = now;
   }
-  auto spent = std::chrono::steady_clock::now() - t0;
+  auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(clock_.steady_now() - t0);
   auto rest = std::min<std::chrono::milliseconds>(
       max_wait, std::chrono::milliseconds(opt_.verifier.slurm.poll_ms));
-  if (spent < rest) std::this_thread::sleep_for(rest - spent);
+  if (spent < rest) clock_.sleep_for(rest - spent);
   return {};
 }
 
@@ -532,7 +455,7 @@ Status SlurmBackend::submit(std::vector<Lease> leases) {
     argv.push_back(config);
   }
   auto env = environment_without(opt_.drop_env);
-  auto r = run_command_env(argv, std::chrono::milliseconds(sc.command_timeout_ms), &env);
+  auto r = run_command(this->env(), argv, std::chrono::milliseconds(sc.command_timeout_ms), &env);
   std::string why;
   if (!r.ok())
     why = r.error().message;
@@ -802,7 +725,7 @@ Status SlurmBackend::poll() {
       st->reset();
     }
     // States first, then the result files: a task seen ended has written all it will write.
-    auto r = run_command({sc.scontrol, "-o", "show", "job", a.slurm_id},
+    auto r = run_command(env(), {sc.scontrol, "-o", "show", "job", a.slurm_id},
                          std::chrono::milliseconds(sc.command_timeout_ms));
     std::map<int, TaskInfo> info;
     bool unknown = false;
@@ -852,7 +775,7 @@ Status SlurmBackend::poll() {
     if (!to_cancel.empty()) {
       std::vector<std::string> argv = {sc.scancel};
       argv.insert(argv.end(), to_cancel.begin(), to_cancel.end());
-      auto c = run_command(argv, std::chrono::milliseconds(sc.command_timeout_ms));
+      auto c = run_command(env(), argv, std::chrono::milliseconds(sc.command_timeout_ms));
       if (!c.ok() || c->exit_code != 0)
         spdlog::warn("verifier: scancel of a cancelled run's tasks failed: {}",
                      c.ok() ? first_line(c->err) : c.error().message);
@@ -882,7 +805,8 @@ Result<int> scancel_run_tasks(store::Db& db, const verify::SlurmConfig& cfg, std
   if (names.empty()) return 0;
   std::vector<std::string> argv = {cfg.scancel};
   argv.insert(argv.end(), names.begin(), names.end());
-  KF_TRY(auto r, run_command(argv, std::chrono::milliseconds(cfg.command_timeout_ms)));
+  KF_TRY(auto r,
+         run_command(default_env(), argv, std::chrono::milliseconds(cfg.command_timeout_ms)));
   if (r.exit_code != 0)
     return fail("slurm",
                 "scancel exited " + std::to_string(r.exit_code) + ": " + first_line(r.err));

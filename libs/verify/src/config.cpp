@@ -100,9 +100,6 @@ void read_config(ConfigNode n, VerifierConfig& out) {
   n.get("probe_gpu", out.probe_gpu);
   n.get("env_passthrough", out.env_passthrough);
   n.get("env", out.env);
-  n.get("test_fail_device", out.test_fail_device);
-  n.get("test_fail_after", out.test_fail_after);
-  if (out.test_fail_after < 0) n.invalid("test_fail_after", "must be >= 0");
 
   if (out.cpu_workers < 1) n.invalid("cpu_workers", "must be >= 1");
   if (out.mode != "warm" && out.mode != "fresh")

@@ -1,12 +1,8 @@
 #include "kforge/verify/gpu.hpp"
 
 #include <dirent.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <sched.h>
-#include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,56 +30,19 @@ bool all_digits(const std::string& s) {
 
 class RealProbe final : public SystemProbe {
  public:
+  explicit RealProbe(Env& env) : env_(env) {}
   Result<std::string> run(const std::vector<std::string>& argv) override {
-    int out[2];
-    if (::pipe2(out, O_CLOEXEC) != 0) return fail("io", "pipe failed");
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    pid_t pid = ::fork();
-    if (pid < 0) {
-      ::close(out[0]);
-      ::close(out[1]);
-      return fail("io", "fork failed");
-    }
-    if (pid == 0) {
-      int devnull = ::open("/dev/null", O_RDWR);
-      ::dup2(devnull, 0);
-      ::dup2(out[1], 1);
-      ::dup2(devnull, 2);
-      ::execvp(args[0], args.data());
-      ::_exit(127);
-    }
-    ::close(out[1]);
-    std::string text;
-    char buf[8192];
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    bool timed_out = false;
-    while (true) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      deadline - std::chrono::steady_clock::now())
-                      .count();
-      if (left <= 0) {
-        timed_out = true;
-        ::kill(pid, SIGKILL);
-        break;
-      }
-      pollfd p{out[0], POLLIN, 0};
-      int n = ::poll(&p, 1, static_cast<int>(left));
-      if (n <= 0) continue;
-      ssize_t got = ::read(out[0], buf, sizeof buf);
-      if (got <= 0) break;
-      if (text.size() < (1u << 20)) text.append(buf, static_cast<std::size_t>(got));
-    }
-    ::close(out[0]);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    if (timed_out) return fail("timeout", argv[0] + ": no answer in 20 s");
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
-      return fail("not_found", argv[0] + ": not found");
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-      return fail("io", argv[0] + ": exited with status " + std::to_string(status));
-    return text;
+    RunOptions o;
+    o.timeout = std::chrono::seconds(20);
+    o.output_cap = 1u << 20;
+    auto r = env_.run(argv, o);
+    if (!r.ok() && r.error().kind == "timeout")
+      return fail("timeout", argv[0] + ": no answer in 20 s");
+    if (!r.ok()) return r.error();
+    if (r->exit_code == 127) return fail("not_found", argv[0] + ": not found");
+    if (r->exit_code != 0)
+      return fail("io", argv[0] + ": exited with status " + std::to_string(r->wait_status));
+    return std::move(r->out);
   }
   std::vector<std::string> list_dir(const std::string& path) override {
     std::vector<std::string> out;
@@ -101,13 +60,20 @@ class RealProbe final : public SystemProbe {
     struct stat st;
     return ::stat(path.c_str(), &st) == 0;
   }
+
+ private:
+  Env& env_;
 };
 
 }  // namespace
 
 SystemProbe& system_probe() {
-  static RealProbe probe;
+  static RealProbe probe(default_env());
   return probe;
+}
+
+std::unique_ptr<SystemProbe> make_system_probe(Env& env) {
+  return std::make_unique<RealProbe>(env);
 }
 
 std::map<std::string, std::string> Device::visibility_env() const {

@@ -166,7 +166,8 @@ std::string env_get(const char* name) {
 
 struct Pool::Impl {
   VerifierConfig cfg;
-  Clock* clock = nullptr;
+  Env* env = nullptr;      // processes: started, reaped and killed through it
+  Clock* clock = nullptr;  // deadlines and back-off
   std::string harness;
   std::string python;
   std::vector<DeviceEntry> devices;
@@ -187,8 +188,6 @@ struct Pool::Impl {
   int omp_threads = 1;
   std::vector<pid_t> reap_later;
   std::string sizing;  // how the worker count was chosen
-  // verifier.test_fail_device (TEST ONLY): the device index once the fault has fired.
-  std::optional<std::size_t> faulted_device;
 
   SteadyTime now() const { return clock->steady_now(); }
 
@@ -209,18 +208,13 @@ struct Pool::Impl {
   // --- workers -----------------------------------------------------------------------------
 
   void start_worker(Slot& s) {
-    if (faulted_device && *faulted_device == s.device) {
-      worker_start_failed(s, "test fault (verifier.test_fail_device " + cfg.test_fail_device +
-                                 "): the device is treated as failed");
-      return;
-    }
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
       worker_start_failed(s, std::string("socketpair: ") + std::strerror(errno));
       return;
     }
     int log = ::open(s.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    sys::SpawnSpec spec;
+    SpawnOptions spec;
     std::string preload, pypath;
     for (const auto& m : cfg.preload) preload += (preload.empty() ? "" : ",") + m;
     for (const auto& p : cfg.python_path) pypath += (pypath.empty() ? "" : ":") + p;
@@ -238,7 +232,7 @@ struct Pool::Impl {
     spec.env = sample_env(s);
     spec.fds = {{sv[1], 3}};
     if (log >= 0) spec.fds.push_back({log, 2});
-    auto pid = sys::spawn(spec);
+    auto pid = env->spawn(spec);
     ::close(sv[1]);
     if (log >= 0) ::close(log);
     if (!pid.ok()) {
@@ -266,7 +260,7 @@ struct Pool::Impl {
 
   void stop_worker(Slot& s) {
     if (s.worker_pid > 0) {
-      sys::kill_group(s.worker_pid);
+      kill_group(*env, s.worker_pid);
       reap_later.push_back(s.worker_pid);
       reap();
     }
@@ -278,11 +272,8 @@ struct Pool::Impl {
   // must not stall the pool.
   void reap() {
     std::vector<pid_t> left;
-    for (pid_t p : reap_later) {
-      int st = 0;
-      pid_t r = ::waitpid(p, &st, WNOHANG);
-      if (r == 0) left.push_back(p);
-    }
+    for (pid_t p : reap_later)
+      if (!env->wait(p, WaitMode::no_hang)) left.push_back(p);
     reap_later = std::move(left);
   }
 
@@ -315,7 +306,7 @@ struct Pool::Impl {
                  devices[s.device].device.id, why);
     drop_spare(s);
     if (s.run) {
-      if (s.run->pid > 0) sys::kill_group(s.run->pid);
+      if (s.run->pid > 0) kill_group(*env, s.run->pid);
       if (!s.run->exited)
         s.run->killed = s.run->killed == KillReason::none ? KillReason::worker_lost : s.run->killed;
       s.run->exited = true;
@@ -619,13 +610,13 @@ struct Pool::Impl {
       }
       if (prestarting(s) && !s.spare) prepare_spare(s);
     } else {
-      sys::SpawnSpec spec;
+      SpawnOptions spec;
       spec.argv = {
           python,        "-s", "-u", harness, "fresh", "--request", run->dir + "/request.json",
           "--result-fd", "3"};
       spec.env = sample_env(s);
       spec.fds = {{child[0], 1}, {child[1], 2}, {child[2], 3}};
-      auto pid = sys::spawn(spec);
+      auto pid = env->spawn(spec);
       for (int fd : child) ::close(fd);
       if (!pid.ok()) {
         s.run = std::move(run);
@@ -697,9 +688,9 @@ struct Pool::Impl {
       cgroups->destroy(r.cgroup), r.cgroup.clear();
     }
     if (s.own_uid)
-      sys::sweep_uid(r.uid);
+      sys::sweep_uid(*env, r.uid);
     else if (r.pid > 0)
-      sys::kill_group(r.pid);
+      kill_group(*env, r.pid);
     drain_fd(r.out_fd, r, 0);
     drain_fd(r.err_fd, r, 1);
     drain_fd(r.res_fd, r, 2);
@@ -887,30 +878,7 @@ struct Pool::Impl {
 
   // --- the loop ----------------------------------------------------------------------------
 
-  // verifier.test_fail_device (TEST ONLY): once enough samples have completed, the device's
-  // workers are stopped (a running sample is run again elsewhere) and cannot start again.
-  void maybe_fire_test_fault() {
-    if (cfg.test_fail_device.empty() || faulted_device ||
-        stats.completed < static_cast<std::uint64_t>(cfg.test_fail_after))
-      return;
-    for (std::size_t d = 0; d < devices.size(); ++d) {
-      if (devices[d].device.id != cfg.test_fail_device) continue;
-      faulted_device = d;
-      spdlog::warn("verifier: test fault: {} fails from now on (verifier.test_fail_device)",
-                   cfg.test_fail_device);
-      for (auto& s : slots) {
-        if (s.device != d) continue;
-        if (s.state == WorkerState::ready)
-          worker_lost(s, "test fault (verifier.test_fail_device)");
-        else if (s.state == WorkerState::starting)
-          worker_start_failed(s, "test fault (verifier.test_fail_device)");
-      }
-      return;
-    }
-  }
-
   void step(milliseconds max_wait) {
-    maybe_fire_test_fault();
     SteadyTime t = now();
     // Start workers that are due.
     if (warm) {
@@ -1014,9 +982,8 @@ struct Pool::Impl {
     // Reap: workers that died, fresh samples that exited.
     for (auto& s : slots) {
       if (warm && s.worker_pid > 0) {
-        int st = 0;
-        pid_t p = ::waitpid(s.worker_pid, &st, WNOHANG);
-        if (p == s.worker_pid) {
+        if (auto ended = env->wait(s.worker_pid, WaitMode::no_hang)) {
+          int st = ended->status;
           s.worker_pid = -1;
           std::string why = (WIFSIGNALED(st) ? signal_name(WTERMSIG(st))
                                              : "exit code " + std::to_string(WEXITSTATUS(st)));
@@ -1029,15 +996,11 @@ struct Pool::Impl {
         }
       }
       if (!warm && s.run && !s.run->exited && s.run->pid > 0) {
-        int st = 0;
-        rusage ru{};
-        pid_t p = ::wait4(s.run->pid, &st, WNOHANG, &ru);
-        if (p == s.run->pid) {
+        if (auto ended = env->wait(s.run->pid, WaitMode::no_hang)) {
           s.run->exited = true;
-          s.run->wait_status = st;
-          s.run->maxrss_kb = ru.ru_maxrss;
-          s.run->cpu_ms = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
-                          (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
+          s.run->wait_status = ended->status;
+          s.run->maxrss_kb = ended->maxrss_kb;
+          s.run->cpu_ms = ended->cpu_ms;
         }
       }
     }
@@ -1123,7 +1086,7 @@ Pool::~Pool() {
     if (cb) cb(std::move(res));
   for (int i = 0; i < 200 && !I.reap_later.empty(); ++i) {
     I.reap();
-    if (!I.reap_later.empty()) ::usleep(10000);
+    if (!I.reap_later.empty()) I.env->clock().sleep_for(milliseconds(10));
   }
   std::error_code ec;
   fs::remove_all(I.run_root, ec);
@@ -1134,11 +1097,14 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
   auto impl = std::make_unique<Impl>();
   Impl& I = *impl;
   I.cfg = o.config;
-  I.clock = o.clock ? o.clock : &system_clock();
+  I.env = o.env ? o.env : &default_env();
+  I.clock = o.clock ? o.clock : &I.env->clock();
   I.warm = I.cfg.mode != "fresh";
   KF_TRY(I.harness, find_harness(I.cfg));
   I.python = I.cfg.python;
-  SystemProbe& probe = o.probe ? *o.probe : system_probe();
+  std::unique_ptr<SystemProbe> own_probe;
+  if (!o.probe) own_probe = make_system_probe(*I.env);
+  SystemProbe& probe = o.probe ? *o.probe : *own_probe;
   if (I.python.find('/') == std::string::npos) {
     // Resolved on the pool's PATH: the samples' PATH is a clean one.
     std::string path = env_get("PATH");
@@ -1158,7 +1124,7 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
   }
   {
     // The interpreter itself, not a shim or wrapper script that needs the caller's environment.
-    auto info = system_probe().run({I.python, "-s", I.harness, "info"});
+    auto info = probe.run({I.python, "-s", I.harness, "info"});
     if (!info.ok())
       return fail("config", "verifier.python: " + I.python +
                                 " cannot run the harness: " + info.error().message);
@@ -1246,6 +1212,7 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
     so.cache_root = I.cache_root;
     so.slots = static_cast<int>(slot_devices.size());
     so.uids_per_slot = uids_per_slot;
+    so.env = I.env;
     auto sb = Sandbox::create(std::move(so));
     if (!sb.ok()) {
       fs::remove_all(I.run_root, ec);
@@ -1254,7 +1221,7 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
     I.sandbox = std::move(*sb);
   }
   I.caps = I.sandbox->caps();
-  I.cgroups = std::make_unique<sys::Cgroups>(I.cfg.cgroup);
+  I.cgroups = std::make_unique<sys::Cgroups>(*I.env, I.cfg.cgroup);
   I.caps.memory = I.cgroups->available() ? "cgroup" : "rss-watch";
   I.caps.cgroup_note = I.cgroups->note();
   if (!I.cgroups->available() && I.cfg.memory_cap_mb > 0)

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 
 namespace kforge::verify {
@@ -77,42 +78,41 @@ bool child_write(const char* path, const std::string& text) {
 
 }  // namespace
 
-std::string probe_namespaces(bool userns) {
+std::string probe_namespaces(Env& env, bool userns) {
   int p[2];
   if (::pipe2(p, O_CLOEXEC) != 0) return std::string("pipe: ") + std::strerror(errno);
   // Prepared before fork: after it, only async-signal-safe calls.
   std::string uid_map = std::to_string(::getuid()) + " " + std::to_string(::getuid()) + " 1";
   std::string gid_map = std::to_string(::getgid()) + " " + std::to_string(::getgid()) + " 1";
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    int e = errno;
-    ::close(p[0]);
-    ::close(p[1]);
-    return std::string("fork: ") + std::strerror(e);
-  }
-  if (pid == 0) {
-    ::close(p[0]);
+  // The PID namespace's first process: mounts a fresh /proc, as a sample's sandbox does.
+  const int report = p[1];
+  std::function<int()> in_namespace = [report]() -> int {
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+      child_fail(report, "mount --make-rprivate /");
+    if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0)
+      child_fail(report, "mount a new /proc");
+    return 0;
+  };
+  std::function<int()> unshared = [&env, &in_namespace, &uid_map, &gid_map, report,
+                                   userns]() -> int {
     int flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | (userns ? CLONE_NEWUSER : 0);
     if (::unshare(flags) != 0)
-      child_fail(p[1], userns ? "unshare(user, pid, mount, net)" : "unshare(pid, mount, net)");
+      child_fail(report, userns ? "unshare(user, pid, mount, net)" : "unshare(pid, mount, net)");
     if (userns) {
-      if (!child_write("/proc/self/setgroups", "deny")) child_fail(p[1], "/proc/self/setgroups");
-      if (!child_write("/proc/self/uid_map", uid_map)) child_fail(p[1], "/proc/self/uid_map");
-      if (!child_write("/proc/self/gid_map", gid_map)) child_fail(p[1], "/proc/self/gid_map");
+      if (!child_write("/proc/self/setgroups", "deny")) child_fail(report, "/proc/self/setgroups");
+      if (!child_write("/proc/self/uid_map", uid_map)) child_fail(report, "/proc/self/uid_map");
+      if (!child_write("/proc/self/gid_map", gid_map)) child_fail(report, "/proc/self/gid_map");
     }
-    pid_t c = ::fork();
-    if (c < 0) child_fail(p[1], "fork into the PID namespace");
-    if (c == 0) {
-      if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
-        child_fail(p[1], "mount --make-rprivate /");
-      if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0)
-        child_fail(p[1], "mount a new /proc");
-      ::_exit(0);
-    }
-    int st = 0;
-    while (::waitpid(c, &st, 0) < 0 && errno == EINTR) {
-    }
-    ::_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 1);
+    auto c = env.fork_call(in_namespace);
+    if (!c.ok()) child_fail(report, "fork into the PID namespace");
+    auto st = env.wait(*c, WaitMode::block);
+    return st && WIFEXITED(st->status) ? WEXITSTATUS(st->status) : 1;
+  };
+  auto pid = env.fork_call(unshared);
+  if (!pid.ok()) {
+    ::close(p[0]);
+    ::close(p[1]);
+    return pid.error().message;
   }
   ::close(p[1]);
   std::string msg;
@@ -124,10 +124,9 @@ std::string probe_namespaces(bool userns) {
     msg.append(buf, static_cast<std::size_t>(n));
   }
   ::close(p[0]);
-  int st = 0;
-  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && msg.empty()) return "";
+  auto ended = env.wait(*pid, WaitMode::block);
+  int st = ended ? ended->status : -1;
+  if (ended && WIFEXITED(st) && WEXITSTATUS(st) == 0 && msg.empty()) return "";
   auto colon = msg.rfind(':');
   if (colon != std::string::npos) {
     int e = std::atoi(msg.c_str() + colon + 1);
@@ -144,7 +143,7 @@ Result<std::unique_ptr<Sandbox>> Sandbox::create(Options o) {
   S.caps_.root = ::geteuid() == 0;
   S.caps_.userns = !S.caps_.root;
   if (cfg.pid_namespace) {
-    std::string why = probe_namespaces(!S.caps_.root);
+    std::string why = probe_namespaces(S.env(), !S.caps_.root);
     if (!why.empty() && S.caps_.root) {
       // As root the per-slot uids still keep samples away from the daemon: run without the
       // namespace, and say so (each report's "sandbox" says what did not hold).
@@ -177,7 +176,8 @@ Result<std::unique_ptr<Sandbox>> Sandbox::create(Options o) {
     KF_TRY(S.claims_, sys::claim_uids(cfg.sandbox_uid_base, cfg.sandbox_uid_count,
                                       S.o_.slots * S.o_.uids_per_slot, cfg.uid_lock_dir));
     S.caps_.own_uids = true;
-    for (const auto& c : S.claims_) sys::sweep_uid(c.uid);  // leftovers of a pool that died
+    for (const auto& c : S.claims_)
+      sys::sweep_uid(S.env(), c.uid);  // leftovers of a pool that died
   }
   if (S.caps_.own_uids) {
     // Samples run as other uids: the interpreter and their directories must be reachable.
@@ -234,7 +234,7 @@ Result<std::unique_ptr<Sandbox>> Sandbox::create(Options o) {
 
 Sandbox::~Sandbox() {
   for (auto& c : claims_) {
-    sys::sweep_uid(c.uid);
+    sys::sweep_uid(env(), c.uid);
     sys::close_fd(c.lock_fd);
   }
 }
@@ -347,8 +347,8 @@ void Sandbox::share_dir(const std::string& dir) const {
 }
 
 void Sandbox::kill_run(pid_t pid, int uid) const {
-  if (pid > 0) sys::kill_group(pid);
-  if (caps_.own_uids && uid >= 0) sys::sweep_uid(static_cast<uid_t>(uid));
+  if (pid > 0) kill_group(env(), pid);
+  if (caps_.own_uids && uid >= 0) sys::sweep_uid(env(), static_cast<uid_t>(uid));
 }
 
 bool Sandbox::counts_for_run(const sys::ProcInfo& p, pid_t pid, int uid) const {

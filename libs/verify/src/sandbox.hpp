@@ -46,6 +46,7 @@ class Sandbox {
     std::string cache_root;  // the Triton cache
     int slots = 0;
     int uids_per_slot = 1;
+    Env* env = nullptr;  // processes are started, reaped and killed through it; null: default
   };
   // Checks what the host allows (and, with verifier.pid_namespace, that the namespaces work),
   // claims the sandbox uids (as root) and opens the shared directories to them.
@@ -55,6 +56,7 @@ class Sandbox {
   ~Sandbox();
 
   const SandboxCaps& caps() const { return caps_; }
+  Env& env() const { return o_.env ? *o_.env : default_env(); }
   bool own_uids() const { return caps_.own_uids; }
   // The uids the slot's samples run as, used in turn (empty when they keep the pool's uid).
   std::vector<uid_t> slot_uids(int slot) const;
@@ -95,6 +97,6 @@ Result<std::string> find_sandbox_init(const std::string& configured);
 // Runs, in a child, what a sample's sandbox needs from the kernel: the namespaces (with a user
 // namespace when `userns`), a PID namespace whose process mounts a fresh /proc. Returns an empty
 // string when it works, else what failed.
-std::string probe_namespaces(bool userns);
+std::string probe_namespaces(Env& env, bool userns);
 
 }  // namespace kforge::verify

@@ -6,7 +6,6 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -86,95 +85,18 @@ std::vector<ProcInfo> scan_procs() {
   return out;
 }
 
-int sweep_uid(uid_t uid, int rounds) {
+int sweep_uid(Env& env, uid_t uid, int rounds) {
   int signalled = 0;
   for (int round = 0; round < rounds; ++round) {
     int live = 0;
     for (const auto& p : scan_procs()) {
       if (p.zombie || (p.ruid != uid && p.euid != uid)) continue;
       ++live;
-      if (::kill(p.pid, SIGKILL) == 0) ++signalled;
+      if (env.kill(p.pid, SIGKILL)) ++signalled;
     }
     if (live == 0) break;
   }
   return signalled;
-}
-
-void kill_group(pid_t pgid) {
-  if (pgid <= 0) return;
-  ::kill(-pgid, SIGKILL);
-  ::kill(pgid, SIGKILL);
-}
-
-Result<pid_t> spawn(const SpawnSpec& spec) {
-  // Everything the child needs is prepared before fork: after it, only async-signal-safe calls.
-  std::vector<char*> argv;
-  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  std::string path_env = "/usr/local/bin:/usr/bin:/bin";
-  for (const auto& e : spec.env)
-    if (e.rfind("PATH=", 0) == 0) path_env = e.substr(5);
-  std::vector<std::string> candidates;
-  if (spec.argv.empty()) return fail("io", "spawn: empty argv");
-  if (spec.argv[0].find('/') != std::string::npos) {
-    candidates.push_back(spec.argv[0]);
-  } else {
-    std::stringstream ps(path_env);
-    std::string dir;
-    while (std::getline(ps, dir, ':'))
-      if (!dir.empty()) candidates.push_back(dir + "/" + spec.argv[0]);
-  }
-  std::string exe;
-  for (const auto& c : candidates)
-    if (::access(c.c_str(), X_OK) == 0) {
-      exe = c;
-      break;
-    }
-  if (exe.empty()) return fail("io", spec.argv[0] + ": not found (PATH=" + path_env + ")");
-  int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-  int max_target = 2;
-  for (const auto& [from, to] : spec.fds) max_target = std::max(max_target, to);
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    int e = errno;
-    ::close(devnull);
-    return fail("io", std::string("fork: ") + std::strerror(e), Transient::yes);
-  }
-  if (pid == 0) {
-    if (spec.new_session) ::setsid();
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    struct sigaction dfl;
-    std::memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    for (int s = 1; s < 32; ++s)
-      if (s != SIGKILL && s != SIGSTOP) ::sigaction(s, &dfl, nullptr);
-    // Move sources above every target first, so a source is never overwritten by a target.
-    std::vector<std::pair<int, int>> moved;
-    for (const auto& [from, to] : spec.fds)
-      moved.emplace_back(::fcntl(from, F_DUPFD, max_target + 1), to);
-    bool has0 = false, has1 = false, has2 = false;
-    for (const auto& [from, to] : moved) {
-      ::dup2(from, to);
-      has0 = has0 || to == 0;
-      has1 = has1 || to == 1;
-      has2 = has2 || to == 2;
-    }
-    if (!has0) ::dup2(devnull, 0);
-    if (!has1) ::dup2(devnull, 1);
-    if (!has2) ::dup2(devnull, 2);
-    if (::syscall(SYS_close_range, max_target + 1, ~0U, 0) != 0) {
-      for (int fd = max_target + 1; fd < 65536; ++fd) ::close(fd);
-    }
-    ::execve(exe.c_str(), argv.data(), envp.data());
-    ::_exit(127);
-  }
-  ::close(devnull);
-  return pid;
 }
 
 Result<std::vector<UidClaim>> claim_uids(std::int64_t base, int count, int n,
@@ -238,7 +160,7 @@ void close_fd(int& fd) {
 
 // --- cgroups -------------------------------------------------------------------------------
 
-Cgroups::Cgroups(const std::string& setting) {
+Cgroups::Cgroups(Env& env, const std::string& setting) : env_(env) {
   if (setting == "off") {
     note_ = "off in the configuration";
     return;
@@ -332,10 +254,11 @@ void Cgroups::destroy(const std::string& dir) {
     if (read_small(dir + "/cgroup.procs", procs)) {
       std::istringstream in(procs);
       pid_t p;
-      while (in >> p) ::kill(p, SIGKILL);
+      while (in >> p) env_.kill(p, SIGKILL);
     }
   }
-  for (int i = 0; i < 200 && ::rmdir(dir.c_str()) != 0 && errno == EBUSY; ++i) ::usleep(5000);
+  for (int i = 0; i < 200 && ::rmdir(dir.c_str()) != 0 && errno == EBUSY; ++i)
+    env_.clock().sleep_for(std::chrono::milliseconds(5));
 }
 
 }  // namespace kforge::verify::sys

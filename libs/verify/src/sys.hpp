@@ -1,5 +1,6 @@
 #pragma once
-// Internal: the pool's door to the operating system (processes, /proc, cgroups, uid locks).
+// Internal: what the pool needs of the machine besides processes (/proc, cgroups, uid locks).
+// Processes are started, reaped and signalled through kforge::Env (kforge/core/env.hpp).
 
 #include <sys/types.h>
 
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kforge/core/env.hpp"
 #include "kforge/core/result.hpp"
 
 namespace kforge::verify::sys {
@@ -30,22 +32,7 @@ std::vector<ProcInfo> scan_procs();
 // Kills (SIGKILL) every process whose real or effective uid is `uid`, scanning again until none
 // is left (at most `rounds` scans). Returns how many it signalled. Never use a uid that anything
 // but the pool's samples runs as.
-int sweep_uid(uid_t uid, int rounds = 50);
-
-// Kills a process group, and the process itself in case it has not made its group yet.
-void kill_group(pid_t pgid);
-
-struct SpawnSpec {
-  std::vector<std::string> argv;  // argv[0]: a path, or a name looked up on the env's PATH
-  std::vector<std::string> env;   // "K=V"
-  // (fd in this process, fd number in the child); anything else is closed in the child.
-  std::vector<std::pair<int, int>> fds;
-  bool new_session = true;
-};
-
-// fork + exec. The child gets stdin from /dev/null unless fd 0 is mapped, its own session, a
-// clear signal mask and default signal dispositions. Returns the pid (error kind "io").
-Result<pid_t> spawn(const SpawnSpec& spec);
+int sweep_uid(Env& env, uid_t uid, int rounds = 50);
 
 // A claimed uid: held (flock) until the fd is closed, so two pools never share one.
 struct UidClaim {
@@ -67,7 +54,7 @@ void close_fd(int& fd);
 class Cgroups {
  public:
   // setting: "auto" | "off" | a directory. On failure available() is false and note() says why.
-  explicit Cgroups(const std::string& setting);
+  Cgroups(Env& env, const std::string& setting);
   ~Cgroups();
   bool available() const { return !base_.empty(); }
   const std::string& note() const { return note_; }
@@ -79,6 +66,7 @@ class Cgroups {
   void destroy(const std::string& dir);
 
  private:
+  Env& env_;
   std::string base_;
   std::string note_;
   bool pids_ = false;

@@ -17,7 +17,7 @@
 // restarted kforged takes over the live tasks of its earlier process and goes on watching them.
 // Stopping or draining the daemon leaves the tasks running on the cluster for the next start.
 //
-// Commands are run with execvp (no shell); their paths are configurable.
+// Commands are run through the Env (exec, no shell); their paths are configurable.
 //
 // Threads: not thread-safe; one thread calls everything.
 
@@ -31,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kforge/core/clock.hpp"
+#include "kforge/core/env.hpp"
 #include "kforge/pipeline/verify_stage.hpp"
 #include "kforge/store/db.hpp"
 #include "kforge/verify/config.hpp"
@@ -45,6 +46,8 @@ struct SlurmBackendOptions {
   // Variables left out of sbatch's environment (which the tasks inherit), e.g. the name in
   // llm.api_key_env: secrets stay on the daemon's host.
   std::vector<std::string> drop_env;
+  // sbatch, scontrol and scancel run through it; null: default_env(). Must outlive the backend.
+  Env* env = nullptr;
 };
 
 class SlurmBackend : public VerifyBackend {
@@ -89,6 +92,7 @@ class SlurmBackend : public VerifyBackend {
   Status alert(const std::string& kind, const std::string& message);
   Status clear_alert(const std::string& kind);
   std::int64_t lease_ms() const;
+  Env& env() const { return opt_.env ? *opt_.env : default_env(); }
 
   store::Db& db_;
   Clock& clock_;
@@ -104,13 +108,16 @@ class SlurmBackend : public VerifyBackend {
   VerifyStageStats stats_;
 };
 
-// A command's outcome (execvp, no shell).
+// A command's outcome (exec, no shell).
 struct CommandResult {
-  int exit_code = -1;  // -1: killed (timeout) or not started
+  int exit_code = -1;  // -1: killed by a signal; 127: not found
   std::string out, err;
 };
-Result<CommandResult> run_command(const std::vector<std::string>& argv,
-                                  std::chrono::milliseconds timeout);
+// Runs argv through env with a deadline; `environment` (if given) is its whole environment.
+// Errors: "timeout" (transient), "io".
+Result<CommandResult> run_command(Env& env, const std::vector<std::string>& argv,
+                                  std::chrono::milliseconds timeout,
+                                  const std::vector<std::string>* environment = nullptr);
 
 // `kforge run cancel`: scancels the run's live tasks. Returns how many were named.
 Result<int> scancel_run_tasks(store::Db& db, const verify::SlurmConfig& cfg, std::int64_t run_id);

@@ -105,11 +105,6 @@ struct VerifierConfig {
       "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",        "ROCM_PATH", "HIP_PATH", "CC", "CXX",
       "TRITON_*",        "NCCL_*",    "TORCH_SYMM_MEM_*", "NVSHMEM_*"};
   std::map<std::string, std::string> env;  // set in the samples' environment
-  // TEST ONLY (fault injection, never for production): once `test_fail_after` samples have
-  // completed, the device named here behaves as a GPU gone bad: its workers are stopped and
-  // every start on it fails, so it leaves the rotation after max_start_failures. Empty: off.
-  std::string test_fail_device;
-  int test_fail_after = 0;
 };
 
 void read_config(ConfigNode n, VerifierConfig& out);

@@ -2,13 +2,16 @@
 // GPU detection and per-worker device visibility.
 //
 // The machine is the outside world: SystemProbe is the one door to it (running nvidia-smi or
-// rocm-smi, listing /dev). Tests pass a fake that returns canned or broken output.
+// rocm-smi, listing /dev); the real one runs its commands through an Env. Tests pass a fake
+// that returns canned or broken output.
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "kforge/core/env.hpp"
 #include "kforge/core/result.hpp"
 
 namespace kforge::verify {
@@ -45,8 +48,10 @@ class SystemProbe {
   virtual bool exists(const std::string& path) = 0;
 };
 
-// The real machine.
+// The real machine (its commands run through default_env()).
 SystemProbe& system_probe();
+// The real machine, its commands run through `env` (which must outlive it).
+std::unique_ptr<SystemProbe> make_system_probe(Env& env);
 
 struct Detection {
   std::vector<Device> devices;     // GPUs found, in index order; empty when none

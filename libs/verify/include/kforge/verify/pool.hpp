@@ -10,8 +10,8 @@
 // workers keep failing to start.
 //
 // Threads: not thread-safe. REQUIRES: one thread calls submit(), step() and the rest; callbacks
-// run on that thread, inside step(). The pool forks and execs; it never installs signal
-// handlers and reaps only the processes it started (waitpid on their pids).
+// run on that thread, inside step(). The pool starts processes through its Env; it never
+// installs signal handlers and reaps only the processes it started (Env::wait on their pids).
 //
 // Back-pressure: at most `queue_capacity` samples wait (in-flight ones not counted). submit()
 // then fails with kind "full" (transient): the caller should step() and try again, which is how
@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "kforge/core/clock.hpp"
+#include "kforge/core/env.hpp"
 #include "kforge/core/result.hpp"
 #include "kforge/verify/config.hpp"
 #include "kforge/verify/gpu.hpp"
@@ -49,9 +50,13 @@ struct PoolOptions {
   VerifierConfig config;
   // The devices to use (resolve_devices()); empty: resolved from config.devices.
   std::vector<Device> devices;
-  int total_workers = 0;         // > 0 overrides workers_per_device x devices (spread over devices)
-  Clock* clock = nullptr;        // default: the system clock (deadlines are real time regardless)
-  SystemProbe* probe = nullptr;  // default: the real machine
+  int total_workers = 0;  // > 0 overrides workers_per_device x devices (spread over devices)
+  // Processes (workers, fresh samples, the namespace probe) start, end and are reaped through
+  // it; default: default_env(). Tests wrap it to inject faults (a device whose workers cannot
+  // start, a worker that dies).
+  Env* env = nullptr;
+  Clock* clock = nullptr;        // deadlines and back-off; default: env's clock
+  SystemProbe* probe = nullptr;  // the machine (devices, the interpreter's check); default: env's
 };
 
 struct DeviceStatus {

@@ -1,0 +1,179 @@
+#include "daemon_loop.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "kforge/core/log.hpp"
+#include "kforge/pipeline/metrics.hpp"
+#include "kforge/pipeline/progress.hpp"
+
+namespace kforge::daemon {
+
+using namespace std::chrono_literals;
+using std::chrono::milliseconds;
+
+std::string status_line(store::Db& db, const pipeline::Scheduler& s, Clock& clock) {
+  auto progress = pipeline::collect_progress(db, clock.wall_ms());
+  std::string line;
+  if (progress.ok()) {
+    for (const auto& p : *progress) {
+      if (p.run.state != "active") continue;
+      char buf[256];
+      std::snprintf(buf, sizeof buf, "%s %lld/%lld (%.0f%%) %.0f/min", p.run.tag.c_str(),
+                    static_cast<long long>(p.past_llm), static_cast<long long>(p.total),
+                    p.fraction() * 100, p.per_minute);
+      line += (line.empty() ? "" : "; ") + std::string(buf);
+      if (p.eta_s) line += " ETA " + std::to_string(*p.eta_s) + "s";
+    }
+  }
+  if (line.empty()) line = "idle: no active runs";
+  line += "; " + std::to_string(s.in_flight()) + " in flight";
+  if (s.draining()) line = "stopping: " + line;
+  return line;
+}
+
+DaemonLoop::DaemonLoop(Parts parts, std::string config_path, app::Config cfg,
+                       std::filesystem::path prompts_dir,
+                       std::unique_ptr<pipeline::PromptLibrary> prompts)
+    : p_(parts),
+      config_path_(std::move(config_path)),
+      prompts_dir_(std::move(prompts_dir)),
+      watchdog_(std::chrono::duration_cast<milliseconds>(parts.notifier.watchdog_interval())),
+      started_(parts.clock.steady_now()),
+      cfg_(std::move(cfg)) {
+  libraries_.push_back(std::move(prompts));
+  auto now = p_.clock.steady_now();
+  last_watchdog_ = last_status_ = last_log_ = now;
+  last_metrics_ = std::chrono::steady_clock::time_point{};
+  std::lock_guard l(p_.shared.mu);
+  p_.shared.last_step_wall_ms = p_.clock.wall_ms();
+}
+
+void DaemonLoop::request_reload() {
+  reload_requested_ = true;
+  p_.sched.wake();
+}
+
+void DaemonLoop::request_stop() {
+  ++stop_requests_;
+  p_.sched.wake();
+}
+
+void DaemonLoop::notify(const std::string& msg) {
+  auto r = p_.notifier.notify(msg);
+  if (!r.ok() && r.error().is_transient())
+    spdlog::debug("{}", r.error().message);
+  else if (!r.ok())
+    spdlog::warn("{}", r.error().message);
+}
+
+bool DaemonLoop::step() {
+  auto step = p_.sched.step();
+  if (step.ok()) {
+    consecutive_errors_ = 0;
+    std::lock_guard l(p_.shared.mu);
+    p_.shared.last_step_wall_ms = p_.clock.wall_ms();
+    p_.shared.in_flight = p_.sched.in_flight();
+    p_.shared.draining = p_.sched.draining();
+  } else {
+    ++consecutive_errors_;
+    spdlog::error("step failed ({} in a row): {}", consecutive_errors_, step.error().message);
+    {
+      std::lock_guard l(p_.shared.mu);
+      p_.shared.last_error = step.error().message;
+    }
+    p_.clock.sleep_for(std::min(100ms * consecutive_errors_, milliseconds(5000)));
+  }
+  feed_watchdog(step.ok());
+  refresh_metrics();
+  report_status();
+  if (reload_requested_.exchange(false)) reload();
+  int stops = stop_requests_.load();
+  if (stops > 0 && !p_.sched.draining()) start_drain();
+  return !(p_.sched.draining() &&
+           (p_.sched.in_flight() == 0 || p_.clock.steady_now() >= drain_deadline_ || stops > 1));
+}
+
+milliseconds DaemonLoop::next_wait() const {
+  auto wait = milliseconds(cfg_.pipeline.idle_poll_ms);
+  if (watchdog_.count() > 0) wait = std::min(wait, watchdog_);
+  if (p_.sched.draining()) wait = std::min(wait, milliseconds(100));
+  return wait;
+}
+
+void DaemonLoop::run() {
+  while (step()) p_.sched.wait(next_wait());
+}
+
+// The watchdog is fed only while steps succeed: a wedged or failing loop gets restarted.
+void DaemonLoop::feed_watchdog(bool step_ok) {
+  if (watchdog_.count() <= 0 || !step_ok) return;
+  auto now = p_.clock.steady_now();
+  if (now - last_watchdog_ < watchdog_) return;
+  notify("WATCHDOG=1");
+  last_watchdog_ = now;
+}
+
+void DaemonLoop::refresh_metrics() {
+  auto now = p_.clock.steady_now();
+  if (now - last_metrics_ < 1s) return;
+  pipeline::MetricsSnapshot m;
+  auto st = pipeline::collect_db_metrics(p_.db, m);
+  if (!st.ok()) spdlog::warn("metrics: {}", st.error().message);
+  m.scheduler = p_.sched.stats();
+  m.llm = p_.gateway.stats();
+  m.in_flight = p_.sched.in_flight();
+  m.draining = p_.sched.draining();
+  m.uptime_s = std::chrono::duration<double>(now - started_).count();
+  std::string text = pipeline::render_prometheus(m);
+  std::lock_guard l(p_.shared.mu);
+  p_.shared.metrics = std::move(text);
+  last_metrics_ = now;
+}
+
+void DaemonLoop::report_status() {
+  auto now = p_.clock.steady_now();
+  if (now - last_status_ < milliseconds(cfg_.daemon.status_interval_ms)) return;
+  std::string line = status_line(p_.db, p_.sched, p_.clock);
+  if (p_.notifier.enabled()) notify("STATUS=" + line);
+  if (now - last_log_ >= 30s) {
+    spdlog::info("{}", line);
+    last_log_ = now;
+  }
+  last_status_ = now;
+}
+
+void DaemonLoop::reload() {
+  auto fresh = app::load_config(config_path_);
+  if (!fresh.ok()) {
+    spdlog::error("SIGHUP: keeping the current configuration: {}", fresh.error().message);
+    return;
+  }
+  auto lib = pipeline::PromptLibrary::load(prompts_dir_);
+  if (!lib.ok()) {
+    spdlog::error("SIGHUP: keeping the current prompts: {}", lib.error().message);
+    p_.sched.reconfigure(fresh->pipeline);
+  } else {
+    libraries_.push_back(std::make_unique<pipeline::PromptLibrary>(std::move(*lib)));
+    p_.sched.reconfigure(fresh->pipeline, libraries_.back().get());
+  }
+  p_.gateway.reload_limits(fresh->llm);
+  cfg_.pipeline = fresh->pipeline;
+  cfg_.daemon.status_interval_ms = fresh->daemon.status_interval_ms;
+  setup_logging(fresh->log.level, cfg_.log.file);
+  spdlog::info("SIGHUP: reloaded {}: up to {} stage calls in flight, {} LLM requests",
+               fresh->source, cfg_.pipeline.max_in_flight, fresh->llm.max_in_flight);
+}
+
+void DaemonLoop::start_drain() {
+  p_.sched.drain();
+  drain_deadline_ = p_.clock.steady_now() + milliseconds(cfg_.daemon.shutdown_grace_ms);
+  spdlog::info("stopping: no new leases; {} calls in flight get up to {} ms", p_.sched.in_flight(),
+               cfg_.daemon.shutdown_grace_ms);
+  notify("STOPPING=1\nSTATUS=stopping: " + std::to_string(p_.sched.in_flight()) +
+         " calls in flight");
+}
+
+}  // namespace kforge::daemon

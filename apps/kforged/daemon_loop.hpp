@@ -1,0 +1,110 @@
+#pragma once
+// DaemonLoop: kforged's main loop as an object that is stepped (after watchman's stepped I/O
+// loop). One step() steps the scheduler and then does what is due: the systemd watchdog (fed
+// only while steps succeed, so a wedged or failing loop gets restarted), the /metrics and
+// /healthz snapshot, the STATUS line, a configuration reload and the drain on a stop. Time is
+// read from the Clock it is given, so a test drives it with a ManualClock, without threads,
+// signals or the binary; run() is the thin loop main() calls.
+//
+// Threads: step() and run() on one thread. request_reload() and request_stop() from any thread
+// (the signal thread); they wake the scheduler's wait.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "kforge/app/config.hpp"
+#include "kforge/core/clock.hpp"
+#include "kforge/pipeline/gateway.hpp"
+#include "kforge/pipeline/notify.hpp"
+#include "kforge/pipeline/prompt.hpp"
+#include "kforge/pipeline/scheduler.hpp"
+#include "kforge/store/db.hpp"
+
+namespace kforge::daemon {
+
+// What the HTTP thread serves; written by the loop under mu.
+struct Shared {
+  std::mutex mu;
+  std::string metrics = "kforge_up 1\n";
+  std::int64_t last_step_wall_ms = 0;
+  int in_flight = 0;
+  bool draining = false;
+  std::string last_error;
+};
+
+// The daemon's one-line state, for systemd's STATUS= and the log.
+std::string status_line(store::Db& db, const pipeline::Scheduler& s, Clock& clock);
+
+class DaemonLoop {
+ public:
+  // What the loop works with; all must outlive it.
+  struct Parts {
+    store::Db& db;
+    pipeline::Scheduler& sched;
+    pipeline::LlmGateway& gateway;
+    pipeline::Notifier& notifier;
+    Clock& clock;
+    Shared& shared;
+  };
+  // config_path: what a reload loads (as given on the command line; empty: the default
+  // search); cfg: the configuration the daemon started with; prompts_dir: where a reload loads the
+  // prompts from; prompts: the library the scheduler was built with (kept alive, as every library
+  // after a reload is: calls in flight point into them).
+  DaemonLoop(Parts parts, std::string config_path, app::Config cfg,
+             std::filesystem::path prompts_dir, std::unique_ptr<pipeline::PromptLibrary> prompts);
+
+  // Any thread: reload the configuration and the prompts at the next step (SIGHUP).
+  void request_reload();
+  // Any thread: stop leasing and let calls in flight finish within daemon.shutdown_grace_ms
+  // (SIGTERM/SIGINT); a second request ends the grace period at once.
+  void request_stop();
+
+  // One turn of the loop. Returns false once the loop is over: draining and nothing in
+  // flight, the grace period spent, or a second stop request. A failed scheduler step is
+  // logged, kept for /healthz and backed off (100 ms per failure in a row, at most 5 s, slept
+  // on the clock).
+  bool step();
+  // How long run() waits for a completion before the next step.
+  std::chrono::milliseconds next_wait() const;
+  // step() and the scheduler's wait(next_wait()) until step() returns false.
+  void run();
+
+  // When the grace period of a stop ends (the epoch of the clock before any stop).
+  std::chrono::steady_clock::time_point drain_deadline() const { return drain_deadline_; }
+  int consecutive_errors() const { return consecutive_errors_; }
+  const app::Config& config() const { return cfg_; }
+
+ private:
+  void feed_watchdog(bool step_ok);
+  void refresh_metrics();
+  void report_status();
+  void reload();
+  void start_drain();
+  void notify(const std::string& msg);
+
+  // Constant after construction.
+  Parts p_;
+  std::string config_path_;
+  std::filesystem::path prompts_dir_;
+  std::chrono::milliseconds watchdog_;
+  std::chrono::steady_clock::time_point started_;
+
+  // Set from any thread.
+  std::atomic<bool> reload_requested_{false};
+  std::atomic<int> stop_requests_{0};
+
+  // The loop's thread only.
+  app::Config cfg_;
+  std::vector<std::unique_ptr<pipeline::PromptLibrary>> libraries_;
+  std::chrono::steady_clock::time_point last_watchdog_, last_metrics_, last_status_, last_log_;
+  std::chrono::steady_clock::time_point drain_deadline_{};
+  int consecutive_errors_ = 0;
+};
+
+}  // namespace kforge::daemon
