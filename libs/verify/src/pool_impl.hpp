@@ -1,0 +1,237 @@
+#pragma once
+// Internal: the verifier pool's state, shared by its parts (pool.hpp has the contract):
+//   pool_create.cpp   creation and sizing (devices, slots, directories, sandbox, cgroups)
+//   pool_worker.cpp   the warm workers' protocol (start, events, requests) and the spares
+//   pool_run.cpp      one run: its directory, pipes, request, output and deadline
+//   pool_loop.cpp     step(): dispatch, wait, reap, deadlines, the memory watch
+//   pool_verdict.cpp  a finished run's verdict, the mutant re-run, failed samples
+//   pool.cpp          the public methods
+// Threads: as Pool, one thread.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kforge/core/env.hpp"
+#include "kforge/verify/pool.hpp"
+#include "sandbox.hpp"
+#include "sys.hpp"
+
+namespace kforge::verify {
+
+using std::chrono::milliseconds;
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+// Keeps the first and the last `cap` bytes of a stream and counts the rest.
+class CappedBuffer {
+ public:
+  explicit CappedBuffer(std::size_t cap = 65536) : cap_(cap) {}
+  void append(const char* p, std::size_t n) {
+    total_ += n;
+    if (head_.size() < cap_) {
+      std::size_t take = std::min(n, cap_ - head_.size());
+      head_.append(p, take);
+      p += take;
+      n -= take;
+    }
+    if (n == 0) return;
+    tail_.append(p, n);
+    if (tail_.size() > 2 * cap_) tail_.erase(0, tail_.size() - cap_);
+  }
+  std::string text() const {
+    if (tail_.empty()) return head_;
+    std::string t = tail_.size() > cap_ ? tail_.substr(tail_.size() - cap_) : tail_;
+    std::uint64_t dropped = total_ - head_.size() - t.size();
+    if (dropped == 0) return head_ + t;
+    return head_ + "\n[kforge: " + std::to_string(dropped) + " bytes not kept]\n" + t;
+  }
+  std::string tail(std::size_t n) const {
+    std::string all = tail_.empty() ? head_ : text();
+    return all.size() > n ? all.substr(all.size() - n) : all;
+  }
+  std::uint64_t total() const { return total_; }
+  bool truncated() const { return total_ > head_.size() + std::min(tail_.size(), cap_); }
+
+ private:
+  std::size_t cap_;
+  std::string head_, tail_;
+  std::uint64_t total_ = 0;
+};
+
+// A sample the pool was given (or its mutant re-run), waiting or running.
+struct Sample {
+  std::uint64_t id = 0;
+  VerifyRequest request;
+  Callback done;
+  bool mutant = false;
+  std::optional<VerifyResult> primary;  // for a mutant re-run: the passing result it checks
+  int infra_attempts = 0;
+  SteadyTime submitted{};
+};
+
+enum class WorkerState { down, starting, ready, dead_device };
+
+struct Run {
+  Sample job;
+  std::string dir;
+  int out_fd = -1, err_fd = -1, res_fd = -1;
+  CappedBuffer out, err;
+  std::string result;
+  bool result_overflow = false;
+  pid_t pid = -1;  // the sample's process (and process group)
+  SteadyTime dispatched{}, started{}, deadline{};
+  SteadyTime kill_time{};
+  KillReason killed = KillReason::none;
+  bool exited = false;
+  int wait_status = -1;
+  std::int64_t maxrss_kb = 0;
+  std::int64_t cpu_ms = -1;  // user + system time of the sample's process (its own children too)
+  std::int64_t peak_rss_kb = 0;
+  std::string cgroup;
+  double timeout_s = 0;
+  std::uint64_t wid = 0;  // the id the worker's events carry
+  uid_t uid = 0;          // the uid the sample runs as (when the slot has uids of its own)
+  // A prestarted child (warm mode, verifier.prestart): forked, sandboxed and holding a CUDA
+  // context before its sample exists; the request goes down go_fd when the sample is assigned.
+  bool prestarted = false;
+  int go_fd = -1;
+  std::string go_pending;
+  // The mutant run in the same process: set once the real run's report (the first line on the
+  // result pipe) says a second one follows.
+  bool first_line_seen = false;
+  bool mutant_phase = false;
+  SteadyTime primary_done{};
+};
+
+struct Slot {
+  int index = 0;
+  std::size_t device = 0;  // index into Impl::devices
+  // The uids this slot's samples run as: two with prestarting (the running sample and the child
+  // waiting for the next one never share a uid, so ending one cannot touch the other).
+  std::vector<uid_t> uids;
+  std::size_t uid_turn = 0;
+  bool own_uid = false;
+  std::string cache_dir;
+  std::string log_path;
+  // warm worker
+  WorkerState state = WorkerState::down;
+  pid_t worker_pid = -1;
+  int ctl_fd = -1;
+  SteadyTime start_deadline{};
+  SteadyTime next_start{};
+  int backoff_ms = 0;
+  bool ever_ready = false;
+  std::unique_ptr<Run> run;
+  std::unique_ptr<Run> spare;  // prestarted, waiting for a sample
+  SteadyTime next_spare{};
+  int spare_failures = 0;
+};
+
+struct DeviceEntry {
+  Device device;
+  bool in_rotation = true;
+  int start_failures = 0;
+  std::string reason;
+};
+
+// A run's output streams, as drain_fd() files what it reads.
+enum class Stream { out, err, result };
+// What step() polls: a worker's control socket, the running sample's streams and go channel
+// (a prestarted child waiting for its request), a spare's streams.
+enum class Watched { control, run_out, run_err, run_result, run_go, spare_out, spare_err };
+
+struct Pool::Impl {
+  VerifierConfig cfg;
+  Env* env = nullptr;      // processes: started, reaped and killed through it
+  Clock* clock = nullptr;  // deadlines and back-off
+  std::string harness;
+  std::string python;
+  std::vector<DeviceEntry> devices;
+  std::vector<Slot> slots;
+  std::deque<Sample> queue;
+  std::vector<std::pair<Callback, VerifyResult>> ready;  // callbacks to run at the end of step()
+  bool warned_missing_modules = false;
+  std::uint64_t next_id = 1;
+  std::string run_root;  // <work_dir>/runs/<pid>-<n>
+  std::string cache_root;
+  bool warm = true;
+  SandboxCaps caps;
+  std::unique_ptr<Sandbox> sandbox;
+  std::unique_ptr<sys::Cgroups> cgroups;
+  PoolStats stats;
+  SteadyTime next_memory_poll{};
+  std::uint64_t run_counter = 0;
+  int omp_threads = 1;
+  std::vector<pid_t> reap_later;
+  std::string sizing;  // how the worker count was chosen
+
+  SteadyTime now() const { return clock->steady_now(); }
+
+  // --- the worker protocol and the spares (pool_worker.cpp) ---
+  std::vector<std::string> sample_env(const Slot& s) const;
+  double memory_fraction(const Slot& s) const;
+  void start_worker(Slot& s);
+  std::string worker_log_tail(const Slot& s) const;
+  void stop_worker(Slot& s);
+  // Killed processes are reaped without blocking: one stuck in the kernel (a GPU driver call)
+  // must not stall the pool.
+  void reap();
+  void worker_start_failed(Slot& s, const std::string& why);
+  // The worker died or wedged after it had been ready.
+  void worker_lost(Slot& s, const std::string& why);
+  void handle_event(Slot& s, const nlohmann::json& ev);
+  void read_control(Slot& s);
+  // Sends a message with file descriptors to the slot's worker (closing them here).
+  bool send_to_worker(Slot& s, const nlohmann::json& msg, const std::vector<int>& fds);
+  bool prestarting(const Slot& s) const;
+  // Starts the child that will run the slot's next sample: it applies the sandbox and creates
+  // its CUDA context now, while the slot's current sample still runs.
+  void prepare_spare(Slot& s);
+  void drop_spare(Slot& s);
+  // The prestarted child ended before it got a sample.
+  void spare_died(Slot& s);
+
+  // --- one run's directory, pipes and deadline (pool_run.cpp) ---
+  RunPlace place(const Slot& s, const Run& r) const;
+  nlohmann::json sandbox_json(const Slot& s, const Run& r) const;
+  nlohmann::json request_json(const Slot& s, const Run& r) const;
+  // A run's directory, cgroup and pipes (the read ends kept, the write ends returned in
+  // `child`: stdout, stderr, result and, for a prestarted child, the go channel's far end).
+  std::unique_ptr<Run> new_run(Slot& s, bool prestart, std::vector<int>& child);
+  // Whatever a run holds outside its process: cgroup, directory, pipes.
+  void drop_run(Run& r);
+  void flush_go(Run& r);
+  // The sample's clock starts now.
+  void arm(Run& r);
+  bool dispatch(Slot& s, Sample job);
+  void drain_fd(int& fd, Run& r, Stream which);
+  // The real run's report has arrived; if the mutant run follows in the same process, it gets
+  // a deadline of its own, as it would in a process of its own.
+  void watch_first_line(Run& r);
+  void kill_run(Slot& s, KillReason why);
+
+  // --- verdicts (pool_verdict.cpp) ---
+  void finish_run(Slot& s);
+  // Applies the quality checks and the mutant re-run, then hands the result over.
+  // Records the mutant run on the real run's result. A mutant run that passes (and did not
+  // fail for the verifier's own reasons) means the test checks nothing about the kernel.
+  static void attach_mutant(VerifyResult& primary, Verdict verdict, const std::string& detail,
+                            const std::vector<std::string>& flags, std::int64_t duration_ms,
+                            const nlohmann::json& report, const char* process);
+  void complete(Sample job, VerifyResult res);
+  void fail_job(Sample job, const std::string& why);
+  bool any_device_in_rotation() const;
+
+  // --- the loop (pool_loop.cpp) ---
+  void step(milliseconds max_wait);
+};
+
+}  // namespace kforge::verify

@@ -1,0 +1,211 @@
+#include "pool_impl.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <sys/resource.h>
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "kforge/core/fs.hpp"
+
+namespace kforge::verify {
+
+namespace fs = std::filesystem;
+
+void Pool::Impl::step(milliseconds max_wait) {
+  SteadyTime t = now();
+  // Start workers that are due.
+  if (warm) {
+    for (auto& s : slots)
+      if (s.state == WorkerState::down && devices[s.device].in_rotation && t >= s.next_start)
+        start_worker(s);
+  }
+  if (!any_device_in_rotation()) {
+    while (!queue.empty()) {
+      Sample j = std::move(queue.front());
+      queue.pop_front();
+      fail_job(std::move(j), "no verifier device in rotation (see the log)");
+    }
+  }
+  // Prestart the children that will take the next samples.
+  for (auto& s : slots)
+    if (prestarting(s) && !s.spare && t >= s.next_spare) prepare_spare(s);
+  // Dispatch.
+  for (auto& s : slots) {
+    if (queue.empty()) break;
+    if (s.run || !devices[s.device].in_rotation) continue;
+    if (warm && s.state != WorkerState::ready) continue;
+    Sample j = std::move(queue.front());
+    queue.pop_front();
+    dispatch(s, std::move(j));
+  }
+  // Wait for something.
+  std::vector<pollfd> pfds;
+  std::vector<std::pair<Slot*, Watched>> owners;  // what each pfds entry is
+  for (auto& s : slots) {
+    if (s.ctl_fd >= 0) {
+      pfds.push_back({s.ctl_fd, POLLIN, 0});
+      owners.emplace_back(&s, Watched::control);
+    }
+    if (s.run) {
+      const std::pair<int, Watched> fds[3] = {{s.run->out_fd, Watched::run_out},
+                                              {s.run->err_fd, Watched::run_err},
+                                              {s.run->res_fd, Watched::run_result}};
+      for (const auto& [fd, what] : fds)
+        if (fd >= 0) {
+          pfds.push_back({fd, POLLIN, 0});
+          owners.emplace_back(&s, what);
+        }
+      if (s.run->go_fd >= 0 && !s.run->go_pending.empty()) {
+        pfds.push_back({s.run->go_fd, POLLOUT, 0});
+        owners.emplace_back(&s, Watched::run_go);
+      }
+    }
+    if (s.spare) {  // what a prestarted child prints while it waits belongs to its sample
+      const std::pair<int, Watched> fds[2] = {{s.spare->out_fd, Watched::spare_out},
+                                              {s.spare->err_fd, Watched::spare_err}};
+      for (const auto& [fd, what] : fds)
+        if (fd >= 0) {
+          pfds.push_back({fd, POLLIN, 0});
+          owners.emplace_back(&s, what);
+        }
+    }
+  }
+  SteadyTime wake = t + max_wait;
+  bool watching = false;
+  for (auto& s : slots) {
+    if (s.run) {
+      wake = std::min(wake, s.run->deadline);
+      watching = true;
+    }
+    if (s.state == WorkerState::starting) wake = std::min(wake, s.start_deadline);
+    if (s.state == WorkerState::down && warm && devices[s.device].in_rotation)
+      wake = std::min(wake, s.next_start);
+  }
+  bool rss_watch = cfg.memory_cap_mb > 0 && !(cgroups && cgroups->available());
+  if (watching && rss_watch) wake = std::min(wake, next_memory_poll);
+  // Fresh children are reaped by polling waitpid: cap the wait so exits are seen promptly.
+  bool fresh_running = !warm && watching;
+  if (fresh_running) wake = std::min(wake, t + milliseconds(20));
+  auto wait_ms =
+      std::max<std::int64_t>(0, std::chrono::duration_cast<milliseconds>(wake - t).count());
+  if (!ready.empty()) wait_ms = 0;
+  {
+    int n = ::poll(pfds.data(), pfds.size(), static_cast<int>(wait_ms));
+    if (n > 0) {
+      for (std::size_t i = 0; i < pfds.size(); ++i) {
+        if (!(pfds[i].revents & (POLLIN | POLLOUT | POLLHUP | POLLERR))) continue;
+        Slot* s = owners[i].first;
+        // Each fd is checked again: an earlier entry's handling may have closed it.
+        switch (owners[i].second) {
+          case Watched::control:
+            read_control(*s);
+            break;
+          case Watched::run_go:
+            if (s->run && s->run->go_fd == pfds[i].fd) flush_go(*s->run);
+            break;
+          case Watched::spare_out:
+            if (s->spare && s->spare->out_fd == pfds[i].fd)
+              drain_fd(s->spare->out_fd, *s->spare, Stream::out);
+            break;
+          case Watched::spare_err:
+            if (s->spare && s->spare->err_fd == pfds[i].fd)
+              drain_fd(s->spare->err_fd, *s->spare, Stream::err);
+            break;
+          case Watched::run_out:
+            if (s->run && s->run->out_fd == pfds[i].fd)
+              drain_fd(s->run->out_fd, *s->run, Stream::out);
+            break;
+          case Watched::run_err:
+            if (s->run && s->run->err_fd == pfds[i].fd)
+              drain_fd(s->run->err_fd, *s->run, Stream::err);
+            break;
+          case Watched::run_result:
+            if (s->run && s->run->res_fd == pfds[i].fd)
+              drain_fd(s->run->res_fd, *s->run, Stream::result);
+            break;
+        }
+      }
+    }
+  }
+  t = now();
+  // Reap: workers that died, fresh samples that exited.
+  for (auto& s : slots) {
+    if (warm && s.worker_pid > 0) {
+      if (auto ended = env->wait(s.worker_pid, WaitMode::no_hang)) {
+        int st = ended->status;
+        s.worker_pid = -1;
+        std::string why = (WIFSIGNALED(st) ? signal_name(WTERMSIG(st))
+                                           : "exit code " + std::to_string(WEXITSTATUS(st)));
+        read_control(s);  // events it sent before dying
+        if (s.state == WorkerState::starting)
+          worker_start_failed(
+              s, "worker ended (" + why + ") before it was ready: " + worker_log_tail(s));
+        else if (s.state == WorkerState::ready)
+          worker_lost(s, "worker ended (" + why + ")");
+      }
+    }
+    if (!warm && s.run && !s.run->exited && s.run->pid > 0) {
+      if (auto ended = env->wait(s.run->pid, WaitMode::no_hang)) {
+        s.run->exited = true;
+        s.run->wait_status = ended->status;
+        s.run->maxrss_kb = ended->maxrss_kb;
+        s.run->cpu_ms = ended->cpu_ms;
+      }
+    }
+  }
+  // Worker start deadlines.
+  for (auto& s : slots)
+    if (s.state == WorkerState::starting && t >= s.start_deadline)
+      worker_start_failed(s, "not ready within " +
+                                 std::to_string(static_cast<int>(cfg.worker_start_timeout_s)) +
+                                 " s: " + worker_log_tail(s));
+  // Memory watch.
+  if (rss_watch && watching && t >= next_memory_poll) {
+    next_memory_poll = t + milliseconds(cfg.memory_poll_ms);
+    auto procs = sys::scan_procs();
+    for (auto& s : slots) {
+      if (!s.run || s.run->exited || s.run->pid <= 0 || s.run->killed != KillReason::none) continue;
+      std::int64_t rss = 0;
+      int uid = s.own_uid ? static_cast<int>(s.run->uid) : -1;
+      for (const auto& p : procs)
+        if (sandbox->counts_for_run(p, s.run->pid, uid)) rss += p.rss_kb;
+      s.run->peak_rss_kb = std::max(s.run->peak_rss_kb, rss);
+      if (rss > cfg.memory_cap_mb * 1024) kill_run(s, KillReason::memory_rss);
+    }
+  }
+  // Deadlines, wedged workers, finished runs.
+  for (auto& s : slots) {
+    if (!s.run) continue;
+    Run& r = *s.run;
+    if (!r.exited && r.killed == KillReason::none && t >= r.deadline)
+      kill_run(s, KillReason::timeout);
+    if (warm && !r.exited) {
+      bool never_started = r.pid <= 0 && t - r.dispatched > milliseconds(30000);
+      bool stuck_after_kill = r.killed != KillReason::none && t - r.kill_time > milliseconds(10000);
+      if (never_started || stuck_after_kill) {
+        worker_lost(
+            s, never_started ? "no 'started' within 30 s" : "no 'finished' within 10 s of a kill");
+        continue;
+      }
+    }
+    if (r.exited) finish_run(s);
+  }
+  if (!reap_later.empty()) reap();
+  // Callbacks last, so they may submit().
+  auto done = std::move(ready);
+  ready.clear();
+  for (auto& [cb, res] : done)
+    if (cb) cb(std::move(res));
+}
+
+}  // namespace kforge::verify

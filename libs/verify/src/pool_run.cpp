@@ -1,0 +1,233 @@
+#include "pool_impl.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "kforge/core/fs.hpp"
+
+namespace kforge::verify {
+
+namespace fs = std::filesystem;
+
+RunPlace Pool::Impl::place(const Slot& s, const Run& r) const {
+  return {r.dir, s.cache_dir, r.cgroup, s.own_uid ? static_cast<int>(r.uid) : -1};
+}
+
+nlohmann::json Pool::Impl::sandbox_json(const Slot& s, const Run& r) const {
+  return sandbox->spec(place(s, r));
+}
+
+nlohmann::json Pool::Impl::request_json(const Slot& s, const Run& r) const {
+  const Sample& job = r.job;
+  return {{"code", job.request.code.value_or("")},
+          {"kernel_wrapper", job.request.kernel_wrapper.value_or("")},
+          {"unitest_code", job.request.unitest_code.value_or("")},
+          {"key", job.request.key},
+          {"mutant", job.mutant},
+          {"mutant_run", cfg.mutant_check && !job.mutant ? cfg.mutant_run : "off"},
+          {"autotune", cfg.autotune},
+          {"gpu_memory_fraction", memory_fraction(s)},
+          {"python_path", cfg.python_path},
+          {"preload", cfg.preload},
+          {"fresh", !warm},
+          {"sandbox", sandbox_json(s, r)}};
+}
+
+// A run's directory, cgroup and pipes (the read ends kept, the write ends returned in
+// `child`: stdout, stderr, result and, for a prestarted child, the go channel's far end).
+std::unique_ptr<Run> Pool::Impl::new_run(Slot& s, bool prestart, std::vector<int>& child) {
+  auto run = std::make_unique<Run>();
+  run->wid = next_id++;
+  run->prestarted = prestart;
+  run->out = CappedBuffer(static_cast<std::size_t>(cfg.output_cap_kb) * 1024);
+  run->err = CappedBuffer(static_cast<std::size_t>(cfg.output_cap_kb) * 1024);
+  run->dir = run_root + "/s" + std::to_string(s.index) + "-" + std::to_string(++run_counter);
+  if (s.own_uid) {
+    run->uid = s.uids[s.uid_turn % s.uids.size()];
+    ++s.uid_turn;
+  }
+  std::error_code ec;
+  fs::create_directories(run->dir, ec);
+  if (ec) {
+    spdlog::error("verifier: cannot prepare {}: {}", run->dir, ec.message());
+    return nullptr;
+  }
+  sandbox->prepare_dir(place(s, *run));
+  if (cgroups && cgroups->available()) {
+    auto cg = cgroups->create("run-" + std::to_string(s.index) + "-" + std::to_string(run_counter),
+                              cfg.memory_cap_mb * 1024 * 1024, cfg.max_processes);
+    if (cg.ok()) run->cgroup = *cg;
+  }
+  int p_out[2], p_err[2], p_res[2], p_go[2] = {-1, -1};
+  bool ok = ::pipe2(p_out, O_CLOEXEC) == 0;
+  ok = ok && ::pipe2(p_err, O_CLOEXEC) == 0;
+  ok = ok && ::pipe2(p_res, O_CLOEXEC) == 0;
+  // The go channel is a socket so that writing to a child that died raises no SIGPIPE.
+  if (ok && prestart) ok = ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p_go) == 0;
+  if (!ok) {
+    spdlog::error("verifier: cannot make pipes for {}: {}", run->dir, std::strerror(errno));
+    drop_run(*run);
+    return nullptr;
+  }
+  run->out_fd = p_out[0];
+  run->err_fd = p_err[0];
+  run->res_fd = p_res[0];
+  run->go_fd = p_go[0];
+  for (int fd : {run->out_fd, run->err_fd, run->res_fd, run->go_fd})
+    if (fd >= 0) sys::set_nonblocking(fd);
+  child = {p_out[1], p_err[1], p_res[1]};
+  if (prestart) child.push_back(p_go[1]);
+  return run;
+}
+
+// Whatever a run holds outside its process: cgroup, directory, pipes.
+void Pool::Impl::drop_run(Run& r) {
+  if (!r.cgroup.empty()) cgroups->destroy(r.cgroup), r.cgroup.clear();
+  for (int* fd : {&r.out_fd, &r.err_fd, &r.res_fd, &r.go_fd}) sys::close_fd(*fd);
+  std::error_code ec;
+  fs::remove_all(r.dir, ec);
+  if (ec) spdlog::warn("verifier: cannot remove {}: {}", r.dir, ec.message());
+}
+
+void Pool::Impl::flush_go(Run& r) {
+  while (r.go_fd >= 0 && !r.go_pending.empty()) {
+    ssize_t n =
+        ::send(r.go_fd, r.go_pending.data(), r.go_pending.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n < 0) {  // the child is gone; its end is reported by the worker
+      r.go_pending.clear();
+      break;
+    }
+    r.go_pending.erase(0, static_cast<std::size_t>(n));
+  }
+  if (r.go_pending.empty()) sys::close_fd(r.go_fd);  // EOF: the request is complete
+}
+
+// The sample's clock starts now.
+void Pool::Impl::arm(Run& r) {
+  r.dispatched = now();
+  r.started = r.dispatched;
+  r.deadline = r.dispatched + milliseconds(static_cast<std::int64_t>(r.timeout_s * 1000));
+}
+
+bool Pool::Impl::dispatch(Slot& s, Sample job) {
+  if (s.spare) {
+    // The prestarted child takes the sample: the request goes down its go channel.
+    s.run = std::move(s.spare);
+    Run& r = *s.run;
+    r.job = std::move(job);
+    r.timeout_s = r.job.request.timeout_s > 0 ? r.job.request.timeout_s : cfg.timeout_s;
+    arm(r);
+    r.go_pending = request_json(s, r).dump();
+    flush_go(r);
+    if (prestarting(s)) prepare_spare(s);
+    return true;
+  }
+  std::vector<int> child;
+  auto run = new_run(s, false, child);
+  if (!run) {
+    fail_job(std::move(job), "cannot prepare a sample directory under " + run_root);
+    return false;
+  }
+  run->job = std::move(job);
+  run->timeout_s = run->job.request.timeout_s > 0 ? run->job.request.timeout_s : cfg.timeout_s;
+  auto req = request_json(s, *run);
+  auto st = write_file(run->dir + "/request.json", req.dump());
+  if (!st.ok()) {
+    spdlog::error("verifier: cannot prepare {}: {}", run->dir, st.error().message);
+    for (int fd : child) ::close(fd);
+    drop_run(*run);
+    fail_job(std::move(run->job), "cannot prepare the sample directory " + run->dir);
+    return false;
+  }
+  arm(*run);
+  if (warm) {
+    nlohmann::json msg = {{"op", "run"}, {"id", run->wid}, {"request", run->dir + "/request.json"}};
+    s.run = std::move(run);
+    if (!send_to_worker(s, msg, child)) {
+      worker_lost(s, std::string("cannot send a request: ") + std::strerror(errno));
+      return false;
+    }
+    if (prestarting(s) && !s.spare) prepare_spare(s);
+  } else {
+    SpawnOptions spec;
+    spec.argv = {
+        python,        "-s", "-u", harness, "fresh", "--request", run->dir + "/request.json",
+        "--result-fd", "3"};
+    spec.env = sample_env(s);
+    spec.fds = {{child[0], 1}, {child[1], 2}, {child[2], 3}};
+    auto pid = env->spawn(spec);
+    for (int fd : child) ::close(fd);
+    if (!pid.ok()) {
+      s.run = std::move(run);
+      s.run->exited = true;
+      s.run->err.append(pid.error().message.data(), pid.error().message.size());
+      finish_run(s);
+      return false;
+    }
+    run->pid = *pid;
+    s.run = std::move(run);
+  }
+  return true;
+}
+
+void Pool::Impl::drain_fd(int& fd, Run& r, Stream which) {
+  char buf[65536];
+  while (fd >= 0) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n <= 0) {
+      sys::close_fd(fd);
+      return;
+    }
+    auto len = static_cast<std::size_t>(n);
+    if (which == Stream::out) {
+      r.out.append(buf, len);
+    } else if (which == Stream::err) {
+      r.err.append(buf, len);
+    } else if (r.result.size() + len <= (32u << 20)) {
+      r.result.append(buf, len);
+      if (!r.first_line_seen) watch_first_line(r);
+    } else {
+      r.result_overflow = true;
+    }
+  }
+}
+
+// The real run's report has arrived; if the mutant run follows in the same process, it gets
+// a deadline of its own, as it would in a process of its own.
+void Pool::Impl::watch_first_line(Run& r) {
+  auto nl = r.result.find('\n');
+  if (nl == std::string::npos) return;
+  r.first_line_seen = true;
+  auto j = nlohmann::json::parse(r.result.substr(0, nl), nullptr, false);
+  if (!j.is_object() || !j.value("mutant_phase", false)) return;
+  r.mutant_phase = true;
+  r.primary_done = now();
+  if (r.killed == KillReason::none)
+    r.deadline = r.primary_done + milliseconds(static_cast<std::int64_t>(r.timeout_s * 1000));
+}
+
+void Pool::Impl::kill_run(Slot& s, KillReason why) {
+  Run& r = *s.run;
+  if (r.killed != KillReason::none) return;
+  r.killed = why;
+  r.kill_time = now();
+  if (!r.cgroup.empty()) cgroups->destroy(r.cgroup), r.cgroup.clear();
+  sandbox->kill_run(r.pid, s.own_uid ? static_cast<int>(r.uid) : -1);
+}
+
+}  // namespace kforge::verify

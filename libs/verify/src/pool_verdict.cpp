@@ -1,0 +1,219 @@
+#include "pool_impl.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "kforge/core/fs.hpp"
+
+namespace kforge::verify {
+
+namespace fs = std::filesystem;
+
+void Pool::Impl::finish_run(Slot& s) {
+  std::unique_ptr<Run> run = std::move(s.run);
+  Run& r = *run;
+  // Whatever the sample left behind dies with it.
+  std::int64_t oom = 0;
+  if (!r.cgroup.empty()) {
+    oom = cgroups->oom_kills(r.cgroup);
+    cgroups->destroy(r.cgroup), r.cgroup.clear();
+  }
+  if (s.own_uid)
+    sys::sweep_uid(*env, r.uid);
+  else if (r.pid > 0)
+    kill_group(*env, r.pid);
+  drain_fd(r.out_fd, r, Stream::out);
+  drain_fd(r.err_fd, r, Stream::err);
+  drain_fd(r.res_fd, r, Stream::result);
+  drop_run(r);
+  if (r.prestarted && r.killed == KillReason::none) s.spare_failures = 0;
+
+  // The result pipe holds the real run's report and, after a mutant run in the same process,
+  // the mutant run's: one JSON object per line.
+  std::optional<nlohmann::json> second;
+  RunFacts f;
+  if (!r.result.empty() && !r.result_overflow) {
+    auto nl = r.result.find('\n');
+    auto j = nlohmann::json::parse(r.result.substr(0, nl), nullptr, false);
+    if (j.is_object()) f.report = std::move(j);
+    if (r.mutant_phase && nl != std::string::npos) {
+      auto m = nlohmann::json::parse(r.result.substr(nl + 1), nullptr, false);
+      if (m.is_object()) second = std::move(m);
+    }
+  }
+  RunFacts mf;  // the mutant run's facts: how the process ended belongs to it
+  if (r.mutant_phase) {
+    mf.report = std::move(second);
+    mf.killed = r.killed;
+    mf.wait_status = r.wait_status;
+    mf.timeout_s = r.timeout_s;
+    mf.memory_cap_mb = cfg.memory_cap_mb;
+    mf.peak_rss_kb = std::max(r.peak_rss_kb, r.maxrss_kb);
+    mf.stderr_tail = r.err.tail(8192);
+    if (mf.killed == KillReason::none && oom > 0 && !mf.report)
+      mf.killed = KillReason::memory_cgroup;
+    oom = 0;
+  }
+  f.killed = r.mutant_phase ? KillReason::none : r.killed;
+  if (f.killed == KillReason::none && oom > 0 && !f.report) f.killed = KillReason::memory_cgroup;
+  f.wait_status = r.mutant_phase ? 0 : r.wait_status;
+  f.timeout_s = r.timeout_s;
+  f.memory_cap_mb = cfg.memory_cap_mb;
+  f.peak_rss_kb = std::max(r.peak_rss_kb, r.maxrss_kb);
+  f.stderr_tail = r.err.tail(8192);
+  auto c = classify(f);
+
+  // A lost worker says nothing about the sample: run it once more.
+  if (r.killed == KillReason::worker_lost && r.job.infra_attempts < 1) {
+    r.job.infra_attempts++;
+    queue.push_front(std::move(r.job));
+    return;
+  }
+
+  VerifyResult res;
+  res.key = r.job.request.key;
+  res.tag = r.job.request.tag;
+  res.verdict = c.verdict;
+  res.detail = c.detail;
+  res.flags = c.flags;
+  res.report = f.report.value_or(nlohmann::json::object());
+  if (res.report.contains("script")) {
+    res.script = res.report["script"].get<std::string>();
+    res.report.erase("script");
+  }
+  res.stdout_text = r.out.text();
+  res.stderr_tail = last_lines(r.err.text(), 60, 8192);
+  SteadyTime end = now();
+  res.duration_ms =
+      std::chrono::duration_cast<milliseconds>((r.mutant_phase ? r.primary_done : end) - r.started)
+          .count();
+  res.device = devices[s.device].device.id;
+  nlohmann::json pool_facts = {
+      {"mode", warm ? "warm" : "fresh"},
+      {"slot", s.index},
+      {"device", res.device},
+      {"wait_status", r.wait_status},
+      {"maxrss_kb", r.maxrss_kb},
+      {"cpu_ms", r.cpu_ms},
+      {"peak_rss_kb", r.peak_rss_kb},
+      {"memory_watch", r.cgroup.empty() && !(cgroups && cgroups->available()) ? "rss" : "cgroup"},
+      {"stdout_bytes", r.out.total()},
+      {"stderr_bytes", r.err.total()},
+      {"output_truncated", r.out.truncated() || r.err.truncated()},
+      {"timeout_s", r.timeout_s},
+      {"uid", s.own_uid ? static_cast<std::int64_t>(r.uid) : -1},
+      {"prestarted", r.prestarted},
+      {"queue_ms",
+       r.job.submitted == SteadyTime{}
+           ? std::int64_t{-1}
+           : std::chrono::duration_cast<milliseconds>(r.dispatched - r.job.submitted).count()}};
+  if (r.result_overflow) pool_facts["report_overflow"] = true;
+  res.report["pool"] = pool_facts;
+  ++stats.completed;
+  if (r.mutant_phase) {
+    auto mc = classify(mf);
+    attach_mutant(res, mc.verdict, mc.detail, mc.flags,
+                  std::chrono::duration_cast<milliseconds>(end - r.primary_done).count(),
+                  mf.report.value_or(nlohmann::json::object()), "same");
+    ++stats.mutant_runs;
+    ready.emplace_back(std::move(r.job.done), std::move(res));
+    return;
+  }
+  complete(std::move(r.job), std::move(res));
+}
+
+// Applies the quality checks and the mutant re-run, then hands the result over.
+// Records the mutant run on the real run's result. A mutant run that passes (and did not
+// fail for the verifier's own reasons) means the test checks nothing about the kernel.
+void Pool::Impl::attach_mutant(VerifyResult& primary, Verdict verdict, const std::string& detail,
+                               const std::vector<std::string>& flags, std::int64_t duration_ms,
+                               const nlohmann::json& report, const char* process) {
+  nlohmann::json m = {{"verdict", to_string(verdict)},
+                      {"detail", detail},
+                      {"duration_ms", duration_ms},
+                      {"launches_skipped", report.value("triton", nlohmann::json::object())
+                                               .value("launches", nlohmann::json::object())},
+                      {"process", process}};
+  if (report.contains("poisoned_bytes")) m["poisoned_bytes"] = report["poisoned_bytes"];
+  // Whether the mutant run compiled anything (it should not: its launches are skipped).
+  auto compile =
+      report.value("triton", nlohmann::json::object()).value("compile", nlohmann::json::object());
+  if (compile.contains("count")) {
+    m["compiles"] = compile["count"];
+    m["compile_ms"] = compile.value("ms", 0);
+  }
+  bool infra = std::find(flags.begin(), flags.end(), kInfrastructure) != flags.end();
+  if (infra) m["infrastructure"] = true;
+  primary.report["mutant"] = std::move(m);
+  if (verdict == Verdict::passed && !infra) primary.flags.push_back(kMutantSurvived);
+}
+
+void Pool::Impl::complete(Sample job, VerifyResult res) {
+  if (job.mutant) {
+    VerifyResult primary = std::move(*job.primary);
+    attach_mutant(primary, res.verdict, res.detail, res.flags, res.duration_ms, res.report, "new");
+    ready.emplace_back(std::move(job.done), std::move(primary));
+    return;
+  }
+  if (res.verdict == Verdict::passed) {
+    auto t = res.report.value("triton", nlohmann::json::object());
+    auto kernels = t.value("kernels", nlohmann::json::array());
+    std::int64_t launches = 0;
+    auto counts = t.value("launches", nlohmann::json::object());
+    for (const auto& [k, v] : counts.items()) launches += v.is_number() ? v.get<std::int64_t>() : 0;
+    if (launches == 0) {
+      // The code defines no Triton kernel, or none of its kernels ran: nothing was verified.
+      res.flags.push_back(kNoKernelLaunch);
+      bool defines =
+          !kernels.empty() || !res.report.value("code_kernels", nlohmann::json::array()).empty();
+      res.report["no_kernel_launch"] =
+          defines ? "no kernel of its code was launched" : "the code defines no @triton.jit kernel";
+    } else if (!kernels.empty() && cfg.mutant_check) {
+      Sample m;
+      m.id = next_id++;
+      m.request = job.request;
+      m.done = std::move(job.done);
+      m.mutant = true;
+      m.primary = std::move(res);
+      ++stats.mutant_runs;
+      queue.push_front(std::move(m));
+      return;
+    }
+  }
+  ready.emplace_back(std::move(job.done), std::move(res));
+}
+
+void Pool::Impl::fail_job(Sample job, const std::string& why) {
+  VerifyResult res;
+  res.key = job.request.key;
+  res.tag = job.request.tag;
+  res.verdict = Verdict::error;
+  res.detail = why;
+  res.flags = {kInfrastructure};
+  res.report = {{"pool", {{"error", why}}}};
+  if (job.mutant && job.primary) {
+    VerifyResult primary = std::move(*job.primary);
+    primary.report["mutant"] = {{"verdict", "error"}, {"detail", why}};
+    ready.emplace_back(std::move(job.done), std::move(primary));
+    return;
+  }
+  ready.emplace_back(std::move(job.done), std::move(res));
+}
+
+bool Pool::Impl::any_device_in_rotation() const {
+  return std::any_of(devices.begin(), devices.end(),
+                     [](const DeviceEntry& d) { return d.in_rotation; });
+}
+
+}  // namespace kforge::verify

@@ -1,0 +1,291 @@
+#include "pool_impl.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "kforge/core/fs.hpp"
+
+namespace kforge::verify {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> Pool::Impl::sample_env(const Slot& s) const {
+  return sandbox->environment(devices[s.device].device, s.cache_dir, omp_threads);
+}
+
+double Pool::Impl::memory_fraction(const Slot& s) const {
+  if (devices[s.device].device.vendor == Vendor::cpu) return 0;
+  if (cfg.gpu_memory_fraction > 0) return cfg.gpu_memory_fraction;
+  int per_device = 0;
+  for (const auto& o : slots) per_device += o.device == s.device ? 1 : 0;
+  return 0.9 / std::max(1, per_device);
+}
+
+void Pool::Impl::start_worker(Slot& s) {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    worker_start_failed(s, std::string("socketpair: ") + std::strerror(errno));
+    return;
+  }
+  int log = ::open(s.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  SpawnOptions spec;
+  std::string preload, pypath;
+  for (const auto& m : cfg.preload) preload += (preload.empty() ? "" : ",") + m;
+  for (const auto& p : cfg.python_path) pypath += (pypath.empty() ? "" : ":") + p;
+  spec.argv = {python,
+               "-s",
+               "-u",
+               harness,
+               "worker",
+               "--control-fd",
+               "3",
+               "--preload=" + preload,
+               "--python-path=" + pypath};
+  if (cfg.probe_gpu && devices[s.device].device.vendor != Vendor::cpu)
+    spec.argv.push_back("--probe-gpu");
+  spec.env = sample_env(s);
+  spec.fds = {{sv[1], 3}};
+  if (log >= 0) spec.fds.push_back({log, 2});
+  auto pid = env->spawn(spec);
+  ::close(sv[1]);
+  if (log >= 0) ::close(log);
+  if (!pid.ok()) {
+    ::close(sv[0]);
+    worker_start_failed(s, pid.error().message);
+    return;
+  }
+  ++stats.worker_starts;
+  if (s.ever_ready || s.backoff_ms > 0) ++stats.worker_restarts;
+  s.worker_pid = *pid;
+  s.ctl_fd = sv[0];
+  sys::set_nonblocking(s.ctl_fd);
+  s.state = WorkerState::starting;
+  s.start_deadline =
+      now() + milliseconds(static_cast<std::int64_t>(cfg.worker_start_timeout_s * 1000));
+}
+
+std::string Pool::Impl::worker_log_tail(const Slot& s) const {
+  auto text = read_file(s.log_path);
+  if (!text.ok()) return "";
+  std::string t = last_lines(*text, 6, 1500);
+  while (!t.empty() && t.back() == '\n') t.pop_back();
+  return t;
+}
+
+void Pool::Impl::stop_worker(Slot& s) {
+  if (s.worker_pid > 0) {
+    kill_group(*env, s.worker_pid);
+    reap_later.push_back(s.worker_pid);
+    reap();
+  }
+  s.worker_pid = -1;
+  sys::close_fd(s.ctl_fd);
+}
+
+// Killed processes are reaped without blocking: one stuck in the kernel (a GPU driver call)
+// must not stall the pool.
+void Pool::Impl::reap() {
+  std::vector<pid_t> left;
+  for (pid_t p : reap_later)
+    if (!env->wait(p, WaitMode::no_hang)) left.push_back(p);
+  reap_later = std::move(left);
+}
+
+void Pool::Impl::worker_start_failed(Slot& s, const std::string& why) {
+  drop_spare(s);
+  stop_worker(s);
+  auto& d = devices[s.device];
+  ++d.start_failures;
+  s.backoff_ms = std::min(30000, s.backoff_ms == 0 ? 500 : s.backoff_ms * 2);
+  s.next_start = now() + milliseconds(s.backoff_ms);
+  s.state = WorkerState::down;
+  spdlog::warn("verifier: worker {} on {} failed to start ({} in a row): {}", s.index, d.device.id,
+               d.start_failures, why);
+  if (d.in_rotation && d.start_failures >= cfg.max_start_failures) {
+    d.in_rotation = false;
+    d.reason = why;
+    spdlog::error("verifier: ALERT: {} taken out of rotation after {} worker start failures: {}",
+                  d.device.id, d.start_failures, why);
+    for (auto& o : slots)
+      if (o.device == s.device) {
+        stop_worker(o);
+        o.state = WorkerState::dead_device;
+      }
+  }
+}
+
+// The worker died or wedged after it had been ready.
+void Pool::Impl::worker_lost(Slot& s, const std::string& why) {
+  spdlog::warn("verifier: worker {} on {} lost: {}; restarting", s.index,
+               devices[s.device].device.id, why);
+  drop_spare(s);
+  if (s.run) {
+    if (s.run->pid > 0) kill_group(*env, s.run->pid);
+    if (!s.run->exited)
+      s.run->killed = s.run->killed == KillReason::none ? KillReason::worker_lost : s.run->killed;
+    s.run->exited = true;
+  }
+  stop_worker(s);
+  s.state = WorkerState::down;
+  s.next_start = now();
+  if (s.run) finish_run(s);
+}
+
+void Pool::Impl::handle_event(Slot& s, const nlohmann::json& ev) {
+  std::string kind = ev.value("event", "");
+  if (kind == "ready") {
+    bool ok = ev.contains("probe") && ev["probe"].value("ok", false);
+    if (!ok) {
+      std::string why = "GPU probe failed: " + (ev.contains("probe") ? ev["probe"].dump() : "");
+      worker_start_failed(s, why);
+      return;
+    }
+    s.state = WorkerState::ready;
+    s.ever_ready = true;
+    s.backoff_ms = 0;
+    devices[s.device].start_failures = 0;
+    spdlog::debug("verifier: worker {} on {} ready (pid {}, modules {}, triton key {})", s.index,
+                  devices[s.device].device.id, s.worker_pid,
+                  ev.value("modules", nlohmann::json()).dump(),
+                  ev.value("triton_key", nlohmann::json()).dump());
+    if (!warned_missing_modules && ev.contains("modules") && ev["modules"].is_object()) {
+      std::string missing;
+      for (const char* m : {"torch", "triton"})
+        if (ev["modules"].contains(m) &&
+            (!ev["modules"][m].is_string() ||
+             ev["modules"][m].get<std::string>().rfind("import failed", 0) == 0))
+          missing += (missing.empty() ? "" : ", ") + std::string(m);
+      if (!missing.empty()) {
+        warned_missing_modules = true;
+        spdlog::warn(
+            "verifier: {} lacks {}: samples that need them end in error, flagged "
+            "'environment' and not repaired; set verifier.python to a Python with torch and "
+            "triton",
+            python, missing);
+      }
+    }
+    return;
+  }
+  auto id = ev.value("id", std::uint64_t{0});
+  if (s.spare && id == s.spare->wid) {
+    if (kind == "started") s.spare->pid = ev.value("pid", -1);
+    if (kind == "finished") spare_died(s);
+    return;
+  }
+  if (!s.run || id != s.run->wid) return;
+  if (kind == "started") {
+    s.run->pid = ev.value("pid", -1);
+    if (!s.run->prestarted) s.run->started = now();
+  } else if (kind == "finished") {
+    s.run->exited = true;
+    s.run->wait_status = ev.value("status", -1);
+    s.run->maxrss_kb = ev.value("maxrss_kb", std::int64_t{0});
+    s.run->cpu_ms = ev.value("cpu_ms", std::int64_t{-1});
+  }
+}
+
+void Pool::Impl::read_control(Slot& s) {
+  char buf[65536];
+  while (s.ctl_fd >= 0) {
+    ssize_t n = ::recv(s.ctl_fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n <= 0) {
+      if (s.state == WorkerState::starting)
+        worker_start_failed(s, "worker exited before it was ready: " + worker_log_tail(s));
+      else
+        worker_lost(s, "control channel closed: " + worker_log_tail(s));
+      return;
+    }
+    auto ev = nlohmann::json::parse(std::string(buf, static_cast<std::size_t>(n)), nullptr, false);
+    if (ev.is_object()) handle_event(s, ev);
+  }
+}
+
+// Sends a message with file descriptors to the slot's worker (closing them here).
+bool Pool::Impl::send_to_worker(Slot& s, const nlohmann::json& msg, const std::vector<int>& fds) {
+  std::string text = msg.dump();
+  char cbuf[CMSG_SPACE(sizeof(int) * 4)];
+  std::memset(cbuf, 0, sizeof cbuf);
+  iovec iov{text.data(), text.size()};
+  msghdr mh{};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = cbuf;
+  mh.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+  cmsghdr* cm = CMSG_FIRSTHDR(&mh);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+  std::memcpy(CMSG_DATA(cm), fds.data(), sizeof(int) * fds.size());
+  ssize_t n = ::sendmsg(s.ctl_fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+  for (int fd : fds) ::close(fd);
+  return n == static_cast<ssize_t>(text.size());
+}
+
+bool Pool::Impl::prestarting(const Slot& s) const {
+  return warm && cfg.prestart && s.state == WorkerState::ready && devices[s.device].in_rotation;
+}
+
+// Starts the child that will run the slot's next sample: it applies the sandbox and creates
+// its CUDA context now, while the slot's current sample still runs.
+void Pool::Impl::prepare_spare(Slot& s) {
+  std::vector<int> child;
+  auto run = new_run(s, true, child);
+  if (!run) return;
+  nlohmann::json prep = {{"sandbox", sandbox_json(s, *run)},
+                         {"python_path", cfg.python_path},
+                         {"gpu", devices[s.device].device.vendor != Vendor::cpu}};
+  auto st = write_file(run->dir + "/prep.json", prep.dump());
+  if (!st.ok()) {
+    spdlog::error("verifier: cannot prepare {}: {}", run->dir, st.error().message);
+    for (int fd : child) ::close(fd);
+    drop_run(*run);
+    return;
+  }
+  nlohmann::json msg = {{"op", "prepare"}, {"id", run->wid}, {"prep", run->dir + "/prep.json"}};
+  bool sent = send_to_worker(s, msg, child);
+  s.spare = std::move(run);
+  if (!sent) worker_lost(s, std::string("cannot send a request: ") + std::strerror(errno));
+}
+
+void Pool::Impl::drop_spare(Slot& s) {
+  if (!s.spare) return;
+  sandbox->kill_run(s.spare->pid, s.own_uid ? static_cast<int>(s.spare->uid) : -1);
+  drop_run(*s.spare);
+  s.spare.reset();
+}
+
+// The prestarted child ended before it got a sample.
+void Pool::Impl::spare_died(Slot& s) {
+  Run& r = *s.spare;
+  drain_fd(r.err_fd, r, Stream::err);
+  drain_fd(r.res_fd, r, Stream::result);
+  std::string why = "exited before it was given a sample";
+  auto j = nlohmann::json::parse(r.result.substr(0, r.result.find('\n')), nullptr, false);
+  if (j.is_object() && j.contains("detail")) why += ": " + j.value("detail", std::string());
+  std::string tail = last_lines(r.err.text(), 4, 800);
+  if (!tail.empty()) why += "; stderr: " + tail;
+  drop_spare(s);
+  ++s.spare_failures;
+  spdlog::warn("verifier: worker {} on {}: prestarted child {} ({} in a row)", s.index,
+               devices[s.device].device.id, why, s.spare_failures);
+  s.next_spare = now() + milliseconds(std::min(30000, 250 << std::min(s.spare_failures, 7)));
+  if (s.spare_failures >= 3) {
+    s.spare_failures = 0;
+    worker_start_failed(s, "prestarted children keep failing: " + why);
+  }
+}
+
+}  // namespace kforge::verify
