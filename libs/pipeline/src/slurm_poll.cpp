@@ -1,0 +1,372 @@
+#include "slurm_internal.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <spdlog/spdlog.h>
+
+#include "kforge/core/fs.hpp"
+#include "kforge/verify/store.hpp"
+
+namespace kforge::pipeline {
+
+using namespace slurm;
+namespace fs = std::filesystem;
+
+Result<bool> SlurmBackend::newer_open(std::int64_t job_id, std::int64_t array_id) {
+  KF_TRY(store::Stmt * st, db_.cached(q()["slurm_newer_open"]));
+  st->bind(1, job_id).bind(2, array_id);
+  KF_TRY(auto n, st->one([](store::Stmt& r) { return r.int64(0); }));
+  return n.value_or(0) > 0;
+}
+
+Status SlurmBackend::settle_stale(std::int64_t array_id, int task, std::int64_t idx) {
+  KF_TRY(store::Stmt * so, db_.cached(q()["slurm_set_outcome"]));
+  so->bind(1, array_id).bind(2, static_cast<std::int64_t>(task)).bind(3, idx).bind(4, "dropped");
+  ++stats_.lost;
+  return so->run();
+}
+
+Status SlurmBackend::store_line(std::int64_t array_id, int task, const std::string& line,
+                                int& stored) {
+  auto j = nlohmann::json::parse(line, nullptr, false);
+  if (!j.is_object() || !j.contains("index") || !j["index"].is_number_integer() ||
+      !j.contains("verdict") || !j["verdict"].is_string()) {
+    spdlog::warn("verifier: array {} task {}: a result line that is not a result: {}", array_id,
+                 task, line.substr(0, 200));
+    return {};
+  }
+  const std::int64_t idx = j["index"].get<std::int64_t>();
+  KF_TRY(store::Stmt * tj, db_.cached(q()["slurm_task_job"]));
+  tj->bind(1, array_id).bind(2, static_cast<std::int64_t>(task)).bind(3, idx);
+  struct Row {
+    std::int64_t job_id;
+    int attempt;
+    std::int64_t run_id, sample_id;
+    std::string key;
+    int round;  // the job's repair round, whose code the shard carried
+  };
+  KF_TRY(auto row, tj->one([](store::Stmt& r) {
+    return Row{r.int64(0), static_cast<int>(r.int64(1)), r.int64(2), r.int64(3),
+               r.text(4),  static_cast<int>(r.int64(5))};
+  }));
+  if (!row) return {};  // settled already (read again after a restart)
+  KF_TRY(bool stale, newer_open(row->job_id, array_id));
+  if (stale) return settle_stale(array_id, task, idx);
+  verify::VerifyResult v;
+  v.key = j.value("key", std::string());
+  if (v.key != row->key) {
+    spdlog::warn("verifier: array {} task {} line {} names '{}', the shard '{}': ignored", array_id,
+                 task, idx, v.key, row->key);
+    return {};
+  }
+  auto verdict = verify::parse_verdict(j["verdict"].get<std::string>());
+  if (!verdict) return {};
+  v.tag = row->job_id;
+  v.verdict = *verdict;
+  v.detail = j.value("detail", std::string());
+  if (j.contains("flags") && j["flags"].is_array())
+    for (const auto& f : j["flags"])
+      if (f.is_string()) v.flags.push_back(f.get<std::string>());
+  if (j.contains("report")) v.report = j["report"];
+  v.script = j.value("script", std::string());
+  v.stderr_tail = j.value("stderr_tail", std::string());
+  v.duration_ms = j.value("duration_ms", std::int64_t{0});
+  v.device = j.value("device", std::string());
+  KF_TRY(int rounds, run_repair_rounds(db_, row->run_id));
+
+  const std::int64_t now = clock_.wall_ms();
+  KF_TRY(store::Transaction tx, store::Transaction::begin(db_));
+  // As the local pool's verdicts: to 'done', to the next repair round, or back to the queue.
+  KF_TRY(VerdictOutcome out,
+         store_job_verdict(
+             db_, owner_,
+             {row->job_id, row->run_id, row->sample_id, row->attempt, row->round, rounds}, v, now));
+  const bool ours = out != VerdictOutcome::lost;
+  const bool infrastructure = out == VerdictOutcome::requeued;
+  const char* outcome = !ours ? "dropped" : infrastructure ? "requeued" : "stored";
+  KF_TRY(store::Stmt * so, db_.cached(q()["slurm_set_outcome"]));
+  so->bind(1, array_id).bind(2, static_cast<std::int64_t>(task)).bind(3, idx).bind(4, outcome);
+  KF_CHECK(so->run());
+  KF_TRY(store::Stmt * tc, db_.cached(q()["slurm_task_counts"]));
+  tc->bind(1, array_id)
+      .bind(2, static_cast<std::int64_t>(task))
+      .bind(3, ours && !infrastructure ? 1 : 0)
+      .bind(4, ours && infrastructure ? 1 : 0)
+      .bind(5, now);
+  KF_CHECK(tc->run());
+  KF_CHECK(tx.commit());
+  if (!ours) {
+    ++stats_.lost;
+  } else if (infrastructure) {
+    ++stats_.requeued;
+    spdlog::warn("verifier: {} goes back to the queue: {}", v.key, v.detail);
+  } else {
+    if (out == VerdictOutcome::to_repair) ++stats_.to_repair;
+    ++stats_.stored;
+    ++stored;
+    ++stats_.by_verdict[std::string(verify::to_string(v.verdict))];
+    if (v.verified()) ++stats_.verified;
+  }
+  return {};
+}
+
+Status SlurmBackend::read_results(std::int64_t array_id, const std::string& dir, int task,
+                                  int& stored) {
+  const fs::path file = fs::path(dir) / ("result-" + std::to_string(task) + ".jsonl");
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return {};  // not started yet
+  std::int64_t& offset = offsets_[{array_id, task}];
+  in.seekg(0, std::ios::end);
+  const std::int64_t size = in.tellg();
+  if (size < offset) offset = 0;  // rewritten
+  if (size == offset) return {};
+  in.seekg(offset);
+  std::string chunk(static_cast<std::size_t>(size - offset), '\0');
+  in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+  chunk.resize(static_cast<std::size_t>(in.gcount()));
+  std::size_t pos = 0;
+  while (true) {
+    auto nl = chunk.find('\n', pos);
+    if (nl == std::string::npos) break;  // a line still being written
+    if (nl > pos) KF_CHECK(store_line(array_id, task, chunk.substr(pos, nl - pos), stored));
+    pos = nl + 1;
+  }
+  offset += static_cast<std::int64_t>(pos);
+  return {};
+}
+
+Status SlurmBackend::end_task(std::int64_t array_id, const std::string& slurm_id, int task,
+                              const std::string& state, const std::string& slurm_state,
+                              const std::string& exit_code) {
+  const std::int64_t now = clock_.wall_ms();
+  KF_TRY(store::Transaction tx, store::Transaction::begin(db_));
+  std::vector<std::pair<std::int64_t, std::int64_t>> open;  // idx, job
+  {
+    KF_TRY(store::Stmt * st, db_.cached(q()["slurm_unfinished"]));
+    st->bind(1, array_id).bind(2, static_cast<std::int64_t>(task));
+    while (true) {
+      KF_TRY(bool row, st->step());
+      if (!row) break;
+      open.emplace_back(st->int64(0), st->int64(1));
+    }
+    st->reset();
+  }
+  const std::string why = "Slurm task " + slurm_id + "_" + std::to_string(task) + " ended " +
+                          (slurm_state.empty() ? state : slurm_state) +
+                          (exit_code.empty() ? "" : " (exit " + exit_code + ")") +
+                          " before verifying it";
+  int requeued = 0;
+  for (const auto& [idx, job] : open) {
+    KF_TRY(bool stale, newer_open(job, array_id));
+    if (stale) {
+      KF_CHECK(settle_stale(array_id, task, idx));
+      continue;
+    }
+    KF_TRY(store::Stmt * cnt, db_.cached(q()["slurm_times_requeued"]));
+    cnt->bind(1, job);
+    KF_TRY(auto times, cnt->one([](store::Stmt& r) { return r.int64(0); }));
+    const bool give_up = times.value_or(0) + 1 >= kMaxRequeues;
+    KF_TRY(store::Stmt * rs, db_.cached(q()["slurm_job_run_state"]));
+    rs->bind(1, job);
+    KF_TRY(auto run_state, rs->one([](store::Stmt& r) { return r.text(0); }));
+    // A cancelled run's job ends with its task (kforge run cancel scancels the run's tasks).
+    const bool cancelled = run_state && *run_state == "cancelled";
+    KF_TRY(store::Stmt * fin, db_.cached(q()["vstage_finish"]));
+    fin->bind(1, job).bind(2, owner_).bind(4, "verify").bind(7, now);
+    if (cancelled)
+      fin->bind(3, "cancelled").bind(5, "cancelled").bind(6, "the run was cancelled");
+    else if (give_up)
+      fin->bind(3, "failed")
+          .bind(5, "verifier")
+          .bind(6, why + "; given up after " + std::to_string(kMaxRequeues) + " tasks");
+    else
+      fin->bind(3, "verify_queued").bind(5, "verifier").bind(6, why);
+    KF_CHECK(fin->run());
+    const bool ours = db_.changes() > 0 && !cancelled;
+    if (ours) ++requeued;
+    KF_TRY(store::Stmt * so, db_.cached(q()["slurm_set_outcome"]));
+    so->bind(1, array_id)
+        .bind(2, static_cast<std::int64_t>(task))
+        .bind(3, idx)
+        .bind(4, ours ? "requeued" : "dropped");
+    KF_CHECK(so->run());
+  }
+  {
+    KF_TRY(store::Stmt * tc, db_.cached(q()["slurm_task_counts"]));
+    tc->bind(1, array_id).bind(2, static_cast<std::int64_t>(task)).bind(3, 0).bind(4, requeued);
+    tc->bind(5, now);
+    KF_CHECK(tc->run());
+    KF_TRY(store::Stmt * te, db_.cached(q()["slurm_task_end"]));
+    te->bind(1, array_id)
+        .bind(2, static_cast<std::int64_t>(task))
+        .bind(3, state)
+        .bind(4, slurm_state)
+        .bind(5, exit_code)
+        .bind(6, now);
+    KF_CHECK(te->run());
+    KF_TRY(store::Stmt * ae, db_.cached(q()["slurm_array_end"]));
+    ae->bind(1, array_id).bind(2, now);
+    KF_CHECK(ae->run());
+  }
+  KF_CHECK(tx.commit());
+  offsets_.erase({array_id, task});
+  stats_.requeued += static_cast<std::uint64_t>(requeued);
+  if (requeued > 0)
+    spdlog::warn("verifier: {}; {} of its samples go back to the queue", why, requeued);
+  return {};
+}
+
+Status SlurmBackend::poll() {
+  const auto& sc = opt_.verifier.slurm;
+  struct Array {
+    std::int64_t id;
+    std::string slurm_id, dir;
+  };
+  std::vector<Array> arrays;
+  {
+    KF_TRY(store::Stmt * st, db_.cached(q()["slurm_open_arrays"]));
+    st->bind(1, owner_);
+    while (true) {
+      KF_TRY(bool row, st->step());
+      if (!row) break;
+      arrays.push_back({st->int64(0), st->text(1), st->text(2)});
+    }
+    st->reset();
+  }
+  std::string watch_error;
+  for (const auto& a : arrays) {
+    struct Live {
+      int task;
+      std::string state, run_state;
+    };
+    std::vector<Live> live;
+    {
+      KF_TRY(store::Stmt * st, db_.cached(q()["slurm_live_tasks"]));
+      st->bind(1, a.id);
+      while (true) {
+        KF_TRY(bool row, st->step());
+        if (!row) break;
+        live.push_back({static_cast<int>(st->int64(0)), st->text(1), st->text(2)});
+      }
+      st->reset();
+    }
+    // States first, then the result files: a task seen ended has written all it will write.
+    auto r = run_command(env(), {sc.scontrol, "-o", "show", "job", a.slurm_id},
+                         std::chrono::milliseconds(sc.command_timeout_ms));
+    std::map<int, TaskInfo> info;
+    bool unknown = false;
+    if (!r.ok()) {
+      watch_error = "scontrol: " + r.error().message;
+    } else if (r->exit_code != 0) {
+      if (r->err.find("Invalid job id") != std::string::npos)
+        unknown = true;  // purged (MinJobAge) or lost with the controller's state
+      else
+        watch_error = "scontrol exited " + std::to_string(r->exit_code) + ": " + first_line(r->err);
+    } else {
+      info = parse_scontrol(r->out);
+    }
+    std::vector<std::string> to_cancel;
+    for (const auto& t : live) {
+      int stored = 0;
+      KF_CHECK(read_results(a.id, a.dir, t.task, stored));
+      if (unknown) {
+        KF_CHECK(end_task(a.id, a.slurm_id, t.task, "lost", "", ""));
+        continue;
+      }
+      auto it = info.find(t.task);
+      if (it == info.end()) continue;  // not listed (yet): look again next time
+      bool ended = false;
+      std::string state = task_state(it->second.state, ended);
+      if (ended) {
+        KF_CHECK(end_task(a.id, a.slurm_id, t.task, state, it->second.state, it->second.exit_code));
+        continue;
+      }
+      if (state != t.state) {
+        KF_TRY(store::Stmt * st, db_.cached(q()["slurm_task_state"]));
+        st->bind(1, a.id)
+            .bind(2, static_cast<std::int64_t>(t.task))
+            .bind(3, state)
+            .bind(4, it->second.state)
+            .bind(5, it->second.exit_code)
+            .bind(6, clock_.wall_ms());
+        KF_CHECK(st->run());
+      }
+      // A cancelled run's tasks are cancelled on the cluster too.
+      const std::string name = a.slurm_id + "_" + std::to_string(t.task);
+      if (t.run_state == "cancelled" && !scancelled_[name]) {
+        scancelled_[name] = true;
+        to_cancel.push_back(name);
+      }
+    }
+    if (!to_cancel.empty()) {
+      std::vector<std::string> argv = {sc.scancel};
+      argv.insert(argv.end(), to_cancel.begin(), to_cancel.end());
+      auto c = run_command(env(), argv, std::chrono::milliseconds(sc.command_timeout_ms));
+      if (!c.ok() || c->exit_code != 0)
+        spdlog::warn("verifier: scancel of a cancelled run's tasks failed: {}",
+                     c.ok() ? first_line(c->err) : c.error().message);
+    }
+  }
+  if (!watch_error.empty()) {
+    spdlog::error("verifier: watching the Slurm tasks: {}", watch_error);
+    KF_CHECK(alert("watch", watch_error));
+  } else {
+    KF_CHECK(clear_alert("watch"));
+  }
+  return {};
+}
+
+Result<int> scancel_run_tasks(store::Db& db, const verify::SlurmConfig& cfg, std::int64_t run_id) {
+  std::vector<std::string> names;
+  {
+    KF_TRY(store::Stmt * st, db.cached(q()["slurm_run_tasks"]));
+    st->bind(1, run_id);
+    while (true) {
+      KF_TRY(bool row, st->step());
+      if (!row) break;
+      names.push_back(st->text(0));
+    }
+    st->reset();
+  }
+  if (names.empty()) return 0;
+  std::vector<std::string> argv = {cfg.scancel};
+  argv.insert(argv.end(), names.begin(), names.end());
+  KF_TRY(auto r,
+         run_command(default_env(), argv, std::chrono::milliseconds(cfg.command_timeout_ms)));
+  if (r.exit_code != 0)
+    return fail("slurm",
+                "scancel exited " + std::to_string(r.exit_code) + ": " + first_line(r.err));
+  return static_cast<int>(names.size());
+}
+
+Result<SlurmSummary> slurm_summary(store::Db& db) {
+  SlurmSummary out;
+  {
+    KF_TRY(store::Stmt * st, db.cached(q()["slurm_tasks_by_state"]));
+    while (true) {
+      KF_TRY(bool row, st->step());
+      if (!row) break;
+      out.tasks_by_state[st->text(0)] = st->int64(1);
+    }
+    st->reset();
+  }
+  KF_TRY(store::Stmt * st, db.cached(q()["slurm_alerts"]));
+  while (true) {
+    KF_TRY(bool row, st->step());
+    if (!row) break;
+    out.alerts.push_back({st->text(0), st->text(1), st->int64(2), st->int64(3), st->int64(4)});
+  }
+  st->reset();
+  return out;
+}
+
+}  // namespace kforge::pipeline
