@@ -35,5 +35,31 @@ TEST(CoreFs, WriteErrorsNameThePath) {
   EXPECT_NE(at.error().message.find("missing-dir"), std::string::npos) << at.error().message;
 }
 
+TEST(CoreFs, AnAtomicFileIsSeenWholeOrNotAtAll) {
+  TempDir tmp;
+  auto p = tmp.path() / "out.jsonl";
+  ASSERT_TRUE(write_file(p, "old\n").ok());
+  {
+    auto f = AtomicFile::create(p);
+    ASSERT_TRUE(f.ok()) << f.error().message;
+    ASSERT_TRUE(f->write("a\n").ok());
+    ASSERT_TRUE(f->write("b\n").ok());
+    EXPECT_TRUE(std::filesystem::exists(f->temp_path()));
+    EXPECT_EQ(read_file(p).value_or(""), "old\n");  // not yet
+    ASSERT_TRUE(f->commit().ok());
+    EXPECT_FALSE(f->write("late").ok());
+  }
+  EXPECT_EQ(read_file(p).value_or(""), "a\nb\n");
+  std::filesystem::path abandoned;
+  {
+    auto f = AtomicFile::create(p);
+    ASSERT_TRUE(f.ok());
+    ASSERT_TRUE(f->write("half").ok());
+    abandoned = f->temp_path();
+  }  // never committed: removed, and the file is untouched
+  EXPECT_FALSE(std::filesystem::exists(abandoned));
+  EXPECT_EQ(read_file(p).value_or(""), "a\nb\n");
+}
+
 }  // namespace
 }  // namespace kforge::test

@@ -55,18 +55,57 @@ Status write_file(const std::filesystem::path& path, std::string_view data) {
   return {};
 }
 
-Status write_file_atomic(const std::filesystem::path& path, std::string_view data) {
-  std::string tmp = path.string() + ".tmp." + std::to_string(::getpid());
-  if (int e = write_whole(tmp, data, true)) {
+Result<AtomicFile> AtomicFile::create(const std::filesystem::path& path) {
+  std::filesystem::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
+  std::FILE* f = std::fopen(tmp.c_str(), "wbxe");
+  if (f == nullptr && errno == EEXIST) {
+    // A leftover of a killed export by a process with our pid: ours to replace.
     ::unlink(tmp.c_str());
-    return fail("io", tmp + ": " + std::strerror(e));
+    f = std::fopen(tmp.c_str(), "wbxe");
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int e = errno;
-    ::unlink(tmp.c_str());
-    return fail("io", path.string() + ": " + std::strerror(e));
-  }
+  if (f == nullptr) return fail("io", tmp.string() + ": " + std::strerror(errno));
+  return AtomicFile(f, path, std::move(tmp));
+}
+
+AtomicFile::AtomicFile(AtomicFile&& o) noexcept
+    : f_(o.f_), path_(std::move(o.path_)), tmp_(std::move(o.tmp_)) {
+  o.f_ = nullptr;
+  o.tmp_.clear();
+}
+
+AtomicFile::~AtomicFile() {
+  if (f_ != nullptr) std::fclose(f_);
+  if (!tmp_.empty()) ::unlink(tmp_.c_str());
+}
+
+Status AtomicFile::write(std::string_view data) {
+  if (f_ == nullptr) return fail("io", path_.string() + ": write after close");
+  if (std::fwrite(data.data(), 1, data.size(), f_) != data.size())
+    return fail("io", tmp_.string() + ": " + std::strerror(errno));
   return {};
+}
+
+Status AtomicFile::commit() {
+  if (f_ == nullptr) return fail("io", path_.string() + ": commit after close");
+  std::FILE* f = f_;
+  f_ = nullptr;
+  bool ok = std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
+  int err = errno;
+  if (std::fclose(f) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok) return fail("io", tmp_.string() + ": " + std::strerror(err));
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0)
+    return fail("io", path_.string() + ": " + std::strerror(errno));
+  tmp_.clear();
+  return {};
+}
+
+Status write_file_atomic(const std::filesystem::path& path, std::string_view data) {
+  KF_TRY(AtomicFile file, AtomicFile::create(path));
+  KF_CHECK(file.write(data));
+  return file.commit();
 }
 
 std::string safe_file_name(std::string_view name) {

@@ -10,6 +10,7 @@
 #include "kforge/llm/json.hpp"
 #include "kforge/pipeline/facts.hpp"
 #include "kforge/pipeline/repair.hpp"
+#include "kforge/store/run_params.hpp"
 
 namespace kforge::pipeline {
 
@@ -57,13 +58,6 @@ std::string first_line(const std::string& s, std::size_t max = 300) {
 }
 
 // The run's repair rounds, as recorded when it was created (0 for a run from before them).
-int repair_rounds_of(const RunRow& run) {
-  if (run.params.is_object() && run.params.contains("repair_rounds") &&
-      run.params["repair_rounds"].is_number_integer())
-    return run.params["repair_rounds"].get<int>();
-  return 0;
-}
-
 class Busy {
  public:
   Busy(std::uint64_t& acc, const Clock& clock)
@@ -366,7 +360,8 @@ Status Scheduler::submit(RunInfo& run, const LeasedJob& job) {
     if (!evidence.ok()) return fail_before_call(run, job, evidence.error());
     values["evidence"] = std::move(*evidence);
     values["round"] = std::to_string(job.repair_round);
-    values["repair_rounds"] = std::to_string(std::max(repair_rounds_of(run.row), job.repair_round));
+    values["repair_rounds"] =
+        std::to_string(std::max(store::repair_rounds_of(run.row.params), job.repair_round));
   }
   auto text = render(tmpl->text, values, tmpl->path.string());
   if (!text.ok()) return fail_before_call(run, job, text.error());

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kforge/pipeline/jobs.hpp"
+#include "kforge/store/run_params.hpp"
 #include "kforge/verify/store.hpp"
 
 namespace kforge::pipeline {
@@ -125,13 +126,7 @@ Result<int> run_repair_rounds(store::Db& db, std::int64_t run_id) {
   KF_TRY(store::Stmt * st, db.cached(q()["vstage_run_params"]));
   st->bind(1, run_id);
   KF_TRY(auto params, st->one([](store::Stmt& r) { return r.text(0); }));
-  int rounds = 0;
-  if (params) {
-    auto j = nlohmann::json::parse(*params, nullptr, false);
-    if (j.is_object() && j.contains("repair_rounds") && j["repair_rounds"].is_number_integer())
-      rounds = j["repair_rounds"].get<int>();
-  }
-  return rounds;
+  return params ? store::repair_rounds_of_text(*params) : 0;
 }
 
 Result<int> VerifyStage::repair_rounds(std::int64_t run_id) {

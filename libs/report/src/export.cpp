@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "atomic_file.hpp"
+#include "kforge/core/fs.hpp"
 #include "kforge/report/outcomes.hpp"
 #include "queries.hpp"
 
@@ -58,7 +58,7 @@ Result<ExportSummary> export_run(store::Db& db, const std::string& tag,
   KF_TRY(store::Transaction tx, store::Transaction::begin(db, store::TxMode::deferred));
   KF_TRY(store::Stmt s, db.prepare(queries()["export_rows"]));
   s.bind(1, run.id);
-  KF_TRY(detail::AtomicFile file, detail::AtomicFile::create(out));
+  KF_TRY(AtomicFile file, AtomicFile::create(out));
   bool json = opts.format == ExportFormat::json;
   if (json) KF_CHECK(file.write("["));
   ExportSummary sum;

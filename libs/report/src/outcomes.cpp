@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "kforge/store/run_params.hpp"
 #include "queries.hpp"
 
 namespace kforge::report {
@@ -69,10 +70,7 @@ Category SampleOutcome::category() const {
 }
 
 int RunInfo::repair_rounds() const {
-  if (params.is_object() && params.contains("repair_rounds") &&
-      params["repair_rounds"].is_number_integer())
-    return params["repair_rounds"].get<int>();
-  return 0;
+  return store::repair_rounds_of(params);
 }
 
 std::optional<int> SampleOutcome::verified_round() const {

@@ -1,0 +1,15 @@
+#pragma once
+// A run's parameters (the runs table's params_json, fixed when the run is created): the one
+// reader, shared by the scheduler, the verify stage and the reports.
+
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+namespace kforge::store {
+
+// The repair rounds the run allows ("repair_rounds"); 0 when absent or not an integer.
+int repair_rounds_of(const nlohmann::json& params);
+// The same from the stored text; 0 when it is not a JSON object.
+int repair_rounds_of_text(std::string_view params_json);
+
+}  // namespace kforge::store

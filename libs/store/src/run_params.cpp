@@ -1,0 +1,16 @@
+#include "kforge/store/run_params.hpp"
+
+namespace kforge::store {
+
+int repair_rounds_of(const nlohmann::json& params) {
+  if (!params.is_object()) return 0;
+  auto it = params.find("repair_rounds");
+  if (it == params.end() || !it->is_number_integer()) return 0;
+  return it->get<int>();
+}
+
+int repair_rounds_of_text(std::string_view params_json) {
+  return repair_rounds_of(nlohmann::json::parse(params_json, nullptr, false));
+}
+
+}  // namespace kforge::store
