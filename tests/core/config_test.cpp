@@ -120,5 +120,45 @@ TEST(Config, SectionThatIsNotAMappingIsAnError) {
   EXPECT_EQ(st.error().message, "t.yaml:1: sec: expected a mapping, got '3'");
 }
 
+// Reads `sec.v` with a range check and returns finish()'s message ("" when it passed).
+template <class T, class Read>
+std::string ranged(const std::string& yaml, T& v, Read read,
+                   std::map<std::string, std::string> env = {}) {
+  auto r = ConfigReader::load_string(yaml, "t.yaml", env_of(std::move(env)));
+  EXPECT_TRUE(r.ok());
+  auto n = (*r)->root().child("sec");
+  read(n, v);
+  auto st = (*r)->finish();
+  return st.ok() ? "" : st.error().message;
+}
+
+TEST(Config, RangeCheckedReadsNameTheBoundFileAndLine) {
+  int i = 5;
+  auto at_least = [](ConfigNode& n, int& v) { n.get_at_least("v", v, 1); };
+  EXPECT_EQ(ranged("sec:\n  v: 3\n", i, at_least), "");
+  EXPECT_EQ(i, 3);
+  EXPECT_EQ(ranged("# c\nsec:\n  v: 0\n", i, at_least), "t.yaml:3: sec.v: must be >= 1");
+  std::int64_t big = 0;
+  EXPECT_EQ(ranged("sec:\n  v: -1\n", big,
+                   [](ConfigNode& n, std::int64_t& v) { n.get_at_least("v", v, 0, "0: no cap"); }),
+            "t.yaml:2: sec.v: must be >= 0 (0: no cap)");
+  double d = 1;
+  auto above = [](ConfigNode& n, double& v) { n.get_above("v", v, 0); };
+  EXPECT_EQ(ranged("sec:\n  v: 0\n", d, above), "t.yaml:2: sec.v: must be > 0");
+  EXPECT_EQ(ranged("sec:\n  v: 0.25\n", d, above), "");
+  auto between = [](ConfigNode& n, double& v) { n.get_between("v", v, 0, 1); };
+  EXPECT_EQ(ranged("sec:\n  v: 1.5\n", d, between), "t.yaml:2: sec.v: must be between 0 and 1");
+  int q = 1;
+  EXPECT_EQ(ranged("sec:\n  v: 200\n", q,
+                   [](ConfigNode& n, int& v) { n.get_between("v", v, 0, 128, "0: default"); }),
+            "t.yaml:2: sec.v: must be between 0 and 128 (0: default)");
+  // The environment's value is checked too, and so is a default that is out of range.
+  i = 5;
+  auto env_msg = ranged("", i, at_least, {{"KFORGE_SEC_V", "0"}});
+  EXPECT_NE(env_msg.find("sec.v: must be >= 1"), std::string::npos) << env_msg;
+  i = 0;
+  EXPECT_NE(ranged("", i, at_least).find("must be >= 1"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kforge

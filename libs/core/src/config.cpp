@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 
 #include "kforge/core/fs.hpp"
@@ -272,6 +273,57 @@ ConfigNode ConfigNode::child(std::string_view key) {
     return ConfigNode(reader_, YAML::Node(), key_path(key));
   }
   return ConfigNode(reader_, n ? *n : YAML::Node(), key_path(key));
+}
+
+namespace {
+
+template <class T>
+std::string bound_text(T v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+  } else {
+    return std::to_string(v);
+  }
+}
+
+std::string with_note(std::string msg, std::string_view note) {
+  if (!note.empty()) msg += " (" + std::string(note) + ")";
+  return msg;
+}
+
+}  // namespace
+
+void ConfigNode::get_at_least(std::string_view key, int& out, int min, std::string_view note) {
+  get(key, out);
+  if (out < min) invalid(key, with_note("must be >= " + bound_text(min), note));
+}
+void ConfigNode::get_at_least(std::string_view key, std::int64_t& out, std::int64_t min,
+                              std::string_view note) {
+  get(key, out);
+  if (out < min) invalid(key, with_note("must be >= " + bound_text(min), note));
+}
+void ConfigNode::get_at_least(std::string_view key, double& out, double min,
+                              std::string_view note) {
+  get(key, out);
+  if (!(out >= min)) invalid(key, with_note("must be >= " + bound_text(min), note));
+}
+void ConfigNode::get_above(std::string_view key, double& out, double bound, std::string_view note) {
+  get(key, out);
+  if (!(out > bound)) invalid(key, with_note("must be > " + bound_text(bound), note));
+}
+void ConfigNode::get_between(std::string_view key, int& out, int lo, int hi,
+                             std::string_view note) {
+  get(key, out);
+  if (out < lo || out > hi)
+    invalid(key, with_note("must be between " + bound_text(lo) + " and " + bound_text(hi), note));
+}
+void ConfigNode::get_between(std::string_view key, double& out, double lo, double hi,
+                             std::string_view note) {
+  get(key, out);
+  if (!(out >= lo && out <= hi))
+    invalid(key, with_note("must be between " + bound_text(lo) + " and " + bound_text(hi), note));
 }
 
 void ConfigNode::invalid(std::string_view key, const std::string& message) {

@@ -8,28 +8,21 @@ void read_slurm(ConfigNode n, SlurmConfig& out) {
   n.get("partition", out.partition);
   n.get("account", out.account);
   n.get("gres", out.gres);
-  n.get("gpus", out.gpus);
+  n.get_at_least("gpus", out.gpus, 0);
   n.get("time_limit", out.time_limit);
   n.get("job_name", out.job_name);
   n.get("extra_args", out.extra_args);
-  n.get("samples_per_task", out.samples_per_task);
-  n.get("max_array_tasks", out.max_array_tasks);
-  n.get("max_samples_in_flight", out.max_samples_in_flight);
-  n.get("submit_interval_ms", out.submit_interval_ms);
-  n.get("poll_ms", out.poll_ms);
-  n.get("command_timeout_ms", out.command_timeout_ms);
+  n.get_at_least("samples_per_task", out.samples_per_task, 1);
+  n.get_at_least("max_array_tasks", out.max_array_tasks, 1);
+  n.get_at_least("max_samples_in_flight", out.max_samples_in_flight, 1);
+  n.get_at_least("submit_interval_ms", out.submit_interval_ms, 0);
+  n.get_at_least("poll_ms", out.poll_ms, 50);
+  n.get_at_least("command_timeout_ms", out.command_timeout_ms, 1000);
   n.get("kforge", out.kforge);
   n.get("node_config", out.node_config);
   n.get("sbatch", out.sbatch);
   n.get("scontrol", out.scontrol);
   n.get("scancel", out.scancel);
-  if (out.gpus < 0) n.invalid("gpus", "must be >= 0");
-  if (out.samples_per_task < 1) n.invalid("samples_per_task", "must be >= 1");
-  if (out.max_array_tasks < 1) n.invalid("max_array_tasks", "must be >= 1");
-  if (out.max_samples_in_flight < 1) n.invalid("max_samples_in_flight", "must be >= 1");
-  if (out.submit_interval_ms < 0) n.invalid("submit_interval_ms", "must be >= 0");
-  if (out.poll_ms < 50) n.invalid("poll_ms", "must be >= 50");
-  if (out.command_timeout_ms < 1000) n.invalid("command_timeout_ms", "must be >= 1000");
   if (out.job_name.empty()) n.invalid("job_name", "must not be empty");
   const std::pair<const char*, const std::string*> commands[] = {{"kforge", &out.kforge},
                                                                  {"sbatch", &out.sbatch},
@@ -62,22 +55,22 @@ void read_config(ConfigNode n, VerifierConfig& out) {
         n.invalid("workers_per_device", "'" + w + "' is not auto or a number >= 1");
     }
   }
-  n.get("cpu_workers", out.cpu_workers);
+  n.get_at_least("cpu_workers", out.cpu_workers, 1);
   n.get("mode", out.mode);
   n.get("prestart", out.prestart);
-  n.get("timeout_s", out.timeout_s);
+  n.get_above("timeout_s", out.timeout_s, 0);
   n.get("python", out.python);
   n.get("python_path", out.python_path);
   n.get("preload", out.preload);
   n.get("harness", out.harness);
-  n.get("memory_cap_mb", out.memory_cap_mb);
-  n.get("output_cap_kb", out.output_cap_kb);
-  n.get("disk_cap_mb", out.disk_cap_mb);
-  n.get("file_size_cap_mb", out.file_size_cap_mb);
-  n.get("address_space_cap_mb", out.address_space_cap_mb);
-  n.get("max_processes", out.max_processes);
-  n.get("max_open_files", out.max_open_files);
-  n.get("gpu_memory_fraction", out.gpu_memory_fraction);
+  n.get_at_least("memory_cap_mb", out.memory_cap_mb, 0, "0: no cap");
+  n.get_at_least("output_cap_kb", out.output_cap_kb, 1);
+  n.get_at_least("disk_cap_mb", out.disk_cap_mb, 0);
+  n.get_at_least("file_size_cap_mb", out.file_size_cap_mb, 0);
+  n.get_at_least("address_space_cap_mb", out.address_space_cap_mb, 0);
+  n.get_at_least("max_processes", out.max_processes, 1);
+  n.get_at_least("max_open_files", out.max_open_files, 16);
+  n.get_between("gpu_memory_fraction", out.gpu_memory_fraction, 0, 1);
   n.get("autotune", out.autotune);
   n.get("gpu_hw_queues", out.gpu_hw_queues);
   n.get("mutant_check", out.mutant_check);
@@ -85,47 +78,30 @@ void read_config(ConfigNode n, VerifierConfig& out) {
   n.get("work_dir", out.work_dir);
   n.get("triton_cache_dir", out.triton_cache_dir);
   n.get("triton_cache_per_worker", out.triton_cache_per_worker);
-  n.get("sandbox_uid_base", out.sandbox_uid_base);
-  n.get("sandbox_uid_count", out.sandbox_uid_count);
+  n.get_at_least("sandbox_uid_base", out.sandbox_uid_base, 0);
+  n.get_at_least("sandbox_uid_count", out.sandbox_uid_count, 1);
   n.get("sandbox_gid", out.sandbox_gid);
   n.get("uid_lock_dir", out.uid_lock_dir);
   n.get("pid_namespace", out.pid_namespace);
   n.get("sandbox_init", out.sandbox_init);
   n.get("hide", out.hide);
   n.get("cgroup", out.cgroup);
-  n.get("queue_capacity", out.queue_capacity);
-  n.get("worker_start_timeout_s", out.worker_start_timeout_s);
-  n.get("max_start_failures", out.max_start_failures);
-  n.get("memory_poll_ms", out.memory_poll_ms);
+  n.get_at_least("queue_capacity", out.queue_capacity, 1);
+  n.get_above("worker_start_timeout_s", out.worker_start_timeout_s, 0);
+  n.get_at_least("max_start_failures", out.max_start_failures, 1);
+  n.get_at_least("memory_poll_ms", out.memory_poll_ms, 10);
   n.get("probe_gpu", out.probe_gpu);
   n.get("env_passthrough", out.env_passthrough);
   n.get("env", out.env);
 
-  if (out.cpu_workers < 1) n.invalid("cpu_workers", "must be >= 1");
   if (out.mode != "warm" && out.mode != "fresh")
     n.invalid("mode", "'" + out.mode + "' is not one of warm, fresh");
   if (out.autotune != "single" && out.autotune != "full")
     n.invalid("autotune", "'" + out.autotune + "' is not one of single, full");
   if (out.mutant_run != "same_process" && out.mutant_run != "new_process")
     n.invalid("mutant_run", "'" + out.mutant_run + "' is not one of same_process, new_process");
-  if (!(out.timeout_s > 0)) n.invalid("timeout_s", "must be > 0");
-  if (out.memory_cap_mb < 0) n.invalid("memory_cap_mb", "must be >= 0 (0: no cap)");
-  if (out.output_cap_kb < 1) n.invalid("output_cap_kb", "must be >= 1");
-  if (out.disk_cap_mb < 0) n.invalid("disk_cap_mb", "must be >= 0");
-  if (out.file_size_cap_mb < 0) n.invalid("file_size_cap_mb", "must be >= 0");
-  if (out.address_space_cap_mb < 0) n.invalid("address_space_cap_mb", "must be >= 0");
   if (out.gpu_hw_queues < 0 || out.gpu_hw_queues > 128)
     n.invalid("gpu_hw_queues", "must be between 0 (the driver's default) and 128");
-  if (out.max_processes < 1) n.invalid("max_processes", "must be >= 1");
-  if (out.max_open_files < 16) n.invalid("max_open_files", "must be >= 16");
-  if (out.gpu_memory_fraction < 0 || out.gpu_memory_fraction > 1)
-    n.invalid("gpu_memory_fraction", "must be between 0 and 1");
-  if (out.sandbox_uid_base < 0) n.invalid("sandbox_uid_base", "must be >= 0");
-  if (out.sandbox_uid_count < 1) n.invalid("sandbox_uid_count", "must be >= 1");
-  if (out.queue_capacity < 1) n.invalid("queue_capacity", "must be >= 1");
-  if (!(out.worker_start_timeout_s > 0)) n.invalid("worker_start_timeout_s", "must be > 0");
-  if (out.max_start_failures < 1) n.invalid("max_start_failures", "must be >= 1");
-  if (out.memory_poll_ms < 10) n.invalid("memory_poll_ms", "must be >= 10");
   if (out.work_dir.empty()) n.invalid("work_dir", "must not be empty");
   for (const auto& d : out.devices) {
     bool ok = d == "cpu" || d == "auto" || d.rfind("cuda:", 0) == 0 || d.rfind("rocm:", 0) == 0;

@@ -48,6 +48,18 @@ class ConfigNode {
   // A sub-mapping. Absent: an empty node whose gets only consult the environment.
   ConfigNode child(std::string_view key);
 
+  // Range-checked reads: get(), then the value (read, or the default when absent) is checked
+  // and an error recorded at the key's line: "must be >= MIN", "must be > BOUND", "must be
+  // between LO and HI", each followed by " (NOTE)" when a note is given.
+  void get_at_least(std::string_view key, int& out, int min, std::string_view note = {});
+  void get_at_least(std::string_view key, std::int64_t& out, std::int64_t min,
+                    std::string_view note = {});
+  void get_at_least(std::string_view key, double& out, double min, std::string_view note = {});
+  void get_above(std::string_view key, double& out, double bound, std::string_view note = {});
+  void get_between(std::string_view key, int& out, int lo, int hi, std::string_view note = {});
+  void get_between(std::string_view key, double& out, double lo, double hi,
+                   std::string_view note = {});
+
   // Records a semantic error (e.g. a value out of range) at this key's line.
   void invalid(std::string_view key, const std::string& message);
 
