@@ -28,6 +28,7 @@ TEST(PipelineConfig, TheShippedFileDocumentsTheDefaults) {
   EXPECT_EQ(c->pipeline.verify_backlog, p.verify_backlog);
   EXPECT_EQ(c->pipeline.idle_poll_ms, p.idle_poll_ms);
   EXPECT_EQ(c->pipeline.structured_output, p.structured_output);
+  EXPECT_EQ(c->pipeline.jit_decorators, p.jit_decorators);
   EXPECT_EQ(c->daemon.owner, d.owner);
   EXPECT_EQ(c->daemon.http_listen, d.http_listen);
   EXPECT_EQ(c->daemon.shutdown_grace_ms, d.shutdown_grace_ms);
@@ -56,6 +57,25 @@ TEST(PipelineConfig, BadValuesAreErrorsNamingFileAndLine) {
   c = app::load_config((dir / "k.yaml").string(), env);
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->pipeline.max_in_flight, 7);
+}
+
+TEST(PipelineConfig, JitDecoratorsAreDottedNames) {
+  test::TempDir dir;
+  test::write_text(dir / "k.yaml", "pipeline:\n  jit_decorators: [triton_dist.jit, a.b.jit]\n");
+  auto c = app::load_config((dir / "k.yaml").string(), no_env());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->pipeline.jit_decorators, (std::vector<std::string>{"triton_dist.jit", "a.b.jit"}));
+  for (const char* bad : {"jit", "triton_dist.", ".jit", "a..jit", "a.b-c", "a.1b"}) {
+    SCOPED_TRACE(bad);
+    test::write_text(dir / "k.yaml",
+                     std::string("pipeline:\n  jit_decorators: [\"") + bad + "\"]\n");
+    c = app::load_config((dir / "k.yaml").string(), no_env());
+    ASSERT_FALSE(c.ok());
+    EXPECT_NE(c.error().message.find("pipeline.jit_decorators: '" + std::string(bad) +
+                                     "' is not a dotted name with a package"),
+              std::string::npos)
+        << c.error().message;
+  }
 }
 
 TEST(SystemdUnit, HasTheDirectivesAndPassesSystemdAnalyzeVerify) {

@@ -15,11 +15,17 @@ namespace {
 
 using nlohmann::json;
 
-// Every record of `corpus`; counts the records and kernels checked.
-void check_corpus(const std::filesystem::path& corpus, int& checked, int& kernels) {
+// Every record of `corpus` (code in field "output"); counts the records and kernels checked.
+void check_corpus(const std::filesystem::path& corpus, int& checked, int& kernels,
+                  const FactsOptions& opts = {}) {
   SCOPED_TRACE(corpus.string());
   auto script = test::source_dir() / "tests" / "pipeline" / "jit_facts.py";
-  auto r = test::run_process({"/usr/bin/python3", script.string(), corpus.string(), "output"});
+  std::vector<std::string> argv = {"/usr/bin/python3", script.string(), corpus.string(), "output"};
+  for (const auto& d : opts.jit_decorators) {
+    argv.push_back("--jit-decorator");
+    argv.push_back(d);
+  }
+  auto r = test::run_process(argv);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   json records = json::parse(test::read_text(corpus));
   std::istringstream lines(r.out);
@@ -29,7 +35,7 @@ void check_corpus(const std::filesystem::path& corpus, int& checked, int& kernel
     int i = ref["index"];
     ASSERT_FALSE(ref.contains("error")) << ref.dump();
     std::string code = records[static_cast<std::size_t>(i)]["output"];
-    auto facts = extract_facts(code);
+    auto facts = extract_facts(code, opts);
     ASSERT_TRUE(facts.ok()) << "record " << i << ": " << facts.error().message;
     ASSERT_EQ(facts->kernels.size(), ref["kernels"].size()) << "record " << i;
     for (std::size_t k = 0; k < facts->kernels.size(); ++k) {
@@ -180,6 +186,211 @@ TEST(Facts, BrokenSourceIsAnErrorWithItsLine) {
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->kernels.empty());
   EXPECT_EQ(none->signatures_text(), "(none: the code defines no @triton.jit function)");
+}
+
+// One snippet per way a Triton kernel is written in the wild, and near misses that are not
+// kernels. Each must give the same facts as Python's own parser (jit_facts.py) and what the
+// comment says.
+struct Form {
+  const char* what;
+  const char* code;
+  std::vector<std::string> kernels;  // with triton_dist.jit configured
+};
+
+const std::vector<Form>& forms() {
+  static const std::vector<Form> f = {
+      {"gluon.jit from triton.experimental",
+       "from triton.experimental import gluon\n"
+       "from triton.experimental.gluon import language as gl\n\n"
+       "@gluon.jit\ndef g(x_ptr, BLOCK: gl.constexpr):\n    pass\n",
+       {"g"}},
+      {"gluon.jit with arguments, module imported whole",
+       "import triton.experimental.gluon as glu\n\n"
+       "@glu.jit(repr=lambda meta: 'g')\ndef g(x_ptr, N):\n    pass\n",
+       {"g"}},
+      {"jit imported from gluon",
+       "from triton.experimental.gluon import jit\n\n@jit\ndef g(x_ptr):\n    pass\n",
+       {"g"}},
+      {"gluon imported from a package that re-exports it",
+       "from aiter.ops.triton.utils import gluon\n\n@gluon.jit\ndef g(x_ptr):\n    pass\n",
+       {"g"}},
+      {"jit imported from triton.runtime.jit, aliased",
+       "from triton.runtime.jit import jit as tjit\n\n@tjit\ndef k(x_ptr):\n    pass\n",
+       {"k"}},
+      {"relative jit inside Triton itself",
+       "from ..runtime.jit import jit\nfrom . import core\n\n@jit\ndef k(x):\n    pass\n",
+       {"k"}},
+      {"relative jit inside Gluon",
+       "from ._runtime import jit, constexpr_function\n\n"
+       "@constexpr_function\ndef helper(x):\n    return x\n\n@jit\ndef k(x):\n    pass\n",
+       {"k"}},
+      {"relative jit from an unrelated module is not Triton's",
+       "from .compiler import jit\n\n@jit\ndef f(x):\n    pass\n",
+       {}},
+      {"triton re-exported by another package",
+       "from vllm.triton_utils import tl, triton\n\n@triton.jit\ndef k(x, B: tl.constexpr):\n"
+       "    pass\n",
+       {"k"}},
+      {"configured triton_dist.jit, with arguments",
+       "import triton_dist\nimport triton.language as tl\n\n"
+       "@triton_dist.jit(do_not_specialize=['rank'])\ndef k(x, rank, B: tl.constexpr):\n"
+       "    pass\n",
+       {"k"}},
+      {"configured jit imported from its submodule",
+       "from triton_dist.jit import jit\n\n@jit\ndef k(x):\n    pass\n",
+       {"k"}},
+      {"call-style, then call-style heuristics",
+       "import triton\nimport triton.language as tl\n\n"
+       "def _fwd(x, DO: tl.constexpr, B: tl.constexpr):\n    pass\n\n"
+       "_fwd = triton.jit(_fwd)\n"
+       "_fwd = triton.heuristics({\"DO\": lambda args: bool(args[\"DO\"])})(_fwd)\n\n"
+       "def _impl(x):\n    pass\n\nkernel = triton.jit(_impl)\n",
+       {"_fwd", "kernel"}},
+      {"string annotations and arguments, stacked",
+       "import triton\nimport triton.language as tl\n\n"
+       "@triton.autotune(configs=[triton.Config({'B': 64})], key=['n'])\n"
+       "@triton.heuristics(values={'EVEN': lambda a: a['n'] % a['B'] == 0})\n"
+       "@triton.jit(do_not_specialize=['n'])\n"
+       "def k(x, n, B: \"tl.constexpr\", EVEN: 'tl.constexpr' = False):\n    pass\n",
+       {"k"}},
+      {"jits of other libraries are not kernels",
+       "import numba\nimport torch\nfrom jax import jit\n\n@numba.jit\ndef a(x):\n    pass\n\n"
+       "@torch.jit.script\ndef b(x):\n    pass\n\n@jit\ndef c(x):\n    pass\n\n"
+       "d = numba.jit(a)\n",
+       {}},
+  };
+  return f;
+}
+
+TEST(Facts, FindsEveryFormOfJitAsPythonsParserDoes) {
+  FactsOptions opts{{"triton_dist.jit"}};
+  nlohmann::json records = nlohmann::json::array();
+  for (const auto& f : forms()) {
+    SCOPED_TRACE(f.what);
+    records.push_back({{"output", f.code}});
+    auto got = extract_facts(f.code, opts);
+    ASSERT_TRUE(got.ok()) << got.error().message;
+    EXPECT_EQ(got->kernel_names(), f.kernels);
+  }
+  test::TempDir dir;
+  auto corpus = dir.path() / "forms.json";
+  test::write_text(corpus, records.dump());
+  int checked = 0, kernels = 0;
+  check_corpus(corpus, checked, kernels, opts);
+  EXPECT_EQ(checked, static_cast<int>(forms().size()));
+  EXPECT_EQ(kernels, 13);
+}
+
+TEST(Facts, ConfiguredDecoratorsCountOnlyWhenConfigured) {
+  const char* code = "import triton_dist\n\n@triton_dist.jit\ndef k(x):\n    pass\n";
+  auto plain = extract_facts(code);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE(plain->kernels.empty());
+  auto configured = extract_facts(code, FactsOptions{{"triton_dist.jit"}});
+  ASSERT_TRUE(configured.ok());
+  EXPECT_EQ(configured->kernel_names(), std::vector<std::string>{"k"});
+}
+
+TEST(Facts, CallStyleKernelsTakeTheirParametersFromTheDefAndAreLaunchedByTheirName) {
+  auto f = extract_facts(forms()[11].code);
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  ASSERT_EQ(f->kernels.size(), 2u);
+  const Kernel& fwd = f->kernels[0];
+  EXPECT_EQ(fwd.line, 4);
+  EXPECT_TRUE(fwd.heuristics);
+  ASSERT_EQ(fwd.params.size(), 3u);
+  EXPECT_TRUE(fwd.params[1].set_by_heuristics);  // DO
+  EXPECT_FALSE(fwd.params[2].set_by_heuristics);
+  EXPECT_TRUE(fwd.params[2].is_constexpr);
+  EXPECT_EQ(f->kernels[1].name, "kernel");  // the name it is launched by, the def's line
+  EXPECT_EQ(f->kernels[1].line, 10);
+}
+
+TEST(Facts, StringAnnotationsAreConstexprAndDecoratorArgumentsAreRead) {
+  auto f = extract_facts(forms()[12].code);
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  ASSERT_EQ(f->kernels.size(), 1u);
+  const Kernel& k = f->kernels[0];
+  EXPECT_TRUE(k.autotuned);
+  EXPECT_TRUE(k.heuristics);
+  ASSERT_EQ(k.params.size(), 4u);
+  EXPECT_FALSE(k.params[1].is_constexpr);
+  EXPECT_TRUE(k.params[2].is_constexpr);
+  EXPECT_EQ(k.params[2].annotation, "\"tl.constexpr\"");
+  EXPECT_TRUE(k.params[2].set_by_autotune);
+  EXPECT_TRUE(k.params[3].is_constexpr);
+  EXPECT_TRUE(k.params[3].set_by_heuristics);
+}
+
+// CRLF line ends everywhere, a lone CR, and continuations inside strings and f-strings: FlagGems'
+// hstack.py is a CRLF file with a backslash continuation inside an f-string.
+TEST(Facts, LineBreaksOfEveryKindInsideAndOutsideStrings) {
+  std::string crlf =
+      "import triton\r\n"
+      "\r\n"
+      "def check(dim, i):\r\n"
+      "    raise RuntimeError(\r\n"
+      "        f\"Sizes must match except in dimension {dim}. \\\r\n"
+      "            Expected size {i} but got {i + 1}\"\r\n"
+      "    )\r\n"
+      "s = 'one \\\r\ntwo'\r\n"
+      "t = \"\"\"a\r\nb\"\"\" + \\\r\n    'c'  # comment\r\n"
+      "@triton.jit\r\n"
+      "def k(x,\r\n      y):\r\n"
+      "    pass\r\n";
+  auto f = extract_facts(crlf);
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  ASSERT_EQ(f->kernel_names(), std::vector<std::string>{"k"});
+  EXPECT_EQ(f->kernels[0].line, 14);
+  EXPECT_EQ(f->kernels[0].params.size(), 2u);
+
+  auto cr = extract_facts("import triton\r@triton.jit\rdef k(x):\r    s = 'a\\\rb'\r");
+  ASSERT_TRUE(cr.ok()) << cr.error().message;
+  ASSERT_EQ(cr->kernel_names(), std::vector<std::string>{"k"});
+  EXPECT_EQ(cr->kernels[0].line, 3);
+
+  auto open = extract_facts("x = f'never closed\r\ny = 1\r\n");
+  ASSERT_FALSE(open.ok());
+  EXPECT_EQ(open.error().message, "line 1: unterminated string");
+}
+
+// Python 3.12's grammar (PEP 701 f-strings, type statements and type parameters); the local
+// Python (3.11) cannot parse these, so the expectations are written out.
+TEST(Facts, ReadsThePython312Grammar) {
+  const char* code = R"PY(import triton
+import triton.language as tl
+
+type Shape = tuple[int, ...]
+type Pair[T] = tuple[T, T]
+names = {"a": 1}
+s1 = f"{names["a"]} and {'\n'.join(["x", "y"])}"
+s2 = f"{f"{f"{1}"}"}" + f'{names['a']:>{10}}' + f"{names!r:}" + f"{1 != 2}"
+s3 = f"""{
+    names["a"]  # a comment inside the field, and a quote: "
+} {{literal}} \N{BULLET}"""
+s4 = rf"{names["a"]}\d" + t"{names}"
+
+@triton.jit
+def k(x_ptr, BLOCK: tl.constexpr):
+    pass
+
+def generic[T](x: T) -> T:
+    return x
+)PY";
+  auto f = extract_facts(code);
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  ASSERT_EQ(f->kernel_names(), std::vector<std::string>{"k"});
+  EXPECT_EQ(f->kernels[0].line, 15);
+  EXPECT_TRUE(f->kernels[0].params[1].is_constexpr);
+
+  auto typed = extract_facts("import triton\n@triton.jit\ndef k[T](x: T, n):\n    pass\n");
+  ASSERT_TRUE(typed.ok()) << typed.error().message;
+  ASSERT_EQ(typed->kernels.size(), 1u);
+  EXPECT_EQ(typed->kernels[0].params.size(), 2u);
+
+  auto field = extract_facts("x = f\"{names['a'\"\n");
+  ASSERT_FALSE(field.ok());
+  EXPECT_EQ(field.error().kind, "python_syntax");
 }
 
 constexpr const char* kCode = R"PY(

@@ -92,5 +92,173 @@ TEST_F(Progress, LeasesTakenBackAtARestartAreNotErrors) {
   EXPECT_EQ(p.errors[0].kind, "llm:timeout");
 }
 
+// The rows of `sql` (`cols` columns) as text, one line each.
+std::string rows(store::Db& db, const std::string& sql, int cols = 1) {
+  auto st = db.prepare(sql);
+  EXPECT_TRUE(st.ok()) << st.error().message << "\n" << sql;
+  if (!st.ok()) return {};
+  std::string out;
+  while (true) {
+    auto row = st->step();
+    EXPECT_TRUE(row.ok());
+    if (!row.ok() || !*row) break;
+    for (int c = 0; c < cols; ++c) out += (c > 0 ? "|" : "") + st->text(c);
+    out += "\n";
+  }
+  return out;
+}
+
+// Every kept count (migration 0012) against the same count taken from the rows.
+void expect_counts_match_rows(store::Db& db) {
+  EXPECT_EQ(rows(db,
+                 "SELECT run_id, state, stage, n FROM run_job_counts WHERE n > 0 "
+                 "ORDER BY 1, 2, 3",
+                 4),
+            rows(db,
+                 "SELECT run_id, state, stage, count(*) FROM jobs GROUP BY 1, 2, 3 "
+                 "ORDER BY 1, 2, 3",
+                 4));
+  EXPECT_EQ(rows(db,
+                 "SELECT run_id, stage, status, n, prompt_tokens, completion_tokens, "
+                 "round(cost_usd, 9), first_ms, last_ms FROM run_output_totals "
+                 "WHERE n > 0 ORDER BY 1, 2, 3",
+                 9),
+            rows(db,
+                 "SELECT run_id, stage, status, count(*), sum(prompt_tokens), "
+                 "sum(completion_tokens), round(sum(cost_usd), 9), min(created_ms), "
+                 "max(created_ms) FROM stage_outputs GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
+                 9));
+  EXPECT_EQ(rows(db,
+                 "SELECT run_tag, replayed, n, prompt_tokens, completion_tokens, "
+                 "round(cost_usd, 9) FROM run_call_totals WHERE n > 0 ORDER BY 1, 2",
+                 6),
+            rows(db,
+                 "SELECT substr(tag, 1, instr(tag, ' sample=') - 1), status = 'replayed', "
+                 "count(*), sum(prompt_tokens), sum(completion_tokens), "
+                 "round(sum(cost_usd), 9) FROM llm_calls WHERE tag GLOB 'run=* sample=*' "
+                 "GROUP BY 1, 2 ORDER BY 1, 2",
+                 6));
+  EXPECT_EQ(rows(db,
+                 "SELECT run_id, verdict, n FROM run_verdict_counts WHERE n > 0 "
+                 "ORDER BY 1, 2",
+                 3),
+            rows(db,
+                 "SELECT run_id, verdict, count(*) FROM verifications GROUP BY 1, 2 "
+                 "ORDER BY 1, 2",
+                 3));
+}
+
+// A second run, answers, calls (network, replayed, another run's, untagged), verdicts, state
+// and stage changes, a deleted job: what a run's life does to the counted tables.
+void live_a_little(store::Db& db) {
+  auto exec = [&](const std::string& sql) {
+    auto st = db.exec(sql);
+    ASSERT_TRUE(st.ok()) << st.error().message << "\n" << sql;
+  };
+  exec(
+      "INSERT INTO runs (id, tag, pipeline, model, created_ms, updated_ms) VALUES "
+      "(2, 'r2', 'v2', 'm', 0, 0)");
+  exec(
+      "INSERT INTO jobs (id, run_id, sample_id, state, stage, created_ms, updated_ms) VALUES "
+      "(11, 2, 1, 'queued', 'analyze', 0, 0), (12, 2, 2, 'queued', 'analyze', 0, 0)");
+  for (int i = 1; i <= 4; ++i) {
+    std::string job = std::to_string(i);
+    exec(
+        "INSERT INTO stage_outputs (job_id, run_id, sample_id, stage, attempt, status, "
+        "prompt_version, prompt_sha256, request_json, prompt_tokens, completion_tokens, "
+        "cost_usd, created_ms) VALUES (" +
+        job + ", 1, " + job + ", 'generate', 1, '" + (i == 4 ? "rejected" : "ok") +
+        "', 'v1', 'x', '{}', 100, 20, 0.0015, " + std::to_string(1000 * i) + ")");
+    exec(
+        "INSERT INTO llm_calls (request_sha256, tag, url, model, status, prompt_tokens, "
+        "completion_tokens, cost_usd, created_ms) VALUES ('h" +
+        job + "', 'run=r sample=k" + job + " stage=generate attempt=1', 'u', 'm', '" +
+        (i == 3 ? "replayed" : "ok") + "', 100, 20, 0.0015, 0)");
+  }
+  exec(
+      "INSERT INTO llm_calls (request_sha256, tag, url, model, status, prompt_tokens, "
+      "completion_tokens, cost_usd, created_ms) VALUES "
+      "('h9', 'run=r2 sample=k1 stage=analyze attempt=1', 'u', 'm', 'ok', 7, 3, 0.5, 0), "
+      "('h10', 'adhoc', 'u', 'm', 'ok', 7, 3, 0.5, 0)");
+  exec("UPDATE jobs SET state = 'verify_queued', stage = 'verify' WHERE id IN (1, 2, 3)");
+  exec("UPDATE jobs SET state = 'failed' WHERE id = 4");
+  exec("UPDATE jobs SET updated_ms = 5 WHERE id = 5");  // no state or stage change
+  exec("UPDATE jobs SET stage = 'generate' WHERE id = 11");
+  for (int i = 1; i <= 3; ++i)
+    exec("INSERT INTO verifications (job_id, run_id, sample_id, verdict, created_ms) VALUES (" +
+         std::to_string(i) + ", 1, " + std::to_string(i) + ", '" + (i == 2 ? "failed" : "passed") +
+         "', 0)");
+  exec("UPDATE jobs SET state = 'done', stage = 'done' WHERE id IN (1, 2, 3)");
+  exec("DELETE FROM jobs WHERE id = 2");  // its output and verdict go by ON DELETE CASCADE
+}
+
+TEST_F(Progress, KeptCountsFollowEveryChangeToTheRowsTheyCount) {
+  expect_counts_match_rows(*db_);
+  live_a_little(*db_);
+  expect_counts_match_rows(*db_);
+  auto all = collect_progress(*db_, kNow);
+  ASSERT_TRUE(all.ok()) << all.error().message;
+  ASSERT_EQ(all->size(), 2u);
+  const RunProgress& p = all->front();
+  EXPECT_EQ(p.total, 9);
+  EXPECT_EQ(p.by_state.at("done"), 2);
+  EXPECT_EQ(p.by_state.at("failed"), 1);
+  EXPECT_EQ(p.by_state.at("queued"), 6);
+  EXPECT_EQ(p.by_stage.at("done").at("done"), 2);
+  EXPECT_EQ(p.outputs.at("generate").at("ok"), 2);
+  EXPECT_EQ(p.outputs.at("generate").at("rejected"), 1);
+  EXPECT_EQ(p.prompt_tokens, 300);  // network calls: 1, 2 and 4 (3 was replayed)
+  EXPECT_EQ(p.completion_tokens, 60);
+  EXPECT_NEAR(p.cost_usd, 0.0045, 1e-12);
+  EXPECT_EQ(p.replayed_calls, 1);
+  EXPECT_NEAR(p.saved_usd, 0.0015, 1e-12);
+  EXPECT_EQ(p.verdicts.size(), 1u);
+  EXPECT_EQ(p.verdicts.at("passed"), 2);
+  const RunProgress& q = all->back();
+  EXPECT_EQ(q.total, 2);
+  EXPECT_EQ(q.by_stage.at("generate").at("queued"), 1);
+  EXPECT_EQ(q.prompt_tokens, 7);
+
+  ASSERT_TRUE(db_->exec("DELETE FROM runs WHERE id = 2").ok());
+  EXPECT_EQ(rows(*db_, "SELECT count(*) FROM run_job_counts WHERE run_id = 2"), "0\n");
+  expect_counts_match_rows(*db_);
+}
+
+TEST(ProgressMigration, CountsAreFilledFromRowsStoredBeforeIt) {
+  test::TempDir dir;
+  store::OpenOptions o;
+  o.path = (dir / "old.db").string();
+  o.migrate = false;
+  auto db = store::Db::open(o);
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  std::vector<EmbeddedFile> before;
+  for (const auto& f : store::migrations())
+    if (f.name < std::string_view("0012")) before.push_back(f);
+  ASSERT_TRUE(store::migrate(**db, before).ok());
+  ASSERT_TRUE((*db)
+                  ->exec("INSERT INTO runs (id, tag, pipeline, model, created_ms, updated_ms) "
+                         "VALUES (1, 'r', 'v1', 'm', 0, 0)")
+                  .ok());
+  for (int i = 1; i <= 10; ++i) {
+    std::string n = std::to_string(i);
+    ASSERT_TRUE((*db)
+                    ->exec("INSERT INTO samples (id, key, code_sha256, code, record_json, source, "
+                           "source_index, created_ms, updated_ms) VALUES (" +
+                           n + ", 'k" + n + "', 'x', 'c', '{}', 'f', " + n +
+                           ", 0, 0); INSERT INTO jobs (id, run_id, sample_id, state, stage, "
+                           "created_ms, updated_ms) VALUES (" +
+                           n + ", 1, " + n + ", 'queued', 'generate', 0, 0)")
+                    .ok());
+  }
+  live_a_little(**db);
+  ASSERT_TRUE(store::migrate(**db, store::migrations()).ok());
+  EXPECT_NE(rows(**db, "SELECT count(*) FROM run_output_totals"), "0\n");
+  expect_counts_match_rows(**db);
+  // and the triggers go on from there
+  ASSERT_TRUE((*db)->exec("UPDATE jobs SET state = 'cancelled' WHERE run_id = 2").ok());
+  ASSERT_TRUE((*db)->exec("DELETE FROM verifications WHERE job_id = 1").ok());
+  expect_counts_match_rows(**db);
+}
+
 }  // namespace
 }  // namespace kforge::pipeline

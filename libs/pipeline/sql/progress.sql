@@ -1,25 +1,26 @@
--- Progress of runs, for `kforge status`, systemd's STATUS= line and /metrics.
+-- Progress of runs, for `kforge status`, systemd's STATUS= line and /metrics. The counts come
+-- from the tables that migration 0012's triggers keep (run_job_counts, run_output_totals,
+-- run_call_totals, run_verdict_counts), so reading them costs the same whatever the history.
 
 -- name: run_jobs_by_state_stage
-SELECT state, stage, count(*) FROM jobs WHERE run_id = ?1 GROUP BY state, stage;
+SELECT state, stage, n FROM run_job_counts WHERE run_id = ?1 AND n > 0;
 
 -- name: run_usage
 SELECT coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0),
-       coalesce(sum(cost_usd), 0), count(*), min(created_ms), max(created_ms)
-FROM stage_outputs WHERE run_id = ?1;
+       coalesce(sum(cost_usd), 0), coalesce(sum(n), 0), min(first_ms), max(last_ms)
+FROM run_output_totals WHERE run_id = ?1 AND n > 0;
 
--- What the provider answered for a run (its calls' tags start "run=TAG "; ?1 = "run=TAG ",
--- ?2 = "run=TAG!"), network calls apart from replayed ones (answered from the store, unpaid).
+-- What the provider answered for a run (its calls' tags start "run=TAG sample="; ?1 =
+-- "run=TAG"), network calls apart from replayed ones (answered from the store, unpaid).
 -- name: run_calls
-SELECT status = 'replayed', count(*), coalesce(sum(prompt_tokens), 0),
-       coalesce(sum(completion_tokens), 0), coalesce(sum(cost_usd), 0)
-FROM llm_calls WHERE tag >= ?1 AND tag < ?2 GROUP BY 1;
+SELECT replayed, n, prompt_tokens, completion_tokens, cost_usd
+FROM run_call_totals WHERE run_tag = ?1 AND n > 0;
 
 -- name: run_wait
 SELECT wait_until_ms, wait_reason FROM runs WHERE id = ?1;
 
 -- name: run_outputs_by_stage_status
-SELECT stage, status, count(*) FROM stage_outputs WHERE run_id = ?1 GROUP BY stage, status;
+SELECT stage, status, n FROM run_output_totals WHERE run_id = ?1 AND n > 0;
 
 -- The most recent finishes (?4 at most, since ?3): how many and the oldest one's time. The rate
 -- is taken over them, so a stop or a slow start long ago does not drag it down.
@@ -36,16 +37,16 @@ SELECT count(*), coalesce(min(t), 0) FROM (
 -- column from the row holding max()).
 -- name: run_errors_by_kind
 SELECT kind, count(*), max(created_ms), message FROM job_events
-WHERE run_id = ?1 AND level <> 'info' AND created_ms >= ?2
+WHERE run_id = ?1 AND level IN ('warn', 'error') AND created_ms >= ?2
   AND kind NOT IN ('lease_reclaimed')  -- routine: a restarted daemon took its own leases back
 GROUP BY kind ORDER BY count(*) DESC, kind;
 
 -- name: run_verdicts
-SELECT verdict, count(*) FROM verifications WHERE run_id = ?1 GROUP BY verdict;
+SELECT verdict, n FROM run_verdict_counts WHERE run_id = ?1 AND n > 0;
 
 -- name: jobs_by_run_state
-SELECT r.tag, j.state, count(*) FROM jobs j JOIN runs r ON r.id = j.run_id
-GROUP BY r.tag, j.state;
+SELECT r.tag, c.state, sum(c.n) FROM run_job_counts c JOIN runs r ON r.id = c.run_id
+GROUP BY r.tag, c.state HAVING sum(c.n) > 0;
 
 -- name: verdicts_all
-SELECT verdict, count(*) FROM verifications GROUP BY verdict;
+SELECT verdict, sum(n) FROM run_verdict_counts GROUP BY verdict HAVING sum(n) > 0;

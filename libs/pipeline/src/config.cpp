@@ -1,6 +1,29 @@
 #include "kforge/pipeline/config.hpp"
 
+#include <cctype>
+
 namespace kforge::pipeline {
+
+namespace {
+// "a.b" or longer: identifiers joined by dots, at least two of them.
+bool dotted_name(const std::string& s) {
+  bool start = true;
+  int parts = 1;
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (c == '.') {
+      if (start) return false;
+      start = true;
+      ++parts;
+    } else if (std::isalpha(u) != 0 || c == '_' || (!start && std::isdigit(u) != 0)) {
+      start = false;
+    } else {
+      return false;
+    }
+  }
+  return !start && parts >= 2;
+}
+}  // namespace
 
 void read_config(ConfigNode n, PipelineConfig& out) {
   n.get("prompts_dir", out.prompts_dir);
@@ -15,6 +38,7 @@ void read_config(ConfigNode n, PipelineConfig& out) {
   n.get("idle_poll_ms", out.idle_poll_ms);
   n.get("structured_output", out.structured_output);
   n.get("repair_rounds", out.repair_rounds);
+  n.get("jit_decorators", out.jit_decorators);
   if (out.max_in_flight < 1) n.invalid("max_in_flight", "must be >= 1");
   if (out.lease_ms < 1000) n.invalid("lease_ms", "must be >= 1000");
   if (out.max_attempts < 1) n.invalid("max_attempts", "must be >= 1");
@@ -27,6 +51,10 @@ void read_config(ConfigNode n, PipelineConfig& out) {
   if (out.idle_poll_ms < 10) n.invalid("idle_poll_ms", "must be >= 10");
   if (out.repair_rounds < 0 || out.repair_rounds > 10)
     n.invalid("repair_rounds", "must be between 0 and 10");
+  for (const auto& d : out.jit_decorators)
+    if (!dotted_name(d))
+      n.invalid("jit_decorators",
+                "'" + d + "' is not a dotted name with a package, like triton_dist.jit");
 }
 
 namespace {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "python_scan.hpp"
@@ -54,6 +55,7 @@ std::vector<KernelParam> parse_params(std::string_view src, const std::vector<To
                                       std::size_t name_at) {
   std::vector<KernelParam> params;
   std::size_t open = name_at + 1;
+  if (open < t.size() && is_op(t[open], "[")) open = py::matching(t, open) + 1;  // def f[T](...)
   if (open >= t.size() || !is_op(t[open], "(")) return params;
   std::size_t close = py::matching(t, open);
   std::size_t seg = open + 1;
@@ -84,8 +86,10 @@ std::vector<KernelParam> parse_params(std::string_view src, const std::vector<To
     }
     if (i < eq && is_op(t[i], ":")) p.annotation = py::text_of(src, t, i + 1, eq);
     if (eq < b) p.default_value = py::text_of(src, t, eq + 1, b);
-    std::string_view a_view = p.annotation;
-    p.is_constexpr = a_view.size() >= 9 && a_view.substr(a_view.size() - 9) == "constexpr";
+    // A string annotation ("tl.constexpr") means what its text says.
+    std::string plain =
+        i + 2 == eq && t[i + 1].kind == Tok::string ? py::string_value(t[i + 1]) : p.annotation;
+    p.is_constexpr = plain.size() >= 9 && plain.substr(plain.size() - 9) == "constexpr";
     params.push_back(std::move(p));
   };
   for (std::size_t i = open + 1; i < close; ++i) {
@@ -149,16 +153,207 @@ std::set<std::string> references(const std::vector<LogicalLine>& lines, const py
   return out;
 }
 
-bool imports_bare(const std::vector<LogicalLine>& lines, std::string_view what) {
-  for (const auto& l : lines) {
-    const auto& t = l.tokens;
-    if (t.size() < 4 || !is_name(t[0], "from") || !is_name(t[1], "triton") ||
-        !is_name(t[2], "import"))
-      continue;
-    for (std::size_t i = 3; i < t.size(); ++i)
-      if (is_name(t[i], what)) return true;
+// What the names a module binds by import stand for, as dotted names: `import triton.language
+// as tl` binds tl to "triton.language", `from triton.experimental import gluon` binds gluon to
+// "triton.experimental.gluon". Every import statement counts, nested ones too, in source order
+// (a later binding wins). `triton` or `gluon` imported from any module is Triton's (packages
+// such as vllm.triton_utils re-export it). A relative `from .M import jit` whose module M ends in
+// jit, runtime or _runtime is Triton's jit re-exported inside a Triton-derived package (Triton's
+// own `from ..runtime.jit import jit`, Gluon's `from ._runtime import jit`): it binds "triton.jit".
+class Imports {
+ public:
+  explicit Imports(const std::vector<LogicalLine>& lines) {
+    for (const auto& l : lines) {
+      const auto& t = l.tokens;
+      std::size_t a = 0;
+      for (std::size_t i = 0; i <= t.size(); ++i) {
+        if (i == t.size() || is_op(t[i], ";")) {
+          statement(t, a, i);
+          a = i + 1;
+        }
+      }
+    }
   }
-  return false;
+
+  // The dotted name `name` stands for: its first part replaced by what it is bound to. An
+  // unbound `gluon` is Triton's (snippets often leave the import out); other unbound names
+  // stand for themselves.
+  std::string resolve(const std::string& name) const {
+    auto dot = name.find('.');
+    std::string head = name.substr(0, dot);
+    std::string rest = dot == std::string::npos ? "" : name.substr(dot);
+    auto it = bound_.find(head);
+    if (it != bound_.end()) return it->second + rest;
+    if (head == "gluon") return "triton.experimental.gluon" + rest;
+    return name;
+  }
+
+ private:
+  // A dotted name starting at t[i], up to b; i is left after it.
+  static std::string dotted(const std::vector<Token>& t, std::size_t& i, std::size_t b) {
+    std::string out;
+    while (i < b && t[i].kind == Tok::name) {
+      out.append(t[i].text);
+      if (i + 2 < b && is_op(t[i + 1], ".") && t[i + 2].kind == Tok::name) {
+        out.push_back('.');
+        i += 2;
+      } else {
+        ++i;
+        break;
+      }
+    }
+    return out;
+  }
+
+  void statement(const std::vector<Token>& t, std::size_t a, std::size_t b) {
+    if (a >= b) return;
+    if (is_name(t[a], "import")) {
+      for (std::size_t i = a + 1; i < b;) {
+        std::string module = dotted(t, i, b);
+        if (module.empty()) return;
+        if (i + 1 < b && is_name(t[i], "as") && t[i + 1].kind == Tok::name) {
+          bound_[std::string(t[i + 1].text)] = module;
+          i += 2;
+        } else {
+          std::string head = module.substr(0, module.find('.'));
+          bound_[head] = head;
+        }
+        if (i < b && is_op(t[i], ","))
+          ++i;
+        else
+          break;
+      }
+      return;
+    }
+    if (!is_name(t[a], "from")) return;
+    std::size_t i = a + 1;
+    std::size_t dots = 0;
+    while (i < b && t[i].kind == Tok::op && t[i].text.find_first_not_of('.') == std::string::npos)
+      dots += t[i++].text.size();
+    std::string module = dotted(t, i, b);
+    if (i >= b || !is_name(t[i], "import")) return;
+    std::string last = module.substr(module.rfind('.') + 1);
+    bool triton_runtime = last == "jit" || last == "runtime" || last == "_runtime";
+    for (++i; i < b; ++i) {
+      if (t[i].kind != Tok::name) continue;  // '(', ')', ',', '*'
+      std::string name(t[i].text);
+      std::string alias = name;
+      if (i + 2 < b && is_name(t[i + 1], "as") && t[i + 2].kind == Tok::name) {
+        alias = std::string(t[i + 2].text);
+        i += 2;
+      }
+      if (name == "triton")  // a package re-exporting Triton (vllm.triton_utils)
+        bound_[alias] = "triton";
+      else if (name == "gluon")
+        bound_[alias] = "triton.experimental.gluon";
+      else if (dots == 0)
+        bound_[alias] = module.empty() ? name : module + "." + name;
+      else if (name == "jit" && triton_runtime)
+        bound_[alias] = "triton.jit";
+      else
+        bound_[alias] = std::string(dots, '.') + module + "." + name;  // resolves to nothing
+    }
+  }
+
+  std::map<std::string, std::string, std::less<>> bound_;
+};
+
+// What a decorator (or a call's callee) is, by the dotted name it resolves to.
+class Decorators {
+ public:
+  explicit Decorators(const FactsOptions& opts) {
+    roots_.push_back("triton.jit");
+    for (const auto& d : opts.jit_decorators) roots_.push_back(d);
+  }
+  // Triton's jit or a configured one: the name itself, or its package's `...<sub>.jit` (so
+  // "triton.jit" covers triton.runtime.jit.jit and triton.experimental.gluon.jit).
+  bool jit(const std::string& resolved) const {
+    for (const auto& r : roots_) {
+      if (resolved == r) return true;
+      auto dot = r.rfind('.');
+      if (dot == std::string::npos) continue;
+      std::string_view leaf = std::string_view(r).substr(dot);  // ".jit"
+      if (resolved.size() > r.size() && resolved.compare(0, dot + 1, r, 0, dot + 1) == 0 &&
+          std::string_view(resolved).substr(resolved.size() - leaf.size()) == leaf)
+        return true;
+    }
+    return false;
+  }
+  // `triton.autotune`, `triton.runtime.autotuner.autotune`, ... (leaf "autotune" or
+  // "heuristics") in Triton or a configured jit's package.
+  bool in_package(const std::string& resolved, std::string_view leaf) const {
+    if (resolved.size() <= leaf.size() + 1 ||
+        std::string_view(resolved).substr(resolved.size() - leaf.size()) != leaf ||
+        resolved[resolved.size() - leaf.size() - 1] != '.')
+      return false;
+    for (const auto& r : roots_) {
+      auto dot = r.rfind('.');
+      if (dot != std::string::npos && resolved.compare(0, dot + 1, r, 0, dot + 1) == 0) return true;
+    }
+    return false;
+  }
+
+ private:
+  std::vector<std::string> roots_;
+};
+
+// A call-style wrapping `name = callee(args...)(fn)` or `name = callee(fn, ...)`, read from a
+// logical line: callee's dotted name, the index of its '(' and the wrapped function's name.
+struct Wrapping {
+  std::string target;    // the assigned name
+  std::string callee;    // dotted, as written
+  std::size_t open = 0;  // its '('
+  std::string wrapped;   // fn
+};
+
+std::optional<Wrapping> wrapping(const std::vector<Token>& t) {
+  if (t.size() < 6 || t[0].kind != Tok::name || !is_op(t[1], "=")) return std::nullopt;
+  Wrapping w;
+  w.target = std::string(t[0].text);
+  std::size_t i = 2;
+  while (i < t.size() && t[i].kind == Tok::name) {
+    w.callee.append(t[i].text);
+    if (i + 1 < t.size() && is_op(t[i + 1], ".")) {
+      w.callee.push_back('.');
+      i += 2;
+    } else {
+      ++i;
+      break;
+    }
+  }
+  if (w.callee.empty() || i >= t.size() || !is_op(t[i], "(")) return std::nullopt;
+  w.open = i;
+  std::size_t close = py::matching(t, i);
+  if (close >= t.size()) return std::nullopt;
+  std::size_t arg = i + 1;
+  if (close + 1 < t.size() && is_op(t[close + 1], "(")) {  // callee(args...)(fn)
+    arg = close + 2;
+    close = py::matching(t, close + 1);
+    if (close + 1 != t.size()) return std::nullopt;
+  } else if (close + 1 != t.size()) {
+    return std::nullopt;
+  }
+  if (arg + 1 >= t.size() || t[arg].kind != Tok::name ||
+      !(is_op(t[arg + 1], ",") || is_op(t[arg + 1], ")")))
+    return std::nullopt;
+  w.wrapped = std::string(t[arg].text);
+  return w;
+}
+
+// Autotune configs' and heuristics' keys from the call whose '(' is t[open].
+void tuned_keys(const std::vector<Token>& t, std::size_t open, std::set<std::string>& out) {
+  std::size_t close = py::matching(t, open);
+  for (std::size_t i = open; i + 2 < close; ++i)
+    if (is_name(t[i], "Config") && is_op(t[i + 1], "(") && is_op(t[i + 2], "{"))
+      dict_keys(t, i + 2, out);
+}
+void heuristic_keys(const std::vector<Token>& t, std::size_t open, std::set<std::string>& out) {
+  std::size_t close = py::matching(t, open);
+  for (std::size_t i = open; i < close; ++i)
+    if (is_op(t[i], "{")) {
+      dict_keys(t, i, out);
+      return;
+    }
 }
 
 std::string param_text(const KernelParam& p) {
@@ -245,43 +440,18 @@ nlohmann::json KernelFacts::to_json() const {
   return {{"kernels", ks}, {"launchers", ls}};
 }
 
-Result<KernelFacts> extract_facts(std::string_view code) {
+Result<KernelFacts> extract_facts(std::string_view code, const FactsOptions& opts) {
   KF_TRY(auto lines, py::scan(code));
-  bool bare_jit = imports_bare(lines, "jit");
-  bool bare_autotune = imports_bare(lines, "autotune");
-  bool bare_heuristics = imports_bare(lines, "heuristics");
+  const Imports imports(lines);
+  const Decorators decorators(opts);
   auto defs = py::find_defs(lines);
   KernelFacts facts;
   std::set<std::size_t> kernel_headers;
-  for (const auto& d : defs) {
-    if (d.is_class) continue;
-    bool jit = false;
-    Kernel k;
-    std::set<std::string> tuned, heur;
-    for (std::size_t di : d.decorators) {
-      const auto& t = lines[di].tokens;
-      std::size_t after = 0;
-      std::string dn = decorator_name(t, after);
-      if (dn == "triton.jit" || (dn == "jit" && bare_jit)) jit = true;
-      if (dn == "triton.autotune" || (dn == "autotune" && bare_autotune)) {
-        k.autotuned = true;
-        for (std::size_t i = after; i + 2 < t.size(); ++i)
-          if (is_name(t[i], "Config") && is_op(t[i + 1], "(") && is_op(t[i + 2], "{"))
-            dict_keys(t, i + 2, tuned);
-      }
-      if (dn == "triton.heuristics" || (dn == "heuristics" && bare_heuristics)) {
-        k.heuristics = true;
-        for (std::size_t i = after; i < t.size(); ++i)
-          if (is_op(t[i], "{")) {
-            dict_keys(t, i, heur);
-            break;
-          }
-      }
-    }
-    if (!jit) continue;
+  auto make_kernel = [&](const py::Def& d, Kernel k, const std::set<std::string>& tuned,
+                         const std::set<std::string>& heur) {
     const auto& h = lines[d.header].tokens;
     std::size_t name_at = is_name(h[0], "async") ? 2 : 1;
-    k.name = d.name;
+    if (k.name.empty()) k.name = d.name;
     k.line = d.line;
     k.params = parse_params(code, h, name_at);
     for (auto& p : k.params) {
@@ -295,7 +465,61 @@ Result<KernelFacts> extract_facts(std::string_view code) {
     }
     kernel_headers.insert(d.header);
     facts.kernels.push_back(std::move(k));
+  };
+  for (const auto& d : defs) {
+    if (d.is_class) continue;
+    bool jit = false;
+    Kernel k;
+    std::set<std::string> tuned, heur;
+    for (std::size_t di : d.decorators) {
+      const auto& t = lines[di].tokens;
+      std::size_t after = 0;
+      std::string dn = imports.resolve(decorator_name(t, after));
+      if (decorators.jit(dn)) jit = true;
+      if (decorators.in_package(dn, "autotune")) {
+        k.autotuned = true;
+        if (after < t.size() && is_op(t[after], "(")) tuned_keys(t, after, tuned);
+      }
+      if (decorators.in_package(dn, "heuristics")) {
+        k.heuristics = true;
+        if (after < t.size() && is_op(t[after], "(")) heuristic_keys(t, after, heur);
+      }
+    }
+    if (jit) make_kernel(d, std::move(k), tuned, heur);
   }
+  // Call-style: `name = triton.jit(fn)`, then `name = triton.heuristics({...})(name)` and the
+  // like, in source order. fn is the last def of that name before the line.
+  for (std::size_t l = 0; l < lines.size(); ++l) {
+    auto w = wrapping(lines[l].tokens);
+    if (!w) continue;
+    std::string callee = imports.resolve(w->callee);
+    if (decorators.jit(callee)) {
+      const py::Def* fn = nullptr;
+      for (const auto& d : defs)
+        if (!d.is_class && d.name == w->wrapped && d.line < lines[l].line) fn = &d;
+      if (fn == nullptr || kernel_headers.count(fn->header) > 0) continue;
+      Kernel k;
+      k.name = w->target;
+      make_kernel(*fn, std::move(k), {}, {});
+      continue;
+    }
+    bool autotune = decorators.in_package(callee, "autotune");
+    bool heuristics = decorators.in_package(callee, "heuristics");
+    if (!autotune && !heuristics) continue;
+    for (auto& k : facts.kernels) {
+      if (k.name != w->wrapped) continue;
+      std::set<std::string> keys;
+      if (autotune) tuned_keys(lines[l].tokens, w->open, keys);
+      if (heuristics) heuristic_keys(lines[l].tokens, w->open, keys);
+      (autotune ? k.autotuned : k.heuristics) = true;
+      for (auto& p : k.params) {
+        if (keys.count(p.name) == 0) continue;
+        (autotune ? p.set_by_autotune : p.set_by_heuristics) = true;
+      }
+    }
+  }
+  std::stable_sort(facts.kernels.begin(), facts.kernels.end(),
+                   [](const Kernel& a, const Kernel& b) { return a.line < b.line; });
   std::set<std::string, std::less<>> names;
   for (const auto& k : facts.kernels) names.insert(k.name);
   if (!names.empty()) {

@@ -65,7 +65,7 @@ Result<std::vector<RunProgress>> collect_progress(store::Db& db, std::int64_t no
     }
     {
       KF_TRY(Stmt * s, db.cached(q["run_calls"]));
-      s->bind(1, "run=" + p.run.tag + " ").bind(2, "run=" + p.run.tag + "!");
+      s->bind(1, "run=" + p.run.tag);
       bool any = false;
       std::int64_t pt = 0, ct = 0;
       double cost = 0;

@@ -15,12 +15,22 @@ bool name_char(char c) {
   auto u = static_cast<unsigned char>(c);
   return std::isalnum(u) != 0 || c == '_' || u >= 0x80;
 }
+// String prefixes, any case: r u b f, and t (Python 3.14 template strings), with r paired.
 bool string_prefix(std::string_view w) {
-  if (w.size() > 2) return false;
+  if (w.empty() || w.size() > 2) return false;
   std::string l;
   for (char c : w) l.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  return l == "r" || l == "u" || l == "b" || l == "f" || l == "br" || l == "rb" || l == "fr" ||
-         l == "rf";
+  return l == "r" || l == "u" || l == "b" || l == "f" || l == "t" || l == "br" || l == "rb" ||
+         l == "fr" || l == "rf" || l == "tr" || l == "rt";
+}
+
+// The length of the line break at s[i]: 2 for CRLF, 1 for LF or a lone CR (Python reads all
+// three as newlines), 0 for none.
+std::size_t newline_at(std::string_view s, std::size_t i) {
+  if (i >= s.size()) return 0;
+  if (s[i] == '\n') return 1;
+  if (s[i] == '\r') return i + 1 < s.size() && s[i + 1] == '\n' ? 2 : 1;
+  return 0;
 }
 
 constexpr std::array<std::string_view, 4> kOps3 = {"**=", "//=", ">>=", "<<="};
@@ -30,6 +40,136 @@ constexpr std::array<std::string_view, 20> kOps2 = {
 
 Error syntax(int line, const std::string& msg) {
   return Error("python_syntax", "line " + std::to_string(line) + ": " + msg);
+}
+
+// Nested f-string replacement fields beyond this are refused (CPython's own limit is lower);
+// it keeps hostile input from exhausting the stack.
+constexpr int kMaxFieldDepth = 100;
+
+Result<std::size_t> skip_string(std::string_view s, std::size_t i, int& line, int depth);
+
+// The replacement field of an f-string whose '{' is just before s[i] (PEP 701: any expression,
+// strings with the enclosing quote, comments and line breaks included). Returns the index after
+// its closing '}'.
+Result<std::size_t> skip_field(std::string_view s, std::size_t i, int& line, int depth) {
+  if (depth > kMaxFieldDepth) return syntax(line, "f-string replacement fields nested too deeply");
+  const int start_line = line;
+  const std::size_t n = s.size();
+  int brackets = 0;
+  bool spec = false;  // in the format spec, after a top-level ':'
+  while (i < n) {
+    char c = s[i];
+    if (std::size_t nl = newline_at(s, i)) {
+      ++line;
+      i += nl;
+      continue;
+    }
+    if (spec) {
+      if (c == '}') return i + 1;
+      if (c == '{') {
+        KF_TRY(i, skip_field(s, i + 1, line, depth + 1));
+        continue;
+      }
+      if (c == '\\' && i + 1 < n) {
+        std::size_t nl = newline_at(s, i + 1);
+        if (nl > 0) ++line;
+        i += 1 + (nl > 0 ? nl : 1);
+        continue;
+      }
+      ++i;
+      continue;
+    }
+    if (c == '#') {
+      while (i < n && newline_at(s, i) == 0) ++i;
+      continue;
+    }
+    if (c == '\\') {
+      std::size_t nl = newline_at(s, i + 1);
+      if (nl > 0) ++line;
+      i += 1 + (nl > 0 ? nl : 1);
+      continue;
+    }
+    if (name_start(c)) {
+      std::size_t j = i;
+      while (j < n && name_char(s[j])) ++j;
+      if (j < n && (s[j] == '\'' || s[j] == '"') && string_prefix(s.substr(i, j - i))) {
+        KF_TRY(i, skip_string(s, i, line, depth));
+      } else {
+        i = j;
+      }
+      continue;
+    }
+    if (c == '\'' || c == '"') {
+      KF_TRY(i, skip_string(s, i, line, depth));
+      continue;
+    }
+    if (c == '(' || c == '[' || c == '{') ++brackets;
+    if (c == ')' || c == ']') --brackets;
+    if (c == '}') {
+      if (brackets == 0) return i + 1;
+      --brackets;
+    }
+    if (brackets == 0 && c == ':') spec = true;
+    if (brackets == 0 && c == '!' && i + 1 < n && s[i + 1] != '=') spec = true;  // !r, !s, !a
+    ++i;
+  }
+  return syntax(start_line, "f-string replacement field is never closed");
+}
+
+// The string literal whose prefix (or opening quote) is at s[i]; returns the index after it.
+// Advances `line` over the line breaks inside it.
+Result<std::size_t> skip_string(std::string_view s, std::size_t i, int& line, int depth) {
+  const std::size_t n = s.size();
+  const int start_line = line;
+  bool fmt = false, raw = false;
+  while (i < n && s[i] != '\'' && s[i] != '"') {
+    char l = static_cast<char>(std::tolower(static_cast<unsigned char>(s[i])));
+    fmt = fmt || l == 'f' || l == 't';
+    raw = raw || l == 'r';
+    ++i;
+  }
+  if (i >= n) return syntax(start_line, "unterminated string");
+  const char q = s[i];
+  const bool triple = i + 2 < n && s[i + 1] == q && s[i + 2] == q;
+  i += triple ? 3 : 1;
+  while (i < n) {
+    char d = s[i];
+    if (d == '\\') {
+      if (std::size_t nl = newline_at(s, i + 1)) {  // a continuation, CRLF or not
+        ++line;
+        i += 1 + nl;
+        continue;
+      }
+      if (fmt && !raw && i + 2 < n && s[i + 1] == 'N' && s[i + 2] == '{') {  // \N{NAME}
+        i += 3;
+        while (i < n && s[i] != '}' && s[i] != q && newline_at(s, i) == 0) ++i;
+        if (i < n && s[i] == '}') ++i;
+        continue;
+      }
+      i += 2;
+      continue;
+    }
+    if (std::size_t nl = newline_at(s, i)) {
+      if (!triple) break;
+      ++line;
+      i += nl;
+      continue;
+    }
+    if (d == q) {
+      if (!triple) return i + 1;
+      if (i + 2 < n && s[i + 1] == q && s[i + 2] == q) return i + 3;
+    }
+    if (fmt && d == '{') {
+      if (i + 1 < n && s[i + 1] == '{') {
+        i += 2;
+        continue;
+      }
+      KF_TRY(i, skip_field(s, i + 1, line, depth + 1));
+      continue;
+    }
+    ++i;
+  }
+  return syntax(start_line, "unterminated string");
 }
 
 }  // namespace
@@ -68,9 +208,9 @@ Result<std::vector<LogicalLine>> scan(std::string_view s) {
     }
     line_start = false;
     char c = s[i];
-    if (c == '\n') {
+    if (std::size_t nl = newline_at(s, i)) {
       ++line;
-      ++i;
+      i += nl;
       if (open.empty() && !cur.tokens.empty()) {
         out.push_back(std::move(cur));
         cur = LogicalLine{};
@@ -78,17 +218,16 @@ Result<std::vector<LogicalLine>> scan(std::string_view s) {
       line_start = true;
       continue;
     }
-    if (c == '\\' && i + 1 < n &&
-        (s[i + 1] == '\n' || (s[i + 1] == '\r' && i + 2 < n && s[i + 2] == '\n'))) {
-      i += s[i + 1] == '\n' ? 2 : 3;
+    if (c == '\\' && newline_at(s, i + 1) > 0) {
+      i += 1 + newline_at(s, i + 1);
       ++line;
       continue;
     }
     if (c == '#') {
-      while (i < n && s[i] != '\n') ++i;
+      while (i < n && newline_at(s, i) == 0) ++i;
       continue;
     }
-    if (c == ' ' || c == '\t' || c == '\r' || c == '\f') {
+    if (c == ' ' || c == '\t' || c == '\f') {
       ++i;
       continue;
     }
@@ -108,39 +247,8 @@ Result<std::vector<LogicalLine>> scan(std::string_view s) {
       }
     }
     if (is_string || c == '\'' || c == '"') {
-      char q = s[i];
-      bool triple = i + 2 < n && s[i + 1] == q && s[i + 2] == q;
-      i += triple ? 3 : 1;
-      bool closed = false;
-      while (i < n) {
-        char d = s[i];
-        if (d == '\\') {
-          if (i + 1 < n && s[i + 1] == '\n') ++line;
-          i += 2;
-          continue;
-        }
-        if (d == '\n') {
-          if (!triple) break;
-          ++line;
-          ++i;
-          continue;
-        }
-        if (d == q) {
-          if (!triple) {
-            ++i;
-            closed = true;
-            break;
-          }
-          if (i + 2 < n && s[i + 1] == q && s[i + 2] == q) {
-            i += 3;
-            closed = true;
-            break;
-          }
-        }
-        ++i;
-      }
-      if (!closed) return syntax(start_line, "unterminated string");
-      push_token(Tok::string, start, std::min(i, n), start_line);
+      KF_TRY(i, skip_string(s, start, line, 0));
+      push_token(Tok::string, start, i, start_line);
       continue;
     }
     if (std::isdigit(static_cast<unsigned char>(c)) != 0 ||

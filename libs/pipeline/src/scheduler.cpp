@@ -316,7 +316,7 @@ Status Scheduler::submit(RunInfo& run, const LeasedJob& job) {
                                " tokens (" + std::to_string(in.code.size()) +
                                " bytes), above llm.max_prompt_tokens (" + std::to_string(cap) +
                                "); not sent"));
-  auto facts = extract_facts(in.code);
+  auto facts = extract_facts(in.code, FactsOptions{cfg_.jit_decorators});
   if (!facts.ok())
     return fail_before_call(
         run, job, Error("python_syntax", "the code cannot be read: " + facts.error().message));

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kforge/core/config.hpp"
 
@@ -37,6 +38,9 @@ struct PipelineConfig {
   // the LLM with the verifier's evidence (prompts/<version>/repair.md) and is verified again, at
   // most this many times. 0: no repair.
   int repair_rounds = 2;
+  // Jit decorators of packages built on Triton whose functions are kernels too, beyond Triton's
+  // own jit and Gluon's (kernel facts, facts.hpp), e.g. "triton_dist.jit".
+  std::vector<std::string> jit_decorators;
 };
 
 struct DaemonConfig {

@@ -1,10 +1,15 @@
 #pragma once
 // Kernel facts: what a sample's code defines, read from its Python source without running it.
 //
-// Before any LLM call the pipeline extracts the @triton.jit functions and their parameters
-// (constexpr marked, and which ones @triton.autotune configs or @triton.heuristics set) and puts
-// them into the prompts. The same facts reject a stage's output before any GPU time is spent:
-// an analysis naming kernels the code does not define, a wrapper that launches none of the
+// Before any LLM call the pipeline extracts the kernels, the functions a Triton jit makes, and
+// their parameters (constexpr marked, and which ones @triton.autotune configs or
+// @triton.heuristics set) and puts them into the prompts. A kernel is a def decorated with, or
+// wrapped call-style (`name = triton.jit(fn)`) by, a decorator that resolves through the file's
+// imports to Triton's jit: `triton.jit`, `gluon.jit` (triton.experimental.gluon), `jit` imported
+// from any Triton module or relatively from a Triton-derived package's jit/runtime/_runtime
+// module, with or without arguments, stacked with autotune and heuristics; or to one of
+// FactsOptions::jit_decorators. The same facts reject a stage's output before any GPU time is
+// spent: an analysis naming kernels the code does not define, a wrapper that launches none of the
 // code's kernels, a test without a test_ function calling the wrapper.
 
 #include <optional>
@@ -56,9 +61,17 @@ struct KernelFacts {
   nlohmann::json to_json() const;
 };
 
+struct FactsOptions {
+  // Jit decorators of packages built on Triton (pipeline.jit_decorators), as dotted names, e.g.
+  // "triton_dist.jit". Like "triton.jit", each also covers `jit` of its package's submodules
+  // ("triton_dist.jit" covers `from triton_dist.jit import jit`).
+  std::vector<std::string> jit_decorators;
+};
+
 // Errors: kind "python_syntax" (an unterminated string or unbalanced bracket), with the line.
-// A source without kernels is not an error: kernels is empty.
-Result<KernelFacts> extract_facts(std::string_view code);
+// A source without kernels is not an error: kernels is empty. Kernels are in source order of
+// their defs.
+Result<KernelFacts> extract_facts(std::string_view code, const FactsOptions& opts = {});
 
 // Why a stage output was rejected. `kind` is stable, for counting; `message` says what and where.
 struct Rejection {
