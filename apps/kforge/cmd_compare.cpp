@@ -40,7 +40,7 @@ Command add_compare(CLI::App& root, Globals& g) {
       "stage failure and quality flag, flipped samples, and cost per verified sample.");
   return {cmd, [args, &g]() -> int {
             KF_TRY_OR_REPORT(app::Config cfg, load(g));
-            KF_TRY_OR_REPORT(auto db, app::open_store(cfg));
+            KF_TRY_OR_REPORT(auto db, app::open_store(cfg, app::IfMissing::refuse));
             report::CompareOptions opts;
             opts.confidence = args->confidence > 0 ? args->confidence : cfg.report.confidence;
             opts.now_ms = system_clock().wall_ms();

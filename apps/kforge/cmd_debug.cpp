@@ -34,7 +34,7 @@ Command add_debug(CLI::App& root, Globals& g) {
             if (args->key.empty() == !args->failed)
               return report(Error("usage", "debug: give either a sample KEY or --failed"));
             KF_TRY_OR_REPORT(app::Config cfg, load(g));
-            KF_TRY_OR_REPORT(auto db, app::open_store(cfg));
+            KF_TRY_OR_REPORT(auto db, app::open_store(cfg, app::IfMissing::refuse));
             if (!args->failed) {
               KF_TRY_OR_REPORT(auto dir, report::write_debug(*db, args->tag, args->key, args->out));
               std::printf("%s\n", dir.c_str());

@@ -22,7 +22,9 @@ Command add_export(CLI::App& root, Globals& g) {
   auto args = std::make_shared<ExportArgs>();
   CLI::App* cmd = root.add_subcommand("export", "Write a run's samples as a JSON or JSONL dataset");
   cmd->add_option("tag", args->tag, "The run's tag")->required();
-  cmd->add_option("--out", args->out, "The file to write (replaced atomically)")->required();
+  cmd->add_option("--out", args->out,
+                  "The file to write (replaced atomically); '-': standard output")
+      ->required();
   cmd->add_option("--format", args->format, "json, jsonl or auto (default: by the extension)")
       ->check(CLI::IsMember({"auto", "json", "jsonl"}));
   cmd->add_option("--verdict", args->verdicts,
@@ -39,19 +41,22 @@ Command add_export(CLI::App& root, Globals& g) {
   return {cmd, [args, &g]() -> int {
             KF_TRY_OR_REPORT(app::Config cfg, load(g));
             KF_TRY_OR_REPORT(auto format, report::parse_export_format(args->format, args->out));
-            KF_TRY_OR_REPORT(auto db, app::open_store(cfg));
+            KF_TRY_OR_REPORT(auto db, app::open_store(cfg, app::IfMissing::refuse));
             report::ExportOptions opts;
             opts.format = format;
             opts.verdicts = args->verdicts;
             opts.include_flagged = args->include_flagged;
             KF_TRY_OR_REPORT(auto sum, report::export_run(*db, args->tag, args->out, opts));
             if (!g.quiet) {
-              std::printf("exported %lld %s of %s to %s", static_cast<long long>(sum.written),
-                          sum.written == 1 ? "sample" : "samples", args->tag.c_str(),
-                          args->out.c_str());
+              // With --out - the data owns stdout: the summary goes to stderr.
+              std::FILE* to = args->out == "-" ? stderr : stdout;
+              std::fprintf(to, "exported %lld %s of %s to %s", static_cast<long long>(sum.written),
+                           sum.written == 1 ? "sample" : "samples", args->tag.c_str(),
+                           args->out == "-" ? "stdout" : args->out.c_str());
               if (sum.skipped > 0)
-                std::printf(" (%lld left out by --verdict)", static_cast<long long>(sum.skipped));
-              std::printf("\n");
+                std::fprintf(to, " (%lld left out by --verdict)",
+                             static_cast<long long>(sum.skipped));
+              std::fprintf(to, "\n");
             }
             return kOk;
           }};

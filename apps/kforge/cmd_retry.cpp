@@ -50,7 +50,7 @@ Command add_retry(CLI::App& root, Globals& g) {
       "jobs still queued or in progress are left alone. A finished run becomes active again.");
   return {cmd, [args, &g]() -> int {
             KF_TRY_OR_REPORT(app::Config cfg, load(g));
-            KF_TRY_OR_REPORT(auto db, app::open_store(cfg));
+            KF_TRY_OR_REPORT(auto db, app::open_store(cfg, app::IfMissing::refuse));
             report::RetryOptions opts;
             opts.verdicts = args->verdicts;
             opts.failures = args->failures;
@@ -79,8 +79,15 @@ Command add_retry(CLI::App& root, Globals& g) {
               std::printf(": at %s; were %s", joined(sum.by_stage).c_str(),
                           joined(sum.by_outcome).c_str());
             std::printf("\n");
-            if (sum.run_reactivated)
+            if (sum.run_reactivated && args->dry_run)
+              std::printf(
+                  "(dry run) run %s is finished and would become active again; nothing "
+                  "was changed\n",
+                  args->tag.c_str());
+            else if (sum.run_reactivated)
               std::printf("run %s was finished and is active again\n", args->tag.c_str());
+            else if (args->dry_run)
+              std::printf("(dry run) nothing was changed\n");
             else if (sum.requeued > 0 && sum.run_state == "paused")
               std::printf("run %s is paused: kforge run resume %s to process them\n",
                           args->tag.c_str(), args->tag.c_str());

@@ -94,7 +94,7 @@ int create(const RunArgs& a, const app::Config& cfg) {
     return report(Error("usage", "pipeline " + a.pipeline + " has no repair template (" +
                                      (lib.dir() / a.pipeline / "repair.md").string() +
                                      "); create the run with --repair-rounds 0"));
-  KF_TRY_OR_REPORT(auto db, app::open_store(cfg));
+  KF_TRY_OR_REPORT(auto db, app::open_store(cfg, app::IfMissing::refuse));
   pipeline::JobStore jobs(*db, system_clock());
   std::vector<std::int64_t> ids;
   if (!a.samples_from.empty()) {
@@ -150,11 +150,15 @@ int create(const RunArgs& a, const app::Config& cfg) {
 }
 
 int set_state(const std::string& verb, const std::string& tag, const app::Config& cfg) {
-  KF_TRY_OR_REPORT(auto db, app::open_store(cfg));
+  KF_TRY_OR_REPORT(auto db, app::open_store(cfg, app::IfMissing::refuse));
   pipeline::JobStore jobs(*db, system_clock());
   KF_TRY_OR_REPORT(auto run, jobs.run_by_tag(tag));
   if (!run)
     return report(Error("not_found", "no run '" + tag + "' (kforge status lists the runs)"));
+  if (verb == "cancel" && run->state == "cancelled") {
+    std::printf("run '%s' is cancelled already\n", tag.c_str());
+    return kOk;
+  }
   if (verb == "cancel") {
     KF_TRY_OR_REPORT(std::int64_t n, jobs.cancel_run(tag));
     std::printf("run '%s' cancelled: %lld jobs cancelled (answers already stored are kept)\n",
@@ -202,7 +206,7 @@ Command add_run(CLI::App& root, Globals& g) {
   create_cmd->add_option("--pipeline", args->pipeline, "Prompt version: v1 or v2")->required();
   create_cmd->add_option("--model", args->model, "Model (default: llm.model of the config)");
   create_cmd->add_option("--limit", args->limit, "At most N samples (the first, in import order)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number(1, "samples"));
   create_cmd->add_option("--samples-from", args->samples_from,
                          "Only these samples: a file of keys, one per line, or a JSON list");
   create_cmd

@@ -3,6 +3,9 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <csignal>
+
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -10,6 +13,7 @@
 #include <thread>
 
 #include "commands.hpp"
+#include "kforge/pipeline/heartbeat.hpp"
 #include "kforge/pipeline/progress.hpp"
 #include "kforge/pipeline/prompt.hpp"
 #include "kforge/pipeline/slurm_backend.hpp"
@@ -25,6 +29,37 @@ struct StatusArgs {
   bool watch = false;
   double interval_s = 2;
 };
+
+std::string this_host() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "localhost";
+  return buf;
+}
+
+bool pid_alive(std::int64_t pid) {
+  return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+}
+
+// What a run is doing now, and what it waits for ("" when nothing): from its jobs and whether
+// a daemon (that verifies) is running.
+std::pair<std::string, std::string> phase(const pipeline::RunProgress& p,
+                                          const pipeline::DaemonState& d) {
+  const bool live = d.liveness == pipeline::Liveness::running;
+  const bool verifies = live && d.row && d.row->verifies;
+  const std::string& state = p.run.state;
+  if (state == "cancelled" || state == "paused") return {state, ""};
+  if (p.remaining > 0)
+    return {"generating", live ? "" : "kforged: no daemon is running on this database"};
+  if (p.verifying > 0) {
+    if (verifies) return {"verifying", ""};
+    std::string n = std::to_string(p.verifying) + " samples";
+    if (live)
+      return {"generated", n + " wait for a verifier: the running kforged has daemon.verify: "
+                               "false (kforge verify, or a kforged with daemon.verify: true)"};
+    return {"generated", n + " wait for a verifier: no kforged is running on this database"};
+  }
+  return {"finished", ""};
+}
 
 Result<nlohmann::ordered_json> collect(store::Db& db, const app::Config& cfg,
                                        const std::optional<std::string>& tag) {
@@ -47,7 +82,11 @@ Result<nlohmann::ordered_json> collect(store::Db& db, const app::Config& cfg,
     }
   }
   out["jobs"] = all;
-  KF_TRY(auto progress, pipeline::collect_progress(db, system_clock().wall_ms(), tag));
+  const std::int64_t now = system_clock().wall_ms();
+  KF_TRY(auto daemon, pipeline::daemon_state(db, now, this_host(), pid_alive));
+  out["daemon"] = pipeline::to_json(daemon);
+  const bool live = daemon.liveness == pipeline::Liveness::running;
+  KF_TRY(auto progress, pipeline::collect_progress(db, now, tag));
   // A run the daemon would refuse: its prompt templates changed since it was created.
   auto dir = pipeline::PromptLibrary::locate(cfg.pipeline.prompts_dir);
   std::optional<pipeline::PromptLibrary> lib;
@@ -64,16 +103,29 @@ Result<nlohmann::ordered_json> collect(store::Db& db, const app::Config& cfg,
       auto spec = lib->pipeline(p.run.pipeline);
       p.refused = spec.ok() ? (*spec)->mismatch(p.run.prompts) : spec.error().message;
     }
-    runs.push_back(p.to_json());
+    auto j = p.to_json();
+    auto [ph, waits] = phase(p, daemon);
+    j["phase"] = ph;
+    j["waits_for"] =
+        waits.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(waits);
+    runs.push_back(std::move(j));
   }
   out["runs"] = runs;
   ordered_json alerts = ordered_json::array();
   KF_TRY(auto devs, verify::device_alerts(db));
+  // An alert is old when the daemon that wrote it is gone: written before the running daemon
+  // started, or by a daemon that has died since (no later than its last beat). One written
+  // after that (kforge verify --record-devices) or with no daemon ever stands.
+  auto old_alert = [&](std::int64_t at_ms) {
+    if (!daemon.row) return false;
+    return live ? at_ms < daemon.row->started_ms : at_ms <= daemon.row->beat_ms;
+  };
   for (const auto& d : devs)
     alerts.push_back({{"device", d.device},
                       {"start_failures", d.start_failures},
                       {"reason", d.reason},
-                      {"since_ms", d.updated_ms}});
+                      {"since_ms", d.updated_ms},
+                      {"old", old_alert(d.updated_ms)}});
   out["verifier_alerts"] = alerts;
   KF_TRY(auto slurm, pipeline::slurm_summary(db));
   if (!slurm.tasks_by_state.empty() || !slurm.alerts.empty()) {
@@ -151,19 +203,59 @@ void print_wrapped(const std::string& first, const std::string& text, std::size_
   std::printf("%s\n", line.c_str());
 }
 
+// "12.5", "20000"; "0.4" below one a minute.
+std::string per_minute_text(double r) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, r >= 100 ? "%.0f" : "%.1f", r);
+  return buf;
+}
+
+std::string ago(std::int64_t ms) {
+  return duration(std::max<std::int64_t>(0, ms / 1000)) + " ago";
+}
+
+void print_daemon(const nlohmann::ordered_json& d) {
+  std::string state = d["state"].get<std::string>();
+  if (state == "none") {
+    std::printf("daemon     none has run on this database (start kforged)\n");
+    return;
+  }
+  std::string who = "pid " + std::to_string(i64(d["pid"])) + " on " + d["host"].get<std::string>();
+  std::string since = format_utc_ms(i64(d["since_ms"]));
+  std::string metrics =
+      d["metrics"].is_null() ? "no metrics" : "metrics " + d["metrics"].get<std::string>();
+  if (state == "running")
+    std::printf("daemon     running since %s (%s, last beat %s, %s%s)\n", since.c_str(),
+                who.c_str(), ago(i64(d["beat_age_ms"])).c_str(), metrics.c_str(),
+                d.value("verifies", true) ? "" : ", not verifying");
+  else if (state == "stopped")
+    std::printf("daemon     not running: the last one (%s, started %s) stopped at %s\n",
+                who.c_str(), since.c_str(), format_utc_ms(i64(d["stopped_ms"])).c_str());
+  else
+    print_wrapped("daemon     ", "STALE: " + who + ", started " + since + ", last beat " +
+                                     ago(i64(d["beat_age_ms"])) + ": " +
+                                     d.value("why", std::string()));
+}
+
 void print_text(const nlohmann::ordered_json& st) {
   std::printf("database   %s (schema %d)\n", st["database"].get<std::string>().c_str(),
               st["schema_version"].get<int>());
   std::printf("samples    %lld\n", static_cast<long long>(i64(st["samples"])));
+  print_daemon(st["daemon"]);
   if (st.contains("prompts_error"))
     std::printf("prompts    cannot be read: %s\n", st["prompts_error"].get<std::string>().c_str());
   for (const auto& a : st["verifier_alerts"]) {
+    const char* head = a.value("old", false) ? "old ALERT" : "ALERT    ";
+    std::string when = a.value("old", false) ? " (from " + format_utc_ms(i64(a["since_ms"])) +
+                                                   ", a kforged that is no longer running)"
+                                             : "";
     if (a["device"] == "verifier")  // the pool itself could not start
-      std::printf("ALERT      verifier: %s\n", a["reason"].get<std::string>().c_str());
+      std::printf("%s  verifier%s: %s\n", head, when.c_str(),
+                  a["reason"].get<std::string>().c_str());
     else
-      std::printf("ALERT      verifier device %s out of rotation (%lld failed worker starts): %s\n",
-                  a["device"].get<std::string>().c_str(),
-                  static_cast<long long>(i64(a["start_failures"])),
+      std::printf("%s  verifier device %s out of rotation (%lld failed worker starts)%s: %s\n",
+                  head, a["device"].get<std::string>().c_str(),
+                  static_cast<long long>(i64(a["start_failures"])), when.c_str(),
                   a["reason"].get<std::string>().c_str());
   }
   if (st.contains("slurm")) {
@@ -189,14 +281,24 @@ void print_text(const nlohmann::ordered_json& st) {
                 format_utc_ms(i64(run["created_ms"])).c_str());
     const auto& pr = run["progress"];
     std::int64_t total = i64(run["jobs_total"]);
-    std::printf("  %s  %lld/%lld jobs past the LLM stages\n",
-                pipeline::progress_bar(pr["fraction"].get<double>()).c_str(),
-                static_cast<long long>(i64(pr["past_llm"])), static_cast<long long>(total));
-    std::string rate = run["samples_per_minute"].get<double>() > 0
-                           ? std::to_string(run["samples_per_minute"].get<double>())
+    // The bar counts jobs that ended (verified, failed or cancelled), so it says 100% only
+    // once the verifier is done too.
+    std::printf("  %s  %lld/%lld jobs ended; %lld past the LLM stages, %lld at the verifier\n",
+                pipeline::progress_bar(pr["ended_fraction"].get<double>()).c_str(),
+                static_cast<long long>(i64(pr["ended"])), static_cast<long long>(total),
+                static_cast<long long>(i64(pr["past_llm"])),
+                static_cast<long long>(i64(pr["verifying"])));
+    std::string ph = run["phase"].get<std::string>();
+    if (run["waits_for"].is_null())
+      std::printf("  phase    %s\n", ph.c_str());
+    else
+      print_wrapped("  phase    ", ph + ": " + run["waits_for"].get<std::string>());
+    // The rate is of the LLM stages: once they are done it says nothing.
+    bool llm_work = i64(pr["remaining"]) > 0;
+    std::string rate = llm_work && run["samples_per_minute"].get<double>() > 0
+                           ? per_minute_text(run["samples_per_minute"].get<double>())
                            : std::string("-");
-    if (rate != "-") rate = rate.substr(0, rate.find('.') + 2);
-    std::string eta = run["eta_s"].is_null() ? "-" : duration(i64(run["eta_s"]));
+    std::string eta = !llm_work || run["eta_s"].is_null() ? "-" : duration(i64(run["eta_s"]));
     std::printf("  rate %s samples/min   ETA %s   tokens %s in / %s out   cost $%.4f\n",
                 rate.c_str(), eta.c_str(), count(i64(run["tokens"]["prompt"])).c_str(),
                 count(i64(run["tokens"]["completion"])).c_str(), run["cost_usd"].get<double>());
@@ -231,6 +333,39 @@ void print_text(const nlohmann::ordered_json& st) {
       for (const auto& [v, n] : run["verdicts"].items())
         line += "  " + v + " " + std::to_string(i64(n));
       std::printf("  verdicts%s\n", line.c_str());
+      // What the verdicts other than passed came from, with an example and, for the verifier's
+      // own faults, the fix.
+      for (const auto& c : run["verdict_causes"]) {
+        std::string cause = c["cause"].get<std::string>();
+        char head[96];
+        std::snprintf(head, sizeof head, "    %-8s %-16s %6lld  e.g. ",
+                      c["verdict"].get<std::string>().c_str(),
+                      cause == "sample" ? "sample error" : cause.c_str(),
+                      static_cast<long long>(i64(c["count"])));
+        std::string text =
+            c["example_key"].get<std::string>() + ": " + c["example"].get<std::string>();
+        if (cause == "environment")
+          text +=
+              " (the verifier's Python lacks a module: set verifier.python to a Python with "
+              "torch and triton, then kforge retry " +
+              run["tag"].get<std::string>() + " --verdict " + c["verdict"].get<std::string>() + ")";
+        else if (cause == "infrastructure")
+          text += " (the verifier could not run the sample; these go back to its queue)";
+        print_wrapped(head, text);
+      }
+    }
+    if (!run["failures"].empty()) {
+      std::printf("  failed jobs by kind:\n");
+      int shown = 0;
+      for (const auto& f : run["failures"]) {
+        if (++shown > 8) break;
+        char head[96];
+        std::snprintf(head, sizeof head, "    %-28s %6lld  e.g. ",
+                      f["kind"].get<std::string>().c_str(),
+                      static_cast<long long>(i64(f["count"])));
+        print_wrapped(head,
+                      f["example_key"].get<std::string>() + ": " + f["example"].get<std::string>());
+      }
     }
     if (!run["errors"].empty()) {
       std::printf("  errors in the last 24 h, by kind:\n");
@@ -250,10 +385,14 @@ void print_text(const nlohmann::ordered_json& st) {
   }
 }
 
-// True while a shown run still has LLM work (queued or leased jobs) in an active state.
+// True while a shown active run is generating or verifying: --watch goes on through
+// verification, and stops once every run is finished or waits for something that is not
+// running (its phase line says what).
 bool working(const nlohmann::ordered_json& st) {
   for (const auto& run : st["runs"])
-    if (run["state"] == "active" && i64(run["progress"]["remaining"]) > 0) return true;
+    if (run["state"] == "active" && run["waits_for"].is_null() &&
+        (run["phase"] == "generating" || run["phase"] == "verifying"))
+      return true;
   return false;
 }
 
@@ -265,13 +404,14 @@ Command add_status(CLI::App& root, Globals& g) {
   cmd->add_option("tag", args->tag, "Only this run");
   cmd->add_flag("--json", args->json, "Print one JSON object (for scripts)");
   cmd->add_flag("--watch", args->watch,
-                "Redraw every --interval seconds until the runs shown have no LLM work left "
-                "(with --json: one JSON line each time)");
+                "Redraw every --interval seconds while a run shown is generating or verifying; "
+                "stop when each is finished or waits for something not running (with --json: "
+                "one JSON line each time)");
   cmd->add_option("--interval", args->interval_s, "Seconds between redraws with --watch")
       ->check(CLI::Range(0.1, 3600.0));
   return {cmd, [args, &g]() -> int {
             KF_TRY_OR_REPORT(app::Config cfg, load(g));
-            KF_TRY_OR_REPORT(auto db, app::open_store(cfg));
+            KF_TRY_OR_REPORT(auto db, app::open_store(cfg, app::IfMissing::refuse));
             std::optional<std::string> tag;
             if (!args->tag.empty()) tag = args->tag;
             bool tty = ::isatty(1) != 0;

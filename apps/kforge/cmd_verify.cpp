@@ -26,6 +26,7 @@ struct VerifyArgs {
   int workers = 0;
   std::string json_out;
   std::string key_field;
+  std::string map;
   std::string mode;
   int slowest = 10;
   bool record_devices = false;
@@ -56,6 +57,47 @@ std::string record_key(const nlohmann::ordered_json& rec, const std::string& fie
   return "#" + std::to_string(index);
 }
 
+// Which field of a record feeds each input of the verifier.
+struct VerifyMap {
+  std::string code = "code";
+  std::string kernel_wrapper = "kernel_wrapper";
+  std::string unitest_code = "unitest_code";
+};
+
+// "code=output,kernel_wrapper=w,..." with targets code, kernel_wrapper, unitest_code and key
+// (which sets `key_field`); each at most once.
+Result<VerifyMap> parse_verify_map(const std::string& spec, std::string& key_field) {
+  VerifyMap m;
+  std::vector<std::string> seen;
+  std::size_t start = 0;
+  while (start <= spec.size()) {
+    auto comma = spec.find(',', start);
+    std::string item =
+        spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? spec.size() + 1 : comma + 1;
+    if (item.empty()) continue;
+    auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+      return fail("usage", "--map: '" + item + "' is not TARGET=FIELD");
+    std::string target = item.substr(0, eq), field = item.substr(eq + 1);
+    if (std::find(seen.begin(), seen.end(), target) != seen.end())
+      return fail("usage", "--map: target '" + target + "' is given twice");
+    seen.push_back(target);
+    if (target == "code")
+      m.code = field;
+    else if (target == "kernel_wrapper")
+      m.kernel_wrapper = field;
+    else if (target == "unitest_code")
+      m.unitest_code = field;
+    else if (target == "key")
+      key_field = field;
+    else
+      return fail("usage", "--map: unknown target '" + target +
+                               "' (expected code, kernel_wrapper, unitest_code or key)");
+  }
+  return m;
+}
+
 }  // namespace
 
 Command add_verify(CLI::App& root, Globals& g) {
@@ -67,7 +109,7 @@ Command add_verify(CLI::App& root, Globals& g) {
   cmd->add_option("--timeout", args->timeout_s, "Seconds per sample (default: verifier.timeout_s)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--limit", args->limit, "Verify only the first N records")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1, "records"));
   cmd->add_option("--workers", args->workers, "Total workers (default: from the configuration)")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--json", args->json_out,
@@ -79,6 +121,10 @@ Command add_verify(CLI::App& root, Globals& g) {
                 "Slurm array task of the daemon writes");
   cmd->add_option("--key", args->key_field,
                   "The field naming each record (default: key, file, id)");
+  cmd->add_option("--map", args->map,
+                  "Field mapping TARGET=FIELD,... with targets code, kernel_wrapper, "
+                  "unitest_code, key: e.g. code=output,key=file for a kforge export of a "
+                  "TritonBench corpus, which keeps the corpus's own field names");
   cmd->add_option("--mode", args->mode, "warm or fresh (default: verifier.mode)")
       ->check(CLI::IsMember({"warm", "fresh"}));
   cmd->add_option("--slowest", args->slowest, "List the N slowest samples (0: none)")
@@ -92,6 +138,7 @@ Command add_verify(CLI::App& root, Globals& g) {
   return {
       cmd, [args, &g]() -> int {
         KF_TRY_OR_REPORT(app::Config cfg, load(g));
+        KF_TRY_OR_REPORT(VerifyMap map, parse_verify_map(args->map, args->key_field));
         verify::PoolOptions opts;
         opts.config = cfg.verifier;
         if (args->timeout_s > 0) opts.config.timeout_s = args->timeout_s;
@@ -106,7 +153,7 @@ Command add_verify(CLI::App& root, Globals& g) {
         auto t0 = std::chrono::steady_clock::now();
         std::map<verify::Verdict, std::int64_t> by_verdict;
         std::map<std::string, std::int64_t> by_flag;
-        std::int64_t verified = 0, total = 0, written = 0;
+        std::int64_t verified = 0, total = 0, written = 0, no_code = 0;
         // Results arrive out of order; lines are written in record order.
         std::map<std::int64_t, nlohmann::ordered_json> pending;
         auto flush = [&] {
@@ -169,9 +216,10 @@ Command add_verify(CLI::App& root, Globals& g) {
                                          "): not a JSON object");
               verify::VerifyRequest req;
               req.key = record_key(rec, args->key_field, pos.index);
-              req.code = string_field(rec, "code");
-              req.kernel_wrapper = string_field(rec, "kernel_wrapper");
-              req.unitest_code = string_field(rec, "unitest_code");
+              req.code = string_field(rec, map.code.c_str());
+              if (!req.code) ++no_code;
+              req.kernel_wrapper = string_field(rec, map.kernel_wrapper.c_str());
+              req.unitest_code = string_field(rec, map.unitest_code.c_str());
               req.tag = pos.index;
               ++total;
               while (!pool->accepting()) pool->step(std::chrono::milliseconds(100));
@@ -197,6 +245,12 @@ Command add_verify(CLI::App& root, Globals& g) {
         for (const auto& [f, n] : by_flag)
           std::printf("  flagged %s: %lld\n", f.c_str(), static_cast<long long>(n));
         std::printf("  verified (passed, no flag): %lld\n", static_cast<long long>(verified));
+        if (no_code > 0)
+          std::printf(
+              "  %lld records have no string field '%s' and were skipped; --map code=FIELD "
+              "names the code's field (code=output for an export of a TritonBench "
+              "corpus)\n",
+              static_cast<long long>(no_code), map.code.c_str());
         std::printf("  workers: %s\n", pool->sizing().c_str());
         if (!slow.empty()) {
           std::printf("slowest samples (sample time = real run + mutant run; ms):\n");

@@ -16,6 +16,7 @@ enum Exit { kOk = 0, kFailure = 1, kUsage = 2 };
 struct Globals {
   std::string config_path;
   bool quiet = false;
+  bool verbose = false;
 };
 
 struct Command {
@@ -31,6 +32,10 @@ Command add_debug(CLI::App& root, Globals& g);
 Command add_retry(CLI::App& root, Globals& g);
 Command add_verify(CLI::App& root, Globals& g);
 Command add_run(CLI::App& root, Globals& g);
+
+// A whole number of at least `min` (e.g. --limit): "-3" and "0" are refused with a message
+// that says what is expected, never a range with a 300-digit bound.
+CLI::Validator whole_number(std::int64_t min, const std::string& what);
 
 // Prints "kforge: error: MESSAGE" to stderr and returns the exit code for the error's kind.
 int report(const Error& e);

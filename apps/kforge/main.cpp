@@ -6,6 +6,7 @@
 
 #include "commands.hpp"
 #include "kforge/core/log.hpp"
+#include "kforge/core/names.hpp"
 
 namespace kforge::cli {
 
@@ -16,10 +17,76 @@ int report(const Error& e) {
 
 Result<app::Config> load(const Globals& g) {
   KF_TRY(app::Config c, app::load_config(g.config_path));
-  // The CLI logs warnings and errors only, to stderr; the daemon honours log.level.
-  setup_logging(g.quiet ? "error" : "warn");
+  // The CLI logs warnings and errors only, to stderr (-v: also info); the daemon honours
+  // log.level.
+  setup_logging(g.quiet ? "error" : g.verbose ? "info" : "warn");
+  if (!g.quiet)
+    for (const auto& w : c.warnings) std::fprintf(stderr, "kforge: warning: %s\n", w.c_str());
   return c;
 }
+
+CLI::Validator whole_number(std::int64_t min, const std::string& what) {
+  return CLI::Validator(
+      [min, what](std::string& v) -> std::string {
+        std::int64_t n = 0;
+        std::size_t used = 0;
+        try {
+          n = std::stoll(v, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != v.size())
+          return "expected a whole number of " + what + ", got '" + v + "'";
+        if (n < min)
+          return "expected " + std::to_string(min) + " or more " + what + ", got " + v +
+                 (min == 1 && n == 0 ? " (leave the option out for no limit)" : "");
+        return "";
+      },
+      "N>=" + std::to_string(min));
+}
+
+namespace {
+
+// The first word of argv that names no subcommand where one is expected, as
+// "unknown command 'stauts' (did you mean 'status'?)"; empty when the words are all known (CLI11
+// then parses as usual). Option values are skipped: the options that take one are listed.
+std::string unknown_command(const CLI::App& root, int argc, char** argv) {
+  const CLI::App* at = &root;
+  std::string path = "kforge";
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--") return "";
+    if (!a.empty() && a[0] == '-') {
+      if (a.find('=') == std::string::npos) {
+        auto* opt = at->get_option_no_throw(a);
+        if (opt == nullptr) opt = root.get_option_no_throw(a);
+        if (opt != nullptr && opt->get_type_size() != 0) ++i;
+      }
+      continue;
+    }
+    auto subs = at->get_subcommands([](const CLI::App*) { return true; });
+    if (subs.empty()) return "";
+    std::vector<std::string> names;
+    const CLI::App* next = nullptr;
+    for (const auto* s : subs) {
+      names.push_back(s->get_name());
+      if (s->check_name(a)) next = s;
+    }
+    if (next == nullptr) {
+      std::string msg = "unknown command '" + a + "' for " + path;
+      auto near = nearest_names(a, names);
+      if (!near.empty()) msg += " (did you mean '" + near.front() + "'?)";
+      std::string all;
+      for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
+      return msg + "; commands: " + all;
+    }
+    at = next;
+    path += " " + next->get_name();
+  }
+  return "";
+}
+
+}  // namespace
 
 }  // namespace kforge::cli
 
@@ -33,6 +100,10 @@ int main(int argc, char** argv) {
                  "Configuration file (default: $KFORGE_CONFIG, "
                  "./kforge.yaml, /etc/kforge/kforge.yaml)");
   app.add_flag("-q,--quiet", g.quiet, "Print only errors and results");
+  app.add_flag("-v,--verbose", g.verbose, "Also log what each step does (info level)");
+  // The global options above are accepted after the subcommand too, as git and systemctl do:
+  // subcommands pass what they do not know to their parent.
+  app.fallthrough();
   std::vector<Command> commands;
   commands.push_back(add_import(app, g));
   commands.push_back(add_status(app, g));
@@ -42,6 +113,10 @@ int main(int argc, char** argv) {
   commands.push_back(add_retry(app, g));
   commands.push_back(add_verify(app, g));
   commands.push_back(add_run(app, g));
+  if (std::string unknown = unknown_command(app, argc, argv); !unknown.empty()) {
+    std::fprintf(stderr, "kforge: error: %s\n", unknown.c_str());
+    return kUsage;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -51,7 +126,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    // One line like every other error, then where help is.
+    std::fprintf(stderr, "kforge: error: %s (kforge --help)\n", e.what());
     return kUsage;
   }
   try {

@@ -86,6 +86,8 @@ bool DaemonLoop::step() {
     }
     p_.clock.sleep_for(std::min(100ms * consecutive_errors_, milliseconds(5000)));
   }
+  if (step.ok() && p_.heartbeat != nullptr)
+    if (auto hb = p_.heartbeat->beat(); !hb.ok()) spdlog::warn("heartbeat: {}", hb.error().message);
   feed_watchdog(step.ok());
   refresh_metrics();
   report_status();

@@ -21,6 +21,7 @@
 #include "kforge/app/config.hpp"
 #include "kforge/core/clock.hpp"
 #include "kforge/pipeline/gateway.hpp"
+#include "kforge/pipeline/heartbeat.hpp"
 #include "kforge/pipeline/notify.hpp"
 #include "kforge/pipeline/prompt.hpp"
 #include "kforge/pipeline/scheduler.hpp"
@@ -51,6 +52,8 @@ class DaemonLoop {
     pipeline::Notifier& notifier;
     Clock& clock;
     Shared& shared;
+    // Beaten after each successful step (the daemon's liveness row); null: none.
+    pipeline::Heartbeat* heartbeat = nullptr;
   };
   // config_path: what a reload loads (as given on the command line; empty: the default
   // search); cfg: the configuration the daemon started with; prompts_dir: where a reload loads the
@@ -58,6 +61,9 @@ class DaemonLoop {
   // after a reload is: calls in flight point into them).
   DaemonLoop(Parts parts, std::string config_path, app::Config cfg,
              std::filesystem::path prompts_dir, std::unique_ptr<pipeline::PromptLibrary> prompts);
+
+  // Before run(): the liveness row beaten after each successful step.
+  void attach_heartbeat(pipeline::Heartbeat* hb) { p_.heartbeat = hb; }
 
   // Any thread: reload the configuration and the prompts at the next step (SIGHUP).
   void request_reload();

@@ -23,6 +23,8 @@
 #include "daemon_loop.hpp"
 #include "kforge/app/config.hpp"
 #include "kforge/core/log.hpp"
+#include "kforge/pipeline/heartbeat.hpp"
+#include "kforge/pipeline/progress.hpp"
 #include "verifier_thread.hpp"
 
 namespace kforge::daemon {
@@ -101,10 +103,21 @@ class HttpServer {
                res.status = ok ? 200 : 503;
                res.set_content(j.dump() + "\n", "application/json");
              });
+    // httplib's default also sets SO_REUSEPORT, which lets a second kforged (on another
+    // database) listen on the same port and answer half the scrapes: SO_REUSEADDR only.
+    svr_.set_socket_options([](socket_t sock) {
+      int yes = 1;
+      ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
+    errno = 0;
     bound_ = port == 0 ? svr_.bind_to_any_port(host) : (svr_.bind_to_port(host, port) ? port : -1);
     if (bound_ <= 0)
-      return fail("io",
-                  "daemon.http_listen: cannot listen on " + listen + ": " + std::strerror(errno));
+      return fail("io", "daemon.http_listen: cannot listen on " + listen + ": " +
+                            (errno == EADDRINUSE || errno == 0
+                                 ? std::string("the address is in use (another kforged? set "
+                                               "daemon.http_listen to a free port, :0 for any, "
+                                               "or \"\" for none)")
+                                 : std::string(std::strerror(errno))));
     thread_ = std::thread([this] { svr_.listen_after_bind(); });
     return {};
   }
@@ -136,6 +149,7 @@ void signal_thread(sigset_t set, DaemonLoop* loop) {
 
 int serve(const std::string& config_path, app::Config cfg) {
   setup_logging(cfg.log.level, cfg.log.file);
+  for (const auto& w : cfg.warnings) spdlog::warn("{}", w);
   Env& env = default_env();
   Clock& clock = env.clock();
   auto db_r = app::open_store(cfg);
@@ -158,7 +172,7 @@ int serve(const std::string& config_path, app::Config cfg) {
     return 1;
   }
   if (*reclaimed > 0)
-    spdlog::warn("took back {} leases of a previous kforged on {}", *reclaimed, prefix);
+    spdlog::info("took back {} leases of a previous kforged on {}", *reclaimed, prefix);
 
   auto dir = pipeline::PromptLibrary::locate(cfg.pipeline.prompts_dir);
   if (!dir.ok()) {
@@ -201,6 +215,24 @@ int serve(const std::string& config_path, app::Config cfg) {
                  cfg.daemon.http_listen.substr(0, cfg.daemon.http_listen.rfind(':')), http.port());
   }
 
+  pipeline::Heartbeat::Options hbo;
+  hbo.host = host_name();
+  hbo.pid = ::getpid();
+  hbo.owner = owner;
+  hbo.version = KFORGE_VERSION;
+  hbo.verifies = cfg.daemon.verify;
+  if (!cfg.daemon.http_listen.empty())
+    hbo.metrics = cfg.daemon.http_listen.substr(0, cfg.daemon.http_listen.rfind(':')) + ":" +
+                  std::to_string(http.port());
+  if (auto lines = pipeline::start_report(*db, clock.wall_ms()); lines.ok())
+    for (const auto& l : *lines) spdlog::info("{}", l);
+  auto heartbeat = pipeline::Heartbeat::start(*db, clock, hbo);
+  if (!heartbeat.ok()) {
+    spdlog::error("heartbeat: {}", heartbeat.error().message);
+    return 1;
+  }
+  loop.attach_heartbeat(&*heartbeat);
+
   auto notify = [&](const std::string& msg) {
     auto r = notifier.notify(msg);
     if (!r.ok() && r.error().is_transient())
@@ -240,6 +272,7 @@ int serve(const std::string& config_path, app::Config cfg) {
   const auto& st = sched.stats();
   spdlog::info("kforged stopped: {} stage answers checkpointed, {} jobs to verify, {} failed",
                st.checkpoints, st.jobs_to_verify, st.jobs_failed);
+  if (auto hb = heartbeat->stop(); !hb.ok()) spdlog::warn("heartbeat: {}", hb.error().message);
   http.stop();
   return 0;
 }
@@ -254,6 +287,15 @@ int main(int argc, char** argv) {
   app.add_option("-c,--config", config_path, "Configuration file");
   app.add_flag("--check-config", check, "Validate the configuration and the prompts, then exit");
   app.set_version_flag("--version", std::string("kforged ") + KFORGE_VERSION);
+  app.footer(
+      "Configuration: --config FILE, else $KFORGE_CONFIG, else ./kforge.yaml, else "
+      "/etc/kforge/kforge.yaml, else built-in defaults; KFORGE_<SECTION>_<KEY> variables "
+      "override single keys (KFORGE_DB: store.path).\n"
+      "Signals: SIGTERM or SIGINT stop leasing, let calls in flight finish within "
+      "daemon.shutdown_grace_ms and exit 0 (a second one stops at once); SIGHUP reloads limits, "
+      "concurrency and prompts from the configuration file (a bad file keeps the running one).\n"
+      "Liveness: a heartbeat row in the database (kforge status shows it) and, with "
+      "daemon.http_listen, /healthz and /metrics.");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -171,5 +171,200 @@ TEST_F(RunCli, StatusWrapsWholeMessagesAndSaysWhyARunWaits) {
   EXPECT_NE(joined.find("sk-xx***yy"), std::string::npos) << st.out;
 }
 
+bool has(const std::string& hay, const std::string& needle) {
+  return hay.find(needle) != std::string::npos;
+}
+
+TEST_F(RunCli, CancelTwiceIsIdempotentLikePause) {
+  ASSERT_EQ(site_->kforge({"run", "create", "c", "--pipeline", "v1", "--limit", "2"}).exit_code, 0);
+  ASSERT_EQ(site_->kforge({"run", "cancel", "c"}).exit_code, 0);
+  auto again = site_->kforge({"run", "cancel", "c"});
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("run 'c' is cancelled already"), std::string::npos) << again.out;
+}
+
+// kforged's heartbeat: status says whether a daemon runs, since when and where its metrics are;
+// names a killed one stale; marks alerts of a dead daemon old; says what a generated run with
+// verification off waits for; and two daemons never share a metrics port.
+TEST_F(RunCli, StatusKnowsWhetherTheDaemonLives) {
+  auto st = site_->kforge({"status", "--json"});
+  ASSERT_EQ(st.exit_code, 0) << st.err;
+  EXPECT_EQ(json::parse(st.out)["daemon"]["state"], "none");
+
+  Options o;
+  o.http_listen = "127.0.0.1:0";
+  site_->write_config(o);  // verify: false
+  ASSERT_EQ(site_
+                ->kforge({"run", "create", "g", "--pipeline", "v2", "--limit", "3",
+                          "--repair-rounds", "0"})
+                .exit_code,
+            0);
+  auto d = site_->start_daemon();
+  ASSERT_EQ(site_->wait_for(kPastLlm, 3), 3) << d->log();
+  st = site_->kforge({"status", "--json"});
+  ASSERT_EQ(st.exit_code, 0) << st.err;
+  auto j = json::parse(st.out);
+  EXPECT_EQ(j["daemon"]["state"], "running") << j["daemon"].dump();
+  EXPECT_EQ(j["daemon"]["pid"], d->pid());
+  EXPECT_EQ(j["daemon"]["verifies"], false);
+  ASSERT_TRUE(j["daemon"]["metrics"].is_string()) << j["daemon"].dump();
+  std::string metrics = j["daemon"]["metrics"].get<std::string>();
+  EXPECT_EQ(metrics.rfind("127.0.0.1:", 0), 0u) << metrics;
+  EXPECT_EQ(j["runs"][0]["phase"], "generated");
+  EXPECT_TRUE(has(j["runs"][0]["waits_for"].get<std::string>(),
+                  "3 samples wait for a verifier: the running kforged has daemon.verify: false"))
+      << j["runs"][0].dump();
+  EXPECT_EQ(j["runs"][0]["progress"]["ended"], 0);
+  EXPECT_EQ(j["runs"][0]["progress"]["verifying"], 3);
+  auto text = site_->kforge({"status"});
+  EXPECT_TRUE(has(text.out, "daemon     running since ")) << text.out;
+  EXPECT_TRUE(has(text.out, "pid " + std::to_string(d->pid()))) << text.out;
+  EXPECT_TRUE(has(text.out, "metrics " + metrics)) << text.out;
+  // The bar counts verification: nothing is verified, so it is at 0%, not 100%.
+  EXPECT_TRUE(has(text.out, "] 0%  0/3 jobs ended; 3 past the LLM stages, 3 at the verifier"))
+      << text.out;
+  EXPECT_TRUE(has(text.out, "phase    generated: 3 samples wait for a verifier")) << text.out;
+  // --watch stops at once: nothing running can move the run on, and it said why.
+  auto watch = site_->kforge({"status", "g", "--watch", "--interval", "0.1"});
+  EXPECT_EQ(watch.exit_code, 0) << watch.err;
+  EXPECT_TRUE(has(watch.out, "wait for a verifier")) << watch.out;
+
+  // A second kforged, on another database, may not listen on the same metrics port.
+  Site other(script("fake_llm_answers.json"));
+  Options o2;
+  o2.http_listen = metrics;
+  other.write_config(o2);
+  other.import_corpus();
+  auto d2 = other.start_daemon();
+  auto rc = d2->wait(20s);
+  ASSERT_TRUE(rc.has_value()) << d2->log();
+  EXPECT_EQ(*rc, 1) << d2->log();
+  EXPECT_TRUE(
+      has(d2->log(), "daemon.http_listen: cannot listen on " + metrics + ": the address is in use"))
+      << d2->log();
+
+  // Killed without a word: stale at once (its pid is gone from this host), and an alert it left
+  // (written while it lived) is old.
+  pid_t pid = d->pid();
+  std::int64_t since = j["daemon"]["since_ms"].get<std::int64_t>();
+  d->kill9();
+  {
+    auto db = site_->open_db();
+    ASSERT_TRUE(db->exec("INSERT INTO verifier_devices (device, in_rotation, start_failures, "
+                         "reason, updated_ms) VALUES ('cuda:0', 0, 3, 'worker exited at start', " +
+                         std::to_string(since) + ")")
+                    .ok());
+  }
+  st = site_->kforge({"status", "--json"});
+  j = json::parse(st.out);
+  EXPECT_EQ(j["daemon"]["state"], "stale") << j["daemon"].dump();
+  EXPECT_TRUE(has(j["daemon"]["why"].get<std::string>(),
+                  "pid " + std::to_string(pid) + " is gone from this host"));
+  EXPECT_EQ(j["verifier_alerts"][0]["old"], true);
+  EXPECT_EQ(j["runs"][0]["phase"], "generated");
+  EXPECT_TRUE(has(j["runs"][0]["waits_for"].get<std::string>(), "no kforged is running"));
+  text = site_->kforge({"status"});
+  EXPECT_TRUE(has(text.out, "daemon     STALE: pid " + std::to_string(pid))) << text.out;
+  EXPECT_TRUE(has(text.out, "old ALERT  verifier device cuda:0")) << text.out;
+  EXPECT_TRUE(has(text.out, "a kforged that is no longer running")) << text.out;
+
+  // A restart says what it finds and resumes; a clean stop is "stopped".
+  ASSERT_EQ(site_
+                ->kforge({"run", "create", "h", "--pipeline", "v1", "--limit", "2",
+                          "--repair-rounds", "0"})
+                .exit_code,
+            0);
+  auto d3 = site_->start_daemon();
+  ASSERT_EQ(site_->wait_for(kPastLlm, 5), 5) << d3->log();
+  d3->signal(SIGTERM);
+  ASSERT_EQ(d3->wait(20s), 0) << d3->log();
+  EXPECT_TRUE(has(d3->log(), "the previous kforged (pid " + std::to_string(pid))) << d3->log();
+  EXPECT_TRUE(has(d3->log(), "did not stop cleanly")) << d3->log();
+  EXPECT_TRUE(has(d3->log(), "resuming run g: 3 jobs: 0 for the LLM stages, 3 to verify"))
+      << d3->log();
+  EXPECT_TRUE(has(d3->log(), "resuming run h: 2 jobs: 2 for the LLM stages, 0 to verify"))
+      << d3->log();
+  j = json::parse(site_->kforge({"status", "--json"}).out);
+  EXPECT_EQ(j["daemon"]["state"], "stopped") << j["daemon"].dump();
+  EXPECT_FALSE(j["daemon"]["stopped_ms"].is_null());
+  text = site_->kforge({"status"});
+  EXPECT_TRUE(has(text.out, "daemon     not running: the last one")) << text.out;
+}
+
+// A heartbeat that stopped long ago on another host is stale by its age.
+TEST_F(RunCli, AnOldBeatFromAnotherHostIsStale) {
+  auto now = kforge::system_clock().wall_ms();
+  {
+    auto db = site_->open_db();
+    ASSERT_TRUE(db->exec("INSERT INTO daemon_heartbeats (host, pid, owner, version, started_ms, "
+                         "beat_ms, interval_ms, metrics, verifies) VALUES ('elsewhere', 4242, "
+                         "'elsewhere:4242', 'x', " +
+                         std::to_string(now - 3'600'000) + ", " + std::to_string(now - 120'000) +
+                         ", 5000, NULL, 1)")
+                    .ok());
+  }
+  auto j = json::parse(site_->kforge({"status", "--json"}).out);
+  EXPECT_EQ(j["daemon"]["state"], "stale");
+  EXPECT_TRUE(has(j["daemon"]["why"].get<std::string>(), "no beat for 120 s")) << j.dump();
+  {
+    auto db = site_->open_db();
+    ASSERT_TRUE(db->exec("UPDATE daemon_heartbeats SET beat_ms = " + std::to_string(now)).ok());
+  }
+  j = json::parse(site_->kforge({"status", "--json"}).out);
+  EXPECT_EQ(j["daemon"]["state"], "running");
+  EXPECT_EQ(j["daemon"]["host"], "elsewhere");
+}
+
+// Exports feed kforge verify: --out - writes to stdout, --map names the code's field.
+TEST_F(RunCli, ExportToStdoutAndVerifyWithAMap) {
+  auto d = site_->start_daemon();
+  ASSERT_EQ(site_
+                ->kforge({"run", "create", "e", "--pipeline", "v1", "--limit", "2",
+                          "--repair-rounds", "0"})
+                .exit_code,
+            0);
+  ASSERT_EQ(site_->wait_for(kPastLlm, 2), 2) << d->log();
+  auto out = site_->kforge({"export", "e", "--out", "-", "--format", "jsonl"});
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  EXPECT_FALSE(std::filesystem::exists(site_->dir() / "-"));
+  EXPECT_TRUE(has(out.err, "exported 2 samples of e to stdout")) << out.err;
+  std::vector<json> recs;
+  std::size_t pos = 0;
+  while (pos < out.out.size()) {
+    auto nl = out.out.find('\n', pos);
+    recs.push_back(json::parse(out.out.substr(pos, nl - pos)));
+    pos = nl + 1;
+  }
+  ASSERT_EQ(recs.size(), 2u);
+  EXPECT_TRUE(recs[0].contains("output"));
+  EXPECT_TRUE(recs[0]["kernel_wrapper"].is_string());
+  test::write_text(site_->dir() / "e.jsonl", out.out);
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(20s), 0);
+  Options o;
+  o.verify = true;  // the verifier section: CPU, /usr/bin/python3
+  site_->write_config(o);
+  // Without a map the export's code (the corpus's "output") is not found: the summary says so.
+  auto v = site_->kforge(
+      {"verify", (site_->dir() / "e.jsonl").string(), "--workers", "1", "--slowest", "0"});
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_TRUE(has(v.out,
+                  "2 records have no string field 'code' and were skipped; --map "
+                  "code=FIELD"))
+      << v.out;
+  v = site_->kforge({"verify", (site_->dir() / "e.jsonl").string(), "--map", "code=output,key=file",
+                     "--workers", "1", "--slowest", "0", "--json",
+                     (site_->dir() / "v.jsonl").string()});
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_FALSE(has(v.out, "have no string field")) << v.out;
+  auto line = json::parse(test::read_text(site_->dir() / "v.jsonl")
+                              .substr(0, test::read_text(site_->dir() / "v.jsonl").find('\n')));
+  EXPECT_EQ(line["key"], recs[0]["file"]);
+  EXPECT_NE(line["verdict"], "skipped") << line.dump();
+  auto bad = site_->kforge({"verify", (site_->dir() / "e.jsonl").string(), "--map", "cod=x"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_TRUE(has(bad.err, "--map: unknown target 'cod'")) << bad.err;
+}
+
 }  // namespace
 }  // namespace kforge::pipeline::e2e

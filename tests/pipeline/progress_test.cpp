@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "kforge/pipeline/progress.hpp"
@@ -258,6 +259,83 @@ TEST(ProgressMigration, CountsAreFilledFromRowsStoredBeforeIt) {
   ASSERT_TRUE((*db)->exec("UPDATE jobs SET state = 'cancelled' WHERE run_id = 2").ok());
   ASSERT_TRUE((*db)->exec("DELETE FROM verifications WHERE job_id = 1").ok());
   expect_counts_match_rows(**db);
+
+// The rate comes from a time window, so it is right from a few to tens of thousands of samples a
+// minute (the window of the last 100 finishes capped it at 6,000), and the ETA follows from it.
+TEST_F(Progress, TheRateIsRightFromTenToTwentyThousandAMinute) {
+  for (double rate : {10.0, 100.0, 1'000.0, 6'000.0, 20'000.0}) {
+    exec("DELETE FROM stage_outputs");
+    // Steady finishes for the last 10 minutes (at most 2,000 rows), the newest just now.
+    auto gap_ms = static_cast<std::int64_t>(60'000.0 / rate);
+    int n = static_cast<int>(std::min(2'000.0, rate * 10));
+    exec("BEGIN");
+    answers(n, kNow - gap_ms * (n - 1), kNow);
+    exec("COMMIT");
+    auto p = progress();
+    EXPECT_NEAR(p.per_minute, rate, rate * 0.02) << "at " << rate << "/min";
+    ASSERT_TRUE(p.eta_s.has_value());
+    // 10 jobs left.
+    EXPECT_NEAR(static_cast<double>(*p.eta_s), std::ceil(10 * 60.0 / rate), 1.0) << rate;
+  }
+}
+
+TEST_F(Progress, RateFromFinishTimes) {
+  // Evenly spaced: exactly one per gap, also when the newest is a gap old.
+  std::vector<std::int64_t> t;
+  for (int i = 0; i < 50; ++i) t.push_back(kNow - 6'000 * i);  // 10 a minute
+  EXPECT_NEAR(rate_per_minute(t, kNow), 10.0, 0.01);
+  EXPECT_NEAR(rate_per_minute(t, kNow + 6'000), 10.0 * 50 / 51, 0.01);
+  // A pause of an hour between two stretches: only the newer one counts.
+  std::vector<std::int64_t> u;
+  for (int i = 0; i < 20; ++i) u.push_back(kNow - 100 * i);  // 600 a minute
+  for (int i = 0; i < 20; ++i) u.push_back(kNow - 3'600'000 - 100 * i);
+  EXPECT_NEAR(rate_per_minute(u, kNow), 600.0, 1.0);
+  EXPECT_EQ(rate_per_minute({}, kNow), 0.0);
+}
+
+// Failed jobs are listed by their real kind with a count and an example sample, and verdicts
+// other than passed by their cause.
+TEST_F(Progress, FailuresByKindAndVerdictsByCause) {
+  exec(
+      "UPDATE jobs SET state = 'failed', error_kind = 'rejected:unknown_kernel', error = 'the "
+      "analysis names kernel foo, which the code does not define' WHERE id IN (1, 2, 3)");
+  exec(
+      "UPDATE jobs SET state = 'failed', error_kind = 'python_syntax', error = 'the code cannot "
+      "be read: line 3: unterminated string' WHERE id = 4");
+  exec(
+      "UPDATE jobs SET state = 'failed', error_kind = 'llm:truncated', error = 'the answer was "
+      "cut at max_tokens' WHERE id = 5");
+  exec("UPDATE jobs SET state = 'done', stage = 'done' WHERE id IN (6, 7, 8)");
+  for (int i : {6, 7})
+    exec(
+        "INSERT INTO verifications (job_id, run_id, sample_id, verdict, flags_json, detail, "
+        "created_ms) VALUES (" +
+        std::to_string(i) + ", 1, " + std::to_string(i) +
+        ", 'error', '[\"environment\"]', 'ModuleNotFoundError: No module named torch', 0)");
+  exec(
+      "INSERT INTO verifications (job_id, run_id, sample_id, verdict, flags_json, detail, "
+      "created_ms) VALUES (8, 1, 8, 'failed', '[]', 'AssertionError: Z != X.T', 0)");
+  auto p = progress();
+  ASSERT_EQ(p.failures.size(), 3u);
+  EXPECT_EQ(p.failures[0].kind, "unknown_kernel");
+  EXPECT_EQ(p.failures[0].stored, "rejected:unknown_kernel");
+  EXPECT_EQ(p.failures[0].count, 3);
+  EXPECT_EQ(p.failures[0].example_key, "k3");  // the newest
+  EXPECT_NE(p.failures[0].example.find("kernel foo"), std::string::npos);
+  EXPECT_EQ(p.failures[1].kind, "python_syntax");
+  EXPECT_EQ(p.failures[2].kind, "truncated");
+  EXPECT_EQ(p.failures[2].example_key, "k5");
+  ASSERT_EQ(p.causes.size(), 2u);
+  EXPECT_EQ(p.causes[0].verdict, "error");
+  EXPECT_EQ(p.causes[0].cause, "environment");
+  EXPECT_EQ(p.causes[0].count, 2);
+  EXPECT_EQ(p.causes[1].cause, "sample");
+  EXPECT_EQ(p.causes[1].example, "AssertionError: Z != X.T");
+  EXPECT_EQ(p.ended, 8);
+  EXPECT_NEAR(p.ended_fraction(), 0.8, 1e-9);
+  auto j = p.to_json();
+  EXPECT_EQ(j["failures"][0]["kind"], "unknown_kernel");
+  EXPECT_EQ(j["verdict_causes"][0]["cause"], "environment");
 }
 
 }  // namespace

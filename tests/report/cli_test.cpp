@@ -131,6 +131,13 @@ TEST_F(ReportCli, Retry) {
   auto r = kforge({"retry", "v1", "--verdict", "crashed,timeout", "--dry-run"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(has(r.out, "(dry run) 2 samples of v1 would be re-queued")) << r.out;
+  // A dry run says what it would do, never what "was" done.
+  EXPECT_TRUE(has(r.out,
+                  "(dry run) run v1 is finished and would become active again; nothing "
+                  "was changed"))
+      << r.out;
+  EXPECT_FALSE(has(r.out, "was finished and is active again")) << r.out;
+  EXPECT_EQ(fx.text("run_state", {"v1"}), "finished");
   EXPECT_EQ(fx.text("job_of", {"v1", "llvm_abort.py"}), "done|done|1|");
   r = kforge({"retry", "v1", "--verdict", "crashed,timeout"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -147,6 +154,66 @@ TEST_F(ReportCli, Retry) {
   EXPECT_EQ(kforge({"retry", "v1", "--verdict", "bogus"}).exit_code, 2);
   EXPECT_EQ(kforge({"retry", "v1", "--verdict", "crashed", "--stage", "later"}).exit_code, 2);
   EXPECT_EQ(kforge({"retry", "nope", "--verdict", "crashed"}).exit_code, 1);
+}
+
+// Every verdict of v2 an error of the verifier's environment (its Python lacks torch): the report
+// says so, names the fix, and calls no difference, in text, JSON and HTML.
+TEST_F(ReportCli, CompareRefusesToCallADifferenceFromEnvironmentErrors) {
+  ASSERT_TRUE(fx.db()
+                  .exec("UPDATE verifications SET verdict = 'error', flags_json = "
+                        "'[\"environment\"]', detail = 'ModuleNotFoundError: No module named "
+                        "''torch''' WHERE run_id = (SELECT id FROM runs WHERE tag = 'v2')")
+                  .ok());
+  auto r = kforge({"compare", "v1", "v2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(has(r.out,
+                  "no difference can be called: run v2 has no verdict that depends on its "
+                  "samples: all "))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "are errors of the verifier's environment")) << r.out;
+  EXPECT_TRUE(has(r.out,
+                  "set verifier.python to a Python with torch and triton, then kforge "
+                  "retry v2 --verdict error"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "    environment")) << r.out;
+  EXPECT_TRUE(has(r.out, "No module named 'torch'")) << r.out;
+  EXPECT_FALSE(has(r.out, "exact McNemar")) << r.out;
+  r = kforge({"compare", "v1", "v2", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  const auto& paired = j["comparisons"][0]["paired"];
+  EXPECT_FALSE(paired["significant"].get<bool>());
+  EXPECT_TRUE(has(paired["no_call"].get<std::string>(), "verifier.python")) << paired.dump();
+  const auto& v2 = j["comparisons"][0]["runs"]["v2"];
+  EXPECT_EQ(v2["sample_verdicts"], 0);
+  EXPECT_GT(v2["verdict_causes"]["environment"]["count"].get<int>(), 0);
+  EXPECT_EQ(j["comparisons"][0]["runs"]["v1"]["verdict_causes"].count("environment"), 0u);
+  auto html = fx.dir() / "env.html";
+  r = kforge({"compare", "v1", "v2", "--html", html.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string page = read_text(html);
+  EXPECT_TRUE(has(page, "No difference can be called")) << page.substr(0, 2000);
+  EXPECT_TRUE(has(page, "environment")) << page.substr(0, 2000);
+  // With verdicts that depend on the samples, the difference is called again.
+  r = kforge({"compare", "v1", "v2-qwen"});
+  EXPECT_TRUE(has(r.out, "exact McNemar")) << r.out;
+}
+
+// Repair rounds a run was created with, but which never ran, get no "after repair" rows.
+TEST_F(ReportCli, RepairRowsOnlyWhereRepairRan) {
+  ASSERT_TRUE(fx.db()
+                  .exec("UPDATE runs SET params_json = json_set(params_json, '$.repair_rounds', "
+                        "2) WHERE tag IN ('v1', 'v2')")
+                  .ok());
+  auto r = kforge({"compare", "v1", "v2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "repair rounds (none ran)")) << r.out;
+  EXPECT_FALSE(has(r.out, "after repair")) << r.out;
+  EXPECT_FALSE(has(r.out, "flips produced by repair")) << r.out;
+  auto html = fx.dir() / "norepair.html";
+  r = kforge({"compare", "v1", "v2", "--html", html.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(has(read_text(html), "Repair rounds</h3>"));
 }
 
 }  // namespace

@@ -1,6 +1,13 @@
 #include "kforge/app/config.hpp"
 
+#include "kforge/core/names.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
+#include <memory>
 
 namespace kforge::app {
 
@@ -15,9 +22,27 @@ std::optional<std::filesystem::path> resolve_config_path(const std::string& expl
   return std::nullopt;
 }
 
-Result<Config> load_config(const std::string& explicit_path, EnvLookup env) {
+namespace {
+
+std::vector<std::string> process_env_names() {
+  std::vector<std::string> out;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    out.emplace_back(*e, eq != nullptr ? static_cast<std::size_t>(eq - *e) : std::strlen(*e));
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<Config> load_config(const std::string& explicit_path, EnvLookup env,
+                           std::optional<std::vector<std::string>> env_names) {
   auto path = resolve_config_path(explicit_path);
-  EnvLookup with_alias = [env](const std::string& name) -> std::optional<std::string> {
+  // Every name a section looks up passes here: what is left of the environment's KFORGE_*
+  // names afterwards overrides nothing.
+  auto looked_up = std::make_shared<std::vector<std::string>>();
+  EnvLookup with_alias = [env, looked_up](const std::string& name) -> std::optional<std::string> {
+    looked_up->push_back(name);
     if (name == "KFORGE_STORE_PATH") {
       if (auto v = env("KFORGE_STORE_PATH")) return v;
       return env("KFORGE_DB");
@@ -51,6 +76,19 @@ Result<Config> load_config(const std::string& explicit_path, EnvLookup env) {
   pipeline::read_config(root.child("pipeline"), c.pipeline);
   pipeline::read_config(root.child("daemon"), c.daemon);
   KF_CHECK(reader->finish());
+  std::vector<std::string> known = *looked_up;
+  known.insert(known.end(), kExtraEnv.begin(), kExtraEnv.end());
+  for (const auto& name : env_names ? *env_names : process_env_names()) {
+    if (name.rfind("KFORGE_", 0) != 0) continue;
+    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    if (std::any_of(kExtraEnvPrefixes.begin(), kExtraEnvPrefixes.end(),
+                    [&](const std::string& p) { return name.rfind(p, 0) == 0; }))
+      continue;
+    std::string w = name + " is set but is not a kforge variable, so it is ignored";
+    auto near = nearest_names(name, known);
+    if (!near.empty()) w += " (did you mean " + near.front() + "?)";
+    c.warnings.push_back(std::move(w));
+  }
   // Verifier samples can neither read nor write the daemon's own files: the database (with its
   // WAL, shared memory and lock files, and the directory holding them) and this configuration.
   if (!c.store.path.empty() && c.store.path != ":memory:") {
@@ -67,7 +105,12 @@ Result<Config> load_config(const std::string& explicit_path, EnvLookup env) {
 
 namespace kforge::app {
 
-Result<std::unique_ptr<store::Db>> open_store(const Config& c) {
+Result<std::unique_ptr<store::Db>> open_store(const Config& c, IfMissing if_missing) {
+  std::error_code ec;
+  if (if_missing == IfMissing::refuse && c.store.path != ":memory:" &&
+      !std::filesystem::exists(c.store.path, ec))
+    return fail("io", "database " + c.store.path + " does not exist (store.path in " + c.source +
+                          ", or KFORGE_DB); kforge import FILE creates it");
   store::OpenOptions o;
   o.path = c.store.path;
   o.busy_timeout_ms = c.store.busy_timeout_ms;

@@ -56,6 +56,9 @@ Status write_file(const std::filesystem::path& path, std::string_view data) {
 }
 
 Result<AtomicFile> AtomicFile::create(const std::filesystem::path& path) {
+  // "-": standard output, written as it comes (nothing to rename; a failure mid-way leaves a
+  // partial stream, which the reader sees as a truncated document).
+  if (path == "-") return AtomicFile(stdout, path, {});
   std::filesystem::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
   std::FILE* f = std::fopen(tmp.c_str(), "wbxe");
   if (f == nullptr && errno == EEXIST) {
@@ -74,6 +77,7 @@ AtomicFile::AtomicFile(AtomicFile&& o) noexcept
 }
 
 AtomicFile::~AtomicFile() {
+  if (f_ == stdout) return;
   if (f_ != nullptr) std::fclose(f_);
   if (!tmp_.empty()) ::unlink(tmp_.c_str());
 }
@@ -81,7 +85,8 @@ AtomicFile::~AtomicFile() {
 Status AtomicFile::write(std::string_view data) {
   if (f_ == nullptr) return fail("io", path_.string() + ": write after close");
   if (std::fwrite(data.data(), 1, data.size(), f_) != data.size())
-    return fail("io", tmp_.string() + ": " + std::strerror(errno));
+    return fail(
+        "io", (f_ == stdout ? std::string("stdout") : tmp_.string()) + ": " + std::strerror(errno));
   return {};
 }
 
@@ -89,6 +94,10 @@ Status AtomicFile::commit() {
   if (f_ == nullptr) return fail("io", path_.string() + ": commit after close");
   std::FILE* f = f_;
   f_ = nullptr;
+  if (f == stdout) {
+    if (std::fflush(f) != 0) return fail("io", std::string("stdout: ") + std::strerror(errno));
+    return {};
+  }
   bool ok = std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
   int err = errno;
   if (std::fclose(f) != 0 && ok) {

@@ -1,6 +1,10 @@
 #include "kforge/corpus/importer.hpp"
 
+#include <algorithm>
+#include <map>
 #include <unordered_map>
+
+#include "kforge/core/names.hpp"
 
 #include "kforge/core/sha256.hpp"
 #include "kforge/store/samples.hpp"
@@ -31,6 +35,17 @@ const char* type_name(const ojson& v) {
   }
 }
 
+// The record's field names, comma-separated (the first 20).
+std::string field_list(const ojson& rec) {
+  std::string out;
+  int n = 0;
+  for (const auto& [name, value] : rec.items()) {
+    if (++n > 20) return out + ", ...";
+    out += (out.empty() ? "" : ", ") + name;
+  }
+  return out.empty() ? "(none)" : out;
+}
+
 std::string where(const RecordPos& pos) {
   return "record " + std::to_string(pos.index) + " (line " + std::to_string(pos.line) + ")";
 }
@@ -55,6 +70,7 @@ Result<std::optional<std::string>> optional_string(const ojson& rec, const Recor
 }  // namespace
 
 Result<FieldMap> parse_field_map(const std::string& spec, FieldMap base) {
+  std::vector<std::pair<std::string, std::string>> given;
   std::size_t start = 0;
   while (start <= spec.size()) {
     auto comma = spec.find(',', start);
@@ -66,6 +82,11 @@ Result<FieldMap> parse_field_map(const std::string& spec, FieldMap base) {
     if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
       return fail("usage", "--map: '" + item + "' is not TARGET=FIELD");
     std::string target = item.substr(0, eq), field = item.substr(eq + 1);
+    for (const auto& [t, f] : given)
+      if (t == target)
+        return fail("usage", "--map: target '" + target + "' is given twice (" + target + "=" + f +
+                                 " and " + item + ")");
+    given.emplace_back(target, field);
     if (target == "code")
       base.code = field;
     else if (target == "description_1")
@@ -78,6 +99,7 @@ Result<FieldMap> parse_field_map(const std::string& spec, FieldMap base) {
       return fail("usage", "--map: unknown target '" + target +
                                "' (expected code, description_1, description_2 or key)");
   }
+  for (const auto& g : given) base.given.push_back(g.first);
   return base;
 }
 
@@ -93,15 +115,32 @@ Result<ImportSummary> import_file(store::Db& db, const std::filesystem::path& fi
   std::unordered_map<std::string, std::int64_t> seen;  // key -> record index
   const std::int64_t now = clock.wall_ms();
   const FieldMap& m = opts.map;
-  const std::string source = std::filesystem::absolute(file).lexically_normal().string();
+  const std::string source = file == "-"
+                                 ? std::string("stdin")
+                                 : std::filesystem::absolute(file).lexically_normal().string();
+
+  auto is_given = [&](const char* target) {
+    return std::find(m.given.begin(), m.given.end(), target) != m.given.end();
+  };
+  sum.coverage = {{"description_1", m.description_1, 0, is_given("description_1")},
+                  {"description_2", m.description_2, 0, is_given("description_2")}};
+  std::map<std::string, std::int64_t> fields_seen;  // every field name -> records carrying it
 
   KF_TRY(store::Transaction tx, store::Transaction::begin(db));
   auto on_record = [&](ojson&& rec, const RecordPos& pos) -> Status {
     if (!rec.is_object())
       return fail("input", where(pos) + ": expected an object, got " + type_name(rec));
+    for (const auto& [name, value] : rec.items())
+      if (fields_seen.size() < 1000 || fields_seen.count(name) != 0) ++fields_seen[name];
+    for (auto& c : sum.coverage) {
+      auto it = rec.find(c.field);
+      if (it != rec.end() && !it->is_null()) ++c.present;
+    }
     auto code_it = rec.find(m.code);
     if (code_it == rec.end())
-      return field_error(pos, m.code, "code", "missing (every record needs the code)");
+      return field_error(
+          pos, m.code, "code",
+          "missing (every record needs the code); the record's fields are: " + field_list(rec));
     if (!code_it->is_string())
       return field_error(pos, m.code, "code",
                          std::string("expected a string, got ") + type_name(*code_it));
@@ -147,7 +186,10 @@ Result<ImportSummary> import_file(store::Db& db, const std::filesystem::path& fi
     if (!existing) {
       KF_CHECK(samples.insert(row, now));
       ++sum.added;
-    } else if (existing->record_json == row.record_json) {
+    } else if (existing->record_json == row.record_json &&
+               existing->code_sha256 == row.code_sha256 &&
+               existing->description_1 == row.description_1 &&
+               existing->description_2 == row.description_2) {
       ++sum.unchanged;
     } else {
       ++sum.changed;
@@ -161,7 +203,26 @@ Result<ImportSummary> import_file(store::Db& db, const std::filesystem::path& fi
   };
   auto r = read_records(file, opts.format, on_record, progress);
   if (!r.ok()) return std::move(r).error();  // the transaction rolls back
-  if (opts.dry_run) return sum;              // likewise
+  for (const auto& c : sum.coverage) {
+    if (!c.given || c.present > 0) continue;
+    std::vector<std::pair<std::int64_t, std::string>> by_count;
+    for (const auto& [name, n] : fields_seen) by_count.emplace_back(-n, name);
+    std::sort(by_count.begin(), by_count.end());
+    std::string list;
+    for (std::size_t i = 0; i < by_count.size() && i < 20; ++i)
+      list += (list.empty() ? "" : ", ") + by_count[i].second;
+    if (by_count.size() > 20) list += ", ...";
+    auto near = nearest_names(c.field, [&] {
+      std::vector<std::string> names;
+      for (const auto& b : by_count) names.push_back(b.second);
+      return names;
+    }());
+    return fail("input", "--map " + c.target + "=" + c.field + ": no record has a field '" +
+                             c.field + "'" +
+                             (near.empty() ? "" : " (did you mean '" + near.front() + "'?)") +
+                             "; the records' fields are: " + list);
+  }
+  if (opts.dry_run) return sum;  // likewise
   KF_CHECK(tx.commit());
   return sum;
 }

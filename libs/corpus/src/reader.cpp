@@ -269,11 +269,34 @@ Result<Format> parse_format(const std::string& s) {
 
 Result<std::int64_t> read_records(const std::filesystem::path& file, Format format,
                                   const RecordFn& on_record, const ProgressFn& on_progress) {
-  std::unique_ptr<std::FILE, FileCloser> f(std::fopen(file.c_str(), "rb"));
-  if (!f) return fail("io", file.string() + ": " + std::strerror(errno));
-  std::error_code ec;
-  std::uint64_t total = std::filesystem::file_size(file, ec);
-  if (ec) total = 0;
+  const bool from_stdin = file == "-";
+  const std::string name = from_stdin ? std::string("stdin") : file.string();
+  std::unique_ptr<std::FILE, FileCloser> f;
+  std::uint64_t total = 0;
+  if (from_stdin) {
+    // Spooled to an anonymous temporary file: the format check reads ahead and rewinds, and a
+    // pipe cannot rewind.
+    f.reset(std::tmpfile());
+    if (!f)
+      return fail("io",
+                  std::string("stdin: cannot create a temporary file: ") + std::strerror(errno));
+    std::vector<char> buf(1 << 16);
+    std::size_t n;
+    while ((n = std::fread(buf.data(), 1, buf.size(), stdin)) > 0) {
+      if (std::fwrite(buf.data(), 1, n, f.get()) != n)
+        return fail("io",
+                    std::string("stdin: writing the temporary copy: ") + std::strerror(errno));
+      total += n;
+    }
+    if (std::ferror(stdin)) return fail("io", std::string("stdin: ") + std::strerror(errno));
+    std::rewind(f.get());
+  } else {
+    f.reset(std::fopen(file.c_str(), "rb"));
+    if (!f) return fail("io", name + ": " + std::strerror(errno));
+    std::error_code ec;
+    total = std::filesystem::file_size(file, ec);
+    if (ec) total = 0;
+  }
 
   if (format == Format::automatic) {
     int c;
@@ -282,13 +305,13 @@ Result<std::int64_t> read_records(const std::filesystem::path& file, Format form
                                                 c == 0xEF || c == 0xBB || c == 0xBF)) {
       if (c == '\n') ++line;
     }
-    if (c == EOF) return fail("parse", file.string() + ": the file is empty");
+    if (c == EOF) return fail("parse", name + ": the file is empty");
     if (c == '[')
       format = Format::json;
     else if (c == '{')
       format = Format::jsonl;
     else
-      return fail("parse", file.string() + ":" + std::to_string(line) +
+      return fail("parse", name + ":" + std::to_string(line) +
                                ": neither a JSON list ('[') nor JSON Lines ('{'): starts with '" +
                                std::string(1, static_cast<char>(c)) + "'");
     std::rewind(f.get());
@@ -296,8 +319,8 @@ Result<std::int64_t> read_records(const std::filesystem::path& file, Format form
   Result<std::int64_t> r = format == Format::json
                                ? read_json_list(f.get(), total, on_record, on_progress)
                                : read_jsonl(f.get(), total, on_record, on_progress);
-  if (!r.ok()) return std::move(r).error().context(file.string());
-  if (*r == 0) return fail("parse", file.string() + ": no records");
+  if (!r.ok()) return std::move(r).error().context(name);
+  if (*r == 0) return fail("parse", name + ": no records");
   return r;
 }
 

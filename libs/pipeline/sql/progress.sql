@@ -50,3 +50,36 @@ GROUP BY r.tag, c.state HAVING sum(c.n) > 0;
 
 -- name: verdicts_all
 SELECT verdict, sum(n) FROM run_verdict_counts GROUP BY verdict HAVING sum(n) > 0;
+
+-- The times of the most recent finishes (?4 at most, since ?3), newest first: good answers of
+-- the last LLM stage (?2) and failed jobs. The rate is taken from the stretch since the last
+-- pause among them (progress.cpp).
+-- name: run_recent_finish_times
+SELECT t FROM (
+  SELECT created_ms AS t FROM stage_outputs
+  WHERE run_id = ?1 AND stage = ?2 AND status = 'ok' AND created_ms >= ?3
+  UNION ALL
+  SELECT updated_ms AS t FROM jobs WHERE run_id = ?1 AND state = 'failed' AND updated_ms >= ?3)
+ORDER BY t DESC LIMIT ?4;
+
+-- Failed jobs by their error kind (as the scheduler stored it: "no_kernels", "python_syntax",
+-- "rejected:unknown_kernel", "llm:truncated", "parse", ...), with the newest one's sample and
+-- message (SQLite takes the bare columns from the row holding max()).
+-- name: run_failures_by_kind
+SELECT coalesce(j.error_kind, 'unknown'), count(*), max(j.id), s.key, coalesce(j.error, '')
+FROM jobs j JOIN samples s ON s.id = j.sample_id
+WHERE j.run_id = ?1 AND j.state = 'failed'
+GROUP BY 1 ORDER BY 2 DESC, 1;
+
+-- Verdicts other than passed by cause: environment (the verifier's Python lacks a module),
+-- infrastructure (the verifier could not run the sample) or sample (the sample's own code),
+-- with the newest one's sample and detail.
+-- name: run_verdict_causes
+SELECT v.verdict,
+       CASE WHEN v.flags_json LIKE '%"environment"%' THEN 'environment'
+            WHEN v.flags_json LIKE '%"infrastructure"%' THEN 'infrastructure'
+            ELSE 'sample' END,
+       count(*), max(v.id), s.key, coalesce(v.detail, '')
+FROM verifications v JOIN samples s ON s.id = v.sample_id
+WHERE v.run_id = ?1 AND v.verdict <> 'passed'
+GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2;

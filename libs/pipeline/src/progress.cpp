@@ -10,7 +10,7 @@ namespace kforge::pipeline {
 namespace {
 using store::Stmt;
 constexpr std::int64_t kRateWindowMs = 10 * 60 * 1000;
-constexpr std::int64_t kRateSamples = 100;
+constexpr std::int64_t kRateSamples = 1000;
 constexpr std::int64_t kErrorWindowMs = 24 * 60 * 60 * 1000;
 }  // namespace
 
@@ -50,6 +50,10 @@ Result<std::vector<RunProgress>> collect_progress(store::Db& db, std::int64_t no
       p.past_llm += p.by_state.count(st) ? p.by_state[st] : 0;
     for (const char* st : {"queued", "leased"})
       p.remaining += p.by_state.count(st) ? p.by_state[st] : 0;
+    for (const char* st : {"verify_queued", "verifying"})
+      p.verifying += p.by_state.count(st) ? p.by_state[st] : 0;
+    for (const char* st : {"done", "failed", "cancelled"})
+      p.ended += p.by_state.count(st) ? p.by_state[st] : 0;
     std::int64_t first_ms = 0;
     {
       KF_TRY(Stmt * s, db.cached(q["run_usage"]));
@@ -110,17 +114,16 @@ Result<std::vector<RunProgress>> collect_progress(store::Db& db, std::int64_t no
       s->reset();
     }
     if (first_ms > 0 && p.run.state == "active") {
-      // The rate over the last kRateSamples finishes (within kRateWindowMs), up to now: after a
-      // stop or a restart it follows the current speed within seconds, and while nothing
-      // finishes it decays.
-      KF_TRY(Stmt * s, db.cached(q["run_recent_finishes"]));
+      KF_TRY(Stmt * s, db.cached(q["run_recent_finish_times"]));
       s->bind(1, id).bind(2, "generate").bind(3, now_ms - kRateWindowMs).bind(4, kRateSamples);
-      KF_TRY(bool row, s->step());
-      std::int64_t n = row ? s->int64(0) : 0;
-      std::int64_t oldest = row ? s->int64(1) : 0;
+      std::vector<std::int64_t> times;
+      while (true) {
+        KF_TRY(bool row, s->step());
+        if (!row) break;
+        times.push_back(s->int64(0));
+      }
       s->reset();
-      std::int64_t window = std::clamp<std::int64_t>(now_ms - oldest, 1000, kRateWindowMs);
-      p.per_minute = static_cast<double>(n) * 60'000.0 / static_cast<double>(window);
+      p.per_minute = rate_per_minute(times, now_ms);
       if (p.per_minute > 0)
         p.eta_s = static_cast<std::int64_t>(
             std::ceil(static_cast<double>(p.remaining) * 60.0 / p.per_minute));
@@ -132,6 +135,35 @@ Result<std::vector<RunProgress>> collect_progress(store::Db& db, std::int64_t no
         KF_TRY(bool row, s->step());
         if (!row) break;
         p.errors.push_back(ErrorKind{s->text(0), s->int64(1), s->int64(2), s->text(3)});
+      }
+      s->reset();
+    }
+    {
+      KF_TRY(Stmt * s, db.cached(q["run_failures_by_kind"]));
+      s->bind(1, id);
+      while (true) {
+        KF_TRY(bool row, s->step());
+        if (!row) break;
+        FailureKind f;
+        f.stored = s->text(0);
+        f.kind = f.stored;
+        for (const char* family : {"rejected:", "llm:"})
+          if (f.kind.rfind(family, 0) == 0) f.kind = f.kind.substr(std::string(family).size());
+        f.count = s->int64(1);
+        f.example_key = s->text(3);
+        f.example = s->text(4);
+        p.failures.push_back(std::move(f));
+      }
+      s->reset();
+    }
+    {
+      KF_TRY(Stmt * s, db.cached(q["run_verdict_causes"]));
+      s->bind(1, id);
+      while (true) {
+        KF_TRY(bool row, s->step());
+        if (!row) break;
+        p.causes.push_back(
+            VerdictCause{s->text(0), s->text(1), s->int64(2), s->text(4), s->text(5)});
       }
       s->reset();
     }
@@ -169,7 +201,9 @@ nlohmann::ordered_json RunProgress::to_json() const {
     stages[stage] = s;
   }
   j["jobs_by_stage"] = stages;
-  j["progress"] = {{"past_llm", past_llm}, {"remaining", remaining}, {"fraction", fraction()}};
+  j["progress"] = {{"past_llm", past_llm},   {"remaining", remaining},
+                   {"fraction", fraction()}, {"verifying", verifying},
+                   {"ended", ended},         {"ended_fraction", ended_fraction()}};
   j["samples_per_minute"] = per_minute;
   j["eta_s"] = eta_s ? ordered_json(*eta_s) : ordered_json(nullptr);
   j["tokens"] = {{"prompt", prompt_tokens}, {"completion", completion_tokens}};
@@ -195,8 +229,44 @@ nlohmann::ordered_json RunProgress::to_json() const {
   ordered_json v = ordered_json::object();
   for (const auto& [k, n] : verdicts) v[k] = n;
   j["verdicts"] = v;
+  ordered_json fk = ordered_json::array();
+  for (const auto& f : failures)
+    fk.push_back({{"kind", f.kind},
+                  {"stored_kind", f.stored},
+                  {"count", f.count},
+                  {"example_key", f.example_key},
+                  {"example", f.example}});
+  j["failures"] = fk;
+  ordered_json vc = ordered_json::array();
+  for (const auto& c : causes)
+    vc.push_back({{"verdict", c.verdict},
+                  {"cause", c.cause},
+                  {"count", c.count},
+                  {"example_key", c.example_key},
+                  {"example", c.example}});
+  j["verdict_causes"] = vc;
   j["refused"] = refused.empty() ? ordered_json(nullptr) : ordered_json(refused);
   return j;
+}
+
+double rate_per_minute(const std::vector<std::int64_t>& t, std::int64_t now_ms) {
+  if (t.empty()) return 0;
+  // Walk back from the newest finish while the gaps look like the same stretch of work.
+  std::size_t n = 1;
+  while (n < t.size()) {
+    double mean_gap = static_cast<double>(now_ms - t[n - 1]) / static_cast<double>(n);
+    double pause = std::max(60'000.0, 10.0 * mean_gap);
+    if (static_cast<double>(t[n - 1] - t[n]) > pause) break;
+    ++n;
+  }
+  // n finishes from t[n-1] to now: n-1 gaps between them, plus the time since the newest as
+  // (at least) one more gap, so it decays while nothing finishes.
+  double span = static_cast<double>(now_ms - t[n - 1]);
+  if (n > 1)
+    span = std::max(span, static_cast<double>(t[0] - t[n - 1]) * static_cast<double>(n) /
+                              static_cast<double>(n - 1));
+  span = std::max(span, 1.0);
+  return static_cast<double>(n) * 60'000.0 / span;
 }
 
 std::string progress_bar(double fraction, int width) {

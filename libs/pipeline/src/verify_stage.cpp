@@ -27,7 +27,7 @@ Result<std::unique_ptr<VerifyStage>> VerifyStage::create(store::Db& db, Clock& c
     st->bind(1, owner_glob).bind(2, clock.wall_ms()).bind(3, clock.wall_ms());
     KF_CHECK(st->run());
     if (db.changes() > 0)
-      spdlog::warn("verifier: took back {} jobs an earlier kforged was verifying", db.changes());
+      spdlog::info("verifier: took back {} jobs an earlier kforged was verifying", db.changes());
   }
   KF_TRY(s->pool_, verify::Pool::create(std::move(options)));
   return s;
@@ -197,7 +197,12 @@ void VerifyStage::finish(const Leased& job, verify::VerifyResult&& r) {
         break;
       case VerdictOutcome::requeued:
         ++stats_.requeued;
-        spdlog::warn("verifier: {} goes back to the queue: {}", r.key, r.detail);
+        // While stopping, every sample in flight comes back this way: the stop's summary
+        // counts them, so one line per sample would only bury it.
+        if (draining_)
+          spdlog::debug("verifier: {} goes back to the queue: {}", r.key, r.detail);
+        else
+          spdlog::warn("verifier: {} goes back to the queue: {}", r.key, r.detail);
         break;
       case VerdictOutcome::to_repair:
       case VerdictOutcome::stored:

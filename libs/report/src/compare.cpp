@@ -15,6 +15,13 @@ const std::vector<std::string>& verdict_names() {
   return v;
 }
 
+// environment, infrastructure or sample, from a verdict's flags.
+std::string verdict_cause(const std::vector<std::string>& flags) {
+  for (const char* f : {"environment", "infrastructure"})
+    if (std::find(flags.begin(), flags.end(), f) != flags.end()) return f;
+  return "sample";
+}
+
 Counts sorted_by_count(const std::map<std::string, std::int64_t>& m) {
   Counts out(m.begin(), m.end());
   std::stable_sort(out.begin(), out.end(),
@@ -43,6 +50,9 @@ void summarise_rounds(const std::vector<const SampleOutcome*>& samples, const Ru
     s.rounds.push_back(y);
   }
   for (const SampleOutcome* o : samples) {
+    if (o->repair_round > 0) s.repair_ran = true;
+    for (const auto& r : o->rounds)
+      if (r.round > 0) s.repair_ran = true;
     if (o->unfixable()) ++s.unfixable;
     auto v = o->verified_round();
     if (!v || *v == 0 || !o->verified()) continue;
@@ -65,8 +75,24 @@ RunSummary summarise(const std::vector<const SampleOutcome*>& samples, double z,
   std::map<Category, std::int64_t> by_category;
   std::map<std::string, std::int64_t> by_verdict, kinds, flags;
   std::int64_t no_verdict = 0;
+  std::map<std::string, VerdictCause> causes;
   for (const SampleOutcome* o : samples) {
     Category c = o->category();
+    if (o->verdict) {
+      std::string cause = verdict_cause(o->flags);
+      if (cause == "sample")
+        ++s.sample_verdicts;
+      else
+        ++s.environment_verdicts;
+      if (*o->verdict != "passed") {
+        VerdictCause& vc = causes[cause];
+        if (vc.count++ == 0) {
+          vc.cause = cause;
+          vc.example_key = o->key;
+          vc.example = *o->verdict + (o->detail && !o->detail->empty() ? ": " + *o->detail : "");
+        }
+      }
+    }
     ++by_category[c];
     if (c == Category::verified) ++s.verified;
     if (o->verdict)
@@ -109,7 +135,35 @@ RunSummary summarise(const std::vector<const SampleOutcome*>& samples, double z,
     s.seconds_per_verified = static_cast<double>(s.llm_ms + s.verify_ms) / 1000.0 / v;
   }
   summarise_rounds(samples, run, s);
+  for (const char* cause : {"environment", "infrastructure", "sample"})
+    if (auto it = causes.find(cause); it != causes.end()) s.causes.push_back(it->second);
   return s;
+}
+
+// Why no difference can be called between the runs, or "".
+std::string no_call_reason(const std::string& tag, const RunSummary& s) {
+  if (s.environment_verdicts == 0 || s.sample_verdicts > 0) return "";
+  std::string why = "run " + tag + " has no verdict that depends on its samples: all " +
+                    std::to_string(s.environment_verdicts) + " are ";
+  bool env = false, infra = false;
+  std::string example;
+  for (const auto& c : s.causes) {
+    if (c.cause == "environment") env = true;
+    if (c.cause == "infrastructure") infra = true;
+    if (example.empty() && c.cause != "sample")
+      example = " (e.g. " + c.example_key + ": " + c.example + ")";
+  }
+  why += env && infra ? "environment or infrastructure errors"
+         : env        ? "errors of the verifier's environment"
+                      : "infrastructure errors of the verifier";
+  why += example + "; ";
+  if (env)
+    why += "set verifier.python to a Python with torch and triton, then kforge retry " + tag +
+           " --verdict error";
+  else
+    why +=
+        "see kforge status for the verifier's ALERT, then kforge retry " + tag + " --verdict error";
+  return why;
 }
 
 }  // namespace
@@ -152,6 +206,10 @@ PairComparison compare_outcomes(const RunInfo& a, const std::vector<SampleOutcom
   p.difference_interval = paired_difference_interval(p.table, z);
   p.p_value = mcnemar_exact_p(p.table.only_a, p.table.only_b);
   p.significant = p.samples > 0 && p.p_value < 1.0 - confidence;
+  p.no_call = no_call_reason(a.tag, p.a);
+  if (std::string why_b = no_call_reason(b.tag, p.b); !why_b.empty())
+    p.no_call = p.no_call.empty() ? why_b : p.no_call + "; and " + why_b;
+  if (!p.no_call.empty()) p.significant = false;
   return p;
 }
 
@@ -205,6 +263,13 @@ nlohmann::ordered_json rounds_json(const RunSummary& s) {
   return j;
 }
 
+nlohmann::ordered_json causes_json(const RunSummary& s) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (const auto& c : s.causes)
+    j[c.cause] = {{"count", c.count}, {"example_key", c.example_key}, {"example", c.example}};
+  return j;
+}
+
 nlohmann::ordered_json summary_json(const RunSummary& s) {
   nlohmann::ordered_json repaired = flips_json(s.repaired);
   for (std::size_t i = 0; i < s.repaired.size(); ++i) repaired[i]["round"] = s.repaired[i].round;
@@ -227,8 +292,11 @@ nlohmann::ordered_json summary_json(const RunSummary& s) {
            {{"tokens", opt_json(s.tokens_per_verified)},
             {"cost_usd", opt_json(s.cost_per_verified)},
             {"seconds", opt_json(s.seconds_per_verified)}}},
+          {"verdict_causes", causes_json(s)},
+          {"sample_verdicts", s.sample_verdicts},
           {"repair",
-           {{"repair_rounds", s.repair_rounds},
+           {{"ran", s.repair_ran},
+            {"repair_rounds", s.repair_rounds},
             {"rounds", rounds_json(s)},
             {"repaired", repaired},
             {"unfixable", s.unfixable}}}};
@@ -268,7 +336,8 @@ nlohmann::ordered_json to_json(const Comparison& c) {
                        {"difference", p.difference},
                        {"interval", {p.difference_interval.low, p.difference_interval.high}},
                        {"mcnemar_exact_p", p.p_value},
-                       {"significant", p.significant}}},
+                       {"significant", p.significant},
+                       {"no_call", p.no_call.empty() ? ojson(nullptr) : ojson(p.no_call)}}},
                      {"gained", flips_json(p.gained)},
                      {"lost", flips_json(p.lost)}});
   }

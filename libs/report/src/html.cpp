@@ -236,12 +236,23 @@ std::string pair_section(const Comparison& c, const PairComparison& p) {
           ? "no samples to compare"
           : fmt::format("{} at {:.2g}", p.significant ? "significant" : "not significant",
                         1.0 - c.confidence);
-  s += fmt::format(
-      R"(<div class="banner {}"><b>{} − {} = {}</b> ({}% interval {:+.1f} to {:+.1f} pts); )"
-      R"(exact McNemar p = {} on {} discordant samples: <b>{}</b>.</div>)",
-      cls, esc(p.tag_b), esc(p.tag_a), points(p.difference), conf, p.difference_interval.low * 100,
-      p.difference_interval.high * 100, p_text(p.p_value), p.table.only_a + p.table.only_b,
-      verdict);
+  if (!p.no_call.empty())
+    s += R"(<div class="banner worse"><b>No difference can be called</b>: )" + esc(p.no_call) +
+         ".</div>";
+  else
+    s += fmt::format(
+        R"(<div class="banner {}"><b>{} − {} = {}</b> ({}% interval {:+.1f} to {:+.1f} pts); )"
+        R"(exact McNemar p = {} on {} discordant samples: <b>{}</b>.</div>)",
+        cls, esc(p.tag_b), esc(p.tag_a), points(p.difference), conf,
+        p.difference_interval.low * 100, p.difference_interval.high * 100, p_text(p.p_value),
+        p.table.only_a + p.table.only_b, verdict);
+  for (const auto* run : {&p.a, &p.b})
+    for (const auto& cause : run->causes)
+      if (cause.cause != "sample")
+        s += fmt::format(R"(<p class="meta">{}: {} verdicts not passed for {} reasons, e.g. )"
+                         R"({}: {}</p>)",
+                         esc(run == &p.a ? p.tag_a : p.tag_b), cause.count, esc(cause.cause),
+                         esc(cause.example_key), esc(cause.example));
   s += R"(<div class="cards">)" + card(run_of(c, p.tag_a), p.tag_a, p.a, true) +
        card(run_of(c, p.tag_b), p.tag_b, p.b, false) + "</div>";
   s += fmt::format("<h3>Verified rate, {}% interval</h3>", conf) + rate_chart(p);
@@ -278,8 +289,7 @@ std::string pair_section(const Comparison& c, const PairComparison& p) {
       number(p.a.tokens_per_verified, 0), number(p.b.tokens_per_verified, 0),
       money(p.a.cost_per_verified), money(p.b.cost_per_verified),
       number(p.a.seconds_per_verified, 1), number(p.b.seconds_per_verified, 1));
-  if (p.a.repair_rounds > 0 || p.b.repair_rounds > 0 || p.a.rounds.size() > 1 ||
-      p.b.rounds.size() > 1) {
+  if (p.a.repair_ran || p.b.repair_ran) {
     // Yield after each round (generate, repair 1, ...), cost per verified sample per round.
     s += "<h3>Repair rounds</h3>";
     s += fmt::format(R"(<table><tr><th>after</th><th class="num">{0} verified</th>)"

@@ -120,9 +120,13 @@ std::string yield_cell(const RunSummary& s, std::size_t i) {
 
 // Yield after each round, cost per verified sample per round, and what repair produced.
 void repair_rows(std::string& out, const PairComparison& p, int list_limit) {
-  if (p.a.repair_rounds == 0 && p.b.repair_rounds == 0 && p.a.rounds.size() <= 1 &&
-      p.b.rounds.size() <= 1)
+  // Configured rounds that never ran say nothing: the rows appear once a repair did.
+  if (!p.a.repair_ran && !p.b.repair_ran) {
+    if (p.a.repair_rounds > 0 || p.b.repair_rounds > 0)
+      row(out, "repair rounds (none ran)", std::to_string(p.a.repair_rounds),
+          std::to_string(p.b.repair_rounds));
     return;
+  }
   row(out, "repair rounds", std::to_string(p.a.repair_rounds), std::to_string(p.b.repair_rounds));
   out += "  yield after each round (verified, $ per verified)\n";
   std::size_t n = std::max(p.a.rounds.size(), p.b.rounds.size());
@@ -145,6 +149,29 @@ void repair_rows(std::string& out, const PairComparison& p, int list_limit) {
       }
       out += fmt::format("    {}  ({} -> {} in repair {})\n", f.key, label(to_string(f.from)),
                          label(to_string(f.to)), f.round);
+    }
+  }
+}
+
+// Verdicts other than passed by cause, with an example of each.
+void cause_rows(std::string& out, const PairComparison& p) {
+  if (p.a.causes.empty() && p.b.causes.empty()) return;
+  out += "  not passed, by cause\n";
+  for (const char* cause : {"environment", "infrastructure", "sample"}) {
+    const VerdictCause* ca = nullptr;
+    const VerdictCause* cb = nullptr;
+    for (const auto& c : p.a.causes)
+      if (c.cause == cause) ca = &c;
+    for (const auto& c : p.b.causes)
+      if (c.cause == cause) cb = &c;
+    if (ca == nullptr && cb == nullptr) continue;
+    std::string name = std::string(cause) == "sample" ? "sample error" : cause;
+    row(out, "    " + name, std::to_string(ca ? ca->count : 0), std::to_string(cb ? cb->count : 0));
+    for (const auto* c : {ca, cb}) {
+      if (c == nullptr) continue;
+      std::string ex = c->example.size() > 90 ? c->example.substr(0, 87) + "..." : c->example;
+      out +=
+          fmt::format("      e.g. {} in {}: {}\n", c->example_key, c == ca ? p.tag_a : p.tag_b, ex);
     }
   }
 }
@@ -175,6 +202,7 @@ std::string format_text(const Comparison& c, int list_limit) {
         rb ? rb->pipeline + ", " + rb->model : "");
     row(out, fmt::format("verified [{}% CI]", conf), rate_cell(p.a), rate_cell(p.b));
     count_rows(out, "verdicts", p.a.verdicts, p.b.verdicts, false);
+    cause_rows(out, p);
     count_rows(out, "stage failures", p.a.failures, p.b.failures, false);
     count_rows(out, "stage failures by kind", p.a.failure_kinds, p.b.failure_kinds, true);
     count_rows(out, "quality flags (on passed)", p.a.flags, p.b.flags, true);
@@ -186,6 +214,10 @@ std::string format_text(const Comparison& c, int list_limit) {
     row(out, "total cost", money(p.a.cost_usd), money(p.b.cost_usd));
     repair_rows(out, p, list_limit);
     out += "\n";
+    if (!p.no_call.empty()) {
+      out += "  no difference can be called: " + p.no_call + "\n";
+      continue;
+    }
     out += fmt::format(
         "  difference {} - {}: {} [{}% CI {:+.1f}, {:+.1f}]; exact McNemar p = {} "
         "({} lost, {} gained): {}\n",

@@ -1,5 +1,5 @@
 -- name: sample_by_key
-SELECT id, code_sha256, record_json FROM samples WHERE key = ?1;
+SELECT id, code_sha256, record_json, description_1, description_2 FROM samples WHERE key = ?1;
 
 -- name: insert_sample
 INSERT INTO samples (key, code_sha256, code, description_1, description_2, record_json, source,

@@ -12,7 +12,12 @@ const QuerySet& store_queries() {
 Result<std::optional<ExistingSample>> Samples::find(const std::string& key) {
   KF_TRY(Stmt * s, db_.cached(store_queries()["sample_by_key"]));
   s->bind(1, key);
-  return s->one([](Stmt& r) { return ExistingSample{r.int64(0), r.text(1), r.text(2)}; });
+  return s->one([](Stmt& r) {
+    ExistingSample e{r.int64(0), r.text(1), r.text(2), {}, {}};
+    if (!r.is_null(3)) e.description_1 = r.text(3);
+    if (!r.is_null(4)) e.description_2 = r.text(4);
+    return e;
+  });
 }
 
 namespace {

@@ -17,7 +17,8 @@ Result<std::string> read_file(const std::filesystem::path& path);
 // the new one, never a half-written one. Abandoned (not committed) files are removed.
 class AtomicFile {
  public:
-  // Creates PATH.tmp.<pid> beside path. Error kind "io" names the path.
+  // Creates PATH.tmp.<pid> beside path. Error kind "io" names the path. The path "-" writes to
+  // standard output instead (commit flushes it; nothing is renamed).
   static Result<AtomicFile> create(const std::filesystem::path& path);
   AtomicFile(AtomicFile&& o) noexcept;
   AtomicFile& operator=(AtomicFile&&) = delete;

@@ -3,6 +3,9 @@
 //
 // All or nothing: a malformed file, a record without a string code, a wrong type or a key seen
 // twice in the file imports nothing, and the error names the record index (and line) and field.
+// So does a source field named by --map that no record has: the error names it and the fields
+// the records do have. A record is "changed" when its stored record or any mapped field differs,
+// so --update after a corrected --map repairs what the earlier map left empty.
 
 #include <cstdint>
 #include <filesystem>
@@ -24,10 +27,13 @@ struct FieldMap {
   std::string description_1 = "description_1";
   std::string description_2 = "description_2";
   std::optional<std::string> key;
+  // The targets the user named (--map or --key): a source field of theirs that no record has
+  // is an error, where a default name that no record has is only reported.
+  std::vector<std::string> given;
 };
 
 // Parses "code=output,description_1=simp_instru,..." onto `base`. Targets: code, description_1,
-// description_2, key.
+// description_2, key; each at most once (kind "usage" otherwise).
 Result<FieldMap> parse_field_map(const std::string& spec, FieldMap base = {});
 
 struct ImportOptions {
@@ -40,6 +46,14 @@ struct ImportOptions {
   std::int64_t warn_code_bytes = 0;
 };
 
+// How many records carry the source field that feeds a sample field.
+struct FieldCoverage {
+  std::string target;  // description_1, description_2
+  std::string field;   // the source field mapped onto it
+  std::int64_t present = 0;
+  bool given = false;  // named by --map
+};
+
 struct ImportSummary {
   std::int64_t records = 0;
   std::int64_t added = 0;
@@ -50,6 +64,8 @@ struct ImportSummary {
   std::int64_t oversized = 0;             // code longer than warn_code_bytes
   // The first 20 oversized records: "KEY (record N, B bytes)".
   std::vector<std::string> oversized_records;
+  // The optional targets, in order; a field present in only some records shows here.
+  std::vector<FieldCoverage> coverage;
 };
 
 // The key a record gets without a key field: "sha256:" and the first 16 hex digits of the

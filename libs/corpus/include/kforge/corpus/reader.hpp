@@ -38,7 +38,8 @@ using RecordFn = std::function<Status(nlohmann::ordered_json&& record, const Rec
 using ProgressFn = std::function<void(const ReadProgress&)>;
 
 // Reads `file` record by record. With Format::automatic the first non-blank byte decides:
-// '[' a JSON list, '{' JSON Lines. Returns the number of records read.
+// '[' a JSON list, '{' JSON Lines. The path "-" reads standard input (named "stdin" in
+// messages). Returns the number of records read.
 Result<std::int64_t> read_records(const std::filesystem::path& file, Format format,
                                   const RecordFn& on_record, const ProgressFn& on_progress = {});
 

@@ -22,6 +22,26 @@ struct ErrorKind {
   std::string last_message;
 };
 
+// Failed jobs of one kind ("no_kernels", "python_syntax", "unknown_kernel", "parse",
+// "truncated", ...), with the newest as the example. `stored` is the kind as the scheduler
+// stored it ("rejected:unknown_kernel", "llm:truncated"); `kind` drops that family prefix.
+struct FailureKind {
+  std::string kind;
+  std::string stored;
+  std::int64_t count = 0;
+  std::string example_key;
+  std::string example;
+};
+
+// Verdicts other than passed of one verdict and cause (environment, infrastructure, sample).
+struct VerdictCause {
+  std::string verdict;
+  std::string cause;
+  std::int64_t count = 0;
+  std::string example_key;
+  std::string example;
+};
+
 struct RunProgress {
   RunRow run;
   std::int64_t total = 0;
@@ -30,7 +50,14 @@ struct RunProgress {
   std::map<std::string, std::map<std::string, std::int64_t>> outputs;   // stage -> status -> n
   std::int64_t past_llm = 0;   // jobs whose LLM stages are over (to verify, verified, ended)
   std::int64_t remaining = 0;  // queued or leased
-  double per_minute = 0;       // jobs leaving the LLM stages: the last 100 (<= 10 min), to now
+  // Jobs at the verifier (verify_queued or verifying), and jobs that ended (done, failed or
+  // cancelled): the bar counts the ended ones, so it reaches 100% only once verification did.
+  std::int64_t verifying = 0;
+  std::int64_t ended = 0;
+  // Jobs leaving the LLM stages per minute: over the finishes of the last 10 minutes (at most
+  // 1,000) since the last pause among them, up to now, so it is right from a few to tens of
+  // thousands a minute, follows a restart within seconds, and decays while nothing finishes.
+  double per_minute = 0;
   std::optional<std::int64_t> eta_s;
   std::int64_t prompt_tokens = 0;
   std::int64_t completion_tokens = 0;
@@ -44,12 +71,17 @@ struct RunProgress {
   // A provider-requested pause that has not ended ("" / 0 when none).
   std::int64_t wait_until_ms = 0;
   std::string wait_reason;
-  std::vector<ErrorKind> errors;  // the last 24 hours, most frequent first
+  std::vector<ErrorKind> errors;      // the last 24 hours, most frequent first
+  std::vector<FailureKind> failures;  // failed jobs by kind, most frequent first
+  std::vector<VerdictCause> causes;   // verdicts other than passed by cause, most first
   std::map<std::string, std::int64_t> verdicts;
   std::string refused;  // why the daemon refuses the run ("" if not): set by the caller
 
   double fraction() const {
     return total > 0 ? static_cast<double>(past_llm) / static_cast<double>(total) : 0;
+  }
+  double ended_fraction() const {
+    return total > 0 ? static_cast<double>(ended) / static_cast<double>(total) : 0;
   }
   nlohmann::ordered_json to_json() const;
 };
@@ -58,6 +90,10 @@ struct RunProgress {
 // whose good answers end a job's LLM part (generate).
 Result<std::vector<RunProgress>> collect_progress(store::Db& db, std::int64_t now_ms,
                                                   const std::optional<std::string>& tag = {});
+
+// The rate, in finishes per minute, from finish times (newest first) at now_ms: over the
+// stretch since the last pause (a gap above max(60 s, 10 times the mean gap so far)).
+double rate_per_minute(const std::vector<std::int64_t>& newest_first, std::int64_t now_ms);
 
 // "[##########..........] 50%"
 std::string progress_bar(double fraction, int width = 30);

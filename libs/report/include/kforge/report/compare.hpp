@@ -43,6 +43,16 @@ struct RoundYield {
   std::optional<double> cost_per_verified;
 };
 
+// Why verdicts other than passed came: "environment" (the verifier's Python lacks torch or
+// triton), "infrastructure" (the verifier could not run the sample), or "sample" (the sample's
+// own code). Only "sample" says anything about the prompt that wrote it.
+struct VerdictCause {
+  std::string cause;
+  std::int64_t count = 0;
+  std::string example_key;  // a sample with this cause
+  std::string example;      // its verdict and detail, e.g. "error: No module named 'torch'"
+};
+
 struct RunSummary {
   std::int64_t samples = 0;  // the compared samples
   std::int64_t verified = 0;
@@ -77,6 +87,15 @@ struct RunSummary {
   std::vector<RoundYield> rounds;
   std::vector<Flip> repaired;
   std::int64_t unfixable = 0;
+  // A repair round produced an answer or a verdict for some sample (rows about repair are
+  // shown only then).
+  bool repair_ran = false;
+  // Verdicts that are not passed, by cause (environment, infrastructure, sample; zero counts
+  // left out), and how many verdicts depend on the samples at all (not environment or
+  // infrastructure).
+  std::vector<VerdictCause> causes;
+  std::int64_t sample_verdicts = 0;
+  std::int64_t environment_verdicts = 0;  // environment or infrastructure
 };
 
 struct PairComparison {
@@ -94,6 +113,9 @@ struct PairComparison {
   bool significant = false;  // p < 1 - confidence
   std::vector<Flip> gained;  // not verified in A, verified in B
   std::vector<Flip> lost;    // verified in A, not in B
+  // Set when no difference may be called: a run has verdicts, but none that depends on its
+  // samples (all environment or infrastructure errors). Says which run, why, and the fix.
+  std::string no_call;
 };
 
 struct Comparison {

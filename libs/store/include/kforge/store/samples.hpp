@@ -24,6 +24,8 @@ struct ExistingSample {
   std::int64_t id;
   std::string code_sha256;
   std::string record_json;
+  std::optional<std::string> description_1;  // as mapped at import
+  std::optional<std::string> description_2;
 };
 
 class Samples {
