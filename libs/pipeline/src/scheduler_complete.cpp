@@ -1,0 +1,250 @@
+#include "scheduler_internal.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+
+#include "kforge/llm/json.hpp"
+#include "kforge/pipeline/facts.hpp"
+#include "kforge/pipeline/repair.hpp"
+#include "kforge/store/run_params.hpp"
+
+namespace kforge::pipeline {
+
+using namespace scheduler_detail;
+
+Status Scheduler::complete(Completion& c, StepReport& rep) {
+  auto it = in_flight_.find(c.job_id);
+  if (it == in_flight_.end() || it->second->generation != c.generation) return {};  // released
+  // The call stays in flight until its outcome is written: an error leaves it for a later step.
+  std::unique_ptr<Call> call = std::move(it->second);
+  in_flight_.erase(it);
+  bool written = false;
+  struct Restore {
+    Scheduler* s;
+    std::unique_ptr<Call>& call;
+    bool& written;
+    ~Restore() {
+      if (written) {
+        auto r = s->runs_.find(call->job.run_id);
+        if (r != s->runs_.end()) --r->second.in_flight;
+      } else {
+        std::int64_t id = call->job.id;
+        s->in_flight_[id] = std::move(call);
+      }
+    }
+  } restore{this, call, written};
+  auto run_it = runs_.find(call->job.run_id);
+  const LeasedJob& job = call->job;
+
+  if (!c.result.ok() && c.result.error().kind == "cancelled") {
+    KF_CHECK(store_.release(job.id));  // the client shut down: someone asks again later
+    written = true;
+    return {};
+  }
+  if (!c.result.ok() && (c.result.error().kind == "auth" || c.result.error().kind == "not_found" ||
+                         c.result.error().kind == "halted")) {
+    // A run-level error: no job is at fault. This one goes back to the queue, the run pauses.
+    const Error& e = c.result.error();
+    KF_CHECK(store_.release(job.id));
+    written = true;
+    if (e.kind != "halted" && run_it != runs_.end()) {
+      RunInfo& run = run_it->second;
+      std::string fix = e.kind == "auth" ? "check the key (the variable llm.api_key_env names) "
+                                           "and its rights"
+                                         : "check llm.model (or the run's model) and llm.base_url";
+      KF_CHECK(pause_run(run, "the provider refused the run: " + first_line(e.message, 2000) +
+                                  ". No job failed; they stay queued. Fix the cause (" + fix +
+                                  "), then: kforge run resume " + run.row.tag));
+    }
+    return {};
+  }
+
+  StageOutput out;
+  out.stage = job.stage;
+  out.attempt = job.attempts + 1;
+  out.prompt_version = call->tmpl->version;
+  out.prompt_sha256 = call->tmpl->sha256;
+  out.request_json = call->request_json;
+  out.repair_round = job.repair_round;
+
+  std::optional<Error> failure;        // what went wrong, if anything
+  std::optional<RepairAnswer> repair;  // a repair stage's answer
+  Transient transient = Transient::no;
+  std::string event_kind;
+  if (c.result.ok()) {
+    const llm::ChatResponse& r = *c.result;
+    out.request_sha256 = r.request_sha256;
+    out.response_raw = r.content;
+    out.prompt_tokens = r.prompt_tokens;
+    out.completion_tokens = r.completion_tokens;
+    out.cost_usd = r.cost_usd;
+    out.latency_ms = r.latency_ms;
+    auto parsed = llm::extract_json(r.content, call->tmpl->schema);
+    if (!parsed.ok()) {
+      out.status = "parse_error";
+      out.error_kind = "parse";
+      out.error = parsed.error().message;
+      event_kind = "parse";
+      failure = parsed.error();
+    } else {
+      std::optional<Rejection> rejected;
+      out.parsed_json = parsed->dump();
+      if (job.stage == "analyze") {
+        rejected = check_analysis(call->facts, *parsed);
+      } else if (job.stage == "repair") {
+        auto answer = read_repair_answer(*parsed);
+        if (!answer.ok()) {
+          failure = answer.error();
+        } else {
+          repair = std::move(*answer);
+          if (!repair->unfixable)
+            rejected = check_generation(call->facts, repair->kernel_wrapper, repair->unitest_code);
+        }
+      } else {
+        rejected = check_generation(call->facts, (*parsed)["kernel_wrapper"].get<std::string>(),
+                                    (*parsed)["unitest_code"].get<std::string>());
+      }
+      if (failure) {
+        out.status = "parse_error";
+        out.error_kind = "parse";
+        out.error = failure->message;
+        event_kind = "parse";
+      } else if (rejected) {
+        out.status = "rejected";
+        out.error_kind = rejected->kind;
+        out.error = rejected->message;
+        event_kind = "rejected:" + rejected->kind;
+        failure = Error("rejected", rejected->message);
+      } else {
+        out.status = "ok";
+      }
+    }
+  } else {
+    const Error& e = c.result.error();
+    out.request_sha256 = llm_.request_sha256(call->model, call->request);
+    out.status = "llm_error";
+    out.error_kind = e.kind;
+    out.error = e.message;
+    event_kind = "llm:" + e.kind;
+    failure = e;
+    // The client could not record the call: nothing was delivered, asking again is right.
+    transient = e.kind == "sqlite" ? Transient::yes : e.transient;
+  }
+
+  NextState next;
+  std::vector<Event> events;
+  std::int64_t now = clock_.wall_ms();
+  bool permanent_provider_error = false;
+  if (!failure && repair && repair->unfixable) {
+    // The model says the code itself cannot work: the sample ends here, with its reason, and is
+    // not asked again.
+    next.state = "done";
+    next.stage = "done";
+    next.attempts = 0;
+    next.error_kind = "unfixable";
+    next.error = repair->reason;
+    events.push_back(Event{
+        job.run_id, job.id, job.sample_id, job.stage, out.attempt, "info", "unfixable",
+        "repair round " + std::to_string(job.repair_round) +
+            ": the model answered that the code cannot work: " + first_line(repair->reason, 2000)});
+  } else if (!failure) {
+    if (const Template* nt = call->spec->next(job.stage)) {
+      next.state = "queued";
+      next.stage = nt->name;
+    } else {
+      next.state = "verify_queued";
+      next.stage = "verify";
+    }
+    next.attempts = 0;
+  } else {
+    Event e{job.run_id,  job.id, job.sample_id, job.stage,
+            out.attempt, "warn", event_kind,    first_line(failure->message, 2000)};
+    next.stage = job.stage;
+    next.attempts = job.attempts + 1;
+    next.error_kind = event_kind;
+    next.error = failure->message;
+    std::string reason;
+    if (content_failure(out.status, out.error_kind)) {
+      int n = call->content_failures + 1;
+      if (n >= cfg_.max_attempts)
+        reason = std::to_string(n) + " unusable answers at stage " + job.stage +
+                 "; the last: " + failure->message;
+      next.state = "queued";
+    } else if (transient == Transient::yes) {
+      int n = call->transient_failures + 1;
+      if (n >= cfg_.max_transient_failures)
+        reason = std::to_string(n) + " provider failures at stage " + job.stage +
+                 "; the last: " + failure->message;
+      next.state = "queued";
+      next.not_before_ms = now + backoff_ms(n);
+    } else if (failure->kind == "too_large") {
+      reason = "too_large: " + failure->message;
+      next.error_kind = "too_large";
+    } else {
+      reason = "permanent provider error at stage " + job.stage + ": " + failure->message;
+      permanent_provider_error = true;
+    }
+    if (!reason.empty()) {
+      next.state = "failed";
+      next.not_before_ms = 0;
+      e.level = "error";
+      events.push_back(e);
+      events.push_back(Event{job.run_id, job.id, job.sample_id, job.stage, out.attempt, "error",
+                             "failed", first_line(reason, 2000)});
+    } else {
+      events.push_back(e);
+    }
+  }
+  KF_TRY(bool held, store_.checkpoint(job, out, next, events));
+  written = true;
+  ++stats_.outputs[job.stage + ":" + out.status];
+  if (!held) {
+    ++stats_.lost_leases;
+    spdlog::warn(
+        "run {} sample {}: the lease of job {} was lost (expired or cancelled); its {} "
+        "answer is dropped",
+        call->tag, call->sample_key, job.id, job.stage);
+    return {};
+  }
+  ++rep.completed;
+  ++stats_.checkpoints;
+  if (next.state == "failed") {
+    ++rep.failed;
+    ++stats_.jobs_failed;
+    spdlog::warn("run {} sample {}: failed: {}", call->tag, call->sample_key,
+                 first_line(*next.error));
+  } else if (next.state == "verify_queued") {
+    ++stats_.jobs_to_verify;
+  }
+  if (failure && next.state != "failed")
+    spdlog::debug("run {} sample {} stage {}: {} (retrying)", call->tag, call->sample_key,
+                  job.stage, first_line(failure->message));
+  if (run_it != runs_.end()) {
+    RunInfo& run = run_it->second;
+    if (next.state == "queued") {
+      run.idle_until_ms = 0;
+      if (next.not_before_ms > 0)
+        run.retry_at_ms = run.retry_at_ms == 0 ? next.not_before_ms
+                                               : std::min(run.retry_at_ms, next.not_before_ms);
+    }
+    if (permanent_provider_error) {
+      ++run.permanent_streak;
+      if (cfg_.failure_streak_pause > 0 && run.permanent_streak >= cfg_.failure_streak_pause &&
+          run.row.state == "active") {
+        std::string why = std::to_string(run.permanent_streak) +
+                          " permanent provider errors in a row; the last: " + failure->message +
+                          ". Fix the cause, then: kforge run resume " + run.row.tag;
+        KF_CHECK(pause_run(run, why));
+      }
+    } else if (c.result.ok()) {
+      run.permanent_streak = 0;
+    }
+  }
+  return {};
+}
+
+}  // namespace kforge::pipeline

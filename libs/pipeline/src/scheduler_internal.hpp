@@ -1,0 +1,61 @@
+#pragma once
+// Internal: what the scheduler's parts share. scheduler.cpp: leasing, rendering and submitting
+// calls, leases and runs; scheduler_complete.cpp: checkpointing a call's outcome.
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "kforge/pipeline/facts.hpp"
+#include "kforge/pipeline/scheduler.hpp"
+
+namespace kforge::pipeline {
+
+struct Scheduler::Completion {
+  std::int64_t job_id;
+  std::uint64_t generation;
+  Result<llm::ChatResponse> result;
+};
+
+struct Scheduler::Inbox {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Completion> queue;
+  bool woken = false;
+};
+
+struct Scheduler::Call {
+  LeasedJob job;
+  std::uint64_t generation = 0;
+  std::string tag;  // the run's
+  std::string model;
+  const Template* tmpl = nullptr;
+  const PipelineSpec* spec = nullptr;
+  std::string sample_key;
+  llm::ChatRequest request;  // kept for the identity of a failed call
+  std::string request_json;
+  int content_failures = 0;    // earlier unusable answers at this stage
+  int transient_failures = 0;  // earlier provider errors at this stage
+  KernelFacts facts;
+};
+
+namespace scheduler_detail {
+
+// Answers that a new request may improve on: the reply did not parse, was rejected by the
+// kernel facts, or was cut at max_tokens.
+inline bool content_failure(const std::string& status, const std::optional<std::string>& kind) {
+  if (status == "parse_error" || status == "rejected") return true;
+  return status == "llm_error" && kind && (*kind == "length" || *kind == "parse");
+}
+
+inline std::string first_line(const std::string& s, std::size_t max = 300) {
+  std::string out = s.substr(0, s.find('\n'));
+  if (out.size() > max) out = out.substr(0, max) + "...";
+  return out;
+}
+
+}  // namespace scheduler_detail
+}  // namespace kforge::pipeline
