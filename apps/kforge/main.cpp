@@ -60,7 +60,7 @@ std::string unknown_command(const CLI::App& root, int argc, char** argv) {
       if (a.find('=') == std::string::npos) {
         auto* opt = at->get_option_no_throw(a);
         if (opt == nullptr) opt = root.get_option_no_throw(a);
-        if (opt != nullptr && opt->get_type_size() != 0) ++i;
+        if (opt != nullptr && opt->get_items_expected_min() > 0) ++i;
       }
       continue;
     }

@@ -316,6 +316,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     if (check) {
+      for (const auto& w : cfg->warnings) std::fprintf(stderr, "kforged: warning: %s\n", w.c_str());
       auto dir = kforge::pipeline::PromptLibrary::locate(cfg->pipeline.prompts_dir);
       auto lib = dir.ok() ? kforge::pipeline::PromptLibrary::load(*dir)
                           : kforge::Result<kforge::pipeline::PromptLibrary>(dir.error());

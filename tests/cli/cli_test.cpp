@@ -66,11 +66,12 @@ TEST_F(Cli, StatusNeverCreatesADatabase) {
       << r.err;
   EXPECT_NE(r.err.find("kforge import FILE creates it"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "k.db"));
-  for (auto args : std::vector<std::vector<std::string>>{{"run", "create", "a", "--pipeline", "v1"},
-                                                         {"export", "a", "--out", "x.json"},
-                                                         {"compare", "a", "b"},
-                                                         {"retry", "a", "--verdict", "error"},
-                                                         {"debug", "a"}}) {
+  for (auto args :
+       std::vector<std::vector<std::string>>{{"run", "create", "a", "--pipeline", "v1"},
+                                             {"export", "a", "--out", "x.json"},
+                                             {"compare", "a", "b"},
+                                             {"retry", "a", "--verdict", "error"},
+                                             {"debug", "a", "--failed", "--out", "d"}}) {
     auto c = kforge(args);
     EXPECT_EQ(c.exit_code, 1) << args[0] << ": " << c.err;
     EXPECT_NE(c.err.find("does not exist"), std::string::npos) << args[0] << ": " << c.err;
