@@ -8,6 +8,7 @@
 
 #include "commands.hpp"
 #include "kforge/corpus/importer.hpp"
+#include "kforge/dedup/groups.hpp"
 
 namespace kforge::cli {
 namespace {
@@ -20,6 +21,7 @@ struct ImportArgs {
   bool update = false;
   bool dry_run = false;
   bool json = false;
+  bool dedup = false;
 };
 
 // A one-line progress display on a terminal, redrawn at most every 100 ms.
@@ -67,6 +69,9 @@ Command add_import(CLI::App& root, Globals& g) {
                 "Replace records whose content changed under an existing key");
   cmd->add_flag("--dry-run", args->dry_run, "Validate and count, but write nothing");
   cmd->add_flag("--json", args->json, "Print the summary as one JSON object");
+  cmd->add_flag("--dedup", args->dedup,
+                "Then update the near-duplicate groups, as kforge corpus dedup does (at the "
+                "threshold of the last one)");
   cmd->footer(
       "Everything or nothing: a malformed file or record imports nothing, and the error names "
       "the record index (0-based), its line and the field.");
@@ -96,6 +101,13 @@ Command add_import(CLI::App& root, Globals& g) {
               return report(e);
             }
             const auto& s = *r;
+            std::optional<dedup::UpdateSummary> dd;
+            if (args->dedup && !args->dry_run) {
+              dedup::UpdateOptions dopts;
+              KF_TRY_OR_REPORT(auto st, dedup::state(*db));
+              if (st) dopts.threshold = st->threshold;
+              KF_TRY_OR_REPORT(dd, dedup::update(*db, dopts, system_clock()));
+            }
             if (s.oversized > 0) {
               std::string list;
               for (const auto& k : s.oversized_records) list += (list.empty() ? "" : ", ") + k;
@@ -120,6 +132,9 @@ Command add_import(CLI::App& root, Globals& g) {
                                   {"oversized", s.oversized},
                                   {"oversized_records", s.oversized_records},
                                   {"dry_run", args->dry_run}};
+              if (dd)
+                j["dedup"] = {
+                    {"computed", dd->computed}, {"groups", dd->groups}, {"grouped", dd->grouped}};
               std::printf("%s\n", j.dump().c_str());
               return kOk;
             }
@@ -127,6 +142,12 @@ Command add_import(CLI::App& root, Globals& g) {
                         args->dry_run ? "(dry run) " : "", args->file.c_str(),
                         static_cast<long long>(s.records), static_cast<long long>(s.added),
                         static_cast<long long>(s.unchanged), static_cast<long long>(s.changed));
+            if (dd)
+              std::printf(
+                  "near-duplicates: %lld signatures computed; %lld groups, %lld samples "
+                  "in them (kforge corpus dups lists them)\n",
+                  static_cast<long long>(dd->computed), static_cast<long long>(dd->groups),
+                  static_cast<long long>(dd->grouped));
             if (s.changed > 0) {
               std::string keys;
               for (const auto& k : s.changed_keys) keys += (keys.empty() ? "" : ", ") + k;

@@ -31,6 +31,7 @@ Command add_debug(CLI::App& root, Globals& g);
 Command add_retry(CLI::App& root, Globals& g);
 Command add_verify(CLI::App& root, Globals& g);
 Command add_run(CLI::App& root, Globals& g);
+Command add_corpus(CLI::App& root, Globals& g);
 
 // Prints "kforge: error: MESSAGE" to stderr and returns the exit code for the error's kind.
 int report(const Error& e);

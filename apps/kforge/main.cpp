@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   commands.push_back(add_retry(app, g));
   commands.push_back(add_verify(app, g));
   commands.push_back(add_run(app, g));
+  commands.push_back(add_corpus(app, g));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

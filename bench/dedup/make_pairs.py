@@ -29,6 +29,9 @@ BASES = [
 CORPUS_COPIES = [
     ("token_softmax_llama.py", "token_softmax_bloom.py"),
     ("softmax_triton1.py", "softmax_triton2.py"),
+    # The same @triton.jit kernel; the files differ only in the wrapper (forward vs backward
+    # call of it).
+    ("rope_transform.py", "rope_backward_transform.py"),
 ]
 # Different kernels with the same boilerplate (read and labelled by hand).
 CORPUS_DIFFERENT = [
@@ -36,7 +39,6 @@ CORPUS_DIFFERENT = [
     ("reversed_cumsum.py", "chunk_cumsum_vector.py"),     # reversed vs forward cumsum
     ("reversed_cumsum_scalar.py", "chunk_cumsum_kernel.py"),
     ("l2_norm_triton2.py", "l2_norm_bwd.py"),             # forward+backward vs backward
-    ("rope_transform.py", "rope_backward_transform.py"),  # forward vs backward
     ("destindex_copy_kv1.py", "destindex_copy_kv2.py"),   # one tensor vs two
     ("quantize_copy_kv.py", "quantize_kv_transform.py"),  # per-head vs per-group scales
     ("softmax_triton2.py", "square_matrix.py"),           # softmax vs square

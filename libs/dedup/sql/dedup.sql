@@ -36,6 +36,9 @@ SELECT a, b, similarity, exact FROM dedup_pairs WHERE similarity >= ?1 ORDER BY 
 -- name: sample_facts
 SELECT key, length(CAST(code AS BLOB)) FROM samples WHERE id = ?1;
 
+-- name: count_grouped
+SELECT count(*) FROM dedup_groups;
+
 -- name: delete_groups
 DELETE FROM dedup_groups;
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <thread>
 #include <unordered_map>
@@ -47,8 +48,9 @@ Status store_signature(store::Db& db, const Computed& c) {
 // Computes the signatures of `ids` in batches, `threads` at a time, storing each batch.
 Result<std::int64_t> compute_signatures(store::Db& db, const std::vector<std::int64_t>& ids,
                                         const UpdateOptions& opts) {
-  int threads = opts.threads > 0 ? opts.threads
-                                 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = opts.threads > 0
+                    ? opts.threads
+                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::string> codes;
   std::vector<Computed> out;
   std::int64_t done = 0;
@@ -70,7 +72,8 @@ Result<std::int64_t> compute_signatures(store::Db& db, const std::vector<std::in
     std::size_t n = end - start;
     for (int t = 0; t < threads; ++t)
       pool.emplace_back([&, t] {
-        for (std::size_t i = static_cast<std::size_t>(t); i < n; i += static_cast<std::size_t>(threads))
+        for (std::size_t i = static_cast<std::size_t>(t); i < n;
+             i += static_cast<std::size_t>(threads))
           out[i].sig = compute_signature(codes[i]);
       });
     for (auto& th : pool) th.join();
@@ -114,7 +117,7 @@ struct Link {
 
 struct Components {
   std::map<std::int64_t, std::vector<std::int64_t>> by_root;  // root -> members, id order
-  std::unordered_map<std::int64_t, Link> best;               // member -> its best link
+  std::unordered_map<std::int64_t, Link> best;                // member -> its best link
 };
 
 // Single linkage over the pairs at or above the threshold.
@@ -201,8 +204,8 @@ Result<UpdateSummary> update(store::Db& db, const UpdateOptions& opts, Clock& cl
   KF_TRY(auto n, cs->one([](Stmt& r) { return r.int64(0); }));
   sum.samples = n.value_or(0);
   KF_TRY(auto st, state(db));
-  bool pairs_current = st && st->scheme == kScheme && sum.computed == 0 &&
-                       st->samples == sum.samples;
+  bool pairs_current =
+      st && st->scheme == kScheme && sum.computed == 0 && st->samples == sum.samples;
   KF_TRY(auto tx, store::Transaction::begin(db));
   if (!pairs_current) {
     KF_TRY(std::vector<LshItem> items, load_signatures(db));
@@ -229,8 +232,8 @@ Result<UpdateSummary> update(store::Db& db, const UpdateOptions& opts, Clock& cl
     sum.recomputed = true;
   } else {
     sum.groups = st->groups;
-    KF_TRY(Stmt * s, db.prepare("SELECT count(*) FROM dedup_groups"));
-    KF_TRY(auto k, s.one([](Stmt& r) { return r.int64(0); }));
+    KF_TRY(Stmt * s, db.cached(Q()["count_grouped"]));
+    KF_TRY(auto k, s->one([](Stmt& r) { return r.int64(0); }));
     sum.grouped = k.value_or(0);
   }
   KF_TRY(Stmt * p, db.cached(Q()["put_state"]));

@@ -53,9 +53,8 @@ LshResult find_pairs(const std::vector<LshItem>& items, double floor) {
       start = end;
     }
   }
-  std::sort(out.pairs.begin(), out.pairs.end(), [](const LshPair& x, const LshPair& y) {
-    return x.a != y.a ? x.a < y.a : x.b < y.b;
-  });
+  std::sort(out.pairs.begin(), out.pairs.end(),
+            [](const LshPair& x, const LshPair& y) { return x.a != y.a ? x.a < y.a : x.b < y.b; });
   return out;
 }
 

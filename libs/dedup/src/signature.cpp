@@ -1,6 +1,7 @@
 #include "kforge/dedup/signature.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 
 #include "kforge/core/sha256.hpp"
@@ -90,10 +91,9 @@ void tokenize(std::string_view code, bool keep_literals, std::vector<std::string
       continue;
     }
     // Operators: the common two- and three-character ones as one token, the rest one each.
-    static constexpr std::string_view kOps[] = {"**=", "//=", ">>=", "<<=", "...", "**", "//",
-                                                "==",  "!=",  "<=",  ">=",  "->",  "+=", "-=",
-                                                "*=",  "/=",  "%=",  "&=",  "|=",  "^=", ">>",
-                                                "<<",  ":="};
+    static constexpr std::string_view kOps[] = {
+        "**=", "//=", ">>=", "<<=", "...", "**", "//", "==", "!=", "<=", ">=", "->",
+        "+=",  "-=",  "*=",  "/=",  "%=",  "&=", "|=", "^=", ">>", "<<", ":="};
     std::size_t len = 1;
     for (auto op : kOps)
       if (code.substr(i, op.size()) == op) {
@@ -158,8 +158,7 @@ bool jit_decorator(std::string_view line) {
   if (s.empty() || s[0] != '@') return false;
   s.remove_prefix(1);
   std::size_t end = 0;
-  while (end < s.size() && (ident_char(static_cast<unsigned char>(s[end])) || s[end] == '.'))
-    ++end;
+  while (end < s.size() && (ident_char(static_cast<unsigned char>(s[end])) || s[end] == '.')) ++end;
   std::string_view name = s.substr(0, end);
   return name == "jit" || name == "triton.jit" || name == "tl.jit";
 }
@@ -295,7 +294,8 @@ std::string minhash_blob(const Signature& s) {
   std::string out(kPermutations * 4, '\0');
   for (std::size_t i = 0; i < kPermutations; ++i)
     for (int k = 0; k < 4; ++k)
-      out[i * 4 + static_cast<std::size_t>(k)] = static_cast<char>((s.minhash[i] >> (8 * k)) & 0xff);
+      out[i * 4 + static_cast<std::size_t>(k)] =
+          static_cast<char>((s.minhash[i] >> (8 * k)) & 0xff);
   return out;
 }
 
@@ -304,7 +304,8 @@ bool minhash_from_blob(std::string_view blob, Signature& s) {
   for (std::size_t i = 0; i < kPermutations; ++i) {
     std::uint32_t v = 0;
     for (int k = 0; k < 4; ++k)
-      v |= static_cast<std::uint32_t>(static_cast<unsigned char>(blob[i * 4 + static_cast<std::size_t>(k)]))
+      v |= static_cast<std::uint32_t>(
+               static_cast<unsigned char>(blob[i * 4 + static_cast<std::size_t>(k)]))
            << (8 * k);
     s.minhash[i] = v;
   }

@@ -26,7 +26,7 @@
 namespace kforge::dedup {
 
 // Chosen from tests/data/dedup_pairs.json (docs/BENCHMARKS.md, "Near-duplicate detection").
-inline constexpr double kDefaultThreshold = 0.7;
+inline constexpr double kDefaultThreshold = 0.6;
 // Pairs below this similarity are not stored; groups exist for thresholds from here to 1.
 inline constexpr double kPairFloor = 0.5;
 
@@ -67,15 +67,15 @@ Result<std::optional<State>> state(store::Db& db);
 struct Member {
   std::int64_t sample_id = 0;
   std::string key;
-  std::int64_t bytes = 0;    // code size
-  std::string linked_to;     // the key of the member it is most similar to
-  double similarity = 0;     // with that member
-  bool exact = false;        // the same kernel bodies as that member
+  std::int64_t bytes = 0;  // code size
+  std::string linked_to;   // the key of the member it is most similar to
+  double similarity = 0;   // with that member
+  bool exact = false;      // the same kernel bodies as that member
 };
 
 struct Group {
-  std::int64_t id = 0;           // the smallest sample id in it
-  std::vector<Member> members;   // in sample id (import) order
+  std::int64_t id = 0;          // the smallest sample id in it
+  std::vector<Member> members;  // in sample id (import) order
 };
 
 // The groups at `threshold` (>= kPairFloor) from the stored pairs, largest first, then by id.

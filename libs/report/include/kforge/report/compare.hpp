@@ -94,7 +94,13 @@ struct PairComparison {
   bool significant = false;  // p < 1 - confidence
   std::vector<Flip> gained;  // not verified in A, verified in B
   std::vector<Flip> lost;    // verified in A, not in B
+  // What makes the two runs less than a like-for-like pair, one sentence each: today, runs
+  // created with different near-duplicate settings (params "dedup": choice and threshold).
+  std::vector<std::string> warnings;
 };
+
+// The warnings of a pair of runs (see PairComparison::warnings), from their params.
+std::vector<std::string> pair_warnings(const RunInfo& a, const RunInfo& b);
 
 struct Comparison {
   double confidence = 0.95;
