@@ -9,6 +9,7 @@
 
 #include "commands.hpp"
 #include "kforge/corpus/importer.hpp"
+#include "kforge/dedup/groups.hpp"
 
 namespace kforge::cli {
 namespace {
@@ -21,6 +22,7 @@ struct ImportArgs {
   bool update = false;
   bool dry_run = false;
   bool json = false;
+  bool dedup = false;
 };
 
 // A one-line progress display on a terminal, redrawn at most every 100 ms.
@@ -68,6 +70,9 @@ Command add_import(CLI::App& root, Globals& g) {
                 "Replace records whose content changed under an existing key");
   cmd->add_flag("--dry-run", args->dry_run, "Validate and count, but write nothing");
   cmd->add_flag("--json", args->json, "Print the summary as one JSON object");
+  cmd->add_flag("--dedup", args->dedup,
+                "Then update the near-duplicate groups, as kforge corpus dedup does (at the "
+                "threshold of the last one)");
   cmd->footer(
       "Everything or nothing: a malformed file or record imports nothing, and the error names "
       "the record index (0-based), its line and the field.");
@@ -110,6 +115,13 @@ Command add_import(CLI::App& root, Globals& g) {
         }
         if (args->dry_run) forget_db();
         const auto& s = *r;
+        std::optional<dedup::UpdateSummary> dd;
+        if (args->dedup && !args->dry_run) {
+          dedup::UpdateOptions dopts;
+          KF_TRY_OR_REPORT(auto st, dedup::state(*db));
+          if (st) dopts.threshold = st->threshold;
+          KF_TRY_OR_REPORT(dd, dedup::update(*db, dopts, system_clock()));
+        }
         // Fields present in some records only, and default fields no record has.
         std::vector<std::string> notes;
         for (const auto& c : s.coverage) {
@@ -150,6 +162,9 @@ Command add_import(CLI::App& root, Globals& g) {
           for (const auto& c : s.coverage)
             j["fields"][c.target] = {{"field", c.field}, {"present", c.present}};
           j["notes"] = notes;
+          if (dd)
+            j["dedup"] = {
+                {"computed", dd->computed}, {"groups", dd->groups}, {"grouped", dd->grouped}};
           std::printf("%s\n", j.dump().c_str());
           return kOk;
         }
@@ -157,6 +172,12 @@ Command add_import(CLI::App& root, Globals& g) {
                     args->dry_run ? "(dry run) " : "", args->file.c_str(),
                     static_cast<long long>(s.records), static_cast<long long>(s.added),
                     static_cast<long long>(s.unchanged), static_cast<long long>(s.changed));
+        if (dd)
+          std::printf(
+              "near-duplicates: %lld signatures computed; %lld groups, %lld samples "
+              "in them (kforge corpus dups lists them)\n",
+              static_cast<long long>(dd->computed), static_cast<long long>(dd->groups),
+              static_cast<long long>(dd->grouped));
         if (s.changed > 0) {
           std::string keys;
           for (const auto& k : s.changed_keys) keys += (keys.empty() ? "" : ", ") + k;

@@ -4,9 +4,13 @@
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 
 #include "commands.hpp"
 #include "kforge/core/fs.hpp"
+#include "kforge/dedup/groups.hpp"
+#include "kforge/dedup/signature.hpp"
 #include "kforge/pipeline/jobs.hpp"
 #include "kforge/pipeline/prompt.hpp"
 #include "kforge/pipeline/slurm_backend.hpp"
@@ -22,7 +26,50 @@ struct RunArgs {
   std::string samples_from;
   int repair_rounds = -1;  // -1: pipeline.repair_rounds of the configuration
   bool json = false;
+  std::string dedup;            // empty: every sample; "first" | "largest": one per group
+  double dedup_threshold = -1;  // -1: that of the last corpus dedup, else the default
 };
+
+struct DedupResult {
+  std::vector<std::int64_t> ids;
+  nlohmann::json params;
+  std::int64_t dropped = 0;
+};
+
+// One sample per near-duplicate group among `ids` (their order kept), after bringing the groups
+// up to date. The representative is chosen among the group's members in `ids` only.
+Result<DedupResult> dedup_ids(store::Db& db, const std::vector<std::int64_t>& ids,
+                              const std::string& choice_name, double threshold) {
+  KF_TRY(dedup::Choice choice, dedup::parse_choice(choice_name));
+  if (threshold < 0) {
+    KF_TRY(auto st, dedup::state(db));
+    threshold = st ? st->threshold : dedup::kDefaultThreshold;
+  }
+  dedup::UpdateOptions opts;
+  opts.threshold = threshold;
+  KF_CHECK(dedup::update(db, opts, system_clock()));
+  KF_TRY(auto groups, dedup::groups_at(db, threshold));
+  std::set<std::int64_t> wanted(ids.begin(), ids.end()), drop;
+  for (const auto& g : groups) {
+    dedup::Group in;
+    in.id = g.id;
+    for (const auto& m : g.members)
+      if (wanted.count(m.sample_id) != 0) in.members.push_back(m);
+    if (in.members.size() < 2) continue;
+    std::int64_t keep = dedup::representative(in, choice).sample_id;
+    for (const auto& m : in.members)
+      if (m.sample_id != keep) drop.insert(m.sample_id);
+  }
+  DedupResult r;
+  for (std::int64_t id : ids)
+    if (drop.count(id) == 0) r.ids.push_back(id);
+  r.dropped = static_cast<std::int64_t>(drop.size());
+  r.params = {{"choice", dedup::to_string(choice)},
+              {"threshold", threshold},
+              {"scheme", std::string(dedup::kScheme)},
+              {"left_out", r.dropped}};
+  return r;
+}
 
 Status check_tag(const std::string& tag) {
   if (tag.empty() || tag.size() > 64) return fail("usage", "a run tag has 1 to 64 characters");
@@ -97,13 +144,20 @@ int create(const RunArgs& a, const app::Config& cfg) {
   KF_TRY_OR_REPORT(auto db, app::open_store(cfg, app::IfMissing::refuse));
   pipeline::JobStore jobs(*db, system_clock());
   std::vector<std::int64_t> ids;
+  bool dedup = !a.dedup.empty();
   if (!a.samples_from.empty()) {
     KF_TRY_OR_REPORT(ids, samples_from(jobs, a.samples_from));
-    if (a.limit >= 0 && static_cast<std::int64_t>(ids.size()) > a.limit)
-      ids.resize(static_cast<std::size_t>(a.limit));
   } else {
-    KF_TRY_OR_REPORT(ids, jobs.sample_ids(a.limit));
+    // With --dedup the limit applies after dedup: N distinct samples.
+    KF_TRY_OR_REPORT(ids, jobs.sample_ids(dedup ? -1 : a.limit));
   }
+  std::optional<DedupResult> dd;
+  if (dedup) {
+    KF_TRY_OR_REPORT(dd, dedup_ids(*db, ids, a.dedup, a.dedup_threshold));
+    ids = dd->ids;
+  }
+  if (a.limit >= 0 && static_cast<std::int64_t>(ids.size()) > a.limit)
+    ids.resize(static_cast<std::size_t>(a.limit));
   if (ids.empty())
     return report(Error("usage", "no samples to run (import a corpus first: kforge import FILE)"));
   pipeline::NewRun run;
@@ -117,6 +171,9 @@ int create(const RunArgs& a, const app::Config& cfg) {
                  a.samples_from.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.samples_from)},
                 {"samples", ids.size()},
                 {"repair_rounds", rounds}};
+  // Part of the run's identity: two runs form a like-for-like A/B pair only with the same
+  // dedup choice and threshold (kforge compare warns otherwise).
+  if (dd) run.params["dedup"] = dd->params;
   run.sample_ids = std::move(ids);
   KF_TRY_OR_REPORT(std::int64_t id, jobs.create_run(run));
   if (a.json) {
@@ -126,6 +183,7 @@ int create(const RunArgs& a, const app::Config& cfg) {
                                        {"model", run.model},
                                        {"jobs", run.sample_ids.size()},
                                        {"repair_rounds", rounds},
+                                       {"dedup", dd ? dd->params : nlohmann::json(nullptr)},
                                        {"prompts", run.prompts}}
                             .dump()
                             .c_str());
@@ -139,6 +197,12 @@ int create(const RunArgs& a, const app::Config& cfg) {
                           : ("up to " + std::to_string(rounds) + " repair round" +
                              (rounds == 1 ? "" : "s") + " after a verdict that is not verified")
                                 .c_str());
+  if (dd)
+    std::printf(
+        "  dedup: one sample per near-duplicate group (%s, threshold %.2f): %lld left "
+        "out (kforge corpus dups lists the groups)\n",
+        dd->params["choice"].get<std::string>().c_str(), dd->params["threshold"].get<double>(),
+        static_cast<long long>(dd->dropped));
   for (const auto& s : spec->stages)
     std::printf("  prompt %s/%s.md sha256 %s...\n", s.version.c_str(), s.name.c_str(),
                 short_sha(s.sha256).c_str());
@@ -215,10 +279,24 @@ Command add_run(CLI::App& root, Globals& g) {
                    "pipeline.repair_rounds of the config; 0: none)")
       ->check(CLI::Range(0, 10));
   create_cmd->add_flag("--json", args->json, "Print the created run as JSON");
+  create_cmd
+      ->add_option("--dedup", args->dedup,
+                   "One sample per near-duplicate group: first (the first imported, the "
+                   "default) or largest (the longest code)")
+      ->expected(0, 1)
+      ->default_str("first")
+      ->check(CLI::IsMember({"first", "largest"}));
+  create_cmd
+      ->add_option("--dedup-threshold", args->dedup_threshold,
+                   "Near-duplicate similarity for --dedup (default: that of the last kforge "
+                   "corpus dedup, else 0.6)")
+      ->check(CLI::Range(0.5, 1.0));
   create_cmd->footer(
       "Two runs over the same samples (the same --limit or --samples-from) form an A/B pair. "
       "The run records the SHA-256 of every prompt it uses; if a template changes, the daemon "
-      "refuses to go on with it (create a new tag).");
+      "refuses to go on with it (create a new tag). --dedup updates the near-duplicate groups "
+      "first; its choice and threshold are recorded with the run, and --limit counts the samples "
+      "kept.");
   std::vector<CLI::App*> verbs = {create_cmd};
   for (const char* verb : {"pause", "resume", "cancel"}) {
     const char* help =

@@ -5,6 +5,8 @@
 #include <set>
 #include <unordered_map>
 
+#include <spdlog/fmt/fmt.h>
+
 namespace kforge::report {
 
 namespace {
@@ -230,10 +232,36 @@ Result<Comparison> compare(store::Db& db, const std::vector<std::string>& tags,
     c.runs.push_back(std::move(r));
     outcomes.push_back(std::move(o));
   }
-  for (std::size_t i = 1; i < c.runs.size(); ++i)
+  for (std::size_t i = 1; i < c.runs.size(); ++i) {
     c.pairs.push_back(
         compare_outcomes(c.runs[0], outcomes[0], c.runs[i], outcomes[i], opts.confidence));
+    c.pairs.back().warnings = pair_warnings(c.runs[0], c.runs[i]);
+  }
   return c;
+}
+
+namespace {
+
+// "first at 0.60" or "none", from params "dedup" ({"choice", "threshold"} or absent/null).
+std::string dedup_text(const RunInfo& r) {
+  auto it = r.params.find("dedup");
+  if (it == r.params.end() || !it->is_object()) return "none";
+  std::string choice = it->value("choice", std::string("?"));
+  double t = it->value("threshold", 0.0);
+  return fmt::format("{} at {:.2f}", choice, t);
+}
+
+}  // namespace
+
+std::vector<std::string> pair_warnings(const RunInfo& a, const RunInfo& b) {
+  std::vector<std::string> out;
+  std::string da = dedup_text(a), db = dedup_text(b);
+  if (da != db)
+    out.push_back(fmt::format(
+        "the runs differ in dedup ({}: {}, {}: {}): they ran over different samples, so only "
+        "the samples both finished are compared, and each rate describes another corpus",
+        a.tag, da, b.tag, db));
+  return out;
 }
 
 namespace {
@@ -339,7 +367,8 @@ nlohmann::ordered_json to_json(const Comparison& c) {
                        {"significant", p.significant},
                        {"no_call", p.no_call.empty() ? ojson(nullptr) : ojson(p.no_call)}}},
                      {"gained", flips_json(p.gained)},
-                     {"lost", flips_json(p.lost)}});
+                     {"lost", flips_json(p.lost)},
+                     {"warnings", p.warnings}});
   }
   return {{"confidence", c.confidence},
           {"baseline", c.runs.empty() ? "" : c.runs[0].tag},

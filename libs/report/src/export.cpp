@@ -1,8 +1,10 @@
 #include "kforge/report/export.hpp"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "kforge/core/fs.hpp"
+#include "kforge/dedup/groups.hpp"
 #include "kforge/report/outcomes.hpp"
 #include "queries.hpp"
 
@@ -27,9 +29,9 @@ Result<ExportFormat> parse_export_format(const std::string& s, const std::filesy
 namespace {
 
 // The fields an export adds after the original ones.
-constexpr const char* kAdded[] = {"kernel_wrapper", "unitest_code", "kernel_analysis",
-                                  "verdict",        "flags",        "status",
-                                  "repair_round",   "model",        "prompt"};
+constexpr const char* kAdded[] = {
+    "kernel_wrapper", "unitest_code", "kernel_analysis", "verdict", "flags",
+    "status",         "repair_round", "model",           "prompt",  "near_duplicate_of"};
 
 std::optional<ojson> parse_opt(const std::optional<std::string>& text) {
   if (!text) return std::nullopt;
@@ -54,6 +56,14 @@ Result<ExportSummary> export_run(store::Db& db, const std::string& tag,
                                "' is not a verdict (passed, failed, error, timeout, crashed, "
                                "invalid, skipped)");
   KF_TRY(RunInfo run, find_run(db, tag));
+  // Each grouped sample's closest other member, at the threshold of the last corpus dedup.
+  std::unordered_map<std::int64_t, dedup::Member> corpus_link;
+  KF_TRY(auto dedup_state, dedup::state(db));
+  if (dedup_state) {
+    KF_TRY(auto groups, dedup::groups_at(db, dedup_state->threshold));
+    for (auto& g : groups)
+      for (auto& m : g.members) corpus_link.emplace(m.sample_id, std::move(m));
+  }
   // A deferred transaction: one consistent snapshot of the run while the daemon goes on.
   KF_TRY(store::Transaction tx, store::Transaction::begin(db, store::TxMode::deferred));
   KF_TRY(store::Stmt s, db.prepare(queries()["export_rows"]));
@@ -101,6 +111,14 @@ Result<ExportSummary> export_run(store::Db& db, const std::string& tag,
         continue;
       }
     }
+    std::optional<dedup::NearMatch> near;
+    if (opts.exclude_near != nullptr) {
+      near = opts.exclude_near->nearest(dedup::compute_signature(s.text(18)), opts.near_threshold);
+      if (near) {
+        sum.near.push_back({key, *near, opts.mark_near});
+        if (!opts.mark_near) continue;
+      }
+    }
     ojson rec = ojson::parse(s.text(1), nullptr, false);
     if (!rec.is_object())
       return fail("parse", "sample '" + key + "': samples.record_json is not a JSON object");
@@ -135,6 +153,19 @@ Result<ExportSummary> export_run(store::Db& db, const std::string& tag,
         prompt[stage] = run.prompts[stage];
     }
     rec["prompt"] = std::move(prompt);
+    if (near) {
+      rec["near_duplicate_of"] = {{"in", "eval"},
+                                  {"file", near->file},
+                                  {"key", near->key},
+                                  {"similarity", near->similarity},
+                                  {"exact", near->exact}};
+    } else if (auto it = corpus_link.find(s.int64(17)); it != corpus_link.end()) {
+      rec["near_duplicate_of"] = {{"in", "corpus"},
+                                  {"key", it->second.linked_to},
+                                  {"similarity", it->second.similarity},
+                                  {"exact", it->second.exact}};
+      ++sum.corpus_near;
+    }
     std::string line = rec.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     if (json) KF_CHECK(file.write(sum.written == 0 ? "\n" : ",\n"));
     KF_CHECK(file.write(line));

@@ -230,6 +230,7 @@ std::string pair_section(const Comparison& c, const PairComparison& p) {
     s += fmt::format("; not compared: {} of {}, {} of {} (unfinished, or not in the other run)",
                      p.excluded_a, esc(p.tag_a), p.excluded_b, esc(p.tag_b));
   s += ".</p>";
+  for (const auto& w : p.warnings) s += fmt::format(R"(<p class="meta">warning: {}</p>)", esc(w));
   std::string cls = p.significant ? (p.difference > 0 ? "sig" : "worse") : "nosig";
   std::string verdict =
       p.samples == 0

@@ -194,7 +194,9 @@ std::string format_text(const Comparison& c, int list_limit) {
     if (p.excluded_a > 0 || p.excluded_b > 0)
       out += fmt::format(" (not compared: {} of {}, {} of {})", p.excluded_a, p.tag_a, p.excluded_b,
                          p.tag_b);
-    out += "\n\n";
+    out += "\n";
+    for (const auto& w : p.warnings) out += "warning: " + w + "\n";
+    out += "\n";
     const RunInfo* ra = run_of(c, p.tag_a);
     const RunInfo* rb = run_of(c, p.tag_b);
     row(out, "", p.tag_a, p.tag_b);

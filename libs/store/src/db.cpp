@@ -56,6 +56,10 @@ Stmt& Stmt::bind(int i, std::string_view v) {
   sqlite3_bind_text64(s_, i, v.data(), v.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
   return *this;
 }
+Stmt& Stmt::bind_blob(int i, std::string_view bytes) {
+  sqlite3_bind_blob64(s_, i, bytes.data(), bytes.size(), SQLITE_TRANSIENT);
+  return *this;
+}
 Stmt& Stmt::bind(int i, std::nullptr_t) {
   sqlite3_bind_null(s_, i);
   return *this;

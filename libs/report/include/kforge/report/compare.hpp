@@ -116,7 +116,13 @@ struct PairComparison {
   // Set when no difference may be called: a run has verdicts, but none that depends on its
   // samples (all environment or infrastructure errors). Says which run, why, and the fix.
   std::string no_call;
+  // What makes the two runs less than a like-for-like pair, one sentence each: today, runs
+  // created with different near-duplicate settings (params "dedup": choice and threshold).
+  std::vector<std::string> warnings;
 };
+
+// The warnings of a pair of runs (see PairComparison::warnings), from their params.
+std::vector<std::string> pair_warnings(const RunInfo& a, const RunInfo& b);
 
 struct Comparison {
   double confidence = 0.95;

@@ -10,6 +10,15 @@
 //   model                          the run's model
 //   prompt                         {"tag", "pipeline", STAGE: {"version", "sha256"}...}; "repair"
 //                                  when the code comes from a repair round
+//   near_duplicate_of              only when it has one: {"in": "eval", "file", "key",
+//                                  "similarity", "exact"} for a sample kept near an eval-set
+//                                  kernel (mark_near), else {"in": "corpus", "key", "similarity",
+//                                  "exact"}: the most similar other sample of its near-duplicate
+//                                  group at the threshold of the last kforge corpus dedup
+//
+// Decontamination: with `exclude_near`, a sample whose code shares an exact kernel body with an
+// eval-set kernel, or is at or above `near_threshold` similar to one, is left out (or kept and
+// marked, with mark_near); each such sample is listed in the summary with its match.
 //
 // Records come in sample-key order, one at a time from the database to the file (memory does
 // not grow with the run). The file is written beside its destination and renamed into place, so
@@ -20,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "kforge/dedup/evalset.hpp"
 #include "kforge/store/db.hpp"
 
 namespace kforge::report {
@@ -35,11 +45,24 @@ struct ExportOptions {
   // "passed" keeps verified samples only (passed with no quality flag) unless include_flagged.
   std::vector<std::string> verdicts;
   bool include_flagged = false;
+  // Decontamination (see above); not owned, may be null.
+  const dedup::EvalIndex* exclude_near = nullptr;
+  double near_threshold = 0.6;
+  bool mark_near = false;
+};
+
+// A sample near an eval-set kernel, and what the export did with it.
+struct NearEval {
+  std::string key;
+  dedup::NearMatch match;
+  bool marked = false;  // kept with near_duplicate_of (mark_near); else left out
 };
 
 struct ExportSummary {
   std::int64_t written = 0;
-  std::int64_t skipped = 0;  // not matching the verdict filter
+  std::int64_t skipped = 0;      // not matching the verdict filter
+  std::vector<NearEval> near;    // near an eval-set kernel, in key order
+  std::int64_t corpus_near = 0;  // written with a corpus near_duplicate_of
 };
 
 // Errors: "not_found" (unknown tag), "usage" (unknown verdict name), "conflict" (an original

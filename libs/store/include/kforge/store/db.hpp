@@ -41,6 +41,8 @@ class Stmt {
   Stmt& bind(int i, const std::string& v) { return bind(i, std::string_view(v)); }
   Stmt& bind(int i, const char* v) { return bind(i, std::string_view(v)); }
   Stmt& bind(int i, std::nullptr_t);
+  // Binds bytes as a BLOB (text() reads it back).
+  Stmt& bind_blob(int i, std::string_view bytes);
   Stmt& bind(int i, const std::optional<std::string>& v);
   Stmt& bind(int i, const std::optional<std::int64_t>& v);
 

@@ -1,0 +1,217 @@
+// kforge-bench-dedup [--files N] [--threads T] [--dir D] [--corpus FILE]: near-duplicate groups
+// over a large corpus.
+//
+// Builds a corpus of N files (default 100,000) as JSON Lines under D (default .bench-data, kept
+// out of git) from the real kernels of FILE (default ../shared/corpus/TritonBench_G_v1.json):
+// each file is one real kernel file with a share of its identifiers renamed per file (so files
+// are distinct, about 7.7 KB each like the originals), and 12% of the files are near copies of an earlier file (a licence
+// header, other constants, comments), as in real crawls. It imports the corpus into a fresh
+// database (the baseline: what import alone costs), then runs kforge corpus dedup's update on
+// T threads (default 2) and reports time and peak resident memory of each, in child processes.
+//
+// Last line: files=… mb=… import_s=… dedup_s=… files_per_s=… pairs=… groups=… grouped=…
+//            planted=… import_rss_mb=… dedup_rss_mb=…
+
+#include <sys/wait.h>
+#include <unistd.h>
+#include <algorithm>
+#include <cctype>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kforge/corpus/importer.hpp"
+#include "kforge/dedup/groups.hpp"
+#include "kforge/dedup/signature.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+long vm_hwm_kb() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+  return -1;
+}
+
+// Runs fn in a child; returns {seconds, peak RSS MB} and the child's text result.
+template <class Fn>
+std::pair<std::pair<double, double>, std::string> in_child(Fn fn) {
+  int fds[2];
+  if (pipe(fds) != 0) return {{-1, -1}, ""};
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    auto t0 = std::chrono::steady_clock::now();
+    std::string out = fn();
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::string msg = std::to_string(secs) + " " + std::to_string(vm_hwm_kb()) + " " + out;
+    (void)!write(fds[1], msg.data(), msg.size());
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string buf;
+  char chunk[512];
+  ssize_t n;
+  while ((n = read(fds[0], chunk, sizeof chunk)) > 0)
+    buf.append(chunk, static_cast<std::size_t>(n));
+  close(fds[0]);
+  waitpid(pid, nullptr, 0);
+  double secs = 0;
+  long kb = 0;
+  int used = 0;
+  std::sscanf(buf.c_str(), "%lf %ld %n", &secs, &kb, &used);
+  return {{secs, static_cast<double>(kb) / 1024.0}, buf.substr(static_cast<std::size_t>(used))};
+}
+
+// The identifiers of code (tokens that start with a letter or '_'), in order of appearance.
+std::vector<std::string> identifiers(const std::string& code) {
+  std::vector<std::string> out;
+  for (auto t : kforge::dedup::normalised_tokens(code))
+    if (!t.empty() && (std::isalpha(static_cast<unsigned char>(t[0])) || t[0] == '_'))
+      out.emplace_back(t);
+  return out;
+}
+
+std::string rename_some(std::string code, std::mt19937_64& rng, std::uint64_t file) {
+  auto ids = identifiers(code);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  static const std::vector<std::string> keep = {"def",  "return", "import", "for",   "in",   "if",
+                                                "else", "tl",     "triton", "torch", "range"};
+  for (const auto& id : ids) {
+    if (std::find(keep.begin(), keep.end(), id) != keep.end()) continue;
+    if (rng() % 100 >= 35) continue;
+    std::string to = id + "_" + std::to_string(file % 9973);
+    std::string out;
+    out.reserve(code.size() + 64);
+    for (std::size_t at = 0; at < code.size();) {
+      std::size_t p = code.find(id, at);
+      if (p == std::string::npos) {
+        out.append(code, at, std::string::npos);
+        break;
+      }
+      bool left =
+          p == 0 || !(std::isalnum(static_cast<unsigned char>(code[p - 1])) || code[p - 1] == '_');
+      std::size_t e = p + id.size();
+      bool right = e >= code.size() ||
+                   !(std::isalnum(static_cast<unsigned char>(code[e])) || code[e] == '_');
+      out.append(code, at, p - at);
+      out += left && right ? to : id;
+      at = e;
+    }
+    code = std::move(out);
+  }
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  long files = 100000;
+  int threads = 2;
+  fs::path dir = ".bench-data";
+  fs::path source = "../shared/corpus/TritonBench_G_v1.json";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i];
+    if (a == "--files")
+      files = std::stol(argv[i + 1]);
+    else if (a == "--threads")
+      threads = std::stoi(argv[i + 1]);
+    else if (a == "--dir")
+      dir = argv[i + 1];
+    else if (a == "--corpus")
+      source = argv[i + 1];
+    else {
+      std::fprintf(stderr,
+                   "usage: kforge-bench-dedup [--files N] [--threads T] [--dir D] "
+                   "[--corpus FILE]\n");
+      return 2;
+    }
+  }
+  std::ifstream in(source);
+  if (!in) {
+    std::fprintf(stderr, "kforge-bench-dedup: cannot read %s\n", source.c_str());
+    return 1;
+  }
+  auto real = nlohmann::json::parse(in);
+  std::vector<std::string> kernels;
+  for (const auto& r : real) kernels.push_back(r.value("output", r.value("code", std::string())));
+  fs::create_directories(dir);
+  fs::path corpus = dir / ("dedup_" + std::to_string(files) + ".jsonl");
+  long planted = 0;
+  {
+    std::mt19937_64 rng(29);
+    std::ofstream out(corpus);
+    std::vector<std::string> recent;  // for near copies
+    for (long f = 0; f < files; ++f) {
+      std::string code;
+      if (!recent.empty() && rng() % 100 < 12) {
+        code = "# Copyright (c) fork " + std::to_string(f) + "\n" + recent[rng() % recent.size()];
+        for (std::size_t p = code.find("1024"); p != std::string::npos;
+             p = code.find("1024", p + 1))
+          code.replace(p, 4, "2048");
+        ++planted;
+      } else {
+        code = rename_some(kernels[rng() % kernels.size()], rng, static_cast<std::uint64_t>(f));
+        if (recent.size() < 512)
+          recent.push_back(code);
+        else
+          recent[rng() % recent.size()] = code;
+      }
+      out << nlohmann::json{{"key", "f" + std::to_string(f)}, {"code", code}}.dump() << "\n";
+    }
+  }
+  double mb = static_cast<double>(fs::file_size(corpus)) / 1e6;
+  fs::path db_path = dir / "dedup_bench.db";
+  for (const char* ext : {"", "-wal", "-shm"}) fs::remove(db_path.string() + ext);
+  kforge::store::OpenOptions o;
+  o.path = db_path.string();
+
+  auto imp = in_child([&] {
+    auto db = kforge::store::Db::open(o);
+    kforge::corpus::ImportOptions opts;
+    opts.map.key = "key";
+    auto r = kforge::corpus::import_file(**db, corpus, opts);
+    if (!r.ok()) std::fprintf(stderr, "import: %s\n", r.error().message.c_str());
+    return std::string();
+  });
+  auto dd = in_child([&] {
+    auto db = kforge::store::Db::open(o);
+    kforge::dedup::UpdateOptions opts;
+    opts.threads = threads;
+    auto r = kforge::dedup::update(**db, opts, kforge::system_clock());
+    if (!r.ok()) {
+      std::fprintf(stderr, "dedup: %s\n", r.error().message.c_str());
+      return std::string("0 0 0 0");
+    }
+    return std::to_string(r->pairs) + " " + std::to_string(r->groups) + " " +
+           std::to_string(r->grouped) + " " + std::to_string(r->candidates);
+  });
+  long pairs = 0, groups = 0, grouped = 0, candidates = 0;
+  std::sscanf(dd.second.c_str(), "%ld %ld %ld %ld", &pairs, &groups, &grouped, &candidates);
+  std::printf("corpus: %ld files, %.0f MB (%ld planted near copies), %s\n", files, mb, planted,
+              corpus.c_str());
+  std::printf("import (baseline): %.1f s, peak RSS %.0f MB\n", imp.first.first, imp.first.second);
+  std::printf(
+      "dedup on %d threads: %.1f s (%.0f files/s), peak RSS %.0f MB; %ld candidate "
+      "comparisons, %ld pairs >= 0.5, %ld groups at 0.6 holding %ld files\n",
+      threads, dd.first.first, static_cast<double>(files) / dd.first.first, dd.first.second,
+      candidates, pairs, groups, grouped);
+  std::printf(
+      "files=%ld mb=%.0f import_s=%.1f dedup_s=%.1f files_per_s=%.0f pairs=%ld "
+      "groups=%ld grouped=%ld planted=%ld import_rss_mb=%.0f dedup_rss_mb=%.0f\n",
+      files, mb, imp.first.first, dd.first.first, static_cast<double>(files) / dd.first.first,
+      pairs, groups, grouped, planted, imp.first.second, dd.first.second);
+  return 0;
+}

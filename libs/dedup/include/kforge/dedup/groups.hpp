@@ -1,0 +1,91 @@
+#pragma once
+// Near-duplicate groups of the imported corpus, kept in the database (migrations/0010_dedup.sql).
+//
+// update() brings the store up to date: it computes the signature of every sample that has none
+// for its current code (in parallel, a batch at a time, so memory holds the signatures and one
+// batch of code), finds candidate pairs by LSH (kBands bands of kRows slots; every pair at
+// similarity >= 0.5 is a candidate with probability above 0.87, and above 0.999 from 0.7), keeps
+// the pairs at or above kPairFloor, and stores the groups at `threshold`: single linkage over the
+// pairs, plus samples sharing their exact kernel bodies (similarity 1). Pairs and groups are
+// recomputed only when a signature changed or the threshold differs from the stored one.
+//
+// Memory: about 0.6 KB per sample (signature and LSH band entries), whatever the code size.
+//
+// Threads: one Db, the caller's thread; signatures are computed on `threads` worker threads.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kforge/core/clock.hpp"
+#include "kforge/core/result.hpp"
+#include "kforge/store/db.hpp"
+
+namespace kforge::dedup {
+
+// Chosen from tests/data/dedup_pairs.json (docs/BENCHMARKS.md, "Near-duplicate detection").
+inline constexpr double kDefaultThreshold = 0.6;
+// Pairs below this similarity are not stored; groups exist for thresholds from here to 1.
+inline constexpr double kPairFloor = 0.5;
+
+// Errors "usage" for a threshold outside [kPairFloor, 1].
+Status check_threshold(double t);
+
+struct UpdateOptions {
+  double threshold = kDefaultThreshold;
+  int threads = 0;  // 0: the machine's cores
+  // Called after each batch of signatures: (done, total to compute).
+  std::function<void(std::int64_t, std::int64_t)> progress;
+};
+
+struct UpdateSummary {
+  std::int64_t samples = 0;     // in the corpus
+  std::int64_t computed = 0;    // signatures computed now (the rest were current)
+  std::int64_t candidates = 0;  // LSH candidate pairs compared
+  std::int64_t pairs = 0;       // stored pairs (similarity >= kPairFloor)
+  std::int64_t groups = 0;      // groups of two or more at the threshold
+  std::int64_t grouped = 0;     // samples in those groups
+  bool recomputed = false;      // false: nothing changed, pairs and groups were kept
+};
+
+Result<UpdateSummary> update(store::Db& db, const UpdateOptions& opts, Clock& clock);
+
+struct State {
+  std::string scheme;
+  double threshold = 0;
+  std::int64_t samples = 0;  // signed samples when computed
+  std::int64_t pairs = 0;
+  std::int64_t groups = 0;
+  std::int64_t computed_ms = 0;
+  std::int64_t stale = 0;  // samples without a current signature now
+};
+// nullopt: never computed.
+Result<std::optional<State>> state(store::Db& db);
+
+struct Member {
+  std::int64_t sample_id = 0;
+  std::string key;
+  std::int64_t bytes = 0;  // code size
+  std::string linked_to;   // the key of the member it is most similar to
+  double similarity = 0;   // with that member
+  bool exact = false;      // the same kernel bodies as that member
+};
+
+struct Group {
+  std::int64_t id = 0;          // the smallest sample id in it
+  std::vector<Member> members;  // in sample id (import) order
+};
+
+// The groups at `threshold` (>= kPairFloor) from the stored pairs, largest first, then by id.
+Result<std::vector<Group>> groups_at(store::Db& db, double threshold);
+
+// Which member a run keeps: the first imported (smallest sample id), or the largest code (ties:
+// the first imported).
+enum class Choice { first, largest };
+Result<Choice> parse_choice(const std::string& s);
+const char* to_string(Choice c);
+const Member& representative(const Group& g, Choice c);
+
+}  // namespace kforge::dedup

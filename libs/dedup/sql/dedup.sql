@@ -1,0 +1,62 @@
+-- Named statements of libs/dedup (tables of migrations/0010_dedup.sql).
+
+-- Samples without a current signature: none yet, another code, or another scheme.
+-- name: stale_samples
+SELECT s.id FROM samples s
+LEFT JOIN dedup_signatures d ON d.sample_id = s.id
+WHERE d.sample_id IS NULL OR d.code_sha256 != s.code_sha256 OR d.scheme != ?1
+ORDER BY s.id;
+
+-- name: sample_code
+SELECT code, code_sha256 FROM samples WHERE id = ?1;
+
+-- name: upsert_signature
+INSERT INTO dedup_signatures(sample_id, code_sha256, scheme, shingles, kernels_sha, bodies, minhash)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+ON CONFLICT(sample_id) DO UPDATE SET code_sha256 = excluded.code_sha256,
+  scheme = excluded.scheme, shingles = excluded.shingles, kernels_sha = excluded.kernels_sha,
+  bodies = excluded.bodies, minhash = excluded.minhash;
+
+-- name: all_signatures
+SELECT sample_id, shingles, kernels_sha, minhash FROM dedup_signatures WHERE scheme = ?1
+ORDER BY sample_id;
+
+-- name: count_samples
+SELECT count(*) FROM samples;
+
+-- name: delete_pairs
+DELETE FROM dedup_pairs;
+
+-- name: insert_pair
+INSERT INTO dedup_pairs(a, b, similarity, exact) VALUES (?1, ?2, ?3, ?4);
+
+-- name: pairs_at
+SELECT a, b, similarity, exact FROM dedup_pairs WHERE similarity >= ?1 ORDER BY a, b;
+
+-- name: sample_facts
+SELECT key, length(CAST(code AS BLOB)) FROM samples WHERE id = ?1;
+
+-- name: count_grouped
+SELECT count(*) FROM dedup_groups;
+
+-- name: delete_groups
+DELETE FROM dedup_groups;
+
+-- name: insert_group_member
+INSERT INTO dedup_groups(sample_id, group_id, linked_to, similarity, exact)
+VALUES (?1, ?2, ?3, ?4, ?5);
+
+-- name: get_state
+SELECT scheme, threshold, samples, pairs, groups, computed_ms FROM dedup_state WHERE id = 1;
+
+-- name: put_state
+INSERT INTO dedup_state(id, scheme, threshold, samples, pairs, groups, computed_ms)
+VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6)
+ON CONFLICT(id) DO UPDATE SET scheme = excluded.scheme, threshold = excluded.threshold,
+  samples = excluded.samples, pairs = excluded.pairs, groups = excluded.groups,
+  computed_ms = excluded.computed_ms;
+
+-- name: signature_of_sample
+SELECT d.shingles, d.kernels_sha, d.bodies, d.minhash FROM dedup_signatures d
+JOIN samples s ON s.id = d.sample_id
+WHERE d.sample_id = ?1 AND d.code_sha256 = s.code_sha256 AND d.scheme = ?2;

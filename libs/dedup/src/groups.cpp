@@ -1,0 +1,331 @@
+#include "kforge/dedup/groups.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <thread>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "kforge/dedup/lsh.hpp"
+#include "kforge/dedup/signature.hpp"
+
+namespace kforge::dedup {
+
+std::span<const EmbeddedFile> dedup_sql();
+
+namespace {
+
+using store::Stmt;
+
+const store::QuerySet& Q() {
+  static const store::QuerySet q(dedup_sql());
+  return q;
+}
+
+constexpr std::size_t kBatch = 2000;
+
+struct Computed {
+  std::int64_t id = 0;
+  std::string code_sha256;
+  Signature sig;
+};
+
+Status store_signature(store::Db& db, const Computed& c) {
+  KF_TRY(Stmt * s, db.cached(Q()["upsert_signature"]));
+  s->bind(1, c.id)
+      .bind(2, c.code_sha256)
+      .bind(3, kScheme)
+      .bind(4, c.sig.shingles)
+      .bind(5, c.sig.kernels_sha)
+      .bind(6, nlohmann::json(c.sig.bodies).dump())
+      .bind_blob(7, minhash_blob(c.sig));
+  return s->run();
+}
+
+// Computes the signatures of `ids` in batches, `threads` at a time, storing each batch.
+Result<std::int64_t> compute_signatures(store::Db& db, const std::vector<std::int64_t>& ids,
+                                        const UpdateOptions& opts) {
+  int threads = opts.threads > 0
+                    ? opts.threads
+                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::string> codes;
+  std::vector<Computed> out;
+  std::int64_t done = 0;
+  for (std::size_t start = 0; start < ids.size(); start += kBatch) {
+    std::size_t end = std::min(ids.size(), start + kBatch);
+    codes.assign(end - start, {});
+    out.assign(end - start, {});
+    for (std::size_t i = start; i < end; ++i) {
+      KF_TRY(Stmt * s, db.cached(Q()["sample_code"]));
+      s->bind(1, ids[i]);
+      KF_TRY(bool row, s->step());
+      if (!row) return fail("internal", "sample " + std::to_string(ids[i]) + " vanished");
+      codes[i - start] = s->text(0);
+      out[i - start].id = ids[i];
+      out[i - start].code_sha256 = s->text(1);
+      s->reset();
+    }
+    std::vector<std::thread> pool;
+    std::size_t n = end - start;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        for (std::size_t i = static_cast<std::size_t>(t); i < n;
+             i += static_cast<std::size_t>(threads))
+          out[i].sig = compute_signature(codes[i]);
+      });
+    for (auto& th : pool) th.join();
+    KF_TRY(auto tx, store::Transaction::begin(db));
+    for (const auto& c : out) KF_CHECK(store_signature(db, c));
+    KF_CHECK(tx.commit());
+    done += static_cast<std::int64_t>(n);
+    if (opts.progress) opts.progress(done, static_cast<std::int64_t>(ids.size()));
+  }
+  return done;
+}
+
+Result<std::vector<LshItem>> load_signatures(store::Db& db) {
+  std::vector<LshItem> items;
+  KF_TRY(Stmt * s, db.cached(Q()["all_signatures"]));
+  s->bind(1, kScheme);
+  while (true) {
+    KF_TRY(bool row, s->step());
+    if (!row) break;
+    LshItem it;
+    it.id = s->int64(0);
+    it.sig.shingles = s->int64(1);
+    it.sig.kernels_sha = s->text(2);
+    if (!minhash_from_blob(s->text(3), it.sig)) {
+      s->reset();
+      return fail("schema", "dedup_signatures: sample " + std::to_string(it.id) +
+                                " has a signature of the wrong size; run kforge corpus dedup "
+                                "--recompute");
+    }
+    items.push_back(std::move(it));
+  }
+  s->reset();
+  return items;
+}
+
+struct Link {
+  std::int64_t to = 0;
+  double similarity = -1;
+  bool exact = false;
+};
+
+struct Components {
+  std::map<std::int64_t, std::vector<std::int64_t>> by_root;  // root -> members, id order
+  std::unordered_map<std::int64_t, Link> best;                // member -> its best link
+};
+
+// Single linkage over the pairs at or above the threshold.
+Result<Components> components(store::Db& db, double threshold) {
+  std::unordered_map<std::int64_t, std::int64_t> parent;
+  std::function<std::int64_t(std::int64_t)> find = [&](std::int64_t x) {
+    auto it = parent.find(x);
+    if (it == parent.end()) {
+      parent[x] = x;
+      return x;
+    }
+    while (parent[x] != x) {
+      parent[x] = parent[parent[x]];
+      x = parent[x];
+    }
+    return x;
+  };
+  Components c;
+  KF_TRY(Stmt * s, db.cached(Q()["pairs_at"]));
+  s->bind(1, threshold - 1e-9);
+  while (true) {
+    KF_TRY(bool row, s->step());
+    if (!row) break;
+    std::int64_t a = s->int64(0), b = s->int64(1);
+    double sim = s->real(2);
+    bool exact = s->int64(3) != 0;
+    std::int64_t ra = find(a), rb = find(b);
+    if (ra != rb) parent[std::max(ra, rb)] = std::min(ra, rb);
+    for (auto [x, y] : {std::pair{a, b}, std::pair{b, a}}) {
+      Link& l = c.best[x];
+      if (sim > l.similarity || (sim == l.similarity && y < l.to)) l = {y, sim, exact};
+    }
+  }
+  s->reset();
+  for (const auto& [x, _] : c.best) c.by_root[find(x)].push_back(x);
+  for (auto& [_, m] : c.by_root) std::sort(m.begin(), m.end());
+  return c;
+}
+
+Result<std::pair<std::int64_t, std::int64_t>> store_groups(store::Db& db, double threshold) {
+  KF_TRY(Components c, components(db, threshold));
+  KF_TRY(Stmt * d, db.cached(Q()["delete_groups"]));
+  KF_CHECK(d->run());
+  std::int64_t grouped = 0;
+  for (const auto& [root, members] : c.by_root)
+    for (std::int64_t m : members) {
+      const Link& l = c.best[m];
+      KF_TRY(Stmt * s, db.cached(Q()["insert_group_member"]));
+      s->bind(1, m).bind(2, root).bind(3, l.to).bind(4, l.similarity).bind(5, l.exact ? 1 : 0);
+      KF_CHECK(s->run());
+      ++grouped;
+    }
+  return std::pair{static_cast<std::int64_t>(c.by_root.size()), grouped};
+}
+
+}  // namespace
+
+Status check_threshold(double t) {
+  if (!(t >= kPairFloor && t <= 1.0)) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", t);
+    return fail("usage", std::string("dedup threshold ") + buf + " is outside [0.5, 1] (pairs " +
+                             "below 0.5 are not kept)");
+  }
+  return {};
+}
+
+Result<UpdateSummary> update(store::Db& db, const UpdateOptions& opts, Clock& clock) {
+  KF_CHECK(check_threshold(opts.threshold));
+  UpdateSummary sum;
+  std::vector<std::int64_t> stale;
+  {
+    KF_TRY(Stmt * s, db.cached(Q()["stale_samples"]));
+    s->bind(1, kScheme);
+    while (true) {
+      KF_TRY(bool row, s->step());
+      if (!row) break;
+      stale.push_back(s->int64(0));
+    }
+    s->reset();
+  }
+  KF_TRY(sum.computed, compute_signatures(db, stale, opts));
+  KF_TRY(Stmt * cs, db.cached(Q()["count_samples"]));
+  KF_TRY(auto n, cs->one([](Stmt& r) { return r.int64(0); }));
+  sum.samples = n.value_or(0);
+  KF_TRY(auto st, state(db));
+  bool pairs_current =
+      st && st->scheme == kScheme && sum.computed == 0 && st->samples == sum.samples;
+  KF_TRY(auto tx, store::Transaction::begin(db));
+  if (!pairs_current) {
+    KF_TRY(std::vector<LshItem> items, load_signatures(db));
+    LshResult found = find_pairs(items, kPairFloor);
+    items = {};
+    KF_TRY(Stmt * d, db.cached(Q()["delete_pairs"]));
+    KF_CHECK(d->run());
+    for (const auto& p : found.pairs) {
+      KF_TRY(Stmt * s, db.cached(Q()["insert_pair"]));
+      // Stored rounded to 1/128 steps as estimated; exact pairs at 1.
+      s->bind(1, p.a).bind(2, p.b).bind(3, p.similarity).bind(4, p.exact ? 1 : 0);
+      KF_CHECK(s->run());
+    }
+    sum.candidates = found.candidates;
+    sum.pairs = static_cast<std::int64_t>(found.pairs.size());
+    sum.recomputed = true;
+  } else {
+    sum.pairs = st->pairs;
+  }
+  if (!pairs_current || std::abs(st->threshold - opts.threshold) > 1e-12) {
+    KF_TRY(auto g, store_groups(db, opts.threshold));
+    sum.groups = g.first;
+    sum.grouped = g.second;
+    sum.recomputed = true;
+  } else {
+    sum.groups = st->groups;
+    KF_TRY(Stmt * s, db.cached(Q()["count_grouped"]));
+    KF_TRY(auto k, s->one([](Stmt& r) { return r.int64(0); }));
+    sum.grouped = k.value_or(0);
+  }
+  KF_TRY(Stmt * p, db.cached(Q()["put_state"]));
+  p->bind(1, kScheme)
+      .bind(2, opts.threshold)
+      .bind(3, sum.samples)
+      .bind(4, sum.pairs)
+      .bind(5, sum.groups)
+      .bind(6, clock.wall_ms());
+  KF_CHECK(p->run());
+  KF_CHECK(tx.commit());
+  return sum;
+}
+
+Result<std::optional<State>> state(store::Db& db) {
+  KF_TRY(Stmt * s, db.cached(Q()["get_state"]));
+  KF_TRY(auto st, s->one([](Stmt& r) {
+    State x;
+    x.scheme = r.text(0);
+    x.threshold = r.real(1);
+    x.samples = r.int64(2);
+    x.pairs = r.int64(3);
+    x.groups = r.int64(4);
+    x.computed_ms = r.int64(5);
+    return x;
+  }));
+  if (!st) return std::optional<State>();
+  KF_TRY(Stmt * q, db.cached(Q()["stale_samples"]));
+  q->bind(1, kScheme);
+  while (true) {
+    KF_TRY(bool row, q->step());
+    if (!row) break;
+    ++st->stale;
+  }
+  q->reset();
+  return st;
+}
+
+Result<std::vector<Group>> groups_at(store::Db& db, double threshold) {
+  KF_CHECK(check_threshold(threshold));
+  KF_TRY(Components c, components(db, threshold));
+  std::unordered_map<std::int64_t, std::pair<std::string, std::int64_t>> facts;
+  auto fact = [&](std::int64_t id) -> Result<std::pair<std::string, std::int64_t>> {
+    if (auto it = facts.find(id); it != facts.end()) return it->second;
+    KF_TRY(Stmt * s, db.cached(Q()["sample_facts"]));
+    s->bind(1, id);
+    KF_TRY(auto f, s->one([](Stmt& r) { return std::pair{r.text(0), r.int64(1)}; }));
+    if (!f) return fail("internal", "sample " + std::to_string(id) + " vanished");
+    facts[id] = *f;
+    return *f;
+  };
+  std::vector<Group> out;
+  for (const auto& [root, members] : c.by_root) {
+    Group g;
+    g.id = root;
+    for (std::int64_t id : members) {
+      Member m;
+      m.sample_id = id;
+      KF_TRY(auto f, fact(id));
+      m.key = f.first;
+      m.bytes = f.second;
+      const Link& l = c.best[id];
+      KF_TRY(auto to, fact(l.to));
+      m.linked_to = to.first;
+      m.similarity = l.similarity;
+      m.exact = l.exact;
+      g.members.push_back(std::move(m));
+    }
+    out.push_back(std::move(g));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Group& a, const Group& b) {
+    return a.members.size() > b.members.size();
+  });
+  return out;
+}
+
+Result<Choice> parse_choice(const std::string& s) {
+  if (s == "first" || s.empty()) return Choice::first;
+  if (s == "largest") return Choice::largest;
+  return fail("usage", "--dedup: '" + s + "' is not first or largest");
+}
+
+const char* to_string(Choice c) {
+  return c == Choice::first ? "first" : "largest";
+}
+
+const Member& representative(const Group& g, Choice c) {
+  const Member* best = &g.members.front();
+  if (c == Choice::largest)
+    for (const auto& m : g.members)
+      if (m.bytes > best->bytes) best = &m;
+  return *best;
+}
+
+}  // namespace kforge::dedup

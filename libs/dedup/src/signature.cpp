@@ -1,0 +1,315 @@
+#include "kforge/dedup/signature.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+
+#include "kforge/core/sha256.hpp"
+
+namespace kforge::dedup {
+namespace {
+
+bool ident_start(unsigned char c) {
+  return std::isalpha(c) != 0 || c == '_' || c >= 0x80;
+}
+bool ident_char(unsigned char c) {
+  return std::isalnum(c) != 0 || c == '_' || c >= 0x80;
+}
+
+// Python tokens without comments and whitespace. Literals become "S" / "N" unless keep_literals.
+// Malformed input (an unterminated string) never fails: the rest of the file is one string.
+void tokenize(std::string_view code, bool keep_literals, std::vector<std::string_view>& out) {
+  static constexpr std::string_view kS = "S", kN = "N";
+  const std::size_t n = code.size();
+  std::size_t i = 0;
+  while (i < n) {
+    unsigned char c = static_cast<unsigned char>(code[i]);
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\\') {
+      ++i;
+      continue;
+    }
+    if (c == '#') {
+      while (i < n && code[i] != '\n') ++i;
+      continue;
+    }
+    // A string, possibly with a prefix (r, b, f, u and their pairs).
+    std::size_t q = i;
+    while (q < n && q - i < 2 && code[q] != '\0' && std::strchr("rRbBuUfF", code[q]) != nullptr)
+      ++q;
+    if (q < n && (code[q] == '"' || code[q] == '\'')) {
+      {
+        char quote = code[q];
+        bool triple = q + 2 < n && code[q + 1] == quote && code[q + 2] == quote;
+        std::size_t j = q + (triple ? 3 : 1);
+        while (j < n) {
+          if (code[j] == '\\') {  // a raw string cannot end on an escaped quote either
+            j += 2;
+            continue;
+          }
+          if (!triple && code[j] == '\n') break;  // unterminated: stop at the line end
+          if (code[j] == quote) {
+            if (!triple) {
+              ++j;
+              break;
+            }
+            if (j + 2 < n && code[j + 1] == quote && code[j + 2] == quote) {
+              j += 3;
+              break;
+            }
+          }
+          ++j;
+        }
+        j = std::min(j, n);
+        out.push_back(keep_literals ? code.substr(i, j - i) : kS);
+        i = j;
+        continue;
+      }
+    }
+    if (ident_start(c)) {
+      std::size_t j = i + 1;
+      while (j < n && ident_char(static_cast<unsigned char>(code[j]))) ++j;
+      out.push_back(code.substr(i, j - i));
+      i = j;
+      continue;
+    }
+    if (std::isdigit(c) != 0 ||
+        (c == '.' && i + 1 < n && std::isdigit(static_cast<unsigned char>(code[i + 1])) != 0)) {
+      std::size_t j = i + 1;
+      while (j < n) {
+        unsigned char d = static_cast<unsigned char>(code[j]);
+        if (std::isalnum(d) != 0 || d == '_' || d == '.') {
+          ++j;
+        } else if ((d == '+' || d == '-') && (code[j - 1] == 'e' || code[j - 1] == 'E') &&
+                   !(j >= 2 && (code[i + 1] == 'x' || code[i + 1] == 'X'))) {
+          ++j;
+        } else {
+          break;
+        }
+      }
+      out.push_back(keep_literals ? code.substr(i, j - i) : kN);
+      i = j;
+      continue;
+    }
+    // Operators: the common two- and three-character ones as one token, the rest one each.
+    static constexpr std::string_view kOps[] = {
+        "**=", "//=", ">>=", "<<=", "...", "**", "//", "==", "!=", "<=", ">=", "->",
+        "+=",  "-=",  "*=",  "/=",  "%=",  "&=", "|=", "^=", ">>", "<<", ":="};
+    std::size_t len = 1;
+    for (auto op : kOps)
+      if (code.substr(i, op.size()) == op) {
+        len = op.size();
+        break;
+      }
+    out.push_back(code.substr(i, len));
+    i += len;
+  }
+}
+
+std::uint64_t fnv1a(std::string_view s) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::uint64_t mix64(std::uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return x;
+}
+
+// The permutations: h_i(x) = high 32 bits of (a_i * x + b_i), a_i odd; fixed seeds, so
+// signatures stored by one build compare with those of another.
+struct Perms {
+  std::array<std::uint64_t, kPermutations> a{}, b{};
+  Perms() {
+    std::uint64_t s = 0x6b666f7267652d31ull;  // "kforge-1"
+    for (int i = 0; i < kPermutations; ++i) {
+      a[static_cast<std::size_t>(i)] = mix64(s += 0x9e3779b97f4a7c15ull) | 1u;
+      b[static_cast<std::size_t>(i)] = mix64(s += 0x9e3779b97f4a7c15ull);
+    }
+  }
+};
+const Perms& perms() {
+  static const Perms p;
+  return p;
+}
+
+std::string_view strip_left(std::string_view s) {
+  std::size_t b = s.find_first_not_of(" \t");
+  return b == std::string_view::npos ? std::string_view() : s.substr(b);
+}
+
+std::size_t indent_of(std::string_view line) {
+  std::size_t k = 0;
+  while (k < line.size() && (line[k] == ' ' || line[k] == '\t')) ++k;
+  return k;
+}
+
+// Whether a decorator line ("@triton.jit", "@jit(...)", "@triton.jit(do_not_specialize=...)")
+// makes a Triton kernel.
+bool jit_decorator(std::string_view line) {
+  std::string_view s = strip_left(line);
+  if (s.empty() || s[0] != '@') return false;
+  s.remove_prefix(1);
+  std::size_t end = 0;
+  while (end < s.size() && (ident_char(static_cast<unsigned char>(s[end])) || s[end] == '.')) ++end;
+  std::string_view name = s.substr(0, end);
+  return name == "jit" || name == "triton.jit" || name == "tl.jit";
+}
+
+// The source of each @jit-decorated function, from `def` to its last indented line.
+std::vector<std::string_view> kernel_sources(std::string_view code) {
+  std::vector<std::string_view> lines;
+  std::vector<std::size_t> offsets;
+  for (std::size_t at = 0; at <= code.size();) {
+    std::size_t nl = code.find('\n', at);
+    if (nl == std::string_view::npos) nl = code.size();
+    lines.push_back(code.substr(at, nl - at));
+    offsets.push_back(at);
+    at = nl + 1;
+  }
+  std::vector<std::string_view> out;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (!jit_decorator(lines[i])) continue;
+    std::size_t d = i + 1;
+    while (d < lines.size() && strip_left(lines[d]).starts_with("@")) ++d;
+    // Multi-line decorator arguments: find the def within a few lines.
+    while (d < lines.size() && d < i + 40 && !strip_left(lines[d]).starts_with("def ") &&
+           !strip_left(lines[d]).starts_with("async def "))
+      ++d;
+    if (d >= lines.size() || d >= i + 40) continue;
+    std::size_t def_indent = indent_of(lines[d]);
+    // The signature ends at the ':' after its parentheses close.
+    std::size_t p = d, depth = 0;
+    bool done = false;
+    for (; p < lines.size() && !done; ++p)
+      for (char ch : lines[p]) {
+        if (ch == '#') break;
+        if (ch == '(' || ch == '[' || ch == '{') ++depth;
+        if ((ch == ')' || ch == ']' || ch == '}') && depth > 0) --depth;
+        if (ch == ':' && depth == 0) {
+          done = true;
+          break;
+        }
+      }
+    std::size_t last = p - 1;
+    for (std::size_t k = p; k < lines.size(); ++k) {
+      std::string_view s = strip_left(lines[k]);
+      if (s.empty() || s.starts_with("#")) continue;
+      if (indent_of(lines[k]) <= def_indent) break;
+      last = k;
+    }
+    std::size_t begin = offsets[d];
+    std::size_t end = offsets[last] + lines[last].size();
+    out.push_back(code.substr(begin, end - begin));
+    i = last;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string_view> normalised_tokens(std::string_view code) {
+  std::vector<std::string_view> out;
+  tokenize(code, false, out);
+  return out;
+}
+
+Signature compute_signature(std::string_view code) {
+  Signature sig;
+  std::vector<std::string_view> toks;
+  tokenize(code, false, toks);
+  std::vector<std::uint64_t> th(toks.size());
+  for (std::size_t i = 0; i < toks.size(); ++i) th[i] = fnv1a(toks[i]);
+  std::vector<std::uint64_t> shingles;
+  if (!toks.empty()) {
+    std::size_t k = std::min<std::size_t>(kShingle, toks.size());
+    shingles.reserve(toks.size() - k + 1);
+    for (std::size_t i = 0; i + k <= toks.size(); ++i) {
+      std::uint64_t h = 0x243f6a8885a308d3ull;
+      for (std::size_t j = 0; j < k; ++j) h = mix64(h ^ th[i + j]);
+      shingles.push_back(h);
+    }
+    std::sort(shingles.begin(), shingles.end());
+    shingles.erase(std::unique(shingles.begin(), shingles.end()), shingles.end());
+  }
+  sig.shingles = static_cast<std::int64_t>(shingles.size());
+  sig.minhash.fill(0xffffffffu);
+  const Perms& P = perms();
+  for (std::uint64_t s : shingles)
+    for (std::size_t i = 0; i < kPermutations; ++i) {
+      auto v = static_cast<std::uint32_t>((P.a[i] * s + P.b[i]) >> 32);
+      if (v < sig.minhash[i]) sig.minhash[i] = v;
+    }
+  std::vector<std::string_view> body;
+  for (std::string_view src : kernel_sources(code)) {
+    body.clear();
+    tokenize(src, true, body);
+    if (static_cast<int>(body.size()) < kMinBodyTokens) continue;
+    std::string joined;
+    for (auto t : body) {
+      joined += t;
+      joined += '\x1f';
+    }
+    sig.bodies.push_back(sha256_hex(joined).substr(0, 16));
+  }
+  std::sort(sig.bodies.begin(), sig.bodies.end());
+  sig.bodies.erase(std::unique(sig.bodies.begin(), sig.bodies.end()), sig.bodies.end());
+  std::string all;
+  if (!sig.bodies.empty()) {
+    for (const auto& b : sig.bodies) all += b + ",";
+  } else {
+    std::vector<std::string_view> raw;
+    tokenize(code, true, raw);
+    for (auto t : raw) {
+      all += t;
+      all += '\x1f';
+    }
+  }
+  sig.kernels_sha = sha256_hex(all).substr(0, 16);
+  return sig;
+}
+
+double similarity(const Signature& a, const Signature& b) {
+  if (a.shingles == 0 || b.shingles == 0) return 0;
+  int same = 0;
+  for (std::size_t i = 0; i < kPermutations; ++i) same += a.minhash[i] == b.minhash[i] ? 1 : 0;
+  return static_cast<double>(same) / kPermutations;
+}
+
+std::uint64_t band_hash(const Signature& s, int band) {
+  std::uint64_t h = mix64(static_cast<std::uint64_t>(band) + 1);
+  for (int r = 0; r < kRows; ++r)
+    h = mix64(h ^ s.minhash[static_cast<std::size_t>(band * kRows + r)]);
+  return h;
+}
+
+std::string minhash_blob(const Signature& s) {
+  std::string out(kPermutations * 4, '\0');
+  for (std::size_t i = 0; i < kPermutations; ++i)
+    for (int k = 0; k < 4; ++k)
+      out[i * 4 + static_cast<std::size_t>(k)] =
+          static_cast<char>((s.minhash[i] >> (8 * k)) & 0xff);
+  return out;
+}
+
+bool minhash_from_blob(std::string_view blob, Signature& s) {
+  if (blob.size() != kPermutations * 4) return false;
+  for (std::size_t i = 0; i < kPermutations; ++i) {
+    std::uint32_t v = 0;
+    for (int k = 0; k < 4; ++k)
+      v |= static_cast<std::uint32_t>(
+               static_cast<unsigned char>(blob[i * 4 + static_cast<std::size_t>(k)]))
+           << (8 * k);
+    s.minhash[i] = v;
+  }
+  return true;
+}
+
+}  // namespace kforge::dedup
