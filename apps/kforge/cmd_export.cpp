@@ -14,6 +14,7 @@ struct ExportArgs {
   std::string format = "auto";
   std::vector<std::string> verdicts;
   bool include_flagged = false;
+  bool with_reasoning = false;
 };
 
 }  // namespace
@@ -31,6 +32,8 @@ Command add_export(CLI::App& root, Globals& g) {
       ->delimiter(',');
   cmd->add_flag("--include-flagged", args->include_flagged,
                 "With --verdict passed, keep passed samples that carry a quality flag too");
+  cmd->add_flag("--with-reasoning", args->with_reasoning,
+                "Add \"reasoning\": the model's reasoning behind each stage's exported answer");
   cmd->footer(
       "Each record is the original corpus record, every field in its order, then "
       "kernel_wrapper, unitest_code, kernel_analysis (v2), verdict, flags, status, model and "
@@ -44,6 +47,7 @@ Command add_export(CLI::App& root, Globals& g) {
             opts.format = format;
             opts.verdicts = args->verdicts;
             opts.include_flagged = args->include_flagged;
+            opts.with_reasoning = args->with_reasoning;
             KF_TRY_OR_REPORT(auto sum, report::export_run(*db, args->tag, args->out, opts));
             if (!g.quiet) {
               std::printf("exported %lld %s of %s to %s", static_cast<long long>(sum.written),

@@ -7,6 +7,7 @@
 #include <deque>
 #include <mutex>
 
+#include "kforge/llm/errors.hpp"
 #include "kforge/llm/json.hpp"
 #include "kforge/pipeline/facts.hpp"
 #include "kforge/pipeline/repair.hpp"
@@ -43,11 +44,18 @@ struct Scheduler::Call {
 
 namespace {
 
-// Answers that a new request may improve on: the reply did not parse, was rejected by the
-// kernel facts, or was cut at max_tokens.
+// Answers that a new request may improve on: the reply did not parse or was rejected by the
+// kernel facts. A cut answer ("truncated") is not one: the client already asked again with a
+// larger max_tokens up to its limit, and asking once more would send the same request again.
 bool content_failure(const std::string& status, const std::optional<std::string>& kind) {
   if (status == "parse_error" || status == "rejected") return true;
-  return status == "llm_error" && kind && (*kind == "length" || *kind == "parse");
+  return status == "llm_error" && kind && llm::kind_of(*kind) == llm::ErrorKind::parse;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
+  return out;
 }
 
 std::string first_line(const std::string& s, std::size_t max = 300) {
@@ -467,22 +475,24 @@ Status Scheduler::complete(Completion& c, StepReport& rep) {
   auto run_it = runs_.find(call->job.run_id);
   const LeasedJob& job = call->job;
 
-  if (!c.result.ok() && c.result.error().kind == "cancelled") {
+  std::optional<llm::ErrorKind> error_kind;
+  if (!c.result.ok()) error_kind = llm::kind_of(c.result.error());
+  if (error_kind == llm::ErrorKind::cancelled) {
     KF_CHECK(store_.release(job.id));  // the client shut down: someone asks again later
     written = true;
     return {};
   }
-  if (!c.result.ok() && (c.result.error().kind == "auth" || c.result.error().kind == "not_found" ||
-                         c.result.error().kind == "halted")) {
+  if (error_kind && llm::is_run_level(*error_kind)) {
     // A run-level error: no job is at fault. This one goes back to the queue, the run pauses.
     const Error& e = c.result.error();
     KF_CHECK(store_.release(job.id));
     written = true;
-    if (e.kind != "halted" && run_it != runs_.end()) {
+    if (*error_kind != llm::ErrorKind::halted && run_it != runs_.end()) {
       RunInfo& run = run_it->second;
-      std::string fix = e.kind == "auth" ? "check the key (the variable llm.api_key_env names) "
-                                           "and its rights"
-                                         : "check llm.model (or the run's model) and llm.base_url";
+      std::string fix = *error_kind == llm::ErrorKind::auth
+                            ? "check the key (the variable llm.api_key_env names) "
+                              "and its rights"
+                            : "check llm.model (or the run's model) and llm.base_url";
       KF_CHECK(pause_run(run, "the provider refused the run: " + first_line(e.message, 2000) +
                                   ". No job failed; they stay queued. Fix the cause (" + fix +
                                   "), then: kforge run resume " + run.row.tag));
@@ -510,7 +520,13 @@ Status Scheduler::complete(Completion& c, StepReport& rep) {
     out.completion_tokens = r.completion_tokens;
     out.cost_usd = r.cost_usd;
     out.latency_ms = r.latency_ms;
-    auto parsed = llm::extract_json(r.content, call->tmpl->schema);
+    out.reasoning_tokens = r.reasoning_tokens;
+    out.cached_prompt_tokens = r.cached_prompt_tokens;
+    if (!r.reasoning.empty()) out.reasoning = r.reasoning;
+    auto extracted = llm::extract_answer(r.content, call->tmpl->schema);
+    Result<nlohmann::json> parsed = extracted.ok() ? Result<nlohmann::json>(extracted->value)
+                                                   : Result<nlohmann::json>(extracted.error());
+    if (extracted.ok() && !extracted->mended.empty()) out.mended = joined(extracted->mended);
     if (!parsed.ok()) {
       out.status = "parse_error";
       out.error_kind = "parse";
@@ -559,7 +575,7 @@ Status Scheduler::complete(Completion& c, StepReport& rep) {
     event_kind = "llm:" + e.kind;
     failure = e;
     // The client could not record the call: nothing was delivered, asking again is right.
-    transient = e.kind == "sqlite" ? Transient::yes : e.transient;
+    transient = *error_kind == llm::ErrorKind::sqlite ? Transient::yes : e.transient;
   }
 
   NextState next;
@@ -608,9 +624,14 @@ Status Scheduler::complete(Completion& c, StepReport& rep) {
                  "; the last: " + failure->message;
       next.state = "queued";
       next.not_before_ms = now + backoff_ms(n);
-    } else if (failure->kind == "too_large") {
+    } else if (llm::kind_of(*failure) == llm::ErrorKind::too_large) {
       reason = "too_large: " + failure->message;
       next.error_kind = "too_large";
+    } else if (llm::kind_of(*failure) == llm::ErrorKind::truncated) {
+      // The sample's answer does not fit llm.truncated_max_tokens: the sample's, not the
+      // provider's, and asking again would repeat the same request.
+      reason = "truncated: " + failure->message;
+      next.error_kind = "truncated";
     } else {
       reason = "permanent provider error at stage " + job.stage + ": " + failure->message;
       permanent_provider_error = true;

@@ -27,9 +27,9 @@ Result<ExportFormat> parse_export_format(const std::string& s, const std::filesy
 namespace {
 
 // The fields an export adds after the original ones.
-constexpr const char* kAdded[] = {"kernel_wrapper", "unitest_code", "kernel_analysis",
-                                  "verdict",        "flags",        "status",
-                                  "repair_round",   "model",        "prompt"};
+constexpr const char* kAdded[] = {"kernel_wrapper", "unitest_code", "kernel_analysis", "verdict",
+                                  "flags",          "status",       "repair_round",    "model",
+                                  "prompt",         "reasoning"};
 
 std::optional<ojson> parse_opt(const std::optional<std::string>& text) {
   if (!text) return std::nullopt;
@@ -105,7 +105,7 @@ Result<ExportSummary> export_run(store::Db& db, const std::string& tag,
     if (!rec.is_object())
       return fail("parse", "sample '" + key + "': samples.record_json is not a JSON object");
     for (const char* name : kAdded)
-      if (rec.contains(name))
+      if (rec.contains(name) && (opts.with_reasoning || std::string_view(name) != "reasoning"))
         return fail("conflict", "sample '" + key + "': the original record already has a field '" +
                                     name +
                                     "', which the export would overwrite; nothing was "
@@ -135,6 +135,12 @@ Result<ExportSummary> export_run(store::Db& db, const std::string& tag,
         prompt[stage] = run.prompts[stage];
     }
     rec["prompt"] = std::move(prompt);
+    if (opts.with_reasoning) {
+      ojson reasoning = ojson::object();
+      if (run.pipeline == "v2") reasoning["analyze"] = s.is_null(17) ? ojson() : ojson(s.text(17));
+      reasoning[code_stage] = s.is_null(18) ? ojson() : ojson(s.text(18));
+      rec["reasoning"] = std::move(reasoning);
+    }
     std::string line = rec.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     if (json) KF_CHECK(file.write(sum.written == 0 ? "\n" : ",\n"));
     KF_CHECK(file.write(line));

@@ -10,6 +10,8 @@
 //   model                          the run's model
 //   prompt                         {"tag", "pipeline", STAGE: {"version", "sha256"}...}; "repair"
 //                                  when the code comes from a repair round
+//   reasoning                      with_reasoning only: {STAGE: the model's reasoning for the
+//                                  exported analysis and code, or null}
 //
 // Records come in sample-key order, one at a time from the database to the file (memory does
 // not grow with the run). The file is written beside its destination and renamed into place, so
@@ -35,6 +37,9 @@ struct ExportOptions {
   // "passed" keeps verified samples only (passed with no quality flag) unless include_flagged.
   std::vector<std::string> verdicts;
   bool include_flagged = false;
+  // Adds "reasoning": the model's reasoning (reasoning_content, <think> blocks) behind the
+  // exported analysis and code.
+  bool with_reasoning = false;
 };
 
 struct ExportSummary {
