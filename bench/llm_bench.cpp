@@ -26,6 +26,7 @@
 #include <fstream>
 #include <functional>
 #include <future>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -98,7 +99,8 @@ std::unique_ptr<Client> make_client(const LlmConfig& cfg, const std::string& db)
 }
 
 // Runs n requests through c with everything submitted up front; returns the seconds taken.
-double run_batch(Client& c, const std::string& prefix, int n, std::atomic<int>* failures) {
+double run_batch(Client& c, const std::string& prefix, int n, std::atomic<int>* failures,
+                 std::atomic<int>* answered = nullptr) {
   std::promise<void> done;
   std::atomic<int> left{n};
   auto t0 = Clock::now();
@@ -108,6 +110,7 @@ double run_batch(Client& c, const std::string& prefix, int n, std::atomic<int>* 
         if (failures->fetch_add(1) == 0)
           std::fprintf(stderr, "failure: %s\n", r.error().message.c_str());
       }
+      if (answered != nullptr) ++*answered;
       if (--left == 0) done.set_value();
     });
   }
@@ -348,43 +351,64 @@ int main(int argc, char** argv) {
   // 3. Achieved concurrency against a slow server: the client with 64 slots, then the baseline,
   // 64 threads each running a blocking libcurl loop (what the slots would be with no client
   // work at all on this machine).
-  double busy = 0, busy_wall = 0, busy_bare = 0;
+  double busy = 0, busy_wall = 0, busy_bare = 0, ramp_s = 0, busy_after_ramp = 0;
   {
     if (!(*server)->set_script({{"defaults", {{"latency_ms", busy_latency_ms}}}}).ok()) return 1;
-    auto sampled = [&](const std::function<void()>& work, double* secs) {
+    // The server's in-flight count every 10 ms. Besides the average over the whole run, the
+    // average after slow start's ramp (from the first sample with >= 95% of the slots busy)
+    // until fewer than 64 requests are left to answer (the tail cannot fill the slots).
+    std::atomic<int> answered{0};
+    auto sampled = [&](const std::function<void()>& work, double* secs, double* ramp_s,
+                       double* after_ramp) {
       std::atomic<bool> stop{false};
-      double sum = 0;
-      long samples = 0;
+      std::vector<std::pair<double, int>> trace;  // (ms since start, in flight)
+      std::vector<int> answered_at;
+      auto t0 = Clock::now();
       std::thread sampler([&] {
         while (!stop) {
           std::this_thread::sleep_for(std::chrono::milliseconds(10));
-          sum += (*server)->in_flight();
-          ++samples;
+          trace.emplace_back(ms_since(t0), (*server)->in_flight());
+          answered_at.push_back(answered.load());
         }
       });
-      auto t0 = Clock::now();
+      answered = 0;
       work();
       *secs = ms_since(t0) / 1000.0;
       stop = true;
       sampler.join();
-      return samples > 0 ? sum / static_cast<double>(samples) / 64.0 : 0;
+      double sum = 0, tail_sum = 0;
+      long tail_n = 0;
+      std::optional<double> ramp;
+      for (std::size_t i = 0; i < trace.size(); ++i) {
+        sum += trace[i].second;
+        if (!ramp && trace[i].second >= 61) ramp = trace[i].first;
+        if (ramp && answered_at[i] <= busy_requests - 64) {
+          tail_sum += trace[i].second;
+          ++tail_n;
+        }
+      }
+      *ramp_s = ramp ? *ramp / 1000.0 : -1;
+      *after_ramp = tail_n > 0 ? tail_sum / static_cast<double>(tail_n) / 64.0 : 0;
+      return trace.empty() ? 0 : sum / static_cast<double>(trace.size()) / 64.0;
     };
     LlmConfig slots = cfg;
     slots.max_in_flight = 64;
     auto c = make_client(slots, db);
     double secs = 0;
-    busy = sampled([&] { run_batch(*c, "busy", busy_requests, &failures); }, &secs);
+    busy = sampled([&] { run_batch(*c, "busy", busy_requests, &failures, &answered); }, &secs,
+                   &ramp_s, &busy_after_ramp);
     double ideal = busy_requests * busy_latency_ms / 64000.0;
     busy_wall = ideal / secs;
     std::printf(
         "concurrency: %d requests at %.0f ms, 64 slots: %.2f s (ideal %.2f s); server "
-        "saw %.1f in flight on average (busy fraction %.3f); %llu concurrency cuts\n",
-        busy_requests, busy_latency_ms, secs, ideal, busy * 64, busy,
+        "saw %.1f in flight on average (busy fraction %.3f); slow start's ramp to 61 busy "
+        "slots %.2f s, busy fraction after it %.3f; %llu concurrency cuts\n",
+        busy_requests, busy_latency_ms, secs, ideal, busy * 64, busy, ramp_s, busy_after_ramp,
         static_cast<unsigned long long>(c->stats().concurrency_cuts));
     std::string url = c->url();
-    double bare_secs = 0;
-    busy_bare =
-        sampled([&] { bare_threads(url, *c, busy_requests, "busy-bare", &failures); }, &bare_secs);
+    double bare_secs = 0, bare_ramp = 0, bare_after = 0;
+    busy_bare = sampled([&] { bare_threads(url, *c, busy_requests, "busy-bare", &failures); },
+                        &bare_secs, &bare_ramp, &bare_after);
     std::printf(
         "baseline: 64 threads with blocking libcurl: %.2f s; server saw %.1f in flight on "
         "average (busy fraction %.3f)\n",
@@ -397,13 +421,13 @@ int main(int argc, char** argv) {
       "requests_per_s=%.0f bare_threads_requests_per_s=%.0f overhead_p50_ms=%.3f "
       "client_p50_ms=%.3f bare_curl_p50_ms=%.3f "
       "client_p90_ms=%.3f bare_curl_p90_ms=%.3f busy_fraction=%.3f busy_wall_fraction=%.3f "
-      "busy_fraction_bare_threads=%.3f "
+      "busy_fraction_bare_threads=%.3f ramp_s=%.2f busy_fraction_after_ramp=%.3f "
       "net_thread_cpu_us=%.1f store_thread_cpu_us=%.1f failures=%d store=%d loadavg_1m=%.2f "
       "cores=%u limited_ok_per_s=%.1f limited_429_share=%.3f baseline_ok_per_s=%.1f "
       "baseline_429_share=%.3f\n",
       rps, bare_rps, client_p50 - bare_p50, client_p50, bare_p50, client_p90, bare_p90, busy,
-      busy_wall, busy_bare, client_cpu_us, store_cpu_us, failures.load(), store ? 1 : 0, load[0],
-      std::thread::hardware_concurrency(), paced.ok_per_s, paced.refused, unpaced.ok_per_s,
-      unpaced.refused);
+      busy_wall, busy_bare, ramp_s, busy_after_ramp, client_cpu_us, store_cpu_us, failures.load(),
+      store ? 1 : 0, load[0], std::thread::hardware_concurrency(), paced.ok_per_s, paced.refused,
+      unpaced.ok_per_s, unpaced.refused);
   return failures.load() == 0 ? 0 : 1;
 }

@@ -24,6 +24,7 @@ struct ExportArgs {
   double near_threshold = -1;             // -1: that of the last corpus dedup, else the default
   bool mark = false;
   std::string exclusions;  // a JSONL file listing each sample near an eval set
+  bool with_reasoning = false;
 };
 
 // Prints the samples near an eval set (the first 20) and writes all of them to --exclusions.
@@ -95,6 +96,8 @@ Command add_export(CLI::App& root, Globals& g) {
                 "leaving them out");
   cmd->add_option("--exclusions", args->exclusions,
                   "Write each sample near an eval set, its match and the reason, as JSON Lines");
+  cmd->add_flag("--with-reasoning", args->with_reasoning,
+                "Add \"reasoning\": the model's reasoning behind each stage's exported answer");
   cmd->footer(
       "Each record is the original corpus record, every field in its order, then "
       "kernel_wrapper, unitest_code, kernel_analysis (v2), verdict, flags, status, model and "
@@ -110,6 +113,7 @@ Command add_export(CLI::App& root, Globals& g) {
         opts.format = format;
         opts.verdicts = args->verdicts;
         opts.include_flagged = args->include_flagged;
+        opts.with_reasoning = args->with_reasoning;
         std::optional<dedup::EvalIndex> evals;
         if (args->exclude_near.empty() && (!args->map.empty() || !args->key.empty() || args->mark ||
                                            args->near_threshold >= 0 || !args->exclusions.empty()))

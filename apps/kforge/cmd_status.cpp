@@ -306,6 +306,18 @@ void print_text(const nlohmann::ordered_json& st) {
       std::printf("  replayed %lld answers from the store after a restart (saved $%.4f)\n",
                   static_cast<long long>(i64(run["replayed"]["calls"])),
                   run["replayed"]["saved_usd"].get<double>());
+    if (i64(run["tokens"].value("reasoning", 0)) > 0 ||
+        i64(run["tokens"].value("cached_prompt", 0)) > 0)
+      std::printf("  reasoning %s tokens (%lld answers)   cached prompt %s tokens\n",
+                  count(i64(run["tokens"]["reasoning"])).c_str(),
+                  static_cast<long long>(i64(run.value("with_reasoning", 0))),
+                  count(i64(run["tokens"]["cached_prompt"])).c_str());
+    if (run.contains("mended") && !run["mended"].empty()) {
+      std::string line;
+      for (const auto& [what, n] : run["mended"].items())
+        line += (line.empty() ? "" : ", ") + what + " " + std::to_string(i64(n));
+      print_wrapped("  mended   ", "answers read leniently: " + line);
+    }
     if (run.contains("waiting") && !run["waiting"].is_null())
       print_wrapped("  waiting  ", run["waiting"]["reason"].get<std::string>());
     for (const char* stage : {"analyze", "generate", "verify"}) {

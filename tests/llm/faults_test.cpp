@@ -102,13 +102,14 @@ TEST_F(LlmTest, RetriesExhaustedNameStatusAttemptAndTransience) {
   EXPECT_EQ(sent(*c, r), 3);
 }
 
-TEST_F(LlmTest, FinishReasonLengthIsItsOwnFailureAndNotRetried) {
+TEST_F(LlmTest, FinishReasonLengthIsItsOwnFailureAndNeverTheSameRequestAgain) {
   start_server({{"defaults", {{"finish_reason", "length"}, {"reply", "{\"a\": "}}}});
+  cfg.truncated_max_tokens = 0;  // no larger retry (answers_test.cpp covers it)
   auto c = make_client();
   ChatRequest r = request("q");
   auto res = c->call(r);
   ASSERT_FALSE(res.ok());
-  EXPECT_EQ(res.error().kind, "length");
+  EXPECT_EQ(res.error().kind, "truncated");
   EXPECT_FALSE(res.error().is_transient());
   EXPECT_NE(res.error().message.find("max_tokens"), std::string::npos);
   EXPECT_EQ(sent(*c, r), 1);

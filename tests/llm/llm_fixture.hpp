@@ -42,7 +42,7 @@ inline LlmConfig test_config(const std::string& base_url) {
   c.connect_timeout_ms = 5000;
   c.request_timeout_ms = 15'000;
   c.max_in_flight = 8;
-  c.prices["fake-model"] = Price{1.0, 2.0};
+  c.prices["fake-model"] = Price{1.0, 2.0, std::nullopt, std::nullopt};
   return c;
 }
 

@@ -67,12 +67,17 @@ TEST_F(LlmTest, EveryCallIsRecordedWithItsIdentityAndCost) {
 
   ChatRequest bad = request("will be cut");
   ASSERT_TRUE(server->set_script({{"defaults", {{"finish_reason", "length"}}}}).ok());
+  c->reload_limits([&] {
+    LlmConfig l = cfg;
+    l.truncated_max_tokens = 0;
+    return l;
+  }());
   auto failed = c->call(bad);
   ASSERT_FALSE(failed.ok());
   auto fr = rows(dir / "kforge.db", c->request_sha256(bad));
   ASSERT_EQ(fr.size(), 1u);
   EXPECT_EQ(fr[0].status, "error");
-  EXPECT_EQ(fr[0].error_kind, "length");
+  EXPECT_EQ(fr[0].error_kind, "truncated");
   ASSERT_TRUE(fr[0].response_raw);
   EXPECT_NE(fr[0].response_raw->find("\"length\""), std::string::npos);  // kept for debugging
 }

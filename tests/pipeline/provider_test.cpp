@@ -74,7 +74,7 @@ class ProviderTest : public ::testing::Test {
     llm_.backoff_base_ms = 1;
     llm_.backoff_max_ms = 10;
     llm_.max_in_flight = 32;
-    llm_.prices["fake-model"] = llm::Price{1.0, 2.0};
+    llm_.prices["fake-model"] = llm::Price{1.0, 2.0, std::nullopt, std::nullopt};
   }
 
   void start(const std::string& key = "sk-good") {
@@ -277,6 +277,72 @@ TEST_F(ProviderTest, APromptAboveMaxPromptTokensFailsTooLargeBeforeAnyRequest) {
       run_until([&] { return scalar("SELECT count(*) FROM jobs WHERE state = 'failed'") == 1; }));
   EXPECT_EQ(text("SELECT error_kind FROM jobs"), "too_large");
   EXPECT_EQ(requests(), 0);
+}
+
+}  // namespace
+}  // namespace kforge::pipeline
+
+namespace kforge::pipeline {
+namespace {
+
+TEST_F(ProviderTest, AReasoningModelsAnswerIsStoredWithItsReasoningAndWhatWasMended) {
+  // A draft in the reasoning, the answer after it as a Python dict with triple quotes.
+  json good = json::parse(generation_answer(true));
+  std::string py = "{'kernel_wrapper': \"\"\"" + good["kernel_wrapper"].get<std::string>() +
+                   "\"\"\", 'unitest_code': \"\"\"" + good["unitest_code"].get<std::string>() +
+                   "\"\"\",}";
+  serve({{"defaults",
+          {{"reply", "<think>draft: " + generation_answer(false) + "</think>\n" + py},
+           {"reasoning", "Thinking about strides."},
+           {"usage",
+            {{"prompt_tokens", 100},
+             {"completion_tokens", 50},
+             {"reasoning_tokens", 30},
+             {"cached_tokens", 60}}}}}});
+  add_samples(2);
+  create_run("think");
+  start();
+  ASSERT_TRUE(run_until(
+      [&] { return scalar("SELECT count(*) FROM jobs WHERE state = 'verify_queued'") == 2; }));
+  EXPECT_EQ(requests(), 2);
+  EXPECT_EQ(text("SELECT parsed_json FROM stage_outputs LIMIT 1"), good.dump());
+  EXPECT_EQ(text("SELECT mended FROM stage_outputs LIMIT 1"),
+            "python_literal,trailing_comma,triple_quotes");
+  std::string reasoning = text("SELECT reasoning FROM stage_outputs LIMIT 1");
+  EXPECT_EQ(reasoning.rfind("Thinking about strides.\n\ndraft: ", 0), 0u) << reasoning;
+  EXPECT_EQ(scalar("SELECT sum(reasoning_tokens) FROM stage_outputs"), 60);
+  EXPECT_EQ(scalar("SELECT sum(cached_prompt_tokens) FROM stage_outputs"), 120);
+
+  auto progress = collect_progress(*db_, clock_.wall_ms(), std::string("think"));
+  ASSERT_TRUE(progress.ok()) << progress.error().message;
+  ASSERT_EQ(progress->size(), 1u);
+  const RunProgress& p = (*progress)[0];
+  EXPECT_EQ(p.mended.at("python_literal"), 2);
+  EXPECT_EQ(p.mended.at("triple_quotes"), 2);
+  EXPECT_EQ(p.reasoning_tokens, 60);
+  EXPECT_EQ(p.cached_prompt_tokens, 120);
+  EXPECT_EQ(p.with_reasoning, 2);
+  EXPECT_EQ(p.to_json()["mended"]["trailing_comma"], 2);
+}
+
+TEST_F(ProviderTest, AnAnswerCutAtTheLimitFailsTheJobWithoutAskingTheSameRequestAgain) {
+  serve({{"defaults", {{"reply", generation_answer(true)}, {"needs_max_tokens", 1'000'000}}}});
+  llm_.max_tokens = 1000;
+  llm_.truncated_max_tokens = 2000;
+  add_samples(1);
+  create_run("cut");
+  start();
+  ASSERT_TRUE(run_until([&] {
+    return scalar("SELECT count(*) FROM jobs WHERE state = 'failed'") == 1 &&
+           sched_->in_flight() == 0;
+  }));
+  EXPECT_EQ(requests(), 2);  // 1000, then 2000; max_attempts (2) would have asked again
+  EXPECT_EQ(server_->stats()["max_per_hash"], 1);
+  EXPECT_EQ(text("SELECT error_kind FROM jobs"), "truncated");
+  EXPECT_EQ(text("SELECT error_kind FROM stage_outputs"), "truncated");
+  EXPECT_NE(text("SELECT error FROM jobs").find("llm.truncated_max_tokens (2000)"),
+            std::string::npos)
+      << text("SELECT error FROM jobs");
 }
 
 }  // namespace

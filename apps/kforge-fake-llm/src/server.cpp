@@ -48,12 +48,16 @@ const std::set<std::string> kRuleKeys = {"name",
                                          "wrap",
                                          "usage",
                                          "model",
-                                         "encoding"};
+                                         "encoding",
+                                         "reasoning",
+                                         "content_parts",
+                                         "needs_max_tokens"};
 // What defaults may hold: everything a rule says about the answer (not how it selects).
 const std::set<std::string> kAnswerKeys = {
-    "latency_ms", "status", "message", "retry_after",   "retry_after_date",
-    "headers",    "fault",  "hang_ms", "finish_reason", "reply",
-    "reply_json", "wrap",   "usage",   "model",         "encoding"};
+    "latency_ms", "status",        "message",         "retry_after",   "retry_after_date",
+    "headers",    "fault",         "hang_ms",         "finish_reason", "reply",
+    "reply_json", "wrap",          "usage",           "model",         "encoding",
+    "reasoning",  "content_parts", "needs_max_tokens"};
 const std::set<std::string> kMatchKeys = {"contains", "regex", "role", "path"};
 const std::set<std::string> kTopKeys = {"seed", "defaults", "rules", "require_key", "limit"};
 const std::set<std::string> kLimitKeys = {"rate", "burst", "retry_after", "per"};
@@ -83,13 +87,16 @@ Status check_answer(const json& a, const std::string& at) {
   KF_CHECK(num("retry_after_date"));
   KF_CHECK(num("times"));
   KF_CHECK(num("skip"));
+  KF_CHECK(num("needs_max_tokens"));
+  if (a.contains("content_parts") && !a["content_parts"].is_boolean())
+    return fail("script", at + ".content_parts: expected true or false");
   if (a.contains("probability") &&
       !(a["probability"].is_number() && a["probability"].get<double>() <= 1))
     return fail("script", at + ".probability: expected a number between 0 and 1");
   if (a.contains("status") &&
       !(a["status"].is_number_integer() && a["status"] >= 100 && a["status"] <= 599))
     return fail("script", at + ".status: expected an HTTP status 100..599");
-  for (const char* k : {"reply", "message", "finish_reason", "model", "name"})
+  for (const char* k : {"reply", "message", "finish_reason", "model", "name", "reasoning"})
     if (a.contains(k) && !a[k].is_string())
       return fail("script", at + "." + k + ": expected a string");
   if (a.contains("fault") && (!a["fault"].is_string() || !kFaults.count(a["fault"])))
@@ -105,7 +112,9 @@ Status check_answer(const json& a, const std::string& at) {
         return fail("script", at + ".headers." + k + ": expected a string");
   }
   if (a.contains("usage")) {
-    KF_CHECK(check_object_keys(a["usage"], {"prompt_tokens", "completion_tokens"}, at + ".usage"));
+    KF_CHECK(check_object_keys(
+        a["usage"], {"prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens"},
+        at + ".usage"));
     for (const auto& [k, v] : a["usage"].items())
       if (!v.is_number_integer())
         return fail("script", at + ".usage." + k + ": expected an integer");
@@ -115,6 +124,21 @@ Status check_answer(const json& a, const std::string& at) {
   if (a.contains("per_request") && !a["per_request"].is_boolean())
     return fail("script", at + ".per_request: expected true or false");
   return {};
+}
+
+// cpp-httplib compresses a body by itself when the client accepts it, with brotli at quality 11
+// when offered "br": about a millisecond of CPU per small answer, spent on the machine the LLM
+// client's benchmark runs on and counted there as client overhead. Compressing is the
+// provider's cost, so answers go uncompressed (a body of known length from a provider is left
+// alone) unless the script says `encoding: gzip`.
+void set_uncompressed(httplib::Response& res, std::string body, const char* type) {
+  auto shared = std::make_shared<std::string>(std::move(body));
+  res.set_content_provider(
+      shared->size(), type,
+      [shared](std::size_t offset, std::size_t length, httplib::DataSink& sink) {
+        sink.write(shared->data() + offset, std::min(length, shared->size() - offset));
+        return true;
+      });
 }
 
 std::string http_date(std::time_t t) {
@@ -677,24 +701,48 @@ class FakeLlmServer::Impl {
     } else {
       content = fill(a.value("reply", std::string("{\"ok\": true}")), ctx);
     }
+    std::string reasoning =
+        a.contains("reasoning") ? fill(a["reasoning"].get<std::string>(), ctx) : "";
+    std::string finish_reason = a.value("finish_reason", "stop");
+    if (a.contains("needs_max_tokens")) {
+      // A budget below what the answer needs cuts it: a reasoning model spends it thinking and
+      // leaves the content empty, another stops half-way through its answer.
+      auto need = static_cast<long long>(a["needs_max_tokens"].get<double>());
+      long long asked = body.contains("max_tokens") && body["max_tokens"].is_number_integer()
+                            ? body["max_tokens"].get<long long>()
+                            : 0;
+      if (asked < need) {
+        content = reasoning.empty() ? content.substr(0, content.size() / 2) : "";
+        finish_reason = "length";
+      }
+    }
     int prompt_tokens = static_cast<int>(text.size() / 4 + 1);
-    int completion_tokens = static_cast<int>(content.size() / 4 + 1);
+    int completion_tokens = static_cast<int>((content.size() + reasoning.size()) / 4 + 1);
+    json usage = json::object();
     if (a.contains("usage")) {
       prompt_tokens = a["usage"].value("prompt_tokens", prompt_tokens);
       completion_tokens = a["usage"].value("completion_tokens", completion_tokens);
+      if (a["usage"].contains("reasoning_tokens"))
+        usage["completion_tokens_details"] = {{"reasoning_tokens", a["usage"]["reasoning_tokens"]}};
+      if (a["usage"].contains("cached_tokens"))
+        usage["prompt_tokens_details"] = {{"cached_tokens", a["usage"]["cached_tokens"]}};
     }
+    usage["prompt_tokens"] = prompt_tokens;
+    usage["completion_tokens"] = completion_tokens;
+    usage["total_tokens"] = prompt_tokens + completion_tokens;
+    json message = {{"role", "assistant"}, {"content", content}};
+    if (a.value("content_parts", false))
+      message["content"] = json::array({{{"type", "text"}, {"text", content}}});
+    if (!reasoning.empty()) message["reasoning_content"] = reasoning;
     json reply = {
         {"id", "chatcmpl-fake-" + std::to_string(n)},
         {"object", "chat.completion"},
         {"created", static_cast<long long>(std::time(nullptr))},
         {"model", a.value("model", body.value("model", "fake-model"))},
-        {"choices", json::array({{{"index", 0},
-                                  {"message", {{"role", "assistant"}, {"content", content}}},
-                                  {"finish_reason", a.value("finish_reason", "stop")}}})},
-        {"usage",
-         {{"prompt_tokens", prompt_tokens},
-          {"completion_tokens", completion_tokens},
-          {"total_tokens", prompt_tokens + completion_tokens}}}};
+        {"choices",
+         json::array(
+             {{{"index", 0}, {"message", std::move(message)}, {"finish_reason", finish_reason}}})},
+        {"usage", std::move(usage)}};
     std::string out = reply.dump(-1, ' ', false, json::error_handler_t::replace);
 
     if (fault.empty() && a.value("encoding", "") == "gzip") {
@@ -702,7 +750,7 @@ class FakeLlmServer::Impl {
       res.set_header("Content-Encoding", "gzip");
       count(hash, rule, 200, true);
     } else if (fault.empty()) {
-      res.set_content(out, "application/json");
+      set_uncompressed(res, std::move(out), "application/json");
       count(hash, rule, 200, true);
     } else if (fault == "wrong_content_type") {
       res.set_content(out, "text/html; charset=utf-8");

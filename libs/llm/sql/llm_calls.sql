@@ -5,5 +5,7 @@ WHERE request_sha256 = ?1 AND status = 'ok' ORDER BY id DESC LIMIT 1;
 -- name: insert_call
 INSERT INTO llm_calls (request_sha256, tag, url, model, status, error_kind, error, http_status,
                        attempts, latency_ms, prompt_tokens, completion_tokens, cost_usd,
-                       finish_reason, request_json, response_raw, replay_of, created_ms)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18);
+                       finish_reason, request_json, response_raw, replay_of, created_ms,
+                       reasoning_tokens, cached_prompt_tokens)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
+        ?20);

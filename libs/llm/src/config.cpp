@@ -1,5 +1,6 @@
 #include "kforge/llm/config.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace kforge::llm {
@@ -83,6 +84,8 @@ void read_config(ConfigNode n, LlmConfig& out) {
   get_optional(n, "top_p", out.top_p);
   get_optional(n, "max_tokens", out.max_tokens);
   get_optional(n, "seed", out.seed);
+  n.get("truncated_max_tokens", out.truncated_max_tokens);
+  if (out.truncated_max_tokens < 0) n.invalid("truncated_max_tokens", "must be >= 0");
   std::string rf = to_string(out.response_format);
   n.get("response_format", rf);
   if (rf == "none") {
@@ -158,6 +161,10 @@ void read_config(ConfigNode n, LlmConfig& out) {
             price.prompt_per_mtok = v.get<double>();
           } else if (k == "completion_per_mtok") {
             price.completion_per_mtok = v.get<double>();
+          } else if (k == "cached_prompt_per_mtok") {
+            price.cached_prompt_per_mtok = v.get<double>();
+          } else if (k == "reasoning_per_mtok") {
+            price.reasoning_per_mtok = v.get<double>();
           } else {
             ok = false;
           }
@@ -165,6 +172,7 @@ void read_config(ConfigNode n, LlmConfig& out) {
         if (!ok) {
           n.invalid("prices", "model '" + model +
                                   "': expected {prompt_per_mtok: N, completion_per_mtok: N} "
+                                  "(optionally cached_prompt_per_mtok, reasoning_per_mtok) "
                                   "with numbers >= 0");
           continue;
         }
@@ -172,6 +180,18 @@ void read_config(ConfigNode n, LlmConfig& out) {
       }
     }
   }
+}
+
+double call_cost(const Price& p, std::int64_t prompt_tokens, std::int64_t completion_tokens,
+                 std::int64_t cached_prompt_tokens, std::int64_t reasoning_tokens) {
+  std::int64_t cached = std::clamp<std::int64_t>(cached_prompt_tokens, 0, prompt_tokens);
+  std::int64_t reasoning = std::clamp<std::int64_t>(reasoning_tokens, 0, completion_tokens);
+  double usd =
+      static_cast<double>(prompt_tokens - cached) * p.prompt_per_mtok +
+      static_cast<double>(cached) * p.cached_prompt_per_mtok.value_or(p.prompt_per_mtok) +
+      static_cast<double>(completion_tokens - reasoning) * p.completion_per_mtok +
+      static_cast<double>(reasoning) * p.reasoning_per_mtok.value_or(p.completion_per_mtok);
+  return usd / 1e6;
 }
 
 }  // namespace kforge::llm

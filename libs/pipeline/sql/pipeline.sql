@@ -93,9 +93,10 @@ WHERE id = ?1 AND state = 'leased' AND lease_owner = ?2;
 INSERT INTO stage_outputs (job_id, run_id, sample_id, stage, attempt, status, prompt_version,
                            prompt_sha256, request_sha256, request_json, response_raw,
                            parsed_json, error_kind, error, prompt_tokens, completion_tokens,
-                           cost_usd, latency_ms, created_ms, repair_round)
+                           cost_usd, latency_ms, created_ms, repair_round, reasoning_tokens,
+                           cached_prompt_tokens, reasoning, mended)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-        ?20);
+        ?20, ?21, ?22, ?23, ?24);
 
 -- name: insert_event
 INSERT INTO job_events (run_id, job_id, sample_id, stage, attempt, level, kind, message, owner,

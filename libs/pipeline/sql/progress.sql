@@ -19,6 +19,17 @@ FROM run_call_totals WHERE run_tag = ?1 AND n > 0;
 -- name: run_wait
 SELECT wait_until_ms, wait_reason FROM runs WHERE id = ?1;
 
+-- Answers read leniently, by what was mended (stage_outputs.mended: comma-separated), and the
+-- reasoning and cached prompt tokens of the run's answers.
+-- name: run_mended
+SELECT mended, count(*) FROM stage_outputs WHERE run_id = ?1 AND mended IS NOT NULL
+GROUP BY mended;
+
+-- name: run_reasoning_usage
+SELECT coalesce(sum(reasoning_tokens), 0), coalesce(sum(cached_prompt_tokens), 0),
+       count(reasoning)
+FROM stage_outputs WHERE run_id = ?1;
+
 -- name: run_outputs_by_stage_status
 SELECT stage, status, n FROM run_output_totals WHERE run_id = ?1 AND n > 0;
 

@@ -316,7 +316,11 @@ Result<bool> JobStore::checkpoint(const LeasedJob& job, const std::optional<Stag
         .bind(17, o.cost_usd)
         .bind(18, o.latency_ms)
         .bind(19, now)
-        .bind(20, o.repair_round);
+        .bind(20, o.repair_round)
+        .bind(21, o.reasoning_tokens)
+        .bind(22, o.cached_prompt_tokens)
+        .bind(23, o.reasoning)
+        .bind(24, o.mended);
     KF_CHECK(s->run());
   }
   for (const auto& e : events) KF_CHECK(insert_event(e, now));

@@ -104,6 +104,32 @@ Result<std::vector<RunProgress>> collect_progress(store::Db& db, std::int64_t no
       s->reset();
     }
     {
+      KF_TRY(Stmt * s, db.cached(q["run_mended"]));
+      s->bind(1, id);
+      while (true) {
+        KF_TRY(bool row, s->step());
+        if (!row) break;
+        std::string list = s->text(0);
+        for (std::size_t b = 0; b <= list.size();) {
+          std::size_t e = std::min(list.find(',', b), list.size());
+          if (e > b) p.mended[list.substr(b, e - b)] += s->int64(1);
+          b = e + 1;
+        }
+      }
+      s->reset();
+    }
+    {
+      KF_TRY(Stmt * s, db.cached(q["run_reasoning_usage"]));
+      s->bind(1, id);
+      KF_TRY(bool row, s->step());
+      if (row) {
+        p.reasoning_tokens = s->int64(0);
+        p.cached_prompt_tokens = s->int64(1);
+        p.with_reasoning = s->int64(2);
+      }
+      s->reset();
+    }
+    {
       KF_TRY(Stmt * s, db.cached(q["run_outputs_by_stage_status"]));
       s->bind(1, id);
       while (true) {
@@ -206,7 +232,14 @@ nlohmann::ordered_json RunProgress::to_json() const {
                    {"ended", ended},         {"ended_fraction", ended_fraction()}};
   j["samples_per_minute"] = per_minute;
   j["eta_s"] = eta_s ? ordered_json(*eta_s) : ordered_json(nullptr);
-  j["tokens"] = {{"prompt", prompt_tokens}, {"completion", completion_tokens}};
+  j["tokens"] = {{"prompt", prompt_tokens},
+                 {"completion", completion_tokens},
+                 {"reasoning", reasoning_tokens},
+                 {"cached_prompt", cached_prompt_tokens}};
+  ordered_json mends = ordered_json::object();
+  for (const auto& [k, n] : mended) mends[k] = n;
+  j["mended"] = mends;
+  j["with_reasoning"] = with_reasoning;
   j["cost_usd"] = cost_usd;
   j["replayed"] = {{"calls", replayed_calls}, {"saved_usd", saved_usd}};
   j["waiting"] = wait_until_ms > 0

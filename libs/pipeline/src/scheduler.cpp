@@ -7,6 +7,7 @@
 #include <deque>
 #include <mutex>
 
+#include "kforge/llm/errors.hpp"
 #include "kforge/llm/json.hpp"
 #include "kforge/pipeline/facts.hpp"
 #include "kforge/pipeline/repair.hpp"

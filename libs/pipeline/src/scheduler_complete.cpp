@@ -7,6 +7,7 @@
 #include <deque>
 #include <mutex>
 
+#include "kforge/llm/errors.hpp"
 #include "kforge/llm/json.hpp"
 #include "kforge/pipeline/facts.hpp"
 #include "kforge/pipeline/repair.hpp"
@@ -40,22 +41,24 @@ Status Scheduler::complete(Completion& c, StepReport& rep) {
   auto run_it = runs_.find(call->job.run_id);
   const LeasedJob& job = call->job;
 
-  if (!c.result.ok() && c.result.error().kind == "cancelled") {
+  std::optional<llm::ErrorKind> error_kind;
+  if (!c.result.ok()) error_kind = llm::kind_of(c.result.error());
+  if (error_kind == llm::ErrorKind::cancelled) {
     KF_CHECK(store_.release(job.id));  // the client shut down: someone asks again later
     written = true;
     return {};
   }
-  if (!c.result.ok() && (c.result.error().kind == "auth" || c.result.error().kind == "not_found" ||
-                         c.result.error().kind == "halted")) {
+  if (error_kind && llm::is_run_level(*error_kind)) {
     // A run-level error: no job is at fault. This one goes back to the queue, the run pauses.
     const Error& e = c.result.error();
     KF_CHECK(store_.release(job.id));
     written = true;
-    if (e.kind != "halted" && run_it != runs_.end()) {
+    if (*error_kind != llm::ErrorKind::halted && run_it != runs_.end()) {
       RunInfo& run = run_it->second;
-      std::string fix = e.kind == "auth" ? "check the key (the variable llm.api_key_env names) "
-                                           "and its rights"
-                                         : "check llm.model (or the run's model) and llm.base_url";
+      std::string fix = *error_kind == llm::ErrorKind::auth
+                            ? "check the key (the variable llm.api_key_env names) "
+                              "and its rights"
+                            : "check llm.model (or the run's model) and llm.base_url";
       KF_CHECK(pause_run(run, "the provider refused the run: " + first_line(e.message, 2000) +
                                   ". No job failed; they stay queued. Fix the cause (" + fix +
                                   "), then: kforge run resume " + run.row.tag));
@@ -83,7 +86,13 @@ Status Scheduler::complete(Completion& c, StepReport& rep) {
     out.completion_tokens = r.completion_tokens;
     out.cost_usd = r.cost_usd;
     out.latency_ms = r.latency_ms;
-    auto parsed = llm::extract_json(r.content, call->tmpl->schema);
+    out.reasoning_tokens = r.reasoning_tokens;
+    out.cached_prompt_tokens = r.cached_prompt_tokens;
+    if (!r.reasoning.empty()) out.reasoning = r.reasoning;
+    auto extracted = llm::extract_answer(r.content, call->tmpl->schema);
+    Result<nlohmann::json> parsed = extracted.ok() ? Result<nlohmann::json>(extracted->value)
+                                                   : Result<nlohmann::json>(extracted.error());
+    if (extracted.ok() && !extracted->mended.empty()) out.mended = joined(extracted->mended);
     if (!parsed.ok()) {
       out.status = "parse_error";
       out.error_kind = "parse";
@@ -132,7 +141,7 @@ Status Scheduler::complete(Completion& c, StepReport& rep) {
     event_kind = "llm:" + e.kind;
     failure = e;
     // The client could not record the call: nothing was delivered, asking again is right.
-    transient = e.kind == "sqlite" ? Transient::yes : e.transient;
+    transient = *error_kind == llm::ErrorKind::sqlite ? Transient::yes : e.transient;
   }
 
   NextState next;
@@ -181,9 +190,14 @@ Status Scheduler::complete(Completion& c, StepReport& rep) {
                  "; the last: " + failure->message;
       next.state = "queued";
       next.not_before_ms = now + backoff_ms(n);
-    } else if (failure->kind == "too_large") {
+    } else if (llm::kind_of(*failure) == llm::ErrorKind::too_large) {
       reason = "too_large: " + failure->message;
       next.error_kind = "too_large";
+    } else if (llm::kind_of(*failure) == llm::ErrorKind::truncated) {
+      // The sample's answer does not fit llm.truncated_max_tokens: the sample's, not the
+      // provider's, and asking again would repeat the same request.
+      reason = "truncated: " + failure->message;
+      next.error_kind = "truncated";
     } else {
       reason = "permanent provider error at stage " + job.stage + ": " + failure->message;
       permanent_provider_error = true;

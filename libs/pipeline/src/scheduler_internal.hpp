@@ -8,7 +8,9 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "kforge/llm/errors.hpp"
 #include "kforge/pipeline/facts.hpp"
 #include "kforge/pipeline/scheduler.hpp"
 
@@ -48,7 +50,13 @@ namespace scheduler_detail {
 // kernel facts, or was cut at max_tokens.
 inline bool content_failure(const std::string& status, const std::optional<std::string>& kind) {
   if (status == "parse_error" || status == "rejected") return true;
-  return status == "llm_error" && kind && (*kind == "length" || *kind == "parse");
+  return status == "llm_error" && kind && llm::kind_of(*kind) == llm::ErrorKind::parse;
+}
+
+inline std::string joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
+  return out;
 }
 
 inline std::string first_line(const std::string& s, std::size_t max = 300) {

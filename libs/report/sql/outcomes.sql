@@ -9,7 +9,8 @@ SELECT s.id, s.key, j.state, j.stage, j.error_kind, j.error,
        coalesce(t.prompt_tokens, 0), coalesce(t.completion_tokens, 0), coalesce(t.cost_usd, 0),
        coalesce(t.latency_ms, 0), coalesce(t.calls, 0),
        coalesce(vt.duration_ms, 0), coalesce(vt.runs, 0), j.id,
-       lo.stage, lo.status, lo.error_kind, lo.error, j.repair_round
+       lo.stage, lo.status, lo.error_kind, lo.error, j.repair_round,
+       coalesce(t.mended, 0), coalesce(t.reasoning_tokens, 0), coalesce(t.cached_prompt_tokens, 0)
 FROM jobs j
 JOIN samples s ON s.id = j.sample_id
 LEFT JOIN stage_outputs fo ON fo.id = (
@@ -23,7 +24,9 @@ LEFT JOIN verifications v ON v.id = (
 LEFT JOIN (
   SELECT sample_id, sum(prompt_tokens) AS prompt_tokens,
          sum(completion_tokens) AS completion_tokens, sum(cost_usd) AS cost_usd,
-         sum(latency_ms) AS latency_ms, count(*) AS calls
+         sum(latency_ms) AS latency_ms, count(*) AS calls, sum(mended IS NOT NULL) AS mended,
+         sum(reasoning_tokens) AS reasoning_tokens,
+         sum(cached_prompt_tokens) AS cached_prompt_tokens
   FROM stage_outputs WHERE run_id = ?1 GROUP BY sample_id) t ON t.sample_id = j.sample_id
 LEFT JOIN (
   SELECT sample_id, sum(duration_ms) AS duration_ms, count(*) AS runs

@@ -115,6 +115,9 @@ RunSummary summarise(const std::vector<const SampleOutcome*>& samples, double z,
     s.llm_ms += o->llm_ms;
     s.verify_ms += o->verify_ms;
     s.llm_calls += o->llm_calls;
+    s.mended_outputs += o->mended_outputs;
+    s.reasoning_tokens += o->reasoning_tokens;
+    s.cached_prompt_tokens += o->cached_prompt_tokens;
   }
   s.rate = s.samples > 0 ? static_cast<double>(s.verified) / static_cast<double>(s.samples) : 0;
   s.interval = wilson(s.verified, s.samples, z);
@@ -316,6 +319,9 @@ nlohmann::ordered_json summary_json(const RunSummary& s) {
           {"llm_seconds", static_cast<double>(s.llm_ms) / 1000.0},
           {"verify_seconds", static_cast<double>(s.verify_ms) / 1000.0},
           {"llm_calls", s.llm_calls},
+          {"mended_outputs", s.mended_outputs},
+          {"reasoning_tokens", s.reasoning_tokens},
+          {"cached_prompt_tokens", s.cached_prompt_tokens},
           {"per_verified",
            {{"tokens", opt_json(s.tokens_per_verified)},
             {"cost_usd", opt_json(s.cost_per_verified)},

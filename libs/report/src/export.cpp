@@ -31,7 +31,8 @@ namespace {
 // The fields an export adds after the original ones.
 constexpr const char* kAdded[] = {
     "kernel_wrapper", "unitest_code", "kernel_analysis", "verdict", "flags",
-    "status",         "repair_round", "model",           "prompt",  "near_duplicate_of"};
+    "status",         "repair_round", "model",           "prompt",  "near_duplicate_of",
+    "reasoning"};
 
 std::optional<ojson> parse_opt(const std::optional<std::string>& text) {
   if (!text) return std::nullopt;
@@ -123,7 +124,7 @@ Result<ExportSummary> export_run(store::Db& db, const std::string& tag,
     if (!rec.is_object())
       return fail("parse", "sample '" + key + "': samples.record_json is not a JSON object");
     for (const char* name : kAdded)
-      if (rec.contains(name))
+      if (rec.contains(name) && (opts.with_reasoning || std::string_view(name) != "reasoning"))
         return fail("conflict", "sample '" + key + "': the original record already has a field '" +
                                     name +
                                     "', which the export would overwrite; nothing was "
@@ -153,6 +154,12 @@ Result<ExportSummary> export_run(store::Db& db, const std::string& tag,
         prompt[stage] = run.prompts[stage];
     }
     rec["prompt"] = std::move(prompt);
+    if (opts.with_reasoning) {
+      ojson reasoning = ojson::object();
+      if (run.pipeline == "v2") reasoning["analyze"] = s.is_null(19) ? ojson() : ojson(s.text(19));
+      reasoning[code_stage] = s.is_null(20) ? ojson() : ojson(s.text(20));
+      rec["reasoning"] = std::move(reasoning);
+    }
     if (near) {
       rec["near_duplicate_of"] = {{"in", "eval"},
                                   {"file", near->file},

@@ -169,6 +169,9 @@ Result<std::vector<SampleOutcome>> load_outcomes(store::Db& db, const RunInfo& r
     o.verifications = s.int64(18);
     o.job_id = s.int64(19);
     o.repair_round = static_cast<int>(s.int64(24));
+    o.mended_outputs = s.int64(25);
+    o.reasoning_tokens = s.int64(26);
+    o.cached_prompt_tokens = s.int64(27);
     out.push_back(std::move(o));
   }
   // The rounds of each sample: verdicts and costs per round.

@@ -214,6 +214,17 @@ std::string format_text(const Comparison& c, int list_limit) {
     row(out, "seconds per verified (LLM+verify)", number(p.a.seconds_per_verified, 1),
         number(p.b.seconds_per_verified, 1));
     row(out, "total cost", money(p.a.cost_usd), money(p.b.cost_usd));
+    if (p.a.reasoning_tokens + p.b.reasoning_tokens + p.a.cached_prompt_tokens +
+            p.b.cached_prompt_tokens >
+        0) {
+      row(out, "reasoning tokens", std::to_string(p.a.reasoning_tokens),
+          std::to_string(p.b.reasoning_tokens));
+      row(out, "cached prompt tokens", std::to_string(p.a.cached_prompt_tokens),
+          std::to_string(p.b.cached_prompt_tokens));
+    }
+    if (p.a.mended_outputs + p.b.mended_outputs > 0)
+      row(out, "answers read leniently", std::to_string(p.a.mended_outputs),
+          std::to_string(p.b.mended_outputs));
     repair_rows(out, p, list_limit);
     out += "\n";
     if (!p.no_call.empty()) {

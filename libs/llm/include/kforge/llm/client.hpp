@@ -85,17 +85,25 @@ struct ChatRequest {
 struct ChatResponse {
   std::string request_sha256;  // the request's identity (same as Client::request_sha256)
   std::string model;           // as the server reported it
-  std::string content;         // the assistant message's text
-  nlohmann::json parsed;       // the extracted JSON object; null when not expected
-  std::string raw_body;        // the HTTP response body as received
-  std::string finish_reason;   // "stop", ...
+  std::string content;         // the assistant message's text (text parts joined), as given
+  // The model's reasoning: the provider's reasoning field (reasoning_content, reasoning, or
+  // thinking parts), then the <think> blocks of content; "" when none. Never searched for the
+  // answer (json.hpp).
+  std::string reasoning;
+  nlohmann::json parsed;            // the extracted JSON object; null when not expected
+  std::vector<std::string> mended;  // what the extraction mended (json.hpp); empty: strict
+  std::string raw_body;             // the HTTP response body as received
+  std::string finish_reason;        // "stop", ...
+  int max_tokens = 0;               // the max_tokens the answer was asked with (0: none)
   int http_status = 0;
   int prompt_tokens = 0;
-  int completion_tokens = 0;
-  double cost_usd = 0;          // from the price table; for a replay, the original call's cost
-  std::int64_t latency_ms = 0;  // submit to completion, including queueing, waits and retries
-  int attempts = 0;             // HTTP attempts made (0 for a replay)
-  bool from_store = false;      // answered from the store, nothing sent
+  int completion_tokens = 0;     // reasoning tokens included, as providers count them
+  int reasoning_tokens = 0;      // usage.completion_tokens_details.reasoning_tokens
+  int cached_prompt_tokens = 0;  // usage.prompt_tokens_details.cached_tokens
+  double cost_usd = 0;           // from the price table; for a replay, the original call's cost
+  std::int64_t latency_ms = 0;   // submit to completion, including queueing, waits and retries
+  int attempts = 0;              // HTTP attempts made (0 for a replay)
+  bool from_store = false;       // answered from the store, nothing sent
 };
 
 // Errors delivered for a request (Error::kind):
@@ -114,14 +122,19 @@ struct ChatResponse {
 //   "connect"     cannot connect / connection reset, on the last attempt (transient)
 //   "deadline"    total_deadline_ms passed before the next attempt could start (transient)
 //   "protocol"    a 200 whose body is not a chat completion, on the last attempt (transient)
-//   "length"      finish_reason "length": the reply was cut at max_tokens (permanent)
+//   "truncated"   the reply was cut: finish_reason "length", or no answer left after the
+//                 reasoning. The client asks once more with a larger max_tokens (doubled, up to
+//                 llm.truncated_max_tokens) before giving up, so the same request body is never
+//                 sent again; delivered only when the limit's answer was cut too (permanent)
 //   "parse"       no JSON object (or none validating against the schema) in the reply; the
 //                 message says why (permanent for this response; a new call may differ)
 //   "cancelled"   the client shut down first (transient)
 //   "sqlite"      the audit row could not be written (the response is not delivered)
+// The kinds are a closed set: llm::ErrorKind (errors.hpp) names them, and the stored strings
+// above stay as they are (they are in the database).
 // Every message names the URL (never the key), the HTTP status if any, and the attempt, e.g.
 // "POST http://127.0.0.1:8080/v1/chat/completions: HTTP 503 (attempt 6/6): overloaded".
-// For "length" and "parse" failures the raw response is in the request's llm_calls row.
+// For "truncated" and "parse" failures the raw response is in the request's llm_calls row.
 
 using Callback = std::function<void(Result<ChatResponse>)>;
 
@@ -144,7 +157,11 @@ struct Stats {
   double latency_sum_ms = 0;
   std::uint64_t prompt_tokens = 0;
   std::uint64_t completion_tokens = 0;
-  double cost_usd = 0;  // spent on network calls (replays cost nothing)
+  std::uint64_t reasoning_tokens = 0;
+  std::uint64_t cached_prompt_tokens = 0;
+  std::uint64_t enlarged = 0;                   // cut answers asked again with a larger max_tokens
+  std::map<std::string, std::uint64_t> mended;  // lenient extractions by what was mended
+  double cost_usd = 0;                          // spent on network calls (replays cost nothing)
   // Gauges.
   int in_flight = 0;          // HTTP requests on the wire
   int waiting = 0;            // accepted, not on the wire (queued, backing off, rate-limited)

@@ -16,11 +16,19 @@ namespace kforge::llm {
 enum class Provider { openai, azure };
 enum class ResponseFormat { none, json_object, json_schema };
 
-// USD per million tokens.
+// USD per million tokens. Cached prompt tokens and reasoning tokens are priced apart when their
+// rate is given (absent: the prompt and the completion rate).
 struct Price {
   double prompt_per_mtok = 0;
   double completion_per_mtok = 0;
+  std::optional<double> cached_prompt_per_mtok;
+  std::optional<double> reasoning_per_mtok;
 };
+
+// The cost in USD of one call's usage. Reasoning tokens are part of completion_tokens and cached
+// tokens part of prompt_tokens, as providers report them.
+double call_cost(const Price& p, std::int64_t prompt_tokens, std::int64_t completion_tokens,
+                 std::int64_t cached_prompt_tokens, std::int64_t reasoning_tokens);
 
 struct LlmConfig {
   // --- endpoint (restart to change) ---
@@ -41,6 +49,9 @@ struct LlmConfig {
   std::optional<double> temperature = 0.2;
   std::optional<double> top_p;
   std::optional<int> max_tokens = 4096;
+  // A cut answer (finish_reason "length", or nothing after the reasoning) is asked again with
+  // max_tokens doubled, up to this; 0: never (the cut answer fails as "truncated").
+  int truncated_max_tokens = 32'768;
   std::optional<std::int64_t> seed;
   ResponseFormat response_format = ResponseFormat::json_object;
 

@@ -82,6 +82,10 @@ struct StageOutput {
   double cost_usd = 0;
   std::int64_t latency_ms = 0;
   int repair_round = 0;
+  std::int64_t reasoning_tokens = 0;
+  std::int64_t cached_prompt_tokens = 0;
+  std::optional<std::string> reasoning;  // the model's reasoning, when it gave any
+  std::optional<std::string> mended;     // what the extraction mended, comma-separated
 };
 
 // Where a job goes after a checkpoint.

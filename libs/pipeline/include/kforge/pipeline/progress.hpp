@@ -61,6 +61,11 @@ struct RunProgress {
   std::optional<std::int64_t> eta_s;
   std::int64_t prompt_tokens = 0;
   std::int64_t completion_tokens = 0;
+  std::int64_t reasoning_tokens = 0;      // of the stage outputs (part of completion_tokens)
+  std::int64_t cached_prompt_tokens = 0;  // of the stage outputs (part of prompt_tokens)
+  std::int64_t with_reasoning = 0;        // stage outputs that came with reasoning
+  // Answers read leniently, by what was mended ("raw_newlines", "python_literal", ...).
+  std::map<std::string, std::int64_t> mended;
   // What the provider answered (its llm_calls; stage outputs for runs without any): every
   // network call, including unusable answers.
   double cost_usd = 0;

@@ -76,6 +76,9 @@ struct RunSummary {
   std::int64_t llm_ms = 0;     // sum of LLM call latencies
   std::int64_t verify_ms = 0;  // sum of verifier run times
   std::int64_t llm_calls = 0;
+  std::int64_t mended_outputs = 0;  // answers read leniently (priced like any other)
+  std::int64_t reasoning_tokens = 0;
+  std::int64_t cached_prompt_tokens = 0;
   // Per verified sample; absent when nothing was verified.
   std::optional<double> tokens_per_verified;
   std::optional<double> cost_per_verified;

@@ -19,6 +19,8 @@
 // Decontamination: with `exclude_near`, a sample whose code shares an exact kernel body with an
 // eval-set kernel, or is at or above `near_threshold` similar to one, is left out (or kept and
 // marked, with mark_near); each such sample is listed in the summary with its match.
+//   reasoning                      with_reasoning only: {STAGE: the model's reasoning for the
+//                                  exported analysis and code, or null}
 //
 // Records come in sample-key order, one at a time from the database to the file (memory does
 // not grow with the run). The file is written beside its destination and renamed into place, so
@@ -56,6 +58,9 @@ struct NearEval {
   std::string key;
   dedup::NearMatch match;
   bool marked = false;  // kept with near_duplicate_of (mark_near); else left out
+  // Adds "reasoning": the model's reasoning (reasoning_content, <think> blocks) behind the
+  // exported analysis and code.
+  bool with_reasoning = false;
 };
 
 struct ExportSummary {

@@ -93,6 +93,9 @@ struct SampleOutcome {
   std::int64_t llm_calls = 0;
   std::int64_t verify_ms = 0;
   std::int64_t verifications = 0;
+  std::int64_t mended_outputs = 0;        // stage outputs read leniently (stage_outputs.mended)
+  std::int64_t reasoning_tokens = 0;      // part of completion_tokens
+  std::int64_t cached_prompt_tokens = 0;  // part of prompt_tokens
   // Repair: the round the job reached (jobs.repair_round) and every round it has, in order.
   int repair_round = 0;
   std::vector<RoundOutcome> rounds;
