@@ -49,9 +49,9 @@ Result<Config> load_config(const std::string& explicit_path, EnvLookup env = pro
 // scripts, tests and benchmarks (also any KFORGE_TEST_*, KFORGE_BENCH_* or KFORGE_SEC_*):
 // neither is warned about.
 inline const std::vector<std::string> kExtraEnv = {
-    "KFORGE_CONFIG",        "KFORGE_DB",          "KFORGE_DATA_DIR",  "KFORGE_TEST_STALL_FILE",
-    "KFORGE_VERIFY_DEVICE", "KFORGE_SOURCE_DIR",  "KFORGE_BUILD_DIR", "KFORGE_GPU_PYTHON",
-    "KFORGE_PKG_DIR",       "KFORGE_WITH_BROWSER"};
+    "KFORGE_CONFIG",        "KFORGE_DB",         "KFORGE_DATA_DIR",
+    "KFORGE_VERIFY_DEVICE", "KFORGE_SOURCE_DIR", "KFORGE_BUILD_DIR",
+    "KFORGE_GPU_PYTHON",    "KFORGE_PKG_DIR",    "KFORGE_WITH_BROWSER"};
 inline const std::vector<std::string> kExtraEnvPrefixes = {"KFORGE_TEST_", "KFORGE_BENCH_",
                                                            "KFORGE_SEC_"};
 
