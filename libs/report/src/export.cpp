@@ -27,9 +27,9 @@ Result<ExportFormat> parse_export_format(const std::string& s, const std::filesy
 namespace {
 
 // The fields an export adds after the original ones.
-constexpr const char* kAdded[] = {"kernel_wrapper", "unitest_code", "kernel_analysis",
-                                  "verdict",        "flags",        "status",
-                                  "repair_round",   "model",        "prompt"};
+constexpr const char* kAdded[] = {"kernel_wrapper", "unitest_code",   "kernel_analysis", "verdict",
+                                  "flags",          "status",         "repair_round",    "model",
+                                  "prompt",         "mutation_score", "coverage"};
 
 std::optional<ojson> parse_opt(const std::optional<std::string>& text) {
   if (!text) return std::nullopt;
@@ -124,6 +124,14 @@ Result<ExportSummary> export_run(store::Db& db, const std::string& tag,
     rec["status"] = to_string(cat);
     // The round the exported code comes from: 0 for the first generation, N for repair N.
     rec["repair_round"] = s.is_null(15) ? ojson(nullptr) : ojson(s.int64(15));
+    // How strong the test is: of the mutants that could change the outputs, how many it
+    // caught; and what its launches exercised (docs/VERIFIER.md). Null where none ran.
+    if (!before_verify && !s.is_null(18))
+      rec["mutation_score"] = {{"killed", s.int64(17)}, {"applicable", s.int64(18)}};
+    else
+      rec["mutation_score"] = nullptr;
+    auto coverage = before_verify ? std::nullopt : parse_opt(s.opt_text(19));
+    rec["coverage"] = coverage ? *coverage : ojson(nullptr);
     rec["model"] = run.model;
     ojson prompt = {{"tag", run.tag}, {"pipeline", run.pipeline}};
     std::string code_stage = s.is_null(16) ? "generate" : s.text(16);

@@ -1,5 +1,10 @@
 #include "kforge/verify/config.hpp"
 
+#include <algorithm>
+#include <iterator>
+
+#include "kforge/verify/verdict.hpp"
+
 namespace kforge::verify {
 
 namespace {
@@ -82,6 +87,7 @@ void read_config(ConfigNode n, VerifierConfig& out) {
   n.get("gpu_hw_queues", out.gpu_hw_queues);
   n.get("mutant_check", out.mutant_check);
   n.get("mutant_run", out.mutant_run);
+  n.get("mutants", out.mutants);
   n.get("work_dir", out.work_dir);
   n.get("triton_cache_dir", out.triton_cache_dir);
   n.get("triton_cache_per_worker", out.triton_cache_per_worker);
@@ -111,6 +117,15 @@ void read_config(ConfigNode n, VerifierConfig& out) {
     n.invalid("autotune", "'" + out.autotune + "' is not one of single, full");
   if (out.mutant_run != "same_process" && out.mutant_run != "new_process")
     n.invalid("mutant_run", "'" + out.mutant_run + "' is not one of same_process, new_process");
+  for (std::size_t i = 0; i < out.mutants.size(); ++i) {
+    const auto& m = out.mutants[i];
+    if (std::find(std::begin(kOutputMutants), std::end(kOutputMutants), m) ==
+        std::end(kOutputMutants))
+      n.invalid("mutants", "'" + m + "' is not one of tail, interior, permute, scale, zero");
+    else if (std::find(out.mutants.begin(), out.mutants.begin() + static_cast<long>(i), m) !=
+             out.mutants.begin() + static_cast<long>(i))
+      n.invalid("mutants", "'" + m + "' is listed twice");
+  }
   if (!(out.timeout_s > 0)) n.invalid("timeout_s", "must be > 0");
   if (out.memory_cap_mb < 0) n.invalid("memory_cap_mb", "must be >= 0 (0: no cap)");
   if (out.output_cap_kb < 1) n.invalid("output_cap_kb", "must be >= 1");

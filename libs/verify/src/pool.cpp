@@ -35,13 +35,13 @@ Result<std::string> find_harness(const VerifierConfig& config) {
       return fail("config", "verifier.harness: " + config.harness + ": no such file");
     return config.harness;
   }
-  if (auto dir = find_data_dir("harness/kforge_harness.py"))
-    return (*dir / "harness" / "kforge_harness.py").string();
-  auto src = source_dir() / "libs" / "verify" / "harness" / "kforge_harness.py";
+  // The entry script; the kforge_harness package it imports lies beside it.
+  const std::string script = "harness/kforge-harness.py";
+  if (auto dir = find_data_dir(script)) return (*dir / script).string();
+  auto src = source_dir() / "libs" / "verify" / script;
   if (fs::exists(src)) return src.string();
-  return fail("config",
-              "the verifier harness (harness/kforge_harness.py) is not installed; set "
-              "verifier.harness or KFORGE_DATA_DIR");
+  return fail("config", "the verifier harness (" + script +
+                            ") is not installed; set verifier.harness or KFORGE_DATA_DIR");
 }
 
 namespace {
@@ -416,6 +416,7 @@ struct Pool::Impl {
             {"key", job.request.key},
             {"mutant", job.mutant},
             {"mutant_run", cfg.mutant_check && !job.mutant ? cfg.mutant_run : "off"},
+            {"mutants", cfg.mutant_check ? cfg.mutants : std::vector<std::string>{}},
             {"autotune", cfg.autotune},
             {"gpu_memory_fraction", memory_fraction(s)},
             {"python_path", cfg.python_path},
@@ -822,8 +823,10 @@ struct Pool::Impl {
     }
     bool infra = std::find(flags.begin(), flags.end(), kInfrastructure) != flags.end();
     if (infra) m["infrastructure"] = true;
+    if (report.contains("battery")) m["battery"] = report["battery"];
     primary.report["mutant"] = std::move(m);
     if (verdict == Verdict::passed && !infra) primary.flags.push_back(kMutantSurvived);
+    apply_mutation_score(primary, score_mutants(verdict, infra, report));
   }
 
   void complete(Job job, VerifyResult res) {
