@@ -8,6 +8,7 @@ way each time. A mutant that changed nothing in any launch does not apply. The b
 the first mutant the tests let through. docs/VERIFIER.md says what each one proves.
 """
 
+import contextlib
 import os
 import sys
 import time
@@ -115,7 +116,8 @@ class Mutator:
                 continue
             seen.add(k)
             try:
-                hit |= self._apply(value)
+                with _no_grad():
+                    hit |= self._apply(value)
             except Exception as e:  # noqa: BLE001 - the verdict must not rest on a harness bug
                 if len(self.errors) < 3:
                     self.errors.append("%s on %s: %s: %s" % (self.name, name, type(e).__name__,
@@ -132,6 +134,12 @@ class Mutator:
         if self.name == "scale":
             return buffers.scale(x, k, SCALE_PERCENT)
         return buffers.zero(x)
+
+
+def _no_grad():
+    """torch.no_grad() where torch is loaded: an output that requires grad can be changed."""
+    torch = sys.modules.get("torch")
+    return torch.no_grad() if torch is not None else contextlib.nullcontext()
 
 
 def _context_lost():
