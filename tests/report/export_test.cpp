@@ -92,8 +92,11 @@ TEST(ReportExport, TheMutationScoreAndCoverageFactsOfEachVerification) {
   const ojson& g = *find_key(recs, "garbled_output.py");
   EXPECT_TRUE(g["mutation_score"].is_null());
   EXPECT_TRUE(g["coverage"].is_null());
-  for (const auto& r : recs)
-    if (r["file"] != "copy_transpose.py") EXPECT_TRUE(r["mutation_score"].is_null()) << r["file"];
+  for (const auto& r : recs) {
+    if (r["file"] != "copy_transpose.py") {
+      EXPECT_TRUE(r["mutation_score"].is_null()) << r["file"];
+    }
+  }
 }
 
 TEST(ReportExport, TheRunsOutputsAndProvenance) {

@@ -124,14 +124,6 @@ Result<ExportSummary> export_run(store::Db& db, const std::string& tag,
     rec["status"] = to_string(cat);
     // The round the exported code comes from: 0 for the first generation, N for repair N.
     rec["repair_round"] = s.is_null(15) ? ojson(nullptr) : ojson(s.int64(15));
-    // How strong the test is: of the mutants that could change the outputs, how many it
-    // caught; and what its launches exercised (docs/VERIFIER.md). Null where none ran.
-    if (!before_verify && !s.is_null(18))
-      rec["mutation_score"] = {{"killed", s.int64(17)}, {"applicable", s.int64(18)}};
-    else
-      rec["mutation_score"] = nullptr;
-    auto coverage = before_verify ? std::nullopt : parse_opt(s.opt_text(19));
-    rec["coverage"] = coverage ? *coverage : ojson(nullptr);
     rec["model"] = run.model;
     ojson prompt = {{"tag", run.tag}, {"pipeline", run.pipeline}};
     std::string code_stage = s.is_null(16) ? "generate" : s.text(16);
@@ -143,6 +135,14 @@ Result<ExportSummary> export_run(store::Db& db, const std::string& tag,
         prompt[stage] = run.prompts[stage];
     }
     rec["prompt"] = std::move(prompt);
+    // How strong the test is: of the mutants that could change the outputs, how many it
+    // caught; and what its launches exercised (docs/VERIFIER.md). Null where none ran.
+    if (!before_verify && !s.is_null(18))
+      rec["mutation_score"] = {{"killed", s.int64(17)}, {"applicable", s.int64(18)}};
+    else
+      rec["mutation_score"] = nullptr;
+    auto coverage = before_verify ? std::nullopt : parse_opt(s.opt_text(19));
+    rec["coverage"] = coverage ? *coverage : ojson(nullptr);
     std::string line = rec.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     if (json) KF_CHECK(file.write(sum.written == 0 ? "\n" : ",\n"));
     KF_CHECK(file.write(line));
