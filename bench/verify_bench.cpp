@@ -217,6 +217,9 @@ int main(int argc, char** argv) {
   app.add_option("--hw-queues-ab", real.hw_queues_ab,
                  "--corpus: once more with a cold cache and the driver's default hardware queues "
                  "per GPU context (verifier.gpu_hw_queues 0), against the default of 1");
+  app.add_option("--mutants-ab", real.mutants_ab,
+                 "--corpus: once more, cold, without the output mutants (verifier.mutants: []): "
+                 "throughput with and without the battery");
   app.add_option("--devices", device_list, "--corpus: cuda:N list (default: detect)");
   app.add_option("--samples-out", real.samples_out, "--corpus: per-sample JSON Lines");
   app.add_option("--emit", real.emit,

@@ -421,13 +421,16 @@ Measure run_naive(Env& e, const std::vector<Sample>& samples, const std::string&
 }
 
 // kforge's warm pool; `cache` empty: a cold cache of its own (returned through `cache`);
-// `driver_queues`: verifier.gpu_hw_queues 0 (the driver's default) instead of the config's.
+// `driver_queues`: verifier.gpu_hw_queues 0 (the driver's default) instead of the config's;
+// `no_battery`: verifier.mutants [] (no output mutants).
 Measure run_pool(Env& e, const std::vector<Sample>& samples, const std::string& workers,
-                 const std::string& label, std::string& cache, bool driver_queues = false) {
+                 const std::string& label, std::string& cache, bool driver_queues = false,
+                 bool no_battery = false) {
   Measure m;
   m.label = label;
   verify::VerifierConfig cfg;
   if (driver_queues) cfg.gpu_hw_queues = 0;
+  if (no_battery) cfg.mutants.clear();
   cfg.python = e.o.python;
   cfg.autotune = e.o.autotune;
   cfg.timeout_s = e.o.timeout_s;
@@ -576,7 +579,7 @@ int run_corpus_bench(const CorpusBenchOptions& opts) {
         "NOTE: no GPU found: the figures measure the machinery only (samples need torch)\n");
   std::fflush(stdout);
 
-  Measure naive, warm, cached, queues8;
+  Measure naive, warm, cached, queues8, no_battery;
   std::vector<Measure> sweep;
   // The figures as key=value: after each measurement (prefixed "so far: ", so a run cut short
   // still leaves them) and once at the end (the last line).
@@ -616,7 +619,8 @@ int run_corpus_bench(const CorpusBenchOptions& opts) {
         "mutant_compiles=%.0f context_ms=%.0f context_cpu_ms=%.0f context_on_path=%d "
         "compile_cpu_share_pct=%.0f "
         "best_workers=%s best_samples_per_s=%.3f auto_workers=%d auto_samples_per_s=%.3f "
-        "auto_vs_best_pct=%.1f hw_queues_default_samples_per_s=%.3f hw_queues_speedup=%.2f\n",
+        "auto_vs_best_pct=%.1f hw_queues_default_samples_per_s=%.3f hw_queues_speedup=%.2f "
+        "no_battery_samples_per_s=%.3f battery_throughput_pct=%.1f\n",
         partial ? "so far: " : "", samples.size(), o.copies, cores, e.gpu_indices.size(),
         o.naive_procs, naive.rate, naive.mean_s, naive.p95_s, naive.cpu_busy_pct,
         naive.gpu_busy_pct, warm.workers, warm.rate, warm.mean_s, warm.p95_s, warm.cpu_busy_pct,
@@ -627,7 +631,8 @@ int run_corpus_bench(const CorpusBenchOptions& opts) {
         ph("context"), ph("context_cpu"), warm.context_on_path, compile_cpu_share,
         best_w.empty() ? "-" : best_w.c_str(), best, auto_workers, auto_rate,
         best > 0 && auto_rate > 0 ? 100.0 * (best - auto_rate) / best : 0.0, queues8.rate,
-        queues8.rate > 0 ? warm.rate / queues8.rate : 0.0);
+        queues8.rate > 0 ? warm.rate / queues8.rate : 0.0, no_battery.rate,
+        no_battery.rate > 0 ? 100.0 * warm.rate / no_battery.rate : 0.0);
     std::fflush(stdout);
   };
   if (o.naive_procs > 0) {
@@ -644,6 +649,11 @@ int run_corpus_bench(const CorpusBenchOptions& opts) {
   if (o.hw_queues_ab) {
     std::string c;
     queues8 = run_pool(e, samples, o.workers, "kforge warm, driver's queues", c, true);
+    figures(true);
+  }
+  if (o.mutants_ab) {
+    std::string c;
+    no_battery = run_pool(e, samples, o.workers, "kforge warm, no output mutants", c, false, true);
     figures(true);
   }
   for (const auto& w : o.sweep) {

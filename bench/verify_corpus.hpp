@@ -27,6 +27,9 @@ struct CorpusBenchOptions {
   // Once more, cold, with the driver's default hardware queues per context (gpu_hw_queues 0):
   // the A/B of verifier.gpu_hw_queues.
   bool hw_queues_ab = false;
+  // Once more, cold, without the output mutants (verifier.mutants: []; the skip-launch run
+  // stays): the cost of the battery.
+  bool mutants_ab = false;
   std::vector<std::string> devices;  // empty: detect
   std::string python = "python3";
   std::int64_t sandbox_uid_base = 61000;

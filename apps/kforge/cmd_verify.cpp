@@ -114,7 +114,8 @@ Command add_verify(CLI::App& root, Globals& g) {
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--json", args->json_out,
                   "Write one JSON line per record: index, key, verdict, detail, flags, "
-                  "duration_ms, cpu_ms, device, phases (ms), autotune (the config used)");
+                  "duration_ms, cpu_ms, device, phases (ms), autotune (the config used), "
+                  "mutation (the mutation score) and coverage (what the launches exercised)");
   cmd->add_flag("--full", args->full,
                 "With --json: also the report, script, stderr tail, duration and device, each "
                 "line written and flushed as its record finishes (in finishing order); what a "
@@ -176,6 +177,9 @@ Command add_verify(CLI::App& root, Globals& g) {
                                       {"detail", r.detail},
                                       {"flags", r.flags}};
           for (const auto& [k, v] : fig.items()) line[k] = v;
+          // The test's strength (docs/VERIFIER.md, "Output mutants") and what it exercised.
+          for (const char* k : {"mutation", "coverage"})
+            if (r.report.contains(k)) line[k] = r.report[k];
           if (args->slowest > 0) {
             std::int64_t ms = r.duration_ms + fig["phases"].value("mutant", std::int64_t{0});
             auto pos = std::find_if(slow.begin(), slow.end(), [&](const Slow& s) {

@@ -157,6 +157,39 @@ TEST(RepairEvidence, QualityFlagsAreSaidInPlainWords) {
   EXPECT_TRUE(has(*text, "Verdict: `timeout`. no result within 120 s")) << *text;
 }
 
+TEST(RepairEvidence, AWeakTestIsToldWhichMutantsItLetThrough) {
+  auto lib = PromptLibrary::load(shipped());
+  ASSERT_TRUE(lib.ok()) << lib.error().message;
+  const PipelineSpec* spec = *lib->pipeline("v2");
+  VerdictEvidence v;
+  v.verdict = "passed";
+  v.detail = "1 test passed; weak test: it still passes under the permute mutant";
+  v.flags = {"weak_test"};
+  v.report = {{"tests", json::array({{{"name", "test_add"}, {"status", "passed"}}})},
+              {"mutation",
+               {{"killed", 3},
+                {"applicable", 4},
+                {"survived", {"permute"}},
+                {"not_applicable", json::array()}}}};
+  auto text = render_evidence(spec->evidence, v);
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  EXPECT_TRUE(has(*text,
+                  "- `permute`: the test still passes when the output's elements are reordered: "
+                  "it compares sums, norms or sorted values, not the elements in place."))
+      << *text;
+  EXPECT_TRUE(has(*text, "So the test would pass a wrong kernel")) << *text;
+  EXPECT_FALSE(has(*text, "kernels skipped")) << *text;
+  // Two survivors (the battery stops at the first, but a stored score may name more): one line
+  // each, in order.
+  v.report["mutation"]["survived"] = {"tail", "scale"};
+  text = render_evidence(spec->evidence, v);
+  ASSERT_TRUE(text.ok());
+  EXPECT_TRUE(has(*text,
+                  "- `tail`: the test still passes when the last element of each output is "
+                  "far off: it never checks the tail.\n- `scale`:"))
+      << *text;
+}
+
 TEST(RepairAnswer, UnfixableOrBothPiecesOfCode) {
   auto a = read_repair_answer({{"unfixable", "triton.ops was removed"}});
   ASSERT_TRUE(a.ok());

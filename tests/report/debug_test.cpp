@@ -84,6 +84,24 @@ TEST(ReportDebug, TwoStageSampleHasItsAnalysis) {
   EXPECT_TRUE(contains(test::read_text(*dir / "README.txt"), "outcome  verified"));
 }
 
+TEST(ReportDebug, TheReadmeGivesTheMutationScoreAndTheSurvivors) {
+  ReportFixture fx;
+  fx.exec("set_mutation_report",
+          {"copy_transpose.py",
+           R"({"killed": 3, "applicable": 4, "survived": ["permute"], "not_applicable": ["scale"],
+               "not_run": ["zero"]})"});
+  auto dir = write_debug(fx.db(), "v2", "copy_transpose.py", fx.dir() / "dbg");
+  ASSERT_TRUE(dir.ok()) << dir.error().message;
+  std::string readme = test::read_text(*dir / "README.txt");
+  EXPECT_TRUE(contains(
+      readme, "mutants  killed 3 of 4 that apply; survived: permute; not applicable: scale\n"))
+      << readme;
+  // Without a mutation account (verified before the battery existed): no such line.
+  auto plain = write_debug(fx.db(), "v2", "softmax.py", fx.dir() / "dbg2");
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  EXPECT_FALSE(contains(test::read_text(*plain / "README.txt"), "mutants  ")) << *plain;
+}
+
 TEST(ReportDebug, SampleThatNeverReachedTheVerifier) {
   ReportFixture fx;
   auto dir = write_debug(fx.db(), "v2", "garbled_output.py", fx.dir() / "dbg");

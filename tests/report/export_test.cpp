@@ -37,9 +37,9 @@ const ojson* find_key(const std::vector<ojson>& recs, const std::string& key) {
   return nullptr;
 }
 
-const std::vector<std::string> kAdded = {"kernel_wrapper", "unitest_code", "kernel_analysis",
-                                         "verdict",        "flags",        "status",
-                                         "repair_round",   "model",        "prompt"};
+const std::vector<std::string> kAdded = {
+    "kernel_wrapper", "unitest_code", "kernel_analysis", "verdict",        "flags",   "status",
+    "repair_round",   "model",        "prompt",          "mutation_score", "coverage"};
 
 TEST(ReportExport, EveryOriginalFieldKeptInOrderThenTheOutputs) {
   ReportFixture fx;
@@ -76,6 +76,27 @@ TEST(ReportExport, EveryOriginalFieldKeptInOrderThenTheOutputs) {
   EXPECT_EQ(uni["comp_note"], "descriptions with ünïcødé — “quotes” and 🚀 survive");
   EXPECT_EQ(uni["ratio"], 0.0015);
   EXPECT_TRUE(uni["reviewed"].is_null());
+}
+
+TEST(ReportExport, TheMutationScoreAndCoverageFactsOfEachVerification) {
+  ReportFixture fx;
+  fx.exec("set_mutation_score", {"copy_transpose.py", "6", "6"});
+  auto out = fx.dir() / "v2.jsonl";
+  ASSERT_TRUE(export_run(fx.db(), "v2", out, ExportOptions{}).ok());
+  auto recs = read_jsonl(out);
+  const ojson& ct = *find_key(recs, "copy_transpose.py");
+  EXPECT_EQ(ct["mutation_score"], ojson({{"killed", 6}, {"applicable", 6}}));
+  EXPECT_EQ(ct["coverage"]["output_sizes"], ojson({1, 4096}));
+  EXPECT_EQ(ct["coverage"]["tail_path"], true);
+  // Verified before scores were stored, or never verified: null, not zero.
+  const ojson& g = *find_key(recs, "garbled_output.py");
+  EXPECT_TRUE(g["mutation_score"].is_null());
+  EXPECT_TRUE(g["coverage"].is_null());
+  for (const auto& r : recs) {
+    if (r["file"] != "copy_transpose.py") {
+      EXPECT_TRUE(r["mutation_score"].is_null()) << r["file"];
+    }
+  }
 }
 
 TEST(ReportExport, TheRunsOutputsAndProvenance) {

@@ -1,11 +1,17 @@
 // Real Triton kernels on a real GPU, through the pool, in warm and fresh mode. Each sample is a
 // directory tests/verify/gpu/NAME/ with code.py, wrapper.py, test.py and expect.json
 // ({"verdict": ..., "flags": [...], "detail_contains": ...}). Skipped, saying why, where torch,
-// triton or a GPU is missing.
+// triton or a GPU is missing. MutantCorpus runs the weak and strong tests of tests/verify/mutants
+// (its README.md): every weak one must be flagged, every strong one verified.
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
 
 #include "verify_util.hpp"
 
@@ -38,12 +44,7 @@ std::vector<std::string> gpu_samples() {
   return names;
 }
 
-void run_gpu_samples(const std::string& mode) {
-  auto p = probe();
-  if (!p.value("cuda", false) || p["triton"].is_null())
-    GTEST_SKIP() << "no GPU with torch and triton here (" << p.dump()
-                 << "); scripts/gpu-check runs these on the GPU machine";
-  TempDir tmp;
+verify::VerifierConfig gpu_config(const TempDir& tmp, const std::string& mode) {
   auto cfg = test_config(tmp, mode);
   cfg.devices = {};  // detect
   cfg.python = gpu_python();
@@ -60,6 +61,16 @@ void run_gpu_samples(const std::string& mode) {
   if (const char* cache = std::getenv("KFORGE_TEST_TRITON_CACHE")) cfg.triton_cache_dir = cache;
   if (const char* base = std::getenv("KFORGE_TEST_SANDBOX_UID_BASE"))
     cfg.sandbox_uid_base = std::atoll(base);
+  return cfg;
+}
+
+void run_gpu_samples(const std::string& mode) {
+  auto p = probe();
+  if (!p.value("cuda", false) || p["triton"].is_null())
+    GTEST_SKIP() << "no GPU with torch and triton here (" << p.dump()
+                 << "); scripts/gpu-check runs these on the GPU machine";
+  TempDir tmp;
+  auto cfg = gpu_config(tmp, mode);
   auto pool = make_pool(cfg);
   ASSERT_TRUE(pool);
   auto names = gpu_samples();
@@ -100,6 +111,75 @@ TEST(VerifyGpu, RealTritonKernelsWarm) {
 
 TEST(VerifyGpu, RealTritonKernelsFresh) {
   run_gpu_samples("fresh");
+}
+
+TEST(VerifyGpu, MutantCorpus) {
+  auto p = probe();
+  if (!p.value("cuda", false) || p["triton"].is_null())
+    GTEST_SKIP() << "no GPU with torch and triton here (" << p.dump()
+                 << "); scripts/gpu-check runs these on the GPU machine";
+  TempDir tmp;
+  auto pool = make_pool(gpu_config(tmp, "warm"));
+  ASSERT_TRUE(pool);
+  namespace fs = std::filesystem;
+  const fs::path root = source_dir() / "tests" / "verify" / "mutants";
+  std::vector<std::string> names;  // kernel/test
+  std::vector<verify::VerifyRequest> reqs;
+  std::set<std::string> kernels;
+  for (const auto& k : fs::directory_iterator(root)) {
+    if (!k.is_directory()) continue;
+    for (const auto& t : fs::directory_iterator(k.path())) {
+      std::string f = t.path().filename().string();
+      if (f.rfind("weak_", 0) != 0 && f.rfind("strong_", 0) != 0) continue;
+      verify::VerifyRequest r;
+      r.key = k.path().filename().string() + "/" + t.path().stem().string();
+      r.code = read_text(k.path() / "code.py");
+      r.kernel_wrapper = read_text(k.path() / "wrapper.py");
+      r.unitest_code = read_text(t.path());
+      names.push_back(r.key);
+      reqs.push_back(std::move(r));
+      kernels.insert(k.path().filename().string());
+    }
+  }
+  ASSERT_GE(kernels.size(), 4u);
+  auto results = run_all(*pool, reqs);
+  int weak = 0, strong = 0, caught = 0, verified = 0;
+  std::map<std::string, int> by_mutant;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const auto& r = results[i];
+    bool is_weak = names[i].find("/weak_") != std::string::npos;
+    SCOPED_TRACE(names[i] + ": " + verify::to_string(r.verdict) + ": " + r.detail + "\n" +
+                 r.report.value("mutation", nlohmann::json()).dump() + "\n" + r.stderr_tail);
+    // Each test passes on its correct kernel: what tells weak from strong is the mutants.
+    EXPECT_EQ(r.verdict, verify::Verdict::passed);
+    auto mutation = r.report.value("mutation", nlohmann::json::object());
+    if (is_weak) {
+      ++weak;
+      bool flagged =
+          std::find(r.flags.begin(), r.flags.end(), verify::kWeakTest) != r.flags.end() ||
+          std::find(r.flags.begin(), r.flags.end(), verify::kMutantSurvived) != r.flags.end();
+      EXPECT_TRUE(flagged);
+      EXPECT_FALSE(r.verified());
+      caught += flagged;
+      for (const auto& m : mutation.value("survived", nlohmann::json::array())) ++by_mutant[m];
+    } else {
+      ++strong;
+      EXPECT_TRUE(r.verified());
+      EXPECT_EQ(mutation.value("killed", -1), mutation.value("applicable", -2));
+      EXPECT_GE(mutation.value("applicable", 0), 3);
+      verified += r.verified();
+    }
+    std::printf("mutant corpus %-32s %-8s killed %d/%d %s %s\n", names[i].c_str(),
+                verify::to_string(r.verdict), mutation.value("killed", -1),
+                mutation.value("applicable", -1), nlohmann::json(r.flags).dump().c_str(),
+                mutation.value("survived", nlohmann::json::array()).dump().c_str());
+  }
+  EXPECT_GE(weak, 30);
+  EXPECT_GE(strong, 10);
+  std::printf("mutant corpus: %d/%d weak tests flagged, %d/%d strong tests verified; survivors:",
+              caught, weak, verified, strong);
+  for (const auto& [m, n] : by_mutant) std::printf(" %s %d", m.c_str(), n);
+  std::printf("\n");
 }
 
 }  // namespace

@@ -111,5 +111,56 @@ TEST(VerifyConfig, GpuHardwareQueuesDefaultToOneAndAreChecked) {
             "k.yaml:2: verifier.gpu_hw_queues: must be between 0 (the driver's default) and 128");
 }
 
+TEST(VerifyConfig, MutantsDefaultToAllAndUnknownOnesAreRefused) {
+  VerifierConfig c;
+  EXPECT_EQ(c.mutants, (std::vector<std::string>{"tail", "interior", "permute", "scale", "zero"}));
+  EXPECT_TRUE(read_verifier("verifier:\n  mutants: []\n", c).ok());
+  EXPECT_TRUE(c.mutants.empty());
+  auto st = read_verifier("verifier:\n  mutants: [tail, shuffle]\n", c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().message,
+            "k.yaml:2: verifier.mutants: 'shuffle' is not one of tail, interior, permute, scale, "
+            "zero");
+  st = read_verifier("verifier:\n  mutants: [zero, zero]\n", c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().message, "k.yaml:2: verifier.mutants: 'zero' is listed twice");
+}
+
+TEST(VerifyMutationScore, CountsTheSkipLaunchRunAndTheOutputMutantsThatApplied) {
+  nlohmann::json report = {{"verdict", "failed"},
+                           {"battery",
+                            {{"mutants",
+                              {{{"mutant", "tail"}, {"result", "killed"}},
+                               {{"mutant", "interior"}, {"result", "not_applicable"}},
+                               {{"mutant", "permute"}, {"result", "error"}},
+                               {{"mutant", "scale"}, {"result", "survived"}}}},
+                             {"not_run", {"zero"}},
+                             {"stopped", "first survivor"}}}};
+  auto s = score_mutants(Verdict::failed, false, report);
+  EXPECT_EQ(s.killed, 2);
+  EXPECT_EQ(s.applicable, 3);
+  EXPECT_EQ(s.survived, std::vector<std::string>{"scale"});
+  EXPECT_EQ(s.not_applicable, std::vector<std::string>{"interior"});
+  EXPECT_EQ(s.not_run, std::vector<std::string>{"zero"});
+  VerifyResult r;
+  r.verdict = Verdict::passed;
+  r.detail = "1 test passed";
+  apply_mutation_score(r, s);
+  EXPECT_EQ(r.flags, std::vector<std::string>{kWeakTest});
+  EXPECT_FALSE(r.verified());
+  EXPECT_EQ(r.detail,
+            "1 test passed; weak test: it still passes under the scale mutant (the test still "
+            "passes when every output element is a few percent off: its tolerance is too loose)");
+  EXPECT_EQ(r.report["mutation"]["killed"], 2);
+  // The verifier's own failure in the skip-launch run counts for nothing.
+  auto infra = score_mutants(Verdict::error, true, nlohmann::json::object());
+  EXPECT_EQ(infra.applicable, 0);
+  VerifyResult clean;
+  clean.verdict = Verdict::passed;
+  apply_mutation_score(clean, score_mutants(Verdict::failed, false, nlohmann::json::object()));
+  EXPECT_TRUE(clean.verified());
+  EXPECT_EQ(clean.report["mutation"]["killed"], 1);
+}
+
 }  // namespace
 }  // namespace kforge::verify

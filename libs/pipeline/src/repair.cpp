@@ -111,6 +111,20 @@ Result<std::string> render_evidence(const EvidenceTemplate& t, const VerdictEvid
   }
   for (const char* flag : {verify::kMutantSurvived, verify::kNoKernelLaunch})
     if (std::find(v.flags.begin(), v.flags.end(), flag) != v.flags.end()) use.push_back(flag);
+  if (std::find(v.flags.begin(), v.flags.end(), verify::kWeakTest) != v.flags.end()) {
+    // The output mutants the test let through, in plain words, one line each.
+    std::string survivors;
+    const nlohmann::json* m =
+        v.report.is_object() && v.report.contains("mutation") ? &v.report["mutation"] : nullptr;
+    if (m != nullptr && m->contains("survived") && (*m)["survived"].is_array())
+      for (const auto& name : (*m)["survived"])
+        if (name.is_string() && name != "skip_launch")
+          survivors += (survivors.empty() ? "" : "\n") + std::string("- `") +
+                       name.get<std::string>() +
+                       "`: " + verify::mutant_meaning(name.get<std::string>()) + ".";
+    values["survivors"] = survivors.empty() ? "- (the survivors were not recorded)" : survivors;
+    use.push_back(verify::kWeakTest);
+  }
 
   std::string out;
   for (const auto& [name, text] : t.blocks) {

@@ -6,7 +6,8 @@ SELECT s.key, s.record_json, j.state, j.stage,
        an.status, an.parsed_json, an.prompt_version, an.prompt_sha256,
        ge.status, ge.parsed_json, ge.prompt_version, ge.prompt_sha256,
        v.verdict, v.flags_json, v.detail, ge.repair_round, ge.stage, s.id, s.code,
-       an.reasoning, ge.reasoning
+       an.reasoning, ge.reasoning,
+       v.mutants_killed, v.mutants_applicable, json_extract(v.result_json, '$.coverage')
 FROM jobs j
 JOIN samples s ON s.id = j.sample_id
 LEFT JOIN stage_outputs an ON an.id = (

@@ -196,6 +196,24 @@ ojson verdict_json(const VerifyAttempt& v) {
   return verdict;
 }
 
+// "mutants  killed K of A that apply; ..." from the verdict's mutation score (docs/VERIFIER.md),
+// or "" when no mutant ran.
+std::string mutants_line(const VerifyAttempt& v) {
+  if (!v.result_json) return "";
+  auto r = ojson::parse(*v.result_json, nullptr, false);
+  if (!r.is_object() || !r.contains("mutation") || !r["mutation"].is_object()) return "";
+  const auto& m = r["mutation"];
+  auto names = [&](const char* key) {
+    std::string out;
+    for (const auto& n : m.value(key, ojson::array()))
+      if (n.is_string()) out += (out.empty() ? "" : ", ") + n.get<std::string>();
+    return out.empty() ? std::string("none") : out;
+  };
+  return fmt::format("mutants  killed {} of {} that apply; survived: {}; not applicable: {}\n",
+                     m.value("killed", 0), m.value("applicable", 0), names("survived"),
+                     names("not_applicable"));
+}
+
 // The answer that holds the code of the last round that has code: a repair's corrected wrapper
 // and test, or the generation.
 const StageAttempt* final_code(const SampleData& d) {
@@ -361,6 +379,7 @@ Status write_files(const fs::path& tmp, const RunInfo& run, const SampleData& d)
   if (v != nullptr) {
     readme += fmt::format("verdict  {} {} ({} ms): {}\n", v->verdict, v->flags_json, v->duration_ms,
                           or_dash(v->detail));
+    readme += mutants_line(*v);
     if (before_verify)
       readme += "         (this verdict is from before the job went back to " + d.stage +
                 "; it does not apply to the current code)\n";

@@ -30,9 +30,9 @@ namespace {
 
 // The fields an export adds after the original ones.
 constexpr const char* kAdded[] = {
-    "kernel_wrapper", "unitest_code", "kernel_analysis", "verdict", "flags",
-    "status",         "repair_round", "model",           "prompt",  "near_duplicate_of",
-    "reasoning"};
+    "kernel_wrapper", "unitest_code",      "kernel_analysis", "verdict", "flags",
+    "status",         "repair_round",      "model",           "prompt",  "mutation_score",
+    "coverage",       "near_duplicate_of", "reasoning"};
 
 std::optional<ojson> parse_opt(const std::optional<std::string>& text) {
   if (!text) return std::nullopt;
@@ -154,6 +154,14 @@ Result<ExportSummary> export_run(store::Db& db, const std::string& tag,
         prompt[stage] = run.prompts[stage];
     }
     rec["prompt"] = std::move(prompt);
+    // How strong the test is: of the mutants that could change the outputs, how many it
+    // caught; and what its launches exercised (docs/VERIFIER.md). Null where none ran.
+    if (!before_verify && !s.is_null(22))
+      rec["mutation_score"] = {{"killed", s.int64(21)}, {"applicable", s.int64(22)}};
+    else
+      rec["mutation_score"] = nullptr;
+    auto coverage = before_verify ? std::nullopt : parse_opt(s.opt_text(23));
+    rec["coverage"] = coverage ? *coverage : ojson(nullptr);
     if (opts.with_reasoning) {
       ojson reasoning = ojson::object();
       if (run.pipeline == "v2") reasoning["analyze"] = s.is_null(19) ? ojson() : ojson(s.text(19));

@@ -1,8 +1,8 @@
 -- name: insert_verification
 INSERT INTO verifications (job_id, run_id, sample_id, attempt, verdict, flags_json, detail,
                            result_json, script, stderr_tail, duration_ms, device, created_ms,
-                           repair_round)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14);
+                           repair_round, mutants_killed, mutants_applicable)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16);
 
 -- name: upsert_device
 INSERT INTO verifier_devices (device, in_rotation, workers, ready_workers, start_failures, reason,

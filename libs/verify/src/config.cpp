@@ -1,5 +1,10 @@
 #include "kforge/verify/config.hpp"
 
+#include <algorithm>
+#include <iterator>
+
+#include "kforge/verify/verdict.hpp"
+
 namespace kforge::verify {
 
 namespace {
@@ -75,6 +80,7 @@ void read_config(ConfigNode n, VerifierConfig& out) {
   n.get("gpu_hw_queues", out.gpu_hw_queues);
   n.get("mutant_check", out.mutant_check);
   n.get("mutant_run", out.mutant_run);
+  n.get("mutants", out.mutants);
   n.get("work_dir", out.work_dir);
   n.get("triton_cache_dir", out.triton_cache_dir);
   n.get("triton_cache_per_worker", out.triton_cache_per_worker);
@@ -100,6 +106,15 @@ void read_config(ConfigNode n, VerifierConfig& out) {
     n.invalid("autotune", "'" + out.autotune + "' is not one of single, full");
   if (out.mutant_run != "same_process" && out.mutant_run != "new_process")
     n.invalid("mutant_run", "'" + out.mutant_run + "' is not one of same_process, new_process");
+  for (std::size_t i = 0; i < out.mutants.size(); ++i) {
+    const auto& m = out.mutants[i];
+    if (std::find(std::begin(kOutputMutants), std::end(kOutputMutants), m) ==
+        std::end(kOutputMutants))
+      n.invalid("mutants", "'" + m + "' is not one of tail, interior, permute, scale, zero");
+    else if (std::find(out.mutants.begin(), out.mutants.begin() + static_cast<long>(i), m) !=
+             out.mutants.begin() + static_cast<long>(i))
+      n.invalid("mutants", "'" + m + "' is listed twice");
+  }
   if (out.gpu_hw_queues < 0 || out.gpu_hw_queues > 128)
     n.invalid("gpu_hw_queues", "must be between 0 (the driver's default) and 128");
   if (out.work_dir.empty()) n.invalid("work_dir", "must not be empty");

@@ -27,13 +27,13 @@ Result<std::string> find_harness(const VerifierConfig& config) {
       return fail("config", "verifier.harness: " + config.harness + ": no such file");
     return config.harness;
   }
-  if (auto dir = find_data_dir("harness/kforge_harness.py"))
-    return (*dir / "harness" / "kforge_harness.py").string();
-  auto src = source_dir() / "libs" / "verify" / "harness" / "kforge_harness.py";
+  // The entry script; the kforge_harness package it imports lies beside it.
+  const std::string script = "harness/kforge-harness.py";
+  if (auto dir = find_data_dir(script)) return (*dir / script).string();
+  auto src = source_dir() / "libs" / "verify" / script;
   if (fs::exists(src)) return src.string();
-  return fail("config",
-              "the verifier harness (harness/kforge_harness.py) is not installed; set "
-              "verifier.harness or KFORGE_DATA_DIR");
+  return fail("config", "the verifier harness (" + script +
+                            ") is not installed; set verifier.harness or KFORGE_DATA_DIR");
 }
 
 namespace {

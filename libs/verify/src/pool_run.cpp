@@ -36,6 +36,7 @@ nlohmann::json Pool::Impl::request_json(const Slot& s, const Run& r) const {
           {"key", job.request.key},
           {"mutant", job.mutant},
           {"mutant_run", cfg.mutant_check && !job.mutant ? cfg.mutant_run : "off"},
+          {"mutants", cfg.mutant_check ? cfg.mutants : std::vector<std::string>{}},
           {"autotune", cfg.autotune},
           {"gpu_memory_fraction", memory_fraction(s)},
           {"python_path", cfg.python_path},

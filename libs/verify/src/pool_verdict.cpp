@@ -155,8 +155,10 @@ void Pool::Impl::attach_mutant(VerifyResult& primary, Verdict verdict, const std
   }
   bool infra = std::find(flags.begin(), flags.end(), kInfrastructure) != flags.end();
   if (infra) m["infrastructure"] = true;
+  if (report.contains("battery")) m["battery"] = report["battery"];
   primary.report["mutant"] = std::move(m);
   if (verdict == Verdict::passed && !infra) primary.flags.push_back(kMutantSurvived);
+  apply_mutation_score(primary, score_mutants(verdict, infra, report));
 }
 
 void Pool::Impl::complete(Sample job, VerifyResult res) {

@@ -1,7 +1,7 @@
 #pragma once
 // Internal: the verifier's sandbox, seen from the pool. The threat model is in docs/VERIFIER.md
-// ("Threat model"); the confinement itself is applied by the harness (apply_sandbox in
-// libs/verify/harness/kforge_harness.py) from the spec built here.
+// ("Threat model"); the confinement itself is applied by the harness (contain() in
+// libs/verify/harness/kforge_harness/contain/) from the spec built here.
 //
 // Two modes, chosen by the pool's euid:
 // - root: each slot's samples run as uids of their own (two per slot with prestarting), claimed

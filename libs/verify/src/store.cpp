@@ -35,6 +35,14 @@ Result<std::int64_t> store_verification(store::Db& db, const VerificationKey& ke
   s->bind(12, r.device);
   s->bind(13, now_ms);
   s->bind(14, key.repair_round);
+  const auto& mutation = r.report.contains("mutation") ? r.report["mutation"] : nlohmann::json();
+  if (mutation.is_object() && mutation.contains("applicable")) {
+    s->bind(15, mutation.value("killed", std::int64_t{0}));
+    s->bind(16, mutation.value("applicable", std::int64_t{0}));
+  } else {
+    s->bind(15, nullptr);
+    s->bind(16, nullptr);
+  }
   auto st = s->run();
   if (!st.ok()) {
     Error e = st.error();

@@ -2,6 +2,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <vector>
@@ -147,6 +148,86 @@ Classified classify(const RunFacts& f) {
   }
   if (!why.empty()) c.detail += ": " + why;
   return c;
+}
+
+nlohmann::json MutationScore::to_json() const {
+  nlohmann::json j = {{"killed", killed},
+                      {"applicable", applicable},
+                      {"survived", survived},
+                      {"not_applicable", not_applicable},
+                      {"not_run", not_run}};
+  if (!stopped.empty()) j["stopped"] = stopped;
+  return j;
+}
+
+MutationScore score_mutants(Verdict skip_verdict, bool skip_infrastructure,
+                            const nlohmann::json& mutant_report) {
+  MutationScore s;
+  if (!skip_infrastructure) {
+    ++s.applicable;
+    if (skip_verdict == Verdict::passed)
+      s.survived.push_back("skip_launch");
+    else
+      ++s.killed;
+  }
+  if (!mutant_report.is_object() || !mutant_report.contains("battery")) return s;
+  const auto& b = mutant_report["battery"];
+  if (!b.is_object()) return s;
+  for (const auto& e : b.value("mutants", nlohmann::json::array())) {
+    if (!e.is_object()) continue;
+    std::string name = e.value("mutant", std::string());
+    std::string result = e.value("result", std::string());
+    if (result == "killed") {
+      ++s.killed, ++s.applicable;
+    } else if (result == "survived") {
+      ++s.applicable;
+      s.survived.push_back(name);
+    } else if (result == "not_applicable") {
+      s.not_applicable.push_back(name);
+    }
+  }
+  for (const auto& n : b.value("not_run", nlohmann::json::array()))
+    if (n.is_string()) s.not_run.push_back(n.get<std::string>());
+  s.stopped = b.value("stopped", std::string());
+  if (s.stopped.empty() && b.contains("error") && b["error"].is_string())
+    s.stopped = b["error"].get<std::string>();
+  return s;
+}
+
+void apply_mutation_score(VerifyResult& primary, const MutationScore& score) {
+  primary.report["mutation"] = score.to_json();
+  std::vector<std::string> outputs;
+  for (const auto& m : score.survived)
+    if (m != "skip_launch") outputs.push_back(m);
+  if (outputs.empty()) return;
+  if (std::find(primary.flags.begin(), primary.flags.end(), kWeakTest) == primary.flags.end())
+    primary.flags.push_back(kWeakTest);
+  std::string names;
+  for (const auto& m : outputs) names += (names.empty() ? "" : ", ") + m;
+  primary.detail += "; weak test: it still passes under the " + names + " mutant" +
+                    (outputs.size() > 1 ? "s" : "") + " (" + mutant_meaning(outputs.front()) + ")";
+}
+
+std::string mutant_meaning(std::string_view mutant) {
+  if (mutant == "skip_launch")
+    return "the test still passes when the kernel is not launched at all: it checks nothing the "
+           "kernel computes";
+  if (mutant == "tail")
+    return "the test still passes when the last element of each output is far off: it never "
+           "checks the tail";
+  if (mutant == "interior")
+    return "the test still passes when one element in the middle of each output is far off: it "
+           "checks only part of the output, or an aggregate";
+  if (mutant == "permute")
+    return "the test still passes when the output's elements are reordered: it compares sums, "
+           "norms or sorted values, not the elements in place";
+  if (mutant == "scale")
+    return "the test still passes when every output element is a few percent off: its "
+           "tolerance is too loose";
+  if (mutant == "zero")
+    return "the test still passes when every output is zeroed: its golden result comes from "
+           "the kernel itself, or it checks nothing";
+  return "the test still passes under mutant " + std::string(mutant);
 }
 
 }  // namespace kforge::verify

@@ -55,7 +55,7 @@ struct VerifierConfig {
   std::vector<std::string> python_path;  // extra sys.path entries for workers and samples
   // Modules a warm worker imports once, before any CUDA call (those not installed are skipped).
   std::vector<std::string> preload = {"torch", "triton", "triton.language", "numpy"};
-  std::string harness;                    // empty: the installed kforge_harness.py
+  std::string harness;                    // empty: the installed kforge-harness.py
   std::int64_t memory_cap_mb = 8192;      // host memory per sample
   std::int64_t output_cap_kb = 256;       // captured stdout and stderr, each (head and tail kept)
   std::int64_t disk_cap_mb = 1024;        // tmpfs over the sample's directory (0: plain directory)
@@ -75,6 +75,9 @@ struct VerifierConfig {
   // same_process: the mutant run follows the real one in the sample's process (GPU memory the
   // real run freed is overwritten first); new_process: it gets a process of its own.
   std::string mutant_run = "same_process";
+  // The output mutants run after the skip-launch one kills a passing sample's test, in this
+  // order, until one survives (docs/VERIFIER.md, "Output mutants"); empty: none.
+  std::vector<std::string> mutants = {"tail", "interior", "permute", "scale", "zero"};
   // %u stands for the uid kforge runs as: users of one machine never share it.
   std::string work_dir = "/var/tmp/kforge-verify-%u";
   std::string triton_cache_dir;  // empty: <work_dir>/triton-cache

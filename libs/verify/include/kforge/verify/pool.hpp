@@ -133,7 +133,7 @@ class Pool {
 };
 
 // The harness script: config.harness if set, else the installed one
-// (<data dir>/harness/kforge_harness.py), else the source tree's.
+// (<data dir>/harness/kforge-harness.py), else the source tree's.
 Result<std::string> find_harness(const VerifierConfig& config);
 
 }  // namespace kforge::verify

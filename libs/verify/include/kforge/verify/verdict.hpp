@@ -1,9 +1,11 @@
 #pragma once
 // What the verifier decides about one sample, and how a finished run becomes that decision.
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -19,6 +21,9 @@ std::optional<Verdict> parse_verdict(const std::string& s);
 // Quality flags on a passing sample: it is not counted as verified when it has any.
 inline constexpr const char* kNoKernelLaunch = "no_kernel_launch";  // no kernel of its code ran
 inline constexpr const char* kMutantSurvived = "mutant_survived";   // passes with launches skipped
+// Passes with the outputs of its launches made wrong by one of the output mutants (the detail
+// and report["mutation"]["survived"] name them): the test would not catch a wrong kernel.
+inline constexpr const char* kWeakTest = "weak_test";
 // Set when the verifier itself could not run the sample (sandbox set-up, no usable device):
 // the verdict says nothing about the sample and the caller may retry.
 inline constexpr const char* kInfrastructure = "infrastructure";
@@ -65,6 +70,36 @@ struct Classified {
 
 // The verdict for a run (the mutant check is applied separately, by the pool).
 Classified classify(const RunFacts& f);
+
+// The output mutants, in the order the harness runs them (verifier.mutants picks among them).
+inline constexpr std::array<std::string_view, 5> kOutputMutants = {"tail", "interior", "permute",
+                                                                   "scale", "zero"};
+
+// The mutant runs' part of a real run's result. The skip-launch run counts as one mutant
+// ("skip_launch"): killed when the tests did not pass with the launches skipped, not counted
+// when the verifier itself failed (infrastructure). Its report's "battery" (present when it was
+// killed and output mutants were asked for) holds one entry per output mutant run: killed,
+// survived, not_applicable (it changed no output) or error (not counted).
+struct MutationScore {
+  int killed = 0;
+  int applicable = 0;
+  std::vector<std::string> survived;        // in the order they ran
+  std::vector<std::string> not_applicable;  // output mutants that changed nothing
+  std::vector<std::string> not_run;         // after the first survivor, or a lost GPU context
+  std::string stopped;                      // why the battery stopped early, if it did
+  nlohmann::json to_json() const;
+};
+
+MutationScore score_mutants(Verdict skip_verdict, bool skip_infrastructure,
+                            const nlohmann::json& mutant_report);
+
+// Records the score on the real run's result (report["mutation"]) and, when an output mutant
+// survived, flags it kWeakTest and names the survivors in its detail. The skip-launch mutant's
+// own flag (kMutantSurvived) is set by the pool.
+void apply_mutation_score(VerifyResult& primary, const MutationScore& score);
+
+// The plain words for what a surviving mutant shows about a test (repair prompts, debug).
+std::string mutant_meaning(std::string_view mutant);
 
 // "SIGSEGV" for 11; "signal N" when unknown.
 std::string signal_name(int sig);

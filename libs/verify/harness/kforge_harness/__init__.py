@@ -1,0 +1,20 @@
+"""kforge verifier harness: runs one generated sample (code + wrapper + test) and reports JSON.
+
+The package, by concern (docs/VERIFIER.md describes what each does for a verdict):
+
+  assembly      the script that runs: preamble, cleaned code, wrapper, test
+  triton_hooks  Triton's JIT and autotuner patched: launches counted and recorded, single-config
+                autotuning, compile timing
+  shims         APIs removed from Triton, put back when a script uses them
+  runner        one run of a sample's tests and its report
+  mutants       the mutant runs: launches skipped, then the battery of output mutants
+  contain/      the sandbox: contain() calls one step per mechanism, each in its own module
+  worker        the pool's two modes (a long-lived worker that forks per sample; fresh)
+  cli           the command line (kforge-harness.py is the script the pool starts)
+
+Everything here uses the standard library only; torch, triton and numpy are used when present.
+"""
+
+HARNESS_VERSION = 1
+MAX_MESSAGE = 4000
+TRACEBACK_LINES = 40

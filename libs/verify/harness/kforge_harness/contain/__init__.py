@@ -1,0 +1,26 @@
+"""The sandbox of one sample, one step per mechanism, in the order they must happen.
+
+What a sample can and cannot reach is described in docs/VERIFIER.md ("Threat model"); the pool
+(libs/verify/src/sandbox.cpp) builds the spec read here. Each step records what it did in
+report["sandbox"]; a step raises OSError only for what must hold (the PID namespace when asked
+for, the user namespace as non-root with a PID namespace, the uid drop, hiding the daemon's
+files); a layer the kernel refuses otherwise is reported and the run goes on.
+"""
+
+from . import cgroup, creds, env, hide, mnt, ns, passwd, pid, rlimits
+from .jail import Jail
+
+
+def contain(spec, report):
+    """Confines the calling process (a fresh child). With a PID namespace it returns in a new
+    process (PID 2 of the namespace); the caller's process stays outside as its keeper."""
+    jail = Jail(spec, report.setdefault("sandbox", {}))
+    cgroup.step(jail)   # memory: join the pool's cgroup
+    ns.step(jail)       # network, mount, user (as non-root) and PID namespaces
+    pid.step(jail)      # become PID 2 of the new PID namespace
+    mnt.step(jail)      # read-only host, private /proc, writable sample directory
+    hide.step(jail)     # the daemon's database, configuration and state: unreachable
+    passwd.step(jail)   # a name for the sample's uid
+    creds.step(jail)    # root: the sample's uid; non-root: no capabilities
+    rlimits.step(jail)  # processes, files, file size, core, address space
+    env.step(jail)      # death signal, working directory, HOME/TMPDIR/USER

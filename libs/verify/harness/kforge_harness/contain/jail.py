@@ -1,0 +1,27 @@
+"""What every containment step reads (the spec, who we are) and writes (the report's "sandbox")."""
+
+import os
+
+
+class Jail:
+    def __init__(self, spec, sb):
+        self.spec = spec
+        self.sb = sb  # report["sandbox"]: what each step did, or why it could not
+        self.directory = spec["dir"]
+        self.uid = spec.get("uid")
+        self.gid = spec.get("gid")
+        self.is_root = os.geteuid() == 0
+        self.drop = self.is_root and self.uid is not None  # root changes to the sample's uid
+        self.pidns = bool(spec.get("pid_namespace"))
+        self.my_uid, self.my_gid = os.getuid(), os.getgid()
+        self.isolated = False  # network and mount namespaces made (set by ns.step)
+        self.userns = False  # a user namespace made (as non-root)
+
+    @property
+    def owner(self):
+        """The uid that owns the sample's directory."""
+        return self.uid if self.drop else self.my_uid
+
+    @property
+    def group(self):
+        return self.gid if self.drop and self.gid is not None else self.my_gid

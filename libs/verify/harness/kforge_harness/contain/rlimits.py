@@ -1,0 +1,24 @@
+"""Resource limits: processes, open files, file size, no core dumps, address space."""
+
+import resource
+
+
+def step(jail):
+    spec = jail.spec
+    limits = [("nproc", resource.RLIMIT_NPROC, spec.get("max_processes")),
+              ("nofile", resource.RLIMIT_NOFILE, spec.get("max_open_files")),
+              ("fsize", resource.RLIMIT_FSIZE, (spec.get("file_size_cap_mb") or 0) * 1048576),
+              ("core", resource.RLIMIT_CORE, 0),
+              ("as", resource.RLIMIT_AS, (spec.get("address_space_cap_mb") or 0) * 1048576)]
+    applied = {}
+    for name, res, value in limits:
+        if value is None or (value == 0 and name != "core"):
+            continue
+        try:
+            resource.setrlimit(res, (value, value))
+            applied[name] = value
+        except (ValueError, OSError) as e:
+            applied[name] = "failed: %s" % e
+    jail.sb["rlimits"] = applied
+    if jail.is_root and not jail.drop:
+        jail.sb["nproc_note"] = "root: RLIMIT_NPROC is not enforced"

@@ -1,0 +1,262 @@
+"""The mutant runs: the tests run again, in the sample's process, on a kernel made wrong.
+
+First the launches of the sample's own kernels are skipped (a fresh import of the script, on
+poisoned GPU memory). If the tests fail then, the battery of output mutants follows: the tests of
+the real run's module run once per mutant, and right after each launch the mutant changes the
+buffers that launch wrote in the real run (outputs.Outputs found them), the same deterministic
+way each time. A mutant that changed nothing in any launch does not apply. The battery stops at
+the first mutant the tests let through. docs/VERIFIER.md says what each one proves.
+"""
+
+import contextlib
+import os
+import sys
+import time
+
+from . import buffers
+from .outputs import Outputs, arguments
+from .runner import _cuda_sync, execute, run_test, test_cases
+from .triton_hooks import new_compile_stats
+
+# Every output mutant, in the order they run (verifier.mutants picks among them).
+MUTANTS = ("tail", "interior", "permute", "scale", "zero")
+SCALE_PERCENT = 5.0
+
+
+def wants_mutant_run(report):
+    """A passing sample that launched kernels of its own code gets the mutant run (the pool
+    applies the same rule when it runs the mutant in a new process)."""
+    t = report.get("triton") or {}
+    launched = sum(v for v in (t.get("launches") or {}).values() if isinstance(v, int))
+    return report.get("verdict") == "passed" and bool(t.get("kernels")) and launched > 0
+
+
+def poison_gpu_cache():
+    """Fills the GPU memory the caching allocator holds free with 0xFF bytes (NaN for floats, -1
+    for integers) and returns how many bytes it filled. Without this, a mutant run in the same
+    process could be handed, by torch.empty, the very block in which the real run's kernel left
+    the right answer, and a sound test would look vacuous."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return 0
+    try:
+        if not torch.cuda.is_initialized():
+            return 0
+    except AttributeError:
+        return 0
+    import gc
+    gc.collect()
+    torch.cuda.synchronize()
+    sizes = []
+    for seg in torch.cuda.memory_snapshot():
+        for b in seg.get("blocks", []):
+            if b.get("state") == "inactive" and b.get("size", 0) > 0:
+                sizes.append((b["size"], seg.get("device", 0)))
+    held, filled = [], 0
+    for size, device in sorted(sizes, reverse=True):
+        try:
+            t = torch.empty(size, dtype=torch.uint8, device="cuda:%d" % device)
+        except RuntimeError:
+            break
+        t.fill_(0xFF)
+        held.append(t)
+        filled += size
+    torch.cuda.synchronize()
+    del held
+    return filled
+
+
+def run_mutant(sample, report):
+    """The mutant run in the same process: the script imported again as a new module (new kernel
+    and autotuner objects), its tests run with the launches of its own kernels skipped, on GPU
+    memory the real run can no longer leak into. Fills report like run_sample does."""
+    t0 = time.monotonic()
+    state = sample["state"]
+    sys.modules.pop("kforge_sample", None)
+    state.mutant = True
+    state.launches = {}
+    state.autotune_used = []
+    state.compile = new_compile_stats()
+    state.launcher = new_compile_stats()
+    try:
+        report["poisoned_bytes"] = poison_gpu_cache()
+    except Exception as e:  # noqa: BLE001 - the run still means something without it
+        report["poisoned_bytes"] = "failed: %s: %s" % (type(e).__name__, str(e)[:200])
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.write("\n---- kforge: mutant run (kernel launches skipped) ----\n")
+            stream.flush()
+        except Exception:
+            pass
+    execute(sample, "kforge_sample_mutant", report, t0)
+
+
+
+class Mutator:
+    """Changes, after each launch, the arguments the real run found written by that kernel."""
+
+    def __init__(self, name, written):
+        self.name = name
+        self.written = written  # kernel name -> argument names
+        self.launches = 0
+        self.changed = 0  # launches in which the mutant changed at least one element
+        self.errors = []
+
+    def launch(self, kernel, fn, args, kwargs, run):
+        ret = run()
+        self.launches += 1
+        names = set(self.written.get(kernel, ()))
+        seen = set()
+        hit = False
+        for name, value in arguments(fn, args, kwargs):
+            if name not in names or not buffers.is_buffer(value):
+                continue
+            k = buffers.key(value)
+            if k in seen:
+                continue
+            seen.add(k)
+            try:
+                with _no_grad():
+                    hit |= self._apply(value)
+            except Exception as e:  # noqa: BLE001 - the verdict must not rest on a harness bug
+                if len(self.errors) < 3:
+                    self.errors.append("%s on %s: %s: %s" % (self.name, name, type(e).__name__,
+                                                             str(e)[:200]))
+        self.changed += hit
+        return ret
+
+    def _apply(self, x):
+        k = self.launches
+        if self.name in ("tail", "interior"):
+            return buffers.off_element(x, self.name, k)
+        if self.name == "permute":
+            return buffers.roll(x, k)
+        if self.name == "scale":
+            return buffers.scale(x, k, SCALE_PERCENT)
+        return buffers.zero(x)
+
+
+def _no_grad():
+    """torch.no_grad() where torch is loaded: an output that requires grad can be changed."""
+    torch = sys.modules.get("torch")
+    return torch.no_grad() if torch is not None else contextlib.nullcontext()
+
+
+def _context_lost():
+    """Whether the GPU context is gone (a mutated index made a later kernel fault): every run
+    after that would fail for that reason alone."""
+    try:
+        _cuda_sync()
+        return False
+    except Exception:  # noqa: BLE001 - torch raises RuntimeError (CUDA error: ...)
+        return True
+
+
+def run_output_mutant(sample, name):
+    """The real run's tests, once, with mutant `name` applied to every launch's outputs.
+    Returns the battery entry: result killed, survived, not_applicable or error."""
+    state, module, info = sample["state"], sample["module"], sample["info"]
+    t0 = time.monotonic()
+    mutator = Mutator(name, state.outputs.written if state.outputs else {})
+    state.mutant = False
+    state.launches = {}
+    saved_outputs, state.outputs, state.mutator = state.outputs, None, mutator
+    entry = {"mutant": name}
+    failed = None
+    me = os.getpid()
+    try:
+        for test in sample["tests"]:
+            fn = getattr(module, test, None)
+            cases = test_cases(fn) if callable(fn) else None
+            for suffix, kwargs in cases or []:
+                result = run_test(test + suffix, fn, kwargs, me, info)
+                if result.get("status") not in ("passed", "skipped"):
+                    failed = result
+                    break
+            if failed:
+                break
+    finally:
+        state.mutator, state.outputs = None, saved_outputs
+    entry["launches"] = mutator.launches
+    entry["changed_launches"] = mutator.changed
+    entry["duration_ms"] = int((time.monotonic() - t0) * 1000)
+    if mutator.errors:
+        entry.update(result="error", detail="; ".join(mutator.errors))
+    elif failed:
+        entry["result"] = "killed" if mutator.changed else "not_applicable"
+        entry["by"] = "%s: %s" % (failed.get("name"), (failed.get("exception") or "") +
+                                  (": " + failed["message"].splitlines()[0][:200]
+                                   if (failed.get("message") or "").strip() else ""))
+        if not mutator.changed:
+            entry["detail"] = "the tests failed though the mutant changed nothing (flaky test?)"
+    elif mutator.changed:
+        entry["result"] = "survived"
+    else:
+        entry["result"] = "not_applicable"
+        entry["detail"] = ("no launch wrote an output" if not mutator.launches or
+                           not mutator.written else "the change vanished in every output "
+                           "(all elements equal, or integer/boolean rounding)")
+    return entry
+
+
+def run_battery(sample, names, report):
+    """The output mutants `names`, in order, until one survives. Fills report["battery"]."""
+    t0 = time.monotonic()
+    battery = {"mutants": [], "survived": [], "not_applicable": [], "not_run": []}
+    report["battery"] = battery
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.write("\n---- kforge: output mutants (%s) ----\n" % ", ".join(names))
+            stream.flush()
+        except Exception:
+            pass
+    for i, name in enumerate(names):
+        entry = run_output_mutant(sample, name)
+        battery["mutants"].append(entry)
+        if entry["result"] == "not_applicable":
+            battery["not_applicable"].append(name)
+        if entry["result"] == "survived":
+            battery["survived"].append(name)
+            battery["not_run"] = list(names[i + 1:])
+            battery["stopped"] = "first survivor"
+            break
+        if entry["result"] == "killed" and _context_lost():
+            battery["not_run"] = list(names[i + 1:])
+            battery["stopped"] = "the GPU context was lost under mutant %s" % name
+            break
+    battery["killed"] = sum(e["result"] == "killed" for e in battery["mutants"])
+    battery["applicable"] = sum(e["result"] in ("killed", "survived")
+                                for e in battery["mutants"])
+    battery["duration_ms"] = int((time.monotonic() - t0) * 1000)
+    return battery
+
+
+def run_mutants(sample, report, names):
+    """The skip-launch run, then (if the tests failed under it) the output mutants `names`."""
+    run_mutant(sample, report)
+    battery_after_skip(sample, report, names)
+
+
+def battery_after_skip(sample, report, names):
+    """The output mutants `names`, when the skip-launch run whose report this is killed the
+    sample's test. In a mutant process of its own (verifier.mutant_run: new_process) the real
+    run is made again first, to find the outputs."""
+    names = [n for n in names if n in MUTANTS]
+    if report.get("verdict") == "passed" or not names or report.get("environment"):
+        return
+    if "module" not in sample:
+        real = {}
+        sample["state"].mutant = False
+        sample["state"].outputs = Outputs()
+        execute(sample, "kforge_sample_real", real, time.monotonic())
+        report["real_run_again"] = {"verdict": real.get("verdict"), "detail": real.get("detail")}
+        if real.get("verdict") != "passed":
+            report["battery"] = {"mutants": [], "not_run": names,
+                                 "stopped": "the real run did not pass again: %s"
+                                 % real.get("detail")}
+            return
+    if _context_lost():
+        report["battery"] = {"mutants": [], "not_run": names,
+                             "stopped": "the GPU context was lost under the skip-launch run"}
+        return
+    run_battery(sample, names, report)

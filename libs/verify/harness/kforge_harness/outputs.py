@@ -1,0 +1,90 @@
+"""A kernel's outputs, found by watching its launches, and the coverage facts they give.
+
+During the real run every launch of the sample's own kernels goes through Outputs.launch: the
+buffers among its arguments are copied before the launch and compared after it; those that
+changed are the launch's outputs. What is learned is kept per kernel as the names of the
+arguments that were written (the mutant runs change those after each launch), and summed up as
+coverage facts: the output sizes the test exercised, whether any size was not a multiple of the
+kernel's block (the masked tail path), and whether a size-1 or an empty buffer was passed.
+"""
+
+from . import buffers
+
+MAX_SIZES = 64
+
+
+def arguments(fn, args, kwargs):
+    """[(name, value)] of one launch: positional arguments named after the kernel's parameters
+    (or "#i" where the names are unknown), then keyword arguments."""
+    names = list(getattr(fn, "arg_names", None) or [])
+    out = []
+    for i, v in enumerate(args):
+        out.append((names[i] if i < len(names) else "#%d" % i, v))
+    for k, v in kwargs.items():
+        if k not in ("grid", "warmup"):
+            out.append((k, v))
+    return out
+
+
+def _blocks(named):
+    """The launch's block sizes: integer meta-parameters named BLOCK*."""
+    return sorted({v for k, v in named if isinstance(k, str) and k.upper().startswith("BLOCK") and
+                   type(v) is int and v > 0})
+
+
+class Outputs:
+    """Finds and remembers the outputs of a run's launches. One per run of the tests."""
+
+    def __init__(self):
+        self.written = {}  # kernel name -> [argument names written], in the order first seen
+        self.launches = 0
+        self.unwatched = 0  # launches whose buffers could not all be copied
+        self.sizes = set()  # numel of each output
+        self.shapes = []
+        self.blocks = set()
+        self.tail_path = False
+        self.size_one = False
+        self.empty = False
+        self.dtypes = set()
+
+    def launch(self, kernel, fn, args, kwargs, run):
+        """Runs the launch (run()) between a copy of its buffers and the comparison."""
+        named = arguments(fn, args, kwargs)
+        bufs = [(name, v) for name, v in named if buffers.is_buffer(v)]
+        before = [(name, v, buffers.snapshot(v) if buffers.numel(v) else None) for name, v in bufs]
+        ret = run()
+        self.launches += 1
+        if any(snap is None and buffers.numel(v) for _, v, snap in before):
+            self.unwatched += 1
+        blocks = _blocks(named)
+        self.blocks.update(blocks)
+        for name, v, snap in before:
+            n = buffers.numel(v)
+            self.size_one |= n == 1
+            self.empty |= n == 0
+            if not buffers.changed(snap, v):
+                continue
+            seen = self.written.setdefault(kernel, [])
+            if name not in seen:
+                seen.append(name)
+            self.sizes.add(n)
+            self.dtypes.add(buffers.dtype(v))
+            shape = buffers.shape(v)
+            if shape not in self.shapes and len(self.shapes) < MAX_SIZES:
+                self.shapes.append(shape)
+            if any(d % b for d in set(shape + [n]) if d > 0 for b in blocks):
+                self.tail_path = True
+        return ret
+
+    def facts(self):
+        """The coverage facts for the report (and export): not a verdict."""
+        return {"launches": self.launches,
+                "outputs": {k: list(v) for k, v in self.written.items()},
+                "output_sizes": sorted(self.sizes)[:MAX_SIZES],
+                "output_shapes": self.shapes,
+                "output_dtypes": sorted(self.dtypes),
+                "blocks": sorted(self.blocks),
+                "tail_path": self.tail_path if self.blocks else None,
+                "size_one": self.size_one,
+                "empty": self.empty,
+                "unwatched_launches": self.unwatched}

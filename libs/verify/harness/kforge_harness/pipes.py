@@ -1,0 +1,60 @@
+"""Reports and requests on the pool's pipes."""
+
+import json
+import os
+import sys
+
+def write_report(fd, report):
+    data = (json.dumps(report, default=str) + "\n").encode("utf-8", "replace")
+    view = memoryview(data)
+    while view:
+        try:
+            n = os.write(fd, view)
+        except InterruptedError:
+            continue
+        except OSError:
+            return
+        view = view[n:]
+
+
+def put_first_on_path(paths):
+    for p in reversed(paths):
+        if p not in sys.path:
+            sys.path.insert(0, p)
+
+
+def _bad_request(report, result_fd, e):
+    report.update(verdict="error", phase="request", detail="cannot read request: %s" % e)
+    write_report(result_fd, report)
+    os._exit(2)
+
+
+def _read_json(path, report, result_fd):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        _bad_request(report, result_fd, e)
+
+
+
+def flush_std():
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:
+        pass
+
+
+
+def read_all(fd):
+    data = b""
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except InterruptedError:
+            continue
+        if not chunk:
+            return data
+        data += chunk
+

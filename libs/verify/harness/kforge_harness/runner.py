@@ -1,0 +1,260 @@
+"""One run of a sample: assemble, import, run its tests, fill the report."""
+
+import ast
+import importlib.util
+import inspect
+import os
+import sys
+import time
+import traceback
+
+from . import MAX_MESSAGE, TRACEBACK_LINES
+from .assembly import (PREAMBLE_MODULES, assemble, code_kernels, find_tests, module_available,
+                       section_of)
+from .outputs import Outputs
+from .shims import install_shims
+from .triton_hooks import TritonState, install_triton_hooks
+
+def _tail(text, limit=MAX_MESSAGE):
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+def describe_exception(e, tb, info):
+    lines = traceback.format_exception(type(e), e, tb)
+    tb_text = "".join(lines).splitlines()
+    where = None
+    for frame in reversed(traceback.extract_tb(tb)):
+        if frame.filename.endswith("kforge_sample.py"):
+            section, line = section_of(info, frame.lineno)
+            where = {"section": section, "line": line, "function": frame.name}
+            break
+    msg = str(e)
+    return {"exception": type(e).__name__, "message": msg[:MAX_MESSAGE],
+            "traceback": "\n".join(tb_text[-TRACEBACK_LINES:])[-8000:], "where": where}
+
+
+def _cuda_sync():
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    try:
+        if torch.cuda.is_initialized():
+            torch.cuda.synchronize()
+    except AttributeError:
+        pass
+
+
+def _status_for(exc):
+    return "failed" if isinstance(exc, AssertionError) else "error"
+
+
+def run_sample(request, report):
+    """Assembles, checks and runs the sample. Fills report; never raises. Returns what a mutant
+    run of the same sample needs (None when the sample did not get as far as its tests)."""
+    t0 = time.monotonic()
+    code = request.get("code")
+    wrapper = request.get("kernel_wrapper")
+    test = request.get("unitest_code")
+    present = {mod: module_available(mod) for mod, _ in PREAMBLE_MODULES}
+    report["modules"] = {m: v for m, v in present.items()}
+    try:
+        script, info = assemble(code, wrapper, test, present)
+    except SyntaxError as e:
+        report.update(verdict="invalid", phase="parse",
+                      detail="syntax error in %s line %s: %s" % (
+                          getattr(e, "kforge_section", "code"), e.lineno, e.msg))
+        return None
+    report["script"] = script
+    report["code_kernels"] = code_kernels(code)
+    report["removed"] = info["removed"]
+    report["sections"] = info["sections"]
+    try:
+        tree = ast.parse(script)
+    except SyntaxError as e:
+        section, line = section_of(info, e.lineno)
+        report.update(verdict="invalid", phase="parse",
+                      detail="syntax error in %s line %s: %s" % (section, line, e.msg))
+        return None
+    tests, called = find_tests(tree)
+    if not tests:
+        report.update(verdict="invalid", phase="parse", detail="no test function (def test_...)")
+        return None
+    path = os.path.join(os.getcwd(), "kforge_sample.py")
+    with open(path, "w") as f:
+        f.write(script)
+    state = TritonState(path, bool(request.get("mutant")), request.get("autotune", "single"))
+    if not state.mutant:
+        state.outputs = Outputs()  # the real run: which buffers each launch writes
+    install_triton_hooks(state)
+    install_shims(state, script)
+    fraction = request.get("gpu_memory_fraction") or 0
+    torch = sys.modules.get("torch")
+    if fraction > 0 and torch is not None:
+        try:
+            if torch.cuda.is_available():
+                torch.cuda.set_per_process_memory_fraction(float(fraction))
+                report["gpu_memory_fraction"] = fraction
+        except Exception as e:
+            report["gpu_memory_fraction"] = "failed: %s" % e
+    sys.path.insert(0, os.getcwd())
+    sample = {"path": path, "info": info, "tests": tests, "called": called, "state": state}
+    execute(sample, "kforge_sample", report, t0)
+    return sample
+
+
+def execute(sample, module_name, report, t0):
+    """Imports the written script as module_name and runs its tests; fills report."""
+    state, info, tests, called = sample["state"], sample["info"], sample["tests"], sample["called"]
+    results = []
+    report["tests"] = results
+    report["phase"] = "import"
+    spec = importlib.util.spec_from_file_location(module_name, sample["path"])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    me = os.getpid()
+    t_import = time.monotonic()
+    try:
+        try:
+            spec.loader.exec_module(module)
+            _cuda_sync()
+        finally:
+            if os.getpid() != me:
+                os._exit(0)  # a process the sample forked must not report
+    except BaseException as e:  # noqa: B902 - SystemExit and KeyboardInterrupt included
+        d = describe_exception(e, e.__traceback__, info)
+        d.update(name="<import>", status=_status_for(e),
+                 duration_ms=int((time.monotonic() - t_import) * 1000))
+        results.append(d)
+        missing = _missing_environment_module(e, report)
+        if missing:
+            report["environment"] = ("the verifier's Python has no module '%s' (%s)"
+                                     % (missing, sys.executable))
+        _finish(report, state, tests, t0)
+        return
+    import_ms = int((time.monotonic() - t_import) * 1000)
+    if not state.mutant:
+        sample["module"] = module  # the real run's: the output mutants run its tests again
+    report["import_ms"] = import_ms
+    report["phase"] = "tests"
+    for name in tests:
+        fn = getattr(module, name, None)
+        if name in called:
+            results.append({"name": name, "status": "passed", "ran_at_import": True,
+                            "duration_ms": import_ms})
+            continue
+        if not callable(fn):
+            continue
+        cases = test_cases(fn)
+        if cases is None:
+            results.append({"name": name, "status": "skipped",
+                            "note": "takes arguments that nothing provides"})
+            continue
+        for suffix, kwargs in cases:
+            results.append(run_test(name + suffix, fn, kwargs, me, info))
+    _finish(report, state, tests, t0)
+
+
+def test_cases(fn):
+    """[(suffix, kwargs)] for a test function: one call without arguments, or one per
+    combination of its pytest.mark.parametrize marks; None when it needs arguments nothing
+    provides."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return [("", {})]
+    required = [p.name for p in sig.parameters.values()
+                if p.default is inspect.Parameter.empty and
+                p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    if not required:
+        return [("", {})]
+    combos = [{}]
+    for mark in getattr(fn, "pytestmark", []) or []:
+        if getattr(mark, "name", None) != "parametrize" or len(mark.args) < 2:
+            continue
+        names, values = mark.args[0], list(mark.args[1])
+        if isinstance(names, str):
+            names = [n.strip() for n in names.split(",") if n.strip()]
+        rows = []
+        for v in values:
+            v = getattr(v, "values", v)  # pytest.param(...)
+            if len(names) == 1 and not (isinstance(v, (tuple, list)) and len(v) == 1):
+                v = (v,)
+            rows.append(dict(zip(names, v)))
+        combos = [{**c, **r} for c in combos for r in rows]
+    if any(not all(n in c for n in required) for c in combos):
+        return None
+    if len(combos) == 1:
+        return [("", combos[0])]
+    return [("[%d]" % i, c) for i, c in enumerate(combos)]
+
+
+def run_test(name, fn, kwargs, me, info):
+    t1 = time.monotonic()
+    entry = {"name": name}
+    try:
+        try:
+            ret = fn(**kwargs)
+            if inspect.iscoroutine(ret):
+                import asyncio
+                asyncio.run(ret)
+            _cuda_sync()
+            entry["status"] = "passed"
+        finally:
+            if os.getpid() != me:
+                os._exit(0)  # a process the sample forked must not report
+    except BaseException as e:  # noqa: B902 - SystemExit and KeyboardInterrupt included
+        entry.update(describe_exception(e, e.__traceback__, info))
+        entry["status"] = _status_for(e)
+    entry["duration_ms"] = int((time.monotonic() - t1) * 1000)
+    return entry
+
+
+def _missing_environment_module(exc, report):
+    """The module a sample could not import when it is one every sample may assume (torch,
+    triton, numpy) and the verifier's Python lacks it: the verdict then says nothing about the
+    sample, only that this machine cannot run it. None otherwise."""
+    if not isinstance(exc, ModuleNotFoundError) or not exc.name:
+        return None
+    top = exc.name.split(".")[0]
+    if top in {m.split(".")[0] for m, _ in PREAMBLE_MODULES} and \
+            not report.get("modules", {}).get(top, False):
+        return top
+    return None
+
+
+def _finish(report, state, tests, t0):
+    results = report.get("tests", [])
+    bad = [r for r in results if r.get("status") not in ("passed", "skipped")]
+    ran = [r for r in results if r.get("status") != "skipped"]
+    if bad:
+        first = bad[0]
+        report["verdict"] = first["status"]
+        where = first.get("where") or {}
+        loc = ""
+        if where.get("section"):
+            loc = " (%s line %s)" % (where["section"], where.get("line"))
+        msg = first.get("message", "")
+        if first["status"] == "failed":
+            report["detail"] = "%s: AssertionError%s%s" % (
+                first["name"], (": " + msg.splitlines()[0][:500]) if msg else "", loc)
+        else:
+            report["detail"] = "%s: %s%s%s" % (
+                first["name"], first.get("exception"),
+                (": " + msg.splitlines()[0][:500]) if msg.strip() else "", loc)
+    elif not ran:
+        report["verdict"] = "invalid"
+        report["detail"] = "no test function could run (all take arguments nothing provides)"
+    else:
+        report["verdict"] = "passed"
+        report["detail"] = "%d test%s passed" % (len(ran), "" if len(ran) == 1 else "s")
+    report["triton"] = {"available": state.available, "version": state.version,
+                        "kernels": list(state.kernels), "launches": dict(state.launches),
+                        "autotune": state.autotune, "autotune_used": list(state.autotune_used),
+                        "mutant": state.mutant, "compile": dict(state.compile),
+                        "launcher": dict(state.launcher)}
+    if state.outputs is not None and not state.mutant:
+        report["coverage"] = state.outputs.facts()
+    report["shims"] = list(state.shims)
+    report["duration_ms"] = int((time.monotonic() - t0) * 1000)
+    report["phase"] = "done"
+

@@ -1,0 +1,234 @@
+"""Triton's JIT launch path and autotuner, patched: launches counted (and, for a mutant run,
+skipped or mutated), single-config autotuning, compile timing. No effect without triton."""
+
+import importlib
+import os
+import time
+
+class TritonState:
+    def __init__(self, script_path, mutant, autotune):
+        self.script_path = os.path.realpath(script_path)
+        self.mutant = mutant
+        self.autotune = autotune  # "single" | "full"
+        self.kernels = []  # names of JIT functions defined by the sample
+        self.launches = {}
+        self.autotune_used = []
+        self.shims = []
+        self.available = False
+        self.version = None
+        self.compile = new_compile_stats()
+        self.launcher = new_compile_stats()  # C launchers Triton builds with the C compiler
+        # At most one watches the launches: outputs (an outputs.Outputs, in the real run) finds
+        # what each launch writes; mutator (a mutants.Mutator, in an output-mutant run) changes it.
+        self.outputs = None
+        self.mutator = None
+
+
+def new_compile_stats():
+    """What Triton's compile() cost in this run: calls (cache hits included), wall time, this
+    process's CPU time and its children's (ptxas and other tools Triton runs), in ms."""
+    return {"count": 0, "ms": 0, "cpu_ms": 0, "child_cpu_ms": 0}
+
+
+def _timed_compile(compile_fn, state, what="compile"):
+    def timed(*args, **kwargs):
+        t0, c0, k0 = time.monotonic(), time.process_time(), os.times()
+        try:
+            return compile_fn(*args, **kwargs)
+        finally:
+            k1 = os.times()
+            st = getattr(state, what)
+            st["count"] += 1
+            st["ms"] += int((time.monotonic() - t0) * 1000)
+            st["cpu_ms"] += int((time.process_time() - c0) * 1000)
+            st["child_cpu_ms"] += int(((k1.children_user - k0.children_user) +
+                                       (k1.children_system - k0.children_system)) * 1000)
+    timed._kforge_timed = True
+    return timed
+
+
+def _code_file(fn):
+    base = fn
+    for _ in range(8):
+        if hasattr(base, "__code__"):
+            return os.path.realpath(base.__code__.co_filename)
+        base = getattr(base, "fn", None)
+        if base is None:
+            return None
+    return None
+
+
+def install_triton_hooks(state):
+    """Patches Triton's JIT launch path and autotuner. No effect if triton is not importable."""
+    try:
+        import triton  # noqa: F401
+        from triton.runtime import jit as jit_mod
+    except Exception:
+        return
+    state.available = True
+    state.version = getattr(triton, "__version__", None)
+    JITFunction = jit_mod.JITFunction
+    if getattr(JITFunction, "_kforge_patched", False):
+        return
+    orig_init = JITFunction.__init__
+    orig_run = JITFunction.run
+
+    def init(self, fn, *args, **kwargs):
+        orig_init(self, fn, *args, **kwargs)
+        try:
+            compile_fn = getattr(self, "compile", None)
+            if callable(compile_fn) and not getattr(compile_fn, "_kforge_timed", False):
+                self.compile = _timed_compile(compile_fn, state)
+        except Exception:
+            pass
+        try:
+            name = getattr(fn, "__qualname__", getattr(fn, "__name__", "?"))
+            if _code_file(fn) == state.script_path and name not in state.kernels:
+                state.kernels.append(name)
+        except Exception:
+            pass
+
+    def run(self, *args, **kwargs):
+        if not kwargs.get("warmup", False) and _code_file(self.fn) == state.script_path:
+            name = getattr(self.fn, "__qualname__", "?")
+            state.launches[name] = state.launches.get(name, 0) + 1
+            if state.mutant:
+                return None  # the launch is skipped: a test that still passes checks nothing
+            watcher = state.mutator or state.outputs
+            if watcher is not None:
+                return watcher.launch(name, self, args, kwargs,
+                                      lambda: orig_run(self, *args, **kwargs))
+        return orig_run(self, *args, **kwargs)
+
+    orig_getitem = JITFunction.__getitem__
+
+    def getitem(self, grid):
+        # Newer Triton can hand out a native proxy that skips run() on cache hits; the sample's
+        # own kernels always go through run() here, so every launch is counted (and skippable).
+        if _code_file(self.fn) == state.script_path:
+            return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
+        return orig_getitem(self, grid)
+
+    # Newer Triton (3.x) sets `self.compile` again when it builds a kernel's binder, from
+    # `triton.compiler.compile`, replacing the per-instance wrapper above: the module's own
+    # function is wrapped as well (the guard keeps a call from being counted twice).
+    wrapped = {}
+    for modname in ("triton.compiler", "triton.compiler.compiler", "triton"):
+        try:
+            mod = importlib.import_module(modname)
+            compile_fn = getattr(mod, "compile", None)
+            if callable(compile_fn) and not getattr(compile_fn, "_kforge_timed", False):
+                if id(compile_fn) not in wrapped:
+                    wrapped[id(compile_fn)] = _timed_compile(compile_fn, state)
+                setattr(mod, "compile", wrapped[id(compile_fn)])
+        except Exception:
+            pass
+    try:
+        # Each new kernel signature needs a C launcher, built by the C compiler (cached on disk)
+        # when the kernel first runs, outside compile().
+        from triton.backends.nvidia import driver as nv_driver
+        build = getattr(nv_driver, "compile_module_from_src", None)
+        if callable(build) and not getattr(build, "_kforge_timed", False):
+            nv_driver.compile_module_from_src = _timed_compile(build, state, "launcher")
+    except Exception:
+        pass
+    JITFunction.__init__ = init
+    JITFunction.run = run
+    JITFunction.__getitem__ = getitem
+    JITFunction._kforge_patched = True
+    _patch_autotuner(state)
+
+
+def _autotune_errors():
+    errs = []
+    for mod, name in (("triton.runtime.errors", "OutOfResources"),
+                      ("triton.runtime.autotuner", "OutOfResources"),
+                      ("triton.runtime.errors", "PTXASError"),
+                      ("triton.compiler.errors", "CompileTimeAssertionFailure"),
+                      ("triton.compiler.errors", "CompilationError")):
+        try:
+            errs.append(getattr(importlib.import_module(mod), name))
+        except Exception:
+            pass
+    return tuple(set(errs)) or (Exception,)
+
+
+def _patch_autotuner(state):
+    try:
+        from triton.runtime import autotuner as at_mod
+    except Exception:
+        return
+    Autotuner = getattr(at_mod, "Autotuner", None)
+    if Autotuner is None:
+        return
+    orig_run = Autotuner.run
+    compile_errors = _autotune_errors()
+
+    def run(self, *args, **kwargs):
+        configs = getattr(self, "configs", None) or []
+        if not (state.autotune == "single" or state.mutant) or len(configs) <= 1:
+            return orig_run(self, *args, **kwargs)
+        # Verify mode: the first config that compiles and runs, hooks kept. Like full autotuning,
+        # the choice is made once per key; before that first run the autotuner's pre_hook is
+        # called with reset_only=True, as full autotuning does after benchmarking
+        # (reset_to_zero), and each config's own pre_hook runs as usual.
+        self.nargs = dict(zip(self.arg_names, args))
+        all_args = {**self.nargs, **kwargs}
+        key = [all_args[k] for k in getattr(self, "keys", []) if k in all_args]
+        for v in all_args.values():
+            if hasattr(v, "dtype"):
+                key.append(str(v.dtype))
+        try:
+            key = tuple(key)
+            hash(key)
+        except TypeError:
+            key = None
+        chosen = getattr(self, "_kforge_chosen", None)
+        if chosen is None:
+            chosen = self._kforge_chosen = {}
+        if key is not None and key in chosen:
+            config = chosen[key]
+            if getattr(config, "pre_hook", None) is not None:
+                config.pre_hook({**all_args, **config.all_kwargs()})
+            ret = self.fn.run(*args, **kwargs, **config.all_kwargs())
+            self.nargs = None
+            return ret
+        try:
+            candidates = self.prune_configs(kwargs) if hasattr(self, "prune_configs") else configs
+        except TypeError:
+            candidates = configs
+        name = getattr(getattr(self, "base_fn", None), "__name__", None) or \
+            getattr(self.fn, "__name__", "?")
+        skipped = []
+        last = None
+        for index, config in enumerate(candidates):
+            full = {**all_args, **config.all_kwargs()}
+            try:
+                try:
+                    self.pre_hook(full, reset_only=True)
+                except TypeError:
+                    self.pre_hook(full)
+                if getattr(config, "pre_hook", None) is not None:
+                    config.pre_hook(full)
+                ret = self.fn.run(*args, **kwargs, **config.all_kwargs())
+            except compile_errors as e:
+                skipped.append({"config": str(config), "error": "%s: %s" % (
+                    type(e).__name__, str(e)[:300])})
+                last = e
+                continue
+            self.best_config = config
+            if key is not None:
+                chosen[key] = config
+            self.nargs = None
+            record = {"kernel": name, "config": str(config), "index": configs.index(config)
+                      if config in configs else index, "of": len(configs)}
+            if skipped:
+                record["skipped"] = skipped
+            if record not in state.autotune_used:
+                state.autotune_used.append(record)
+            return ret
+        self.nargs = None
+        raise last if last is not None else RuntimeError("autotune: no config left")
+
+    Autotuner.run = run
+

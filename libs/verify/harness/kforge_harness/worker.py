@@ -1,0 +1,363 @@
+"""The pool's two modes: a long-lived worker that forks a child per sample, and fresh (one
+process per sample). See docs/VERIFIER.md for the protocol on the control socket.
+
+  pool -> worker  {"op": "run", "id": N, "request": "/dir/request.json"} + 3 fds
+                  {"op": "prepare", "id": N, "prep": "/dir/prep.json"} + 4 fds (the 4th: the
+                      read end of the pipe on which the pool later sends the request; see
+                      prestarted_main)
+                  {"op": "exit"}
+  worker -> pool  {"event": "ready", "pid": P, "modules": {...}, "probe": {...}}
+                  {"event": "started", "id": N, "pid": CHILD}
+                  {"event": "finished", "id": N, "status": RAW_WAIT_STATUS, "maxrss_kb": K,
+                   "cpu_ms": USER_PLUS_SYSTEM_MS}
+The child writes its report to its result pipe as one line of JSON before it exits. When the
+request asks for the mutant run in the same process ("mutant_run": "same_process") and the sample
+passed having launched its kernels, the report says "mutant_phase": true and a second line
+follows: the report of the mutant runs (mutants.run_mutant).
+"""
+
+import faulthandler
+import importlib
+import io
+import json
+import os
+import signal
+import socket
+import sys
+import time
+import traceback
+
+from . import HARNESS_VERSION
+from .contain import contain
+from .mutants import battery_after_skip, run_mutants, wants_mutant_run
+from .pipes import (_bad_request, _read_json, flush_std, put_first_on_path, read_all,
+                    write_report)
+from .runner import module_available, run_sample
+
+def _sandbox(spec, report, result_fd):
+    try:
+        contain(spec, report)
+    except Exception as e:
+        report.update(verdict="error", phase="sandbox", detail="sandbox setup failed: %s" % e)
+        write_report(result_fd, report)
+        os._exit(3)
+    faulthandler.enable(file=sys.stderr, all_threads=False)
+
+
+def child_main(request_path, result_fd):
+    """In a fresh child: sandbox, run, report. Exits the process."""
+    report = {"harness": HARNESS_VERSION, "pid": os.getpid()}
+    request = _read_json(request_path, report, result_fd)
+    _sandbox(request["sandbox"], report, result_fd)
+    run_and_report(request, report, result_fd)
+
+
+def warm_up_gpu():
+    """What every sample would otherwise do first: create the CUDA context (with the allocator)
+    and load Triton's driver module. Returns a note for the report."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return {"gpu": "torch not loaded"}
+    t0, c0 = time.monotonic(), time.process_time()
+    out = {}
+    try:
+        if not torch.cuda.is_available():
+            return {"gpu": "no CUDA/HIP device visible"}
+        torch.cuda.init()
+        torch.empty(1, device="cuda")
+        torch.cuda.synchronize()
+        out["gpu"] = "ready"
+    except Exception as e:  # noqa: BLE001 - the sample will meet the same error and report it
+        return {"gpu": "failed: %s: %s" % (type(e).__name__, str(e)[:300])}
+    if "triton" in sys.modules:
+        try:
+            from triton.runtime import driver
+            active = driver.active
+            active.get_current_device()
+            getattr(active, "utils", None)
+            active.get_current_target()
+        except Exception as e:  # noqa: BLE001
+            out["triton_driver"] = "failed: %s: %s" % (type(e).__name__, str(e)[:200])
+        try:
+            # What the first compile in a process asks once (ptxas --version, cached per process).
+            from triton.backends.nvidia import compiler as nv_compiler
+            version = getattr(nv_compiler, "get_ptxas_version", None)
+            if version is not None:
+                try:
+                    version(driver.active.get_current_target().arch)
+                except TypeError:
+                    version()
+        except Exception:  # noqa: BLE001 - not NVIDIA, or another Triton: the sample pays it
+            pass
+    out["ms"] = int((time.monotonic() - t0) * 1000)
+    out["cpu_ms"] = int((time.process_time() - c0) * 1000)  # every thread's (the driver's too)
+    return out
+
+
+def precompute_triton_key():
+    """Triton keys its cache with a hash of its own sources and libtriton.so (about 400 MB),
+    computed once per process on the first compile (0.4 s of CPU on an H200 host). Computed here,
+    in the worker before it forks, every sample inherits it instead of hashing again. Returns a
+    note for the worker's ready event, or None where triton is not loaded."""
+    if "triton" not in sys.modules:
+        return None
+    for modname in ("triton.runtime.cache", "triton.compiler.compiler"):
+        try:
+            fn = getattr(importlib.import_module(modname), "triton_key", None)
+        except Exception:  # noqa: BLE001 - another Triton layout: try the next place
+            continue
+        if not callable(fn):
+            continue
+        t0, c0 = time.monotonic(), time.process_time()
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 - the sample will compute (and meet) it itself
+            return {"where": modname, "failed": "%s: %s" % (type(e).__name__, str(e)[:200])}
+        return {"where": modname, "ms": int((time.monotonic() - t0) * 1000),
+                "cpu_ms": int((time.process_time() - c0) * 1000)}
+    return {"where": None}
+
+
+
+
+def prestarted_main(prep_path, result_fd, go_fd):
+    """A child started ahead of its sample: sandbox, CUDA context, then it waits. The pool writes
+    the request (JSON) to go_fd and closes it; EOF with nothing written means: not needed, exit.
+    The sample's deadline starts when the pool sends it, so the warm-up is off its clock."""
+    report = {"harness": HARNESS_VERSION, "pid": os.getpid()}
+    prep = _read_json(prep_path, report, result_fd)
+    _sandbox(prep["sandbox"], report, result_fd)
+    put_first_on_path(prep.get("python_path", []))
+    warm = warm_up_gpu() if prep.get("gpu") else {"gpu": "not asked"}
+    t_wait = time.monotonic()
+    data = read_all(go_fd)
+    os.close(go_fd)
+    if not data.strip():
+        os._exit(0)
+    warm["waited_ms"] = int((time.monotonic() - t_wait) * 1000)
+    report["prestart"] = warm
+    try:
+        request = json.loads(data.decode("utf-8"))
+    except ValueError as e:
+        _bad_request(report, result_fd, e)
+    run_and_report(request, report, result_fd)
+
+
+def run_and_report(request, report, result_fd):
+    """Runs the sample in this (sandboxed) process, writes its report(s), exits."""
+    put_first_on_path(request.get("python_path", []))
+    if request.get("fresh"):
+        preload(request.get("preload", []))
+    sample = None
+    try:
+        sample = run_sample(request, report)
+    except BaseException as e:  # noqa: B902 - a bug here must still produce a report
+        report.update(verdict="error", phase="harness",
+                      detail="harness error: %s: %s" % (type(e).__name__, e),
+                      traceback=traceback.format_exc()[-4000:])
+    names = request.get("mutants", [])
+    if request.get("mutant") and sample is not None:
+        # A mutant process of its own: this run was the skip-launch run.
+        try:
+            battery_after_skip(sample, report, names)
+        except BaseException as e:  # noqa: B902
+            report["battery"] = {"error": "harness error: %s: %s" % (type(e).__name__, e)}
+    mutant = request.get("mutant_run") == "same_process" and sample is not None and \
+        wants_mutant_run(report)
+    report["mutant_phase"] = mutant
+    flush_std()
+    # The real run's report goes out first: whatever the mutant run does (hang, crash), the
+    # verdict of the real run stands.
+    write_report(result_fd, report)
+    if mutant:
+        second = {"harness": HARNESS_VERSION, "pid": os.getpid(), "mutant_run": True}
+        try:
+            run_mutants(sample, second, names)
+        except BaseException as e:  # noqa: B902
+            second.update(verdict="error", phase="harness",
+                          detail="harness error: %s: %s" % (type(e).__name__, e),
+                          traceback=traceback.format_exc()[-4000:])
+        flush_std()
+        write_report(result_fd, second)
+    os._exit(0)
+
+
+
+
+def preload(modules):
+    loaded = {}
+    for name in modules:
+        if not module_available(name):
+            loaded[name] = None
+            continue
+        try:
+            mod = importlib.import_module(name)
+            loaded[name] = str(getattr(mod, "__version__", "yes"))
+        except Exception as e:
+            loaded[name] = "import failed: %s: %s" % (type(e).__name__, str(e)[:200])
+    return loaded
+
+
+
+def _send(sock, obj):
+    sock.send(json.dumps(obj).encode())
+
+
+def gpu_probe():
+    """Forks a child that touches the GPU (the worker itself must not initialise CUDA)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return {"ok": True, "note": "torch not loaded; no GPU probe"}
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        out = {"ok": False}
+        try:
+            if torch.cuda.is_available():
+                x = torch.ones(16, device="cuda")
+                out = {"ok": float(x.sum().item()) == 16.0,
+                       "device": torch.cuda.get_device_name(0)}
+            else:
+                out = {"ok": False, "error": "torch.cuda.is_available() is False"}
+        except Exception as e:
+            out = {"ok": False, "error": "%s: %s" % (type(e).__name__, str(e)[:300])}
+        os.write(w, json.dumps(out).encode())
+        os._exit(0)
+    os.close(w)
+    data = b""
+    while True:
+        chunk = os.read(r, 65536)
+        if not chunk:
+            break
+        data += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    try:
+        return json.loads(data.decode())
+    except ValueError:
+        return {"ok": False, "error": "GPU probe died"}
+
+
+def _fork_child(fds, target):
+    """Forks a child onto the given stdout/stderr fds and calls target() in it."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()
+            os.dup2(fds[0], 1)
+            os.dup2(fds[1], 2)
+            # Nothing else of the worker's stays open in the sample: not the control socket,
+            # and not the pidfds of its siblings (with one, a sample could signal another).
+            import fcntl
+            high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 1000 + i) for i, fd in enumerate(fds[2:])]
+            os.closerange(3, 1000)
+            keep = [os.dup(fd) for fd in high]
+            for fd in high:
+                os.close(fd)
+            os.closerange(3 + len(keep), 1 << 20)
+            devnull = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(devnull, 0)
+            os.close(devnull)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", buffering=0), write_through=True)
+            sys.stderr = io.TextIOWrapper(os.fdopen(2, "wb", buffering=0), write_through=True)
+            target(*keep)
+        finally:
+            os._exit(120)
+    for fd in fds:
+        os.close(fd)
+    return pid
+
+
+def worker_main(args):
+    sock = socket.socket(fileno=args.control_fd)
+    put_first_on_path(args.python_path)
+    modules = preload(args.preload)
+    probe = gpu_probe() if args.probe_gpu else {"ok": True, "note": "not asked"}
+    ready = {"event": "ready", "pid": os.getpid(), "modules": modules, "probe": probe,
+             "python": sys.version.split()[0], "harness": HARNESS_VERSION}
+    key = precompute_triton_key()
+    if key is not None:
+        ready["triton_key"] = key
+    _send(sock, ready)
+    if not probe.get("ok"):
+        return 4
+    import selectors
+    sel = selectors.DefaultSelector()
+    sel.register(sock, selectors.EVENT_READ, None)
+    children = {}  # pid -> (request id, start time, pidfd or None)
+    pidfd_open = getattr(os, "pidfd_open", None)
+
+    def reap(pid):
+        try:
+            got, status, ru = os.wait4(pid, os.WNOHANG)
+        except ChildProcessError:
+            got, status, ru = pid, -1, None
+        if got == 0:
+            return
+        rid, t0, pfd = children.pop(pid)
+        if pfd is not None:
+            sel.unregister(pfd)
+            os.close(pfd)
+        _send(sock, {"event": "finished", "id": rid, "status": status,
+                     "maxrss_kb": ru.ru_maxrss if ru else 0,
+                     "cpu_ms": int((ru.ru_utime + ru.ru_stime) * 1000) if ru else -1,
+                     "elapsed_ms": int((time.monotonic() - t0) * 1000)})
+
+    while True:
+        timeout = 0.05 if any(v[2] is None for v in children.values()) else None
+        try:
+            events = sel.select(timeout)
+        except InterruptedError:
+            continue
+        for key, _ in events:
+            if key.data is not None:
+                reap(key.data)
+                continue
+            try:
+                msg, fds, _flags, _addr = socket.recv_fds(sock, 1 << 16, 8)
+            except (InterruptedError, BlockingIOError):
+                continue
+            except OSError:
+                return 0
+            if not msg:
+                return 0
+            try:
+                req = json.loads(msg.decode())
+            except ValueError:
+                req = {}
+            op = req.get("op")
+            if op == "exit":
+                return 0
+            if op == "run" and len(fds) == 3:
+                path = req["request"]
+                pid = _fork_child(fds, lambda res: child_main(path, res))
+            elif op == "prepare" and len(fds) == 4:
+                path = req["prep"]
+                pid = _fork_child(fds, lambda res, go: prestarted_main(path, res, go))
+            else:
+                for fd in fds:
+                    os.close(fd)
+                continue
+            pfd = None
+            if pidfd_open:
+                try:
+                    pfd = pidfd_open(pid)
+                    sel.register(pfd, selectors.EVENT_READ, pid)
+                except OSError:
+                    pfd = None
+            children[pid] = (req.get("id"), time.monotonic(), pfd)
+            _send(sock, {"event": "started", "id": req.get("id"), "pid": pid})
+        for pid in [p for p, v in children.items() if v[2] is None]:
+            reap(pid)  # no pidfd for it (or none at all here): polled
+
+
+def fresh_main(args):
+    try:
+        os.setsid()
+    except OSError:
+        pass  # already a session leader (the pool made it one)
+    child_main(args.request, args.result_fd)
+
