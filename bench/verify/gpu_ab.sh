@@ -10,6 +10,7 @@
 #
 #   BASELINE   the baseline tree (default .bench-data/baseline)
 #   COPIES     corpus copies per run (default 1); NAIVE_PROCS (default 0: no plain-python run)
+#   NEW_ARGS   BENCH_ARGS for this tree's run (e.g. "--mutants-ab true"; default none)
 #   VARIANTS   ';'-separated BENCH_ARGS for extra runs of this tree (default none)
 # Summaries go to $OUT (else ./gpu-ab-out): base.txt, new.txt, variant-N.txt.
 set -uo pipefail
@@ -34,11 +35,11 @@ run() {  # tree name [BENCH_ARGS]
   local d; d="$(mktemp -d)"
   (cd "$1" && OUT="$d" NAIVE_PROCS="${NAIVE_PROCS:-0}" COPIES="${COPIES:-1}" BENCH_ARGS="${3:-}" \
     BUDGET_S="${RUN_BUDGET_S:-240}" scripts/gpu-bench-real one) >/dev/null 2>&1
-  { echo "== $2 (${3:-default}) $1"; cat "$d/summary.txt"; grep -E "samples/s|passed|verdicts" "$d/one.log" | tail -20; } >"$out/$2.txt"
+  { echo "== $2 (${3:-default}) $1"; cat "$d/summary.txt"; grep -E "samples_per_s|samples/s|battery|passed|verdicts" "$d/one.log" | tail -30; } >"$out/$2.txt"
   cat "$out/$2.txt"
 }
 run "$base" base
-run "$PWD" new
+run "$PWD" new "${NEW_ARGS:-}"
 i=0
 IFS=';' read -r -a variants <<<"${VARIANTS:-}"
 for v in "${variants[@]}"; do
