@@ -15,12 +15,12 @@
 //                                  kernel (mark_near), else {"in": "corpus", "key", "similarity",
 //                                  "exact"}: the most similar other sample of its near-duplicate
 //                                  group at the threshold of the last kforge corpus dedup
+//   reasoning                      with_reasoning only: {STAGE: the model's reasoning for the
+//                                  exported analysis and code, or null}
 //
 // Decontamination: with `exclude_near`, a sample whose code shares an exact kernel body with an
 // eval-set kernel, or is at or above `near_threshold` similar to one, is left out (or kept and
 // marked, with mark_near); each such sample is listed in the summary with its match.
-//   reasoning                      with_reasoning only: {STAGE: the model's reasoning for the
-//                                  exported analysis and code, or null}
 //
 // Records come in sample-key order, one at a time from the database to the file (memory does
 // not grow with the run). The file is written beside its destination and renamed into place, so
@@ -51,6 +51,9 @@ struct ExportOptions {
   const dedup::EvalIndex* exclude_near = nullptr;
   double near_threshold = 0.6;
   bool mark_near = false;
+  // Adds "reasoning": the model's reasoning (reasoning_content, <think> blocks) behind the
+  // exported analysis and code.
+  bool with_reasoning = false;
 };
 
 // A sample near an eval-set kernel, and what the export did with it.
@@ -58,9 +61,6 @@ struct NearEval {
   std::string key;
   dedup::NearMatch match;
   bool marked = false;  // kept with near_duplicate_of (mark_near); else left out
-  // Adds "reasoning": the model's reasoning (reasoning_content, <think> blocks) behind the
-  // exported analysis and code.
-  bool with_reasoning = false;
 };
 
 struct ExportSummary {
