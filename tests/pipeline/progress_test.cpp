@@ -259,6 +259,7 @@ TEST(ProgressMigration, CountsAreFilledFromRowsStoredBeforeIt) {
   ASSERT_TRUE((*db)->exec("UPDATE jobs SET state = 'cancelled' WHERE run_id = 2").ok());
   ASSERT_TRUE((*db)->exec("DELETE FROM verifications WHERE job_id = 1").ok());
   expect_counts_match_rows(**db);
+}
 
 // The rate comes from a time window, so it is right from a few to tens of thousands of samples a
 // minute (the window of the last 100 finishes capped it at 6,000), and the ETA follows from it.
