@@ -26,6 +26,7 @@ namespace {
 struct StatusArgs {
   std::string tag;
   bool json = false;
+  bool create = false;  // make (and migrate) the database where there is none
   bool watch = false;
   double interval_s = 2;
 };
@@ -415,6 +416,9 @@ Command add_status(CLI::App& root, Globals& g) {
   CLI::App* cmd = root.add_subcommand("status", "Show samples, runs and their progress");
   cmd->add_option("tag", args->tag, "Only this run");
   cmd->add_flag("--json", args->json, "Print one JSON object (for scripts)");
+  cmd->add_flag("--create", args->create,
+                "Create and migrate the database where there is none (the package's install "
+                "does this as the service user); without it a missing database is an error");
   cmd->add_flag("--watch", args->watch,
                 "Redraw every --interval seconds while a run shown is generating or verifying; "
                 "stop when each is finished or waits for something not running (with --json: "
@@ -423,7 +427,8 @@ Command add_status(CLI::App& root, Globals& g) {
       ->check(CLI::Range(0.1, 3600.0));
   return {cmd, [args, &g]() -> int {
             KF_TRY_OR_REPORT(app::Config cfg, load(g));
-            KF_TRY_OR_REPORT(auto db, app::open_store(cfg, app::IfMissing::refuse));
+            KF_TRY_OR_REPORT(auto db, app::open_store(cfg, args->create ? app::IfMissing::create
+                                                                        : app::IfMissing::refuse));
             std::optional<std::string> tag;
             if (!args->tag.empty()) tag = args->tag;
             bool tty = ::isatty(1) != 0;
