@@ -358,7 +358,7 @@ int main(int argc, char** argv) {
     // average after slow start's ramp (from the first sample with >= 95% of the slots busy)
     // until fewer than 64 requests are left to answer (the tail cannot fill the slots).
     std::atomic<int> answered{0};
-    auto sampled = [&](const std::function<void()>& work, double* secs, double* ramp_s,
+    auto sampled = [&](const std::function<void()>& work, double* secs, double* ramp_out,
                        double* after_ramp) {
       std::atomic<bool> stop{false};
       std::vector<std::pair<double, int>> trace;  // (ms since start, in flight)
@@ -387,7 +387,7 @@ int main(int argc, char** argv) {
           ++tail_n;
         }
       }
-      *ramp_s = ramp ? *ramp / 1000.0 : -1;
+      *ramp_out = ramp ? *ramp / 1000.0 : -1;
       *after_ramp = tail_n > 0 ? tail_sum / static_cast<double>(tail_n) / 64.0 : 0;
       return trace.empty() ? 0 : sum / static_cast<double>(trace.size()) / 64.0;
     };
