@@ -4,10 +4,11 @@
 // Builds a corpus of N files (default 100,000) as JSON Lines under D (default .bench-data, kept
 // out of git) from the real kernels of FILE (default ../shared/corpus/TritonBench_G_v1.json):
 // each file is one real kernel file with a share of its identifiers renamed per file (so files
-// are distinct, about 7.7 KB each like the originals), and 12% of the files are near copies of an earlier file (a licence
-// header, other constants, comments), as in real crawls. It imports the corpus into a fresh
-// database (the baseline: what import alone costs), then runs kforge corpus dedup's update on
-// T threads (default 2) and reports time and peak resident memory of each, in child processes.
+// are distinct, about 7.7 KB each like the originals), and 12% of the files are near copies of an
+// earlier file (a licence header, other constants, comments), as in real crawls. It imports the
+// corpus into a fresh database (the baseline: what import alone costs), then runs kforge corpus
+// dedup's update on T threads (default 2) and reports time and peak resident memory of each, in
+// child processes.
 //
 // Last line: files=… mb=… import_s=… dedup_s=… files_per_s=… pairs=… groups=… grouped=…
 //            planted=… import_rss_mb=… dedup_rss_mb=…
