@@ -34,6 +34,57 @@ TEST_F(LlmTest, ACutAnswerIsAskedOnceMoreWithALargerBudgetNeverTheSameRequest) {
   EXPECT_EQ(st["max_per_hash"], 1);  // three different requests
   EXPECT_EQ(st["last_request"]["body"]["max_tokens"], 1024);
   EXPECT_EQ(c->stats().enlarged, 2u);
+
+  // Each cut answer was paid for: it is an audit row of its own, with the body that was sent,
+  // the answer that came back and its tokens; a replay finds only the final 'ok' row.
+  store::OpenOptions o;
+  o.path = (dir / "kforge.db").string();
+  auto db = store::Db::open(o);
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  auto s = (*db)->prepare(
+      "SELECT status, coalesce(error_kind, ''), http_status, json_extract(request_json, "
+      "'$.max_tokens'), completion_tokens, response_raw LIKE '%\"length\"%' FROM llm_calls "
+      "WHERE request_sha256 = ?1 ORDER BY id");
+  ASSERT_TRUE(s.ok());
+  s->bind(1, res->request_sha256);
+  std::vector<std::string> seen;
+  while (true) {
+    auto row = s->step();
+    ASSERT_TRUE(row.ok());
+    if (!*row) break;
+    seen.push_back(s->text(0) + "|" + s->text(1) + "|" + std::to_string(s->int64(2)) + "|" +
+                   std::to_string(s->int64(3)) + "|" + (s->int64(4) > 0 ? "paid" : "free") + "|" +
+                   (s->int64(5) != 0 ? "cut" : "whole"));
+  }
+  EXPECT_EQ(seen, (std::vector<std::string>{"error|truncated|200|256|paid|cut",
+                                            "error|truncated|200|512|paid|cut",
+                                            "ok||200|1024|paid|whole"}));
+}
+
+TEST_F(LlmTest, ACutAnswerStoredByAnEarlierProcessIsNotPaidForAgain) {
+  // The first process is cut at 256 and 512 and stops there (its limit); the next one, with a
+  // larger limit, starts at 1024: the two cut answers are not asked a second time.
+  start_server({{"defaults", {{"reply", kAnswer.dump()}, {"needs_max_tokens", 600}}}});
+  cfg.max_tokens = 256;
+  cfg.truncated_max_tokens = 512;
+  {
+    auto first = make_client();
+    auto cut = first->call(request("q"));
+    ASSERT_FALSE(cut.ok());
+    EXPECT_EQ(cut.error().kind, "truncated");
+  }
+  EXPECT_EQ(server->stats()["requests"], 2);
+  cfg.truncated_max_tokens = 4096;
+  auto next = make_client();
+  auto res = next->call(request("q"));
+  ASSERT_TRUE(res.ok()) << res.error().message;
+  EXPECT_EQ(res->parsed, kAnswer);
+  EXPECT_EQ(res->max_tokens, 1024);
+  json st = server->stats();
+  EXPECT_EQ(st["requests"], 3);
+  EXPECT_EQ(st["max_per_hash"], 1);
+  EXPECT_EQ(st["last_request"]["body"]["max_tokens"], 1024);
+  EXPECT_EQ(next->stats().enlarged, 1u);
 }
 
 TEST_F(LlmTest, ACutAnswerAtTheLimitFailsAsTruncatedNamingTheLimit) {

@@ -86,19 +86,24 @@ TEST(Daemon, BothPipelinesRunTheCorpusThroughScriptedFaultsAndStopOnSigterm) {
   EXPECT_EQ(site.scalar("SELECT count(*) FROM llm_calls WHERE status = 'ok' AND request_json "
                         "LIKE '%\"max_tokens\":8192%'"),
             2);
+  // The cut answers were paid for too: each is a row of its own, asked with 4096.
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM llm_calls WHERE status = 'error' AND error_kind = "
+                        "'truncated' AND http_status = 200 AND request_json LIKE "
+                        "'%\"max_tokens\":4096%'"),
+            2);
   auto stats = site.fake().stats();
   for (const char* rule : {"transient_503", "reset_once", "rate_limited_once", "truncate_once",
                            "prose_analyze", "fences_generate"})
     EXPECT_GT(stats["by_rule"].value(rule, 0), 0) << rule;
   // No attempt was paid twice: every answer the server gave is one recorded call, and no call
-  // identity (request, job, stage, attempt) has two. (Equal bytes may be asked again by a later
-  // attempt: that is a new request.)
+  // identity (request, job, stage, attempt, and the max_tokens it was sent with) has two. (Equal
+  // bytes may be asked again by a later attempt: that is a new request.)
   EXPECT_EQ(stats["answered"].get<std::int64_t>(),
             site.scalar("SELECT count(*) FROM llm_calls WHERE status <> 'replayed' AND "
                         "http_status = 200"));
   EXPECT_EQ(site.scalar("SELECT count(*) FROM (SELECT request_sha256 FROM llm_calls WHERE "
-                        "status <> 'replayed' AND http_status = 200 GROUP BY 1 "
-                        "HAVING count(*) > 1)"),
+                        "status <> 'replayed' AND http_status = 200 GROUP BY 1, "
+                        "json_extract(request_json, '$.max_tokens') HAVING count(*) > 1)"),
             0);
   // Every job the faults did not end reached the verifier queue, and all ok answers carry the
   // prompt identity of their run.
@@ -191,8 +196,8 @@ TEST(Daemon, KillNineAtSeveralPointsEndsWithTheUninterruptedOutputsAndNoRepeated
                               "http_status = 200");
   EXPECT_LE(repeated, lost_in_flight);
   EXPECT_EQ(site.scalar("SELECT count(*) FROM (SELECT request_sha256 FROM llm_calls WHERE "
-                        "status <> 'replayed' AND http_status = 200 GROUP BY 1 "
-                        "HAVING count(*) > 1)"),
+                        "status <> 'replayed' AND http_status = 200 GROUP BY 1, "
+                        "json_extract(request_json, '$.max_tokens') HAVING count(*) > 1)"),
             0);
   EXPECT_GT(site.scalar("SELECT count(*) FROM job_events WHERE kind = 'lease_reclaimed'"), 0);
   // A kill between an answer's store and its checkpoint is replayed, not asked again; whether a

@@ -2,6 +2,11 @@
 SELECT id, response_raw, cost_usd, prompt_tokens, completion_tokens FROM llm_calls
 WHERE request_sha256 = ?1 AND status = 'ok' ORDER BY id DESC LIMIT 1;
 
+-- name: last_cut
+-- The largest max_tokens a request was sent with and cut at (its answer ended at the limit).
+SELECT max(CAST(json_extract(request_json, '$.max_tokens') AS INTEGER)) FROM llm_calls
+WHERE request_sha256 = ?1 AND status = 'error' AND error_kind = 'truncated';
+
 -- name: insert_call
 INSERT INTO llm_calls (request_sha256, tag, url, model, status, error_kind, error, http_status,
                        attempts, latency_ms, prompt_tokens, completion_tokens, cost_usd,

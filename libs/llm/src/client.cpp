@@ -524,6 +524,7 @@ class Client::Impl {
     lim_.retry_after_pause_ms = cfg.retry_after_pause_ms;
     lim_.prices = cfg.prices;
     lim_.truncated_max_tokens = cfg.truncated_max_tokens;
+    truncated_limit_ = cfg.truncated_max_tokens;
     PacerParams pp;
     pp.decrease_factor = cfg.pace_decrease;
     pacer_.set_params(pp);
@@ -558,6 +559,7 @@ class Client::Impl {
     if (!row.ok() || !*row) {
       s.reset();
       if (!row.ok()) spdlog::warn("llm: replay lookup failed: {}", row.error().message);
+      resume_cut(c);
       return false;
     }
     std::int64_t id = s.int64(0);
@@ -580,6 +582,40 @@ class Client::Impl {
     c->result = std::move(r);
     spdlog::debug("llm: {} answered from the store (call {})", c->sha.substr(0, 12), id);
     return true;
+  }
+
+  // Store thread, for a request with no good stored answer: when an earlier process was cut at
+  // max_tokens on it (and was stopped before it asked again with more), the cut answer is not
+  // paid for a second time: the request starts at the budget that would have come next.
+  void resume_cut(Call* c) {
+    int limit = truncated_limit_;
+    if (limit <= 0) return;
+    auto stmt = db_->cached(queries()["last_cut"]);
+    if (!stmt.ok()) {
+      spdlog::warn("llm: cut-answer lookup failed: {}", stmt.error().message);
+      return;
+    }
+    store::Stmt& s = **stmt;
+    s.bind(1, c->sha);
+    auto row = s.step();
+    std::int64_t cut = row.ok() && *row && !s.is_null(0) ? s.int64(0) : 0;
+    s.reset();
+    int now_max = c->req.max_tokens.value_or(ep_.max_tokens.value_or(0));
+    if (cut <= 0 || cut < now_max) return;
+    int next = next_budget(static_cast<int>(cut), limit);
+    if (next <= cut) return;  // at the limit: asked as it is
+    spdlog::info("llm: {} was cut at max_tokens {} before; asking with max_tokens {}", where(*c),
+                 cut, next);
+    c->req.max_tokens = next;
+    c->body = request_json(c->req);
+    ++c->enlargements;
+    std::lock_guard lk(stats_mu_);
+    ++stats_.enlarged;
+  }
+
+  // The budget a cut answer is asked again with: doubled (at least 256 more), up to limit.
+  static int next_budget(int base, int limit) {
+    return std::min(limit, std::max(base * 2, base + 256));
   }
 
   // The store thread: replay lookups for new requests, then audit rows and callbacks for
@@ -904,7 +940,7 @@ class Client::Impl {
     int limit = lim_.truncated_max_tokens;
     int now_max = c->req.max_tokens.value_or(ep_.max_tokens.value_or(0));
     int base = now_max > 0 ? now_max : r.completion_tokens;
-    int next = std::min(limit, std::max(base * 2, base + 256));
+    int next = next_budget(base, limit);
     if (limit <= 0 || next <= now_max || stop_requested()) {
       err.message += limit <= 0 ? "; not asked again (llm.truncated_max_tokens is 0)"
                                 : "; not asked again: max_tokens is at llm.truncated_max_tokens (" +
@@ -912,6 +948,7 @@ class Client::Impl {
       return false;
     }
     spdlog::info("llm: {}; asking again with max_tokens {}", err.message, next);
+    record_cut(*c, r, err, next);
     c->req.max_tokens = next;
     c->body = request_json(c->req);
     ++c->enlargements;
@@ -921,6 +958,30 @@ class Client::Impl {
     }
     ready_.push_front(c);
     return true;
+  }
+
+  // The cut answer was paid for: it gets an audit row of its own (status 'error', kind
+  // 'truncated', the body that was sent and the answer that came back, its tokens and cost), so
+  // that every answer the provider gave is one row. The call goes on under the same identity; a
+  // replay finds only its final 'ok' row.
+  void record_cut(const Call& c, const ChatResponse& r, const Error& err, int next) {
+    auto cut = std::make_unique<Call>();
+    cut->req = c.req;
+    cut->sha = c.sha;
+    cut->body = c.body;
+    cut->submitted = c.attempt_started;
+    cut->attempts = c.attempts;
+    cut->resp = c.resp;
+    cut->last_status = c.last_status;
+    cut->resp_fields = r;
+    cut->result =
+        Error(err.kind, err.message + "; asked again with max_tokens " + std::to_string(next),
+              err.transient);
+    {
+      std::lock_guard lk(store_mu_);
+      records_.push_back(std::move(cut));
+    }
+    store_cv_.notify_one();
   }
 
   // A run-level error: every request waiting here would get the same answer. They fail with
@@ -1217,6 +1278,7 @@ class Client::Impl {
                     where(*c) + ": the response could not be recorded: " + w.error().message,
                     w.error().transient);
       }
+      if (c->callbacks.empty()) continue;  // an audit row only (a cut attempt)
       record_outcome(*c, res);
       for (std::size_t i = 0; i < c->callbacks.size(); ++i) {
         try {
@@ -1337,6 +1399,7 @@ class Client::Impl {
   std::mutex join_mu_;
   std::atomic<bool> replay_enabled_{true};
   std::atomic<int> max_attempts_{1};
+  std::atomic<int> truncated_limit_{0};  // lim_.truncated_max_tokens, for the store thread
   std::atomic<std::int64_t> max_prompt_tokens_{0};
   std::atomic<std::uint64_t> next_seq_{0};
 
