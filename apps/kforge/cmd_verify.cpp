@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "kforge/corpus/importer.hpp"
 #include "kforge/corpus/reader.hpp"
 #include "kforge/verify/figures.hpp"
 #include "kforge/verify/pool.hpp"
@@ -67,33 +68,18 @@ struct VerifyMap {
 // "code=output,kernel_wrapper=w,..." with targets code, kernel_wrapper, unitest_code and key
 // (which sets `key_field`); each at most once.
 Result<VerifyMap> parse_verify_map(const std::string& spec, std::string& key_field) {
+  const std::vector<std::string> targets = {"code", "kernel_wrapper", "unitest_code", "key"};
+  KF_TRY(auto given, corpus::parse_map_spec(spec, targets));
   VerifyMap m;
-  std::vector<std::string> seen;
-  std::size_t start = 0;
-  while (start <= spec.size()) {
-    auto comma = spec.find(',', start);
-    std::string item =
-        spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    start = comma == std::string::npos ? spec.size() + 1 : comma + 1;
-    if (item.empty()) continue;
-    auto eq = item.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
-      return fail("usage", "--map: '" + item + "' is not TARGET=FIELD");
-    std::string target = item.substr(0, eq), field = item.substr(eq + 1);
-    if (std::find(seen.begin(), seen.end(), target) != seen.end())
-      return fail("usage", "--map: target '" + target + "' is given twice");
-    seen.push_back(target);
+  for (const auto& [target, field] : given) {
     if (target == "code")
       m.code = field;
     else if (target == "kernel_wrapper")
       m.kernel_wrapper = field;
     else if (target == "unitest_code")
       m.unitest_code = field;
-    else if (target == "key")
-      key_field = field;
     else
-      return fail("usage", "--map: unknown target '" + target +
-                               "' (expected code, kernel_wrapper, unitest_code or key)");
+      key_field = field;
   }
   return m;
 }

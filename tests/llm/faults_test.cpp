@@ -225,7 +225,14 @@ TEST_F(LlmTest, TotalDeadlineStopsRetries) {
   c->submit(request("q"), [p](Result<ChatResponse> x) { p->set_value(std::move(x)); });
   auto f = p->get_future();
   for (int i = 0; i < 2; ++i) {
-    ASSERT_TRUE(eventually([&] { return requests() == i + 1 && c->stats().waiting == 1; }));
+    // The client has seen answer i + 1 and waits for its retry (the server counts a request
+    // when it arrives, before the client has its answer: advancing the clock then would make
+    // the client judge the retry at the later time).
+    ASSERT_TRUE(eventually([&] {
+      auto st = c->stats();
+      return requests() == i + 1 && st.responses_by_status[503] == static_cast<unsigned>(i + 1) &&
+             st.waiting == 1;
+    }));
     clock.advance(std::chrono::seconds(10));
   }
   ASSERT_EQ(f.wait_for(std::chrono::seconds(15)), std::future_status::ready);

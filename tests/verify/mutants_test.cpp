@@ -30,10 +30,12 @@ TEST(VerifyMutants, AStrongTestKillsEveryMutantAndTheRealRunFindsTheOutputs) {
   auto r = run_one(*pool, load_sample("triton_vector_add"));
   ASSERT_EQ(r.verdict, Verdict::passed) << r.detail << r.stderr_tail;
   EXPECT_TRUE(r.verified()) << Json(r.flags).dump();
-  // The outputs: the one buffer each launch wrote. Size 1 (0 + 0) wrote nothing new.
+  // The outputs: the one buffer each launch wrote. Size 1 (0 + 0) changed nothing: that launch
+  // was made again with its buffers filled in turn, which found out_ptr.
   const auto& cov = r.report["coverage"];
   EXPECT_EQ(cov["outputs"], Json({{"add_kernel", {"out_ptr"}}}));
-  EXPECT_EQ(cov["output_sizes"], Json({63, 64, 130}));
+  EXPECT_EQ(cov["probed_outputs"], Json({"out_ptr"}));
+  EXPECT_EQ(cov["output_sizes"], Json({1, 63, 64, 130}));
   EXPECT_EQ(cov["blocks"], Json({64}));
   EXPECT_EQ(cov["tail_path"], true);  // 63 and 130 are not multiples of 64
   EXPECT_EQ(cov["size_one"], true);
@@ -135,6 +137,32 @@ TEST(VerifyMutants, NoOutputMutantsLeavesTheSkipLaunchRunAlone) {
   EXPECT_EQ(r[1].report["mutation"]["survived"], Json({"skip_launch"}));
   EXPECT_EQ(r[1].report["mutation"]["killed"], 0);
   EXPECT_FALSE(has_flag(r[1], verify::kWeakTest));
+}
+
+TEST(VerifyMutants, ASkippedLaunchPoisonsItsOutputsSoReusedMemoryCannotPassIt) {
+  // The test frees the buffer holding its golden answer just before the kernel's output is
+  // allocated, and the allocator hands that buffer out again: the real launch changes nothing,
+  // and with the launch skipped the right answer would still be in the output. The real run
+  // finds the output by launching again on filled buffers, and the skipped launch fills it
+  // with all-ones bytes (NaN here), in either process mode.
+  for (const char* mode : {"same_process", "new_process"}) {
+    SCOPED_TRACE(mode);
+    TempDir tmp;
+    auto cfg = test_config(tmp);
+    cfg.mutant_run = mode;
+    auto pool = make_pool(cfg);
+    ASSERT_TRUE(pool);
+    auto r = run_one(*pool, load_sample("mutant_reused_memory"));
+    ASSERT_EQ(r.verdict, Verdict::passed) << r.detail << r.stderr_tail;
+    EXPECT_TRUE(r.verified()) << Json(r.flags).dump() << r.detail;
+    // The real run's one launch left its output as it was (the answer was in it already):
+    // made again on a filled output, it showed which buffer it writes.
+    EXPECT_EQ(r.report["coverage"]["outputs"], Json({{"add_kernel", {"out_ptr"}}}));
+    EXPECT_EQ(r.report["coverage"]["probed_outputs"], Json({"out_ptr"}));
+    EXPECT_EQ(r.report["mutant"]["verdict"], "failed") << r.report["mutant"].dump();
+    EXPECT_EQ(r.report["mutation"]["killed"], 6);
+    EXPECT_EQ(r.report["mutation"]["applicable"], 6);
+  }
 }
 
 }  // namespace

@@ -69,7 +69,8 @@ Result<std::optional<std::string>> optional_string(const ojson& rec, const Recor
 
 }  // namespace
 
-Result<FieldMap> parse_field_map(const std::string& spec, FieldMap base) {
+Result<std::vector<std::pair<std::string, std::string>>> parse_map_spec(
+    const std::string& spec, const std::vector<std::string>& targets) {
   std::vector<std::pair<std::string, std::string>> given;
   std::size_t start = 0;
   while (start <= spec.size()) {
@@ -86,20 +87,31 @@ Result<FieldMap> parse_field_map(const std::string& spec, FieldMap base) {
       if (t == target)
         return fail("usage", "--map: target '" + target + "' is given twice (" + target + "=" + f +
                                  " and " + item + ")");
+    if (std::find(targets.begin(), targets.end(), target) == targets.end()) {
+      std::string expected;
+      for (std::size_t i = 0; i < targets.size(); ++i)
+        expected += (i == 0 ? "" : i + 1 == targets.size() ? " or " : ", ") + targets[i];
+      return fail("usage", "--map: unknown target '" + target + "' (expected " + expected + ")");
+    }
     given.emplace_back(target, field);
+  }
+  return given;
+}
+
+Result<FieldMap> parse_field_map(const std::string& spec, FieldMap base) {
+  const std::vector<std::string> targets = {"code", "description_1", "description_2", "key"};
+  KF_TRY(auto given, parse_map_spec(spec, targets));
+  for (const auto& [target, field] : given) {
     if (target == "code")
       base.code = field;
     else if (target == "description_1")
       base.description_1 = field;
     else if (target == "description_2")
       base.description_2 = field;
-    else if (target == "key")
-      base.key = field;
     else
-      return fail("usage", "--map: unknown target '" + target +
-                               "' (expected code, description_1, description_2 or key)");
+      base.key = field;
+    base.given.push_back(target);
   }
-  for (const auto& g : given) base.given.push_back(g.first);
   return base;
 }
 

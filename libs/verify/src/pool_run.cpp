@@ -28,6 +28,15 @@ nlohmann::json Pool::Impl::sandbox_json(const Slot& s, const Run& r) const {
   return sandbox->spec(place(s, r));
 }
 
+// For the skip-launch run in a process of its own: the buffers each kernel's launches wrote in
+// the real run (its coverage facts), which the skipped launches fill with all-ones bytes.
+static nlohmann::json skip_outputs(const Sample& job) {
+  if (!job.mutant || !job.primary) return nlohmann::json::object();
+  const auto& cov = job.primary->report.value("coverage", nlohmann::json::object());
+  auto outputs = cov.value("outputs", nlohmann::json::object());
+  return outputs.is_object() ? outputs : nlohmann::json::object();
+}
+
 nlohmann::json Pool::Impl::request_json(const Slot& s, const Run& r) const {
   const Sample& job = r.job;
   return {{"code", job.request.code.value_or("")},
@@ -35,6 +44,7 @@ nlohmann::json Pool::Impl::request_json(const Slot& s, const Run& r) const {
           {"unitest_code", job.request.unitest_code.value_or("")},
           {"key", job.request.key},
           {"mutant", job.mutant},
+          {"skip_outputs", skip_outputs(job)},
           {"mutant_run", cfg.mutant_check && !job.mutant ? cfg.mutant_run : "off"},
           {"mutants", cfg.mutant_check ? cfg.mutants : std::vector<std::string>{}},
           {"autotune", cfg.autotune},

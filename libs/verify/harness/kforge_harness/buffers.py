@@ -173,3 +173,71 @@ def zero(x):
     before_nonzero = bool((x != 0).any())
     x.zero_()
     return before_nonzero
+
+
+def poison(x):
+    """Every element set to the pattern of all-ones bytes: NaN for floats, -1 for signed integers,
+    the largest value for unsigned ones, True for booleans. What a skipped launch leaves in its
+    outputs, so that memory the caching allocator hands out again (with a right answer computed
+    by the test itself still in it) cannot make a skipped kernel look right."""
+    if not _is_tensor(x):
+        for i, v in enumerate(x):
+            x[i] = True if type(v) is bool else (-1 if type(v) is int else float("nan"))
+        return len(x) > 0
+    if x.numel() == 0:
+        return False
+    torch = _torch()
+    if x.is_contiguous():
+        try:
+            x.view(torch.uint8).fill_(0xFF)
+            return True
+        except (RuntimeError, TypeError):
+            pass
+    if x.dtype == torch.bool:
+        x.fill_(True)
+    elif x.is_floating_point() or x.is_complex():
+        x.fill_(float("nan"))
+    elif x.dtype == torch.uint8:
+        x.fill_(0xFF)
+    else:
+        x.fill_(-1)
+    return True
+
+
+def probe_fill(x):
+    """Fills a buffer that a launch left unchanged with values safe for a kernel to read (NaN for
+    floats, 0 for integers: never an index out of bounds), so that launching again shows whether
+    the kernel writes it. Says whether the buffer was filled (not booleans, not a buffer already
+    all equal to the fill)."""
+    if not _is_tensor(x):
+        if not x or any(type(v) is bool for v in x):
+            return False
+        if all(type(v) is float for v in x):
+            if all(math.isnan(v) for v in x):
+                return False
+            x[:] = [float("nan")] * len(x)
+            return True
+        if all(v == 0 for v in x):
+            return False
+        x[:] = [type(v)(0) for v in x]
+        return True
+    torch = _torch()
+    if x.numel() == 0 or x.dtype == torch.bool or x.is_complex():
+        return False
+    if x.is_floating_point():
+        if bool(torch.isnan(x).all()):
+            return False
+        x.fill_(float("nan"))
+        return True
+    if not bool((x != 0).any()):
+        return False
+    x.zero_()
+    return True
+
+
+def restore(x, snap):
+    """Puts a buffer back to its snapshot."""
+    if _is_tensor(x):
+        x.copy_(snap)
+    else:
+        x[:] = snap

@@ -73,6 +73,7 @@ def run_mutant(sample, report):
     t0 = time.monotonic()
     state = sample["state"]
     sys.modules.pop("kforge_sample", None)
+    state.skip_outputs = dict(state.outputs.written) if state.outputs else {}
     state.mutant = True
     state.launches = {}
     state.autotune_used = []

@@ -85,6 +85,8 @@ def run_sample(request, report):
     state = TritonState(path, bool(request.get("mutant")), request.get("autotune", "single"))
     if not state.mutant:
         state.outputs = Outputs()  # the real run: which buffers each launch writes
+    else:
+        state.skip_outputs = dict(request.get("skip_outputs") or {})  # the real run's outputs
     install_triton_hooks(state)
     install_shims(state, script)
     fraction = request.get("gpu_memory_fraction") or 0

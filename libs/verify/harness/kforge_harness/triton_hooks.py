@@ -5,6 +5,9 @@ import importlib
 import os
 import time
 
+from . import buffers
+from .outputs import arguments
+
 class TritonState:
     def __init__(self, script_path, mutant, autotune):
         self.script_path = os.path.realpath(script_path)
@@ -22,6 +25,9 @@ class TritonState:
         # what each launch writes; mutator (a mutants.Mutator, in an output-mutant run) changes it.
         self.outputs = None
         self.mutator = None
+        # In the skip-launch run: kernel name -> the argument names the real run's launches of
+        # it wrote. A skipped launch fills those with all-ones bytes (buffers.poison).
+        self.skip_outputs = {}
 
 
 def new_compile_stats():
@@ -56,6 +62,18 @@ def _code_file(fn):
         if base is None:
             return None
     return None
+
+
+def _poison_outputs(names, fn, args, kwargs):
+    """Fills the named buffer arguments of a skipped launch with all-ones bytes."""
+    if not names:
+        return
+    try:
+        for name, value in arguments(fn, args, kwargs):
+            if name in names and buffers.is_buffer(value):
+                buffers.poison(value)
+    except Exception:  # noqa: BLE001 - the skip itself still holds without the poison
+        pass
 
 
 def install_triton_hooks(state):
@@ -93,7 +111,10 @@ def install_triton_hooks(state):
             name = getattr(self.fn, "__qualname__", "?")
             state.launches[name] = state.launches.get(name, 0) + 1
             if state.mutant:
-                return None  # the launch is skipped: a test that still passes checks nothing
+                # The launch is skipped (a test that still passes checks nothing), and what it
+                # would have written is poisoned.
+                _poison_outputs(state.skip_outputs.get(name, ()), self, args, kwargs)
+                return None
             watcher = state.mutator or state.outputs
             if watcher is not None:
                 return watcher.launch(name, self, args, kwargs,

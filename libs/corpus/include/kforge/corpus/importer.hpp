@@ -32,6 +32,11 @@ struct FieldMap {
   std::vector<std::string> given;
 };
 
+// Parses a "--map" value, "TARGET=FIELD,TARGET=FIELD", into its pairs in order. Each target
+// must be one of `targets` and given at most once (kind "usage" otherwise, naming the item).
+Result<std::vector<std::pair<std::string, std::string>>> parse_map_spec(
+    const std::string& spec, const std::vector<std::string>& targets);
+
 // Parses "code=output,description_1=simp_instru,..." onto `base`. Targets: code, description_1,
 // description_2, key; each at most once (kind "usage" otherwise).
 Result<FieldMap> parse_field_map(const std::string& spec, FieldMap base = {});
