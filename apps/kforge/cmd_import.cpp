@@ -31,7 +31,7 @@ class Progress {
   explicit Progress(bool enabled) : enabled_(enabled) {}
   void operator()(const corpus::ReadProgress& p) {
     if (!enabled_) return;
-    auto now = std::chrono::steady_clock::now();
+    auto now = system_clock().steady_now();
     if (now - last_ < std::chrono::milliseconds(100) && p.bytes_read < p.bytes_total) return;
     last_ = now;
     double mb = 1024.0 * 1024.0;

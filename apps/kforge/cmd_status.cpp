@@ -444,7 +444,7 @@ Command add_status(CLI::App& root, Globals& g) {
               }
               std::fflush(stdout);
               if (!args->watch || !working(st)) return kOk;
-              std::this_thread::sleep_for(
+              system_clock().sleep_for(
                   std::chrono::milliseconds(static_cast<std::int64_t>(args->interval_s * 1000)));
             }
           }};

@@ -137,7 +137,7 @@ Command add_verify(CLI::App& root, Globals& g) {
           if (!json_out) return report(Error("io", args->json_out + ": cannot open for writing"));
         }
         KF_TRY_OR_REPORT(auto pool, verify::Pool::create(opts));
-        auto t0 = std::chrono::steady_clock::now();
+        auto t0 = system_clock().steady_now();
         std::map<verify::Verdict, std::int64_t> by_verdict;
         std::map<std::string, std::int64_t> by_flag;
         std::int64_t verified = 0, total = 0, written = 0, no_code = 0;
@@ -223,7 +223,7 @@ Command add_verify(CLI::App& root, Globals& g) {
         if (!read.ok()) return report(read.error());
         pool->drain();
         if (tty) std::fprintf(stderr, "\r\033[K");
-        double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        double secs = std::chrono::duration<double>(system_clock().steady_now() - t0).count();
         std::printf("%s: %lld records verified in %.1f s (%.2f samples/s, %d workers, %s)\n",
                     args->file.c_str(), static_cast<long long>(total), secs,
                     secs > 0 ? static_cast<double>(total) / secs : 0.0, pool->slots(),
