@@ -127,9 +127,21 @@ class Specs:
         self.launches = 0
         self.dropped = 0
         self.uncaptured = []
+        self.seen = {}  # (id of the compiled kernel, autotune config, options) -> the kernel
 
     def note(self, kernel_name, compiled, launch_kwargs, autotune=None):
         self.launches += 1
+        try:
+            # A launch like one before it (the same compiled kernel and options): nothing new.
+            # The kernel is held, so its id cannot be reused by another object.
+            fast = (id(compiled), autotune, tuple(sorted(
+                (k, repr(launch_kwargs[k])) for k in PORTABLE_OPTIONS if k in launch_kwargs)))
+            if compiled is not None and fast in self.seen:
+                return
+            if compiled is not None:
+                self.seen[fast] = compiled
+        except Exception:  # noqa: BLE001 - an odd option value: take the slow path
+            pass
         spec, why = spec_of_launch(kernel_name, compiled, launch_kwargs, autotune)
         if spec is None:
             if why not in self.uncaptured and len(self.uncaptured) < 4:
@@ -148,7 +160,7 @@ class Specs:
 def shorten_error(e, stage):
     """"<stage>: <Type>: <first lines>", capped: what a user (or a repair prompt) needs to see."""
     text = str(e)
-    lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     head = lines[:ERROR_LINES]
     # Triton's CompilationError puts the source excerpt first and the reason last.
     if len(lines) > ERROR_LINES and lines[-1] not in head:
