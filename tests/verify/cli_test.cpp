@@ -135,7 +135,7 @@ TEST(VerifyCli, CrossCompileTargetsFromTheCommandLineAreInTheJsonAndTheSummary) 
   // A bad target is refused before anything runs, naming the flag.
   r = run_process({binary("apps/kforge/kforge").string(), "--config", config.string(), "verify",
                    input.string(), "--cross-compile", "hip:gfx942,cuda:sm90"});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);  // bad usage
   EXPECT_NE(r.err.find("--cross-compile: 'cuda:sm90': backend 'cuda' is not one of: hip"),
             std::string::npos)
       << r.err;

@@ -47,11 +47,11 @@ TEST(VerifyCrossCompile, TargetsAreCheckedWithClearErrors) {
 }
 
 Status read_verifier(const std::string& yaml, verify::VerifierConfig& c) {
-  TempDir tmp;
-  write_text(tmp / "k.yaml", yaml);
-  KF_TRY(auto reader, ConfigReader::load((tmp / "k.yaml").string()));
-  verify::read_config(reader.root().child("verifier"), c);
-  return reader.finish();
+  auto r =
+      ConfigReader::load_string(yaml, "k.yaml", [](const std::string&) { return std::nullopt; });
+  if (!r.ok()) return r.error();
+  verify::read_config((*r)->root().child("verifier"), c);
+  return (*r)->finish();
 }
 
 TEST(VerifyCrossCompile, TheConfigurationDefaultsToNoTargetAndRefusesBadOnes) {

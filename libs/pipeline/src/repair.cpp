@@ -131,17 +131,18 @@ Result<std::string> render_evidence(const EvidenceTemplate& t, const VerdictEvid
     std::vector<std::string> required;
     if (v.report.is_object() && v.report.contains("cross_compile") &&
         v.report["cross_compile"].is_object())
-      for (const auto& t : v.report["cross_compile"].value("required", nlohmann::json::array()))
-        if (t.is_string()) required.push_back(t.get<std::string>());
+      for (const auto& name :
+           v.report["cross_compile"].value("required", nlohmann::json::array()))
+        if (name.is_string()) required.push_back(name.get<std::string>());
     std::string targets;
-    for (const auto& t : verify::cross_compile_results(v.report)) {
-      if (t.result != "error") continue;
+    for (const auto& res : verify::cross_compile_results(v.report)) {
+      if (res.result != "error") continue;
       if (!required.empty() &&
-          std::find(required.begin(), required.end(), t.target) == required.end())
+          std::find(required.begin(), required.end(), res.target) == required.end())
         continue;
-      targets += (targets.empty() ? "" : "\n") + std::string("- `") + t.target + "`" +
-                 (t.kernel.empty() ? "" : ", kernel `" + t.kernel + "`") + ":\n\n  ```\n  " +
-                 first_lines(t.error, caps.message_lines, caps.message_bytes) + "\n  ```";
+      targets += (targets.empty() ? "" : "\n") + std::string("- `") + res.target + "`" +
+                 (res.kernel.empty() ? "" : ", kernel `" + res.kernel + "`") + ":\n\n  ```\n  " +
+                 first_lines(res.error, caps.message_lines, caps.message_bytes) + "\n  ```";
     }
     values["targets"] = targets.empty() ? "- (the compiler's errors were not recorded)" : targets;
     use.push_back(verify::kCrossCompileFailed);

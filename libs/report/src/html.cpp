@@ -193,12 +193,11 @@ void count_group(std::string& s, const std::string& title, const Counts& a, cons
 // Per cross-compile target and result ("hip:gfx942 ok"), for count_group.
 Counts target_counts(const RunSummary& s) {
   Counts c;
-  for (const auto& t : s.targets)
-    for (const auto& [result, n] : {std::pair<const char*, std::int64_t>{"ok", t.ok},
-                                    {"error", t.error},
-                                    {"unavailable", t.unavailable},
-                                    {"not_run", t.not_run}})
-      c.emplace_back(t.target + " " + result, n);
+  for (const auto& t : s.targets) {
+    const std::pair<const char*, std::int64_t> rows[] = {
+        {"ok", t.ok}, {"error", t.error}, {"unavailable", t.unavailable}, {"not_run", t.not_run}};
+    for (const auto& [result, n] : rows) c.emplace_back(t.target + " " + result, n);
+  }
   return c;
 }
 

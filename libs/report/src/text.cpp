@@ -107,10 +107,8 @@ void target_rows(std::string& out, const RunSummary& a, const RunSummary& b) {
     }
     return "-";
   };
-  out +=
-      "  compiles for (of the passing samples cross-compiled; not run there)
-      ";
-      for (const auto& n : names) row(out, "  " + n, cell(a, n), cell(b, n));
+  out += "  compiles for (of the passing samples cross-compiled; not run there)\n";
+  for (const auto& n : names) row(out, "  " + n, cell(a, n), cell(b, n));
 }
 
 void flip_list(std::string& out, const char* title, const std::vector<Flip>& flips, int limit) {
