@@ -274,7 +274,7 @@ TEST_F(ReportCompare, CrossCompileRatesPerTargetAndRun) {
   EXPECT_EQ(p.b.targets[0].target, "hip:gfx90a");
   EXPECT_DOUBLE_EQ(p.b.targets[0].rate, 1.0);
   auto j = to_json(*c);
-  const auto& run = j["pairs"][0]["b"]["cross_compile"];
+  const auto& run = j["comparisons"][0]["runs"]["v2"]["cross_compile"];
   EXPECT_EQ(run["hip:gfx942"]["ok"], 1);
   EXPECT_EQ(run["hip:gfx942"]["error"], 1);
   EXPECT_EQ(run["hip:gfx942"]["rate"], 0.5);
