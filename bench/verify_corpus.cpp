@@ -513,8 +513,8 @@ Measure run_pool(Env& e, const std::vector<Sample>& samples, const std::string& 
         if (res.report.contains("cross_compile") && res.report["cross_compile"].is_object()) {
           cross_ms += res.report["cross_compile"].value("ms", 0.0);
           ++crossed;
-          for (const auto& t : verify::cross_compile_results(res.report))
-            ++m.cross_results[t.target + " " + t.result];
+          for (const auto& tr : verify::cross_compile_results(res.report))
+            ++m.cross_results[tr.target + " " + tr.result];
         }
         write_sample(e, label, res.key, v, fig,
                      res.verdict == verify::Verdict::passed ? std::string() : res.detail);
@@ -534,8 +534,8 @@ Measure run_pool(Env& e, const std::vector<Sample>& samples, const std::string& 
   print(m);
   if (!targets.empty()) {
     std::string results;
-    for (const auto& [k, n] : m.cross_results)
-      results += (results.empty() ? "" : ", ") + k + " " + std::to_string(n);
+    for (const auto& [k, count] : m.cross_results)
+      results += (results.empty() ? "" : ", ") + k + " " + std::to_string(count);
     std::printf("  cross_compile: %d samples, %.0f ms each on average; %s\n", crossed,
                 m.cross_ms_mean, results.c_str());
   }
