@@ -76,8 +76,10 @@ class Spec:
     """One specialisation a launch compiled: the parts an ASTSource is made of, the launch's
     portable options and, for a description in the report, plain JSON of the same."""
 
-    def __init__(self, kernel, fn, signature, constants, attrs, options, autotune):
+    def __init__(self, kernel, fn, signature, constants, attrs, options, autotune,
+                 src_type=None):
         self.kernel = kernel
+        self.src_type = src_type  # the launch's ASTSource class (Gluon has its own)
         self.fn = fn
         self.signature = signature
         self.constants = constants
@@ -115,7 +117,7 @@ def spec_of_launch(kernel_name, compiled, launch_kwargs, autotune=None):
     options = {k: launch_kwargs[k] for k in PORTABLE_OPTIONS
                if k in launch_kwargs and launch_kwargs[k] is not None}
     return Spec(kernel_name, fn, dict(signature), dict(getattr(src, "constants", None) or {}),
-                dict(getattr(src, "attrs", None) or {}), options, autotune), None
+                dict(getattr(src, "attrs", None) or {}), options, autotune, type(src)), None
 
 
 class Specs:
@@ -264,7 +266,9 @@ def _child(parts, target_text, specs, fd, log_path):
         _emit(fd, {"kernel": i, "start": True})
         t0 = time.monotonic()
         try:
-            src = ASTSource(spec.fn, spec.signature, constexprs=spec.constants, attrs=spec.attrs)
+            cls = spec.src_type if isinstance(spec.src_type, type) and \
+                issubclass(spec.src_type, ASTSource) else ASTSource
+            src = cls(spec.fn, spec.signature, constexprs=spec.constants, attrs=spec.attrs)
             compile_fn(src, target=target, options=dict(spec.options))
             _emit(fd, {"kernel": i, "result": "ok",
                        "ms": int((time.monotonic() - t0) * 1000)})
