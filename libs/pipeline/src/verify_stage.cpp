@@ -22,7 +22,9 @@ Result<std::unique_ptr<VerifyStage>> VerifyStage::create(store::Db& db, Clock& c
                                                          std::string owner,
                                                          const std::string& owner_glob) {
   std::unique_ptr<VerifyStage> s(new VerifyStage(db, clock, std::move(owner)));
-  s->timeout_s_ = options.config.timeout_s;
+  // A sample with targets (configured, or required by its run) gets the cross-compile's time on
+  // top of its deadline, for the real run and again for the mutant run.
+  s->timeout_s_ = options.config.timeout_s + options.config.cross_compile_timeout_s;
   {
     KF_TRY(store::Stmt * st, db.cached(q()["vstage_reclaim"]));
     st->bind(1, owner_glob).bind(2, clock.wall_ms()).bind(3, clock.wall_ms());
