@@ -131,8 +131,7 @@ Result<std::string> render_evidence(const EvidenceTemplate& t, const VerdictEvid
     std::vector<std::string> required;
     if (v.report.is_object() && v.report.contains("cross_compile") &&
         v.report["cross_compile"].is_object())
-      for (const auto& name :
-           v.report["cross_compile"].value("required", nlohmann::json::array()))
+      for (const auto& name : v.report["cross_compile"].value("required", nlohmann::json::array()))
         if (name.is_string()) required.push_back(name.get<std::string>());
     std::string targets;
     for (const auto& res : verify::cross_compile_results(v.report)) {
