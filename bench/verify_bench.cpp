@@ -23,6 +23,7 @@
 
 #include "kforge/core/fs.hpp"
 #include "kforge/verify/pool.hpp"
+#include "kforge/verify/targets.hpp"
 #include "verify_corpus.hpp"
 
 namespace fs = std::filesystem;
@@ -220,6 +221,12 @@ int main(int argc, char** argv) {
   app.add_option("--mutants-ab", real.mutants_ab,
                  "--corpus: once more, cold, without the output mutants (verifier.mutants: []): "
                  "throughput with and without the battery");
+  app.add_option("--cross-compile", real.cross_compile,
+                 "--corpus: once more with the first TARGET cross-compiled after each passing "
+                 "sample (e.g. hip:gfx942), and once with every TARGET given: the cost per "
+                 "sample")
+      ->delimiter(',')
+      ->type_name("TARGET");
   app.add_option("--devices", device_list, "--corpus: cuda:N list (default: detect)");
   app.add_option("--samples-out", real.samples_out, "--corpus: per-sample JSON Lines");
   app.add_option("--emit", real.emit,
@@ -234,6 +241,12 @@ int main(int argc, char** argv) {
         if (!v.empty() && v != "none") out.push_back(v);
       return out;
     };
+    std::vector<std::string> targets;
+    if (auto bad = verify::parse_targets(real.cross_compile, "--cross-compile", targets)) {
+      std::fprintf(stderr, "kforge-bench-verify: %s\n", bad->c_str());
+      return 2;
+    }
+    real.cross_compile = targets;
     real.exclude = split(exclude);
     real.devices = split(device_list);
     real.sweep = split(sweep);

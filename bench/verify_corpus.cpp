@@ -28,6 +28,7 @@
 #include "kforge/verify/figures.hpp"
 #include "kforge/verify/gpu.hpp"
 #include "kforge/verify/pool.hpp"
+#include "kforge/verify/targets.hpp"
 
 extern "C" char** environ;
 
@@ -233,6 +234,10 @@ struct Measure {
   std::map<std::string, double> phase_total_ms;
   int context_on_path = -1;  // samples whose process was not ready (CUDA context) before them
   std::string sizing;
+  // With cross-compile targets: the mean time the targets took per cross-compiled sample, and
+  // the results per "target result" (hip:gfx942 ok).
+  double cross_ms_mean = -1;
+  std::map<std::string, int> cross_results;
 };
 
 struct Meters {
@@ -425,10 +430,13 @@ Measure run_naive(Env& e, const std::vector<Sample>& samples, const std::string&
 // `no_battery`: verifier.mutants [] (no output mutants).
 Measure run_pool(Env& e, const std::vector<Sample>& samples, const std::string& workers,
                  const std::string& label, std::string& cache, bool driver_queues = false,
-                 bool no_battery = false) {
+                 bool no_battery = false, const std::vector<std::string>& targets = {}) {
   Measure m;
   m.label = label;
   verify::VerifierConfig cfg;
+  cfg.cross_compile = targets;
+  double cross_ms = 0;
+  int crossed = 0;
   if (driver_queues) cfg.gpu_hw_queues = 0;
   if (no_battery) cfg.mutants.clear();
   cfg.python = e.o.python;
@@ -502,6 +510,12 @@ Measure run_pool(Env& e, const std::vector<Sample>& samples, const std::string& 
           ++phase_n[k];
         }
         if (ph.value("context_waited", std::int64_t{0}) <= 0) ++on_path;
+        if (res.report.contains("cross_compile") && res.report["cross_compile"].is_object()) {
+          cross_ms += res.report["cross_compile"].value("ms", 0.0);
+          ++crossed;
+          for (const auto& tr : verify::cross_compile_results(res.report))
+            ++m.cross_results[tr.target + " " + tr.result];
+        }
         write_sample(e, label, res.key, v, fig,
                      res.verdict == verify::Verdict::passed ? std::string() : res.detail);
       });
@@ -516,7 +530,15 @@ Measure run_pool(Env& e, const std::vector<Sample>& samples, const std::string& 
     m.phase_mean_ms[k] = x / std::max(1, phase_n[k]);
   }
   m.context_on_path = on_path;
+  if (crossed > 0) m.cross_ms_mean = cross_ms / crossed;
   print(m);
+  if (!targets.empty()) {
+    std::string results;
+    for (const auto& [k, count] : m.cross_results)
+      results += (results.empty() ? "" : ", ") + k + " " + std::to_string(count);
+    std::printf("  cross_compile: %d samples, %.0f ms each on average; %s\n", crossed,
+                m.cross_ms_mean, results.c_str());
+  }
   std::printf("  startup_s=%.1f (workers importing torch and triton; not in the wall)\n", startup);
   return m;
 }
@@ -579,7 +601,7 @@ int run_corpus_bench(const CorpusBenchOptions& opts) {
         "NOTE: no GPU found: the figures measure the machinery only (samples need torch)\n");
   std::fflush(stdout);
 
-  Measure naive, warm, cached, queues8, no_battery;
+  Measure naive, warm, cached, queues8, no_battery, cross1, cross_all;
   std::vector<Measure> sweep;
   // The figures as key=value: after each measurement (prefixed "so far: ", so a run cut short
   // still leaves them) and once at the end (the last line).
@@ -620,7 +642,10 @@ int run_corpus_bench(const CorpusBenchOptions& opts) {
         "compile_cpu_share_pct=%.0f "
         "best_workers=%s best_samples_per_s=%.3f auto_workers=%d auto_samples_per_s=%.3f "
         "auto_vs_best_pct=%.1f hw_queues_default_samples_per_s=%.3f hw_queues_speedup=%.2f "
-        "no_battery_samples_per_s=%.3f battery_throughput_pct=%.1f\n",
+        "no_battery_samples_per_s=%.3f battery_throughput_pct=%.1f "
+        "cross1_samples_per_s=%.3f cross1_ms_per_sample=%.0f cross1_throughput_pct=%.1f "
+        "cross_all_samples_per_s=%.3f cross_all_ms_per_sample=%.0f "
+        "cross_all_throughput_pct=%.1f\n",
         partial ? "so far: " : "", samples.size(), o.copies, cores, e.gpu_indices.size(),
         o.naive_procs, naive.rate, naive.mean_s, naive.p95_s, naive.cpu_busy_pct,
         naive.gpu_busy_pct, warm.workers, warm.rate, warm.mean_s, warm.p95_s, warm.cpu_busy_pct,
@@ -632,7 +657,9 @@ int run_corpus_bench(const CorpusBenchOptions& opts) {
         best_w.empty() ? "-" : best_w.c_str(), best, auto_workers, auto_rate,
         best > 0 && auto_rate > 0 ? 100.0 * (best - auto_rate) / best : 0.0, queues8.rate,
         queues8.rate > 0 ? warm.rate / queues8.rate : 0.0, no_battery.rate,
-        no_battery.rate > 0 ? 100.0 * warm.rate / no_battery.rate : 0.0);
+        no_battery.rate > 0 ? 100.0 * warm.rate / no_battery.rate : 0.0, cross1.rate,
+        cross1.cross_ms_mean, warm.rate > 0 ? 100.0 * cross1.rate / warm.rate : 0.0, cross_all.rate,
+        cross_all.cross_ms_mean, warm.rate > 0 ? 100.0 * cross_all.rate / warm.rate : 0.0);
     std::fflush(stdout);
   };
   if (o.naive_procs > 0) {
@@ -655,6 +682,20 @@ int run_corpus_bench(const CorpusBenchOptions& opts) {
     std::string c;
     no_battery = run_pool(e, samples, o.workers, "kforge warm, no output mutants", c, false, true);
     figures(true);
+  }
+  if (!o.cross_compile.empty()) {
+    // Cold caches, as the warm run: the AMD compiles are not in the cache the warm run filled.
+    std::string c;
+    cross1 = run_pool(e, samples, o.workers, "kforge warm, cross-compile " + o.cross_compile[0], c,
+                      false, false, {o.cross_compile[0]});
+    figures(true);
+    if (o.cross_compile.size() > 1) {
+      std::string c2, all;
+      for (const auto& t : o.cross_compile) all += (all.empty() ? "" : ",") + t;
+      cross_all = run_pool(e, samples, o.workers, "kforge warm, cross-compile " + all, c2, false,
+                           false, o.cross_compile);
+      figures(true);
+    }
   }
   for (const auto& w : o.sweep) {
     std::string c;

@@ -8,6 +8,7 @@
 #include "kforge/core/fs.hpp"
 #include "kforge/dedup/groups.hpp"
 #include "kforge/report/export.hpp"
+#include "kforge/verify/targets.hpp"
 
 namespace kforge::cli {
 namespace {
@@ -25,6 +26,7 @@ struct ExportArgs {
   bool mark = false;
   std::string exclusions;  // a JSONL file listing each sample near an eval set
   bool with_reasoning = false;
+  std::vector<std::string> compiles_for;  // targets, as verifier.cross_compile
 };
 
 // Prints the samples near an eval set (the first 20) and writes all of them to --exclusions.
@@ -96,12 +98,17 @@ Command add_export(CLI::App& root, Globals& g) {
                 "leaving them out");
   cmd->add_option("--exclusions", args->exclusions,
                   "Write each sample near an eval set, its match and the reason, as JSON Lines");
+  cmd->add_option("--compiles-for", args->compiles_for,
+                  "Only samples whose latest verification compiled for TARGET (hip:gfx942; "
+                  "repeatable or a comma list: every one); see verifier.cross_compile")
+      ->type_name("TARGET");
   cmd->add_flag("--with-reasoning", args->with_reasoning,
                 "Add \"reasoning\": the model's reasoning behind each stage's exported answer");
   cmd->footer(
       "Each record is the original corpus record, every field in its order, then "
       "kernel_wrapper, unitest_code, kernel_analysis (v2), verdict, flags, status, model and "
-      "prompt (tag, pipeline, each stage's prompt version and sha256), and near_duplicate_of when "
+      "prompt (tag, pipeline, each stage's prompt version and sha256), mutation_score, coverage, "
+      "cross_compile (per target: ok, error, unavailable or not_run), and near_duplicate_of when "
       "the sample has one (its closest near-duplicate in the corpus, or with --mark the eval-set "
       "kernel it is near). Records are in sample-key order.");
   return {
@@ -114,6 +121,8 @@ Command add_export(CLI::App& root, Globals& g) {
         opts.verdicts = args->verdicts;
         opts.include_flagged = args->include_flagged;
         opts.with_reasoning = args->with_reasoning;
+        if (auto e = verify::parse_targets(args->compiles_for, "--compiles-for", opts.compiles_for))
+          return report(Error("usage", *e));
         std::optional<dedup::EvalIndex> evals;
         if (args->exclude_near.empty() && (!args->map.empty() || !args->key.empty() || args->mark ||
                                            args->near_threshold >= 0 || !args->exclusions.empty()))
@@ -147,6 +156,9 @@ Command add_export(CLI::App& root, Globals& g) {
                        args->out == "-" ? "stdout" : args->out.c_str());
           if (sum.skipped > 0)
             std::fprintf(to, " (%lld left out by --verdict)", static_cast<long long>(sum.skipped));
+          if (sum.not_compiling > 0)
+            std::fprintf(to, " (%lld left out by --compiles-for)",
+                         static_cast<long long>(sum.not_compiling));
           std::fprintf(to, "\n");
         }
         if (evals) {

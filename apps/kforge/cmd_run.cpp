@@ -14,6 +14,7 @@
 #include "kforge/pipeline/jobs.hpp"
 #include "kforge/pipeline/prompt.hpp"
 #include "kforge/pipeline/slurm_backend.hpp"
+#include "kforge/verify/targets.hpp"
 
 namespace kforge::cli {
 namespace {
@@ -28,6 +29,7 @@ struct RunArgs {
   bool json = false;
   std::string dedup;            // empty: every sample; "first" | "largest": one per group
   double dedup_threshold = -1;  // -1: that of the last corpus dedup, else the default
+  std::vector<std::string> require_targets;  // cross-compile targets a verified sample needs
 };
 
 struct DedupResult {
@@ -137,6 +139,9 @@ int create(const RunArgs& a, const app::Config& cfg) {
   KF_TRY_OR_REPORT(auto lib, pipeline::PromptLibrary::load(dir));
   KF_TRY_OR_REPORT(const pipeline::PipelineSpec* spec, lib.pipeline(a.pipeline));
   int rounds = a.repair_rounds >= 0 ? a.repair_rounds : cfg.pipeline.repair_rounds;
+  std::vector<std::string> targets;
+  if (auto e = verify::parse_targets(a.require_targets, "--require-target", targets))
+    return report(Error("usage", *e));
   if (rounds > 0 && !spec->repair)
     return report(Error("usage", "pipeline " + a.pipeline + " has no repair template (" +
                                      (lib.dir() / a.pipeline / "repair.md").string() +
@@ -174,6 +179,8 @@ int create(const RunArgs& a, const app::Config& cfg) {
   // Part of the run's identity: two runs form a like-for-like A/B pair only with the same
   // dedup choice and threshold (kforge compare warns otherwise).
   if (dd) run.params["dedup"] = dd->params;
+  // Samples are compiled for these targets too; one that does not compile is not verified.
+  if (!targets.empty()) run.params["require_targets"] = targets;
   run.sample_ids = std::move(ids);
   KF_TRY_OR_REPORT(std::int64_t id, jobs.create_run(run));
   if (a.json) {
@@ -184,6 +191,7 @@ int create(const RunArgs& a, const app::Config& cfg) {
                                        {"jobs", run.sample_ids.size()},
                                        {"repair_rounds", rounds},
                                        {"dedup", dd ? dd->params : nlohmann::json(nullptr)},
+                                       {"require_targets", targets},
                                        {"prompts", run.prompts}}
                             .dump()
                             .c_str());
@@ -203,6 +211,14 @@ int create(const RunArgs& a, const app::Config& cfg) {
         "out (kforge corpus dups lists the groups)\n",
         dd->params["choice"].get<std::string>().c_str(), dd->params["threshold"].get<double>(),
         static_cast<long long>(dd->dropped));
+  if (!targets.empty()) {
+    std::string names;
+    for (const auto& t : targets) names += (names.empty() ? "" : ", ") + t;
+    std::printf(
+        "  requires %s: a passing sample whose kernels do not compile for it is not verified "
+        "(compiled with Triton's backend for it, not run)\n",
+        names.c_str());
+  }
   for (const auto& s : spec->stages)
     std::printf("  prompt %s/%s.md sha256 %s...\n", s.version.c_str(), s.name.c_str(),
                 short_sha(s.sha256).c_str());
@@ -291,6 +307,13 @@ Command add_run(CLI::App& root, Globals& g) {
                    "Near-duplicate similarity for --dedup (default: that of the last kforge "
                    "corpus dedup, else 0.6)")
       ->check(CLI::Range(0.5, 1.0));
+  create_cmd
+      ->add_option("--require-target", args->require_targets,
+                   "A cross-compile target every verified sample must compile for, e.g. "
+                   "hip:gfx942 (repeatable or a comma list): a passing sample whose kernels do "
+                   "not compile for it is not verified, and its repair prompt carries the "
+                   "compiler's error; nothing runs there")
+      ->type_name("TARGET");
   create_cmd->footer(
       "Two runs over the same samples (the same --limit or --samples-from) form an A/B pair. "
       "The run records the SHA-256 of every prompt it uses; if a template changes, the daemon "

@@ -16,6 +16,7 @@
 #include "kforge/verify/figures.hpp"
 #include "kforge/verify/pool.hpp"
 #include "kforge/verify/store.hpp"
+#include "kforge/verify/targets.hpp"
 
 namespace kforge::cli {
 namespace {
@@ -32,6 +33,7 @@ struct VerifyArgs {
   int slowest = 10;
   bool record_devices = false;
   bool full = false;
+  std::vector<std::string> cross_compile;
 };
 
 struct Slow {
@@ -101,7 +103,9 @@ Command add_verify(CLI::App& root, Globals& g) {
   cmd->add_option("--json", args->json_out,
                   "Write one JSON line per record: index, key, verdict, detail, flags, "
                   "duration_ms, cpu_ms, device, phases (ms), autotune (the config used), "
-                  "mutation (the mutation score) and coverage (what the launches exercised)");
+                  "mutation (the mutation score), coverage (what the launches exercised) and "
+                  "cross_compile (per target: ok, error, unavailable or not_run; "
+                  "cross_compile_errors has each error's stage and first lines)");
   cmd->add_flag("--full", args->full,
                 "With --json: also the report, script, stderr tail, duration and device, each "
                 "line written and flushed as its record finishes (in finishing order); what a "
@@ -116,6 +120,11 @@ Command add_verify(CLI::App& root, Globals& g) {
       ->check(CLI::IsMember({"warm", "fresh"}));
   cmd->add_option("--slowest", args->slowest, "List the N slowest samples (0: none)")
       ->check(CLI::Range(0, 100000));
+  cmd->add_option("--cross-compile", args->cross_compile,
+                  "Also compile each passing sample's launched kernels for TARGET (hip:gfx942, "
+                  "hip:gfx90a; repeatable or a comma list), besides verifier.cross_compile; "
+                  "nothing runs there (docs/VERIFIER.md, \"Other targets\")")
+      ->type_name("TARGET");
   cmd->add_flag("--record-devices", args->record_devices,
                 "Record the verifier's device states in the database at the end, so `kforge "
                 "status` shows a device taken out of rotation");
@@ -130,6 +139,9 @@ Command add_verify(CLI::App& root, Globals& g) {
         opts.config = cfg.verifier;
         if (args->timeout_s > 0) opts.config.timeout_s = args->timeout_s;
         if (!args->mode.empty()) opts.config.mode = args->mode;
+        if (auto e = verify::parse_targets(args->cross_compile, "--cross-compile",
+                                           opts.config.cross_compile))
+          return report(Error("usage", *e));
         opts.total_workers = args->workers;
         std::ofstream json_out;
         if (!args->json_out.empty()) {
@@ -140,6 +152,8 @@ Command add_verify(CLI::App& root, Globals& g) {
         auto t0 = system_clock().steady_now();
         std::map<verify::Verdict, std::int64_t> by_verdict;
         std::map<std::string, std::int64_t> by_flag;
+        // target -> result -> samples
+        std::map<std::string, std::map<std::string, std::int64_t>> by_target;
         std::int64_t verified = 0, total = 0, written = 0, no_code = 0;
         // Results arrive out of order; lines are written in record order.
         std::map<std::int64_t, nlohmann::ordered_json> pending;
@@ -166,6 +180,17 @@ Command add_verify(CLI::App& root, Globals& g) {
           // The test's strength (docs/VERIFIER.md, "Output mutants") and what it exercised.
           for (const char* k : {"mutation", "coverage"})
             if (r.report.contains(k)) line[k] = r.report[k];
+          // Per target: ok, error, unavailable or not_run; the errors' stage and first lines.
+          auto targets = verify::cross_compile_results(r.report);
+          if (!targets.empty()) {
+            line["cross_compile"] = verify::cross_compile_summary(targets);
+            nlohmann::ordered_json errors = nlohmann::ordered_json::object();
+            for (const auto& t : targets) {
+              ++by_target[t.target][t.result];
+              if (t.result == "error") errors[t.target] = t.error;
+            }
+            if (!errors.empty()) line["cross_compile_errors"] = std::move(errors);
+          }
           if (args->slowest > 0) {
             std::int64_t ms = r.duration_ms + fig["phases"].value("mutant", std::int64_t{0});
             auto pos = std::find_if(slow.begin(), slow.end(), [&](const Slow& s) {
@@ -235,6 +260,13 @@ Command add_verify(CLI::App& root, Globals& g) {
         for (const auto& [f, n] : by_flag)
           std::printf("  flagged %s: %lld\n", f.c_str(), static_cast<long long>(n));
         std::printf("  verified (passed, no flag): %lld\n", static_cast<long long>(verified));
+        for (const auto& [target, counts] : by_target) {
+          std::string parts;
+          for (const auto& [result, n] : counts)
+            parts += (parts.empty() ? "" : ", ") + result + " " + std::to_string(n);
+          std::printf("  cross-compile %s (compiled, not run): %s\n", target.c_str(),
+                      parts.c_str());
+        }
         if (no_code > 0)
           std::printf(
               "  %lld records have no string field '%s' and were skipped; --map code=FIELD "

@@ -285,6 +285,61 @@ TEST(Repair, AnUnfixableAnswerEndsTheSample) {
             std::string::npos);
 }
 
+// A run that requires hip:gfx942: a passing sample whose kernel does not compile for it (32 warps
+// of 64 threads) is not verified, and the repair round, reading the compiler's error, fixes the
+// wrapper; a kernel with inline PTX is answered unfixable. A run without the target verifies
+// both as they are, and compiles nothing.
+TEST(Repair, ARequiredTargetThatDoesNotCompileIsRepairedWithTheCompilersError) {
+  if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "/usr/bin/python3 not found";
+  auto site = repair_site(script("repair/fake_llm.json"));
+  fs::path list = site->dir().path() / "amd.keys";
+  test::write_text(list, "wide\nptx\n");
+  site->create_run(
+      "amd", "v1",
+      {"--samples-from", list.string(), "--repair-rounds", "2", "--require-target", "hip:gfx942"});
+  create_run(*site, "plain", {"wide", "ptx"}, 2);
+  auto d = site->start_daemon();
+  ASSERT_EQ(site->wait_for(kEnded, 4, 120s), 4) << d->log();
+  stop(*site, *d);
+  EXPECT_EQ(verdicts(*site, "amd", "wide"),
+            (std::vector<std::string>{"0|passed|[\"cross_compile_failed\"]", "1|passed|[]"}));
+  EXPECT_EQ(verdicts(*site, "amd", "ptx"),
+            std::vector<std::string>{"0|passed|[\"cross_compile_failed\"]"});
+  std::string job = job_of(*site, "amd", "ptx");
+  EXPECT_EQ(job.rfind("done|done|1|unfixable|the kernel copies through inline PTX", 0), 0u) << job;
+  EXPECT_EQ(site->fake().stats()["by_rule"].value("repair-wide", 0), 1);
+  EXPECT_EQ(site->fake().stats()["by_rule"].value("repair-ptx", 0), 1);
+  EXPECT_EQ(verdicts(*site, "plain", "wide"), std::vector<std::string>{"0|passed|[]"});
+  EXPECT_EQ(verdicts(*site, "plain", "ptx"), std::vector<std::string>{"0|passed|[]"});
+  EXPECT_EQ(count(*site, "plain", "stage_outputs stage = 'repair'"), 0);
+  // The repair prompt carried the compiler's error.
+  fs::path dbg = site->dir().path() / "debug";
+  ASSERT_EQ(site->kforge({"debug", "amd", "wide", "--out", dbg.string()}).exit_code, 0);
+  std::string prompt = test::read_text(dbg / "wide" / "repair-1.prompt.md");
+  EXPECT_NE(prompt.find("- `hip:gfx942`, kernel `wide_kernel`:"), std::string::npos) << prompt;
+  EXPECT_NE(prompt.find("ttgir: RuntimeError: num_warps * warp_size = 2048 threads per block"),
+            std::string::npos)
+      << prompt;
+  // Export keeps what compiles; compare gives the rate per target.
+  fs::path out = site->dir().path() / "amd.jsonl";
+  auto ex = site->kforge({"export", "amd", "--out", out.string(), "--compiles-for", "hip:gfx942"});
+  ASSERT_EQ(ex.exit_code, 0) << ex.err;
+  EXPECT_NE(ex.out.find("exported 1 sample of amd"), std::string::npos) << ex.out;
+  json rec = json::parse(test::read_text(out));
+  EXPECT_EQ(rec["key"], "wide");
+  EXPECT_EQ(rec["cross_compile"], json({{"hip:gfx942", "ok"}}));
+  EXPECT_EQ(rec["status"], "verified");
+  auto cmp = site->kforge({"compare", "plain", "amd", "--json"});
+  ASSERT_EQ(cmp.exit_code, 0) << cmp.err;
+  json amd = json::parse(cmp.out)["comparisons"][0]["runs"]["amd"];
+  EXPECT_EQ(amd["cross_compile"]["hip:gfx942"]["ok"], 1) << amd.dump();
+  EXPECT_EQ(amd["cross_compile"]["hip:gfx942"]["error"], 1) << amd.dump();
+  auto bad = site->kforge({"run", "create", "x", "--pipeline", "v1", "--require-target", "gfx942"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--require-target: 'gfx942' is not BACKEND:ARCH"), std::string::npos)
+      << bad.err;
+}
+
 // kill -9 between rounds: the result is the uninterrupted one, and no answer that was stored is
 // asked for again (a paid round is never repeated).
 TEST(Repair, KillNineBetweenRoundsResumesWithoutRepeatingAPaidRound) {

@@ -190,6 +190,41 @@ TEST(RepairEvidence, AWeakTestIsToldWhichMutantsItLetThrough) {
       << *text;
 }
 
+TEST(RepairEvidence, ACrossCompileFailureCarriesEachRequiredTargetsCompilerError) {
+  auto lib = PromptLibrary::load(shipped());
+  ASSERT_TRUE(lib.ok()) << lib.error().message;
+  const PipelineSpec* spec = *lib->pipeline("v1");
+  VerdictEvidence v;
+  v.verdict = "passed";
+  v.detail = "1 test passed; does not compile for a required target: hip:gfx942: ...";
+  v.flags = {"cross_compile_failed"};
+  v.report = {{"tests", json::array({{{"name", "test_add"}, {"status", "passed"}}})},
+              {"cross_compile",
+               {{"required", {"hip:gfx942"}},
+                {"targets",
+                 {{"hip:gfx942",
+                   {{"result", "error"},
+                    {"kernel", "add_kernel"},
+                    {"stage", "ttgir"},
+                    {"error", "ttgir: RuntimeError: num_warps * warp_size = 2048 threads"}}},
+                  {"hip:gfx90a", {{"result", "error"}, {"error", "not required"}}},
+                  {"hip:gfx1100", {{"result", "ok"}}}}}}}};
+  auto text = render_evidence(spec->evidence, v);
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  EXPECT_TRUE(has(*text,
+                  "- `hip:gfx942`, kernel `add_kernel`:\n\n  ```\n  ttgir: RuntimeError: "
+                  "num_warps * warp_size = 2048 threads\n  ```"))
+      << *text;
+  EXPECT_FALSE(has(*text, "not required")) << *text;  // only the targets the run requires
+  EXPECT_TRUE(has(*text, "So the sample does not port")) << *text;
+  EXPECT_FALSE(has(*text, "{{")) << *text;
+  // Without the flag (a target compiled, or none required) the block is not used.
+  v.flags.clear();
+  text = render_evidence(spec->evidence, v);
+  ASSERT_TRUE(text.ok());
+  EXPECT_FALSE(has(*text, "does not port")) << *text;
+}
+
 TEST(RepairAnswer, UnfixableOrBothPiecesOfCode) {
   auto a = read_repair_answer({{"unfixable", "triton.ops was removed"}});
   ASSERT_TRUE(a.ok());

@@ -253,6 +253,41 @@ TEST_F(ReportCompare, JsonHasEveryFigure) {
 }
 
 // A larger, decisive pair built directly: 40 samples, 1 lost and 12 gained.
+TEST_F(ReportCompare, CrossCompileRatesPerTargetAndRun) {
+  fx.exec("set_cross_compile", {"add_kernel.py", "v2", "hip:gfx942", "ok", ""});
+  fx.exec("set_cross_compile", {"copy_transpose.py", "v2", "hip:gfx942", "error", "amdgcn: x"});
+  fx.exec("set_cross_compile", {"softmax.py", "v2", "hip:gfx942", "unavailable", "no backend"});
+  fx.exec("set_cross_compile", {"add_kernel.py", "v2", "hip:gfx90a", "ok", ""});
+  auto c = compare(fx.db(), {"v1", "v2"}, CompareOptions{});
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  const PairComparison& p = c->pairs[0];
+  EXPECT_TRUE(p.a.targets.empty());  // v1 was not cross-compiled
+  ASSERT_EQ(p.b.targets.size(), 2u);
+  const TargetRate& t = p.b.targets[1];
+  EXPECT_EQ(t.target, "hip:gfx942");
+  EXPECT_EQ(t.ok, 1);
+  EXPECT_EQ(t.error, 1);
+  EXPECT_EQ(t.unavailable, 1);
+  EXPECT_DOUBLE_EQ(t.rate, 0.5);  // unavailable is not counted for or against
+  EXPECT_EQ(t.verified_ok, 1);
+  EXPECT_GT(t.interval.high, 0.5);
+  EXPECT_EQ(p.b.targets[0].target, "hip:gfx90a");
+  EXPECT_DOUBLE_EQ(p.b.targets[0].rate, 1.0);
+  auto j = to_json(*c);
+  const auto& run = j["comparisons"][0]["runs"]["v2"]["cross_compile"];
+  EXPECT_EQ(run["hip:gfx942"]["ok"], 1);
+  EXPECT_EQ(run["hip:gfx942"]["error"], 1);
+  EXPECT_EQ(run["hip:gfx942"]["rate"], 0.5);
+  std::string text = format_text(*c, 10);
+  EXPECT_NE(text.find("compiles for (of the passing samples cross-compiled; not run there)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("1/2 50.0%"), std::string::npos) << text;
+  EXPECT_NE(text.find("(1 unavailable)"), std::string::npos) << text;
+  std::string html = render_html(*c);
+  EXPECT_NE(html.find("hip:gfx942 error"), std::string::npos);
+}
+
 TEST(ReportCompareOutcomes, SignificantDifference) {
   RunInfo a, b;
   a.tag = "old";

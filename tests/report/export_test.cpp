@@ -37,9 +37,10 @@ const ojson* find_key(const std::vector<ojson>& recs, const std::string& key) {
   return nullptr;
 }
 
-const std::vector<std::string> kAdded = {
-    "kernel_wrapper", "unitest_code", "kernel_analysis", "verdict",        "flags",   "status",
-    "repair_round",   "model",        "prompt",          "mutation_score", "coverage"};
+const std::vector<std::string> kAdded = {"kernel_wrapper", "unitest_code", "kernel_analysis",
+                                         "verdict",        "flags",        "status",
+                                         "repair_round",   "model",        "prompt",
+                                         "mutation_score", "coverage",     "cross_compile"};
 
 TEST(ReportExport, EveryOriginalFieldKeptInOrderThenTheOutputs) {
   ReportFixture fx;
@@ -97,6 +98,36 @@ TEST(ReportExport, TheMutationScoreAndCoverageFactsOfEachVerification) {
       EXPECT_TRUE(r["mutation_score"].is_null()) << r["file"];
     }
   }
+}
+
+TEST(ReportExport, TheCrossCompileOfEachVerificationAndTheCompilesForFilter) {
+  ReportFixture fx;
+  fx.exec("set_cross_compile", {"add_kernel.py", "v2", "hip:gfx942", "ok", ""});
+  fx.exec("set_cross_compile", {"add_kernel.py", "v2", "hip:gfx90a", "error", "ttgir: x"});
+  fx.exec("set_cross_compile", {"copy_transpose.py", "v2", "hip:gfx942", "error", "amdgcn: y"});
+  fx.exec("set_cross_compile", {"softmax.py", "v2", "hip:gfx942", "unavailable", "no backend"});
+  auto out = fx.dir() / "v2.jsonl";
+  ASSERT_TRUE(export_run(fx.db(), "v2", out, ExportOptions{}).ok());
+  auto recs = read_jsonl(out);
+  EXPECT_EQ(nlohmann::json(find_key(recs, "add_kernel.py")->at("cross_compile")),
+            nlohmann::json({{"hip:gfx942", "ok"}, {"hip:gfx90a", "error"}}));
+  EXPECT_EQ(nlohmann::json(find_key(recs, "softmax.py")->at("cross_compile")),
+            nlohmann::json({{"hip:gfx942", "unavailable"}}));
+  EXPECT_TRUE(find_key(recs, "layernorm.py")->at("cross_compile").is_null());  // no target
+  // Only the samples that compile for every target asked for.
+  ExportOptions opts;
+  opts.compiles_for = {"hip:gfx942"};
+  auto sum = export_run(fx.db(), "v2", out, opts);
+  ASSERT_TRUE(sum.ok()) << sum.error().message;
+  EXPECT_EQ(sum->written, 1);
+  EXPECT_EQ(sum->not_compiling, 13);
+  recs = read_jsonl(out);
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs[0]["file"], "add_kernel.py");
+  opts.compiles_for = {"hip:gfx942", "hip:gfx90a"};
+  sum = export_run(fx.db(), "v2", out, opts);
+  ASSERT_TRUE(sum.ok());
+  EXPECT_EQ(sum->written, 0);
 }
 
 TEST(ReportExport, TheRunsOutputsAndProvenance) {

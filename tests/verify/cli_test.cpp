@@ -75,6 +75,72 @@ TEST(VerifyCli, VerifiesAJsonLinesFile) {
   EXPECT_NE(r.out.find("workers: 2 in all"), std::string::npos) << r.out;
 }
 
+TEST(VerifyCli, CrossCompileTargetsFromTheCommandLineAreInTheJsonAndTheSummary) {
+  TempDir tmp;
+  auto input = tmp / "generated.jsonl";
+  {
+    std::ofstream out(input);
+    for (const char* name : {"triton_vector_add", "cross_inline_ptx", "assert_fail"}) {
+      auto r = load_sample(name);
+      out << nlohmann::json{{"file", name},
+                            {"code", *r.code},
+                            {"kernel_wrapper", *r.kernel_wrapper},
+                            {"unitest_code", *r.unitest_code}}
+                 .dump()
+          << "\n";
+    }
+  }
+  auto config = tmp / "kforge.yaml";
+  write_text(config, "verifier:\n  devices: [cpu]\n  python: " + sandbox_python() +
+                         "\n  python_path: [" +
+                         (source_dir() / "tests" / "verify" / "fake_triton").string() +
+                         "]\n  preload: [triton]\n  work_dir: " + (tmp / "work").string() +
+                         "\n  memory_cap_mb: 300\n  max_processes: 32\n"
+                         "  cross_compile: [hip:gfx90a]\n");
+  auto out_json = tmp / "verdicts.jsonl";
+  auto r = run_process({binary("apps/kforge/kforge").string(), "--config", config.string(),
+                        "verify", input.string(), "--workers", "2", "--timeout", "20",
+                        "--cross-compile", "hip:gfx942", "--json", out_json.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("cross-compile hip:gfx942 (compiled, not run): error 1, ok 1"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("cross-compile hip:gfx90a (compiled, not run): error 1, ok 1"),
+            std::string::npos)
+      << r.out;
+  std::istringstream lines(read_text(out_json));
+  std::vector<nlohmann::json> rows;
+  for (std::string line; std::getline(lines, line);) rows.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0]["cross_compile"], nlohmann::json({{"hip:gfx90a", "ok"}, {"hip:gfx942", "ok"}}));
+  EXPECT_FALSE(rows[0].contains("cross_compile_errors"));
+  EXPECT_EQ(rows[1]["cross_compile"]["hip:gfx942"], "error");
+  EXPECT_EQ(rows[1]["cross_compile_errors"]["hip:gfx942"].get<std::string>().rfind(
+                "amdgcn: RuntimeError: <inline asm>", 0),
+            0u)
+      << rows[1].dump();
+  EXPECT_FALSE(rows[2].contains("cross_compile"));  // failed: not cross-compiled
+  // The summary the TritonBench-G report prints (bench/verify/cross_compile_summary.py).
+  auto sum = run_process({sandbox_python(),
+                          (source_dir() / "bench/verify/cross_compile_summary.py").string(),
+                          out_json.string(), "--markdown"});
+  ASSERT_EQ(sum.exit_code, 0) << sum.err;
+  EXPECT_NE(sum.out.find("3 samples, 2 passed on the GPU"), std::string::npos) << sum.out;
+  EXPECT_NE(sum.out.find("hip:gfx942: 1 of 2 compile (50.0%)"), std::string::npos) << sum.out;
+  EXPECT_NE(sum.out.find("| 1 | `amdgcn: RuntimeError: <inline asm>:N:N: error: invalid "
+                         "instruction` | cross_inline_ptx |"),
+            std::string::npos)
+      << sum.out;
+
+  // A bad target is refused before anything runs, naming the flag.
+  r = run_process({binary("apps/kforge/kforge").string(), "--config", config.string(), "verify",
+                   input.string(), "--cross-compile", "hip:gfx942,cuda:sm90"});
+  EXPECT_EQ(r.exit_code, 2);  // bad usage
+  EXPECT_NE(r.err.find("--cross-compile: 'cuda:sm90': backend 'cuda' is not one of: hip"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(VerifyCli, BadInputIsAClearError) {
   TempDir tmp;
   auto input = tmp / "broken.json";

@@ -2,7 +2,9 @@
 // directory tests/verify/gpu/NAME/ with code.py, wrapper.py, test.py and expect.json
 // ({"verdict": ..., "flags": [...], "detail_contains": ...}). Skipped, saying why, where torch,
 // triton or a GPU is missing. MutantCorpus runs the weak and strong tests of tests/verify/mutants
-// (its README.md): every weak one must be flagged, every strong one verified.
+// (its README.md): every weak one must be flagged, every strong one verified. CrossCompileForAmd
+// compiles the launched kernels of tests/verify/gpu_cross for hip:gfx942 with Triton's AMD
+// backend: the portable one compiles, the one with inline PTX does not.
 
 #include <gtest/gtest.h>
 
@@ -111,6 +113,42 @@ TEST(VerifyGpu, RealTritonKernelsWarm) {
 
 TEST(VerifyGpu, RealTritonKernelsFresh) {
   run_gpu_samples("fresh");
+}
+
+TEST(VerifyGpu, CrossCompileForAmd) {
+  auto p = probe();
+  if (!p.value("cuda", false) || p["triton"].is_null())
+    GTEST_SKIP() << "no GPU with torch and triton here (" << p.dump()
+                 << "); scripts/gpu-check runs these on the GPU machine";
+  TempDir tmp;
+  auto cfg = gpu_config(tmp, "warm");
+  cfg.cross_compile = {"hip:gfx942"};
+  auto pool = make_pool(cfg);
+  ASSERT_TRUE(pool);
+  auto r = run_all(*pool, {load_sample("portable", {}, "gpu_cross"),
+                           load_sample("inline_ptx", {}, "gpu_cross")});
+  for (const auto& x : r) {
+    SCOPED_TRACE(x.key + ": " + x.detail + "\n" +
+                 x.report.value("cross_compile", nlohmann::json()).dump(1) + "\n" + x.stderr_tail);
+    // Both run and pass on the NVIDIA GPU; the cross-compile never changes that.
+    ASSERT_EQ(x.verdict, verify::Verdict::passed);
+    EXPECT_TRUE(x.verified());
+    const auto& cc = x.report["cross_compile"];
+    ASSERT_EQ(cc["kernels"].size(), 1u);
+    EXPECT_EQ(cc["kernels"][0]["kernel"], "add_kernel");
+    EXPECT_EQ(cc["kernels"][0]["constexprs"]["BLOCK_SIZE"], 1024);
+    EXPECT_EQ(cc["kernels"][0]["signature"]["x_ptr"], "*fp32");
+  }
+  auto t0 = r[0].report["cross_compile"]["targets"]["hip:gfx942"];
+  auto t1 = r[1].report["cross_compile"]["targets"]["hip:gfx942"];
+  EXPECT_EQ(t0["result"], "ok") << t0.dump();
+  EXPECT_EQ(t1["result"], "error") << t1.dump();
+  EXPECT_FALSE(t1.value("error", std::string()).empty());
+  std::printf("cross-compile hip:gfx942: portable %s in %lld ms; inline_ptx %s: %s\n",
+              t0.value("result", std::string("?")).c_str(),
+              static_cast<long long>(t0.value("ms", std::int64_t{-1})),
+              t1.value("result", std::string("?")).c_str(),
+              t1.value("error", std::string()).c_str());
 }
 
 TEST(VerifyGpu, MutantCorpus) {

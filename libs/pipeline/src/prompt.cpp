@@ -15,13 +15,13 @@ namespace {
 constexpr std::array<std::string_view, 2> kStageOrder = {"analyze", "generate"};
 
 // The evidence blocks every evidence.md must define, and the placeholders they may use.
-constexpr std::array<std::string_view, 8> kEvidenceBlocks = {
-    "verdict", "failing_test",    "message",          "traceback",
-    "stderr",  "mutant_survived", "no_kernel_launch", "weak_test"};
+constexpr std::array<std::string_view, 9> kEvidenceBlocks = {
+    "verdict",         "failing_test",     "message",   "traceback",           "stderr",
+    "mutant_survived", "no_kernel_launch", "weak_test", "cross_compile_failed"};
 const std::set<std::string>& evidence_placeholders() {
   static const std::set<std::string> s = {"verdict",   "detail",      "test",      "section",
                                           "line",      "source_line", "exception", "message",
-                                          "traceback", "stderr",      "survivors"};
+                                          "traceback", "stderr",      "survivors", "targets"};
   return s;
 }
 

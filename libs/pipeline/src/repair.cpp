@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "kforge/verify/targets.hpp"
 #include "kforge/verify/verdict.hpp"
 
 namespace kforge::pipeline {
@@ -124,6 +125,26 @@ Result<std::string> render_evidence(const EvidenceTemplate& t, const VerdictEvid
                        "`: " + verify::mutant_meaning(name.get<std::string>()) + ".";
     values["survivors"] = survivors.empty() ? "- (the survivors were not recorded)" : survivors;
     use.push_back(verify::kWeakTest);
+  }
+  if (std::find(v.flags.begin(), v.flags.end(), verify::kCrossCompileFailed) != v.flags.end()) {
+    // Each required target that failed: the kernel, the stage and the compiler's first lines.
+    std::vector<std::string> required;
+    if (v.report.is_object() && v.report.contains("cross_compile") &&
+        v.report["cross_compile"].is_object())
+      for (const auto& name : v.report["cross_compile"].value("required", nlohmann::json::array()))
+        if (name.is_string()) required.push_back(name.get<std::string>());
+    std::string targets;
+    for (const auto& res : verify::cross_compile_results(v.report)) {
+      if (res.result != "error") continue;
+      if (!required.empty() &&
+          std::find(required.begin(), required.end(), res.target) == required.end())
+        continue;
+      targets += (targets.empty() ? "" : "\n") + std::string("- `") + res.target + "`" +
+                 (res.kernel.empty() ? "" : ", kernel `" + res.kernel + "`") + ":\n\n  ```\n  " +
+                 first_lines(res.error, caps.message_lines, caps.message_bytes) + "\n  ```";
+    }
+    values["targets"] = targets.empty() ? "- (the compiler's errors were not recorded)" : targets;
+    use.push_back(verify::kCrossCompileFailed);
   }
 
   std::string out;

@@ -7,6 +7,7 @@
 #include "kforge/pipeline/jobs.hpp"
 #include "kforge/store/run_params.hpp"
 #include "kforge/verify/store.hpp"
+#include "kforge/verify/targets.hpp"
 
 namespace kforge::pipeline {
 
@@ -21,7 +22,9 @@ Result<std::unique_ptr<VerifyStage>> VerifyStage::create(store::Db& db, Clock& c
                                                          std::string owner,
                                                          const std::string& owner_glob) {
   std::unique_ptr<VerifyStage> s(new VerifyStage(db, clock, std::move(owner)));
-  s->timeout_s_ = options.config.timeout_s;
+  // A sample with targets (configured, or required by its run) gets the cross-compile's time on
+  // top of its deadline, for the real run and again for the mutant run.
+  s->timeout_s_ = options.config.timeout_s + options.config.cross_compile_timeout_s;
   {
     KF_TRY(store::Stmt * st, db.cached(q()["vstage_reclaim"]));
     st->bind(1, owner_glob).bind(2, clock.wall_ms()).bind(3, clock.wall_ms());
@@ -102,6 +105,14 @@ Result<bool> VerifyStage::lease_one() {
     if (next) attempt = static_cast<int>(*next);
   }
   KF_TRY(int rounds, repair_rounds(run_id));
+  {
+    auto it = required_targets_.find(run_id);
+    if (it == required_targets_.end()) {
+      KF_TRY(auto targets, run_required_targets(db_, run_id));
+      it = required_targets_.emplace(run_id, std::move(targets)).first;  // fixed at creation
+    }
+    req.cross_compile = it->second;
+  }
   ++stats_.leased;
   Leased leased{job_id, run_id, sample_id, attempt, round, rounds};
   auto id = pool_->submit(
@@ -129,6 +140,20 @@ Result<int> run_repair_rounds(store::Db& db, std::int64_t run_id) {
   return params ? store::repair_rounds_of_text(*params) : 0;
 }
 
+namespace {
+// Stores the verdict and moves the job on (store_job_verdict, once required targets applied).
+Result<VerdictOutcome> store_job_verdict_as(store::Db& db, const std::string& owner,
+                                            const VerdictFor& job, const verify::VerifyResult& r,
+                                            std::int64_t now);
+}  // namespace
+
+Result<std::vector<std::string>> run_required_targets(store::Db& db, std::int64_t run_id) {
+  KF_TRY(store::Stmt * st, db.cached(q()["vstage_run_params"]));
+  st->bind(1, run_id);
+  KF_TRY(auto params, st->one([](store::Stmt& r) { return r.text(0); }));
+  return params ? store::required_targets_of_text(*params) : std::vector<std::string>{};
+}
+
 Result<int> VerifyStage::repair_rounds(std::int64_t run_id) {
   if (auto it = repair_rounds_.find(run_id); it != repair_rounds_.end()) return it->second;
   KF_TRY(int rounds, run_repair_rounds(db_, run_id));
@@ -139,6 +164,20 @@ Result<int> VerifyStage::repair_rounds(std::int64_t run_id) {
 Result<VerdictOutcome> store_job_verdict(store::Db& db, const std::string& owner,
                                          const VerdictFor& job, const verify::VerifyResult& r,
                                          std::int64_t now) {
+  // A run that requires targets (--require-target): a sample that does not compile for one of
+  // them is not verified, and its repair prompt carries the compiler's error.
+  KF_TRY(auto required, run_required_targets(db, job.run_id));
+  if (required.empty()) return store_job_verdict_as(db, owner, job, r, now);
+  verify::VerifyResult copy = r;
+  verify::require_targets(copy, required);
+  return store_job_verdict_as(db, owner, job, copy, now);
+}
+
+namespace {
+
+Result<VerdictOutcome> store_job_verdict_as(store::Db& db, const std::string& owner,
+                                            const VerdictFor& job, const verify::VerifyResult& r,
+                                            std::int64_t now) {
   auto flagged = [&](const char* f) {
     return std::find(r.flags.begin(), r.flags.end(), f) != r.flags.end();
   };
@@ -185,6 +224,8 @@ Result<VerdictOutcome> store_job_verdict(store::Db& db, const std::string& owner
   KF_CHECK(ev->run());
   return VerdictOutcome::to_repair;
 }
+
+}  // namespace
 
 void VerifyStage::finish(const Leased& job, verify::VerifyResult&& r) {
   auto write = [&]() -> Status {

@@ -7,7 +7,9 @@ SELECT s.key, s.record_json, j.state, j.stage,
        ge.status, ge.parsed_json, ge.prompt_version, ge.prompt_sha256,
        v.verdict, v.flags_json, v.detail, ge.repair_round, ge.stage, s.id, s.code,
        an.reasoning, ge.reasoning,
-       v.mutants_killed, v.mutants_applicable, json_extract(v.result_json, '$.coverage')
+       v.mutants_killed, v.mutants_applicable, json_extract(v.result_json, '$.coverage'),
+       (SELECT json_group_object(t.target, t.result) FROM verification_targets t
+        WHERE t.verification_id = v.id)
 FROM jobs j
 JOIN samples s ON s.id = j.sample_id
 LEFT JOIN stage_outputs an ON an.id = (

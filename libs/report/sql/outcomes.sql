@@ -10,7 +10,9 @@ SELECT s.id, s.key, j.state, j.stage, j.error_kind, j.error,
        coalesce(t.latency_ms, 0), coalesce(t.calls, 0),
        coalesce(vt.duration_ms, 0), coalesce(vt.runs, 0), j.id,
        lo.stage, lo.status, lo.error_kind, lo.error, j.repair_round,
-       coalesce(t.mended, 0), coalesce(t.reasoning_tokens, 0), coalesce(t.cached_prompt_tokens, 0)
+       coalesce(t.mended, 0), coalesce(t.reasoning_tokens, 0), coalesce(t.cached_prompt_tokens, 0),
+       (SELECT json_group_object(c.target, c.result) FROM verification_targets c
+        WHERE c.verification_id = v.id)
 FROM jobs j
 JOIN samples s ON s.id = j.sample_id
 LEFT JOIN stage_outputs fo ON fo.id = (

@@ -140,6 +140,28 @@ RunSummary summarise(const std::vector<const SampleOutcome*>& samples, double z,
     s.seconds_per_verified = static_cast<double>(s.llm_ms + s.verify_ms) / 1000.0 / v;
   }
   summarise_rounds(samples, run, s);
+  std::map<std::string, TargetRate> targets;
+  for (const SampleOutcome* o : samples)
+    for (const auto& [t, result] : o->targets) {
+      TargetRate& r = targets[t];
+      r.target = t;
+      if (result == "ok") {
+        ++r.ok;
+        if (o->verified()) ++r.verified_ok;
+      } else if (result == "error") {
+        ++r.error;
+      } else if (result == "unavailable") {
+        ++r.unavailable;
+      } else {
+        ++r.not_run;
+      }
+    }
+  for (auto& [t, r] : targets) {
+    std::int64_t compiled = r.ok + r.error;
+    r.rate = compiled > 0 ? static_cast<double>(r.ok) / static_cast<double>(compiled) : 0;
+    r.interval = wilson(r.ok, compiled, z);
+    s.targets.push_back(r);
+  }
   for (const char* cause : {"environment", "infrastructure", "sample"})
     if (auto it = causes.find(cause); it != causes.end()) s.causes.push_back(it->second);
   return s;
@@ -294,6 +316,19 @@ nlohmann::ordered_json rounds_json(const RunSummary& s) {
   return j;
 }
 
+nlohmann::ordered_json targets_json(const RunSummary& s) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (const auto& t : s.targets)
+    j[t.target] = {{"ok", t.ok},
+                   {"error", t.error},
+                   {"unavailable", t.unavailable},
+                   {"not_run", t.not_run},
+                   {"rate", t.rate},
+                   {"interval", {t.interval.low, t.interval.high}},
+                   {"verified_ok", t.verified_ok}};
+  return j;
+}
+
 nlohmann::ordered_json causes_json(const RunSummary& s) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   for (const auto& c : s.causes)
@@ -313,6 +348,7 @@ nlohmann::ordered_json summary_json(const RunSummary& s) {
           {"stage_failures", counts_json(s.failures)},
           {"stage_failure_kinds", counts_json(s.failure_kinds)},
           {"flags", counts_json(s.flags)},
+          {"cross_compile", targets_json(s)},
           {"prompt_tokens", s.prompt_tokens},
           {"completion_tokens", s.completion_tokens},
           {"cost_usd", s.cost_usd},

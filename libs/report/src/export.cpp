@@ -30,9 +30,9 @@ namespace {
 
 // The fields an export adds after the original ones.
 constexpr const char* kAdded[] = {
-    "kernel_wrapper", "unitest_code",      "kernel_analysis", "verdict", "flags",
-    "status",         "repair_round",      "model",           "prompt",  "mutation_score",
-    "coverage",       "near_duplicate_of", "reasoning"};
+    "kernel_wrapper", "unitest_code",      "kernel_analysis", "verdict",      "flags",
+    "status",         "repair_round",      "model",           "prompt",       "mutation_score",
+    "coverage",       "near_duplicate_of", "reasoning",       "cross_compile"};
 
 std::optional<ojson> parse_opt(const std::optional<std::string>& text) {
   if (!text) return std::nullopt;
@@ -112,6 +112,23 @@ Result<ExportSummary> export_run(store::Db& db, const std::string& tag,
         continue;
       }
     }
+    // Per target: ok, error, unavailable or not_run (the verification's rows of
+    // verification_targets); null when the verification had no target.
+    ojson cross = nullptr;
+    if (!before_verify && o.verdict) {
+      auto targets = parse_opt(s.opt_text(24));
+      if (targets && targets->is_object() && !targets->empty()) cross = std::move(*targets);
+    }
+    if (!opts.compiles_for.empty()) {
+      bool keep = std::all_of(opts.compiles_for.begin(), opts.compiles_for.end(),
+                              [&](const std::string& t) {
+                                return cross.is_object() && cross.contains(t) && cross[t] == "ok";
+                              });
+      if (!keep) {
+        ++sum.not_compiling;
+        continue;
+      }
+    }
     std::optional<dedup::NearMatch> near;
     if (opts.exclude_near != nullptr) {
       near = opts.exclude_near->nearest(dedup::compute_signature(s.text(18)), opts.near_threshold);
@@ -162,6 +179,7 @@ Result<ExportSummary> export_run(store::Db& db, const std::string& tag,
       rec["mutation_score"] = nullptr;
     auto coverage = before_verify ? std::nullopt : parse_opt(s.opt_text(23));
     rec["coverage"] = coverage ? *coverage : ojson(nullptr);
+    rec["cross_compile"] = std::move(cross);
     if (opts.with_reasoning) {
       ojson reasoning = ojson::object();
       if (run.pipeline == "v2") reasoning["analyze"] = s.is_null(19) ? ojson() : ojson(s.text(19));

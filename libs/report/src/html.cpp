@@ -190,6 +190,17 @@ void count_group(std::string& s, const std::string& title, const Counts& a, cons
   s += fmt::format(R"(<tr class="group"><td colspan="4">{}</td></tr>)", esc(title)) + rows;
 }
 
+// Per cross-compile target and result ("hip:gfx942 ok"), for count_group.
+Counts target_counts(const RunSummary& s) {
+  Counts c;
+  for (const auto& t : s.targets) {
+    const std::pair<const char*, std::int64_t> rows[] = {
+        {"ok", t.ok}, {"error", t.error}, {"unavailable", t.unavailable}, {"not_run", t.not_run}};
+    for (const auto& [result, n] : rows) c.emplace_back(t.target + " " + result, n);
+  }
+  return c;
+}
+
 std::string flips_list(const std::vector<Flip>& flips) {
   if (flips.empty()) return "<p class=\"sub\">none</p>";
   std::string s = R"(<ul class="flips">)";
@@ -273,6 +284,9 @@ std::string pair_section(const Comparison& c, const PairComparison& p) {
   count_group(s, "Stage failures", p.a.failures, p.b.failures, false);
   count_group(s, "Stage failures by stage and kind", p.a.failure_kinds, p.b.failure_kinds, true);
   count_group(s, "Quality flags on passed samples", p.a.flags, p.b.flags, true);
+  if (!p.a.targets.empty() || !p.b.targets.empty())
+    count_group(s, "Cross-compiled (compiled, not run there)", target_counts(p.a),
+                target_counts(p.b), true);
   s += "</table>";
   s += "<h3>Cost</h3>";
   s += fmt::format(

@@ -159,6 +159,10 @@ Result<std::vector<SampleOutcome>> load_outcomes(store::Db& db, const RunInfo& r
         return fail("parse", "run '" + run.tag + "', sample '" + o.key +
                                  "': verifications.flags_json is not a JSON list of strings");
       o.detail = s.opt_text(11);
+      auto targets = nlohmann::json::parse(s.opt_text(28).value_or("{}"), nullptr, false);
+      if (targets.is_object())
+        for (const auto& [t, r] : targets.items())
+          if (r.is_string()) o.targets[t] = r.get<std::string>();
     }
     o.prompt_tokens = s.int64(12);
     o.completion_tokens = s.int64(13);

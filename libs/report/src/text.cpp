@@ -1,6 +1,7 @@
 #include <spdlog/fmt/fmt.h>
 
 #include <cmath>
+#include <set>
 
 #include "kforge/report/compare.hpp"
 #include "labels.hpp"
@@ -85,6 +86,29 @@ void count_rows(std::string& out, const std::string& heading, const Counts& a, c
 std::string rate_cell(const RunSummary& s) {
   return fmt::format("{}/{} {} [{:.1f}, {:.1f}]", s.verified, s.samples, percent(s.rate),
                      s.interval.low * 100.0, s.interval.high * 100.0);
+}
+
+// Per cross-compile target: "ok/compiled rate [CI]" and what was not compiled.
+void target_rows(std::string& out, const RunSummary& a, const RunSummary& b) {
+  std::set<std::string> names;
+  for (const auto* s : {&a, &b})
+    for (const auto& t : s->targets) names.insert(t.target);
+  if (names.empty()) return;
+  auto cell = [](const RunSummary& s, const std::string& name) -> std::string {
+    for (const auto& t : s.targets) {
+      if (t.target != name) continue;
+      std::string c =
+          t.ok + t.error == 0
+              ? std::string("-")
+              : fmt::format("{}/{} {} [{:.1f}, {:.1f}]", t.ok, t.ok + t.error, percent(t.rate),
+                            t.interval.low * 100.0, t.interval.high * 100.0);
+      if (t.unavailable > 0) c += fmt::format(" ({} unavailable)", t.unavailable);
+      return c;
+    }
+    return "-";
+  };
+  out += "  compiles for (of the passing samples cross-compiled; not run there)\n";
+  for (const auto& n : names) row(out, "  " + n, cell(a, n), cell(b, n));
 }
 
 void flip_list(std::string& out, const char* title, const std::vector<Flip>& flips, int limit) {
@@ -208,6 +232,7 @@ std::string format_text(const Comparison& c, int list_limit) {
     count_rows(out, "stage failures", p.a.failures, p.b.failures, false);
     count_rows(out, "stage failures by kind", p.a.failure_kinds, p.b.failure_kinds, true);
     count_rows(out, "quality flags (on passed)", p.a.flags, p.b.flags, true);
+    target_rows(out, p.a, p.b);
     row(out, "tokens per verified", number(p.a.tokens_per_verified, 0),
         number(p.b.tokens_per_verified, 0));
     row(out, "cost per verified", money(p.a.cost_per_verified), money(p.b.cost_per_verified));

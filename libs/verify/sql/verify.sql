@@ -23,3 +23,7 @@ FROM verifier_devices ORDER BY device;
 
 -- name: clear_devices
 DELETE FROM verifier_devices;
+
+-- name: insert_target
+INSERT INTO verification_targets (verification_id, target, result, error, kernel)
+VALUES (?1, ?2, ?3, ?4, ?5);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iterator>
 
+#include "kforge/verify/targets.hpp"
 #include "kforge/verify/verdict.hpp"
 
 namespace kforge::verify {
@@ -81,6 +82,14 @@ void read_config(ConfigNode n, VerifierConfig& out) {
   n.get("mutant_check", out.mutant_check);
   n.get("mutant_run", out.mutant_run);
   n.get("mutants", out.mutants);
+  {
+    std::vector<std::string> items = out.cross_compile;
+    n.get("cross_compile", items);
+    out.cross_compile.clear();
+    if (auto e = parse_targets(items, "a target", out.cross_compile))
+      n.invalid("cross_compile", *e);
+  }
+  n.get_above("cross_compile_timeout_s", out.cross_compile_timeout_s, 0);
   n.get("work_dir", out.work_dir);
   n.get("triton_cache_dir", out.triton_cache_dir);
   n.get("triton_cache_per_worker", out.triton_cache_per_worker);

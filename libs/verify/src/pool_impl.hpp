@@ -16,6 +16,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -159,6 +160,7 @@ struct Pool::Impl {
   std::deque<Sample> queue;
   std::vector<std::pair<Callback, VerifyResult>> ready;  // callbacks to run at the end of step()
   bool warned_missing_modules = false;
+  std::set<std::string> warned_unavailable_targets;
   std::uint64_t next_id = 1;
   std::string run_root;  // <work_dir>/runs/<pid>-<n>
   std::string cache_root;
@@ -203,6 +205,12 @@ struct Pool::Impl {
   RunPlace place(const Slot& s, const Run& r) const;
   nlohmann::json sandbox_json(const Slot& s, const Run& r) const;
   nlohmann::json request_json(const Slot& s, const Run& r) const;
+  // The targets a sample's kernels are compiled for (none for a mutant run), and its deadline
+  // (the configured or requested one, plus the cross-compile's time when it has targets).
+  std::vector<std::string> targets_of(const Sample& job) const;
+  double timeout_of(const Sample& job) const;
+  // Logs, once per pool and target, that this Triton cannot compile for a target.
+  void note_unavailable_targets(const VerifyResult& res);
   // A run's directory, cgroup and pipes (the read ends kept, the write ends returned in
   // `child`: stdout, stderr, result and, for a prestarted child, the go channel's far end).
   std::unique_ptr<Run> new_run(Slot& s, bool prestart, std::vector<int>& child);

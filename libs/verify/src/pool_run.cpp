@@ -37,9 +37,26 @@ static nlohmann::json skip_outputs(const Sample& job) {
   return outputs.is_object() ? outputs : nlohmann::json::object();
 }
 
+std::vector<std::string> Pool::Impl::targets_of(const Sample& job) const {
+  if (job.mutant) return {};
+  std::vector<std::string> out = cfg.cross_compile;
+  for (const auto& t : job.request.cross_compile)
+    if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
+  return out;
+}
+
+double Pool::Impl::timeout_of(const Sample& job) const {
+  double t = job.request.timeout_s > 0 ? job.request.timeout_s : cfg.timeout_s;
+  // The cross-compile runs before the real run's report goes out: its time is added.
+  if (!targets_of(job).empty()) t += cfg.cross_compile_timeout_s;
+  return t;
+}
+
 nlohmann::json Pool::Impl::request_json(const Slot& s, const Run& r) const {
   const Sample& job = r.job;
   return {{"code", job.request.code.value_or("")},
+          {"cross_compile", targets_of(job)},
+          {"cross_compile_timeout_s", cfg.cross_compile_timeout_s},
           {"kernel_wrapper", job.request.kernel_wrapper.value_or("")},
           {"unitest_code", job.request.unitest_code.value_or("")},
           {"key", job.request.key},
@@ -139,7 +156,7 @@ bool Pool::Impl::dispatch(Slot& s, Sample job) {
     s.run = std::move(s.spare);
     Run& r = *s.run;
     r.job = std::move(job);
-    r.timeout_s = r.job.request.timeout_s > 0 ? r.job.request.timeout_s : cfg.timeout_s;
+    r.timeout_s = timeout_of(r.job);
     arm(r);
     r.go_pending = request_json(s, r).dump();
     flush_go(r);
@@ -153,7 +170,7 @@ bool Pool::Impl::dispatch(Slot& s, Sample job) {
     return false;
   }
   run->job = std::move(job);
-  run->timeout_s = run->job.request.timeout_s > 0 ? run->job.request.timeout_s : cfg.timeout_s;
+  run->timeout_s = timeout_of(run->job);
   auto req = request_json(s, *run);
   auto st = write_file(run->dir + "/request.json", req.dump());
   if (!st.ok()) {

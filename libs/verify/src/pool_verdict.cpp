@@ -15,6 +15,7 @@
 #include <filesystem>
 
 #include "kforge/core/fs.hpp"
+#include "kforge/verify/targets.hpp"
 
 namespace kforge::verify {
 
@@ -120,6 +121,7 @@ void Pool::Impl::finish_run(Slot& s) {
            : std::chrono::duration_cast<milliseconds>(r.dispatched - r.job.submitted).count()}};
   if (r.result_overflow) pool_facts["report_overflow"] = true;
   res.report["pool"] = pool_facts;
+  note_unavailable_targets(res);
   ++stats.completed;
   if (r.mutant_phase) {
     auto mc = classify(mf);
@@ -159,6 +161,16 @@ void Pool::Impl::attach_mutant(VerifyResult& primary, Verdict verdict, const std
   primary.report["mutant"] = std::move(m);
   if (verdict == Verdict::passed && !infra) primary.flags.push_back(kMutantSurvived);
   apply_mutation_score(primary, score_mutants(verdict, infra, report));
+}
+
+void Pool::Impl::note_unavailable_targets(const VerifyResult& res) {
+  for (const auto& t : cross_compile_results(res.report)) {
+    if (t.result != "unavailable" || !warned_unavailable_targets.insert(t.target).second) continue;
+    spdlog::warn(
+        "verifier: cannot cross-compile for {}: {}; its samples record 'unavailable' for it and "
+        "are not failed (a Triton with that backend is needed)",
+        t.target, t.error);
+  }
 }
 
 void Pool::Impl::complete(Sample job, VerifyResult res) {

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kforge/verify/targets.hpp"
+
 namespace kforge::verify {
 
 std::span<const EmbeddedFile> verify_sql();
@@ -49,7 +51,31 @@ Result<std::int64_t> store_verification(store::Db& db, const VerificationKey& ke
     return std::move(e).context("storing the verdict of sample " + std::to_string(key.sample_id) +
                                 " (run " + std::to_string(key.run_id) + ")");
   }
-  return db.last_insert_rowid();
+  std::int64_t id = db.last_insert_rowid();
+  for (const auto& t : cross_compile_results(r.report)) {
+    if (t.result != "ok" && t.result != "error" && t.result != "unavailable" &&
+        t.result != "not_run")
+      continue;  // a harness newer than this schema: the report keeps it
+    KF_TRY(store::Stmt * ins, db.cached(verify_queries()["insert_target"]));
+    ins->bind(1, id);
+    ins->bind(2, t.target);
+    ins->bind(3, t.result);
+    if (t.error.empty())
+      ins->bind(4, nullptr);
+    else
+      ins->bind(4, t.error);
+    if (t.kernel.empty())
+      ins->bind(5, nullptr);
+    else
+      ins->bind(5, t.kernel);
+    auto tst = ins->run();
+    if (!tst.ok()) {
+      Error e = tst.error();
+      return std::move(e).context("storing the " + t.target + " cross-compile of sample " +
+                                  std::to_string(key.sample_id));
+    }
+  }
+  return id;
 }
 
 Status store_device_status(store::Db& db, const std::vector<DeviceStatus>& devices,

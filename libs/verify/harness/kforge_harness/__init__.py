@@ -8,6 +8,8 @@ The package, by concern (docs/VERIFIER.md describes what each does for a verdict
   shims         APIs removed from Triton, put back when a script uses them
   runner        one run of a sample's tests and its report
   mutants       the mutant runs: launches skipped, then the battery of output mutants
+  crosscompile  a passing sample's launched kernels compiled for other targets (hip:gfx942),
+                each target in a forked child
   contain/      the sandbox: contain() calls one step per mechanism, each in its own module
   worker        the pool's two modes (a long-lived worker that forks per sample; fresh)
   cli           the command line (kforge-harness.py is the script the pool starts)

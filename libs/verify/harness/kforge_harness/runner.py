@@ -11,6 +11,7 @@ import traceback
 from . import MAX_MESSAGE, TRACEBACK_LINES
 from .assembly import (PREAMBLE_MODULES, assemble, code_kernels, find_tests, module_available,
                        section_of)
+from .crosscompile import Specs
 from .outputs import Outputs
 from .shims import install_shims
 from .triton_hooks import TritonState, install_triton_hooks
@@ -85,6 +86,8 @@ def run_sample(request, report):
     state = TritonState(path, bool(request.get("mutant")), request.get("autotune", "single"))
     if not state.mutant:
         state.outputs = Outputs()  # the real run: which buffers each launch writes
+        if request.get("cross_compile"):
+            state.specs = Specs()  # and the specialisation each launch compiled
     else:
         state.skip_outputs = dict(request.get("skip_outputs") or {})  # the real run's outputs
     install_triton_hooks(state)

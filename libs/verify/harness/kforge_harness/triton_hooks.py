@@ -28,6 +28,10 @@ class TritonState:
         # In the skip-launch run: kernel name -> the argument names the real run's launches of
         # it wrote. A skipped launch fills those with all-ones bytes (buffers.poison).
         self.skip_outputs = {}
+        # The real run's distinct launch specialisations (crosscompile.Specs), when the request
+        # asks for cross-compilation; the autotune config of the launch under way, if any.
+        self.specs = None
+        self.autotune_config = None
 
 
 def new_compile_stats():
@@ -50,6 +54,7 @@ def _timed_compile(compile_fn, state, what="compile"):
             st["child_cpu_ms"] += int(((k1.children_user - k0.children_user) +
                                        (k1.children_system - k0.children_system)) * 1000)
     timed._kforge_timed = True
+    timed._kforge_inner = compile_fn
     return timed
 
 
@@ -117,8 +122,16 @@ def install_triton_hooks(state):
                 return None
             watcher = state.mutator or state.outputs
             if watcher is not None:
-                return watcher.launch(name, self, args, kwargs,
-                                      lambda: orig_run(self, *args, **kwargs))
+                ret = watcher.launch(name, self, args, kwargs,
+                                     lambda: orig_run(self, *args, **kwargs))
+            else:
+                ret = orig_run(self, *args, **kwargs)
+            if state.specs is not None and state.mutator is None:
+                try:
+                    state.specs.note(name, ret, kwargs, state.autotune_config)
+                except Exception:  # noqa: BLE001 - capture must never fail a launch
+                    pass
+            return ret
         return orig_run(self, *args, **kwargs)
 
     orig_getitem = JITFunction.__getitem__
@@ -211,7 +224,11 @@ def _patch_autotuner(state):
             config = chosen[key]
             if getattr(config, "pre_hook", None) is not None:
                 config.pre_hook({**all_args, **config.all_kwargs()})
-            ret = self.fn.run(*args, **kwargs, **config.all_kwargs())
+            state.autotune_config = str(config)
+            try:
+                ret = self.fn.run(*args, **kwargs, **config.all_kwargs())
+            finally:
+                state.autotune_config = None
             self.nargs = None
             return ret
         try:
@@ -231,7 +248,11 @@ def _patch_autotuner(state):
                     self.pre_hook(full)
                 if getattr(config, "pre_hook", None) is not None:
                     config.pre_hook(full)
-                ret = self.fn.run(*args, **kwargs, **config.all_kwargs())
+                state.autotune_config = str(config)
+                try:
+                    ret = self.fn.run(*args, **kwargs, **config.all_kwargs())
+                finally:
+                    state.autotune_config = None
             except compile_errors as e:
                 skipped.append({"config": str(config), "error": "%s: %s" % (
                     type(e).__name__, str(e)[:300])})

@@ -29,6 +29,7 @@ import traceback
 
 from . import HARNESS_VERSION
 from .contain import contain
+from .crosscompile import cross_compile
 from .mutants import battery_after_skip, run_mutants, wants_mutant_run
 from .pipes import (_bad_request, _read_json, flush_std, put_first_on_path, read_all,
                     write_report)
@@ -162,6 +163,8 @@ def run_and_report(request, report, result_fd):
             battery_after_skip(sample, report, names)
         except BaseException as e:  # noqa: B902
             report["battery"] = {"error": "harness error: %s: %s" % (type(e).__name__, e)}
+    if sample is not None and not request.get("mutant"):
+        run_cross_compile(request, sample, report)
     mutant = request.get("mutant_run") == "same_process" and sample is not None and \
         wants_mutant_run(report)
     report["mutant_phase"] = mutant
@@ -182,6 +185,23 @@ def run_and_report(request, report, result_fd):
     os._exit(0)
 
 
+
+
+def run_cross_compile(request, sample, report):
+    """After a passing real run: its kernels compiled for each target of the request, in forked
+    children (crosscompile.py), before the report goes out; nothing here changes the verdict."""
+    targets = request.get("cross_compile") or []
+    specs = sample["state"].specs
+    if not targets or specs is None or report.get("verdict") != "passed":
+        return
+    try:
+        report["cross_compile"] = cross_compile(
+            specs, targets, request.get("cross_compile_timeout_s") or 0, os.getcwd())
+    except BaseException as e:  # noqa: B902 - a bug here must not cost the sample its verdict
+        # The verifier failed, not the sample: recorded like a missing backend.
+        why = "harness error: %s: %s" % (type(e).__name__, str(e)[:300])
+        report["cross_compile"] = {"error": why, "targets": {
+            t: {"result": "unavailable", "reason": why} for t in targets}}
 
 
 def preload(modules):

@@ -44,7 +44,9 @@ struct EvidenceCaps {
 // The evidence text: the blocks "verdict" (always), "failing_test", "message" and "traceback"
 // (when the report names a failing test with them), "stderr" (when the verdict is not passed and
 // stderr is not empty), "mutant_survived", "no_kernel_launch" and "weak_test" (by flag; its
-// {{survivors}} says in plain words what each surviving output mutant shows), in that order.
+// {{survivors}} says in plain words what each surviving output mutant shows), and
+// "cross_compile_failed" (by flag; {{targets}} lists each required target that failed with its
+// kernel and the compiler's stage and first lines), in that order.
 // Error (kind "prompt"): a block uses a placeholder without a value.
 Result<std::string> render_evidence(const EvidenceTemplate& t, const VerdictEvidence& v,
                                     const EvidenceCaps& caps = {});

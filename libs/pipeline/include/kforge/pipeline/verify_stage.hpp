@@ -48,6 +48,10 @@ Result<VerdictOutcome> store_job_verdict(store::Db& db, const std::string& owner
                                          std::int64_t now);
 // The run's repair rounds (runs.params_json "repair_rounds", fixed at its creation; 0 if unset).
 Result<int> run_repair_rounds(store::Db& db, std::int64_t run_id);
+// The cross-compile targets the run requires (runs.params_json "require_targets"): its samples
+// are compiled for them, and a passing one that does not compile for one is flagged
+// cross_compile_failed by store_job_verdict (not verified; repaired with the compiler's error).
+Result<std::vector<std::string>> run_required_targets(store::Db& db, std::int64_t run_id);
 
 struct VerifyStageStats {
   std::uint64_t leased = 0;
@@ -109,7 +113,8 @@ class VerifyStage : public VerifyBackend {
   double timeout_s_ = 120;
   bool draining_ = false;
   std::int64_t last_renew_ms_ = 0;
-  std::map<std::int64_t, int> repair_rounds_;  // by run id
+  std::map<std::int64_t, int> repair_rounds_;                          // by run id
+  std::map<std::int64_t, std::vector<std::string>> required_targets_;  // by run id
   VerifyStageStats stats_;
   Status deferred_error_;
 };

@@ -53,6 +53,20 @@ struct VerdictCause {
   std::string example;      // its verdict and detail, e.g. "error: No module named 'torch'"
 };
 
+// One cross-compile target of a run (verifier.cross_compile): of the samples whose latest
+// verification compiled the kernels for it, how many compiled (rate: ok / (ok + error), with its
+// Wilson interval); unavailable (no backend in that Triton) and not_run are counted apart.
+struct TargetRate {
+  std::string target;
+  std::int64_t ok = 0;
+  std::int64_t error = 0;
+  std::int64_t unavailable = 0;
+  std::int64_t not_run = 0;
+  std::int64_t verified_ok = 0;  // verified samples that compile for it
+  double rate = 0;
+  Interval interval;
+};
+
 struct RunSummary {
   std::int64_t samples = 0;  // the compared samples
   std::int64_t verified = 0;
@@ -69,6 +83,8 @@ struct RunSummary {
   Counts failure_kinds;
   // Quality flags on passing samples, most frequent first.
   Counts flags;
+  // Per cross-compile target, in name order (none when no verification had a target).
+  std::vector<TargetRate> targets;
   // Spent on the compared samples, every attempt included.
   std::int64_t prompt_tokens = 0;
   std::int64_t completion_tokens = 0;

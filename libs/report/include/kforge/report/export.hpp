@@ -15,6 +15,9 @@
 //                                  kernel (mark_near), else {"in": "corpus", "key", "similarity",
 //                                  "exact"}: the most similar other sample of its near-duplicate
 //                                  group at the threshold of the last kforge corpus dedup
+//   cross_compile                  {"hip:gfx942": "ok", ...}: per target of the verifier's
+//                                  cross-compile, ok, error, unavailable or not_run (null when
+//                                  no target was asked for; docs/VERIFIER.md, "Other targets")
 //   reasoning                      with_reasoning only: {STAGE: the model's reasoning for the
 //                                  exported analysis and code, or null}
 //
@@ -54,6 +57,8 @@ struct ExportOptions {
   // Adds "reasoning": the model's reasoning (reasoning_content, <think> blocks) behind the
   // exported analysis and code.
   bool with_reasoning = false;
+  // Only samples whose latest verification compiled for every one of these targets ("ok").
+  std::vector<std::string> compiles_for;
 };
 
 // A sample near an eval-set kernel, and what the export did with it.
@@ -65,9 +70,10 @@ struct NearEval {
 
 struct ExportSummary {
   std::int64_t written = 0;
-  std::int64_t skipped = 0;      // not matching the verdict filter
-  std::vector<NearEval> near;    // near an eval-set kernel, in key order
-  std::int64_t corpus_near = 0;  // written with a corpus near_duplicate_of
+  std::int64_t skipped = 0;        // not matching the verdict filter
+  std::int64_t not_compiling = 0;  // left out by compiles_for
+  std::vector<NearEval> near;      // near an eval-set kernel, in key order
+  std::int64_t corpus_near = 0;    // written with a corpus near_duplicate_of
 };
 
 // Errors: "not_found" (unknown tag), "usage" (unknown verdict name), "conflict" (an original

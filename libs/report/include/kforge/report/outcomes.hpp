@@ -6,6 +6,7 @@
 // thread).
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -85,6 +86,8 @@ struct SampleOutcome {
   std::optional<std::string> verdict;
   std::vector<std::string> flags;
   std::optional<std::string> detail;
+  // That verification's cross-compile, per target: ok, error, unavailable or not_run.
+  std::map<std::string, std::string> targets;
   // Every attempt counts: what was paid and how long it took.
   std::int64_t prompt_tokens = 0;
   std::int64_t completion_tokens = 0;

@@ -3,7 +3,9 @@
 // reader, shared by the scheduler, the verify stage and the reports.
 
 #include <nlohmann/json.hpp>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace kforge::store {
 
@@ -11,5 +13,10 @@ namespace kforge::store {
 int repair_rounds_of(const nlohmann::json& params);
 // The same from the stored text; 0 when it is not a JSON object.
 int repair_rounds_of_text(std::string_view params_json);
+
+// The cross-compile targets the run requires ("require_targets", `kforge run create
+// --require-target`): a sample that does not compile for one is not verified. Empty when absent.
+std::vector<std::string> required_targets_of(const nlohmann::json& params);
+std::vector<std::string> required_targets_of_text(std::string_view params_json);
 
 }  // namespace kforge::store

@@ -78,6 +78,12 @@ struct VerifierConfig {
   // The output mutants run after the skip-launch one kills a passing sample's test, in this
   // order, until one survives (docs/VERIFIER.md, "Output mutants"); empty: none.
   std::vector<std::string> mutants = {"tail", "interior", "permute", "scale", "zero"};
+  // Targets every passing sample's launched kernels are compiled for, e.g. hip:gfx942 and
+  // hip:gfx90a with Triton's AMD backend (verify/targets.hpp); nothing runs there. Empty: none.
+  std::vector<std::string> cross_compile;
+  // Seconds all targets of one sample may take together; the sample's deadline grows by this
+  // much when it has targets.
+  double cross_compile_timeout_s = 60;
   // %u stands for the uid kforge runs as: users of one machine never share it.
   std::string work_dir = "/var/tmp/kforge-verify-%u";
   std::string triton_cache_dir;  // empty: <work_dir>/triton-cache

@@ -41,8 +41,9 @@ class JITFunction(KernelInterface):
         for name, value in bound.arguments.items():
             if name.startswith("BLOCK") and isinstance(value, int) and value > 1024:
                 raise OutOfResources(value * 64, 65536, "shared memory")
+        kernel = self._compiled_kernel(bound, options)
         if warmup:
-            return self
+            return kernel
         if callable(grid):
             grid = grid(dict(bound.arguments))
         grid = tuple(grid) + (1,) * (3 - len(grid))
@@ -51,7 +52,35 @@ class JITFunction(KernelInterface):
             tl._ctx.pid = pid
             tl._ctx.grid = grid
             self.fn(**call_args)
-        return self
+        return kernel
+
+    def _compiled_kernel(self, bound, options):
+        """What Triton's run() returns: the kernel compiled for this launch's specialisation,
+        its .src the ASTSource (signature, constexprs, attributes) and .metadata the options."""
+        from ..compiler.compiler import ASTSource, CompiledKernel
+
+        signature, constexprs, attrs = {}, {}, {}
+        for i, (name, param) in enumerate(self.signature.parameters.items()):
+            value = bound.arguments.get(name, param.default)
+            if param.annotation is tl.constexpr or value is None or (
+                    type(value) is int and value == 1):
+                signature[name] = "constexpr"
+                constexprs[(i,)] = value
+            elif isinstance(value, list):
+                signature[name] = "*fp32"
+                attrs[(i,)] = [["tt.divisibility", 16]]
+            elif isinstance(value, bool):
+                signature[name] = "u1"
+            elif isinstance(value, int):
+                signature[name] = "i32"
+                if value % 16 == 0:
+                    attrs[(i,)] = [["tt.divisibility", 16]]
+            else:
+                signature[name] = "fp32"
+        meta = dict({"num_warps": 4, "num_stages": 3, "num_ctas": 1, "maxnreg": None,
+                     "arch": "sm90", "extern_libs": (("libdevice", "libdevice.10.bc"),)},
+                    **options)
+        return CompiledKernel(ASTSource(self, signature, constexprs, attrs), meta, {})
 
     def __call__(self, *args, **kwargs):
         return self.fn(*args, **kwargs)

@@ -1,0 +1,2 @@
+SELECT target, result, error, kernel FROM verification_targets
+WHERE verification_id = ?1 ORDER BY target;
