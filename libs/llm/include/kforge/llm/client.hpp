@@ -174,6 +174,16 @@ struct Stats {
   // when (wall ms; 0: none seen) and the status that asked for it.
   std::int64_t paused_until_wall_ms = 0;
   int paused_status = 0;
+  // Batch mode (llm.mode batch). Gauges: batches recorded and not done, their requests, and
+  // requests collected for the next batch; the rest monotonic.
+  int batches_open = 0;
+  int batch_lines_in_flight = 0;
+  int batch_lines_waiting = 0;
+  std::uint64_t batches_created = 0;
+  std::uint64_t batches_adopted = 0;  // found at the provider by their metadata after a restart
+  std::uint64_t batch_lines_answered = 0;
+  std::uint64_t batch_lines_failed = 0;
+  std::uint64_t batch_poll_errors = 0;
 };
 
 struct ClientOptions {
