@@ -112,6 +112,7 @@ struct Call {
   bool hashed = false;    // registered in by_hash_ (identical submits join it)
   bool in_batch = false;  // waiting in a batch (llm.mode batch), not on the wire
   int batch_tries = 0;    // batches it went through
+  std::optional<std::string> offline;  // an answer given with Client::answer
   // The outcome, filled in by finish().
   std::optional<Result<ChatResponse>> result;
   ChatResponse resp_fields;  // tokens, raw body and finish reason, also for failures
@@ -233,7 +234,7 @@ class Client::Impl {
 
   // --- public API (any thread) ---
 
-  void submit(ChatRequest req, Callback done) {
+  void submit(ChatRequest req, Callback done, std::optional<std::string> offline = {}) {
     if (std::int64_t cap = max_prompt_tokens_.load(); cap > 0) {
       std::size_t chars = 0;
       for (const auto& m : req.messages) chars += m.content.size();
@@ -259,6 +260,7 @@ class Client::Impl {
     c->sha = hash_of(c->body, req.identity, req.round);
     c->req = std::move(req);
     c->callbacks.push_back(std::move(done));
+    c->offline = std::move(offline);
     c->submitted = clock_->steady_now();
     c->seq = next_seq_++;
     {
@@ -525,6 +527,13 @@ class Client::Impl {
         by_hash_[c->sha] = c;
         c->hashed = true;
       }
+      if (c->offline) {
+        std::string body = std::move(*c->offline);  // stays set: never asked on the network
+        c->attempts = 1;
+        c->last_status = 200;
+        apply_answer(c, std::move(body), now);
+        continue;
+      }
       if (batch_ && c->hashed) {
         to_batch(c);
         continue;
@@ -536,6 +545,22 @@ class Client::Impl {
   }
 
   // --- batch mode (the runner is batch.cpp) ---
+
+  // A 200 answer from a batch (or an offline result file): parsed, priced at the batch rate and
+  // finished like one from the wire; a cut answer is asked again with a larger budget.
+  void apply_answer(Call* c, std::string body, TimePoint now) {
+    c->resp = std::move(body);
+    ChatResponse r;
+    auto perr = parse_completion(*c, c->resp, r);
+    count_usage(r, now, *c, true);
+    c->resp_fields = r;
+    if (!perr) {
+      finish(c, std::move(r));
+      return;
+    }
+    if (kind_of(*perr) == ErrorKind::truncated && !c->offline && enlarge(c, r, *perr)) return;
+    finish(c, std::move(*perr));
+  }
 
   void to_batch(Call* c) {
     c->in_batch = true;
@@ -567,21 +592,12 @@ class Client::Impl {
       Call* c = it->second;
       c->in_batch = false;
       c->attempts = std::max(c->attempts, 1);
-      c->resp = o.body;
       c->last_status = o.http_status;
       if (o.answered) {
-        ChatResponse r;
-        auto perr = parse_completion(*c, c->resp, r);
-        count_usage(r, now, *c, true);
-        c->resp_fields = r;
-        if (!perr) {
-          finish(c, std::move(r));
-          continue;
-        }
-        if (kind_of(*perr) == ErrorKind::truncated && enlarge(c, r, *perr)) continue;
-        finish(c, std::move(*perr));
+        apply_answer(c, std::move(o.body), now);
         continue;
       }
+      c->resp = o.body;
       bool more = c->batch_tries < ep_.batch.max_attempts && !stop_requested();
       if (ep_.batch_fallback == BatchFallback::interactive && !stop_requested()) {
         spdlog::info("llm: {}; asking the interactive endpoint", o.error);
@@ -1576,6 +1592,10 @@ Result<std::unique_ptr<Client>> Client::create(const LlmConfig& cfg, ClientOptio
   auto impl = std::make_unique<Impl>(cfg, opts);
   KF_CHECK(impl->start(opts));
   return std::unique_ptr<Client>(new Client(std::move(impl)));
+}
+
+void Client::answer(ChatRequest req, std::string response_body, Callback done) {
+  impl_->submit(std::move(req), std::move(done), std::move(response_body));
 }
 
 void Client::submit(ChatRequest req, Callback done) {

@@ -208,6 +208,12 @@ class Client {
   // Queues a request; `done` is called exactly once, on the client's store thread (or at once on
   // the caller's thread, with "cancelled", after shutdown()).
   void submit(ChatRequest req, Callback done);
+  // An answer obtained elsewhere for req (a line of an offline batch's result file, such as
+  // `vllm run-batch` output): response_body is the chat completion. It is parsed, validated,
+  // recorded and delivered exactly as an answer from the provider, priced at the batch rate;
+  // when the store already holds a good answer for req's identity, that one is replayed and
+  // response_body is not recorded again (importing the same file twice changes nothing).
+  void answer(ChatRequest req, std::string response_body, Callback done);
   // Blocking convenience. Must not be called from a callback (it fails with "usage").
   Result<ChatResponse> call(ChatRequest req);
 
