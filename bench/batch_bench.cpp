@@ -187,7 +187,6 @@ json fake_script() {
             {{"name", "generate"}, {"reply_json", generation}}}}};
 }
 
-
 double file_mb(const fs::path& db) {
   double b = 0;
   for (const char* suffix : {"", "-wal", "-shm"}) {
@@ -238,7 +237,8 @@ Figures run_mode(const std::string& mode, int samples, int in_flight, const std:
   daemon.start(kforged, config, dir / "kforged.log");
   while (d.count(past_sql) < samples) {
     std::this_thread::sleep_for(20ms);
-    if (seconds(Clock::now() - t0) > 1200) die("no progress: see " + (dir / "kforged.log").string());
+    if (seconds(Clock::now() - t0) > 1200)
+      die("no progress: see " + (dir / "kforged.log").string());
   }
   Figures f;
   f.wall = seconds(Clock::now() - t0);

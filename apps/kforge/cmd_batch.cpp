@@ -153,8 +153,8 @@ Status drive(const app::Config& cfg, store::Db& db, const std::string& tag, Offl
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   KF_TRY(auto daemon, pipeline::daemon_state(db, clock.wall_ms(), host, [](std::int64_t pid) {
-    return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0;
-  }));
+           return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0;
+         }));
   if (daemon.liveness == pipeline::Liveness::running)
     return fail("busy", "a kforged is running on " + db.path() +
                             ": stop it first (batch export and import lease the run's jobs)");
@@ -258,13 +258,15 @@ Command add_batch(CLI::App& root, Globals& g) {
       "batch", "Offline batches: a run's ready requests to a file, and answers from one");
   cmd->require_subcommand(1);
   CLI::App* exp = cmd->add_subcommand(
-      "export", "Write the run's ready stage requests as a batch input file (JSON Lines, the "
-                "OpenAI Batch API and vllm run-batch format)");
+      "export",
+      "Write the run's ready stage requests as a batch input file (JSON Lines, the "
+      "OpenAI Batch API and vllm run-batch format)");
   exp->add_option("tag", args->tag, "The run's tag")->required();
   exp->add_option("--out", args->out, "The file to write ('-': standard output)")->required();
   CLI::App* imp = cmd->add_subcommand(
-      "import", "Checkpoint the answers of a batch result file (such as vllm run-batch output) "
-                "for the run's ready requests");
+      "import",
+      "Checkpoint the answers of a batch result file (such as vllm run-batch output) "
+      "for the run's ready requests");
   imp->add_option("tag", args->tag, "The run's tag")->required();
   imp->add_option("results", args->file, "The result file (JSON Lines)")->required();
   for (CLI::App* c : {exp, imp}) c->add_flag("--json", args->json, "Print one JSON object");
@@ -280,9 +282,8 @@ Command add_batch(CLI::App& root, Globals& g) {
               KF_CHECK_OR_REPORT(drive(cfg, *db, args->tag, gw));
               KF_CHECK_OR_REPORT(write_file_atomic(args->out, gw.lines()));
               if (args->json) {
-                std::printf("%s\n", json{{"requests", gw.exported()}, {"out", args->out}}
-                                        .dump()
-                                        .c_str());
+                std::printf("%s\n",
+                            json{{"requests", gw.exported()}, {"out", args->out}}.dump().c_str());
               } else if (args->out != "-") {
                 std::fprintf(stderr, "wrote %d requests of run %s to %s\n", gw.exported(),
                              args->tag.c_str(), args->out.c_str());

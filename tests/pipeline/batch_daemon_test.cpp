@@ -3,8 +3,11 @@
 // kill -9 at every step of a batch (uploaded, created, polled, downloaded, recorded) with no
 // request paid twice.
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <sstream>
 
@@ -101,6 +104,10 @@ struct KillPoint {
   const char* wait_sql;    // else: kill when this count is >= 1
 };
 
+void PrintTo(const KillPoint& k, std::ostream* os) {
+  *os << k.name;
+}
+
 class BatchKill : public ::testing::TestWithParam<KillPoint> {};
 
 // The daemon is killed once at the point, restarted, and runs to the end.
@@ -146,10 +153,12 @@ TEST_P(BatchKill, AtEveryStepNoRequestIsPaidTwice) {
                         "status = 'ok' GROUP BY 1 HAVING count(*) > 1)"),
             0);
   std::string name = k.name;
-  if (name == "created")
+  if (name == "created") {
     EXPECT_NE(d->log().find("found at the provider"), std::string::npos) << d->log();
-  if (name == "uploaded")
+  }
+  if (name == "uploaded") {
     EXPECT_NE(d->log().find("input file"), std::string::npos) << d->log();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -159,8 +168,9 @@ INSTANTIATE_TEST_SUITE_P(
         KillPoint{"polled", "poll", ""}, KillPoint{"downloaded", "content", ""},
         KillPoint{"recorded", "",
                   "SELECT count(*) FROM llm_batch_lines WHERE state IN ('answered', 'applied')"},
-        KillPoint{"checkpointed", "", "SELECT count(*) FROM stage_outputs WHERE stage = 'analyze'"}),
-    [](const auto& info) { return std::string(info.param.name); });
+        KillPoint{"checkpointed", "",
+                  "SELECT count(*) FROM stage_outputs WHERE stage = 'analyze'"}),
+    [](const ::testing::TestParamInfo<KillPoint>& p) { return std::string(p.param.name); });
 
 // What `vllm run-batch` does with an input file, against the fake provider's chat endpoint:
 // one result line per request, {"custom_id", "response": {"status_code", "body"}}.
@@ -176,7 +186,8 @@ std::string run_batch(Site& site, const std::string& input) {
     if (!r) throw std::runtime_error("the fake provider did not answer");
     out += json{{"id", "vllm-" + l["custom_id"].get<std::string>().substr(0, 8)},
                 {"custom_id", l["custom_id"]},
-                {"response", {{"status_code", r->status}, {"request_id", "r"}, {"body", json::parse(r->body)}}},
+                {"response",
+                 {{"status_code", r->status}, {"request_id", "r"}, {"body", json::parse(r->body)}}},
                 {"error", nullptr}}
                .dump() +
            "\n";
@@ -199,7 +210,8 @@ TEST(BatchOffline, ExportAndImportRunTheWholePipelineWithoutAProviderOrADaemon) 
     std::string input = test::read_text(req);
     ASSERT_FALSE(input.empty()) << "no ready request, yet jobs are not past the LLM stages";
     // Exporting again writes the same requests: nothing was consumed.
-    auto e2 = site.kforge({"batch", "export", "v2", "--out", (site.dir() / "again.jsonl").string()});
+    auto e2 =
+        site.kforge({"batch", "export", "v2", "--out", (site.dir() / "again.jsonl").string()});
     ASSERT_EQ(e2.exit_code, 0) << e2.err;
     EXPECT_EQ(test::read_text(site.dir() / "again.jsonl"), input);
     test::write_text(res, run_batch(site, input));
@@ -250,11 +262,27 @@ TEST(BatchOffline, AResultFileIsValidatedLineByLineAndNothingIsImportedFromABadO
   EXPECT_NE(none.exit_code, 0);
 }
 
-TEST(BatchDaemon, StatusShowsTheBatchesInFlight) {
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  int port = ntohs(a.sin_port);
+  ::close(fd);
+  return port;
+}
+
+TEST(BatchDaemon, StatusAndMetricsShowTheBatchesInFlight) {
   json s = script("fake_llm_answers.json");
   s["batch"] = {{"latency_ms", 60'000}};
   Site site(s);
-  site.write_config(batch_options("  mode: batch\n"));
+  Options o = batch_options("  mode: batch\n");
+  int port = free_port();
+  o.http_listen = "127.0.0.1:" + std::to_string(port);
+  site.write_config(o);
   site.import_corpus();
   site.create_run("v2", "v2");
   auto d = site.start_daemon();
@@ -277,6 +305,22 @@ TEST(BatchDaemon, StatusShowsTheBatchesInFlight) {
   EXPECT_NE(t.out.find("in_progress, " + std::to_string(kN) + " of this run's requests"),
             std::string::npos)
       << t.out;
+  // The metrics page is refreshed every second.
+  std::string metrics;
+  for (int i = 0; i < 50; ++i) {
+    httplib::Client http("127.0.0.1", port);
+    auto r = http.Get("/metrics");
+    metrics = r ? r->body : "";
+    if (metrics.find("kforge_llm_batches_open 1\n") != std::string::npos) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_NE(metrics.find("kforge_llm_batches_open 1\n"), std::string::npos) << metrics;
+  EXPECT_NE(
+      metrics.find("kforge_llm_batch_requests{state=\"in_batch\"} " + std::to_string(kN) + "\n"),
+      std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("kforge_llm_batches_total{how=\"created\"} 1\n"), std::string::npos)
+      << metrics;
   d->kill9();
 }
 

@@ -346,16 +346,21 @@ class FakeLlmServer::Impl {
 
   Status set_script(const json& script) {
     KF_CHECK(check_script(script));
-    std::lock_guard lk(mu_);
+    std::unique_lock lk(mu_);
     script_ = script;
     rules_.assign(script_.contains("rules") ? script_["rules"].size() : 0, RuleState{});
     rng_.seed(static_cast<std::uint32_t>(script_.value("seed", 1)));
     limits_.clear();
-    batches_.set_script(script_.value("batch", json(nullptr)));
+    json batch = script_.value("batch", json(nullptr));
+    lk.unlock();
+    batches_.set_script(batch);
     return {};
   }
 
   json stats() const {
+    // The batches' lock is taken before this one (a batch answers its lines through
+    // answer_line() under it), never inside it.
+    json batch = batches_.stats();
     std::lock_guard lk(mu_);
     json s = stats_;
     s["in_flight"] = in_flight_;
@@ -366,7 +371,7 @@ class FakeLlmServer::Impl {
       max_per_hash = std::max<std::uint64_t>(max_per_hash, n.get<std::uint64_t>());
     }
     s["max_per_hash"] = max_per_hash;
-    s["batch"] = batches_.stats();
+    s["batch"] = std::move(batch);
     return s;
   }
 
@@ -376,9 +381,9 @@ class FakeLlmServer::Impl {
   }
 
   void reset_stats() {
+    batches_.reset_stats();
     std::lock_guard lk(mu_);
     stats_ = empty_stats();
-    batches_.reset_stats();
     peers_.clear();
     max_in_flight_ = in_flight_;
   }

@@ -109,9 +109,9 @@ struct Call {
   std::map<std::string, std::string> headers;  // lower-case names, the last response's
   char errbuf[CURL_ERROR_SIZE] = {};
   long last_status = 0;
-  bool hashed = false;    // registered in by_hash_ (identical submits join it)
-  bool in_batch = false;  // waiting in a batch (llm.mode batch), not on the wire
-  int batch_tries = 0;    // batches it went through
+  bool hashed = false;                 // registered in by_hash_ (identical submits join it)
+  bool in_batch = false;               // waiting in a batch (llm.mode batch), not on the wire
+  int batch_tries = 0;                 // batches it went through
   std::optional<std::string> offline;  // an answer given with Client::answer
   // The outcome, filled in by finish().
   std::optional<Result<ChatResponse>> result;

@@ -23,8 +23,8 @@ struct BatchInFlight {
   std::int64_t completed = 0;   // the provider's request_counts
   std::int64_t failed = 0;
   std::int64_t poll_errors = 0;
-  std::int64_t age_s = 0;       // since it was recorded
-  std::string note;             // the last poll error or report ("" none)
+  std::int64_t age_s = 0;  // since it was recorded
+  std::string note;        // the last poll error or report ("" none)
 };
 
 Result<std::vector<BatchInFlight>> batches_in_flight(store::Db& db, const std::string& run_tag,
