@@ -14,6 +14,8 @@
 //   peak_rss_mb      the daemon's peak resident memory
 //   db_growth_mb     the database's growth (file, WAL and shared memory) from run create to
 //                    the end of the run
+//   db_live_mb       of the database file, the pages in use at the end (page_count less the
+//                    free list): what a VACUUM would leave
 //   wall_s           start of the daemon to the last job past its LLM stages
 // The last line of each mode: key=value pairs.
 
@@ -199,7 +201,7 @@ double file_mb(const fs::path& db) {
 
 struct Figures {
   std::int64_t calls = 0, http = 0, batches = 0, stages = 0, failed = 0;
-  double cost = 0, cpu = 0, rss = 0, db_mb = 0, wall = 0;
+  double cost = 0, cpu = 0, rss = 0, db_mb = 0, live_mb = 0, wall = 0;
 };
 
 Figures run_mode(const std::string& mode, int samples, int in_flight, const std::string& corpus,
@@ -262,6 +264,13 @@ Figures run_mode(const std::string& mode, int samples, int in_flight, const std:
     auto q = (*h)->prepare("SELECT coalesce(sum(cost_usd), 0) FROM llm_calls");
     (void)q->step();
     f.cost = q->real(0);
+    auto pragma = [&](const char* sql) {
+      auto p = (*h)->prepare(sql);
+      (void)p->step();
+      return static_cast<double>(p->int64(0));
+    };
+    f.live_mb = (pragma("PRAGMA page_count") - pragma("PRAGMA freelist_count")) *
+                pragma("PRAGMA page_size") / 1e6;
   }
   f.cpu = daemon.cpu_s();
   f.rss = daemon.peak_mb();
@@ -295,9 +304,10 @@ int main(int argc, char** argv) {
     Figures f = run_mode(mode, samples, in_flight, corpus, build, base / mode);
     std::printf(
         "mode=%s samples=%d calls=%lld http_requests=%lld batches=%lld cost_usd=%.4f "
-        "cpu_s=%.2f peak_rss_mb=%.1f db_growth_mb=%.1f wall_s=%.2f stages=%lld failed=%lld\n",
+        "cpu_s=%.2f peak_rss_mb=%.1f db_growth_mb=%.1f db_live_mb=%.1f wall_s=%.2f stages=%lld "
+        "failed=%lld\n",
         mode.c_str(), samples, static_cast<long long>(f.calls), static_cast<long long>(f.http),
-        static_cast<long long>(f.batches), f.cost, f.cpu, f.rss, f.db_mb, f.wall,
+        static_cast<long long>(f.batches), f.cost, f.cpu, f.rss, f.db_mb, f.live_mb, f.wall,
         static_cast<long long>(f.stages), static_cast<long long>(f.failed));
     std::fflush(stdout);
   }

@@ -106,6 +106,17 @@ TEST_F(BatchTest, TheLimitsSplitRequestsIntoSeveralBatches) {
   EXPECT_EQ(scalar("SELECT max(lines) FROM llm_batches"), 4);
 }
 
+TEST_F(BatchTest, TheBytesLimitSplitsRequestsIntoSeveralFiles) {
+  start(nullptr);
+  cfg.batch.max_bytes = 1024;  // about three of these requests per file
+  auto c = make_client();
+  auto res = ask(*c, 7);
+  for (auto& r : res) ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_GE(batch_stats()["created"].get<int>(), 3);
+  EXPECT_LE(scalar("SELECT max(bytes) FROM llm_batches"), 1024);
+  EXPECT_EQ(scalar("SELECT sum(lines) FROM llm_batches"), 7);
+}
+
 TEST_F(BatchTest, AFailedLineGoesIntoTheNextBatchWithItsErrorStored) {
   start({{"fault", "failed_line"}, {"fail_contains", "number 2"}, {"times", 1}});
   auto c = make_client();
