@@ -231,15 +231,35 @@ TEST_F(BatchTest, ARestartedClientAttachesToTheRecordedBatchAndPaysOnce) {
   EXPECT_EQ(scalar("SELECT count(*) FROM llm_batches"), 1);
 }
 
-TEST_F(BatchTest, TheKeyReachesTheProviderOnlyInTheHeader) {
+TEST_F(BatchTest, TheKeyGoesOnlyInTheHeaderAndARefusedKeyFailsTheRequestsWithoutIt) {
   start(nullptr);
-  json script = {{"require_key", kKey},
-                 {"defaults", {{"reply", "{\"k\": \"{{presented_key}}\"}"}}}};
+  json script = {{"require_key", kKey}, {"defaults", {{"reply", "{\"ok\": true}"}}}};
   ASSERT_TRUE(server->set_script(script).ok());
-  auto c = make_client();
-  auto res = ask(*c, 2);
-  for (auto& r : res) ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_EQ(scalar("SELECT count(*) FROM llm_calls WHERE response_raw LIKE '%SECRET%'"), 0);
+  {
+    auto c = make_client();
+    auto res = ask(*c, 2);
+    for (auto& r : res) ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(batch_stats()["lines"], 2) << "the batch endpoints took the key";
+  }
+  // A wrong key: the upload is refused (401, not retried); the requests fail, naming no key.
+  cfg.max_attempts = 1;
+  cfg.batch.max_attempts = 1;
+  ClientOptions o;
+  o.env = key_env("sk-wrong-key-SECRET-0000");
+  o.db_path = (dir / "kforge.db").string();
+  auto c = Client::create(cfg, o);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  auto res = ask(**c, 1, 100);
+  ASSERT_FALSE(res[0].ok());
+  EXPECT_NE(res[0].error().message.find("HTTP 401"), std::string::npos) << res[0].error().message;
+  EXPECT_EQ(res[0].error().message.find("SECRET"), std::string::npos) << res[0].error().message;
+  EXPECT_EQ(scalar("SELECT count(*) FROM llm_batches WHERE error LIKE '%401%'"), 1);
+  EXPECT_EQ(scalar("SELECT count(*) FROM llm_calls WHERE coalesce(response_raw, '') || "
+                   "coalesce(error, '') || coalesce(request_json, '') LIKE '%SECRET%'"),
+            0);
+  EXPECT_EQ(scalar("SELECT count(*) FROM llm_batch_lines WHERE coalesce(error, '') || "
+                   "coalesce(response_raw, '') LIKE '%SECRET%'"),
+            0);
   EXPECT_EQ(scalar("SELECT count(*) FROM llm_batches WHERE coalesce(error, '') LIKE '%SECRET%'"),
             0);
 }

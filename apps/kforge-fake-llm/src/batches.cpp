@@ -65,9 +65,10 @@ static json empty_batch_stats() {
       {"downloads", 0}, {"cut_downloads", 0}, {"holds", 0}};
 }
 
-void FakeBatches::set_script(const json& batch) {
+void FakeBatches::set_script(const json& batch, const std::string& require_key) {
   std::lock_guard lk(mu_);
   script_ = batch.is_object() ? batch : json::object();
+  require_key_ = require_key;
   holds_done_.clear();
   content_reads_.clear();
   if (stats_.is_null()) stats_ = empty_batch_stats();
@@ -101,10 +102,27 @@ void FakeBatches::hold(const std::string& step) {
   pause_(ms);
 }
 
+bool FakeBatches::authorized(const httplib::Request& req, httplib::Response& res) {
+  std::string need;
+  {
+    std::lock_guard lk(mu_);
+    need = require_key_;
+  }
+  if (need.empty()) return true;
+  std::string presented = req.get_header_value("api-key");
+  std::string bearer = req.get_header_value("Authorization");
+  if (bearer.rfind("Bearer ", 0) == 0) presented = bearer.substr(7);
+  if (presented == need) return true;
+  send_error(res, 401, "Incorrect API key provided");
+  return false;
+}
+
 void FakeBatches::routes(httplib::Server& svr) {
-  svr.Post("/v1/files",
-           [this](const httplib::Request& q, httplib::Response& r) { serve_upload(q, r); });
+  svr.Post("/v1/files", [this](const httplib::Request& q, httplib::Response& r) {
+    if (authorized(q, r)) serve_upload(q, r);
+  });
   svr.Get("/v1/files", [this](const httplib::Request& q, httplib::Response& r) {
+    if (!authorized(q, r)) return;
     std::lock_guard lk(mu_);
     json data = json::array();
     std::string purpose = q.get_param_value("purpose");
@@ -119,17 +137,21 @@ void FakeBatches::routes(httplib::Server& svr) {
     send(r, 200, {{"object", "list"}, {"data", data}, {"has_more", false}});
   });
   svr.Get(R"(/v1/files/([^/]+)/content)", [this](const httplib::Request& q, httplib::Response& r) {
-    serve_content(q.matches[1], r);
+    if (authorized(q, r)) serve_content(q.matches[1], r);
   });
-  svr.Post("/v1/batches",
-           [this](const httplib::Request& q, httplib::Response& r) { serve_create(q, r); });
-  svr.Get("/v1/batches",
-          [this](const httplib::Request& q, httplib::Response& r) { serve_list(q, r); });
-  svr.Get(R"(/v1/batches/([^/]+))",
-          [this](const httplib::Request& q, httplib::Response& r) { serve_get(q.matches[1], r); });
-  svr.Post(
-      R"(/v1/batches/([^/]+)/cancel)",
-      [this](const httplib::Request& q, httplib::Response& r) { serve_cancel(q.matches[1], r); });
+  svr.Post("/v1/batches", [this](const httplib::Request& q, httplib::Response& r) {
+    if (authorized(q, r)) serve_create(q, r);
+  });
+  svr.Get("/v1/batches", [this](const httplib::Request& q, httplib::Response& r) {
+    if (authorized(q, r)) serve_list(q, r);
+  });
+  svr.Get(R"(/v1/batches/([^/]+))", [this](const httplib::Request& q, httplib::Response& r) {
+    if (authorized(q, r)) serve_get(q.matches[1], r);
+  });
+  svr.Post(R"(/v1/batches/([^/]+)/cancel)",
+           [this](const httplib::Request& q, httplib::Response& r) {
+             if (authorized(q, r)) serve_cancel(q.matches[1], r);
+           });
 }
 
 void FakeBatches::serve_upload(const httplib::Request& req, httplib::Response& res) {

@@ -36,7 +36,9 @@ class FakeBatches {
 
   FakeBatches(Answer answer, Pause pause) : answer_(std::move(answer)), pause_(std::move(pause)) {}
 
-  void set_script(const nlohmann::json& batch);  // the script's `batch` section (or null)
+  // The script's `batch` section (or null), and its require_key: the Files and Batch endpoints
+  // answer 401 to a request without that key, as the chat endpoint does.
+  void set_script(const nlohmann::json& batch, const std::string& require_key = "");
   void routes(httplib::Server& svr);
   // {"files": N, "created": N, "lines": N (lines answered: paid), "lines_by_custom_id":
   //  {id: N}, "polls": N, "poll_errors": N, "lists": N, "cancels": N, "downloads": N,
@@ -69,6 +71,8 @@ class FakeBatches {
   void serve_cancel(const std::string& id, httplib::Response& res);
   void serve_content(const std::string& id, httplib::Response& res);
   void hold(const std::string& step);
+  // False (and a 401 sent) when the request lacks the required key.
+  bool authorized(const httplib::Request& req, httplib::Response& res);
   // Ends the batch when its time has come (mu_ held): runs its lines through answer_.
   void advance(Batch& b);
   void finish(Batch& b, const std::string& fault);
@@ -80,6 +84,7 @@ class FakeBatches {
   Pause pause_;
   mutable std::mutex mu_;
   nlohmann::json script_ = nlohmann::json::object();
+  std::string require_key_;
   std::map<std::string, File> files_;
   std::map<std::string, Batch> batches_;
   std::vector<std::string> order_;  // batch ids, oldest first

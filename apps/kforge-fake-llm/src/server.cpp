@@ -352,8 +352,9 @@ class FakeLlmServer::Impl {
     rng_.seed(static_cast<std::uint32_t>(script_.value("seed", 1)));
     limits_.clear();
     json batch = script_.value("batch", json(nullptr));
+    std::string key = script_.value("require_key", "");
     lk.unlock();
-    batches_.set_script(batch);
+    batches_.set_script(batch, key);
     return {};
   }
 
