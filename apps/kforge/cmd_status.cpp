@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "commands.hpp"
+#include "kforge/pipeline/batch_status.hpp"
 #include "kforge/pipeline/heartbeat.hpp"
 #include "kforge/pipeline/progress.hpp"
 #include "kforge/pipeline/prompt.hpp"
@@ -109,6 +110,10 @@ Result<nlohmann::ordered_json> collect(store::Db& db, const app::Config& cfg,
     j["phase"] = ph;
     j["waits_for"] =
         waits.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(waits);
+    KF_TRY(auto batches, pipeline::batches_in_flight(db, p.run.tag, now));
+    ordered_json bs = ordered_json::array();
+    for (const auto& b : batches) bs.push_back(pipeline::to_json(b));
+    j["batches"] = std::move(bs);
     runs.push_back(std::move(j));
   }
   out["runs"] = runs;
@@ -321,6 +326,22 @@ void print_text(const nlohmann::ordered_json& st) {
     }
     if (run.contains("waiting") && !run["waiting"].is_null())
       print_wrapped("  waiting  ", run["waiting"]["reason"].get<std::string>());
+    for (const auto& b : run["batches"]) {
+      // A batch in flight (llm.mode batch): its state at the provider, counts and age.
+      std::string state = b["state"].get<std::string>();
+      if (!b["provider_status"].get<std::string>().empty())
+        state = b["provider_status"].get<std::string>();
+      std::string line = b["key"].get<std::string>().substr(0, 12) + " " + state + ", " +
+                         std::to_string(i64(b["run_lines"])) + " of this run's requests (" +
+                         std::to_string(i64(b["lines"])) + " in all), " +
+                         std::to_string(i64(b["completed"])) + " completed, " +
+                         std::to_string(i64(b["failed"])) + " failed, age " +
+                         duration(i64(b["age_s"]));
+      if (i64(b["poll_errors"]) > 0)
+        line += ", " + std::to_string(i64(b["poll_errors"])) + " polls failed";
+      if (!b["note"].get<std::string>().empty()) line += ": " + b["note"].get<std::string>();
+      print_wrapped("  batch    ", line);
+    }
     for (const char* stage : {"analyze", "generate", "verify"}) {
       if (!run["jobs_by_stage"].contains(stage)) continue;
       std::string line;

@@ -114,6 +114,7 @@ int main(int argc, char** argv) {
   commands.push_back(add_verify(app, g));
   commands.push_back(add_run(app, g));
   commands.push_back(add_corpus(app, g));
+  commands.push_back(add_batch(app, g));
   if (std::string unknown = unknown_command(app, argc, argv); !unknown.empty()) {
     std::fprintf(stderr, "kforge: error: %s\n", unknown.c_str());
     return kUsage;

@@ -232,9 +232,9 @@ TEST_F(Cli, UnknownCommandsAreNamedWithTheNearestOne) {
 
 TEST_F(Cli, UnknownKforgeVariablesAreNamed) {
   ASSERT_EQ(kforge({"import", test::small_corpus().string(), "--map", kMap}).exit_code, 0);
-  auto r = kforge({"status"}, {"KFORGE_LLM_MODLE=gpt-x"});
+  auto r = kforge({"status"}, {"KFORGE_LLM_MODELL=gpt-x"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("kforge: warning: KFORGE_LLM_MODLE is set but is not a kforge variable, "
+  EXPECT_NE(r.err.find("kforge: warning: KFORGE_LLM_MODELL is set but is not a kforge variable, "
                        "so it is ignored (did you mean KFORGE_LLM_MODEL?)"),
             std::string::npos)
       << r.err;

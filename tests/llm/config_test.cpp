@@ -85,6 +85,44 @@ TEST(LlmConfig, BadValuesNameFileLineAndKey) {
   EXPECT_NE(u.error().message.find("llm.max_inflight"), std::string::npos) << u.error().message;
 }
 
+TEST(LlmConfig, BatchModeKeys) {
+  auto c = read(
+      "llm:\n  mode: interactive\n  modes: {gpt-4o-mini: batch}\n  batch_fallback: interactive\n"
+      "  batch: {completion_window: 2h, max_lines: 10, max_bytes: 4096, collect_ms: 5,\n"
+      "          poll_ms: 7, max_attempts: 2}\n"
+      "  prices:\n    gpt-4o-mini: {prompt_per_mtok: 1, completion_per_mtok: 2, "
+      "batch_multiplier: 0.4}\n");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->mode_of("gpt-4o-mini"), Mode::batch);
+  EXPECT_EQ(c->mode_of("other"), Mode::interactive);
+  EXPECT_EQ(c->batch_fallback, BatchFallback::interactive);
+  EXPECT_EQ(c->batch.window_ms, 2 * 3'600'000);
+  EXPECT_EQ(c->batch.max_lines, 10);
+  EXPECT_EQ(c->batch.max_bytes, 4096);
+  EXPECT_EQ(c->batch.collect_ms, 5);
+  EXPECT_EQ(c->batch.poll_ms, 7);
+  EXPECT_EQ(c->batch.max_attempts, 2);
+  EXPECT_DOUBLE_EQ(c->prices["gpt-4o-mini"].batch_multiplier, 0.4);
+  auto d = read("{}");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->batch.max_lines, 50'000);
+  EXPECT_EQ(d->batch.max_bytes, 200'000'000);
+  EXPECT_EQ(d->batch.completion_window, "24h");
+
+  auto m = read("llm:\n  mode: bulk\n");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().message.find("test.yaml:2"), std::string::npos) << m.error().message;
+  EXPECT_NE(m.error().message.find("not one of interactive, batch"), std::string::npos);
+  auto w = read("llm:\n  batch:\n    completion_window: a day\n");
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.error().message.find("test.yaml:3"), std::string::npos) << w.error().message;
+  EXPECT_NE(w.error().message.find("llm.batch.completion_window"), std::string::npos)
+      << w.error().message;
+  auto f = read("llm:\n  batch_fallback: never\n");
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.error().message.find("next_batch, interactive"), std::string::npos);
+}
+
 TEST(LlmConfig, EnvironmentOverrides) {
   auto c = read("llm:\n  model: a\n", [](const std::string& name) -> std::optional<std::string> {
     if (name == "KFORGE_LLM_MODEL") return "b";

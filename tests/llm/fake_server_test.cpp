@@ -60,6 +60,17 @@ TEST(FakeLlmScript, ErrorsNameTheRuleAndKey) {
   EXPECT_NE(unknown.error().message.find("rules[0].stauts: unknown key"), std::string::npos);
   EXPECT_FALSE(fake_llm::check_script({{"rules", {{{"match", {{"regex", "(["}}}}}}}).ok());
   EXPECT_TRUE(fake_llm::check_script(json::object()).ok());
+  auto fault = fake_llm::check_script({{"batch", {{"fault", "boom"}}}});
+  ASSERT_FALSE(fault.ok());
+  EXPECT_NE(fault.error().message.find("batch.fault: 'boom' is not one of"), std::string::npos)
+      << fault.error().message;
+  auto step = fake_llm::check_script({{"batch", {{"hold_after", "nap"}}}});
+  ASSERT_FALSE(step.ok());
+  EXPECT_NE(step.error().message.find("batch.hold_after"), std::string::npos);
+  auto key = fake_llm::check_script({{"batch", {{"latency", 5}}}});
+  ASSERT_FALSE(key.ok());
+  EXPECT_NE(key.error().message.find("batch.latency: unknown key"), std::string::npos);
+  EXPECT_TRUE(fake_llm::check_script({{"batch", {{"fault", "expired"}, {"times", 1}}}}).ok());
 
   auto good = dir / "good.yaml";
   write_text(good, "rules:\n  - {match: {contains: analyze}, reply_json: {a: 1}, wrap: fenced}\n");

@@ -127,6 +127,7 @@ struct Options {
   // samples written for it (tests/data/corpus_cpu.json) pass on the CPU.
   bool fake_triton = false;
   int verify_backlog = 0;  // pipeline.verify_backlog (0: off)
+  std::string llm_extra;   // more lines of the llm section (indented), e.g. "  mode: batch\n"
 };
 
 // A temp dir with a database (the tests' corpus, tests/data/corpus_small.json, imported through
@@ -150,6 +151,7 @@ class Site {
          std::to_string(o.max_in_flight) +
          "\n  adaptive: false\n  backoff_base_ms: 20\n  backoff_max_ms: 200\n"
          "  request_timeout_ms: 20000\n";
+    y += o.llm_extra;
     y += "pipeline:\n  max_in_flight: " + std::to_string(o.max_in_flight) +
          "\n  lease_ms: " + std::to_string(o.lease_ms) +
          "\n  retry_backoff_ms: 50\n  retry_backoff_max_ms: 200\n  idle_poll_ms: " +

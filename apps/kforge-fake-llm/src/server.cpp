@@ -1,5 +1,7 @@
 #include "kforge/fake_llm/server.hpp"
 
+#include "batches.hpp"
+
 #include <arpa/inet.h>
 #include <httplib.h>
 #include <netinet/in.h>
@@ -59,7 +61,8 @@ const std::set<std::string> kAnswerKeys = {
     "reply_json", "wrap",          "usage",           "model",         "encoding",
     "reasoning",  "content_parts", "needs_max_tokens"};
 const std::set<std::string> kMatchKeys = {"contains", "regex", "role", "path"};
-const std::set<std::string> kTopKeys = {"seed", "defaults", "rules", "require_key", "limit"};
+const std::set<std::string> kTopKeys = {"seed",        "defaults", "rules",
+                                        "require_key", "limit",    "batch"};
 const std::set<std::string> kLimitKeys = {"rate", "burst", "retry_after", "per"};
 
 Status check_object_keys(const json& o, const std::set<std::string>& keys, const std::string& at) {
@@ -252,6 +255,7 @@ Status check_script(const json& s) {
     if (l.contains("per") && l["per"] != "client" && l["per"] != "server")
       return fail("script", "limit.per: expected client or server");
   }
+  if (s.contains("batch")) KF_CHECK(check_batch_script(s["batch"]));
   if (s.contains("defaults")) {
     KF_CHECK(check_object_keys(s["defaults"], kAnswerKeys, "defaults"));
     KF_CHECK(check_answer(s["defaults"], "defaults"));
@@ -302,6 +306,7 @@ class FakeLlmServer::Impl {
     svr_.Post("/v1/chat/completions", chat);
     svr_.Post("/chat/completions", chat);
     svr_.Post(R"(/openai/deployments/([^/]+)/chat/completions)", chat);
+    batches_.routes(svr_);
     svr_.Get("/_stats", [this](const httplib::Request&, httplib::Response& res) {
       res.set_content(stats().dump(2, ' ', false, json::error_handler_t::replace),
                       "application/json");
@@ -341,15 +346,22 @@ class FakeLlmServer::Impl {
 
   Status set_script(const json& script) {
     KF_CHECK(check_script(script));
-    std::lock_guard lk(mu_);
+    std::unique_lock lk(mu_);
     script_ = script;
     rules_.assign(script_.contains("rules") ? script_["rules"].size() : 0, RuleState{});
     rng_.seed(static_cast<std::uint32_t>(script_.value("seed", 1)));
     limits_.clear();
+    json batch = script_.value("batch", json(nullptr));
+    std::string key = script_.value("require_key", "");
+    lk.unlock();
+    batches_.set_script(batch, key);
     return {};
   }
 
   json stats() const {
+    // The batches' lock is taken before this one (a batch answers its lines through
+    // answer_line() under it), never inside it.
+    json batch = batches_.stats();
     std::lock_guard lk(mu_);
     json s = stats_;
     s["in_flight"] = in_flight_;
@@ -360,6 +372,7 @@ class FakeLlmServer::Impl {
       max_per_hash = std::max<std::uint64_t>(max_per_hash, n.get<std::uint64_t>());
     }
     s["max_per_hash"] = max_per_hash;
+    s["batch"] = std::move(batch);
     return s;
   }
 
@@ -369,6 +382,7 @@ class FakeLlmServer::Impl {
   }
 
   void reset_stats() {
+    batches_.reset_stats();
     std::lock_guard lk(mu_);
     stats_ = empty_stats();
     peers_.clear();
@@ -566,6 +580,107 @@ class FakeLlmServer::Impl {
     }
   }
 
+  // The chat completion body for answer `a` to `body` (templates filled from ctx).
+  static std::string completion(const json& a, const json& body, const Ctx& ctx, std::uint64_t n) {
+    const std::string& text = ctx.text;
+    // The assistant's content.
+    std::string content;
+    if (a.contains("reply_json")) {
+      std::string j =
+          fill_json(a["reply_json"], ctx).dump(2, ' ', false, json::error_handler_t::replace);
+      std::string wrap = a.value("wrap", "bare");
+      if (wrap == "fenced") {
+        content = "```json\n" + j + "\n```";
+      } else if (wrap == "prose") {
+        content = "Sure! Here is the result you asked for:\n\n" + j +
+                  "\n\nLet me know if you need anything else.";
+      } else if (wrap == "fences") {
+        content =
+            "First a sketch:\n```json\n{\"draft\": true, \"note\": \"not final\"}\n```\n"
+            "And the final answer:\n```json\n" +
+            j + "\n```\n";
+      } else {
+        content = j;
+      }
+    } else {
+      content = fill(a.value("reply", std::string("{\"ok\": true}")), ctx);
+    }
+    std::string reasoning =
+        a.contains("reasoning") ? fill(a["reasoning"].get<std::string>(), ctx) : "";
+    std::string finish_reason = a.value("finish_reason", "stop");
+    if (a.contains("needs_max_tokens")) {
+      // A budget below what the answer needs cuts it: a reasoning model spends it thinking and
+      // leaves the content empty, another stops half-way through its answer.
+      auto need = static_cast<long long>(a["needs_max_tokens"].get<double>());
+      long long asked = body.contains("max_tokens") && body["max_tokens"].is_number_integer()
+                            ? body["max_tokens"].get<long long>()
+                            : 0;
+      if (asked < need) {
+        content = reasoning.empty() ? content.substr(0, content.size() / 2) : "";
+        finish_reason = "length";
+      }
+    }
+    int prompt_tokens = static_cast<int>(text.size() / 4 + 1);
+    int completion_tokens = static_cast<int>((content.size() + reasoning.size()) / 4 + 1);
+    json usage = json::object();
+    if (a.contains("usage")) {
+      prompt_tokens = a["usage"].value("prompt_tokens", prompt_tokens);
+      completion_tokens = a["usage"].value("completion_tokens", completion_tokens);
+      if (a["usage"].contains("reasoning_tokens"))
+        usage["completion_tokens_details"] = {{"reasoning_tokens", a["usage"]["reasoning_tokens"]}};
+      if (a["usage"].contains("cached_tokens"))
+        usage["prompt_tokens_details"] = {{"cached_tokens", a["usage"]["cached_tokens"]}};
+    }
+    usage["prompt_tokens"] = prompt_tokens;
+    usage["completion_tokens"] = completion_tokens;
+    usage["total_tokens"] = prompt_tokens + completion_tokens;
+    json message = {{"role", "assistant"}, {"content", content}};
+    if (a.value("content_parts", false))
+      message["content"] = json::array({{{"type", "text"}, {"text", content}}});
+    if (!reasoning.empty()) message["reasoning_content"] = reasoning;
+    json reply = {
+        {"id", "chatcmpl-fake-" + std::to_string(n)},
+        {"object", "chat.completion"},
+        {"created", static_cast<long long>(std::time(nullptr))},
+        {"model", a.value("model", body.value("model", "fake-model"))},
+        {"choices",
+         json::array(
+             {{{"index", 0}, {"message", std::move(message)}, {"finish_reason", finish_reason}}})},
+        {"usage", std::move(usage)}};
+    return reply.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+
+  // One line of a batch (batches.hpp): the rules and defaults answer it as they would a chat
+  // request, without latency or transport faults. Counted like a request; returns the status
+  // and the body.
+  std::pair<int, std::string> answer_line(const json& body) {
+    std::string raw = body.dump(-1, ' ', false, json::error_handler_t::replace);
+    std::string hash = sha256_hex(raw);
+    std::uint64_t n;
+    {
+      std::lock_guard lk(mu_);
+      n = stats_["requests"].get<std::uint64_t>() + 1;
+      stats_["requests"] = n;
+      stats_["by_hash"][hash] = stats_["by_hash"].value(hash, 0) + 1;
+    }
+    std::string text = all_text(body);
+    std::string rule;
+    std::string none;
+    json a = choose(body, text, hash, "/v1/chat/completions", &rule);
+    Ctx ctx{body, text, hash, n, none};
+    int status = a.value("status", 200);
+    if (status != 200) {
+      std::string msg = a.value("message", "scripted HTTP " + std::to_string(status));
+      count(hash, rule, status, false);
+      return {
+          status,
+          json{{"error", {{"message", fill(msg, ctx)}, {"type", "fake"}, {"code", status}}}}.dump(
+              -1, ' ', false, json::error_handler_t::replace)};
+    }
+    count(hash, rule, 200, true);
+    return {200, completion(a, body, ctx, n)};
+  }
+
   void serve(const httplib::Request& req, httplib::Response& res) {
     struct InFlight {
       Impl* s;
@@ -679,71 +794,7 @@ class FakeLlmServer::Impl {
       return;
     }
 
-    // The assistant's content.
-    std::string content;
-    if (a.contains("reply_json")) {
-      std::string j =
-          fill_json(a["reply_json"], ctx).dump(2, ' ', false, json::error_handler_t::replace);
-      std::string wrap = a.value("wrap", "bare");
-      if (wrap == "fenced") {
-        content = "```json\n" + j + "\n```";
-      } else if (wrap == "prose") {
-        content = "Sure! Here is the result you asked for:\n\n" + j +
-                  "\n\nLet me know if you need anything else.";
-      } else if (wrap == "fences") {
-        content =
-            "First a sketch:\n```json\n{\"draft\": true, \"note\": \"not final\"}\n```\n"
-            "And the final answer:\n```json\n" +
-            j + "\n```\n";
-      } else {
-        content = j;
-      }
-    } else {
-      content = fill(a.value("reply", std::string("{\"ok\": true}")), ctx);
-    }
-    std::string reasoning =
-        a.contains("reasoning") ? fill(a["reasoning"].get<std::string>(), ctx) : "";
-    std::string finish_reason = a.value("finish_reason", "stop");
-    if (a.contains("needs_max_tokens")) {
-      // A budget below what the answer needs cuts it: a reasoning model spends it thinking and
-      // leaves the content empty, another stops half-way through its answer.
-      auto need = static_cast<long long>(a["needs_max_tokens"].get<double>());
-      long long asked = body.contains("max_tokens") && body["max_tokens"].is_number_integer()
-                            ? body["max_tokens"].get<long long>()
-                            : 0;
-      if (asked < need) {
-        content = reasoning.empty() ? content.substr(0, content.size() / 2) : "";
-        finish_reason = "length";
-      }
-    }
-    int prompt_tokens = static_cast<int>(text.size() / 4 + 1);
-    int completion_tokens = static_cast<int>((content.size() + reasoning.size()) / 4 + 1);
-    json usage = json::object();
-    if (a.contains("usage")) {
-      prompt_tokens = a["usage"].value("prompt_tokens", prompt_tokens);
-      completion_tokens = a["usage"].value("completion_tokens", completion_tokens);
-      if (a["usage"].contains("reasoning_tokens"))
-        usage["completion_tokens_details"] = {{"reasoning_tokens", a["usage"]["reasoning_tokens"]}};
-      if (a["usage"].contains("cached_tokens"))
-        usage["prompt_tokens_details"] = {{"cached_tokens", a["usage"]["cached_tokens"]}};
-    }
-    usage["prompt_tokens"] = prompt_tokens;
-    usage["completion_tokens"] = completion_tokens;
-    usage["total_tokens"] = prompt_tokens + completion_tokens;
-    json message = {{"role", "assistant"}, {"content", content}};
-    if (a.value("content_parts", false))
-      message["content"] = json::array({{{"type", "text"}, {"text", content}}});
-    if (!reasoning.empty()) message["reasoning_content"] = reasoning;
-    json reply = {
-        {"id", "chatcmpl-fake-" + std::to_string(n)},
-        {"object", "chat.completion"},
-        {"created", static_cast<long long>(std::time(nullptr))},
-        {"model", a.value("model", body.value("model", "fake-model"))},
-        {"choices",
-         json::array(
-             {{{"index", 0}, {"message", std::move(message)}, {"finish_reason", finish_reason}}})},
-        {"usage", std::move(usage)}};
-    std::string out = reply.dump(-1, ' ', false, json::error_handler_t::replace);
+    std::string out = completion(a, body, ctx, n);
 
     if (fault.empty() && a.value("encoding", "") == "gzip") {
       res.set_content(gzip(out), "application/json");
@@ -805,6 +856,8 @@ class FakeLlmServer::Impl {
   int in_flight_ = 0;
   int max_in_flight_ = 0;
   std::set<std::string> peers_;  // client connections seen since the last reset (guarded by mu_)
+  FakeBatches batches_{[this](const json& body) { return answer_line(body); },
+                       [this](double ms) { pause(ms); }};
 };
 
 FakeLlmServer::FakeLlmServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

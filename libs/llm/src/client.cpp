@@ -17,6 +17,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "batch.hpp"
 #include "kforge/core/embedded.hpp"
 #include "kforge/core/sha256.hpp"
 #include "kforge/llm/errors.hpp"
@@ -108,7 +109,10 @@ struct Call {
   std::map<std::string, std::string> headers;  // lower-case names, the last response's
   char errbuf[CURL_ERROR_SIZE] = {};
   long last_status = 0;
-  bool hashed = false;  // registered in by_hash_ (identical submits join it)
+  bool hashed = false;                 // registered in by_hash_ (identical submits join it)
+  bool in_batch = false;               // waiting in a batch (llm.mode batch), not on the wire
+  int batch_tries = 0;                 // batches it went through
+  std::optional<std::string> offline;  // an answer given with Client::answer
   // The outcome, filled in by finish().
   std::optional<Result<ChatResponse>> result;
   ChatResponse resp_fields;  // tokens, raw body and finish reason, also for failures
@@ -209,6 +213,20 @@ class Client::Impl {
       return fail(llm_error(ErrorKind::http, "curl_multi_init failed", Transient::no));
     curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, static_cast<long>(lim_.max_in_flight * 2 + 4));
     apply_limits(lim_, clock_->steady_now());
+    if (ep_.mode_of(ep_.model) == Mode::batch) {
+      BatchRunnerOptions bo;
+      bo.cfg = ep_;
+      bo.chat_url = url_;
+      if (!key_.empty())
+        bo.auth_header =
+            ep_.provider == Provider::azure ? "api-key: " + key_ : "Authorization: Bearer " + key_;
+      bo.clock = clock_;
+      bo.db_path = opts.db_path;
+      bo.db_busy_timeout_ms = opts.db_busy_timeout_ms;
+      bo.redact = [this](std::string t) { return redact(std::move(t)); };
+      bo.deliver = [this](std::vector<LineOutcome> v) { take_batch_outcomes(std::move(v)); };
+      KF_TRY(batch_, BatchRunner::create(std::move(bo)));
+    }
     store_thread_ = std::thread([this] { store_run(); });
     thread_ = std::thread([this] { run(); });
     return {};
@@ -216,7 +234,7 @@ class Client::Impl {
 
   // --- public API (any thread) ---
 
-  void submit(ChatRequest req, Callback done) {
+  void submit(ChatRequest req, Callback done, std::optional<std::string> offline = {}) {
     if (std::int64_t cap = max_prompt_tokens_.load(); cap > 0) {
       std::size_t chars = 0;
       for (const auto& m : req.messages) chars += m.content.size();
@@ -242,6 +260,7 @@ class Client::Impl {
     c->sha = hash_of(c->body, req.identity, req.round);
     c->req = std::move(req);
     c->callbacks.push_back(std::move(done));
+    c->offline = std::move(offline);
     c->submitted = clock_->steady_now();
     c->seq = next_seq_++;
     {
@@ -350,8 +369,23 @@ class Client::Impl {
   }
 
   Stats stats() const {
-    std::lock_guard lk(stats_mu_);
-    return stats_;
+    Stats s;
+    {
+      std::lock_guard lk(stats_mu_);
+      s = stats_;
+    }
+    if (batch_) {
+      BatchGauges g = batch_->gauges();
+      s.batches_open = g.open;
+      s.batch_lines_in_flight = g.lines_in_flight;
+      s.batch_lines_waiting = g.lines_waiting;
+      s.batches_created = g.created;
+      s.batches_adopted = g.adopted;
+      s.batch_lines_answered = g.lines_answered;
+      s.batch_lines_failed = g.lines_failed;
+      s.batch_poll_errors = g.poll_errors;
+    }
+    return s;
   }
 
   void drain() {
@@ -380,6 +414,7 @@ class Client::Impl {
     std::lock_guard jl(join_mu_);
     if (thread_.joinable()) thread_.join();  // the loop tells the store thread to finish
     if (store_thread_.joinable()) store_thread_.join();
+    if (batch_) batch_->stop();  // its batches stay recorded for the next start
   }
 
  private:
@@ -492,9 +527,93 @@ class Client::Impl {
         by_hash_[c->sha] = c;
         c->hashed = true;
       }
+      if (c->offline) {
+        std::string body = std::move(*c->offline);  // stays set: never asked on the network
+        c->attempts = 1;
+        c->last_status = 200;
+        apply_answer(c, std::move(body), now);
+        continue;
+      }
+      if (batch_ && c->hashed) {
+        to_batch(c);
+        continue;
+      }
       ready_.push_back(c);
     }
+    take_batch_results(now);
     return stopping;
+  }
+
+  // --- batch mode (the runner is batch.cpp) ---
+
+  // A 200 answer from a batch (or an offline result file): parsed, priced at the batch rate and
+  // finished like one from the wire; a cut answer is asked again with a larger budget.
+  void apply_answer(Call* c, std::string body, TimePoint now) {
+    c->resp = std::move(body);
+    ChatResponse r;
+    auto perr = parse_completion(*c, c->resp, r);
+    count_usage(r, now, *c, true);
+    c->resp_fields = r;
+    if (!perr) {
+      finish(c, std::move(r));
+      return;
+    }
+    if (kind_of(*perr) == ErrorKind::truncated && !c->offline && enlarge(c, r, *perr)) return;
+    finish(c, std::move(*perr));
+  }
+
+  void to_batch(Call* c) {
+    c->in_batch = true;
+    ++c->batch_tries;
+    batch_->enqueue(c->sha, c->req.tag, c->body);
+  }
+
+  // The runner's thread: outcomes for the loop.
+  void take_batch_outcomes(std::vector<LineOutcome> v) {
+    {
+      std::lock_guard lk(mu_);
+      for (auto& o : v) batch_outcomes_.push_back(std::move(o));
+    }
+    curl_multi_wakeup(multi_);
+  }
+
+  // An answer from a batch goes through the same parsing, recording and delivery as one from
+  // the wire; a failed or expired line goes into the next batch, or to the interactive
+  // endpoint (llm.batch_fallback), until llm.batch.max_attempts.
+  void take_batch_results(TimePoint now) {
+    std::vector<LineOutcome> outs;
+    {
+      std::lock_guard lk(mu_);
+      outs.swap(batch_outcomes_);
+    }
+    for (auto& o : outs) {
+      auto it = by_hash_.find(o.sha);
+      if (it == by_hash_.end() || !it->second->in_batch) continue;
+      Call* c = it->second;
+      c->in_batch = false;
+      c->attempts = std::max(c->attempts, 1);
+      c->last_status = o.http_status;
+      if (o.answered) {
+        apply_answer(c, std::move(o.body), now);
+        continue;
+      }
+      c->resp = o.body;
+      bool more = c->batch_tries < ep_.batch.max_attempts && !stop_requested();
+      if (ep_.batch_fallback == BatchFallback::interactive && !stop_requested()) {
+        spdlog::info("llm: {}; asking the interactive endpoint", o.error);
+        c->attempts = 0;
+        ready_.push_back(c);
+      } else if (more) {
+        spdlog::info("llm: {}; into the next batch", o.error);
+        to_batch(c);
+      } else {
+        finish(c,
+               llm_error(ErrorKind::http,
+                         where(*c) + ": " + o.error + " (batch " + std::to_string(c->batch_tries) +
+                             "/" + std::to_string(ep_.batch.max_attempts) + ")",
+                         Transient::yes));
+      }
+    }
   }
 
   void apply_limits(const LlmConfig& cfg, TimePoint now) {
@@ -956,7 +1075,11 @@ class Client::Impl {
       std::lock_guard lk(stats_mu_);
       ++stats_.enlarged;
     }
-    ready_.push_front(c);
+    if (batch_) {
+      to_batch(c);
+    } else {
+      ready_.push_front(c);
+    }
     return true;
   }
 
@@ -1075,14 +1198,15 @@ class Client::Impl {
     ++stats_.concurrency_cuts;
   }
 
-  void count_usage(ChatResponse& r, TimePoint now, const Call& c) {
+  void count_usage(ChatResponse& r, TimePoint now, const Call& c, bool batch = false) {
     double actual = r.prompt_tokens + r.completion_tokens;
-    if (actual > 0) tpm_.adjust(c.token_cost - actual, now);
+    if (actual > 0 && !batch) tpm_.adjust(c.token_cost - actual, now);
     auto price = lim_.prices.find(ep_.model);
     if (price == lim_.prices.end()) price = lim_.prices.find(r.model);
     if (price != lim_.prices.end()) {
       r.cost_usd = call_cost(price->second, r.prompt_tokens, r.completion_tokens,
                              r.cached_prompt_tokens, r.reasoning_tokens);
+      if (batch) r.cost_usd *= price->second.batch_multiplier;
     }
     std::lock_guard lk(stats_mu_);
     stats_.prompt_tokens += static_cast<std::uint64_t>(r.prompt_tokens);
@@ -1331,6 +1455,13 @@ class Client::Impl {
   void cancel_waiting() {
     for (Call* c : ready_) cancel_call(c, "shut down before it was sent");
     ready_.clear();
+    // A request in a batch stays there (recorded): asked again after a restart, it is attached
+    // to its line, not sent a second time.
+    for (auto& [ptr, owned] : live_)
+      if (ptr->in_batch) {
+        ptr->in_batch = false;
+        cancel_call(ptr, "shut down while its batch is in flight");
+      }
     for (auto& [t, c] : timers_) cancel_call(c, "shut down before the scheduled retry");
     timers_.clear();
   }
@@ -1406,6 +1537,7 @@ class Client::Impl {
   // Guarded by mu_.
   std::mutex mu_;
   std::vector<std::unique_ptr<Call>> incoming_;
+  std::vector<LineOutcome> batch_outcomes_;
   std::optional<LlmConfig> reload_;
   bool accepting_ = true;
   bool stop_requested_ = false;
@@ -1421,6 +1553,7 @@ class Client::Impl {
 
   // Store thread only (after start()).
   std::unique_ptr<store::Db> db_;
+  std::unique_ptr<BatchRunner> batch_;  // llm.mode batch
 
   // Guarded by stats_mu_.
   mutable std::mutex stats_mu_;
@@ -1459,6 +1592,10 @@ Result<std::unique_ptr<Client>> Client::create(const LlmConfig& cfg, ClientOptio
   auto impl = std::make_unique<Impl>(cfg, opts);
   KF_CHECK(impl->start(opts));
   return std::unique_ptr<Client>(new Client(std::move(impl)));
+}
+
+void Client::answer(ChatRequest req, std::string response_body, Callback done) {
+  impl_->submit(std::move(req), std::move(done), std::move(response_body));
 }
 
 void Client::submit(ChatRequest req, Callback done) {

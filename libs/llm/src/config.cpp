@@ -60,6 +60,76 @@ const char* to_string(ResponseFormat f) {
   return "none";
 }
 
+namespace {
+
+std::optional<Mode> parse_mode(const std::string& s) {
+  if (s == "interactive") return Mode::interactive;
+  if (s == "batch") return Mode::batch;
+  return std::nullopt;
+}
+
+// "24h", "90m", "3600s": the completion window in ms; 0 when unreadable.
+std::int64_t window_ms(const std::string& w) {
+  if (w.size() < 2) return 0;
+  std::int64_t unit = w.back() == 'h'   ? 3'600'000
+                      : w.back() == 'm' ? 60'000
+                      : w.back() == 's' ? 1'000
+                                        : 0;
+  std::string digits = w.substr(0, w.size() - 1);
+  if (unit == 0 || digits.find_first_not_of("0123456789") != std::string::npos) return 0;
+  return std::stoll(digits) * unit;
+}
+
+void read_mode(ConfigNode& n, LlmConfig& out) {
+  std::string mode = to_string(out.mode);
+  n.get("mode", mode);
+  if (auto m = parse_mode(mode)) {
+    out.mode = *m;
+  } else {
+    n.invalid("mode", "'" + mode + "' is not one of interactive, batch");
+  }
+  std::map<std::string, std::string> modes;
+  n.get("modes", modes);
+  for (const auto& [model, m] : modes) {
+    if (auto pm = parse_mode(m)) {
+      out.modes[model] = *pm;
+    } else {
+      n.invalid("modes", "model '" + model + "': '" + m + "' is not one of interactive, batch");
+    }
+  }
+  std::string fb = out.batch_fallback == BatchFallback::interactive ? "interactive" : "next_batch";
+  n.get("batch_fallback", fb);
+  if (fb == "interactive") {
+    out.batch_fallback = BatchFallback::interactive;
+  } else if (fb == "next_batch") {
+    out.batch_fallback = BatchFallback::next_batch;
+  } else {
+    n.invalid("batch_fallback", "'" + fb + "' is not one of next_batch, interactive");
+  }
+  ConfigNode b = n.child("batch");
+  b.get("completion_window", out.batch.completion_window);
+  out.batch.window_ms = window_ms(out.batch.completion_window);
+  if (out.batch.window_ms <= 0)
+    b.invalid("completion_window",
+              "'" + out.batch.completion_window + "' is not a duration like 24h, 90m or 600s");
+  b.get("max_lines", out.batch.max_lines);
+  if (out.batch.max_lines < 1) b.invalid("max_lines", "must be >= 1");
+  b.get("max_bytes", out.batch.max_bytes);
+  if (out.batch.max_bytes < 1024) b.invalid("max_bytes", "must be >= 1024");
+  b.get("collect_ms", out.batch.collect_ms);
+  if (out.batch.collect_ms < 0) b.invalid("collect_ms", "must be >= 0");
+  b.get("poll_ms", out.batch.poll_ms);
+  if (out.batch.poll_ms < 1) b.invalid("poll_ms", "must be >= 1");
+  b.get("max_attempts", out.batch.max_attempts);
+  if (out.batch.max_attempts < 1) b.invalid("max_attempts", "must be >= 1");
+}
+
+}  // namespace
+
+const char* to_string(Mode m) {
+  return m == Mode::batch ? "batch" : "interactive";
+}
+
 void read_config(ConfigNode n, LlmConfig& out) {
   std::string provider = to_string(out.provider);
   n.get("provider", provider);
@@ -97,6 +167,8 @@ void read_config(ConfigNode n, LlmConfig& out) {
   } else {
     n.invalid("response_format", "'" + rf + "' is not one of none, json_object, json_schema");
   }
+
+  read_mode(n, out);
 
   n.get("max_in_flight", out.max_in_flight);
   if (out.max_in_flight < 1) n.invalid("max_in_flight", "must be >= 1");
@@ -165,6 +237,8 @@ void read_config(ConfigNode n, LlmConfig& out) {
             price.cached_prompt_per_mtok = v.get<double>();
           } else if (k == "reasoning_per_mtok") {
             price.reasoning_per_mtok = v.get<double>();
+          } else if (k == "batch_multiplier") {
+            price.batch_multiplier = v.get<double>();
           } else {
             ok = false;
           }
@@ -172,7 +246,8 @@ void read_config(ConfigNode n, LlmConfig& out) {
         if (!ok) {
           n.invalid("prices", "model '" + model +
                                   "': expected {prompt_per_mtok: N, completion_per_mtok: N} "
-                                  "(optionally cached_prompt_per_mtok, reasoning_per_mtok) "
+                                  "(optionally cached_prompt_per_mtok, reasoning_per_mtok, "
+                                  "batch_multiplier) "
                                   "with numbers >= 0");
           continue;
         }

@@ -68,6 +68,14 @@ class ClientGateway final : public LlmGateway {
       total.pace_per_s += s.pace_per_s;
       total.pace_cuts += s.pace_cuts;
       total.halts += s.halts;
+      total.batches_open += s.batches_open;
+      total.batch_lines_in_flight += s.batch_lines_in_flight;
+      total.batch_lines_waiting += s.batch_lines_waiting;
+      total.batches_created += s.batches_created;
+      total.batches_adopted += s.batches_adopted;
+      total.batch_lines_answered += s.batch_lines_answered;
+      total.batch_lines_failed += s.batch_lines_failed;
+      total.batch_poll_errors += s.batch_poll_errors;
       if (s.paused_until_wall_ms > total.paused_until_wall_ms) {
         total.paused_until_wall_ms = s.paused_until_wall_ms;
         total.paused_status = s.paused_status;

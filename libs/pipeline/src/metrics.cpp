@@ -166,6 +166,27 @@ std::string render_prometheus(const MetricsSnapshot& m) {
   o.line("kforge_llm_waiting", "", l.waiting);
   o.head("kforge_llm_concurrency_limit", "gauge", "The client's adaptive concurrency limit.");
   o.line("kforge_llm_concurrency_limit", "", l.concurrency_limit);
+  o.head("kforge_llm_batches_open", "gauge",
+         "Batches recorded and not done (llm.mode batch): uploading, created or running.");
+  o.line("kforge_llm_batches_open", "", l.batches_open);
+  o.head("kforge_llm_batch_requests", "gauge",
+         "Requests in open batches, and those collected for the next batch.");
+  o.line("kforge_llm_batch_requests", label("state", "in_batch"), l.batch_lines_in_flight);
+  o.line("kforge_llm_batch_requests", label("state", "collecting"), l.batch_lines_waiting);
+  o.head("kforge_llm_batches_total", "counter",
+         "Batches created by this process, and those found at the provider after a restart.");
+  o.line("kforge_llm_batches_total", label("how", "created"),
+         static_cast<double>(l.batches_created));
+  o.line("kforge_llm_batches_total", label("how", "adopted"),
+         static_cast<double>(l.batches_adopted));
+  o.head("kforge_llm_batch_lines_total", "counter", "Batch lines by outcome.");
+  o.line("kforge_llm_batch_lines_total", label("outcome", "answered"),
+         static_cast<double>(l.batch_lines_answered));
+  o.line("kforge_llm_batch_lines_total", label("outcome", "failed"),
+         static_cast<double>(l.batch_lines_failed));
+  o.head("kforge_llm_batch_poll_errors_total", "counter",
+         "Batch polls that failed (5xx, timeouts, unreadable answers).");
+  o.line("kforge_llm_batch_poll_errors_total", "", static_cast<double>(l.batch_poll_errors));
   return std::move(o).str();
 }
 

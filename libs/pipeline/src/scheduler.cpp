@@ -162,6 +162,7 @@ Status Scheduler::refresh_runs() {
   KF_TRY(auto rows, store_.active_runs());
   std::set<std::int64_t> active;
   for (auto& row : rows) {
+    if (!cfg_.only_run.empty() && row.tag != cfg_.only_run) continue;
     active.insert(row.id);
     auto& info = runs_[row.id];
     bool known = info.spec != nullptr || refused_.count(row.id) > 0;

@@ -174,6 +174,16 @@ struct Stats {
   // when (wall ms; 0: none seen) and the status that asked for it.
   std::int64_t paused_until_wall_ms = 0;
   int paused_status = 0;
+  // Batch mode (llm.mode batch). Gauges: batches recorded and not done, their requests, and
+  // requests collected for the next batch; the rest monotonic.
+  int batches_open = 0;
+  int batch_lines_in_flight = 0;
+  int batch_lines_waiting = 0;
+  std::uint64_t batches_created = 0;
+  std::uint64_t batches_adopted = 0;  // found at the provider by their metadata after a restart
+  std::uint64_t batch_lines_answered = 0;
+  std::uint64_t batch_lines_failed = 0;
+  std::uint64_t batch_poll_errors = 0;
 };
 
 struct ClientOptions {
@@ -198,6 +208,12 @@ class Client {
   // Queues a request; `done` is called exactly once, on the client's store thread (or at once on
   // the caller's thread, with "cancelled", after shutdown()).
   void submit(ChatRequest req, Callback done);
+  // An answer obtained elsewhere for req (a line of an offline batch's result file, such as
+  // `vllm run-batch` output): response_body is the chat completion. It is parsed, validated,
+  // recorded and delivered exactly as an answer from the provider, priced at the batch rate;
+  // when the store already holds a good answer for req's identity, that one is replayed and
+  // response_body is not recorded again (importing the same file twice changes nothing).
+  void answer(ChatRequest req, std::string response_body, Callback done);
   // Blocking convenience. Must not be called from a callback (it fails with "usage").
   Result<ChatResponse> call(ChatRequest req);
 

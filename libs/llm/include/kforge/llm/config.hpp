@@ -15,6 +15,12 @@ namespace kforge::llm {
 
 enum class Provider { openai, azure };
 enum class ResponseFormat { none, json_object, json_schema };
+// interactive: one HTTP request per call. batch: calls are grouped into batch files sent through
+// the provider's Files and Batch API (docs/OPERATIONS.md, "Batch mode"), at its batch price.
+enum class Mode { interactive, batch };
+// Where a batch line that failed or expired goes: into the next batch, or to the interactive
+// endpoint (llm.batch_fallback).
+enum class BatchFallback { next_batch, interactive };
 
 // USD per million tokens. Cached prompt tokens and reasoning tokens are priced apart when their
 // rate is given (absent: the prompt and the completion rate).
@@ -23,6 +29,23 @@ struct Price {
   double completion_per_mtok = 0;
   std::optional<double> cached_prompt_per_mtok;
   std::optional<double> reasoning_per_mtok;
+  // The share of the price a batch answer costs (the providers' batch discount).
+  double batch_multiplier = 0.5;
+};
+
+// llm.batch: how batch mode groups and follows batches. The limits default to OpenAI's
+// published ones (50,000 requests and 200 MB per batch input file).
+struct BatchConfig {
+  std::string completion_window = "24h";
+  std::int64_t window_ms = 24 * 3'600'000;  // completion_window in ms
+  int max_lines = 50'000;
+  std::int64_t max_bytes = 200'000'000;
+  // A ready request waits at most this long for others before its batch is sent.
+  std::int64_t collect_ms = 60'000;
+  std::int64_t poll_ms = 60'000;  // how often a batch in flight is polled
+  // Batches a request may go through (failed or expired each time) before its error is
+  // delivered; with batch_fallback interactive it goes to the interactive endpoint instead.
+  int max_attempts = 3;
 };
 
 // The cost in USD of one call's usage. Reasoning tokens are part of completion_tokens and cached
@@ -54,6 +77,17 @@ struct LlmConfig {
   int truncated_max_tokens = 32'768;
   std::optional<std::int64_t> seed;
   ResponseFormat response_format = ResponseFormat::json_object;
+
+  // --- mode (restart to change) ---
+  Mode mode = Mode::interactive;
+  std::map<std::string, Mode> modes;  // per model, over `mode`
+  BatchFallback batch_fallback = BatchFallback::next_batch;
+  BatchConfig batch;
+  // The mode of a model's calls.
+  Mode mode_of(const std::string& model_name) const {
+    auto it = modes.find(model_name);
+    return it == modes.end() ? mode : it->second;
+  }
 
   // --- limits (reloadable) ---
   int max_in_flight = 16;  // hard cap on concurrent requests
@@ -101,5 +135,6 @@ void read_config(ConfigNode n, LlmConfig& out);
 
 const char* to_string(Provider p);
 const char* to_string(ResponseFormat f);
+const char* to_string(Mode m);
 
 }  // namespace kforge::llm

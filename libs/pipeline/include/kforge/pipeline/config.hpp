@@ -41,6 +41,8 @@ struct PipelineConfig {
   // Jit decorators of packages built on Triton whose functions are kernels too, beyond Triton's
   // own jit and Gluon's (kernel facts, facts.hpp), e.g. "triton_dist.jit".
   std::vector<std::string> jit_decorators;
+  // Not configuration: set by kforge batch export/import, which lease only this run's jobs.
+  std::string only_run;
 };
 
 struct DaemonConfig {

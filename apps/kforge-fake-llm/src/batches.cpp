@@ -1,0 +1,465 @@
+#include "batches.hpp"
+
+#include <chrono>
+#include <ctime>
+#include <set>
+#include <sstream>
+
+namespace kforge::fake_llm {
+
+using json = nlohmann::json;
+
+namespace {
+
+const std::set<std::string> kBatchKeys = {"latency_ms",  "fault",     "times",      "fail_contains",
+                                          "poll_errors", "parts",     "hold_after", "hold_ms",
+                                          "hold_times",  "max_lines", "max_bytes"};
+const std::set<std::string> kFaults = {"failed_line", "expired",  "cancelled",
+                                       "failed",      "poll_5xx", "parts"};
+const std::set<std::string> kSteps = {"upload", "create", "poll", "content"};
+
+std::int64_t now_s() {
+  return static_cast<std::int64_t>(std::time(nullptr));
+}
+
+void send(httplib::Response& res, int status, const json& j) {
+  res.status = status;
+  res.set_content(j.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+}
+
+void send_error(httplib::Response& res, int status, const std::string& message) {
+  send(res, status, {{"error", {{"message", message}, {"type", "invalid_request_error"}}}});
+}
+
+}  // namespace
+
+Status check_batch_script(const json& b) {
+  if (b.is_null()) return {};
+  if (!b.is_object()) return fail("script", "batch: expected a mapping");
+  for (const auto& [k, v] : b.items()) {
+    if (!kBatchKeys.count(k)) {
+      std::string all;
+      for (const auto& n : kBatchKeys) all += (all.empty() ? "" : ", ") + n;
+      return fail("script", "batch." + k + ": unknown key (known: " + all + ")");
+    }
+    if (k == "fault" || k == "hold_after" || k == "fail_contains") {
+      if (!v.is_string()) return fail("script", "batch." + k + ": expected a string");
+    } else if (!v.is_number() || v.get<double>() < 0) {
+      return fail("script", "batch." + k + ": expected a number >= 0");
+    }
+  }
+  if (b.contains("fault") && !kFaults.count(b["fault"].get<std::string>()))
+    return fail("script", "batch.fault: '" + b["fault"].get<std::string>() +
+                              "' is not one of failed_line, expired, cancelled, failed, "
+                              "poll_5xx, parts");
+  if (b.contains("hold_after") && !kSteps.count(b["hold_after"].get<std::string>()))
+    return fail("script", "batch.hold_after: '" + b["hold_after"].get<std::string>() +
+                              "' is not one of upload, create, poll, content");
+  return {};
+}
+
+static json empty_batch_stats() {
+  return {
+      {"files", 0},     {"created", 0},       {"lines", 0}, {"lines_by_custom_id", json::object()},
+      {"polls", 0},     {"poll_errors", 0},   {"lists", 0}, {"cancels", 0},
+      {"downloads", 0}, {"cut_downloads", 0}, {"holds", 0}};
+}
+
+void FakeBatches::set_script(const json& batch, const std::string& require_key) {
+  std::lock_guard lk(mu_);
+  script_ = batch.is_object() ? batch : json::object();
+  require_key_ = require_key;
+  holds_done_.clear();
+  content_reads_.clear();
+  if (stats_.is_null()) stats_ = empty_batch_stats();
+}
+
+void FakeBatches::reset_stats() {
+  std::lock_guard lk(mu_);
+  stats_ = empty_batch_stats();
+}
+
+json FakeBatches::stats() const {
+  std::lock_guard lk(mu_);
+  return stats_;
+}
+
+void FakeBatches::bump(const std::string& k, std::int64_t n) {
+  stats_[k] = stats_.value(k, std::int64_t{0}) + n;
+}
+
+void FakeBatches::hold(const std::string& step) {
+  double ms = 0;
+  {
+    std::lock_guard lk(mu_);
+    if (script_.value("hold_after", "") != step) return;
+    int times = script_.value("hold_times", 1);
+    if (holds_done_[step] >= times) return;
+    ++holds_done_[step];
+    bump("holds");
+    ms = script_.value("hold_ms", 60'000.0);
+  }
+  pause_(ms);
+}
+
+bool FakeBatches::authorized(const httplib::Request& req, httplib::Response& res) {
+  std::string need;
+  {
+    std::lock_guard lk(mu_);
+    need = require_key_;
+  }
+  if (need.empty()) return true;
+  std::string presented = req.get_header_value("api-key");
+  std::string bearer = req.get_header_value("Authorization");
+  if (bearer.rfind("Bearer ", 0) == 0) presented = bearer.substr(7);
+  if (presented == need) return true;
+  send_error(res, 401, "Incorrect API key provided");
+  return false;
+}
+
+void FakeBatches::routes(httplib::Server& svr) {
+  svr.Post("/v1/files", [this](const httplib::Request& q, httplib::Response& r) {
+    if (authorized(q, r)) serve_upload(q, r);
+  });
+  svr.Get("/v1/files", [this](const httplib::Request& q, httplib::Response& r) {
+    if (!authorized(q, r)) return;
+    std::lock_guard lk(mu_);
+    json data = json::array();
+    std::string purpose = q.get_param_value("purpose");
+    for (const auto& [id, f] : files_)
+      if (purpose.empty() || f.purpose == purpose)
+        data.push_back({{"id", f.id},
+                        {"object", "file"},
+                        {"bytes", f.content.size()},
+                        {"created_at", f.created_at},
+                        {"filename", f.filename},
+                        {"purpose", f.purpose}});
+    send(r, 200, {{"object", "list"}, {"data", data}, {"has_more", false}});
+  });
+  svr.Get(R"(/v1/files/([^/]+)/content)", [this](const httplib::Request& q, httplib::Response& r) {
+    if (authorized(q, r)) serve_content(q.matches[1], r);
+  });
+  svr.Post("/v1/batches", [this](const httplib::Request& q, httplib::Response& r) {
+    if (authorized(q, r)) serve_create(q, r);
+  });
+  svr.Get("/v1/batches", [this](const httplib::Request& q, httplib::Response& r) {
+    if (authorized(q, r)) serve_list(q, r);
+  });
+  svr.Get(R"(/v1/batches/([^/]+))", [this](const httplib::Request& q, httplib::Response& r) {
+    if (authorized(q, r)) serve_get(q.matches[1], r);
+  });
+  svr.Post(R"(/v1/batches/([^/]+)/cancel)",
+           [this](const httplib::Request& q, httplib::Response& r) {
+             if (authorized(q, r)) serve_cancel(q.matches[1], r);
+           });
+}
+
+void FakeBatches::serve_upload(const httplib::Request& req, httplib::Response& res) {
+  if (!req.has_file("file")) {
+    send_error(res, 400, "'file' is a required multipart field");
+    return;
+  }
+  auto file = req.get_file_value("file");
+  std::string purpose = req.has_file("purpose") ? req.get_file_value("purpose").content : "";
+  if (purpose != "batch") {
+    send_error(res, 400, "'purpose' must be 'batch'");
+    return;
+  }
+  json out;
+  {
+    std::lock_guard lk(mu_);
+    std::int64_t max_bytes = script_.value("max_bytes", std::int64_t{200'000'000});
+    if (static_cast<std::int64_t>(file.content.size()) > max_bytes) {
+      send_error(res, 400,
+                 "file is " + std::to_string(file.content.size()) + " bytes, above the limit");
+      return;
+    }
+    File f{"file-" + std::to_string(++next_), file.filename, purpose, file.content, now_s()};
+    files_[f.id] = f;
+    bump("files");
+    out = {{"id", f.id},
+           {"object", "file"},
+           {"bytes", f.content.size()},
+           {"created_at", f.created_at},
+           {"filename", f.filename},
+           {"purpose", f.purpose}};
+  }
+  hold("upload");
+  send(res, 200, out);
+}
+
+void FakeBatches::serve_create(const httplib::Request& req, httplib::Response& res) {
+  json body = json::parse(req.body, nullptr, false);
+  if (body.is_discarded() || !body.is_object() || !body.contains("input_file_id") ||
+      !body["input_file_id"].is_string()) {
+    send_error(res, 400, "'input_file_id' is required");
+    return;
+  }
+  json out;
+  {
+    std::lock_guard lk(mu_);
+    auto f = files_.find(body["input_file_id"].get<std::string>());
+    if (f == files_.end()) {
+      send_error(res, 404, "no such file: " + body["input_file_id"].get<std::string>());
+      return;
+    }
+    Batch b;
+    b.id = "batch_" + std::to_string(++next_);
+    b.input_file_id = f->first;
+    b.endpoint = body.value("endpoint", "/v1/chat/completions");
+    b.window = body.value("completion_window", "24h");
+    b.metadata = body.value("metadata", json(nullptr));
+    b.created_at = now_s();
+    b.started = std::chrono::steady_clock::now();
+    b.index = order_.size();
+    std::istringstream in(f->second.content);
+    std::string line;
+    while (std::getline(in, line))
+      if (!line.empty()) ++b.total;
+    order_.push_back(b.id);
+    batches_[b.id] = b;
+    bump("created");
+    out = to_json(b);
+  }
+  hold("create");
+  send(res, 200, out);
+}
+
+std::string FakeBatches::fault_for(const Batch& b) const {
+  if (!script_.contains("fault")) return "";
+  if (script_.contains("times") && b.index >= script_["times"].get<std::size_t>()) return "";
+  return script_["fault"].get<std::string>();
+}
+
+void FakeBatches::advance(Batch& b) {
+  if (b.status == "validating") b.status = "in_progress";
+  if (b.status != "in_progress" && b.status != "cancelling") return;
+  if (b.cancel_requested) {
+    finish(b, "cancelled");
+    return;
+  }
+  double latency = script_.value("latency_ms", 0.0);
+  auto waited =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - b.started)
+          .count();
+  if (waited < latency) return;
+  finish(b, fault_for(b));
+}
+
+// Runs the lines (mu_ held). Lines past the middle of an expired or cancelled batch are not
+// run; a failed batch runs none.
+void FakeBatches::finish(Batch& b, const std::string& fault) {
+  const File& in = files_[b.input_file_id];
+  if (fault == "failed") {
+    b.status = "failed";
+    b.errors = {{"object", "list"},
+                {"data", json::array({{{"code", "invalid_request"},
+                                       {"message", "scripted failure of the whole batch"},
+                                       {"param", nullptr},
+                                       {"line", 1}}})}};
+    b.failed = 0;
+    return;
+  }
+  std::string out, err;
+  std::istringstream s(in.content);
+  std::string line;
+  int n = 0;
+  int half = (b.total + 1) / 2;
+  std::string fail_contains = script_.value("fail_contains", "");
+  bool failed_one = false;
+  std::set<std::string> seen;
+  while (std::getline(s, line)) {
+    if (line.empty()) continue;
+    ++n;
+    json l = json::parse(line, nullptr, false);
+    std::string cid = l.is_object() ? l.value("custom_id", "") : "";
+    std::string rid = "req_" + std::to_string(++next_);
+    auto err_line = [&](const std::string& code, const std::string& message) {
+      err += json{{"id", "batch_req_" + std::to_string(++next_)},
+                  {"custom_id", cid},
+                  {"response", nullptr},
+                  {"error", {{"code", code}, {"message", message}}}}
+                 .dump() +
+             "\n";
+      ++b.failed;
+    };
+    if (!l.is_object() || cid.empty() || !l.contains("body") || !l["body"].is_object()) {
+      err_line("invalid_request", "line " + std::to_string(n) + ": not a request");
+      continue;
+    }
+    if (!seen.insert(cid).second) {
+      err_line("duplicate_custom_id", "custom_id " + cid + " appears twice");
+      continue;
+    }
+    if ((fault == "expired" || fault == "cancelled") && n > half) {
+      err_line(fault == "expired" ? "batch_expired" : "batch_cancelled",
+               fault == "expired"
+                   ? "This request could not be executed before the completion window expired."
+                   : "This request was not executed: the batch was cancelled.");
+      continue;
+    }
+    std::string text = l["body"].dump();
+    bool fail_this = fault == "failed_line" && !failed_one &&
+                     (fail_contains.empty() ? true : text.find(fail_contains) != std::string::npos);
+    if (fail_this) {
+      failed_one = fail_contains.empty();
+      err +=
+          json{{"id", "batch_req_" + std::to_string(++next_)},
+               {"custom_id", cid},
+               {"response",
+                {{"status_code", 500},
+                 {"request_id", rid},
+                 {"body",
+                  {{"error", {{"message", "scripted failed line"}, {"type", "server_error"}}}}}}},
+               {"error", nullptr}}
+              .dump() +
+          "\n";
+      ++b.failed;
+      continue;
+    }
+    auto [status, body] = answer_(l["body"]);
+    bump("lines");
+    stats_["lines_by_custom_id"][cid] = stats_["lines_by_custom_id"].value(cid, 0) + 1;
+    json resp_body = json::parse(body, nullptr, false);
+    json entry = {{"id", "batch_req_" + std::to_string(++next_)},
+                  {"custom_id", cid},
+                  {"response",
+                   {{"status_code", status},
+                    {"request_id", rid},
+                    {"body", resp_body.is_discarded() ? json(body) : resp_body}}},
+                  {"error", nullptr}};
+    if (status == 200) {
+      out += entry.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+      ++b.completed;
+    } else {
+      err += entry.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+      ++b.failed;
+    }
+  }
+  auto store = [&](const std::string& content, std::string& id) {
+    if (content.empty()) return;
+    File f{"file-" + std::to_string(++next_), b.id + "_output.jsonl", "batch_output", content,
+           now_s()};
+    id = f.id;
+    files_[f.id] = f;
+  };
+  store(out, b.output_file_id);
+  store(err, b.error_file_id);
+  b.status = fault == "expired" ? "expired" : fault == "cancelled" ? "cancelled" : "completed";
+}
+
+json FakeBatches::to_json(const Batch& b) {
+  return {
+      {"id", b.id},
+      {"object", "batch"},
+      {"endpoint", b.endpoint},
+      {"errors", b.errors},
+      {"input_file_id", b.input_file_id},
+      {"completion_window", b.window},
+      {"status", b.status},
+      {"output_file_id", b.output_file_id.empty() ? json(nullptr) : json(b.output_file_id)},
+      {"error_file_id", b.error_file_id.empty() ? json(nullptr) : json(b.error_file_id)},
+      {"created_at", b.created_at},
+      {"request_counts", {{"total", b.total}, {"completed", b.completed}, {"failed", b.failed}}},
+      {"metadata", b.metadata}};
+}
+
+void FakeBatches::serve_get(const std::string& id, httplib::Response& res) {
+  json out;
+  {
+    std::lock_guard lk(mu_);
+    auto it = batches_.find(id);
+    if (it == batches_.end()) {
+      send_error(res, 404, "no such batch: " + id);
+      return;
+    }
+    Batch& b = it->second;
+    bump("polls");
+    ++b.polls;
+    if (fault_for(b) == "poll_5xx" && b.polls <= script_.value("poll_errors", 2)) {
+      bump("poll_errors");
+      res.status = 503;
+      res.set_content(
+          R"({"error": {"message": "scripted 503 on polling", "type": "server_error"}})",
+          "application/json");
+      return;
+    }
+    advance(b);
+    out = to_json(b);
+  }
+  hold("poll");
+  send(res, 200, out);
+}
+
+void FakeBatches::serve_list(const httplib::Request& req, httplib::Response& res) {
+  std::lock_guard lk(mu_);
+  bump("lists");
+  std::size_t limit = 20;
+  if (req.has_param("limit")) limit = std::stoul(req.get_param_value("limit"));
+  std::string after = req.get_param_value("after");
+  json data = json::array();
+  bool started = after.empty();
+  bool more = false;
+  for (auto it = order_.rbegin(); it != order_.rend(); ++it) {  // newest first
+    if (!started) {
+      started = *it == after;
+      continue;
+    }
+    if (data.size() == limit) {
+      more = true;
+      break;
+    }
+    data.push_back(to_json(batches_[*it]));
+  }
+  json out = {{"object", "list"}, {"data", data}, {"has_more", more}};
+  if (!data.empty()) {
+    out["first_id"] = data.front()["id"];
+    out["last_id"] = data.back()["id"];
+  }
+  send(res, 200, out);
+}
+
+void FakeBatches::serve_cancel(const std::string& id, httplib::Response& res) {
+  std::lock_guard lk(mu_);
+  auto it = batches_.find(id);
+  if (it == batches_.end()) {
+    send_error(res, 404, "no such batch: " + id);
+    return;
+  }
+  bump("cancels");
+  Batch& b = it->second;
+  if (b.status == "validating" || b.status == "in_progress") {
+    b.status = "cancelling";
+    b.cancel_requested = true;
+  }
+  send(res, 200, to_json(b));
+}
+
+void FakeBatches::serve_content(const std::string& id, httplib::Response& res) {
+  std::string content;
+  bool cut = false;
+  {
+    std::lock_guard lk(mu_);
+    auto it = files_.find(id);
+    if (it == files_.end()) {
+      send_error(res, 404, "no such file: " + id);
+      return;
+    }
+    content = it->second.content;
+    bump("downloads");
+    // "parts": the first reads of an output file stop half-way through it, mid-line.
+    bool is_output = it->second.purpose == "batch_output";
+    if (is_output && script_.value("fault", "") == "parts" &&
+        content_reads_[id]++ < script_.value("parts", 1)) {
+      content = content.substr(0, content.size() / 2 + 1);
+      cut = true;
+      bump("cut_downloads");
+    }
+  }
+  (void)cut;
+  hold("content");
+  res.status = 200;
+  res.set_content(content, "application/jsonl");
+}
+
+}  // namespace kforge::fake_llm

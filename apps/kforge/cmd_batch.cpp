@@ -1,0 +1,329 @@
+// kforge batch export TAG --out requests.jsonl / kforge batch import TAG results.jsonl: a run's
+// ready stage requests as a batch input file (OpenAI Batch API and `vllm run-batch` format), and
+// the answers of a result file checkpointed exactly as the daemon checkpoints them.
+//
+// Both drive the daemon's own scheduler over this run's jobs only, through a gateway that
+// writes the requests (export) or answers them from the file (import, through the LLM client's
+// answer(): parsed, recorded in llm_calls and checkpointed as stage outputs); requests they do
+// not answer are given back to the queue unchanged, so their identity, and the custom_id the
+// file carries, stays the same until they are answered.
+
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "kforge/core/clock.hpp"
+#include "kforge/core/fs.hpp"
+#include "kforge/llm/client.hpp"
+#include "kforge/pipeline/gateway.hpp"
+#include "kforge/pipeline/heartbeat.hpp"
+#include "kforge/pipeline/jobs.hpp"
+#include "kforge/pipeline/prompt.hpp"
+#include "kforge/pipeline/scheduler.hpp"
+
+namespace kforge::cli {
+namespace {
+
+using json = nlohmann::json;
+
+struct BatchArgs {
+  std::string tag;
+  std::string out;
+  std::string file;
+  bool json = false;
+};
+
+// Writes requests (export) or answers them from a result file (import); the rest are held and
+// never answered (their jobs go back to the queue at the end).
+class OfflineGateway final : public pipeline::LlmGateway {
+ public:
+  OfflineGateway(const llm::LlmConfig& cfg, llm::ClientOptions opts,
+                 const std::map<std::string, std::string>* answers)
+      : cfg_(cfg), opts_(std::move(opts)), answers_(answers) {
+    cfg_.mode = llm::Mode::interactive;  // nothing here goes to a provider
+    cfg_.modes.clear();
+  }
+  ~OfflineGateway() override { shutdown(std::chrono::milliseconds(0)); }
+
+  std::string request_sha256(const std::string& model, const llm::ChatRequest& req) override {
+    auto c = client(model);
+    return c.ok() ? (*c)->request_sha256(req) : std::string();
+  }
+  std::string request_json(const std::string& model, const llm::ChatRequest& req) override {
+    auto c = client(model);
+    return c.ok() ? (*c)->request_json(req) : std::string("{}");
+  }
+  void submit(const std::string& model, llm::ChatRequest req, llm::Callback done) override {
+    auto c = client(model);
+    if (!c.ok()) {
+      done(c.error());
+      return;
+    }
+    std::string sha = (*c)->request_sha256(req);
+    if (answers_ == nullptr) {
+      std::lock_guard lk(mu_);
+      lines_ += R"({"custom_id":")" + sha +
+                R"(","method":"POST","url":"/v1/chat/completions","body":)" +
+                (*c)->request_json(req) + "}\n";
+      ++exported_;
+      held_.push_back(std::move(done));
+      return;
+    }
+    auto it = answers_->find(sha);
+    if (it == answers_->end()) {
+      std::lock_guard lk(mu_);
+      held_.push_back(std::move(done));
+      return;
+    }
+    matched_.fetch_add(1);
+    (*c)->answer(std::move(req), it->second, [this, done](Result<llm::ChatResponse> r) {
+      if (r.ok() && r->from_store) replayed_.fetch_add(1);
+      if (!r.ok()) failed_.fetch_add(1);
+      done(std::move(r));
+    });
+  }
+  void reload_limits(const llm::LlmConfig&) override {}
+  llm::Stats stats() const override { return {}; }
+  void shutdown(std::chrono::milliseconds grace) override {
+    std::map<std::string, std::unique_ptr<llm::Client>> clients;
+    {
+      std::lock_guard lk(mu_);
+      clients.swap(clients_);
+    }
+    for (auto& [m, c] : clients) c->shutdown(grace);
+  }
+
+  int held() {
+    std::lock_guard lk(mu_);
+    return static_cast<int>(held_.size());
+  }
+  // The held requests' callbacks, once nothing will take their answers any more.
+  void drop_held() {
+    std::vector<llm::Callback> h;
+    {
+      std::lock_guard lk(mu_);
+      h.swap(held_);
+    }
+    for (auto& cb : h) cb(fail("cancelled", "not in this batch file", Transient::yes));
+  }
+  std::string lines() {
+    std::lock_guard lk(mu_);
+    return lines_;
+  }
+  int exported() const { return exported_; }
+  int matched() const { return matched_.load(); }
+  int replayed() const { return replayed_.load(); }
+  int failed() const { return failed_.load(); }
+
+ private:
+  Result<llm::Client*> client(const std::string& model) {
+    std::lock_guard lk(mu_);
+    auto it = clients_.find(model);
+    if (it != clients_.end()) return it->second.get();
+    llm::LlmConfig cfg = cfg_;
+    cfg.model = model;
+    KF_TRY(auto c, llm::Client::create(cfg, opts_));
+    llm::Client* raw = c.get();
+    clients_.emplace(model, std::move(c));
+    return raw;
+  }
+
+  llm::LlmConfig cfg_;
+  llm::ClientOptions opts_;
+  const std::map<std::string, std::string>* answers_;
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<llm::Client>> clients_;
+  std::vector<llm::Callback> held_;
+  std::string lines_;
+  int exported_ = 0;
+  std::atomic<int> matched_{0}, replayed_{0}, failed_{0};
+};
+
+// Runs the scheduler over the run's jobs until every request it could lease is either held or
+// answered and checkpointed; then gives the held ones back to the queue.
+Status drive(const app::Config& cfg, store::Db& db, const std::string& tag, OfflineGateway& gw) {
+  Clock& clock = system_clock();
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  KF_TRY(auto daemon, pipeline::daemon_state(db, clock.wall_ms(), host, [](std::int64_t pid) {
+           return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0;
+         }));
+  if (daemon.liveness == pipeline::Liveness::running)
+    return fail("busy", "a kforged is running on " + db.path() +
+                            ": stop it first (batch export and import lease the run's jobs)");
+  pipeline::JobStore jobs(db, clock, "kforge-batch:" + std::to_string(::getpid()));
+  KF_TRY(auto run, jobs.run_by_tag(tag));
+  if (!run) return fail("usage", "no run '" + tag + "' (kforge status lists the runs)");
+  if (run->state != "active")
+    return fail("usage", "run '" + tag + "' is " + run->state + ", not active");
+  KF_TRY(auto dir, pipeline::PromptLibrary::locate(cfg.pipeline.prompts_dir));
+  KF_TRY(auto lib, pipeline::PromptLibrary::load(dir));
+  pipeline::PipelineConfig pc = cfg.pipeline;
+  pc.only_run = tag;
+  pc.max_in_flight = 1'000'000;
+  pc.verify_backlog = 0;
+  pc.idle_poll_ms = 0;
+  pipeline::Scheduler sched(jobs, gw, lib, clock, pc);
+  for (int round = 0; round < 100'000; ++round) {
+    KF_TRY(auto rep, sched.step());
+    if (auto why = sched.refused().find(run->id); why != sched.refused().end())
+      return fail("prompt_changed", why->second);
+    if (rep.leased == 0 && rep.completed == 0 && sched.in_flight() == gw.held()) break;
+    if (sched.in_flight() > gw.held()) sched.wait(std::chrono::milliseconds(200));
+  }
+  KF_TRY(int released, sched.release_all());
+  (void)released;
+  gw.shutdown(std::chrono::milliseconds(5'000));
+  gw.drop_held();
+  return {};
+}
+
+// Reads a result file, line by line; every error names the file and the line.
+Result<std::map<std::string, std::string>> read_results(const std::string& path, int* failed_lines,
+                                                        std::vector<std::string>* errors) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail("io", path + ": cannot be read");
+  std::map<std::string, std::string> answers;
+  std::map<std::string, int> first_line;
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    std::string at = path + ":" + std::to_string(n) + ": ";
+    json j = json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+      errors->push_back(at + "not a JSON object");
+      continue;
+    }
+    if (!j.contains("custom_id") || !j["custom_id"].is_string() ||
+        j["custom_id"].get<std::string>().empty()) {
+      errors->push_back(at + "custom_id: expected a non-empty string");
+      continue;
+    }
+    std::string id = j["custom_id"].get<std::string>();
+    if (auto [it, fresh] = first_line.emplace(id, n); !fresh) {
+      errors->push_back(at + "custom_id " + id + " appears again (first at line " +
+                        std::to_string(it->second) + ")");
+      continue;
+    }
+    const json& resp = j.contains("response") ? j["response"] : json();
+    if (resp.is_null()) {
+      if (j.contains("error") && !j["error"].is_null()) {
+        ++*failed_lines;  // the request failed there: it stays queued
+        continue;
+      }
+      errors->push_back(at + "response: missing (and no error given)");
+      continue;
+    }
+    if (!resp.is_object()) {
+      errors->push_back(at + "response: expected an object");
+      continue;
+    }
+    if (!resp.contains("status_code") || !resp["status_code"].is_number_integer()) {
+      errors->push_back(at + "response.status_code: expected an integer");
+      continue;
+    }
+    if (!resp.contains("body") || !(resp["body"].is_object() || resp["body"].is_string())) {
+      errors->push_back(at + "response.body: expected an object (the chat completion)");
+      continue;
+    }
+    if (resp["status_code"].get<int>() != 200) {
+      ++*failed_lines;
+      continue;
+    }
+    const json& body = resp["body"];
+    if (body.is_object() && (!body.contains("choices") || !body["choices"].is_array())) {
+      errors->push_back(at + "response.body.choices: expected a list (a chat completion)");
+      continue;
+    }
+    answers[id] = body.is_string() ? body.get<std::string>()
+                                   : body.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+  return answers;
+}
+
+}  // namespace
+
+Command add_batch(CLI::App& root, Globals& g) {
+  auto args = std::make_shared<BatchArgs>();
+  CLI::App* cmd = root.add_subcommand(
+      "batch", "Offline batches: a run's ready requests to a file, and answers from one");
+  cmd->require_subcommand(1);
+  CLI::App* exp = cmd->add_subcommand(
+      "export",
+      "Write the run's ready stage requests as a batch input file (JSON Lines, the "
+      "OpenAI Batch API and vllm run-batch format)");
+  exp->add_option("tag", args->tag, "The run's tag")->required();
+  exp->add_option("--out", args->out, "The file to write ('-': standard output)")->required();
+  CLI::App* imp = cmd->add_subcommand(
+      "import",
+      "Checkpoint the answers of a batch result file (such as vllm run-batch output) "
+      "for the run's ready requests");
+  imp->add_option("tag", args->tag, "The run's tag")->required();
+  imp->add_option("results", args->file, "The result file (JSON Lines)")->required();
+  for (CLI::App* c : {exp, imp}) c->add_flag("--json", args->json, "Print one JSON object");
+
+  return {cmd, [args, &g, exp]() -> int {
+            KF_TRY_OR_REPORT(app::Config cfg, load(g));
+            KF_TRY_OR_REPORT(auto db, app::open_store(cfg, app::IfMissing::refuse));
+            llm::ClientOptions copts;
+            copts.db_path = cfg.store.path;
+            copts.db_busy_timeout_ms = cfg.store.busy_timeout_ms;
+            if (exp->parsed()) {
+              OfflineGateway gw(cfg.llm, copts, nullptr);
+              KF_CHECK_OR_REPORT(drive(cfg, *db, args->tag, gw));
+              KF_CHECK_OR_REPORT(write_file_atomic(args->out, gw.lines()));
+              if (args->json) {
+                std::printf("%s\n",
+                            json{{"requests", gw.exported()}, {"out", args->out}}.dump().c_str());
+              } else if (args->out != "-") {
+                std::fprintf(stderr, "wrote %d requests of run %s to %s\n", gw.exported(),
+                             args->tag.c_str(), args->out.c_str());
+              }
+              return kOk;
+            }
+            int failed_lines = 0;
+            std::vector<std::string> errors;
+            KF_TRY_OR_REPORT(auto answers, read_results(args->file, &failed_lines, &errors));
+            if (!errors.empty()) {
+              for (std::size_t i = 0; i < errors.size() && i < 20; ++i)
+                std::fprintf(stderr, "kforge: %s\n", errors[i].c_str());
+              if (errors.size() > 20)
+                std::fprintf(stderr, "kforge: ... and %zu more\n", errors.size() - 20);
+              std::fprintf(stderr, "kforge: nothing imported: fix the lines above\n");
+              return kFailure;
+            }
+            OfflineGateway gw(cfg.llm, copts, &answers);
+            KF_CHECK_OR_REPORT(drive(cfg, *db, args->tag, gw));
+            int applied = gw.matched() - gw.replayed();
+            int unmatched = static_cast<int>(answers.size()) - gw.matched();
+            if (args->json) {
+              std::printf("%s\n", json{{"answers", answers.size()},
+                                       {"checkpointed", applied},
+                                       {"already_recorded", gw.replayed()},
+                                       {"unusable", gw.failed()},
+                                       {"failed_lines", failed_lines},
+                                       {"not_ready", unmatched}}
+                                      .dump()
+                                      .c_str());
+            } else {
+              std::printf(
+                  "%zu answers in %s: %d checkpointed, %d already recorded, %d not for a ready "
+                  "request of run %s (imported before, or from another run); %d failed lines "
+                  "skipped (their requests stay queued)\n",
+                  answers.size(), args->file.c_str(), applied, gw.replayed(), unmatched,
+                  args->tag.c_str(), failed_lines);
+            }
+            return kOk;
+          }};
+}
+
+}  // namespace kforge::cli

@@ -1,0 +1,316 @@
+// kforge-bench-batch: the same 4,000-sample v2 run in interactive mode and in batch mode.
+//
+// Each mode runs the whole v2 pipeline (analyze, then generate: 8,000 LLM calls) through the
+// real kforged against the fake provider (its server in this process), the verifier off, no
+// kill. Batch mode (llm.mode batch) groups the ready requests into batch files through the
+// fake's Files and Batch API. Figures per mode:
+//   calls            good answers recorded (llm_calls rows with status ok)
+//   http_requests    HTTP requests the daemon sent to the provider (chat completions, or
+//                    uploads, creates, polls, lists and downloads)
+//   batches          batches created
+//   cost_usd         the run's LLM cost at gpt-4o-mini's prices ($0.15 / $0.60 per million
+//                    prompt / completion tokens; batch answers at the 0.5 batch multiplier)
+//   cpu_s            the daemon's CPU time (user + system, every thread)
+//   peak_rss_mb      the daemon's peak resident memory
+//   db_growth_mb     the database's growth (file, WAL and shared memory) from run create to
+//                    the end of the run
+//   db_live_mb       of the database file, the pages in use at the end (page_count less the
+//                    free list): what a VACUUM would leave
+//   wall_s           start of the daemon to the last job past its LLM stages
+// The last line of each mode: key=value pairs.
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "kforge/core/sha256.hpp"
+#include "kforge/fake_llm/server.hpp"
+#include "kforge/store/db.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+double seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+[[noreturn]] void die(const std::string& msg) {
+  std::fprintf(stderr, "kforge-bench-batch: %s\n", msg.c_str());
+  std::exit(1);
+}
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int run(const std::vector<std::string>& argv) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 1);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+struct Daemon {
+  pid_t pid = -1;
+  rusage usage{};
+  void start(const fs::path& bin, const fs::path& config, const fs::path& log) {
+    pid = ::fork();
+    if (pid == 0) {
+      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::execl(bin.c_str(), bin.c_str(), "-c", config.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+  }
+  int stop(int sig) {
+    ::kill(pid, sig);
+    int st = 0;
+    ::wait4(pid, &st, 0, &usage);
+    return st;
+  }
+  double cpu_s() const {
+    auto tv = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+    return tv(usage.ru_utime) + tv(usage.ru_stime);
+  }
+  double peak_mb() const { return static_cast<double>(usage.ru_maxrss) / 1024.0; }
+};
+
+class Db {
+ public:
+  explicit Db(const fs::path& p) {
+    kforge::store::OpenOptions o;
+    o.path = p.string();
+    o.migrate = false;
+    auto db = kforge::store::Db::open(o);
+    if (!db.ok()) die(db.error().message);
+    db_ = std::move(*db);
+  }
+  std::int64_t count(const std::string& sql) {
+    auto s = db_->prepare(sql);
+    if (!s.ok()) die(s.error().message);
+    auto row = s->step();
+    if (!row.ok()) die(row.error().message);
+    return *row ? s->int64(0) : 0;
+  }
+  std::set<std::string> durable() {
+    std::set<std::string> out;
+    auto s = db_->prepare("SELECT request_json FROM llm_calls WHERE status = 'ok'");
+    while (*s->step()) out.insert(kforge::sha256_hex(s->text(0)));
+    return out;
+  }
+
+ private:
+  std::unique_ptr<kforge::store::Db> db_;
+};
+
+// The corpus: TritonBench-G's records repeated to n, each code made distinct and given one
+// more kernel, kforge_bench_kernel, so the provider's fixed answers pass the kernel-facts checks.
+void write_corpus(const fs::path& source, const fs::path& out, int n) {
+  json records = json::array();
+  if (!source.empty() && fs::exists(source)) records = json::parse(read(source));
+  if (records.empty())
+    records.push_back({{"file", "synthetic.py"},
+                       {"output", "import torch\nimport triton\nimport triton.language as tl\n"},
+                       {"simp_instru", "a kernel"},
+                       {"comp_instru", "a kernel"}});
+  std::ofstream o(out, std::ios::binary);
+  for (int i = 0; i < n; ++i) {
+    const json& r = records[static_cast<std::size_t>(i) % records.size()];
+    std::string code = r.value("output", "") +
+                       "\n\n@triton.jit\ndef kforge_bench_kernel(x_ptr, n, BLOCK: tl.constexpr):"
+                       "\n    pid = tl.program_id(0)\n\n# kforge-bench sample " +
+                       std::to_string(i) + "\n";
+    json rec = {{"key", "bench-" + std::to_string(i)},
+                {"code", code},
+                {"description_1", r.value("simp_instru", "")},
+                {"description_2", r.value("comp_instru", "")}};
+    o << rec.dump() << "\n";
+  }
+}
+
+json fake_script() {
+  json analysis = {
+      {"analysis",
+       {{"core_function", "bench"},
+        {"functional_contract", "out == x"},
+        {"golden_reference", "def reference(x):\n    return x.clone()"},
+        {"memory_access_pattern", {{"input_tensors", "x"}, {"output_tensors", "out"}}},
+        {"key_parameters", {"BLOCK"}},
+        {"kernel_launches",
+         {{{"kernel", "kforge_bench_kernel"}, {"grid", "(1,)"}, {"constexpr_arguments", "BLOCK"}}}},
+        {"preconditions", json::array()},
+        {"edge_cases",
+         {{"size_one", "ok"},
+          {"non_multiple_of_block", "masked"},
+          {"empty", "early return"},
+          {"special_values", "copied"}}},
+        {"numerics", "exact"}}}};
+  json generation = {{"kernel_wrapper",
+                      "import torch\n\ndef bench(x):\n    out = torch.empty_like(x)\n"
+                      "    kforge_bench_kernel[(1,)](x, x.numel(), BLOCK=128)\n    return out\n"},
+                     {"unitest_code",
+                      "import torch\n\ndef test_bench():\n    x = torch.randn(8, device='cuda')\n"
+                      "    torch.testing.assert_close(bench(x), x)\n"}};
+  return {{"rules",
+           {{{"name", "analyze"},
+             {"match", {{"contains", "# How to analyse"}}},
+             {"reply_json", analysis}},
+            {{"name", "generate"}, {"reply_json", generation}}}}};
+}
+
+double file_mb(const fs::path& db) {
+  double b = 0;
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    fs::path p = db.string() + suffix;
+    std::error_code ec;
+    if (fs::exists(p, ec)) b += static_cast<double>(fs::file_size(p, ec));
+  }
+  return b / 1e6;
+}
+
+struct Figures {
+  std::int64_t calls = 0, http = 0, batches = 0, stages = 0, failed = 0;
+  double cost = 0, cpu = 0, rss = 0, db_mb = 0, live_mb = 0, wall = 0;
+};
+
+Figures run_mode(const std::string& mode, int samples, int in_flight, const std::string& corpus,
+                 const fs::path& build, const fs::path& dir) {
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::path kforge = build / "apps" / "kforge" / "kforge";
+  fs::path kforged = build / "apps" / "kforged" / "kforged";
+  fs::path db = dir / "kforge.db";
+  auto fake = kforge::fake_llm::FakeLlmServer::start(fake_script());
+  if (!fake.ok()) die(fake.error().message);
+  bool batch = mode == "batch";
+  std::ofstream(dir / "kforge.yaml")
+      << "log:\n  level: info\nstore:\n  path: " << db.string()
+      << "\nllm:\n  base_url: " << (*fake)->base_url()
+      << "\n  model: fake-model\n  api_key_env: \"\"\n  max_in_flight: " << in_flight
+      << "\n  adaptive: false\n  mode: " << mode
+      << "\n  batch:\n    collect_ms: 2000\n    poll_ms: 1000"
+      << "\n  prices:\n    fake-model: {prompt_per_mtok: 0.15, completion_per_mtok: 0.60}"
+      << "\npipeline:\n  max_in_flight: " << (batch ? samples : in_flight)
+      << "\ndaemon:\n  http_listen: \"\"\n  verify: false\n";
+  fs::path config = dir / "kforge.yaml";
+  write_corpus(corpus, dir / "corpus.jsonl", samples);
+  if (run({kforge.string(), "-c", config.string(), "import", (dir / "corpus.jsonl").string()}) != 0)
+    die("import failed");
+  if (run({kforge.string(), "-c", config.string(), "run", "create", "bench", "--pipeline", "v2",
+           "--repair-rounds", "0"}) != 0)
+    die("run create failed");
+  double db_before = file_mb(db);
+  Db d(db);
+  const std::string past_sql =
+      "SELECT count(*) FROM jobs WHERE state IN ('verify_queued', 'failed', 'done')";
+  Daemon daemon;
+  auto t0 = Clock::now();
+  daemon.start(kforged, config, dir / "kforged.log");
+  while (d.count(past_sql) < samples) {
+    std::this_thread::sleep_for(20ms);
+    if (seconds(Clock::now() - t0) > 1200)
+      die("no progress: see " + (dir / "kforged.log").string());
+  }
+  Figures f;
+  f.wall = seconds(Clock::now() - t0);
+  int st = daemon.stop(SIGTERM);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) die("the daemon did not exit 0 on SIGTERM");
+  json s = (*fake)->stats();
+  std::int64_t lines = s["batch"]["lines"].get<std::int64_t>();
+  // Chat requests over HTTP are the requests the fake counted that were not batch lines.
+  f.http = s["requests"].get<std::int64_t>() - lines + s["batch"]["files"].get<std::int64_t>() +
+           s["batch"]["created"].get<std::int64_t>() + s["batch"]["polls"].get<std::int64_t>() +
+           s["batch"]["lists"].get<std::int64_t>() + s["batch"]["downloads"].get<std::int64_t>();
+  f.batches = s["batch"]["created"].get<std::int64_t>();
+  f.calls = d.count("SELECT count(*) FROM llm_calls WHERE status = 'ok'");
+  f.stages = d.count("SELECT count(*) FROM stage_outputs");
+  f.failed = d.count("SELECT count(*) FROM jobs WHERE state = 'failed'");
+  {
+    kforge::store::OpenOptions o;
+    o.path = db.string();
+    o.migrate = false;
+    auto h = kforge::store::Db::open(o);
+    auto q = (*h)->prepare("SELECT coalesce(sum(cost_usd), 0) FROM llm_calls");
+    (void)q->step();
+    f.cost = q->real(0);
+    auto pragma = [&](const char* sql) {
+      auto p = (*h)->prepare(sql);
+      (void)p->step();
+      return static_cast<double>(p->int64(0));
+    };
+    f.live_mb = (pragma("PRAGMA page_count") - pragma("PRAGMA freelist_count")) *
+                pragma("PRAGMA page_size") / 1e6;
+  }
+  f.cpu = daemon.cpu_s();
+  f.rss = daemon.peak_mb();
+  f.db_mb = file_mb(db) - db_before;
+  return f;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kforge-bench-batch: a 4,000-sample v2 run, interactive and in batch mode."};
+  int samples = 4000;
+  int in_flight = 64;
+  std::string corpus = (fs::path(KFORGE_BENCH_SOURCE_DIR).parent_path() / "shared" / "corpus" /
+                        "TritonBench_G_v1.json")
+                           .string();
+  fs::path build = KFORGE_BENCH_BUILD_DIR;
+  std::string keep;
+  std::vector<std::string> modes = {"interactive", "batch"};
+  app.add_option("--samples", samples, "Samples (two LLM calls each)")->capture_default_str();
+  app.add_option("--in-flight", in_flight, "interactive: pipeline and llm max_in_flight")
+      ->capture_default_str();
+  app.add_option("--corpus", corpus, "TritonBench-G JSON to build the samples from");
+  app.add_option("--modes", modes, "Modes to run")->delimiter(',');
+  app.add_option("--keep", keep, "Work in this directory and keep it (default: a temp dir)");
+  CLI11_PARSE(app, argc, argv);
+  fs::path base = keep.empty() ? fs::temp_directory_path() /
+                                     ("kforge-bench-batch-" + std::to_string(::getpid()))
+                               : fs::path(keep);
+  for (const auto& mode : modes) {
+    Figures f = run_mode(mode, samples, in_flight, corpus, build, base / mode);
+    std::printf(
+        "mode=%s samples=%d calls=%lld http_requests=%lld batches=%lld cost_usd=%.4f "
+        "cpu_s=%.2f peak_rss_mb=%.1f db_growth_mb=%.1f db_live_mb=%.1f wall_s=%.2f stages=%lld "
+        "failed=%lld\n",
+        mode.c_str(), samples, static_cast<long long>(f.calls), static_cast<long long>(f.http),
+        static_cast<long long>(f.batches), f.cost, f.cpu, f.rss, f.db_mb, f.live_mb, f.wall,
+        static_cast<long long>(f.stages), static_cast<long long>(f.failed));
+    std::fflush(stdout);
+  }
+  if (keep.empty()) fs::remove_all(base);
+  return 0;
+}

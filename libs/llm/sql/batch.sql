@@ -1,0 +1,70 @@
+-- Batch mode's bookkeeping (libs/llm/src/batch.cpp; migration 0013).
+
+-- name: batch_insert
+INSERT INTO llm_batches (key, url, model, state, lines, bytes, created_ms, updated_ms)
+VALUES (?1, ?2, ?3, 'uploading', ?4, ?5, ?6, ?6);
+
+-- name: batch_line_insert
+INSERT INTO llm_batch_lines (batch, custom_id, tag, state, request_json)
+VALUES (?1, ?2, ?3, 'pending', ?4);
+
+-- name: batch_uploaded
+-- The input file is at the provider: the request bodies are no longer needed here.
+UPDATE llm_batches SET state = 'uploaded', input_file_id = ?2, updated_ms = ?3 WHERE id = ?1;
+
+-- name: batch_lines_uploaded
+UPDATE llm_batch_lines SET request_json = NULL WHERE batch = ?1;
+
+-- name: batch_submitted
+UPDATE llm_batches SET state = 'submitted', batch_id = ?2, provider_status = ?3,
+                       submitted_ms = coalesce(submitted_ms, ?4), updated_ms = ?4
+WHERE id = ?1;
+
+-- name: batch_polled
+UPDATE llm_batches SET provider_status = ?2, completed = ?3, failed = ?4, updated_ms = ?5
+WHERE id = ?1;
+
+-- name: batch_poll_error
+UPDATE llm_batches SET poll_errors = poll_errors + 1, error = ?2, updated_ms = ?3 WHERE id = ?1;
+
+-- name: batch_note
+UPDATE llm_batches SET error = ?2, updated_ms = ?3 WHERE id = ?1;
+
+-- name: batch_done
+UPDATE llm_batches SET state = 'done', provider_status = ?2, output_file_id = ?3,
+                       error_file_id = ?4, error = coalesce(?5, error), completed = ?6,
+                       failed = ?7, finished_ms = ?8, updated_ms = ?8
+WHERE id = ?1;
+
+-- name: batch_line_answered
+UPDATE llm_batch_lines SET state = 'answered', http_status = 200, response_raw = ?3, error = NULL
+WHERE batch = ?1 AND custom_id = ?2 AND state = 'pending';
+
+-- name: batch_line_failed
+UPDATE llm_batch_lines SET state = 'failed', http_status = ?3, response_raw = ?4, error = ?5
+WHERE batch = ?1 AND custom_id = ?2 AND state = 'pending';
+
+-- name: batch_line_applied
+-- Handed to the client, which records the answer in llm_calls; the text stays until then.
+UPDATE llm_batch_lines SET state = 'applied' WHERE batch = ?1 AND custom_id = ?2;
+
+-- name: batch_prune
+-- Applied answers the client has recorded need no copy here.
+UPDATE llm_batch_lines SET response_raw = NULL
+WHERE state = 'applied' AND response_raw IS NOT NULL AND EXISTS (
+  SELECT 1 FROM llm_calls c WHERE c.request_sha256 = llm_batch_lines.custom_id
+  AND c.status = 'ok');
+
+-- name: batch_open
+SELECT id, key, state, input_file_id, batch_id, created_ms, submitted_ms, lines
+FROM llm_batches WHERE url = ?1 AND model = ?2 AND state <> 'done' ORDER BY id;
+
+-- name: batch_lines_of
+SELECT custom_id, request_json, state FROM llm_batch_lines WHERE batch = ?1;
+
+-- name: batch_line_latest
+-- The newest line of a request: its batch's state and the line's outcome.
+SELECT l.batch, b.key, b.state, l.state, l.http_status, l.response_raw, l.error
+FROM llm_batch_lines l JOIN llm_batches b ON b.id = l.batch
+WHERE l.custom_id = ?1 AND b.url = ?2
+ORDER BY l.batch DESC LIMIT 1;

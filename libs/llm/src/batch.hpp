@@ -1,0 +1,91 @@
+#pragma once
+// BatchRunner: batch mode's engine (llm.mode: batch), internal to the client.
+//
+// The client hands it requests that the store could not answer; it groups them into JSONL input
+// files (one line per request, custom_id = the request's identity), uploads each (/files),
+// creates the batch (/batches, with the completion window and metadata.kforge_batch = the
+// batch's key), polls it, downloads the output and error files and hands each line's outcome
+// back to the client, which parses, records and delivers it exactly as an interactive answer.
+//
+// Crash safety: every step is recorded in llm_batches / llm_batch_lines (migration 0013)
+// before and after it happens. A restarted runner resumes the open batches: it adopts an input
+// file it uploaded but did not record (by its name), and a batch it created but did not record
+// (listing the provider's batches, by metadata.kforge_batch), so a line is never sent twice
+// while its batch lives; a request whose line was answered before the crash is answered from
+// the stored line. Lines that failed or expired go into a later batch.
+//
+// Threads: one thread of its own (blocking HTTP through libcurl, its own SQLite connection);
+// enqueue() and stats() may be called from any thread; `deliver` runs on the runner's thread.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kforge/core/clock.hpp"
+#include "kforge/core/result.hpp"
+#include "kforge/llm/config.hpp"
+
+namespace kforge::llm {
+
+// One request's outcome from a batch.
+struct LineOutcome {
+  std::string sha;        // the request's identity (custom_id)
+  bool answered = false;  // an HTTP 200 answer is in body
+  int http_status = 0;    // the line's status (0: none, e.g. expired)
+  std::string body;       // the response body (the chat completion, or the provider's error)
+  std::string error;      // why there is no answer (failed or expired line, failed batch)
+  std::string batch_key;  // the batch it came from
+};
+
+// Batches in flight, for Stats and /metrics.
+struct BatchGauges {
+  int open = 0;             // recorded and not done
+  int lines_in_flight = 0;  // lines of open batches
+  int lines_waiting = 0;    // requests collected for the next batch
+  std::uint64_t created = 0;
+  std::uint64_t adopted = 0;  // found at the provider after a restart
+  std::uint64_t lines_answered = 0;
+  std::uint64_t lines_failed = 0;
+  std::uint64_t poll_errors = 0;
+};
+
+struct BatchRunnerOptions {
+  LlmConfig cfg;
+  std::string chat_url;     // the client's chat completions URL (the lines' endpoint)
+  std::string auth_header;  // "Authorization: Bearer ..." or "api-key: ..." ("" none); never logged
+  Clock* clock = nullptr;
+  std::string db_path;
+  int db_busy_timeout_ms = 10'000;
+  std::function<std::string(std::string)> redact;  // removes the key from text from outside
+  std::function<void(std::vector<LineOutcome>)> deliver;
+};
+
+class BatchRunner {
+ public:
+  static Result<std::unique_ptr<BatchRunner>> create(BatchRunnerOptions opts);
+  ~BatchRunner();  // stop()
+  BatchRunner(const BatchRunner&) = delete;
+  BatchRunner& operator=(const BatchRunner&) = delete;
+
+  // A request waiting for its answer: put into a batch, attached to the line already in one,
+  // or answered at once from a stored line.
+  void enqueue(std::string sha, std::string tag, std::string body);
+  BatchGauges gauges() const;
+  // Stops the thread. Batches in flight stay recorded for the next start.
+  void stop();
+
+  class Impl;
+
+ private:
+  explicit BatchRunner(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The files and batches endpoints for a chat completions URL: ("https://x/v1", "") for
+// "https://x/v1/chat/completions"; Azure's "/openai/deployments/D/chat/completions?api-version=V"
+// gives ("https://x/openai", "?api-version=V").
+std::pair<std::string, std::string> batch_api_base(const std::string& chat_url);
+
+}  // namespace kforge::llm

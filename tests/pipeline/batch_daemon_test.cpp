@@ -1,0 +1,328 @@
+// Batch mode end to end: the real kforged in llm.mode batch against the fake provider's Files
+// and Batch API, over the tests' corpus: the same stage outputs as an interactive run, and a
+// kill -9 at every step of a batch (uploaded, created, polled, downloaded, recorded) with no
+// request paid twice.
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <sstream>
+
+#include "daemon_util.hpp"
+
+namespace kforge::pipeline::e2e {
+namespace {
+
+constexpr int kN = test::kSmallCorpusRecords;
+
+std::vector<std::string> outputs(Site& s, const std::string& tag) {
+  return s.rows(
+      "SELECT s.key, o.stage, o.attempt, o.status, coalesce(o.error_kind, ''), "
+      "coalesce(o.parsed_json, '') FROM stage_outputs o JOIN samples s ON s.id = o.sample_id "
+      "JOIN runs r ON r.id = o.run_id WHERE r.tag = '" +
+          tag + "' ORDER BY s.key, o.stage DESC, o.attempt",
+      6);
+}
+
+std::vector<std::string> final_states(Site& s, const std::string& tag) {
+  return s.rows(
+      "SELECT s.key, j.state, j.stage, coalesce(j.error_kind, '') FROM jobs j "
+      "JOIN samples s ON s.id = j.sample_id JOIN runs r ON r.id = j.run_id "
+      "WHERE r.tag = '" +
+          tag + "' ORDER BY s.key",
+      4);
+}
+
+Options batch_options(const std::string& mode_lines) {
+  Options o;
+  o.max_in_flight = kN;
+  o.llm_extra = mode_lines +
+                "  batch:\n    collect_ms: 300\n    poll_ms: 50\n"
+                "  prices:\n    fake-model: {prompt_per_mtok: 1, completion_per_mtok: 2}\n";
+  return o;
+}
+
+int max_paid(Site& s) {
+  int m = 0;
+  json by_id = s.fake().stats()["batch"]["lines_by_custom_id"];
+  for (const auto& [id, n] : by_id.items()) m = std::max(m, n.get<int>());
+  return m;
+}
+
+// An uninterrupted interactive run: the reference.
+std::pair<std::vector<std::string>, std::vector<std::string>> reference() {
+  static std::pair<std::vector<std::string>, std::vector<std::string>> ref = [] {
+    Site site(script("fake_llm_answers.json"));
+    Options o;
+    o.max_in_flight = kN;
+    site.write_config(o);
+    site.import_corpus();
+    site.create_run("v2", "v2");
+    auto d = site.start_daemon();
+    if (site.wait_for(kPastLlm, kN) != kN) throw std::runtime_error(d->log());
+    d->signal(SIGTERM);
+    d->wait(20s);
+    return std::make_pair(final_states(site, "v2"), outputs(site, "v2"));
+  }();
+  return ref;
+}
+
+TEST(BatchDaemon, AV2RunInBatchModeGivesTheInteractiveRunsOutputsAtHalfThePrice) {
+  auto ref = reference();
+  Site site(script("fake_llm_answers.json"));
+  // Per model: this model in batch mode, the default interactive.
+  site.write_config(batch_options("  modes:\n    fake-model: batch\n"));
+  site.import_corpus();
+  site.create_run("v2", "v2");
+  auto d = site.start_daemon();
+  ASSERT_EQ(site.wait_for(kPastLlm, kN), kN) << d->log();
+  d->signal(SIGTERM);
+  ASSERT_EQ(d->wait(20s), 0) << d->log();
+  EXPECT_EQ(final_states(site, "v2"), ref.first);
+  EXPECT_EQ(outputs(site, "v2"), ref.second);
+  json st = site.fake().stats();
+  EXPECT_EQ(st["requests"], st["batch"]["lines"]) << "nothing went to the interactive endpoint";
+  EXPECT_EQ(max_paid(site), 1);
+  // Stages of a sample follow each other batch after batch: analyze, then generate.
+  EXPECT_GE(site.scalar("SELECT count(*) FROM llm_batches WHERE state = 'done'"), 2);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM llm_batches WHERE state <> 'done'"), 0);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM llm_calls WHERE status = 'ok'"),
+            st["batch"]["lines"].get<std::int64_t>());
+  // The batch price: half of the listed one.
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM llm_calls WHERE status = 'ok' AND "
+                        "abs(cost_usd - 0.5 * (prompt_tokens + 2.0 * completion_tokens) / 1e6) "
+                        "> 1e-12"),
+            0);
+}
+
+struct KillPoint {
+  const char* name;
+  const char* hold_after;  // the fake holds its answer after this step; "" none
+  const char* wait_sql;    // else: kill when this count is >= 1
+};
+
+void PrintTo(const KillPoint& k, std::ostream* os) {
+  *os << k.name;
+}
+
+class BatchKill : public ::testing::TestWithParam<KillPoint> {};
+
+// The daemon is killed once at the point, restarted, and runs to the end.
+TEST_P(BatchKill, AtEveryStepNoRequestIsPaidTwice) {
+  const KillPoint& k = GetParam();
+  auto ref = reference();
+  json s = script("fake_llm_answers.json");
+  if (*k.hold_after) s["batch"] = {{"hold_after", k.hold_after}, {"hold_ms", 20'000}};
+  Site site(s);
+  site.write_config(batch_options("  mode: batch\n"));
+  site.import_corpus();
+  site.create_run("v2", "v2");
+  {
+    auto d = site.start_daemon();
+    if (*k.hold_after) {
+      auto until = std::chrono::steady_clock::now() + 60s;
+      while (site.fake().stats()["batch"]["holds"].get<int>() < 1 &&
+             std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(5ms);
+      ASSERT_EQ(site.fake().stats()["batch"]["holds"], 1) << d->log();
+    } else {
+      ASSERT_GE(site.wait_for(k.wait_sql, 1), 1) << d->log();
+    }
+    d->kill9();
+  }
+  auto d = site.start_daemon();
+  ASSERT_EQ(site.wait_for(kPastLlm, kN), kN) << d->log();
+  d->signal(SIGTERM);
+  ASSERT_EQ(d->wait(20s), 0) << d->log();
+
+  json st = site.fake().stats();
+  EXPECT_EQ(max_paid(site), 1) << k.name << ": a request was answered (paid) twice";
+  EXPECT_EQ(st["requests"], st["batch"]["lines"]) << "nothing went to the interactive endpoint";
+  EXPECT_EQ(st["batch"]["created"].get<std::int64_t>(),
+            site.scalar("SELECT count(*) FROM llm_batches"))
+      << "every batch created at the provider is one of ours, none created twice";
+  EXPECT_EQ(st["batch"]["files"].get<std::int64_t>(),
+            site.scalar("SELECT count(*) FROM llm_batches"))
+      << "every input file uploaded once";
+  EXPECT_EQ(final_states(site, "v2"), ref.first);
+  EXPECT_EQ(outputs(site, "v2"), ref.second);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM (SELECT request_sha256 FROM llm_calls WHERE "
+                        "status = 'ok' GROUP BY 1 HAVING count(*) > 1)"),
+            0);
+  std::string name = k.name;
+  if (name == "created") {
+    EXPECT_NE(d->log().find("found at the provider"), std::string::npos) << d->log();
+  }
+  if (name == "uploaded") {
+    EXPECT_NE(d->log().find("input file"), std::string::npos) << d->log();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Steps, BatchKill,
+    ::testing::Values(
+        KillPoint{"uploaded", "upload", ""}, KillPoint{"created", "create", ""},
+        KillPoint{"polled", "poll", ""}, KillPoint{"downloaded", "content", ""},
+        KillPoint{"recorded", "",
+                  "SELECT count(*) FROM llm_batch_lines WHERE state IN ('answered', 'applied')"},
+        KillPoint{"checkpointed", "",
+                  "SELECT count(*) FROM stage_outputs WHERE stage = 'analyze'"}),
+    [](const ::testing::TestParamInfo<KillPoint>& p) { return std::string(p.param.name); });
+
+// What `vllm run-batch` does with an input file, against the fake provider's chat endpoint:
+// one result line per request, {"custom_id", "response": {"status_code", "body"}}.
+std::string run_batch(Site& site, const std::string& input) {
+  httplib::Client http("127.0.0.1", site.fake().port());
+  std::string out;
+  std::istringstream in(input);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    json l = json::parse(line);
+    auto r = http.Post("/v1/chat/completions", l["body"].dump(), "application/json");
+    if (!r) throw std::runtime_error("the fake provider did not answer");
+    out += json{{"id", "vllm-" + l["custom_id"].get<std::string>().substr(0, 8)},
+                {"custom_id", l["custom_id"]},
+                {"response",
+                 {{"status_code", r->status}, {"request_id", "r"}, {"body", json::parse(r->body)}}},
+                {"error", nullptr}}
+               .dump() +
+           "\n";
+  }
+  return out;
+}
+
+TEST(BatchOffline, ExportAndImportRunTheWholePipelineWithoutAProviderOrADaemon) {
+  auto ref = reference();
+  Site site(script("fake_llm_answers.json"));
+  site.write_config(batch_options(""));
+  site.import_corpus();
+  site.create_run("v2", "v2");
+  fs::path req = site.dir() / "requests.jsonl";
+  fs::path res = site.dir() / "results.jsonl";
+  int rounds = 0;
+  for (; rounds < 5 && site.scalar(kPastLlm) < kN; ++rounds) {
+    auto e = site.kforge({"batch", "export", "v2", "--out", req.string()});
+    ASSERT_EQ(e.exit_code, 0) << e.err;
+    std::string input = test::read_text(req);
+    ASSERT_FALSE(input.empty()) << "no ready request, yet jobs are not past the LLM stages";
+    // Exporting again writes the same requests: nothing was consumed.
+    auto e2 =
+        site.kforge({"batch", "export", "v2", "--out", (site.dir() / "again.jsonl").string()});
+    ASSERT_EQ(e2.exit_code, 0) << e2.err;
+    EXPECT_EQ(test::read_text(site.dir() / "again.jsonl"), input);
+    test::write_text(res, run_batch(site, input));
+    auto i = site.kforge({"batch", "import", "v2", res.string(), "--json"});
+    ASSERT_EQ(i.exit_code, 0) << i.err;
+    json r = json::parse(i.out);
+    EXPECT_EQ(r["checkpointed"], r["answers"]) << i.out;
+    // Importing the same file again changes nothing.
+    auto again = site.kforge({"batch", "import", "v2", res.string(), "--json"});
+    ASSERT_EQ(again.exit_code, 0) << again.err;
+    EXPECT_EQ(json::parse(again.out)["checkpointed"], 0) << again.out;
+    EXPECT_EQ(json::parse(again.out)["not_ready"], r["answers"]) << again.out;
+  }
+  EXPECT_EQ(rounds, 2) << "analyze, then generate";
+  EXPECT_EQ(site.scalar(kPastLlm), kN);
+  EXPECT_EQ(final_states(site, "v2"), ref.first);
+  EXPECT_EQ(outputs(site, "v2"), ref.second);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM llm_batches"), 0) << "no provider batch was made";
+}
+
+TEST(BatchOffline, AResultFileIsValidatedLineByLineAndNothingIsImportedFromABadOne) {
+  Site site(script("fake_llm_answers.json"));
+  site.write_config(batch_options(""));
+  site.import_corpus();
+  site.create_run("v2", "v2");
+  fs::path req = site.dir() / "requests.jsonl";
+  ASSERT_EQ(site.kforge({"batch", "export", "v2", "--out", req.string()}).exit_code, 0);
+  std::string good = run_batch(site, test::read_text(req));
+  std::istringstream in(good);
+  std::string first, second;
+  std::getline(in, first);
+  std::getline(in, second);
+  json bad = json::parse(second);
+  bad["response"]["status_code"] = "200";
+  fs::path res = site.dir() / "results.jsonl";
+  test::write_text(res, first + "\n" + bad.dump() + "\nnot json\n" + first + "\n");
+  auto r = site.kforge({"batch", "import", "v2", res.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(res.string() + ":2: response.status_code: expected an integer"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(res.string() + ":3: not a JSON object"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(res.string() + ":4: custom_id"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("appears again (first at line 1)"), std::string::npos) << r.err;
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM stage_outputs"), 0);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM llm_calls"), 0);
+  auto none = site.kforge({"batch", "import", "nosuch", res.string()});
+  EXPECT_NE(none.exit_code, 0);
+}
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  int port = ntohs(a.sin_port);
+  ::close(fd);
+  return port;
+}
+
+TEST(BatchDaemon, StatusAndMetricsShowTheBatchesInFlight) {
+  json s = script("fake_llm_answers.json");
+  s["batch"] = {{"latency_ms", 60'000}};
+  Site site(s);
+  Options o = batch_options("  mode: batch\n");
+  int port = free_port();
+  o.http_listen = "127.0.0.1:" + std::to_string(port);
+  site.write_config(o);
+  site.import_corpus();
+  site.create_run("v2", "v2");
+  auto d = site.start_daemon();
+  ASSERT_EQ(site.wait_for("SELECT count(*) FROM llm_batches WHERE state = 'submitted' AND "
+                          "provider_status = 'in_progress'",
+                          1),
+            1)
+      << d->log();
+  auto j = site.kforge({"status", "v2", "--json"});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  json st = json::parse(j.out);
+  ASSERT_EQ(st["runs"][0]["batches"].size(), 1u) << j.out;
+  json b = st["runs"][0]["batches"][0];
+  EXPECT_EQ(b["provider_status"], "in_progress");
+  EXPECT_EQ(b["run_lines"], kN);
+  EXPECT_EQ(b["lines"], kN);
+  EXPECT_GE(b["age_s"].get<int>(), 0);
+  auto t = site.kforge({"status", "v2"});
+  EXPECT_NE(t.out.find("batch    "), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("in_progress, " + std::to_string(kN) + " of this run's requests"),
+            std::string::npos)
+      << t.out;
+  // The metrics page is refreshed every second.
+  std::string metrics;
+  for (int i = 0; i < 50; ++i) {
+    httplib::Client http("127.0.0.1", port);
+    auto r = http.Get("/metrics");
+    metrics = r ? r->body : "";
+    if (metrics.find("kforge_llm_batches_open 1\n") != std::string::npos) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_NE(metrics.find("kforge_llm_batches_open 1\n"), std::string::npos) << metrics;
+  EXPECT_NE(
+      metrics.find("kforge_llm_batch_requests{state=\"in_batch\"} " + std::to_string(kN) + "\n"),
+      std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("kforge_llm_batches_total{how=\"created\"} 1\n"), std::string::npos)
+      << metrics;
+  d->kill9();
+}
+
+}  // namespace
+}  // namespace kforge::pipeline::e2e
