@@ -40,7 +40,7 @@ now_ms="$(($(date +%s) * 1000))"
 {
   echo "CREATE TEMP TABLE bench_now(ms INTEGER); INSERT INTO bench_now VALUES ($now_ms);"
   cat bench/idle/fill.sql
-} | sqlite3 "$db" >/dev/null
+} | "${KFORGE_BENCH_SQL:-build/bench/kforge-bench-sql}" "$db" >/dev/null
 db_mb="$(du -m "$db" | cut -f1)"
 
 "$kforged" -c "$dir/kforge.yaml" >"$dir/kforged.out" 2>&1 &
