@@ -12,8 +12,9 @@ ON CONFLICT (sha256) DO NOTHING;
 SELECT t.codec, t.size, t.body, t.dict, d.sha256 FROM texts t LEFT JOIN texts d ON d.id = t.dict
 WHERE t.id = ?1;
 
+-- The latest registered (a subquery, not a join: the planner must not walk `texts`).
 -- name: current_dictionary
-SELECT d.text_id, t.sha256 FROM text_dictionaries d JOIN texts t ON t.id = d.text_id
+SELECT d.text_id, (SELECT t.sha256 FROM texts t WHERE t.id = d.text_id) FROM text_dictionaries d
 ORDER BY d.used_ms DESC, d.text_id DESC LIMIT 1;
 
 -- name: use_dictionary
