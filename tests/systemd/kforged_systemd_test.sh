@@ -183,15 +183,24 @@ if [ "$phase" = hostile ]; then
   answer_has() {
     local ids
     ids=$(IN python3 - /var/lib/kforge/kforge.db "$1" <<'PY'
-import sqlite3, subprocess, sys
+import sqlite3, subprocess, sys, tempfile
 db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
-ids = []
-for job, codec, body in db.execute(
-        "SELECT o.job_id, t.codec, t.body FROM stage_outputs o JOIN texts t ON t.id = o.response_text"
-        " WHERE o.repair_round = 0"):
+def unpack(codec, body, dict_codec=None, dict_body=None):
     data = body.encode() if isinstance(body, str) else body
-    if codec == "zstd":
-        data = subprocess.run(["zstd", "-dcq"], input=data, capture_output=True, check=True).stdout
+    if codec != "zstd":
+        return data
+    if dict_body is None:
+        return subprocess.run(["zstd", "-dcq"], input=data, capture_output=True, check=True).stdout
+    with tempfile.NamedTemporaryFile() as d:  # compressed against a dictionary text (the prompts)
+        d.write(unpack(dict_codec, dict_body))
+        d.flush()
+        return subprocess.run(["zstd", "-dcq", "-D", d.name], input=data, capture_output=True,
+                              check=True).stdout
+ids = []
+for job, *text in db.execute(
+        "SELECT o.job_id, t.codec, t.body, d.codec, d.body FROM stage_outputs o JOIN texts t ON "
+        "t.id = o.response_text LEFT JOIN texts d ON d.id = t.dict WHERE o.repair_round = 0"):
+    data = unpack(*text)
     if sys.argv[2].encode() in data:
         ids.append(str(job))
 print(",".join(ids) or "NULL")
