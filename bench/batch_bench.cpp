@@ -125,7 +125,7 @@ class Db {
   }
   std::set<std::string> durable() {
     std::set<std::string> out;
-    auto s = db_->prepare("SELECT request_json FROM llm_calls WHERE status = 'ok'");
+    auto s = db_->prepare("SELECT kf_text(request_text) FROM llm_calls WHERE status = 'ok'");
     while (*s->step()) out.insert(kforge::sha256_hex(s->text(0)));
     return out;
   }

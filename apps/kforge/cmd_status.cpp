@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -74,6 +75,17 @@ Result<nlohmann::ordered_json> collect(store::Db& db, const app::Config& cfg,
   KF_TRY(int version, db.schema_version());
   out["schema_version"] = version;
   out["database"] = db.path();
+  {
+    // What the database takes on disk: the file and its write-ahead log (texts compressed and
+    // stored once since migration 0015; pages freed by it are reused before the file grows).
+    std::error_code ec;
+    auto bytes = [&](const std::string& p) -> std::int64_t {
+      auto size = std::filesystem::file_size(p, ec);
+      return ec ? 0 : static_cast<std::int64_t>(size);
+    };
+    std::int64_t file = bytes(db.path()), wal = bytes(db.path() + "-wal");
+    out["database_bytes"] = {{"file", file}, {"wal", wal}, {"total", file + wal}};
+  }
   ordered_json all = ordered_json::object();
   {
     KF_TRY(store::Stmt s, db.prepare(q["jobs_by_state_all"]));
@@ -174,6 +186,16 @@ std::string count(std::int64_t n) {
   return buf;
 }
 
+// Bytes as MB (10^6), one decimal; kB below a megabyte.
+std::string megabytes(std::int64_t n) {
+  char buf[32];
+  if (n >= 1'000'000)
+    std::snprintf(buf, sizeof buf, "%.1f MB", static_cast<double>(n) / 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f kB", static_cast<double>(n) / 1e3);
+  return buf;
+}
+
 std::int64_t i64(const nlohmann::ordered_json& j) {
   return j.get<std::int64_t>();
 }
@@ -244,8 +266,11 @@ void print_daemon(const nlohmann::ordered_json& d) {
 }
 
 void print_text(const nlohmann::ordered_json& st) {
-  std::printf("database   %s (schema %d)\n", st["database"].get<std::string>().c_str(),
-              st["schema_version"].get<int>());
+  const auto& b = st["database_bytes"];
+  std::printf("database   %s (schema %d, %s: file %s + WAL %s)\n",
+              st["database"].get<std::string>().c_str(), st["schema_version"].get<int>(),
+              megabytes(i64(b["total"])).c_str(), megabytes(i64(b["file"])).c_str(),
+              megabytes(i64(b["wal"])).c_str());
   std::printf("samples    %lld\n", static_cast<long long>(i64(st["samples"])));
   print_daemon(st["daemon"]);
   if (st.contains("prompts_error"))

@@ -24,20 +24,20 @@ SELECT (r.id - 1) * 4000 + s.id, r.id, s.id, CASE WHEN s.id % 20 = 0 THEN 'faile
 FROM runs r, samples s;
 
 INSERT INTO stage_outputs (job_id, run_id, sample_id, stage, attempt, status, prompt_version,
-                           prompt_sha256, request_sha256, request_json, response_raw,
-                           parsed_json, prompt_tokens, completion_tokens, cost_usd, created_ms)
+                           prompt_sha256, request_sha256, request_text, response_text,
+                           parsed_text, prompt_tokens, completion_tokens, cost_usd, created_ms)
 SELECT j.id, j.run_id, j.sample_id, st.stage, 1, 'ok', 'v2', printf('%064d', 0),
-       printf('%064d', j.id * 2 + st.k), printf('%.*c', 4000, 'q'), printf('%.*c', 1500, 'a'),
-       '{}', 1200, 400, 0.001, 1000 + j.id
+       printf('%064d', j.id * 2 + st.k), kf_put(printf('%.*c', 4000, 'q')),
+       kf_put(printf('%.*c', 1500, 'a')), kf_put('{}'), 1200, 400, 0.001, 1000 + j.id
 FROM jobs j, (SELECT 'analyze' AS stage, 0 AS k UNION ALL SELECT 'generate', 1) st;
 
 INSERT INTO llm_calls (request_sha256, tag, url, model, status, attempts, prompt_tokens,
-                       completion_tokens, cost_usd, request_json, response_raw, created_ms)
+                       completion_tokens, cost_usd, request_text, response_text, created_ms)
 SELECT printf('%064d', j.id * 2 + st.k),
        'run=run' || j.run_id || ' sample=sample' || j.sample_id || ' stage=' || st.stage ||
          ' attempt=1',
        'http://127.0.0.1:9/v1/chat/completions', 'model', 'ok', 1, 1200, 400, 0.001,
-       printf('%.*c', 4000, 'q'), printf('%.*c', 1500, 'a'), 1000 + j.id
+       kf_put(printf('%.*c', 4000, 'q')), kf_put(printf('%.*c', 1500, 'a')), 1000 + j.id
 FROM jobs j, (SELECT 'analyze' AS stage, 0 AS k UNION ALL SELECT 'generate', 1) st;
 
 INSERT INTO verifications (job_id, run_id, sample_id, verdict, detail, result_json, script,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The CPU an idle kforged spends on a database with ten finished 4,000-sample runs
 # (bench/idle/fill.sql: 40,000 jobs, 80,000 stage outputs and LLM calls, 40,000 verifications).
-# Usage: bench/idle/run.sh [SECONDS]   (default 60; KFORGED picks the binary)
+# Usage: bench/idle/run.sh [SECONDS]   (default 60; KFORGED picks the binary, KFORGE_BENCH_SQL
+# the SQL runner: fill.sql stores its texts with kf_put(), so it needs schema 15 or later)
 # Prints the database's size and the daemon's user+system CPU over SECONDS after a 5 s settle,
 # as a percentage of one core; the last line as key=value.
 set -euo pipefail
@@ -40,7 +41,7 @@ now_ms="$(($(date +%s) * 1000))"
 {
   echo "CREATE TEMP TABLE bench_now(ms INTEGER); INSERT INTO bench_now VALUES ($now_ms);"
   cat bench/idle/fill.sql
-} | sqlite3 "$db" >/dev/null
+} | "${KFORGE_BENCH_SQL:-build/bench/kforge-bench-sql}" "$db" >/dev/null
 db_mb="$(du -m "$db" | cut -f1)"
 
 "$kforged" -c "$dir/kforge.yaml" >"$dir/kforged.out" 2>&1 &

@@ -24,11 +24,11 @@ FROM copy_of m JOIN jobs j ON j.sample_id = m.orig_id
 ORDER BY m.copy_id, j.id;
 
 INSERT INTO stage_outputs (job_id, run_id, sample_id, stage, attempt, status, prompt_version,
-                           prompt_sha256, request_sha256, request_json, response_raw, parsed_json,
+                           prompt_sha256, request_sha256, request_text, response_text, parsed_text,
                            error_kind, error, prompt_tokens, completion_tokens, cost_usd,
                            latency_ms, created_ms)
 SELECT jc.id, o.run_id, m.copy_id, o.stage, o.attempt, o.status, o.prompt_version,
-       o.prompt_sha256, o.request_sha256, o.request_json, o.response_raw, o.parsed_json,
+       o.prompt_sha256, o.request_sha256, o.request_text, o.response_text, o.parsed_text,
        o.error_kind, o.error, o.prompt_tokens, o.completion_tokens, o.cost_usd, o.latency_ms,
        o.created_ms
 FROM copy_of m

@@ -93,6 +93,23 @@ TEST_F(Cli, StatusNeverCreatesADatabase) {
   EXPECT_NE(r.out.find("daemon     none has run on this database"), std::string::npos) << r.out;
 }
 
+// status shows what the database takes on disk: the file and its write-ahead log.
+TEST_F(Cli, StatusShowsTheDatabaseSizeWithItsLog) {
+  ASSERT_EQ(kforge({"import", test::small_corpus().string(), "--map", kMap}).exit_code, 0);
+  auto r = kforge({"status", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto b = nlohmann::json::parse(r.out)["database_bytes"];
+  auto file = static_cast<std::int64_t>(std::filesystem::file_size(dir_ / "k.db"));
+  EXPECT_EQ(b["file"].get<std::int64_t>(), file);
+  EXPECT_GE(b["wal"].get<std::int64_t>(), 0);
+  EXPECT_EQ(b["total"].get<std::int64_t>(), file + b["wal"].get<std::int64_t>());
+  r = kforge({"status"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto line = r.out.substr(0, r.out.find('\n'));
+  EXPECT_NE(line.find("B: file "), std::string::npos) << line;
+  EXPECT_NE(line.find(" + WAL "), std::string::npos) << line;
+}
+
 TEST_F(Cli, ImportRefusesAMapFieldNoRecordHas) {
   auto corpus = test::small_corpus().string();
   auto r = kforge({"import", corpus, "--map", "code=output,description_1=simp_instrux"});

@@ -42,8 +42,9 @@ TEST_F(LlmTest, ACutAnswerIsAskedOnceMoreWithALargerBudgetNeverTheSameRequest) {
   auto db = store::Db::open(o);
   ASSERT_TRUE(db.ok()) << db.error().message;
   auto s = (*db)->prepare(
-      "SELECT status, coalesce(error_kind, ''), http_status, json_extract(request_json, "
-      "'$.max_tokens'), completion_tokens, response_raw LIKE '%\"length\"%' FROM llm_calls "
+      "SELECT status, coalesce(error_kind, ''), http_status, json_extract(kf_text(request_text), "
+      "'$.max_tokens'), completion_tokens, kf_text(response_text) LIKE '%\"length\"%' FROM "
+      "llm_calls "
       "WHERE request_sha256 = ?1 ORDER BY id");
   ASSERT_TRUE(s.ok());
   s->bind(1, res->request_sha256);

@@ -254,8 +254,8 @@ TEST_F(BatchTest, TheKeyGoesOnlyInTheHeaderAndARefusedKeyFailsTheRequestsWithout
   EXPECT_NE(res[0].error().message.find("HTTP 401"), std::string::npos) << res[0].error().message;
   EXPECT_EQ(res[0].error().message.find("SECRET"), std::string::npos) << res[0].error().message;
   EXPECT_EQ(scalar("SELECT count(*) FROM llm_batches WHERE error LIKE '%401%'"), 1);
-  EXPECT_EQ(scalar("SELECT count(*) FROM llm_calls WHERE coalesce(response_raw, '') || "
-                   "coalesce(error, '') || coalesce(request_json, '') LIKE '%SECRET%'"),
+  EXPECT_EQ(scalar("SELECT count(*) FROM llm_calls WHERE coalesce(kf_text(response_text), '') || "
+                   "coalesce(error, '') || coalesce(kf_text(request_text), '') LIKE '%SECRET%'"),
             0);
   EXPECT_EQ(scalar("SELECT count(*) FROM llm_batch_lines WHERE coalesce(error, '') || "
                    "coalesce(response_raw, '') LIKE '%SECRET%'"),

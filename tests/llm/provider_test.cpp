@@ -168,7 +168,7 @@ TEST_F(LlmTest, GzipAnswersAreDecodedAndStoredAsText) {
   EXPECT_NE(accept.find("gzip"), std::string::npos) << accept;
   auto db = store::Db::open({.path = (dir / "kforge.db").string()});
   ASSERT_TRUE(db.ok());
-  auto s = (*db)->prepare("SELECT response_raw FROM llm_calls");
+  auto s = (*db)->prepare("SELECT kf_text(response_text) FROM llm_calls");
   ASSERT_TRUE(s.ok());
   ASSERT_TRUE(*s->step());
   EXPECT_EQ(s->text(0).rfind("{", 0), 0u) << "stored as decoded text";

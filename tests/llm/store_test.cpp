@@ -31,7 +31,8 @@ std::vector<Row> rows(const std::filesystem::path& db_path, const std::string& s
   auto db = store::Db::open(o);
   EXPECT_TRUE(db.ok());
   auto s = (*db)->prepare(
-      "SELECT status, error_kind, attempts, prompt_tokens, cost_usd, request_json, response_raw, "
+      "SELECT status, error_kind, attempts, prompt_tokens, cost_usd, kf_text(request_text), "
+      "kf_text(response_text), "
       "replay_of, http_status FROM llm_calls WHERE request_sha256 = ?1 ORDER BY id");
   EXPECT_TRUE(s.ok());
   s->bind(1, sha);

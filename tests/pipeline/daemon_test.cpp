@@ -35,7 +35,8 @@ std::vector<std::string> final_states(Site& s, const std::string& tag) {
 std::vector<std::string> outputs(Site& s, const std::string& tag) {
   return s.rows(
       "SELECT s.key, o.stage, o.attempt, o.status, coalesce(o.error_kind, ''), "
-      "coalesce(o.parsed_json, '') FROM stage_outputs o JOIN samples s ON s.id = o.sample_id "
+      "coalesce(kf_text(o.parsed_text), '') FROM stage_outputs o JOIN samples s ON s.id = "
+      "o.sample_id "
       "JOIN runs r ON r.id = o.run_id WHERE r.tag = '" +
           tag +
           "' "
@@ -83,12 +84,13 @@ TEST(Daemon, BothPipelinesRunTheCorpusThroughScriptedFaultsAndStopOnSigterm) {
   EXPECT_EQ(site.scalar("SELECT count(*) FROM stage_outputs WHERE error_kind IN ('length', "
                         "'truncated')"),
             0);
-  EXPECT_EQ(site.scalar("SELECT count(*) FROM llm_calls WHERE status = 'ok' AND request_json "
-                        "LIKE '%\"max_tokens\":8192%'"),
-            2);
+  EXPECT_EQ(
+      site.scalar("SELECT count(*) FROM llm_calls WHERE status = 'ok' AND kf_text(request_text) "
+                  "LIKE '%\"max_tokens\":8192%'"),
+      2);
   // The cut answers were paid for too: each is a row of its own, asked with 4096.
   EXPECT_EQ(site.scalar("SELECT count(*) FROM llm_calls WHERE status = 'error' AND error_kind = "
-                        "'truncated' AND http_status = 200 AND request_json LIKE "
+                        "'truncated' AND http_status = 200 AND kf_text(request_text) LIKE "
                         "'%\"max_tokens\":4096%'"),
             2);
   auto stats = site.fake().stats();
@@ -103,7 +105,7 @@ TEST(Daemon, BothPipelinesRunTheCorpusThroughScriptedFaultsAndStopOnSigterm) {
                         "http_status = 200"));
   EXPECT_EQ(site.scalar("SELECT count(*) FROM (SELECT request_sha256 FROM llm_calls WHERE "
                         "status <> 'replayed' AND http_status = 200 GROUP BY 1, "
-                        "json_extract(request_json, '$.max_tokens') HAVING count(*) > 1)"),
+                        "json_extract(kf_text(request_text), '$.max_tokens') HAVING count(*) > 1)"),
             0);
   // Every job the faults did not end reached the verifier queue, and all ok answers carry the
   // prompt identity of their run.
@@ -197,7 +199,7 @@ TEST(Daemon, KillNineAtSeveralPointsEndsWithTheUninterruptedOutputsAndNoRepeated
   EXPECT_LE(repeated, lost_in_flight);
   EXPECT_EQ(site.scalar("SELECT count(*) FROM (SELECT request_sha256 FROM llm_calls WHERE "
                         "status <> 'replayed' AND http_status = 200 GROUP BY 1, "
-                        "json_extract(request_json, '$.max_tokens') HAVING count(*) > 1)"),
+                        "json_extract(kf_text(request_text), '$.max_tokens') HAVING count(*) > 1)"),
             0);
   EXPECT_GT(site.scalar("SELECT count(*) FROM job_events WHERE kind = 'lease_reclaimed'"), 0);
   // A kill between an answer's store and its checkpoint is replayed, not asked again; whether a

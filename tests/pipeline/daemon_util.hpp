@@ -263,7 +263,7 @@ class Site {
   std::set<std::string> durable_answers() {
     std::set<std::string> out;
     auto db = open_db();
-    auto s = db->prepare("SELECT request_json FROM llm_calls WHERE status = 'ok'");
+    auto s = db->prepare("SELECT kf_text(request_text) FROM llm_calls WHERE status = 'ok'");
     while (*s->step()) out.insert(sha256_hex(s->text(0)));
     return out;
   }

@@ -48,8 +48,8 @@ class Progress : public ::testing::Test {
       std::int64_t t = from_ms + (to_ms - from_ms) * i / std::max(1, n - 1);
       exec(
           "INSERT INTO stage_outputs (job_id, run_id, sample_id, stage, attempt, status, "
-          "prompt_version, prompt_sha256, request_json, created_ms) VALUES "
-          "(1, 1, 1, 'generate', 1, 'ok', 'v1', 'x', '{}', " +
+          "prompt_version, prompt_sha256, request_text, created_ms) VALUES "
+          "(1, 1, 1, 'generate', 1, 'ok', 'v1', 'x', kf_put('{}'), " +
           std::to_string(t) + ")");
     }
   }
@@ -150,8 +150,11 @@ void expect_counts_match_rows(store::Db& db) {
 }
 
 // A second run, answers, calls (network, replayed, another run's, untagged), verdicts, state
-// and stage changes, a deleted job: what a run's life does to the counted tables.
-void live_a_little(store::Db& db) {
+// and stage changes, a deleted job: what a run's life does to the counted tables. `texts`: the
+// schema keeps texts in `texts` (migration 0015); false: a database from before it.
+void live_a_little(store::Db& db, bool texts = true) {
+  const std::string request_col = texts ? "request_text" : "request_json";
+  const std::string request = texts ? "kf_put('{}')" : "'{}'";
   auto exec = [&](const std::string& sql) {
     auto st = db.exec(sql);
     ASSERT_TRUE(st.ok()) << st.error().message << "\n" << sql;
@@ -166,10 +169,12 @@ void live_a_little(store::Db& db) {
     std::string job = std::to_string(i);
     exec(
         "INSERT INTO stage_outputs (job_id, run_id, sample_id, stage, attempt, status, "
-        "prompt_version, prompt_sha256, request_json, prompt_tokens, completion_tokens, "
+        "prompt_version, prompt_sha256, " +
+        request_col +
+        ", prompt_tokens, completion_tokens, "
         "cost_usd, created_ms) VALUES (" +
         job + ", 1, " + job + ", 'generate', 1, '" + (i == 4 ? "rejected" : "ok") +
-        "', 'v1', 'x', '{}', 100, 20, 0.0015, " + std::to_string(1000 * i) + ")");
+        "', 'v1', 'x', " + request + ", 100, 20, 0.0015, " + std::to_string(1000 * i) + ")");
     exec(
         "INSERT INTO llm_calls (request_sha256, tag, url, model, status, prompt_tokens, "
         "completion_tokens, cost_usd, created_ms) VALUES ('h" +
@@ -251,7 +256,7 @@ TEST(ProgressMigration, CountsAreFilledFromRowsStoredBeforeIt) {
                            n + ", 1, " + n + ", 'queued', 'generate', 0, 0)")
                     .ok());
   }
-  live_a_little(**db);
+  live_a_little(**db, /*texts=*/false);
   ASSERT_TRUE(store::migrate(**db, store::migrations()).ok());
   EXPECT_NE(rows(**db, "SELECT count(*) FROM run_output_totals"), "0\n");
   expect_counts_match_rows(**db);

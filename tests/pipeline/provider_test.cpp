@@ -305,10 +305,10 @@ TEST_F(ProviderTest, AReasoningModelsAnswerIsStoredWithItsReasoningAndWhatWasMen
   ASSERT_TRUE(run_until(
       [&] { return scalar("SELECT count(*) FROM jobs WHERE state = 'verify_queued'") == 2; }));
   EXPECT_EQ(requests(), 2);
-  EXPECT_EQ(text("SELECT parsed_json FROM stage_outputs LIMIT 1"), good.dump());
+  EXPECT_EQ(text("SELECT kf_text(parsed_text) FROM stage_outputs LIMIT 1"), good.dump());
   EXPECT_EQ(text("SELECT mended FROM stage_outputs LIMIT 1"),
             "python_literal,trailing_comma,triple_quotes");
-  std::string reasoning = text("SELECT reasoning FROM stage_outputs LIMIT 1");
+  std::string reasoning = text("SELECT kf_text(reasoning_text) FROM stage_outputs LIMIT 1");
   EXPECT_EQ(reasoning.rfind("Thinking about strides.\n\ndraft: ", 0), 0u) << reasoning;
   EXPECT_EQ(scalar("SELECT sum(reasoning_tokens) FROM stage_outputs"), 60);
   EXPECT_EQ(scalar("SELECT sum(cached_prompt_tokens) FROM stage_outputs"), 120);

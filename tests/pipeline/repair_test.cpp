@@ -350,7 +350,8 @@ TEST(Repair, KillNineBetweenRoundsResumesWithoutRepeatingAPaidRound) {
   const std::vector<std::string> keys = {"add", "double", "negate", "ops"};
   auto summary = [&](Site& s) {
     auto rows = s.rows(
-        "SELECT s.key, o.stage, o.repair_round, o.attempt, o.status, coalesce(o.parsed_json, '') "
+        "SELECT s.key, o.stage, o.repair_round, o.attempt, o.status, "
+        "coalesce(kf_text(o.parsed_text), '') "
         "FROM stage_outputs o JOIN samples s ON s.id = o.sample_id ORDER BY s.key, o.id",
         6);
     for (auto& r : s.rows("SELECT s.key, v.repair_round, v.verdict, v.flags_json FROM "

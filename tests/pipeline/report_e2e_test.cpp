@@ -118,15 +118,16 @@ TEST_F(ReportOnPipeline, ExportWritesTheVerifiedSamplesWithTheGeneratedCode) {
       if (orig["file"] != key) continue;
       for (const auto& [field, value] : orig.items()) EXPECT_EQ(rec[field], value) << field;
     }
-    auto generated = json::parse(site_
-                                     ->rows("SELECT o.parsed_json FROM stage_outputs o JOIN "
-                                            "samples s ON s.id = o.sample_id JOIN runs "
-                                            "r ON r.id = o.run_id WHERE r.tag = 'v2' AND o.stage = "
-                                            "'generate' AND o.status = 'ok' AND "
-                                            "s.key = '" +
-                                                key + "'",
-                                            1)
-                                     .at(0));
+    auto generated =
+        json::parse(site_
+                        ->rows("SELECT kf_text(o.parsed_text) FROM stage_outputs o JOIN "
+                               "samples s ON s.id = o.sample_id JOIN runs "
+                               "r ON r.id = o.run_id WHERE r.tag = 'v2' AND o.stage = "
+                               "'generate' AND o.status = 'ok' AND "
+                               "s.key = '" +
+                                   key + "'",
+                               1)
+                        .at(0));
     EXPECT_EQ(rec["kernel_wrapper"], generated["kernel_wrapper"]);
     EXPECT_EQ(rec["unitest_code"], generated["unitest_code"]);
     EXPECT_EQ(rec["verdict"], "passed");

@@ -236,7 +236,7 @@ TEST_F(SchedulerTest, V2RunsAnalyzeThenGenerateBoundToTheStoredAnalysis) {
   EXPECT_EQ(scalar("SELECT count(*) FROM stage_outputs WHERE stage = 'generate' AND "
                    "prompt_version = 'v2' AND prompt_sha256 = '" +
                    sha +
-                   "' AND parsed_json LIKE "
+                   "' AND kf_text(parsed_text) LIKE "
                    "'%copy_transpose_kernel[(1,)]%'"),
             3);
   EXPECT_EQ(scalar("SELECT sum(prompt_tokens) FROM stage_outputs"), 600);

@@ -26,7 +26,7 @@ build=${KFORGE_BUILD_DIR:-$src/build}
 skip() { echo "SKIP: $*"; exit 77; }
 [ "$(id -u)" -eq 0 ] || skip "needs root (namespaces, an overlay mount and dpkg -i)"
 [ -x /lib/systemd/systemd ] || skip "no /lib/systemd/systemd (apt-get install systemd)"
-for tool in unshare nsenter script dpkg-shlibdeps python3 sqlite3; do
+for tool in unshare nsenter script dpkg-shlibdeps python3 sqlite3 zstd; do
   command -v "$tool" >/dev/null || skip "no $tool (scripts/bootstrap installs it)"
 done
 
@@ -179,7 +179,35 @@ if [ "$phase" = hostile ]; then
   check "NRestarts is 0" test "$(prop NRestarts)" = 0
   # The hostile samples: first-round verifications of jobs whose generated answer says HOSTILE
   # (a sample killed before its report has no stored script, so the answer tells them apart).
-  answer_has() { echo "EXISTS (SELECT 1 FROM stage_outputs o WHERE o.job_id = v.job_id AND o.repair_round = 0 AND o.response_raw LIKE '%$1%')"; }
+  # Answers are kept in `texts`, zstd-compressed from 256 bytes on (migration 0015).
+  answer_has() {
+    local ids
+    ids=$(IN python3 - /var/lib/kforge/kforge.db "$1" <<'PY'
+import sqlite3, subprocess, sys, tempfile
+db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
+def unpack(codec, body, dict_codec=None, dict_body=None):
+    data = body.encode() if isinstance(body, str) else body
+    if codec != "zstd":
+        return data
+    if dict_body is None:
+        return subprocess.run(["zstd", "-dcq"], input=data, capture_output=True, check=True).stdout
+    with tempfile.NamedTemporaryFile() as d:  # compressed against a dictionary text (the prompts)
+        d.write(unpack(dict_codec, dict_body))
+        d.flush()
+        return subprocess.run(["zstd", "-dcq", "-D", d.name], input=data, capture_output=True,
+                              check=True).stdout
+ids = []
+for job, *text in db.execute(
+        "SELECT o.job_id, t.codec, t.body, d.codec, d.body FROM stage_outputs o JOIN texts t ON "
+        "t.id = o.response_text LEFT JOIN texts d ON d.id = t.dict WHERE o.repair_round = 0"):
+    data = unpack(*text)
+    if sys.argv[2].encode() in data:
+        ids.append(str(job))
+print(",".join(ids) or "NULL")
+PY
+    )
+    echo "v.job_id IN ($ids)"
+  }
   hv="FROM verifications v WHERE v.repair_round = 0 AND $(answer_has 'HOSTILE:')"
   hostile=$(q "SELECT count(*) $hv")
   check "the 4 hostile samples were verified ($hostile)" test "$hostile" = 4
@@ -238,10 +266,12 @@ some_answers() { test "$(q "SELECT count(*) FROM llm_calls WHERE status = 'ok'")
 waitfor 60 "8 answers stored" some_answers
 # (inside: SQLite resolves the /proc/PID/root link to the host's own root)
 IN python3 - /var/lib/kforge/kforge.db >"$work/durable" <<'PY'
-import hashlib, sqlite3, sys
+import sqlite3, sys
 db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
-for (req,) in db.execute("SELECT request_json FROM llm_calls WHERE status = 'ok'"):
-    print(hashlib.sha256(req.encode()).hexdigest())
+# texts.sha256 is the SHA-256 of the request's bytes (migration 0015)
+for (sha,) in db.execute("SELECT lower(hex(t.sha256)) FROM llm_calls c JOIN texts t ON "
+                         "t.id = c.request_text WHERE c.status = 'ok'"):
+    print(sha)
 PY
 leased=$(q "SELECT count(*) FROM jobs WHERE state = 'leased'")
 mid_status=$(prop StatusText)

@@ -91,12 +91,12 @@ WHERE id = ?1 AND state = 'leased' AND lease_owner = ?2;
 
 -- name: insert_stage_output
 INSERT INTO stage_outputs (job_id, run_id, sample_id, stage, attempt, status, prompt_version,
-                           prompt_sha256, request_sha256, request_json, response_raw,
-                           parsed_json, error_kind, error, prompt_tokens, completion_tokens,
+                           prompt_sha256, request_sha256, request_text, response_text,
+                           parsed_text, error_kind, error, prompt_tokens, completion_tokens,
                            cost_usd, latency_ms, created_ms, repair_round, reasoning_tokens,
-                           cached_prompt_tokens, reasoning, mended)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-        ?20, ?21, ?22, ?23, ?24);
+                           cached_prompt_tokens, reasoning_text, mended)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, kf_put(?10), kf_put(?11), kf_put(?12), ?13, ?14, ?15,
+        ?16, ?17, ?18, ?19, ?20, ?21, ?22, kf_put(?23), ?24);
 
 -- name: insert_event
 INSERT INTO job_events (run_id, job_id, sample_id, stage, attempt, level, kind, message, owner,
@@ -108,20 +108,20 @@ SELECT key, code, description_1, description_2 FROM samples WHERE id = ?1;
 
 -- The good output of an earlier stage (v2's analysis, for generate).
 -- name: stage_ok_output
-SELECT parsed_json FROM stage_outputs
+SELECT kf_text(parsed_text) FROM stage_outputs
 WHERE job_id = ?1 AND stage = ?2 AND status = 'ok' ORDER BY id DESC LIMIT 1;
 
 -- Earlier attempts at the job's current stage (in its current repair round), oldest first.
 -- name: stage_attempts
-SELECT status, error_kind, error, response_raw FROM stage_outputs
+SELECT status, error_kind, error, kf_text(response_text) FROM stage_outputs
 WHERE job_id = ?1 AND stage = ?2 AND repair_round = ?3 ORDER BY id;
 
 -- The answer holding a round's code: generate's for round 0, the repair's for round N (an
 -- unfixable answer holds none).
 -- name: round_code
-SELECT parsed_json FROM stage_outputs
+SELECT kf_text(parsed_text) FROM stage_outputs
 WHERE job_id = ?1 AND repair_round = ?2 AND status = 'ok' AND stage IN ('generate', 'repair')
-  AND json_extract(parsed_json, '$.kernel_wrapper') IS NOT NULL
+  AND json_extract(kf_text(parsed_text), '$.kernel_wrapper') IS NOT NULL
 ORDER BY id DESC LIMIT 1;
 
 -- The latest verdict of a round's code.

@@ -27,7 +27,7 @@ GROUP BY mended;
 
 -- name: run_reasoning_usage
 SELECT coalesce(sum(reasoning_tokens), 0), coalesce(sum(cached_prompt_tokens), 0),
-       count(reasoning)
+       count(reasoning_text)
 FROM stage_outputs WHERE run_id = ?1;
 
 -- name: run_outputs_by_stage_status

@@ -10,9 +10,9 @@ RETURNING id, run_id, sample_id, repair_round;
 
 -- The code of the job's round: generate's answer (round 0) or the round's repair answer.
 -- name: vstage_generated
-SELECT parsed_json FROM stage_outputs
+SELECT kf_text(parsed_text) FROM stage_outputs
 WHERE job_id = ?1 AND repair_round = ?2 AND status = 'ok' AND stage IN ('generate', 'repair')
-  AND json_extract(parsed_json, '$.kernel_wrapper') IS NOT NULL
+  AND json_extract(kf_text(parsed_text), '$.kernel_wrapper') IS NOT NULL
 ORDER BY id DESC LIMIT 1;
 
 -- name: vstage_run_params

@@ -317,6 +317,21 @@ Result<const PipelineSpec*> PromptLibrary::pipeline(const std::string& version) 
   return &it->second;
 }
 
+std::string PromptLibrary::dictionary() const {
+  std::string out;
+  auto add = [&](const std::string& text) {
+    std::string s = nlohmann::json(text).dump();  // as a request's JSON body carries it
+    out.append(s, 1, s.size() - 2);
+  };
+  for (const auto& [version, spec] : specs_) {
+    for (const auto& t : spec.stages) add(t.text);
+    if (spec.repair) add(spec.repair->text);
+    for (const auto& [name, text] : spec.evidence.blocks) add(text);
+  }
+  if (!specs_.empty()) add(specs_.begin()->second.retry.text);
+  return out;
+}
+
 std::vector<std::string> PromptLibrary::versions() const {
   std::vector<std::string> v;
   for (const auto& [k, s] : specs_) v.push_back(k);

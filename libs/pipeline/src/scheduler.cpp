@@ -12,6 +12,7 @@
 #include "kforge/pipeline/facts.hpp"
 #include "kforge/pipeline/repair.hpp"
 #include "kforge/store/run_params.hpp"
+#include "kforge/store/texts.hpp"
 #include "scheduler_internal.hpp"
 
 namespace kforge::pipeline {
@@ -53,6 +54,7 @@ Scheduler::~Scheduler() = default;
 
 void Scheduler::reconfigure(const PipelineConfig& cfg, const PromptLibrary* prompts) {
   cfg_ = cfg;
+  if (prompts != nullptr) dictionary_pending_ = true;
   if (prompts != nullptr && in_flight_.empty()) {
     prompts_ = prompts;
     runs_.clear();
@@ -95,6 +97,14 @@ Result<StepReport> Scheduler::step() {
     done.swap(inbox_->queue);
   }
   Busy busy(stats_.busy_ns, clock_);
+  if (dictionary_pending_) {
+    // Requests are mostly template text: the store compresses them against the templates.
+    auto st = store::use_dictionary(store_.db(), prompts_->dictionary(), clock_.wall_ms());
+    if (st.ok())
+      dictionary_pending_ = false;
+    else
+      spdlog::debug("text dictionary not registered yet: {}", st.error().message);
+  }
   for (std::size_t i = 0; i < done.size(); ++i) {
     auto st = complete(done[i], rep);
     if (!st.ok()) {

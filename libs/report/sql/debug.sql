@@ -9,8 +9,8 @@ SELECT count(*) FROM samples WHERE key = ?1;
 
 -- Every stage attempt of a sample in a run, oldest first.
 -- name: debug_stage_outputs
-SELECT stage, attempt, status, prompt_version, prompt_sha256, request_sha256, request_json,
-       response_raw, parsed_json, error_kind, error, prompt_tokens, completion_tokens, cost_usd,
+SELECT stage, attempt, status, prompt_version, prompt_sha256, request_sha256,
+       kf_text(request_text), kf_text(response_text), kf_text(parsed_text), error_kind, error, prompt_tokens, completion_tokens, cost_usd,
        latency_ms, created_ms, repair_round
 FROM stage_outputs WHERE run_id = ?1 AND sample_id = ?2 ORDER BY id;
 

@@ -3,10 +3,10 @@
 -- key. "Latest" is the newest row (highest id).
 -- name: export_rows
 SELECT s.key, s.record_json, j.state, j.stage,
-       an.status, an.parsed_json, an.prompt_version, an.prompt_sha256,
-       ge.status, ge.parsed_json, ge.prompt_version, ge.prompt_sha256,
+       an.status, kf_text(an.parsed_text), an.prompt_version, an.prompt_sha256,
+       ge.status, kf_text(ge.parsed_text), ge.prompt_version, ge.prompt_sha256,
        v.verdict, v.flags_json, v.detail, ge.repair_round, ge.stage, s.id, s.code,
-       an.reasoning, ge.reasoning,
+       kf_text(an.reasoning_text), kf_text(ge.reasoning_text),
        v.mutants_killed, v.mutants_applicable, json_extract(v.result_json, '$.coverage'),
        (SELECT json_group_object(t.target, t.result) FROM verification_targets t
         WHERE t.verification_id = v.id)
@@ -20,7 +20,7 @@ LEFT JOIN stage_outputs ge ON ge.id = (
   WHERE o.run_id = j.run_id AND o.sample_id = j.sample_id
     AND (o.stage = 'generate'
          OR (o.stage = 'repair' AND o.status = 'ok'
-             AND json_extract(o.parsed_json, '$.kernel_wrapper') IS NOT NULL)))
+             AND json_extract(kf_text(o.parsed_text), '$.kernel_wrapper') IS NOT NULL)))
 LEFT JOIN verifications v ON v.id = (
   SELECT max(x.id) FROM verifications x WHERE x.run_id = j.run_id AND x.sample_id = j.sample_id)
 WHERE j.run_id = ?1

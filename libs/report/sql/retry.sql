@@ -7,7 +7,7 @@ UPDATE jobs SET state = ?2, stage = ?3, attempts = 0, lease_owner = NULL,
                   SELECT coalesce(max(o.repair_round), 0) FROM stage_outputs o
                   WHERE o.job_id = jobs.id AND o.status = 'ok'
                     AND o.stage IN ('generate', 'repair')
-                    AND json_extract(o.parsed_json, '$.kernel_wrapper') IS NOT NULL)
+                    AND json_extract(kf_text(o.parsed_text), '$.kernel_wrapper') IS NOT NULL)
                 ELSE 0 END
 WHERE id = ?1 AND state IN ('done', 'failed');
 

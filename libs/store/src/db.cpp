@@ -7,6 +7,7 @@
 #include <ctime>
 
 #include "kforge/core/clock.hpp"
+#include "kforge/store/texts.hpp"
 
 namespace kforge::store {
 
@@ -137,6 +138,7 @@ Result<std::unique_ptr<Db>> Db::open(const OpenOptions& opts) {
   KF_CHECK(db->exec("PRAGMA journal_mode=WAL"));
   KF_CHECK(db->exec("PRAGMA synchronous=NORMAL"));
   KF_CHECK(db->exec("PRAGMA foreign_keys=ON"));
+  KF_CHECK(register_text_functions(*db));  // kf_text(), kf_put(): migration 0015 uses them
   if (opts.migrate) KF_CHECK(migrate(*db, migrations()));
   return db;
 }
@@ -251,10 +253,16 @@ Status migrate(Db& db, std::span<const EmbeddedFile> files) {
                               " was written by a newer kforge; this build knows up to version " +
                               std::to_string(known) + ". Upgrade kforge to use this database.");
   }
+  // A migration that rewrites tables in place leaves their pages sparse; one marked so is
+  // followed by a VACUUM when it converted an existing database (not when creating one).
+  constexpr std::string_view kVacuumMark = "\n-- kforge: vacuum after\n";
+  bool vacuum = false;
+  const int from = current;
   for (const auto& f : files) {
     int n = migration_number(f.name);
     if (n < 0) return fail("schema", "migration file without a number: " + std::string(f.name));
     if (n <= current) continue;
+    if (from > 0 && f.data.find(kVacuumMark) != std::string_view::npos) vacuum = true;
     KF_TRY(Transaction tx, Transaction::begin(db));
     auto r = db.exec(f.data);
     if (!r.ok()) return std::move(r).error().context("migration " + std::string(f.name));
@@ -264,6 +272,23 @@ Status migrate(Db& db, std::span<const EmbeddedFile> files) {
     KF_CHECK(ins.run());
     KF_CHECK(tx.commit());
     spdlog::debug("applied migration {}", f.name);
+    if (from > 0) spdlog::info("{}: applied migration {}", db.path(), f.name);
+  }
+  if (vacuum) {
+    // Best effort, after the migrations committed: a crash or a failure here (another
+    // connection busy, no disk space for the copy) leaves the migrated database as it was.
+    spdlog::info("{}: compacting the converted database (VACUUM)", db.path());
+    if (auto r = db.exec("VACUUM"); !r.ok())
+      spdlog::warn(
+          "{}: VACUUM after migrating failed, the file keeps its size until one "
+          "succeeds (sqlite3 DB VACUUM with the daemon stopped): {}",
+          db.path(), r.error().message);
+  }
+  if (from > 0 && current < known) {
+    // The migrations' transactions may have grown the write-ahead log far beyond its usual
+    // size; give that space back.
+    if (auto r = db.exec("PRAGMA wal_checkpoint(TRUNCATE)"); !r.ok())
+      spdlog::warn("{}: checkpoint after migrating failed: {}", db.path(), r.error().message);
   }
   return {};
 }

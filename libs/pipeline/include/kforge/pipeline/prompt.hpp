@@ -84,6 +84,10 @@ class PromptLibrary {
   // Errors: kind "usage", naming the versions that exist.
   Result<const PipelineSpec*> pipeline(const std::string& version) const;
   std::vector<std::string> versions() const;
+  // Every template's text as a request's JSON body carries it (escaped), concatenated: the
+  // dictionary the store compresses requests against (store::use_dictionary), where the
+  // templates are most of every request's bytes.
+  std::string dictionary() const;
   const std::filesystem::path& dir() const { return dir_; }
 
  private:

@@ -145,6 +145,7 @@ class Scheduler {
   std::int64_t next_wait_check_ms_ = 0;
   std::int64_t wait_noted_until_ms_ = 0;  // the provider pause last written to the runs
   bool draining_ = false;
+  bool dictionary_pending_ = true;  // the templates' text dictionary is not registered yet
   SchedulerStats stats_;
 
   // Completions, filled by gateway callbacks on other threads (shared: a callback may outlive

@@ -85,8 +85,8 @@ struct OpenOptions {
 
 class Db {
  public:
-  // Opens (creating if needed) and migrates. Errors: "sqlite" (cannot open), "schema" (newer
-  // than this build, or a migration failed).
+  // Opens (creating if needed), registers kf_text()/kf_put() (texts.hpp) and migrates. Errors:
+  // "sqlite" (cannot open), "schema" (newer than this build, or a migration failed).
   static Result<std::unique_ptr<Db>> open(const OpenOptions& opts);
   ~Db();
   Db(const Db&) = delete;
