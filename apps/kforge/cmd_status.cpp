@@ -266,11 +266,11 @@ void print_daemon(const nlohmann::ordered_json& d) {
 }
 
 void print_text(const nlohmann::ordered_json& st) {
-  const auto& b = st["database_bytes"];
+  const auto& bytes = st["database_bytes"];
   std::printf("database   %s (schema %d, %s: file %s + WAL %s)\n",
               st["database"].get<std::string>().c_str(), st["schema_version"].get<int>(),
-              megabytes(i64(b["total"])).c_str(), megabytes(i64(b["file"])).c_str(),
-              megabytes(i64(b["wal"])).c_str());
+              megabytes(i64(bytes["total"])).c_str(), megabytes(i64(bytes["file"])).c_str(),
+              megabytes(i64(bytes["wal"])).c_str());
   std::printf("samples    %lld\n", static_cast<long long>(i64(st["samples"])));
   print_daemon(st["daemon"]);
   if (st.contains("prompts_error"))
