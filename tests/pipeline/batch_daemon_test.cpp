@@ -21,7 +21,8 @@ constexpr int kN = test::kSmallCorpusRecords;
 std::vector<std::string> outputs(Site& s, const std::string& tag) {
   return s.rows(
       "SELECT s.key, o.stage, o.attempt, o.status, coalesce(o.error_kind, ''), "
-      "coalesce(o.parsed_json, '') FROM stage_outputs o JOIN samples s ON s.id = o.sample_id "
+      "coalesce(kf_text(o.parsed_text), '') FROM stage_outputs o JOIN samples s ON s.id = "
+      "o.sample_id "
       "JOIN runs r ON r.id = o.run_id WHERE r.tag = '" +
           tag + "' ORDER BY s.key, o.stage DESC, o.attempt",
       6);

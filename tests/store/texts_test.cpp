@@ -206,6 +206,9 @@ TEST(Texts, AMissingOrDamagedTextIsAnErrorNamingIt) {
       << row.error().message;
 }
 
+// The schema version just before 0015 (batch mode's 0013 and cross-compilation's 0014 came first).
+constexpr int kBefore = 14;
+
 // A database at the schema before 0015 with `samples` samples' worth of rows.
 void make_before(const fs::path& path, int samples) {
   auto db = open_db(path, /*migrate=*/false);
@@ -214,7 +217,7 @@ void make_before(const fs::path& path, int samples) {
   for (const auto& f : migrations())
     if (f.name < std::string_view("0015")) before.push_back(f);
   ASSERT_TRUE(migrate(*db, before).ok());
-  ASSERT_EQ(*db->schema_version(), 12);
+  ASSERT_EQ(*db->schema_version(), kBefore);
   ASSERT_TRUE(db->exec("CREATE TEMP TABLE fill_size(n INTEGER); INSERT INTO fill_size VALUES (" +
                        std::to_string(samples) + ")")
                   .ok());
@@ -228,12 +231,12 @@ void expect_old_or_new(const fs::path& path, const Rows& expected, int* old_seen
   auto db = open_db(path, /*migrate=*/false);
   ASSERT_TRUE(db);
   int version = *db->schema_version();
-  ASSERT_TRUE(version == 12 || version == 15) << version;
+  ASSERT_TRUE(version == kBefore || version == 15) << version;
   EXPECT_EQ(rows(*db, "PRAGMA integrity_check", 1), (Rows{{"ok"}}));
   std::int64_t has_texts = scalar(*db, "SELECT count(*) FROM sqlite_master WHERE name = 'texts'");
   std::int64_t old_cols = scalar(
       *db, "SELECT count(*) FROM pragma_table_info('llm_calls') WHERE name = 'request_json'");
-  if (version == 12) {
+  if (version == kBefore) {
     ++*old_seen;
     EXPECT_EQ(has_texts, 0);
     EXPECT_EQ(old_cols, 1);
