@@ -46,10 +46,7 @@ class OfflineGateway final : public pipeline::LlmGateway {
  public:
   OfflineGateway(const llm::LlmConfig& cfg, llm::ClientOptions opts,
                  const std::map<std::string, std::string>* answers)
-      : cfg_(cfg), opts_(std::move(opts)), answers_(answers) {
-    cfg_.mode = llm::Mode::interactive;  // nothing here goes to a provider
-    cfg_.modes.clear();
-  }
+      : clients_(offline(cfg), std::move(opts)), answers_(answers) {}
   ~OfflineGateway() override { shutdown(std::chrono::milliseconds(0)); }
 
   std::string request_sha256(const std::string& model, const llm::ChatRequest& req) override {
@@ -91,14 +88,7 @@ class OfflineGateway final : public pipeline::LlmGateway {
   }
   void reload_limits(const llm::LlmConfig&) override {}
   llm::Stats stats() const override { return {}; }
-  void shutdown(std::chrono::milliseconds grace) override {
-    std::map<std::string, std::unique_ptr<llm::Client>> clients;
-    {
-      std::lock_guard lk(mu_);
-      clients.swap(clients_);
-    }
-    for (auto& [m, c] : clients) c->shutdown(grace);
-  }
+  void shutdown(std::chrono::milliseconds grace) override { clients_.shutdown(grace); }
 
   int held() {
     std::lock_guard lk(mu_);
@@ -123,23 +113,16 @@ class OfflineGateway final : public pipeline::LlmGateway {
   int failed() const { return failed_.load(); }
 
  private:
-  Result<llm::Client*> client(const std::string& model) {
-    std::lock_guard lk(mu_);
-    auto it = clients_.find(model);
-    if (it != clients_.end()) return it->second.get();
-    llm::LlmConfig cfg = cfg_;
-    cfg.model = model;
-    KF_TRY(auto c, llm::Client::create(cfg, opts_));
-    llm::Client* raw = c.get();
-    clients_.emplace(model, std::move(c));
-    return raw;
+  static llm::LlmConfig offline(llm::LlmConfig cfg) {
+    cfg.mode = llm::Mode::interactive;  // nothing here goes to a provider
+    cfg.modes.clear();
+    return cfg;
   }
+  Result<llm::Client*> client(const std::string& model) { return clients_.get(model); }
 
-  llm::LlmConfig cfg_;
-  llm::ClientOptions opts_;
+  pipeline::ModelClients clients_;
   const std::map<std::string, std::string>* answers_;
   std::mutex mu_;
-  std::map<std::string, std::unique_ptr<llm::Client>> clients_;
   std::vector<llm::Callback> held_;
   std::string lines_;
   int exported_ = 0;

@@ -8,39 +8,30 @@ namespace {
 class ClientGateway final : public LlmGateway {
  public:
   ClientGateway(const llm::LlmConfig& cfg, llm::ClientOptions opts)
-      : cfg_(cfg), opts_(std::move(opts)) {}
+      : clients_(cfg, std::move(opts)) {}
   ~ClientGateway() override { shutdown(std::chrono::milliseconds(0)); }
 
   std::string request_sha256(const std::string& model, const llm::ChatRequest& req) override {
-    auto c = client(model);
+    auto c = clients_.get(model);
     return c.ok() ? (*c)->request_sha256(req) : std::string();
   }
   std::string request_json(const std::string& model, const llm::ChatRequest& req) override {
-    auto c = client(model);
+    auto c = clients_.get(model);
     return c.ok() ? (*c)->request_json(req) : std::string("{}");
   }
   void submit(const std::string& model, llm::ChatRequest req, llm::Callback done) override {
-    auto c = client(model);
+    auto c = clients_.get(model);
     if (!c.ok()) {
       done(c.error());
       return;
     }
     (*c)->submit(std::move(req), std::move(done));
   }
-  void reload_limits(const llm::LlmConfig& cfg) override {
-    std::lock_guard lock(mu_);
-    llm::LlmConfig keep = cfg_;
-    cfg_ = cfg;
-    cfg_.provider = keep.provider;
-    cfg_.base_url = keep.base_url;
-    cfg_.api_key_env = keep.api_key_env;
-    for (auto& [model, c] : clients_) c->reload_limits(cfg);
-  }
+  void reload_limits(const llm::LlmConfig& cfg) override { clients_.reload_limits(cfg); }
   llm::Stats stats() const override {
-    std::lock_guard lock(mu_);
     llm::Stats total;
-    for (const auto& [model, c] : clients_) {
-      llm::Stats s = c->stats();
+    clients_.each([&](const llm::Client& c) {
+      llm::Stats s = c.stats();
       total.submitted += s.submitted;
       total.succeeded += s.succeeded;
       total.failed += s.failed;
@@ -80,50 +71,57 @@ class ClientGateway final : public LlmGateway {
         total.paused_until_wall_ms = s.paused_until_wall_ms;
         total.paused_status = s.paused_status;
       }
-    }
+    });
     return total;
   }
-  void drain() override {
-    std::lock_guard lock(mu_);
-    closed_ = true;
-    for (auto& [model, c] : clients_) c->drain();
-  }
-  std::int64_t max_prompt_tokens() const override {
-    std::lock_guard lock(mu_);
-    return cfg_.max_prompt_tokens;
-  }
-  void shutdown(std::chrono::milliseconds grace) override {
-    std::map<std::string, std::unique_ptr<llm::Client>> clients;
-    {
-      std::lock_guard lock(mu_);
-      closed_ = true;
-      clients.swap(clients_);
-    }
-    for (auto& [model, c] : clients) c->shutdown(grace);
-  }
+  void drain() override { clients_.drain(); }
+  std::int64_t max_prompt_tokens() const override { return clients_.config().max_prompt_tokens; }
+  void shutdown(std::chrono::milliseconds grace) override { clients_.shutdown(grace); }
 
  private:
-  Result<llm::Client*> client(const std::string& model) {
-    std::lock_guard lock(mu_);
-    if (closed_) return fail("cancelled", "the LLM gateway is shut down", Transient::yes);
-    auto it = clients_.find(model);
-    if (it != clients_.end()) return it->second.get();
-    llm::LlmConfig cfg = cfg_;
-    cfg.model = model;
-    KF_TRY(auto c, llm::Client::create(cfg, opts_));
-    llm::Client* raw = c.get();
-    clients_.emplace(model, std::move(c));
-    return raw;
-  }
-
-  mutable std::mutex mu_;
-  llm::LlmConfig cfg_;
-  llm::ClientOptions opts_;
-  bool closed_ = false;
-  std::map<std::string, std::unique_ptr<llm::Client>> clients_;
+  ModelClients clients_;
 };
 
 }  // namespace
+
+Result<llm::Client*> ModelClients::get(const std::string& model) {
+  std::lock_guard lock(mu_);
+  if (closed_) return fail("cancelled", "the LLM gateway is shut down", Transient::yes);
+  auto it = clients_.find(model);
+  if (it != clients_.end()) return it->second.get();
+  llm::LlmConfig cfg = cfg_;
+  cfg.model = model;
+  KF_TRY(auto c, llm::Client::create(cfg, opts_));
+  llm::Client* raw = c.get();
+  clients_.emplace(model, std::move(c));
+  return raw;
+}
+
+void ModelClients::reload_limits(const llm::LlmConfig& cfg) {
+  std::lock_guard lock(mu_);
+  llm::LlmConfig keep = cfg_;
+  cfg_ = cfg;
+  cfg_.provider = keep.provider;
+  cfg_.base_url = keep.base_url;
+  cfg_.api_key_env = keep.api_key_env;
+  for (auto& [model, c] : clients_) c->reload_limits(cfg);
+}
+
+void ModelClients::drain() {
+  std::lock_guard lock(mu_);
+  closed_ = true;
+  for (auto& [model, c] : clients_) c->drain();
+}
+
+void ModelClients::shutdown(std::chrono::milliseconds grace) {
+  std::map<std::string, std::unique_ptr<llm::Client>> clients;
+  {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+    clients.swap(clients_);
+  }
+  for (auto& [model, c] : clients) c->shutdown(grace);
+}
 
 std::unique_ptr<LlmGateway> make_client_gateway(const llm::LlmConfig& cfg,
                                                 llm::ClientOptions opts) {

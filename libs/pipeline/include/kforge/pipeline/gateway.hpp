@@ -9,6 +9,7 @@
 // Threads: every method may be called from any thread; `done` runs on a client thread.
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -35,6 +36,38 @@ class LlmGateway {
   virtual std::int64_t max_prompt_tokens() const { return 0; }
   // See llm::Client::shutdown. Idempotent.
   virtual void shutdown(std::chrono::milliseconds grace) = 0;
+};
+
+// One llm::Client per model, created on first use from a configuration with its model
+// replaced; after drain() or shutdown() every get() fails "cancelled". Thread-safe. The real
+// gateway and the offline one of `kforge batch` hold their clients this way.
+class ModelClients {
+ public:
+  ModelClients(llm::LlmConfig cfg, llm::ClientOptions opts)
+      : cfg_(std::move(cfg)), opts_(std::move(opts)) {}
+  Result<llm::Client*> get(const std::string& model);
+  // Calls f(client) for every client made so far, under the lock.
+  template <class F>
+  void each(F&& f) const {
+    std::lock_guard lock(mu_);
+    for (const auto& [model, c] : clients_) f(*c);
+  }
+  llm::LlmConfig config() const {
+    std::lock_guard lock(mu_);
+    return cfg_;
+  }
+  // The configuration later clients are made from, and the limits applied to those made.
+  void reload_limits(const llm::LlmConfig& cfg);
+  // Drains every client (llm::Client::drain); no new client is made after it.
+  void drain();
+  void shutdown(std::chrono::milliseconds grace);
+
+ private:
+  mutable std::mutex mu_;
+  llm::LlmConfig cfg_;
+  llm::ClientOptions opts_;
+  bool closed_ = false;
+  std::map<std::string, std::unique_ptr<llm::Client>> clients_;
 };
 
 // The real gateway: clients are created on first use of a model, from `cfg` with its model
