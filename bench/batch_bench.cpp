@@ -37,11 +37,24 @@
 #include <sstream>
 #include <thread>
 
+#include "daemon_bench.hpp"
 #include "kforge/core/sha256.hpp"
 #include "kforge/fake_llm/server.hpp"
 #include "kforge/store/db.hpp"
 
+[[noreturn]] void kforge::bench::die(const std::string& msg) {
+  std::fprintf(stderr, "kforge-bench-batch: %s\n", msg.c_str());
+  std::exit(1);
+}
+
 namespace {
+
+using kforge::bench::Daemon;
+using kforge::bench::Db;
+using kforge::bench::die;
+using kforge::bench::read;
+using kforge::bench::run;
+using kforge::bench::write_corpus;
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -52,113 +65,8 @@ double seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
-[[noreturn]] void die(const std::string& msg) {
-  std::fprintf(stderr, "kforge-bench-batch: %s\n", msg.c_str());
-  std::exit(1);
-}
-
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-int run(const std::vector<std::string>& argv) {
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    int null = ::open("/dev/null", O_WRONLY);
-    ::dup2(null, 1);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
-  int st = 0;
-  ::waitpid(pid, &st, 0);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-struct Daemon {
-  pid_t pid = -1;
-  rusage usage{};
-  void start(const fs::path& bin, const fs::path& config, const fs::path& log) {
-    pid = ::fork();
-    if (pid == 0) {
-      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      ::execl(bin.c_str(), bin.c_str(), "-c", config.c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-  }
-  int stop(int sig) {
-    ::kill(pid, sig);
-    int st = 0;
-    ::wait4(pid, &st, 0, &usage);
-    return st;
-  }
-  double cpu_s() const {
-    auto tv = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
-    return tv(usage.ru_utime) + tv(usage.ru_stime);
-  }
-  double peak_mb() const { return static_cast<double>(usage.ru_maxrss) / 1024.0; }
-};
-
-class Db {
- public:
-  explicit Db(const fs::path& p) {
-    kforge::store::OpenOptions o;
-    o.path = p.string();
-    o.migrate = false;
-    auto db = kforge::store::Db::open(o);
-    if (!db.ok()) die(db.error().message);
-    db_ = std::move(*db);
-  }
-  std::int64_t count(const std::string& sql) {
-    auto s = db_->prepare(sql);
-    if (!s.ok()) die(s.error().message);
-    auto row = s->step();
-    if (!row.ok()) die(row.error().message);
-    return *row ? s->int64(0) : 0;
-  }
-  std::set<std::string> durable() {
-    std::set<std::string> out;
-    auto s = db_->prepare("SELECT kf_text(request_text) FROM llm_calls WHERE status = 'ok'");
-    while (*s->step()) out.insert(kforge::sha256_hex(s->text(0)));
-    return out;
-  }
-
- private:
-  std::unique_ptr<kforge::store::Db> db_;
-};
-
 // The corpus: TritonBench-G's records repeated to n, each code made distinct and given one
 // more kernel, kforge_bench_kernel, so the provider's fixed answers pass the kernel-facts checks.
-void write_corpus(const fs::path& source, const fs::path& out, int n) {
-  json records = json::array();
-  if (!source.empty() && fs::exists(source)) records = json::parse(read(source));
-  if (records.empty())
-    records.push_back({{"file", "synthetic.py"},
-                       {"output", "import torch\nimport triton\nimport triton.language as tl\n"},
-                       {"simp_instru", "a kernel"},
-                       {"comp_instru", "a kernel"}});
-  std::ofstream o(out, std::ios::binary);
-  for (int i = 0; i < n; ++i) {
-    const json& r = records[static_cast<std::size_t>(i) % records.size()];
-    std::string code = r.value("output", "") +
-                       "\n\n@triton.jit\ndef kforge_bench_kernel(x_ptr, n, BLOCK: tl.constexpr):"
-                       "\n    pid = tl.program_id(0)\n\n# kforge-bench sample " +
-                       std::to_string(i) + "\n";
-    json rec = {{"key", "bench-" + std::to_string(i)},
-                {"code", code},
-                {"description_1", r.value("simp_instru", "")},
-                {"description_2", r.value("comp_instru", "")}};
-    o << rec.dump() << "\n";
-  }
-}
-
 json fake_script() {
   json analysis = {
       {"analysis",

@@ -27,22 +27,30 @@
 #include <sstream>
 #include <thread>
 
+#include "daemon_bench.hpp"
 #include "kforge/fake_llm/server.hpp"
 #include "kforge/pipeline/jobs.hpp"
 #include "kforge/pipeline/verify_stage.hpp"
 #include "kforge/store/db.hpp"
 
+[[noreturn]] void kforge::bench::die(const std::string& msg) {
+  std::fprintf(stderr, "kforge-bench-storage: %s\n", msg.c_str());
+  std::exit(1);
+}
+
 namespace {
+
+using kforge::bench::Daemon;
+using kforge::bench::Db;
+using kforge::bench::die;
+using kforge::bench::read;
+using kforge::bench::run;
+using kforge::bench::write_corpus;
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
-
-[[noreturn]] void die(const std::string& msg) {
-  std::fprintf(stderr, "kforge-bench-storage: %s\n", msg.c_str());
-  std::exit(1);
-}
 
 template <class T>
 T ok(kforge::Result<T> r, const char* what) {
@@ -53,54 +61,8 @@ void ok(const kforge::Status& s, const char* what) {
   if (!s.ok()) die(std::string(what) + ": " + s.error().message);
 }
 
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-int run(const std::vector<std::string>& argv) {
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    int null = ::open("/dev/null", O_WRONLY);
-    ::dup2(null, 1);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
-  int st = 0;
-  ::waitpid(pid, &st, 0);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 // The same corpus as kforge-bench-pipeline's: TritonBench-G's records repeated to n, each code
 // made distinct and given one more kernel, so the provider's fixed answers pass the facts checks.
-void write_corpus(const fs::path& source, const fs::path& out, int n) {
-  json records = json::array();
-  if (!source.empty() && fs::exists(source)) records = json::parse(read(source));
-  if (records.empty())
-    records.push_back({{"file", "synthetic.py"},
-                       {"output", "import torch\nimport triton\nimport triton.language as tl\n"},
-                       {"simp_instru", "a kernel"},
-                       {"comp_instru", "a kernel"}});
-  std::ofstream o(out, std::ios::binary);
-  for (int i = 0; i < n; ++i) {
-    const json& r = records[static_cast<std::size_t>(i) % records.size()];
-    std::string code = r.value("output", "") +
-                       "\n\n@triton.jit\ndef kforge_bench_kernel(x_ptr, n, BLOCK: tl.constexpr):"
-                       "\n    pid = tl.program_id(0)\n\n# kforge-bench sample " +
-                       std::to_string(i) + "\n";
-    json rec = {{"key", "bench-" + std::to_string(i)},
-                {"code", code},
-                {"description_1", r.value("simp_instru", "")},
-                {"description_2", r.value("comp_instru", "")}};
-    o << rec.dump() << "\n";
-  }
-}
-
 const char* kWrapper =
     "import torch\n\ndef bench(x):\n    out = torch.empty_like(x)\n"
     "    kforge_bench_kernel[(1,)](x, x.numel(), BLOCK=128)\n    return out\n";

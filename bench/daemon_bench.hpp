@@ -1,0 +1,137 @@
+#pragma once
+// What the benchmarks that drive the real kforged share: files, child processes (the daemon
+// with its CPU and memory, the CLI), a read-only look at the database and the 4,000-sample
+// corpus made from TritonBench-G's records. Each program defines kforge::bench::die (its name
+// in the message).
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kforge/core/sha256.hpp"
+#include "kforge/store/db.hpp"
+
+namespace kforge::bench {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+// Prints the message with the program's name and exits 1.
+[[noreturn]] void die(const std::string& msg);
+
+inline std::string read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs argv[0] with argv (stdout to /dev/null), returns its exit status (-1: killed).
+inline int run(const std::vector<std::string>& argv) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 1);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+// A kforged child: its exit status, CPU time and peak memory come from wait4.
+struct Daemon {
+  pid_t pid = -1;
+  rusage usage{};
+  void start(const fs::path& bin, const fs::path& config, const fs::path& log) {
+    pid = ::fork();
+    if (pid == 0) {
+      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::execl(bin.c_str(), bin.c_str(), "-c", config.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+  }
+  int stop(int sig) {
+    ::kill(pid, sig);
+    int st = 0;
+    ::wait4(pid, &st, 0, &usage);
+    return st;
+  }
+  double cpu_s() const {
+    auto tv = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+    return tv(usage.ru_utime) + tv(usage.ru_stime);
+  }
+  double peak_mb() const { return static_cast<double>(usage.ru_maxrss) / 1024.0; }
+};
+
+// The database, opened without migrating, for counts.
+class Db {
+ public:
+  explicit Db(const fs::path& p) {
+    kforge::store::OpenOptions o;
+    o.path = p.string();
+    o.migrate = false;
+    auto db = kforge::store::Db::open(o);
+    if (!db.ok()) die(db.error().message);
+    db_ = std::move(*db);
+  }
+  std::int64_t count(const std::string& sql) {
+    auto s = db_->prepare(sql);
+    if (!s.ok()) die(s.error().message);
+    auto row = s->step();
+    if (!row.ok()) die(row.error().message);
+    return *row ? s->int64(0) : 0;
+  }
+  std::set<std::string> durable() {
+    std::set<std::string> out;
+    auto s = db_->prepare("SELECT kf_text(request_text) FROM llm_calls WHERE status = 'ok'");
+    while (*s->step()) out.insert(kforge::sha256_hex(s->text(0)));
+    return out;
+  }
+
+ private:
+  std::unique_ptr<kforge::store::Db> db_;
+};
+
+// n records (key, code, descriptions) made distinct from the records of `source` (a JSON list,
+// TritonBench-G's), or from a synthetic one where there is none.
+inline void write_corpus(const fs::path& source, const fs::path& out, int n) {
+  json records = json::array();
+  if (!source.empty() && fs::exists(source)) records = json::parse(read(source));
+  if (records.empty())
+    records.push_back({{"file", "synthetic.py"},
+                       {"output", "import torch\nimport triton\nimport triton.language as tl\n"},
+                       {"simp_instru", "a kernel"},
+                       {"comp_instru", "a kernel"}});
+  std::ofstream o(out, std::ios::binary);
+  for (int i = 0; i < n; ++i) {
+    const json& r = records[static_cast<std::size_t>(i) % records.size()];
+    std::string code = r.value("output", "") +
+                       "\n\n@triton.jit\ndef kforge_bench_kernel(x_ptr, n, BLOCK: tl.constexpr):"
+                       "\n    pid = tl.program_id(0)\n\n# kforge-bench sample " +
+                       std::to_string(i) + "\n";
+    json rec = {{"key", "bench-" + std::to_string(i)},
+                {"code", code},
+                {"description_1", r.value("simp_instru", "")},
+                {"description_2", r.value("comp_instru", "")}};
+    o << rec.dump() << "\n";
+  }
+}
+
+}  // namespace kforge::bench
