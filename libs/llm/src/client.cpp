@@ -725,9 +725,14 @@ class Client::Impl {
     if (next <= cut) return;  // at the limit: asked as it is
     spdlog::info("llm: {} was cut at max_tokens {} before; asking with max_tokens {}", where(*c),
                  cut, next);
-    c->req.max_tokens = next;
-    c->body = request_json(c->req);
-    ++c->enlargements;
+    set_budget(*c, next);
+  }
+
+  // The call asks with max_tokens `next` from now on (a new body, so a new request).
+  void set_budget(Call& c, int next) {
+    c.req.max_tokens = next;
+    c.body = request_json(c.req);
+    ++c.enlargements;
     std::lock_guard lk(stats_mu_);
     ++stats_.enlarged;
   }
@@ -1068,13 +1073,7 @@ class Client::Impl {
     }
     spdlog::info("llm: {}; asking again with max_tokens {}", err.message, next);
     record_cut(*c, r, err, next);
-    c->req.max_tokens = next;
-    c->body = request_json(c->req);
-    ++c->enlargements;
-    {
-      std::lock_guard lk(stats_mu_);
-      ++stats_.enlarged;
-    }
+    set_budget(*c, next);
     if (batch_) {
       to_batch(c);
     } else {
