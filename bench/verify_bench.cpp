@@ -3,10 +3,10 @@
 // the number of warm workers per GPU that gives the most samples per second.
 //
 // Without a GPU with torch and triton it runs a CPU-only variant over pure Python samples,
-// labelled as such: it exercises the machinery, the GPU figures need scripts/gpu-check.
+// labelled as such: it exercises the machinery, the GPU figures need scripts/gpu/check.
 //
 // With --corpus FILE it runs the real-kernel benchmark instead (verify_corpus.hpp,
-// scripts/gpu-bench-real).
+// scripts/gpu/bench-real).
 
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -289,7 +289,7 @@ int main(int argc, char** argv) {
   if (!gpu)
     std::printf(
         "NOTE: CPU-only variant (no GPU with torch+triton here): pure Python samples, no "
-        "Triton kernels; GPU figures come from scripts/gpu-check on the GPU machine\n");
+        "Triton kernels; GPU figures come from scripts/gpu/check on the GPU machine\n");
   auto templates = load_templates(fs::path(KFORGE_BENCH_DIR) / "verify" / (gpu ? "gpu" : "cpu"));
   std::vector<VerifyRequest> reqs;
   int autotuned = 0;

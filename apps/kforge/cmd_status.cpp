@@ -89,11 +89,7 @@ Result<nlohmann::ordered_json> collect(store::Db& db, const app::Config& cfg,
   ordered_json all = ordered_json::object();
   {
     KF_TRY(store::Stmt s, db.prepare(q["jobs_by_state_all"]));
-    while (true) {
-      KF_TRY(bool row, s.step());
-      if (!row) break;
-      all[s.text(0)] = s.int64(1);
-    }
+    KF_CHECK(s.each([&](store::Stmt& r) { all[r.text(0)] = r.int64(1); }));
   }
   out["jobs"] = all;
   const std::int64_t now = system_clock().wall_ms();

@@ -2,7 +2,7 @@
 # The real-kernel benchmark's "one" phase on two trees in one lease, on the same GPU: a baseline
 # tree (a `git archive` of an earlier commit, unpacked under .bench-data/) and this one, so a
 # change is compared with what it replaced on the same machine. Builds both at once, then runs
-# scripts/gpu-bench-real one in each, one after the other, then (VARIANTS) this tree again with
+# scripts/gpu/bench-real one in each, one after the other, then (VARIANTS) this tree again with
 # other kforge-bench-verify options, e.g. the verifier without its mutant battery.
 #
 #   git archive BASE | tar -x -C .bench-data/baseline     (here, before carrying .bench-data)
@@ -18,11 +18,11 @@ cd "$(dirname "$0")/../.."
 out="${OUT:-$PWD/gpu-ab-out}"
 mkdir -p "$out"
 base="$(readlink -f "${BASELINE:-.bench-data/baseline}")"
-[[ -x "$base/scripts/gpu-bench-real" ]] || { echo "no baseline tree at $base"; exit 1; }
+[[ -x "$base/scripts/gpu/bench-real" ]] || { echo "no baseline tree at $base"; exit 1; }
 [[ -e "$base/.bench-data" ]] || ln -s "$PWD/.bench-data" "$base/.bench-data"
 half=$(( $(nproc) / 2 ))
 build_one() {  # tree
-  (cd "$1" && { [[ -f build-gpu/CMakeCache.txt ]] || scripts/gpu-configure build-gpu -DKFORGE_BUILD_TESTS=OFF; } &&
+  (cd "$1" && { [[ -f build-gpu/CMakeCache.txt ]] || scripts/gpu/configure build-gpu -DKFORGE_BUILD_TESTS=OFF; } &&
     cmake --build build-gpu -j "$half" --target kforge-bench-verify) >"$out/build-$(basename "$1").log" 2>&1
 }
 t0=$(date +%s)
@@ -34,7 +34,7 @@ echo "builds: $(( $(date +%s) - t0 )) s"
 run() {  # tree name [BENCH_ARGS]
   local d; d="$(mktemp -d)"
   (cd "$1" && OUT="$d" NAIVE_PROCS="${NAIVE_PROCS:-0}" COPIES="${COPIES:-1}" BENCH_ARGS="${3:-}" \
-    BUDGET_S="${RUN_BUDGET_S:-240}" scripts/gpu-bench-real one) >/dev/null 2>&1
+    BUDGET_S="${RUN_BUDGET_S:-240}" scripts/gpu/bench-real one) >/dev/null 2>&1
   { echo "== $2 (${3:-default}) $1"; cat "$d/summary.txt"; grep -E "samples_per_s|samples/s|battery|passed|verdicts" "$d/one.log" | tail -30; } >"$out/$2.txt"
   cat "$out/$2.txt"
 }

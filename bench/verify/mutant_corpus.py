@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The mutant corpus (tests/verify/mutants) through the harness package alone: no pool, no
 sandbox, one process per test. A quick check of the output mutants on a GPU machine before the
-full GPU test (VerifyGpu.MutantCorpus in tests/verify/gpu_test.cpp, run by scripts/gpu-check),
+full GPU test (VerifyGpu.MutantCorpus in tests/verify/gpu_test.cpp, run by scripts/gpu/check),
 and the corpus's catch rate for docs/BENCHMARKS.md.
 
   python3 bench/verify/mutant_corpus.py [--mutants tail,interior,...] [--jobs N]

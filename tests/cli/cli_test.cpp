@@ -343,7 +343,7 @@ TEST_F(Cli, NewerDatabaseIsRefused) {
 // a tag still free instead of "run create first" again.
 TEST_F(Cli, RunScriptStepsWorkOnARestart) {
   auto steps = [&] {
-    return test::run_process({(test::source_dir() / "scripts" / "run-steps").string(),
+    return test::run_process({(test::source_dir() / "scripts" / "lib" / "run-steps").string(),
                               test::binary("apps/kforge/kforge").string(),
                               (dir_ / "none.yaml").string(), "corpus.json", "big.json"},
                              {"KFORGE_DB=" + (dir_ / "k.db").string()});

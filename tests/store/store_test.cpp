@@ -131,6 +131,39 @@ TEST(Store, OneReadsARowOrNoneAndLeavesTheStatementReusable) {
   EXPECT_FALSE(gone.ok());
 }
 
+TEST(Store, EachWalksEveryRowStopsOnAFailedReadAndLeavesTheStatementReusable) {
+  TempDir dir;
+  auto db = open_ok((dir / "k.db").string());
+  ASSERT_TRUE(db->exec("CREATE TABLE t(v INTEGER); INSERT INTO t VALUES (1), (2), (3), (4)").ok());
+  auto s = db->cached("SELECT v FROM t WHERE v >= ?1 ORDER BY v");
+  ASSERT_TRUE(s.ok());
+  std::vector<std::int64_t> seen;
+  ASSERT_TRUE((*s)->bind(1, 2).each([&](Stmt& r) { seen.push_back(r.int64(0)); }).ok());
+  EXPECT_EQ(seen, (std::vector<std::int64_t>{2, 3, 4}));
+  // A read that fails stops the walk and its error comes back; the statement is reset.
+  seen.clear();
+  auto stopped = (*s)->bind(1, 1).each([&](Stmt& r) -> Status {
+    seen.push_back(r.int64(0));
+    if (r.int64(0) == 2) return fail("bad_row", "row 2");
+    return {};
+  });
+  ASSERT_FALSE(stopped.ok());
+  EXPECT_EQ(stopped.error().kind, "bad_row");
+  EXPECT_EQ(seen, (std::vector<std::int64_t>{1, 2}));
+  // No rows: read is never called.
+  int calls = 0;
+  ASSERT_TRUE((*s)->bind(1, 9).each([&](Stmt&) { ++calls; }).ok());
+  EXPECT_EQ(calls, 0);
+  // A failing step (an error SQLite finds while stepping) is returned with the SQL named.
+  auto bad = db->prepare("SELECT abs(-9223372036854775807 - 1)");
+  ASSERT_TRUE(bad.ok());
+  auto err = bad->each([](Stmt&) {});
+  ASSERT_FALSE(err.ok());
+  EXPECT_NE(err.error().message.find("abs("), std::string::npos) << err.error().message;
+  // Reset after each: nothing holds the table open.
+  ASSERT_TRUE(db->exec("DROP TABLE t").ok());
+}
+
 TEST(Store, TransactionRollsBackUnlessCommitted) {
   TempDir dir;
   auto db = open_ok((dir / "k.db").string());

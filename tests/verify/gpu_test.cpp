@@ -70,7 +70,7 @@ void run_gpu_samples(const std::string& mode) {
   auto p = probe();
   if (!p.value("cuda", false) || p["triton"].is_null())
     GTEST_SKIP() << "no GPU with torch and triton here (" << p.dump()
-                 << "); scripts/gpu-check runs these on the GPU machine";
+                 << "); scripts/gpu/check runs these on the GPU machine";
   TempDir tmp;
   auto cfg = gpu_config(tmp, mode);
   auto pool = make_pool(cfg);
@@ -119,7 +119,7 @@ TEST(VerifyGpu, CrossCompileForAmd) {
   auto p = probe();
   if (!p.value("cuda", false) || p["triton"].is_null())
     GTEST_SKIP() << "no GPU with torch and triton here (" << p.dump()
-                 << "); scripts/gpu-check runs these on the GPU machine";
+                 << "); scripts/gpu/check runs these on the GPU machine";
   TempDir tmp;
   auto cfg = gpu_config(tmp, "warm");
   cfg.cross_compile = {"hip:gfx942"};
@@ -155,7 +155,7 @@ TEST(VerifyGpu, MutantCorpus) {
   auto p = probe();
   if (!p.value("cuda", false) || p["triton"].is_null())
     GTEST_SKIP() << "no GPU with torch and triton here (" << p.dump()
-                 << "); scripts/gpu-check runs these on the GPU machine";
+                 << "); scripts/gpu/check runs these on the GPU machine";
   TempDir tmp;
   auto pool = make_pool(gpu_config(tmp, "warm"));
   ASSERT_TRUE(pool);

@@ -90,22 +90,18 @@ Result<std::vector<LshItem>> load_signatures(store::Db& db) {
   std::vector<LshItem> items;
   KF_TRY(Stmt * s, db.cached(Q()["all_signatures"]));
   s->bind(1, kScheme);
-  while (true) {
-    KF_TRY(bool row, s->step());
-    if (!row) break;
+  KF_CHECK(s->each([&](Stmt& r) -> Status {
     LshItem it;
-    it.id = s->int64(0);
-    it.sig.shingles = s->int64(1);
-    it.sig.kernels_sha = s->text(2);
-    if (!minhash_from_blob(s->text(3), it.sig)) {
-      s->reset();
+    it.id = r.int64(0);
+    it.sig.shingles = r.int64(1);
+    it.sig.kernels_sha = r.text(2);
+    if (!minhash_from_blob(r.text(3), it.sig))
       return fail("schema", "dedup_signatures: sample " + std::to_string(it.id) +
                                 " has a signature of the wrong size; run kforge corpus dedup "
                                 "--recompute");
-    }
     items.push_back(std::move(it));
-  }
-  s->reset();
+    return {};
+  }));
   return items;
 }
 
@@ -138,20 +134,17 @@ Result<Components> components(store::Db& db, double threshold) {
   Components c;
   KF_TRY(Stmt * s, db.cached(Q()["pairs_at"]));
   s->bind(1, threshold - 1e-9);
-  while (true) {
-    KF_TRY(bool row, s->step());
-    if (!row) break;
-    std::int64_t a = s->int64(0), b = s->int64(1);
-    double sim = s->real(2);
-    bool exact = s->int64(3) != 0;
+  KF_CHECK(s->each([&](store::Stmt& r) {
+    std::int64_t a = r.int64(0), b = r.int64(1);
+    double sim = r.real(2);
+    bool exact = r.int64(3) != 0;
     std::int64_t ra = find(a), rb = find(b);
     if (ra != rb) parent[std::max(ra, rb)] = std::min(ra, rb);
     for (auto [x, y] : {std::pair{a, b}, std::pair{b, a}}) {
       Link& l = c.best[x];
       if (sim > l.similarity || (sim == l.similarity && y < l.to)) l = {y, sim, exact};
     }
-  }
-  s->reset();
+  }));
   for (const auto& [x, _] : c.best) c.by_root[find(x)].push_back(x);
   for (auto& [_, m] : c.by_root) std::sort(m.begin(), m.end());
   return c;
@@ -192,12 +185,7 @@ Result<UpdateSummary> update(store::Db& db, const UpdateOptions& opts, Clock& cl
   {
     KF_TRY(Stmt * s, db.cached(Q()["stale_samples"]));
     s->bind(1, kScheme);
-    while (true) {
-      KF_TRY(bool row, s->step());
-      if (!row) break;
-      stale.push_back(s->int64(0));
-    }
-    s->reset();
+    KF_CHECK(s->each([&](store::Stmt& r) { stale.push_back(r.int64(0)); }));
   }
   KF_TRY(sum.computed, compute_signatures(db, stale, opts));
   KF_TRY(Stmt * cs, db.cached(Q()["count_samples"]));
@@ -263,12 +251,7 @@ Result<std::optional<State>> state(store::Db& db) {
   if (!st) return std::optional<State>();
   KF_TRY(Stmt * q, db.cached(Q()["stale_samples"]));
   q->bind(1, kScheme);
-  while (true) {
-    KF_TRY(bool row, q->step());
-    if (!row) break;
-    ++st->stale;
-  }
-  q->reset();
+  KF_CHECK(q->each([&](store::Stmt& r) { ++st->stale; }));
   return st;
 }
 

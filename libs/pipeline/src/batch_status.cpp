@@ -20,24 +20,21 @@ Result<std::vector<BatchInFlight>> batches_in_flight(store::Db& db, const std::s
   KF_TRY(store::Stmt * s, db.cached(queries()["batches_in_flight"]));
   s->bind(1, run_tag);
   std::vector<BatchInFlight> out;
-  while (true) {
-    KF_TRY(bool row, s->step());
-    if (!row) break;
+  KF_CHECK(s->each([&](store::Stmt& r) {
     BatchInFlight b;
-    b.key = s->text(0);
-    b.state = s->text(1);
-    b.provider_status = s->text(2);
-    b.batch_id = s->text(3);
-    b.lines = s->int64(4);
-    b.run_lines = s->int64(5);
-    b.completed = s->int64(6);
-    b.failed = s->int64(7);
-    b.poll_errors = s->int64(8);
-    b.age_s = std::max<std::int64_t>(0, (now_ms - s->int64(9)) / 1000);
-    b.note = s->text(10);
+    b.key = r.text(0);
+    b.state = r.text(1);
+    b.provider_status = r.text(2);
+    b.batch_id = r.text(3);
+    b.lines = r.int64(4);
+    b.run_lines = r.int64(5);
+    b.completed = r.int64(6);
+    b.failed = r.int64(7);
+    b.poll_errors = r.int64(8);
+    b.age_s = std::max<std::int64_t>(0, (now_ms - r.int64(9)) / 1000);
+    b.note = r.text(10);
     out.push_back(std::move(b));
-  }
-  s->reset();
+  }));
   return out;
 }
 

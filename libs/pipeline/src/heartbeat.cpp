@@ -108,14 +108,12 @@ Result<std::vector<std::string>> start_report(store::Db& db, std::int64_t now_ms
                   prev.row->host + ") did not stop cleanly; its last beat was " +
                   std::to_string(prev.beat_age_ms / 1000) + " s ago");
   KF_TRY(store::Stmt s, db.prepare(pipeline_queries()["resume_by_run"]));
-  while (true) {
-    KF_TRY(bool row, s.step());
-    if (!row) break;
-    std::int64_t llm = s.int64(1), verify = s.int64(2);
-    out.push_back("resuming run " + s.text(0) + ": " + std::to_string(llm + verify) +
+  KF_CHECK(s.each([&](store::Stmt& r) {
+    std::int64_t llm = r.int64(1), verify = r.int64(2);
+    out.push_back("resuming run " + r.text(0) + ": " + std::to_string(llm + verify) +
                   " jobs: " + std::to_string(llm) + " for the LLM stages, " +
                   std::to_string(verify) + " to verify");
-  }
+  }));
   return out;
 }
 

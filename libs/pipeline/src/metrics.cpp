@@ -65,20 +65,10 @@ Status collect_db_metrics(store::Db& db, MetricsSnapshot& m) {
   m.verdicts.clear();
   {
     KF_TRY(store::Stmt * s, db.cached(q["jobs_by_run_state"]));
-    while (true) {
-      KF_TRY(bool row, s->step());
-      if (!row) break;
-      m.jobs[{s->text(0), s->text(1)}] = s->int64(2);
-    }
-    s->reset();
+    KF_CHECK(s->each([&](store::Stmt& r) { m.jobs[{r.text(0), r.text(1)}] = r.int64(2); }));
   }
   KF_TRY(store::Stmt * s, db.cached(q["verdicts_all"]));
-  while (true) {
-    KF_TRY(bool row, s->step());
-    if (!row) break;
-    m.verdicts[s->text(0)] = s->int64(1);
-  }
-  s->reset();
+  KF_CHECK(s->each([&](store::Stmt& r) { m.verdicts[r.text(0)] = r.int64(1); }));
   return {};
 }
 

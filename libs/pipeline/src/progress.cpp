@@ -35,16 +35,13 @@ Result<std::vector<RunProgress>> collect_progress(store::Db& db, std::int64_t no
     {
       KF_TRY(Stmt * s, db.cached(q["run_jobs_by_state_stage"]));
       s->bind(1, id);
-      while (true) {
-        KF_TRY(bool row, s->step());
-        if (!row) break;
-        std::string state = s->text(0), stage = s->text(1);
-        std::int64_t n = s->int64(2);
+      KF_CHECK(s->each([&](store::Stmt& r) {
+        std::string state = r.text(0), stage = r.text(1);
+        std::int64_t n = r.int64(2);
         p.by_state[state] += n;
         p.by_stage[stage][state] += n;
         p.total += n;
-      }
-      s->reset();
+      }));
     }
     for (const char* st : {"verify_queued", "verifying", "done", "failed", "cancelled"})
       p.past_llm += p.by_state.count(st) ? p.by_state[st] : 0;
@@ -73,20 +70,17 @@ Result<std::vector<RunProgress>> collect_progress(store::Db& db, std::int64_t no
       bool any = false;
       std::int64_t pt = 0, ct = 0;
       double cost = 0;
-      while (true) {
-        KF_TRY(bool row, s->step());
-        if (!row) break;
+      KF_CHECK(s->each([&](store::Stmt& r) {
         any = true;
-        if (s->int64(0) != 0) {
-          p.replayed_calls = s->int64(1);
-          p.saved_usd = s->real(4);
+        if (r.int64(0) != 0) {
+          p.replayed_calls = r.int64(1);
+          p.saved_usd = r.real(4);
         } else {
-          pt = s->int64(2);
-          ct = s->int64(3);
-          cost = s->real(4);
+          pt = r.int64(2);
+          ct = r.int64(3);
+          cost = r.real(4);
         }
-      }
-      s->reset();
+      }));
       if (any) {
         p.prompt_tokens = pt;
         p.completion_tokens = ct;
@@ -106,17 +100,14 @@ Result<std::vector<RunProgress>> collect_progress(store::Db& db, std::int64_t no
     {
       KF_TRY(Stmt * s, db.cached(q["run_mended"]));
       s->bind(1, id);
-      while (true) {
-        KF_TRY(bool row, s->step());
-        if (!row) break;
-        std::string list = s->text(0);
+      KF_CHECK(s->each([&](store::Stmt& r) {
+        std::string list = r.text(0);
         for (std::size_t b = 0; b <= list.size();) {
           std::size_t e = std::min(list.find(',', b), list.size());
-          if (e > b) p.mended[list.substr(b, e - b)] += s->int64(1);
+          if (e > b) p.mended[list.substr(b, e - b)] += r.int64(1);
           b = e + 1;
         }
-      }
-      s->reset();
+      }));
     }
     {
       KF_TRY(Stmt * s, db.cached(q["run_reasoning_usage"]));
@@ -132,23 +123,13 @@ Result<std::vector<RunProgress>> collect_progress(store::Db& db, std::int64_t no
     {
       KF_TRY(Stmt * s, db.cached(q["run_outputs_by_stage_status"]));
       s->bind(1, id);
-      while (true) {
-        KF_TRY(bool row, s->step());
-        if (!row) break;
-        p.outputs[s->text(0)][s->text(1)] = s->int64(2);
-      }
-      s->reset();
+      KF_CHECK(s->each([&](store::Stmt& r) { p.outputs[r.text(0)][r.text(1)] = r.int64(2); }));
     }
     if (first_ms > 0 && p.run.state == "active") {
       KF_TRY(Stmt * s, db.cached(q["run_recent_finish_times"]));
       s->bind(1, id).bind(2, "generate").bind(3, now_ms - kRateWindowMs).bind(4, kRateSamples);
       std::vector<std::int64_t> times;
-      while (true) {
-        KF_TRY(bool row, s->step());
-        if (!row) break;
-        times.push_back(s->int64(0));
-      }
-      s->reset();
+      KF_CHECK(s->each([&](store::Stmt& r) { times.push_back(r.int64(0)); }));
       p.per_minute = rate_per_minute(times, now_ms);
       if (p.per_minute > 0)
         p.eta_s = static_cast<std::int64_t>(
@@ -157,51 +138,36 @@ Result<std::vector<RunProgress>> collect_progress(store::Db& db, std::int64_t no
     {
       KF_TRY(Stmt * s, db.cached(q["run_errors_by_kind"]));
       s->bind(1, id).bind(2, now_ms - kErrorWindowMs);
-      while (true) {
-        KF_TRY(bool row, s->step());
-        if (!row) break;
-        p.errors.push_back(ErrorKind{s->text(0), s->int64(1), s->int64(2), s->text(3)});
-      }
-      s->reset();
+      KF_CHECK(s->each([&](store::Stmt& r) {
+        p.errors.push_back(ErrorKind{r.text(0), r.int64(1), r.int64(2), r.text(3)});
+      }));
     }
     {
       KF_TRY(Stmt * s, db.cached(q["run_failures_by_kind"]));
       s->bind(1, id);
-      while (true) {
-        KF_TRY(bool row, s->step());
-        if (!row) break;
+      KF_CHECK(s->each([&](store::Stmt& r) {
         FailureKind f;
-        f.stored = s->text(0);
+        f.stored = r.text(0);
         f.kind = f.stored;
         for (const char* family : {"rejected:", "llm:"})
           if (f.kind.rfind(family, 0) == 0) f.kind = f.kind.substr(std::string(family).size());
-        f.count = s->int64(1);
-        f.example_key = s->text(3);
-        f.example = s->text(4);
+        f.count = r.int64(1);
+        f.example_key = r.text(3);
+        f.example = r.text(4);
         p.failures.push_back(std::move(f));
-      }
-      s->reset();
+      }));
     }
     {
       KF_TRY(Stmt * s, db.cached(q["run_verdict_causes"]));
       s->bind(1, id);
-      while (true) {
-        KF_TRY(bool row, s->step());
-        if (!row) break;
-        p.causes.push_back(
-            VerdictCause{s->text(0), s->text(1), s->int64(2), s->text(4), s->text(5)});
-      }
-      s->reset();
+      KF_CHECK(s->each([&](store::Stmt& r) {
+        p.causes.push_back(VerdictCause{r.text(0), r.text(1), r.int64(2), r.text(4), r.text(5)});
+      }));
     }
     {
       KF_TRY(Stmt * s, db.cached(q["run_verdicts"]));
       s->bind(1, id);
-      while (true) {
-        KF_TRY(bool row, s->step());
-        if (!row) break;
-        p.verdicts[s->text(0)] = s->int64(1);
-      }
-      s->reset();
+      KF_CHECK(s->each([&](store::Stmt& r) { p.verdicts[r.text(0)] = r.int64(1); }));
     }
     out.push_back(std::move(p));
   }

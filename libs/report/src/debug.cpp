@@ -83,50 +83,46 @@ Result<SampleData> load_sample(store::Db& db, const RunInfo& run, const std::str
   {
     KF_TRY(store::Stmt s, db.prepare(queries()["debug_stage_outputs"]));
     s.bind(1, run.id).bind(2, d.sample_id);
-    while (true) {
-      KF_TRY(bool row, s.step());
-      if (!row) break;
+    KF_CHECK(s.each([&](store::Stmt& r) {
       StageAttempt a;
-      a.stage = s.text(0);
-      a.attempt = s.int64(1);
-      a.status = s.text(2);
-      a.prompt_version = s.text(3);
-      a.prompt_sha256 = s.text(4);
-      a.request_sha256 = s.opt_text(5);
-      a.request_json = s.opt_text(6);
-      a.response_raw = s.opt_text(7);
-      a.parsed_json = s.opt_text(8);
-      a.error_kind = s.opt_text(9);
-      a.error = s.opt_text(10);
-      a.prompt_tokens = s.int64(11);
-      a.completion_tokens = s.int64(12);
-      a.cost_usd = s.real(13);
-      a.latency_ms = s.int64(14);
-      a.created_ms = s.int64(15);
-      a.repair_round = static_cast<int>(s.int64(16));
+      a.stage = r.text(0);
+      a.attempt = r.int64(1);
+      a.status = r.text(2);
+      a.prompt_version = r.text(3);
+      a.prompt_sha256 = r.text(4);
+      a.request_sha256 = r.opt_text(5);
+      a.request_json = r.opt_text(6);
+      a.response_raw = r.opt_text(7);
+      a.parsed_json = r.opt_text(8);
+      a.error_kind = r.opt_text(9);
+      a.error = r.opt_text(10);
+      a.prompt_tokens = r.int64(11);
+      a.completion_tokens = r.int64(12);
+      a.cost_usd = r.real(13);
+      a.latency_ms = r.int64(14);
+      a.created_ms = r.int64(15);
+      a.repair_round = static_cast<int>(r.int64(16));
       d.outputs.push_back(std::move(a));
-    }
+    }));
   }
   {
     KF_TRY(store::Stmt s, db.prepare(queries()["debug_verifications"]));
     s.bind(1, run.id).bind(2, d.sample_id);
-    while (true) {
-      KF_TRY(bool row, s.step());
-      if (!row) break;
+    KF_CHECK(s.each([&](store::Stmt& r) {
       VerifyAttempt v;
-      v.attempt = s.int64(0);
-      v.verdict = s.text(1);
-      v.flags_json = s.text(2);
-      v.detail = s.opt_text(3);
-      v.result_json = s.opt_text(4);
-      v.script = s.opt_text(5);
-      v.stderr_tail = s.opt_text(6);
-      v.duration_ms = s.int64(7);
-      v.device = s.opt_text(8);
-      v.created_ms = s.int64(9);
-      v.repair_round = static_cast<int>(s.int64(10));
+      v.attempt = r.int64(0);
+      v.verdict = r.text(1);
+      v.flags_json = r.text(2);
+      v.detail = r.opt_text(3);
+      v.result_json = r.opt_text(4);
+      v.script = r.opt_text(5);
+      v.stderr_tail = r.opt_text(6);
+      v.duration_ms = r.int64(7);
+      v.device = r.opt_text(8);
+      v.created_ms = r.int64(9);
+      v.repair_round = static_cast<int>(r.int64(10));
       d.verifications.push_back(std::move(v));
-    }
+    }));
   }
   return d;
 }

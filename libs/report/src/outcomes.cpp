@@ -86,11 +86,7 @@ Result<RunInfo> find_run(store::Db& db, const std::string& tag) {
   if (!row) {
     std::string known;
     KF_TRY(store::Stmt t, db.prepare(queries()["run_tags"]));
-    while (true) {
-      KF_TRY(bool r, t.step());
-      if (!r) break;
-      known += (known.empty() ? "" : ", ") + t.text(0);
-    }
+    KF_CHECK(t.each([&](store::Stmt& r) { known += (known.empty() ? "" : ", ") + r.text(0); }));
     return fail("not_found", "unknown tag '" + tag + "' in " + db.path() +
                                  " (known tags: " + (known.empty() ? "none" : known) + ")");
   }
@@ -120,31 +116,29 @@ Result<std::vector<SampleOutcome>> load_outcomes(store::Db& db, const RunInfo& r
   std::vector<SampleOutcome> out;
   KF_TRY(store::Stmt s, db.prepare(queries()["run_outcomes"]));
   s.bind(1, run.id);
-  while (true) {
-    KF_TRY(bool row, s.step());
-    if (!row) break;
+  KF_CHECK(s.each([&](store::Stmt& row) -> Status {
     SampleOutcome o;
-    o.sample_id = s.int64(0);
-    o.key = s.text(1);
-    o.state = s.text(2);
-    o.stage = s.text(3);
-    o.job_error_kind = s.opt_text(4);
-    o.job_error = s.opt_text(5);
+    o.sample_id = row.int64(0);
+    o.key = row.text(1);
+    o.state = row.text(2);
+    o.stage = row.text(3);
+    o.job_error_kind = row.opt_text(4);
+    o.job_error = row.opt_text(5);
     if (before_verification(o.stage)) {
       o.failure_stage = o.stage;
-      o.stage_status = s.opt_text(6);
-      o.stage_error_kind = s.opt_text(7);
-      o.stage_error = s.opt_text(8);
-    } else if (s.is_null(9) && !s.is_null(21) && s.text(21) != "ok") {
+      o.stage_status = row.opt_text(6);
+      o.stage_error_kind = row.opt_text(7);
+      o.stage_error = row.opt_text(8);
+    } else if (row.is_null(9) && !row.is_null(21) && row.text(21) != "ok") {
       // Ended past generation with no verdict, yet the last stage output failed: a pipeline
       // that moves a failed job on still has that failure counted.
-      o.failure_stage = s.text(20);
-      o.stage_status = s.text(21);
-      o.stage_error_kind = s.opt_text(22);
-      o.stage_error = s.opt_text(23);
-    } else if (!s.is_null(9)) {
-      o.verdict = s.text(9);
-      auto flags = nlohmann::json::parse(s.text(10), nullptr, false);
+      o.failure_stage = row.text(20);
+      o.stage_status = row.text(21);
+      o.stage_error_kind = row.opt_text(22);
+      o.stage_error = row.opt_text(23);
+    } else if (!row.is_null(9)) {
+      o.verdict = row.text(9);
+      auto flags = nlohmann::json::parse(row.text(10), nullptr, false);
       bool ok = flags.is_array();
       if (ok) {
         for (const auto& f : flags) {
@@ -158,53 +152,50 @@ Result<std::vector<SampleOutcome>> load_outcomes(store::Db& db, const RunInfo& r
       if (!ok)
         return fail("parse", "run '" + run.tag + "', sample '" + o.key +
                                  "': verifications.flags_json is not a JSON list of strings");
-      o.detail = s.opt_text(11);
-      auto targets = nlohmann::json::parse(s.opt_text(28).value_or("{}"), nullptr, false);
+      o.detail = row.opt_text(11);
+      auto targets = nlohmann::json::parse(row.opt_text(28).value_or("{}"), nullptr, false);
       if (targets.is_object())
         for (const auto& [t, r] : targets.items())
           if (r.is_string()) o.targets[t] = r.get<std::string>();
     }
-    o.prompt_tokens = s.int64(12);
-    o.completion_tokens = s.int64(13);
-    o.cost_usd = s.real(14);
-    o.llm_ms = s.int64(15);
-    o.llm_calls = s.int64(16);
-    o.verify_ms = s.int64(17);
-    o.verifications = s.int64(18);
-    o.job_id = s.int64(19);
-    o.repair_round = static_cast<int>(s.int64(24));
-    o.mended_outputs = s.int64(25);
-    o.reasoning_tokens = s.int64(26);
-    o.cached_prompt_tokens = s.int64(27);
+    o.prompt_tokens = row.int64(12);
+    o.completion_tokens = row.int64(13);
+    o.cost_usd = row.real(14);
+    o.llm_ms = row.int64(15);
+    o.llm_calls = row.int64(16);
+    o.verify_ms = row.int64(17);
+    o.verifications = row.int64(18);
+    o.job_id = row.int64(19);
+    o.repair_round = static_cast<int>(row.int64(24));
+    o.mended_outputs = row.int64(25);
+    o.reasoning_tokens = row.int64(26);
+    o.cached_prompt_tokens = row.int64(27);
     out.push_back(std::move(o));
-  }
+    return {};
+  }));
   // The rounds of each sample: verdicts and costs per round.
   std::map<std::int64_t, std::map<int, RoundOutcome>> rounds;
   {
     KF_TRY(store::Stmt v, db.prepare(queries()["run_round_verdicts"]));
     v.bind(1, run.id);
-    while (true) {
-      KF_TRY(bool row, v.step());
-      if (!row) break;
-      RoundOutcome& r = rounds[v.int64(0)][static_cast<int>(v.int64(1))];
-      r.verdict = v.text(2);
-      auto flags = nlohmann::json::parse(v.text(3), nullptr, false);
+    KF_CHECK(v.each([&](store::Stmt& row) {
+      RoundOutcome& r = rounds[row.int64(0)][static_cast<int>(row.int64(1))];
+      r.verdict = row.text(2);
+      auto flags = nlohmann::json::parse(row.text(3), nullptr, false);
       if (flags.is_array())
         for (const auto& f : flags)
           if (f.is_string()) r.flags.push_back(f.get<std::string>());
-    }
+    }));
   }
   {
     KF_TRY(store::Stmt c, db.prepare(queries()["run_round_costs"]));
     c.bind(1, run.id);
-    while (true) {
-      KF_TRY(bool row, c.step());
-      if (!row) break;
-      RoundOutcome& r = rounds[c.int64(0)][static_cast<int>(c.int64(1))];
-      r.cost_usd = c.real(2);
-      r.tokens = c.int64(3);
-      r.llm_ms = c.int64(4);
-    }
+    KF_CHECK(c.each([&](store::Stmt& row) {
+      RoundOutcome& r = rounds[row.int64(0)][static_cast<int>(row.int64(1))];
+      r.cost_usd = row.real(2);
+      r.tokens = row.int64(3);
+      r.llm_ms = row.int64(4);
+    }));
   }
   for (auto& o : out) {
     auto it = rounds.find(o.sample_id);

@@ -109,12 +109,10 @@ Status replace_device_status(store::Db& db, const std::vector<DeviceStatus>& dev
 Result<std::vector<DeviceAlert>> device_alerts(store::Db& db) {
   std::vector<DeviceAlert> out;
   KF_TRY(store::Stmt * s, db.cached(verify_queries()["devices_out_of_rotation"]));
-  while (true) {
-    KF_TRY(bool row, s->step());
-    if (!row) break;
+  KF_CHECK(s->each([&](store::Stmt& r) {
     out.push_back(
-        {s->text(0), static_cast<int>(s->int64(1)), s->opt_text(2).value_or(""), s->int64(3)});
-  }
+        {r.text(0), static_cast<int>(r.int64(1)), r.opt_text(2).value_or(""), r.int64(3)});
+  }));
   return out;
 }
 

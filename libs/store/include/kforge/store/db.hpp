@@ -60,6 +60,31 @@ class Stmt {
     reset();
     return out;
   }
+  // Steps through every row, calling read(*this) for each, then resets the statement (and clears
+  // its bindings) whether it ends, fails or read stops it. read returns void, or a Status: a
+  // failed Status stops the walk and is returned. Errors of a step name the SQL.
+  template <class F>
+  Status each(F&& read) {
+    while (true) {
+      auto row = step();
+      if (!row.ok()) {
+        reset();
+        return std::move(row).error();
+      }
+      if (!*row) break;
+      if constexpr (std::is_void_v<std::invoke_result_t<F, Stmt&>>) {
+        read(*this);
+      } else {
+        Status st = read(*this);
+        if (!st.ok()) {
+          reset();
+          return st;
+        }
+      }
+    }
+    reset();
+    return {};
+  }
   void reset();
 
   std::int64_t int64(int col) const;
