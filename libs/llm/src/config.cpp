@@ -112,16 +112,11 @@ void read_mode(ConfigNode& n, LlmConfig& out) {
   if (out.batch.window_ms <= 0)
     b.invalid("completion_window",
               "'" + out.batch.completion_window + "' is not a duration like 24h, 90m or 600s");
-  b.get("max_lines", out.batch.max_lines);
-  if (out.batch.max_lines < 1) b.invalid("max_lines", "must be >= 1");
-  b.get("max_bytes", out.batch.max_bytes);
-  if (out.batch.max_bytes < 1024) b.invalid("max_bytes", "must be >= 1024");
-  b.get("collect_ms", out.batch.collect_ms);
-  if (out.batch.collect_ms < 0) b.invalid("collect_ms", "must be >= 0");
-  b.get("poll_ms", out.batch.poll_ms);
-  if (out.batch.poll_ms < 1) b.invalid("poll_ms", "must be >= 1");
-  b.get("max_attempts", out.batch.max_attempts);
-  if (out.batch.max_attempts < 1) b.invalid("max_attempts", "must be >= 1");
+  b.get_at_least("max_lines", out.batch.max_lines, 1);
+  b.get_at_least("max_bytes", out.batch.max_bytes, 1024);
+  b.get_at_least("collect_ms", out.batch.collect_ms, 0);
+  b.get_at_least("poll_ms", out.batch.poll_ms, 1);
+  b.get_at_least("max_attempts", out.batch.max_attempts, 1);
 }
 
 }  // namespace
@@ -154,8 +149,7 @@ void read_config(ConfigNode n, LlmConfig& out) {
   get_optional(n, "top_p", out.top_p);
   get_optional(n, "max_tokens", out.max_tokens);
   get_optional(n, "seed", out.seed);
-  n.get("truncated_max_tokens", out.truncated_max_tokens);
-  if (out.truncated_max_tokens < 0) n.invalid("truncated_max_tokens", "must be >= 0");
+  n.get_at_least("truncated_max_tokens", out.truncated_max_tokens, 0);
   std::string rf = to_string(out.response_format);
   n.get("response_format", rf);
   if (rf == "none") {
@@ -170,50 +164,36 @@ void read_config(ConfigNode n, LlmConfig& out) {
 
   read_mode(n, out);
 
-  n.get("max_in_flight", out.max_in_flight);
-  if (out.max_in_flight < 1) n.invalid("max_in_flight", "must be >= 1");
+  n.get_at_least("max_in_flight", out.max_in_flight, 1);
   n.get("min_in_flight", out.min_in_flight);
   if (out.min_in_flight < 1 || out.min_in_flight > out.max_in_flight)
     n.invalid("min_in_flight", "must be between 1 and max_in_flight");
-  n.get("initial_in_flight", out.initial_in_flight);
-  if (out.initial_in_flight < 1) n.invalid("initial_in_flight", "must be >= 1");
+  n.get_at_least("initial_in_flight", out.initial_in_flight, 1);
   n.get("pace", out.pace);
   n.get("pace_decrease", out.pace_decrease);
   if (out.pace_decrease <= 0 || out.pace_decrease >= 1)
     n.invalid("pace_decrease", "must be between 0 and 1 (exclusive)");
-  n.get("retry_after_pause_ms", out.retry_after_pause_ms);
-  if (out.retry_after_pause_ms < 0) n.invalid("retry_after_pause_ms", "must be >= 0");
-  n.get("max_prompt_tokens", out.max_prompt_tokens);
-  if (out.max_prompt_tokens < 0) n.invalid("max_prompt_tokens", "must be >= 0");
-  n.get("requests_per_minute", out.requests_per_minute);
-  if (out.requests_per_minute < 0) n.invalid("requests_per_minute", "must be >= 0");
-  n.get("tokens_per_minute", out.tokens_per_minute);
-  if (out.tokens_per_minute < 0) n.invalid("tokens_per_minute", "must be >= 0");
+  n.get_at_least("retry_after_pause_ms", out.retry_after_pause_ms, 0);
+  n.get_at_least("max_prompt_tokens", out.max_prompt_tokens, 0);
+  n.get_at_least("requests_per_minute", out.requests_per_minute, 0);
+  n.get_at_least("tokens_per_minute", out.tokens_per_minute, 0);
   n.get("adaptive", out.adaptive);
-  n.get("latency_factor", out.latency_factor);
-  if (out.latency_factor <= 1) n.invalid("latency_factor", "must be > 1");
+  n.get_above("latency_factor", out.latency_factor, 1);
   n.get("decrease_factor", out.decrease_factor);
   if (out.decrease_factor <= 0 || out.decrease_factor >= 1)
     n.invalid("decrease_factor", "must be between 0 and 1 (exclusive)");
-  n.get("adaptive_cooldown_ms", out.adaptive_cooldown_ms);
-  if (out.adaptive_cooldown_ms < 0) n.invalid("adaptive_cooldown_ms", "must be >= 0");
+  n.get_at_least("adaptive_cooldown_ms", out.adaptive_cooldown_ms, 0);
 
-  n.get("max_attempts", out.max_attempts);
-  if (out.max_attempts < 1) n.invalid("max_attempts", "must be >= 1");
-  n.get("total_deadline_ms", out.total_deadline_ms);
-  if (out.total_deadline_ms < 1) n.invalid("total_deadline_ms", "must be >= 1");
-  n.get("backoff_base_ms", out.backoff_base_ms);
-  if (out.backoff_base_ms < 0) n.invalid("backoff_base_ms", "must be >= 0");
+  n.get_at_least("max_attempts", out.max_attempts, 1);
+  n.get_at_least("total_deadline_ms", out.total_deadline_ms, 1);
+  n.get_at_least("backoff_base_ms", out.backoff_base_ms, 0);
   n.get("backoff_max_ms", out.backoff_max_ms);
   if (out.backoff_max_ms < out.backoff_base_ms)
     n.invalid("backoff_max_ms", "must be >= backoff_base_ms");
-  n.get("retry_after_cap_ms", out.retry_after_cap_ms);
-  if (out.retry_after_cap_ms < 0) n.invalid("retry_after_cap_ms", "must be >= 0");
+  n.get_at_least("retry_after_cap_ms", out.retry_after_cap_ms, 0);
 
-  n.get("connect_timeout_ms", out.connect_timeout_ms);
-  if (out.connect_timeout_ms < 1) n.invalid("connect_timeout_ms", "must be >= 1");
-  n.get("request_timeout_ms", out.request_timeout_ms);
-  if (out.request_timeout_ms < 1) n.invalid("request_timeout_ms", "must be >= 1");
+  n.get_at_least("connect_timeout_ms", out.connect_timeout_ms, 1);
+  n.get_at_least("request_timeout_ms", out.request_timeout_ms, 1);
 
   n.get("replay", out.replay);
   nlohmann::json prices;

@@ -27,30 +27,20 @@ bool dotted_name(const std::string& s) {
 
 void read_config(ConfigNode n, PipelineConfig& out) {
   n.get("prompts_dir", out.prompts_dir);
-  n.get("max_in_flight", out.max_in_flight);
-  n.get("lease_ms", out.lease_ms);
-  n.get("max_attempts", out.max_attempts);
-  n.get("max_transient_failures", out.max_transient_failures);
-  n.get("retry_backoff_ms", out.retry_backoff_ms);
+  n.get_at_least("max_in_flight", out.max_in_flight, 1);
+  n.get_at_least("lease_ms", out.lease_ms, 1000);
+  n.get_at_least("max_attempts", out.max_attempts, 1);
+  n.get_at_least("max_transient_failures", out.max_transient_failures, 1);
+  n.get_at_least("retry_backoff_ms", out.retry_backoff_ms, 0);
   n.get("retry_backoff_max_ms", out.retry_backoff_max_ms);
-  n.get("failure_streak_pause", out.failure_streak_pause);
-  n.get("verify_backlog", out.verify_backlog);
-  n.get("idle_poll_ms", out.idle_poll_ms);
+  n.get_at_least("failure_streak_pause", out.failure_streak_pause, 0);
+  n.get_at_least("verify_backlog", out.verify_backlog, 0);
+  n.get_at_least("idle_poll_ms", out.idle_poll_ms, 10);
   n.get("structured_output", out.structured_output);
-  n.get("repair_rounds", out.repair_rounds);
+  n.get_between("repair_rounds", out.repair_rounds, 0, 10);
   n.get("jit_decorators", out.jit_decorators);
-  if (out.max_in_flight < 1) n.invalid("max_in_flight", "must be >= 1");
-  if (out.lease_ms < 1000) n.invalid("lease_ms", "must be >= 1000");
-  if (out.max_attempts < 1) n.invalid("max_attempts", "must be >= 1");
-  if (out.max_transient_failures < 1) n.invalid("max_transient_failures", "must be >= 1");
-  if (out.retry_backoff_ms < 0) n.invalid("retry_backoff_ms", "must be >= 0");
   if (out.retry_backoff_max_ms < out.retry_backoff_ms)
     n.invalid("retry_backoff_max_ms", "must be >= retry_backoff_ms");
-  if (out.failure_streak_pause < 0) n.invalid("failure_streak_pause", "must be >= 0");
-  if (out.verify_backlog < 0) n.invalid("verify_backlog", "must be >= 0");
-  if (out.idle_poll_ms < 10) n.invalid("idle_poll_ms", "must be >= 10");
-  if (out.repair_rounds < 0 || out.repair_rounds > 10)
-    n.invalid("repair_rounds", "must be between 0 and 10");
   for (const auto& d : out.jit_decorators)
     if (!dotted_name(d))
       n.invalid("jit_decorators",
@@ -66,8 +56,8 @@ bool loopback_host(const std::string& host) {
 void read_config(ConfigNode n, DaemonConfig& out) {
   n.get("owner", out.owner);
   n.get("http_listen", out.http_listen);
-  n.get("shutdown_grace_ms", out.shutdown_grace_ms);
-  n.get("status_interval_ms", out.status_interval_ms);
+  n.get_at_least("shutdown_grace_ms", out.shutdown_grace_ms, 0);
+  n.get_at_least("status_interval_ms", out.status_interval_ms, 100);
   n.get("verify", out.verify);
   if (!out.http_listen.empty()) {
     auto colon = out.http_listen.rfind(':');
@@ -83,8 +73,6 @@ void read_config(ConfigNode n, DaemonConfig& out) {
                                    "' is not a loopback address (127.0.0.1, ::1 or localhost): "
                                    "/metrics is not meant for the network");
   }
-  if (out.shutdown_grace_ms < 0) n.invalid("shutdown_grace_ms", "must be >= 0");
-  if (out.status_interval_ms < 100) n.invalid("status_interval_ms", "must be >= 100");
 }
 
 }  // namespace kforge::pipeline
