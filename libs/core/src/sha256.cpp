@@ -2,6 +2,10 @@
 
 #include <cstring>
 
+#ifdef KFORGE_HAVE_OPENSSL
+#include <openssl/evp.h>
+#endif
+
 namespace kforge {
 namespace {
 
@@ -21,10 +25,46 @@ inline std::uint32_t rotr(std::uint32_t x, int n) {
 
 }  // namespace
 
-Sha256::Sha256()
+#ifdef KFORGE_HAVE_OPENSSL
+namespace {
+// Fetched once: an implicit fetch by each EVP_DigestInit_ex costs a lookup under a lock.
+const EVP_MD* sha256_md() {
+  static EVP_MD* md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  return md;
+}
+}  // namespace
+#endif
+
+Sha256::Sha256(Sha256Impl impl)
     : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
          0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19},
-      buf_{} {}
+      buf_{} {
+#ifdef KFORGE_HAVE_OPENSSL
+  if (impl == Sha256Impl::best && sha256_md() != nullptr) {
+    EVP_MD_CTX* c = EVP_MD_CTX_new();
+    if (c != nullptr && EVP_DigestInit_ex(c, sha256_md(), nullptr) == 1)
+      evp_ = c;
+    else
+      EVP_MD_CTX_free(c);  // the portable implementation, then
+  }
+#else
+  (void)impl;
+#endif
+}
+
+Sha256::~Sha256() {
+#ifdef KFORGE_HAVE_OPENSSL
+  EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(evp_));
+#endif
+}
+
+bool Sha256::accelerated() {
+#ifdef KFORGE_HAVE_OPENSSL
+  return sha256_md() != nullptr;
+#else
+  return false;
+#endif
+}
 
 void Sha256::block(const std::uint8_t* p) {
   std::uint32_t w[64];
@@ -66,6 +106,12 @@ void Sha256::block(const std::uint8_t* p) {
 }
 
 void Sha256::update(std::string_view data) {
+#ifdef KFORGE_HAVE_OPENSSL
+  if (evp_ != nullptr) {
+    EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(evp_), data.data(), data.size());
+    return;
+  }
+#endif
   const auto* p = reinterpret_cast<const std::uint8_t*>(data.data());
   std::size_t n = data.size();
   total_ += n;
@@ -92,6 +138,14 @@ void Sha256::update(std::string_view data) {
 }
 
 std::array<std::uint8_t, 32> Sha256::digest() {
+#ifdef KFORGE_HAVE_OPENSSL
+  if (evp_ != nullptr) {
+    std::array<std::uint8_t, 32> out{};
+    unsigned int n = 0;
+    EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(evp_), out.data(), &n);
+    return out;
+  }
+#endif
   std::uint64_t bits = total_ * 8;
   std::uint8_t pad = 0x80;
   update(std::string_view(reinterpret_cast<const char*>(&pad), 1));

@@ -9,15 +9,28 @@
 
 namespace kforge {
 
+// Which implementation a Sha256 uses: the best this build has (OpenSSL's libcrypto, with the
+// CPU's SHA extensions where it has them, when kforge was built with it; else the portable one),
+// or the portable one (for tests that compare the two).
+enum class Sha256Impl { best, portable };
+
 class Sha256 {
  public:
-  Sha256();
+  explicit Sha256(Sha256Impl impl = Sha256Impl::best);
+  ~Sha256();
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
+
   void update(std::string_view data);
   std::array<std::uint8_t, 32> digest();  // finalises; the object must not be updated after
   std::string hex_digest();               // lower-case hex of digest()
 
+  // True when Sha256Impl::best is libcrypto's (the build found OpenSSL).
+  static bool accelerated();
+
  private:
   void block(const std::uint8_t* p);
+  void* evp_ = nullptr;  // libcrypto's EVP_MD_CTX, or null for the portable implementation
   std::uint32_t h_[8];
   std::uint8_t buf_[64];
   std::size_t buf_len_ = 0;
