@@ -22,6 +22,15 @@ std::span<const EmbeddedFile> slurm_scripts();
 
 namespace slurm {
 
+using verify::parse_verdict;
+using verify::Release;
+using verify::SlurmConfig;
+using verify::VerdictOutcome;
+using verify::VerifyJob;
+using verify::VerifyQueue;
+using verify::VerifyRequest;
+using verify::VerifyResult;
+
 inline const store::QuerySet& q() {
   return pipeline_queries();
 }
