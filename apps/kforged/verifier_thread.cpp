@@ -4,9 +4,9 @@
 
 #include <filesystem>
 
-#include "kforge/pipeline/slurm_backend.hpp"
 #include "kforge/pipeline/verify_queue.hpp"
 #include "kforge/verify/local_backend.hpp"
+#include "kforge/verify/slurm_backend.hpp"
 #include "kforge/verify/store.hpp"
 
 namespace kforge::daemon {
@@ -62,12 +62,12 @@ void VerifierThread::run(app::Config cfg, std::string owner, std::string owner_g
   std::unique_ptr<verify::VerifyBackend> backend;
   verify::LocalBackend* local = nullptr;  // the local pool, whose devices are recorded
   if (cfg.verifier.backend == "slurm") {
-    pipeline::SlurmBackendOptions opts;
+    verify::SlurmBackendOptions opts;
     opts.verifier = cfg.verifier;
     if (cfg.source != "(defaults)") opts.config_file = std::filesystem::absolute(cfg.source);
     if (!cfg.llm.api_key_env.empty()) opts.drop_env.push_back(cfg.llm.api_key_env);
     opts.env = &env_;
-    auto s = pipeline::SlurmBackend::create(queue, clock, std::move(opts), owner, owner_glob);
+    auto s = verify::SlurmBackend::create(queue, clock, std::move(opts), owner, owner_glob);
     if (!s.ok()) return fail(s.error().message);
     backend = std::move(*s);
   } else {

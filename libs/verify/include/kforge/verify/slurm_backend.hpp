@@ -38,10 +38,10 @@
 #include "kforge/verify/config.hpp"
 #include "kforge/verify/queue.hpp"
 
-namespace kforge::pipeline {
+namespace kforge::verify {
 
 struct SlurmBackendOptions {
-  verify::VerifierConfig verifier;  // .slurm says how to submit; the rest is for the nodes
+  VerifierConfig verifier;  // .slurm says how to submit; the rest is for the nodes
   // The configuration file the nodes read when verifier.slurm.node_config is empty (the
   // daemon's own; it must be readable on the nodes). Empty: nodes get no -c.
   std::string config_file;
@@ -52,11 +52,11 @@ struct SlurmBackendOptions {
   Env* env = nullptr;
 };
 
-class SlurmBackend : public verify::VerifyBackend {
+class SlurmBackend : public VerifyBackend {
  public:
   // queue: on this thread's own connection, where the backend keeps its own tables too; it
   // must outlive the backend. owner, owner_glob: as LocalBackend's.
-  static Result<std::unique_ptr<SlurmBackend>> create(verify::VerifyQueue& queue, Clock& clock,
+  static Result<std::unique_ptr<SlurmBackend>> create(VerifyQueue& queue, Clock& clock,
                                                       SlurmBackendOptions options,
                                                       std::string owner,
                                                       const std::string& owner_glob);
@@ -69,7 +69,7 @@ class SlurmBackend : public verify::VerifyBackend {
   // Draining: true at once (tasks go on on the cluster; the next start takes them over).
   bool idle() const override;
   Status stop() override { return {}; }
-  const verify::BackendStats& stats() const override { return stats_; }
+  const BackendStats& stats() const override { return stats_; }
   std::string describe() const override;
 
   // Reads results and task states now (tests).
@@ -81,8 +81,7 @@ class SlurmBackend : public verify::VerifyBackend {
     int attempt;
     nlohmann::ordered_json record;
   };
-  SlurmBackend(verify::VerifyQueue& queue, Clock& clock, SlurmBackendOptions options,
-               std::string owner)
+  SlurmBackend(VerifyQueue& queue, Clock& clock, SlurmBackendOptions options, std::string owner)
       : queue_(queue),
         db_(queue.db()),
         clock_(clock),
@@ -103,7 +102,7 @@ class SlurmBackend : public verify::VerifyBackend {
   std::int64_t lease_ms() const;
   Env& env() const { return opt_.env ? *opt_.env : default_env(); }
 
-  verify::VerifyQueue& queue_;
+  VerifyQueue& queue_;
   store::Db& db_;  // queue_'s: the backend's own tables
   Clock& clock_;
   SlurmBackendOptions opt_;
@@ -115,7 +114,7 @@ class SlurmBackend : public verify::VerifyBackend {
   std::int64_t queued_since_ms_ = 0;  // 0: nothing waited at the last look
   std::map<std::pair<std::int64_t, int>, std::int64_t> offsets_;  // result file bytes consumed
   std::map<std::string, bool> scancelled_;                        // ARRAY_TASK of cancelled runs
-  verify::BackendStats stats_;
+  BackendStats stats_;
 };
 
 // A command's outcome (exec, no shell).
@@ -130,7 +129,7 @@ Result<CommandResult> run_command(Env& env, const std::vector<std::string>& argv
                                   const std::vector<std::string>* environment = nullptr);
 
 // `kforge run cancel`: scancels the run's live tasks. Returns how many were named.
-Result<int> scancel_run_tasks(store::Db& db, const verify::SlurmConfig& cfg, std::int64_t run_id);
+Result<int> scancel_run_tasks(store::Db& db, const SlurmConfig& cfg, std::int64_t run_id);
 
 // `kforge status`: Slurm tasks per state, and the alerts (sbatch refused, scontrol failing).
 struct SlurmAlert {
@@ -143,4 +142,4 @@ struct SlurmSummary {
 };
 Result<SlurmSummary> slurm_summary(store::Db& db);
 
-}  // namespace kforge::pipeline
+}  // namespace kforge::verify

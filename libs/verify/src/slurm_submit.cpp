@@ -16,7 +16,7 @@
 #include "kforge/core/fs.hpp"
 #include "kforge/verify/store.hpp"
 
-namespace kforge::pipeline {
+namespace kforge::verify {
 
 using namespace slurm;
 namespace fs = std::filesystem;
@@ -197,4 +197,4 @@ Status SlurmBackend::submit(std::vector<Lease> leases) {
   return {};
 }
 
-}  // namespace kforge::pipeline
+}  // namespace kforge::verify

@@ -16,7 +16,7 @@
 #include "kforge/core/fs.hpp"
 #include "kforge/verify/store.hpp"
 
-namespace kforge::pipeline {
+namespace kforge::verify {
 
 using namespace slurm;
 namespace fs = std::filesystem;
@@ -368,4 +368,4 @@ Result<SlurmSummary> slurm_summary(store::Db& db) {
   return out;
 }
 
-}  // namespace kforge::pipeline
+}  // namespace kforge::verify

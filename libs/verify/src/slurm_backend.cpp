@@ -16,7 +16,7 @@
 #include "kforge/core/fs.hpp"
 #include "kforge/verify/store.hpp"
 
-namespace kforge::pipeline {
+namespace kforge::verify {
 
 using namespace slurm;
 namespace fs = std::filesystem;
@@ -157,4 +157,4 @@ Status SlurmBackend::step(std::chrono::milliseconds max_wait) {
   return {};
 }
 
-}  // namespace kforge::pipeline
+}  // namespace kforge::verify
