@@ -30,7 +30,7 @@
 #include "daemon_bench.hpp"
 #include "kforge/fake_llm/server.hpp"
 #include "kforge/pipeline/jobs.hpp"
-#include "kforge/pipeline/verify_stage.hpp"
+#include "kforge/pipeline/verify_queue.hpp"
 #include "kforge/store/db.hpp"
 
 [[noreturn]] void kforge::bench::die(const std::string& msg) {
@@ -232,7 +232,7 @@ int main(int argc, char** argv) {
                      std::chrono::system_clock::now().time_since_epoch())
                      .count();
       auto tx = ok(kforge::store::Transaction::begin(*db), "begin");
-      kforge::pipeline::VerdictFor job;
+      kforge::verify::VerifyJob job;
       {
         auto* s = ok(db->cached(q["vstage_lease"]), "lease");
         s->bind(1, owner).bind(2, now + 600'000).bind(3, now);

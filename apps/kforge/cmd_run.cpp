@@ -13,7 +13,7 @@
 #include "kforge/dedup/signature.hpp"
 #include "kforge/pipeline/jobs.hpp"
 #include "kforge/pipeline/prompt.hpp"
-#include "kforge/pipeline/slurm_backend.hpp"
+#include "kforge/verify/slurm_backend.hpp"
 #include "kforge/verify/targets.hpp"
 
 namespace kforge::cli {
@@ -245,7 +245,7 @@ int set_state(const std::string& verb, const std::string& tag, const app::Config
                 tag.c_str(), static_cast<long long>(n));
     // Its Slurm array tasks, if the verifier sent any (kforged also cancels them when it sees
     // the run cancelled).
-    auto tasks = pipeline::scancel_run_tasks(*db, cfg.verifier.slurm, run->id);
+    auto tasks = verify::scancel_run_tasks(*db, cfg.verifier.slurm, run->id);
     if (!tasks.ok())
       std::fprintf(stderr, "kforge: cancelling the run's Slurm tasks: %s\n",
                    tasks.error().message.c_str());

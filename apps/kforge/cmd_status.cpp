@@ -18,8 +18,8 @@
 #include "kforge/pipeline/heartbeat.hpp"
 #include "kforge/pipeline/progress.hpp"
 #include "kforge/pipeline/prompt.hpp"
-#include "kforge/pipeline/slurm_backend.hpp"
 #include "kforge/store/samples.hpp"
+#include "kforge/verify/slurm_backend.hpp"
 #include "kforge/verify/store.hpp"
 
 namespace kforge::cli {
@@ -141,7 +141,7 @@ Result<nlohmann::ordered_json> collect(store::Db& db, const app::Config& cfg,
                       {"since_ms", d.updated_ms},
                       {"old", old_alert(d.updated_ms)}});
   out["verifier_alerts"] = alerts;
-  KF_TRY(auto slurm, pipeline::slurm_summary(db));
+  KF_TRY(auto slurm, verify::slurm_summary(db));
   if (!slurm.tasks_by_state.empty() || !slurm.alerts.empty()) {
     ordered_json sl;
     sl["tasks"] = slurm.tasks_by_state;

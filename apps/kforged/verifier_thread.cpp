@@ -4,7 +4,9 @@
 
 #include <filesystem>
 
-#include "kforge/pipeline/slurm_backend.hpp"
+#include "kforge/pipeline/verify_queue.hpp"
+#include "kforge/verify/local_backend.hpp"
+#include "kforge/verify/slurm_backend.hpp"
 #include "kforge/verify/store.hpp"
 
 namespace kforge::daemon {
@@ -23,7 +25,7 @@ void VerifierThread::stop(std::chrono::milliseconds grace) {
   if (thread_.joinable()) thread_.join();
 }
 
-pipeline::VerifyStageStats VerifierThread::stats() const {
+verify::BackendStats VerifierThread::stats() const {
   std::lock_guard l(mu_);
   return stats_;
 }
@@ -56,22 +58,23 @@ void VerifierThread::run(app::Config cfg, std::string owner, std::string owner_g
     running_ = false;
   };
   if (!db.ok()) return fail(db.error().message);
-  std::unique_ptr<pipeline::VerifyBackend> backend;
-  pipeline::VerifyStage* local = nullptr;  // the local pool, whose devices are recorded
+  pipeline::JobsVerifyQueue queue(**db);  // outlives the backend, whose stop() releases jobs
+  std::unique_ptr<verify::VerifyBackend> backend;
+  verify::LocalBackend* local = nullptr;  // the local pool, whose devices are recorded
   if (cfg.verifier.backend == "slurm") {
-    pipeline::SlurmBackendOptions opts;
+    verify::SlurmBackendOptions opts;
     opts.verifier = cfg.verifier;
     if (cfg.source != "(defaults)") opts.config_file = std::filesystem::absolute(cfg.source);
     if (!cfg.llm.api_key_env.empty()) opts.drop_env.push_back(cfg.llm.api_key_env);
     opts.env = &env_;
-    auto s = pipeline::SlurmBackend::create(**db, clock, std::move(opts), owner, owner_glob);
+    auto s = verify::SlurmBackend::create(queue, clock, std::move(opts), owner, owner_glob);
     if (!s.ok()) return fail(s.error().message);
     backend = std::move(*s);
   } else {
     verify::PoolOptions opts;
     opts.config = cfg.verifier;
     opts.env = &env_;
-    auto s = pipeline::VerifyStage::create(**db, clock, std::move(opts), owner, owner_glob);
+    auto s = verify::LocalBackend::create(queue, clock, std::move(opts), owner, owner_glob);
     if (!s.ok()) return fail(s.error().message);
     local = s->get();
     backend = std::move(*s);

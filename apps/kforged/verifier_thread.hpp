@@ -1,6 +1,6 @@
 #pragma once
-// The daemon's verifier thread: owns a database connection, the verifier pool and the
-// VerifyStage that feeds it jobs from 'verify_queued'.
+// The daemon's verifier thread: owns a database connection, the jobs' VerifyQueue on it and the
+// verify backend (the local pool, or Slurm) that takes jobs from 'verify_queued'.
 
 #include <atomic>
 #include <chrono>
@@ -11,7 +11,7 @@
 
 #include "kforge/app/config.hpp"
 #include "kforge/core/env.hpp"
-#include "kforge/pipeline/verify_stage.hpp"
+#include "kforge/verify/backend.hpp"
 
 namespace kforge::daemon {
 
@@ -27,7 +27,7 @@ class VerifierThread {
   // gives their jobs back to 'verify_queued'.
   void stop(std::chrono::milliseconds grace);
   bool running() const { return running_.load(); }
-  pipeline::VerifyStageStats stats() const;
+  verify::BackendStats stats() const;
   std::string last_error() const;
 
  private:
@@ -38,7 +38,7 @@ class VerifierThread {
   std::atomic<bool> draining_{false};
   std::atomic<std::int64_t> grace_ms_{0};
   mutable std::mutex mu_;
-  pipeline::VerifyStageStats stats_;
+  verify::BackendStats stats_;
   std::string last_error_;
   std::thread thread_;
 };

@@ -1,13 +1,14 @@
-// The verifier side of the pipeline on databases the real daemon wrote: VerifyStage driven
-// directly (a verdict flagged `infrastructure` goes back to 'verify_queued'; 'verifying' jobs of
-// another owner are taken back only once their lease has expired), and pipeline.verify_backlog
-// holding the LLM side back.
+// The verifier side of the pipeline on databases the real daemon wrote: the local verify backend
+// driven directly over the jobs' queue (a verdict flagged `infrastructure` goes back to
+// 'verify_queued'; 'verifying' jobs of another owner are taken back only once their lease has
+// expired), and pipeline.verify_backlog holding the LLM side back.
 
 #include <gtest/gtest.h>
 
 #include "daemon_util.hpp"
 #include "kforge/core/clock.hpp"
-#include "kforge/pipeline/verify_stage.hpp"
+#include "kforge/pipeline/verify_queue.hpp"
+#include "kforge/verify/local_backend.hpp"
 
 namespace kforge::pipeline::e2e {
 namespace {
@@ -54,7 +55,7 @@ verify::PoolOptions cpu_pool(const Site& site) {
 }
 
 // Steps the stage until pred holds (at most `limit`); returns pred().
-bool step_until(VerifyStage& stage, const std::function<bool()>& pred,
+bool step_until(verify::LocalBackend& stage, const std::function<bool()>& pred,
                 std::chrono::milliseconds limit = 60s) {
   auto until = std::chrono::steady_clock::now() + limit;
   while (!pred() && std::chrono::steady_clock::now() < until) {
@@ -79,9 +80,10 @@ TEST(VerifyStage, AnInfrastructureVerdictPutsTheJobBackInTheQueueWithNoVerdictSt
   o.config.max_start_failures = 1;
   o.devices = {verify::Device{"cuda:0", verify::Vendor::nvidia, 0, "Fake GPU", ""}};
   auto db = site.open_db();
-  auto stage = VerifyStage::create(*db, system_clock(), o, "hostA:1", "hostA:*");
+  JobsVerifyQueue queue(*db);
+  auto stage = verify::LocalBackend::create(queue, system_clock(), o, "hostA:1", "hostA:*");
   ASSERT_TRUE(stage.ok()) << stage.error().message;
-  VerifyStage& s = **stage;
+  verify::LocalBackend& s = **stage;
   ASSERT_TRUE(step_until(s, [&] { return s.stats().requeued >= 2; }))
       << "requeued " << s.stats().requeued << ", stored " << s.stats().stored;
   s.drain();
@@ -120,19 +122,20 @@ TEST(VerifyStage, AnotherOwnersVerifyingJobsAreTakenBackOnlyWhenTheirLeaseHasExp
   const std::int64_t expires = site.scalar("SELECT max(lease_expires_ms) FROM jobs");
 
   auto db = site.open_db();
+  JobsVerifyQueue queue(*db);
   ManualClock clock(system_clock().wall_ms());
   ASSERT_GT(site.scalar("SELECT min(lease_expires_ms) FROM jobs"), clock.wall_ms());
   verify::PoolOptions o = cpu_pool(site);
   {
     // hostC starts before the lease expires: hostB may still be alive, so its jobs stay.
-    auto c = VerifyStage::create(*db, clock, o, "hostC:1", "hostC:*");
+    auto c = verify::LocalBackend::create(queue, clock, o, "hostC:1", "hostC:*");
     ASSERT_TRUE(c.ok()) << c.error().message;
     for (int i = 0; i < 5; ++i) ASSERT_TRUE((*c)->step(20ms).ok());
     EXPECT_EQ((*c)->stats().leased, 0u);
     EXPECT_EQ(site.scalar(by_b), 2);
   }
   clock.advance(std::chrono::milliseconds(expires - clock.wall_ms()));
-  auto c = VerifyStage::create(*db, clock, o, "hostC:2", "hostC:*");
+  auto c = verify::LocalBackend::create(queue, clock, o, "hostC:2", "hostC:*");
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(site.scalar(by_b), 0) << "taken back when the stage starts";
   ASSERT_TRUE(step_until(**c, [&] { return (*c)->stats().stored >= 2; }))

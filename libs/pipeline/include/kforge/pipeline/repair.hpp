@@ -2,12 +2,12 @@
 // The repair stage's pieces that do not depend on the scheduler: the verifier's evidence as the
 // repair prompt shows it, and the reading of a repair answer.
 //
-// After a verdict that is not verified, a job goes to stage 'repair' at the next round (VerifyStage
-// decides, within the run's repair_rounds). The scheduler renders prompts/<version>/repair.md with
-// the code, the analysis (v2), the previous round's wrapper and test, and {{evidence}}: the blocks
-// of prompts/evidence.md that apply to the stored verdict, filled from its row in
-// `verifications`. The answer is either a corrected wrapper and test (verified again, as round N)
-// or {"unfixable": reason}, which ends the sample.
+// After a verdict that is not verified, a job goes to stage 'repair' at the next round
+// (store_job_verdict decides, within the run's repair_rounds). The scheduler renders
+// prompts/<version>/repair.md with the code, the analysis (v2), the previous round's wrapper and
+// test, and {{evidence}}: the blocks of prompts/evidence.md that apply to the stored verdict,
+// filled from its row in `verifications`. The answer is either a corrected wrapper and test
+// (verified again, as round N) or {"unfixable": reason}, which ends the sample.
 
 #include <cstddef>
 #include <string>

@@ -12,7 +12,8 @@ namespace kforge::verify {
 
 inline constexpr int kAutoWorkers = 0;
 // The `verifier.slurm` section: how the daemon's verify stage runs samples as Slurm array tasks
-// (verifier.backend: slurm). Read by the pipeline's Slurm backend and by `kforge run cancel`.
+// (verifier.backend: slurm). Read by the Slurm backend (slurm_backend.hpp) and by `kforge run
+// cancel`.
 struct SlurmConfig {
   std::string shared_dir;  // seen by the daemon's host and every node (shards, results, logs)
   std::string partition;   // --partition; empty: the cluster's default

@@ -1,14 +1,11 @@
--- The verify stage's Slurm backend (slurm_backend.cpp): array jobs, their tasks and the jobs in
--- each task's shard (migrations/0007_slurm.sql).
+-- The verifier's Slurm backend (slurm_backend.cpp): array jobs, their tasks and the jobs in
+-- each task's shard (migrations/0007_slurm.sql). The jobs themselves are the VerifyQueue's: no
+-- query here reads or writes them.
 
 -- name: slurm_in_flight
 SELECT count(*) FROM slurm_task_jobs tj
 JOIN slurm_tasks t ON t.array_id = tj.array_id AND t.task = tj.task
 WHERE t.ended_ms IS NULL AND tj.outcome IS NULL;
-
--- name: slurm_queued
-SELECT count(*) FROM jobs j JOIN runs r ON r.id = j.run_id
-WHERE j.state = 'verify_queued' AND r.state = 'active';
 
 -- name: slurm_new_array
 INSERT INTO slurm_arrays (dir, owner, tasks, created_ms) VALUES ('', ?1, 0, ?2) RETURNING id;
@@ -33,13 +30,12 @@ SELECT id, slurm_job_id, dir FROM slurm_arrays
 WHERE ended_ms IS NULL AND slurm_job_id IS NOT NULL AND owner = ?1 ORDER BY id;
 
 -- name: slurm_live_tasks
-SELECT t.task, t.state, r.state FROM slurm_tasks t JOIN runs r ON r.id = t.run_id
-WHERE t.array_id = ?1 AND t.ended_ms IS NULL ORDER BY t.task;
+SELECT task, state, run_id FROM slurm_tasks
+WHERE array_id = ?1 AND ended_ms IS NULL ORDER BY task;
 
 -- name: slurm_task_job
-SELECT tj.job_id, tj.attempt, j.run_id, j.sample_id, s.key, j.repair_round FROM slurm_task_jobs tj
-JOIN jobs j ON j.id = tj.job_id JOIN samples s ON s.id = j.sample_id
-WHERE tj.array_id = ?1 AND tj.task = ?2 AND tj.idx = ?3 AND tj.outcome IS NULL;
+SELECT job_id, attempt FROM slurm_task_jobs
+WHERE array_id = ?1 AND task = ?2 AND idx = ?3 AND outcome IS NULL;
 
 -- name: slurm_set_outcome
 UPDATE slurm_task_jobs SET outcome = ?4
@@ -88,15 +84,13 @@ WHERE ended_ms IS NULL AND array_id IN (SELECT id FROM slurm_arrays
 -- name: slurm_drop_unsubmitted_arrays
 UPDATE slurm_arrays SET ended_ms = ?1 WHERE slurm_job_id IS NULL AND ended_ms IS NULL;
 
--- The jobs in live tasks of an earlier kforged of this daemon become ours again, before the
--- stage takes back its other 'verifying' jobs.
--- name: slurm_adopt_jobs
-UPDATE jobs SET lease_owner = ?1, lease_expires_ms = ?2
-WHERE state = 'verifying' AND (lease_owner GLOB ?3 OR lease_expires_ms <= ?4)
-  AND id IN (SELECT tj.job_id FROM slurm_task_jobs tj
-             JOIN slurm_tasks t ON t.array_id = tj.array_id AND t.task = tj.task
-             JOIN slurm_arrays a ON a.id = t.array_id
-             WHERE t.ended_ms IS NULL AND tj.outcome IS NULL AND a.owner GLOB ?3);
+-- The jobs in live tasks of an earlier kforged of this daemon (owner GLOB ?1): the backend
+-- adopts them (VerifyQueue::adopt) before the others it was verifying are taken back.
+-- name: slurm_adoptable_jobs
+SELECT DISTINCT tj.job_id FROM slurm_task_jobs tj
+JOIN slurm_tasks t ON t.array_id = tj.array_id AND t.task = tj.task
+JOIN slurm_arrays a ON a.id = t.array_id
+WHERE t.ended_ms IS NULL AND tj.outcome IS NULL AND a.owner GLOB ?1 ORDER BY tj.job_id;
 
 -- name: slurm_adopt_arrays
 UPDATE slurm_arrays SET owner = ?1 WHERE ended_ms IS NULL AND owner GLOB ?2;
@@ -119,16 +113,6 @@ SELECT state, count(*) FROM slurm_tasks GROUP BY state ORDER BY state;
 -- name: slurm_run_tasks
 SELECT a.slurm_job_id || '_' || t.task FROM slurm_tasks t JOIN slurm_arrays a ON a.id = t.array_id
 WHERE t.run_id = ?1 AND t.ended_ms IS NULL AND a.slurm_job_id IS NOT NULL ORDER BY a.id, t.task;
-
--- name: slurm_job_run_state
-SELECT r.state FROM jobs j JOIN runs r ON r.id = j.run_id WHERE j.id = ?1;
-
--- vstage_reclaim, leaving alone the jobs just adopted (lease_owner ?4, this daemon's own).
--- name: slurm_reclaim
-UPDATE jobs SET state = 'verify_queued', lease_owner = NULL, lease_expires_ms = NULL,
-                updated_ms = ?3
-WHERE state = 'verifying' AND lease_owner != ?4
-  AND (lease_owner GLOB ?1 OR lease_expires_ms <= ?2);
 
 -- A later array holds the job too: this row is stale and must not touch the job.
 -- name: slurm_newer_open

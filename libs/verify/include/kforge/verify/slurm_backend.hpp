@@ -1,16 +1,17 @@
 #pragma once
 // SlurmBackend: the verify stage on a Slurm cluster (verifier.backend: slurm).
 //
-// The database stays on the daemon's host; nodes never open it. The backend leases
-// 'verify_queued' jobs in batches (as 'verifying', like the local pool), writes each batch as
+// The database stays on the daemon's host; nodes never open it. The backend leases waiting jobs
+// from its VerifyQueue in batches (like the local pool), writes each batch as
 // JSON Lines shards (one per array task, one run per shard) into a directory of its own under
 // verifier.slurm.shared_dir, and submits them with one `sbatch --array`. Each task runs
 // `kforge verify SHARD --json RESULT --full` on its node, which writes a line per sample as it
 // finishes. The backend reads those lines and `scontrol -o show job`, and stores each verdict
-// with the job's move to 'done' in one transaction, exactly as the local pool does.
+// through the queue, with its own record of it in one transaction, exactly as the local pool
+// does.
 //
 // Faults: a task that ends without a verdict for every sample (failed, cancelled, timed out,
-// node lost, unknown to Slurm) has its unfinished samples go back to 'verify_queued', to be
+// node lost, unknown to Slurm) has its unfinished samples go back to the queue, to be
 // leased into a later array; verdicts it wrote before are kept. Each (task, sample) row is
 // settled once, and a task that has ended is never read again, so a late result of a lost task
 // is never stored. Arrays, tasks and their jobs are checkpointed (migrations/0007_slurm.sql): a
@@ -32,14 +33,15 @@
 
 #include "kforge/core/clock.hpp"
 #include "kforge/core/env.hpp"
-#include "kforge/pipeline/verify_stage.hpp"
 #include "kforge/store/db.hpp"
+#include "kforge/verify/backend.hpp"
 #include "kforge/verify/config.hpp"
+#include "kforge/verify/queue.hpp"
 
-namespace kforge::pipeline {
+namespace kforge::verify {
 
 struct SlurmBackendOptions {
-  verify::VerifierConfig verifier;  // .slurm says how to submit; the rest is for the nodes
+  VerifierConfig verifier;  // .slurm says how to submit; the rest is for the nodes
   // The configuration file the nodes read when verifier.slurm.node_config is empty (the
   // daemon's own; it must be readable on the nodes). Empty: nodes get no -c.
   std::string config_file;
@@ -52,7 +54,9 @@ struct SlurmBackendOptions {
 
 class SlurmBackend : public VerifyBackend {
  public:
-  static Result<std::unique_ptr<SlurmBackend>> create(store::Db& db, Clock& clock,
+  // queue: on this thread's own connection, where the backend keeps its own tables too; it
+  // must outlive the backend. owner, owner_glob: as LocalBackend's.
+  static Result<std::unique_ptr<SlurmBackend>> create(VerifyQueue& queue, Clock& clock,
                                                       SlurmBackendOptions options,
                                                       std::string owner,
                                                       const std::string& owner_glob);
@@ -65,7 +69,7 @@ class SlurmBackend : public VerifyBackend {
   // Draining: true at once (tasks go on on the cluster; the next start takes them over).
   bool idle() const override;
   Status stop() override { return {}; }
-  const VerifyStageStats& stats() const override { return stats_; }
+  const BackendStats& stats() const override { return stats_; }
   std::string describe() const override;
 
   // Reads results and task states now (tests).
@@ -77,8 +81,12 @@ class SlurmBackend : public VerifyBackend {
     int attempt;
     nlohmann::ordered_json record;
   };
-  SlurmBackend(store::Db& db, Clock& clock, SlurmBackendOptions options, std::string owner)
-      : db_(db), clock_(clock), opt_(std::move(options)), owner_(std::move(owner)) {}
+  SlurmBackend(VerifyQueue& queue, Clock& clock, SlurmBackendOptions options, std::string owner)
+      : queue_(queue),
+        db_(queue.db()),
+        clock_(clock),
+        opt_(std::move(options)),
+        owner_(std::move(owner)) {}
   Status maybe_submit();
   Status submit(std::vector<Lease> leases);
   Status read_results(std::int64_t array_id, const std::string& dir, int task, int& stored);
@@ -94,7 +102,8 @@ class SlurmBackend : public VerifyBackend {
   std::int64_t lease_ms() const;
   Env& env() const { return opt_.env ? *opt_.env : default_env(); }
 
-  store::Db& db_;
+  VerifyQueue& queue_;
+  store::Db& db_;  // queue_'s: the backend's own tables
   Clock& clock_;
   SlurmBackendOptions opt_;
   std::string owner_;
@@ -105,7 +114,7 @@ class SlurmBackend : public VerifyBackend {
   std::int64_t queued_since_ms_ = 0;  // 0: nothing waited at the last look
   std::map<std::pair<std::int64_t, int>, std::int64_t> offsets_;  // result file bytes consumed
   std::map<std::string, bool> scancelled_;                        // ARRAY_TASK of cancelled runs
-  VerifyStageStats stats_;
+  BackendStats stats_;
 };
 
 // A command's outcome (exec, no shell).
@@ -120,7 +129,7 @@ Result<CommandResult> run_command(Env& env, const std::vector<std::string>& argv
                                   const std::vector<std::string>* environment = nullptr);
 
 // `kforge run cancel`: scancels the run's live tasks. Returns how many were named.
-Result<int> scancel_run_tasks(store::Db& db, const verify::SlurmConfig& cfg, std::int64_t run_id);
+Result<int> scancel_run_tasks(store::Db& db, const SlurmConfig& cfg, std::int64_t run_id);
 
 // `kforge status`: Slurm tasks per state, and the alerts (sbatch refused, scontrol failing).
 struct SlurmAlert {
@@ -133,4 +142,4 @@ struct SlurmSummary {
 };
 Result<SlurmSummary> slurm_summary(store::Db& db);
 
-}  // namespace kforge::pipeline
+}  // namespace kforge::verify

@@ -16,7 +16,7 @@
 #include "kforge/core/fs.hpp"
 #include "kforge/verify/store.hpp"
 
-namespace kforge::pipeline {
+namespace kforge::verify {
 
 namespace slurm {
 
@@ -105,4 +105,4 @@ std::string first_line(const std::string& s) {
 
 }  // namespace slurm
 
-}  // namespace kforge::pipeline
+}  // namespace kforge::verify

@@ -1,5 +1,6 @@
--- The verifier stage of the daemon: jobs in 'verify_queued' are leased as 'verifying', verified,
--- and moved to 'done' with their verdict in one transaction.
+-- The verify stage's side of the jobs table (verify_queue.cpp, the VerifyQueue of every verify
+-- backend): jobs in 'verify_queued' are leased as 'verifying', verified, and moved to 'done' with
+-- their verdict in one transaction.
 
 -- name: vstage_lease
 UPDATE jobs SET state = 'verifying', lease_owner = ?1, lease_expires_ms = ?2, updated_ms = ?3
@@ -40,12 +41,31 @@ WHERE id = ?1 AND state = 'verifying' AND lease_owner = ?2;
 -- name: vstage_renew
 UPDATE jobs SET lease_expires_ms = ?2 WHERE state = 'verifying' AND lease_owner = ?1;
 
+-- Leaves alone the jobs of ?4 (NULL: none), e.g. those a backend has just adopted.
 -- name: vstage_reclaim
 UPDATE jobs SET state = 'verify_queued', lease_owner = NULL, lease_expires_ms = NULL,
                 updated_ms = ?3
-WHERE state = 'verifying' AND (lease_owner GLOB ?1 OR lease_expires_ms <= ?2);
+WHERE state = 'verifying' AND (?4 IS NULL OR lease_owner != ?4)
+  AND (lease_owner GLOB ?1 OR lease_expires_ms <= ?2);
 
 -- name: vstage_release
 UPDATE jobs SET state = 'verify_queued', lease_owner = NULL, lease_expires_ms = NULL,
                 updated_ms = ?2
 WHERE state = 'verifying' AND lease_owner = ?1;
+
+-- name: vstage_waiting
+SELECT count(*) FROM jobs j JOIN runs r ON r.id = j.run_id
+WHERE j.state = 'verify_queued' AND r.state = 'active';
+
+-- A job a backend sent away and a restarted daemon takes over: ?1 (this daemon's owner) until ?2,
+-- if it is still being verified by an earlier process of the daemon (?3) or its lease expired.
+-- name: vstage_adopt
+UPDATE jobs SET lease_owner = ?1, lease_expires_ms = ?2
+WHERE id = ?5 AND state = 'verifying' AND (lease_owner GLOB ?3 OR lease_expires_ms <= ?4);
+
+-- name: vstage_job
+SELECT j.run_id, j.sample_id, s.key, j.repair_round FROM jobs j
+JOIN samples s ON s.id = j.sample_id WHERE j.id = ?1;
+
+-- name: vstage_run_state
+SELECT state FROM runs WHERE id = ?1;

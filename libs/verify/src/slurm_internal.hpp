@@ -13,17 +13,17 @@
 #include <vector>
 
 #include "kforge/core/embedded.hpp"
-#include "kforge/pipeline/jobs.hpp"
-#include "kforge/pipeline/slurm_backend.hpp"
+#include "kforge/verify/slurm_backend.hpp"
+#include "kforge/verify/store.hpp"
 
-namespace kforge::pipeline {
+namespace kforge::verify {
 
 std::span<const EmbeddedFile> slurm_scripts();
 
 namespace slurm {
 
 inline const store::QuerySet& q() {
-  return pipeline_queries();
+  return verify_queries();
 }
 
 // A sample whose task ended without its verdict this many times is given up as failed.
@@ -56,4 +56,4 @@ std::string first_line(const std::string& s);
 std::vector<std::string> environment_without(const std::vector<std::string>& drop);
 
 }  // namespace slurm
-}  // namespace kforge::pipeline
+}  // namespace kforge::verify

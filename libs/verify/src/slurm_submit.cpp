@@ -16,7 +16,7 @@
 #include "kforge/core/fs.hpp"
 #include "kforge/verify/store.hpp"
 
-namespace kforge::pipeline {
+namespace kforge::verify {
 
 using namespace slurm;
 namespace fs = std::filesystem;
@@ -30,15 +30,14 @@ Status SlurmBackend::maybe_submit() {
   const std::int64_t room =
       std::min<std::int64_t>(full, sc.max_samples_in_flight - in_flight.value_or(0));
   if (room <= 0) return {};
-  KF_TRY(store::Stmt * qs, db_.cached(q()["slurm_queued"]));
-  KF_TRY(auto queued, qs->one([](store::Stmt& r) { return r.int64(0); }));
-  if (queued.value_or(0) == 0) {
+  KF_TRY(const std::int64_t queued, queue_.waiting());
+  if (queued == 0) {
     queued_since_ms_ = 0;
     return {};
   }
   if (queued_since_ms_ == 0) queued_since_ms_ = now;
   // A full array goes at once; a partial one after submit_interval_ms of waiting.
-  if (*queued < room && now - queued_since_ms_ < sc.submit_interval_ms) return {};
+  if (queued < room && now - queued_since_ms_ < sc.submit_interval_ms) return {};
   if (now - last_submit_ms_ < std::min<std::int64_t>(sc.submit_interval_ms, 1000)) return {};
   last_submit_ms_ = now;
   queued_since_ms_ = 0;
@@ -47,36 +46,18 @@ Status SlurmBackend::maybe_submit() {
   {
     KF_TRY(store::Transaction tx, store::Transaction::begin(db_));
     while (static_cast<std::int64_t>(leases.size()) < room) {
-      KF_TRY(store::Stmt * st, db_.cached(q()["vstage_lease"]));
-      st->bind(1, owner_).bind(2, now + lease_ms()).bind(3, now);
-      KF_TRY(auto row, st->one([](store::Stmt& r) {
-        return std::array<std::int64_t, 4>{r.int64(0), r.int64(1), r.int64(2), r.int64(3)};
-      }));
-      if (!row) break;
-      Lease l{(*row)[0], (*row)[1], (*row)[2], 1, nlohmann::ordered_json::object()};
-      KF_TRY(store::Stmt * ss, db_.cached(q()["vstage_sample"]));
-      ss->bind(1, l.sample_id);
-      KF_TRY(auto sample,
-             ss->one([](store::Stmt& r) { return std::make_pair(r.text(0), r.text(1)); }));
-      if (sample) {
-        l.record["key"] = sample->first;
-        l.record["code"] = sample->second;
+      KF_TRY(auto leased, queue_.lease(owner_, now + lease_ms(), now));
+      if (!leased) break;
+      const VerifyJob& job = leased->job;
+      const VerifyRequest& req = leased->request;  // the code of the job's repair round
+      Lease l{job.job_id, job.run_id, job.sample_id, job.attempt, nlohmann::ordered_json::object()};
+      if (req.code) {
+        l.record["key"] = req.key;
+        l.record["code"] = *req.code;
       }
-      KF_TRY(store::Stmt * gs, db_.cached(q()["vstage_generated"]));
-      gs->bind(1, l.job_id).bind(2, (*row)[3]);  // the code of the job's repair round
-      KF_TRY(auto text, gs->one([](store::Stmt& r) { return r.opt_text(0); }));
-      if (text && *text) {
-        auto j = nlohmann::json::parse(**text, nullptr, false);
-        if (j.is_object()) {
-          for (const char* f : {"kernel_wrapper", "unitest_code"})
-            if (j.contains(f) && j[f].is_string()) l.record[f] = j[f].get<std::string>();
-        }
-      }
+      if (req.kernel_wrapper) l.record["kernel_wrapper"] = *req.kernel_wrapper;
+      if (req.unitest_code) l.record["unitest_code"] = *req.unitest_code;
       l.record["job_id"] = l.job_id;
-      KF_TRY(store::Stmt * as, db_.cached(q()["vstage_next_attempt"]));
-      as->bind(1, l.job_id);
-      KF_TRY(auto next, as->one([](store::Stmt& r) { return r.int64(0); }));
-      if (next) l.attempt = static_cast<int>(*next);
       leases.push_back(std::move(l));
     }
     KF_CHECK(tx.commit());
@@ -105,15 +86,8 @@ Status SlurmBackend::submit(std::vector<Lease> leases) {
   auto give_back = [&](const std::string& why) -> Status {
     KF_TRY(store::Transaction tx, store::Transaction::begin(db_));
     for (const auto& l : leases) {
-      KF_TRY(store::Stmt * st, db_.cached(q()["vstage_finish"]));
-      st->bind(1, l.job_id)
-          .bind(2, owner_)
-          .bind(3, "verify_queued")
-          .bind(4, "verify")
-          .bind(5, "verifier")
-          .bind(6, why)
-          .bind(7, clock_.wall_ms());
-      KF_CHECK(st->run());
+      KF_TRY(bool ours, queue_.release(l.job_id, owner_, Release::requeue, why, clock_.wall_ms()));
+      (void)ours;
     }
     if (array_id > 0) {
       KF_TRY(store::Stmt * st, db_.cached(q()["slurm_delete_array"]));
@@ -223,4 +197,4 @@ Status SlurmBackend::submit(std::vector<Lease> leases) {
   return {};
 }
 
-}  // namespace kforge::pipeline
+}  // namespace kforge::verify

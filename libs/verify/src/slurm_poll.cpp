@@ -16,7 +16,7 @@
 #include "kforge/core/fs.hpp"
 #include "kforge/verify/store.hpp"
 
-namespace kforge::pipeline {
+namespace kforge::verify {
 
 using namespace slurm;
 namespace fs = std::filesystem;
@@ -47,30 +47,27 @@ Status SlurmBackend::store_line(std::int64_t array_id, int task, const std::stri
   const std::int64_t idx = j["index"].get<std::int64_t>();
   KF_TRY(store::Stmt * tj, db_.cached(q()["slurm_task_job"]));
   tj->bind(1, array_id).bind(2, static_cast<std::int64_t>(task)).bind(3, idx);
-  struct Row {
-    std::int64_t job_id;
-    int attempt;
-    std::int64_t run_id, sample_id;
-    std::string key;
-    int round;  // the job's repair round, whose code the shard carried
-  };
-  KF_TRY(auto row, tj->one([](store::Stmt& r) {
-    return Row{r.int64(0), static_cast<int>(r.int64(1)), r.int64(2), r.int64(3),
-               r.text(4),  static_cast<int>(r.int64(5))};
+  KF_TRY(auto sent, tj->one([](store::Stmt& r) {
+    return std::make_pair(r.int64(0), static_cast<int>(r.int64(1)));  // job, attempt
   }));
-  if (!row) return {};  // settled already (read again after a restart)
-  KF_TRY(bool stale, newer_open(row->job_id, array_id));
+  if (!sent) return {};  // settled already (read again after a restart)
+  // The job's repair round is the one whose code the shard carried.
+  KF_TRY(auto row, queue_.job(sent->first));
+  if (!row) return {};
+  VerifyJob job = row->job;
+  job.attempt = sent->second;
+  KF_TRY(bool stale, newer_open(job.job_id, array_id));
   if (stale) return settle_stale(array_id, task, idx);
-  verify::VerifyResult v;
+  VerifyResult v;
   v.key = j.value("key", std::string());
   if (v.key != row->key) {
     spdlog::warn("verifier: array {} task {} line {} names '{}', the shard '{}': ignored", array_id,
                  task, idx, v.key, row->key);
     return {};
   }
-  auto verdict = verify::parse_verdict(j["verdict"].get<std::string>());
+  auto verdict = parse_verdict(j["verdict"].get<std::string>());
   if (!verdict) return {};
-  v.tag = row->job_id;
+  v.tag = job.job_id;
   v.verdict = *verdict;
   v.detail = j.value("detail", std::string());
   if (j.contains("flags") && j["flags"].is_array())
@@ -81,15 +78,11 @@ Status SlurmBackend::store_line(std::int64_t array_id, int task, const std::stri
   v.stderr_tail = j.value("stderr_tail", std::string());
   v.duration_ms = j.value("duration_ms", std::int64_t{0});
   v.device = j.value("device", std::string());
-  KF_TRY(int rounds, run_repair_rounds(db_, row->run_id));
 
   const std::int64_t now = clock_.wall_ms();
   KF_TRY(store::Transaction tx, store::Transaction::begin(db_));
   // As the local pool's verdicts: to 'done', to the next repair round, or back to the queue.
-  KF_TRY(VerdictOutcome out,
-         store_job_verdict(
-             db_, owner_,
-             {row->job_id, row->run_id, row->sample_id, row->attempt, row->round, rounds}, v, now));
+  KF_TRY(VerdictOutcome out, queue_.store_verdict(owner_, job, v, now));
   const bool ours = out != VerdictOutcome::lost;
   const bool infrastructure = out == VerdictOutcome::requeued;
   const char* outcome = !ours ? "dropped" : infrastructure ? "requeued" : "stored";
@@ -113,7 +106,7 @@ Status SlurmBackend::store_line(std::int64_t array_id, int task, const std::stri
     if (out == VerdictOutcome::to_repair) ++stats_.to_repair;
     ++stats_.stored;
     ++stored;
-    ++stats_.by_verdict[std::string(verify::to_string(v.verdict))];
+    ++stats_.by_verdict[std::string(to_string(v.verdict))];
     if (v.verified()) ++stats_.verified;
   }
   return {};
@@ -175,23 +168,24 @@ Status SlurmBackend::end_task(std::int64_t array_id, const std::string& slurm_id
     cnt->bind(1, job);
     KF_TRY(auto times, cnt->one([](store::Stmt& r) { return r.int64(0); }));
     const bool give_up = times.value_or(0) + 1 >= kMaxRequeues;
-    KF_TRY(store::Stmt * rs, db_.cached(q()["slurm_job_run_state"]));
-    rs->bind(1, job);
-    KF_TRY(auto run_state, rs->one([](store::Stmt& r) { return r.text(0); }));
+    KF_TRY(auto queued, queue_.job(job));
+    bool cancelled = false;
     // A cancelled run's job ends with its task (kforge run cancel scancels the run's tasks).
-    const bool cancelled = run_state && *run_state == "cancelled";
-    KF_TRY(store::Stmt * fin, db_.cached(q()["vstage_finish"]));
-    fin->bind(1, job).bind(2, owner_).bind(4, "verify").bind(7, now);
-    if (cancelled)
-      fin->bind(3, "cancelled").bind(5, "cancelled").bind(6, "the run was cancelled");
-    else if (give_up)
-      fin->bind(3, "failed")
-          .bind(5, "verifier")
-          .bind(6, why + "; given up after " + std::to_string(kMaxRequeues) + " tasks");
-    else
-      fin->bind(3, "verify_queued").bind(5, "verifier").bind(6, why);
-    KF_CHECK(fin->run());
-    const bool ours = db_.changes() > 0 && !cancelled;
+    if (queued) {
+      KF_TRY(cancelled, queue_.run_cancelled(queued->job.run_id));
+    }
+    bool released = false;
+    if (cancelled) {
+      KF_TRY(released, queue_.release(job, owner_, Release::cancel, "the run was cancelled", now));
+    } else if (give_up) {
+      KF_TRY(
+          released,
+          queue_.release(job, owner_, Release::fail,
+                         why + "; given up after " + std::to_string(kMaxRequeues) + " tasks", now));
+    } else {
+      KF_TRY(released, queue_.release(job, owner_, Release::requeue, why, now));
+    }
+    const bool ours = released && !cancelled;
     if (ours) ++requeued;
     KF_TRY(store::Stmt * so, db_.cached(q()["slurm_set_outcome"]));
     so->bind(1, array_id)
@@ -246,7 +240,9 @@ Status SlurmBackend::poll() {
   for (const auto& a : arrays) {
     struct Live {
       int task;
-      std::string state, run_state;
+      std::string state;
+      std::int64_t run_id;
+      bool run_cancelled;
     };
     std::vector<Live> live;
     {
@@ -255,9 +251,12 @@ Status SlurmBackend::poll() {
       while (true) {
         KF_TRY(bool row, st->step());
         if (!row) break;
-        live.push_back({static_cast<int>(st->int64(0)), st->text(1), st->text(2)});
+        live.push_back({static_cast<int>(st->int64(0)), st->text(1), st->int64(2), false});
       }
       st->reset();
+    }
+    for (auto& t : live) {
+      KF_TRY(t.run_cancelled, queue_.run_cancelled(t.run_id));
     }
     // States first, then the result files: a task seen ended has written all it will write.
     auto r = run_command(env(), {sc.scontrol, "-o", "show", "job", a.slurm_id},
@@ -302,7 +301,7 @@ Status SlurmBackend::poll() {
       }
       // A cancelled run's tasks are cancelled on the cluster too.
       const std::string name = a.slurm_id + "_" + std::to_string(t.task);
-      if (t.run_state == "cancelled" && !scancelled_[name]) {
+      if (t.run_cancelled && !scancelled_[name]) {
         scancelled_[name] = true;
         to_cancel.push_back(name);
       }
@@ -325,7 +324,7 @@ Status SlurmBackend::poll() {
   return {};
 }
 
-Result<int> scancel_run_tasks(store::Db& db, const verify::SlurmConfig& cfg, std::int64_t run_id) {
+Result<int> scancel_run_tasks(store::Db& db, const SlurmConfig& cfg, std::int64_t run_id) {
   std::vector<std::string> names;
   {
     KF_TRY(store::Stmt * st, db.cached(q()["slurm_run_tasks"]));
@@ -369,4 +368,4 @@ Result<SlurmSummary> slurm_summary(store::Db& db) {
   return out;
 }
 
-}  // namespace kforge::pipeline
+}  // namespace kforge::verify

@@ -16,22 +16,23 @@
 #include "kforge/core/fs.hpp"
 #include "kforge/verify/store.hpp"
 
-namespace kforge::pipeline {
+namespace kforge::verify {
 
 using namespace slurm;
 namespace fs = std::filesystem;
 
-Result<std::unique_ptr<SlurmBackend>> SlurmBackend::create(store::Db& db, Clock& clock,
+Result<std::unique_ptr<SlurmBackend>> SlurmBackend::create(VerifyQueue& queue, Clock& clock,
                                                            SlurmBackendOptions options,
                                                            std::string owner,
                                                            const std::string& owner_glob) {
+  store::Db& db = queue.db();
   const auto& sc = options.verifier.slurm;
   if (sc.shared_dir.empty()) return fail("config", "verifier.slurm.shared_dir is not set");
   std::error_code ec;
   fs::create_directories(sc.shared_dir, ec);
   if (ec) return fail("io", "verifier.slurm.shared_dir " + sc.shared_dir + ": " + ec.message());
   if (task_script().empty()) return fail("config", "the Slurm task script is not built in");
-  std::unique_ptr<SlurmBackend> s(new SlurmBackend(db, clock, std::move(options), owner));
+  std::unique_ptr<SlurmBackend> s(new SlurmBackend(queue, clock, std::move(options), owner));
   const std::int64_t now = clock.wall_ms();
   // An earlier kforged killed between sbatch and recording its answer left an array without a
   // job id that may be running: find it in Slurm by its directory and watch it, rather than
@@ -78,21 +79,30 @@ Result<std::unique_ptr<SlurmBackend>> SlurmBackend::create(store::Db& db, Clock&
       if (std::string_view(name) != "slurm_drop_unsubmitted_jobs") st->bind(1, now);
       KF_CHECK(st->run());
     }
-    KF_TRY(store::Stmt * adopt, db.cached(q()["slurm_adopt_jobs"]));
-    adopt->bind(1, owner).bind(2, now + s->lease_ms()).bind(3, owner_glob).bind(4, now);
-    KF_CHECK(adopt->run());
-    const auto adopted = db.changes();
+    // The jobs in live tasks of an earlier kforged of this daemon become ours again, before
+    // the others it was verifying are taken back.
+    std::vector<std::int64_t> live;
+    {
+      KF_TRY(store::Stmt * st, db.cached(q()["slurm_adoptable_jobs"]));
+      st->bind(1, owner_glob);
+      while (true) {
+        KF_TRY(bool row, st->step());
+        if (!row) break;
+        live.push_back(st->int64(0));
+      }
+      st->reset();
+    }
+    KF_TRY(const std::int64_t adopted,
+           queue.adopt(live, owner, owner_glob, now + s->lease_ms(), now));
     KF_TRY(store::Stmt * arrays, db.cached(q()["slurm_adopt_arrays"]));
     arrays->bind(1, owner).bind(2, owner_glob);
     KF_CHECK(arrays->run());
     if (db.changes() > 0)
       spdlog::info("verifier: watching {} Slurm array jobs of an earlier kforged ({} samples)",
                    db.changes(), adopted);
-    KF_TRY(store::Stmt * st, db.cached(q()["slurm_reclaim"]));
-    st->bind(1, owner_glob).bind(2, now).bind(3, now).bind(4, owner);
-    KF_CHECK(st->run());
-    if (db.changes() > 0)
-      spdlog::warn("verifier: took back {} jobs an earlier kforged was verifying", db.changes());
+    KF_TRY(const std::int64_t taken, queue.reclaim(owner_glob, now, owner));
+    if (taken > 0)
+      spdlog::warn("verifier: took back {} jobs an earlier kforged was verifying", taken);
     KF_CHECK(tx.commit());
   }
   return s;
@@ -137,9 +147,7 @@ Status SlurmBackend::step(std::chrono::milliseconds max_wait) {
   }
   now = clock_.wall_ms();
   if (now - last_renew_ms_ >= lease_ms() / 4) {
-    KF_TRY(store::Stmt * st, db_.cached(q()["vstage_renew"]));
-    st->bind(1, owner_).bind(2, now + lease_ms());
-    KF_CHECK(st->run());
+    KF_CHECK(queue_.renew(owner_, now + lease_ms()));
     last_renew_ms_ = now;
   }
   auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(clock_.steady_now() - t0);
@@ -149,4 +157,4 @@ Status SlurmBackend::step(std::chrono::milliseconds max_wait) {
   return {};
 }
 
-}  // namespace kforge::pipeline
+}  // namespace kforge::verify

@@ -18,7 +18,7 @@
 
 extern "C" char** environ;
 
-namespace kforge::pipeline {
+namespace kforge::verify {
 
 namespace slurm {
 
@@ -55,4 +55,4 @@ Result<CommandResult> run_command(Env& env, const std::vector<std::string>& argv
   return r;
 }
 
-}  // namespace kforge::pipeline
+}  // namespace kforge::verify

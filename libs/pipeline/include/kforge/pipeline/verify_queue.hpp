@@ -1,0 +1,76 @@
+#pragma once
+// The verify stage's side of the jobs table: the VerifyQueue (verify/queue.hpp) every verify
+// backend takes its jobs from and stores its verdicts through.
+//
+// Jobs whose LLM stages are done wait in 'verify_queued'. A backend leases them as 'verifying'
+// (owner and expiry, like the LLM side); each verdict and the job's move to 'done' are written in
+// one transaction. A verdict flagged `infrastructure` (the verifier failed, not the sample) puts
+// the job back in 'verify_queued'. A verdict that is not verified (not passed, or passed with a
+// quality flag) sends the job to stage 'repair' at its next round instead, in the same
+// transaction, while the run has repair rounds left (runs.params_json "repair_rounds"); each
+// verdict records the round whose code it judged. A dead daemon's 'verifying' jobs are
+// reclaimed at start or when their lease expires.
+//
+// Threads: as its connection: one thread.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kforge/store/db.hpp"
+#include "kforge/verify/queue.hpp"
+
+namespace kforge::pipeline {
+
+// In the caller's transaction: stores the verdict (not an infrastructure one) and moves the job
+// on: to 'done'; to stage 'repair' at the next round when it is not verified, the run has rounds
+// left and the verdict is not flagged `environment`; or back to 'verify_queued' when flagged
+// `infrastructure`. `lost`: the job is no longer OWNER's (cancelled, or reclaimed after its lease
+// expired): nothing is written.
+Result<verify::VerdictOutcome> store_job_verdict(store::Db& db, const std::string& owner,
+                                                 const verify::VerifyJob& job,
+                                                 const verify::VerifyResult& r, std::int64_t now);
+// The run's repair rounds (runs.params_json "repair_rounds", fixed at its creation; 0 if unset).
+Result<int> run_repair_rounds(store::Db& db, std::int64_t run_id);
+// The cross-compile targets the run requires (runs.params_json "require_targets"): its samples
+// are compiled for them, and a passing one that does not compile for one is flagged
+// cross_compile_failed by store_job_verdict (not verified; repaired with the compiler's error).
+Result<std::vector<std::string>> run_required_targets(store::Db& db, std::int64_t run_id);
+
+// The VerifyQueue over the jobs table ('verify_queued' and 'verifying' jobs).
+class JobsVerifyQueue : public verify::VerifyQueue {
+ public:
+  explicit JobsVerifyQueue(store::Db& db) : db_(db) {}
+
+  store::Db& db() override { return db_; }
+  Result<std::optional<verify::LeasedSample>> lease(const std::string& owner,
+                                                    std::int64_t expires_ms,
+                                                    std::int64_t now) override;
+  Result<std::int64_t> waiting() override;
+  Status renew(const std::string& owner, std::int64_t expires_ms) override;
+  Result<verify::VerdictOutcome> store_verdict(const std::string& owner,
+                                               const verify::VerifyJob& job,
+                                               const verify::VerifyResult& result,
+                                               std::int64_t now) override;
+  Result<bool> release(std::int64_t job_id, const std::string& owner, verify::Release how,
+                       const std::optional<std::string>& why, std::int64_t now) override;
+  Status release_all(const std::string& owner, std::int64_t now) override;
+  Result<std::int64_t> adopt(const std::vector<std::int64_t>& job_ids, const std::string& owner,
+                             const std::string& owner_glob, std::int64_t expires_ms,
+                             std::int64_t now) override;
+  Result<std::int64_t> reclaim(const std::string& owner_glob, std::int64_t now,
+                               const std::string& keep_owner) override;
+  Result<std::optional<verify::QueuedJob>> job(std::int64_t job_id) override;
+  Result<bool> run_cancelled(std::int64_t run_id) override;
+
+ private:
+  Result<int> repair_rounds(std::int64_t run_id);
+  Result<std::vector<std::string>> required_targets(std::int64_t run_id);
+
+  store::Db& db_;
+  std::map<std::int64_t, int> repair_rounds_;                          // by run id
+  std::map<std::int64_t, std::vector<std::string>> required_targets_;  // by run id
+};
+
+}  // namespace kforge::pipeline

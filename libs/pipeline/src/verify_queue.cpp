@@ -1,0 +1,279 @@
+#include "kforge/pipeline/verify_queue.hpp"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "kforge/pipeline/jobs.hpp"
+#include "kforge/store/run_params.hpp"
+#include "kforge/verify/store.hpp"
+#include "kforge/verify/targets.hpp"
+
+namespace kforge::pipeline {
+
+using verify::VerdictOutcome;
+
+namespace {
+const store::QuerySet& q() {
+  return pipeline_queries();
+}
+}  // namespace
+
+Result<std::optional<verify::LeasedSample>> JobsVerifyQueue::lease(const std::string& owner,
+                                                                   std::int64_t expires_ms,
+                                                                   std::int64_t now) {
+  verify::LeasedSample out;
+  verify::VerifyJob& job = out.job;
+  {
+    KF_TRY(store::Stmt * st, db_.cached(q()["vstage_lease"]));
+    st->bind(1, owner).bind(2, expires_ms).bind(3, now);
+    KF_TRY(bool row, st->step());
+    if (!row) return std::nullopt;
+    job.job_id = st->int64(0);
+    job.run_id = st->int64(1);
+    job.sample_id = st->int64(2);
+    job.round = static_cast<int>(st->int64(3));
+    KF_TRY(bool more, st->step());  // finish the statement (RETURNING yields one row)
+    (void)more;
+    st->reset();
+  }
+  verify::VerifyRequest& req = out.request;
+  req.tag = job.job_id;
+  {
+    KF_TRY(store::Stmt * st, db_.cached(q()["vstage_sample"]));
+    st->bind(1, job.sample_id);
+    KF_TRY(auto sample,
+           st->one([](store::Stmt& r) { return std::make_pair(r.text(0), r.text(1)); }));
+    if (sample) {
+      req.key = sample->first;
+      req.code = sample->second;
+    }
+  }
+  {
+    KF_TRY(store::Stmt * st, db_.cached(q()["vstage_generated"]));
+    st->bind(1, job.job_id).bind(2, job.round);  // the code of the job's repair round
+    KF_TRY(auto text, st->one([](store::Stmt& r) { return r.opt_text(0); }));
+    if (text && *text) {
+      auto j = nlohmann::json::parse(**text, nullptr, false);
+      if (j.is_object()) {
+        if (j.contains("kernel_wrapper") && j["kernel_wrapper"].is_string())
+          req.kernel_wrapper = j["kernel_wrapper"].get<std::string>();
+        if (j.contains("unitest_code") && j["unitest_code"].is_string())
+          req.unitest_code = j["unitest_code"].get<std::string>();
+      }
+    }
+  }
+  {
+    KF_TRY(store::Stmt * st, db_.cached(q()["vstage_next_attempt"]));
+    st->bind(1, job.job_id);
+    KF_TRY(auto next, st->one([](store::Stmt& r) { return r.int64(0); }));
+    if (next) job.attempt = static_cast<int>(*next);
+  }
+  KF_TRY(job.rounds, repair_rounds(job.run_id));
+  KF_TRY(req.cross_compile, required_targets(job.run_id));
+  return out;
+}
+
+Result<int> JobsVerifyQueue::repair_rounds(std::int64_t run_id) {
+  if (auto it = repair_rounds_.find(run_id); it != repair_rounds_.end()) return it->second;
+  KF_TRY(int rounds, run_repair_rounds(db_, run_id));
+  repair_rounds_[run_id] = rounds;  // fixed when the run was created
+  return rounds;
+}
+
+Result<std::vector<std::string>> JobsVerifyQueue::required_targets(std::int64_t run_id) {
+  auto it = required_targets_.find(run_id);
+  if (it == required_targets_.end()) {
+    KF_TRY(auto targets, run_required_targets(db_, run_id));
+    it = required_targets_.emplace(run_id, std::move(targets)).first;  // fixed at creation
+  }
+  return it->second;
+}
+
+Result<std::int64_t> JobsVerifyQueue::waiting() {
+  KF_TRY(store::Stmt * st, db_.cached(q()["vstage_waiting"]));
+  KF_TRY(auto n, st->one([](store::Stmt& r) { return r.int64(0); }));
+  return n.value_or(0);
+}
+
+Status JobsVerifyQueue::renew(const std::string& owner, std::int64_t expires_ms) {
+  KF_TRY(store::Stmt * st, db_.cached(q()["vstage_renew"]));
+  st->bind(1, owner).bind(2, expires_ms);
+  return st->run();
+}
+
+Result<VerdictOutcome> JobsVerifyQueue::store_verdict(const std::string& owner,
+                                                      const verify::VerifyJob& job,
+                                                      const verify::VerifyResult& result,
+                                                      std::int64_t now) {
+  return store_job_verdict(db_, owner, job, result, now);
+}
+
+Result<bool> JobsVerifyQueue::release(std::int64_t job_id, const std::string& owner,
+                                      verify::Release how, const std::optional<std::string>& why,
+                                      std::int64_t now) {
+  KF_TRY(store::Stmt * st, db_.cached(q()["vstage_finish"]));
+  st->bind(1, job_id).bind(2, owner).bind(4, "verify").bind(7, now);
+  switch (how) {
+    case verify::Release::requeue:
+      st->bind(3, "verify_queued");
+      break;
+    case verify::Release::fail:
+      st->bind(3, "failed");
+      break;
+    case verify::Release::cancel:
+      st->bind(3, "cancelled");
+      break;
+  }
+  if (!why) {
+    st->bind(5, nullptr).bind(6, nullptr);
+  } else {
+    st->bind(5, how == verify::Release::cancel ? "cancelled" : "verifier").bind(6, *why);
+  }
+  KF_CHECK(st->run());
+  return db_.changes() > 0;
+}
+
+Status JobsVerifyQueue::release_all(const std::string& owner, std::int64_t now) {
+  KF_TRY(store::Stmt * st, db_.cached(q()["vstage_release"]));
+  st->bind(1, owner).bind(2, now);
+  return st->run();
+}
+
+Result<std::int64_t> JobsVerifyQueue::adopt(const std::vector<std::int64_t>& job_ids,
+                                            const std::string& owner, const std::string& owner_glob,
+                                            std::int64_t expires_ms, std::int64_t now) {
+  std::int64_t adopted = 0;
+  for (std::int64_t id : job_ids) {
+    KF_TRY(store::Stmt * st, db_.cached(q()["vstage_adopt"]));
+    st->bind(1, owner).bind(2, expires_ms).bind(3, owner_glob).bind(4, now).bind(5, id);
+    KF_CHECK(st->run());
+    adopted += db_.changes();
+  }
+  return adopted;
+}
+
+Result<std::int64_t> JobsVerifyQueue::reclaim(const std::string& owner_glob, std::int64_t now,
+                                              const std::string& keep_owner) {
+  KF_TRY(store::Stmt * st, db_.cached(q()["vstage_reclaim"]));
+  st->bind(1, owner_glob).bind(2, now).bind(3, now);
+  if (keep_owner.empty())
+    st->bind(4, nullptr);
+  else
+    st->bind(4, keep_owner);
+  KF_CHECK(st->run());
+  return db_.changes();
+}
+
+Result<std::optional<verify::QueuedJob>> JobsVerifyQueue::job(std::int64_t job_id) {
+  KF_TRY(store::Stmt * st, db_.cached(q()["vstage_job"]));
+  st->bind(1, job_id);
+  KF_TRY(auto row, st->one([&](store::Stmt& r) {
+    verify::QueuedJob j;
+    j.job.job_id = job_id;
+    j.job.run_id = r.int64(0);
+    j.job.sample_id = r.int64(1);
+    j.key = r.text(2);
+    j.job.round = static_cast<int>(r.int64(3));
+    return j;
+  }));
+  if (!row) return std::nullopt;
+  KF_TRY(row->job.rounds, repair_rounds(row->job.run_id));
+  return row;
+}
+
+Result<bool> JobsVerifyQueue::run_cancelled(std::int64_t run_id) {
+  KF_TRY(store::Stmt * st, db_.cached(q()["vstage_run_state"]));
+  st->bind(1, run_id);
+  KF_TRY(auto state, st->one([](store::Stmt& r) { return r.text(0); }));
+  return state && *state == "cancelled";
+}
+
+Result<int> run_repair_rounds(store::Db& db, std::int64_t run_id) {
+  KF_TRY(store::Stmt * st, db.cached(q()["vstage_run_params"]));
+  st->bind(1, run_id);
+  KF_TRY(auto params, st->one([](store::Stmt& r) { return r.text(0); }));
+  return params ? store::repair_rounds_of_text(*params) : 0;
+}
+
+namespace {
+// Stores the verdict and moves the job on (store_job_verdict, once required targets applied).
+Result<VerdictOutcome> store_job_verdict_as(store::Db& db, const std::string& owner,
+                                            const verify::VerifyJob& job,
+                                            const verify::VerifyResult& r, std::int64_t now);
+}  // namespace
+
+Result<std::vector<std::string>> run_required_targets(store::Db& db, std::int64_t run_id) {
+  KF_TRY(store::Stmt * st, db.cached(q()["vstage_run_params"]));
+  st->bind(1, run_id);
+  KF_TRY(auto params, st->one([](store::Stmt& r) { return r.text(0); }));
+  return params ? store::required_targets_of_text(*params) : std::vector<std::string>{};
+}
+
+Result<VerdictOutcome> store_job_verdict(store::Db& db, const std::string& owner,
+                                         const verify::VerifyJob& job,
+                                         const verify::VerifyResult& r, std::int64_t now) {
+  // A run that requires targets (--require-target): a sample that does not compile for one of
+  // them is not verified, and its repair prompt carries the compiler's error.
+  KF_TRY(auto required, run_required_targets(db, job.run_id));
+  if (required.empty()) return store_job_verdict_as(db, owner, job, r, now);
+  verify::VerifyResult copy = r;
+  verify::require_targets(copy, required);
+  return store_job_verdict_as(db, owner, job, copy, now);
+}
+
+namespace {
+
+Result<VerdictOutcome> store_job_verdict_as(store::Db& db, const std::string& owner,
+                                            const verify::VerifyJob& job,
+                                            const verify::VerifyResult& r, std::int64_t now) {
+  auto flagged = [&](const char* f) {
+    return std::find(r.flags.begin(), r.flags.end(), f) != r.flags.end();
+  };
+  const bool infrastructure = flagged(verify::kInfrastructure);
+  // What the verifier's Python lacks is no evidence against the sample: no repair for it.
+  const bool environment = flagged(verify::kEnvironment);
+  // Not verified, and the run has rounds left: back to the LLM with this verdict as evidence.
+  const bool repair = !infrastructure && !environment && !r.verified() && job.round < job.rounds;
+  if (repair) {
+    KF_TRY(store::Stmt * st, db.cached(q()["vstage_to_repair"]));
+    st->bind(1, job.job_id).bind(2, owner).bind(3, job.round + 1).bind(4, now);
+    KF_CHECK(st->run());
+  } else {
+    KF_TRY(store::Stmt * st, db.cached(q()["vstage_finish"]));
+    st->bind(1, job.job_id).bind(2, owner);
+    if (infrastructure) {
+      st->bind(3, "verify_queued").bind(4, "verify").bind(5, "verifier").bind(6, r.detail);
+    } else {
+      st->bind(3, "done").bind(4, "done").bind(5, nullptr).bind(6, nullptr);
+    }
+    st->bind(7, now);
+    KF_CHECK(st->run());
+  }
+  if (db.changes() == 0) return VerdictOutcome::lost;
+  if (infrastructure) return VerdictOutcome::requeued;
+  verify::VerificationKey key{job.job_id, job.run_id, job.sample_id, job.attempt, job.round};
+  KF_CHECK(verify::store_verification(db, key, r, now));
+  if (!repair) return VerdictOutcome::stored;
+  std::string flags;
+  for (const auto& f : r.flags) flags += (flags.empty() ? " [" : ", ") + f;
+  if (!flags.empty()) flags += "]";
+  KF_TRY(store::Stmt * ev, db.cached(q()["insert_event"]));
+  ev->bind(1, job.run_id)
+      .bind(2, job.job_id)
+      .bind(3, job.sample_id)
+      .bind(4, "verify")
+      .bind(5, job.attempt)
+      .bind(6, "info")
+      .bind(7, "repair")
+      .bind(8, std::string(verify::to_string(r.verdict)) + flags + ": repair round " +
+                   std::to_string(job.round + 1) + " of " + std::to_string(job.rounds))
+      .bind(9, owner)
+      .bind(10, now);
+  KF_CHECK(ev->run());
+  return VerdictOutcome::to_repair;
+}
+
+}  // namespace
+
+}  // namespace kforge::pipeline

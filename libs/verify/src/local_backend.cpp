@@ -1,0 +1,120 @@
+#include "kforge/verify/local_backend.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "kforge/store/db.hpp"
+
+namespace kforge::verify {
+
+Result<std::unique_ptr<LocalBackend>> LocalBackend::create(VerifyQueue& queue, Clock& clock,
+                                                           PoolOptions options, std::string owner,
+                                                           const std::string& owner_glob) {
+  std::unique_ptr<LocalBackend> s(new LocalBackend(queue, clock, std::move(owner)));
+  // A sample with targets (configured, or required by its run) gets the cross-compile's time on
+  // top of its deadline, for the real run and again for the mutant run.
+  s->timeout_s_ = options.config.timeout_s + options.config.cross_compile_timeout_s;
+  KF_TRY(std::int64_t taken, queue.reclaim(owner_glob, clock.wall_ms(), ""));
+  if (taken > 0)
+    spdlog::info("verifier: took back {} jobs an earlier kforged was verifying", taken);
+  KF_TRY(s->pool_, Pool::create(std::move(options)));
+  return s;
+}
+
+LocalBackend::~LocalBackend() {
+  auto r = stop();
+  if (!r.ok()) spdlog::error("verifier: {}", r.error().message);
+}
+
+std::int64_t LocalBackend::lease_ms() const {
+  // The mutant re-run doubles a sample's time; the margin covers queueing in the pool.
+  return static_cast<std::int64_t>(timeout_s_ * 2 * 1000) + 120'000;
+}
+
+std::string LocalBackend::describe() const {
+  return "local pool, " + std::to_string(pool_ ? pool_->slots() : 0) + " slots";
+}
+
+bool LocalBackend::idle() const {
+  return !pool_ || pool_->idle();
+}
+
+Result<bool> LocalBackend::lease_one() {
+  const std::int64_t now = clock_.wall_ms();
+  KF_TRY(auto leased, queue_.lease(owner_, now + lease_ms(), now));
+  if (!leased) return false;
+  ++stats_.leased;
+  const VerifyJob job = leased->job;
+  auto id = pool_->submit(std::move(leased->request),
+                          [this, job](VerifyResult&& r) { finish(job, std::move(r)); });
+  if (!id.ok()) {
+    // The pool refused after saying it accepts: give the job back.
+    KF_TRY(bool ours,
+           queue_.release(job.job_id, owner_, Release::requeue, std::nullopt, clock_.wall_ms()));
+    (void)ours;
+    return false;
+  }
+  return true;
+}
+
+void LocalBackend::finish(const VerifyJob& job, VerifyResult&& r) {
+  auto write = [&]() -> Status {
+    KF_TRY(store::Transaction tx, store::Transaction::begin(queue_.db()));
+    KF_TRY(VerdictOutcome out, queue_.store_verdict(owner_, job, r, clock_.wall_ms()));
+    KF_CHECK(tx.commit());
+    switch (out) {
+      case VerdictOutcome::lost:
+        ++stats_.lost;  // cancelled, or reclaimed after our lease expired: keep nothing
+        break;
+      case VerdictOutcome::requeued:
+        ++stats_.requeued;
+        // While stopping, every sample in flight comes back this way: the stop's summary
+        // counts them, so one line per sample would only bury it.
+        if (draining_)
+          spdlog::debug("verifier: {} goes back to the queue: {}", r.key, r.detail);
+        else
+          spdlog::warn("verifier: {} goes back to the queue: {}", r.key, r.detail);
+        break;
+      case VerdictOutcome::to_repair:
+      case VerdictOutcome::stored:
+        if (out == VerdictOutcome::to_repair) ++stats_.to_repair;
+        ++stats_.stored;
+        ++stats_.by_verdict[std::string(to_string(r.verdict))];
+        if (r.verified()) ++stats_.verified;
+        break;
+    }
+    return {};
+  };
+  auto st = write();
+  if (!st.ok()) {
+    // The lease stays ours until it expires; then the job is verified again.
+    spdlog::error("verifier: storing the verdict of {}: {}", r.key, st.error().message);
+    if (deferred_error_.ok()) deferred_error_ = st;
+  }
+}
+
+Status LocalBackend::step(std::chrono::milliseconds max_wait) {
+  if (!pool_) return {};
+  while (!draining_ && pool_->accepting()) {
+    KF_TRY(bool got, lease_one());
+    if (!got) break;
+  }
+  pool_->step(max_wait);
+  const std::int64_t now = clock_.wall_ms();
+  if (now - last_renew_ms_ >= lease_ms() / 4) {
+    KF_CHECK(queue_.renew(owner_, now + lease_ms()));
+    last_renew_ms_ = now;
+  }
+  if (!deferred_error_.ok()) {
+    Status e = deferred_error_;
+    deferred_error_ = Status();
+    return e;
+  }
+  return {};
+}
+
+Status LocalBackend::stop() {
+  pool_.reset();  // callbacks of unfinished samples run with the infrastructure flag
+  return queue_.release_all(owner_, clock_.wall_ms());
+}
+
+}  // namespace kforge::verify
