@@ -68,12 +68,7 @@ Result<std::int64_t> JobStore::create_run(const NewRun& run) {
 Result<std::vector<RunRow>> JobStore::runs_of(std::string_view query_name) {
   std::vector<RunRow> out;
   KF_TRY(Stmt * s, db_.cached(Q()[query_name]));
-  while (true) {
-    KF_TRY(bool row, s->step());
-    if (!row) break;
-    out.push_back(run_from(*s));
-  }
-  s->reset();
+  KF_CHECK(s->each([&](store::Stmt& r) { out.push_back(run_from(r)); }));
   return out;
 }
 
@@ -152,12 +147,7 @@ Result<std::vector<std::int64_t>> JobStore::sample_ids(std::int64_t limit) {
   std::vector<std::int64_t> ids;
   KF_TRY(Stmt * s, db_.cached(Q()["sample_ids_all"]));
   s->bind(1, limit < 0 ? std::int64_t{-1} : limit);
-  while (true) {
-    KF_TRY(bool row, s->step());
-    if (!row) break;
-    ids.push_back(s->int64(0));
-  }
-  s->reset();
+  KF_CHECK(s->each([&](store::Stmt& r) { ids.push_back(r.int64(0)); }));
   return ids;
 }
 
@@ -174,14 +164,11 @@ Result<int> JobStore::expire_leases() {
   {
     KF_TRY(Stmt * s, db_.cached(Q()["expired_leases"]));
     s->bind(1, now);
-    while (true) {
-      KF_TRY(bool row, s->step());
-      if (!row) break;
-      expired.push_back(LeasedJob{s->int64(0), s->int64(1), s->int64(2), s->text(3),
-                                  static_cast<int>(s->int64(4))});
-      owners.push_back(s->text(5));
-    }
-    s->reset();
+    KF_CHECK(s->each([&](store::Stmt& r) {
+      expired.push_back(
+          LeasedJob{r.int64(0), r.int64(1), r.int64(2), r.text(3), static_cast<int>(r.int64(4))});
+      owners.push_back(r.text(5));
+    }));
   }
   if (expired.empty()) return 0;
   KF_TRY(auto tx, store::Transaction::begin(db_));
@@ -211,14 +198,11 @@ Result<int> JobStore::reclaim_leases(const std::string& owner_glob) {
   {
     KF_TRY(Stmt * s, db_.cached(Q()["leases_of_owners"]));
     s->bind(1, owner_glob);
-    while (true) {
-      KF_TRY(bool row, s->step());
-      if (!row) break;
-      held.push_back(LeasedJob{s->int64(0), s->int64(1), s->int64(2), s->text(3),
-                               static_cast<int>(s->int64(4))});
-      owners.push_back(s->text(5));
-    }
-    s->reset();
+    KF_CHECK(s->each([&](store::Stmt& r) {
+      held.push_back(
+          LeasedJob{r.int64(0), r.int64(1), r.int64(2), r.text(3), static_cast<int>(r.int64(4))});
+      owners.push_back(r.text(5));
+    }));
   }
   for (std::size_t i = 0; i < held.size(); ++i) {
     const auto& j = held[i];
@@ -245,13 +229,10 @@ Result<std::vector<LeasedJob>> JobStore::lease(std::int64_t run_id, int n, std::
   std::int64_t now = clock_.wall_ms();
   KF_TRY(Stmt * s, db_.cached(Q()["lease_jobs"]));
   s->bind(1, run_id).bind(2, owner_).bind(3, now + lease_ms).bind(4, now).bind(5, n);
-  while (true) {
-    KF_TRY(bool row, s->step());
-    if (!row) break;
-    out.push_back(LeasedJob{s->int64(0), s->int64(1), s->int64(2), s->text(3),
-                            static_cast<int>(s->int64(4)), static_cast<int>(s->int64(5))});
-  }
-  s->reset();
+  KF_CHECK(s->each([&](store::Stmt& r) {
+    out.push_back(LeasedJob{r.int64(0), r.int64(1), r.int64(2), r.text(3),
+                            static_cast<int>(r.int64(4)), static_cast<int>(r.int64(5))});
+  }));
   std::sort(out.begin(), out.end(),
             [](const LeasedJob& a, const LeasedJob& b) { return a.id < b.id; });
   return out;
@@ -351,12 +332,9 @@ Result<std::vector<Attempt>> JobStore::attempts(std::int64_t job_id, const std::
   std::vector<Attempt> out;
   KF_TRY(Stmt * s, db_.cached(Q()["stage_attempts"]));
   s->bind(1, job_id).bind(2, stage).bind(3, repair_round);
-  while (true) {
-    KF_TRY(bool row, s->step());
-    if (!row) break;
-    out.push_back(Attempt{s->text(0), s->opt_text(1), s->opt_text(2), s->opt_text(3)});
-  }
-  s->reset();
+  KF_CHECK(s->each([&](store::Stmt& r) {
+    out.push_back(Attempt{r.text(0), r.opt_text(1), r.opt_text(2), r.opt_text(3)});
+  }));
   return out;
 }
 

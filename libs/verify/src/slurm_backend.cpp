@@ -40,12 +40,7 @@ Result<std::unique_ptr<SlurmBackend>> SlurmBackend::create(VerifyQueue& queue, C
   std::vector<std::pair<std::int64_t, std::string>> unrecorded;
   {
     KF_TRY(store::Stmt * st, db.cached(q()["slurm_unsubmitted_arrays"]));
-    while (true) {
-      KF_TRY(bool row, st->step());
-      if (!row) break;
-      unrecorded.emplace_back(st->int64(0), st->text(1));
-    }
-    st->reset();
+    KF_CHECK(st->each([&](store::Stmt& r) { unrecorded.emplace_back(r.int64(0), r.text(1)); }));
   }
   std::vector<std::pair<std::int64_t, std::string>> found;
   if (!unrecorded.empty()) {
@@ -85,12 +80,7 @@ Result<std::unique_ptr<SlurmBackend>> SlurmBackend::create(VerifyQueue& queue, C
     {
       KF_TRY(store::Stmt * st, db.cached(q()["slurm_adoptable_jobs"]));
       st->bind(1, owner_glob);
-      while (true) {
-        KF_TRY(bool row, st->step());
-        if (!row) break;
-        live.push_back(st->int64(0));
-      }
-      st->reset();
+      KF_CHECK(st->each([&](store::Stmt& r) { live.push_back(r.int64(0)); }));
     }
     KF_TRY(const std::int64_t adopted,
            queue.adopt(live, owner, owner_glob, now + s->lease_ms(), now));

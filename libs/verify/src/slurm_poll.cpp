@@ -146,12 +146,7 @@ Status SlurmBackend::end_task(std::int64_t array_id, const std::string& slurm_id
   {
     KF_TRY(store::Stmt * st, db_.cached(q()["slurm_unfinished"]));
     st->bind(1, array_id).bind(2, static_cast<std::int64_t>(task));
-    while (true) {
-      KF_TRY(bool row, st->step());
-      if (!row) break;
-      open.emplace_back(st->int64(0), st->int64(1));
-    }
-    st->reset();
+    KF_CHECK(st->each([&](store::Stmt& r) { open.emplace_back(r.int64(0), r.int64(1)); }));
   }
   const std::string why = "Slurm task " + slurm_id + "_" + std::to_string(task) + " ended " +
                           (slurm_state.empty() ? state : slurm_state) +
@@ -229,12 +224,9 @@ Status SlurmBackend::poll() {
   {
     KF_TRY(store::Stmt * st, db_.cached(q()["slurm_open_arrays"]));
     st->bind(1, owner_);
-    while (true) {
-      KF_TRY(bool row, st->step());
-      if (!row) break;
-      arrays.push_back({st->int64(0), st->text(1), st->text(2)});
-    }
-    st->reset();
+    KF_CHECK(st->each([&](store::Stmt& r) {
+      arrays.push_back({r.int64(0), r.text(1), r.text(2)});
+    }));
   }
   std::string watch_error;
   for (const auto& a : arrays) {
@@ -248,12 +240,9 @@ Status SlurmBackend::poll() {
     {
       KF_TRY(store::Stmt * st, db_.cached(q()["slurm_live_tasks"]));
       st->bind(1, a.id);
-      while (true) {
-        KF_TRY(bool row, st->step());
-        if (!row) break;
-        live.push_back({static_cast<int>(st->int64(0)), st->text(1), st->int64(2), false});
-      }
-      st->reset();
+      KF_CHECK(st->each([&](store::Stmt& r) {
+        live.push_back({static_cast<int>(r.int64(0)), r.text(1), r.int64(2), false});
+      }));
     }
     for (auto& t : live) {
       KF_TRY(t.run_cancelled, queue_.run_cancelled(t.run_id));
@@ -329,12 +318,7 @@ Result<int> scancel_run_tasks(store::Db& db, const SlurmConfig& cfg, std::int64_
   {
     KF_TRY(store::Stmt * st, db.cached(q()["slurm_run_tasks"]));
     st->bind(1, run_id);
-    while (true) {
-      KF_TRY(bool row, st->step());
-      if (!row) break;
-      names.push_back(st->text(0));
-    }
-    st->reset();
+    KF_CHECK(st->each([&](store::Stmt& r) { names.push_back(r.text(0)); }));
   }
   if (names.empty()) return 0;
   std::vector<std::string> argv = {cfg.scancel};
@@ -351,20 +335,12 @@ Result<SlurmSummary> slurm_summary(store::Db& db) {
   SlurmSummary out;
   {
     KF_TRY(store::Stmt * st, db.cached(q()["slurm_tasks_by_state"]));
-    while (true) {
-      KF_TRY(bool row, st->step());
-      if (!row) break;
-      out.tasks_by_state[st->text(0)] = st->int64(1);
-    }
-    st->reset();
+    KF_CHECK(st->each([&](store::Stmt& r) { out.tasks_by_state[r.text(0)] = r.int64(1); }));
   }
   KF_TRY(store::Stmt * st, db.cached(q()["slurm_alerts"]));
-  while (true) {
-    KF_TRY(bool row, st->step());
-    if (!row) break;
-    out.alerts.push_back({st->text(0), st->text(1), st->int64(2), st->int64(3), st->int64(4)});
-  }
-  st->reset();
+  KF_CHECK(st->each([&](store::Stmt& r) {
+    out.alerts.push_back({r.text(0), r.text(1), r.int64(2), r.int64(3), r.int64(4)});
+  }));
   return out;
 }
 
