@@ -1,0 +1,87 @@
+// Answers that do not come from the wire, on the network loop: batch mode (a request goes to the
+// BatchRunner, batch.hpp; its line's outcome comes back here) and offline answers
+// (Client::answer). An answer goes through the same parsing, pricing (at the batch rate), audit
+// row and callback as one from the wire; a failed or expired line goes into the next batch or to
+// the interactive endpoint.
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "client_impl.hpp"
+#include "completion.hpp"
+#include "kforge/llm/errors.hpp"
+
+namespace kforge::llm {
+
+// A 200 answer from a batch (or an offline result file): parsed, priced at the batch rate and
+// finished like one from the wire; a cut answer is asked again with a larger budget.
+void Client::Impl::apply_answer(Call* c, std::string body, TimePoint now) {
+  c->resp = std::move(body);
+  ChatResponse r;
+  auto perr = read_completion(*c, c->resp, words_, ep_.max_tokens, r);
+  count_usage(r, now, *c, true);
+  c->resp_fields = r;
+  if (!perr) {
+    finish(c, std::move(r));
+    return;
+  }
+  if (kind_of(*perr) == ErrorKind::truncated && !c->offline && enlarge(c, r, *perr)) return;
+  finish(c, std::move(*perr));
+}
+
+void Client::Impl::to_batch(Call* c) {
+  c->in_batch = true;
+  ++c->batch_tries;
+  batch_->enqueue(c->sha, c->req.tag, c->body);
+}
+
+// The runner's thread: outcomes for the loop.
+void Client::Impl::take_batch_outcomes(std::vector<LineOutcome> v) {
+  {
+    std::lock_guard lk(mu_);
+    for (auto& o : v) batch_outcomes_.push_back(std::move(o));
+  }
+  transport_.wakeup();
+}
+
+// An answer from a batch goes through the same parsing, recording and delivery as one from
+// the wire; a failed or expired line goes into the next batch, or to the interactive
+// endpoint (llm.batch_fallback), until llm.batch.max_attempts.
+void Client::Impl::take_batch_results(TimePoint now) {
+  std::vector<LineOutcome> outs;
+  {
+    std::lock_guard lk(mu_);
+    outs.swap(batch_outcomes_);
+  }
+  for (auto& o : outs) {
+    auto it = by_hash_.find(o.sha);
+    if (it == by_hash_.end() || !it->second->in_batch) continue;
+    Call* c = it->second;
+    c->in_batch = false;
+    c->attempts = std::max(c->attempts, 1);
+    c->last_status = o.http_status;
+    if (o.answered) {
+      apply_answer(c, std::move(o.body), now);
+      continue;
+    }
+    c->resp = o.body;
+    bool more = c->batch_tries < ep_.batch.max_attempts && !stop_requested();
+    if (ep_.batch_fallback == BatchFallback::interactive && !stop_requested()) {
+      spdlog::info("llm: {}; asking the interactive endpoint", o.error);
+      c->attempts = 0;
+      ready_.push_back(c);
+    } else if (more) {
+      spdlog::info("llm: {}; into the next batch", o.error);
+      to_batch(c);
+    } else {
+      finish(c, llm_error(ErrorKind::http,
+                          words_.where(*c) + ": " + o.error + " (batch " +
+                              std::to_string(c->batch_tries) + "/" +
+                              std::to_string(ep_.batch.max_attempts) + ")",
+                          Transient::yes));
+    }
+  }
+}
+
+}  // namespace kforge::llm

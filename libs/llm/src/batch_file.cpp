@@ -1,0 +1,119 @@
+// Batch mode's JSON Lines: the files and batches endpoints for a chat URL, the input file's
+// lines, and the provider's output and error files read back into one outcome per request
+// (answered, failed with the line's error, or missing from a batch that ended without it).
+
+#include "batch_file.hpp"
+
+#include <sstream>
+
+#include "text.hpp"
+
+namespace kforge::llm {
+
+using json = nlohmann::json;
+
+std::pair<std::string, std::string> batch_api_base(const std::string& chat_url) {
+  std::string url = chat_url;
+  std::string query;
+  if (auto q = url.find('?'); q != std::string::npos) {
+    query = url.substr(q);
+    url = url.substr(0, q);
+  }
+  if (auto d = url.find("/deployments/"); d != std::string::npos) return {url.substr(0, d), query};
+  const std::string tail = "/chat/completions";
+  if (url.size() >= tail.size() && url.compare(url.size() - tail.size(), tail.size(), tail) == 0)
+    url.resize(url.size() - tail.size());
+  return {url, query};
+}
+
+std::string input_line(const std::string& sha, const std::string& endpoint,
+                       const std::string& body) {
+  return R"({"custom_id":")" + sha + R"(","method":"POST","url":")" + endpoint + R"(","body":)" +
+         body + "}\n";
+}
+
+bool terminal(const std::string& status) {
+  return status == "completed" || status == "failed" || status == "expired" ||
+         status == "cancelled";
+}
+
+std::optional<std::vector<json>> read_result_file(const std::string& body,
+                                                  const std::string& file_id, std::string* why) {
+  std::vector<json> lines;
+  std::istringstream in(body);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    json j = json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("custom_id") ||
+        !j["custom_id"].is_string()) {
+      *why = "file " + file_id + " line " + std::to_string(n) +
+             ": not a result line (the file arrived cut or in parts)";
+      return std::nullopt;
+    }
+    lines.push_back(std::move(j));
+  }
+  // A last line without its newline may be whole; parsing said so.
+  return lines;
+}
+
+std::string batch_errors(const json& j) {
+  std::string batch_error;
+  if (j.contains("errors") && j["errors"].is_object() && j["errors"].contains("data") &&
+      j["errors"]["data"].is_array()) {
+    for (const auto& e : j["errors"]["data"])
+      if (e.is_object())
+        batch_error += (batch_error.empty() ? "" : "; ") + e.value("code", std::string("error")) +
+                       ": " + e.value("message", std::string());
+  }
+  return batch_error;
+}
+
+std::vector<LineOutcome> line_outcomes(const std::vector<json>& lines,
+                                       const std::set<std::string>& shas,
+                                       const std::string& batch_key, const std::string& batch_id,
+                                       const std::string& status, const std::string& batch_error,
+                                       const std::function<std::string(std::string)>& redact) {
+  std::vector<LineOutcome> outcomes;
+  std::set<std::string> seen;
+  for (const auto& l : lines) {
+    std::string sha = l["custom_id"].get<std::string>();
+    if (!shas.count(sha) || !seen.insert(sha).second) continue;
+    LineOutcome o;
+    o.sha = sha;
+    o.batch_key = batch_key;
+    const json& resp = l.contains("response") ? l["response"] : json();
+    if (resp.is_object()) {
+      o.http_status = resp.value("status_code", 0);
+      if (resp.contains("body"))
+        o.body = resp["body"].is_string()
+                     ? resp["body"].get<std::string>()
+                     : resp["body"].dump(-1, ' ', false, json::error_handler_t::replace);
+    }
+    o.answered = o.http_status == 200;
+    if (!o.answered) {
+      std::string why;
+      if (l.contains("error") && l["error"].is_object())
+        why = l["error"].value("code", std::string("error")) + ": " +
+              l["error"].value("message", std::string());
+      else
+        why = "HTTP " + std::to_string(o.http_status) + ": " + redact(excerpt(o.body, 200));
+      o.error = "batch " + batch_id + " line " + sha.substr(0, 12) + ": " + redact(why);
+    }
+    outcomes.push_back(std::move(o));
+  }
+  for (const auto& sha : shas) {
+    if (seen.count(sha)) continue;
+    LineOutcome o;
+    o.sha = sha;
+    o.batch_key = batch_key;
+    o.error = "batch " + batch_id + " ended " + status + " without this request" +
+              (batch_error.empty() ? "" : " (" + redact(batch_error) + ")");
+    outcomes.push_back(std::move(o));
+  }
+  return outcomes;
+}
+
+}  // namespace kforge::llm

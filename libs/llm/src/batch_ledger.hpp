@@ -1,0 +1,86 @@
+#pragma once
+// Internal: batch mode's step recorder. Every step of a batch is written to llm_batches /
+// llm_batch_lines (migration 0013, queries in sql/batch.sql) before and after it happens, and
+// read back after a restart, so that a line is never sent twice while its batch lives.
+//
+// Threads: the batch runner's thread only (its own SQLite connection).
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "batch.hpp"
+#include "kforge/core/result.hpp"
+#include "kforge/store/db.hpp"
+
+namespace kforge::llm {
+
+// A request waiting for its batch.
+struct Pending {
+  std::string sha, tag, body;
+};
+
+class BatchLedger {
+ public:
+  Status open(const std::string& path, int busy_timeout_ms);
+
+  // The latest line recorded for a request to chat_url, in any batch.
+  struct LatestLine {
+    std::int64_t batch = 0;
+    std::string key, batch_state, line_state;
+    std::optional<std::string> raw;  // the answer, once the line was answered
+  };
+  std::optional<LatestLine> latest_line(const std::string& sha, const std::string& chat_url);
+
+  // A new batch of `lines` (state uploading, `bytes` of input file), in one transaction: its id.
+  Result<std::int64_t> add_batch(const std::string& key, const std::string& chat_url,
+                                 const std::string& model, std::span<const Pending> lines,
+                                 std::size_t bytes, std::int64_t now);
+
+  // The batches for chat_url and model that are not done, with their lines (bodies only for a
+  // batch still uploading: its input file is made again from them).
+  struct StoredLine {
+    std::string sha;
+    std::optional<std::string> body;
+    std::string state;
+  };
+  struct StoredBatch {
+    std::int64_t id = 0;
+    std::string key, state, file_id, batch_id;
+    std::int64_t created_ms = 0;
+    std::int64_t submitted_ms = 0;
+    std::vector<StoredLine> lines;
+  };
+  Result<std::vector<StoredBatch>> open_batches(const std::string& chat_url,
+                                                const std::string& model);
+
+  // The input file is at the provider (the batch and its lines), in one transaction.
+  Status uploaded(std::int64_t id, const std::string& file_id, std::int64_t now);
+  // The batch exists at the provider.
+  Status submitted(std::int64_t id, const std::string& batch_id, const std::string& status,
+                   std::int64_t now);
+  // Best effort (a failure is not reported): a failed poll, a new status, a note.
+  void poll_error(std::int64_t id, const std::string& why, std::int64_t now);
+  void polled(std::int64_t id, const std::string& status, std::int64_t completed,
+              std::int64_t failed, std::int64_t now);
+  void note(std::int64_t id, const std::string& why, std::int64_t now);
+  // The batch ended: each line answered or failed (bodies and errors from outside through
+  // redact), and the batch done with its files and counts; one transaction.
+  Status results(std::int64_t id, const std::vector<LineOutcome>& outcomes,
+                 const std::string& status, const std::string& out_id, const std::string& err_id,
+                 const std::string& batch_error, int answered, int failed, std::int64_t now,
+                 const std::function<std::string(std::string)>& redact);
+  // The client recorded the line's answer (best effort).
+  void applied(std::int64_t batch, const std::string& sha);
+  // Drops the copies of answers the client has recorded (best effort).
+  void prune();
+
+ private:
+  std::unique_ptr<store::Db> db_;
+};
+
+}  // namespace kforge::llm

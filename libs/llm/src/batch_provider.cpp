@@ -1,0 +1,338 @@
+// A batch at the provider, one step at a time on the runner's thread (blocking libcurl): upload
+// the input file (/files; after a restart, first look for it by name), create the batch
+// (/batches; after a restart or a lost answer, first look for it by metadata.kforge_batch), poll
+// it (cancelling it past its completion window), download its output and error files and record
+// each line's outcome. A failed step is tried again with backoff; one the provider refuses
+// abandons the batch, its lines failing.
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "batch_file.hpp"
+#include "batch_impl.hpp"
+#include "text.hpp"
+
+namespace kforge::llm {
+
+using json = nlohmann::json;
+
+namespace {
+
+std::size_t append(char* p, std::size_t size, std::size_t n, void* user) {
+  static_cast<std::string*>(user)->append(p, size * n);
+  return size * n;
+}
+
+}  // namespace
+
+Http BatchRunner::Impl::request(const std::string& method, const std::string& path,
+                                const std::string& body, curl_mime* mime,
+                                const std::string& params) {
+  if (easy_ == nullptr) easy_ = curl_easy_init();
+  Http h;
+  std::string url = base_ + path + query_;
+  if (!params.empty()) url += (query_.empty() ? "?" : "&") + params;
+  curl_easy_reset(easy_);
+  curl_slist* headers = curl_slist_append(nullptr, "Accept: application/json");
+  for (curl_slist* s = headers_; s != nullptr; s = s->next)
+    headers = curl_slist_append(headers, s->data);
+  if (method == "POST" && mime == nullptr)
+    headers = curl_slist_append(headers, "Content-Type: application/json");
+  curl_easy_setopt(easy_, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(easy_, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(easy_, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(easy_, CURLOPT_ACCEPT_ENCODING, "");
+  curl_easy_setopt(easy_, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(o_.cfg.connect_timeout_ms));
+  curl_easy_setopt(easy_, CURLOPT_TIMEOUT_MS, static_cast<long>(o_.cfg.request_timeout_ms));
+  curl_easy_setopt(easy_, CURLOPT_WRITEFUNCTION, append);
+  curl_easy_setopt(easy_, CURLOPT_WRITEDATA, &h.body);
+  if (mime != nullptr) {
+    curl_easy_setopt(easy_, CURLOPT_MIMEPOST, mime);
+  } else if (method == "POST") {
+    curl_easy_setopt(easy_, CURLOPT_POST, 1L);
+    curl_easy_setopt(easy_, CURLOPT_POSTFIELDS, body.c_str());
+    curl_easy_setopt(easy_, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+  }
+  CURLcode rc = curl_easy_perform(easy_);
+  curl_slist_free_all(headers);
+  if (rc != CURLE_OK) {
+    h.error = curl_easy_strerror(rc);
+    h.status = 0;
+    return h;
+  }
+  curl_easy_getinfo(easy_, CURLINFO_RESPONSE_CODE, &h.status);
+  return h;
+}
+
+std::string BatchRunner::Impl::describe(const std::string& what, const Http& h) const {
+  std::string m = what + " " + base_ + ": ";
+  if (h.status == 0) return m + h.error;
+  std::string why = h.body;
+  json j = json::parse(h.body, nullptr, false);
+  if (!j.is_discarded() && j.is_object() && j.contains("error") && j["error"].is_object())
+    why = j["error"].value("message", h.body);
+  return m + "HTTP " + std::to_string(h.status) + ": " + redact(excerpt(why, 200));
+}
+
+CURL* BatchRunner::Impl::easy() {
+  if (easy_ == nullptr) easy_ = curl_easy_init();
+  return easy_;
+}
+
+void BatchRunner::Impl::retry_later(Open& b, std::int64_t now, const std::string& why) {
+  ++b.errors;
+  std::int64_t wait = std::min<std::int64_t>(o_.cfg.batch.poll_ms,
+                                             o_.cfg.backoff_base_ms << std::min(b.errors, 16));
+  b.next_ms = now + std::max<std::int64_t>(wait, kBatchSliceMs);
+  spdlog::warn("llm batch {}: {}; trying again in {} ms", b.key, why, b.next_ms - now);
+}
+
+bool BatchRunner::Impl::upload(Open& b, std::int64_t now) {
+  std::string filename = "kforge-" + b.key + ".jsonl";
+  if (b.recovered) {
+    // An earlier process may have uploaded it without recording the answer.
+    Http l = request("GET", "/files", "", nullptr, "purpose=batch");
+    if (!l.ok()) {
+      retry_later(b, now, describe("listing files at", l));
+      return false;
+    }
+    json j = json::parse(l.body, nullptr, false);
+    if (!j.is_discarded() && j.contains("data") && j["data"].is_array())
+      for (const auto& f : j["data"])
+        if (f.is_object() && f.value("filename", "") == filename && f.contains("id")) {
+          spdlog::info("llm batch {}: input file {} found at the provider", b.key,
+                       f["id"].get<std::string>());
+          return uploaded(b, f["id"].get<std::string>(), now);
+        }
+    b.recovered = false;
+  }
+  curl_mime* mime = curl_mime_init(easy());
+  curl_mimepart* part = curl_mime_addpart(mime);
+  curl_mime_name(part, "purpose");
+  curl_mime_data(part, "batch", CURL_ZERO_TERMINATED);
+  part = curl_mime_addpart(mime);
+  curl_mime_name(part, "file");
+  curl_mime_filename(part, filename.c_str());
+  curl_mime_type(part, "application/jsonl");
+  curl_mime_data(part, b.content.data(), b.content.size());
+  Http h = request("POST", "/files", "", mime);
+  curl_mime_free(mime);
+  if (!h.ok()) {
+    if (h.retryable()) {
+      b.recovered = true;  // the answer may be lost while the file arrived
+      retry_later(b, now, describe("uploading the input file to", h));
+      return false;
+    }
+    return abandon(b, describe("uploading the input file to", h), now);
+  }
+  json j = json::parse(h.body, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("id") || !j["id"].is_string()) {
+    b.recovered = true;
+    retry_later(b, now, "the upload's answer has no file id: " + redact(excerpt(h.body, 200)));
+    return false;
+  }
+  return uploaded(b, j["id"].get<std::string>(), now);
+}
+
+bool BatchRunner::Impl::uploaded(Open& b, const std::string& file_id, std::int64_t now) {
+  auto st = ledger_.uploaded(b.id, file_id, now);
+  if (!st.ok()) {
+    retry_later(b, now, "cannot record the upload: " + st.error().message);
+    b.recovered = true;
+    return false;
+  }
+  b.state = "uploaded";
+  b.file_id = file_id;
+  b.content.clear();
+  b.content.shrink_to_fit();
+  b.errors = 0;
+  b.next_ms = now;
+  return false;
+}
+
+bool BatchRunner::Impl::create(Open& b, std::int64_t now) {
+  if (b.recovered) {
+    // An earlier process (or a create whose answer was lost) may have created it: look for
+    // kforge's key in the metadata of the provider's batches before creating one.
+    std::string after;
+    for (int page = 0; page < 100; ++page) {
+      Http l = request("GET", "/batches", "", nullptr,
+                       "limit=100" + (after.empty() ? "" : "&after=" + after));
+      if (!l.ok()) {
+        retry_later(b, now, describe("listing batches at", l));
+        return false;
+      }
+      json j = json::parse(l.body, nullptr, false);
+      if (j.is_discarded() || !j.contains("data") || !j["data"].is_array()) break;
+      for (const auto& x : j["data"]) {
+        if (!x.is_object() || !x.contains("metadata") || !x["metadata"].is_object()) continue;
+        if (x["metadata"].value("kforge_batch", "") != b.key) continue;
+        spdlog::info("llm batch {}: found at the provider as {} (created before a restart)", b.key,
+                     x.value("id", ""));
+        {
+          std::lock_guard lk(gauge_mu_);
+          ++gauges_.adopted;
+        }
+        return submitted(b, x, now);
+      }
+      if (!j.value("has_more", false) || j["data"].empty()) break;
+      after = j["data"].back().value("id", "");
+    }
+    b.recovered = false;
+  }
+  json body = {{"input_file_id", b.file_id},
+               {"endpoint", endpoint_},
+               {"completion_window", o_.cfg.batch.completion_window},
+               {"metadata", {{"kforge_batch", b.key}, {"kforge_model", o_.cfg.model}}}};
+  Http h = request("POST", "/batches", body.dump());
+  if (!h.ok()) {
+    if (h.retryable()) {
+      b.recovered = true;  // it may exist although the answer was lost
+      retry_later(b, now, describe("creating the batch at", h));
+      return false;
+    }
+    return abandon(b, describe("creating the batch at", h), now);
+  }
+  json j = json::parse(h.body, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("id")) {
+    b.recovered = true;
+    retry_later(b, now, "the create's answer has no batch id: " + redact(excerpt(h.body, 200)));
+    return false;
+  }
+  return submitted(b, j, now);
+}
+
+bool BatchRunner::Impl::submitted(Open& b, const json& j, std::int64_t now) {
+  std::string id = j.value("id", "");
+  std::string status = j.value("status", "validating");
+  Status st = ledger_.submitted(b.id, id, status, now);
+  if (!st.ok()) {
+    b.recovered = true;
+    retry_later(b, now, "cannot record the batch id: " + st.error().message);
+    return false;
+  }
+  spdlog::info("llm batch {}: created as {} ({} requests)", b.key, id, b.shas.size());
+  b.state = "submitted";
+  b.batch_id = id;
+  b.provider_status = status;
+  b.submitted_ms = b.submitted_ms > 0 ? b.submitted_ms : now;
+  b.errors = 0;
+  b.next_ms = now + o_.cfg.batch.poll_ms;
+  return false;
+}
+
+bool BatchRunner::Impl::poll(Open& b, std::int64_t now) {
+  Http h = request("GET", "/batches/" + b.batch_id, "");
+  json j = h.ok() ? json::parse(h.body, nullptr, false) : json();
+  if (!h.ok() || j.is_discarded() || !j.is_object()) {
+    std::string why = h.ok() ? "unreadable answer: " + redact(excerpt(h.body, 200))
+                             : describe("polling batch " + b.batch_id + " at", h);
+    ledger_.poll_error(b.id, why, now);
+    {
+      std::lock_guard lk(gauge_mu_);
+      ++gauges_.poll_errors;
+    }
+    if (h.status == 404) return abandon(b, why, now);
+    retry_later(b, now, why);
+    return false;
+  }
+  b.errors = 0;
+  std::string status = j.value("status", "");
+  std::int64_t completed = 0, failed = 0;
+  if (j.contains("request_counts") && j["request_counts"].is_object()) {
+    completed = j["request_counts"].value("completed", std::int64_t{0});
+    failed = j["request_counts"].value("failed", std::int64_t{0});
+  }
+  if (status != b.provider_status || completed != b.completed || failed != b.failed) {
+    ledger_.polled(b.id, status, completed, failed, now);
+    b.provider_status = status;
+    b.completed = completed;
+    b.failed = failed;
+  }
+  if (terminal(status)) return collect(b, j, now);
+  b.next_ms = now + o_.cfg.batch.poll_ms;
+  if (!b.cancel_sent && b.submitted_ms > 0 && now - b.submitted_ms > o_.cfg.batch.window_ms) {
+    // Still running after its window: reported, cancelled, and its unfinished lines go into
+    // the next batch once the provider has ended it.
+    std::string why = "still " + status + " after its completion window (" +
+                      o_.cfg.batch.completion_window + "); cancelling it, its unfinished " +
+                      "requests go into the next batch";
+    spdlog::warn("llm batch {} ({}): {}", b.key, b.batch_id, why);
+    ledger_.note(b.id, why, now);
+    Http c = request("POST", "/batches/" + b.batch_id + "/cancel", "{}");
+    if (c.ok()) {
+      b.cancel_sent = true;
+    } else {
+      spdlog::warn("llm batch {}: {}", b.key, describe("cancelling at", c));
+    }
+  }
+  return false;
+}
+
+// Downloads a result file and reads its lines; nullopt (and why) when it is incomplete.
+std::optional<std::vector<json>> BatchRunner::Impl::download(const std::string& file_id,
+                                                             std::string* why) {
+  Http h = request("GET", "/files/" + file_id + "/content", "");
+  if (!h.ok()) {
+    *why = describe("downloading file " + file_id + " from", h);
+    return std::nullopt;
+  }
+  return read_result_file(h.body, file_id, why);
+}
+
+bool BatchRunner::Impl::collect(Open& b, const json& j, std::int64_t now) {
+  std::string out_id =
+      j.value("output_file_id", json()).is_string() ? j["output_file_id"].get<std::string>() : "";
+  std::string err_id =
+      j.value("error_file_id", json()).is_string() ? j["error_file_id"].get<std::string>() : "";
+  std::vector<json> lines;
+  for (const std::string& id : {out_id, err_id}) {
+    if (id.empty()) continue;
+    std::string why;
+    auto got = download(id, &why);
+    if (!got) {
+      retry_later(b, now, why);
+      return false;
+    }
+    for (auto& l : *got) lines.push_back(std::move(l));
+  }
+  std::string status = j.value("status", "");
+  std::string batch_error = batch_errors(j);
+  auto redactor = [this](std::string s) { return redact(std::move(s)); };
+  std::vector<LineOutcome> outcomes =
+      line_outcomes(lines, b.shas, b.key, b.batch_id, status, batch_error, redactor);
+  int answered = 0, failed = 0;
+  for (const auto& o : outcomes) ++(o.answered ? answered : failed);
+  auto st = ledger_.results(b.id, outcomes, status, out_id, err_id, batch_error, answered, failed,
+                            now, redactor);
+  if (!st.ok()) {
+    retry_later(b, now, "cannot record the results: " + st.error().message);
+    return false;
+  }
+  spdlog::info("llm batch {} ({}): {}; {} answered, {} failed", b.key, b.batch_id, status, answered,
+               failed);
+  {
+    std::lock_guard lk(gauge_mu_);
+    gauges_.lines_answered += static_cast<std::uint64_t>(answered);
+    gauges_.lines_failed += static_cast<std::uint64_t>(failed);
+  }
+  for (auto& o : outcomes) {
+    in_batch_.erase(o.sha);
+    if (!waiting_.count(o.sha)) continue;  // asked for again after a restart, if ever
+    if (o.answered) mark_applied(b.id, o.sha);
+    ready_.push_back(std::move(o));
+  }
+  return true;
+}
+
+// A batch that cannot go on (the provider refused its file or its creation): its lines fail.
+bool BatchRunner::Impl::abandon(Open& b, const std::string& why, std::int64_t now) {
+  spdlog::error("llm batch {}: {}", b.key, why);
+  json j = {{"status", "failed"},
+            {"errors", {{"data", json::array({{{"code", "kforge"}, {"message", why}}})}}}};
+  if (b.batch_id.empty()) b.batch_id = "(none)";
+  return collect(b, j, now);
+}
+
+}  // namespace kforge::llm
