@@ -76,33 +76,27 @@ Result<std::vector<BatchLedger::StoredBatch>> BatchLedger::open_batches(const st
   KF_TRY(store::Stmt * s, db_->cached(queries()["batch_open"]));
   s->bind(1, chat_url).bind(2, model);
   std::vector<StoredBatch> found;
-  while (true) {
-    KF_TRY(bool row, s->step());
-    if (!row) break;
+  KF_CHECK(s->each([&](store::Stmt& r) {
     StoredBatch b;
-    b.id = s->int64(0);
-    b.key = s->text(1);
-    b.state = s->text(2);
-    b.file_id = s->opt_text(3).value_or("");
-    b.batch_id = s->opt_text(4).value_or("");
-    b.created_ms = s->int64(5);
-    b.submitted_ms = s->opt_int64(6).value_or(0);
+    b.id = r.int64(0);
+    b.key = r.text(1);
+    b.state = r.text(2);
+    b.file_id = r.opt_text(3).value_or("");
+    b.batch_id = r.opt_text(4).value_or("");
+    b.created_ms = r.int64(5);
+    b.submitted_ms = r.opt_int64(6).value_or(0);
     found.push_back(std::move(b));
-  }
-  s->reset();
+  }));
   for (auto& b : found) {
     KF_TRY(store::Stmt * l, db_->cached(queries()["batch_lines_of"]));
     l->bind(1, b.id);
-    while (true) {
-      KF_TRY(bool row, l->step());
-      if (!row) break;
+    KF_CHECK(l->each([&](store::Stmt& r) {
       StoredLine line;
-      line.sha = l->text(0);
-      if (b.state == "uploading") line.body = l->opt_text(1);
-      line.state = l->text(2);
+      line.sha = r.text(0);
+      if (b.state == "uploading") line.body = r.opt_text(1);
+      line.state = r.text(2);
       b.lines.push_back(std::move(line));
-    }
-    l->reset();
+    }));
   }
   return found;
 }
