@@ -251,7 +251,7 @@ Result<std::optional<State>> state(store::Db& db) {
   if (!st) return std::optional<State>();
   KF_TRY(Stmt * q, db.cached(Q()["stale_samples"]));
   q->bind(1, kScheme);
-  KF_CHECK(q->each([&](store::Stmt& r) { ++st->stale; }));
+  KF_CHECK(q->each([&](store::Stmt&) { ++st->stale; }));
   return st;
 }
 
