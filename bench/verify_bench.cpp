@@ -167,6 +167,9 @@ int main(int argc, char** argv) {
   int pidns_trivial = 64;
   int ballast_mb = 0;
   std::string pidns_cases = "prestart_on,prestart_off,samples";
+  // An option given twice takes its last value, so scripts/gpu/bench-real's BENCH_ARGS, which
+  // come after a phase's own options, can override them (e.g. --cached false).
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--samples", samples, "Distinct samples (kernels) per measurement")
       ->check(CLI::Range(8, 100000));
   app.add_option("--workers", workers,
@@ -226,6 +229,7 @@ int main(int argc, char** argv) {
                  "sample (e.g. hip:gfx942), and once with every TARGET given: the cost per "
                  "sample")
       ->delimiter(',')
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->type_name("TARGET");
   app.add_option("--devices", device_list, "--corpus: cuda:N list (default: detect)");
   app.add_option("--samples-out", real.samples_out, "--corpus: per-sample JSON Lines");

@@ -18,11 +18,15 @@ cd "$(dirname "$0")/../.."
 out="${OUT:-$PWD/gpu-ab-out}"
 mkdir -p "$out"
 base="$(readlink -f "${BASELINE:-.bench-data/baseline}")"
-[[ -x "$base/scripts/gpu/bench-real" ]] || { echo "no baseline tree at $base"; exit 1; }
+# A tree's script, in scripts/gpu/ or (trees from before that folder) as scripts/gpu-NAME.
+script() {  # tree name
+  if [[ -x "$1/scripts/gpu/$2" ]]; then echo "scripts/gpu/$2"; else echo "scripts/gpu-$2"; fi
+}
+[[ -x "$base/$(script "$base" bench-real)" ]] || { echo "no baseline tree at $base"; exit 1; }
 [[ -e "$base/.bench-data" ]] || ln -s "$PWD/.bench-data" "$base/.bench-data"
 half=$(( $(nproc) / 2 ))
 build_one() {  # tree
-  (cd "$1" && { [[ -f build-gpu/CMakeCache.txt ]] || scripts/gpu/configure build-gpu -DKFORGE_BUILD_TESTS=OFF; } &&
+  (cd "$1" && { [[ -f build-gpu/CMakeCache.txt ]] || "$(script "$1" configure)" build-gpu -DKFORGE_BUILD_TESTS=OFF; } &&
     cmake --build build-gpu -j "$half" --target kforge-bench-verify) >"$out/build-$(basename "$1").log" 2>&1
 }
 t0=$(date +%s)
@@ -34,7 +38,7 @@ echo "builds: $(( $(date +%s) - t0 )) s"
 run() {  # tree name [BENCH_ARGS]
   local d; d="$(mktemp -d)"
   (cd "$1" && OUT="$d" NAIVE_PROCS="${NAIVE_PROCS:-0}" COPIES="${COPIES:-1}" BENCH_ARGS="${3:-}" \
-    BUDGET_S="${RUN_BUDGET_S:-240}" scripts/gpu/bench-real one) >/dev/null 2>&1
+    BUDGET_S="${RUN_BUDGET_S:-240}" "$(script "$1" bench-real)" one) >/dev/null 2>&1
   { echo "== $2 (${3:-default}) $1"; cat "$d/summary.txt"; grep -E "samples_per_s|samples/s|battery|passed|verdicts" "$d/one.log" | tail -30; } >"$out/$2.txt"
   cat "$out/$2.txt"
 }

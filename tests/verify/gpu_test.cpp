@@ -133,11 +133,22 @@ TEST(VerifyGpu, CrossCompileForAmd) {
     // Both run and pass on the NVIDIA GPU; the cross-compile never changes that.
     ASSERT_EQ(x.verdict, verify::Verdict::passed);
     EXPECT_TRUE(x.verified());
+    // The test's sizes 1, 1000, 4096 and 98432 give Triton three specialisations of one kernel:
+    // n_elements == 1 becomes a constexpr, 1000 is an i32 with no divisibility, and the two
+    // multiples of 16 share one with tt.divisibility 16. Each is captured once.
     const auto& cc = x.report["cross_compile"];
-    ASSERT_EQ(cc["kernels"].size(), 1u);
-    EXPECT_EQ(cc["kernels"][0]["kernel"], "add_kernel");
-    EXPECT_EQ(cc["kernels"][0]["constexprs"]["BLOCK_SIZE"], 1024);
-    EXPECT_EQ(cc["kernels"][0]["signature"]["x_ptr"], "*fp32");
+    ASSERT_EQ(cc["kernels"].size(), 3u);
+    std::set<std::string> shapes;
+    for (const auto& k : cc["kernels"]) {
+      EXPECT_EQ(k["kernel"], "add_kernel");
+      EXPECT_EQ(k["constexprs"]["BLOCK_SIZE"], 1024);
+      EXPECT_EQ(k["signature"]["x_ptr"], "*fp32");
+      shapes.insert(k["signature"]["n_elements"].get<std::string>() + " " +
+                    k["attrs"].value("n_elements", nlohmann::json::array()).dump());
+    }
+    EXPECT_EQ(shapes,
+              (std::set<std::string>{"constexpr []", "i32 []", "i32 [[\"tt.divisibility\",16]]"}));
+    EXPECT_EQ(cc["targets"]["hip:gfx942"].value("kernels", 0), 3);
   }
   auto t0 = r[0].report["cross_compile"]["targets"]["hip:gfx942"];
   auto t1 = r[1].report["cross_compile"]["targets"]["hip:gfx942"];
