@@ -349,12 +349,18 @@ TEST_F(SlurmVerifier, RepairRoundsGoThroughTheCluster) {
   const fs::path keys = site.dir() / "keys";
   test::write_text(keys, "double\nadd\n");
   site.create_run("fix", "v1", {"--samples-from", keys.string(), "--repair-rounds", "2"});
+  // A run that requires hip:gfx942: its tasks compile for it although the node's configuration
+  // names no target, and `wide` (32 warps of 64 threads), which passes, is not verified.
+  const fs::path amd_keys = site.dir() / "amd.keys";
+  test::write_text(amd_keys, "wide\n");
+  site.create_run("amd", "v1",
+                  {"--samples-from", amd_keys.string(), "--require-target", "hip:gfx942"});
   const fs::path faults = site.dir() / "faults";
   fs::create_directories(faults / "fail");  // no faulty tasks (fault_kforge.sh): plain kforge
   fs::create_directories(faults / "hang");
   auto d = site.start_daemon(fault_env(faults));
-  ASSERT_EQ(site.wait_for("SELECT count(*) FROM jobs WHERE state IN ('done', 'failed')", 2, 150s),
-            2)
+  ASSERT_EQ(site.wait_for("SELECT count(*) FROM jobs WHERE state IN ('done', 'failed')", 3, 150s),
+            3)
       << d->log();
   d->signal(SIGTERM);
   EXPECT_EQ(d->wait(30s), std::optional<int>(0)) << d->log();
@@ -368,8 +374,15 @@ TEST_F(SlurmVerifier, RepairRoundsGoThroughTheCluster) {
   EXPECT_EQ(rounds("double"), (std::vector<std::string>{"0|failed|[]", "1|passed|[]"}));
   EXPECT_EQ(rounds("add"),
             (std::vector<std::string>{"0|passed|[\"mutant_survived\"]", "1|passed|[]"}));
+  EXPECT_EQ(rounds("wide"), (std::vector<std::string>{"0|passed|[\"cross_compile_failed\"]"}));
+  EXPECT_EQ(site.rows("SELECT json_extract(v.result_json, '$.cross_compile.targets.\"hip:gfx942\""
+                      ".result') || '|' || json_extract(v.result_json, "
+                      "'$.cross_compile.required[0]') FROM verifications v JOIN samples s ON "
+                      "s.id = v.sample_id WHERE s.key = 'wide'",
+                      1),
+            std::vector<std::string>{"error|hip:gfx942"});
   // Every round's verdict came from an array task of the cluster, each stored once.
-  EXPECT_EQ(site.scalar("SELECT count(*) FROM slurm_task_jobs WHERE outcome = 'stored'"), 4);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM slurm_task_jobs WHERE outcome = 'stored'"), 5);
   EXPECT_GE(site.scalar("SELECT count(*) FROM slurm_arrays WHERE slurm_job_id IS NOT NULL"), 2);
   EXPECT_EQ(site.scalar("SELECT count(*) FROM jobs WHERE state = 'done' AND repair_round = 1"), 2);
 }

@@ -3,7 +3,9 @@
 # under verifier.slurm.shared_dir by kforged's Slurm backend.
 #   $1: the kforge binary on the node; $2: the array's directory; the rest: kforge's global
 #   options (-c CONFIG).
-# Task N verifies shard-N.jsonl and writes result-N.jsonl, a line per sample as it finishes.
+# Task N verifies shard-N.jsonl and writes result-N.jsonl, a line per sample as it finishes;
+# shard-N.targets, where the shard's run requires targets (`--require-target`), lists them for
+# --cross-compile, besides the node's verifier.cross_compile.
 set -u
 kforge=$1
 dir=$2
@@ -11,4 +13,9 @@ shift 2
 task=${SLURM_ARRAY_TASK_ID:?not a Slurm array task}
 echo "kforge verify task ${SLURM_ARRAY_JOB_ID:-?}_$task on $(hostname):" \
   "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-} ROCR_VISIBLE_DEVICES=${ROCR_VISIBLE_DEVICES:-}" >&2
+targets=$(cat "$dir/shard-$task.targets" 2>/dev/null || true)
+if [ -n "$targets" ]; then
+  exec "$kforge" "$@" verify "$dir/shard-$task.jsonl" --json "$dir/result-$task.jsonl" --full \
+    --cross-compile "$targets"
+fi
 exec "$kforge" "$@" verify "$dir/shard-$task.jsonl" --json "$dir/result-$task.jsonl" --full

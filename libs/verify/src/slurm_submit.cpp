@@ -50,7 +50,12 @@ Status SlurmBackend::maybe_submit() {
       if (!leased) break;
       const VerifyJob& job = leased->job;
       const VerifyRequest& req = leased->request;  // the code of the job's repair round
-      Lease l{job.job_id, job.run_id, job.sample_id, job.attempt, nlohmann::ordered_json::object()};
+      Lease l{job.job_id,
+              job.run_id,
+              job.sample_id,
+              job.attempt,
+              nlohmann::ordered_json::object(),
+              req.cross_compile};
       if (req.code) {
         l.record["key"] = req.key;
         l.record["code"] = *req.code;
@@ -136,6 +141,15 @@ Status SlurmBackend::submit(std::vector<Lease> leases) {
     for (const auto* l : shards[t])
       text += l->record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     written = write_file_atomic(fs::path(dir) / ("shard-" + std::to_string(t) + ".jsonl"), text);
+    // The run's required targets (one run per shard), which the task compiles for besides the
+    // node's verifier.cross_compile: `kforge verify --cross-compile` (verify_task.sh).
+    const auto& targets = shards[t].front()->targets;
+    if (written.ok() && !targets.empty()) {
+      std::string list;
+      for (const auto& target : targets) list += (list.empty() ? "" : ",") + target;
+      written =
+          write_file_atomic(fs::path(dir) / ("shard-" + std::to_string(t) + ".targets"), list);
+    }
   }
   const std::string script = (fs::path(dir) / "verify_task.sh").string();
   if (written.ok()) written = write_file_atomic(script, task_script());

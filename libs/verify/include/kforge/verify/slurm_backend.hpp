@@ -80,6 +80,7 @@ class SlurmBackend : public VerifyBackend {
     std::int64_t job_id, run_id, sample_id;
     int attempt;
     nlohmann::ordered_json record;
+    std::vector<std::string> targets;  // the run's required targets (`--require-target`)
   };
   SlurmBackend(VerifyQueue& queue, Clock& clock, SlurmBackendOptions options, std::string owner)
       : queue_(queue),
