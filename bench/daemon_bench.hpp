@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kforge/core/sha256.hpp"
+#include "kforge/fake_llm/server.hpp"
 #include "kforge/store/db.hpp"
 
 namespace kforge::bench {
@@ -132,6 +133,15 @@ inline void write_corpus(const fs::path& source, const fs::path& out, int n) {
                 {"description_2", r.value("comp_instru", "")}};
     o << rec.dump() << "\n";
   }
+}
+
+// The fake provider's fixed answers to the corpus above (bench/fake_llm/v2_fixed.yaml: an
+// analysis naming kforge_bench_kernel, one wrapper and test for every generation).
+inline json fake_script() {
+  auto s = fake_llm::load_script(fs::path(KFORGE_BENCH_SOURCE_DIR) / "bench" / "fake_llm" /
+                                 "v2_fixed.yaml");
+  if (!s.ok()) die("the fake provider's script: " + s.error().message);
+  return std::move(s).value();
 }
 
 }  // namespace kforge::bench

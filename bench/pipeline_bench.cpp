@@ -49,6 +49,7 @@ namespace {
 using kforge::bench::Daemon;
 using kforge::bench::Db;
 using kforge::bench::die;
+using kforge::bench::fake_script;
 using kforge::bench::read;
 using kforge::bench::run;
 using kforge::bench::write_corpus;
@@ -91,38 +92,6 @@ double metric(int port, const std::string& name) {
     found = true;
   }
   return found ? sum : -1;
-}
-
-// The corpus: TritonBench-G's records repeated to n, each code made distinct and given one
-// more kernel, kforge_bench_kernel, so the provider's fixed answers pass the kernel-facts checks.
-json fake_script() {
-  json analysis = {
-      {"analysis",
-       {{"core_function", "bench"},
-        {"functional_contract", "out == x"},
-        {"golden_reference", "def reference(x):\n    return x.clone()"},
-        {"memory_access_pattern", {{"input_tensors", "x"}, {"output_tensors", "out"}}},
-        {"key_parameters", {"BLOCK"}},
-        {"kernel_launches",
-         {{{"kernel", "kforge_bench_kernel"}, {"grid", "(1,)"}, {"constexpr_arguments", "BLOCK"}}}},
-        {"preconditions", json::array()},
-        {"edge_cases",
-         {{"size_one", "ok"},
-          {"non_multiple_of_block", "masked"},
-          {"empty", "early return"},
-          {"special_values", "copied"}}},
-        {"numerics", "exact"}}}};
-  json generation = {{"kernel_wrapper",
-                      "import torch\n\ndef bench(x):\n    out = torch.empty_like(x)\n"
-                      "    kforge_bench_kernel[(1,)](x, x.numel(), BLOCK=128)\n    return out\n"},
-                     {"unitest_code",
-                      "import torch\n\ndef test_bench():\n    x = torch.randn(8, device='cuda')\n"
-                      "    torch.testing.assert_close(bench(x), x)\n"}};
-  return {{"rules",
-           {{{"name", "analyze"},
-             {"match", {{"contains", "# How to analyse"}}},
-             {"reply_json", analysis}},
-            {{"name", "generate"}, {"reply_json", generation}}}}};
 }
 
 }  // namespace

@@ -43,6 +43,7 @@ namespace {
 using kforge::bench::Daemon;
 using kforge::bench::Db;
 using kforge::bench::die;
+using kforge::bench::fake_script;
 using kforge::bench::read;
 using kforge::bench::run;
 using kforge::bench::write_corpus;
@@ -61,50 +62,26 @@ void ok(const kforge::Status& s, const char* what) {
   if (!s.ok()) die(std::string(what) + ": " + s.error().message);
 }
 
-// The same corpus as kforge-bench-pipeline's: TritonBench-G's records repeated to n, each code
-// made distinct and given one more kernel, so the provider's fixed answers pass the facts checks.
-const char* kWrapper =
-    "import torch\n\ndef bench(x):\n    out = torch.empty_like(x)\n"
-    "    kforge_bench_kernel[(1,)](x, x.numel(), BLOCK=128)\n    return out\n";
-const char* kTest =
-    "import torch\n\ndef test_bench():\n    x = torch.randn(8, device='cuda')\n"
-    "    torch.testing.assert_close(bench(x), x)\n";
-
-json fake_script() {
-  json analysis = {
-      {"analysis",
-       {{"core_function", "bench"},
-        {"functional_contract", "out == x"},
-        {"golden_reference", "def reference(x):\n    return x.clone()"},
-        {"memory_access_pattern", {{"input_tensors", "x"}, {"output_tensors", "out"}}},
-        {"key_parameters", {"BLOCK"}},
-        {"kernel_launches",
-         {{{"kernel", "kforge_bench_kernel"}, {"grid", "(1,)"}, {"constexpr_arguments", "BLOCK"}}}},
-        {"preconditions", json::array()},
-        {"edge_cases",
-         {{"size_one", "ok"},
-          {"non_multiple_of_block", "masked"},
-          {"empty", "early return"},
-          {"special_values", "copied"}}},
-        {"numerics", "exact"}}}};
-  json generation = {{"kernel_wrapper", kWrapper}, {"unitest_code", kTest}};
-  return {{"rules",
-           {{{"name", "analyze"},
-             {"match", {{"contains", "# How to analyse"}}},
-             {"reply_json", analysis}},
-            {{"name", "generate"}, {"reply_json", generation}}}}};
+// The wrapper and test of the fake provider's generations (bench/fake_llm/v2_fixed.yaml), which
+// the verdicts below assemble into their scripts.
+std::string generated(const char* field) {
+  const json script = fake_script();
+  for (const auto& rule : script["rules"])
+    if (rule.value("name", "") == "generate") return rule["reply_json"].value(field, "");
+  die("bench/fake_llm/v2_fixed.yaml has no rule named generate");
 }
 
 // What the verifier would have stored for the sample's round: the assembled script, a failing
 // test's traceback and the harness's report (round < rounds), or a pass (the last round).
 kforge::verify::VerifyResult verdict(const std::string& key, const std::string& code, int round,
                                      int rounds) {
+  static const std::string wrapper = generated("kernel_wrapper"), test = generated("unitest_code");
   kforge::verify::VerifyResult r;
   r.key = key;
   r.duration_ms = 900;
   r.device = "cuda:0";
   r.script = "# Assembled by the kforge verifier harness for " + key + "\n" + code + "\n" +
-             kWrapper + "\n" + kTest + "\n";
+             wrapper + "\n" + test + "\n";
   if (round >= rounds) {
     r.verdict = kforge::verify::Verdict::passed;
     r.detail = "1 test passed";
@@ -192,7 +169,7 @@ int main(int argc, char** argv) {
       << "\n  model: fake-model\n  api_key_env: \"\"\n"
          "  max_in_flight: "
       << in_flight << "\n  adaptive: false\npipeline:\n"
-      << "  max_in_flight: " << in_flight << "\ndaemon:\n  verify: false\n";
+      << "  max_in_flight: " << in_flight << "\ndaemon:\n  http_listen: \"\"\n  verify: false\n";
   fs::path config = dir / "kforge.yaml";
 
   write_corpus(corpus, dir / "corpus.jsonl", samples);
