@@ -43,6 +43,7 @@
 #include "kforge/store/db.hpp"
 
 [[noreturn]] void kforge::bench::die(const std::string& msg) {
+  kforge::bench::kill_daemons();
   std::fprintf(stderr, "kforge-bench-batch: %s\n", msg.c_str());
   std::exit(1);
 }

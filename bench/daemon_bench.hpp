@@ -54,6 +54,21 @@ inline int run(const std::vector<std::string>& argv) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+// The kforged children started and not yet stopped. Each program's die() calls kill_daemons()
+// first, so a benchmark that fails half way leaves no daemon running (holding its port and
+// database).
+inline std::set<pid_t>& live_daemons() {
+  static std::set<pid_t> pids;
+  return pids;
+}
+inline void kill_daemons() {
+  for (pid_t p : live_daemons()) {
+    ::kill(p, SIGKILL);
+    ::waitpid(p, nullptr, 0);
+  }
+  live_daemons().clear();
+}
+
 // A kforged child: its exit status, CPU time and peak memory come from wait4.
 struct Daemon {
   pid_t pid = -1;
@@ -67,12 +82,21 @@ struct Daemon {
       ::execl(bin.c_str(), bin.c_str(), "-c", config.c_str(), static_cast<char*>(nullptr));
       ::_exit(127);
     }
+    if (pid > 0) live_daemons().insert(pid);
   }
   int stop(int sig) {
     ::kill(pid, sig);
     int st = 0;
     ::wait4(pid, &st, 0, &usage);
+    live_daemons().erase(pid);
     return st;
+  }
+  // Whether it has exited on its own (then reaped).
+  bool exited() {
+    int st = 0;
+    if (::wait4(pid, &st, WNOHANG, &usage) != pid) return false;
+    live_daemons().erase(pid);
+    return true;
   }
   double cpu_s() const {
     auto tv = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };

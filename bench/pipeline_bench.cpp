@@ -40,6 +40,7 @@
 #include "kforge/store/db.hpp"
 
 [[noreturn]] void kforge::bench::die(const std::string& msg) {
+  kforge::bench::kill_daemons();
   std::fprintf(stderr, "kforge-bench-pipeline: %s\n", msg.c_str());
   std::exit(1);
 }

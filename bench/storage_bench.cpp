@@ -34,6 +34,7 @@
 #include "kforge/store/db.hpp"
 
 [[noreturn]] void kforge::bench::die(const std::string& msg) {
+  kforge::bench::kill_daemons();
   std::fprintf(stderr, "kforge-bench-storage: %s\n", msg.c_str());
   std::exit(1);
 }
@@ -181,14 +182,8 @@ int main(int argc, char** argv) {
     die("run create failed");
   std::int64_t created_bytes = bytes(dbp);
 
-  pid_t daemon = ::fork();
-  if (daemon == 0) {
-    int fd = ::open((dir / "kforged.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    ::execl(kforged.c_str(), kforged.c_str(), "-c", config.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
+  Daemon daemon;
+  daemon.start(kforged, config, dir / "kforged.log");
 
   // The verifier's part, on this process's own connection.
   auto db = open(dbp);
@@ -200,9 +195,7 @@ int main(int argc, char** argv) {
          samples) {
     if (Clock::now() - t0 > 1800s)
       die("no end after 30 min: see " + (dir / "kforged.log").string());
-    int st = 0;
-    if (::waitpid(daemon, &st, WNOHANG) == daemon)
-      die("kforged exited: see " + (dir / "kforged.log").string());
+    if (daemon.exited()) die("kforged exited: see " + (dir / "kforged.log").string());
     bool leased = false;
     while (true) {
       auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -248,9 +241,7 @@ int main(int argc, char** argv) {
     if (!leased) std::this_thread::sleep_for(20ms);
   }
   double wall = std::chrono::duration<double>(Clock::now() - t0).count();
-  ::kill(daemon, SIGTERM);
-  int st = 0;
-  ::waitpid(daemon, &st, 0);
+  daemon.stop(SIGTERM);
 
   std::int64_t calls = count(*db, "SELECT count(*) FROM llm_calls");
   std::int64_t outputs = count(*db, "SELECT count(*) FROM stage_outputs");
