@@ -9,7 +9,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <fstream>
+#include <thread>
 
 #include "../../libs/verify/src/sandbox.hpp"
 #include "verify_util.hpp"
@@ -98,6 +100,44 @@ TEST(VerifyHostile, SamplesReachNothingOutsideTheirNamespace) {
   EXPECT_EQ(file_bytes(db), original);
   EXPECT_EQ(file_bytes(state.path() / "kforge.db-wal"), "wal");
   ::close(held);
+}
+
+// SQLite removes its -wal and -shm when the last connection closes and makes them again on the
+// next open (the daemon, the CLI, a monitoring script): a hidden path that comes and goes while
+// samples set up their sandboxes must fail none of them (it once failed one in a Slurm task with
+// "sandbox setup failed: mount ...kforge.db-wal: No such file or directory", as infrastructure).
+TEST(VerifyHostile, AHiddenFileThatComesAndGoesFailsNoSetUp) {
+  TempDir tmp;
+  TempDir state;
+  const auto wal = state.path() / "kforge.db-wal";
+  write_text(wal, "wal");
+  auto cfg = test_config(tmp);
+  cfg.cpu_workers = 2;
+  cfg.timeout_s = 20;
+  cfg.hide = {wal.string()};
+  SKIP_UNLESS_NAMESPACES(cfg);
+  auto pool = make_pool(cfg);
+  ASSERT_TRUE(pool);
+  std::atomic<bool> stop{false};
+  std::atomic<long> cycles{0};
+  std::thread flicker([&] {
+    while (!stop) {
+      ::unlink(wal.c_str());
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      int fd = ::open(wal.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+      if (fd >= 0) ::close(fd);
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      ++cycles;
+    }
+  });
+  std::vector<verify::VerifyRequest> reqs;
+  for (int i = 0; i < 30; ++i) reqs.push_back(load_sample("pass"));
+  auto r = run_all(*pool, reqs);
+  stop = true;
+  flicker.join();
+  for (std::size_t i = 0; i < r.size(); ++i)
+    EXPECT_EQ(r[i].verdict, Verdict::passed) << i << ": " << r[i].detail;
+  EXPECT_GT(cycles.load(), 100) << "the file did not come and go while the samples ran";
 }
 
 // With either init: kforge-sandbox-init (the default) or a fork of the worker.

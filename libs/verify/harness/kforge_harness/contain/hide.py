@@ -10,26 +10,37 @@ def _hide(path, sb):
     """Makes a path of the daemon's (database, configuration, state directory) unreadable and
     unwritable in the sample's mount namespace: an empty read-only tmpfs over a directory,
     /dev/null (read-only) over a file."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return  # nothing there to hide
     import stat as stat_mod
-    try:
+    # SQLite removes its -wal and -shm when the last connection closes and makes them again on
+    # the next open, so such a file can vanish between the stat and the mount, and be back by
+    # the time the mount has failed (any process with the database open: the daemon, the CLI).
+    # Missing at the stat: as if it had not been there. Gone at the mount: look again. Unlinked
+    # right after the bind (which detaches the bind from this namespace, so that making it
+    # read-only fails with EINVAL or ENOENT): look again too.
+    for _ in range(50):
+        try:
+            st = os.stat(path)
+        except OSError:
+            return  # nothing there to hide
         if stat_mod.S_ISDIR(st.st_mode):
             mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
-                   "size=4k,mode=0500")
+                  "size=4k,mode=0500")
         else:
-            mount("/dev/null", path, None, MS_BIND, None)
-            mount_setattr(path, 0, MOUNT_ATTR_RDONLY, 0)
-    except OSError as e:
-        # Gone since the stat (SQLite removes its -wal and -shm when the last connection
-        # closes): as if it had not been there. Anything else must hold.
-        if e.errno == errno.ENOENT and not os.path.lexists(path):
-            return
-        raise
-    sb.setdefault("hidden", []).append(path)
-
+            try:
+                mount("/dev/null", path, None, MS_BIND, None)
+            except OSError as e:
+                if e.errno == errno.ENOENT:
+                    continue
+                raise
+            try:
+                mount_setattr(path, 0, MOUNT_ATTR_RDONLY, 0)
+            except OSError as e:
+                if e.errno in (errno.ENOENT, errno.EINVAL):
+                    continue
+                raise
+        sb.setdefault("hidden", []).append(path)
+        return
+    raise OSError(errno.ENOENT, "%s kept vanishing while it was being hidden" % path)
 
 
 def step(jail):
