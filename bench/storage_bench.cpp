@@ -66,7 +66,7 @@ void ok(const kforge::Status& s, const char* what) {
 // The wrapper and test of the fake provider's generations (bench/fake_llm/v2_fixed.yaml), which
 // the verdicts below assemble into their scripts.
 std::string generated(const char* field) {
-  const json script = fake_script();
+  static const json script = fake_script();
   for (const auto& rule : script["rules"])
     if (rule.value("name", "") == "generate") return rule["reply_json"].value(field, "");
   die("bench/fake_llm/v2_fixed.yaml has no rule named generate");

@@ -9,12 +9,7 @@ void dict_keys(const std::vector<Token>& t, std::size_t open, std::set<std::stri
   int depth = 0;
   for (std::size_t i = open; i < close && i < t.size(); ++i) {
     const auto& tok = t[i];
-    if (tok.kind == Tok::op && tok.text.size() == 1) {
-      char c = tok.text[0];
-      if (c == '(' || c == '[' || c == '{') ++depth;
-      if (c == ')' || c == ']' || c == '}') --depth;
-      continue;
-    }
+    depth += py::nesting(tok);
     if (depth == 1 && tok.kind == Tok::string && i + 1 < close && is_op(t[i + 1], ":"))
       out.insert(py::string_value(tok));
   }
@@ -60,19 +55,7 @@ std::vector<KernelParam> parse_params(std::string_view src, const std::vector<To
     if (i >= b || t[i].kind != Tok::name) return;  // a bare '*' or '/' marker
     p.name = std::string(t[i].text);
     ++i;
-    std::size_t eq = b;
-    int d = 0;
-    for (std::size_t k = i; k < b; ++k) {
-      if (t[k].kind == Tok::op && t[k].text.size() == 1) {
-        char c = t[k].text[0];
-        if (c == '(' || c == '[' || c == '{') ++d;
-        if (c == ')' || c == ']' || c == '}') --d;
-        if (c == '=' && d == 0) {
-          eq = k;
-          break;
-        }
-      }
-    }
+    std::size_t eq = py::find_top_level(t, i, b, "=");
     if (i < eq && is_op(t[i], ":")) p.annotation = py::text_of(src, t, i + 1, eq);
     if (eq < b) p.default_value = py::text_of(src, t, eq + 1, b);
     // A string annotation ("tl.constexpr") means what its text says.
@@ -82,15 +65,10 @@ std::vector<KernelParam> parse_params(std::string_view src, const std::vector<To
     params.push_back(std::move(p));
   };
   for (std::size_t i = open + 1; i < close; ++i) {
-    const auto& tok = t[i];
-    if (tok.kind == Tok::op && tok.text.size() == 1) {
-      char c = tok.text[0];
-      if (c == '(' || c == '[' || c == '{') ++depth;
-      if (c == ')' || c == ']' || c == '}') --depth;
-      if (c == ',' && depth == 0) {
-        finish(seg, i);
-        seg = i + 1;
-      }
+    depth += py::nesting(t[i]);
+    if (depth == 0 && is_op(t[i], ",")) {
+      finish(seg, i);
+      seg = i + 1;
     }
   }
   finish(seg, close);
@@ -125,19 +103,7 @@ std::set<std::string> references(const std::vector<LogicalLine>& lines, const py
     }
   };
   const auto& h = lines[d.header].tokens;
-  std::size_t colon = h.size();
-  int depth = 0;
-  for (std::size_t i = 0; i < h.size(); ++i) {
-    if (h[i].kind != Tok::op || h[i].text.size() != 1) continue;
-    char c = h[i].text[0];
-    if (c == '(' || c == '[' || c == '{') ++depth;
-    if (c == ')' || c == ']' || c == '}') --depth;
-    if (c == ':' && depth == 0) {
-      colon = i;
-      break;
-    }
-  }
-  collect(h, colon + 1);
+  collect(h, py::find_top_level(h, 0, h.size(), ":") + 1);
   for (std::size_t l = d.header + 1; l < d.body_end; ++l) collect(lines[l].tokens, 0);
   return out;
 }

@@ -334,18 +334,32 @@ std::vector<Def> find_defs(const std::vector<LogicalLine>& lines) {
   return defs;
 }
 
+int nesting(const Token& t) {
+  if (t.kind != Tok::op || t.text.size() != 1) return 0;
+  char c = t.text[0];
+  if (c == '(' || c == '[' || c == '{') return 1;
+  if (c == ')' || c == ']' || c == '}') return -1;
+  return 0;
+}
+
 std::size_t matching(const std::vector<Token>& tokens, std::size_t open) {
   int depth = 0;
   for (std::size_t i = open; i < tokens.size(); ++i) {
-    const auto& t = tokens[i];
-    if (t.kind != Tok::op || t.text.size() != 1) continue;
-    char c = t.text[0];
-    if (c == '(' || c == '[' || c == '{') ++depth;
-    if (c == ')' || c == ']' || c == '}') {
-      if (--depth == 0) return i;
-    }
+    int n = nesting(tokens[i]);
+    depth += n;
+    if (n < 0 && depth == 0) return i;
   }
   return tokens.size();
+}
+
+std::size_t find_top_level(const std::vector<Token>& tokens, std::size_t from, std::size_t to,
+                           std::string_view op) {
+  int depth = 0;
+  for (std::size_t i = from; i < to && i < tokens.size(); ++i) {
+    depth += nesting(tokens[i]);
+    if (depth == 0 && is_op(tokens[i], op)) return i;
+  }
+  return to;
 }
 
 std::string text_of(std::string_view source, const std::vector<Token>& tokens, std::size_t a,

@@ -48,6 +48,13 @@ std::vector<Def> find_defs(const std::vector<LogicalLine>& lines);
 // The index of the token closing the bracket at tokens[open], or tokens.size().
 std::size_t matching(const std::vector<Token>& tokens, std::size_t open);
 
+// What a token does to the bracket depth: +1 opens ( [ {, -1 closes ) ] }, 0 otherwise.
+int nesting(const Token& t);
+
+// The first operator `op` outside every bracket opened within tokens[from, to), or `to`.
+std::size_t find_top_level(const std::vector<Token>& tokens, std::size_t from, std::size_t to,
+                           std::string_view op);
+
 // The source text from tokens[a] to tokens[b - 1], whitespace runs collapsed to one space.
 std::string text_of(std::string_view source, const std::vector<Token>& tokens, std::size_t a,
                     std::size_t b);
