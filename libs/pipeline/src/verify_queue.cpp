@@ -106,7 +106,8 @@ Result<VerdictOutcome> JobsVerifyQueue::store_verdict(const std::string& owner,
                                                       const verify::VerifyJob& job,
                                                       const verify::VerifyResult& result,
                                                       std::int64_t now) {
-  return store_job_verdict(db_, owner, job, result, now);
+  KF_TRY(auto required, required_targets(job.run_id));
+  return store_job_verdict(db_, owner, job, result, now, required);
 }
 
 Result<bool> JobsVerifyQueue::release(std::int64_t job_id, const std::string& owner,
@@ -213,9 +214,16 @@ Result<std::vector<std::string>> run_required_targets(store::Db& db, std::int64_
 Result<VerdictOutcome> store_job_verdict(store::Db& db, const std::string& owner,
                                          const verify::VerifyJob& job,
                                          const verify::VerifyResult& r, std::int64_t now) {
+  KF_TRY(auto required, run_required_targets(db, job.run_id));
+  return store_job_verdict(db, owner, job, r, now, required);
+}
+
+Result<VerdictOutcome> store_job_verdict(store::Db& db, const std::string& owner,
+                                         const verify::VerifyJob& job,
+                                         const verify::VerifyResult& r, std::int64_t now,
+                                         const std::vector<std::string>& required) {
   // A run that requires targets (--require-target): a sample that does not compile for one of
   // them is not verified, and its repair prompt carries the compiler's error.
-  KF_TRY(auto required, run_required_targets(db, job.run_id));
   if (required.empty()) return store_job_verdict_as(db, owner, job, r, now);
   verify::VerifyResult copy = r;
   verify::require_targets(copy, required);

@@ -31,6 +31,12 @@ namespace kforge::pipeline {
 Result<verify::VerdictOutcome> store_job_verdict(store::Db& db, const std::string& owner,
                                                  const verify::VerifyJob& job,
                                                  const verify::VerifyResult& r, std::int64_t now);
+// The same with the run's required targets given (as run_required_targets reads them), for a
+// caller that keeps them per run.
+Result<verify::VerdictOutcome> store_job_verdict(store::Db& db, const std::string& owner,
+                                                 const verify::VerifyJob& job,
+                                                 const verify::VerifyResult& r, std::int64_t now,
+                                                 const std::vector<std::string>& required);
 // The run's repair rounds (runs.params_json "repair_rounds", fixed at its creation; 0 if unset).
 Result<int> run_repair_rounds(store::Db& db, std::int64_t run_id);
 // The cross-compile targets the run requires (runs.params_json "require_targets"): its samples
