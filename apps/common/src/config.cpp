@@ -111,10 +111,7 @@ Result<std::unique_ptr<store::Db>> open_store(const Config& c, IfMissing if_miss
       !std::filesystem::exists(c.store.path, ec))
     return fail("io", "database " + c.store.path + " does not exist (store.path in " + c.source +
                           ", or KFORGE_DB); kforge import FILE creates it");
-  store::OpenOptions o;
-  o.path = c.store.path;
-  o.busy_timeout_ms = c.store.busy_timeout_ms;
-  return store::Db::open(o);
+  return store::Db::open({.path = c.store.path, .busy_timeout_ms = c.store.busy_timeout_ms});
 }
 
 }  // namespace kforge::app

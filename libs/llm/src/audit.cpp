@@ -23,10 +23,7 @@ AuditStore::AuditStore(const LlmConfig& ep, const Wording& w, Meter& meter, Cloc
     : ep_(ep), words_(w), meter_(meter), clock_(clock) {}
 
 Status AuditStore::open(const std::string& path, int busy_timeout_ms) {
-  store::OpenOptions o;
-  o.path = path;
-  o.busy_timeout_ms = busy_timeout_ms;
-  KF_TRY(db_, store::Db::open(o));
+  KF_TRY(db_, store::Db::open({.path = path, .busy_timeout_ms = busy_timeout_ms}));
   return {};
 }
 

@@ -12,10 +12,7 @@
 namespace kforge::llm {
 
 Status BatchLedger::open(const std::string& path, int busy_timeout_ms) {
-  store::OpenOptions oo;
-  oo.path = path;
-  oo.busy_timeout_ms = busy_timeout_ms;
-  KF_TRY(db_, store::Db::open(oo));
+  KF_TRY(db_, store::Db::open({.path = path, .busy_timeout_ms = busy_timeout_ms}));
   return {};
 }
 
