@@ -574,7 +574,6 @@ TEST(Notifier, SendsDatagramsToAPathOrAnAbstractSocketAndReadsTheWatchdog) {
 // A verifier that cannot start is an alert in `kforge status`, with its reason, and the run's
 // entry says its samples wait for the verifier.
 TEST(DaemonVerifier, AVerifierThatCannotStartIsAnAlertAndTheRunSaysItsSamplesWait) {
-  if (test::tritonbench_g().empty()) GTEST_SKIP() << "TritonBench-G corpus not found";
   Site site(script("fake_llm_answers.json"));
   Options o;
   o.verify = true;

@@ -104,10 +104,8 @@ std::filesystem::path small_corpus() {
   return source_dir() / "tests" / "data" / "corpus_small.json";
 }
 
-std::filesystem::path tritonbench_g() {
-  auto p = source_dir().parent_path() / "shared" / "corpus" / "TritonBench_G_v1.json";
-  if (std::filesystem::exists(p)) return p;
-  return {};
+std::filesystem::path tritonbench_g_code() {
+  return source_dir() / "tests" / "data" / "tritonbench_g_code.json";
 }
 
 void write_text(const std::filesystem::path& p, const std::string& text) {

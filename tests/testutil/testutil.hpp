@@ -41,9 +41,11 @@ std::filesystem::path binary(const std::string& relative);
 // TritonBench-G (same format), always present.
 std::filesystem::path small_corpus();
 inline constexpr int kSmallCorpusRecords = 40;
-// The full TritonBench-G corpus at ../shared/corpus/TritonBench_G_v1.json beside the source tree,
-// for benchmarks and optional extra checks only (empty if absent).
-std::filesystem::path tritonbench_g();
+// All 184 records of TritonBench-G with their code only (fields file, repo, output):
+// tests/data/tritonbench_g_code.json, always present. Tests never read anything outside the
+// repository.
+std::filesystem::path tritonbench_g_code();
+inline constexpr int kTritonBenchGRecords = 184;
 
 void write_text(const std::filesystem::path& p, const std::string& text);
 std::string read_text(const std::filesystem::path& p);
