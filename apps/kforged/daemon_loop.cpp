@@ -61,6 +61,29 @@ void DaemonLoop::request_stop() {
   p_.sched.wake();
 }
 
+void DaemonLoop::notice_db_change() {
+  db_changed_ = true;
+  // A busy loop steps on its completions anyway; waking it for every commit would only add steps.
+  if (idle_now_.load()) p_.sched.wake();
+}
+
+bool DaemonLoop::idle() const {
+  return p_.sched.in_flight() == 0 && !p_.sched.draining() && stop_requests_.load() == 0 &&
+         !reload_requested_.load() && consecutive_errors_ == 0;
+}
+
+bool DaemonLoop::may_sleep() {
+  if (!watched_ || !idle()) return false;
+  auto now = p_.clock.steady_now();
+  if (now >= next_look_) return false;
+  if (auto due = p_.sched.next_due_ms(); due && *due <= p_.clock.wall_ms()) return false;
+  if (!db_changed_.exchange(false)) return true;
+  // Written: by another connection (work for us), or only by this one (its heartbeat)?
+  auto v = p_.db.data_version();
+  if (!v.ok() || *v != data_version_) return false;
+  return true;
+}
+
 void DaemonLoop::notify(const std::string& msg) {
   auto r = p_.notifier.notify(msg);
   if (!r.ok() && r.error().is_transient())
@@ -70,6 +93,23 @@ void DaemonLoop::notify(const std::string& msg) {
 }
 
 bool DaemonLoop::step() {
+  if (may_sleep()) {
+    ++quiet_steps_;
+    if (p_.heartbeat != nullptr)
+      if (auto hb = p_.heartbeat->beat(); !hb.ok())
+        spdlog::warn("heartbeat: {}", hb.error().message);
+    feed_watchdog(true);
+    idle_now_ = true;
+    std::lock_guard l(p_.shared.mu);
+    p_.shared.last_step_wall_ms = p_.clock.wall_ms();
+    return true;
+  }
+  if (watched_ && idle()) {
+    // Looking for work: whatever another connection committed is seen from here on.
+    if (auto v = p_.db.data_version(); v.ok()) data_version_ = *v;
+    p_.sched.notice_change();
+    next_look_ = p_.clock.steady_now() + kIdleLook;
+  }
   auto step = p_.sched.step();
   if (step.ok()) {
     consecutive_errors_ = 0;
@@ -94,12 +134,24 @@ bool DaemonLoop::step() {
   if (reload_requested_.exchange(false)) reload();
   int stops = stop_requests_.load();
   if (stops > 0 && !p_.sched.draining()) start_drain();
+  idle_now_ = watched_ && idle();
   return !(p_.sched.draining() &&
            (p_.sched.in_flight() == 0 || p_.clock.steady_now() >= drain_deadline_ || stops > 1));
 }
 
 milliseconds DaemonLoop::next_wait() const {
   auto wait = milliseconds(cfg_.pipeline.idle_poll_ms);
+  if (watched_ && idle() && db_changed_.load()) return milliseconds(0);
+  if (watched_ && idle()) {
+    // Nothing to poll for: sleep until a timer is due; a change wakes the wait earlier.
+    auto now = p_.clock.steady_now();
+    wait = std::max(milliseconds(1), std::chrono::duration_cast<milliseconds>(next_look_ - now));
+    if (auto due = p_.sched.next_due_ms())
+      wait = std::min(wait, milliseconds(std::max<std::int64_t>(1, *due - p_.clock.wall_ms())));
+    if (p_.heartbeat != nullptr)
+      wait = std::min(wait, milliseconds(std::max<std::int64_t>(
+                                1, p_.heartbeat->next_beat_ms() - p_.clock.wall_ms())));
+  }
   if (watchdog_.count() > 0) wait = std::min(wait, watchdog_);
   if (p_.sched.draining()) wait = std::min(wait, milliseconds(100));
   return wait;

@@ -6,8 +6,16 @@
 // read from the Clock it is given, so a test drives it with a ManualClock, without threads,
 // signals or the binary; run() is the thin loop main() calls.
 //
-// Threads: step() and run() on one thread. request_reload() and request_stop() from any thread
-// (the signal thread); they wake the scheduler's wait.
+// An idle loop sleeps: with a change watch attached (set_change_watch(), a FileWatch on the
+// database calling notice_db_change()), a loop with nothing in flight does not look for work
+// until another connection has committed (SQLite's data_version moved), a timer of its own is
+// due (a job's backoff, the heartbeat, the watchdog) or kIdleLook has passed; in between its steps
+// only beat the heartbeat and feed the watchdog. Without a watch it polls every
+// pipeline.idle_poll_ms, as a busy loop does.
+//
+// Threads: step() and run() on one thread. request_reload(), request_stop() and
+// notice_db_change() from any thread (the signal thread, the watch); they wake the scheduler's
+// wait.
 
 #include <atomic>
 #include <chrono>
@@ -65,6 +73,15 @@ class DaemonLoop {
   // Before run(): the liveness row beaten after each successful step.
   void attach_heartbeat(pipeline::Heartbeat* hb) { p_.heartbeat = hb; }
 
+  // An idle loop with a change watch looks for work at least this often, whatever it is told.
+  static constexpr std::chrono::seconds kIdleLook{30};
+
+  // Before run(): whether notice_db_change() is called when the database's files change.
+  void set_change_watch(bool on) { watched_ = on; }
+  // Any thread: the database's files were written (by anyone): an idle loop checks whether
+  // another connection committed and, if so, looks for work at once.
+  void notice_db_change();
+
   // Any thread: reload the configuration and the prompts at the next step (SIGHUP).
   void request_reload();
   // Any thread: stop leasing and let calls in flight finish within daemon.shutdown_grace_ms
@@ -78,6 +95,9 @@ class DaemonLoop {
   bool step();
   // How long run() waits for a completion before the next step.
   std::chrono::milliseconds next_wait() const;
+  // Steps that only beat the heartbeat and fed the watchdog, because an idle loop had no reason
+  // to look for work (for tests and the log).
+  std::uint64_t quiet_steps() const { return quiet_steps_; }
   // step() and the scheduler's wait(next_wait()) until step() returns false.
   void run();
 
@@ -87,6 +107,9 @@ class DaemonLoop {
   const app::Config& config() const { return cfg_; }
 
  private:
+  bool idle() const;
+  // Idle, watched, and nothing changed or fell due: the step need not look for work.
+  bool may_sleep();
   void feed_watchdog(bool step_ok);
   void refresh_metrics();
   void report_status();
@@ -104,6 +127,8 @@ class DaemonLoop {
   // Set from any thread.
   std::atomic<bool> reload_requested_{false};
   std::atomic<int> stop_requests_{0};
+  std::atomic<bool> db_changed_{true};
+  std::atomic<bool> idle_now_{false};  // as of the last step: only then does a change wake it
 
   // The loop's thread only.
   app::Config cfg_;
@@ -111,6 +136,10 @@ class DaemonLoop {
   std::chrono::steady_clock::time_point last_watchdog_, last_metrics_, last_status_, last_log_;
   std::chrono::steady_clock::time_point drain_deadline_{};
   int consecutive_errors_ = 0;
+  bool watched_ = false;
+  std::int64_t data_version_ = -1;  // p_.db's, when the loop last looked for work
+  std::chrono::steady_clock::time_point next_look_{};
+  std::uint64_t quiet_steps_ = 0;
 };
 
 }  // namespace kforge::daemon

@@ -18,10 +18,12 @@
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "daemon_loop.hpp"
 #include "kforge/app/config.hpp"
+#include "kforge/core/file_watch.hpp"
 #include "kforge/core/log.hpp"
 #include "kforge/pipeline/heartbeat.hpp"
 #include "kforge/pipeline/progress.hpp"
@@ -253,7 +255,23 @@ int serve(const std::string& config_path, app::Config cfg) {
   if (cfg.daemon.verify)
     verifier = std::make_unique<VerifierThread>(cfg, owner, prefix + ":*", env);
 
+  // Idle, the loops sleep until the database's files change (a kforge command's commit, the
+  // verifier's, anyone's) or a timer of theirs is due; without the watch they poll.
+  const std::filesystem::path db_file = std::filesystem::absolute(cfg.store.path);
+  auto watch = FileWatch::start(db_file.parent_path().string(),
+                                {db_file.filename().string(), db_file.filename().string() + "-wal"},
+                                [&loop, &verifier] {
+                                  loop.notice_db_change();
+                                  if (verifier) verifier->notice_db_change();
+                                });
+  if (watch.ok())
+    loop.set_change_watch(true);
+  else
+    spdlog::warn("{}; an idle kforged looks for work every {} ms instead", watch.error().message,
+                 cfg.pipeline.idle_poll_ms);
+
   loop.run();
+  if (watch.ok()) watch->reset();
   int left = sched.in_flight();
   if (verifier) {
     auto grace = std::chrono::duration_cast<std::chrono::milliseconds>(loop.drain_deadline() -

@@ -20,8 +20,15 @@ VerifierThread::~VerifierThread() {
   stop(std::chrono::milliseconds(0));
 }
 
+void VerifierThread::notice_db_change() {
+  if (!idle_.load() && !draining_.load()) return;  // busy: it steps every kBusyWait anyway
+  std::lock_guard l(backend_mu_);
+  if (backend_ != nullptr) backend_->wake();
+}
+
 void VerifierThread::stop(std::chrono::milliseconds grace) {
   if (!draining_.exchange(true)) grace_ms_ = grace.count();
+  notice_db_change();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -80,6 +87,10 @@ void VerifierThread::run(app::Config cfg, std::string owner, std::string owner_g
     backend = std::move(*s);
   }
   spdlog::info("verifier: {}", backend->describe());
+  {
+    std::lock_guard l(backend_mu_);
+    backend_ = backend.get();
+  }
   std::vector<verify::DeviceStatus> recorded;
   if (local) {
     recorded = local->pool().devices();
@@ -96,7 +107,12 @@ void VerifierThread::run(app::Config cfg, std::string owner, std::string owner_g
       deadline = clock.steady_now() + std::chrono::milliseconds(grace_ms_.load());
     }
     if (drain_started && (backend->idle() || clock.steady_now() >= deadline)) break;
-    auto st = backend->step(std::chrono::milliseconds(200));
+    // Idle: sleep until woken (a change of the database, a stop) or kIdleWait; the queue
+    // answers "nothing" without a query while nobody has committed.
+    const bool idle = backend->idle() && !drain_started;
+    idle_ = idle;
+    auto st = backend->step(idle ? kIdleWait : kBusyWait);
+    idle_ = false;
     if (!st.ok()) {
       ++errors;
       spdlog::error("verifier step failed ({} in a row): {}", errors, st.error().message);
@@ -125,6 +141,10 @@ void VerifierThread::run(app::Config cfg, std::string owner, std::string owner_g
     }
     std::lock_guard l(mu_);
     stats_ = backend->stats();
+  }
+  {
+    std::lock_guard l(backend_mu_);
+    backend_ = nullptr;
   }
   auto st = backend->stop();
   if (!st.ok()) spdlog::error("verifier: releasing jobs: {}", st.error().message);

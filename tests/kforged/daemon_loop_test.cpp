@@ -132,9 +132,20 @@ class DaemonLoopTest : public ::testing::Test {
   std::filesystem::path config_path() const { return dir_ / "kforge.yaml"; }
   std::string socket_path() const { return (dir_ / "notify.sock").string(); }
 
-  // A run of n samples through the v2 pipeline: its first calls go to the provider.
-  void start_run(int n) {
-    store::Samples samples(*db_);
+  // A run of n samples through the v2 pipeline: its first calls go to the provider. Created on
+  // the loop's own connection, or (elsewhere) on another one, as `kforge run create` would.
+  void start_run(int n, bool elsewhere = false) {
+    std::unique_ptr<store::Db> other;
+    if (elsewhere) {
+      store::OpenOptions o;
+      o.path = (dir_ / "kforge.db").string();
+      auto db = store::Db::open(o);
+      ASSERT_TRUE(db.ok()) << db.error().message;
+      other = std::move(*db);
+    }
+    store::Db& db = elsewhere ? *other : *db_;
+    pipeline::JobStore jobs(db, clock_, "cli");
+    store::Samples samples(db);
     for (int i = 0; i < n; ++i) {
       store::SampleRow r;
       r.key = "s" + std::to_string(i);
@@ -154,8 +165,8 @@ class DaemonLoopTest : public ::testing::Test {
     run.model = "fake-model";
     run.first_stage = spec->first_stage();
     run.prompts = spec->identities();
-    run.sample_ids = *jobs_->sample_ids(-1);
-    ASSERT_TRUE(jobs_->create_run(run).ok());
+    run.sample_ids = *jobs.sample_ids(-1);
+    ASSERT_TRUE(jobs.create_run(run).ok());
   }
 
   // Runs SQL on a connection of its own (another process's view of the database).
@@ -239,6 +250,60 @@ TEST_F(DaemonLoopTest, MetricsAndStatusAreRefreshedOnTheirIntervals) {
       EXPECT_NE(m.find("a 0/3 (0%)"), std::string::npos) << m;
     }
   EXPECT_EQ(loop_->next_wait(), 1000ms);  // idle_poll_ms; the watchdog's 1 s is not shorter
+}
+
+// With a change watch, an idle loop does not look for work on every step: only when another
+// connection committed (the watch calls notice_db_change and data_version moved), or after
+// kIdleLook. Its own writes, or a watch event with nothing committed elsewhere, do not count.
+TEST_F(DaemonLoopTest, AnIdleWatchedLoopLooksForWorkOnlyWhenAnotherConnectionCommitted) {
+  loop_->set_change_watch(true);
+  ASSERT_TRUE(loop_->step());  // the first step looks
+  EXPECT_EQ(loop_->quiet_steps(), 0u);
+  clock_.advance(1s);
+  ASSERT_TRUE(loop_->step());
+  EXPECT_EQ(loop_->quiet_steps(), 1u);
+  EXPECT_EQ(NotifySocket::count(systemd_.take(), "WATCHDOG=1"), 1) << "quiet steps feed it";
+
+  // `kforge run create` commits on its own connection; until the watch says so, nothing looks.
+  start_run(2, /*elsewhere=*/true);
+  clock_.advance(1s);
+  ASSERT_TRUE(loop_->step());
+  EXPECT_EQ(provider_.held(), 0u);
+  EXPECT_EQ(loop_->next_wait(), 1000ms) << "the watchdog's interval, not idle_poll_ms";
+  loop_->notice_db_change();
+  EXPECT_EQ(loop_->next_wait(), 0ms);
+  ASSERT_TRUE(loop_->step());
+  EXPECT_EQ(provider_.held(), 2u) << "picked up on the change";
+  EXPECT_EQ(loop_->quiet_steps(), 2u);
+  provider_.fail_all();  // back off: the calls end, the jobs wait
+  ASSERT_TRUE(loop_->step());
+  EXPECT_EQ(sched_->in_flight(), 0);
+}
+
+TEST_F(DaemonLoopTest, AnIdleWatchedLoopLooksAgainAfterItsIdleLookWithoutAChange) {
+  loop_->set_change_watch(true);
+  ASSERT_TRUE(loop_->step());
+  // Work written on the loop's own connection moves no data_version: a watch event alone is not
+  // a reason to look, but the idle look is.
+  start_run(3);
+  loop_->notice_db_change();
+  ASSERT_TRUE(loop_->step());
+  EXPECT_EQ(provider_.held(), 0u);
+  clock_.advance(DaemonLoop::kIdleLook - 1s);
+  ASSERT_TRUE(loop_->step());
+  EXPECT_EQ(provider_.held(), 0u);
+  clock_.advance(1s);
+  ASSERT_TRUE(loop_->step());
+  EXPECT_EQ(provider_.held(), 3u);
+}
+
+TEST_F(DaemonLoopTest, WithoutAWatchAnIdleLoopPollsAsBefore) {
+  ASSERT_TRUE(loop_->step());
+  start_run(2, /*elsewhere=*/true);
+  clock_.advance(1s);  // idle_poll_ms
+  ASSERT_TRUE(loop_->step());
+  EXPECT_EQ(provider_.held(), 2u);
+  EXPECT_EQ(loop_->quiet_steps(), 0u);
 }
 
 TEST_F(DaemonLoopTest, AStopDrainsUntilNothingIsInFlight) {

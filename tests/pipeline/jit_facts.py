@@ -9,7 +9,8 @@ Reads a JSON list of records (the code in field FIELD) and prints one JSON line 
 A kernel is what libs/pipeline/include/kforge/pipeline/facts.hpp says: a def decorated with, or
 wrapped call-style (`name = triton.jit(fn)`) by, a decorator resolving through the file's imports
 to Triton's jit (`triton.jit`, `gluon.jit`, `jit` from any Triton module, or relatively from a
-Triton-derived package's jit/runtime/_runtime module) or to a configured extra jit decorator.
+Triton-derived package's jit/runtime/_runtime module), to Triton-distributed's `triton_dist.jit`,
+or to a configured extra jit decorator.
 """
 import ast
 import json
@@ -66,7 +67,7 @@ def bindings(tree):
 class Resolver:
     def __init__(self, tree, extra):
         self.bound = bindings(tree)
-        self.roots = ["triton.jit"] + list(extra)
+        self.roots = ["triton.jit", "triton_dist.jit"] + list(extra)
 
     def resolve(self, name):
         head, dot, rest = name.partition(".")

@@ -99,6 +99,54 @@ TEST(VerifyStage, AnInfrastructureVerdictPutsTheJobBackInTheQueueWithNoVerdictSt
       << "the verifier's reason is kept on the job";
 }
 
+// An idle verifier asks the queue often. After a lease that found nothing, the queue answers
+// without a query until another connection commits (a job put back by a retry, a run resumed),
+// the queue itself writes (a release), or kRecheckEmptyMs pass; what any of those makes leasable
+// is leased at once.
+TEST(VerifyStage, AnEmptyQueueLooksAgainWhenAnotherConnectionCommitsOrItWritesItself) {
+  Site site(script("fake_llm_cpu.json"));
+  fill_verify_queue(site, cpu_corpus(), 2);
+  auto db = site.open_db();
+  JobsVerifyQueue queue(*db);
+  const std::int64_t now = system_clock().wall_ms();
+  auto lease = [&](std::int64_t at) {
+    auto r = queue.lease("hostC:1", at + 60'000, at);
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return r.ok() ? *r : std::nullopt;
+  };
+  auto a = lease(now), b = lease(now);
+  ASSERT_TRUE(a && b);
+  EXPECT_FALSE(lease(now)) << "both taken";
+
+  // Another connection puts one back, as `kforge retry` does.
+  auto other = site.open_db();
+  ASSERT_TRUE(other
+                  ->exec("UPDATE jobs SET state = 'verify_queued', lease_owner = NULL, "
+                         "lease_expires_ms = NULL WHERE id = " +
+                         std::to_string(a->job.job_id))
+                  .ok());
+  auto again = lease(now + 1);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->job.job_id, a->job.job_id);
+  EXPECT_FALSE(lease(now + 2));
+
+  // The queue's own release is seen at once (its connection's writes move no data_version).
+  auto released =
+      queue.release(b->job.job_id, "hostC:1", verify::Release::requeue, std::nullopt, now + 3);
+  ASSERT_TRUE(released.ok() && *released);
+  auto back = lease(now + 4);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->job.job_id, b->job.job_id);
+
+  // Written on the queue's own connection behind its back: seen after kRecheckEmptyMs.
+  EXPECT_FALSE(lease(now + 5));
+  ASSERT_TRUE(db->exec("UPDATE jobs SET state = 'verify_queued', lease_owner = NULL WHERE id = " +
+                       std::to_string(b->job.job_id))
+                  .ok());
+  EXPECT_FALSE(lease(now + 6));
+  EXPECT_TRUE(lease(now + 5 + JobsVerifyQueue::kRecheckEmptyMs));
+}
+
 TEST(VerifyStage, AnotherOwnersVerifyingJobsAreTakenBackOnlyWhenTheirLeaseHasExpired) {
   // hostB's daemon is killed while it verifies two samples that pass (their tests sleep first).
   Site site(slow_cpu_script(2));

@@ -5,6 +5,7 @@
 
 #include <signal.h>
 #include <chrono>
+#include <thread>
 
 #include "verify_util.hpp"
 
@@ -242,6 +243,39 @@ TEST(VerifyPool, DeviceWhoseWorkersKeepFailingLeavesTheRotation) {
   auto r = run_one(*pool, load_sample("pass"));
   EXPECT_EQ(r.verdict, Verdict::error);
   EXPECT_EQ(r.flags, std::vector<std::string>{verify::kInfrastructure});
+}
+
+// An idle pool waits the whole max_wait unless woken: wake() from another thread (the daemon's
+// change watch) ends the wait at once, and a wake that comes first is not lost.
+TEST(VerifyPool, AWakeFromAnotherThreadEndsAnIdleWait) {
+  TempDir tmp;
+  auto cfg = test_config(tmp);
+  cfg.cpu_workers = 1;
+  auto pool = make_pool(cfg);
+  ASSERT_TRUE(pool);
+  ASSERT_EQ(run_one(*pool, load_sample("pass")).verdict, Verdict::passed);
+  // Let the worker and its spare settle, so nothing of the pool's own wakes the wait.
+  auto settle = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - settle < std::chrono::milliseconds(500))
+    pool->step(std::chrono::milliseconds(50));
+  auto t0 = std::chrono::steady_clock::now();
+  pool->step(std::chrono::milliseconds(300));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(250)) << "unwoken";
+
+  std::thread waker([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    pool->wake();
+  });
+  t0 = std::chrono::steady_clock::now();
+  pool->step(std::chrono::seconds(20));
+  auto waited = std::chrono::steady_clock::now() - t0;
+  waker.join();
+  EXPECT_LT(waited, std::chrono::seconds(5)) << "the wake ended the wait";
+
+  pool->wake();  // before the step: the step does not wait
+  t0 = std::chrono::steady_clock::now();
+  pool->step(std::chrono::seconds(20));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
 }
 
 }  // namespace

@@ -91,7 +91,7 @@ void Imports::statement(const std::vector<Token>& t, std::size_t a, std::size_t 
 }
 
 Decorators::Decorators(const FactsOptions& opts) {
-  roots_.push_back("triton.jit");
+  for (const auto& d : kBuiltinJits) roots_.emplace_back(d);
   for (const auto& d : opts.jit_decorators) roots_.push_back(d);
 }
 

@@ -51,6 +51,11 @@ class Imports {
 };
 
 // What a decorator (or a call's callee) is, by the dotted name it resolves to.
+// The jits known without configuration: Triton's own, and Triton-distributed's (ByteDance-Seed),
+// whose `@triton_dist.jit`, `@triton_dist.jit(...)` and `from triton_dist.jit import jit` wrap
+// Triton's and make kernels like it.
+inline constexpr std::string_view kBuiltinJits[] = {"triton.jit", "triton_dist.jit"};
+
 class Decorators {
  public:
   explicit Decorators(const FactsOptions& opts);

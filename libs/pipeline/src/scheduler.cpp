@@ -138,7 +138,18 @@ Result<StepReport> Scheduler::step() {
     next_wait_check_ms_ = now + 1'000;
   }
   if (!draining_) KF_CHECK(lease_and_submit(rep));
+  next_due_ms_ = 0;
+  for (const auto& [id, run] : runs_)
+    if (run.row.state == "active" && run.retry_at_ms > now)
+      next_due_ms_ = next_due_ms_ == 0 ? run.retry_at_ms : std::min(next_due_ms_, run.retry_at_ms);
   return rep;
+}
+
+void Scheduler::notice_change() {
+  next_runs_refresh_ms_ = 0;
+  next_finish_check_ms_ = 0;
+  next_expiry_check_ms_ = 0;
+  for (auto& [id, run] : runs_) run.idle_until_ms = 0;
 }
 
 // A long Retry-After pauses every request in the client: the active runs say so (status).

@@ -22,13 +22,23 @@ const store::QuerySet& q() {
 Result<std::optional<verify::LeasedSample>> JobsVerifyQueue::lease(const std::string& owner,
                                                                    std::int64_t expires_ms,
                                                                    std::int64_t now) {
+  // Nothing was leasable, and no other connection has committed since: still nothing, unless a
+  // lease expired meanwhile (looked at again after kRecheckEmptyMs).
+  KF_TRY(std::int64_t version, db_.data_version());
+  if (version == empty_version_ && now >= empty_at_ms_ && now - empty_at_ms_ < kRecheckEmptyMs)
+    return std::nullopt;
   verify::LeasedSample out;
   verify::VerifyJob& job = out.job;
   {
     KF_TRY(store::Stmt * st, db_.cached(q()["vstage_lease"]));
     st->bind(1, owner).bind(2, expires_ms).bind(3, now);
     KF_TRY(bool row, st->step());
-    if (!row) return std::nullopt;
+    if (!row) {
+      empty_version_ = version;
+      empty_at_ms_ = now;
+      return std::nullopt;
+    }
+    empty_version_ = -1;
     job.job_id = st->int64(0);
     job.run_id = st->int64(1);
     job.sample_id = st->int64(2);
@@ -106,6 +116,7 @@ Result<VerdictOutcome> JobsVerifyQueue::store_verdict(const std::string& owner,
                                                       const verify::VerifyJob& job,
                                                       const verify::VerifyResult& result,
                                                       std::int64_t now) {
+  empty_version_ = -1;  // an infrastructure verdict puts the job back in the queue
   KF_TRY(auto required, required_targets(job.run_id));
   return store_job_verdict(db_, owner, job, result, now, required);
 }
@@ -113,6 +124,7 @@ Result<VerdictOutcome> JobsVerifyQueue::store_verdict(const std::string& owner,
 Result<bool> JobsVerifyQueue::release(std::int64_t job_id, const std::string& owner,
                                       verify::Release how, const std::optional<std::string>& why,
                                       std::int64_t now) {
+  empty_version_ = -1;  // this connection's own writes do not move data_version
   KF_TRY(store::Stmt * st, db_.cached(q()["vstage_finish"]));
   st->bind(1, job_id).bind(2, owner).bind(4, "verify").bind(7, now);
   switch (how) {
@@ -136,6 +148,7 @@ Result<bool> JobsVerifyQueue::release(std::int64_t job_id, const std::string& ow
 }
 
 Status JobsVerifyQueue::release_all(const std::string& owner, std::int64_t now) {
+  empty_version_ = -1;
   KF_TRY(store::Stmt * st, db_.cached(q()["vstage_release"]));
   st->bind(1, owner).bind(2, now);
   return st->run();
@@ -144,6 +157,7 @@ Status JobsVerifyQueue::release_all(const std::string& owner, std::int64_t now) 
 Result<std::int64_t> JobsVerifyQueue::adopt(const std::vector<std::int64_t>& job_ids,
                                             const std::string& owner, const std::string& owner_glob,
                                             std::int64_t expires_ms, std::int64_t now) {
+  empty_version_ = -1;
   std::int64_t adopted = 0;
   for (std::int64_t id : job_ids) {
     KF_TRY(store::Stmt * st, db_.cached(q()["vstage_adopt"]));
@@ -156,6 +170,7 @@ Result<std::int64_t> JobsVerifyQueue::adopt(const std::vector<std::int64_t>& job
 
 Result<std::int64_t> JobsVerifyQueue::reclaim(const std::string& owner_glob, std::int64_t now,
                                               const std::string& keep_owner) {
+  empty_version_ = -1;
   KF_TRY(store::Stmt * st, db_.cached(q()["vstage_reclaim"]));
   st->bind(1, owner_glob).bind(2, now).bind(3, now);
   if (keep_owner.empty())

@@ -7,6 +7,7 @@
 #include <ctime>
 
 #include "kforge/core/clock.hpp"
+#include "kforge/store/samples.hpp"
 #include "kforge/store/texts.hpp"
 
 namespace kforge::store {
@@ -197,6 +198,12 @@ Result<int> Db::schema_version() {
   KF_TRY(Stmt v, prepare("SELECT coalesce(max(version), 0) FROM kforge_schema"));
   KF_TRY(bool row2, v.step());
   return row2 ? static_cast<int>(v.int64(0)) : 0;
+}
+
+Result<std::int64_t> Db::data_version() {
+  KF_TRY(Stmt * s, cached(store_queries()["data_version"]));
+  KF_TRY(auto v, s->one([](Stmt& r) { return r.int64(0); }));
+  return v.value_or(0);
 }
 
 // --- Transaction -------------------------------------------------------------

@@ -34,6 +34,10 @@ std::string LocalBackend::describe() const {
   return "local pool, " + std::to_string(pool_ ? pool_->slots() : 0) + " slots";
 }
 
+void LocalBackend::wake() {
+  if (pool_) pool_->wake();
+}
+
 bool LocalBackend::idle() const {
   return !pool_ || pool_->idle();
 }

@@ -23,6 +23,7 @@ Pool::Pool(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Pool::~Pool() {
   if (!impl_) return;
   auto& I = *impl_;
+  if (I.wake_fd >= 0) ::close(I.wake_fd);
   for (auto& s : I.slots) {
     if (s.run) {
       I.kill_run(s, KillReason::worker_lost);
@@ -99,6 +100,13 @@ bool Pool::accepting() const {
 
 void Pool::step(std::chrono::milliseconds max_wait) {
   impl_->step(max_wait);
+}
+
+void Pool::wake() {
+  if (impl_->wake_fd < 0) return;
+  std::uint64_t one = 1;
+  while (::write(impl_->wake_fd, &one, sizeof one) < 0 && errno == EINTR) {
+  }
 }
 
 void Pool::drain() {

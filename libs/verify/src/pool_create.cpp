@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -195,6 +196,9 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
     s.log_path = I.run_root + "/worker-" + std::to_string(i) + ".log";
     I.slots.push_back(std::move(s));
   }
+  I.wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (I.wake_fd < 0)
+    return Error("io", std::string("verifier pool: eventfd: ") + std::strerror(errno));
   auto pool = std::unique_ptr<Pool>(new Pool(std::move(impl)));
   pool->step(milliseconds(0));  // start the workers
   return pool;

@@ -147,11 +147,12 @@ struct DeviceEntry {
 enum class Stream { out, err, result };
 // What step() polls: a worker's control socket, the running sample's streams and go channel
 // (a prestarted child waiting for its request), a spare's streams.
-enum class Watched { control, run_out, run_err, run_result, run_go, spare_out, spare_err };
+enum class Watched { control, run_out, run_err, run_result, run_go, spare_out, spare_err, wake };
 
 struct Pool::Impl {
   VerifierConfig cfg;
   Env* env = nullptr;      // processes: started, reaped and killed through it
+  int wake_fd = -1;        // an eventfd Pool::wake() writes (any thread); step() polls it
   Clock* clock = nullptr;  // deadlines and back-off
   std::string harness;
   std::string python;

@@ -80,6 +80,10 @@ void Pool::Impl::step(milliseconds max_wait) {
         }
     }
   }
+  if (wake_fd >= 0) {
+    pfds.push_back({wake_fd, POLLIN, 0});
+    owners.emplace_back(nullptr, Watched::wake);
+  }
   SteadyTime wake = t + max_wait;
   bool watching = false;
   for (auto& s : slots) {
@@ -133,6 +137,11 @@ void Pool::Impl::step(milliseconds max_wait) {
             if (s->run && s->run->res_fd == pfds[i].fd)
               drain_fd(s->run->res_fd, *s->run, Stream::result);
             break;
+          case Watched::wake: {
+            std::uint64_t count = 0;
+            (void)!::read(wake_fd, &count, sizeof count);
+            break;
+          }
         }
       }
     }

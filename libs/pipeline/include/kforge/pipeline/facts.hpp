@@ -7,8 +7,8 @@
 // wrapped call-style (`name = triton.jit(fn)`) by, a decorator that resolves through the file's
 // imports to Triton's jit: `triton.jit`, `gluon.jit` (triton.experimental.gluon), `jit` imported
 // from any Triton module or relatively from a Triton-derived package's jit/runtime/_runtime
-// module, with or without arguments, stacked with autotune and heuristics; or to one of
-// FactsOptions::jit_decorators. The same facts reject a stage's output before any GPU time is
+// module, with or without arguments, stacked with autotune and heuristics; to Triton-distributed's
+// `triton_dist.jit` (the same forms); or to one of FactsOptions::jit_decorators. The same facts reject a stage's output before any GPU time is
 // spent: an analysis naming kernels the code does not define, a wrapper that launches none of the
 // code's kernels, a test without a test_ function calling the wrapper.
 
@@ -62,9 +62,9 @@ struct KernelFacts {
 };
 
 struct FactsOptions {
-  // Jit decorators of packages built on Triton (pipeline.jit_decorators), as dotted names, e.g.
-  // "triton_dist.jit". Like "triton.jit", each also covers `jit` of its package's submodules
-  // ("triton_dist.jit" covers `from triton_dist.jit import jit`).
+  // Jit decorators of other packages built on Triton (pipeline.jit_decorators), as dotted names,
+  // e.g. "mylib.jit". Like "triton.jit", each also covers `jit` of its package's submodules
+  // ("mylib.jit" covers `from mylib.jit import jit`). triton_dist.jit needs no configuration.
   std::vector<std::string> jit_decorators;
 };
 

@@ -54,6 +54,8 @@ class Heartbeat {
   static Result<Heartbeat> start(store::Db& db, Clock& clock, const Options& o);
   // Writes the beat when an interval has passed since the last one; cheap otherwise.
   Status beat();
+  // When the next beat() writes (wall ms): an idle loop wakes for it.
+  std::int64_t next_beat_ms() const { return last_ms_ + interval_ms_; }
   // Marks a clean exit.
   Status stop();
   std::int64_t id() const { return id_; }

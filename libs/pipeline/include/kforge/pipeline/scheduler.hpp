@@ -40,6 +40,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -101,6 +102,17 @@ class Scheduler {
   // New limits (and prompts) from a reloaded configuration. Runs are re-checked against them.
   void reconfigure(const PipelineConfig& cfg, const PromptLibrary* prompts = nullptr);
 
+  // The database changed under the scheduler (another connection committed: a run created,
+  // resumed or retried, a verdict that sends a job to repair): the next step looks for runs and
+  // ready jobs at once instead of after its idle_poll_ms timers. The loop's thread.
+  void notice_change();
+  // The earliest future time (wall ms) a step has work that no change announces: a job's
+  // backoff ending. nullopt: none. Computed by the last step.
+  std::optional<std::int64_t> next_due_ms() const {
+    if (next_due_ms_ == 0) return std::nullopt;
+    return next_due_ms_;
+  }
+
   int in_flight() const { return static_cast<int>(in_flight_.size()); }
   const SchedulerStats& stats() const { return stats_; }
   // Run id -> why it is refused (prompt changed).
@@ -144,6 +156,7 @@ class Scheduler {
   std::int64_t next_finish_check_ms_ = 0;
   std::int64_t next_wait_check_ms_ = 0;
   std::int64_t wait_noted_until_ms_ = 0;  // the provider pause last written to the runs
+  std::int64_t next_due_ms_ = 0;          // next_due_ms(); 0: none
   bool draining_ = false;
   bool dictionary_pending_ = true;  // the templates' text dictionary is not registered yet
   SchedulerStats stats_;

@@ -44,9 +44,14 @@ Result<int> run_repair_rounds(store::Db& db, std::int64_t run_id);
 // cross_compile_failed by store_job_verdict (not verified; repaired with the compiler's error).
 Result<std::vector<std::string>> run_required_targets(store::Db& db, std::int64_t run_id);
 
-// The VerifyQueue over the jobs table ('verify_queued' and 'verifying' jobs).
+// The VerifyQueue over the jobs table ('verify_queued' and 'verifying' jobs). An idle backend
+// asks lease() often; after a lease that found nothing, lease() answers "nothing" without a query
+// until another connection commits (SQLite's data_version), this queue writes, or
+// kRecheckEmptyMs pass (a lease of a dead owner expiring is time, not a commit).
 class JobsVerifyQueue : public verify::VerifyQueue {
  public:
+  static constexpr std::int64_t kRecheckEmptyMs = 30'000;
+
   explicit JobsVerifyQueue(store::Db& db) : db_(db) {}
 
   store::Db& db() override { return db_; }
@@ -75,6 +80,8 @@ class JobsVerifyQueue : public verify::VerifyQueue {
   Result<std::vector<std::string>> required_targets(std::int64_t run_id);
 
   store::Db& db_;
+  std::int64_t empty_version_ = -1;  // data_version of the last lease that found nothing
+  std::int64_t empty_at_ms_ = 0;
   std::map<std::int64_t, int> repair_rounds_;                          // by run id
   std::map<std::int64_t, std::vector<std::string>> required_targets_;  // by run id
 };

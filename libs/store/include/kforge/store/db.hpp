@@ -132,6 +132,10 @@ class Db {
   // The schema version recorded in the database (0 for a new file).
   Result<int> schema_version();
 
+  // SQLite's data_version: a number that changes when another connection, of this process or
+  // another one, commits. Cheap (no page is read): an idle loop asks it before it looks for work.
+  Result<std::int64_t> data_version();
+
  private:
   Db(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   sqlite3* db_;

@@ -32,6 +32,9 @@ class VerifyBackend {
   virtual Status stop() = 0;
   virtual const BackendStats& stats() const = 0;
   virtual std::string describe() const = 0;  // for the log: slots, or the cluster it submits to
+  // Any thread: a step() waiting returns now (the queue may have new jobs, or a stop is asked).
+  // A backend that polls on its own intervals may ignore it.
+  virtual void wake() {}
 };
 
 }  // namespace kforge::verify

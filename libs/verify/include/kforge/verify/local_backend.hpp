@@ -43,6 +43,8 @@ class LocalBackend : public VerifyBackend {
   // Destroys the pool (killing what runs) and gives unfinished jobs back to the queue.
   Status stop() override;
 
+  // Any thread: wakes the pool's wait.
+  void wake() override;
   const BackendStats& stats() const override { return stats_; }
   std::string describe() const override;
   Pool& pool() { return *pool_; }

@@ -112,6 +112,9 @@ class Pool {
   void step(std::chrono::milliseconds max_wait);
   // step() until nothing is queued or running.
   void drain();
+  // The one method any thread may call: a step() waiting returns at once (or the next one does
+  // not wait).
+  void wake();
 
   std::size_t queued() const;
   std::size_t in_flight() const;
