@@ -339,6 +339,8 @@ TEST_F(DedupCli, ExportExcludesOrMarksSamplesNearAnEvalSetAndSaysWhy) {
               (dir_ / "eval.jsonl").string()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("eval.jsonl: record 0 (line 1): field 'code'"), std::string::npos) << r.err;
+  // Its path once, as given.
+  EXPECT_EQ(r.err.find("eval.jsonl"), r.err.rfind("eval.jsonl")) << r.err;
   EXPECT_EQ(kforge({"export", "all", "--out", (dir_ / "x.jsonl").string(), "--mark"}).exit_code, 2);
 }
 
