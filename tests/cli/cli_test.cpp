@@ -324,6 +324,23 @@ TEST_F(Cli, ExitCodes) {
   EXPECT_NE(r.err.find("missing.json: No such file"), std::string::npos) << r.err;
 }
 
+// A subcommand's --help lists the global options it takes too.
+TEST_F(Cli, SubcommandHelpListsTheGlobalOptions) {
+  for (auto args : std::vector<std::vector<std::string>>{{"status", "--help"},
+                                                         {"run", "create", "--help"},
+                                                         {"corpus", "dups", "--help"},
+                                                         {"export", "--help"}}) {
+    auto r = kforge(args);
+    EXPECT_EQ(r.exit_code, 0) << args[0] << ": " << r.err;
+    for (const char* s : {"Global options (before or after the command):", "-c,--config",
+                          "$KFORGE_CONFIG", "-q,--quiet", "-v,--verbose"})
+      EXPECT_NE(r.out.find(s), std::string::npos) << args[0] << ": " << s << "\n" << r.out;
+  }
+  // The footers a command has are kept.
+  auto r = kforge({"run", "create", "--help"});
+  EXPECT_NE(r.out.find("form an A/B pair"), std::string::npos) << r.out;
+}
+
 TEST_F(Cli, BadConfigurationNamesFileAndLine) {
   test::write_text(dir_ / "bad.yaml", "log:\n  level: info\nstore:\n  pathh: x.db\n");
   auto r = kforge({"--config", (dir_ / "bad.yaml").string(), "status"});
