@@ -210,12 +210,14 @@ TEST_F(RunCli, WatchStopsAndSaysWhyWhenTheVerifierCannotStart) {
   ASSERT_EQ(site_->wait_for("SELECT count(*) FROM verifier_devices WHERE device = 'verifier'", 1),
             1)
       << d->log();
-  auto st = site_->kforge({"status", "g"});
+  auto st = site_->kforge({"status", "g", "--json"});
   ASSERT_EQ(st.exit_code, 0) << st.err;
-  EXPECT_TRUE(has(st.out,
-                  "phase    generated: 3 samples wait for a verifier: the running "
-                  "kforged's verifier cannot start: verifier.python"))
-      << st.out;
+  auto run = json::parse(st.out)["runs"][0];
+  EXPECT_EQ(run["phase"], "generated") << run.dump();
+  EXPECT_TRUE(has(run["waits_for"].get<std::string>(),
+                  "3 samples wait for a verifier: the running kforged's verifier cannot start: "
+                  "verifier.python: /nonexistent/python3"))
+      << run.dump();
   auto watch = site_->kforge({"status", "g", "--watch", "--interval", "0.1"});
   EXPECT_EQ(watch.exit_code, 0) << watch.err;
   EXPECT_TRUE(has(watch.out,
