@@ -90,6 +90,12 @@ TEST_F(RunCli, PauseResumeCancel) {
   EXPECT_EQ(p.exit_code, 0);
   EXPECT_EQ(site_->rows("SELECT state FROM runs", 1), (std::vector<std::string>{"paused"}));
   EXPECT_NE(site_->kforge({"run", "pause", "r"}).out.find("paused already"), std::string::npos);
+  // Nothing moves a paused run on: --watch stops at once and says so.
+  auto watch = site_->kforge({"status", "r", "--watch", "--interval", "0.1"});
+  EXPECT_EQ(watch.exit_code, 0) << watch.err;
+  EXPECT_NE(watch.out.find("stopped watching: run r is paused (kforge run resume r)"),
+            std::string::npos)
+      << watch.out;
   EXPECT_EQ(site_->kforge({"run", "resume", "r"}).exit_code, 0);
   EXPECT_EQ(site_->rows("SELECT state FROM runs", 1), (std::vector<std::string>{"active"}));
   auto c = site_->kforge({"run", "cancel", "r"});
