@@ -31,8 +31,8 @@ std::string status_line(store::Db& db, const pipeline::Scheduler& s, Clock& cloc
                     static_cast<long long>(p.total), std::floor(p.ended_fraction() * 100 + 1e-9),
                     static_cast<long long>(p.past_llm), static_cast<long long>(p.verifying));
       line += (line.empty() ? "" : "; ") + std::string(buf);
-      if (p.remaining > 0 && p.per_minute > 0) {
-        std::snprintf(buf, sizeof buf, " %.0f/min", p.per_minute);
+      if (p.remaining > 0) {
+        std::snprintf(buf, sizeof buf, ", %.0f/min", p.per_minute);
         line += buf;
         if (p.eta_s) line += " ETA " + std::to_string(*p.eta_s) + "s";
       }
