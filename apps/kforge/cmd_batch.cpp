@@ -17,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "commands.hpp"
 #include "kforge/core/clock.hpp"
@@ -80,6 +81,10 @@ class OfflineGateway final : public pipeline::LlmGateway {
       return;
     }
     matched_.fetch_add(1);
+    {
+      std::lock_guard lk(mu_);
+      matched_ids_.insert(sha);
+    }
     (*c)->answer(std::move(req), it->second, [this, done](Result<llm::ChatResponse> r) {
       if (r.ok() && r->from_store) replayed_.fetch_add(1);
       if (!r.ok()) failed_.fetch_add(1);
@@ -108,6 +113,10 @@ class OfflineGateway final : public pipeline::LlmGateway {
     return lines_;
   }
   int exported() const { return exported_; }
+  bool was_matched(const std::string& sha) {
+    std::lock_guard lk(mu_);
+    return matched_ids_.count(sha) != 0;
+  }
   int matched() const { return matched_.load(); }
   int replayed() const { return replayed_.load(); }
   int failed() const { return failed_.load(); }
@@ -125,13 +134,19 @@ class OfflineGateway final : public pipeline::LlmGateway {
   std::mutex mu_;
   std::vector<llm::Callback> held_;
   std::string lines_;
+  std::set<std::string> matched_ids_;
   int exported_ = 0;
   std::atomic<int> matched_{0}, replayed_{0}, failed_{0};
 };
 
+// What the scheduler made of the answers: stage outputs by status ("ok", "rejected",
+// "parse_error", "llm_error"), over every stage.
+using OutputCounts = std::map<std::string, int>;
+
 // Runs the scheduler over the run's jobs until every request it could lease is either held or
 // answered and checkpointed; then gives the held ones back to the queue.
-Status drive(const app::Config& cfg, store::Db& db, const std::string& tag, OfflineGateway& gw) {
+Result<OutputCounts> drive(const app::Config& cfg, store::Db& db, const std::string& tag,
+                           OfflineGateway& gw) {
   Clock& clock = system_clock();
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
@@ -165,7 +180,10 @@ Status drive(const app::Config& cfg, store::Db& db, const std::string& tag, Offl
   (void)released;
   gw.shutdown(std::chrono::milliseconds(5'000));
   gw.drop_held();
-  return {};
+  OutputCounts out;
+  for (const auto& [stage_status, n] : sched.stats().outputs)
+    out[stage_status.substr(stage_status.find(':') + 1)] += static_cast<int>(n);
+  return out;
 }
 
 // Reads a result file, line by line; every error names the file and the line.
@@ -262,7 +280,8 @@ Command add_batch(CLI::App& root, Globals& g) {
             copts.db_busy_timeout_ms = cfg.store.busy_timeout_ms;
             if (exp->parsed()) {
               OfflineGateway gw(cfg.llm, copts, nullptr);
-              KF_CHECK_OR_REPORT(drive(cfg, *db, args->tag, gw));
+              KF_TRY_OR_REPORT(auto ignored, drive(cfg, *db, args->tag, gw));
+              (void)ignored;
               KF_CHECK_OR_REPORT(write_file_atomic(args->out, gw.lines()));
               if (args->json) {
                 std::printf("%s\n",
@@ -285,25 +304,43 @@ Command add_batch(CLI::App& root, Globals& g) {
               return kFailure;
             }
             OfflineGateway gw(cfg.llm, copts, &answers);
-            KF_CHECK_OR_REPORT(drive(cfg, *db, args->tag, gw));
-            int applied = gw.matched() - gw.replayed();
-            int unmatched = static_cast<int>(answers.size()) - gw.matched();
+            KF_TRY_OR_REPORT(OutputCounts outputs, drive(cfg, *db, args->tag, gw));
+            // Of the answers for a ready request: those the checks took (the job moved on),
+            // those the kernel-fact checks rejected and those that could not be read (their
+            // requests are asked again, or the sample fails after too many).
+            int checkpointed = outputs["ok"];
+            int rejected = outputs["rejected"];
+            int unusable = outputs["parse_error"] + outputs["llm_error"];
+            // The other answers: imported before (the store holds them and their requests are
+            // no longer waiting), or for no request of this run that is ready.
+            int imported_before = 0, not_ready = 0;
+            for (const auto& [id, body] : answers) {
+              if (gw.was_matched(id)) continue;
+              KF_TRY_OR_REPORT(bool known, llm::has_good_answer(*db, id));
+              ++(known ? imported_before : not_ready);
+            }
             if (args->json) {
               std::printf("%s\n", json{{"answers", answers.size()},
-                                       {"checkpointed", applied},
+                                       {"checkpointed", checkpointed},
+                                       {"rejected", rejected},
+                                       {"unusable", unusable},
                                        {"already_recorded", gw.replayed()},
-                                       {"unusable", gw.failed()},
+                                       {"imported_before", imported_before},
                                        {"failed_lines", failed_lines},
-                                       {"not_ready", unmatched}}
+                                       {"not_ready", not_ready}}
                                       .dump()
                                       .c_str());
             } else {
               std::printf(
-                  "%zu answers in %s: %d checkpointed, %d already recorded, %d not for a ready "
-                  "request of run %s (imported before, or from another run); %d failed lines "
+                  "%zu answers in %s: %d checkpointed, %d rejected by the checks and %d "
+                  "unusable (their requests are asked again), %d imported before, %d not for a "
+                  "ready request of run %s (from another run or export); %d failed lines "
                   "skipped (their requests stay queued)\n",
-                  answers.size(), args->file.c_str(), applied, gw.replayed(), unmatched,
-                  args->tag.c_str(), failed_lines);
+                  answers.size(), args->file.c_str(), checkpointed, rejected, unusable,
+                  imported_before, not_ready, args->tag.c_str(), failed_lines);
+              if (gw.replayed() > 0)
+                std::printf("  %d of them were in the store already and were not recorded again\n",
+                            gw.replayed());
             }
             return kOk;
           }};

@@ -39,16 +39,17 @@ struct DedupResult {
 };
 
 // One sample per near-duplicate group among `ids` (their order kept), after bringing the groups
-// up to date. The representative is chosen among the group's members in `ids` only.
+// up to date. The representative is chosen among the group's members in `ids` only. The groups
+// are brought up to date at the corpus's own threshold (that of the last corpus dedup, else
+// the default), which a run's --dedup-threshold never changes: the run's groups are read at
+// its threshold from the stored pairs, and recorded with the run.
 Result<DedupResult> dedup_ids(store::Db& db, const std::vector<std::int64_t>& ids,
                               const std::string& choice_name, double threshold) {
   KF_TRY(dedup::Choice choice, dedup::parse_choice(choice_name));
-  if (threshold < 0) {
-    KF_TRY(auto st, dedup::state(db));
-    threshold = st ? st->threshold : dedup::kDefaultThreshold;
-  }
+  KF_TRY(auto st, dedup::state(db));
   dedup::UpdateOptions opts;
-  opts.threshold = threshold;
+  opts.threshold = st ? st->threshold : dedup::kDefaultThreshold;
+  if (threshold < 0) threshold = opts.threshold;
   KF_CHECK(dedup::update(db, opts, system_clock()));
   KF_TRY(auto groups, dedup::groups_at(db, threshold));
   std::set<std::int64_t> wanted(ids.begin(), ids.end()), drop;
@@ -146,10 +147,14 @@ int create(const RunArgs& a, const app::Config& cfg) {
     return report(Error("usage", "pipeline " + a.pipeline + " has no repair template (" +
                                      (lib.dir() / a.pipeline / "repair.md").string() +
                                      "); create the run with --repair-rounds 0"));
+  bool dedup = !a.dedup.empty();
+  if (!dedup && a.dedup_threshold >= 0)
+    return report(Error("usage",
+                        "--dedup-threshold goes with --dedup (one sample per near-duplicate "
+                        "group); without --dedup the run takes every sample"));
   KF_TRY_OR_REPORT(auto db, app::open_store(cfg, app::IfMissing::refuse));
   pipeline::JobStore jobs(*db, system_clock());
   std::vector<std::int64_t> ids;
-  bool dedup = !a.dedup.empty();
   if (!a.samples_from.empty()) {
     KF_TRY_OR_REPORT(ids, samples_from(jobs, a.samples_from));
   } else {
@@ -305,7 +310,8 @@ Command add_run(CLI::App& root, Globals& g) {
   create_cmd
       ->add_option("--dedup-threshold", args->dedup_threshold,
                    "Near-duplicate similarity for --dedup (default: that of the last kforge "
-                   "corpus dedup, else 0.6)")
+                   "corpus dedup, else 0.6); recorded with the run, the corpus's own threshold "
+                   "is left as it is")
       ->check(CLI::Range(0.5, 1.0));
   create_cmd
       ->add_option("--require-target", args->require_targets,

@@ -43,19 +43,26 @@ bool pid_alive(std::int64_t pid) {
   return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
 }
 
-// What a run is doing now, and what it waits for ("" when nothing): from its jobs and whether
-// a daemon (that verifies) is running.
+// What a run is doing now, and what it waits for ("" when nothing): from its jobs, whether a
+// daemon (that verifies) is running, and why its verifier cannot start ("" when it can).
 std::pair<std::string, std::string> phase(const pipeline::RunProgress& p,
-                                          const pipeline::DaemonState& d) {
+                                          const pipeline::DaemonState& d,
+                                          const std::string& verifier_down) {
   const bool live = d.liveness == pipeline::Liveness::running;
   const bool verifies = live && d.row && d.row->verifies;
   const std::string& state = p.run.state;
   if (state == "cancelled" || state == "paused") return {state, ""};
+  if (!p.refused.empty() && p.remaining > 0)
+    return {"generating", "the daemon refuses the run: " + p.refused};
   if (p.remaining > 0)
     return {"generating", live ? "" : "kforged: no daemon is running on this database"};
   if (p.verifying > 0) {
-    if (verifies) return {"verifying", ""};
     std::string n = std::to_string(p.verifying) + " samples";
+    if (verifies && !verifier_down.empty())
+      return {"generated", n + " wait for a verifier: the running kforged's verifier " +
+                               verifier_down +
+                               " (see the ALERT above; fix it and restart kforged)"};
+    if (verifies) return {"verifying", ""};
     if (live)
       return {"generated", n + " wait for a verifier: the running kforged has daemon.verify: "
                                "false (kforge verify, or a kforged with daemon.verify: true)"};
@@ -97,6 +104,19 @@ Result<nlohmann::ordered_json> collect(store::Db& db, const app::Config& cfg,
   out["daemon"] = pipeline::to_json(daemon);
   const bool live = daemon.liveness == pipeline::Liveness::running;
   KF_TRY(auto progress, pipeline::collect_progress(db, now, tag));
+  // Alerts, and among them a verifier of the running daemon that could not start (device
+  // "verifier"): its runs' samples wait at the verifier for good.
+  KF_TRY(auto devs, verify::device_alerts(db));
+  // An alert is old when the daemon that wrote it is gone: written before the running daemon
+  // started, or by a daemon that has died since (no later than its last beat). One written
+  // after that (kforge verify --record-devices) or with no daemon ever stands.
+  auto old_alert = [&](std::int64_t at_ms) {
+    if (!daemon.row) return false;
+    return live ? at_ms < daemon.row->started_ms : at_ms <= daemon.row->beat_ms;
+  };
+  std::string verifier_down;
+  for (const auto& d : devs)
+    if (d.device == "verifier" && live && !old_alert(d.updated_ms)) verifier_down = d.reason;
   // A run the daemon would refuse: its prompt templates changed since it was created.
   auto dir = pipeline::PromptLibrary::locate(cfg.pipeline.prompts_dir);
   std::optional<pipeline::PromptLibrary> lib;
@@ -114,7 +134,12 @@ Result<nlohmann::ordered_json> collect(store::Db& db, const app::Config& cfg,
       p.refused = spec.ok() ? (*spec)->mismatch(p.run.prompts) : spec.error().message;
     }
     auto j = p.to_json();
-    auto [ph, waits] = phase(p, daemon);
+    // A rate and an ETA say how fast a daemon goes: with none running there is neither.
+    if (!live) {
+      j["samples_per_minute"] = 0.0;
+      j["eta_s"] = nullptr;
+    }
+    auto [ph, waits] = phase(p, daemon, verifier_down);
     j["phase"] = ph;
     j["waits_for"] =
         waits.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(waits);
@@ -126,14 +151,6 @@ Result<nlohmann::ordered_json> collect(store::Db& db, const app::Config& cfg,
   }
   out["runs"] = runs;
   ordered_json alerts = ordered_json::array();
-  KF_TRY(auto devs, verify::device_alerts(db));
-  // An alert is old when the daemon that wrote it is gone: written before the running daemon
-  // started, or by a daemon that has died since (no later than its last beat). One written
-  // after that (kforge verify --record-devices) or with no daemon ever stands.
-  auto old_alert = [&](std::int64_t at_ms) {
-    if (!daemon.row) return false;
-    return live ? at_ms < daemon.row->started_ms : at_ms <= daemon.row->beat_ms;
-  };
   for (const auto& d : devs)
     alerts.push_back({{"device", d.device},
                       {"start_failures", d.start_failures},
@@ -308,13 +325,15 @@ void print_text(const nlohmann::ordered_json& st) {
                 format_utc_ms(i64(run["created_ms"])).c_str());
     const auto& pr = run["progress"];
     std::int64_t total = i64(run["jobs_total"]);
-    // The bar counts jobs that ended (verified, failed or cancelled), so it says 100% only
-    // once the verifier is done too.
-    std::printf("  %s  %lld/%lld jobs ended; %lld past the LLM stages, %lld at the verifier\n",
+    // The bar counts jobs that ended (verified or failed), so it says 100% only once the
+    // verifier is done too; cancelled jobs are named apart and never fill it.
+    std::int64_t cancelled = pr.value("cancelled", std::int64_t{0});
+    std::printf("  %s  %lld/%lld jobs ended; %lld past the LLM stages, %lld at the verifier%s\n",
                 pipeline::progress_bar(pr["ended_fraction"].get<double>()).c_str(),
                 static_cast<long long>(i64(pr["ended"])), static_cast<long long>(total),
                 static_cast<long long>(i64(pr["past_llm"])),
-                static_cast<long long>(i64(pr["verifying"])));
+                static_cast<long long>(i64(pr["verifying"])),
+                cancelled > 0 ? ("; " + std::to_string(cancelled) + " cancelled").c_str() : "");
     std::string ph = run["phase"].get<std::string>();
     if (run["waits_for"].is_null())
       std::printf("  phase    %s\n", ph.c_str());
@@ -451,6 +470,27 @@ bool working(const nlohmann::ordered_json& st) {
   return false;
 }
 
+// Why --watch stops: what each run shown is, or waits for (nothing shown can move on).
+std::string why_stopped(const nlohmann::ordered_json& st) {
+  if (st["runs"].empty()) return "no run to watch (kforge run create TAG --pipeline v2)";
+  std::string out;
+  for (const auto& run : st["runs"]) {
+    std::string tag = run["tag"].get<std::string>(), state = run["state"].get<std::string>();
+    std::string why;
+    if (state == "paused")
+      why = "run " + tag + " is paused (kforge run resume " + tag + ")";
+    else if (state == "cancelled")
+      why = "run " + tag + " is cancelled";
+    else if (!run["waits_for"].is_null())
+      why = "run " + tag + " is " + run["phase"].get<std::string>() + ": " +
+            run["waits_for"].get<std::string>();
+    else
+      why = "run " + tag + " is " + run["phase"].get<std::string>();
+    out += (out.empty() ? "" : "; ") + why;
+  }
+  return out;
+}
+
 }  // namespace
 
 Command add_status(CLI::App& root, Globals& g) {
@@ -484,8 +524,15 @@ Command add_status(CLI::App& root, Globals& g) {
                 if (args->watch)
                   std::printf("\n(every %.1f s; Ctrl-C to stop)\n", args->interval_s);
               }
+              if (args->watch && !working(st)) {
+                // Nothing shown can move on by itself: say why instead of redrawing forever.
+                std::fprintf(args->json ? stderr : stdout, "%sstopped watching: %s\n",
+                             args->json ? "kforge: " : "\n", why_stopped(st).c_str());
+                std::fflush(stdout);
+                return kOk;
+              }
               std::fflush(stdout);
-              if (!args->watch || !working(st)) return kOk;
+              if (!args->watch) return kOk;
               system_clock().sleep_for(
                   std::chrono::milliseconds(static_cast<std::int64_t>(args->interval_s * 1000)));
             }

@@ -180,8 +180,17 @@ Command add_verify(CLI::App& root, Globals& g) {
           // The test's strength (docs/VERIFIER.md, "Output mutants") and what it exercised.
           for (const char* k : {"mutation", "coverage"})
             if (r.report.contains(k)) line[k] = r.report[k];
-          // Per target: ok, error, unavailable or not_run; the errors' stage and first lines.
+          // Per target asked for: ok, error, unavailable or not_run (the sample did not pass,
+          // so nothing was compiled); the errors' stage and first lines.
           auto targets = verify::cross_compile_results(r.report);
+          for (const auto& want : opts.config.cross_compile)
+            if (std::none_of(targets.begin(), targets.end(),
+                             [&](const verify::TargetResult& t) { return t.target == want; }))
+              targets.push_back({want, "not_run", "the sample did not pass", ""});
+          std::sort(targets.begin(), targets.end(),
+                    [](const verify::TargetResult& x, const verify::TargetResult& y) {
+                      return x.target < y.target;
+                    });
           if (!targets.empty()) {
             line["cross_compile"] = verify::cross_compile_summary(targets);
             nlohmann::ordered_json errors = nlohmann::ordered_json::object();
@@ -249,10 +258,19 @@ Command add_verify(CLI::App& root, Globals& g) {
         pool->drain();
         if (tty) std::fprintf(stderr, "\r\033[K");
         double secs = std::chrono::duration<double>(system_clock().steady_now() - t0).count();
-        std::printf("%s: %lld records verified in %.1f s (%.2f samples/s, %d workers, %s)\n",
-                    args->file.c_str(), static_cast<long long>(total), secs,
-                    secs > 0 ? static_cast<double>(total) / secs : 0.0, pool->slots(),
-                    opts.config.mode.c_str());
+        // Skipped records (a field missing) never reached the sandbox: they are not counted
+        // as verified.
+        const std::int64_t skipped = by_verdict[verify::Verdict::skipped];
+        const std::int64_t ran = total - skipped;
+        std::printf(
+            "%s: %lld records, %lld run through the verifier in %.1f s (%.2f samples/s, %d "
+            "workers, %s)",
+            args->file.c_str(), static_cast<long long>(total), static_cast<long long>(ran), secs,
+            secs > 0 ? static_cast<double>(ran) / secs : 0.0, pool->slots(),
+            opts.config.mode.c_str());
+        if (skipped > 0)
+          std::printf("; %lld skipped (a field missing), not run", static_cast<long long>(skipped));
+        std::printf("\n");
         for (auto v : {verify::Verdict::passed, verify::Verdict::failed, verify::Verdict::error,
                        verify::Verdict::timeout, verify::Verdict::crashed, verify::Verdict::invalid,
                        verify::Verdict::skipped})
@@ -260,10 +278,12 @@ Command add_verify(CLI::App& root, Globals& g) {
         for (const auto& [f, n] : by_flag)
           std::printf("  flagged %s: %lld\n", f.c_str(), static_cast<long long>(n));
         std::printf("  verified (passed, no flag): %lld\n", static_cast<long long>(verified));
+        for (const auto& want : opts.config.cross_compile) by_target[want];  // even if none ran
         for (const auto& [target, counts] : by_target) {
           std::string parts;
           for (const auto& [result, n] : counts)
             parts += (parts.empty() ? "" : ", ") + result + " " + std::to_string(n);
+          if (parts.empty()) parts = "no record";
           std::printf("  cross-compile %s (compiled, not run): %s\n", target.c_str(),
                       parts.c_str());
         }

@@ -86,6 +86,27 @@ std::string unknown_command(const CLI::App& root, int argc, char** argv) {
   return "";
 }
 
+// Every subcommand's --help ends with the global options, which it takes too (before or after
+// its name), so `kforge status --help` names --config without a look at `kforge --help`.
+void add_global_options_to_help(CLI::App& root) {
+  std::string globals = "Global options (before or after the command):";
+  for (const CLI::Option* o : root.get_options()) {
+    std::string names = o->get_name(false, true);
+    if (names.empty()) continue;
+    if (o->get_items_expected_min() > 0) names += " " + o->get_type_name();
+    globals += "\n  " + names + (names.size() < 22 ? std::string(22 - names.size(), ' ') : " ") +
+               o->get_description();
+  }
+  std::vector<CLI::App*> todo = root.get_subcommands([](CLI::App*) { return true; });
+  while (!todo.empty()) {
+    CLI::App* app = todo.back();
+    todo.pop_back();
+    std::string footer = app->get_footer();
+    app->footer(footer.empty() ? globals : footer + "\n\n" + globals);
+    for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) todo.push_back(sub);
+  }
+}
+
 }  // namespace
 
 }  // namespace kforge::cli
@@ -98,7 +119,8 @@ int main(int argc, char** argv) {
   Globals g;
   app.add_option("-c,--config", g.config_path,
                  "Configuration file (default: $KFORGE_CONFIG, "
-                 "./kforge.yaml, /etc/kforge/kforge.yaml)");
+                 "./kforge.yaml, /etc/kforge/kforge.yaml)")
+      ->type_name("FILE");
   app.add_flag("-q,--quiet", g.quiet, "Print only errors and results");
   app.add_flag("-v,--verbose", g.verbose, "Also log what each step does (info level)");
   // The global options above are accepted after the subcommand too, as git and systemctl do:
@@ -115,6 +137,7 @@ int main(int argc, char** argv) {
   commands.push_back(add_run(app, g));
   commands.push_back(add_corpus(app, g));
   commands.push_back(add_batch(app, g));
+  add_global_options_to_help(app);
   if (std::string unknown = unknown_command(app, argc, argv); !unknown.empty()) {
     std::fprintf(stderr, "kforge: error: %s\n", unknown.c_str());
     return kUsage;

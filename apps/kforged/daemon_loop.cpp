@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "kforge/core/log.hpp"
@@ -20,12 +21,21 @@ std::string status_line(store::Db& db, const pipeline::Scheduler& s, Clock& cloc
   if (progress.ok()) {
     for (const auto& p : *progress) {
       if (p.run.state != "active") continue;
-      char buf[256];
-      std::snprintf(buf, sizeof buf, "%s %lld/%lld (%.0f%%) %.0f/min", p.run.tag.c_str(),
-                    static_cast<long long>(p.past_llm), static_cast<long long>(p.total),
-                    p.fraction() * 100, p.per_minute);
+      // As kforge status shows it: the jobs that ended (verification included), then where the
+      // others are; a rate and an ETA only while LLM work is left.
+      char buf[320];
+      std::snprintf(buf, sizeof buf,
+                    "%s %lld/%lld jobs ended (%.0f%%), %lld past the LLM stages, %lld at the "
+                    "verifier",
+                    p.run.tag.c_str(), static_cast<long long>(p.ended),
+                    static_cast<long long>(p.total), std::floor(p.ended_fraction() * 100 + 1e-9),
+                    static_cast<long long>(p.past_llm), static_cast<long long>(p.verifying));
       line += (line.empty() ? "" : "; ") + std::string(buf);
-      if (p.eta_s) line += " ETA " + std::to_string(*p.eta_s) + "s";
+      if (p.remaining > 0) {
+        std::snprintf(buf, sizeof buf, ", %.0f/min", p.per_minute);
+        line += buf;
+        if (p.eta_s) line += " ETA " + std::to_string(*p.eta_s) + "s";
+      }
     }
   }
   if (line.empty()) line = "idle: no active runs";

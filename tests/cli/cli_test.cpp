@@ -235,6 +235,11 @@ TEST_F(Cli, UnknownCommandsAreNamedWithTheNearestOne) {
   r = kforge({"--config", (dir_ / "none.yaml").string(), "exprot", "x"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("did you mean 'export'?"), std::string::npos) << r.err;
+  r = kforge({"corpus", "dpus"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown command 'dpus' for kforge corpus (did you mean 'dups'?)"),
+            std::string::npos)
+      << r.err;
   r = kforge({"run", "craete", "x"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("unknown command 'craete' for kforge run (did you mean 'create'?)"),
@@ -257,6 +262,20 @@ TEST_F(Cli, UnknownKforgeVariablesAreNamed) {
       << r.err;
   r = kforge({"status"}, {"KFORGE_LLM_MODEL=gpt-x"});
   EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+  // The README's example: two letters swapped is one mistake, nearer than a letter left out.
+  r = kforge({"status"}, {"KFORGE_LLM_MODLE=gpt-x"});
+  EXPECT_NE(r.err.find("kforge: warning: KFORGE_LLM_MODLE is set but is not a kforge variable, "
+                       "so it is ignored (did you mean KFORGE_LLM_MODEL?)"),
+            std::string::npos)
+      << r.err;
+  r = test::run_process({test::binary("apps/kforged/kforged").string(), "--config",
+                         (dir_ / "none.yaml").string(), "--check-config"},
+                        {"KFORGE_LLM_MODLE=gpt-x"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("KFORGE_LLM_MODLE is set but is not a kforge variable, so it is "
+                       "ignored (did you mean KFORGE_LLM_MODEL?)"),
+            std::string::npos)
+      << r.err;
   r = test::run_process({test::binary("apps/kforged/kforged").string(), "--config",
                          (dir_ / "none.yaml").string(), "--check-config"},
                         {"KFORGE_VERIFIER_PYTON=/usr/bin/python3"});
@@ -303,6 +322,23 @@ TEST_F(Cli, ExitCodes) {
   auto r = kforge({"import", (dir_ / "missing.json").string()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("missing.json: No such file"), std::string::npos) << r.err;
+}
+
+// A subcommand's --help lists the global options it takes too.
+TEST_F(Cli, SubcommandHelpListsTheGlobalOptions) {
+  for (auto args : std::vector<std::vector<std::string>>{{"status", "--help"},
+                                                         {"run", "create", "--help"},
+                                                         {"corpus", "dups", "--help"},
+                                                         {"export", "--help"}}) {
+    auto r = kforge(args);
+    EXPECT_EQ(r.exit_code, 0) << args[0] << ": " << r.err;
+    for (const char* s : {"Global options (before or after the command):", "-c,--config",
+                          "$KFORGE_CONFIG", "-q,--quiet", "-v,--verbose"})
+      EXPECT_NE(r.out.find(s), std::string::npos) << args[0] << ": " << s << "\n" << r.out;
+  }
+  // The footers a command has are kept.
+  auto r = kforge({"run", "create", "--help"});
+  EXPECT_NE(r.out.find("form an A/B pair"), std::string::npos) << r.out;
 }
 
 TEST_F(Cli, BadConfigurationNamesFileAndLine) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -219,6 +220,46 @@ TEST_F(DedupCli, RunCreateDedupKeepsOnePerGroupRecordsItAndCompareWarns) {
       2);
 }
 
+// A run's --dedup-threshold is the run's: the corpus keeps its own threshold, so later
+// `corpus dups`, a later `run create --dedup` and export's near_duplicate_of are as before.
+// Without --dedup it is bad usage, not ignored.
+TEST_F(DedupCli, ARunsDedupThresholdLeavesTheCorpusThresholdAlone) {
+  import();
+  kforge_json({"run", "create", "all", "--pipeline", "v1", "--json"});
+  auto near_of = [&](const std::string& name) {
+    auto r = kforge({"export", "all", "--out", (dir_ / name).string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::map<std::string, json> out;
+    for (const auto& rec : read_jsonl(name))
+      if (rec.contains("near_duplicate_of")) out[rec["file"]] = rec["near_duplicate_of"];
+    return out;
+  };
+  json dups_before = kforge_json({"corpus", "dups", "--json"});
+  auto near_before = near_of("before.jsonl");
+  ASSERT_FALSE(near_before.empty());
+
+  json strict = kforge_json({"run", "create", "dd9", "--pipeline", "v1", "--dedup",
+                             "--dedup-threshold", "0.9", "--json"});
+  EXPECT_DOUBLE_EQ(strict["dedup"]["threshold"].get<double>(), 0.9);
+  json at_90 = kforge_json({"corpus", "dups", "--json", "--threshold", "0.9"});
+  EXPECT_EQ(strict["dedup"]["left_out"], at_90["grouped"].get<int>() - at_90["groups"].get<int>());
+
+  json dups_after = kforge_json({"corpus", "dups", "--json"});
+  EXPECT_DOUBLE_EQ(dups_after["threshold"].get<double>(), 0.6);
+  EXPECT_EQ(dups_after["groups"], dups_before["groups"]);
+  EXPECT_EQ(dups_after["list"], dups_before["list"]);
+  json later = kforge_json({"run", "create", "later", "--pipeline", "v1", "--dedup", "--json"});
+  EXPECT_DOUBLE_EQ(later["dedup"]["threshold"].get<double>(), 0.6);
+  EXPECT_EQ(later["dedup"]["left_out"],
+            dups_before["grouped"].get<int>() - dups_before["groups"].get<int>());
+  EXPECT_EQ(near_of("after.jsonl"), near_before);
+
+  auto r = kforge({"run", "create", "nodedup", "--pipeline", "v1", "--dedup-threshold", "0.9"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--dedup-threshold goes with --dedup"), std::string::npos) << r.err;
+  EXPECT_EQ(kforge({"status", "nodedup"}).exit_code, 1);  // not created
+}
+
 TEST_F(DedupCli, ExportExcludesOrMarksSamplesNearAnEvalSetAndSaysWhy) {
   import();
   kforge_json({"run", "create", "all", "--pipeline", "v1", "--json"});
@@ -298,6 +339,8 @@ TEST_F(DedupCli, ExportExcludesOrMarksSamplesNearAnEvalSetAndSaysWhy) {
               (dir_ / "eval.jsonl").string()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("eval.jsonl: record 0 (line 1): field 'code'"), std::string::npos) << r.err;
+  // Its path once, as given.
+  EXPECT_EQ(r.err.find("eval.jsonl"), r.err.rfind("eval.jsonl")) << r.err;
   EXPECT_EQ(kforge({"export", "all", "--out", (dir_ / "x.jsonl").string(), "--mark"}).exit_code, 2);
 }
 

@@ -247,7 +247,9 @@ TEST_F(DaemonLoopTest, MetricsAndStatusAreRefreshedOnTheirIntervals) {
   ASSERT_EQ(NotifySocket::count(msgs, "STATUS="), 1);
   for (const auto& m : msgs)
     if (m.rfind("STATUS=", 0) == 0) {
-      EXPECT_NE(m.find("a 0/3 (0%)"), std::string::npos) << m;
+      EXPECT_NE(m.find("a 0/3 jobs ended (0%), 0 past the LLM stages, 0 at the verifier"),
+                std::string::npos)
+          << m;
     }
   EXPECT_EQ(loop_->next_wait(), 1000ms);  // idle_poll_ms; the watchdog's 1 s is not shorter
 }
@@ -368,6 +370,24 @@ TEST_F(DaemonLoopTest, AReloadAppliesTheFileAndABadFileKeepsTheCurrentConfigurat
   loop_->request_reload();
   ASSERT_TRUE(loop_->step());
   EXPECT_EQ(loop_->config().pipeline.max_in_flight, 7) << "kept";
+}
+
+// The daemon's progress line agrees with kforge status: jobs at the verifier have not ended,
+// so a run whose samples all wait there is at 0%, with no rate or ETA of LLM work left.
+TEST_F(DaemonLoopTest, TheStatusLineCountsTheJobsThatEndedAsStatusDoes) {
+  start_run(3);
+  exec_elsewhere("UPDATE jobs SET state = 'verify_queued', stage = 'verify'");
+  std::string line = status_line(*db_, *sched_, clock_);
+  EXPECT_NE(line.find("a 0/3 jobs ended (0%), 3 past the LLM stages, 3 at the verifier"),
+            std::string::npos)
+      << line;
+  EXPECT_EQ(line.find("100%"), std::string::npos) << line;
+  EXPECT_EQ(line.find("ETA"), std::string::npos) << line;
+  exec_elsewhere("UPDATE jobs SET state = 'done', stage = 'done' WHERE id = 1");
+  line = status_line(*db_, *sched_, clock_);
+  EXPECT_NE(line.find("a 1/3 jobs ended (33%), 3 past the LLM stages, 2 at the verifier"),
+            std::string::npos)
+      << line;
 }
 
 }  // namespace

@@ -224,13 +224,66 @@ TEST(BatchOffline, ExportAndImportRunTheWholePipelineWithoutAProviderOrADaemon) 
     auto again = site.kforge({"batch", "import", "v2", res.string(), "--json"});
     ASSERT_EQ(again.exit_code, 0) << again.err;
     EXPECT_EQ(json::parse(again.out)["checkpointed"], 0) << again.out;
-    EXPECT_EQ(json::parse(again.out)["not_ready"], r["answers"]) << again.out;
+    // ... and says why: every answer was imported before, none is for another run.
+    EXPECT_EQ(json::parse(again.out)["imported_before"], r["answers"]) << again.out;
+    EXPECT_EQ(json::parse(again.out)["not_ready"], 0) << again.out;
   }
   EXPECT_EQ(rounds, 2) << "analyze, then generate";
   EXPECT_EQ(site.scalar(kPastLlm), kN);
   EXPECT_EQ(final_states(site, "v2"), ref.first);
   EXPECT_EQ(outputs(site, "v2"), ref.second);
   EXPECT_EQ(site.scalar("SELECT count(*) FROM llm_batches"), 0) << "no provider batch was made";
+}
+
+// An answer the kernel-fact checks reject is counted as rejected, not checkpointed; a second
+// import of the file counts every answer as imported before; one for no request of the run is
+// counted apart.
+TEST(BatchOffline, ImportCountsRejectedAnswersAndReimportsHonestly) {
+  Site site(script("fake_llm_answers.json"));
+  site.write_config(batch_options(""));
+  site.import_corpus();
+  site.create_run("v2", "v2");
+  fs::path req = site.dir() / "requests.jsonl";
+  ASSERT_EQ(site.kforge({"batch", "export", "v2", "--out", req.string()}).exit_code, 0);
+  std::istringstream in(run_batch(site, test::read_text(req)));
+  std::string results, line, last;
+  int n = 0;
+  while (std::getline(in, line)) {
+    last = line;
+    if (n++ == 0) {
+      // The first analysis names a kernel its code does not define.
+      json l = json::parse(line);
+      json& message = l["response"]["body"]["choices"][0]["message"];
+      json answer = json::parse(message["content"].get<std::string>());
+      answer["analysis"]["kernel_launches"][0]["kernel"] = "no_such_kernel";
+      message["content"] = answer.dump();
+      line = l.dump();
+    }
+    results += line + "\n";
+  }
+  // And an answer for a request no run of this database made.
+  json stray = json::parse(last);
+  stray["custom_id"] = std::string(64, 'f');
+  results += stray.dump() + "\n";
+  fs::path res = site.dir() / "results.jsonl";
+  test::write_text(res, results);
+  auto i = site.kforge({"batch", "import", "v2", res.string(), "--json"});
+  ASSERT_EQ(i.exit_code, 0) << i.err;
+  json r = json::parse(i.out);
+  EXPECT_EQ(r["answers"], n + 1) << i.out;
+  EXPECT_EQ(r["rejected"], 1) << i.out;
+  EXPECT_EQ(r["checkpointed"], n - 1) << i.out;
+  EXPECT_EQ(r["not_ready"], 1) << i.out;
+  EXPECT_EQ(r["imported_before"], 0) << i.out;
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM stage_outputs WHERE status = 'rejected'"), 1);
+  auto again = site.kforge({"batch", "import", "v2", res.string()});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find(std::to_string(n + 1) + " answers in " + res.string() +
+                           ": 0 checkpointed, 0 rejected by the checks and 0 unusable (their "
+                           "requests are asked again), " +
+                           std::to_string(n) + " imported before, 1 not for a ready request"),
+            std::string::npos)
+      << again.out;
 }
 
 TEST(BatchOffline, AResultFileIsValidatedLineByLineAndNothingIsImportedFromABadOne) {

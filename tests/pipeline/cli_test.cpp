@@ -90,12 +90,27 @@ TEST_F(RunCli, PauseResumeCancel) {
   EXPECT_EQ(p.exit_code, 0);
   EXPECT_EQ(site_->rows("SELECT state FROM runs", 1), (std::vector<std::string>{"paused"}));
   EXPECT_NE(site_->kforge({"run", "pause", "r"}).out.find("paused already"), std::string::npos);
+  // Nothing moves a paused run on: --watch stops at once and says so.
+  auto watch = site_->kforge({"status", "r", "--watch", "--interval", "0.1"});
+  EXPECT_EQ(watch.exit_code, 0) << watch.err;
+  EXPECT_NE(watch.out.find("stopped watching: run r is paused (kforge run resume r)"),
+            std::string::npos)
+      << watch.out;
   EXPECT_EQ(site_->kforge({"run", "resume", "r"}).exit_code, 0);
   EXPECT_EQ(site_->rows("SELECT state FROM runs", 1), (std::vector<std::string>{"active"}));
   auto c = site_->kforge({"run", "cancel", "r"});
   EXPECT_EQ(c.exit_code, 0);
   EXPECT_NE(c.out.find("3 jobs cancelled"), std::string::npos) << c.out;
   EXPECT_EQ(site_->scalar("SELECT count(*) FROM jobs WHERE state = 'cancelled'"), 3);
+  // Cancelled before any answer: none got past the LLM stages, and the bar is not full.
+  auto st = site_->kforge({"status", "r"});
+  EXPECT_NE(st.out.find("] 0%  0/3 jobs ended; 0 past the LLM stages, 0 at the verifier; 3 "
+                        "cancelled"),
+            std::string::npos)
+      << st.out;
+  auto sj = json::parse(site_->kforge({"status", "r", "--json"}).out)["runs"][0]["progress"];
+  EXPECT_EQ(sj["past_llm"], 0);
+  EXPECT_EQ(sj["cancelled"], 3);
   auto again = site_->kforge({"run", "resume", "r"});
   EXPECT_EQ(again.exit_code, 1);
   EXPECT_NE(again.err.find("run 'r' is cancelled"), std::string::npos) << again.err;
@@ -132,6 +147,15 @@ TEST_F(RunCli, StatusShowsEveryRunOrOneAndKeepsItsJsonShape) {
   auto watch = site_->kforge({"status", "two", "--watch", "--json", "--interval", "0.1"});
   EXPECT_EQ(watch.exit_code, 0);
   EXPECT_EQ(json::parse(watch.out)["runs"][0]["state"], "cancelled");
+  EXPECT_NE(watch.err.find("stopped watching: run two is cancelled"), std::string::npos)
+      << watch.err;
+  // A run with LLM work left but no daemon: nothing moves it on, and --watch says so.
+  watch = site_->kforge({"status", "one", "--watch", "--interval", "0.1"});
+  EXPECT_EQ(watch.exit_code, 0);
+  EXPECT_NE(watch.out.find("stopped watching: run one is generating: kforged: no daemon is "
+                           "running on this database"),
+            std::string::npos)
+      << watch.out;
 }
 
 TEST_F(RunCli, StatusWrapsWholeMessagesAndSaysWhyARunWaits) {
@@ -173,6 +197,61 @@ TEST_F(RunCli, StatusWrapsWholeMessagesAndSaysWhyARunWaits) {
 
 bool has(const std::string& hay, const std::string& needle) {
   return hay.find(needle) != std::string::npos;
+}
+
+// A kforged whose verifier cannot start: the samples wait at the verifier for good, so status
+// says so and --watch stops, saying why, instead of redrawing "verifying" forever.
+TEST_F(RunCli, WatchStopsAndSaysWhyWhenTheVerifierCannotStart) {
+  Options o;
+  o.verify = true;
+  site_->write_config(o);
+  std::string cfg = test::read_text(site_->config());
+  auto at = cfg.find("python: /usr/bin/python3");
+  ASSERT_NE(at, std::string::npos) << cfg;
+  cfg.replace(at, 24, "python: /nonexistent/python3");
+  test::write_text(site_->config(), cfg);
+  site_->create_run("g", "v2", {"--limit", "3"});
+  auto d = site_->start_daemon();
+  ASSERT_EQ(site_->wait_for(kPastLlm, 3), 3) << d->log();
+  ASSERT_EQ(site_->wait_for("SELECT count(*) FROM verifier_devices WHERE device = 'verifier'", 1),
+            1)
+      << d->log();
+  auto st = site_->kforge({"status", "g", "--json"});
+  ASSERT_EQ(st.exit_code, 0) << st.err;
+  auto run = json::parse(st.out)["runs"][0];
+  EXPECT_EQ(run["phase"], "generated") << run.dump();
+  EXPECT_TRUE(has(run["waits_for"].get<std::string>(),
+                  "3 samples wait for a verifier: the running kforged's verifier cannot start: "
+                  "verifier.python: /nonexistent/python3"))
+      << run.dump();
+  auto watch = site_->kforge({"status", "g", "--watch", "--interval", "0.1"});
+  EXPECT_EQ(watch.exit_code, 0) << watch.err;
+  EXPECT_TRUE(has(watch.out,
+                  "stopped watching: run g is generated: 3 samples wait for a "
+                  "verifier: the running kforged's verifier cannot start"))
+      << watch.out;
+}
+
+// With no daemon running there is no rate and no ETA, whatever finished a minute ago.
+TEST_F(RunCli, NoRateOrEtaWithoutADaemon) {
+  Site site(script("fake_llm_answers.json", 200));
+  Options o;
+  o.max_in_flight = 2;
+  site.write_config(o);
+  site.import_corpus();
+  site.create_run("r", "v1");
+  auto d = site.start_daemon();
+  ASSERT_GE(site.wait_for(kPastLlm, 4), 4) << d->log();
+  auto running = json::parse(site.kforge({"status", "r", "--json"}).out);
+  ASSERT_GT(running["runs"][0]["samples_per_minute"].get<double>(), 0) << running.dump();
+  d->kill9();
+  ASSERT_LT(site.scalar(kPastLlm), test::kSmallCorpusRecords);
+  auto j = json::parse(site.kforge({"status", "r", "--json"}).out);
+  EXPECT_EQ(j["runs"][0]["samples_per_minute"].get<double>(), 0) << j["runs"][0].dump();
+  EXPECT_TRUE(j["runs"][0]["eta_s"].is_null()) << j["runs"][0].dump();
+  auto text = site.kforge({"status", "r"});
+  EXPECT_TRUE(has(text.out, "rate - samples/min   ETA -")) << text.out;
+  EXPECT_TRUE(has(text.out, "no daemon is running")) << text.out;
 }
 
 TEST_F(RunCli, CancelTwiceIsIdempotentLikePause) {

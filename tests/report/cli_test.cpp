@@ -99,6 +99,14 @@ TEST_F(ReportCli, Export) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(has(r.out, "exported 7 samples of v2 to")) << r.out;
   EXPECT_TRUE(has(r.out, "(7 left out by --verdict)")) << r.out;
+  // A path that cannot be written is named as given, not by the temporary file beside it.
+  auto bad = fx.dir() / "missing" / "v2.jsonl";
+  r = kforge({"export", "v2", "--out", bad.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(has(
+      r.err, "kforge: error: " + bad.string() + ": cannot be written: No such file or directory"))
+      << r.err;
+  EXPECT_FALSE(has(r.err, ".tmp")) << r.err;
   r = kforge(
       {"export", "v1", "--out", (fx.dir() / "v1.json").string(), "--verdict", "failed,timeout"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -178,11 +186,16 @@ TEST_F(ReportCli, CompareRefusesToCallADifferenceFromEnvironmentErrors) {
   EXPECT_TRUE(has(r.out, "    environment")) << r.out;
   EXPECT_TRUE(has(r.out, "No module named 'torch'")) << r.out;
   EXPECT_FALSE(has(r.out, "exact McNemar")) << r.out;
+  // No rates with intervals before the note: the counts only.
+  EXPECT_FALSE(has(r.out, "% CI]")) << r.out;
+  EXPECT_TRUE(has(r.out, "  verified   ")) << r.out;
   r = kforge({"compare", "v1", "v2", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   const auto& paired = j["comparisons"][0]["paired"];
-  EXPECT_FALSE(paired["significant"].get<bool>());
+  // Beside no_call there is no test result to misread.
+  for (const char* k : {"significant", "mcnemar_exact_p", "difference", "interval"})
+    EXPECT_FALSE(paired.contains(k)) << k << ": " << paired.dump();
   EXPECT_TRUE(has(paired["no_call"].get<std::string>(), "verifier.python")) << paired.dump();
   const auto& v2 = j["comparisons"][0]["runs"]["v2"];
   EXPECT_EQ(v2["sample_verdicts"], 0);
@@ -197,6 +210,24 @@ TEST_F(ReportCli, CompareRefusesToCallADifferenceFromEnvironmentErrors) {
   // With verdicts that depend on the samples, the difference is called again.
   r = kforge({"compare", "v1", "v2-qwen"});
   EXPECT_TRUE(has(r.out, "exact McNemar")) << r.out;
+}
+
+// Runs that finished no sample in common: no "0/0 [0.0, 100.0]", but why nothing is compared.
+TEST_F(ReportCli, CompareWithoutCommonSamplesSaysSo) {
+  ASSERT_TRUE(fx.db()
+                  .exec("UPDATE jobs SET state = 'cancelled' WHERE run_id = (SELECT id FROM runs "
+                        "WHERE tag = 'v2')")
+                  .ok());
+  auto r = kforge({"compare", "v1", "v2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(has(r.out, "0/0")) << r.out;
+  EXPECT_FALSE(has(r.out, "[0.0, 100.0]")) << r.out;
+  EXPECT_TRUE(has(r.out, "no difference can be called: no sample finished in both runs")) << r.out;
+  r = kforge({"compare", "v1", "v2", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto paired = nlohmann::json::parse(r.out)["comparisons"][0]["paired"];
+  EXPECT_FALSE(paired.contains("mcnemar_exact_p")) << paired.dump();
+  EXPECT_TRUE(paired["no_call"].is_string()) << paired.dump();
 }
 
 // Repair rounds a run was created with, but which never ran, get no "after repair" rows.

@@ -348,8 +348,18 @@ TEST(ReportCompareOutcomes, NothingInCommon) {
   EXPECT_EQ(p.p_value, 1.0);
   EXPECT_FALSE(p.significant);
   EXPECT_FALSE(p.a.cost_per_verified.has_value());
-  EXPECT_NE(format_text(c, 10).find("no samples to compare"), std::string::npos);
-  EXPECT_NE(render_html(c).find("no samples to compare"), std::string::npos);
+  // No rate of nothing ("0/0 [0.0, 100.0]"): the report says why no difference is called.
+  std::string text = format_text(c, 10);
+  EXPECT_NE(text.find("no difference can be called: no sample finished in both runs (1 in a, 0 "
+                      "in b;"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("0/0"), std::string::npos) << text;
+  EXPECT_EQ(text.find("[0.0, 100.0]"), std::string::npos) << text;
+  EXPECT_NE(render_html(c).find("no sample finished in both runs"), std::string::npos);
+  auto j = to_json(c)["comparisons"][0]["paired"];
+  EXPECT_FALSE(j.contains("mcnemar_exact_p")) << j.dump();
+  EXPECT_TRUE(j["no_call"].is_string()) << j.dump();
 }
 
 }  // namespace

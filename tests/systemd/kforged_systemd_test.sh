@@ -233,7 +233,7 @@ t=$(date +%s%N)
 IN systemctl start kforged || die "systemctl start kforged"
 say "systemctl start returned after $((($(date +%s%N) - t) / 1000000)) ms (Type=notify: READY=1)"
 check "active/running" test "$(prop ActiveState)/$(prop SubState)" = active/running
-status_has_progress() { prop StatusText | grep -Eq '^main [0-9]+/20 \('; }
+status_has_progress() { prop StatusText | grep -Eq '^main [0-9]+/20 jobs ended \('; }
 waitfor 10 "STATUS= with the run's progress" status_has_progress
 say "STATUS: $(prop StatusText)"
 pid=$(prop MainPID)
@@ -276,7 +276,7 @@ PY
 leased=$(q "SELECT count(*) FROM jobs WHERE state = 'leased'")
 mid_status=$(prop StatusText)
 check "STATUS= shows the run's progress and rate mid-run ($mid_status)" \
-  grep -Eq '^main [0-9]+/20 \([0-9]+%\) [0-9]+/min' <<<"$mid_status"
+  grep -Eq '^main [0-9]+/20 jobs ended \([0-9]+%\), [0-9]+ past the LLM stages, [0-9]+ at the verifier, [0-9]+/min' <<<"$mid_status"
 say "STATUS mid-run: $mid_status"
 IN kill -9 "$pid"
 say "kill -9 $pid with $(wc -l <"$work/durable") answers stored and $leased jobs leased"

@@ -41,7 +41,8 @@ TEST(VerifyCli, VerifiesAJsonLinesFile) {
                         "verify", input.string(), "--limit", "6", "--workers", "2", "--timeout",
                         "20", "--json", out_json.string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("6 records verified"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("6 records, 5 run through the verifier in "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("; 1 skipped (a field missing), not run"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("passed   3"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("failed   1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("crashed  1"), std::string::npos) << r.out;
@@ -102,10 +103,10 @@ TEST(VerifyCli, CrossCompileTargetsFromTheCommandLineAreInTheJsonAndTheSummary) 
                         "verify", input.string(), "--workers", "2", "--timeout", "20",
                         "--cross-compile", "hip:gfx942", "--json", out_json.string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("cross-compile hip:gfx942 (compiled, not run): error 1, ok 1"),
+  EXPECT_NE(r.out.find("cross-compile hip:gfx942 (compiled, not run): error 1, not_run 1, ok 1"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("cross-compile hip:gfx90a (compiled, not run): error 1, ok 1"),
+  EXPECT_NE(r.out.find("cross-compile hip:gfx90a (compiled, not run): error 1, not_run 1, ok 1"),
             std::string::npos)
       << r.out;
   std::istringstream lines(read_text(out_json));
@@ -119,7 +120,9 @@ TEST(VerifyCli, CrossCompileTargetsFromTheCommandLineAreInTheJsonAndTheSummary) 
                 "amdgcn: RuntimeError: <inline asm>", 0),
             0u)
       << rows[1].dump();
-  EXPECT_FALSE(rows[2].contains("cross_compile"));  // failed: not cross-compiled
+  // Failed: not cross-compiled, and said so.
+  EXPECT_EQ(rows[2]["cross_compile"],
+            nlohmann::json({{"hip:gfx90a", "not_run"}, {"hip:gfx942", "not_run"}}));
   // The summary the TritonBench-G report prints (bench/verify/cross_compile_summary.py).
   auto sum = run_process({sandbox_python(),
                           (source_dir() / "bench/verify/cross_compile_summary.py").string(),
@@ -139,6 +142,46 @@ TEST(VerifyCli, CrossCompileTargetsFromTheCommandLineAreInTheJsonAndTheSummary) 
   EXPECT_NE(r.err.find("--cross-compile: 'cuda:sm90': backend 'cuda' is not one of: hip"),
             std::string::npos)
       << r.err;
+  // So is one shaped like a target that Triton cannot name, with the forms accepted.
+  r = run_process({binary("apps/kforge/kforge").string(), "--config", config.string(), "verify",
+                   input.string(), "--cross-compile", "hip:gfx9999"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--cross-compile: 'hip:gfx9999': 'gfx9999' is not an AMD architecture "
+                       "Triton compiles for; accepted: hip:gfx908, hip:gfx90a,"),
+            std::string::npos)
+      << r.err;
+}
+
+// Nothing passed (every record skipped): the summary still has the cross-compile line and each
+// record its cross_compile value, not_run; the records are counted as skipped, not verified.
+TEST(VerifyCli, CrossCompileSaysNotRunWhenNothingPassed) {
+  TempDir tmp;
+  auto input = tmp / "export.jsonl";
+  {
+    std::ofstream out(input);
+    for (int i = 0; i < 3; ++i)
+      out << nlohmann::json{{"file", "k" + std::to_string(i)}, {"output", "x = 1"}}.dump() << "\n";
+  }
+  auto config = tmp / "kforge.yaml";
+  write_text(config, "verifier:\n  devices: [cpu]\n  python: " + sandbox_python() +
+                         "\n  work_dir: " + (tmp / "work").string() + "\n");
+  auto out_json = tmp / "verdicts.jsonl";
+  auto r = run_process({binary("apps/kforge/kforge").string(), "--config", config.string(),
+                        "verify", input.string(), "--workers", "1", "--cross-compile", "hip:gfx942",
+                        "--json", out_json.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("3 records, 0 run through the verifier in "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("; 3 skipped (a field missing), not run"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cross-compile hip:gfx942 (compiled, not run): not_run 3"),
+            std::string::npos)
+      << r.out;
+  std::istringstream lines(read_text(out_json));
+  int n = 0;
+  for (std::string line; std::getline(lines, line); ++n)
+    EXPECT_EQ(nlohmann::json::parse(line)["cross_compile"],
+              nlohmann::json({{"hip:gfx942", "not_run"}}))
+        << line;
+  EXPECT_EQ(n, 3);
 }
 
 TEST(VerifyCli, BadInputIsAClearError) {

@@ -34,11 +34,28 @@ TEST(VerifyCrossCompile, PythonCapture) {
 TEST(VerifyCrossCompile, TargetsAreCheckedWithClearErrors) {
   EXPECT_FALSE(verify::target_error("hip:gfx942"));
   EXPECT_FALSE(verify::target_error("hip:gfx90a"));
-  EXPECT_EQ(*verify::target_error("gfx942"), "'gfx942' is not BACKEND:ARCH (e.g. hip:gfx942)");
+  EXPECT_FALSE(verify::target_error("hip:gfx1100"));
+  const std::string accepted =
+      "accepted: hip:gfx908, hip:gfx90a, hip:gfx940, hip:gfx941, "
+      "hip:gfx942, hip:gfx950, hip:gfx1030, hip:gfx1100";
+  EXPECT_EQ(verify::target_error("gfx942")->rfind(
+                "'gfx942' is not BACKEND:ARCH (e.g. hip:gfx942); " + accepted, 0),
+            0u);
   EXPECT_NE(verify::target_error("cuda:sm90")->find("backend 'cuda' is not one of: hip"),
             std::string::npos);
-  EXPECT_EQ(*verify::target_error("hip:mi300"),
-            "'hip:mi300': 'mi300' is not an AMD architecture (gfxNNN, e.g. gfx942)");
+  EXPECT_NE(verify::target_error("cuda:sm90")->find(accepted), std::string::npos);
+  EXPECT_EQ(verify::target_error("hip:mi300")
+                ->rfind("'hip:mi300': 'mi300' is not an AMD architecture Triton compiles for; " +
+                            accepted,
+                        0),
+            0u);
+  // Shaped like one, but no architecture Triton (LLVM's AMDGPU target) can name.
+  EXPECT_EQ(
+      verify::target_error("hip:gfx9999")
+          ->rfind("'hip:gfx9999': 'gfx9999' is not an AMD architecture Triton compiles for; " +
+                      accepted,
+                  0),
+      0u);
   std::vector<std::string> out;
   EXPECT_FALSE(verify::parse_targets({"hip:gfx942,hip:gfx90a", "hip:gfx942"}, "--x", out));
   EXPECT_EQ(out, (std::vector<std::string>{"hip:gfx942", "hip:gfx90a"}));

@@ -66,7 +66,9 @@ Result<AtomicFile> AtomicFile::create(const std::filesystem::path& path) {
     ::unlink(tmp.c_str());
     f = std::fopen(tmp.c_str(), "wbxe");
   }
-  if (f == nullptr) return fail("io", tmp.string() + ": " + std::strerror(errno));
+  // Errors name the file asked for: the temporary one beside it is ours, not the user's.
+  if (f == nullptr)
+    return fail("io", path.string() + ": cannot be written: " + std::strerror(errno));
   return AtomicFile(f, path, std::move(tmp));
 }
 
@@ -85,8 +87,8 @@ AtomicFile::~AtomicFile() {
 Status AtomicFile::write(std::string_view data) {
   if (f_ == nullptr) return fail("io", path_.string() + ": write after close");
   if (std::fwrite(data.data(), 1, data.size(), f_) != data.size())
-    return fail(
-        "io", (f_ == stdout ? std::string("stdout") : tmp_.string()) + ": " + std::strerror(errno));
+    return fail("io", (f_ == stdout ? std::string("stdout") : path_.string()) +
+                          ": cannot be written: " + std::strerror(errno));
   return {};
 }
 
@@ -104,7 +106,7 @@ Status AtomicFile::commit() {
     ok = false;
     err = errno;
   }
-  if (!ok) return fail("io", tmp_.string() + ": " + std::strerror(err));
+  if (!ok) return fail("io", path_.string() + ": cannot be written: " + std::strerror(err));
   if (::rename(tmp_.c_str(), path_.c_str()) != 0)
     return fail("io", path_.string() + ": " + std::strerror(errno));
   tmp_.clear();

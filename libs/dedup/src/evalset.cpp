@@ -21,8 +21,9 @@ Result<EvalIndex> EvalIndex::load(const std::vector<std::filesystem::path>& file
     auto fidx = static_cast<std::uint32_t>(ix.files_.size());
     ix.files_.emplace_back(file.string(), 0);
     auto on_record = [&](nlohmann::ordered_json&& rec, const corpus::RecordPos& pos) -> Status {
-      std::string where = file.string() + ": record " + std::to_string(pos.index) + " (line " +
-                          std::to_string(pos.line) + ")";
+      // The reader puts the file's name in front of what this returns.
+      std::string where =
+          "record " + std::to_string(pos.index) + " (line " + std::to_string(pos.line) + ")";
       if (!rec.is_object()) return fail("input", where + ": expected an object");
       auto code = rec.find(map.code);
       if (code == rec.end() || !code->is_string())

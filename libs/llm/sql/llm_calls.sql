@@ -2,6 +2,9 @@
 SELECT id, kf_text(response_text), cost_usd, prompt_tokens, completion_tokens FROM llm_calls
 WHERE request_sha256 = ?1 AND status = 'ok' ORDER BY id DESC LIMIT 1;
 
+-- name: has_good_response
+SELECT 1 FROM llm_calls WHERE request_sha256 = ?1 AND status = 'ok' LIMIT 1;
+
 -- name: last_cut
 -- The largest max_tokens a request was sent with and cut at (its answer ended at the limit).
 SELECT max(CAST(json_extract(kf_text(request_text), '$.max_tokens') AS INTEGER)) FROM llm_calls

@@ -228,4 +228,12 @@ void AuditStore::deliver(std::vector<std::unique_ptr<Call>>& batch) {
   }
 }
 
+Result<bool> has_good_answer(store::Db& db, const std::string& request_sha256) {
+  KF_TRY(store::Stmt * s, db.cached(llm_queries()["has_good_response"]));
+  s->bind(1, request_sha256);
+  KF_TRY(bool row, s->step());
+  s->reset();
+  return row;
+}
+
 }  // namespace kforge::llm

@@ -43,14 +43,17 @@ Result<std::vector<RunProgress>> collect_progress(store::Db& db, std::int64_t no
         p.total += n;
       }));
     }
-    for (const char* st : {"verify_queued", "verifying", "done", "failed", "cancelled"})
+    for (const char* st : {"verify_queued", "verifying", "done", "failed"})
       p.past_llm += p.by_state.count(st) ? p.by_state[st] : 0;
+    // A cancelled job got past the LLM stages only if it was cancelled at the verifier.
+    if (auto v = p.by_stage.find("verify"); v != p.by_stage.end() && v->second.count("cancelled"))
+      p.past_llm += v->second.at("cancelled");
+    p.cancelled = p.by_state.count("cancelled") ? p.by_state["cancelled"] : 0;
     for (const char* st : {"queued", "leased"})
       p.remaining += p.by_state.count(st) ? p.by_state[st] : 0;
     for (const char* st : {"verify_queued", "verifying"})
       p.verifying += p.by_state.count(st) ? p.by_state[st] : 0;
-    for (const char* st : {"done", "failed", "cancelled"})
-      p.ended += p.by_state.count(st) ? p.by_state[st] : 0;
+    for (const char* st : {"done", "failed"}) p.ended += p.by_state.count(st) ? p.by_state[st] : 0;
     std::int64_t first_ms = 0;
     {
       KF_TRY(Stmt * s, db.cached(q["run_usage"]));
@@ -195,7 +198,8 @@ nlohmann::ordered_json RunProgress::to_json() const {
   j["jobs_by_stage"] = stages;
   j["progress"] = {{"past_llm", past_llm},   {"remaining", remaining},
                    {"fraction", fraction()}, {"verifying", verifying},
-                   {"ended", ended},         {"ended_fraction", ended_fraction()}};
+                   {"ended", ended},         {"ended_fraction", ended_fraction()},
+                   {"cancelled", cancelled}};
   j["samples_per_minute"] = per_minute;
   j["eta_s"] = eta_s ? ordered_json(*eta_s) : ordered_json(nullptr);
   j["tokens"] = {{"prompt", prompt_tokens},

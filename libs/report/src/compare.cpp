@@ -236,6 +236,10 @@ PairComparison compare_outcomes(const RunInfo& a, const std::vector<SampleOutcom
   p.no_call = no_call_reason(a.tag, p.a);
   if (std::string why_b = no_call_reason(b.tag, p.b); !why_b.empty())
     p.no_call = p.no_call.empty() ? why_b : p.no_call + "; and " + why_b;
+  if (p.samples == 0)
+    p.no_call = "no sample finished in both runs (" + std::to_string(oa.size()) + " in " + a.tag +
+                ", " + std::to_string(ob.size()) + " in " + b.tag +
+                "; compare runs over the same samples once they finished)";
   if (!p.no_call.empty()) p.significant = false;
   return p;
 }
@@ -381,6 +385,28 @@ nlohmann::ordered_json flips_json(const std::vector<Flip>& flips) {
 
 }  // namespace
 
+namespace {
+
+// The paired table, and the difference with its test only where one can be called: beside
+// no_call there is no p-value or significance to misread.
+nlohmann::ordered_json paired_json(const PairComparison& p) {
+  using ojson = nlohmann::ordered_json;
+  ojson j = {{"both_verified", p.table.both},
+             {"only_a", p.table.only_a},
+             {"only_b", p.table.only_b},
+             {"neither", p.table.neither}};
+  if (p.no_call.empty()) {
+    j["difference"] = p.difference;
+    j["interval"] = {p.difference_interval.low, p.difference_interval.high};
+    j["mcnemar_exact_p"] = p.p_value;
+    j["significant"] = p.significant;
+  }
+  j["no_call"] = p.no_call.empty() ? ojson(nullptr) : ojson(p.no_call);
+  return j;
+}
+
+}  // namespace
+
 nlohmann::ordered_json to_json(const Comparison& c) {
   using ojson = nlohmann::ordered_json;
   ojson runs = ojson::array();
@@ -398,16 +424,7 @@ nlohmann::ordered_json to_json(const Comparison& c) {
                      {"samples", p.samples},
                      {"excluded", {{p.tag_a, p.excluded_a}, {p.tag_b, p.excluded_b}}},
                      {"runs", {{p.tag_a, summary_json(p.a)}, {p.tag_b, summary_json(p.b)}}},
-                     {"paired",
-                      {{"both_verified", p.table.both},
-                       {"only_a", p.table.only_a},
-                       {"only_b", p.table.only_b},
-                       {"neither", p.table.neither},
-                       {"difference", p.difference},
-                       {"interval", {p.difference_interval.low, p.difference_interval.high}},
-                       {"mcnemar_exact_p", p.p_value},
-                       {"significant", p.significant},
-                       {"no_call", p.no_call.empty() ? ojson(nullptr) : ojson(p.no_call)}}},
+                     {"paired", paired_json(p)},
                      {"gained", flips_json(p.gained)},
                      {"lost", flips_json(p.lost)},
                      {"warnings", p.warnings}});

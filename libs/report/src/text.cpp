@@ -83,25 +83,30 @@ void count_rows(std::string& out, const std::string& heading, const Counts& a, c
   }
 }
 
-std::string rate_cell(const RunSummary& s) {
+// "5/13 38.5% [17.7, 64.5]"; where no difference can be called, the count only (a rate with
+// an interval would be read as a result); "-" without samples.
+std::string rate_cell(const RunSummary& s, bool call) {
+  if (s.samples == 0) return "-";
+  if (!call) return fmt::format("{}/{}", s.verified, s.samples);
   return fmt::format("{}/{} {} [{:.1f}, {:.1f}]", s.verified, s.samples, percent(s.rate),
                      s.interval.low * 100.0, s.interval.high * 100.0);
 }
 
-// Per cross-compile target: "ok/compiled rate [CI]" and what was not compiled.
-void target_rows(std::string& out, const RunSummary& a, const RunSummary& b) {
+// Per cross-compile target: "ok/compiled rate [CI]" (the counts only where no difference can
+// be called) and what was not compiled.
+void target_rows(std::string& out, const RunSummary& a, const RunSummary& b, bool call) {
   std::set<std::string> names;
   for (const auto* s : {&a, &b})
     for (const auto& t : s->targets) names.insert(t.target);
   if (names.empty()) return;
-  auto cell = [](const RunSummary& s, const std::string& name) -> std::string {
+  auto cell = [call](const RunSummary& s, const std::string& name) -> std::string {
     for (const auto& t : s.targets) {
       if (t.target != name) continue;
       std::string c =
-          t.ok + t.error == 0
-              ? std::string("-")
-              : fmt::format("{}/{} {} [{:.1f}, {:.1f}]", t.ok, t.ok + t.error, percent(t.rate),
-                            t.interval.low * 100.0, t.interval.high * 100.0);
+          t.ok + t.error == 0 ? std::string("-")
+          : !call             ? fmt::format("{}/{}", t.ok, t.ok + t.error)
+                  : fmt::format("{}/{} {} [{:.1f}, {:.1f}]", t.ok, t.ok + t.error, percent(t.rate),
+                                t.interval.low * 100.0, t.interval.high * 100.0);
       if (t.unavailable > 0) c += fmt::format(" ({} unavailable)", t.unavailable);
       return c;
     }
@@ -226,13 +231,15 @@ std::string format_text(const Comparison& c, int list_limit) {
     row(out, "", p.tag_a, p.tag_b);
     row(out, "pipeline, model", ra ? ra->pipeline + ", " + ra->model : "",
         rb ? rb->pipeline + ", " + rb->model : "");
-    row(out, fmt::format("verified [{}% CI]", conf), rate_cell(p.a), rate_cell(p.b));
+    const bool call = p.no_call.empty();
+    row(out, call ? fmt::format("verified [{}% CI]", conf) : std::string("verified"),
+        rate_cell(p.a, call), rate_cell(p.b, call));
     count_rows(out, "verdicts", p.a.verdicts, p.b.verdicts, false);
     cause_rows(out, p);
     count_rows(out, "stage failures", p.a.failures, p.b.failures, false);
     count_rows(out, "stage failures by kind", p.a.failure_kinds, p.b.failure_kinds, true);
     count_rows(out, "quality flags (on passed)", p.a.flags, p.b.flags, true);
-    target_rows(out, p.a, p.b);
+    target_rows(out, p.a, p.b, call);
     row(out, "tokens per verified", number(p.a.tokens_per_verified, 0),
         number(p.b.tokens_per_verified, 0));
     row(out, "cost per verified", money(p.a.cost_per_verified), money(p.b.cost_per_verified));

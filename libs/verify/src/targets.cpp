@@ -5,19 +5,40 @@
 
 namespace kforge::verify {
 
+namespace {
+
+// The AMD architectures Triton's AMD backend compiles for (CDNA: MI100 gfx908, MI200 gfx90a,
+// MI300 gfx940/gfx941/gfx942, MI350 gfx950; RDNA 2 to 4), as LLVM's AMDGPU target names them.
+// A name outside this list (gfx9999) is not an architecture Triton can target.
+const std::vector<std::string>& amd_architectures() {
+  static const std::vector<std::string> archs = {
+      "gfx908",  "gfx90a",  "gfx940",  "gfx941",  "gfx942",  "gfx950",  "gfx1030",
+      "gfx1100", "gfx1101", "gfx1102", "gfx1150", "gfx1151", "gfx1200", "gfx1201"};
+  return archs;
+}
+
+std::string accepted_forms() {
+  std::string out;
+  for (const auto& a : amd_architectures()) out += (out.empty() ? "hip:" : ", hip:") + a;
+  return out;
+}
+
+}  // namespace
+
 std::optional<std::string> target_error(const std::string& text) {
   auto colon = text.find(':');
   if (text.empty() || colon == std::string::npos || text.find(':', colon + 1) != std::string::npos)
-    return "'" + text + "' is not BACKEND:ARCH (e.g. hip:gfx942)";
+    return "'" + text + "' is not BACKEND:ARCH (e.g. hip:gfx942); accepted: " + accepted_forms();
   std::string backend = text.substr(0, colon), arch = text.substr(colon + 1);
   if (backend != "hip")
     return "'" + text + "': backend '" + backend +
            "' is not one of: hip (Triton's AMD backend; the verifier's own GPUs need no "
-           "cross-compile)";
-  bool alnum =
-      std::all_of(arch.begin(), arch.end(), [](unsigned char c) { return std::isalnum(c) != 0; });
-  if (arch.rfind("gfx", 0) != 0 || arch.size() < 6 || !alnum)
-    return "'" + text + "': '" + arch + "' is not an AMD architecture (gfxNNN, e.g. gfx942)";
+           "cross-compile); accepted: " +
+           accepted_forms();
+  const auto& archs = amd_architectures();
+  if (std::find(archs.begin(), archs.end(), arch) == archs.end())
+    return "'" + text + "': '" + arch +
+           "' is not an AMD architecture Triton compiles for; accepted: " + accepted_forms();
   return std::nullopt;
 }
 

@@ -45,6 +45,10 @@
 #include "kforge/core/result.hpp"
 #include "kforge/llm/config.hpp"
 
+namespace kforge::store {
+class Db;
+}  // namespace kforge::store
+
 namespace kforge::llm {
 
 struct ChatMessage {
@@ -244,5 +248,10 @@ class Client {
   explicit Client(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// Whether `db` holds a good answer (an llm_calls row with status ok) for the request identity
+// `request_sha256`, as Client::request_sha256 gives it: e.g. a batch result line imported
+// before, whose request is no longer waiting.
+Result<bool> has_good_answer(store::Db& db, const std::string& request_sha256);
 
 }  // namespace kforge::llm

@@ -48,12 +48,16 @@ struct RunProgress {
   std::map<std::string, std::int64_t> by_state;                         // state -> jobs
   std::map<std::string, std::map<std::string, std::int64_t>> by_stage;  // stage -> state -> jobs
   std::map<std::string, std::map<std::string, std::int64_t>> outputs;   // stage -> status -> n
-  std::int64_t past_llm = 0;   // jobs whose LLM stages are over (to verify, verified, ended)
+  // Jobs whose LLM stages are over: at or past the verifier, failed, or cancelled at the
+  // verifier (a job cancelled before it had an answer never got there).
+  std::int64_t past_llm = 0;
   std::int64_t remaining = 0;  // queued or leased
-  // Jobs at the verifier (verify_queued or verifying), and jobs that ended (done, failed or
-  // cancelled): the bar counts the ended ones, so it reaches 100% only once verification did.
+  // Jobs at the verifier (verify_queued or verifying), and jobs that ended (done or failed): the
+  // bar counts the ended ones, so it reaches 100% only once verification did; cancelled jobs
+  // are counted apart and never fill it.
   std::int64_t verifying = 0;
   std::int64_t ended = 0;
+  std::int64_t cancelled = 0;
   // Jobs leaving the LLM stages per minute: over the finishes of the last 10 minutes (at most
   // 1,000) since the last pause among them, up to now, so it is right from a few to tens of
   // thousands a minute, follows a restart within seconds, and decays while nothing finishes.

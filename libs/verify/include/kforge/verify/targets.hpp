@@ -19,7 +19,9 @@ namespace kforge::verify {
 inline constexpr const char* kCrossCompileFailed = "cross_compile_failed";
 
 // Why `text` is not a target the harness can compile for ("hip:gfx942", "hip:gfx90a"), or
-// nullopt when it is one. Targets are BACKEND:ARCH; the backend is hip, the arch gfxNNN.
+// nullopt when it is one. Targets are BACKEND:ARCH; the backend is hip, the arch one that
+// Triton's AMD backend compiles for (gfx908, gfx90a, gfx940-gfx942, gfx950, RDNA 2 to 4). The
+// error lists the accepted targets.
 std::optional<std::string> target_error(const std::string& text);
 
 // Splits "a,b" items (each may be a comma list) into targets, checking each one. The error names
