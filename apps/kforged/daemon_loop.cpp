@@ -16,11 +16,10 @@ using namespace std::chrono_literals;
 using std::chrono::milliseconds;
 
 std::string status_line(store::Db& db, const pipeline::Scheduler& s, Clock& clock) {
-  auto progress = pipeline::collect_progress(db, clock.wall_ms());
+  auto progress = pipeline::collect_active_progress(db, clock.wall_ms());
   std::string line;
   if (progress.ok()) {
     for (const auto& p : *progress) {
-      if (p.run.state != "active") continue;
       // As kforge status shows it: the jobs that ended (verification included), then where the
       // others are; a rate and an ETA only while LLM work is left.
       char buf[320];

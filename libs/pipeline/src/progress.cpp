@@ -14,9 +14,13 @@ constexpr std::int64_t kRateSamples = 1000;
 constexpr std::int64_t kErrorWindowMs = 24 * 60 * 60 * 1000;
 }  // namespace
 
+namespace {
+Result<std::vector<RunProgress>> progress_of(store::Db& db, std::int64_t now_ms,
+                                            std::vector<RunRow> runs);
+}  // namespace
+
 Result<std::vector<RunProgress>> collect_progress(store::Db& db, std::int64_t now_ms,
                                                   const std::optional<std::string>& tag) {
-  const auto& q = pipeline_queries();
   SystemClock wall;
   JobStore jobs(db, wall);
   std::vector<RunRow> runs;
@@ -27,6 +31,20 @@ Result<std::vector<RunProgress>> collect_progress(store::Db& db, std::int64_t no
   } else {
     KF_TRY(runs, jobs.all_runs());
   }
+  return progress_of(db, now_ms, std::move(runs));
+}
+
+Result<std::vector<RunProgress>> collect_active_progress(store::Db& db, std::int64_t now_ms) {
+  SystemClock wall;
+  JobStore jobs(db, wall);
+  KF_TRY(auto runs, jobs.active_runs());
+  return progress_of(db, now_ms, std::move(runs));
+}
+
+namespace {
+Result<std::vector<RunProgress>> progress_of(store::Db& db, std::int64_t now_ms,
+                                            std::vector<RunRow> runs) {
+  const auto& q = pipeline_queries();
   std::vector<RunProgress> out;
   for (auto& run : runs) {
     RunProgress p;
@@ -176,6 +194,7 @@ Result<std::vector<RunProgress>> collect_progress(store::Db& db, std::int64_t no
   }
   return out;
 }
+}  // namespace
 
 nlohmann::ordered_json RunProgress::to_json() const {
   using nlohmann::ordered_json;

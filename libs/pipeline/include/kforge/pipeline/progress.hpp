@@ -99,6 +99,8 @@ struct RunProgress {
 // whose good answers end a job's LLM part (generate).
 Result<std::vector<RunProgress>> collect_progress(store::Db& db, std::int64_t now_ms,
                                                   const std::optional<std::string>& tag = {});
+// The active runs only (the daemon's STATUS line): a database's finished history costs nothing.
+Result<std::vector<RunProgress>> collect_active_progress(store::Db& db, std::int64_t now_ms);
 
 // The rate, in finishes per minute, from finish times (newest first) at now_ms: over the
 // stretch since the last pause (a gap above max(60 s, 10 times the mean gap so far)).
