@@ -77,6 +77,11 @@ void emit(YAML::Emitter& y, const ojson& j) {
   }
 }
 
+// "1 sample", "2 samples".
+std::string count(std::int64_t n, const char* what) {
+  return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s");
+}
+
 std::string size_category(std::int64_t n) {
   if (n < 1'000) return "n<1K";
   if (n < 10'000) return "1K<n<10K";
@@ -193,9 +198,10 @@ std::string render_card(const CardInput& in) {
       "an LLM wrote for it and a GPU verifier ran, made by kforge's run `{}` (pipeline {}, model "
       "`{}`). Rows: {}.\n\n",
       run.tag, run.pipeline, run.model, shape_words(opts.shape));
-  md += fmt::format("{} rows", total);
+  md += count(total, "row");
   if (sum.rows.skipped > 0)
-    md += fmt::format("; {} samples of the run left out by the verdict filter", sum.rows.skipped);
+    md += fmt::format("; {} of the run left out by the verdict filter",
+                      count(sum.rows.skipped, "sample"));
   if (sum.rows.not_compiling > 0) {
     std::string targets;
     for (const auto& t : opts.compiles_for) targets += (targets.empty() ? "" : ", ") + t;
@@ -213,8 +219,8 @@ std::string render_card(const CardInput& in) {
                       s.bytes, s.shards, s.groups, s.grouped);
   if (in.dedup_threshold)
     md += fmt::format(
-        "\nEach sample goes to a split by a hash of its near-duplicate group (kforge's corpus "
-        "dedup at similarity {:g}: MinHash of the normalised kernel tokens, and exact kernel "
+        "\nEach sample goes to a split by a hash of its near-duplicate group (`kforge corpus "
+        "dedup` at similarity {:g}: MinHash of the normalised kernel tokens, and exact kernel "
         "bodies), so every group is wholly in one split: no near-duplicate of a training row is "
         "in another split. A sample keeps its split when the run grows; the counts are near the "
         "fractions, not exactly them.\n\n",
@@ -274,9 +280,10 @@ std::string render_card(const CardInput& in) {
         "kernels, or at similarity {:g} or more, was {}.\n\n",
         opts.near_threshold,
         opts.mark_near ? "kept and marked (metadata.near_duplicate_of)" : "left out");
-    for (const auto& [file, n] : in.eval_sets) md += fmt::format("- `{}`: {} kernels\n", file, n);
-    md +=
-        fmt::format("\n{} samples {}", sum.rows.near.size(), opts.mark_near ? "marked" : "removed");
+    for (const auto& [file, n] : in.eval_sets)
+      md += fmt::format("- `{}`: {}\n", file, count(n, "kernel"));
+    md += fmt::format("\n{} {}", count(static_cast<std::int64_t>(sum.rows.near.size()), "sample"),
+                      opts.mark_near ? "marked" : "removed");
     md += sum.rows.near.empty() ? ".\n\n" : ":\n\n";
     std::size_t shown = 0;
     for (const auto& n : sum.rows.near) {
@@ -305,8 +312,9 @@ std::string render_card(const CardInput& in) {
                       opts.license_field);
   md += "\n\n";
   if (opts.license.empty() && !in.licenses.empty()) {
-    for (const auto& [l, n] : in.licenses) md += fmt::format("- `{}`: {} samples\n", l, n);
-    if (in.without_license > 0) md += fmt::format("- none given: {} samples\n", in.without_license);
+    for (const auto& [l, n] : in.licenses) md += fmt::format("- `{}`: {}\n", l, count(n, "sample"));
+    if (in.without_license > 0)
+      md += fmt::format("- none given: {}\n", count(in.without_license, "sample"));
     md += "\n";
   }
 
