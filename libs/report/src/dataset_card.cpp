@@ -248,11 +248,25 @@ std::string render_card(const CardInput& in) {
       "- `weak_test`: the test still passed with the kernel's outputs changed\n"
       "- `cross_compile_failed`: a required target's compiler failed on a launch\n"
       "- `environment`, `infrastructure`: the verifier could not judge the sample\n\n";
-  md += fmt::format(
-      "Repair rounds: up to {}; a sample that was not verified went back to the model with the "
-      "verifier's evidence. `metadata.repair_round` says which round the exported answer comes "
-      "from.\n\n",
-      run.repair_rounds());
+  if (run.repair_rounds() > 0)
+    md += fmt::format(
+        "Repair rounds: up to {}; a sample that was not verified went back to the model with the "
+        "verifier's evidence. `metadata.repair_round` says which round the exported answer comes "
+        "from.\n\n",
+        run.repair_rounds());
+  else
+    md += "Repair rounds: none; every answer is the model's first.\n\n";
+  // Which samples the rows hold.
+  std::string kept;
+  for (const auto& v : opts.verdicts) kept += (kept.empty() ? "" : ", ") + v;
+  if (kept.empty())
+    md += opts.shape == RowShape::record
+              ? "Rows: every sample of the run, finished or not (`status` says which).\n\n"
+              : "Rows: the verified samples only.\n\n";
+  else
+    md += fmt::format("Rows: the samples whose latest verdict is {}{}.\n\n", kept,
+                      opts.include_flagged ? " (passed with a quality flag included)"
+                                           : " (passed: verified only, no quality flag)");
 
   md += "## Prompts and model\n\n| stage | version | sha256 |\n|---|---|---|\n";
   if (run.prompts.is_object())
