@@ -100,7 +100,9 @@ Status report_near(const ExportArgs& a, const report::ExportSummary& sum, double
 
 Command add_export(CLI::App& root, Globals& g) {
   auto args = std::make_shared<ExportArgs>();
-  CLI::App* cmd = root.add_subcommand("export", "Write a run's samples as a JSON or JSONL dataset");
+  CLI::App* cmd = root.add_subcommand(
+      "export",
+      "Write a run's samples as a dataset: kforge's records, or the rows training tools read");
   cmd->add_option("tag", args->tag, "The run's tag")->required();
   auto* out = cmd->add_option("--out", args->out,
                               "The file to write (replaced atomically); '-': standard output");

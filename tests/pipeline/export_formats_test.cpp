@@ -193,6 +193,54 @@ void expect_metadata(const ojson& m, const std::string& run, const std::string& 
   }
 }
 
+// Each value's path in a row ("metadata.flags[]"), the kind of value there, and the paths that
+// hold null.
+void walk(const ojson& j, const std::string& at, std::map<std::string, char>& kinds,
+          std::set<std::string>& nulls) {
+  if (j.is_null()) {
+    nulls.insert(at);
+  } else if (j.is_object()) {
+    kinds[at] = 'o';
+    for (const auto& item : j.items()) walk(item.value(), at + "." + item.key(), kinds, nulls);
+  } else if (j.is_array()) {
+    kinds[at] = 'a';
+    for (const auto& e : j) walk(e, at + "[]", kinds, nulls);
+  } else {
+    kinds[at] = j.is_string() ? 's' : j.is_boolean() ? 'b' : 'n';
+  }
+}
+
+// What Arrow needs to read the rows as one schema: at every path the same kind of value in every
+// row, and a row lacks a path only where it holds null above it (an absent mutation score) or an
+// empty list.
+void expect_one_schema(const std::vector<ojson>& rows) {
+  ASSERT_FALSE(rows.empty());
+  std::map<std::string, char> all;
+  std::vector<std::pair<std::map<std::string, char>, std::set<std::string>>> each;
+  for (const auto& row : rows) {
+    std::map<std::string, char> kinds;
+    std::set<std::string> nulls;
+    walk(row, "", kinds, nulls);
+    for (const auto& [path, kind] : kinds) {
+      auto [it, added] = all.emplace(path, kind);
+      EXPECT_EQ(it->second, kind) << path << " holds different kinds of value";
+    }
+    each.emplace_back(std::move(kinds), std::move(nulls));
+  }
+  for (std::size_t i = 0; i < each.size(); ++i) {
+    const auto& [kinds, nulls] = each[i];
+    for (const auto& [path, kind] : all) {
+      if (kinds.count(path) || nulls.count(path)) continue;
+      bool explained = false;
+      for (std::string up = path; !explained && !up.empty();) {
+        up = up.ends_with("[]") ? up.substr(0, up.size() - 2) : up.substr(0, up.rfind('.'));
+        explained = nulls.count(up) > 0 || (kinds.count(up) && kinds.at(up) == 'a');
+      }
+      EXPECT_TRUE(explained) << "row " << i << " lacks " << path;
+    }
+  }
+}
+
 // The request the model was sent for a call, as the LLM client stored it.
 ojson stored_messages(Site& site, const std::string& run, const std::string& key,
                       const std::string& stage) {
@@ -238,6 +286,7 @@ TEST_F(ExportFormats, SftRowsAreTheRequestsTheModelWasSentAndItsVerifiedAnswers)
     EXPECT_EQ(row["metadata"]["repair_round"], 0);
     EXPECT_EQ(row["metadata"]["license"], key == "uniq_add_12.py" ? "apache-2.0" : "mit");
   }
+  expect_one_schema(rows);
   // The secret key of the requests' headers is nowhere in an export.
   EXPECT_EQ(test::read_text(out).find(kSecret), std::string::npos);
 }
@@ -316,6 +365,7 @@ TEST_F(ExportFormats, RlRowsHaveVerlsFieldsWithTheVerifiedTestAndEntryPoints) {
     EXPECT_EQ(row["extra_info"]["key"], key);
     expect_metadata(row["metadata"], "v2", key);
   }
+  expect_one_schema(rows);
 }
 
 // Splits the folder's README.md into its YAML front matter and the text after it.
@@ -565,6 +615,7 @@ TEST(ExportTrajectories, EveryRoundWithTheVerifiersEvidenceEndingInTheVerifiedAn
     EXPECT_EQ(row["metadata"]["stage"], "repair");
     expect_metadata(row["metadata"], "fix", key);
   }
+  expect_one_schema(rows);
   // sft of a repaired sample: the repair call, as it was asked and answered.
   auto sft = site->dir() / "sft.jsonl";
   ASSERT_EQ(site->kforge({"export", "fix", "--format", "sft", "--out", sft.string()}).exit_code, 0);
