@@ -462,7 +462,8 @@ TEST_F(ExportFormats, AFolderWithSplitsThatNoNearDuplicateGroupCrossesAndItsCard
   for (const char* words :
        {"mutant_survived", "no_kernel_launch", "weak_test", "corpus dedup` at similarity 0.6",
         "wholly in one split", "| generate | v2 |", "| analyze | v2 |", "`mit`: 18 samples",
-        "`apache-2.0`: 1 sample\n", "No eval set was checked", "load_dataset("})
+        "`apache-2.0`: 1 sample\n", "No eval set was checked", "load_dataset(", "## Fields",
+        "- `messages`: the request's messages as the model was sent them"})
     EXPECT_NE(body.find(words), std::string::npos) << words << "\n" << body;
   // The prompts' hashes are the run's.
   for (const auto& sha : site_->rows(

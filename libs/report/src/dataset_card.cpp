@@ -111,6 +111,62 @@ const char* shape_words(RowShape s) {
   return "kforge's records: each corpus record with every field, then what the run made of it";
 }
 
+// What each field of a row holds, in words.
+std::string fields_section(const ExportOptions& opts) {
+  std::string md = "## Fields\n\n";
+  bool field = opts.with_reasoning && opts.reasoning_style == ReasoningStyle::reasoning_content;
+  std::string answer =
+      "the model's answer, one JSON object in the prompt's output format (`kernel_wrapper`, "
+      "`unitest_code`; the analysis for v2's first stage)";
+  if (opts.with_reasoning)
+    answer += field ? ", its reasoning in `reasoning_content`"
+                    : ", after its reasoning in a `<think>` block";
+  switch (opts.shape) {
+    case RowShape::sft:
+      md +=
+          "- `messages`: the request's messages as the model was sent them, then " + answer + "\n";
+      break;
+    case RowShape::prompt_completion:
+      md += "- `prompt`: the request's messages as the model was sent them\n- `completion`: " +
+            answer + "\n";
+      break;
+    case RowShape::trajectory:
+      md +=
+          "- `messages`: every round: each request as the model was sent it (a repair "
+          "request holds the verifier's evidence on the previous answer), each answer: " +
+          answer + "\n";
+      break;
+    case RowShape::rl:
+      md +=
+          "- `data_source`: `kforge/` and the run; `ability`: `triton`\n"
+          "- `prompt`: the generation request's user message\n"
+          "- `reward_model`: `style` `rule`; `ground_truth`: the verified `unitest_code` and "
+          "`kernel_wrapper`, `entry_points` (the `kernels` the test launched, its `tests`, the "
+          "functions the `wrapper` defines), `speed` (the verifier's speed label as JSON, null "
+          "where none was measured)\n"
+          "- `extra_info`: `split`, `index` in the split, `key`\n";
+      break;
+    case RowShape::record:
+      md +=
+          "Each corpus record with every field, then `kernel_wrapper`, `unitest_code`, "
+          "`kernel_analysis` (v2), `verdict`, `flags`, `status`, `repair_round`, `model`, "
+          "`prompt`, `mutation_score`, `coverage`, `cross_compile` and, where it has one, "
+          "`near_duplicate_of`.\n\n";
+      return md;
+  }
+  md +=
+      "- `metadata`: `key` (the sample), `run`, `pipeline`, `prompt_version` and `prompts` "
+      "(each stage's prompt version and SHA-256), `model`, `stage` and `repair_round` (where the "
+      "answer comes from: 0 is the first generation), `verdict`, `flags`, `status`, "
+      "`mutation_score` (mutants of the kernel's outputs the test caught, of those that apply), "
+      "`cost_usd` and tokens (every LLM call of the sample), `near_duplicate_of`, `license`, "
+      "`group` (its near-duplicate group), `split`";
+  if (opts.shape == RowShape::trajectory)
+    md += ", `rounds` (each round's stage, verdict, flags and detail)";
+  md += "\n\n";
+  return md;
+}
+
 }  // namespace
 
 ojson features(RowShape shape, bool reasoning_field) {
@@ -231,6 +287,7 @@ std::string render_card(const CardInput& in) {
         "known** (`kforge corpus dedup` was not run), so near-duplicates may fall in different "
         "splits.\n\n";
 
+  md += fields_section(opts);
   md += "## How the samples were made and verified\n\n";
   md += fmt::format(
       "Pipeline {}: {}. A sample is **verified** when its test passed on the GPU and the "
