@@ -27,8 +27,9 @@
 // metadata (the same keys in every row, null where a value is absent): key, run, pipeline,
 // prompt_version, prompts [{stage, version, sha256}], model, stage, repair_round, verdict,
 // flags, status, mutation_score {killed, applicable}, cost_usd, prompt_tokens,
-// completion_tokens, near_duplicate_of {in, file, key, similarity, exact}, group, split
-// (+ rounds for trajectory).
+// completion_tokens, near_duplicate_of {in, file, key, similarity, exact}, license (the record's
+// ExportOptions::license_field), group, split (+ rounds for trajectory: round, stage, verdict,
+// flags, detail).
 //
 // The training shapes keep verified samples only (verdict passed, no quality flag) unless
 // ExportOptions::verdicts says otherwise; a selected sample with no answer is counted in

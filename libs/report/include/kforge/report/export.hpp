@@ -64,7 +64,8 @@ Result<ExportFormat> parse_export_format(const std::string& s, const std::filesy
 
 struct ExportOptions {
   ExportFormat format = ExportFormat::jsonl;
-  // Only samples whose latest verdict is one of these (empty: every sample of the run).
+  // Only samples whose latest verdict is one of these (empty: every sample of the run for
+  // records, the verified ones for the training shapes).
   // "passed" keeps verified samples only (passed with no quality flag) unless include_flagged.
   std::vector<std::string> verdicts;
   bool include_flagged = false;
