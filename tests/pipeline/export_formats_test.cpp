@@ -363,6 +363,7 @@ TEST_F(ExportFormats, RlRowsHaveVerlsFieldsWithTheVerifiedTestAndEntryPoints) {
     EXPECT_EQ(row["extra_info"]["split"], "train");
     EXPECT_EQ(row["extra_info"]["index"], index++);
     EXPECT_EQ(row["extra_info"]["key"], key);
+    EXPECT_NE(row["extra_info"]["code"].get<std::string>().find("@triton.jit"), std::string::npos);
     expect_metadata(row["metadata"], "v2", key);
   }
   expect_one_schema(rows);

@@ -144,7 +144,8 @@ std::string fields_section(const ExportOptions& opts) {
           "`kernel_wrapper`, `entry_points` (the `kernels` the test launched, its `tests`, the "
           "functions the `wrapper` defines), `speed` (the verifier's speed label as JSON, null "
           "where none was measured)\n"
-          "- `extra_info`: `split`, `index` in the split, `key`\n";
+          "- `extra_info`: `split`, `index` in the split, `key`, `code` (the kernel's source, "
+          "which the test runs with the answer's wrapper)\n";
       break;
     case RowShape::record:
       md +=
@@ -194,7 +195,7 @@ ojson features(RowShape shape, bool reasoning_field) {
                                                                              strings("wrapper")})),
                                                      dtype("speed", "string")}))})),
            structure("extra_info", ojson::array({dtype("split", "string"), dtype("index", "int64"),
-                                                 dtype("key", "string")})),
+                                                 dtype("key", "string"), dtype("code", "string")})),
            metadata_feature(shape)});
     case RowShape::record:
       break;

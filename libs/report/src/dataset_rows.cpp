@@ -271,7 +271,8 @@ Result<std::optional<ojson>> RowMaker::make(const Selected& sel, const std::stri
                                  {"tests", std::move(tests)},
                                  {"wrapper", top_level_functions(wrapper_text)}}},
                                {"speed", opt(sel.speed)}}}};
-      row["extra_info"] = {{"split", split}, {"index", index}, {"key", sel.key}};
+      row["extra_info"] = {
+          {"split", split}, {"index", index}, {"key", sel.key}, {"code", sel.code}};
       break;
     }
     case RowShape::record:

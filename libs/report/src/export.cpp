@@ -219,6 +219,7 @@ Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
     Selected sel;
     sel.sample_id = s.int64(17);
     sel.key = key;
+    sel.code = s.text(18);
     sel.rec = std::move(rec);
     sel.code_stage = code_stage;
     if (!before_verify && o.verdict) {

@@ -20,6 +20,7 @@ using ojson = nlohmann::ordered_json;
 struct Selected {
   std::int64_t sample_id = 0;
   std::string key;
+  std::string code;        // the sample's kernel code
   ojson rec;               // the default record: the original fields, then the added ones
   std::string code_stage;  // the stage the exported code comes from: generate or repair
   // The latest verification's report: the kernels its test launched ({name: count}) and its

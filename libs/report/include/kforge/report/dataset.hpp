@@ -17,7 +17,7 @@
 //                      request's first user message], "ability": "triton", "reward_model":
 //                      {"style": "rule", "ground_truth": {"unitest_code", "kernel_wrapper",
 //                      "entry_points": {"kernels", "tests", "wrapper"}, "speed"}},
-//                      "extra_info": {"split", "index", "key"}, "metadata"}
+//                      "extra_info": {"split", "index", "key", "code"}, "metadata"}
 // The messages are the ones the model was sent, read from the stored request of each call
 // (llm_calls), never rendered again; the answer is the stage's parsed answer in the prompt's
 // output format (a JSON object). The row for sft and prompt_completion is the call that made the
