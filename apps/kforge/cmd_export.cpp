@@ -1,4 +1,6 @@
-// kforge export TAG --out FILE: the run's samples as a dataset, original fields kept.
+// kforge export TAG --out FILE | --out-dir DIR: the run's samples as a dataset, as kforge's
+// records (original fields kept) or as the rows training tools read, in a file or in a folder
+// with splits and a dataset card.
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -7,6 +9,7 @@
 #include "commands.hpp"
 #include "kforge/core/fs.hpp"
 #include "kforge/dedup/groups.hpp"
+#include "kforge/report/dataset.hpp"
 #include "kforge/report/export.hpp"
 #include "kforge/verify/targets.hpp"
 
@@ -24,10 +27,37 @@ struct ExportArgs {
   std::string key;                        // their key field, as import's --key
   double near_threshold = -1;             // -1: that of the last corpus dedup, else the default
   bool mark = false;
-  std::string exclusions;  // a JSONL file listing each sample near an eval set
-  bool with_reasoning = false;
+  std::string exclusions;                 // a JSONL file listing each sample near an eval set
+  std::string with_reasoning;             // empty: none; think or reasoning_content
   std::vector<std::string> compiles_for;  // targets, as verifier.cross_compile
+  std::string out_dir;
+  std::string split;  // NAME=FRACTION,...
+  std::string license;
+  std::string license_field = "license";
+  std::int64_t shard_rows = 10'000;
 };
+
+// "exported 12 samples of v2 to DIR (train 11, test 1; 3 near-duplicate groups each in one
+// split)".
+void print_folder(std::FILE* to, const ExportArgs& a, const report::FolderSummary& f) {
+  std::string splits;
+  std::int64_t groups = 0;
+  for (const auto& s : f.splits) {
+    splits += (splits.empty() ? "" : ", ") + s.name + " " + std::to_string(s.rows);
+    groups += s.groups;
+  }
+  std::fprintf(to, "exported %lld %s of %s to %s (%s", static_cast<long long>(f.rows.written),
+               f.rows.written == 1 ? "sample" : "samples", a.tag.c_str(), a.out_dir.c_str(),
+               splits.c_str());
+  if (groups > 0)
+    std::fprintf(to, "; %lld near-duplicate %s, each in one split", static_cast<long long>(groups),
+                 groups == 1 ? "group" : "groups");
+  std::fprintf(to, "); dataset card: %s\n", f.readme.c_str());
+  if (!f.groups_known && f.splits.size() > 1)
+    std::fprintf(stderr,
+                 "kforge: warning: no near-duplicate groups are known (run kforge corpus dedup), "
+                 "so near-duplicates may fall in different splits\n");
+}
 
 // Prints the samples near an eval set (the first 20) and writes all of them to --exclusions.
 Status report_near(const ExportArgs& a, const report::ExportSummary& sum, double threshold) {
@@ -70,13 +100,21 @@ Status report_near(const ExportArgs& a, const report::ExportSummary& sum, double
 
 Command add_export(CLI::App& root, Globals& g) {
   auto args = std::make_shared<ExportArgs>();
-  CLI::App* cmd = root.add_subcommand("export", "Write a run's samples as a JSON or JSONL dataset");
+  CLI::App* cmd = root.add_subcommand(
+      "export",
+      "Write a run's samples as a dataset: kforge's records, or the rows training tools read");
   cmd->add_option("tag", args->tag, "The run's tag")->required();
-  cmd->add_option("--out", args->out,
-                  "The file to write (replaced atomically); '-': standard output")
-      ->required();
-  cmd->add_option("--format", args->format, "json, jsonl or auto (default: by the extension)")
-      ->check(CLI::IsMember({"auto", "json", "jsonl"}));
+  auto* out = cmd->add_option("--out", args->out,
+                              "The file to write (replaced atomically); '-': standard output");
+  auto* out_dir = cmd->add_option(
+      "--out-dir", args->out_dir,
+      "A folder to publish as it is: data/SPLIT-*.jsonl and a dataset card, README.md (replaced "
+      "atomically)");
+  out->excludes(out_dir);
+  out_dir->excludes(out);
+  cmd->add_option("--format", args->format,
+                  "json, jsonl or auto (kforge's records; auto: by the extension), or a training "
+                  "row: sft, prompt-completion, trajectory, rl");
   cmd->add_option("--verdict", args->verdicts,
                   "Only samples with these latest verdicts, e.g. passed (verified: passed with no "
                   "quality flag) or failed,error")
@@ -102,25 +140,66 @@ Command add_export(CLI::App& root, Globals& g) {
                   "Only samples whose latest verification compiled for TARGET (hip:gfx942; "
                   "repeatable or a comma list: every one); see verifier.cross_compile")
       ->type_name("TARGET");
-  cmd->add_flag("--with-reasoning", args->with_reasoning,
-                "Add \"reasoning\": the model's reasoning behind each stage's exported answer");
+  cmd->add_flag("--with-reasoning{think}", args->with_reasoning,
+                "Add the model's reasoning behind each answer: kforge's records get "
+                "\"reasoning\"; chat rows a <think> block before the answer "
+                "(--with-reasoning=think, the default) or the assistant message's "
+                "reasoning_content (--with-reasoning=reasoning_content)");
+  cmd->add_option("--split", args->split,
+                  "With --out-dir: NAME=FRACTION,... (e.g. train=0.9,test=0.1; default train=1); "
+                  "every near-duplicate group stays in one split");
+  cmd->add_option("--license", args->license,
+                  "The sources' license for the dataset card (an SPDX id such as mit); default: "
+                  "the records' --license-field values");
+  cmd->add_option("--license-field", args->license_field,
+                  "The record field holding each source's license (default: license)");
+  cmd->add_option("--shard-rows", args->shard_rows,
+                  "With --out-dir: rows per data file (default 10000)")
+      ->check(CLI::PositiveNumber);
   cmd->footer(
       "Each record is the original corpus record, every field in its order, then "
       "kernel_wrapper, unitest_code, kernel_analysis (v2), verdict, flags, status, model and "
       "prompt (tag, pipeline, each stage's prompt version and sha256), mutation_score, coverage, "
       "cross_compile (per target: ok, error, unavailable or not_run), and near_duplicate_of when "
       "the sample has one (its closest near-duplicate in the corpus, or with --mark the eval-set "
-      "kernel it is near). Records are in sample-key order.");
+      "kernel it is near). Records are in sample-key order. The training rows (--format sft, "
+      "prompt-completion, trajectory, rl) hold the requests the model was sent and its answers, "
+      "and \"metadata\"; they keep verified samples unless --verdict says otherwise "
+      "(docs/OPERATIONS.md, \"Training data\").");
   return {
       cmd, [args, &g]() -> int {
-        KF_TRY_OR_REPORT(app::Config cfg, load(g));
-        KF_TRY_OR_REPORT(auto format, report::parse_export_format(args->format, args->out));
-        KF_TRY_OR_REPORT(auto db, app::open_store(cfg, app::IfMissing::refuse));
+        if (args->out.empty() && args->out_dir.empty())
+          return report(Error("usage", "export: give --out FILE or --out-dir DIR"));
+        bool folder = !args->out_dir.empty();
         report::ExportOptions opts;
-        opts.format = format;
+        if (auto shape = report::parse_row_shape(args->format)) {
+          opts.shape = *shape;
+          opts.format = report::ExportFormat::jsonl;
+        } else if (folder && args->format == "json") {
+          return report(Error("usage",
+                              "--format json: --out-dir writes JSON Lines; use --out for one "
+                              "JSON list"));
+        } else {
+          KF_TRY_OR_REPORT(opts.format, report::parse_export_format(
+                                            args->format, folder ? "x.jsonl" : args->out));
+        }
+        if (!folder && !args->split.empty())
+          return report(Error("usage", "--split goes with --out-dir DIR"));
+        if (!args->split.empty()) {
+          KF_TRY_OR_REPORT(opts.splits, report::parse_splits(args->split));
+        }
+        opts.with_reasoning = !args->with_reasoning.empty();
+        if (opts.with_reasoning) {
+          KF_TRY_OR_REPORT(opts.reasoning_style,
+                           report::parse_reasoning_style(args->with_reasoning));
+        }
+        opts.license = args->license;
+        opts.license_field = args->license_field;
+        opts.shard_rows = args->shard_rows;
+        KF_TRY_OR_REPORT(app::Config cfg, load(g));
+        KF_TRY_OR_REPORT(auto db, app::open_store(cfg, app::IfMissing::refuse));
         opts.verdicts = args->verdicts;
         opts.include_flagged = args->include_flagged;
-        opts.with_reasoning = args->with_reasoning;
         if (auto e = verify::parse_targets(args->compiles_for, "--compiles-for", opts.compiles_for))
           return report(Error("usage", *e));
         std::optional<dedup::EvalIndex> evals;
@@ -147,10 +226,17 @@ Command add_export(CLI::App& root, Globals& g) {
           }
           opts.mark_near = args->mark;
         }
-        KF_TRY_OR_REPORT(auto sum, report::export_run(*db, args->tag, args->out, opts));
+        report::ExportSummary sum;
         // With --out - the data owns stdout: the summaries go to stderr.
         std::FILE* to = args->out == "-" ? stderr : stdout;
-        if (!g.quiet) {
+        if (folder) {
+          KF_TRY_OR_REPORT(auto f, report::export_folder(*db, args->tag, args->out_dir, opts));
+          if (!g.quiet) print_folder(to, *args, f);
+          sum = std::move(f.rows);
+        } else {
+          KF_TRY_OR_REPORT(sum, report::export_run(*db, args->tag, args->out, opts));
+        }
+        if (!g.quiet && !folder) {
           std::fprintf(to, "exported %lld %s of %s to %s", static_cast<long long>(sum.written),
                        sum.written == 1 ? "sample" : "samples", args->tag.c_str(),
                        args->out == "-" ? "stdout" : args->out.c_str());
@@ -161,6 +247,13 @@ Command add_export(CLI::App& root, Globals& g) {
                          static_cast<long long>(sum.not_compiling));
           std::fprintf(to, "\n");
         }
+        if (!g.quiet && opts.shape != report::RowShape::record && args->verdicts.empty())
+          std::fprintf(to, "(verified samples only: --verdict chooses others)\n");
+        if (!g.quiet && sum.no_answer > 0)
+          std::fprintf(to, "%lld selected %s no answer to train on and %s left out\n",
+                       static_cast<long long>(sum.no_answer),
+                       sum.no_answer == 1 ? "sample had" : "samples had",
+                       sum.no_answer == 1 ? "was" : "were");
         if (evals) {
           if (!g.quiet) {
             std::string sets;

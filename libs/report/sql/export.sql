@@ -1,6 +1,8 @@
 -- Every job of a run with its sample's record, the latest analysis, the latest code (the generation,
 -- or the last repair round's corrected wrapper and test), and the latest verification, by sample
--- key. "Latest" is the newest row (highest id).
+-- key. "Latest" is the newest row (highest id). The last three columns come from the latest
+-- verification's report: the kernels its test launched ({name: count}), its test functions and
+-- the speed label, when the verifier measured one.
 -- name: export_rows
 SELECT s.key, s.record_json, j.state, j.stage,
        an.status, kf_text(an.parsed_text), an.prompt_version, an.prompt_sha256,
@@ -9,7 +11,11 @@ SELECT s.key, s.record_json, j.state, j.stage,
        kf_text(an.reasoning_text), kf_text(ge.reasoning_text),
        v.mutants_killed, v.mutants_applicable, json_extract(v.result_json, '$.coverage'),
        (SELECT json_group_object(t.target, t.result) FROM verification_targets t
-        WHERE t.verification_id = v.id)
+        WHERE t.verification_id = v.id),
+       json_extract(v.result_json, '$.triton.launches'),
+       (SELECT json_group_array(json_extract(t.value, '$.name'))
+        FROM json_each(v.result_json, '$.tests') t),
+       json_extract(v.result_json, '$.speed')
 FROM jobs j
 JOIN samples s ON s.id = j.sample_id
 LEFT JOIN stage_outputs an ON an.id = (

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "dataset_rows.hpp"
+#include "export_select.hpp"
 #include "kforge/core/fs.hpp"
 #include "kforge/dedup/groups.hpp"
+#include "kforge/report/dataset.hpp"
 #include "kforge/report/outcomes.hpp"
 #include "queries.hpp"
 
@@ -23,7 +26,9 @@ Result<ExportFormat> parse_export_format(const std::string& s, const std::filesy
   if (s == "jsonl") return ExportFormat::jsonl;
   if (s == "auto" || s.empty())
     return out.extension() == ".jsonl" ? ExportFormat::jsonl : ExportFormat::json;
-  return fail("usage", "--format: '" + s + "' is not json or jsonl");
+  return fail("usage", "--format: '" + s +
+                           "' is not one of json, jsonl, auto (kforge's records) or sft, "
+                           "prompt-completion, trajectory, rl (training rows)");
 }
 
 namespace {
@@ -49,30 +54,41 @@ ojson field_or_null(const std::optional<ojson>& obj, const char* name) {
 
 }  // namespace
 
-Result<ExportSummary> export_run(store::Db& db, const std::string& tag,
-                                 const std::filesystem::path& out, const ExportOptions& opts) {
+namespace detail {
+
+Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
+                   const std::string& destination, bool check_conflicts, ExportSummary& sum,
+                   const Emit& emit) {
   for (const auto& v : opts.verdicts)
     if (std::find(verdict_names().begin(), verdict_names().end(), v) == verdict_names().end())
       return fail("usage", "--verdict: '" + v +
                                "' is not a verdict (passed, failed, error, timeout, crashed, "
                                "invalid, skipped)");
-  KF_TRY(RunInfo run, find_run(db, tag));
-  // Each grouped sample's closest other member, at the threshold of the last corpus dedup.
+  const std::string& tag = run.tag;
+  // Each grouped sample's closest other member, and its group (by the group's smallest key), at
+  // the threshold of the last corpus dedup.
   std::unordered_map<std::int64_t, dedup::Member> corpus_link;
+  std::unordered_map<std::int64_t, std::string> group_of;
   KF_TRY(auto dedup_state, dedup::state(db));
   if (dedup_state) {
     KF_TRY(auto groups, dedup::groups_at(db, dedup_state->threshold));
-    for (auto& g : groups)
-      for (auto& m : g.members) corpus_link.emplace(m.sample_id, std::move(m));
+    for (auto& g : groups) {
+      std::string first;
+      for (const auto& m : g.members)
+        if (first.empty() || m.key < first) first = m.key;
+      for (auto& m : g.members) {
+        group_of.emplace(m.sample_id, first);
+        corpus_link.emplace(m.sample_id, std::move(m));
+      }
+    }
   }
+  // The training shapes keep verified samples unless told otherwise.
+  std::vector<std::string> verdicts = opts.verdicts;
+  if (verdicts.empty() && opts.shape != RowShape::record) verdicts = {"passed"};
   // A deferred transaction: one consistent snapshot of the run while the daemon goes on.
   KF_TRY(store::Transaction tx, store::Transaction::begin(db, store::TxMode::deferred));
   KF_TRY(store::Stmt s, db.prepare(queries()["export_rows"]));
   s.bind(1, run.id);
-  KF_TRY(AtomicFile file, AtomicFile::create(out));
-  bool json = opts.format == ExportFormat::json;
-  if (json) KF_CHECK(file.write("["));
-  ExportSummary sum;
   while (true) {
     KF_TRY(bool row, s.step());
     if (!row) break;
@@ -103,9 +119,9 @@ Result<ExportSummary> export_run(store::Db& db, const std::string& tag,
       }
     }
     Category cat = o.category();
-    if (!opts.verdicts.empty()) {
-      bool keep = o.verdict && std::find(opts.verdicts.begin(), opts.verdicts.end(), *o.verdict) !=
-                                   opts.verdicts.end();
+    if (!verdicts.empty()) {
+      bool keep =
+          o.verdict && std::find(verdicts.begin(), verdicts.end(), *o.verdict) != verdicts.end();
       if (keep && *o.verdict == "passed" && !o.flags.empty() && !opts.include_flagged) keep = false;
       if (!keep) {
         ++sum.skipped;
@@ -141,12 +157,13 @@ Result<ExportSummary> export_run(store::Db& db, const std::string& tag,
     if (!rec.is_object())
       return fail("parse", "sample '" + key + "': samples.record_json is not a JSON object");
     for (const char* name : kAdded)
-      if (rec.contains(name) && (opts.with_reasoning || std::string_view(name) != "reasoning"))
+      if (check_conflicts && rec.contains(name) &&
+          (opts.with_reasoning || std::string_view(name) != "reasoning"))
         return fail("conflict", "sample '" + key + "': the original record already has a field '" +
                                     name +
                                     "', which the export would overwrite; nothing was "
                                     "written to " +
-                                    out.string());
+                                    destination);
     auto analysis = parse_opt(s.opt_text(5));
     auto generated = parse_opt(s.opt_text(9));
     rec["kernel_wrapper"] = field_or_null(generated, "kernel_wrapper");
@@ -199,12 +216,53 @@ Result<ExportSummary> export_run(store::Db& db, const std::string& tag,
                                   {"exact", it->second.exact}};
       ++sum.corpus_near;
     }
-    std::string line = rec.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    Selected sel;
+    sel.sample_id = s.int64(17);
+    sel.key = key;
+    sel.code = s.text(18);
+    sel.rec = std::move(rec);
+    sel.code_stage = code_stage;
+    if (!before_verify && o.verdict) {
+      if (auto l = parse_opt(s.opt_text(25)); l && l->is_object()) sel.launches = std::move(*l);
+      if (auto t = parse_opt(s.opt_text(26)); t && t->is_array()) sel.tests = std::move(*t);
+      sel.speed = s.opt_text(27);
+    }
+    if (auto it = group_of.find(sel.sample_id); it != group_of.end()) sel.group = it->second;
+    KF_CHECK(emit(sel));
+  }
+  return {};
+}
+
+}  // namespace detail
+
+Result<ExportSummary> export_run(store::Db& db, const std::string& tag,
+                                 const std::filesystem::path& out, const ExportOptions& opts) {
+  KF_TRY(RunInfo run, find_run(db, tag));
+  bool record = opts.shape == RowShape::record;
+  KF_TRY(auto rows, detail::RowMaker::create(db, run, opts));
+  KF_TRY(AtomicFile file, AtomicFile::create(out));
+  bool json = record && opts.format == ExportFormat::json;
+  if (json) KF_CHECK(file.write("["));
+  ExportSummary sum;
+  detail::Emit write = [&](detail::Selected& sel) -> Status {
+    std::optional<ojson> row;
+    if (record) {
+      row = std::move(sel.rec);
+    } else {
+      KF_TRY(row, rows->make(sel, "train", sum.written));
+      if (!row) {
+        ++sum.no_answer;
+        return {};
+      }
+    }
+    std::string line = row->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     if (json) KF_CHECK(file.write(sum.written == 0 ? "\n" : ",\n"));
     KF_CHECK(file.write(line));
     if (!json) KF_CHECK(file.write("\n"));
     ++sum.written;
-  }
+    return {};
+  };
+  KF_CHECK(detail::select_rows(db, run, opts, out.string(), record, sum, write));
   if (json) KF_CHECK(file.write(sum.written == 0 ? "]\n" : "\n]\n"));
   KF_CHECK(file.commit());
   return sum;

@@ -25,6 +25,10 @@
 // eval-set kernel, or is at or above `near_threshold` similar to one, is left out (or kept and
 // marked, with mark_near); each such sample is listed in the summary with its match.
 //
+// Other shapes of row (dataset.hpp): the chat rows trainers read (sft, prompt-completion,
+// trajectory, rl), each with "metadata"; export_folder() writes a publishable folder with splits
+// and a dataset card.
+//
 // Records come in sample-key order, one at a time from the database to the file (memory does
 // not grow with the run). The file is written beside its destination and renamed into place, so
 // a failed export leaves the destination as it was.
@@ -41,12 +45,27 @@ namespace kforge::report {
 
 enum class ExportFormat { json, jsonl };
 
+// What one row is: the default record (above), or a training row (dataset.hpp).
+enum class RowShape { record, sft, prompt_completion, trajectory, rl };
+
+// Where a chat row puts the model's reasoning (with_reasoning): a "<think>...</think>" block
+// before the answer in the assistant's content, or the assistant message's
+// "reasoning_content" field.
+enum class ReasoningStyle { think, reasoning_content };
+
+// A split of export_folder(): its name and the fraction of the samples it gets.
+struct Split {
+  std::string name;
+  double fraction = 1;
+};
+
 // "json" | "jsonl"; "auto" picks jsonl for a .jsonl path and json otherwise.
 Result<ExportFormat> parse_export_format(const std::string& s, const std::filesystem::path& out);
 
 struct ExportOptions {
   ExportFormat format = ExportFormat::jsonl;
-  // Only samples whose latest verdict is one of these (empty: every sample of the run).
+  // Only samples whose latest verdict is one of these (empty: every sample of the run for
+  // records, the verified ones for the training shapes).
   // "passed" keeps verified samples only (passed with no quality flag) unless include_flagged.
   std::vector<std::string> verdicts;
   bool include_flagged = false;
@@ -59,6 +78,15 @@ struct ExportOptions {
   bool with_reasoning = false;
   // Only samples whose latest verification compiled for every one of these targets ("ok").
   std::vector<std::string> compiles_for;
+  // The row's shape; the training shapes are JSON Lines whatever `format` says.
+  RowShape shape = RowShape::record;
+  ReasoningStyle reasoning_style = ReasoningStyle::think;
+  // export_folder() only: the splits (empty: one, "train"), rows per shard, and the license of
+  // the sources for the card: an SPDX id, or else the records' `license_field` values.
+  std::vector<Split> splits;
+  std::int64_t shard_rows = 10'000;
+  std::string license;
+  std::string license_field = "license";
 };
 
 // A sample near an eval-set kernel, and what the export did with it.
@@ -74,6 +102,7 @@ struct ExportSummary {
   std::int64_t not_compiling = 0;  // left out by compiles_for
   std::vector<NearEval> near;      // near an eval-set kernel, in key order
   std::int64_t corpus_near = 0;    // written with a corpus near_duplicate_of
+  std::int64_t no_answer = 0;      // training shapes: selected, but with no answer to train on
 };
 
 // Errors: "not_found" (unknown tag), "usage" (unknown verdict name), "conflict" (an original
