@@ -3,7 +3,8 @@
 -- 8,000 LLM calls, 4,000 verifications and 4,000 events (one warning per job). Sizes are of the
 -- order real runs store; the texts are filler. The runs ended a day before the run's clock
 -- (bench_now), so their events are outside `kforge status`'s 24-hour error window, as most of a
--- long history is. Expects a migrated, empty database and TEMP TABLE bench_now(ms).
+-- long history is. Expects a migrated, empty database and TEMP TABLE bench_now(ms, runs): the
+-- number of runs (ten by default in bench/idle/run.sh).
 PRAGMA journal_mode = WAL;
 BEGIN;
 WITH RECURSIVE i(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM i WHERE n < 4000)
@@ -13,7 +14,7 @@ SELECT n, 'sample' || n, printf('%064d', n), printf('%.*c', 3000, 'c'), 'interfa
        '{}', 'train_crawl.json', n - 1, 0, 0
 FROM i;
 
-WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 10)
+WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < (SELECT runs FROM bench_now))
 INSERT INTO runs (id, tag, pipeline, model, state, created_ms, updated_ms)
 SELECT n, 'run' || n, 'v2', 'model', 'finished', 0, (SELECT ms FROM bench_now) - 86400000
 FROM r;

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The CPU an idle kforged spends on a database with ten finished 4,000-sample runs
+# The CPU an idle kforged spends on a database with finished 4,000-sample runs
 # (bench/idle/fill.sql: 40,000 jobs, 80,000 stage outputs and LLM calls, 40,000 verifications).
 # Usage: bench/idle/run.sh [SECONDS]   (default 60; KFORGED picks the binary, KFORGE the CLI,
 # KFORGE_BENCH_SQL the SQL runner: fill.sql stores its texts with kf_put(), so it needs schema 15
 # or later; KFORGE_IDLE_VERIFY=1 runs the verifier too, a warm pool of two CPU workers with the
-# tests' stand-in Triton, as a daemon with daemon.verify on idles)
+# tests' stand-in Triton, as a daemon with daemon.verify on idles; KFORGE_IDLE_RUNS the number of
+# finished runs, 10 by default: 50 make a database of about 1 GB)
 # Prints the database's size and the daemon's user+system CPU over SECONDS after a 5 s settle,
 # as a percentage of one core; then how long the idle daemon takes to lease the first job of a
 # run `kforge run create` makes (pickup_ms); the last line as key=value.
@@ -13,6 +14,7 @@ cd "$(dirname "$0")/../.."
 kforged="${KFORGED:-build/apps/kforged/kforged}"
 kforge="${KFORGE:-build/apps/kforge/kforge}"
 verify="${KFORGE_IDLE_VERIFY:-0}"
+runs="${KFORGE_IDLE_RUNS:-10}"
 seconds="${1:-60}"
 dir="$(mktemp -d)"
 pid=""
@@ -56,7 +58,8 @@ wait "$pid" 2>/dev/null || true
 pid=""
 now_ms="$(($(date +%s) * 1000))"
 {
-  echo "CREATE TEMP TABLE bench_now(ms INTEGER); INSERT INTO bench_now VALUES ($now_ms);"
+  echo "CREATE TEMP TABLE bench_now(ms INTEGER, runs INTEGER);"
+  echo "INSERT INTO bench_now VALUES ($now_ms, $runs);"
   cat bench/idle/fill.sql
 } | "${KFORGE_BENCH_SQL:-build/bench/kforge-bench-sql}" "$db" >/dev/null
 db_mb="$(du -m "$db" | cut -f1)"
@@ -90,7 +93,7 @@ wait "$pid" 2>/dev/null || true
 pid=""
 cpu_pct="$(python3 -c "print(f'{100 * ($t1 - $t0) / $hz / ($s1 - $s0):.2f}')")"
 cpu_s="$(python3 -c "print(f'{($t1 - $t0) / $hz:.2f}')")"
-echo "database: ${db_mb} MB, 10 finished runs of 4,000 samples"
+echo "database: ${db_mb} MB, $runs finished runs of 4,000 samples"
 echo "idle kforged (verifier $([[ "$verify" == 1 ]] && echo on || echo off)): ${cpu_s} s of CPU in ${seconds} s: ${cpu_pct}% of a core"
 echo "a new run's first job leased ${pickup_ms:-never (10 s)} ms after run create returned"
-echo "db_mb=$db_mb verify=$verify seconds=$seconds cpu_s=$cpu_s cpu_pct=$cpu_pct pickup_ms=${pickup_ms:-none}"
+echo "db_mb=$db_mb runs=$runs verify=$verify seconds=$seconds cpu_s=$cpu_s cpu_pct=$cpu_pct pickup_ms=${pickup_ms:-none}"
