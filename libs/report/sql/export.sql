@@ -9,7 +9,8 @@ SELECT s.key, s.record_json, j.state, j.stage,
        kf_text(an.reasoning_text), kf_text(ge.reasoning_text),
        v.mutants_killed, v.mutants_applicable, json_extract(v.result_json, '$.coverage'),
        (SELECT json_group_object(t.target, t.result) FROM verification_targets t
-        WHERE t.verification_id = v.id)
+        WHERE t.verification_id = v.id),
+       json_extract(v.result_json, '$.mutation.kernel')
 FROM jobs j
 JOIN samples s ON s.id = j.sample_id
 LEFT JOIN stage_outputs an ON an.id = (

@@ -238,5 +238,19 @@ class ReplayTest(unittest.TestCase):
         self.assertEqual(rec.kernels(), [("add_kernel", kernels.add_kernel)])
 
 
+class RequestTest(unittest.TestCase):
+    def test_the_kernel_battery_of_a_request_is_read_strictly(self):
+        from kforge_harness.runner import kernel_options
+        self.assertEqual(kernel_options({}), (0, 0.0))
+        self.assertEqual(kernel_options({"kernel_mutants": {"count": 8, "time_s": 30}}),
+                         (8, 30.0))
+        for bad in ({"count": 8}, {"count": -1, "time_s": 1}, {"count": 2, "time_s": 0},
+                    {"count": "8", "time_s": 1}, {"count": 1, "time_s": 1, "extra": 1}, [8, 30],
+                    {"count": True, "time_s": 1}):
+            with self.subTest(bad=bad):
+                with self.assertRaises(ValueError):
+                    kernel_options({"kernel_mutants": bad})
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -123,6 +123,18 @@ def _entry(site, info, ordinal):
             "desc": site["desc"], "hint": kernel_ops.HINTS.get(site["op"], "")}
 
 
+def _run_swapped(sample, state, jit, mjit, poison):
+    """The real run's tests once, with mutant mjit launched in place of jit."""
+    state.kernel_swap = {id(jit): mjit}
+    state.kernel_poison = poison
+    state.swapped = 0
+    saved, state.outputs = state.outputs, None  # the real run's findings stay as they were
+    try:
+        return sample["run_tests"](sample)
+    finally:
+        state.kernel_swap, state.kernel_poison, state.outputs = None, None, saved
+
+
 def run_kernel_battery(sample, report, count, budget_s, run_tests):
     """Up to `count` kernel mutants within `budget_s` seconds; fills report["kernel_battery"].
     run_tests(sample) runs the real run's tests once and returns the first failing test's
@@ -153,6 +165,8 @@ def run_kernel_battery(sample, report, count, budget_s, run_tests):
     chosen = kernel_ops.choose(per_kernel, count)
     kb["sites"] = sum(len(s) for _, s in per_kernel)
     originals = Originals(state)
+    written = dict(state.outputs.written) if state.outputs is not None else {}
+    sample["run_tests"] = run_tests
     workdir = os.path.dirname(sample["path"])
     for i, site in enumerate(chosen):
         if time.monotonic() - t0 >= budget_s:
@@ -183,12 +197,13 @@ def run_kernel_battery(sample, report, count, budget_s, run_tests):
             kb["equivalent"] += outcome == "equivalent"
             entry["duration_ms"] = int((time.monotonic() - t1) * 1000)
             continue
-        state.kernel_swap = {id(jit): mjit}
-        state.swapped = 0
-        try:
-            failed = run_tests(sample)
-        finally:
-            state.kernel_swap = None
+        failed = _run_swapped(sample, state, jit, mjit, None)
+        if failed is None and state.swapped:
+            # Confirmed with the outputs it should write poisoned first: an element the mutant
+            # leaves unwritten may hold the right answer in memory the allocator handed out
+            # again, and that must not pass it.
+            failed = _run_swapped(sample, state, jit, mjit, written)
+            entry["confirmed"] = failed is None
         entry["swapped_launches"] = state.swapped
         entry["duration_ms"] = int((time.monotonic() - t1) * 1000)
         if failed is not None:

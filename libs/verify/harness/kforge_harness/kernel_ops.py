@@ -114,6 +114,13 @@ def _parents(fn_def):
     return parents
 
 
+def _ancestors(node, parents):
+    p = parents.get(node)
+    while p is not None:
+        yield p
+        p = parents.get(p)
+
+
 def _frozen(node, parents, stop):
     """Whether node sits where a change would only break the compile or the launch grid: inside
     a call of FROZEN_CALLS, a keyword of FROZEN_KEYWORDS, an annotation, or a subscript's
@@ -235,8 +242,11 @@ def sites(fn_def, kernel):
             add("stride_swap", i, node, "`%s` is used in place of `%s` (line %d)"
                 % (other, node.id, node.lineno))
         if _number(node) and type(node.value) is not bool and not _frozen(node, parents, fn_def):
+            # values (a where branch, an operand) before thresholds (inside a comparison)
+            in_compare = any(isinstance(a, ast.Compare) for a in _ancestors(node, parents))
             add("constant", i, node, "the constant %r is %r" % (node.value,
-                                                                  _new_constant(node.value)))
+                                                                  _new_constant(node.value)),
+                variant=1 if in_compare else 0)
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
                 isinstance(node.targets[0], ast.Name) and \
                 any(_call_name(n) == "arange" for n in ast.walk(node.value)):
@@ -303,13 +313,14 @@ def choose(sites_by_kernel, count):
     """`count` sites, deterministic: round-robin over the kernels (in the order given) and within
     a kernel over OPERATORS in order, each operator's sites taken in the order of a stable hash
     (so a budget spreads over the kernel rather than taking its first lines). Value arithmetic
-    comes before index arithmetic, swapped index terms before a changed broadcast."""
+    comes before index arithmetic, swapped index terms before a changed broadcast, a value
+    constant before a threshold in a comparison."""
     queues = []
     for kernel, ss in sites_by_kernel:
         per_op = []
         for op in OPERATORS:
             mine = sorted((s for s in ss if s["op"] == op),
-                          key=lambda s: (s["variant"] if op in ("arith", "index_swap") else 0,
+                          key=lambda s: (s["variant"] if op in ("arith", "index_swap", "constant") else 0,
                                          site_key(s)))
             if mine:
                 per_op.append(mine)

@@ -39,6 +39,9 @@ class TritonState:
         self.replays = None
         self.kernel_swap = None
         self.swapped = 0
+        # When a kernel mutant's run is confirmed: kernel name -> the argument names the real
+        # run found written, filled with all-ones bytes before each swapped launch.
+        self.kernel_poison = None
         self.launch_raw = None
 
 
@@ -136,6 +139,8 @@ def install_triton_hooks(state):
                 sub = state.kernel_swap.get(id(self))
                 if sub is not None:
                     state.swapped += 1
+                    if state.kernel_poison is not None:
+                        _poison_outputs(state.kernel_poison.get(name, ()), self, args, kwargs)
                     return orig_run(sub, *args, **kwargs)
             rec = None
             if state.replays is not None and state.mutator is None and state.outputs is not None:
