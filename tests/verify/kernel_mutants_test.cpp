@@ -123,8 +123,10 @@ TEST(VerifyKernelMutants, ConstantOutputsAreFlagged) {
   TempDir tmp;
   auto pool = make_pool(test_config(tmp));
   ASSERT_TRUE(pool);
+  // All zeros; every element 7; a single element (trivially constant).
   auto r = run_all(*pool, {load_sample("kmutant_constant_output"),
-                           load_sample("mutant_int_constant")});
+                           load_sample("mutant_int_constant"),
+                           load_sample("kmutant_single_element")});
   for (const auto& x : r) {
     SCOPED_TRACE(x.detail + "\n" + x.report.dump());
     ASSERT_EQ(x.verdict, Verdict::passed);

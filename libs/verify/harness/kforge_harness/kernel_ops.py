@@ -12,7 +12,8 @@ The operators, in the order a budget takes them (docs/VERIFIER.md, "Kernel mutan
   constant     a numeric constant in the computation changed (0 -> 1, c -> c + 1, x -> 2x)
   other        the other= fill of a masked tl.load changed (0 -> 1, anything else -> 0)
   compare      a comparison's operator changed (< and <=, > and >=, == and !=)
-  arith        an arithmetic operator changed (+ and -, * -> +, / -> *), values first
+  arith        an arithmetic operator changed (+ and -, / -> *; a * b -> a / b and b / a on
+               values, a * b -> a + b on indices), values first
   mask_drop    the mask= (and other=) of a tl.load or tl.store removed
   bound        a comparison's right side one less (offsets < n -> offsets < n - 1)
   index_swap   two index terms swapped (a * s + b -> b * s + a; x[:, None] <-> x[None, :])
@@ -222,10 +223,17 @@ def sites(fn_def, kernel):
         if isinstance(node, ast.BinOp) and type(node.op) in _ARITH_SWAP and \
                 not (_number(node.left) and _number(node.right)) and not _is_pointer(node) and \
                 not _frozen(node, parents, fn_def):
-            kind = "index" if _is_address(node) else "value"
-            add("arith", i, node, "`%s` is `%s` in `%s`"
-                % (_ARITH_TEXT[type(node.op)], _ARITH_TEXT[_ARITH_SWAP[type(node.op)]],
-                   _snippet(node)), variant=0 if kind == "value" else 1)
+            value = not _is_address(node)
+            targets = [_ARITH_TEXT[_ARITH_SWAP[type(node.op)]]]
+            if value and isinstance(node.op, ast.Mult):
+                targets = ["/", "/r"]  # a * b -> a / b and b / a: a unit scale hides the second
+            for t in targets:
+                shown = "%s / %s" % (_snippet(node.right), _snippet(node.left)) if t == "/r" \
+                    else None
+                desc = ("`%s` is `%s`" % (_snippet(node), shown)) if shown else \
+                    ("`%s` is `%s` in `%s`" % (_ARITH_TEXT[type(node.op)], t, _snippet(node)))
+                add("arith", i, node, desc, variant=0 if value else 1)
+                out[-1]["to"] = t
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and \
                 not (isinstance(parents.get(node), ast.BinOp) and
                      isinstance(parents[node].op, ast.Add)) and \
@@ -304,8 +312,8 @@ def _swap_terms(node):
 
 def site_key(site):
     """A stable key (the same kernel always gives the same order)."""
-    text = "%s|%s|%d|%d|%d" % (site["kernel"], site["op"], site["line"], site["col"],
-                               site["variant"])
+    text = "%s|%s|%d|%d|%d|%s" % (site["kernel"], site["op"], site["line"], site["col"],
+                                  site["variant"], site.get("to", ""))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -392,7 +400,11 @@ def _apply(root, node, site):
     elif op == "bound":
         node.comparators[0] = ast.BinOp(node.comparators[0], ast.Sub(), ast.Constant(1))
     elif op == "arith":
-        node.op = _ARITH_SWAP[type(node.op)]()
+        to = site.get("to", _ARITH_TEXT[_ARITH_SWAP[type(node.op)]])
+        if to == "/r":
+            node.left, node.right = node.right, node.left
+            to = "/"
+        node.op = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div}[to]()
     elif op == "index_swap" and site["variant"] == 0:
         if not _replace(root, node, _swap_terms(node)):
             raise ValueError("index terms not found")

@@ -64,6 +64,8 @@ class Outputs:
         self.per_launch = []
         self.multi = 0  # outputs of more than one element seen
         self.constant = 0  # of those, outputs whose elements were all equal
+        self.largest = 0  # the most elements of any buffer a launch was given
+        self.wrote = 0  # outputs seen
 
     def launch(self, kernel, fn, args, kwargs, run):
         """Runs the launch (run()) between a copy of its buffers and the comparison."""
@@ -79,6 +81,7 @@ class Outputs:
         wrote = []
         for name, v, snap in before:
             n = buffers.numel(v)
+            self.largest = max(self.largest, n)
             self.size_one |= n == 1
             self.empty |= n == 0
             if buffers.changed(snap, v):
@@ -89,6 +92,7 @@ class Outputs:
         for name, v in wrote:
             self._record(kernel, name, v, blocks)
             shapes.append(buffers.shape(v))
+            self.wrote += 1
             if buffers.numel(v) > 1:
                 self.multi += 1
                 self.constant += buffers.is_constant(v)
@@ -137,6 +141,15 @@ class Outputs:
                 return found
         return []
 
+    def constant_outputs(self):
+        """Every output of more than one element had all its elements equal; or every buffer
+        of every launch had one element at most (a single-element test: its output cannot
+        differ from element to element either). A full reduction of many elements into one is
+        not flagged."""
+        if self.multi:
+            return self.constant == self.multi
+        return self.wrote > 0 and self.largest <= 1
+
     def isolated_launches(self):
         """The launches the output mutants change one at a time: those that wrote more than one
         element, the first of each (kernel, output shapes). Empty when only one launch wrote
@@ -164,5 +177,5 @@ class Outputs:
                 "size_one": self.size_one,
                 "empty": self.empty,
                 "probed_outputs": list(self.probed),
-                "constant_outputs": self.multi > 0 and self.constant == self.multi,
+                "constant_outputs": self.constant_outputs(),
                 "unwatched_launches": self.unwatched}
