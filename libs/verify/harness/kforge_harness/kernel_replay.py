@@ -95,7 +95,14 @@ class Recorder:
             if len(self.uncaptured) < 4:
                 self.uncaptured.append("%s: %s: %s" % (kernel, type(e).__name__, str(e)[:200]))
             return None
-        if rec is None or rec.key in self.keys:
+        if rec.key in self.keys:
+            return None
+        try:
+            if not _copy_integers(rec):
+                return None  # more integer contents than a replay copies
+        except Exception as e:  # noqa: BLE001 - capture must never fail a launch
+            if len(self.uncaptured) < 4:
+                self.uncaptured.append("%s: %s: %s" % (kernel, type(e).__name__, str(e)[:200]))
             return None
         return rec
 
@@ -123,7 +130,6 @@ def _describe(kernel, jit, args, kwargs):
     names = list(getattr(jit, "arg_names", None) or [])
     rec.names = names
     consts = constexpr_names(jit)
-    copied = [0]
     key = [kernel]
 
     def enc(v):
@@ -157,13 +163,6 @@ def _describe(kernel, jit, args, kwargs):
     for k, v in kwargs.items():
         key.append(k)
         rec.kwargs[k] = enc(v)
-    for sid, info in rec.storages.items():
-        if info.get("needs_copy"):
-            copied[0] += info["nbytes"]
-            if copied[0] > MAX_COPY_BYTES:
-                return None
-            info["ints"] = _storage_bytes(info)
-        info.pop("storage", None)
     # Block sizes: constexpr integers that are powers of two of at least MIN_BLOCK.
     named = [(names[i] if i < len(names) else None, e) for i, e in enumerate(rec.args)]
     named += list(rec.kwargs.items())
@@ -182,6 +181,19 @@ def _describe(kernel, jit, args, kwargs):
     return rec
 
 
+def _copy_integers(rec):
+    """Copies the contents of the record's integer and boolean storages (as they are before the
+    launch). False when they are larger than MAX_COPY_BYTES together."""
+    total = sum(info["nbytes"] for info in rec.storages.values() if info.get("needs_copy"))
+    if total > MAX_COPY_BYTES:
+        return False
+    for info in rec.storages.values():
+        if info.get("needs_copy"):
+            info["ints"] = _storage_bytes(info)
+        info.pop("storage", None)
+    return True
+
+
 def _shrinks(e, blocks):
     return e[0] == "value" and type(e[1]) is int and e[1] > 1 and any(e[1] % b == 0
                                                                         for b in blocks)
@@ -190,7 +202,7 @@ def _shrinks(e, blocks):
 def _storage_bytes(info):
     torch = _torch()
     raw = torch.empty(0, dtype=torch.uint8, device=info["device"])
-    raw.set_(info["storage"])
+    raw.set_(info["storage"], 0, (info["nbytes"],), (1,))
     return raw.clone()
 
 
