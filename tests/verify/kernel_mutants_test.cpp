@@ -40,8 +40,9 @@ TEST(VerifyKernelMutants, WeakInputsAreFlaggedWithTheSurvivorAndItsLine) {
     int line;
     const char* words;
   };
-  const Want want[] = {{"constant", 11, "the constant 0.0 is 1.0 (code line 11): the test's inputs "
-                                        "never reach where that constant matters"},
+  const Want want[] = {{"constant", 11,
+                        "the constant 0.0 is 1.0 (code line 11): the test's inputs "
+                        "never reach where that constant matters"},
                        {"other", 10, "is 1.0 instead of 0.0 (code line 10): the test's sizes"}};
   for (int i = 0; i < 2; ++i) {
     SCOPED_TRACE(r[i].detail + "\n" + r[i].report.dump());
@@ -124,9 +125,9 @@ TEST(VerifyKernelMutants, ConstantOutputsAreFlagged) {
   auto pool = make_pool(test_config(tmp));
   ASSERT_TRUE(pool);
   // All zeros; every element 7; a single element (trivially constant).
-  auto r = run_all(*pool, {load_sample("kmutant_constant_output"),
-                           load_sample("mutant_int_constant"),
-                           load_sample("kmutant_single_element")});
+  auto r =
+      run_all(*pool, {load_sample("kmutant_constant_output"), load_sample("mutant_int_constant"),
+                      load_sample("kmutant_single_element")});
   for (const auto& x : r) {
     SCOPED_TRACE(x.detail + "\n" + x.report.dump());
     ASSERT_EQ(x.verdict, Verdict::passed);
@@ -136,8 +137,7 @@ TEST(VerifyKernelMutants, ConstantOutputsAreFlagged) {
     EXPECT_NE(x.detail.find("constant output: every output"), std::string::npos);
   }
   // All zeros: a subtraction where an addition should be passes as well.
-  EXPECT_EQ(r[0].flags,
-            (std::vector<std::string>{verify::kConstantOutput, verify::kWeakInputs}));
+  EXPECT_EQ(r[0].flags, (std::vector<std::string>{verify::kConstantOutput, verify::kWeakInputs}));
   EXPECT_EQ(r[0].report["mutation"]["kernel"]["survived"][0]["desc"], "`+` is `-` in `x + y`");
 }
 
@@ -150,8 +150,8 @@ TEST(VerifyKernelMutants, TheBatteryKeepsToItsCountInEitherProcessModeAndCanBeOf
     cfg.kernel_mutants = 2;
     auto pool = make_pool(cfg);
     ASSERT_TRUE(pool);
-    auto r = run_all(*pool, {load_sample("kmutant_strong_log"),
-                             load_sample("kmutant_weak_row_sum_block")});
+    auto r = run_all(
+        *pool, {load_sample("kmutant_strong_log"), load_sample("kmutant_weak_row_sum_block")});
     EXPECT_TRUE(r[0].verified()) << r[0].detail;
     EXPECT_EQ(r[0].report["mutation"]["kernel"]["tried"], 2);
     EXPECT_EQ(r[1].flags, std::vector<std::string>{verify::kWeakInputs});
@@ -186,10 +186,9 @@ TEST(VerifyKernelMutants, TheConfigurationIsReadStrictly) {
   EXPECT_EQ(c.kernel_mutants, 3);
   EXPECT_EQ(c.kernel_mutant_time_s, 12.5);
   EXPECT_EQ(c.mutants, std::vector<std::string>{"permute_row"});
-  for (const char* bad : {"verifier:\n  kernel_mutants: -1\n",
-                          "verifier:\n  kernel_mutants: many\n",
-                          "verifier:\n  kernel_mutant_time_s: 0\n",
-                          "verifier:\n  kernel_mutant: 3\n"}) {
+  for (const char* bad :
+       {"verifier:\n  kernel_mutants: -1\n", "verifier:\n  kernel_mutants: many\n",
+        "verifier:\n  kernel_mutant_time_s: 0\n", "verifier:\n  kernel_mutant: 3\n"}) {
     SCOPED_TRACE(bad);
     verify::VerifierConfig d;
     auto st = read_verifier(bad, d);
@@ -203,20 +202,21 @@ TEST(VerifyKernelMutants, TheScoreCarriesTheKernelBatteryAndFlagsItsSurvivor) {
   verify::VerifyResult r;
   r.verdict = Verdict::passed;
   r.detail = "1 test passed";
-  Json report = {{"battery", {{"mutants", Json::array({{{"mutant", "tail"}, {"result", "killed"}}})}}},
-                 {"kernel_battery",
-                  {{"mutants", Json::array({{{"result", "killed"}},
-                                            {{"result", "equivalent"}},
-                                            {{"result", "unsafe"}},
-                                            {{"result", "survived"}}})},
-                   {"survived",
-                    Json::array({{{"mutant", "k4"},
-                                  {"op", "mask_drop"},
-                                  {"section", "code"},
-                                  {"section_line", 12},
-                                  {"desc", "the mask of the tl.load `tl.load(x)` is removed"},
-                                  {"hint", "inputs whose size is a multiple of the block cannot "
-                                           "tell them apart"}}})}}}};
+  Json report = {
+      {"battery", {{"mutants", Json::array({{{"mutant", "tail"}, {"result", "killed"}}})}}},
+      {"kernel_battery",
+       {{"mutants", Json::array({{{"result", "killed"}},
+                                 {{"result", "equivalent"}},
+                                 {{"result", "unsafe"}},
+                                 {{"result", "survived"}}})},
+        {"survived", Json::array({{{"mutant", "k4"},
+                                   {"op", "mask_drop"},
+                                   {"section", "code"},
+                                   {"section_line", 12},
+                                   {"desc", "the mask of the tl.load `tl.load(x)` is removed"},
+                                   {"hint",
+                                    "inputs whose size is a multiple of the block cannot "
+                                    "tell them apart"}}})}}}};
   verify::apply_mutation_score(r, verify::score_mutants(Verdict::failed, false, report));
   EXPECT_EQ(r.flags, std::vector<std::string>{verify::kWeakInputs});
   const auto& k = r.report["mutation"]["kernel"];
