@@ -64,6 +64,7 @@ class Originals:
     def __init__(self, state):
         self.state = state
         self.cache = {}
+        self.errors = []  # why a replay of the original failed (the first few)
 
     def get(self, rec, variant):
         k = (id(rec), variant)
@@ -73,8 +74,11 @@ class Originals:
                 b = run_launch(rec, variant, SEED, rec.jit, self.state.launch_raw, _cuda_sync)
                 oa = a.outputs()
                 self.cache[k] = None if differs(oa, b.outputs()) or a.guard_written() else oa
-            except Exception:  # noqa: BLE001 - no replay of this launch
+            except Exception as e:  # noqa: BLE001 - no replay of this launch
                 self.cache[k] = None
+                if len(self.errors) < 3:
+                    self.errors.append("%s (%s): %s: %s" % (rec.kernel, variant, type(e).__name__,
+                                                            str(e).strip()[:300]))
         return self.cache[k]
 
 
@@ -234,5 +238,7 @@ def run_kernel_battery(sample, report, count, budget_s, run_tests):
         if kb["not_run"]:
             kb["stopped"] = "first survivor"
         break
+    if originals.errors:
+        kb["replay_errors"] = list(originals.errors)
     kb["duration_ms"] = int((time.monotonic() - t0) * 1000)
     return kb
