@@ -49,7 +49,7 @@ if sample is not None and wants_mutant_run(rep):
     out["battery"] = second.get("battery")
     out["kernel_battery"] = second.get("kernel_battery")
 sys.stdout.flush()
-os.write(3, (json.dumps(out, default=str) + "\n").encode())
+os.write(int(sys.argv[4]), (json.dumps(out, default=str) + "\n").encode())
 """
 
 
@@ -65,10 +65,10 @@ def run_one(kernel, test, mutants, kernel_mutants=(0, 1.0), env=None):
             json.dump(req, f)
         r, w = os.pipe()
         t0 = time.monotonic()
-        p = subprocess.Popen([sys.executable, "-c", CHILD, HARNESS, path, tmp], pass_fds=(w,),
-                             env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             preexec_fn=lambda: os.dup2(w, 3))
+        # The report comes back on a pipe of its own (the write end passed by number).
+        p = subprocess.Popen([sys.executable, "-c", CHILD, HARNESS, path, tmp, str(w)],
+                             pass_fds=(w,), env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT)
         os.close(w)
         data = b""
         while True:
@@ -154,7 +154,9 @@ def main():
     ap.add_argument("--jobs", type=int, default=4)
     ap.add_argument("--cost", action="store_true", help="measure the kernel battery's cost")
     ap.add_argument("--json", help="write every result here")
+    ap.add_argument("--corpus", default=CORPUS, help="a folder laid out as tests/verify/mutants")
     args = ap.parse_args()
+    globals()["CORPUS"] = args.corpus
     mutants = [m for m in args.mutants.split(",") if m]
     cases = [(k, t) for k in sorted(os.listdir(CORPUS)) if os.path.isdir(os.path.join(CORPUS, k))
              for t in sorted(os.listdir(os.path.join(CORPUS, k)))
