@@ -63,7 +63,8 @@ TEST(VerifyKernelMutants, WeakInputsAreFlaggedWithTheSurvivorAndItsLine) {
   }
   // The row sum's survivor differs from the original only at sizes one less than the block.
   const auto& battery = r[1].report["mutant"]["kernel_battery"];
-  EXPECT_EQ(battery["mutants"][0]["replay"], "differs_tail");
+  EXPECT_EQ(battery["mutants"].back()["result"], "survived");
+  EXPECT_EQ(battery["mutants"].back()["replay"], "differs_tail");
 }
 
 TEST(VerifyKernelMutants, AStrongTestOfARestrictedDomainStaysVerified) {
@@ -84,9 +85,10 @@ TEST(VerifyKernelMutants, AStrongTestOfARestrictedDomainStaysVerified) {
     EXPECT_EQ(k["survived"], Json::array());
   }
   // The fill of the masked load never reaches the output: an equivalent mutant, not counted.
-  const auto& first = r[0].report["mutant"]["kernel_battery"]["mutants"][0];
-  EXPECT_EQ(first["op"], "other");
-  EXPECT_EQ(first["result"], "equivalent");
+  Json other;
+  for (const auto& e : r[0].report["mutant"]["kernel_battery"]["mutants"])
+    if (e["op"] == "other") other = e;
+  EXPECT_EQ(other.value("result", ""), "equivalent") << r[0].report["mutant"].dump();
   EXPECT_EQ(r[0].report["mutation"]["kernel"]["equivalent"], 1);
 }
 

@@ -10,15 +10,15 @@ The operators, in the order a budget takes them (docs/VERIFIER.md, "Kernel mutan
 
   where_swap   tl.where(c, a, b) -> tl.where(c, b, a)
   constant     a numeric constant in the computation changed (0 -> 1, c -> c + 1, x -> 2x)
-  other        the other= fill of a masked tl.load changed (0 -> 1, anything else -> 0)
-  compare      a comparison's operator changed (< and <=, > and >=, == and !=)
   arith        an arithmetic operator changed (+ and -, / -> *; a * b -> a / b and b / a on
                values, a * b -> a + b on indices), values first
-  mask_drop    the mask= (and other=) of a tl.load or tl.store removed
-  bound        a comparison's right side one less (offsets < n -> offsets < n - 1)
+  other        the other= fill of a masked tl.load changed (0 -> 1, anything else -> 0)
   index_swap   two index terms swapped (a * s + b -> b * s + a; x[:, None] <-> x[None, :])
   stride_swap  one stride argument used in place of another
+  bound        a comparison's right side one less (offsets < n -> offsets < n - 1)
   reduce_axis  a reduction (tl.sum, tl.max, ...) over the other axis
+  compare      a comparison's operator changed (< and <=, > and >=, == and !=)
+  mask_drop    the mask= (and other=) of a tl.load or tl.store removed
   offset       an offsets assignment built on tl.arange shifted by one
   mask_invert  the mask of a tl.load or tl.store inverted
 """
@@ -27,8 +27,10 @@ import ast
 import copy
 import hashlib
 
-OPERATORS = ("where_swap", "constant", "other", "compare", "arith", "mask_drop", "bound",
-             "index_swap", "stride_swap", "reduce_axis", "offset", "mask_invert")
+# Those that change what a kernel computes in bounds first; those that mostly move its accesses
+# out of bounds (unsafe: not run under the tests) last.
+OPERATORS = ("where_swap", "constant", "arith", "other", "index_swap", "stride_swap", "bound",
+             "reduce_axis", "compare", "mask_drop", "offset", "mask_invert")
 
 # What a survivor of each operator usually says about the test's inputs (the repair evidence).
 HINTS = {
