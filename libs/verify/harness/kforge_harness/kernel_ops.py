@@ -10,7 +10,7 @@ The operators, in the order a budget takes them (docs/VERIFIER.md, "Kernel mutan
 
   where_swap   tl.where(c, a, b) -> tl.where(c, b, a)
   constant     a numeric constant in the computation changed (0 -> 1, c -> c + 1, x -> 2x)
-  arith        an arithmetic operator changed (+ and -, / -> *; a * b -> a / b and b / a on
+  arith        an arithmetic operator changed (+ and -, / -> *; a * b -> b / a and a / b on
                values, a * b -> a + b on indices), values first
   other        the other= fill of a masked tl.load changed (0 -> 1, anything else -> 0)
   index_swap   two index terms swapped (a * s + b -> b * s + a; x[:, None] <-> x[None, :])
@@ -312,6 +312,19 @@ def _swap_terms(node):
     return None
 
 
+# Within arith: b / a first (what a unit scale hides; a / b most tests catch anyway).
+_ARITH_ORDER = {"/r": 0, "-": 1, "+": 1, "*": 1, "/": 2}
+
+
+def _priority(site):
+    """Sort key of a site within its operator: value sites before index ones (arith), swapped
+    terms before a changed broadcast (index_swap), values before thresholds (constant), then the
+    stable hash."""
+    first = site["variant"] if site["op"] in ("arith", "index_swap", "constant") else 0
+    second = _ARITH_ORDER.get(site.get("to"), 1) if site["op"] == "arith" else 0
+    return first, second, site_key(site)
+
+
 def site_key(site):
     """A stable key (the same kernel always gives the same order)."""
     text = "%s|%s|%d|%d|%d|%s" % (site["kernel"], site["op"], site["line"], site["col"],
@@ -329,9 +342,7 @@ def choose(sites_by_kernel, count):
     for kernel, ss in sites_by_kernel:
         per_op = []
         for op in OPERATORS:
-            mine = sorted((s for s in ss if s["op"] == op),
-                          key=lambda s: (s["variant"] if op in ("arith", "index_swap", "constant") else 0,
-                                         site_key(s)))
+            mine = sorted((s for s in ss if s["op"] == op), key=_priority)
             if mine:
                 per_op.append(mine)
         queues.append(per_op)
