@@ -83,6 +83,9 @@ TEST(VerifyKernelMutants, AStrongTestOfARestrictedDomainStaysVerified) {
     EXPECT_GE(k["killed"].get<int>(), 3);
     EXPECT_EQ(k["tried"], 8);  // verifier.kernel_mutants
     EXPECT_EQ(k["survived"], Json::array());
+    // A killed mutant was launched in place of the original (not skipped).
+    for (const auto& e : x.report["mutant"]["kernel_battery"]["mutants"])
+      if (e["result"] == "killed") EXPECT_GE(e["swapped_launches"].get<int>(), 1) << e.dump();
   }
   // The fill of the masked load never reaches the output: an equivalent mutant, not counted.
   Json other;
@@ -166,6 +169,15 @@ TEST(VerifyKernelMutants, TheBatteryKeepsToItsCountInEitherProcessModeAndCanBeOf
   auto r = run_one(*pool, load_sample("kmutant_weak_relu_positive"));
   EXPECT_TRUE(r.verified()) << r.detail;  // only a kernel mutant shows this one
   EXPECT_FALSE(r.report["mutation"].contains("kernel"));
+  // Without output mutants the kernel battery still runs, and flags it.
+  TempDir tmp2;
+  auto cfg2 = test_config(tmp2);
+  cfg2.mutants = {};
+  auto pool2 = make_pool(cfg2);
+  ASSERT_TRUE(pool2);
+  r = run_one(*pool2, load_sample("kmutant_weak_relu_positive"));
+  EXPECT_EQ(r.flags, std::vector<std::string>{verify::kWeakInputs}) << r.report.dump();
+  EXPECT_EQ(r.report["mutation"]["kernel"]["survived"].size(), 1u);
 }
 
 Status read_verifier(const std::string& yaml, verify::VerifierConfig& c) {

@@ -206,6 +206,8 @@ MutationScore score_mutants(Verdict skip_verdict, bool skip_infrastructure,
     else
       ++s.killed;
   }
+  if (mutant_report.is_object() && mutant_report.contains("kernel_battery"))
+    s.kernel = score_kernel(mutant_report["kernel_battery"]);
   if (!mutant_report.is_object() || !mutant_report.contains("battery")) return s;
   const auto& b = mutant_report["battery"];
   if (!b.is_object()) return s;
@@ -229,8 +231,6 @@ MutationScore score_mutants(Verdict skip_verdict, bool skip_infrastructure,
   s.stopped = b.value("stopped", std::string());
   if (s.stopped.empty() && b.contains("error") && b["error"].is_string())
     s.stopped = b["error"].get<std::string>();
-  if (mutant_report.contains("kernel_battery"))
-    s.kernel = score_kernel(mutant_report["kernel_battery"]);
   return s;
 }
 

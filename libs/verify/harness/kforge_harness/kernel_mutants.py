@@ -129,6 +129,7 @@ def _entry(site, info, ordinal):
 
 def _run_swapped(sample, state, jit, mjit, poison):
     """The real run's tests once, with mutant mjit launched in place of jit."""
+    state.mutant = False  # after the skip-launch run: launches run again
     state.kernel_swap = {id(jit): mjit}
     state.kernel_poison = poison
     state.swapped = 0
