@@ -85,7 +85,9 @@ TEST(VerifyKernelMutants, AStrongTestOfARestrictedDomainStaysVerified) {
     EXPECT_EQ(k["survived"], Json::array());
     // A killed mutant was launched in place of the original (not skipped).
     for (const auto& e : x.report["mutant"]["kernel_battery"]["mutants"])
-      if (e["result"] == "killed") EXPECT_GE(e["swapped_launches"].get<int>(), 1) << e.dump();
+      if (e["result"] == "killed") {
+        EXPECT_GE(e["swapped_launches"].get<int>(), 1) << e.dump();
+      }
   }
   // The fill of the masked load never reaches the output: an equivalent mutant, not counted.
   Json other;
