@@ -176,6 +176,18 @@ class ReplayTest(unittest.TestCase):
         self.assertEqual(self.judge(rec, self.mutant("log_kernel", "offset"))[0], "differs")
         self.assertEqual(self.judge(rec, self.mutant("log_kernel", "bound"))[0], "differs")
 
+    def test_a_unit_scale_is_drawn_afresh(self):
+        # The test's scale is 1: x / scale equals x * scale there, not on a fresh scale.
+        x = [float(i + 1) for i in range(40)]
+        rec = record(kernels.scale_kernel, [x, [0.0] * 40, 1.0, 40],
+                     {"BLOCK": 64, "grid": (1,), "warmup": False})
+        launch = Launch(rec.records[0], "same", 5)
+        self.assertGreaterEqual(launch.args[2], 1.25)
+        self.assertLessEqual(launch.args[2], 2.0)
+        self.assertEqual(launch.args[3], 40)  # integers as captured
+        m = self.mutant("scale_kernel", "arith", text="x / scale")
+        self.assertEqual(self.judge(rec, m), ("differs", None))
+
     def test_a_fill_that_never_reaches_the_output_is_equivalent(self):
         # add_kernel stores under the same mask it loads with: other= never shows.
         rec = launch_1d(kernels.add_kernel, 70, 64, [[1.0] * 70, [2.0] * 70])

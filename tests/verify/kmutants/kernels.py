@@ -76,3 +76,11 @@ def softmax_like(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
     m = tl.max(x, axis=0)
     e = tl.exp(x - m)
     tl.store(out_ptr + row * n_cols + cols, e / tl.sum(e, axis=0) * 0.5, mask=cols < n_cols)
+
+
+@triton.jit
+def scale_kernel(x_ptr, out_ptr, scale, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(axis=0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, x * scale, mask=mask)

@@ -8,7 +8,9 @@ contents before the launch. A replay makes every storage afresh with a guard zon
 bytes on either side, fills floating-point storages with fresh normal values (seeded: the
 original and the mutant see the same), copies integer ones as captured, and launches the kernel.
 
-Two variants: `same`, the shapes and integers as captured; `tail`, every integer argument that
+Float arguments (a scale, an eps) are drawn afresh too: the same sign, 1.25 to 2 times the size
+(0: a standard normal value). Two variants: `same`, the shapes and integers as captured; `tail`,
+every integer argument that
 is a multiple of a block size of the launch (a power-of-two constexpr of at least 16) one less,
 the masked tail the test's sizes may never reach. Outputs are compared element by element
 where the original's output is finite (an input outside a kernel's domain, log of a negative,
@@ -74,6 +76,7 @@ class Record:
         self.names = []  # the parameter name of each positional argument
         self.blocks = set()
         self.shrink = set()  # positions ("a", i) / ("k", name) of integers that are multiples
+        self.constexpr_at = set()  # positions of constexpr arguments and launch options
         self.key = None
 
 
@@ -174,9 +177,13 @@ def _describe(kernel, jit, args, kwargs):
         name = names[i] if i < len(names) else None
         if name is not None and name not in consts and _shrinks(e, rec.blocks):
             rec.shrink.add(("a", i))
+        if name is None or name in consts:
+            rec.constexpr_at.add(("a", i))
     for k, e in rec.kwargs.items():
         if k in names and k not in consts and _shrinks(e, rec.blocks):
             rec.shrink.add(("k", k))
+        if k not in names or k in consts:
+            rec.constexpr_at.add(("k", k))
     rec.key = repr(key)
     return rec
 
@@ -214,6 +221,7 @@ class Launch:
         self.bases = {}  # sid -> (base uint8 tensor or list, nbytes)
         self.views = []  # (key, view) of every tensor or list argument
         rng = random.Random(seed)
+        self.rng = random.Random(seed + 1)
         torch = _torch()
         gens = {}
         for sid, info in rec.storages.items():
@@ -246,6 +254,10 @@ class Launch:
     def _arg(self, where, e, variant):
         if e[0] == "value":
             v = e[1]
+            if type(v) is float and math.isfinite(v) and where not in self.rec.constexpr_at:
+                # A float argument (a scale, an eps) drawn afresh as well: its sign kept (an eps
+                # stays positive), its size times 1.25 to 2; 0 becomes a standard normal value.
+                return v * self.rng.uniform(1.25, 2.0) if v != 0 else self.rng.gauss(0.0, 1.0)
             return v - 1 if variant == "tail" and where in self.rec.shrink else v
         if e[0] == "list":
             base = self.bases[e[1]][0]
