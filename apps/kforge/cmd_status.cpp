@@ -407,6 +407,13 @@ void print_text(const nlohmann::ordered_json& st) {
       for (const auto& [v, n] : run["verdicts"].items())
         line += "  " + v + " " + std::to_string(i64(n));
       std::printf("  verdicts%s\n", line.c_str());
+      if (run.contains("quality_flags") && !run["quality_flags"].empty()) {
+        // Passed, but not verified: what the test would let through (docs/VERIFIER.md).
+        std::string flags;
+        for (const auto& [f, n] : run["quality_flags"].items())
+          flags += "  " + f + " " + std::to_string(i64(n));
+        std::printf("  flagged (passed, not verified)%s\n", flags.c_str());
+      }
       // What the verdicts other than passed came from, with an example and, for the verifier's
       // own faults, the fix.
       for (const auto& c : run["verdict_causes"]) {

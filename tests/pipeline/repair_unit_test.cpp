@@ -190,6 +190,45 @@ TEST(RepairEvidence, AWeakTestIsToldWhichMutantsItLetThrough) {
       << *text;
 }
 
+TEST(RepairEvidence, WeakInputsNameTheSurvivingKernelMutantAndItsLine) {
+  auto lib = PromptLibrary::load(shipped());
+  ASSERT_TRUE(lib.ok()) << lib.error().message;
+  const PipelineSpec* spec = *lib->pipeline("v2");
+  VerdictEvidence v;
+  v.verdict = "passed";
+  v.detail = "1 test passed; weak inputs: ...";
+  v.flags = {"weak_inputs", "constant_output"};
+  v.report = {{"tests", json::array({{{"name", "test_rows"}, {"status", "passed"}}})},
+              {"mutation",
+               {{"killed", 6},
+                {"applicable", 6},
+                {"survived", json::array()},
+                {"kernel",
+                 {{"killed", 2},
+                  {"applicable", 3},
+                  {"equivalent", 1},
+                  {"survived",
+                   json::array({{{"mutant", "k3"},
+                                 {"op", "mask_drop"},
+                                 {"section", "code"},
+                                 {"section_line", 12},
+                                 {"desc", "the mask of the tl.load `tl.load(x_ptr + cols)` is "
+                                          "removed"},
+                                 {"hint", "inputs whose size is a multiple of the block cannot "
+                                          "tell them apart"}}})}}}}}};
+  auto text = render_evidence(spec->evidence, v);
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  EXPECT_TRUE(has(*text,
+                  "- the test still passes when the mask of the tl.load `tl.load(x_ptr + cols)` "
+                  "is removed (code line 12): inputs whose size is a multiple of the block "
+                  "cannot tell them apart."))
+      << *text;
+  EXPECT_TRUE(has(*text, "Do not change the kernel:")) << *text;
+  EXPECT_TRUE(has(*text, "Every output the kernel wrote had all its elements equal"))
+      << *text;
+  EXPECT_FALSE(has(*text, "So the test would pass a wrong kernel")) << *text;  // not weak_test
+}
+
 TEST(RepairEvidence, ACrossCompileFailureCarriesEachRequiredTargetsCompilerError) {
   auto lib = PromptLibrary::load(shipped());
   ASSERT_TRUE(lib.ok()) << lib.error().message;

@@ -134,6 +134,31 @@ TEST_F(ReportCompare, CountsByVerdictFailureAndFlag) {
   EXPECT_EQ(count(a.categories, "flagged"), 2);
 }
 
+TEST_F(ReportCompare, TheKernelBatteryRatePerRun) {
+  // Two passing samples of v2 with a kernel battery (3 of 4 and 5 of 5 killed), none in v1.
+  fx.exec("set_mutation_report",
+          {"copy_transpose.py",
+           R"({"killed": 6, "applicable": 6, "survived": [],
+               "kernel": {"killed": 3, "applicable": 4, "equivalent": 1, "survived": []}})"});
+  fx.exec("set_mutation_report",
+          {"softmax.py", R"({"killed": 6, "applicable": 6, "survived": [],
+                             "kernel": {"killed": 5, "applicable": 5, "equivalent": 0,
+                                        "survived": []}})"});
+  auto c = compare(fx.db(), {"v1", "v2"}, CompareOptions{});
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  const RunSummary& b = c->pairs[0].b;
+  EXPECT_EQ(b.kernel_samples, 2);
+  EXPECT_EQ(b.kernel_killed, 8);
+  EXPECT_EQ(b.kernel_applicable, 9);
+  ASSERT_TRUE(b.kernel_rate.has_value());
+  EXPECT_NEAR(*b.kernel_rate, 8.0 / 9.0, 1e-12);
+  // softmax.py is compared in v1 too, where its verification has no kernel battery: none there.
+  EXPECT_EQ(c->pairs[0].a.kernel_samples, 1);  // the fixture shares softmax.py's sample
+  std::string text = format_text(*c, 10);
+  EXPECT_NE(text.find("kernel mutants killed"), std::string::npos) << text;
+  EXPECT_NE(text.find("8/9 88.9%"), std::string::npos) << text;
+}
+
 TEST_F(ReportCompare, CostPerVerifiedSample) {
   auto c = compare(fx.db(), {"v1", "v2"}, CompareOptions{});
   ASSERT_TRUE(c.ok()) << c.error().message;

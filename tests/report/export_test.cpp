@@ -89,6 +89,22 @@ TEST(ReportExport, TheMutationScoreAndCoverageFactsOfEachVerification) {
   EXPECT_EQ(ct["mutation_score"], ojson({{"killed", 6}, {"applicable", 6}}));
   EXPECT_EQ(ct["coverage"]["output_sizes"], ojson({1, 4096}));
   EXPECT_EQ(ct["coverage"]["tail_path"], true);
+  // With a kernel battery: its part of the score, survivors included.
+  fx.exec("set_mutation_report",
+          {"copy_transpose.py",
+           R"({"killed": 6, "applicable": 6, "survived": [],
+               "kernel": {"killed": 2, "applicable": 3, "equivalent": 1, "tried": 8,
+                          "survived": [{"mutant": "k3", "op": "index_swap", "section": "code",
+                                        "section_line": 9, "desc": "the index terms ..."}]}})"});
+  ExportOptions all;
+  all.include_flagged = true;
+  ASSERT_TRUE(export_run(fx.db(), "v2", out, all).ok());
+  auto again = read_jsonl(out);
+  const ojson& k = (*find_key(again, "copy_transpose.py"))["mutation_score"]["kernel"];
+  EXPECT_EQ(k["killed"], 2);
+  EXPECT_EQ(k["applicable"], 3);
+  EXPECT_EQ(k["equivalent"], 1);
+  EXPECT_EQ(k["survived"][0]["op"], "index_swap");
   // Verified before scores were stored, or never verified: null, not zero.
   const ojson& g = *find_key(recs, "garbled_output.py");
   EXPECT_TRUE(g["mutation_score"].is_null());

@@ -190,10 +190,11 @@ TEST(VerifyGpu, MutantCorpus) {
       kernels.insert(k.path().filename().string());
     }
   }
-  ASSERT_GE(kernels.size(), 4u);
+  ASSERT_GE(kernels.size(), 8u);
   auto results = run_all(*pool, reqs);
   int weak = 0, strong = 0, caught = 0, verified = 0;
-  std::map<std::string, int> by_mutant;
+  int kernel_killed = 0, kernel_applicable = 0, kernel_equivalent = 0;
+  std::map<std::string, int> by_mutant, by_flag;
   for (std::size_t i = 0; i < names.size(); ++i) {
     const auto& r = results[i];
     bool is_weak = names[i].find("/weak_") != std::string::npos;
@@ -204,31 +205,52 @@ TEST(VerifyGpu, MutantCorpus) {
     auto mutation = r.report.value("mutation", nlohmann::json::object());
     if (is_weak) {
       ++weak;
-      bool flagged =
-          std::find(r.flags.begin(), r.flags.end(), verify::kWeakTest) != r.flags.end() ||
-          std::find(r.flags.begin(), r.flags.end(), verify::kMutantSurvived) != r.flags.end();
+      bool flagged = false;
+      for (const char* f : {verify::kWeakTest, verify::kMutantSurvived, verify::kWeakInputs,
+                            verify::kConstantOutput})
+        if (std::find(r.flags.begin(), r.flags.end(), f) != r.flags.end()) {
+          flagged = true;
+          ++by_flag[f];
+        }
       EXPECT_TRUE(flagged);
       EXPECT_FALSE(r.verified());
       caught += flagged;
       for (const auto& m : mutation.value("survived", nlohmann::json::array())) ++by_mutant[m];
+      auto kernel = mutation.value("kernel", nlohmann::json::object());
+      for (const auto& s : kernel.value("survived", nlohmann::json::array()))
+        ++by_mutant["kernel:" + s.value("op", std::string("?"))];
     } else {
       ++strong;
       EXPECT_TRUE(r.verified());
       EXPECT_EQ(mutation.value("killed", -1), mutation.value("applicable", -2));
       EXPECT_GE(mutation.value("applicable", 0), 3);
+      // The kernel battery ran on every strong test and none of its mutants survived.
+      auto kernel = mutation.value("kernel", nlohmann::json::object());
+      EXPECT_EQ(kernel.value("killed", -1), kernel.value("applicable", -2));
+      EXPECT_GE(kernel.value("applicable", 0), 1);
+      kernel_killed += kernel.value("killed", 0);
+      kernel_applicable += kernel.value("applicable", 0);
+      kernel_equivalent += kernel.value("equivalent", 0);
       verified += r.verified();
     }
-    std::printf("mutant corpus %-32s %-8s killed %d/%d %s %s\n", names[i].c_str(),
-                verify::to_string(r.verdict), mutation.value("killed", -1),
-                mutation.value("applicable", -1), nlohmann::json(r.flags).dump().c_str(),
-                mutation.value("survived", nlohmann::json::array()).dump().c_str());
+    auto km = mutation.value("kernel", nlohmann::json::object());
+    std::printf("mutant corpus %-32s %-8s killed %d/%d kernel %d/%d (%d equivalent) %s %s %s\n",
+                names[i].c_str(), verify::to_string(r.verdict), mutation.value("killed", -1),
+                mutation.value("applicable", -1), km.value("killed", -1),
+                km.value("applicable", -1), km.value("equivalent", -1),
+                nlohmann::json(r.flags).dump().c_str(),
+                mutation.value("survived", nlohmann::json::array()).dump().c_str(),
+                km.value("survived", nlohmann::json::array()).dump().c_str());
   }
-  EXPECT_GE(weak, 30);
-  EXPECT_GE(strong, 10);
+  EXPECT_GE(weak, 40);
+  EXPECT_GE(strong, 12);
   std::printf("mutant corpus: %d/%d weak tests flagged, %d/%d strong tests verified; survivors:",
               caught, weak, verified, strong);
   for (const auto& [m, n] : by_mutant) std::printf(" %s %d", m.c_str(), n);
-  std::printf("\n");
+  std::printf("; flags:");
+  for (const auto& [f, n] : by_flag) std::printf(" %s %d", f.c_str(), n);
+  std::printf("; strong tests' kernel mutants killed %d/%d, %d equivalent\n", kernel_killed,
+              kernel_applicable, kernel_equivalent);
 }
 
 }  // namespace

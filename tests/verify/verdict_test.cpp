@@ -113,14 +113,14 @@ TEST(VerifyConfig, GpuHardwareQueuesDefaultToOneAndAreChecked) {
 
 TEST(VerifyConfig, MutantsDefaultToAllAndUnknownOnesAreRefused) {
   VerifierConfig c;
-  EXPECT_EQ(c.mutants, (std::vector<std::string>{"tail", "interior", "permute", "scale", "zero"}));
+  EXPECT_EQ(c.mutants, (std::vector<std::string>{"tail", "interior", "permute", "permute_row", "scale", "zero"}));
   EXPECT_TRUE(read_verifier("verifier:\n  mutants: []\n", c).ok());
   EXPECT_TRUE(c.mutants.empty());
   auto st = read_verifier("verifier:\n  mutants: [tail, shuffle]\n", c);
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().message,
-            "k.yaml:2: verifier.mutants: 'shuffle' is not one of tail, interior, permute, scale, "
-            "zero");
+            "k.yaml:2: verifier.mutants: 'shuffle' is not one of tail, interior, permute, "
+            "permute_row, scale, zero");
   st = read_verifier("verifier:\n  mutants: [zero, zero]\n", c);
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().message, "k.yaml:2: verifier.mutants: 'zero' is listed twice");

@@ -55,6 +55,16 @@ GROUP BY kind ORDER BY count(*) DESC, kind;
 -- name: run_verdicts
 SELECT verdict, n FROM run_verdict_counts WHERE run_id = ?1 AND n > 0;
 
+-- Quality flags on the latest verification of each sample that passed (no_kernel_launch,
+-- mutant_survived, weak_test, weak_inputs, constant_output, cross_compile_failed): each such
+-- sample is not verified.
+-- name: run_quality_flags
+SELECT f.value, count(*) FROM verifications v, json_each(v.flags_json) f
+WHERE v.run_id = ?1 AND v.verdict = 'passed'
+  AND v.id = (SELECT max(x.id) FROM verifications x
+              WHERE x.run_id = v.run_id AND x.sample_id = v.sample_id)
+GROUP BY 1 ORDER BY 2 DESC, 1;
+
 -- name: jobs_by_run_state
 SELECT r.tag, c.state, sum(c.n) FROM run_job_counts c JOIN runs r ON r.id = c.run_id
 GROUP BY r.tag, c.state HAVING sum(c.n) > 0;

@@ -190,6 +190,11 @@ Result<std::vector<RunProgress>> progress_of(store::Db& db, std::int64_t now_ms,
       s->bind(1, id);
       KF_CHECK(s->each([&](store::Stmt& r) { p.verdicts[r.text(0)] = r.int64(1); }));
     }
+    {
+      KF_TRY(Stmt * s, db.cached(q["run_quality_flags"]));
+      s->bind(1, id);
+      KF_CHECK(s->each([&](store::Stmt& r) { p.flags[r.text(0)] = r.int64(1); }));
+    }
     out.push_back(std::move(p));
   }
   return out;
@@ -251,6 +256,9 @@ nlohmann::ordered_json RunProgress::to_json() const {
   ordered_json v = ordered_json::object();
   for (const auto& [k, n] : verdicts) v[k] = n;
   j["verdicts"] = v;
+  ordered_json fl = ordered_json::object();
+  for (const auto& [k, n] : flags) fl[k] = n;
+  j["quality_flags"] = fl;
   ordered_json fk = ordered_json::array();
   for (const auto& f : failures)
     fk.push_back({{"kind", f.kind},

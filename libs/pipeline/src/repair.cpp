@@ -126,6 +126,21 @@ Result<std::string> render_evidence(const EvidenceTemplate& t, const VerdictEvid
     values["survivors"] = survivors.empty() ? "- (the survivors were not recorded)" : survivors;
     use.push_back(verify::kWeakTest);
   }
+  if (std::find(v.flags.begin(), v.flags.end(), verify::kWeakInputs) != v.flags.end()) {
+    // The kernel mutants the test let through: what changed, where, and what that says about
+    // the inputs.
+    std::string lines;
+    const nlohmann::json* m =
+        v.report.is_object() && v.report.contains("mutation") ? &v.report["mutation"] : nullptr;
+    if (m != nullptr && m->contains("kernel") && (*m)["kernel"].is_object())
+      for (const auto& s : (*m)["kernel"].value("survived", nlohmann::json::array()))
+        lines += (lines.empty() ? "" : "\n") + std::string("- ") +
+                 verify::kernel_mutant_meaning(s) + ".";
+    values["kernel_mutants"] = lines.empty() ? "- (the surviving mutants were not recorded)" : lines;
+    use.push_back(verify::kWeakInputs);
+  }
+  if (std::find(v.flags.begin(), v.flags.end(), verify::kConstantOutput) != v.flags.end())
+    use.push_back(verify::kConstantOutput);
   if (std::find(v.flags.begin(), v.flags.end(), verify::kCrossCompileFailed) != v.flags.end()) {
     // Each required target that failed: the kernel, the stage and the compiler's first lines.
     std::vector<std::string> required;

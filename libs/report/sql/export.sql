@@ -15,7 +15,8 @@ SELECT s.key, s.record_json, j.state, j.stage,
        json_extract(v.result_json, '$.triton.launches'),
        (SELECT json_group_array(json_extract(t.value, '$.name'))
         FROM json_each(v.result_json, '$.tests') t),
-       json_extract(v.result_json, '$.speed')
+       json_extract(v.result_json, '$.speed'),
+       json_extract(v.result_json, '$.mutation.kernel')
 FROM jobs j
 JOIN samples s ON s.id = j.sample_id
 LEFT JOIN stage_outputs an ON an.id = (

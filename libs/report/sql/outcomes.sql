@@ -12,7 +12,9 @@ SELECT s.id, s.key, j.state, j.stage, j.error_kind, j.error,
        lo.stage, lo.status, lo.error_kind, lo.error, j.repair_round,
        coalesce(t.mended, 0), coalesce(t.reasoning_tokens, 0), coalesce(t.cached_prompt_tokens, 0),
        (SELECT json_group_object(c.target, c.result) FROM verification_targets c
-        WHERE c.verification_id = v.id)
+        WHERE c.verification_id = v.id),
+       json_extract(v.result_json, '$.mutation.kernel.killed'),
+       json_extract(v.result_json, '$.mutation.kernel.applicable')
 FROM jobs j
 JOIN samples s ON s.id = j.sample_id
 LEFT JOIN stage_outputs fo ON fo.id = (

@@ -156,6 +156,15 @@ RunSummary summarise(const std::vector<const SampleOutcome*>& samples, double z,
         ++r.not_run;
       }
     }
+  for (const SampleOutcome* o : samples) {
+    if (!o->kernel_applicable || !o->verdict || *o->verdict != "passed") continue;
+    ++s.kernel_samples;
+    s.kernel_killed += o->kernel_killed.value_or(0);
+    s.kernel_applicable += *o->kernel_applicable;
+  }
+  if (s.kernel_applicable > 0)
+    s.kernel_rate =
+        static_cast<double>(s.kernel_killed) / static_cast<double>(s.kernel_applicable);
   for (auto& [t, r] : targets) {
     std::int64_t compiled = r.ok + r.error;
     r.rate = compiled > 0 ? static_cast<double>(r.ok) / static_cast<double>(compiled) : 0;
@@ -353,6 +362,11 @@ nlohmann::ordered_json summary_json(const RunSummary& s) {
           {"stage_failure_kinds", counts_json(s.failure_kinds)},
           {"flags", counts_json(s.flags)},
           {"cross_compile", targets_json(s)},
+          {"kernel_mutants",
+           {{"samples", s.kernel_samples},
+            {"killed", s.kernel_killed},
+            {"applicable", s.kernel_applicable},
+            {"rate", opt_json(s.kernel_rate)}}},
           {"prompt_tokens", s.prompt_tokens},
           {"completion_tokens", s.completion_tokens},
           {"cost_usd", s.cost_usd},

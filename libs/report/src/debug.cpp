@@ -205,9 +205,21 @@ std::string mutants_line(const VerifyAttempt& v) {
       if (n.is_string()) out += (out.empty() ? "" : ", ") + n.get<std::string>();
     return out.empty() ? std::string("none") : out;
   };
-  return fmt::format("mutants  killed {} of {} that apply; survived: {}; not applicable: {}\n",
-                     m.value("killed", 0), m.value("applicable", 0), names("survived"),
-                     names("not_applicable"));
+  std::string line =
+      fmt::format("mutants  killed {} of {} that apply; survived: {}; not applicable: {}\n",
+                  m.value("killed", 0), m.value("applicable", 0), names("survived"),
+                  names("not_applicable"));
+  if (m.contains("kernel") && m["kernel"].is_object()) {
+    const auto& k = m["kernel"];
+    line += fmt::format("kernel   killed {} of {} that apply, {} equivalent", k.value("killed", 0),
+                        k.value("applicable", 0), k.value("equivalent", 0));
+    for (const auto& s : k.value("survived", ojson::array()))
+      if (s.is_object())
+        line += fmt::format("; survived: {} ({} line {})", s.value("desc", std::string("?")),
+                            s.value("section", std::string("code")), s.value("section_line", 0));
+    line += "\n";
+  }
+  return line;
 }
 
 // The answer that holds the code of the last round that has code: a repair's corrected wrapper

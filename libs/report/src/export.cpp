@@ -190,10 +190,19 @@ Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
     rec["prompt"] = std::move(prompt);
     // How strong the test is: of the mutants that could change the outputs, how many it
     // caught; and what its launches exercised (docs/VERIFIER.md). Null where none ran.
-    if (!before_verify && !s.is_null(22))
+    // The kernel battery's part (killed, applicable, equivalent, the surviving mutants) where
+    // it ran.
+    if (!before_verify && !s.is_null(22)) {
       rec["mutation_score"] = {{"killed", s.int64(21)}, {"applicable", s.int64(22)}};
-    else
+      auto kernel = parse_opt(s.opt_text(28));
+      if (kernel && kernel->is_object())
+        rec["mutation_score"]["kernel"] = {{"killed", kernel->value("killed", 0)},
+                                           {"applicable", kernel->value("applicable", 0)},
+                                           {"equivalent", kernel->value("equivalent", 0)},
+                                           {"survived", kernel->value("survived", ojson::array())}};
+    } else {
       rec["mutation_score"] = nullptr;
+    }
     auto coverage = before_verify ? std::nullopt : parse_opt(s.opt_text(23));
     rec["coverage"] = coverage ? *coverage : ojson(nullptr);
     rec["cross_compile"] = std::move(cross);

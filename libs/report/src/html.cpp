@@ -287,6 +287,11 @@ std::string pair_section(const Comparison& c, const PairComparison& p) {
   if (!p.a.targets.empty() || !p.b.targets.empty())
     count_group(s, "Cross-compiled (compiled, not run there)", target_counts(p.a),
                 target_counts(p.b), true);
+  if (p.a.kernel_samples > 0 || p.b.kernel_samples > 0)
+    count_group(s, "Kernel mutants (passing samples with the kernel battery)",
+                Counts{{"killed", p.a.kernel_killed}, {"applicable", p.a.kernel_applicable}},
+                Counts{{"killed", p.b.kernel_killed}, {"applicable", p.b.kernel_applicable}},
+                false);
   s += "</table>";
   s += "<h3>Cost</h3>";
   s += fmt::format(

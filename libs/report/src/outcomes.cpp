@@ -157,6 +157,10 @@ Result<std::vector<SampleOutcome>> load_outcomes(store::Db& db, const RunInfo& r
       if (targets.is_object())
         for (const auto& [t, r] : targets.items())
           if (r.is_string()) o.targets[t] = r.get<std::string>();
+      if (!row.is_null(29) && !row.is_null(30)) {
+        o.kernel_killed = row.int64(29);
+        o.kernel_applicable = row.int64(30);
+      }
     }
     o.prompt_tokens = row.int64(12);
     o.completion_tokens = row.int64(13);

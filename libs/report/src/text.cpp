@@ -116,6 +116,18 @@ void target_rows(std::string& out, const RunSummary& a, const RunSummary& b, boo
   for (const auto& n : names) row(out, "  " + n, cell(a, n), cell(b, n));
 }
 
+// The kernel battery: killed/applicable kernel mutants over the passing samples it ran on.
+void kernel_row(std::string& out, const RunSummary& a, const RunSummary& b) {
+  if (a.kernel_samples == 0 && b.kernel_samples == 0) return;
+  auto cell = [](const RunSummary& s) -> std::string {
+    if (!s.kernel_rate) return s.kernel_samples ? fmt::format("0/0 ({} samples)", s.kernel_samples)
+                                                : std::string("-");
+    return fmt::format("{}/{} {} ({} samples)", s.kernel_killed, s.kernel_applicable,
+                       percent(*s.kernel_rate), s.kernel_samples);
+  };
+  row(out, "kernel mutants killed", cell(a), cell(b));
+}
+
 void flip_list(std::string& out, const char* title, const std::vector<Flip>& flips, int limit) {
   out += fmt::format("  {} ({}):", title, flips.size());
   if (flips.empty()) {
@@ -240,6 +252,7 @@ std::string format_text(const Comparison& c, int list_limit) {
     count_rows(out, "stage failures by kind", p.a.failure_kinds, p.b.failure_kinds, true);
     count_rows(out, "quality flags (on passed)", p.a.flags, p.b.flags, true);
     target_rows(out, p.a, p.b, call);
+    kernel_row(out, p.a, p.b);
     row(out, "tokens per verified", number(p.a.tokens_per_verified, 0),
         number(p.b.tokens_per_verified, 0));
     row(out, "cost per verified", money(p.a.cost_per_verified), money(p.b.cost_per_verified));

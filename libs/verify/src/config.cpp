@@ -82,6 +82,8 @@ void read_config(ConfigNode n, VerifierConfig& out) {
   n.get("mutant_check", out.mutant_check);
   n.get("mutant_run", out.mutant_run);
   n.get("mutants", out.mutants);
+  n.get_at_least("kernel_mutants", out.kernel_mutants, 0, "0: no kernel battery");
+  n.get_above("kernel_mutant_time_s", out.kernel_mutant_time_s, 0);
   {
     std::vector<std::string> items = out.cross_compile;
     n.get("cross_compile", items);
@@ -119,7 +121,7 @@ void read_config(ConfigNode n, VerifierConfig& out) {
     const auto& m = out.mutants[i];
     if (std::find(std::begin(kOutputMutants), std::end(kOutputMutants), m) ==
         std::end(kOutputMutants))
-      n.invalid("mutants", "'" + m + "' is not one of tail, interior, permute, scale, zero");
+      n.invalid("mutants", "'" + m + "' is not one of tail, interior, permute, permute_row, scale, zero");
     else if (std::find(out.mutants.begin(), out.mutants.begin() + static_cast<long>(i), m) !=
              out.mutants.begin() + static_cast<long>(i))
       n.invalid("mutants", "'" + m + "' is listed twice");

@@ -49,6 +49,8 @@ double Pool::Impl::timeout_of(const Sample& job) const {
   double t = job.request.timeout_s > 0 ? job.request.timeout_s : cfg.timeout_s;
   // The cross-compile runs before the real run's report goes out: its time is added.
   if (!targets_of(job).empty()) t += cfg.cross_compile_timeout_s;
+  // A mutant run in a process of its own gets the kernel battery's budget on top.
+  if (job.mutant && cfg.mutant_check && cfg.kernel_mutants > 0) t += cfg.kernel_mutant_time_s;
   return t;
 }
 
@@ -64,6 +66,9 @@ nlohmann::json Pool::Impl::request_json(const Slot& s, const Run& r) const {
           {"skip_outputs", skip_outputs(job)},
           {"mutant_run", cfg.mutant_check && !job.mutant ? cfg.mutant_run : "off"},
           {"mutants", cfg.mutant_check ? cfg.mutants : std::vector<std::string>{}},
+          {"kernel_mutants",
+           {{"count", cfg.mutant_check ? cfg.kernel_mutants : 0},
+            {"time_s", cfg.kernel_mutant_time_s}}},
           {"autotune", cfg.autotune},
           {"gpu_memory_fraction", memory_fraction(s)},
           {"python_path", cfg.python_path},
@@ -245,8 +250,11 @@ void Pool::Impl::watch_first_line(Run& r) {
   if (!j.is_object() || !j.value("mutant_phase", false)) return;
   r.mutant_phase = true;
   r.primary_done = now();
+  // The kernel battery's budget comes on top of the mutant run's own timeout.
+  double budget = cfg.mutant_check && cfg.kernel_mutants > 0 ? cfg.kernel_mutant_time_s : 0;
   if (r.killed == KillReason::none)
-    r.deadline = r.primary_done + milliseconds(static_cast<std::int64_t>(r.timeout_s * 1000));
+    r.deadline =
+        r.primary_done + milliseconds(static_cast<std::int64_t>((r.timeout_s + budget) * 1000));
 }
 
 void Pool::Impl::kill_run(Slot& s, KillReason why) {

@@ -58,7 +58,9 @@ void Pool::Impl::finish_run(Slot& s) {
     mf.report = std::move(second);
     mf.killed = r.killed;
     mf.wait_status = r.wait_status;
-    mf.timeout_s = r.timeout_s;
+    mf.timeout_s = r.timeout_s + (cfg.mutant_check && cfg.kernel_mutants > 0
+                                      ? cfg.kernel_mutant_time_s
+                                      : 0);  // its deadline had the kernel battery's budget
     mf.memory_cap_mb = cfg.memory_cap_mb;
     mf.peak_rss_kb = std::max(r.peak_rss_kb, r.maxrss_kb);
     mf.stderr_tail = r.err.tail(8192);
@@ -121,6 +123,7 @@ void Pool::Impl::finish_run(Slot& s) {
            : std::chrono::duration_cast<milliseconds>(r.dispatched - r.job.submitted).count()}};
   if (r.result_overflow) pool_facts["report_overflow"] = true;
   res.report["pool"] = pool_facts;
+  if (!r.job.mutant) apply_output_facts(res);
   note_unavailable_targets(res);
   ++stats.completed;
   if (r.mutant_phase) {
@@ -158,6 +161,7 @@ void Pool::Impl::attach_mutant(VerifyResult& primary, Verdict verdict, const std
   bool infra = std::find(flags.begin(), flags.end(), kInfrastructure) != flags.end();
   if (infra) m["infrastructure"] = true;
   if (report.contains("battery")) m["battery"] = report["battery"];
+  if (report.contains("kernel_battery")) m["kernel_battery"] = report["kernel_battery"];
   primary.report["mutant"] = std::move(m);
   if (verdict == Verdict::passed && !infra) primary.flags.push_back(kMutantSurvived);
   apply_mutation_score(primary, score_mutants(verdict, infra, report));

@@ -150,6 +150,13 @@ Classified classify(const RunFacts& f) {
   return c;
 }
 
+nlohmann::json KernelScore::to_json() const {
+  nlohmann::json j = {{"killed", killed},     {"applicable", applicable}, {"equivalent", equivalent},
+                      {"tried", tried},       {"survived", survived}};
+  if (!stopped.empty()) j["stopped"] = stopped;
+  return j;
+}
+
 nlohmann::json MutationScore::to_json() const {
   nlohmann::json j = {{"killed", killed},
                       {"applicable", applicable},
@@ -157,8 +164,37 @@ nlohmann::json MutationScore::to_json() const {
                       {"not_applicable", not_applicable},
                       {"not_run", not_run}};
   if (!stopped.empty()) j["stopped"] = stopped;
+  if (!per_launch.empty()) {
+    nlohmann::json pl = nlohmann::json::object();
+    for (const auto& [name, launch] : per_launch) pl[name] = launch;
+    j["survived_in_launch"] = pl;
+  }
+  if (kernel.ran) j["kernel"] = kernel.to_json();
   return j;
 }
+
+namespace {
+
+KernelScore score_kernel(const nlohmann::json& kb) {
+  KernelScore k;
+  if (!kb.is_object()) return k;
+  k.ran = true;
+  for (const auto& e : kb.value("mutants", nlohmann::json::array())) {
+    if (!e.is_object()) continue;
+    ++k.tried;
+    std::string result = e.value("result", std::string());
+    if (result == "killed") ++k.killed, ++k.applicable;
+    if (result == "survived") ++k.applicable;
+    if (result == "equivalent") ++k.equivalent;
+  }
+  auto survived = kb.value("survived", nlohmann::json::array());
+  for (const auto& s : survived)
+    if (s.is_object()) k.survived.push_back(s);
+  k.stopped = kb.value("stopped", std::string());
+  return k;
+}
+
+}  // namespace
 
 MutationScore score_mutants(Verdict skip_verdict, bool skip_infrastructure,
                             const nlohmann::json& mutant_report) {
@@ -170,6 +206,8 @@ MutationScore score_mutants(Verdict skip_verdict, bool skip_infrastructure,
     else
       ++s.killed;
   }
+  if (mutant_report.is_object() && mutant_report.contains("kernel_battery"))
+    s.kernel = score_kernel(mutant_report["kernel_battery"]);
   if (!mutant_report.is_object() || !mutant_report.contains("battery")) return s;
   const auto& b = mutant_report["battery"];
   if (!b.is_object()) return s;
@@ -182,6 +220,8 @@ MutationScore score_mutants(Verdict skip_verdict, bool skip_infrastructure,
     } else if (result == "survived") {
       ++s.applicable;
       s.survived.push_back(name);
+      if (e.contains("launch") && e["launch"].is_number_integer())
+        s.per_launch.emplace_back(name, e["launch"].get<int>());
     } else if (result == "not_applicable") {
       s.not_applicable.push_back(name);
     }
@@ -194,18 +234,61 @@ MutationScore score_mutants(Verdict skip_verdict, bool skip_infrastructure,
   return s;
 }
 
+namespace {
+void add_flag(VerifyResult& r, const char* flag) {
+  if (std::find(r.flags.begin(), r.flags.end(), flag) == r.flags.end()) r.flags.push_back(flag);
+}
+}  // namespace
+
 void apply_mutation_score(VerifyResult& primary, const MutationScore& score) {
   primary.report["mutation"] = score.to_json();
   std::vector<std::string> outputs;
   for (const auto& m : score.survived)
     if (m != "skip_launch") outputs.push_back(m);
-  if (outputs.empty()) return;
-  if (std::find(primary.flags.begin(), primary.flags.end(), kWeakTest) == primary.flags.end())
-    primary.flags.push_back(kWeakTest);
-  std::string names;
-  for (const auto& m : outputs) names += (names.empty() ? "" : ", ") + m;
-  primary.detail += "; weak test: it still passes under the " + names + " mutant" +
-                    (outputs.size() > 1 ? "s" : "") + " (" + mutant_meaning(outputs.front()) + ")";
+  if (!outputs.empty()) {
+    add_flag(primary, kWeakTest);
+    std::string names;
+    for (const auto& m : outputs) names += (names.empty() ? "" : ", ") + m;
+    std::string where;
+    for (const auto& [name, launch] : score.per_launch)
+      if (name == outputs.front())
+        where = " in launch " + std::to_string(launch) +
+                " alone (a smaller launch that the test checks whole hid it when every launch "
+                "was changed)";
+    primary.detail += "; weak test: it still passes under the " + names + " mutant" +
+                      (outputs.size() > 1 ? "s" : "") + where + " (" +
+                      mutant_meaning(outputs.front()) + ")";
+  }
+  if (!score.kernel.survived.empty()) {
+    add_flag(primary, kWeakInputs);
+    primary.detail += "; weak inputs: " + kernel_mutant_meaning(score.kernel.survived.front());
+  }
+}
+
+std::string kernel_mutant_meaning(const nlohmann::json& s) {
+  if (!s.is_object()) return "a kernel mutant survived";
+  std::string where;
+  if (s.contains("section_line") && s["section_line"].is_number_integer())
+    where = " (" + s.value("section", std::string("code")) + " line " +
+            std::to_string(s["section_line"].get<std::int64_t>()) + ")";
+  std::string out = "the test still passes when " + s.value("desc", std::string("the kernel is "
+                                                                                 "changed")) +
+                    where;
+  std::string hint = s.value("hint", std::string());
+  if (!hint.empty()) out += ": " + hint;
+  return out;
+}
+
+void apply_output_facts(VerifyResult& r) {
+  if (r.verdict != Verdict::passed || !r.report.is_object()) return;
+  const auto& cov = r.report.value("coverage", nlohmann::json::object());
+  if (cov.is_object() && cov.value("constant_outputs", false)) {
+    add_flag(r, kConstantOutput);
+    r.detail +=
+        "; constant output: every output its launches wrote had all elements equal, so the test "
+        "cannot tell the right kernel from many wrong ones (inputs of all zeros or constant "
+        "rows?)";
+  }
 }
 
 std::string mutant_meaning(std::string_view mutant) {
@@ -221,6 +304,9 @@ std::string mutant_meaning(std::string_view mutant) {
   if (mutant == "permute")
     return "the test still passes when the output's elements are reordered: it compares sums, "
            "norms or sorted values, not the elements in place";
+  if (mutant == "permute_row")
+    return "the test still passes when the elements inside each row (the last dimension) are "
+           "reordered: it checks row sums or rows as sets, not the elements in place";
   if (mutant == "scale")
     return "the test still passes when every output element is a few percent off: its "
            "tolerance is too loose";

@@ -141,6 +141,31 @@ def roll(x, k):
     return changed(before, x)
 
 
+def roll_last(x, k):
+    """The elements reordered inside the last dimension only: each row rolled by k places (a
+    test that checks only row sums, or rows as multisets, lets it through). Changes nothing in
+    a buffer of one dimension (the permute mutant covers those)."""
+    if not _is_tensor(x) or x.dim() < 2 or x.shape[-1] < 2:
+        return False
+    shift = k % int(x.shape[-1]) or 1
+    before = x.detach().clone()
+    x.copy_(before.roll(shift, dims=-1))
+    return changed(before, x)
+
+
+def is_constant(x):
+    """Whether every element of a buffer of more than one element is the same (NaN counts as
+    different)."""
+    n = numel(x)
+    if n <= 1:
+        return False
+    if not _is_tensor(x):
+        first = x[0]
+        return all(v == first for v in x)
+    flat = x.reshape(-1)
+    return bool((flat == flat[0]).all())
+
+
 def scale(x, k, percent):
     """Every element scaled by (1 + percent/100 * k), rounded back to the buffer's type."""
     factor = 1.0 + percent / 100.0 * k

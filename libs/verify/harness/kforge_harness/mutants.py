@@ -5,7 +5,8 @@ poisoned GPU memory). If the tests fail then, the battery of output mutants foll
 the real run's module run once per mutant, and right after each launch the mutant changes the
 buffers that launch wrote in the real run (outputs.Outputs found them), the same deterministic
 way each time. A mutant that changed nothing in any launch does not apply. The battery stops at
-the first mutant the tests let through. docs/VERIFIER.md says what each one proves.
+the first mutant the tests let through. When the tests killed every output mutant, the kernel
+battery (kernel_mutants) follows. docs/VERIFIER.md says what each one proves.
 """
 
 import contextlib
@@ -14,12 +15,19 @@ import sys
 import time
 
 from . import buffers
+from .kernel_mutants import run_kernel_battery
+from .kernel_replay import Recorder
 from .outputs import Outputs, arguments
 from .runner import _cuda_sync, execute, run_test, test_cases
 from .triton_hooks import new_compile_stats
 
 # Every output mutant, in the order they run (verifier.mutants picks among them).
-MUTANTS = ("tail", "interior", "permute", "scale", "zero")
+MUTANTS = ("tail", "interior", "permute", "permute_row", "scale", "zero")
+# The mutants that change part of an output: after each kills the test with every launch
+# changed, it must kill it again with each launch of more than one output element changed on its
+# own (outputs.Outputs.isolated_launches), so a small launch that the test checks whole cannot
+# hide a larger one that it checks only in part. The others change a whole output.
+PER_LAUNCH = ("tail", "interior", "permute_row")
 SCALE_PERCENT = 5.0
 
 
@@ -96,9 +104,10 @@ def run_mutant(sample, report):
 class Mutator:
     """Changes, after each launch, the arguments the real run found written by that kernel."""
 
-    def __init__(self, name, written):
+    def __init__(self, name, written, only=None):
         self.name = name
         self.written = written  # kernel name -> argument names
+        self.only = only  # the one launch (1, 2, ...) to change; None: every launch
         self.launches = 0
         self.changed = 0  # launches in which the mutant changed at least one element
         self.errors = []
@@ -106,6 +115,8 @@ class Mutator:
     def launch(self, kernel, fn, args, kwargs, run):
         ret = run()
         self.launches += 1
+        if self.only is not None and self.launches != self.only:
+            return ret
         names = set(self.written.get(kernel, ()))
         seen = set()
         hit = False
@@ -132,6 +143,8 @@ class Mutator:
             return buffers.off_element(x, self.name, k)
         if self.name == "permute":
             return buffers.roll(x, k)
+        if self.name == "permute_row":
+            return buffers.roll_last(x, k)
         if self.name == "scale":
             return buffers.scale(x, k, SCALE_PERCENT)
         return buffers.zero(x)
@@ -153,29 +166,36 @@ def _context_lost():
         return True
 
 
-def run_output_mutant(sample, name):
-    """The real run's tests, once, with mutant `name` applied to every launch's outputs.
-    Returns the battery entry: result killed, survived, not_applicable or error."""
-    state, module, info = sample["state"], sample["module"], sample["info"]
+def run_tests(sample):
+    """The real run's tests once more, in this process. Returns the first result that did not
+    pass (None when they all passed)."""
+    module, info = sample["module"], sample["info"]
+    me = os.getpid()
+    for test in sample["tests"]:
+        fn = getattr(module, test, None)
+        cases = test_cases(fn) if callable(fn) else None
+        for suffix, kwargs in cases or []:
+            result = run_test(test + suffix, fn, kwargs, me, info)
+            if result.get("status") not in ("passed", "skipped"):
+                return result
+    return None
+
+
+def run_output_mutant(sample, name, only=None):
+    """The real run's tests, once, with mutant `name` applied to every launch's outputs (or to
+    launch `only` alone). Returns the battery entry: result killed, survived, not_applicable or
+    error."""
+    state = sample["state"]
     t0 = time.monotonic()
-    mutator = Mutator(name, state.outputs.written if state.outputs else {})
+    mutator = Mutator(name, state.outputs.written if state.outputs else {}, only)
     state.mutant = False
     state.launches = {}
     saved_outputs, state.outputs, state.mutator = state.outputs, None, mutator
     entry = {"mutant": name}
-    failed = None
-    me = os.getpid()
+    if only is not None:
+        entry["launch"] = only
     try:
-        for test in sample["tests"]:
-            fn = getattr(module, test, None)
-            cases = test_cases(fn) if callable(fn) else None
-            for suffix, kwargs in cases or []:
-                result = run_test(test + suffix, fn, kwargs, me, info)
-                if result.get("status") not in ("passed", "skipped"):
-                    failed = result
-                    break
-            if failed:
-                break
+        failed = run_tests(sample)
     finally:
         state.mutator, state.outputs = None, saved_outputs
     entry["launches"] = mutator.launches
@@ -200,6 +220,23 @@ def run_output_mutant(sample, name):
     return entry
 
 
+def _per_launch(sample, name, launches, whole):
+    """Mutant `name`, killed with every launch changed, applied to each of `launches` alone.
+    The entry of the first launch whose change the tests let through (result survived), else
+    the whole run's entry with the launches checked."""
+    checked = []
+    for k in launches:
+        entry = run_output_mutant(sample, name, only=k)
+        if entry["result"] == "survived":
+            entry["whole"] = "killed"
+            return entry
+        checked.append({"launch": k, "result": entry["result"]})
+        if entry["result"] == "killed" and _context_lost():
+            break
+    whole["per_launch"] = checked
+    return whole
+
+
 def run_battery(sample, names, report):
     """The output mutants `names`, in order, until one survives. Fills report["battery"]."""
     t0 = time.monotonic()
@@ -211,8 +248,12 @@ def run_battery(sample, names, report):
             stream.flush()
         except Exception:
             pass
+    outputs = sample["state"].outputs
+    isolated = outputs.isolated_launches() if outputs is not None else []
     for i, name in enumerate(names):
         entry = run_output_mutant(sample, name)
+        if entry["result"] == "killed" and name in PER_LAUNCH and isolated:
+            entry = _per_launch(sample, name, isolated, entry)
         battery["mutants"].append(entry)
         if entry["result"] == "not_applicable":
             battery["not_applicable"].append(name)
@@ -232,23 +273,29 @@ def run_battery(sample, names, report):
     return battery
 
 
-def run_mutants(sample, report, names):
-    """The skip-launch run, then (if the tests failed under it) the output mutants `names`."""
+def run_mutants(sample, report, names, kernel=(0, 0.0)):
+    """The skip-launch run, then (if the tests failed under it) the output mutants `names`, then
+    (if the tests killed them all) the kernel battery: kernel = (count, time budget in s)."""
     run_mutant(sample, report)
-    battery_after_skip(sample, report, names)
+    battery_after_skip(sample, report, names, kernel)
 
 
-def battery_after_skip(sample, report, names):
-    """The output mutants `names`, when the skip-launch run whose report this is killed the
-    sample's test. In a mutant process of its own (verifier.mutant_run: new_process) the real
-    run is made again first, to find the outputs."""
+def battery_after_skip(sample, report, names, kernel=(0, 0.0)):
+    """The output mutants `names` and the kernel battery, when the skip-launch run whose report
+    this is killed the sample's test. In a mutant process of its own (verifier.mutant_run:
+    new_process) the real run is made again first, to find the outputs and record the
+    launches."""
     names = [n for n in names if n in MUTANTS]
-    if report.get("verdict") == "passed" or not names or report.get("environment"):
+    count, budget = kernel
+    if report.get("verdict") == "passed" or (not names and count <= 0) or \
+            report.get("environment"):
         return
     if "module" not in sample:
         real = {}
         sample["state"].mutant = False
         sample["state"].outputs = Outputs()
+        if count > 0:
+            sample["state"].replays = Recorder()
         execute(sample, "kforge_sample_real", real, time.monotonic())
         report["real_run_again"] = {"verdict": real.get("verdict"), "detail": real.get("detail")}
         if real.get("verdict") != "passed":
@@ -260,4 +307,9 @@ def battery_after_skip(sample, report, names):
         report["battery"] = {"mutants": [], "not_run": names,
                              "stopped": "the GPU context was lost under the skip-launch run"}
         return
-    run_battery(sample, names, report)
+    if names:
+        battery = run_battery(sample, names, report)
+        if battery["survived"] or battery.get("not_run"):
+            return  # weak already, or stopped (a lost GPU context)
+    if count > 0:
+        run_kernel_battery(sample, report, count, budget, run_tests)

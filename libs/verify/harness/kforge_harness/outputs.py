@@ -59,6 +59,13 @@ class Outputs:
         self.dtypes = set()
         self.probes = 0  # launches made again to find outputs that held the answer already
         self.probed = []  # the outputs found that way
+        # Per launch (1, 2, ... in the run's order): the kernel and its outputs' shapes; the
+        # output mutants change each launch with more than one output element on its own.
+        self.per_launch = []
+        self.multi = 0  # outputs of more than one element seen
+        self.constant = 0  # of those, outputs whose elements were all equal
+        self.largest = 0  # the most elements of any buffer a launch was given
+        self.wrote = 0  # outputs seen
 
     def launch(self, kernel, fn, args, kwargs, run):
         """Runs the launch (run()) between a copy of its buffers and the comparison."""
@@ -74,14 +81,22 @@ class Outputs:
         wrote = []
         for name, v, snap in before:
             n = buffers.numel(v)
+            self.largest = max(self.largest, n)
             self.size_one |= n == 1
             self.empty |= n == 0
             if buffers.changed(snap, v):
                 wrote.append((name, v))
         if not wrote and not self.written.get(kernel) and self.probes < MAX_PROBES:
             wrote = self._probe(before, run)
+        shapes = []
         for name, v in wrote:
             self._record(kernel, name, v, blocks)
+            shapes.append(buffers.shape(v))
+            self.wrote += 1
+            if buffers.numel(v) > 1:
+                self.multi += 1
+                self.constant += buffers.is_constant(v)
+        self.per_launch.append((kernel, shapes, max([buffers.numel(v) for _, v in wrote] or [0])))
         return ret
 
     def _record(self, kernel, name, v, blocks):
@@ -126,6 +141,30 @@ class Outputs:
                 return found
         return []
 
+    def constant_outputs(self):
+        """Every output of more than one element had all its elements equal; or every buffer
+        of every launch had one element at most (a single-element test: its output cannot
+        differ from element to element either). A full reduction of many elements into one is
+        not flagged."""
+        if self.multi:
+            return self.constant == self.multi
+        return self.wrote > 0 and self.largest <= 1
+
+    def isolated_launches(self):
+        """The launches the output mutants change one at a time: those that wrote more than one
+        element, the first of each (kernel, output shapes). Empty when only one launch wrote
+        anything (changing every launch at once is then the same)."""
+        wrote = [i for i, (_, _, n) in enumerate(self.per_launch, 1) if n > 0]
+        if len(wrote) < 2:
+            return []
+        seen, out = set(), []
+        for i, (kernel, shapes, n) in enumerate(self.per_launch, 1):
+            key = repr((kernel, shapes))
+            if n > 1 and key not in seen:
+                seen.add(key)
+                out.append(i)
+        return out
+
     def facts(self):
         """The coverage facts for the report (and export): not a verdict."""
         return {"launches": self.launches,
@@ -138,4 +177,5 @@ class Outputs:
                 "size_one": self.size_one,
                 "empty": self.empty,
                 "probed_outputs": list(self.probed),
+                "constant_outputs": self.constant_outputs(),
                 "unwatched_launches": self.unwatched}

@@ -12,6 +12,7 @@ from . import MAX_MESSAGE, TRACEBACK_LINES
 from .assembly import (PREAMBLE_MODULES, assemble, code_kernels, find_tests, module_available,
                        section_of)
 from .crosscompile import Specs
+from .kernel_replay import Recorder
 from .outputs import Outputs
 from .shims import install_shims
 from .triton_hooks import TritonState, install_triton_hooks
@@ -86,6 +87,8 @@ def run_sample(request, report):
     state = TritonState(path, bool(request.get("mutant")), request.get("autotune", "single"))
     if not state.mutant:
         state.outputs = Outputs()  # the real run: which buffers each launch writes
+        if kernel_options(request)[0] > 0:
+            state.replays = Recorder()  # and its first launches, for the kernel battery
         if request.get("cross_compile"):
             state.specs = Specs()  # and the specialisation each launch compiled
     else:
@@ -105,6 +108,22 @@ def run_sample(request, report):
     sample = {"path": path, "info": info, "tests": tests, "called": called, "state": state}
     execute(sample, "kforge_sample", report, t0)
     return sample
+
+
+def kernel_options(request):
+    """(count, time budget in s) of the request's kernel battery ("kernel_mutants": {"count": N,
+    "time_s": T}); (0, 0) when the request has none. Raises ValueError on anything else: the
+    pool sends both keys, and a request it did not mean is refused, not run without them."""
+    km = request.get("kernel_mutants")
+    if km is None:
+        return 0, 0.0
+    if not isinstance(km, dict) or set(km) != {"count", "time_s"}:
+        raise ValueError("kernel_mutants must be {count, time_s}: %r" % (km,))
+    count, time_s = km["count"], km["time_s"]
+    if type(count) is not int or count < 0 or type(time_s) not in (int, float) or time_s <= 0:
+        raise ValueError("kernel_mutants: count must be an integer >= 0 and time_s a number > 0: "
+                         "%r" % (km,))
+    return count, float(time_s)
 
 
 def execute(sample, module_name, report, t0):

@@ -32,6 +32,17 @@ class TritonState:
         # asks for cross-compilation; the autotune config of the launch under way, if any.
         self.specs = None
         self.autotune_config = None
+        # The real run's first launches of each kernel (kernel_replay.Recorder), when the kernel
+        # battery is asked for; in a kernel-mutant run, id(original JIT function) -> the mutant
+        # launched in its place, and how many launches were swapped. launch_raw(jit, args,
+        # kwargs) launches a JIT function past these hooks (the equivalence replay).
+        self.replays = None
+        self.kernel_swap = None
+        self.swapped = 0
+        # When a kernel mutant's run is confirmed: kernel name -> the argument names the real
+        # run found written, filled with all-ones bytes before each swapped launch.
+        self.kernel_poison = None
+        self.launch_raw = None
 
 
 def new_compile_stats():
@@ -92,9 +103,13 @@ def install_triton_hooks(state):
     state.version = getattr(triton, "__version__", None)
     JITFunction = jit_mod.JITFunction
     if getattr(JITFunction, "_kforge_patched", False):
+        raw = JITFunction._kforge_orig_run
+        state.launch_raw = lambda jit, args, kwargs: raw(jit, *args, **kwargs)
         return
     orig_init = JITFunction.__init__
     orig_run = JITFunction.run
+    JITFunction._kforge_orig_run = orig_run
+    state.launch_raw = lambda jit, args, kwargs: orig_run(jit, *args, **kwargs)
 
     def init(self, fn, *args, **kwargs):
         orig_init(self, fn, *args, **kwargs)
@@ -120,12 +135,24 @@ def install_triton_hooks(state):
                 # would have written is poisoned.
                 _poison_outputs(state.skip_outputs.get(name, ()), self, args, kwargs)
                 return None
+            if state.kernel_swap:
+                sub = state.kernel_swap.get(id(self))
+                if sub is not None:
+                    state.swapped += 1
+                    if state.kernel_poison is not None:
+                        _poison_outputs(state.kernel_poison.get(name, ()), self, args, kwargs)
+                    return orig_run(sub, *args, **kwargs)
+            rec = None
+            if state.replays is not None and state.mutator is None and state.outputs is not None:
+                rec = state.replays.before(name, self, args, kwargs)
             watcher = state.mutator or state.outputs
             if watcher is not None:
                 ret = watcher.launch(name, self, args, kwargs,
                                      lambda: orig_run(self, *args, **kwargs))
             else:
                 ret = orig_run(self, *args, **kwargs)
+            if rec is not None:
+                state.replays.after(rec)
             if state.specs is not None and state.mutator is None:
                 try:
                     state.specs.note(name, ret, kwargs, state.autotune_config)

@@ -33,7 +33,7 @@ from .crosscompile import cross_compile
 from .mutants import battery_after_skip, run_mutants, wants_mutant_run
 from .pipes import (_bad_request, _read_json, flush_std, put_first_on_path, read_all,
                     write_report)
-from .runner import module_available, run_sample
+from .runner import kernel_options, module_available, run_sample
 
 def _sandbox(spec, report, result_fd):
     try:
@@ -147,6 +147,10 @@ def prestarted_main(prep_path, result_fd, go_fd):
 def run_and_report(request, report, result_fd):
     """Runs the sample in this (sandboxed) process, writes its report(s), exits."""
     put_first_on_path(request.get("python_path", []))
+    try:
+        kernel = kernel_options(request)
+    except ValueError as e:
+        _bad_request(report, result_fd, e)
     if request.get("fresh"):
         preload(request.get("preload", []))
     sample = None
@@ -160,7 +164,7 @@ def run_and_report(request, report, result_fd):
     if request.get("mutant") and sample is not None:
         # A mutant process of its own: this run was the skip-launch run.
         try:
-            battery_after_skip(sample, report, names)
+            battery_after_skip(sample, report, names, kernel)
         except BaseException as e:  # noqa: B902
             report["battery"] = {"error": "harness error: %s: %s" % (type(e).__name__, e)}
     if sample is not None and not request.get("mutant"):
@@ -175,7 +179,7 @@ def run_and_report(request, report, result_fd):
     if mutant:
         second = {"harness": HARNESS_VERSION, "pid": os.getpid(), "mutant_run": True}
         try:
-            run_mutants(sample, second, names)
+            run_mutants(sample, second, names, kernel)
         except BaseException as e:  # noqa: B902
             second.update(verdict="error", phase="harness",
                           detail="harness error: %s: %s" % (type(e).__name__, e),

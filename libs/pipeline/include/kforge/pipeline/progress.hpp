@@ -84,6 +84,8 @@ struct RunProgress {
   std::vector<FailureKind> failures;  // failed jobs by kind, most frequent first
   std::vector<VerdictCause> causes;   // verdicts other than passed by cause, most first
   std::map<std::string, std::int64_t> verdicts;
+  // Quality flags on passing samples' latest verdicts (weak_test, weak_inputs, ...), by flag.
+  std::map<std::string, std::int64_t> flags;
   std::string refused;  // why the daemon refuses the run ("" if not): set by the caller
 
   double fraction() const {

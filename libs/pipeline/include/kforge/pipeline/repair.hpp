@@ -44,7 +44,9 @@ struct EvidenceCaps {
 // The evidence text: the blocks "verdict" (always), "failing_test", "message" and "traceback"
 // (when the report names a failing test with them), "stderr" (when the verdict is not passed and
 // stderr is not empty), "mutant_survived", "no_kernel_launch" and "weak_test" (by flag; its
-// {{survivors}} says in plain words what each surviving output mutant shows), and
+// {{survivors}} says in plain words what each surviving output mutant shows), "weak_inputs"
+// (by flag; {{kernel_mutants}} names each surviving kernel mutant, its line and what it says
+// about the test's inputs), "constant_output" (by flag), and
 // "cross_compile_failed" (by flag; {{targets}} lists each required target that failed with its
 // kernel and the compiler's stage and first lines), in that order.
 // Error (kind "prompt"): a block uses a placeholder without a value.

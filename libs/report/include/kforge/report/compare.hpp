@@ -85,6 +85,12 @@ struct RunSummary {
   Counts flags;
   // Per cross-compile target, in name order (none when no verification had a target).
   std::vector<TargetRate> targets;
+  // The kernel battery over the passing samples it ran on: samples, kernel mutants killed and
+  // applicable (summed), and killed / applicable (absent when none applied).
+  std::int64_t kernel_samples = 0;
+  std::int64_t kernel_killed = 0;
+  std::int64_t kernel_applicable = 0;
+  std::optional<double> kernel_rate;
   // Spent on the compared samples, every attempt included.
   std::int64_t prompt_tokens = 0;
   std::int64_t completion_tokens = 0;

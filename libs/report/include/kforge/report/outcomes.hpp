@@ -88,6 +88,10 @@ struct SampleOutcome {
   std::optional<std::string> detail;
   // That verification's cross-compile, per target: ok, error, unavailable or not_run.
   std::map<std::string, std::string> targets;
+  // That verification's kernel battery (docs/VERIFIER.md, "Kernel mutants"): the kernel mutants
+  // its test killed and those that applied; absent where the battery did not run.
+  std::optional<std::int64_t> kernel_killed;
+  std::optional<std::int64_t> kernel_applicable;
   // Every attempt counts: what was paid and how long it took.
   std::int64_t prompt_tokens = 0;
   std::int64_t completion_tokens = 0;

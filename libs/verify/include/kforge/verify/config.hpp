@@ -78,7 +78,13 @@ struct VerifierConfig {
   std::string mutant_run = "same_process";
   // The output mutants run after the skip-launch one kills a passing sample's test, in this
   // order, until one survives (docs/VERIFIER.md, "Output mutants"); empty: none.
-  std::vector<std::string> mutants = {"tail", "interior", "permute", "scale", "zero"};
+  std::vector<std::string> mutants = {"tail", "interior", "permute", "permute_row", "scale",
+                                      "zero"};
+  // The kernel battery (docs/VERIFIER.md, "Kernel mutants"), after the output mutants: at most
+  // this many kernel mutants per sample (0: none), within this many seconds of the mutant run
+  // (the pool adds it to the mutant run's deadline).
+  int kernel_mutants = 8;
+  double kernel_mutant_time_s = 30;
   // Targets every passing sample's launched kernels are compiled for, e.g. hip:gfx942 and
   // hip:gfx90a with Triton's AMD backend (verify/targets.hpp); nothing runs there. Empty: none.
   std::vector<std::string> cross_compile;

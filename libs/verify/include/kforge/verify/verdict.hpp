@@ -24,6 +24,13 @@ inline constexpr const char* kMutantSurvived = "mutant_survived";   // passes wi
 // Passes with the outputs of its launches made wrong by one of the output mutants (the detail
 // and report["mutation"]["survived"] name them): the test would not catch a wrong kernel.
 inline constexpr const char* kWeakTest = "weak_test";
+// Passes with one of the kernels it launched made wrong (a kernel mutant the equivalence replay
+// showed to compute something else: report["mutation"]["kernel"]["survived"] says which and
+// where): the test's inputs cannot tell a wrong kernel from the right one.
+inline constexpr const char* kWeakInputs = "weak_inputs";
+// Every output of more than one element that its launches wrote had all its elements equal:
+// the test cannot tell the right kernel from many wrong ones.
+inline constexpr const char* kConstantOutput = "constant_output";
 // Set when the verifier itself could not run the sample (sandbox set-up, no usable device):
 // the verdict says nothing about the sample and the caller may retry.
 inline constexpr const char* kInfrastructure = "infrastructure";
@@ -72,8 +79,23 @@ struct Classified {
 Classified classify(const RunFacts& f);
 
 // The output mutants, in the order the harness runs them (verifier.mutants picks among them).
-inline constexpr std::array<std::string_view, 5> kOutputMutants = {"tail", "interior", "permute",
-                                                                   "scale", "zero"};
+inline constexpr std::array<std::string_view, 6> kOutputMutants = {
+    "tail", "interior", "permute", "permute_row", "scale", "zero"};
+
+// The kernel battery's part of the score (report["kernel_battery"], docs/VERIFIER.md "Kernel
+// mutants"): mutants the test killed, those that applied (killed or survived), those the
+// equivalence replay found to compute the same (not counted), and each survivor (mutant, op,
+// kernel, section, section_line, desc, hint). ran: the battery ran at all.
+struct KernelScore {
+  bool ran = false;
+  int killed = 0;
+  int applicable = 0;
+  int equivalent = 0;
+  int tried = 0;  // every mutant it built, whatever the result
+  nlohmann::json survived = nlohmann::json::array();
+  std::string stopped;
+  nlohmann::json to_json() const;
+};
 
 // The mutant runs' part of a real run's result. The skip-launch run counts as one mutant
 // ("skip_launch"): killed when the tests did not pass with the launches skipped, not counted
@@ -87,6 +109,9 @@ struct MutationScore {
   std::vector<std::string> not_applicable;  // output mutants that changed nothing
   std::vector<std::string> not_run;         // after the first survivor, or a lost GPU context
   std::string stopped;                      // why the battery stopped early, if it did
+  // Output mutants that survived only with one launch changed on its own: name -> launch.
+  std::vector<std::pair<std::string, int>> per_launch;
+  KernelScore kernel;
   nlohmann::json to_json() const;
 };
 
@@ -94,12 +119,22 @@ MutationScore score_mutants(Verdict skip_verdict, bool skip_infrastructure,
                             const nlohmann::json& mutant_report);
 
 // Records the score on the real run's result (report["mutation"]) and, when an output mutant
-// survived, flags it kWeakTest and names the survivors in its detail. The skip-launch mutant's
+// survived, flags it kWeakTest and names the survivors in its detail; when a kernel mutant
+// survived, flags it kWeakInputs and says which change, on which line, the test let through. The skip-launch mutant's
 // own flag (kMutantSurvived) is set by the pool.
 void apply_mutation_score(VerifyResult& primary, const MutationScore& score);
 
 // The plain words for what a surviving mutant shows about a test (repair prompts, debug).
 std::string mutant_meaning(std::string_view mutant);
+
+// One surviving kernel mutant in plain words: "the test still passes when the mask of the
+// tl.load `...` is removed (code line 12): inputs whose size is a multiple of the block cannot
+// tell them apart".
+std::string kernel_mutant_meaning(const nlohmann::json& survivor);
+
+// Flags a passing result kConstantOutput when its coverage facts say every output of more than
+// one element was constant.
+void apply_output_facts(VerifyResult& r);
 
 // "SIGSEGV" for 11; "signal N" when unknown.
 std::string signal_name(int sig);

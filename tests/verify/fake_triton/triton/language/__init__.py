@@ -34,6 +34,11 @@ class Vec:
     def __gt__(self, o): return self._zip(o, lambda a, b: a > b)
     def __ge__(self, o): return self._zip(o, lambda a, b: a >= b)
     def __and__(self, o): return self._zip(o, lambda a, b: a and b)
+    def __or__(self, o): return self._zip(o, lambda a, b: a or b)
+    def __invert__(self): return Vec(not a for a in self.items)
+    def __rtruediv__(self, o): return self._zip(o, lambda a, b: b / a)
+    def __floordiv__(self, o): return self._zip(o, lambda a, b: a // b)
+    def __mod__(self, o): return self._zip(o, lambda a, b: a % b)
     def __neg__(self): return Vec(-a for a in self.items)
     def __len__(self): return len(self.items)
 
@@ -112,6 +117,24 @@ def _items(v, n):
 
 def exp(v):
     return Vec(math.exp(a) for a in v.items)
+
+
+def _log(a):
+    if a > 0:
+        return math.log(a)
+    return float("-inf") if a == 0 else float("nan")
+
+
+def log(v):
+    return Vec(_log(a) for a in v.items)
+
+
+def sqrt(v):
+    return Vec(math.sqrt(a) if a >= 0 else float("nan") for a in v.items)
+
+
+def abs(v):  # noqa: A001 - the Triton name
+    return Vec(_builtins.abs(a) for a in v.items)
 
 
 def maximum(a, b):

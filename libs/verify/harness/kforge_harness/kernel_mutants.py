@@ -1,0 +1,245 @@
+"""The kernel battery: the test run against kernels made wrong (kernel_ops) in its own process.
+
+For a sample whose test killed the skip-launch run and every output mutant: a deterministic
+choice of `count` mutation sites over the kernels its test launched; for each, the mutated
+kernel compiled as a kernel of its own (a file of its own, so Triton's cache keeps the
+original), then the equivalence replay (kernel_replay): each recorded launch made again with
+the original and the mutant on the same fresh inputs. A mutant whose outputs never differ where
+the original's are finite is `equivalent` (not counted); one that writes outside its buffers in
+the replay is `unsafe` and is not run against the test (it could corrupt the test's memory);
+one that does not compile is `stillborn`. Every other mutant replaces the original for one run
+of the real run's tests: `killed` when a test fails, `survived` when they all pass (the sample
+is flagged weak_inputs). The battery stops at the first survivor, when the time budget is
+spent, or when the GPU context is lost.
+"""
+
+import ast
+import linecache
+import os
+import time
+
+from . import kernel_ops
+from .assembly import section_of
+from .kernel_replay import differs, run_launch
+from .runner import _cuda_sync
+
+SEED = 20261127
+
+
+def _lost():
+    try:
+        _cuda_sync()
+        return False
+    except Exception:  # noqa: BLE001 - torch raises RuntimeError (CUDA error: ...)
+        return True
+
+
+def build_jit(jit, source, fn_def, ordinal, workdir):
+    """The mutated kernel as a JIT function of its own: its source written to a file of its own
+    with the def on the original's line (Triton reads a kernel's source from its file), run in
+    a copy of the original's globals, wrapped by the original's class with its options."""
+    path = os.path.join(workdir, "kforge_kernel_mutant_%d.py" % ordinal)
+    text = "\n" * (fn_def.lineno - 1) + source
+    with open(path, "w") as f:
+        f.write(text)
+    linecache.checkcache(path)
+    scope = dict(getattr(jit.fn, "__globals__", {}))
+    exec(compile(text, path, "exec"), scope)  # noqa: S102 - the sample's own code, in its sandbox
+    fn = scope[fn_def.name]
+    options = {}
+    for attr in ("do_not_specialize", "do_not_specialize_on_alignment", "debug", "noinline"):
+        value = getattr(jit, attr, None)
+        if value is not None:
+            options[attr] = value
+    try:
+        return type(jit)(fn, **options)
+    except TypeError:
+        return type(jit)(fn)
+
+
+class Originals:
+    """The original kernel's replays, made once per record and variant: None where the
+    original failed or gave different outputs on the same inputs twice (nondeterministic)."""
+
+    def __init__(self, state):
+        self.state = state
+        self.cache = {}
+        self.errors = []  # why a replay of the original failed (the first few)
+
+    def get(self, rec, variant):
+        k = (id(rec), variant)
+        if k not in self.cache:
+            try:
+                a = run_launch(rec, variant, SEED, rec.jit, self.state.launch_raw, _cuda_sync)
+                b = run_launch(rec, variant, SEED, rec.jit, self.state.launch_raw, _cuda_sync)
+                oa = a.outputs()
+                self.cache[k] = None if differs(oa, b.outputs()) or a.guard_written() else oa
+            except Exception as e:  # noqa: BLE001 - no replay of this launch
+                self.cache[k] = None
+                if len(self.errors) < 3:
+                    self.errors.append("%s (%s): %s: %s" % (rec.kernel, variant, type(e).__name__,
+                                                            str(e).strip()[:300]))
+        return self.cache[k]
+
+
+def judge(records, mjit, state, originals):
+    """The equivalence replay of one mutant. Returns (outcome, detail): differs (same shapes),
+    differs_tail (only with the sizes one less than a block multiple), equivalent, unsafe,
+    stillborn, unjudged (no replay of the original) or lost (the GPU context)."""
+    judged, found = 0, None
+    for variant in ("same", "tail"):
+        for rec in records:
+            if variant == "tail" and not rec.shrink:
+                continue
+            base = originals.get(rec, variant)
+            if base is None:
+                continue
+            try:
+                m = run_launch(rec, variant, SEED, mjit, state.launch_raw, _cuda_sync)
+            except Exception as e:  # noqa: BLE001 - the compiler's or the launch's error
+                why = "%s: %s" % (type(e).__name__, str(e).strip().splitlines()[-1][:300]
+                                  if str(e).strip() else "")
+                if _lost():
+                    return "lost", why
+                if "out-of-bounds" in str(e):
+                    if variant == "same":
+                        return "unsafe", why
+                    continue
+                return "stillborn", why
+            judged += 1
+            if m.guard_written():
+                if variant == "same":
+                    return "unsafe", "it wrote outside its buffers in the replay"
+                continue  # only outside the buffers: nothing a test can assert
+            if found is None and differs(base, m.outputs()):
+                found = "differs" if variant == "same" else "differs_tail"
+                if variant == "tail":
+                    return found, None
+        if found:
+            return found, None
+    return ("equivalent" if judged else "unjudged"), None
+
+
+def _entry(site, info, ordinal):
+    section, line = section_of(info, site["line"])
+    return {"mutant": "k%d" % ordinal, "op": site["op"], "kernel": site["kernel"],
+            "line": site["line"], "section": section, "section_line": line,
+            "desc": site["desc"], "hint": kernel_ops.HINTS.get(site["op"], "")}
+
+
+def _run_swapped(sample, state, jit, mjit, poison):
+    """The real run's tests once, with mutant mjit launched in place of jit."""
+    state.mutant = False  # after the skip-launch run: launches run again
+    state.kernel_swap = {id(jit): mjit}
+    state.kernel_poison = poison
+    state.swapped = 0
+    saved, state.outputs = state.outputs, None  # the real run's findings stay as they were
+    try:
+        return sample["run_tests"](sample)
+    finally:
+        state.kernel_swap, state.kernel_poison, state.outputs = None, None, saved
+
+
+def run_kernel_battery(sample, report, count, budget_s, run_tests):
+    """Up to `count` kernel mutants within `budget_s` seconds; fills report["kernel_battery"].
+    run_tests(sample) runs the real run's tests once and returns the first failing test's
+    result (None when they all pass)."""
+    t0 = time.monotonic()
+    state = sample["state"]
+    kb = {"mutants": [], "killed": 0, "applicable": 0, "equivalent": 0, "survived": [],
+          "not_run": 0}
+    report["kernel_battery"] = kb
+    recorder = getattr(state, "replays", None)
+    if count <= 0:
+        return kb
+    if recorder is None or not recorder.records or getattr(state, "launch_raw", None) is None:
+        kb["stopped"] = "no launch of the sample's kernels was recorded"
+        if recorder is not None and recorder.uncaptured:
+            kb["uncaptured"] = list(recorder.uncaptured)
+        return kb
+    with open(sample["path"]) as f:
+        tree = ast.parse(f.read())
+    defs, per_kernel = {}, []
+    for name, jit in recorder.kernels():
+        code = getattr(getattr(jit, "fn", None), "__code__", None)
+        d = kernel_ops.find_def(tree, name.split(".")[-1], code.co_firstlineno if code else None)
+        if d is None:
+            continue
+        defs[name] = (d, jit)
+        per_kernel.append((name, kernel_ops.sites(d, name)))
+    chosen = kernel_ops.choose(per_kernel, count)
+    kb["sites"] = sum(len(s) for _, s in per_kernel)
+    originals = Originals(state)
+    written = dict(state.outputs.written) if state.outputs is not None else {}
+    sample["run_tests"] = run_tests
+    workdir = os.path.dirname(sample["path"])
+    for i, site in enumerate(chosen):
+        if time.monotonic() - t0 >= budget_s:
+            kb["not_run"] = len(chosen) - i
+            kb["stopped"] = "the time budget (%g s) was spent" % budget_s
+            break
+        t1 = time.monotonic()
+        entry = _entry(site, sample["info"], i + 1)
+        kb["mutants"].append(entry)
+        d, jit = defs[site["kernel"]]
+        try:
+            mjit = build_jit(jit, kernel_ops.mutate(d, site), d, i + 1, workdir)
+        except Exception as e:  # noqa: BLE001 - a mutant that is not valid Python or Triton
+            entry.update(result="stillborn", detail="%s: %s" % (type(e).__name__, str(e)[:200]),
+                         duration_ms=int((time.monotonic() - t1) * 1000))
+            continue
+        outcome, why = judge(recorder.of(site["kernel"]), mjit, state, originals)
+        entry["replay"] = outcome
+        if why:
+            entry["detail"] = why
+        if outcome == "lost":
+            entry["result"] = "error"
+            kb["stopped"] = "the GPU context was lost in the replay of %s" % entry["mutant"]
+            kb["not_run"] = len(chosen) - i - 1
+            break
+        if outcome in ("equivalent", "unsafe", "stillborn", "unjudged"):
+            entry["result"] = outcome
+            kb["equivalent"] += outcome == "equivalent"
+            entry["duration_ms"] = int((time.monotonic() - t1) * 1000)
+            continue
+        failed = _run_swapped(sample, state, jit, mjit, None)
+        if failed is None and state.swapped:
+            # Confirmed with the outputs it should write poisoned first: an element the mutant
+            # leaves unwritten may hold the right answer in memory the allocator handed out
+            # again, and that must not pass it.
+            failed = _run_swapped(sample, state, jit, mjit, written)
+            entry["confirmed"] = failed is None
+        entry["swapped_launches"] = state.swapped
+        entry["duration_ms"] = int((time.monotonic() - t1) * 1000)
+        if failed is not None:
+            exc = failed.get("exception") or ""
+            if "CompilationError" in exc or "CompileTimeAssertion" in exc:
+                entry.update(result="stillborn", detail="%s: %s" % (
+                    exc, (failed.get("message") or "").strip().splitlines()[-1:][0][:200]
+                    if (failed.get("message") or "").strip() else ""))
+                continue
+            entry["result"] = "killed"
+            entry["by"] = "%s: %s" % (failed.get("name"), exc)
+            kb["killed"] += 1
+            kb["applicable"] += 1
+            if _lost():
+                kb["stopped"] = "the GPU context was lost under %s" % entry["mutant"]
+                kb["not_run"] = len(chosen) - i - 1
+                break
+            continue
+        if not state.swapped:
+            entry["result"] = "not_applicable"
+            entry["detail"] = "the tests did not launch the mutated kernel"
+            continue
+        entry["result"] = "survived"
+        kb["applicable"] += 1
+        kb["survived"].append({k: entry[k] for k in ("mutant", "op", "kernel", "section",
+                                                       "section_line", "desc", "hint")})
+        kb["not_run"] = len(chosen) - i - 1
+        if kb["not_run"]:
+            kb["stopped"] = "first survivor"
+        break
+    if originals.errors:
+        kb["replay_errors"] = list(originals.errors)
+    kb["duration_ms"] = int((time.monotonic() - t0) * 1000)
+    return kb

@@ -1,0 +1,348 @@
+"""The equivalence replay: a kernel mutant launched beside the original on fresh inputs.
+
+In the real run the first launches of each of the sample's kernels are recorded (Recorder):
+every argument as it was passed (integers, floats, constexprs, the grid, the autotune config's
+meta-parameters), and each buffer as its storage (size in bytes, device), its dtype, shape,
+strides and offset; buffers of integers or booleans (indices, offsets, lengths) with their
+contents before the launch. A replay makes every storage afresh with a guard zone of all-ones
+bytes on either side, fills floating-point storages with fresh normal values (seeded: the
+original and the mutant see the same), copies integer ones as captured, and launches the kernel.
+
+Float arguments (a scale, an eps) are drawn afresh too: the same sign, 1.25 to 2 times the size
+(0: a standard normal value). Two variants: `same`, the shapes and integers as captured; `tail`,
+every integer argument that
+is a multiple of a block size of the launch (a power-of-two constexpr of at least 16) one less,
+the masked tail the test's sizes may never reach. Outputs are compared element by element
+where the original's output is finite (an input outside a kernel's domain, log of a negative,
+gives NaN in the original and says nothing); see docs/VERIFIER.md, "Kernel mutants".
+
+Works on torch tensors and on the lists of numbers of the CPU stand-in for Triton.
+"""
+
+import math
+import random
+import sys
+
+GUARD = 256 * 1024  # bytes of guard zone before and after each replayed storage
+MAX_RECORDS = 12  # launches recorded per run
+MAX_PER_KERNEL = 4  # distinct launches recorded per kernel
+MAX_COPY_BYTES = 64 << 20  # integer contents copied per launch
+MIN_BLOCK = 16
+RTOL = {"float16": 1e-2, "bfloat16": 2e-2, "float32": 1e-4, "float64": 1e-7}
+RTOL_DEFAULT = 0.1  # fp8 and other narrow types
+
+
+def _torch():
+    return sys.modules.get("torch")
+
+
+def _is_tensor(x):
+    t = _torch()
+    return t is not None and isinstance(x, t.Tensor)
+
+
+def _is_list_buffer(x):
+    return type(x) is list and all(type(v) in (bool, int, float) for v in x)
+
+
+def constexpr_names(jit):
+    """The kernel's constexpr parameters (Triton's params, else the annotations)."""
+    names = set()
+    for p in getattr(jit, "params", None) or []:
+        if getattr(p, "is_constexpr", False):
+            names.add(getattr(p, "name", None))
+    try:
+        import inspect
+        for name, p in inspect.signature(jit.fn).parameters.items():
+            ann = p.annotation
+            text = getattr(ann, "__name__", None) or str(ann)
+            if "constexpr" in text:
+                names.add(name)
+    except (TypeError, ValueError, AttributeError):
+        pass
+    names.discard(None)
+    return names
+
+
+class Record:
+    """One recorded launch."""
+
+    def __init__(self, kernel, jit):
+        self.kernel = kernel
+        self.jit = jit
+        self.args = []  # encoded: ("tensor", sid, dtype, shape, stride, offset) | ("list", sid)
+        self.kwargs = {}  # | ("value", v)
+        self.storages = {}  # sid -> dict(nbytes, device, ints, float_dtype) | dict(list, ...)
+        self.names = []  # the parameter name of each positional argument
+        self.blocks = set()
+        self.shrink = set()  # positions ("a", i) / ("k", name) of integers that are multiples
+        self.constexpr_at = set()  # positions of constexpr arguments and launch options
+        self.key = None
+
+
+class Recorder:
+    """The first launches of each of the sample's kernels, for the replay."""
+
+    def __init__(self):
+        self.records = []
+        self.keys = set()
+        self.per_kernel = {}
+        self.uncaptured = []
+
+    def before(self, kernel, jit, args, kwargs):
+        if len(self.records) >= MAX_RECORDS or self.per_kernel.get(kernel, 0) >= MAX_PER_KERNEL:
+            return None
+        try:
+            rec = _describe(kernel, jit, args, kwargs)
+        except Exception as e:  # noqa: BLE001 - capture must never fail a launch
+            if len(self.uncaptured) < 4:
+                self.uncaptured.append("%s: %s: %s" % (kernel, type(e).__name__, str(e)[:200]))
+            return None
+        if rec.key in self.keys:
+            return None
+        try:
+            if not _copy_integers(rec):
+                return None  # more integer contents than a replay copies
+        except Exception as e:  # noqa: BLE001 - capture must never fail a launch
+            if len(self.uncaptured) < 4:
+                self.uncaptured.append("%s: %s: %s" % (kernel, type(e).__name__, str(e)[:200]))
+            return None
+        return rec
+
+    def after(self, rec):
+        if rec is None or rec.key in self.keys:
+            return
+        self.keys.add(rec.key)
+        self.records.append(rec)
+        self.per_kernel[rec.kernel] = self.per_kernel.get(rec.kernel, 0) + 1
+
+    def of(self, kernel):
+        return [r for r in self.records if r.kernel == kernel]
+
+    def kernels(self):
+        """[(name, the JIT function)] in the order first launched."""
+        out = []
+        for r in self.records:
+            if r.kernel not in [k for k, _ in out]:
+                out.append((r.kernel, r.jit))
+        return out
+
+
+def _describe(kernel, jit, args, kwargs):
+    rec = Record(kernel, jit)
+    names = list(getattr(jit, "arg_names", None) or [])
+    rec.names = names
+    consts = constexpr_names(jit)
+    key = [kernel]
+
+    def enc(v):
+        if _is_tensor(v):
+            st = v.untyped_storage()
+            sid = ("t", st.data_ptr(), str(v.device))
+            info = rec.storages.setdefault(sid, {"nbytes": st.nbytes(), "device": v.device,
+                                                 "ints": None, "float_dtype": None,
+                                                 "needs_copy": False, "storage": st})
+            if v.is_floating_point() or v.is_complex():
+                info["float_dtype"] = info["float_dtype"] or v.dtype
+            else:
+                info["needs_copy"] = True
+            key.append(("T", str(v.dtype), tuple(v.shape), tuple(v.stride()),
+                        v.storage_offset(), st.nbytes()))
+            return ("tensor", sid, v.dtype, tuple(v.shape), tuple(v.stride()), v.storage_offset())
+        if _is_list_buffer(v):
+            sid = ("l", id(v))
+            floats = all(type(x) is float for x in v)
+            rec.storages.setdefault(sid, {"list": True, "len": len(v),
+                                          "copy": None if floats and v else list(v)})
+            key.append(("L", len(v), floats))
+            return ("list", sid)
+        if hasattr(v, "data_ptr") or hasattr(v, "__array__"):
+            raise TypeError("an argument of type %s cannot be replayed" % type(v).__name__)
+        key.append(("V", repr(v) if not callable(v) else "callable"))
+        return ("value", v)
+
+    for i, a in enumerate(args):
+        rec.args.append(enc(a))
+    for k, v in kwargs.items():
+        key.append(k)
+        rec.kwargs[k] = enc(v)
+    # Block sizes: constexpr integers that are powers of two of at least MIN_BLOCK.
+    named = [(names[i] if i < len(names) else None, e) for i, e in enumerate(rec.args)]
+    named += list(rec.kwargs.items())
+    for name, e in named:
+        if e[0] == "value" and type(e[1]) is int and (name in consts or name not in names) and \
+                e[1] >= MIN_BLOCK and e[1] & (e[1] - 1) == 0:
+            rec.blocks.add(e[1])
+    for i, e in enumerate(rec.args):
+        name = names[i] if i < len(names) else None
+        if name is not None and name not in consts and _shrinks(e, rec.blocks):
+            rec.shrink.add(("a", i))
+        if name is None or name in consts:
+            rec.constexpr_at.add(("a", i))
+    for k, e in rec.kwargs.items():
+        if k in names and k not in consts and _shrinks(e, rec.blocks):
+            rec.shrink.add(("k", k))
+        if k not in names or k in consts:
+            rec.constexpr_at.add(("k", k))
+    rec.key = repr(key)
+    return rec
+
+
+def _copy_integers(rec):
+    """Copies the contents of the record's integer and boolean storages (as they are before the
+    launch). False when they are larger than MAX_COPY_BYTES together."""
+    total = sum(info["nbytes"] for info in rec.storages.values() if info.get("needs_copy"))
+    if total > MAX_COPY_BYTES:
+        return False
+    for info in rec.storages.values():
+        if info.get("needs_copy"):
+            info["ints"] = _storage_bytes(info)
+        info.pop("storage", None)
+    return True
+
+
+def _shrinks(e, blocks):
+    return e[0] == "value" and type(e[1]) is int and e[1] > 1 and any(e[1] % b == 0
+                                                                        for b in blocks)
+
+
+def _storage_bytes(info):
+    torch = _torch()
+    raw = torch.empty(0, dtype=torch.uint8, device=info["device"])
+    raw.set_(info["storage"], 0, (info["nbytes"],), (1,))
+    return raw.clone()
+
+
+class Launch:
+    """The buffers of one replayed launch, made afresh."""
+
+    def __init__(self, rec, variant, seed):
+        self.rec = rec
+        self.bases = {}  # sid -> (base uint8 tensor or list, nbytes)
+        self.views = []  # (key, view) of every tensor or list argument
+        rng = random.Random(seed)
+        self.rng = random.Random(seed + 1)
+        torch = _torch()
+        gens = {}
+        for sid, info in rec.storages.items():
+            if info.get("list"):
+                base = list(info["copy"]) if info["copy"] is not None else \
+                    [rng.gauss(0.0, 1.0) for _ in range(info["len"])]
+                self.bases[sid] = (base, info["len"])
+                continue
+            nbytes = info["nbytes"]
+            total = (nbytes + 2 * GUARD + 15) // 16 * 16
+            base = torch.full((total,), 0xFF, dtype=torch.uint8, device=info["device"])
+            region = base[GUARD:GUARD + nbytes]
+            if info["ints"] is not None:
+                region.copy_(info["ints"])
+            elif info["float_dtype"] is not None and nbytes:
+                dt = info["float_dtype"]
+                size = torch.empty(0, dtype=dt).element_size()
+                n = nbytes // size
+                dev = str(info["device"])
+                if dev not in gens:
+                    gens[dev] = torch.Generator(device=info["device"])
+                    gens[dev].manual_seed(seed)
+                vals = torch.randn(n, generator=gens[dev], device=info["device"],
+                                   dtype=torch.float32)
+                region[:n * size].view(dt).copy_(vals.to(dt))
+            self.bases[sid] = (base, nbytes)
+        self.args = [self._arg(("a", i), e, variant) for i, e in enumerate(rec.args)]
+        self.kwargs = {k: self._arg(("k", k), e, variant) for k, e in rec.kwargs.items()}
+
+    def _arg(self, where, e, variant):
+        if e[0] == "value":
+            v = e[1]
+            if type(v) is float and math.isfinite(v) and where not in self.rec.constexpr_at:
+                # A float argument (a scale, an eps) drawn afresh as well: its sign kept (an eps
+                # stays positive), its size times 1.25 to 2; 0 becomes a standard normal value.
+                return v * self.rng.uniform(1.25, 2.0) if v != 0 else self.rng.gauss(0.0, 1.0)
+            return v - 1 if variant == "tail" and where in self.rec.shrink else v
+        if e[0] == "list":
+            base = self.bases[e[1]][0]
+            self.views.append((e, base))
+            return base
+        _, sid, dtype, shape, stride, offset = e
+        base = self.bases[sid][0]
+        size = base.new_empty(0, dtype=dtype).element_size()
+        view = base.view(dtype).as_strided(shape, stride, GUARD // size + offset)
+        self.views.append((e, view))
+        return view
+
+    def guard_written(self):
+        """Whether the launch wrote outside its buffers (into a guard zone)."""
+        for base, nbytes in self.bases.values():
+            if isinstance(base, list):
+                continue
+            if bool((base[:GUARD] != 0xFF).any()) or bool((base[GUARD + nbytes:] != 0xFF).any()):
+                return True
+        return False
+
+    def outputs(self):
+        """The replayed buffers' contents, one entry per distinct argument view."""
+        seen, out = set(), []
+        for e, view in self.views:
+            k = repr(e[1:]) if e[0] == "tensor" else repr(e)
+            if k in seen:
+                continue
+            seen.add(k)
+            out.append(view.clone() if _is_tensor(view) else list(view))
+        return out
+
+
+def run_launch(rec, variant, seed, jit, launch_raw, sync):
+    """Launches `jit` (the original or a mutant) on fresh buffers. Returns the Launch."""
+    launch = Launch(rec, variant, seed)
+    launch_raw(jit, launch.args, launch.kwargs)
+    sync()
+    return launch
+
+
+def _rtol(dtype):
+    return RTOL.get(str(dtype).replace("torch.", ""), RTOL_DEFAULT)
+
+
+def differs(a, b):
+    """Whether two replays' outputs differ where the first's are finite (floats within a
+    tolerance of the dtype, scaled by the output's largest finite magnitude)."""
+    for x, y in zip(a, b):
+        if _is_tensor(x):
+            if _tensor_differs(x, y):
+                return True
+        elif _list_differs(x, y):
+            return True
+    return False
+
+
+def _tensor_differs(x, y):
+    torch = _torch()
+    if not (x.is_floating_point() or x.is_complex()):
+        return not bool(torch.equal(x, y))
+    if x.is_complex():
+        x, y = torch.view_as_real(x), torch.view_as_real(y)
+    xd, yd = x.double(), y.double()
+    fin = torch.isfinite(xd)
+    if not bool(fin.any()):
+        return False
+    rtol = _rtol(x.dtype)
+    atol = rtol * float(xd[fin].abs().max()) + 1e-30
+    close = torch.isfinite(yd) & ((yd - xd).abs() <= atol + rtol * xd.abs())
+    return bool((fin & ~close).any())
+
+
+def _list_differs(x, y):
+    if len(x) != len(y):
+        return True
+    fin = [v for v in x if not (isinstance(v, float) and not math.isfinite(v))]
+    if not fin:
+        return False
+    scale = max(abs(v) for v in fin)
+    for a, b in zip(x, y):
+        if isinstance(a, float) and not math.isfinite(a):
+            continue
+        if isinstance(b, float) and not math.isfinite(b):
+            return True
+        if abs(b - a) > 1e-6 * scale + 1e-6 * abs(a) + 1e-30:
+            return True
+    return False
