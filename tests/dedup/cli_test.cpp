@@ -118,17 +118,42 @@ TEST_F(DedupCli, ImportFindsTheCopiesAndDupsListsThem) {
       EXPECT_GE(m["similarity"].get<double>(), 0.6);
       EXPECT_NE(m["to"], m["key"]);
     }
-  // The re-packaged kernel shares its exact body.
-  for (const auto& g : d["list"])
-    for (const auto& m : g["members"])
-      if (m["key"] == "repackaged/" + key_b_) {
-        EXPECT_TRUE(m["exact"].get<bool>());
+  // Each group names its size, its representative and its spread: every other member is linked
+  // to the representative, at or above the threshold.
+  for (const auto& g : d["list"]) {
+    EXPECT_EQ(g["size"].get<std::size_t>(), g["members"].size());
+    EXPECT_GE(g["spread"].get<double>(), 0.6);
+    int is_rep = 0;
+    for (const auto& m : g["members"]) {
+      if (m["key"] == g["representative"]) {
+        ++is_rep;
+        continue;
       }
+      EXPECT_EQ(m["to"], g["representative"]) << m["key"];
+      EXPECT_GE(m["similarity"].get<double>(), g["spread"].get<double>());
+    }
+    EXPECT_EQ(is_rep, 1) << g.dump();
+  }
+  // The re-packaged kernel shares its exact body: linked to its original, it says so; linked to
+  // another representative, its original is linked there too, at the same similarity.
+  for (const auto& g : d["list"]) {
+    std::map<std::string, json> by_key;
+    for (const auto& m : g["members"]) by_key[m["key"]] = m;
+    if (by_key.count("repackaged/" + key_b_) == 0) continue;
+    const json& copy = by_key["repackaged/" + key_b_];
+    if (copy["to"] == key_b_ || g["representative"] == key_b_) {
+      EXPECT_TRUE(copy["exact"].get<bool>()) << g.dump();
+    } else {
+      EXPECT_EQ(by_key[key_b_]["to"], copy["to"]) << g.dump();
+      EXPECT_EQ(by_key[key_b_]["similarity"], copy["similarity"]) << g.dump();
+    }
+  }
 
   // Text output names groups and members; a higher threshold gives fewer or equal groups.
   auto r = kforge({"corpus", "dups"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("fork/" + key_a_), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("samples, each at least"), std::string::npos) << r.out;
   json strict = kforge_json({"corpus", "dups", "--json", "--threshold", "0.99"});
   EXPECT_LE(strict["grouped"].get<int>(), d["grouped"].get<int>());
 
