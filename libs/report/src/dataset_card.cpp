@@ -363,10 +363,10 @@ std::string render_card(const CardInput& in) {
         md += fmt::format("- ... {} more\n", sum.rows.near.size() - 50);
         break;
       }
-      md += fmt::format("- `{}`: {} `{}` in `{}`\n", n.key,
-                        n.match.exact ? "same kernel body as"
+      md += fmt::format("- `{}`: kernel `{}` {} `{}` of `{}` in `{}`\n", n.key, n.match.kernel,
+                        n.match.exact ? "is the same as"
                                       : fmt::format("similarity {:.2f} with", n.match.similarity),
-                        n.match.key, n.match.file);
+                        n.match.eval_kernel, n.match.key, n.match.file);
     }
     md += "\n";
   }
