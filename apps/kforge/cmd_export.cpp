@@ -22,10 +22,10 @@ struct ExportArgs {
   std::string format = "auto";
   std::vector<std::string> verdicts;
   bool include_flagged = false;
-  std::vector<std::string> exclude_near;  // eval sets
-  std::string map;                        // their field map, as import's --map
-  std::string key;                        // their key field, as import's --key
-  double near_threshold = -1;             // -1: that of the last corpus dedup, else the default
+  std::vector<std::string> exclude_near;            // eval sets
+  std::string map;                                  // their field map, as import's --map
+  std::string key;                                  // their key field, as import's --key
+  double near_threshold = -1;                       // -1: dedup::kDefaultKernelThreshold
   int min_kernel_tokens = dedup::kMinKernelTokens;  // smaller kernels are not compared
   bool mark = false;
   std::string exclusions;                 // a JSONL file listing each sample near an eval set
@@ -133,8 +133,7 @@ Command add_export(CLI::App& root, Globals& g) {
                   "The eval sets' field mapping, as for import (e.g. code=output)");
   cmd->add_option("--key", args->key, "The eval sets' key field (default: the record number)");
   cmd->add_option("--near-threshold", args->near_threshold,
-                  "Similarity at which a sample is near an eval kernel (default: that of the "
-                  "last kforge corpus dedup, else 0.6)")
+                  "Similarity at which a sample's kernel is near an eval kernel (default 0.8)")
       ->check(CLI::Range(0.5, 1.0));
   cmd->add_option("--min-kernel-tokens", args->min_kernel_tokens,
                   "Kernels shorter than this many tokens (small helpers) are not compared (default "
@@ -230,12 +229,8 @@ Command add_export(CLI::App& root, Globals& g) {
           KF_TRY_OR_REPORT(evals, dedup::EvalIndex::load(files, map, corpus::Format::automatic,
                                                          args->min_kernel_tokens));
           opts.exclude_near = &*evals;
-          if (args->near_threshold >= 0) {
-            opts.near_threshold = args->near_threshold;
-          } else {
-            KF_TRY_OR_REPORT(auto st, dedup::state(*db));
-            opts.near_threshold = st ? st->threshold : dedup::kDefaultThreshold;
-          }
+          opts.near_threshold =
+              args->near_threshold >= 0 ? args->near_threshold : dedup::kDefaultKernelThreshold;
           opts.mark_near = args->mark;
         }
         report::ExportSummary sum;

@@ -288,9 +288,14 @@ TEST_F(DedupCli, ARunsDedupThresholdLeavesTheCorpusThresholdAlone) {
 TEST_F(DedupCli, ExportExcludesOrMarksSamplesNearAnEvalSetAndSaysWhy) {
   import();
   kforge_json({"run", "create", "all", "--pipeline", "v1", "--json"});
-  // An eval set in its own format: one kernel of the corpus, recommented and with another
-  // constant, and an unrelated one.
-  std::string near = "# eval copy\n" + replace_all(base_[20]["output"], "1024", "512");
+  // An eval set in its own format: one kernel of the corpus, recommented, with another constant
+  // and its kernel renamed, and an unrelated one.
+  std::string code20 = base_[20]["output"];
+  std::size_t def = code20.find("def ", code20.find("@triton.jit"));
+  ASSERT_NE(def, std::string::npos);
+  std::string kernel20 = code20.substr(def + 4, code20.find('(', def) - def - 4);
+  std::string near =
+      "# eval copy\n" + replace_all(replace_all(code20, "1024", "512"), kernel20, "renamed_k");
   std::string jsonl = json{{"task_id", "E-1"}, {"solution", near}}.dump() + "\n" +
                       json{{"task_id", "E-2"}, {"solution", "def f():\n    return 1\n"}}.dump() +
                       "\n";
@@ -305,6 +310,8 @@ TEST_F(DedupCli, ExportExcludesOrMarksSamplesNearAnEvalSetAndSaysWhy) {
       << r.out;
   EXPECT_NE(r.out.find(key20 + ": "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("E-1 in "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kernel " + kernel20), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("renamed_k of E-1"), std::string::npos) << r.out;
   auto clean = read_jsonl("clean.jsonl");
   EXPECT_EQ(static_cast<int>(clean.size()), total_ - 1);
   int corpus_marked = 0;
@@ -324,6 +331,8 @@ TEST_F(DedupCli, ExportExcludesOrMarksSamplesNearAnEvalSetAndSaysWhy) {
   ASSERT_EQ(ex.size(), 1u);
   EXPECT_EQ(ex[0]["key"], key20);
   EXPECT_EQ(ex[0]["eval_key"], "E-1");
+  EXPECT_EQ(ex[0]["kernel"], kernel20);
+  EXPECT_EQ(ex[0]["eval_kernel"], "renamed_k");
   EXPECT_EQ(ex[0]["action"], "left out");
 
   // --mark keeps it, marked.
@@ -367,6 +376,10 @@ TEST_F(DedupCli, ExportExcludesOrMarksSamplesNearAnEvalSetAndSaysWhy) {
   // Its path once, as given.
   EXPECT_EQ(r.err.find("eval.jsonl"), r.err.rfind("eval.jsonl")) << r.err;
   EXPECT_EQ(kforge({"export", "all", "--out", (dir_ / "x.jsonl").string(), "--mark"}).exit_code, 2);
+  EXPECT_EQ(
+      kforge({"export", "all", "--out", (dir_ / "x.jsonl").string(), "--min-kernel-tokens", "20"})
+          .exit_code,
+      2);
 }
 
 }  // namespace

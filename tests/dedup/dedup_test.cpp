@@ -387,7 +387,7 @@ TEST(EvalIndex, FindsRenamedEditedAndEmbeddedEvalKernelsNotSharedHelpers) {
   // Renamed: the kernel and its variables.
   std::string renamed = replace_all(
       replace_all(replace_all(kAdd, "add_kernel", "_fused_sum"), "offs", "o"), "pid", "block_id");
-  auto m = ix->nearest(renamed, kDefaultThreshold);
+  auto m = ix->nearest(renamed, kDefaultKernelThreshold);
   ASSERT_TRUE(m.has_value());
   EXPECT_EQ(m->key, "e1");
   EXPECT_TRUE(m->exact);
@@ -401,31 +401,31 @@ TEST(EvalIndex, FindsRenamedEditedAndEmbeddedEvalKernelsNotSharedHelpers) {
   std::size_t bol = edited.rfind('\n', at) + 1, eol = edited.find('\n', at);
   std::string indent = edited.substr(bol, edited.find_first_not_of(' ', bol) - bol);
   edited.insert(eol + 1, indent + "# the tail is masked\n" + indent + "unused_step = 2 * 3\n");
-  m = ix->nearest(edited, kDefaultThreshold);
+  m = ix->nearest(edited, kDefaultKernelThreshold);
   ASSERT_TRUE(m.has_value());
   EXPECT_EQ(m->key, "e2");
   EXPECT_FALSE(m->eval_kernel.empty());
-  EXPECT_GE(m->similarity, kDefaultThreshold);
+  EXPECT_GE(m->similarity, kDefaultKernelThreshold);
 
   // Embedded: the eval kernel, renamed, in a larger file of other kernels and host code.
   std::string embedded =
       other + "\n\n" + replace_all(renamed, "import torch", "") + "\n\n" + std::string(kHelper);
-  m = ix->nearest(embedded, kDefaultThreshold);
+  m = ix->nearest(embedded, kDefaultKernelThreshold);
   ASSERT_TRUE(m.has_value());
   EXPECT_EQ(m->key, "e1");
   EXPECT_EQ(m->kernel, "_fused_sum");
 
   // Sharing only the small helper flags nothing, unless the size is lowered.
   std::string helper_only = other + "\n" + kHelper;
-  EXPECT_FALSE(ix->nearest(helper_only, kDefaultThreshold).has_value());
+  EXPECT_FALSE(ix->nearest(helper_only, kDefaultKernelThreshold).has_value());
   auto small = EvalIndex::load({dir / "eval.jsonl"}, map, corpus::Format::automatic, 10);
   ASSERT_TRUE(small.ok());
-  m = small->nearest(helper_only, kDefaultThreshold);
+  m = small->nearest(helper_only, kDefaultKernelThreshold);
   ASSERT_TRUE(m.has_value());
   EXPECT_EQ(m->eval_kernel, "prev_multiple_of");
 
   // Other kernels of the corpus are not near.
-  EXPECT_FALSE(ix->nearest(other, kDefaultThreshold).has_value());
+  EXPECT_FALSE(ix->nearest(other, kDefaultKernelThreshold).has_value());
   EXPECT_FALSE(ix->nearest(corpus[0]["output"].get<std::string>(), 0.7).has_value());
 
   write_text(dir / "bad.jsonl", evals[0].dump() + "\n{\"name\": \"x\"}\n");

@@ -24,6 +24,13 @@
 
 namespace kforge::dedup {
 
+// The kernel similarity at which a sample's kernel is near an eval kernel, unless --near-threshold
+// says otherwise. Higher than the corpus's file threshold: with identifiers normalised, kernels
+// built on one template around another operation (argmin and argmax, randn and uniform) reach
+// 0.6-0.75, while the crawl's real copies of TritonBench-G kernels (re-packaged, per-backend,
+// edited) are at 0.8 or above (docs/BENCHMARKS.md, "Decontamination on a real crawl").
+inline constexpr double kDefaultKernelThreshold = 0.8;
+
 struct NearMatch {
   std::string file;  // the eval set as given
   std::string key;   // its record's key (the --key field), else "record N"

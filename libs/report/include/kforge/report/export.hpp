@@ -71,7 +71,7 @@ struct ExportOptions {
   bool include_flagged = false;
   // Decontamination (see above); not owned, may be null.
   const dedup::EvalIndex* exclude_near = nullptr;
-  double near_threshold = 0.6;
+  double near_threshold = dedup::kDefaultKernelThreshold;
   bool mark_near = false;
   // Adds "reasoning": the model's reasoning (reasoning_content, <think> blocks) behind the
   // exported analysis and code.
