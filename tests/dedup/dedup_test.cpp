@@ -343,7 +343,7 @@ std::string big_kernel_record(const nlohmann::json& corpus, std::size_t from = 0
   return {};
 }
 
-TEST(KernelSignatures, RenamesFormattingAndCommentsLeaveThemAloneSmallHelpersAreLeftOut) {
+TEST(DedupKernelSignatures, RenamesFormattingAndCommentsLeaveThemAloneSmallHelpersAreLeftOut) {
   auto ks = kernel_signatures(kAdd);
   ASSERT_EQ(ks.size(), 1u);
   EXPECT_EQ(ks[0].name, "add_kernel");
@@ -363,7 +363,7 @@ TEST(KernelSignatures, RenamesFormattingAndCommentsLeaveThemAloneSmallHelpersAre
   EXPECT_EQ(kernel_signatures(kHelper, 10).size(), 1u);
 }
 
-TEST(EvalIndex, FindsRenamedEditedAndEmbeddedEvalKernelsNotSharedHelpers) {
+TEST(DedupEvalIndex, FindsRenamedEditedAndEmbeddedEvalKernelsNotSharedHelpers) {
   TempDir dir;
   auto corpus = nlohmann::json::parse(test::read_text(test::small_corpus()));
   std::string big = big_kernel_record(corpus);
