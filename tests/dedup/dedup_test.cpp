@@ -188,6 +188,15 @@ TEST_F(DedupStore, GroupsAreStoredRecomputedOnlyWhenNeededAndFollowTheThreshold)
   EXPECT_EQ(s->computed, 0);
   EXPECT_FALSE(s->recomputed);
 
+  // Pairs found by an older LSH pass (import order, exact copies left out) are found again,
+  // without computing a signature.
+  ASSERT_TRUE(db_->exec("UPDATE dedup_state SET scheme = 'minhash128-k5-lit-v1'").ok());
+  s = update(*db_, opts, clock_);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->computed, 0);
+  EXPECT_TRUE(s->recomputed);
+  EXPECT_GT(s->candidates, 0);
+
   // A changed code is recomputed, and the groups follow it.
   recs[1]["code"] = corpus[20]["output"];
   import(recs, /*update=*/true);

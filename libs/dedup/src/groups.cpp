@@ -28,6 +28,12 @@ const store::QuerySet& Q() {
 
 constexpr std::size_t kBatch = 2000;
 
+// What the stored pairs were found with: the signature scheme and the LSH pass (v2: in content
+// order, exact copies taking part). Pairs stored under another one are found again.
+std::string pairs_scheme() {
+  return std::string(kScheme) + "/lsh-content-v2";
+}
+
 struct Computed {
   std::int64_t id = 0;
   std::string code_sha256;
@@ -265,7 +271,7 @@ Result<UpdateSummary> update(store::Db& db, const UpdateOptions& opts, Clock& cl
   sum.samples = n.value_or(0);
   KF_TRY(auto st, state(db));
   bool pairs_current =
-      st && st->scheme == kScheme && sum.computed == 0 && st->samples == sum.samples;
+      st && st->scheme == pairs_scheme() && sum.computed == 0 && st->samples == sum.samples;
   KF_TRY(auto tx, store::Transaction::begin(db));
   if (!pairs_current) {
     KF_TRY(std::vector<LshItem> items, load_signatures(db));
@@ -297,7 +303,7 @@ Result<UpdateSummary> update(store::Db& db, const UpdateOptions& opts, Clock& cl
     sum.grouped = k.value_or(0);
   }
   KF_TRY(Stmt * p, db.cached(Q()["put_state"]));
-  p->bind(1, kScheme)
+  p->bind(1, pairs_scheme())
       .bind(2, opts.threshold)
       .bind(3, sum.samples)
       .bind(4, sum.pairs)

@@ -56,7 +56,7 @@ struct UpdateSummary {
 Result<UpdateSummary> update(store::Db& db, const UpdateOptions& opts, Clock& clock);
 
 struct State {
-  std::string scheme;
+  std::string scheme;  // the signature scheme and the LSH pass the pairs were found with
   double threshold = 0;
   std::int64_t samples = 0;  // signed samples when computed
   std::int64_t pairs = 0;
