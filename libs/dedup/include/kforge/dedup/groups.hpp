@@ -7,10 +7,10 @@
 // similarity >= 0.5 is a candidate with probability above 0.87, and above 0.999 from 0.7), keeps
 // the pairs at or above kPairFloor, and stores the groups at `threshold`. Groups do not depend on
 // import order and do not chain: samples sharing their exact kernel bodies are one class; each
-// group has a representative class and every member is at or above the threshold of it (star
-// clustering, groups.cpp `components`), so two members of a group are at least 2t - 1 similar
-// (Jaccard distance obeys the triangle inequality). Pairs and groups are
-// recomputed only when a signature changed or the threshold differs from the stored one.
+// group has a representative class and every other class in it has a pair at or above the
+// threshold with it (star clustering, groups.cpp `components`), so two single-file members of a
+// group are at least 2t - 1 similar (Jaccard distance obeys the triangle inequality). Pairs and
+// groups are recomputed only when a signature changed or the threshold differs from the stored one.
 //
 // Memory: about 0.6 KB per sample (signature and LSH band entries), whatever the code size.
 //
