@@ -77,9 +77,9 @@ struct Member {
 };
 
 struct Group {
-  std::int64_t id = 0;          // the smallest sample id in it
-  std::int64_t center = 0;      // the sample every other member is within the threshold of
-  double spread = 1;            // the lowest similarity of a member to the center
+  std::int64_t id = 0;      // the smallest sample id in it
+  std::int64_t center = 0;  // the representative: its class has a pair >= threshold with each other
+  double spread = 1;        // the lowest similarity of a member (its class) to the center
   std::vector<Member> members;  // in sample id (import) order
 };
 
