@@ -10,6 +10,10 @@
 // dedup's update on T threads (default 2) and reports time and peak resident memory of each, in
 // child processes.
 //
+// kforge-bench-dedup --pairs FILE [--crawl DIR]: precision and recall of grouping and of
+// decontamination on labelled pairs of crawl files (bench/dedup/crawl_pairs.json), whose code
+// lies under DIR (default .bench-data/crawl) as <owner>+<repo>/<path>.
+//
 // Last line: files=… mb=… import_s=… dedup_s=… files_per_s=… pairs=… groups=… grouped=…
 //            planted=… import_rss_mb=… dedup_rss_mb=…
 
@@ -23,6 +27,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -30,6 +35,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kforge/corpus/importer.hpp"
+#include "kforge/dedup/evalset.hpp"
 #include "kforge/dedup/groups.hpp"
 #include "kforge/dedup/signature.hpp"
 
@@ -116,6 +122,54 @@ std::string rename_some(std::string code, std::mt19937_64& rng, std::uint64_t fi
   return code;
 }
 
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// --pairs FILE --crawl DIR: scores labelled pairs of crawl files (bench/dedup/crawl_pairs.json).
+// Grouping calls a pair near when its files have the same kernels or are at or above the corpus
+// threshold; decontamination when a kernel of one (of kMinKernelTokens or more) is the same up
+// to renames as one of the other, or at or above kDefaultKernelThreshold.
+int score_pairs(const fs::path& pairs_file, const fs::path& crawl) {
+  auto doc = nlohmann::json::parse(read_file(pairs_file));
+  struct Rates {
+    int tp = 0, fp = 0, fn = 0, tn = 0;
+    void add(bool near, bool copy) { (near ? (copy ? tp : fp) : (copy ? fn : tn))++; }
+    double p() const { return tp + fp ? double(tp) / (tp + fp) : 1; }
+    double r() const { return tp + fn ? double(tp) / (tp + fn) : 1; }
+  } group, decon;
+  for (const auto& pr : doc["pairs"]) {
+    std::string a = read_file(crawl / pr["a"].get<std::string>());
+    std::string b = read_file(crawl / pr["b"].get<std::string>());
+    if (a.empty() || b.empty()) {
+      std::fprintf(stderr, "kforge-bench-dedup: %s or %s is missing under %s\n",
+                   pr["a"].get<std::string>().c_str(), pr["b"].get<std::string>().c_str(),
+                   crawl.c_str());
+      return 1;
+    }
+    bool copy = pr["label"] == "copy";
+    auto sa = kforge::dedup::compute_signature(a), sb = kforge::dedup::compute_signature(b);
+    double file_sim = sa.kernels_sha == sb.kernels_sha ? 1.0 : kforge::dedup::similarity(sa, sb);
+    double kernel_sim = 0;
+    for (const auto& x : kforge::dedup::kernel_signatures(a))
+      for (const auto& y : kforge::dedup::kernel_signatures(b))
+        kernel_sim =
+            std::max(kernel_sim, x.body == y.body ? 1.0 : kforge::dedup::similarity(x.sig, y.sig));
+    bool g = file_sim >= kforge::dedup::kDefaultThreshold - 1e-9;
+    bool d = kernel_sim >= kforge::dedup::kDefaultKernelThreshold - 1e-9;
+    group.add(g, copy);
+    decon.add(d, copy);
+    std::printf("%-9s file %.2f%s kernel %.2f%s  %s\n", copy ? "copy" : "different", file_sim,
+                g == copy ? " " : "!", kernel_sim, d == copy ? " " : "!",
+                pr["why"].get<std::string>().c_str());
+  }
+  for (auto [name, r] : {std::pair{"grouping", group}, std::pair{"decontamination", decon}})
+    std::printf("%s: precision %.3f recall %.3f (tp %d fp %d fn %d tn %d)\n", name, r.p(), r.r(),
+                r.tp, r.fp, r.fn, r.tn);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -123,9 +177,14 @@ int main(int argc, char** argv) {
   int threads = 2;
   fs::path dir = ".bench-data";
   fs::path source = "../shared/corpus/TritonBench_G_v1.json";
+  fs::path pairs_file, crawl = ".bench-data/crawl";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
-    if (a == "--files")
+    if (a == "--pairs")
+      pairs_file = argv[i + 1];
+    else if (a == "--crawl")
+      crawl = argv[i + 1];
+    else if (a == "--files")
       files = std::stol(argv[i + 1]);
     else if (a == "--threads")
       threads = std::stoi(argv[i + 1]);
@@ -136,10 +195,11 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: kforge-bench-dedup [--files N] [--threads T] [--dir D] "
-                   "[--corpus FILE]\n");
+                   "[--corpus FILE] | --pairs FILE [--crawl DIR]\n");
       return 2;
     }
   }
+  if (!pairs_file.empty()) return score_pairs(pairs_file, crawl);
   std::ifstream in(source);
   if (!in) {
     std::fprintf(stderr, "kforge-bench-dedup: cannot read %s\n", source.c_str());

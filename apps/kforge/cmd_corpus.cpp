@@ -18,6 +18,12 @@ struct CorpusArgs {
   std::int64_t limit = 20;
 };
 
+const dedup::Member& center_of(const dedup::Group& g) {
+  for (const auto& m : g.members)
+    if (m.sample_id == g.center) return m;
+  return g.members.front();
+}
+
 nlohmann::ordered_json group_json(const dedup::Group& g) {
   nlohmann::ordered_json members = nlohmann::ordered_json::array();
   for (const auto& m : g.members)
@@ -26,7 +32,11 @@ nlohmann::ordered_json group_json(const dedup::Group& g) {
                        {"similarity", m.similarity},
                        {"to", m.linked_to},
                        {"exact", m.exact}});
-  return {{"group", g.id}, {"size", g.members.size()}, {"members", std::move(members)}};
+  return {{"group", g.id},
+          {"size", g.members.size()},
+          {"representative", center_of(g).key},
+          {"spread", g.spread},
+          {"members", std::move(members)}};
 }
 
 int run_dedup(const CorpusArgs& a, const Globals& g, const app::Config& cfg) {
@@ -102,7 +112,8 @@ int run_dups(const CorpusArgs& a, const app::Config& cfg) {
       break;
     }
     ++shown;
-    std::printf("group %lld: %zu samples\n", static_cast<long long>(g.id), g.members.size());
+    std::printf("group %lld: %zu samples, each at least %.2f similar to %s\n",
+                static_cast<long long>(g.id), g.members.size(), g.spread, center_of(g).key.c_str());
     for (const auto& m : g.members)
       std::printf("  %-40s %7lld bytes  %s %.2f with %s\n", m.key.c_str(),
                   static_cast<long long>(m.bytes), m.exact ? "same kernels," : "similarity",

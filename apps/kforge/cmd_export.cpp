@@ -22,10 +22,11 @@ struct ExportArgs {
   std::string format = "auto";
   std::vector<std::string> verdicts;
   bool include_flagged = false;
-  std::vector<std::string> exclude_near;  // eval sets
-  std::string map;                        // their field map, as import's --map
-  std::string key;                        // their key field, as import's --key
-  double near_threshold = -1;             // -1: that of the last corpus dedup, else the default
+  std::vector<std::string> exclude_near;            // eval sets
+  std::string map;                                  // their field map, as import's --map
+  std::string key;                                  // their key field, as import's --key
+  double near_threshold = -1;                       // -1: dedup::kDefaultKernelThreshold
+  int min_kernel_tokens = dedup::kMinKernelTokens;  // smaller kernels are not compared
   bool mark = false;
   std::string exclusions;                 // a JSONL file listing each sample near an eval set
   std::string with_reasoning;             // empty: none; think or reasoning_content
@@ -68,16 +69,18 @@ Status report_near(const ExportArgs& a, const report::ExportSummary& sum, double
                              {"action", n.marked ? "marked" : "left out"},
                              {"eval_file", n.match.file},
                              {"eval_key", n.match.key},
+                             {"kernel", n.match.kernel},
+                             {"eval_kernel", n.match.eval_kernel},
                              {"similarity", n.match.similarity},
-                             {"reason", n.match.exact ? "same kernel body" : "similarity"}}
+                             {"reason", n.match.exact ? "same kernel" : "similarity"}}
                   .dump() +
               "\n";
     KF_CHECK(write_file_atomic(a.exclusions, text));
   }
   std::printf(
-      "decontamination: %zu %s near an eval-set kernel (exact kernel body, or similarity "
-      ">= %.2f) %s\n",
-      sum.near.size(), sum.near.size() == 1 ? "sample" : "samples", threshold,
+      "decontamination: %zu %s near an eval-set kernel (a kernel of %d tokens or more that is "
+      "the same up to renames, or similarity >= %.2f) %s\n",
+      sum.near.size(), sum.near.size() == 1 ? "sample" : "samples", a.min_kernel_tokens, threshold,
       a.mark ? "kept and marked with near_duplicate_of" : "left out");
   std::size_t shown = 0;
   for (const auto& n : sum.near) {
@@ -87,10 +90,12 @@ Status report_near(const ExportArgs& a, const report::ExportSummary& sum, double
       break;
     }
     if (n.match.exact)
-      std::printf("  %s: same kernel body as %s in %s\n", n.key.c_str(), n.match.key.c_str(),
+      std::printf("  %s: kernel %s is the same as %s of %s in %s\n", n.key.c_str(),
+                  n.match.kernel.c_str(), n.match.eval_kernel.c_str(), n.match.key.c_str(),
                   n.match.file.c_str());
     else
-      std::printf("  %s: similarity %.2f with %s in %s\n", n.key.c_str(), n.match.similarity,
+      std::printf("  %s: kernel %s, similarity %.2f with %s of %s in %s\n", n.key.c_str(),
+                  n.match.kernel.c_str(), n.match.similarity, n.match.eval_kernel.c_str(),
                   n.match.key.c_str(), n.match.file.c_str());
   }
   return {};
@@ -128,9 +133,12 @@ Command add_export(CLI::App& root, Globals& g) {
                   "The eval sets' field mapping, as for import (e.g. code=output)");
   cmd->add_option("--key", args->key, "The eval sets' key field (default: the record number)");
   cmd->add_option("--near-threshold", args->near_threshold,
-                  "Similarity at which a sample is near an eval kernel (default: that of the "
-                  "last kforge corpus dedup, else 0.6)")
+                  "Similarity at which a sample's kernel is near an eval kernel (default 0.8)")
       ->check(CLI::Range(0.5, 1.0));
+  cmd->add_option("--min-kernel-tokens", args->min_kernel_tokens,
+                  "Kernels shorter than this many tokens (small helpers) are not compared (default "
+                  "60)")
+      ->check(CLI::Range(1, 1 << 20));
   cmd->add_flag("--mark", args->mark,
                 "Keep the samples near an eval set, marked with near_duplicate_of, instead of "
                 "leaving them out");
@@ -203,10 +211,12 @@ Command add_export(CLI::App& root, Globals& g) {
         if (auto e = verify::parse_targets(args->compiles_for, "--compiles-for", opts.compiles_for))
           return report(Error("usage", *e));
         std::optional<dedup::EvalIndex> evals;
-        if (args->exclude_near.empty() && (!args->map.empty() || !args->key.empty() || args->mark ||
-                                           args->near_threshold >= 0 || !args->exclusions.empty()))
+        if (args->exclude_near.empty() &&
+            (!args->map.empty() || !args->key.empty() || args->mark || args->near_threshold >= 0 ||
+             !args->exclusions.empty() || args->min_kernel_tokens != dedup::kMinKernelTokens))
           return report(Error("usage",
-                              "--map, --key, --near-threshold, --mark and --exclusions go "
+                              "--map, --key, --near-threshold, --min-kernel-tokens, --mark and "
+                              "--exclusions go "
                               "with --exclude-near FILE..."));
         if (!args->exclude_near.empty()) {
           corpus::FieldMap map;
@@ -216,14 +226,11 @@ Command add_export(CLI::App& root, Globals& g) {
           if (!args->key.empty()) map.key = args->key;
           std::vector<std::filesystem::path> files(args->exclude_near.begin(),
                                                    args->exclude_near.end());
-          KF_TRY_OR_REPORT(evals, dedup::EvalIndex::load(files, map, corpus::Format::automatic));
+          KF_TRY_OR_REPORT(evals, dedup::EvalIndex::load(files, map, corpus::Format::automatic,
+                                                         args->min_kernel_tokens));
           opts.exclude_near = &*evals;
-          if (args->near_threshold >= 0) {
-            opts.near_threshold = args->near_threshold;
-          } else {
-            KF_TRY_OR_REPORT(auto st, dedup::state(*db));
-            opts.near_threshold = st ? st->threshold : dedup::kDefaultThreshold;
-          }
+          opts.near_threshold =
+              args->near_threshold >= 0 ? args->near_threshold : dedup::kDefaultKernelThreshold;
           opts.mark_near = args->mark;
         }
         report::ExportSummary sum;

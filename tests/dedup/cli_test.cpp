@@ -118,17 +118,42 @@ TEST_F(DedupCli, ImportFindsTheCopiesAndDupsListsThem) {
       EXPECT_GE(m["similarity"].get<double>(), 0.6);
       EXPECT_NE(m["to"], m["key"]);
     }
-  // The re-packaged kernel shares its exact body.
-  for (const auto& g : d["list"])
-    for (const auto& m : g["members"])
-      if (m["key"] == "repackaged/" + key_b_) {
-        EXPECT_TRUE(m["exact"].get<bool>());
+  // Each group names its size, its representative and its spread: every other member is linked
+  // to the representative, at or above the threshold.
+  for (const auto& g : d["list"]) {
+    EXPECT_EQ(g["size"].get<std::size_t>(), g["members"].size());
+    EXPECT_GE(g["spread"].get<double>(), 0.6);
+    int is_rep = 0;
+    for (const auto& m : g["members"]) {
+      if (m["key"] == g["representative"]) {
+        ++is_rep;
+        continue;
       }
+      EXPECT_EQ(m["to"], g["representative"]) << m["key"];
+      EXPECT_GE(m["similarity"].get<double>(), g["spread"].get<double>());
+    }
+    EXPECT_EQ(is_rep, 1) << g.dump();
+  }
+  // The re-packaged kernel shares its exact body: linked to its original, it says so; linked to
+  // another representative, its original is linked there too, at the same similarity.
+  for (const auto& g : d["list"]) {
+    std::map<std::string, json> by_key;
+    for (const auto& m : g["members"]) by_key[m["key"]] = m;
+    if (by_key.count("repackaged/" + key_b_) == 0) continue;
+    const json& copy = by_key["repackaged/" + key_b_];
+    if (copy["to"] == key_b_ || g["representative"] == key_b_) {
+      EXPECT_TRUE(copy["exact"].get<bool>()) << g.dump();
+    } else {
+      EXPECT_EQ(by_key[key_b_]["to"], copy["to"]) << g.dump();
+      EXPECT_EQ(by_key[key_b_]["similarity"], copy["similarity"]) << g.dump();
+    }
+  }
 
   // Text output names groups and members; a higher threshold gives fewer or equal groups.
   auto r = kforge({"corpus", "dups"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("fork/" + key_a_), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("samples, each at least"), std::string::npos) << r.out;
   json strict = kforge_json({"corpus", "dups", "--json", "--threshold", "0.99"});
   EXPECT_LE(strict["grouped"].get<int>(), d["grouped"].get<int>());
 
@@ -263,9 +288,14 @@ TEST_F(DedupCli, ARunsDedupThresholdLeavesTheCorpusThresholdAlone) {
 TEST_F(DedupCli, ExportExcludesOrMarksSamplesNearAnEvalSetAndSaysWhy) {
   import();
   kforge_json({"run", "create", "all", "--pipeline", "v1", "--json"});
-  // An eval set in its own format: one kernel of the corpus, recommented and with another
-  // constant, and an unrelated one.
-  std::string near = "# eval copy\n" + replace_all(base_[20]["output"], "1024", "512");
+  // An eval set in its own format: one kernel of the corpus, recommented, with another constant
+  // and its kernel renamed, and an unrelated one.
+  std::string code20 = base_[20]["output"];
+  std::size_t def = code20.find("def ", code20.find("@triton.jit"));
+  ASSERT_NE(def, std::string::npos);
+  std::string kernel20 = code20.substr(def + 4, code20.find('(', def) - def - 4);
+  std::string near =
+      "# eval copy\n" + replace_all(replace_all(code20, "1024", "512"), kernel20, "renamed_k");
   std::string jsonl = json{{"task_id", "E-1"}, {"solution", near}}.dump() + "\n" +
                       json{{"task_id", "E-2"}, {"solution", "def f():\n    return 1\n"}}.dump() +
                       "\n";
@@ -280,6 +310,8 @@ TEST_F(DedupCli, ExportExcludesOrMarksSamplesNearAnEvalSetAndSaysWhy) {
       << r.out;
   EXPECT_NE(r.out.find(key20 + ": "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("E-1 in "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kernel " + kernel20), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("renamed_k of E-1"), std::string::npos) << r.out;
   auto clean = read_jsonl("clean.jsonl");
   EXPECT_EQ(static_cast<int>(clean.size()), total_ - 1);
   int corpus_marked = 0;
@@ -299,6 +331,8 @@ TEST_F(DedupCli, ExportExcludesOrMarksSamplesNearAnEvalSetAndSaysWhy) {
   ASSERT_EQ(ex.size(), 1u);
   EXPECT_EQ(ex[0]["key"], key20);
   EXPECT_EQ(ex[0]["eval_key"], "E-1");
+  EXPECT_EQ(ex[0]["kernel"], kernel20);
+  EXPECT_EQ(ex[0]["eval_kernel"], "renamed_k");
   EXPECT_EQ(ex[0]["action"], "left out");
 
   // --mark keeps it, marked.
@@ -342,6 +376,10 @@ TEST_F(DedupCli, ExportExcludesOrMarksSamplesNearAnEvalSetAndSaysWhy) {
   // Its path once, as given.
   EXPECT_EQ(r.err.find("eval.jsonl"), r.err.rfind("eval.jsonl")) << r.err;
   EXPECT_EQ(kforge({"export", "all", "--out", (dir_ / "x.jsonl").string(), "--mark"}).exit_code, 2);
+  EXPECT_EQ(
+      kforge({"export", "all", "--out", (dir_ / "x.jsonl").string(), "--min-kernel-tokens", "20"})
+          .exit_code,
+      2);
 }
 
 }  // namespace

@@ -1,5 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+
 #include <nlohmann/json.hpp>
 
 #include "kforge/corpus/importer.hpp"
@@ -183,6 +188,15 @@ TEST_F(DedupStore, GroupsAreStoredRecomputedOnlyWhenNeededAndFollowTheThreshold)
   EXPECT_EQ(s->computed, 0);
   EXPECT_FALSE(s->recomputed);
 
+  // Pairs found by an older LSH pass (import order, exact copies left out) are found again,
+  // without computing a signature.
+  ASSERT_TRUE(db_->exec("UPDATE dedup_state SET scheme = 'minhash128-k5-lit-v1'").ok());
+  s = update(*db_, opts, clock_);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->computed, 0);
+  EXPECT_TRUE(s->recomputed);
+  EXPECT_GT(s->candidates, 0);
+
   // A changed code is recomputed, and the groups follow it.
   recs[1]["code"] = corpus[20]["output"];
   import(recs, /*update=*/true);
@@ -200,10 +214,175 @@ TEST_F(DedupStore, GroupsAreStoredRecomputedOnlyWhenNeededAndFollowTheThreshold)
   EXPECT_NE(update(*db_, opts, clock_).error().message.find("outside [0.5, 1]"), std::string::npos);
 }
 
-TEST(EvalIndex, FindsNearKernelsAndNamesBadRecords) {
+// The groups of a corpus as sets of keys, whatever their ids.
+std::set<std::set<std::string>> key_groups(store::Db& db) {
+  std::set<std::set<std::string>> out;
+  auto g = groups_at(db, kDefaultThreshold);
+  EXPECT_TRUE(g.ok()) << g.error().message;
+  if (!g.ok()) return out;
+  for (const auto& grp : *g) {
+    std::set<std::string> keys;
+    for (const auto& m : grp.members) keys.insert(m.key);
+    out.insert(keys);
+  }
+  return out;
+}
+
+// Files whose code shares shingles only with its neighbours: file i holds lines [6i, 6i + 30) of
+// one long sequence, so neighbours are about 0.67 similar and files two apart about 0.43.
+std::string chain_file(int i) {
+  std::string code = "import triton\nimport triton.language as tl\n\n@triton.jit\ndef k(p, n):\n";
+  for (int j = 6 * i; j < 6 * i + 30; ++j) {
+    std::string v = std::to_string(j);
+    code += "    a" + v + " = tl.load(p + o" + v + ", mask=m" + v + ") * w" + v + "\n";
+  }
+  return code;
+}
+
+TEST_F(DedupStore, GroupsDoNotDependOnImportOrder) {
+  // T and R have the same kernel, but T's file holds much more (they are not near as files);
+  // F is R with its kernel edited: near R, not T. F belongs with R whichever comes first.
+  std::string kernel = std::string(kAdd).substr(0, std::string(kAdd).find("def add("));
+  std::string extra;
+  for (int i = 0; i < 40; ++i)
+    extra += "def host_" + std::to_string(i) + "(x, y):\n    return torch.cat([x, y" +
+             std::string(static_cast<std::size_t>(i % 7), '1') + "], dim=" + std::to_string(i) +
+             ").view(-1, " + std::to_string(i) + ")\n";
+  std::string r = kAdd;
+  nlohmann::json recs = nlohmann::json::array();
+  recs.push_back({{"key", "T"}, {"code", kernel + extra}});
+  recs.push_back({{"key", "R"}, {"code", r}});
+  recs.push_back(
+      {{"key", "F"}, {"code", replace_all(r, "mask = offs < n", "mask = offs < n - 0")}});
+  for (int i = 0; i < 6; ++i)
+    recs.push_back({{"key", "chain" + std::to_string(i)}, {"code", chain_file(i)}});
+  auto corpus = nlohmann::json::parse(test::read_text(test::small_corpus()));
+  for (int i = 0; i < 30; ++i)
+    recs.push_back({{"key", "tb" + std::to_string(i)},
+                    {"code", corpus[static_cast<std::size_t>(i)]["output"]}});
+
+  std::vector<nlohmann::json> orders = {recs};
+  nlohmann::json reversed = nlohmann::json::array();
+  for (auto it = recs.rbegin(); it != recs.rend(); ++it) reversed.push_back(*it);
+  orders.push_back(reversed);
+  for (unsigned seed : {7u, 11u, 13u}) {
+    nlohmann::json shuffled = recs;
+    for (std::size_t i = shuffled.size() - 1; i > 0; --i) {
+      seed = seed * 1103515245u + 12345u;
+      std::swap(shuffled[i], shuffled[(seed >> 8) % (i + 1)]);
+    }
+    orders.push_back(shuffled);
+  }
+  std::optional<std::set<std::set<std::string>>> first;
+  for (std::size_t o = 0; o < orders.size(); ++o) {
+    std::filesystem::create_directories(dir_ / std::to_string(o));
+    store::OpenOptions opt;
+    opt.path = (dir_ / std::to_string(o) / "k.db").string();
+    auto db = store::Db::open(opt);
+    ASSERT_TRUE(db.ok()) << db.error().message;
+    write_text(dir_ / "c.json", orders[o].dump());
+    corpus::ImportOptions io;
+    io.map.key = "key";
+    ASSERT_TRUE(corpus::import_file(**db, dir_ / "c.json", io, clock_).ok());
+    UpdateOptions u;
+    u.threads = 2;
+    ASSERT_TRUE(update(**db, u, clock_).ok());
+    auto groups = key_groups(**db);
+    bool rf = false;
+    for (const auto& g : groups) rf = rf || (g.count("R") && g.count("F") && g.count("T"));
+    EXPECT_TRUE(rf) << "order " << o;
+    if (!first)
+      first = groups;
+    else
+      EXPECT_EQ(groups, *first) << "order " << o;
+  }
+}
+
+TEST_F(DedupStore, AChainOfNearPairsMakesSeveralGroupsEachNearItsRepresentative) {
+  nlohmann::json recs = nlohmann::json::array();
+  std::map<std::string, Signature> sigs;
+  for (int i = 0; i < 8; ++i) {
+    std::string key = "chain" + std::to_string(i);
+    recs.push_back({{"key", key}, {"code", chain_file(i)}});
+    sigs[key] = compute_signature(chain_file(i));
+  }
+  // The chain is what it should be: neighbours near, files two apart not.
+  for (int i = 0; i + 2 < 8; ++i) {
+    std::string a = "chain" + std::to_string(i), b = "chain" + std::to_string(i + 1),
+                c = "chain" + std::to_string(i + 2);
+    EXPECT_GE(similarity(sigs[a], sigs[b]), kDefaultThreshold) << a;
+    EXPECT_LT(similarity(sigs[a], sigs[c]), kDefaultThreshold) << a;
+  }
+  import(recs);
+  UpdateOptions u;
+  u.threads = 2;
+  ASSERT_TRUE(update(*db_, u, clock_).ok());
+  auto g = groups_at(*db_, kDefaultThreshold);
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_GE(g->size(), 3u) << "single linkage would make one group of 8";
+  for (const auto& grp : *g) {
+    EXPECT_LE(grp.members.size(), 3u);
+    std::string center;
+    for (const auto& m : grp.members)
+      if (m.sample_id == grp.center) center = m.key;
+    ASSERT_FALSE(center.empty());
+    EXPECT_GE(grp.spread, kDefaultThreshold);
+    for (const auto& m : grp.members) {
+      if (m.key == center) continue;
+      EXPECT_EQ(m.linked_to, center);
+      EXPECT_GE(similarity(sigs[m.key], sigs[center]), kDefaultThreshold) << m.key;
+    }
+  }
+}
+
+const char* kHelper = R"(
+@triton.jit
+def prev_multiple_of(a, b):
+    # the largest x < a that x % b == 0
+    return tl.cdiv(a, b) * b - b
+)";
+
+// The first small-corpus record with a kernel of at least 150 normalised tokens.
+std::string big_kernel_record(const nlohmann::json& corpus, std::size_t from = 0) {
+  for (std::size_t i = from; i < corpus.size(); ++i) {
+    std::string code = corpus[i]["output"];
+    for (const auto& k : kernel_signatures(code))
+      if (k.tokens >= 150) return code;
+  }
+  return {};
+}
+
+TEST(DedupKernelSignatures, RenamesFormattingAndCommentsLeaveThemAloneSmallHelpersAreLeftOut) {
+  auto ks = kernel_signatures(kAdd);
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_EQ(ks[0].name, "add_kernel");
+  std::string renamed = replace_all(
+      replace_all(replace_all(replace_all(kAdd, "add_kernel", "_vec_add"), "offs", "idx"), "x_ptr",
+                  "a"),
+      "mask", "in_bounds");
+  auto rk = kernel_signatures("# Copyright\n" + renamed);
+  ASSERT_EQ(rk.size(), 1u);
+  EXPECT_EQ(rk[0].name, "_vec_add");
+  EXPECT_EQ(rk[0].body, ks[0].body);
+  EXPECT_DOUBLE_EQ(similarity(rk[0].sig, ks[0].sig), 1.0);
+  // Another operation is another kernel.
+  EXPECT_NE(kernel_signatures(replace_all(kAdd, "x + y", "x * y"))[0].body, ks[0].body);
+  // A five-line helper is below the default size, not below a smaller one.
+  EXPECT_TRUE(kernel_signatures(kHelper).empty());
+  EXPECT_EQ(kernel_signatures(kHelper, 10).size(), 1u);
+}
+
+TEST(DedupEvalIndex, FindsRenamedEditedAndEmbeddedEvalKernelsNotSharedHelpers) {
   TempDir dir;
+  auto corpus = nlohmann::json::parse(test::read_text(test::small_corpus()));
+  std::string big = big_kernel_record(corpus);
+  ASSERT_FALSE(big.empty());
+  std::string other = big_kernel_record(corpus, 20);
+  ASSERT_FALSE(other.empty());
+  ASSERT_NE(other, big);
   nlohmann::json evals = {{{"name", "e1"}, {"src", kAdd}},
-                          {{"name", "e2"}, {"src", "def unrelated():\n    return 42\n"}}};
+                          {{"name", "e2"}, {"src", std::string(kHelper) + "\n" + big}},
+                          {{"name", "e3"}, {"src", "def unrelated():\n    return 42\n"}}};
   std::string jsonl;
   for (const auto& e : evals) jsonl += e.dump() + "\n";
   write_text(dir / "eval.jsonl", jsonl);
@@ -212,13 +391,51 @@ TEST(EvalIndex, FindsNearKernelsAndNamesBadRecords) {
   map.key = "name";
   auto ix = EvalIndex::load({dir / "eval.jsonl"}, map, corpus::Format::automatic);
   ASSERT_TRUE(ix.ok()) << ix.error().message;
-  EXPECT_EQ(ix->size(), 2u);
-  auto m = ix->nearest(compute_signature("# ours\n" + std::string(kAdd) + "\nprint('x')\n"), 0.7);
+  EXPECT_GE(ix->size(), 2u);  // e1's kernel and e2's big ones; not the helper, not e3
+
+  // Renamed: the kernel and its variables.
+  std::string renamed = replace_all(
+      replace_all(replace_all(kAdd, "add_kernel", "_fused_sum"), "offs", "o"), "pid", "block_id");
+  auto m = ix->nearest(renamed, kDefaultKernelThreshold);
   ASSERT_TRUE(m.has_value());
   EXPECT_EQ(m->key, "e1");
   EXPECT_TRUE(m->exact);
-  auto corpus = nlohmann::json::parse(test::read_text(test::small_corpus()));
-  EXPECT_FALSE(ix->nearest(compute_signature(corpus[0]["output"].get<std::string>()), 0.7));
+  EXPECT_EQ(m->kernel, "_fused_sum");
+  EXPECT_EQ(m->eval_kernel, "add_kernel");
+
+  // Edited: a line added after the program id, and the whole file reformatted with comments.
+  std::string edited = big;
+  std::size_t at = edited.find("tl.program_id");
+  ASSERT_NE(at, std::string::npos);
+  std::size_t bol = edited.rfind('\n', at) + 1, eol = edited.find('\n', at);
+  std::string indent = edited.substr(bol, edited.find_first_not_of(' ', bol) - bol);
+  edited.insert(eol + 1, indent + "# the tail is masked\n" + indent + "unused_step = 2 * 3\n");
+  m = ix->nearest(edited, kDefaultKernelThreshold);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->key, "e2");
+  EXPECT_FALSE(m->eval_kernel.empty());
+  EXPECT_GE(m->similarity, kDefaultKernelThreshold);
+
+  // Embedded: the eval kernel, renamed, in a larger file of other kernels and host code.
+  std::string embedded =
+      other + "\n\n" + replace_all(renamed, "import torch", "") + "\n\n" + std::string(kHelper);
+  m = ix->nearest(embedded, kDefaultKernelThreshold);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->key, "e1");
+  EXPECT_EQ(m->kernel, "_fused_sum");
+
+  // Sharing only the small helper flags nothing, unless the size is lowered.
+  std::string helper_only = other + "\n" + kHelper;
+  EXPECT_FALSE(ix->nearest(helper_only, kDefaultKernelThreshold).has_value());
+  auto small = EvalIndex::load({dir / "eval.jsonl"}, map, corpus::Format::automatic, 10);
+  ASSERT_TRUE(small.ok());
+  m = small->nearest(helper_only, kDefaultKernelThreshold);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->eval_kernel, "prev_multiple_of");
+
+  // Other kernels of the corpus are not near.
+  EXPECT_FALSE(ix->nearest(other, kDefaultKernelThreshold).has_value());
+  EXPECT_FALSE(ix->nearest(corpus[0]["output"].get<std::string>(), 0.7).has_value());
 
   write_text(dir / "bad.jsonl", evals[0].dump() + "\n{\"name\": \"x\"}\n");
   auto bad = EvalIndex::load({dir / "bad.jsonl"}, map, corpus::Format::automatic);

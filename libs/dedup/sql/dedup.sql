@@ -18,8 +18,8 @@ ON CONFLICT(sample_id) DO UPDATE SET code_sha256 = excluded.code_sha256,
   bodies = excluded.bodies, minhash = excluded.minhash;
 
 -- name: all_signatures
-SELECT sample_id, shingles, kernels_sha, minhash FROM dedup_signatures WHERE scheme = ?1
-ORDER BY sample_id;
+SELECT sample_id, shingles, kernels_sha, minhash, code_sha256 FROM dedup_signatures
+WHERE scheme = ?1 ORDER BY sample_id;
 
 -- name: count_samples
 SELECT count(*) FROM samples;
@@ -30,8 +30,11 @@ DELETE FROM dedup_pairs;
 -- name: insert_pair
 INSERT INTO dedup_pairs(a, b, similarity, exact) VALUES (?1, ?2, ?3, ?4);
 
+-- The pairs at or above a threshold with each side's code hash (groups order samples by it).
 -- name: pairs_at
-SELECT a, b, similarity, exact FROM dedup_pairs WHERE similarity >= ?1 ORDER BY a, b;
+SELECT p.a, p.b, p.similarity, p.exact, sa.code_sha256, sb.code_sha256 FROM dedup_pairs p
+JOIN samples sa ON sa.id = p.a JOIN samples sb ON sb.id = p.b
+WHERE p.similarity >= ?1 ORDER BY p.a, p.b;
 
 -- name: sample_facts
 SELECT key, length(CAST(code AS BLOB)) FROM samples WHERE id = ?1;

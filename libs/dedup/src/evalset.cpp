@@ -7,16 +7,18 @@ namespace kforge::dedup {
 void EvalIndex::add(Kernel k) {
   auto idx = static_cast<std::uint32_t>(kernels_.size());
   if (bands_.empty()) bands_.resize(kBands);
-  if (k.sig.shingles > 0)
+  if (k.ks.sig.shingles > 0)
     for (int b = 0; b < kBands; ++b)
-      bands_[static_cast<std::size_t>(b)].emplace(band_hash(k.sig, b), idx);
-  for (const auto& body : k.sig.bodies) bodies_.emplace(body, idx);
+      bands_[static_cast<std::size_t>(b)].emplace(band_hash(k.ks.sig, b), idx);
+  bodies_.emplace(k.ks.body, idx);
   kernels_.push_back(std::move(k));
 }
 
 Result<EvalIndex> EvalIndex::load(const std::vector<std::filesystem::path>& files,
-                                  const corpus::FieldMap& map, corpus::Format format) {
+                                  const corpus::FieldMap& map, corpus::Format format,
+                                  int min_tokens) {
   EvalIndex ix;
+  ix.min_tokens_ = min_tokens;
   for (const auto& file : files) {
     auto fidx = static_cast<std::uint32_t>(ix.files_.size());
     ix.files_.emplace_back(file.string(), 0);
@@ -29,23 +31,23 @@ Result<EvalIndex> EvalIndex::load(const std::vector<std::filesystem::path>& file
       if (code == rec.end() || !code->is_string())
         return fail("input", where + ": field '" + map.code +
                                  "' (code) is missing or not a string (--map code=FIELD names it)");
-      Kernel k;
-      k.file = fidx;
+      std::string key;
       if (map.key) {
-        auto key = rec.find(*map.key);
-        if (key != rec.end() && key->is_string())
-          k.key = key->get<std::string>();
-        else if (key != rec.end() && key->is_number_integer())
-          k.key = std::to_string(key->get<std::int64_t>());
+        auto field = rec.find(*map.key);
+        if (field != rec.end() && field->is_string())
+          key = field->get<std::string>();
+        else if (field != rec.end() && field->is_number_integer())
+          key = std::to_string(field->get<std::int64_t>());
         else
           return fail("input", where + ": field '" + *map.key +
                                    "' (key) is missing or not a string or an integer");
       } else {
-        k.key = "record " + std::to_string(pos.index);
+        key = "record " + std::to_string(pos.index);
       }
-      k.sig = compute_signature(code->get<std::string>());
-      ix.add(std::move(k));
-      ++ix.files_.back().second;
+      for (auto& ks : kernel_signatures(code->get<std::string>(), min_tokens)) {
+        ix.add({fidx, key, std::move(ks)});
+        ++ix.files_.back().second;
+      }
       return {};
     };
     KF_CHECK(corpus::read_records(file, format, on_record));
@@ -53,26 +55,31 @@ Result<EvalIndex> EvalIndex::load(const std::vector<std::filesystem::path>& file
   return ix;
 }
 
-std::optional<NearMatch> EvalIndex::nearest(const Signature& s, double threshold) const {
-  auto match = [&](std::uint32_t i, double sim, bool exact) {
+std::optional<NearMatch> EvalIndex::nearest(std::string_view code, double threshold) const {
+  if (kernels_.empty()) return std::nullopt;
+  std::vector<KernelSignature> own = kernel_signatures(code, min_tokens_);
+  auto match = [&](const KernelSignature& mine, std::uint32_t i, double sim, bool exact) {
     const Kernel& k = kernels_[i];
-    return NearMatch{files_[k.file].first, k.key, sim, exact};
+    return NearMatch{files_[k.file].first, k.key, sim, exact, mine.name, k.ks.name};
   };
-  for (const auto& body : s.bodies)
-    if (auto it = bodies_.find(body); it != bodies_.end()) return match(it->second, 1.0, true);
-  if (s.shingles == 0 || bands_.empty()) return std::nullopt;
-  std::unordered_set<std::uint32_t> tried;
-  std::optional<std::pair<std::uint32_t, double>> best;
-  for (int b = 0; b < kBands; ++b) {
-    auto [lo, hi] = bands_[static_cast<std::size_t>(b)].equal_range(band_hash(s, b));
-    for (auto it = lo; it != hi; ++it) {
-      if (!tried.insert(it->second).second) continue;
-      double sim = similarity(s, kernels_[it->second].sig);
-      if (sim >= threshold && (!best || sim > best->second)) best = {it->second, sim};
+  for (const auto& ks : own)
+    if (auto it = bodies_.find(ks.body); it != bodies_.end())
+      return match(ks, it->second, 1.0, true);
+  std::optional<NearMatch> best;
+  for (const auto& ks : own) {
+    if (ks.sig.shingles == 0) continue;
+    std::unordered_set<std::uint32_t> tried;
+    for (int b = 0; b < kBands; ++b) {
+      auto [lo, hi] = bands_[static_cast<std::size_t>(b)].equal_range(band_hash(ks.sig, b));
+      for (auto it = lo; it != hi; ++it) {
+        if (!tried.insert(it->second).second) continue;
+        double sim = similarity(ks.sig, kernels_[it->second].ks.sig);
+        if (sim >= threshold && (!best || sim > best->similarity))
+          best = match(ks, it->second, sim, false);
+      }
     }
   }
-  if (!best) return std::nullopt;
-  return match(best->first, best->second, false);
+  return best;
 }
 
 }  // namespace kforge::dedup

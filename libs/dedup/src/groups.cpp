@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <thread>
 #include <unordered_map>
@@ -26,6 +27,12 @@ const store::QuerySet& Q() {
 }
 
 constexpr std::size_t kBatch = 2000;
+
+// What the stored pairs were found with: the signature scheme and the LSH pass (v2: in content
+// order, exact copies taking part). Pairs stored under another one are found again.
+std::string pairs_scheme() {
+  return std::string(kScheme) + "/lsh-content-v2";
+}
 
 struct Computed {
   std::int64_t id = 0;
@@ -95,6 +102,7 @@ Result<std::vector<LshItem>> load_signatures(store::Db& db) {
     it.id = r.int64(0);
     it.sig.shingles = r.int64(1);
     it.sig.kernels_sha = r.text(2);
+    it.content = std::strtoull(r.text(4).substr(0, 16).c_str(), nullptr, 16);
     if (!minhash_from_blob(r.text(3), it.sig))
       return fail("schema", "dedup_signatures: sample " + std::to_string(it.id) +
                                 " has a signature of the wrong size; run kforge corpus dedup "
@@ -112,41 +120,111 @@ struct Link {
 };
 
 struct Components {
-  std::map<std::int64_t, std::vector<std::int64_t>> by_root;  // root -> members, id order
-  std::unordered_map<std::int64_t, Link> best;                // member -> its best link
+  std::map<std::int64_t, std::vector<std::int64_t>> by_root;  // smallest id -> members, id order
+  std::unordered_map<std::int64_t, Link> best;                // member -> its link
+  std::unordered_map<std::int64_t, std::int64_t> center;      // smallest id -> representative
 };
 
-// Single linkage over the pairs at or above the threshold.
+// Groups at `threshold`, built so that they depend on the pairs only (not on import order) and
+// do not chain:
+//  1. samples with the same kernel bodies (exact pairs) form classes, each named by its member
+//     first in content order (code hash, then id);
+//  2. classes are linked by the pairs at or above the threshold (a link's similarity: the best
+//     pair between them);
+//  3. star clustering: classes are taken by the number of samples they are linked to (most
+//     first, then content order); each class not yet in a group becomes a group's representative
+//     and takes every linked class not yet in a group.
+// So every member is within the threshold of its group's representative (or has its kernels).
 Result<Components> components(store::Db& db, double threshold) {
   std::unordered_map<std::int64_t, std::int64_t> parent;
-  std::function<std::int64_t(std::int64_t)> find = [&](std::int64_t x) {
-    auto it = parent.find(x);
-    if (it == parent.end()) {
-      parent[x] = x;
-      return x;
-    }
+  std::unordered_map<std::int64_t, std::string> content;
+  auto find = [&](std::int64_t x) {
+    parent.try_emplace(x, x);
     while (parent[x] != x) {
       parent[x] = parent[parent[x]];
       x = parent[x];
     }
     return x;
   };
-  Components c;
+  auto before = [&](std::int64_t x, std::int64_t y) {
+    const std::string &cx = content[x], &cy = content[y];
+    return cx != cy ? cx < cy : x < y;
+  };
+  struct Near {
+    std::int64_t a, b;
+    double similarity;
+  };
+  std::vector<Near> near;
   KF_TRY(Stmt * s, db.cached(Q()["pairs_at"]));
   s->bind(1, threshold - 1e-9);
   KF_CHECK(s->each([&](store::Stmt& r) {
     std::int64_t a = r.int64(0), b = r.int64(1);
-    double sim = r.real(2);
-    bool exact = r.int64(3) != 0;
-    std::int64_t ra = find(a), rb = find(b);
-    if (ra != rb) parent[std::max(ra, rb)] = std::min(ra, rb);
-    for (auto [x, y] : {std::pair{a, b}, std::pair{b, a}}) {
-      Link& l = c.best[x];
-      if (sim > l.similarity || (sim == l.similarity && y < l.to)) l = {y, sim, exact};
+    content.try_emplace(a, r.text(4));
+    content.try_emplace(b, r.text(5));
+    if (r.int64(3) != 0) {
+      std::int64_t ra = find(a), rb = find(b);
+      if (ra != rb) {
+        if (before(ra, rb))
+          parent[rb] = ra;
+        else
+          parent[ra] = rb;
+      }
+    } else {
+      find(a), find(b);
+      near.push_back({a, b, r.real(2)});
     }
   }));
-  for (const auto& [x, _] : c.best) c.by_root[find(x)].push_back(x);
-  for (auto& [_, m] : c.by_root) std::sort(m.begin(), m.end());
+  // Classes and the links between them.
+  std::unordered_map<std::int64_t, std::vector<std::int64_t>> members;  // class -> samples
+  for (const auto& [x, _] : content) members[find(x)].push_back(x);
+  std::unordered_map<std::int64_t, std::map<std::int64_t, double>> links;  // class -> class -> sim
+  for (const auto& n : near) {
+    std::int64_t ca = find(n.a), cb = find(n.b);
+    if (ca == cb) continue;
+    for (auto [x, y] : {std::pair{ca, cb}, std::pair{cb, ca}}) {
+      auto [it, fresh] = links[x].try_emplace(y, n.similarity);
+      if (!fresh) it->second = std::max(it->second, n.similarity);
+    }
+  }
+  std::vector<std::pair<std::int64_t, std::int64_t>> order;  // (-reach, class)
+  for (const auto& [c, m] : members) {
+    auto reach = static_cast<std::int64_t>(m.size()) - 1;
+    for (const auto& [d, _] : links[c]) reach += static_cast<std::int64_t>(members[d].size());
+    order.emplace_back(-reach, c);
+  }
+  std::sort(order.begin(), order.end(), [&](const auto& x, const auto& y) {
+    return x.first != y.first ? x.first < y.first : before(x.second, y.second);
+  });
+  std::unordered_map<std::int64_t, std::int64_t> taken;  // class -> its group's center class
+  Components c;
+  for (const auto& [neg_reach, ctr] : order) {
+    if (taken.count(ctr) != 0 || neg_reach == 0) continue;
+    taken[ctr] = ctr;
+    std::vector<std::int64_t> group = members[ctr];
+    for (std::int64_t x : members[ctr])
+      if (x != ctr) c.best[x] = {ctr, 1.0, true};
+    Link own;  // the center's own link: its closest member
+    if (members[ctr].size() > 1) {
+      std::int64_t other = -1;
+      for (std::int64_t x : members[ctr])
+        if (x != ctr && (other < 0 || before(x, other))) other = x;
+      own = {other, 1.0, true};
+    }
+    for (const auto& [d, sim] : links[ctr]) {
+      if (taken.count(d) != 0) continue;
+      taken[d] = ctr;
+      for (std::int64_t x : members[d]) {
+        c.best[x] = {ctr, sim, false};
+        group.push_back(x);
+      }
+      if (sim > own.similarity) own = {d, sim, false};
+    }
+    if (group.size() < 2) continue;
+    c.best[ctr] = own;
+    std::sort(group.begin(), group.end());
+    c.center[group.front()] = ctr;
+    c.by_root[group.front()] = std::move(group);
+  }
   return c;
 }
 
@@ -193,7 +271,7 @@ Result<UpdateSummary> update(store::Db& db, const UpdateOptions& opts, Clock& cl
   sum.samples = n.value_or(0);
   KF_TRY(auto st, state(db));
   bool pairs_current =
-      st && st->scheme == kScheme && sum.computed == 0 && st->samples == sum.samples;
+      st && st->scheme == pairs_scheme() && sum.computed == 0 && st->samples == sum.samples;
   KF_TRY(auto tx, store::Transaction::begin(db));
   if (!pairs_current) {
     KF_TRY(std::vector<LshItem> items, load_signatures(db));
@@ -225,7 +303,7 @@ Result<UpdateSummary> update(store::Db& db, const UpdateOptions& opts, Clock& cl
     sum.grouped = k.value_or(0);
   }
   KF_TRY(Stmt * p, db.cached(Q()["put_state"]));
-  p->bind(1, kScheme)
+  p->bind(1, pairs_scheme())
       .bind(2, opts.threshold)
       .bind(3, sum.samples)
       .bind(4, sum.pairs)
@@ -272,6 +350,7 @@ Result<std::vector<Group>> groups_at(store::Db& db, double threshold) {
   for (const auto& [root, members] : c.by_root) {
     Group g;
     g.id = root;
+    g.center = c.center[root];
     for (std::int64_t id : members) {
       Member m;
       m.sample_id = id;
@@ -283,6 +362,7 @@ Result<std::vector<Group>> groups_at(store::Db& db, double threshold) {
       m.linked_to = to.first;
       m.similarity = l.similarity;
       m.exact = l.exact;
+      if (id != g.center) g.spread = std::min(g.spread, l.similarity);
       g.members.push_back(std::move(m));
     }
     out.push_back(std::move(g));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <functional>
 
 #include "kforge/core/sha256.hpp"
 
@@ -221,10 +222,10 @@ std::vector<std::string_view> normalised_tokens(std::string_view code) {
   return out;
 }
 
-Signature compute_signature(std::string_view code) {
-  Signature sig;
-  std::vector<std::string_view> toks;
-  tokenize(code, false, toks);
+namespace {
+
+// Minimum hashes of the kShingle-token shingles of `toks` into sig.minhash and sig.shingles.
+void fill_minhash(const std::vector<std::string_view>& toks, Signature& sig) {
   std::vector<std::uint64_t> th(toks.size());
   for (std::size_t i = 0; i < toks.size(); ++i) th[i] = fnv1a(toks[i]);
   std::vector<std::uint64_t> shingles;
@@ -247,6 +248,59 @@ Signature compute_signature(std::string_view code) {
       auto v = static_cast<std::uint32_t>((P.a[i] * s + P.b[i]) >> 32);
       if (v < sig.minhash[i]) sig.minhash[i] = v;
     }
+}
+
+bool kept_name(std::string_view t) {
+  static constexpr std::string_view kKept[] = {
+      "False",   "None",     "True",       "and",      "as",     "assert", "async",  "await",
+      "break",   "class",    "continue",   "def",      "del",    "elif",   "else",   "except",
+      "finally", "for",      "from",       "global",   "if",     "import", "in",     "is",
+      "lambda",  "nonlocal", "not",        "or",       "pass",   "raise",  "return", "try",
+      "while",   "with",     "yield",      "range",    "min",    "max",    "abs",    "len",
+      "int",     "float",    "bool",       "tl",       "triton", "torch",  "math",   "libdevice",
+      "print",   "tuple",    "isinstance", "constexpr"};
+  for (auto k : kKept)
+    if (t == k) return true;
+  return false;
+}
+
+}  // namespace
+
+std::vector<KernelSignature> kernel_signatures(std::string_view code, int min_tokens) {
+  std::vector<KernelSignature> out;
+  std::vector<std::string_view> toks;
+  for (std::string_view src : kernel_sources(code)) {
+    toks.clear();
+    tokenize(src, false, toks);
+    if (static_cast<int>(toks.size()) < std::max(min_tokens, 1)) continue;
+    KernelSignature k;
+    if (toks.size() > 1) k.name = std::string(toks[toks[0] == "async" ? 2 : 1]);
+    for (std::size_t i = 0; i < toks.size(); ++i) {
+      unsigned char c = static_cast<unsigned char>(toks[i][0]);
+      // Normalised literals ("S", "N") point outside the source; a name called N does not.
+      std::less<const char*> lt;
+      bool literal = lt(toks[i].data(), src.data()) || !lt(toks[i].data(), src.data() + src.size());
+      bool attribute = i > 0 && toks[i - 1] == ".";
+      if (ident_start(c) && !literal && !attribute && !kept_name(toks[i])) toks[i] = "V";
+    }
+    k.tokens = static_cast<int>(toks.size());
+    std::string joined;
+    for (auto t : toks) {
+      joined += t;
+      joined += '\x1f';
+    }
+    k.body = sha256_hex(joined).substr(0, 16);
+    fill_minhash(toks, k.sig);
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+Signature compute_signature(std::string_view code) {
+  Signature sig;
+  std::vector<std::string_view> toks;
+  tokenize(code, false, toks);
+  fill_minhash(toks, sig);
   std::vector<std::string_view> body;
   for (std::string_view src : kernel_sources(code)) {
     body.clear();

@@ -348,9 +348,12 @@ std::string render_card(const CardInput& in) {
     md += "No eval set was checked (`kforge export --exclude-near FILE...`).\n\n";
   } else {
     md += fmt::format(
-        "Checked against these eval sets: a sample sharing an exact kernel body with one of their "
-        "kernels, or at similarity {:g} or more, was {}.\n\n",
+        "Checked against these eval sets, kernel by kernel: a sample with a `@triton.jit` kernel "
+        "that is the same as one of theirs up to renames, formatting and constants, or at "
+        "similarity {:g} or more with one (identifiers normalised; kernels of fewer than {} "
+        "tokens, such as small helpers, are not compared), was {}.\n\n",
         opts.near_threshold,
+        opts.exclude_near != nullptr ? opts.exclude_near->min_tokens() : dedup::kMinKernelTokens,
         opts.mark_near ? "kept and marked (metadata.near_duplicate_of)" : "left out");
     for (const auto& [file, n] : in.eval_sets)
       md += fmt::format("- `{}`: {}\n", file, count(n, "kernel"));
@@ -363,10 +366,10 @@ std::string render_card(const CardInput& in) {
         md += fmt::format("- ... {} more\n", sum.rows.near.size() - 50);
         break;
       }
-      md += fmt::format("- `{}`: {} `{}` in `{}`\n", n.key,
-                        n.match.exact ? "same kernel body as"
+      md += fmt::format("- `{}`: kernel `{}` {} `{}` of `{}` in `{}`\n", n.key, n.match.kernel,
+                        n.match.exact ? "is the same as"
                                       : fmt::format("similarity {:.2f} with", n.match.similarity),
-                        n.match.key, n.match.file);
+                        n.match.eval_kernel, n.match.key, n.match.file);
     }
     md += "\n";
   }

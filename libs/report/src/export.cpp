@@ -147,7 +147,7 @@ Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
     }
     std::optional<dedup::NearMatch> near;
     if (opts.exclude_near != nullptr) {
-      near = opts.exclude_near->nearest(dedup::compute_signature(s.text(18)), opts.near_threshold);
+      near = opts.exclude_near->nearest(s.text(18), opts.near_threshold);
       if (near) {
         sum.near.push_back({key, *near, opts.mark_near});
         if (!opts.mark_near) continue;
@@ -216,6 +216,8 @@ Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
       rec["near_duplicate_of"] = {{"in", "eval"},
                                   {"file", near->file},
                                   {"key", near->key},
+                                  {"kernel", near->kernel},
+                                  {"eval_kernel", near->eval_kernel},
                                   {"similarity", near->similarity},
                                   {"exact", near->exact}};
     } else if (auto it = corpus_link.find(s.int64(17)); it != corpus_link.end()) {

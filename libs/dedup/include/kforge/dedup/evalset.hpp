@@ -3,10 +3,14 @@
 // Lines, read with the same field map as kforge import), indexed for "is this sample near any of
 // them?".
 //
-// A sample is near an eval kernel when they share an exact kernel body (a @triton.jit function
-// of at least kMinBodyTokens tokens, identical but for comments and whitespace) or when their
-// estimated similarity is at or above the threshold. Candidates come from the same LSH bands as
-// corpus groups, so a query costs kBands hash lookups plus the candidates.
+// Kernel by kernel: every @triton.jit function of an eval record with at least min_tokens
+// normalised tokens is indexed by its kernel signature (signature.hpp: identifiers normalised, so
+// renames do not hide a copy). A sample is near the eval set when one of its own kernels of that
+// size is the same kernel up to renames, formatting and literals (exact) or is at or above the
+// threshold of similarity with an eval kernel; the match names both kernels. Kernels below
+// min_tokens (small helpers) are ignored on both sides, so sharing one flags nothing, and a
+// sample or record without a kernel is never near. Candidates come from the same LSH bands as
+// corpus groups, so a query costs kBands hash lookups per kernel plus the candidates.
 
 #include <cstdint>
 #include <filesystem>
@@ -20,11 +24,20 @@
 
 namespace kforge::dedup {
 
+// The kernel similarity at which a sample's kernel is near an eval kernel, unless --near-threshold
+// says otherwise. Higher than the corpus's file threshold: with identifiers normalised, kernels
+// built on one template around another operation (argmin and argmax, randn and uniform) reach
+// 0.6-0.75, while the crawl's real copies of TritonBench-G kernels (re-packaged, per-backend,
+// edited) are at 0.8 or above (docs/BENCHMARKS.md, "Decontamination on a real crawl").
+inline constexpr double kDefaultKernelThreshold = 0.8;
+
 struct NearMatch {
   std::string file;  // the eval set as given
   std::string key;   // its record's key (the --key field), else "record N"
   double similarity = 0;
-  bool exact = false;  // an identical kernel body
+  bool exact = false;       // the same kernel up to renames, formatting and literals
+  std::string kernel;       // the sample's kernel (its name as written)
+  std::string eval_kernel;  // the eval record's kernel
 };
 
 class EvalIndex {
@@ -32,20 +45,24 @@ class EvalIndex {
   // Reads every file; errors name the file, the record and the field ("input"), or a file that
   // cannot be read ("io").
   static Result<EvalIndex> load(const std::vector<std::filesystem::path>& files,
-                                const corpus::FieldMap& map, corpus::Format format);
+                                const corpus::FieldMap& map, corpus::Format format,
+                                int min_tokens = kMinKernelTokens);
 
-  // The nearest eval kernel at or above threshold (an exact body match first), or nullopt.
-  std::optional<NearMatch> nearest(const Signature& s, double threshold) const;
+  // The nearest pair of a kernel of `code` and an eval kernel at or above threshold (an exact
+  // match first), or nullopt.
+  std::optional<NearMatch> nearest(std::string_view code, double threshold) const;
+
+  int min_tokens() const { return min_tokens_; }
 
   std::size_t size() const { return kernels_.size(); }
-  // Kernels per file, in the order given.
+  // Indexed kernels per file, in the order given.
   const std::vector<std::pair<std::string, std::int64_t>>& files() const { return files_; }
 
  private:
   struct Kernel {
     std::uint32_t file = 0;
     std::string key;
-    Signature sig;
+    KernelSignature ks;
   };
   void add(Kernel k);
 
@@ -53,6 +70,7 @@ class EvalIndex {
   std::vector<std::pair<std::string, std::int64_t>> files_;
   std::vector<std::unordered_multimap<std::uint64_t, std::uint32_t>> bands_;
   std::unordered_map<std::string, std::uint32_t> bodies_;
+  int min_tokens_ = kMinKernelTokens;
 };
 
 }  // namespace kforge::dedup

@@ -5,9 +5,12 @@
 // for its current code (in parallel, a batch at a time, so memory holds the signatures and one
 // batch of code), finds candidate pairs by LSH (kBands bands of kRows slots; every pair at
 // similarity >= 0.5 is a candidate with probability above 0.87, and above 0.999 from 0.7), keeps
-// the pairs at or above kPairFloor, and stores the groups at `threshold`: single linkage over the
-// pairs, plus samples sharing their exact kernel bodies (similarity 1). Pairs and groups are
-// recomputed only when a signature changed or the threshold differs from the stored one.
+// the pairs at or above kPairFloor, and stores the groups at `threshold`. Groups do not depend on
+// import order and do not chain: samples sharing their exact kernel bodies are one class; each
+// group has a representative class and every other class in it has a pair at or above the
+// threshold with it (star clustering, groups.cpp `components`), so two single-file members of a
+// group are at least 2t - 1 similar (Jaccard distance obeys the triangle inequality). Pairs and
+// groups are recomputed only when a signature changed or the threshold differs from the stored one.
 //
 // Memory: about 0.6 KB per sample (signature and LSH band entries), whatever the code size.
 //
@@ -53,7 +56,7 @@ struct UpdateSummary {
 Result<UpdateSummary> update(store::Db& db, const UpdateOptions& opts, Clock& clock);
 
 struct State {
-  std::string scheme;
+  std::string scheme;  // the signature scheme and the LSH pass the pairs were found with
   double threshold = 0;
   std::int64_t samples = 0;  // signed samples when computed
   std::int64_t pairs = 0;
@@ -68,13 +71,15 @@ struct Member {
   std::int64_t sample_id = 0;
   std::string key;
   std::int64_t bytes = 0;  // code size
-  std::string linked_to;   // the key of the member it is most similar to
-  double similarity = 0;   // with that member
+  std::string linked_to;   // the group's representative (for it: its closest member)
+  double similarity = 0;   // with that member (1 for the same kernels)
   bool exact = false;      // the same kernel bodies as that member
 };
 
 struct Group {
-  std::int64_t id = 0;          // the smallest sample id in it
+  std::int64_t id = 0;      // the smallest sample id in it
+  std::int64_t center = 0;  // the representative: its class has a pair >= threshold with each other
+  double spread = 1;        // the lowest similarity of a member (its class) to the center
   std::vector<Member> members;  // in sample id (import) order
 };
 

@@ -1,11 +1,14 @@
 #pragma once
 // Candidate pairs by locality-sensitive hashing over MinHash bands, in memory.
 //
-// Items sharing a kernels_sha are exact duplicates: each is paired with the first of its class
-// (similarity 1) and only that first one takes part in LSH. For each band, items are sorted by
-// band hash; items in the same bucket are candidates. A bucket larger than kMaxBucket (a
-// boilerplate file copied thousands of times) pairs each item with its first kMaxBucket items
-// only, which keeps the work linear; their groups still form through those links.
+// Nothing depends on the order of `items` (import order): wherever an order is needed, items are
+// taken by their content hash. Items sharing a kernels_sha are exact duplicates: each is paired
+// with the first of its class (similarity 1). Items with identical signatures are paired with
+// the first of them at 1 and only that one takes part in LSH; every other item does, exact
+// duplicates included (two files with the same kernels can each have near-duplicates the other
+// lacks). For each band, items are sorted by band hash; items in the same bucket are candidates.
+// A bucket larger than kMaxBucket (a boilerplate file copied thousands of times) pairs each item
+// with its first kMaxBucket items only, which keeps the work linear.
 
 #include <cstdint>
 #include <string>
@@ -20,6 +23,8 @@ inline constexpr std::size_t kMaxBucket = 64;
 struct LshItem {
   std::int64_t id = 0;
   Signature sig;  // minhash, shingles and kernels_sha are used
+  // Orders items by content (the first 16 hex digits of the code's SHA-256), not import order.
+  std::uint64_t content = 0;
 };
 
 struct LshPair {

@@ -49,6 +49,28 @@ inline constexpr int kMinBodyTokens = 20;
 
 Signature compute_signature(std::string_view code);
 
+// Kernel-level signatures, for decontamination: each @triton.jit function's body on its own, with
+// literals normalised as above and every identifier that names something of the kernel's own
+// (its name, parameters, variables, helpers it calls) written `V`; keywords, a few builtins
+// (range, min, max, ...), attribute names (`.load`, `.program_id`) and the modules kernels call
+// through (tl, triton, torch, math, libdevice) are kept. So renaming a kernel or its variables
+// leaves its kernel signature as it was, reformatting and comments too, and a kernel embedded in
+// a larger file has the same signature as alone.
+struct KernelSignature {
+  std::string name;  // as written after `def`
+  int tokens = 0;    // normalised tokens, from `def` to the body's end
+  std::string body;  // hash of those tokens (16 hex digits): the same kernel up to renames
+  Signature sig;     // minhash and shingles of those tokens (bodies and kernels_sha unused)
+};
+
+// Kernels below this many normalised tokens (a five-line helper such as a prev_multiple_of has
+// about 25) are left out by default: sharing one says nothing about contamination.
+inline constexpr int kMinKernelTokens = 60;
+
+// The kernels of `code` with at least min_tokens normalised tokens, in file order.
+std::vector<KernelSignature> kernel_signatures(std::string_view code,
+                                               int min_tokens = kMinKernelTokens);
+
 // The estimated Jaccard similarity of the two shingle sets, in [0, 1]; 0 when either is empty.
 double similarity(const Signature& a, const Signature& b);
 

@@ -10,20 +10,22 @@
 //   model                          the run's model
 //   prompt                         {"tag", "pipeline", STAGE: {"version", "sha256"}...}; "repair"
 //                                  when the code comes from a repair round
-//   near_duplicate_of              only when it has one: {"in": "eval", "file", "key",
-//                                  "similarity", "exact"} for a sample kept near an eval-set
-//                                  kernel (mark_near), else {"in": "corpus", "key", "similarity",
-//                                  "exact"}: the most similar other sample of its near-duplicate
-//                                  group at the threshold of the last kforge corpus dedup
+//   near_duplicate_of              only when it has one: {"in": "eval", "file", "key", "kernel",
+//                                  "eval_kernel", "similarity", "exact"} for a sample kept near
+//                                  an eval-set kernel (mark_near), else {"in": "corpus", "key",
+//                                  "similarity", "exact"}: its near-duplicate group's
+//                                  representative (for the representative, its closest member)
+//                                  at the threshold of the last kforge corpus dedup
 //   cross_compile                  {"hip:gfx942": "ok", ...}: per target of the verifier's
 //                                  cross-compile, ok, error, unavailable or not_run (null when
 //                                  no target was asked for; docs/VERIFIER.md, "Other targets")
 //   reasoning                      with_reasoning only: {STAGE: the model's reasoning for the
 //                                  exported analysis and code, or null}
 //
-// Decontamination: with `exclude_near`, a sample whose code shares an exact kernel body with an
-// eval-set kernel, or is at or above `near_threshold` similar to one, is left out (or kept and
-// marked, with mark_near); each such sample is listed in the summary with its match.
+// Decontamination: with `exclude_near`, a sample with a kernel that is the same as an eval-set
+// kernel up to renames, or at or above `near_threshold` similar to one (kernel signatures,
+// dedup/signature.hpp), is left out (or kept and marked, with mark_near); each such sample is
+// listed in the summary with its match, both kernels named.
 //
 // Other shapes of row (dataset.hpp): the chat rows trainers read (sft, prompt-completion,
 // trajectory, rl), each with "metadata"; export_folder() writes a publishable folder with splits
@@ -71,7 +73,7 @@ struct ExportOptions {
   bool include_flagged = false;
   // Decontamination (see above); not owned, may be null.
   const dedup::EvalIndex* exclude_near = nullptr;
-  double near_threshold = 0.6;
+  double near_threshold = dedup::kDefaultKernelThreshold;
   bool mark_near = false;
   // Adds "reasoning": the model's reasoning (reasoning_content, <think> blocks) behind the
   // exported analysis and code.
