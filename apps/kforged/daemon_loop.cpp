@@ -108,6 +108,10 @@ bool DaemonLoop::step() {
       if (auto hb = p_.heartbeat->beat(); !hb.ok())
         spdlog::warn("heartbeat: {}", hb.error().message);
     feed_watchdog(true);
+    // What is shown stays fresh on the steps there are: the STATUS line (active runs only) and,
+    // when served, /metrics (trigger-kept counts). Both cheap; neither polls for work.
+    report_status();
+    if (!cfg_.daemon.http_listen.empty()) refresh_metrics();
     idle_now_ = true;
     std::lock_guard l(p_.shared.mu);
     p_.shared.last_step_wall_ms = p_.clock.wall_ms();
@@ -160,6 +164,11 @@ milliseconds DaemonLoop::next_wait() const {
     if (p_.heartbeat != nullptr)
       wait = std::min(wait, milliseconds(std::max<std::int64_t>(
                                 1, p_.heartbeat->next_beat_ms() - p_.clock.wall_ms())));
+    if (p_.notifier.enabled()) {  // systemd shows the STATUS line: keep it on its interval
+      auto due = last_status_ + milliseconds(cfg_.daemon.status_interval_ms);
+      wait = std::min(
+          wait, std::max(milliseconds(1), std::chrono::duration_cast<milliseconds>(due - now)));
+    }
   }
   if (watchdog_.count() > 0) wait = std::min(wait, watchdog_);
   if (p_.sched.draining()) wait = std::min(wait, milliseconds(100));
