@@ -223,14 +223,16 @@ TEST_F(Progress, KeptCountsFollowEveryChangeToTheRowsTheyCount) {
   EXPECT_TRUE(p.flags.empty());
   // Quality flags on the passing samples' latest verdicts, by flag: a later verdict of the same
   // sample replaces the earlier one.
-  exec("UPDATE verifications SET flags_json = '[\"weak_inputs\",\"constant_output\"]' "
-       "WHERE sample_id = 1");
-  exec("INSERT INTO verifications (job_id, run_id, sample_id, verdict, flags_json, created_ms) "
-       "VALUES (3, 1, 3, 'passed', '[\"weak_inputs\"]', 1)");
+  exec(
+      "UPDATE verifications SET flags_json = '[\"weak_inputs\",\"constant_output\"]' "
+      "WHERE sample_id = 1");
+  exec(
+      "INSERT INTO verifications (job_id, run_id, sample_id, verdict, flags_json, created_ms) "
+      "VALUES (3, 1, 3, 'passed', '[\"weak_inputs\"]', 1)");
   all = collect_progress(*db_, kNow);
   ASSERT_TRUE(all.ok()) << all.error().message;
-  EXPECT_EQ(all->front().flags, (std::map<std::string, std::int64_t>{{"constant_output", 1},
-                                                                     {"weak_inputs", 2}}));
+  EXPECT_EQ(all->front().flags,
+            (std::map<std::string, std::int64_t>{{"constant_output", 1}, {"weak_inputs", 2}}));
   EXPECT_EQ(all->front().to_json()["quality_flags"]["weak_inputs"], 2);
   const RunProgress& q = all->back();
   EXPECT_EQ(q.total, 2);

@@ -207,15 +207,16 @@ TEST(RepairEvidence, WeakInputsNameTheSurvivingKernelMutantAndItsLine) {
                  {{"killed", 2},
                   {"applicable", 3},
                   {"equivalent", 1},
-                  {"survived",
-                   json::array({{{"mutant", "k3"},
-                                 {"op", "mask_drop"},
-                                 {"section", "code"},
-                                 {"section_line", 12},
-                                 {"desc", "the mask of the tl.load `tl.load(x_ptr + cols)` is "
-                                          "removed"},
-                                 {"hint", "inputs whose size is a multiple of the block cannot "
-                                          "tell them apart"}}})}}}}}};
+                  {"survived", json::array({{{"mutant", "k3"},
+                                             {"op", "mask_drop"},
+                                             {"section", "code"},
+                                             {"section_line", 12},
+                                             {"desc",
+                                              "the mask of the tl.load `tl.load(x_ptr + cols)` is "
+                                              "removed"},
+                                             {"hint",
+                                              "inputs whose size is a multiple of the block cannot "
+                                              "tell them apart"}}})}}}}}};
   auto text = render_evidence(spec->evidence, v);
   ASSERT_TRUE(text.ok()) << text.error().message;
   EXPECT_TRUE(has(*text,
@@ -224,8 +225,7 @@ TEST(RepairEvidence, WeakInputsNameTheSurvivingKernelMutantAndItsLine) {
                   "cannot tell them apart."))
       << *text;
   EXPECT_TRUE(has(*text, "Do not change the kernel:")) << *text;
-  EXPECT_TRUE(has(*text, "Every output the kernel wrote had all its elements equal"))
-      << *text;
+  EXPECT_TRUE(has(*text, "Every output the kernel wrote had all its elements equal")) << *text;
   EXPECT_FALSE(has(*text, "So the test would pass a wrong kernel")) << *text;  // not weak_test
 }
 

@@ -136,12 +136,10 @@ TEST_F(ReportCompare, CountsByVerdictFailureAndFlag) {
 
 TEST_F(ReportCompare, TheKernelBatteryRatePerRun) {
   // Two passing samples of v2 with a kernel battery (3 of 4 and 5 of 5 killed), none in v1.
-  fx.exec("set_mutation_report",
-          {"copy_transpose.py",
-           R"({"killed": 6, "applicable": 6, "survived": [],
+  fx.exec("set_mutation_report", {"copy_transpose.py",
+                                  R"({"killed": 6, "applicable": 6, "survived": [],
                "kernel": {"killed": 3, "applicable": 4, "equivalent": 1, "survived": []}})"});
-  fx.exec("set_mutation_report",
-          {"softmax.py", R"({"killed": 6, "applicable": 6, "survived": [],
+  fx.exec("set_mutation_report", {"softmax.py", R"({"killed": 6, "applicable": 6, "survived": [],
                              "kernel": {"killed": 5, "applicable": 5, "equivalent": 0,
                                         "survived": []}})"});
   auto c = compare(fx.db(), {"v1", "v2"}, CompareOptions{});

@@ -97,17 +97,17 @@ TEST(ReportDebug, TheReadmeGivesTheMutationScoreAndTheSurvivors) {
       readme, "mutants  killed 3 of 4 that apply; survived: permute; not applicable: scale\n"))
       << readme;
   EXPECT_FALSE(contains(readme, "kernel   ")) << readme;  // no kernel battery ran
-  fx.exec("set_mutation_report",
-          {"copy_transpose.py",
-           R"({"killed": 6, "applicable": 6, "survived": [],
+  fx.exec("set_mutation_report", {"copy_transpose.py",
+                                  R"({"killed": 6, "applicable": 6, "survived": [],
                "kernel": {"killed": 2, "applicable": 3, "equivalent": 1,
                           "survived": [{"section": "code", "section_line": 9,
                                         "desc": "the index terms of `a` are swapped"}]}})"});
   dir = write_debug(fx.db(), "v2", "copy_transpose.py", fx.dir() / "dbg3");
   ASSERT_TRUE(dir.ok()) << dir.error().message;
   readme = test::read_text(*dir / "README.txt");
-  EXPECT_TRUE(contains(readme, "kernel   killed 2 of 3 that apply, 1 equivalent; survived: the "
-                               "index terms of `a` are swapped (code line 9)\n"))
+  EXPECT_TRUE(contains(readme,
+                       "kernel   killed 2 of 3 that apply, 1 equivalent; survived: the "
+                       "index terms of `a` are swapped (code line 9)\n"))
       << readme;
   // Without a mutation account (verified before the battery existed): no such line.
   auto plain = write_debug(fx.db(), "v2", "softmax.py", fx.dir() / "dbg2");

@@ -90,9 +90,8 @@ TEST(ReportExport, TheMutationScoreAndCoverageFactsOfEachVerification) {
   EXPECT_EQ(ct["coverage"]["output_sizes"], ojson({1, 4096}));
   EXPECT_EQ(ct["coverage"]["tail_path"], true);
   // With a kernel battery: its part of the score, survivors included.
-  fx.exec("set_mutation_report",
-          {"copy_transpose.py",
-           R"({"killed": 6, "applicable": 6, "survived": [],
+  fx.exec("set_mutation_report", {"copy_transpose.py",
+                                  R"({"killed": 6, "applicable": 6, "survived": [],
                "kernel": {"killed": 2, "applicable": 3, "equivalent": 1, "tried": 8,
                           "survived": [{"mutant": "k3", "op": "index_swap", "section": "code",
                                         "section_line": 9, "desc": "the index terms ..."}]}})"});

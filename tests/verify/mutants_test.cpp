@@ -42,16 +42,16 @@ TEST(VerifyMutants, AStrongTestKillsEveryMutantAndTheRealRunFindsTheOutputs) {
   EXPECT_EQ(cov["empty"], false);
   EXPECT_EQ(cov["launches"], 4);
   const auto& battery = r.report["mutant"]["battery"];
-  EXPECT_EQ(results_of(battery),
-            (std::vector<std::string>{"tail:killed", "interior:killed", "permute:killed",
-                                      "permute_row:not_applicable", "scale:killed",
-                                      "zero:killed"}));
+  EXPECT_EQ(results_of(battery), (std::vector<std::string>{
+                                     "tail:killed", "interior:killed", "permute:killed",
+                                     "permute_row:not_applicable", "scale:killed", "zero:killed"}));
   EXPECT_EQ(r.report["mutation"]["killed"], 6);  // the skip-launch run counts as one
   EXPECT_EQ(r.report["mutation"]["applicable"], 6);
   // Launches of more than one element (63, 64, 130) had the partial mutants applied to each alone.
   EXPECT_EQ(battery["mutants"][0]["per_launch"].size(), 3u) << battery.dump();
-  EXPECT_NE(r.stderr_tail.find("output mutants (tail, interior, permute, permute_row, scale, zero)"),
-            std::string::npos);
+  EXPECT_NE(
+      r.stderr_tail.find("output mutants (tail, interior, permute, permute_row, scale, zero)"),
+      std::string::npos);
 }
 
 TEST(VerifyMutants, WeakTestsAreFlaggedByTheFirstSurvivorAndTheBatteryStopsThere) {

@@ -113,7 +113,8 @@ TEST(VerifyConfig, GpuHardwareQueuesDefaultToOneAndAreChecked) {
 
 TEST(VerifyConfig, MutantsDefaultToAllAndUnknownOnesAreRefused) {
   VerifierConfig c;
-  EXPECT_EQ(c.mutants, (std::vector<std::string>{"tail", "interior", "permute", "permute_row", "scale", "zero"}));
+  EXPECT_EQ(c.mutants, (std::vector<std::string>{"tail", "interior", "permute", "permute_row",
+                                                 "scale", "zero"}));
   EXPECT_TRUE(read_verifier("verifier:\n  mutants: []\n", c).ok());
   EXPECT_TRUE(c.mutants.empty());
   auto st = read_verifier("verifier:\n  mutants: [tail, shuffle]\n", c);

@@ -16,7 +16,7 @@ constexpr std::int64_t kErrorWindowMs = 24 * 60 * 60 * 1000;
 
 namespace {
 Result<std::vector<RunProgress>> progress_of(store::Db& db, std::int64_t now_ms,
-                                            std::vector<RunRow> runs);
+                                             std::vector<RunRow> runs);
 }  // namespace
 
 Result<std::vector<RunProgress>> collect_progress(store::Db& db, std::int64_t now_ms,
@@ -43,7 +43,7 @@ Result<std::vector<RunProgress>> collect_active_progress(store::Db& db, std::int
 
 namespace {
 Result<std::vector<RunProgress>> progress_of(store::Db& db, std::int64_t now_ms,
-                                            std::vector<RunRow> runs) {
+                                             std::vector<RunRow> runs) {
   const auto& q = pipeline_queries();
   std::vector<RunProgress> out;
   for (auto& run : runs) {

@@ -136,7 +136,8 @@ Result<std::string> render_evidence(const EvidenceTemplate& t, const VerdictEvid
       for (const auto& s : (*m)["kernel"].value("survived", nlohmann::json::array()))
         lines += (lines.empty() ? "" : "\n") + std::string("- ") +
                  verify::kernel_mutant_meaning(s) + ".";
-    values["kernel_mutants"] = lines.empty() ? "- (the surviving mutants were not recorded)" : lines;
+    values["kernel_mutants"] =
+        lines.empty() ? "- (the surviving mutants were not recorded)" : lines;
     use.push_back(verify::kWeakInputs);
   }
   if (std::find(v.flags.begin(), v.flags.end(), verify::kConstantOutput) != v.flags.end())

@@ -163,8 +163,7 @@ RunSummary summarise(const std::vector<const SampleOutcome*>& samples, double z,
     s.kernel_applicable += *o->kernel_applicable;
   }
   if (s.kernel_applicable > 0)
-    s.kernel_rate =
-        static_cast<double>(s.kernel_killed) / static_cast<double>(s.kernel_applicable);
+    s.kernel_rate = static_cast<double>(s.kernel_killed) / static_cast<double>(s.kernel_applicable);
   for (auto& [t, r] : targets) {
     std::int64_t compiled = r.ok + r.error;
     r.rate = compiled > 0 ? static_cast<double>(r.ok) / static_cast<double>(compiled) : 0;

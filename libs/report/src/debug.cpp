@@ -205,10 +205,9 @@ std::string mutants_line(const VerifyAttempt& v) {
       if (n.is_string()) out += (out.empty() ? "" : ", ") + n.get<std::string>();
     return out.empty() ? std::string("none") : out;
   };
-  std::string line =
-      fmt::format("mutants  killed {} of {} that apply; survived: {}; not applicable: {}\n",
-                  m.value("killed", 0), m.value("applicable", 0), names("survived"),
-                  names("not_applicable"));
+  std::string line = fmt::format(
+      "mutants  killed {} of {} that apply; survived: {}; not applicable: {}\n",
+      m.value("killed", 0), m.value("applicable", 0), names("survived"), names("not_applicable"));
   if (m.contains("kernel") && m["kernel"].is_object()) {
     const auto& k = m["kernel"];
     line += fmt::format("kernel   killed {} of {} that apply, {} equivalent", k.value("killed", 0),

@@ -120,8 +120,9 @@ void target_rows(std::string& out, const RunSummary& a, const RunSummary& b, boo
 void kernel_row(std::string& out, const RunSummary& a, const RunSummary& b) {
   if (a.kernel_samples == 0 && b.kernel_samples == 0) return;
   auto cell = [](const RunSummary& s) -> std::string {
-    if (!s.kernel_rate) return s.kernel_samples ? fmt::format("0/0 ({} samples)", s.kernel_samples)
-                                                : std::string("-");
+    if (!s.kernel_rate)
+      return s.kernel_samples ? fmt::format("0/0 ({} samples)", s.kernel_samples)
+                              : std::string("-");
     return fmt::format("{}/{} {} ({} samples)", s.kernel_killed, s.kernel_applicable,
                        percent(*s.kernel_rate), s.kernel_samples);
   };

@@ -121,7 +121,8 @@ void read_config(ConfigNode n, VerifierConfig& out) {
     const auto& m = out.mutants[i];
     if (std::find(std::begin(kOutputMutants), std::end(kOutputMutants), m) ==
         std::end(kOutputMutants))
-      n.invalid("mutants", "'" + m + "' is not one of tail, interior, permute, permute_row, scale, zero");
+      n.invalid("mutants",
+                "'" + m + "' is not one of tail, interior, permute, permute_row, scale, zero");
     else if (std::find(out.mutants.begin(), out.mutants.begin() + static_cast<long>(i), m) !=
              out.mutants.begin() + static_cast<long>(i))
       n.invalid("mutants", "'" + m + "' is listed twice");

@@ -151,8 +151,11 @@ Classified classify(const RunFacts& f) {
 }
 
 nlohmann::json KernelScore::to_json() const {
-  nlohmann::json j = {{"killed", killed},     {"applicable", applicable}, {"equivalent", equivalent},
-                      {"tried", tried},       {"survived", survived}};
+  nlohmann::json j = {{"killed", killed},
+                      {"applicable", applicable},
+                      {"equivalent", equivalent},
+                      {"tried", tried},
+                      {"survived", survived}};
   if (!stopped.empty()) j["stopped"] = stopped;
   return j;
 }
@@ -271,8 +274,9 @@ std::string kernel_mutant_meaning(const nlohmann::json& s) {
   if (s.contains("section_line") && s["section_line"].is_number_integer())
     where = " (" + s.value("section", std::string("code")) + " line " +
             std::to_string(s["section_line"].get<std::int64_t>()) + ")";
-  std::string out = "the test still passes when " + s.value("desc", std::string("the kernel is "
-                                                                                 "changed")) +
+  std::string out = "the test still passes when " +
+                    s.value("desc", std::string("the kernel is "
+                                                "changed")) +
                     where;
   std::string hint = s.value("hint", std::string());
   if (!hint.empty()) out += ": " + hint;

@@ -8,9 +8,10 @@
 // imports to Triton's jit: `triton.jit`, `gluon.jit` (triton.experimental.gluon), `jit` imported
 // from any Triton module or relatively from a Triton-derived package's jit/runtime/_runtime
 // module, with or without arguments, stacked with autotune and heuristics; to Triton-distributed's
-// `triton_dist.jit` (the same forms); or to one of FactsOptions::jit_decorators. The same facts reject a stage's output before any GPU time is
-// spent: an analysis naming kernels the code does not define, a wrapper that launches none of the
-// code's kernels, a test without a test_ function calling the wrapper.
+// `triton_dist.jit` (the same forms); or to one of FactsOptions::jit_decorators. The same facts
+// reject a stage's output before any GPU time is spent: an analysis naming kernels the code does
+// not define, a wrapper that launches none of the code's kernels, a test without a test_ function
+// calling the wrapper.
 
 #include <optional>
 #include <string>

@@ -78,8 +78,8 @@ struct VerifierConfig {
   std::string mutant_run = "same_process";
   // The output mutants run after the skip-launch one kills a passing sample's test, in this
   // order, until one survives (docs/VERIFIER.md, "Output mutants"); empty: none.
-  std::vector<std::string> mutants = {"tail", "interior", "permute", "permute_row", "scale",
-                                      "zero"};
+  std::vector<std::string> mutants = {"tail",        "interior", "permute",
+                                      "permute_row", "scale",    "zero"};
   // The kernel battery (docs/VERIFIER.md, "Kernel mutants"), after the output mutants: at most
   // this many kernel mutants per sample (0: none), within this many seconds of the mutant run
   // (the pool adds it to the mutant run's deadline).

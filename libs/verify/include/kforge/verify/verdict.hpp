@@ -120,8 +120,8 @@ MutationScore score_mutants(Verdict skip_verdict, bool skip_infrastructure,
 
 // Records the score on the real run's result (report["mutation"]) and, when an output mutant
 // survived, flags it kWeakTest and names the survivors in its detail; when a kernel mutant
-// survived, flags it kWeakInputs and says which change, on which line, the test let through. The skip-launch mutant's
-// own flag (kMutantSurvived) is set by the pool.
+// survived, flags it kWeakInputs and says which change, on which line, the test let through. The
+// skip-launch mutant's own flag (kMutantSurvived) is set by the pool.
 void apply_mutation_score(VerifyResult& primary, const MutationScore& score);
 
 // The plain words for what a surviving mutant shows about a test (repair prompts, debug).
