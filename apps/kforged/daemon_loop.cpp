@@ -102,28 +102,22 @@ void DaemonLoop::notify(const std::string& msg) {
 }
 
 bool DaemonLoop::step() {
-  if (may_sleep()) {
+  // A quiet step (an idle loop with no reason to look for work) skips only the scheduler; what
+  // is shown stays fresh on it: the STATUS line (active runs only) and, when served, /metrics
+  // (trigger-kept counts), both cheap.
+  const bool quiet = may_sleep();
+  Status step;
+  if (quiet) {
     ++quiet_steps_;
-    if (p_.heartbeat != nullptr)
-      if (auto hb = p_.heartbeat->beat(); !hb.ok())
-        spdlog::warn("heartbeat: {}", hb.error().message);
-    feed_watchdog(true);
-    // What is shown stays fresh on the steps there are: the STATUS line (active runs only) and,
-    // when served, /metrics (trigger-kept counts). Both cheap; neither polls for work.
-    report_status();
-    if (!cfg_.daemon.http_listen.empty()) refresh_metrics();
-    idle_now_ = true;
-    std::lock_guard l(p_.shared.mu);
-    p_.shared.last_step_wall_ms = p_.clock.wall_ms();
-    return true;
+  } else {
+    if (watched_ && idle()) {
+      // Looking for work: whatever another connection committed is seen from here on.
+      if (auto v = p_.db.data_version(); v.ok()) data_version_ = *v;
+      p_.sched.notice_change();
+      next_look_ = p_.clock.steady_now() + kIdleLook;
+    }
+    if (auto r = p_.sched.step(); !r.ok()) step = std::move(r).error();
   }
-  if (watched_ && idle()) {
-    // Looking for work: whatever another connection committed is seen from here on.
-    if (auto v = p_.db.data_version(); v.ok()) data_version_ = *v;
-    p_.sched.notice_change();
-    next_look_ = p_.clock.steady_now() + kIdleLook;
-  }
-  auto step = p_.sched.step();
   if (step.ok()) {
     consecutive_errors_ = 0;
     std::lock_guard l(p_.shared.mu);
@@ -142,7 +136,7 @@ bool DaemonLoop::step() {
   if (step.ok() && p_.heartbeat != nullptr)
     if (auto hb = p_.heartbeat->beat(); !hb.ok()) spdlog::warn("heartbeat: {}", hb.error().message);
   feed_watchdog(step.ok());
-  refresh_metrics();
+  if (!quiet || !cfg_.daemon.http_listen.empty()) refresh_metrics();
   report_status();
   if (reload_requested_.exchange(false)) reload();
   int stops = stop_requests_.load();
@@ -156,19 +150,17 @@ milliseconds DaemonLoop::next_wait() const {
   auto wait = milliseconds(cfg_.pipeline.idle_poll_ms);
   if (watched_ && idle() && db_changed_.load()) return milliseconds(0);
   if (watched_ && idle()) {
-    // Nothing to poll for: sleep until a timer is due; a change wakes the wait earlier.
-    auto now = p_.clock.steady_now();
-    wait = std::max(milliseconds(1), std::chrono::duration_cast<milliseconds>(next_look_ - now));
-    if (auto due = p_.sched.next_due_ms())
-      wait = std::min(wait, milliseconds(std::max<std::int64_t>(1, *due - p_.clock.wall_ms())));
+    // Nothing to poll for: sleep until the first timer is due; a change wakes the wait earlier.
+    const auto now = p_.clock.steady_now();
+    const std::int64_t wall = p_.clock.wall_ms();
+    wait = std::chrono::duration_cast<milliseconds>(next_look_ - now);
+    if (auto due = p_.sched.next_due_ms()) wait = std::min(wait, milliseconds(*due - wall));
     if (p_.heartbeat != nullptr)
-      wait = std::min(wait, milliseconds(std::max<std::int64_t>(
-                                1, p_.heartbeat->next_beat_ms() - p_.clock.wall_ms())));
-    if (p_.notifier.enabled()) {  // systemd shows the STATUS line: keep it on its interval
-      auto due = last_status_ + milliseconds(cfg_.daemon.status_interval_ms);
-      wait = std::min(
-          wait, std::max(milliseconds(1), std::chrono::duration_cast<milliseconds>(due - now)));
-    }
+      wait = std::min(wait, milliseconds(p_.heartbeat->next_beat_ms() - wall));
+    if (p_.notifier.enabled())  // systemd shows the STATUS line: keep it on its interval
+      wait = std::min(wait, std::chrono::duration_cast<milliseconds>(
+                                last_status_ + milliseconds(cfg_.daemon.status_interval_ms) - now));
+    wait = std::max(wait, milliseconds(1));
   }
   if (watchdog_.count() > 0) wait = std::min(wait, watchdog_);
   if (p_.sched.draining()) wait = std::min(wait, milliseconds(100));

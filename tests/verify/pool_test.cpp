@@ -103,9 +103,7 @@ TEST(VerifyPool, PrestartedChildrenTakeTheSamples) {
   auto first = run_one(*pool, load_sample("pass"));
   ASSERT_EQ(first.verdict, Verdict::passed) << first.detail;
   // Between samples the next child is already forked and sandboxed; it waits for the request.
-  auto t0 = std::chrono::steady_clock::now();
-  while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(300))
-    pool->step(std::chrono::milliseconds(20));
+  step_for(*pool, std::chrono::milliseconds(300));
   auto r = run_all(*pool, {load_sample("pass"), load_sample("assert_fail"), load_sample("pass")});
   for (const auto& x : r) {
     EXPECT_TRUE(x.report["pool"]["prestarted"].get<bool>()) << x.report.dump();
@@ -255,9 +253,7 @@ TEST(VerifyPool, AWakeFromAnotherThreadEndsAnIdleWait) {
   ASSERT_TRUE(pool);
   ASSERT_EQ(run_one(*pool, load_sample("pass")).verdict, Verdict::passed);
   // Let the worker and its spare settle, so nothing of the pool's own wakes the wait.
-  auto settle = std::chrono::steady_clock::now();
-  while (std::chrono::steady_clock::now() - settle < std::chrono::milliseconds(500))
-    pool->step(std::chrono::milliseconds(50));
+  step_for(*pool, std::chrono::milliseconds(500), std::chrono::milliseconds(50));
   auto t0 = std::chrono::steady_clock::now();
   pool->step(std::chrono::milliseconds(300));
   EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(250)) << "unwoken";

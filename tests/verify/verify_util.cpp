@@ -93,6 +93,11 @@ verify::VerifyResult run_one(verify::Pool& pool, const verify::VerifyRequest& re
   return run_all(pool, {request}).at(0);
 }
 
+void step_for(verify::Pool& pool, std::chrono::milliseconds total, std::chrono::milliseconds each) {
+  const auto t0 = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - t0 < total) pool.step(each);
+}
+
 int count_uid_processes(int uid) {
   int n = 0;
   for (const auto& p : verify::sys::scan_procs())

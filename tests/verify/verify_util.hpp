@@ -2,6 +2,7 @@
 // Helpers for the verifier tests: sample directories (tests/verify/samples/NAME/{code,wrapper,
 // test}.py), a test configuration with hard caps, and running samples to completion.
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <string>
@@ -36,6 +37,11 @@ std::vector<verify::VerifyResult> run_all(verify::Pool& pool,
                                           const std::vector<verify::VerifyRequest>& requests,
                                           const std::function<void(std::size_t)>& after_each = {});
 verify::VerifyResult run_one(verify::Pool& pool, const verify::VerifyRequest& request);
+
+// Steps the pool (each step waiting at most `each`) for `total` of real time: what it does
+// between samples (spares forked, workers settling) happens meanwhile.
+void step_for(verify::Pool& pool, std::chrono::milliseconds total,
+              std::chrono::milliseconds each = std::chrono::milliseconds(20));
 
 // Processes (not zombies) whose real or effective uid is uid.
 int count_uid_processes(int uid);
