@@ -34,6 +34,7 @@ Command add_verify(CLI::App& root, Globals& g);
 Command add_run(CLI::App& root, Globals& g);
 Command add_corpus(CLI::App& root, Globals& g);
 Command add_batch(CLI::App& root, Globals& g);
+Command add_serve(CLI::App& root, Globals& g);
 
 // A whole number of at least `min` (e.g. --limit): "-3" and "0" are refused with a message
 // that says what is expected, never a range with a 300-digit bound.

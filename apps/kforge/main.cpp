@@ -137,6 +137,7 @@ int main(int argc, char** argv) {
   commands.push_back(add_run(app, g));
   commands.push_back(add_corpus(app, g));
   commands.push_back(add_batch(app, g));
+  commands.push_back(add_serve(app, g));
   add_global_options_to_help(app);
   if (std::string unknown = unknown_command(app, argc, argv); !unknown.empty()) {
     std::fprintf(stderr, "kforge: error: %s\n", unknown.c_str());

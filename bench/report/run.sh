@@ -9,7 +9,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 kforge="${KFORGE:-build/apps/kforge/kforge}"
-# The fill scripts use kforge's SQL functions (kf_put), which the sqlite3 shell lacks.
 bench_sql="${KFORGE_BENCH_SQL:-build/bench/kforge-bench-sql}"
 copies="${1:-267}"
 dir="$(mktemp -d)"
@@ -18,13 +17,7 @@ cfg="$dir/kforge.yaml"
 db="$dir/kforge.db"
 printf 'store:\n  path: %s\n' "$db" >"$cfg"
 
-"$kforge" -q -c "$cfg" import tests/report/fixtures/corpus.json \
-  --map code=output,description_1=simp_instru,description_2=comp_instru,key=file >/dev/null
-"$bench_sql" "$db" tests/report/fixtures/ab_runs.sql
-{
-  echo "CREATE TEMP TABLE bench_scale(copies INTEGER); INSERT INTO bench_scale VALUES ($copies);"
-  cat bench/report/scale.sql
-} | "$bench_sql" "$db"
+KFORGE="$kforge" KFORGE_BENCH_SQL="$bench_sql" bench/report/fill.sh "$cfg" "$copies"
 samples="$(sqlite3 "$db" 'SELECT count(*) FROM samples')"
 db_mb="$(du -m "$db" | cut -f1)"
 

@@ -51,5 +51,31 @@ TEST(ReportConfigSection, BadValuesNameFileAndLine) {
   EXPECT_NE(u.error().message.find("colour"), std::string::npos) << u.error().message;
 }
 
+TEST(ReportConfigSection, ServeListenTokenAndPageSize) {
+  auto d = read("{}");
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d->serve.listen, "127.0.0.1:8370");
+  EXPECT_EQ(d->serve.token, "");
+  EXPECT_EQ(d->serve.page_size, 50);
+  auto f = read("report:\n  serve:\n    listen: 0.0.0.0:9000\n    page_size: 20\n",
+                {{"KFORGE_REPORT_SERVE_TOKEN", "0123456789abcdef0123"}});
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  EXPECT_EQ(f->serve.listen, "0.0.0.0:9000");
+  EXPECT_EQ(f->serve.page_size, 20);
+  EXPECT_EQ(f->serve.token, "0123456789abcdef0123");
+  // A short token is refused by name and line, its value never repeated.
+  auto s = read("report:\n  serve:\n    token: hunter2\n");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("kforge.yaml:3"), std::string::npos) << s.error().message;
+  EXPECT_NE(s.error().message.find("report.serve.token"), std::string::npos) << s.error().message;
+  EXPECT_EQ(s.error().message.find("hunter2"), std::string::npos) << s.error().message;
+  auto l = read("report:\n  serve:\n    listen: everywhere\n");
+  ASSERT_FALSE(l.ok());
+  EXPECT_NE(l.error().message.find("HOST:PORT"), std::string::npos) << l.error().message;
+  auto p = read("report:\n  serve:\n    page_size: 0\n");
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.error().message.find("page_size"), std::string::npos) << p.error().message;
+}
+
 }  // namespace
 }  // namespace kforge::report

@@ -11,11 +11,11 @@ SELECT count(*) FROM samples WHERE key = ?1;
 -- name: debug_stage_outputs
 SELECT stage, attempt, status, prompt_version, prompt_sha256, request_sha256,
        kf_text(request_text), kf_text(response_text), kf_text(parsed_text), error_kind, error, prompt_tokens, completion_tokens, cost_usd,
-       latency_ms, created_ms, repair_round
+       latency_ms, created_ms, repair_round, kf_text(reasoning_text)
 FROM stage_outputs WHERE run_id = ?1 AND sample_id = ?2 ORDER BY id;
 
 -- Every verification of a sample in a run, oldest first.
 -- name: debug_verifications
 SELECT attempt, verdict, flags_json, detail, result_json, script, stderr_tail, duration_ms, device,
-       created_ms, repair_round
+       created_ms, repair_round, id
 FROM verifications WHERE run_id = ?1 AND sample_id = ?2 ORDER BY id;

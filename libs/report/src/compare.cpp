@@ -9,19 +9,28 @@
 
 namespace kforge::report {
 
+std::string verdict_cause(const std::vector<std::string>& flags) {
+  for (const char* f : {"environment", "infrastructure"})
+    if (std::find(flags.begin(), flags.end(), f) != flags.end()) return f;
+  return "sample";
+}
+
+std::string stage_failure(const SampleOutcome& o) {
+  Category c = o.category();
+  if (c != Category::llm_error && c != Category::parse_error && c != Category::rejected &&
+      c != Category::other)
+    return "";
+  std::string kind = o.stage_error_kind.value_or(o.job_error_kind.value_or(""));
+  std::string stage = o.failure_stage.empty() ? o.stage : o.failure_stage;
+  return stage + "/" + (kind.empty() ? std::string(to_string(c)) : kind);
+}
+
 namespace {
 
 const std::vector<std::string>& verdict_names() {
   static const std::vector<std::string> v = {"passed",  "failed",  "error",  "timeout",
                                              "crashed", "invalid", "skipped"};
   return v;
-}
-
-// environment, infrastructure or sample, from a verdict's flags.
-std::string verdict_cause(const std::vector<std::string>& flags) {
-  for (const char* f : {"environment", "infrastructure"})
-    if (std::find(flags.begin(), flags.end(), f) != flags.end()) return f;
-  return "sample";
 }
 
 Counts sorted_by_count(const std::map<std::string, std::int64_t>& m) {
@@ -103,12 +112,7 @@ RunSummary summarise(const std::vector<const SampleOutcome*>& samples, double z,
       ++no_verdict;
     if (o->verdict && *o->verdict == "passed")
       for (const auto& f : o->flags) ++flags[f];
-    if (c == Category::llm_error || c == Category::parse_error || c == Category::rejected ||
-        c == Category::other) {
-      std::string kind = o->stage_error_kind.value_or(o->job_error_kind.value_or(""));
-      std::string stage = o->failure_stage.empty() ? o->stage : o->failure_stage;
-      ++kinds[stage + "/" + (kind.empty() ? std::string(to_string(c)) : kind)];
-    }
+    if (std::string kind = stage_failure(*o); !kind.empty()) ++kinds[kind];
     s.prompt_tokens += o->prompt_tokens;
     s.completion_tokens += o->completion_tokens;
     s.cost_usd += o->cost_usd;

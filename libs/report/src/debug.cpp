@@ -14,6 +14,7 @@
 #include "kforge/core/fs.hpp"
 #include "kforge/report/outcomes.hpp"
 #include "queries.hpp"
+#include "sample_data.hpp"
 
 namespace kforge::report {
 
@@ -23,109 +24,6 @@ using ojson = nlohmann::ordered_json;
 namespace {
 
 constexpr const char* kMarker = ".kforge-debug";
-
-struct StageAttempt {
-  std::string stage;
-  std::int64_t attempt = 0;
-  std::string status;
-  std::string prompt_version, prompt_sha256;
-  std::optional<std::string> request_sha256, request_json, response_raw, parsed_json;
-  std::optional<std::string> error_kind, error;
-  std::int64_t prompt_tokens = 0, completion_tokens = 0;
-  double cost_usd = 0;
-  std::int64_t latency_ms = 0, created_ms = 0;
-  int repair_round = 0;
-};
-
-struct VerifyAttempt {
-  std::int64_t attempt = 0;
-  std::string verdict;
-  std::string flags_json;
-  std::optional<std::string> detail, result_json, script, stderr_tail, device;
-  std::int64_t duration_ms = 0, created_ms = 0;
-  int repair_round = 0;
-};
-
-struct SampleData {
-  std::int64_t sample_id = 0;
-  std::string key, code, record_json;
-  std::string state, stage;
-  std::int64_t attempts = 0;
-  std::optional<std::string> error_kind, error;
-  std::vector<StageAttempt> outputs;
-  std::vector<VerifyAttempt> verifications;
-};
-
-Result<SampleData> load_sample(store::Db& db, const RunInfo& run, const std::string& key) {
-  SampleData d;
-  {
-    KF_TRY(store::Stmt s, db.prepare(queries()["debug_sample"]));
-    s.bind(1, run.id).bind(2, key);
-    KF_TRY(bool row, s.step());
-    if (!row) {
-      KF_TRY(store::Stmt e, db.prepare(queries()["sample_exists"]));
-      e.bind(1, key);
-      KF_TRY(bool r, e.step());
-      if (r && e.int64(0) > 0)
-        return fail("not_found", "sample '" + key + "' is not in run '" + run.tag + "'");
-      return fail("not_found", "no sample with key '" + key + "' in " + db.path());
-    }
-    d.sample_id = s.int64(0);
-    d.key = s.text(1);
-    d.code = s.text(2);
-    d.record_json = s.text(3);
-    d.state = s.text(5);
-    d.stage = s.text(6);
-    d.attempts = s.int64(7);
-    d.error_kind = s.opt_text(8);
-    d.error = s.opt_text(9);
-  }
-  {
-    KF_TRY(store::Stmt s, db.prepare(queries()["debug_stage_outputs"]));
-    s.bind(1, run.id).bind(2, d.sample_id);
-    KF_CHECK(s.each([&](store::Stmt& r) {
-      StageAttempt a;
-      a.stage = r.text(0);
-      a.attempt = r.int64(1);
-      a.status = r.text(2);
-      a.prompt_version = r.text(3);
-      a.prompt_sha256 = r.text(4);
-      a.request_sha256 = r.opt_text(5);
-      a.request_json = r.opt_text(6);
-      a.response_raw = r.opt_text(7);
-      a.parsed_json = r.opt_text(8);
-      a.error_kind = r.opt_text(9);
-      a.error = r.opt_text(10);
-      a.prompt_tokens = r.int64(11);
-      a.completion_tokens = r.int64(12);
-      a.cost_usd = r.real(13);
-      a.latency_ms = r.int64(14);
-      a.created_ms = r.int64(15);
-      a.repair_round = static_cast<int>(r.int64(16));
-      d.outputs.push_back(std::move(a));
-    }));
-  }
-  {
-    KF_TRY(store::Stmt s, db.prepare(queries()["debug_verifications"]));
-    s.bind(1, run.id).bind(2, d.sample_id);
-    KF_CHECK(s.each([&](store::Stmt& r) {
-      VerifyAttempt v;
-      v.attempt = r.int64(0);
-      v.verdict = r.text(1);
-      v.flags_json = r.text(2);
-      v.detail = r.opt_text(3);
-      v.result_json = r.opt_text(4);
-      v.script = r.opt_text(5);
-      v.stderr_tail = r.opt_text(6);
-      v.duration_ms = r.int64(7);
-      v.device = r.opt_text(8);
-      v.created_ms = r.int64(9);
-      v.repair_round = static_cast<int>(r.int64(10));
-      d.verifications.push_back(std::move(v));
-    }));
-  }
-  return d;
-}
 
 // The request's messages as Markdown, one section per message; the raw JSON when it has none.
 std::string prompt_markdown(const std::string& request_json) {

@@ -8,6 +8,7 @@
 
 #include "kforge/core/clock.hpp"
 #include "kforge/report/compare.hpp"
+#include "kforge/report/escape.hpp"
 #include "labels.hpp"
 #include "queries.hpp"
 
@@ -17,31 +18,9 @@ namespace {
 
 using namespace detail;
 
+// Every text from the database goes through the one escaper (escape.hpp).
 std::string esc(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char ch : s) {
-    switch (ch) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out.push_back(ch);
-    }
-  }
-  return out;
+  return html_escape(s);
 }
 
 // Geometry of the horizontal charts (viewBox units).

@@ -166,6 +166,14 @@ struct CompareOptions {
 Result<Comparison> compare(store::Db& db, const std::vector<std::string>& tags,
                            const CompareOptions& opts);
 
+// Why a verdict came, from its flags: "environment", "infrastructure" or "sample" (see
+// VerdictCause).
+std::string verdict_cause(const std::vector<std::string>& flags);
+
+// A sample that ended at a stage rather than with a verdict (llm_error, parse_error, rejected,
+// other) as "stage/error_kind", e.g. "generate/rejected_by_facts"; "" for any other sample.
+std::string stage_failure(const SampleOutcome& o);
+
 // Pure: the comparison of two runs' outcomes (each ordered by key, as load_outcomes gives them).
 PairComparison compare_outcomes(const RunInfo& a, const std::vector<SampleOutcome>& oa,
                                 const RunInfo& b, const std::vector<SampleOutcome>& ob,

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Page times of the viewer (kforge serve) on a large database: the report fixture copied COPIES
+# times (default 267: 4,005 samples, runs v1 and v2 over nearly all of them), each page fetched
+# REPEAT times (default 5) with curl over loopback; prints the median and the slowest of each.
+# Baseline: the sqlite3 shell running the outcomes query (run_outcomes) the samples page starts
+# from, over the same run. Usage: bench/report/viewer.sh [COPIES] [REPEAT]   (KFORGE picks the
+# binary)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+kforge="${KFORGE:-build/apps/kforge/kforge}"
+copies="${1:-267}"
+repeat="${2:-5}"
+dir="$(mktemp -d)"
+pid=""
+cleanup() {
+  if [[ -n "$pid" ]]; then kill "$pid" 2>/dev/null || true; fi
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+cfg="$dir/kforge.yaml"
+db="$dir/kforge.db"
+printf 'store:\n  path: %s\n' "$db" >"$cfg"
+KFORGE="$kforge" bench/report/fill.sh "$cfg" "$copies"
+samples="$(sqlite3 "$db" "SELECT count(*) FROM jobs j JOIN runs r ON r.id = j.run_id WHERE r.tag = 'v2'")"
+
+"$kforge" -q -c "$cfg" serve --listen 127.0.0.1:0 >"$dir/serve.out" 2>&1 &
+pid=$!
+for _ in $(seq 1 100); do
+  grep -q 'kforge serve: http' "$dir/serve.out" 2>/dev/null && break
+  sleep 0.1
+done
+base="$(grep -o 'http://[^ ]*/' "$dir/serve.out" | head -1)"
+[[ -n "$base" ]] || { cat "$dir/serve.out" >&2; exit 1; }
+last_page=$(((samples + 49) / 50))
+key="$(sqlite3 "$db" "SELECT s.key FROM samples s WHERE s.key LIKE 'copy_transpose.py#%' LIMIT 1" | sed 's/#/%23/')"
+
+# Median and maximum of REPEAT fetches of one page, in ms (the first fetch of all warms up).
+time_page() {
+  local path="$1" times=()
+  for _ in $(seq 1 "$repeat"); do
+    times+=("$(curl -s -o /dev/null -w '%{http_code} %{time_total}' "$base${path#/}")")
+  done
+  printf '%s\n' "${times[@]}" | python3 -c '
+import sys
+rows = [l.split() for l in sys.stdin if l.strip()]
+codes = {r[0] for r in rows}
+ms = sorted(float(r[1]) * 1000 for r in rows)
+print(f"{ms[len(ms) // 2]:.0f} {ms[-1]:.0f} {\",\".join(sorted(codes))}")'
+}
+
+curl -s -o /dev/null "$base"
+echo "samples in run v2: $samples; page times over $repeat fetches (median / slowest, ms)"
+kv=""
+for entry in "runs=/" "samples_p1=/run?tag=v2" "samples_p2=/run?tag=v2&page=2" \
+  "samples_last=/run?tag=v2&page=$last_page" "samples_failed=/run?tag=v2&verdict=failed" \
+  "samples_flag=/run?tag=v2&flag=mutant_survived" "samples_key=/run?tag=v2&q=softmax" \
+  "samples_cost_desc=/run?tag=v2&sort=cost&desc=1" "sample=/sample?tag=v2&key=$key" \
+  "ab=/ab?a=v1&b=v2"; do
+  name="${entry%%=*}"
+  path="${entry#*=}"
+  read -r med max codes < <(time_page "$path")
+  printf '%-18s %-48s %5s / %5s ms  (HTTP %s)\n' "$name" "$path" "$med" "$max" "$codes"
+  kv+=" ${name}_ms=$med ${name}_max_ms=$max"
+done
+run_id="$(sqlite3 "$db" "SELECT id FROM runs WHERE tag = 'v2'")"
+query="$(sed -n '/-- name: run_outcomes/,/^$/p' libs/report/sql/outcomes.sql | sed '1d' | sed "s/?1/$run_id/g")"
+baseline="$(python3 -c '
+import subprocess, sys, time
+t = time.monotonic()
+subprocess.run(["sqlite3", sys.argv[1]], input=sys.argv[2], text=True, stdout=subprocess.DEVNULL, check=True)
+print(f"{(time.monotonic() - t) * 1000:.0f}")' "$db" "$query")"
+echo "baseline: sqlite3 shell, run_outcomes of v2: $baseline ms"
+echo "samples=$samples${kv} baseline_outcomes_ms=$baseline"

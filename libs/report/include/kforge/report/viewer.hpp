@@ -1,0 +1,49 @@
+#pragma once
+// The sample viewer's pages (`kforge serve`): server-rendered HTML over the database, read only.
+//
+//   /                     the runs: progress, phase, verdict and flag counts, cost; an A/B form
+//   /run?tag=T&...        a run's samples, filtered (verdict: the outcome category, flag,
+//                         failure: "stage/error_kind", round, cause, q: key text), sorted
+//                         (sort=key|outcome|round|cost|tokens, desc=1) and paged (page=N)
+//   /sample?tag=T&key=K   one sample: code, analysis, every round's wrapper and test with the
+//                         differences from the round before, verdicts, failing line, mutants,
+//                         coverage, cross-compile results, reasoning, tokens, cost, the command
+//                         that reproduces it
+//   /ab?a=T&b=T           two runs on the samples both finished: the flips each way
+//   /style.css            the one stylesheet (the pages load nothing else, and run no script)
+//
+// Every text read from the database goes through html_escape (escape.hpp). Pure over the Db it
+// is given: no HTTP here (apps/kforge/cmd_serve.cpp serves it). Not thread-safe: one Db per
+// thread.
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "kforge/store/db.hpp"
+
+namespace kforge::report {
+
+struct ViewRequest {
+  std::string path;                           // e.g. "/run"
+  std::map<std::string, std::string> params;  // the query's parameters, decoded
+};
+
+struct ViewResponse {
+  int status = 200;
+  std::string content_type = "text/html; charset=utf-8";
+  std::string body;
+};
+
+struct ViewOptions {
+  std::int64_t now_ms = 0;   // stamped on pages
+  int page_size = 50;        // samples per page
+  int refresh_seconds = 10;  // pages of an active run reload themselves this often; 0: never
+  double confidence = 0.95;  // of the A/B page's interval and test (report.confidence)
+};
+
+// The page for a request. Never fails: an unknown path is a 404 page, a bad parameter a 400
+// page naming it, an unknown tag or key a 404 page naming it, a database error a 500 page.
+ViewResponse view(store::Db& db, const ViewRequest& req, const ViewOptions& opts);
+
+}  // namespace kforge::report

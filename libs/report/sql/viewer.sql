@@ -1,0 +1,36 @@
+-- The viewer (kforge serve): what its pages read beyond the outcomes and a sample's rows.
+
+-- Every run, newest first, with its jobs' progress and cost from the trigger-kept counts
+-- (migration 0012): no page of the runs list walks a run's rows.
+-- name: viewer_runs
+SELECT r.id, r.tag, r.pipeline, r.model, r.state, r.created_ms, r.updated_ms,
+       coalesce((SELECT sum(n) FROM run_job_counts c WHERE c.run_id = r.id), 0),
+       coalesce((SELECT sum(n) FROM run_job_counts c
+                 WHERE c.run_id = r.id AND c.state IN ('done', 'failed')), 0),
+       coalesce((SELECT sum(cost_usd) FROM run_output_totals t WHERE t.run_id = r.id), 0),
+       coalesce((SELECT sum(prompt_tokens + completion_tokens) FROM run_output_totals t
+                 WHERE t.run_id = r.id), 0)
+FROM runs r ORDER BY r.created_ms DESC, r.id DESC;
+
+-- Where a run's open jobs are: state and stage of the jobs that have not ended, with counts.
+-- name: viewer_run_phase
+SELECT stage, state, n FROM run_job_counts
+WHERE run_id = ?1 AND state NOT IN ('done', 'failed', 'cancelled') AND n > 0
+ORDER BY n DESC, stage;
+
+-- The latest verdict of each sample of a run, counted by verdict.
+-- name: viewer_run_verdicts
+SELECT v.verdict, count(*) FROM verifications v
+WHERE v.id IN (SELECT max(x.id) FROM verifications x WHERE x.run_id = ?1 GROUP BY x.sample_id)
+GROUP BY v.verdict ORDER BY count(*) DESC, v.verdict;
+
+-- The quality flags on the latest verdict of each sample of a run, counted by flag.
+-- name: viewer_run_flags
+SELECT f.value, count(*) FROM verifications v, json_each(v.flags_json) f
+WHERE v.id IN (SELECT max(x.id) FROM verifications x WHERE x.run_id = ?1 GROUP BY x.sample_id)
+GROUP BY f.value ORDER BY count(*) DESC, f.value;
+
+-- A verification's cross-compile results (migration 0014), by target.
+-- name: viewer_targets
+SELECT target, result, error, kernel FROM verification_targets
+WHERE verification_id = ?1 ORDER BY target;

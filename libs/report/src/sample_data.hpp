@@ -1,0 +1,54 @@
+#pragma once
+// Everything stored about one sample of a run: its job, every stage attempt (requests, answers,
+// reasoning) and every verification, oldest first. Read by `kforge debug` (debug.cpp) and the
+// viewer's sample page (viewer_sample.cpp). Private to the report library.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kforge/report/outcomes.hpp"
+#include "kforge/store/db.hpp"
+
+namespace kforge::report {
+
+struct StageAttempt {
+  std::string stage;
+  std::int64_t attempt = 0;
+  std::string status;
+  std::string prompt_version, prompt_sha256;
+  std::optional<std::string> request_sha256, request_json, response_raw, parsed_json;
+  std::optional<std::string> error_kind, error;
+  std::int64_t prompt_tokens = 0, completion_tokens = 0;
+  double cost_usd = 0;
+  std::int64_t latency_ms = 0, created_ms = 0;
+  int repair_round = 0;
+  std::optional<std::string> reasoning;  // the model's reasoning, when it gave one
+};
+
+struct VerifyAttempt {
+  std::int64_t attempt = 0;
+  std::string verdict;
+  std::string flags_json;
+  std::optional<std::string> detail, result_json, script, stderr_tail, device;
+  std::int64_t duration_ms = 0, created_ms = 0;
+  int repair_round = 0;
+  std::int64_t id = 0;  // verifications.id
+};
+
+struct SampleData {
+  std::int64_t sample_id = 0;
+  std::string key, code, record_json;
+  std::string state, stage;
+  std::int64_t attempts = 0;
+  std::optional<std::string> error_kind, error;
+  std::vector<StageAttempt> outputs;
+  std::vector<VerifyAttempt> verifications;
+};
+
+// The sample with this key in the run. Errors: "not_found" (the sample is not in the run, or
+// there is no such sample).
+Result<SampleData> load_sample(store::Db& db, const RunInfo& run, const std::string& key);
+
+}  // namespace kforge::report

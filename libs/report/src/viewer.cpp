@@ -1,0 +1,175 @@
+// The viewer's routing, page layout and the runs page.
+
+#include <spdlog/fmt/fmt.h>
+
+#include "kforge/core/clock.hpp"
+#include "labels.hpp"
+#include "queries.hpp"
+#include "viewer_impl.hpp"
+
+namespace kforge::report {
+
+namespace viewer {
+
+std::string href(std::string_view path, const Params& params) {
+  std::string url(path);
+  char sep = '?';
+  for (const auto& [k, v] : params) {
+    if (v.empty()) continue;
+    url += sep + url_encode(k) + "=" + url_encode(v);
+    sep = '&';
+  }
+  return html_escape(url);
+}
+
+std::string link(std::string_view path, const Params& params, std::string_view text) {
+  return "<a href=\"" + href(path, params) + "\">" + html_escape(text) + "</a>";
+}
+
+std::string param(const ViewRequest& req, const std::string& name) {
+  auto it = req.params.find(name);
+  return it == req.params.end() ? std::string() : it->second;
+}
+
+namespace {
+
+struct RunRow {
+  std::int64_t id = 0;
+  std::string tag, pipeline, model, state;
+  std::int64_t created_ms = 0, updated_ms = 0, jobs = 0, finished = 0;
+  double cost_usd = 0;
+  std::int64_t tokens = 0;
+};
+
+// "name n, name n" from a two-column count query bound to the run.
+Result<std::string> counts_text(store::Db& db, std::string_view query, std::int64_t run_id,
+                                bool with_state = false) {
+  KF_TRY(store::Stmt s, db.prepare(queries()[query]));
+  s.bind(1, run_id);
+  std::string out;
+  KF_CHECK(s.each([&](store::Stmt& r) {
+    std::string name = r.text(0);
+    if (with_state) name += " (" + r.text(1) + ")";
+    out += (out.empty() ? "" : ", ") + html_escape(name) + " " +
+           std::to_string(r.int64(with_state ? 2 : 1));
+  }));
+  return out.empty() ? std::string("-") : out;
+}
+
+}  // namespace
+
+Result<Body> runs_page(store::Db& db, const ViewOptions& opts) {
+  std::vector<RunRow> runs;
+  {
+    KF_TRY(store::Stmt s, db.prepare(queries()["viewer_runs"]));
+    KF_CHECK(s.each([&](store::Stmt& r) {
+      RunRow x;
+      x.id = r.int64(0);
+      x.tag = r.text(1);
+      x.pipeline = r.text(2);
+      x.model = r.text(3);
+      x.state = r.text(4);
+      x.created_ms = r.int64(5);
+      x.updated_ms = r.int64(6);
+      x.jobs = r.int64(7);
+      x.finished = r.int64(8);
+      x.cost_usd = r.real(9);
+      x.tokens = r.int64(10);
+      runs.push_back(std::move(x));
+    }));
+  }
+  Body b;
+  b.title = "Runs";
+  std::string& h = b.html;
+  h += "<h1>Runs</h1><p class=\"meta\">" + std::to_string(runs.size()) + " run(s), read " +
+       html_escape(format_utc_ms(opts.now_ms)) + "</p>";
+  h += "<section class=\"runs\"><table id=\"runs\"><tr><th>run</th><th>pipeline</th>"
+       "<th>model</th><th>state</th><th class=\"num\">finished</th><th>open jobs</th>"
+       "<th>latest verdicts</th><th>flags</th><th class=\"num\">tokens</th>"
+       "<th class=\"num\">cost</th><th>created</th></tr>";
+  for (const auto& r : runs) {
+    if (r.state == "active") b.refresh = true;
+    double pct = r.jobs > 0 ? static_cast<double>(r.finished) / static_cast<double>(r.jobs) : 0;
+    KF_TRY(std::string phase, counts_text(db, "viewer_run_phase", r.id, true));
+    KF_TRY(std::string verdicts, counts_text(db, "viewer_run_verdicts", r.id));
+    KF_TRY(std::string flags, counts_text(db, "viewer_run_flags", r.id));
+    h += "<tr><td>" + link("/run", {{"tag", r.tag}}, r.tag) + "</td><td>" +
+         html_escape(r.pipeline) + "</td><td>" + html_escape(r.model) + "</td><td>" +
+         html_escape(r.state) + "</td><td class=\"num\">" +
+         fmt::format("{} / {} ({})", r.finished, r.jobs, detail::percent(pct)) + "</td><td>" +
+         phase + "</td><td>" + verdicts + "</td><td>" + flags + "</td><td class=\"num\">" +
+         std::to_string(r.tokens) + "</td><td class=\"num\">" + detail::money(r.cost_usd) +
+         "</td><td>" + html_escape(format_utc_ms(r.created_ms)) + "</td></tr>";
+  }
+  h += "</table></section>";
+  if (runs.size() >= 2) {
+    auto options = [&](std::size_t selected) {
+      std::string o;
+      for (std::size_t i = 0; i < runs.size(); ++i)
+        o += "<option value=\"" + html_escape(runs[i].tag) + "\"" +
+             (i == selected ? " selected" : "") + ">" + html_escape(runs[i].tag) + "</option>";
+      return o;
+    };
+    // Runs are listed newest first: the older of the two newest is the baseline.
+    h += "<section class=\"runs\"><h2>A/B</h2><form method=\"get\" action=\"/ab\">"
+         "<label>baseline <select name=\"a\">" +
+         options(1) + "</select></label> <label>against <select name=\"b\">" + options(0) +
+         "</select></label> <button type=\"submit\">Compare</button></form></section>";
+  }
+  return b;
+}
+
+namespace {
+
+std::string layout(const Body& b, const ViewOptions& opts) {
+  std::string s = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
+  s += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
+  if (b.refresh && opts.refresh_seconds > 0)
+    s += "<meta http-equiv=\"refresh\" content=\"" + std::to_string(opts.refresh_seconds) + "\">";
+  s += "<title>" + html_escape(b.title) + " - kforge</title>";
+  s += "<link rel=\"stylesheet\" href=\"/style.css\"></head><body class=\"viewer\">";
+  s += "<nav><a href=\"/\">kforge</a> <span class=\"muted\">read-only viewer</span></nav>";
+  s += "<main>" + b.html + "</main></body></html>\n";
+  return s;
+}
+
+ViewResponse error_page(const Error& e, const ViewOptions& opts) {
+  ViewResponse r;
+  r.status = e.kind == "usage" ? 400 : e.kind == "not_found" ? 404 : 500;
+  Body b;
+  b.title = r.status == 400 ? "Bad request" : r.status == 404 ? "Not found" : "Error";
+  b.html = "<h1>" + b.title + "</h1><p class=\"error\">" + html_escape(e.message) +
+           "</p><p><a href=\"/\">All runs</a></p>";
+  r.body = layout(b, opts);
+  return r;
+}
+
+}  // namespace
+
+}  // namespace viewer
+
+ViewResponse view(store::Db& db, const ViewRequest& req, const ViewOptions& opts) {
+  using namespace viewer;
+  if (req.path == "/style.css") {
+    ViewResponse r;
+    r.content_type = "text/css; charset=utf-8";
+    r.body = std::string(template_file("report.css")) + std::string(template_file("viewer.css"));
+    return r;
+  }
+  Result<Body> body =
+      fail("not_found", "no page at " + req.path + " (pages: /, /run, /sample, /ab)");
+  if (req.path == "/")
+    body = runs_page(db, opts);
+  else if (req.path == "/run")
+    body = samples_page(db, req, opts);
+  else if (req.path == "/sample")
+    body = sample_page(db, req);
+  else if (req.path == "/ab")
+    body = ab_page(db, req, opts);
+  if (!body.ok()) return error_page(body.error(), opts);
+  ViewResponse r;
+  r.body = layout(*body, opts);
+  return r;
+}
+
+}  // namespace kforge::report

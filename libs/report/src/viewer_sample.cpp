@@ -1,0 +1,355 @@
+// One sample of a run: the code, the analysis, every round side by side (its wrapper and test,
+// the differences from the round before, verdict, failing line, mutants, coverage, cross-compile
+// results, reasoning, tokens and cost), every attempt, and the command that reproduces it.
+
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "labels.hpp"
+#include "queries.hpp"
+#include "sample_data.hpp"
+#include "viewer_impl.hpp"
+
+namespace kforge::report::viewer {
+
+using ojson = nlohmann::ordered_json;
+
+Diff line_diff(std::string_view a, std::string_view b, std::size_t max_cells) {
+  auto split = [](std::string_view s) {
+    std::vector<std::string_view> out;
+    while (!s.empty()) {
+      auto nl = s.find('\n');
+      out.push_back(s.substr(0, nl));
+      if (nl == std::string_view::npos) break;
+      s.remove_prefix(nl + 1);
+    }
+    return out;
+  };
+  auto x = split(a), y = split(b);
+  Diff d;
+  // Common head and tail need no table.
+  std::size_t head = 0;
+  while (head < x.size() && head < y.size() && x[head] == y[head]) ++head;
+  std::size_t tail = 0;
+  while (tail < x.size() - head && tail < y.size() - head &&
+         x[x.size() - 1 - tail] == y[y.size() - 1 - tail])
+    ++tail;
+  const std::size_t n = x.size() - head - tail, m = y.size() - head - tail;
+  if ((n + 1) * (m + 1) > max_cells) {
+    d.too_large = true;
+    return d;
+  }
+  // lcs[i][j]: the longest common subsequence of x[head+i..] and y[head+j..] (middle part).
+  std::vector<std::uint32_t> lcs((n + 1) * (m + 1), 0);
+  auto at = [&](std::size_t i, std::size_t j) -> std::uint32_t& { return lcs[i * (m + 1) + j]; };
+  for (std::size_t i = n; i-- > 0;)
+    for (std::size_t j = m; j-- > 0;)
+      at(i, j) =
+          x[head + i] == y[head + j] ? at(i + 1, j + 1) + 1 : std::max(at(i + 1, j), at(i, j + 1));
+  for (std::size_t i = 0; i < head; ++i) d.lines.push_back({' ', std::string(x[i])});
+  std::size_t i = 0, j = 0;
+  while (i < n || j < m) {
+    if (i < n && j < m && x[head + i] == y[head + j]) {
+      d.lines.push_back({' ', std::string(x[head + i])});
+      ++i, ++j;
+    } else if (j < m && (i == n || at(i, j + 1) >= at(i + 1, j))) {
+      d.lines.push_back({'+', std::string(y[head + j++])});
+      ++d.added;
+    } else {
+      d.lines.push_back({'-', std::string(x[head + i++])});
+      ++d.removed;
+    }
+  }
+  for (std::size_t k = x.size() - tail; k < x.size(); ++k)
+    d.lines.push_back({' ', std::string(x[k])});
+  return d;
+}
+
+namespace {
+
+// 'text' for a POSIX shell: single quotes, each ' as '\''.
+std::string shell_quote(std::string_view s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// A text in a <pre>, with 1-based line `mark` (0: none) highlighted.
+std::string pre(std::string_view text, int mark = 0, std::string_view cls = "code") {
+  if (mark <= 0) return "<pre class=\"" + std::string(cls) + "\">" + html_escape(text) + "</pre>";
+  std::string out = "<pre class=\"" + std::string(cls) + "\">";
+  int line = 1;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    auto nl = text.find('\n', start);
+    std::string_view l = text.substr(start, nl == std::string_view::npos ? nl : nl - start);
+    if (line == mark)
+      out += "<mark class=\"failing\">" + html_escape(l) + "</mark>";
+    else
+      out += html_escape(l);
+    if (nl == std::string_view::npos) break;
+    out += "\n";
+    start = nl + 1;
+    ++line;
+  }
+  return out + "</pre>";
+}
+
+std::string diff_html(std::string_view before, std::string_view after) {
+  Diff d = line_diff(before, after);
+  if (d.too_large) return "<p class=\"muted\">too large to compare line by line</p>";
+  if (d.added == 0 && d.removed == 0) return "<p class=\"muted\">unchanged</p>";
+  std::string out =
+      fmt::format("<p class=\"muted\">+{} -{} lines</p><pre class=\"diff\">", d.added, d.removed);
+  for (const auto& l : d.lines) {
+    std::string text = html_escape(std::string(1, l.op) + " " + l.text);
+    if (l.op == '+')
+      out += "<ins>" + text + "</ins>\n";
+    else if (l.op == '-')
+      out += "<del>" + text + "</del>\n";
+    else
+      out += text + "\n";
+  }
+  return out + "</pre>";
+}
+
+std::string json_text(const ojson& j, const char* key) {
+  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
+}
+
+// What a round's answer and verification hold, for the page.
+struct Round {
+  int n = 0;
+  const StageAttempt* answer = nullptr;
+  const VerifyAttempt* verdict = nullptr;
+  std::string wrapper, test, unfixable;
+  bool has_code = false;
+  std::int64_t tokens = 0;
+  double cost_usd = 0;
+};
+
+// The first failing test's location, "(section, line)", from a verification's report.
+std::pair<std::string, int> failing_line(const ojson& result) {
+  if (!result.is_object() || !result.contains("tests") || !result["tests"].is_array()) return {};
+  for (const auto& t : result["tests"]) {
+    if (!t.is_object()) continue;
+    std::string status = json_text(t, "status");
+    if (status == "passed" || status == "skipped") continue;
+    if (!t.contains("where") || !t["where"].is_object()) return {};
+    const auto& w = t["where"];
+    int line = w.contains("line") && w["line"].is_number_integer() ? w["line"].get<int>() : 0;
+    return {json_text(w, "section"), line};
+  }
+  return {};
+}
+
+std::string line_of(std::string_view text, int n) {
+  std::size_t start = 0;
+  for (int i = 1; i < n; ++i) {
+    auto nl = text.find('\n', start);
+    if (nl == std::string_view::npos) return "";
+    start = nl + 1;
+  }
+  return std::string(text.substr(start, text.find('\n', start) - start));
+}
+
+// Mutants that survived the test: output mutants by name, kernel mutants with their place.
+std::string mutants_html(const ojson& result) {
+  if (!result.is_object() || !result.contains("mutation") || !result["mutation"].is_object())
+    return "";
+  const auto& m = result["mutation"];
+  std::string out = fmt::format("<dt>mutants</dt><dd>killed {} of {} that apply",
+                                m.value("killed", 0), m.value("applicable", 0));
+  std::string survived;
+  for (const auto& s : m.value("survived", ojson::array()))
+    if (s.is_string()) survived += (survived.empty() ? "" : ", ") + s.get<std::string>();
+  if (!survived.empty()) out += "; survived: " + html_escape(survived);
+  out += "</dd>";
+  if (m.contains("kernel") && m["kernel"].is_object()) {
+    const auto& k = m["kernel"];
+    out += fmt::format("<dt>kernel mutants</dt><dd>killed {} of {} that apply, {} equivalent",
+                       k.value("killed", 0), k.value("applicable", 0), k.value("equivalent", 0));
+    for (const auto& s : k.value("survived", ojson::array()))
+      if (s.is_object())
+        out += "<br>survived: " +
+               html_escape(fmt::format("{} ({} line {})", s.value("desc", std::string("?")),
+                                       s.value("section", std::string("code")),
+                                       s.value("section_line", 0)));
+    out += "</dd>";
+  }
+  return out;
+}
+
+Result<std::string> targets_html(store::Db& db, std::int64_t verification_id) {
+  KF_TRY(store::Stmt s, db.prepare(queries()["viewer_targets"]));
+  s.bind(1, verification_id);
+  std::string out;
+  KF_CHECK(s.each([&](store::Stmt& r) {
+    out += "<li>" + html_escape(r.text(0)) + ": " + html_escape(r.text(1));
+    if (auto k = r.opt_text(3)) out += " (kernel " + html_escape(*k) + ")";
+    if (auto e = r.opt_text(2)) out += "<pre class=\"small\">" + html_escape(*e) + "</pre>";
+    out += "</li>";
+  }));
+  return out.empty() ? out : "<dt>cross-compile</dt><dd><ul>" + out + "</ul></dd>";
+}
+
+std::vector<Round> rounds_of(const SampleData& d) {
+  int last = 0;
+  for (const auto& a : d.outputs) last = std::max(last, a.repair_round);
+  for (const auto& v : d.verifications) last = std::max(last, v.repair_round);
+  std::vector<Round> rounds(static_cast<std::size_t>(last) + 1);
+  for (int n = 0; n <= last; ++n) rounds[static_cast<std::size_t>(n)].n = n;
+  for (const auto& a : d.outputs) {
+    Round& r = rounds[static_cast<std::size_t>(a.repair_round)];
+    r.tokens += a.prompt_tokens + a.completion_tokens;
+    r.cost_usd += a.cost_usd;
+    if (a.stage == (a.repair_round == 0 ? "generate" : "repair")) r.answer = &a;
+  }
+  for (const auto& v : d.verifications)
+    rounds[static_cast<std::size_t>(v.repair_round)].verdict = &v;
+  for (auto& r : rounds) {
+    if (r.answer == nullptr || !r.answer->parsed_json) continue;
+    auto p = ojson::parse(*r.answer->parsed_json, nullptr, false);
+    r.wrapper = json_text(p, "kernel_wrapper");
+    r.test = json_text(p, "unitest_code");
+    r.unfixable = json_text(p, "unfixable");
+    r.has_code = p.is_object() && p.contains("kernel_wrapper");
+  }
+  return rounds;
+}
+
+}  // namespace
+
+Result<Body> sample_page(store::Db& db, const ViewRequest& req) {
+  std::string tag = param(req, "tag"), key = param(req, "key");
+  if (tag.empty() || key.empty())
+    return fail("usage", "the sample page needs a tag and a key (/sample?tag=TAG&key=KEY)");
+  KF_TRY(RunInfo run, find_run(db, tag));
+  KF_TRY(SampleData d, load_sample(db, run, key));
+  std::vector<Round> rounds = rounds_of(d);
+
+  Body b;
+  b.title = d.key + " in " + run.tag;
+  b.refresh = run.state == "active" && d.state != "done" && d.state != "failed";
+  std::string& h = b.html;
+  h += "<h1 class=\"key\">" + html_escape(d.key) + "</h1><p class=\"meta\">run " +
+       link("/run", {{"tag", run.tag}}, run.tag) + " (pipeline " + html_escape(run.pipeline) +
+       ", model " + html_escape(run.model) + "); job " + html_escape(d.state) + " at " +
+       html_escape(d.stage) + ", " + std::to_string(d.attempts) + " attempt(s)";
+  if (d.error_kind || d.error)
+    h += "; error " + html_escape(d.error_kind.value_or("-")) + ": " +
+         html_escape(d.error.value_or("-"));
+  h += "</p>";
+  std::int64_t tokens = 0;
+  double cost = 0;
+  for (const auto& a : d.outputs) {
+    tokens += a.prompt_tokens + a.completion_tokens;
+    cost += a.cost_usd;
+  }
+  const VerifyAttempt* last = d.verifications.empty() ? nullptr : &d.verifications.back();
+  h += "<dl class=\"facts\"><dt>latest verdict</dt><dd id=\"verdict\">" +
+       (last ? html_escape(last->verdict + " " + last->flags_json) + ": " +
+                   html_escape(last->detail.value_or("-"))
+             : std::string("none")) +
+       "</dd><dt>tokens, cost</dt><dd>" +
+       fmt::format("{} tokens, {} over {} LLM call(s)", tokens, detail::money(cost),
+                   d.outputs.size()) +
+       "</dd><dt>reproduce</dt><dd><code id=\"reproduce\">" +
+       html_escape("kforge debug " + shell_quote(run.tag) + " " + shell_quote(d.key) +
+                   " --out kforge-debug") +
+       "</code> (writes the prompts, answers and the verifier's script; run.sh re-runs it)"
+       "</dd></dl>";
+
+  h += "<h2>Code</h2>" + pre(d.code);
+  for (const auto& a : d.outputs) {
+    if (a.stage != "analyze" || a.status != "ok" || !a.parsed_json) continue;
+    auto p = ojson::parse(*a.parsed_json, nullptr, false);
+    if (p.is_discarded()) continue;
+    const ojson& an = p.is_object() && p.contains("analysis") ? p["analysis"] : p;
+    h += "<h2>Analysis</h2>" + pre(an.dump(2));
+    if (a.reasoning)
+      h += "<details><summary>reasoning</summary>" + pre(*a.reasoning, 0, "prose") + "</details>";
+  }
+
+  h += "<h2>Rounds</h2><div class=\"rounds\">";
+  const Round* before = nullptr;
+  for (const auto& r : rounds) {
+    h += fmt::format("<section class=\"round\" id=\"round-{}\"><h3>{}</h3>", r.n,
+                     r.n == 0 ? std::string("round 0: generate") : fmt::format("repair {}", r.n));
+    h += "<dl class=\"facts\">";
+    if (r.answer != nullptr) {
+      h += "<dt>answer</dt><dd>" + html_escape(r.answer->status);
+      if (r.answer->error)
+        h += ": " + html_escape(r.answer->error_kind.value_or("-") + ": " + *r.answer->error);
+      h += "</dd>";
+    }
+    h += "<dt>tokens, cost</dt><dd>" +
+         fmt::format("{} tokens, {}", r.tokens, detail::money(r.cost_usd)) + "</dd>";
+    ojson result;
+    if (r.verdict != nullptr) {
+      h += "<dt>verdict</dt><dd class=\"verdict\">" +
+           html_escape(r.verdict->verdict + " " + r.verdict->flags_json) +
+           "</dd><dt>detail</dt><dd>" + html_escape(r.verdict->detail.value_or("-")) + "</dd>";
+      if (r.verdict->result_json) result = ojson::parse(*r.verdict->result_json, nullptr, false);
+      auto [section, line] = failing_line(result);
+      if (!section.empty() && line > 0) {
+        std::string_view text = section == "kernel_wrapper" ? std::string_view(r.wrapper)
+                                : section == "unitest_code" ? std::string_view(r.test)
+                                                            : std::string_view(d.code);
+        h += "<dt>failing line</dt><dd class=\"failing-line\">" +
+             html_escape(fmt::format("{} line {}: ", section, line)) + "<code>" +
+             html_escape(line_of(text, line)) + "</code></dd>";
+      }
+      h += mutants_html(result);
+      if (result.is_object() && result.contains("coverage"))
+        h +=
+            "<dt>coverage</dt><dd><code>" + html_escape(result["coverage"].dump()) + "</code></dd>";
+      KF_TRY(std::string targets, targets_html(db, r.verdict->id));
+      h += targets;
+    } else {
+      h += "<dt>verdict</dt><dd class=\"verdict\">none</dd>";
+    }
+    h += "</dl>";
+    auto [section, line] = failing_line(result);
+    if (!r.unfixable.empty()) h += "<h4>unfixable</h4>" + pre(r.unfixable, 0, "prose");
+    if (r.has_code) {
+      h += "<h4>kernel_wrapper</h4>" + pre(r.wrapper, section == "kernel_wrapper" ? line : 0);
+      if (before != nullptr) h += diff_html(before->wrapper, r.wrapper);
+      h += "<h4>unitest_code</h4>" + pre(r.test, section == "unitest_code" ? line : 0);
+      if (before != nullptr) h += diff_html(before->test, r.test);
+    }
+    if (r.answer != nullptr && r.answer->reasoning)
+      h += "<details><summary>reasoning</summary>" + pre(*r.answer->reasoning, 0, "prose") +
+           "</details>";
+    if (r.verdict != nullptr && r.verdict->stderr_tail && !r.verdict->stderr_tail->empty())
+      h += "<details><summary>stderr</summary>" + pre(*r.verdict->stderr_tail, 0, "small") +
+           "</details>";
+    h += "</section>";
+    if (r.has_code) before = &r;
+  }
+  h += "</div>";
+
+  h += "<h2>Attempts</h2><table id=\"attempts\"><tr><th>stage</th><th class=\"num\">round</th>"
+       "<th class=\"num\">attempt</th><th>status</th><th>error</th><th class=\"num\">tokens</th>"
+       "<th class=\"num\">cost</th><th class=\"num\">ms</th><th>prompt</th></tr>";
+  for (const auto& a : d.outputs)
+    h += "<tr><td>" + html_escape(a.stage) + "</td><td class=\"num\">" +
+         std::to_string(a.repair_round) + "</td><td class=\"num\">" + std::to_string(a.attempt) +
+         "</td><td>" + html_escape(a.status) + "</td><td>" +
+         html_escape(a.error ? a.error_kind.value_or("-") + ": " + *a.error : "") +
+         "</td><td class=\"num\">" + std::to_string(a.prompt_tokens + a.completion_tokens) +
+         "</td><td class=\"num\">" + detail::money(a.cost_usd) + "</td><td class=\"num\">" +
+         std::to_string(a.latency_ms) + "</td><td>" + html_escape(a.prompt_version) + "</td></tr>";
+  for (const auto& v : d.verifications)
+    h += "<tr><td>verify</td><td class=\"num\">" + std::to_string(v.repair_round) +
+         "</td><td class=\"num\">" + std::to_string(v.attempt) + "</td><td>" +
+         html_escape(v.verdict) + "</td><td>" + html_escape(v.detail.value_or("")) +
+         "</td><td></td><td></td><td class=\"num\">" + std::to_string(v.duration_ms) + "</td><td>" +
+         html_escape(v.device.value_or("")) + "</td></tr>";
+  h += "</table>";
+  return b;
+}
+
+}  // namespace kforge::report::viewer

@@ -1,0 +1,131 @@
+// kforge serve in headless Chromium (Debian's): what a person sees after the page loaded
+// (--dump-dom gives the document as the browser built it), with screenshots of each page kept
+// under build/test-artifacts/viewer/ (the path is printed). Skips with "no Chromium here" where
+// none is installed (KFORGE_WITH_BROWSER=1 scripts/bootstrap installs it).
+
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "kforge/report/escape.hpp"
+#include "viewer_util.hpp"
+
+namespace kforge::test {
+namespace {
+
+std::string chromium() {
+  for (const char* dir : {"/usr/bin/", "/usr/local/bin/", "/snap/bin/"})
+    for (const char* name : {"chromium", "chromium-browser", "google-chrome"}) {
+      std::string p = std::string(dir) + name;
+      if (::access(p.c_str(), X_OK) == 0) return p;
+    }
+  return "";
+}
+
+bool has(const std::string& hay, const std::string& needle) {
+  return hay.find(needle) != std::string::npos;
+}
+
+int count(const std::string& hay, const std::string& needle) {
+  int n = 0;
+  for (auto p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
+  return n;
+}
+
+class ViewerBrowser : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    browser_ = chromium();
+    if (browser_.empty())
+      GTEST_SKIP() << "no Chromium here (KFORGE_WITH_BROWSER=1 scripts/bootstrap)";
+    artifacts_ = build_dir() / "test-artifacts" / "viewer";
+    std::filesystem::create_directories(artifacts_);
+  }
+  std::vector<std::string> args(const std::string& what) {
+    return {browser_,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--user-data-dir=" + (profile_.path() / "profile").string(),
+            what};
+  }
+  // The document after the page loaded.
+  std::string dom(const std::string& path) {
+    auto a = args("--dump-dom");
+    a.push_back(server_->url(path));
+    auto r = run_process(a, {}, 90);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  }
+  // A screenshot of the page, kept as an artefact; returns its size in bytes.
+  std::uintmax_t screenshot(const std::string& path, const std::string& name) {
+    auto png = artifacts_ / (name + ".png");
+    std::filesystem::remove(png);
+    auto a = args("--screenshot=" + png.string());
+    a.insert(a.end() - 1, "--window-size=1400,1600");
+    a.push_back(server_->url(path));
+    auto r = run_process(a, {}, 90);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::printf("screenshot: %s\n", png.c_str());
+    std::error_code ec;
+    return std::filesystem::file_size(png, ec);
+  }
+  void start() { server_ = std::make_unique<ServeProcess>(vf_.config()); }
+
+  std::string browser_;
+  std::filesystem::path artifacts_;
+  TempDir profile_;
+  ViewerFixture vf_;
+  std::unique_ptr<ServeProcess> server_;
+};
+
+TEST_F(ViewerBrowser, FiltersChangeTheRowsASampleShowsItsRoundsAndABListsFlips) {
+  start();
+  std::string all = dom("/run?tag=v2");
+  std::string failed = dom("/run?tag=v2&verdict=failed");
+  int rows_all = count(all, "<td class=\"key\">");
+  int rows_failed = count(failed, "<td class=\"key\">");
+  EXPECT_EQ(rows_all, 18) << all;
+  EXPECT_GT(rows_failed, 0);
+  EXPECT_LT(rows_failed, rows_all);
+  EXPECT_EQ(count(failed, "<tr class=\"c-failed\">"), rows_failed) << failed;
+  EXPECT_GT(screenshot("/run?tag=v2&verdict=failed", "samples-failed"), 20'000u);
+
+  std::string sample = dom("/sample?tag=v2&key=repaired.py");
+  EXPECT_TRUE(has(sample, "id=\"round-0\"")) << sample;
+  EXPECT_TRUE(has(sample, "id=\"round-1\""));
+  EXPECT_TRUE(has(sample, "<del>-     assert run_scale(x).sum() == 8</del>"));
+  EXPECT_TRUE(has(sample, "<ins>+     assert run_scale(x).sum() == 4</ins>"));
+  EXPECT_GT(screenshot("/sample?tag=v2&key=repaired.py", "sample-rounds"), 40'000u);
+
+  std::string ab = dom("/ab?a=v1&b=v2");
+  EXPECT_TRUE(has(ab, "<a href=\"/sample?tag=v2&amp;key=repaired.py\">verified</a>")) << ab;
+  EXPECT_GT(screenshot("/ab?a=v1&b=v2", "ab"), 20'000u);
+  EXPECT_GT(screenshot("/", "runs"), 20'000u);
+}
+
+TEST_F(ViewerBrowser, HostileSampleShowsAsTextAndRunsNothing) {
+  start();
+  std::string path = "/sample?tag=v2&key=" + report::url_encode("hostile\"'<i>.py");
+  std::string d = dom(path);
+  ASSERT_FALSE(d.empty());
+  // The browser built no element from the sample's text: no script, no image, and the title
+  // is the key, not what the script would have set.
+  EXPECT_FALSE(has(d, "<script")) << d;
+  EXPECT_FALSE(has(d, "<img")) << d;
+  EXPECT_FALSE(has(d, "onmouseover=\"")) << d;
+  EXPECT_FALSE(has(d, "<title>pwned")) << d;
+  EXPECT_TRUE(has(d, "<title>hostile\"'&lt;i&gt;.py in v2 - kforge</title>")) << d;
+  // The text itself is on the page, as text.
+  EXPECT_TRUE(has(d, "# &lt;/script&gt;&lt;script&gt;document.title=\"pwned\"&lt;/script&gt;"))
+      << d;
+  EXPECT_TRUE(has(d, "&lt;img src=x onerror=\"document.title='pwned'\"&gt;")) << d;
+  EXPECT_GT(screenshot(path, "sample-hostile"), 20'000u);
+}
+
+}  // namespace
+}  // namespace kforge::test

@@ -1,0 +1,325 @@
+// kforge serve through a real HTTP client on 127.0.0.1: each page's status and content, the
+// filters, the escaping of hostile text, the refusals (methods, hosts, tokens, addresses) and
+// reading while another connection writes.
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <regex>
+
+#include "kforge/report/escape.hpp"
+#include "viewer_util.hpp"
+
+namespace kforge::test {
+namespace {
+
+bool has(const std::string& hay, const std::string& needle) {
+  return hay.find(needle) != std::string::npos;
+}
+
+// The sample keys of a samples page's table, in order.
+std::vector<std::string> keys_of(const std::string& html) {
+  static const std::regex row(R"re(<td class="key"><a href="[^"]*">([^<]*)</a>)re");
+  std::vector<std::string> out;
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), row); it != std::sregex_iterator();
+       ++it)
+    out.push_back((*it)[1]);
+  return out;
+}
+
+class Viewer : public ::testing::Test {
+ protected:
+  httplib::Result get(const std::string& path, const httplib::Headers& headers = {}) {
+    httplib::Client c("127.0.0.1", server.port());
+    return c.Get(path.c_str(), headers);
+  }
+  ViewerFixture vf;
+  ServeProcess server{vf.config()};
+};
+
+TEST(ViewerEscape, EscapesTheFiveCharactersAndEncodesQueryValues) {
+  EXPECT_EQ(report::html_escape(R"(</script><a href="x" title='y'>&)"),
+            "&lt;/script&gt;&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;");
+  EXPECT_EQ(report::url_encode("a b&c=d/\"'<é"), "a%20b%26c%3Dd%2F%22%27%3C%C3%A9");
+  EXPECT_EQ(report::url_encode("Az09-._~"), "Az09-._~");
+}
+
+TEST_F(Viewer, RunsPageListsEveryRunWithProgressAndAnABForm) {
+  auto r = get("/");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("Content-Type"), "text/html; charset=utf-8");
+  for (const char* want :
+       {"<a href=\"/run?tag=v1\">v1</a>", "<a href=\"/run?tag=v2\">v2</a>", "v2-qwen",
+        "qwen2.5-coder-32b", "action=\"/ab\"", "http-equiv=\"refresh\""})
+    EXPECT_TRUE(has(r->body, want)) << want;
+  // v1: 15 fixture jobs and repaired.py, all finished but one (slow_pending is queued in v2 only).
+  EXPECT_TRUE(has(r->body, "16 / 16 (100.0%)")) << r->body;
+  auto css = get("/style.css");
+  ASSERT_TRUE(css);
+  EXPECT_EQ(css->status, 200);
+  EXPECT_EQ(css->get_header_value("Content-Type"), "text/css; charset=utf-8");
+  EXPECT_TRUE(has(css->body, ".rounds"));
+}
+
+TEST_F(Viewer, EveryResponseForbidsScriptsAndOutsideAssets) {
+  for (const char* path : {"/", "/run?tag=v2", "/nowhere", "/style.css"}) {
+    auto r = get(path);
+    ASSERT_TRUE(r) << path;
+    EXPECT_EQ(r->get_header_value("Content-Security-Policy"),
+              "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
+              "base-uri 'none'; frame-ancestors 'none'")
+        << path;
+    EXPECT_EQ(r->get_header_value("X-Content-Type-Options"), "nosniff");
+    for (const char* banned : {"<script", "http://", "https://", "src="})
+      EXPECT_FALSE(has(r->body, banned)) << path << ": " << banned;
+  }
+}
+
+TEST_F(Viewer, FiltersChangeTheRows) {
+  auto all = get("/run?tag=v2");
+  ASSERT_TRUE(all);
+  ASSERT_EQ(all->status, 200);
+  auto every = keys_of(all->body);
+  EXPECT_EQ(every.size(), 18u);  // 16 fixture jobs of v2 and the two viewer samples
+  EXPECT_TRUE(has(all->body, "18 of 18 samples match"));
+
+  auto failed = get("/run?tag=v2&verdict=failed");
+  ASSERT_TRUE(failed);
+  auto f = keys_of(failed->body);
+  EXPECT_LT(f.size(), every.size());
+  EXPECT_NE(std::find(f.begin(), f.end(), "hostile\"'<i>.py"), f.end()) << failed->body;
+  EXPECT_EQ(std::find(f.begin(), f.end(), "repaired.py"), f.end());
+  EXPECT_TRUE(has(failed->body, "<option value=\"failed\" selected>"));
+
+  auto q = get("/run?tag=v2&q=REPAIR");
+  ASSERT_TRUE(q);
+  EXPECT_EQ(keys_of(q->body), std::vector<std::string>{"repaired.py"});
+  auto round = get("/run?tag=v2&round=1");
+  ASSERT_TRUE(round);
+  EXPECT_EQ(keys_of(round->body), std::vector<std::string>{"repaired.py"});
+  auto failure = get("/run?tag=v2&failure=generate%2Fno_kernel_launch");
+  ASSERT_TRUE(failure);
+  EXPECT_EQ(keys_of(failure->body), std::vector<std::string>{"wrong_launch.py"});
+  auto flag = get("/run?tag=v2&flag=mutant_survived");
+  ASSERT_TRUE(flag);
+  for (const auto& k : keys_of(flag->body)) EXPECT_NE(k, "repaired.py");
+  EXPECT_FALSE(keys_of(flag->body).empty());
+
+  // Sorted by cost, most expensive first: the first row costs at least as much as the last.
+  auto by_cost = get("/run?tag=v2&sort=cost&desc=1");
+  ASSERT_TRUE(by_cost);
+  auto sorted = keys_of(by_cost->body);
+  ASSERT_EQ(sorted.size(), every.size());
+  EXPECT_NE(sorted, every);
+
+  // Bad parameters are refused with their name.
+  auto bad = get("/run?tag=v2&page=zero");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_TRUE(has(bad->body, "parameter &#39;page&#39; must be a whole number")) << bad->body;
+  bad = get("/run?tag=v2&verdict=great");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  bad = get("/run?tag=v2&sort=colour");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  auto unknown = get("/run?tag=v9");
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->status, 404);
+  EXPECT_TRUE(has(unknown->body, "unknown tag &#39;v9&#39;")) << unknown->body;
+  auto nowhere = get("/admin");
+  ASSERT_TRUE(nowhere);
+  EXPECT_EQ(nowhere->status, 404);
+}
+
+TEST(ViewerPaging, PagesCarryTheFiltersAndCoverEverySampleOnce) {
+  ViewerFixture vf("report:\n  serve:\n    page_size: 5\n");
+  ServeProcess server(vf.config());
+  httplib::Client c("127.0.0.1", server.port());
+  std::vector<std::string> seen;
+  for (int page = 1; page <= 4; ++page) {
+    auto r = c.Get(("/run?tag=v2&sort=key&page=" + std::to_string(page)).c_str());
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200);
+    auto keys = keys_of(r->body);
+    EXPECT_EQ(keys.size(), page < 4 ? 5u : 3u);
+    seen.insert(seen.end(), keys.begin(), keys.end());
+    if (page < 4)
+      EXPECT_TRUE(has(r->body, "href=\"/run?tag=v2&amp;page=" + std::to_string(page + 1) + "\""))
+          << r->body;
+  }
+  EXPECT_EQ(seen.size(), 18u);
+  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+}
+
+TEST_F(Viewer, SamplePageShowsEveryRoundWithItsDifferences) {
+  auto r = get("/sample?tag=v2&key=repaired.py");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const std::string& h = r->body;
+  for (const char* want :
+       {"id=\"round-0\"", "id=\"round-1\"", "round 0: generate", "repair 1",
+        // round 0's failing line, marked in its test
+        "unitest_code line 3: </dt>",
+        "<mark class=\"failing\">    assert run_scale(x).sum() == 8</mark>",
+        // repair 1 changed one line of the test, none of the wrapper
+        "<del>-     assert run_scale(x).sum() == 8</del>",
+        "<ins>+     assert run_scale(x).sum() == 4</ins>", "+1 -1 lines", "unchanged",
+        // the verdicts, mutants, coverage, cross-compile and reasoning
+        "failed []", "passed []", "killed 5 of 6 that apply; survived: zero_tail",
+        "mask off by one (code line 4)", "&quot;output_sizes&quot;:[4]", "hip:gfx942: ok",
+        "The reference doubles nothing", "kforge debug &#39;v2&#39; &#39;repaired.py&#39; --out",
+        "tokens, $0.0200"})
+    EXPECT_TRUE(has(h, want)) << want;
+  auto v1 = get("/sample?tag=v1&key=repaired.py");
+  ASSERT_TRUE(v1);
+  EXPECT_EQ(v1->status, 200);
+  EXPECT_FALSE(has(v1->body, "id=\"round-1\""));
+  auto missing = get("/sample?tag=v2&key=v1_only.py");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+  EXPECT_TRUE(has(missing->body, "is not in run &#39;v2&#39;")) << missing->body;
+}
+
+TEST_F(Viewer, HostileSampleShowsAsText) {
+  auto r = get("/sample?tag=v2&key=" + report::url_encode("hostile\"'<i>.py"));
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const std::string& h = r->body;
+  EXPECT_FALSE(has(h, "<script")) << h;
+  EXPECT_FALSE(has(h, "<img")) << h;
+  EXPECT_FALSE(has(h, "</textarea>"));
+  EXPECT_FALSE(has(h, "\" onmouseover"));
+  for (const char* want :
+       {"&lt;/script&gt;&lt;script&gt;document.title=&quot;pwned&quot;&lt;/script&gt;",
+        "&lt;img src=x onerror=&quot;document.title=&#39;pwned&#39;&quot;&gt;",
+        "&lt;/pre&gt;&lt;script&gt;", "&lt;/textarea&gt;", "hostile&quot;&#39;&lt;i&gt;.py"})
+    EXPECT_TRUE(has(h, want)) << want;
+  // The key in links: percent-encoded, then escaped.
+  auto run = get("/run?tag=v2&q=hostile");
+  ASSERT_TRUE(run);
+  EXPECT_TRUE(has(run->body, "href=\"/sample?tag=v2&amp;key=hostile%22%27%3Ci%3E.py\""))
+      << run->body;
+  EXPECT_FALSE(has(run->body, "<i>"));
+}
+
+TEST_F(Viewer, ABPageListsTheFlipsWithLinksToBothVersions) {
+  auto r = get("/ab?a=v1&b=v2");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  // compare's figures for the fixture (cli_test: 3 lost, 5 gained) plus repaired.py gained.
+  EXPECT_TRUE(has(r->body, "gained: verified in v2 only (6)")) << r->body;
+  EXPECT_TRUE(has(r->body, "lost: verified in v1 only (3)"));
+  EXPECT_TRUE(has(r->body, "<a href=\"/sample?tag=v1&amp;key=repaired.py\">failed</a>"));
+  EXPECT_TRUE(has(r->body, "<a href=\"/sample?tag=v2&amp;key=repaired.py\">verified</a>"));
+  auto same = get("/ab?a=v1&b=v1");
+  ASSERT_TRUE(same);
+  EXPECT_EQ(same->status, 400);
+}
+
+TEST_F(Viewer, ReadOnlyRefusesEveryOtherMethod) {
+  httplib::Client c("127.0.0.1", server.port());
+  std::int64_t outputs = vf.fx().scalar("count_stage_outputs");
+  for (auto r : {c.Post("/run?tag=v2", "x", "text/plain"), c.Put("/", "x", "text/plain"),
+                 c.Delete("/sample?tag=v2&key=repaired.py"), c.Patch("/", "x", "text/plain"),
+                 c.Options("/")}) {
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 405);
+    EXPECT_EQ(r->get_header_value("Allow"), "GET, HEAD");
+  }
+  auto head = c.Head("/run?tag=v2");
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->status, 200);
+  EXPECT_TRUE(head->body.empty());
+  EXPECT_EQ(vf.fx().scalar("count_stage_outputs"), outputs);
+}
+
+TEST_F(Viewer, AnswersLoopbackHostsOnly) {
+  auto r = get("/", {{"Host", "attacker.example:8370"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403);
+  r = get("/", {{"Host", "localhost:8370"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
+TEST_F(Viewer, ReadsWhileAnotherConnectionWritesAndShowsTheChange) {
+  // An open write transaction (as kforged holds while it commits) does not block the pages.
+  ASSERT_TRUE(vf.fx().db().exec("BEGIN IMMEDIATE").ok());
+  vf.fx().exec("set_run_state", {"v1", "paused"});
+  auto during = get("/");
+  ASSERT_TRUE(during);
+  EXPECT_EQ(during->status, 200);
+  ASSERT_TRUE(vf.fx().db().exec("COMMIT").ok());
+  auto after = get("/run?tag=v1");
+  ASSERT_TRUE(after);
+  EXPECT_TRUE(has(after->body, "gpt-4o-mini, paused,")) << after->body;
+}
+
+TEST(ViewerServe, RefusesAnotherAddressWithoutAToken) {
+  ViewerFixture vf;
+  auto r = run_process({binary("apps/kforge/kforge").string(), "--config", vf.config().string(),
+                        "serve", "--listen", "0.0.0.0:0"},
+                       {}, 30);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_TRUE(has(r.err,
+                  "refusing to serve on 0.0.0.0, which is not a loopback address, "
+                  "without a token: set report.serve.token"))
+      << r.err;
+  r = run_process({binary("apps/kforge/kforge").string(), "--config", vf.config().string(), "serve",
+                   "--listen", "0.0.0.0:0"},
+                  {"KFORGE_REPORT_SERVE_TOKEN=short"}, 30);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(has(r.err, "report.serve.token")) << r.err;
+  EXPECT_TRUE(has(r.err, "at least 16 characters")) << r.err;
+  EXPECT_FALSE(has(r.err, "short")) << r.err;
+  r = run_process({binary("apps/kforge/kforge").string(), "--config", vf.config().string(), "serve",
+                   "--listen", "nohost"},
+                  {}, 30);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(has(r.err, "must be HOST:PORT")) << r.err;
+}
+
+TEST(ViewerServe, AnotherAddressNeedsTheTokenByHeaderOrCookie) {
+  const std::string token = "s3cret-viewer-token-0123456789";
+  ViewerFixture vf;
+  ServeProcess server(vf.config(), "0.0.0.0:0", {"KFORGE_REPORT_SERVE_TOKEN=" + token});
+  httplib::Client c("127.0.0.1", server.port());
+  auto r = c.Get("/");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+  EXPECT_TRUE(has(r->body, "needs its token"));
+  EXPECT_FALSE(has(r->body, token));
+  r = c.Get("/", {{"Authorization", "Bearer " + token + "x"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+  r = c.Get("/", {{"Authorization", "Bearer wrong"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+  r = c.Get("/", {{"Authorization", "Bearer " + token}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  // Opened once with ?token=: a cookie, and the address bar loses the token.
+  r = c.Get(("/run?token=" + token).c_str());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 303);
+  EXPECT_EQ(r->get_header_value("Location"), "/run");
+  EXPECT_TRUE(has(r->get_header_value("Set-Cookie"), "kforge_token=" + token + "; HttpOnly"));
+  r = c.Get("/?token=wrong");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+  r = c.Get("/run?tag=v2", {{"Cookie", "other=1; kforge_token=" + token}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  // Still read-only with the token.
+  auto post = c.Post("/", {{"Authorization", "Bearer " + token}}, "x", "text/plain");
+  ASSERT_TRUE(post);
+  EXPECT_EQ(post->status, 405);
+  std::string out = server.stop();
+  EXPECT_TRUE(has(out, "token required")) << out;
+  EXPECT_FALSE(has(out, token)) << out;
+}
+
+}  // namespace
+}  // namespace kforge::test
