@@ -182,7 +182,9 @@ Command add_serve(CLI::App& root, Globals& g) {
             KF_TRY_OR_REPORT(auto first, Connections::open_read_only(cfg));
             Connections pool(cfg);
             pool.give_back(std::move(first));
+            report::ViewCache cache;
             report::ViewOptions opts;
+            opts.cache = &cache;
             opts.page_size = cfg.report.serve.page_size;
             opts.confidence = cfg.report.confidence;
 
@@ -233,8 +235,9 @@ Command add_serve(CLI::App& root, Globals& g) {
               report::ViewRequest vr;
               vr.path = req.path;
               for (const auto& [k, v] : req.params) vr.params.emplace(k, v);  // first value wins
-              opts.now_ms = system_clock().wall_ms();
-              report::ViewResponse page = report::view(**db, vr, opts);
+              report::ViewOptions o = opts;
+              o.now_ms = system_clock().wall_ms();
+              report::ViewResponse page = report::view(**db, vr, o);
               pool.give_back(std::move(*db));
               res.status = page.status;
               res.set_content(std::move(page.body), page.content_type.c_str());

@@ -34,22 +34,38 @@ base="$(grep -o 'http://[^ ]*/' "$dir/serve.out" | head -1)"
 last_page=$(((samples + 49) / 50))
 key="$(sqlite3 "$db" "SELECT s.key FROM samples s WHERE s.key LIKE 'copy_transpose.py#%' LIMIT 1" | sed 's/#/%23/')"
 
-# Median and maximum of REPEAT fetches of one page, in ms (the first fetch of all warms up).
+# The server's CPU time so far (user + system), in ms: unlike wall time, it does not grow with
+# the other processes competing for the machine's two cores.
+cpu_ms() {
+  python3 -c '
+import os, sys
+f = open("/proc/%s/stat" % sys.argv[1]).read().rsplit(")", 1)[1].split()
+print(int((int(f[11]) + int(f[12])) * 1000 / os.sysconf("SC_CLK_TCK")))' "$pid"
+}
+
+# First fetch, median and maximum of REPEAT fetches of one page (wall, ms), and the server's
+# CPU time per fetch.
 time_page() {
-  local path="$1" times=()
+  local path="$1" times=() before after
+  before="$(cpu_ms)"
   for _ in $(seq 1 "$repeat"); do
     times+=("$(curl -s -o /dev/null -w '%{http_code} %{time_total}' "$base${path#/}")")
   done
+  after="$(cpu_ms)"
   printf '%s\n' "${times[@]}" | python3 -c '
 import sys
 rows = [l.split() for l in sys.stdin if l.strip()]
 codes = {r[0] for r in rows}
+first = float(rows[0][1]) * 1000
 ms = sorted(float(r[1]) * 1000 for r in rows)
-print(f"{ms[len(ms) // 2]:.0f} {ms[-1]:.0f} {\",\".join(sorted(codes))}")'
+cpu = (int(sys.argv[2]) - int(sys.argv[1])) / len(rows)
+print("%.0f %.0f %.0f %.0f %s" % (first, ms[len(ms) // 2], ms[-1], cpu, ",".join(sorted(codes))))' \
+    "$before" "$after"
 }
 
 curl -s -o /dev/null "$base"
-echo "samples in run v2: $samples; page times over $repeat fetches (median / slowest, ms)"
+echo "samples in run v2: $samples; $repeat fetches a page: wall ms first (cold where the run's"
+echo "outcomes were not cached yet) / median / slowest, and the server's CPU ms per fetch"
 kv=""
 for entry in "runs=/" "samples_p1=/run?tag=v2" "samples_p2=/run?tag=v2&page=2" \
   "samples_last=/run?tag=v2&page=$last_page" "samples_failed=/run?tag=v2&verdict=failed" \
@@ -58,16 +74,20 @@ for entry in "runs=/" "samples_p1=/run?tag=v2" "samples_p2=/run?tag=v2&page=2" \
   "ab=/ab?a=v1&b=v2"; do
   name="${entry%%=*}"
   path="${entry#*=}"
-  read -r med max codes < <(time_page "$path")
-  printf '%-18s %-48s %5s / %5s ms  (HTTP %s)\n' "$name" "$path" "$med" "$max" "$codes"
-  kv+=" ${name}_ms=$med ${name}_max_ms=$max"
+  read -r first med max cpu codes < <(time_page "$path")
+  printf '%-18s %-42s %5s / %5s / %5s ms, CPU %4s ms  (HTTP %s)\n' "$name" "$path" "$first" \
+    "$med" "$max" "$cpu" "$codes"
+  kv+=" ${name}_first_ms=$first ${name}_ms=$med ${name}_max_ms=$max ${name}_cpu_ms=$cpu"
 done
 run_id="$(sqlite3 "$db" "SELECT id FROM runs WHERE tag = 'v2'")"
+# The samples page of a run that moves (kforged working on it) reads its outcomes every time:
+# this page uncached, from a server started with the same database.
 query="$(sed -n '/-- name: run_outcomes/,/^$/p' libs/report/sql/outcomes.sql | sed '1d' | sed "s/?1/$run_id/g")"
-baseline="$(python3 -c '
-import subprocess, sys, time
+read -r baseline baseline_cpu < <(python3 -c '
+import resource, subprocess, sys, time
 t = time.monotonic()
 subprocess.run(["sqlite3", sys.argv[1]], input=sys.argv[2], text=True, stdout=subprocess.DEVNULL, check=True)
-print(f"{(time.monotonic() - t) * 1000:.0f}")' "$db" "$query")"
-echo "baseline: sqlite3 shell, run_outcomes of v2: $baseline ms"
-echo "samples=$samples${kv} baseline_outcomes_ms=$baseline"
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+print("%.0f %.0f" % ((time.monotonic() - t) * 1000, (r.ru_utime + r.ru_stime) * 1000))' "$db" "$query")
+echo "baseline: sqlite3 shell, run_outcomes of v2: $baseline ms wall, CPU $baseline_cpu ms"
+echo "samples=$samples${kv} baseline_outcomes_ms=$baseline baseline_outcomes_cpu_ms=$baseline_cpu"

@@ -89,7 +89,7 @@ TEST_F(ViewerBrowser, FiltersChangeTheRowsASampleShowsItsRoundsAndABListsFlips) 
   std::string failed = dom("/run?tag=v2&verdict=failed");
   int rows_all = count(all, "<td class=\"key\">");
   int rows_failed = count(failed, "<td class=\"key\">");
-  EXPECT_EQ(rows_all, 18) << all;
+  EXPECT_EQ(rows_all, 16) << all;
   EXPECT_GT(rows_failed, 0);
   EXPECT_LT(rows_failed, rows_all);
   EXPECT_EQ(count(failed, "<tr class=\"c-failed\">"), rows_failed) << failed;

@@ -34,3 +34,14 @@ GROUP BY f.value ORDER BY count(*) DESC, f.value;
 -- name: viewer_targets
 SELECT target, result, error, kernel FROM verification_targets
 WHERE verification_id = ?1 ORDER BY target;
+
+-- What changes when anything the outcomes of a run read changes (ViewCache): its jobs by state
+-- and stage and their newest update, its stage outputs by stage and status with the newest, and
+-- its verdicts by kind (migration 0012's counts; the jobs' update time through jobs_run_state).
+-- name: viewer_run_fingerprint
+SELECT (SELECT group_concat(state || '/' || stage || '=' || n) FROM run_job_counts
+        WHERE run_id = ?1),
+       (SELECT max(updated_ms) || '/' || count(*) FROM jobs WHERE run_id = ?1),
+       (SELECT group_concat(stage || '/' || status || '=' || n || '@' || last_ms)
+        FROM run_output_totals WHERE run_id = ?1),
+       (SELECT group_concat(verdict || '=' || n) FROM run_verdict_counts WHERE run_id = ?1);

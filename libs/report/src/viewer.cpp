@@ -31,6 +31,22 @@ std::string param(const ViewRequest& req, const std::string& name) {
   return it == req.params.end() ? std::string() : it->second;
 }
 
+Result<ViewCache::Outcomes> outcomes_of(store::Db& db, const RunInfo& run, ViewCache* cache) {
+  std::string fingerprint;
+  if (cache != nullptr) {
+    KF_TRY(store::Stmt s, db.prepare(queries()["viewer_run_fingerprint"]));
+    s.bind(1, run.id);
+    KF_TRY(bool row, s.step());
+    if (row)
+      for (int c = 0; c < 4; ++c) fingerprint += s.opt_text(c).value_or("-") + "|";
+    if (auto hit = cache->find(run.id, fingerprint)) return hit;
+  }
+  KF_TRY(auto outcomes, load_outcomes(db, run));
+  auto shared = std::make_shared<const std::vector<SampleOutcome>>(std::move(outcomes));
+  if (cache != nullptr) cache->put(run.id, fingerprint, shared);
+  return ViewCache::Outcomes(shared);
+}
+
 namespace {
 
 struct RunRow {
@@ -147,6 +163,26 @@ ViewResponse error_page(const Error& e, const ViewOptions& opts) {
 }  // namespace
 
 }  // namespace viewer
+
+ViewCache::Outcomes ViewCache::find(std::int64_t run_id, const std::string& fingerprint) {
+  std::lock_guard lock(mu_);
+  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    if (it->run_id != run_id) continue;
+    if (it->fingerprint != fingerprint) return nullptr;
+    Entry e = std::move(*it);
+    entries_.erase(it);
+    entries_.push_back(std::move(e));
+    return entries_.back().outcomes;
+  }
+  return nullptr;
+}
+
+void ViewCache::put(std::int64_t run_id, const std::string& fingerprint, Outcomes outcomes) {
+  std::lock_guard lock(mu_);
+  std::erase_if(entries_, [&](const Entry& e) { return e.run_id == run_id; });
+  entries_.push_back({run_id, fingerprint, std::move(outcomes)});
+  while (entries_.size() > max_runs_) entries_.erase(entries_.begin());
+}
 
 ViewResponse view(store::Db& db, const ViewRequest& req, const ViewOptions& opts) {
   using namespace viewer;

@@ -37,10 +37,10 @@ Result<Body> ab_page(store::Db& db, const ViewRequest& req, const ViewOptions& o
     return fail("usage", "the A/B page needs two different tags, got '" + ta + "' twice");
   KF_TRY(RunInfo a, find_run(db, ta));
   KF_TRY(RunInfo b, find_run(db, tb));
-  KF_TRY(auto oa, load_outcomes(db, a));
-  KF_TRY(auto ob, load_outcomes(db, b));
+  KF_TRY(ViewCache::Outcomes oa, outcomes_of(db, a, opts.cache));
+  KF_TRY(ViewCache::Outcomes ob, outcomes_of(db, b, opts.cache));
   const double confidence = opts.confidence;
-  PairComparison p = compare_outcomes(a, oa, b, ob, confidence);
+  PairComparison p = compare_outcomes(a, *oa, b, *ob, confidence);
   Body body;
   body.title = b.tag + " vs " + a.tag;
   body.refresh = a.state == "active" || b.state == "active";

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kforge/report/escape.hpp"
+#include "kforge/report/outcomes.hpp"
 #include "kforge/report/viewer.hpp"
 
 namespace kforge::report::viewer {
@@ -27,6 +28,9 @@ struct Body {
   std::string html;
   bool refresh = false;
 };
+
+// The run's outcomes (load_outcomes), through the cache when there is one.
+Result<ViewCache::Outcomes> outcomes_of(store::Db& db, const RunInfo& run, ViewCache* cache);
 
 Result<Body> runs_page(store::Db& db, const ViewOptions& opts);
 Result<Body> samples_page(store::Db& db, const ViewRequest& req, const ViewOptions& opts);

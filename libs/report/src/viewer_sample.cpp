@@ -54,12 +54,12 @@ Diff line_diff(std::string_view a, std::string_view b, std::size_t max_cells) {
     if (i < n && j < m && x[head + i] == y[head + j]) {
       d.lines.push_back({' ', std::string(x[head + i])});
       ++i, ++j;
-    } else if (j < m && (i == n || at(i, j + 1) >= at(i + 1, j))) {
-      d.lines.push_back({'+', std::string(y[head + j++])});
-      ++d.added;
-    } else {
+    } else if (i < n && (j == m || at(i + 1, j) >= at(i, j + 1))) {
       d.lines.push_back({'-', std::string(x[head + i++])});
       ++d.removed;
+    } else {
+      d.lines.push_back({'+', std::string(y[head + j++])});
+      ++d.added;
     }
   }
   for (std::size_t k = x.size() - tail; k < x.size(); ++k)
@@ -68,6 +68,11 @@ Diff line_diff(std::string_view a, std::string_view b, std::size_t max_cells) {
 }
 
 namespace {
+
+// "passed", or "passed [\"mutant_survived\"]" when the verdict has flags.
+std::string verdict_text(const VerifyAttempt& v) {
+  return v.flags_json == "[]" ? v.verdict : v.verdict + " " + v.flags_json;
+}
 
 // 'text' for a POSIX shell: single quotes, each ' as '\''.
 std::string shell_quote(std::string_view s) {
@@ -250,8 +255,7 @@ Result<Body> sample_page(store::Db& db, const ViewRequest& req) {
   }
   const VerifyAttempt* last = d.verifications.empty() ? nullptr : &d.verifications.back();
   h += "<dl class=\"facts\"><dt>latest verdict</dt><dd id=\"verdict\">" +
-       (last ? html_escape(last->verdict + " " + last->flags_json) + ": " +
-                   html_escape(last->detail.value_or("-"))
+       (last ? html_escape(verdict_text(*last)) + ": " + html_escape(last->detail.value_or("-"))
              : std::string("none")) +
        "</dd><dt>tokens, cost</dt><dd>" +
        fmt::format("{} tokens, {} over {} LLM call(s)", tokens, detail::money(cost),
@@ -289,8 +293,7 @@ Result<Body> sample_page(store::Db& db, const ViewRequest& req) {
          fmt::format("{} tokens, {}", r.tokens, detail::money(r.cost_usd)) + "</dd>";
     ojson result;
     if (r.verdict != nullptr) {
-      h += "<dt>verdict</dt><dd class=\"verdict\">" +
-           html_escape(r.verdict->verdict + " " + r.verdict->flags_json) +
+      h += "<dt>verdict</dt><dd class=\"verdict\">" + html_escape(verdict_text(*r.verdict)) +
            "</dd><dt>detail</dt><dd>" + html_escape(r.verdict->detail.value_or("-")) + "</dd>";
       if (r.verdict->result_json) result = ojson::parse(*r.verdict->result_json, nullptr, false);
       auto [section, line] = failing_line(result);

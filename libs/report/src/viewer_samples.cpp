@@ -63,7 +63,8 @@ Result<Body> samples_page(store::Db& db, const ViewRequest& req, const ViewOptio
   std::string tag = param(req, "tag");
   if (tag.empty()) return fail("usage", "the run page needs a tag (/run?tag=TAG)");
   KF_TRY(RunInfo run, find_run(db, tag));
-  KF_TRY(auto outcomes, load_outcomes(db, run));
+  KF_TRY(ViewCache::Outcomes loaded, outcomes_of(db, run, opts.cache));
+  const std::vector<SampleOutcome>& outcomes = *loaded;
   const std::string f_outcome = param(req, "verdict"), f_flag = param(req, "flag"),
                     f_failure = param(req, "failure"), f_cause = param(req, "cause"),
                     f_round = param(req, "round"), q = param(req, "q");

@@ -18,7 +18,10 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "kforge/store/db.hpp"
 
@@ -35,11 +38,38 @@ struct ViewResponse {
   std::string body;
 };
 
+struct SampleOutcome;
+
+// The outcomes of the runs pages showed last, shared by the threads that serve pages: a run's
+// outcomes are read again only when its fingerprint changed (its jobs by state and stage, the
+// newest job update, its stage outputs and verdicts by kind, from the trigger-kept counts of
+// migration 0012), so paging, filtering and sorting a run that is not moving reads no rows.
+// Thread-safe.
+class ViewCache {
+ public:
+  explicit ViewCache(std::size_t max_runs = 8) : max_runs_(max_runs) {}
+  using Outcomes = std::shared_ptr<const std::vector<SampleOutcome>>;
+  // The run's cached outcomes when `fingerprint` matches, else null.
+  Outcomes find(std::int64_t run_id, const std::string& fingerprint);
+  void put(std::int64_t run_id, const std::string& fingerprint, Outcomes outcomes);
+
+ private:
+  struct Entry {
+    std::int64_t run_id = 0;
+    std::string fingerprint;
+    Outcomes outcomes;
+  };
+  std::size_t max_runs_;
+  std::mutex mu_;
+  std::vector<Entry> entries_;  // most recently used last
+};
+
 struct ViewOptions {
   std::int64_t now_ms = 0;   // stamped on pages
   int page_size = 50;        // samples per page
   int refresh_seconds = 10;  // pages of an active run reload themselves this often; 0: never
   double confidence = 0.95;  // of the A/B page's interval and test (report.confidence)
+  ViewCache* cache = nullptr;  // none: every page reads the outcomes it shows
 };
 
 // The page for a request. Never fails: an unknown path is a 404 page, a bad parameter a 400
