@@ -65,10 +65,10 @@ class ViewCache {
 };
 
 struct ViewOptions {
-  std::int64_t now_ms = 0;   // stamped on pages
-  int page_size = 50;        // samples per page
-  int refresh_seconds = 10;  // pages of an active run reload themselves this often; 0: never
-  double confidence = 0.95;  // of the A/B page's interval and test (report.confidence)
+  std::int64_t now_ms = 0;     // stamped on pages
+  int page_size = 50;          // samples per page
+  int refresh_seconds = 10;    // pages of an active run reload themselves this often; 0: never
+  double confidence = 0.95;    // of the A/B page's interval and test (report.confidence)
   ViewCache* cache = nullptr;  // none: every page reads the outcomes it shows
 };
 
