@@ -265,6 +265,28 @@ TEST_F(Viewer, ReadsWhileAnotherConnectionWritesAndShowsTheChange) {
   EXPECT_TRUE(has(after->body, "gpt-4o-mini, paused,")) << after->body;
 }
 
+TEST_F(Viewer, ARunThatMovesIsReadAgainAndOneThatDoesNotIsServedFromMemory) {
+  // The first view reads v1's outcomes and keeps them; a job taken by a daemon changes the run's
+  // fingerprint (its jobs by state), so the next view reads them again and shows it.
+  auto before = get("/run?tag=v1&verdict=unfinished");
+  ASSERT_TRUE(before);
+  EXPECT_TRUE(keys_of(before->body).empty()) << before->body;
+  auto again = get("/run?tag=v1&verdict=unfinished");
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->body, before->body);
+  auto ab_before = get("/ab?a=v1&b=v2");
+  ASSERT_TRUE(ab_before);
+  EXPECT_TRUE(has(ab_before->body, "; 2 of v1 and 2 of v2 not compared")) << ab_before->body;
+  vf.fx().exec("lease_job", {"v1", "add_kernel.py"});
+  auto after = get("/run?tag=v1&verdict=unfinished");
+  ASSERT_TRUE(after);
+  EXPECT_EQ(keys_of(after->body), std::vector<std::string>{"add_kernel.py"}) << after->body;
+  // The A/B page reads the same outcomes: add_kernel.py is no longer compared.
+  auto ab = get("/ab?a=v1&b=v2");
+  ASSERT_TRUE(ab);
+  EXPECT_TRUE(has(ab->body, "; 3 of v1 and 3 of v2 not compared")) << ab->body;
+}
+
 TEST(ViewerServe, RefusesAnotherAddressWithoutAToken) {
   ViewerFixture vf;
   auto r = run_process({binary("apps/kforge/kforge").string(), "--config", vf.config().string(),
