@@ -12,34 +12,11 @@ the daemons' (DIR/shm), a fresh tmpfs, or the host's, and the pipe directory rea
 """
 
 import argparse
+import os
 import subprocess
 import sys
 
-CHILD = r"""
-import os, time, glob
-t = time.time()
-import torch
-x = torch.ones(1 << 20, device="cuda")
-torch.cuda.synchronize()
-ms = (time.time() - t) * 1000
-held = set()
-for fd in glob.glob("/proc/self/fd/*"):
-    try:
-        p = os.readlink(fd)
-    except OSError:
-        continue
-    if p.startswith("/dev/nvidia"):
-        held.add(p)
-servers = []
-for d in glob.glob("/proc/[0-9]*/comm"):
-    try:
-        if open(d).read().strip() == "nvidia-cuda-mps":
-            servers.append(d.split("/")[2])
-    except OSError:
-        pass
-print("ok uid=%d ms=%.0f sum=%.0f fds=%s mps_procs=%d" % (os.getuid(), ms, float(x.sum()),
-      ",".join(sorted(held)), len(servers)))
-"""
+CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe_child.py")
 
 
 def uuid_of(i):
@@ -49,7 +26,7 @@ def uuid_of(i):
 
 def run(label, env, pre="", uid=None, timeout=40):
     drop = ("exec setpriv --reuid %d --regid %d --clear-groups " % (uid, uid)) if uid else "exec "
-    sh = pre + drop + "%s -c '%s'" % (sys.executable, CHILD.replace("'", "'\\''"))
+    sh = pre + drop + "%s %s" % (sys.executable, CHILD)
     cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c", sh]
     try:
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)

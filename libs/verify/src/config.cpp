@@ -110,9 +110,6 @@ void read_config(ConfigNode n, VerifierConfig& out) {
   n.get("probe_gpu", out.probe_gpu);
   n.get("env_passthrough", out.env_passthrough);
   n.get("env", out.env);
-  n.get("mps_pipe_dir", out.mps_pipe_dir);
-  n.get("mps_shm_dir", out.mps_shm_dir);
-  n.get("hide_other_gpus", out.hide_other_gpus);
 
   if (out.mode != "warm" && out.mode != "fresh")
     n.invalid("mode", "'" + out.mode + "' is not one of warm, fresh");
@@ -133,27 +130,10 @@ void read_config(ConfigNode n, VerifierConfig& out) {
   if (out.gpu_hw_queues < 0 || out.gpu_hw_queues > 128)
     n.invalid("gpu_hw_queues", "must be between 0 (the driver's default) and 128");
   if (out.work_dir.empty()) n.invalid("work_dir", "must not be empty");
-  if (!out.mps_pipe_dir.empty() && !out.pid_namespace)
-    n.invalid("mps_pipe_dir",
-              "needs verifier.pid_namespace: true (MPS clients share one uid; only their PID "
-              "namespaces keep samples from signalling each other)");
-  if (!out.mps_pipe_dir.empty() && out.mps_pipe_dir[0] != '/')
-    n.invalid("mps_pipe_dir", "'" + out.mps_pipe_dir + "' is not an absolute path");
-  if (!out.mps_shm_dir.empty() && out.mps_pipe_dir.empty())
-    n.invalid("mps_shm_dir", "is only used with verifier.mps_pipe_dir");
-  if (!out.mps_shm_dir.empty() && out.mps_shm_dir[0] != '/')
-    n.invalid("mps_shm_dir", "'" + out.mps_shm_dir + "' is not an absolute path");
   for (const auto& d : out.devices) {
     bool ok = d == "cpu" || d == "auto" || d.rfind("cuda:", 0) == 0 || d.rfind("rocm:", 0) == 0;
     if (!ok) n.invalid("devices", "'" + d + "' is not cpu, auto, cuda:N or rocm:N");
   }
-}
-
-std::string mps_pipe_dir_for(const VerifierConfig& cfg, int index) {
-  std::string dir = cfg.mps_pipe_dir;
-  for (std::size_t at; (at = dir.find("{index}")) != std::string::npos;)
-    dir.replace(at, 7, std::to_string(index));
-  return dir;
 }
 
 }  // namespace kforge::verify

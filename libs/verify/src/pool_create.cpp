@@ -92,20 +92,6 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
     for (const auto& n : notes) spdlog::debug("verifier: device detection: {}", n);
   }
   for (const auto& d : devs) I.devices.push_back({d, true, 0, ""});
-  if (!I.cfg.mps_pipe_dir.empty()) {
-    // Without its control daemon's pipe a client falls back to a context of its own, silently:
-    // refuse to start rather than measure or run something else than was asked for.
-    for (const auto& d : devs) {
-      if (d.vendor != Vendor::nvidia) continue;
-      std::string dir = mps_pipe_dir_for(I.cfg, d.index);
-      if (!probe.exists(dir + "/control"))
-        return fail("config", "verifier.mps_pipe_dir: " + dir + " has no MPS control pipe for " +
-                                  d.id +
-                                  " (start nvidia-cuda-mps-control -d there with "
-                                  "CUDA_MPS_PIPE_DIRECTORY=" +
-                                  dir + ")");
-    }
-  }
   // Slots: workers_per_device on each device (cpu_workers for "cpu"), or total_workers spread.
   std::vector<std::size_t> slot_devices;
   if (o.total_workers > 0) {

@@ -21,9 +21,7 @@ namespace kforge::verify {
 namespace fs = std::filesystem;
 
 RunPlace Pool::Impl::place(const Slot& s, const Run& r) const {
-  const Device& d = devices[s.device].device;
-  return {r.dir, s.cache_dir, r.cgroup, s.own_uid ? static_cast<int>(r.uid) : -1,
-          d.vendor == Vendor::nvidia ? d.index : -1};
+  return {r.dir, s.cache_dir, r.cgroup, s.own_uid ? static_cast<int>(r.uid) : -1};
 }
 
 nlohmann::json Pool::Impl::sandbox_json(const Slot& s, const Run& r) const {

@@ -30,7 +30,7 @@ void Pool::Impl::finish_run(Slot& s) {
     oom = cgroups->oom_kills(r.cgroup);
     cgroups->destroy(r.cgroup), r.cgroup.clear();
   }
-  if (s.own_uid && !sandbox->shared_uid())
+  if (s.own_uid)
     sys::sweep_uid(*env, r.uid);
   else if (r.pid > 0)
     kill_group(*env, r.pid);

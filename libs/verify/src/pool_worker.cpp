@@ -52,10 +52,7 @@ void Pool::Impl::start_worker(Slot& s) {
                "3",
                "--preload=" + preload,
                "--python-path=" + pypath};
-  // Not under MPS: the probe's child runs as the worker's uid, and an MPS server serves one uid
-  // at a time (the samples' prestarted children hold theirs); a failing device still shows in
-  // its prestarted children, which count as failed starts.
-  if (cfg.probe_gpu && cfg.mps_pipe_dir.empty() && devices[s.device].device.vendor != Vendor::cpu)
+  if (cfg.probe_gpu && devices[s.device].device.vendor != Vendor::cpu)
     spec.argv.push_back("--probe-gpu");
   spec.env = sample_env(s);
   spec.fds = {{sv[1], 3}};

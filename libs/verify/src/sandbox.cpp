@@ -164,10 +164,6 @@ Result<std::unique_ptr<Sandbox>> Sandbox::create(Options o) {
                       "run kforge as root");
     }
   }
-  if (!cfg.mps_pipe_dir.empty() && !cfg.pid_namespace)
-    return fail("config",
-                "verifier.mps_pipe_dir: CUDA MPS needs a PID namespace per sample (its clients "
-                "share one uid) and this host refuses them");
   S.caps_.pid_namespace = cfg.pid_namespace;
   if (cfg.pid_namespace) {
     KF_TRY(S.init_, find_sandbox_init(cfg.sandbox_init));
@@ -177,15 +173,11 @@ Result<std::unique_ptr<Sandbox>> Sandbox::create(Options o) {
           "PID namespace gets a fork of its worker as init, which costs more");
   }
   if (S.caps_.root && cfg.sandbox_uid_base > 0) {
-    // Under MPS one uid for every slot: the MPS server serves one uid's clients at a time.
-    int n = S.shared_uid() ? 1 : S.o_.slots * S.o_.uids_per_slot;
-    KF_TRY(S.claims_,
-           sys::claim_uids(cfg.sandbox_uid_base, cfg.sandbox_uid_count, n, cfg.uid_lock_dir));
+    KF_TRY(S.claims_, sys::claim_uids(cfg.sandbox_uid_base, cfg.sandbox_uid_count,
+                                      S.o_.slots * S.o_.uids_per_slot, cfg.uid_lock_dir));
     S.caps_.own_uids = true;
-    // Leftovers of a pool that died; not under MPS, where the uid's MPS server runs too (a
-    // sample's processes die with their PID namespace's keeper).
-    if (!S.shared_uid())
-      for (const auto& c : S.claims_) sys::sweep_uid(S.env(), c.uid);
+    for (const auto& c : S.claims_)
+      sys::sweep_uid(S.env(), c.uid);  // leftovers of a pool that died
   }
   if (S.caps_.own_uids) {
     // Samples run as other uids: the interpreter and their directories must be reachable.
@@ -242,7 +234,7 @@ Result<std::unique_ptr<Sandbox>> Sandbox::create(Options o) {
 
 Sandbox::~Sandbox() {
   for (auto& c : claims_) {
-    if (!shared_uid()) sys::sweep_uid(env(), c.uid);
+    sys::sweep_uid(env(), c.uid);
     sys::close_fd(c.lock_fd);
   }
 }
@@ -250,7 +242,6 @@ Sandbox::~Sandbox() {
 std::vector<uid_t> Sandbox::slot_uids(int slot) const {
   std::vector<uid_t> out;
   if (!caps_.own_uids) return out;
-  if (shared_uid()) return {claims_.front().uid};
   for (int k = 0; k < o_.uids_per_slot; ++k)
     out.push_back(claims_[static_cast<std::size_t>(slot * o_.uids_per_slot + k)].uid);
   return out;
@@ -284,8 +275,6 @@ std::vector<std::string> Sandbox::environment(const Device& device, const std::s
   env["KFORGE_VERIFY_DEVICE"] = device.id;
   for (const auto& [k, v] : device.visibility_env()) env[k] = v;
   for (const auto& [k, v] : device.hw_queue_env(cfg.gpu_hw_queues)) env[k] = v;
-  if (!cfg.mps_pipe_dir.empty() && device.vendor == Vendor::nvidia)
-    env["CUDA_MPS_PIPE_DIRECTORY"] = mps_pipe_dir_for(cfg, device.index);
   for (const auto& [k, v] : cfg.env) env[k] = v;
   std::vector<std::string> out;
   for (const auto& [k, v] : env) out.push_back(k + "=" + v);
@@ -339,19 +328,6 @@ nlohmann::json Sandbox::spec(const RunPlace& place) const {
     s["user"] = "kforge-sample-" + std::to_string(place.uid);
   }
   if (!place.cgroup.empty()) s["cgroup"] = place.cgroup;
-  if (cfg.hide_other_gpus && place.gpu >= 0) {
-    // The other GPUs' device files: the driver cannot attach to what the sample cannot open.
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator("/dev", ec)) {
-      std::string name = e.path().filename().string();
-      if (name.size() > 6 && name.rfind("nvidia", 0) == 0 &&
-          name.find_first_not_of("0123456789", 6) == std::string::npos &&
-          name != "nvidia" + std::to_string(place.gpu))
-        s["hide"].push_back(e.path().string());
-    }
-  }
-  // Under MPS a client and its server share memory in /dev/shm: the sample sees the daemons'.
-  if (shared_uid()) s["shm"] = cfg.mps_shm_dir.empty() ? "/dev/shm" : cfg.mps_shm_dir;
   return s;
 }
 
@@ -372,7 +348,7 @@ void Sandbox::share_dir(const std::string& dir) const {
 
 void Sandbox::kill_run(pid_t pid, int uid) const {
   if (pid > 0) kill_group(env(), pid);
-  if (caps_.own_uids && uid >= 0 && !shared_uid()) sys::sweep_uid(env(), static_cast<uid_t>(uid));
+  if (caps_.own_uids && uid >= 0) sys::sweep_uid(env(), static_cast<uid_t>(uid));
 }
 
 bool Sandbox::counts_for_run(const sys::ProcInfo& p, pid_t pid, int uid) const {
@@ -382,7 +358,7 @@ bool Sandbox::counts_for_run(const sys::ProcInfo& p, pid_t pid, int uid) const {
     // wait: their resident pages are the worker's, not the sample's.
     if (p.pid == pid || (p.ppid == pid && p.ns_pid == 1)) return false;
   }
-  if (caps_.own_uids && uid >= 0 && !shared_uid())
+  if (caps_.own_uids && uid >= 0)
     return p.ruid == static_cast<uid_t>(uid) || p.euid == static_cast<uid_t>(uid) || p.pid == pid;
   return p.pgid == pid;
 }

@@ -12,10 +12,6 @@
 // In both: a PID namespace per sample with its own /proc, network and mount namespaces, the
 // daemon's files (verifier.hide) hidden, a passwd entry for the sample's uid, a clean
 // environment, rlimits; cgroups are the pool's (sys::Cgroups).
-// With CUDA MPS (verifier.mps_pipe_dir) every sample runs as ONE uid (as root: one claimed uid
-// for all slots), since an MPS server serves one uid's clients at a time: a run's processes are
-// then ended through its process group and namespace, never by sweeping the uid, and the
-// samples see the MPS daemons' /dev/shm (verifier.mps_shm_dir) instead of one of their own.
 
 #include <sys/types.h>
 
@@ -38,7 +34,6 @@ struct RunPlace {
   std::string cache_dir;  // the Triton cache, writable
   std::string cgroup;     // empty: none
   int uid = -1;           // -1: the pool's uid
-  int gpu = -1;           // the NVIDIA GPU's index (verifier.hide_other_gpus); -1: none
 };
 
 class Sandbox {
@@ -63,8 +58,6 @@ class Sandbox {
   const SandboxCaps& caps() const { return caps_; }
   Env& env() const { return o_.env ? *o_.env : default_env(); }
   bool own_uids() const { return caps_.own_uids; }
-  // Whether every sample shares one uid (CUDA MPS): nothing may sweep it per run.
-  bool shared_uid() const { return !o_.config.mps_pipe_dir.empty(); }
   // The uids the slot's samples run as, used in turn (empty when they keep the pool's uid).
   std::vector<uid_t> slot_uids(int slot) const;
 

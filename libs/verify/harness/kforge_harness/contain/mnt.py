@@ -1,7 +1,6 @@
 """Mounts: the host read-only, a /proc of the sample's own (with a PID namespace), /proc/sys
 read-only, the sample's directory writable (a size-capped tmpfs, or a bind of itself),
-a private /dev/shm (under CUDA MPS the daemons' instead: spec "shm"), and the writable
-directories the pool names (Triton's cache)."""
+a private /dev/shm, and the writable directories the pool names (Triton's cache)."""
 
 import os
 
@@ -56,14 +55,7 @@ def _mounts(jail):
     else:
         mount(directory, directory, None, MS_BIND | MS_REC, None)
         mount_setattr(directory, AT_RECURSIVE, 0, MOUNT_ATTR_RDONLY)
-    shm = jail.spec.get("shm")
-    if shm:
-        # CUDA MPS: a client and its server share memory in /dev/shm, so the sample sees the
-        # MPS daemons' (shared with the other samples of its uid), writable.
-        mount(shm, "/dev/shm", None, MS_BIND | MS_REC, None)
-        mount_setattr("/dev/shm", AT_RECURSIVE, 0, MOUNT_ATTR_RDONLY)
-        sb["shm"] = "the MPS daemons' (%s)" % shm
-    elif os.path.isdir("/dev/shm"):
+    if os.path.isdir("/dev/shm"):
         try:
             mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
                   "size=%dm,mode=1777" % max(16, min(cap or 256, 1024)))

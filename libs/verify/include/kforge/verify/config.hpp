@@ -121,24 +121,7 @@ struct VerifierConfig {
       "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",        "ROCM_PATH", "HIP_PATH", "CC", "CXX",
       "TRITON_*",        "NCCL_*",    "TORCH_SYMM_MEM_*", "NVSHMEM_*"};
   std::map<std::string, std::string> env;  // set in the samples' environment
-  // CUDA MPS (docs/VERIFIER.md, "CUDA MPS"): the pipe directory of each GPU's MPS control
-  // daemon, `{index}` standing for the GPU's index (nvidia-smi order); empty (the default): off.
-  // On, samples are MPS clients: they share one sandbox uid (an MPS server serves one uid), see
-  // `mps_shm_dir` as /dev/shm, and the pool needs verifier.pid_namespace. The operator starts
-  // the daemons (nvidia-cuda-mps-control -d with CUDA_MPS_PIPE_DIRECTORY, one per GPU).
-  std::string mps_pipe_dir;
-  // What samples see as /dev/shm under MPS: the /dev/shm of the MPS daemons (a client and its
-  // server share memory there); empty: the host's /dev/shm.
-  std::string mps_shm_dir;
-  // Each sample's mount namespace covers the other GPUs' device files (/dev/nvidiaN) with
-  // /dev/null, so its CUDA context attaches to its own GPU only (CUDA_VISIBLE_DEVICES hides the
-  // others from CUDA, not from the driver's set-up). Off by default (measured: BENCHMARKS.md).
-  bool hide_other_gpus = false;
 };
-
-// The MPS pipe directory of the GPU with this index (verifier.mps_pipe_dir with `{index}`
-// replaced); empty when MPS is off.
-std::string mps_pipe_dir_for(const VerifierConfig& cfg, int index);
 
 void read_config(ConfigNode n, VerifierConfig& out);
 
