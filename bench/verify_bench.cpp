@@ -235,6 +235,11 @@ int main(int argc, char** argv) {
   app.add_option("--samples-out", real.samples_out, "--corpus: per-sample JSON Lines");
   app.add_option("--emit", real.emit,
                  "--corpus: write the renamed samples to this JSON Lines file and stop");
+  app.add_option("--config", real.config,
+                 "--corpus: a kforge configuration whose verifier: section every kforge run "
+                 "starts from (read strictly)");
+  app.add_option("--mix", real.mix,
+                 "--corpus: more samples (JSON Lines), spread evenly among the corpus's");
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::warn);
   if (!real.corpus.empty()) {

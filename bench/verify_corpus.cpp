@@ -23,6 +23,7 @@
 #include <sstream>
 #include <thread>
 
+#include "kforge/core/config.hpp"
 #include "kforge/core/fs.hpp"
 #include "kforge/corpus/reader.hpp"
 #include "kforge/verify/figures.hpp"
@@ -95,11 +96,11 @@ std::string rename_ident(const std::string& s, const std::string& from, const st
   return out;
 }
 
-std::vector<Sample> load_corpus(const CorpusBenchOptions& o, int* kernels) {
+std::vector<Sample> load_records(const CorpusBenchOptions& o, const std::string& file) {
   std::vector<Sample> base;
   std::set<std::string> excl(o.exclude.begin(), o.exclude.end());
   auto st = corpus::read_records(
-      o.corpus, corpus::Format::automatic,
+      file, corpus::Format::automatic,
       [&](nlohmann::ordered_json&& rec, const corpus::RecordPos& pos) -> Status {
         if (o.limit > 0 && static_cast<std::int64_t>(base.size()) >= o.limit) return {};
         auto str = [&](const char* k) {
@@ -110,7 +111,7 @@ std::vector<Sample> load_corpus(const CorpusBenchOptions& o, int* kernels) {
         if (s.key.empty()) s.key = str("file");
         if (s.key.empty()) s.key = "#" + std::to_string(pos.index);
         if (s.code.empty() || s.test.empty())
-          return fail("parse", o.corpus + ": record " + std::to_string(pos.index) + " (" + s.key +
+          return fail("parse", file + ": record " + std::to_string(pos.index) + " (" + s.key +
                                    "): code or unitest_code missing");
         if (!excl.count(s.key)) base.push_back(std::move(s));
         return {};
@@ -119,6 +120,11 @@ std::vector<Sample> load_corpus(const CorpusBenchOptions& o, int* kernels) {
     std::fprintf(stderr, "kforge-bench-verify: %s\n", st.error().message.c_str());
     std::exit(1);
   }
+  return base;
+}
+
+std::vector<Sample> load_corpus(const CorpusBenchOptions& o, int* kernels) {
+  std::vector<Sample> base = load_records(o, o.corpus);
   std::vector<Sample> out;
   *kernels = 0;
   for (int c = 0; c < o.copies; ++c) {
@@ -135,6 +141,20 @@ std::vector<Sample> load_corpus(const CorpusBenchOptions& o, int* kernels) {
       t.key = s.key + "@" + std::to_string(c);
       out.push_back(std::move(t));
     }
+  }
+  if (!o.mix.empty()) {
+    // Spread evenly: the i-th of M extra samples goes after about (i + 1/2) * N / M of the N.
+    CorpusBenchOptions all = o;
+    all.limit = 0;
+    std::vector<Sample> extra = load_records(all, o.mix);
+    std::vector<Sample> mixed;
+    std::size_t n = out.size(), m = extra.size(), next = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      while (next < m && (2 * next + 1) * n <= 2 * i * m) mixed.push_back(extra[next++]);
+      mixed.push_back(std::move(out[i]));
+    }
+    while (next < m) mixed.push_back(extra[next++]);
+    out = std::move(mixed);
   }
   return out;
 }
@@ -305,6 +325,7 @@ void print(const Measure& m) {
 
 struct Env {
   CorpusBenchOptions o;
+  verify::VerifierConfig base;  // --config's verifier section, else the defaults
   std::vector<verify::Device> devices;
   std::vector<int> gpu_indices;
   bool gpu = false;
@@ -433,7 +454,7 @@ Measure run_pool(Env& e, const std::vector<Sample>& samples, const std::string& 
                  bool no_battery = false, const std::vector<std::string>& targets = {}) {
   Measure m;
   m.label = label;
-  verify::VerifierConfig cfg;
+  verify::VerifierConfig cfg = e.base;
   cfg.cross_compile = targets;
   double cross_ms = 0;
   int crossed = 0;
@@ -554,6 +575,18 @@ int run_corpus_bench(const CorpusBenchOptions& opts) {
         (fs::temp_directory_path() / ("kforge-bench-real-" + std::to_string(::getpid()))).string();
   fs::create_directories(o.work_dir);
   ::chmod(o.work_dir.c_str(), 0755);
+  if (!o.config.empty()) {
+    auto reader = ConfigReader::load_file(o.config);
+    Status read = reader.ok() ? Status{} : Status(reader.error());
+    if (read.ok()) {
+      verify::read_config((*reader)->root().child("verifier"), e.base);
+      read = (*reader)->finish();
+    }
+    if (!read.ok()) {
+      std::fprintf(stderr, "kforge-bench-verify: %s\n", read.error().message.c_str());
+      return 1;
+    }
+  }
   int kernels = 0;
   auto samples = load_corpus(o, &kernels);
   if (samples.empty()) {

@@ -40,6 +40,12 @@ struct CorpusBenchOptions {
   std::string samples_out;  // per-sample JSON Lines (optional)
   std::string autotune = "single";
   std::string emit;  // write the renamed samples here (JSON Lines, kforge verify's input); no run
+  // A kforge configuration file whose `verifier:` section (read strictly, KFORGE_VERIFIER_*
+  // overrides included) every kforge run starts from, before the options above.
+  std::string config;
+  // More samples (JSON Lines or a list, as the corpus; not renamed, not copied) spread evenly
+  // among the corpus's, e.g. faulting kernels beside good ones (scripts/gpu/bench-mps).
+  std::string mix;
 };
 
 int run_corpus_bench(const CorpusBenchOptions& o);
