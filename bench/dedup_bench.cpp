@@ -158,11 +158,15 @@ int score_pairs(const fs::path& pairs_file, const fs::path& crawl) {
             std::max(kernel_sim, x.body == y.body ? 1.0 : kforge::dedup::similarity(x.sig, y.sig));
     bool g = file_sim >= kforge::dedup::kDefaultThreshold - 1e-9;
     bool d = kernel_sim >= kforge::dedup::kDefaultKernelThreshold - 1e-9;
-    group.add(g, copy);
-    decon.add(d, copy);
-    std::printf("%-9s file %.2f%s kernel %.2f%s  %s\n", copy ? "copy" : "different", file_sim,
-                g == copy ? " " : "!", kernel_sim, d == copy ? " " : "!",
-                pr["why"].get<std::string>().c_str());
+    // "set": which call the pair is labelled for (grouping, decontamination or both).
+    std::string set = pr.value("set", std::string("both"));
+    bool in_g = set != "decontamination", in_d = set != "grouping";
+    if (in_g) group.add(g, copy);
+    if (in_d) decon.add(d, copy);
+    std::printf("%-9s file %.2f%s kernel %.2f%s  %s | %s ~ %s\n", copy ? "copy" : "different",
+                file_sim, !in_g || g == copy ? " " : "!", kernel_sim,
+                !in_d || d == copy ? " " : "!", pr["why"].get<std::string>().c_str(),
+                pr["a"].get<std::string>().c_str(), pr["b"].get<std::string>().c_str());
   }
   for (auto [name, r] : {std::pair{"grouping", group}, std::pair{"decontamination", decon}})
     std::printf("%s: precision %.3f recall %.3f (tp %d fp %d fn %d tn %d)\n", name, r.p(), r.r(),
