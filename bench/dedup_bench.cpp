@@ -128,9 +128,10 @@ std::string read_file(const fs::path& p) {
 }
 
 // --pairs FILE --crawl DIR: scores labelled pairs of crawl files (bench/dedup/crawl_pairs.json).
-// Grouping calls a pair near when its files have the same kernels or are at or above the corpus
-// threshold; decontamination when a kernel of one (of kMinKernelTokens or more) is the same up
-// to renames as one of the other, or at or above kDefaultKernelThreshold.
+// Grouping calls a pair near as corpus groups do (dedup::near: the same kernels up to renames, or
+// at or above the corpus threshold with no conflict of operations); decontamination when a kernel
+// of one (of kMinKernelTokens or more) is the same up to renames as one of the other, or at or
+// above kDefaultKernelThreshold.
 int score_pairs(const fs::path& pairs_file, const fs::path& crawl) {
   auto doc = nlohmann::json::parse(read_file(pairs_file));
   struct Rates {
@@ -139,6 +140,9 @@ int score_pairs(const fs::path& pairs_file, const fs::path& crawl) {
     double p() const { return tp + fp ? double(tp) / (tp + fp) : 1; }
     double r() const { return tp + fn ? double(tp) / (tp + fn) : 1; }
   } group, decon;
+  // Grouping at other thresholds (the default is the one above).
+  std::vector<std::pair<double, Rates>> sweep;
+  for (double t : {0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.9}) sweep.push_back({t, Rates{}});
   for (const auto& pr : doc["pairs"]) {
     std::string a = read_file(crawl / pr["a"].get<std::string>());
     std::string b = read_file(crawl / pr["b"].get<std::string>());
@@ -154,16 +158,24 @@ int score_pairs(const fs::path& pairs_file, const fs::path& crawl) {
     double kernel_sim = 0;
     for (const auto& x : kforge::dedup::kernel_signatures(a))
       for (const auto& y : kforge::dedup::kernel_signatures(b))
-        kernel_sim =
-            std::max(kernel_sim, x.body == y.body ? 1.0 : kforge::dedup::similarity(x.sig, y.sig));
-    bool g = file_sim >= kforge::dedup::kDefaultThreshold - 1e-9;
+        kernel_sim = std::max(kernel_sim, kforge::dedup::kernel_match(x, y));
+    bool g = kforge::dedup::near(sa, sb, kforge::dedup::kDefaultThreshold);
     bool d = kernel_sim >= kforge::dedup::kDefaultKernelThreshold - 1e-9;
-    group.add(g, copy);
-    decon.add(d, copy);
-    std::printf("%-9s file %.2f%s kernel %.2f%s  %s\n", copy ? "copy" : "different", file_sim,
-                g == copy ? " " : "!", kernel_sim, d == copy ? " " : "!",
-                pr["why"].get<std::string>().c_str());
+    // "set": which call the pair is labelled for (grouping, decontamination or both).
+    std::string set = pr.value("set", std::string("both"));
+    bool in_g = set != "decontamination", in_d = set != "grouping";
+    if (in_g) group.add(g, copy);
+    if (in_g)
+      for (auto& [t, r] : sweep) r.add(kforge::dedup::near(sa, sb, t), copy);
+    if (in_d) decon.add(d, copy);
+    std::printf("%-9s file %.2f%s kernel %.2f%s  %s | %s ~ %s\n", copy ? "copy" : "different",
+                file_sim, !in_g || g == copy ? " " : "!", kernel_sim,
+                !in_d || d == copy ? " " : "!", pr["why"].get<std::string>().c_str(),
+                pr["a"].get<std::string>().c_str(), pr["b"].get<std::string>().c_str());
   }
+  for (const auto& [t, r] : sweep)
+    std::printf("grouping at %.2f: precision %.3f recall %.3f (tp %d fp %d fn %d tn %d)\n", t,
+                r.p(), r.r(), r.tp, r.fp, r.fn, r.tn);
   for (auto [name, r] : {std::pair{"grouping", group}, std::pair{"decontamination", decon}})
     std::printf("%s: precision %.3f recall %.3f (tp %d fp %d fn %d tn %d)\n", name, r.p(), r.r(),
                 r.tp, r.fp, r.fn, r.tn);

@@ -39,7 +39,8 @@ struct DedupResult {
 };
 
 // One sample per near-duplicate group among `ids` (their order kept), after bringing the groups
-// up to date. The representative is chosen among the group's members in `ids` only. The groups
+// up to date. The member kept is chosen among the group's members in `ids` only, by content
+// (dedup::representative: the group's representative first), never by import order. The groups
 // are brought up to date at the corpus's own threshold (that of the last corpus dedup, else
 // the default), which a run's --dedup-threshold never changes: the run's groups are read at
 // its threshold from the stored pairs, and recorded with the run.
@@ -56,6 +57,7 @@ Result<DedupResult> dedup_ids(store::Db& db, const std::vector<std::int64_t>& id
   for (const auto& g : groups) {
     dedup::Group in;
     in.id = g.id;
+    in.center = g.center;
     for (const auto& m : g.members)
       if (wanted.count(m.sample_id) != 0) in.members.push_back(m);
     if (in.members.size() < 2) continue;

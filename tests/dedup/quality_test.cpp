@@ -19,6 +19,7 @@ struct Scored {
   bool exact;
   bool copy;
   std::string why;
+  bool conflict;  // the kernels compute different operations (never near unless exact)
 };
 
 std::vector<Scored> score_labelled_pairs() {
@@ -32,7 +33,11 @@ std::vector<Scored> score_labelled_pairs() {
     const Signature& a = sigs.at(p["a"].get<std::string>());
     const Signature& b = sigs.at(p["b"].get<std::string>());
     bool exact = a.kernels_sha == b.kernels_sha;
-    out.push_back({exact ? 1.0 : similarity(a, b), exact, p["label"] == "copy", p["why"]});
+    out.push_back({exact ? 1.0 : similarity(a, b), exact, p["label"] == "copy", p["why"],
+                   !exact && ops_conflict(a.ops, b.ops)});
+    // The rule groups apply (near) is the one scored here.
+    EXPECT_EQ(near(a, b, kDefaultThreshold),
+              exact || (out.back().similarity >= kDefaultThreshold - 1e-9 && !out.back().conflict));
   }
   return out;
 }
@@ -46,8 +51,8 @@ struct Rates {
 Rates at(const std::vector<Scored>& s, double t) {
   Rates r;
   for (const auto& x : s) {
-    bool near = x.similarity >= t - 1e-9;
-    (near ? (x.copy ? r.tp : r.fp) : (x.copy ? r.fn : r.tn))++;
+    bool is_near = x.similarity >= t - 1e-9 && !x.conflict;
+    (is_near ? (x.copy ? r.tp : r.fp) : (x.copy ? r.fn : r.tn))++;
   }
   return r;
 }
@@ -69,14 +74,15 @@ TEST(DedupQuality, PrecisionAndRecallAtTheDefaultThreshold) {
   for (const auto& x : s) {
     auto& e = by_edit[(x.copy ? "copy: " : "different: ") + x.why];
     e.second++;
-    if (x.similarity >= kDefaultThreshold - 1e-9) e.first++;
+    if (x.similarity >= kDefaultThreshold - 1e-9 && !x.conflict) e.first++;
   }
   for (const auto& [why, n] : by_edit)
     std::printf("  %-32s %d of %d called near at the default\n", why.c_str(), n.first, n.second);
   Rates r = at(s, kDefaultThreshold);
-  // The floor the default was chosen to keep (docs/BENCHMARKS.md has the measured figures).
-  EXPECT_GE(r.precision(), 0.85);
-  EXPECT_GE(r.recall(), 0.85);
+  // The figures before kernel-only signatures and conflicting operations (0.878, 0.890): not
+  // worse (docs/BENCHMARKS.md has the measured ones).
+  EXPECT_GE(r.precision(), 0.878);
+  EXPECT_GE(r.recall(), 0.890);
   // Edits that change no token after normalisation are always found.
   for (const auto& x : s) {
     if (x.why == "comments" || x.why == "reformat" || x.why == "constant") {

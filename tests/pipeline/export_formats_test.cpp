@@ -3,7 +3,8 @@
 //
 // The chat site: a v2 run over the CPU kernels (tests/data/corpus_cpu.json) plus a planted
 // near-duplicate group (vector_add.py and five copies of it that differ only in a comment: one
-// kernel body) and twelve add kernels of their own (every local name renamed, so no two are
+// kernel body) and twelve add kernels of their own (every local name renamed and a constant of
+// their own added, so no two are the same kernel up to renames, nor similar as files: not
 // near-duplicates), each record with a `license` field. The provider gives its add answers with
 // a reasoning trace. The repair site: a v1 run whose first generations fail and whose repair
 // rounds fix them (tests/pipeline/repair/), for the trajectories.
@@ -66,6 +67,9 @@ fs::path write_corpus(const fs::path& dir) {
                                 std::string(name) + "_u" + n);
     code = std::regex_replace(code, std::regex("\\bx\\b"), "lhs_u" + n);
     code = std::regex_replace(code, std::regex("\\by\\b"), "rhs_u" + n);
+    // Renamed copies are one kernel (docs/DEDUP.md); a constant of its own makes each another.
+    code = std::regex_replace(code, std::regex("tl\\.arange\\(0, BLOCK_SIZE\\)"),
+                              "tl.arange(0, BLOCK_SIZE) + 0 * " + n);
     json r = base;
     r["file"] = "uniq_add_" + n + ".py";
     r["output"] = code;
@@ -486,13 +490,14 @@ TEST_F(ExportFormats, AFolderWithSplitsThatNoNearDuplicateGroupCrossesAndItsCard
 }
 
 TEST_F(ExportFormats, DecontaminationAndTheSourcesLicenseAreInTheCard) {
-  // An eval set holding one of the add kernels: every sample of the run is a copy of that kernel
-  // (dup_add_* vendored, uniq_add_* with its arguments and variables renamed), so decontamination
-  // kernel by kernel, renames normalised, leaves all 19 out, and the card names each pair.
+  // An eval set holding the add kernel: every sample of the run is near it (dup_add_* vendored,
+  // uniq_add_* with its arguments and variables renamed and a constant added, the sub and scale
+  // kernels one operator apart), so decontamination kernel by kernel, renames and literals
+  // normalised, leaves all 19 out, and the card names each pair.
   json corpus = load_json(site_->dir() / "corpus_export.json");
   json eval = json::array();
   for (const auto& r : corpus)
-    if (r["file"] == "uniq_add_7.py") eval.push_back({{"id", "bench/add"}, {"code", r["output"]}});
+    if (r["file"] == "vector_add.py") eval.push_back({{"id", "bench/add"}, {"code", r["output"]}});
   auto eval_file = site_->dir() / "eval.json";
   test::write_text(eval_file, eval.dump());
   auto dir = site_->dir() / "rl-dataset";
@@ -510,7 +515,7 @@ TEST_F(ExportFormats, DecontaminationAndTheSourcesLicenseAreInTheCard) {
   EXPECT_EQ(features, (std::vector<std::string>{"data_source", "prompt", "ability", "reward_model",
                                                 "extra_info", "metadata"}));
   EXPECT_NE(body.find("19 samples removed"), std::string::npos) << body;
-  EXPECT_NE(body.find("`uniq_add_3.py`: kernel `add_kernel` is the same as `add_kernel` of "
+  EXPECT_NE(body.find("`dup_add_3.py`: kernel `add_kernel` is the same as `add_kernel` of "
                       "`bench/add` in `"),
             std::string::npos)
       << body;

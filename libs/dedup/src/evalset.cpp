@@ -63,17 +63,17 @@ std::optional<NearMatch> EvalIndex::nearest(std::string_view code, double thresh
     return NearMatch{files_[k.file].first, k.key, sim, exact, mine.name, k.ks.name};
   };
   for (const auto& ks : own)
-    if (auto it = bodies_.find(ks.body); it != bodies_.end())
+    if (auto it = bodies_.find(ks.body); it != bodies_.end() && !ks.helper)
       return match(ks, it->second, 1.0, true);
   std::optional<NearMatch> best;
   for (const auto& ks : own) {
-    if (ks.sig.shingles == 0) continue;
+    if (ks.sig.shingles == 0 || ks.helper) continue;
     std::unordered_set<std::uint32_t> tried;
     for (int b = 0; b < kBands; ++b) {
       auto [lo, hi] = bands_[static_cast<std::size_t>(b)].equal_range(band_hash(ks.sig, b));
       for (auto it = lo; it != hi; ++it) {
         if (!tried.insert(it->second).second) continue;
-        double sim = similarity(ks.sig, kernels_[it->second].ks.sig);
+        double sim = kernel_match(ks, kernels_[it->second].ks);
         if (sim >= threshold && (!best || sim > best->similarity))
           best = match(ks, it->second, sim, false);
       }

@@ -48,7 +48,8 @@ Status store_signature(store::Db& db, const Computed& c) {
       .bind(4, c.sig.shingles)
       .bind(5, c.sig.kernels_sha)
       .bind(6, nlohmann::json(c.sig.bodies).dump())
-      .bind_blob(7, minhash_blob(c.sig));
+      .bind_blob(7, minhash_blob(c.sig))
+      .bind(8, c.sig.ops);
   return s->run();
 }
 
@@ -129,8 +130,8 @@ struct Components {
 // do not chain:
 //  1. samples with the same kernel bodies (exact pairs) form classes, each named by its member
 //     first in content order (code hash, then id);
-//  2. classes are linked by the pairs at or above the threshold (a link's similarity: the best
-//     pair between them);
+//  2. classes are linked by the pairs at or above the threshold whose kernels' operations do not
+//     conflict (ops_conflict; a link's similarity: the best pair between them);
 //  3. star clustering: classes are taken by the number of samples they are linked to (most
 //     first, then content order); each class not yet in a group becomes a group's representative
 //     and takes every linked class not yet in a group.
@@ -171,7 +172,8 @@ Result<Components> components(store::Db& db, double threshold) {
       }
     } else {
       find(a), find(b);
-      near.push_back({a, b, r.real(2)});
+      // One template around two operations: similar tokens, not a copy.
+      if (!ops_conflict(r.text(6), r.text(7))) near.push_back({a, b, r.real(2)});
     }
   }));
   // Classes and the links between them.
@@ -336,12 +338,17 @@ Result<std::optional<State>> state(store::Db& db) {
 Result<std::vector<Group>> groups_at(store::Db& db, double threshold) {
   KF_CHECK(check_threshold(threshold));
   KF_TRY(Components c, components(db, threshold));
-  std::unordered_map<std::int64_t, std::pair<std::string, std::int64_t>> facts;
-  auto fact = [&](std::int64_t id) -> Result<std::pair<std::string, std::int64_t>> {
+  struct Facts {
+    std::string key;
+    std::int64_t bytes = 0;
+    std::string sha;
+  };
+  std::unordered_map<std::int64_t, Facts> facts;
+  auto fact = [&](std::int64_t id) -> Result<Facts> {
     if (auto it = facts.find(id); it != facts.end()) return it->second;
     KF_TRY(Stmt * s, db.cached(Q()["sample_facts"]));
     s->bind(1, id);
-    KF_TRY(auto f, s->one([](Stmt& r) { return std::pair{r.text(0), r.int64(1)}; }));
+    KF_TRY(auto f, s->one([](Stmt& r) { return Facts{r.text(0), r.int64(1), r.text(2)}; }));
     if (!f) return fail("internal", "sample " + std::to_string(id) + " vanished");
     facts[id] = *f;
     return *f;
@@ -355,11 +362,12 @@ Result<std::vector<Group>> groups_at(store::Db& db, double threshold) {
       Member m;
       m.sample_id = id;
       KF_TRY(auto f, fact(id));
-      m.key = f.first;
-      m.bytes = f.second;
+      m.key = f.key;
+      m.bytes = f.bytes;
+      m.code_sha256 = f.sha;
       const Link& l = c.best[id];
       KF_TRY(auto to, fact(l.to));
-      m.linked_to = to.first;
+      m.linked_to = to.key;
       m.similarity = l.similarity;
       m.exact = l.exact;
       if (id != g.center) g.spread = std::min(g.spread, l.similarity);
@@ -384,10 +392,19 @@ const char* to_string(Choice c) {
 }
 
 const Member& representative(const Group& g, Choice c) {
+  // The order `first` takes: the representative, then by code SHA-256 (then key, for two
+  // samples with the same code).
+  auto before = [&](const Member& x, const Member& y) {
+    if ((x.sample_id == g.center) != (y.sample_id == g.center)) return x.sample_id == g.center;
+    if (x.code_sha256 != y.code_sha256) return x.code_sha256 < y.code_sha256;
+    return x.key < y.key;
+  };
   const Member* best = &g.members.front();
-  if (c == Choice::largest)
-    for (const auto& m : g.members)
-      if (m.bytes > best->bytes) best = &m;
+  for (const auto& m : g.members) {
+    bool better =
+        c == Choice::largest && m.bytes != best->bytes ? m.bytes > best->bytes : before(m, *best);
+    if (better) best = &m;
+  }
   return *best;
 }
 

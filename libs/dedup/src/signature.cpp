@@ -224,22 +224,24 @@ std::vector<std::string_view> normalised_tokens(std::string_view code) {
 
 namespace {
 
-// Minimum hashes of the kShingle-token shingles of `toks` into sig.minhash and sig.shingles.
-void fill_minhash(const std::vector<std::string_view>& toks, Signature& sig) {
+// Appends the hashes of the kShingle-token shingles of `toks` (one shingle of all of them when
+// fewer).
+void add_shingles(const std::vector<std::string_view>& toks, std::vector<std::uint64_t>& shingles) {
+  if (toks.empty()) return;
   std::vector<std::uint64_t> th(toks.size());
   for (std::size_t i = 0; i < toks.size(); ++i) th[i] = fnv1a(toks[i]);
-  std::vector<std::uint64_t> shingles;
-  if (!toks.empty()) {
-    std::size_t k = std::min<std::size_t>(kShingle, toks.size());
-    shingles.reserve(toks.size() - k + 1);
-    for (std::size_t i = 0; i + k <= toks.size(); ++i) {
-      std::uint64_t h = 0x243f6a8885a308d3ull;
-      for (std::size_t j = 0; j < k; ++j) h = mix64(h ^ th[i + j]);
-      shingles.push_back(h);
-    }
-    std::sort(shingles.begin(), shingles.end());
-    shingles.erase(std::unique(shingles.begin(), shingles.end()), shingles.end());
+  std::size_t k = std::min<std::size_t>(kShingle, toks.size());
+  for (std::size_t i = 0; i + k <= toks.size(); ++i) {
+    std::uint64_t h = 0x243f6a8885a308d3ull;
+    for (std::size_t j = 0; j < k; ++j) h = mix64(h ^ th[i + j]);
+    shingles.push_back(h);
   }
+}
+
+// The minimum hashes of a set of shingles (sorted and deduplicated here) into sig.
+void fill_minhash(std::vector<std::uint64_t> shingles, Signature& sig) {
+  std::sort(shingles.begin(), shingles.end());
+  shingles.erase(std::unique(shingles.begin(), shingles.end()), shingles.end());
   sig.shingles = static_cast<std::int64_t>(shingles.size());
   sig.minhash.fill(0xffffffffu);
   const Perms& P = perms();
@@ -248,6 +250,12 @@ void fill_minhash(const std::vector<std::string_view>& toks, Signature& sig) {
       auto v = static_cast<std::uint32_t>((P.a[i] * s + P.b[i]) >> 32);
       if (v < sig.minhash[i]) sig.minhash[i] = v;
     }
+}
+
+void fill_minhash(const std::vector<std::string_view>& toks, Signature& sig) {
+  std::vector<std::uint64_t> shingles;
+  add_shingles(toks, shingles);
+  fill_minhash(std::move(shingles), sig);
 }
 
 bool kept_name(std::string_view t) {
@@ -264,54 +272,196 @@ bool kept_name(std::string_view t) {
   return false;
 }
 
+// Writes every identifier of `toks` (tokens of `src`) that names something of the kernel's own
+// as `V`: not a keyword, a kept builtin or module, an attribute name, nor a normalised literal.
+void normalise_identifiers(std::string_view src, std::vector<std::string_view>& toks) {
+  static constexpr std::string_view kV = "V";
+  std::less<const char*> lt;
+  for (std::size_t i = 0; i < toks.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(toks[i][0]);
+    // Normalised literals ("S", "N") point outside the source; a name called N does not.
+    bool literal = lt(toks[i].data(), src.data()) || !lt(toks[i].data(), src.data() + src.size());
+    bool attribute = i > 0 && toks[i - 1] == ".";
+    if (ident_start(c) && !literal && !attribute && !kept_name(toks[i])) toks[i] = kV;
+  }
+}
+
+// Functions kernels call that move or index data rather than compute (left out of `ops`).
+bool data_function(std::string_view t) {
+  static constexpr std::string_view kData[] = {"load",
+                                               "store",
+                                               "program_id",
+                                               "arange",
+                                               "make_block_ptr",
+                                               "advance",
+                                               "num_programs",
+                                               "multiple_of",
+                                               "max_contiguous",
+                                               "cdiv",
+                                               "static_range",
+                                               "to",
+                                               "zeros",
+                                               "full",
+                                               "zeros_like",
+                                               "full_like",
+                                               "reshape",
+                                               "view",
+                                               "broadcast_to",
+                                               "expand_dims",
+                                               "trans",
+                                               "permute",
+                                               "split",
+                                               "join",
+                                               "cast",
+                                               "static_assert",
+                                               "debug_barrier",
+                                               "device_assert",
+                                               "range",
+                                               "constexpr",
+                                               "pointer_type",
+                                               "next_power_of_2",
+                                               "make_tensor_descriptor",
+                                               "load_tensor_descriptor",
+                                               "store_tensor_descriptor",
+                                               "assume",
+                                               "where",
+                                               "empty"};
+  for (auto k : kData)
+    if (t == k) return true;
+  return false;
+}
+
+// Adds the operations of one kernel's tokens (literals normalised, identifiers as written).
+void add_ops(const std::vector<std::string_view>& toks, std::vector<std::string_view>& ops) {
+  static constexpr std::string_view kOps[] = {"+", "-",  "*",  "/",   "//", "%",  "**", "<",
+                                              ">", "<=", ">=", "==",  "!=", "&",  "|",  "^",
+                                              "~", "<<", ">>", "and", "or", "not"};
+  for (std::size_t i = 0; i < toks.size(); ++i) {
+    std::string_view t = toks[i];
+    bool op = false;
+    for (auto o : kOps) op = op || t == o;
+    if (op) {
+      ops.push_back(t);
+    } else if (i > 0 && toks[i - 1] == "." && i + 1 < toks.size() && toks[i + 1] == "(" &&
+               ident_start(static_cast<unsigned char>(t[0])) && !data_function(t)) {
+      ops.push_back(t);
+    }
+  }
+}
+
 }  // namespace
+
+bool ops_conflict(std::string_view a, std::string_view b) {
+  if (a.empty() || b.empty()) return false;
+  auto split = [](std::string_view s) {
+    std::vector<std::string_view> out;
+    for (std::size_t at = 0; at <= s.size();) {
+      std::size_t c = s.find(',', at);
+      if (c == std::string_view::npos) c = s.size();
+      out.push_back(s.substr(at, c - at));
+      at = c + 1;
+    }
+    return out;
+  };
+  auto x = split(a), y = split(b);  // sorted
+  bool only_x = false, only_y = false;
+  std::size_t i = 0, j = 0;
+  while (i < x.size() || j < y.size()) {
+    if (j == y.size() || (i < x.size() && x[i] < y[j])) {
+      only_x = true;
+      ++i;
+    } else if (i == x.size() || y[j] < x[i]) {
+      only_y = true;
+      ++j;
+    } else {
+      ++i, ++j;
+    }
+  }
+  return only_x && only_y;
+}
+
+bool near(const Signature& a, const Signature& b, double threshold) {
+  if (a.kernels_sha == b.kernels_sha) return true;
+  return similarity(a, b) >= threshold - 1e-9 && !ops_conflict(a.ops, b.ops);
+}
 
 std::vector<KernelSignature> kernel_signatures(std::string_view code, int min_tokens) {
   std::vector<KernelSignature> out;
-  std::vector<std::string_view> toks;
-  for (std::string_view src : kernel_sources(code)) {
-    toks.clear();
-    tokenize(src, false, toks);
+  std::vector<std::string_view> sources = kernel_sources(code);
+  std::vector<std::vector<std::string_view>> raw(sources.size());
+  for (std::size_t i = 0; i < sources.size(); ++i) tokenize(sources[i], false, raw[i]);
+  // Whether a jit function other than the i-th calls `name`.
+  auto called = [&](std::size_t i, std::string_view name) {
+    for (std::size_t j = 0; j < raw.size(); ++j) {
+      if (j == i) continue;
+      for (std::size_t t = 1; t + 1 < raw[j].size(); ++t)
+        if (raw[j][t] == name && raw[j][t + 1] == "(" && raw[j][t - 1] != "def") return true;
+    }
+    return false;
+  };
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    std::vector<std::string_view>& toks = raw[i];
     if (static_cast<int>(toks.size()) < std::max(min_tokens, 1)) continue;
     KernelSignature k;
     if (toks.size() > 1) k.name = std::string(toks[toks[0] == "async" ? 2 : 1]);
-    for (std::size_t i = 0; i < toks.size(); ++i) {
-      unsigned char c = static_cast<unsigned char>(toks[i][0]);
-      // Normalised literals ("S", "N") point outside the source; a name called N does not.
-      std::less<const char*> lt;
-      bool literal = lt(toks[i].data(), src.data()) || !lt(toks[i].data(), src.data() + src.size());
-      bool attribute = i > 0 && toks[i - 1] == ".";
-      if (ident_start(c) && !literal && !attribute && !kept_name(toks[i])) toks[i] = "V";
-    }
-    k.tokens = static_cast<int>(toks.size());
+    k.helper = !k.name.empty() && called(i, k.name);
+    std::vector<std::string_view> norm = toks;
+    normalise_identifiers(sources[i], norm);
+    k.tokens = static_cast<int>(norm.size());
     std::string joined;
-    for (auto t : toks) {
+    for (auto t : norm) {
       joined += t;
       joined += '\x1f';
     }
     k.body = sha256_hex(joined).substr(0, 16);
-    fill_minhash(toks, k.sig);
+    fill_minhash(norm, k.sig);
     out.push_back(std::move(k));
   }
   return out;
 }
 
+double kernel_match(const KernelSignature& sample, const KernelSignature& eval) {
+  if (sample.helper) return 0;
+  if (sample.body == eval.body) return 1;
+  return similarity(sample.sig, eval.sig);
+}
+
 Signature compute_signature(std::string_view code) {
   Signature sig;
-  std::vector<std::string_view> toks;
-  tokenize(code, false, toks);
-  fill_minhash(toks, sig);
-  std::vector<std::string_view> body;
+  std::vector<std::string_view> toks, body;
+  std::vector<std::uint64_t> kernel_shingles;
+  std::vector<std::string_view> ops;
   for (std::string_view src : kernel_sources(code)) {
+    toks.clear();
+    tokenize(src, false, toks);
+    add_ops(toks, ops);
+    add_shingles(toks, kernel_shingles);
     body.clear();
     tokenize(src, true, body);
     if (static_cast<int>(body.size()) < kMinBodyTokens) continue;
+    normalise_identifiers(src, body);
     std::string joined;
     for (auto t : body) {
       joined += t;
       joined += '\x1f';
     }
     sig.bodies.push_back(sha256_hex(joined).substr(0, 16));
+  }
+  std::sort(kernel_shingles.begin(), kernel_shingles.end());
+  kernel_shingles.erase(std::unique(kernel_shingles.begin(), kernel_shingles.end()),
+                        kernel_shingles.end());
+  if (static_cast<int>(kernel_shingles.size()) >= kMinKernelShingles) {
+    fill_minhash(std::move(kernel_shingles), sig);
+  } else {
+    toks.clear();
+    tokenize(code, false, toks);
+    fill_minhash(toks, sig);
+  }
+  std::sort(ops.begin(), ops.end());
+  ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
+  for (auto o : ops) {
+    if (!sig.ops.empty()) sig.ops += ',';
+    sig.ops += o;
   }
   std::sort(sig.bodies.begin(), sig.bodies.end());
   sig.bodies.erase(std::unique(sig.bodies.begin(), sig.bodies.end()), sig.bodies.end());

@@ -6,8 +6,8 @@
 // batch of code), finds candidate pairs by LSH (kBands bands of kRows slots; every pair at
 // similarity >= 0.5 is a candidate with probability above 0.87, and above 0.999 from 0.7), keeps
 // the pairs at or above kPairFloor, and stores the groups at `threshold`. Groups do not depend on
-// import order and do not chain: samples sharing their exact kernel bodies are one class; each
-// group has a representative class and every other class in it has a pair at or above the
+// import order and do not chain: samples sharing their kernel bodies (up to renames) are one class;
+// each group has a representative class and every other class in it has a pair at or above the
 // threshold with it (star clustering, groups.cpp `components`), so two single-file members of a
 // group are at least 2t - 1 similar (Jaccard distance obeys the triangle inequality). Pairs and
 // groups are recomputed only when a signature changed or the threshold differs from the stored one.
@@ -70,10 +70,11 @@ Result<std::optional<State>> state(store::Db& db);
 struct Member {
   std::int64_t sample_id = 0;
   std::string key;
-  std::int64_t bytes = 0;  // code size
-  std::string linked_to;   // the group's representative (for it: its closest member)
-  double similarity = 0;   // with that member (1 for the same kernels)
-  bool exact = false;      // the same kernel bodies as that member
+  std::int64_t bytes = 0;   // code size
+  std::string code_sha256;  // of the code: orders members by content, never by import order
+  std::string linked_to;    // the group's representative (for it: its closest member)
+  double similarity = 0;    // with that member (1 for the same kernels)
+  bool exact = false;       // the same kernel bodies (up to renames) as that member
 };
 
 struct Group {
@@ -86,8 +87,11 @@ struct Group {
 // The groups at `threshold` (>= kPairFloor) from the stored pairs, largest first, then by id.
 Result<std::vector<Group>> groups_at(store::Db& db, double threshold);
 
-// Which member a run keeps: the first imported (smallest sample id), or the largest code (ties:
-// the first imported).
+// Which member a run keeps, never depending on import order:
+//  - first: the group's representative (Group::center: the member of the class the group was
+//    built around, the first of that class by code SHA-256); when the representative is not
+//    among the members given (a run over part of the corpus), the member first by code SHA-256;
+//  - largest: the largest code; ties go to the representative, then by code SHA-256.
 enum class Choice { first, largest };
 Result<Choice> parse_choice(const std::string& s);
 const char* to_string(Choice c);

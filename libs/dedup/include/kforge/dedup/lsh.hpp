@@ -2,9 +2,9 @@
 // Candidate pairs by locality-sensitive hashing over MinHash bands, in memory.
 //
 // Nothing depends on the order of `items` (import order): wherever an order is needed, items are
-// taken by their content hash. Items sharing a kernels_sha are exact duplicates: each is paired
-// with the first of its class (similarity 1). Items with identical signatures are paired with
-// the first of them at 1 and only that one takes part in LSH; every other item does, exact
+// taken by their content hash. Items sharing a kernels_sha (the same kernels up to renames) are
+// paired with the first of its class (similarity 1). Items with identical signatures are paired
+// with the first of them at 1 and only that one takes part in LSH; every other item does, exact
 // duplicates included (two files with the same kernels can each have near-duplicates the other
 // lacks). For each band, items are sorted by band hash; items in the same bucket are candidates.
 // A bucket larger than kMaxBucket (a boilerplate file copied thousands of times) pairs each item

@@ -1,20 +1,29 @@
 #pragma once
-// What near-duplicate detection knows of one kernel file: a MinHash signature of its normalised
-// token shingles and exact hashes of its @triton.jit kernel bodies.
+// What near-duplicate detection knows of one kernel file: a MinHash signature of its kernels'
+// normalised token shingles, hashes of its @triton.jit kernel bodies up to renames, and the
+// operations its kernels compute.
 //
 // Normalisation: the code is read as Python tokens; comments and whitespace are dropped, every
-// string literal becomes one `S` token and every number one `N` token; identifiers, keywords and
-// operators are kept. So renaming a variable changes the signature a little, while reformatting,
-// editing comments and changing a constant or a block size barely do.
+// string literal becomes one `S` token and every number one `N` token; keywords and operators
+// are kept. Kernels: each function decorated with @triton.jit or @jit (whatever decorators
+// follow), from its `def` to its last indented line, with every identifier that names something
+// of the kernel's own written `V` (as for kernel signatures below).
 //
-// Shingles are kShingle consecutive tokens; the signature holds kPermutations minimum hashes.
-// Two signatures agree in a fraction of their slots that estimates the Jaccard similarity of the
-// two shingle sets (standard error about 0.04 at 128 slots).
+// The MinHash signature covers the file's kernels only (shingles taken kernel by kernel), so a
+// kernel re-packaged with other host code, renamed, reformatted or commented keeps its
+// signature; a file whose kernels have fewer than kMinKernelShingles shingles (none, or a
+// one-line pointwise body) is signed over all its tokens instead, identifiers kept. Shingles are
+// kShingle consecutive tokens; the signature holds kPermutations minimum hashes. Two signatures
+// agree in a fraction of their slots that estimates the Jaccard similarity of the two shingle
+// sets (standard error about 0.04 at 128 slots).
 //
-// Kernel bodies: each function decorated with @triton.jit or @jit (whatever decorators follow),
-// from its `def` to its last indented line, hashed over its tokens with literals kept (only
-// comments and whitespace dropped). `kernels_sha` hashes the sorted body hashes: two files with
-// the same kernels, whatever else they contain, share it.
+// Kernel bodies: hashed over their tokens with the kernel's own identifiers normalised and
+// literals kept. `kernels_sha` hashes the sorted body hashes: two files with the same kernels up
+// to renames, whatever else they contain, share it.
+//
+// Operations (`ops`): what the kernels compute, for telling one template around two operations
+// apart: the tl/libdevice/math functions they call (loads, stores, indexing, casts and shape
+// functions left out), their arithmetic, bitwise and comparison operators and `and`/`or`/`not`.
 //
 // Pure functions, thread-safe.
 
@@ -32,7 +41,9 @@ inline constexpr int kBands = 32;  // LSH: kBands bands of kRows slots
 inline constexpr int kRows = kPermutations / kBands;
 // Names the parameters above and the normalisation; a stored signature with another name is
 // recomputed.
-inline constexpr std::string_view kScheme = "minhash128-k5-lit-v1";
+inline constexpr std::string_view kScheme = "minhash128-k5-kernels-v2";
+// Below this many kernel shingles a file is signed over all its tokens.
+inline constexpr int kMinKernelShingles = 30;
 
 // The normalised tokens of Python source, as text ("S" and "N" for literals).
 std::vector<std::string_view> normalised_tokens(std::string_view code);
@@ -40,10 +51,22 @@ std::vector<std::string_view> normalised_tokens(std::string_view code);
 struct Signature {
   std::array<std::uint32_t, kPermutations> minhash{};
   std::int64_t shingles = 0;  // distinct shingles; 0 for code without tokens
-  // Exact hashes (16 hex digits) of each kernel body with at least kMinBodyTokens tokens.
+  // Hashes (16 hex digits) of each kernel body of at least kMinBodyTokens tokens, up to renames.
   std::vector<std::string> bodies;
   std::string kernels_sha;  // of the sorted body hashes; of the whole token stream when none
+  std::string ops;          // the kernels' operations, sorted, comma-separated; empty when none
 };
+
+// Whether two files' kernels compute different operations: each calls or applies one the other
+// does not (`log` vs `sqrt`, `tl.maximum` vs `tl.minimum`, `>=` vs `<`, `and` vs `or`). An edit
+// that only adds something (a mask, a cast, a clamp) is not a conflict. False when either has no
+// operations.
+bool ops_conflict(std::string_view a, std::string_view b);
+
+// Whether two files are near duplicates at `threshold`: the same kernels up to renames
+// (kernels_sha), or similarity at or above the threshold and no conflict of operations. The rule
+// corpus groups apply to the stored pairs (groups.hpp).
+bool near(const Signature& a, const Signature& b, double threshold);
 
 inline constexpr int kMinBodyTokens = 20;
 
@@ -57,11 +80,19 @@ Signature compute_signature(std::string_view code);
 // leaves its kernel signature as it was, reformatting and comments too, and a kernel embedded in
 // a larger file has the same signature as alone.
 struct KernelSignature {
-  std::string name;  // as written after `def`
-  int tokens = 0;    // normalised tokens, from `def` to the body's end
-  std::string body;  // hash of those tokens (16 hex digits): the same kernel up to renames
-  Signature sig;     // minhash and shingles of those tokens (bodies and kernels_sha unused)
+  std::string name;     // as written after `def`
+  int tokens = 0;       // normalised tokens, from `def` to the body's end
+  std::string body;     // hash of those tokens (16 hex digits): the same kernel up to renames
+  Signature sig;        // minhash and shingles of those tokens (bodies and kernels_sha unused)
+  std::string ops;      // its operations (as Signature::ops)
+  bool helper = false;  // another @jit function of its file calls it
 };
+
+// How near a sample's kernel is to an eval kernel, for decontamination: 1 for the same kernel up
+// to renames, else their similarity, but 0 when the sample's kernel is a helper of its file (a
+// tile swizzle shared by GEMMs says nothing of contamination). Operations are not compared here:
+// an eval kernel's edited copy often adds a mask one way and a clamp the other.
+double kernel_match(const KernelSignature& sample, const KernelSignature& eval);
 
 // Kernels below this many normalised tokens (a five-line helper such as a prev_multiple_of has
 // about 25) are left out by default: sharing one says nothing about contamination.
