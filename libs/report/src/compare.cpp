@@ -7,15 +7,11 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include "kforge/report/export.hpp"
+
 namespace kforge::report {
 
 namespace {
-
-const std::vector<std::string>& verdict_names() {
-  static const std::vector<std::string> v = {"passed",  "failed",  "error",  "timeout",
-                                             "crashed", "invalid", "skipped"};
-  return v;
-}
 
 // environment, infrastructure or sample, from a verdict's flags.
 std::string verdict_cause(const std::vector<std::string>& flags) {
