@@ -11,4 +11,6 @@ function(kforge_embed target ns var)
     DEPENDS ${ARGN} "${CMAKE_SOURCE_DIR}/cmake/EmbedGen.cmake"
     COMMENT "Embedding ${var}" VERBATIM)
   target_sources(${target} PRIVATE "${out}")
+  # Each table declares the same internal names; it stays its own translation unit.
+  set_source_files_properties("${out}" PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
 endfunction()

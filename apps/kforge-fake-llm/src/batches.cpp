@@ -14,7 +14,7 @@ namespace {
 const std::set<std::string> kBatchKeys = {"latency_ms",  "fault",     "times",      "fail_contains",
                                           "poll_errors", "parts",     "hold_after", "hold_ms",
                                           "hold_times",  "max_lines", "max_bytes"};
-const std::set<std::string> kFaults = {"failed_line", "expired",  "cancelled",
+const std::set<std::string> kBatchFaults = {"failed_line", "expired",  "cancelled",
                                        "failed",      "poll_5xx", "parts"};
 const std::set<std::string> kSteps = {"upload", "create", "poll", "content"};
 
@@ -48,7 +48,7 @@ Status check_batch_script(const json& b) {
       return fail("script", "batch." + k + ": expected a number >= 0");
     }
   }
-  if (b.contains("fault") && !kFaults.count(b["fault"].get<std::string>()))
+  if (b.contains("fault") && !kBatchFaults.count(b["fault"].get<std::string>()))
     return fail("script", "batch.fault: '" + b["fault"].get<std::string>() +
                               "' is not one of failed_line, expired, cancelled, failed, "
                               "poll_5xx, parts");

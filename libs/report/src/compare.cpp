@@ -7,6 +7,8 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include "kforge/report/export.hpp"
+
 namespace kforge::report {
 
 std::string verdict_cause(const std::vector<std::string>& flags) {
@@ -26,12 +28,6 @@ std::string stage_failure(const SampleOutcome& o) {
 }
 
 namespace {
-
-const std::vector<std::string>& verdict_names() {
-  static const std::vector<std::string> v = {"passed",  "failed",  "error",  "timeout",
-                                             "crashed", "invalid", "skipped"};
-  return v;
-}
 
 Counts sorted_by_count(const std::map<std::string, std::int64_t>& m) {
   Counts out(m.begin(), m.end());

@@ -189,12 +189,6 @@ std::string flips_list(const std::vector<Flip>& flips) {
   return s + "</ul>";
 }
 
-const RunInfo* run_of(const Comparison& c, const std::string& tag) {
-  for (const auto& r : c.runs)
-    if (r.tag == tag) return &r;
-  return nullptr;
-}
-
 std::string prompts_cell(const nlohmann::ordered_json& prompts) {
   if (!prompts.is_object() || prompts.empty()) return "-";
   std::string s;

@@ -25,5 +25,7 @@ std::string number(const std::optional<double>& v, int decimals);
 // The union of names over both runs' counts, first-seen order.
 std::vector<std::string> union_names(const Counts& a, const Counts& b);
 std::int64_t count_of(const Counts& c, const std::string& name);
+// The run of a comparison by its tag; nullptr when it is not there.
+const RunInfo* run_of(const Comparison& c, const std::string& tag);
 
 }  // namespace kforge::report::detail

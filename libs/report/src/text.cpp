@@ -56,6 +56,12 @@ std::int64_t count_of(const Counts& c, const std::string& name) {
   return 0;
 }
 
+const RunInfo* run_of(const Comparison& c, const std::string& tag) {
+  for (const auto& r : c.runs)
+    if (r.tag == tag) return &r;
+  return nullptr;
+}
+
 }  // namespace detail
 
 namespace {
@@ -216,12 +222,6 @@ void cause_rows(std::string& out, const PairComparison& p) {
           fmt::format("      e.g. {} in {}: {}\n", c->example_key, c == ca ? p.tag_a : p.tag_b, ex);
     }
   }
-}
-
-const RunInfo* run_of(const Comparison& c, const std::string& tag) {
-  for (const auto& r : c.runs)
-    if (r.tag == tag) return &r;
-  return nullptr;
 }
 
 }  // namespace
