@@ -149,7 +149,7 @@ Result<std::int64_t> JobStore::cancel_run(const std::string& tag) {
   Event e;
   e.run_id = run->id;
   e.level = "info";
-  e.kind = "cancelled";
+  e.kind = store::to_string(store::RunState::cancelled);
   e.message = "run cancelled; " + std::to_string(n) + " jobs cancelled";
   KF_CHECK(insert_event(e, now));
   KF_CHECK(tx.commit());

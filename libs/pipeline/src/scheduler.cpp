@@ -174,7 +174,8 @@ Status Scheduler::pause_run(RunInfo& run, const std::string& why) {
   run.row.state = store::RunState::paused;
   spdlog::error("run {} paused: {}", run.row.tag, why);
   return store_.add_event(Event{run.row.id, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
-                                "error", "paused", why});
+                                "error", std::string(store::to_string(store::RunState::paused)),
+                                why});
 }
 
 Status Scheduler::refresh_runs() {
@@ -276,8 +277,14 @@ Status Scheduler::fail_before_call(RunInfo& run, const LeasedJob& job, const Err
   next.attempts = job.attempts;
   next.error_kind = why.kind;
   next.error = why.message;
-  Event e{run.row.id,       job.id,  job.sample_id, job.stage,
-          job.attempts + 1, "error", "failed",      "before any LLM call: " + why.message};
+  Event e{run.row.id,
+          job.id,
+          job.sample_id,
+          job.stage,
+          job.attempts + 1,
+          "error",
+          std::string(store::to_string(store::JobState::failed)),
+          "before any LLM call: " + why.message};
   KF_TRY(bool held, store_.checkpoint(job, std::nullopt, next, {e}));
   if (held) {
     ++stats_.jobs_failed;

@@ -237,7 +237,8 @@ Status Scheduler::complete(Completion& c, StepReport& rep) {
       e.level = "error";
       events.push_back(e);
       events.push_back(Event{job.run_id, job.id, job.sample_id, job.stage, out.attempt, "error",
-                             "failed", first_line(reason, 2000)});
+                             std::string(store::to_string(JobState::failed)),
+                             first_line(reason, 2000)});
     } else {
       events.push_back(e);
     }

@@ -300,7 +300,7 @@ Result<VerdictOutcome> store_job_verdict_as(store::Db& db, const std::string& ow
       .bind(4, to_string(JobStep::verify))
       .bind(5, job.attempt)
       .bind(6, "info")
-      .bind(7, "repair")
+      .bind(7, store::kRepairStage)
       .bind(8, std::string(verify::to_string(r.verdict)) + flags + ": repair round " +
                    std::to_string(job.round + 1) + " of " + std::to_string(job.rounds))
       .bind(9, owner)
