@@ -269,7 +269,7 @@ int main(int argc, char** argv) {
 
   VerifierConfig base;
   base.python = python;
-  base.autotune = autotune;
+  base.autotune = value_of(verify::kAutotuneNames, autotune).value_or(verify::Autotune::single);
   base.timeout_s = 300;
   base.worker_start_timeout_s = 300;
   base.queue_capacity = 16;
@@ -332,14 +332,14 @@ int main(int argc, char** argv) {
   int run_no = 0;
   auto cfg_for = [&](const std::string& mode) {
     VerifierConfig c = base;
-    c.mode = mode;
+    c.mode = mode == "fresh" ? verify::PoolMode::fresh : verify::PoolMode::warm;
     c.work_dir = work_dir + "/w" + std::to_string(run_no);
     c.triton_cache_dir = work_dir + "/cache-" + std::to_string(run_no++);  // cold for each run
     return c;
   };
   auto describe = [](const VerifierConfig& c) {
-    return " (prestart=" + std::string(c.prestart ? "on" : "off") + ", mutant_run=" + c.mutant_run +
-           ")";
+    return " (prestart=" + std::string(c.prestart ? "on" : "off") +
+           ", mutant_run=" + std::string(verify::to_string(c.mutant_run)) + ")";
   };
   // Per-sample overhead: trivial samples, one worker, warm and fresh.
   std::vector<VerifyRequest> trivials;
@@ -353,8 +353,9 @@ int main(int argc, char** argv) {
   auto fresh_cfg = cfg_for("fresh");
   Measure fresh;
   if (with_fresh)
-    fresh = measure(fresh_cfg, per_gpu * units, reqs,
-                    "fresh (mutant_run=" + fresh_cfg.mutant_run + ")");
+    fresh =
+        measure(fresh_cfg, per_gpu * units, reqs,
+                "fresh (mutant_run=" + std::string(verify::to_string(fresh_cfg.mutant_run)) + ")");
   Measure warm_cached, no_prestart, earlier;
   if (ablation) {
     // The same samples again over the cache the warm run filled: an A/B pair's second run.
@@ -366,7 +367,7 @@ int main(int argc, char** argv) {
     no_prestart = measure(c, per_gpu * units, reqs, "warm" + describe(c));
     c = cfg_for("warm");
     c.prestart = false;
-    c.mutant_run = "new_process";
+    c.mutant_run = verify::MutantRun::new_process;
     earlier = measure(c, per_gpu * units, reqs, "warm" + describe(c));
   }
   std::vector<int> sweep_values;

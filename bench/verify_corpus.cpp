@@ -461,7 +461,7 @@ Measure run_pool(Env& e, const std::vector<Sample>& samples, const std::string& 
   if (driver_queues) cfg.gpu_hw_queues = 0;
   if (no_battery) cfg.mutants.clear();
   cfg.python = e.o.python;
-  cfg.autotune = e.o.autotune;
+  cfg.autotune = value_of(verify::kAutotuneNames, e.o.autotune).value_or(verify::Autotune::single);
   cfg.timeout_s = e.o.timeout_s;
   cfg.worker_start_timeout_s = 300;
   cfg.sandbox_uid_base = e.o.sandbox_uid_base;

@@ -23,6 +23,7 @@
 #include "kforge/core/clock.hpp"
 #include "kforge/core/fs.hpp"
 #include "kforge/llm/client.hpp"
+#include "kforge/llm/errors.hpp"
 #include "kforge/pipeline/gateway.hpp"
 #include "kforge/pipeline/heartbeat.hpp"
 #include "kforge/pipeline/jobs.hpp"
@@ -106,7 +107,8 @@ class OfflineGateway final : public pipeline::LlmGateway {
       std::lock_guard lk(mu_);
       h.swap(held_);
     }
-    for (auto& cb : h) cb(fail("cancelled", "not in this batch file", Transient::yes));
+    for (auto& cb : h)
+      cb(fail(llm::to_string(llm::ErrorKind::cancelled), "not in this batch file", Transient::yes));
   }
   std::string lines() {
     std::lock_guard lk(mu_);
@@ -139,9 +141,8 @@ class OfflineGateway final : public pipeline::LlmGateway {
   std::atomic<int> matched_{0}, replayed_{0}, failed_{0};
 };
 
-// What the scheduler made of the answers: stage outputs by status ("ok", "rejected",
-// "parse_error", "llm_error"), over every stage.
-using OutputCounts = std::map<std::string, int>;
+// What the scheduler made of the answers: stage outputs by status, over every stage.
+using OutputCounts = std::map<store::OutputStatus, int>;
 
 // Runs the scheduler over the run's jobs until every request it could lease is either held or
 // answered and checkpointed; then gives the held ones back to the queue.
@@ -159,8 +160,9 @@ Result<OutputCounts> drive(const app::Config& cfg, store::Db& db, const std::str
   pipeline::JobStore jobs(db, clock, "kforge-batch:" + std::to_string(::getpid()));
   KF_TRY(auto run, jobs.run_by_tag(tag));
   if (!run) return fail("usage", "no run '" + tag + "' (kforge status lists the runs)");
-  if (run->state != "active")
-    return fail("usage", "run '" + tag + "' is " + run->state + ", not active");
+  if (run->state != store::RunState::active)
+    return fail("usage", "run '" + tag + "' is " + std::string(store::to_string(run->state)) +
+                             ", not active");
   KF_TRY(auto dir, pipeline::PromptLibrary::locate(cfg.pipeline.prompts_dir));
   KF_TRY(auto lib, pipeline::PromptLibrary::load(dir));
   pipeline::PipelineConfig pc = cfg.pipeline;
@@ -181,8 +183,12 @@ Result<OutputCounts> drive(const app::Config& cfg, store::Db& db, const std::str
   gw.shutdown(std::chrono::milliseconds(5'000));
   gw.drop_held();
   OutputCounts out;
-  for (const auto& [stage_status, n] : sched.stats().outputs)
-    out[stage_status.substr(stage_status.find(':') + 1)] += static_cast<int>(n);
+  for (const auto& [stage_status, n] : sched.stats().outputs) {
+    // "stage:status"
+    KF_TRY(auto status, store::parse_output_status(
+                            std::string_view(stage_status).substr(stage_status.rfind(':') + 1)));
+    out[status] += static_cast<int>(n);
+  }
   return out;
 }
 
@@ -308,9 +314,10 @@ Command add_batch(CLI::App& root, Globals& g) {
             // Of the answers for a ready request: those the checks took (the job moved on),
             // those the kernel-fact checks rejected and those that could not be read (their
             // requests are asked again, or the sample fails after too many).
-            int checkpointed = outputs["ok"];
-            int rejected = outputs["rejected"];
-            int unusable = outputs["parse_error"] + outputs["llm_error"];
+            using store::OutputStatus;
+            int checkpointed = outputs[OutputStatus::ok];
+            int rejected = outputs[OutputStatus::rejected];
+            int unusable = outputs[OutputStatus::parse_error] + outputs[OutputStatus::llm_error];
             // The other answers: imported before (the store holds them and their requests are
             // no longer waiting), or for no request of this run that is ready.
             int imported_before = 0, not_ready = 0;

@@ -242,7 +242,7 @@ int set_state(const std::string& verb, const std::string& tag, const app::Config
   KF_TRY_OR_REPORT(auto run, jobs.run_by_tag(tag));
   if (!run)
     return report(Error("not_found", "no run '" + tag + "' (kforge status lists the runs)"));
-  if (verb == "cancel" && run->state == "cancelled") {
+  if (verb == "cancel" && run->state == store::RunState::cancelled) {
     std::printf("run '%s' is cancelled already\n", tag.c_str());
     return kOk;
   }
@@ -260,9 +260,10 @@ int set_state(const std::string& verb, const std::string& tag, const app::Config
       std::printf("  %d Slurm tasks cancelled (scancel)\n", *tasks);
     return kOk;
   }
-  std::string want = verb == "pause" ? "paused" : "active";
+  store::RunState want = verb == "pause" ? store::RunState::paused : store::RunState::active;
   if (run->state == want) {
-    std::printf("run '%s' is %s already\n", tag.c_str(), want.c_str());
+    std::printf("run '%s' is %s already\n", tag.c_str(),
+                std::string(store::to_string(want)).c_str());
     return kOk;
   }
   if (verb == "resume") {

@@ -19,6 +19,7 @@
 #include "kforge/pipeline/progress.hpp"
 #include "kforge/pipeline/prompt.hpp"
 #include "kforge/store/samples.hpp"
+#include "kforge/store/states.hpp"
 #include "kforge/verify/slurm_backend.hpp"
 #include "kforge/verify/store.hpp"
 
@@ -50,8 +51,9 @@ std::pair<std::string, std::string> phase(const pipeline::RunProgress& p,
                                           const std::string& verifier_down) {
   const bool live = d.liveness == pipeline::Liveness::running;
   const bool verifies = live && d.row && d.row->verifies;
-  const std::string& state = p.run.state;
-  if (state == "cancelled" || state == "paused") return {state, ""};
+  const store::RunState state = p.run.state;
+  if (state == store::RunState::cancelled || state == store::RunState::paused)
+    return {std::string(store::to_string(state)), ""};
   if (!p.refused.empty() && p.remaining > 0)
     return {"generating", "the daemon refuses the run: " + p.refused};
   if (p.remaining > 0)
@@ -129,7 +131,7 @@ Result<nlohmann::ordered_json> collect(store::Db& db, const app::Config& cfg,
   }
   ordered_json runs = ordered_json::array();
   for (auto& p : progress) {
-    if (lib && (p.run.state == "active" || p.run.state == "paused")) {
+    if (lib && (p.run.state == store::RunState::active || p.run.state == store::RunState::paused)) {
       auto spec = lib->pipeline(p.run.pipeline);
       p.refused = spec.ok() ? (*spec)->mismatch(p.run.prompts) : spec.error().message;
     }
@@ -382,12 +384,13 @@ void print_text(const nlohmann::ordered_json& st) {
       if (!b["note"].get<std::string>().empty()) line += ": " + b["note"].get<std::string>();
       print_wrapped("  batch    ", line);
     }
-    for (const char* stage : {"analyze", "generate", "verify"}) {
-      if (!run["jobs_by_stage"].contains(stage)) continue;
+    // Jobs by the stage they are at (the run's LLM stages and the verifier; not the ended).
+    for (const auto& [stage, states] : run["jobs_by_stage"].items()) {
+      if (store::step_of(stage) == store::JobStep::none) continue;
       std::string line;
-      for (const auto& [state, n] : run["jobs_by_stage"][stage].items())
+      for (const auto& [state, n] : states.items())
         line += "  " + state + " " + std::to_string(i64(n));
-      std::printf("  %-9s%s\n", stage, line.c_str());
+      std::printf("  %-9s%s\n", stage.c_str(), line.c_str());
     }
     for (const auto& [stage, m] : run["stage_outputs"].items()) {
       std::string line;
@@ -395,9 +398,11 @@ void print_text(const nlohmann::ordered_json& st) {
         line += "  " + status + " " + std::to_string(i64(n));
       std::printf("  answers %-9s%s\n", stage.c_str(), line.c_str());
     }
-    if (!st["verifier_alerts"].empty() && run["jobs_by_stage"].contains("verify")) {
-      const auto& v = run["jobs_by_stage"]["verify"];
-      std::int64_t waiting = v.contains("verify_queued") ? i64(v["verify_queued"]) : 0;
+    const std::string verify_step(store::to_string(store::JobStep::verify));
+    if (!st["verifier_alerts"].empty() && run["jobs_by_stage"].contains(verify_step)) {
+      const auto& v = run["jobs_by_stage"][verify_step];
+      const std::string queued(store::to_string(store::JobState::verify_queued));
+      std::int64_t waiting = v.contains(queued) ? i64(v[queued]) : 0;
       if (waiting > 0)
         std::printf("  %lld samples wait for the verifier (see the ALERT above)\n",
                     static_cast<long long>(waiting));
@@ -471,8 +476,8 @@ void print_text(const nlohmann::ordered_json& st) {
 // running (its phase line says what).
 bool working(const nlohmann::ordered_json& st) {
   for (const auto& run : st["runs"])
-    if (run["state"] == "active" && run["waits_for"].is_null() &&
-        (run["phase"] == "generating" || run["phase"] == "verifying"))
+    if (run["state"] == std::string(store::to_string(store::RunState::active)) &&
+        run["waits_for"].is_null() && (run["phase"] == "generating" || run["phase"] == "verifying"))
       return true;
   return false;
 }
@@ -484,9 +489,9 @@ std::string why_stopped(const nlohmann::ordered_json& st) {
   for (const auto& run : st["runs"]) {
     std::string tag = run["tag"].get<std::string>(), state = run["state"].get<std::string>();
     std::string why;
-    if (state == "paused")
+    if (state == store::to_string(store::RunState::paused))
       why = "run " + tag + " is paused (kforge run resume " + tag + ")";
-    else if (state == "cancelled")
+    else if (state == store::to_string(store::RunState::cancelled))
       why = "run " + tag + " is cancelled";
     else if (!run["waits_for"].is_null())
       why = "run " + tag + " is " + run["phase"].get<std::string>() + ": " +

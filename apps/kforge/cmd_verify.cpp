@@ -117,7 +117,11 @@ Command add_verify(CLI::App& root, Globals& g) {
                   "unitest_code, key: e.g. code=output,key=file for a kforge export of a "
                   "TritonBench corpus, which keeps the corpus's own field names");
   cmd->add_option("--mode", args->mode, "warm or fresh (default: verifier.mode)")
-      ->check(CLI::IsMember({"warm", "fresh"}));
+      ->check(CLI::IsMember([] {
+        std::vector<std::string> names;
+        for (const auto& e : verify::kPoolModeNames) names.emplace_back(e.name);
+        return names;
+      }()));
   cmd->add_option("--slowest", args->slowest, "List the N slowest samples (0: none)")
       ->check(CLI::Range(0, 100000));
   cmd->add_option("--cross-compile", args->cross_compile,
@@ -138,7 +142,11 @@ Command add_verify(CLI::App& root, Globals& g) {
         verify::PoolOptions opts;
         opts.config = cfg.verifier;
         if (args->timeout_s > 0) opts.config.timeout_s = args->timeout_s;
-        if (!args->mode.empty()) opts.config.mode = args->mode;
+        if (!args->mode.empty()) {
+          auto mode = parse_enum(verify::kPoolModeNames, args->mode, "verifier mode");
+          if (!mode.ok()) return report(Error("usage", "--mode: " + mode.error().message));
+          opts.config.mode = *mode;
+        }
         if (auto e = verify::parse_targets(args->cross_compile, "--cross-compile",
                                            opts.config.cross_compile))
           return report(Error("usage", *e));
@@ -267,7 +275,7 @@ Command add_verify(CLI::App& root, Globals& g) {
             "workers, %s)",
             args->file.c_str(), static_cast<long long>(total), static_cast<long long>(ran), secs,
             secs > 0 ? static_cast<double>(ran) / secs : 0.0, pool->slots(),
-            opts.config.mode.c_str());
+            std::string(verify::to_string(opts.config.mode)).c_str());
         if (skipped > 0)
           std::printf("; %lld skipped (a field missing), not run", static_cast<long long>(skipped));
         std::printf("\n");

@@ -160,5 +160,42 @@ TEST(Config, RangeCheckedReadsNameTheBoundFileAndLine) {
   EXPECT_NE(ranged("", i, at_least).find("must be >= 1"), std::string::npos);
 }
 
+enum class Flavour { warm, fresh };
+constexpr EnumName<Flavour> kFlavourNames[] = {{Flavour::warm, "warm"}, {Flavour::fresh, "fresh"}};
+
+TEST(Config, EnumReadsANameOfItsTableOrNamesFileLineAndTheChoices) {
+  auto get = [](ConfigNode& n, Flavour& v) { n.get_enum("v", v, kFlavourNames); };
+  Flavour f = Flavour::warm;
+  EXPECT_EQ(ranged("sec:\n  v: fresh\n", f, get), "");
+  EXPECT_EQ(f, Flavour::fresh);
+  // Absent: the default stays.
+  f = Flavour::fresh;
+  EXPECT_EQ(ranged("", f, get), "");
+  EXPECT_EQ(f, Flavour::fresh);
+  EXPECT_EQ(ranged("# c\nsec:\n  v: tepid\n", f, get),
+            "t.yaml:3: sec.v: 'tepid' is not one of warm, fresh");
+  EXPECT_EQ(f, Flavour::fresh);
+  // The environment's value goes through the same table.
+  f = Flavour::fresh;
+  EXPECT_EQ(ranged("", f, get, {{"KFORGE_SEC_V", "warm"}}), "");
+  EXPECT_EQ(f, Flavour::warm);
+  auto env_msg = ranged("", f, get, {{"KFORGE_SEC_V", "hot"}});
+  EXPECT_NE(env_msg.find("sec.v: 'hot' is not one of warm, fresh"), std::string::npos) << env_msg;
+}
+
+TEST(EnumNames, ReadBothWaysAndParseNamesTheChoices) {
+  EXPECT_EQ(name_of(kFlavourNames, Flavour::fresh), "fresh");
+  EXPECT_EQ(value_of(kFlavourNames, "warm"), Flavour::warm);
+  EXPECT_EQ(value_of(kFlavourNames, "Warm"), std::nullopt);
+  EXPECT_EQ(names_of(kFlavourNames), "warm, fresh");
+  auto bad = parse_enum(kFlavourNames, "hot", "flavour");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().kind, "data");
+  EXPECT_EQ(bad.error().message, "'hot' is not a flavour (warm, fresh)");
+  auto good = parse_enum(kFlavourNames, "fresh", "flavour");
+  ASSERT_TRUE(good.ok());
+  EXPECT_EQ(*good, Flavour::fresh);
+}
+
 }  // namespace
 }  // namespace kforge

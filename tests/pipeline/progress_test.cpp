@@ -23,9 +23,12 @@ class Progress : public ::testing::Test {
     auto db = store::Db::open(o);
     ASSERT_TRUE(db.ok()) << db.error().message;
     db_ = std::move(*db);
+    // The run records its stages and their kinds, as kforge run create does: the rate counts
+    // the answers of its code stage.
     exec(
-        "INSERT INTO runs (id, tag, pipeline, model, created_ms, updated_ms) VALUES "
-        "(1, 'r', 'v1', 'm', 0, 0)");
+        "INSERT INTO runs (id, tag, pipeline, model, prompts_json, created_ms, updated_ms) VALUES "
+        "(1, 'r', 'v1', 'm', '{\"generate\": {\"version\": \"v1\", \"kind\": \"code\"}}', 0, "
+        "0)");
     for (int i = 1; i <= 10; ++i) {
       exec(
           "INSERT INTO samples (id, key, code_sha256, code, record_json, source, source_index, "
@@ -256,8 +259,10 @@ TEST(ProgressMigration, CountsAreFilledFromRowsStoredBeforeIt) {
     if (f.name < std::string_view("0012")) before.push_back(f);
   ASSERT_TRUE(store::migrate(**db, before).ok());
   ASSERT_TRUE((*db)
-                  ->exec("INSERT INTO runs (id, tag, pipeline, model, created_ms, updated_ms) "
-                         "VALUES (1, 'r', 'v1', 'm', 0, 0)")
+                  // Recorded before stages had kinds: migration 0017 gives generate its kind.
+                  ->exec("INSERT INTO runs (id, tag, pipeline, model, prompts_json, created_ms, "
+                         "updated_ms) VALUES (1, 'r', 'v1', 'm', "
+                         "'{\"generate\": {\"version\": \"v1\"}}', 0, 0)")
                   .ok());
   for (int i = 1; i <= 10; ++i) {
     std::string n = std::to_string(i);
@@ -274,6 +279,9 @@ TEST(ProgressMigration, CountsAreFilledFromRowsStoredBeforeIt) {
   ASSERT_TRUE(store::migrate(**db, store::migrations()).ok());
   EXPECT_NE(rows(**db, "SELECT count(*) FROM run_output_totals"), "0\n");
   expect_counts_match_rows(**db);
+  EXPECT_EQ(
+      rows(**db, "SELECT json_extract(prompts_json, '$.generate.kind') FROM runs WHERE id = 1"),
+      "code\n");
   // and the triggers go on from there
   ASSERT_TRUE((*db)->exec("UPDATE jobs SET state = 'cancelled' WHERE run_id = 2").ok());
   ASSERT_TRUE((*db)->exec("DELETE FROM verifications WHERE job_id = 1").ok());

@@ -46,6 +46,13 @@ TEST(Prompts, ShippedVersionsLoadWithTheirSchemasAndIdentities) {
   EXPECT_EQ((*v2)->first_stage(), "analyze");
   EXPECT_EQ((*v2)->next("analyze")->name, "generate");
   EXPECT_EQ((*v2)->next("generate"), nullptr);
+  // Each stage's kind comes from the version's pipeline.yaml.
+  EXPECT_EQ((*v1)->stages[0].kind, store::StageKind::code);
+  EXPECT_EQ((*v2)->stages[0].kind, store::StageKind::analysis);
+  EXPECT_EQ((*v2)->stages[1].kind, store::StageKind::code);
+  ASSERT_TRUE((*v2)->repair.has_value());
+  EXPECT_EQ((*v2)->repair->kind, store::StageKind::repair);
+  EXPECT_EQ((*v2)->stage("repair"), &*(*v2)->repair);
   const Template* analyze = (*v2)->stage("analyze");
   EXPECT_EQ(analyze->sha256, sha256_hex(test::read_text(shipped() / "v2" / "analyze.md")));
   EXPECT_EQ(analyze->version, "v2");
@@ -53,6 +60,9 @@ TEST(Prompts, ShippedVersionsLoadWithTheirSchemasAndIdentities) {
   auto ids = (*v2)->identities();
   EXPECT_EQ(ids["analyze"]["sha256"], analyze->sha256);
   EXPECT_EQ(ids["retry"]["version"], "common");
+  EXPECT_EQ(ids["analyze"]["kind"], "analysis");
+  EXPECT_EQ(ids["generate"]["kind"], "code");
+  EXPECT_EQ((*v2)->identities(/*with_repair=*/true)["repair"]["kind"], "repair");
   EXPECT_EQ((*v2)->mismatch(ids), "");
   auto unknown = lib->pipeline("v9");
   ASSERT_FALSE(unknown.ok());
@@ -113,6 +123,52 @@ TEST_F(PromptDir, AnalysisIsOnlyAvailableAfterTheAnalyzeStage) {
   EXPECT_NE(lib.error().message.find("v1/generate.md:1: unknown placeholder {{analysis}}"),
             std::string::npos)
       << lib.error().message;
+}
+
+// pipeline.yaml: the stages and their kinds; every mistake names the file and, where it has
+// one, the line.
+TEST_F(PromptDir, ABadPipelineSpecIsAnErrorNamingFileAndLine) {
+  auto error_of = [&](const std::string& spec) {
+    test::write_text(p("v2/pipeline.yaml"), spec);
+    auto lib = PromptLibrary::load(dir_.path() / "prompts");
+    return lib.ok() ? std::string() : lib.error().message;
+  };
+  const std::string file = p("v2/pipeline.yaml").string();
+  EXPECT_EQ(error_of("stages:\n  - {name: analyze, kind: analysis}\n"
+                     "  - {name: generate, kind: coder}\n"),
+            file + ":3: 'coder' is not a stage kind (analysis, code, repair)");
+  EXPECT_EQ(error_of("stages:\n  - {name: generate, kind: code}\n"
+                     "  - {name: analyze, kind: analysis}\n"),
+            file +
+                ":3: analysis stage 'analyze' comes after the code stage (analysis stages "
+                "come first)");
+  EXPECT_EQ(error_of("stages:\n  - {name: analyze, kind: analysis}\n"),
+            file + ": no stage of kind code");
+  EXPECT_EQ(error_of("stages:\n  - {name: analyze, kind: analysis}\n"
+                     "  - {name: generate, kind: code}\n  - {name: fix, kind: repair}\n"),
+            file +
+                ":4: the repair stage is named 'repair', not 'fix' (the verifier sends jobs "
+                "back to it by that name)");
+  EXPECT_EQ(
+      error_of("stages:\n  - {name: generate, kind: code}\n  - {name: generate, kind: code}\n"),
+      file + ":3: stage 'generate' is listed twice");
+  EXPECT_EQ(
+      error_of("stages:\n  - {name: verify, kind: analysis}\n  - {name: generate, kind: code}\n"),
+      file +
+          ":2: 'verify' is not a stage name (letters, digits and _; not retry, evidence, "
+          "verify or done)");
+  EXPECT_EQ(error_of("stage:\n  - {name: generate, kind: code}\n"),
+            file + ": expected stages: a list of {name: STAGE, kind: analysis, code, repair}");
+  // A template the spec does not name is not silently ignored.
+  std::string no_analyze =
+      error_of("stages:\n  - {name: generate, kind: code}\n  - {name: repair, kind: repair}\n");
+  EXPECT_NE(no_analyze.find("v2/analyze.md: not a stage of " + file), std::string::npos)
+      << no_analyze;
+  fs::remove(p("v2/pipeline.yaml"));
+  auto missing = PromptLibrary::load(dir_.path() / "prompts");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find(file + ": cannot be read"), std::string::npos)
+      << missing.error().message;
 }
 
 TEST_F(PromptDir, AMissingSchemaIsAnError) {

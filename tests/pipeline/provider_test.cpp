@@ -179,7 +179,7 @@ TEST_F(ProviderTest, ABadKeyPausesTheRunAtTheFirstErrorAndFailsNoJob) {
   EXPECT_EQ(scalar("SELECT count(*) FROM job_events WHERE kind = 'paused'"), 1);
   // Fixed and resumed, every job goes through.
   ASSERT_TRUE(server_->set_script({{"defaults", {{"reply", generation_answer(true)}}}}).ok());
-  ASSERT_TRUE(jobs_->set_run_state("auth", "active").ok());
+  ASSERT_TRUE(jobs_->set_run_state("auth", store::RunState::active).ok());
   ASSERT_TRUE(run_until(
       [&] { return scalar("SELECT count(*) FROM jobs WHERE state = 'verify_queued'") == 32; }));
 }

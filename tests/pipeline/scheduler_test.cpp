@@ -324,7 +324,7 @@ TEST_F(SchedulerTest, PermanentErrorsFailAtOnceAndAStreakPausesTheRun) {
   step(*s);
   EXPECT_EQ(scalar("SELECT count(*) FROM jobs WHERE state = 'failed'"), 3);
   auto run = jobs_->run_by_tag("v1-p");
-  EXPECT_EQ((*run)->state, "paused");
+  EXPECT_EQ((*run)->state, store::RunState::paused);
   EXPECT_EQ(scalar("SELECT count(*) FROM job_events WHERE kind = 'paused' AND job_id IS NULL"), 1);
   // The two still in flight finish; nothing new is leased while paused.
   provider_.answer(generation_answer());
@@ -355,7 +355,7 @@ TEST_F(SchedulerTest, ADeadOwnersLeasesExpireAndAreTakenAgainWithoutItsLateAnswe
             2);
   // The dead owner's checkpoint would be refused now.
   LeasedJob stale{1, 1, 1, "generate", 0};
-  NextState next{"verify_queued", "verify", 0, 0, std::nullopt, std::nullopt};
+  NextState next{store::JobState::verify_queued, "verify", 0, 0, std::nullopt, std::nullopt};
   auto held = jobs_->checkpoint(stale, std::nullopt, next, {});
   ASSERT_TRUE(held.ok());
   EXPECT_FALSE(*held);
@@ -565,7 +565,7 @@ TEST_F(SchedulerTest, ARunFinishesWhenEveryJobHasEnded) {
   step(*s);
   clock_.advance(std::chrono::milliseconds(1'000));
   step(*s);
-  EXPECT_EQ((*jobs_->run_by_tag("v1-f"))->state, "finished");
+  EXPECT_EQ((*jobs_->run_by_tag("v1-f"))->state, store::RunState::finished);
 }
 
 }  // namespace

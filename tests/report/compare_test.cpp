@@ -320,7 +320,7 @@ TEST(ReportCompareOutcomes, SignificantDifference) {
     SampleOutcome x;
     x.sample_id = i;
     x.key = "k" + std::to_string(100 + i);
-    x.state = "done";
+    x.state = store::JobState::done;
     x.stage = "done";
     SampleOutcome y = x;
     // i < 20: both verified; i == 20: lost; 21..32: gained; the rest fail in both.
@@ -359,7 +359,7 @@ TEST(ReportCompareOutcomes, NothingInCommon) {
   SampleOutcome only_a;
   only_a.sample_id = 1;
   only_a.key = "x.py";
-  only_a.state = "done";
+  only_a.state = store::JobState::done;
   only_a.stage = "done";
   only_a.verdict = "passed";
   Comparison c;

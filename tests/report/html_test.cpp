@@ -46,7 +46,7 @@ TEST(ReportHtml, EscapesWhatComesFromTheDatabase) {
   SampleOutcome o;
   o.sample_id = 1;
   o.key = "<img onerror=x>";
-  o.state = "done";
+  o.state = store::JobState::done;
   o.stage = "done";
   o.verdict = "failed";
   SampleOutcome p = o;

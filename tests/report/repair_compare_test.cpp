@@ -15,7 +15,7 @@ SampleOutcome sample(std::int64_t id, const std::string& key,
   SampleOutcome o;
   o.sample_id = id;
   o.key = key;
-  o.state = "done";
+  o.state = store::JobState::done;
   o.stage = "done";
   for (std::size_t i = 0; i < rounds.size(); ++i) {
     RoundOutcome r;

@@ -149,8 +149,8 @@ TEST(VerifyKernelMutants, ConstantOutputsAreFlagged) {
 }
 
 TEST(VerifyKernelMutants, TheBatteryKeepsToItsCountInEitherProcessModeAndCanBeOff) {
-  for (const char* mode : {"same_process", "new_process"}) {
-    SCOPED_TRACE(mode);
+  for (auto mode : {verify::MutantRun::same_process, verify::MutantRun::new_process}) {
+    SCOPED_TRACE(std::string(verify::to_string(mode)));
     TempDir tmp;
     auto cfg = test_config(tmp);
     cfg.mutant_run = mode;

@@ -9,6 +9,7 @@
 namespace kforge::test {
 namespace {
 
+using verify::MutantRun;
 using verify::Verdict;
 using Json = nlohmann::json;
 
@@ -114,7 +115,7 @@ TEST(VerifyMutants, TheConfiguredMutantsRunInEitherProcessMode) {
   TempDir tmp;
   auto cfg = test_config(tmp);
   cfg.mutants = {"scale"};
-  cfg.mutant_run = "new_process";
+  cfg.mutant_run = MutantRun::new_process;
   cfg.kernel_mutants = 0;  // the output mutants alone (the prefix test has weak inputs too)
   auto pool = make_pool(cfg);
   ASSERT_TRUE(pool);
@@ -152,8 +153,8 @@ TEST(VerifyMutants, ASkippedLaunchPoisonsItsOutputsSoReusedMemoryCannotPassIt) {
   // and with the launch skipped the right answer would still be in the output. The real run
   // finds the output by launching again on filled buffers, and the skipped launch fills it
   // with all-ones bytes (NaN here), in either process mode.
-  for (const char* mode : {"same_process", "new_process"}) {
-    SCOPED_TRACE(mode);
+  for (MutantRun mode : {MutantRun::same_process, MutantRun::new_process}) {
+    SCOPED_TRACE(std::string(verify::to_string(mode)));
     TempDir tmp;
     auto cfg = test_config(tmp);
     cfg.mutant_run = mode;

@@ -10,6 +10,8 @@
 namespace kforge::test {
 namespace {
 
+using verify::Autotune;
+using verify::MutantRun;
 using verify::Verdict;
 
 TEST(VerifyTriton, LaunchCountingAndMutantRuns) {
@@ -42,7 +44,7 @@ TEST(VerifyTriton, LaunchCountingAndMutantRuns) {
 TEST(VerifyTriton, MutantRunInANewProcessGivesTheSameVerdicts) {
   TempDir tmp;
   auto cfg = test_config(tmp);
-  cfg.mutant_run = "new_process";
+  cfg.mutant_run = MutantRun::new_process;
   auto pool = make_pool(cfg);
   ASSERT_TRUE(pool);
   auto r = run_all(*pool, {load_sample("triton_vector_add"), load_sample("triton_vacuous")});
@@ -94,7 +96,7 @@ TEST(VerifyTriton, AutotuneRunsTheFirstConfigThatWorksKeepingHooks) {
 TEST(VerifyTriton, FullAutotuneBenchmarksEveryConfig) {
   TempDir tmp;
   auto cfg = test_config(tmp);
-  cfg.autotune = "full";
+  cfg.autotune = Autotune::full;
   cfg.mutant_check = false;
   auto pool = make_pool(cfg);
   ASSERT_TRUE(pool);

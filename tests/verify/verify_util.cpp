@@ -40,7 +40,9 @@ verify::VerifierConfig test_config(const TempDir& dir, const std::string& mode) 
   verify::VerifierConfig c;
   c.devices = {"cpu"};
   c.cpu_workers = 2;
-  c.mode = mode;
+  auto m = value_of(verify::kPoolModeNames, mode);
+  EXPECT_TRUE(m.has_value()) << "not a verifier mode: " << mode;
+  c.mode = m.value_or(verify::PoolMode::warm);
   c.timeout_s = 2;
   c.python = sandbox_python();
   c.python_path = {(source_dir() / "tests" / "verify" / "fake_triton").string()};

@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "kforge/llm/errors.hpp"
+
 namespace kforge::pipeline {
 namespace {
 
@@ -86,7 +88,9 @@ class ClientGateway final : public LlmGateway {
 
 Result<llm::Client*> ModelClients::get(const std::string& model) {
   std::lock_guard lock(mu_);
-  if (closed_) return fail("cancelled", "the LLM gateway is shut down", Transient::yes);
+  if (closed_)
+    return fail(llm::to_string(llm::ErrorKind::cancelled), "the LLM gateway is shut down",
+                Transient::yes);
   auto it = clients_.find(model);
   if (it != clients_.end()) return it->second.get();
   llm::LlmConfig cfg = cfg_;

@@ -19,7 +19,8 @@ const store::QuerySet& Q() {
   return pipeline_queries();
 }
 
-RunRow run_from(const Stmt& s) {
+// A stored run; its state read through store::parse_run_state (an unknown one names the run).
+Result<RunRow> run_from(const Stmt& s) {
   RunRow r;
   r.id = s.int64(0);
   r.tag = s.text(1);
@@ -27,10 +28,23 @@ RunRow run_from(const Stmt& s) {
   r.model = s.text(3);
   r.params = nlohmann::json::parse(s.text(4), nullptr, false);
   r.prompts = nlohmann::json::parse(s.text(5), nullptr, false);
-  r.state = s.text(6);
+  auto state = store::parse_run_state(s.text(6));
+  if (!state.ok()) return fail("data", "run '" + r.tag + "': " + state.error().message);
+  r.state = *state;
   r.created_ms = s.int64(7);
   r.updated_ms = s.int64(8);
   return r;
+}
+
+Result<std::optional<RunRow>> one_run(Stmt& s) {
+  KF_TRY(auto row, s.one(run_from));
+  if (!row) return std::optional<RunRow>();
+  if (!row->ok()) return row->error();
+  return std::optional<RunRow>(std::move(**row));
+}
+
+bool ended(store::RunState s) {
+  return s == store::RunState::cancelled || s == store::RunState::finished;
 }
 
 }  // namespace
@@ -68,20 +82,24 @@ Result<std::int64_t> JobStore::create_run(const NewRun& run) {
 Result<std::vector<RunRow>> JobStore::runs_of(std::string_view query_name) {
   std::vector<RunRow> out;
   KF_TRY(Stmt * s, db_.cached(Q()[query_name]));
-  KF_CHECK(s->each([&](store::Stmt& r) { out.push_back(run_from(r)); }));
+  KF_CHECK(s->each([&](store::Stmt& r) -> Status {
+    KF_TRY(RunRow row, run_from(r));
+    out.push_back(std::move(row));
+    return {};
+  }));
   return out;
 }
 
 Result<std::optional<RunRow>> JobStore::run_by_tag(const std::string& tag) {
   KF_TRY(Stmt * s, db_.cached(Q()["run_by_tag"]));
   s->bind(1, tag);
-  return s->one(run_from);
+  return one_run(*s);
 }
 
 Result<std::optional<RunRow>> JobStore::run_by_id(std::int64_t id) {
   KF_TRY(Stmt * s, db_.cached(Q()["run_by_id"]));
   s->bind(1, id);
-  return s->one(run_from);
+  return one_run(*s);
 }
 
 Result<std::vector<RunRow>> JobStore::active_runs() {
@@ -91,14 +109,15 @@ Result<std::vector<RunRow>> JobStore::all_runs() {
   return runs_of("all_runs");
 }
 
-Status JobStore::set_run_state(const std::string& tag, const std::string& state) {
+Status JobStore::set_run_state(const std::string& tag, store::RunState state) {
   KF_TRY(auto tx, store::Transaction::begin(db_));
   KF_TRY(auto run, run_by_tag(tag));
   if (!run) return fail("not_found", "no run '" + tag + "' (kforge status lists the runs)");
-  if (run->state == "cancelled" || run->state == "finished")
-    return fail("conflict", "run '" + tag + "' is " + run->state + "; it cannot become " + state);
+  if (ended(run->state))
+    return fail("conflict", "run '" + tag + "' is " + std::string(store::to_string(run->state)) +
+                                "; it cannot become " + std::string(store::to_string(state)));
   KF_TRY(Stmt * s, db_.cached(Q()["set_run_state"]));
-  s->bind(1, run->id).bind(2, state).bind(3, clock_.wall_ms());
+  s->bind(1, run->id).bind(2, store::to_string(state)).bind(3, clock_.wall_ms());
   KF_CHECK(s->run());
   return tx.commit();
 }
@@ -114,12 +133,13 @@ Result<std::int64_t> JobStore::cancel_run(const std::string& tag) {
   KF_TRY(auto tx, store::Transaction::begin(db_));
   KF_TRY(auto run, run_by_tag(tag));
   if (!run) return fail("not_found", "no run '" + tag + "' (kforge status lists the runs)");
-  if (run->state == "cancelled" || run->state == "finished")
-    return fail("conflict", "run '" + tag + "' is " + run->state + " already");
+  if (ended(run->state))
+    return fail("conflict",
+                "run '" + tag + "' is " + std::string(store::to_string(run->state)) + " already");
   std::int64_t now = clock_.wall_ms();
   {
     KF_TRY(Stmt * s, db_.cached(Q()["set_run_state"]));
-    s->bind(1, run->id).bind(2, "cancelled").bind(3, now);
+    s->bind(1, run->id).bind(2, store::to_string(store::RunState::cancelled)).bind(3, now);
     KF_CHECK(s->run());
   }
   KF_TRY(Stmt * c, db_.cached(Q()["cancel_jobs"]));
@@ -129,7 +149,7 @@ Result<std::int64_t> JobStore::cancel_run(const std::string& tag) {
   Event e;
   e.run_id = run->id;
   e.level = "info";
-  e.kind = "cancelled";
+  e.kind = store::to_string(store::RunState::cancelled);
   e.message = "run cancelled; " + std::to_string(n) + " jobs cancelled";
   KF_CHECK(insert_event(e, now));
   KF_CHECK(tx.commit());
@@ -265,7 +285,7 @@ Result<bool> JobStore::checkpoint(const LeasedJob& job, const std::optional<Stag
     KF_TRY(Stmt * s, db_.cached(Q()["advance_job"]));
     s->bind(1, job.id)
         .bind(2, owner_)
-        .bind(3, next.state)
+        .bind(3, store::to_string(next.state))
         .bind(4, next.stage)
         .bind(5, next.attempts)
         .bind(6, next.not_before_ms)
@@ -283,7 +303,7 @@ Result<bool> JobStore::checkpoint(const LeasedJob& job, const std::optional<Stag
         .bind(3, job.sample_id)
         .bind(4, o.stage)
         .bind(5, o.attempt)
-        .bind(6, o.status)
+        .bind(6, store::to_string(o.status))
         .bind(7, o.prompt_version)
         .bind(8, o.prompt_sha256)
         .bind(9, o.request_sha256)
@@ -332,8 +352,10 @@ Result<std::vector<Attempt>> JobStore::attempts(std::int64_t job_id, const std::
   std::vector<Attempt> out;
   KF_TRY(Stmt * s, db_.cached(Q()["stage_attempts"]));
   s->bind(1, job_id).bind(2, stage).bind(3, repair_round);
-  KF_CHECK(s->each([&](store::Stmt& r) {
-    out.push_back(Attempt{r.text(0), r.opt_text(1), r.opt_text(2), r.opt_text(3)});
+  KF_CHECK(s->each([&](store::Stmt& r) -> Status {
+    KF_TRY(auto status, store::parse_output_status(r.text(0)));
+    out.push_back(Attempt{status, r.opt_text(1), r.opt_text(2), r.opt_text(3)});
+    return {};
   }));
   return out;
 }

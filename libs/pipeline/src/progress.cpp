@@ -4,10 +4,13 @@
 #include <cmath>
 
 #include "kforge/core/clock.hpp"
+#include "kforge/store/run_prompts.hpp"
+#include "kforge/store/states.hpp"
 
 namespace kforge::pipeline {
 
 namespace {
+using store::JobState;
 using store::Stmt;
 constexpr std::int64_t kRateWindowMs = 10 * 60 * 1000;
 constexpr std::int64_t kRateSamples = 1000;
@@ -61,17 +64,24 @@ Result<std::vector<RunProgress>> progress_of(store::Db& db, std::int64_t now_ms,
         p.total += n;
       }));
     }
-    for (const char* st : {"verify_queued", "verifying", "done", "failed"})
-      p.past_llm += p.by_state.count(st) ? p.by_state[st] : 0;
+    auto jobs_in = [&](std::initializer_list<JobState> states) {
+      std::int64_t n = 0;
+      for (JobState st : states)
+        if (auto it = p.by_state.find(std::string(to_string(st))); it != p.by_state.end())
+          n += it->second;
+      return n;
+    };
+    p.past_llm =
+        jobs_in({JobState::verify_queued, JobState::verifying, JobState::done, JobState::failed});
     // A cancelled job got past the LLM stages only if it was cancelled at the verifier.
-    if (auto v = p.by_stage.find("verify"); v != p.by_stage.end() && v->second.count("cancelled"))
-      p.past_llm += v->second.at("cancelled");
-    p.cancelled = p.by_state.count("cancelled") ? p.by_state["cancelled"] : 0;
-    for (const char* st : {"queued", "leased"})
-      p.remaining += p.by_state.count(st) ? p.by_state[st] : 0;
-    for (const char* st : {"verify_queued", "verifying"})
-      p.verifying += p.by_state.count(st) ? p.by_state[st] : 0;
-    for (const char* st : {"done", "failed"}) p.ended += p.by_state.count(st) ? p.by_state[st] : 0;
+    const std::string cancelled(to_string(JobState::cancelled));
+    if (auto v = p.by_stage.find(std::string(to_string(store::JobStep::verify)));
+        v != p.by_stage.end() && v->second.count(cancelled))
+      p.past_llm += v->second.at(cancelled);
+    p.cancelled = jobs_in({JobState::cancelled});
+    p.remaining = jobs_in({JobState::queued, JobState::leased});
+    p.verifying = jobs_in({JobState::verify_queued, JobState::verifying});
+    p.ended = jobs_in({JobState::done, JobState::failed});
     std::int64_t first_ms = 0;
     {
       KF_TRY(Stmt * s, db.cached(q["run_usage"]));
@@ -146,9 +156,14 @@ Result<std::vector<RunProgress>> progress_of(store::Db& db, std::int64_t now_ms,
       s->bind(1, id);
       KF_CHECK(s->each([&](store::Stmt& r) { p.outputs[r.text(0)][r.text(1)] = r.int64(2); }));
     }
-    if (first_ms > 0 && p.run.state == "active") {
+    auto code_stages = store::stages_of_kind(p.run.prompts, store::StageKind::code);
+    if (first_ms > 0 && p.run.state == store::RunState::active && !code_stages.empty()) {
+      // The rate: answers of the stage that holds the code (its last stage before the verifier).
       KF_TRY(Stmt * s, db.cached(q["run_recent_finish_times"]));
-      s->bind(1, id).bind(2, "generate").bind(3, now_ms - kRateWindowMs).bind(4, kRateSamples);
+      s->bind(1, id)
+          .bind(2, code_stages.front())
+          .bind(3, now_ms - kRateWindowMs)
+          .bind(4, kRateSamples);
       std::vector<std::int64_t> times;
       KF_CHECK(s->each([&](store::Stmt& r) { times.push_back(r.int64(0)); }));
       p.per_minute = rate_per_minute(times, now_ms);
@@ -207,7 +222,7 @@ nlohmann::ordered_json RunProgress::to_json() const {
   j["tag"] = run.tag;
   j["pipeline"] = run.pipeline;
   j["model"] = run.model;
-  j["state"] = run.state;
+  j["state"] = std::string(store::to_string(run.state));
   j["created_ms"] = run.created_ms;
   j["jobs_total"] = total;
   ordered_json states = ordered_json::object();

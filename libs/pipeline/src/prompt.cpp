@@ -5,6 +5,8 @@
 #include <cctype>
 #include <set>
 
+#include <yaml-cpp/yaml.h>
+
 #include "kforge/core/fs.hpp"
 #include "kforge/core/paths.hpp"
 #include "kforge/core/sha256.hpp"
@@ -12,7 +14,9 @@
 namespace kforge::pipeline {
 namespace {
 
-constexpr std::array<std::string_view, 2> kStageOrder = {"analyze", "generate"};
+using store::StageKind;
+
+constexpr const char* kSpecFile = "pipeline.yaml";
 
 // The evidence blocks every evidence.md must define, and the placeholders they may use.
 constexpr std::array<std::string_view, 11> kEvidenceBlocks = {"verdict",
@@ -70,9 +74,11 @@ std::string short_sha(const std::string& s) {
 
 Result<Template> load_template(const std::filesystem::path& dir, const std::string& version,
                                const std::string& name, bool with_schema,
-                               const std::set<std::string>& allowed) {
+                               const std::set<std::string>& allowed,
+                               StageKind kind = StageKind::code) {
   Template t;
   t.name = name;
+  t.kind = kind;
   t.version = version;
   t.path = version == "common" ? dir / (name + ".md") : dir / version / (name + ".md");
   KF_TRY(t.text, read_file(t.path));
@@ -153,6 +159,92 @@ Result<EvidenceTemplate> load_evidence(const std::filesystem::path& dir) {
   return e;
 }
 
+// One line of pipeline.yaml's `stages`.
+struct StageLine {
+  std::string name;
+  StageKind kind;
+  int line;
+};
+
+// prompts/<version>/pipeline.yaml: the stages in order, each with its kind. Errors name the file
+// and line.
+Result<std::vector<StageLine>> load_spec(const std::filesystem::path& file) {
+  auto where = [&](const YAML::Node& n) {
+    return file.string() + ":" + std::to_string(n.Mark().line + 1) + ": ";
+  };
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(file.string());
+  } catch (const YAML::BadFile&) {
+    return fail("prompt", file.string() +
+                              ": cannot be read (every version lists its stages and their kinds "
+                              "there)");
+  } catch (const YAML::Exception& e) {
+    return fail("prompt", file.string() + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  const std::string shape =
+      "stages: a list of {name: STAGE, kind: " + names_of(store::kStageKindNames) + "}";
+  if (!root.IsMap() || !root["stages"] || !root["stages"].IsSequence() ||
+      root["stages"].size() == 0)
+    return fail("prompt", file.string() + ": expected " + shape);
+  for (const auto& kv : root)
+    if (kv.first.as<std::string>() != "stages")
+      return fail("prompt", where(kv.first) + "unknown key '" + kv.first.as<std::string>() + "' (" +
+                                shape + ")");
+  std::vector<StageLine> out;
+  for (const auto& item : root["stages"]) {
+    if (!item.IsMap() || !item["name"] || !item["kind"] || item.size() != 2 ||
+        !item["name"].IsScalar() || !item["kind"].IsScalar())
+      return fail("prompt", where(item) + "expected {name: STAGE, kind: KIND}");
+    StageLine l{item["name"].as<std::string>(), StageKind::code, item.Mark().line + 1};
+    auto kind = store::parse_stage_kind(item["kind"].as<std::string>());
+    if (!kind.ok()) return fail("prompt", where(item["kind"]) + kind.error().message);
+    l.kind = *kind;
+    // Not a name the prompts directory or jobs.stage gives another meaning.
+    bool identifier =
+        !l.name.empty() && l.name != "retry" && l.name != "evidence" && !store::step_of(l.name);
+    for (char c : l.name)
+      if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '_') identifier = false;
+    if (!identifier)
+      return fail("prompt", where(item["name"]) + "'" + l.name +
+                                "' is not a stage name (letters, digits and _; not retry, "
+                                "evidence, verify or done)");
+    for (const auto& o : out)
+      if (o.name == l.name)
+        return fail("prompt", where(item["name"]) + "stage '" + l.name + "' is listed twice");
+    out.push_back(std::move(l));
+  }
+  // analysis*, code, then at most one repair (named kRepairStage).
+  auto at = [&](const StageLine& l) { return file.string() + ":" + std::to_string(l.line) + ": "; };
+  int code = 0;
+  int repair = 0;
+  for (const auto& l : out) {
+    switch (l.kind) {
+      case StageKind::analysis:
+        if (code > 0)
+          return fail("prompt", at(l) + "analysis stage '" + l.name +
+                                    "' comes after the code stage (analysis stages come first)");
+        break;
+      case StageKind::code:
+        if (++code > 1)
+          return fail("prompt", at(l) + "a second code stage '" + l.name +
+                                    "' (a pipeline has one: its answer is what the verifier runs)");
+        break;
+      case StageKind::repair:
+        if (code == 0)
+          return fail("prompt", at(l) + "repair stage '" + l.name + "' before the code stage");
+        if (++repair > 1) return fail("prompt", at(l) + "a second repair stage '" + l.name + "'");
+        if (l.name != store::kRepairStage)
+          return fail("prompt", at(l) + "the repair stage is named '" +
+                                    std::string(store::kRepairStage) + "', not '" + l.name +
+                                    "' (the verifier sends jobs back to it by that name)");
+        break;
+    }
+  }
+  if (code == 0) return fail("prompt", file.string() + ": no stage of kind code");
+  return out;
+}
+
 }  // namespace
 
 const std::string* EvidenceTemplate::block(std::string_view name) const {
@@ -189,7 +281,17 @@ Result<std::string> render(std::string_view text, const std::map<std::string, st
 const Template* PipelineSpec::stage(std::string_view name) const {
   for (const auto& s : stages)
     if (s.name == name) return &s;
+  if (repair && repair->name == name) return &*repair;
   return nullptr;
+}
+
+std::vector<const Template*> PipelineSpec::before(std::string_view name, StageKind kind) const {
+  std::vector<const Template*> out;
+  for (const auto& s : stages) {
+    if (s.name == name) break;
+    if (s.kind == kind) out.push_back(&s);
+  }
+  return out;
 }
 
 const Template* PipelineSpec::next(std::string_view name) const {
@@ -201,24 +303,29 @@ const Template* PipelineSpec::next(std::string_view name) const {
 nlohmann::json PipelineSpec::identities(bool with_repair) const {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& s : stages)
-    j[s.name] = {{"version", s.version}, {"sha256", s.sha256}, {"schema_sha256", s.schema_sha256}};
+    j[s.name] = {{"version", s.version},
+                 {"sha256", s.sha256},
+                 {"schema_sha256", s.schema_sha256},
+                 {"kind", store::to_string(s.kind)}};
   j["retry"] = {{"version", retry.version}, {"sha256", retry.sha256}};
   if (with_repair && repair)
-    j["repair"] = {{"version", repair->version},
-                   {"sha256", repair->sha256},
-                   {"schema_sha256", repair->schema_sha256},
-                   {"evidence_sha256", evidence.sha256}};
+    j[repair->name] = {{"version", repair->version},
+                       {"sha256", repair->sha256},
+                       {"schema_sha256", repair->schema_sha256},
+                       {"kind", store::to_string(repair->kind)},
+                       {"evidence_sha256", evidence.sha256}};
   return j;
 }
 
 std::string PipelineSpec::mismatch(const nlohmann::json& recorded) const {
-  bool with_repair = recorded.is_object() && recorded.contains("repair");
+  const std::string repair_name(store::kRepairStage);
+  bool with_repair = recorded.is_object() && recorded.contains(repair_name);
   nlohmann::json now = identities(with_repair);
   auto file_of = [&](const std::string& key) {
-    if (key == "retry") return std::string("prompts/retry.md");
+    if (key == retry.name) return "prompts/" + retry.name + ".md";
     return "prompts/" + version + "/" + key + ".md";
   };
-  if (with_repair && !repair) return file_of("repair") + " no longer exists";
+  if (with_repair && !repair) return file_of(repair_name) + " no longer exists";
   for (const auto& [key, id] : now.items()) {
     if (!recorded.is_object() || !recorded.contains(key))
       return file_of(key) + " was not part of the run when it was created";
@@ -239,6 +346,11 @@ std::string PipelineSpec::mismatch(const nlohmann::json& recorded) const {
     if (id.contains("evidence_sha256") &&
         field("evidence_sha256") != id["evidence_sha256"].get<std::string>())
       return "prompts/evidence.md changed since the run was created";
+    // A run recorded before stages had kinds has none; one that has must match.
+    if (id.contains("kind") && !field("kind").empty() &&
+        field("kind") != id["kind"].get<std::string>())
+      return "prompts/" + version + "/" + kSpecFile + ": stage '" + key + "' is now of kind " +
+             id["kind"].get<std::string>() + ", the run was created with kind " + field("kind");
   }
   if (recorded.is_object())
     for (const auto& [key, id] : recorded.items())
@@ -276,37 +388,34 @@ Result<PromptLibrary> PromptLibrary::load(const std::filesystem::path& dir) {
     std::set<std::string> md;
     for (const auto& e : std::filesystem::directory_iterator(sub, ec))
       if (e.path().extension() == ".md") md.insert(e.path().stem().string());
-    if (md.empty()) continue;
+    if (md.empty() && !std::filesystem::exists(sub / kSpecFile)) continue;
+    KF_TRY(auto lines, load_spec(sub / kSpecFile));
     for (const auto& m : md)
-      if (m != "repair" &&
-          std::find(kStageOrder.begin(), kStageOrder.end(), m) == kStageOrder.end())
-        return fail("prompt", (sub / (m + ".md")).string() +
-                                  ": unknown stage (a version holds analyze.md, generate.md and "
-                                  "repair.md)");
-    if (md.count("generate") == 0)
-      return fail("prompt", sub.string() + ": no generate.md (every version ends with generate)");
+      if (std::none_of(lines.begin(), lines.end(), [&](const StageLine& l) { return l.name == m; }))
+        return fail("prompt", (sub / (m + ".md")).string() + ": not a stage of " +
+                                  (sub / kSpecFile).string());
     PipelineSpec spec;
     spec.version = version;
     spec.retry = retry;
     std::set<std::string> allowed = {"code", "description_1", "description_2", "kernel_signatures",
                                      "key"};
-    for (auto stage : kStageOrder) {
-      std::string s(stage);
-      if (md.count(s) == 0) continue;
-      KF_TRY(Template t, load_template(dir, version, s, true, allowed));
-      spec.stages.push_back(std::move(t));
-      if (s == "analyze") allowed.insert("analysis");
-    }
-    if (md.count("repair") > 0) {
-      for (const char* p : {"kernel_wrapper", "unitest_code", "evidence", "round", "repair_rounds"})
-        allowed.insert(p);
-      KF_TRY(Template t, load_template(dir, version, "repair", true, allowed));
-      spec.repair = std::move(t);
-      if (!evidence) {
-        KF_TRY(EvidenceTemplate e, load_evidence(dir));
-        evidence = std::move(e);
+    for (const auto& l : lines) {
+      if (l.kind == StageKind::repair) {
+        for (const char* p :
+             {"kernel_wrapper", "unitest_code", "evidence", "round", "repair_rounds"})
+          allowed.insert(p);
+        KF_TRY(Template t, load_template(dir, version, l.name, true, allowed, l.kind));
+        spec.repair = std::move(t);
+        if (!evidence) {
+          KF_TRY(EvidenceTemplate e, load_evidence(dir));
+          evidence = std::move(e);
+        }
+        spec.evidence = *evidence;
+        continue;
       }
-      spec.evidence = *evidence;
+      KF_TRY(Template t, load_template(dir, version, l.name, true, allowed, l.kind));
+      spec.stages.push_back(std::move(t));
+      if (l.kind == StageKind::analysis) allowed.insert("analysis");
     }
     lib.specs_.emplace(version, std::move(spec));
   }

@@ -140,7 +140,7 @@ Result<StepReport> Scheduler::step() {
   if (!draining_) KF_CHECK(lease_and_submit(rep));
   next_due_ms_ = 0;
   for (const auto& [id, run] : runs_)
-    if (run.row.state == "active" && run.retry_at_ms > now)
+    if (run.row.state == store::RunState::active && run.retry_at_ms > now)
       next_due_ms_ = next_due_ms_ == 0 ? run.retry_at_ms : std::min(next_due_ms_, run.retry_at_ms);
   return rep;
 }
@@ -162,18 +162,20 @@ Status Scheduler::note_provider_wait() {
                     std::to_string(st.paused_status) + ")";
   spdlog::warn("{}", why);
   for (auto& [id, run] : runs_)
-    if (run.row.state == "active") KF_CHECK(store_.set_run_wait(id, st.paused_until_wall_ms, why));
+    if (run.row.state == store::RunState::active)
+      KF_CHECK(store_.set_run_wait(id, st.paused_until_wall_ms, why));
   return {};
 }
 
 Status Scheduler::pause_run(RunInfo& run, const std::string& why) {
-  if (run.row.state != "active") return {};
-  auto paused = store_.set_run_state(run.row.tag, "paused");
+  if (run.row.state != store::RunState::active) return {};
+  auto paused = store_.set_run_state(run.row.tag, store::RunState::paused);
   if (!paused.ok()) return {};  // cancelled or finished meanwhile
-  run.row.state = "paused";
+  run.row.state = store::RunState::paused;
   spdlog::error("run {} paused: {}", run.row.tag, why);
   return store_.add_event(Event{run.row.id, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
-                                "error", "paused", why});
+                                "error", std::string(store::to_string(store::RunState::paused)),
+                                why});
 }
 
 Status Scheduler::refresh_runs() {
@@ -228,8 +230,8 @@ Status Scheduler::lease_and_submit(StepReport& rep) {
   std::int64_t now = clock_.wall_ms();
   std::vector<RunInfo*> candidates;
   for (auto& [id, run] : runs_)
-    if (run.spec != nullptr && refused_.count(id) == 0 && run.row.state == "active" &&
-        run.idle_until_ms <= now)
+    if (run.spec != nullptr && refused_.count(id) == 0 &&
+        run.row.state == store::RunState::active && run.idle_until_ms <= now)
       candidates.push_back(&run);
   if (candidates.empty()) return {};
   // Equal shares of the capacity; a share a run cannot use goes to the others.
@@ -270,13 +272,19 @@ Status Scheduler::lease_and_submit(StepReport& rep) {
 
 Status Scheduler::fail_before_call(RunInfo& run, const LeasedJob& job, const Error& why) {
   NextState next;
-  next.state = "failed";
+  next.state = store::JobState::failed;
   next.stage = job.stage;
   next.attempts = job.attempts;
   next.error_kind = why.kind;
   next.error = why.message;
-  Event e{run.row.id,       job.id,  job.sample_id, job.stage,
-          job.attempts + 1, "error", "failed",      "before any LLM call: " + why.message};
+  Event e{run.row.id,
+          job.id,
+          job.sample_id,
+          job.stage,
+          job.attempts + 1,
+          "error",
+          std::string(store::to_string(store::JobState::failed)),
+          "before any LLM call: " + why.message};
   KF_TRY(bool held, store_.checkpoint(job, std::nullopt, next, {e}));
   if (held) {
     ++stats_.jobs_failed;
@@ -286,8 +294,7 @@ Status Scheduler::fail_before_call(RunInfo& run, const LeasedJob& job, const Err
 }
 
 Status Scheduler::submit(RunInfo& run, const LeasedJob& job) {
-  const Template* tmpl = job.stage == "repair" ? (run.spec->repair ? &*run.spec->repair : nullptr)
-                                               : run.spec->stage(job.stage);
+  const Template* tmpl = run.spec->stage(job.stage);
   if (tmpl == nullptr)
     return fail_before_call(
         run, job,
@@ -317,15 +324,23 @@ Status Scheduler::submit(RunInfo& run, const LeasedJob& job) {
   };
   if (std::find(tmpl->placeholders.begin(), tmpl->placeholders.end(), "analysis") !=
       tmpl->placeholders.end()) {
-    KF_TRY(auto analysis, store_.ok_output(job.id, "analyze"));
-    if (!analysis)
-      return fail_before_call(
-          run, job,
-          Error("state", "stage '" + job.stage + "' needs the analysis, and the job has none"));
-    auto parsed = nlohmann::json::parse(*analysis, nullptr, false);
-    values["analysis"] = parsed.is_discarded() ? *analysis : parsed.dump(2);
+    // The answers of the analysis stages before this one; several: their fields in one object.
+    auto stages = run.spec->before(job.stage, store::StageKind::analysis);
+    nlohmann::json merged = nlohmann::json::object();
+    std::string single;
+    for (const Template* a : stages) {
+      KF_TRY(auto analysis, store_.ok_output(job.id, a->name));
+      if (!analysis)
+        return fail_before_call(run, job,
+                                Error("state", "stage '" + job.stage + "' needs the answer of '" +
+                                                   a->name + "', and the job has none"));
+      auto parsed = nlohmann::json::parse(*analysis, nullptr, false);
+      single = parsed.is_discarded() ? *analysis : parsed.dump(2);
+      if (parsed.is_object()) merged.update(parsed);
+    }
+    values["analysis"] = stages.size() == 1 ? single : merged.dump(2);
   }
-  if (job.stage == "repair") {
+  if (tmpl->kind == store::StageKind::repair) {
     // The previous round's wrapper and test, and what the verifier said about them.
     int prev = job.repair_round - 1;
     KF_TRY(auto code, store_.round_code(job.id, prev));
@@ -358,7 +373,7 @@ Status Scheduler::submit(RunInfo& run, const LeasedJob& job) {
     if (content_failure(a.status, a.error_kind)) {
       ++call->content_failures;
       last_content = &a;
-    } else if (a.status == "llm_error") {
+    } else if (a.status == store::OutputStatus::llm_error) {
       ++call->transient_failures;
     }
   }

@@ -16,6 +16,28 @@
 namespace kforge::pipeline {
 
 using namespace scheduler_detail;
+using store::JobState;
+using store::OutputStatus;
+using store::StageKind;
+
+namespace {
+
+// A code stage's answer: its wrapper and test, as strings. The schema asks for them; an answer
+// without them (a schema that does not) is an error, never a crash.
+Result<std::pair<std::string, std::string>> read_code_answer(const nlohmann::json& answer,
+                                                             const std::string& stage) {
+  auto field = [&](const char* f) -> const nlohmann::json* {
+    return answer.is_object() && answer.contains(f) && answer[f].is_string() ? &answer[f] : nullptr;
+  };
+  const nlohmann::json* wrapper = field("kernel_wrapper");
+  const nlohmann::json* test = field("unitest_code");
+  if (wrapper == nullptr || test == nullptr)
+    return fail("parse", "the answer of code stage '" + stage +
+                             "' has no kernel_wrapper and unitest_code strings");
+  return std::pair{wrapper->get<std::string>(), test->get<std::string>()};
+}
+
+}  // namespace
 
 Status Scheduler::complete(Completion& c, StepReport& rep) {
   auto it = in_flight_.find(c.job_id);
@@ -94,7 +116,7 @@ Status Scheduler::complete(Completion& c, StepReport& rep) {
                                                    : Result<nlohmann::json>(extracted.error());
     if (extracted.ok() && !extracted->mended.empty()) out.mended = joined(extracted->mended);
     if (!parsed.ok()) {
-      out.status = "parse_error";
+      out.status = OutputStatus::parse_error;
       out.error_kind = "parse";
       out.error = parsed.error().message;
       event_kind = "parse";
@@ -102,40 +124,46 @@ Status Scheduler::complete(Completion& c, StepReport& rep) {
     } else {
       std::optional<Rejection> rejected;
       out.parsed_json = parsed->dump();
-      if (job.stage == "analyze") {
-        rejected = check_analysis(call->facts, *parsed);
-      } else if (job.stage == "repair") {
-        auto answer = read_repair_answer(*parsed);
-        if (!answer.ok()) {
-          failure = answer.error();
-        } else {
-          repair = std::move(*answer);
-          if (!repair->unfixable)
-            rejected = check_generation(call->facts, repair->kernel_wrapper, repair->unitest_code);
-        }
-      } else {
-        rejected = check_generation(call->facts, (*parsed)["kernel_wrapper"].get<std::string>(),
-                                    (*parsed)["unitest_code"].get<std::string>());
+      switch (call->tmpl->kind) {
+        case StageKind::analysis:
+          rejected = check_analysis(call->facts, *parsed);
+          break;
+        case StageKind::repair:
+          if (auto answer = read_repair_answer(*parsed); !answer.ok()) {
+            failure = answer.error();
+          } else {
+            repair = std::move(*answer);
+            if (!repair->unfixable)
+              rejected =
+                  check_generation(call->facts, repair->kernel_wrapper, repair->unitest_code);
+          }
+          break;
+        case StageKind::code:
+          if (auto code = read_code_answer(*parsed, job.stage); !code.ok())
+            failure = code.error();
+          else
+            rejected = check_generation(call->facts, code->first, code->second);
+          break;
       }
       if (failure) {
-        out.status = "parse_error";
+        out.status = OutputStatus::parse_error;
         out.error_kind = "parse";
         out.error = failure->message;
         event_kind = "parse";
       } else if (rejected) {
-        out.status = "rejected";
+        out.status = OutputStatus::rejected;
         out.error_kind = rejected->kind;
         out.error = rejected->message;
         event_kind = "rejected:" + rejected->kind;
-        failure = Error("rejected", rejected->message);
+        failure = Error(std::string(store::to_string(OutputStatus::rejected)), rejected->message);
       } else {
-        out.status = "ok";
+        out.status = OutputStatus::ok;
       }
     }
   } else {
     const Error& e = c.result.error();
     out.request_sha256 = llm_.request_sha256(call->model, call->request);
-    out.status = "llm_error";
+    out.status = OutputStatus::llm_error;
     out.error_kind = e.kind;
     out.error = e.message;
     event_kind = "llm:" + e.kind;
@@ -151,22 +179,23 @@ Status Scheduler::complete(Completion& c, StepReport& rep) {
   if (!failure && repair && repair->unfixable) {
     // The model says the code itself cannot work: the sample ends here, with its reason, and is
     // not asked again.
-    next.state = "done";
-    next.stage = "done";
+    next.state = JobState::done;
+    next.stage = store::to_string(store::JobStep::none);
     next.attempts = 0;
-    next.error_kind = "unfixable";
+    next.error_kind = store::to_string(store::JobErrorKind::unfixable);
     next.error = repair->reason;
     events.push_back(Event{
-        job.run_id, job.id, job.sample_id, job.stage, out.attempt, "info", "unfixable",
+        job.run_id, job.id, job.sample_id, job.stage, out.attempt, "info",
+        std::string(store::to_string(store::JobErrorKind::unfixable)),
         "repair round " + std::to_string(job.repair_round) +
             ": the model answered that the code cannot work: " + first_line(repair->reason, 2000)});
   } else if (!failure) {
     if (const Template* nt = call->spec->next(job.stage)) {
-      next.state = "queued";
+      next.state = JobState::queued;
       next.stage = nt->name;
     } else {
-      next.state = "verify_queued";
-      next.stage = "verify";
+      next.state = JobState::verify_queued;
+      next.stage = store::to_string(store::JobStep::verify);
     }
     next.attempts = 0;
   } else {
@@ -182,40 +211,41 @@ Status Scheduler::complete(Completion& c, StepReport& rep) {
       if (n >= cfg_.max_attempts)
         reason = std::to_string(n) + " unusable answers at stage " + job.stage +
                  "; the last: " + failure->message;
-      next.state = "queued";
+      next.state = JobState::queued;
     } else if (transient == Transient::yes) {
       int n = call->transient_failures + 1;
       if (n >= cfg_.max_transient_failures)
         reason = std::to_string(n) + " provider failures at stage " + job.stage +
                  "; the last: " + failure->message;
-      next.state = "queued";
+      next.state = JobState::queued;
       next.not_before_ms = now + backoff_ms(n);
     } else if (llm::kind_of(*failure) == llm::ErrorKind::too_large) {
-      reason = "too_large: " + failure->message;
-      next.error_kind = "too_large";
+      next.error_kind = llm::to_string(llm::ErrorKind::too_large);
+      reason = *next.error_kind + ": " + failure->message;
     } else if (llm::kind_of(*failure) == llm::ErrorKind::truncated) {
       // The sample's answer does not fit llm.truncated_max_tokens: the sample's, not the
       // provider's, and asking again would repeat the same request.
-      reason = "truncated: " + failure->message;
-      next.error_kind = "truncated";
+      next.error_kind = llm::to_string(llm::ErrorKind::truncated);
+      reason = *next.error_kind + ": " + failure->message;
     } else {
       reason = "permanent provider error at stage " + job.stage + ": " + failure->message;
       permanent_provider_error = true;
     }
     if (!reason.empty()) {
-      next.state = "failed";
+      next.state = JobState::failed;
       next.not_before_ms = 0;
       e.level = "error";
       events.push_back(e);
       events.push_back(Event{job.run_id, job.id, job.sample_id, job.stage, out.attempt, "error",
-                             "failed", first_line(reason, 2000)});
+                             std::string(store::to_string(JobState::failed)),
+                             first_line(reason, 2000)});
     } else {
       events.push_back(e);
     }
   }
   KF_TRY(bool held, store_.checkpoint(job, out, next, events));
   written = true;
-  ++stats_.outputs[job.stage + ":" + out.status];
+  ++stats_.outputs[job.stage + ":" + std::string(store::to_string(out.status))];
   if (!held) {
     ++stats_.lost_leases;
     spdlog::warn(
@@ -226,20 +256,20 @@ Status Scheduler::complete(Completion& c, StepReport& rep) {
   }
   ++rep.completed;
   ++stats_.checkpoints;
-  if (next.state == "failed") {
+  if (next.state == JobState::failed) {
     ++rep.failed;
     ++stats_.jobs_failed;
     spdlog::warn("run {} sample {}: failed: {}", call->tag, call->sample_key,
                  first_line(*next.error));
-  } else if (next.state == "verify_queued") {
+  } else if (next.state == JobState::verify_queued) {
     ++stats_.jobs_to_verify;
   }
-  if (failure && next.state != "failed")
+  if (failure && next.state != JobState::failed)
     spdlog::debug("run {} sample {} stage {}: {} (retrying)", call->tag, call->sample_key,
                   job.stage, first_line(failure->message));
   if (run_it != runs_.end()) {
     RunInfo& run = run_it->second;
-    if (next.state == "queued") {
+    if (next.state == JobState::queued) {
       run.idle_until_ms = 0;
       if (next.not_before_ms > 0)
         run.retry_at_ms = run.retry_at_ms == 0 ? next.not_before_ms
@@ -248,7 +278,7 @@ Status Scheduler::complete(Completion& c, StepReport& rep) {
     if (permanent_provider_error) {
       ++run.permanent_streak;
       if (cfg_.failure_streak_pause > 0 && run.permanent_streak >= cfg_.failure_streak_pause &&
-          run.row.state == "active") {
+          run.row.state == store::RunState::active) {
         std::string why = std::to_string(run.permanent_streak) +
                           " permanent provider errors in a row; the last: " + failure->message +
                           ". Fix the cause, then: kforge run resume " + run.row.tag;

@@ -48,9 +48,10 @@ namespace scheduler_detail {
 
 // Answers that a new request may improve on: the reply did not parse, was rejected by the
 // kernel facts, or was cut at max_tokens.
-inline bool content_failure(const std::string& status, const std::optional<std::string>& kind) {
-  if (status == "parse_error" || status == "rejected") return true;
-  return status == "llm_error" && kind && llm::kind_of(*kind) == llm::ErrorKind::parse;
+inline bool content_failure(store::OutputStatus status, const std::optional<std::string>& kind) {
+  using store::OutputStatus;
+  if (status == OutputStatus::parse_error || status == OutputStatus::rejected) return true;
+  return status == OutputStatus::llm_error && kind && llm::kind_of(*kind) == llm::ErrorKind::parse;
 }
 
 inline std::string joined(const std::vector<std::string>& v) {

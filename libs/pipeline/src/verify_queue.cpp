@@ -6,11 +6,15 @@
 
 #include "kforge/pipeline/jobs.hpp"
 #include "kforge/store/run_params.hpp"
+#include "kforge/store/states.hpp"
 #include "kforge/verify/store.hpp"
 #include "kforge/verify/targets.hpp"
 
 namespace kforge::pipeline {
 
+using store::JobErrorKind;
+using store::JobState;
+using store::JobStep;
 using verify::VerdictOutcome;
 
 namespace {
@@ -126,22 +130,24 @@ Result<bool> JobsVerifyQueue::release(std::int64_t job_id, const std::string& ow
                                       std::int64_t now) {
   empty_version_ = -1;  // this connection's own writes do not move data_version
   KF_TRY(store::Stmt * st, db_.cached(q()["vstage_finish"]));
-  st->bind(1, job_id).bind(2, owner).bind(4, "verify").bind(7, now);
+  st->bind(1, job_id).bind(2, owner).bind(4, to_string(JobStep::verify)).bind(7, now);
   switch (how) {
     case verify::Release::requeue:
-      st->bind(3, "verify_queued");
+      st->bind(3, to_string(JobState::verify_queued));
       break;
     case verify::Release::fail:
-      st->bind(3, "failed");
+      st->bind(3, to_string(JobState::failed));
       break;
     case verify::Release::cancel:
-      st->bind(3, "cancelled");
+      st->bind(3, to_string(JobState::cancelled));
       break;
   }
   if (!why) {
     st->bind(5, nullptr).bind(6, nullptr);
   } else {
-    st->bind(5, how == verify::Release::cancel ? "cancelled" : "verifier").bind(6, *why);
+    st->bind(5, to_string(how == verify::Release::cancel ? JobErrorKind::cancelled
+                                                         : JobErrorKind::verifier))
+        .bind(6, *why);
   }
   KF_CHECK(st->run());
   return db_.changes() > 0;
@@ -202,7 +208,7 @@ Result<bool> JobsVerifyQueue::run_cancelled(std::int64_t run_id) {
   KF_TRY(store::Stmt * st, db_.cached(q()["vstage_run_state"]));
   st->bind(1, run_id);
   KF_TRY(auto state, st->one([](store::Stmt& r) { return r.text(0); }));
-  return state && *state == "cancelled";
+  return state && value_of(store::kRunStateNames, *state) == store::RunState::cancelled;
 }
 
 Result<int> run_repair_rounds(store::Db& db, std::int64_t run_id) {
@@ -266,9 +272,15 @@ Result<VerdictOutcome> store_job_verdict_as(store::Db& db, const std::string& ow
     KF_TRY(store::Stmt * st, db.cached(q()["vstage_finish"]));
     st->bind(1, job.job_id).bind(2, owner);
     if (infrastructure) {
-      st->bind(3, "verify_queued").bind(4, "verify").bind(5, "verifier").bind(6, r.detail);
+      st->bind(3, to_string(JobState::verify_queued))
+          .bind(4, to_string(JobStep::verify))
+          .bind(5, to_string(JobErrorKind::verifier))
+          .bind(6, r.detail);
     } else {
-      st->bind(3, "done").bind(4, "done").bind(5, nullptr).bind(6, nullptr);
+      st->bind(3, to_string(JobState::done))
+          .bind(4, to_string(JobStep::none))
+          .bind(5, nullptr)
+          .bind(6, nullptr);
     }
     st->bind(7, now);
     KF_CHECK(st->run());
@@ -285,10 +297,10 @@ Result<VerdictOutcome> store_job_verdict_as(store::Db& db, const std::string& ow
   ev->bind(1, job.run_id)
       .bind(2, job.job_id)
       .bind(3, job.sample_id)
-      .bind(4, "verify")
+      .bind(4, to_string(JobStep::verify))
       .bind(5, job.attempt)
       .bind(6, "info")
-      .bind(7, "repair")
+      .bind(7, store::kRepairStage)
       .bind(8, std::string(verify::to_string(r.verdict)) + flags + ": repair round " +
                    std::to_string(job.round + 1) + " of " + std::to_string(job.rounds))
       .bind(9, owner)

@@ -65,7 +65,7 @@ void summarise_rounds(const std::vector<const SampleOutcome*>& samples, const Ru
     if (!v || *v == 0 || !o->verified()) continue;
     // What the first generation's verdict made of the sample.
     SampleOutcome first;
-    first.state = "done";
+    first.state = store::JobState::done;
     for (const auto& r : o->rounds)
       if (r.round == 0) {
         first.verdict = r.verdict;

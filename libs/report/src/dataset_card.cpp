@@ -296,7 +296,7 @@ std::string render_card(const CardInput& in) {
       "skipped and when its outputs are changed by the verifier's output mutants. Each sample "
       "ran in its own sandboxed process with a deadline. The flags:\n\n",
       run.pipeline,
-      run.pipeline == "v2"
+      run.has_analysis()
           ? "the model analysed the kernel from its code alone (a functional contract), then "
             "wrote the wrapper and test bound to that analysis"
           : "the model wrote the wrapper and test from the code and its descriptions");

@@ -60,6 +60,13 @@ Result<History> load_history(store::Db& db, const RunInfo& run, const Selected& 
     return "run '" + run.tag + "', sample '" + sel.key + "', " + stage + " answer (round " +
            std::to_string(round) + ")";
   };
+  auto kind_of = [&](const std::string& stage) -> std::optional<store::StageKind> {
+    for (auto k : {store::StageKind::analysis, store::StageKind::code, store::StageKind::repair}) {
+      auto names = run.stages(k);
+      if (std::find(names.begin(), names.end(), stage) != names.end()) return k;
+    }
+    return std::nullopt;
+  };
   KF_TRY(store::Stmt * a, db.cached(queries()["dataset_answers"]));
   a->bind(1, run.id).bind(2, sel.sample_id);
   KF_CHECK(a->each([&](store::Stmt& r) -> Status {
@@ -84,10 +91,13 @@ Result<History> load_history(store::Db& db, const RunInfo& run, const Selected& 
       if (reasoning_field) msg["reasoning_content"] = nullptr;
       ans.messages.push_back(std::move(msg));
     }
-    if (ans.stage == "analyze") {
-      h.analysis = std::move(ans);
-    } else if ((ans.stage == "generate" || ans.stage == "repair") && has_code(ans.answer)) {
-      int round = ans.stage == "generate" ? 0 : ans.round;
+    // By the stage's kind in the run: the first analysis stage's answer (the latest of its
+    // rows), and the code of each round.
+    auto kind = kind_of(ans.stage);
+    if (kind == store::StageKind::analysis) {
+      if (!h.analysis || h.analysis->stage == ans.stage) h.analysis = std::move(ans);
+    } else if (kind && *kind != store::StageKind::analysis && has_code(ans.answer)) {
+      int round = kind == store::StageKind::code ? 0 : ans.round;
       h.code[round] = std::move(ans);
     }
     return {};

@@ -25,6 +25,9 @@ namespace {
 
 constexpr const char* kMarker = ".kforge-debug";
 
+using store::OutputStatus;
+using store::StageKind;
+
 // The request's messages as Markdown, one section per message; the raw JSON when it has none.
 std::string prompt_markdown(const std::string& request_json) {
   auto j = ojson::parse(request_json, nullptr, false);
@@ -121,11 +124,16 @@ std::string mutants_line(const VerifyAttempt& v) {
 
 // The answer that holds the code of the last round that has code: a repair's corrected wrapper
 // and test, or the generation.
-const StageAttempt* final_code(const SampleData& d) {
+const StageAttempt* final_code(const RunInfo& run, const SampleData& d) {
+  const auto code = run.stages(StageKind::code);
+  const auto repair = run.stages(StageKind::repair);
+  auto in = [](const std::vector<std::string>& v, const std::string& s) {
+    return std::find(v.begin(), v.end(), s) != v.end();
+  };
   const StageAttempt* found = nullptr;
   for (const auto& a : d.outputs) {
-    if (a.stage == "generate") found = &a;
-    if (a.stage == "repair" && a.status == "ok" && a.parsed_json) {
+    if (in(code, a.stage)) found = &a;
+    if (in(repair, a.stage) && a.status == OutputStatus::ok && a.parsed_json) {
       auto p = ojson::parse(*a.parsed_json, nullptr, false);
       if (p.is_object() && p.contains("kernel_wrapper")) found = &a;
     }
@@ -142,7 +150,11 @@ Status write_files(const fs::path& tmp, const RunInfo& run, const SampleData& d)
   };
   KF_CHECK(file("record.json", pretty(d.record_json)));
   KF_CHECK(file("code.py", d.code));
-  for (const std::string stage : {"analyze", "generate"}) {
+  // The stages before the verifier, as the run recorded them: analysis stages, then the code.
+  std::vector<std::string> stages = run.stages(StageKind::analysis);
+  const std::string first_analysis = stages.empty() ? std::string() : stages.front();
+  for (auto& c : run.stages(StageKind::code)) stages.push_back(c);
+  for (const std::string& stage : stages) {
     const StageAttempt* a = latest(d, stage);
     if (a == nullptr) continue;
     if (a->request_json) {
@@ -152,14 +164,14 @@ Status write_files(const fs::path& tmp, const RunInfo& run, const SampleData& d)
     if (a->response_raw) KF_CHECK(file(stage + ".response.txt", *a->response_raw));
     if (a->error)
       KF_CHECK(file(stage + ".error.txt", or_dash(a->error_kind) + ": " + *a->error + "\n"));
-    if (stage != "analyze" || !a->parsed_json) continue;
+    if (stage != first_analysis || !a->parsed_json) continue;
     auto parsed = ojson::parse(*a->parsed_json, nullptr, false);
     if (parsed.is_discarded()) continue;
     const ojson& an = parsed.contains("analysis") ? parsed["analysis"] : parsed;
     KF_CHECK(file("analysis.json", an.dump(2) + "\n"));
   }
   // The final round's wrapper and test (the ones the last verdict judged, when there is one).
-  if (const StageAttempt* a = final_code(d); a != nullptr && a->parsed_json) {
+  if (const StageAttempt* a = final_code(run, d); a != nullptr && a->parsed_json) {
     auto parsed = ojson::parse(*a->parsed_json, nullptr, false);
     if (parsed.is_object())
       for (const char* f : {"kernel_wrapper", "unitest_code"})
@@ -177,7 +189,7 @@ Status write_files(const fs::path& tmp, const RunInfo& run, const SampleData& d)
     if (n > 0) {
       const StageAttempt* a = nullptr;
       for (const auto& o : d.outputs)
-        if (o.stage == "repair" && o.repair_round == n) a = &o;
+        if (o.stage == store::kRepairStage && o.repair_round == n) a = &o;
       if (a != nullptr) {
         if (a->request_json) {
           KF_CHECK(file(prefix + ".prompt.md", prompt_markdown(*a->request_json)));
@@ -186,7 +198,7 @@ Status write_files(const fs::path& tmp, const RunInfo& run, const SampleData& d)
         if (a->response_raw) KF_CHECK(file(prefix + ".response.txt", *a->response_raw));
         if (a->error)
           KF_CHECK(file(prefix + ".error.txt", or_dash(a->error_kind) + ": " + *a->error + "\n"));
-        line += ": answer " + a->status;
+        line += ": answer " + std::string(store::to_string(a->status));
         auto parsed = a->parsed_json ? ojson::parse(*a->parsed_json, nullptr, false) : ojson();
         if (parsed.is_object() && parsed.contains("unfixable") && parsed["unfixable"].is_string()) {
           KF_CHECK(file(prefix + ".unfixable.txt", parsed["unfixable"].get<std::string>() + "\n"));
@@ -230,7 +242,7 @@ Status write_files(const fs::path& tmp, const RunInfo& run, const SampleData& d)
     attempts.push_back({{"stage", a.stage},
                         {"attempt", a.attempt},
                         {"repair_round", a.repair_round},
-                        {"status", a.status},
+                        {"status", std::string(store::to_string(a.status))},
                         {"error_kind", a.error_kind ? ojson(*a.error_kind) : ojson(nullptr)},
                         {"error", a.error ? ojson(*a.error) : ojson(nullptr)},
                         {"prompt_version", a.prompt_version},
@@ -242,7 +254,7 @@ Status write_files(const fs::path& tmp, const RunInfo& run, const SampleData& d)
                         {"latency_ms", a.latency_ms},
                         {"created", format_utc_ms(a.created_ms)}});
   for (const auto& x : d.verifications)
-    attempts.push_back({{"stage", "verify"},
+    attempts.push_back({{"stage", std::string(store::to_string(store::JobStep::verify))},
                         {"attempt", x.attempt},
                         {"repair_round", x.repair_round},
                         {"verdict", x.verdict},
@@ -259,7 +271,7 @@ Status write_files(const fs::path& tmp, const RunInfo& run, const SampleData& d)
   o.key = d.key;
   o.state = d.state;
   o.stage = d.stage;
-  bool before_verify = d.stage == "analyze" || d.stage == "generate";
+  bool before_verify = store::before_verifier(d.stage);
   if (before_verify) {
     if (const StageAttempt* a = latest(d, d.stage)) o.stage_status = a->status;
   } else if (v == nullptr) {
@@ -277,7 +289,7 @@ Status write_files(const fs::path& tmp, const RunInfo& run, const SampleData& d)
       "sample   {}\n"
       "job      state {}, stage {}, {} attempt(s) at this stage\n"
       "outcome  {}\n",
-      run.tag, run.pipeline, run.model, d.key, d.state, d.stage, d.attempts,
+      run.tag, run.pipeline, run.model, d.key, store::to_string(d.state), d.stage, d.attempts,
       to_string(o.category()));
   if (d.error_kind || d.error)
     readme += fmt::format("error    {}: {}\n", or_dash(d.error_kind), or_dash(d.error));

@@ -46,6 +46,17 @@ std::optional<ojson> parse_opt(const std::optional<std::string>& text) {
   return j;
 }
 
+// A stage output's status column (NULL: no output), through store::parse_output_status.
+Result<std::optional<store::OutputStatus>> opt_status(const store::Stmt& s, int col) {
+  if (s.is_null(col)) return std::optional<store::OutputStatus>();
+  KF_TRY(auto st, store::parse_output_status(s.text(col)));
+  return std::optional<store::OutputStatus>(st);
+}
+
+std::string first_of(const std::vector<std::string>& v) {
+  return v.empty() ? std::string() : v.front();
+}
+
 ojson field_or_null(const std::optional<ojson>& obj, const char* name) {
   if (!obj || !obj->is_object()) return nullptr;
   auto it = obj->find(name);
@@ -65,6 +76,17 @@ Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
                                "' is not a verdict (passed, failed, error, timeout, crashed, "
                                "invalid, skipped)");
   const std::string& tag = run.tag;
+  // The run's stages by kind, as it recorded them: analysis stages, the code stage, repair.
+  const auto analysis_stages = run.stages(store::StageKind::analysis);
+  const auto code_stages = run.stages(store::StageKind::code);
+  const bool has_analysis = !analysis_stages.empty();
+  std::vector<std::pair<std::string, store::StageKind>> stages;
+  for (auto kind : {store::StageKind::analysis, store::StageKind::code, store::StageKind::repair})
+    for (auto& name : run.stages(kind)) stages.emplace_back(name, kind);
+  auto is_analysis = [&](const std::string& stage) {
+    return std::find(analysis_stages.begin(), analysis_stages.end(), stage) !=
+           analysis_stages.end();
+  };
   // Each grouped sample's closest other member, and its group (by the group's smallest key), at
   // the threshold of the last corpus dedup.
   std::unordered_map<std::int64_t, dedup::Member> corpus_link;
@@ -96,10 +118,13 @@ Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
     // The same rules as compare: the verdict applies only when the job is past generation.
     SampleOutcome o;
     o.key = key;
-    o.state = s.text(2);
+    KF_TRY(o.state, store::parse_job_state(s.text(2)));
     o.stage = s.text(3);
-    bool before_verify = o.stage == "analyze" || o.stage == "generate";
-    if (before_verify) o.stage_status = s.opt_text(o.stage == "analyze" ? 4 : 8);
+    // Columns 4 and 8: the statuses of the analysis's and the code's latest outputs.
+    KF_TRY(auto analysis_status, opt_status(s, 4));
+    KF_TRY(auto code_status, opt_status(s, 8));
+    bool before_verify = store::before_verifier(o.stage);
+    if (before_verify) o.stage_status = is_analysis(o.stage) ? analysis_status : code_status;
     ojson flags = ojson::array();
     if (!before_verify && !s.is_null(12)) {
       o.verdict = s.text(12);
@@ -112,10 +137,10 @@ Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
     }
     if (!before_verify && !o.verdict) {
       // No verdict past generation: the latest failed stage output, as compare counts it.
-      if (!s.is_null(8)) {
-        if (s.text(8) != "ok") o.stage_status = s.text(8);
-      } else if (!s.is_null(4) && s.text(4) != "ok") {
-        o.stage_status = s.text(4);
+      if (code_status) {
+        if (*code_status != store::OutputStatus::ok) o.stage_status = code_status;
+      } else if (analysis_status && *analysis_status != store::OutputStatus::ok) {
+        o.stage_status = analysis_status;
       }
     }
     Category cat = o.category();
@@ -168,7 +193,7 @@ Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
     auto generated = parse_opt(s.opt_text(9));
     rec["kernel_wrapper"] = field_or_null(generated, "kernel_wrapper");
     rec["unitest_code"] = field_or_null(generated, "unitest_code");
-    if (run.pipeline == "v2") {
+    if (has_analysis) {
       ojson a = field_or_null(analysis, "analysis");
       rec["kernel_analysis"] = a.is_null() && analysis ? *analysis : a;
     }
@@ -179,13 +204,17 @@ Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
     rec["repair_round"] = s.is_null(15) ? ojson(nullptr) : ojson(s.int64(15));
     rec["model"] = run.model;
     ojson prompt = {{"tag", run.tag}, {"pipeline", run.pipeline}};
-    std::string code_stage = s.is_null(16) ? "generate" : s.text(16);
-    for (std::string stage : {"analyze", "generate", "repair"}) {
-      int col = stage == "analyze" ? 6 : stage == code_stage ? 10 : -1;
-      if (col > 0 && !s.is_null(col))
+    // The stage whose answer holds the exported code: the code stage, or a repair round's.
+    std::string code_stage = s.is_null(16) ? first_of(code_stages) : s.text(16);
+    for (const auto& [stage, kind] : stages) {
+      int col = kind == store::StageKind::analysis ? 6 : stage == code_stage ? 10 : -1;
+      if (col > 0 && !s.is_null(col)) {
         prompt[stage] = {{"version", s.text(col)}, {"sha256", s.text(col + 1)}};
-      else if (stage != "repair" && run.prompts.is_object() && run.prompts.contains(stage))
+      } else if (kind != store::StageKind::repair && run.prompts.is_object() &&
+                 run.prompts.contains(stage)) {
         prompt[stage] = run.prompts[stage];
+        prompt[stage].erase("kind");  // the record names prompts; kinds are the run's
+      }
     }
     rec["prompt"] = std::move(prompt);
     // How strong the test is: of the mutants that could change the outputs, how many it
@@ -208,7 +237,8 @@ Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
     rec["cross_compile"] = std::move(cross);
     if (opts.with_reasoning) {
       ojson reasoning = ojson::object();
-      if (run.pipeline == "v2") reasoning["analyze"] = s.is_null(19) ? ojson() : ojson(s.text(19));
+      if (has_analysis)
+        reasoning[first_of(analysis_stages)] = s.is_null(19) ? ojson() : ojson(s.text(19));
       reasoning[code_stage] = s.is_null(20) ? ojson() : ojson(s.text(20));
       rec["reasoning"] = std::move(reasoning);
     }

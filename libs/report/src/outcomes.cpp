@@ -3,6 +3,7 @@
 #include <map>
 
 #include "kforge/store/run_params.hpp"
+#include "kforge/store/run_prompts.hpp"
 #include "queries.hpp"
 
 namespace kforge::report {
@@ -62,15 +63,26 @@ Category SampleOutcome::category() const {
     return Category::other;
   }
   if (stage_status) {
-    if (*stage_status == "llm_error") return Category::llm_error;
-    if (*stage_status == "parse_error") return Category::parse_error;
-    if (*stage_status == "rejected") return Category::rejected;
+    switch (*stage_status) {
+      case store::OutputStatus::llm_error:
+        return Category::llm_error;
+      case store::OutputStatus::parse_error:
+        return Category::parse_error;
+      case store::OutputStatus::rejected:
+        return Category::rejected;
+      case store::OutputStatus::ok:
+        break;
+    }
   }
   return Category::other;
 }
 
 int RunInfo::repair_rounds() const {
   return store::repair_rounds_of(params);
+}
+
+std::vector<std::string> RunInfo::stages(store::StageKind kind) const {
+  return store::stages_of_kind(prompts, kind);
 }
 
 std::optional<int> SampleOutcome::verified_round() const {
@@ -105,13 +117,6 @@ Result<RunInfo> find_run(store::Db& db, const std::string& tag) {
   return r;
 }
 
-namespace {
-// The stages whose outputs a job moves through before the verifier sees its code.
-bool before_verification(const std::string& stage) {
-  return stage == "analyze" || stage == "generate";
-}
-}  // namespace
-
 Result<std::vector<SampleOutcome>> load_outcomes(store::Db& db, const RunInfo& run) {
   std::vector<SampleOutcome> out;
   KF_TRY(store::Stmt s, db.prepare(queries()["run_outcomes"]));
@@ -120,20 +125,34 @@ Result<std::vector<SampleOutcome>> load_outcomes(store::Db& db, const RunInfo& r
     SampleOutcome o;
     o.sample_id = row.int64(0);
     o.key = row.text(1);
-    o.state = row.text(2);
+    auto state = store::parse_job_state(row.text(2));
+    if (!state.ok())
+      return fail("data", "run '" + run.tag + "', sample '" + o.key +
+                              "': jobs.state: " + state.error().message);
+    o.state = *state;
     o.stage = row.text(3);
     o.job_error_kind = row.opt_text(4);
     o.job_error = row.opt_text(5);
-    if (before_verification(o.stage)) {
+    // The status of a stage output, read through store::parse_output_status.
+    auto status = [&](int col) -> Result<std::optional<store::OutputStatus>> {
+      if (row.is_null(col)) return std::optional<store::OutputStatus>();
+      auto st = store::parse_output_status(row.text(col));
+      if (!st.ok())
+        return fail("data", "run '" + run.tag + "', sample '" + o.key +
+                                "': stage_outputs.status: " + st.error().message);
+      return std::optional<store::OutputStatus>(*st);
+    };
+    KF_TRY(auto latest, status(21));
+    if (store::before_verifier(o.stage)) {
       o.failure_stage = o.stage;
-      o.stage_status = row.opt_text(6);
+      KF_TRY(o.stage_status, status(6));
       o.stage_error_kind = row.opt_text(7);
       o.stage_error = row.opt_text(8);
-    } else if (row.is_null(9) && !row.is_null(21) && row.text(21) != "ok") {
+    } else if (row.is_null(9) && latest && *latest != store::OutputStatus::ok) {
       // Ended past generation with no verdict, yet the last stage output failed: a pipeline
       // that moves a failed job on still has that failure counted.
       o.failure_stage = row.text(20);
-      o.stage_status = row.text(21);
+      o.stage_status = latest;
       o.stage_error_kind = row.opt_text(22);
       o.stage_error = row.opt_text(23);
     } else if (!row.is_null(9)) {

@@ -22,7 +22,7 @@ Result<SampleData> load_sample(store::Db& db, const RunInfo& run, const std::str
     d.key = s.text(1);
     d.code = s.text(2);
     d.record_json = s.text(3);
-    d.state = s.text(5);
+    KF_TRY(d.state, store::parse_job_state(s.text(5)));
     d.stage = s.text(6);
     d.attempts = s.int64(7);
     d.error_kind = s.opt_text(8);
@@ -31,11 +31,11 @@ Result<SampleData> load_sample(store::Db& db, const RunInfo& run, const std::str
   {
     KF_TRY(store::Stmt s, db.prepare(queries()["debug_stage_outputs"]));
     s.bind(1, run.id).bind(2, d.sample_id);
-    KF_CHECK(s.each([&](store::Stmt& r) {
+    KF_CHECK(s.each([&](store::Stmt& r) -> Status {
       StageAttempt a;
       a.stage = r.text(0);
       a.attempt = r.int64(1);
-      a.status = r.text(2);
+      KF_TRY(a.status, store::parse_output_status(r.text(2)));
       a.prompt_version = r.text(3);
       a.prompt_sha256 = r.text(4);
       a.request_sha256 = r.opt_text(5);
@@ -52,6 +52,7 @@ Result<SampleData> load_sample(store::Db& db, const RunInfo& run, const std::str
       a.repair_round = static_cast<int>(r.int64(16));
       a.reasoning = r.opt_text(17);
       d.outputs.push_back(std::move(a));
+      return {};
     }));
   }
   {

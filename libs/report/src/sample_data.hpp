@@ -10,13 +10,14 @@
 
 #include "kforge/report/outcomes.hpp"
 #include "kforge/store/db.hpp"
+#include "kforge/store/states.hpp"
 
 namespace kforge::report {
 
 struct StageAttempt {
   std::string stage;
   std::int64_t attempt = 0;
-  std::string status;
+  store::OutputStatus status = store::OutputStatus::ok;
   std::string prompt_version, prompt_sha256;
   std::optional<std::string> request_sha256, request_json, response_raw, parsed_json;
   std::optional<std::string> error_kind, error;
@@ -40,7 +41,8 @@ struct VerifyAttempt {
 struct SampleData {
   std::int64_t sample_id = 0;
   std::string key, code, record_json;
-  std::string state, stage;
+  store::JobState state = store::JobState::queued;
+  std::string stage;
   std::int64_t attempts = 0;
   std::optional<std::string> error_kind, error;
   std::vector<StageAttempt> outputs;

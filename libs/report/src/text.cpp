@@ -11,10 +11,10 @@ namespace kforge::report {
 namespace detail {
 
 std::string label(std::string_view name) {
-  if (name == "llm_error") return "LLM error";
-  if (name == "parse_error") return "unparsable output";
-  if (name == "rejected") return "rejected by kernel facts";
-  if (name == "other") return "other job failure";
+  if (name == to_string(Category::llm_error)) return "LLM error";
+  if (name == to_string(Category::parse_error)) return "unparsable output";
+  if (name == to_string(Category::rejected)) return "rejected by kernel facts";
+  if (name == to_string(Category::other)) return "other job failure";
   if (name == "none") return "no verdict";
   if (name == "flagged") return "passed, flagged";
   return std::string(name);

@@ -237,11 +237,11 @@ Result<Body> sample_page(store::Db& db, const ViewRequest& req) {
 
   Body b;
   b.title = d.key + " in " + run.tag;
-  b.refresh = run.state == "active" && d.state != "done" && d.state != "failed";
+  b.refresh = run.state == "active" && d.state != store::JobState::done && d.state != store::JobState::failed;
   std::string& h = b.html;
   h += "<h1 class=\"key\">" + html_escape(d.key) + "</h1><p class=\"meta\">run " +
        link("/run", {{"tag", run.tag}}, run.tag) + " (pipeline " + html_escape(run.pipeline) +
-       ", model " + html_escape(run.model) + "); job " + html_escape(d.state) + " at " +
+       ", model " + html_escape(run.model) + "); job " + html_escape(std::string(store::to_string(d.state))) + " at " +
        html_escape(d.stage) + ", " + std::to_string(d.attempts) + " attempt(s)";
   if (d.error_kind || d.error)
     h += "; error " + html_escape(d.error_kind.value_or("-")) + ": " +
@@ -267,8 +267,11 @@ Result<Body> sample_page(store::Db& db, const ViewRequest& req) {
        "</dd></dl>";
 
   h += "<h2>Code</h2>" + pre(d.code);
+  const auto analysis = run.stages(store::StageKind::analysis);
   for (const auto& a : d.outputs) {
-    if (a.stage != "analyze" || a.status != "ok" || !a.parsed_json) continue;
+    if (std::find(analysis.begin(), analysis.end(), a.stage) == analysis.end() ||
+        a.status != store::OutputStatus::ok || !a.parsed_json)
+      continue;
     auto p = ojson::parse(*a.parsed_json, nullptr, false);
     if (p.is_discarded()) continue;
     const ojson& an = p.is_object() && p.contains("analysis") ? p["analysis"] : p;
@@ -340,7 +343,7 @@ Result<Body> sample_page(store::Db& db, const ViewRequest& req) {
   for (const auto& a : d.outputs)
     h += "<tr><td>" + html_escape(a.stage) + "</td><td class=\"num\">" +
          std::to_string(a.repair_round) + "</td><td class=\"num\">" + std::to_string(a.attempt) +
-         "</td><td>" + html_escape(a.status) + "</td><td>" +
+         "</td><td>" + html_escape(std::string(store::to_string(a.status))) + "</td><td>" +
          html_escape(a.error ? a.error_kind.value_or("-") + ": " + *a.error : "") +
          "</td><td class=\"num\">" + std::to_string(a.prompt_tokens + a.completion_tokens) +
          "</td><td class=\"num\">" + detail::money(a.cost_usd) + "</td><td class=\"num\">" +

@@ -40,11 +40,14 @@ void read_slurm(ConfigNode n, SlurmConfig& out) {
 }  // namespace
 
 void read_config(ConfigNode n, VerifierConfig& out) {
-  n.get("backend", out.backend);
+  {
+    // Read as an enum (a name not in kBackendNames is an error at its line), kept as its name.
+    Backend backend = value_of(kBackendNames, out.backend).value_or(Backend::local);
+    n.get_enum("backend", backend, kBackendNames);
+    out.backend = std::string(name_of(kBackendNames, backend));
+  }
   read_slurm(n.child("slurm"), out.slurm);
-  if (out.backend != "local" && out.backend != "slurm")
-    n.invalid("backend", "'" + out.backend + "' is not one of local, slurm");
-  if (out.backend == "slurm" && out.slurm.shared_dir.empty())
+  if (out.backend == name_of(kBackendNames, Backend::slurm) && out.slurm.shared_dir.empty())
     n.invalid("backend", "slurm needs verifier.slurm.shared_dir");
   n.get("devices", out.devices);
   {
@@ -62,7 +65,7 @@ void read_config(ConfigNode n, VerifierConfig& out) {
     }
   }
   n.get_at_least("cpu_workers", out.cpu_workers, 1);
-  n.get("mode", out.mode);
+  n.get_enum("mode", out.mode, kPoolModeNames);
   n.get("prestart", out.prestart);
   n.get_above("timeout_s", out.timeout_s, 0);
   n.get("python", out.python);
@@ -77,10 +80,10 @@ void read_config(ConfigNode n, VerifierConfig& out) {
   n.get_at_least("max_processes", out.max_processes, 1);
   n.get_at_least("max_open_files", out.max_open_files, 16);
   n.get_between("gpu_memory_fraction", out.gpu_memory_fraction, 0, 1);
-  n.get("autotune", out.autotune);
+  n.get_enum("autotune", out.autotune, kAutotuneNames);
   n.get("gpu_hw_queues", out.gpu_hw_queues);
   n.get("mutant_check", out.mutant_check);
-  n.get("mutant_run", out.mutant_run);
+  n.get_enum("mutant_run", out.mutant_run, kMutantRunNames);
   n.get("mutants", out.mutants);
   n.get_at_least("kernel_mutants", out.kernel_mutants, 0, "0: no kernel battery");
   n.get_above("kernel_mutant_time_s", out.kernel_mutant_time_s, 0);
@@ -111,12 +114,6 @@ void read_config(ConfigNode n, VerifierConfig& out) {
   n.get("env_passthrough", out.env_passthrough);
   n.get("env", out.env);
 
-  if (out.mode != "warm" && out.mode != "fresh")
-    n.invalid("mode", "'" + out.mode + "' is not one of warm, fresh");
-  if (out.autotune != "single" && out.autotune != "full")
-    n.invalid("autotune", "'" + out.autotune + "' is not one of single, full");
-  if (out.mutant_run != "same_process" && out.mutant_run != "new_process")
-    n.invalid("mutant_run", "'" + out.mutant_run + "' is not one of same_process, new_process");
   for (std::size_t i = 0; i < out.mutants.size(); ++i) {
     const auto& m = out.mutants[i];
     if (std::find(std::begin(kOutputMutants), std::end(kOutputMutants), m) ==

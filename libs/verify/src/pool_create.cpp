@@ -52,7 +52,7 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
   I.cfg = o.config;
   I.env = o.env ? o.env : &default_env();
   I.clock = o.clock ? o.clock : &I.env->clock();
-  I.warm = I.cfg.mode != "fresh";
+  I.warm = I.cfg.mode == PoolMode::warm;
   KF_TRY(I.harness, find_harness(I.cfg));
   I.python = I.cfg.python;
   std::unique_ptr<SystemProbe> own_probe;

@@ -21,6 +21,7 @@
 #include <yaml-cpp/yaml.h>
 #include <nlohmann/json.hpp>
 
+#include "kforge/core/enum_names.hpp"
 #include "kforge/core/result.hpp"
 
 namespace kforge {
@@ -59,6 +60,19 @@ class ConfigNode {
   void get_between(std::string_view key, int& out, int lo, int hi, std::string_view note = {});
   void get_between(std::string_view key, double& out, double lo, double hi,
                    std::string_view note = {});
+
+  // A closed set of names read into an enum through its table (enum_names.hpp): absent, `out`
+  // is unchanged; a name not in the table is an error at the key's line, "'NAME' is not one of
+  // a, b, c".
+  template <class E, std::size_t N>
+  void get_enum(std::string_view key, E& out, const EnumName<E> (&names)[N]) {
+    std::string s(name_of(names, out));
+    get(key, s);
+    if (auto v = value_of(names, s))
+      out = *v;
+    else
+      invalid(key, "'" + s + "' is not one of " + names_of(names));
+  }
 
   // Records a semantic error (e.g. a value out of range) at this key's line.
   void invalid(std::string_view key, const std::string& message);

@@ -1,10 +1,11 @@
 #pragma once
 // JobStore: runs, jobs, leases and checkpoints in the SQLite database.
 //
-// A job is one (run, sample) pair. Its `stage` is the next thing to do and its `state` says who
-// may act: 'queued' (anyone may lease it once not_before_ms has passed), 'leased' (its
-// lease_owner until lease_expires_ms), 'verify_queued' (its LLM stages are done; the verifier's
-// turn), 'done', 'failed', 'cancelled' (ended).
+// A job is one (run, sample) pair. Its `stage` is the next thing to do (a stage of the run's
+// pipeline spec by name, or a store::JobStep) and its `state` (store::JobState) says who may act:
+// queued (anyone may lease it once not_before_ms has passed), leased (its lease_owner until
+// lease_expires_ms), verify_queued (its LLM stages are done; the verifier's turn), done, failed,
+// cancelled (ended).
 //
 // The checkpoint: a stage's output and the job's next state are written in one transaction,
 // and only while the lease is still the writer's. A daemon killed at any moment leaves either
@@ -23,6 +24,7 @@
 #include "kforge/core/clock.hpp"
 #include "kforge/pipeline/repair.hpp"
 #include "kforge/store/db.hpp"
+#include "kforge/store/states.hpp"
 
 namespace kforge::pipeline {
 
@@ -33,7 +35,7 @@ struct RunRow {
   std::string model;
   nlohmann::json params;
   nlohmann::json prompts;
-  std::string state;
+  store::RunState state = store::RunState::active;
   std::int64_t created_ms = 0;
   std::int64_t updated_ms = 0;
 };
@@ -52,7 +54,7 @@ struct LeasedJob {
   std::int64_t id = 0;
   std::int64_t run_id = 0;
   std::int64_t sample_id = 0;
-  std::string stage;
+  std::string stage;  // a stage's name (jobs.stage of a job that can be leased)
   int attempts = 0;
   int repair_round = 0;  // 0: the first generation; N: the N-th repair
 };
@@ -68,7 +70,7 @@ struct SampleInput {
 struct StageOutput {
   std::string stage;
   int attempt = 1;
-  std::string status;  // ok | llm_error | parse_error | rejected
+  store::OutputStatus status = store::OutputStatus::ok;
   std::string prompt_version;
   std::string prompt_sha256;
   std::string request_sha256;
@@ -90,8 +92,8 @@ struct StageOutput {
 
 // Where a job goes after a checkpoint.
 struct NextState {
-  std::string state;  // queued | verify_queued | failed | done
-  std::string stage;
+  store::JobState state = store::JobState::queued;  // queued | verify_queued | failed | done
+  std::string stage;  // a stage's name or a store::JobStep's (to_string)
   int attempts = 0;
   std::int64_t not_before_ms = 0;
   std::optional<std::string> error_kind;
@@ -110,7 +112,7 @@ struct Event {
 };
 
 struct Attempt {
-  std::string status;
+  store::OutputStatus status = store::OutputStatus::ok;
   std::optional<std::string> error_kind;
   std::optional<std::string> error;
   std::optional<std::string> response_raw;
@@ -128,7 +130,7 @@ class JobStore {
   Result<std::vector<RunRow>> active_runs();
   Result<std::vector<RunRow>> all_runs();
   // active <-> paused. Errors: "not_found", "conflict" (a cancelled or finished run).
-  Status set_run_state(const std::string& tag, const std::string& state);
+  Status set_run_state(const std::string& tag, store::RunState state);
   // Records a provider-requested pause (until wall ms, and why) for `kforge status`.
   Status set_run_wait(std::int64_t run_id, std::int64_t until_ms, const std::string& reason);
   // Cancels the run and every job not yet ended or verified, in one transaction. Returns how

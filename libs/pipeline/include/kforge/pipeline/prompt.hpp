@@ -1,17 +1,27 @@
 #pragma once
 // Prompts: versioned template files with {{placeholders}}, each stage's output schema beside it.
 //
-//   prompts/<version>/<stage>.md            the template (stages: analyze, generate)
+//   prompts/<version>/pipeline.yaml         the version's stages, in order, each with its kind:
+//                                             stages:
+//                                               - {name: analyze, kind: analysis}
+//                                               - {name: generate, kind: code}
+//                                               - {name: repair, kind: repair}
+//   prompts/<version>/<stage>.md            a stage's template
 //   prompts/<version>/<stage>.schema.json   the JSON schema the stage's answer must satisfy
-//   prompts/<version>/repair.md             optional: the repair stage, after a verdict that is
-//                                           not verified (with repair.schema.json)
 //   prompts/retry.md                        appended after an answer that did not parse or was
 //                                           rejected, with {{reason}}
-//   prompts/evidence.md                     the verifier's evidence for repair.md, in blocks
+//   prompts/evidence.md                     the verifier's evidence for a repair stage, in blocks
+//
+// A stage's kind (store::StageKind) says what its answer holds, and so what the scheduler checks
+// and what comes next: `analysis` stages come first (their answers are the {{analysis}} of the
+// stages after them), then one `code` stage (kernel_wrapper and unitest_code, which go to the
+// verifier), and at most one `repair` stage, named `repair` (store::kRepairStage), which a job
+// reaches after a verdict that is not verified. A new stage is a template, a schema and a line in
+// pipeline.yaml; nothing in C++ names stages.
 //
 // A prompt's identity is its version name plus the SHA-256 of its text. A run records the
-// identities of every template it uses when it is created; a daemon whose templates differ
-// refuses to go on with that run (a tagged output set never mixes prompt texts).
+// identities (and kinds) of every template it uses when it is created; a daemon whose templates
+// differ refuses to go on with that run (a tagged output set never mixes prompt texts).
 
 #include <filesystem>
 #include <map>
@@ -23,15 +33,18 @@
 #include <nlohmann/json.hpp>
 
 #include "kforge/core/result.hpp"
+#include "kforge/store/states.hpp"
 
 namespace kforge::pipeline {
 
 // The placeholders a template may use: code, description_1, description_2, kernel_signatures,
-// key, analysis (only in a stage after analyze) and reason (only in retry.md). repair.md may also
-// use kernel_wrapper and unitest_code (the previous round's), evidence, round and repair_rounds.
+// key, analysis (only in a stage after an analysis stage: their answers' fields in one JSON
+// object) and reason (only in retry.md). A repair stage may also use kernel_wrapper and
+// unitest_code (the previous round's), evidence, round and repair_rounds.
 struct Template {
-  std::string name;     // "analyze", "generate", "retry"
-  std::string version;  // "v2", or "common" for retry.md
+  std::string name;                                // the stage's name in pipeline.yaml, or "retry"
+  store::StageKind kind = store::StageKind::code;  // (retry.md: unused)
+  std::string version;                             // "v2", or "common" for retry.md
   std::filesystem::path path;
   std::string text;
   std::string sha256;  // of text
@@ -49,23 +62,27 @@ struct EvidenceTemplate {
   const std::string* block(std::string_view name) const;
 };
 
-// One pipeline version: its stages in order, the shared retry template, and the repair stage
-// when the version has one.
+// One pipeline version: its stages before the verifier in order (analysis stages, then the code
+// stage), the shared retry template, and the repair stage when the version has one.
 struct PipelineSpec {
   std::string version;
   std::vector<Template> stages;
   Template retry;
-  std::optional<Template> repair;  // prompts/<version>/repair.md
+  std::optional<Template> repair;  // the stage of kind repair
   EvidenceTemplate evidence;       // set when repair is
 
+  // The stage of that name, the repair stage included; nullptr when there is none.
   const Template* stage(std::string_view name) const;
-  // The stage after `name`, or nullptr when `name` is the last.
+  // The stage after `name` before the verifier, or nullptr when `name` is the code stage.
   const Template* next(std::string_view name) const;
   const std::string& first_stage() const { return stages.front().name; }
-  // {"analyze": {"version": "v2", "sha256": "...", "schema_sha256": "..."}, ...,
-  //  "retry": {"version": "common", "sha256": "..."}}: what a run records. with_repair (a run
-  //  with repair rounds) adds "repair": {"version", "sha256", "schema_sha256",
-  //  "evidence_sha256"}; the version must have a repair template then.
+  // The stages of a kind before `name` (all of them when `name` is not a stage before the
+  // verifier), in order.
+  std::vector<const Template*> before(std::string_view name, store::StageKind kind) const;
+  // {"analyze": {"version": "v2", "sha256": "...", "schema_sha256": "...", "kind": "analysis"},
+  //  ..., "retry": {"version": "common", "sha256": "..."}}: what a run records. with_repair (a
+  //  run with repair rounds) adds "repair": {"version", "sha256", "schema_sha256", "kind",
+  //  "evidence_sha256"}; the version must have a repair stage then.
   nlohmann::json identities(bool with_repair = false) const;
   // "" when `recorded` (a run's prompts_json) matches; else what changed, e.g.
   // "prompts/v2/analyze.md changed since the run was created (sha256 1a2b3c4d... now 5e6f...)".
@@ -75,8 +92,9 @@ struct PipelineSpec {
 
 class PromptLibrary {
  public:
-  // Reads every version directory under `dir`. Errors name the file (and line): a missing
-  // schema, a schema that is not JSON, an unknown placeholder.
+  // Reads every version directory under `dir`. Errors name the file (and line): a missing or
+  // malformed pipeline.yaml (an unknown kind, stages out of order, a template it does not name),
+  // a missing schema, a schema that is not JSON, an unknown placeholder.
   static Result<PromptLibrary> load(const std::filesystem::path& dir);
   // The prompts directory: `configured` if not empty, else the data directory's prompts/.
   static Result<std::filesystem::path> locate(const std::string& configured);

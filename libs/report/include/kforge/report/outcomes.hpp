@@ -15,20 +15,26 @@
 #include <nlohmann/json.hpp>
 
 #include "kforge/store/db.hpp"
+#include "kforge/store/states.hpp"
 
 namespace kforge::report {
 
 struct RunInfo {
   std::int64_t id = 0;
   std::string tag;
-  std::string pipeline;  // "v1" | "v2"
+  std::string pipeline;  // the prompt version, e.g. "v2"
   std::string model;
-  std::string state;
-  nlohmann::ordered_json prompts;  // runs.prompts_json: {stage: {"version", "sha256"}}
-  nlohmann::ordered_json params;   // runs.params_json
+  std::string state;  // runs.state (store::RunState's names)
+  // runs.prompts_json: {stage: {"version", "sha256", "schema_sha256", "kind"}}
+  nlohmann::ordered_json prompts;
+  nlohmann::ordered_json params;  // runs.params_json
 
   // The repair rounds the run was created with (params "repair_rounds"; 0 when absent).
   int repair_rounds() const;
+  // The run's stages of a kind, as it recorded them (store/run_prompts.hpp).
+  std::vector<std::string> stages(store::StageKind kind) const;
+  // Whether the run asked for an analysis before the code (a stage of kind analysis).
+  bool has_analysis() const { return !stages(store::StageKind::analysis).empty(); }
 };
 
 // The run with this tag. Error kind "not_found" names the tag and lists the known ones.
@@ -71,14 +77,14 @@ struct SampleOutcome {
   std::int64_t job_id = 0;
   std::int64_t sample_id = 0;
   std::string key;
-  std::string state;  // jobs.state
+  store::JobState state = store::JobState::queued;
   std::string stage;  // jobs.stage: where the job is, or where it stopped
   std::optional<std::string> job_error_kind;
   std::optional<std::string> job_error;
   // The latest output of `stage` when the job is at analyze or generate (or, for a job past
   // them with no verdict, the latest failed output); failure_stage names its stage.
   std::string failure_stage;
-  std::optional<std::string> stage_status;
+  std::optional<store::OutputStatus> stage_status;
   std::optional<std::string> stage_error_kind;
   std::optional<std::string> stage_error;
   // The latest verification, only when it belongs to the job's current code: a job sent back to
@@ -108,10 +114,13 @@ struct SampleOutcome {
   std::vector<RoundOutcome> rounds;
 
   // The model answered that the code itself cannot work (a repair round ended the sample).
-  bool unfixable() const { return job_error_kind && *job_error_kind == "unfixable"; }
+  bool unfixable() const {
+    return job_error_kind &&
+           store::job_error_kind_of(*job_error_kind) == store::JobErrorKind::unfixable;
+  }
   // The first round whose verdict is verified; nullopt when none is.
   std::optional<int> verified_round() const;
-  bool finished() const { return state == "done" || state == "failed"; }
+  bool finished() const { return store::finished(state); }
   bool verified() const { return category() == Category::verified; }
   Category category() const;
 };

@@ -7,10 +7,46 @@
 #include <vector>
 
 #include "kforge/core/config.hpp"
+#include "kforge/core/enum_names.hpp"
 
 namespace kforge::verify {
 
 inline constexpr int kAutoWorkers = 0;
+
+// The closed choices of the section, read by name (ConfigNode::get_enum) at load time; to_string
+// gives the name back (the harness spec and messages carry it).
+enum class PoolMode {
+  warm,   // each slot keeps a child forked, sandboxed and holding a CUDA context ready
+  fresh,  // a new process per sample
+};
+inline constexpr EnumName<PoolMode> kPoolModeNames[] = {{PoolMode::warm, "warm"},
+                                                        {PoolMode::fresh, "fresh"}};
+enum class Autotune {
+  single,  // @triton.autotune keeps its first config (one compile per kernel)
+  full,    // every config is compiled and timed, as Triton does
+};
+inline constexpr EnumName<Autotune> kAutotuneNames[] = {{Autotune::single, "single"},
+                                                        {Autotune::full, "full"}};
+enum class MutantRun {
+  same_process,  // the mutant run follows the real one in the sample's process
+  new_process,   // it gets a process of its own
+};
+inline constexpr EnumName<MutantRun> kMutantRunNames[] = {{MutantRun::same_process, "same_process"},
+                                                          {MutantRun::new_process, "new_process"}};
+
+enum class Backend { local, slurm };
+inline constexpr EnumName<Backend> kBackendNames[] = {{Backend::local, "local"},
+                                                      {Backend::slurm, "slurm"}};
+
+constexpr std::string_view to_string(PoolMode v) {
+  return name_of(kPoolModeNames, v);
+}
+constexpr std::string_view to_string(Autotune v) {
+  return name_of(kAutotuneNames, v);
+}
+constexpr std::string_view to_string(MutantRun v) {
+  return name_of(kMutantRunNames, v);
+}
 // The `verifier.slurm` section: how the daemon's verify stage runs samples as Slurm array tasks
 // (verifier.backend: slurm). Read by the Slurm backend (slurm_backend.hpp) and by `kforge run
 // cancel`.
@@ -38,6 +74,8 @@ struct SlurmConfig {
 
 struct VerifierConfig {
   // local: the pool runs on this host. slurm: samples go to Slurm array tasks (`slurm:`).
+  // Read through kBackendNames at load time (an unknown name is an error at its line); kept as
+  // the name while the daemon's verifier thread compares it.
   std::string backend = "local";
   SlurmConfig slurm;
   // Devices to run on: "cuda:N", "rocm:N" or "cpu"; empty means detect (nvidia-smi, rocm-smi,
@@ -46,8 +84,8 @@ struct VerifierConfig {
   // Workers per GPU; kAutoWorkers (the default, `auto` in the file): sized from the cores, the
   // GPUs in use and each GPU's memory (auto_workers_per_device() in gpu.hpp).
   int workers_per_device = 0;
-  int cpu_workers = 2;        // workers when the only device is "cpu"
-  std::string mode = "warm";  // warm | fresh
+  int cpu_workers = 2;  // workers when the only device is "cpu"
+  PoolMode mode = PoolMode::warm;
   // Warm mode: each slot keeps a child forked, sandboxed and holding a CUDA context ready for
   // its next sample (the sample's deadline starts when it is handed over).
   bool prestart = true;
@@ -65,7 +103,7 @@ struct VerifierConfig {
   int max_processes = 256;                // RLIMIT_NPROC for the sample's own uid
   int max_open_files = 4096;              // RLIMIT_NOFILE
   double gpu_memory_fraction = 0;         // per sample; 0: 0.9 / workers_per_device
-  std::string autotune = "single";        // single | full
+  Autotune autotune = Autotune::single;
   // Hardware work queues per sample's GPU context: CUDA_DEVICE_MAX_CONNECTIONS (NVIDIA) or
   // GPU_MAX_HW_QUEUES (AMD) in the samples' environment; 0 leaves the driver's default (8 on
   // NVIDIA, 4 on AMD). Each queue is set up when a context is made and torn down when it goes,
@@ -75,7 +113,7 @@ struct VerifierConfig {
   bool mutant_check = true;  // re-run passing samples with kernel launches skipped
   // same_process: the mutant run follows the real one in the sample's process (GPU memory the
   // real run freed is overwritten first); new_process: it gets a process of its own.
-  std::string mutant_run = "same_process";
+  MutantRun mutant_run = MutantRun::same_process;
   // The output mutants run after the skip-launch one kills a passing sample's test, in this
   // order, until one survives (docs/VERIFIER.md, "Output mutants"); empty: none.
   std::vector<std::string> mutants = {"tail",        "interior", "permute",
