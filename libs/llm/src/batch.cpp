@@ -76,7 +76,7 @@ void BatchRunner::Impl::stop() {
 }
 
 void BatchRunner::Impl::run() {
-  pthread_setname_np(pthread_self(), "kforge-llm-batch");
+  pthread_setname_np(pthread_self(), "kf-llm-batch");  // 15 characters at most
   while (true) {
     std::vector<Pending> in;
     {
@@ -120,7 +120,10 @@ void BatchRunner::Impl::take(Pending p, std::int64_t now) {
       // Answered before a restart: handed over from the stored line, never asked again.
       LineOutcome o;
       o.sha = p.sha;
+      o.call = line->call;
       o.answered = true;
+      // Handed over (and priced) once already: a replay is not billed again.
+      o.replayed = line->line_state == "applied";
       o.http_status = 200;
       o.body = *line->raw;
       o.batch_key = line->key;
@@ -174,6 +177,8 @@ Status BatchRunner::Impl::make_batch(std::int64_t now) {
                            std::span<const Pending>(collecting_.data(), n), b.content.size(), now));
   for (std::size_t i = 0; i < n; ++i) {
     b.shas.insert(collecting_[i].sha);
+    if (!collecting_[i].call.empty() && collecting_[i].call != collecting_[i].sha)
+      b.calls[collecting_[i].sha] = collecting_[i].call;
     in_batch_[collecting_[i].sha] = b.id;
     collecting_ids_.erase(collecting_[i].sha);
     collecting_bytes_ -= std::min(collecting_bytes_, collecting_[i].body.size() + 200);
@@ -209,6 +214,7 @@ Status BatchRunner::Impl::recover() {
         b.content += input_line(line.sha, endpoint_, line.body.value_or("{}"));
       if (line.state == "pending") {
         b.shas.insert(line.sha);
+        if (line.call != line.sha) b.calls[line.sha] = line.call;
         in_batch_[line.sha] = b.id;
       }
     }
@@ -268,8 +274,8 @@ BatchRunner::BatchRunner(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 BatchRunner::~BatchRunner() {
   stop();
 }
-void BatchRunner::enqueue(std::string sha, std::string tag, std::string body) {
-  impl_->enqueue(Pending{std::move(sha), std::move(tag), std::move(body)});
+void BatchRunner::enqueue(std::string line, std::string call, std::string tag, std::string body) {
+  impl_->enqueue(Pending{std::move(line), std::move(call), std::move(tag), std::move(body)});
 }
 BatchGauges BatchRunner::gauges() const {
   return impl_->gauges();

@@ -87,7 +87,7 @@ std::vector<LineOutcome> line_outcomes(const std::vector<json>& lines,
     const json& resp = l.contains("response") ? l["response"] : json();
     if (resp.is_object()) {
       o.http_status = resp.value("status_code", 0);
-      if (resp.contains("body"))
+      if (resp.contains("body") && !resp["body"].is_null())  // vLLM: null on a failed line
         o.body = resp["body"].is_string()
                      ? resp["body"].get<std::string>()
                      : resp["body"].dump(-1, ' ', false, json::error_handler_t::replace);
@@ -98,6 +98,9 @@ std::vector<LineOutcome> line_outcomes(const std::vector<json>& lines,
       if (l.contains("error") && l["error"].is_object())
         why = l["error"].value("code", std::string("error")) + ": " +
               l["error"].value("message", std::string());
+      else if (l.contains("error") && l["error"].is_string())  // vllm run-batch's error text
+        why = "HTTP " + std::to_string(o.http_status) + ": " +
+              excerpt(l["error"].get<std::string>(), 200);
       else
         why = "HTTP " + std::to_string(o.http_status) + ": " + redact(excerpt(o.body, 200));
       o.error = "batch " + batch_id + " line " + sha.substr(0, 12) + ": " + redact(why);

@@ -29,6 +29,9 @@ namespace kforge::llm {
 // Waits are sliced like the client's: the clock may be moved by someone else (a test's
 // ManualClock).
 constexpr std::int64_t kBatchSliceMs = 20;
+// Short downloads in a row (fewer lines than the batch's request_counts) after which the
+// shortfall is reported as an error; the files are still read again at each retry.
+constexpr int kShortReadsNoted = 3;
 
 struct Http {
   long status = 0;  // 0: no response (error says why)
@@ -51,8 +54,10 @@ struct Open {
   bool recovered = false;  // from an earlier process, or a step whose answer was lost
   bool cancel_sent = false;
   std::int64_t completed = -1, failed = -1;
-  std::string content;  // the input file, until it is uploaded
-  std::set<std::string> shas;
+  std::string content;                       // the input file, until it is uploaded
+  std::set<std::string> shas;                // the pending lines' custom_ids
+  std::map<std::string, std::string> calls;  // custom_id -> call, for continuation lines
+  int short_reads = 0;  // downloads in a row that held fewer lines than request_counts
 };
 
 class BatchRunner::Impl {
@@ -92,8 +97,14 @@ class BatchRunner::Impl {
   bool submitted(Open& b, const nlohmann::json& j, std::int64_t now);
   bool poll(Open& b, std::int64_t now);
   std::optional<std::vector<nlohmann::json>> download(const std::string& file_id, std::string* why);
-  bool collect(Open& b, const nlohmann::json& j, std::int64_t now);
-  bool abandon(Open& b, const std::string& why, std::int64_t now);
+  bool collect(Open& b, const nlohmann::json& j, std::int64_t now,
+               const std::string& run_level = "");
+  std::optional<std::string> shortfall(const nlohmann::json& j, const std::string& out_id,
+                                       const std::string& err_id, std::size_t out_lines,
+                                       std::size_t err_lines) const;
+  void delete_files(Open& b, const std::vector<std::string>& ids, std::int64_t now);
+  bool abandon(Open& b, const std::string& why, std::int64_t now,
+               const std::string& run_level = "");
   CURL* easy();
 
   BatchRunnerOptions o_;

@@ -32,6 +32,7 @@ std::optional<BatchLedger::LatestLine> BatchLedger::latest_line(const std::strin
   l.line_state = (*s)->text(3);
   l.raw = (*s)->opt_text(5);
   l.batch = (*s)->int64(0);
+  l.call = (*s)->opt_text(7).value_or(sha);
   (*s)->reset();
   return l;
 }
@@ -51,6 +52,7 @@ Result<std::int64_t> BatchLedger::add_batch(const std::string& key, const std::s
     KF_TRY(store::Stmt * l, db_->cached(llm_queries()["batch_line_insert"]));
     l->bind(1, id).bind(2, p.sha).bind(3, p.tag);
     l->bind(4, p.body);
+    l->bind(5, p.call.empty() || p.call == p.sha ? std::optional<std::string>() : p.call);
     KF_CHECK(l->run());
   }
   KF_CHECK(tx.commit());
@@ -81,6 +83,7 @@ Result<std::vector<BatchLedger::StoredBatch>> BatchLedger::open_batches(const st
       line.sha = r.text(0);
       if (b.state == "uploading") line.body = r.opt_text(1);
       line.state = r.text(2);
+      line.call = r.opt_text(3).value_or(line.sha);
       b.lines.push_back(std::move(line));
     }));
   }
@@ -164,6 +167,11 @@ Status BatchLedger::results(std::int64_t id, const std::vector<LineOutcome>& out
 void BatchLedger::applied(std::int64_t batch, const std::string& sha) {
   auto s = db_->cached(llm_queries()["batch_line_applied"]);
   if (s.ok()) (void)(*s)->bind(1, batch).bind(2, sha).run();
+}
+
+void BatchLedger::files_deleted(std::int64_t id, std::int64_t now) {
+  auto s = db_->cached(llm_queries()["batch_files_deleted"]);
+  if (s.ok()) (void)(*s)->bind(1, id).bind(2, now).run();
 }
 
 void BatchLedger::prune() {

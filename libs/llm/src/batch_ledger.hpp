@@ -19,9 +19,10 @@
 
 namespace kforge::llm {
 
-// A request waiting for its batch.
+// A request waiting for its batch: its line's custom_id (sha), the call the line answers (call:
+// the same, or the call a continuation line continues), its tag and its body.
 struct Pending {
-  std::string sha, tag, body;
+  std::string sha, call, tag, body;
 };
 
 class BatchLedger {
@@ -33,6 +34,7 @@ class BatchLedger {
     std::int64_t batch = 0;
     std::string key, batch_state, line_state;
     std::optional<std::string> raw;  // the answer, once the line was answered
+    std::string call;                // the call the line answers
   };
   std::optional<LatestLine> latest_line(const std::string& sha, const std::string& chat_url);
 
@@ -47,6 +49,7 @@ class BatchLedger {
     std::string sha;
     std::optional<std::string> body;
     std::string state;
+    std::string call;  // the call the line answers (sha, or the call a continuation continues)
   };
   struct StoredBatch {
     std::int64_t id = 0;
@@ -76,6 +79,8 @@ class BatchLedger {
                  const std::function<std::string(std::string)>& redact);
   // The client recorded the line's answer (best effort).
   void applied(std::int64_t batch, const std::string& sha);
+  // The batch's files were deleted at the provider (best effort).
+  void files_deleted(std::int64_t id, std::int64_t now);
   // Drops the copies of answers the client has recorded (best effort).
   void prune();
 

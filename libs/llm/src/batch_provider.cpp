@@ -1,9 +1,11 @@
 // A batch at the provider, one step at a time on the runner's thread (blocking libcurl): upload
 // the input file (/files; after a restart, first look for it by name), create the batch
 // (/batches; after a restart or a lost answer, first look for it by metadata.kforge_batch), poll
-// it (cancelling it past its completion window), download its output and error files and record
-// each line's outcome. A failed step is tried again with backoff; one the provider refuses
-// abandons the batch, its lines failing.
+// it (cancelling it past kforge's deadline, llm.batch.deadline), download its output and error
+// files, check the lines read against the batch's request_counts (a short file is read again),
+// record each line's outcome and delete the files. A failed step is tried again with backoff;
+// one the provider refuses abandons the batch, its lines failing (as a run-level error when the
+// refusal would come again for every batch: an invalid request, a refused key).
 
 #include <spdlog/spdlog.h>
 
@@ -24,6 +26,16 @@ std::size_t append(char* p, std::size_t size, std::size_t n, void* user) {
   return size * n;
 }
 
+// What a refused upload or creation says about the run: a request the provider finds invalid
+// (400, 422: a completion window it does not accept, a file above its limits) or a refused key
+// (401, 403) would be refused again for every batch, so its lines are not resubmitted and the
+// run pauses; "" for the rest (their lines go into the next batch).
+std::string refusal_kind(long status) {
+  if (status == 400 || status == 422) return "config";
+  if (status == 401 || status == 403) return "auth";
+  return "";
+}
+
 }  // namespace
 
 Http BatchRunner::Impl::request(const std::string& method, const std::string& path,
@@ -39,6 +51,7 @@ Http BatchRunner::Impl::request(const std::string& method, const std::string& pa
     headers = curl_slist_append(headers, s->data);
   if (method == "POST" && mime == nullptr)
     headers = curl_slist_append(headers, "Content-Type: application/json");
+  if (method == "DELETE") curl_easy_setopt(easy_, CURLOPT_CUSTOMREQUEST, "DELETE");
   curl_easy_setopt(easy_, CURLOPT_URL, url.c_str());
   curl_easy_setopt(easy_, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(easy_, CURLOPT_NOSIGNAL, 1L);
@@ -124,7 +137,7 @@ bool BatchRunner::Impl::upload(Open& b, std::int64_t now) {
       retry_later(b, now, describe("uploading the input file to", h));
       return false;
     }
-    return abandon(b, describe("uploading the input file to", h), now);
+    return abandon(b, describe("uploading the input file to", h), now, refusal_kind(h.status));
   }
   json j = json::parse(h.body, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("id") || !j["id"].is_string()) {
@@ -192,7 +205,7 @@ bool BatchRunner::Impl::create(Open& b, std::int64_t now) {
       retry_later(b, now, describe("creating the batch at", h));
       return false;
     }
-    return abandon(b, describe("creating the batch at", h), now);
+    return abandon(b, describe("creating the batch at", h), now, refusal_kind(h.status));
   }
   json j = json::parse(h.body, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("id")) {
@@ -252,11 +265,11 @@ bool BatchRunner::Impl::poll(Open& b, std::int64_t now) {
   }
   if (terminal(status)) return collect(b, j, now);
   b.next_ms = now + o_.cfg.batch.poll_ms;
-  if (!b.cancel_sent && b.submitted_ms > 0 && now - b.submitted_ms > o_.cfg.batch.window_ms) {
-    // Still running after its window: reported, cancelled, and its unfinished lines go into
-    // the next batch once the provider has ended it.
-    std::string why = "still " + status + " after its completion window (" +
-                      o_.cfg.batch.completion_window + "); cancelling it, its unfinished " +
+  if (!b.cancel_sent && b.submitted_ms > 0 && now - b.submitted_ms > o_.cfg.batch.deadline_ms) {
+    // Still running past kforge's deadline: reported, cancelled, and its unfinished lines go
+    // into the next batch once the provider has ended it.
+    std::string why = "still " + status + " after its deadline (llm.batch.deadline " +
+                      o_.cfg.batch.deadline + "); cancelling it, its unfinished " +
                       "requests go into the next batch";
     spdlog::warn("llm batch {} ({}): {}", b.key, b.batch_id, why);
     ledger_.note(b.id, why, now);
@@ -281,12 +294,14 @@ std::optional<std::vector<json>> BatchRunner::Impl::download(const std::string& 
   return read_result_file(h.body, file_id, why);
 }
 
-bool BatchRunner::Impl::collect(Open& b, const json& j, std::int64_t now) {
+bool BatchRunner::Impl::collect(Open& b, const json& j, std::int64_t now,
+                                const std::string& run_level) {
   std::string out_id =
       j.value("output_file_id", json()).is_string() ? j["output_file_id"].get<std::string>() : "";
   std::string err_id =
       j.value("error_file_id", json()).is_string() ? j["error_file_id"].get<std::string>() : "";
   std::vector<json> lines;
+  std::size_t out_lines = 0;
   for (const std::string& id : {out_id, err_id}) {
     if (id.empty()) continue;
     std::string why;
@@ -295,15 +310,34 @@ bool BatchRunner::Impl::collect(Open& b, const json& j, std::int64_t now) {
       retry_later(b, now, why);
       return false;
     }
+    if (id == out_id) out_lines = got->size();
     for (auto& l : *got) lines.push_back(std::move(l));
+  }
+  if (auto why = shortfall(j, out_id, err_id, out_lines, lines.size() - out_lines)) {
+    // Cut at a line boundary (no Content-Length, or a proxy): read again, never resubmitted
+    // while the answers may be at the provider.
+    if (++b.short_reads == kShortReadsNoted) {
+      spdlog::error("llm batch {} ({}): {}; reading them again every poll", b.key, b.batch_id,
+                    *why);
+      ledger_.note(b.id, *why, now);
+    }
+    retry_later(b, now, *why);
+    return false;
   }
   std::string status = j.value("status", "");
   std::string batch_error = batch_errors(j);
   auto redactor = [this](std::string s) { return redact(std::move(s)); };
   std::vector<LineOutcome> outcomes =
       line_outcomes(lines, b.shas, b.key, b.batch_id, status, batch_error, redactor);
+  lines.clear();
+  lines.shrink_to_fit();
   int answered = 0, failed = 0;
-  for (const auto& o : outcomes) ++(o.answered ? answered : failed);
+  for (auto& o : outcomes) {
+    ++(o.answered ? answered : failed);
+    auto c = b.calls.find(o.sha);
+    o.call = c == b.calls.end() ? o.sha : c->second;
+    if (!o.answered) o.run_level = run_level;
+  }
   auto st = ledger_.results(b.id, outcomes, status, out_id, err_id, batch_error, answered, failed,
                             now, redactor);
   if (!st.ok()) {
@@ -323,16 +357,55 @@ bool BatchRunner::Impl::collect(Open& b, const json& j, std::int64_t now) {
     if (o.answered) mark_applied(b.id, o.sha);
     ready_.push_back(std::move(o));
   }
+  if (!o_.cfg.batch.keep_files) delete_files(b, {b.file_id, out_id, err_id}, now);
   return true;
 }
 
+// The lines read against the batch's request_counts: why they fall short, if they do.
+std::optional<std::string> BatchRunner::Impl::shortfall(const json& j, const std::string& out_id,
+                                                        const std::string& err_id,
+                                                        std::size_t out_lines,
+                                                        std::size_t err_lines) const {
+  if (!j.contains("request_counts") || !j["request_counts"].is_object()) return std::nullopt;
+  const json& rc = j["request_counts"];
+  auto completed = static_cast<std::size_t>(std::max<std::int64_t>(
+      0, rc.value("completed", json(0)).is_number_integer() ? rc["completed"].get<std::int64_t>()
+                                                            : 0));
+  auto failed = static_cast<std::size_t>(std::max<std::int64_t>(
+      0, rc.value("failed", json(0)).is_number_integer() ? rc["failed"].get<std::int64_t>() : 0));
+  if (out_lines >= completed && err_lines >= failed) return std::nullopt;
+  return "short result files: output file " + (out_id.empty() ? "(none)" : out_id) + " held " +
+         std::to_string(out_lines) + " of the " + std::to_string(completed) +
+         " completed lines, error file " + (err_id.empty() ? "(none)" : err_id) + " " +
+         std::to_string(err_lines) + " of the " + std::to_string(failed) +
+         " failed (the batch's request_counts)";
+}
+
+// Deletes the batch's files at the provider once its lines are recorded (best effort: a file
+// that cannot be deleted is logged and left).
+void BatchRunner::Impl::delete_files(Open& b, const std::vector<std::string>& ids,
+                                     std::int64_t now) {
+  bool all = true;
+  for (const auto& id : ids) {
+    if (id.empty()) continue;
+    Http h = request("DELETE", "/files/" + id, "");
+    if (!h.ok() && h.status != 404) {
+      all = false;
+      spdlog::warn("llm batch {}: {}", b.key, describe("deleting file " + id + " at", h));
+    }
+  }
+  if (all) ledger_.files_deleted(b.id, now);
+}
+
 // A batch that cannot go on (the provider refused its file or its creation): its lines fail.
-bool BatchRunner::Impl::abandon(Open& b, const std::string& why, std::int64_t now) {
-  spdlog::error("llm batch {}: {}", b.key, why);
+bool BatchRunner::Impl::abandon(Open& b, const std::string& why, std::int64_t now,
+                                const std::string& run_level) {
+  spdlog::error("llm batch {}: {}{}", b.key, why,
+                run_level.empty() ? "" : "; its requests are not resubmitted (the run pauses)");
   json j = {{"status", "failed"},
             {"errors", {{"data", json::array({{{"code", "kforge"}, {"message", why}}})}}}};
   if (b.batch_id.empty()) b.batch_id = "(none)";
-  return collect(b, j, now);
+  return collect(b, j, now, run_level);
 }
 
 }  // namespace kforge::llm
