@@ -10,9 +10,11 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <iterator>
 
 #include "kforge/llm/errors.hpp"
 #include "kforge/store/db.hpp"
@@ -450,6 +452,44 @@ TEST_F(BatchTest, AVllmFailedLineWithANullBodyIsAFailedLineWithItsError) {
                    "= 400 AND response_raw IS NULL AND error LIKE '%scripted failed line%'"),
             1);
   EXPECT_EQ(max_lines_per_request(), 1);
+}
+
+// Issue 43, 5: the input file is written to disk as it is built (beside the database) and
+// uploaded from there; the result files are read line by line and recorded a few lines at a
+// time (llm.batch.lines_in_memory), whatever the batch's size; nothing is left behind.
+TEST_F(BatchTest, FilesGoThroughTheDiskAndResultsAreRecordedAFewLinesAtATime) {
+  start({{"hold_after", "upload"}, {"hold_ms", 1'000}});
+  cfg.batch.lines_in_memory = 2;
+  auto c = make_client();
+  std::filesystem::path spool = dir / "kforge.db.batches";
+  std::vector<std::future<Result<ChatResponse>>> fs;
+  for (int i = 0; i < 7; ++i) {
+    auto p = std::make_shared<std::promise<Result<ChatResponse>>>();
+    fs.push_back(p->get_future());
+    c->submit(request("number " + std::to_string(i)),
+              [p](Result<ChatResponse> r) { p->set_value(std::move(r)); });
+  }
+  // While the upload is held: the input file is on disk, one line per request.
+  std::string input;
+  ASSERT_TRUE(eventually([&] {
+    if (!std::filesystem::exists(spool)) return false;
+    for (const auto& f : std::filesystem::directory_iterator(spool)) {
+      std::ifstream in(f.path());
+      input.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      return true;
+    }
+    return false;
+  }));
+  EXPECT_EQ(std::count(input.begin(), input.end(), '\n'), 7);
+  EXPECT_NE(input.find("\"custom_id\":\""), std::string::npos);
+  for (std::size_t i = 0; i < fs.size(); ++i) {
+    auto r = get_within(fs[i], std::chrono::seconds(30));
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->parsed["answer"], std::to_string(i));
+  }
+  EXPECT_EQ(batch_stats()["lines"], 7);
+  EXPECT_EQ(scalar("SELECT completed FROM llm_batches WHERE state = 'done'"), 7);
+  EXPECT_TRUE(std::filesystem::is_empty(spool)) << "nothing left on disk";
 }
 
 // Issue 43, 7: the fake follows the published Batch API where kforge used to be let off.

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "batch_file.hpp"
 #include "batch_impl.hpp"
@@ -33,6 +34,12 @@ BatchRunner::Impl::Impl(BatchRunnerOptions o) : o_(std::move(o)) {
 
 Status BatchRunner::Impl::start() {
   KF_CHECK(ledger_.open(o_.db_path, o_.db_busy_timeout_ms));
+  // Beside the database: the batches' files while they are built, uploaded and read.
+  spool_dir_ = o_.db_path + ".batches";
+  std::error_code ec;
+  std::filesystem::create_directories(spool_dir_, ec);
+  if (ec)
+    return fail("io", spool_dir_ + ": cannot be created (batch mode's files): " + ec.message());
   if (!o_.auth_header.empty()) headers_ = curl_slist_append(headers_, o_.auth_header.c_str());
   for (const auto& [k, v] : o_.cfg.extra_headers) {
     std::string h = k + ": " + v;
@@ -155,26 +162,30 @@ void BatchRunner::Impl::flush_due(std::int64_t now, bool force) {
   }
 }
 
-// Records a batch of the collected requests (as many as the limits allow), state uploading.
+// Records a batch of the collected requests (as many as the limits allow), state uploading; its
+// input file is written to disk, not held in memory.
 Status BatchRunner::Impl::make_batch(std::int64_t now) {
   const BatchConfig& bc = o_.cfg.batch;
   Open b;
   std::size_t n = 0;
+  std::int64_t bytes = 0;
   Sha256 h;
   h.update(o_.chat_url);
   h.update(std::to_string(now));
   for (; n < collecting_.size() && static_cast<int>(n) < bc.max_lines; ++n) {
-    std::string line = input_line(collecting_[n].sha, endpoint_, collecting_[n].body);
-    if (n > 0 && static_cast<std::int64_t>(b.content.size() + line.size()) > bc.max_bytes) break;
-    b.content += line;
+    auto size = static_cast<std::int64_t>(
+        input_line(collecting_[n].sha, endpoint_, collecting_[n].body).size());
+    if (n > 0 && bytes + size > bc.max_bytes) break;
+    bytes += size;
     h.update(collecting_[n].sha);
   }
   b.key = h.hex_digest().substr(0, 24);
   b.state = "uploading";
   b.created_ms = now;
-  KF_TRY(b.id,
-         ledger_.add_batch(b.key, o_.chat_url, o_.cfg.model,
-                           std::span<const Pending>(collecting_.data(), n), b.content.size(), now));
+  b.input_path = spool(b, "input");
+  std::span<const Pending> lines(collecting_.data(), n);
+  KF_TRY(std::size_t written, write_input_file(b.input_path, endpoint_, lines));
+  KF_TRY(b.id, ledger_.add_batch(b.key, o_.chat_url, o_.cfg.model, lines, written, now));
   for (std::size_t i = 0; i < n; ++i) {
     b.shas.insert(collecting_[i].sha);
     if (!collecting_[i].call.empty() && collecting_[i].call != collecting_[i].sha)
@@ -185,7 +196,7 @@ Status BatchRunner::Impl::make_batch(std::int64_t now) {
   }
   collecting_.erase(collecting_.begin(), collecting_.begin() + static_cast<std::ptrdiff_t>(n));
   if (!collecting_.empty()) collect_since_ms_ = now;
-  spdlog::info("llm batch {}: {} requests, {} bytes", b.key, n, b.content.size());
+  spdlog::info("llm batch {}: {} requests, {} bytes", b.key, n, written);
   b.next_ms = now;
   {
     std::lock_guard lk(gauge_mu_);
@@ -209,9 +220,16 @@ Status BatchRunner::Impl::recover() {
     b.created_ms = s.created_ms;
     b.submitted_ms = s.submitted_ms;
     b.recovered = true;
+    if (b.state == "uploading") {
+      // Its input file again, from the recorded bodies.
+      std::vector<Pending> in;
+      for (const auto& line : s.lines)
+        in.push_back(Pending{line.sha, line.call, "", line.body.value_or("{}")});
+      b.input_path = spool(b, "input");
+      KF_TRY(std::size_t written, write_input_file(b.input_path, endpoint_, in));
+      (void)written;
+    }
     for (const auto& line : s.lines) {
-      if (b.state == "uploading")
-        b.content += input_line(line.sha, endpoint_, line.body.value_or("{}"));
       if (line.state == "pending") {
         b.shas.insert(line.sha);
         if (line.call != line.sha) b.calls[line.sha] = line.call;

@@ -125,11 +125,8 @@ void BatchLedger::note(std::int64_t id, const std::string& why, std::int64_t now
   if (s.ok()) (void)(*s)->bind(1, id).bind(2, why).bind(3, now).run();
 }
 
-Status BatchLedger::results(std::int64_t id, const std::vector<LineOutcome>& outcomes,
-                            const std::string& status, const std::string& out_id,
-                            const std::string& err_id, const std::string& batch_error, int answered,
-                            int failed, std::int64_t now,
-                            const std::function<std::string(std::string)>& redact) {
+Status BatchLedger::line_results(std::int64_t id, const std::vector<LineOutcome>& outcomes,
+                                 const std::function<std::string(std::string)>& redact) {
   KF_TRY(store::Transaction tx, store::Transaction::begin(*db_));
   for (const auto& o : outcomes) {
     if (o.answered) {
@@ -153,6 +150,13 @@ Status BatchLedger::results(std::int64_t id, const std::vector<LineOutcome>& out
       KF_CHECK(s->run());
     }
   }
+  return tx.commit();
+}
+
+Status BatchLedger::done(std::int64_t id, const std::string& status, const std::string& out_id,
+                         const std::string& err_id, const std::string& batch_error, int answered,
+                         int failed, std::int64_t now,
+                         const std::function<std::string(std::string)>& redact) {
   KF_TRY(store::Stmt * s, db_->cached(llm_queries()["batch_done"]));
   s->bind(1, id).bind(2, status);
   s->bind(3, out_id.empty() ? std::optional<std::string>() : out_id);
@@ -160,8 +164,7 @@ Status BatchLedger::results(std::int64_t id, const std::vector<LineOutcome>& out
   s->bind(5, batch_error.empty() ? std::optional<std::string>() : redact(batch_error));
   s->bind(6, static_cast<std::int64_t>(answered)).bind(7, static_cast<std::int64_t>(failed));
   s->bind(8, now);
-  KF_CHECK(s->run());
-  return tx.commit();
+  return s->run();
 }
 
 void BatchLedger::applied(std::int64_t batch, const std::string& sha) {

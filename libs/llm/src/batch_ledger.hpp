@@ -71,12 +71,14 @@ class BatchLedger {
   void polled(std::int64_t id, const std::string& status, std::int64_t completed,
               std::int64_t failed, std::int64_t now);
   void note(std::int64_t id, const std::string& why, std::int64_t now);
-  // The batch ended: each line answered or failed (bodies and errors from outside through
-  // redact), and the batch done with its files and counts; one transaction.
-  Status results(std::int64_t id, const std::vector<LineOutcome>& outcomes,
-                 const std::string& status, const std::string& out_id, const std::string& err_id,
-                 const std::string& batch_error, int answered, int failed, std::int64_t now,
-                 const std::function<std::string(std::string)>& redact);
+  // Lines of a batch that ended, answered or failed (bodies and errors from outside through
+  // redact); one transaction per call (a result file is recorded a part at a time).
+  Status line_results(std::int64_t id, const std::vector<LineOutcome>& outcomes,
+                      const std::function<std::string(std::string)>& redact);
+  // The batch ended and every line's outcome is recorded: done, with its files and counts.
+  Status done(std::int64_t id, const std::string& status, const std::string& out_id,
+              const std::string& err_id, const std::string& batch_error, int answered, int failed,
+              std::int64_t now, const std::function<std::string(std::string)>& redact);
   // The client recorded the line's answer (best effort).
   void applied(std::int64_t batch, const std::string& sha);
   // The batch's files were deleted at the provider (best effort).

@@ -10,6 +10,10 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
 
 #include "batch_file.hpp"
 #include "batch_impl.hpp"
@@ -26,6 +30,10 @@ std::size_t append(char* p, std::size_t size, std::size_t n, void* user) {
   return size * n;
 }
 
+std::size_t write_file(char* p, std::size_t size, std::size_t n, void* user) {
+  return std::fwrite(p, size, n, static_cast<FILE*>(user)) * size;
+}
+
 // What a refused upload or creation says about the run: a request the provider finds invalid
 // (400, 422: a completion window it does not accept, a file above its limits) or a refused key
 // (401, 403) would be refused again for every batch, so its lines are not resubmitted and the
@@ -39,10 +47,18 @@ std::string refusal_kind(long status) {
 }  // namespace
 
 Http BatchRunner::Impl::request(const std::string& method, const std::string& path,
-                                const std::string& body, curl_mime* mime,
-                                const std::string& params) {
+                                const std::string& body, curl_mime* mime, const std::string& params,
+                                const std::string& sink) {
   if (easy_ == nullptr) easy_ = curl_easy_init();
   Http h;
+  FILE* out = nullptr;
+  if (!sink.empty()) {
+    out = std::fopen(sink.c_str(), "wb");
+    if (out == nullptr) {
+      h.error = sink + ": cannot be written";
+      return h;
+    }
+  }
   std::string url = base_ + path + query_;
   if (!params.empty()) url += (query_.empty() ? "?" : "&") + params;
   curl_easy_reset(easy_);
@@ -58,8 +74,13 @@ Http BatchRunner::Impl::request(const std::string& method, const std::string& pa
   curl_easy_setopt(easy_, CURLOPT_ACCEPT_ENCODING, "");
   curl_easy_setopt(easy_, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(o_.cfg.connect_timeout_ms));
   curl_easy_setopt(easy_, CURLOPT_TIMEOUT_MS, static_cast<long>(o_.cfg.request_timeout_ms));
-  curl_easy_setopt(easy_, CURLOPT_WRITEFUNCTION, append);
-  curl_easy_setopt(easy_, CURLOPT_WRITEDATA, &h.body);
+  if (out != nullptr) {
+    curl_easy_setopt(easy_, CURLOPT_WRITEFUNCTION, write_file);
+    curl_easy_setopt(easy_, CURLOPT_WRITEDATA, out);
+  } else {
+    curl_easy_setopt(easy_, CURLOPT_WRITEFUNCTION, append);
+    curl_easy_setopt(easy_, CURLOPT_WRITEDATA, &h.body);
+  }
   if (mime != nullptr) {
     curl_easy_setopt(easy_, CURLOPT_MIMEPOST, mime);
   } else if (method == "POST") {
@@ -69,12 +90,20 @@ Http BatchRunner::Impl::request(const std::string& method, const std::string& pa
   }
   CURLcode rc = curl_easy_perform(easy_);
   curl_slist_free_all(headers);
-  if (rc != CURLE_OK) {
-    h.error = curl_easy_strerror(rc);
+  bool written = out == nullptr || std::fclose(out) == 0;
+  if (rc != CURLE_OK || !written) {
+    h.error = rc != CURLE_OK ? curl_easy_strerror(rc) : sink + ": cannot be written";
     h.status = 0;
     return h;
   }
   curl_easy_getinfo(easy_, CURLINFO_RESPONSE_CODE, &h.status);
+  if (out != nullptr && !h.ok()) {
+    // The provider's error message, for describe().
+    std::ifstream in(sink, std::ios::binary);
+    h.body.resize(1024);
+    in.read(h.body.data(), static_cast<std::streamsize>(h.body.size()));
+    h.body.resize(static_cast<std::size_t>(in.gcount()));
+  }
   return h;
 }
 
@@ -127,8 +156,14 @@ bool BatchRunner::Impl::upload(Open& b, std::int64_t now) {
   part = curl_mime_addpart(mime);
   curl_mime_name(part, "file");
   curl_mime_filename(part, filename.c_str());
+  // Streamed from disk: the file is never in memory.
+  if (curl_mime_filedata(part, b.input_path.c_str()) != CURLE_OK) {
+    curl_mime_free(mime);
+    retry_later(b, now, b.input_path + ": cannot be read (the batch input file)");
+    return false;
+  }
+  curl_mime_filename(part, filename.c_str());
   curl_mime_type(part, "application/jsonl");
-  curl_mime_data(part, b.content.data(), b.content.size());
   Http h = request("POST", "/files", "", mime);
   curl_mime_free(mime);
   if (!h.ok()) {
@@ -157,8 +192,8 @@ bool BatchRunner::Impl::uploaded(Open& b, const std::string& file_id, std::int64
   }
   b.state = "uploaded";
   b.file_id = file_id;
-  b.content.clear();
-  b.content.shrink_to_fit();
+  std::error_code ec;
+  std::filesystem::remove(b.input_path, ec);
   b.errors = 0;
   b.next_ms = now;
   return false;
@@ -283,15 +318,59 @@ bool BatchRunner::Impl::poll(Open& b, std::int64_t now) {
   return false;
 }
 
-// Downloads a result file and reads its lines; nullopt (and why) when it is incomplete.
-std::optional<std::vector<json>> BatchRunner::Impl::download(const std::string& file_id,
-                                                             std::string* why) {
-  Http h = request("GET", "/files/" + file_id + "/content", "");
-  if (!h.ok()) {
-    *why = describe("downloading file " + file_id + " from", h);
-    return std::nullopt;
+// Downloads a result file to path; false (and why) when it did not arrive.
+bool BatchRunner::Impl::download(const std::string& file_id, const std::string& path,
+                                 std::string* why) {
+  Http h = request("GET", "/files/" + file_id + "/content", "", nullptr, "", path);
+  if (!h.ok()) *why = describe("downloading file " + file_id + " from", h);
+  return h.ok();
+}
+
+std::string BatchRunner::Impl::spool(const Open& b, const std::string& what) const {
+  return spool_dir_ + "/kforge-" + b.key + (what == "input" ? "" : "." + what) + ".jsonl";
+}
+
+void BatchRunner::Impl::remove_spool(const Open& b) {
+  std::error_code ec;
+  for (const char* what : {"input", "output", "error"}) std::filesystem::remove(spool(b, what), ec);
+}
+
+// Records a part of a batch's outcomes (one transaction) and, with `hand`, hands its answers over
+// at once, so the runner holds at most llm.batch.lines_in_memory of them (the last part goes
+// once the batch is recorded done and its files deleted).
+bool BatchRunner::Impl::record_lines(Open& b, std::vector<LineOutcome>& chunk,
+                                     const std::string& run_level, std::int64_t now, bool hand) {
+  if (chunk.empty()) return true;
+  for (auto& o : chunk) {
+    auto c = b.calls.find(o.sha);
+    o.call = c == b.calls.end() ? o.sha : c->second;
+    if (!o.answered) o.run_level = run_level;
   }
-  return read_result_file(h.body, file_id, why);
+  auto redactor = [this](std::string s) { return redact(std::move(s)); };
+  auto st = ledger_.line_results(b.id, chunk, redactor);
+  if (!st.ok()) {
+    retry_later(b, now, "cannot record the results: " + st.error().message);
+    return false;
+  }
+  int answered = 0, failed = 0;
+  for (auto& o : chunk) {
+    ++(o.answered ? answered : failed);
+    b.shas.erase(o.sha);
+    in_batch_.erase(o.sha);
+    if (!waiting_.count(o.sha)) continue;  // asked for again after a restart, if ever
+    if (o.answered) mark_applied(b.id, o.sha);
+    ready_.push_back(std::move(o));
+  }
+  chunk.clear();
+  b.answered += answered;
+  b.failed_lines += failed;
+  {
+    std::lock_guard lk(gauge_mu_);
+    gauges_.lines_answered += static_cast<std::uint64_t>(answered);
+    gauges_.lines_failed += static_cast<std::uint64_t>(failed);
+  }
+  if (hand) hand_over();  // else the loop hands them over once the batch is recorded done
+  return true;
 }
 
 bool BatchRunner::Impl::collect(Open& b, const json& j, std::int64_t now,
@@ -300,20 +379,23 @@ bool BatchRunner::Impl::collect(Open& b, const json& j, std::int64_t now,
       j.value("output_file_id", json()).is_string() ? j["output_file_id"].get<std::string>() : "";
   std::string err_id =
       j.value("error_file_id", json()).is_string() ? j["error_file_id"].get<std::string>() : "";
-  std::vector<json> lines;
-  std::size_t out_lines = 0;
-  for (const std::string& id : {out_id, err_id}) {
-    if (id.empty()) continue;
+  // Downloaded to disk, then read line by line: first counted (each line must be a result
+  // line), then recorded a part at a time.
+  std::vector<std::pair<std::string, std::string>> files;  // file id, path
+  if (!out_id.empty()) files.emplace_back(out_id, spool(b, "output"));
+  if (!err_id.empty()) files.emplace_back(err_id, spool(b, "error"));
+  std::size_t counted[2] = {0, 0};
+  for (const auto& [id, path] : files) {
     std::string why;
-    auto got = download(id, &why);
-    if (!got) {
+    std::size_t n = 0;
+    if (!download(id, path, &why) ||
+        !for_each_result_line(path, id, &why, [&](const json&) { ++n; })) {
       retry_later(b, now, why);
       return false;
     }
-    if (id == out_id) out_lines = got->size();
-    for (auto& l : *got) lines.push_back(std::move(l));
+    counted[id == out_id ? 0 : 1] = n;
   }
-  if (auto why = shortfall(j, out_id, err_id, out_lines, lines.size() - out_lines)) {
+  if (auto why = shortfall(j, out_id, err_id, counted[0], counted[1])) {
     // Cut at a line boundary (no Content-Length, or a proxy): read again, never resubmitted
     // while the answers may be at the provider.
     if (++b.short_reads == kShortReadsNoted) {
@@ -327,36 +409,42 @@ bool BatchRunner::Impl::collect(Open& b, const json& j, std::int64_t now,
   std::string status = j.value("status", "");
   std::string batch_error = batch_errors(j);
   auto redactor = [this](std::string s) { return redact(std::move(s)); };
-  std::vector<LineOutcome> outcomes =
-      line_outcomes(lines, b.shas, b.key, b.batch_id, status, batch_error, redactor);
-  lines.clear();
-  lines.shrink_to_fit();
-  int answered = 0, failed = 0;
-  for (auto& o : outcomes) {
-    ++(o.answered ? answered : failed);
-    auto c = b.calls.find(o.sha);
-    o.call = c == b.calls.end() ? o.sha : c->second;
-    if (!o.answered) o.run_level = run_level;
+  const auto limit = static_cast<std::size_t>(std::max(1, o_.cfg.batch.lines_in_memory));
+  std::vector<LineOutcome> chunk;
+  std::set<std::string> seen;
+  bool ok = true;
+  for (const auto& [id, path] : files) {
+    std::string why;
+    bool read = for_each_result_line(path, id, &why, [&](const json& l) {
+      std::string sha = l["custom_id"].get<std::string>();
+      if (!ok || !b.shas.count(sha) || !seen.insert(sha).second) return;
+      chunk.push_back(line_outcome(l, b.key, b.batch_id, redactor));
+      if (chunk.size() >= limit) ok = record_lines(b, chunk, run_level, now, true);
+    });
+    if (!ok) return false;
+    if (!read) {
+      retry_later(b, now, why);
+      return false;
+    }
   }
-  auto st = ledger_.results(b.id, outcomes, status, out_id, err_id, batch_error, answered, failed,
-                            now, redactor);
+  // The requests the files did not answer: missing from a batch that ended without them.
+  std::vector<std::string> missing;
+  for (const auto& sha : b.shas)
+    if (!seen.count(sha)) missing.push_back(sha);
+  for (const auto& sha : missing) {
+    chunk.push_back(missing_outcome(sha, b.key, b.batch_id, status, batch_error, redactor));
+    if (chunk.size() >= limit && !record_lines(b, chunk, run_level, now, true)) return false;
+  }
+  if (!record_lines(b, chunk, run_level, now, false)) return false;
+  auto st = ledger_.done(b.id, status, out_id, err_id, batch_error, b.answered, b.failed_lines, now,
+                         redactor);
   if (!st.ok()) {
-    retry_later(b, now, "cannot record the results: " + st.error().message);
+    retry_later(b, now, "cannot record the batch's end: " + st.error().message);
     return false;
   }
-  spdlog::info("llm batch {} ({}): {}; {} answered, {} failed", b.key, b.batch_id, status, answered,
-               failed);
-  {
-    std::lock_guard lk(gauge_mu_);
-    gauges_.lines_answered += static_cast<std::uint64_t>(answered);
-    gauges_.lines_failed += static_cast<std::uint64_t>(failed);
-  }
-  for (auto& o : outcomes) {
-    in_batch_.erase(o.sha);
-    if (!waiting_.count(o.sha)) continue;  // asked for again after a restart, if ever
-    if (o.answered) mark_applied(b.id, o.sha);
-    ready_.push_back(std::move(o));
-  }
+  spdlog::info("llm batch {} ({}): {}; {} answered, {} failed", b.key, b.batch_id, status,
+               b.answered, b.failed_lines);
+  remove_spool(b);
   if (!o_.cfg.batch.keep_files) delete_files(b, {b.file_id, out_id, err_id}, now);
   return true;
 }
