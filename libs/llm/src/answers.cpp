@@ -32,11 +32,18 @@ void Client::Impl::apply_answer(Call* c, std::string body, TimePoint now, bool b
   finish(c, std::move(*perr));
 }
 
+void Client::Impl::restore_body(Call& c) {
+  if (c.body.empty()) c.body = request_body(ep_, c.req);
+}
+
 void Client::Impl::to_batch(Call* c) {
   c->in_batch = true;
   ++c->batch_tries;
   c->line = line_identity(*c, ep_);
-  batch_->enqueue(c->line, c->sha, c->req.tag, c->body);
+  batch_->enqueue(c->line, c->sha, c->req.tag, std::move(c->body));
+  // The runner holds the body until its line is written to disk; the call makes it again from
+  // its request when its outcome comes (restore_body): a batch's requests wait here for hours.
+  c->body = std::string();
 }
 
 // The runner's thread: outcomes for the loop.
@@ -63,6 +70,7 @@ void Client::Impl::take_batch_results(TimePoint now) {
     if (it == by_hash_.end() || !it->second->in_batch || it->second->line != o.sha) continue;
     Call* c = it->second;
     c->in_batch = false;
+    restore_body(*c);
     c->attempts = std::max(c->attempts, 1);
     c->last_status = o.http_status;
     if (o.answered) {

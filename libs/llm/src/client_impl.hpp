@@ -104,6 +104,7 @@ class Client::Impl {
   // --- answers from elsewhere (the network loop), answers.cpp ---
   void apply_answer(Call* c, std::string body, TimePoint now, bool billed = true);
   void to_batch(Call* c);
+  void restore_body(Call& c);  // a call back from its batch: its body made again
   void take_batch_outcomes(std::vector<LineOutcome> v);  // the batch runner's thread
   void take_batch_results(TimePoint now);
 

@@ -397,6 +397,7 @@ void Client::Impl::count_usage(ChatResponse& r, TimePoint now, const Call& c, bo
 
 // Records the outcome; the audit row is written and the callbacks run in flush().
 void Client::Impl::finish(Call* c, Result<ChatResponse> r) {
+  restore_body(*c);  // for the audit row of a call cancelled in its batch
   if (r.ok()) {
     r->attempts = c->attempts;
     r->latency_ms = ms_between(c->submitted, clock_->steady_now());
