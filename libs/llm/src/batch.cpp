@@ -185,7 +185,13 @@ Status BatchRunner::Impl::make_batch(std::int64_t now) {
   b.input_path = spool(b, "input");
   std::span<const Pending> lines(collecting_.data(), n);
   KF_TRY(std::size_t written, write_input_file(b.input_path, endpoint_, lines));
-  KF_TRY(b.id, ledger_.add_batch(b.key, o_.chat_url, o_.cfg.model, lines, written, now));
+  auto id = ledger_.add_batch(b.key, o_.chat_url, o_.cfg.model, lines, written, now);
+  if (!id.ok()) {
+    std::error_code ec;
+    std::filesystem::remove(b.input_path, ec);  // made again with the batch, next time round
+    return id.error();
+  }
+  b.id = *id;
   for (std::size_t i = 0; i < n; ++i) {
     b.shas.insert(collecting_[i].sha);
     if (!collecting_[i].call.empty() && collecting_[i].call != collecting_[i].sha)
