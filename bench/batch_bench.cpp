@@ -17,6 +17,9 @@
 //   db_live_mb       of the database file, the pages in use at the end (page_count less the
 //                    free list): what a VACUUM would leave
 //   wall_s           start of the daemon to the last job past its LLM stages
+//   lines_paid       batch lines the fake answered (what a provider bills)
+//   lines_per_request  lines_paid over the distinct requests (custom_ids) answered: exactly 1
+//                    in a clean run (a request paid twice shows above 1)
 // The last line of each mode: key=value pairs.
 
 #include <arpa/inet.h>
@@ -28,6 +31,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -78,7 +82,8 @@ double file_mb(const fs::path& db) {
 }
 
 struct Figures {
-  std::int64_t calls = 0, http = 0, batches = 0, stages = 0, failed = 0;
+  std::int64_t calls = 0, http = 0, batches = 0, stages = 0, failed = 0, paid = 0;
+  double per_request = 0;
   double cost = 0, cpu = 0, rss = 0, db_mb = 0, live_mb = 0, wall = 0;
 };
 
@@ -117,7 +122,7 @@ Figures run_mode(const std::string& mode, int samples, int in_flight, const std:
   daemon.start(kforged, config, dir / "kforged.log");
   while (d.count(past_sql) < samples) {
     std::this_thread::sleep_for(20ms);
-    if (seconds(Clock::now() - t0) > 1200)
+    if (seconds(Clock::now() - t0) > std::max(1200.0, samples * 0.06))
       die("no progress: see " + (dir / "kforged.log").string());
   }
   Figures f;
@@ -131,6 +136,10 @@ Figures run_mode(const std::string& mode, int samples, int in_flight, const std:
            s["batch"]["created"].get<std::int64_t>() + s["batch"]["polls"].get<std::int64_t>() +
            s["batch"]["lists"].get<std::int64_t>() + s["batch"]["downloads"].get<std::int64_t>();
   f.batches = s["batch"]["created"].get<std::int64_t>();
+  f.paid = lines;
+  if (!s["batch"]["lines_by_custom_id"].empty())
+    f.per_request =
+        static_cast<double>(lines) / static_cast<double>(s["batch"]["lines_by_custom_id"].size());
   f.calls = d.count("SELECT count(*) FROM llm_calls WHERE status = 'ok'");
   f.stages = d.count("SELECT count(*) FROM stage_outputs");
   f.failed = d.count("SELECT count(*) FROM jobs WHERE state = 'failed'");
@@ -183,10 +192,11 @@ int main(int argc, char** argv) {
     std::printf(
         "mode=%s samples=%d calls=%lld http_requests=%lld batches=%lld cost_usd=%.4f "
         "cpu_s=%.2f peak_rss_mb=%.1f db_growth_mb=%.1f db_live_mb=%.1f wall_s=%.2f stages=%lld "
-        "failed=%lld\n",
+        "failed=%lld lines_paid=%lld lines_per_request=%.4f\n",
         mode.c_str(), samples, static_cast<long long>(f.calls), static_cast<long long>(f.http),
         static_cast<long long>(f.batches), f.cost, f.cpu, f.rss, f.db_mb, f.live_mb, f.wall,
-        static_cast<long long>(f.stages), static_cast<long long>(f.failed));
+        static_cast<long long>(f.stages), static_cast<long long>(f.failed),
+        static_cast<long long>(f.paid), f.per_request);
     std::fflush(stdout);
   }
   if (keep.empty()) fs::remove_all(base);

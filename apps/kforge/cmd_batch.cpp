@@ -42,13 +42,21 @@ struct BatchArgs {
   bool json = false;
 };
 
+// A result file's line for a request that failed there: vLLM's (`"response": {"status_code":
+// 400, "body": null}, "error": "..."`) or the provider's error-file line.
+struct FailedLine {
+  int http_status = 0;
+  std::string error;
+};
+
 // Writes requests (export) or answers them from a result file (import); the rest are held and
 // never answered (their jobs go back to the queue at the end).
 class OfflineGateway final : public pipeline::LlmGateway {
  public:
   OfflineGateway(const llm::LlmConfig& cfg, llm::ClientOptions opts,
-                 const std::map<std::string, std::string>* answers)
-      : clients_(offline(cfg), std::move(opts)), answers_(answers) {}
+                 const std::map<std::string, std::string>* answers,
+                 const std::map<std::string, FailedLine>* failures = nullptr)
+      : clients_(offline(cfg), std::move(opts)), answers_(answers), failures_(failures) {}
   ~OfflineGateway() override { shutdown(std::chrono::milliseconds(0)); }
 
   std::string request_sha256(const std::string& model, const llm::ChatRequest& req) override {
@@ -77,6 +85,14 @@ class OfflineGateway final : public pipeline::LlmGateway {
     }
     auto it = answers_->find(sha);
     if (it == answers_->end()) {
+      if (failures_ != nullptr) {
+        if (auto f = failures_->find(sha); f != failures_->end()) {
+          // A failed line: its error is recorded, the request stays queued.
+          (*c)->record_failure(req, f->second.http_status, f->second.error);
+          std::lock_guard lk(mu_);
+          failed_ids_.insert(sha);
+        }
+      }
       std::lock_guard lk(mu_);
       held_.push_back(std::move(done));
       return;
@@ -119,6 +135,11 @@ class OfflineGateway final : public pipeline::LlmGateway {
     std::lock_guard lk(mu_);
     return matched_ids_.count(sha) != 0;
   }
+  // Failed lines for a ready request (their errors recorded).
+  bool failure_recorded(const std::string& sha) {
+    std::lock_guard lk(mu_);
+    return failed_ids_.count(sha) != 0;
+  }
   int matched() const { return matched_.load(); }
   int replayed() const { return replayed_.load(); }
   int failed() const { return failed_.load(); }
@@ -133,7 +154,9 @@ class OfflineGateway final : public pipeline::LlmGateway {
 
   pipeline::ModelClients clients_;
   const std::map<std::string, std::string>* answers_;
+  const std::map<std::string, FailedLine>* failures_;
   std::mutex mu_;
+  std::set<std::string> failed_ids_;
   std::vector<llm::Callback> held_;
   std::string lines_;
   std::set<std::string> matched_ids_;
@@ -192,8 +215,27 @@ Result<OutputCounts> drive(const app::Config& cfg, store::Db& db, const std::str
   return out;
 }
 
-// Reads a result file, line by line; every error names the file and the line.
-Result<std::map<std::string, std::string>> read_results(const std::string& path, int* failed_lines,
+// The error a failed result line gives: its error (a string, vLLM's, or {code, message}), else
+// the body's error message, else its status.
+std::string line_error(const json& j, int status) {
+  std::string why;
+  if (j.contains("error") && j["error"].is_string()) why = j["error"].get<std::string>();
+  if (j.contains("error") && j["error"].is_object())
+    why = j["error"].value("code", std::string("error")) + ": " +
+          j["error"].value("message", std::string());
+  const json& resp = j.contains("response") ? j["response"] : json();
+  if (why.empty() && resp.is_object() && resp.contains("body") && resp["body"].is_object() &&
+      resp["body"].contains("error") && resp["body"]["error"].is_object())
+    why = resp["body"]["error"].value("message", std::string());
+  std::string head = status > 0 ? "HTTP " + std::to_string(status) : std::string("failed");
+  return why.empty() ? head : head + ": " + why.substr(0, 500);
+}
+
+// Reads a result file, line by line; every error names the file and the line. A failed line
+// (a status other than 200, or no response and an error) goes into *failures: its request
+// stays queued.
+Result<std::map<std::string, std::string>> read_results(const std::string& path,
+                                                        std::map<std::string, FailedLine>* failures,
                                                         std::vector<std::string>* errors) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return fail("io", path + ": cannot be read");
@@ -222,9 +264,10 @@ Result<std::map<std::string, std::string>> read_results(const std::string& path,
       continue;
     }
     const json& resp = j.contains("response") ? j["response"] : json();
+    bool has_error = j.contains("error") && !j["error"].is_null();
     if (resp.is_null()) {
-      if (j.contains("error") && !j["error"].is_null()) {
-        ++*failed_lines;  // the request failed there: it stays queued
+      if (has_error) {
+        (*failures)[id] = FailedLine{0, line_error(j, 0)};
         continue;
       }
       errors->push_back(at + "response: missing (and no error given)");
@@ -238,12 +281,14 @@ Result<std::map<std::string, std::string>> read_results(const std::string& path,
       errors->push_back(at + "response.status_code: expected an integer");
       continue;
     }
-    if (!resp.contains("body") || !(resp["body"].is_object() || resp["body"].is_string())) {
-      errors->push_back(at + "response.body: expected an object (the chat completion)");
+    int status = resp["status_code"].get<int>();
+    if (status != 200) {
+      // The status first: vLLM writes a failed request's body as null.
+      (*failures)[id] = FailedLine{status, line_error(j, status)};
       continue;
     }
-    if (resp["status_code"].get<int>() != 200) {
-      ++*failed_lines;
+    if (!resp.contains("body") || !(resp["body"].is_object() || resp["body"].is_string())) {
+      errors->push_back(at + "response.body: expected an object (the chat completion)");
       continue;
     }
     const json& body = resp["body"];
@@ -298,9 +343,9 @@ Command add_batch(CLI::App& root, Globals& g) {
               }
               return kOk;
             }
-            int failed_lines = 0;
+            std::map<std::string, FailedLine> failures;
             std::vector<std::string> errors;
-            KF_TRY_OR_REPORT(auto answers, read_results(args->file, &failed_lines, &errors));
+            KF_TRY_OR_REPORT(auto answers, read_results(args->file, &failures, &errors));
             if (!errors.empty()) {
               for (std::size_t i = 0; i < errors.size() && i < 20; ++i)
                 std::fprintf(stderr, "kforge: %s\n", errors[i].c_str());
@@ -309,7 +354,7 @@ Command add_batch(CLI::App& root, Globals& g) {
               std::fprintf(stderr, "kforge: nothing imported: fix the lines above\n");
               return kFailure;
             }
-            OfflineGateway gw(cfg.llm, copts, &answers);
+            OfflineGateway gw(cfg.llm, copts, &answers, &failures);
             KF_TRY_OR_REPORT(OutputCounts outputs, drive(cfg, *db, args->tag, gw));
             // Of the answers for a ready request: those the checks took (the job moved on),
             // those the kernel-fact checks rejected and those that could not be read (their
@@ -319,19 +364,39 @@ Command add_batch(CLI::App& root, Globals& g) {
             int rejected = outputs[OutputStatus::rejected];
             int unusable = outputs[OutputStatus::parse_error] + outputs[OutputStatus::llm_error];
             // The other answers: imported before (the store holds them and their requests are
-            // no longer waiting), or for no request of this run that is ready.
+            // no longer waiting), or for no request of this run that is ready (unknown here).
             int imported_before = 0, not_ready = 0;
             for (const auto& [id, body] : answers) {
               if (gw.was_matched(id)) continue;
               KF_TRY_OR_REPORT(bool known, llm::has_good_answer(*db, id));
               ++(known ? imported_before : not_ready);
             }
+            // Failed lines: for a ready request (its error recorded, the request queued), for
+            // one answered before, or unknown.
+            int failed_recorded = 0, failed_answered = 0, failed_unknown = 0;
+            for (const auto& [id, f] : failures) {
+              if (gw.failure_recorded(id)) {
+                ++failed_recorded;
+                continue;
+              }
+              KF_TRY_OR_REPORT(bool known, llm::has_good_answer(*db, id));
+              ++(known ? failed_answered : failed_unknown);
+            }
+            int fresh = checkpointed + rejected + unusable;
+            int already = imported_before + gw.replayed() + failed_answered;
+            int unknown = not_ready + failed_unknown;
+            int failed_lines = static_cast<int>(failures.size());
             if (args->json) {
-              std::printf("%s\n", json{{"answers", answers.size()},
+              std::printf("%s\n", json{{"lines", answers.size() + failures.size()},
+                                       {"answers", answers.size()},
+                                       {"new", fresh},
+                                       {"already_recorded", already},
+                                       {"unknown", unknown},
+                                       {"failed", failed_recorded},
                                        {"checkpointed", checkpointed},
                                        {"rejected", rejected},
                                        {"unusable", unusable},
-                                       {"already_recorded", gw.replayed()},
+                                       {"replayed", gw.replayed()},
                                        {"imported_before", imported_before},
                                        {"failed_lines", failed_lines},
                                        {"not_ready", not_ready}}
@@ -339,12 +404,17 @@ Command add_batch(CLI::App& root, Globals& g) {
                                       .c_str());
             } else {
               std::printf(
-                  "%zu answers in %s: %d checkpointed, %d rejected by the checks and %d "
+                  "%zu lines in %s: %d new, %d already recorded, %d unknown (for no ready "
+                  "request of run %s: another run or export), %d failed (their errors "
+                  "recorded, their requests stay queued)\n",
+                  answers.size() + failures.size(), args->file.c_str(), fresh, already, unknown,
+                  args->tag.c_str(), failed_recorded);
+              std::printf(
+                  "  of the %zu answers: %d checkpointed, %d rejected by the checks and %d "
                   "unusable (their requests are asked again), %d imported before, %d not for a "
-                  "ready request of run %s (from another run or export); %d failed lines "
-                  "skipped (their requests stay queued)\n",
-                  answers.size(), args->file.c_str(), checkpointed, rejected, unusable,
-                  imported_before, not_ready, args->tag.c_str(), failed_lines);
+                  "ready request of run %s (from another run or export); %d failed lines\n",
+                  answers.size(), checkpointed, rejected, unusable, imported_before, not_ready,
+                  args->tag.c_str(), failed_lines);
               if (gw.replayed() > 0)
                 std::printf("  %d of them were in the store already and were not recorded again\n",
                             gw.replayed());

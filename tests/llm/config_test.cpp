@@ -88,15 +88,19 @@ TEST(LlmConfig, BadValuesNameFileLineAndKey) {
 TEST(LlmConfig, BatchModeKeys) {
   auto c = read(
       "llm:\n  mode: interactive\n  modes: {gpt-4o-mini: batch}\n  batch_fallback: interactive\n"
-      "  batch: {completion_window: 2h, max_lines: 10, max_bytes: 4096, collect_ms: 5,\n"
-      "          poll_ms: 7, max_attempts: 2}\n"
+      "  batch: {completion_window: 2h, accepted_windows: [24h, 2h], deadline: 3h,\n"
+      "          max_lines: 10, max_bytes: 4096, collect_ms: 5, poll_ms: 7, max_attempts: 2,\n"
+      "          keep_files: true, lines_in_memory: 50}\n"
       "  prices:\n    gpt-4o-mini: {prompt_per_mtok: 1, completion_per_mtok: 2, "
       "batch_multiplier: 0.4}\n");
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->mode_of("gpt-4o-mini"), Mode::batch);
   EXPECT_EQ(c->mode_of("other"), Mode::interactive);
   EXPECT_EQ(c->batch_fallback, BatchFallback::interactive);
-  EXPECT_EQ(c->batch.window_ms, 2 * 3'600'000);
+  EXPECT_EQ(c->batch.completion_window, "2h");
+  EXPECT_EQ(c->batch.deadline_ms, 3 * 3'600'000);
+  EXPECT_TRUE(c->batch.keep_files);
+  EXPECT_EQ(c->batch.lines_in_memory, 50);
   EXPECT_EQ(c->batch.max_lines, 10);
   EXPECT_EQ(c->batch.max_bytes, 4096);
   EXPECT_EQ(c->batch.collect_ms, 5);
@@ -108,16 +112,30 @@ TEST(LlmConfig, BatchModeKeys) {
   EXPECT_EQ(d->batch.max_lines, 50'000);
   EXPECT_EQ(d->batch.max_bytes, 200'000'000);
   EXPECT_EQ(d->batch.completion_window, "24h");
+  EXPECT_EQ(d->batch.accepted_windows, std::vector<std::string>{"24h"});
+  EXPECT_EQ(d->batch.deadline_ms, 24 * 3'600'000);
+  EXPECT_FALSE(d->batch.keep_files);
 
   auto m = read("llm:\n  mode: bulk\n");
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.error().message.find("test.yaml:2"), std::string::npos) << m.error().message;
   EXPECT_NE(m.error().message.find("not one of interactive, batch"), std::string::npos);
-  auto w = read("llm:\n  batch:\n    completion_window: a day\n");
+  auto w = read("llm:\n  batch:\n    deadline: a day\n");
   ASSERT_FALSE(w.ok());
   EXPECT_NE(w.error().message.find("test.yaml:3"), std::string::npos) << w.error().message;
-  EXPECT_NE(w.error().message.find("llm.batch.completion_window"), std::string::npos)
-      << w.error().message;
+  EXPECT_NE(w.error().message.find("llm.batch.deadline"), std::string::npos) << w.error().message;
+  // Issue 43, 3: only a window the provider accepts (OpenAI: 24h), naming file and line.
+  auto h = read("llm:\n  batch:\n    completion_window: 1h\n");
+  ASSERT_FALSE(h.ok());
+  EXPECT_NE(h.error().message.find("test.yaml:3"), std::string::npos) << h.error().message;
+  EXPECT_NE(h.error().message.find("llm.batch.completion_window"), std::string::npos)
+      << h.error().message;
+  EXPECT_NE(h.error().message.find("'1h' is not a window the provider accepts (24h"),
+            std::string::npos)
+      << h.error().message;
+  auto other = read("llm:\n  batch:\n    completion_window: 1h\n    accepted_windows: [1h]\n");
+  ASSERT_TRUE(other.ok()) << other.error().message;
+  EXPECT_EQ(other->batch.deadline_ms, 24 * 3'600'000) << "the deadline is a setting of its own";
   auto f = read("llm:\n  batch_fallback: never\n");
   ASSERT_FALSE(f.ok());
   EXPECT_NE(f.error().message.find("next_batch, interactive"), std::string::npos);

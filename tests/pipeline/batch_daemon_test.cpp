@@ -278,9 +278,9 @@ TEST(BatchOffline, ImportCountsRejectedAnswersAndReimportsHonestly) {
   EXPECT_EQ(site.scalar("SELECT count(*) FROM stage_outputs WHERE status = 'rejected'"), 1);
   auto again = site.kforge({"batch", "import", "v2", res.string()});
   ASSERT_EQ(again.exit_code, 0) << again.err;
-  EXPECT_NE(again.out.find(std::to_string(n + 1) + " answers in " + res.string() +
-                           ": 0 checkpointed, 0 rejected by the checks and 0 unusable (their "
-                           "requests are asked again), " +
+  EXPECT_NE(again.out.find("of the " + std::to_string(n + 1) +
+                           " answers: 0 checkpointed, 0 rejected by the checks and 0 unusable "
+                           "(their requests are asked again), " +
                            std::to_string(n) + " imported before, 1 not for a ready request"),
             std::string::npos)
       << again.out;
@@ -314,6 +314,96 @@ TEST(BatchOffline, AResultFileIsValidatedLineByLineAndNothingIsImportedFromABadO
   EXPECT_EQ(site.scalar("SELECT count(*) FROM llm_calls"), 0);
   auto none = site.kforge({"batch", "import", "nosuch", res.string()});
   EXPECT_NE(none.exit_code, 0);
+}
+
+// Issue 43, 4: vLLM writes a failed request as "response": {"status_code": 400, "body": null}
+// with its error as a string. The import takes it as a failed line (its request queued, the
+// error recorded) and says which lines were new, already recorded, unknown or failed.
+TEST(BatchOffline, ImportTakesVllmFailedLinesAndSaysWhichLinesWereNewKnownUnknownOrFailed) {
+  Site site(script("fake_llm_answers.json"));
+  site.write_config(batch_options(""));
+  site.import_corpus();
+  site.create_run("v2", "v2");
+  fs::path req = site.dir() / "requests.jsonl";
+  ASSERT_EQ(site.kforge({"batch", "export", "v2", "--out", req.string()}).exit_code, 0);
+  std::istringstream in(run_batch(site, test::read_text(req)));
+  std::string results, line, failed_id, last;
+  int n = 0;
+  while (std::getline(in, line)) {
+    json l = json::parse(line);
+    last = line;
+    if (n++ == 0) {
+      failed_id = l["custom_id"];
+      l["response"] = {{"status_code", 400}, {"request_id", "vllm-batch-1"}, {"body", nullptr}};
+      l["error"] = "The prompt is too long for this model's context (kforge test).";
+      line = l.dump();
+    }
+    results += line + "\n";
+  }
+  fs::path res = site.dir() / "results.jsonl";
+  test::write_text(res, results);
+  auto i = site.kforge({"batch", "import", "v2", res.string(), "--json"});
+  ASSERT_EQ(i.exit_code, 0) << i.err;
+  json r = json::parse(i.out);
+  EXPECT_EQ(r["new"], n - 1) << i.out;
+  EXPECT_EQ(r["failed"], 1) << i.out;
+  EXPECT_EQ(r["already_recorded"], 0) << i.out;
+  EXPECT_EQ(r["unknown"], 0) << i.out;
+  // The failed line's error is recorded; its request stays queued for the next export.
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM llm_calls WHERE request_sha256 = '" + failed_id +
+                        "' AND status = 'error' AND http_status = 400 AND cost_usd = 0 AND error "
+                        "LIKE '%too long for this model%'"),
+            1);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM jobs WHERE state = 'failed'"), 0);
+  ASSERT_EQ(site.kforge({"batch", "export", "v2", "--out", req.string()}).exit_code, 0);
+  EXPECT_NE(test::read_text(req).find(failed_id), std::string::npos)
+      << "the failed line's request is exported again";
+  // Again, with an answer for a request no run made: nothing new, the rest told apart.
+  json stray = json::parse(last);
+  stray["custom_id"] = std::string(64, 'e');
+  test::write_text(res, results + stray.dump() + "\n");
+  auto again = site.kforge({"batch", "import", "v2", res.string(), "--json"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  json a = json::parse(again.out);
+  EXPECT_EQ(a["new"], 0) << again.out;
+  EXPECT_EQ(a["already_recorded"], n - 1) << again.out;
+  EXPECT_EQ(a["unknown"], 1) << again.out;
+  EXPECT_EQ(a["failed"], 1) << again.out;
+  auto text = site.kforge({"batch", "import", "v2", res.string()});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find(std::to_string(n + 1) + " lines in " + res.string() + ": 0 new, " +
+                          std::to_string(n - 1) + " already recorded, 1 unknown"),
+            std::string::npos)
+      << text.out;
+}
+
+// Issue 43, 3: a completion window the provider refuses (configured as accepted, wrongly) is
+// not a loop of uploads: the run pauses with the provider's message, no job fails, and the
+// input file is deleted.
+TEST(BatchDaemon, ACompletionWindowTheProviderRefusesPausesTheRunWithItsMessage) {
+  Site site(script("fake_llm_answers.json"));
+  Options o;
+  o.max_in_flight = kN;
+  o.llm_extra =
+      "  mode: batch\n"
+      "  batch:\n    collect_ms: 300\n    poll_ms: 50\n    completion_window: 1h\n"
+      "    accepted_windows: [24h, 1h]\n";
+  site.write_config(o);
+  site.import_corpus();
+  site.create_run("v2", "v2");
+  auto d = site.start_daemon();
+  ASSERT_EQ(site.wait_for("SELECT count(*) FROM runs WHERE state = 'paused'", 1), 1) << d->log();
+  std::this_thread::sleep_for(1s);  // time for a loop to show, if there were one
+  json st = site.fake().stats()["batch"];
+  EXPECT_EQ(st["files"], 1) << "uploaded once";
+  EXPECT_EQ(st["refused_creates"], 1);
+  EXPECT_EQ(st["deleted_files"], 1);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM jobs WHERE state = 'failed'"), 0);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM job_events WHERE kind = 'paused' AND message LIKE "
+                        "'%Invalid value for ''completion_window''%llm.batch.completion_window%'"),
+            1);
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(20s), 0) << d->log();
 }
 
 int free_port() {

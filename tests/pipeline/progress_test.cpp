@@ -139,8 +139,9 @@ void expect_counts_match_rows(store::Db& db) {
             rows(db,
                  "SELECT substr(tag, 1, instr(tag, ' sample=') - 1), status = 'replayed', "
                  "count(*), sum(prompt_tokens), sum(completion_tokens), "
-                 "round(sum(cost_usd), 9) FROM llm_calls WHERE tag GLOB 'run=* sample=*' "
-                 "GROUP BY 1, 2 ORDER BY 1, 2",
+                 "round(sum(CASE WHEN status = 'replayed' THEN coalesce((SELECT o.cost_usd "
+                 "FROM llm_calls o WHERE o.id = c.replay_of), 0) ELSE cost_usd END), 9) "
+                 "FROM llm_calls c WHERE tag GLOB 'run=* sample=*' GROUP BY 1, 2 ORDER BY 1, 2",
                  6));
   EXPECT_EQ(rows(db,
                  "SELECT run_id, verdict, n FROM run_verdict_counts WHERE n > 0 "
@@ -178,11 +179,14 @@ void live_a_little(store::Db& db, bool texts = true) {
         "cost_usd, created_ms) VALUES (" +
         job + ", 1, " + job + ", 'generate', 1, '" + (i == 4 ? "rejected" : "ok") +
         "', 'v1', 'x', " + request + ", 100, 20, 0.0015, " + std::to_string(1000 * i) + ")");
+    // A replayed call costs nothing; it points at the call it replays (which holds the cost).
     exec(
         "INSERT INTO llm_calls (request_sha256, tag, url, model, status, prompt_tokens, "
-        "completion_tokens, cost_usd, created_ms) VALUES ('h" +
+        "completion_tokens, cost_usd, created_ms, replay_of) VALUES ('h" +
         job + "', 'run=r sample=k" + job + " stage=generate attempt=1', 'u', 'm', '" +
-        (i == 3 ? "replayed" : "ok") + "', 100, 20, 0.0015, 0)");
+        (i == 3
+             ? "replayed', 100, 20, 0, 0, (SELECT id FROM llm_calls WHERE request_sha256 = 'h1'))"
+             : "ok', 100, 20, 0.0015, 0, NULL)"));
   }
   exec(
       "INSERT INTO llm_calls (request_sha256, tag, url, model, status, prompt_tokens, "

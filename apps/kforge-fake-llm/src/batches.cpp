@@ -1,7 +1,9 @@
 #include "batches.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -11,9 +13,10 @@ using json = nlohmann::json;
 
 namespace {
 
-const std::set<std::string> kBatchKeys = {"latency_ms",  "fault",     "times",      "fail_contains",
-                                          "poll_errors", "parts",     "hold_after", "hold_ms",
-                                          "hold_times",  "max_lines", "max_bytes"};
+const std::set<std::string> kBatchKeys = {
+    "latency_ms", "fault",      "times",   "fail_contains", "poll_errors",
+    "parts",      "hold_after", "hold_ms", "hold_times",    "max_lines",
+    "max_bytes",  "windows",    "cut",     "order",         "error_format"};
 const std::set<std::string> kBatchFaults = {"failed_line", "expired",  "cancelled",
                                        "failed",      "poll_5xx", "parts"};
 const std::set<std::string> kSteps = {"upload", "create", "poll", "content"};
@@ -42,7 +45,13 @@ Status check_batch_script(const json& b) {
       for (const auto& n : kBatchKeys) all += (all.empty() ? "" : ", ") + n;
       return fail("script", "batch." + k + ": unknown key (known: " + all + ")");
     }
-    if (k == "fault" || k == "hold_after" || k == "fail_contains") {
+    if (k == "windows") {
+      if (!v.is_array() || v.empty())
+        return fail("script", "batch.windows: expected a list of completion windows");
+      for (const auto& w : v)
+        if (!w.is_string()) return fail("script", "batch.windows: expected strings");
+    } else if (k == "fault" || k == "hold_after" || k == "fail_contains" || k == "cut" ||
+               k == "order" || k == "error_format") {
       if (!v.is_string()) return fail("script", "batch." + k + ": expected a string");
     } else if (!v.is_number() || v.get<double>() < 0) {
       return fail("script", "batch." + k + ": expected a number >= 0");
@@ -52,6 +61,15 @@ Status check_batch_script(const json& b) {
     return fail("script", "batch.fault: '" + b["fault"].get<std::string>() +
                               "' is not one of failed_line, expired, cancelled, failed, "
                               "poll_5xx, parts");
+  if (b.contains("cut") && b["cut"] != "mid_line" && b["cut"] != "line")
+    return fail("script",
+                "batch.cut: '" + b["cut"].get<std::string>() + "' is not one of mid_line, line");
+  if (b.contains("order") && b["order"] != "shuffled" && b["order"] != "input")
+    return fail("script", "batch.order: '" + b["order"].get<std::string>() +
+                              "' is not one of shuffled, input");
+  if (b.contains("error_format") && b["error_format"] != "openai" && b["error_format"] != "vllm")
+    return fail("script", "batch.error_format: '" + b["error_format"].get<std::string>() +
+                              "' is not one of openai, vllm");
   if (b.contains("hold_after") && !kSteps.count(b["hold_after"].get<std::string>()))
     return fail("script", "batch.hold_after: '" + b["hold_after"].get<std::string>() +
                               "' is not one of upload, create, poll, content");
@@ -59,10 +77,13 @@ Status check_batch_script(const json& b) {
 }
 
 static json empty_batch_stats() {
-  return {
-      {"files", 0},     {"created", 0},       {"lines", 0}, {"lines_by_custom_id", json::object()},
-      {"polls", 0},     {"poll_errors", 0},   {"lists", 0}, {"cancels", 0},
-      {"downloads", 0}, {"cut_downloads", 0}, {"holds", 0}};
+  return {{"files", 0},          {"created", 0},
+          {"lines", 0},          {"lines_by_custom_id", json::object()},
+          {"polls", 0},          {"poll_errors", 0},
+          {"lists", 0},          {"cancels", 0},
+          {"downloads", 0},      {"cut_downloads", 0},
+          {"holds", 0},          {"deleted_files", 0},
+          {"refused_creates", 0}};
 }
 
 void FakeBatches::set_script(const json& batch, const std::string& require_key) {
@@ -136,6 +157,17 @@ void FakeBatches::routes(httplib::Server& svr) {
                         {"purpose", f.purpose}});
     send(r, 200, {{"object", "list"}, {"data", data}, {"has_more", false}});
   });
+  svr.Delete(R"(/v1/files/([^/]+))", [this](const httplib::Request& q, httplib::Response& r) {
+    if (!authorized(q, r)) return;
+    std::lock_guard lk(mu_);
+    std::string id = q.matches[1];
+    if (files_.erase(id) == 0) {
+      send_error(r, 404, "No such File object: " + id);
+      return;
+    }
+    bump("deleted_files");
+    send(r, 200, {{"id", id}, {"object", "file"}, {"deleted", true}});
+  });
   svr.Get(R"(/v1/files/([^/]+)/content)", [this](const httplib::Request& q, httplib::Response& r) {
     if (authorized(q, r)) serve_content(q.matches[1], r);
   });
@@ -203,19 +235,29 @@ void FakeBatches::serve_create(const httplib::Request& req, httplib::Response& r
       send_error(res, 404, "no such file: " + body["input_file_id"].get<std::string>());
       return;
     }
+    // The completion windows the provider accepts (OpenAI: only "24h").
+    json windows = script_.value("windows", json::array({"24h"}));
+    json window = body.value("completion_window", json(nullptr));
+    bool accepted = false;
+    for (const auto& w : windows) accepted = accepted || w == window;
+    if (!accepted) {
+      bump("refused_creates");
+      std::string all;
+      for (const auto& w : windows) all += (all.empty() ? "'" : ", '") + w.get<std::string>() + "'";
+      send_error(res, 400,
+                 "Invalid value for 'completion_window': " + window.dump() +
+                     ". Supported values are: " + all + ".");
+      return;
+    }
     Batch b;
     b.id = "batch_" + std::to_string(++next_);
     b.input_file_id = f->first;
     b.endpoint = body.value("endpoint", "/v1/chat/completions");
-    b.window = body.value("completion_window", "24h");
+    b.window = window.get<std::string>();
     b.metadata = body.value("metadata", json(nullptr));
     b.created_at = now_s();
     b.started = std::chrono::steady_clock::now();
     b.index = order_.size();
-    std::istringstream in(f->second.content);
-    std::string line;
-    while (std::getline(in, line))
-      if (!line.empty()) ++b.total;
     order_.push_back(b.id);
     batches_[b.id] = b;
     bump("created");
@@ -232,7 +274,21 @@ std::string FakeBatches::fault_for(const Batch& b) const {
 }
 
 void FakeBatches::advance(Batch& b) {
-  if (b.status == "validating") b.status = "in_progress";
+  if (b.status == "validating") {
+    // The input file is validated as a whole: a line that is not a request, or a custom_id
+    // seen twice, fails the batch before any line runs (request_counts stay 0 until then).
+    if (auto why = validate(b); !why.is_null()) {
+      b.status = "failed";
+      b.errors = {{"object", "list"}, {"data", json::array({why})}};
+      return;
+    }
+    b.status = "in_progress";
+  }
+  if (b.status == "finalizing") {
+    // The files were written at the poll before: the batch ends now.
+    b.status = b.final_status;
+    return;
+  }
   if (b.status != "in_progress" && b.status != "cancelling") return;
   if (b.cancel_requested) {
     finish(b, "cancelled");
@@ -246,8 +302,35 @@ void FakeBatches::advance(Batch& b) {
   finish(b, fault_for(b));
 }
 
+json FakeBatches::validate(Batch& b) {
+  const File& in = files_[b.input_file_id];
+  std::istringstream s(in.content);
+  std::string line;
+  std::set<std::string> seen;
+  int n = 0;
+  b.total = 0;
+  while (std::getline(s, line)) {
+    ++n;
+    if (line.empty()) continue;
+    json l = json::parse(line, nullptr, false);
+    std::string cid = l.is_object() ? l.value("custom_id", "") : "";
+    if (!l.is_object() || cid.empty() || !l.contains("body") || !l["body"].is_object())
+      return {{"code", "invalid_request"},
+              {"message", "Line " + std::to_string(n) + " is not a valid request."},
+              {"param", nullptr},
+              {"line", n}};
+    if (!seen.insert(cid).second)
+      return {{"code", "duplicate_custom_id"},
+              {"message", "The custom_id '" + cid + "' appears more than once in the file."},
+              {"param", "custom_id"},
+              {"line", n}};
+    ++b.total;
+  }
+  return nullptr;
+}
+
 // Runs the lines (mu_ held). Lines past the middle of an expired or cancelled batch are not
-// run; a failed batch runs none.
+// run; a failed batch runs none. A batch whose lines ran is `finalizing` until the next poll.
 void FakeBatches::finish(Batch& b, const std::string& fault) {
   const File& in = files_[b.input_file_id];
   if (fault == "failed") {
@@ -260,14 +343,14 @@ void FakeBatches::finish(Batch& b, const std::string& fault) {
     b.failed = 0;
     return;
   }
-  std::string out, err;
+  std::vector<std::string> out_lines, err_lines;
+  if (b.total == 0) (void)validate(b);  // cancelled while validating
   std::istringstream s(in.content);
   std::string line;
   int n = 0;
   int half = (b.total + 1) / 2;
   std::string fail_contains = script_.value("fail_contains", "");
   bool failed_one = false;
-  std::set<std::string> seen;
   while (std::getline(s, line)) {
     if (line.empty()) continue;
     ++n;
@@ -275,22 +358,15 @@ void FakeBatches::finish(Batch& b, const std::string& fault) {
     std::string cid = l.is_object() ? l.value("custom_id", "") : "";
     std::string rid = "req_" + std::to_string(++next_);
     auto err_line = [&](const std::string& code, const std::string& message) {
-      err += json{{"id", "batch_req_" + std::to_string(++next_)},
-                  {"custom_id", cid},
-                  {"response", nullptr},
-                  {"error", {{"code", code}, {"message", message}}}}
-                 .dump() +
-             "\n";
+      err_lines.push_back(json{{"id", "batch_req_" + std::to_string(++next_)},
+                               {"custom_id", cid},
+                               {"response", nullptr},
+                               {"error", {{"code", code}, {"message", message}}}}
+                              .dump());
       ++b.failed;
     };
-    if (!l.is_object() || cid.empty() || !l.contains("body") || !l["body"].is_object()) {
-      err_line("invalid_request", "line " + std::to_string(n) + ": not a request");
-      continue;
-    }
-    if (!seen.insert(cid).second) {
-      err_line("duplicate_custom_id", "custom_id " + cid + " appears twice");
-      continue;
-    }
+    // validate() took the file: every line is a request, each custom_id once.
+    if (!l.is_object() || !l.contains("body") || !l["body"].is_object()) continue;
     if ((fault == "expired" || fault == "cancelled") && n > half) {
       err_line(fault == "expired" ? "batch_expired" : "batch_cancelled",
                fault == "expired"
@@ -303,17 +379,25 @@ void FakeBatches::finish(Batch& b, const std::string& fault) {
                      (fail_contains.empty() ? true : text.find(fail_contains) != std::string::npos);
     if (fail_this) {
       failed_one = fail_contains.empty();
-      err +=
-          json{{"id", "batch_req_" + std::to_string(++next_)},
-               {"custom_id", cid},
-               {"response",
-                {{"status_code", 500},
-                 {"request_id", rid},
-                 {"body",
-                  {{"error", {{"message", "scripted failed line"}, {"type", "server_error"}}}}}}},
-               {"error", nullptr}}
-              .dump() +
-          "\n";
+      if (script_.value("error_format", "openai") == "vllm") {
+        // vllm run-batch's failed request: status 400, no body, the error as a string.
+        err_lines.push_back(
+            json{{"id", "vllm-" + std::to_string(++next_)},
+                 {"custom_id", cid},
+                 {"response", {{"status_code", 400}, {"request_id", rid}, {"body", nullptr}}},
+                 {"error", "scripted failed line"}}
+                .dump());
+      } else {
+        err_lines.push_back(json{
+            {"id", "batch_req_" + std::to_string(++next_)},
+            {"custom_id", cid},
+            {"response",
+             {{"status_code", 500},
+              {"request_id", rid},
+              {"body",
+               {{"error", {{"message", "scripted failed line"}, {"type", "server_error"}}}}}}},
+            {"error", nullptr}}.dump());
+      }
       ++b.failed;
       continue;
     }
@@ -329,13 +413,24 @@ void FakeBatches::finish(Batch& b, const std::string& fault) {
                     {"body", resp_body.is_discarded() ? json(body) : resp_body}}},
                   {"error", nullptr}};
     if (status == 200) {
-      out += entry.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+      out_lines.push_back(entry.dump(-1, ' ', false, json::error_handler_t::replace));
       ++b.completed;
     } else {
-      err += entry.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+      err_lines.push_back(entry.dump(-1, ' ', false, json::error_handler_t::replace));
       ++b.failed;
     }
   }
+  // The published API does not keep the input's order in the result files.
+  auto join = [&](std::vector<std::string>& lines) {
+    if (script_.value("order", "shuffled") == "shuffled") {
+      std::mt19937_64 rng(std::hash<std::string>{}(b.id));
+      std::shuffle(lines.begin(), lines.end(), rng);
+    }
+    std::string all;
+    for (const auto& l : lines) all += l + "\n";
+    return all;
+  };
+  std::string out = join(out_lines), err = join(err_lines);
   auto store = [&](const std::string& content, std::string& id) {
     if (content.empty()) return;
     File f{"file-" + std::to_string(++next_), b.id + "_output.jsonl", "batch_output", content,
@@ -345,7 +440,10 @@ void FakeBatches::finish(Batch& b, const std::string& fault) {
   };
   store(out, b.output_file_id);
   store(err, b.error_file_id);
-  b.status = fault == "expired" ? "expired" : fault == "cancelled" ? "cancelled" : "completed";
+  b.final_status = fault == "expired"     ? "expired"
+                   : fault == "cancelled" ? "cancelled"
+                                          : "completed";
+  b.status = b.final_status == "completed" ? "finalizing" : b.final_status;
 }
 
 json FakeBatches::to_json(const Batch& b) {
@@ -357,8 +455,11 @@ json FakeBatches::to_json(const Batch& b) {
       {"input_file_id", b.input_file_id},
       {"completion_window", b.window},
       {"status", b.status},
-      {"output_file_id", b.output_file_id.empty() ? json(nullptr) : json(b.output_file_id)},
-      {"error_file_id", b.error_file_id.empty() ? json(nullptr) : json(b.error_file_id)},
+      {"output_file_id", b.output_file_id.empty() || b.status == "finalizing"
+                             ? json(nullptr)
+                             : json(b.output_file_id)},
+      {"error_file_id",
+       b.error_file_id.empty() || b.status == "finalizing" ? json(nullptr) : json(b.error_file_id)},
       {"created_at", b.created_at},
       {"request_counts", {{"total", b.total}, {"completed", b.completed}, {"failed", b.failed}}},
       {"metadata", b.metadata}};
@@ -447,11 +548,17 @@ void FakeBatches::serve_content(const std::string& id, httplib::Response& res) {
     }
     content = it->second.content;
     bump("downloads");
-    // "parts": the first reads of an output file stop half-way through it, mid-line.
+    // "parts": the first reads of an output file stop half-way through it, mid-line (or, with
+    // cut: line, at the end of the line there: a file that reads whole, with lines missing).
     bool is_output = it->second.purpose == "batch_output";
     if (is_output && script_.value("fault", "") == "parts" &&
         content_reads_[id]++ < script_.value("parts", 1)) {
-      content = content.substr(0, content.size() / 2 + 1);
+      std::size_t at = content.size() / 2 + 1;
+      if (script_.value("cut", "mid_line") == "line") {
+        std::size_t nl = content.rfind('\n', content.size() / 2);
+        at = nl == std::string::npos ? 0 : nl + 1;
+      }
+      content = content.substr(0, at);
       cut = true;
       bump("cut_downloads");
     }

@@ -53,6 +53,7 @@ class FakeBatches {
   };
   struct Batch {
     std::string id, input_file_id, endpoint, window, status = "validating";
+    std::string final_status;  // while finalizing: what it ends as
     nlohmann::json metadata = nullptr;
     nlohmann::json errors = nullptr;
     std::int64_t created_at = 0;
@@ -75,6 +76,8 @@ class FakeBatches {
   bool authorized(const httplib::Request& req, httplib::Response& res);
   // Ends the batch when its time has come (mu_ held): runs its lines through answer_.
   void advance(Batch& b);
+  // The input file's validation (mu_ held): the batch's errors.data entry, or null; sets total.
+  nlohmann::json validate(Batch& b);
   void finish(Batch& b, const std::string& fault);
   std::string fault_for(const Batch& b) const;
   static nlohmann::json to_json(const Batch& b);

@@ -1,12 +1,12 @@
--- Batch mode's bookkeeping (libs/llm/src/batch.cpp; migration 0013).
+-- Batch mode's bookkeeping (libs/llm/src/batch.cpp; migrations 0013 and 0018).
 
 -- name: batch_insert
 INSERT INTO llm_batches (key, url, model, state, lines, bytes, created_ms, updated_ms)
 VALUES (?1, ?2, ?3, 'uploading', ?4, ?5, ?6, ?6);
 
 -- name: batch_line_insert
-INSERT INTO llm_batch_lines (batch, custom_id, tag, state, request_json)
-VALUES (?1, ?2, ?3, 'pending', ?4);
+INSERT INTO llm_batch_lines (batch, custom_id, tag, state, request_json, continues)
+VALUES (?1, ?2, ?3, 'pending', ?4, ?5);
 
 -- name: batch_uploaded
 -- The input file is at the provider: the request bodies are no longer needed here.
@@ -52,7 +52,8 @@ UPDATE llm_batch_lines SET state = 'applied' WHERE batch = ?1 AND custom_id = ?2
 -- Applied answers the client has recorded need no copy here.
 UPDATE llm_batch_lines SET response_raw = NULL
 WHERE state = 'applied' AND response_raw IS NOT NULL AND EXISTS (
-  SELECT 1 FROM llm_calls c WHERE c.request_sha256 = llm_batch_lines.custom_id
+  SELECT 1 FROM llm_calls c
+  WHERE c.request_sha256 = coalesce(llm_batch_lines.continues, llm_batch_lines.custom_id)
   AND c.status = 'ok');
 
 -- name: batch_open
@@ -60,11 +61,14 @@ SELECT id, key, state, input_file_id, batch_id, created_ms, submitted_ms, lines
 FROM llm_batches WHERE url = ?1 AND model = ?2 AND state <> 'done' ORDER BY id;
 
 -- name: batch_lines_of
-SELECT custom_id, request_json, state FROM llm_batch_lines WHERE batch = ?1;
+SELECT custom_id, request_json, state, continues FROM llm_batch_lines WHERE batch = ?1;
 
 -- name: batch_line_latest
 -- The newest line of a request: its batch's state and the line's outcome.
-SELECT l.batch, b.key, b.state, l.state, l.http_status, l.response_raw, l.error
+SELECT l.batch, b.key, b.state, l.state, l.http_status, l.response_raw, l.error, l.continues
 FROM llm_batch_lines l JOIN llm_batches b ON b.id = l.batch
 WHERE l.custom_id = ?1 AND b.url = ?2
 ORDER BY l.batch DESC LIMIT 1;
+
+-- name: batch_files_deleted
+UPDATE llm_batches SET files_deleted_ms = ?2 WHERE id = ?1;

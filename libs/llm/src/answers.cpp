@@ -10,17 +10,19 @@
 
 #include "client_impl.hpp"
 #include "completion.hpp"
+#include "identity.hpp"
 #include "kforge/llm/errors.hpp"
 
 namespace kforge::llm {
 
 // A 200 answer from a batch (or an offline result file): parsed, priced at the batch rate and
-// finished like one from the wire; a cut answer is asked again with a larger budget.
-void Client::Impl::apply_answer(Call* c, std::string body, TimePoint now) {
+// finished like one from the wire; a cut answer is asked again with a larger budget. A line
+// handed over before (`billed` false) costs nothing: its first row carries its price.
+void Client::Impl::apply_answer(Call* c, std::string body, TimePoint now, bool billed) {
   c->resp = std::move(body);
   ChatResponse r;
   auto perr = read_completion(*c, c->resp, words_, ep_.max_tokens, r);
-  count_usage(r, now, *c, true);
+  if (billed) count_usage(r, now, *c, true);
   c->resp_fields = r;
   if (!perr) {
     finish(c, std::move(r));
@@ -30,10 +32,18 @@ void Client::Impl::apply_answer(Call* c, std::string body, TimePoint now) {
   finish(c, std::move(*perr));
 }
 
+void Client::Impl::restore_body(Call& c) {
+  if (c.body.empty()) c.body = request_body(ep_, c.req);
+}
+
 void Client::Impl::to_batch(Call* c) {
   c->in_batch = true;
   ++c->batch_tries;
-  batch_->enqueue(c->sha, c->req.tag, c->body);
+  c->line = line_identity(*c, ep_);
+  batch_->enqueue(c->line, c->sha, c->req.tag, std::move(c->body));
+  // The runner holds the body until its line is written to disk; the call makes it again from
+  // its request when its outcome comes (restore_body): a batch's requests wait here for hours.
+  c->body = std::string();
 }
 
 // The runner's thread: outcomes for the loop.
@@ -55,17 +65,24 @@ void Client::Impl::take_batch_results(TimePoint now) {
     outs.swap(batch_outcomes_);
   }
   for (auto& o : outs) {
-    auto it = by_hash_.find(o.sha);
-    if (it == by_hash_.end() || !it->second->in_batch) continue;
+    auto it = by_hash_.find(o.call.empty() ? o.sha : o.call);
+    // Only the line the call waits for now (not the cut line a continuation replaced).
+    if (it == by_hash_.end() || !it->second->in_batch || it->second->line != o.sha) continue;
     Call* c = it->second;
     c->in_batch = false;
+    restore_body(*c);
     c->attempts = std::max(c->attempts, 1);
     c->last_status = o.http_status;
     if (o.answered) {
-      apply_answer(c, std::move(o.body), now);
+      apply_answer(c, std::move(o.body), now, !o.replayed);
       continue;
     }
     c->resp = o.body;
+    if (!o.run_level.empty()) {
+      // Every batch would be refused the same way: not resubmitted; the run pauses.
+      finish(c, llm_error(kind_of(o.run_level), words_.where(*c) + ": " + o.error, Transient::no));
+      continue;
+    }
     bool more = c->batch_tries < ep_.batch.max_attempts && !stop_requested();
     if (ep_.batch_fallback == BatchFallback::interactive && !stop_requested()) {
       spdlog::info("llm: {}; asking the interactive endpoint", o.error);

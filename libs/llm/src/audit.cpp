@@ -183,7 +183,10 @@ Status AuditStore::write_rows(const std::vector<Call*>& calls) {
       s->bind(8, static_cast<std::int64_t>(c->last_status));
     }
     s->bind(9, c->attempts).bind(10, ms_between(c->submitted, clock_->steady_now()));
-    s->bind(11, f.prompt_tokens).bind(12, f.completion_tokens).bind(13, f.cost_usd);
+    // A replay costs nothing: the row it replays carries the price (a sum over the table is
+    // what was paid).
+    s->bind(11, f.prompt_tokens).bind(12, f.completion_tokens);
+    s->bind(13, c->replay_of ? 0.0 : f.cost_usd);
     s->bind(14, f.finish_reason.empty() ? std::optional<std::string>()
                                         : std::optional<std::string>(f.finish_reason));
     if (c->replay_of) {

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "batch_file.hpp"
 #include "batch_impl.hpp"
@@ -33,6 +34,12 @@ BatchRunner::Impl::Impl(BatchRunnerOptions o) : o_(std::move(o)) {
 
 Status BatchRunner::Impl::start() {
   KF_CHECK(ledger_.open(o_.db_path, o_.db_busy_timeout_ms));
+  // Beside the database: the batches' files while they are built, uploaded and read.
+  spool_dir_ = o_.db_path + ".batches";
+  std::error_code ec;
+  std::filesystem::create_directories(spool_dir_, ec);
+  if (ec)
+    return fail("io", spool_dir_ + ": cannot be created (batch mode's files): " + ec.message());
   if (!o_.auth_header.empty()) headers_ = curl_slist_append(headers_, o_.auth_header.c_str());
   for (const auto& [k, v] : o_.cfg.extra_headers) {
     std::string h = k + ": " + v;
@@ -76,7 +83,7 @@ void BatchRunner::Impl::stop() {
 }
 
 void BatchRunner::Impl::run() {
-  pthread_setname_np(pthread_self(), "kforge-llm-batch");
+  pthread_setname_np(pthread_self(), "kf-llm-batch");  // 15 characters at most
   while (true) {
     std::vector<Pending> in;
     {
@@ -120,7 +127,10 @@ void BatchRunner::Impl::take(Pending p, std::int64_t now) {
       // Answered before a restart: handed over from the stored line, never asked again.
       LineOutcome o;
       o.sha = p.sha;
+      o.call = line->call;
       o.answered = true;
+      // Handed over (and priced) once already: a replay is not billed again.
+      o.replayed = line->line_state == "applied";
       o.http_status = 200;
       o.body = *line->raw;
       o.batch_key = line->key;
@@ -152,35 +162,47 @@ void BatchRunner::Impl::flush_due(std::int64_t now, bool force) {
   }
 }
 
-// Records a batch of the collected requests (as many as the limits allow), state uploading.
+// Records a batch of the collected requests (as many as the limits allow), state uploading; its
+// input file is written to disk, not held in memory.
 Status BatchRunner::Impl::make_batch(std::int64_t now) {
   const BatchConfig& bc = o_.cfg.batch;
   Open b;
   std::size_t n = 0;
+  std::int64_t bytes = 0;
   Sha256 h;
   h.update(o_.chat_url);
   h.update(std::to_string(now));
   for (; n < collecting_.size() && static_cast<int>(n) < bc.max_lines; ++n) {
-    std::string line = input_line(collecting_[n].sha, endpoint_, collecting_[n].body);
-    if (n > 0 && static_cast<std::int64_t>(b.content.size() + line.size()) > bc.max_bytes) break;
-    b.content += line;
+    auto size = static_cast<std::int64_t>(
+        input_line(collecting_[n].sha, endpoint_, collecting_[n].body).size());
+    if (n > 0 && bytes + size > bc.max_bytes) break;
+    bytes += size;
     h.update(collecting_[n].sha);
   }
   b.key = h.hex_digest().substr(0, 24);
   b.state = "uploading";
   b.created_ms = now;
-  KF_TRY(b.id,
-         ledger_.add_batch(b.key, o_.chat_url, o_.cfg.model,
-                           std::span<const Pending>(collecting_.data(), n), b.content.size(), now));
+  b.input_path = spool(b, "input");
+  std::span<const Pending> lines(collecting_.data(), n);
+  KF_TRY(std::size_t written, write_input_file(b.input_path, endpoint_, lines));
+  auto id = ledger_.add_batch(b.key, o_.chat_url, o_.cfg.model, lines, written, now);
+  if (!id.ok()) {
+    std::error_code ec;
+    std::filesystem::remove(b.input_path, ec);  // made again with the batch, next time round
+    return id.error();
+  }
+  b.id = *id;
   for (std::size_t i = 0; i < n; ++i) {
     b.shas.insert(collecting_[i].sha);
+    if (!collecting_[i].call.empty() && collecting_[i].call != collecting_[i].sha)
+      b.calls[collecting_[i].sha] = collecting_[i].call;
     in_batch_[collecting_[i].sha] = b.id;
     collecting_ids_.erase(collecting_[i].sha);
     collecting_bytes_ -= std::min(collecting_bytes_, collecting_[i].body.size() + 200);
   }
   collecting_.erase(collecting_.begin(), collecting_.begin() + static_cast<std::ptrdiff_t>(n));
   if (!collecting_.empty()) collect_since_ms_ = now;
-  spdlog::info("llm batch {}: {} requests, {} bytes", b.key, n, b.content.size());
+  spdlog::info("llm batch {}: {} requests, {} bytes", b.key, n, written);
   b.next_ms = now;
   {
     std::lock_guard lk(gauge_mu_);
@@ -204,11 +226,19 @@ Status BatchRunner::Impl::recover() {
     b.created_ms = s.created_ms;
     b.submitted_ms = s.submitted_ms;
     b.recovered = true;
+    if (b.state == "uploading") {
+      // Its input file again, from the recorded bodies.
+      std::vector<Pending> in;
+      for (const auto& line : s.lines)
+        in.push_back(Pending{line.sha, line.call, "", line.body.value_or("{}")});
+      b.input_path = spool(b, "input");
+      KF_TRY(std::size_t written, write_input_file(b.input_path, endpoint_, in));
+      (void)written;
+    }
     for (const auto& line : s.lines) {
-      if (b.state == "uploading")
-        b.content += input_line(line.sha, endpoint_, line.body.value_or("{}"));
       if (line.state == "pending") {
         b.shas.insert(line.sha);
+        if (line.call != line.sha) b.calls[line.sha] = line.call;
         in_batch_[line.sha] = b.id;
       }
     }
@@ -268,8 +298,8 @@ BatchRunner::BatchRunner(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 BatchRunner::~BatchRunner() {
   stop();
 }
-void BatchRunner::enqueue(std::string sha, std::string tag, std::string body) {
-  impl_->enqueue(Pending{std::move(sha), std::move(tag), std::move(body)});
+void BatchRunner::enqueue(std::string line, std::string call, std::string tag, std::string body) {
+  impl_->enqueue(Pending{std::move(line), std::move(call), std::move(tag), std::move(body)});
 }
 BatchGauges BatchRunner::gauges() const {
   return impl_->gauges();

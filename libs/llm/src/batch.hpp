@@ -2,17 +2,21 @@
 // BatchRunner: batch mode's engine (llm.mode: batch), internal to the client.
 //
 // The client hands it requests that the store could not answer; it groups them into JSONL input
-// files (one line per request, custom_id = the request's identity), uploads each (/files),
+// files (one line per request, custom_id = the request's identity, or for a cut answer asked
+// again with a larger budget a continuation identity naming the call), uploads each (/files),
 // creates the batch (/batches, with the completion window and metadata.kforge_batch = the
 // batch's key), polls it, downloads the output and error files and hands each line's outcome
 // back to the client, which parses, records and delivers it exactly as an interactive answer.
 //
-// Crash safety: every step is recorded in llm_batches / llm_batch_lines (migration 0013)
+// Crash safety: every step is recorded in llm_batches / llm_batch_lines (migrations 0013, 0018)
 // before and after it happens. A restarted runner resumes the open batches: it adopts an input
 // file it uploaded but did not record (by its name), and a batch it created but did not record
 // (listing the provider's batches, by metadata.kforge_batch), so a line is never sent twice
 // while its batch lives; a request whose line was answered before the crash is answered from
-// the stored line. Lines that failed or expired go into a later batch.
+// the stored line. Lines that failed or expired go into a later batch. The lines read from the
+// output and error files are checked against the batch's request_counts: a short file is read
+// again, never resubmitted. Once recorded, the batch's files are deleted at the provider
+// (llm.batch.keep_files keeps them).
 //
 // Threads: one thread of its own (blocking HTTP through libcurl, its own SQLite connection);
 // enqueue() and stats() may be called from any thread; `deliver` runs on the runner's thread.
@@ -31,8 +35,14 @@ namespace kforge::llm {
 
 // One request's outcome from a batch.
 struct LineOutcome {
-  std::string sha;        // the request's identity (custom_id)
+  std::string sha;        // the line's custom_id
+  std::string call;       // the call it answers (sha, or the call a continuation continues)
   bool answered = false;  // an HTTP 200 answer is in body
+  // Answered from a line the client was handed before (and recorded, priced): not billed again.
+  bool replayed = false;
+  // A failure about the run, not the line (ErrorKind name: "config" for a batch the provider
+  // refused as misconfigured, "auth" for a refused key); "" otherwise. Not resubmitted.
+  std::string run_level;
   int http_status = 0;    // the line's status (0: none, e.g. expired)
   std::string body;       // the response body (the chat completion, or the provider's error)
   std::string error;      // why there is no answer (failed or expired line, failed batch)
@@ -69,9 +79,10 @@ class BatchRunner {
   BatchRunner(const BatchRunner&) = delete;
   BatchRunner& operator=(const BatchRunner&) = delete;
 
-  // A request waiting for its answer: put into a batch, attached to the line already in one,
-  // or answered at once from a stored line.
-  void enqueue(std::string sha, std::string tag, std::string body);
+  // A request waiting for its answer: put into a batch as the line `line` (custom_id) for the
+  // call `call` (the same identity, or the call a continuation line continues), attached to the
+  // line already in one, or answered at once from a stored line.
+  void enqueue(std::string line, std::string call, std::string tag, std::string body);
   BatchGauges gauges() const;
   // Stops the thread. Batches in flight stay recorded for the next start.
   void stop();

@@ -1,10 +1,11 @@
 // Batch mode's JSON Lines: the files and batches endpoints for a chat URL, the input file's
-// lines, and the provider's output and error files read back into one outcome per request
-// (answered, failed with the line's error, or missing from a batch that ended without it).
+// lines written to disk, and the provider's output and error files read back line by line into
+// one outcome per request (answered, failed with the line's error, or missing from a batch that
+// ended without it).
 
 #include "batch_file.hpp"
 
-#include <sstream>
+#include <fstream>
 
 #include "text.hpp"
 
@@ -37,10 +38,28 @@ bool terminal(const std::string& status) {
          status == "cancelled";
 }
 
-std::optional<std::vector<json>> read_result_file(const std::string& body,
-                                                  const std::string& file_id, std::string* why) {
-  std::vector<json> lines;
-  std::istringstream in(body);
+Result<std::size_t> write_input_file(const std::string& path, const std::string& endpoint,
+                                     std::span<const Pending> lines) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return fail("io", path + ": cannot be written (the batch input file)");
+  std::size_t bytes = 0;
+  for (const Pending& p : lines) {
+    std::string line = input_line(p.sha, endpoint, p.body);
+    out.write(line.data(), static_cast<std::streamsize>(line.size()));
+    bytes += line.size();
+  }
+  out.flush();
+  if (!out) return fail("io", path + ": cannot be written (the batch input file)");
+  return bytes;
+}
+
+bool for_each_result_line(const std::string& path, const std::string& file_id, std::string* why,
+                          const std::function<void(const json&)>& each) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *why = "file " + file_id + ": the download at " + path + " cannot be read";
+    return false;
+  }
   std::string line;
   int n = 0;
   while (std::getline(in, line)) {
@@ -51,12 +70,12 @@ std::optional<std::vector<json>> read_result_file(const std::string& body,
         !j["custom_id"].is_string()) {
       *why = "file " + file_id + " line " + std::to_string(n) +
              ": not a result line (the file arrived cut or in parts)";
-      return std::nullopt;
+      return false;
     }
-    lines.push_back(std::move(j));
+    each(j);
   }
   // A last line without its newline may be whole; parsing said so.
-  return lines;
+  return true;
 }
 
 std::string batch_errors(const json& j) {
@@ -71,49 +90,45 @@ std::string batch_errors(const json& j) {
   return batch_error;
 }
 
-std::vector<LineOutcome> line_outcomes(const std::vector<json>& lines,
-                                       const std::set<std::string>& shas,
-                                       const std::string& batch_key, const std::string& batch_id,
-                                       const std::string& status, const std::string& batch_error,
-                                       const std::function<std::string(std::string)>& redact) {
-  std::vector<LineOutcome> outcomes;
-  std::set<std::string> seen;
-  for (const auto& l : lines) {
-    std::string sha = l["custom_id"].get<std::string>();
-    if (!shas.count(sha) || !seen.insert(sha).second) continue;
-    LineOutcome o;
-    o.sha = sha;
-    o.batch_key = batch_key;
-    const json& resp = l.contains("response") ? l["response"] : json();
-    if (resp.is_object()) {
-      o.http_status = resp.value("status_code", 0);
-      if (resp.contains("body"))
-        o.body = resp["body"].is_string()
-                     ? resp["body"].get<std::string>()
-                     : resp["body"].dump(-1, ' ', false, json::error_handler_t::replace);
-    }
-    o.answered = o.http_status == 200;
-    if (!o.answered) {
-      std::string why;
-      if (l.contains("error") && l["error"].is_object())
-        why = l["error"].value("code", std::string("error")) + ": " +
-              l["error"].value("message", std::string());
-      else
-        why = "HTTP " + std::to_string(o.http_status) + ": " + redact(excerpt(o.body, 200));
-      o.error = "batch " + batch_id + " line " + sha.substr(0, 12) + ": " + redact(why);
-    }
-    outcomes.push_back(std::move(o));
+LineOutcome line_outcome(const json& l, const std::string& batch_key, const std::string& batch_id,
+                         const std::function<std::string(std::string)>& redact) {
+  LineOutcome o;
+  o.sha = l["custom_id"].get<std::string>();
+  o.batch_key = batch_key;
+  const json& resp = l.contains("response") ? l["response"] : json();
+  if (resp.is_object()) {
+    o.http_status = resp.value("status_code", 0);
+    if (resp.contains("body") && !resp["body"].is_null())  // vLLM: null on a failed line
+      o.body = resp["body"].is_string()
+                   ? resp["body"].get<std::string>()
+                   : resp["body"].dump(-1, ' ', false, json::error_handler_t::replace);
   }
-  for (const auto& sha : shas) {
-    if (seen.count(sha)) continue;
-    LineOutcome o;
-    o.sha = sha;
-    o.batch_key = batch_key;
-    o.error = "batch " + batch_id + " ended " + status + " without this request" +
-              (batch_error.empty() ? "" : " (" + redact(batch_error) + ")");
-    outcomes.push_back(std::move(o));
+  o.answered = o.http_status == 200;
+  if (!o.answered) {
+    std::string why;
+    if (l.contains("error") && l["error"].is_object())
+      why = l["error"].value("code", std::string("error")) + ": " +
+            l["error"].value("message", std::string());
+    else if (l.contains("error") && l["error"].is_string())  // vllm run-batch's error text
+      why = "HTTP " + std::to_string(o.http_status) + ": " +
+            excerpt(l["error"].get<std::string>(), 200);
+    else
+      why = "HTTP " + std::to_string(o.http_status) + ": " + redact(excerpt(o.body, 200));
+    o.error = "batch " + batch_id + " line " + o.sha.substr(0, 12) + ": " + redact(why);
   }
-  return outcomes;
+  return o;
+}
+
+LineOutcome missing_outcome(const std::string& sha, const std::string& batch_key,
+                            const std::string& batch_id, const std::string& status,
+                            const std::string& batch_error,
+                            const std::function<std::string(std::string)>& redact) {
+  LineOutcome o;
+  o.sha = sha;
+  o.batch_key = batch_key;
+  o.error = "batch " + batch_id + " ended " + status + " without this request" +
+            (batch_error.empty() ? "" : " (" + redact(batch_error) + ")");
+  return o;
 }
 
 }  // namespace kforge::llm

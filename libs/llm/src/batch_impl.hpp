@@ -5,7 +5,8 @@
 //   batch_provider.cpp  a batch at the provider: upload, create (or find), poll, cancel past
 //                       its window, download the results
 //   batch_ledger.cpp    BatchLedger, the step recorder (llm_batches, llm_batch_lines)
-//   batch_file.cpp      the JSON Lines: input lines, result files read into outcomes
+//   batch_file.cpp      the JSON Lines: input files written to disk, result files read line by
+//                       line into outcomes
 // Threads: as BatchRunner: the runner's thread, enqueue() and gauges() from any thread.
 
 #include <curl/curl.h>
@@ -29,6 +30,9 @@ namespace kforge::llm {
 // Waits are sliced like the client's: the clock may be moved by someone else (a test's
 // ManualClock).
 constexpr std::int64_t kBatchSliceMs = 20;
+// Short downloads in a row (fewer lines than the batch's request_counts) after which the
+// shortfall is reported as an error; the files are still read again at each retry.
+constexpr int kShortReadsNoted = 3;
 
 struct Http {
   long status = 0;  // 0: no response (error says why)
@@ -51,8 +55,11 @@ struct Open {
   bool recovered = false;  // from an earlier process, or a step whose answer was lost
   bool cancel_sent = false;
   std::int64_t completed = -1, failed = -1;
-  std::string content;  // the input file, until it is uploaded
-  std::set<std::string> shas;
+  std::string input_path;                    // the input file on disk, until it is uploaded
+  int answered = 0, failed_lines = 0;        // lines recorded from its result files
+  std::set<std::string> shas;                // the pending lines' custom_ids
+  std::map<std::string, std::string> calls;  // custom_id -> call, for continuation lines
+  int short_reads = 0;  // downloads in a row that held fewer lines than request_counts
 };
 
 class BatchRunner::Impl {
@@ -81,8 +88,11 @@ class BatchRunner::Impl {
   void publish();
 
   // --- batch_provider.cpp: the provider's side (the runner's thread) ---
+  // A request; with `sink`, the response body goes to that file instead of Http::body (its
+  // first KB is read back into body when the status is not 2xx).
   Http request(const std::string& method, const std::string& path, const std::string& body,
-               curl_mime* mime = nullptr, const std::string& params = "");
+               curl_mime* mime = nullptr, const std::string& params = "",
+               const std::string& sink = "");
   std::string describe(const std::string& what, const Http& h) const;
   std::string redact(std::string s) const { return o_.redact ? o_.redact(std::move(s)) : s; }
   void retry_later(Open& b, std::int64_t now, const std::string& why);
@@ -91,14 +101,25 @@ class BatchRunner::Impl {
   bool create(Open& b, std::int64_t now);
   bool submitted(Open& b, const nlohmann::json& j, std::int64_t now);
   bool poll(Open& b, std::int64_t now);
-  std::optional<std::vector<nlohmann::json>> download(const std::string& file_id, std::string* why);
-  bool collect(Open& b, const nlohmann::json& j, std::int64_t now);
-  bool abandon(Open& b, const std::string& why, std::int64_t now);
+  bool download(const std::string& file_id, const std::string& path, std::string* why);
+  bool record_lines(Open& b, std::vector<LineOutcome>& chunk, const std::string& run_level,
+                    std::int64_t now, bool hand);
+  std::string spool(const Open& b, const std::string& what) const;
+  void remove_spool(const Open& b);
+  bool collect(Open& b, const nlohmann::json& j, std::int64_t now,
+               const std::string& run_level = "");
+  std::optional<std::string> shortfall(const nlohmann::json& j, const std::string& out_id,
+                                       const std::string& err_id, std::size_t out_lines,
+                                       std::size_t err_lines) const;
+  void delete_files(Open& b, const std::vector<std::string>& ids, std::int64_t now);
+  bool abandon(Open& b, const std::string& why, std::int64_t now,
+               const std::string& run_level = "");
   CURL* easy();
 
   BatchRunnerOptions o_;
   Clock* clock_ = nullptr;
   std::string base_, query_, endpoint_;
+  std::string spool_dir_;  // input files as they are built, result files as they arrive
   BatchLedger ledger_;
   CURL* easy_ = nullptr;
   curl_slist* headers_ = nullptr;

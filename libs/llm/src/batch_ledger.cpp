@@ -32,6 +32,7 @@ std::optional<BatchLedger::LatestLine> BatchLedger::latest_line(const std::strin
   l.line_state = (*s)->text(3);
   l.raw = (*s)->opt_text(5);
   l.batch = (*s)->int64(0);
+  l.call = (*s)->opt_text(7).value_or(sha);
   (*s)->reset();
   return l;
 }
@@ -51,6 +52,7 @@ Result<std::int64_t> BatchLedger::add_batch(const std::string& key, const std::s
     KF_TRY(store::Stmt * l, db_->cached(llm_queries()["batch_line_insert"]));
     l->bind(1, id).bind(2, p.sha).bind(3, p.tag);
     l->bind(4, p.body);
+    l->bind(5, p.call.empty() || p.call == p.sha ? std::optional<std::string>() : p.call);
     KF_CHECK(l->run());
   }
   KF_CHECK(tx.commit());
@@ -81,6 +83,7 @@ Result<std::vector<BatchLedger::StoredBatch>> BatchLedger::open_batches(const st
       line.sha = r.text(0);
       if (b.state == "uploading") line.body = r.opt_text(1);
       line.state = r.text(2);
+      line.call = r.opt_text(3).value_or(line.sha);
       b.lines.push_back(std::move(line));
     }));
   }
@@ -122,11 +125,8 @@ void BatchLedger::note(std::int64_t id, const std::string& why, std::int64_t now
   if (s.ok()) (void)(*s)->bind(1, id).bind(2, why).bind(3, now).run();
 }
 
-Status BatchLedger::results(std::int64_t id, const std::vector<LineOutcome>& outcomes,
-                            const std::string& status, const std::string& out_id,
-                            const std::string& err_id, const std::string& batch_error, int answered,
-                            int failed, std::int64_t now,
-                            const std::function<std::string(std::string)>& redact) {
+Status BatchLedger::line_results(std::int64_t id, const std::vector<LineOutcome>& outcomes,
+                                 const std::function<std::string(std::string)>& redact) {
   KF_TRY(store::Transaction tx, store::Transaction::begin(*db_));
   for (const auto& o : outcomes) {
     if (o.answered) {
@@ -150,6 +150,13 @@ Status BatchLedger::results(std::int64_t id, const std::vector<LineOutcome>& out
       KF_CHECK(s->run());
     }
   }
+  return tx.commit();
+}
+
+Status BatchLedger::done(std::int64_t id, const std::string& status, const std::string& out_id,
+                         const std::string& err_id, const std::string& batch_error, int answered,
+                         int failed, std::int64_t now,
+                         const std::function<std::string(std::string)>& redact) {
   KF_TRY(store::Stmt * s, db_->cached(llm_queries()["batch_done"]));
   s->bind(1, id).bind(2, status);
   s->bind(3, out_id.empty() ? std::optional<std::string>() : out_id);
@@ -157,13 +164,17 @@ Status BatchLedger::results(std::int64_t id, const std::vector<LineOutcome>& out
   s->bind(5, batch_error.empty() ? std::optional<std::string>() : redact(batch_error));
   s->bind(6, static_cast<std::int64_t>(answered)).bind(7, static_cast<std::int64_t>(failed));
   s->bind(8, now);
-  KF_CHECK(s->run());
-  return tx.commit();
+  return s->run();
 }
 
 void BatchLedger::applied(std::int64_t batch, const std::string& sha) {
   auto s = db_->cached(llm_queries()["batch_line_applied"]);
   if (s.ok()) (void)(*s)->bind(1, batch).bind(2, sha).run();
+}
+
+void BatchLedger::files_deleted(std::int64_t id, std::int64_t now) {
+  auto s = db_->cached(llm_queries()["batch_files_deleted"]);
+  if (s.ok()) (void)(*s)->bind(1, id).bind(2, now).run();
 }
 
 void BatchLedger::prune() {

@@ -19,9 +19,10 @@
 
 namespace kforge::llm {
 
-// A request waiting for its batch.
+// A request waiting for its batch: its line's custom_id (sha), the call the line answers (call:
+// the same, or the call a continuation line continues), its tag and its body.
 struct Pending {
-  std::string sha, tag, body;
+  std::string sha, call, tag, body;
 };
 
 class BatchLedger {
@@ -33,6 +34,7 @@ class BatchLedger {
     std::int64_t batch = 0;
     std::string key, batch_state, line_state;
     std::optional<std::string> raw;  // the answer, once the line was answered
+    std::string call;                // the call the line answers
   };
   std::optional<LatestLine> latest_line(const std::string& sha, const std::string& chat_url);
 
@@ -47,6 +49,7 @@ class BatchLedger {
     std::string sha;
     std::optional<std::string> body;
     std::string state;
+    std::string call;  // the call the line answers (sha, or the call a continuation continues)
   };
   struct StoredBatch {
     std::int64_t id = 0;
@@ -68,14 +71,18 @@ class BatchLedger {
   void polled(std::int64_t id, const std::string& status, std::int64_t completed,
               std::int64_t failed, std::int64_t now);
   void note(std::int64_t id, const std::string& why, std::int64_t now);
-  // The batch ended: each line answered or failed (bodies and errors from outside through
-  // redact), and the batch done with its files and counts; one transaction.
-  Status results(std::int64_t id, const std::vector<LineOutcome>& outcomes,
-                 const std::string& status, const std::string& out_id, const std::string& err_id,
-                 const std::string& batch_error, int answered, int failed, std::int64_t now,
-                 const std::function<std::string(std::string)>& redact);
+  // Lines of a batch that ended, answered or failed (bodies and errors from outside through
+  // redact); one transaction per call (a result file is recorded a part at a time).
+  Status line_results(std::int64_t id, const std::vector<LineOutcome>& outcomes,
+                      const std::function<std::string(std::string)>& redact);
+  // The batch ended and every line's outcome is recorded: done, with its files and counts.
+  Status done(std::int64_t id, const std::string& status, const std::string& out_id,
+              const std::string& err_id, const std::string& batch_error, int answered, int failed,
+              std::int64_t now, const std::function<std::string(std::string)>& redact);
   // The client recorded the line's answer (best effort).
   void applied(std::int64_t batch, const std::string& sha);
+  // The batch's files were deleted at the provider (best effort).
+  void files_deleted(std::int64_t id, std::int64_t now);
   // Drops the copies of answers the client has recorded (best effort).
   void prune();
 

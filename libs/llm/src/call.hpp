@@ -38,6 +38,7 @@ struct Call {
   bool hashed = false;                 // registered in by_hash_ (identical submits join it)
   bool in_batch = false;               // waiting in a batch (llm.mode batch), not on the wire
   int batch_tries = 0;                 // batches it went through
+  std::string line;                    // the custom_id of its batch line (identity.hpp)
   std::optional<std::string> offline;  // an answer given with Client::answer
   // The outcome, filled in by finish().
   std::optional<Result<ChatResponse>> result;

@@ -127,6 +127,21 @@ Result<ChatResponse> Client::Impl::call(ChatRequest req) {
   return f.get();
 }
 
+void Client::Impl::record_failure(ChatRequest req, int http_status, std::string error) {
+  auto c = std::make_unique<Call>();
+  c->body = request_body(ep_, req);
+  c->sha = request_identity(url(), c->body, req.identity, req.round);
+  c->req = std::move(req);
+  c->submitted = clock_->steady_now();
+  c->attempts = 1;
+  c->last_status = http_status;
+  c->result = llm_error(ErrorKind::http,
+                        words_.where(*c) + ": a failed line of a batch result file: " +
+                            words_.redact(std::move(error)),
+                        Transient::yes);
+  audit_.record(std::move(c));
+}
+
 std::string Client::Impl::request_json(const ChatRequest& req) const {
   return request_body(ep_, req);
 }
@@ -210,6 +225,10 @@ Result<std::unique_ptr<Client>> Client::create(const LlmConfig& cfg, ClientOptio
 
 void Client::answer(ChatRequest req, std::string response_body, Callback done) {
   impl_->submit(std::move(req), std::move(done), std::move(response_body));
+}
+
+void Client::record_failure(ChatRequest req, int http_status, std::string error) {
+  impl_->record_failure(std::move(req), http_status, std::move(error));
 }
 
 void Client::submit(ChatRequest req, Callback done) {

@@ -58,6 +58,7 @@ class Client::Impl {
   // --- public API (any thread), client.cpp ---
   void submit(ChatRequest req, Callback done, std::optional<std::string> offline = {});
   Result<ChatResponse> call(ChatRequest req);
+  void record_failure(ChatRequest req, int http_status, std::string error);
   std::string request_json(const ChatRequest& req) const;
   std::string request_sha256(const ChatRequest& req) const;
   const std::string& url() const { return words_.url(); }
@@ -101,8 +102,9 @@ class Client::Impl {
   int poll_timeout(std::optional<TimePoint> wake, bool stopping);
 
   // --- answers from elsewhere (the network loop), answers.cpp ---
-  void apply_answer(Call* c, std::string body, TimePoint now);
+  void apply_answer(Call* c, std::string body, TimePoint now, bool billed = true);
   void to_batch(Call* c);
+  void restore_body(Call& c);  // a call back from its batch: its body made again
   void take_batch_outcomes(std::vector<LineOutcome> v);  // the batch runner's thread
   void take_batch_results(TimePoint now);
 

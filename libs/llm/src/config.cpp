@@ -107,11 +107,25 @@ void read_mode(ConfigNode& n, LlmConfig& out) {
     n.invalid("batch_fallback", "'" + fb + "' is not one of next_batch, interactive");
   }
   ConfigNode b = n.child("batch");
+  b.get("accepted_windows", out.batch.accepted_windows);
+  if (out.batch.accepted_windows.empty())
+    b.invalid("accepted_windows", "expected at least one completion window, e.g. [24h]");
   b.get("completion_window", out.batch.completion_window);
-  out.batch.window_ms = window_ms(out.batch.completion_window);
-  if (out.batch.window_ms <= 0)
-    b.invalid("completion_window",
-              "'" + out.batch.completion_window + "' is not a duration like 24h, 90m or 600s");
+  const auto& ok = out.batch.accepted_windows;
+  if (std::find(ok.begin(), ok.end(), out.batch.completion_window) == ok.end()) {
+    std::string all;
+    for (const auto& w : ok) all += (all.empty() ? "" : ", ") + w;
+    b.invalid("completion_window", "'" + out.batch.completion_window +
+                                       "' is not a window the provider accepts (" + all +
+                                       "; llm.batch.accepted_windows lists them). kforge's own "
+                                       "deadline is llm.batch.deadline");
+  }
+  b.get("deadline", out.batch.deadline);
+  out.batch.deadline_ms = window_ms(out.batch.deadline);
+  if (out.batch.deadline_ms <= 0)
+    b.invalid("deadline", "'" + out.batch.deadline + "' is not a duration like 24h, 90m or 600s");
+  b.get("keep_files", out.batch.keep_files);
+  b.get_at_least("lines_in_memory", out.batch.lines_in_memory, 1);
   b.get_at_least("max_lines", out.batch.max_lines, 1);
   b.get_at_least("max_bytes", out.batch.max_bytes, 1024);
   b.get_at_least("collect_ms", out.batch.collect_ms, 0);

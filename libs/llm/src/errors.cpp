@@ -50,7 +50,8 @@ Error llm_error(ErrorKind k, std::string message, Transient t) {
 }
 
 bool is_run_level(ErrorKind k) {
-  return k == ErrorKind::auth || k == ErrorKind::not_found || k == ErrorKind::halted;
+  return k == ErrorKind::auth || k == ErrorKind::not_found || k == ErrorKind::halted ||
+         k == ErrorKind::config;
 }
 
 }  // namespace kforge::llm

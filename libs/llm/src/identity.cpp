@@ -73,4 +73,17 @@ void set_budget(Call& c, int next, const LlmConfig& ep, Meter& meter) {
   meter.enlarged();
 }
 
+std::string continuation_identity(const std::string& call, int max_tokens) {
+  Sha256 h;
+  h.update("kforge.llm.batch.continuation.v1\n");
+  h.update(call);
+  h.update("\nmax_tokens " + std::to_string(max_tokens));
+  return h.hex_digest();
+}
+
+std::string line_identity(const Call& c, const LlmConfig& ep) {
+  if (c.enlargements == 0) return c.sha;
+  return continuation_identity(c.sha, c.req.max_tokens.value_or(ep.max_tokens.value_or(0)));
+}
+
 }  // namespace kforge::llm

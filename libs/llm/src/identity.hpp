@@ -21,5 +21,13 @@ std::string request_identity(const std::string& url, const std::string& body,
                              const std::string& identity, int round);
 // The call asks with max_tokens `next` from now on (a new body, so a new request).
 void set_budget(Call& c, int next, const LlmConfig& ep, Meter& meter);
+// Batch mode: the custom_id of the line that asks the call `call` again with max_tokens
+// `max_tokens` after a cut answer. A new identity (the cut line keeps its own), the same for the
+// same call and budget (a restart finds the line it sent); the line records the call it
+// continues (llm_batch_lines.continues).
+std::string continuation_identity(const std::string& call, int max_tokens);
+// The custom_id of the call's batch line: its identity, or its continuation's once its budget
+// was enlarged.
+std::string line_identity(const Call& c, const LlmConfig& ep);
 
 }  // namespace kforge::llm

@@ -279,8 +279,9 @@ bool Client::Impl::stop_requested() {
 }
 
 // A cut answer: asks at once again with max_tokens doubled (a new body, so never the same
-// request a second time), up to llm.truncated_max_tokens. Returns false when the limit is
-// reached (the error is then delivered, its message saying so).
+// request a second time), up to llm.truncated_max_tokens; in batch mode once, as a new line (a
+// continuation identity, identity.hpp). Returns false when the limit is reached (the error is
+// then delivered, its message saying so).
 bool Client::Impl::enlarge(Call* c, const ChatResponse& r, Error& err) {
   int limit = lim_.truncated_max_tokens;
   int now_max = c->req.max_tokens.value_or(ep_.max_tokens.value_or(0));
@@ -290,6 +291,13 @@ bool Client::Impl::enlarge(Call* c, const ChatResponse& r, Error& err) {
     err.message += limit <= 0 ? "; not asked again (llm.truncated_max_tokens is 0)"
                               : "; not asked again: max_tokens is at llm.truncated_max_tokens (" +
                                     std::to_string(limit) + ")";
+    return false;
+  }
+  if (batch_ && c->enlargements > 0) {
+    // Each round in batch mode is a whole batch (up to its completion window): asked again
+    // once.
+    err.message += "; not asked again: batch mode asks a cut answer again once (max_tokens " +
+                   std::to_string(now_max) + ")";
     return false;
   }
   spdlog::info("llm: {}; asking again with max_tokens {}", err.message, next);
@@ -389,6 +397,7 @@ void Client::Impl::count_usage(ChatResponse& r, TimePoint now, const Call& c, bo
 
 // Records the outcome; the audit row is written and the callbacks run in flush().
 void Client::Impl::finish(Call* c, Result<ChatResponse> r) {
+  restore_body(*c);  // for the audit row of a call cancelled in its batch
   if (r.ok()) {
     r->attempts = c->attempts;
     r->latency_ms = ms_between(c->submitted, clock_->steady_now());

@@ -80,6 +80,9 @@ Status Scheduler::complete(Completion& c, StepReport& rep) {
       std::string fix = *error_kind == llm::ErrorKind::auth
                             ? "check the key (the variable llm.api_key_env names) "
                               "and its rights"
+                        : *error_kind == llm::ErrorKind::config
+                            ? "the setting the provider's message points at, e.g. "
+                              "llm.batch.completion_window"
                             : "check llm.model (or the run's model) and llm.base_url";
       KF_CHECK(pause_run(run, "the provider refused the run: " + first_line(e.message, 2000) +
                                   ". No job failed; they stay queued. Fix the cause (" + fix +

@@ -218,6 +218,10 @@ class Client {
   // when the store already holds a good answer for req's identity, that one is replayed and
   // response_body is not recorded again (importing the same file twice changes nothing).
   void answer(ChatRequest req, std::string response_body, Callback done);
+  // A failed line of such a file for req (vLLM's `"body": null` with its error text, or the
+  // provider's error line): recorded in llm_calls as an error (kind http, the line's status and
+  // error, no cost); nothing is delivered, the request stays unanswered (its job queued).
+  void record_failure(ChatRequest req, int http_status, std::string error);
   // Blocking convenience. Must not be called from a callback (it fails with "usage").
   Result<ChatResponse> call(ChatRequest req);
 

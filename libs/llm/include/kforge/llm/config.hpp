@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kforge/core/config.hpp"
 
@@ -36,8 +37,15 @@ struct Price {
 // llm.batch: how batch mode groups and follows batches. The limits default to OpenAI's
 // published ones (50,000 requests and 200 MB per batch input file).
 struct BatchConfig {
+  // Sent with each batch; one of accepted_windows (OpenAI and Azure accept only "24h").
   std::string completion_window = "24h";
-  std::int64_t window_ms = 24 * 3'600'000;  // completion_window in ms
+  // The completion windows the provider accepts (llm.batch.accepted_windows; OpenAI's and
+  // Azure's published value by default).
+  std::vector<std::string> accepted_windows = {"24h"};
+  // kforge's own deadline (llm.batch.deadline): a batch still running this long after its
+  // creation is cancelled and its unfinished lines go into the next batch.
+  std::string deadline = "24h";
+  std::int64_t deadline_ms = 24 * 3'600'000;
   int max_lines = 50'000;
   std::int64_t max_bytes = 200'000'000;
   // A ready request waits at most this long for others before its batch is sent.
@@ -46,6 +54,12 @@ struct BatchConfig {
   // Batches a request may go through (failed or expired each time) before its error is
   // delivered; with batch_fallback interactive it goes to the interactive endpoint instead.
   int max_attempts = 3;
+  // Keep the input, output and error files at the provider once their lines are recorded
+  // (llm.batch.keep_files); by default they are deleted.
+  bool keep_files = false;
+  // The answers read from an output file and recorded in one transaction: the runner holds
+  // at most this many at once, whatever the batch's size (llm.batch.lines_in_memory).
+  int lines_in_memory = 1'000;
 };
 
 // The cost in USD of one call's usage. Reasoning tokens are part of completion_tokens and cached

@@ -27,7 +27,7 @@ enum class ErrorKind {
   cancelled,   // the client shut down first
   sqlite,      // the audit row could not be written
   usage,       // misuse of the client (call() from a callback)
-  config,      // bad configuration
+  config,      // bad configuration (a batch the provider refused as invalid); halts the run
   other        // a kind from elsewhere (kind_of() of an unknown string)
 };
 
@@ -40,7 +40,8 @@ ErrorKind kind_of(const std::string& stored);
 // An Error of kind k.
 Error llm_error(ErrorKind k, std::string message, Transient t);
 
-// Errors about the run, not the request (auth, not_found, halted): no job is at fault.
+// Errors about the run, not the request (auth, not_found, halted, and config: a batch the
+// provider refused as invalid, e.g. a completion window it does not accept): no job is at fault.
 bool is_run_level(ErrorKind k);
 
 }  // namespace kforge::llm
