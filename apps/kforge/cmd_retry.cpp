@@ -5,6 +5,7 @@
 
 #include "commands.hpp"
 #include "kforge/core/clock.hpp"
+#include "kforge/pipeline/requeue.hpp"
 #include "kforge/report/retry.hpp"
 
 namespace kforge::cli {
@@ -55,19 +56,31 @@ Command add_retry(CLI::App& root, Globals& g) {
             opts.verdicts = args->verdicts;
             opts.failures = args->failures;
             if (!args->stage.empty()) opts.stage = args->stage;
-            opts.dry_run = args->dry_run;
-            opts.now_ms = system_clock().wall_ms();
-            KF_TRY_OR_REPORT(auto sum, report::retry(*db, args->tag, opts));
+            // The report chooses (read-only), the pipeline re-queues: one transaction.
+            report::RetrySelection sel;
+            auto select = [&]() -> Result<pipeline::RequeueSelection> {
+              KF_TRY(sel, report::select_retry(*db, args->tag, opts));
+              pipeline::RequeueSelection out{sel.run_id, sel.run_state, {}};
+              for (const auto& j : sel.jobs)
+                out.jobs.push_back({j.job_id, j.key, j.stage, j.outcome, j.reason});
+              return out;
+            };
+            KF_TRY_OR_REPORT(
+                auto sum, pipeline::requeue(*db, select, system_clock().wall_ms(),
+                                            args->dry_run ? pipeline::Commit::no
+                                                          : pipeline::Commit::yes));
+            std::vector<std::string> keys;
+            for (const auto& j : sel.jobs) keys.push_back(j.key);
             if (args->json) {
               nlohmann::ordered_json j = {{"tag", args->tag},
                                           {"requeued", sum.requeued},
                                           {"dry_run", args->dry_run},
                                           {"by_stage", nlohmann::ordered_json::object()},
                                           {"by_outcome", nlohmann::ordered_json::object()},
-                                          {"keys", sum.keys},
+                                          {"keys", keys},
                                           {"run_state", sum.run_state}};
-              for (const auto& [k, n] : sum.by_stage) j["by_stage"][k] = n;
-              for (const auto& [k, n] : sum.by_outcome) j["by_outcome"][k] = n;
+              for (const auto& [k, n] : sel.by_stage) j["by_stage"][k] = n;
+              for (const auto& [k, n] : sel.by_outcome) j["by_outcome"][k] = n;
               std::printf("%s\n", j.dump().c_str());
               return kOk;
             }
@@ -76,8 +89,8 @@ Command add_retry(CLI::App& root, Globals& g) {
                         sum.requeued == 1 ? "sample" : "samples", args->tag.c_str(),
                         args->dry_run ? "would be re-queued" : "re-queued");
             if (sum.requeued > 0)
-              std::printf(": at %s; were %s", joined(sum.by_stage).c_str(),
-                          joined(sum.by_outcome).c_str());
+              std::printf(": at %s; were %s", joined(sel.by_stage).c_str(),
+                          joined(sel.by_outcome).c_str());
             std::printf("\n");
             if (sum.run_reactivated && args->dry_run)
               std::printf(

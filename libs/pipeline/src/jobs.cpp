@@ -19,18 +19,29 @@ const store::QuerySet& Q() {
   return pipeline_queries();
 }
 
-RunRow run_from(const Stmt& s) {
+// A row of the runs table; a params_json that does not parse leaves `bad` set.
+RunRow run_from(const Stmt& s, std::optional<Error>& bad) {
   RunRow r;
   r.id = s.int64(0);
   r.tag = s.text(1);
   r.pipeline = s.text(2);
   r.model = s.text(3);
-  r.params = nlohmann::json::parse(s.text(4), nullptr, false);
+  if (auto p = store::parse_run_params(s.text(4)); p.ok())
+    r.params = std::move(p.value());
+  else if (!bad)
+    bad = Error(p.error().kind, "run '" + r.tag + "': " + p.error().message);
   r.prompts = nlohmann::json::parse(s.text(5), nullptr, false);
   r.state = s.text(6);
   r.created_ms = s.int64(7);
   r.updated_ms = s.int64(8);
   return r;
+}
+
+Result<std::optional<RunRow>> one_run(Stmt& s) {
+  std::optional<Error> bad;
+  KF_TRY(auto row, s.one([&](const Stmt& r) { return run_from(r, bad); }));
+  if (bad) return fail(*bad);
+  return row;
 }
 
 }  // namespace
@@ -50,7 +61,7 @@ Result<std::int64_t> JobStore::create_run(const NewRun& run) {
     s->bind(1, run.tag)
         .bind(2, run.pipeline)
         .bind(3, run.model)
-        .bind(4, run.params.dump())
+        .bind(4, store::to_json(run.params).dump())
         .bind(5, run.prompts.dump())
         .bind(6, now);
     KF_CHECK(s->run());
@@ -68,20 +79,22 @@ Result<std::int64_t> JobStore::create_run(const NewRun& run) {
 Result<std::vector<RunRow>> JobStore::runs_of(std::string_view query_name) {
   std::vector<RunRow> out;
   KF_TRY(Stmt * s, db_.cached(Q()[query_name]));
-  KF_CHECK(s->each([&](store::Stmt& r) { out.push_back(run_from(r)); }));
+  std::optional<Error> bad;
+  KF_CHECK(s->each([&](store::Stmt& r) { out.push_back(run_from(r, bad)); }));
+  if (bad) return fail(*bad);
   return out;
 }
 
 Result<std::optional<RunRow>> JobStore::run_by_tag(const std::string& tag) {
   KF_TRY(Stmt * s, db_.cached(Q()["run_by_tag"]));
   s->bind(1, tag);
-  return s->one(run_from);
+  return one_run(*s);
 }
 
 Result<std::optional<RunRow>> JobStore::run_by_id(std::int64_t id) {
   KF_TRY(Stmt * s, db_.cached(Q()["run_by_id"]));
   s->bind(1, id);
-  return s->one(run_from);
+  return one_run(*s);
 }
 
 Result<std::vector<RunRow>> JobStore::active_runs() {

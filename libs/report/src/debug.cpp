@@ -35,6 +35,7 @@ struct StageAttempt {
   double cost_usd = 0;
   std::int64_t latency_ms = 0, created_ms = 0;
   int repair_round = 0;
+  std::int64_t id = 0;  // stage_outputs.id
 };
 
 struct VerifyAttempt {
@@ -54,6 +55,7 @@ struct SampleData {
   std::optional<std::string> error_kind, error;
   std::vector<StageAttempt> outputs;
   std::vector<VerifyAttempt> verifications;
+  std::int64_t shown_code = 0;  // the id of the answer whose code the sample shows; 0: none
 };
 
 Result<SampleData> load_sample(store::Db& db, const RunInfo& run, const std::string& key) {
@@ -102,8 +104,15 @@ Result<SampleData> load_sample(store::Db& db, const RunInfo& run, const std::str
       a.latency_ms = r.int64(14);
       a.created_ms = r.int64(15);
       a.repair_round = static_cast<int>(r.int64(16));
+      a.id = r.int64(17);
       d.outputs.push_back(std::move(a));
     }));
+  }
+  {
+    KF_TRY(store::Stmt s, db.prepare(queries()["debug_shown_code"]));
+    s.bind(1, run.id).bind(2, d.sample_id);
+    KF_TRY(auto id, s.one([](store::Stmt& r) { return r.int64(0); }));
+    d.shown_code = id.value_or(0);
   }
   {
     KF_TRY(store::Stmt s, db.prepare(queries()["debug_verifications"]));
@@ -221,18 +230,12 @@ std::string mutants_line(const VerifyAttempt& v) {
   return line;
 }
 
-// The answer that holds the code of the last round that has code: a repair's corrected wrapper
-// and test, or the generation.
+// The answer whose code the sample shows (debug_shown_code): the newest that holds code, a
+// repair's corrected wrapper and test or the generation, or a newer generation attempt.
 const StageAttempt* final_code(const SampleData& d) {
-  const StageAttempt* found = nullptr;
-  for (const auto& a : d.outputs) {
-    if (a.stage == "generate") found = &a;
-    if (a.stage == "repair" && a.status == "ok" && a.parsed_json) {
-      auto p = ojson::parse(*a.parsed_json, nullptr, false);
-      if (p.is_object() && p.contains("kernel_wrapper")) found = &a;
-    }
-  }
-  return found;
+  for (const auto& a : d.outputs)
+    if (a.id == d.shown_code) return &a;
+  return nullptr;
 }
 
 // Writes the folder's files into `tmp`. Returns the README's list of files.

@@ -23,6 +23,7 @@
 #include "kforge/core/clock.hpp"
 #include "kforge/pipeline/repair.hpp"
 #include "kforge/store/db.hpp"
+#include "kforge/store/run_params.hpp"
 
 namespace kforge::pipeline {
 
@@ -31,7 +32,7 @@ struct RunRow {
   std::string tag;
   std::string pipeline;
   std::string model;
-  nlohmann::json params;
+  store::RunParams params;
   nlohmann::json prompts;
   std::string state;
   std::int64_t created_ms = 0;
@@ -43,7 +44,7 @@ struct NewRun {
   std::string pipeline;
   std::string model;
   std::string first_stage;
-  nlohmann::json params = nlohmann::json::object();
+  store::RunParams params;
   nlohmann::json prompts = nlohmann::json::object();
   std::vector<std::int64_t> sample_ids;  // one job each, in this order
 };

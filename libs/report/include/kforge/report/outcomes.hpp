@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kforge/store/db.hpp"
+#include "kforge/store/run_params.hpp"
 
 namespace kforge::report {
 
@@ -25,10 +26,10 @@ struct RunInfo {
   std::string model;
   std::string state;
   nlohmann::ordered_json prompts;  // runs.prompts_json: {stage: {"version", "sha256"}}
-  nlohmann::ordered_json params;   // runs.params_json
+  store::RunParams params;         // runs.params_json
 
   // The repair rounds the run was created with (params "repair_rounds"; 0 when absent).
-  int repair_rounds() const;
+  int repair_rounds() const { return params.repair_rounds; }
 };
 
 // The run with this tag. Error kind "not_found" names the tag and lists the known ones.
