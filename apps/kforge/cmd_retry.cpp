@@ -65,10 +65,9 @@ Command add_retry(CLI::App& root, Globals& g) {
                 out.jobs.push_back({j.job_id, j.key, j.stage, j.outcome, j.reason});
               return out;
             };
-            KF_TRY_OR_REPORT(
-                auto sum, pipeline::requeue(*db, select, system_clock().wall_ms(),
-                                            args->dry_run ? pipeline::Commit::no
-                                                          : pipeline::Commit::yes));
+            KF_TRY_OR_REPORT(auto sum, pipeline::requeue(*db, select, system_clock().wall_ms(),
+                                                         args->dry_run ? pipeline::Commit::no
+                                                                       : pipeline::Commit::yes));
             std::vector<std::string> keys;
             for (const auto& j : sel.jobs) keys.push_back(j.key);
             if (args->json) {

@@ -186,18 +186,19 @@ int create(const RunArgs& a, const app::Config& cfg) {
   run.sample_ids = std::move(ids);
   KF_TRY_OR_REPORT(std::int64_t id, jobs.create_run(run));
   if (a.json) {
-    std::printf("%s\n", nlohmann::json{{"tag", run.tag},
-                                       {"id", id},
-                                       {"pipeline", run.pipeline},
-                                       {"model", run.model},
-                                       {"jobs", run.sample_ids.size()},
-                                       {"repair_rounds", rounds},
-                                       {"dedup", store::to_json(run.params).value(
-                                                     "dedup", nlohmann::json(nullptr))},
-                                       {"require_targets", targets},
-                                       {"prompts", run.prompts}}
-                            .dump()
-                            .c_str());
+    std::printf("%s\n",
+                nlohmann::json{
+                    {"tag", run.tag},
+                    {"id", id},
+                    {"pipeline", run.pipeline},
+                    {"model", run.model},
+                    {"jobs", run.sample_ids.size()},
+                    {"repair_rounds", rounds},
+                    {"dedup", store::to_json(run.params).value("dedup", nlohmann::json(nullptr))},
+                    {"require_targets", targets},
+                    {"prompts", run.prompts}}
+                    .dump()
+                    .c_str());
     return kOk;
   }
   std::string stages;
@@ -212,8 +213,7 @@ int create(const RunArgs& a, const app::Config& cfg) {
     std::printf(
         "  dedup: one sample per near-duplicate group (%s, threshold %.2f): %lld left "
         "out (kforge corpus dups lists the groups)\n",
-        dd->params.choice.c_str(), dd->params.threshold,
-        static_cast<long long>(dd->dropped));
+        dd->params.choice.c_str(), dd->params.threshold, static_cast<long long>(dd->dropped));
   if (!targets.empty()) {
     std::string names;
     for (const auto& t : targets) names += (names.empty() ? "" : ", ") + t;

@@ -33,7 +33,8 @@ Result<Retried> retry(store::Db& db, const std::string& tag, const RetryOptions&
   auto select = [&]() -> Result<pipeline::RequeueSelection> {
     KF_TRY(sel, select_retry(db, tag, o));
     pipeline::RequeueSelection out{sel.run_id, sel.run_state, {}};
-    for (const auto& j : sel.jobs) out.jobs.push_back({j.job_id, j.key, j.stage, j.outcome, j.reason});
+    for (const auto& j : sel.jobs)
+      out.jobs.push_back({j.job_id, j.key, j.stage, j.outcome, j.reason});
     return out;
   };
   KF_TRY(auto done, pipeline::requeue(db, select, kNow, commit));
@@ -195,8 +196,10 @@ TEST_F(ReportRetry, BadRequestsAreRefused) {
 // repair round held code: the export shows that failed attempt (the sample's latest state, no
 // code), while retry verifies round 1's code, the newest the job holds.
 TEST_F(ReportRetry, VerifyAgainTheCodeTheJobHoldsWhileExportShowsTheLatestAttempt) {
-  const std::string b = R"({"kernel_wrapper":"def round_one(): pass","unitest_code":"def test_b(): pass"})";
-  const std::string c = R"({"kernel_wrapper":"def regenerated(): pass","unitest_code":"def test_c(): pass"})";
+  const std::string b =
+      R"({"kernel_wrapper":"def round_one(): pass","unitest_code":"def test_b(): pass"})";
+  const std::string c =
+      R"({"kernel_wrapper":"def regenerated(): pass","unitest_code":"def test_c(): pass"})";
   fx.exec("add_answer", {"v2", "add_kernel.py", "repair", "ok", "1", b});
   fx.exec("add_answer", {"v2", "add_kernel.py", "generate", "ok", "0", c});
   fx.exec("add_answer", {"v2", "layernorm.py", "repair", "ok", "1", b});

@@ -74,12 +74,13 @@ TEST(VerdictLine, MissingUnknownAndMistypedFieldsAreRefusedByName) {
     nlohmann::ordered_json value;
     const char* message;
   };
-  for (const Case& c : {Case{"index", "7", "field \"index\" is not an integer"},
-                        Case{"duration_ms", 1.5, "field \"duration_ms\" is not an integer"},
-                        Case{"key", nullptr, "field \"key\" is not a string"},
-                        Case{"flags", "weak_test", "field \"flags\" is not a list"},
-                        Case{"flags", {1}, "field \"flags\" holds something that is not a string"},
-                        Case{"verdict", "exploded", "field \"verdict\": 'exploded' is not a verdict"}}) {
+  for (const Case& c :
+       {Case{"index", "7", "field \"index\" is not an integer"},
+        Case{"duration_ms", 1.5, "field \"duration_ms\" is not an integer"},
+        Case{"key", nullptr, "field \"key\" is not a string"},
+        Case{"flags", "weak_test", "field \"flags\" is not a list"},
+        Case{"flags", {1}, "field \"flags\" holds something that is not a string"},
+        Case{"verdict", "exploded", "field \"verdict\": 'exploded' is not a verdict"}}) {
     auto bad = good;
     bad[c.field] = c.value;
     auto x = verdict_line_from_json(bad.dump());

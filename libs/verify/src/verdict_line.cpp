@@ -9,8 +9,8 @@ namespace {
 
 // The fields of a line, in the order they are written.
 constexpr std::array<std::string_view, 10> kFields = {
-    "index", "key", "verdict", "detail", "flags", "report", "script", "stderr_tail", "duration_ms",
-    "device"};
+    "index",  "key",    "verdict",     "detail",      "flags",
+    "report", "script", "stderr_tail", "duration_ms", "device"};
 
 Unexpected bad(const std::string& what) {
   return fail("parse", "verdict line: " + what);
@@ -32,11 +32,16 @@ Result<std::int64_t> int_field(const nlohmann::json& j, const char* name) {
 
 nlohmann::ordered_json to_json(const VerdictLine& line) {
   const VerifyResult& r = line.result;
-  return {{"index", line.index},         {"key", r.key},
-          {"verdict", to_string(r.verdict)}, {"detail", r.detail},
-          {"flags", r.flags},            {"report", r.report},
-          {"script", r.script},          {"stderr_tail", r.stderr_tail},
-          {"duration_ms", r.duration_ms}, {"device", r.device}};
+  return {{"index", line.index},
+          {"key", r.key},
+          {"verdict", to_string(r.verdict)},
+          {"detail", r.detail},
+          {"flags", r.flags},
+          {"report", r.report},
+          {"script", r.script},
+          {"stderr_tail", r.stderr_tail},
+          {"duration_ms", r.duration_ms},
+          {"device", r.device}};
 }
 
 Result<VerdictLine> verdict_line_from_json(std::string_view text) {

@@ -37,7 +37,7 @@ struct RetryJob {
 
 struct RetrySelection {
   std::int64_t run_id = 0;
-  std::string run_state;      // as read
+  std::string run_state;       // as read
   std::vector<RetryJob> jobs;  // by key
   // By where each job starts again, and by what it was.
   std::vector<std::pair<std::string, std::int64_t>> by_stage;
