@@ -1,6 +1,6 @@
 // kforge retry: re-queue finished samples by verdict or failure, keeping every attempt. The
 // report chooses the jobs (report/retry.hpp), the pipeline re-queues them (pipeline/requeue.hpp),
-// in one transaction, as cmd_retry.cpp puts them together.
+// in one transaction (app/retry.hpp puts them together for cmd_retry.cpp).
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fixture.hpp"
-#include "kforge/pipeline/requeue.hpp"
+#include "kforge/app/retry.hpp"
 #include "kforge/report/compare.hpp"
 #include "kforge/report/export.hpp"
 #include "kforge/report/retry.hpp"
@@ -29,20 +29,12 @@ constexpr std::int64_t kNow = 1'800'000'000'000;
 
 Result<Retried> retry(store::Db& db, const std::string& tag, const RetryOptions& o,
                       pipeline::Commit commit = pipeline::Commit::yes) {
-  RetrySelection sel;
-  auto select = [&]() -> Result<pipeline::RequeueSelection> {
-    KF_TRY(sel, select_retry(db, tag, o));
-    pipeline::RequeueSelection out{sel.run_id, sel.run_state, {}};
-    for (const auto& j : sel.jobs)
-      out.jobs.push_back({j.job_id, j.key, j.stage, j.outcome, j.reason});
-    return out;
-  };
-  KF_TRY(auto done, pipeline::requeue(db, select, kNow, commit));
+  KF_TRY(auto done, app::retry(db, tag, o, kNow, commit));
   Retried r;
-  r.requeued = done.requeued;
-  for (const auto& j : sel.jobs) r.keys.push_back(j.key);
-  r.by_stage = sel.by_stage;
-  r.run_reactivated = done.run_reactivated;
+  r.requeued = done.result.requeued;
+  for (const auto& j : done.selection.jobs) r.keys.push_back(j.key);
+  r.by_stage = done.selection.by_stage;
+  r.run_reactivated = done.result.run_reactivated;
   return r;
 }
 
@@ -225,7 +217,7 @@ TEST_F(ReportRetry, VerifyAgainTheCodeTheJobHoldsWhileExportShowsTheLatestAttemp
   o.stage = "verify";
   auto r = retry(fx.db(), "v2", o);
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_EQ(job("v2", "add_kernel.py"), "verify_queued|verify|0|passed");
+  EXPECT_EQ(job("v2", "add_kernel.py"), "verify_queued|verify|0|verified");
   EXPECT_EQ(fx.scalar("job_round", {"v2", "add_kernel.py"}), 0);
   EXPECT_EQ(job("v2", "layernorm.py"), "verify_queued|verify|0|failed");
   EXPECT_EQ(fx.scalar("job_round", {"v2", "layernorm.py"}), 1);
