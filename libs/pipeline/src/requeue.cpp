@@ -12,7 +12,7 @@ Result<RequeueResult> requeue(store::Db& db,
   const store::QuerySet& q = pipeline_queries();
   RequeueResult out;
   out.run_state = sel.run_state;
-  KF_TRY(store::Stmt upd, db.prepare(q["requeue_job"]));
+  KF_TRY(store::Stmt upd, db.prepare(q["retry_requeue_job"]));
   for (const auto& r : sel.jobs) {
     upd.bind(1, r.job_id).bind(2, r.stage).bind(3, r.error_kind).bind(4, r.reason).bind(5, now_ms);
     KF_CHECK(upd.run());
@@ -22,7 +22,7 @@ Result<RequeueResult> requeue(store::Db& db,
     ++out.requeued;
   }
   if (out.requeued > 0 && sel.run_state == "finished") {
-    KF_TRY(store::Stmt act, db.prepare(q["reactivate_run"]));
+    KF_TRY(store::Stmt act, db.prepare(q["retry_reactivate_run"]));
     act.bind(1, sel.run_id).bind(2, now_ms);
     KF_CHECK(act.run());
     out.run_reactivated = true;
