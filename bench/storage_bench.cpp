@@ -214,7 +214,6 @@ int main(int argc, char** argv) {
         (void)s->step();
         s->reset();
       }
-      job.rounds = rounds;
       std::string key, code;
       {
         auto* s = ok(db->cached(q["vstage_sample"]), "sample");

@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "kforge/app/retry.hpp"
 #include "kforge/core/clock.hpp"
-#include "kforge/report/retry.hpp"
 
 namespace kforge::cli {
 namespace {
@@ -48,51 +48,55 @@ Command add_retry(CLI::App& root, Globals& g) {
   cmd->footer(
       "Every earlier attempt stays in the history. All selected jobs change in one transaction; "
       "jobs still queued or in progress are left alone. A finished run becomes active again.");
-  return {cmd, [args, &g]() -> int {
-            KF_TRY_OR_REPORT(app::Config cfg, load(g));
-            KF_TRY_OR_REPORT(auto db, app::open_store(cfg, app::IfMissing::refuse));
-            report::RetryOptions opts;
-            opts.verdicts = args->verdicts;
-            opts.failures = args->failures;
-            if (!args->stage.empty()) opts.stage = args->stage;
-            opts.dry_run = args->dry_run;
-            opts.now_ms = system_clock().wall_ms();
-            KF_TRY_OR_REPORT(auto sum, report::retry(*db, args->tag, opts));
-            if (args->json) {
-              nlohmann::ordered_json j = {{"tag", args->tag},
-                                          {"requeued", sum.requeued},
-                                          {"dry_run", args->dry_run},
-                                          {"by_stage", nlohmann::ordered_json::object()},
-                                          {"by_outcome", nlohmann::ordered_json::object()},
-                                          {"keys", sum.keys},
-                                          {"run_state", sum.run_state}};
-              for (const auto& [k, n] : sum.by_stage) j["by_stage"][k] = n;
-              for (const auto& [k, n] : sum.by_outcome) j["by_outcome"][k] = n;
-              std::printf("%s\n", j.dump().c_str());
-              return kOk;
-            }
-            std::printf("%s%lld %s of %s %s", args->dry_run ? "(dry run) " : "",
-                        static_cast<long long>(sum.requeued),
-                        sum.requeued == 1 ? "sample" : "samples", args->tag.c_str(),
-                        args->dry_run ? "would be re-queued" : "re-queued");
-            if (sum.requeued > 0)
-              std::printf(": at %s; were %s", joined(sum.by_stage).c_str(),
-                          joined(sum.by_outcome).c_str());
-            std::printf("\n");
-            if (sum.run_reactivated && args->dry_run)
-              std::printf(
-                  "(dry run) run %s is finished and would become active again; nothing "
-                  "was changed\n",
-                  args->tag.c_str());
-            else if (sum.run_reactivated)
-              std::printf("run %s was finished and is active again\n", args->tag.c_str());
-            else if (args->dry_run)
-              std::printf("(dry run) nothing was changed\n");
-            else if (sum.requeued > 0 && sum.run_state == "paused")
-              std::printf("run %s is paused: kforge run resume %s to process them\n",
-                          args->tag.c_str(), args->tag.c_str());
-            return kOk;
-          }};
+  return {
+      cmd, [args, &g]() -> int {
+        KF_TRY_OR_REPORT(app::Config cfg, load(g));
+        KF_TRY_OR_REPORT(auto db, app::open_store(cfg, app::IfMissing::refuse));
+        report::RetryOptions opts;
+        opts.verdicts = args->verdicts;
+        opts.failures = args->failures;
+        if (!args->stage.empty()) opts.stage = args->stage;
+        KF_TRY_OR_REPORT(auto retried,
+                         app::retry(*db, args->tag, opts, system_clock().wall_ms(),
+                                    args->dry_run ? pipeline::Commit::no : pipeline::Commit::yes));
+        const report::RetrySelection& sel = retried.selection;
+        const pipeline::RequeueResult& sum = retried.result;
+        std::vector<std::string> keys;
+        for (const auto& j : sel.jobs) keys.push_back(j.key);
+        if (args->json) {
+          nlohmann::ordered_json j = {{"tag", args->tag},
+                                      {"requeued", sum.requeued},
+                                      {"dry_run", args->dry_run},
+                                      {"by_stage", nlohmann::ordered_json::object()},
+                                      {"by_outcome", nlohmann::ordered_json::object()},
+                                      {"keys", keys},
+                                      {"run_state", sum.run_state}};
+          for (const auto& [k, n] : sel.by_stage) j["by_stage"][k] = n;
+          for (const auto& [k, n] : sel.by_outcome) j["by_outcome"][k] = n;
+          std::printf("%s\n", j.dump().c_str());
+          return kOk;
+        }
+        std::printf("%s%lld %s of %s %s", args->dry_run ? "(dry run) " : "",
+                    static_cast<long long>(sum.requeued), sum.requeued == 1 ? "sample" : "samples",
+                    args->tag.c_str(), args->dry_run ? "would be re-queued" : "re-queued");
+        if (sum.requeued > 0)
+          std::printf(": at %s; were %s", joined(sel.by_stage).c_str(),
+                      joined(sel.by_outcome).c_str());
+        std::printf("\n");
+        if (sum.run_reactivated && args->dry_run)
+          std::printf(
+              "(dry run) run %s is finished and would become active again; nothing "
+              "was changed\n",
+              args->tag.c_str());
+        else if (sum.run_reactivated)
+          std::printf("run %s was finished and is active again\n", args->tag.c_str());
+        else if (args->dry_run)
+          std::printf("(dry run) nothing was changed\n");
+        else if (sum.requeued > 0 && sum.run_state == "paused")
+          std::printf("run %s is paused: kforge run resume %s to process them\n", args->tag.c_str(),
+                      args->tag.c_str());
+        return kOk;
+      }};
 }
 
 }  // namespace kforge::cli

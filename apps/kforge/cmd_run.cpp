@@ -13,6 +13,7 @@
 #include "kforge/dedup/signature.hpp"
 #include "kforge/pipeline/jobs.hpp"
 #include "kforge/pipeline/prompt.hpp"
+#include "kforge/store/run_params.hpp"
 #include "kforge/verify/slurm_backend.hpp"
 #include "kforge/verify/targets.hpp"
 
@@ -34,7 +35,7 @@ struct RunArgs {
 
 struct DedupResult {
   std::vector<std::int64_t> ids;
-  nlohmann::json params;
+  store::RunDedup params;
   std::int64_t dropped = 0;
 };
 
@@ -69,10 +70,7 @@ Result<DedupResult> dedup_ids(store::Db& db, const std::vector<std::int64_t>& id
   for (std::int64_t id : ids)
     if (drop.count(id) == 0) r.ids.push_back(id);
   r.dropped = static_cast<std::int64_t>(drop.size());
-  r.params = {{"choice", dedup::to_string(choice)},
-              {"threshold", threshold},
-              {"scheme", std::string(dedup::kScheme)},
-              {"left_out", r.dropped}};
+  r.params = {dedup::to_string(choice), threshold, std::string(dedup::kScheme), r.dropped};
   return r;
 }
 
@@ -178,30 +176,31 @@ int create(const RunArgs& a, const app::Config& cfg) {
   run.model = a.model.empty() ? cfg.llm.model : a.model;
   run.first_stage = spec->first_stage();
   run.prompts = spec->identities(rounds > 0);
-  run.params = {{"limit", a.limit >= 0 ? nlohmann::json(a.limit) : nlohmann::json(nullptr)},
-                {"samples_from",
-                 a.samples_from.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.samples_from)},
-                {"samples", ids.size()},
-                {"repair_rounds", rounds}};
+  if (a.limit >= 0) run.params.limit = a.limit;
+  if (!a.samples_from.empty()) run.params.samples_from = a.samples_from;
+  run.params.samples = static_cast<std::int64_t>(ids.size());
+  run.params.repair_rounds = rounds;
   // Part of the run's identity: two runs form a like-for-like A/B pair only with the same
   // dedup choice and threshold (kforge compare warns otherwise).
-  if (dd) run.params["dedup"] = dd->params;
+  if (dd) run.params.dedup = dd->params;
   // Samples are compiled for these targets too; one that does not compile is not verified.
-  if (!targets.empty()) run.params["require_targets"] = targets;
+  run.params.require_targets = targets;
   run.sample_ids = std::move(ids);
   KF_TRY_OR_REPORT(std::int64_t id, jobs.create_run(run));
   if (a.json) {
-    std::printf("%s\n", nlohmann::json{{"tag", run.tag},
-                                       {"id", id},
-                                       {"pipeline", run.pipeline},
-                                       {"model", run.model},
-                                       {"jobs", run.sample_ids.size()},
-                                       {"repair_rounds", rounds},
-                                       {"dedup", dd ? dd->params : nlohmann::json(nullptr)},
-                                       {"require_targets", targets},
-                                       {"prompts", run.prompts}}
-                            .dump()
-                            .c_str());
+    std::printf("%s\n",
+                nlohmann::json{
+                    {"tag", run.tag},
+                    {"id", id},
+                    {"pipeline", run.pipeline},
+                    {"model", run.model},
+                    {"jobs", run.sample_ids.size()},
+                    {"repair_rounds", rounds},
+                    {"dedup", store::to_json(run.params).value("dedup", nlohmann::json(nullptr))},
+                    {"require_targets", targets},
+                    {"prompts", run.prompts}}
+                    .dump()
+                    .c_str());
     return kOk;
   }
   std::string stages;
@@ -216,8 +215,7 @@ int create(const RunArgs& a, const app::Config& cfg) {
     std::printf(
         "  dedup: one sample per near-duplicate group (%s, threshold %.2f): %lld left "
         "out (kforge corpus dups lists the groups)\n",
-        dd->params["choice"].get<std::string>().c_str(), dd->params["threshold"].get<double>(),
-        static_cast<long long>(dd->dropped));
+        dd->params.choice.c_str(), dd->params.threshold, static_cast<long long>(dd->dropped));
   if (!targets.empty()) {
     std::string names;
     for (const auto& t : targets) names += (names.empty() ? "" : ", ") + t;

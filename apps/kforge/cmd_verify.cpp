@@ -17,6 +17,7 @@
 #include "kforge/verify/pool.hpp"
 #include "kforge/verify/store.hpp"
 #include "kforge/verify/targets.hpp"
+#include "kforge/verify/verdict_line.hpp"
 
 namespace kforge::cli {
 namespace {
@@ -107,9 +108,10 @@ Command add_verify(CLI::App& root, Globals& g) {
                   "cross_compile (per target: ok, error, unavailable or not_run; "
                   "cross_compile_errors has each error's stage and first lines)");
   cmd->add_flag("--full", args->full,
-                "With --json: also the report, script, stderr tail, duration and device, each "
-                "line written and flushed as its record finishes (in finishing order); what a "
-                "Slurm array task of the daemon writes");
+                "With --json: write the verdict line instead (index, key, verdict, detail, "
+                "flags, report, script, stderr_tail, duration_ms, device), each line flushed as "
+                "its record finishes (in finishing order); what a Slurm array task of the daemon "
+                "writes and reads back");
   cmd->add_option("--key", args->key_field,
                   "The field naming each record (default: key, file, id)");
   cmd->add_option("--map", args->map,
@@ -220,13 +222,11 @@ Command add_verify(CLI::App& root, Globals& g) {
             }
           }
           if (args->full) {
-            line["report"] = std::move(r.report);
-            line["script"] = r.script;
-            line["stderr_tail"] = r.stderr_tail;
-            line["duration_ms"] = r.duration_ms;
-            line["device"] = r.device;
+            // The verdict line (verify/verdict_line.hpp) the Slurm backend reads back.
+            verify::VerdictLine full{index, std::move(r)};
             if (json_out)
-              json_out << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+              json_out << verify::to_json(full).dump(-1, ' ', false,
+                                                     nlohmann::json::error_handler_t::replace)
                        << "\n"
                        << std::flush;
             ++written;

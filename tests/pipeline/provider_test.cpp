@@ -6,11 +6,11 @@
 
 #include <thread>
 
+#include "kforge/app/retry.hpp"
 #include "kforge/core/sha256.hpp"
 #include "kforge/fake_llm/server.hpp"
 #include "kforge/pipeline/progress.hpp"
 #include "kforge/pipeline/scheduler.hpp"
-#include "kforge/report/retry.hpp"
 #include "kforge/store/samples.hpp"
 #include "testutil.hpp"
 
@@ -198,8 +198,7 @@ TEST_F(ProviderTest, RetryingNRejectedJobsMakesExactlyNRequests) {
   EXPECT_EQ(requests(), 8);
   report::RetryOptions ro;
   ro.failures = {"rejected"};
-  ro.now_ms = clock_.wall_ms();
-  auto sum = report::retry(*db_, "rej", ro);
+  auto sum = app::retry(*db_, "rej", ro, clock_.wall_ms(), pipeline::Commit::yes);
   ASSERT_TRUE(sum.ok()) << sum.error().message;
   server_->reset_stats();
   ASSERT_TRUE(run_until([&] {

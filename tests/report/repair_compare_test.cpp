@@ -36,7 +36,7 @@ TEST(ReportRepair, YieldAndCostPerVerifiedAfterEachRoundAndTheFlipsRepairMade) {
   RunInfo a, b;
   a.tag = "plain";
   b.tag = "fix";
-  b.params = {{"repair_rounds", 2}};
+  b.params.repair_rounds = 2;
   // Without repair: a verified, b failed, c flagged, d error.
   std::vector<SampleOutcome> oa = {
       sample(1, "a", {{"passed", 0.10}}), sample(2, "b", {{"failed", 0.10}}),

@@ -1,15 +1,42 @@
-// kforge retry: re-queue finished samples by verdict or failure, keeping every attempt.
+// kforge retry: re-queue finished samples by verdict or failure, keeping every attempt. The
+// report chooses the jobs (report/retry.hpp), the pipeline re-queues them (pipeline/requeue.hpp),
+// in one transaction (app/retry.hpp puts them together for cmd_retry.cpp).
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <nlohmann/json.hpp>
+
 #include "fixture.hpp"
+#include "kforge/app/retry.hpp"
 #include "kforge/report/compare.hpp"
+#include "kforge/report/export.hpp"
 #include "kforge/report/retry.hpp"
 
 namespace kforge::report {
 namespace {
 
 using test::ReportFixture;
+
+struct Retried {
+  std::int64_t requeued = 0;
+  std::vector<std::string> keys;
+  std::vector<std::pair<std::string, std::int64_t>> by_stage;
+  bool run_reactivated = false;
+};
+
+constexpr std::int64_t kNow = 1'800'000'000'000;
+
+Result<Retried> retry(store::Db& db, const std::string& tag, const RetryOptions& o,
+                      pipeline::Commit commit = pipeline::Commit::yes) {
+  KF_TRY(auto done, app::retry(db, tag, o, kNow, commit));
+  Retried r;
+  r.requeued = done.result.requeued;
+  for (const auto& j : done.selection.jobs) r.keys.push_back(j.key);
+  r.by_stage = done.selection.by_stage;
+  r.run_reactivated = done.result.run_reactivated;
+  return r;
+}
 
 class ReportRetry : public ::testing::Test {
  protected:
@@ -26,7 +53,6 @@ TEST_F(ReportRetry, CrashedAndTimedOutGoBackToTheVerifier) {
   std::int64_t before = history();
   RetryOptions o;
   o.verdicts = {"crashed", "timeout"};
-  o.now_ms = 1'800'000'000'000;
   auto r = retry(fx.db(), "v1", o);
   ASSERT_TRUE(r.ok()) << r.error().message;
   // v1: llvm_abort crashed, matmul_autotune timed out.
@@ -99,8 +125,7 @@ TEST_F(ReportRetry, JobsInFlightAreLeftAlone) {
 TEST_F(ReportRetry, DryRunChangesNothing) {
   RetryOptions o;
   o.verdicts = {"crashed", "timeout"};
-  o.dry_run = true;
-  auto r = retry(fx.db(), "v1", o);
+  auto r = retry(fx.db(), "v1", o, pipeline::Commit::no);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->requeued, 2);
   EXPECT_EQ(job("v1", "llvm_abort.py"), "done|done|1|");
@@ -153,6 +178,49 @@ TEST_F(ReportRetry, BadRequestsAreRefused) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().kind, "conflict");
   EXPECT_EQ(job("v2", "llvm_abort.py"), "done|done|1|");
+}
+
+// "The code a job holds" is one definition (the view code_outputs, migration 0019) that retry,
+// the verifier and export all read; retry and export still answer different questions.
+// add_kernel was regenerated after a repair round (kforge retry --stage generate): its newest
+// code is the round-0 generation, which retry --stage verify must verify again, not the older
+// round 1 (the highest round). layernorm's newest attempt is a generation that failed after a
+// repair round held code: the export shows that failed attempt (the sample's latest state, no
+// code), while retry verifies round 1's code, the newest the job holds.
+TEST_F(ReportRetry, VerifyAgainTheCodeTheJobHoldsWhileExportShowsTheLatestAttempt) {
+  const std::string b =
+      R"({"kernel_wrapper":"def round_one(): pass","unitest_code":"def test_b(): pass"})";
+  const std::string c =
+      R"({"kernel_wrapper":"def regenerated(): pass","unitest_code":"def test_c(): pass"})";
+  fx.exec("add_answer", {"v2", "add_kernel.py", "repair", "ok", "1", b});
+  fx.exec("add_answer", {"v2", "add_kernel.py", "generate", "ok", "0", c});
+  fx.exec("add_answer", {"v2", "layernorm.py", "repair", "ok", "1", b});
+  // An unfixable repair answer holds no code: it is not the round to verify.
+  fx.exec("add_answer", {"v2", "layernorm.py", "repair", "ok", "2", R"({"unfixable":"no"})"});
+  fx.exec("add_failed_generation", {"v2", "layernorm.py"});
+
+  auto out = fx.dir() / "v2.jsonl";
+  auto sum = export_run(fx.db(), "v2", out, ExportOptions{});
+  ASSERT_TRUE(sum.ok()) << sum.error().message;
+  std::map<std::string, nlohmann::ordered_json> rec;
+  std::ifstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::ordered_json::parse(line);
+    rec[j["file"].get<std::string>()] = j;
+  }
+  EXPECT_EQ(rec.at("add_kernel.py")["kernel_wrapper"], "def regenerated(): pass");
+  EXPECT_EQ(rec.at("add_kernel.py")["repair_round"], 0);
+  EXPECT_TRUE(rec.at("layernorm.py")["kernel_wrapper"].is_null()) << rec.at("layernorm.py").dump();
+
+  RetryOptions o;
+  o.verdicts = {"passed", "failed"};
+  o.stage = "verify";
+  auto r = retry(fx.db(), "v2", o);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(job("v2", "add_kernel.py"), "verify_queued|verify|0|verified");
+  EXPECT_EQ(fx.scalar("job_round", {"v2", "add_kernel.py"}), 0);
+  EXPECT_EQ(job("v2", "layernorm.py"), "verify_queued|verify|0|failed");
+  EXPECT_EQ(fx.scalar("job_round", {"v2", "layernorm.py"}), 1);
 }
 
 }  // namespace

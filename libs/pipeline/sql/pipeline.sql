@@ -116,12 +116,12 @@ WHERE job_id = ?1 AND stage = ?2 AND status = 'ok' ORDER BY id DESC LIMIT 1;
 SELECT status, error_kind, error, kf_text(response_text) FROM stage_outputs
 WHERE job_id = ?1 AND stage = ?2 AND repair_round = ?3 ORDER BY id;
 
--- The answer holding a round's code: generate's for round 0, the repair's for round N (an
--- unfixable answer holds none).
+-- The answer holding a round's code (the view code_outputs, migration 0019): generate's for
+-- round 0, the repair's for round N (an unfixable answer holds none). The scheduler's repair
+-- prompt and the verifier (JobsVerifyQueue::lease) both read it.
 -- name: round_code
-SELECT kf_text(parsed_text) FROM stage_outputs
-WHERE job_id = ?1 AND repair_round = ?2 AND status = 'ok' AND stage IN ('generate', 'repair')
-  AND json_extract(kf_text(parsed_text), '$.kernel_wrapper') IS NOT NULL
+SELECT kf_text(parsed_text) FROM code_outputs
+WHERE job_id = ?1 AND repair_round = ?2
 ORDER BY id DESC LIMIT 1;
 
 -- The latest verdict of a round's code.

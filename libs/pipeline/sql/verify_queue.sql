@@ -9,13 +9,6 @@ WHERE id = (SELECT j.id FROM jobs j JOIN runs r ON r.id = j.run_id
             ORDER BY j.updated_ms, j.id LIMIT 1)
 RETURNING id, run_id, sample_id, repair_round;
 
--- The code of the job's round: generate's answer (round 0) or the round's repair answer.
--- name: vstage_generated
-SELECT kf_text(parsed_text) FROM stage_outputs
-WHERE job_id = ?1 AND repair_round = ?2 AND status = 'ok' AND stage IN ('generate', 'repair')
-  AND json_extract(kf_text(parsed_text), '$.kernel_wrapper') IS NOT NULL
-ORDER BY id DESC LIMIT 1;
-
 -- name: vstage_run_params
 SELECT params_json FROM runs WHERE id = ?1;
 

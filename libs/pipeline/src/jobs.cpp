@@ -19,14 +19,17 @@ const store::QuerySet& Q() {
   return pipeline_queries();
 }
 
-// A stored run; its state read through store::parse_run_state (an unknown one names the run).
+// A stored run; its params and state read through store's parsers (an error names the run).
 Result<RunRow> run_from(const Stmt& s) {
   RunRow r;
   r.id = s.int64(0);
   r.tag = s.text(1);
   r.pipeline = s.text(2);
   r.model = s.text(3);
-  r.params = nlohmann::json::parse(s.text(4), nullptr, false);
+  auto params = store::parse_run_params(s.text(4));
+  if (!params.ok())
+    return fail(params.error().kind, "run '" + r.tag + "': " + params.error().message);
+  r.params = std::move(params.value());
   r.prompts = nlohmann::json::parse(s.text(5), nullptr, false);
   auto state = store::parse_run_state(s.text(6));
   if (!state.ok()) return fail("data", "run '" + r.tag + "': " + state.error().message);
@@ -64,7 +67,7 @@ Result<std::int64_t> JobStore::create_run(const NewRun& run) {
     s->bind(1, run.tag)
         .bind(2, run.pipeline)
         .bind(3, run.model)
-        .bind(4, run.params.dump())
+        .bind(4, store::to_json(run.params).dump())
         .bind(5, run.prompts.dump())
         .bind(6, now);
     KF_CHECK(s->run());

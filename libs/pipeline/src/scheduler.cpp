@@ -361,7 +361,7 @@ Status Scheduler::submit(RunInfo& run, const LeasedJob& job) {
     values["evidence"] = std::move(*evidence);
     values["round"] = std::to_string(job.repair_round);
     values["repair_rounds"] =
-        std::to_string(std::max(store::repair_rounds_of(run.row.params), job.repair_round));
+        std::to_string(std::max(run.row.params.repair_rounds, job.repair_round));
   }
   auto text = render(tmpl->text, values, tmpl->path.string());
   if (!text.ok()) return fail_before_call(run, job, text.error());

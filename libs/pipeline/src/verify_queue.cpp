@@ -64,7 +64,7 @@ Result<std::optional<verify::LeasedSample>> JobsVerifyQueue::lease(const std::st
     }
   }
   {
-    KF_TRY(store::Stmt * st, db_.cached(q()["vstage_generated"]));
+    KF_TRY(store::Stmt * st, db_.cached(q()["round_code"]));
     st->bind(1, job.job_id).bind(2, job.round);  // the code of the job's repair round
     KF_TRY(auto text, st->one([](store::Stmt& r) { return r.opt_text(0); }));
     if (text && *text) {
@@ -83,25 +83,18 @@ Result<std::optional<verify::LeasedSample>> JobsVerifyQueue::lease(const std::st
     KF_TRY(auto next, st->one([](store::Stmt& r) { return r.int64(0); }));
     if (next) job.attempt = static_cast<int>(*next);
   }
-  KF_TRY(job.rounds, repair_rounds(job.run_id));
-  KF_TRY(req.cross_compile, required_targets(job.run_id));
+  KF_TRY(const store::RunParams* params, run_params_of(job.run_id));
+  req.cross_compile = params->require_targets;
   return out;
 }
 
-Result<int> JobsVerifyQueue::repair_rounds(std::int64_t run_id) {
-  if (auto it = repair_rounds_.find(run_id); it != repair_rounds_.end()) return it->second;
-  KF_TRY(int rounds, run_repair_rounds(db_, run_id));
-  repair_rounds_[run_id] = rounds;  // fixed when the run was created
-  return rounds;
-}
-
-Result<std::vector<std::string>> JobsVerifyQueue::required_targets(std::int64_t run_id) {
-  auto it = required_targets_.find(run_id);
-  if (it == required_targets_.end()) {
-    KF_TRY(auto targets, run_required_targets(db_, run_id));
-    it = required_targets_.emplace(run_id, std::move(targets)).first;  // fixed at creation
+Result<const store::RunParams*> JobsVerifyQueue::run_params_of(std::int64_t run_id) {
+  auto it = run_params_.find(run_id);
+  if (it == run_params_.end()) {
+    KF_TRY(auto params, run_params(db_, run_id));
+    it = run_params_.emplace(run_id, std::move(params)).first;  // fixed at creation
   }
-  return it->second;
+  return &it->second;
 }
 
 Result<std::int64_t> JobsVerifyQueue::waiting() {
@@ -121,8 +114,8 @@ Result<VerdictOutcome> JobsVerifyQueue::store_verdict(const std::string& owner,
                                                       const verify::VerifyResult& result,
                                                       std::int64_t now) {
   empty_version_ = -1;  // an infrastructure verdict puts the job back in the queue
-  KF_TRY(auto required, required_targets(job.run_id));
-  return store_job_verdict(db_, owner, job, result, now, required);
+  KF_TRY(const store::RunParams* params, run_params_of(job.run_id));
+  return store_job_verdict(db_, owner, job, result, now, *params);
 }
 
 Result<bool> JobsVerifyQueue::release(std::int64_t job_id, const std::string& owner,
@@ -199,8 +192,6 @@ Result<std::optional<verify::QueuedJob>> JobsVerifyQueue::job(std::int64_t job_i
     j.job.round = static_cast<int>(r.int64(3));
     return j;
   }));
-  if (!row) return std::nullopt;
-  KF_TRY(row->job.rounds, repair_rounds(row->job.run_id));
   return row;
 }
 
@@ -211,51 +202,52 @@ Result<bool> JobsVerifyQueue::run_cancelled(std::int64_t run_id) {
   return state && value_of(store::kRunStateNames, *state) == store::RunState::cancelled;
 }
 
-Result<int> run_repair_rounds(store::Db& db, std::int64_t run_id) {
+Result<store::RunParams> run_params(store::Db& db, std::int64_t run_id) {
   KF_TRY(store::Stmt * st, db.cached(q()["vstage_run_params"]));
   st->bind(1, run_id);
-  KF_TRY(auto params, st->one([](store::Stmt& r) { return r.text(0); }));
-  return params ? store::repair_rounds_of_text(*params) : 0;
+  KF_TRY(auto text, st->one([](store::Stmt& r) { return r.text(0); }));
+  if (!text) return store::RunParams{};  // the run is gone: nothing will be stored for it
+  auto params = store::parse_run_params(*text);
+  if (!params.ok())
+    return fail(params.error().kind,
+                "run " + std::to_string(run_id) + ": " + params.error().message);
+  return params;
 }
 
 namespace {
 // Stores the verdict and moves the job on (store_job_verdict, once required targets applied).
 Result<VerdictOutcome> store_job_verdict_as(store::Db& db, const std::string& owner,
                                             const verify::VerifyJob& job,
-                                            const verify::VerifyResult& r, std::int64_t now);
+                                            const verify::VerifyResult& r, std::int64_t now,
+                                            int repair_rounds);
 }  // namespace
-
-Result<std::vector<std::string>> run_required_targets(store::Db& db, std::int64_t run_id) {
-  KF_TRY(store::Stmt * st, db.cached(q()["vstage_run_params"]));
-  st->bind(1, run_id);
-  KF_TRY(auto params, st->one([](store::Stmt& r) { return r.text(0); }));
-  return params ? store::required_targets_of_text(*params) : std::vector<std::string>{};
-}
 
 Result<VerdictOutcome> store_job_verdict(store::Db& db, const std::string& owner,
                                          const verify::VerifyJob& job,
                                          const verify::VerifyResult& r, std::int64_t now) {
-  KF_TRY(auto required, run_required_targets(db, job.run_id));
-  return store_job_verdict(db, owner, job, r, now, required);
+  KF_TRY(auto params, run_params(db, job.run_id));
+  return store_job_verdict(db, owner, job, r, now, params);
 }
 
 Result<VerdictOutcome> store_job_verdict(store::Db& db, const std::string& owner,
                                          const verify::VerifyJob& job,
                                          const verify::VerifyResult& r, std::int64_t now,
-                                         const std::vector<std::string>& required) {
+                                         const store::RunParams& params) {
   // A run that requires targets (--require-target): a sample that does not compile for one of
   // them is not verified, and its repair prompt carries the compiler's error.
-  if (required.empty()) return store_job_verdict_as(db, owner, job, r, now);
+  if (params.require_targets.empty())
+    return store_job_verdict_as(db, owner, job, r, now, params.repair_rounds);
   verify::VerifyResult copy = r;
-  verify::require_targets(copy, required);
-  return store_job_verdict_as(db, owner, job, copy, now);
+  verify::require_targets(copy, params.require_targets);
+  return store_job_verdict_as(db, owner, job, copy, now, params.repair_rounds);
 }
 
 namespace {
 
 Result<VerdictOutcome> store_job_verdict_as(store::Db& db, const std::string& owner,
                                             const verify::VerifyJob& job,
-                                            const verify::VerifyResult& r, std::int64_t now) {
+                                            const verify::VerifyResult& r, std::int64_t now,
+                                            int repair_rounds) {
   auto flagged = [&](const char* f) {
     return std::find(r.flags.begin(), r.flags.end(), f) != r.flags.end();
   };
@@ -263,7 +255,7 @@ Result<VerdictOutcome> store_job_verdict_as(store::Db& db, const std::string& ow
   // What the verifier's Python lacks is no evidence against the sample: no repair for it.
   const bool environment = flagged(verify::kEnvironment);
   // Not verified, and the run has rounds left: back to the LLM with this verdict as evidence.
-  const bool repair = !infrastructure && !environment && !r.verified() && job.round < job.rounds;
+  const bool repair = !infrastructure && !environment && !r.verified() && job.round < repair_rounds;
   if (repair) {
     KF_TRY(store::Stmt * st, db.cached(q()["vstage_to_repair"]));
     st->bind(1, job.job_id).bind(2, owner).bind(3, job.round + 1).bind(4, now);
@@ -302,7 +294,7 @@ Result<VerdictOutcome> store_job_verdict_as(store::Db& db, const std::string& ow
       .bind(6, "info")
       .bind(7, store::kRepairStage)
       .bind(8, std::string(verify::to_string(r.verdict)) + flags + ": repair round " +
-                   std::to_string(job.round + 1) + " of " + std::to_string(job.rounds))
+                   std::to_string(job.round + 1) + " of " + std::to_string(repair_rounds))
       .bind(9, owner)
       .bind(10, now);
   KF_CHECK(ev->run());

@@ -3,14 +3,16 @@
 -- Every answer of a sample in a run that the pipeline accepted (status ok), oldest first, with
 -- the exact request the model was sent: the body the LLM client stored for the call (llm_calls,
 -- by the call's identity; a replayed call points at the original row, which holds it), else the
--- stage output's copy of it.
+-- stage output's copy of it. The last column: 1 when the answer holds a round's code (the view
+-- code_outputs, migration 0019).
 -- name: dataset_answers
 SELECT o.stage, o.repair_round, o.prompt_version, o.prompt_sha256,
        coalesce((SELECT kf_text(c.request_text) FROM llm_calls c
                  WHERE c.request_sha256 = o.request_sha256 AND c.request_text IS NOT NULL
                  ORDER BY c.id DESC LIMIT 1),
                 kf_text(o.request_text)),
-       kf_text(o.parsed_text), kf_text(o.reasoning_text)
+       kf_text(o.parsed_text), kf_text(o.reasoning_text),
+       o.id IN (SELECT k.id FROM code_outputs k WHERE k.run_id = ?1 AND k.sample_id = ?2)
 FROM stage_outputs o
 WHERE o.run_id = ?1 AND o.sample_id = ?2 AND o.status = 'ok'
 ORDER BY o.id;

@@ -11,8 +11,16 @@ SELECT count(*) FROM samples WHERE key = ?1;
 -- name: debug_stage_outputs
 SELECT stage, attempt, status, prompt_version, prompt_sha256, request_sha256,
        kf_text(request_text), kf_text(response_text), kf_text(parsed_text), error_kind, error, prompt_tokens, completion_tokens, cost_usd,
-       latency_ms, created_ms, repair_round, kf_text(reasoning_text)
+       latency_ms, created_ms, repair_round, kf_text(reasoning_text), id
 FROM stage_outputs WHERE run_id = ?1 AND sample_id = ?2 ORDER BY id;
+
+-- The answer whose code a sample shows, as export_rows's: the newest that holds code (the view
+-- code_outputs, migration 0019), or a generation attempt newer than it. 0: none.
+-- name: debug_shown_code
+SELECT max(coalesce((SELECT max(c.id) FROM code_outputs c
+                     WHERE c.run_id = ?1 AND c.sample_id = ?2), 0),
+           coalesce((SELECT max(o.id) FROM stage_outputs o
+                     WHERE o.run_id = ?1 AND o.sample_id = ?2 AND o.stage = 'generate'), 0));
 
 -- Every verification of a sample in a run, oldest first.
 -- name: debug_verifications

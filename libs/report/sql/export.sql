@@ -1,5 +1,7 @@
--- Every job of a run with its sample's record, the latest analysis, the latest code (the generation,
--- or the last repair round's corrected wrapper and test), and the latest verification, by sample
+-- Every job of a run with its sample's record, the latest analysis, the latest code (the newest
+-- answer that holds code, the view code_outputs of migration 0019: the generation or a repair
+-- round's corrected wrapper and test; or a generation attempt newer than it, so a failed
+-- generation shows as the sample's latest attempt), and the latest verification, by sample
 -- key. "Latest" is the newest row (highest id). The last three columns come from the latest
 -- verification's report: the kernels its test launched ({name: count}), its test functions and
 -- the speed label, when the verifier measured one.
@@ -22,12 +24,11 @@ JOIN samples s ON s.id = j.sample_id
 LEFT JOIN stage_outputs an ON an.id = (
   SELECT max(o.id) FROM stage_outputs o
   WHERE o.run_id = j.run_id AND o.sample_id = j.sample_id AND o.stage = 'analyze')
-LEFT JOIN stage_outputs ge ON ge.id = (
-  SELECT max(o.id) FROM stage_outputs o
-  WHERE o.run_id = j.run_id AND o.sample_id = j.sample_id
-    AND (o.stage = 'generate'
-         OR (o.stage = 'repair' AND o.status = 'ok'
-             AND json_extract(kf_text(o.parsed_text), '$.kernel_wrapper') IS NOT NULL)))
+LEFT JOIN stage_outputs ge ON ge.id = max(
+  coalesce((SELECT max(c.id) FROM code_outputs c
+            WHERE c.run_id = j.run_id AND c.sample_id = j.sample_id), 0),
+  coalesce((SELECT max(o.id) FROM stage_outputs o
+            WHERE o.run_id = j.run_id AND o.sample_id = j.sample_id AND o.stage = 'generate'), 0))
 LEFT JOIN verifications v ON v.id = (
   SELECT max(x.id) FROM verifications x WHERE x.run_id = j.run_id AND x.sample_id = j.sample_id)
 WHERE j.run_id = ?1

@@ -281,11 +281,8 @@ namespace {
 
 // "first at 0.60" or "none", from params "dedup" ({"choice", "threshold"} or absent/null).
 std::string dedup_text(const RunInfo& r) {
-  auto it = r.params.find("dedup");
-  if (it == r.params.end() || !it->is_object()) return "none";
-  std::string choice = it->value("choice", std::string("?"));
-  double t = it->value("threshold", 0.0);
-  return fmt::format("{} at {:.2f}", choice, t);
+  if (!r.params.dedup) return "none";
+  return fmt::format("{} at {:.2f}", r.params.dedup->choice, r.params.dedup->threshold);
 }
 
 }  // namespace

@@ -48,11 +48,6 @@ std::string content_text(const ojson& m) {
   return out;
 }
 
-bool has_code(const std::string& parsed) {
-  auto j = ojson::parse(parsed, nullptr, false);
-  return j.is_object() && j.contains("kernel_wrapper") && j["kernel_wrapper"].is_string();
-}
-
 Result<History> load_history(store::Db& db, const RunInfo& run, const Selected& sel,
                              bool reasoning_field) {
   History h;
@@ -75,6 +70,7 @@ Result<History> load_history(store::Db& db, const RunInfo& run, const Selected& 
     ans.round = static_cast<int>(r.int64(1));
     ans.version = r.text(2);
     ans.sha256 = r.text(3);
+    const bool holds_code = r.int64(7) != 0;
     if (r.is_null(5)) return {};
     ans.answer = r.text(5);
     ans.reasoning = r.opt_text(6);
@@ -96,7 +92,7 @@ Result<History> load_history(store::Db& db, const RunInfo& run, const Selected& 
     auto kind = kind_of(ans.stage);
     if (kind == store::StageKind::analysis) {
       if (!h.analysis || h.analysis->stage == ans.stage) h.analysis = std::move(ans);
-    } else if (kind && *kind != store::StageKind::analysis && has_code(ans.answer)) {
+    } else if (kind && *kind != store::StageKind::analysis && holds_code) {
       int round = kind == store::StageKind::code ? 0 : ans.round;
       h.code[round] = std::move(ans);
     }

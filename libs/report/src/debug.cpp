@@ -122,23 +122,12 @@ std::string mutants_line(const VerifyAttempt& v) {
   return line;
 }
 
-// The answer that holds the code of the last round that has code: a repair's corrected wrapper
-// and test, or the generation.
-const StageAttempt* final_code(const RunInfo& run, const SampleData& d) {
-  const auto code = run.stages(StageKind::code);
-  const auto repair = run.stages(StageKind::repair);
-  auto in = [](const std::vector<std::string>& v, const std::string& s) {
-    return std::find(v.begin(), v.end(), s) != v.end();
-  };
-  const StageAttempt* found = nullptr;
-  for (const auto& a : d.outputs) {
-    if (in(code, a.stage)) found = &a;
-    if (in(repair, a.stage) && a.status == OutputStatus::ok && a.parsed_json) {
-      auto p = ojson::parse(*a.parsed_json, nullptr, false);
-      if (p.is_object() && p.contains("kernel_wrapper")) found = &a;
-    }
-  }
-  return found;
+// The answer whose code the sample shows (debug_shown_code): the newest that holds code, a
+// repair's corrected wrapper and test or the generation, or a newer generation attempt.
+const StageAttempt* final_code(const SampleData& d) {
+  for (const auto& a : d.outputs)
+    if (a.id == d.shown_code) return &a;
+  return nullptr;
 }
 
 // Writes the folder's files into `tmp`. Returns the README's list of files.
@@ -171,7 +160,7 @@ Status write_files(const fs::path& tmp, const RunInfo& run, const SampleData& d)
     KF_CHECK(file("analysis.json", an.dump(2) + "\n"));
   }
   // The final round's wrapper and test (the ones the last verdict judged, when there is one).
-  if (const StageAttempt* a = final_code(run, d); a != nullptr && a->parsed_json) {
+  if (const StageAttempt* a = final_code(d); a != nullptr && a->parsed_json) {
     auto parsed = ojson::parse(*a->parsed_json, nullptr, false);
     if (parsed.is_object())
       for (const char* f : {"kernel_wrapper", "unitest_code"})

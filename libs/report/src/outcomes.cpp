@@ -77,10 +77,6 @@ Category SampleOutcome::category() const {
   return Category::other;
 }
 
-int RunInfo::repair_rounds() const {
-  return store::repair_rounds_of(params);
-}
-
 std::vector<std::string> RunInfo::stages(store::StageKind kind) const {
   return store::stages_of_kind(prompts, kind);
 }
@@ -108,12 +104,12 @@ Result<RunInfo> find_run(store::Db& db, const std::string& tag) {
   r.pipeline = s.text(2);
   r.model = s.text(3);
   r.state = s.text(4);
-  for (auto [col, out, name] :
-       {std::tuple{5, &r.prompts, "prompts_json"}, std::tuple{6, &r.params, "params_json"}}) {
-    *out = nlohmann::ordered_json::parse(s.text(col), nullptr, false);
-    if (out->is_discarded())
-      return fail("parse", "run '" + tag + "': runs." + name + " is not valid JSON");
-  }
+  r.prompts = nlohmann::ordered_json::parse(s.text(5), nullptr, false);
+  if (r.prompts.is_discarded())
+    return fail("parse", "run '" + tag + "': runs.prompts_json is not valid JSON");
+  auto params = store::parse_run_params(s.text(6));
+  if (!params.ok()) return fail("parse", "run '" + tag + "': " + params.error().message);
+  r.params = std::move(params.value());
   return r;
 }
 

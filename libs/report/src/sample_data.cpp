@@ -51,9 +51,16 @@ Result<SampleData> load_sample(store::Db& db, const RunInfo& run, const std::str
       a.created_ms = r.int64(15);
       a.repair_round = static_cast<int>(r.int64(16));
       a.reasoning = r.opt_text(17);
+      a.id = r.int64(18);
       d.outputs.push_back(std::move(a));
       return {};
     }));
+  }
+  {
+    KF_TRY(store::Stmt s, db.prepare(queries()["debug_shown_code"]));
+    s.bind(1, run.id).bind(2, d.sample_id);
+    KF_TRY(auto id, s.one([](store::Stmt& r) { return r.int64(0); }));
+    d.shown_code = id.value_or(0);
   }
   {
     KF_TRY(store::Stmt s, db.prepare(queries()["debug_verifications"]));

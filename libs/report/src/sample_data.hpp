@@ -26,6 +26,7 @@ struct StageAttempt {
   std::int64_t latency_ms = 0, created_ms = 0;
   int repair_round = 0;
   std::optional<std::string> reasoning;  // the model's reasoning, when it gave one
+  std::int64_t id = 0;                   // stage_outputs.id
 };
 
 struct VerifyAttempt {
@@ -47,6 +48,7 @@ struct SampleData {
   std::optional<std::string> error_kind, error;
   std::vector<StageAttempt> outputs;
   std::vector<VerifyAttempt> verifications;
+  std::int64_t shown_code = 0;  // the id of the answer whose code the sample shows; 0: none
 };
 
 // The sample with this key in the run. Errors: "not_found" (the sample is not in the run, or

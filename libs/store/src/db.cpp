@@ -308,7 +308,11 @@ QuerySet::QuerySet(std::span<const EmbeddedFile> files) {
     std::string name;
     std::string body;
     auto flush = [&] {
-      if (!name.empty()) q_[name] = body;
+      if (!name.empty() && !q_.emplace(name, body).second) {
+        // Two blocks of one name: one would silently replace the other.
+        spdlog::critical("SQL query '{}' is named twice (again in {})", name, f.name);
+        std::abort();
+      }
       body.clear();
     };
     while (!text.empty()) {

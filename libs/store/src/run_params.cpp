@@ -2,29 +2,84 @@
 
 namespace kforge::store {
 
-int repair_rounds_of(const nlohmann::json& params) {
-  if (!params.is_object()) return 0;
-  auto it = params.find("repair_rounds");
-  if (it == params.end() || !it->is_number_integer()) return 0;
-  return it->get<int>();
+namespace {
+
+Unexpected bad(const std::string& key, const char* want) {
+  return fail("parse", "runs.params_json: \"" + key + "\" is not " + want);
 }
 
-int repair_rounds_of_text(std::string_view params_json) {
-  return repair_rounds_of(nlohmann::json::parse(params_json, nullptr, false));
+}  // namespace
+
+nlohmann::json to_json(const RunParams& p) {
+  nlohmann::json j = {
+      {"limit", p.limit ? nlohmann::json(*p.limit) : nlohmann::json(nullptr)},
+      {"samples_from", p.samples_from ? nlohmann::json(*p.samples_from) : nlohmann::json(nullptr)},
+      {"samples", p.samples},
+      {"repair_rounds", p.repair_rounds}};
+  if (p.dedup)
+    j["dedup"] = {{"choice", p.dedup->choice},
+                  {"threshold", p.dedup->threshold},
+                  {"scheme", p.dedup->scheme},
+                  {"left_out", p.dedup->left_out}};
+  if (!p.require_targets.empty()) j["require_targets"] = p.require_targets;
+  return j;
 }
 
-std::vector<std::string> required_targets_of(const nlohmann::json& params) {
-  std::vector<std::string> out;
-  if (!params.is_object()) return out;
-  auto it = params.find("require_targets");
-  if (it == params.end() || !it->is_array()) return out;
-  for (const auto& t : *it)
-    if (t.is_string()) out.push_back(t.get<std::string>());
-  return out;
+Result<RunParams> run_params_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) return fail("parse", "runs.params_json is not a JSON object");
+  RunParams p;
+  for (const auto& [key, v] : j.items()) {
+    if (key == "limit") {
+      if (v.is_null()) continue;
+      if (!v.is_number_integer()) return bad(key, "an integer or null");
+      p.limit = v.get<std::int64_t>();
+    } else if (key == "samples_from") {
+      if (v.is_null()) continue;
+      if (!v.is_string()) return bad(key, "a string or null");
+      p.samples_from = v.get<std::string>();
+    } else if (key == "samples") {
+      if (!v.is_number_integer()) return bad(key, "an integer");
+      p.samples = v.get<std::int64_t>();
+    } else if (key == "repair_rounds") {
+      if (!v.is_number_integer()) return bad(key, "an integer");
+      p.repair_rounds = v.get<int>();
+    } else if (key == "dedup") {
+      if (v.is_null()) continue;
+      if (!v.is_object()) return bad(key, "an object or null");
+      RunDedup d;
+      for (const auto& [k, x] : v.items()) {
+        std::string name = "dedup." + k;
+        if (k == "choice" || k == "scheme") {
+          if (!x.is_string()) return bad(name, "a string");
+          (k == "choice" ? d.choice : d.scheme) = x.get<std::string>();
+        } else if (k == "threshold") {
+          if (!x.is_number()) return bad(name, "a number");
+          d.threshold = x.get<double>();
+        } else if (k == "left_out") {
+          if (!x.is_number_integer()) return bad(name, "an integer");
+          d.left_out = x.get<std::int64_t>();
+        } else {
+          return fail("parse", "runs.params_json: unknown key \"" + name + "\"");
+        }
+      }
+      p.dedup = std::move(d);
+    } else if (key == "require_targets") {
+      if (!v.is_array()) return bad(key, "a list of strings");
+      for (const auto& t : v) {
+        if (!t.is_string()) return bad(key, "a list of strings");
+        p.require_targets.push_back(t.get<std::string>());
+      }
+    } else {
+      return fail("parse", "runs.params_json: unknown key \"" + key + "\"");
+    }
+  }
+  return p;
 }
 
-std::vector<std::string> required_targets_of_text(std::string_view params_json) {
-  return required_targets_of(nlohmann::json::parse(params_json, nullptr, false));
+Result<RunParams> parse_run_params(std::string_view params_json) {
+  auto j = nlohmann::json::parse(params_json, nullptr, false);
+  if (j.is_discarded()) return fail("parse", "runs.params_json is not valid JSON");
+  return run_params_from_json(j);
 }
 
 }  // namespace kforge::store

@@ -15,6 +15,10 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <span>
+#include <string_view>
+
+#include "kforge/core/embedded.hpp"
 
 namespace kforge::verify {
 
@@ -303,6 +307,26 @@ Result<std::string> find_sandbox_init(const std::string& configured) {
   for (const auto& c : candidates)
     if (runnable(c)) return c.string();
   return std::string();
+}
+
+std::span<const EmbeddedFile> harness_spec_keys();
+
+std::vector<std::string> spec_keys() {
+  std::vector<std::string> keys;
+  for (const auto& f : harness_spec_keys()) {
+    std::string_view text = f.data;
+    while (!text.empty()) {
+      std::size_t nl = text.find('\n');
+      std::string_view line = text.substr(0, nl);
+      text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+      line = line.substr(0, line.find('#'));
+      while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r'))
+        line.remove_suffix(1);
+      while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+      if (!line.empty()) keys.emplace_back(line);
+    }
+  }
+  return keys;
 }
 
 nlohmann::json Sandbox::spec(const RunPlace& place) const {

@@ -36,6 +36,10 @@ struct RunPlace {
   int uid = -1;           // -1: the pool's uid
 };
 
+// The keys of the sandbox spec, in the order of harness/kforge_harness/contain/spec_keys.txt
+// (embedded at build time), the one list both sides read.
+std::vector<std::string> spec_keys();
+
 class Sandbox {
  public:
   struct Options {
@@ -64,7 +68,8 @@ class Sandbox {
   // The environment of workers and samples: built from scratch (nothing else of the daemon's).
   std::vector<std::string> environment(const Device& device, const std::string& cache_dir,
                                        int omp_threads) const;
-  // The spec the harness applies (request["sandbox"]).
+  // The spec the harness applies (request["sandbox"]): exactly the keys of spec_keys(), which
+  // the harness's contain() checks before it applies anything.
   nlohmann::json spec(const RunPlace& place) const;
   // Makes a run directory reachable by the uid its sample runs as.
   void prepare_dir(const RunPlace& place) const;

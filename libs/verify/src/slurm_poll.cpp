@@ -15,6 +15,7 @@
 
 #include "kforge/core/fs.hpp"
 #include "kforge/verify/store.hpp"
+#include "kforge/verify/verdict_line.hpp"
 
 namespace kforge::verify {
 
@@ -37,14 +38,14 @@ Status SlurmBackend::settle_stale(std::int64_t array_id, int task, std::int64_t 
 
 Status SlurmBackend::store_line(std::int64_t array_id, int task, const std::string& line,
                                 int& stored) {
-  auto j = nlohmann::json::parse(line, nullptr, false);
-  if (!j.is_object() || !j.contains("index") || !j["index"].is_number_integer() ||
-      !j.contains("verdict") || !j["verdict"].is_string()) {
-    spdlog::warn("verifier: array {} task {}: a result line that is not a result: {}", array_id,
-                 task, line.substr(0, 200));
+  auto parsed = verdict_line_from_json(line);
+  if (!parsed.ok()) {
+    spdlog::warn("verifier: array {} task {}: {}: {}", array_id, task, parsed.error().message,
+                 line.substr(0, 200));
     return {};
   }
-  const std::int64_t idx = j["index"].get<std::int64_t>();
+  VerdictLine& got = parsed.value();
+  const std::int64_t idx = got.index;
   KF_TRY(store::Stmt * tj, db_.cached(q()["slurm_task_job"]));
   tj->bind(1, array_id).bind(2, static_cast<std::int64_t>(task)).bind(3, idx);
   KF_TRY(auto sent, tj->one([](store::Stmt& r) {
@@ -58,26 +59,13 @@ Status SlurmBackend::store_line(std::int64_t array_id, int task, const std::stri
   job.attempt = sent->second;
   KF_TRY(bool stale, newer_open(job.job_id, array_id));
   if (stale) return settle_stale(array_id, task, idx);
-  VerifyResult v;
-  v.key = j.value("key", std::string());
+  VerifyResult& v = got.result;
   if (v.key != row->key) {
     spdlog::warn("verifier: array {} task {} line {} names '{}', the shard '{}': ignored", array_id,
                  task, idx, v.key, row->key);
     return {};
   }
-  auto verdict = parse_verdict(j["verdict"].get<std::string>());
-  if (!verdict) return {};
   v.tag = job.job_id;
-  v.verdict = *verdict;
-  v.detail = j.value("detail", std::string());
-  if (j.contains("flags") && j["flags"].is_array())
-    for (const auto& f : j["flags"])
-      if (f.is_string()) v.flags.push_back(f.get<std::string>());
-  if (j.contains("report")) v.report = j["report"];
-  v.script = j.value("script", std::string());
-  v.stderr_tail = j.value("stderr_tail", std::string());
-  v.duration_ms = j.value("duration_ms", std::int64_t{0});
-  v.device = j.value("device", std::string());
 
   const std::int64_t now = clock_.wall_ms();
   KF_TRY(store::Transaction tx, store::Transaction::begin(db_));

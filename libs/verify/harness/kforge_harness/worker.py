@@ -35,9 +35,12 @@ from .pipes import (_bad_request, _read_json, flush_std, put_first_on_path, read
                     write_report)
 from .runner import kernel_options, module_available, run_sample
 
-def _sandbox(spec, report, result_fd):
+def _sandbox(spec, report, result_fd, keep):
+    """Confines this process (contain()); `keep`: the descriptors that stay open besides stdio.
+    A spec contain() refuses, or a layer that must hold and does not, ends the sample here with
+    an error verdict (phase "sandbox") naming why."""
     try:
-        contain(spec, report)
+        contain(spec, report, keep)
     except Exception as e:
         report.update(verdict="error", phase="sandbox", detail="sandbox setup failed: %s" % e)
         write_report(result_fd, report)
@@ -49,7 +52,7 @@ def child_main(request_path, result_fd):
     """In a fresh child: sandbox, run, report. Exits the process."""
     report = {"harness": HARNESS_VERSION, "pid": os.getpid()}
     request = _read_json(request_path, report, result_fd)
-    _sandbox(request["sandbox"], report, result_fd)
+    _sandbox(request.get("sandbox"), report, result_fd, [result_fd])
     run_and_report(request, report, result_fd)
 
 
@@ -127,7 +130,7 @@ def prestarted_main(prep_path, result_fd, go_fd):
     The sample's deadline starts when the pool sends it, so the warm-up is off its clock."""
     report = {"harness": HARNESS_VERSION, "pid": os.getpid()}
     prep = _read_json(prep_path, report, result_fd)
-    _sandbox(prep["sandbox"], report, result_fd)
+    _sandbox(prep.get("sandbox"), report, result_fd, [result_fd, go_fd])
     put_first_on_path(prep.get("python_path", []))
     warm = warm_up_gpu() if prep.get("gpu") else {"gpu": "not asked"}
     t_wait = time.monotonic()
@@ -271,15 +274,9 @@ def _fork_child(fds, target):
             os.setsid()
             os.dup2(fds[0], 1)
             os.dup2(fds[1], 2)
-            # Nothing else of the worker's stays open in the sample: not the control socket,
-            # and not the pidfds of its siblings (with one, a sample could signal another).
-            import fcntl
-            high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 1000 + i) for i, fd in enumerate(fds[2:])]
-            os.closerange(3, 1000)
-            keep = [os.dup(fd) for fd in high]
-            for fd in high:
-                os.close(fd)
-            os.closerange(3 + len(keep), 1 << 20)
+            # Nothing else of the worker's (the control socket, the pidfds of siblings) reaches
+            # the sample: contain() closes every descriptor but stdio and the ones passed on.
+            keep = list(fds[2:])
             devnull = os.open(os.devnull, os.O_RDONLY)
             os.dup2(devnull, 0)
             os.close(devnull)

@@ -25,6 +25,7 @@
 #include "kforge/pipeline/repair.hpp"
 #include "kforge/store/db.hpp"
 #include "kforge/store/states.hpp"
+#include "kforge/store/run_params.hpp"
 
 namespace kforge::pipeline {
 
@@ -33,7 +34,7 @@ struct RunRow {
   std::string tag;
   std::string pipeline;
   std::string model;
-  nlohmann::json params;
+  store::RunParams params;
   nlohmann::json prompts;
   store::RunState state = store::RunState::active;
   std::int64_t created_ms = 0;
@@ -45,7 +46,7 @@ struct NewRun {
   std::string pipeline;
   std::string model;
   std::string first_stage;
-  nlohmann::json params = nlohmann::json::object();
+  store::RunParams params;
   nlohmann::json prompts = nlohmann::json::object();
   std::vector<std::int64_t> sample_ids;  // one job each, in this order
 };

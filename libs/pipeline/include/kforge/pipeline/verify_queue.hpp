@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kforge/store/db.hpp"
+#include "kforge/store/run_params.hpp"
 #include "kforge/verify/queue.hpp"
 
 namespace kforge::pipeline {
@@ -31,18 +32,17 @@ namespace kforge::pipeline {
 Result<verify::VerdictOutcome> store_job_verdict(store::Db& db, const std::string& owner,
                                                  const verify::VerifyJob& job,
                                                  const verify::VerifyResult& r, std::int64_t now);
-// The same with the run's required targets given (as run_required_targets reads them), for a
-// caller that keeps them per run.
+// The same with the run's parameters given (as run_params reads them), for a caller that keeps
+// them per run.
 Result<verify::VerdictOutcome> store_job_verdict(store::Db& db, const std::string& owner,
                                                  const verify::VerifyJob& job,
                                                  const verify::VerifyResult& r, std::int64_t now,
-                                                 const std::vector<std::string>& required);
-// The run's repair rounds (runs.params_json "repair_rounds", fixed at its creation; 0 if unset).
-Result<int> run_repair_rounds(store::Db& db, std::int64_t run_id);
-// The cross-compile targets the run requires (runs.params_json "require_targets"): its samples
-// are compiled for them, and a passing one that does not compile for one is flagged
-// cross_compile_failed by store_job_verdict (not verified; repaired with the compiler's error).
-Result<std::vector<std::string>> run_required_targets(store::Db& db, std::int64_t run_id);
+                                                 const store::RunParams& params);
+// The run's parameters (fixed at its creation): its repair rounds, and the cross-compile targets
+// it requires (its samples are compiled for them, and a passing one that does not compile for
+// one is flagged cross_compile_failed by store_job_verdict: not verified; repaired with the
+// compiler's error). Defaults for a run that is gone.
+Result<store::RunParams> run_params(store::Db& db, std::int64_t run_id);
 
 // The VerifyQueue over the jobs table ('verify_queued' and 'verifying' jobs). An idle backend
 // asks lease() often; after a lease that found nothing, lease() answers "nothing" without a query
@@ -76,14 +76,12 @@ class JobsVerifyQueue : public verify::VerifyQueue {
   Result<bool> run_cancelled(std::int64_t run_id) override;
 
  private:
-  Result<int> repair_rounds(std::int64_t run_id);
-  Result<std::vector<std::string>> required_targets(std::int64_t run_id);
+  Result<const store::RunParams*> run_params_of(std::int64_t run_id);
 
   store::Db& db_;
   std::int64_t empty_version_ = -1;  // data_version of the last lease that found nothing
   std::int64_t empty_at_ms_ = 0;
-  std::map<std::int64_t, int> repair_rounds_;                          // by run id
-  std::map<std::int64_t, std::vector<std::string>> required_targets_;  // by run id
+  std::map<std::int64_t, store::RunParams> run_params_;  // by run id
 };
 
 }  // namespace kforge::pipeline

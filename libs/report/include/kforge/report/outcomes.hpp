@@ -16,6 +16,7 @@
 
 #include "kforge/store/db.hpp"
 #include "kforge/store/states.hpp"
+#include "kforge/store/run_params.hpp"
 
 namespace kforge::report {
 
@@ -27,10 +28,10 @@ struct RunInfo {
   std::string state;  // runs.state (store::RunState's names)
   // runs.prompts_json: {stage: {"version", "sha256", "schema_sha256", "kind"}}
   nlohmann::ordered_json prompts;
-  nlohmann::ordered_json params;  // runs.params_json
+  store::RunParams params;  // runs.params_json
 
   // The repair rounds the run was created with (params "repair_rounds"; 0 when absent).
-  int repair_rounds() const;
+  int repair_rounds() const { return params.repair_rounds; }
   // The run's stages of a kind, as it recorded them (store/run_prompts.hpp).
   std::vector<std::string> stages(store::StageKind kind) const;
   // Whether the run asked for an analysis before the code (a stage of kind analysis).

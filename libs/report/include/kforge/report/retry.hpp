@@ -1,11 +1,10 @@
 #pragma once
-// Re-queueing a subset of a run's finished samples. Only jobs that have ended (done or failed)
-// are touched; every earlier stage output and verification stays in the history, and the next
-// attempt is added beside them.
+// Choosing which of a run's finished samples `kforge retry` re-queues, and where each starts
+// again. Read-only: the re-queueing itself is the pipeline's (pipeline/requeue.hpp), which runs
+// this selection inside its transaction. Only jobs that have ended (done or failed) are chosen.
 //
-// At stage `verify` a job goes back to state verify_queued (the verifier runs the same code
-// again); at `generate` (or `analyze`, v2 runs) to state queued with attempts reset to 0. All
-// selected jobs change in one transaction, or none do. A finished run becomes active again.
+// At stage `verify` a job goes back to the verifier (the code it holds runs again); at
+// `generate` (or `analyze`, runs whose pipeline has an analysis) to its LLM queue.
 
 #include <cstdint>
 #include <optional>
@@ -25,22 +24,29 @@ struct RetryOptions {
   // Where to start again: analyze | generate | verify. Absent: verify for samples with a
   // verdict, the stage that failed for the others.
   std::optional<std::string> stage;
-  bool dry_run = false;  // select and count, change nothing
-  std::int64_t now_ms = 0;
 };
 
-struct RetrySummary {
-  std::int64_t requeued = 0;
+// One chosen job.
+struct RetryJob {
+  std::int64_t job_id = 0;
+  std::string key;
+  std::string stage;    // analyze | generate | verify: where it starts again
+  std::string outcome;  // what it was: a verdict, "flagged", or a stage failure
+  std::string reason;   // "re-queued by kforge retry from OUTCOME: DETAIL"
+};
+
+struct RetrySelection {
+  std::int64_t run_id = 0;
+  std::string run_state;       // as read
+  std::vector<RetryJob> jobs;  // by key
   // By where each job starts again, and by what it was.
   std::vector<std::pair<std::string, std::int64_t>> by_stage;
   std::vector<std::pair<std::string, std::int64_t>> by_outcome;
-  std::vector<std::string> keys;  // by key
-  bool run_reactivated = false;   // the run was finished and is active again
-  std::string run_state;          // the run's state afterwards
 };
 
 // Errors: "usage" (nothing selected, an unknown name, --stage verify for samples without code,
 // --stage analyze on a v1 run), "not_found" (unknown tag), "conflict" (a cancelled run).
-Result<RetrySummary> retry(store::Db& db, const std::string& tag, const RetryOptions& opts);
+Result<RetrySelection> select_retry(store::Db& db, const std::string& tag,
+                                    const RetryOptions& opts);
 
 }  // namespace kforge::report

@@ -167,7 +167,8 @@ int latest_schema_version();
 // each in kforge_schema. Refuses a database whose version is newer than `files` know.
 Status migrate(Db& db, std::span<const EmbeddedFile> files);
 
-// Named SQL blocks ("-- name: NAME" lines start each) from embedded .sql files.
+// Named SQL blocks ("-- name: NAME" lines start each) from embedded .sql files. A name given
+// twice aborts (a programming error, caught by any test that uses the set).
 class QuerySet {
  public:
   explicit QuerySet(std::span<const EmbeddedFile> files);

@@ -1,20 +1,25 @@
 """The sandbox of one sample, one step per mechanism, in the order they must happen.
 
 What a sample can and cannot reach is described in docs/VERIFIER.md ("Threat model"); the pool
-(libs/verify/src/sandbox.cpp) builds the spec read here. Each step records what it did in
+(libs/verify/src/sandbox.cpp) builds the spec read here, with exactly the keys of spec_keys.txt:
+one missing or unknown refuses the sample before any step runs. Each step records what it did in
 report["sandbox"]; a step raises OSError only for what must hold (the PID namespace when asked
 for, the user namespace as non-root with a PID namespace, the uid drop, hiding the daemon's
 files); a layer the kernel refuses otherwise is reported and the run goes on.
 """
 
-from . import cgroup, creds, env, hide, mnt, ns, passwd, pid, rlimits
+from . import cgroup, creds, env, fds, hide, mnt, ns, passwd, pid, rlimits, spec as spec_keys
 from .jail import Jail
 
 
-def contain(spec, report):
+def contain(spec, report, keep=()):
     """Confines the calling process (a fresh child). With a PID namespace it returns in a new
-    process (PID 2 of the namespace); the caller's process stays outside as its keeper."""
-    jail = Jail(spec, report.setdefault("sandbox", {}))
+    process (PID 2 of the namespace); the caller's process stays outside as its keeper. `keep`:
+    the descriptors besides stdin, stdout and stderr that stay open (the result pipe). Raises
+    spec.SpecError for a spec without exactly the keys of spec_keys.txt."""
+    spec_keys.check(spec)
+    jail = Jail(spec, report.setdefault("sandbox", {}), keep)
+    fds.step(jail)      # descriptors: stdio and `keep` only
     cgroup.step(jail)   # memory: join the pool's cgroup
     ns.step(jail)       # network, mount, user (as non-root) and PID namespaces
     pid.step(jail)      # become PID 2 of the new PID namespace

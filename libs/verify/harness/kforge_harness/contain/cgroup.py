@@ -6,7 +6,7 @@ from .libc import write
 
 
 def step(jail):
-    cgroup = jail.spec.get("cgroup")
+    cgroup = jail.spec["cgroup"]
     if not cgroup:
         return
     try:

@@ -9,7 +9,7 @@ from . import caps
 def step(jail):
     sb = jail.sb
     if jail.drop:
-        groups = [g for g in jail.spec.get("groups", []) if isinstance(g, int)]
+        groups = [g for g in jail.spec["groups"] or [] if isinstance(g, int)]
         os.setgroups(groups)
         os.setresgid(jail.gid, jail.gid, jail.gid)
         os.setresuid(jail.uid, jail.uid, jail.uid)

@@ -47,10 +47,10 @@ def step(jail):
     """Must hold: with a mount namespace every path in spec["hide"] is covered; without one, only
     root (whose uid change keeps the sample out of the daemon's files) may go on."""
     if jail.isolated:
-        for path in jail.spec.get("hide", []):
+        for path in jail.spec["hide"] or []:
             if path:
                 _hide(path, jail.sb)
-    elif jail.spec.get("hide"):
+    elif jail.spec["hide"]:
         if not jail.is_root:  # nothing else keeps the daemon's files from the sample
             raise OSError(errno.EPERM, "cannot hide the daemon's files: no mount namespace")
         jail.sb["hidden"] = "not hidden (no mount namespace)"

@@ -4,15 +4,16 @@ import os
 
 
 class Jail:
-    def __init__(self, spec, sb):
-        self.spec = spec
+    def __init__(self, spec, sb, keep=()):
+        self.spec = spec  # exactly the keys of spec_keys.txt (checked by contain())
         self.sb = sb  # report["sandbox"]: what each step did, or why it could not
+        self.keep = tuple(keep)  # descriptors that stay open besides stdio
         self.directory = spec["dir"]
-        self.uid = spec.get("uid")
-        self.gid = spec.get("gid")
+        self.uid = spec["uid"]
+        self.gid = spec["gid"]
         self.is_root = os.geteuid() == 0
         self.drop = self.is_root and self.uid is not None  # root changes to the sample's uid
-        self.pidns = bool(spec.get("pid_namespace"))
+        self.pidns = bool(spec["pid_namespace"])
         self.my_uid, self.my_gid = os.getuid(), os.getgid()
         self.isolated = False  # network and mount namespaces made (set by ns.step)
         self.userns = False  # a user namespace made (as non-root)

@@ -47,7 +47,7 @@ def _mounts(jail):
             mount_setattr("/proc/sys", AT_RECURSIVE, MOUNT_ATTR_RDONLY, 0)
     except OSError as e:
         sb["proc_sys"] = "writable (%s)" % e
-    cap = jail.spec.get("disk_cap_mb") or 0
+    cap = jail.spec["disk_cap_mb"] or 0
     if cap > 0:
         mount("tmpfs", directory, "tmpfs", MS_NOSUID | MS_NODEV,
               "size=%dm,mode=0700,uid=%d,gid=%d" % (cap, jail.owner, jail.group))
@@ -61,7 +61,7 @@ def _mounts(jail):
                   "size=%dm,mode=1777" % max(16, min(cap or 256, 1024)))
         except OSError:
             pass
-    for w in jail.spec.get("writable", []):
+    for w in jail.spec["writable"] or []:
         if w and os.path.isdir(w):
             mount(w, w, None, MS_BIND | MS_REC, None)
             try:

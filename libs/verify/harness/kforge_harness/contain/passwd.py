@@ -36,7 +36,7 @@ def step(jail):
     mount namespace; a failure leaves the sample nameless, not unconfined."""
     if not jail.isolated:
         return
-    name = jail.spec.get("user") or "kforge-sample"
+    name = jail.spec["user"] or "kforge-sample"
     try:
         files = _passwd_files(jail.directory, jail.owner, jail.group, name)
         for base, path in files.items():

@@ -124,6 +124,6 @@ def step(jail):
     caller stays outside as the keeper and never returns)."""
     if not jail.pidns:
         return
-    jail.sb["init"] = _enter_pid_namespace(jail.spec.get("init"))
+    jail.sb["init"] = _enter_pid_namespace(jail.spec["init"])
     jail.sb["pid_namespace"] = True
     jail.sb["pid"] = os.getpid()

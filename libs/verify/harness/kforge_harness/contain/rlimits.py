@@ -5,11 +5,11 @@ import resource
 
 def step(jail):
     spec = jail.spec
-    limits = [("nproc", resource.RLIMIT_NPROC, spec.get("max_processes")),
-              ("nofile", resource.RLIMIT_NOFILE, spec.get("max_open_files")),
-              ("fsize", resource.RLIMIT_FSIZE, (spec.get("file_size_cap_mb") or 0) * 1048576),
+    limits = [("nproc", resource.RLIMIT_NPROC, spec["max_processes"]),
+              ("nofile", resource.RLIMIT_NOFILE, spec["max_open_files"]),
+              ("fsize", resource.RLIMIT_FSIZE, (spec["file_size_cap_mb"] or 0) * 1048576),
               ("core", resource.RLIMIT_CORE, 0),
-              ("as", resource.RLIMIT_AS, (spec.get("address_space_cap_mb") or 0) * 1048576)]
+              ("as", resource.RLIMIT_AS, (spec["address_space_cap_mb"] or 0) * 1048576)]
     applied = {}
     for name, res, value in limits:
         if value is None or (value == 0 and name != "core"):

@@ -32,7 +32,6 @@ struct VerifyJob {
   std::int64_t sample_id = 0;
   int attempt = 1;  // this verification's attempt (the job's stored verdicts + 1)
   int round = 0;    // the repair round whose code is verified
-  int rounds = 0;   // the run's repair rounds
 };
 
 // What lease() hands out: the job, and the sample with its round's generated code as a request

@@ -1,0 +1,40 @@
+"""The spec contain() applies: exactly the keys listed in spec_keys.txt, the file the pool
+(libs/verify/src/sandbox.cpp) builds its spec from too. A key missing or unknown is refused
+before any step runs, so a key renamed on one side never silently turns a limit off."""
+
+import os
+
+_KEYS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spec_keys.txt")
+
+
+def _load_keys():
+    keys = []
+    with open(_KEYS_FILE) as f:
+        for line in f:
+            line = line.split("#", 1)[0].strip()
+            if line:
+                keys.append(line)
+    return frozenset(keys)
+
+
+KEYS = _load_keys()
+
+
+class SpecError(ValueError):
+    pass
+
+
+def check(spec):
+    """Raises SpecError naming every missing and unknown key."""
+    if not isinstance(spec, dict):
+        raise SpecError("the sandbox spec is not a JSON object")
+    missing = sorted(KEYS - set(spec))
+    unknown = sorted(set(spec) - KEYS)
+    parts = []
+    if missing:
+        parts.append("missing key%s %s" % ("s" if len(missing) > 1 else "", ", ".join(missing)))
+    if unknown:
+        parts.append("unknown key%s %s" % ("s" if len(unknown) > 1 else "", ", ".join(unknown)))
+    if parts:
+        raise SpecError("sandbox spec: %s (the keys are listed in %s)"
+                        % ("; ".join(parts), os.path.basename(_KEYS_FILE)))
