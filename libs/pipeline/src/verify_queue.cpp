@@ -7,6 +7,7 @@
 #include "kforge/pipeline/jobs.hpp"
 #include "kforge/store/run_params.hpp"
 #include "kforge/verify/store.hpp"
+#include "kforge/verify/speed.hpp"
 #include "kforge/verify/targets.hpp"
 
 namespace kforge::pipeline {
@@ -81,6 +82,7 @@ Result<std::optional<verify::LeasedSample>> JobsVerifyQueue::lease(const std::st
   }
   KF_TRY(job.rounds, repair_rounds(job.run_id));
   KF_TRY(req.cross_compile, required_targets(job.run_id));
+  KF_TRY(req.require_speedup, run_required_speedup(db_, job.run_id));
   return out;
 }
 
@@ -226,6 +228,13 @@ Result<std::vector<std::string>> run_required_targets(store::Db& db, std::int64_
   return params ? store::required_targets_of_text(*params) : std::vector<std::string>{};
 }
 
+Result<double> run_required_speedup(store::Db& db, std::int64_t run_id) {
+  KF_TRY(store::Stmt * st, db.cached(q()["vstage_run_params"]));
+  st->bind(1, run_id);
+  KF_TRY(auto params, st->one([](store::Stmt& r) { return r.text(0); }));
+  return params ? store::required_speedup_of_text(*params) : 0.0;
+}
+
 Result<VerdictOutcome> store_job_verdict(store::Db& db, const std::string& owner,
                                          const verify::VerifyJob& job,
                                          const verify::VerifyResult& r, std::int64_t now) {
@@ -238,10 +247,14 @@ Result<VerdictOutcome> store_job_verdict(store::Db& db, const std::string& owner
                                          const verify::VerifyResult& r, std::int64_t now,
                                          const std::vector<std::string>& required) {
   // A run that requires targets (--require-target): a sample that does not compile for one of
-  // them is not verified, and its repair prompt carries the compiler's error.
-  if (required.empty()) return store_job_verdict_as(db, owner, job, r, now);
+  // them is not verified, and its repair prompt carries the compiler's error. One that requires
+  // a speedup (--require-speedup): a sample whose speed label has no pass_perf is not verified,
+  // and its repair prompt carries the label.
+  KF_TRY(double speedup, run_required_speedup(db, job.run_id));
+  if (required.empty() && speedup <= 0) return store_job_verdict_as(db, owner, job, r, now);
   verify::VerifyResult copy = r;
-  verify::require_targets(copy, required);
+  if (!required.empty()) verify::require_targets(copy, required);
+  if (speedup > 0) verify::require_speedup(copy, speedup);
   return store_job_verdict_as(db, owner, job, copy, now);
 }
 

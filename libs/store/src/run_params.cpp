@@ -27,4 +27,16 @@ std::vector<std::string> required_targets_of_text(std::string_view params_json) 
   return required_targets_of(nlohmann::json::parse(params_json, nullptr, false));
 }
 
+double required_speedup_of(const nlohmann::json& params) {
+  if (!params.is_object()) return 0;
+  auto it = params.find("require_speedup");
+  if (it == params.end() || !it->is_number()) return 0;
+  double x = it->get<double>();
+  return x > 0 ? x : 0;
+}
+
+double required_speedup_of_text(std::string_view params_json) {
+  return required_speedup_of(nlohmann::json::parse(params_json, nullptr, false));
+}
+
 }  // namespace kforge::store

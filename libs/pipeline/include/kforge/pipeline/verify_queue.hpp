@@ -43,6 +43,10 @@ Result<int> run_repair_rounds(store::Db& db, std::int64_t run_id);
 // are compiled for them, and a passing one that does not compile for one is flagged
 // cross_compile_failed by store_job_verdict (not verified; repaired with the compiler's error).
 Result<std::vector<std::string>> run_required_targets(store::Db& db, std::int64_t run_id);
+// The speedup the run requires (runs.params_json "require_speedup"; 0: none): its samples are
+// timed against that threshold, and a passing one without pass_perf is flagged `slow` by
+// store_job_verdict (not verified; repaired with its speed label as evidence).
+Result<double> run_required_speedup(store::Db& db, std::int64_t run_id);
 
 // The VerifyQueue over the jobs table ('verify_queued' and 'verifying' jobs). An idle backend
 // asks lease() often; after a lease that found nothing, lease() answers "nothing" without a query

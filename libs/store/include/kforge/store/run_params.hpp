@@ -19,4 +19,10 @@ int repair_rounds_of_text(std::string_view params_json);
 std::vector<std::string> required_targets_of(const nlohmann::json& params);
 std::vector<std::string> required_targets_of_text(std::string_view params_json);
 
+// The speedup over the PyTorch reference the run requires ("require_speedup", `kforge run
+// create --require-speedup X`): a passing sample whose speed label has no pass_perf at that
+// threshold is flagged `slow` (not verified). 0 when absent or not a positive number.
+double required_speedup_of(const nlohmann::json& params);
+double required_speedup_of_text(std::string_view params_json);
+
 }  // namespace kforge::store
