@@ -1,8 +1,14 @@
 import time
 
 
+def _spin(seconds):
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
 def add(x, y):
-    time.sleep(0.02)  # a wrapper that wastes time
+    _spin(0.001)  # a wrapper that wastes time
     out = [0.0] * len(x)
     n = len(x)
     add_kernel[(triton.cdiv(n, 64),)](x, y, out, n, BLOCK=64)
