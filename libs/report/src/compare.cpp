@@ -70,6 +70,40 @@ void summarise_rounds(const std::vector<const SampleOutcome*>& samples, const Ru
   }
 }
 
+// The speed labels of the passing samples: their speedups' quantiles and pass_perf.
+void summarise_speed(const std::vector<const SampleOutcome*>& samples, double z, RunSummary& s) {
+  SpeedSummary& sp = s.speed;
+  std::vector<double> speedups;
+  for (const SampleOutcome* o : samples) {
+    if (!o->verdict || *o->verdict != "passed" || !o->timed) continue;
+    ++sp.timed;
+    if (!o->speedup) continue;
+    ++sp.with_reference;
+    speedups.push_back(*o->speedup);
+    if (*o->speedup > 1) ++sp.faster;
+    if (o->pass_perf.value_or(false)) ++sp.pass_perf;
+  }
+  if (sp.with_reference > 0) {
+    sp.pass_perf_rate =
+        static_cast<double>(sp.pass_perf) / static_cast<double>(sp.with_reference);
+    sp.pass_perf_interval = wilson(sp.pass_perf, sp.with_reference, z);
+  }
+  std::sort(speedups.begin(), speedups.end());
+  if (!speedups.empty())
+    for (double q : {0.1, 0.25, 0.5, 0.75, 0.9}) {
+      double pos = q * static_cast<double>(speedups.size() - 1);
+      auto lo = static_cast<std::size_t>(pos);
+      std::size_t hi = std::min(lo + 1, speedups.size() - 1);
+      sp.speedup_quantiles.push_back(speedups[lo] +
+                                     (speedups[hi] - speedups[lo]) * (pos - static_cast<double>(lo)));
+    }
+  // Verified and fast: what a user who keeps only kernels worth imitating pays for each.
+  std::int64_t fast_verified = 0;
+  for (const SampleOutcome* o : samples)
+    if (o->verified() && o->pass_perf.value_or(false)) ++fast_verified;
+  if (fast_verified > 0) sp.cost_per_fast_verified = s.cost_usd / static_cast<double>(fast_verified);
+}
+
 RunSummary summarise(const std::vector<const SampleOutcome*>& samples, double z,
                      const RunInfo& run) {
   RunSummary s;
@@ -174,40 +208,6 @@ RunSummary summarise(const std::vector<const SampleOutcome*>& samples, double z,
   for (const char* cause : {"environment", "infrastructure", "sample"})
     if (auto it = causes.find(cause); it != causes.end()) s.causes.push_back(it->second);
   return s;
-}
-
-// The speed labels of the passing samples: their speedups' quantiles and pass_perf.
-void summarise_speed(const std::vector<const SampleOutcome*>& samples, double z, RunSummary& s) {
-  SpeedSummary& sp = s.speed;
-  std::vector<double> speedups;
-  for (const SampleOutcome* o : samples) {
-    if (!o->verdict || *o->verdict != "passed" || !o->timed) continue;
-    ++sp.timed;
-    if (!o->speedup) continue;
-    ++sp.with_reference;
-    speedups.push_back(*o->speedup);
-    if (*o->speedup > 1) ++sp.faster;
-    if (o->pass_perf.value_or(false)) ++sp.pass_perf;
-  }
-  if (sp.with_reference > 0) {
-    sp.pass_perf_rate =
-        static_cast<double>(sp.pass_perf) / static_cast<double>(sp.with_reference);
-    sp.pass_perf_interval = wilson(sp.pass_perf, sp.with_reference, z);
-  }
-  std::sort(speedups.begin(), speedups.end());
-  if (!speedups.empty())
-    for (double q : {0.1, 0.25, 0.5, 0.75, 0.9}) {
-      double pos = q * static_cast<double>(speedups.size() - 1);
-      auto lo = static_cast<std::size_t>(pos);
-      std::size_t hi = std::min(lo + 1, speedups.size() - 1);
-      sp.speedup_quantiles.push_back(speedups[lo] +
-                                     (speedups[hi] - speedups[lo]) * (pos - static_cast<double>(lo)));
-    }
-  // Verified and fast: what a user who keeps only kernels worth imitating pays for each.
-  std::int64_t fast_verified = 0;
-  for (const SampleOutcome* o : samples)
-    if (o->verified() && o->pass_perf.value_or(false)) ++fast_verified;
-  if (fast_verified > 0) sp.cost_per_fast_verified = s.cost_usd / static_cast<double>(fast_verified);
 }
 
 // Why no difference can be called between the runs, or "".

@@ -91,7 +91,7 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
     KF_TRY(devs, resolve_devices(I.cfg.devices, probe, &notes));
     for (const auto& n : notes) spdlog::debug("verifier: device detection: {}", n);
   }
-  for (const auto& d : devs) I.devices.push_back({d, true, 0, ""});
+  for (const auto& d : devs) I.devices.push_back({d, true, 0, "", "", ""});
   // Slots: workers_per_device on each device (cpu_workers for "cpu"), or total_workers spread.
   std::vector<std::size_t> slot_devices;
   if (o.total_workers > 0) {
