@@ -98,11 +98,14 @@ class PeakAndFlagsTest(unittest.TestCase):
         self.assertFalse(out["pass_perf"])
 
     def test_unseen_work(self):
-        # 10 us of side-stream work the stream's own event finished before.
-        self.assertTrue(st.unseen_work(2e-6, 2e-6 + 12e-6 + 10e-6, 12e-6))
-        # The synchronise's cost alone is not unseen work.
-        self.assertFalse(st.unseen_work(50e-6, 50e-6 + 12e-6, 12e-6))
-        self.assertFalse(st.unseen_work(50e-6, 50e-6 + 12e-6 + 3e-6, 12e-6))
+        # 60 us of side-stream work the stream's own event finished before: the rep counts it.
+        self.assertAlmostEqual(st.rep_time(2e-6, 62e-6), 62e-6)
+        self.assertTrue(st.unseen_work(2e-6, 62e-6))
+        # The synchronise's latency on a busy CPU (15 us more) is not unseen work.
+        self.assertEqual(st.rep_time(50e-6, 65e-6), 50e-6)
+        self.assertFalse(st.unseen_work(50e-6, 50e-6))
+        # Long calls: more than 1.5 times is needed, not just 20 us.
+        self.assertEqual(st.rep_time(1e-3, 1.1e-3), 1e-3)
 
 
 class GpuLockTest(unittest.TestCase):

@@ -41,7 +41,7 @@ struct SlurmConfig {
 // it declares one) are timed with the device held exclusively.
 struct TimingConfig {
   bool enabled = false;
-  double budget_s = 1.0;    // timing per sample (the exclusive section), split over its calls
+  double budget_s = 0.3;    // timing per sample (the exclusive section), split over its calls
   int min_reps = 10;        // reps before the stop rule may stop
   int max_reps = 200;       // reps at most per timed call
   double target = 0.02;     // stop when the 95% interval's half width is within this fraction
