@@ -294,7 +294,11 @@ Command add_run(CLI::App& root, Globals& g) {
   CLI::App* create_cmd =
       cmd->add_subcommand("create", "Enqueue one job per sample for a pipeline version");
   create_cmd->add_option("tag", args->tag, "The run's tag (names its output set)")->required();
-  create_cmd->add_option("--pipeline", args->pipeline, "Prompt version: v1, v2 or v3 (v3 also asks for a PyTorch reference, for the speed label)")->required();
+  create_cmd
+      ->add_option("--pipeline", args->pipeline,
+                   "Prompt version: v1, v2 or v3 (v3 also asks for a PyTorch reference, for the "
+                   "speed label)")
+      ->required();
   create_cmd->add_option("--model", args->model, "Model (default: llm.model of the config)");
   create_cmd->add_option("--limit", args->limit, "At most N samples (the first, in import order)")
       ->check(whole_number(1, "samples"));

@@ -35,9 +35,10 @@ verify::VerifierConfig timing_config(const TempDir& tmp) {
 
 TEST(VerifyTiming, PythonStatistics) {
   TempDir tmp;
-  auto r = run_process({sandbox_python(), (source_dir() / "tests/verify/timing/stats_test.py").string(),
-                        (source_dir() / "libs/verify/harness").string()},
-                       {"TMPDIR=" + tmp.path().string()}, 120);
+  auto r =
+      run_process({sandbox_python(), (source_dir() / "tests/verify/timing/stats_test.py").string(),
+                   (source_dir() / "libs/verify/harness").string()},
+                  {"TMPDIR=" + tmp.path().string()}, 120);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.err.find("Ran 13 tests"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("\nOK"), std::string::npos) << r.err;
@@ -70,8 +71,7 @@ TEST(VerifyTiming, SpeedupsAgainstTheReferenceOnTheCpuStandIn) {
   // The reference spins 1 ms a call, the wrapper about 0.3 ms of Python (medians: robust to a
   // loaded machine; the intervals are not, so pass_perf is checked against its rule).
   EXPECT_GT(*fast.speedup, 1.5);
-  EXPECT_EQ(fast.pass_perf,
-            std::optional<bool>(*fast.speedup_lo > 1.0 && fast.flags.empty()));
+  EXPECT_EQ(fast.pass_perf, std::optional<bool>(*fast.speedup_lo > 1.0 && fast.flags.empty()));
   EXPECT_LT(*slow.speedup, 0.7);  // the wrapper spins
   EXPECT_EQ(slow.pass_perf, std::optional<bool>(false));
   // A reference that computes something else fails the sample, whatever its test says.

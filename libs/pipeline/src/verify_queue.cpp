@@ -6,8 +6,8 @@
 
 #include "kforge/pipeline/jobs.hpp"
 #include "kforge/store/run_params.hpp"
-#include "kforge/verify/store.hpp"
 #include "kforge/verify/speed.hpp"
+#include "kforge/verify/store.hpp"
 #include "kforge/verify/targets.hpp"
 
 namespace kforge::pipeline {

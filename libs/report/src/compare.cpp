@@ -84,8 +84,7 @@ void summarise_speed(const std::vector<const SampleOutcome*>& samples, double z,
     if (o->pass_perf.value_or(false)) ++sp.pass_perf;
   }
   if (sp.with_reference > 0) {
-    sp.pass_perf_rate =
-        static_cast<double>(sp.pass_perf) / static_cast<double>(sp.with_reference);
+    sp.pass_perf_rate = static_cast<double>(sp.pass_perf) / static_cast<double>(sp.with_reference);
     sp.pass_perf_interval = wilson(sp.pass_perf, sp.with_reference, z);
   }
   std::sort(speedups.begin(), speedups.end());
@@ -94,14 +93,15 @@ void summarise_speed(const std::vector<const SampleOutcome*>& samples, double z,
       double pos = q * static_cast<double>(speedups.size() - 1);
       auto lo = static_cast<std::size_t>(pos);
       std::size_t hi = std::min(lo + 1, speedups.size() - 1);
-      sp.speedup_quantiles.push_back(speedups[lo] +
-                                     (speedups[hi] - speedups[lo]) * (pos - static_cast<double>(lo)));
+      sp.speedup_quantiles.push_back(speedups[lo] + (speedups[hi] - speedups[lo]) *
+                                                        (pos - static_cast<double>(lo)));
     }
   // Verified and fast: what a user who keeps only kernels worth imitating pays for each.
   std::int64_t fast_verified = 0;
   for (const SampleOutcome* o : samples)
     if (o->verified() && o->pass_perf.value_or(false)) ++fast_verified;
-  if (fast_verified > 0) sp.cost_per_fast_verified = s.cost_usd / static_cast<double>(fast_verified);
+  if (fast_verified > 0)
+    sp.cost_per_fast_verified = s.cost_usd / static_cast<double>(fast_verified);
 }
 
 RunSummary summarise(const std::vector<const SampleOutcome*>& samples, double z,

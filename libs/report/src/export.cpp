@@ -35,10 +35,9 @@ namespace {
 
 // The fields an export adds after the original ones.
 constexpr const char* kAdded[] = {
-    "kernel_wrapper", "unitest_code",      "kernel_analysis", "verdict",      "flags",
-    "status",         "repair_round",      "model",           "prompt",       "mutation_score",
-    "coverage",       "near_duplicate_of", "reasoning",       "cross_compile",
-    "speed"};
+    "kernel_wrapper", "unitest_code",      "kernel_analysis", "verdict",       "flags",
+    "status",         "repair_round",      "model",           "prompt",        "mutation_score",
+    "coverage",       "near_duplicate_of", "reasoning",       "cross_compile", "speed"};
 
 std::optional<ojson> parse_opt(const std::optional<std::string>& text) {
   if (!text) return std::nullopt;

@@ -45,7 +45,8 @@ std::optional<SpeedLabel> speed_label(const nlohmann::json& report) {
     if (!l.fraction_of_peak) l.fraction_of_peak = num(r, "fraction_of_peak");
   }
   l.min_speedup = num(s, "min_speedup");
-  if (s.contains("pass_perf") && s["pass_perf"].is_boolean()) l.pass_perf = s["pass_perf"].get<bool>();
+  if (s.contains("pass_perf") && s["pass_perf"].is_boolean())
+    l.pass_perf = s["pass_perf"].get<bool>();
   if (s.contains("flags") && s["flags"].is_array())
     for (const auto& f : s["flags"])
       if (f.is_string()) l.flags.push_back(f.get<std::string>());
@@ -58,16 +59,16 @@ nlohmann::json SpeedLabel::to_json() const {
   auto opt = [](const std::optional<double>& v) -> nlohmann::json {
     return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
   };
-  nlohmann::json j = {{"timed", timed},
-                      {"kernel_us", opt(kernel_us)},
-                      {"gbps", opt(gbps)},
-                      {"fraction_of_peak", opt(fraction_of_peak)},
-                      {"speedup", opt(speedup)},
-                      {"speedup_ci", speedup_lo && speedup_hi
-                                         ? nlohmann::json::array({*speedup_lo, *speedup_hi})
-                                         : nlohmann::json(nullptr)},
-                      {"pass_perf", pass_perf ? nlohmann::json(*pass_perf) : nullptr},
-                      {"flags", flags}};
+  nlohmann::json j = {
+      {"timed", timed},
+      {"kernel_us", opt(kernel_us)},
+      {"gbps", opt(gbps)},
+      {"fraction_of_peak", opt(fraction_of_peak)},
+      {"speedup", opt(speedup)},
+      {"speedup_ci", speedup_lo && speedup_hi ? nlohmann::json::array({*speedup_lo, *speedup_hi})
+                                              : nlohmann::json(nullptr)},
+      {"pass_perf", pass_perf ? nlohmann::json(*pass_perf) : nullptr},
+      {"flags", flags}};
   if (!device.empty()) j["device"] = device;
   if (!reason.empty()) j["reason"] = reason;
   if (min_speedup) j["min_speedup"] = *min_speedup;
@@ -75,8 +76,7 @@ nlohmann::json SpeedLabel::to_json() const {
 }
 
 std::string describe_speed(const SpeedLabel& l, double required) {
-  if (!l.timed)
-    return "not timed" + (l.reason.empty() ? std::string() : ": " + l.reason);
+  if (!l.timed) return "not timed" + (l.reason.empty() ? std::string() : ": " + l.reason);
   std::string out;
   if (l.speedup && l.speedup_lo && l.speedup_hi)
     out = fmt::format("speedup {:.2f}x (95% interval {:.2f}-{:.2f}) over the PyTorch reference",
@@ -85,7 +85,8 @@ std::string describe_speed(const SpeedLabel& l, double required) {
     out = "no PyTorch reference to compare with (the answer declares no KFORGE_SPEED)";
   if (required > 0) out += fmt::format(", required above {:.2f}x", required);
   if (l.kernel_us) out += fmt::format("; kernel {:.1f} us", *l.kernel_us);
-  if (l.fraction_of_peak) out += fmt::format(", {:.0f}% of peak bandwidth", *l.fraction_of_peak * 100);
+  if (l.fraction_of_peak)
+    out += fmt::format(", {:.0f}% of peak bandwidth", *l.fraction_of_peak * 100);
   if (!l.flags.empty()) {
     out += "; flagged";
     for (const auto& f : l.flags) out += " " + f;

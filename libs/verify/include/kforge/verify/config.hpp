@@ -41,12 +41,12 @@ struct SlurmConfig {
 // it declares one) are timed with the device held exclusively.
 struct TimingConfig {
   bool enabled = false;
-  double budget_s = 0.3;    // timing per sample (the exclusive section), split over its calls
-  int min_reps = 10;        // reps before the stop rule may stop
-  int max_reps = 200;       // reps at most per timed call
-  double target = 0.02;     // stop when the 95% interval's half width is within this fraction
+  double budget_s = 0.3;     // timing per sample (the exclusive section), split over its calls
+  int min_reps = 10;         // reps before the stop rule may stop
+  int max_reps = 200;        // reps at most per timed call
+  double target = 0.02;      // stop when the 95% interval's half width is within this fraction
   double min_speedup = 1.0;  // pass_perf: the speedup interval's lower bound above this
-  double wait_s = 30;       // the longest a sample waits for the device before it gives up
+  double wait_s = 30;        // the longest a sample waits for the device before it gives up
 };
 
 struct VerifierConfig {
