@@ -63,10 +63,11 @@ class GpuLock:
         if not self.shared:
             return
         _sync()
+        end = time.monotonic()  # before the unlock: a section never reads as overlapping
         fcntl.flock(self.rw, fcntl.LOCK_UN)
         self.shared = False
         if len(self.sections) < 64:
-            self.sections.append([self._t0, time.monotonic()])
+            self.sections.append([self._t0, end])
 
     def pause(self):
         """Steps out for CPU-only work (a compile); resume() steps back in."""
@@ -111,10 +112,11 @@ class GpuLock:
 
     def release_exclusive(self):
         _sync()
+        end = time.monotonic()
         fcntl.flock(self.rw, fcntl.LOCK_UN)
         fcntl.flock(self.gate, fcntl.LOCK_UN)
         if len(self.exclusive) < 16:
-            self.exclusive.append([self._x0, time.monotonic()])
+            self.exclusive.append([self._x0, end])
 
     def report(self):
         """The sections so far (one still open counted to now: what follows the report, the
