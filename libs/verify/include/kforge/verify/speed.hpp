@@ -40,7 +40,8 @@ struct SpeedLabel {
 // off, not passing). Fields the harness did not give stay empty; a malformed one is ignored.
 std::optional<SpeedLabel> speed_label(const nlohmann::json& report);
 
-// For a run that requires a speedup: a passing result without pass_perf gets kSlow and a detail
+// For a run that requires a speedup: a passing result whose label's interval does not lie above
+// min_speedup (or that has no reference, was not timed, or is flagged) gets kSlow and a detail
 // that says what the label found. Returns whether it was flagged.
 bool require_speedup(VerifyResult& r, double min_speedup);
 
