@@ -9,6 +9,7 @@
 
 #include <algorithm>
 
+#include "kforge/core/config.hpp"
 #include "kforge/core/fs.hpp"
 #include "kforge/verify/speed.hpp"
 #include "kforge/verify/store.hpp"
@@ -31,6 +32,42 @@ verify::VerifierConfig timing_config(const TempDir& tmp) {
   cfg.timing.max_reps = 40;
   cfg.timing.wait_s = 15;
   return cfg;
+}
+
+TEST(VerifyTiming, TheConfigurationSectionIsReadStrictly) {
+  auto read = [](const std::string& yaml, verify::VerifierConfig& c) -> Status {
+    auto r =
+        ConfigReader::load_string(yaml, "k.yaml", [](const std::string&) { return std::nullopt; });
+    if (!r.ok()) return r.error();
+    verify::read_config((*r)->root().child("verifier"), c);
+    return (*r)->finish();
+  };
+  verify::VerifierConfig c;
+  EXPECT_FALSE(c.timing.enabled);
+  EXPECT_DOUBLE_EQ(c.timing.budget_s, 0.3);
+  ASSERT_TRUE(read("verifier:\n  timing:\n    enabled: true\n    budget_s: 0.5\n"
+                   "    min_reps: 5\n    max_reps: 50\n    min_speedup: 1.2\n",
+                   c)
+                  .ok());
+  EXPECT_TRUE(c.timing.enabled);
+  EXPECT_DOUBLE_EQ(c.timing.budget_s, 0.5);
+  EXPECT_EQ(c.timing.max_reps, 50);
+  EXPECT_DOUBLE_EQ(c.timing.min_speedup, 1.2);
+  auto st = read("verifier:\n  timing:\n    budget_s: 0\n", c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("k.yaml:3: verifier.timing.budget_s: must be > 0"),
+            std::string::npos)
+      << st.error().message;
+  verify::VerifierConfig c2, c3;  // fresh: a refused value stays in the struct it was read into
+  st = read("verifier:\n  timing:\n    min_reps: 20\n    max_reps: 10\n", c2);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("verifier.timing.max_reps: must be at least min_reps"),
+            std::string::npos)
+      << st.error().message;
+  st = read("verifier:\n  timing:\n    reps: 10\n", c3);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("verifier.timing.reps"), std::string::npos)
+      << st.error().message;
 }
 
 TEST(VerifyTiming, PythonStatistics) {
