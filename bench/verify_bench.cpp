@@ -224,6 +224,9 @@ int main(int argc, char** argv) {
   app.add_option("--mutants-ab", real.mutants_ab,
                  "--corpus: once more, cold, without the output mutants (verifier.mutants: []): "
                  "throughput with and without the battery");
+  app.add_option("--timing-ab", real.timing_ab,
+                 "--corpus: once more, cold, with the speed label (verifier.timing.enabled): "
+                 "throughput with and without it, and the exclusive GPU time per sample");
   app.add_option("--cross-compile", real.cross_compile,
                  "--corpus: once more with the first TARGET cross-compiled after each passing "
                  "sample (e.g. hip:gfx942), and once with every TARGET given: the cost per "

@@ -257,6 +257,9 @@ struct Measure {
   // With cross-compile targets: the mean time the targets took per cross-compiled sample, and
   // the results per "target result" (hip:gfx942 ok).
   double cross_ms_mean = -1;
+  // With the speed label: the samples timed and the mean exclusive GPU time of each.
+  int timed = 0;
+  double exclusive_ms_mean = -1;
   std::map<std::string, int> cross_results;
 };
 
@@ -451,11 +454,14 @@ Measure run_naive(Env& e, const std::vector<Sample>& samples, const std::string&
 // `no_battery`: verifier.mutants [] (no output mutants).
 Measure run_pool(Env& e, const std::vector<Sample>& samples, const std::string& workers,
                  const std::string& label, std::string& cache, bool driver_queues = false,
-                 bool no_battery = false, const std::vector<std::string>& targets = {}) {
+                 bool no_battery = false, const std::vector<std::string>& targets = {},
+                 bool timing = false) {
   Measure m;
   m.label = label;
   verify::VerifierConfig cfg = e.base;
   cfg.cross_compile = targets;
+  cfg.timing.enabled = timing;
+  double exclusive_ms = 0;
   double cross_ms = 0;
   int crossed = 0;
   if (driver_queues) cfg.gpu_hw_queues = 0;
@@ -531,6 +537,11 @@ Measure run_pool(Env& e, const std::vector<Sample>& samples, const std::string& 
           ++phase_n[k];
         }
         if (ph.value("context_waited", std::int64_t{0}) <= 0) ++on_path;
+        if (res.report.contains("speed") && res.report["speed"].is_object() &&
+            res.report["speed"].value("timed", false)) {
+          ++m.timed;
+          exclusive_ms += res.report["speed"].value("exclusive_ms", 0.0);
+        }
         if (res.report.contains("cross_compile") && res.report["cross_compile"].is_object()) {
           cross_ms += res.report["cross_compile"].value("ms", 0.0);
           ++crossed;
@@ -552,7 +563,11 @@ Measure run_pool(Env& e, const std::vector<Sample>& samples, const std::string& 
   }
   m.context_on_path = on_path;
   if (crossed > 0) m.cross_ms_mean = cross_ms / crossed;
+  if (m.timed > 0) m.exclusive_ms_mean = exclusive_ms / m.timed;
   print(m);
+  if (timing)
+    std::printf("  timing: %d samples timed, %.0f ms of exclusive GPU each on average\n", m.timed,
+                m.exclusive_ms_mean);
   if (!targets.empty()) {
     std::string results;
     for (const auto& [k, count] : m.cross_results)
@@ -634,7 +649,7 @@ int run_corpus_bench(const CorpusBenchOptions& opts) {
         "NOTE: no GPU found: the figures measure the machinery only (samples need torch)\n");
   std::fflush(stdout);
 
-  Measure naive, warm, cached, queues8, no_battery, cross1, cross_all;
+  Measure naive, warm, cached, queues8, no_battery, cross1, cross_all, timed;
   std::vector<Measure> sweep;
   // The figures as key=value: after each measurement (prefixed "so far: ", so a run cut short
   // still leaves them) and once at the end (the last line).
@@ -678,7 +693,8 @@ int run_corpus_bench(const CorpusBenchOptions& opts) {
         "no_battery_samples_per_s=%.3f battery_throughput_pct=%.1f "
         "cross1_samples_per_s=%.3f cross1_ms_per_sample=%.0f cross1_throughput_pct=%.1f "
         "cross_all_samples_per_s=%.3f cross_all_ms_per_sample=%.0f "
-        "cross_all_throughput_pct=%.1f\n",
+        "cross_all_throughput_pct=%.1f timing_samples_per_s=%.3f timing_throughput_pct=%.1f "
+        "timing_timed=%d timing_exclusive_ms_per_sample=%.0f\n",
         partial ? "so far: " : "", samples.size(), o.copies, cores, e.gpu_indices.size(),
         o.naive_procs, naive.rate, naive.mean_s, naive.p95_s, naive.cpu_busy_pct,
         naive.gpu_busy_pct, warm.workers, warm.rate, warm.mean_s, warm.p95_s, warm.cpu_busy_pct,
@@ -692,7 +708,9 @@ int run_corpus_bench(const CorpusBenchOptions& opts) {
         queues8.rate > 0 ? warm.rate / queues8.rate : 0.0, no_battery.rate,
         no_battery.rate > 0 ? 100.0 * warm.rate / no_battery.rate : 0.0, cross1.rate,
         cross1.cross_ms_mean, warm.rate > 0 ? 100.0 * cross1.rate / warm.rate : 0.0, cross_all.rate,
-        cross_all.cross_ms_mean, warm.rate > 0 ? 100.0 * cross_all.rate / warm.rate : 0.0);
+        cross_all.cross_ms_mean, warm.rate > 0 ? 100.0 * cross_all.rate / warm.rate : 0.0,
+        timed.rate, warm.rate > 0 ? 100.0 * timed.rate / warm.rate : 0.0, timed.timed,
+        timed.exclusive_ms_mean);
     std::fflush(stdout);
   };
   if (o.naive_procs > 0) {
@@ -714,6 +732,11 @@ int run_corpus_bench(const CorpusBenchOptions& opts) {
   if (o.mutants_ab) {
     std::string c;
     no_battery = run_pool(e, samples, o.workers, "kforge warm, no output mutants", c, false, true);
+    figures(true);
+  }
+  if (o.timing_ab) {
+    std::string c;
+    timed = run_pool(e, samples, o.workers, "kforge warm, speed label", c, false, false, {}, true);
     figures(true);
   }
   if (!o.cross_compile.empty()) {

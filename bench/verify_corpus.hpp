@@ -30,6 +30,9 @@ struct CorpusBenchOptions {
   // Once more, cold, without the output mutants (verifier.mutants: []; the skip-launch run
   // stays): the cost of the battery.
   bool mutants_ab = false;
+  // Once more, cold, with the speed label (verifier.timing.enabled): its throughput against the
+  // warm run's, and the exclusive GPU time per sample.
+  bool timing_ab = false;
   // Once more, cold, with the first target of verifier.cross_compile, and once with all of them
   // (e.g. hip:gfx942,hip:gfx90a): the cost of cross-compiling per sample (docs/BENCHMARKS.md).
   std::vector<std::string> cross_compile;

@@ -31,6 +31,7 @@ struct RunArgs {
   std::string dedup;            // empty: every sample; "first" | "largest": one per group
   double dedup_threshold = -1;  // -1: that of the last corpus dedup, else the default
   std::vector<std::string> require_targets;  // cross-compile targets a verified sample needs
+  double require_speedup = 0;  // the speedup over the PyTorch reference a verified sample needs
 };
 
 struct DedupResult {
@@ -185,6 +186,8 @@ int create(const RunArgs& a, const app::Config& cfg) {
   if (dd) run.params.dedup = dd->params;
   // Samples are compiled for these targets too; one that does not compile is not verified.
   run.params.require_targets = targets;
+  // Samples are timed against their PyTorch reference; one without pass_perf is not verified.
+  if (a.require_speedup > 0) run.params.require_speedup = a.require_speedup;
   run.sample_ids = std::move(ids);
   KF_TRY_OR_REPORT(std::int64_t id, jobs.create_run(run));
   if (a.json) {
@@ -198,6 +201,8 @@ int create(const RunArgs& a, const app::Config& cfg) {
                     {"repair_rounds", rounds},
                     {"dedup", store::to_json(run.params).value("dedup", nlohmann::json(nullptr))},
                     {"require_targets", targets},
+                    {"require_speedup", a.require_speedup > 0 ? nlohmann::json(a.require_speedup)
+                                                              : nlohmann::json(nullptr)},
                     {"prompts", run.prompts}}
                     .dump()
                     .c_str());
@@ -289,7 +294,11 @@ Command add_run(CLI::App& root, Globals& g) {
   CLI::App* create_cmd =
       cmd->add_subcommand("create", "Enqueue one job per sample for a pipeline version");
   create_cmd->add_option("tag", args->tag, "The run's tag (names its output set)")->required();
-  create_cmd->add_option("--pipeline", args->pipeline, "Prompt version: v1 or v2")->required();
+  create_cmd
+      ->add_option("--pipeline", args->pipeline,
+                   "Prompt version: v1, v2 or v3 (v3 also asks for a PyTorch reference, for the "
+                   "speed label)")
+      ->required();
   create_cmd->add_option("--model", args->model, "Model (default: llm.model of the config)");
   create_cmd->add_option("--limit", args->limit, "At most N samples (the first, in import order)")
       ->check(whole_number(1, "samples"));
@@ -321,6 +330,15 @@ Command add_run(CLI::App& root, Globals& g) {
                    "not compile for it is not verified, and its repair prompt carries the "
                    "compiler's error; nothing runs there")
       ->type_name("TARGET");
+  create_cmd
+      ->add_option("--require-speedup", args->require_speedup,
+                   "A speedup over the sample's PyTorch reference every verified sample must "
+                   "show: the lower bound of its 95% interval above X (docs/VERIFIER.md, \"The "
+                   "speed label\"; the samples are timed even with verifier.timing off). A "
+                   "passing sample without it is flagged slow, and its repair prompt carries "
+                   "its speed label. Only prompts that ask for a reference (v3) can meet it")
+      ->check(CLI::PositiveNumber)
+      ->type_name("X");
   create_cmd->footer(
       "Two runs over the same samples (the same --limit or --samples-from) form an A/B pair. "
       "The run records the SHA-256 of every prompt it uses; if a template changes, the daemon "

@@ -419,6 +419,18 @@ void print_text(const nlohmann::ordered_json& st) {
           flags += "  " + f + " " + std::to_string(i64(n));
         std::printf("  flagged (passed, not verified)%s\n", flags.c_str());
       }
+      if (run.contains("speed") && i64(run["speed"]["timed"]) > 0) {
+        // The speed label (docs/VERIFIER.md): pass_perf of those timed against a reference.
+        const auto& sp = run["speed"];
+        char median[64] = "";
+        if (sp["median_speedup"].is_number())
+          std::snprintf(median, sizeof median, ", median speedup %.2fx",
+                        sp["median_speedup"].get<double>());
+        std::printf("  speed: %lld timed, %lld against a reference, pass_perf %lld%s\n",
+                    static_cast<long long>(i64(sp["timed"])),
+                    static_cast<long long>(i64(sp["with_reference"])),
+                    static_cast<long long>(i64(sp["pass_perf"])), median);
+      }
       // What the verdicts other than passed came from, with an example and, for the verifier's
       // own faults, the fix.
       for (const auto& c : run["verdict_causes"]) {

@@ -15,6 +15,7 @@
 #include "kforge/corpus/reader.hpp"
 #include "kforge/verify/figures.hpp"
 #include "kforge/verify/pool.hpp"
+#include "kforge/verify/speed.hpp"
 #include "kforge/verify/store.hpp"
 #include "kforge/verify/targets.hpp"
 #include "kforge/verify/verdict_line.hpp"
@@ -106,7 +107,8 @@ Command add_verify(CLI::App& root, Globals& g) {
                   "duration_ms, cpu_ms, device, phases (ms), autotune (the config used), "
                   "mutation (the mutation score), coverage (what the launches exercised) and "
                   "cross_compile (per target: ok, error, unavailable or not_run; "
-                  "cross_compile_errors has each error's stage and first lines)");
+                  "cross_compile_errors has each error's stage and first lines), speed (the "
+                  "speed label, where verifier.timing timed the sample)");
   cmd->add_flag("--full", args->full,
                 "With --json: write the verdict line instead (index, key, verdict, detail, "
                 "flags, report, script, stderr_tail, duration_ms, device), each line flushed as "
@@ -190,6 +192,8 @@ Command add_verify(CLI::App& root, Globals& g) {
           // The test's strength (docs/VERIFIER.md, "Output mutants") and what it exercised.
           for (const char* k : {"mutation", "coverage"})
             if (r.report.contains(k)) line[k] = r.report[k];
+          // The speed label (verifier.timing; docs/VERIFIER.md, "The speed label").
+          if (auto l = verify::speed_label(r.report)) line["speed"] = l->to_json();
           // Per target asked for: ok, error, unavailable or not_run (the sample did not pass,
           // so nothing was compiled); the errors' stage and first lines.
           auto targets = verify::cross_compile_results(r.report);

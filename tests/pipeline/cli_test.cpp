@@ -71,9 +71,9 @@ TEST_F(RunCli, BadInputIsRefusedNamingWhereAndCreatesNothing) {
   EXPECT_NE(r.err.find("dup.txt:3: sample 'kldiv_compute.py' is listed twice (first at 1)"),
             std::string::npos)
       << r.err;
-  r = site_->kforge({"run", "create", "x", "--pipeline", "v3"});
+  r = site_->kforge({"run", "create", "x", "--pipeline", "v9"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("unknown pipeline 'v3'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("unknown pipeline 'v9'"), std::string::npos) << r.err;
   r = site_->kforge({"run", "create", "bad tag", "--pipeline", "v1"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(site_->scalar("SELECT count(*) FROM runs"), 0);

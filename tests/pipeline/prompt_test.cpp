@@ -35,7 +35,7 @@ bool uses(const Template& t, const std::string& name) {
 TEST(Prompts, ShippedVersionsLoadWithTheirSchemasAndIdentities) {
   auto lib = PromptLibrary::load(shipped());
   ASSERT_TRUE(lib.ok()) << lib.error().message;
-  EXPECT_EQ(lib->versions(), (std::vector<std::string>{"v1", "v2"}));
+  EXPECT_EQ(lib->versions(), (std::vector<std::string>{"v1", "v2", "v3"}));
   auto v1 = lib->pipeline("v1");
   ASSERT_TRUE(v1.ok());
   ASSERT_EQ((*v1)->stages.size(), 1u);
@@ -66,7 +66,26 @@ TEST(Prompts, ShippedVersionsLoadWithTheirSchemasAndIdentities) {
   EXPECT_EQ((*v2)->mismatch(ids), "");
   auto unknown = lib->pipeline("v9");
   ASSERT_FALSE(unknown.ok());
-  EXPECT_NE(unknown.error().message.find("define: v1, v2"), std::string::npos);
+  EXPECT_NE(unknown.error().message.find("define: v1, v2, v3"), std::string::npos);
+}
+
+// v3 is v2 with the speed label's reference: the analysis stage is the same text, generation
+// asks for reference(), inputs() and KFORGE_SPEED, and repair keeps them.
+TEST(Prompts, V3AsksForAReferenceAndRealisticInputs) {
+  auto lib = PromptLibrary::load(shipped());
+  ASSERT_TRUE(lib.ok()) << lib.error().message;
+  auto v3 = lib->pipeline("v3");
+  ASSERT_TRUE(v3.ok());
+  EXPECT_EQ((*v3)->first_stage(), "analyze");
+  EXPECT_EQ(test::read_text(shipped() / "v3" / "analyze.md"),
+            test::read_text(shipped() / "v2" / "analyze.md"));
+  for (const char* f : {"generate.md", "repair.md"}) {
+    std::string t = test::read_text(shipped() / "v3" / f);
+    for (const char* want : {"reference(", "inputs()", "KFORGE_SPEED", "current CUDA stream"})
+      EXPECT_NE(t.find(want), std::string::npos) << f << " lacks " << want;
+  }
+  EXPECT_EQ(test::read_text(shipped() / "v2" / "generate.md").find("KFORGE_SPEED"),
+            std::string::npos);
 }
 
 // The product's rules, as far as a program can see them in the texts.

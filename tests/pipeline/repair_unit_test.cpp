@@ -8,6 +8,7 @@
 #include "kforge/core/sha256.hpp"
 #include "kforge/pipeline/prompt.hpp"
 #include "kforge/pipeline/repair.hpp"
+#include "kforge/verify/speed.hpp"
 #include "testutil.hpp"
 
 namespace kforge::pipeline {
@@ -262,6 +263,38 @@ TEST(RepairEvidence, ACrossCompileFailureCarriesEachRequiredTargetsCompilerError
   text = render_evidence(spec->evidence, v);
   ASSERT_TRUE(text.ok());
   EXPECT_FALSE(has(*text, "does not port")) << *text;
+}
+
+// A run that requires a speedup: the slow sample's verdict detail carries its speed label, and
+// the verdict block puts it in front of the model (prompts/evidence.md stays as it was).
+TEST(RepairEvidence, ASlowSampleCarriesItsSpeedLabel) {
+  auto lib = PromptLibrary::load(shipped());
+  ASSERT_TRUE(lib.ok()) << lib.error().message;
+  const PipelineSpec* spec = *lib->pipeline("v3");
+  verify::VerifyResult r;
+  r.verdict = verify::Verdict::passed;
+  r.detail = "1 test passed";
+  r.report = {
+      {"tests", json::array({{{"name", "test_add"}, {"status", "passed"}}})},
+      {"speed",
+       {{"timed", true},
+        {"kernels",
+         json::array({{{"kernel", "add_kernel"}, {"time_us", 41.25}, {"fraction_of_peak", 0.61}}})},
+        {"reference", {{"speedup", 0.82}, {"ci", {0.79, 0.85}}}},
+        {"pass_perf", false},
+        {"flags", json::array()}}}};
+  ASSERT_TRUE(verify::require_speedup(r, 1.5));
+  VerdictEvidence v;
+  v.verdict = "passed";
+  v.detail = r.detail;
+  v.flags = r.flags;
+  v.report = r.report;
+  auto text = render_evidence(spec->evidence, v);
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  EXPECT_TRUE(has(*text,
+                  "slow: speedup 0.82x (95% interval 0.79-0.85) over the PyTorch reference, "
+                  "required above 1.50x; kernel 41.2 us, 61% of peak bandwidth"))
+      << *text;
 }
 
 TEST(RepairAnswer, UnfixableOrBothPiecesOfCode) {

@@ -311,6 +311,38 @@ TEST_F(ReportCompare, CrossCompileRatesPerTargetAndRun) {
   EXPECT_NE(html.find("hip:gfx942 error"), std::string::npos);
 }
 
+TEST_F(ReportCompare, SpeedLabelsPerRun) {
+  fx.exec("set_speed", {"add_kernel.py", "v2", "41.5", "1.8", "1.6", "2.0", "1"});
+  fx.exec("set_speed", {"softmax.py", "v2", "80", "0.9", "0.85", "0.95", "0"});
+  fx.exec("set_speed", {"copy_transpose.py", "v2", "12.5", "", "", "", ""});
+  auto c = compare(fx.db(), {"v1", "v2"}, CompareOptions{});
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  const PairComparison& p = c->pairs[0];
+  EXPECT_EQ(p.a.speed.timed, 0);  // v1 was not timed
+  const SpeedSummary& s = p.b.speed;
+  EXPECT_EQ(s.timed, 3);
+  EXPECT_EQ(s.with_reference, 2);
+  EXPECT_EQ(s.pass_perf, 1);
+  EXPECT_EQ(s.faster, 1);
+  EXPECT_DOUBLE_EQ(s.pass_perf_rate, 0.5);
+  EXPECT_LT(s.pass_perf_interval.low, 0.5);
+  EXPECT_GT(s.pass_perf_interval.high, 0.5);
+  ASSERT_EQ(s.speedup_quantiles.size(), 5u);
+  EXPECT_DOUBLE_EQ(s.speedup_quantiles[2], 1.35);  // the median of 0.9 and 1.8
+  // One verified sample passed pass_perf: the run's whole cost is what it cost.
+  ASSERT_TRUE(s.cost_per_fast_verified);
+  EXPECT_DOUBLE_EQ(*s.cost_per_fast_verified, p.b.cost_usd);
+  auto j = to_json(*c);
+  const auto& sj = j["comparisons"][0]["runs"]["v2"]["speed"];
+  EXPECT_EQ(sj["pass_perf"], 1);
+  EXPECT_DOUBLE_EQ(sj["speedup_quantiles"]["p50"].get<double>(), 1.35);
+  EXPECT_TRUE(j["comparisons"][0]["runs"]["v1"]["speed"]["speedup_quantiles"].is_null());
+  std::string text = format_text(*c, 10);
+  EXPECT_NE(text.find("pass_perf (of timed with a reference)"), std::string::npos) << text;
+  EXPECT_NE(text.find("1/2 50.0%"), std::string::npos) << text;
+  EXPECT_NE(text.find("1.35x ("), std::string::npos) << text;
+}
+
 TEST(ReportCompareOutcomes, SignificantDifference) {
   RunInfo a, b;
   a.tag = "old";

@@ -40,7 +40,8 @@ const ojson* find_key(const std::vector<ojson>& recs, const std::string& key) {
 const std::vector<std::string> kAdded = {"kernel_wrapper", "unitest_code", "kernel_analysis",
                                          "verdict",        "flags",        "status",
                                          "repair_round",   "model",        "prompt",
-                                         "mutation_score", "coverage",     "cross_compile"};
+                                         "mutation_score", "coverage",     "cross_compile",
+                                         "speed"};
 
 TEST(ReportExport, EveryOriginalFieldKeptInOrderThenTheOutputs) {
   ReportFixture fx;
@@ -113,6 +114,30 @@ TEST(ReportExport, TheMutationScoreAndCoverageFactsOfEachVerification) {
       EXPECT_TRUE(r["mutation_score"].is_null()) << r["file"];
     }
   }
+}
+
+TEST(ReportExport, TheSpeedLabelOfEachVerification) {
+  ReportFixture fx;
+  fx.exec("set_speed", {"add_kernel.py", "v2", "41.5", "1.8", "1.6", "2.0", "1"});
+  fx.exec("set_speed", {"copy_transpose.py", "v2", "12.5", "", "", "", ""});
+  auto out = fx.dir() / "v2.jsonl";
+  ASSERT_TRUE(export_run(fx.db(), "v2", out, ExportOptions{}).ok());
+  auto recs = read_jsonl(out);
+  auto a = nlohmann::json(find_key(recs, "add_kernel.py")->at("speed"));
+  EXPECT_EQ(a["timed"], true);
+  EXPECT_DOUBLE_EQ(a["kernel_us"].get<double>(), 41.5);
+  EXPECT_DOUBLE_EQ(a["speedup"].get<double>(), 1.8);
+  EXPECT_EQ(a["speedup_ci"], nlohmann::json::array({1.6, 2.0}));
+  EXPECT_EQ(a["pass_perf"], true);
+  EXPECT_EQ(a["flags"], nlohmann::json::array());
+  EXPECT_EQ(a["device"], "NVIDIA H100 80GB HBM3");
+  // Timed without a reference: the kernel's time, no speedup, no pass_perf.
+  auto c = nlohmann::json(find_key(recs, "copy_transpose.py")->at("speed"));
+  EXPECT_DOUBLE_EQ(c["kernel_us"].get<double>(), 12.5);
+  EXPECT_TRUE(c["speedup"].is_null());
+  EXPECT_TRUE(c["speedup_ci"].is_null());
+  EXPECT_TRUE(c["pass_perf"].is_null());
+  EXPECT_TRUE(find_key(recs, "softmax.py")->at("speed").is_null());  // not timed
 }
 
 TEST(ReportExport, TheCrossCompileOfEachVerificationAndTheCompilesForFilter) {

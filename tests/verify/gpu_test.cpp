@@ -4,7 +4,9 @@
 // triton or a GPU is missing. MutantCorpus runs the weak and strong tests of tests/verify/mutants
 // (its README.md): every weak one must be flagged, every strong one verified. CrossCompileForAmd
 // compiles the launched kernels of tests/verify/gpu_cross for hip:gfx942 with Triton's AMD
-// backend: the portable one compiles, the one with inline PTX does not.
+// backend: the portable one compiles, the one with inline PTX does not. TimingCorpus times the
+// samples of tests/verify/timing/corpus (each expect.json says what must come out) in two pools
+// one after the other: each classified as expected, and the speedups of the two runs within 5%.
 
 #include <gtest/gtest.h>
 
@@ -15,6 +17,8 @@
 #include <map>
 #include <set>
 
+#include "kforge/core/fs.hpp"
+#include "kforge/verify/speed.hpp"
 #include "verify_util.hpp"
 
 namespace kforge::test {
@@ -251,6 +255,82 @@ TEST(VerifyGpu, MutantCorpus) {
   for (const auto& [f, n] : by_flag) std::printf(" %s %d", f.c_str(), n);
   std::printf("; strong tests' kernel mutants killed %d/%d, %d equivalent\n", kernel_killed,
               kernel_applicable, kernel_equivalent);
+}
+
+// The speed label on a real GPU. KFORGE_TIMING_OUT names a file for both runs' labels
+// (scripts/gpu/timing-corpus writes docs/BENCHMARKS.md's figures from it).
+TEST(VerifyGpu, TimingCorpus) {
+  auto p = probe();
+  if (!p.value("cuda", false) || p["triton"].is_null())
+    GTEST_SKIP() << "no GPU with torch and triton here (" << p.dump()
+                 << "); scripts/gpu/check runs these on the GPU machine";
+  namespace fs = std::filesystem;
+  const fs::path root = source_dir() / "tests" / "verify" / "timing" / "corpus";
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(root))
+    if (e.is_directory() && fs::exists(e.path() / "expect.json"))
+      names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  ASSERT_GE(names.size(), 8u);
+  std::vector<verify::VerifyRequest> reqs;
+  for (const auto& n : names) {
+    verify::VerifyRequest r;
+    r.key = n;
+    r.code = read_text(root / n / "code.py");
+    r.kernel_wrapper = read_text(root / n / "wrapper.py");
+    r.unitest_code = read_text(root / n / "test.py");
+    reqs.push_back(std::move(r));
+  }
+  nlohmann::json out = nlohmann::json::array();
+  std::vector<std::vector<verify::VerifyResult>> runs;
+  for (int run = 0; run < 2; ++run) {
+    TempDir tmp;
+    auto cfg = gpu_config(tmp, "warm");
+    cfg.timing.enabled = true;
+    auto pool = make_pool(cfg);
+    ASSERT_TRUE(pool);
+    runs.push_back(run_all(*pool, reqs));
+    nlohmann::json labels = nlohmann::json::object();
+    for (std::size_t i = 0; i < names.size(); ++i)
+      labels[names[i]] = runs.back()[i].report.value("speed", nlohmann::json());
+    out.push_back(labels);
+  }
+  if (const char* path = std::getenv("KFORGE_TIMING_OUT"))
+    (void)write_file_atomic(path, out.dump(1));
+  std::vector<double> diffs;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    auto expect = nlohmann::json::parse(read_text(root / names[i] / "expect.json"));
+    const auto& r = runs[0][i];
+    SCOPED_TRACE(names[i] + ": " + verify::to_string(r.verdict) + ": " + r.detail + "\n" +
+                 r.report.value("speed", nlohmann::json()).dump() + "\n" + r.stderr_tail);
+    ASSERT_EQ(r.verdict, verify::Verdict::passed);
+    auto l = verify::speed_label(r.report);
+    ASSERT_TRUE(l && l->timed);
+    for (const auto& f : expect.value("flags", nlohmann::json::array()))
+      EXPECT_NE(std::find(l->flags.begin(), l->flags.end(), f.get<std::string>()), l->flags.end())
+          << "flag " << f;
+    if (expect.contains("flags") && expect["flags"].empty()) EXPECT_TRUE(l->flags.empty());
+    if (expect.contains("speedup")) {
+      ASSERT_TRUE(l->speedup);
+      EXPECT_GE(*l->speedup, expect["speedup"][0].get<double>());
+      EXPECT_LE(*l->speedup, expect["speedup"][1].get<double>());
+    }
+    if (expect.contains("pass_perf"))
+      EXPECT_EQ(l->pass_perf, std::optional<bool>(expect["pass_perf"].get<bool>()));
+    if (expect.value("cuda_graph", false))
+      EXPECT_TRUE(r.report["speed"]["reference"].contains("cuda_graph"));
+    if (expect.contains("kernel_us_max")) {
+      ASSERT_TRUE(l->kernel_us);
+      EXPECT_LE(*l->kernel_us, expect["kernel_us_max"].get<double>());
+    }
+    auto l2 = verify::speed_label(runs[1][i].report);
+    const auto& ref = r.report["speed"]["reference"];
+    if (l->speedup && l2 && l2->speedup && l->flags.empty() && ref.is_object() &&
+        ref.value("time_us", 0.0) >= 20 && ref.value("reference_us", 0.0) >= 20)
+      diffs.push_back(std::abs(*l2->speedup / *l->speedup - 1));
+  }
+  ASSERT_GE(diffs.size(), 3u);
+  for (double d : diffs) EXPECT_LE(d, 0.05) << "a speedup moved by more than 5% between runs";
 }
 
 }  // namespace

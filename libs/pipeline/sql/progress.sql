@@ -65,6 +65,16 @@ WHERE v.run_id = ?1 AND v.verdict = 'passed'
               WHERE x.run_id = v.run_id AND x.sample_id = v.sample_id)
 GROUP BY 1 ORDER BY 2 DESC, 1;
 
+-- The speed label of the latest verification of each sample that passed and was timed
+-- (verification_speed, migration 0020): its speedup (NULL without a reference) and pass_perf.
+-- name: run_speed
+SELECT sp.speedup, sp.pass_perf
+FROM verifications v JOIN verification_speed sp ON sp.verification_id = v.id
+WHERE v.run_id = ?1 AND v.verdict = 'passed' AND sp.timed = 1
+  AND v.id = (SELECT max(x.id) FROM verifications x
+              WHERE x.run_id = v.run_id AND x.sample_id = v.sample_id)
+ORDER BY sp.speedup;
+
 -- name: jobs_by_run_state
 SELECT r.tag, c.state, sum(c.n) FROM run_job_counts c JOIN runs r ON r.id = c.run_id
 GROUP BY r.tag, c.state HAVING sum(c.n) > 0;

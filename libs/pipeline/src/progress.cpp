@@ -210,6 +210,21 @@ Result<std::vector<RunProgress>> progress_of(store::Db& db, std::int64_t now_ms,
       s->bind(1, id);
       KF_CHECK(s->each([&](store::Stmt& r) { p.flags[r.text(0)] = r.int64(1); }));
     }
+    {
+      KF_TRY(Stmt * s, db.cached(q["run_speed"]));
+      s->bind(1, id);
+      std::vector<double> speedups;  // in order, NULLs first
+      KF_CHECK(s->each([&](store::Stmt& r) {
+        ++p.speed_timed;
+        if (!r.is_null(0)) speedups.push_back(r.real(0));
+        if (!r.is_null(1) && r.int64(1) == 1) ++p.speed_pass_perf;
+      }));
+      p.speed_with_reference = static_cast<std::int64_t>(speedups.size());
+      if (!speedups.empty()) {
+        std::size_t n = speedups.size();
+        p.speed_median = n % 2 ? speedups[n / 2] : (speedups[n / 2 - 1] + speedups[n / 2]) / 2;
+      }
+    }
     out.push_back(std::move(p));
   }
   return out;
@@ -274,6 +289,10 @@ nlohmann::ordered_json RunProgress::to_json() const {
   ordered_json fl = ordered_json::object();
   for (const auto& [k, n] : flags) fl[k] = n;
   j["quality_flags"] = fl;
+  j["speed"] = {{"timed", speed_timed},
+                {"with_reference", speed_with_reference},
+                {"pass_perf", speed_pass_perf},
+                {"median_speedup", speed_median ? ordered_json(*speed_median) : ordered_json()}};
   ordered_json fk = ordered_json::array();
   for (const auto& f : failures)
     fk.push_back({{"kind", f.kind},

@@ -7,6 +7,7 @@
 #include "kforge/pipeline/jobs.hpp"
 #include "kforge/store/run_params.hpp"
 #include "kforge/store/states.hpp"
+#include "kforge/verify/speed.hpp"
 #include "kforge/verify/store.hpp"
 #include "kforge/verify/targets.hpp"
 
@@ -85,6 +86,7 @@ Result<std::optional<verify::LeasedSample>> JobsVerifyQueue::lease(const std::st
   }
   KF_TRY(const store::RunParams* params, run_params_of(job.run_id));
   req.cross_compile = params->require_targets;
+  req.require_speedup = params->require_speedup;
   return out;
 }
 
@@ -234,11 +236,14 @@ Result<VerdictOutcome> store_job_verdict(store::Db& db, const std::string& owner
                                          const verify::VerifyResult& r, std::int64_t now,
                                          const store::RunParams& params) {
   // A run that requires targets (--require-target): a sample that does not compile for one of
-  // them is not verified, and its repair prompt carries the compiler's error.
-  if (params.require_targets.empty())
+  // them is not verified, and its repair prompt carries the compiler's error. One that requires
+  // a speedup (--require-speedup): a sample whose speed label has no pass_perf is not verified,
+  // and its repair prompt carries the label.
+  if (params.require_targets.empty() && params.require_speedup <= 0)
     return store_job_verdict_as(db, owner, job, r, now, params.repair_rounds);
   verify::VerifyResult copy = r;
-  verify::require_targets(copy, params.require_targets);
+  if (!params.require_targets.empty()) verify::require_targets(copy, params.require_targets);
+  if (params.require_speedup > 0) verify::require_speedup(copy, params.require_speedup);
   return store_job_verdict_as(db, owner, job, copy, now, params.repair_rounds);
 }
 

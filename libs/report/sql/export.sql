@@ -4,7 +4,8 @@
 -- generation shows as the sample's latest attempt), and the latest verification, by sample
 -- key. "Latest" is the newest row (highest id). The last three columns come from the latest
 -- verification's report: the kernels its test launched ({name: count}), its test functions and
--- the speed label, when the verifier measured one.
+-- the speed label, when the verifier measured one; the last, the label's stored summary
+-- (verification_speed, migration 0020).
 -- name: export_rows
 SELECT s.key, s.record_json, j.state, j.stage,
        an.status, kf_text(an.parsed_text), an.prompt_version, an.prompt_sha256,
@@ -18,7 +19,17 @@ SELECT s.key, s.record_json, j.state, j.stage,
        (SELECT json_group_array(json_extract(t.value, '$.name'))
         FROM json_each(v.result_json, '$.tests') t),
        json_extract(v.result_json, '$.speed'),
-       json_extract(v.result_json, '$.mutation.kernel')
+       json_extract(v.result_json, '$.mutation.kernel'),
+       (SELECT json_object('timed', json(CASE sp.timed WHEN 1 THEN 'true' ELSE 'false' END),
+                           'kernel_us', sp.kernel_us, 'gbps', sp.gbps,
+                           'fraction_of_peak', sp.fraction_of_peak, 'speedup', sp.speedup,
+                           'speedup_ci', CASE WHEN sp.speedup_lo IS NULL THEN NULL
+                                         ELSE json_array(sp.speedup_lo, sp.speedup_hi) END,
+                           'pass_perf', json(CASE sp.pass_perf WHEN 1 THEN 'true'
+                                             WHEN 0 THEN 'false' ELSE 'null' END),
+                           'min_speedup', sp.min_speedup, 'flags', json(sp.flags_json),
+                           'device', sp.device, 'reason', sp.reason)
+        FROM verification_speed sp WHERE sp.verification_id = v.id)
 FROM jobs j
 JOIN samples s ON s.id = j.sample_id
 LEFT JOIN stage_outputs an ON an.id = (

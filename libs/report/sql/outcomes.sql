@@ -14,7 +14,8 @@ SELECT s.id, s.key, j.state, j.stage, j.error_kind, j.error,
        (SELECT json_group_object(c.target, c.result) FROM verification_targets c
         WHERE c.verification_id = v.id),
        json_extract(v.result_json, '$.mutation.kernel.killed'),
-       json_extract(v.result_json, '$.mutation.kernel.applicable')
+       json_extract(v.result_json, '$.mutation.kernel.applicable'),
+       sp.speedup, sp.pass_perf, sp.timed
 FROM jobs j
 JOIN samples s ON s.id = j.sample_id
 LEFT JOIN stage_outputs fo ON fo.id = (
@@ -25,6 +26,7 @@ LEFT JOIN stage_outputs lo ON lo.id = (
   SELECT max(o.id) FROM stage_outputs o WHERE o.run_id = j.run_id AND o.sample_id = j.sample_id)
 LEFT JOIN verifications v ON v.id = (
   SELECT max(x.id) FROM verifications x WHERE x.run_id = j.run_id AND x.sample_id = j.sample_id)
+LEFT JOIN verification_speed sp ON sp.verification_id = v.id
 LEFT JOIN (
   SELECT sample_id, sum(prompt_tokens) AS prompt_tokens,
          sum(completion_tokens) AS completion_tokens, sum(cost_usd) AS cost_usd,

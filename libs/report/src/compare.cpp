@@ -75,6 +75,40 @@ void summarise_rounds(const std::vector<const SampleOutcome*>& samples, const Ru
   }
 }
 
+// The speed labels of the passing samples: their speedups' quantiles and pass_perf.
+void summarise_speed(const std::vector<const SampleOutcome*>& samples, double z, RunSummary& s) {
+  SpeedSummary& sp = s.speed;
+  std::vector<double> speedups;
+  for (const SampleOutcome* o : samples) {
+    if (!o->verdict || *o->verdict != "passed" || !o->timed) continue;
+    ++sp.timed;
+    if (!o->speedup) continue;
+    ++sp.with_reference;
+    speedups.push_back(*o->speedup);
+    if (*o->speedup > 1) ++sp.faster;
+    if (o->pass_perf.value_or(false)) ++sp.pass_perf;
+  }
+  if (sp.with_reference > 0) {
+    sp.pass_perf_rate = static_cast<double>(sp.pass_perf) / static_cast<double>(sp.with_reference);
+    sp.pass_perf_interval = wilson(sp.pass_perf, sp.with_reference, z);
+  }
+  std::sort(speedups.begin(), speedups.end());
+  if (!speedups.empty())
+    for (double q : {0.1, 0.25, 0.5, 0.75, 0.9}) {
+      double pos = q * static_cast<double>(speedups.size() - 1);
+      auto lo = static_cast<std::size_t>(pos);
+      std::size_t hi = std::min(lo + 1, speedups.size() - 1);
+      sp.speedup_quantiles.push_back(speedups[lo] + (speedups[hi] - speedups[lo]) *
+                                                        (pos - static_cast<double>(lo)));
+    }
+  // Verified and fast: what a user who keeps only kernels worth imitating pays for each.
+  std::int64_t fast_verified = 0;
+  for (const SampleOutcome* o : samples)
+    if (o->verified() && o->pass_perf.value_or(false)) ++fast_verified;
+  if (fast_verified > 0)
+    sp.cost_per_fast_verified = s.cost_usd / static_cast<double>(fast_verified);
+}
+
 RunSummary summarise(const std::vector<const SampleOutcome*>& samples, double z,
                      const RunInfo& run) {
   RunSummary s;
@@ -164,6 +198,7 @@ RunSummary summarise(const std::vector<const SampleOutcome*>& samples, double z,
   }
   if (s.kernel_applicable > 0)
     s.kernel_rate = static_cast<double>(s.kernel_killed) / static_cast<double>(s.kernel_applicable);
+  summarise_speed(samples, z, s);
   for (auto& [t, r] : targets) {
     std::int64_t compiled = r.ok + r.error;
     r.rate = compiled > 0 ? static_cast<double>(r.ok) / static_cast<double>(compiled) : 0;
@@ -345,6 +380,25 @@ nlohmann::ordered_json causes_json(const RunSummary& s) {
   return j;
 }
 
+nlohmann::ordered_json speed_json(const SpeedSummary& sp) {
+  nlohmann::ordered_json q = nullptr;
+  if (sp.speedup_quantiles.size() == 5)
+    q = {{"p10", sp.speedup_quantiles[0]},
+         {"p25", sp.speedup_quantiles[1]},
+         {"p50", sp.speedup_quantiles[2]},
+         {"p75", sp.speedup_quantiles[3]},
+         {"p90", sp.speedup_quantiles[4]}};
+  return {{"timed", sp.timed},
+          {"with_reference", sp.with_reference},
+          {"faster", sp.faster},
+          {"pass_perf", sp.pass_perf},
+          {"pass_perf_rate", sp.with_reference > 0 ? nlohmann::ordered_json(sp.pass_perf_rate)
+                                                   : nlohmann::ordered_json(nullptr)},
+          {"pass_perf_interval", {sp.pass_perf_interval.low, sp.pass_perf_interval.high}},
+          {"speedup_quantiles", q},
+          {"cost_per_fast_verified", opt_json(sp.cost_per_fast_verified)}};
+}
+
 nlohmann::ordered_json summary_json(const RunSummary& s) {
   nlohmann::ordered_json repaired = flips_json(s.repaired);
   for (std::size_t i = 0; i < s.repaired.size(); ++i) repaired[i]["round"] = s.repaired[i].round;
@@ -358,6 +412,7 @@ nlohmann::ordered_json summary_json(const RunSummary& s) {
           {"stage_failure_kinds", counts_json(s.failure_kinds)},
           {"flags", counts_json(s.flags)},
           {"cross_compile", targets_json(s)},
+          {"speed", speed_json(s.speed)},
           {"kernel_mutants",
            {{"samples", s.kernel_samples},
             {"killed", s.kernel_killed},

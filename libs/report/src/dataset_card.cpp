@@ -151,7 +151,9 @@ std::string fields_section(const ExportOptions& opts) {
       md +=
           "Each corpus record with every field, then `kernel_wrapper`, `unitest_code`, "
           "`kernel_analysis` (v2), `verdict`, `flags`, `status`, `repair_round`, `model`, "
-          "`prompt`, `mutation_score`, `coverage`, `cross_compile` and, where it has one, "
+          "`prompt`, `mutation_score`, `coverage`, `cross_compile`, `speed` (the speed label: "
+          "`kernel_us`, `gbps`, `fraction_of_peak`, `speedup` and `speedup_ci` over the PyTorch "
+          "reference, `pass_perf`, `flags`; null where not timed) and, where it has one, "
           "`near_duplicate_of`.\n\n";
       return md;
   }

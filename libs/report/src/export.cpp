@@ -35,9 +35,9 @@ namespace {
 
 // The fields an export adds after the original ones.
 constexpr const char* kAdded[] = {
-    "kernel_wrapper", "unitest_code",      "kernel_analysis", "verdict",      "flags",
-    "status",         "repair_round",      "model",           "prompt",       "mutation_score",
-    "coverage",       "near_duplicate_of", "reasoning",       "cross_compile"};
+    "kernel_wrapper", "unitest_code",      "kernel_analysis", "verdict",       "flags",
+    "status",         "repair_round",      "model",           "prompt",        "mutation_score",
+    "coverage",       "near_duplicate_of", "reasoning",       "cross_compile", "speed"};
 
 std::optional<ojson> parse_opt(const std::optional<std::string>& text) {
   if (!text) return std::nullopt;
@@ -235,6 +235,9 @@ Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
     auto coverage = before_verify ? std::nullopt : parse_opt(s.opt_text(23));
     rec["coverage"] = coverage ? *coverage : ojson(nullptr);
     rec["cross_compile"] = std::move(cross);
+    // The speed label (docs/VERIFIER.md): null where the sample was not timed.
+    auto speed = before_verify ? std::nullopt : parse_opt(s.opt_text(29));
+    rec["speed"] = speed ? *speed : ojson(nullptr);
     if (opts.with_reasoning) {
       ojson reasoning = ojson::object();
       if (has_analysis)

@@ -176,6 +176,9 @@ Result<std::vector<SampleOutcome>> load_outcomes(store::Db& db, const RunInfo& r
         o.kernel_killed = row.int64(29);
         o.kernel_applicable = row.int64(30);
       }
+      if (!row.is_null(31)) o.speedup = row.real(31);
+      if (!row.is_null(32)) o.pass_perf = row.int64(32) == 1;
+      o.timed = !row.is_null(33) && row.int64(33) == 1;
     }
     o.prompt_tokens = row.int64(12);
     o.completion_tokens = row.int64(13);

@@ -135,6 +135,30 @@ void kernel_row(std::string& out, const RunSummary& a, const RunSummary& b) {
   row(out, "kernel mutants killed", cell(a), cell(b));
 }
 
+// The speed label: pass_perf over the samples timed against a reference, and the speedups'
+// quartiles.
+void speed_rows(std::string& out, const RunSummary& a, const RunSummary& b) {
+  if (a.speed.timed == 0 && b.speed.timed == 0) return;
+  auto pass = [](const RunSummary& s) -> std::string {
+    if (s.speed.with_reference == 0)
+      return s.speed.timed ? fmt::format("- ({} timed, no reference)", s.speed.timed)
+                           : std::string("-");
+    return fmt::format("{}/{} {} [{}, {}]", s.speed.pass_perf, s.speed.with_reference,
+                       percent(s.speed.pass_perf_rate), percent(s.speed.pass_perf_interval.low),
+                       percent(s.speed.pass_perf_interval.high));
+  };
+  auto dist = [](const RunSummary& s) -> std::string {
+    const auto& q = s.speed.speedup_quantiles;
+    if (q.size() != 5) return "-";
+    return fmt::format("{:.2f}x ({:.2f}-{:.2f}; 10%: {:.2f}, 90%: {:.2f})", q[2], q[1], q[3], q[0],
+                       q[4]);
+  };
+  row(out, "pass_perf (of timed with a reference)", pass(a), pass(b));
+  row(out, "speedup median (quartiles)", dist(a), dist(b));
+  row(out, "cost per fast verified", money(a.speed.cost_per_fast_verified),
+      money(b.speed.cost_per_fast_verified));
+}
+
 void flip_list(std::string& out, const char* title, const std::vector<Flip>& flips, int limit) {
   out += fmt::format("  {} ({}):", title, flips.size());
   if (flips.empty()) {
@@ -254,6 +278,7 @@ std::string format_text(const Comparison& c, int list_limit) {
     count_rows(out, "quality flags (on passed)", p.a.flags, p.b.flags, true);
     target_rows(out, p.a, p.b, call);
     kernel_row(out, p.a, p.b);
+    speed_rows(out, p.a, p.b);
     row(out, "tokens per verified", number(p.a.tokens_per_verified, 0),
         number(p.b.tokens_per_verified, 0));
     row(out, "cost per verified", money(p.a.cost_per_verified), money(p.b.cost_per_verified));

@@ -22,6 +22,7 @@ nlohmann::json to_json(const RunParams& p) {
                   {"scheme", p.dedup->scheme},
                   {"left_out", p.dedup->left_out}};
   if (!p.require_targets.empty()) j["require_targets"] = p.require_targets;
+  if (p.require_speedup > 0) j["require_speedup"] = p.require_speedup;
   return j;
 }
 
@@ -69,6 +70,9 @@ Result<RunParams> run_params_from_json(const nlohmann::json& j) {
         if (!t.is_string()) return bad(key, "a list of strings");
         p.require_targets.push_back(t.get<std::string>());
       }
+    } else if (key == "require_speedup") {
+      if (!v.is_number() || v.get<double>() < 0) return bad(key, "a number of at least 0");
+      p.require_speedup = v.get<double>();
     } else {
       return fail("parse", "runs.params_json: unknown key \"" + key + "\"");
     }

@@ -27,3 +27,9 @@ DELETE FROM verifier_devices;
 -- name: insert_target
 INSERT INTO verification_targets (verification_id, target, result, error, kernel)
 VALUES (?1, ?2, ?3, ?4, ?5);
+
+-- name: insert_speed
+INSERT INTO verification_speed (verification_id, timed, reason, device, kernel_us, gbps,
+                                fraction_of_peak, speedup, speedup_lo, speedup_hi, reference_us,
+                                min_speedup, pass_perf, flags_json, exclusive_ms)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15);

@@ -37,6 +37,16 @@ void read_slurm(ConfigNode n, SlurmConfig& out) {
   for (const auto& [key, cmd] : commands)
     if (cmd->empty()) n.invalid(key, "must not be empty");
 }
+void read_timing(ConfigNode n, TimingConfig& out) {
+  n.get("enabled", out.enabled);
+  n.get_above("budget_s", out.budget_s, 0);
+  n.get_at_least("min_reps", out.min_reps, 3);
+  n.get_at_least("max_reps", out.max_reps, 3);
+  n.get_between("target", out.target, 0, 1);
+  n.get_above("min_speedup", out.min_speedup, 0);
+  n.get_above("wait_s", out.wait_s, 0);
+  if (out.max_reps < out.min_reps) n.invalid("max_reps", "must be at least min_reps");
+}
 }  // namespace
 
 void read_config(ConfigNode n, VerifierConfig& out) {
@@ -95,6 +105,7 @@ void read_config(ConfigNode n, VerifierConfig& out) {
       n.invalid("cross_compile", *e);
   }
   n.get_above("cross_compile_timeout_s", out.cross_compile_timeout_s, 0);
+  read_timing(n.child("timing"), out.timing);
   n.get("work_dir", out.work_dir);
   n.get("triton_cache_dir", out.triton_cache_dir);
   n.get("triton_cache_per_worker", out.triton_cache_per_worker);

@@ -13,6 +13,10 @@ Result<std::unique_ptr<LocalBackend>> LocalBackend::create(VerifyQueue& queue, C
   // A sample with targets (configured, or required by its run) gets the cross-compile's time on
   // top of its deadline, for the real run and again for the mutant run.
   s->timeout_s_ = options.config.timeout_s + options.config.cross_compile_timeout_s;
+  // So does one that is timed (verifier.timing, or a run's --require-speedup): the wait for the
+  // device and the budget.
+  const auto& t = options.config.timing;
+  s->timeout_s_ += t.wait_s + 2 * t.budget_s + 5;
   KF_TRY(std::int64_t taken, queue.reclaim(owner_glob, clock.wall_ms(), ""));
   if (taken > 0)
     spdlog::info("verifier: took back {} jobs an earlier kforged was verifying", taken);

@@ -91,7 +91,7 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
     KF_TRY(devs, resolve_devices(I.cfg.devices, probe, &notes));
     for (const auto& n : notes) spdlog::debug("verifier: device detection: {}", n);
   }
-  for (const auto& d : devs) I.devices.push_back({d, true, 0, ""});
+  for (const auto& d : devs) I.devices.push_back({d, true, 0, "", "", ""});
   // Slots: workers_per_device on each device (cpu_workers for "cpu"), or total_workers spread.
   std::vector<std::size_t> slot_devices;
   if (o.total_workers > 0) {
@@ -149,6 +149,20 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
   if (made_work_dir) ::chmod(I.cfg.work_dir.c_str(), 0755);
   ::chmod((I.cfg.work_dir + "/runs").c_str(), 0755);
   ::chmod(I.run_root.c_str(), 0755);
+  {
+    // Always made: a run that requires a speedup asks for timing when the configuration does not.
+    for (std::size_t d = 0; d < I.devices.size(); ++d) {
+      auto& e = I.devices[d];
+      e.lock_gate = I.run_root + "/device-" + std::to_string(d) + ".gate";
+      e.lock_rw = I.run_root + "/device-" + std::to_string(d) + ".rw";
+      for (const auto* path : {&e.lock_gate, &e.lock_rw}) {
+        int fd = ::open(path->c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0) return fail("io", *path + ": " + std::strerror(errno));
+        ::fchmod(fd, 0644);
+        ::close(fd);
+      }
+    }
+  }
   I.cache_root =
       I.cfg.triton_cache_dir.empty() ? I.cfg.work_dir + "/triton-cache" : I.cfg.triton_cache_dir;
   fs::create_directories(I.cache_root, ec);

@@ -141,6 +141,10 @@ struct DeviceEntry {
   bool in_rotation = true;
   int start_failures = 0;
   std::string reason;
+  // The device's exclusive section for timing (harness gpulock.py): two lock files under the
+  // run root that every sample of this device takes, shared while it uses the GPU and
+  // exclusive while it times.
+  std::string lock_gate, lock_rw;
 };
 
 // A run's output streams, as drain_fd() files what it reads.
@@ -206,6 +210,8 @@ struct Pool::Impl {
   RunPlace place(const Slot& s, const Run& r) const;
   nlohmann::json sandbox_json(const Slot& s, const Run& r) const;
   nlohmann::json request_json(const Slot& s, const Run& r) const;
+  // The request's "timing" (verifier.timing, the run's required speedup): off for mutant runs.
+  nlohmann::json timing_json(const Slot& s, const Sample& job) const;
   // The targets a sample's kernels are compiled for (none for a mutant run), and its deadline
   // (the configured or requested one, plus the cross-compile's time when it has targets).
   std::vector<std::string> targets_of(const Sample& job) const;

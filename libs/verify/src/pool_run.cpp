@@ -51,12 +51,34 @@ double Pool::Impl::timeout_of(const Sample& job) const {
   if (!targets_of(job).empty()) t += cfg.cross_compile_timeout_s;
   // A mutant run in a process of its own gets the kernel battery's budget on top.
   if (job.mutant && cfg.mutant_check && cfg.kernel_mutants > 0) t += cfg.kernel_mutant_time_s;
+  // So does the timing: the wait for the device, the budget and its set-up (the graphs).
+  if ((cfg.timing.enabled || job.request.require_speedup > 0) && !job.mutant)
+    t += cfg.timing.wait_s + 2 * cfg.timing.budget_s + 5;
   return t;
+}
+
+nlohmann::json Pool::Impl::timing_json(const Slot& s, const Sample& job) const {
+  const auto& t = cfg.timing;
+  const auto& d = devices[s.device];
+  bool on = t.enabled || job.request.require_speedup > 0;
+  if (!on || job.mutant || d.lock_gate.empty()) return {{"enabled", false}};
+  return {{"enabled", true},
+          {"budget_s", t.budget_s},
+          {"min_reps", t.min_reps},
+          {"max_reps", t.max_reps},
+          {"target", t.target},
+          {"min_speedup", std::max(t.min_speedup, job.request.require_speedup)},
+          {"wait_s", t.wait_s}};
 }
 
 nlohmann::json Pool::Impl::request_json(const Slot& s, const Run& r) const {
   const Sample& job = r.job;
+  const auto& d = devices[s.device];
+  nlohmann::json lock = nullptr;
+  if (!d.lock_gate.empty()) lock = {{"gate", d.lock_gate}, {"rw", d.lock_rw}};
   return {{"code", job.request.code.value_or("")},
+          {"timing", timing_json(s, job)},
+          {"gpu_lock", lock},
           {"cross_compile", targets_of(job)},
           {"cross_compile_timeout_s", cfg.cross_compile_timeout_s},
           {"kernel_wrapper", job.request.kernel_wrapper.value_or("")},

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kforge/verify/speed.hpp"
 #include "kforge/verify/targets.hpp"
 
 namespace kforge::verify {
@@ -75,7 +76,43 @@ Result<std::int64_t> store_verification(store::Db& db, const VerificationKey& ke
                                   std::to_string(key.sample_id));
     }
   }
+  if (auto l = speed_label(r.report)) KF_CHECK(store_speed(db, id, *l));
   return id;
+}
+
+Status store_speed(store::Db& db, std::int64_t verification_id, const SpeedLabel& l) {
+  KF_TRY(store::Stmt * s, db.cached(verify_queries()["insert_speed"]));
+  auto opt = [&](int i, const std::optional<double>& v) {
+    if (v)
+      s->bind(i, *v);
+    else
+      s->bind(i, nullptr);
+  };
+  s->bind(1, verification_id);
+  s->bind(2, l.timed ? 1 : 0);
+  s->bind(3, l.reason.empty() ? std::optional<std::string>() : l.reason);
+  s->bind(4, l.device.empty() ? std::optional<std::string>() : l.device);
+  opt(5, l.kernel_us);
+  opt(6, l.gbps);
+  opt(7, l.fraction_of_peak);
+  opt(8, l.speedup);
+  opt(9, l.speedup_lo);
+  opt(10, l.speedup_hi);
+  opt(11, l.reference_us);
+  opt(12, l.min_speedup);
+  if (l.pass_perf)
+    s->bind(13, *l.pass_perf ? 1 : 0);
+  else
+    s->bind(13, nullptr);
+  s->bind(14, nlohmann::json(l.flags).dump());
+  s->bind(15, l.exclusive_ms);
+  auto st = s->run();
+  if (!st.ok()) {
+    Error e = st.error();
+    return std::move(e).context("storing the speed label of verification " +
+                                std::to_string(verification_id));
+  }
+  return {};
 }
 
 Status store_device_status(store::Db& db, const std::vector<DeviceStatus>& devices,

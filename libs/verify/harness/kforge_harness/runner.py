@@ -15,6 +15,7 @@ from .crosscompile import Specs
 from .kernel_replay import Recorder
 from .outputs import Outputs
 from .shims import install_shims
+from .timing import Largest
 from .triton_hooks import TritonState, install_triton_hooks
 
 def _tail(text, limit=MAX_MESSAGE):
@@ -91,6 +92,8 @@ def run_sample(request, report):
             state.replays = Recorder()  # and its first launches, for the kernel battery
         if request.get("cross_compile"):
             state.specs = Specs()  # and the specialisation each launch compiled
+        if (request.get("timing") or {}).get("enabled"):
+            state.timing = Largest()  # and each kernel's largest launch, to time it
     else:
         state.skip_outputs = dict(request.get("skip_outputs") or {})  # the real run's outputs
     install_triton_hooks(state)

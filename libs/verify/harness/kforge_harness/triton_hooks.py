@@ -5,7 +5,7 @@ import importlib
 import os
 import time
 
-from . import buffers
+from . import buffers, gpulock
 from .outputs import arguments
 
 class TritonState:
@@ -43,6 +43,9 @@ class TritonState:
         # run found written, filled with all-ones bytes before each swapped launch.
         self.kernel_poison = None
         self.launch_raw = None
+        # The largest launch of each kernel (timing.Largest), when the request asks for the
+        # speed label.
+        self.timing = None
 
 
 def new_compile_stats():
@@ -54,9 +57,11 @@ def new_compile_stats():
 def _timed_compile(compile_fn, state, what="compile"):
     def timed(*args, **kwargs):
         t0, c0, k0 = time.monotonic(), time.process_time(), os.times()
+        gpulock.pause()  # CPU work: a timing sample need not wait for it
         try:
             return compile_fn(*args, **kwargs)
         finally:
+            gpulock.resume()
             k1 = os.times()
             st = getattr(state, what)
             st["count"] += 1
@@ -130,6 +135,7 @@ def install_triton_hooks(state):
         if not kwargs.get("warmup", False) and _code_file(self.fn) == state.script_path:
             name = getattr(self.fn, "__qualname__", "?")
             state.launches[name] = state.launches.get(name, 0) + 1
+            gpulock.checkpoint()
             if state.mutant:
                 # The launch is skipped (a test that still passes checks nothing), and what it
                 # would have written is poisoned.
@@ -145,6 +151,9 @@ def install_triton_hooks(state):
             rec = None
             if state.replays is not None and state.mutator is None and state.outputs is not None:
                 rec = state.replays.before(name, self, args, kwargs)
+            largest = None
+            if state.timing is not None and state.mutator is None:
+                largest = state.timing.before(name, self, args, kwargs)
             watcher = state.mutator or state.outputs
             if watcher is not None:
                 ret = watcher.launch(name, self, args, kwargs,
@@ -153,6 +162,8 @@ def install_triton_hooks(state):
                 ret = orig_run(self, *args, **kwargs)
             if rec is not None:
                 state.replays.after(rec)
+            if largest is not None:
+                state.timing.after(largest)
             if state.specs is not None and state.mutator is None:
                 try:
                     state.specs.note(name, ret, kwargs, state.autotune_config)

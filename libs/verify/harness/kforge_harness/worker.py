@@ -27,13 +27,14 @@ import sys
 import time
 import traceback
 
-from . import HARNESS_VERSION
+from . import HARNESS_VERSION, gpulock
 from .contain import contain
 from .crosscompile import cross_compile
 from .mutants import battery_after_skip, run_mutants, wants_mutant_run
 from .pipes import (_bad_request, _read_json, flush_std, put_first_on_path, read_all,
                     write_report)
 from .runner import kernel_options, module_available, run_sample
+from .timing import run_timing
 
 def _sandbox(spec, report, result_fd, keep):
     """Confines this process (contain()); `keep`: the descriptors that stay open besides stdio.
@@ -156,6 +157,10 @@ def run_and_report(request, report, result_fd):
         _bad_request(report, result_fd, e)
     if request.get("fresh"):
         preload(request.get("preload", []))
+    try:
+        gpulock.install(request.get("gpu_lock"))
+    except OSError as e:
+        report["gpu_lock"] = {"error": "cannot open the device's lock files: %s" % e}
     sample = None
     try:
         sample = run_sample(request, report)
@@ -170,6 +175,14 @@ def run_and_report(request, report, result_fd):
             battery_after_skip(sample, report, names, kernel)
         except BaseException as e:  # noqa: B902
             report["battery"] = {"error": "harness error: %s: %s" % (type(e).__name__, e)}
+    if sample is not None and not request.get("mutant") and report.get("verdict") == "passed":
+        try:
+            run_timing(sample, report, request)
+        except BaseException as e:  # noqa: B902 - a bug here must not cost the sample its verdict
+            report["speed"] = {"timed": False, "reason": "harness error: %s: %s" % (
+                type(e).__name__, str(e)[:300])}
+    if gpulock.CURRENT is not None:
+        report["gpu_lock"] = gpulock.CURRENT.report()
     if sample is not None and not request.get("mutant"):
         run_cross_compile(request, sample, report)
     mutant = request.get("mutant_run") == "same_process" and sample is not None and \

@@ -83,6 +83,12 @@ struct RunProgress {
   std::vector<ErrorKind> errors;      // the last 24 hours, most frequent first
   std::vector<FailureKind> failures;  // failed jobs by kind, most frequent first
   std::vector<VerdictCause> causes;   // verdicts other than passed by cause, most first
+  // The speed label over the passing samples (latest verification each): timed, timed against
+  // a reference, pass_perf, and the median speedup (absent without a reference).
+  std::int64_t speed_timed = 0;
+  std::int64_t speed_with_reference = 0;
+  std::int64_t speed_pass_perf = 0;
+  std::optional<double> speed_median;
   std::map<std::string, std::int64_t> verdicts;
   // Quality flags on passing samples' latest verdicts (weak_test, weak_inputs, ...), by flag.
   std::map<std::string, std::int64_t> flags;

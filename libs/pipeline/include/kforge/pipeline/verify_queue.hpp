@@ -41,7 +41,8 @@ Result<verify::VerdictOutcome> store_job_verdict(store::Db& db, const std::strin
 // The run's parameters (fixed at its creation): its repair rounds, and the cross-compile targets
 // it requires (its samples are compiled for them, and a passing one that does not compile for
 // one is flagged cross_compile_failed by store_job_verdict: not verified; repaired with the
-// compiler's error). Defaults for a run that is gone.
+// compiler's error), and the speedup it requires (a passing sample without pass_perf is
+// flagged `slow`: not verified; repaired with its speed label). Defaults for a run that is gone.
 Result<store::RunParams> run_params(store::Db& db, std::int64_t run_id);
 
 // The VerifyQueue over the jobs table ('verify_queued' and 'verifying' jobs). An idle backend

@@ -67,6 +67,22 @@ struct TargetRate {
   Interval interval;
 };
 
+// The speed label over a run's passing samples (docs/VERIFIER.md, "The speed label"): how many
+// were timed, how many against a reference, the distribution of their speedups, and pass_perf
+// (its rate over those with a reference, with its Wilson interval; the cost per verified sample
+// that also passed pass_perf). Empty (timed 0) where nothing was timed.
+struct SpeedSummary {
+  std::int64_t timed = 0;
+  std::int64_t with_reference = 0;
+  std::int64_t pass_perf = 0;
+  double pass_perf_rate = 0;
+  Interval pass_perf_interval;
+  // Quantiles of the speedups: 10th, 25th, 50th, 75th and 90th percentile.
+  std::vector<double> speedup_quantiles;
+  std::int64_t faster = 0;  // speedup above 1
+  std::optional<double> cost_per_fast_verified;
+};
+
 struct RunSummary {
   std::int64_t samples = 0;  // the compared samples
   std::int64_t verified = 0;
@@ -91,6 +107,7 @@ struct RunSummary {
   std::int64_t kernel_killed = 0;
   std::int64_t kernel_applicable = 0;
   std::optional<double> kernel_rate;
+  SpeedSummary speed;
   // Spent on the compared samples, every attempt included.
   std::int64_t prompt_tokens = 0;
   std::int64_t completion_tokens = 0;

@@ -99,6 +99,11 @@ struct SampleOutcome {
   // its test killed and those that applied; absent where the battery did not run.
   std::optional<std::int64_t> kernel_killed;
   std::optional<std::int64_t> kernel_applicable;
+  // That verification's speed label (verification_speed): whether it was timed, the speedup
+  // over the PyTorch reference (absent without one) and pass_perf.
+  bool timed = false;
+  std::optional<double> speedup;
+  std::optional<bool> pass_perf;
   // Every attempt counts: what was paid and how long it took.
   std::int64_t prompt_tokens = 0;
   std::int64_t completion_tokens = 0;

@@ -3,7 +3,8 @@
 // written by `kforge run create` and read by the scheduler, the verify stage and the reports.
 //
 // The text is a JSON object: {"limit", "samples_from", "samples", "repair_rounds"} and, when
-// set, "dedup" ({"choice", "threshold", "scheme", "left_out"}) and "require_targets". Reading
+// set, "dedup" ({"choice", "threshold", "scheme", "left_out"}), "require_targets" and
+// "require_speedup". Reading
 // takes an absent key as its default (runs created before the key existed, or by tests with
 // "{}"); a key of the wrong type or one it does not know is an error naming the key.
 
@@ -37,6 +38,10 @@ struct RunParams {
   // The cross-compile targets the run requires (`--require-target`): a sample that does not
   // compile for one is not verified.
   std::vector<std::string> require_targets;
+  // The speedup over the PyTorch reference the run requires (`--require-speedup X`): a passing
+  // sample whose speed label has no pass_perf at that threshold is flagged `slow` (not
+  // verified). 0: none.
+  double require_speedup = 0;
   bool operator==(const RunParams&) const = default;
 };
 

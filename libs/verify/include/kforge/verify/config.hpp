@@ -72,6 +72,19 @@ struct SlurmConfig {
   std::string scancel = "scancel";
 };
 
+// The `verifier.timing` section: the speed label (docs/VERIFIER.md, "The speed label"). When
+// enabled, every passing sample's kernels (and its wrapper against its PyTorch reference, where
+// it declares one) are timed with the device held exclusively.
+struct TimingConfig {
+  bool enabled = false;
+  double budget_s = 0.3;     // timing per sample (the exclusive section), split over its calls
+  int min_reps = 10;         // reps before the stop rule may stop
+  int max_reps = 200;        // reps at most per timed call
+  double target = 0.02;      // stop when the 95% interval's half width is within this fraction
+  double min_speedup = 1.0;  // pass_perf: the speedup interval's lower bound above this
+  double wait_s = 30;        // the longest a sample waits for the device before it gives up
+};
+
 struct VerifierConfig {
   // local: the pool runs on this host. slurm: samples go to Slurm array tasks (`slurm:`).
   // Read through kBackendNames at load time (an unknown name is an error at its line); kept as
@@ -129,6 +142,7 @@ struct VerifierConfig {
   // Seconds all targets of one sample may take together; the sample's deadline grows by this
   // much when it has targets.
   double cross_compile_timeout_s = 60;
+  TimingConfig timing;
   // %u stands for the uid kforge runs as: users of one machine never share it.
   std::string work_dir = "/var/tmp/kforge-verify-%u";
   std::string triton_cache_dir;  // empty: <work_dir>/triton-cache

@@ -45,6 +45,10 @@ struct VerifyRequest {
   // Targets to compile this sample's kernels for after a passing run, besides those of
   // verifier.cross_compile (a run's --require-target); checked with verify/targets.hpp.
   std::vector<std::string> cross_compile;
+  // A run's --require-speedup X: the sample's pass_perf asks for a speedup interval above
+  // max(X, verifier.timing.min_speedup), and a passing sample without it is flagged `slow`
+  // (not verified). 0: none asked.
+  double require_speedup = 0;
 };
 
 using Callback = std::function<void(VerifyResult&&)>;

@@ -9,6 +9,7 @@
 
 #include "kforge/store/db.hpp"
 #include "kforge/verify/pool.hpp"
+#include "kforge/verify/speed.hpp"
 #include "kforge/verify/verdict.hpp"
 
 namespace kforge::verify {
@@ -26,6 +27,10 @@ struct VerificationKey {
 // transaction: the caller wraps it with its job-state update when both must land together.
 Result<std::int64_t> store_verification(store::Db& db, const VerificationKey& key,
                                         const VerifyResult& result, std::int64_t now_ms);
+
+// The speed label's row (verification_speed, migration 0020); store_verification calls it for
+// every result whose report has one.
+Status store_speed(store::Db& db, std::int64_t verification_id, const SpeedLabel& label);
 
 // Records each device's state (insert or update).
 Status store_device_status(store::Db& db, const std::vector<DeviceStatus>& devices,

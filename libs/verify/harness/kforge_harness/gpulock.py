@@ -1,0 +1,171 @@
+"""The per-device exclusive section for timing (docs/VERIFIER.md, "The speed label").
+
+The pool makes two lock files per device (`gate` and `rw`, under its run directory) and, when
+`verifier.timing.enabled`, names them in every request of that device. Every sample's process
+is a reader: it holds `rw` shared while it may use the GPU. A process about to time is the
+writer: it takes `gate` exclusive (no reader gets in after it), then `rw` exclusive (it waits
+until every reader is out), times, and lets both go. Readers enter through the gate (exclusive,
+held only for the instant of taking `rw` shared), so a waiting writer is never starved.
+
+A reader does not make a writer wait for its whole sample: it steps out while Triton compiles
+(CPU work: `pause`/`resume` around compile()), and at each launch of its kernels it checks
+whether a writer holds the gate (`checkpoint`) and, if so, synchronises its GPU work, steps out
+and queues at the gate behind the writer. What runs on the GPU outside those points (a test's
+own torch work between two launches) still finishes before the writer times: the writer waits
+for `rw`.
+
+flock(2) locks go with the process: a sample killed at its deadline releases them. The lock
+files are read-only to samples; a hostile sample can hold the gate until its deadline (a known
+limit: the writer then gives up after `wait_s` and the label says "not timed: GPU busy").
+"""
+
+import fcntl
+import os
+import sys
+import time
+
+
+def _sync():
+    torch = sys.modules.get("torch")
+    try:
+        if torch is not None and torch.cuda.is_initialized():
+            torch.cuda.synchronize()
+    except Exception:  # noqa: BLE001 - a broken context: the sample meets it itself
+        pass
+
+
+class GpuLock:
+    def __init__(self, gate_path, rw_path):
+        self.gate = os.open(gate_path, os.O_RDONLY | os.O_CLOEXEC)
+        self.rw = os.open(rw_path, os.O_RDONLY | os.O_CLOEXEC)
+        self.shared = False
+        self.paused = 0
+        self.waited_s = 0.0  # time spent queueing as a reader
+        self.sections = []  # [t0, t1] (CLOCK_MONOTONIC s) of each shared section, at most 64
+        self.exclusive = []  # the same, of exclusive sections
+        self._t0 = None
+
+    def enter(self):
+        """Takes rw shared through the gate (blocks while a writer holds or waits)."""
+        if self.shared:
+            return
+        t0 = time.monotonic()
+        fcntl.flock(self.gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(self.rw, fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(self.gate, fcntl.LOCK_UN)
+        self._t0 = time.monotonic()
+        self.waited_s += self._t0 - t0
+        self.shared = True
+
+    def leave(self):
+        if not self.shared:
+            return
+        _sync()
+        end = time.monotonic()  # before the unlock: a section never reads as overlapping
+        fcntl.flock(self.rw, fcntl.LOCK_UN)
+        self.shared = False
+        if len(self.sections) < 64:
+            self.sections.append([self._t0, end])
+
+    def pause(self):
+        """Steps out for CPU-only work (a compile); resume() steps back in."""
+        self.paused += 1
+        if self.paused == 1 and self.shared:
+            self.leave()
+            self._resume_needed = True
+        elif self.paused == 1:
+            self._resume_needed = False
+
+    def resume(self):
+        self.paused -= 1
+        if self.paused == 0 and getattr(self, "_resume_needed", False):
+            self._resume_needed = False
+            self.enter()
+
+    def checkpoint(self):
+        """At a launch: if a writer holds the gate, step out and queue behind it."""
+        if not self.shared or self.paused:
+            return
+        try:
+            fcntl.flock(self.gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self.leave()
+            self.enter()
+            return
+        fcntl.flock(self.gate, fcntl.LOCK_UN)
+
+    def acquire_exclusive(self, wait_s):
+        """Steps out as a reader, then takes the device exclusively. Returns the seconds waited,
+        or None when another held it past wait_s (nothing held then)."""
+        self.leave()
+        t0 = time.monotonic()
+        deadline = t0 + wait_s
+        if not _lock_until(self.gate, deadline):
+            return None
+        if not _lock_until(self.rw, deadline):
+            fcntl.flock(self.gate, fcntl.LOCK_UN)
+            return None
+        self._x0 = time.monotonic()
+        return self._x0 - t0
+
+    def release_exclusive(self):
+        _sync()
+        end = time.monotonic()
+        fcntl.flock(self.rw, fcntl.LOCK_UN)
+        fcntl.flock(self.gate, fcntl.LOCK_UN)
+        if len(self.exclusive) < 16:
+            self.exclusive.append([self._x0, end])
+
+    def report(self):
+        """The sections so far (one still open counted to now: what follows the report, the
+        mutant runs, is not in it)."""
+        shared = list(self.sections)
+        if self.shared:
+            shared.append([self._t0, time.monotonic()])
+        return {"shared": shared, "exclusive": self.exclusive,
+                "reader_waited_ms": int(self.waited_s * 1000)}
+
+
+def _lock_until(fd, deadline):
+    """flock(fd, LOCK_EX) polled without blocking until the deadline."""
+    delay = 0.0005
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError:
+            pass
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(delay)
+        delay = min(delay * 2, 0.01)
+
+
+CURRENT = None  # the process's GpuLock, set by the worker when the request names lock files
+
+
+def install(paths):
+    """Opens the request's lock files ({"gate": path, "rw": path}) and enters as a reader."""
+    global CURRENT
+    if not paths:
+        return None
+    CURRENT = GpuLock(paths["gate"], paths["rw"])
+    CURRENT.enter()
+    return CURRENT
+
+
+def pause():
+    if CURRENT is not None:
+        CURRENT.pause()
+
+
+def resume():
+    if CURRENT is not None:
+        CURRENT.resume()
+
+
+def checkpoint():
+    if CURRENT is not None:
+        CURRENT.checkpoint()

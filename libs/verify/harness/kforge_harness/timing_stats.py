@@ -1,0 +1,168 @@
+"""The statistics of the speed label, pure Python (no torch): medians, seeded bootstrap
+intervals of a median and of a ratio of medians, the stop rule of a timing loop, the peak
+bandwidth of known GPUs and the label's flags. tests/verify/timing/stats_test.py checks every
+function here without a GPU; timing.py calls them on the times it took."""
+
+import math
+import random
+
+# Peak memory bandwidth in GB/s (10^9 bytes a second) of known GPUs, matched against the name
+# the driver gives (torch.cuda.get_device_name), the most specific entry first. A GPU not listed
+# gets no fraction of peak (and no perf_suspect from bandwidth).
+PEAK_GBPS = (
+    ("H100 PCIe", 2000.0),
+    ("H100 NVL", 3900.0),
+    ("H100", 3350.0),  # SXM5 80 GB
+    ("H200", 4800.0),
+    ("H800", 3350.0),
+    ("GH200", 4000.0),
+    ("B200", 8000.0),
+    ("A100-SXM4-80GB", 2039.0),
+    ("A100 80GB PCIe", 1935.0),
+    ("A100", 1555.0),  # 40 GB
+    ("L40S", 864.0),
+    ("L4", 300.0),
+    ("A10G", 600.0),
+    ("RTX 4090", 1008.0),
+    ("MI300X", 5300.0),
+    ("MI250X", 3277.0),
+)
+
+SPEEDUP_SUSPECT = 10.0  # more than this many times the reference: perf_suspect
+PEAK_SUSPECT = 1.0  # achieved bytes/s above this fraction of peak: perf_suspect
+
+
+def median(xs):
+    """The median of a non-empty sequence of numbers (the mean of the middle two for an even
+    count). Raises ValueError on an empty one."""
+    s = sorted(xs)
+    n = len(s)
+    if n == 0:
+        raise ValueError("median of no values")
+    mid = n // 2
+    return float(s[mid]) if n % 2 else (s[mid - 1] + s[mid]) / 2.0
+
+
+def _percentile(sorted_xs, q):
+    """Linear interpolation between closest ranks, q in [0, 1]."""
+    if not sorted_xs:
+        raise ValueError("percentile of no values")
+    pos = q * (len(sorted_xs) - 1)
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, len(sorted_xs) - 1)
+    return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * (pos - lo)
+
+
+def bootstrap_median_ci(xs, seed=0, n_boot=500, level=0.95):
+    """(low, high): the percentile bootstrap interval of the median of xs (resampled with a
+    random.Random(seed), so the same times always give the same interval)."""
+    if len(xs) == 0:
+        raise ValueError("interval of no values")
+    rng = random.Random(seed)
+    n = len(xs)
+    meds = sorted(median([xs[rng.randrange(n)] for _ in range(n)]) for _ in range(n_boot))
+    a = (1.0 - level) / 2.0
+    return _percentile(meds, a), _percentile(meds, 1.0 - a)
+
+
+def speedup(ref, cand):
+    """median(ref) / median(cand): above 1 the candidate is faster."""
+    c = median(cand)
+    return math.inf if c <= 0 else median(ref) / c
+
+
+def bootstrap_ratio_ci(ref, cand, seed=0, n_boot=500, level=0.95):
+    """(low, high): the bootstrap interval of speedup(ref, cand). The two were taken
+    interleaved, rep i of one beside rep i of the other, so pairs are resampled together (a
+    clock that drifts moves both)."""
+    n = min(len(ref), len(cand))
+    if n == 0:
+        raise ValueError("interval of no values")
+    rng = random.Random(seed)
+    ratios = []
+    for _ in range(n_boot):
+        idx = [rng.randrange(n) for _ in range(n)]
+        ratios.append(speedup([ref[i] for i in idx], [cand[i] for i in idx]))
+    ratios.sort()
+    a = (1.0 - level) / 2.0
+    return _percentile(ratios, a), _percentile(ratios, 1.0 - a)
+
+
+def relative_half_width(estimate, interval):
+    """Half the interval's width over the estimate (inf for a zero estimate)."""
+    lo, hi = interval
+    return math.inf if estimate == 0 else (hi - lo) / 2.0 / abs(estimate)
+
+
+def stop_reason(reps, elapsed_s, rel_half_width, min_reps, max_reps, budget_s, target):
+    """Why a timing loop stops now, or None to go on: "tight" (at least min_reps and the
+    interval's half width within target of the estimate), "budget" (elapsed_s reached budget_s
+    with at least 3 reps), "max_reps"."""
+    if reps >= min_reps and rel_half_width <= target:
+        return "tight"
+    if reps >= max_reps:
+        return "max_reps"
+    if elapsed_s >= budget_s and reps >= 3:
+        return "budget"
+    return None
+
+
+def peak_gbps(device_name):
+    """The peak bandwidth (GB/s) of the GPU the driver names, or None when it is not known."""
+    if not device_name:
+        return None
+    name = str(device_name)
+    for key, gbps in PEAK_GBPS:
+        if key.lower() in name.lower():
+            return gbps
+    return None
+
+
+def bandwidth(nbytes, seconds, peak):
+    """(achieved GB/s, its fraction of peak or None) of nbytes moved in seconds."""
+    if not nbytes or seconds is None or seconds <= 0:
+        return None, None
+    gbps = nbytes / seconds / 1e9
+    return gbps, (gbps / peak if peak else None)
+
+
+def label(kernels, cmp, min_speedup, reproduced=True, unseen=False, calls_reference=False):
+    """The label's verdicts from its figures: kernels is a list of dicts with "fraction_of_peak"
+    (or None); cmp is None (no reference) or a dict with "speedup" and "ci" [low, high].
+    Returns {"pass_perf": bool or None, "flags": [...]}: pass_perf is None without a reference,
+    True when the interval's lower bound is above min_speedup and nothing is flagged."""
+    flags = []
+    fractions = [k.get("fraction_of_peak") for k in kernels]
+    if cmp is not None:
+        fractions.append(cmp.get("fraction_of_peak"))
+    if any(f is not None and f > PEAK_SUSPECT for f in fractions) or \
+            (cmp is not None and cmp.get("speedup") is not None and
+             cmp["speedup"] > SPEEDUP_SUSPECT):
+        flags.append("perf_suspect")
+    if not reproduced:
+        flags.append("not_reproduced")
+    if unseen:
+        flags.append("unseen_work")
+    if calls_reference:
+        flags.append("calls_reference")
+    if cmp is None or cmp.get("ci") is None:
+        return {"pass_perf": None, "flags": flags}
+    ok = cmp["ci"][0] > min_speedup and not flags
+    return {"pass_perf": bool(ok), "flags": flags}
+
+
+UNSEEN_ABS_S = 20e-6
+
+
+def rep_time(stream_s, device_s):
+    """One rep's time: the stream's own end event, unless the device-wide end (less the
+    synchronise's cost) shows work the stream did not wait for: over 1.5 times the stream's time
+    and more than 20 microseconds beyond it (the synchronise's latency varies by less on a busy
+    CPU). Then the device-wide time: work on a side stream is counted."""
+    return device_s if device_s > 1.5 * stream_s + UNSEEN_ABS_S else stream_s
+
+
+def unseen_work(stream_s, time_s):
+    """Whether a call's median time (rep_time's) is the device's, not its stream's: it left
+    work on the device that its stream's end event did not see."""
+    return time_s > 1.5 * stream_s + UNSEEN_ABS_S

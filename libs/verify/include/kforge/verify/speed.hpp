@@ -1,0 +1,52 @@
+#pragma once
+// The speed label (verifier.timing; docs/VERIFIER.md, "The speed label"): what the harness
+// measured of a passing sample (kforge_harness/timing.py puts it in report["speed"]), read back
+// into one summary, the flag a run that requires a speedup puts on a slow sample, and the row
+// stored with the verification (migrations/0020_speed.sql).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kforge/verify/verdict.hpp"
+
+namespace kforge::verify {
+
+// Flag on a passing sample of a run created with --require-speedup X whose label has no
+// pass_perf (its speedup interval's lower bound is not above X, it has no reference, it was not
+// timed, or its figures are flagged): not verified; repair rounds carry the label as evidence.
+inline constexpr const char* kSlow = "slow";
+
+struct SpeedLabel {
+  bool timed = false;
+  std::string reason;  // why not timed
+  std::string device;
+  std::optional<double> kernel_us;  // the sum of the timed kernels' medians
+  std::optional<double> gbps, fraction_of_peak;
+  std::optional<double> speedup, speedup_lo, speedup_hi, reference_us;
+  std::optional<double> min_speedup;
+  std::optional<bool> pass_perf;
+  std::vector<std::string> flags;
+  std::optional<std::int64_t> exclusive_ms;
+  // {"timed", "kernel_us", "gbps", "fraction_of_peak", "speedup", "speedup_ci", "pass_perf",
+  // "flags", ...}: for `kforge verify --json`, export and debug.
+  nlohmann::json to_json() const;
+};
+
+// The label in a result's report, or nullopt when the sample was not timed at all (timing
+// off, not passing). Fields the harness did not give stay empty; a malformed one is ignored.
+std::optional<SpeedLabel> speed_label(const nlohmann::json& report);
+
+// For a run that requires a speedup: a passing result whose label's interval does not lie above
+// min_speedup (or that has no reference, was not timed, or is flagged) gets kSlow and a detail
+// that says what the label found. Returns whether it was flagged.
+bool require_speedup(VerifyResult& r, double min_speedup);
+
+// One line for a repair prompt or a log: "speedup 0.82x (95% interval 0.79-0.85) over the
+// PyTorch reference, below the required 1.5x; kernel 41.2 us, 61% of peak bandwidth".
+std::string describe_speed(const SpeedLabel& l, double required);
+
+}  // namespace kforge::verify

@@ -1,0 +1,198 @@
+"""The speed label's statistics, stop rule, flags and the per-device lock, without a GPU:
+kforge_harness/timing_stats.py and gpulock.py. Run by tests/verify/timing_test.cpp
+(VerifyTiming.PythonStatistics) as `python3 stats_test.py HARNESS_DIR`."""
+
+import os
+import random
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, sys.argv.pop(1) if len(sys.argv) > 1 else os.environ["KFORGE_HARNESS_DIR"])
+
+from kforge_harness import gpulock  # noqa: E402
+from kforge_harness import timing_stats as st  # noqa: E402
+
+
+class MedianTest(unittest.TestCase):
+    def test_odd_even_and_empty(self):
+        self.assertEqual(st.median([3, 1, 2]), 2.0)
+        self.assertEqual(st.median([4, 1, 3, 2]), 2.5)
+        with self.assertRaises(ValueError):
+            st.median([])
+
+
+class BootstrapTest(unittest.TestCase):
+    def test_interval_holds_the_median_and_is_seeded(self):
+        rng = random.Random(1)
+        xs = [10 + rng.gauss(0, 1) for _ in range(50)]
+        lo, hi = st.bootstrap_median_ci(xs, seed=7)
+        self.assertLess(lo, st.median(xs))
+        self.assertGreater(hi, st.median(xs))
+        self.assertEqual((lo, hi), st.bootstrap_median_ci(xs, seed=7))
+
+    def test_constant_times_give_a_point(self):
+        self.assertEqual(st.bootstrap_median_ci([5.0] * 20), (5.0, 5.0))
+
+    def test_ratio_interval_covers_a_known_speedup(self):
+        rng = random.Random(2)
+        ref = [2.0 * (1 + rng.gauss(0, 0.02)) for _ in range(40)]
+        cand = [1.0 * (1 + rng.gauss(0, 0.02)) for _ in range(40)]
+        sp = st.speedup(ref, cand)
+        lo, hi = st.bootstrap_ratio_ci(ref, cand, seed=3)
+        self.assertAlmostEqual(sp, 2.0, delta=0.05)
+        self.assertLess(lo, 2.0)
+        self.assertGreater(hi, 2.0)
+        self.assertLess(hi - lo, 0.1)
+
+    def test_pairs_move_together(self):
+        # A clock that drifts by 3x over the reps moves both: paired resampling keeps the ratio.
+        ref = [2.0 * (1 + i / 20) for i in range(40)]
+        cand = [1.0 * (1 + i / 20) for i in range(40)]
+        lo, hi = st.bootstrap_ratio_ci(ref, cand, seed=1)
+        self.assertAlmostEqual(lo, 2.0, places=9)
+        self.assertAlmostEqual(hi, 2.0, places=9)
+
+
+class StopRuleTest(unittest.TestCase):
+    def test_each_reason(self):
+        self.assertIsNone(st.stop_reason(5, 0.1, 0.001, 10, 100, 1.0, 0.02))  # too few reps
+        self.assertEqual(st.stop_reason(12, 0.1, 0.01, 10, 100, 1.0, 0.02), "tight")
+        self.assertIsNone(st.stop_reason(12, 0.1, 0.05, 10, 100, 1.0, 0.02))
+        self.assertEqual(st.stop_reason(12, 1.5, 0.05, 10, 100, 1.0, 0.02), "budget")
+        self.assertEqual(st.stop_reason(100, 0.2, 0.05, 10, 100, 1.0, 0.02), "max_reps")
+        self.assertIsNone(st.stop_reason(2, 5.0, 0.5, 10, 100, 1.0, 0.02))  # 3 reps at least
+        self.assertAlmostEqual(st.relative_half_width(2.0, (1.9, 2.1)), 0.05)
+
+
+class PeakAndFlagsTest(unittest.TestCase):
+    def test_peak_table(self):
+        self.assertEqual(st.peak_gbps("NVIDIA H100 80GB HBM3"), 3350.0)
+        self.assertEqual(st.peak_gbps("NVIDIA H100 PCIe"), 2000.0)
+        self.assertEqual(st.peak_gbps("NVIDIA H200"), 4800.0)
+        self.assertEqual(st.peak_gbps("AMD Instinct MI300X"), 5300.0)
+        self.assertIsNone(st.peak_gbps("Some GPU 9000"))
+        self.assertIsNone(st.peak_gbps(None))
+        gbps, frac = st.bandwidth(3.35e9, 1.0, 3350.0)
+        self.assertAlmostEqual(gbps, 3.35)
+        self.assertAlmostEqual(frac, 0.001)
+        self.assertEqual(st.bandwidth(100, 1.0, None)[1], None)
+
+    def test_pass_perf_is_the_lower_bound_above_the_threshold(self):
+        k = [{"fraction_of_peak": 0.5}]
+        self.assertTrue(st.label(k, {"speedup": 1.5, "ci": [1.2, 1.8]}, 1.0)["pass_perf"])
+        self.assertFalse(st.label(k, {"speedup": 1.5, "ci": [0.9, 1.8]}, 1.0)["pass_perf"])
+        self.assertFalse(st.label(k, {"speedup": 1.5, "ci": [1.2, 1.8]}, 1.3)["pass_perf"])
+        self.assertIsNone(st.label(k, None, 1.0)["pass_perf"])
+
+    def test_flags(self):
+        fast = {"speedup": 12.0, "ci": [11.0, 13.0]}
+        out = st.label([], fast, 1.0)
+        self.assertEqual(out, {"pass_perf": False, "flags": ["perf_suspect"]})
+        out = st.label([{"fraction_of_peak": 1.3}], None, 1.0)
+        self.assertEqual(out["flags"], ["perf_suspect"])
+        out = st.label([], {"speedup": 2.0, "ci": [1.9, 2.1]}, 1.0, reproduced=False,
+                       unseen=True, calls_reference=True)
+        self.assertEqual(out["flags"], ["not_reproduced", "unseen_work", "calls_reference"])
+        self.assertFalse(out["pass_perf"])
+
+    def test_unseen_work(self):
+        # 60 us of side-stream work the stream's own event finished before: the rep counts it.
+        self.assertAlmostEqual(st.rep_time(2e-6, 62e-6), 62e-6)
+        self.assertTrue(st.unseen_work(2e-6, 62e-6))
+        # The synchronise's latency on a busy CPU (15 us more) is not unseen work.
+        self.assertEqual(st.rep_time(50e-6, 65e-6), 50e-6)
+        self.assertFalse(st.unseen_work(50e-6, 50e-6))
+        # Long calls: more than 1.5 times is needed, not just 20 us.
+        self.assertEqual(st.rep_time(1e-3, 1.1e-3), 1e-3)
+
+
+class GpuLockTest(unittest.TestCase):
+    """Real processes on real lock files: a writer waits for readers, and a reader that comes
+    while a writer waits queues behind it."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.paths = {"gate": os.path.join(self.dir, "g"), "rw": os.path.join(self.dir, "rw")}
+        for p in self.paths.values():
+            open(p, "w").close()
+
+    def child(self, body):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            try:
+                body(w)
+            finally:
+                os._exit(0)
+        os.close(w)
+        return pid, r
+
+    def read_all(self, r):
+        data = b""
+        while True:
+            chunk = os.read(r, 4096)
+            if not chunk:
+                break
+            data += chunk
+        return data.decode()
+
+    def test_writer_waits_for_a_reader_and_blocks_new_readers(self):
+        reader = gpulock.GpuLock(self.paths["gate"], self.paths["rw"])
+        reader.enter()
+
+        def writer(w):
+            lk = gpulock.GpuLock(self.paths["gate"], self.paths["rw"])
+            t0 = time.monotonic()
+            waited = lk.acquire_exclusive(5.0)
+            os.write(w, ("%f %f\n" % (waited, time.monotonic() - t0)).encode())
+            time.sleep(0.3)
+            lk.release_exclusive()
+        pid, r = self.child(writer)
+        time.sleep(0.3)
+
+        def late_reader(w):
+            lk = gpulock.GpuLock(self.paths["gate"], self.paths["rw"])
+            t0 = time.monotonic()
+            lk.enter()
+            os.write(w, ("%f\n" % (time.monotonic() - t0)).encode())
+        pid2, r2 = self.child(late_reader)
+        time.sleep(0.2)
+        # The writer holds the gate: the early reader's checkpoint steps out and lets it in.
+        reader.checkpoint()
+        waited, _ = map(float, self.read_all(r).split())
+        late = float(self.read_all(r2))
+        os.waitpid(pid, 0)
+        os.waitpid(pid2, 0)
+        self.assertGreaterEqual(waited, 0.45)  # until the first reader stepped out
+        self.assertGreaterEqual(late, 0.2)  # the late reader queued behind the writer
+        self.assertTrue(reader.shared)  # and the first one got back in after it
+
+    def test_writer_gives_up_after_wait(self):
+        reader = gpulock.GpuLock(self.paths["gate"], self.paths["rw"])
+        reader.enter()
+
+        def writer(w):
+            lk = gpulock.GpuLock(self.paths["gate"], self.paths["rw"])
+            os.write(w, repr(lk.acquire_exclusive(0.2)).encode())
+        pid, r = self.child(writer)
+        self.assertEqual(self.read_all(r), "None")
+        os.waitpid(pid, 0)
+        reader.leave()
+
+    def test_pause_steps_out_for_a_compile(self):
+        reader = gpulock.GpuLock(self.paths["gate"], self.paths["rw"])
+        reader.enter()
+        reader.pause()
+        self.assertFalse(reader.shared)
+        other = gpulock.GpuLock(self.paths["gate"], self.paths["rw"])
+        self.assertIsNotNone(other.acquire_exclusive(0.5))  # nobody in: at once
+        other.release_exclusive()
+        reader.resume()
+        self.assertTrue(reader.shared)
+
+
+if __name__ == "__main__":
+    unittest.main()
