@@ -309,16 +309,20 @@ TEST(VerifyGpu, TimingCorpus) {
     for (const auto& f : expect.value("flags", nlohmann::json::array()))
       EXPECT_NE(std::find(l->flags.begin(), l->flags.end(), f.get<std::string>()), l->flags.end())
           << "flag " << f;
-    if (expect.contains("flags") && expect["flags"].empty()) EXPECT_TRUE(l->flags.empty());
+    if (expect.contains("flags") && expect["flags"].empty()) {
+      EXPECT_TRUE(l->flags.empty());
+    }
     if (expect.contains("speedup")) {
       ASSERT_TRUE(l->speedup);
       EXPECT_GE(*l->speedup, expect["speedup"][0].get<double>());
       EXPECT_LE(*l->speedup, expect["speedup"][1].get<double>());
     }
-    if (expect.contains("pass_perf"))
+    if (expect.contains("pass_perf")) {
       EXPECT_EQ(l->pass_perf, std::optional<bool>(expect["pass_perf"].get<bool>()));
-    if (expect.value("cuda_graph", false))
+    }
+    if (expect.value("cuda_graph", false)) {
       EXPECT_TRUE(r.report["speed"]["reference"].contains("cuda_graph"));
+    }
     if (expect.contains("kernel_us_max")) {
       ASSERT_TRUE(l->kernel_us);
       EXPECT_LE(*l->kernel_us, expect["kernel_us_max"].get<double>());
