@@ -126,7 +126,7 @@ class EnvWrapper : public Env {
 };
 
 // The processes of `target` on another clock: how a component that takes an Env runs on a
-// test's ManualClock. Both must outlive it.
+// test's ManualClock. run()'s deadline stays the target's (real time). Both must outlive it.
 class ClockedEnv final : public EnvWrapper {
  public:
   explicit ClockedEnv(Clock& clock, Env& target = default_env())
