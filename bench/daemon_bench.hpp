@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "kforge/core/env.hpp"
 #include "kforge/core/sha256.hpp"
 #include "kforge/fake_llm/server.hpp"
 #include "kforge/store/db.hpp"
@@ -37,21 +38,18 @@ inline std::string read(const fs::path& p) {
   return ss.str();
 }
 
-// Runs argv[0] with argv (stdout to /dev/null), returns its exit status (-1: killed).
+// Runs argv[0] with argv (stdout to /dev/null, stderr kept), returns its exit status (-1:
+// killed or not started).
 inline int run(const std::vector<std::string>& argv) {
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    int null = ::open("/dev/null", O_WRONLY);
-    ::dup2(null, 1);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
-  int st = 0;
-  ::waitpid(pid, &st, 0);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  SpawnOptions o;
+  o.argv = argv;
+  o.fds = {{2, 2}};
+  o.new_session = false;
+  auto pid = default_env().spawn(o);
+  if (!pid.ok()) return -1;
+  auto end = default_env().wait(*pid, WaitMode::block);
+  int st = end ? end->status : -1;
+  return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 // The kforged children started and not yet stopped. Each program's die() calls kill_daemons()
@@ -63,46 +61,44 @@ inline std::set<pid_t>& live_daemons() {
 }
 inline void kill_daemons() {
   for (pid_t p : live_daemons()) {
-    ::kill(p, SIGKILL);
-    ::waitpid(p, nullptr, 0);
+    default_env().kill(p, SIGKILL);
+    default_env().wait(p, WaitMode::block);
   }
   live_daemons().clear();
 }
 
-// A kforged child: its exit status, CPU time and peak memory come from wait4.
+// A kforged child, started and reaped through the Env: its exit status, CPU time and peak
+// memory come from Env::wait.
 struct Daemon {
   pid_t pid = -1;
-  rusage usage{};
+  ExitInfo usage;
   void start(const fs::path& bin, const fs::path& config, const fs::path& log) {
-    pid = ::fork();
-    if (pid == 0) {
-      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      ::execl(bin.c_str(), bin.c_str(), "-c", config.c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
+    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    SpawnOptions o;
+    o.argv = {bin.string(), "-c", config.string()};
+    if (fd >= 0) o.fds = {{fd, 1}, {fd, 2}};
+    o.new_session = false;
+    auto p = default_env().spawn(o);
+    if (fd >= 0) ::close(fd);
+    pid = p.ok() ? *p : -1;
     if (pid > 0) live_daemons().insert(pid);
   }
   int stop(int sig) {
-    ::kill(pid, sig);
-    int st = 0;
-    ::wait4(pid, &st, 0, &usage);
+    default_env().kill(pid, sig);
+    if (auto end = default_env().wait(pid, WaitMode::block)) usage = *end;
     live_daemons().erase(pid);
-    return st;
+    return usage.status;
   }
   // Whether it has exited on its own (then reaped).
   bool exited() {
-    int st = 0;
-    if (::wait4(pid, &st, WNOHANG, &usage) != pid) return false;
+    auto end = default_env().wait(pid, WaitMode::no_hang);
+    if (!end) return false;
+    usage = *end;
     live_daemons().erase(pid);
     return true;
   }
-  double cpu_s() const {
-    auto tv = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
-    return tv(usage.ru_utime) + tv(usage.ru_stime);
-  }
-  double peak_mb() const { return static_cast<double>(usage.ru_maxrss) / 1024.0; }
+  double cpu_s() const { return static_cast<double>(usage.cpu_ms) / 1000.0; }
+  double peak_mb() const { return static_cast<double>(usage.maxrss_kb) / 1024.0; }
 };
 
 // The database, opened without migrating, for counts.

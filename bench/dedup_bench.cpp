@@ -34,6 +34,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kforge/core/env.hpp"
 #include "kforge/corpus/importer.hpp"
 #include "kforge/dedup/evalset.hpp"
 #include "kforge/dedup/groups.hpp"
@@ -56,16 +57,16 @@ template <class Fn>
 std::pair<std::pair<double, double>, std::string> in_child(Fn fn) {
   int fds[2];
   if (pipe(fds) != 0) return {{-1, -1}, ""};
-  pid_t pid = fork();
-  if (pid == 0) {
+  // The benchmark has no other thread when it forks, so the child may allocate.
+  auto pid = kforge::default_env().fork_call([&]() -> int {
     close(fds[0]);
     auto t0 = std::chrono::steady_clock::now();
     std::string out = fn();
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::string msg = std::to_string(secs) + " " + std::to_string(vm_hwm_kb()) + " " + out;
     (void)!write(fds[1], msg.data(), msg.size());
-    _exit(0);
-  }
+    return 0;
+  });
   close(fds[1]);
   std::string buf;
   char chunk[512];
@@ -73,7 +74,7 @@ std::pair<std::pair<double, double>, std::string> in_child(Fn fn) {
   while ((n = read(fds[0], chunk, sizeof chunk)) > 0)
     buf.append(chunk, static_cast<std::size_t>(n));
   close(fds[0]);
-  waitpid(pid, nullptr, 0);
+  if (pid.ok()) kforge::default_env().wait(*pid, kforge::WaitMode::block);
   double secs = 0;
   long kb = 0;
   int used = 0;

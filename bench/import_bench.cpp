@@ -16,6 +16,7 @@
 #include <fstream>
 #include <string>
 
+#include "kforge/core/env.hpp"
 #include "kforge/corpus/importer.hpp"
 
 namespace {
@@ -40,21 +41,21 @@ template <class Fn>
 double child_peak_mb(Fn fn) {
   int fds[2];
   if (pipe(fds) != 0) return -1;
-  pid_t pid = fork();
-  if (pid == 0) {
+  // The benchmark has no other thread when it forks, so the child may allocate.
+  auto pid = kforge::default_env().fork_call([&]() -> int {
     close(fds[0]);
     double secs = fn();
     long kb = vm_hwm_kb();
     char buf[64];
     int n = std::snprintf(buf, sizeof buf, "%ld %.3f", kb, secs);
     (void)!write(fds[1], buf, static_cast<std::size_t>(n));
-    _exit(0);
-  }
+    return 0;
+  });
   close(fds[1]);
   char buf[64] = {};
   (void)!read(fds[0], buf, sizeof buf - 1);
   close(fds[0]);
-  waitpid(pid, nullptr, 0);
+  if (pid.ok()) kforge::default_env().wait(*pid, kforge::WaitMode::block);
   long kb = 0;
   double secs = 0;
   std::sscanf(buf, "%ld %lf", &kb, &secs);

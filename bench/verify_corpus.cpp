@@ -24,6 +24,7 @@
 #include <thread>
 
 #include "kforge/core/config.hpp"
+#include "kforge/core/env.hpp"
 #include "kforge/core/fs.hpp"
 #include "kforge/corpus/reader.hpp"
 #include "kforge/verify/figures.hpp"
@@ -179,19 +180,22 @@ std::pair<double, double> cpu_jiffies() {
 // kernel ran on the GPU, so its mean over the run times the wall is the GPU busy time.
 class GpuMeter {
  public:
+  explicit GpuMeter(kforge::Env& env) : env_(env) {}
   void start() {
     int p[2];
     if (::pipe2(p, O_CLOEXEC) != 0) return;
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::dup2(p[1], 1);
-      int dn = ::open("/dev/null", O_WRONLY);
-      ::dup2(dn, 2);
-      ::execlp("nvidia-smi", "nvidia-smi", "--query-gpu=index,utilization.gpu",
-               "--format=csv,noheader,nounits", "-lms", "500", static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
+    SpawnOptions so;
+    so.argv = {"nvidia-smi", "--query-gpu=index,utilization.gpu", "--format=csv,noheader,nounits",
+               "-lms", "500"};
+    so.fds = {{p[1], 1}};
+    so.new_session = false;
+    auto pid = env_.spawn(so);
     ::close(p[1]);
+    if (!pid.ok()) {
+      ::close(p[0]);
+      return;
+    }
+    pid_ = *pid;
     fd_ = p[0];
     reader_ = std::thread([this] {
       std::string buf;
@@ -220,8 +224,8 @@ class GpuMeter {
   // Mean utilisation (%) per GPU index; empty when nvidia-smi gave nothing.
   std::map<int, double> stop() {
     if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      ::waitpid(pid_, nullptr, 0);
+      env_.kill(pid_, SIGTERM);
+      env_.wait(pid_, WaitMode::block);
     }
     if (reader_.joinable()) reader_.join();
     if (fd_ >= 0) ::close(fd_);
@@ -231,6 +235,7 @@ class GpuMeter {
   }
 
  private:
+  kforge::Env& env_;
   pid_t pid_ = -1;
   int fd_ = -1;
   std::thread reader_;
@@ -264,6 +269,7 @@ struct Measure {
 };
 
 struct Meters {
+  explicit Meters(kforge::Env& env) : gpu(env) {}
   std::pair<double, double> cpu0;
   GpuMeter gpu;
   bool gpus = false;
@@ -326,7 +332,9 @@ void print(const Measure& m) {
   std::fflush(stdout);
 }
 
-struct Env {
+// What every measurement of one invocation shares; processes go through `env`.
+struct Bench {
+  kforge::Env& env = default_env();
   CorpusBenchOptions o;
   verify::VerifierConfig base;  // --config's verifier section, else the defaults
   std::vector<verify::Device> devices;
@@ -336,7 +344,7 @@ struct Env {
   int run_no = 0;
 };
 
-void write_sample(Env& e, const std::string& label, const std::string& key,
+void write_sample(Bench& e, const std::string& label, const std::string& key,
                   const std::string& verdict, const nlohmann::json& figures,
                   const std::string& detail = "") {
   if (!e.samples_out) return;
@@ -350,7 +358,7 @@ void write_sample(Env& e, const std::string& label, const std::string& key,
 // A plain `python sample.py` per sample, P at once, inheriting this process's environment (as a
 // user's own script would), with a cold Triton cache of the pass's own and the GPUs taken in
 // turn. Exit status 0 counts as passed.
-Measure run_naive(Env& e, const std::vector<Sample>& samples, const std::string& label) {
+Measure run_naive(Bench& e, const std::vector<Sample>& samples, const std::string& label) {
   Measure m;
   m.label = label;
   m.workers = e.o.naive_procs;
@@ -366,7 +374,7 @@ Measure run_naive(Env& e, const std::vector<Sample>& samples, const std::string&
   };
   std::vector<Proc> running;
   std::size_t next = 0;
-  Meters meters;
+  Meters meters(e.env);
   meters.start(e.gpu);
   auto deadline_ms = static_cast<std::int64_t>(e.o.timeout_s * 1000);
   while (next < samples.size() || !running.empty()) {
@@ -380,52 +388,47 @@ Measure run_naive(Env& e, const std::vector<Sample>& samples, const std::string&
         const auto& d = e.devices[next % e.devices.size()];
         visible = d.uuid.empty() ? std::to_string(d.index) : d.uuid;
       }
-      // The environment is made before fork: the child only execs (the parent has threads).
-      std::vector<std::string> env_s;
+      SpawnOptions so;
+      so.argv = {e.o.python, "sample.py"};
+      so.cwd = sd;
+      so.env.emplace();
       for (char** v = environ; v && *v; ++v) {
         std::string kv = *v;
         if (kv.rfind("TRITON_CACHE_DIR=", 0) == 0 || kv.rfind("CUDA_VISIBLE_DEVICES=", 0) == 0)
           continue;
-        env_s.push_back(kv);
+        so.env->push_back(kv);
       }
-      env_s.push_back("TRITON_CACHE_DIR=" + cache);
-      if (!visible.empty()) env_s.push_back("CUDA_VISIBLE_DEVICES=" + visible);
-      std::vector<char*> envp;
-      for (auto& kv : env_s) envp.push_back(kv.data());
-      envp.push_back(nullptr);
-      std::string py = e.o.python, script = "sample.py", out_path = sd + "/output.txt";
-      char* argv[] = {py.data(), script.data(), nullptr};
-      pid_t pid = ::fork();
-      if (pid == 0) {
-        ::setsid();
-        if (::chdir(sd.c_str()) != 0) ::_exit(126);
-        int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        ::dup2(out, 1);
-        ::dup2(out, 2);
-        ::execvpe(argv[0], argv, envp.data());
-        ::_exit(127);
+      so.env->push_back("TRITON_CACHE_DIR=" + cache);
+      if (!visible.empty()) so.env->push_back("CUDA_VISIBLE_DEVICES=" + visible);
+      const std::string out_path = sd + "/output.txt";
+      int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      so.fds = {{out, 1}, {out, 2}};
+      auto pid = e.env.spawn(so);  // a session of its own: its group is killed below
+      if (out >= 0) ::close(out);
+      if (!pid.ok()) {
+        std::fprintf(stderr, "%s: %s\n", samples[next].key.c_str(), pid.error().message.c_str());
+        ++m.verdicts["not_started"];
+        ++next;
+        continue;
       }
-      running.push_back({pid, next, Clock::now()});
+      running.push_back({*pid, next, Clock::now()});
       ++next;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     for (std::size_t i = 0; i < running.size();) {
       auto& p = running[i];
-      int st = 0;
-      rusage ru{};
-      pid_t r = ::wait4(p.pid, &st, WNOHANG, &ru);
+      auto ended = e.env.wait(p.pid, WaitMode::no_hang);
       auto ms =
           std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - p.start).count();
-      if (r == 0 && ms > deadline_ms) {
-        ::kill(-p.pid, SIGKILL);
-        ::kill(p.pid, SIGKILL);
-        r = ::wait4(p.pid, &st, 0, &ru);
+      int st = ended ? ended->status : 0;
+      if (!ended && ms > deadline_ms) {
+        kill_group(e.env, p.pid);
+        ended = e.env.wait(p.pid, WaitMode::block);
         st = -1;
       }
-      if (r == p.pid) {
-        ::kill(-p.pid, SIGKILL);  // whatever it left behind
-        double cpu = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-                     static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+      if (ended) {
+        e.env.kill(-p.pid, SIGKILL);  // whatever it left behind
+        double cpu = static_cast<double>(ended->cpu_ms) / 1000.0;
         cpu_total += cpu;
         double t = static_cast<double>(ms) / 1000.0;
         times.push_back(t);
@@ -452,7 +455,7 @@ Measure run_naive(Env& e, const std::vector<Sample>& samples, const std::string&
 // kforge's warm pool; `cache` empty: a cold cache of its own (returned through `cache`);
 // `driver_queues`: verifier.gpu_hw_queues 0 (the driver's default) instead of the config's;
 // `no_battery`: verifier.mutants [] (no output mutants).
-Measure run_pool(Env& e, const std::vector<Sample>& samples, const std::string& workers,
+Measure run_pool(Bench& e, const std::vector<Sample>& samples, const std::string& workers,
                  const std::string& label, std::string& cache, bool driver_queues = false,
                  bool no_battery = false, const std::vector<std::string>& targets = {},
                  bool timing = false) {
@@ -511,7 +514,7 @@ Measure run_pool(Env& e, const std::vector<Sample>& samples, const std::string& 
   std::map<std::string, int> phase_n;
   int on_path = 0;
   std::size_t next = 0, done = 0;
-  Meters meters;
+  Meters meters(e.env);
   meters.start(e.gpu);
   while (done < samples.size()) {
     while (next < samples.size() && p.accepting()) {
@@ -582,7 +585,7 @@ Measure run_pool(Env& e, const std::vector<Sample>& samples, const std::string& 
 }  // namespace
 
 int run_corpus_bench(const CorpusBenchOptions& opts) {
-  Env e;
+  Bench e;
   e.o = opts;
   auto& o = e.o;
   if (o.work_dir.empty())

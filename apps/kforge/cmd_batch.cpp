@@ -21,6 +21,7 @@
 
 #include "commands.hpp"
 #include "kforge/core/clock.hpp"
+#include "kforge/core/env.hpp"
 #include "kforge/core/fs.hpp"
 #include "kforge/llm/client.hpp"
 #include "kforge/llm/errors.hpp"
@@ -171,11 +172,12 @@ using OutputCounts = std::map<store::OutputStatus, int>;
 // answered and checkpointed; then gives the held ones back to the queue.
 Result<OutputCounts> drive(const app::Config& cfg, store::Db& db, const std::string& tag,
                            OfflineGateway& gw) {
-  Clock& clock = system_clock();
+  Env& env = default_env();
+  Clock& clock = env.clock();
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
-  KF_TRY(auto daemon, pipeline::daemon_state(db, clock.wall_ms(), host, [](std::int64_t pid) {
-           return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0;
+  KF_TRY(auto daemon, pipeline::daemon_state(db, clock.wall_ms(), host, [&env](std::int64_t pid) {
+           return env.alive(static_cast<pid_t>(pid));
          }));
   if (daemon.liveness == pipeline::Liveness::running)
     return fail("busy", "a kforged is running on " + db.path() +

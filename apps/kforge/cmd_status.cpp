@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "commands.hpp"
+#include "kforge/core/env.hpp"
 #include "kforge/pipeline/batch_status.hpp"
 #include "kforge/pipeline/heartbeat.hpp"
 #include "kforge/pipeline/progress.hpp"
@@ -41,7 +42,7 @@ std::string this_host() {
 }
 
 bool pid_alive(std::int64_t pid) {
-  return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+  return default_env().alive(static_cast<pid_t>(pid));
 }
 
 // What a run is doing now, and what it waits for ("" when nothing): from its jobs, whether a

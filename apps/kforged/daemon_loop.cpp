@@ -51,7 +51,8 @@ DaemonLoop::DaemonLoop(Parts parts, std::string config_path, app::Config cfg,
       prompts_dir_(std::move(prompts_dir)),
       watchdog_(std::chrono::duration_cast<milliseconds>(parts.notifier.watchdog_interval())),
       started_(parts.clock.steady_now()),
-      cfg_(std::move(cfg)) {
+      cfg_(std::move(cfg)),
+      policy_(parts.clock, "") {
   libraries_.push_back(std::move(prompts));
   auto now = p_.clock.steady_now();
   last_watchdog_ = last_status_ = last_log_ = now;
@@ -66,7 +67,7 @@ void DaemonLoop::request_reload() {
 }
 
 void DaemonLoop::request_stop() {
-  ++stop_requests_;
+  policy_.request_stop();
   p_.sched.wake();
 }
 
@@ -77,8 +78,8 @@ void DaemonLoop::notice_db_change() {
 }
 
 bool DaemonLoop::idle() const {
-  return p_.sched.in_flight() == 0 && !p_.sched.draining() && stop_requests_.load() == 0 &&
-         !reload_requested_.load() && consecutive_errors_ == 0;
+  return p_.sched.in_flight() == 0 && !p_.sched.draining() && policy_.stop_requests() == 0 &&
+         !reload_requested_.load() && policy_.consecutive_errors() == 0;
 }
 
 bool DaemonLoop::may_sleep() {
@@ -119,31 +120,24 @@ bool DaemonLoop::step() {
     if (auto r = p_.sched.step(); !r.ok()) step = std::move(r).error();
   }
   if (step.ok()) {
-    consecutive_errors_ = 0;
     std::lock_guard l(p_.shared.mu);
     p_.shared.last_step_wall_ms = p_.clock.wall_ms();
     p_.shared.in_flight = p_.sched.in_flight();
     p_.shared.draining = p_.sched.draining();
   } else {
-    ++consecutive_errors_;
-    spdlog::error("step failed ({} in a row): {}", consecutive_errors_, step.error().message);
-    {
-      std::lock_guard l(p_.shared.mu);
-      p_.shared.last_error = step.error().message;
-    }
-    p_.clock.sleep_for(std::min(100ms * consecutive_errors_, milliseconds(5000)));
+    std::lock_guard l(p_.shared.mu);
+    p_.shared.last_error = step.error().message;
   }
+  policy_.after_step(step);  // a failure is logged and backed off
   if (step.ok() && p_.heartbeat != nullptr)
     if (auto hb = p_.heartbeat->beat(); !hb.ok()) spdlog::warn("heartbeat: {}", hb.error().message);
   feed_watchdog(step.ok());
   if (!quiet || !cfg_.daemon.http_listen.empty()) refresh_metrics();
   report_status();
   if (reload_requested_.exchange(false)) reload();
-  int stops = stop_requests_.load();
-  if (stops > 0 && !p_.sched.draining()) start_drain();
+  if (policy_.begin_drain(milliseconds(cfg_.daemon.shutdown_grace_ms))) start_drain();
   idle_now_ = watched_ && idle();
-  return !(p_.sched.draining() &&
-           (p_.sched.in_flight() == 0 || p_.clock.steady_now() >= drain_deadline_ || stops > 1));
+  return !policy_.drain_over(p_.sched.in_flight() == 0);
 }
 
 milliseconds DaemonLoop::next_wait() const {
@@ -233,7 +227,6 @@ void DaemonLoop::reload() {
 
 void DaemonLoop::start_drain() {
   p_.sched.drain();
-  drain_deadline_ = p_.clock.steady_now() + milliseconds(cfg_.daemon.shutdown_grace_ms);
   spdlog::info("stopping: no new leases; {} calls in flight get up to {} ms", p_.sched.in_flight(),
                cfg_.daemon.shutdown_grace_ms);
   notify("STOPPING=1\nSTATUS=stopping: " + std::to_string(p_.sched.in_flight()) +

@@ -2,7 +2,8 @@
 // DaemonLoop: kforged's main loop as an object that is stepped (after watchman's stepped I/O
 // loop). One step() steps the scheduler and then does what is due: the systemd watchdog (fed
 // only while steps succeed, so a wedged or failing loop gets restarted), the /metrics and
-// /healthz snapshot, the STATUS line, a configuration reload and the drain on a stop. Time is
+// /healthz snapshot, the STATUS line, a configuration reload and the drain on a stop (backoff and
+// drain as LoopPolicy has them, shared with the VerifierLoop). Time is
 // read from the Clock it is given, so a test drives it with a ManualClock, without threads,
 // signals or the binary; run() is the thin loop main() calls.
 //
@@ -34,6 +35,7 @@
 #include "kforge/pipeline/prompt.hpp"
 #include "kforge/pipeline/scheduler.hpp"
 #include "kforge/store/db.hpp"
+#include "loop_policy.hpp"
 
 namespace kforge::daemon {
 
@@ -90,8 +92,8 @@ class DaemonLoop {
 
   // One turn of the loop. Returns false once the loop is over: draining and nothing in
   // flight, the grace period spent, or a second stop request. A failed scheduler step is
-  // logged, kept for /healthz and backed off (100 ms per failure in a row, at most 5 s, slept
-  // on the clock).
+  // logged, kept for /healthz and backed off (LoopPolicy: 100 ms per failure in a row, at most
+  // 5 s, slept on the clock).
   bool step();
   // How long run() waits for a completion before the next step.
   std::chrono::milliseconds next_wait() const;
@@ -102,8 +104,8 @@ class DaemonLoop {
   void run();
 
   // When the grace period of a stop ends (the epoch of the clock before any stop).
-  std::chrono::steady_clock::time_point drain_deadline() const { return drain_deadline_; }
-  int consecutive_errors() const { return consecutive_errors_; }
+  std::chrono::steady_clock::time_point drain_deadline() const { return policy_.drain_deadline(); }
+  int consecutive_errors() const { return policy_.consecutive_errors(); }
   const app::Config& config() const { return cfg_; }
 
  private:
@@ -126,7 +128,6 @@ class DaemonLoop {
 
   // Set from any thread.
   std::atomic<bool> reload_requested_{false};
-  std::atomic<int> stop_requests_{0};
   std::atomic<bool> db_changed_{true};
   std::atomic<bool> idle_now_{false};  // as of the last step: only then does a change wake it
 
@@ -134,8 +135,7 @@ class DaemonLoop {
   app::Config cfg_;
   std::vector<std::unique_ptr<pipeline::PromptLibrary>> libraries_;
   std::chrono::steady_clock::time_point last_watchdog_, last_metrics_, last_status_, last_log_;
-  std::chrono::steady_clock::time_point drain_deadline_{};
-  int consecutive_errors_ = 0;
+  LoopPolicy policy_;  // backoff and drain; its stop requests come from any thread
   bool watched_ = false;
   std::int64_t data_version_ = -1;  // p_.db's, when the loop last looked for work
   std::chrono::steady_clock::time_point next_look_{};

@@ -5,7 +5,8 @@
 //
 // Signals: SIGTERM/SIGINT stop leasing, let calls in flight finish within
 // daemon.shutdown_grace_ms, release the rest and exit 0 (a second one ends the grace period at
-// once). SIGHUP reloads limits, concurrency and prompts from the configuration file.
+// once). SIGHUP reloads limits, concurrency and prompts from the configuration file, and the
+// verifier's reloadable settings (verify::apply_reloadable).
 
 #include <fcntl.h>
 #include <httplib.h>
@@ -19,6 +20,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include "daemon_loop.hpp"
@@ -137,15 +139,25 @@ class HttpServer {
   int bound_ = -1;
 };
 
-// Turns SIGTERM/SIGINT and SIGHUP (blocked in every thread) into requests to the loop.
-void signal_thread(sigset_t set, DaemonLoop* loop) {
+// Turns SIGTERM/SIGINT and SIGHUP (blocked in every thread) into requests to the loops: a stop
+// to the main loop (which stops the verifier once it has drained), a reload to both.
+struct SignalTargets {
+  DaemonLoop* loop = nullptr;
+  std::mutex mu;
+  VerifierThread* verifier = nullptr;  // while there is one
+};
+
+void signal_thread(sigset_t set, SignalTargets* to) {
   while (true) {
     int sig = 0;
     if (sigwait(&set, &sig) != 0) continue;
-    if (sig == SIGHUP)
-      loop->request_reload();
-    else
-      loop->request_stop();
+    if (sig != SIGHUP) {
+      to->loop->request_stop();
+      continue;
+    }
+    to->loop->request_reload();
+    std::lock_guard l(to->mu);
+    if (to->verifier != nullptr) to->verifier->request_reload();
   }
 }
 
@@ -203,7 +215,9 @@ int serve(const std::string& config_path, app::Config cfg) {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGHUP);
-  std::thread(signal_thread, set, &loop).detach();
+  static SignalTargets signal_targets;  // the detached thread may outlive serve()
+  signal_targets.loop = &loop;
+  std::thread(signal_thread, set, &signal_targets).detach();
 
   HttpServer http;
   std::int64_t stale_ms = std::max<std::int64_t>(30'000, 10 * cfg.pipeline.idle_poll_ms);
@@ -252,8 +266,11 @@ int serve(const std::string& config_path, app::Config cfg) {
   // The verifier runs on its own thread with its own connection: the pool's step() waits on its
   // workers, and the LLM side must not wait behind it.
   std::unique_ptr<VerifierThread> verifier;
-  if (cfg.daemon.verify)
-    verifier = std::make_unique<VerifierThread>(cfg, owner, prefix + ":*", env);
+  if (cfg.daemon.verify) {
+    verifier = std::make_unique<VerifierThread>(cfg, config_path, owner, prefix + ":*", env);
+    std::lock_guard l(signal_targets.mu);
+    signal_targets.verifier = verifier.get();
+  }
 
   // Idle, the loops sleep until the database's files change (a kforge command's commit, the
   // verifier's, anyone's) or a timer of theirs is due; without the watch they poll.
@@ -276,6 +293,10 @@ int serve(const std::string& config_path, app::Config cfg) {
   if (verifier) {
     auto grace = std::chrono::duration_cast<std::chrono::milliseconds>(loop.drain_deadline() -
                                                                        clock.steady_now());
+    {
+      std::lock_guard l(signal_targets.mu);
+      signal_targets.verifier = nullptr;
+    }
     verifier->stop(std::max(grace, 0ms));
     const auto vs = verifier->stats();
     spdlog::info("verifier stopped: {} verdicts stored ({} verified), {} samples back in the queue",

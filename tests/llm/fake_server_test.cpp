@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kforge/core/env.hpp"
 #include "llm_fixture.hpp"
 
 namespace kforge::llm::test {
@@ -19,16 +20,18 @@ TEST_F(LlmTest, BinaryServesOnAnAnnouncedPortAndStopsOnSigterm) {
   auto script = dir / "script.yaml";
   write_text(script, "defaults:\n  reply_json: {from: binary}\n");
   auto port_file = dir / "port";
-  pid_t pid = fork();
-  if (pid == 0) {
-    std::string bin = binary("apps/kforge-fake-llm/kforge-fake-llm").string();
-    std::string s = script.string();
-    std::string pf = port_file.string();
-    execl(bin.c_str(), bin.c_str(), "--port", "0", "--script", s.c_str(), "--port-file", pf.c_str(),
-          static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  ASSERT_GT(pid, 0);
+  kforge::SpawnOptions so;
+  so.argv = {binary("apps/kforge-fake-llm/kforge-fake-llm").string(),
+             "--port",
+             "0",
+             "--script",
+             script.string(),
+             "--port-file",
+             port_file.string()};
+  so.fds = {{2, 2}};
+  auto spawned = kforge::default_env().spawn(so);
+  ASSERT_TRUE(spawned.ok()) << spawned.error().message;
+  const pid_t pid = *spawned;
   ASSERT_TRUE(eventually([&] { return std::filesystem::exists(port_file); }));
   int port = std::stoi(read_text(port_file));
   cfg = test_config("http://127.0.0.1:" + std::to_string(port) + "/v1");
@@ -38,9 +41,10 @@ TEST_F(LlmTest, BinaryServesOnAnAnnouncedPortAndStopsOnSigterm) {
     ASSERT_TRUE(res.ok()) << res.error().message;
     EXPECT_EQ(res->parsed["from"], "binary");
   }
-  kill(pid, SIGTERM);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  ASSERT_TRUE(kforge::default_env().kill(pid, SIGTERM));
+  auto end = kforge::default_env().wait(pid, kforge::WaitMode::block);
+  ASSERT_TRUE(end);
+  const int status = end->status;
   EXPECT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "kforge/core/env.hpp"
 #include "kforge/core/sha256.hpp"
 #include "kforge/fake_llm/server.hpp"
 #include "kforge/store/db.hpp"
@@ -55,41 +56,34 @@ class Proc {
   Proc(const std::vector<std::string>& argv, const std::vector<std::string>& env,
        const fs::path& log)
       : log_(log) {
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      int null = ::open("/dev/null", O_RDONLY);
-      ::dup2(null, 0);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      sigset_t none;
-      sigemptyset(&none);
-      ::sigprocmask(SIG_SETMASK, &none, nullptr);
-      for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
-      std::vector<char*> args;
-      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      ::execv(args[0], args.data());
-      ::_exit(127);
-    }
+    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    SpawnOptions o;
+    o.argv = argv;
+    o.env = test::environment_with(env);
+    if (fd >= 0) o.fds = {{fd, 1}, {fd, 2}};
+    o.new_session = false;
+    auto pid = default_env().spawn(o);
+    if (fd >= 0) ::close(fd);
+    EXPECT_TRUE(pid.ok()) << (pid.ok() ? "" : pid.error().message);
+    pid_ = pid.ok() ? *pid : -1;
   }
   ~Proc() {
     if (pid_ > 0 && !exited_) {
-      ::kill(pid_, SIGKILL);
+      default_env().kill(pid_, SIGKILL);
       wait(10s);
     }
   }
   Proc(const Proc&) = delete;
   Proc& operator=(const Proc&) = delete;
 
-  void signal(int sig) { ::kill(pid_, sig); }
+  void signal(int sig) { default_env().kill(pid_, sig); }
   // The exit code, -SIGNAL when killed, or nullopt if still running after `timeout`.
   std::optional<int> wait(std::chrono::milliseconds timeout) {
     auto until = std::chrono::steady_clock::now() + timeout;
+    if (pid_ <= 0) return std::nullopt;  // never started
     while (!exited_) {
-      int st = 0;
-      pid_t r = ::waitpid(pid_, &st, WNOHANG);
-      if (r == pid_) {
+      if (auto end = default_env().wait(pid_, WaitMode::no_hang)) {
+        const int st = end->status;
         exited_ = true;
         status_ = WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
         break;

@@ -143,7 +143,7 @@ class ProviderTest : public ::testing::Test {
 
   test::TempDir dir_;
   std::string db_path_;
-  SystemClock clock_;
+  Clock& clock_ = system_clock();
   std::unique_ptr<store::Db> db_;
   std::unique_ptr<PromptLibrary> prompts_;
   std::unique_ptr<JobStore> jobs_;

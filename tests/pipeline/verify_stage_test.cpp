@@ -7,6 +7,7 @@
 
 #include "daemon_util.hpp"
 #include "kforge/core/clock.hpp"
+#include "kforge/core/env.hpp"
 #include "kforge/pipeline/verify_queue.hpp"
 #include "kforge/verify/local_backend.hpp"
 
@@ -81,7 +82,7 @@ TEST(VerifyStage, AnInfrastructureVerdictPutsTheJobBackInTheQueueWithNoVerdictSt
   o.devices = {verify::Device{"cuda:0", verify::Vendor::nvidia, 0, "Fake GPU", ""}};
   auto db = site.open_db();
   JobsVerifyQueue queue(*db);
-  auto stage = verify::LocalBackend::create(queue, system_clock(), o, "hostA:1", "hostA:*");
+  auto stage = verify::LocalBackend::create(queue, o, "hostA:1", "hostA:*");
   ASSERT_TRUE(stage.ok()) << stage.error().message;
   verify::LocalBackend& s = **stage;
   ASSERT_TRUE(step_until(s, [&] { return s.stats().requeued >= 2; }))
@@ -172,18 +173,20 @@ TEST(VerifyStage, AnotherOwnersVerifyingJobsAreTakenBackOnlyWhenTheirLeaseHasExp
   auto db = site.open_db();
   JobsVerifyQueue queue(*db);
   ManualClock clock(system_clock().wall_ms());
+  ClockedEnv env(clock);
   ASSERT_GT(site.scalar("SELECT min(lease_expires_ms) FROM jobs"), clock.wall_ms());
   verify::PoolOptions o = cpu_pool(site);
+  o.env = &env;
   {
     // hostC starts before the lease expires: hostB may still be alive, so its jobs stay.
-    auto c = verify::LocalBackend::create(queue, clock, o, "hostC:1", "hostC:*");
+    auto c = verify::LocalBackend::create(queue, o, "hostC:1", "hostC:*");
     ASSERT_TRUE(c.ok()) << c.error().message;
     for (int i = 0; i < 5; ++i) ASSERT_TRUE((*c)->step(20ms).ok());
     EXPECT_EQ((*c)->stats().leased, 0u);
     EXPECT_EQ(site.scalar(by_b), 2);
   }
   clock.advance(std::chrono::milliseconds(expires - clock.wall_ms()));
-  auto c = verify::LocalBackend::create(queue, clock, o, "hostC:2", "hostC:*");
+  auto c = verify::LocalBackend::create(queue, o, "hostC:2", "hostC:*");
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(site.scalar(by_b), 0) << "taken back when the stage starts";
   ASSERT_TRUE(step_until(**c, [&] { return (*c)->stats().stored >= 2; }))

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "kforge/core/env.hpp"
 #include "kforge/core/fs.hpp"
 #include "kforge/core/sha256.hpp"
 #include "kforge/store/db.hpp"
@@ -306,18 +307,25 @@ TEST(TextsMigration, ConvertsADatabaseWrittenBeforeItAndKeepsEveryTextAndCount) 
 }
 
 // Migrates the database at `path` in a child process, which tells through `ready` when it is
-// about to start.
+// about to start. (The test has no other thread when it forks, so the child may allocate.)
 pid_t migrate_in_child(const fs::path& path, int ready) {
-  pid_t pid = ::fork();
-  if (pid != 0) return pid;
-  OpenOptions o;
-  o.path = path.string();
-  o.migrate = false;
-  auto db = Db::open(o);
-  if (!db.ok()) ::_exit(2);
-  char c = 'm';
-  if (::write(ready, &c, 1) != 1) ::_exit(3);
-  ::_exit(migrate(**db, migrations()).ok() ? 0 : 1);
+  auto pid = default_env().fork_call([&]() -> int {
+    OpenOptions o;
+    o.path = path.string();
+    o.migrate = false;
+    auto db = Db::open(o);
+    if (!db.ok()) return 2;
+    char c = 'm';
+    if (::write(ready, &c, 1) != 1) return 3;
+    return migrate(**db, migrations()).ok() ? 0 : 1;
+  });
+  return pid.ok() ? *pid : -1;
+}
+
+// Reaps the child; its wait status.
+int reap(pid_t pid) {
+  auto end = default_env().wait(pid, WaitMode::block);
+  return end ? end->status : -1;
 }
 
 // kill -9 while the migration runs leaves the old schema with every row or the new one with
@@ -348,9 +356,10 @@ TEST(TextsMigration, KillNineAtAnyPointLeavesTheOldSchemaOrTheNew) {
   fs::path whole = copy("whole.db");
   pid_t pid = migrate_in_child(whole, fds[1]);
   ASSERT_TRUE(started());
+  ASSERT_GT(pid, 0);
   auto t0 = Clock::now();
-  int st = 0;
-  ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+  int st = reap(pid);
+  ASSERT_NE(st, -1) << "reaped";
   auto took = Clock::now() - t0;
   ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << st;
   int old_seen = 0;
@@ -363,8 +372,9 @@ TEST(TextsMigration, KillNineAtAnyPointLeavesTheOldSchemaOrTheNew) {
     pid = migrate_in_child(p, fds[1]);
     ASSERT_TRUE(started());
     std::this_thread::sleep_for(took * k / 6);
-    ::kill(pid, SIGKILL);
-    ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+    ASSERT_TRUE(default_env().kill(pid, SIGKILL));
+    st = reap(pid);
+    ASSERT_NE(st, -1) << "reaped";
     if (WIFSIGNALED(st)) ++killed;
     SCOPED_TRACE("killed after " + std::to_string(k) + "/6 of the migration's time");
     expect_old_or_new(p, expected, &old_seen);

@@ -13,6 +13,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "kforge/core/env.hpp"
+
 extern char** environ;
 
 namespace kforge::test {
@@ -35,58 +37,35 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ec);
 }
 
+std::vector<std::string> environment_with(const std::vector<std::string>& extra) {
+  auto name = [](const std::string& kv) { return kv.substr(0, kv.find('=')); };
+  std::vector<std::string> out;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv = *e;
+    bool replaced = false;
+    for (const auto& x : extra) replaced = replaced || name(x) == name(kv);
+    if (!replaced) out.push_back(std::move(kv));
+  }
+  out.insert(out.end(), extra.begin(), extra.end());
+  return out;
+}
+
 ProcResult run_process(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                        int timeout_s) {
-  int out_pipe[2], err_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
-    throw std::runtime_error("pipe");
-  pid_t pid = fork();
-  if (pid == 0) {
-    int devnull = open("/dev/null", O_RDONLY);
-    dup2(devnull, 0);
-    dup2(out_pipe[1], 1);
-    dup2(err_pipe[1], 2);
-    for (const auto& e : env) putenv(const_cast<char*>(e.c_str()));
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  close(out_pipe[1]);
-  close(err_pipe[1]);
+  RunOptions o;
+  o.timeout = std::chrono::seconds(timeout_s);
+  if (!env.empty()) o.env = environment_with(env);
+  auto done = default_env().run(argv, o);
   ProcResult r;
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  int open_fds = 2;
-  char buf[65536];
-  while (open_fds > 0) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      kill(pid, SIGKILL);
-      break;
-    }
-    int n = poll(fds, 2, static_cast<int>(left.count()));
-    if (n <= 0) continue;
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP))) continue;
-      ssize_t got = read(fds[i].fd, buf, sizeof buf);
-      if (got <= 0) {
-        close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_fds;
-      } else {
-        (i == 0 ? r.out : r.err).append(buf, static_cast<std::size_t>(got));
-      }
-    }
+  if (!done.ok()) {  // timed out (and killed), or could not start
+    r.signal = done.error().kind == "timeout" ? SIGKILL : 0;
+    r.err = done.error().message;
+    return r;
   }
-  for (auto& f : fds)
-    if (f.fd >= 0) close(f.fd);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
+  r.exit_code = done->exit_code;
+  if (WIFSIGNALED(done->wait_status)) r.signal = WTERMSIG(done->wait_status);
+  r.out = std::move(done->out);
+  r.err = std::move(done->err);
   return r;
 }
 

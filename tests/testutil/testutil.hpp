@@ -30,8 +30,12 @@ struct ProcResult {
 
 // Runs argv (argv[0] a path) with extra environment entries ("K=V"), stdin from /dev/null,
 // capturing stdout and stderr. Waits at most timeout_s; kills the process after that.
+// Through default_env().run().
 ProcResult run_process(const std::vector<std::string>& argv,
                        const std::vector<std::string>& env = {}, int timeout_s = 120);
+
+// This process's environment with `extra` ("K=V") added, each replacing a variable of its name.
+std::vector<std::string> environment_with(const std::vector<std::string>& extra);
 
 std::filesystem::path source_dir();
 std::filesystem::path build_dir();

@@ -195,7 +195,7 @@ TEST(VerifyPool, RestartsAWorkerThatDies) {
   ASSERT_EQ(run_one(*pool, load_sample("pass")).verdict, Verdict::passed);
   int pid = pool->TEST_worker_pids().at(0);
   ASSERT_GT(pid, 0);
-  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  ASSERT_TRUE(default_env().kill(pid, SIGKILL));
   auto r = run_one(*pool, load_sample("pass"));
   EXPECT_EQ(r.verdict, Verdict::passed) << r.detail;
   EXPECT_GE(pool->stats().worker_restarts, 1u);

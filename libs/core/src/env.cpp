@@ -111,6 +111,7 @@ class PosixEnv final : public Env {
       if (::syscall(SYS_close_range, max_target + 1, ~0U, 0) != 0) {
         for (int fd = max_target + 1; fd < 65536; ++fd) ::close(fd);
       }
+      if (!o.cwd.empty() && ::chdir(o.cwd.c_str()) != 0) ::_exit(126);
       ::execve(exe.c_str(), argv.data(), child_env);
       ::_exit(127);
     }
@@ -212,6 +213,8 @@ class PosixEnv final : public Env {
   }
 
   bool kill(pid_t pid, int sig) override { return ::kill(pid, sig) == 0; }
+
+  bool alive(pid_t pid) override { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
 };
 
 }  // namespace

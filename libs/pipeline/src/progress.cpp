@@ -22,10 +22,12 @@ Result<std::vector<RunProgress>> progress_of(store::Db& db, std::int64_t now_ms,
                                              std::vector<RunRow> runs);
 }  // namespace
 
+// The JobStores below only read runs: their clock stands still at the caller's now_ms.
+
 Result<std::vector<RunProgress>> collect_progress(store::Db& db, std::int64_t now_ms,
                                                   const std::optional<std::string>& tag) {
-  SystemClock wall;
-  JobStore jobs(db, wall);
+  ManualClock at(now_ms);
+  JobStore jobs(db, at);
   std::vector<RunRow> runs;
   if (tag) {
     KF_TRY(auto r, jobs.run_by_tag(*tag));
@@ -38,8 +40,8 @@ Result<std::vector<RunProgress>> collect_progress(store::Db& db, std::int64_t no
 }
 
 Result<std::vector<RunProgress>> collect_active_progress(store::Db& db, std::int64_t now_ms) {
-  SystemClock wall;
-  JobStore jobs(db, wall);
+  ManualClock at(now_ms);
+  JobStore jobs(db, at);
   KF_TRY(auto runs, jobs.active_runs());
   return progress_of(db, now_ms, std::move(runs));
 }

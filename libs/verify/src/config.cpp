@@ -144,4 +144,23 @@ void read_config(ConfigNode n, VerifierConfig& out) {
   }
 }
 
+bool apply_reloadable(VerifierConfig& running, const VerifierConfig& fresh) {
+  bool changed = false;
+  auto take = [&changed](auto& to, const auto& from) {
+    if (to == from) return;
+    to = from;
+    changed = true;
+  };
+  take(running.timeout_s, fresh.timeout_s);
+  take(running.cross_compile_timeout_s, fresh.cross_compile_timeout_s);
+  take(running.output_cap_kb, fresh.output_cap_kb);
+  take(running.worker_start_timeout_s, fresh.worker_start_timeout_s);
+  take(running.max_start_failures, fresh.max_start_failures);
+  take(running.memory_poll_ms, fresh.memory_poll_ms);
+  SlurmConfig slurm = fresh.slurm;
+  slurm.shared_dir = running.slurm.shared_dir;  // where the live arrays are
+  take(running.slurm, slurm);
+  return changed;
+}
+
 }  // namespace kforge::verify

@@ -6,9 +6,10 @@
 
 namespace kforge::verify {
 
-Result<std::unique_ptr<LocalBackend>> LocalBackend::create(VerifyQueue& queue, Clock& clock,
-                                                           PoolOptions options, std::string owner,
+Result<std::unique_ptr<LocalBackend>> LocalBackend::create(VerifyQueue& queue, PoolOptions options,
+                                                           std::string owner,
                                                            const std::string& owner_glob) {
+  Clock& clock = (options.env != nullptr ? *options.env : default_env()).clock();
   std::unique_ptr<LocalBackend> s(new LocalBackend(queue, clock, std::move(owner)));
   // A sample with targets (configured, or required by its run) gets the cross-compile's time on
   // top of its deadline, for the real run and again for the mutant run.
@@ -36,6 +37,13 @@ std::int64_t LocalBackend::lease_ms() const {
 
 std::string LocalBackend::describe() const {
   return "local pool, " + std::to_string(pool_ ? pool_->slots() : 0) + " slots";
+}
+
+void LocalBackend::reconfigure(const VerifierConfig& config) {
+  if (!pool_) return;
+  pool_->reconfigure(config);
+  const VerifierConfig& now = pool_->config();
+  timeout_s_ = now.timeout_s + now.cross_compile_timeout_s;
 }
 
 void LocalBackend::wake() {

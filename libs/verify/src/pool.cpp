@@ -109,6 +109,14 @@ void Pool::wake() {
   }
 }
 
+void Pool::reconfigure(const VerifierConfig& config) {
+  apply_reloadable(impl_->cfg, config);
+}
+
+const VerifierConfig& Pool::config() const {
+  return impl_->cfg;
+}
+
 void Pool::drain() {
   while (!idle() || !impl_->ready.empty()) step(milliseconds(200));
 }

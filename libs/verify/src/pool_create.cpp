@@ -51,7 +51,7 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
   Impl& I = *impl;
   I.cfg = o.config;
   I.env = o.env ? o.env : &default_env();
-  I.clock = o.clock ? o.clock : &I.env->clock();
+  I.clock = &I.env->clock();
   I.warm = I.cfg.mode == PoolMode::warm;
   KF_TRY(I.harness, find_harness(I.cfg));
   I.python = I.cfg.python;

@@ -21,7 +21,7 @@ namespace kforge::verify {
 using namespace slurm;
 namespace fs = std::filesystem;
 
-Result<std::unique_ptr<SlurmBackend>> SlurmBackend::create(VerifyQueue& queue, Clock& clock,
+Result<std::unique_ptr<SlurmBackend>> SlurmBackend::create(VerifyQueue& queue,
                                                            SlurmBackendOptions options,
                                                            std::string owner,
                                                            const std::string& owner_glob) {
@@ -32,8 +32,8 @@ Result<std::unique_ptr<SlurmBackend>> SlurmBackend::create(VerifyQueue& queue, C
   fs::create_directories(sc.shared_dir, ec);
   if (ec) return fail("io", "verifier.slurm.shared_dir " + sc.shared_dir + ": " + ec.message());
   if (task_script().empty()) return fail("config", "the Slurm task script is not built in");
-  std::unique_ptr<SlurmBackend> s(new SlurmBackend(queue, clock, std::move(options), owner));
-  const std::int64_t now = clock.wall_ms();
+  std::unique_ptr<SlurmBackend> s(new SlurmBackend(queue, std::move(options), owner));
+  const std::int64_t now = s->clock_.wall_ms();
   // An earlier kforged killed between sbatch and recording its answer left an array without a
   // job id that may be running: find it in Slurm by its directory and watch it, rather than
   // verify its samples twice. What is not found was never submitted and is dropped below.

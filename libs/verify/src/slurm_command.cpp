@@ -41,18 +41,13 @@ std::vector<std::string> environment_without(const std::vector<std::string>& dro
 
 }  // namespace slurm
 
-Result<CommandResult> run_command(Env& env, const std::vector<std::string>& argv,
+Result<CommandOutput> run_command(Env& env, const std::vector<std::string>& argv,
                                   std::chrono::milliseconds timeout,
                                   const std::vector<std::string>* environment) {
   RunOptions o;
   o.timeout = timeout;
   if (environment) o.env = *environment;
-  KF_TRY(auto out, env.run(argv, o));
-  CommandResult r;
-  r.exit_code = out.exit_code;
-  r.out = std::move(out.out);
-  r.err = std::move(out.err);
-  return r;
+  return env.run(argv, o);
 }
 
 }  // namespace kforge::verify

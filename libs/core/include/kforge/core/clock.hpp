@@ -1,6 +1,8 @@
 #pragma once
-// Clock: the one door to time. Production code takes a Clock& and never calls now() itself, so
-// tests can inject a ManualClock and drive leases, backoff and rate limits without sleeping.
+// Clock: time. Production code never calls now() itself: a component that also starts processes
+// takes an Env and reads env.clock() (one clock per component); one that only needs time takes a
+// Clock&. Tests inject a ManualClock (through ClockedEnv for an Env) and drive leases, backoff and
+// rate limits without sleeping. SystemClock is made only in core (system_clock(), default_env()).
 
 #include <chrono>
 #include <condition_variable>

@@ -1,12 +1,13 @@
 #pragma once
 // Env: the one door to the operating system's processes and to time (after leveldb's Env).
 //
-// Everything in libs/ and apps/ that starts, waits for or kills a process, reads the clock or
-// sleeps goes through an Env (the LLM client and the fake LLM server, a test tool, keep their
-// own for now). Production code takes an Env& (or Env*, null meaning default_env()) and never
-// calls fork, exec, waitpid or now() itself. Tests derive from EnvWrapper, which forwards every
-// call to a target, and override just the one method they need: a spawn that fails for one
-// device, a clock that moves only when told, a child that never answers.
+// Everything in libs/ and apps/ that starts, waits for, kills or looks for a process, reads the
+// clock or sleeps goes through an Env (the LLM client and the fake LLM server, a test tool, keep
+// their own for now). Production code takes one Env& (or Env*, null meaning default_env()), gets
+// its time from env.clock(), and never calls fork, exec, waitpid, kill or now() itself. Tests
+// derive from EnvWrapper, which forwards every call to a target, and override just the one
+// method they need: a spawn that fails for one device, a clock that moves only when told
+// (ClockedEnv over a ManualClock), a child that never answers.
 //
 // Threads: default_env() is thread-safe. A wrapper is as thread-safe as what it overrides.
 // Ownership: an Env outlives everything it was given to; nothing here takes ownership.
@@ -38,6 +39,8 @@ struct SpawnOptions {
   std::vector<std::pair<int, int>> fds;
   // The child gets a session (and process group) of its own, so its group can be killed.
   bool new_session = true;
+  // The child's working directory; empty: this process's. One it cannot enter: exit code 126.
+  std::string cwd;
 };
 
 // What run() collected from a command that ended.
@@ -90,6 +93,9 @@ class Env {
   virtual std::optional<ExitInfo> wait(pid_t pid, WaitMode mode) = 0;
   // Sends a signal to a process (pid > 0) or a process group (pid < 0). False when it failed.
   virtual bool kill(pid_t pid, int sig) = 0;
+  // Whether a process with this pid exists (one of another user counts; a zombie too). False
+  // for pid <= 0.
+  virtual bool alive(pid_t pid) = 0;
 };
 
 // The real operating system and the system clock.
@@ -113,9 +119,22 @@ class EnvWrapper : public Env {
     return target_.wait(pid, mode);
   }
   bool kill(pid_t pid, int sig) override { return target_.kill(pid, sig); }
+  bool alive(pid_t pid) override { return target_.alive(pid); }
 
  private:
   Env& target_;
+};
+
+// The processes of `target` on another clock: how a component that takes an Env runs on a
+// test's ManualClock. run()'s deadline stays the target's (real time). Both must outlive it.
+class ClockedEnv final : public EnvWrapper {
+ public:
+  explicit ClockedEnv(Clock& clock, Env& target = default_env())
+      : EnvWrapper(target), clock_(clock) {}
+  Clock& clock() override { return clock_; }
+
+ private:
+  Clock& clock_;
 };
 
 // Kills a process group with SIGKILL, and the process itself in case it has not made its group

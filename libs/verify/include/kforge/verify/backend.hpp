@@ -10,6 +10,7 @@
 #include <string>
 
 #include "kforge/core/result.hpp"
+#include "kforge/verify/config.hpp"
 
 namespace kforge::verify {
 
@@ -35,6 +36,9 @@ class VerifyBackend {
   // Any thread: a step() waiting returns now (the queue may have new jobs, or a stop is asked).
   // A backend that polls on its own intervals may ignore it.
   virtual void wake() {}
+  // A reload (SIGHUP): takes what of `config` a running backend can (apply_reloadable() in
+  // config.hpp); the rest waits for a restart.
+  virtual void reconfigure(const VerifierConfig& config) = 0;
 };
 
 }  // namespace kforge::verify

@@ -70,6 +70,7 @@ struct SlurmConfig {
   std::string sbatch = "sbatch";
   std::string scontrol = "scontrol";
   std::string scancel = "scancel";
+  bool operator==(const SlurmConfig&) const = default;
 };
 
 // The `verifier.timing` section: the speed label (docs/VERIFIER.md, "The speed label"). When
@@ -176,5 +177,12 @@ struct VerifierConfig {
 };
 
 void read_config(ConfigNode n, VerifierConfig& out);
+
+// A reload (SIGHUP) of a running verifier: copies into `running` the settings of `fresh` that
+// take effect without new workers: timeout_s, cross_compile_timeout_s and output_cap_kb (for
+// samples started from now on), worker_start_timeout_s, max_start_failures, memory_poll_ms,
+// and the `slurm` section but its shared_dir. The rest (devices, workers, mode, python, the
+// sandbox, the backend) takes a restart. Returns whether anything changed.
+bool apply_reloadable(VerifierConfig& running, const VerifierConfig& fresh);
 
 }  // namespace kforge::verify

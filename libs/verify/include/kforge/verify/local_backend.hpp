@@ -29,9 +29,9 @@ class LocalBackend : public VerifyBackend {
  public:
   // queue: on this thread's own connection; it must outlive the backend. owner: this daemon's
   // lease owner; owner_glob matches the owners of earlier processes of this daemon (their jobs
-  // being verified are taken back).
-  static Result<std::unique_ptr<LocalBackend>> create(VerifyQueue& queue, Clock& clock,
-                                                      PoolOptions options, std::string owner,
+  // being verified are taken back). Time is options.env's clock.
+  static Result<std::unique_ptr<LocalBackend>> create(VerifyQueue& queue, PoolOptions options,
+                                                      std::string owner,
                                                       const std::string& owner_glob);
   ~LocalBackend() override;
 
@@ -45,6 +45,8 @@ class LocalBackend : public VerifyBackend {
 
   // Any thread: wakes the pool's wait.
   void wake() override;
+  // The pool's per-sample limits and the lease's length, for samples leased from now on.
+  void reconfigure(const VerifierConfig& config) override;
   const BackendStats& stats() const override { return stats_; }
   std::string describe() const override;
   Pool& pool() { return *pool_; }

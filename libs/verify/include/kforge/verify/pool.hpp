@@ -59,10 +59,9 @@ struct PoolOptions {
   std::vector<Device> devices;
   int total_workers = 0;  // > 0 overrides workers_per_device x devices (spread over devices)
   // Processes (workers, fresh samples, the namespace probe) start, end and are reaped through
-  // it; default: default_env(). Tests wrap it to inject faults (a device whose workers cannot
-  // start, a worker that dies).
+  // it, and deadlines and back-off read its clock; default: default_env(). Tests wrap it to
+  // inject faults (a device whose workers cannot start, a worker that dies) or a ManualClock.
   Env* env = nullptr;
-  Clock* clock = nullptr;        // deadlines and back-off; default: env's clock
   SystemProbe* probe = nullptr;  // the machine (devices, the interpreter's check); default: env's
 };
 
@@ -119,6 +118,9 @@ class Pool {
   // The one method any thread may call: a step() waiting returns at once (or the next one does
   // not wait).
   void wake();
+  // A reload: takes the settings of `config` that need no new workers (apply_reloadable()).
+  void reconfigure(const VerifierConfig& config);
+  const VerifierConfig& config() const;
 
   std::size_t queued() const;
   std::size_t in_flight() const;

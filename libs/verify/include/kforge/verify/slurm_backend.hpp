@@ -48,15 +48,16 @@ struct SlurmBackendOptions {
   // Variables left out of sbatch's environment (which the tasks inherit), e.g. the name in
   // llm.api_key_env: secrets stay on the daemon's host.
   std::vector<std::string> drop_env;
-  // sbatch, scontrol and scancel run through it; null: default_env(). Must outlive the backend.
+  // sbatch, scontrol and scancel run through it, and its clock is the backend's; null:
+  // default_env(). Must outlive the backend.
   Env* env = nullptr;
 };
 
 class SlurmBackend : public VerifyBackend {
  public:
   // queue: on this thread's own connection, where the backend keeps its own tables too; it
-  // must outlive the backend. owner, owner_glob: as LocalBackend's.
-  static Result<std::unique_ptr<SlurmBackend>> create(VerifyQueue& queue, Clock& clock,
+  // must outlive the backend. owner, owner_glob: as LocalBackend's. Time is options.env's clock.
+  static Result<std::unique_ptr<SlurmBackend>> create(VerifyQueue& queue,
                                                       SlurmBackendOptions options,
                                                       std::string owner,
                                                       const std::string& owner_glob);
@@ -71,6 +72,10 @@ class SlurmBackend : public VerifyBackend {
   Status stop() override { return {}; }
   const BackendStats& stats() const override { return stats_; }
   std::string describe() const override;
+  // How arrays are submitted and watched (the `slurm` section but shared_dir), from now on.
+  void reconfigure(const VerifierConfig& config) override {
+    apply_reloadable(opt_.verifier, config);
+  }
 
   // Reads results and task states now (tests).
   Status poll();
@@ -82,10 +87,10 @@ class SlurmBackend : public VerifyBackend {
     nlohmann::ordered_json record;
     std::vector<std::string> targets;  // the run's required targets (`--require-target`)
   };
-  SlurmBackend(VerifyQueue& queue, Clock& clock, SlurmBackendOptions options, std::string owner)
+  SlurmBackend(VerifyQueue& queue, SlurmBackendOptions options, std::string owner)
       : queue_(queue),
         db_(queue.db()),
-        clock_(clock),
+        clock_((options.env != nullptr ? *options.env : default_env()).clock()),
         opt_(std::move(options)),
         owner_(std::move(owner)) {}
   Status maybe_submit();
@@ -105,7 +110,7 @@ class SlurmBackend : public VerifyBackend {
 
   VerifyQueue& queue_;
   store::Db& db_;  // queue_'s: the backend's own tables
-  Clock& clock_;
+  Clock& clock_;   // env()'s
   SlurmBackendOptions opt_;
   std::string owner_;
   bool draining_ = false;
@@ -118,14 +123,9 @@ class SlurmBackend : public VerifyBackend {
   BackendStats stats_;
 };
 
-// A command's outcome (exec, no shell).
-struct CommandResult {
-  int exit_code = -1;  // -1: killed by a signal; 127: not found
-  std::string out, err;
-};
-// Runs argv through env with a deadline; `environment` (if given) is its whole environment.
-// Errors: "timeout" (transient), "io".
-Result<CommandResult> run_command(Env& env, const std::vector<std::string>& argv,
+// Env::run of argv with a deadline; `environment` (if given) is its whole environment. Exit code
+// -1: killed by a signal; 127: not found. Errors: "timeout" (transient), "io".
+Result<CommandOutput> run_command(Env& env, const std::vector<std::string>& argv,
                                   std::chrono::milliseconds timeout,
                                   const std::vector<std::string>* environment = nullptr);
 
