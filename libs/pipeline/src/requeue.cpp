@@ -1,6 +1,7 @@
 #include "kforge/pipeline/requeue.hpp"
 
 #include "kforge/pipeline/jobs.hpp"
+#include "kforge/store/states.hpp"
 
 namespace kforge::pipeline {
 
@@ -21,12 +22,12 @@ Result<RequeueResult> requeue(store::Db& db,
       return fail("conflict", "job of sample '" + r.key + "' changed while re-queueing");
     ++out.requeued;
   }
-  if (out.requeued > 0 && sel.run_state == "finished") {
+  if (out.requeued > 0 && sel.run_state == store::to_string(store::RunState::finished)) {
     KF_TRY(store::Stmt act, db.prepare(q["retry_reactivate_run"]));
     act.bind(1, sel.run_id).bind(2, now_ms);
     KF_CHECK(act.run());
     out.run_reactivated = true;
-    out.run_state = "active";
+    out.run_state = store::to_string(store::RunState::active);
   }
   if (commit == Commit::yes) KF_CHECK(tx.commit());
   return out;

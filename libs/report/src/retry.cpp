@@ -37,20 +37,31 @@ Result<RetrySelection> select_retry(store::Db& db, const std::string& tag,
       return fail("usage",
                   "--failure: '" + f +
                       "' is not a stage failure (llm_error, parse_error, rejected, other)");
-  if (opts.stage && *opts.stage != "analyze" && *opts.stage != "generate" &&
-      *opts.stage != "verify")
-    return fail("usage", "--stage: '" + *opts.stage + "' is not analyze, generate or verify");
-  if (opts.stage && *opts.stage == "verify" && !opts.failures.empty())
+  const std::string verify(store::to_string(store::JobStep::verify));
+  if (opts.stage && *opts.stage == verify && !opts.failures.empty())
     return fail("usage",
                 "--stage verify: samples that failed before verification have no code to verify; "
                 "use --stage generate (or leave --stage out)");
 
   KF_TRY(RunInfo run, find_run(db, tag));
-  if (run.state == "cancelled")
+  if (run.state == store::to_string(store::RunState::cancelled))
     return fail("conflict", "run '" + tag + "' is cancelled; nothing was re-queued");
-  if (opts.stage && *opts.stage == "analyze" && run.pipeline != "v2")
-    return fail("usage", "--stage analyze: run '" + tag + "' uses pipeline " + run.pipeline +
-                             ", which has no analysis stage");
+  // Where a sample can start again: an analysis or the code stage of the run, as it recorded
+  // them, or the verifier.
+  const auto analysis = run.stages(store::StageKind::analysis);
+  const auto code = run.stages(store::StageKind::code);
+  if (code.empty()) return fail("data", "run '" + tag + "' recorded no stage of kind code");
+  auto in = [](const std::vector<std::string>& v, const std::string& x) { return contains(v, x); };
+  if (opts.stage && !in(analysis, *opts.stage) && !in(code, *opts.stage) && *opts.stage != verify) {
+    std::string known;
+    for (const auto& n : analysis) known += n + ", ";
+    for (const auto& n : code) known += n + ", ";
+    if (analysis.empty() && (*opts.stage == "analyze" || *opts.stage == "analysis"))
+      return fail("usage", "--stage " + *opts.stage + ": run '" + tag + "' uses pipeline " +
+                               run.pipeline + ", which has no analysis stage");
+    return fail("usage", "--stage: '" + *opts.stage + "' is not a stage of run '" + tag +
+                             "' (" + known + "or " + verify + ")");
+  }
   KF_TRY(auto outcomes, load_outcomes(db, run));
   RetrySelection sel;
   sel.run_id = run.id;
@@ -69,9 +80,9 @@ Result<RetrySelection> select_retry(store::Db& db, const std::string& tag,
     }
     if (!chosen) continue;
     std::string failed_at = o.failure_stage.empty() ? o.stage : o.failure_stage;
-    std::string stage = opts.stage.value_or(o.verdict ? "verify" : failed_at);
-    if (stage != "analyze" && stage != "generate" && stage != "verify") stage = "generate";
-    if (stage == "analyze" && run.pipeline != "v2") stage = "generate";
+    std::string stage = opts.stage.value_or(o.verdict ? verify : failed_at);
+    // A failure elsewhere (a repair round) starts again at the code stage.
+    if (!in(analysis, stage) && !in(code, stage) && stage != verify) stage = code.front();
     std::string reason = "re-queued by kforge retry from " + what;
     if (o.detail)
       reason += ": " + *o.detail;

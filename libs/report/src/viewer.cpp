@@ -104,7 +104,7 @@ Result<Body> runs_page(store::Db& db, const ViewOptions& opts) {
        "<th>latest verdicts</th><th>flags</th><th class=\"num\">tokens</th>"
        "<th class=\"num\">cost</th><th>created</th></tr>";
   for (const auto& r : runs) {
-    if (r.state == "active") b.refresh = true;
+    if (r.state == store::to_string(store::RunState::active)) b.refresh = true;
     double pct = r.jobs > 0 ? static_cast<double>(r.finished) / static_cast<double>(r.jobs) : 0;
     KF_TRY(std::string phase, counts_text(db, "viewer_run_phase", r.id, true));
     KF_TRY(std::string verdicts, counts_text(db, "viewer_run_verdicts", r.id));

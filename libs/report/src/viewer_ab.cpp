@@ -43,7 +43,7 @@ Result<Body> ab_page(store::Db& db, const ViewRequest& req, const ViewOptions& o
   PairComparison p = compare_outcomes(a, *oa, b, *ob, confidence);
   Body body;
   body.title = b.tag + " vs " + a.tag;
-  body.refresh = a.state == "active" || b.state == "active";
+  body.refresh = a.active() || b.active();
   std::string& h = body.html;
   h += "<h1>" + html_escape(b.tag) + " vs " + html_escape(a.tag) + " (baseline)</h1>";
   h += fmt::format(

@@ -200,7 +200,10 @@ Result<std::string> targets_html(store::Db& db, std::int64_t verification_id) {
   return out.empty() ? out : "<dt>cross-compile</dt><dd><ul>" + out + "</ul></dd>";
 }
 
-std::vector<Round> rounds_of(const SampleData& d) {
+std::vector<Round> rounds_of(const RunInfo& run, const SampleData& d) {
+  // Round 0's code comes from the run's code stage, later rounds' from its repair stage.
+  const auto code = run.stages(store::StageKind::code);
+  const auto repair = run.stages(store::StageKind::repair);
   int last = 0;
   for (const auto& a : d.outputs) last = std::max(last, a.repair_round);
   for (const auto& v : d.verifications) last = std::max(last, v.repair_round);
@@ -210,7 +213,8 @@ std::vector<Round> rounds_of(const SampleData& d) {
     Round& r = rounds[static_cast<std::size_t>(a.repair_round)];
     r.tokens += a.prompt_tokens + a.completion_tokens;
     r.cost_usd += a.cost_usd;
-    if (a.stage == (a.repair_round == 0 ? "generate" : "repair")) r.answer = &a;
+    const auto& names = a.repair_round == 0 ? code : repair;
+    if (std::find(names.begin(), names.end(), a.stage) != names.end()) r.answer = &a;
   }
   for (const auto& v : d.verifications)
     rounds[static_cast<std::size_t>(v.repair_round)].verdict = &v;
@@ -233,11 +237,11 @@ Result<Body> sample_page(store::Db& db, const ViewRequest& req) {
     return fail("usage", "the sample page needs a tag and a key (/sample?tag=TAG&key=KEY)");
   KF_TRY(RunInfo run, find_run(db, tag));
   KF_TRY(SampleData d, load_sample(db, run, key));
-  std::vector<Round> rounds = rounds_of(d);
+  std::vector<Round> rounds = rounds_of(run, d);
 
   Body b;
   b.title = d.key + " in " + run.tag;
-  b.refresh = run.state == "active" && d.state != store::JobState::done && d.state != store::JobState::failed;
+  b.refresh = run.active() && d.state != store::JobState::done && d.state != store::JobState::failed;
   std::string& h = b.html;
   h += "<h1 class=\"key\">" + html_escape(d.key) + "</h1><p class=\"meta\">run " +
        link("/run", {{"tag", run.tag}}, run.tag) + " (pipeline " + html_escape(run.pipeline) +

@@ -152,7 +152,7 @@ Result<Body> samples_page(store::Db& db, const ViewRequest& req, const ViewOptio
 
   Body b;
   b.title = "Run " + run.tag;
-  b.refresh = run.state == "active";
+  b.refresh = run.active();
   std::string& h = b.html;
   h += "<h1>Run " + html_escape(run.tag) + "</h1><p class=\"meta\">pipeline " +
        html_escape(run.pipeline) + ", model " + html_escape(run.model) + ", " +

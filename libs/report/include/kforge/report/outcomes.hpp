@@ -36,6 +36,8 @@ struct RunInfo {
   std::vector<std::string> stages(store::StageKind kind) const;
   // Whether the run asked for an analysis before the code (a stage of kind analysis).
   bool has_analysis() const { return !stages(store::StageKind::analysis).empty(); }
+  // Whether the run is active (its samples may still move).
+  bool active() const { return state == store::to_string(store::RunState::active); }
 };
 
 // The run with this tag. Error kind "not_found" names the tag and lists the known ones.
