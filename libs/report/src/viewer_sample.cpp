@@ -291,7 +291,7 @@ Result<Body> sample_page(store::Db& db, const ViewRequest& req) {
                      r.n == 0 ? std::string("round 0: generate") : fmt::format("repair {}", r.n));
     h += "<dl class=\"facts\">";
     if (r.answer != nullptr) {
-      h += "<dt>answer</dt><dd>" + html_escape(r.answer->status);
+      h += "<dt>answer</dt><dd>" + html_escape(std::string(store::to_string(r.answer->status)));
       if (r.answer->error)
         h += ": " + html_escape(r.answer->error_kind.value_or("-") + ": " + *r.answer->error);
       h += "</dd>";
