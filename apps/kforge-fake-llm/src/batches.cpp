@@ -18,7 +18,7 @@ const std::set<std::string> kBatchKeys = {
     "parts",      "hold_after", "hold_ms", "hold_times",    "max_lines",
     "max_bytes",  "windows",    "cut",     "order",         "error_format"};
 const std::set<std::string> kBatchFaults = {"failed_line", "expired",  "cancelled",
-                                       "failed",      "poll_5xx", "parts"};
+                                            "failed",      "poll_5xx", "parts"};
 const std::set<std::string> kSteps = {"upload", "create", "poll", "content"};
 
 std::int64_t now_s() {

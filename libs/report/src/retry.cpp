@@ -59,8 +59,8 @@ Result<RetrySelection> select_retry(store::Db& db, const std::string& tag,
     if (analysis.empty() && (*opts.stage == "analyze" || *opts.stage == "analysis"))
       return fail("usage", "--stage " + *opts.stage + ": run '" + tag + "' uses pipeline " +
                                run.pipeline + ", which has no analysis stage");
-    return fail("usage", "--stage: '" + *opts.stage + "' is not a stage of run '" + tag +
-                             "' (" + known + "or " + verify + ")");
+    return fail("usage", "--stage: '" + *opts.stage + "' is not a stage of run '" + tag + "' (" +
+                             known + "or " + verify + ")");
   }
   KF_TRY(auto outcomes, load_outcomes(db, run));
   RetrySelection sel;

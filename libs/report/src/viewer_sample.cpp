@@ -241,12 +241,14 @@ Result<Body> sample_page(store::Db& db, const ViewRequest& req) {
 
   Body b;
   b.title = d.key + " in " + run.tag;
-  b.refresh = run.active() && d.state != store::JobState::done && d.state != store::JobState::failed;
+  b.refresh =
+      run.active() && d.state != store::JobState::done && d.state != store::JobState::failed;
   std::string& h = b.html;
   h += "<h1 class=\"key\">" + html_escape(d.key) + "</h1><p class=\"meta\">run " +
        link("/run", {{"tag", run.tag}}, run.tag) + " (pipeline " + html_escape(run.pipeline) +
-       ", model " + html_escape(run.model) + "); job " + html_escape(std::string(store::to_string(d.state))) + " at " +
-       html_escape(d.stage) + ", " + std::to_string(d.attempts) + " attempt(s)";
+       ", model " + html_escape(run.model) + "); job " +
+       html_escape(std::string(store::to_string(d.state))) + " at " + html_escape(d.stage) + ", " +
+       std::to_string(d.attempts) + " attempt(s)";
   if (d.error_kind || d.error)
     h += "; error " + html_escape(d.error_kind.value_or("-")) + ": " +
          html_escape(d.error.value_or("-"));

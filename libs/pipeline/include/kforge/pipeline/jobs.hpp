@@ -24,8 +24,8 @@
 #include "kforge/core/clock.hpp"
 #include "kforge/pipeline/repair.hpp"
 #include "kforge/store/db.hpp"
-#include "kforge/store/states.hpp"
 #include "kforge/store/run_params.hpp"
+#include "kforge/store/states.hpp"
 
 namespace kforge::pipeline {
 

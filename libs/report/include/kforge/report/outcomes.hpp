@@ -15,8 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include "kforge/store/db.hpp"
-#include "kforge/store/states.hpp"
 #include "kforge/store/run_params.hpp"
+#include "kforge/store/states.hpp"
 
 namespace kforge::report {
 
