@@ -60,8 +60,10 @@ void print_folder(std::FILE* to, const ExportArgs& a, const report::FolderSummar
                  "so near-duplicates may fall in different splits\n");
 }
 
-// Prints the samples near an eval set (the first 20) and writes all of them to --exclusions.
-Status report_near(const ExportArgs& a, const report::ExportSummary& sum, double threshold) {
+// Prints the samples near an eval set (the first 20) to `to` (nullptr: quiet; standard error when
+// the rows go to standard output) and writes all of them to --exclusions.
+Status report_near(std::FILE* to, const ExportArgs& a, const report::ExportSummary& sum,
+                   double threshold) {
   if (!a.exclusions.empty()) {
     std::string text;
     for (const auto& n : sum.near)
@@ -77,7 +79,9 @@ Status report_near(const ExportArgs& a, const report::ExportSummary& sum, double
               "\n";
     KF_CHECK(write_file_atomic(a.exclusions, text));
   }
-  std::printf(
+  if (to == nullptr) return {};
+  std::fprintf(
+      to,
       "decontamination: %zu %s near an eval-set kernel (a kernel of %d tokens or more that is "
       "the same up to renames, or similarity >= %.2f) %s\n",
       sum.near.size(), sum.near.size() == 1 ? "sample" : "samples", a.min_kernel_tokens, threshold,
@@ -85,18 +89,18 @@ Status report_near(const ExportArgs& a, const report::ExportSummary& sum, double
   std::size_t shown = 0;
   for (const auto& n : sum.near) {
     if (shown++ == 20) {
-      std::printf("  ... %zu more%s\n", sum.near.size() - 20,
-                  a.exclusions.empty() ? " (--exclusions FILE lists all)" : "");
+      std::fprintf(to, "  ... %zu more%s\n", sum.near.size() - 20,
+                   a.exclusions.empty() ? " (--exclusions FILE lists all)" : "");
       break;
     }
     if (n.match.exact)
-      std::printf("  %s: kernel %s is the same as %s of %s in %s\n", n.key.c_str(),
-                  n.match.kernel.c_str(), n.match.eval_kernel.c_str(), n.match.key.c_str(),
-                  n.match.file.c_str());
+      std::fprintf(to, "  %s: kernel %s is the same as %s of %s in %s\n", n.key.c_str(),
+                   n.match.kernel.c_str(), n.match.eval_kernel.c_str(), n.match.key.c_str(),
+                   n.match.file.c_str());
     else
-      std::printf("  %s: kernel %s, similarity %.2f with %s of %s in %s\n", n.key.c_str(),
-                  n.match.kernel.c_str(), n.match.similarity, n.match.eval_kernel.c_str(),
-                  n.match.key.c_str(), n.match.file.c_str());
+      std::fprintf(to, "  %s: kernel %s, similarity %.2f with %s of %s in %s\n", n.key.c_str(),
+                   n.match.kernel.c_str(), n.match.similarity, n.match.eval_kernel.c_str(),
+                   n.match.key.c_str(), n.match.file.c_str());
   }
   return {};
 }
@@ -268,7 +272,7 @@ Command add_export(CLI::App& root, Globals& g) {
               sets += (sets.empty() ? "" : ", ") + f + " (" + std::to_string(n) + " kernels)";
             std::fprintf(to, "eval sets: %s\n", sets.c_str());
           }
-          KF_CHECK_OR_REPORT(report_near(*args, sum, opts.near_threshold));
+          KF_CHECK_OR_REPORT(report_near(g.quiet ? nullptr : to, *args, sum, opts.near_threshold));
         }
         return kOk;
       }};

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -360,6 +362,20 @@ TEST_F(DedupCli, ExportExcludesOrMarksSamplesNearAnEvalSetAndSaysWhy) {
   EXPECT_NE(r.out.find("renamed_k of E-1"), std::string::npos) << r.out;
   auto clean = read_jsonl("clean.jsonl");
   EXPECT_EQ(static_cast<int>(clean.size()), total_ - 1);
+  // To standard output (--out -): the rows alone there, the decontamination report on stderr.
+  auto piped =
+      kforge({"export", "all", "--out", "-", "--format", "jsonl", "--exclude-near",
+              (dir_ / "eval.jsonl").string(), "--map", "code=solution", "--key", "task_id"});
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_NE(piped.err.find("decontamination: 1 sample near an eval-set kernel"), std::string::npos)
+      << piped.err;
+  int piped_rows = 0;
+  std::istringstream lines(piped.out);
+  for (std::string line; std::getline(lines, line);) {
+    ASSERT_TRUE(json::accept(line)) << "not a row on stdout: " << line;
+    ++piped_rows;
+  }
+  EXPECT_EQ(piped_rows, total_ - 1);
   int corpus_marked = 0;
   for (const auto& rec : clean) {
     EXPECT_NE(rec["file"], key20);
