@@ -18,32 +18,6 @@
 namespace kforge::pipeline::e2e {
 namespace {
 
-// The corpus: tests/data/corpus_small.json (every sample the fault script names is in it).
-constexpr int kN = test::kSmallCorpusRecords;
-
-// Jobs of a run by final state, keyed by sample: "key|state|stage|error_kind".
-std::vector<std::string> final_states(Site& s, const std::string& tag) {
-  return s.rows(
-      "SELECT s.key, j.state, j.stage, coalesce(j.error_kind, '') FROM jobs j "
-      "JOIN samples s ON s.id = j.sample_id JOIN runs r ON r.id = j.run_id "
-      "WHERE r.tag = '" +
-          tag + "' ORDER BY s.key",
-      4);
-}
-
-// Every stage output of a run: "key|stage|attempt|status|error_kind|parsed_json".
-std::vector<std::string> outputs(Site& s, const std::string& tag) {
-  return s.rows(
-      "SELECT s.key, o.stage, o.attempt, o.status, coalesce(o.error_kind, ''), "
-      "coalesce(kf_text(o.parsed_text), '') FROM stage_outputs o JOIN samples s ON s.id = "
-      "o.sample_id "
-      "JOIN runs r ON r.id = o.run_id WHERE r.tag = '" +
-          tag +
-          "' "
-          "ORDER BY s.key, o.stage DESC, o.attempt",
-      6);
-}
-
 std::string state_of(Site& s, const std::string& tag, const std::string& key) {
   for (const auto& row : final_states(s, tag))
     if (row.rfind(key + "|", 0) == 0) return row.substr(key.size() + 1);
@@ -336,19 +310,6 @@ std::string http_get(int port, const std::string& path, int* status = nullptr) {
   if (!res) return "";
   if (status) *status = res->status;
   return res->body;
-}
-
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  int port = ntohs(a.sin_port);
-  ::close(fd);
-  return port;
 }
 
 // A datagram socket standing in for systemd's notification socket. Like systemd it reads all the

@@ -16,27 +16,6 @@
 namespace kforge::pipeline::e2e {
 namespace {
 
-constexpr int kN = test::kSmallCorpusRecords;
-
-std::vector<std::string> outputs(Site& s, const std::string& tag) {
-  return s.rows(
-      "SELECT s.key, o.stage, o.attempt, o.status, coalesce(o.error_kind, ''), "
-      "coalesce(kf_text(o.parsed_text), '') FROM stage_outputs o JOIN samples s ON s.id = "
-      "o.sample_id "
-      "JOIN runs r ON r.id = o.run_id WHERE r.tag = '" +
-          tag + "' ORDER BY s.key, o.stage DESC, o.attempt",
-      6);
-}
-
-std::vector<std::string> final_states(Site& s, const std::string& tag) {
-  return s.rows(
-      "SELECT s.key, j.state, j.stage, coalesce(j.error_kind, '') FROM jobs j "
-      "JOIN samples s ON s.id = j.sample_id JOIN runs r ON r.id = j.run_id "
-      "WHERE r.tag = '" +
-          tag + "' ORDER BY s.key",
-      4);
-}
-
 Options batch_options(const std::string& mode_lines) {
   Options o;
   o.max_in_flight = kN;
@@ -404,19 +383,6 @@ TEST(BatchDaemon, ACompletionWindowTheProviderRefusesPausesTheRunWithItsMessage)
             1);
   d->signal(SIGTERM);
   EXPECT_EQ(d->wait(20s), 0) << d->log();
-}
-
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  int port = ntohs(a.sin_port);
-  ::close(fd);
-  return port;
 }
 
 TEST(BatchDaemon, StatusAndMetricsShowTheBatchesInFlight) {

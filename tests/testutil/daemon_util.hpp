@@ -4,8 +4,11 @@
 // Helpers for the end-to-end tests: a fake provider on loopback, a database with the corpus
 // imported through the real CLI, and the real kforged as a child process that can be killed.
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -272,5 +275,43 @@ class Site {
 // Every job past its LLM stages.
 inline const char* kPastLlm =
     "SELECT count(*) FROM jobs WHERE state IN ('verify_queued', 'failed', 'done', 'cancelled')";
+
+// The corpus most daemon tests run: tests/data/corpus_small.json (every sample the fault scripts
+// name is in it).
+inline constexpr int kN = test::kSmallCorpusRecords;
+
+// Jobs of a run by final state, keyed by sample: "key|state|stage|error_kind".
+inline std::vector<std::string> final_states(Site& s, const std::string& tag) {
+  return s.rows(
+      "SELECT s.key, j.state, j.stage, coalesce(j.error_kind, '') FROM jobs j "
+      "JOIN samples s ON s.id = j.sample_id JOIN runs r ON r.id = j.run_id "
+      "WHERE r.tag = '" +
+          tag + "' ORDER BY s.key",
+      4);
+}
+
+// Every stage output of a run: "key|stage|attempt|status|error_kind|parsed_json".
+inline std::vector<std::string> outputs(Site& s, const std::string& tag) {
+  return s.rows(
+      "SELECT s.key, o.stage, o.attempt, o.status, coalesce(o.error_kind, ''), "
+      "coalesce(kf_text(o.parsed_text), '') FROM stage_outputs o JOIN samples s ON s.id = "
+      "o.sample_id JOIN runs r ON r.id = o.run_id WHERE r.tag = '" +
+          tag + "' ORDER BY s.key, o.stage DESC, o.attempt",
+      6);
+}
+
+// A loopback port free at the time of asking (for the daemon's metrics listener).
+inline int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  int port = ntohs(a.sin_port);
+  ::close(fd);
+  return port;
+}
 
 }  // namespace kforge::pipeline::e2e
