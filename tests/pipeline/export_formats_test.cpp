@@ -23,7 +23,6 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-const char* kEnded = "SELECT count(*) FROM jobs WHERE state IN ('done', 'failed', 'cancelled')";
 const char* kSecret = "sk-kforge-export-test-7f3a9c";
 
 std::vector<ojson> read_jsonl(const fs::path& p) {

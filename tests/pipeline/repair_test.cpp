@@ -13,8 +13,6 @@
 namespace kforge::pipeline::e2e {
 namespace {
 
-const char* kEnded = "SELECT count(*) FROM jobs WHERE state IN ('done', 'failed', 'cancelled')";
-
 fs::path repair_dir() {
   return test::source_dir() / "tests" / "pipeline" / "repair";
 }

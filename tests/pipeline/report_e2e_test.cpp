@@ -11,7 +11,7 @@
 namespace kforge::pipeline::e2e {
 namespace {
 
-const char* kEnded = "SELECT count(*) FROM jobs WHERE state IN ('done', 'failed')";
+const char* kDoneOrFailed = "SELECT count(*) FROM jobs WHERE state IN ('done', 'failed')";
 
 // A site whose runs v1 and v2 went through the real daemon to their end.
 std::unique_ptr<Site> pipeline_site() {
@@ -24,7 +24,7 @@ std::unique_ptr<Site> pipeline_site() {
   site->create_run("v1", "v1");
   site->create_run("v2", "v2");
   auto d = site->start_daemon();
-  if (site->wait_for(kEnded, 8, 120s) != 8) {
+  if (site->wait_for(kDoneOrFailed, 8, 120s) != 8) {
     ADD_FAILURE() << "the pipeline did not end its 8 jobs\n" << d->log();
     return nullptr;
   }
@@ -220,7 +220,7 @@ TEST(ReportRetryOnPipeline, RetriedSamplesKeepTheirHistoryAndTheDaemonRunsThemAg
   // The daemon picks them up: a second verdict for vector_scale.py (attempt 2, the first kept),
   // and new generation attempts for vector_neg.py after the three it had.
   auto d = site->start_daemon();
-  ASSERT_EQ(site->wait_for(kEnded, 8, 120s), 8) << d->log();
+  ASSERT_EQ(site->wait_for(kDoneOrFailed, 8, 120s), 8) << d->log();
   ASSERT_EQ(site->wait_for("SELECT count(*) FROM verifications WHERE run_id = 1", 4, 60s), 4);
   d->signal(SIGTERM);
   EXPECT_EQ(d->wait(30s), std::optional<int>(0)) << d->log();

@@ -272,6 +272,10 @@ class Site {
   int daemons_ = 0;
 };
 
+// Every job ended: done, failed or cancelled.
+inline const char* kEnded =
+    "SELECT count(*) FROM jobs WHERE state IN ('done', 'failed', 'cancelled')";
+
 // Every job past its LLM stages.
 inline const char* kPastLlm =
     "SELECT count(*) FROM jobs WHERE state IN ('verify_queued', 'failed', 'done', 'cancelled')";

@@ -51,8 +51,8 @@ Result<RetrySelection> select_retry(store::Db& db, const std::string& tag,
   const auto analysis = run.stages(store::StageKind::analysis);
   const auto code = run.stages(store::StageKind::code);
   if (code.empty()) return fail("data", "run '" + tag + "' recorded no stage of kind code");
-  auto in = [](const std::vector<std::string>& v, const std::string& x) { return contains(v, x); };
-  if (opts.stage && !in(analysis, *opts.stage) && !in(code, *opts.stage) && *opts.stage != verify) {
+  if (opts.stage && !contains(analysis, *opts.stage) && !contains(code, *opts.stage) &&
+      *opts.stage != verify) {
     std::string known;
     for (const auto& n : analysis) known += n + ", ";
     for (const auto& n : code) known += n + ", ";
@@ -82,7 +82,8 @@ Result<RetrySelection> select_retry(store::Db& db, const std::string& tag,
     std::string failed_at = o.failure_stage.empty() ? o.stage : o.failure_stage;
     std::string stage = opts.stage.value_or(o.verdict ? verify : failed_at);
     // A failure elsewhere (a repair round) starts again at the code stage.
-    if (!in(analysis, stage) && !in(code, stage) && stage != verify) stage = code.front();
+    if (!contains(analysis, stage) && !contains(code, stage) && stage != verify)
+      stage = code.front();
     std::string reason = "re-queued by kforge retry from " + what;
     if (o.detail)
       reason += ": " + *o.detail;
