@@ -221,7 +221,7 @@ def check(cases):
     number of bad tests (each named with why)."""
     import ast
     sys.path.insert(0, HARNESS)
-    from kforge_harness.assembly import assemble, code_kernels, find_tests
+    from kforge_harness.assembly import assemble, code_kernels, find_tests, section_of
     bad = 0
     for corpus, k, t in cases:
         d = os.path.join(corpus, k)
@@ -229,8 +229,14 @@ def check(cases):
         why = None
         try:
             files = [open(os.path.join(d, f)).read() for f in ("code.py", "wrapper.py", t)]
-            script, _ = assemble(*files, {})
-            tree = ast.parse(script)
+            script, info = assemble(*files, {})
+            try:
+                tree = ast.parse(script)
+            except SyntaxError as e:
+                section, line = section_of(info, e.lineno)
+                raise SyntaxError("%s line %s: %s" % (
+                    {"unitest_code": t, "kernel_wrapper": "wrapper.py"}.get(section, "code.py"),
+                    line, e.msg)) from None
             tests, _ = find_tests(tree)
             kernels = code_kernels(files[0])
             names = {n.id for n in ast.walk(ast.parse(files[2])) if isinstance(n, ast.Name)}
