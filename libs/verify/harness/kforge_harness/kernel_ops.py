@@ -182,6 +182,8 @@ def sites(fn_def, kernel):
     parents = _parents(fn_def)
     strides = sorted(a.arg for a in fn_def.args.args if a.arg.lower().startswith("stride"))
     body_nodes = list(ast.walk(fn_def))
+    ptrs = pointer_names(fn_def)
+    two_d = _blocks_2d(fn_def)
 
     def add(op, i, node, desc, variant=0):
         out.append({"kernel": kernel, "op": op, "index": i, "variant": variant,
@@ -210,7 +212,7 @@ def sites(fn_def, kernel):
         if name in REDUCTIONS and isinstance(node, ast.Call):
             ax = _kw(node, "axis")
             val = ax.value if ax is not None else (node.args[1] if len(node.args) > 1 else None)
-            if isinstance(val, ast.Constant) and type(val.value) is int:
+            if isinstance(val, ast.Constant) and type(val.value) is int and two_d:
                 add("reduce_axis", i, node, "`%s` reduces over axis %d instead of %d"
                     % (_snippet(node), 1 - val.value if val.value in (0, 1) else 0, val.value))
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and \
@@ -223,7 +225,8 @@ def sites(fn_def, kernel):
                 add("bound", i, node, "the bound of `%s` is one less (`%s - 1`)"
                     % (_snippet(node), _snippet(node.comparators[0])))
         if isinstance(node, ast.BinOp) and type(node.op) in _ARITH_SWAP and \
-                not (_number(node.left) and _number(node.right)) and not _is_pointer(node) and \
+                not (_number(node.left) and _number(node.right)) and \
+                not _is_pointer(node, ptrs) and \
                 not _frozen(node, parents, fn_def):
             value = not _is_address(node)
             targets = [_ARITH_TEXT[_ARITH_SWAP[type(node.op)]]]
@@ -239,9 +242,9 @@ def sites(fn_def, kernel):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and \
                 not (isinstance(parents.get(node), ast.BinOp) and
                      isinstance(parents[node].op, ast.Add)) and \
-                not _frozen(node, parents, fn_def) and _swap_terms(node) is not None:
+                not _frozen(node, parents, fn_def) and _swap_terms(node, ptrs) is not None:
             add("index_swap", i, node, "the index terms of `%s` are swapped (`%s`)"
-                % (_snippet(node), _snippet(_swap_terms(node))))
+                % (_snippet(node), _snippet(_swap_terms(node, ptrs))))
         if isinstance(node, ast.Subscript) and _broadcast_swap(node) and \
                 not _frozen(node, parents, fn_def):
             add("index_swap", i, node, "`%s` is broadcast the other way" % _snippet(node),
@@ -281,11 +284,65 @@ def _has_call(node):
     return any(isinstance(n, ast.Call) for n in ast.walk(node))
 
 
-def _is_pointer(node):
-    return any("ptr" in name.lower() for name in _names(node))
+def _is_pointer(node, ptrs=frozenset()):
+    return any("ptr" in name.lower() or name in ptrs for name in _names(node))
 
 
-def _swap_terms(node):
+# Calls whose first argument is an address (a pointer plus offsets, or a block pointer).
+ADDRESS_CALLS = {"load", "store", "make_block_ptr", "atomic_add", "atomic_max", "atomic_min",
+                 "atomic_cas", "atomic_xchg", "atomic_and", "atomic_or", "atomic_xor"}
+
+
+def _leftmost(expr):
+    """The first term of a chain of additions and subtractions."""
+    while isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Sub)):
+        expr = expr.left
+    return expr
+
+
+def pointer_names(fn_def):
+    """The names a kernel uses as pointers, whatever they are called (`X`, `inp`, `Q` as well as
+    `x_ptr`): the first term of the address of each tl.load, tl.store, tl.make_block_ptr and
+    atomic, and, back through assignments, the first term of what a pointer name was assigned
+    (`inp_ptrs = inp + offset`; `X += row * stride` keeps X a pointer)."""
+    ptrs, assigns = set(), []
+    for node in ast.walk(fn_def):
+        if isinstance(node, ast.Call) and _call_name(node) in ADDRESS_CALLS and node.args:
+            left = _leftmost(node.args[0])
+            if isinstance(left, ast.Name):
+                ptrs.add(left.id)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], ast.Name):
+            assigns.append((node.targets[0].id, node.value))
+    grew = True
+    while grew:
+        grew = False
+        for name, value in assigns:
+            left = _leftmost(value)
+            if name in ptrs and isinstance(left, ast.Name) and left.id not in ptrs:
+                ptrs.add(left.id)
+                grew = True
+    return ptrs
+
+
+def _blocks_2d(fn_def):
+    """Whether the kernel works on blocks of two or more dimensions (a broadcast x[:, None], a
+    tl.zeros/tl.full/reshape of a shape of two or more, a 2-D block pointer): a reduction over
+    another axis of a 1-D block does not compile, so reduce_axis is not tried there."""
+    for node in ast.walk(fn_def):
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple) and \
+                any(isinstance(e, ast.Constant) and e.value is None for e in node.slice.elts):
+            return True
+        name = _call_name(node)
+        if name in ("zeros", "full", "reshape", "view", "broadcast_to", "make_block_ptr"):
+            shapes = [a for a in list(node.args) + [k.value for k in node.keywords]
+                      if isinstance(a, (ast.List, ast.Tuple))]
+            if any(len(a.elts) >= 2 for a in shapes):
+                return True
+    return False
+
+
+def _swap_terms(node, ptrs=frozenset()):
     """In a chain of additions with a term a * s and another plain term b (neither a pointer
     nor a call), a and b swapped: z_ptr + rn * stride_z + rm -> z_ptr + rm * stride_z + rn, the
     copy a transpose becomes. None where the chain has no such pair."""
@@ -296,10 +353,10 @@ def _swap_terms(node):
         if not (isinstance(t, ast.BinOp) and isinstance(t.op, ast.Mult)):
             continue
         a, s = t.left, t.right
-        if _is_pointer(a) or _has_call(a) or _number(a):
+        if _is_pointer(a, ptrs) or _has_call(a) or _number(a):
             continue
         for j, b in enumerate(terms):
-            if j == i or isinstance(b, ast.BinOp) or _is_pointer(b) or _has_call(b) or \
+            if j == i or isinstance(b, ast.BinOp) or _is_pointer(b, ptrs) or _has_call(b) or \
                     _number(b) or ast.dump(a) == ast.dump(b):
                 continue
             new = list(terms)
@@ -419,7 +476,7 @@ def _apply(root, node, site):
             to = "/"
         node.op = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div}[to]()
     elif op == "index_swap" and site["variant"] == 0:
-        if not _replace(root, node, _swap_terms(node)):
+        if not _replace(root, node, _swap_terms(node, pointer_names(root))):
             raise ValueError("index terms not found")
     elif op == "index_swap":
         node.slice.elts.reverse()
