@@ -75,7 +75,7 @@ class OperatorTest(unittest.TestCase):
             ("transpose_kernel", "index_swap"): "tl.load(x_ptr + rn[None, :] * stride_xm + "
                                                 "rm[:, None], mask=mask)",
             ("transpose_kernel", "stride_swap"): "rm[:, None] * stride_zn",
-            ("row_block_sum_kernel", "reduce_axis"): "tl.sum(x, axis=0)",
+            ("row_block_sum_kernel", "reduce_axis"): "tl.sum(x, 0)",
             ("add_kernel", "offset"): "offsets = pid * BLOCK + tl.arange(0, BLOCK) + 1",
             ("add_kernel", "mask_invert"): "mask=~mask",
         }
@@ -115,6 +115,18 @@ class OperatorTest(unittest.TestCase):
         # tl.store and kept out of index swaps and arithmetic, as x_ptr is.
         d = kernel_def("row_block_sum_kernel")
         self.assertEqual(ops.pointer_names(d), {"X", "Out"})
+        # A product of integers (a grouped tile order) is index arithmetic: * -> +, never a
+        # division, which would make a float the compiler refuses.
+        grouped = ast.parse("def k(X, n, GROUP: tl.constexpr):\n"
+                            "    g = tl.program_id(0) // n\n"
+                            "    first = g * GROUP\n"
+                            "    tl.store(X + first, 1.0)\n").body[0]
+        self.assertEqual(ops.int_names(grouped), {"GROUP", "g", "first"})
+        self.assertEqual([x.get("to") for x in ops.sites(grouped, "k") if x["op"] == "arith"],
+                         ["+"])
+        # Its reduction's axis, given by position (tl.sum(x, 1)), is no constant to change.
+        self.assertEqual([s for s in sites_of("row_block_sum_kernel") if s["op"] == "constant"],
+                         [])
         swaps = [s for s in sites_of("row_block_sum_kernel") if s["op"] == "index_swap"]
         self.assertTrue(swaps)
         for s in sites_of("row_block_sum_kernel"):

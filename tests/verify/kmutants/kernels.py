@@ -56,7 +56,7 @@ def row_block_sum_kernel(X, Out, n_rows, n_cols, stride_row, BLOCK_M: tl.constex
     cols = tl.arange(0, BLOCK_N)
     mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
     x = tl.load(X + rows[:, None] * stride_row + cols[None, :], mask=mask, other=0.0)
-    tl.store(Out + rows, tl.sum(x, axis=1), mask=rows < n_rows)
+    tl.store(Out + rows, tl.sum(x, 1), mask=rows < n_rows)
 
 
 @triton.jit

@@ -11,12 +11,13 @@ The operators, in the order a budget takes them (docs/VERIFIER.md, "Kernel mutan
   where_swap   tl.where(c, a, b) -> tl.where(c, b, a)
   constant     a numeric constant in the computation changed (0 -> 1, c -> c + 1, x -> 2x)
   arith        an arithmetic operator changed (+ and -, / -> *; a * b -> b / a and a / b on
-               values, a * b -> a + b on indices), values first
+               values, a * b -> a + b on indices and integer arithmetic), values first;
+               pointers (found by use: pointer_names) are left alone
   other        the other= fill of a masked tl.load changed (0 -> 1, anything else -> 0)
   index_swap   two index terms swapped (a * s + b -> b * s + a; x[:, None] <-> x[None, :])
   stride_swap  one stride argument used in place of another
   bound        a comparison's right side one less (offsets < n -> offsets < n - 1)
-  reduce_axis  a reduction (tl.sum, tl.max, ...) over the other axis
+  reduce_axis  a reduction (tl.sum, tl.max, ...) over the other axis (2-D blocks only)
   compare      a comparison's operator changed (< and <=, > and >=, == and !=)
   mask_drop    the mask= (and other=) of a tl.load or tl.store removed
   offset       an offsets assignment built on tl.arange shifted by one
@@ -126,14 +127,17 @@ def _ancestors(node, parents):
 
 def _frozen(node, parents, stop):
     """Whether node sits where a change would only break the compile or the launch grid: inside
-    a call of FROZEN_CALLS, a keyword of FROZEN_KEYWORDS, an annotation, or a subscript's
-    slice."""
+    a call of FROZEN_CALLS, a keyword of FROZEN_KEYWORDS, a reduction's axis given by position,
+    an annotation, or a subscript's slice."""
     child, p = node, parents.get(node)
     while p is not None and p is not stop:
         if isinstance(p, ast.Call) and child is not p.func and _call_name(p) in FROZEN_CALLS:
             return True
         if isinstance(p, ast.keyword) and p.arg in FROZEN_KEYWORDS:
             return True
+        if isinstance(p, ast.Call) and isinstance(p.func, ast.Attribute) and \
+                p.func.attr in REDUCTIONS and len(p.args) > 1 and child is p.args[1]:
+            return True  # tl.sum(x, 0): the axis given by position (reduce_axis changes it)
         if isinstance(p, (ast.arg, ast.AnnAssign)) and child is getattr(p, "annotation", None):
             return True
         if isinstance(p, ast.Subscript) and child is p.slice:
@@ -183,6 +187,7 @@ def sites(fn_def, kernel):
     strides = sorted(a.arg for a in fn_def.args.args if a.arg.lower().startswith("stride"))
     body_nodes = list(ast.walk(fn_def))
     ptrs = pointer_names(fn_def)
+    ints = int_names(fn_def)
     two_d = _blocks_2d(fn_def)
 
     def add(op, i, node, desc, variant=0):
@@ -228,7 +233,7 @@ def sites(fn_def, kernel):
                 not (_number(node.left) and _number(node.right)) and \
                 not _is_pointer(node, ptrs) and \
                 not _frozen(node, parents, fn_def):
-            value = not _is_address(node)
+            value = not (_is_address(node) or _int_expr(node, ints))
             targets = [_ARITH_TEXT[_ARITH_SWAP[type(node.op)]]]
             if value and isinstance(node.op, ast.Mult):
                 targets = ["/", "/r"]  # a * b -> a / b and b / a: a unit scale hides the second
@@ -323,6 +328,48 @@ def pointer_names(fn_def):
                 ptrs.add(left.id)
                 grew = True
     return ptrs
+
+
+_INT_CALLS = {"program_id", "num_programs", "cdiv"}
+
+
+def _int_expr(e, ints):
+    """Whether e is integer arithmetic: integer constants, names in ints, program ids, cdiv,
+    // and %, and sums and products of those."""
+    if isinstance(e, ast.Constant):
+        return type(e.value) is int
+    if isinstance(e, ast.Name):
+        return e.id in ints
+    if isinstance(e, ast.Call):
+        return _call_name(e) in _INT_CALLS
+    if isinstance(e, ast.BinOp):
+        if isinstance(e.op, (ast.FloorDiv, ast.Mod)):
+            return True
+        return isinstance(e.op, (ast.Add, ast.Sub, ast.Mult)) and _int_expr(e.left, ints) and \
+            _int_expr(e.right, ints)
+    return False
+
+
+def int_names(fn_def):
+    """Names that hold integers (a grid position, a tile order): the constexpr parameters and
+    what is assigned integer arithmetic of them. A product of two such is index arithmetic:
+    `a * b` -> `b / a` would make a float the compiler refuses (`group_id * GROUP_M`)."""
+    ints = set()
+    for a in fn_def.args.args:
+        ann = a.annotation
+        if ann is not None and "constexpr" in ast.unparse(ann):
+            ints.add(a.arg)
+    assigns = [(n.targets[0].id, n.value) for n in ast.walk(fn_def)
+               if isinstance(n, ast.Assign) and len(n.targets) == 1 and
+               isinstance(n.targets[0], ast.Name)]
+    grew = True
+    while grew:
+        grew = False
+        for name, value in assigns:
+            if name not in ints and _int_expr(value, ints):
+                ints.add(name)
+                grew = True
+    return ints
 
 
 def _blocks_2d(fn_def):
