@@ -20,7 +20,8 @@ weak_inputs or constant_output. --cost then runs the strong tests with the kerne
 configuration the verdict counts, seconds per passing sample, samples/s, the mutant runs'
 seconds and the kernel battery's killed/applicable/equivalent; --no-rates skips the first pass.
 --check needs no GPU: every test is assembled by the harness's own loader (kforge_harness.
-assembly) and must parse, define a test function and launch a kernel its code defines.
+assembly) and must parse and define a test function that calls something code.py or wrapper.py
+defines, and code.py must define a Triton kernel (tests/verify/CMakeLists.txt runs it in CI).
 """
 
 import argparse
