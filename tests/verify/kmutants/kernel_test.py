@@ -115,6 +115,32 @@ class OperatorTest(unittest.TestCase):
         # tl.store and kept out of index swaps and arithmetic, as x_ptr is.
         d = kernel_def("row_block_sum_kernel")
         self.assertEqual(ops.pointer_names(d), {"X", "Out"})
+        # The same on the real kernels of tests/verify/strong_g (TritonBench-G): no index swap
+        # or arithmetic mutant multiplies or divides a pointer, whatever the kernel calls it.
+        real = os.path.join(HERE, "..", "strong_g")
+        checked = 0
+        for k in sorted(os.listdir(real)):
+            code = os.path.join(real, k, "code.py")
+            if not os.path.isfile(code):
+                continue
+            with open(code) as f:
+                tree = ast.parse(f.read())
+            for fn in tree.body:
+                if not (isinstance(fn, ast.FunctionDef) and any(
+                        "jit" in ast.unparse(d) for d in fn.decorator_list)):
+                    continue
+                ptrs = ops.pointer_names(fn)
+                for s in ops.sites(fn, fn.name):
+                    if s["op"] not in ("index_swap", "arith"):
+                        continue
+                    checked += 1
+                    for b in ast.walk(ast.parse(ops.mutate(fn, s))):
+                        if isinstance(b, ast.BinOp) and \
+                                isinstance(b.op, (ast.Mult, ast.Div, ast.FloorDiv, ast.Mod)):
+                            for side in (b.left, b.right):
+                                self.assertFalse(isinstance(side, ast.Name) and side.id in ptrs,
+                                                 "%s: %s" % (k, s["desc"]))
+        self.assertGreater(checked, 100)
         # A product of integers (a grouped tile order) is index arithmetic: * -> +, never a
         # division, which would make a float the compiler refuses.
         grouped = ast.parse("def k(X, n, GROUP: tl.constexpr):\n"
