@@ -75,7 +75,7 @@ class OperatorTest(unittest.TestCase):
             ("transpose_kernel", "index_swap"): "tl.load(x_ptr + rn[None, :] * stride_xm + "
                                                 "rm[:, None], mask=mask)",
             ("transpose_kernel", "stride_swap"): "rm[:, None] * stride_zn",
-            ("row_sum_kernel", "reduce_axis"): "tl.sum(x, axis=1)",
+            ("row_block_sum_kernel", "reduce_axis"): "tl.sum(x, 0)",
             ("add_kernel", "offset"): "offsets = pid * BLOCK + tl.arange(0, BLOCK) + 1",
             ("add_kernel", "mask_invert"): "mask=~mask",
         }
@@ -109,6 +109,61 @@ class OperatorTest(unittest.TestCase):
                     self.assertNotIn("_ptr -", src)  # pointer arithmetic is not mutated
         consts = [s for s in sites_of("row_sum_kernel") if s["op"] == "constant"]
         self.assertEqual(consts, [])  # 0 in tl.arange, axis=0, other=0.0: all frozen
+        # A 1-D block has no other axis to reduce over: no reduce_axis (it would not compile).
+        self.assertNotIn("reduce_axis", {s["op"] for s in sites_of("row_sum_kernel")})
+        # Pointers named without _ptr (X, Out) are found from the addresses of tl.load and
+        # tl.store and kept out of index swaps and arithmetic, as x_ptr is.
+        d = kernel_def("row_block_sum_kernel")
+        self.assertEqual(ops.pointer_names(d), {"X", "Out"})
+        # The same on the real kernels of tests/verify/strong_g (TritonBench-G): no index swap
+        # or arithmetic mutant multiplies or divides a pointer, whatever the kernel calls it.
+        real = os.path.join(HERE, "..", "strong_g")
+        checked = 0
+        for k in sorted(os.listdir(real)):
+            code = os.path.join(real, k, "code.py")
+            if not os.path.isfile(code):
+                continue
+            with open(code) as f:
+                tree = ast.parse(f.read())
+            for fn in tree.body:
+                if not (isinstance(fn, ast.FunctionDef) and any(
+                        "jit" in ast.unparse(d) for d in fn.decorator_list)):
+                    continue
+                ptrs = ops.pointer_names(fn)
+                for s in ops.sites(fn, fn.name):
+                    if s["op"] not in ("index_swap", "arith"):
+                        continue
+                    checked += 1
+                    for b in ast.walk(ast.parse(ops.mutate(fn, s))):
+                        if isinstance(b, ast.BinOp) and \
+                                isinstance(b.op, (ast.Mult, ast.Div, ast.FloorDiv, ast.Mod)):
+                            for side in (b.left, b.right):
+                                self.assertFalse(isinstance(side, ast.Name) and side.id in ptrs,
+                                                 "%s: %s" % (k, s["desc"]))
+        self.assertGreater(checked, 100)
+        # A product of integers (a grouped tile order) is index arithmetic: * -> +, never a
+        # division, which would make a float the compiler refuses.
+        grouped = ast.parse("def k(X, n, GROUP: tl.constexpr):\n"
+                            "    g = tl.program_id(0) // n\n"
+                            "    first = g * GROUP\n"
+                            "    tl.store(X + first, 1.0)\n").body[0]
+        self.assertEqual(ops.int_names(grouped), {"GROUP", "g", "first"})
+        self.assertEqual([x.get("to") for x in ops.sites(grouped, "k") if x["op"] == "arith"],
+                         ["+"])
+        # Its reduction's axis, given by position (tl.sum(x, 1)), is no constant to change.
+        self.assertEqual([s for s in sites_of("row_block_sum_kernel") if s["op"] == "constant"],
+                         [])
+        swaps = [s for s in sites_of("row_block_sum_kernel") if s["op"] == "index_swap"]
+        self.assertTrue(swaps)
+        for s in sites_of("row_block_sum_kernel"):
+            if s["op"] not in ("index_swap", "arith"):
+                continue
+            src = ops.mutate(d, s)
+            with self.subTest(site=s["desc"]):
+                self.assertIn("tl.load(X + ", src)
+                self.assertIn("tl.store(Out + rows", src)
+                for bad in ("X *", "* X", "X -", "X /", "Out *", "* Out", "Out -", "Out /"):
+                    self.assertNotIn(bad, src)
 
     def test_the_choice_is_deterministic_spread_and_counted(self):
         per = [("add_kernel", sites_of("add_kernel")), ("relu_kernel", sites_of("relu_kernel"))]
@@ -218,9 +273,8 @@ class ReplayTest(unittest.TestCase):
         rec = record(kernels.row_sum_kernel, [[1.0] * 64, [0.0], 64, 64],
                      {"BLOCK_N": 64, "grid": (1,), "warmup": False})
         src = ops.mutate(kernel_def("row_sum_kernel"),
-                         [s for s in sites_of("row_sum_kernel") if s["op"] == "constant" or
-                          s["op"] == "reduce_axis"][0]).replace("tl.sum(x, axis=1)",
-                                                                "tl.no_such_op(x)")
+                         [s for s in sites_of("row_sum_kernel") if s["op"] == "compare"][0]
+                         ).replace("tl.sum(x, axis=0)", "tl.no_such_op(x)")
         m = build_jit(kernels.row_sum_kernel, src, kernel_def("row_sum_kernel"), 7, self.dir)
         outcome, why = self.judge(rec, m)
         self.assertEqual(outcome, "stillborn")

@@ -49,6 +49,17 @@ def row_sum_kernel(x_ptr, out_ptr, n_cols, stride_row, BLOCK_N: tl.constexpr):
 
 
 @triton.jit
+def row_block_sum_kernel(X, Out, n_rows, n_cols, stride_row, BLOCK_M: tl.constexpr,
+                         BLOCK_N: tl.constexpr):
+    # pointers named as many real kernels name them (no _ptr): X and Out
+    rows = tl.program_id(axis=0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.arange(0, BLOCK_N)
+    mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
+    x = tl.load(X + rows[:, None] * stride_row + cols[None, :], mask=mask, other=0.0)
+    tl.store(Out + rows, tl.sum(x, 1), mask=rows < n_rows)
+
+
+@triton.jit
 def gather_kernel(x_ptr, idx_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offsets = tl.program_id(axis=0) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n

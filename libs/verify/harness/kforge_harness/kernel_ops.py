@@ -11,12 +11,13 @@ The operators, in the order a budget takes them (docs/VERIFIER.md, "Kernel mutan
   where_swap   tl.where(c, a, b) -> tl.where(c, b, a)
   constant     a numeric constant in the computation changed (0 -> 1, c -> c + 1, x -> 2x)
   arith        an arithmetic operator changed (+ and -, / -> *; a * b -> b / a and a / b on
-               values, a * b -> a + b on indices), values first
+               values, a * b -> a + b on indices and integer arithmetic), values first;
+               pointers (found by use: pointer_names) are left alone
   other        the other= fill of a masked tl.load changed (0 -> 1, anything else -> 0)
   index_swap   two index terms swapped (a * s + b -> b * s + a; x[:, None] <-> x[None, :])
   stride_swap  one stride argument used in place of another
   bound        a comparison's right side one less (offsets < n -> offsets < n - 1)
-  reduce_axis  a reduction (tl.sum, tl.max, ...) over the other axis
+  reduce_axis  a reduction (tl.sum, tl.max, ...) over the other axis (2-D blocks only)
   compare      a comparison's operator changed (< and <=, > and >=, == and !=)
   mask_drop    the mask= (and other=) of a tl.load or tl.store removed
   offset       an offsets assignment built on tl.arange shifted by one
@@ -126,14 +127,17 @@ def _ancestors(node, parents):
 
 def _frozen(node, parents, stop):
     """Whether node sits where a change would only break the compile or the launch grid: inside
-    a call of FROZEN_CALLS, a keyword of FROZEN_KEYWORDS, an annotation, or a subscript's
-    slice."""
+    a call of FROZEN_CALLS, a keyword of FROZEN_KEYWORDS, a reduction's axis given by position,
+    an annotation, or a subscript's slice."""
     child, p = node, parents.get(node)
     while p is not None and p is not stop:
         if isinstance(p, ast.Call) and child is not p.func and _call_name(p) in FROZEN_CALLS:
             return True
         if isinstance(p, ast.keyword) and p.arg in FROZEN_KEYWORDS:
             return True
+        if isinstance(p, ast.Call) and isinstance(p.func, ast.Attribute) and \
+                p.func.attr in REDUCTIONS and len(p.args) > 1 and child is p.args[1]:
+            return True  # tl.sum(x, 0): the axis given by position (reduce_axis changes it)
         if isinstance(p, (ast.arg, ast.AnnAssign)) and child is getattr(p, "annotation", None):
             return True
         if isinstance(p, ast.Subscript) and child is p.slice:
@@ -182,6 +186,9 @@ def sites(fn_def, kernel):
     parents = _parents(fn_def)
     strides = sorted(a.arg for a in fn_def.args.args if a.arg.lower().startswith("stride"))
     body_nodes = list(ast.walk(fn_def))
+    ptrs = pointer_names(fn_def)
+    ints = int_names(fn_def)
+    two_d = _blocks_2d(fn_def)
 
     def add(op, i, node, desc, variant=0):
         out.append({"kernel": kernel, "op": op, "index": i, "variant": variant,
@@ -210,7 +217,7 @@ def sites(fn_def, kernel):
         if name in REDUCTIONS and isinstance(node, ast.Call):
             ax = _kw(node, "axis")
             val = ax.value if ax is not None else (node.args[1] if len(node.args) > 1 else None)
-            if isinstance(val, ast.Constant) and type(val.value) is int:
+            if isinstance(val, ast.Constant) and type(val.value) is int and two_d:
                 add("reduce_axis", i, node, "`%s` reduces over axis %d instead of %d"
                     % (_snippet(node), 1 - val.value if val.value in (0, 1) else 0, val.value))
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and \
@@ -223,9 +230,10 @@ def sites(fn_def, kernel):
                 add("bound", i, node, "the bound of `%s` is one less (`%s - 1`)"
                     % (_snippet(node), _snippet(node.comparators[0])))
         if isinstance(node, ast.BinOp) and type(node.op) in _ARITH_SWAP and \
-                not (_number(node.left) and _number(node.right)) and not _is_pointer(node) and \
+                not (_number(node.left) and _number(node.right)) and \
+                not _is_pointer(node, ptrs) and \
                 not _frozen(node, parents, fn_def):
-            value = not _is_address(node)
+            value = not (_is_address(node) or _int_expr(node, ints))
             targets = [_ARITH_TEXT[_ARITH_SWAP[type(node.op)]]]
             if value and isinstance(node.op, ast.Mult):
                 targets = ["/", "/r"]  # a * b -> a / b and b / a: a unit scale hides the second
@@ -239,9 +247,9 @@ def sites(fn_def, kernel):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and \
                 not (isinstance(parents.get(node), ast.BinOp) and
                      isinstance(parents[node].op, ast.Add)) and \
-                not _frozen(node, parents, fn_def) and _swap_terms(node) is not None:
+                not _frozen(node, parents, fn_def) and _swap_terms(node, ptrs) is not None:
             add("index_swap", i, node, "the index terms of `%s` are swapped (`%s`)"
-                % (_snippet(node), _snippet(_swap_terms(node))))
+                % (_snippet(node), _snippet(_swap_terms(node, ptrs))))
         if isinstance(node, ast.Subscript) and _broadcast_swap(node) and \
                 not _frozen(node, parents, fn_def):
             add("index_swap", i, node, "`%s` is broadcast the other way" % _snippet(node),
@@ -281,11 +289,107 @@ def _has_call(node):
     return any(isinstance(n, ast.Call) for n in ast.walk(node))
 
 
-def _is_pointer(node):
-    return any("ptr" in name.lower() for name in _names(node))
+def _is_pointer(node, ptrs=frozenset()):
+    return any("ptr" in name.lower() or name in ptrs for name in _names(node))
 
 
-def _swap_terms(node):
+# Calls whose first argument is an address (a pointer plus offsets, or a block pointer).
+ADDRESS_CALLS = {"load", "store", "make_block_ptr", "atomic_add", "atomic_max", "atomic_min",
+                 "atomic_cas", "atomic_xchg", "atomic_and", "atomic_or", "atomic_xor"}
+
+
+def _leftmost(expr):
+    """The first term of a chain of additions and subtractions."""
+    while isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Sub)):
+        expr = expr.left
+    return expr
+
+
+def pointer_names(fn_def):
+    """The names a kernel uses as pointers, whatever they are called (`X`, `inp`, `Q` as well as
+    `x_ptr`): the first term of the address of each tl.load, tl.store, tl.make_block_ptr and
+    atomic, and, back through assignments, the first term of what a pointer name was assigned
+    (`inp_ptrs = inp + offset`; `X += row * stride` keeps X a pointer)."""
+    ptrs, assigns = set(), []
+    for node in ast.walk(fn_def):
+        if isinstance(node, ast.Call) and _call_name(node) in ADDRESS_CALLS and node.args:
+            left = _leftmost(node.args[0])
+            if isinstance(left, ast.Name):
+                ptrs.add(left.id)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], ast.Name):
+            assigns.append((node.targets[0].id, node.value))
+    grew = True
+    while grew:
+        grew = False
+        for name, value in assigns:
+            left = _leftmost(value)
+            if name in ptrs and isinstance(left, ast.Name) and left.id not in ptrs:
+                ptrs.add(left.id)
+                grew = True
+    return ptrs
+
+
+_INT_CALLS = {"program_id", "num_programs", "cdiv"}
+
+
+def _int_expr(e, ints):
+    """Whether e is integer arithmetic: integer constants, names in ints, program ids, cdiv,
+    // and %, and sums and products of those."""
+    if isinstance(e, ast.Constant):
+        return type(e.value) is int
+    if isinstance(e, ast.Name):
+        return e.id in ints
+    if isinstance(e, ast.Call):
+        return _call_name(e) in _INT_CALLS
+    if isinstance(e, ast.BinOp):
+        if isinstance(e.op, (ast.FloorDiv, ast.Mod)):
+            return True
+        return isinstance(e.op, (ast.Add, ast.Sub, ast.Mult)) and _int_expr(e.left, ints) and \
+            _int_expr(e.right, ints)
+    return False
+
+
+def int_names(fn_def):
+    """Names that hold integers (a grid position, a tile order): the constexpr parameters and
+    what is assigned integer arithmetic of them. A product of two such is index arithmetic:
+    `a * b` -> `b / a` would make a float the compiler refuses (`group_id * GROUP_M`)."""
+    ints = set()
+    for a in fn_def.args.args:
+        ann = a.annotation
+        if ann is not None and "constexpr" in ast.unparse(ann):
+            ints.add(a.arg)
+    assigns = [(n.targets[0].id, n.value) for n in ast.walk(fn_def)
+               if isinstance(n, ast.Assign) and len(n.targets) == 1 and
+               isinstance(n.targets[0], ast.Name)]
+    grew = True
+    while grew:
+        grew = False
+        for name, value in assigns:
+            if name not in ints and _int_expr(value, ints):
+                ints.add(name)
+                grew = True
+    return ints
+
+
+def _blocks_2d(fn_def):
+    """Whether the kernel works on blocks of two or more dimensions (a broadcast x[:, None], a
+    tl.zeros/tl.full/reshape of a shape of two or more, a 2-D block pointer): a reduction over
+    another axis of a 1-D block does not compile, so reduce_axis is not tried there."""
+    for node in ast.walk(fn_def):
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple) and \
+                any(isinstance(e, ast.Constant) and e.value is None for e in node.slice.elts):
+            return True
+        name = _call_name(node)
+        if name in ("zeros", "full", "reshape", "view", "broadcast_to", "make_block_ptr"):
+            shapes = [a for a in list(node.args) + [k.value for k in node.keywords]
+                      if isinstance(a, (ast.List, ast.Tuple))]
+            if any(len(a.elts) >= 2 for a in shapes):
+                return True
+    return False
+
+
+def _swap_terms(node, ptrs=frozenset()):
     """In a chain of additions with a term a * s and another plain term b (neither a pointer
     nor a call), a and b swapped: z_ptr + rn * stride_z + rm -> z_ptr + rm * stride_z + rn, the
     copy a transpose becomes. None where the chain has no such pair."""
@@ -296,10 +400,10 @@ def _swap_terms(node):
         if not (isinstance(t, ast.BinOp) and isinstance(t.op, ast.Mult)):
             continue
         a, s = t.left, t.right
-        if _is_pointer(a) or _has_call(a) or _number(a):
+        if _is_pointer(a, ptrs) or _has_call(a) or _number(a):
             continue
         for j, b in enumerate(terms):
-            if j == i or isinstance(b, ast.BinOp) or _is_pointer(b) or _has_call(b) or \
+            if j == i or isinstance(b, ast.BinOp) or _is_pointer(b, ptrs) or _has_call(b) or \
                     _number(b) or ast.dump(a) == ast.dump(b):
                 continue
             new = list(terms)
@@ -419,7 +523,7 @@ def _apply(root, node, site):
             to = "/"
         node.op = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div}[to]()
     elif op == "index_swap" and site["variant"] == 0:
-        if not _replace(root, node, _swap_terms(node)):
+        if not _replace(root, node, _swap_terms(node, pointer_names(root))):
             raise ValueError("index terms not found")
     elif op == "index_swap":
         node.slice.elts.reverse()

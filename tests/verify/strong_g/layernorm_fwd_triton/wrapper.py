@@ -1,0 +1,1 @@
+# the wrapper functions are part of code
