@@ -10,6 +10,8 @@ mode how often it passed or died (docs/VERIFIER.md, "Out-of-bounds kernels", has
   snap_pool    the same with the copies made in a private torch.cuda.MemPool
   harness      the harness's real run (runner.run_sample: output watch, launch recorder), in
                process, without the sandbox
+  bounds       the same, then the out-of-bounds check (bounds.py) on its captured launches;
+               prints each record's result (--bounds-keys all: every record of the corpus)
   sanitizer    plain under compute-sanitizer memcheck, where the machine has it (first errors)
 
   python3 bench/verify/oob_probe.py --corpus C.jsonl --keys a.py,b.py --repeat 3 [--modes ...]
@@ -33,14 +35,23 @@ def child(mode, record_path):
     with open(record_path) as f:
         rec = json.load(f)
     script = rec["code"] + "\n\n" + rec["kernel_wrapper"] + "\n\n" + rec["unitest_code"] + "\n"
-    if mode == "harness":
+    if mode in ("harness", "bounds"):
         sys.path.insert(0, HARNESS)
         from kforge_harness.runner import run_sample
+        from kforge_harness.worker import run_bounds_check
         report = {}
         req = {"code": rec["code"], "kernel_wrapper": rec["kernel_wrapper"],
-               "unitest_code": rec["unitest_code"], "kernel_mutants": {"count": 8, "time_s": 30}}
-        run_sample(req, report)
+               "unitest_code": rec["unitest_code"], "kernel_mutants": {"count": 8, "time_s": 30},
+               "bounds_check": mode == "bounds"}
+        sample = run_sample(req, report)
+        t0 = time.monotonic()
+        if mode == "bounds" and sample is not None:
+            run_bounds_check(req, sample, report)
+        b = report.get("bounds")
+        if b is not None:
+            b["wall_ms"] = int((time.monotonic() - t0) * 1000)
         print("VERDICT", report.get("verdict"), (report.get("detail") or "")[:200])
+        print("BOUNDS", json.dumps(b))
         return 0 if report.get("verdict") == "passed" else 1
     if mode in ("snap", "snap_pool"):
         import torch
@@ -100,6 +111,12 @@ def one(args, mode, rec_path, key, i):
                 or "is out of bounds" in l or "at 0x" in l and "in " in l][:8]
         return mode, key, "%s in %.0fs" % (verdict, time.monotonic() - t0), "\n".join(errs)
     tail = "" if rc == 0 else "\n".join(out.strip().splitlines()[-2:])[:300]
+    if mode == "bounds":
+        b = [l[7:] for l in out.splitlines() if l.startswith("BOUNDS ")]
+        b = json.loads(b[-1]) if b else None
+        tag = "no-check" if not b else ("OOB" if b.get("out_of_bounds") else "clean")
+        print("BOUNDS key=%s verdict=%s %s %s" % (key, verdict, tag, json.dumps(b)), flush=True)
+        return mode, key, "%s/%s" % (verdict, tag), ""
     return mode, key, verdict, tail
 
 
@@ -112,23 +129,30 @@ def main():
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--modes", default="plain,nocache,snap,snap_pool,harness,sanitizer")
     p.add_argument("--jobs", type=int, default=12)
+    p.add_argument("--bounds-keys", default="", help="the keys of mode bounds ('all': every "
+                   "record), else --keys")
     p.add_argument("--timeout", type=float, default=120)
     args = p.parse_args()
     keys = args.keys.split(",")
+    if args.bounds_keys == "all":
+        with open(args.corpus) as f:
+            args.bounds_keys = ",".join(json.loads(line)["key"] for line in f)
     tmp = tempfile.mkdtemp(prefix="oob-records-")
     paths = {}
     with open(args.corpus) as f:
         for line in f:
             r = json.loads(line)
-            if r["key"] in keys:
+            if r["key"] in keys or args.bounds_keys == "all" or \
+                    r["key"] in args.bounds_keys.split(","):
                 paths[r["key"]] = os.path.join(tmp, r["key"] + ".json")
                 with open(paths[r["key"]], "w") as g:
                     json.dump(r, g)
     jobs = []
     with cf.ThreadPoolExecutor(args.jobs) as ex:
         for mode in args.modes.split(","):
-            n = 1 if mode == "sanitizer" else args.repeat
-            for key in keys:
+            n = 1 if mode in ("sanitizer", "bounds") else args.repeat
+            for key in (args.bounds_keys.split(",") if mode == "bounds" and args.bounds_keys
+                        else keys):
                 for i in range(n):
                     jobs.append(ex.submit(one, args, mode, paths[key], key, i))
         results = [j.result() for j in jobs]
