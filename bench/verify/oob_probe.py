@@ -129,6 +129,8 @@ def main():
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--modes", default="plain,nocache,snap,snap_pool,harness,sanitizer")
     p.add_argument("--jobs", type=int, default=12)
+    p.add_argument("--plain-all", action="store_true", help="also every --bounds-keys record "
+                   "once in mode plain (the verdicts a plain process gives)")
     p.add_argument("--bounds-keys", default="", help="the keys of mode bounds ('all': every "
                    "record), else --keys")
     p.add_argument("--timeout", type=float, default=120)
@@ -155,10 +157,14 @@ def main():
                         else keys):
                 for i in range(n):
                     jobs.append(ex.submit(one, args, mode, paths[key], key, i))
+        for key in (args.bounds_keys.split(",") if args.plain_all else []):
+            jobs.append(ex.submit(one, args, "plain", paths[key], key, 100))
         results = [j.result() for j in jobs]
     table = {}
     for mode, key, verdict, tail in results:
         table.setdefault((mode, key), []).append(verdict)
+        if mode == "plain":
+            print("PLAIN key=%s verdict=%s" % (key, verdict))
         if tail:
             print("%s %s: %s\n    %s" % (mode, key, verdict, tail.replace("\n", "\n    ")))
     for (mode, key), vs in sorted(table.items()):
