@@ -92,6 +92,7 @@ nlohmann::json Pool::Impl::request_json(const Slot& s, const Run& r) const {
           {"kernel_mutants",
            {{"count", cfg.mutant_check ? cfg.kernel_mutants : 0},
             {"time_s", cfg.kernel_mutant_time_s}}},
+          {"bounds_check", cfg.bounds_check && !job.mutant},
           {"autotune", std::string(to_string(cfg.autotune))},
           {"gpu_memory_fraction", memory_fraction(s)},
           {"python_path", cfg.python_path},
