@@ -89,7 +89,7 @@ def check(records, launch_raw, sync, budget_s=BUDGET_S):
             if steady and not written and differs(zeros, ones):
                 read = _read_from(rec, launch_raw, sync, zeros) or ["?"]
         except Exception as e:  # noqa: BLE001 - the launch's own error on fresh buffers
-            why = "%s: %s" % (type(e).__name__, (str(e).strip().splitlines() or [""])[-1][:300])
+            why = "%s: %s" % (type(e).__name__, (str(e).strip().splitlines() or [""])[0][:300])
             if _lost(sync) or "out-of-bounds" in str(e) or "illegal memory access" in str(e):
                 res["fault"] = {"kernel": rec.kernel, "launch": n, "error": why}
                 break
