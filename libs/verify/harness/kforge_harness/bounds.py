@@ -7,8 +7,10 @@ another. So after a passing real run, each distinct launch the recorder captured
 every argument, integer contents as captured, floats made afresh) is replayed on buffers that
 sit between guard zones, four times: zones of 0x00 bytes, zones of 0xFF bytes (NaN for floats,
 -1 for integers), 0x00 again, and every other storage's zones 0xFF (a copy from one buffer's
-zone into another's would otherwise write the byte that zone held). A zone that no longer holds
-its byte after a launch was written (`writes`). Outputs that differ between the 0x00 and 0xFF replays, where the two 0x00 replays
+zone into another's would otherwise write the byte that zone held). Before each replay the GPU
+memory the caching allocator holds free is filled with the zones' byte too, so a read past the
+zones into freed memory counts as well, and what an earlier replay left there cannot make two
+replays differ. A zone that no longer holds its byte after a launch was written (`writes`). Outputs that differ between the 0x00 and 0xFF replays, where the two 0x00 replays
 agree, come from reads of the zones (`reads`); the buffer read is found by changing one
 storage's zones at a time. A masked load that reads nothing outside its buffer sees no zone and
 is not flagged; a launch whose two 0x00 replays differ (atomics) is judged on writes only. A
@@ -48,7 +50,19 @@ def _names(rec, sids):
     return sorted(set(out), key=out.index)
 
 
+def _fill_free(byte):
+    """The GPU memory the caching allocator holds free filled with the zones' byte: a read past
+    the zones into memory an earlier replay freed sees that byte too (and the two 0x00 replays
+    see the same), rather than what the earlier replay left there."""
+    try:
+        from .mutants import poison_gpu_cache
+        poison_gpu_cache(byte, collect=False)
+    except Exception:  # noqa: BLE001 - no memory to fill with: the zones alone then
+        pass
+
+
 def _replay(rec, launch_raw, sync, fill, fill_for=None):
+    _fill_free(fill)
     launch = run_launch(rec, "same", SEED, rec.jit, launch_raw, sync, fill=fill,
                         fill_for=fill_for, guard_lists=True)
     return launch.guards_written(), launch.outputs()
