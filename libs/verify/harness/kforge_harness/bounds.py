@@ -26,7 +26,8 @@ import time
 from .kernel_replay import differs, run_launch
 
 SEED = 20261128
-BUDGET_S = 10.0  # stop replaying after this long (the launches checked so far stand)
+BUDGET_S = 10.0  # stop replaying after this long (the launches checked so far stand); the pool
+# sends its own (request["bounds_check_time_s"]); it runs inside the real run's deadline
 MAX_NAMED = 8  # storages tried one at a time to name the one read out of bounds
 
 

@@ -234,7 +234,8 @@ def run_bounds_check(request, sample, report):
         return
     try:
         from .runner import _cuda_sync
-        res = bounds.check(state.replays.records, state.launch_raw, _cuda_sync)
+        res = bounds.check(state.replays.records, state.launch_raw, _cuda_sync,
+                           float(request.get("bounds_check_time_s") or bounds.BUDGET_S))
         res["detail"] = bounds.describe(res)
         report["bounds"] = res
         if res.get("fault"):
