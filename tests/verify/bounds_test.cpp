@@ -85,6 +85,18 @@ TEST(VerifyBounds, TheHarnessFindingsBecomeTheFlagAndTheDetail) {
             "1 test passed; out of bounds: kernel _fwd_kernel reads outside V (launch 1)");
   verify::apply_bounds_facts(r);  // once only
   EXPECT_EQ(r.flags.size(), 1u);
+  EXPECT_EQ(r.detail,
+            "1 test passed; out of bounds: kernel _fwd_kernel reads outside V (launch 1)");
+
+  // The report comes from the sample's process: a field of the wrong type flags nothing.
+  verify::VerifyResult forged;
+  forged.verdict = Verdict::passed;
+  forged.report = {{"bounds", {{"out_of_bounds", "yes"}, {"detail", 3}}}};
+  verify::apply_bounds_facts(forged);
+  EXPECT_TRUE(forged.flags.empty());
+  forged.report = {{"bounds", {{"out_of_bounds", true}, {"detail", 3}}}};
+  verify::apply_bounds_facts(forged);
+  EXPECT_EQ(forged.detail, "; out of bounds: a kernel reads or writes outside its buffers");
 
   // A clean check, or an error that is no fault, flags nothing.
   verify::VerifyResult clean;

@@ -297,14 +297,17 @@ void apply_output_facts(VerifyResult& r) {
 }
 
 void apply_bounds_facts(VerifyResult& r) {
-  const auto b = r.report.is_object() ? r.report.value("bounds", nlohmann::json::object())
-                                      : nlohmann::json::object();
-  if (b.is_object() && b.value("out_of_bounds", false)) {
+  if (std::find(r.flags.begin(), r.flags.end(), kOutOfBounds) != r.flags.end()) return;
+  // The report comes from the sample's own process: each field is checked, never trusted.
+  const nlohmann::json none = nlohmann::json::object();
+  const auto& b = r.report.is_object() && r.report.contains("bounds") ? r.report["bounds"] : none;
+  auto found = b.is_object() ? b.find("out_of_bounds") : b.end();
+  if (found != b.end() && found->is_boolean() && found->get<bool>()) {
     add_flag(r, kOutOfBounds);
-    std::string what = b.value("detail", std::string());
-    r.detail += "; out of bounds: " + (what.empty() ? std::string("a kernel reads or writes "
-                                                                  "outside its buffers")
-                                                    : what);
+    auto d = b.find("detail");
+    std::string what = d != b.end() && d->is_string() ? d->get<std::string>() : std::string();
+    r.detail += "; out of bounds: " +
+                (what.empty() ? std::string("a kernel reads or writes outside its buffers") : what);
     return;
   }
   if (r.verdict != Verdict::error && r.verdict != Verdict::crashed) return;
