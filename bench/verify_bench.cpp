@@ -224,6 +224,9 @@ int main(int argc, char** argv) {
   app.add_option("--mutants-ab", real.mutants_ab,
                  "--corpus: once more, cold, without the output mutants (verifier.mutants: []): "
                  "throughput with and without the battery");
+  app.add_option("--bounds-ab", real.bounds_ab,
+                 "--corpus: once more, cold, without the out-of-bounds check "
+                 "(verifier.bounds_check: false): throughput with and without it");
   app.add_option("--timing-ab", real.timing_ab,
                  "--corpus: once more, cold, with the speed label (verifier.timing.enabled): "
                  "throughput with and without it, and the exclusive GPU time per sample");

@@ -454,11 +454,11 @@ Measure run_naive(Bench& e, const std::vector<Sample>& samples, const std::strin
 
 // kforge's warm pool; `cache` empty: a cold cache of its own (returned through `cache`);
 // `driver_queues`: verifier.gpu_hw_queues 0 (the driver's default) instead of the config's;
-// `no_battery`: verifier.mutants [] (no output mutants).
+// `no_battery`: verifier.mutants [] (no output mutants); `no_bounds`: verifier.bounds_check off.
 Measure run_pool(Bench& e, const std::vector<Sample>& samples, const std::string& workers,
                  const std::string& label, std::string& cache, bool driver_queues = false,
                  bool no_battery = false, const std::vector<std::string>& targets = {},
-                 bool timing = false) {
+                 bool timing = false, bool no_bounds = false) {
   Measure m;
   m.label = label;
   verify::VerifierConfig cfg = e.base;
@@ -469,6 +469,7 @@ Measure run_pool(Bench& e, const std::vector<Sample>& samples, const std::string
   int crossed = 0;
   if (driver_queues) cfg.gpu_hw_queues = 0;
   if (no_battery) cfg.mutants.clear();
+  if (no_bounds) cfg.bounds_check = false;
   cfg.python = e.o.python;
   cfg.autotune = value_of(verify::kAutotuneNames, e.o.autotune).value_or(verify::Autotune::single);
   cfg.timeout_s = e.o.timeout_s;
@@ -652,7 +653,7 @@ int run_corpus_bench(const CorpusBenchOptions& opts) {
         "NOTE: no GPU found: the figures measure the machinery only (samples need torch)\n");
   std::fflush(stdout);
 
-  Measure naive, warm, cached, queues8, no_battery, cross1, cross_all, timed;
+  Measure naive, warm, cached, queues8, no_battery, no_bounds, cross1, cross_all, timed;
   std::vector<Measure> sweep;
   // The figures as key=value: after each measurement (prefixed "so far: ", so a run cut short
   // still leaves them) and once at the end (the last line).
@@ -697,7 +698,8 @@ int run_corpus_bench(const CorpusBenchOptions& opts) {
         "cross1_samples_per_s=%.3f cross1_ms_per_sample=%.0f cross1_throughput_pct=%.1f "
         "cross_all_samples_per_s=%.3f cross_all_ms_per_sample=%.0f "
         "cross_all_throughput_pct=%.1f timing_samples_per_s=%.3f timing_throughput_pct=%.1f "
-        "timing_timed=%d timing_exclusive_ms_per_sample=%.0f\n",
+        "timing_timed=%d timing_exclusive_ms_per_sample=%.0f no_bounds_samples_per_s=%.3f "
+        "bounds_throughput_pct=%.1f\n",
         partial ? "so far: " : "", samples.size(), o.copies, cores, e.gpu_indices.size(),
         o.naive_procs, naive.rate, naive.mean_s, naive.p95_s, naive.cpu_busy_pct,
         naive.gpu_busy_pct, warm.workers, warm.rate, warm.mean_s, warm.p95_s, warm.cpu_busy_pct,
@@ -713,7 +715,8 @@ int run_corpus_bench(const CorpusBenchOptions& opts) {
         cross1.cross_ms_mean, warm.rate > 0 ? 100.0 * cross1.rate / warm.rate : 0.0, cross_all.rate,
         cross_all.cross_ms_mean, warm.rate > 0 ? 100.0 * cross_all.rate / warm.rate : 0.0,
         timed.rate, warm.rate > 0 ? 100.0 * timed.rate / warm.rate : 0.0, timed.timed,
-        timed.exclusive_ms_mean);
+        timed.exclusive_ms_mean, no_bounds.rate,
+        no_bounds.rate > 0 ? 100.0 * warm.rate / no_bounds.rate : 0.0);
     std::fflush(stdout);
   };
   if (o.naive_procs > 0) {
@@ -735,6 +738,12 @@ int run_corpus_bench(const CorpusBenchOptions& opts) {
   if (o.mutants_ab) {
     std::string c;
     no_battery = run_pool(e, samples, o.workers, "kforge warm, no output mutants", c, false, true);
+    figures(true);
+  }
+  if (o.bounds_ab) {
+    std::string c;
+    no_bounds = run_pool(e, samples, o.workers, "kforge warm, no bounds check", c, false, false, {},
+                         false, true);
     figures(true);
   }
   if (o.timing_ab) {

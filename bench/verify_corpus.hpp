@@ -30,6 +30,8 @@ struct CorpusBenchOptions {
   // Once more, cold, without the output mutants (verifier.mutants: []; the skip-launch run
   // stays): the cost of the battery.
   bool mutants_ab = false;
+  // Once more, cold, without the out-of-bounds check (verifier.bounds_check: false): its cost.
+  bool bounds_ab = false;
   // Once more, cold, with the speed label (verifier.timing.enabled): its throughput against the
   // warm run's, and the exclusive GPU time per sample.
   bool timing_ab = false;

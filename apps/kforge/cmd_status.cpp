@@ -420,6 +420,12 @@ void print_text(const nlohmann::ordered_json& st) {
           flags += "  " + f + " " + std::to_string(i64(n));
         std::printf("  flagged (passed, not verified)%s\n", flags.c_str());
       }
+      if (run.contains("out_of_bounds") && i64(run["out_of_bounds"]) > 0)
+        // Passed or not: a kernel read or wrote outside its buffers (docs/VERIFIER.md).
+        std::printf(
+            "  out of bounds %lld (a kernel reads or writes outside its buffers; any "
+            "verdict)\n",
+            static_cast<long long>(i64(run["out_of_bounds"])));
       if (run.contains("speed") && i64(run["speed"]["timed"]) > 0) {
         // The speed label (docs/VERIFIER.md): pass_perf of those timed against a reference.
         const auto& sp = run["speed"];

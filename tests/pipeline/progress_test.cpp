@@ -241,6 +241,18 @@ TEST_F(Progress, KeptCountsFollowEveryChangeToTheRowsTheyCount) {
   EXPECT_EQ(all->front().flags,
             (std::map<std::string, std::int64_t>{{"constant_output", 1}, {"weak_inputs", 2}}));
   EXPECT_EQ(all->front().to_json()["quality_flags"]["weak_inputs"], 2);
+  EXPECT_EQ(all->front().out_of_bounds, 0);
+  // out_of_bounds is counted whatever the verdict: a passing sample the guard-zone check
+  // flagged (also among the quality flags), and one whose run died of an illegal memory access.
+  exec("UPDATE verifications SET flags_json = '[\"out_of_bounds\"]' WHERE sample_id = 3");
+  exec(
+      "INSERT INTO verifications (job_id, run_id, sample_id, verdict, flags_json, created_ms) "
+      "VALUES (1, 1, 1, 'error', '[\"out_of_bounds\"]', 1)");
+  all = collect_progress(*db_, kNow);
+  ASSERT_TRUE(all.ok()) << all.error().message;
+  EXPECT_EQ(all->front().out_of_bounds, 2);
+  EXPECT_EQ(all->front().flags.at("out_of_bounds"), 1);
+  EXPECT_EQ(all->front().to_json()["out_of_bounds"], 2);
   const RunProgress& q = all->back();
   EXPECT_EQ(q.total, 2);
   EXPECT_EQ(q.by_stage.at("generate").at("queued"), 1);

@@ -230,6 +230,32 @@ TEST(RepairEvidence, WeakInputsNameTheSurvivingKernelMutantAndItsLine) {
   EXPECT_FALSE(has(*text, "So the test would pass a wrong kernel")) << *text;  // not weak_test
 }
 
+TEST(RepairEvidence, OutOfBoundsNamesTheKernelAndTheBufferOrTheFault) {
+  auto lib = PromptLibrary::load(shipped());
+  ASSERT_TRUE(lib.ok()) << lib.error().message;
+  const PipelineSpec* spec = *lib->pipeline("v2");
+  VerdictEvidence v;
+  v.verdict = "passed";
+  v.detail = "1 test passed; out of bounds: ...";
+  v.flags = {"out_of_bounds"};
+  v.report = {{"tests", json::array({{{"name", "test_copy"}, {"status", "passed"}}})},
+              {"bounds",
+               {{"out_of_bounds", true},
+                {"detail", "kernel copy_kernel writes outside out_ptr (launch 1)"}}}};
+  auto text = render_evidence(spec->evidence, v);
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  EXPECT_TRUE(has(*text, "kernel copy_kernel writes outside out_ptr (launch 1)")) << *text;
+  EXPECT_TRUE(has(*text, "mask every lane at or past the size")) << *text;
+  EXPECT_FALSE(has(*text, "{{")) << *text;
+
+  // A run that died of the fault: no replay, the fault is what the repair is told.
+  v.verdict = "error";
+  v.report = {{"bounds", {{"out_of_bounds", true}, {"fault", {{"in", "the run"}}}}}};
+  text = render_evidence(spec->evidence, v);
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  EXPECT_TRUE(has(*text, "the run died of an illegal memory access")) << *text;
+}
+
 TEST(RepairEvidence, ACrossCompileFailureCarriesEachRequiredTargetsCompilerError) {
   auto lib = PromptLibrary::load(shipped());
   ASSERT_TRUE(lib.ok()) << lib.error().message;

@@ -65,6 +65,15 @@ WHERE v.run_id = ?1 AND v.verdict = 'passed'
               WHERE x.run_id = v.run_id AND x.sample_id = v.sample_id)
 GROUP BY 1 ORDER BY 2 DESC, 1;
 
+-- Samples whose latest verification, whatever its verdict, is flagged out_of_bounds (a kernel
+-- read or wrote outside its buffers: found by the guard-zone check of a passing run, or the run
+-- died of an illegal memory access).
+-- name: run_out_of_bounds
+SELECT count(*) FROM verifications v, json_each(v.flags_json) f
+WHERE v.run_id = ?1 AND f.value = 'out_of_bounds'
+  AND v.id = (SELECT max(x.id) FROM verifications x
+              WHERE x.run_id = v.run_id AND x.sample_id = v.sample_id);
+
 -- The speed label of the latest verification of each sample that passed and was timed
 -- (verification_speed, migration 0020): its speedup (NULL without a reference) and pass_perf.
 -- name: run_speed

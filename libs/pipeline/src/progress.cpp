@@ -213,6 +213,11 @@ Result<std::vector<RunProgress>> progress_of(store::Db& db, std::int64_t now_ms,
       KF_CHECK(s->each([&](store::Stmt& r) { p.flags[r.text(0)] = r.int64(1); }));
     }
     {
+      KF_TRY(Stmt * s, db.cached(q["run_out_of_bounds"]));
+      s->bind(1, id);
+      KF_CHECK(s->each([&](store::Stmt& r) { p.out_of_bounds = r.int64(0); }));
+    }
+    {
       KF_TRY(Stmt * s, db.cached(q["run_speed"]));
       s->bind(1, id);
       std::vector<double> speedups;  // in order, NULLs first
@@ -291,6 +296,7 @@ nlohmann::ordered_json RunProgress::to_json() const {
   ordered_json fl = ordered_json::object();
   for (const auto& [k, n] : flags) fl[k] = n;
   j["quality_flags"] = fl;
+  j["out_of_bounds"] = out_of_bounds;
   j["speed"] = {{"timed", speed_timed},
                 {"with_reference", speed_with_reference},
                 {"pass_perf", speed_pass_perf},

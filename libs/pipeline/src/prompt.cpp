@@ -19,21 +19,14 @@ using store::StageKind;
 constexpr const char* kSpecFile = "pipeline.yaml";
 
 // The evidence blocks every evidence.md must define, and the placeholders they may use.
-constexpr std::array<std::string_view, 11> kEvidenceBlocks = {"verdict",
-                                                              "failing_test",
-                                                              "message",
-                                                              "traceback",
-                                                              "stderr",
-                                                              "mutant_survived",
-                                                              "no_kernel_launch",
-                                                              "weak_test",
-                                                              "weak_inputs",
-                                                              "constant_output",
-                                                              "cross_compile_failed"};
+constexpr std::array<std::string_view, 12> kEvidenceBlocks = {
+    "verdict",     "failing_test",    "message",          "traceback",
+    "stderr",      "mutant_survived", "no_kernel_launch", "weak_test",
+    "weak_inputs", "constant_output", "out_of_bounds",    "cross_compile_failed"};
 const std::set<std::string>& evidence_placeholders() {
   static const std::set<std::string> s = {
-      "verdict", "detail",    "test",   "section",   "line",    "source_line",   "exception",
-      "message", "traceback", "stderr", "survivors", "targets", "kernel_mutants"};
+      "verdict", "detail",    "test",   "section",   "line",    "source_line",    "exception",
+      "message", "traceback", "stderr", "survivors", "targets", "kernel_mutants", "bounds"};
   return s;
 }
 

@@ -142,6 +142,17 @@ Result<std::string> render_evidence(const EvidenceTemplate& t, const VerdictEvid
   }
   if (std::find(v.flags.begin(), v.flags.end(), verify::kConstantOutput) != v.flags.end())
     use.push_back(verify::kConstantOutput);
+  if (std::find(v.flags.begin(), v.flags.end(), verify::kOutOfBounds) != v.flags.end()) {
+    // Which kernel read or wrote outside which buffer (the guard-zone check), or the fault.
+    const nlohmann::json b = v.report.is_object() && v.report.contains("bounds")
+                                 ? v.report["bounds"]
+                                 : nlohmann::json::object();
+    std::string what = str(b, "detail");
+    if (what.empty() && b.is_object() && b.contains("fault"))
+      what = "the run died of an illegal memory access";
+    values["bounds"] = what.empty() ? "(which kernel was not recorded)" : what;
+    use.push_back(verify::kOutOfBounds);
+  }
   if (std::find(v.flags.begin(), v.flags.end(), verify::kCrossCompileFailed) != v.flags.end()) {
     // Each required target that failed: the kernel, the stage and the compiler's first lines.
     std::vector<std::string> required;

@@ -97,6 +97,7 @@ void read_config(ConfigNode n, VerifierConfig& out) {
   n.get("mutants", out.mutants);
   n.get_at_least("kernel_mutants", out.kernel_mutants, 0, "0: no kernel battery");
   n.get_above("kernel_mutant_time_s", out.kernel_mutant_time_s, 0);
+  n.get("bounds_check", out.bounds_check);
   {
     std::vector<std::string> items = out.cross_compile;
     n.get("cross_compile", items);

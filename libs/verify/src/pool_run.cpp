@@ -45,6 +45,13 @@ std::vector<std::string> Pool::Impl::targets_of(const Sample& job) const {
   return out;
 }
 
+namespace {
+// The most the out-of-bounds check (verifier.bounds_check) may take, sent with the request. It
+// runs inside the real run's deadline (usually 0.2 s: docs/BENCHMARKS.md), which is not
+// lengthened for it: a sample's timeout stays what the configuration says.
+constexpr double kBoundsCheckTimeS = 10;
+}  // namespace
+
 double Pool::Impl::timeout_of(const Sample& job) const {
   double t = job.request.timeout_s > 0 ? job.request.timeout_s : cfg.timeout_s;
   // The cross-compile runs before the real run's report goes out: its time is added.
@@ -92,6 +99,8 @@ nlohmann::json Pool::Impl::request_json(const Slot& s, const Run& r) const {
           {"kernel_mutants",
            {{"count", cfg.mutant_check ? cfg.kernel_mutants : 0},
             {"time_s", cfg.kernel_mutant_time_s}}},
+          {"bounds_check", cfg.bounds_check && !job.mutant},
+          {"bounds_check_time_s", kBoundsCheckTimeS},
           {"autotune", std::string(to_string(cfg.autotune))},
           {"gpu_memory_fraction", memory_fraction(s)},
           {"python_path", cfg.python_path},

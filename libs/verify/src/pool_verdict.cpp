@@ -123,7 +123,10 @@ void Pool::Impl::finish_run(Slot& s) {
            : std::chrono::duration_cast<milliseconds>(r.dispatched - r.job.submitted).count()}};
   if (r.result_overflow) pool_facts["report_overflow"] = true;
   res.report["pool"] = pool_facts;
-  if (!r.job.mutant) apply_output_facts(res);
+  if (!r.job.mutant) {
+    apply_output_facts(res);
+    apply_bounds_facts(res);
+  }
   note_unavailable_targets(res);
   ++stats.completed;
   if (r.mutant_phase) {

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <array>
 #include <csignal>
 #include <cstring>
 #include <vector>
@@ -293,6 +294,39 @@ void apply_output_facts(VerifyResult& r) {
         "cannot tell the right kernel from many wrong ones (inputs of all zeros or constant "
         "rows?)";
   }
+}
+
+void apply_bounds_facts(VerifyResult& r) {
+  if (std::find(r.flags.begin(), r.flags.end(), kOutOfBounds) != r.flags.end()) return;
+  // The report comes from the sample's own process: each field is checked, never trusted.
+  const nlohmann::json none = nlohmann::json::object();
+  const auto& b = r.report.is_object() && r.report.contains("bounds") ? r.report["bounds"] : none;
+  auto found = b.is_object() ? b.find("out_of_bounds") : b.end();
+  if (found != b.end() && found->is_boolean() && found->get<bool>()) {
+    add_flag(r, kOutOfBounds);
+    auto d = b.find("detail");
+    std::string what = d != b.end() && d->is_string() ? d->get<std::string>() : std::string();
+    r.detail += "; out of bounds: " +
+                (what.empty() ? std::string("a kernel reads or writes outside its buffers") : what);
+    return;
+  }
+  if (r.verdict != Verdict::error && r.verdict != Verdict::crashed) return;
+  // The driver's words for an access to an address no allocation holds (CUDA, HIP).
+  static constexpr std::array<std::string_view, 3> kFault = {
+      "an illegal memory access was encountered", "CUDA_ERROR_ILLEGAL_ADDRESS",
+      "Memory access fault by GPU"};
+  for (const std::string* text : {&r.detail, &r.stderr_tail})
+    for (auto words : kFault)
+      if (text->find(words) != std::string::npos) {
+        add_flag(r, kOutOfBounds);
+        r.report["bounds"] = {{"out_of_bounds", true},
+                              {"fault", {{"error", std::string(words)}, {"in", "the run"}}}};
+        r.detail +=
+            "; out of bounds: the run died of an illegal memory access (a kernel read or "
+            "wrote outside its buffers; whether that faults depends on what lies next to "
+            "them)";
+        return;
+      }
 }
 
 std::string mutant_meaning(std::string_view mutant) {

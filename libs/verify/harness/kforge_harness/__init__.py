@@ -8,6 +8,8 @@ The package, by concern (docs/VERIFIER.md describes what each does for a verdict
   shims         APIs removed from Triton, put back when a script uses them
   runner        one run of a sample's tests and its report
   mutants       the mutant runs: launches skipped, then the battery of output mutants
+  bounds        a passing sample's launches replayed between guard zones: reads and writes
+                outside its buffers (kernel_replay's recorder and Launch)
   crosscompile  a passing sample's launched kernels compiled for other targets (hip:gfx942),
                 each target in a forked child
   timing        the speed label: each kernel's largest launch and the wrapper against its

@@ -24,6 +24,7 @@ import random
 import sys
 
 GUARD = 256 * 1024  # bytes of guard zone before and after each replayed storage
+LIST_GUARD = 64  # elements of guard zone around a list buffer (the CPU stand-in for Triton)
 MAX_RECORDS = 12  # launches recorded per run
 MAX_PER_KERNEL = 4  # distinct launches recorded per kernel
 MAX_COPY_BYTES = 64 << 20  # integer contents copied per launch
@@ -216,23 +217,31 @@ def _storage_bytes(info):
 class Launch:
     """The buffers of one replayed launch, made afresh."""
 
-    def __init__(self, rec, variant, seed):
+    def __init__(self, rec, variant, seed, fill=0xFF, fill_for=None, guard_lists=False):
+        """`fill`: the byte every guard zone holds (`fill_for`: sid -> another byte for that
+        storage's zones). `guard_lists`: lists (the CPU stand-in) get guard zones too, as a
+        GuardedList the stand-in reads as a pointer into a larger list."""
         self.rec = rec
         self.bases = {}  # sid -> (base uint8 tensor or list, nbytes)
+        self.fills = {}  # sid -> the byte its guard zones hold
         self.views = []  # (key, view) of every tensor or list argument
         rng = random.Random(seed)
         self.rng = random.Random(seed + 1)
         torch = _torch()
         gens = {}
         for sid, info in rec.storages.items():
+            byte = (fill_for or {}).get(sid, fill)
+            self.fills[sid] = byte
             if info.get("list"):
-                base = list(info["copy"]) if info["copy"] is not None else \
+                data = list(info["copy"]) if info["copy"] is not None else \
                     [rng.gauss(0.0, 1.0) for _ in range(info["len"])]
-                self.bases[sid] = (base, info["len"])
+                if guard_lists:
+                    data = GuardedList(data, byte)
+                self.bases[sid] = (data, info["len"])
                 continue
             nbytes = info["nbytes"]
             total = (nbytes + 2 * GUARD + 15) // 16 * 16
-            base = torch.full((total,), 0xFF, dtype=torch.uint8, device=info["device"])
+            base = torch.full((total,), byte, dtype=torch.uint8, device=info["device"])
             region = base[GUARD:GUARD + nbytes]
             if info["ints"] is not None:
                 region.copy_(info["ints"])
@@ -272,12 +281,22 @@ class Launch:
 
     def guard_written(self):
         """Whether the launch wrote outside its buffers (into a guard zone)."""
-        for base, nbytes in self.bases.values():
+        return bool(self.guards_written())
+
+    def guards_written(self):
+        """The storages (sids) whose guard zones the launch wrote."""
+        out = []
+        for sid, (base, nbytes) in self.bases.items():
+            if isinstance(base, GuardedList):
+                if base.guard_written():
+                    out.append(sid)
+                continue
             if isinstance(base, list):
                 continue
-            if bool((base[:GUARD] != 0xFF).any()) or bool((base[GUARD + nbytes:] != 0xFF).any()):
-                return True
-        return False
+            byte = self.fills[sid]
+            if bool((base[:GUARD] != byte).any()) or bool((base[GUARD + nbytes:] != byte).any()):
+                out.append(sid)
+        return out
 
     def outputs(self):
         """The replayed buffers' contents, one entry per distinct argument view."""
@@ -287,13 +306,40 @@ class Launch:
             if k in seen:
                 continue
             seen.add(k)
-            out.append(view.clone() if _is_tensor(view) else list(view))
+            if isinstance(view, GuardedList):
+                out.append(view.inside())
+            else:
+                out.append(view.clone() if _is_tensor(view) else list(view))
         return out
 
 
-def run_launch(rec, variant, seed, jit, launch_raw, sync):
-    """Launches `jit` (the original or a mutant) on fresh buffers. Returns the Launch."""
-    launch = Launch(rec, variant, seed)
+class GuardedList(list):
+    """A list buffer of the CPU stand-in for Triton between two guard zones: `base` is the whole
+    memory (zone, elements, zone) and `offset` where the elements start, as a tensor view names
+    its storage and offset; the stand-in's pointers index `base` from `offset`. The list itself
+    holds the elements as they were made (what a launch writes goes to `base`)."""
+
+    def __init__(self, data, byte):
+        super().__init__(data)
+        floats = all(type(v) is float for v in data)
+        self.pad = (float("nan") if floats else -1) if byte == 0xFF else (0.0 if floats else 0)
+        self.offset = LIST_GUARD
+        self.size = len(data)
+        self.base = [self.pad] * LIST_GUARD + list(data) + [self.pad] * LIST_GUARD
+
+    def inside(self):
+        return self.base[self.offset:self.offset + self.size]
+
+    def guard_written(self):
+        zones = self.base[:self.offset] + self.base[self.offset + self.size:]
+        nan = self.pad != self.pad
+        return any(not (v == self.pad or (nan and v != v)) for v in zones)
+
+
+def run_launch(rec, variant, seed, jit, launch_raw, sync, **guards):
+    """Launches `jit` (the original or a mutant) on fresh buffers (`guards`: Launch's fill,
+    fill_for and guard_lists). Returns the Launch."""
+    launch = Launch(rec, variant, seed, **guards)
     launch_raw(jit, launch.args, launch.kwargs)
     sync()
     return launch

@@ -39,11 +39,12 @@ def wants_mutant_run(report):
     return report.get("verdict") == "passed" and bool(t.get("kernels")) and launched > 0
 
 
-def poison_gpu_cache():
+def poison_gpu_cache(byte=0xFF, collect=True):
     """Fills the GPU memory the caching allocator holds free with 0xFF bytes (NaN for floats, -1
     for integers) and returns how many bytes it filled. Without this, a mutant run in the same
     process could be handed, by torch.empty, the very block in which the real run's kernel left
-    the right answer, and a sound test would look vacuous."""
+    the right answer, and a sound test would look vacuous. (The out-of-bounds check fills it
+    with its guard zones' byte, `byte`, without a garbage collection first.)"""
     torch = sys.modules.get("torch")
     if torch is None:
         return 0
@@ -53,7 +54,8 @@ def poison_gpu_cache():
     except AttributeError:
         return 0
     import gc
-    gc.collect()
+    if collect:
+        gc.collect()
     torch.cuda.synchronize()
     sizes = []
     for seg in torch.cuda.memory_snapshot():
@@ -66,7 +68,7 @@ def poison_gpu_cache():
             t = torch.empty(size, dtype=torch.uint8, device="cuda:%d" % device)
         except RuntimeError:
             break
-        t.fill_(0xFF)
+        t.fill_(byte)
         held.append(t)
         filled += size
     torch.cuda.synchronize()

@@ -88,8 +88,9 @@ def run_sample(request, report):
     state = TritonState(path, bool(request.get("mutant")), request.get("autotune", "single"))
     if not state.mutant:
         state.outputs = Outputs()  # the real run: which buffers each launch writes
-        if kernel_options(request)[0] > 0:
-            state.replays = Recorder()  # and its first launches, for the kernel battery
+        if kernel_options(request)[0] > 0 or request.get("bounds_check"):
+            # and its first launches, for the kernel battery and the out-of-bounds check
+            state.replays = Recorder()
         if request.get("cross_compile"):
             state.specs = Specs()  # and the specialisation each launch compiled
         if (request.get("timing") or {}).get("enabled"):

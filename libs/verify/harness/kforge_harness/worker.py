@@ -27,7 +27,7 @@ import sys
 import time
 import traceback
 
-from . import HARNESS_VERSION, gpulock
+from . import HARNESS_VERSION, bounds, gpulock
 from .contain import contain
 from .crosscompile import cross_compile
 from .mutants import battery_after_skip, run_mutants, wants_mutant_run
@@ -185,8 +185,9 @@ def run_and_report(request, report, result_fd):
         report["gpu_lock"] = gpulock.CURRENT.report()
     if sample is not None and not request.get("mutant"):
         run_cross_compile(request, sample, report)
+        run_bounds_check(request, sample, report)
     mutant = request.get("mutant_run") == "same_process" and sample is not None and \
-        wants_mutant_run(report)
+        wants_mutant_run(report) and "mutant_phase_skipped" not in report
     report["mutant_phase"] = mutant
     flush_std()
     # The real run's report goes out first: whatever the mutant run does (hang, crash), the
@@ -222,6 +223,26 @@ def run_cross_compile(request, sample, report):
         why = "harness error: %s: %s" % (type(e).__name__, str(e)[:300])
         report["cross_compile"] = {"error": why, "targets": {
             t: {"result": "unavailable", "reason": why} for t in targets}}
+
+
+def run_bounds_check(request, sample, report):
+    """After a passing real run, last before its report goes out (a launch that faults here
+    loses the GPU context): its captured launches replayed between guard zones (bounds.py)."""
+    state = sample["state"]
+    if not request.get("bounds_check") or report.get("verdict") != "passed" or \
+            state.replays is None or not state.replays.records or state.launch_raw is None:
+        return
+    try:
+        from .runner import _cuda_sync
+        res = bounds.check(state.replays.records, state.launch_raw, _cuda_sync,
+                           float(request.get("bounds_check_time_s") or bounds.BUDGET_S))
+        res["detail"] = bounds.describe(res)
+        report["bounds"] = res
+        if res.get("fault"):
+            report["mutant_phase_skipped"] = "the GPU context was lost in the bounds check"
+    except BaseException as e:  # noqa: B902 - a bug here must not cost the sample its verdict
+        report["bounds"] = {"out_of_bounds": False, "error": "harness error: %s: %s" % (
+            type(e).__name__, str(e)[:300])}
 
 
 def preload(modules):

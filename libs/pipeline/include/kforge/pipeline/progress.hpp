@@ -92,6 +92,8 @@ struct RunProgress {
   std::map<std::string, std::int64_t> verdicts;
   // Quality flags on passing samples' latest verdicts (weak_test, weak_inputs, ...), by flag.
   std::map<std::string, std::int64_t> flags;
+  // Samples whose latest verdict, passed or not, is flagged out_of_bounds.
+  std::int64_t out_of_bounds = 0;
   std::string refused;  // why the daemon refuses the run ("" if not): set by the caller
 
   double fraction() const {

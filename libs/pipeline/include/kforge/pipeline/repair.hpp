@@ -46,10 +46,11 @@ struct EvidenceCaps {
 // stderr is not empty), "mutant_survived", "no_kernel_launch" and "weak_test" (by flag; its
 // {{survivors}} says in plain words what each surviving output mutant shows), "weak_inputs"
 // (by flag; {{kernel_mutants}} names each surviving kernel mutant, its line and what it says
-// about the test's inputs), "constant_output" (by flag), and
-// "cross_compile_failed" (by flag; {{targets}} lists each required target that failed with its
-// kernel and the compiler's stage and first lines), in that order.
-// Error (kind "prompt"): a block uses a placeholder without a value.
+// about the test's inputs), "constant_output" (by flag), "out_of_bounds" (by flag, on any
+// verdict; {{bounds}} names the kernel and the buffer it reads or writes outside, or the
+// fault), and "cross_compile_failed" (by flag; {{targets}} lists each required target that failed
+// with its kernel and the compiler's stage and first lines), in that order. Error (kind "prompt"):
+// a block uses a placeholder without a value.
 Result<std::string> render_evidence(const EvidenceTemplate& t, const VerdictEvidence& v,
                                     const EvidenceCaps& caps = {});
 

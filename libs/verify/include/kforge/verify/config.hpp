@@ -137,6 +137,9 @@ struct VerifierConfig {
   // (the pool adds it to the mutant run's deadline).
   int kernel_mutants = 8;
   double kernel_mutant_time_s = 30;
+  // A passing sample's captured launches replayed between guard zones, for reads and writes
+  // outside their buffers (flag out_of_bounds; docs/VERIFIER.md, "Out-of-bounds accesses").
+  bool bounds_check = true;
   // Targets every passing sample's launched kernels are compiled for, e.g. hip:gfx942 and
   // hip:gfx90a with Triton's AMD backend (verify/targets.hpp); nothing runs there. Empty: none.
   std::vector<std::string> cross_compile;

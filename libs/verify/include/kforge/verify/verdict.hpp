@@ -31,6 +31,11 @@ inline constexpr const char* kWeakInputs = "weak_inputs";
 // Every output of more than one element that its launches wrote had all its elements equal:
 // the test cannot tell the right kernel from many wrong ones.
 inline constexpr const char* kConstantOutput = "constant_output";
+// A kernel it launched reads or writes outside its buffers: found by the guard-zone replay of a
+// passing sample's launches (report["bounds"]), or the run died of an illegal memory access.
+// Whether such a kernel faults depends on what lies next to its buffers, so the flag, not the
+// verdict, is what stays the same however memory was laid out (docs/VERIFIER.md).
+inline constexpr const char* kOutOfBounds = "out_of_bounds";
 // Set when the verifier itself could not run the sample (sandbox set-up, no usable device):
 // the verdict says nothing about the sample and the caller may retry.
 inline constexpr const char* kInfrastructure = "infrastructure";
@@ -135,6 +140,12 @@ std::string kernel_mutant_meaning(const nlohmann::json& survivor);
 // Flags a passing result kConstantOutput when its coverage facts say every output of more than
 // one element was constant.
 void apply_output_facts(VerifyResult& r);
+
+// Flags kOutOfBounds (any verdict) when the harness's guard-zone replay found a launch reading
+// or writing outside its buffers (report["bounds"]["out_of_bounds"]), or when an error or crash
+// says the GPU met an illegal memory access (then report["bounds"] records that); the detail
+// says which kernel and buffer, or the fault.
+void apply_bounds_facts(VerifyResult& r);
 
 // "SIGSEGV" for 11; "signal N" when unknown.
 std::string signal_name(int sig);

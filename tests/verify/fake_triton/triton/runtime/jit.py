@@ -47,7 +47,10 @@ class JITFunction(KernelInterface):
         if callable(grid):
             grid = grid(dict(bound.arguments))
         grid = tuple(grid) + (1,) * (3 - len(grid))
-        call_args = {k: (tl.Ptr(v) if isinstance(v, list) else v) for k, v in bound.arguments.items()}
+        # A list is a buffer; one with `base` and `offset` (the harness's guarded replay buffers)
+        # is a view into a larger list, as a tensor is a view into its storage.
+        call_args = {k: (tl.Ptr(getattr(v, "base", v), getattr(v, "offset", 0))
+                         if isinstance(v, list) else v) for k, v in bound.arguments.items()}
         for pid in itertools.product(range(grid[0]), range(grid[1]), range(grid[2])):
             tl._ctx.pid = pid
             tl._ctx.grid = grid

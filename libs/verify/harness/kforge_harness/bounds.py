@@ -1,0 +1,141 @@
+"""Out-of-bounds accesses of a passing sample's kernels, found the same way whatever lies next to
+the test's buffers (docs/VERIFIER.md, "Out-of-bounds accesses").
+
+A kernel that reads or writes past its buffers faults or not depending on what the allocator put
+next to them: the same file passes in one process and dies of an illegal memory access in
+another. So after a passing real run, each distinct launch the recorder captured (kernel_replay:
+every argument, integer contents as captured, floats made afresh) is replayed on buffers that
+sit between guard zones, four times: zones of 0x00 bytes, zones of 0xFF bytes (NaN for floats,
+-1 for integers), 0x00 again, and every other storage's zones 0xFF (a copy from one buffer's
+zone into another's would otherwise write the byte that zone held). Before each replay the GPU
+memory the caching allocator holds free is filled with the zones' byte too, so a read past the
+zones into freed memory counts as well, and what an earlier replay left there cannot make two
+replays differ. A zone that no longer holds its byte after a launch was written (`writes`). Outputs that differ between the 0x00 and 0xFF replays, where the two 0x00 replays
+agree, come from reads of the zones (`reads`); the buffer read is found by changing one
+storage's zones at a time. A masked load that reads nothing outside its buffer sees no zone and
+is not flagged; a launch whose two 0x00 replays differ (atomics) is judged on writes only. A
+replay that faults on these fresh buffers is out of bounds too (`fault`); the GPU context is
+then lost and the check stops.
+
+Works on torch tensors and on the lists of the CPU stand-in for Triton (guard zones of elements;
+a pointer past the zones raises there, as a fault).
+"""
+
+import time
+
+from .kernel_replay import differs, run_launch
+
+SEED = 20261128
+BUDGET_S = 10.0  # stop replaying after this long (the launches checked so far stand); the pool
+# sends its own (request["bounds_check_time_s"]); it runs inside the real run's deadline
+MAX_NAMED = 8  # storages tried one at a time to name the one read out of bounds
+
+
+def _lost(sync):
+    try:
+        sync()
+        return False
+    except Exception:  # noqa: BLE001 - torch raises RuntimeError (CUDA error: ...)
+        return True
+
+
+def _names(rec, sids):
+    """The parameter names of the arguments that are views of the given storages."""
+    out = []
+    for i, e in enumerate(rec.args):
+        if e[0] in ("tensor", "list") and e[1] in sids:
+            out.append(rec.names[i] if i < len(rec.names) else "#%d" % i)
+    for k, e in rec.kwargs.items():
+        if e[0] in ("tensor", "list") and e[1] in sids:
+            out.append(k)
+    return sorted(set(out), key=out.index)
+
+
+def _fill_free(byte):
+    """The GPU memory the caching allocator holds free filled with the zones' byte: a read past
+    the zones into memory an earlier replay freed sees that byte too (and the two 0x00 replays
+    see the same), rather than what the earlier replay left there."""
+    try:
+        from .mutants import poison_gpu_cache
+        poison_gpu_cache(byte, collect=False)
+    except Exception:  # noqa: BLE001 - no memory to fill with: the zones alone then
+        pass
+
+
+def _replay(rec, launch_raw, sync, fill, fill_for=None):
+    _fill_free(fill)
+    launch = run_launch(rec, "same", SEED, rec.jit, launch_raw, sync, fill=fill,
+                        fill_for=fill_for, guard_lists=True)
+    return launch.guards_written(), launch.outputs()
+
+
+def _read_from(rec, launch_raw, sync, zeros):
+    """The storages whose zones change the outputs when they alone hold 0xFF."""
+    found = []
+    for sid in list(rec.storages)[:MAX_NAMED]:
+        _, out = _replay(rec, launch_raw, sync, 0x00, {sid: 0xFF})
+        if differs(zeros, out):
+            found.append(sid)
+    return found
+
+
+def check(records, launch_raw, sync, budget_s=BUDGET_S):
+    """Replays each record between guard zones; returns the report's "bounds" object:
+    out_of_bounds (bool), checked, writes and reads ([{kernel, launch, buffers}]), fault,
+    nondeterministic (kernels judged on writes only), errors, ms."""
+    t0 = time.monotonic()
+    res = {"out_of_bounds": False, "checked": 0, "launches": len(records), "writes": [],
+           "reads": [], "fault": None, "nondeterministic": [], "errors": []}
+    for n, rec in enumerate(records, 1):
+        if time.monotonic() - t0 > budget_s:
+            res["stopped"] = "budget of %.0f s spent" % budget_s
+            break
+        try:
+            wa, zeros = _replay(rec, launch_raw, sync, 0x00)
+            wb, ones = _replay(rec, launch_raw, sync, 0xFF)
+            wc, again = _replay(rec, launch_raw, sync, 0x00)
+            # Zones of every other storage 0xFF: a copy from one buffer's zone into another's
+            # writes the byte that zone already held when all zones hold the same.
+            mixed = {sid: 0xFF for i, sid in enumerate(rec.storages) if i % 2}
+            wd, _ = _replay(rec, launch_raw, sync, 0x00, mixed)
+            written = list(dict.fromkeys(wa + wb + wc + wd))
+            read = []
+            steady = not differs(zeros, again) and not differs(again, zeros)
+            if steady and not written and differs(zeros, ones):
+                read = _read_from(rec, launch_raw, sync, zeros) or ["?"]
+        except Exception as e:  # noqa: BLE001 - the launch's own error on fresh buffers
+            why = "%s: %s" % (type(e).__name__, (str(e).strip().splitlines() or [""])[0][:300])
+            if _lost(sync) or "out-of-bounds" in str(e) or "illegal memory access" in str(e):
+                res["fault"] = {"kernel": rec.kernel, "launch": n, "error": why}
+                break
+            if len(res["errors"]) < 3:
+                res["errors"].append("%s: %s" % (rec.kernel, why))
+            continue
+        res["checked"] += 1
+        if not steady and rec.kernel not in res["nondeterministic"]:
+            res["nondeterministic"].append(rec.kernel)
+        if written:
+            res["writes"].append({"kernel": rec.kernel, "launch": n,
+                                  "buffers": _names(rec, set(written))})
+        if read:
+            res["reads"].append({"kernel": rec.kernel, "launch": n,
+                                 "buffers": _names(rec, set(read)) or ["?"]})
+    res["out_of_bounds"] = bool(res["writes"] or res["reads"] or res["fault"])
+    res["ms"] = int((time.monotonic() - t0) * 1000)
+    return res
+
+
+def describe(res):
+    """One line for the verdict's detail, or "" when nothing was found."""
+    if not res.get("out_of_bounds"):
+        return ""
+    parts = []
+    for kind, verb in (("writes", "writes"), ("reads", "reads")):
+        for w in res[kind][:1]:
+            parts.append("kernel %s %s outside %s (launch %d)" % (
+                w["kernel"], verb, ", ".join(w["buffers"]) or "its buffers", w["launch"]))
+    if res.get("fault"):
+        f = res["fault"]
+        parts.append("kernel %s faulted on fresh buffers (launch %d): %s" % (
+            f["kernel"], f["launch"], f["error"]))
+    return "; ".join(parts)

@@ -1,0 +1,58 @@
+"""Kernels of the CPU stand-in for Triton for bounds_test.py: in bounds, and out of bounds in
+each way the guard-zone replay must tell apart."""
+import random
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def masked_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # In bounds: every load and store masked. Must not be flagged.
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    y = tl.load(y_ptr + offs, mask=mask, other=0.0)
+    tl.store(out_ptr + offs, x + y, mask=mask)
+
+
+@triton.jit
+def unmasked_copy(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # No mask: the last block reads and writes past the end when n is not a multiple of BLOCK.
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs))
+
+
+@triton.jit
+def gather(x_ptr, idx_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # Reads x at indices from idx_ptr: an index of n reads one element past x.
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    i = tl.load(idx_ptr + offs, mask=mask, other=0)
+    tl.store(out_ptr + offs, tl.load(x_ptr + i, mask=mask, other=0.0), mask=mask)
+
+
+@triton.jit
+def reads_before(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # Reads x[i - 1] for every i, x[-1] included: one element before the buffer. A masked
+    # reduction of the read would hide it; here it lands in the output.
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + (offs - 1), mask=mask, other=0.0), mask=mask)
+
+
+@triton.jit
+def far_write(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # Writes a thousand elements past the end: beyond any guard zone, as a fault would be.
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs + 1000, tl.load(x_ptr + offs, mask=mask, other=0.0), mask=mask)
+
+
+@triton.jit
+def noisy(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # In bounds but nondeterministic (as atomics are): its outputs differ from run to run.
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(out_ptr + offs, x + random.random(), mask=mask)

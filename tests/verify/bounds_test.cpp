@@ -1,0 +1,141 @@
+// The out-of-bounds check (docs/VERIFIER.md, "Out-of-bounds accesses") on the CPU: the guard-zone
+// replay itself in Python on launches of the CPU stand-in for Triton (bounds/bounds_test.py); the
+// pool's part end to end in real processes: a passing sample's launches are checked and a clean
+// one stays verified, a run that died of an illegal memory access is flagged out_of_bounds, the
+// check can be turned off; and how a report's findings become the flag and the detail. On a GPU:
+// tests/verify/gpu/oob_* and out_of_bounds (VerifyGpu.Samples).
+
+#include <gtest/gtest.h>
+
+#include "kforge/core/config.hpp"
+#include "kforge/verify/config.hpp"
+#include "kforge/verify/verdict.hpp"
+#include "verify_util.hpp"
+
+namespace kforge::test {
+namespace {
+
+using verify::Verdict;
+using Json = nlohmann::json;
+
+TEST(VerifyBounds, PythonGuardReplay) {
+  TempDir tmp;
+  auto r =
+      run_process({sandbox_python(), (source_dir() / "tests/verify/bounds/bounds_test.py").string(),
+                   (source_dir() / "libs/verify/harness").string(),
+                   (source_dir() / "tests/verify/fake_triton").string()},
+                  {"TMPDIR=" + tmp.path().string()}, 120);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("Ran 10 tests"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("\nOK"), std::string::npos) << r.err;
+}
+
+TEST(VerifyBounds, APassingSampleIsCheckedAndACleanOneStaysVerified) {
+  TempDir tmp;
+  auto pool = make_pool(test_config(tmp));
+  ASSERT_TRUE(pool);
+  auto r = run_one(*pool, load_sample("triton_vector_add"));
+  ASSERT_EQ(r.verdict, Verdict::passed) << r.detail << r.stderr_tail;
+  const auto& b = r.report["bounds"];
+  SCOPED_TRACE(b.dump());
+  // Four sizes, one distinct launch each (1, 63, 64 and 130 elements), all masked.
+  EXPECT_EQ(b["checked"], 4);
+  EXPECT_EQ(b["out_of_bounds"], false);
+  EXPECT_EQ(b["writes"], Json::array());
+  EXPECT_EQ(b["reads"], Json::array());
+  EXPECT_TRUE(r.verified()) << Json(r.flags).dump();
+}
+
+TEST(VerifyBounds, TurnedOffTheReportHasNoCheck) {
+  TempDir tmp;
+  auto cfg = test_config(tmp);
+  cfg.bounds_check = false;
+  cfg.kernel_mutants = 0;  // nor a recorder for the kernel battery
+  auto pool = make_pool(cfg);
+  ASSERT_TRUE(pool);
+  auto r = run_one(*pool, load_sample("triton_vector_add"));
+  ASSERT_EQ(r.verdict, Verdict::passed) << r.detail << r.stderr_tail;
+  EXPECT_FALSE(r.report.contains("bounds")) << r.report["bounds"].dump();
+}
+
+TEST(VerifyBounds, ARunThatDiedOfAnIllegalMemoryAccessIsFlagged) {
+  TempDir tmp;
+  auto pool = make_pool(test_config(tmp));
+  ASSERT_TRUE(pool);
+  auto r = run_one(*pool, load_sample("bounds_fault"));
+  ASSERT_EQ(r.verdict, Verdict::error) << r.detail << r.stderr_tail;
+  EXPECT_EQ(r.flags, std::vector<std::string>{verify::kOutOfBounds});
+  EXPECT_NE(r.detail.find("out of bounds: the run died of an illegal memory access"),
+            std::string::npos)
+      << r.detail;
+  EXPECT_EQ(r.report["bounds"]["fault"]["in"], "the run");
+}
+
+TEST(VerifyBounds, TheHarnessFindingsBecomeTheFlagAndTheDetail) {
+  verify::VerifyResult r;
+  r.verdict = Verdict::passed;
+  r.detail = "1 test passed";
+  r.report = {
+      {"bounds",
+       {{"out_of_bounds", true}, {"detail", "kernel _fwd_kernel reads outside V (launch 1)"}}}};
+  verify::apply_bounds_facts(r);
+  EXPECT_EQ(r.flags, std::vector<std::string>{verify::kOutOfBounds});
+  EXPECT_FALSE(r.verified());
+  EXPECT_EQ(r.detail,
+            "1 test passed; out of bounds: kernel _fwd_kernel reads outside V (launch 1)");
+  verify::apply_bounds_facts(r);  // once only
+  EXPECT_EQ(r.flags.size(), 1u);
+  EXPECT_EQ(r.detail,
+            "1 test passed; out of bounds: kernel _fwd_kernel reads outside V (launch 1)");
+
+  // The report comes from the sample's process: a field of the wrong type flags nothing.
+  verify::VerifyResult forged;
+  forged.verdict = Verdict::passed;
+  forged.report = {{"bounds", {{"out_of_bounds", "yes"}, {"detail", 3}}}};
+  verify::apply_bounds_facts(forged);
+  EXPECT_TRUE(forged.flags.empty());
+  forged.report = {{"bounds", {{"out_of_bounds", true}, {"detail", 3}}}};
+  verify::apply_bounds_facts(forged);
+  EXPECT_EQ(forged.detail, "; out of bounds: a kernel reads or writes outside its buffers");
+
+  // A clean check, or an error that is no fault, flags nothing.
+  verify::VerifyResult clean;
+  clean.verdict = Verdict::passed;
+  clean.report = {{"bounds", {{"out_of_bounds", false}, {"checked", 2}}}};
+  verify::apply_bounds_facts(clean);
+  EXPECT_TRUE(clean.flags.empty());
+  verify::VerifyResult other;
+  other.verdict = Verdict::error;
+  other.detail = "test_x: RuntimeError: CUDA error: out of memory";
+  verify::apply_bounds_facts(other);
+  EXPECT_TRUE(other.flags.empty());
+
+  // A crash whose stderr says the GPU met an illegal address (no report): flagged too.
+  verify::VerifyResult crash;
+  crash.verdict = Verdict::crashed;
+  crash.detail = "killed by SIGABRT";
+  crash.stderr_tail = "terminate called after ... CUDA_ERROR_ILLEGAL_ADDRESS ...";
+  verify::apply_bounds_facts(crash);
+  EXPECT_EQ(crash.flags, std::vector<std::string>{verify::kOutOfBounds});
+  EXPECT_EQ(crash.report["bounds"]["out_of_bounds"], true);
+  // A passing run that mentions the words in its output is not a fault.
+  verify::VerifyResult chatty;
+  chatty.verdict = Verdict::passed;
+  chatty.stderr_tail = "an illegal memory access was encountered";
+  verify::apply_bounds_facts(chatty);
+  EXPECT_TRUE(chatty.flags.empty());
+}
+
+TEST(VerifyBounds, TheConfigKeyIsReadAndOnByDefault) {
+  verify::VerifierConfig c;
+  EXPECT_TRUE(c.bounds_check);
+  auto r = ConfigReader::load_string("verifier:\n  bounds_check: false\n", "k.yaml",
+                                     [](const std::string&) { return std::nullopt; });
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  verify::read_config((*r)->root().child("verifier"), c);
+  ASSERT_TRUE((*r)->finish().ok());
+  EXPECT_FALSE(c.bounds_check);
+}
+
+}  // namespace
+}  // namespace kforge::test

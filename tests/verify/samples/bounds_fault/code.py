@@ -1,0 +1,2 @@
+def gather(x, idx):
+    return [x[i] for i in idx]
