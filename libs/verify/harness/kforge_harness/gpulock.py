@@ -44,6 +44,7 @@ class GpuLock:
         self.sections = []  # [t0, t1] (CLOCK_MONOTONIC s) of each shared section, at most 64
         self.exclusive = []  # the same, of exclusive sections
         self._t0 = None
+        self.retries = 0  # times a writer let the gate go because readers stayed in
 
     def enter(self):
         """Takes rw shared through the gate (blocks while a writer holds or waits)."""
@@ -98,15 +99,27 @@ class GpuLock:
 
     def acquire_exclusive(self, wait_s):
         """Steps out as a reader, then takes the device exclusively. Returns the seconds waited,
-        or None when another held it past wait_s (nothing held then)."""
+        or None when another held it past wait_s (nothing held then).
+
+        While it holds the gate, every reader that reaches a launch queues behind it: a reader
+        that stays in long without launching (CPU work in its test) would stall them all. So the
+        gate is held for a window (TRY_S, doubling up to 1 s): if the readers are not all out by
+        then, the gate is let go for a moment (the queued readers go on) and taken again."""
         self.leave()
         t0 = time.monotonic()
         deadline = t0 + wait_s
-        if not _lock_until(self.gate, deadline):
-            return None
-        if not _lock_until(self.rw, deadline):
+        window = TRY_S
+        while True:
+            if not _lock_until(self.gate, deadline):
+                return None
+            if _lock_until(self.rw, min(deadline, time.monotonic() + window)):
+                break
             fcntl.flock(self.gate, fcntl.LOCK_UN)
-            return None
+            self.retries += 1
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(STEP_ASIDE_S)
+            window = min(2 * window, 1.0)
         self._x0 = time.monotonic()
         return self._x0 - t0
 
@@ -125,7 +138,11 @@ class GpuLock:
         if self.shared:
             shared.append([self._t0, time.monotonic()])
         return {"shared": shared, "exclusive": self.exclusive,
-                "reader_waited_ms": int(self.waited_s * 1000)}
+                "reader_waited_ms": int(self.waited_s * 1000), "writer_retries": self.retries}
+
+
+TRY_S = 0.05  # the first window a writer holds the gate for
+STEP_ASIDE_S = 0.005  # how long it lets the gate go between two windows
 
 
 def _lock_until(fd, deadline):

@@ -3,6 +3,7 @@ skipped or mutated), single-config autotuning, compile timing. No effect without
 
 import importlib
 import os
+import sys
 import time
 
 from . import buffers, gpulock
@@ -46,6 +47,19 @@ class TritonState:
         # The largest launch of each kernel (timing.Largest), when the request asks for the
         # speed label.
         self.timing = None
+        # While the speed label watches a wrapper call: the stream current at each launch of
+        # the sample's kernels (timing.prepare_compare), else None.
+        self.stream_watch = None
+
+
+def _stream_now():
+    torch = sys.modules.get("torch")
+    try:
+        if torch is not None and torch.cuda.is_initialized():
+            return torch.cuda.current_stream().cuda_stream
+    except Exception:  # noqa: BLE001
+        pass
+    return None
 
 
 def new_compile_stats():
@@ -136,6 +150,8 @@ def install_triton_hooks(state):
             name = getattr(self.fn, "__qualname__", "?")
             state.launches[name] = state.launches.get(name, 0) + 1
             gpulock.checkpoint()
+            if state.stream_watch is not None:
+                state.stream_watch.append(_stream_now())
             if state.mutant:
                 # The launch is skipped (a test that still passes checks nothing), and what it
                 # would have written is poisoned.
