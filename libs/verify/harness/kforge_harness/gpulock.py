@@ -157,7 +157,7 @@ def _lock_until(fd, deadline):
         if time.monotonic() >= deadline:
             return False
         time.sleep(delay)
-        delay = min(delay * 2, 0.01)
+        delay = min(delay * 2, 0.002)  # every reader queued behind waits as long
 
 
 CURRENT = None  # the process's GpuLock, set by the worker when the request names lock files
