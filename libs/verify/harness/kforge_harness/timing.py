@@ -292,23 +292,64 @@ def prepare_compare(spec, module, state, target):
     # Which streams the wrapper's kernels launch on (the hooks note the current stream at each
     # launch): any other than its caller's is work a stream-end event cannot see.
     launches0 = sum(state.launches.values())
-    state.stream_watch = []
     cur = _current_stream()
     try:
-        cand_of(0)()
-        _sync()
-        side = any(x != cur for x in state.stream_watch) or _current_stream() != cur
+        handles = _watched(state, cand_of(0))
+        launches = sum(state.launches.values()) - launches0
+        left = _current_stream() != cur
+        others = {h for h in handles if h != cur}
+        unjoined = left or (bool(others) and _unjoined(state, others, cand_of(0)))
     except BaseException:
         if ref_name:
             setattr(module, ref_name, reference)
         raise
+    it.device = left or bool(others)
+    it.info = {"base": base, "last": last, "checks": checks, "counted": counted,
+               "ref_name": ref_name, "reference": reference, "side_streams": it.device,
+               "unjoined": unjoined, "launches_per_call": launches}
+    return it
+
+
+def _watched(state, call):
+    """The streams current at each launch of the sample's kernels during call()."""
+    state.stream_watch = []
+    try:
+        call()
+        _sync()
+        return list(state.stream_watch)
     finally:
         state.stream_watch = None
-    it.device = side
-    it.info = {"base": base, "last": last, "checks": checks, "counted": counted,
-               "ref_name": ref_name, "reference": reference, "side_streams": side,
-               "launches_per_call": sum(state.launches.values()) - launches0}
-    return it
+
+
+HOLD_CYCLES = 4_000_000  # about 2 ms at 2 GHz
+
+
+def _unjoined(state, others, call):
+    """Whether the wrapper returns with work still queued on the other streams it launched on,
+    its caller's stream not waiting for it. Each of those streams is held busy (a sleep of about
+    2 ms) before the call: a wrapper that joins them (wait_stream, an event, a synchronise) ends
+    on its caller's stream after that; one that does not, long before. Decided by the streams'
+    state, not by a time. A wrapper that launches on streams the first call did not show (a
+    new stream a call) cannot be held, and counts as not joining them."""
+    torch = _cuda()
+    if torch is None or not callable(getattr(torch.cuda, "_sleep", None)):
+        return True
+    streams = [torch.cuda.ExternalStream(h) for h in others]
+    for s in streams:
+        with torch.cuda.stream(s):
+            torch.cuda._sleep(HOLD_CYCLES)
+    end = torch.cuda.Event()
+    state.stream_watch = []
+    try:
+        call()
+        end.record()
+        end.synchronize()
+        pending = any(not s.query() for s in streams)
+        seen = set(state.stream_watch)
+    finally:
+        state.stream_watch = None
+        torch.cuda.synchronize()
+    return pending or not seen <= (others | {_current_stream()})
 
 
 def restore_reference(item, module):
@@ -405,7 +446,7 @@ def summarise_compare(it, timer, peak):
     gbps, frac = st.bandwidth(nbytes, entry["time_us"] / 1e6, peak)
     entry.update(bytes=nbytes, gbps=gbps, fraction_of_peak=frac)
     unseen = timer.torch is not None and (
-        info["side_streams"] or info.get("unseen_by_time", False) or
+        info["unjoined"] or info.get("unseen_by_time", False) or
         st.unseen_work(st.median(stream[1]), cand))
     calls_ref = info["counted"].calls > 1 or last.get("cand_calls_ref", False)
     return entry, info["checks"]["failed"] == 0, unseen, calls_ref
