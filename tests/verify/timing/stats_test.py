@@ -215,6 +215,48 @@ class GpuLockTest(unittest.TestCase):
         self.assertGreaterEqual(back, 0.25)  # the first one queued behind the timing section
         self.assertTrue(reader.shared)  # and got back in after it
 
+    def test_writers_queue_among_themselves(self):
+        self.paths["queue"] = os.path.join(self.dir, "q")
+        open(self.paths["queue"], "w").close()
+        reader = gpulock.GpuLock(self.paths["gate"], self.paths["rw"])
+        reader.enter()
+
+        def writer(w):
+            lk = gpulock.GpuLock(self.paths["gate"], self.paths["rw"], self.paths["queue"])
+            waited = lk.acquire_exclusive(5.0)
+            t_in = time.monotonic()
+            time.sleep(0.1)
+            lk.release_exclusive()
+            os.write(w, ("%f %f %f\n" % (waited, t_in, time.monotonic())).encode())
+        pid_a, r_a = self.child(writer)
+        time.sleep(0.1)
+        pid_b, r_b = self.child(writer)  # queued behind the first
+        time.sleep(0.3)
+
+        def late_reader(w):
+            lk = gpulock.GpuLock(self.paths["gate"], self.paths["rw"])
+            t0 = time.monotonic()
+            lk.enter()
+            os.write(w, ("%f\n" % (time.monotonic() - t0)).encode())
+        pid_l, r_l = self.child(late_reader)
+        late = float(self.read_all(r_l))
+        time.sleep(0.1)
+        sections = len(reader.sections)
+        t0 = time.monotonic()
+        while len(reader.sections) == sections and time.monotonic() - t0 < 3:
+            reader.checkpoint()
+            time.sleep(0.001)
+        a = [float(x) for x in self.read_all(r_a).split()]
+        self.assertTrue(reader.shared)  # back in after the first writer
+        reader.leave()  # and out for the second
+        b = [float(x) for x in self.read_all(r_b).split()]
+        for pid in (pid_a, pid_b, pid_l):
+            os.waitpid(pid, 0)
+        # The second writer never took the gate from the readers: the late one got in at the
+        # first writer's step aside, not after both writers.
+        self.assertLess(late, 0.5)
+        self.assertGreaterEqual(b[1], a[2])  # one exclusive section after the other
+
     def test_writer_gives_up_after_wait(self):
         reader = gpulock.GpuLock(self.paths["gate"], self.paths["rw"])
         reader.enter()

@@ -1,11 +1,14 @@
 """The per-device exclusive section for timing (docs/VERIFIER.md, "The speed label").
 
-The pool makes two lock files per device (`gate` and `rw`, under its run directory) and, when
-`verifier.timing.enabled`, names them in every request of that device. Every sample's process
-is a reader: it holds `rw` shared while it may use the GPU. A process about to time is the
-writer: it takes `gate` exclusive (no reader gets in after it), then `rw` exclusive (it waits
-until every reader is out), times, and lets both go. Readers enter through the gate (exclusive,
-held only for the instant of taking `rw` shared), so a waiting writer is never starved.
+The pool makes three lock files per device (`gate`, `rw` and `queue`, under its run directory)
+and names them in every request of that device. Every sample's process is a reader: it holds
+`rw` shared while it may use the GPU. A process about to time is a writer: it queues behind the
+other writers (`queue`, exclusive), takes `gate` exclusive (no reader gets in after it), then
+`rw` exclusive (it waits until every reader is out), times, and lets all go. Readers enter
+through the gate (exclusive, held only for the instant of taking `rw` shared), so a waiting
+writer is never starved. A writer holds the gate for a window (50 ms, doubling up to 1 s) and,
+if readers are still in, lets it go for 5 ms (the readers queued behind it go on) before taking
+it again: one reader that stays in long without launching does not stall all the others.
 
 A reader does not make a writer wait for its whole sample: it steps out while Triton compiles
 (CPU work: `pause`/`resume` around compile()), and at each launch of its kernels it checks
@@ -35,9 +38,12 @@ def _sync():
 
 
 class GpuLock:
-    def __init__(self, gate_path, rw_path):
+    def __init__(self, gate_path, rw_path, queue_path=None):
         self.gate = os.open(gate_path, os.O_RDONLY | os.O_CLOEXEC)
         self.rw = os.open(rw_path, os.O_RDONLY | os.O_CLOEXEC)
+        # Writers queue here first, so that one at a time holds or wants the gate: another
+        # writer cannot take the gate in the moment the first lets it go for the readers.
+        self.queue = os.open(queue_path, os.O_RDONLY | os.O_CLOEXEC) if queue_path else None
         self.shared = False
         self.paused = 0
         self.waited_s = 0.0  # time spent queueing as a reader
@@ -108,26 +114,32 @@ class GpuLock:
         self.leave()
         t0 = time.monotonic()
         deadline = t0 + wait_s
+        if self.queue is not None and not _lock_until(self.queue, deadline):
+            return None
         window = TRY_S
         while True:
             if not _lock_until(self.gate, deadline):
-                return None
-            if _lock_until(self.rw, min(deadline, time.monotonic() + window)):
                 break
+            if _lock_until(self.rw, min(deadline, time.monotonic() + window)):
+                self._x0 = time.monotonic()
+                return self._x0 - t0
             fcntl.flock(self.gate, fcntl.LOCK_UN)
             self.retries += 1
             if time.monotonic() >= deadline:
-                return None
+                break
             time.sleep(STEP_ASIDE_S)
             window = min(2 * window, 1.0)
-        self._x0 = time.monotonic()
-        return self._x0 - t0
+        if self.queue is not None:
+            fcntl.flock(self.queue, fcntl.LOCK_UN)
+        return None
 
     def release_exclusive(self):
         _sync()
         end = time.monotonic()
         fcntl.flock(self.rw, fcntl.LOCK_UN)
         fcntl.flock(self.gate, fcntl.LOCK_UN)
+        if self.queue is not None:
+            fcntl.flock(self.queue, fcntl.LOCK_UN)
         if len(self.exclusive) < 16:
             self.exclusive.append([self._x0, end])
 
@@ -164,11 +176,12 @@ CURRENT = None  # the process's GpuLock, set by the worker when the request name
 
 
 def install(paths):
-    """Opens the request's lock files ({"gate": path, "rw": path}) and enters as a reader."""
+    """Opens the request's lock files ({"gate": path, "rw": path, "queue": path}) and enters as
+    a reader."""
     global CURRENT
     if not paths:
         return None
-    CURRENT = GpuLock(paths["gate"], paths["rw"])
+    CURRENT = GpuLock(paths["gate"], paths["rw"], paths.get("queue"))
     CURRENT.enter()
     return CURRENT
 

@@ -220,6 +220,7 @@ class Item:
     def __init__(self, kind, calls, weight, target):
         self.kind, self.calls, self.weight, self.target = kind, calls, weight, target
         self.device = False  # timed with the device-wide end (work on other streams)
+        self.sides = None  # the other streams the wrapper launches on, when known
         self.graphs = None  # the calls' CUDA graphs, captured while preparing
         self.warm = None  # each call's median time in the warm-up (device shared)
         self.after_rep = None
@@ -304,6 +305,9 @@ def prepare_compare(spec, module, state, target):
             setattr(module, ref_name, reference)
         raise
     it.device = left or bool(others)
+    if others and not left:
+        torch = _cuda()
+        it.sides = [torch.cuda.ExternalStream(h) for h in others]
     it.info = {"base": base, "last": last, "checks": checks, "counted": counted,
                "ref_name": ref_name, "reference": reference, "side_streams": it.device,
                "unjoined": unjoined, "launches_per_call": launches}
@@ -363,13 +367,16 @@ def warm_items(items, timer):
     enq = 0.0
     for it in items:
         it.warm, e = tt.warm_up(timer, [c(0) for c in it.calls],
-                                seconds=tt.WARM_S / len(items), device=it.device)
+                                seconds=tt.WARM_S / len(items), device=it.device, sides=it.sides)
         enq = max(enq, e)
         # Captured generously (the warm-up's times include the other samples' work); replayed
-        # in the exclusive section only where the loop's times are short.
+        # in the exclusive section only where the loop's times are short. The captured calls
+        # are kept: their inputs must outlive the graphs.
         if timer.torch is not None and not it.device and min(it.warm) < 4 * _short(it):
-            graphs = [timer.graph(c(0)) for c in it.calls]
-            it.graphs = graphs if all(g is not None for g in graphs) else None
+            fns = [c(0) for c in it.calls]
+            graphs = [timer.graph(f) for f in fns]
+            if all(g is not None for g in graphs):
+                it.graphs, it.info["graph_calls"] = graphs, fns
     return enq
 
 
@@ -391,12 +398,12 @@ def measure(items, timer, budget_s, opts, enqueue_s):
                 it.device = True
                 it.info["unseen_by_time"] = True
         for c in it.calls:  # one rep to re-prime after the lock's hand-over
-            timer.rep(c(0), device=it.device)
+            timer.rep(c(0), device=it.device, sides=it.sides)
         left = budget_s - (time.monotonic() - t0)
         share = left * it.weight / sum(x.weight for x in items[n:])
         dev, stream, reason, reps, dropped = tt.loop(
             timer, it.calls, max(share, 0.0), opts, it.target, device=it.device,
-            after_rep=it.after_rep)
+            after_rep=it.after_rep, sides=it.sides)
         graph = None
         if it.graphs and min(st.median(d) for d in dev) < _short(it):
             graph = tt.graph_times(timer, it.graphs)

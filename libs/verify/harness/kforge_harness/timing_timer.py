@@ -53,6 +53,7 @@ class Timer:
             l2 = int(getattr(props, "L2_cache_size", 0) or (50 << 20))
             self.flush_buf = torch.empty(max(4 * l2, 64 << 20), dtype=torch.int8, device="cuda")
             self.ev = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
+            self.pre = torch.cuda.Event()  # the pre-roll's end, for other streams to wait on
             self.can_sleep = callable(getattr(torch.cuda, "_sleep", None))
 
     def _cycles(self):
@@ -62,8 +63,11 @@ class Timer:
             return WARM_PREROLL_CYCLES
         return int(self.preroll_s * self.cycles_per_s) if self.cycles_per_s else 0
 
-    def rep(self, fn, flush=True, device=False):
-        """(stream seconds, the rep's time, the call's result, clean, enqueue seconds)."""
+    def rep(self, fn, flush=True, device=False, sides=None):
+        """(stream seconds, the rep's time, the call's result, clean, enqueue seconds).
+        device: the time is the device-wide end's, less the synchronise's cost; with sides (the
+        other streams the call is known to launch on) the pre-roll is kept and those streams
+        wait for it, else the rep starts from an idle device."""
         if self.torch is None:
             t0 = time.perf_counter()
             out = fn()
@@ -71,7 +75,7 @@ class Timer:
             return dt, dt, out, True, 0.0
         torch = self.torch
         s, e1, e2 = self.ev
-        if device:
+        if device and sides is None:
             if flush:
                 self.flush_buf.zero_()
             torch.cuda.synchronize()
@@ -90,17 +94,29 @@ class Timer:
         cycles = self._cycles()
         if cycles:
             torch.cuda._sleep(cycles)
+        if device:
+            # The other streams start the call's work no earlier than the start event.
+            self.pre.record()
+            for side in sides:
+                side.wait_event(self.pre)
         s.record()
         out = fn()
         e1.record()
         enq = time.perf_counter() - c0
-        e1.synchronize()
-        t = s.elapsed_time(e1) / 1e3
+        if device:
+            torch.cuda.synchronize()
+            e2.record()
+            e2.synchronize()
+            stream = s.elapsed_time(e1) / 1e3
+            t = max(stream, s.elapsed_time(e2) / 1e3 - self.overhead)
+        else:
+            e1.synchronize()
+            t = stream = s.elapsed_time(e1) / 1e3
         clean = not self.calibrated or enq <= (self.flush_s if flush else 0.0) + self.preroll_s
         if not clean:
             self.dropped += 1
             self.preroll_s = min(PREROLL_MAX_S, 2 * self.preroll_s + 20e-6)
-        return t, t, out, clean, enq
+        return stream, t, out, clean, enq
 
     def calibrate(self, enqueue_s):
         """In the exclusive section, a few milliseconds: the synchronise's cost, the flush's
@@ -164,7 +180,7 @@ class Timer:
             return None
 
 
-def warm_up(timer, calls, seconds=WARM_S, device=False):
+def warm_up(timer, calls, seconds=WARM_S, device=False, sides=None):
     """Outside the exclusive section: calls each of calls (zero-argument) in turn for `seconds`
     (at least twice each): compiles, caches and the allocator settle, an idle GPU's clocks come
     up. Steps out for a waiting timing sample between rounds. Returns (each call's median time,
@@ -175,7 +191,7 @@ def warm_up(timer, calls, seconds=WARM_S, device=False):
     enq = []
     while n < 2 or time.monotonic() - t0 < seconds:
         for k, c in enumerate(calls):
-            _, t, _, _, e = timer.rep(c, flush=n % 2 == 0, device=device)
+            _, t, _, _, e = timer.rep(c, flush=n % 2 == 0, device=device, sides=sides)
             times[k].append(t)
             if n % 2 == 0:
                 enq.append(e)
@@ -187,7 +203,7 @@ def warm_up(timer, calls, seconds=WARM_S, device=False):
     return [st.median(t) for t in times], (enq[(3 * len(enq)) // 4] if enq else 0.0)
 
 
-def loop(timer, calls, budget_s, opts, target, device=False, after_rep=None):
+def loop(timer, calls, budget_s, opts, target, device=False, after_rep=None, sides=None):
     """Times calls[k](rep)() interleaved (the order turned each rep) until the stop rule: at
     least min_reps kept reps and the order-statistic interval's half width within target (of the
     median, or of the median ratio for a pair), max_reps, or the budget. A rep the timer calls
@@ -203,7 +219,7 @@ def loop(timer, calls, budget_s, opts, target, device=False, after_rep=None):
             order.reverse()
         got = {}
         for k in order:
-            s, d, _, clean, _ = timer.rep(calls[k](rep), device=device)
+            s, d, _, clean, _ = timer.rep(calls[k](rep), device=device, sides=sides)
             got[k] = (s, d, clean)
         if after_rep is not None:
             after_rep(rep)
