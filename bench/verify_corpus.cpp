@@ -552,8 +552,19 @@ Measure run_pool(Bench& e, const std::vector<Sample>& samples, const std::string
           prepare_ms += res.report["speed"].value("prepare_ms", 0.0);
         }
         if (res.report.contains("gpu_lock") && res.report["gpu_lock"].is_object()) {
+          const auto& lk = res.report["gpu_lock"];
           ++locked;
-          reader_waited_ms += res.report["gpu_lock"].value("reader_waited_ms", 0.0);
+          reader_waited_ms += lk.value("reader_waited_ms", 0.0);
+          // Per sample in the samples file: what to look at when timing samples wait long.
+          if (timing) {
+            fig["lock"] = {{"reader_waited_ms", lk.value("reader_waited_ms", 0)},
+                           {"writer_retries", lk.value("writer_retries", 0)},
+                           {"longest_shared_ms", lk.value("longest_shared_ms", 0)},
+                           {"longest_ended_by", lk.value("longest_ended_by", nlohmann::json())}};
+            if (res.report.contains("speed") && res.report["speed"].is_object())
+              for (const char* k : {"waited_ms", "exclusive_ms", "prepare_ms"})
+                fig["lock"][k] = res.report["speed"].value(k, nlohmann::json());
+          }
         }
         if (res.report.contains("cross_compile") && res.report["cross_compile"].is_object()) {
           cross_ms += res.report["cross_compile"].value("ms", 0.0);

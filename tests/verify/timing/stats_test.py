@@ -280,6 +280,22 @@ class GpuLockTest(unittest.TestCase):
         reader.resume()
         self.assertTrue(reader.shared)
 
+    def test_report_names_the_longest_section_and_what_ended_it(self):
+        reader = gpulock.GpuLock(self.paths["gate"], self.paths["rw"])
+        reader.enter()
+        time.sleep(0.06)
+        reader.pause()  # a compile
+        reader.resume()
+        rep = reader.report()
+        self.assertGreaterEqual(rep["longest_shared_ms"], 50)
+        self.assertEqual(rep["longest_ended_by"], "compile")
+        time.sleep(0.12)
+        rep = reader.report()  # the section still held is longer now
+        self.assertGreaterEqual(rep["longest_shared_ms"], 100)
+        self.assertEqual(rep["longest_ended_by"], "open")
+        self.assertEqual(rep["writer_retries"], 0)
+        reader.leave()
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -51,6 +51,10 @@ class GpuLock:
         self.exclusive = []  # the same, of exclusive sections
         self._t0 = None
         self.retries = 0  # times a writer let the gate go because readers stayed in
+        # The longest shared section and what ended it ("launch": a launch let a waiting writer
+        # in, "compile", "timing": this process's own, "open": still held at the report): what
+        # keeps a writer waiting is a reader that stays in long without launching.
+        self.longest = (0.0, None)
 
     def enter(self):
         """Takes rw shared through the gate (blocks while a writer holds or waits)."""
@@ -66,7 +70,7 @@ class GpuLock:
         self.waited_s += self._t0 - t0
         self.shared = True
 
-    def leave(self):
+    def leave(self, why="end"):
         if not self.shared:
             return
         _sync()
@@ -75,12 +79,14 @@ class GpuLock:
         self.shared = False
         if len(self.sections) < 64:
             self.sections.append([self._t0, end])
+        if end - self._t0 > self.longest[0]:
+            self.longest = (end - self._t0, why)
 
     def pause(self):
         """Steps out for CPU-only work (a compile); resume() steps back in."""
         self.paused += 1
         if self.paused == 1 and self.shared:
-            self.leave()
+            self.leave("compile")
             self._resume_needed = True
         elif self.paused == 1:
             self._resume_needed = False
@@ -98,7 +104,7 @@ class GpuLock:
         try:
             fcntl.flock(self.gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            self.leave()
+            self.leave("launch")
             self.enter()
             return
         fcntl.flock(self.gate, fcntl.LOCK_UN)
@@ -111,7 +117,7 @@ class GpuLock:
         that stays in long without launching (CPU work in its test) would stall them all. So the
         gate is held for a window (TRY_S, doubling up to 1 s): if the readers are not all out by
         then, the gate is let go for a moment (the queued readers go on) and taken again."""
-        self.leave()
+        self.leave("timing")
         t0 = time.monotonic()
         deadline = t0 + wait_s
         if self.queue is not None and not _lock_until(self.queue, deadline):
@@ -147,10 +153,15 @@ class GpuLock:
         """The sections so far (one still open counted to now: what follows the report, the
         mutant runs, is not in it)."""
         shared = list(self.sections)
+        longest = self.longest
         if self.shared:
-            shared.append([self._t0, time.monotonic()])
+            now = time.monotonic()
+            shared.append([self._t0, now])
+            if now - self._t0 > longest[0]:
+                longest = (now - self._t0, "open")
         return {"shared": shared, "exclusive": self.exclusive,
-                "reader_waited_ms": int(self.waited_s * 1000), "writer_retries": self.retries}
+                "reader_waited_ms": int(self.waited_s * 1000), "writer_retries": self.retries,
+                "longest_shared_ms": int(longest[0] * 1000), "longest_ended_by": longest[1]}
 
 
 TRY_S = 0.05  # the first window a writer holds the gate for
