@@ -265,6 +265,9 @@ struct Measure {
   // With the speed label: the samples timed and the mean exclusive GPU time of each.
   int timed = 0;
   double exclusive_ms_mean = -1;
+  double waited_ms_mean = -1;         // a timed sample's wait for the device
+  double prepare_ms_mean = -1;        // its preparation, the device shared
+  double reader_waited_ms_mean = -1;  // every sample's waits behind timing sections
   std::map<std::string, int> cross_results;
 };
 
@@ -464,7 +467,8 @@ Measure run_pool(Bench& e, const std::vector<Sample>& samples, const std::string
   verify::VerifierConfig cfg = e.base;
   cfg.cross_compile = targets;
   cfg.timing.enabled = timing;
-  double exclusive_ms = 0;
+  double exclusive_ms = 0, waited_ms = 0, prepare_ms = 0, reader_waited_ms = 0;
+  int locked = 0;
   double cross_ms = 0;
   int crossed = 0;
   if (driver_queues) cfg.gpu_hw_queues = 0;
@@ -545,6 +549,23 @@ Measure run_pool(Bench& e, const std::vector<Sample>& samples, const std::string
             res.report["speed"].value("timed", false)) {
           ++m.timed;
           exclusive_ms += res.report["speed"].value("exclusive_ms", 0.0);
+          waited_ms += res.report["speed"].value("waited_ms", 0.0);
+          prepare_ms += res.report["speed"].value("prepare_ms", 0.0);
+        }
+        if (res.report.contains("gpu_lock") && res.report["gpu_lock"].is_object()) {
+          const auto& lk = res.report["gpu_lock"];
+          ++locked;
+          reader_waited_ms += lk.value("reader_waited_ms", 0.0);
+          // Per sample in the samples file: what to look at when timing samples wait long.
+          if (timing) {
+            fig["lock"] = {{"reader_waited_ms", lk.value("reader_waited_ms", 0)},
+                           {"writer_retries", lk.value("writer_retries", 0)},
+                           {"longest_shared_ms", lk.value("longest_shared_ms", 0)},
+                           {"longest_ended_by", lk.value("longest_ended_by", nlohmann::json())}};
+            if (res.report.contains("speed") && res.report["speed"].is_object())
+              for (const char* k : {"waited_ms", "exclusive_ms", "prepare_ms"})
+                fig["lock"][k] = res.report["speed"].value(k, nlohmann::json());
+          }
         }
         if (res.report.contains("cross_compile") && res.report["cross_compile"].is_object()) {
           cross_ms += res.report["cross_compile"].value("ms", 0.0);
@@ -567,11 +588,19 @@ Measure run_pool(Bench& e, const std::vector<Sample>& samples, const std::string
   }
   m.context_on_path = on_path;
   if (crossed > 0) m.cross_ms_mean = cross_ms / crossed;
-  if (m.timed > 0) m.exclusive_ms_mean = exclusive_ms / m.timed;
+  if (m.timed > 0) {
+    m.exclusive_ms_mean = exclusive_ms / m.timed;
+    m.waited_ms_mean = waited_ms / m.timed;
+    m.prepare_ms_mean = prepare_ms / m.timed;
+  }
+  if (locked > 0) m.reader_waited_ms_mean = reader_waited_ms / locked;
   print(m);
   if (timing)
-    std::printf("  timing: %d samples timed, %.0f ms of exclusive GPU each on average\n", m.timed,
-                m.exclusive_ms_mean);
+    std::printf(
+        "  timing: %d samples timed, on average %.0f ms of exclusive GPU, %.0f ms waiting for "
+        "it, %.0f ms preparing (the GPU shared); every sample waited %.0f ms behind timing "
+        "sections on average\n",
+        m.timed, m.exclusive_ms_mean, m.waited_ms_mean, m.prepare_ms_mean, m.reader_waited_ms_mean);
   if (!targets.empty()) {
     std::string results;
     for (const auto& [k, count] : m.cross_results)
@@ -698,7 +727,8 @@ int run_corpus_bench(const CorpusBenchOptions& opts) {
         "cross1_samples_per_s=%.3f cross1_ms_per_sample=%.0f cross1_throughput_pct=%.1f "
         "cross_all_samples_per_s=%.3f cross_all_ms_per_sample=%.0f "
         "cross_all_throughput_pct=%.1f timing_samples_per_s=%.3f timing_throughput_pct=%.1f "
-        "timing_timed=%d timing_exclusive_ms_per_sample=%.0f no_bounds_samples_per_s=%.3f "
+        "timing_timed=%d timing_exclusive_ms_per_sample=%.0f timing_waited_ms_per_sample=%.0f "
+        "timing_reader_waited_ms_per_sample=%.0f no_bounds_samples_per_s=%.3f "
         "bounds_throughput_pct=%.1f\n",
         partial ? "so far: " : "", samples.size(), o.copies, cores, e.gpu_indices.size(),
         o.naive_procs, naive.rate, naive.mean_s, naive.p95_s, naive.cpu_busy_pct,
@@ -715,8 +745,8 @@ int run_corpus_bench(const CorpusBenchOptions& opts) {
         cross1.cross_ms_mean, warm.rate > 0 ? 100.0 * cross1.rate / warm.rate : 0.0, cross_all.rate,
         cross_all.cross_ms_mean, warm.rate > 0 ? 100.0 * cross_all.rate / warm.rate : 0.0,
         timed.rate, warm.rate > 0 ? 100.0 * timed.rate / warm.rate : 0.0, timed.timed,
-        timed.exclusive_ms_mean, no_bounds.rate,
-        no_bounds.rate > 0 ? 100.0 * warm.rate / no_bounds.rate : 0.0);
+        timed.exclusive_ms_mean, timed.waited_ms_mean, timed.reader_waited_ms_mean,
+        no_bounds.rate, no_bounds.rate > 0 ? 100.0 * warm.rate / no_bounds.rate : 0.0);
     std::fflush(stdout);
   };
   if (o.naive_procs > 0) {

@@ -73,7 +73,7 @@ def check(name, expect, out):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=2)
-    ap.add_argument("--budget", type=float, default=1.0)
+    ap.add_argument("--budget", type=float, default=0.3)  # verifier.timing.budget_s
     ap.add_argument("--json")
     args = ap.parse_args()
     probe = subprocess.run([sys.executable, "-c", "import torch, triton; "
@@ -112,12 +112,15 @@ def main():
             sp = out.get("speed") or {}
             ref = sp.get("reference") or {}
             print("run %d %-24s %s speedup %s [%s] ref %s us cand %s us reps %s stop %s "
-                  "pass_perf %s flags %s excl %s ms%s" % (
+                  "pass_perf %s flags %s mode %s excl %s ms prep %s ms kernels %s%s" % (
                       run + 1, name, "ok  " if not bad else "FAIL",
                       _f(ref.get("speedup")), ",".join(_f(x) for x in ref.get("ci") or []),
                       _f(ref.get("reference_us")), _f(ref.get("time_us")), ref.get("reps"),
-                      ref.get("stop"), sp.get("pass_perf"), sp.get("flags"),
-                      sp.get("exclusive_ms"), (": " + "; ".join(bad)) if bad else ""),
+                      ref.get("stop"), sp.get("pass_perf"), sp.get("flags"), ref.get("mode"),
+                      sp.get("exclusive_ms"), sp.get("prepare_ms"),
+                      ",".join("%s/%s/%s" % (_f(k.get("time_us")), k.get("reps"), k.get("stop"))
+                               for k in sp.get("kernels") or []),
+                      (": " + "; ".join(bad)) if bad else ""),
                   flush=True)
         runs.append(labels)
     if len(runs) >= 2:

@@ -2,6 +2,7 @@
 // fixtures/ab_runs.sql.
 
 #include <gtest/gtest.h>
+#include <spdlog/fmt/fmt.h>
 
 #include "fixture.hpp"
 #include "kforge/report/compare.hpp"
@@ -155,6 +156,11 @@ TEST_F(ReportCompare, TheKernelBatteryRatePerRun) {
   std::string text = format_text(*c, 10);
   EXPECT_NE(text.find("kernel mutants killed"), std::string::npos) << text;
   EXPECT_NE(text.find("8/9 88.9%"), std::string::npos) << text;
+  // The HTML report shows the same rate per run (v1 shares softmax.py's battery: 5 of 5).
+  std::string html = render_html(*c);
+  EXPECT_NE(html.find("kernel mutants killed (the battery&#39;s rate)"), std::string::npos);
+  EXPECT_NE(html.find(R"(<td class="num">8/9 88.9% (2 samples)</td>)"), std::string::npos) << html;
+  EXPECT_NE(html.find(R"(<td class="num">5/5 100.0% (1 samples)</td>)"), std::string::npos);
 }
 
 TEST_F(ReportCompare, CostPerVerifiedSample) {
@@ -341,6 +347,25 @@ TEST_F(ReportCompare, SpeedLabelsPerRun) {
   EXPECT_NE(text.find("pass_perf (of timed with a reference)"), std::string::npos) << text;
   EXPECT_NE(text.find("1/2 50.0%"), std::string::npos) << text;
   EXPECT_NE(text.find("1.35x ("), std::string::npos) << text;
+  // The HTML report: pass_perf with its interval, the speedups' spread (a box per run on a log
+  // scale: the median 1.35x, quartiles 1.12 and 1.58), the cost per fast verified sample.
+  std::string html = render_html(*c);
+  auto pos = html.find("<h3>Kernel battery and speed</h3>");
+  ASSERT_NE(pos, std::string::npos) << html;
+  std::string section = html.substr(pos);
+  EXPECT_NE(
+      section.find(fmt::format(R"(<td class="num">1/2 50.0% [{:.1f}–{:.1f}%]</td>)",
+                               s.pass_perf_interval.low * 100, s.pass_perf_interval.high * 100)),
+      std::string::npos)
+      << section;
+  EXPECT_NE(section.find(R"(<td class="num">0 (0)</td><td class="num">3 (2)</td>)"),
+            std::string::npos);
+  EXPECT_NE(section.find("1.35x (1.12–1.58; 10%: 0.99, 90%: 1.71)"), std::string::npos) << section;
+  EXPECT_NE(section.find(R"(<td class="num">1/2</td>)"), std::string::npos);  // faster
+  EXPECT_NE(section.find(fmt::format("${:.4f}", *s.cost_per_fast_verified)), std::string::npos);
+  EXPECT_NE(section.find(R"(aria-label="speedups over the reference")"), std::string::npos);
+  EXPECT_NE(section.find("median 1.35x (2 timed)"), std::string::npos);
+  EXPECT_NE(section.find("no speedups"), std::string::npos);  // v1 was not timed
 }
 
 TEST(ReportCompareOutcomes, SignificantDifference) {

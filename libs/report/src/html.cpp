@@ -28,6 +28,7 @@ constexpr double kWidth = 1000;
 constexpr double kLabel = 150;  // left column for run tags
 constexpr double kPlot = 620;   // the 0..100% span
 constexpr double kRow = 40;
+constexpr double kSpeedSpan = 3;  // the speedup chart: log2 of 1/8x .. 8x
 
 double xpos(double rate) {
   return kLabel + kPlot * std::clamp(rate, 0.0, 1.0);
@@ -180,6 +181,102 @@ Counts target_counts(const RunSummary& s) {
   return c;
 }
 
+// The speedups' spread per run (10th, 25th, 50th, 75th, 90th percentile) as a box on a log
+// scale from 1/8x to 8x, the reference's 1x marked.
+std::string speedup_chart(const PairComparison& p) {
+  const RunSummary* runs[] = {&p.a, &p.b};
+  const std::string* tags[] = {&p.tag_a, &p.tag_b};
+  auto x = [](double v) {
+    double l = std::clamp(std::log2(std::max(v, 1e-9)), -kSpeedSpan, kSpeedSpan);
+    return kLabel + kPlot * (l + kSpeedSpan) / (2 * kSpeedSpan);
+  };
+  std::string s = fmt::format(
+      R"(<svg viewBox="0 0 {} {}" role="img" aria-label="speedups over the reference">)", kWidth,
+      2 * kRow + 30);
+  for (double v : {0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0}) {
+    s += fmt::format(R"(<line class="{}" x1="{:.1f}" y1="4" x2="{:.1f}" y2="{}"/>)",
+                     v == 1.0 ? "whisker" : "grid", x(v), x(v), 2 * kRow + 8);
+    s += fmt::format(R"(<text class="axis" x="{:.1f}" y="{}" text-anchor="middle">{}x</text>)",
+                     x(v), 2 * kRow + 22,
+                     v < 1 ? fmt::format("1/{:.0f}", 1 / v) : fmt::format("{:.0f}", v));
+  }
+  for (int i = 0; i < 2; ++i) {
+    const auto& q = runs[i]->speed.speedup_quantiles;
+    double y = 8 + i * kRow;
+    s += fmt::format(R"(<text x="{}" y="{:.1f}" text-anchor="end">{}</text>)", kLabel - 10, y + 17,
+                     esc(*tags[i]));
+    if (q.size() != 5) {
+      s += fmt::format(R"(<text class="axis" x="{:.1f}" y="{:.1f}">no speedups</text>)", kLabel + 8,
+                       y + 17);
+      continue;
+    }
+    double mid = y + 12;
+    s +=
+        fmt::format(R"(<line class="whisker" x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}"/>)"
+                    R"(<rect class="bar" x="{:.1f}" y="{:.1f}" width="{:.1f}" height="24" rx="3"/>)"
+                    R"(<line class="median" x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}"/>)",
+                    x(q[0]), mid, x(q[4]), mid, x(q[1]), y, std::max(1.0, x(q[3]) - x(q[1])),
+                    x(q[2]), y, x(q[2]), y + 24);
+    s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}">median {:.2f}x ({} timed)</text>)",
+                     kLabel + kPlot + 12, y + 17, q[2], runs[i]->speed.with_reference);
+  }
+  return s + "</svg>";
+}
+
+// The kernel battery's rate and the speed label, per run.
+std::string quality_section(const PairComparison& p) {
+  const RunSummary& a = p.a;
+  const RunSummary& b = p.b;
+  bool battery = a.kernel_samples > 0 || b.kernel_samples > 0;
+  bool speed = a.speed.timed > 0 || b.speed.timed > 0;
+  if (!battery && !speed) return "";
+  std::string s = "<h3>Kernel battery and speed</h3>";
+  s += fmt::format(R"(<table><tr><th></th><th class="num">{}</th><th class="num">{}</th></tr>)",
+                   esc(p.tag_a), esc(p.tag_b));
+  auto row = [&s](const std::string& what, const std::string& x, const std::string& y) {
+    s += fmt::format(R"(<tr><td>{}</td><td class="num">{}</td><td class="num">{}</td></tr>)",
+                     esc(what), x, y);
+  };
+  if (battery) {
+    auto kernel = [](const RunSummary& r) -> std::string {
+      if (!r.kernel_rate)
+        return r.kernel_samples ? fmt::format("0/0 ({} samples)", r.kernel_samples) : "-";
+      return fmt::format("{}/{} {} ({} samples)", r.kernel_killed, r.kernel_applicable,
+                         percent(*r.kernel_rate), r.kernel_samples);
+    };
+    row("kernel mutants killed (the battery's rate)", kernel(a), kernel(b));
+  }
+  if (speed) {
+    auto pass = [](const RunSummary& r) -> std::string {
+      if (r.speed.with_reference == 0) return "-";
+      return fmt::format("{}/{} {} [{:.1f}–{:.1f}%]", r.speed.pass_perf, r.speed.with_reference,
+                         percent(r.speed.pass_perf_rate), r.speed.pass_perf_interval.low * 100,
+                         r.speed.pass_perf_interval.high * 100);
+    };
+    auto dist = [](const RunSummary& r) -> std::string {
+      const auto& q = r.speed.speedup_quantiles;
+      if (q.size() != 5) return "-";
+      return fmt::format("{:.2f}x ({:.2f}–{:.2f}; 10%: {:.2f}, 90%: {:.2f})", q[2], q[1], q[3],
+                         q[0], q[4]);
+    };
+    auto faster = [](const RunSummary& r) -> std::string {
+      if (r.speed.with_reference == 0) return "-";
+      return fmt::format("{}/{}", r.speed.faster, r.speed.with_reference);
+    };
+    row("samples timed (with a reference)",
+        fmt::format("{} ({})", a.speed.timed, a.speed.with_reference),
+        fmt::format("{} ({})", b.speed.timed, b.speed.with_reference));
+    row("pass_perf (of timed with a reference)", pass(a), pass(b));
+    row("faster than the reference", faster(a), faster(b));
+    row("speedup median (quartiles)", dist(a), dist(b));
+    row("cost per fast verified sample", money(a.speed.cost_per_fast_verified),
+        money(b.speed.cost_per_fast_verified));
+  }
+  s += "</table>";
+  if (speed) s += speedup_chart(p);
+  return s;
+}
+
 std::string flips_list(const std::vector<Flip>& flips) {
   if (flips.empty()) return "<p class=\"sub\">none</p>";
   std::string s = R"(<ul class="flips">)";
@@ -260,12 +357,8 @@ std::string pair_section(const Comparison& c, const PairComparison& p) {
   if (!p.a.targets.empty() || !p.b.targets.empty())
     count_group(s, "Cross-compiled (compiled, not run there)", target_counts(p.a),
                 target_counts(p.b), true);
-  if (p.a.kernel_samples > 0 || p.b.kernel_samples > 0)
-    count_group(s, "Kernel mutants (passing samples with the kernel battery)",
-                Counts{{"killed", p.a.kernel_killed}, {"applicable", p.a.kernel_applicable}},
-                Counts{{"killed", p.b.kernel_killed}, {"applicable", p.b.kernel_applicable}},
-                false);
   s += "</table>";
+  s += quality_section(p);
   s += "<h3>Cost</h3>";
   s += fmt::format(
       R"(<table><tr><th></th><th class="num">{}</th><th class="num">{}</th></tr>)"

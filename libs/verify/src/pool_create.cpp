@@ -91,7 +91,7 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
     KF_TRY(devs, resolve_devices(I.cfg.devices, probe, &notes));
     for (const auto& n : notes) spdlog::debug("verifier: device detection: {}", n);
   }
-  for (const auto& d : devs) I.devices.push_back({d, true, 0, "", "", ""});
+  for (const auto& d : devs) I.devices.push_back({d, true, 0, "", "", "", ""});
   // Slots: workers_per_device on each device (cpu_workers for "cpu"), or total_workers spread.
   std::vector<std::size_t> slot_devices;
   if (o.total_workers > 0) {
@@ -155,7 +155,8 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
       auto& e = I.devices[d];
       e.lock_gate = I.run_root + "/device-" + std::to_string(d) + ".gate";
       e.lock_rw = I.run_root + "/device-" + std::to_string(d) + ".rw";
-      for (const auto* path : {&e.lock_gate, &e.lock_rw}) {
+      e.lock_queue = I.run_root + "/device-" + std::to_string(d) + ".queue";
+      for (const auto* path : {&e.lock_gate, &e.lock_rw, &e.lock_queue}) {
         int fd = ::open(path->c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
         if (fd < 0) return fail("io", *path + ": " + std::strerror(errno));
         ::fchmod(fd, 0644);

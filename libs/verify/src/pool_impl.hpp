@@ -141,10 +141,10 @@ struct DeviceEntry {
   bool in_rotation = true;
   int start_failures = 0;
   std::string reason;
-  // The device's exclusive section for timing (harness gpulock.py): two lock files under the
-  // run root that every sample of this device takes, shared while it uses the GPU and
-  // exclusive while it times.
-  std::string lock_gate, lock_rw;
+  // The device's exclusive section for timing (harness gpulock.py): lock files under the run
+  // root that every sample of this device takes, shared while it uses the GPU and exclusive
+  // while it times; timing samples queue among themselves on the third.
+  std::string lock_gate, lock_rw, lock_queue;
 };
 
 // A run's output streams, as drain_fd() files what it reads.

@@ -82,7 +82,8 @@ nlohmann::json Pool::Impl::request_json(const Slot& s, const Run& r) const {
   const Sample& job = r.job;
   const auto& d = devices[s.device];
   nlohmann::json lock = nullptr;
-  if (!d.lock_gate.empty()) lock = {{"gate", d.lock_gate}, {"rw", d.lock_rw}};
+  if (!d.lock_gate.empty())
+    lock = {{"gate", d.lock_gate}, {"rw", d.lock_rw}, {"queue", d.lock_queue}};
   return {{"code", job.request.code.value_or("")},
           {"timing", timing_json(s, job)},
           {"gpu_lock", lock},

@@ -55,6 +55,42 @@ class BootstrapTest(unittest.TestCase):
         self.assertAlmostEqual(hi, 2.0, places=9)
 
 
+class OrderIntervalTest(unittest.TestCase):
+    def test_order_statistics_of_the_median(self):
+        # 10 values: the 2nd and 9th (coverage 97.9%); 100: the 41st and 60th.
+        self.assertEqual(st.median_ci_order(list(range(10, 0, -1))), (2.0, 9.0))
+        self.assertEqual(st.median_ci_order(list(range(1, 101))), (41.0, 60.0))
+        self.assertEqual(st.median_ci_order([5.0]), (5.0, 5.0))
+        with self.assertRaises(ValueError):
+            st.median_ci_order([])
+
+    def test_covers_like_the_bootstrap(self):
+        rng = random.Random(4)
+        xs = [10 + rng.gauss(0, 1) for _ in range(60)]
+        lo, hi = st.median_ci_order(xs)
+        blo, bhi = st.bootstrap_median_ci(xs, seed=1)
+        self.assertLess(lo, st.median(xs))
+        self.assertGreater(hi, st.median(xs))
+        self.assertAlmostEqual(hi - lo, bhi - blo, delta=0.5 * (bhi - blo))
+
+    def test_stop_half_width_of_a_series_and_of_pairs(self):
+        self.assertEqual(st.stop_half_width([[3.0] * 12]), 0.0)
+        # Pairs: a clock drifting by 3x moves both, the per-rep ratio stays 2.
+        ref = [2.0 * (1 + i / 10) for i in range(30)]
+        cand = [1.0 * (1 + i / 10) for i in range(30)]
+        self.assertAlmostEqual(st.stop_half_width([ref, cand]), 0.0)
+        self.assertGreater(st.stop_half_width([ref]), 0.2)  # alone, the drift is the spread
+        self.assertEqual(st.stop_half_width([[1.0], [0.0]]), float("inf"))
+        self.assertEqual(st.stop_half_width([[]]), float("inf"))
+
+    def test_cheap_enough_for_the_exclusive_section(self):
+        xs = [1 + random.random() for _ in range(200)]
+        t0 = time.perf_counter()
+        for _ in range(20):
+            st.stop_half_width([xs, xs])
+        self.assertLess((time.perf_counter() - t0) / 20, 0.002)
+
+
 class StopRuleTest(unittest.TestCase):
     def test_each_reason(self):
         self.assertIsNone(st.stop_reason(5, 0.1, 0.001, 10, 100, 1.0, 0.02))  # too few reps
@@ -139,7 +175,7 @@ class GpuLockTest(unittest.TestCase):
             data += chunk
         return data.decode()
 
-    def test_writer_waits_for_a_reader_and_blocks_new_readers(self):
+    def test_writer_waits_for_a_reader_and_steps_aside_for_the_others(self):
         reader = gpulock.GpuLock(self.paths["gate"], self.paths["rw"])
         reader.enter()
 
@@ -147,7 +183,7 @@ class GpuLockTest(unittest.TestCase):
             lk = gpulock.GpuLock(self.paths["gate"], self.paths["rw"])
             t0 = time.monotonic()
             waited = lk.acquire_exclusive(5.0)
-            os.write(w, ("%f %f\n" % (waited, time.monotonic() - t0)).encode())
+            os.write(w, ("%f %f %d\n" % (waited, time.monotonic() - t0, lk.retries)).encode())
             time.sleep(0.3)
             lk.release_exclusive()
         pid, r = self.child(writer)
@@ -159,16 +195,67 @@ class GpuLockTest(unittest.TestCase):
             lk.enter()
             os.write(w, ("%f\n" % (time.monotonic() - t0)).encode())
         pid2, r2 = self.child(late_reader)
+        late = float(self.read_all(r2))
         time.sleep(0.2)
         # The writer holds the gate: the early reader's checkpoint steps out and lets it in.
-        reader.checkpoint()
-        waited, _ = map(float, self.read_all(r).split())
-        late = float(self.read_all(r2))
+        t_in = time.monotonic()
+        sections = len(reader.sections)
+        while len(reader.sections) == sections and time.monotonic() - t_in < 3:
+            reader.checkpoint()  # (in the writer's 5 ms step aside it stays in: again)
+            time.sleep(0.001)
+        back = time.monotonic() - t_in
+        waited, _, retries = self.read_all(r).split()
         os.waitpid(pid, 0)
         os.waitpid(pid2, 0)
-        self.assertGreaterEqual(waited, 0.45)  # until the first reader stepped out
-        self.assertGreaterEqual(late, 0.2)  # the late reader queued behind the writer
-        self.assertTrue(reader.shared)  # and the first one got back in after it
+        self.assertGreaterEqual(float(waited), 0.45)  # until the first reader stepped out
+        # The early reader stayed in past the writer's first window: the writer let the gate go
+        # (and took it again), so the late reader got in without waiting for the device's turn.
+        self.assertGreaterEqual(int(retries), 1)
+        self.assertLess(late, 0.2)
+        self.assertGreaterEqual(back, 0.25)  # the first one queued behind the timing section
+        self.assertTrue(reader.shared)  # and got back in after it
+
+    def test_writers_queue_among_themselves(self):
+        self.paths["queue"] = os.path.join(self.dir, "q")
+        open(self.paths["queue"], "w").close()
+        reader = gpulock.GpuLock(self.paths["gate"], self.paths["rw"])
+        reader.enter()
+
+        def writer(w):
+            lk = gpulock.GpuLock(self.paths["gate"], self.paths["rw"], self.paths["queue"])
+            waited = lk.acquire_exclusive(5.0)
+            t_in = time.monotonic()
+            time.sleep(0.1)
+            lk.release_exclusive()
+            os.write(w, ("%f %f %f\n" % (waited, t_in, time.monotonic())).encode())
+        pid_a, r_a = self.child(writer)
+        time.sleep(0.1)
+        pid_b, r_b = self.child(writer)  # queued behind the first
+        time.sleep(0.3)
+
+        def late_reader(w):
+            lk = gpulock.GpuLock(self.paths["gate"], self.paths["rw"])
+            t0 = time.monotonic()
+            lk.enter()
+            os.write(w, ("%f\n" % (time.monotonic() - t0)).encode())
+        pid_l, r_l = self.child(late_reader)
+        late = float(self.read_all(r_l))
+        time.sleep(0.1)
+        sections = len(reader.sections)
+        t0 = time.monotonic()
+        while len(reader.sections) == sections and time.monotonic() - t0 < 3:
+            reader.checkpoint()
+            time.sleep(0.001)
+        a = [float(x) for x in self.read_all(r_a).split()]
+        self.assertTrue(reader.shared)  # back in after the first writer
+        reader.leave()  # and out for the second
+        b = [float(x) for x in self.read_all(r_b).split()]
+        for pid in (pid_a, pid_b, pid_l):
+            os.waitpid(pid, 0)
+        # The second writer never took the gate from the readers: the late one got in at the
+        # first writer's step aside, not after both writers.
+        self.assertLess(late, 0.5)
+        self.assertGreaterEqual(b[1], a[2])  # one exclusive section after the other
 
     def test_writer_gives_up_after_wait(self):
         reader = gpulock.GpuLock(self.paths["gate"], self.paths["rw"])
@@ -192,6 +279,22 @@ class GpuLockTest(unittest.TestCase):
         other.release_exclusive()
         reader.resume()
         self.assertTrue(reader.shared)
+
+    def test_report_names_the_longest_section_and_what_ended_it(self):
+        reader = gpulock.GpuLock(self.paths["gate"], self.paths["rw"])
+        reader.enter()
+        time.sleep(0.06)
+        reader.pause()  # a compile
+        reader.resume()
+        rep = reader.report()
+        self.assertGreaterEqual(rep["longest_shared_ms"], 50)
+        self.assertEqual(rep["longest_ended_by"], "compile")
+        time.sleep(0.12)
+        rep = reader.report()  # the section still held is longer now
+        self.assertGreaterEqual(rep["longest_shared_ms"], 100)
+        self.assertEqual(rep["longest_ended_by"], "open")
+        self.assertEqual(rep["writer_retries"], 0)
+        reader.leave()
 
 
 if __name__ == "__main__":

@@ -13,8 +13,8 @@ The package, by concern (docs/VERIFIER.md describes what each does for a verdict
   crosscompile  a passing sample's launched kernels compiled for other targets (hip:gfx942),
                 each target in a forked child
   timing        the speed label: each kernel's largest launch and the wrapper against its
-                PyTorch reference timed (timing_stats: the statistics; gpulock: the device held
-                exclusively while timing)
+                PyTorch reference timed (timing_timer: a rep and the loop; timing_stats: the
+                statistics; gpulock: the device held exclusively while timing)
   contain/      the sandbox: contain() calls one step per mechanism, each in its own module
   worker        the pool's two modes (a long-lived worker that forks per sample; fresh)
   cli           the command line (kforge-harness.py is the script the pool starts)

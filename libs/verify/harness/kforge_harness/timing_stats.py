@@ -88,6 +88,54 @@ def bootstrap_ratio_ci(ref, cand, seed=0, n_boot=500, level=0.95):
     return _percentile(ratios, a), _percentile(ratios, 1.0 - a)
 
 
+def median_ci_order(xs, level=0.95):
+    """(low, high): the distribution-free interval of the median from two order statistics
+    (the binomial's normal approximation: for 10 values the 2nd and 9th, for 100 the 41st and
+    60th). One sort, no resampling: cheap enough for a stop rule checked every other rep inside
+    the exclusive section (a 200-resample bootstrap of 100 values costs about 5 ms of Python)."""
+    s = sorted(xs)
+    n = len(s)
+    if n == 0:
+        raise ValueError("interval of no values")
+    z = _Z95 if level == 0.95 else _z_of(level)
+    h = z * math.sqrt(n) / 2.0
+    lo = max(0, int(math.floor(n / 2.0 - h)))
+    hi = min(n - 1, max(lo, int(math.ceil(n / 2.0 + h)) - 1))
+    return float(s[lo]), float(s[hi])
+
+
+_Z95 = 1.959963984540054
+
+
+def _z_of(level):
+    # Bisection on the normal CDF (math.erf): only for levels other than 0.95.
+    lo, hi = 0.0, 10.0
+    for _ in range(60):
+        mid = (lo + hi) / 2.0
+        if math.erf(mid / math.sqrt(2.0)) < level:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2.0
+
+
+def stop_half_width(series):
+    """The relative half width the stop rule reads, from the order-statistic interval: of the
+    median of one series (a kernel's times), or of the median of the per-rep ratios
+    series[0][i] / series[1][i] (a reference and a candidate timed as pairs). inf when a time is
+    not positive."""
+    if len(series) == 1:
+        xs = series[0]
+    else:
+        n = min(len(series[0]), len(series[1]))
+        if any(series[1][i] <= 0 for i in range(n)):
+            return math.inf
+        xs = [series[0][i] / series[1][i] for i in range(n)]
+    if not xs:
+        return math.inf
+    return relative_half_width(median(xs), median_ci_order(xs))
+
+
 def relative_half_width(estimate, interval):
     """Half the interval's width over the estimate (inf for a zero estimate)."""
     lo, hi = interval

@@ -3,6 +3,7 @@ skipped or mutated), single-config autotuning, compile timing. No effect without
 
 import importlib
 import os
+import sys
 import time
 
 from . import buffers, gpulock
@@ -46,6 +47,19 @@ class TritonState:
         # The largest launch of each kernel (timing.Largest), when the request asks for the
         # speed label.
         self.timing = None
+        # While the speed label watches a wrapper call: the stream current at each launch of
+        # the sample's kernels (timing.prepare_compare), else None.
+        self.stream_watch = None
+
+
+def _stream_now():
+    torch = sys.modules.get("torch")
+    try:
+        if torch is not None and torch.cuda.is_initialized():
+            return torch.cuda.current_stream().cuda_stream
+    except Exception:  # noqa: BLE001
+        pass
+    return None
 
 
 def new_compile_stats():
@@ -97,6 +111,15 @@ def _poison_outputs(names, fn, args, kwargs):
         pass
 
 
+def _launch_raw(run):
+    """launch_raw(jit, args, kwargs): a launch past the hooks (the kernel battery's replays, the
+    speed label's kernels), still letting a waiting timing sample in first."""
+    def launch(jit, args, kwargs):
+        gpulock.checkpoint()
+        return run(jit, *args, **kwargs)
+    return launch
+
+
 def install_triton_hooks(state):
     """Patches Triton's JIT launch path and autotuner. No effect if triton is not importable."""
     try:
@@ -108,13 +131,12 @@ def install_triton_hooks(state):
     state.version = getattr(triton, "__version__", None)
     JITFunction = jit_mod.JITFunction
     if getattr(JITFunction, "_kforge_patched", False):
-        raw = JITFunction._kforge_orig_run
-        state.launch_raw = lambda jit, args, kwargs: raw(jit, *args, **kwargs)
+        state.launch_raw = _launch_raw(JITFunction._kforge_orig_run)
         return
     orig_init = JITFunction.__init__
     orig_run = JITFunction.run
     JITFunction._kforge_orig_run = orig_run
-    state.launch_raw = lambda jit, args, kwargs: orig_run(jit, *args, **kwargs)
+    state.launch_raw = _launch_raw(orig_run)
 
     def init(self, fn, *args, **kwargs):
         orig_init(self, fn, *args, **kwargs)
@@ -136,6 +158,8 @@ def install_triton_hooks(state):
             name = getattr(self.fn, "__qualname__", "?")
             state.launches[name] = state.launches.get(name, 0) + 1
             gpulock.checkpoint()
+            if state.stream_watch is not None:
+                state.stream_watch.append(_stream_now())
             if state.mutant:
                 # The launch is skipped (a test that still passes checks nothing), and what it
                 # would have written is poisoned.
