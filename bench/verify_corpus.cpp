@@ -745,8 +745,8 @@ int run_corpus_bench(const CorpusBenchOptions& opts) {
         cross1.cross_ms_mean, warm.rate > 0 ? 100.0 * cross1.rate / warm.rate : 0.0, cross_all.rate,
         cross_all.cross_ms_mean, warm.rate > 0 ? 100.0 * cross_all.rate / warm.rate : 0.0,
         timed.rate, warm.rate > 0 ? 100.0 * timed.rate / warm.rate : 0.0, timed.timed,
-        timed.exclusive_ms_mean, timed.waited_ms_mean, timed.reader_waited_ms_mean,
-        no_bounds.rate, no_bounds.rate > 0 ? 100.0 * warm.rate / no_bounds.rate : 0.0);
+        timed.exclusive_ms_mean, timed.waited_ms_mean, timed.reader_waited_ms_mean, no_bounds.rate,
+        no_bounds.rate > 0 ? 100.0 * warm.rate / no_bounds.rate : 0.0);
     std::fflush(stdout);
   };
   if (o.naive_procs > 0) {
