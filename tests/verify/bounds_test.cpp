@@ -118,6 +118,14 @@ TEST(VerifyBounds, TheHarnessFindingsBecomeTheFlagAndTheDetail) {
   verify::apply_bounds_facts(crash);
   EXPECT_EQ(crash.flags, std::vector<std::string>{verify::kOutOfBounds});
   EXPECT_EQ(crash.report["bounds"]["out_of_bounds"], true);
+  // A store so far past its buffer that it leaves the global address space (an H200's words).
+  verify::VerifyResult far;
+  far.verdict = Verdict::error;
+  far.detail =
+      "test_scatter: AcceleratorError: CUDA error: operation not supported on global/shared "
+      "address space (kernel_wrapper line 3)";
+  verify::apply_bounds_facts(far);
+  EXPECT_EQ(far.flags, std::vector<std::string>{verify::kOutOfBounds});
   // A passing run that mentions the words in its output is not a fault.
   verify::VerifyResult chatty;
   chatty.verdict = Verdict::passed;

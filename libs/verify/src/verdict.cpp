@@ -311,9 +311,12 @@ void apply_bounds_facts(VerifyResult& r) {
     return;
   }
   if (r.verdict != Verdict::error && r.verdict != Verdict::crashed) return;
-  // The driver's words for an access to an address no allocation holds (CUDA, HIP).
-  static constexpr std::array<std::string_view, 3> kFault = {
+  // The driver's words for an access to an address no allocation holds (CUDA, HIP). A store far
+  // past a buffer can land outside the global address space altogether, which CUDA reports as
+  // an unsupported operation on that space (seen on an H200: tests/verify/gpu/out_of_bounds).
+  static constexpr std::array<std::string_view, 5> kFault = {
       "an illegal memory access was encountered", "CUDA_ERROR_ILLEGAL_ADDRESS",
+      "operation not supported on global/shared address space", "CUDA_ERROR_INVALID_ADDRESS_SPACE",
       "Memory access fault by GPU"};
   for (const std::string* text : {&r.detail, &r.stderr_tail})
     for (auto words : kFault)
