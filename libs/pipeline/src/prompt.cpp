@@ -300,8 +300,8 @@ const Template* PipelineSpec::next(std::string_view name) const {
   return nullptr;
 }
 
-nlohmann::json PipelineSpec::identities(bool with_repair) const {
-  nlohmann::json j = nlohmann::json::object();
+nlohmann::ordered_json PipelineSpec::identities(bool with_repair) const {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
   for (const auto& s : stages)
     j[s.name] = {{"version", s.version},
                  {"sha256", s.sha256},
@@ -320,7 +320,7 @@ nlohmann::json PipelineSpec::identities(bool with_repair) const {
 std::string PipelineSpec::mismatch(const nlohmann::json& recorded) const {
   const std::string repair_name(store::kRepairStage);
   bool with_repair = recorded.is_object() && recorded.contains(repair_name);
-  nlohmann::json now = identities(with_repair);
+  nlohmann::ordered_json now = identities(with_repair);
   auto file_of = [&](const std::string& key) {
     if (key == retry.name) return "prompts/" + retry.name + ".md";
     return "prompts/" + version + "/" + key + ".md";
