@@ -77,7 +77,6 @@ Result<std::uint64_t> Pool::submit(VerifyRequest request, Callback done) {
   if (!missing.empty()) {
     VerifyResult res;
     res.key = request.key;
-    res.tag = request.tag;
     res.verdict = Verdict::skipped;
     std::string list;
     for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;

@@ -86,7 +86,6 @@ void Pool::Impl::finish_run(Slot& s) {
 
   VerifyResult res;
   res.key = r.job.request.key;
-  res.tag = r.job.request.tag;
   res.verdict = c.verdict;
   res.detail = c.detail;
   res.flags = c.flags;
@@ -215,7 +214,6 @@ void Pool::Impl::complete(Sample job, VerifyResult res) {
 void Pool::Impl::fail_job(Sample job, const std::string& why) {
   VerifyResult res;
   res.key = job.request.key;
-  res.tag = job.request.tag;
   res.verdict = Verdict::error;
   res.detail = why;
   res.flags = {kInfrastructure};
