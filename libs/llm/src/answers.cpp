@@ -40,7 +40,7 @@ void Client::Impl::to_batch(Call* c) {
   c->in_batch = true;
   ++c->batch_tries;
   c->line = line_identity(*c, ep_);
-  batch_->enqueue(c->line, c->sha, c->req.tag, std::move(c->body));
+  batch_->enqueue(c->line, c->sha, c->req.label, std::move(c->body));
   // The runner holds the body until its line is written to disk; the call makes it again from
   // its request when its outcome comes (restore_body): a batch's requests wait here for hours.
   c->body = std::string();

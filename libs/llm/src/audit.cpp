@@ -170,7 +170,7 @@ Status AuditStore::write_rows(const std::vector<Call*>& calls) {
     KF_TRY(store::Stmt * s, db_->cached(llm_queries()["insert_call"]));
     const ChatResponse& f = res.ok() ? res.value() : c->resp_fields;
     std::string status = c->replay_of ? "replayed" : (res.ok() ? "ok" : "error");
-    s->bind(1, c->sha).bind(2, c->req.tag).bind(3, words_.url()).bind(4, ep_.model);
+    s->bind(1, c->sha).bind(2, c->req.label).bind(3, words_.url()).bind(4, ep_.model);
     s->bind(5, status);
     if (res.ok()) {
       s->bind(6, nullptr).bind(7, nullptr);

@@ -298,8 +298,8 @@ BatchRunner::BatchRunner(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 BatchRunner::~BatchRunner() {
   stop();
 }
-void BatchRunner::enqueue(std::string line, std::string call, std::string tag, std::string body) {
-  impl_->enqueue(Pending{std::move(line), std::move(call), std::move(tag), std::move(body)});
+void BatchRunner::enqueue(std::string line, std::string call, std::string label, std::string body) {
+  impl_->enqueue(Pending{std::move(line), std::move(call), std::move(label), std::move(body)});
 }
 BatchGauges BatchRunner::gauges() const {
   return impl_->gauges();

@@ -47,7 +47,7 @@ struct Call {
   CURL* easy = nullptr;  // while on the wire
 };
 
-// How messages name a call ("POST <url> [tag]", " (attempt 2/6)"), and the key removed from
+// How messages name a call ("POST <url> [label]", " (attempt 2/6)"), and the key removed from
 // text that came from outside (a server may echo it). Safe from any thread: the URL and the key
 // are set before the threads start, max_attempts is atomic.
 class Wording {
@@ -65,7 +65,7 @@ class Wording {
     return s;
   }
   std::string where(const Call& c) const {
-    return "POST " + url_ + (c.req.tag.empty() ? "" : " [" + c.req.tag + "]");
+    return "POST " + url_ + (c.req.label.empty() ? "" : " [" + c.req.label + "]");
   }
   std::string attempt_note(const Call& c) const {
     return " (attempt " + std::to_string(c.attempts) + "/" + std::to_string(max_attempts_.load()) +

@@ -70,7 +70,7 @@ void Client::Impl::submit(ChatRequest req, Callback done, std::optional<std::str
     std::int64_t est = estimate_prompt_tokens(chars, req.messages.size());
     if (est > cap) {
       meter_.failed_at_once("too_large", true);
-      std::string m = "POST " + url() + (req.tag.empty() ? "" : " [" + req.tag + "]") +
+      std::string m = "POST " + url() + (req.label.empty() ? "" : " [" + req.label + "]") +
                       ": the prompt is about " + std::to_string(est) +
                       " tokens (estimated), above llm.max_prompt_tokens (" + std::to_string(cap) +
                       "); not sent";

@@ -384,7 +384,7 @@ void Client::Impl::note_cut(const std::string& why, const Call& c, Millis latenc
                    ? std::to_string(latency.count()) + " ms vs baseline " +
                          std::to_string(static_cast<int>(admission_.baseline_ms())) + " ms"
                    : why,
-               c.req.tag.empty() ? c.sha.substr(0, 12) : c.req.tag);
+               c.req.label.empty() ? c.sha.substr(0, 12) : c.req.label);
   meter_.concurrency_cut();
 }
 

@@ -399,9 +399,9 @@ Status Scheduler::submit(RunInfo& run, const LeasedJob& job) {
   } else {
     req.expect_json = false;  // parsed and checked here: every answer is kept and replayable
   }
-  req.tag = "run=" + run.row.tag + " sample=" + in.key + " stage=" + job.stage +
-            (job.repair_round > 0 ? " round=" + std::to_string(job.repair_round) : "") +
-            " attempt=" + std::to_string(job.attempts + 1);
+  req.label = "run=" + run.row.tag + " sample=" + in.key + " stage=" + job.stage +
+              (job.repair_round > 0 ? " round=" + std::to_string(job.repair_round) : "") +
+              " attempt=" + std::to_string(job.attempts + 1);
   // Every recorded answer (kept across kforge retry) moves the identity on: only a call whose
   // answer was never checkpointed (a crash) is asked with the same identity, and replayed.
   req.identity = "job=" + std::to_string(job.id) + " stage=" + job.stage +

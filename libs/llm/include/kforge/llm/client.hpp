@@ -72,9 +72,9 @@ struct ChatRequest {
   // Per-request overrides of the configured sampling (part of the identity when set).
   std::optional<double> temperature;
   std::optional<int> max_tokens;
-  // Free text for logs and the audit row, e.g. "run=v2 sample=k17 stage=analyze". Not part of
-  // the identity.
-  std::string tag;
+  // Free text for logs and the audit row (llm_calls.tag), e.g. "run=v2 sample=k17
+  // stage=analyze". Not part of the identity.
+  std::string label;
   // Who asks, for the identity only (never sent): e.g. "job=17 stage=analyze attempt=2". Two
   // requests with equal bytes but different identities are different calls: a stored answer
   // is replayed only to the same asker (the same attempt of the same job after a crash), never
