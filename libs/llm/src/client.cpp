@@ -81,7 +81,7 @@ void Client::Impl::submit(ChatRequest req, Callback done, std::optional<std::str
   }
   auto c = std::make_unique<Call>();
   c->body = request_body(ep_, req);
-  c->sha = request_identity(url(), c->body, req.identity, req.round);
+  c->sha = request_identity(url(), c->body, req.asker, req.round);
   c->req = std::move(req);
   c->callbacks.push_back(std::move(done));
   c->offline = std::move(offline);
@@ -130,7 +130,7 @@ Result<ChatResponse> Client::Impl::call(ChatRequest req) {
 void Client::Impl::record_failure(ChatRequest req, int http_status, std::string error) {
   auto c = std::make_unique<Call>();
   c->body = request_body(ep_, req);
-  c->sha = request_identity(url(), c->body, req.identity, req.round);
+  c->sha = request_identity(url(), c->body, req.asker, req.round);
   c->req = std::move(req);
   c->submitted = clock_->steady_now();
   c->attempts = 1;
@@ -147,7 +147,7 @@ std::string Client::Impl::request_json(const ChatRequest& req) const {
 }
 
 std::string Client::Impl::request_sha256(const ChatRequest& req) const {
-  return request_identity(url(), request_body(ep_, req), req.identity, req.round);
+  return request_identity(url(), request_body(ep_, req), req.asker, req.round);
 }
 
 void Client::Impl::reload_limits(const LlmConfig& cfg) {

@@ -404,8 +404,8 @@ Status Scheduler::submit(RunInfo& run, const LeasedJob& job) {
               " attempt=" + std::to_string(job.attempts + 1);
   // Every recorded answer (kept across kforge retry) moves the identity on: only a call whose
   // answer was never checkpointed (a crash) is asked with the same identity, and replayed.
-  req.identity = "job=" + std::to_string(job.id) + " stage=" + job.stage +
-                 " attempt=" + std::to_string(earlier.size() + 1);
+  req.asker = "job=" + std::to_string(job.id) + " stage=" + job.stage +
+              " attempt=" + std::to_string(earlier.size() + 1);
   // A round never shares an answer with another round, even if their prompts were equal.
   req.round = job.repair_round;
 
