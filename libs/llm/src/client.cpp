@@ -16,10 +16,10 @@ namespace kforge::llm {
 Client::Impl::Impl(const LlmConfig& cfg, ClientOptions opts)
     : ep_(cfg),
       clock_(opts.clock != nullptr ? opts.clock : &system_clock()),
-      audit_(ep_, words_, meter_, clock_),
+      audit_(ep_, access_, meter_, clock_),
       lim_(cfg),
       rng_(opts.jitter_seed != 0 ? opts.jitter_seed : std::random_device{}()) {
-  words_.set_url(chat_url(cfg));
+  access_.set_url(chat_url(cfg));
 }
 
 Client::Impl::~Impl() {
@@ -35,9 +35,9 @@ Status Client::Impl::start(const ClientOptions& opts) {
                           Transient::no));
   EnvLookup env = opts.env ? opts.env : process_env();
   if (!ep_.api_key_env.empty()) {
-    if (auto k = env(ep_.api_key_env); k && !k->empty()) words_.set_key(*k);
+    if (auto k = env(ep_.api_key_env); k && !k->empty()) access_.set_key(*k);
   }
-  const std::string& key = words_.key();
+  const std::string& key = access_.key();
   if (key.empty() && !ep_.api_key_env.empty())
     spdlog::info("llm: ${} is not set; sending no API key to {}", ep_.api_key_env, url());
   if (!opts.db_path.empty()) KF_CHECK(audit_.open(opts.db_path, opts.db_busy_timeout_ms));
@@ -52,7 +52,7 @@ Status Client::Impl::start(const ClientOptions& opts) {
     bo.clock = clock_;
     bo.db_path = opts.db_path;
     bo.db_busy_timeout_ms = opts.db_busy_timeout_ms;
-    bo.redact = [this](std::string t) { return words_.redact(std::move(t)); };
+    bo.redact = [this](std::string t) { return access_.redact(std::move(t)); };
     bo.deliver = [this](std::vector<LineOutcome> v) { take_batch_outcomes(std::move(v)); };
     KF_TRY(batch_, BatchRunner::create(std::move(bo)));
   }
@@ -136,8 +136,8 @@ void Client::Impl::record_failure(ChatRequest req, int http_status, std::string 
   c->attempts = 1;
   c->last_status = http_status;
   c->result = llm_error(ErrorKind::http,
-                        words_.where(*c) + ": a failed line of a batch result file: " +
-                            words_.redact(std::move(error)),
+                        access_.where(*c) + ": a failed line of a batch result file: " +
+                            access_.redact(std::move(error)),
                         Transient::yes);
   audit_.record(std::move(c));
 }
