@@ -49,7 +49,8 @@ Result<ViewCache::Outcomes> outcomes_of(store::Db& db, const RunInfo& run, ViewC
 
 namespace {
 
-struct RunRow {
+// A line of the runs page: a run with its counts and cost.
+struct RunsPageRow {
   std::int64_t id = 0;
   std::string tag, pipeline, model, state;
   std::int64_t created_ms = 0, updated_ms = 0, jobs = 0, finished = 0;
@@ -75,11 +76,11 @@ Result<std::string> counts_text(store::Db& db, std::string_view query, std::int6
 }  // namespace
 
 Result<Body> runs_page(store::Db& db, const ViewOptions& opts) {
-  std::vector<RunRow> runs;
+  std::vector<RunsPageRow> runs;
   {
     KF_TRY(store::Stmt s, db.prepare(queries()["viewer_runs"]));
     KF_CHECK(s.each([&](store::Stmt& r) {
-      RunRow x;
+      RunsPageRow x;
       x.id = r.int64(0);
       x.tag = r.text(1);
       x.pipeline = r.text(2);
