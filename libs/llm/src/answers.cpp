@@ -22,7 +22,7 @@ void Client::Impl::apply_answer(Call* c, std::string body, TimePoint now, bool b
   c->resp = std::move(body);
   ChatResponse r;
   auto perr = read_completion(*c, c->resp, access_, ep_.max_tokens, r);
-  if (billed) count_usage(r, now, *c, true);
+  if (billed) count_usage(r, now, *c, Channel::batch);
   c->resp_fields = r;
   if (!perr) {
     finish(c, std::move(r));

@@ -69,7 +69,7 @@ void Client::Impl::submit(ChatRequest req, Callback done, std::optional<std::str
     for (const auto& m : req.messages) chars += m.content.size();
     std::int64_t est = estimate_prompt_tokens(chars, req.messages.size());
     if (est > cap) {
-      meter_.failed_at_once("too_large", true);
+      meter_.failed_at_once("too_large", Meter::Counted::now);
       std::string m = "POST " + url() + (req.label.empty() ? "" : " [" + req.label + "]") +
                       ": the prompt is about " + std::to_string(est) +
                       " tokens (estimated), above llm.max_prompt_tokens (" + std::to_string(cap) +
@@ -110,7 +110,7 @@ void Client::Impl::submit(ChatRequest req, Callback done, std::optional<std::str
     }
     return;
   }
-  meter_.failed_at_once("cancelled", false);
+  meter_.failed_at_once("cancelled", Meter::Counted::already);
   c->callbacks[0](fail(llm_error(
       ErrorKind::cancelled, "POST " + url() + ": the LLM client is shut down", Transient::yes)));
 }

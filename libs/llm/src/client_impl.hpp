@@ -92,7 +92,7 @@ class Client::Impl {
   void halt(long status);
   void schedule_retry(Call* c, TimePoint now, Error err);
   void note_cut(const std::string& why, const Call& c, Millis latency);
-  void count_usage(ChatResponse& r, TimePoint now, const Call& c, bool batch = false);
+  void count_usage(ChatResponse& r, TimePoint now, const Call& c, Channel channel);
   void finish(Call* c, Result<ChatResponse> r);
   void flush();
   void cancel_call(Call* c, const std::string& why);

@@ -226,7 +226,7 @@ void Client::Impl::attempt_done(Call* c, CURLcode rc, long status, Millis latenc
   } else if (status >= 200 && status < 300) {
     ChatResponse r;
     auto perr = read_completion(*c, c->resp, access_, ep_.max_tokens, r);
-    count_usage(r, now, *c);
+    count_usage(r, now, *c, Channel::live);
     c->resp_fields = r;
     if (!perr) {
       if (admission_.on_success(latency, now)) note_cut("latency", *c, latency);
@@ -388,10 +388,10 @@ void Client::Impl::note_cut(const std::string& why, const Call& c, Millis latenc
   meter_.concurrency_cut();
 }
 
-void Client::Impl::count_usage(ChatResponse& r, TimePoint now, const Call& c, bool batch) {
+void Client::Impl::count_usage(ChatResponse& r, TimePoint now, const Call& c, Channel channel) {
   double actual = r.prompt_tokens + r.completion_tokens;
-  if (actual > 0 && !batch) admission_.refund(c.token_cost - actual, now);
-  price_call(r, lim_.prices, ep_.model, batch);
+  if (actual > 0 && channel == Channel::live) admission_.refund(c.token_cost - actual, now);
+  price_call(r, lim_.prices, ep_.model, channel);
   meter_.usage(r);
 }
 
