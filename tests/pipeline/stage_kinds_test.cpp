@@ -153,7 +153,7 @@ class StageKinds : public ::testing::Test {
   }
 
   test::TempDir dir_;
-  SystemClock clock_;
+  Clock& clock_ = system_clock();
   std::unique_ptr<store::Db> db_;
   std::unique_ptr<PromptLibrary> prompts_;
   std::unique_ptr<JobStore> jobs_;
