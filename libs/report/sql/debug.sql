@@ -16,14 +16,12 @@ FROM stage_outputs WHERE run_id = ?1 AND sample_id = ?2 ORDER BY id;
 
 -- The answer whose code a sample shows, as export_rows's: the newest that holds code (the view
 -- code_outputs, migration 0021), or an attempt of the run's code stage (by its kind, the view
--- run_stage_kinds) newer than it. 0: none.
+-- stage_output_kinds) newer than it. 0: none.
 -- name: debug_shown_code
 SELECT max(coalesce((SELECT max(c.id) FROM code_outputs c
                      WHERE c.run_id = ?1 AND c.sample_id = ?2), 0),
-           coalesce((SELECT max(o.id) FROM stage_outputs o
-                     JOIN run_stage_kinds k ON k.run_id = o.run_id AND k.stage = o.stage
-                                           AND k.kind = 'code'
-                     WHERE o.run_id = ?1 AND o.sample_id = ?2), 0));
+           coalesce((SELECT max(o.id) FROM stage_output_kinds o
+                     WHERE o.run_id = ?1 AND o.sample_id = ?2 AND o.kind = 'code'), 0));
 
 -- Every verification of a sample in a run, oldest first.
 -- name: debug_verifications

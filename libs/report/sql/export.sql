@@ -1,5 +1,5 @@
 -- Every job of a run with its sample's record, the latest analysis (the newest answer of a stage
--- of kind analysis, the view run_stage_kinds of migration 0021), the latest code (the newest
+-- of kind analysis, the view stage_output_kinds of migration 0021), the latest code (the newest
 -- answer that holds code, the view code_outputs: the code stage's or a repair round's corrected
 -- wrapper and test; or an attempt of the code stage newer than it, so a failed generation shows
 -- as the sample's latest attempt), and the latest verification, by sample key. "Latest" is the
@@ -34,15 +34,13 @@ SELECT s.key, s.record_json, j.state, j.stage,
 FROM jobs j
 JOIN samples s ON s.id = j.sample_id
 LEFT JOIN stage_outputs an ON an.id = (
-  SELECT max(o.id) FROM stage_outputs o
-  JOIN run_stage_kinds k ON k.run_id = o.run_id AND k.stage = o.stage AND k.kind = 'analysis'
-  WHERE o.run_id = j.run_id AND o.sample_id = j.sample_id)
+  SELECT max(o.id) FROM stage_output_kinds o
+  WHERE o.run_id = j.run_id AND o.sample_id = j.sample_id AND o.kind = 'analysis')
 LEFT JOIN stage_outputs ge ON ge.id = max(
   coalesce((SELECT max(c.id) FROM code_outputs c
             WHERE c.run_id = j.run_id AND c.sample_id = j.sample_id), 0),
-  coalesce((SELECT max(o.id) FROM stage_outputs o
-            JOIN run_stage_kinds k ON k.run_id = o.run_id AND k.stage = o.stage AND k.kind = 'code'
-            WHERE o.run_id = j.run_id AND o.sample_id = j.sample_id), 0))
+  coalesce((SELECT max(o.id) FROM stage_output_kinds o
+            WHERE o.run_id = j.run_id AND o.sample_id = j.sample_id AND o.kind = 'code'), 0))
 LEFT JOIN verifications v ON v.id = (
   SELECT max(x.id) FROM verifications x WHERE x.run_id = j.run_id AND x.sample_id = j.sample_id)
 WHERE j.run_id = ?1
