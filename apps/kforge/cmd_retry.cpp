@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "kforge/app/retry.hpp"
 #include "kforge/core/clock.hpp"
+#include "kforge/store/states.hpp"
 
 namespace kforge::cli {
 namespace {
@@ -40,9 +41,9 @@ Command add_retry(CLI::App& root, Globals& g) {
                   "Stage failures to re-queue: llm_error, parse_error, rejected, other")
       ->delimiter(',');
   cmd->add_option("--stage", args->stage,
-                  "Start again at analyze (v2), generate or verify (default: verify for samples "
-                  "with a verdict, the failed stage for the others)")
-      ->check(CLI::IsMember({"analyze", "generate", "verify"}));
+                  "Start again at one of the run's analysis stages (v2: analyze), its code stage "
+                  "(generate) or verify (default: verify for samples with a verdict, the failed "
+                  "stage for the others)");
   cmd->add_flag("--dry-run", args->dry_run, "Count what would be re-queued, change nothing");
   cmd->add_flag("--json", args->json, "Print the summary as one JSON object");
   cmd->footer(
@@ -92,7 +93,7 @@ Command add_retry(CLI::App& root, Globals& g) {
           std::printf("run %s was finished and is active again\n", args->tag.c_str());
         else if (args->dry_run)
           std::printf("(dry run) nothing was changed\n");
-        else if (sum.requeued > 0 && sum.run_state == "paused")
+        else if (sum.requeued > 0 && sum.run_state == store::to_string(store::RunState::paused))
           std::printf("run %s is paused: kforge run resume %s to process them\n", args->tag.c_str(),
                       args->tag.c_str());
         return kOk;

@@ -256,7 +256,6 @@ Command add_verify(CLI::App& root, Globals& g) {
               if (!req.code) ++no_code;
               req.kernel_wrapper = string_field(rec, map.kernel_wrapper.c_str());
               req.unitest_code = string_field(rec, map.unitest_code.c_str());
-              req.tag = pos.index;
               ++total;
               while (!pool->accepting()) pool->step(std::chrono::milliseconds(100));
               std::int64_t index = pos.index;

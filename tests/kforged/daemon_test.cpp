@@ -636,5 +636,14 @@ TEST(DaemonVerifier, OffLeavesSamplesQueued) {
   EXPECT_EQ(d->wait(60s), std::optional<int>(0)) << d->log();
 }
 
+// kforged --help names the signals it answers and where it reads its configuration.
+TEST(KforgedBinary, HelpNamesItsSignalsAndConfiguration) {
+  auto r = test::run_process({test::binary("apps/kforged/kforged").string(), "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* s : {"SIGTERM", "SIGINT", "SIGHUP", "$KFORGE_CONFIG", "./kforge.yaml",
+                        "/etc/kforge/kforge.yaml", "KFORGE_<SECTION>_<KEY>"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+}
+
 }  // namespace
 }  // namespace kforge::pipeline::e2e

@@ -44,7 +44,7 @@ class BatchTest : public LlmTest {
       auto p = std::make_shared<std::promise<Result<ChatResponse>>>();
       fs.push_back(p->get_future());
       ChatRequest r = request("number " + std::to_string(i));
-      r.tag = "run=t sample=" + std::to_string(i) + " stage=analyze";
+      r.label = "run=t sample=" + std::to_string(i) + " stage=analyze";
       c.submit(r, [p](Result<ChatResponse> res) { p->set_value(std::move(res)); });
     }
     std::vector<Result<ChatResponse>> out;

@@ -16,7 +16,7 @@ TEST_F(LlmTest, AnswersAndReportsUsageCostAndIdentity) {
   auto c = make_client();
   ASSERT_TRUE(c);
   ChatRequest r = request("What is the answer?");
-  r.tag = "sample=k1 stage=analyze";
+  r.label = "sample=k1 stage=analyze";
   auto res = c->call(r);
   ASSERT_TRUE(res.ok()) << res.error().message;
   EXPECT_EQ(res->parsed["answer"], 42);
@@ -56,7 +56,7 @@ TEST_F(LlmTest, IdentityCoversWhatChangesTheAnswerAndNothingElse) {
   ASSERT_TRUE(c);
   ChatRequest a = request("x");
   ChatRequest b = a;
-  b.tag = "another tag";
+  b.label = "another label";
   EXPECT_EQ(c->request_sha256(a), c->request_sha256(b));
   b.messages[1].content = "y";
   EXPECT_NE(c->request_sha256(a), c->request_sha256(b));

@@ -134,9 +134,9 @@ TEST_F(LlmTest, TheIdentityMakesANewRequestEvenWhenTheBytesAreEqual) {
   start_server(json::object());
   auto c = make_client();
   ChatRequest a = request("same bytes");
-  a.identity = "job=1 stage=generate attempt=1";
+  a.asker = "job=1 stage=generate attempt=1";
   ChatRequest b = a;
-  b.identity = "job=1 stage=generate attempt=2";
+  b.asker = "job=1 stage=generate attempt=2";
   EXPECT_EQ(c->request_json(a), c->request_json(b));
   EXPECT_NE(c->request_sha256(a), c->request_sha256(b));
   auto ra = c->call(a);

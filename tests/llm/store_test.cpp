@@ -53,7 +53,7 @@ TEST_F(LlmTest, EveryCallIsRecordedWithItsIdentityAndCost) {
         {{"reply", R"({"v": 1})"}, {"usage", {{"prompt_tokens", 10}, {"completion_tokens", 5}}}}}});
   auto c = make_client();
   ChatRequest r = request("q");
-  r.tag = "run=t sample=s1 stage=analyze";
+  r.label = "run=t sample=s1 stage=analyze";
   auto res = c->call(r);
   ASSERT_TRUE(res.ok()) << res.error().message;
   auto rs = rows(dir / "kforge.db", res->request_sha256);

@@ -180,7 +180,7 @@ TEST_F(ReportRetry, BadRequestsAreRefused) {
   EXPECT_EQ(job("v2", "llvm_abort.py"), "done|done|1|");
 }
 
-// "The code a job holds" is one definition (the view code_outputs, migration 0019) that retry,
+// "The code a job holds" is one definition (the view code_outputs, migration 0021) that retry,
 // the verifier and export all read; retry and export still answer different questions.
 // add_kernel was regenerated after a repair round (kforge retry --stage generate): its newest
 // code is the round-0 generation, which retry --stage verify must verify again, not the older
@@ -192,6 +192,7 @@ TEST_F(ReportRetry, VerifyAgainTheCodeTheJobHoldsWhileExportShowsTheLatestAttemp
       R"({"kernel_wrapper":"def round_one(): pass","unitest_code":"def test_b(): pass"})";
   const std::string c =
       R"({"kernel_wrapper":"def regenerated(): pass","unitest_code":"def test_c(): pass"})";
+  fx.exec("record_repair_stage", {"v2"});
   fx.exec("add_answer", {"v2", "add_kernel.py", "repair", "ok", "1", b});
   fx.exec("add_answer", {"v2", "add_kernel.py", "generate", "ok", "0", c});
   fx.exec("add_answer", {"v2", "layernorm.py", "repair", "ok", "1", b});

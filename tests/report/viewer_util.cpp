@@ -3,13 +3,13 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <regex>
 #include <stdexcept>
 
+#include "kforge/core/env.hpp"
 #include "kforge/core/fs.hpp"
 
 namespace kforge::test {
@@ -33,20 +33,20 @@ ServeProcess::ServeProcess(const std::filesystem::path& config, const std::strin
                                    "serve",
                                    "--listen",
                                    listen};
-  pid_ = fork();
-  if (pid_ == 0) {
-    int devnull = open("/dev/null", O_RDONLY);
-    dup2(devnull, 0);
-    dup2(out_pipe[1], 1);
-    dup2(out_pipe[1], 2);
-    for (const auto& e : env) putenv(const_cast<char*>(e.c_str()));
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
+  // Started through the one door to processes (core's Env): stdin /dev/null, stdout and stderr
+  // into the pipe.
+  SpawnOptions o;
+  o.argv = argv;
+  o.env = environment_with(env);
+  o.fds = {{out_pipe[1], 1}, {out_pipe[1], 2}};
+  o.new_session = false;
+  auto pid = default_env().spawn(o);
   close(out_pipe[1]);
+  if (!pid.ok()) {
+    close(out_pipe[0]);
+    throw std::runtime_error("kforge serve: " + pid.error().message);
+  }
+  pid_ = *pid;
   out_fd_ = out_pipe[0];
   static const std::regex addr(R"(kforge serve: http://[^ ]*:([0-9]+)/)");
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -73,9 +73,8 @@ std::string ServeProcess::url(const std::string& path) const {
 
 std::string ServeProcess::stop() {
   if (pid_ > 0) {
-    kill(pid_, SIGTERM);
-    int status = 0;
-    waitpid(pid_, &status, 0);
+    default_env().kill(pid_, SIGTERM);
+    default_env().wait(pid_, WaitMode::block);
     pid_ = -1;
   }
   if (out_fd_ >= 0) {

@@ -569,7 +569,11 @@ class FakeLlmServer::Impl {
     return answer;
   }
 
-  void count(const std::string& hash, const std::string& rule, int status, bool answered) {
+  // Whether a whole completion went back (the stats' "answered"), or only a status, a fault or
+  // a broken body.
+  enum class Answered { yes, no };
+  void count(const std::string& hash, const std::string& rule, int status, Answered answer) {
+    const bool answered = answer == Answered::yes;
     std::lock_guard lk(mu_);
     stats_["by_status"][std::to_string(status)] =
         stats_["by_status"].value(std::to_string(status), 0) + 1;
@@ -671,13 +675,13 @@ class FakeLlmServer::Impl {
     int status = a.value("status", 200);
     if (status != 200) {
       std::string msg = a.value("message", "scripted HTTP " + std::to_string(status));
-      count(hash, rule, status, false);
+      count(hash, rule, status, Answered::no);
       return {
           status,
           json{{"error", {{"message", fill(msg, ctx)}, {"type", "fake"}, {"code", status}}}}.dump(
               -1, ' ', false, json::error_handler_t::replace)};
     }
-    count(hash, rule, 200, true);
+    count(hash, rule, 200, Answered::yes);
     return {200, completion(a, body, ctx, n)};
   }
 
@@ -736,7 +740,7 @@ class FakeLlmServer::Impl {
           json{{"error", {{"message", message}, {"type", type}, {"code", status}}}}.dump(
               -1, ' ', false, json::error_handler_t::replace),
           "application/json");
-      count(hash, "", status, false);
+      count(hash, "", status, Answered::no);
     };
     if (body.is_discarded() || !body.is_object()) {
       error(400, "invalid_request_error", "request body is not a JSON object");
@@ -753,7 +757,7 @@ class FakeLlmServer::Impl {
           "<html><head><title>429 Too Many Requests</title></head><body>"
           "<center><h1>429 Too Many Requests</h1></center></body></html>\n",
           "text/html");
-      count(hash, "limit", 429, false);
+      count(hash, "limit", 429, Answered::no);
       return;
     }
     if (!require_key.empty() && presented != require_key) {
@@ -790,7 +794,7 @@ class FakeLlmServer::Impl {
           json{{"error", {{"message", fill(msg, ctx)}, {"type", "fake"}, {"code", status}}}}.dump(
               -1, ' ', false, json::error_handler_t::replace),
           "application/json");
-      count(hash, rule, status, false);
+      count(hash, rule, status, Answered::no);
       return;
     }
 
@@ -799,22 +803,22 @@ class FakeLlmServer::Impl {
     if (fault.empty() && a.value("encoding", "") == "gzip") {
       res.set_content(gzip(out), "application/json");
       res.set_header("Content-Encoding", "gzip");
-      count(hash, rule, 200, true);
+      count(hash, rule, 200, Answered::yes);
     } else if (fault.empty()) {
       set_uncompressed(res, std::move(out), "application/json");
-      count(hash, rule, 200, true);
+      count(hash, rule, 200, Answered::yes);
     } else if (fault == "wrong_content_type") {
       res.set_content(out, "text/html; charset=utf-8");
-      count(hash, rule, 200, true);
+      count(hash, rule, 200, Answered::yes);
     } else if (fault == "malformed") {
       res.set_content(out.substr(0, out.size() / 2) + "<<garbage", "application/json");
-      count(hash, rule, 200, false);
+      count(hash, rule, 200, Answered::no);
     } else if (fault == "html") {
       res.set_content("<html><body><h1>502 Bad Gateway</h1></body></html>", "text/html");
-      count(hash, rule, 200, false);
+      count(hash, rule, 200, Answered::no);
     } else if (fault == "empty") {
       res.set_content("", "application/json");
-      count(hash, rule, 200, false);
+      count(hash, rule, 200, Answered::no);
     } else if (fault == "reset") {
       // Disconnecting the socket under cpp-httplib's feet makes the kernel send an RST now; the
       // descriptor stays valid, so the library's own writes and close fail harmlessly.
@@ -825,7 +829,7 @@ class FakeLlmServer::Impl {
         ::connect(fd, &unspec, sizeof unspec);
       }
       res.set_content(out, "application/json");
-      count(hash, rule, 0, false);
+      count(hash, rule, 0, Answered::no);
     } else if (fault == "truncate") {
       std::size_t half = out.size() / 2;
       auto shared = std::make_shared<std::string>(std::move(out));
@@ -837,7 +841,7 @@ class FakeLlmServer::Impl {
                                  }
                                  return false;  // abort: the connection closes mid-body
                                });
-      count(hash, rule, 200, false);
+      count(hash, rule, 200, Answered::no);
     }
   }
 

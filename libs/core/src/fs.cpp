@@ -21,9 +21,9 @@ Result<std::string> read_file(const std::filesystem::path& path) {
 
 namespace {
 
-// Opens `path` for writing, writes all of data, and (with sync) fsyncs; closes the file either
-// way. Returns 0 or the errno of the step that failed.
-int write_whole(const std::string& path, std::string_view data, bool sync) {
+// Opens `path` for writing, writes all of data and closes the file (no fsync: AtomicFile is the
+// durable write). Returns 0 or the errno of the step that failed.
+int write_whole(const std::string& path, std::string_view data) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return errno;
   const char* p = data.data();
@@ -39,18 +39,13 @@ int write_whole(const std::string& path, std::string_view data, bool sync) {
     p += n;
     left -= static_cast<std::size_t>(n);
   }
-  if (sync && ::fsync(fd) != 0) {
-    int e = errno;
-    ::close(fd);
-    return e;
-  }
   return ::close(fd) != 0 ? errno : 0;
 }
 
 }  // namespace
 
 Status write_file(const std::filesystem::path& path, std::string_view data) {
-  if (int e = write_whole(path.string(), data, false))
+  if (int e = write_whole(path.string(), data))
     return fail("io", path.string() + ": " + std::strerror(e));
   return {};
 }

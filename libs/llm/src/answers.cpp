@@ -21,8 +21,8 @@ namespace kforge::llm {
 void Client::Impl::apply_answer(Call* c, std::string body, TimePoint now, bool billed) {
   c->resp = std::move(body);
   ChatResponse r;
-  auto perr = read_completion(*c, c->resp, words_, ep_.max_tokens, r);
-  if (billed) count_usage(r, now, *c, true);
+  auto perr = read_completion(*c, c->resp, access_, ep_.max_tokens, r);
+  if (billed) count_usage(r, now, *c, Channel::batch);
   c->resp_fields = r;
   if (!perr) {
     finish(c, std::move(r));
@@ -40,7 +40,7 @@ void Client::Impl::to_batch(Call* c) {
   c->in_batch = true;
   ++c->batch_tries;
   c->line = line_identity(*c, ep_);
-  batch_->enqueue(c->line, c->sha, c->req.tag, std::move(c->body));
+  batch_->enqueue(c->line, c->sha, c->req.label, std::move(c->body));
   // The runner holds the body until its line is written to disk; the call makes it again from
   // its request when its outcome comes (restore_body): a batch's requests wait here for hours.
   c->body = std::string();
@@ -80,7 +80,7 @@ void Client::Impl::take_batch_results(TimePoint now) {
     c->resp = o.body;
     if (!o.run_level.empty()) {
       // Every batch would be refused the same way: not resubmitted; the run pauses.
-      finish(c, llm_error(kind_of(o.run_level), words_.where(*c) + ": " + o.error, Transient::no));
+      finish(c, llm_error(kind_of(o.run_level), access_.where(*c) + ": " + o.error, Transient::no));
       continue;
     }
     bool more = c->batch_tries < ep_.batch.max_attempts && !stop_requested();
@@ -93,7 +93,7 @@ void Client::Impl::take_batch_results(TimePoint now) {
       to_batch(c);
     } else {
       finish(c, llm_error(ErrorKind::http,
-                          words_.where(*c) + ": " + o.error + " (batch " +
+                          access_.where(*c) + ": " + o.error + " (batch " +
                               std::to_string(c->batch_tries) + "/" +
                               std::to_string(ep_.batch.max_attempts) + ")",
                           Transient::yes));

@@ -19,8 +19,8 @@
 
 namespace kforge::llm {
 
-AuditStore::AuditStore(const LlmConfig& ep, const Wording& w, Meter& meter, Clock* clock)
-    : ep_(ep), words_(w), meter_(meter), clock_(clock) {}
+AuditStore::AuditStore(const LlmConfig& ep, const ApiAccess& access, Meter& meter, Clock* clock)
+    : ep_(ep), access_(access), meter_(meter), clock_(clock) {}
 
 Status AuditStore::open(const std::string& path, int busy_timeout_ms) {
   KF_TRY(db_, store::Db::open({.path = path, .busy_timeout_ms = busy_timeout_ms}));
@@ -118,7 +118,7 @@ bool AuditStore::try_replay(Call* c) {
   double cost = s.real(2);
   s.reset();
   ChatResponse r;
-  if (auto err = read_completion(*c, raw, words_, ep_.max_tokens, r)) {
+  if (auto err = read_completion(*c, raw, access_, ep_.max_tokens, r)) {
     // The stored answer no longer satisfies the request (e.g. the stage schema changed).
     spdlog::info("llm: stored response {} for {} not reusable ({}); asking the server", id,
                  c->sha.substr(0, 12), err->message);
@@ -156,7 +156,7 @@ void AuditStore::resume_cut(Call* c) {
   int next = next_budget(static_cast<int>(cut), limit);
   if (next <= cut) return;  // at the limit: asked as it is
   spdlog::info("llm: {} was cut at max_tokens {} before; asking with max_tokens {}",
-               words_.where(*c), cut, next);
+               access_.where(*c), cut, next);
   set_budget(*c, next, ep_, meter_);
 }
 
@@ -170,7 +170,7 @@ Status AuditStore::write_rows(const std::vector<Call*>& calls) {
     KF_TRY(store::Stmt * s, db_->cached(llm_queries()["insert_call"]));
     const ChatResponse& f = res.ok() ? res.value() : c->resp_fields;
     std::string status = c->replay_of ? "replayed" : (res.ok() ? "ok" : "error");
-    s->bind(1, c->sha).bind(2, c->req.tag).bind(3, words_.url()).bind(4, ep_.model);
+    s->bind(1, c->sha).bind(2, c->req.label).bind(3, access_.url()).bind(4, ep_.model);
     s->bind(5, status);
     if (res.ok()) {
       s->bind(6, nullptr).bind(7, nullptr);
@@ -192,7 +192,7 @@ Status AuditStore::write_rows(const std::vector<Call*>& calls) {
     if (c->replay_of) {
       s->bind(15, nullptr).bind(16, nullptr).bind(17, *c->replay_of);
     } else {
-      s->bind(15, c->body).bind(16, words_.redact(c->resp)).bind(17, nullptr);
+      s->bind(15, c->body).bind(16, access_.redact(c->resp)).bind(17, nullptr);
     }
     s->bind(18, now_ms).bind(19, f.reasoning_tokens).bind(20, f.cached_prompt_tokens);
     KF_CHECK(s->run());
@@ -212,7 +212,7 @@ void AuditStore::deliver(std::vector<std::unique_ptr<Call>>& batch) {
     Result<ChatResponse> res = std::move(*c->result);
     if (!w.ok() && (res.ok() || c->attempts > 0)) {
       res = Error(w.error().kind,
-                  words_.where(*c) + ": the response could not be recorded: " + w.error().message,
+                  access_.where(*c) + ": the response could not be recorded: " + w.error().message,
                   w.error().transient);
     }
     if (c->callbacks.empty()) continue;  // an audit row only (a cut attempt)

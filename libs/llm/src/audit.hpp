@@ -25,7 +25,7 @@ namespace kforge::llm {
 
 struct Call;
 class Meter;
-class Wording;
+class ApiAccess;
 
 class AuditStore {
  public:
@@ -33,7 +33,7 @@ class AuditStore {
   // many were looked up.
   using GiveBack = std::function<void(std::vector<std::unique_ptr<Call>> misses, int looked_up)>;
 
-  AuditStore(const LlmConfig& ep, const Wording& w, Meter& meter, Clock* clock);
+  AuditStore(const LlmConfig& ep, const ApiAccess& access, Meter& meter, Clock* clock);
   AuditStore(const AuditStore&) = delete;
   AuditStore& operator=(const AuditStore&) = delete;
 
@@ -65,7 +65,7 @@ class AuditStore {
   void deliver(std::vector<std::unique_ptr<Call>>& batch);
 
   const LlmConfig& ep_;
-  const Wording& words_;
+  const ApiAccess& access_;
   Meter& meter_;
   Clock* clock_;
   GiveBack give_back_;

@@ -93,7 +93,7 @@ void BatchRunner::Impl::run() {
     }
     std::int64_t now = clock_->wall_ms();
     for (auto& p : in) take(std::move(p), now);
-    flush_due(now, false);
+    flush_due(now);
     for (auto it = open_.begin(); it != open_.end();) {
       Open& b = it->second;
       if (b.next_ms <= now) {
@@ -145,15 +145,15 @@ void BatchRunner::Impl::take(Pending p, std::int64_t now) {
   collecting_bytes_ += p.body.size() + 200;
   collecting_ids_.insert(p.sha);
   collecting_.push_back(std::move(p));
-  flush_due(now, false);
+  flush_due(now);
 }
 
-void BatchRunner::Impl::flush_due(std::int64_t now, bool force) {
+void BatchRunner::Impl::flush_due(std::int64_t now) {
   const BatchConfig& bc = o_.cfg.batch;
   while (!collecting_.empty()) {
     bool full = static_cast<int>(collecting_.size()) >= bc.max_lines ||
                 static_cast<std::int64_t>(collecting_bytes_) >= bc.max_bytes;
-    if (!full && !force && now - collect_since_ms_ < bc.collect_ms) return;
+    if (!full && now - collect_since_ms_ < bc.collect_ms) return;
     auto st = make_batch(now);
     if (!st.ok()) {
       spdlog::error("llm batch: cannot record a new batch: {}", st.error().message);
@@ -298,8 +298,8 @@ BatchRunner::BatchRunner(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 BatchRunner::~BatchRunner() {
   stop();
 }
-void BatchRunner::enqueue(std::string line, std::string call, std::string tag, std::string body) {
-  impl_->enqueue(Pending{std::move(line), std::move(call), std::move(tag), std::move(body)});
+void BatchRunner::enqueue(std::string line, std::string call, std::string label, std::string body) {
+  impl_->enqueue(Pending{std::move(line), std::move(call), std::move(label), std::move(body)});
 }
 BatchGauges BatchRunner::gauges() const {
   return impl_->gauges();

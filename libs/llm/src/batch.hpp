@@ -82,7 +82,7 @@ class BatchRunner {
   // A request waiting for its answer: put into a batch as the line `line` (custom_id) for the
   // call `call` (the same identity, or the call a continuation line continues), attached to the
   // line already in one, or answered at once from a stored line.
-  void enqueue(std::string line, std::string call, std::string tag, std::string body);
+  void enqueue(std::string line, std::string call, std::string label, std::string body);
   BatchGauges gauges() const;
   // Stops the thread. Batches in flight stay recorded for the next start.
   void stop();

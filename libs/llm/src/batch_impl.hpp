@@ -78,7 +78,7 @@ class BatchRunner::Impl {
   // --- batch.cpp: the loop and the requests (the runner's thread) ---
   void run();
   void take(Pending p, std::int64_t now);
-  void flush_due(std::int64_t now, bool force);
+  void flush_due(std::int64_t now);
   Status make_batch(std::int64_t now);
   Status recover();
   bool step(Open& b);
@@ -102,8 +102,10 @@ class BatchRunner::Impl {
   bool submitted(Open& b, const nlohmann::json& j, std::int64_t now);
   bool poll(Open& b, std::int64_t now);
   bool download(const std::string& file_id, const std::string& path, std::string* why);
+  // When a recorded part's answers go to their callers: at once, or with the batch's last part.
+  enum class HandOver { now, with_last };
   bool record_lines(Open& b, std::vector<LineOutcome>& chunk, const std::string& run_level,
-                    std::int64_t now, bool hand);
+                    std::int64_t now, HandOver hand);
   std::string spool(const Open& b, const std::string& what) const;
   void remove_spool(const Open& b);
   bool collect(Open& b, const nlohmann::json& j, std::int64_t now,

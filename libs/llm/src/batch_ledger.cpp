@@ -50,7 +50,7 @@ Result<std::int64_t> BatchLedger::add_batch(const std::string& key, const std::s
   std::int64_t id = db_->last_insert_rowid();
   for (const Pending& p : lines) {
     KF_TRY(store::Stmt * l, db_->cached(llm_queries()["batch_line_insert"]));
-    l->bind(1, id).bind(2, p.sha).bind(3, p.tag);
+    l->bind(1, id).bind(2, p.sha).bind(3, p.label);
     l->bind(4, p.body);
     l->bind(5, p.call.empty() || p.call == p.sha ? std::optional<std::string>() : p.call);
     KF_CHECK(l->run());

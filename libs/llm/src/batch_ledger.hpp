@@ -20,9 +20,10 @@
 namespace kforge::llm {
 
 // A request waiting for its batch: its line's custom_id (sha), the call the line answers (call:
-// the same, or the call a continuation line continues), its tag and its body.
+// the same, or the call a continuation line continues), its label (llm_batch_lines.tag) and its
+// body.
 struct Pending {
-  std::string sha, call, tag, body;
+  std::string sha, call, label, body;
 };
 
 class BatchLedger {

@@ -335,11 +335,12 @@ void BatchRunner::Impl::remove_spool(const Open& b) {
   for (const char* what : {"input", "output", "error"}) std::filesystem::remove(spool(b, what), ec);
 }
 
-// Records a part of a batch's outcomes (one transaction) and, with `hand`, hands its answers over
-// at once, so the runner holds at most llm.batch.lines_in_memory of them (the last part goes
-// once the batch is recorded done and its files deleted).
+// Records a part of a batch's outcomes (one transaction) and, with HandOver::now, hands its
+// answers over at once, so the runner holds at most llm.batch.lines_in_memory of them (the last
+// part goes once the batch is recorded done and its files deleted).
 bool BatchRunner::Impl::record_lines(Open& b, std::vector<LineOutcome>& chunk,
-                                     const std::string& run_level, std::int64_t now, bool hand) {
+                                     const std::string& run_level, std::int64_t now,
+                                     HandOver hand) {
   if (chunk.empty()) return true;
   for (auto& o : chunk) {
     auto c = b.calls.find(o.sha);
@@ -369,7 +370,8 @@ bool BatchRunner::Impl::record_lines(Open& b, std::vector<LineOutcome>& chunk,
     gauges_.lines_answered += static_cast<std::uint64_t>(answered);
     gauges_.lines_failed += static_cast<std::uint64_t>(failed);
   }
-  if (hand) hand_over();  // else the loop hands them over once the batch is recorded done
+  if (hand == HandOver::now)
+    hand_over();  // else the loop hands them over once the batch is recorded done
   return true;
 }
 
@@ -419,7 +421,7 @@ bool BatchRunner::Impl::collect(Open& b, const json& j, std::int64_t now,
       std::string sha = l["custom_id"].get<std::string>();
       if (!ok || !b.shas.count(sha) || !seen.insert(sha).second) return;
       chunk.push_back(line_outcome(l, b.key, b.batch_id, redactor));
-      if (chunk.size() >= limit) ok = record_lines(b, chunk, run_level, now, true);
+      if (chunk.size() >= limit) ok = record_lines(b, chunk, run_level, now, HandOver::now);
     });
     if (!ok) return false;
     if (!read) {
@@ -433,9 +435,10 @@ bool BatchRunner::Impl::collect(Open& b, const json& j, std::int64_t now,
     if (!seen.count(sha)) missing.push_back(sha);
   for (const auto& sha : missing) {
     chunk.push_back(missing_outcome(sha, b.key, b.batch_id, status, batch_error, redactor));
-    if (chunk.size() >= limit && !record_lines(b, chunk, run_level, now, true)) return false;
+    if (chunk.size() >= limit && !record_lines(b, chunk, run_level, now, HandOver::now))
+      return false;
   }
-  if (!record_lines(b, chunk, run_level, now, false)) return false;
+  if (!record_lines(b, chunk, run_level, now, HandOver::with_last)) return false;
   auto st = ledger_.done(b.id, status, out_id, err_id, batch_error, b.answered, b.failed_lines, now,
                          redactor);
   if (!st.ok()) {

@@ -1,7 +1,7 @@
 #pragma once
-// Internal: one request's state inside the client (Call), and how the client names a call in its
-// messages and keeps the key out of them (Wording). Shared by the client's parts, which
-// client_impl.hpp lists.
+// Internal: one request's state inside the client (Call), and the endpoint's URL and API key with
+// how the client names a call in its messages and keeps the key out of them (ApiAccess). Shared by
+// the client's parts, which client_impl.hpp lists.
 
 #include <curl/curl.h>
 
@@ -47,10 +47,11 @@ struct Call {
   CURL* easy = nullptr;  // while on the wire
 };
 
-// How messages name a call ("POST <url> [tag]", " (attempt 2/6)"), and the key removed from
-// text that came from outside (a server may echo it). Safe from any thread: the URL and the key
+// The endpoint's URL and API key (a secret: the auth header is its one use), how messages name a
+// call ("POST <url> [label]", " (attempt 2/6)"), and the key removed from text that came from
+// outside (a server may echo it). Safe from any thread: the URL and the key
 // are set before the threads start, max_attempts is atomic.
-class Wording {
+class ApiAccess {
  public:
   void set_url(std::string url) { url_ = std::move(url); }
   void set_key(std::string key) { key_ = std::move(key); }
@@ -65,7 +66,7 @@ class Wording {
     return s;
   }
   std::string where(const Call& c) const {
-    return "POST " + url_ + (c.req.tag.empty() ? "" : " [" + c.req.tag + "]");
+    return "POST " + url_ + (c.req.label.empty() ? "" : " [" + c.req.label + "]");
   }
   std::string attempt_note(const Call& c) const {
     return " (attempt " + std::to_string(c.attempts) + "/" + std::to_string(max_attempts_.load()) +

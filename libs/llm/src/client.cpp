@@ -16,10 +16,10 @@ namespace kforge::llm {
 Client::Impl::Impl(const LlmConfig& cfg, ClientOptions opts)
     : ep_(cfg),
       clock_(opts.clock != nullptr ? opts.clock : &system_clock()),
-      audit_(ep_, words_, meter_, clock_),
+      audit_(ep_, access_, meter_, clock_),
       lim_(cfg),
       rng_(opts.jitter_seed != 0 ? opts.jitter_seed : std::random_device{}()) {
-  words_.set_url(chat_url(cfg));
+  access_.set_url(chat_url(cfg));
 }
 
 Client::Impl::~Impl() {
@@ -35,9 +35,9 @@ Status Client::Impl::start(const ClientOptions& opts) {
                           Transient::no));
   EnvLookup env = opts.env ? opts.env : process_env();
   if (!ep_.api_key_env.empty()) {
-    if (auto k = env(ep_.api_key_env); k && !k->empty()) words_.set_key(*k);
+    if (auto k = env(ep_.api_key_env); k && !k->empty()) access_.set_key(*k);
   }
-  const std::string& key = words_.key();
+  const std::string& key = access_.key();
   if (key.empty() && !ep_.api_key_env.empty())
     spdlog::info("llm: ${} is not set; sending no API key to {}", ep_.api_key_env, url());
   if (!opts.db_path.empty()) KF_CHECK(audit_.open(opts.db_path, opts.db_busy_timeout_ms));
@@ -52,7 +52,7 @@ Status Client::Impl::start(const ClientOptions& opts) {
     bo.clock = clock_;
     bo.db_path = opts.db_path;
     bo.db_busy_timeout_ms = opts.db_busy_timeout_ms;
-    bo.redact = [this](std::string t) { return words_.redact(std::move(t)); };
+    bo.redact = [this](std::string t) { return access_.redact(std::move(t)); };
     bo.deliver = [this](std::vector<LineOutcome> v) { take_batch_outcomes(std::move(v)); };
     KF_TRY(batch_, BatchRunner::create(std::move(bo)));
   }
@@ -69,8 +69,8 @@ void Client::Impl::submit(ChatRequest req, Callback done, std::optional<std::str
     for (const auto& m : req.messages) chars += m.content.size();
     std::int64_t est = estimate_prompt_tokens(chars, req.messages.size());
     if (est > cap) {
-      meter_.failed_at_once("too_large", true);
-      std::string m = "POST " + url() + (req.tag.empty() ? "" : " [" + req.tag + "]") +
+      meter_.failed_at_once("too_large", Meter::Counted::now);
+      std::string m = "POST " + url() + (req.label.empty() ? "" : " [" + req.label + "]") +
                       ": the prompt is about " + std::to_string(est) +
                       " tokens (estimated), above llm.max_prompt_tokens (" + std::to_string(cap) +
                       "); not sent";
@@ -81,7 +81,7 @@ void Client::Impl::submit(ChatRequest req, Callback done, std::optional<std::str
   }
   auto c = std::make_unique<Call>();
   c->body = request_body(ep_, req);
-  c->sha = request_identity(url(), c->body, req.identity, req.round);
+  c->sha = request_identity(url(), c->body, req.asker, req.round);
   c->req = std::move(req);
   c->callbacks.push_back(std::move(done));
   c->offline = std::move(offline);
@@ -110,7 +110,7 @@ void Client::Impl::submit(ChatRequest req, Callback done, std::optional<std::str
     }
     return;
   }
-  meter_.failed_at_once("cancelled", false);
+  meter_.failed_at_once("cancelled", Meter::Counted::already);
   c->callbacks[0](fail(llm_error(
       ErrorKind::cancelled, "POST " + url() + ": the LLM client is shut down", Transient::yes)));
 }
@@ -130,14 +130,14 @@ Result<ChatResponse> Client::Impl::call(ChatRequest req) {
 void Client::Impl::record_failure(ChatRequest req, int http_status, std::string error) {
   auto c = std::make_unique<Call>();
   c->body = request_body(ep_, req);
-  c->sha = request_identity(url(), c->body, req.identity, req.round);
+  c->sha = request_identity(url(), c->body, req.asker, req.round);
   c->req = std::move(req);
   c->submitted = clock_->steady_now();
   c->attempts = 1;
   c->last_status = http_status;
   c->result = llm_error(ErrorKind::http,
-                        words_.where(*c) + ": a failed line of a batch result file: " +
-                            words_.redact(std::move(error)),
+                        access_.where(*c) + ": a failed line of a batch result file: " +
+                            access_.redact(std::move(error)),
                         Transient::yes);
   audit_.record(std::move(c));
 }
@@ -147,7 +147,7 @@ std::string Client::Impl::request_json(const ChatRequest& req) const {
 }
 
 std::string Client::Impl::request_sha256(const ChatRequest& req) const {
-  return request_identity(url(), request_body(ep_, req), req.identity, req.round);
+  return request_identity(url(), request_body(ep_, req), req.asker, req.round);
 }
 
 void Client::Impl::reload_limits(const LlmConfig& cfg) {

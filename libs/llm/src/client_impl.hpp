@@ -11,7 +11,8 @@
 //   completion.cpp  a chat completion body read into a ChatResponse
 //   usage.cpp       usage and cost: prices, the Stats counters
 //   audit.cpp       the audit store: its thread, replay lookups, llm_calls rows, callbacks
-//   call.hpp        one request's state (Call) and how messages name it (Wording)
+//   call.hpp        one request's state (Call); the URL and key, and how messages name a call
+//                   without the key (ApiAccess)
 // Threads: the network loop (loop.cpp, answers.cpp, Transport, Admission) and the audit
 // store's thread; the public methods from any thread.
 
@@ -61,7 +62,7 @@ class Client::Impl {
   void record_failure(ChatRequest req, int http_status, std::string error);
   std::string request_json(const ChatRequest& req) const;
   std::string request_sha256(const ChatRequest& req) const;
-  const std::string& url() const { return words_.url(); }
+  const std::string& url() const { return access_.url(); }
   void reload_limits(const LlmConfig& cfg);
   Stats stats() const;
   void drain();
@@ -91,7 +92,7 @@ class Client::Impl {
   void halt(long status);
   void schedule_retry(Call* c, TimePoint now, Error err);
   void note_cut(const std::string& why, const Call& c, Millis latency);
-  void count_usage(ChatResponse& r, TimePoint now, const Call& c, bool batch = false);
+  void count_usage(ChatResponse& r, TimePoint now, const Call& c, Channel channel);
   void finish(Call* c, Result<ChatResponse> r);
   void flush();
   void cancel_call(Call* c, const std::string& why);
@@ -110,7 +111,7 @@ class Client::Impl {
 
   // Constant after construction.
   const LlmConfig ep_;
-  Wording words_;  // the URL, the key (secret: only in the auth header), max_attempts
+  ApiAccess access_;  // the URL, the key (secret: only in the auth header), max_attempts
   Clock* clock_;
   std::thread thread_;  // the network loop
   std::mutex join_mu_;

@@ -18,10 +18,11 @@ namespace kforge::llm {
 
 using json = nlohmann::json;
 
-std::optional<Error> read_completion(const Call& c, const std::string& raw_in, const Wording& w,
-                                     std::optional<int> default_max_tokens, ChatResponse& r) {
+std::optional<Error> read_completion(const Call& c, const std::string& raw_in,
+                                     const ApiAccess& access, std::optional<int> default_max_tokens,
+                                     ChatResponse& r) {
   r.request_sha256 = c.sha;
-  r.raw_body = w.redact(raw_in);
+  r.raw_body = access.redact(raw_in);
   const std::string& raw = r.raw_body;
   r.http_status = 200;
   r.attempts = c.attempts;
@@ -32,9 +33,9 @@ std::optional<Error> read_completion(const Call& c, const std::string& raw_in, c
   };
   if (j.is_discarded() || !j.is_object()) {
     return llm_error(ErrorKind::protocol,
-                     w.where(c) + ": malformed response body (content-type " + ctype() + ", " +
-                         std::to_string(raw.size()) + " bytes): \"" + w.redact(excerpt(raw, 120)) +
-                         "\"" + w.attempt_note(c),
+                     access.where(c) + ": malformed response body (content-type " + ctype() + ", " +
+                         std::to_string(raw.size()) + " bytes): \"" +
+                         access.redact(excerpt(raw, 120)) + "\"" + access.attempt_note(c),
                      Transient::yes);
   }
   r.max_tokens = c.req.max_tokens.value_or(default_max_tokens.value_or(0));
@@ -55,9 +56,9 @@ std::optional<Error> read_completion(const Call& c, const std::string& raw_in, c
   if (auto m = j.find("model"); m != j.end() && m->is_string()) r.model = m->get<std::string>();
   auto ch = j.find("choices");
   if (ch == j.end() || !ch->is_array() || ch->empty() || !(*ch)[0].is_object()) {
-    std::string why = j.contains("error") ? ": " + w.redact(provider_message(raw)) : "";
+    std::string why = j.contains("error") ? ": " + access.redact(provider_message(raw)) : "";
     return llm_error(ErrorKind::protocol,
-                     w.where(c) + ": response has no choices" + why + w.attempt_note(c),
+                     access.where(c) + ": response has no choices" + why + access.attempt_note(c),
                      Transient::yes);
   }
   const json& choice = (*ch)[0];
@@ -103,18 +104,18 @@ std::optional<Error> read_completion(const Call& c, const std::string& raw_in, c
             ? "the reply was cut at max_tokens (finish_reason \"length\""
             : "no answer after the reasoning (finish_reason \"" + r.finish_reason + "\"";
     return llm_error(ErrorKind::truncated,
-                     w.where(c) + ": " + why + ", max_tokens " +
+                     access.where(c) + ": " + why + ", max_tokens " +
                          (r.max_tokens > 0 ? std::to_string(r.max_tokens) : "unset") + ", " +
                          std::to_string(r.completion_tokens) + " completion tokens, " +
                          std::to_string(r.reasoning_tokens) + " of them reasoning)" +
-                         w.attempt_note(c),
+                         access.attempt_note(c),
                      Transient::no);
   }
   if (c.req.expect_json || c.req.response_schema) {
     auto parsed = extract_answer(r.content, c.req.response_schema);
     if (!parsed.ok()) {
       return llm_error(ErrorKind::parse,
-                       w.where(c) + ": " + parsed.error().message + w.attempt_note(c),
+                       access.where(c) + ": " + parsed.error().message + access.attempt_note(c),
                        Transient::no);
     }
     r.parsed = std::move(parsed->value);

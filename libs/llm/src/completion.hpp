@@ -12,13 +12,13 @@
 namespace kforge::llm {
 
 struct Call;
-class Wording;
+class ApiAccess;
 
 // Reads the 2xx body raw (an answer from the wire, a batch, a result file or the store) for c
 // into r (its request_sha256, raw_body redacted, http_status 200, attempts, max_tokens: the
 // request's, else default_max_tokens, else 0). Returns the error when the reply is unusable:
 // "protocol" (transient), "truncated" or "parse".
-std::optional<Error> read_completion(const Call& c, const std::string& raw, const Wording& w,
+std::optional<Error> read_completion(const Call& c, const std::string& raw, const ApiAccess& access,
                                      std::optional<int> default_max_tokens, ChatResponse& r);
 
 }  // namespace kforge::llm

@@ -51,17 +51,18 @@ std::string request_body(const LlmConfig& ep, const ChatRequest& req) {
 }
 
 std::string request_identity(const std::string& url, const std::string& body,
-                             const std::string& identity, int round) {
+                             const std::string& asker, int round) {
   Sha256 h;
   h.update("kforge.llm.request.v1\n");
   if (round > 0) h.update("round " + std::to_string(round) + "\n");
   h.update(url);
   h.update("\n");
   h.update(body);
-  if (!identity.empty()) {
-    // After the body, so that an empty identity keeps the earlier hashes.
+  if (!asker.empty()) {
+    // After the body, so that an empty asker keeps the earlier hashes. The marker's text is
+    // part of every stored hash: it stays "identity".
     h.update("\nidentity\n");
-    h.update(identity);
+    h.update(asker);
   }
   return h.hex_digest();
 }

@@ -18,7 +18,7 @@ std::string chat_url(const LlmConfig& c);
 std::string request_body(const LlmConfig& ep, const ChatRequest& req);
 // The identity: SHA-256 of the URL and body, and of the round and the asker when given.
 std::string request_identity(const std::string& url, const std::string& body,
-                             const std::string& identity, int round);
+                             const std::string& asker, int round);
 // The call asks with max_tokens `next` from now on (a new body, so a new request).
 void set_budget(Call& c, int next, const LlmConfig& ep, Meter& meter);
 // Batch mode: the custom_id of the line that asks the call `call` again with max_tokens

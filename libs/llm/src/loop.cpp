@@ -79,7 +79,7 @@ bool Client::Impl::take_incoming(TimePoint now) {
       // Submitted before a run-level error (it was at the audit store meanwhile): not sent.
       live_[c] = std::move(owned);
       finish(c, llm_error(ErrorKind::halted,
-                          words_.where(*c) + ": not sent: an earlier request got HTTP " +
+                          access_.where(*c) + ": not sent: an earlier request got HTTP " +
                               std::to_string(halt_status_) + " (a run-level error)",
                           Transient::yes));
       continue;
@@ -131,7 +131,7 @@ void Client::Impl::apply_limits(const LlmConfig& cfg, TimePoint now) {
   lim_.request_timeout_ms = cfg.request_timeout_ms;
   lim_.replay = cfg.replay;
   replay_enabled_ = cfg.replay;
-  words_.set_max_attempts(cfg.max_attempts);
+  access_.set_max_attempts(cfg.max_attempts);
   max_prompt_tokens_ = cfg.max_prompt_tokens;
   lim_.max_prompt_tokens = cfg.max_prompt_tokens;
   lim_.initial_in_flight = cfg.initial_in_flight;
@@ -220,13 +220,13 @@ void Client::Impl::attempt_done(Call* c, CURLcode rc, long status, Millis latenc
     TransportFailure tf = transport_failure(rc, c->errbuf);
     retry = tf.transient;
     err = llm_error(tf.kind,
-                    words_.where(*c) + ": " + words_.redact(tf.detail) + words_.attempt_note(*c),
+                    access_.where(*c) + ": " + access_.redact(tf.detail) + access_.attempt_note(*c),
                     tf.transient ? Transient::yes : Transient::no);
     admission_.refund(c->token_cost, now);
   } else if (status >= 200 && status < 300) {
     ChatResponse r;
-    auto perr = read_completion(*c, c->resp, words_, ep_.max_tokens, r);
-    count_usage(r, now, *c);
+    auto perr = read_completion(*c, c->resp, access_, ep_.max_tokens, r);
+    count_usage(r, now, *c, Channel::live);
     c->resp_fields = r;
     if (!perr) {
       if (admission_.on_success(latency, now)) note_cut("latency", *c, latency);
@@ -242,15 +242,15 @@ void Client::Impl::attempt_done(Call* c, CURLcode rc, long status, Millis latenc
   } else {
     bool transient = retryable_status(status);
     std::optional<ErrorKind> run_level = run_level_kind(status, c->resp);
-    std::string note = words_.attempt_note(*c);
+    std::string note = access_.attempt_note(*c);
     if (run_level) {
       note = " (attempt " + std::to_string(c->attempts) +
              "; not retried: the key, the model or the endpoint must be fixed first)";
     } else if (!transient) {
       note = " (attempt " + std::to_string(c->attempts) + "; not retried)";
     }
-    std::string msg = words_.where(*c) + ": HTTP " + std::to_string(status) + note + ": " +
-                      words_.redact(provider_message(c->resp));
+    std::string msg = access_.where(*c) + ": HTTP " + std::to_string(status) + note + ": " +
+                      access_.redact(provider_message(c->resp));
     ErrorKind kind = run_level.value_or(status == 429 ? ErrorKind::rate_limit : ErrorKind::http);
     err = llm_error(kind, msg, transient ? Transient::yes : Transient::no);
     retry = transient;
@@ -337,10 +337,10 @@ void Client::Impl::halt(long status) {
   std::string why =
       "not sent: an earlier request got HTTP " + std::to_string(status) + " (a run-level error)";
   for (Call* c : ready_)
-    finish(c, llm_error(ErrorKind::halted, words_.where(*c) + ": " + why, Transient::yes));
+    finish(c, llm_error(ErrorKind::halted, access_.where(*c) + ": " + why, Transient::yes));
   for (auto& [t, c] : timers_)
     finish(c, llm_error(ErrorKind::halted,
-                        words_.where(*c) + ": not retried: an earlier request got HTTP " +
+                        access_.where(*c) + ": not retried: an earlier request got HTTP " +
                             std::to_string(status) + " (a run-level error)",
                         Transient::yes));
   ready_.clear();
@@ -384,14 +384,14 @@ void Client::Impl::note_cut(const std::string& why, const Call& c, Millis latenc
                    ? std::to_string(latency.count()) + " ms vs baseline " +
                          std::to_string(static_cast<int>(admission_.baseline_ms())) + " ms"
                    : why,
-               c.req.tag.empty() ? c.sha.substr(0, 12) : c.req.tag);
+               c.req.label.empty() ? c.sha.substr(0, 12) : c.req.label);
   meter_.concurrency_cut();
 }
 
-void Client::Impl::count_usage(ChatResponse& r, TimePoint now, const Call& c, bool batch) {
+void Client::Impl::count_usage(ChatResponse& r, TimePoint now, const Call& c, Channel channel) {
   double actual = r.prompt_tokens + r.completion_tokens;
-  if (actual > 0 && !batch) admission_.refund(c.token_cost - actual, now);
-  price_call(r, lim_.prices, ep_.model, batch);
+  if (actual > 0 && channel == Channel::live) admission_.refund(c.token_cost - actual, now);
+  price_call(r, lim_.prices, ep_.model, channel);
   meter_.usage(r);
 }
 
@@ -423,8 +423,8 @@ void Client::Impl::flush() {
 }
 
 void Client::Impl::cancel_call(Call* c, const std::string& why) {
-  finish(c, llm_error(ErrorKind::cancelled, words_.where(*c) + ": " + why + words_.attempt_note(*c),
-                      Transient::yes));
+  finish(c, llm_error(ErrorKind::cancelled,
+                      access_.where(*c) + ": " + why + access_.attempt_note(*c), Transient::yes));
 }
 
 TimePoint Client::Impl::grace_deadline() {

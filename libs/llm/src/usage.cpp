@@ -21,13 +21,13 @@ const std::vector<double> kLatencyBounds = {50,   100,   250,   500,   1000,   2
 }  // namespace
 
 void price_call(ChatResponse& r, const std::map<std::string, Price>& prices,
-                const std::string& model, bool batch) {
+                const std::string& model, Channel channel) {
   auto price = prices.find(model);
   if (price == prices.end()) price = prices.find(r.model);
   if (price != prices.end()) {
     r.cost_usd = call_cost(price->second, r.prompt_tokens, r.completion_tokens,
                            r.cached_prompt_tokens, r.reasoning_tokens);
-    if (batch) r.cost_usd *= price->second.batch_multiplier;
+    if (channel == Channel::batch) r.cost_usd *= price->second.batch_multiplier;
   }
 }
 
@@ -41,9 +41,9 @@ void Meter::submitted() {
   ++stats_.submitted;
 }
 
-void Meter::failed_at_once(const char* kind, bool submitted) {
+void Meter::failed_at_once(const char* kind, Counted submitted) {
   std::lock_guard lk(mu_);
-  if (submitted) ++stats_.submitted;
+  if (submitted == Counted::now) ++stats_.submitted;
   ++stats_.failed;
   ++stats_.failures_by_kind[kind];
 }

@@ -16,10 +16,14 @@ namespace kforge::llm {
 
 struct Call;
 
+// How an answer came: a live call, or a line of a batch (billed at the batch multiplier, and
+// no tokens to give back to the admission's bucket).
+enum class Channel { live, batch };
+
 // Sets r.cost_usd from the price of `model` (else of the model the server reported), times the
 // batch multiplier for a batch answer; leaves it alone when neither has a price.
 void price_call(ChatResponse& r, const std::map<std::string, Price>& prices,
-                const std::string& model, bool batch);
+                const std::string& model, Channel channel);
 
 // The network loop's gauges, published once per turn of the loop.
 struct Gauges {
@@ -38,8 +42,10 @@ class Meter {
  public:
   Meter();
   void submitted();
-  // Failed at once, nothing sent: counted as submitted too when `submitted` (too_large).
-  void failed_at_once(const char* kind, bool submitted);
+  // Failed at once, nothing sent: counted as submitted too when it was a new request
+  // (too_large), not when it had been counted already (cancelled at shutdown).
+  enum class Counted { already, now };
+  void failed_at_once(const char* kind, Counted submitted);
   void coalesced();
   void attempt_started(bool retry);
   void response(int status);  // 0: no response

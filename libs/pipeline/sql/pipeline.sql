@@ -116,9 +116,9 @@ WHERE job_id = ?1 AND stage = ?2 AND status = 'ok' ORDER BY id DESC LIMIT 1;
 SELECT status, error_kind, error, kf_text(response_text) FROM stage_outputs
 WHERE job_id = ?1 AND stage = ?2 AND repair_round = ?3 ORDER BY id;
 
--- The answer holding a round's code (the view code_outputs, migration 0019): generate's for
--- round 0, the repair's for round N (an unfixable answer holds none). The scheduler's repair
--- prompt and the verifier (JobsVerifyQueue::lease) both read it.
+-- The answer holding a round's code (the view code_outputs, migration 0021): the code stage's
+-- for round 0, the repair stage's for round N (an unfixable answer holds none). The scheduler's
+-- repair prompt and the verifier (JobsVerifyQueue::lease) both read it.
 -- name: round_code
 SELECT kf_text(parsed_text) FROM code_outputs
 WHERE job_id = ?1 AND repair_round = ?2

@@ -65,8 +65,11 @@ std::string short_sha(const std::string& s) {
   return s.size() > 12 ? s.substr(0, 12) : s;
 }
 
+// Whether a template has a schema beside it (<name>.schema.json) that its answers must meet.
+enum class Schema { none, required };
+
 Result<Template> load_template(const std::filesystem::path& dir, const std::string& version,
-                               const std::string& name, bool with_schema,
+                               const std::string& name, Schema schema,
                                const std::set<std::string>& allowed,
                                StageKind kind = StageKind::code) {
   Template t;
@@ -87,7 +90,7 @@ Result<Template> load_template(const std::filesystem::path& dir, const std::stri
     if (std::find(t.placeholders.begin(), t.placeholders.end(), f.name) == t.placeholders.end())
       t.placeholders.push_back(f.name);
   }
-  if (with_schema) {
+  if (schema == Schema::required) {
     auto schema_path = dir / version / (name + ".schema.json");
     auto bytes = read_file(schema_path);
     if (!bytes.ok())
@@ -293,8 +296,8 @@ const Template* PipelineSpec::next(std::string_view name) const {
   return nullptr;
 }
 
-nlohmann::json PipelineSpec::identities(bool with_repair) const {
-  nlohmann::json j = nlohmann::json::object();
+nlohmann::ordered_json PipelineSpec::identities(bool with_repair) const {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
   for (const auto& s : stages)
     j[s.name] = {{"version", s.version},
                  {"sha256", s.sha256},
@@ -313,7 +316,7 @@ nlohmann::json PipelineSpec::identities(bool with_repair) const {
 std::string PipelineSpec::mismatch(const nlohmann::json& recorded) const {
   const std::string repair_name(store::kRepairStage);
   bool with_repair = recorded.is_object() && recorded.contains(repair_name);
-  nlohmann::json now = identities(with_repair);
+  nlohmann::ordered_json now = identities(with_repair);
   auto file_of = [&](const std::string& key) {
     if (key == retry.name) return "prompts/" + retry.name + ".md";
     return "prompts/" + version + "/" + key + ".md";
@@ -368,7 +371,7 @@ Result<std::filesystem::path> PromptLibrary::locate(const std::string& configure
 Result<PromptLibrary> PromptLibrary::load(const std::filesystem::path& dir) {
   PromptLibrary lib;
   lib.dir_ = dir;
-  KF_TRY(Template retry, load_template(dir, "common", "retry", false, {"reason"}));
+  KF_TRY(Template retry, load_template(dir, "common", "retry", Schema::none, {"reason"}));
   std::error_code ec;
   std::optional<EvidenceTemplate> evidence;  // read once, for the first version with repair.md
   std::vector<std::filesystem::path> subdirs;
@@ -397,7 +400,7 @@ Result<PromptLibrary> PromptLibrary::load(const std::filesystem::path& dir) {
         for (const char* p :
              {"kernel_wrapper", "unitest_code", "evidence", "round", "repair_rounds"})
           allowed.insert(p);
-        KF_TRY(Template t, load_template(dir, version, l.name, true, allowed, l.kind));
+        KF_TRY(Template t, load_template(dir, version, l.name, Schema::required, allowed, l.kind));
         spec.repair = std::move(t);
         if (!evidence) {
           KF_TRY(EvidenceTemplate e, load_evidence(dir));
@@ -406,7 +409,7 @@ Result<PromptLibrary> PromptLibrary::load(const std::filesystem::path& dir) {
         spec.evidence = *evidence;
         continue;
       }
-      KF_TRY(Template t, load_template(dir, version, l.name, true, allowed, l.kind));
+      KF_TRY(Template t, load_template(dir, version, l.name, Schema::required, allowed, l.kind));
       spec.stages.push_back(std::move(t));
       if (l.kind == StageKind::analysis) allowed.insert("analysis");
     }

@@ -167,7 +167,7 @@ Status Scheduler::note_provider_wait() {
   return {};
 }
 
-Status Scheduler::pause_run(RunInfo& run, const std::string& why) {
+Status Scheduler::pause_run(ServedRun& run, const std::string& why) {
   if (run.row.state != store::RunState::active) return {};
   auto paused = store_.set_run_state(run.row.tag, store::RunState::paused);
   if (!paused.ok()) return {};  // cancelled or finished meanwhile
@@ -228,7 +228,7 @@ Status Scheduler::lease_and_submit(StepReport& rep) {
     if (backlog >= cfg_.verify_backlog) return {};
   }
   std::int64_t now = clock_.wall_ms();
-  std::vector<RunInfo*> candidates;
+  std::vector<ServedRun*> candidates;
   for (auto& [id, run] : runs_)
     if (run.spec != nullptr && refused_.count(id) == 0 &&
         run.row.state == store::RunState::active && run.idle_until_ms <= now)
@@ -238,7 +238,7 @@ Status Scheduler::lease_and_submit(StepReport& rep) {
   int total = in_flight() + free;
   int share =
       (total + static_cast<int>(candidates.size()) - 1) / static_cast<int>(candidates.size());
-  auto lease_from = [&](RunInfo& run, int want) -> Status {
+  auto lease_from = [&](ServedRun& run, int want) -> Status {
     if (want <= 0 || free <= 0) return {};
     want = std::min(want, free);
     KF_TRY(auto jobs, store_.lease(run.row.id, want, cfg_.lease_ms));
@@ -264,13 +264,13 @@ Status Scheduler::lease_and_submit(StepReport& rep) {
     }
     return {};
   };
-  for (RunInfo* run : candidates) KF_CHECK(lease_from(*run, share - run->in_flight));
-  for (RunInfo* run : candidates)
+  for (ServedRun* run : candidates) KF_CHECK(lease_from(*run, share - run->in_flight));
+  for (ServedRun* run : candidates)
     if (run->idle_until_ms <= now) KF_CHECK(lease_from(*run, free));
   return {};
 }
 
-Status Scheduler::fail_before_call(RunInfo& run, const LeasedJob& job, const Error& why) {
+Status Scheduler::fail_before_call(ServedRun& run, const LeasedJob& job, const Error& why) {
   NextState next;
   next.state = store::JobState::failed;
   next.stage = job.stage;
@@ -293,7 +293,7 @@ Status Scheduler::fail_before_call(RunInfo& run, const LeasedJob& job, const Err
   return {};
 }
 
-Status Scheduler::submit(RunInfo& run, const LeasedJob& job) {
+Status Scheduler::submit(ServedRun& run, const LeasedJob& job) {
   const Template* tmpl = run.spec->stage(job.stage);
   if (tmpl == nullptr)
     return fail_before_call(
@@ -399,13 +399,13 @@ Status Scheduler::submit(RunInfo& run, const LeasedJob& job) {
   } else {
     req.expect_json = false;  // parsed and checked here: every answer is kept and replayable
   }
-  req.tag = "run=" + run.row.tag + " sample=" + in.key + " stage=" + job.stage +
-            (job.repair_round > 0 ? " round=" + std::to_string(job.repair_round) : "") +
-            " attempt=" + std::to_string(job.attempts + 1);
+  req.label = "run=" + run.row.tag + " sample=" + in.key + " stage=" + job.stage +
+              (job.repair_round > 0 ? " round=" + std::to_string(job.repair_round) : "") +
+              " attempt=" + std::to_string(job.attempts + 1);
   // Every recorded answer (kept across kforge retry) moves the identity on: only a call whose
   // answer was never checkpointed (a crash) is asked with the same identity, and replayed.
-  req.identity = "job=" + std::to_string(job.id) + " stage=" + job.stage +
-                 " attempt=" + std::to_string(earlier.size() + 1);
+  req.asker = "job=" + std::to_string(job.id) + " stage=" + job.stage +
+              " attempt=" + std::to_string(earlier.size() + 1);
   // A round never shares an answer with another round, even if their prompts were equal.
   req.round = job.repair_round;
 

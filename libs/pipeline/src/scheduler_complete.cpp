@@ -76,7 +76,7 @@ Status Scheduler::complete(Completion& c, StepReport& rep) {
     KF_CHECK(store_.release(job.id));
     written = true;
     if (*error_kind != llm::ErrorKind::halted && run_it != runs_.end()) {
-      RunInfo& run = run_it->second;
+      ServedRun& run = run_it->second;
       std::string fix = *error_kind == llm::ErrorKind::auth
                             ? "check the key (the variable llm.api_key_env names) "
                               "and its rights"
@@ -271,7 +271,7 @@ Status Scheduler::complete(Completion& c, StepReport& rep) {
     spdlog::debug("run {} sample {} stage {}: {} (retrying)", call->tag, call->sample_key,
                   job.stage, first_line(failure->message));
   if (run_it != runs_.end()) {
-    RunInfo& run = run_it->second;
+    ServedRun& run = run_it->second;
     if (next.state == JobState::queued) {
       run.idle_until_ms = 0;
       if (next.not_before_ms > 0)

@@ -53,7 +53,6 @@ Result<std::optional<verify::LeasedSample>> JobsVerifyQueue::lease(const std::st
     st->reset();
   }
   verify::VerifyRequest& req = out.request;
-  req.tag = job.job_id;
   {
     KF_TRY(store::Stmt * st, db_.cached(q()["vstage_sample"]));
     st->bind(1, job.sample_id);

@@ -4,7 +4,7 @@
 -- the exact request the model was sent: the body the LLM client stored for the call (llm_calls,
 -- by the call's identity; a replayed call points at the original row, which holds it), else the
 -- stage output's copy of it. The last column: 1 when the answer holds a round's code (the view
--- code_outputs, migration 0019).
+-- code_outputs, migration 0021).
 -- name: dataset_answers
 SELECT o.stage, o.repair_round, o.prompt_version, o.prompt_sha256,
        coalesce((SELECT kf_text(c.request_text) FROM llm_calls c

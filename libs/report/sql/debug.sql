@@ -15,12 +15,13 @@ SELECT stage, attempt, status, prompt_version, prompt_sha256, request_sha256,
 FROM stage_outputs WHERE run_id = ?1 AND sample_id = ?2 ORDER BY id;
 
 -- The answer whose code a sample shows, as export_rows's: the newest that holds code (the view
--- code_outputs, migration 0019), or a generation attempt newer than it. 0: none.
+-- code_outputs, migration 0021), or an attempt of the run's code stage (by its kind, the view
+-- stage_output_kinds) newer than it. 0: none.
 -- name: debug_shown_code
 SELECT max(coalesce((SELECT max(c.id) FROM code_outputs c
                      WHERE c.run_id = ?1 AND c.sample_id = ?2), 0),
-           coalesce((SELECT max(o.id) FROM stage_outputs o
-                     WHERE o.run_id = ?1 AND o.sample_id = ?2 AND o.stage = 'generate'), 0));
+           coalesce((SELECT max(o.id) FROM stage_output_kinds o
+                     WHERE o.run_id = ?1 AND o.sample_id = ?2 AND o.kind = 'code'), 0));
 
 -- Every verification of a sample in a run, oldest first.
 -- name: debug_verifications

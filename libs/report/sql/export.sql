@@ -1,11 +1,12 @@
--- Every job of a run with its sample's record, the latest analysis, the latest code (the newest
--- answer that holds code, the view code_outputs of migration 0019: the generation or a repair
--- round's corrected wrapper and test; or a generation attempt newer than it, so a failed
--- generation shows as the sample's latest attempt), and the latest verification, by sample
--- key. "Latest" is the newest row (highest id). The last three columns come from the latest
--- verification's report: the kernels its test launched ({name: count}), its test functions and
--- the speed label, when the verifier measured one; the last, the label's stored summary
--- (verification_speed, migration 0020).
+-- Every job of a run with its sample's record, the latest analysis (the newest answer of a stage
+-- of kind analysis, the view stage_output_kinds of migration 0021), the latest code (the newest
+-- answer that holds code, the view code_outputs: the code stage's or a repair round's corrected
+-- wrapper and test; or an attempt of the code stage newer than it, so a failed generation shows
+-- as the sample's latest attempt), and the latest verification, by sample key. "Latest" is the
+-- newest row (highest id). The last three columns come from the latest verification's report:
+-- the kernels its test launched ({name: count}), its test functions and the speed label, when
+-- the verifier measured one; the last, the label's stored summary (verification_speed,
+-- migration 0020).
 -- name: export_rows
 SELECT s.key, s.record_json, j.state, j.stage,
        an.status, kf_text(an.parsed_text), an.prompt_version, an.prompt_sha256,
@@ -33,13 +34,13 @@ SELECT s.key, s.record_json, j.state, j.stage,
 FROM jobs j
 JOIN samples s ON s.id = j.sample_id
 LEFT JOIN stage_outputs an ON an.id = (
-  SELECT max(o.id) FROM stage_outputs o
-  WHERE o.run_id = j.run_id AND o.sample_id = j.sample_id AND o.stage = 'analyze')
+  SELECT max(o.id) FROM stage_output_kinds o
+  WHERE o.run_id = j.run_id AND o.sample_id = j.sample_id AND o.kind = 'analysis')
 LEFT JOIN stage_outputs ge ON ge.id = max(
   coalesce((SELECT max(c.id) FROM code_outputs c
             WHERE c.run_id = j.run_id AND c.sample_id = j.sample_id), 0),
-  coalesce((SELECT max(o.id) FROM stage_outputs o
-            WHERE o.run_id = j.run_id AND o.sample_id = j.sample_id AND o.stage = 'generate'), 0))
+  coalesce((SELECT max(o.id) FROM stage_output_kinds o
+            WHERE o.run_id = j.run_id AND o.sample_id = j.sample_id AND o.kind = 'code'), 0))
 LEFT JOIN verifications v ON v.id = (
   SELECT max(x.id) FROM verifications x WHERE x.run_id = j.run_id AND x.sample_id = j.sample_id)
 WHERE j.run_id = ?1

@@ -8,6 +8,7 @@
 #include <spdlog/fmt/fmt.h>
 
 #include "kforge/report/export.hpp"
+#include "labels.hpp"
 
 namespace kforge::report {
 
@@ -350,13 +351,12 @@ nlohmann::ordered_json flips_json(const std::vector<Flip>& flips);
 nlohmann::ordered_json rounds_json(const RunSummary& s) {
   nlohmann::ordered_json j = nlohmann::ordered_json::array();
   for (const auto& y : s.rounds)
-    j.push_back(
-        {{"round", y.round},
-         {"after", y.round == 0 ? std::string("generate") : "repair " + std::to_string(y.round)},
-         {"verified", y.verified},
-         {"rate", y.rate},
-         {"cost_usd", y.cost_usd},
-         {"cost_per_verified", opt_json(y.cost_per_verified)}});
+    j.push_back({{"round", y.round},
+                 {"after", detail::round_name(y.round)},
+                 {"verified", y.verified},
+                 {"rate", y.rate},
+                 {"cost_usd", y.cost_usd},
+                 {"cost_per_verified", opt_json(y.cost_per_verified)}});
   return j;
 }
 

@@ -391,9 +391,8 @@ std::string pair_section(const Comparison& c, const PairComparison& p) {
                          r.samples, percent(y.rate), money(y.cost_per_verified));
     };
     for (std::size_t i = 0; i < n; ++i)
-      s += fmt::format("<tr><td>{}</td>{}{}</tr>",
-                       i == 0 ? std::string("generate") : fmt::format("repair {}", i),
-                       cells(p.a, i), cells(p.b, i));
+      s += fmt::format("<tr><td>{}</td>{}{}</tr>", round_name(static_cast<int>(i)), cells(p.a, i),
+                       cells(p.b, i));
     s += fmt::format(
         R"(<tr><td>repair rounds of the run</td><td class="num" colspan="2">{}</td>)"
         R"(<td class="num" colspan="2">{}</td></tr>)"

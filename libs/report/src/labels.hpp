@@ -12,6 +12,10 @@ namespace kforge::report::detail {
 
 // "llm_error" -> "LLM error", "rejected" -> "rejected by kernel facts", ...
 std::string label(std::string_view name);
+// A round of the verified yield, as every report names it: "generate" for round 0 (the code
+// stage's answer), "repair N" after N repair rounds. A label, not a stage's name: the one
+// place it is spelled.
+std::string round_name(int round);
 // 0.4167 -> "41.7%"
 std::string percent(double rate);
 // +0.2727 -> "+27.3 pts"

@@ -30,8 +30,9 @@ Result<RetrySelection> select_retry(store::Db& db, const std::string& tag,
       return fail("usage", "--verdict: '" + v +
                                "' is not a verdict (passed, failed, error, timeout, crashed, "
                                "invalid, skipped, flagged)");
-  static const std::vector<std::string> kFailures = {"llm_error", "parse_error", "rejected",
-                                                     "other"};
+  static const std::vector<std::string> kFailures = {
+      std::string(to_string(Category::llm_error)), std::string(to_string(Category::parse_error)),
+      std::string(to_string(Category::rejected)), std::string(to_string(Category::other))};
   for (const auto& f : opts.failures)
     if (!contains(kFailures, f))
       return fail("usage",
@@ -56,11 +57,11 @@ Result<RetrySelection> select_retry(store::Db& db, const std::string& tag,
     std::string known;
     for (const auto& n : analysis) known += n + ", ";
     for (const auto& n : code) known += n + ", ";
-    if (analysis.empty() && (*opts.stage == "analyze" || *opts.stage == "analysis"))
-      return fail("usage", "--stage " + *opts.stage + ": run '" + tag + "' uses pipeline " +
-                               run.pipeline + ", which has no analysis stage");
     return fail("usage", "--stage: '" + *opts.stage + "' is not a stage of run '" + tag + "' (" +
-                             known + "or " + verify + ")");
+                             known + "or " + verify + ")" +
+                             (analysis.empty()
+                                  ? "; its pipeline, " + run.pipeline + ", has no analysis stage"
+                                  : std::string()));
   }
   KF_TRY(auto outcomes, load_outcomes(db, run));
   RetrySelection sel;

@@ -20,6 +20,10 @@ std::string label(std::string_view name) {
   return std::string(name);
 }
 
+std::string round_name(int round) {
+  return round == 0 ? "generate" : fmt::format("repair {}", round);
+}
+
 std::string percent(double rate) {
   return fmt::format("{:.1f}%", rate * 100.0);
 }
@@ -177,10 +181,6 @@ void flip_list(std::string& out, const char* title, const std::vector<Flip>& fli
                        label(to_string(f.to)));
     ++shown;
   }
-}
-
-std::string round_name(int round) {
-  return round == 0 ? "generate" : fmt::format("repair {}", round);
 }
 
 std::string yield_cell(const RunSummary& s, std::size_t i) {

@@ -49,7 +49,8 @@ Result<ViewCache::Outcomes> outcomes_of(store::Db& db, const RunInfo& run, ViewC
 
 namespace {
 
-struct RunRow {
+// A line of the runs page: a run with its counts and cost.
+struct RunsPageRow {
   std::int64_t id = 0;
   std::string tag, pipeline, model, state;
   std::int64_t created_ms = 0, updated_ms = 0, jobs = 0, finished = 0;
@@ -57,9 +58,14 @@ struct RunRow {
   std::int64_t tokens = 0;
 };
 
-// "name n, name n" from a two-column count query bound to the run.
+// What a count query bound to the run returns: (name, n), or (name, state, n) shown as
+// "name (state) n".
+enum class CountColumns { name, name_state };
+
+// "name n, name n" from a count query bound to the run.
 Result<std::string> counts_text(store::Db& db, std::string_view query, std::int64_t run_id,
-                                bool with_state = false) {
+                                CountColumns columns = CountColumns::name) {
+  const bool with_state = columns == CountColumns::name_state;
   KF_TRY(store::Stmt s, db.prepare(queries()[query]));
   s.bind(1, run_id);
   std::string out;
@@ -75,11 +81,11 @@ Result<std::string> counts_text(store::Db& db, std::string_view query, std::int6
 }  // namespace
 
 Result<Body> runs_page(store::Db& db, const ViewOptions& opts) {
-  std::vector<RunRow> runs;
+  std::vector<RunsPageRow> runs;
   {
     KF_TRY(store::Stmt s, db.prepare(queries()["viewer_runs"]));
     KF_CHECK(s.each([&](store::Stmt& r) {
-      RunRow x;
+      RunsPageRow x;
       x.id = r.int64(0);
       x.tag = r.text(1);
       x.pipeline = r.text(2);
@@ -106,7 +112,7 @@ Result<Body> runs_page(store::Db& db, const ViewOptions& opts) {
   for (const auto& r : runs) {
     if (r.state == store::to_string(store::RunState::active)) b.refresh = true;
     double pct = r.jobs > 0 ? static_cast<double>(r.finished) / static_cast<double>(r.jobs) : 0;
-    KF_TRY(std::string phase, counts_text(db, "viewer_run_phase", r.id, true));
+    KF_TRY(std::string phase, counts_text(db, "viewer_run_phase", r.id, CountColumns::name_state));
     KF_TRY(std::string verdicts, counts_text(db, "viewer_run_verdicts", r.id));
     KF_TRY(std::string flags, counts_text(db, "viewer_run_flags", r.id));
     h += "<tr><td>" + link("/run", {{"tag", r.tag}}, r.tag) + "</td><td>" +

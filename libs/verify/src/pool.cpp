@@ -31,7 +31,7 @@ Pool::~Pool() {
       Sample j = std::move(s.run->job);
       if (!I.warm && s.run->pid > 0) I.reap_later.push_back(s.run->pid);
       s.run->job = Sample{};
-      I.drop_run(*s.run);
+      I.drop_process(*s.run);
       s.run.reset();
       I.fail_job(std::move(j), "the verifier pool shut down");
     }
@@ -77,7 +77,6 @@ Result<std::uint64_t> Pool::submit(VerifyRequest request, Callback done) {
   if (!missing.empty()) {
     VerifyResult res;
     res.key = request.key;
-    res.tag = request.tag;
     res.verdict = Verdict::skipped;
     std::string list;
     for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;

@@ -80,7 +80,13 @@ struct Sample {
 
 enum class WorkerState { down, starting, ready, dead_device };
 
-struct Run {
+// How a sample's process starts: for the sample at hand, or prestarted (a spare that waits,
+// sandboxed, for its request on a go channel).
+enum class Start { now, prestart };
+
+// One sample's process: the harness running it (and its mutant phase, in the same process),
+// with its directory, pipes, cgroup and what was read from it.
+struct SampleProcess {
   Sample job;
   std::string dir;
   int out_fd = -1, err_fd = -1, res_fd = -1;
@@ -130,8 +136,8 @@ struct Slot {
   SteadyTime next_start{};
   int backoff_ms = 0;
   bool ever_ready = false;
-  std::unique_ptr<Run> run;
-  std::unique_ptr<Run> spare;  // prestarted, waiting for a sample
+  std::unique_ptr<SampleProcess> run;
+  std::unique_ptr<SampleProcess> spare;  // prestarted, waiting for a sample
   SteadyTime next_spare{};
   int spare_failures = 0;
 };
@@ -207,9 +213,9 @@ struct Pool::Impl {
   void spare_died(Slot& s);
 
   // --- one run's directory, pipes and deadline (pool_run.cpp) ---
-  RunPlace place(const Slot& s, const Run& r) const;
-  nlohmann::json sandbox_json(const Slot& s, const Run& r) const;
-  nlohmann::json request_json(const Slot& s, const Run& r) const;
+  RunPlace place(const Slot& s, const SampleProcess& r) const;
+  nlohmann::json sandbox_json(const Slot& s, const SampleProcess& r) const;
+  nlohmann::json request_json(const Slot& s, const SampleProcess& r) const;
   // The request's "timing" (verifier.timing, the run's required speedup): off for mutant runs.
   nlohmann::json timing_json(const Slot& s, const Sample& job) const;
   // The targets a sample's kernels are compiled for (none for a mutant run), and its deadline
@@ -220,17 +226,17 @@ struct Pool::Impl {
   void note_unavailable_targets(const VerifyResult& res);
   // A run's directory, cgroup and pipes (the read ends kept, the write ends returned in
   // `child`: stdout, stderr, result and, for a prestarted child, the go channel's far end).
-  std::unique_ptr<Run> new_run(Slot& s, bool prestart, std::vector<int>& child);
+  std::unique_ptr<SampleProcess> new_process(Slot& s, Start start, std::vector<int>& child);
   // Whatever a run holds outside its process: cgroup, directory, pipes.
-  void drop_run(Run& r);
-  void flush_go(Run& r);
+  void drop_process(SampleProcess& r);
+  void flush_go(SampleProcess& r);
   // The sample's clock starts now.
-  void arm(Run& r);
+  void arm(SampleProcess& r);
   bool dispatch(Slot& s, Sample job);
-  void drain_fd(int& fd, Run& r, Stream which);
+  void drain_fd(int& fd, SampleProcess& r, Stream which);
   // The real run's report has arrived; if the mutant run follows in the same process, it gets
   // a deadline of its own, as it would in a process of its own.
-  void watch_first_line(Run& r);
+  void watch_first_line(SampleProcess& r);
   void kill_run(Slot& s, KillReason why);
 
   // --- verdicts (pool_verdict.cpp) ---

@@ -195,7 +195,7 @@ void Pool::Impl::step(milliseconds max_wait) {
   // Deadlines, wedged workers, finished runs.
   for (auto& s : slots) {
     if (!s.run) continue;
-    Run& r = *s.run;
+    SampleProcess& r = *s.run;
     if (!r.exited && r.killed == KillReason::none && t >= r.deadline)
       kill_run(s, KillReason::timeout);
     if (warm && !r.exited) {

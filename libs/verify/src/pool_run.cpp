@@ -20,11 +20,11 @@ namespace kforge::verify {
 
 namespace fs = std::filesystem;
 
-RunPlace Pool::Impl::place(const Slot& s, const Run& r) const {
+RunPlace Pool::Impl::place(const Slot& s, const SampleProcess& r) const {
   return {r.dir, s.cache_dir, r.cgroup, s.own_uid ? static_cast<int>(r.uid) : -1};
 }
 
-nlohmann::json Pool::Impl::sandbox_json(const Slot& s, const Run& r) const {
+nlohmann::json Pool::Impl::sandbox_json(const Slot& s, const SampleProcess& r) const {
   return sandbox->spec(place(s, r));
 }
 
@@ -78,7 +78,7 @@ nlohmann::json Pool::Impl::timing_json(const Slot& s, const Sample& job) const {
           {"wait_s", t.wait_s}};
 }
 
-nlohmann::json Pool::Impl::request_json(const Slot& s, const Run& r) const {
+nlohmann::json Pool::Impl::request_json(const Slot& s, const SampleProcess& r) const {
   const Sample& job = r.job;
   const auto& d = devices[s.device];
   nlohmann::json lock = nullptr;
@@ -110,10 +110,12 @@ nlohmann::json Pool::Impl::request_json(const Slot& s, const Run& r) const {
           {"sandbox", sandbox_json(s, r)}};
 }
 
-// A run's directory, cgroup and pipes (the read ends kept, the write ends returned in
+// A sample process's directory, cgroup and pipes (the read ends kept, the write ends returned in
 // `child`: stdout, stderr, result and, for a prestarted child, the go channel's far end).
-std::unique_ptr<Run> Pool::Impl::new_run(Slot& s, bool prestart, std::vector<int>& child) {
-  auto run = std::make_unique<Run>();
+std::unique_ptr<SampleProcess> Pool::Impl::new_process(Slot& s, Start start,
+                                                       std::vector<int>& child) {
+  const bool prestart = start == Start::prestart;
+  auto run = std::make_unique<SampleProcess>();
   run->wid = next_id++;
   run->prestarted = prestart;
   run->out = CappedBuffer(static_cast<std::size_t>(cfg.output_cap_kb) * 1024);
@@ -143,7 +145,7 @@ std::unique_ptr<Run> Pool::Impl::new_run(Slot& s, bool prestart, std::vector<int
   if (ok && prestart) ok = ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p_go) == 0;
   if (!ok) {
     spdlog::error("verifier: cannot make pipes for {}: {}", run->dir, std::strerror(errno));
-    drop_run(*run);
+    drop_process(*run);
     return nullptr;
   }
   run->out_fd = p_out[0];
@@ -158,7 +160,7 @@ std::unique_ptr<Run> Pool::Impl::new_run(Slot& s, bool prestart, std::vector<int
 }
 
 // Whatever a run holds outside its process: cgroup, directory, pipes.
-void Pool::Impl::drop_run(Run& r) {
+void Pool::Impl::drop_process(SampleProcess& r) {
   if (!r.cgroup.empty()) cgroups->destroy(r.cgroup), r.cgroup.clear();
   for (int* fd : {&r.out_fd, &r.err_fd, &r.res_fd, &r.go_fd}) sys::close_fd(*fd);
   std::error_code ec;
@@ -166,7 +168,7 @@ void Pool::Impl::drop_run(Run& r) {
   if (ec) spdlog::warn("verifier: cannot remove {}: {}", r.dir, ec.message());
 }
 
-void Pool::Impl::flush_go(Run& r) {
+void Pool::Impl::flush_go(SampleProcess& r) {
   while (r.go_fd >= 0 && !r.go_pending.empty()) {
     ssize_t n =
         ::send(r.go_fd, r.go_pending.data(), r.go_pending.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -182,7 +184,7 @@ void Pool::Impl::flush_go(Run& r) {
 }
 
 // The sample's clock starts now.
-void Pool::Impl::arm(Run& r) {
+void Pool::Impl::arm(SampleProcess& r) {
   r.dispatched = now();
   r.started = r.dispatched;
   r.deadline = r.dispatched + milliseconds(static_cast<std::int64_t>(r.timeout_s * 1000));
@@ -192,7 +194,7 @@ bool Pool::Impl::dispatch(Slot& s, Sample job) {
   if (s.spare) {
     // The prestarted child takes the sample: the request goes down its go channel.
     s.run = std::move(s.spare);
-    Run& r = *s.run;
+    SampleProcess& r = *s.run;
     r.job = std::move(job);
     r.timeout_s = timeout_of(r.job);
     arm(r);
@@ -202,7 +204,7 @@ bool Pool::Impl::dispatch(Slot& s, Sample job) {
     return true;
   }
   std::vector<int> child;
-  auto run = new_run(s, false, child);
+  auto run = new_process(s, Start::now, child);
   if (!run) {
     fail_job(std::move(job), "cannot prepare a sample directory under " + run_root);
     return false;
@@ -214,7 +216,7 @@ bool Pool::Impl::dispatch(Slot& s, Sample job) {
   if (!st.ok()) {
     spdlog::error("verifier: cannot prepare {}: {}", run->dir, st.error().message);
     for (int fd : child) ::close(fd);
-    drop_run(*run);
+    drop_process(*run);
     fail_job(std::move(run->job), "cannot prepare the sample directory " + run->dir);
     return false;
   }
@@ -249,7 +251,7 @@ bool Pool::Impl::dispatch(Slot& s, Sample job) {
   return true;
 }
 
-void Pool::Impl::drain_fd(int& fd, Run& r, Stream which) {
+void Pool::Impl::drain_fd(int& fd, SampleProcess& r, Stream which) {
   char buf[65536];
   while (fd >= 0) {
     ssize_t n = ::read(fd, buf, sizeof buf);
@@ -275,7 +277,7 @@ void Pool::Impl::drain_fd(int& fd, Run& r, Stream which) {
 
 // The real run's report has arrived; if the mutant run follows in the same process, it gets
 // a deadline of its own, as it would in a process of its own.
-void Pool::Impl::watch_first_line(Run& r) {
+void Pool::Impl::watch_first_line(SampleProcess& r) {
   auto nl = r.result.find('\n');
   if (nl == std::string::npos) return;
   r.first_line_seen = true;
@@ -291,7 +293,7 @@ void Pool::Impl::watch_first_line(Run& r) {
 }
 
 void Pool::Impl::kill_run(Slot& s, KillReason why) {
-  Run& r = *s.run;
+  SampleProcess& r = *s.run;
   if (r.killed != KillReason::none) return;
   r.killed = why;
   r.kill_time = now();

@@ -22,8 +22,8 @@ namespace kforge::verify {
 namespace fs = std::filesystem;
 
 void Pool::Impl::finish_run(Slot& s) {
-  std::unique_ptr<Run> run = std::move(s.run);
-  Run& r = *run;
+  std::unique_ptr<SampleProcess> run = std::move(s.run);
+  SampleProcess& r = *run;
   // Whatever the sample left behind dies with it.
   std::int64_t oom = 0;
   if (!r.cgroup.empty()) {
@@ -37,7 +37,7 @@ void Pool::Impl::finish_run(Slot& s) {
   drain_fd(r.out_fd, r, Stream::out);
   drain_fd(r.err_fd, r, Stream::err);
   drain_fd(r.res_fd, r, Stream::result);
-  drop_run(r);
+  drop_process(r);
   if (r.prestarted && r.killed == KillReason::none) s.spare_failures = 0;
 
   // The result pipe holds the real run's report and, after a mutant run in the same process,
@@ -86,7 +86,6 @@ void Pool::Impl::finish_run(Slot& s) {
 
   VerifyResult res;
   res.key = r.job.request.key;
-  res.tag = r.job.request.tag;
   res.verdict = c.verdict;
   res.detail = c.detail;
   res.flags = c.flags;
@@ -218,7 +217,6 @@ void Pool::Impl::complete(Sample job, VerifyResult res) {
 void Pool::Impl::fail_job(Sample job, const std::string& why) {
   VerifyResult res;
   res.key = job.request.key;
-  res.tag = job.request.tag;
   res.verdict = Verdict::error;
   res.detail = why;
   res.flags = {kInfrastructure};

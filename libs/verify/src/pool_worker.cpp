@@ -242,7 +242,7 @@ bool Pool::Impl::prestarting(const Slot& s) const {
 // its CUDA context now, while the slot's current sample still runs.
 void Pool::Impl::prepare_spare(Slot& s) {
   std::vector<int> child;
-  auto run = new_run(s, true, child);
+  auto run = new_process(s, Start::prestart, child);
   if (!run) return;
   nlohmann::json prep = {{"sandbox", sandbox_json(s, *run)},
                          {"python_path", cfg.python_path},
@@ -251,7 +251,7 @@ void Pool::Impl::prepare_spare(Slot& s) {
   if (!st.ok()) {
     spdlog::error("verifier: cannot prepare {}: {}", run->dir, st.error().message);
     for (int fd : child) ::close(fd);
-    drop_run(*run);
+    drop_process(*run);
     return;
   }
   nlohmann::json msg = {{"op", "prepare"}, {"id", run->wid}, {"prep", run->dir + "/prep.json"}};
@@ -263,13 +263,13 @@ void Pool::Impl::prepare_spare(Slot& s) {
 void Pool::Impl::drop_spare(Slot& s) {
   if (!s.spare) return;
   sandbox->kill_run(s.spare->pid, s.own_uid ? static_cast<int>(s.spare->uid) : -1);
-  drop_run(*s.spare);
+  drop_process(*s.spare);
   s.spare.reset();
 }
 
 // The prestarted child ended before it got a sample.
 void Pool::Impl::spare_died(Slot& s) {
-  Run& r = *s.spare;
+  SampleProcess& r = *s.spare;
   drain_fd(r.err_fd, r, Stream::err);
   drain_fd(r.res_fd, r, Stream::result);
   std::string why = "exited before it was given a sample";

@@ -65,7 +65,6 @@ Status SlurmBackend::store_line(std::int64_t array_id, int task, const std::stri
                  task, idx, v.key, row->key);
     return {};
   }
-  v.tag = job.job_id;
 
   const std::int64_t now = clock_.wall_ms();
   KF_TRY(store::Transaction tx, store::Transaction::begin(db_));

@@ -72,14 +72,14 @@ struct ChatRequest {
   // Per-request overrides of the configured sampling (part of the identity when set).
   std::optional<double> temperature;
   std::optional<int> max_tokens;
-  // Free text for logs and the audit row, e.g. "run=v2 sample=k17 stage=analyze". Not part of
-  // the identity.
-  std::string tag;
+  // Free text for logs and the audit row (llm_calls.tag), e.g. "run=v2 sample=k17
+  // stage=analyze". Not part of the identity.
+  std::string label;
   // Who asks, for the identity only (never sent): e.g. "job=17 stage=analyze attempt=2". Two
-  // requests with equal bytes but different identities are different calls: a stored answer
-  // is replayed only to the same asker (the same attempt of the same job after a crash), never
-  // to a later attempt.
-  std::string identity;
+  // requests with equal bytes but different askers are different calls: a stored answer is
+  // replayed only to the same asker (the same attempt of the same job after a crash), never to
+  // a later attempt.
+  std::string asker;
   // The pipeline's round for this request (the N-th repair of a sample): part of the identity
   // when > 0, not sent. Two rounds never share a stored answer, even with equal messages.
   int round = 0;

@@ -47,7 +47,7 @@ struct NewRun {
   std::string model;
   std::string first_stage;
   store::RunParams params;
-  nlohmann::json prompts = nlohmann::json::object();
+  nlohmann::ordered_json prompts = nlohmann::ordered_json::object();  // stored in this order
   std::vector<std::int64_t> sample_ids;  // one job each, in this order
 };
 

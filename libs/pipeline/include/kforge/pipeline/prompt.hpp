@@ -82,8 +82,9 @@ struct PipelineSpec {
   // {"analyze": {"version": "v2", "sha256": "...", "schema_sha256": "...", "kind": "analysis"},
   //  ..., "retry": {"version": "common", "sha256": "..."}}: what a run records. with_repair (a
   //  run with repair rounds) adds "repair": {"version", "sha256", "schema_sha256", "kind",
-  //  "evidence_sha256"}; the version must have a repair stage then.
-  nlohmann::json identities(bool with_repair = false) const;
+  //  "evidence_sha256"}; the version must have a repair stage then. The stages in the spec's
+  //  order, which the run keeps (its analyses are read back in that order, run_prompts.hpp).
+  nlohmann::ordered_json identities(bool with_repair = false) const;
   // "" when `recorded` (a run's prompts_json) matches; else what changed, e.g.
   // "prompts/v2/analyze.md changed since the run was created (sha256 1a2b3c4d... now 5e6f...)".
   // The repair template is checked when the run recorded it.

@@ -7,7 +7,7 @@
 // verification stays in the history, and the next attempt is added beside them. At stage
 // `verify` a job goes back to state verify_queued at the round of the code it holds now (the
 // newest answer that holds code, the view code_outputs), and the verifier runs that code again;
-// at an LLM stage (analyze, generate) to state queued at round 0 with attempts reset. error_kind
+// at an LLM stage (an analysis or the code stage) to state queued at round 0 with attempts reset. error_kind
 // and error keep why it was re-queued. A finished run becomes active again.
 
 #include <cstdint>
@@ -22,7 +22,7 @@ namespace kforge::pipeline {
 struct Requeue {
   std::int64_t job_id = 0;
   std::string key;         // the sample's, for messages
-  std::string stage;       // analyze | generate | verify: where it starts again
+  std::string stage;       // an LLM stage of the run, or verify: where it starts again
   std::string error_kind;  // what it was (jobs.error_kind)
   std::string reason;      // jobs.error
 };

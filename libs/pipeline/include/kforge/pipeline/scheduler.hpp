@@ -122,7 +122,8 @@ class Scheduler {
   struct Call;
   struct Completion;
   struct Inbox;
-  struct RunInfo {
+  // A run this scheduler serves: its row, its spec, and the scheduler's own bookkeeping of it.
+  struct ServedRun {
     RunRow row;
     const PipelineSpec* spec = nullptr;
     int in_flight = 0;
@@ -133,10 +134,10 @@ class Scheduler {
 
   Status refresh_runs();
   Status lease_and_submit(StepReport& rep);
-  Status submit(RunInfo& run, const LeasedJob& job);
+  Status submit(ServedRun& run, const LeasedJob& job);
   Status complete(Completion& c, StepReport& rep);
-  Status fail_before_call(RunInfo& run, const LeasedJob& job, const Error& why);
-  Status pause_run(RunInfo& run, const std::string& why);
+  Status fail_before_call(ServedRun& run, const LeasedJob& job, const Error& why);
+  Status pause_run(ServedRun& run, const std::string& why);
   Status note_provider_wait();
   std::int64_t backoff_ms(int failures) const;
 
@@ -146,7 +147,7 @@ class Scheduler {
   Clock& clock_;
   PipelineConfig cfg_;
 
-  std::map<std::int64_t, RunInfo> runs_;
+  std::map<std::int64_t, ServedRun> runs_;
   std::map<std::int64_t, std::string> refused_;
   std::map<std::int64_t, std::unique_ptr<Call>> in_flight_;  // by job id
   std::uint64_t generation_ = 0;

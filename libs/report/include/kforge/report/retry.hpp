@@ -21,8 +21,9 @@ struct RetryOptions {
   std::vector<std::string> verdicts;
   // Select samples that failed before verification: llm_error, parse_error, rejected, other.
   std::vector<std::string> failures;
-  // Where to start again: analyze | generate | verify. Absent: verify for samples with a
-  // verdict, the stage that failed for the others.
+  // Where to start again: one of the run's stages of kind analysis or code, as it recorded them
+  // (v2: analyze, generate), or verify; another name is a "usage" error that lists the run's.
+  // Absent: verify for samples with a verdict, the stage that failed for the others.
   std::optional<std::string> stage;
 };
 
@@ -30,7 +31,7 @@ struct RetryOptions {
 struct RetryJob {
   std::int64_t job_id = 0;
   std::string key;
-  std::string stage;    // analyze | generate | verify: where it starts again
+  std::string stage;    // an analysis or the code stage of the run, or verify: where it starts
   std::string outcome;  // what it was: a verdict, "flagged", or a stage failure
   std::string reason;   // "re-queued by kforge retry from OUTCOME: DETAIL"
 };

@@ -3,7 +3,8 @@
 // {STAGE: {"version", "sha256", "schema_sha256", "kind"}, ..., "retry": {...}}. The kinds
 // (states.hpp) say what each stage's answer holds, so report and status ask "has an analysis",
 // "which stage holds the code" here, never by a pipeline's or a stage's name. Migration 0017 gave
-// runs recorded before kinds theirs.
+// runs recorded before kinds theirs. The stages are stored in the spec's order (a run created
+// before that kept them in name order); read them with nlohmann::ordered_json to keep it.
 
 #include <string>
 #include <vector>

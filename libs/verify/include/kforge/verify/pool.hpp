@@ -41,7 +41,6 @@ struct VerifyRequest {
   std::optional<std::string> kernel_wrapper;
   std::optional<std::string> unitest_code;
   double timeout_s = 0;  // 0: the configured timeout
-  std::int64_t tag = 0;  // opaque to the pool (e.g. a job id); returned in the result
   // Targets to compile this sample's kernels for after a passing run, besides those of
   // verifier.cross_compile (a run's --require-target); checked with verify/targets.hpp.
   std::vector<std::string> cross_compile;

@@ -35,8 +35,8 @@ struct VerifyJob {
 };
 
 // What lease() hands out: the job, and the sample with its round's generated code as a request
-// (tag: the job id; cross_compile: the targets the job's run requires). A field the queue does
-// not have is left empty (nullopt), so the verdict is `skipped`.
+// (cross_compile: the targets the job's run requires). A field the queue does not have is left
+// empty (nullopt), so the verdict is `skipped`.
 struct LeasedSample {
   VerifyJob job;
   VerifyRequest request;

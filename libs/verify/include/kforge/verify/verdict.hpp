@@ -45,7 +45,6 @@ inline constexpr const char* kEnvironment = "environment";
 
 struct VerifyResult {
   std::string key;
-  std::int64_t tag = 0;  // the caller's, from the request
   Verdict verdict = Verdict::error;
   std::string detail;  // one line: the assertion, exception, signal or deadline
   std::vector<std::string> flags;

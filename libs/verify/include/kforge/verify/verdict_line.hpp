@@ -19,7 +19,7 @@ namespace kforge::verify {
 
 struct VerdictLine {
   std::int64_t index = 0;  // the record's position in its shard (0-based)
-  VerifyResult result;     // tag and stdout_text are not carried
+  VerifyResult result;     // stdout_text is not carried
 };
 
 nlohmann::ordered_json to_json(const VerdictLine& line);
