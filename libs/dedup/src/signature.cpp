@@ -153,7 +153,8 @@ std::size_t indent_of(std::string_view line) {
 }
 
 // Whether a decorator line ("@triton.jit", "@jit(...)", "@triton.jit(do_not_specialize=...)")
-// makes a Triton kernel.
+// makes a Triton kernel: also Gluon's (`@gluon.jit`) and Triton-distributed's
+// (`@triton_dist.jit`), Triton kernels with more language features.
 bool jit_decorator(std::string_view line) {
   std::string_view s = strip_left(line);
   if (s.empty() || s[0] != '@') return false;
@@ -161,7 +162,8 @@ bool jit_decorator(std::string_view line) {
   std::size_t end = 0;
   while (end < s.size() && (ident_char(static_cast<unsigned char>(s[end])) || s[end] == '.')) ++end;
   std::string_view name = s.substr(0, end);
-  return name == "jit" || name == "triton.jit" || name == "tl.jit";
+  return name == "jit" || name == "triton.jit" || name == "tl.jit" || name == "gluon.jit" ||
+         name == "triton_dist.jit";
 }
 
 // The source of each @jit-decorated function, from `def` to its last indented line.
@@ -171,7 +173,10 @@ std::vector<std::string_view> kernel_sources(std::string_view code) {
   for (std::size_t at = 0; at <= code.size();) {
     std::size_t nl = code.find('\n', at);
     if (nl == std::string_view::npos) nl = code.size();
-    lines.push_back(code.substr(at, nl - at));
+    // Without the '\r' of a CRLF line end, or a blank line would end a kernel.
+    std::size_t len = nl - at;
+    if (len > 0 && code[at + len - 1] == '\r') --len;
+    lines.push_back(code.substr(at, len));
     offsets.push_back(at);
     at = nl + 1;
   }
@@ -288,44 +293,15 @@ void normalise_identifiers(std::string_view src, std::vector<std::string_view>& 
 
 // Functions kernels call that move or index data rather than compute (left out of `ops`).
 bool data_function(std::string_view t) {
-  static constexpr std::string_view kData[] = {"load",
-                                               "store",
-                                               "program_id",
-                                               "arange",
-                                               "make_block_ptr",
-                                               "advance",
-                                               "num_programs",
-                                               "multiple_of",
-                                               "max_contiguous",
-                                               "cdiv",
-                                               "static_range",
-                                               "to",
-                                               "zeros",
-                                               "full",
-                                               "zeros_like",
-                                               "full_like",
-                                               "reshape",
-                                               "view",
-                                               "broadcast_to",
-                                               "expand_dims",
-                                               "trans",
-                                               "permute",
-                                               "split",
-                                               "join",
-                                               "cast",
-                                               "static_assert",
-                                               "debug_barrier",
-                                               "device_assert",
-                                               "range",
-                                               "constexpr",
-                                               "pointer_type",
-                                               "next_power_of_2",
-                                               "make_tensor_descriptor",
-                                               "load_tensor_descriptor",
-                                               "store_tensor_descriptor",
-                                               "assume",
-                                               "where",
-                                               "empty"};
+  static constexpr std::string_view kData[] = {
+      "load", "store", "program_id", "arange", "make_block_ptr", "advance", "num_programs",
+      "multiple_of", "max_contiguous", "cdiv", "static_range", "to", "zeros", "full", "zeros_like",
+      "full_like", "reshape", "view", "broadcast_to", "expand_dims", "trans", "permute", "split",
+      "join", "cast", "static_assert", "debug_barrier", "device_assert", "range", "constexpr",
+      "pointer_type", "next_power_of_2", "make_tensor_descriptor", "load_tensor_descriptor",
+      "store_tensor_descriptor", "assume", "where", "empty",
+      // Triton-distributed's loads and stores
+      "ld", "st", "ld_vector", "st_vector", "num_threads"};
   for (auto k : kData)
     if (t == k) return true;
   return false;
@@ -344,7 +320,8 @@ void add_ops(const std::vector<std::string_view>& toks, std::vector<std::string_
       ops.push_back(t);
     } else if (i > 0 && toks[i - 1] == "." && i + 1 < toks.size() && toks[i + 1] == "(" &&
                ident_start(static_cast<unsigned char>(t[0])) && !data_function(t)) {
-      ops.push_back(t);
+      // Division spelled as a libdevice call is division.
+      ops.push_back(t == "fdiv" || t == "div_rn" || t == "fast_dividef" ? "/" : t);
     }
   }
 }
@@ -382,7 +359,10 @@ bool ops_conflict(std::string_view a, std::string_view b) {
 
 bool near(const Signature& a, const Signature& b, double threshold) {
   if (a.kernels_sha == b.kernels_sha) return true;
-  return similarity(a, b) >= threshold - 1e-9 && !ops_conflict(a.ops, b.ops);
+  if (ops_conflict(a.ops, b.ops)) return false;
+  double need =
+      a.kernelless || b.kernelless ? std::max(threshold, kKernellessThreshold) : threshold;
+  return similarity(a, b) >= need - 1e-9 || kernel_link(a, b) != KernelLink::none;
 }
 
 std::vector<KernelSignature> kernel_signatures(std::string_view code, int min_tokens) {
@@ -431,7 +411,9 @@ Signature compute_signature(std::string_view code) {
   std::vector<std::string_view> toks, body;
   std::vector<std::uint64_t> kernel_shingles;
   std::vector<std::string_view> ops;
-  for (std::string_view src : kernel_sources(code)) {
+  std::vector<std::string_view> sources = kernel_sources(code);
+  sig.kernelless = sources.empty();
+  for (std::string_view src : sources) {
     toks.clear();
     tokenize(src, false, toks);
     add_ops(toks, ops);
@@ -477,6 +459,7 @@ Signature compute_signature(std::string_view code) {
     }
   }
   sig.kernels_sha = sha256_hex(all).substr(0, 16);
+  sig.kernels = kernel_sketches(code);
   return sig;
 }
 

@@ -67,6 +67,16 @@ struct State {
 // nullopt: never computed.
 Result<std::optional<State>> state(store::Db& db);
 
+// How a member is linked to the one it names (groups.cpp `components`).
+enum class Via {
+  similarity,    // at or above the threshold
+  same_kernels,  // the same kernel bodies up to renames
+  within,        // its kernels are all within that member's (kernels_within)
+  holds,         // (the representative) that member's kernels are all within its own
+  aligned,       // its kernels pair one to one with that member's (kernels_aligned)
+};
+const char* to_string(Via v);
+
 struct Member {
   std::int64_t sample_id = 0;
   std::string key;
@@ -75,12 +85,16 @@ struct Member {
   std::string linked_to;    // the group's representative (for it: its closest member)
   double similarity = 0;    // with that member (1 for the same kernels)
   bool exact = false;       // the same kernel bodies (up to renames) as that member
+  Via via = Via::similarity;
 };
 
 struct Group {
   std::int64_t id = 0;      // the smallest sample id in it
   std::int64_t center = 0;  // the representative: its class has a pair >= threshold with each other
-  double spread = 1;        // the lowest similarity of a member (its class) to the center
+  // The lowest similarity to the center of a member linked by similarity (members linked through
+  // kernels can be less similar as files: their kernels are what is alike).
+  double spread = 1;
+  int through_kernels = 0;      // members linked through kernels (within, aligned)
   std::vector<Member> members;  // in sample id (import) order
 };
 
