@@ -9,7 +9,8 @@
 --   dedup_signatures.kernelless  1 when the file has no @triton.jit (or Gluon, Triton-distributed)
 --                                function at all: compared over all its tokens, at 0.8 or more
 --   dedup_pairs.link             0 similarity alone; 1 a's kernels within b's; 2 b's within a's;
---                                3 each within the other; 4 kernels aligned one to one
+--                                3 each within the other; 4 kernels aligned one to one;
+--                                5 the same kernel sketches (one class in groups)
 ALTER TABLE dedup_signatures ADD COLUMN kernels BLOB NOT NULL DEFAULT x'';
 ALTER TABLE dedup_signatures ADD COLUMN kernelless INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE dedup_pairs ADD COLUMN link INTEGER NOT NULL DEFAULT 0;

@@ -7,18 +7,6 @@
 
 namespace kforge::dedup {
 
-std::vector<KernelSketch> kernel_sketches(std::string_view code) {
-  std::vector<KernelSketch> out;
-  for (const KernelSignature& k : kernel_signatures(code, kMinKernelTokens)) {
-    KernelSketch s;
-    for (std::size_t i = 0; i < kPermutations; ++i)
-      s.minhash[i] = static_cast<std::uint16_t>(k.sig.minhash[i] & 0xffffu);
-    s.helper = k.helper;
-    out.push_back(s);
-  }
-  return out;
-}
-
 double sketch_similarity(const KernelSketch& a, const KernelSketch& b) {
   int same = 0;
   for (std::size_t i = 0; i < kPermutations; ++i) same += a.minhash[i] == b.minhash[i] ? 1 : 0;
@@ -77,7 +65,19 @@ bool kernels_aligned(const Signature& a, const Signature& b) {
   return true;
 }
 
+bool same_kernel_sketches(const Signature& a, const Signature& b) {
+  if (a.kernels.size() != b.kernels.size()) return false;
+  bool kernel = false;
+  for (std::size_t i = 0; i < a.kernels.size(); ++i) {
+    if (a.kernels[i].helper != b.kernels[i].helper || a.kernels[i].minhash != b.kernels[i].minhash)
+      return false;
+    kernel = kernel || !a.kernels[i].helper;
+  }
+  return kernel;
+}
+
 KernelLink kernel_link(const Signature& a, const Signature& b) {
+  if (same_kernel_sketches(a, b)) return KernelLink::same;
   bool ab = kernels_within(a, b), ba = kernels_within(b, a);
   if (ab && ba) return KernelLink::both;
   if (ab) return KernelLink::a_within_b;

@@ -132,8 +132,9 @@ struct Components {
 
 // Groups at `threshold`, built so that they depend on the pairs only (not on import order) and
 // do not chain:
-//  1. samples with the same kernel bodies (exact pairs) form classes, each named by its member
-//     first in content order (code hash, then id);
+//  1. samples with the same kernel bodies (exact pairs), or the same kernel sketches and no
+//     conflict of operations, form classes, each named by its member first in content order
+//     (code hash, then id);
 //  2. classes are linked by the pairs whose kernels' operations do not conflict (ops_conflict)
 //     and that are at or above the threshold (kKernellessThreshold at least where a side has no
 //     kernel) or linked through kernels (signature.hpp kernel_link); a link by similarity is
@@ -171,7 +172,11 @@ Result<Components> components(store::Db& db, double threshold) {
     std::int64_t a = r.int64(0), b = r.int64(1);
     content.try_emplace(a, r.text(4));
     content.try_emplace(b, r.text(5));
-    if (r.int64(3) != 0) {
+    // The same kernel bodies, or the same kernel sketches without a conflict of operations
+    // (literals apart): one class.
+    bool same =
+        r.int64(8) == static_cast<int>(KernelLink::same) && !ops_conflict(r.text(6), r.text(7));
+    if (r.int64(3) != 0 || same) {
       std::int64_t ra = find(a), rb = find(b);
       if (ra != rb) {
         if (before(ra, rb))

@@ -22,26 +22,12 @@ std::uint64_t kernel_band(const KernelSketch& k, int band) {
   return h;
 }
 
-bool same_kernels(const std::vector<KernelSketch>& a, const std::vector<KernelSketch>& b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (a[i].helper != b[i].helper || a[i].minhash != b[i].minhash) return false;
-  return true;
-}
-
 // Pairs linked through kernels (lsh.hpp), `order`: the items in content order.
 template <class Keep>
 void kernel_pairs(const std::vector<LshItem>& items, const std::vector<std::uint32_t>& order,
                   const std::unordered_set<std::uint64_t>& seen, Keep& keep, LshResult& out) {
-  std::unordered_set<std::uint64_t> tested;
-  auto consider = [&](std::size_t i, std::size_t j) {
-    std::uint64_t k = (static_cast<std::uint64_t>(std::min(i, j)) << 32) | std::max(i, j);
-    if (seen.count(k) != 0 || !tested.insert(k).second) return;
-    ++out.kernel_candidates;
-    if (kernel_link(items[i].sig, items[j].sig) != KernelLink::none)
-      keep(i, j, similarity(items[i].sig, items[j].sig), false);
-  };
-  // Files with the same kernel sketches: the first of them stands for the others.
+  // Files with the same kernel sketches: the first of them stands for the others (paired with
+  // each, link `same`).
   std::vector<std::uint32_t> part;  // taking part, in content order
   {
     std::unordered_map<std::uint64_t, std::uint32_t> first;
@@ -52,12 +38,35 @@ void kernel_pairs(const std::vector<LshItem>& items, const std::vector<std::uint
       for (const auto& k : ks)
         h = mix(h ^ kernel_band(k, 0) ^ kernel_band(k, kBands - 1) ^ k.helper);
       auto [it, fresh] = first.emplace(h, i);
-      if (fresh || !same_kernels(items[it->second].sig.kernels, ks))
+      if (fresh || !same_kernel_sketches(items[it->second].sig, items[i].sig)) {
         part.push_back(i);
-      else
-        consider(it->second, i);
+      } else {
+        std::size_t f = it->second;
+        if (seen.count((static_cast<std::uint64_t>(std::min<std::size_t>(f, i)) << 32) |
+                       std::max<std::size_t>(f, i)) == 0)
+          keep(f, i, similarity(items[f].sig, items[i].sig), false);
+      }
     }
   }
+  // Each file tests at most kMaxKernelTests others and keeps at most kMaxKernelLinks links found
+  // here (by position in `part`): a cluster of thousands of edited copies costs linear work.
+  std::vector<std::uint32_t> tested(part.size() * kMaxKernelTests);
+  std::vector<std::uint8_t> n_tested(part.size(), 0), n_linked(part.size(), 0);
+  auto consider = [&](std::uint32_t rx, std::uint32_t ry) {
+    if (n_tested[rx] >= kMaxKernelTests || n_tested[ry] >= kMaxKernelTests) return;
+    if (n_linked[rx] >= kMaxKernelLinks || n_linked[ry] >= kMaxKernelLinks) return;
+    const std::uint32_t* t = &tested[static_cast<std::size_t>(rx) * kMaxKernelTests];
+    if (std::find(t, t + n_tested[rx], ry) != t + n_tested[rx]) return;
+    std::size_t i = part[rx], j = part[ry];
+    if (seen.count((static_cast<std::uint64_t>(std::min(i, j)) << 32) | std::max(i, j)) != 0)
+      return;
+    tested[static_cast<std::size_t>(rx) * kMaxKernelTests + n_tested[rx]++] = ry;
+    tested[static_cast<std::size_t>(ry) * kMaxKernelTests + n_tested[ry]++] = rx;
+    ++out.kernel_candidates;
+    if (kernel_link(items[i].sig, items[j].sig) == KernelLink::none) return;
+    keep(i, j, similarity(items[i].sig, items[j].sig), false);
+    ++n_linked[rx], ++n_linked[ry];
+  };
   std::vector<std::pair<std::uint64_t, std::uint32_t>> band;  // (hash, entry)
   std::vector<std::uint32_t> entry_item;                      // entry -> index into part
   std::vector<std::uint32_t> entry_kernel;
@@ -79,7 +88,7 @@ void kernel_pairs(const std::vector<LshItem>& items, const std::vector<std::uint
       for (std::size_t x = start + 1; x < end; ++x)
         for (std::size_t y = start; y < x && y < start + kMaxBucket; ++y) {
           std::uint32_t rx = entry_item[band[x].second], ry = entry_item[band[y].second];
-          if (rx != ry) consider(part[rx], part[ry]);
+          if (rx != ry) consider(rx, ry);
         }
       start = end;
     }

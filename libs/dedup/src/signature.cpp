@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstring>
 #include <functional>
+#include <unordered_map>
 
 #include "kforge/core/sha256.hpp"
 
@@ -264,6 +265,7 @@ void fill_minhash(const std::vector<std::string_view>& toks, Signature& sig) {
 }
 
 bool kept_name(std::string_view t) {
+  if (t.size() < 2 || t.size() > 10) return false;  // the names below are 2 to 10 long
   static constexpr std::string_view kKept[] = {
       "False",   "None",     "True",       "and",      "as",     "assert", "async",  "await",
       "break",   "class",    "continue",   "def",      "del",    "elif",   "else",   "except",
@@ -365,26 +367,50 @@ bool near(const Signature& a, const Signature& b, double threshold) {
   return similarity(a, b) >= need - 1e-9 || kernel_link(a, b) != KernelLink::none;
 }
 
+namespace {
+
+// Which of a file's kernels (their tokens) another kernel of the file calls: helpers. One pass
+// over the calls of every kernel (a name followed by `(`, not after `def`).
+std::vector<bool> helpers_of(const std::vector<std::vector<std::string_view>>& raw,
+                             std::vector<std::string_view>& names) {
+  names.assign(raw.size(), {});
+  for (std::size_t i = 0; i < raw.size(); ++i)
+    if (raw[i].size() > 2) names[i] = raw[i][raw[i][0] == "async" ? 2 : 1];
+  // name -> the kernels that call it (the first two are enough: one of them is not itself).
+  std::unordered_map<std::string_view, std::pair<int, int>> callers;
+  for (std::size_t j = 0; j < raw.size(); ++j)
+    for (std::size_t t = 1; t + 1 < raw[j].size(); ++t)
+      if (raw[j][t + 1] == "(" && raw[j][t - 1] != "def") {
+        auto [it, fresh] = callers.try_emplace(raw[j][t], static_cast<int>(j), -1);
+        if (!fresh && it->second.first != static_cast<int>(j) && it->second.second < 0)
+          it->second.second = static_cast<int>(j);
+      }
+  std::vector<bool> out(raw.size(), false);
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    if (names[i].empty()) continue;
+    auto it = callers.find(names[i]);
+    if (it == callers.end()) continue;
+    auto [x, y] = it->second;
+    out[i] = x != static_cast<int>(i) || (y >= 0 && y != static_cast<int>(i));
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<KernelSignature> kernel_signatures(std::string_view code, int min_tokens) {
   std::vector<KernelSignature> out;
   std::vector<std::string_view> sources = kernel_sources(code);
   std::vector<std::vector<std::string_view>> raw(sources.size());
   for (std::size_t i = 0; i < sources.size(); ++i) tokenize(sources[i], false, raw[i]);
-  // Whether a jit function other than the i-th calls `name`.
-  auto called = [&](std::size_t i, std::string_view name) {
-    for (std::size_t j = 0; j < raw.size(); ++j) {
-      if (j == i) continue;
-      for (std::size_t t = 1; t + 1 < raw[j].size(); ++t)
-        if (raw[j][t] == name && raw[j][t + 1] == "(" && raw[j][t - 1] != "def") return true;
-    }
-    return false;
-  };
+  std::vector<std::string_view> names;
+  std::vector<bool> helper = helpers_of(raw, names);
   for (std::size_t i = 0; i < sources.size(); ++i) {
     std::vector<std::string_view>& toks = raw[i];
     if (static_cast<int>(toks.size()) < std::max(min_tokens, 1)) continue;
     KernelSignature k;
     if (toks.size() > 1) k.name = std::string(toks[toks[0] == "async" ? 2 : 1]);
-    k.helper = !k.name.empty() && called(i, k.name);
+    k.helper = helper[i];
     std::vector<std::string_view> norm = toks;
     normalise_identifiers(sources[i], norm);
     k.tokens = static_cast<int>(norm.size());
@@ -413,11 +439,27 @@ Signature compute_signature(std::string_view code) {
   std::vector<std::string_view> ops;
   std::vector<std::string_view> sources = kernel_sources(code);
   sig.kernelless = sources.empty();
-  for (std::string_view src : sources) {
-    toks.clear();
-    tokenize(src, false, toks);
-    add_ops(toks, ops);
-    add_shingles(toks, kernel_shingles);
+  std::vector<std::vector<std::string_view>> kernel_toks(sources.size());
+  for (std::size_t i = 0; i < sources.size(); ++i) tokenize(sources[i], false, kernel_toks[i]);
+  std::vector<std::string_view> names;
+  std::vector<bool> helper = helpers_of(kernel_toks, names);
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    std::string_view src = sources[i];
+    const std::vector<std::string_view>& kt = kernel_toks[i];
+    add_ops(kt, ops);
+    add_shingles(kt, kernel_shingles);
+    // Its sketch (as kernel_signatures, low 16 bits of each slot).
+    if (static_cast<int>(kt.size()) >= kMinKernelTokens) {
+      body = kt;
+      normalise_identifiers(src, body);
+      Signature ks;
+      fill_minhash(body, ks);
+      KernelSketch sk;
+      for (std::size_t p = 0; p < kPermutations; ++p)
+        sk.minhash[p] = static_cast<std::uint16_t>(ks.minhash[p] & 0xffffu);
+      sk.helper = helper[i];
+      sig.kernels.push_back(sk);
+    }
     body.clear();
     tokenize(src, true, body);
     if (static_cast<int>(body.size()) < kMinBodyTokens) continue;
@@ -459,7 +501,6 @@ Signature compute_signature(std::string_view code) {
     }
   }
   sig.kernels_sha = sha256_hex(all).substr(0, 16);
-  sig.kernels = kernel_sketches(code);
   return sig;
 }
 

@@ -14,8 +14,11 @@
 // aligned one to one) hold at any file similarity, so they have an index of their own: every
 // kernel sketch goes into LSH bands of its own (the same kBands x kRows), and two files with
 // kernels in one bucket are tested for a link. Files with the same kernel sketches are paired
-// with the first of them (content order) and only that one takes part. Every pair found either
-// way carries its link.
+// with the first of them (content order) and only that one takes part. Each file tests at most
+// kMaxKernelTests others through this index and keeps at most kMaxKernelLinks links found by it,
+// in band and content order, which keeps the work linear where thousands of edited copies of one
+// file share their kernels (a group needs a link to its representative, not to every member).
+// Every pair found either way carries its link.
 
 #include <cstdint>
 #include <string>
@@ -26,6 +29,8 @@
 namespace kforge::dedup {
 
 inline constexpr std::size_t kMaxBucket = 64;
+inline constexpr std::uint8_t kMaxKernelTests = 32;
+inline constexpr std::uint8_t kMaxKernelLinks = 8;
 
 struct LshItem {
   std::int64_t id = 0;

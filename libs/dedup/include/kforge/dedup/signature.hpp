@@ -101,13 +101,15 @@ inline constexpr int kAlignMinKernels = 2;
 // operations share most of theirs, so such a pair needs this much (or the threshold if higher).
 inline constexpr double kKernellessThreshold = 0.8;
 
-enum class KernelLink { none = 0, a_within_b = 1, b_within_a = 2, both = 3, aligned = 4 };
+// `same`: the same kernel sketches, all of them (the same kernels up to renames and literals,
+// kernels below kMinKernelTokens aside); corpus groups make such files one class.
+enum class KernelLink { none = 0, a_within_b = 1, b_within_a = 2, both = 3, aligned = 4, same = 5 };
 KernelLink kernel_link(const Signature& a, const Signature& b);
 bool kernels_within(const Signature& a, const Signature& b);
 bool kernels_aligned(const Signature& a, const Signature& b);
+// The same sketches in the same order, at least one of a kernel that is not a helper.
+bool same_kernel_sketches(const Signature& a, const Signature& b);
 double sketch_similarity(const KernelSketch& a, const KernelSketch& b);
-// The sketches of a file's kernel signatures (helpers marked).
-std::vector<KernelSketch> kernel_sketches(std::string_view code);
 // Signature::kernels <-> the BLOB stored in dedup_signatures.kernels (per kernel: one byte, 1 for
 // a helper, then kPermutations little-endian uint16s).
 std::string kernels_blob(const Signature& s);
