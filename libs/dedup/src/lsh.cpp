@@ -36,7 +36,7 @@ void kernel_pairs(const std::vector<LshItem>& items, const std::vector<std::uint
       if (ks.empty()) continue;
       std::uint64_t h = ks.size();
       for (const auto& k : ks)
-        h = mix(h ^ kernel_band(k, 0) ^ kernel_band(k, kBands - 1) ^ k.helper);
+        h = mix(h ^ kernel_band(k, 0) ^ kernel_band(k, kSketchBands - 1) ^ k.helper);
       auto [it, fresh] = first.emplace(h, i);
       if (fresh || !same_kernel_sketches(items[it->second].sig, items[i].sig)) {
         part.push_back(i);
@@ -76,7 +76,7 @@ void kernel_pairs(const std::vector<LshItem>& items, const std::vector<std::uint
       entry_kernel.push_back(static_cast<std::uint32_t>(k));
     }
   band.reserve(entry_item.size());
-  for (int b = 0; b < kBands; ++b) {
+  for (int b = 0; b < kSketchBands; ++b) {
     band.clear();
     for (std::size_t e = 0; e < entry_item.size(); ++e)
       band.emplace_back(kernel_band(items[part[entry_item[e]]].sig.kernels[entry_kernel[e]], b),

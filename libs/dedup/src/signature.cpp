@@ -244,24 +244,27 @@ void add_shingles(const std::vector<std::string_view>& toks, std::vector<std::ui
   }
 }
 
-// The minimum hashes of a set of shingles (sorted and deduplicated here) into sig.
-void fill_minhash(std::vector<std::uint64_t> shingles, Signature& sig) {
+// The minimum hashes of a set of shingles (sorted and deduplicated here) into sig, in its first
+// `slots` slots (the rest left at the maximum).
+void fill_minhash(std::vector<std::uint64_t> shingles, Signature& sig,
+                  std::size_t slots = kPermutations) {
   std::sort(shingles.begin(), shingles.end());
   shingles.erase(std::unique(shingles.begin(), shingles.end()), shingles.end());
   sig.shingles = static_cast<std::int64_t>(shingles.size());
   sig.minhash.fill(0xffffffffu);
   const Perms& P = perms();
   for (std::uint64_t s : shingles)
-    for (std::size_t i = 0; i < kPermutations; ++i) {
+    for (std::size_t i = 0; i < slots; ++i) {
       auto v = static_cast<std::uint32_t>((P.a[i] * s + P.b[i]) >> 32);
       if (v < sig.minhash[i]) sig.minhash[i] = v;
     }
 }
 
-void fill_minhash(const std::vector<std::string_view>& toks, Signature& sig) {
+void fill_minhash(const std::vector<std::string_view>& toks, Signature& sig,
+                  std::size_t slots = kPermutations) {
   std::vector<std::uint64_t> shingles;
   add_shingles(toks, shingles);
-  fill_minhash(std::move(shingles), sig);
+  fill_minhash(std::move(shingles), sig, slots);
 }
 
 bool kept_name(std::string_view t) {
@@ -448,14 +451,14 @@ Signature compute_signature(std::string_view code) {
     const std::vector<std::string_view>& kt = kernel_toks[i];
     add_ops(kt, ops);
     add_shingles(kt, kernel_shingles);
-    // Its sketch (as kernel_signatures, low 16 bits of each slot).
+    // Its sketch (the first kSketchSlots slots of its kernel signature, low 16 bits of each).
     if (static_cast<int>(kt.size()) >= kMinKernelTokens) {
       body = kt;
       normalise_identifiers(src, body);
       Signature ks;
-      fill_minhash(body, ks);
+      fill_minhash(body, ks, kSketchSlots);
       KernelSketch sk;
-      for (std::size_t p = 0; p < kPermutations; ++p)
+      for (std::size_t p = 0; p < kSketchSlots; ++p)
         sk.minhash[p] = static_cast<std::uint16_t>(ks.minhash[p] & 0xffffu);
       sk.helper = helper[i];
       sig.kernels.push_back(sk);
