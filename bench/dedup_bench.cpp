@@ -12,11 +12,15 @@
 //
 // kforge-bench-dedup --pairs FILE [--crawl DIR]: precision and recall of grouping and of
 // decontamination on labelled pairs of crawl files (bench/dedup/crawl_pairs.json), whose code
-// lies under DIR (default .bench-data/crawl) as <owner>+<repo>/<path>.
+// lies under DIR (default .bench-data/crawl) as <owner>+<repo>/<path>. With --explain OUT, one
+// JSON line per pair to OUT with what each rule saw (bench/dedup/errors.py sorts the errors by
+// cause from it).
 //
-// Last line: files=… mb=… import_s=… dedup_s=… files_per_s=… pairs=… groups=… grouped=…
+// Last line: files=… mb=… import_s=… dedup_s=… dedup_cpu_s=… files_per_s=… pairs=… groups=…
+// grouped=…
 //            planted=… import_rss_mb=… dedup_rss_mb=…
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <algorithm>
@@ -123,6 +127,22 @@ std::string rename_some(std::string code, std::mt19937_64& rng, std::uint64_t fi
   return code;
 }
 
+// The decorator lines of a file that name a jit (recognised or not), for --explain.
+nlohmann::json jit_lines(const std::string& code) {
+  auto out = nlohmann::json::array();
+  std::size_t at = 0;
+  while (at < code.size()) {
+    std::size_t nl = code.find('\n', at);
+    if (nl == std::string::npos) nl = code.size();
+    std::string line = code.substr(at, nl - at);
+    std::size_t b = line.find_first_not_of(" \t");
+    if (b != std::string::npos && line[b] == '@' && line.find("jit", b) != std::string::npos)
+      out.push_back(line.substr(b, line.find('(', b) - b));
+    at = nl + 1;
+  }
+  return out;
+}
+
 std::string read_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -133,8 +153,32 @@ std::string read_file(const fs::path& p) {
 // at or above the corpus threshold with no conflict of operations); decontamination when a kernel
 // of one (of kMinKernelTokens or more) is the same up to renames as one of the other, or at or
 // above kDefaultKernelThreshold.
-int score_pairs(const fs::path& pairs_file, const fs::path& crawl) {
+// What the rules saw of one pair, for --explain: each side's kernels (name, tokens, helper) with
+// the nearest kernel of the other side.
+nlohmann::json explain_side(const std::vector<kforge::dedup::KernelSignature>& mine,
+                            const std::vector<kforge::dedup::KernelSignature>& other) {
+  auto out = nlohmann::json::array();
+  for (const auto& k : mine) {
+    double best = 0;
+    std::string to;
+    for (const auto& o : other) {
+      double s = k.body == o.body ? 1.0 : kforge::dedup::similarity(k.sig, o.sig);
+      if (s > best) best = s, to = o.name;
+    }
+    out.push_back({{"name", k.name},
+                   {"tokens", k.tokens},
+                   {"helper", k.helper},
+                   {"best", best},
+                   {"to", to},
+                   {"ops", k.ops}});
+  }
+  return out;
+}
+
+int score_pairs(const fs::path& pairs_file, const fs::path& crawl, const fs::path& explain) {
   auto doc = nlohmann::json::parse(read_file(pairs_file));
+  std::ofstream ex;
+  if (!explain.empty()) ex.open(explain);
   struct Rates {
     int tp = 0, fp = 0, fn = 0, tn = 0;
     void add(bool near, bool copy) { (near ? (copy ? tp : fp) : (copy ? fn : tn))++; }
@@ -169,6 +213,30 @@ int score_pairs(const fs::path& pairs_file, const fs::path& crawl) {
     if (in_g)
       for (auto& [t, r] : sweep) r.add(kforge::dedup::near(sa, sb, t), copy);
     if (in_d) decon.add(d, copy);
+    if (ex.is_open()) {
+      auto ka = kforge::dedup::kernel_signatures(a), kb = kforge::dedup::kernel_signatures(b);
+      ex << nlohmann::json{{"a", pr["a"]},
+                           {"b", pr["b"]},
+                           {"label", pr["label"]},
+                           {"why", pr["why"]},
+                           {"set", set},
+                           {"file", file_sim},
+                           {"exact", sa.kernels_sha == sb.kernels_sha},
+                           {"conflict", kforge::dedup::ops_conflict(sa.ops, sb.ops)},
+                           {"ops_a", sa.ops},
+                           {"ops_b", sb.ops},
+                           {"within_ab", kforge::dedup::kernels_within(sa, sb)},
+                           {"within_ba", kforge::dedup::kernels_within(sb, sa)},
+                           {"kernel", kernel_sim},
+                           {"grouped", g},
+                           {"flagged", d},
+                           {"kernels_a", explain_side(ka, kb)},
+                           {"kernels_b", explain_side(kb, ka)},
+                           {"jit_a", jit_lines(a)},
+                           {"jit_b", jit_lines(b)}}
+                .dump()
+         << "\n";
+    }
     std::printf("%-9s file %.2f%s kernel %.2f%s  %s | %s ~ %s\n", copy ? "copy" : "different",
                 file_sim, !in_g || g == copy ? " " : "!", kernel_sim,
                 !in_d || d == copy ? " " : "!", pr["why"].get<std::string>().c_str(),
@@ -190,13 +258,15 @@ int main(int argc, char** argv) {
   int threads = 2;
   fs::path dir = ".bench-data";
   fs::path source = "../shared/corpus/TritonBench_G_v1.json";
-  fs::path pairs_file, crawl = ".bench-data/crawl";
+  fs::path pairs_file, crawl = ".bench-data/crawl", explain;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--pairs")
       pairs_file = argv[i + 1];
     else if (a == "--crawl")
       crawl = argv[i + 1];
+    else if (a == "--explain")
+      explain = argv[i + 1];
     else if (a == "--files")
       files = std::stol(argv[i + 1]);
     else if (a == "--threads")
@@ -208,11 +278,11 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: kforge-bench-dedup [--files N] [--threads T] [--dir D] "
-                   "[--corpus FILE] | --pairs FILE [--crawl DIR]\n");
+                   "[--corpus FILE] | --pairs FILE [--crawl DIR] [--explain OUT]\n");
       return 2;
     }
   }
-  if (!pairs_file.empty()) return score_pairs(pairs_file, crawl);
+  if (!pairs_file.empty()) return score_pairs(pairs_file, crawl, explain);
   std::ifstream in(source);
   if (!in) {
     std::fprintf(stderr, "kforge-bench-dedup: cannot read %s\n", source.c_str());
@@ -269,23 +339,32 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "dedup: %s\n", r.error().message.c_str());
       return std::string("0 0 0 0");
     }
+    // CPU time of every thread (user and system): steadier than wall time on a shared machine.
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    double cpu = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                 static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
     return std::to_string(r->pairs) + " " + std::to_string(r->groups) + " " +
-           std::to_string(r->grouped) + " " + std::to_string(r->candidates);
+           std::to_string(r->grouped) + " " + std::to_string(r->candidates) + " " +
+           std::to_string(cpu);
   });
   long pairs = 0, groups = 0, grouped = 0, candidates = 0;
-  std::sscanf(dd.second.c_str(), "%ld %ld %ld %ld", &pairs, &groups, &grouped, &candidates);
+  double cpu = 0;
+  std::sscanf(dd.second.c_str(), "%ld %ld %ld %ld %lf", &pairs, &groups, &grouped, &candidates,
+              &cpu);
   std::printf("corpus: %ld files, %.0f MB (%ld planted near copies), %s\n", files, mb, planted,
               corpus.c_str());
   std::printf("import (baseline): %.1f s, peak RSS %.0f MB\n", imp.first.first, imp.first.second);
   std::printf(
-      "dedup on %d threads: %.1f s (%.0f files/s), peak RSS %.0f MB; %ld candidate "
-      "comparisons, %ld pairs >= 0.5, %ld groups at 0.6 holding %ld files\n",
-      threads, dd.first.first, static_cast<double>(files) / dd.first.first, dd.first.second,
+      "dedup on %d threads: %.1f s (%.0f files/s), %.1f s of CPU, peak RSS %.0f MB; %ld "
+      "candidate comparisons (files and kernels), %ld pairs stored (>= 0.5 or linked through "
+      "kernels), %ld groups at 0.6 holding %ld files\n",
+      threads, dd.first.first, static_cast<double>(files) / dd.first.first, cpu, dd.first.second,
       candidates, pairs, groups, grouped);
   std::printf(
-      "files=%ld mb=%.0f import_s=%.1f dedup_s=%.1f files_per_s=%.0f pairs=%ld "
+      "files=%ld mb=%.0f import_s=%.1f dedup_s=%.1f dedup_cpu_s=%.1f files_per_s=%.0f pairs=%ld "
       "groups=%ld grouped=%ld planted=%ld import_rss_mb=%.0f dedup_rss_mb=%.0f\n",
-      files, mb, imp.first.first, dd.first.first, static_cast<double>(files) / dd.first.first,
+      files, mb, imp.first.first, dd.first.first, cpu, static_cast<double>(files) / dd.first.first,
       pairs, groups, grouped, planted, imp.first.second, dd.first.second);
   return 0;
 }

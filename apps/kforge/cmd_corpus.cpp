@@ -31,7 +31,8 @@ nlohmann::ordered_json group_json(const dedup::Group& g) {
                        {"bytes", m.bytes},
                        {"similarity", m.similarity},
                        {"to", m.linked_to},
-                       {"exact", m.exact}});
+                       {"exact", m.exact},
+                       {"via", dedup::to_string(m.via)}});
   return {{"group", g.id},
           {"size", g.members.size()},
           {"representative", center_of(g).key},
@@ -112,12 +113,14 @@ int run_dups(const CorpusArgs& a, const app::Config& cfg) {
       break;
     }
     ++shown;
-    std::printf("group %lld: %zu samples, each at least %.2f similar to %s\n",
-                static_cast<long long>(g.id), g.members.size(), g.spread, center_of(g).key.c_str());
+    std::printf("group %lld: %zu samples, each at least %.2f similar to %s%s\n",
+                static_cast<long long>(g.id), g.members.size(), g.spread, center_of(g).key.c_str(),
+                g.through_kernels > 0 ? " or linked to it through kernels" : "");
     for (const auto& m : g.members)
-      std::printf("  %-40s %7lld bytes  %s %.2f with %s\n", m.key.c_str(),
-                  static_cast<long long>(m.bytes), m.exact ? "same kernels," : "similarity",
-                  m.similarity, m.linked_to.c_str());
+      std::printf("  %-40s %7lld bytes  %s%s %.2f with %s\n", m.key.c_str(),
+                  static_cast<long long>(m.bytes), dedup::to_string(m.via),
+                  m.via == dedup::Via::similarity ? "" : ", similarity", m.similarity,
+                  m.linked_to.c_str());
   }
   return kOk;
 }

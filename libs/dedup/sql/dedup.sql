@@ -1,4 +1,5 @@
--- Named statements of libs/dedup (tables of migrations/0010_dedup.sql and 0016_dedup_ops.sql).
+-- Named statements of libs/dedup (tables of migrations/0010_dedup.sql, 0016_dedup_ops.sql and
+-- 0022_dedup_kernels.sql).
 
 -- Samples without a current signature: none yet, another code, or another scheme.
 -- name: stale_samples
@@ -12,15 +13,16 @@ SELECT code, code_sha256 FROM samples WHERE id = ?1;
 
 -- name: upsert_signature
 INSERT INTO dedup_signatures(sample_id, code_sha256, scheme, shingles, kernels_sha, bodies, minhash,
-  ops)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+  ops, kernels, kernelless)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
 ON CONFLICT(sample_id) DO UPDATE SET code_sha256 = excluded.code_sha256,
   scheme = excluded.scheme, shingles = excluded.shingles, kernels_sha = excluded.kernels_sha,
-  bodies = excluded.bodies, minhash = excluded.minhash, ops = excluded.ops;
+  bodies = excluded.bodies, minhash = excluded.minhash, ops = excluded.ops,
+  kernels = excluded.kernels, kernelless = excluded.kernelless;
 
 -- name: all_signatures
-SELECT sample_id, shingles, kernels_sha, minhash, code_sha256 FROM dedup_signatures
-WHERE scheme = ?1 ORDER BY sample_id;
+SELECT sample_id, shingles, kernels_sha, minhash, code_sha256, kernels, kernelless
+FROM dedup_signatures WHERE scheme = ?1 ORDER BY sample_id;
 
 -- name: count_samples
 SELECT count(*) FROM samples;
@@ -29,17 +31,19 @@ SELECT count(*) FROM samples;
 DELETE FROM dedup_pairs;
 
 -- name: insert_pair
-INSERT INTO dedup_pairs(a, b, similarity, exact) VALUES (?1, ?2, ?3, ?4);
+INSERT INTO dedup_pairs(a, b, similarity, exact, link) VALUES (?1, ?2, ?3, ?4, ?5);
 
--- The pairs at or above a threshold with each side's code hash (groups order samples by it) and
--- the operations of each side's kernels (groups do not link conflicting ones).
+-- The pairs at or above a threshold or linked through kernels, with each side's code hash
+-- (groups order samples by it), the operations of each side's kernels (groups do not link
+-- conflicting ones) and whether each side has no kernel (such pairs need more similarity).
 -- name: pairs_at
 SELECT p.a, p.b, p.similarity, p.exact, sa.code_sha256, sb.code_sha256,
-  coalesce(da.ops, ''), coalesce(db.ops, '') FROM dedup_pairs p
+  coalesce(da.ops, ''), coalesce(db.ops, ''), p.link,
+  coalesce(da.kernelless, 0), coalesce(db.kernelless, 0) FROM dedup_pairs p
 JOIN samples sa ON sa.id = p.a JOIN samples sb ON sb.id = p.b
 LEFT JOIN dedup_signatures da ON da.sample_id = p.a
 LEFT JOIN dedup_signatures db ON db.sample_id = p.b
-WHERE p.similarity >= ?1 ORDER BY p.a, p.b;
+WHERE p.similarity >= ?1 OR p.link != 0 ORDER BY p.a, p.b;
 
 -- name: sample_facts
 SELECT key, length(CAST(code AS BLOB)), code_sha256 FROM samples WHERE id = ?1;

@@ -49,7 +49,9 @@ Status store_signature(store::Db& db, const Computed& c) {
       .bind(5, c.sig.kernels_sha)
       .bind(6, nlohmann::json(c.sig.bodies).dump())
       .bind_blob(7, minhash_blob(c.sig))
-      .bind(8, c.sig.ops);
+      .bind(8, c.sig.ops)
+      .bind_blob(9, kernels_blob(c.sig))
+      .bind(10, c.sig.kernelless ? 1 : 0);
   return s->run();
 }
 
@@ -104,10 +106,11 @@ Result<std::vector<LshItem>> load_signatures(store::Db& db) {
     it.sig.shingles = r.int64(1);
     it.sig.kernels_sha = r.text(2);
     it.content = std::strtoull(r.text(4).substr(0, 16).c_str(), nullptr, 16);
-    if (!minhash_from_blob(r.text(3), it.sig))
+    if (!minhash_from_blob(r.text(3), it.sig) || !kernels_from_blob(r.text(5), it.sig))
       return fail("schema", "dedup_signatures: sample " + std::to_string(it.id) +
                                 " has a signature of the wrong size; run kforge corpus dedup "
                                 "--recompute");
+    it.sig.kernelless = r.int64(6) != 0;
     items.push_back(std::move(it));
     return {};
   }));
@@ -118,6 +121,7 @@ struct Link {
   std::int64_t to = 0;
   double similarity = -1;
   bool exact = false;
+  Via via = Via::similarity;
 };
 
 struct Components {
@@ -128,14 +132,19 @@ struct Components {
 
 // Groups at `threshold`, built so that they depend on the pairs only (not on import order) and
 // do not chain:
-//  1. samples with the same kernel bodies (exact pairs) form classes, each named by its member
-//     first in content order (code hash, then id);
-//  2. classes are linked by the pairs at or above the threshold whose kernels' operations do not
-//     conflict (ops_conflict; a link's similarity: the best pair between them);
-//  3. star clustering: classes are taken by the number of samples they are linked to (most
-//     first, then content order); each class not yet in a group becomes a group's representative
-//     and takes every linked class not yet in a group.
-// So every member is within the threshold of its group's representative (or has its kernels).
+//  1. samples with the same kernel bodies (exact pairs), or the same kernel sketches and no
+//     conflict of operations, form classes, each named by its member first in content order
+//     (code hash, then id);
+//  2. classes are linked by the pairs whose kernels' operations do not conflict (ops_conflict)
+//     and that are at or above the threshold (kKernellessThreshold at least where a side has no
+//     kernel) or linked through kernels (signature.hpp kernel_link); a link by similarity is
+//     preferred, then the best pair between the two classes. A class whose kernels are within
+//     another's is linked one way: only that other may take it;
+//  3. star clustering: classes are taken by the number of samples they may take (most first,
+//     then content order); each class not yet in a group becomes a group's representative and
+//     takes every class it may take that is not yet in a group.
+// So every member is within the threshold of its group's representative, has its kernels, has
+// its kernels within the representative's or aligned one to one with them.
 Result<Components> components(store::Db& db, double threshold) {
   std::unordered_map<std::int64_t, std::int64_t> parent;
   std::unordered_map<std::int64_t, std::string> content;
@@ -154,6 +163,7 @@ Result<Components> components(store::Db& db, double threshold) {
   struct Near {
     std::int64_t a, b;
     double similarity;
+    int link;  // KernelLink; 0: by similarity
   };
   std::vector<Near> near;
   KF_TRY(Stmt * s, db.cached(Q()["pairs_at"]));
@@ -162,7 +172,11 @@ Result<Components> components(store::Db& db, double threshold) {
     std::int64_t a = r.int64(0), b = r.int64(1);
     content.try_emplace(a, r.text(4));
     content.try_emplace(b, r.text(5));
-    if (r.int64(3) != 0) {
+    // The same kernel bodies, or the same kernel sketches without a conflict of operations
+    // (literals apart): one class.
+    bool same =
+        r.int64(8) == static_cast<int>(KernelLink::same) && !ops_conflict(r.text(6), r.text(7));
+    if (r.int64(3) != 0 || same) {
       std::int64_t ra = find(a), rb = find(b);
       if (ra != rb) {
         if (before(ra, rb))
@@ -173,19 +187,44 @@ Result<Components> components(store::Db& db, double threshold) {
     } else {
       find(a), find(b);
       // One template around two operations: similar tokens, not a copy.
-      if (!ops_conflict(r.text(6), r.text(7))) near.push_back({a, b, r.real(2)});
+      if (ops_conflict(r.text(6), r.text(7))) return;
+      double sim = r.real(2);
+      double need = r.int64(9) != 0 || r.int64(10) != 0 ? std::max(threshold, kKernellessThreshold)
+                                                        : threshold;
+      int link = static_cast<int>(r.int64(8));
+      if (sim >= need - 1e-9) link = 0;  // near by similarity, whatever else
+      if (link != 0 || sim >= need - 1e-9) near.push_back({a, b, sim, link});
     }
   }));
   // Classes and the links between them.
   std::unordered_map<std::int64_t, std::vector<std::int64_t>> members;  // class -> samples
   for (const auto& [x, _] : content) members[find(x)].push_back(x);
-  std::unordered_map<std::int64_t, std::map<std::int64_t, double>> links;  // class -> class -> sim
+  // class -> the classes it may take -> the best link. Links by similarity, aligned kernels or
+  // kernels each within the other's go both ways; a file whose kernels are within another's is
+  // taken by that one only (its representative must hold its kernels).
+  std::unordered_map<std::int64_t, std::map<std::int64_t, std::pair<double, Via>>> links;
+  auto add = [&](std::int64_t x, std::int64_t y, double sim, Via via) {
+    auto [it, fresh] = links[x].try_emplace(y, sim, via);
+    // Similarity first, then by value.
+    auto rank = [](const std::pair<double, Via>& l) {
+      return std::pair{l.second == Via::similarity ? 1 : 0, l.first};
+    };
+    if (!fresh && rank({sim, via}) > rank(it->second)) it->second = {sim, via};
+  };
   for (const auto& n : near) {
     std::int64_t ca = find(n.a), cb = find(n.b);
     if (ca == cb) continue;
-    for (auto [x, y] : {std::pair{ca, cb}, std::pair{cb, ca}}) {
-      auto [it, fresh] = links[x].try_emplace(y, n.similarity);
-      if (!fresh) it->second = std::max(it->second, n.similarity);
+    auto link = static_cast<KernelLink>(n.link);
+    if (link == KernelLink::a_within_b) {
+      add(cb, ca, n.similarity, Via::within);
+    } else if (link == KernelLink::b_within_a) {
+      add(ca, cb, n.similarity, Via::within);
+    } else {
+      Via via = link == KernelLink::none      ? Via::similarity
+                : link == KernelLink::aligned ? Via::aligned
+                                              : Via::within;
+      add(ca, cb, n.similarity, via);
+      add(cb, ca, n.similarity, via);
     }
   }
   std::vector<std::pair<std::int64_t, std::int64_t>> order;  // (-reach, class)
@@ -204,22 +243,23 @@ Result<Components> components(store::Db& db, double threshold) {
     taken[ctr] = ctr;
     std::vector<std::int64_t> group = members[ctr];
     for (std::int64_t x : members[ctr])
-      if (x != ctr) c.best[x] = {ctr, 1.0, true};
+      if (x != ctr) c.best[x] = {ctr, 1.0, true, Via::same_kernels};
     Link own;  // the center's own link: its closest member
     if (members[ctr].size() > 1) {
       std::int64_t other = -1;
       for (std::int64_t x : members[ctr])
         if (x != ctr && (other < 0 || before(x, other))) other = x;
-      own = {other, 1.0, true};
+      own = {other, 1.0, true, Via::same_kernels};
     }
-    for (const auto& [d, sim] : links[ctr]) {
+    for (const auto& [d, l] : links[ctr]) {
       if (taken.count(d) != 0) continue;
       taken[d] = ctr;
       for (std::int64_t x : members[d]) {
-        c.best[x] = {ctr, sim, false};
+        c.best[x] = {ctr, l.first, false, l.second};
         group.push_back(x);
       }
-      if (sim > own.similarity) own = {d, sim, false};
+      if (l.first > own.similarity)
+        own = {d, l.first, false, l.second == Via::within ? Via::holds : l.second};
     }
     if (group.size() < 2) continue;
     c.best[ctr] = own;
@@ -284,10 +324,10 @@ Result<UpdateSummary> update(store::Db& db, const UpdateOptions& opts, Clock& cl
     for (const auto& p : found.pairs) {
       KF_TRY(Stmt * s, db.cached(Q()["insert_pair"]));
       // Stored rounded to 1/128 steps as estimated; exact pairs at 1.
-      s->bind(1, p.a).bind(2, p.b).bind(3, p.similarity).bind(4, p.exact ? 1 : 0);
+      s->bind(1, p.a).bind(2, p.b).bind(3, p.similarity).bind(4, p.exact ? 1 : 0).bind(5, p.link);
       KF_CHECK(s->run());
     }
-    sum.candidates = found.candidates;
+    sum.candidates = found.candidates + found.kernel_candidates;
     sum.pairs = static_cast<std::int64_t>(found.pairs.size());
     sum.recomputed = true;
   } else {
@@ -370,7 +410,10 @@ Result<std::vector<Group>> groups_at(store::Db& db, double threshold) {
       m.linked_to = to.key;
       m.similarity = l.similarity;
       m.exact = l.exact;
-      if (id != g.center) g.spread = std::min(g.spread, l.similarity);
+      m.via = l.via;
+      if (id != g.center && (l.via == Via::similarity || l.via == Via::same_kernels))
+        g.spread = std::min(g.spread, l.similarity);
+      if (id != g.center && (l.via == Via::within || l.via == Via::aligned)) ++g.through_kernels;
       g.members.push_back(std::move(m));
     }
     out.push_back(std::move(g));
@@ -379,6 +422,22 @@ Result<std::vector<Group>> groups_at(store::Db& db, double threshold) {
     return a.members.size() > b.members.size();
   });
   return out;
+}
+
+const char* to_string(Via v) {
+  switch (v) {
+    case Via::same_kernels:
+      return "same kernels";
+    case Via::within:
+      return "kernels within";
+    case Via::holds:
+      return "holds the kernels of";
+    case Via::aligned:
+      return "kernels aligned";
+    case Via::similarity:
+      break;
+  }
+  return "similarity";
 }
 
 Result<Choice> parse_choice(const std::string& s) {

@@ -5,6 +5,97 @@
 #include <unordered_set>
 
 namespace kforge::dedup {
+namespace {
+
+std::uint64_t mix(std::uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+std::uint64_t kernel_band(const KernelSketch& k, int band) {
+  std::uint64_t h = mix(static_cast<std::uint64_t>(band) + 0x51);
+  for (int r = 0; r < kRows; ++r)
+    h = mix(h ^ k.minhash[static_cast<std::size_t>(band * kRows + r)]);
+  return h;
+}
+
+// Pairs linked through kernels (lsh.hpp), `order`: the items in content order.
+template <class Keep>
+void kernel_pairs(const std::vector<LshItem>& items, const std::vector<std::uint32_t>& order,
+                  const std::unordered_set<std::uint64_t>& seen, Keep& keep, LshResult& out) {
+  // Files with the same kernel sketches: the first of them stands for the others (paired with
+  // each, link `same`).
+  std::vector<std::uint32_t> part;  // taking part, in content order
+  {
+    std::unordered_map<std::uint64_t, std::uint32_t> first;
+    for (std::uint32_t i : order) {
+      const auto& ks = items[i].sig.kernels;
+      if (ks.empty()) continue;
+      std::uint64_t h = ks.size();
+      for (const auto& k : ks)
+        h = mix(h ^ kernel_band(k, 0) ^ kernel_band(k, kSketchBands - 1) ^ k.helper);
+      auto [it, fresh] = first.emplace(h, i);
+      if (fresh || !same_kernel_sketches(items[it->second].sig, items[i].sig)) {
+        part.push_back(i);
+      } else {
+        std::size_t f = it->second;
+        if (seen.count((static_cast<std::uint64_t>(std::min<std::size_t>(f, i)) << 32) |
+                       std::max<std::size_t>(f, i)) == 0)
+          keep(f, i, similarity(items[f].sig, items[i].sig), false);
+      }
+    }
+  }
+  // Each file tests at most kMaxKernelTests others and keeps at most kMaxKernelLinks links found
+  // here (by position in `part`): a cluster of thousands of edited copies costs linear work.
+  std::vector<std::uint32_t> tested(part.size() * kMaxKernelTests);
+  std::vector<std::uint8_t> n_tested(part.size(), 0), n_linked(part.size(), 0);
+  auto consider = [&](std::uint32_t rx, std::uint32_t ry) {
+    if (n_tested[rx] >= kMaxKernelTests || n_tested[ry] >= kMaxKernelTests) return;
+    if (n_linked[rx] >= kMaxKernelLinks || n_linked[ry] >= kMaxKernelLinks) return;
+    const std::uint32_t* t = &tested[static_cast<std::size_t>(rx) * kMaxKernelTests];
+    if (std::find(t, t + n_tested[rx], ry) != t + n_tested[rx]) return;
+    std::size_t i = part[rx], j = part[ry];
+    if (seen.count((static_cast<std::uint64_t>(std::min(i, j)) << 32) | std::max(i, j)) != 0)
+      return;
+    tested[static_cast<std::size_t>(rx) * kMaxKernelTests + n_tested[rx]++] = ry;
+    tested[static_cast<std::size_t>(ry) * kMaxKernelTests + n_tested[ry]++] = rx;
+    ++out.kernel_candidates;
+    if (kernel_link(items[i].sig, items[j].sig) == KernelLink::none) return;
+    keep(i, j, similarity(items[i].sig, items[j].sig), false);
+    ++n_linked[rx], ++n_linked[ry];
+  };
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> band;  // (hash, entry)
+  std::vector<std::uint32_t> entry_item;                      // entry -> index into part
+  std::vector<std::uint32_t> entry_kernel;
+  for (std::size_t r = 0; r < part.size(); ++r)
+    for (std::size_t k = 0; k < items[part[r]].sig.kernels.size(); ++k) {
+      entry_item.push_back(static_cast<std::uint32_t>(r));
+      entry_kernel.push_back(static_cast<std::uint32_t>(k));
+    }
+  band.reserve(entry_item.size());
+  for (int b = 0; b < kSketchBands; ++b) {
+    band.clear();
+    for (std::size_t e = 0; e < entry_item.size(); ++e)
+      band.emplace_back(kernel_band(items[part[entry_item[e]]].sig.kernels[entry_kernel[e]], b),
+                        static_cast<std::uint32_t>(e));
+    std::sort(band.begin(), band.end());
+    for (std::size_t start = 0; start < band.size();) {
+      std::size_t end = start + 1;
+      while (end < band.size() && band[end].first == band[start].first) ++end;
+      for (std::size_t x = start + 1; x < end; ++x)
+        for (std::size_t y = start; y < x && y < start + kMaxBucket; ++y) {
+          std::uint32_t rx = entry_item[band[x].second], ry = entry_item[band[y].second];
+          if (rx != ry) consider(rx, ry);
+        }
+      start = end;
+    }
+  }
+}
+
+}  // namespace
 
 LshResult find_pairs(const std::vector<LshItem>& items, double floor) {
   LshResult out;
@@ -12,9 +103,9 @@ LshResult find_pairs(const std::vector<LshItem>& items, double floor) {
   auto keep = [&](std::size_t i, std::size_t j, double sim, bool exact) {
     if (i > j) std::swap(i, j);
     if (!seen.insert((static_cast<std::uint64_t>(i) << 32) | j).second) return;
-    std::int64_t a = items[i].id, b = items[j].id;
-    if (a > b) std::swap(a, b);
-    out.pairs.push_back({a, b, sim, exact});
+    if (items[i].id > items[j].id) std::swap(i, j);
+    int link = exact ? 0 : static_cast<int>(kernel_link(items[i].sig, items[j].sig));
+    out.pairs.push_back({items[i].id, items[j].id, sim, exact, link});
   };
 
   // Items in content order (code hash, then id), so that nothing below depends on import order.
@@ -77,6 +168,7 @@ LshResult find_pairs(const std::vector<LshItem>& items, double floor) {
       start = end;
     }
   }
+  kernel_pairs(items, order, seen, keep, out);
   std::sort(out.pairs.begin(), out.pairs.end(),
             [](const LshPair& x, const LshPair& y) { return x.a != y.a ? x.a < y.a : x.b < y.b; });
   return out;

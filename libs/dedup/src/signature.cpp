@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstring>
 #include <functional>
+#include <unordered_map>
 
 #include "kforge/core/sha256.hpp"
 
@@ -153,7 +154,8 @@ std::size_t indent_of(std::string_view line) {
 }
 
 // Whether a decorator line ("@triton.jit", "@jit(...)", "@triton.jit(do_not_specialize=...)")
-// makes a Triton kernel.
+// makes a Triton kernel: also Gluon's (`@gluon.jit`) and Triton-distributed's
+// (`@triton_dist.jit`), Triton kernels with more language features.
 bool jit_decorator(std::string_view line) {
   std::string_view s = strip_left(line);
   if (s.empty() || s[0] != '@') return false;
@@ -161,7 +163,8 @@ bool jit_decorator(std::string_view line) {
   std::size_t end = 0;
   while (end < s.size() && (ident_char(static_cast<unsigned char>(s[end])) || s[end] == '.')) ++end;
   std::string_view name = s.substr(0, end);
-  return name == "jit" || name == "triton.jit" || name == "tl.jit";
+  return name == "jit" || name == "triton.jit" || name == "tl.jit" || name == "gluon.jit" ||
+         name == "triton_dist.jit";
 }
 
 // The source of each @jit-decorated function, from `def` to its last indented line.
@@ -171,7 +174,10 @@ std::vector<std::string_view> kernel_sources(std::string_view code) {
   for (std::size_t at = 0; at <= code.size();) {
     std::size_t nl = code.find('\n', at);
     if (nl == std::string_view::npos) nl = code.size();
-    lines.push_back(code.substr(at, nl - at));
+    // Without the '\r' of a CRLF line end, or a blank line would end a kernel.
+    std::size_t len = nl - at;
+    if (len > 0 && code[at + len - 1] == '\r') --len;
+    lines.push_back(code.substr(at, len));
     offsets.push_back(at);
     at = nl + 1;
   }
@@ -238,27 +244,31 @@ void add_shingles(const std::vector<std::string_view>& toks, std::vector<std::ui
   }
 }
 
-// The minimum hashes of a set of shingles (sorted and deduplicated here) into sig.
-void fill_minhash(std::vector<std::uint64_t> shingles, Signature& sig) {
+// The minimum hashes of a set of shingles (sorted and deduplicated here) into sig, in its first
+// `slots` slots (the rest left at the maximum).
+void fill_minhash(std::vector<std::uint64_t> shingles, Signature& sig,
+                  std::size_t slots = kPermutations) {
   std::sort(shingles.begin(), shingles.end());
   shingles.erase(std::unique(shingles.begin(), shingles.end()), shingles.end());
   sig.shingles = static_cast<std::int64_t>(shingles.size());
   sig.minhash.fill(0xffffffffu);
   const Perms& P = perms();
   for (std::uint64_t s : shingles)
-    for (std::size_t i = 0; i < kPermutations; ++i) {
+    for (std::size_t i = 0; i < slots; ++i) {
       auto v = static_cast<std::uint32_t>((P.a[i] * s + P.b[i]) >> 32);
       if (v < sig.minhash[i]) sig.minhash[i] = v;
     }
 }
 
-void fill_minhash(const std::vector<std::string_view>& toks, Signature& sig) {
+void fill_minhash(const std::vector<std::string_view>& toks, Signature& sig,
+                  std::size_t slots = kPermutations) {
   std::vector<std::uint64_t> shingles;
   add_shingles(toks, shingles);
-  fill_minhash(std::move(shingles), sig);
+  fill_minhash(std::move(shingles), sig, slots);
 }
 
 bool kept_name(std::string_view t) {
+  if (t.size() < 2 || t.size() > 10) return false;  // the names below are 2 to 10 long
   static constexpr std::string_view kKept[] = {
       "False",   "None",     "True",       "and",      "as",     "assert", "async",  "await",
       "break",   "class",    "continue",   "def",      "del",    "elif",   "else",   "except",
@@ -288,44 +298,15 @@ void normalise_identifiers(std::string_view src, std::vector<std::string_view>& 
 
 // Functions kernels call that move or index data rather than compute (left out of `ops`).
 bool data_function(std::string_view t) {
-  static constexpr std::string_view kData[] = {"load",
-                                               "store",
-                                               "program_id",
-                                               "arange",
-                                               "make_block_ptr",
-                                               "advance",
-                                               "num_programs",
-                                               "multiple_of",
-                                               "max_contiguous",
-                                               "cdiv",
-                                               "static_range",
-                                               "to",
-                                               "zeros",
-                                               "full",
-                                               "zeros_like",
-                                               "full_like",
-                                               "reshape",
-                                               "view",
-                                               "broadcast_to",
-                                               "expand_dims",
-                                               "trans",
-                                               "permute",
-                                               "split",
-                                               "join",
-                                               "cast",
-                                               "static_assert",
-                                               "debug_barrier",
-                                               "device_assert",
-                                               "range",
-                                               "constexpr",
-                                               "pointer_type",
-                                               "next_power_of_2",
-                                               "make_tensor_descriptor",
-                                               "load_tensor_descriptor",
-                                               "store_tensor_descriptor",
-                                               "assume",
-                                               "where",
-                                               "empty"};
+  static constexpr std::string_view kData[] = {
+      "load", "store", "program_id", "arange", "make_block_ptr", "advance", "num_programs",
+      "multiple_of", "max_contiguous", "cdiv", "static_range", "to", "zeros", "full", "zeros_like",
+      "full_like", "reshape", "view", "broadcast_to", "expand_dims", "trans", "permute", "split",
+      "join", "cast", "static_assert", "debug_barrier", "device_assert", "range", "constexpr",
+      "pointer_type", "next_power_of_2", "make_tensor_descriptor", "load_tensor_descriptor",
+      "store_tensor_descriptor", "assume", "where", "empty",
+      // Triton-distributed's loads and stores
+      "ld", "st", "ld_vector", "st_vector", "num_threads"};
   for (auto k : kData)
     if (t == k) return true;
   return false;
@@ -344,7 +325,8 @@ void add_ops(const std::vector<std::string_view>& toks, std::vector<std::string_
       ops.push_back(t);
     } else if (i > 0 && toks[i - 1] == "." && i + 1 < toks.size() && toks[i + 1] == "(" &&
                ident_start(static_cast<unsigned char>(t[0])) && !data_function(t)) {
-      ops.push_back(t);
+      // Division spelled as a libdevice call is division.
+      ops.push_back(t == "fdiv" || t == "div_rn" || t == "fast_dividef" ? "/" : t);
     }
   }
 }
@@ -382,29 +364,56 @@ bool ops_conflict(std::string_view a, std::string_view b) {
 
 bool near(const Signature& a, const Signature& b, double threshold) {
   if (a.kernels_sha == b.kernels_sha) return true;
-  return similarity(a, b) >= threshold - 1e-9 && !ops_conflict(a.ops, b.ops);
+  if (ops_conflict(a.ops, b.ops)) return false;
+  double need =
+      a.kernelless || b.kernelless ? std::max(threshold, kKernellessThreshold) : threshold;
+  return similarity(a, b) >= need - 1e-9 || kernel_link(a, b) != KernelLink::none;
 }
+
+namespace {
+
+// Which of a file's kernels (their tokens) another kernel of the file calls: helpers. One pass
+// over the calls of every kernel (a name followed by `(`, not after `def`).
+std::vector<bool> helpers_of(const std::vector<std::vector<std::string_view>>& raw,
+                             std::vector<std::string_view>& names) {
+  names.assign(raw.size(), {});
+  for (std::size_t i = 0; i < raw.size(); ++i)
+    if (raw[i].size() > 2) names[i] = raw[i][raw[i][0] == "async" ? 2 : 1];
+  // name -> the kernels that call it (the first two are enough: one of them is not itself).
+  std::unordered_map<std::string_view, std::pair<int, int>> callers;
+  for (std::size_t j = 0; j < raw.size(); ++j)
+    for (std::size_t t = 1; t + 1 < raw[j].size(); ++t)
+      if (raw[j][t + 1] == "(" && raw[j][t - 1] != "def") {
+        auto [it, fresh] = callers.try_emplace(raw[j][t], static_cast<int>(j), -1);
+        if (!fresh && it->second.first != static_cast<int>(j) && it->second.second < 0)
+          it->second.second = static_cast<int>(j);
+      }
+  std::vector<bool> out(raw.size(), false);
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    if (names[i].empty()) continue;
+    auto it = callers.find(names[i]);
+    if (it == callers.end()) continue;
+    auto [x, y] = it->second;
+    out[i] = x != static_cast<int>(i) || (y >= 0 && y != static_cast<int>(i));
+  }
+  return out;
+}
+
+}  // namespace
 
 std::vector<KernelSignature> kernel_signatures(std::string_view code, int min_tokens) {
   std::vector<KernelSignature> out;
   std::vector<std::string_view> sources = kernel_sources(code);
   std::vector<std::vector<std::string_view>> raw(sources.size());
   for (std::size_t i = 0; i < sources.size(); ++i) tokenize(sources[i], false, raw[i]);
-  // Whether a jit function other than the i-th calls `name`.
-  auto called = [&](std::size_t i, std::string_view name) {
-    for (std::size_t j = 0; j < raw.size(); ++j) {
-      if (j == i) continue;
-      for (std::size_t t = 1; t + 1 < raw[j].size(); ++t)
-        if (raw[j][t] == name && raw[j][t + 1] == "(" && raw[j][t - 1] != "def") return true;
-    }
-    return false;
-  };
+  std::vector<std::string_view> names;
+  std::vector<bool> helper = helpers_of(raw, names);
   for (std::size_t i = 0; i < sources.size(); ++i) {
     std::vector<std::string_view>& toks = raw[i];
     if (static_cast<int>(toks.size()) < std::max(min_tokens, 1)) continue;
     KernelSignature k;
     if (toks.size() > 1) k.name = std::string(toks[toks[0] == "async" ? 2 : 1]);
-    k.helper = !k.name.empty() && called(i, k.name);
+    k.helper = helper[i];
     std::vector<std::string_view> norm = toks;
     normalise_identifiers(sources[i], norm);
     k.tokens = static_cast<int>(norm.size());
@@ -431,11 +440,29 @@ Signature compute_signature(std::string_view code) {
   std::vector<std::string_view> toks, body;
   std::vector<std::uint64_t> kernel_shingles;
   std::vector<std::string_view> ops;
-  for (std::string_view src : kernel_sources(code)) {
-    toks.clear();
-    tokenize(src, false, toks);
-    add_ops(toks, ops);
-    add_shingles(toks, kernel_shingles);
+  std::vector<std::string_view> sources = kernel_sources(code);
+  sig.kernelless = sources.empty();
+  std::vector<std::vector<std::string_view>> kernel_toks(sources.size());
+  for (std::size_t i = 0; i < sources.size(); ++i) tokenize(sources[i], false, kernel_toks[i]);
+  std::vector<std::string_view> names;
+  std::vector<bool> helper = helpers_of(kernel_toks, names);
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    std::string_view src = sources[i];
+    const std::vector<std::string_view>& kt = kernel_toks[i];
+    add_ops(kt, ops);
+    add_shingles(kt, kernel_shingles);
+    // Its sketch (the first kSketchSlots slots of its kernel signature, low 16 bits of each).
+    if (static_cast<int>(kt.size()) >= kMinKernelTokens) {
+      body = kt;
+      normalise_identifiers(src, body);
+      Signature ks;
+      fill_minhash(body, ks, kSketchSlots);
+      KernelSketch sk;
+      for (std::size_t p = 0; p < kSketchSlots; ++p)
+        sk.minhash[p] = static_cast<std::uint16_t>(ks.minhash[p] & 0xffffu);
+      sk.helper = helper[i];
+      sig.kernels.push_back(sk);
+    }
     body.clear();
     tokenize(src, true, body);
     if (static_cast<int>(body.size()) < kMinBodyTokens) continue;

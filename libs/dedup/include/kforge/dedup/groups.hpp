@@ -4,15 +4,19 @@
 // update() brings the store up to date: it computes the signature of every sample that has none
 // for its current code (in parallel, a batch at a time, so memory holds the signatures and one
 // batch of code), finds candidate pairs by LSH (kBands bands of kRows slots; every pair at
-// similarity >= 0.5 is a candidate with probability above 0.87, and above 0.999 from 0.7), keeps
-// the pairs at or above kPairFloor, and stores the groups at `threshold`. Groups do not depend on
-// import order and do not chain: samples sharing their kernel bodies (up to renames) are one class;
-// each group has a representative class and every other class in it has a pair at or above the
-// threshold with it (star clustering, groups.cpp `components`), so two single-file members of a
-// group are at least 2t - 1 similar (Jaccard distance obeys the triangle inequality). Pairs and
-// groups are recomputed only when a signature changed or the threshold differs from the stored one.
+// similarity >= 0.5 is a candidate with probability above 0.87, and above 0.999 from 0.7) and by
+// LSH over kernel sketches (lsh.hpp), keeps the pairs at or above kPairFloor or linked through
+// kernels (signature.hpp kernel_link), and stores the groups at `threshold`. Groups do not depend
+// on import order and do not chain: samples sharing their kernel bodies (up to renames) or their
+// kernel sketches are one class; each group has a representative class and every other class in
+// it has a pair with it at or above the threshold or linked through kernels (its kernels within
+// the representative's, or aligned with them; star clustering, groups.cpp `components`), so two
+// single-file members linked by similarity are at least 2t - 1 similar (Jaccard distance obeys
+// the triangle inequality). Pairs and groups are recomputed only when a signature changed or the
+// threshold differs from the stored one.
 //
-// Memory: about 0.6 KB per sample (signature and LSH band entries), whatever the code size.
+// Memory: about 0.8 KB per sample (signature, kernel sketches of about 130 bytes a kernel, LSH band
+// entries), whatever the code size.
 //
 // Threads: one Db, the caller's thread; signatures are computed on `threads` worker threads.
 
@@ -67,6 +71,16 @@ struct State {
 // nullopt: never computed.
 Result<std::optional<State>> state(store::Db& db);
 
+// How a member is linked to the one it names (groups.cpp `components`).
+enum class Via {
+  similarity,    // at or above the threshold
+  same_kernels,  // the same kernel bodies up to renames
+  within,        // its kernels are all within that member's (kernels_within)
+  holds,         // (the representative) that member's kernels are all within its own
+  aligned,       // its kernels pair one to one with that member's (kernels_aligned)
+};
+const char* to_string(Via v);
+
 struct Member {
   std::int64_t sample_id = 0;
   std::string key;
@@ -75,12 +89,16 @@ struct Member {
   std::string linked_to;    // the group's representative (for it: its closest member)
   double similarity = 0;    // with that member (1 for the same kernels)
   bool exact = false;       // the same kernel bodies (up to renames) as that member
+  Via via = Via::similarity;
 };
 
 struct Group {
   std::int64_t id = 0;      // the smallest sample id in it
   std::int64_t center = 0;  // the representative: its class has a pair >= threshold with each other
-  double spread = 1;        // the lowest similarity of a member (its class) to the center
+  // The lowest similarity to the center of a member linked by similarity (members linked through
+  // kernels can be less similar as files: their kernels are what is alike).
+  double spread = 1;
+  int through_kernels = 0;      // members linked through kernels (within, aligned)
   std::vector<Member> members;  // in sample id (import) order
 };
 

@@ -23,7 +23,8 @@
 //
 // Operations (`ops`): what the kernels compute, for telling one template around two operations
 // apart: the tl/libdevice/math functions they call (loads, stores, indexing, casts and shape
-// functions left out), their arithmetic, bitwise and comparison operators and `and`/`or`/`not`.
+// functions left out), their arithmetic, bitwise and comparison operators and `and`/`or`/`not`;
+// a libdevice division (`fdiv`, `div_rn`) counts as `/`.
 //
 // Pure functions, thread-safe.
 
@@ -41,12 +42,24 @@ inline constexpr int kBands = 32;  // LSH: kBands bands of kRows slots
 inline constexpr int kRows = kPermutations / kBands;
 // Names the parameters above and the normalisation; a stored signature with another name is
 // recomputed.
-inline constexpr std::string_view kScheme = "minhash128-k5-kernels-v2";
+inline constexpr std::string_view kScheme = "minhash128-k5-kernels-v3";
 // Below this many kernel shingles a file is signed over all its tokens.
 inline constexpr int kMinKernelShingles = 30;
 
 // The normalised tokens of Python source, as text ("S" and "N" for literals).
 std::vector<std::string_view> normalised_tokens(std::string_view code);
+
+// One kernel of a file for links through kernels (contain.cpp): the low 16 bits of the first
+// kSketchSlots slots of its kernel signature (KernelSignature below: identifiers normalised, so
+// renames keep it). It estimates the same similarity (standard error 0.04 at 0.9, 0.06 at 0.6)
+// at an eighth of the memory and half the hashing (two different shingle sets agree in a slot's
+// low 16 bits by chance once in 65,536).
+inline constexpr int kSketchSlots = 64;
+inline constexpr int kSketchBands = kSketchSlots / kRows;  // its LSH: bands of kRows slots
+struct KernelSketch {
+  std::array<std::uint16_t, kSketchSlots> minhash{};
+  bool helper = false;  // another @jit function of its file calls it
+};
 
 struct Signature {
   std::array<std::uint32_t, kPermutations> minhash{};
@@ -55,6 +68,9 @@ struct Signature {
   std::vector<std::string> bodies;
   std::string kernels_sha;  // of the sorted body hashes; of the whole token stream when none
   std::string ops;          // the kernels' operations, sorted, comma-separated; empty when none
+  // Its kernels of at least kMinKernelTokens normalised tokens, in file order.
+  std::vector<KernelSketch> kernels;
+  bool kernelless = false;  // no @jit function at all: signed over all its tokens
 };
 
 // Whether two files' kernels compute different operations: each calls or applies one the other
@@ -64,9 +80,43 @@ struct Signature {
 bool ops_conflict(std::string_view a, std::string_view b);
 
 // Whether two files are near duplicates at `threshold`: the same kernels up to renames
-// (kernels_sha), or similarity at or above the threshold and no conflict of operations. The rule
+// (kernels_sha), or no conflict of operations and either similarity at or above the threshold
+// (kKernellessThreshold at least when either file has no kernel) or a link through kernels
+// (kernel_link below: one file's kernels within the other's, or aligned one to one). The rule
 // corpus groups apply to the stored pairs (groups.hpp).
 bool near(const Signature& a, const Signature& b, double threshold);
+
+// Links through kernels (contain.cpp), with identifiers normalised (kernel sketches):
+//  - within: every kernel of `a` that is not a helper (at least one) is a near-copy of a kernel of
+//    `b`, at or above kContainThreshold. A file whose kernels are all in another (an embedded
+//    kernel, a backend copy that adds a kernel, an older revision the newer file extends) adds
+//    nothing a model could learn from the other, however much host code around them differs;
+//  - aligned: both files have the same number, at least kAlignMinKernels, of kernels that are
+//    not helpers, and they pair one to one, each with its counterpart at or above
+//    kAlignThreshold: a revision or port of a multi-kernel file that edited every kernel (int64
+//    indices, block pointers rewritten as pointer arithmetic) keeps its kernels' structure.
+// Neither looks at operations; near() and corpus groups do (a conflict vetoes any link).
+inline constexpr double kContainThreshold = 0.9;
+inline constexpr double kAlignThreshold = 0.6;
+inline constexpr int kAlignMinKernels = 2;
+// Files without any kernel are compared over all their tokens (host code, code generators that
+// write kernels as strings, kernels in another language); two generators for different
+// operations share most of theirs, so such a pair needs this much (or the threshold if higher).
+inline constexpr double kKernellessThreshold = 0.8;
+
+// `same`: the same kernel sketches, all of them (the same kernels up to renames and literals,
+// kernels below kMinKernelTokens aside); corpus groups make such files one class.
+enum class KernelLink { none = 0, a_within_b = 1, b_within_a = 2, both = 3, aligned = 4, same = 5 };
+KernelLink kernel_link(const Signature& a, const Signature& b);
+bool kernels_within(const Signature& a, const Signature& b);
+bool kernels_aligned(const Signature& a, const Signature& b);
+// The same sketches in the same order, at least one of a kernel that is not a helper.
+bool same_kernel_sketches(const Signature& a, const Signature& b);
+double sketch_similarity(const KernelSketch& a, const KernelSketch& b);
+// Signature::kernels <-> the BLOB stored in dedup_signatures.kernels (per kernel: one byte, 1 for
+// a helper, then kSketchSlots little-endian uint16s).
+std::string kernels_blob(const Signature& s);
+bool kernels_from_blob(std::string_view blob, Signature& s);
 
 inline constexpr int kMinBodyTokens = 20;
 

@@ -1,0 +1,150 @@
+// Containment: a file whose kernels are all near-copies of kernels of another (signature.hpp
+// kernels_within), from kernel sketches.
+
+#include <algorithm>
+
+#include "kforge/dedup/signature.hpp"
+
+namespace kforge::dedup {
+
+double sketch_similarity(const KernelSketch& a, const KernelSketch& b) {
+  int same = 0;
+  for (std::size_t i = 0; i < kSketchSlots; ++i) same += a.minhash[i] == b.minhash[i] ? 1 : 0;
+  return static_cast<double>(same) / kSketchSlots;
+}
+
+namespace {
+
+// The slots two sketches agree in, for every pair of a's and b's kernels (row-major), computed
+// once per pair of files: within both ways and alignment all read it.
+struct Agreement {
+  std::size_t rows = 0, cols = 0;
+  std::vector<int> same;
+  Agreement(const Signature& a, const Signature& b)
+      : rows(a.kernels.size()), cols(b.kernels.size()), same(rows * cols) {
+    for (std::size_t i = 0; i < rows; ++i)
+      for (std::size_t j = 0; j < cols; ++j) {
+        const auto& x = a.kernels[i].minhash;
+        const auto& y = b.kernels[j].minhash;
+        int n = 0;
+        for (std::size_t p = 0; p < kSketchSlots; ++p) n += x[p] == y[p] ? 1 : 0;
+        same[i * cols + j] = n;
+      }
+  }
+  int at(std::size_t i, std::size_t j, bool transposed) const {
+    return transposed ? same[j * cols + i] : same[i * cols + j];
+  }
+};
+
+// Slots out of kSketchSlots for a similarity threshold.
+int slots(double t) {
+  int n = 0;
+  while (static_cast<double>(n) / kSketchSlots < t - 1e-9) ++n;
+  return n;
+}
+
+// Whether every non-helper kernel of `x` (at least one) has a kernel of `y` within.
+bool within(const Signature& x, const Signature& y, const Agreement& m, bool transposed) {
+  const int need = slots(kContainThreshold);
+  bool any = false;
+  for (std::size_t i = 0; i < x.kernels.size(); ++i) {
+    if (x.kernels[i].helper) continue;
+    any = true;
+    bool found = false;
+    for (std::size_t j = 0; j < y.kernels.size() && !found; ++j)
+      found = m.at(i, j, transposed) >= need;
+    if (!found) return false;
+  }
+  return any;
+}
+
+bool aligned(const Signature& a, const Signature& b, const Agreement& m) {
+  // The kernels that are not helpers, each side.
+  std::vector<std::size_t> x, y;
+  for (std::size_t i = 0; i < a.kernels.size(); ++i)
+    if (!a.kernels[i].helper) x.push_back(i);
+  for (std::size_t j = 0; j < b.kernels.size(); ++j)
+    if (!b.kernels[j].helper) y.push_back(j);
+  if (x.size() != y.size() || static_cast<int>(x.size()) < kAlignMinKernels) return false;
+  // Each kernel's nearest counterpart (the first in file order on ties) must be at or above the
+  // threshold, and no two kernels of a side may take the same counterpart.
+  const int need = slots(kAlignThreshold);
+  for (bool transposed : {false, true}) {
+    const auto& side = transposed ? y : x;
+    const auto& other = transposed ? x : y;
+    std::vector<bool> taken(other.size(), false);
+    for (std::size_t k : side) {
+      std::size_t best = 0;
+      int s = -1;
+      for (std::size_t o = 0; o < other.size(); ++o) {
+        int v = transposed ? m.at(other[o], k, false) : m.at(k, other[o], false);
+        if (v > s) s = v, best = o;
+      }
+      if (s < need || taken[best]) return false;
+      taken[best] = true;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool kernels_within(const Signature& a, const Signature& b) {
+  return within(a, b, Agreement(a, b), false);
+}
+
+bool kernels_aligned(const Signature& a, const Signature& b) {
+  return aligned(a, b, Agreement(a, b));
+}
+
+bool same_kernel_sketches(const Signature& a, const Signature& b) {
+  if (a.kernels.size() != b.kernels.size()) return false;
+  bool kernel = false;
+  for (std::size_t i = 0; i < a.kernels.size(); ++i) {
+    if (a.kernels[i].helper != b.kernels[i].helper || a.kernels[i].minhash != b.kernels[i].minhash)
+      return false;
+    kernel = kernel || !a.kernels[i].helper;
+  }
+  return kernel;
+}
+
+KernelLink kernel_link(const Signature& a, const Signature& b) {
+  if (same_kernel_sketches(a, b)) return KernelLink::same;
+  if (a.kernels.empty() || b.kernels.empty()) return KernelLink::none;
+  Agreement m(a, b);
+  bool ab = within(a, b, m, false), ba = within(b, a, m, true);
+  if (ab && ba) return KernelLink::both;
+  if (ab) return KernelLink::a_within_b;
+  if (ba) return KernelLink::b_within_a;
+  return aligned(a, b, m) ? KernelLink::aligned : KernelLink::none;
+}
+
+std::string kernels_blob(const Signature& s) {
+  std::string out;
+  out.reserve(s.kernels.size() * (1 + kSketchSlots * 2));
+  for (const KernelSketch& k : s.kernels) {
+    out += static_cast<char>(k.helper ? 1 : 0);
+    for (std::uint16_t v : k.minhash) {
+      out += static_cast<char>(v & 0xff);
+      out += static_cast<char>(v >> 8);
+    }
+  }
+  return out;
+}
+
+bool kernels_from_blob(std::string_view blob, Signature& s) {
+  constexpr std::size_t kSize = 1 + kSketchSlots * 2;
+  if (blob.size() % kSize != 0) return false;
+  s.kernels.assign(blob.size() / kSize, {});
+  for (std::size_t k = 0; k < s.kernels.size(); ++k) {
+    std::string_view b = blob.substr(k * kSize, kSize);
+    s.kernels[k].helper = b[0] != 0;
+    for (std::size_t i = 0; i < kSketchSlots; ++i)
+      s.kernels[k].minhash[i] = static_cast<std::uint16_t>(
+          static_cast<unsigned char>(b[1 + 2 * i]) |
+          (static_cast<unsigned>(static_cast<unsigned char>(b[2 + 2 * i])) << 8));
+  }
+  return true;
+}
+
+}  // namespace kforge::dedup
