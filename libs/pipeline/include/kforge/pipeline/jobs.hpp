@@ -48,7 +48,7 @@ struct NewRun {
   std::string first_stage;
   store::RunParams params;
   nlohmann::ordered_json prompts = nlohmann::ordered_json::object();  // stored in this order
-  std::vector<std::int64_t> sample_ids;  // one job each, in this order
+  std::vector<std::int64_t> sample_ids;                               // one job each, in this order
 };
 
 struct LeasedJob {

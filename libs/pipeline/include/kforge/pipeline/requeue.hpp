@@ -7,8 +7,8 @@
 // verification stays in the history, and the next attempt is added beside them. At stage
 // `verify` a job goes back to state verify_queued at the round of the code it holds now (the
 // newest answer that holds code, the view code_outputs), and the verifier runs that code again;
-// at an LLM stage (an analysis or the code stage) to state queued at round 0 with attempts reset. error_kind
-// and error keep why it was re-queued. A finished run becomes active again.
+// at an LLM stage (an analysis or the code stage) to state queued at round 0 with attempts reset.
+// error_kind and error keep why it was re-queued. A finished run becomes active again.
 
 #include <cstdint>
 #include <functional>
