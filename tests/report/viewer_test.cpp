@@ -212,7 +212,7 @@ TEST_F(Viewer, ABPageListsTheFlipsWithLinksToBothVersions) {
   auto r = get("/ab?a=v1&b=v2");
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
-  // compare's figures for the fixture (tests/cli/report_commands_test.cpp: 3 lost, 5 gained) plus
+  // compare's figures for the fixture (tests/cli/compare_test.cpp: 3 lost, 5 gained) plus
   // repaired.py gained.
   EXPECT_TRUE(has(r->body, "gained: verified in v2 only (6)")) << r->body;
   EXPECT_TRUE(has(r->body, "lost: verified in v1 only (3)"));

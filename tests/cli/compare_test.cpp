@@ -1,35 +1,14 @@
-// The kforge binary: compare, export, debug and retry on the fixture database, exit codes
-// (0 success, 1 failure, 2 bad usage) and error messages.
+// kforge compare on report's fixture database (tests/report/fixture.hpp): exit codes (0
+// success, 1 failure, 2 bad usage) and messages.
 
 #include <gtest/gtest.h>
 
-#include <cmath>
-
 #include <nlohmann/json.hpp>
 
-#include "fixture.hpp"
+#include "report_cli_fixture.hpp"
 
 namespace kforge::test {
 namespace {
-
-class ReportCli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    config_ = fx.dir() / "kforge.yaml";
-    write_text(config_, "store:\n  path: " + fx.db_path().string() + "\n");
-  }
-  ProcResult kforge(std::vector<std::string> args) {
-    args.insert(args.begin(),
-                {binary("apps/kforge/kforge").string(), "--config", config_.string()});
-    return run_process(args, {}, 60);
-  }
-  ReportFixture fx;
-  std::filesystem::path config_;
-};
-
-bool has(const std::string& hay, const std::string& needle) {
-  return hay.find(needle) != std::string::npos;
-}
 
 TEST_F(ReportCli, Compare) {
   auto r = kforge({"compare", "v1", "v2"});
@@ -91,80 +70,6 @@ TEST_F(ReportCli, CompareErrors) {
   r = kforge({"compare", "v1", "v2", "--html", (fx.dir() / "no" / "r.html").string()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(has(r.err, "no/r.html")) << r.err;
-}
-
-TEST_F(ReportCli, Export) {
-  auto out = fx.dir() / "v2.jsonl";
-  auto r = kforge({"export", "v2", "--out", out.string(), "--verdict", "passed"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(has(r.out, "exported 7 samples of v2 to")) << r.out;
-  EXPECT_TRUE(has(r.out, "(7 left out by --verdict)")) << r.out;
-  // A path that cannot be written is named as given, not by the temporary file beside it.
-  auto bad = fx.dir() / "missing" / "v2.jsonl";
-  r = kforge({"export", "v2", "--out", bad.string()});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_TRUE(has(
-      r.err, "kforge: error: " + bad.string() + ": cannot be written: No such file or directory"))
-      << r.err;
-  EXPECT_FALSE(has(r.err, ".tmp")) << r.err;
-  r = kforge(
-      {"export", "v1", "--out", (fx.dir() / "v1.json").string(), "--verdict", "failed,timeout"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(nlohmann::json::parse(read_text(fx.dir() / "v1.json")).size(), 3u);
-  EXPECT_EQ(kforge({"export", "v2"}).exit_code, 2);  // no --out
-  EXPECT_EQ(kforge({"export", "v2", "--out", out.string(), "--format", "xml"}).exit_code, 2);
-  r = kforge({"export", "v2", "--out", out.string(), "--verdict", "great"});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(has(r.err, "'great' is not a verdict")) << r.err;
-  EXPECT_EQ(kforge({"export", "nope", "--out", out.string()}).exit_code, 1);
-}
-
-TEST_F(ReportCli, Debug) {
-  auto out = fx.dir() / "dbg";
-  auto r = kforge({"debug", "v1", "copy_transpose.py", "--out", out.string()});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, (out / "copy_transpose.py").string() + "\n");
-  EXPECT_TRUE(std::filesystem::exists(out / "copy_transpose.py" / "run.sh"));
-  r = kforge({"debug", "v2", "--failed", "--out", out.string()});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 6);
-  EXPECT_EQ(kforge({"debug", "v1", "--out", out.string()}).exit_code, 2);  // neither
-  EXPECT_EQ(kforge({"debug", "v1", "softmax.py", "--failed", "--out", out.string()}).exit_code, 2);
-  r = kforge({"debug", "v1", "missing.py", "--out", out.string()});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_TRUE(has(r.err, "no sample with key 'missing.py'")) << r.err;
-}
-
-TEST_F(ReportCli, Retry) {
-  auto r = kforge({"retry", "v1", "--verdict", "crashed,timeout", "--dry-run"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(has(r.out, "(dry run) 2 samples of v1 would be re-queued")) << r.out;
-  // A dry run says what it would do, never what "was" done.
-  EXPECT_TRUE(has(r.out,
-                  "(dry run) run v1 is finished and would become active again; nothing "
-                  "was changed"))
-      << r.out;
-  EXPECT_FALSE(has(r.out, "was finished and is active again")) << r.out;
-  EXPECT_EQ(fx.text("run_state", {"v1"}), "finished");
-  EXPECT_EQ(fx.text("job_of", {"v1", "llvm_abort.py"}), "done|done|1|");
-  r = kforge({"retry", "v1", "--verdict", "crashed,timeout"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(has(r.out, "2 samples of v1 re-queued: at verify 2; were crashed 1, timeout 1"))
-      << r.out;
-  EXPECT_TRUE(has(r.out, "run v1 was finished and is active again")) << r.out;
-  EXPECT_EQ(fx.text("job_of", {"v1", "llvm_abort.py"}), "verify_queued|verify|0|crashed");
-  r = kforge({"retry", "v2", "--failure", "rejected", "--stage", "generate", "--json"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["requeued"], 2);
-  EXPECT_EQ(j["by_stage"]["generate"], 2);
-  EXPECT_EQ(kforge({"retry", "v1"}).exit_code, 2);
-  EXPECT_EQ(kforge({"retry", "v1", "--verdict", "bogus"}).exit_code, 2);
-  // --stage takes the run's own stages, as it recorded them, and names them when it refuses.
-  r = kforge({"retry", "v1", "--verdict", "crashed", "--stage", "later"});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(has(r.err, "'later' is not a stage of run 'v1' (generate, or verify)")) << r.err;
-  EXPECT_EQ(kforge({"retry", "nope", "--verdict", "crashed"}).exit_code, 1);
 }
 
 // Every verdict of v2 an error of the verifier's environment (its Python lacks torch): the report
