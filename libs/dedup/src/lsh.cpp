@@ -22,6 +22,21 @@ std::uint64_t kernel_band(const KernelSketch& k, int band) {
   return h;
 }
 
+// Calls f(y, x) for the entries of each bucket of a sorted band (equal hashes): every later
+// entry x with the bucket's entries before it, its first `cap` ones at most (the first in content
+// order), so a huge bucket costs linear time.
+template <class F>
+void each_bucket_pair(const std::vector<std::pair<std::uint64_t, std::uint32_t>>& band,
+                      std::size_t cap, F&& f) {
+  for (std::size_t start = 0; start < band.size();) {
+    std::size_t end = start + 1;
+    while (end < band.size() && band[end].first == band[start].first) ++end;
+    for (std::size_t x = start + 1; x < end; ++x)
+      for (std::size_t y = start; y < x && y < start + cap; ++y) f(band[y].second, band[x].second);
+    start = end;
+  }
+}
+
 // Pairs linked through kernels (lsh.hpp), `order`: the items in content order.
 template <class Keep>
 void kernel_pairs(const std::vector<LshItem>& items, const std::vector<std::uint32_t>& order,
@@ -82,16 +97,10 @@ void kernel_pairs(const std::vector<LshItem>& items, const std::vector<std::uint
       band.emplace_back(kernel_band(items[part[entry_item[e]]].sig.kernels[entry_kernel[e]], b),
                         static_cast<std::uint32_t>(e));
     std::sort(band.begin(), band.end());
-    for (std::size_t start = 0; start < band.size();) {
-      std::size_t end = start + 1;
-      while (end < band.size() && band[end].first == band[start].first) ++end;
-      for (std::size_t x = start + 1; x < end; ++x)
-        for (std::size_t y = start; y < x && y < start + kMaxBucket; ++y) {
-          std::uint32_t rx = entry_item[band[x].second], ry = entry_item[band[y].second];
-          if (rx != ry) consider(rx, ry);
-        }
-      start = end;
-    }
+    each_bucket_pair(band, kMaxBucket, [&](std::uint32_t ey, std::uint32_t ex) {
+      std::uint32_t rx = entry_item[ex], ry = entry_item[ey];
+      if (rx != ry) consider(rx, ry);
+    });
   }
 }
 
@@ -153,20 +162,14 @@ LshResult find_pairs(const std::vector<LshItem>& items, double floor) {
     for (std::size_t r = 0; r < lsh.size(); ++r)
       band.emplace_back(band_hash(items[lsh[r]].sig, b), static_cast<std::uint32_t>(r));
     std::sort(band.begin(), band.end());
-    for (std::size_t start = 0; start < band.size();) {
-      std::size_t end = start + 1;
-      while (end < band.size() && band[end].first == band[start].first) ++end;
-      for (std::size_t x = start + 1; x < end; ++x)
-        for (std::size_t y = start; y < x && y < start + kMaxBucket; ++y) {
-          std::size_t i = lsh[band[y].second], j = lsh[band[x].second];
-          std::uint64_t k = (static_cast<std::uint64_t>(std::min(i, j)) << 32) | std::max(i, j);
-          if (seen.count(k) != 0) continue;
-          ++out.candidates;
-          double sim = similarity(items[i].sig, items[j].sig);
-          if (sim >= floor) keep(i, j, sim, false);
-        }
-      start = end;
-    }
+    each_bucket_pair(band, kMaxBucket, [&](std::uint32_t ry, std::uint32_t rx) {
+      std::size_t i = lsh[ry], j = lsh[rx];
+      std::uint64_t k = (static_cast<std::uint64_t>(std::min(i, j)) << 32) | std::max(i, j);
+      if (seen.count(k) != 0) return;
+      ++out.candidates;
+      double sim = similarity(items[i].sig, items[j].sig);
+      if (sim >= floor) keep(i, j, sim, false);
+    });
   }
   kernel_pairs(items, order, seen, keep, out);
   std::sort(out.pairs.begin(), out.pairs.end(),
