@@ -135,7 +135,7 @@ std::string short_sha(const std::string& s) {
   return s.substr(0, 12);
 }
 
-int create(const RunArgs& a, const app::Config& cfg) {
+int create(const RunArgs& a, const app::Config& cfg, bool quiet) {
   KF_CHECK_OR_REPORT(check_tag(a.tag));
   KF_TRY_OR_REPORT(auto dir, pipeline::PromptLibrary::locate(cfg.pipeline.prompts_dir));
   KF_TRY_OR_REPORT(auto lib, pipeline::PromptLibrary::load(dir));
@@ -216,6 +216,7 @@ int create(const RunArgs& a, const app::Config& cfg) {
                           : ("up to " + std::to_string(rounds) + " repair round" +
                              (rounds == 1 ? "" : "s") + " after a verdict that is not verified")
                                 .c_str());
+  if (quiet) return kOk;  // -q: the result line only, not its details and the next step
   if (dd)
     std::printf(
         "  dedup: one sample per near-duplicate group (%s, threshold %.2f): %lld left "
@@ -357,7 +358,7 @@ Command add_run(CLI::App& root, Globals& g) {
   }
   return {cmd, [args, &g, verbs]() -> int {
             KF_TRY_OR_REPORT(app::Config cfg, load(g));
-            if (verbs[0]->parsed()) return create(*args, cfg);
+            if (verbs[0]->parsed()) return create(*args, cfg, g.quiet);
             for (std::size_t i = 1; i < verbs.size(); ++i)
               if (verbs[i]->parsed()) return set_state(verbs[i]->get_name(), args->tag, cfg);
             return kUsage;

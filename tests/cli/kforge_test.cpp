@@ -30,6 +30,20 @@ TEST_F(Cli, GlobalOptionsGoBeforeOrAfterTheSubcommand) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
+// -q prints the result and errors only: run create's line, not its prompts' hashes or the hint.
+TEST_F(Cli, QuietRunCreatePrintsItsResultLineOnly) {
+  ASSERT_EQ(kforge({"import", test::small_corpus().string(), "--map", kMap, "-q"}).exit_code, 0);
+  auto loud = kforge({"run", "create", "loud", "--pipeline", "v2", "--limit", "2"});
+  ASSERT_EQ(loud.exit_code, 0) << loud.err;
+  EXPECT_NE(loud.out.find("  prompt v2/analyze.md sha256 "), std::string::npos) << loud.out;
+  EXPECT_NE(loud.out.find("kforged picks it up"), std::string::npos) << loud.out;
+  auto quiet = kforge({"-q", "run", "create", "quiet", "--pipeline", "v2", "--limit", "2"});
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
+  EXPECT_EQ(quiet.out.rfind("run 'quiet' created: 2 jobs, pipeline v2", 0), 0u) << quiet.out;
+  EXPECT_EQ(quiet.out.find('\n'), quiet.out.size() - 1) << quiet.out;
+  EXPECT_EQ(quiet.err, "");
+}
+
 TEST_F(Cli, UnknownCommandsAreNamedWithTheNearestOne) {
   auto r = kforge({"stauts"});
   EXPECT_EQ(r.exit_code, 2);
