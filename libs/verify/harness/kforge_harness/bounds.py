@@ -23,20 +23,12 @@ a pointer past the zones raises there, as a fault).
 
 import time
 
-from .kernel_replay import differs, run_launch
+from .kernel_replay import context_lost, differs, run_launch
 
 SEED = 20261128
 BUDGET_S = 10.0  # stop replaying after this long (the launches checked so far stand); the pool
 # sends its own (request["bounds_check_time_s"]); it runs inside the real run's deadline
 MAX_NAMED = 8  # storages tried one at a time to name the one read out of bounds
-
-
-def _lost(sync):
-    try:
-        sync()
-        return False
-    except Exception:  # noqa: BLE001 - torch raises RuntimeError (CUDA error: ...)
-        return True
 
 
 def _names(rec, sids):
@@ -105,7 +97,7 @@ def check(records, launch_raw, sync, budget_s=BUDGET_S):
                 read = _read_from(rec, launch_raw, sync, zeros) or ["?"]
         except Exception as e:  # noqa: BLE001 - the launch's own error on fresh buffers
             why = "%s: %s" % (type(e).__name__, (str(e).strip().splitlines() or [""])[0][:300])
-            if _lost(sync) or "out-of-bounds" in str(e) or "illegal memory access" in str(e):
+            if context_lost(sync) or "out-of-bounds" in str(e) or "illegal memory access" in str(e):
                 res["fault"] = {"kernel": rec.kernel, "launch": n, "error": why}
                 break
             if len(res["errors"]) < 3:

@@ -20,18 +20,10 @@ import time
 
 from . import kernel_ops
 from .assembly import section_of
-from .kernel_replay import differs, run_launch
+from .kernel_replay import context_lost, differs, run_launch
 from .runner import _cuda_sync
 
 SEED = 20261127
-
-
-def _lost():
-    try:
-        _cuda_sync()
-        return False
-    except Exception:  # noqa: BLE001 - torch raises RuntimeError (CUDA error: ...)
-        return True
 
 
 def build_jit(jit, source, fn_def, ordinal, workdir):
@@ -99,7 +91,7 @@ def judge(records, mjit, state, originals):
             except Exception as e:  # noqa: BLE001 - the compiler's or the launch's error
                 why = "%s: %s" % (type(e).__name__, str(e).strip().splitlines()[-1][:300]
                                   if str(e).strip() else "")
-                if _lost():
+                if context_lost(_cuda_sync):
                     return "lost", why
                 if "out-of-bounds" in str(e):
                     if variant == "same":
@@ -222,7 +214,7 @@ def run_kernel_battery(sample, report, count, budget_s, run_tests):
             entry["by"] = "%s: %s" % (failed.get("name"), exc)
             kb["killed"] += 1
             kb["applicable"] += 1
-            if _lost():
+            if context_lost(_cuda_sync):
                 kb["stopped"] = "the GPU context was lost under %s" % entry["mutant"]
                 kb["not_run"] = len(chosen) - i - 1
                 break

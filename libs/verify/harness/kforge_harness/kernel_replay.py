@@ -336,6 +336,16 @@ class GuardedList(list):
         return any(not (v == self.pad or (nan and v != v)) for v in zones)
 
 
+def context_lost(sync):
+    """Whether the GPU context is gone (a kernel faulted): `sync` (a wait for the device) raises,
+    and every launch after that would fail for that reason alone."""
+    try:
+        sync()
+        return False
+    except Exception:  # noqa: BLE001 - torch raises RuntimeError (CUDA error: ...)
+        return True
+
+
 def run_launch(rec, variant, seed, jit, launch_raw, sync, **guards):
     """Launches `jit` (the original or a mutant) on fresh buffers (`guards`: Launch's fill,
     fill_for and guard_lists). Returns the Launch."""

@@ -16,7 +16,7 @@ import time
 
 from . import buffers
 from .kernel_mutants import run_kernel_battery
-from .kernel_replay import Recorder
+from .kernel_replay import Recorder, context_lost
 from .outputs import Outputs, arguments
 from .runner import _cuda_sync, execute, run_test, test_cases
 from .triton_hooks import new_compile_stats
@@ -158,16 +158,6 @@ def _no_grad():
     return torch.no_grad() if torch is not None else contextlib.nullcontext()
 
 
-def _context_lost():
-    """Whether the GPU context is gone (a mutated index made a later kernel fault): every run
-    after that would fail for that reason alone."""
-    try:
-        _cuda_sync()
-        return False
-    except Exception:  # noqa: BLE001 - torch raises RuntimeError (CUDA error: ...)
-        return True
-
-
 def run_tests(sample):
     """The real run's tests once more, in this process. Returns the first result that did not
     pass (None when they all passed)."""
@@ -233,7 +223,7 @@ def _per_launch(sample, name, launches, whole):
             entry["whole"] = "killed"
             return entry
         checked.append({"launch": k, "result": entry["result"]})
-        if entry["result"] == "killed" and _context_lost():
+        if entry["result"] == "killed" and context_lost(_cuda_sync):
             break
     whole["per_launch"] = checked
     return whole
@@ -264,7 +254,7 @@ def run_battery(sample, names, report):
             battery["not_run"] = list(names[i + 1:])
             battery["stopped"] = "first survivor"
             break
-        if entry["result"] == "killed" and _context_lost():
+        if entry["result"] == "killed" and context_lost(_cuda_sync):
             battery["not_run"] = list(names[i + 1:])
             battery["stopped"] = "the GPU context was lost under mutant %s" % name
             break
@@ -305,7 +295,7 @@ def battery_after_skip(sample, report, names, kernel=(0, 0.0)):
                                  "stopped": "the real run did not pass again: %s"
                                  % real.get("detail")}
             return
-    if _context_lost():
+    if context_lost(_cuda_sync):
         report["battery"] = {"mutants": [], "not_run": names,
                              "stopped": "the GPU context was lost under the skip-launch run"}
         return
