@@ -8,9 +8,14 @@
 #include <gtest/gtest.h>
 
 #include "kforge/core/config.hpp"
+#include "kforge/core/embedded.hpp"
 #include "kforge/verify/config.hpp"
 #include "kforge/verify/verdict.hpp"
 #include "verify_util.hpp"
+
+namespace kforge::verify {
+std::span<const EmbeddedFile> harness_fault_words();  // cmake/Embed.cmake
+}
 
 namespace kforge::test {
 namespace {
@@ -26,7 +31,7 @@ TEST(VerifyBounds, PythonGuardReplay) {
                    (source_dir() / "tests/verify/fake_triton").string()},
                   {"TMPDIR=" + tmp.path().string()}, 120);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.err.find("Ran 10 tests"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Ran 11 tests"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("\nOK"), std::string::npos) << r.err;
 }
 
@@ -126,6 +131,17 @@ TEST(VerifyBounds, TheHarnessFindingsBecomeTheFlagAndTheDetail) {
       "address space (kernel_wrapper line 3)";
   verify::apply_bounds_facts(far);
   EXPECT_EQ(far.flags, std::vector<std::string>{verify::kOutOfBounds});
+  // Every phrase of kforge_harness/fault_words.txt, the file the harness reads too.
+  auto words = listed_lines(verify::harness_fault_words());
+  ASSERT_GE(words.size(), 5u);
+  for (const auto& w : words) {
+    verify::VerifyResult died;
+    died.verdict = Verdict::crashed;
+    died.stderr_tail = "RuntimeError: " + w + " (launch 1)";
+    verify::apply_bounds_facts(died);
+    EXPECT_EQ(died.flags, std::vector<std::string>{verify::kOutOfBounds}) << w;
+    EXPECT_EQ(died.report["bounds"]["fault"]["error"], w);
+  }
   // A passing run that mentions the words in its output is not a fault.
   verify::VerifyResult chatty;
   chatty.verdict = Verdict::passed;

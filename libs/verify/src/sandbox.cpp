@@ -312,21 +312,7 @@ Result<std::string> find_sandbox_init(const std::string& configured) {
 std::span<const EmbeddedFile> harness_spec_keys();
 
 std::vector<std::string> spec_keys() {
-  std::vector<std::string> keys;
-  for (const auto& f : harness_spec_keys()) {
-    std::string_view text = f.data;
-    while (!text.empty()) {
-      std::size_t nl = text.find('\n');
-      std::string_view line = text.substr(0, nl);
-      text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
-      line = line.substr(0, line.find('#'));
-      while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r'))
-        line.remove_suffix(1);
-      while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
-      if (!line.empty()) keys.emplace_back(line);
-    }
-  }
-  return keys;
+  return listed_lines(harness_spec_keys());
 }
 
 nlohmann::json Sandbox::spec(const RunPlace& place) const {

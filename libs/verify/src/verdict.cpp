@@ -3,12 +3,15 @@
 #include <sys/wait.h>
 
 #include <algorithm>
-#include <array>
 #include <csignal>
 #include <cstring>
 #include <vector>
 
+#include "kforge/core/embedded.hpp"
+
 namespace kforge::verify {
+
+std::span<const EmbeddedFile> harness_fault_words();
 
 const char* to_string(Verdict v) {
   switch (v) {
@@ -311,19 +314,15 @@ void apply_bounds_facts(VerifyResult& r) {
     return;
   }
   if (r.verdict != Verdict::error && r.verdict != Verdict::crashed) return;
-  // The driver's words for an access to an address no allocation holds (CUDA, HIP). A store far
-  // past a buffer can land outside the global address space altogether, which CUDA reports as
-  // an unsupported operation on that space (seen on an H200: tests/verify/gpu/out_of_bounds).
-  static constexpr std::array<std::string_view, 5> kFault = {
-      "an illegal memory access was encountered", "CUDA_ERROR_ILLEGAL_ADDRESS",
-      "operation not supported on global/shared address space", "CUDA_ERROR_INVALID_ADDRESS_SPACE",
-      "Memory access fault by GPU"};
+  // The drivers' words for an access to an address no allocation holds (CUDA, HIP), from the
+  // file the harness's guard-zone check reads too (kforge_harness/fault_words.txt).
+  static const std::vector<std::string> kFault = listed_lines(harness_fault_words());
   for (const std::string* text : {&r.detail, &r.stderr_tail})
-    for (auto words : kFault)
+    for (const auto& words : kFault)
       if (text->find(words) != std::string::npos) {
         add_flag(r, kOutOfBounds);
         r.report["bounds"] = {{"out_of_bounds", true},
-                              {"fault", {{"error", std::string(words)}, {"in", "the run"}}}};
+                              {"fault", {{"error", words}, {"in", "the run"}}}};
         r.detail +=
             "; out of bounds: the run died of an illegal memory access (a kernel read or "
             "wrote outside its buffers; whether that faults depends on what lies next to "

@@ -100,6 +100,27 @@ class BoundsTest(unittest.TestCase):
         self.assertIn("out-of-bounds store", res["fault"]["error"])
         self.assertIn("faulted on fresh buffers", bounds.describe(res))
 
+    def test_a_replay_that_raised_the_drivers_fault_words_is_a_fault(self):
+        # Each phrase of kforge_harness/fault_words.txt (the pool reads the same file) counts,
+        # even where the device stays usable after it; any other error is the launch's own.
+        n = 20
+        recs = capture(kernels.masked_add, [floats(n), floats(n), [0.0] * n, n], 16)
+        self.assertGreaterEqual(len(bounds.FAULT_WORDS), 5)
+        self.assertIn("Memory access fault by GPU", bounds.FAULT_WORDS)
+        for words in bounds.FAULT_WORDS:
+            def raising(jit, args, kwargs, words=words):
+                raise RuntimeError("HIP error: %s node-2 (launch 1)" % words)
+            res = bounds.check(recs, raising, sync)
+            self.assertTrue(res["out_of_bounds"], words)
+            self.assertIn(words, res["fault"]["error"])
+
+        def other(jit, args, kwargs):
+            raise RuntimeError("CUDA error: out of memory")
+        res = bounds.check(recs, other, sync)
+        self.assertFalse(res["out_of_bounds"], res)
+        self.assertIsNone(res["fault"])
+        self.assertEqual(len(res["errors"]), 1)
+
     def test_a_nondeterministic_kernel_is_judged_on_writes_only(self):
         n = 20
         res = self.check(kernels.noisy, [floats(n), [0.0] * n, n])

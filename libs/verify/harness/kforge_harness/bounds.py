@@ -24,6 +24,9 @@ a pointer past the zones raises there, as a fault).
 import time
 
 from .kernel_replay import context_lost, differs, run_launch
+from .listed import listed
+
+FAULT_WORDS = listed("fault_words.txt", __file__)  # the drivers' words; the pool reads them too
 
 SEED = 20261128
 BUDGET_S = 10.0  # stop replaying after this long (the launches checked so far stand); the pool
@@ -97,7 +100,8 @@ def check(records, launch_raw, sync, budget_s=BUDGET_S):
                 read = _read_from(rec, launch_raw, sync, zeros) or ["?"]
         except Exception as e:  # noqa: BLE001 - the launch's own error on fresh buffers
             why = "%s: %s" % (type(e).__name__, (str(e).strip().splitlines() or [""])[0][:300])
-            if context_lost(sync) or "out-of-bounds" in str(e) or "illegal memory access" in str(e):
+            faulted = "out-of-bounds" in str(e) or any(w in str(e) for w in FAULT_WORDS)
+            if faulted or context_lost(sync):
                 res["fault"] = {"kernel": rec.kernel, "launch": n, "error": why}
                 break
             if len(res["errors"]) < 3:

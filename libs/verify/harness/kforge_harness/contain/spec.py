@@ -2,22 +2,10 @@
 (libs/verify/src/sandbox.cpp) builds its spec from too. A key missing or unknown is refused
 before any step runs, so a key renamed on one side never silently turns a limit off."""
 
-import os
+from ..listed import listed
 
-_KEYS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spec_keys.txt")
-
-
-def _load_keys():
-    keys = []
-    with open(_KEYS_FILE) as f:
-        for line in f:
-            line = line.split("#", 1)[0].strip()
-            if line:
-                keys.append(line)
-    return frozenset(keys)
-
-
-KEYS = _load_keys()
+_KEYS_FILE = "spec_keys.txt"
+KEYS = frozenset(listed(_KEYS_FILE, __file__))
 
 
 class SpecError(ValueError):
@@ -37,4 +25,4 @@ def check(spec):
         parts.append("unknown key%s %s" % ("s" if len(unknown) > 1 else "", ", ".join(unknown)))
     if parts:
         raise SpecError("sandbox spec: %s (the keys are listed in %s)"
-                        % ("; ".join(parts), os.path.basename(_KEYS_FILE)))
+                        % ("; ".join(parts), _KEYS_FILE))
