@@ -6,6 +6,7 @@
 
 #include <thread>
 
+#include "db_util.hpp"
 #include "kforge/app/retry.hpp"
 #include "kforge/core/sha256.hpp"
 #include "kforge/fake_llm/server.hpp"
@@ -127,18 +128,8 @@ class ProviderTest : public ::testing::Test {
     return pred();
   }
 
-  std::int64_t scalar(const std::string& sql) {
-    auto s = db_->prepare(sql);
-    EXPECT_TRUE(s.ok()) << s.error().message;
-    EXPECT_TRUE(*s->step());
-    return s->int64(0);
-  }
-  std::string text(const std::string& sql) {
-    auto s = db_->prepare(sql);
-    EXPECT_TRUE(s.ok()) << s.error().message;
-    if (!*s->step()) return "";
-    return s->text(0);
-  }
+  std::int64_t scalar(const std::string& sql) { return test::db_scalar(*db_, sql); }
+  std::string text(const std::string& sql) { return test::db_text(*db_, sql); }
   int requests() { return server_->stats()["requests"].get<int>(); }
 
   test::TempDir dir_;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <mutex>
 
+#include "db_util.hpp"
 #include "kforge/core/sha256.hpp"
 #include "kforge/pipeline/scheduler.hpp"
 #include "kforge/store/samples.hpp"
@@ -186,12 +187,7 @@ class SchedulerTest : public ::testing::Test {
     return out;
   }
 
-  std::int64_t scalar(const std::string& sql) {
-    auto s = db_->prepare(sql);
-    EXPECT_TRUE(s.ok()) << s.error().message;
-    EXPECT_TRUE(*s->step());
-    return s->int64(0);
-  }
+  std::int64_t scalar(const std::string& sql) { return test::db_scalar(*db_, sql); }
 
   test::TempDir dir_;
   ManualClock clock_;

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 
+#include "db_util.hpp"
 #include "kforge/app/retry.hpp"
 #include "kforge/core/fs.hpp"
 #include "kforge/core/sha256.hpp"
@@ -139,18 +140,8 @@ class StageKinds : public ::testing::Test {
         "coalesce(error, ''), '; ') FROM jobs");
   }
 
-  std::int64_t scalar(const std::string& sql) {
-    auto s = db_->prepare(sql);
-    EXPECT_TRUE(s.ok()) << s.error().message;
-    EXPECT_TRUE(*s->step());
-    return s->int64(0);
-  }
-  std::string text(const std::string& sql) {
-    auto s = db_->prepare(sql);
-    EXPECT_TRUE(s.ok()) << s.error().message;
-    if (!*s->step()) return "";
-    return s->text(0);
-  }
+  std::int64_t scalar(const std::string& sql) { return test::db_scalar(*db_, sql); }
+  std::string text(const std::string& sql) { return test::db_text(*db_, sql); }
 
   test::TempDir dir_;
   Clock& clock_ = system_clock();

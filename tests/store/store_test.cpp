@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "db_util.hpp"
 #include "kforge/store/db.hpp"
 #include "kforge/store/samples.hpp"
 #include "testutil.hpp"
@@ -18,21 +19,8 @@ std::unique_ptr<Db> open_ok(const std::string& path, bool migrate = true) {
   return db.ok() ? std::move(db).value() : nullptr;
 }
 
-std::int64_t scalar(Db& db, const std::string& sql) {
-  auto s = db.prepare(sql);
-  EXPECT_TRUE(s.ok());
-  auto row = s->step();
-  EXPECT_TRUE(row.ok() && *row) << sql;
-  return s->int64(0);
-}
-
-std::string text_scalar(Db& db, const std::string& sql) {
-  auto s = db.prepare(sql);
-  EXPECT_TRUE(s.ok());
-  auto row = s->step();
-  EXPECT_TRUE(row.ok() && *row) << sql;
-  return s->text(0);
-}
+using test::db_scalar;
+using test::db_text;
 
 TEST(Migrations, FreshDatabaseGetsEveryMigration) {
   TempDir dir;
@@ -40,17 +28,18 @@ TEST(Migrations, FreshDatabaseGetsEveryMigration) {
   ASSERT_TRUE(db);
   EXPECT_EQ(*db->schema_version(), latest_schema_version());
   EXPECT_GE(latest_schema_version(), 1);
-  EXPECT_EQ(scalar(*db, "SELECT count(*) FROM kforge_schema"),
+  EXPECT_EQ(db_scalar(*db, "SELECT count(*) FROM kforge_schema"),
             static_cast<std::int64_t>(migrations().size()));
   for (const char* t : {"samples", "runs", "jobs", "stage_outputs", "verifications"}) {
-    EXPECT_EQ(scalar(*db, std::string(
-                              "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='") +
-                              t + "'"),
-              1)
+    EXPECT_EQ(
+        db_scalar(*db,
+                  std::string("SELECT count(*) FROM sqlite_master WHERE type='table' AND name='") +
+                      t + "'"),
+        1)
         << t;
   }
-  EXPECT_EQ(text_scalar(*db, "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(scalar(*db, "PRAGMA foreign_keys"), 1);
+  EXPECT_EQ(db_text(*db, "PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(db_scalar(*db, "PRAGMA foreign_keys"), 1);
 }
 
 TEST(Migrations, ReopeningAppliesNothingTwice) {
@@ -59,17 +48,17 @@ TEST(Migrations, ReopeningAppliesNothingTwice) {
   std::int64_t applied_ms;
   {
     auto db = open_ok(path);
-    applied_ms = scalar(*db, "SELECT max(applied_ms) FROM kforge_schema");
+    applied_ms = db_scalar(*db, "SELECT max(applied_ms) FROM kforge_schema");
     ASSERT_TRUE(
         db->exec("INSERT INTO samples(key, code_sha256, code, record_json, source, source_index, "
                  "created_ms, updated_ms) VALUES ('k', 'h', 'c', '{}', 's', 0, 1, 1)")
             .ok());
   }
   auto db = open_ok(path);
-  EXPECT_EQ(scalar(*db, "SELECT count(*) FROM kforge_schema"),
+  EXPECT_EQ(db_scalar(*db, "SELECT count(*) FROM kforge_schema"),
             static_cast<std::int64_t>(migrations().size()));
-  EXPECT_EQ(scalar(*db, "SELECT max(applied_ms) FROM kforge_schema"), applied_ms);
-  EXPECT_EQ(scalar(*db, "SELECT count(*) FROM samples"), 1);
+  EXPECT_EQ(db_scalar(*db, "SELECT max(applied_ms) FROM kforge_schema"), applied_ms);
+  EXPECT_EQ(db_scalar(*db, "SELECT count(*) FROM samples"), 1);
 }
 
 TEST(Migrations, NewerDatabaseIsRefusedWithAClearMessage) {
@@ -104,7 +93,7 @@ TEST(Migrations, FailingMigrationRollsBackAndKeepsEarlierOnes) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("0002_b.sql"), std::string::npos) << r.error().message;
   EXPECT_EQ(*db->schema_version(), 1);
-  EXPECT_EQ(scalar(*db, "SELECT count(*) FROM sqlite_master WHERE name='b'"), 0);
+  EXPECT_EQ(db_scalar(*db, "SELECT count(*) FROM sqlite_master WHERE name='b'"), 0);
   // Fixed, it applies on the next start.
   const EmbeddedFile fixed[] = {{"0001_a.sql", "CREATE TABLE a (x INTEGER);"},
                                 {"0002_b.sql", "CREATE TABLE b (y INTEGER);"}};
@@ -175,7 +164,7 @@ TEST(Store, TransactionRollsBackUnlessCommitted) {
                  "created_ms, updated_ms) VALUES ('k', 'h', 'c', '{}', 's', 0, 1, 1)")
             .ok());
   }
-  EXPECT_EQ(scalar(*db, "SELECT count(*) FROM samples"), 0);
+  EXPECT_EQ(db_scalar(*db, "SELECT count(*) FROM samples"), 0);
   {
     auto tx = Transaction::begin(*db);
     ASSERT_TRUE(
@@ -184,7 +173,7 @@ TEST(Store, TransactionRollsBackUnlessCommitted) {
             .ok());
     ASSERT_TRUE(tx->commit().ok());
   }
-  EXPECT_EQ(scalar(*db, "SELECT count(*) FROM samples"), 1);
+  EXPECT_EQ(db_scalar(*db, "SELECT count(*) FROM samples"), 1);
 }
 
 TEST(Store, ForeignKeysAreEnforced) {

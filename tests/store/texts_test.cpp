@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "db_util.hpp"
 #include "kforge/core/env.hpp"
 #include "kforge/core/fs.hpp"
 #include "kforge/core/sha256.hpp"
@@ -35,14 +36,7 @@ std::unique_ptr<Db> open_db(const fs::path& path, bool migrate = true) {
   return db.ok() ? std::move(db).value() : nullptr;
 }
 
-std::int64_t scalar(Db& db, std::string_view sql) {
-  auto s = db.prepare(sql);
-  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message);
-  if (!s.ok()) return -1;
-  auto row = s->step();
-  EXPECT_TRUE(row.ok() && *row) << (row.ok() ? "" : row.error().message) << sql;
-  return row.ok() && *row ? s->int64(0) : -1;
-}
+using test::db_scalar;
 
 Rows rows(Db& db, std::string_view sql, int cols) {
   Rows out;
@@ -89,7 +83,7 @@ TEST(Texts, EachTextIsStoredOnceSmallOnesPlainLargeOnesCompressed) {
   ASSERT_TRUE(a.ok() && b.ok() && small.ok() && empty.ok());
   EXPECT_EQ(*a, *b);
   EXPECT_NE(*a, *small);
-  EXPECT_EQ(scalar(*db, "SELECT count(*) FROM texts"), 3);
+  EXPECT_EQ(db_scalar(*db, "SELECT count(*) FROM texts"), 3);
   EXPECT_EQ(*get_text(*db, *a), big);
   EXPECT_EQ(*get_text(*db, *small), "{\"x\": 1}");
   EXPECT_EQ(*get_text(*db, *empty), "");
@@ -140,10 +134,10 @@ TEST(Texts, ADictionaryShrinksTextsThatRepeatItAndEachKeepsItsOwn) {
   ASSERT_TRUE(db);
   std::string templ = varied_text(3), other = varied_text(4);
   auto stored = [&](std::int64_t id) {
-    return scalar(*db, "SELECT length(body) FROM texts WHERE id = " + std::to_string(id));
+    return db_scalar(*db, "SELECT length(body) FROM texts WHERE id = " + std::to_string(id));
   };
   auto dict_of = [&](std::int64_t id) {
-    return scalar(*db, "SELECT coalesce(dict, 0) FROM texts WHERE id = " + std::to_string(id));
+    return db_scalar(*db, "SELECT coalesce(dict, 0) FROM texts WHERE id = " + std::to_string(id));
   };
   std::string a = templ + "def kernel_a(x): return x\n";
   auto ia = put_text(*db, a);
@@ -167,7 +161,7 @@ TEST(Texts, ADictionaryShrinksTextsThatRepeatItAndEachKeepsItsOwn) {
   auto id = put_text(*db, templ + "def kernel_d(x): return x\n");
   ASSERT_TRUE(id.ok());
   EXPECT_EQ(dict_of(*id), d1);
-  EXPECT_EQ(scalar(*db, "SELECT count(*) FROM text_dictionaries"), 2);
+  EXPECT_EQ(db_scalar(*db, "SELECT count(*) FROM text_dictionaries"), 2);
   // Read back, here and by another thread with its own connection (no digested dictionary yet).
   EXPECT_EQ(*get_text(*db, *ia), a);
   EXPECT_EQ(*get_text(*db, *ib), b);
@@ -236,8 +230,9 @@ void expect_old_or_new(const fs::path& path, const Rows& expected, int* old_seen
   // After 0015: 15, or a later migration's version when the kill came after 0015 committed.
   ASSERT_TRUE(version == kBefore || version >= 15) << version;
   EXPECT_EQ(rows(*db, "PRAGMA integrity_check", 1), (Rows{{"ok"}}));
-  std::int64_t has_texts = scalar(*db, "SELECT count(*) FROM sqlite_master WHERE name = 'texts'");
-  std::int64_t old_cols = scalar(
+  std::int64_t has_texts =
+      db_scalar(*db, "SELECT count(*) FROM sqlite_master WHERE name = 'texts'");
+  std::int64_t old_cols = db_scalar(
       *db, "SELECT count(*) FROM pragma_table_info('llm_calls') WHERE name = 'request_json'");
   if (version == kBefore) {
     ++*old_seen;
@@ -249,8 +244,8 @@ void expect_old_or_new(const fs::path& path, const Rows& expected, int* old_seen
     EXPECT_EQ(old_cols, 0);
     EXPECT_TRUE(rows(*db, fixture()["texts_after"], 5) == expected);
   }
-  EXPECT_EQ(scalar(*db, fixture()["counts_off"]), 0);
-  EXPECT_EQ(scalar(*db, fixture()["count_triggers"]), 4);
+  EXPECT_EQ(db_scalar(*db, fixture()["counts_off"]), 0);
+  EXPECT_EQ(db_scalar(*db, fixture()["count_triggers"]), 4);
 }
 
 TEST(TextsMigration, ConvertsADatabaseWrittenBeforeItAndKeepsEveryTextAndCount) {
@@ -262,7 +257,7 @@ TEST(TextsMigration, ConvertsADatabaseWrittenBeforeItAndKeepsEveryTextAndCount) 
     auto db = open_db(dir / "k.db", /*migrate=*/false);
     ASSERT_TRUE(db);
     expected = rows(*db, fixture()["texts_before"], 5);
-    distinct = scalar(*db, fixture()["distinct_texts_before"]);
+    distinct = db_scalar(*db, fixture()["distinct_texts_before"]);
     ASSERT_EQ(expected.size(), 60u * 2 + 12 + 60 * 2 + 15);
   }
   auto size_before = fs::file_size(dir / "k.db");
@@ -271,18 +266,18 @@ TEST(TextsMigration, ConvertsADatabaseWrittenBeforeItAndKeepsEveryTextAndCount) 
     ASSERT_TRUE(db);
     EXPECT_EQ(*db->schema_version(), latest_schema_version());
     // Each distinct text once: a call's request and answer are its stage output's.
-    EXPECT_EQ(scalar(*db, "SELECT count(*) FROM texts"), distinct);
-    EXPECT_EQ(scalar(*db,
-                     "SELECT count(*) FROM llm_calls c JOIN stage_outputs o ON "
-                     "o.request_sha256 = c.request_sha256 AND o.attempt = 1 WHERE "
-                     "c.request_text <> o.request_text"),
+    EXPECT_EQ(db_scalar(*db, "SELECT count(*) FROM texts"), distinct);
+    EXPECT_EQ(db_scalar(*db,
+                        "SELECT count(*) FROM llm_calls c JOIN stage_outputs o ON "
+                        "o.request_sha256 = c.request_sha256 AND o.attempt = 1 WHERE "
+                        "c.request_text <> o.request_text"),
               0);
-    EXPECT_EQ(scalar(*db,
-                     "SELECT count(*) FROM llm_calls WHERE status = 'replayed' AND "
-                     "(request_text IS NOT NULL OR response_text IS NOT NULL)"),
+    EXPECT_EQ(db_scalar(*db,
+                        "SELECT count(*) FROM llm_calls WHERE status = 'replayed' AND "
+                        "(request_text IS NOT NULL OR response_text IS NOT NULL)"),
               0);
-    EXPECT_GT(scalar(*db, "SELECT count(*) FROM texts WHERE codec = 'zstd'"), 0);
-    EXPECT_GT(scalar(*db, "SELECT count(*) FROM texts WHERE codec = 'plain'"), 0);
+    EXPECT_GT(db_scalar(*db, "SELECT count(*) FROM texts WHERE codec = 'zstd'"), 0);
+    EXPECT_GT(db_scalar(*db, "SELECT count(*) FROM texts WHERE codec = 'plain'"), 0);
     EXPECT_TRUE(rows(*db, "PRAGMA foreign_key_check", 1).empty());
     // Compacted after the conversion (the migration asks for a VACUUM), its log truncated: each
     // request once instead of twice, the rest compressed.
@@ -301,9 +296,9 @@ TEST(TextsMigration, ConvertsADatabaseWrittenBeforeItAndKeepsEveryTextAndCount) 
     s->bind(1, big_text(7)).bind(2, std::string("short answer"));
     ASSERT_TRUE(s->run().ok());
   }
-  EXPECT_EQ(scalar(*db, fixture()["counts_off"]), 0);
-  EXPECT_EQ(scalar(*db, "SELECT n FROM run_output_totals WHERE stage = 'repair'"), 1);
-  EXPECT_EQ(scalar(*db, "SELECT count(*) FROM texts"), distinct + 2);
+  EXPECT_EQ(db_scalar(*db, fixture()["counts_off"]), 0);
+  EXPECT_EQ(db_scalar(*db, "SELECT n FROM run_output_totals WHERE stage = 'repair'"), 1);
+  EXPECT_EQ(db_scalar(*db, "SELECT count(*) FROM texts"), distinct + 2);
 }
 
 // Migrates the database at `path` in a child process, which tells through `ready` when it is
