@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "kforge/core/sha256.hpp"
+#include "tokens.hpp"
 
 namespace kforge::dedup {
 namespace {
@@ -18,9 +19,12 @@ bool ident_char(unsigned char c) {
   return std::isalnum(c) != 0 || c == '_' || c >= 0x80;
 }
 
+}  // namespace
+
 // Python tokens without comments and whitespace. Literals become "S" / "N" unless keep_literals.
 // Malformed input (an unterminated string) never fails: the rest of the file is one string.
-void tokenize(std::string_view code, bool keep_literals, std::vector<std::string_view>& out) {
+void detail::tokenize(std::string_view code, bool keep_literals,
+                      std::vector<std::string_view>& out) {
   static constexpr std::string_view kS = "S", kN = "N";
   const std::size_t n = code.size();
   std::size_t i = 0;
@@ -106,6 +110,10 @@ void tokenize(std::string_view code, bool keep_literals, std::vector<std::string
     i += len;
   }
 }
+
+namespace {
+
+using detail::tokenize;
 
 std::uint64_t fnv1a(std::string_view s) {
   std::uint64_t h = 1469598103934665603ull;
@@ -296,71 +304,7 @@ void normalise_identifiers(std::string_view src, std::vector<std::string_view>& 
   }
 }
 
-// Functions kernels call that move or index data rather than compute (left out of `ops`).
-bool data_function(std::string_view t) {
-  static constexpr std::string_view kData[] = {
-      "load", "store", "program_id", "arange", "make_block_ptr", "advance", "num_programs",
-      "multiple_of", "max_contiguous", "cdiv", "static_range", "to", "zeros", "full", "zeros_like",
-      "full_like", "reshape", "view", "broadcast_to", "expand_dims", "trans", "permute", "split",
-      "join", "cast", "static_assert", "debug_barrier", "device_assert", "range", "constexpr",
-      "pointer_type", "next_power_of_2", "make_tensor_descriptor", "load_tensor_descriptor",
-      "store_tensor_descriptor", "assume", "where", "empty",
-      // Triton-distributed's loads and stores
-      "ld", "st", "ld_vector", "st_vector", "num_threads"};
-  for (auto k : kData)
-    if (t == k) return true;
-  return false;
-}
-
-// Adds the operations of one kernel's tokens (literals normalised, identifiers as written).
-void add_ops(const std::vector<std::string_view>& toks, std::vector<std::string_view>& ops) {
-  static constexpr std::string_view kOps[] = {"+", "-",  "*",  "/",   "//", "%",  "**", "<",
-                                              ">", "<=", ">=", "==",  "!=", "&",  "|",  "^",
-                                              "~", "<<", ">>", "and", "or", "not"};
-  for (std::size_t i = 0; i < toks.size(); ++i) {
-    std::string_view t = toks[i];
-    bool op = false;
-    for (auto o : kOps) op = op || t == o;
-    if (op) {
-      ops.push_back(t);
-    } else if (i > 0 && toks[i - 1] == "." && i + 1 < toks.size() && toks[i + 1] == "(" &&
-               ident_start(static_cast<unsigned char>(t[0])) && !data_function(t)) {
-      // Division spelled as a libdevice call is division.
-      ops.push_back(t == "fdiv" || t == "div_rn" || t == "fast_dividef" ? "/" : t);
-    }
-  }
-}
-
 }  // namespace
-
-bool ops_conflict(std::string_view a, std::string_view b) {
-  if (a.empty() || b.empty()) return false;
-  auto split = [](std::string_view s) {
-    std::vector<std::string_view> out;
-    for (std::size_t at = 0; at <= s.size();) {
-      std::size_t c = s.find(',', at);
-      if (c == std::string_view::npos) c = s.size();
-      out.push_back(s.substr(at, c - at));
-      at = c + 1;
-    }
-    return out;
-  };
-  auto x = split(a), y = split(b);  // sorted
-  bool only_x = false, only_y = false;
-  std::size_t i = 0, j = 0;
-  while (i < x.size() || j < y.size()) {
-    if (j == y.size() || (i < x.size() && x[i] < y[j])) {
-      only_x = true;
-      ++i;
-    } else if (i == x.size() || y[j] < x[i]) {
-      only_y = true;
-      ++j;
-    } else {
-      ++i, ++j;
-    }
-  }
-  return only_x && only_y;
-}
 
 bool near(const Signature& a, const Signature& b, double threshold) {
   if (a.kernels_sha == b.kernels_sha) return true;
@@ -439,7 +383,7 @@ Signature compute_signature(std::string_view code) {
   Signature sig;
   std::vector<std::string_view> toks, body;
   std::vector<std::uint64_t> kernel_shingles;
-  std::vector<std::string_view> ops;
+  std::vector<std::string> ops;
   std::vector<std::string_view> sources = kernel_sources(code);
   sig.kernelless = sources.empty();
   std::vector<std::vector<std::string_view>> kernel_toks(sources.size());
@@ -449,7 +393,7 @@ Signature compute_signature(std::string_view code) {
   for (std::size_t i = 0; i < sources.size(); ++i) {
     std::string_view src = sources[i];
     const std::vector<std::string_view>& kt = kernel_toks[i];
-    add_ops(kt, ops);
+    detail::value_ops(src, ops);
     add_shingles(kt, kernel_shingles);
     // Its sketch (the first kSketchSlots slots of its kernel signature, low 16 bits of each).
     if (static_cast<int>(kt.size()) >= kMinKernelTokens) {
@@ -484,9 +428,11 @@ Signature compute_signature(std::string_view code) {
     tokenize(code, false, toks);
     fill_minhash(toks, sig);
   }
+  // Kernels all below the sketch floor (one-line bodies) are their operations (ops_conflict).
+  if (!sig.kernelless && sig.kernels.empty() && !ops.empty()) ops.emplace_back(kSmallKernels);
   std::sort(ops.begin(), ops.end());
   ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
-  for (auto o : ops) {
+  for (const auto& o : ops) {
     if (!sig.ops.empty()) sig.ops += ',';
     sig.ops += o;
   }
