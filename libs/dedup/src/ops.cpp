@@ -507,8 +507,8 @@ void statement(const Toks& t, std::size_t b, std::size_t e, Kernel& k, const Kno
   for (auto target : targets) k.defs[target].push_back(d);
 }
 
-// A function that loads nothing (a pointwise body, a reduction's combine function) computes on
-// its parameters: the names in its `def` line's parentheses.
+// A function that neither loads nor stores (a pointwise body, a reduction's combine function)
+// computes on its parameters: the names in its `def` line's parentheses.
 void parameters(const Toks& def, Names& data) {
   int depth = 0;
   for (std::size_t i = 0; i < def.size(); ++i) {
@@ -523,17 +523,18 @@ void parameters(const Toks& def, Names& data) {
 
 void value_ops(std::string_view kernel, std::vector<std::string>& ops) {
   std::vector<Toks> lines;
-  bool loads = false;
+  bool memory = false;  // it loads or stores
   for (std::string_view line : logical_lines(kernel)) {
     Toks toks;
     tokenize(line, true, toks);
     for (std::size_t i = 1; i < toks.size(); ++i)
-      loads = loads ||
-              (toks[i - 1] == "." && (one_of(toks[i], kLoads) || toks[i].starts_with("atomic_")));
+      memory =
+          memory || (toks[i - 1] == "." && (one_of(toks[i], kLoads) || one_of(toks[i], kStores) ||
+                                            toks[i].starts_with("atomic_")));
     if (!toks.empty()) lines.push_back(std::move(toks));
   }
   Known n;
-  if (!loads && !lines.empty()) parameters(lines[0], n.data);
+  if (!memory && !lines.empty()) parameters(lines[0], n.data);
   // Which names hold data and blocks of pointers: assignments from them, until none is added.
   Kernel k;
   for (int pass = 0; pass < 8; ++pass) {

@@ -29,8 +29,8 @@
 // atomically applied or returned value, or into a pointer (a gather); a constant stored as it is
 // (`=1`, `=0`). Index arithmetic is left out: pointer offsets, masks, program ids, aranges, loop
 // bounds and conditions, and lengths loaded through a scalar pointer. A libdevice division
-// (`fdiv`, `div_rn`) counts as `/`. A function that loads nothing (a pointwise body, a combine
-// function) computes on its parameters.
+// (`fdiv`, `div_rn`) counts as `/`. A function that neither loads nor stores (a pointwise body, a
+// combine function) computes on its parameters.
 //
 // Pure functions, thread-safe.
 
