@@ -433,11 +433,11 @@ struct Known {
   Names data, vectors;
 };
 
-void statement(const Toks& t, std::size_t b, std::size_t e, Kernel& k, const Known& n);
+void statement(const Toks& t, std::size_t b, std::size_t e, Kernel& k, Known& n);
 
 // A compound statement's header (`if c:`, `for i in r:`, `def f(...):`) is index; a body on the
 // same line is a statement of its own.
-bool compound(const Toks& t, std::size_t b, std::size_t e, Kernel& k, const Known& n) {
+bool compound(const Toks& t, std::size_t b, std::size_t e, Kernel& k, Known& n) {
   static constexpr std::string_view kCompound[] = {"if",      "elif", "else",  "while",
                                                    "for",     "with", "try",   "except",
                                                    "finally", "def",  "async", "class"};
@@ -457,7 +457,7 @@ bool compound(const Toks& t, std::size_t b, std::size_t e, Kernel& k, const Know
   return true;
 }
 
-void statement(const Toks& t, std::size_t b, std::size_t e, Kernel& k, const Known& n) {
+void statement(const Toks& t, std::size_t b, std::size_t e, Kernel& k, Known& n) {
   if (b >= e) return;
   static constexpr std::string_view kSkipped[] = {"assert", "pass",   "break",    "continue",
                                                   "raise",  "global", "nonlocal", "del",
@@ -504,7 +504,11 @@ void statement(const Toks& t, std::size_t b, std::size_t e, Kernel& k, const Kno
   s.sink_refs.insert(s.sink_refs.end(), f.sink_refs.begin(), f.sink_refs.end());
   s.sink_ops.insert(s.sink_ops.end(), f.sink_ops.begin(), f.sink_ops.end());
   s.index_refs.insert(s.index_refs.end(), f.index_refs.begin(), f.index_refs.end());
-  for (auto target : targets) k.defs[target].push_back(d);
+  for (auto target : targets) {
+    if (d.data) n.data.insert(target);
+    if (d.vector) n.vectors.insert(target);
+    k.defs[target].push_back(d);
+  }
 }
 
 // A function that neither loads nor stores (a pointwise body, a reduction's combine function)
@@ -535,17 +539,13 @@ void value_ops(std::string_view kernel, std::vector<std::string>& ops) {
   }
   Known n;
   if (!memory && !lines.empty()) parameters(lines[0], n.data);
-  // Which names hold data and blocks of pointers: assignments from them, until none is added.
+  // Which names hold data and blocks of pointers: assignments from them, in statement order, again
+  // until a pass adds none (a loop assigns a name before the statement that reads it).
   Kernel k;
   for (int pass = 0; pass < 8; ++pass) {
     k = Kernel{};
-    for (const Toks& toks : lines) statement(toks, 0, toks.size(), k, n);
     std::size_t before = n.data.size() + n.vectors.size();
-    for (const auto& [name, defs] : k.defs)
-      for (const Def& d : defs) {
-        if (d.data) n.data.insert(name);
-        if (d.vector) n.vectors.insert(name);
-      }
+    for (const Toks& toks : lines) statement(toks, 0, toks.size(), k, n);
     if (n.data.size() + n.vectors.size() == before) break;
   }
   ops.insert(ops.end(), k.sinks.sink_ops.begin(), k.sinks.sink_ops.end());
