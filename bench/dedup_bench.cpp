@@ -370,9 +370,9 @@ int main(int argc, char** argv) {
   std::printf(
       "dedup on %d threads: %.1f s (%.0f files/s), %.1f s of CPU, peak RSS %.0f MB; %ld "
       "candidate comparisons (files and kernels), %ld pairs stored (>= 0.5 or linked through "
-      "kernels), %ld groups at 0.6 holding %ld files\n",
+      "kernels), %ld groups at %.2f holding %ld files\n",
       threads, dd.first.first, static_cast<double>(files) / dd.first.first, cpu, dd.first.second,
-      candidates, pairs, groups, grouped);
+      candidates, pairs, groups, kforge::dedup::kDefaultThreshold, grouped);
   std::printf(
       "files=%ld mb=%.0f import_s=%.1f dedup_s=%.1f dedup_cpu_s=%.1f files_per_s=%.0f pairs=%ld "
       "groups=%ld grouped=%ld planted=%ld import_rss_mb=%.0f dedup_rss_mb=%.0f\n",

@@ -53,6 +53,13 @@ std::string canonical(std::string_view literal) {
   return buf;
 }
 
+// +1 for an opening bracket, -1 for a closing one, else 0.
+int nesting(std::string_view t) {
+  if (t.size() != 1) return 0;
+  char c = t[0];
+  return c == '(' || c == '[' || c == '{' ? 1 : c == ')' || c == ']' || c == '}' ? -1 : 0;
+}
+
 template <std::size_t N>
 bool one_of(std::string_view t, const std::string_view (&set)[N]) {
   return std::find(std::begin(set), std::end(set), t) != std::end(set);
@@ -180,16 +187,15 @@ bool vector_tokens(const Toks& t, std::size_t b, std::size_t e, const Names& vec
 std::size_t closing(const Toks& t, std::size_t open, std::size_t end) {
   int depth = 0;
   for (std::size_t i = open; i < end; ++i) {
-    if (t[i] == "(" || t[i] == "[" || t[i] == "{") ++depth;
-    if (t[i] == ")" || t[i] == "]" || t[i] == "}") {
-      if (--depth == 0) return i;
-    }
+    depth += nesting(t[i]);
+    if (depth == 0) return i;
   }
   return end;
 }
 
 // Python's binding powers of the infix operators kernels use; 0 for a token that is none.
 int infix_power(std::string_view op) {
+  if (op.size() > 3) return 0;
   static constexpr std::pair<std::string_view, int> kPower[] = {
       {"if", 1},  {"or", 2}, {"and", 3}, {"<", 5},  {">", 5},   {"<=", 5}, {">=", 5},
       {"==", 5},  {"!=", 5}, {"in", 5},  {"is", 5}, {"not", 5}, {"|", 6},  {"^", 7},
@@ -331,8 +337,7 @@ struct Parser {
     for (std::size_t s = open + 1; s < close;) {
       std::size_t end = s;
       for (int depth = 0; end < close; ++end) {
-        if (t[end] == "(" || t[end] == "[" || t[end] == "{") ++depth;
-        if (t[end] == ")" || t[end] == "]" || t[end] == "}") --depth;
+        depth += nesting(t[end]);
         if (depth == 0 && t[end] == ",") break;
       }
       std::string_view kw;
@@ -444,8 +449,7 @@ bool compound(const Toks& t, std::size_t b, std::size_t e, Kernel& k, Known& n) 
   if (!one_of(t[b], kCompound)) return false;
   int depth = 0;
   for (std::size_t i = b; i < e; ++i) {
-    if (t[i] == "(" || t[i] == "[" || t[i] == "{") ++depth;
-    if (t[i] == ")" || t[i] == "]" || t[i] == "}") --depth;
+    depth += nesting(t[i]);
     if (t[i] == "lambda") return true;
     if (depth == 0 && t[i] == ":") {
       if (t[b] != "def" && t[b] != "async" && t[b] != "class")
@@ -471,9 +475,8 @@ void statement(const Toks& t, std::size_t b, std::size_t e, Kernel& k, Known& n)
   std::size_t assign = e;
   int depth = 0;
   for (std::size_t i = b; i < e; ++i) {
-    if (t[i] == "(" || t[i] == "[" || t[i] == "{") ++depth;
-    if (t[i] == ")" || t[i] == "]" || t[i] == "}") --depth;
-    if (depth == 0 && one_of(t[i], kAssign)) assign = i;
+    depth += nesting(t[i]);
+    if (depth == 0 && t[i].back() == '=' && one_of(t[i], kAssign)) assign = i;
   }
   if (assign == e) {  // an expression: a call made for what it stores
     Parser{t, b, e, Ctx::sink, k.sinks, n.data, n.vectors}.all();
@@ -486,8 +489,7 @@ void statement(const Toks& t, std::size_t b, std::size_t e, Kernel& k, Known& n)
   Toks targets;
   depth = 0;
   for (std::size_t i = b; i < assign; ++i) {
-    if (t[i] == "(" || t[i] == "[" || t[i] == "{") ++depth;
-    if (t[i] == ")" || t[i] == "]" || t[i] == "}") --depth;
+    depth += nesting(t[i]);
     if (depth == 0 && t[i] == ":") break;  // an annotation follows
     if (depth == 0 && is_ident(t[i]) && !is_string(t[i]) && (i == b || t[i - 1] != "."))
       targets.push_back(t[i]);
@@ -516,8 +518,7 @@ void statement(const Toks& t, std::size_t b, std::size_t e, Kernel& k, Known& n)
 void parameters(const Toks& def, Names& data) {
   int depth = 0;
   for (std::size_t i = 0; i < def.size(); ++i) {
-    if (def[i] == "(" || def[i] == "[" || def[i] == "{") ++depth;
-    if (def[i] == ")" || def[i] == "]" || def[i] == "}") --depth;
+    depth += nesting(def[i]);
     if (depth == 1 && i > 0 && (def[i - 1] == "(" || def[i - 1] == ",") && is_ident(def[i]))
       data.insert(def[i]);
   }
