@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <unordered_map>
 
 #include "kforge/core/sha256.hpp"
@@ -101,9 +102,11 @@ void detail::tokenize(std::string_view code, bool keep_literals,
         "**=", "//=", ">>=", "<<=", "...", "**", "//", "==", "!=", "<=", ">=", "->",
         "+=",  "-=",  "*=",  "/=",  "%=",  "&=", "|=", "^=", ">>", "<<", ":="};
     std::size_t len = 1;
-    for (auto op : kOps)
-      if (code.substr(i, op.size()) == op) {
-        len = op.size();
+    // Every longer operator's second character is one of these: most tokens need no comparison.
+    bool longer = i + 1 < n && code[i + 1] != '\0' && std::strchr("=*/<>.", code[i + 1]) != nullptr;
+    for (std::size_t k = 0; longer && k < std::size(kOps); ++k)
+      if (code.substr(i, kOps[k].size()) == kOps[k]) {
+        len = kOps[k].size();
         break;
       }
     out.push_back(code.substr(i, len));
