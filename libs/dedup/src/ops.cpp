@@ -10,8 +10,10 @@
 //    of a call made as a statement (a helper that stores);
 //  - own: the right-hand side of an assignment, outside the two above: it belongs to the
 //    variables assigned.
-// The operations of a sink count, and so do those of every assignment to a variable a sink reads,
-// directly or through other variables (flow-insensitive: every assignment to a name counts). So
+// The operations of a sink count, and so do those of every assignment to a name a sink reads,
+// directly or through other names (flow-insensitive: every assignment to a name counts), or to a
+// name holding data that an index reads (a gather). An operator counts only when one of its
+// operands holds data (Parser below), a call of a tl/libdevice/math function always. So
 // `offs = pid * BLOCK + tl.arange(0, BLOCK)`, `mask = offs < n` and `p += BLOCK * stride` add
 // nothing; `y = tl.exp(x - m)` does when y is stored.
 
@@ -23,7 +25,6 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "kforge/dedup/signature.hpp"
 #include "tokens.hpp"
 
 namespace kforge::dedup::detail {
@@ -569,44 +570,3 @@ void value_ops(std::string_view kernel, std::vector<std::string>& ops) {
 }
 
 }  // namespace kforge::dedup::detail
-
-namespace kforge::dedup {
-
-bool ops_conflict(std::string_view a, std::string_view b) {
-  if (a.empty() || b.empty()) return false;
-  auto split = [](std::string_view s) {
-    std::vector<std::string_view> out;
-    for (std::size_t at = 0; at <= s.size();) {
-      std::size_t c = s.find(',', at);
-      if (c == std::string_view::npos) c = s.size();
-      out.push_back(s.substr(at, c - at));
-      at = c + 1;
-    }
-    return out;
-  };
-  auto x = split(a), y = split(b);  // sorted
-  auto small = [](std::vector<std::string_view>& v) {
-    auto it = std::find(v.begin(), v.end(), kSmallKernels);
-    if (it == v.end()) return false;
-    v.erase(it);
-    return true;
-  };
-  bool small_x = small(x), small_y = small(y);
-  if (small_x && small_y) return x != y;  // one-line bodies: any other operation
-  bool only_x = false, only_y = false;
-  std::size_t i = 0, j = 0;
-  while (i < x.size() || j < y.size()) {
-    if (j == y.size() || (i < x.size() && x[i] < y[j])) {
-      only_x = true;
-      ++i;
-    } else if (i == x.size() || y[j] < x[i]) {
-      only_y = true;
-      ++j;
-    } else {
-      ++i, ++j;
-    }
-  }
-  return only_x && only_y;
-}
-
-}  // namespace kforge::dedup

@@ -309,6 +309,43 @@ void normalise_identifiers(std::string_view src, std::vector<std::string_view>& 
 
 }  // namespace
 
+bool ops_conflict(std::string_view a, std::string_view b) {
+  if (a.empty() || b.empty()) return false;
+  auto split = [](std::string_view s) {
+    std::vector<std::string_view> out;
+    for (std::size_t at = 0; at <= s.size();) {
+      std::size_t c = s.find(',', at);
+      if (c == std::string_view::npos) c = s.size();
+      out.push_back(s.substr(at, c - at));
+      at = c + 1;
+    }
+    return out;
+  };
+  auto x = split(a), y = split(b);  // sorted
+  auto small = [](std::vector<std::string_view>& v) {
+    auto it = std::find(v.begin(), v.end(), kSmallKernels);
+    if (it == v.end()) return false;
+    v.erase(it);
+    return true;
+  };
+  bool small_x = small(x), small_y = small(y);
+  if (small_x && small_y) return x != y;  // one-line bodies: any other operation
+  bool only_x = false, only_y = false;
+  std::size_t i = 0, j = 0;
+  while (i < x.size() || j < y.size()) {
+    if (j == y.size() || (i < x.size() && x[i] < y[j])) {
+      only_x = true;
+      ++i;
+    } else if (i == x.size() || y[j] < x[i]) {
+      only_y = true;
+      ++j;
+    } else {
+      ++i, ++j;
+    }
+  }
+  return only_x && only_y;
+}
+
 bool near(const Signature& a, const Signature& b, double threshold) {
   if (a.kernels_sha == b.kernels_sha) return true;
   if (ops_conflict(a.ops, b.ops)) return false;
