@@ -14,7 +14,8 @@
 // decontamination on labelled pairs of crawl files (bench/dedup/crawl_pairs.json), whose code
 // lies under DIR (default .bench-data/crawl) as <owner>+<repo>/<path>. With --explain OUT, one
 // JSON line per pair to OUT with what each rule saw (bench/dedup/errors.py sorts the errors by
-// cause from it).
+// cause from it). --threshold T scores grouping (and --explain's `grouped`) at T instead of the
+// default threshold; the sweep over other thresholds is printed either way.
 //
 // Last line: files=… mb=… import_s=… dedup_s=… dedup_cpu_s=… files_per_s=… pairs=… groups=…
 // grouped=…
@@ -175,7 +176,8 @@ nlohmann::json explain_side(const std::vector<kforge::dedup::KernelSignature>& m
   return out;
 }
 
-int score_pairs(const fs::path& pairs_file, const fs::path& crawl, const fs::path& explain) {
+int score_pairs(const fs::path& pairs_file, const fs::path& crawl, const fs::path& explain,
+                double threshold) {
   auto doc = nlohmann::json::parse(read_file(pairs_file));
   std::ofstream ex;
   if (!explain.empty()) ex.open(explain);
@@ -187,7 +189,7 @@ int score_pairs(const fs::path& pairs_file, const fs::path& crawl, const fs::pat
   } group, decon;
   // Grouping at other thresholds (the default is the one above).
   std::vector<std::pair<double, Rates>> sweep;
-  for (double t : {0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.9}) sweep.push_back({t, Rates{}});
+  for (double t : {0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.9}) sweep.push_back({t, Rates{}});
   for (const auto& pr : doc["pairs"]) {
     std::string a = read_file(crawl / pr["a"].get<std::string>());
     std::string b = read_file(crawl / pr["b"].get<std::string>());
@@ -204,7 +206,7 @@ int score_pairs(const fs::path& pairs_file, const fs::path& crawl, const fs::pat
     for (const auto& x : kforge::dedup::kernel_signatures(a))
       for (const auto& y : kforge::dedup::kernel_signatures(b))
         kernel_sim = std::max(kernel_sim, kforge::dedup::kernel_match(x, y));
-    bool g = kforge::dedup::near(sa, sb, kforge::dedup::kDefaultThreshold);
+    bool g = kforge::dedup::near(sa, sb, threshold);
     bool d = kernel_sim >= kforge::dedup::kDefaultKernelThreshold - 1e-9;
     // "set": which call the pair is labelled for (grouping, decontamination or both).
     std::string set = pr.value("set", std::string("both"));
@@ -259,13 +261,22 @@ int main(int argc, char** argv) {
   fs::path dir = ".bench-data";
   fs::path source = "../shared/corpus/TritonBench_G_v1.json";
   fs::path pairs_file, crawl = ".bench-data/crawl", explain;
+  double threshold = kforge::dedup::kDefaultThreshold;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--pairs")
       pairs_file = argv[i + 1];
     else if (a == "--crawl")
       crawl = argv[i + 1];
-    else if (a == "--explain")
+    else if (a == "--threshold") {
+      char* end = nullptr;
+      threshold = std::strtod(argv[i + 1], &end);
+      if (end == argv[i + 1] || *end != '\0' || !(threshold > 0 && threshold <= 1)) {
+        std::fprintf(stderr, "kforge-bench-dedup: --threshold %s: want a number in (0, 1]\n",
+                     argv[i + 1]);
+        return 2;
+      }
+    } else if (a == "--explain")
       explain = argv[i + 1];
     else if (a == "--files")
       files = std::stol(argv[i + 1]);
@@ -276,13 +287,14 @@ int main(int argc, char** argv) {
     else if (a == "--corpus")
       source = argv[i + 1];
     else {
-      std::fprintf(stderr,
-                   "usage: kforge-bench-dedup [--files N] [--threads T] [--dir D] "
-                   "[--corpus FILE] | --pairs FILE [--crawl DIR] [--explain OUT]\n");
+      std::fprintf(
+          stderr,
+          "usage: kforge-bench-dedup [--files N] [--threads T] [--dir D] "
+          "[--corpus FILE] | --pairs FILE [--crawl DIR] [--explain OUT] [--threshold T]\n");
       return 2;
     }
   }
-  if (!pairs_file.empty()) return score_pairs(pairs_file, crawl, explain);
+  if (!pairs_file.empty()) return score_pairs(pairs_file, crawl, explain, threshold);
   std::ifstream in(source);
   if (!in) {
     std::fprintf(stderr, "kforge-bench-dedup: cannot read %s\n", source.c_str());
@@ -358,9 +370,9 @@ int main(int argc, char** argv) {
   std::printf(
       "dedup on %d threads: %.1f s (%.0f files/s), %.1f s of CPU, peak RSS %.0f MB; %ld "
       "candidate comparisons (files and kernels), %ld pairs stored (>= 0.5 or linked through "
-      "kernels), %ld groups at 0.6 holding %ld files\n",
+      "kernels), %ld groups at %.2f holding %ld files\n",
       threads, dd.first.first, static_cast<double>(files) / dd.first.first, cpu, dd.first.second,
-      candidates, pairs, groups, grouped);
+      candidates, pairs, groups, kforge::dedup::kDefaultThreshold, grouped);
   std::printf(
       "files=%ld mb=%.0f import_s=%.1f dedup_s=%.1f dedup_cpu_s=%.1f files_per_s=%.0f pairs=%ld "
       "groups=%ld grouped=%ld planted=%ld import_rss_mb=%.0f dedup_rss_mb=%.0f\n",

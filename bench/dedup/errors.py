@@ -31,7 +31,7 @@ Numbers are kernel similarities with identifiers normalised (1.00: the same kern
 import json
 import sys
 
-CONTAIN, ALIGN, THRESHOLD, KERNELLESS = 0.9, 0.6, 0.6, 0.8
+CONTAIN, ALIGN, THRESHOLD, KERNELLESS = 0.9, 0.6, 0.5, 0.8  # THRESHOLD: the default (groups.hpp)
 
 
 def ops_set(s):
@@ -91,7 +91,7 @@ def kernels_line(d):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    args = [a for a in sys.argv[1:] if not a.startswith("-")]
     if len(args) != 1:
         sys.exit(__doc__)
     decon = "--decontamination" in sys.argv

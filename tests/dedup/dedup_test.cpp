@@ -228,16 +228,17 @@ std::set<std::set<std::string>> key_groups(store::Db& db) {
   return out;
 }
 
-// Files whose code shares shingles only with its neighbours: file i holds lines [6i, 6i + 30) of
-// one long sequence, so neighbours are about 0.67 similar and files two apart about 0.43. Each
-// line's constant differs too, so no two kernels are the same up to renames.
+// Files whose code shares shingles only with its neighbours: file i holds lines [8i, 8i + 30) of
+// one long sequence, so neighbours are about 0.58 similar and files two apart about 0.30 (at the
+// default threshold 0.5, neighbours near and files two apart not). Each line's constant differs
+// too, so no two kernels are the same up to renames.
 // Files of a chain: each line reads its own attribute (`w.s12`), which stays when identifiers are
 // normalised, so no two files are the same kernel up to renames and kernels compare as the files
 // do: neighbours near, files two apart not.
 std::string chain_file(int i) {
   std::string code =
       "import triton\nimport triton.language as tl\n\n@triton.jit\ndef k(p, w, n):\n";
-  for (int j = 6 * i; j < 6 * i + 30; ++j) {
+  for (int j = 8 * i; j < 8 * i + 30; ++j) {
     std::string v = std::to_string(j);
     code +=
         "    a" + v + " = tl.load(p + o" + v + ", mask=m" + v + ") * w.s" + v + " + " + v + "\n";
@@ -339,6 +340,47 @@ TEST_F(DedupStore, AChainOfNearPairsMakesSeveralGroupsEachNearItsRepresentative)
       EXPECT_GE(similarity(sigs[m.key], sigs[center]), kDefaultThreshold) << m.key;
     }
   }
+}
+
+TEST_F(DedupStore, SignaturesOfAnOlderSchemeAreComputedAgainWithTheirValueOperations) {
+  // The small corpus's add, sin and mul2 files: one indexing template around three operations.
+  auto corpus = nlohmann::json::parse(test::read_text(test::small_corpus()));
+  nlohmann::json recs = nlohmann::json::array();
+  for (const auto& r : corpus) {
+    std::string file = r["file"];
+    if (file == "add_example.py" || file == "sin_computation.py" || file == "triton_mul2.py")
+      recs.push_back({{"key", file}, {"code", r["output"]}});
+  }
+  ASSERT_EQ(recs.size(), 3u);
+  import(recs);
+  UpdateOptions u;
+  u.threads = 1;
+  ASSERT_TRUE(update(*db_, u, clock_).ok());
+  // A database from before value operations: its rows hold every operator of the kernels, the
+  // same for all three (index arithmetic), under the older scheme.
+  ASSERT_TRUE(db_->exec("UPDATE dedup_signatures SET scheme = 'minhash128-k5-kernels-v3', "
+                        "ops = '*,+,<'")
+                  .ok());
+  EXPECT_EQ((*state(*db_))->stale, 3);
+  auto s = update(*db_, u, clock_);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(s->computed, 3);
+  std::map<std::string, std::string> ops;
+  auto q = db_->prepare(
+      "SELECT s.key, d.ops, d.scheme FROM dedup_signatures d JOIN samples s ON s.id = d.sample_id");
+  ASSERT_TRUE(q.ok());
+  ASSERT_TRUE(q->each([&](store::Stmt& r) -> Status {
+                 EXPECT_EQ(r.text(2), kScheme);
+                 ops[r.text(0)] = r.text(1);
+                 return {};
+               }).ok());
+  EXPECT_EQ(ops["add_example.py"], "+");
+  EXPECT_EQ(ops["sin_computation.py"], "sin");
+  EXPECT_EQ(ops["triton_mul2.py"], "*");
+  // Near as files (0.58-0.62), never one group.
+  auto g = groups_at(*db_, kDefaultThreshold);
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  for (const auto& grp : *g) EXPECT_LE(grp.members.size(), 1u);
 }
 
 const char* kHelper = R"(

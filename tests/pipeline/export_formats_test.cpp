@@ -471,7 +471,7 @@ TEST_F(ExportFormats, AFolderWithSplitsThatNoNearDuplicateGroupCrossesAndItsCard
   EXPECT_EQ(info["splits"][0]["num_examples"].as<std::size_t>(), train.size());
   EXPECT_EQ(info["splits"][1]["num_examples"].as<std::size_t>(), test.size());
   for (const char* words :
-       {"mutant_survived", "no_kernel_launch", "weak_test", "corpus dedup` at similarity 0.6",
+       {"mutant_survived", "no_kernel_launch", "weak_test", "corpus dedup` at similarity 0.5",
         "wholly in one split", "| generate | v2 |", "| analyze | v2 |", "`mit`: 18 samples",
         "`apache-2.0`: 1 sample\n", "No eval set was checked", "load_dataset(", "## Fields",
         "- `messages`: the request's messages as the model was sent them"})

@@ -4,9 +4,11 @@
 #include <cctype>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <unordered_map>
 
 #include "kforge/core/sha256.hpp"
+#include "tokens.hpp"
 
 namespace kforge::dedup {
 namespace {
@@ -18,9 +20,12 @@ bool ident_char(unsigned char c) {
   return std::isalnum(c) != 0 || c == '_' || c >= 0x80;
 }
 
+}  // namespace
+
 // Python tokens without comments and whitespace. Literals become "S" / "N" unless keep_literals.
 // Malformed input (an unterminated string) never fails: the rest of the file is one string.
-void tokenize(std::string_view code, bool keep_literals, std::vector<std::string_view>& out) {
+void detail::tokenize(std::string_view code, bool keep_literals,
+                      std::vector<std::string_view>& out) {
   static constexpr std::string_view kS = "S", kN = "N";
   const std::size_t n = code.size();
   std::size_t i = 0;
@@ -97,15 +102,21 @@ void tokenize(std::string_view code, bool keep_literals, std::vector<std::string
         "**=", "//=", ">>=", "<<=", "...", "**", "//", "==", "!=", "<=", ">=", "->",
         "+=",  "-=",  "*=",  "/=",  "%=",  "&=", "|=", "^=", ">>", "<<", ":="};
     std::size_t len = 1;
-    for (auto op : kOps)
-      if (code.substr(i, op.size()) == op) {
-        len = op.size();
+    // Every longer operator's second character is one of these: most tokens need no comparison.
+    bool longer = i + 1 < n && code[i + 1] != '\0' && std::strchr("=*/<>.", code[i + 1]) != nullptr;
+    for (std::size_t k = 0; longer && k < std::size(kOps); ++k)
+      if (code.substr(i, kOps[k].size()) == kOps[k]) {
+        len = kOps[k].size();
         break;
       }
     out.push_back(code.substr(i, len));
     i += len;
   }
 }
+
+namespace {
+
+using detail::tokenize;
 
 std::uint64_t fnv1a(std::string_view s) {
   std::uint64_t h = 1469598103934665603ull;
@@ -296,41 +307,6 @@ void normalise_identifiers(std::string_view src, std::vector<std::string_view>& 
   }
 }
 
-// Functions kernels call that move or index data rather than compute (left out of `ops`).
-bool data_function(std::string_view t) {
-  static constexpr std::string_view kData[] = {
-      "load", "store", "program_id", "arange", "make_block_ptr", "advance", "num_programs",
-      "multiple_of", "max_contiguous", "cdiv", "static_range", "to", "zeros", "full", "zeros_like",
-      "full_like", "reshape", "view", "broadcast_to", "expand_dims", "trans", "permute", "split",
-      "join", "cast", "static_assert", "debug_barrier", "device_assert", "range", "constexpr",
-      "pointer_type", "next_power_of_2", "make_tensor_descriptor", "load_tensor_descriptor",
-      "store_tensor_descriptor", "assume", "where", "empty",
-      // Triton-distributed's loads and stores
-      "ld", "st", "ld_vector", "st_vector", "num_threads"};
-  for (auto k : kData)
-    if (t == k) return true;
-  return false;
-}
-
-// Adds the operations of one kernel's tokens (literals normalised, identifiers as written).
-void add_ops(const std::vector<std::string_view>& toks, std::vector<std::string_view>& ops) {
-  static constexpr std::string_view kOps[] = {"+", "-",  "*",  "/",   "//", "%",  "**", "<",
-                                              ">", "<=", ">=", "==",  "!=", "&",  "|",  "^",
-                                              "~", "<<", ">>", "and", "or", "not"};
-  for (std::size_t i = 0; i < toks.size(); ++i) {
-    std::string_view t = toks[i];
-    bool op = false;
-    for (auto o : kOps) op = op || t == o;
-    if (op) {
-      ops.push_back(t);
-    } else if (i > 0 && toks[i - 1] == "." && i + 1 < toks.size() && toks[i + 1] == "(" &&
-               ident_start(static_cast<unsigned char>(t[0])) && !data_function(t)) {
-      // Division spelled as a libdevice call is division.
-      ops.push_back(t == "fdiv" || t == "div_rn" || t == "fast_dividef" ? "/" : t);
-    }
-  }
-}
-
 }  // namespace
 
 bool ops_conflict(std::string_view a, std::string_view b) {
@@ -346,6 +322,14 @@ bool ops_conflict(std::string_view a, std::string_view b) {
     return out;
   };
   auto x = split(a), y = split(b);  // sorted
+  auto small = [](std::vector<std::string_view>& v) {
+    auto it = std::find(v.begin(), v.end(), kSmallKernels);
+    if (it == v.end()) return false;
+    v.erase(it);
+    return true;
+  };
+  bool small_x = small(x), small_y = small(y);
+  if (small_x && small_y) return x != y;  // one-line bodies: any other operation
   bool only_x = false, only_y = false;
   std::size_t i = 0, j = 0;
   while (i < x.size() || j < y.size()) {
@@ -439,7 +423,7 @@ Signature compute_signature(std::string_view code) {
   Signature sig;
   std::vector<std::string_view> toks, body;
   std::vector<std::uint64_t> kernel_shingles;
-  std::vector<std::string_view> ops;
+  std::vector<std::string> ops;
   std::vector<std::string_view> sources = kernel_sources(code);
   sig.kernelless = sources.empty();
   std::vector<std::vector<std::string_view>> kernel_toks(sources.size());
@@ -449,7 +433,7 @@ Signature compute_signature(std::string_view code) {
   for (std::size_t i = 0; i < sources.size(); ++i) {
     std::string_view src = sources[i];
     const std::vector<std::string_view>& kt = kernel_toks[i];
-    add_ops(kt, ops);
+    detail::value_ops(src, ops);
     add_shingles(kt, kernel_shingles);
     // Its sketch (the first kSketchSlots slots of its kernel signature, low 16 bits of each).
     if (static_cast<int>(kt.size()) >= kMinKernelTokens) {
@@ -484,9 +468,11 @@ Signature compute_signature(std::string_view code) {
     tokenize(code, false, toks);
     fill_minhash(toks, sig);
   }
+  // Kernels all below the sketch floor (one-line bodies) are their operations (ops_conflict).
+  if (!sig.kernelless && sig.kernels.empty() && !ops.empty()) ops.emplace_back(kSmallKernels);
   std::sort(ops.begin(), ops.end());
   ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
-  for (auto o : ops) {
+  for (const auto& o : ops) {
     if (!sig.ops.empty()) sig.ops += ',';
     sig.ops += o;
   }

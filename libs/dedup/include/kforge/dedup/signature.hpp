@@ -21,10 +21,16 @@
 // literals kept. `kernels_sha` hashes the sorted body hashes: two files with the same kernels up
 // to renames, whatever else they contain, share it.
 //
-// Operations (`ops`): what the kernels compute, for telling one template around two operations
-// apart: the tl/libdevice/math functions they call (loads, stores, indexing, casts and shape
-// functions left out), their arithmetic, bitwise and comparison operators and `and`/`or`/`not`;
-// a libdevice division (`fdiv`, `div_rn`) counts as `/`.
+// Operations (`ops`): what the kernels compute on values, for telling one template around two
+// operations apart (ops.cpp): the tl/libdevice/math functions they call (loads, stores, indexing,
+// casts and shape functions left out), and their arithmetic, bitwise and comparison operators and
+// `and`/`or`/`not` where an operand is data (loaded through a block of pointers, an atomic's
+// result, random numbers, or a name assigned from them) and the result flows into a stored,
+// atomically applied or returned value, or into a pointer (a gather); a constant stored as it is
+// (`=1`, `=0`). Index arithmetic is left out: pointer offsets, masks, program ids, aranges, loop
+// bounds and conditions, and lengths loaded through a scalar pointer. A libdevice division
+// (`fdiv`, `div_rn`) counts as `/`. A function that neither loads nor stores (a pointwise body, a
+// combine function) computes on its parameters.
 //
 // Pure functions, thread-safe.
 
@@ -42,7 +48,7 @@ inline constexpr int kBands = 32;  // LSH: kBands bands of kRows slots
 inline constexpr int kRows = kPermutations / kBands;
 // Names the parameters above and the normalisation; a stored signature with another name is
 // recomputed.
-inline constexpr std::string_view kScheme = "minhash128-k5-kernels-v3";
+inline constexpr std::string_view kScheme = "minhash128-k5-kernels-v4";
 // Below this many kernel shingles a file is signed over all its tokens.
 inline constexpr int kMinKernelShingles = 30;
 
@@ -73,11 +79,16 @@ struct Signature {
   bool kernelless = false;  // no @jit function at all: signed over all its tokens
 };
 
-// Whether two files' kernels compute different operations: each calls or applies one the other
-// does not (`log` vs `sqrt`, `tl.maximum` vs `tl.minimum`, `>=` vs `<`, `and` vs `or`). An edit
-// that only adds something (a mask, a cast, a clamp) is not a conflict. False when either has no
-// operations.
+// Whether two files' kernels compute different operations on values: each calls or applies one
+// the other does not (`log` vs `sqrt`, `tl.maximum` vs `tl.minimum`, `>=` vs `<` on loaded
+// values, `and` vs `or`, storing 1 vs 0). An edit that only adds something (a clamp, a scale) is
+// not a conflict, and index arithmetic is not compared at all (a revision that rewrites its
+// offsets or masks). When every kernel of both files is below kMinKernelTokens (FlagGems'
+// one-line pointwise bodies), the kernels are their operations: any difference is a conflict
+// (`x + v * (a / b)` vs `x + v * a * b`). False when either has no operations.
 bool ops_conflict(std::string_view a, std::string_view b);
+// In Signature::ops: every kernel of the file is below kMinKernelTokens.
+inline constexpr std::string_view kSmallKernels = "#small";
 
 // Whether two files are near duplicates at `threshold`: the same kernels up to renames
 // (kernels_sha), or no conflict of operations and either similarity at or above the threshold

@@ -1,0 +1,263 @@
+// The operations a file's kernels compute on values (signature.hpp Signature::ops, ops.cpp), told
+// apart from index arithmetic, and the conflict rule corpus groups apply to them. Real-shaped
+// kernels: the vendored small corpus's add, sin and mul2 files, a pointwise template around two
+// functions, an attention kernel with lengths loaded through scalar pointers, a two-stage argmax,
+// reductions with and/or combine functions, FlagGems' one-line pointwise bodies.
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "kforge/dedup/groups.hpp"
+#include "kforge/dedup/signature.hpp"
+#include "testutil.hpp"
+
+namespace kforge::dedup {
+namespace {
+
+std::string swap_text(std::string s, const std::string& from, const std::string& to) {
+  for (std::size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
+  return s;
+}
+
+const char* kPointwise = R"(import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def log_kernel(x_ptr, out_ptr, n_elements, stride, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    block_start = pid * BLOCK_SIZE
+    offsets = block_start + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets * stride, mask=mask, other=1.0)
+    y = tl.log(x.to(tl.float32))
+    tl.store(out_ptr + offsets, y, mask=mask)
+
+
+def log(x):
+    out = torch.empty_like(x)
+    n = x.numel()
+    grid = lambda meta: (triton.cdiv(n, meta["BLOCK_SIZE"]),)
+    log_kernel[grid](x, out, n, 1, BLOCK_SIZE=1024)
+    return out
+)";
+
+TEST(ValueOps, IndexArithmeticIsNotAnOperation) {
+  // Offsets, masks and program ids compute with `*`, `+` and `<`; the kernel computes `log`.
+  EXPECT_EQ(compute_signature(kPointwise).ops, "log");
+  // The vendored small corpus: three kernels of one template, each around its own operation.
+  auto corpus = nlohmann::json::parse(test::read_text(test::small_corpus()));
+  std::map<std::string, Signature> sig;
+  for (const auto& r : corpus) {
+    std::string file = r["file"];
+    if (file == "add_example.py" || file == "sin_computation.py" || file == "triton_mul2.py")
+      sig[file] = compute_signature(r["output"].get<std::string>());
+  }
+  ASSERT_EQ(sig.size(), 3u);
+  EXPECT_EQ(sig["add_example.py"].ops, "+");
+  EXPECT_EQ(sig["sin_computation.py"].ops, "sin");
+  EXPECT_EQ(sig["triton_mul2.py"].ops, "*");
+  double most = 0;
+  for (const auto& [x, a] : sig)
+    for (const auto& [y, b] : sig)
+      if (x < y) {
+        std::printf("%s ~ %s: %.2f\n", x.c_str(), y.c_str(), similarity(a, b));
+        most = std::max(most, similarity(a, b));
+        EXPECT_TRUE(ops_conflict(a.ops, b.ops)) << x << " ~ " << y;
+        EXPECT_FALSE(near(a, b, kDefaultThreshold)) << x << " ~ " << y;
+      }
+  EXPECT_GE(most, kDefaultThreshold);  // the template alone makes them near as files
+  // A revision that rewrites the indexing (int64 offsets, another mask, a stride) computes the
+  // same: no conflict, and still near.
+  std::string revised = swap_text(kPointwise, "pid = tl.program_id(axis=0)",
+                                  "pid = tl.program_id(axis=0).to(tl.int64)");
+  revised = swap_text(revised, "mask = offsets < n_elements",
+                      "mask = (offsets < n_elements) & (offsets >= 0)");
+  revised =
+      swap_text(revised, "x_ptr + offsets * stride", "x_ptr + (offsets % n_elements) * stride");
+  Signature a = compute_signature(kPointwise), b = compute_signature(revised);
+  EXPECT_EQ(b.ops, "log");
+  EXPECT_FALSE(ops_conflict(a.ops, b.ops));
+  EXPECT_TRUE(near(a, b, kDefaultThreshold));
+}
+
+TEST(ValueOps, TheSameTemplateAroundAnotherValueOperationConflicts) {
+  Signature log = compute_signature(kPointwise);
+  Signature sqrt = compute_signature(swap_text(kPointwise, "tl.log(", "tl.sqrt("));
+  std::printf("log ~ sqrt: %.2f\n", similarity(log, sqrt));
+  EXPECT_TRUE(ops_conflict(log.ops, sqrt.ops));
+  EXPECT_FALSE(near(log, sqrt, kDefaultThreshold));
+  // An operator on loaded values is an operation: `x * 2` against `x + 2`.
+  Signature mul = compute_signature(swap_text(kPointwise, "tl.log(x.to(tl.float32))", "x * 2.0"));
+  Signature add = compute_signature(swap_text(kPointwise, "tl.log(x.to(tl.float32))", "x + 2.0"));
+  EXPECT_EQ(mul.ops, "*");
+  EXPECT_EQ(add.ops, "+");
+  EXPECT_TRUE(ops_conflict(mul.ops, add.ops));
+  // Filling with 1 or with 0: the stored constant is what the kernel computes.
+  const char* fill = R"(
+@triton.jit
+def ones_kernel(output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    num_jobs = tl.num_programs(axis=0)
+    block_start = pid * BLOCK_SIZE
+    step = num_jobs * BLOCK_SIZE
+    for block_start_offset in range(block_start, n_elements, step):
+        offsets = block_start_offset + tl.arange(0, BLOCK_SIZE)
+        mask = offsets < n_elements
+        tl.store(output_ptr + offsets, 1.0, mask=mask)
+)";
+  Signature ones = compute_signature(fill);
+  Signature zeros = compute_signature(swap_text(swap_text(fill, "1.0", "0.0"), "ones", "zeros"));
+  EXPECT_EQ(ones.ops, "=1");
+  EXPECT_EQ(zeros.ops, "=0");
+  EXPECT_TRUE(ops_conflict(ones.ops, zeros.ops));
+  EXPECT_FALSE(near(ones, zeros, kDefaultThreshold));
+  // all and any: a reduction's combine function returns `a and b` or `a or b`; the masks combine
+  // with `and` in both, which is index.
+  const char* reduce = R"(
+@triton.jit
+def reduce_all(a, b):
+    return a and b
+
+
+@triton.jit
+def all_kernel_dim(inp, out, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    pid = tl.program_id(0)
+    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]
+    inp = inp + rows * N
+    out = out + rows
+    row_mask = rows < M
+    _all = tl.full([BLOCK_M, BLOCK_N], value=1, dtype=tl.int1)
+    for off in range(0, N, BLOCK_N):
+        cols = off + tl.arange(0, BLOCK_N)[None, :]
+        col_mask = cols < N
+        mask = row_mask and col_mask
+        a = tl.load(inp + cols, mask, other=1.0)
+        _all = _all and (a != 0)
+    all = tl.reduce(_all, axis=1, combine_fn=reduce_all)
+    tl.store(out, all[:, None], row_mask)
+)";
+  std::string any_code = swap_text(swap_text(reduce, "a and b", "a or b"), "_all and", "_all or");
+  any_code = swap_text(swap_text(any_code, "_all", "_any"), "other=1.0", "other=0.0");
+  Signature all = compute_signature(reduce), any = compute_signature(any_code);
+  EXPECT_EQ(all.ops, "!=,and,reduce");
+  EXPECT_EQ(any.ops, "!=,or,reduce");
+  EXPECT_TRUE(ops_conflict(all.ops, any.ops));
+}
+
+// An attention kernel's inner loop: sequence lengths loaded through scalar pointers bound the
+// loop and the masks; the scores are computed from loaded blocks.
+const char* kAttention = R"(
+@triton.jit
+def _fwd_kernel(Q, K, V, Out, B_Start_Loc, B_Seqlen, Prompt_Cache_Len, sm_scale, stride_qbs,
+                stride_kbs, stride_obs, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                BLOCK_DMODEL: tl.constexpr):
+    cur_batch = tl.program_id(0)
+    start_m = tl.program_id(1)
+    cur_batch_seq_len = tl.load(B_Seqlen + cur_batch)
+    prompt_cache_len = tl.load(Prompt_Cache_Len + cur_batch)
+    cur_batch_start = tl.load(B_Start_Loc + cur_batch)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_DMODEL)
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    q = tl.load(Q + (cur_batch_start + offs_m[:, None]) * stride_qbs + offs_d[None, :],
+                mask=offs_m[:, None] < cur_batch_seq_len, other=0.0)
+    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, BLOCK_DMODEL], dtype=tl.float32)
+    block_end_loc = tl.minimum((start_m + 1) * BLOCK_M + prompt_cache_len,
+                               cur_batch_seq_len + prompt_cache_len)
+    for start_n in range(0, block_end_loc, BLOCK_N):
+        start_n = tl.multiple_of(start_n, BLOCK_N)
+        k = tl.load(K + (start_n + offs_n[None, :]) * stride_kbs + offs_d[:, None],
+                    mask=(start_n + offs_n[None, :]) < block_end_loc, other=0.0)
+        qk = tl.dot(q, k) * sm_scale
+        qk = tl.where(offs_m[:, None] + prompt_cache_len >= start_n + offs_n[None, :], qk, -1.0e8)
+        m_ij = tl.maximum(m_i, tl.max(qk, 1))
+        p = tl.exp(qk - m_ij[:, None])
+        l_ij = tl.sum(p, 1)
+        alpha = tl.exp(m_i - m_ij)
+        l_i = l_i * alpha + l_ij
+        acc = acc * alpha[:, None]
+        v = tl.load(V + (start_n + offs_n[:, None]) * stride_kbs + offs_d[None, :],
+                    mask=(start_n + offs_n[:, None]) < block_end_loc, other=0.0)
+        acc += tl.dot(p.to(v.dtype), v)
+        m_i = m_ij
+    acc = acc / l_i[:, None]
+    tl.store(Out + (cur_batch_start + offs_m[:, None]) * stride_obs + offs_d[None, :], acc,
+             mask=offs_m[:, None] < cur_batch_seq_len)
+)";
+
+TEST(ValueOps, LengthsLoadedThroughScalarPointersAreIndexGathersAreNot) {
+  // The causal mask and the loop bound compute on lengths (`tl.minimum`, `>=`): index.
+  Signature a = compute_signature(kAttention);
+  EXPECT_EQ(a.ops, "*,+,-,/,dot,exp,max,maximum,sum");
+  // A copy that adds a sliding-window mask and guards an all-masked row on values (`==`) and a
+  // revision that clamps the loop bound another way: no conflict.
+  std::string b =
+      swap_text(kAttention, "        m_i = m_ij\n",
+                "        m_ij = tl.where(m_ij == -1.0e8, 0.0, m_ij)\n        m_i = m_ij\n");
+  b = swap_text(b, "tl.minimum((start_m + 1) * BLOCK_M + prompt_cache_len,",
+                "min((start_m + 1) * BLOCK_M + prompt_cache_len,");
+  Signature sb = compute_signature(b);
+  EXPECT_EQ(sb.ops, "*,+,-,/,==,dot,exp,max,maximum,sum");
+  EXPECT_FALSE(ops_conflict(a.ops, sb.ops));
+  EXPECT_TRUE(near(a, sb, kDefaultThreshold));
+  // A value used as an address is a gather: the argmax a second stage reads through counts.
+  const char* stage2 = R"(
+@triton.jit
+def argmax_kernel_2(mid_value, mid_index, out, mid_size, BLOCK_MID: tl.constexpr):
+    offset = tl.arange(0, BLOCK_MID)
+    mid_ptrs = mid_value + offset
+    mask = offset < mid_size
+    mid_val = tl.load(mid_ptrs, mask=mask, other=-float("inf"))
+    index_val = tl.argmax(mid_val, axis=0)
+    mid_index_ptrs = mid_index + index_val
+    out_val = tl.load(mid_index_ptrs)
+    tl.store(out, out_val)
+)";
+  Signature arg = compute_signature(stage2);
+  EXPECT_EQ(arg.ops, "+,argmax");
+  EXPECT_TRUE(
+      ops_conflict(arg.ops, compute_signature(swap_text(stage2, "tl.argmax(", "tl.argmin(")).ops));
+}
+
+TEST(ValueOps, OneLineBodiesAreTheirOperations) {
+  // FlagGems' pointwise bodies: below the sketch floor, so the operations are all there is.
+  const char* addcdiv = R"(import triton
+from flag_gems.utils import pointwise_dynamic
+
+
+@pointwise_dynamic(is_tensor=[True, True, True, False], promotion_methods=[(0, 1, 2, "DEFAULT")])
+@triton.jit
+def addcdiv_kernel(x, t1, t2, value):
+    return x + value * (t1 / t2)
+)";
+  std::string addcmul =
+      swap_text(swap_text(addcdiv, "x + value * (t1 / t2)", "x + value * t1 * t2"), "div", "mul");
+  Signature d = compute_signature(addcdiv), m = compute_signature(addcmul);
+  EXPECT_EQ(d.ops, "#small,*,+,/");
+  EXPECT_EQ(m.ops, "#small,*,+");
+  EXPECT_TRUE(ops_conflict(d.ops, m.ops));  // one side only, but one-line bodies
+  EXPECT_FALSE(near(d, m, kDefaultThreshold));
+  // A backend's copy of the same body, renamed and reformatted, is near.
+  Signature copy =
+      compute_signature(swap_text(addcdiv, "x + value * (t1 / t2)", "x + (t1 / t2) * value"));
+  EXPECT_FALSE(ops_conflict(d.ops, copy.ops));
+  EXPECT_TRUE(near(d, copy, kDefaultThreshold));
+  // Full-size kernels keep the two-sided rule: an edit that only adds an operation (a clamp) is
+  // no conflict.
+  Signature log = compute_signature(kPointwise);
+  Signature clamped = compute_signature(swap_text(kPointwise, "tl.log(x.to(tl.float32))",
+                                                  "tl.log(tl.maximum(x.to(tl.float32), 1e-6))"));
+  EXPECT_EQ(clamped.ops, "log,maximum");
+  EXPECT_FALSE(ops_conflict(log.ops, clamped.ops));
+}
+
+}  // namespace
+}  // namespace kforge::dedup
