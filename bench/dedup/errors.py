@@ -91,7 +91,7 @@ def kernels_line(d):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    args = [a for a in sys.argv[1:] if not a.startswith("-")]
     if len(args) != 1:
         sys.exit(__doc__)
     decon = "--decontamination" in sys.argv

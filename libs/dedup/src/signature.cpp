@@ -399,6 +399,27 @@ std::vector<bool> helpers_of(const std::vector<std::vector<std::string_view>>& r
   return out;
 }
 
+// How many parameters a kernel's tokens (from `def`) declare: the non-empty top-level segments
+// between the parentheses of its signature.
+int param_count(const std::vector<std::string_view>& toks) {
+  std::size_t i = 0;
+  while (i < toks.size() && toks[i] != "(") ++i;
+  int depth = 0, n = 0;
+  bool content = false;
+  for (++i; i < toks.size(); ++i) {
+    std::string_view t = toks[i];
+    if (t == "(" || t == "[" || t == "{") ++depth;
+    if ((t == ")" || t == "]" || t == "}") && depth-- == 0) break;
+    if (t == "," && depth == 0) {
+      n += content ? 1 : 0;
+      content = false;
+    } else {
+      content = true;
+    }
+  }
+  return n + (content ? 1 : 0);
+}
+
 }  // namespace
 
 std::vector<KernelSignature> kernel_signatures(std::string_view code, int min_tokens) {
@@ -461,6 +482,11 @@ Signature compute_signature(std::string_view code) {
       for (std::size_t p = 0; p < kSketchSlots; ++p)
         sk.minhash[p] = static_cast<std::uint16_t>(ks.minhash[p] & 0xffffu);
       sk.helper = helper[i];
+      sk.name = kernel_name_hash(names[i]);
+      sk.params = static_cast<std::uint16_t>(std::min(param_count(kt), 0xffff));
+      if (!sig.kernel_names.empty()) sig.kernel_names += ',';
+      sig.kernel_names += names[i];
+      sig.kernel_names += '/' + std::to_string(sk.params);
       sig.kernels.push_back(sk);
     }
     body.clear();
