@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -165,6 +166,34 @@ std::string stage2_with_sinks() {
   return rename_variables(r);
 }
 
+// FlagGems-shaped pointwise modules: a one-line @jit body (below the kernel floor) wrapped by a
+// code generator's decorator, a logger and a host function. Backend copies rewrite the imports
+// and the logger and keep the body.
+std::string pointwise_module(const std::string& body_line, const std::string& logger_line,
+                             const std::string& imports,
+                             const std::string& host = "    return isinf_func(A)\n") {
+  return "import logging\n\nimport triton\nimport triton.language as tl\n\n" + imports + "\n\n" +
+         logger_line + "\n_isinf = tl_extra_shim.isinf\n\n\n" +
+         "@pointwise_dynamic(promotion_methods=[(0, \"ALWAYS_BOOL\")])\n@triton.jit\n" +
+         "def isinf_func(x):\n    " + body_line + "\n\n\ndef isinf(A):\n" +
+         "    logger.debug(\"GEMS ISINF\")\n" + host;
+}
+
+std::string isinf_module() {
+  return pointwise_module("return _isinf(x.to(tl.float32))", "logger = logging.getLogger(__name__)",
+                          "from flag_gems.utils import pointwise_dynamic, tl_extra_shim");
+}
+
+// A backend copy: other imports and logger, the host call edited, the body the same.
+std::string isinf_port() {
+  return pointwise_module(
+      "return _isinf(x.to(tl.float32))",
+      "logger = logging.getLogger(\"flag_gems\").getChild(__name__.lstrip(\".\"))",
+      "from flag_gems.utils import tl_extra_shim\n\nfrom ..utils.pointwise_dynamic import "
+      "pointwise_dynamic",
+      "    return isinf_func(A.contiguous(), out0=None)\n");
+}
+
 TEST(NamedKernels, ASingleKernelRevisionThatKeepsNameAndParametersIsLinked) {
   Signature old_rev = compute_signature(kStage2);
   Signature new_rev = compute_signature(stage2_revision());
@@ -214,7 +243,56 @@ TEST(NamedKernels, ASingleKernelRevisionThatKeepsNameAndParametersIsLinked) {
   EXPECT_TRUE(near(old_rev, m, kDefaultThreshold));
 }
 
-TEST(NamedKernels, KernelNamesAreStoredAndGroupsLinkTheRevision) {
+TEST(SmallKernels, TheSameOneLineBodiesLinkFilesAtHalfTheirSimilarity) {
+  Signature ref = compute_signature(isinf_module());
+  Signature port = compute_signature(isinf_port());
+  ASSERT_TRUE(ref.kernels.empty());  // below the kernel floor: signed over all tokens
+  ASSERT_FALSE(ref.kernelless);
+  EXPECT_FALSE(ref.small_kernels.empty());
+  EXPECT_EQ(ref.small_kernels, port.small_kernels);
+  double s = similarity(ref, port);
+  std::printf("isinf and its backend copy: files %.2f\n", s);
+  EXPECT_GE(s, kSmallKernelsThreshold);
+  EXPECT_LT(s, kDefaultThreshold);
+  EXPECT_EQ(kernel_link(ref, port), KernelLink::small);
+  EXPECT_TRUE(near(ref, port, kDefaultThreshold));
+
+  // Another operation in the same template: the bodies differ (identifiers kept).
+  Signature isnan = compute_signature(
+      pointwise_module("return _isnan(x.to(tl.float32))", "logger = logging.getLogger(__name__)",
+                       "from flag_gems.utils import pointwise_dynamic, tl_extra_shim"));
+  EXPECT_NE(isnan.small_kernels, ref.small_kernels);
+  EXPECT_EQ(kernel_link(ref, isnan), KernelLink::none);
+
+  // The same trivial body in two modules whose host code computes different things (FlagGems'
+  // `copy_func` in `cat.py` and `flip.py`): below kSmallKernelsThreshold, not linked.
+  std::string copy_a = pointwise_module("return x", "logger = logging.getLogger(__name__)", "");
+  std::string copy_b = copy_a;
+  copy_a +=
+      "\n\ndef cat(tensors, dim=0):\n    out_shape = list(tensors[0].shape)\n"
+      "    out_shape[dim] = sum(t.shape[dim] for t in tensors)\n"
+      "    out = torch.empty(out_shape, dtype=tensors[0].dtype, device=tensors[0].device)\n"
+      "    offset = 0\n    for t in tensors:\n        n = t.shape[dim]\n"
+      "        isinf_func(t, out0=out.narrow(dim, offset, n))\n        offset += n\n"
+      "    return out\n";
+  copy_b +=
+      "\n\ndef flip(A, dims):\n    strides = list(A.stride())\n    offset = 0\n"
+      "    for d in dims:\n        offset += strides[d] * (A.shape[d] - 1)\n"
+      "        strides[d] = -strides[d]\n"
+      "    flipped = StridedBuffer(A, A.shape, strides, offset)\n"
+      "    out = torch.empty_like(A)\n    return isinf_func(flipped, out0=out)\n";
+  Signature ca = compute_signature(copy_a), cb = compute_signature(copy_b);
+  EXPECT_EQ(ca.small_kernels, cb.small_kernels);
+  std::printf("one trivial body around cat and flip: files %.2f\n", similarity(ca, cb));
+  EXPECT_LT(similarity(ca, cb), kSmallKernelsThreshold);
+  EXPECT_EQ(kernel_link(ca, cb), KernelLink::none);
+  EXPECT_FALSE(near(ca, cb, kDefaultThreshold));
+
+  // A file with a kernel of kMinKernelTokens or more has no small_kernels.
+  EXPECT_TRUE(compute_signature(kStage2).small_kernels.empty());
+}
+
+TEST(NamedKernels, KernelNamesAreStoredAndGroupsLinkTheRevisionAndTheSmallKernels) {
   test::TempDir dir;
   store::OpenOptions o;
   o.path = (dir / "k.db").string();
@@ -223,6 +301,8 @@ TEST(NamedKernels, KernelNamesAreStoredAndGroupsLinkTheRevision) {
   nlohmann::json recs = nlohmann::json::array();
   recs.push_back({{"key", "llama/flash_decoding_stage2.py"}, {"code", kStage2}});
   recs.push_back({{"key", "deepseek2/flash_decoding_stage2.py"}, {"code", stage2_revision()}});
+  recs.push_back({{"key", "ops/isinf.py"}, {"code", isinf_module()}});
+  recs.push_back({{"key", "_cambricon/ops/isinf.py"}, {"code", isinf_port()}});
   test::write_text(dir / "c.json", recs.dump());
   corpus::ImportOptions opts;
   opts.map.key = "key";
@@ -233,28 +313,43 @@ TEST(NamedKernels, KernelNamesAreStoredAndGroupsLinkTheRevision) {
   auto sum = update(**db, u, clock);
   ASSERT_TRUE(sum.ok()) << sum.error().message;
   // What is stored: each kernel's name and parameter count beside its sketch.
-  auto st = (*db)->prepare("SELECT kernel_names FROM dedup_signatures ORDER BY sample_id");
+  auto st =
+      (*db)->prepare("SELECT kernel_names, small_kernels FROM dedup_signatures ORDER BY sample_id");
   ASSERT_TRUE(st.ok()) << st.error().message;
-  std::vector<std::string> names;
+  std::vector<std::string> names, small;
   ASSERT_TRUE(st->each([&](store::Stmt& r) -> Status {
                   names.push_back(r.text(0));
+                  small.push_back(r.text(1));
                   return {};
                 }).ok());
   EXPECT_EQ(names, (std::vector<std::string>{"_fwd_kernel_flash_decode_stage2/16",
-                                             "_fwd_kernel_flash_decode_stage2/16"}));
+                                             "_fwd_kernel_flash_decode_stage2/16", "", ""}));
+  ASSERT_EQ(small.size(), 4u);
+  EXPECT_EQ(small[0], "");
+  EXPECT_EQ(small[2].size(), 16u);
+  EXPECT_EQ(small[2], small[3]);
   auto g = groups_at(**db, kDefaultThreshold);
   ASSERT_TRUE(g.ok()) << g.error().message;
-  ASSERT_EQ(g->size(), 1u);
+  ASSERT_EQ(g->size(), 2u);
   std::map<std::string, Member> member;
-  for (const auto& m : g->front().members) member[m.key] = m;
-  ASSERT_EQ(member.size(), 2u);
-  const Member& other = member["llama/flash_decoding_stage2.py"].sample_id == g->front().center
-                            ? member["deepseek2/flash_decoding_stage2.py"]
-                            : member["llama/flash_decoding_stage2.py"];
-  EXPECT_EQ(other.via, Via::named);
-  EXPECT_STREQ(to_string(other.via), "kernels named alike");
-  EXPECT_LT(other.similarity, kDefaultThreshold);
-  EXPECT_EQ(g->front().through_kernels, 1);
+  std::map<std::string, const Group*> group_of;
+  for (const auto& grp : *g)
+    for (const auto& m : grp.members) member[m.key] = m, group_of[m.key] = &grp;
+  ASSERT_EQ(member.size(), 4u);
+  // Each pair is one group, the member other than the representative linked through kernels,
+  // below the threshold as files.
+  for (auto [x, y, via] : {std::tuple{"llama/flash_decoding_stage2.py",
+                                      "deepseek2/flash_decoding_stage2.py", Via::named},
+                           std::tuple{"ops/isinf.py", "_cambricon/ops/isinf.py", Via::small}}) {
+    ASSERT_EQ(group_of[x], group_of[y]) << x;
+    const Group& grp = *group_of[x];
+    const Member& other = member[x].sample_id == grp.center ? member[y] : member[x];
+    EXPECT_EQ(other.via, via) << x;
+    EXPECT_LT(other.similarity, kDefaultThreshold) << x;
+    EXPECT_EQ(grp.through_kernels, 1) << x;
+  }
+  EXPECT_STREQ(to_string(Via::named), "kernels named alike");
+  EXPECT_STREQ(to_string(Via::small), "same small kernels");
 }
 
 }  // namespace

@@ -13,16 +13,17 @@ SELECT code, code_sha256 FROM samples WHERE id = ?1;
 
 -- name: upsert_signature
 INSERT INTO dedup_signatures(sample_id, code_sha256, scheme, shingles, kernels_sha, bodies, minhash,
-  ops, kernels, kernelless, kernel_names)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+  ops, kernels, kernelless, kernel_names, small_kernels)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
 ON CONFLICT(sample_id) DO UPDATE SET code_sha256 = excluded.code_sha256,
   scheme = excluded.scheme, shingles = excluded.shingles, kernels_sha = excluded.kernels_sha,
   bodies = excluded.bodies, minhash = excluded.minhash, ops = excluded.ops,
   kernels = excluded.kernels, kernelless = excluded.kernelless,
-  kernel_names = excluded.kernel_names;
+  kernel_names = excluded.kernel_names, small_kernels = excluded.small_kernels;
 
 -- name: all_signatures
-SELECT sample_id, shingles, kernels_sha, minhash, code_sha256, kernels, kernelless, kernel_names
+SELECT sample_id, shingles, kernels_sha, minhash, code_sha256, kernels, kernelless, kernel_names,
+  small_kernels
 FROM dedup_signatures WHERE scheme = ?1 ORDER BY sample_id;
 
 -- name: count_samples

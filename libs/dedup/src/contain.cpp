@@ -164,6 +164,9 @@ bool same_kernel_sketches(const Signature& a, const Signature& b) {
 }
 
 KernelLink kernel_link(const Signature& a, const Signature& b) {
+  if (!a.small_kernels.empty() && a.small_kernels == b.small_kernels &&
+      similarity(a, b) >= kSmallKernelsThreshold - 1e-9)
+    return KernelLink::small;
   if (same_kernel_sketches(a, b)) return KernelLink::same;
   if (a.kernels.empty() || b.kernels.empty()) return KernelLink::none;
   Agreement m(a, b);

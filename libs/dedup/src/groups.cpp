@@ -52,7 +52,8 @@ Status store_signature(store::Db& db, const Computed& c) {
       .bind(8, c.sig.ops)
       .bind_blob(9, kernels_blob(c.sig))
       .bind(10, c.sig.kernelless ? 1 : 0)
-      .bind(11, c.sig.kernel_names);
+      .bind(11, c.sig.kernel_names)
+      .bind(12, c.sig.small_kernels);
   return s->run();
 }
 
@@ -113,6 +114,7 @@ Result<std::vector<LshItem>> load_signatures(store::Db& db) {
                                 " has a signature of the wrong size; run kforge corpus dedup "
                                 "--recompute");
     it.sig.kernelless = r.int64(6) != 0;
+    it.sig.small_kernels = r.text(8);
     items.push_back(std::move(it));
     return {};
   }));
@@ -225,6 +227,7 @@ Result<Components> components(store::Db& db, double threshold) {
       Via via = link == KernelLink::none      ? Via::similarity
                 : link == KernelLink::aligned ? Via::aligned
                 : link == KernelLink::named   ? Via::named
+                : link == KernelLink::small   ? Via::small
                                               : Via::within;
       add(ca, cb, n.similarity, via);
       add(cb, ca, n.similarity, via);
@@ -416,7 +419,8 @@ Result<std::vector<Group>> groups_at(store::Db& db, double threshold) {
       m.via = l.via;
       if (id != g.center && (l.via == Via::similarity || l.via == Via::same_kernels))
         g.spread = std::min(g.spread, l.similarity);
-      if (id != g.center && (l.via == Via::within || l.via == Via::aligned || l.via == Via::named))
+      if (id != g.center && (l.via == Via::within || l.via == Via::aligned || l.via == Via::named ||
+                             l.via == Via::small))
         ++g.through_kernels;
       g.members.push_back(std::move(m));
     }
@@ -440,6 +444,8 @@ const char* to_string(Via v) {
       return "kernels aligned";
     case Via::named:
       return "kernels named alike";
+    case Via::small:
+      return "same small kernels";
     case Via::similarity:
       break;
   }

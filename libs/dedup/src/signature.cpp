@@ -461,6 +461,7 @@ Signature compute_signature(std::string_view code) {
   std::vector<std::string_view> toks, body;
   std::vector<std::uint64_t> kernel_shingles;
   std::vector<std::string_view> ops;
+  std::vector<std::string> small;  // each @jit function's tokens, for small_kernels
   std::vector<std::string_view> sources = kernel_sources(code);
   sig.kernelless = sources.empty();
   std::vector<std::vector<std::string_view>> kernel_toks(sources.size());
@@ -491,14 +492,20 @@ Signature compute_signature(std::string_view code) {
     }
     body.clear();
     tokenize(src, true, body);
+    std::string joined;
+    for (auto t : body) joined.append(t).push_back('\x1f');
+    small.push_back(joined);  // identifiers and literals as written
     if (static_cast<int>(body.size()) < kMinBodyTokens) continue;
     normalise_identifiers(src, body);
-    std::string joined;
-    for (auto t : body) {
-      joined += t;
-      joined += '\x1f';
-    }
+    joined.clear();
+    for (auto t : body) joined.append(t).push_back('\x1f');
     sig.bodies.push_back(sha256_hex(joined).substr(0, 16));
+  }
+  if (sig.kernels.empty() && !small.empty()) {
+    std::sort(small.begin(), small.end());
+    std::string all;
+    for (const auto& s : small) all.append(s).push_back('\x1e');
+    sig.small_kernels = sha256_hex(all).substr(0, 16);
   }
   std::sort(kernel_shingles.begin(), kernel_shingles.end());
   kernel_shingles.erase(std::unique(kernel_shingles.begin(), kernel_shingles.end()),

@@ -80,6 +80,7 @@ enum class Via {
   aligned,       // its kernels pair one to one with that member's (kernels_aligned)
   named,         // its kernels have the names of that member's, each near its namesake
                  // (kernels_named)
+  small,         // the same one-line @jit functions, files at least 0.5 similar
 };
 const char* to_string(Via v);
 
@@ -100,7 +101,7 @@ struct Group {
   // The lowest similarity to the center of a member linked by similarity (members linked through
   // kernels can be less similar as files: their kernels are what is alike).
   double spread = 1;
-  int through_kernels = 0;      // members linked through kernels (within, aligned, named)
+  int through_kernels = 0;      // members linked through kernels (within, aligned, named, small)
   std::vector<Member> members;  // in sample id (import) order
 };
 

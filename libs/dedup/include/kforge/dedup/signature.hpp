@@ -77,6 +77,10 @@ struct Signature {
   // "name/params" of each of `kernels`, comma-separated, in file order (what is stored; the
   // sketches carry a hash of each name and the count).
   std::string kernel_names;
+  // When it has @jit functions and none of kMinKernelTokens or more (FlagGems' one-line pointwise
+  // bodies): a hash (16 hex digits) of their tokens, identifiers and literals as written; else
+  // empty.
+  std::string small_kernels;
 };
 
 // Whether two files' kernels compute different operations: each calls or applies one the other
@@ -108,11 +112,18 @@ bool near(const Signature& a, const Signature& b, double threshold);
 //    and keeps the kernel's name and interface. Variants of one algorithm that keep a kernel's
 //    name change its interface (fla's preconditioned KDA adds a `k_precond` to
 //    `recompute_w_u_fwd_kernel`, 0.70 similar).
+//  - small: both files' @jit functions are all below kMinKernelTokens and the same, identifiers
+//    and literals as written (small_kernels), and the files are at least kSmallKernelsThreshold
+//    similar: such files are signed over all their tokens, host code included, and a backend
+//    copy of a one-line body often rewrites its imports and logger (FlagGems' `isnan`, 0.54).
+//    The files' similarity guards against one trivial function shared by different operations
+//    (FlagGems' `copy_func`, `return x`, in `cat.py` and `hstack.py`: 0.47).
 // None looks at operations; near() and corpus groups do (a conflict vetoes any link).
 inline constexpr double kContainThreshold = 0.9;
 inline constexpr double kAlignThreshold = 0.6;
 inline constexpr int kAlignMinKernels = 2;
 inline constexpr double kNamedThreshold = 0.8;
+inline constexpr double kSmallKernelsThreshold = 0.5;
 // Files without any kernel are compared over all their tokens (host code, code generators that
 // write kernels as strings, kernels in another language); two generators for different
 // operations share most of theirs, so such a pair needs this much (or the threshold if higher).
@@ -127,7 +138,8 @@ enum class KernelLink {
   both = 3,
   aligned = 4,
   same = 5,
-  named = 6
+  named = 6,
+  small = 7
 };
 KernelLink kernel_link(const Signature& a, const Signature& b);
 bool kernels_within(const Signature& a, const Signature& b);
