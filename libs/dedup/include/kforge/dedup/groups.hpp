@@ -15,8 +15,8 @@
 // (Jaccard distance obeys the triangle inequality). Pairs and groups are recomputed only when a
 // signature changed or the threshold differs from the stored one.
 //
-// Memory: about 0.8 KB per sample (signature, kernel sketches of about 130 bytes a kernel, LSH band
-// entries), whatever the code size.
+// Memory: about 0.8 KB per sample (signature, kernel sketches of about 140 bytes a kernel with its
+// name and parameter count, LSH band entries), whatever the code size.
 //
 // Threads: one Db, the caller's thread; signatures are computed on `threads` worker threads.
 

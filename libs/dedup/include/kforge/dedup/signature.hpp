@@ -92,8 +92,8 @@ bool ops_conflict(std::string_view a, std::string_view b);
 // Whether two files are near duplicates at `threshold`: the same kernels up to renames
 // (kernels_sha), or no conflict of operations and either similarity at or above the threshold
 // (kKernellessThreshold at least when either file has no kernel) or a link through kernels
-// (kernel_link below: one file's kernels within the other's, or aligned one to one). The rule
-// corpus groups apply to the stored pairs (groups.hpp).
+// (kernel_link below: one file's kernels within the other's, aligned one to one, named alike, or
+// the same small kernels). The rule corpus groups apply to the stored pairs (groups.hpp).
 bool near(const Signature& a, const Signature& b, double threshold);
 
 // Links through kernels (contain.cpp), with identifiers normalised (kernel sketches):
