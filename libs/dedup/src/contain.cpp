@@ -164,7 +164,7 @@ bool same_kernel_sketches(const Signature& a, const Signature& b) {
 }
 
 KernelLink kernel_link(const Signature& a, const Signature& b) {
-  if (!a.small_kernels.empty() && a.small_kernels == b.small_kernels &&
+  if (a.small_kernels != 0 && a.small_kernels == b.small_kernels &&
       similarity(a, b) >= kSmallKernelsThreshold - 1e-9)
     return KernelLink::small;
   if (same_kernel_sketches(a, b)) return KernelLink::same;

@@ -40,6 +40,14 @@ struct Computed {
   Signature sig;
 };
 
+// Signature::small_kernels as stored: 16 hex digits, '' for none.
+std::string small_text(std::uint64_t h) {
+  if (h == 0) return {};
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
 Status store_signature(store::Db& db, const Computed& c) {
   KF_TRY(Stmt * s, db.cached(Q()["upsert_signature"]));
   s->bind(1, c.id)
@@ -53,7 +61,7 @@ Status store_signature(store::Db& db, const Computed& c) {
       .bind_blob(9, kernels_blob(c.sig))
       .bind(10, c.sig.kernelless ? 1 : 0)
       .bind(11, c.sig.kernel_names)
-      .bind(12, c.sig.small_kernels);
+      .bind(12, small_text(c.sig.small_kernels));
   return s->run();
 }
 
@@ -114,7 +122,7 @@ Result<std::vector<LshItem>> load_signatures(store::Db& db) {
                                 " has a signature of the wrong size; run kforge corpus dedup "
                                 "--recompute");
     it.sig.kernelless = r.int64(6) != 0;
-    it.sig.small_kernels = r.text(8);
+    it.sig.small_kernels = std::strtoull(r.text(8).c_str(), nullptr, 16);
     items.push_back(std::move(it));
     return {};
   }));

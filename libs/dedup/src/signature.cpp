@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <unordered_map>
@@ -493,11 +494,13 @@ Signature compute_signature(std::string_view code) {
     body.clear();
     tokenize(src, true, body);
     std::string joined;
-    for (auto t : body) joined.append(t).push_back('\x1f');
-    small.push_back(joined);  // identifiers and literals as written
+    if (sig.kernels.empty()) {  // all small so far: keep it as written, for small_kernels
+      for (auto t : body) joined.append(t).push_back('\x1f');
+      small.push_back(joined);
+      joined.clear();
+    }
     if (static_cast<int>(body.size()) < kMinBodyTokens) continue;
     normalise_identifiers(src, body);
-    joined.clear();
     for (auto t : body) joined.append(t).push_back('\x1f');
     sig.bodies.push_back(sha256_hex(joined).substr(0, 16));
   }
@@ -505,7 +508,8 @@ Signature compute_signature(std::string_view code) {
     std::sort(small.begin(), small.end());
     std::string all;
     for (const auto& s : small) all.append(s).push_back('\x1e');
-    sig.small_kernels = sha256_hex(all).substr(0, 16);
+    sig.small_kernels = std::max<std::uint64_t>(
+        1, std::strtoull(sha256_hex(all).substr(0, 16).c_str(), nullptr, 16));
   }
   std::sort(kernel_shingles.begin(), kernel_shingles.end());
   kernel_shingles.erase(std::unique(kernel_shingles.begin(), kernel_shingles.end()),

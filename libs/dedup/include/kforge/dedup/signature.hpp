@@ -78,9 +78,9 @@ struct Signature {
   // sketches carry a hash of each name and the count).
   std::string kernel_names;
   // When it has @jit functions and none of kMinKernelTokens or more (FlagGems' one-line pointwise
-  // bodies): a hash (16 hex digits) of their tokens, identifiers and literals as written; else
-  // empty.
-  std::string small_kernels;
+  // bodies): a hash of their tokens, identifiers and literals as written (stored as 16 hex
+  // digits); else 0.
+  std::uint64_t small_kernels = 0;
 };
 
 // Whether two files' kernels compute different operations: each calls or applies one the other
