@@ -229,6 +229,7 @@ int score_pairs(const fs::path& pairs_file, const fs::path& crawl, const fs::pat
                            {"ops_b", sb.ops},
                            {"within_ab", kforge::dedup::kernels_within(sa, sb)},
                            {"within_ba", kforge::dedup::kernels_within(sb, sa)},
+                           {"named", kforge::dedup::kernels_named(sa, sb)},
                            {"kernel", kernel_sim},
                            {"grouped", g},
                            {"flagged", d},

@@ -116,9 +116,11 @@ TEST_F(DedupCli, ImportFindsTheCopiesAndDupsListsThem) {
     EXPECT_EQ(grp.count(copy), 1u) << orig;
   }
   // A member is linked by similarity at or above the threshold, by the same kernels, or through
-  // kernels (its kernels within or aligned with the other's, at any file similarity).
+  // kernels (its kernels within, aligned with or named like the other's, at any file
+  // similarity).
   const std::set<std::string> kernel_links = {"kernels within", "holds the kernels of",
-                                              "kernels aligned"};
+                                              "kernels aligned", "kernels named alike",
+                                              "same small kernels"};
   for (const auto& g : d["list"])
     for (const auto& m : g["members"]) {
       if (kernel_links.count(m["via"]) == 0) {

@@ -1,5 +1,5 @@
--- Named statements of libs/dedup (tables of migrations/0010_dedup.sql, 0016_dedup_ops.sql and
--- 0022_dedup_kernels.sql).
+-- Named statements of libs/dedup (tables of migrations/0010_dedup.sql, 0016_dedup_ops.sql,
+-- 0022_dedup_kernels.sql and 0023_dedup_kernel_names.sql).
 
 -- Samples without a current signature: none yet, another code, or another scheme.
 -- name: stale_samples
@@ -13,15 +13,17 @@ SELECT code, code_sha256 FROM samples WHERE id = ?1;
 
 -- name: upsert_signature
 INSERT INTO dedup_signatures(sample_id, code_sha256, scheme, shingles, kernels_sha, bodies, minhash,
-  ops, kernels, kernelless)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+  ops, kernels, kernelless, kernel_names, small_kernels)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
 ON CONFLICT(sample_id) DO UPDATE SET code_sha256 = excluded.code_sha256,
   scheme = excluded.scheme, shingles = excluded.shingles, kernels_sha = excluded.kernels_sha,
   bodies = excluded.bodies, minhash = excluded.minhash, ops = excluded.ops,
-  kernels = excluded.kernels, kernelless = excluded.kernelless;
+  kernels = excluded.kernels, kernelless = excluded.kernelless,
+  kernel_names = excluded.kernel_names, small_kernels = excluded.small_kernels;
 
 -- name: all_signatures
-SELECT sample_id, shingles, kernels_sha, minhash, code_sha256, kernels, kernelless
+SELECT sample_id, shingles, kernels_sha, minhash, code_sha256, kernels, kernelless, kernel_names,
+  small_kernels
 FROM dedup_signatures WHERE scheme = ?1 ORDER BY sample_id;
 
 -- name: count_samples

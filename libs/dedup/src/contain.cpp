@@ -1,7 +1,8 @@
-// Containment: a file whose kernels are all near-copies of kernels of another (signature.hpp
-// kernels_within), from kernel sketches.
+// Links through kernels (signature.hpp kernel_link: within, aligned, named), from kernel
+// sketches.
 
 #include <algorithm>
+#include <charconv>
 
 #include "kforge/dedup/signature.hpp"
 
@@ -87,7 +88,57 @@ bool aligned(const Signature& a, const Signature& b, const Agreement& m) {
   return true;
 }
 
+// Whether the kernels of `a` and `b` that are not helpers (at least one) have the same names, and
+// each is near its namesake: at or above kAlignThreshold with as many parameters, or at or above
+// kNamedThreshold.
+bool named(const Signature& a, const Signature& b, const Agreement& m) {
+  std::vector<std::size_t> x, y;
+  for (std::size_t i = 0; i < a.kernels.size(); ++i)
+    if (!a.kernels[i].helper) x.push_back(i);
+  for (std::size_t j = 0; j < b.kernels.size(); ++j)
+    if (!b.kernels[j].helper) y.push_back(j);
+  if (x.empty() || x.size() != y.size()) return false;
+  const int need = slots(kAlignThreshold), need_named = slots(kNamedThreshold);
+  std::vector<bool> taken(y.size(), false);
+  for (std::size_t i : x) {
+    const KernelSketch& k = a.kernels[i];
+    if (k.name == 0) return false;
+    // Its namesake (the first not yet taken, in file order).
+    std::size_t o = 0;
+    while (o < y.size() && (taken[o] || b.kernels[y[o]].name != k.name)) ++o;
+    if (o == y.size()) return false;
+    taken[o] = true;
+    int same = m.at(i, y[o], false);
+    if (same < need_named && (same < need || b.kernels[y[o]].params != k.params)) return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+std::uint32_t kernel_name_hash(std::string_view name) {
+  std::uint32_t h = 2166136261u;
+  for (unsigned char c : name) h = (h ^ c) * 16777619u;
+  return h == 0 ? 1 : h;  // 0: no name
+}
+
+bool kernel_names_from_text(std::string_view text, Signature& s) {
+  std::size_t k = 0;
+  for (std::size_t at = 0; at < text.size(); ++k) {
+    std::size_t end = text.find(',', at);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view item = text.substr(at, end - at);
+    std::size_t slash = item.rfind('/');
+    unsigned params = 0;
+    if (k >= s.kernels.size() || slash == std::string_view::npos || slash == 0) return false;
+    auto [p, ec] = std::from_chars(item.data() + slash + 1, item.data() + item.size(), params);
+    if (ec != std::errc() || p != item.data() + item.size() || params > 0xffff) return false;
+    s.kernels[k].name = kernel_name_hash(item.substr(0, slash));
+    s.kernels[k].params = static_cast<std::uint16_t>(params);
+    at = end + 1;
+  }
+  return k == s.kernels.size();
+}
 
 bool kernels_within(const Signature& a, const Signature& b) {
   return within(a, b, Agreement(a, b), false);
@@ -95,6 +146,10 @@ bool kernels_within(const Signature& a, const Signature& b) {
 
 bool kernels_aligned(const Signature& a, const Signature& b) {
   return aligned(a, b, Agreement(a, b));
+}
+
+bool kernels_named(const Signature& a, const Signature& b) {
+  return named(a, b, Agreement(a, b));
 }
 
 bool same_kernel_sketches(const Signature& a, const Signature& b) {
@@ -109,6 +164,9 @@ bool same_kernel_sketches(const Signature& a, const Signature& b) {
 }
 
 KernelLink kernel_link(const Signature& a, const Signature& b) {
+  if (a.small_kernels != 0 && a.small_kernels == b.small_kernels &&
+      similarity(a, b) >= kSmallKernelsThreshold - 1e-9)
+    return KernelLink::small;
   if (same_kernel_sketches(a, b)) return KernelLink::same;
   if (a.kernels.empty() || b.kernels.empty()) return KernelLink::none;
   Agreement m(a, b);
@@ -116,7 +174,8 @@ KernelLink kernel_link(const Signature& a, const Signature& b) {
   if (ab && ba) return KernelLink::both;
   if (ab) return KernelLink::a_within_b;
   if (ba) return KernelLink::b_within_a;
-  return aligned(a, b, m) ? KernelLink::aligned : KernelLink::none;
+  if (aligned(a, b, m)) return KernelLink::aligned;
+  return named(a, b, m) ? KernelLink::named : KernelLink::none;
 }
 
 std::string kernels_blob(const Signature& s) {

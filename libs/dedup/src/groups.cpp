@@ -40,6 +40,14 @@ struct Computed {
   Signature sig;
 };
 
+// Signature::small_kernels as stored: 16 hex digits, '' for none.
+std::string small_text(std::uint64_t h) {
+  if (h == 0) return {};
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
 Status store_signature(store::Db& db, const Computed& c) {
   KF_TRY(Stmt * s, db.cached(Q()["upsert_signature"]));
   s->bind(1, c.id)
@@ -51,7 +59,9 @@ Status store_signature(store::Db& db, const Computed& c) {
       .bind_blob(7, minhash_blob(c.sig))
       .bind(8, c.sig.ops)
       .bind_blob(9, kernels_blob(c.sig))
-      .bind(10, c.sig.kernelless ? 1 : 0);
+      .bind(10, c.sig.kernelless ? 1 : 0)
+      .bind(11, c.sig.kernel_names)
+      .bind(12, small_text(c.sig.small_kernels));
   return s->run();
 }
 
@@ -106,11 +116,13 @@ Result<std::vector<LshItem>> load_signatures(store::Db& db) {
     it.sig.shingles = r.int64(1);
     it.sig.kernels_sha = r.text(2);
     it.content = std::strtoull(r.text(4).substr(0, 16).c_str(), nullptr, 16);
-    if (!minhash_from_blob(r.text(3), it.sig) || !kernels_from_blob(r.text(5), it.sig))
+    if (!minhash_from_blob(r.text(3), it.sig) || !kernels_from_blob(r.text(5), it.sig) ||
+        !kernel_names_from_text(r.text(7), it.sig))
       return fail("schema", "dedup_signatures: sample " + std::to_string(it.id) +
                                 " has a signature of the wrong size; run kforge corpus dedup "
                                 "--recompute");
     it.sig.kernelless = r.int64(6) != 0;
+    it.sig.small_kernels = std::strtoull(r.text(8).c_str(), nullptr, 16);
     items.push_back(std::move(it));
     return {};
   }));
@@ -144,7 +156,7 @@ struct Components {
 //     then content order); each class not yet in a group becomes a group's representative and
 //     takes every class it may take that is not yet in a group.
 // So every member is within the threshold of its group's representative, has its kernels, has
-// its kernels within the representative's or aligned one to one with them.
+// its kernels within the representative's, aligned one to one with them or named alike.
 Result<Components> components(store::Db& db, double threshold) {
   std::unordered_map<std::int64_t, std::int64_t> parent;
   std::unordered_map<std::int64_t, std::string> content;
@@ -199,9 +211,9 @@ Result<Components> components(store::Db& db, double threshold) {
   // Classes and the links between them.
   std::unordered_map<std::int64_t, std::vector<std::int64_t>> members;  // class -> samples
   for (const auto& [x, _] : content) members[find(x)].push_back(x);
-  // class -> the classes it may take -> the best link. Links by similarity, aligned kernels or
-  // kernels each within the other's go both ways; a file whose kernels are within another's is
-  // taken by that one only (its representative must hold its kernels).
+  // class -> the classes it may take -> the best link. Links by similarity, aligned kernels,
+  // kernels named alike or kernels each within the other's go both ways; a file whose kernels are
+  // within another's is taken by that one only (its representative must hold its kernels).
   std::unordered_map<std::int64_t, std::map<std::int64_t, std::pair<double, Via>>> links;
   auto add = [&](std::int64_t x, std::int64_t y, double sim, Via via) {
     auto [it, fresh] = links[x].try_emplace(y, sim, via);
@@ -222,6 +234,8 @@ Result<Components> components(store::Db& db, double threshold) {
     } else {
       Via via = link == KernelLink::none      ? Via::similarity
                 : link == KernelLink::aligned ? Via::aligned
+                : link == KernelLink::named   ? Via::named
+                : link == KernelLink::small   ? Via::small
                                               : Via::within;
       add(ca, cb, n.similarity, via);
       add(cb, ca, n.similarity, via);
@@ -413,7 +427,9 @@ Result<std::vector<Group>> groups_at(store::Db& db, double threshold) {
       m.via = l.via;
       if (id != g.center && (l.via == Via::similarity || l.via == Via::same_kernels))
         g.spread = std::min(g.spread, l.similarity);
-      if (id != g.center && (l.via == Via::within || l.via == Via::aligned)) ++g.through_kernels;
+      if (id != g.center && (l.via == Via::within || l.via == Via::aligned || l.via == Via::named ||
+                             l.via == Via::small))
+        ++g.through_kernels;
       g.members.push_back(std::move(m));
     }
     out.push_back(std::move(g));
@@ -434,6 +450,10 @@ const char* to_string(Via v) {
       return "holds the kernels of";
     case Via::aligned:
       return "kernels aligned";
+    case Via::named:
+      return "kernels named alike";
+    case Via::small:
+      return "same small kernels";
     case Via::similarity:
       break;
   }

@@ -78,8 +78,9 @@ void kernel_pairs(const std::vector<LshItem>& items, const std::vector<std::uint
     tested[static_cast<std::size_t>(rx) * kMaxKernelTests + n_tested[rx]++] = ry;
     tested[static_cast<std::size_t>(ry) * kMaxKernelTests + n_tested[ry]++] = rx;
     ++out.kernel_candidates;
-    if (kernel_link(items[i].sig, items[j].sig) == KernelLink::none) return;
-    keep(i, j, similarity(items[i].sig, items[j].sig), false);
+    KernelLink link = kernel_link(items[i].sig, items[j].sig);
+    if (link == KernelLink::none) return;
+    keep(i, j, similarity(items[i].sig, items[j].sig), false, static_cast<int>(link));
     ++n_linked[rx], ++n_linked[ry];
   };
   std::vector<std::pair<std::uint64_t, std::uint32_t>> band;  // (hash, entry)
@@ -109,11 +110,16 @@ void kernel_pairs(const std::vector<LshItem>& items, const std::vector<std::uint
 LshResult find_pairs(const std::vector<LshItem>& items, double floor) {
   LshResult out;
   std::unordered_set<std::uint64_t> seen;  // index pairs already kept, (i << 32) | j
-  auto keep = [&](std::size_t i, std::size_t j, double sim, bool exact) {
+  // `link`: the pair's KernelLink when known (-1: computed here). kernel_link is symmetric but
+  // for within, whose side follows the order of ids.
+  auto keep = [&](std::size_t i, std::size_t j, double sim, bool exact, int link = -1) {
     if (i > j) std::swap(i, j);
     if (!seen.insert((static_cast<std::uint64_t>(i) << 32) | j).second) return;
     if (items[i].id > items[j].id) std::swap(i, j);
-    int link = exact ? 0 : static_cast<int>(kernel_link(items[i].sig, items[j].sig));
+    bool sided = link == static_cast<int>(KernelLink::a_within_b) ||
+                 link == static_cast<int>(KernelLink::b_within_a);
+    if (link < 0 || sided)
+      link = exact ? 0 : static_cast<int>(kernel_link(items[i].sig, items[j].sig));
     out.pairs.push_back({items[i].id, items[j].id, sim, exact, link});
   };
 

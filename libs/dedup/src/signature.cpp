@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <iterator>
@@ -383,6 +384,27 @@ std::vector<bool> helpers_of(const std::vector<std::vector<std::string_view>>& r
   return out;
 }
 
+// How many parameters a kernel's tokens (from `def`) declare: the non-empty top-level segments
+// between the parentheses of its signature.
+int param_count(const std::vector<std::string_view>& toks) {
+  std::size_t i = 0;
+  while (i < toks.size() && toks[i] != "(") ++i;
+  int depth = 0, n = 0;
+  bool content = false;
+  for (++i; i < toks.size(); ++i) {
+    std::string_view t = toks[i];
+    if (t == "(" || t == "[" || t == "{") ++depth;
+    if ((t == ")" || t == "]" || t == "}") && depth-- == 0) break;
+    if (t == "," && depth == 0) {
+      n += content ? 1 : 0;
+      content = false;
+    } else {
+      content = true;
+    }
+  }
+  return n + (content ? 1 : 0);
+}
+
 }  // namespace
 
 std::vector<KernelSignature> kernel_signatures(std::string_view code, int min_tokens) {
@@ -424,6 +446,7 @@ Signature compute_signature(std::string_view code) {
   std::vector<std::string_view> toks, body;
   std::vector<std::uint64_t> kernel_shingles;
   std::vector<std::string> ops;
+  std::vector<std::string> small;  // each @jit function's tokens, for small_kernels
   std::vector<std::string_view> sources = kernel_sources(code);
   sig.kernelless = sources.empty();
   std::vector<std::vector<std::string_view>> kernel_toks(sources.size());
@@ -445,18 +468,32 @@ Signature compute_signature(std::string_view code) {
       for (std::size_t p = 0; p < kSketchSlots; ++p)
         sk.minhash[p] = static_cast<std::uint16_t>(ks.minhash[p] & 0xffffu);
       sk.helper = helper[i];
+      sk.name = kernel_name_hash(names[i]);
+      sk.params = static_cast<std::uint16_t>(std::min(param_count(kt), 0xffff));
+      if (!sig.kernel_names.empty()) sig.kernel_names += ',';
+      sig.kernel_names += names[i];
+      sig.kernel_names += '/' + std::to_string(sk.params);
       sig.kernels.push_back(sk);
     }
     body.clear();
     tokenize(src, true, body);
+    std::string joined;
+    if (sig.kernels.empty()) {  // all small so far: keep it as written, for small_kernels
+      for (auto t : body) joined.append(t).push_back('\x1f');
+      small.push_back(joined);
+      joined.clear();
+    }
     if (static_cast<int>(body.size()) < kMinBodyTokens) continue;
     normalise_identifiers(src, body);
-    std::string joined;
-    for (auto t : body) {
-      joined += t;
-      joined += '\x1f';
-    }
+    for (auto t : body) joined.append(t).push_back('\x1f');
     sig.bodies.push_back(sha256_hex(joined).substr(0, 16));
+  }
+  if (sig.kernels.empty() && !small.empty()) {
+    std::sort(small.begin(), small.end());
+    std::string all;
+    for (const auto& s : small) all.append(s).push_back('\x1e');
+    sig.small_kernels = std::max<std::uint64_t>(
+        1, std::strtoull(sha256_hex(all).substr(0, 16).c_str(), nullptr, 16));
   }
   std::sort(kernel_shingles.begin(), kernel_shingles.end());
   kernel_shingles.erase(std::unique(kernel_shingles.begin(), kernel_shingles.end()),

@@ -10,13 +10,13 @@
 // on import order and do not chain: samples sharing their kernel bodies (up to renames) or their
 // kernel sketches are one class; each group has a representative class and every other class in
 // it has a pair with it at or above the threshold or linked through kernels (its kernels within
-// the representative's, or aligned with them; star clustering, groups.cpp `components`), so two
-// single-file members linked by similarity are at least 2t - 1 similar (Jaccard distance obeys
-// the triangle inequality). Pairs and groups are recomputed only when a signature changed or the
-// threshold differs from the stored one.
+// the representative's, aligned with them or named alike; star clustering, groups.cpp
+// `components`), so two single-file members linked by similarity are at least 2t - 1 similar
+// (Jaccard distance obeys the triangle inequality). Pairs and groups are recomputed only when a
+// signature changed or the threshold differs from the stored one.
 //
-// Memory: about 0.8 KB per sample (signature, kernel sketches of about 130 bytes a kernel, LSH band
-// entries), whatever the code size.
+// Memory: about 0.8 KB per sample (signature, kernel sketches of about 140 bytes a kernel with its
+// name and parameter count, LSH band entries), whatever the code size.
 //
 // Threads: one Db, the caller's thread; signatures are computed on `threads` worker threads.
 
@@ -80,6 +80,9 @@ enum class Via {
   within,        // its kernels are all within that member's (kernels_within)
   holds,         // (the representative) that member's kernels are all within its own
   aligned,       // its kernels pair one to one with that member's (kernels_aligned)
+  named,         // its kernels have the names of that member's, each near its namesake
+                 // (kernels_named)
+  small,         // the same one-line @jit functions, files at least 0.5 similar
 };
 const char* to_string(Via v);
 
@@ -100,7 +103,7 @@ struct Group {
   // The lowest similarity to the center of a member linked by similarity (members linked through
   // kernels can be less similar as files: their kernels are what is alike).
   double spread = 1;
-  int through_kernels = 0;      // members linked through kernels (within, aligned)
+  int through_kernels = 0;      // members linked through kernels (within, aligned, named, small)
   std::vector<Member> members;  // in sample id (import) order
 };
 

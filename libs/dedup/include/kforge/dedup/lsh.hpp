@@ -10,9 +10,9 @@
 // A bucket larger than kMaxBucket (a boilerplate file copied thousands of times) pairs each item
 // with its first kMaxBucket items only, which keeps the work linear.
 //
-// Links through kernels (signature.hpp kernel_link: one file's kernels within another's, or
-// aligned one to one) hold at any file similarity, so they have an index of their own: every
-// kernel sketch goes into LSH bands of its own (kSketchBands of kRows), and two files with
+// Links through kernels (signature.hpp kernel_link: one file's kernels within another's, aligned
+// one to one, or named alike) hold at any file similarity, so they have an index of their own:
+// every kernel sketch goes into LSH bands of its own (kSketchBands of kRows), and two files with
 // kernels in one bucket are tested for a link. Files with the same kernel sketches are paired
 // with the first of them (content order) and only that one takes part. Each file tests at most
 // kMaxKernelTests others through this index and keeps at most kMaxKernelLinks links found by it,

@@ -48,7 +48,7 @@ inline constexpr int kBands = 32;  // LSH: kBands bands of kRows slots
 inline constexpr int kRows = kPermutations / kBands;
 // Names the parameters above and the normalisation; a stored signature with another name is
 // recomputed.
-inline constexpr std::string_view kScheme = "minhash128-k5-kernels-v4";
+inline constexpr std::string_view kScheme = "minhash128-k5-kernels-v5";
 // Below this many kernel shingles a file is signed over all its tokens.
 inline constexpr int kMinKernelShingles = 30;
 
@@ -64,8 +64,11 @@ inline constexpr int kSketchSlots = 64;
 inline constexpr int kSketchBands = kSketchSlots / kRows;  // its LSH: bands of kRows slots
 struct KernelSketch {
   std::array<std::uint16_t, kSketchSlots> minhash{};
-  bool helper = false;  // another @jit function of its file calls it
+  bool helper = false;       // another @jit function of its file calls it
+  std::uint32_t name = 0;    // a hash of its name as written (kernel_name_hash)
+  std::uint16_t params = 0;  // how many parameters its `def` takes
 };
+std::uint32_t kernel_name_hash(std::string_view name);
 
 struct Signature {
   std::array<std::uint32_t, kPermutations> minhash{};
@@ -77,6 +80,13 @@ struct Signature {
   // Its kernels of at least kMinKernelTokens normalised tokens, in file order.
   std::vector<KernelSketch> kernels;
   bool kernelless = false;  // no @jit function at all: signed over all its tokens
+  // "name/params" of each of `kernels`, comma-separated, in file order (what is stored; the
+  // sketches carry a hash of each name and the count).
+  std::string kernel_names;
+  // When it has @jit functions and none of kMinKernelTokens or more (FlagGems' one-line pointwise
+  // bodies): a hash of their tokens, identifiers and literals as written (stored as 16 hex
+  // digits); else 0.
+  std::uint64_t small_kernels = 0;
 };
 
 // Whether two files' kernels compute different operations on values: each calls or applies one
@@ -93,8 +103,8 @@ inline constexpr std::string_view kSmallKernels = "#small";
 // Whether two files are near duplicates at `threshold`: the same kernels up to renames
 // (kernels_sha), or no conflict of operations and either similarity at or above the threshold
 // (kKernellessThreshold at least when either file has no kernel) or a link through kernels
-// (kernel_link below: one file's kernels within the other's, or aligned one to one). The rule
-// corpus groups apply to the stored pairs (groups.hpp).
+// (kernel_link below: one file's kernels within the other's, aligned one to one, named alike, or
+// the same small kernels). The rule corpus groups apply to the stored pairs (groups.hpp).
 bool near(const Signature& a, const Signature& b, double threshold);
 
 // Links through kernels (contain.cpp), with identifiers normalised (kernel sketches):
@@ -106,10 +116,25 @@ bool near(const Signature& a, const Signature& b, double threshold);
 //    not helpers, and they pair one to one, each with its counterpart at or above
 //    kAlignThreshold: a revision or port of a multi-kernel file that edited every kernel (int64
 //    indices, block pointers rewritten as pointer arithmetic) keeps its kernels' structure.
-// Neither looks at operations; near() and corpus groups do (a conflict vetoes any link).
+//  - named: both files have the same kernels by name (those that are not helpers, at least one),
+//    and each is at or above kAlignThreshold with its namesake, taking the same number of
+//    parameters, or at or above kNamedThreshold whatever its parameters: a single-kernel revision
+//    or backend copy that edits the body (int64 indices, program ids, masks computed another way)
+//    and keeps the kernel's name and interface. Variants of one algorithm that keep a kernel's
+//    name change its interface (fla's preconditioned KDA adds a `k_precond` to
+//    `recompute_w_u_fwd_kernel`, 0.70 similar).
+//  - small: both files' @jit functions are all below kMinKernelTokens and the same, identifiers
+//    and literals as written (small_kernels), and the files are at least kSmallKernelsThreshold
+//    similar: such files are signed over all their tokens, host code included, and a backend
+//    copy of a one-line body often rewrites its imports and logger (FlagGems' `isnan`, 0.54).
+//    The files' similarity guards against one trivial function shared by different operations
+//    (FlagGems' `copy_func`, `return x`, in `cat.py` and `hstack.py`: 0.47).
+// None looks at operations; near() and corpus groups do (a conflict vetoes any link).
 inline constexpr double kContainThreshold = 0.9;
 inline constexpr double kAlignThreshold = 0.6;
 inline constexpr int kAlignMinKernels = 2;
+inline constexpr double kNamedThreshold = 0.8;
+inline constexpr double kSmallKernelsThreshold = 0.5;
 // Files without any kernel are compared over all their tokens (host code, code generators that
 // write kernels as strings, kernels in another language); two generators for different
 // operations share most of theirs, so such a pair needs this much (or the threshold if higher).
@@ -117,10 +142,20 @@ inline constexpr double kKernellessThreshold = 0.8;
 
 // `same`: the same kernel sketches, all of them (the same kernels up to renames and literals,
 // kernels below kMinKernelTokens aside); corpus groups make such files one class.
-enum class KernelLink { none = 0, a_within_b = 1, b_within_a = 2, both = 3, aligned = 4, same = 5 };
+enum class KernelLink {
+  none = 0,
+  a_within_b = 1,
+  b_within_a = 2,
+  both = 3,
+  aligned = 4,
+  same = 5,
+  named = 6,
+  small = 7
+};
 KernelLink kernel_link(const Signature& a, const Signature& b);
 bool kernels_within(const Signature& a, const Signature& b);
 bool kernels_aligned(const Signature& a, const Signature& b);
+bool kernels_named(const Signature& a, const Signature& b);
 // The same sketches in the same order, at least one of a kernel that is not a helper.
 bool same_kernel_sketches(const Signature& a, const Signature& b);
 double sketch_similarity(const KernelSketch& a, const KernelSketch& b);
@@ -128,6 +163,10 @@ double sketch_similarity(const KernelSketch& a, const KernelSketch& b);
 // a helper, then kSketchSlots little-endian uint16s).
 std::string kernels_blob(const Signature& s);
 bool kernels_from_blob(std::string_view blob, Signature& s);
+// Signature::kernel_names (stored in dedup_signatures.kernel_names) -> the name hash and parameter
+// count of each of Signature::kernels (read after kernels_from_blob; false when the numbers of
+// kernels differ or the text is malformed).
+bool kernel_names_from_text(std::string_view text, Signature& s);
 
 inline constexpr int kMinBodyTokens = 20;
 
