@@ -134,7 +134,7 @@ Command add_corpus(CLI::App& root, Globals& g) {
   CLI::App* dd = cmd->add_subcommand(
       "dedup", "Compute MinHash signatures of new or changed samples and store the groups");
   dd->add_option("--threshold", args->threshold,
-                 "Similarity at which two samples are near-duplicates (default 0.5)")
+                 "Similarity at which two samples are near-duplicates (default 0.6)")
       ->check(CLI::Range(0.5, 1.0));
   dd->add_option("--threads", args->threads, "Signature threads (default: the machine's cores)")
       ->check(CLI::Range(1, 256));

@@ -321,7 +321,7 @@ Command add_run(CLI::App& root, Globals& g) {
   create_cmd
       ->add_option("--dedup-threshold", args->dedup_threshold,
                    "Near-duplicate similarity for --dedup (default: that of the last kforge "
-                   "corpus dedup, else 0.5); recorded with the run, the corpus's own threshold "
+                   "corpus dedup, else 0.6); recorded with the run, the corpus's own threshold "
                    "is left as it is")
       ->check(CLI::Range(0.5, 1.0));
   create_cmd

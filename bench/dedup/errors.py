@@ -31,7 +31,7 @@ Numbers are kernel similarities with identifiers normalised (1.00: the same kern
 import json
 import sys
 
-CONTAIN, ALIGN, THRESHOLD, KERNELLESS = 0.9, 0.6, 0.5, 0.8  # THRESHOLD: the default (groups.hpp)
+CONTAIN, ALIGN, THRESHOLD, KERNELLESS = 0.9, 0.6, 0.6, 0.8  # THRESHOLD: the default (groups.hpp)
 
 
 def ops_set(s):

@@ -105,7 +105,7 @@ class DedupCli : public ::testing::Test {
 TEST_F(DedupCli, ImportFindsTheCopiesAndDupsListsThem) {
   import();
   json d = kforge_json({"corpus", "dups", "--json"});
-  EXPECT_DOUBLE_EQ(d["threshold"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(d["threshold"].get<double>(), 0.6);
   EXPECT_EQ(d["stale"], 0);
   // Each planted copy is in its original's group (which may hold other near copies of the
   // corpus too).
@@ -124,7 +124,7 @@ TEST_F(DedupCli, ImportFindsTheCopiesAndDupsListsThem) {
   for (const auto& g : d["list"])
     for (const auto& m : g["members"]) {
       if (kernel_links.count(m["via"]) == 0) {
-        EXPECT_GE(m["similarity"].get<double>(), 0.5);
+        EXPECT_GE(m["similarity"].get<double>(), 0.6);
       }
       EXPECT_NE(m["to"], m["key"]);
     }
@@ -132,7 +132,7 @@ TEST_F(DedupCli, ImportFindsTheCopiesAndDupsListsThem) {
   // to the representative, at or above the threshold (or through kernels).
   for (const auto& g : d["list"]) {
     EXPECT_EQ(g["size"].get<std::size_t>(), g["members"].size());
-    EXPECT_GE(g["spread"].get<double>(), 0.5);
+    EXPECT_GE(g["spread"].get<double>(), 0.6);
     int is_rep = 0;
     for (const auto& m : g["members"]) {
       if (m["key"] == g["representative"]) {
@@ -199,7 +199,7 @@ TEST_F(DedupCli, RunCreateDedupKeepsOnePerGroupRecordsItAndCompareWarns) {
   EXPECT_GE(extra, 3);
   EXPECT_EQ(first["jobs"].get<int>(), total_ - extra);
   EXPECT_EQ(first["dedup"]["choice"], "first");
-  EXPECT_DOUBLE_EQ(first["dedup"]["threshold"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(first["dedup"]["threshold"].get<double>(), 0.6);
   EXPECT_EQ(first["dedup"]["left_out"], extra);
   json largest =
       kforge_json({"run", "create", "largest", "--pipeline", "v1", "--dedup=largest", "--json"});
@@ -243,7 +243,7 @@ TEST_F(DedupCli, RunCreateDedupKeepsOnePerGroupRecordsItAndCompareWarns) {
   // The dedup settings are part of the run: compare warns when they differ, not otherwise.
   auto r = kforge({"compare", "all", "first"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("warning: the runs differ in dedup (all: none, first: first at 0.50)"),
+  EXPECT_NE(r.out.find("warning: the runs differ in dedup (all: none, first: first at 0.60)"),
             std::string::npos)
       << r.out;
   json cj = kforge_json({"compare", "first", "largest", "--json"});
@@ -328,11 +328,11 @@ TEST_F(DedupCli, ARunsDedupThresholdLeavesTheCorpusThresholdAlone) {
   EXPECT_EQ(strict["dedup"]["left_out"], at_90["grouped"].get<int>() - at_90["groups"].get<int>());
 
   json dups_after = kforge_json({"corpus", "dups", "--json"});
-  EXPECT_DOUBLE_EQ(dups_after["threshold"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(dups_after["threshold"].get<double>(), 0.6);
   EXPECT_EQ(dups_after["groups"], dups_before["groups"]);
   EXPECT_EQ(dups_after["list"], dups_before["list"]);
   json later = kforge_json({"run", "create", "later", "--pipeline", "v1", "--dedup", "--json"});
-  EXPECT_DOUBLE_EQ(later["dedup"]["threshold"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(later["dedup"]["threshold"].get<double>(), 0.6);
   EXPECT_EQ(later["dedup"]["left_out"],
             dups_before["grouped"].get<int>() - dups_before["groups"].get<int>());
   EXPECT_EQ(near_of("after.jsonl"), near_before);

@@ -83,9 +83,9 @@ TEST(DedupQuality, PrecisionAndRecallAtTheDefaultThreshold) {
   for (const auto& [why, n] : by_edit)
     std::printf("  %-32s %d of %d called near at the default\n", why.c_str(), n.first, n.second);
   Rates r = at(s, kDefaultThreshold);
-  // Not worse than before value operations and the default of 0.5 (0.890, 1.000 at 0.6; 0.887,
-  // 0.973 before links through kernels; 0.878, 0.890 before kernel-only signatures and
-  // conflicting operations); docs/BENCHMARKS.md has the measured ones.
+  // Not worse than before value operations (0.890, 1.000; 0.887, 0.973 before links through
+  // kernels; 0.878, 0.890 before kernel-only signatures and conflicting operations);
+  // docs/BENCHMARKS.md has the measured ones.
   EXPECT_GE(r.precision(), 0.890);
   EXPECT_GE(r.recall(), 1.0);
   // Edits that change no token after normalisation are always found.
