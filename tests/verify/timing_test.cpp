@@ -1,5 +1,6 @@
 // The speed label without a GPU (docs/VERIFIER.md, "The speed label"): the statistics and the
-// per-device lock in real Python processes (timing/stats_test.py); end to end through the pool
+// per-device lock in real Python processes (timing/stats_test.py, its watcher in
+// timing/lock_watch_test.py); end to end through the pool
 // on the CPU stand-in for Triton, where the figures are perf_counter times of Python calls: a
 // wrapper slower or faster than its reference gets the speedup it should, a reference that
 // disagrees with the wrapper fails the sample, no sample's GPU section overlaps another's
@@ -78,6 +79,17 @@ TEST(VerifyTiming, PythonStatistics) {
                   {"TMPDIR=" + tmp.path().string()}, 120);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.err.find("Ran 19 tests"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("\nOK"), std::string::npos) << r.err;
+}
+
+TEST(VerifyTiming, LockWatcherInRealProcesses) {
+  TempDir tmp;
+  auto r = run_process(
+      {sandbox_python(), (source_dir() / "tests/verify/timing/lock_watch_test.py").string(),
+       (source_dir() / "libs/verify/harness").string()},
+      {"TMPDIR=" + tmp.path().string()}, 120);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("Ran 5 tests"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("\nOK"), std::string::npos) << r.err;
 }
 
@@ -168,14 +180,18 @@ TEST(VerifyTiming, NoSampleUsesTheDeviceWhileAnotherTimes) {
     reqs.push_back(load_sample("timing_cpu_faster"));
     reqs.push_back(load_sample("timing_cpu_hold"));
     reqs.push_back(load_sample("timing_cpu_slower"));
+    reqs.push_back(load_sample("timing_cpu_spin"));  // CPU work between launches: the watcher
   }
   for (std::size_t i = 0; i < reqs.size(); ++i) reqs[i].key = "s" + std::to_string(i);
   auto r = run_all(*pool, reqs);
-  int timed = 0, overlapping_runs = 0;
+  int timed = 0, overlapping_runs = 0, stepped_out = 0;
   for (std::size_t i = 0; i < r.size(); ++i) {
     SCOPED_TRACE(r[i].key + ": " + r[i].detail);
     ASSERT_EQ(r[i].verdict, Verdict::passed);
     ASSERT_TRUE(r[i].report.contains("gpu_lock")) << r[i].report.dump();
+    // Every sample's watcher ran in the sandbox (a thread, the handler).
+    EXPECT_EQ(r[i].report["gpu_lock"].value("watch", ""), "on") << r[i].report["gpu_lock"].dump();
+    stepped_out += r[i].report["gpu_lock"].value("watch_stepped_out", 0);
     auto l = verify::speed_label(r[i].report);
     ASSERT_TRUE(l);
     if (l->timed) ++timed;
@@ -202,6 +218,9 @@ TEST(VerifyTiming, NoSampleUsesTheDeviceWhileAnotherTimes) {
   }
   EXPECT_EQ(timed, static_cast<int>(r.size()));
   EXPECT_GT(overlapping_runs, 0) << "the readers never overlapped: the test shows nothing";
+  // The spinning samples' watchers stepped them out for the timing samples (the sections above
+  // still never overlap an exclusive one).
+  EXPECT_GT(stepped_out, 0);
 }
 
 }  // namespace

@@ -1,0 +1,173 @@
+"""The per-device lock's watcher in real processes on real lock files, without a GPU
+(kforge_harness/gpulock.py): a reader busy between launches steps out for a waiting writer at
+its next bytecode, its main thread stopped until the writer is done; where the watcher is off,
+held, or the sample took its signal, the writer waits for the whole stay; a process the reader
+forks cannot release its parent's lock. Run by tests/verify/timing_test.cpp
+(VerifyTiming.LockWatcherInRealProcesses) as `python3 lock_watch_test.py HARNESS_DIR`."""
+
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, sys.argv.pop(1) if len(sys.argv) > 1 else os.environ["KFORGE_HARNESS_DIR"])
+
+from kforge_harness import gpulock  # noqa: E402
+
+SPIN_S = 1.5  # the reader's stay without a launch
+GAP_S = 0.01  # a pause of the reader's main thread at least this long is recorded
+
+
+def _read_line(fd):
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = os.read(fd, 1)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode()
+
+
+def _read_all(fd):
+    data = b""
+    while True:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode()
+
+
+class WatcherTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.paths = {k: os.path.join(self.dir, k) for k in ("gate", "rw", "queue")}
+        for p in self.paths.values():
+            open(p, "w").close()
+
+    def reader(self, watch=True, own_handler=False, held=False):
+        """A child that enters as a sample does (gpulock.install), says so, then works on the
+        CPU for SPIN_S without a launch, noting every pause of its main thread. Returns (pid,
+        read end): one line "in", then its report as JSON with the pauses."""
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            try:
+                lk = gpulock.install(self.paths, watch=watch)
+                if own_handler:
+                    signal.signal(gpulock.WATCH_SIGNAL, lambda *_: None)
+                os.write(w, b"in\n")
+                gaps, t0 = [], time.monotonic()
+                prev = t0
+                if held:
+                    lk.busy += 1
+                while prev - t0 < SPIN_S:
+                    sum(range(100))  # Python work: bytecodes, no launch
+                    now = time.monotonic()
+                    if now - prev > GAP_S:
+                        gaps.append([prev, now])
+                    prev = now
+                if held:
+                    lk.busy -= 1
+                rep = lk.report()
+                rep["gaps"] = gaps
+                lk.leave()
+                os.write(w, (json.dumps(rep) + "\n").encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        self.assertEqual(_read_line(r), "in\n")
+        return pid, r
+
+    def time_as_writer(self, hold_s=0.2):
+        """Takes the device as a timing sample does; returns (waited, [x0, x1])."""
+        time.sleep(0.1)  # the reader is well into its stay
+        lk = gpulock.GpuLock(self.paths["gate"], self.paths["rw"], self.paths["queue"])
+        waited = lk.acquire_exclusive(10.0)
+        self.assertIsNotNone(waited)
+        x0 = time.monotonic()
+        time.sleep(hold_s)
+        x1 = time.monotonic()
+        lk.release_exclusive()
+        return waited, [x0, x1]
+
+    def finish(self, pid, r):
+        rep = json.loads(_read_all(r))
+        os.waitpid(pid, 0)
+        return rep
+
+    def test_a_busy_reader_steps_out_at_once_and_stops_until_the_writer_is_done(self):
+        pid, r = self.reader()
+        waited, (x0, x1) = self.time_as_writer()
+        rep = self.finish(pid, r)
+        self.assertEqual(rep["watch"], "on")
+        # Without the watcher the writer would wait for the whole stay (the next test).
+        self.assertLess(waited, 0.5)
+        self.assertGreaterEqual(rep["watch_stepped_out"], 1)
+        self.assertGreaterEqual(rep["watch_nudges"], rep["watch_stepped_out"])
+        # Its main thread did nothing while the writer held the device: the exclusive section
+        # lies inside one pause of the reader's work, and outside its shared sections.
+        self.assertTrue(any(g0 <= x0 and x1 <= g1 for g0, g1 in rep["gaps"]),
+                        "the reader worked during [%f, %f]: %s" % (x0, x1, rep["gaps"]))
+        for s0, s1 in rep["shared"]:
+            self.assertTrue(s1 <= x0 or s0 >= x1, (s0, s1, x0, x1))
+        self.assertGreaterEqual(len(rep["shared"]), 2)  # out for the writer, then back in
+        self.assertGreaterEqual(rep["reader_waited_ms"], 150)  # queued behind the section
+
+    def test_without_the_watcher_the_writer_waits_for_the_whole_stay(self):
+        pid, r = self.reader(watch=False)
+        waited, _ = self.time_as_writer()
+        rep = self.finish(pid, r)
+        self.assertEqual(rep["watch"], "off")
+        self.assertGreaterEqual(waited, SPIN_S - 0.5)
+        self.assertEqual(rep["watch_stepped_out"], 0)
+
+    def test_a_held_stretch_is_not_cut(self):
+        pid, r = self.reader(held=True)
+        waited, _ = self.time_as_writer()
+        rep = self.finish(pid, r)
+        self.assertGreaterEqual(waited, SPIN_S - 0.5)
+        self.assertEqual(rep["watch_stepped_out"], 0)
+
+    def test_a_sample_that_takes_the_signal_stops_the_watcher(self):
+        pid, r = self.reader(own_handler=True)
+        waited, _ = self.time_as_writer()
+        rep = self.finish(pid, r)
+        self.assertTrue(rep["watch"].startswith("stopped: the sample set its own handler"),
+                        rep["watch"])
+        self.assertGreaterEqual(waited, SPIN_S - 0.5)  # back to launches and compiles only
+
+    def test_a_forked_process_cannot_release_its_parents_lock(self):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            try:
+                gpulock.install(self.paths, watch=False)
+                kid = os.fork()
+                if kid == 0:
+                    # The lock files' open descriptions are shared: a pause here would unlock
+                    # the parent's rw.
+                    ok = gpulock.CURRENT is None
+                    gpulock.pause()
+                    gpulock.checkpoint()
+                    os._exit(0 if ok else 1)
+                _, status = os.waitpid(kid, 0)
+                os.write(w, b"%d\n" % os.waitstatus_to_exitcode(status))
+                time.sleep(1.0)  # still in
+            finally:
+                os._exit(0)
+        os.close(w)
+        self.assertEqual(_read_line(r), "0\n")
+        lk = gpulock.GpuLock(self.paths["gate"], self.paths["rw"])
+        self.assertIsNone(lk.acquire_exclusive(0.3))  # the parent is still in
+        _read_all(r)
+        os.waitpid(pid, 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
