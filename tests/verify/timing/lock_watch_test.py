@@ -2,8 +2,9 @@
 (kforge_harness/gpulock.py): a reader busy between launches steps out for a waiting writer at
 its next bytecode, its main thread stopped until the writer is done; where the watcher is off,
 held, or the sample took its signal, the writer waits for the whole stay; a process the reader
-forks cannot release its parent's lock. Run by tests/verify/timing_test.cpp
-(VerifyTiming.LockWatcherInRealProcesses) as `python3 lock_watch_test.py HARNESS_DIR`."""
+forks cannot release its parent's lock; a firm hold keeps even a launch's checkpoint off. Run
+by tests/verify/timing_test.cpp (VerifyTiming.LockWatcherInRealProcesses) as
+`python3 lock_watch_test.py HARNESS_DIR`."""
 
 import json
 import os
@@ -132,6 +133,29 @@ class WatcherTest(unittest.TestCase):
         rep = self.finish(pid, r)
         self.assertGreaterEqual(waited, SPIN_S - 0.5)
         self.assertEqual(rep["watch_stepped_out"], 0)
+
+    def test_a_firm_hold_keeps_even_a_launch_in(self):
+        lk = gpulock.GpuLock(self.paths["gate"], self.paths["rw"])
+        lk.enter()
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # a writer at the gate, for 0.3 s
+            import fcntl
+            fd = os.open(self.paths["gate"], os.O_RDONLY)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            os.write(w, b"gate\n")
+            time.sleep(0.3)
+            os._exit(0)
+        os.close(w)
+        self.assertEqual(_read_line(r), "gate\n")
+        with lk.held(launches=True):  # the side-stream probe: no synchronise, no step-out
+            self.assertFalse(lk.checkpoint())
+            self.assertTrue(lk.shared)
+        with lk.held():  # a warm-up round: the watcher waits, a launch does not
+            self.assertTrue(lk.checkpoint())
+        self.assertTrue(lk.shared)
+        os.waitpid(pid, 0)
+        lk.leave()
 
     def test_a_sample_that_takes_the_signal_stops_the_watcher(self):
         pid, r = self.reader(own_handler=True)

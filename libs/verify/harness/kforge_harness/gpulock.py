@@ -68,6 +68,7 @@ class GpuLock:
         self.shared = False
         self.paused = 0
         self.busy = 0  # >0: the watcher's checkpoint waits (the lock's own steps, a graph capture)
+        self.firm = 0  # >0: a launch's checkpoint waits too (held(launches=True))
         self.waited_s = 0.0  # time spent queueing as a reader
         self.sections = []  # [t0, t1] (CLOCK_MONOTONIC s) of each shared section, at most 64
         self.exclusive = []  # the same, of exclusive sections
@@ -128,20 +129,23 @@ class GpuLock:
             self.enter()
 
     @contextlib.contextmanager
-    def held(self):
+    def held(self, launches=False):
         """A stretch the watcher must not cut (a graph capture, a timed rep while preparing):
-        its checkpoint waits for the end; a launch's checkpoint inside still runs."""
+        its checkpoint waits for the end; a launch's checkpoint inside still runs, unless
+        launches (a stretch whose streams' state must survive: no synchronise at all)."""
         self.busy += 1
+        self.firm += bool(launches)
         try:
             yield
         finally:
             self.busy -= 1
+            self.firm -= bool(launches)
 
     @_guarded
     def checkpoint(self, why="launch"):
         """If a writer holds the gate, step out and queue behind it (at a launch, or the
         watcher's asking). Returns whether it stepped out."""
-        if not self.shared or self.paused:
+        if not self.shared or self.paused or self.firm:
             return False
         try:
             fcntl.flock(self.gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -335,10 +339,10 @@ def checkpoint():
 
 
 @contextlib.contextmanager
-def held():
+def held(launches=False):
     """GpuLock.held() of the process's lock, a no-op without one."""
     if CURRENT is None:
         yield
         return
-    with CURRENT.held():
+    with CURRENT.held(launches):
         yield

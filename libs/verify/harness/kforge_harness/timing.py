@@ -335,20 +335,23 @@ def _unjoined(state, others, call):
     if torch is None or not callable(getattr(torch.cuda, "_sleep", None)):
         return True
     streams = [torch.cuda.ExternalStream(h) for h in others]
-    for s in streams:
-        with torch.cuda.stream(s):
-            torch.cuda._sleep(HOLD_CYCLES)
     end = torch.cuda.Event()
     state.stream_watch = []
-    try:
-        call()
-        end.record()
-        end.synchronize()
-        pending = any(not s.query() for s in streams)
-        seen = set(state.stream_watch)
-    finally:
-        state.stream_watch = None
-        torch.cuda.synchronize()
+    # No step-out for a waiting timing sample in between: its synchronise would empty the held
+    # streams and pass a wrapper that does not join them.
+    with gpulock.held(launches=True):
+        for s in streams:
+            with torch.cuda.stream(s):
+                torch.cuda._sleep(HOLD_CYCLES)
+        try:
+            call()
+            end.record()
+            end.synchronize()
+            pending = any(not s.query() for s in streams)
+            seen = set(state.stream_watch)
+        finally:
+            state.stream_watch = None
+            torch.cuda.synchronize()
     return pending or not seen <= (others | {_current_stream()})
 
 
