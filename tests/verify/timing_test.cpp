@@ -93,6 +93,29 @@ TEST(VerifyTiming, LockWatcherInRealProcesses) {
   EXPECT_NE(r.err.find("\nOK"), std::string::npos) << r.err;
 }
 
+TEST(VerifyTiming, TheWatcherRunsWhereATimingSampleMayCome) {
+  TempDir tmp;
+  auto cfg = timing_config(tmp);
+  cfg.timing.enabled = false;
+  auto pool = make_pool(cfg);
+  ASSERT_TRUE(pool);
+  auto watch_of = [](const verify::VerifyResult& r) {
+    return r.report.value("gpu_lock", Json::object()).value("watch", std::string("missing"));
+  };
+  // The label off and no run asking for it: no watcher thread in the samples.
+  auto off = run_all(*pool, {load_sample("timing_cpu_faster")});
+  ASSERT_EQ(off[0].verdict, Verdict::passed) << off[0].detail;
+  EXPECT_EQ(watch_of(off[0]), "off");
+  // A run that requires a speedup: from then on every sample of the pool watches.
+  auto timed = load_sample("timing_cpu_faster");
+  timed.require_speedup = 1.0;
+  auto on = run_all(*pool, {timed, load_sample("timing_cpu_slower")});
+  for (const auto& r : on) {
+    ASSERT_EQ(r.verdict, Verdict::passed) << r.detail;
+    EXPECT_EQ(watch_of(r), "on");
+  }
+}
+
 TEST(VerifyTiming, SpeedupsAgainstTheReferenceOnTheCpuStandIn) {
   TempDir tmp;
   auto pool = make_pool(timing_config(tmp));
