@@ -1,6 +1,7 @@
 """The per-device lock's watcher in real processes on real lock files, without a GPU
 (kforge_harness/gpulock.py): a reader busy between launches steps out for a waiting writer at
-its next bytecode, its main thread stopped until the writer is done; where the watcher is off,
+its next bytecode, its main thread stopped until the writer is done; between writers its
+watcher sleeps on the gate file's inotify bell (or polls without one); where the watcher is off,
 held, or the sample took its signal, the writer waits for the whole stay; a process the reader
 forks cannot release its parent's lock; a firm hold keeps even a launch's checkpoint off. Run
 by tests/verify/timing_test.cpp (VerifyTiming.LockWatcherInRealProcesses) as
@@ -49,7 +50,7 @@ class WatcherTest(unittest.TestCase):
         for p in self.paths.values():
             open(p, "w").close()
 
-    def reader(self, watch=True, own_handler=False, held=False):
+    def reader(self, watch=True, own_handler=False, held=False, bell=True, idle_s=0.0):
         """A child that enters as a sample does (gpulock.install), says so, then works on the
         CPU for SPIN_S without a launch, noting every pause of its main thread. Returns (pid,
         read end): one line "in", then its report as JSON with the pauses."""
@@ -58,7 +59,11 @@ class WatcherTest(unittest.TestCase):
         if pid == 0:
             os.close(r)
             try:
+                if not bell:  # no inotify: the watcher polls
+                    gpulock._bell_of = lambda path: None
                 lk = gpulock.install(self.paths, watch=watch)
+                time.sleep(idle_s)
+                looks_idle = lk.looks
                 if own_handler:
                     signal.signal(gpulock.WATCH_SIGNAL, lambda *_: None)
                 os.write(w, b"in\n")
@@ -76,6 +81,7 @@ class WatcherTest(unittest.TestCase):
                     lk.busy -= 1
                 rep = lk.report()
                 rep["gaps"] = gaps
+                rep["looks_idle"] = looks_idle
                 lk.leave()
                 os.write(w, (json.dumps(rep) + "\n").encode())
             finally:
@@ -106,6 +112,7 @@ class WatcherTest(unittest.TestCase):
         waited, (x0, x1) = self.time_as_writer()
         rep = self.finish(pid, r)
         self.assertEqual(rep["watch"], "on")
+        self.assertTrue(rep["watch_bell"])  # woken by the writer's ring, not polling
         # Without the watcher the writer would wait for the whole stay (the next test).
         self.assertLess(waited, 0.5)
         self.assertGreaterEqual(rep["watch_stepped_out"], 1)
@@ -118,6 +125,25 @@ class WatcherTest(unittest.TestCase):
             self.assertTrue(s1 <= x0 or s0 >= x1, (s0, s1, x0, x1))
         self.assertGreaterEqual(len(rep["shared"]), 2)  # out for the writer, then back in
         self.assertGreaterEqual(rep["reader_waited_ms"], 150)  # queued behind the section
+
+    def test_between_writers_the_watcher_sleeps_on_the_bell(self):
+        # Idle for 0.5 s with no writer: the bell wakes it for the other processes' opens of
+        # the gate file at most, where polling looks every WATCH_S (50 times).
+        pid, r = self.reader(idle_s=0.5)
+        self.time_as_writer()
+        rep = self.finish(pid, r)
+        self.assertTrue(rep["watch_bell"])
+        self.assertLessEqual(rep["looks_idle"], 3)
+        self.assertGreaterEqual(rep["watch_stepped_out"], 1)
+
+    def test_without_inotify_the_watcher_polls_and_still_steps_out(self):
+        pid, r = self.reader(bell=False, idle_s=0.5)
+        waited, (x0, x1) = self.time_as_writer()
+        rep = self.finish(pid, r)
+        self.assertFalse(rep["watch_bell"])
+        self.assertGreaterEqual(rep["looks_idle"], 10)
+        self.assertLess(waited, 0.5)
+        self.assertTrue(any(g0 <= x0 and x1 <= g1 for g0, g1 in rep["gaps"]), rep["gaps"])
 
     def test_without_the_watcher_the_writer_waits_for_the_whole_stay(self):
         pid, r = self.reader(watch=False)
