@@ -37,6 +37,7 @@ import fcntl
 import functools
 import os
 import signal
+import sys
 import threading
 import time
 
@@ -352,6 +353,9 @@ NUDGE_WAIT_S = 0.02  # how long the watcher waits for the main thread before ask
 def start_watcher(lk):
     """Installs the handler and starts the watcher thread (from the main thread). Where either
     cannot be had (a thread limit, not the main thread), only launches and compiles step out."""
+    if sys.version_info < (3, 10):
+        lk.watch = "off: _thread.interrupt_main(signum) needs Python 3.10"
+        return
     try:
         signal.signal(WATCH_SIGNAL, _on_watch_signal)
         lk.bell = _bell_of(lk.gate_path)
