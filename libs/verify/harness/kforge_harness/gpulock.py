@@ -14,12 +14,15 @@ A reader does not make a writer wait for its whole sample. It steps out while Tr
 (CPU work: `pause`/`resume` around compile()), and at each launch of its kernels it checks
 whether a writer holds the gate (`checkpoint`) and, if so, synchronises its GPU work, steps out
 and queues at the gate behind the writer. Between launches (a test's CPU work, its torch-only
-stretches, the harness's own checks) a watcher thread does the same on its behalf: it polls the
-gate every few milliseconds and, when a writer waits, has the main thread run the checkpoint at
-its next bytecode (`_thread.interrupt_main` with a handler of ours for WATCH_SIGNAL: no signal
-is sent, no system call interrupted). The main thread is then between two Python bytecodes, not
-inside a torch call or a launch: it synchronises (what it enqueued finishes before the writer
-times) and blocks at the gate, so nothing more of it reaches the GPU until the writer is done.
+stretches, the harness's own checks) a watcher thread does the same on its behalf: it sleeps on
+an inotify watch of the gate file, which a writer rings by opening the file when it takes the
+gate (polling every WATCH_S where inotify cannot be had), and when a writer waits has the main
+thread run the checkpoint at its next bytecode (`_thread.interrupt_main` with a handler of ours
+for WATCH_SIGNAL: no signal is sent, no system call interrupted). The main thread is then
+between two Python bytecodes, not inside a torch call or a launch: it synchronises (what it
+enqueued finishes before the writer times) and blocks at the gate, so nothing more of it
+reaches the GPU until the writer is done. The pool starts watchers only where a writer may come
+(the request's "watch").
 What that cannot stop: GPU work from another thread of the sample, and a main thread inside one
 long C call (a torch op on the CPU, a blocking wait) steps out only when the call returns.
 
@@ -241,7 +244,7 @@ STEP_ASIDE_S = 0.005  # how long it lets the gate go between two windows
 # thread running Python: every 3 ms all the time cost a tight loop 12% on a loaded CPU (and the
 # pool's throughput with the label off 15%), every 10 ms nothing measurable.
 WATCH_S = 0.01
-CONFIRM_S = 0.0005  # and how long after a first sighting it looks again
+CONFIRM_S = 0.0005  # how long after a first sighting of a writer the watcher looks again
 WATCH_SIGNAL = signal.SIGUSR2  # never sent: interrupt_main runs its handler in the main thread
 
 
