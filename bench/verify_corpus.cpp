@@ -561,7 +561,9 @@ Measure run_pool(Bench& e, const std::vector<Sample>& samples, const std::string
             fig["lock"] = {{"reader_waited_ms", lk.value("reader_waited_ms", 0)},
                            {"writer_retries", lk.value("writer_retries", 0)},
                            {"longest_shared_ms", lk.value("longest_shared_ms", 0)},
-                           {"longest_ended_by", lk.value("longest_ended_by", nlohmann::json())}};
+                           {"longest_ended_by", lk.value("longest_ended_by", nlohmann::json())},
+                           {"watch", lk.value("watch", nlohmann::json())},
+                           {"watch_stepped_out", lk.value("watch_stepped_out", 0)}};
             if (res.report.contains("speed") && res.report["speed"].is_object())
               for (const char* k : {"waited_ms", "exclusive_ms", "prepare_ms"})
                 fig["lock"][k] = res.report["speed"].value(k, nlohmann::json());

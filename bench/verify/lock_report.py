@@ -4,8 +4,9 @@
 speed label"): the timing samples' waits for the device, every sample's waits behind timing
 sections, and the samples that stayed longest inside the shared section, with what ended that
 stay (a launch that let a waiting writer in, a compile, their own timing, or still open at the
-report). A long stay ended by a launch is a test that ran that long without launching its
-kernels while holding the device.
+report; "watch": the watcher thread stepped it out between launches). A long stay ended by a
+launch or the watcher is a test that ran that long without reaching a bytecode boundary or a
+launch: a long C call (a blocking wait, a torch op on the CPU) or GPU work of its own.
 
   python3 bench/verify/lock_report.py one-samples.jsonl [--top 15]
 """
@@ -49,6 +50,11 @@ def main():
     print("timing samples' wait for the device: %s" % quantiles(waited))
     print("exclusive section: %s" % quantiles(excl))
     print("every sample's wait behind timing sections: %s" % quantiles(queued))
+    stepped = [r["lock"].get("watch_stepped_out", 0) for r in rows]
+    watch = collections.Counter(str(r["lock"].get("watch")) for r in rows)
+    print("watcher: %s; stepped a sample out between launches %d times (%d samples)" % (
+        ", ".join("%s %d" % kv for kv in watch.most_common()), sum(stepped),
+        sum(1 for x in stepped if x)))
     by = collections.defaultdict(list)
     for r in rows:
         by[r["lock"].get("longest_ended_by")].append(r["lock"].get("longest_shared_ms", 0))

@@ -1,5 +1,6 @@
 // The speed label without a GPU (docs/VERIFIER.md, "The speed label"): the statistics and the
-// per-device lock in real Python processes (timing/stats_test.py); end to end through the pool
+// per-device lock in real Python processes (timing/stats_test.py, its watcher in
+// timing/lock_watch_test.py); end to end through the pool
 // on the CPU stand-in for Triton, where the figures are perf_counter times of Python calls: a
 // wrapper slower or faster than its reference gets the speedup it should, a reference that
 // disagrees with the wrapper fails the sample, no sample's GPU section overlaps another's
@@ -79,6 +80,40 @@ TEST(VerifyTiming, PythonStatistics) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.err.find("Ran 19 tests"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("\nOK"), std::string::npos) << r.err;
+}
+
+TEST(VerifyTiming, LockWatcherInRealProcesses) {
+  TempDir tmp;
+  auto r = run_process(
+      {sandbox_python(), (source_dir() / "tests/verify/timing/lock_watch_test.py").string(),
+       (source_dir() / "libs/verify/harness").string()},
+      {"TMPDIR=" + tmp.path().string()}, 120);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("Ran 8 tests"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("\nOK"), std::string::npos) << r.err;
+}
+
+TEST(VerifyTiming, TheWatcherRunsWhereATimingSampleMayCome) {
+  TempDir tmp;
+  auto cfg = timing_config(tmp);
+  cfg.timing.enabled = false;
+  auto pool = make_pool(cfg);
+  ASSERT_TRUE(pool);
+  auto watch_of = [](const verify::VerifyResult& r) {
+    return r.report.value("gpu_lock", Json::object()).value("watch", std::string("missing"));
+  };
+  // The label off and no run asking for it: no watcher thread in the samples.
+  auto off = run_all(*pool, {load_sample("timing_cpu_faster")});
+  ASSERT_EQ(off[0].verdict, Verdict::passed) << off[0].detail;
+  EXPECT_EQ(watch_of(off[0]), "off");
+  // A run that requires a speedup: from then on every sample of the pool watches.
+  auto timed = load_sample("timing_cpu_faster");
+  timed.require_speedup = 1.0;
+  auto on = run_all(*pool, {timed, load_sample("timing_cpu_slower")});
+  for (const auto& r : on) {
+    ASSERT_EQ(r.verdict, Verdict::passed) << r.detail;
+    EXPECT_EQ(watch_of(r), "on");
+  }
 }
 
 TEST(VerifyTiming, SpeedupsAgainstTheReferenceOnTheCpuStandIn) {
@@ -168,14 +203,18 @@ TEST(VerifyTiming, NoSampleUsesTheDeviceWhileAnotherTimes) {
     reqs.push_back(load_sample("timing_cpu_faster"));
     reqs.push_back(load_sample("timing_cpu_hold"));
     reqs.push_back(load_sample("timing_cpu_slower"));
+    reqs.push_back(load_sample("timing_cpu_spin"));  // CPU work between launches: the watcher
   }
   for (std::size_t i = 0; i < reqs.size(); ++i) reqs[i].key = "s" + std::to_string(i);
   auto r = run_all(*pool, reqs);
-  int timed = 0, overlapping_runs = 0;
+  int timed = 0, overlapping_runs = 0, stepped_out = 0;
   for (std::size_t i = 0; i < r.size(); ++i) {
     SCOPED_TRACE(r[i].key + ": " + r[i].detail);
     ASSERT_EQ(r[i].verdict, Verdict::passed);
     ASSERT_TRUE(r[i].report.contains("gpu_lock")) << r[i].report.dump();
+    // Every sample's watcher ran in the sandbox (a thread, the handler).
+    EXPECT_EQ(r[i].report["gpu_lock"].value("watch", ""), "on") << r[i].report["gpu_lock"].dump();
+    stepped_out += r[i].report["gpu_lock"].value("watch_stepped_out", 0);
     auto l = verify::speed_label(r[i].report);
     ASSERT_TRUE(l);
     if (l->timed) ++timed;
@@ -202,6 +241,9 @@ TEST(VerifyTiming, NoSampleUsesTheDeviceWhileAnotherTimes) {
   }
   EXPECT_EQ(timed, static_cast<int>(r.size()));
   EXPECT_GT(overlapping_runs, 0) << "the readers never overlapped: the test shows nothing";
+  // The spinning samples' watchers stepped them out for the timing samples (the sections above
+  // still never overlap an exclusive one).
+  EXPECT_GT(stepped_out, 0);
 }
 
 }  // namespace

@@ -173,7 +173,8 @@ struct Pool::Impl {
   bool warned_missing_modules = false;
   std::set<std::string> warned_unavailable_targets;
   std::uint64_t next_id = 1;
-  std::string run_root;  // <work_dir>/runs/<pid>-<n>
+  bool timing_seen = false;  // a sample required a speedup (the lock's watcher, pool_run.cpp)
+  std::string run_root;      // <work_dir>/runs/<pid>-<n>
   std::string cache_root;
   bool warm = true;
   SandboxCaps caps;

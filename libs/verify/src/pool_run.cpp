@@ -83,7 +83,12 @@ nlohmann::json Pool::Impl::request_json(const Slot& s, const SampleProcess& r) c
   const auto& d = devices[s.device];
   nlohmann::json lock = nullptr;
   if (!d.lock_gate.empty())
-    lock = {{"gate", d.lock_gate}, {"rw", d.lock_rw}, {"queue", d.lock_queue}};
+    lock = {{"gate", d.lock_gate},
+            {"rw", d.lock_rw},
+            {"queue", d.lock_queue},
+            // The watcher thread (gpulock.py) steps the sample out between launches for a
+            // timing sample: only where one may come.
+            {"watch", cfg.timing.enabled || timing_seen}};
   return {{"code", job.request.code.value_or("")},
           {"timing", timing_json(s, job)},
           {"gpu_lock", lock},

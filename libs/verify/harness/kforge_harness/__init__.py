@@ -14,7 +14,9 @@ The package, by concern (docs/VERIFIER.md describes what each does for a verdict
                 each target in a forked child
   timing        the speed label: each kernel's largest launch and the wrapper against its
                 PyTorch reference timed (timing_timer: a rep and the loop; timing_stats: the
-                statistics; gpulock: the device held exclusively while timing)
+                statistics; gpulock: the device held exclusively while timing, a watcher
+                thread stepping each other sample out between its launches)
+  gpusync       the one "wait for this process's GPU work" every module calls
   contain/      the sandbox: contain() calls one step per mechanism, each in its own module
   worker        the pool's two modes (a long-lived worker that forks per sample; fresh)
   cli           the command line (kforge-harness.py is the script the pool starts)

@@ -20,8 +20,8 @@ import time
 
 from . import kernel_ops
 from .assembly import section_of
+from .gpusync import synchronize
 from .kernel_replay import context_lost, differs, run_launch
-from .runner import _cuda_sync
 
 SEED = 20261127
 
@@ -62,8 +62,8 @@ class Originals:
         k = (id(rec), variant)
         if k not in self.cache:
             try:
-                a = run_launch(rec, variant, SEED, rec.jit, self.state.launch_raw, _cuda_sync)
-                b = run_launch(rec, variant, SEED, rec.jit, self.state.launch_raw, _cuda_sync)
+                a = run_launch(rec, variant, SEED, rec.jit, self.state.launch_raw, synchronize)
+                b = run_launch(rec, variant, SEED, rec.jit, self.state.launch_raw, synchronize)
                 oa = a.outputs()
                 self.cache[k] = None if differs(oa, b.outputs()) or a.guard_written() else oa
             except Exception as e:  # noqa: BLE001 - no replay of this launch
@@ -87,11 +87,11 @@ def judge(records, mjit, state, originals):
             if base is None:
                 continue
             try:
-                m = run_launch(rec, variant, SEED, mjit, state.launch_raw, _cuda_sync)
+                m = run_launch(rec, variant, SEED, mjit, state.launch_raw, synchronize)
             except Exception as e:  # noqa: BLE001 - the compiler's or the launch's error
                 why = "%s: %s" % (type(e).__name__, str(e).strip().splitlines()[-1][:300]
                                   if str(e).strip() else "")
-                if context_lost(_cuda_sync):
+                if context_lost(synchronize):
                     return "lost", why
                 if "out-of-bounds" in str(e):
                     if variant == "same":
@@ -214,7 +214,7 @@ def run_kernel_battery(sample, report, count, budget_s, run_tests):
             entry["by"] = "%s: %s" % (failed.get("name"), exc)
             kb["killed"] += 1
             kb["applicable"] += 1
-            if context_lost(_cuda_sync):
+            if context_lost(synchronize):
                 kb["stopped"] = "the GPU context was lost under %s" % entry["mutant"]
                 kb["not_run"] = len(chosen) - i - 1
                 break

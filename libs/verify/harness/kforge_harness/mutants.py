@@ -15,10 +15,11 @@ import sys
 import time
 
 from . import buffers
+from .gpusync import synchronize
 from .kernel_mutants import run_kernel_battery
 from .kernel_replay import Recorder, context_lost
 from .outputs import Outputs, arguments
-from .runner import _cuda_sync, execute, run_test, test_cases
+from .runner import execute, run_test, test_cases
 from .triton_hooks import new_compile_stats
 
 # Every output mutant, in the order they run (verifier.mutants picks among them).
@@ -223,7 +224,7 @@ def _per_launch(sample, name, launches, whole):
             entry["whole"] = "killed"
             return entry
         checked.append({"launch": k, "result": entry["result"]})
-        if entry["result"] == "killed" and context_lost(_cuda_sync):
+        if entry["result"] == "killed" and context_lost(synchronize):
             break
     whole["per_launch"] = checked
     return whole
@@ -254,7 +255,7 @@ def run_battery(sample, names, report):
             battery["not_run"] = list(names[i + 1:])
             battery["stopped"] = "first survivor"
             break
-        if entry["result"] == "killed" and context_lost(_cuda_sync):
+        if entry["result"] == "killed" and context_lost(synchronize):
             battery["not_run"] = list(names[i + 1:])
             battery["stopped"] = "the GPU context was lost under mutant %s" % name
             break
@@ -295,7 +296,7 @@ def battery_after_skip(sample, report, names, kernel=(0, 0.0)):
                                  "stopped": "the real run did not pass again: %s"
                                  % real.get("detail")}
             return
-    if context_lost(_cuda_sync):
+    if context_lost(synchronize):
         report["battery"] = {"mutants": [], "not_run": names,
                              "stopped": "the GPU context was lost under the skip-launch run"}
         return

@@ -8,20 +8,12 @@ coverage facts: the output sizes the test exercised, whether any size was not a 
 kernel's block (the masked tail path), and whether a size-1 or an empty buffer was passed.
 """
 
-import sys
-
 from . import buffers
+from .gpusync import synchronize
 
 MAX_SIZES = 64
 MAX_PROBES = 4  # per run: launches made again to find outputs a launch left unchanged
 MAX_PROBE_BUFFERS = 8  # buffers tried per probe
-
-
-def _sync():
-    """Waits for the GPU where torch is loaded (a probe launch's writes must be seen)."""
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
-        torch.cuda.synchronize()
 
 
 def arguments(fn, args, kwargs):
@@ -127,7 +119,7 @@ class Outputs:
             found = []
             try:
                 run()
-                _sync()
+                synchronize()  # a probe launch's writes must be seen
                 for other, w, snap in watched:
                     if buffers.changed(filled if w is v else snap, w):
                         found.append((other, w))

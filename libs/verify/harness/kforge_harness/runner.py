@@ -12,6 +12,7 @@ from . import MAX_MESSAGE, TRACEBACK_LINES
 from .assembly import (PREAMBLE_MODULES, assemble, code_kernels, find_tests, module_available,
                        section_of)
 from .crosscompile import Specs
+from .gpusync import synchronize
 from .kernel_replay import Recorder
 from .outputs import Outputs
 from .shims import install_shims
@@ -34,17 +35,6 @@ def describe_exception(e, tb, info):
     msg = str(e)
     return {"exception": type(e).__name__, "message": msg[:MAX_MESSAGE],
             "traceback": "\n".join(tb_text[-TRACEBACK_LINES:])[-8000:], "where": where}
-
-
-def _cuda_sync():
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return
-    try:
-        if torch.cuda.is_initialized():
-            torch.cuda.synchronize()
-    except AttributeError:
-        pass
 
 
 def _status_for(exc):
@@ -144,7 +134,7 @@ def execute(sample, module_name, report, t0):
     try:
         try:
             spec.loader.exec_module(module)
-            _cuda_sync()
+            synchronize()
         finally:
             if os.getpid() != me:
                 os._exit(0)  # a process the sample forked must not report
@@ -225,7 +215,7 @@ def run_test(name, fn, kwargs, me, info):
             if inspect.iscoroutine(ret):
                 import asyncio
                 asyncio.run(ret)
-            _cuda_sync()
+            synchronize()
             entry["status"] = "passed"
         finally:
             if os.getpid() != me:

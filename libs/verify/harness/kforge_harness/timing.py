@@ -26,6 +26,7 @@ import time
 from . import gpulock
 from . import timing_stats as st
 from . import timing_timer as tt
+from .gpusync import synchronize
 from .kernel_replay import Launch, _copy_integers, _describe, differs
 
 SHORT_S = 10e-6  # a call shorter than this is timed in a CUDA graph
@@ -192,15 +193,10 @@ def check_reference(spec):
     args = make_inputs(inputs_fn, SEED)
     got = _outputs(wrapper(*[_clone(a) for a in args]), args)
     want = _outputs(reference(*[_clone(a) for a in args]), args)
-    _sync()
+    synchronize()
     if not _same(want, got):
         return "the wrapper's output differs from the reference's on the inputs of inputs()"
     return None
-
-
-def _sync():
-    if _cuda() is not None:
-        _torch().cuda.synchronize()
 
 
 class _Counted:
@@ -284,7 +280,7 @@ def prepare_compare(spec, module, state, target):
 
     def after_rep(rep):
         if rep % CHECK_EVERY == 0:
-            _sync()
+            synchronize()
             checks["checked"] += 1
             if not _same(last.get("ref") or [], last.get("cand") or []):
                 checks["failed"] += 1
@@ -319,7 +315,7 @@ def _watched(state, call):
     state.stream_watch = []
     try:
         call()
-        _sync()
+        synchronize()
         return list(state.stream_watch)
     finally:
         state.stream_watch = None
@@ -339,20 +335,23 @@ def _unjoined(state, others, call):
     if torch is None or not callable(getattr(torch.cuda, "_sleep", None)):
         return True
     streams = [torch.cuda.ExternalStream(h) for h in others]
-    for s in streams:
-        with torch.cuda.stream(s):
-            torch.cuda._sleep(HOLD_CYCLES)
     end = torch.cuda.Event()
     state.stream_watch = []
-    try:
-        call()
-        end.record()
-        end.synchronize()
-        pending = any(not s.query() for s in streams)
-        seen = set(state.stream_watch)
-    finally:
-        state.stream_watch = None
-        torch.cuda.synchronize()
+    # No step-out for a waiting timing sample in between: its synchronise would empty the held
+    # streams and pass a wrapper that does not join them.
+    with gpulock.held(launches=True):
+        for s in streams:
+            with torch.cuda.stream(s):
+                torch.cuda._sleep(HOLD_CYCLES)
+        try:
+            call()
+            end.record()
+            end.synchronize()
+            pending = any(not s.query() for s in streams)
+            seen = set(state.stream_watch)
+        finally:
+            state.stream_watch = None
+            torch.cuda.synchronize()
     return pending or not seen <= (others | {_current_stream()})
 
 
@@ -537,7 +536,7 @@ def run_timing(sample, report, request):
             held = True
         t_excl = time.monotonic()
         measure(items, timer, budget, opts, enqueue)
-        _sync()
+        synchronize()
         speed["exclusive_ms"] = int((time.monotonic() - t_excl) * 1000)
         if held:
             lock.release_exclusive()

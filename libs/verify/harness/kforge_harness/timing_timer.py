@@ -167,7 +167,7 @@ class Timer:
                 fn()
             torch.cuda.current_stream().wait_stream(side)
             g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
+            with gpulock.held(), torch.cuda.graph(g):
                 for _ in range(calls):
                     fn()
             torch.cuda.synchronize()
@@ -190,11 +190,12 @@ def warm_up(timer, calls, seconds=WARM_S, device=False, sides=None):
     times = [[] for _ in calls]
     enq = []
     while n < 2 or time.monotonic() - t0 < seconds:
-        for k, c in enumerate(calls):
-            _, t, _, _, e = timer.rep(c, flush=n % 2 == 0, device=device, sides=sides)
-            times[k].append(t)
-            if n % 2 == 0:
-                enq.append(e)
+        with gpulock.held():  # the watcher's checkpoint waits for the round's end
+            for k, c in enumerate(calls):
+                _, t, _, _, e = timer.rep(c, flush=n % 2 == 0, device=device, sides=sides)
+                times[k].append(t)
+                if n % 2 == 0:
+                    enq.append(e)
         gpulock.checkpoint()
         n += 1
         if n >= 1000:

@@ -30,6 +30,7 @@ import traceback
 from . import HARNESS_VERSION, bounds, gpulock
 from .contain import contain
 from .crosscompile import cross_compile
+from .gpusync import synchronize
 from .mutants import battery_after_skip, run_mutants, wants_mutant_run
 from .pipes import (_bad_request, _read_json, flush_std, put_first_on_path, read_all,
                     write_report)
@@ -215,6 +216,7 @@ def run_cross_compile(request, sample, report):
     specs = sample["state"].specs
     if not targets or specs is None or report.get("verdict") != "passed":
         return
+    gpulock.pause()  # CPU work in forked children: a timing sample need not wait for it
     try:
         report["cross_compile"] = cross_compile(
             specs, targets, request.get("cross_compile_timeout_s") or 0, os.getcwd())
@@ -223,6 +225,8 @@ def run_cross_compile(request, sample, report):
         why = "harness error: %s: %s" % (type(e).__name__, str(e)[:300])
         report["cross_compile"] = {"error": why, "targets": {
             t: {"result": "unavailable", "reason": why} for t in targets}}
+    finally:
+        gpulock.resume()
 
 
 def run_bounds_check(request, sample, report):
@@ -233,8 +237,7 @@ def run_bounds_check(request, sample, report):
             state.replays is None or not state.replays.records or state.launch_raw is None:
         return
     try:
-        from .runner import _cuda_sync
-        res = bounds.check(state.replays.records, state.launch_raw, _cuda_sync,
+        res = bounds.check(state.replays.records, state.launch_raw, synchronize,
                            float(request.get("bounds_check_time_s") or bounds.BUDGET_S))
         res["detail"] = bounds.describe(res)
         report["bounds"] = res

@@ -1,0 +1,223 @@
+"""The per-device lock's watcher in real processes on real lock files, without a GPU
+(kforge_harness/gpulock.py): a reader busy between launches steps out for a waiting writer at
+its next bytecode, its main thread stopped until the writer is done; between writers its
+watcher sleeps on the gate file's inotify bell (or polls without one); where the watcher is off,
+held, or the sample took its signal, the writer waits for the whole stay; a process the reader
+forks cannot release its parent's lock; a firm hold keeps even a launch's checkpoint off. Run
+by tests/verify/timing_test.cpp (VerifyTiming.LockWatcherInRealProcesses) as
+`python3 lock_watch_test.py HARNESS_DIR`."""
+
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, sys.argv.pop(1) if len(sys.argv) > 1 else os.environ["KFORGE_HARNESS_DIR"])
+
+from kforge_harness import gpulock  # noqa: E402
+
+SPIN_S = 1.5  # the reader's stay without a launch
+GAP_S = 0.01  # a pause of the reader's main thread at least this long is recorded
+
+
+def _read_line(fd):
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = os.read(fd, 1)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode()
+
+
+def _read_all(fd):
+    data = b""
+    while True:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode()
+
+
+class WatcherTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.paths = {k: os.path.join(self.dir, k) for k in ("gate", "rw", "queue")}
+        for p in self.paths.values():
+            open(p, "w").close()
+
+    def reader(self, watch=True, own_handler=False, held=False, bell=True, idle_s=0.0):
+        """A child that enters as a sample does (gpulock.install), says so, then works on the
+        CPU for SPIN_S without a launch, noting every pause of its main thread. Returns (pid,
+        read end): one line "in", then its report as JSON with the pauses."""
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            try:
+                if not bell:  # no inotify: the watcher polls
+                    gpulock._bell_of = lambda path: None
+                lk = gpulock.install(self.paths, watch=watch)
+                time.sleep(idle_s)
+                looks_idle = lk.looks
+                if own_handler:
+                    signal.signal(gpulock.WATCH_SIGNAL, lambda *_: None)
+                os.write(w, b"in\n")
+                gaps, t0 = [], time.monotonic()
+                prev = t0
+                if held:
+                    lk.busy += 1
+                while prev - t0 < SPIN_S:
+                    sum(range(100))  # Python work: bytecodes, no launch
+                    now = time.monotonic()
+                    if now - prev > GAP_S:
+                        gaps.append([prev, now])
+                    prev = now
+                if held:
+                    lk.busy -= 1
+                rep = lk.report()
+                rep["gaps"] = gaps
+                rep["looks_idle"] = looks_idle
+                lk.leave()
+                os.write(w, (json.dumps(rep) + "\n").encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        self.assertEqual(_read_line(r), "in\n")
+        return pid, r
+
+    def time_as_writer(self, hold_s=0.2):
+        """Takes the device as a timing sample does; returns (waited, [x0, x1])."""
+        time.sleep(0.1)  # the reader is well into its stay
+        lk = gpulock.GpuLock(self.paths["gate"], self.paths["rw"], self.paths["queue"])
+        waited = lk.acquire_exclusive(10.0)
+        self.assertIsNotNone(waited)
+        x0 = time.monotonic()
+        time.sleep(hold_s)
+        x1 = time.monotonic()
+        lk.release_exclusive()
+        return waited, [x0, x1]
+
+    def finish(self, pid, r):
+        rep = json.loads(_read_all(r))
+        os.waitpid(pid, 0)
+        return rep
+
+    def test_a_busy_reader_steps_out_at_once_and_stops_until_the_writer_is_done(self):
+        pid, r = self.reader()
+        waited, (x0, x1) = self.time_as_writer()
+        rep = self.finish(pid, r)
+        self.assertEqual(rep["watch"], "on")
+        self.assertTrue(rep["watch_bell"])  # woken by the writer's ring, not polling
+        # Without the watcher the writer would wait for the whole stay (the next test).
+        self.assertLess(waited, 0.5)
+        self.assertGreaterEqual(rep["watch_stepped_out"], 1)
+        self.assertGreaterEqual(rep["watch_nudges"], rep["watch_stepped_out"])
+        # Its main thread did nothing while the writer held the device: the exclusive section
+        # lies inside one pause of the reader's work, and outside its shared sections.
+        self.assertTrue(any(g0 <= x0 and x1 <= g1 for g0, g1 in rep["gaps"]),
+                        "the reader worked during [%f, %f]: %s" % (x0, x1, rep["gaps"]))
+        for s0, s1 in rep["shared"]:
+            self.assertTrue(s1 <= x0 or s0 >= x1, (s0, s1, x0, x1))
+        self.assertGreaterEqual(len(rep["shared"]), 2)  # out for the writer, then back in
+        self.assertGreaterEqual(rep["reader_waited_ms"], 150)  # queued behind the section
+
+    def test_between_writers_the_watcher_sleeps_on_the_bell(self):
+        # Idle for 0.5 s with no writer: the bell wakes it for the other processes' opens of
+        # the gate file at most, where polling looks every WATCH_S (50 times).
+        pid, r = self.reader(idle_s=0.5)
+        self.time_as_writer()
+        rep = self.finish(pid, r)
+        self.assertTrue(rep["watch_bell"])
+        self.assertLessEqual(rep["looks_idle"], 3)
+        self.assertGreaterEqual(rep["watch_stepped_out"], 1)
+
+    def test_without_inotify_the_watcher_polls_and_still_steps_out(self):
+        pid, r = self.reader(bell=False, idle_s=0.5)
+        waited, (x0, x1) = self.time_as_writer()
+        rep = self.finish(pid, r)
+        self.assertFalse(rep["watch_bell"])
+        self.assertGreaterEqual(rep["looks_idle"], 10)
+        self.assertLess(waited, 0.5)
+        self.assertTrue(any(g0 <= x0 and x1 <= g1 for g0, g1 in rep["gaps"]), rep["gaps"])
+
+    def test_without_the_watcher_the_writer_waits_for_the_whole_stay(self):
+        pid, r = self.reader(watch=False)
+        waited, _ = self.time_as_writer()
+        rep = self.finish(pid, r)
+        self.assertEqual(rep["watch"], "off")
+        self.assertGreaterEqual(waited, SPIN_S - 0.5)
+        self.assertEqual(rep["watch_stepped_out"], 0)
+
+    def test_a_held_stretch_is_not_cut(self):
+        pid, r = self.reader(held=True)
+        waited, _ = self.time_as_writer()
+        rep = self.finish(pid, r)
+        self.assertGreaterEqual(waited, SPIN_S - 0.5)
+        self.assertEqual(rep["watch_stepped_out"], 0)
+
+    def test_a_firm_hold_keeps_even_a_launch_in(self):
+        lk = gpulock.GpuLock(self.paths["gate"], self.paths["rw"])
+        lk.enter()
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # a writer at the gate, for 0.3 s
+            import fcntl
+            fd = os.open(self.paths["gate"], os.O_RDONLY)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            os.write(w, b"gate\n")
+            time.sleep(0.3)
+            os._exit(0)
+        os.close(w)
+        self.assertEqual(_read_line(r), "gate\n")
+        with lk.held(launches=True):  # the side-stream probe: no synchronise, no step-out
+            self.assertFalse(lk.checkpoint())
+            self.assertTrue(lk.shared)
+        with lk.held():  # a warm-up round: the watcher waits, a launch does not
+            self.assertTrue(lk.checkpoint())
+        self.assertTrue(lk.shared)
+        os.waitpid(pid, 0)
+        lk.leave()
+
+    def test_a_sample_that_takes_the_signal_stops_the_watcher(self):
+        pid, r = self.reader(own_handler=True)
+        waited, _ = self.time_as_writer()
+        rep = self.finish(pid, r)
+        self.assertTrue(rep["watch"].startswith("stopped: the sample set its own handler"),
+                        rep["watch"])
+        self.assertGreaterEqual(waited, SPIN_S - 0.5)  # back to launches and compiles only
+
+    def test_a_forked_process_cannot_release_its_parents_lock(self):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            try:
+                gpulock.install(self.paths, watch=False)
+                kid = os.fork()
+                if kid == 0:
+                    # The lock files' open descriptions are shared: a pause here would unlock
+                    # the parent's rw.
+                    ok = gpulock.CURRENT is None
+                    gpulock.pause()
+                    gpulock.checkpoint()
+                    os._exit(0 if ok else 1)
+                _, status = os.waitpid(kid, 0)
+                os.write(w, b"%d\n" % os.waitstatus_to_exitcode(status))
+                time.sleep(1.0)  # still in
+            finally:
+                os._exit(0)
+        os.close(w)
+        self.assertEqual(_read_line(r), "0\n")
+        lk = gpulock.GpuLock(self.paths["gate"], self.paths["rw"])
+        self.assertIsNone(lk.acquire_exclusive(0.3))  # the parent is still in
+        _read_all(r)
+        os.waitpid(pid, 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
