@@ -511,6 +511,7 @@ def run_timing(sample, report, request):
     budget = float(cfg.get("budget_s", 0.3))
     wait_s = float(cfg.get("wait_s", 30.0))
     lock = gpulock.CURRENT
+    rng = tt.rng_states(_cuda())  # given back after timing: its captures must not touch the rest
     saved = (state.outputs, state.replays, state.specs, state.timing)
     state.outputs = state.replays = state.specs = state.timing = None
     speed = {"timed": True, "environment": environment()}
@@ -556,6 +557,7 @@ def run_timing(sample, report, request):
                                                                      str(e)[:300])}
     finally:
         restore_reference(cmp_item, module)
+        tt.restore_rng(rng)
         state.outputs, state.replays, state.specs, state.timing = saved
         if held:
             lock.release_exclusive()

@@ -39,6 +39,31 @@ def cuda_of(torch):
         return None
 
 
+def rng_states(torch):
+    """Copies of the CUDA generators' states (None without CUDA, or a torch without
+    Generator.clone_state). A CUDA graph capture that fails part-way (a wrapper that draws random
+    numbers or waits on the host while captured) can leave a generator marked as capturing, and
+    every later draw of the process then raises "Offset increment outside graph capture
+    encountered unexpectedly": the mutant runs that follow in the same process would all fail
+    and be counted as kills. restore_rng puts the copies back after timing."""
+    if torch is None:
+        return None
+    try:
+        return [(g, g.clone_state()) for g in torch.cuda.default_generators]
+    except Exception:  # noqa: BLE001 - an older torch: nothing to restore
+        return None
+
+
+def restore_rng(states):
+    """Gives each CUDA generator back the state rng_states copied (fresh objects: no capture
+    underway, the seed and offset as before timing). Never raises."""
+    for g, state in states or ():
+        try:
+            g.graphsafe_set_state(state)
+        except Exception:  # noqa: BLE001
+            pass
+
+
 class Timer:
     def __init__(self, torch):
         self.torch = torch
