@@ -140,10 +140,13 @@ Command add_corpus(CLI::App& root, Globals& g) {
       ->check(CLI::Range(1, 256));
   dd->add_flag("--json", args->json, "Print the summary as one JSON object");
   dd->footer(
-      "Similarity is the estimated Jaccard similarity of 5-token shingles of the code, with "
-      "comments, whitespace and literal values normalised and identifiers kept; samples with the "
-      "same @triton.jit kernel bodies are near-duplicates whatever else their files hold. Groups "
-      "link samples by single linkage.");
+      "Similarity is the estimated Jaccard similarity of 5-token shingles of the files' @jit "
+      "kernels (comments, whitespace and literal values normalised, identifiers kept). Samples "
+      "with the same kernels up to renames are near-duplicates whatever else their files hold, "
+      "and so are files linked through their kernels: all within another's, aligned one to one, "
+      "or named alike. Two samples whose kernels compute different operations on values are "
+      "never near-duplicates. Each group is built around a representative that every member is "
+      "near, so groups do not chain and do not depend on import order (docs/DEDUP.md).");
   CLI::App* dups = cmd->add_subcommand("dups", "List the near-duplicate groups");
   dups->add_option("--threshold", args->threshold,
                    "Group at this similarity (default: that of the last corpus dedup)")
