@@ -279,10 +279,12 @@ std::string render_card(const CardInput& in) {
   if (in.dedup_threshold)
     md += fmt::format(
         "\nEach sample goes to a split by a hash of its near-duplicate group (`kforge corpus "
-        "dedup` at similarity {:g}: MinHash of the normalised kernel tokens, and exact kernel "
-        "bodies), so every group is wholly in one split: no near-duplicate of a training row is "
-        "in another split. A sample keeps its split when the run grows; the counts are near the "
-        "fractions, not exactly them.\n\n",
+        "dedup` at similarity {:g}: MinHash of the kernels' normalised tokens, the same kernels "
+        "up to renames, files linked through their kernels, and no two samples whose kernels "
+        "compute different operations on values; each group is built around a representative "
+        "every member is near), so every group is wholly in one split: no near-duplicate of a "
+        "training row is in another split. A sample keeps its split when the run grows; the counts "
+        "are near the fractions, not exactly them.\n\n",
         *in.dedup_threshold);
   else
     md +=
