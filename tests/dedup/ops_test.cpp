@@ -98,6 +98,12 @@ TEST(ValueOps, TheSameTemplateAroundAnotherValueOperationConflicts) {
   EXPECT_EQ(mul.ops, "*");
   EXPECT_EQ(add.ops, "+");
   EXPECT_TRUE(ops_conflict(mul.ops, add.ops));
+  // A negation is not a subtraction: `-x` against `x - 2`.
+  Signature neg = compute_signature(swap_text(kPointwise, "tl.log(x.to(tl.float32))", "-x"));
+  Signature sub = compute_signature(swap_text(kPointwise, "tl.log(x.to(tl.float32))", "x - 2.0"));
+  EXPECT_EQ(neg.ops, "neg");
+  EXPECT_EQ(sub.ops, "-");
+  EXPECT_TRUE(ops_conflict(neg.ops, sub.ops));
   // Filling with 1 or with 0: the stored constant is what the kernel computes.
   const char* fill = R"(
 @triton.jit

@@ -274,7 +274,8 @@ struct Parser {
     if (tok == "-" || tok == "+" || tok == "~" || tok == "not") {
       ++i;
       bool d = expr(tok == "not" ? 4 : 12);
-      if (d && tok != "+") f.op(ctx, std::string(tok));
+      // A negation is its own operation (`-x` is not `x - y`).
+      if (d && tok != "+") f.op(ctx, tok == "-" ? std::string("neg") : std::string(tok));
       return d;
     }
     if (tok == "*" || tok == "**") {  // unpacked arguments
