@@ -12,6 +12,16 @@
 namespace kforge::test {
 namespace {
 
+// One record of a `kforge verify` input file: a test sample's three fields under `file`.
+std::string sample_line(const std::string& file, const verify::VerifyRequest& r) {
+  return nlohmann::json{{"file", file},
+                        {"code", *r.code},
+                        {"kernel_wrapper", *r.kernel_wrapper},
+                        {"unitest_code", *r.unitest_code}}
+             .dump() +
+         "\n";
+}
+
 TEST(VerifyCli, VerifiesAJsonLinesFile) {
   TempDir tmp;
   auto input = tmp / "generated.jsonl";
@@ -20,12 +30,7 @@ TEST(VerifyCli, VerifiesAJsonLinesFile) {
     for (const char* name :
          {"pass", "assert_fail", "segfault", "triton_vacuous", "triton_vector_add"}) {
       auto r = load_sample(name);
-      out << nlohmann::json{{"file", name},
-                            {"code", *r.code},
-                            {"kernel_wrapper", *r.kernel_wrapper},
-                            {"unitest_code", *r.unitest_code}}
-                 .dump()
-          << "\n";
+      out << sample_line(name, r);
     }
     out << nlohmann::json{{"file", "half"}, {"code", "x = 1"}}.dump() << "\n";
     out << nlohmann::json{{"file", "beyond the limit"}}.dump() << "\n";
@@ -83,12 +88,7 @@ TEST(VerifyCli, CrossCompileTargetsFromTheCommandLineAreInTheJsonAndTheSummary) 
     std::ofstream out(input);
     for (const char* name : {"triton_vector_add", "cross_inline_ptx", "assert_fail"}) {
       auto r = load_sample(name);
-      out << nlohmann::json{{"file", name},
-                            {"code", *r.code},
-                            {"kernel_wrapper", *r.kernel_wrapper},
-                            {"unitest_code", *r.unitest_code}}
-                 .dump()
-          << "\n";
+      out << sample_line(name, r);
     }
   }
   auto config = tmp / "kforge.yaml";
@@ -227,13 +227,7 @@ TEST(VerifyCli, ABrokenGpuLeavesTheRotationAndStatusShowsIt) {
   {
     std::ofstream out(input);
     auto r = load_sample("pass");
-    for (int i = 0; i < 6; ++i)
-      out << nlohmann::json{{"file", "pass-" + std::to_string(i)},
-                            {"code", *r.code},
-                            {"kernel_wrapper", *r.kernel_wrapper},
-                            {"unitest_code", *r.unitest_code}}
-                 .dump()
-          << "\n";
+    for (int i = 0; i < 6; ++i) out << sample_line("pass-" + std::to_string(i), r);
   }
   auto db_path = tmp / "k.db";
   auto config = tmp / "kforge.yaml";
