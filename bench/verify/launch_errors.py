@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Launch errors under kforge's Triton hooks against plain Triton (docs/VERIFIER.md, "What a
+sample sees"): each case is a small sample whose launch fails; it runs once in a plain Python
+process and once with the harness's hooks installed (TritonState as the verifier makes it, single-
+config autotuning), and the two error texts (type and message, first line) must be the same, so
+the repair prompt gets Triton's words with the kernel's name, never the verifier's internals.
+
+usage: launch_errors.py [--json OUT.json]     (on a machine with torch, triton and a GPU)
+Exit status 1 when a case differs.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+HARNESS = os.path.join(HERE, "..", "..", "libs", "verify", "harness")
+
+PRELUDE = """
+import torch, triton
+import triton.language as tl
+x = torch.randn(4096, device="cuda")
+y = torch.empty_like(x)
+"""
+
+CASES = {
+    # An autotuned kernel whose caller passes a meta-parameter the autotuner sets.
+    "autotune_conflict": PRELUDE + """
+@triton.autotune(configs=[triton.Config({"BLOCK_SIZE": 128}), triton.Config({"BLOCK_SIZE": 256})],
+                 key=["n"])
+@triton.jit
+def scale_kernel(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr):
+    o = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    tl.store(y_ptr + o, tl.load(x_ptr + o, mask=o < n) * 2, mask=o < n)
+scale_kernel[(32,)](x, y, x.numel(), BLOCK_SIZE=128)
+""",
+    # The same with one config (no benchmarking: the duplicate reaches the launch).
+    "autotune_conflict_one_config": PRELUDE + """
+@triton.autotune(configs=[triton.Config({"BLOCK_SIZE": 128})], key=["n"])
+@triton.jit
+def scale_kernel(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr):
+    o = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    tl.store(y_ptr + o, tl.load(x_ptr + o, mask=o < n) * 2, mask=o < n)
+scale_kernel[(32,)](x, y, x.numel(), BLOCK_SIZE=128)
+""",
+    "missing_argument": PRELUDE + """
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + o, tl.load(x_ptr + o, mask=o < n), mask=o < n)
+copy_kernel[(32,)](x, y, BLOCK=128)
+""",
+    "unknown_keyword": PRELUDE + """
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + o, tl.load(x_ptr + o, mask=o < n), mask=o < n)
+copy_kernel[(32,)](x, y, x.numel(), BLOCK=128, BLOKC=3)
+""",
+    "duplicate_keyword": PRELUDE + """
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + o, tl.load(x_ptr + o, mask=o < n), mask=o < n)
+copy_kernel[(32,)](x, y, x.numel(), 128, BLOCK=128)
+""",
+    "compile_error": PRELUDE + """
+@triton.jit
+def broken_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + o, tl.load(x_ptr + o, mask=o < n) * undefined_name, mask=o < n)
+broken_kernel[(32,)](x, y, x.numel(), BLOCK=128)
+""",
+    "not_constexpr_block": PRELUDE + """
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK):
+    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + o, tl.load(x_ptr + o, mask=o < n), mask=o < n)
+copy_kernel[(32,)](x, y, x.numel(), 128)
+""",
+    "no_grid": PRELUDE + """
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + o, tl.load(x_ptr + o, mask=o < n), mask=o < n)
+copy_kernel(x, y, x.numel(), BLOCK=128)
+""",
+}
+
+RUNNER = r"""
+import os, runpy, sys, traceback
+path, mode, harness = sys.argv[1], sys.argv[2], sys.argv[3]
+if mode == "hooked":
+    sys.path.insert(0, harness)
+    from kforge_harness.triton_hooks import TritonState, install_triton_hooks
+    install_triton_hooks(TritonState(path, False, "single"))
+try:
+    runpy.run_path(path, run_name="__main__")
+    print("NO ERROR")
+except BaseException as e:
+    first = (str(e).strip().splitlines() or [""])
+    print("%s: %s" % (type(e).__name__, " | ".join(l.strip() for l in first[:6])))
+"""
+
+
+def run(path, mode):
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, TRITON_CACHE_DIR=cache)
+        p = subprocess.run([sys.executable, "-c", RUNNER, path, mode, HARNESS], env=env,
+                           capture_output=True, text=True, timeout=300)
+    lines = [l for l in p.stdout.splitlines() if l.strip()]
+    return lines[-1] if lines else "no output; stderr: " + p.stderr.strip()[-300:]
+
+
+def main():
+    out = sys.argv[sys.argv.index("--json") + 1] if "--json" in sys.argv else None
+    results, bad = {}, 0
+    with tempfile.TemporaryDirectory() as d:
+        for name, src in CASES.items():
+            path = os.path.join(d, name + ".py")
+            with open(path, "w") as f:
+                f.write(src)
+            plain, hooked = run(path, "plain"), run(path, "hooked")
+            same = plain == hooked
+            bad += not same
+            results[name] = {"plain": plain, "hooked": hooked, "same": same}
+            print("%-30s %s" % (name, "same" if same else "DIFFERS"))
+            print("    plain:  %s" % plain[:300])
+            if not same:
+                print("    hooked: %s" % hooked[:300])
+    print("launch errors: %d of %d the same as plain Triton" % (len(CASES) - bad, len(CASES)))
+    if out:
+        with open(out, "w") as f:
+            json.dump(results, f, indent=1)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
