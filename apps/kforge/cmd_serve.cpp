@@ -8,10 +8,13 @@
 // report.serve.token, which every request then presents (Authorization: Bearer, or the cookie
 // that opening a page once with ?token=... sets), compared in constant time and never logged.
 
+#include <arpa/inet.h>
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -85,14 +88,38 @@ bool constant_time_equal(std::string_view presented, std::string_view secret) {
   return diff == 0;
 }
 
+// A loopback host: "localhost", an IPv4 literal of 127.0.0.0/8 (four decimal parts, as inet_pton
+// reads them) or the IPv6 loopback literal. Names that merely start with "127." are not.
 bool is_loopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+  std::string lower = host;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "localhost") return true;
+  in_addr v4{};
+  if (::inet_pton(AF_INET, host.c_str(), &v4) == 1)
+    return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  return ::inet_pton(AF_INET6, host.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
 }
 
-// The host part of a Host header ("127.0.0.1:8370", "[::1]:8370", "localhost").
+// The host part of a Host header ("127.0.0.1:8370", "[::1]:8370", "localhost"); "" when the
+// header is not HOST, HOST:PORT, [V6] or [V6]:PORT with a decimal port.
 std::string host_of(const std::string& header) {
-  if (!header.empty() && header.front() == '[') return header.substr(1, header.find(']') - 1);
-  return header.substr(0, header.rfind(':'));
+  auto port_ok = [](std::string_view p) {
+    return !p.empty() && p.size() <= 5 &&
+           std::all_of(p.begin(), p.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (!header.empty() && header.front() == '[') {
+    auto close = header.find(']');
+    if (close == std::string::npos) return "";
+    std::string_view rest = std::string_view(header).substr(close + 1);
+    if (!rest.empty() && (rest.front() != ':' || !port_ok(rest.substr(1)))) return "";
+    return header.substr(1, close - 1);
+  }
+  auto colon = header.find(':');
+  if (colon == std::string::npos) return header;
+  if (header.find(':', colon + 1) != std::string::npos) return "";  // a bare IPv6 is no Host
+  if (!port_ok(std::string_view(header).substr(colon + 1))) return "";
+  return header.substr(0, colon);
 }
 
 // The value of cookie `name` in a Cookie header, "" when absent.
@@ -229,7 +256,9 @@ Command add_serve(CLI::App& root, Globals& g) {
               secure(res);
               auto db = pool.take();
               if (!db.ok()) {
-                refuse(res, 500, db.error().message);
+                // The message names the database's path: for this terminal, not the client.
+                std::fprintf(stderr, "kforge serve: %s\n", db.error().message.c_str());
+                refuse(res, 500, "the viewer cannot open its database (see kforge serve's output)");
                 return;
               }
               report::ViewRequest vr;

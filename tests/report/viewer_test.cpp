@@ -44,6 +44,24 @@ TEST(ViewerEscape, EscapesTheFiveCharactersAndEncodesQueryValues) {
   EXPECT_EQ(report::url_encode("Az09-._~"), "Az09-._~");
 }
 
+TEST(ViewerEscape, ShowsBidirectionalControlsAsMarkers) {
+  // rtl_<U+202E>yp.exe_gnp.py reads rtl_yp.png_exe.py when the override is rendered.
+  EXPECT_EQ(report::html_escape("rtl_\u202Eyp.exe_gnp.py"),
+            "rtl_<span class=bidi title=U+202E>&#x27E6;U+202E&#x27E7;</span>yp.exe_gnp.py");
+  for (const char* control : {"\u202A", "\u202B", "\u202C", "\u202D", "\u202E", "\u2066",
+                              "\u2067", "\u2068", "\u2069"}) {
+    std::string out = report::html_escape(std::string("a") + control + "b");
+    EXPECT_FALSE(has(out, control)) << out;
+    EXPECT_TRUE(has(out, "<span class=bidi")) << out;
+    EXPECT_FALSE(has(out, "\"")) << out;  // inert inside a quoted attribute too
+  }
+  // Neighbours of the ranges and other text stay as they are.
+  for (const char* plain : {"\u2029", "\u202F", "\u2065", "\u206A", "é", "\u2014"})
+    EXPECT_EQ(report::html_escape(plain), plain);
+  // A form's value comes back unchanged.
+  EXPECT_EQ(report::html_attr("t\u202E\"<"), "t\u202E&quot;&lt;");
+}
+
 TEST_F(Viewer, RunsPageListsEveryRunWithProgressAndAnABForm) {
   auto r = get("/");
   ASSERT_TRUE(r);
@@ -130,7 +148,7 @@ TEST_F(Viewer, FiltersChangeTheRows) {
   auto unknown = get("/run?tag=v9");
   ASSERT_TRUE(unknown);
   EXPECT_EQ(unknown->status, 404);
-  EXPECT_TRUE(has(unknown->body, "unknown tag &#39;v9&#39;")) << unknown->body;
+  EXPECT_TRUE(has(unknown->body, "no run tagged &#39;v9&#39;")) << unknown->body;
   auto nowhere = get("/admin");
   ASSERT_TRUE(nowhere);
   EXPECT_EQ(nowhere->status, 404);
@@ -208,6 +226,54 @@ TEST_F(Viewer, HostileSampleShowsAsText) {
   EXPECT_FALSE(has(run->body, "<i>"));
 }
 
+TEST_F(Viewer, BidirectionalOverridesInKeysAndCodeShowAsMarkers) {
+  const std::string key = "rtl_\u202Eyp.exe_gnp.py";
+  ASSERT_TRUE(vf.fx()
+                  .db()
+                  .exec("UPDATE samples SET key = 'rtl_' || char(0x202E) || 'yp.exe_gnp.py', "
+                        "code = 'x = 1 # ' || char(0x2067) || 'admin' || char(0x2069) || "
+                        "char(10) WHERE key = 'repaired.py'")
+                  .ok());
+  auto run = get("/run?tag=v2&q=rtl_");
+  ASSERT_TRUE(run);
+  ASSERT_EQ(run->status, 200) << run->body;
+  auto sample = get("/sample?tag=v2&key=" + report::url_encode(key));
+  ASSERT_TRUE(sample);
+  ASSERT_EQ(sample->status, 200) << sample->body;
+  for (const std::string* body : {&run->body, &sample->body}) {
+    EXPECT_FALSE(has(*body, "\u202E")) << *body;
+    EXPECT_TRUE(has(*body, "rtl_<span class=bidi title=U+202E>&#x27E6;U+202E&#x27E7;</span>"))
+        << *body;
+  }
+  EXPECT_FALSE(has(sample->body, "\u2067"));
+  EXPECT_TRUE(has(sample->body, "&#x27E6;U+2067&#x27E7;</span>admin")) << sample->body;
+  // The link still names the real key.
+  EXPECT_TRUE(has(run->body, "key=rtl_%E2%80%AEyp.exe_gnp.py")) << run->body;
+  auto css = get("/style.css");
+  ASSERT_TRUE(css);
+  EXPECT_TRUE(has(css->body, "unicode-bidi: isolate"));
+  EXPECT_TRUE(has(css->body, "span.bidi"));
+}
+
+TEST_F(Viewer, NotFoundPagesNameNeitherTheDatabaseNorOtherRuns) {
+  const std::string db_path = vf.fx().db_path().string();
+  const std::string db_name = std::filesystem::path(db_path).filename().string();
+  for (const char* path : {"/run?tag=nope", "/sample?tag=nope&key=x.py", "/ab?a=v1&b=nope",
+                           "/sample?tag=v2&key=nothing.py", "/nowhere"}) {
+    auto r = get(path);
+    ASSERT_TRUE(r) << path;
+    EXPECT_EQ(r->status, 404) << path;
+    EXPECT_FALSE(has(r->body, db_path)) << path << r->body;
+    EXPECT_FALSE(has(r->body, db_name)) << path << r->body;
+    EXPECT_FALSE(has(r->body, "known tags")) << path << r->body;
+    EXPECT_FALSE(has(r->body, "v2-qwen")) << path << r->body;
+  }
+  auto r = get("/run?tag=nope");
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(has(r->body, "no run tagged &#39;nope&#39;")) << r->body;
+  EXPECT_FALSE(has(r->body, "v1,")) << r->body;
+}
+
 TEST_F(Viewer, ABPageListsTheFlipsWithLinksToBothVersions) {
   auto r = get("/ab?a=v1&b=v2");
   ASSERT_TRUE(r);
@@ -245,12 +311,23 @@ TEST_F(Viewer, ReadOnlyRefusesEveryOtherMethod) {
 }
 
 TEST_F(Viewer, AnswersLoopbackHostsOnly) {
-  auto r = get("/", {{"Host", "attacker.example:8370"}});
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 403);
-  r = get("/", {{"Host", "localhost:8370"}});
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 200);
+  // DNS rebinding: names that resolve anywhere, however much they look like a loopback address.
+  for (const char* hostile :
+       {"attacker.example:8370", "127.attacker.example", "127.attacker.example:8370",
+        "127.0.0.1.nip.io", "127.0.0.1.nip.io:8370", "localhost.attacker.example",
+        "127.0.0.1:8370@attacker.example", "127.0.0.1:80:90", "[::1].attacker.example",
+        "[::1]x", "127.1", "0177.0.0.1", "127.0.0.1:", "127.0.0.1:abc", "::1", ""}) {
+    auto r = get("/", {{"Host", hostile}});
+    ASSERT_TRUE(r) << hostile;
+    EXPECT_EQ(r->status, 403) << hostile;
+    EXPECT_FALSE(has(r->body, "v1")) << hostile;
+  }
+  for (const char* loopback : {"localhost:8370", "localhost", "LocalHost:1", "127.0.0.1",
+                               "127.0.0.1:8370", "127.255.3.4:80", "[::1]", "[::1]:8370"}) {
+    auto r = get("/", {{"Host", loopback}});
+    ASSERT_TRUE(r) << loopback;
+    EXPECT_EQ(r->status, 200) << loopback;
+  }
 }
 
 TEST_F(Viewer, ReadsWhileAnotherConnectionWritesAndShowsTheChange) {
