@@ -20,6 +20,7 @@
 #include <set>
 
 #include "commands.hpp"
+#include "kforge/core/printable.hpp"
 #include "kforge/core/clock.hpp"
 #include "kforge/core/env.hpp"
 #include "kforge/core/fs.hpp"
@@ -350,7 +351,7 @@ Command add_batch(CLI::App& root, Globals& g) {
             KF_TRY_OR_REPORT(auto answers, read_results(args->file, &failures, &errors));
             if (!errors.empty()) {
               for (std::size_t i = 0; i < errors.size() && i < 20; ++i)
-                std::fprintf(stderr, "kforge: %s\n", errors[i].c_str());
+                std::fprintf(stderr, "kforge: %s\n", printable(errors[i]).c_str());
               if (errors.size() > 20)
                 std::fprintf(stderr, "kforge: ... and %zu more\n", errors.size() - 20);
               std::fprintf(stderr, "kforge: nothing imported: fix the lines above\n");

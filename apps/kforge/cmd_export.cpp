@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "commands.hpp"
+#include "kforge/core/printable.hpp"
 #include "kforge/core/fs.hpp"
 #include "kforge/dedup/groups.hpp"
 #include "kforge/report/dataset.hpp"
@@ -94,13 +95,14 @@ Status report_near(std::FILE* to, const ExportArgs& a, const report::ExportSumma
       break;
     }
     if (n.match.exact)
-      std::fprintf(to, "  %s: kernel %s is the same as %s of %s in %s\n", n.key.c_str(),
-                   n.match.kernel.c_str(), n.match.eval_kernel.c_str(), n.match.key.c_str(),
-                   n.match.file.c_str());
+      std::fprintf(to, "  %s: kernel %s is the same as %s of %s in %s\n", printable(n.key).c_str(),
+                   printable(n.match.kernel).c_str(), printable(n.match.eval_kernel).c_str(),
+                   printable(n.match.key).c_str(), printable(n.match.file).c_str());
     else
-      std::fprintf(to, "  %s: kernel %s, similarity %.2f with %s of %s in %s\n", n.key.c_str(),
-                   n.match.kernel.c_str(), n.match.similarity, n.match.eval_kernel.c_str(),
-                   n.match.key.c_str(), n.match.file.c_str());
+      std::fprintf(to, "  %s: kernel %s, similarity %.2f with %s of %s in %s\n", printable(n.key).c_str(),
+                   printable(n.match.kernel).c_str(), n.match.similarity,
+                   printable(n.match.eval_kernel).c_str(), printable(n.match.key).c_str(),
+                   printable(n.match.file).c_str());
   }
   return {};
 }

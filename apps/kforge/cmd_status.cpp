@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "commands.hpp"
+#include "kforge/core/printable.hpp"
 #include "kforge/core/env.hpp"
 #include "kforge/pipeline/batch_status.hpp"
 #include "kforge/pipeline/heartbeat.hpp"
@@ -547,6 +548,9 @@ Command add_status(CLI::App& root, Globals& g) {
             bool tty = ::isatty(1) != 0;
             while (true) {
               KF_TRY_OR_REPORT(auto st, collect(*db, cfg, tag));
+              // Keys, answers and errors came from models and crawls: no escape sequence of
+              // theirs reaches the terminal (--json escapes them as JSON does).
+              if (!args->json) st = printable_strings(st);
               if (args->json) {
                 std::printf("%s\n", st.dump().c_str());
               } else {

@@ -7,11 +7,13 @@
 #include "commands.hpp"
 #include "kforge/core/log.hpp"
 #include "kforge/core/names.hpp"
+#include "kforge/core/printable.hpp"
 
 namespace kforge::cli {
 
 int report(const Error& e) {
-  std::fprintf(stderr, "kforge: error: %s\n", e.message.c_str());
+  // Messages quote records, keys and answers: no control character of theirs is printed raw.
+  std::fprintf(stderr, "kforge: error: %s\n", printable(e.message, Newlines::keep).c_str());
   return e.kind == "usage" ? kUsage : kFailure;
 }
 
@@ -21,7 +23,8 @@ Result<app::Config> load(const Globals& g) {
   // log.level.
   setup_logging(g.quiet ? "error" : g.verbose ? "info" : "warn");
   if (!g.quiet)
-    for (const auto& w : c.warnings) std::fprintf(stderr, "kforge: warning: %s\n", w.c_str());
+    for (const auto& w : c.warnings)
+      std::fprintf(stderr, "kforge: warning: %s\n", printable(w, Newlines::keep).c_str());
   return c;
 }
 

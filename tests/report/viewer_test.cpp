@@ -228,12 +228,7 @@ TEST_F(Viewer, HostileSampleShowsAsText) {
 
 TEST_F(Viewer, BidirectionalOverridesInKeysAndCodeShowAsMarkers) {
   const std::string key = "rtl_\u202Eyp.exe_gnp.py";
-  ASSERT_TRUE(vf.fx()
-                  .db()
-                  .exec("UPDATE samples SET key = 'rtl_' || char(0x202E) || 'yp.exe_gnp.py', "
-                        "code = 'x = 1 # ' || char(0x2067) || 'admin' || char(0x2069) || "
-                        "char(10) WHERE key = 'repaired.py'")
-                  .ok());
+  vf.fx().exec("add_bidi_overrides");
   auto run = get("/run?tag=v2&q=rtl_");
   ASSERT_TRUE(run);
   ASSERT_EQ(run->status, 200) << run->body;
