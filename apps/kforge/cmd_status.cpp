@@ -456,7 +456,7 @@ void print_text(const nlohmann::ordered_json& st) {
               "torch and triton, then kforge retry " +
               run["tag"].get<std::string>() + " --verdict " + c["verdict"].get<std::string>() + ")";
         else if (cause == "infrastructure")
-          text += " (the verifier could not run the sample; these go back to its queue)";
+          text += " (the verifier could not run the sample verifier.max_requeues times in a row)";
         print_wrapped(head, text);
       }
     }
