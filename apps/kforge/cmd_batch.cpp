@@ -20,6 +20,7 @@
 #include <set>
 
 #include "commands.hpp"
+#include "kforge/llm/result_line.hpp"
 #include "kforge/core/printable.hpp"
 #include "kforge/core/clock.hpp"
 #include "kforge/core/env.hpp"
@@ -223,13 +224,11 @@ Result<OutputCounts> drive(const app::Config& cfg, store::Db& db, const std::str
 std::string line_error(const json& j, int status) {
   std::string why;
   if (j.contains("error") && j["error"].is_string()) why = j["error"].get<std::string>();
-  if (j.contains("error") && j["error"].is_object())
-    why = j["error"].value("code", std::string("error")) + ": " +
-          j["error"].value("message", std::string());
+  if (j.contains("error") && j["error"].is_object()) why = llm::result_line_error(j["error"]);
   const json& resp = j.contains("response") ? j["response"] : json();
   if (why.empty() && resp.is_object() && resp.contains("body") && resp["body"].is_object() &&
-      resp["body"].contains("error") && resp["body"]["error"].is_object())
-    why = resp["body"]["error"].value("message", std::string());
+      resp["body"].contains("error"))
+    why = llm::result_line_error(resp["body"]["error"]);
   std::string head = status > 0 ? "HTTP " + std::to_string(status) : std::string("failed");
   return why.empty() ? head : head + ": " + why.substr(0, 500);
 }
