@@ -155,7 +155,26 @@ TEST_F(Cli, BadConfigurationNamesFileAndLine) {
   test::write_text(dir_ / "bad.yaml", "log:\n  level: info\nstore:\n  pathh: x.db\n");
   auto r = kforge({"--config", (dir_ / "bad.yaml").string(), "status"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("bad.yaml:4: store.pathh: unknown key"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("bad.yaml:4: store.pathh: unknown key (did you mean store.path?)"),
+            std::string::npos)
+      << r.err;
+  // Every error is listed, with -v or without, by kforge and by kforged --check-config.
+  test::write_text(dir_ / "bad3.yaml",
+                   "stor:\n  path: x.db\nlog:\n  levle: info\nllm:\n  max_in_flight: many\n");
+  for (const auto& argv :
+       {std::vector<std::string>{test::binary("apps/kforge/kforge").string(), "--config",
+                                 (dir_ / "bad3.yaml").string(), "status"},
+        std::vector<std::string>{test::binary("apps/kforged/kforged").string(), "--config",
+                                 (dir_ / "bad3.yaml").string(), "--check-config"}}) {
+    r = test::run_process(argv);
+    EXPECT_EQ(r.exit_code, 1) << argv[0];
+    for (const char* want : {"3 errors in the configuration:",
+                             "bad3.yaml:1: stor: unknown key (did you mean store?)",
+                             "bad3.yaml:4: log.levle: unknown key (did you mean log.level?)",
+                             "bad3.yaml:6: llm.max_in_flight: expected an integer, got 'many'"})
+      EXPECT_NE(r.err.find(want), std::string::npos) << argv[0] << ": " << want << "\n" << r.err;
+    EXPECT_EQ(r.err.find("more)"), std::string::npos) << r.err;
+  }
 
   test::write_text(dir_ / "bad2.yaml", "store:\n  busy_timeout_ms: soon\n");
   r = test::run_process({test::binary("apps/kforged/kforged").string(), "--config",
