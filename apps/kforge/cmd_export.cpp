@@ -187,6 +187,7 @@ Command add_export(CLI::App& root, Globals& g) {
         bool folder = !args->out_dir.empty();
         report::ExportOptions opts;
         if (auto shape = report::parse_row_shape(args->format)) {
+          if (!folder) KF_CHECK_OR_REPORT(report::check_json_extension(args->out));
           opts.shape = *shape;
           opts.format = report::ExportFormat::jsonl;
         } else if (folder && args->format == "json") {

@@ -120,6 +120,16 @@ TEST_F(Cli, ExitCodes) {
             std::string::npos)
       << limit.err;
   EXPECT_LT(limit.err.size(), 200u) << limit.err;
+  // A usage error points to the command's own help, not the root's.
+  EXPECT_NE(limit.err.find("(kforge run create --help)"), std::string::npos) << limit.err;
+  auto unknown_option = kforge({"status", "--colour"});
+  EXPECT_EQ(unknown_option.exit_code, 2);
+  EXPECT_NE(unknown_option.err.find("(kforge status --help)"), std::string::npos)
+      << unknown_option.err;
+  auto global_first = kforge({"-q", "corpus", "dups", "--limit", "x"});
+  EXPECT_EQ(global_first.exit_code, 2);
+  EXPECT_NE(global_first.err.find("(kforge corpus dups --help)"), std::string::npos)
+      << global_first.err;
   limit = kforge({"run", "create", "a", "--pipeline", "v1", "--limit", "0"});
   EXPECT_EQ(limit.exit_code, 2);
   EXPECT_NE(limit.err.find("expected 1 or more samples, got 0 (leave the option out for no "
@@ -149,6 +159,9 @@ TEST_F(Cli, SubcommandHelpListsTheGlobalOptions) {
   // The footers a command has are kept.
   auto r = kforge({"run", "create", "--help"});
   EXPECT_NE(r.out.find("form an A/B pair"), std::string::npos) << r.out;
+  // --dedup first keeps the group's representative (README), not the first imported.
+  EXPECT_NE(r.out.find("the group's representative"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("first imported"), std::string::npos) << r.out;
 }
 
 TEST_F(Cli, BadConfigurationNamesFileAndLine) {
