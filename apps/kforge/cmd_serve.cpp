@@ -10,8 +10,10 @@
 
 #include <arpa/inet.h>
 #include <httplib.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -22,6 +24,7 @@
 
 #include "commands.hpp"
 #include "kforge/core/clock.hpp"
+#include "kforge/report/escape.hpp"
 #include "kforge/report/viewer.hpp"
 
 namespace kforge::cli {
@@ -157,6 +160,49 @@ struct Listen {
   int port = 0;
 };
 
+// Why HOST:PORT cannot be listened on, in words ("" when it can): the host does not resolve,
+// the address is not on this machine, the port is taken or needs privileges. Found by binding
+// a socket of our own first, as the server will.
+std::string why_cannot_listen(const Listen& l) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  int rc = ::getaddrinfo(l.host.c_str(), std::to_string(l.port).c_str(), &hints, &found);
+  if (rc != 0)
+    return "the host '" + l.host + "' does not resolve (" + ::gai_strerror(rc) +
+           "): give an IP address or a name this machine resolves";
+  int err = EADDRNOTAVAIL;
+  for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
+    int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) {
+      err = errno;
+      continue;
+    }
+    int yes = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    const bool bound = ::bind(fd, ai->ai_addr, ai->ai_addrlen) == 0;
+    err = bound ? 0 : errno;
+    ::close(fd);
+    if (bound) break;
+  }
+  ::freeaddrinfo(found);
+  switch (err) {
+    case 0:
+      return "";
+    case EADDRINUSE:
+      return "the address is in use (--listen another port, or :0 for any)";
+    case EADDRNOTAVAIL:
+      return l.host + " is not an address of this machine (`ip address` lists them; " +
+             "127.0.0.1 for this machine only, 0.0.0.0 for all its addresses)";
+    case EACCES:
+      return "port " + std::to_string(l.port) +
+             " needs privileges (below 1024): --listen a port of 1024 or more";
+    default:
+      return std::strerror(err);
+  }
+}
+
 Result<Listen> parse_listen(const std::string& listen) {
   auto colon = listen.rfind(':');
   Listen l;
@@ -234,11 +280,17 @@ Command add_serve(CLI::App& root, Globals& g) {
                   refuse(res, 401, "wrong token");
                   return H::Handled;
                 }
-                // Keep it in a cookie and take it out of the address bar and history.
+                // Keep it in a cookie and take it out of the address bar and history; the rest
+                // of the query stays (a deep link opens its page).
                 secure(res);
                 res.set_header("Set-Cookie", std::string(kCookie) + "=" + token +
                                                  "; HttpOnly; SameSite=Strict; Path=/");
-                res.set_redirect(req.path, 303);
+                std::string rest;
+                for (const auto& [k, v] : req.params)
+                  if (k != "token")
+                    rest += (rest.empty() ? "?" : "&") + report::url_encode(k) + "=" +
+                            report::url_encode(v);
+                res.set_redirect(req.path + rest, 303);
                 return H::Handled;
               }
               std::string presented = cookie(req.get_header_value("Cookie"), kCookie);
@@ -276,6 +328,9 @@ Command add_serve(CLI::App& root, Globals& g) {
               int yes = 1;
               ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
             });
+            if (std::string why = why_cannot_listen(l); !why.empty())
+              return report(Error{
+                  "io", "cannot listen on " + l.host + ":" + std::to_string(l.port) + ": " + why});
             errno = 0;
             int port = l.port == 0 ? svr.bind_to_any_port(l.host)
                                    : (svr.bind_to_port(l.host, l.port) ? l.port : -1);

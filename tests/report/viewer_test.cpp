@@ -384,6 +384,29 @@ TEST(ViewerServe, RefusesAnotherAddressWithoutAToken) {
   EXPECT_TRUE(has(r.err, "must be HOST:PORT")) << r.err;
 }
 
+// Issue 56, 10: each reason a --listen address cannot be used is named, not "in use" for all.
+TEST(ViewerServe, EveryBindFailureSaysWhy) {
+  ViewerFixture vf;
+  ServeProcess first(vf.config());
+  const std::vector<std::string> token = {"KFORGE_REPORT_SERVE_TOKEN=s3cret-viewer-token-0123456789"};
+  auto serve = [&](const std::string& listen) {
+    return run_process({binary("apps/kforge/kforge").string(), "--config", vf.config().string(),
+                        "serve", "--listen", listen},
+                       token, 30);
+  };
+  auto r = serve("127.0.0.1:" + std::to_string(first.port()));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(has(r.err, "the address is in use")) << r.err;
+  r = serve("no-such-host.invalid:0");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(has(r.err, "the host 'no-such-host.invalid' does not resolve")) << r.err;
+  EXPECT_FALSE(has(r.err, "in use")) << r.err;
+  r = serve("203.0.113.7:0");  // TEST-NET-3: no machine's address
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(has(r.err, "203.0.113.7 is not an address of this machine")) << r.err;
+  EXPECT_FALSE(has(r.err, "in use")) << r.err;
+}
+
 TEST(ViewerServe, AnotherAddressNeedsTheTokenByHeaderOrCookie) {
   const std::string token = "s3cret-viewer-token-0123456789";
   ViewerFixture vf;
@@ -409,6 +432,17 @@ TEST(ViewerServe, AnotherAddressNeedsTheTokenByHeaderOrCookie) {
   EXPECT_EQ(r->status, 303);
   EXPECT_EQ(r->get_header_value("Location"), "/run");
   EXPECT_TRUE(has(r->get_header_value("Set-Cookie"), "kforge_token=" + token + "; HttpOnly"));
+  // A deep link keeps its query: the redirect leads to the page it names.
+  r = c.Get(("/sample?tag=v2&key=" + report::url_encode("repaired.py") + "&token=" + token).c_str());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 303);
+  const std::string location = r->get_header_value("Location");
+  EXPECT_EQ(location, "/sample?key=repaired.py&tag=v2");
+  EXPECT_FALSE(has(location, token));
+  r = c.Get(location.c_str(), {{"Cookie", "kforge_token=" + token}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_TRUE(has(r->body, "repaired.py"));
   r = c.Get("/?token=wrong");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 401);
