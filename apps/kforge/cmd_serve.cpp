@@ -222,6 +222,51 @@ Result<Listen> parse_listen(const std::string& listen) {
   return l;
 }
 
+// What every request goes through first: the methods, the Host of a loopback viewer, the
+// token (Handled: answered here, with the refusal or the token's redirect).
+httplib::Server::HandlerResponse guard(const httplib::Request& req, httplib::Response& res,
+                                       bool loopback, const std::string& token) {
+  using H = httplib::Server::HandlerResponse;
+  if (req.method != "GET" && req.method != "HEAD") {
+    res.set_header("Allow", "GET, HEAD");
+    refuse(res, 405, "kforge serve is read-only: GET and HEAD only");
+    return H::Handled;
+  }
+  if (loopback && !is_loopback(host_of(req.get_header_value("Host")))) {
+    refuse(res, 403, "this viewer answers requests for a loopback host only");
+    return H::Handled;
+  }
+  if (token.empty()) return H::Unhandled;
+  if (req.has_param("token")) {
+    if (!constant_time_equal(req.get_param_value("token"), token)) {
+      refuse(res, 401, "wrong token");
+      return H::Handled;
+    }
+    // Keep it in a cookie and take it out of the address bar and history; the rest
+    // of the query stays (a deep link opens its page).
+    secure(res);
+    res.set_header("Set-Cookie", std::string(kCookie) + "=" + token +
+                                     "; HttpOnly; SameSite=Strict; Path=/");
+    std::string rest;
+    for (const auto& [k, v] : req.params)
+      if (k != "token")
+        rest += (rest.empty() ? "?" : "&") + report::url_encode(k) + "=" +
+                report::url_encode(v);
+    res.set_redirect(req.path + rest, 303);
+    return H::Handled;
+  }
+  std::string presented = cookie(req.get_header_value("Cookie"), kCookie);
+  std::string auth = req.get_header_value("Authorization");
+  if (auth.rfind("Bearer ", 0) == 0) presented = auth.substr(7);
+  if (presented.empty() || !constant_time_equal(presented, token)) {
+    refuse(res, 401,
+           "this viewer needs its token: open this address with ?token=TOKEN once "
+           "(report.serve.token), or send Authorization: Bearer TOKEN");
+    return H::Handled;
+  }
+  return H::Unhandled;
+}
+
 }  // namespace
 
 Command add_serve(CLI::App& root, Globals& g) {
@@ -264,45 +309,7 @@ Command add_serve(CLI::App& root, Globals& g) {
             httplib::Server svr;
             svr.set_payload_max_length(64 * 1024);
             svr.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
-              using H = httplib::Server::HandlerResponse;
-              if (req.method != "GET" && req.method != "HEAD") {
-                res.set_header("Allow", "GET, HEAD");
-                refuse(res, 405, "kforge serve is read-only: GET and HEAD only");
-                return H::Handled;
-              }
-              if (loopback && !is_loopback(host_of(req.get_header_value("Host")))) {
-                refuse(res, 403, "this viewer answers requests for a loopback host only");
-                return H::Handled;
-              }
-              if (token.empty()) return H::Unhandled;
-              if (req.has_param("token")) {
-                if (!constant_time_equal(req.get_param_value("token"), token)) {
-                  refuse(res, 401, "wrong token");
-                  return H::Handled;
-                }
-                // Keep it in a cookie and take it out of the address bar and history; the rest
-                // of the query stays (a deep link opens its page).
-                secure(res);
-                res.set_header("Set-Cookie", std::string(kCookie) + "=" + token +
-                                                 "; HttpOnly; SameSite=Strict; Path=/");
-                std::string rest;
-                for (const auto& [k, v] : req.params)
-                  if (k != "token")
-                    rest += (rest.empty() ? "?" : "&") + report::url_encode(k) + "=" +
-                            report::url_encode(v);
-                res.set_redirect(req.path + rest, 303);
-                return H::Handled;
-              }
-              std::string presented = cookie(req.get_header_value("Cookie"), kCookie);
-              std::string auth = req.get_header_value("Authorization");
-              if (auth.rfind("Bearer ", 0) == 0) presented = auth.substr(7);
-              if (presented.empty() || !constant_time_equal(presented, token)) {
-                refuse(res, 401,
-                       "this viewer needs its token: open this address with ?token=TOKEN once "
-                       "(report.serve.token), or send Authorization: Bearer TOKEN");
-                return H::Handled;
-              }
-              return H::Unhandled;
+              return guard(req, res, loopback, token);
             });
             svr.Get(".*", [&](const httplib::Request& req, httplib::Response& res) {
               secure(res);
