@@ -20,13 +20,13 @@
 #include <set>
 
 #include "commands.hpp"
-#include "kforge/llm/result_line.hpp"
-#include "kforge/core/printable.hpp"
 #include "kforge/core/clock.hpp"
 #include "kforge/core/env.hpp"
 #include "kforge/core/fs.hpp"
+#include "kforge/core/printable.hpp"
 #include "kforge/llm/client.hpp"
 #include "kforge/llm/errors.hpp"
+#include "kforge/llm/result_line.hpp"
 #include "kforge/pipeline/gateway.hpp"
 #include "kforge/pipeline/heartbeat.hpp"
 #include "kforge/pipeline/jobs.hpp"

@@ -115,7 +115,8 @@ int run_dups(const CorpusArgs& a, const app::Config& cfg) {
     }
     ++shown;
     std::printf("group %lld: %zu samples, each at least %.2f similar to %s%s\n",
-                static_cast<long long>(g.id), g.members.size(), g.spread, printable(center_of(g).key).c_str(),
+                static_cast<long long>(g.id), g.members.size(), g.spread,
+                printable(center_of(g).key).c_str(),
                 g.through_kernels > 0 ? " or linked to it through kernels" : "");
     for (const auto& m : g.members)
       std::printf("  %-40s %7lld bytes  %s%s %.2f with %s\n", printable(m.key).c_str(),

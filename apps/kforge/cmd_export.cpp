@@ -7,8 +7,8 @@
 #include <optional>
 
 #include "commands.hpp"
-#include "kforge/core/printable.hpp"
 #include "kforge/core/fs.hpp"
+#include "kforge/core/printable.hpp"
 #include "kforge/dedup/groups.hpp"
 #include "kforge/report/dataset.hpp"
 #include "kforge/report/export.hpp"
@@ -99,8 +99,8 @@ Status report_near(std::FILE* to, const ExportArgs& a, const report::ExportSumma
                    printable(n.match.kernel).c_str(), printable(n.match.eval_kernel).c_str(),
                    printable(n.match.key).c_str(), printable(n.match.file).c_str());
     else
-      std::fprintf(to, "  %s: kernel %s, similarity %.2f with %s of %s in %s\n", printable(n.key).c_str(),
-                   printable(n.match.kernel).c_str(), n.match.similarity,
+      std::fprintf(to, "  %s: kernel %s, similarity %.2f with %s of %s in %s\n",
+                   printable(n.key).c_str(), printable(n.match.kernel).c_str(), n.match.similarity,
                    printable(n.match.eval_kernel).c_str(), printable(n.match.key).c_str(),
                    printable(n.match.file).c_str());
   }

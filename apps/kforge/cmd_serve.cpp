@@ -98,8 +98,7 @@ bool is_loopback(const std::string& host) {
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (lower == "localhost") return true;
   in_addr v4{};
-  if (::inet_pton(AF_INET, host.c_str(), &v4) == 1)
-    return (ntohl(v4.s_addr) >> 24) == 127;
+  if (::inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
   in6_addr v6{};
   return ::inet_pton(AF_INET6, host.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
 }
@@ -245,13 +244,12 @@ httplib::Server::HandlerResponse guard(const httplib::Request& req, httplib::Res
     // Keep it in a cookie and take it out of the address bar and history; the rest
     // of the query stays (a deep link opens its page).
     secure(res);
-    res.set_header("Set-Cookie", std::string(kCookie) + "=" + token +
-                                     "; HttpOnly; SameSite=Strict; Path=/");
+    res.set_header("Set-Cookie",
+                   std::string(kCookie) + "=" + token + "; HttpOnly; SameSite=Strict; Path=/");
     std::string rest;
     for (const auto& [k, v] : req.params)
       if (k != "token")
-        rest += (rest.empty() ? "?" : "&") + report::url_encode(k) + "=" +
-                report::url_encode(v);
+        rest += (rest.empty() ? "?" : "&") + report::url_encode(k) + "=" + report::url_encode(v);
     res.set_redirect(req.path + rest, 303);
     return H::Handled;
   }

@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "commands.hpp"
-#include "kforge/core/printable.hpp"
 #include "kforge/core/env.hpp"
+#include "kforge/core/printable.hpp"
 #include "kforge/pipeline/batch_status.hpp"
 #include "kforge/pipeline/heartbeat.hpp"
 #include "kforge/pipeline/progress.hpp"

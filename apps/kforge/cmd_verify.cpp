@@ -326,7 +326,8 @@ Command add_verify(CLI::App& root, Globals& g) {
         auto devs = pool->devices();
         for (const auto& d : devs)
           if (!d.in_rotation)
-            std::printf("  ALERT: %s out of rotation: %s\n", d.device.c_str(), printable(d.reason).c_str());
+            std::printf("  ALERT: %s out of rotation: %s\n", d.device.c_str(),
+                        printable(d.reason).c_str());
         if (args->record_devices) {
           KF_TRY_OR_REPORT(auto db, app::open_store(cfg));
           auto st = verify::store_device_status(*db, devs, system_clock().wall_ms());

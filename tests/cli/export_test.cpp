@@ -45,8 +45,9 @@ TEST_F(ReportCli, ExportRefusesAFileNamedForAnotherFormat) {
     args.insert(args.end(), extra.begin(), extra.end());
     auto r = kforge(args);
     EXPECT_EQ(r.exit_code, 2) << r.err;
-    EXPECT_TRUE(has(r.err, "x.parquet: kforge export writes JSON (a .json list or .jsonl lines), "
-                           "not Parquet"))
+    EXPECT_TRUE(has(r.err,
+                    "x.parquet: kforge export writes JSON (a .json list or .jsonl lines), "
+                    "not Parquet"))
         << r.err;
     EXPECT_FALSE(std::filesystem::exists(parquet));
   }

@@ -181,10 +181,10 @@ TEST_F(Cli, BadConfigurationNamesFileAndLine) {
                                  (dir_ / "bad3.yaml").string(), "--check-config"}}) {
     r = test::run_process(argv);
     EXPECT_EQ(r.exit_code, 1) << argv[0];
-    for (const char* want : {"3 errors in the configuration:",
-                             "bad3.yaml:1: stor: unknown key (did you mean store?)",
-                             "bad3.yaml:4: log.levle: unknown key (did you mean log.level?)",
-                             "bad3.yaml:6: llm.max_in_flight: expected an integer, got 'many'"})
+    for (const char* want :
+         {"3 errors in the configuration:", "bad3.yaml:1: stor: unknown key (did you mean store?)",
+          "bad3.yaml:4: log.levle: unknown key (did you mean log.level?)",
+          "bad3.yaml:6: llm.max_in_flight: expected an integer, got 'many'"})
       EXPECT_NE(r.err.find(want), std::string::npos) << argv[0] << ": " << want << "\n" << r.err;
     EXPECT_EQ(r.err.find("more)"), std::string::npos) << r.err;
   }

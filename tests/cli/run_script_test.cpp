@@ -77,8 +77,7 @@ class RunScriptProcess {
  public:
   RunScriptProcess(const fs::path& root, const fs::path& log) {
     std::vector<std::string> env = test::environment_with(
-        {"KFORGE_RUN_NO_BUILD=1", "BUILD_DIR=build", "KFORGE_LLM_BASE_URL=",
-         "OPENAI_API_KEY="});
+        {"KFORGE_RUN_NO_BUILD=1", "BUILD_DIR=build", "KFORGE_LLM_BASE_URL=", "OPENAI_API_KEY="});
     pid_ = ::fork();
     if (pid_ == 0) {
       ::setpgid(0, 0);
@@ -174,9 +173,9 @@ TEST(RunScript, OneCtrlCIsOneGracefulStopAndNoCallIsPaidTwice) {
                                (root / "kforge.yaml").string()});
     return test::run_process(args);
   };
-  auto imported = kforge({"import", test::small_corpus().string(), "--map",
-                          "code=output,description_1=simp_instru,description_2=comp_instru",
-                          "--key", "file"});
+  auto imported =
+      kforge({"import", test::small_corpus().string(), "--map",
+              "code=output,description_1=simp_instru,description_2=comp_instru", "--key", "file"});
   ASSERT_EQ(imported.exit_code, 0) << imported.err;
   auto created = kforge(
       {"run", "create", "first", "--pipeline", "v2", "--repair-rounds", "0", "--limit", "12"});
@@ -215,7 +214,8 @@ TEST(RunScript, OneCtrlCIsOneGracefulStopAndNoCallIsPaidTwice) {
   auto second = nlohmann::json::parse(test::read_text(stats));
   std::map<std::string, std::int64_t> paid;
   for (const auto* s : {&first, &second})
-    for (const auto& [hash, n] : (*s)["answered_by_hash"].items()) paid[hash] += n.get<std::int64_t>();
+    for (const auto& [hash, n] : (*s)["answered_by_hash"].items())
+      paid[hash] += n.get<std::int64_t>();
   std::int64_t twice = 0;
   for (const auto& [hash, n] : paid) twice += n > 1 ? 1 : 0;
   EXPECT_EQ(twice, 0) << "calls paid twice after the restart";

@@ -401,8 +401,9 @@ TEST_F(RunCli, AnOldBeatFromAnotherHostIsStale) {
 // Issue 56, 10: a kforged that died and was not reaped (a zombie: it answers kill(pid, 0)) is not
 // running, however recent its last beat: no rate, no ETA.
 TEST_F(RunCli, AZombieDaemonOnThisHostIsNotRunning) {
-  ASSERT_EQ(site_->kforge({"run", "create", "z", "--pipeline", "v1", "--limit", "2",
-                           "--repair-rounds", "0"})
+  ASSERT_EQ(site_
+                ->kforge({"run", "create", "z", "--pipeline", "v1", "--limit", "2",
+                          "--repair-rounds", "0"})
                 .exit_code,
             0);
   pid_t zombie = ::fork();

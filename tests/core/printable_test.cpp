@@ -14,8 +14,12 @@ TEST(Printable, EscapesControlsAndKeepsText) {
   EXPECT_EQ(printable("a\nb", Newlines::keep), "a\nb");
   EXPECT_EQ(printable(std::string("nul\0x", 5)), "nul\\x00x");
   // C1 controls in UTF-8 (U+009B is a control sequence introducer) and bytes that are not UTF-8.
-  EXPECT_EQ(printable("\xc2\x9b" "31m"), "\\u009b31m");
-  EXPECT_EQ(printable("\x9b" "31m \xff"), "\\x9b31m \\xff");
+  EXPECT_EQ(printable("\xc2\x9b"
+                      "31m"),
+            "\\u009b31m");
+  EXPECT_EQ(printable("\x9b"
+                      "31m \xff"),
+            "\\x9b31m \\xff");
   EXPECT_EQ(printable("\xe2\x82"), "\\xe2\\x82");  // cut short
   // Text in any script stays as it is.
   for (const char* plain : {"é ü ñ", "日本語", "emoji 🙂", "\xc2\xa0nbsp", "tab\there"})

@@ -400,9 +400,10 @@ TEST(BatchOffline, ImportReadsErrorCodesOfAnyTypeAndNestedMessagesAndRecordsAFai
     EXPECT_EQ(r["failed"], 2) << i.out;
     EXPECT_EQ(r[pass == 0 ? "new" : "already_recorded"], n - 2) << i.out;
   }
-  EXPECT_EQ(site.scalar("SELECT count(*) FROM llm_calls WHERE request_sha256 = '" + numeric_id +
-                        "' AND status = 'error' AND error LIKE '%400: numeric code (kforge test)%'"),
-            1);
+  EXPECT_EQ(
+      site.scalar("SELECT count(*) FROM llm_calls WHERE request_sha256 = '" + numeric_id +
+                  "' AND status = 'error' AND error LIKE '%400: numeric code (kforge test)%'"),
+      1);
   EXPECT_EQ(site.scalar("SELECT count(*) FROM llm_calls WHERE request_sha256 = '" + nested_id +
                         "' AND status = 'error' AND error LIKE '%400: nested message (kforge "
                         "test)%'"),

@@ -108,8 +108,8 @@ TEST(VerifyStage, InfrastructureRequeuesAreCappedWithBackOffThenEndedWithAVerdic
   Site site(script("fake_llm_cpu.json"));
   fill_verify_queue(site, cpu_corpus(), 1);
   auto db = site.open_db();
-  JobsVerifyQueue queue(*db, RequeuePolicy{.max_requeues = 3, .backoff_ms = 1000,
-                                           .max_backoff_ms = 600'000});
+  JobsVerifyQueue queue(
+      *db, RequeuePolicy{.max_requeues = 3, .backoff_ms = 1000, .max_backoff_ms = 600'000});
   std::int64_t now = system_clock().wall_ms();
   auto lease = [&](std::int64_t at) {
     auto r = queue.lease("hostD:1", at + 60'000, at);

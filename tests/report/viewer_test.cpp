@@ -48,8 +48,8 @@ TEST(ViewerEscape, ShowsBidirectionalControlsAsMarkers) {
   // rtl_<U+202E>yp.exe_gnp.py reads rtl_yp.png_exe.py when the override is rendered.
   EXPECT_EQ(report::html_escape("rtl_\u202Eyp.exe_gnp.py"),
             "rtl_<span class=bidi title=U+202E>&#x27E6;U+202E&#x27E7;</span>yp.exe_gnp.py");
-  for (const char* control : {"\u202A", "\u202B", "\u202C", "\u202D", "\u202E", "\u2066",
-                              "\u2067", "\u2068", "\u2069"}) {
+  for (const char* control :
+       {"\u202A", "\u202B", "\u202C", "\u202D", "\u202E", "\u2066", "\u2067", "\u2068", "\u2069"}) {
     std::string out = report::html_escape(std::string("a") + control + "b");
     EXPECT_FALSE(has(out, control)) << out;
     EXPECT_TRUE(has(out, "<span class=bidi")) << out;
@@ -310,8 +310,8 @@ TEST_F(Viewer, AnswersLoopbackHostsOnly) {
   for (const char* hostile :
        {"attacker.example:8370", "127.attacker.example", "127.attacker.example:8370",
         "127.0.0.1.nip.io", "127.0.0.1.nip.io:8370", "localhost.attacker.example",
-        "127.0.0.1:8370@attacker.example", "127.0.0.1:80:90", "[::1].attacker.example",
-        "[::1]x", "127.1", "0177.0.0.1", "127.0.0.1:", "127.0.0.1:abc", "::1", ""}) {
+        "127.0.0.1:8370@attacker.example", "127.0.0.1:80:90", "[::1].attacker.example", "[::1]x",
+        "127.1", "0177.0.0.1", "127.0.0.1:", "127.0.0.1:abc", "::1", ""}) {
     auto r = get("/", {{"Host", hostile}});
     ASSERT_TRUE(r) << hostile;
     EXPECT_EQ(r->status, 403) << hostile;
@@ -388,7 +388,8 @@ TEST(ViewerServe, RefusesAnotherAddressWithoutAToken) {
 TEST(ViewerServe, EveryBindFailureSaysWhy) {
   ViewerFixture vf;
   ServeProcess first(vf.config());
-  const std::vector<std::string> token = {"KFORGE_REPORT_SERVE_TOKEN=s3cret-viewer-token-0123456789"};
+  const std::vector<std::string> token = {
+      "KFORGE_REPORT_SERVE_TOKEN=s3cret-viewer-token-0123456789"};
   auto serve = [&](const std::string& listen) {
     return run_process({binary("apps/kforge/kforge").string(), "--config", vf.config().string(),
                         "serve", "--listen", listen},
@@ -433,7 +434,8 @@ TEST(ViewerServe, AnotherAddressNeedsTheTokenByHeaderOrCookie) {
   EXPECT_EQ(r->get_header_value("Location"), "/run");
   EXPECT_TRUE(has(r->get_header_value("Set-Cookie"), "kforge_token=" + token + "; HttpOnly"));
   // A deep link keeps its query: the redirect leads to the page it names.
-  r = c.Get(("/sample?tag=v2&key=" + report::url_encode("repaired.py") + "&token=" + token).c_str());
+  r = c.Get(
+      ("/sample?tag=v2&key=" + report::url_encode("repaired.py") + "&token=" + token).c_str());
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 303);
   const std::string location = r->get_header_value("Location");

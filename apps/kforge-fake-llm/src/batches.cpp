@@ -396,15 +396,14 @@ void FakeBatches::finish(Batch& b, const std::string& fault) {
                 .dump());
       } else if (format == "vllm_nested") {
         // Newer vLLM: the error object nested in another.
-        err_lines.push_back(
-            json{{"id", "vllm-" + std::to_string(++next_)},
-                 {"custom_id", cid},
-                 {"response", {{"status_code", 400}, {"request_id", rid}, {"body", nullptr}}},
-                 {"error",
-                  {{"error",
-                    {{"message", "scripted failed line"}, {"type", "BadRequestError"},
-                     {"code", 400}}}}}}
-                .dump());
+        err_lines.push_back(json{
+            {"id", "vllm-" + std::to_string(++next_)},
+            {"custom_id", cid},
+            {"response", {{"status_code", 400}, {"request_id", rid}, {"body", nullptr}}},
+            {"error",
+             {{"error",
+               {{"message", "scripted failed line"}, {"type", "BadRequestError"}, {"code", 400}}}}}}
+                                .dump());
       } else if (format == "vllm") {
         // vllm run-batch's failed request: status 400, no body, the error as a string.
         err_lines.push_back(

@@ -18,7 +18,8 @@ namespace {
 
 // A JSON value as text: a string as it is, anything else as JSON.
 std::string text_of(const json& v) {
-  return v.is_string() ? v.get<std::string>() : v.dump(-1, ' ', false, json::error_handler_t::replace);
+  return v.is_string() ? v.get<std::string>()
+                       : v.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 // The message of an error object, however deep in {"error": ...} it is nested.

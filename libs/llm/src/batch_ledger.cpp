@@ -168,7 +168,7 @@ Status BatchLedger::done(std::int64_t id, const std::string& status, const std::
 }
 
 Result<std::vector<BatchLedger::Undeleted>> BatchLedger::undeleted(const std::string& chat_url,
-                                                                    const std::string& model) {
+                                                                   const std::string& model) {
   KF_TRY(store::Stmt * s, db_->cached(llm_queries()["batch_undeleted"]));
   s->bind(1, chat_url).bind(2, model);
   std::vector<Undeleted> found;

@@ -287,7 +287,8 @@ bool BatchRunner::Impl::poll(Open& b, std::int64_t now) {
   }
   b.errors = 0;
   // A provider's fields of another type than documented are read as absent, never thrown on.
-  std::string status = j.contains("status") && j["status"].is_string() ? j["status"].get<std::string>() : "";
+  std::string status =
+      j.contains("status") && j["status"].is_string() ? j["status"].get<std::string>() : "";
   std::int64_t completed = 0, failed = 0;
   if (j.contains("request_counts") && j["request_counts"].is_object()) {
     const json& rc = j["request_counts"];

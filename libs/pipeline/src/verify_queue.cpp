@@ -228,13 +228,10 @@ bool infrastructure_failure(const verify::VerifyResult& r) {
 
 // An infrastructure failure: back to the queue after a back-off, or, past the policy's cap, the
 // result to store as the job's verdict (std::nullopt with `out` set when requeued or lost).
-Result<std::optional<verify::VerifyResult>> requeue_or_give_up(store::Db& db,
-                                                               const std::string& owner,
-                                                               const verify::VerifyJob& job,
-                                                               const verify::VerifyResult& r,
-                                                               std::int64_t now,
-                                                               const RequeuePolicy& policy,
-                                                               VerdictOutcome& out) {
+Result<std::optional<verify::VerifyResult>> requeue_or_give_up(
+    store::Db& db, const std::string& owner, const verify::VerifyJob& job,
+    const verify::VerifyResult& r, std::int64_t now, const RequeuePolicy& policy,
+    VerdictOutcome& out) {
   KF_TRY(store::Stmt * c, db.cached(q()["vstage_requeues"]));
   c->bind(1, job.job_id);
   KF_TRY(auto count, c->one([](store::Stmt& row) { return row.int64(0); }));
@@ -243,8 +240,8 @@ Result<std::optional<verify::VerifyResult>> requeue_or_give_up(store::Db& db,
     verify::VerifyResult ended = r;
     ended.verdict = verify::Verdict::error;
     ended.detail = "the verifier could not run this sample " + std::to_string(before + 1) +
-                   " times in a row (verifier.max_requeues " +
-                   std::to_string(policy.max_requeues) + "); the last time: " + r.detail;
+                   " times in a row (verifier.max_requeues " + std::to_string(policy.max_requeues) +
+                   "); the last time: " + r.detail;
     return std::optional<verify::VerifyResult>(std::move(ended));
   }
   std::int64_t wait = policy.backoff_ms;

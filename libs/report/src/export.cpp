@@ -26,14 +26,15 @@ const std::vector<std::string>& verdict_names() {
 
 Status check_json_extension(const std::filesystem::path& out) {
   static const std::vector<std::pair<std::string, std::string>> kOther = {
-      {".parquet", "Parquet"}, {".pq", "Parquet"}, {".csv", "CSV"},       {".tsv", "TSV"},
-      {".arrow", "Arrow"},     {".feather", "Arrow"}, {".xlsx", "Excel"}, {".avro", "Avro"},
-      {".orc", "ORC"}};
+      {".parquet", "Parquet"}, {".pq", "Parquet"},  {".csv", "CSV"},
+      {".tsv", "TSV"},         {".arrow", "Arrow"}, {".feather", "Arrow"},
+      {".xlsx", "Excel"},      {".avro", "Avro"},   {".orc", "ORC"}};
   std::string ext = out.extension().string();
   for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   for (const auto& [e, name] : kOther)
     if (ext == e)
-      return fail("usage", "--out " + out.string() + ": kforge export writes JSON (a .json list or " +
+      return fail("usage", "--out " + out.string() +
+                               ": kforge export writes JSON (a .json list or " +
                                ".jsonl lines), not " + name +
                                "; name the file .json or .jsonl (a dataset folder of JSON Lines: "
                                "--out-dir DIR)");

@@ -83,8 +83,8 @@ void LocalBackend::finish(const VerifyJob& job, VerifyResult&& r) {
     KF_TRY(store::Transaction tx, store::Transaction::begin(queue_.db()));
     VerdictOutcome out = VerdictOutcome::requeued;
     if (stopped) {
-      KF_TRY(bool ours, queue_.release(job.job_id, owner_, Release::requeue, std::nullopt,
-                                       clock_.wall_ms()));
+      KF_TRY(bool ours,
+             queue_.release(job.job_id, owner_, Release::requeue, std::nullopt, clock_.wall_ms()));
       if (!ours) out = VerdictOutcome::lost;
     } else {
       KF_TRY(VerdictOutcome stored, queue_.store_verdict(owner_, job, r, clock_.wall_ms()));

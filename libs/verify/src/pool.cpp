@@ -88,9 +88,9 @@ Result<std::uint64_t> Pool::submit(VerifyRequest request, Callback done) {
   }
   // Python compiles no source with a NUL byte in it ("source code string cannot contain null
   // bytes"): the sample is invalid as written, whatever runs it, and is not run.
-  for (const auto& [field, text] : {std::pair{"code", &request.code},
-                                    std::pair{"kernel_wrapper", &request.kernel_wrapper},
-                                    std::pair{"unitest_code", &request.unitest_code}}) {
+  for (const auto& [field, text] :
+       {std::pair{"code", &request.code}, std::pair{"kernel_wrapper", &request.kernel_wrapper},
+        std::pair{"unitest_code", &request.unitest_code}}) {
     auto at = (*text)->find('\0');
     if (at == std::string::npos) continue;
     VerifyResult res;
