@@ -14,12 +14,15 @@ int main(int argc, char** argv) {
   CLI::App app{"kforge-fake-llm: a scriptable OpenAI-compatible test server.", "kforge-fake-llm"};
   std::string script_path;
   std::string port_file;
+  std::string stats_file;
   kforge::fake_llm::ServerOptions opts;
   app.add_option("--host", opts.host, "Address to listen on")->capture_default_str();
   app.add_option("-p,--port", opts.port, "Port (0: any free port, printed)")->capture_default_str();
   app.add_option("-s,--script", script_path, "Script file (YAML or JSON); none: default answers");
   app.add_option("--port-file", port_file, "Write the port number to this file once listening");
   app.add_option("--threads", opts.threads, "Request threads")->capture_default_str();
+  app.add_option("--stats-file", stats_file,
+                 "Write the counters (GET /_stats) to this file, as JSON, when stopped");
   app.add_flag_callback(
       "--check", [] {}, "Only validate the script (with --script) and exit");
   try {
@@ -63,5 +66,12 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&set, &sig);
   (*server)->stop();
+  if (!stats_file.empty()) {
+    auto w = kforge::write_file_atomic(stats_file, (*server)->stats().dump() + "\n");
+    if (!w.ok()) {
+      std::fprintf(stderr, "kforge-fake-llm: error: %s\n", w.error().message.c_str());
+      return 1;
+    }
+  }
   return 0;
 }

@@ -23,8 +23,10 @@
 #include "kforge/core/clock.hpp"
 #include "kforge/core/env.hpp"
 #include "kforge/core/fs.hpp"
+#include "kforge/core/printable.hpp"
 #include "kforge/llm/client.hpp"
 #include "kforge/llm/errors.hpp"
+#include "kforge/llm/result_line.hpp"
 #include "kforge/pipeline/gateway.hpp"
 #include "kforge/pipeline/heartbeat.hpp"
 #include "kforge/pipeline/jobs.hpp"
@@ -222,13 +224,11 @@ Result<OutputCounts> drive(const app::Config& cfg, store::Db& db, const std::str
 std::string line_error(const json& j, int status) {
   std::string why;
   if (j.contains("error") && j["error"].is_string()) why = j["error"].get<std::string>();
-  if (j.contains("error") && j["error"].is_object())
-    why = j["error"].value("code", std::string("error")) + ": " +
-          j["error"].value("message", std::string());
+  if (j.contains("error") && j["error"].is_object()) why = llm::result_line_error(j["error"]);
   const json& resp = j.contains("response") ? j["response"] : json();
   if (why.empty() && resp.is_object() && resp.contains("body") && resp["body"].is_object() &&
-      resp["body"].contains("error") && resp["body"]["error"].is_object())
-    why = resp["body"]["error"].value("message", std::string());
+      resp["body"].contains("error"))
+    why = llm::result_line_error(resp["body"]["error"]);
   std::string head = status > 0 ? "HTTP " + std::to_string(status) : std::string("failed");
   return why.empty() ? head : head + ": " + why.substr(0, 500);
 }
@@ -350,7 +350,7 @@ Command add_batch(CLI::App& root, Globals& g) {
             KF_TRY_OR_REPORT(auto answers, read_results(args->file, &failures, &errors));
             if (!errors.empty()) {
               for (std::size_t i = 0; i < errors.size() && i < 20; ++i)
-                std::fprintf(stderr, "kforge: %s\n", errors[i].c_str());
+                std::fprintf(stderr, "kforge: %s\n", printable(errors[i]).c_str());
               if (errors.size() > 20)
                 std::fprintf(stderr, "kforge: ... and %zu more\n", errors.size() - 20);
               std::fprintf(stderr, "kforge: nothing imported: fix the lines above\n");

@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "kforge/core/clock.hpp"
 #include "kforge/core/fs.hpp"
+#include "kforge/core/printable.hpp"
 #include "kforge/report/compare.hpp"
 
 namespace kforge::cli {
@@ -54,7 +55,9 @@ Command add_compare(CLI::App& root, Globals& g) {
               std::printf("%s\n", report::to_json(c).dump(2).c_str());
               return kOk;
             }
-            std::fputs(report::format_text(c, cfg.report.list_limit).c_str(), stdout);
+            std::fputs(
+                printable(report::format_text(c, cfg.report.list_limit), Newlines::keep).c_str(),
+                stdout);
             return kOk;
           }};
 }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "kforge/core/printable.hpp"
 #include "kforge/dedup/groups.hpp"
 
 namespace kforge::cli {
@@ -114,13 +115,14 @@ int run_dups(const CorpusArgs& a, const app::Config& cfg) {
     }
     ++shown;
     std::printf("group %lld: %zu samples, each at least %.2f similar to %s%s\n",
-                static_cast<long long>(g.id), g.members.size(), g.spread, center_of(g).key.c_str(),
+                static_cast<long long>(g.id), g.members.size(), g.spread,
+                printable(center_of(g).key).c_str(),
                 g.through_kernels > 0 ? " or linked to it through kernels" : "");
     for (const auto& m : g.members)
-      std::printf("  %-40s %7lld bytes  %s%s %.2f with %s\n", m.key.c_str(),
+      std::printf("  %-40s %7lld bytes  %s%s %.2f with %s\n", printable(m.key).c_str(),
                   static_cast<long long>(m.bytes), dedup::to_string(m.via),
                   m.via == dedup::Via::similarity ? "" : ", similarity", m.similarity,
-                  m.linked_to.c_str());
+                  printable(m.linked_to).c_str());
   }
   return kOk;
 }

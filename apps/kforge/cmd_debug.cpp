@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "commands.hpp"
+#include "kforge/core/printable.hpp"
 #include "kforge/report/debug.hpp"
 
 namespace kforge::cli {
@@ -37,11 +38,11 @@ Command add_debug(CLI::App& root, Globals& g) {
             KF_TRY_OR_REPORT(auto db, app::open_store(cfg, app::IfMissing::refuse));
             if (!args->failed) {
               KF_TRY_OR_REPORT(auto dir, report::write_debug(*db, args->tag, args->key, args->out));
-              std::printf("%s\n", dir.c_str());
+              std::printf("%s\n", printable(dir.string()).c_str());
               return kOk;
             }
             KF_TRY_OR_REPORT(auto dirs, report::write_debug_failed(*db, args->tag, args->out));
-            for (const auto& d : dirs) std::printf("%s\n", d.c_str());
+            for (const auto& d : dirs) std::printf("%s\n", printable(d.string()).c_str());
             if (!g.quiet)
               std::fprintf(stderr, "wrote %zu debug folders under %s\n", dirs.size(),
                            args->out.c_str());

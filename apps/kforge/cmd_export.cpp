@@ -8,6 +8,7 @@
 
 #include "commands.hpp"
 #include "kforge/core/fs.hpp"
+#include "kforge/core/printable.hpp"
 #include "kforge/dedup/groups.hpp"
 #include "kforge/report/dataset.hpp"
 #include "kforge/report/export.hpp"
@@ -94,13 +95,14 @@ Status report_near(std::FILE* to, const ExportArgs& a, const report::ExportSumma
       break;
     }
     if (n.match.exact)
-      std::fprintf(to, "  %s: kernel %s is the same as %s of %s in %s\n", n.key.c_str(),
-                   n.match.kernel.c_str(), n.match.eval_kernel.c_str(), n.match.key.c_str(),
-                   n.match.file.c_str());
+      std::fprintf(to, "  %s: kernel %s is the same as %s of %s in %s\n", printable(n.key).c_str(),
+                   printable(n.match.kernel).c_str(), printable(n.match.eval_kernel).c_str(),
+                   printable(n.match.key).c_str(), printable(n.match.file).c_str());
     else
-      std::fprintf(to, "  %s: kernel %s, similarity %.2f with %s of %s in %s\n", n.key.c_str(),
-                   n.match.kernel.c_str(), n.match.similarity, n.match.eval_kernel.c_str(),
-                   n.match.key.c_str(), n.match.file.c_str());
+      std::fprintf(to, "  %s: kernel %s, similarity %.2f with %s of %s in %s\n",
+                   printable(n.key).c_str(), printable(n.match.kernel).c_str(), n.match.similarity,
+                   printable(n.match.eval_kernel).c_str(), printable(n.match.key).c_str(),
+                   printable(n.match.file).c_str());
   }
   return {};
 }
@@ -185,6 +187,7 @@ Command add_export(CLI::App& root, Globals& g) {
         bool folder = !args->out_dir.empty();
         report::ExportOptions opts;
         if (auto shape = report::parse_row_shape(args->format)) {
+          if (!folder) KF_CHECK_OR_REPORT(report::check_json_extension(args->out));
           opts.shape = *shape;
           opts.format = report::ExportFormat::jsonl;
         } else if (folder && args->format == "json") {

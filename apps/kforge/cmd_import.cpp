@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "kforge/core/printable.hpp"
 #include "kforge/corpus/importer.hpp"
 #include "kforge/dedup/groups.hpp"
 
@@ -135,7 +136,7 @@ Command add_import(CLI::App& root, Globals& g) {
                             std::to_string(s.records - c.present) + " have it empty");
         }
         if (!args->json && !g.quiet)
-          for (const auto& n : notes) std::fprintf(stderr, "note: %s\n", n.c_str());
+          for (const auto& n : notes) std::fprintf(stderr, "note: %s\n", printable(n).c_str());
         if (s.oversized > 0) {
           std::string list;
           for (const auto& k : s.oversized_records) list += (list.empty() ? "" : ", ") + k;
@@ -146,7 +147,7 @@ Command add_import(CLI::App& root, Globals& g) {
                        "without a request: %s\n",
                        static_cast<long long>(s.oversized),
                        static_cast<long long>(opts.warn_code_bytes),
-                       static_cast<long long>(cfg.llm.max_prompt_tokens), list.c_str());
+                       static_cast<long long>(cfg.llm.max_prompt_tokens), printable(list).c_str());
         }
         if (args->json) {
           nlohmann::json j = {{"file", args->file},
@@ -184,10 +185,10 @@ Command add_import(CLI::App& root, Globals& g) {
           if (s.changed > static_cast<std::int64_t>(s.changed_keys.size())) keys += ", ...";
           if (args->update)
             std::printf("replaced %lld changed records: %s\n", static_cast<long long>(s.updated),
-                        keys.c_str());
+                        printable(keys).c_str());
           else
             std::printf("left %lld changed records alone (--update replaces them): %s\n",
-                        static_cast<long long>(s.changed), keys.c_str());
+                        static_cast<long long>(s.changed), printable(keys).c_str());
         }
         return kOk;
       }};

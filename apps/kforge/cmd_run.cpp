@@ -313,8 +313,10 @@ Command add_run(CLI::App& root, Globals& g) {
   create_cmd->add_flag("--json", args->json, "Print the created run as JSON");
   create_cmd
       ->add_option("--dedup", args->dedup,
-                   "One sample per near-duplicate group: first (the first imported, the "
-                   "default) or largest (the longest code)")
+                   "One sample per near-duplicate group, whatever the import order: first (the "
+                   "group's representative, the default; the member first by code SHA-256 when "
+                   "the representative is not among the run's samples) or largest (the longest "
+                   "code; ties go to the representative)")
       ->expected(0, 1)
       ->default_str("first")
       ->check(CLI::IsMember({"first", "largest"}));

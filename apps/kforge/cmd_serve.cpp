@@ -8,10 +8,15 @@
 // report.serve.token, which every request then presents (Authorization: Bearer, or the cookie
 // that opening a page once with ?token=... sets), compared in constant time and never logged.
 
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -19,6 +24,7 @@
 
 #include "commands.hpp"
 #include "kforge/core/clock.hpp"
+#include "kforge/report/escape.hpp"
 #include "kforge/report/viewer.hpp"
 
 namespace kforge::cli {
@@ -85,14 +91,37 @@ bool constant_time_equal(std::string_view presented, std::string_view secret) {
   return diff == 0;
 }
 
+// A loopback host: "localhost", an IPv4 literal of 127.0.0.0/8 (four decimal parts, as inet_pton
+// reads them) or the IPv6 loopback literal. Names that merely start with "127." are not.
 bool is_loopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+  std::string lower = host;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "localhost") return true;
+  in_addr v4{};
+  if (::inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  return ::inet_pton(AF_INET6, host.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
 }
 
-// The host part of a Host header ("127.0.0.1:8370", "[::1]:8370", "localhost").
+// The host part of a Host header ("127.0.0.1:8370", "[::1]:8370", "localhost"); "" when the
+// header is not HOST, HOST:PORT, [V6] or [V6]:PORT with a decimal port.
 std::string host_of(const std::string& header) {
-  if (!header.empty() && header.front() == '[') return header.substr(1, header.find(']') - 1);
-  return header.substr(0, header.rfind(':'));
+  auto port_ok = [](std::string_view p) {
+    return !p.empty() && p.size() <= 5 &&
+           std::all_of(p.begin(), p.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (!header.empty() && header.front() == '[') {
+    auto close = header.find(']');
+    if (close == std::string::npos) return "";
+    std::string_view rest = std::string_view(header).substr(close + 1);
+    if (!rest.empty() && (rest.front() != ':' || !port_ok(rest.substr(1)))) return "";
+    return header.substr(1, close - 1);
+  }
+  auto colon = header.find(':');
+  if (colon == std::string::npos) return header;
+  if (header.find(':', colon + 1) != std::string::npos) return "";  // a bare IPv6 is no Host
+  if (!port_ok(std::string_view(header).substr(colon + 1))) return "";
+  return header.substr(0, colon);
 }
 
 // The value of cookie `name` in a Cookie header, "" when absent.
@@ -130,6 +159,49 @@ struct Listen {
   int port = 0;
 };
 
+// Why HOST:PORT cannot be listened on, in words ("" when it can): the host does not resolve,
+// the address is not on this machine, the port is taken or needs privileges. Found by binding
+// a socket of our own first, as the server will.
+std::string why_cannot_listen(const Listen& l) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  int rc = ::getaddrinfo(l.host.c_str(), std::to_string(l.port).c_str(), &hints, &found);
+  if (rc != 0)
+    return "the host '" + l.host + "' does not resolve (" + ::gai_strerror(rc) +
+           "): give an IP address or a name this machine resolves";
+  int err = EADDRNOTAVAIL;
+  for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
+    int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) {
+      err = errno;
+      continue;
+    }
+    int yes = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    const bool bound = ::bind(fd, ai->ai_addr, ai->ai_addrlen) == 0;
+    err = bound ? 0 : errno;
+    ::close(fd);
+    if (bound) break;
+  }
+  ::freeaddrinfo(found);
+  switch (err) {
+    case 0:
+      return "";
+    case EADDRINUSE:
+      return "the address is in use (--listen another port, or :0 for any)";
+    case EADDRNOTAVAIL:
+      return l.host + " is not an address of this machine (`ip address` lists them; " +
+             "127.0.0.1 for this machine only, 0.0.0.0 for all its addresses)";
+    case EACCES:
+      return "port " + std::to_string(l.port) +
+             " needs privileges (below 1024): --listen a port of 1024 or more";
+    default:
+      return std::strerror(err);
+  }
+}
+
 Result<Listen> parse_listen(const std::string& listen) {
   auto colon = listen.rfind(':');
   Listen l;
@@ -147,6 +219,50 @@ Result<Listen> parse_listen(const std::string& listen) {
   if (used == 0 || used != port.size() || l.port < 0 || l.port > 65535)
     return fail("usage", "--listen '" + listen + "': the port must be 0 to 65535");
   return l;
+}
+
+// What every request goes through first: the methods, the Host of a loopback viewer, the
+// token (Handled: answered here, with the refusal or the token's redirect).
+httplib::Server::HandlerResponse guard(const httplib::Request& req, httplib::Response& res,
+                                       bool loopback, const std::string& token) {
+  using H = httplib::Server::HandlerResponse;
+  if (req.method != "GET" && req.method != "HEAD") {
+    res.set_header("Allow", "GET, HEAD");
+    refuse(res, 405, "kforge serve is read-only: GET and HEAD only");
+    return H::Handled;
+  }
+  if (loopback && !is_loopback(host_of(req.get_header_value("Host")))) {
+    refuse(res, 403, "this viewer answers requests for a loopback host only");
+    return H::Handled;
+  }
+  if (token.empty()) return H::Unhandled;
+  if (req.has_param("token")) {
+    if (!constant_time_equal(req.get_param_value("token"), token)) {
+      refuse(res, 401, "wrong token");
+      return H::Handled;
+    }
+    // Keep it in a cookie and take it out of the address bar and history; the rest
+    // of the query stays (a deep link opens its page).
+    secure(res);
+    res.set_header("Set-Cookie",
+                   std::string(kCookie) + "=" + token + "; HttpOnly; SameSite=Strict; Path=/");
+    std::string rest;
+    for (const auto& [k, v] : req.params)
+      if (k != "token")
+        rest += (rest.empty() ? "?" : "&") + report::url_encode(k) + "=" + report::url_encode(v);
+    res.set_redirect(req.path + rest, 303);
+    return H::Handled;
+  }
+  std::string presented = cookie(req.get_header_value("Cookie"), kCookie);
+  std::string auth = req.get_header_value("Authorization");
+  if (auth.rfind("Bearer ", 0) == 0) presented = auth.substr(7);
+  if (presented.empty() || !constant_time_equal(presented, token)) {
+    refuse(res, 401,
+           "this viewer needs its token: open this address with ?token=TOKEN once "
+           "(report.serve.token), or send Authorization: Bearer TOKEN");
+    return H::Handled;
+  }
+  return H::Unhandled;
 }
 
 }  // namespace
@@ -191,45 +307,15 @@ Command add_serve(CLI::App& root, Globals& g) {
             httplib::Server svr;
             svr.set_payload_max_length(64 * 1024);
             svr.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
-              using H = httplib::Server::HandlerResponse;
-              if (req.method != "GET" && req.method != "HEAD") {
-                res.set_header("Allow", "GET, HEAD");
-                refuse(res, 405, "kforge serve is read-only: GET and HEAD only");
-                return H::Handled;
-              }
-              if (loopback && !is_loopback(host_of(req.get_header_value("Host")))) {
-                refuse(res, 403, "this viewer answers requests for a loopback host only");
-                return H::Handled;
-              }
-              if (token.empty()) return H::Unhandled;
-              if (req.has_param("token")) {
-                if (!constant_time_equal(req.get_param_value("token"), token)) {
-                  refuse(res, 401, "wrong token");
-                  return H::Handled;
-                }
-                // Keep it in a cookie and take it out of the address bar and history.
-                secure(res);
-                res.set_header("Set-Cookie", std::string(kCookie) + "=" + token +
-                                                 "; HttpOnly; SameSite=Strict; Path=/");
-                res.set_redirect(req.path, 303);
-                return H::Handled;
-              }
-              std::string presented = cookie(req.get_header_value("Cookie"), kCookie);
-              std::string auth = req.get_header_value("Authorization");
-              if (auth.rfind("Bearer ", 0) == 0) presented = auth.substr(7);
-              if (presented.empty() || !constant_time_equal(presented, token)) {
-                refuse(res, 401,
-                       "this viewer needs its token: open this address with ?token=TOKEN once "
-                       "(report.serve.token), or send Authorization: Bearer TOKEN");
-                return H::Handled;
-              }
-              return H::Unhandled;
+              return guard(req, res, loopback, token);
             });
             svr.Get(".*", [&](const httplib::Request& req, httplib::Response& res) {
               secure(res);
               auto db = pool.take();
               if (!db.ok()) {
-                refuse(res, 500, db.error().message);
+                // The message names the database's path: for this terminal, not the client.
+                std::fprintf(stderr, "kforge serve: %s\n", db.error().message.c_str());
+                refuse(res, 500, "the viewer cannot open its database (see kforge serve's output)");
                 return;
               }
               report::ViewRequest vr;
@@ -247,6 +333,9 @@ Command add_serve(CLI::App& root, Globals& g) {
               int yes = 1;
               ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
             });
+            if (std::string why = why_cannot_listen(l); !why.empty())
+              return report(Error{
+                  "io", "cannot listen on " + l.host + ":" + std::to_string(l.port) + ": " + why});
             errno = 0;
             int port = l.port == 0 ? svr.bind_to_any_port(l.host)
                                    : (svr.bind_to_port(l.host, l.port) ? l.port : -1);

@@ -15,6 +15,7 @@
 
 #include "commands.hpp"
 #include "kforge/core/env.hpp"
+#include "kforge/core/printable.hpp"
 #include "kforge/pipeline/batch_status.hpp"
 #include "kforge/pipeline/heartbeat.hpp"
 #include "kforge/pipeline/progress.hpp"
@@ -455,7 +456,7 @@ void print_text(const nlohmann::ordered_json& st) {
               "torch and triton, then kforge retry " +
               run["tag"].get<std::string>() + " --verdict " + c["verdict"].get<std::string>() + ")";
         else if (cause == "infrastructure")
-          text += " (the verifier could not run the sample; these go back to its queue)";
+          text += " (the verifier could not run the sample verifier.max_requeues times in a row)";
         print_wrapped(head, text);
       }
     }
@@ -547,6 +548,9 @@ Command add_status(CLI::App& root, Globals& g) {
             bool tty = ::isatty(1) != 0;
             while (true) {
               KF_TRY_OR_REPORT(auto st, collect(*db, cfg, tag));
+              // Keys, answers and errors came from models and crawls: no escape sequence of
+              // theirs reaches the terminal (--json escapes them as JSON does).
+              if (!args->json) st = printable_strings(st);
               if (args->json) {
                 std::printf("%s\n", st.dump().c_str());
               } else {

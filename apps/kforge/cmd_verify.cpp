@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "kforge/core/printable.hpp"
 #include "kforge/corpus/importer.hpp"
 #include "kforge/corpus/reader.hpp"
 #include "kforge/verify/figures.hpp"
@@ -316,7 +317,7 @@ Command add_verify(CLI::App& root, Globals& g) {
                 "  %7lld  #%lld %s  cpu %lld  import %lld  tests %lld  compile %lld (%lld calls, "
                 "cpu %lld + tools %lld)  mutant %lld  on %s\n",
                 static_cast<long long>(s.figures.value("total_ms", std::int64_t{0})),
-                static_cast<long long>(s.index), s.key.c_str(),
+                static_cast<long long>(s.index), printable(s.key).c_str(),
                 static_cast<long long>(s.figures.value("cpu_ms", std::int64_t{-1})), f("import"),
                 f("tests"), f("compile"), f("compiles"), f("compile_cpu"), f("compile_child_cpu"),
                 f("mutant"), s.figures.value("device", std::string()).c_str());
@@ -325,7 +326,8 @@ Command add_verify(CLI::App& root, Globals& g) {
         auto devs = pool->devices();
         for (const auto& d : devs)
           if (!d.in_rotation)
-            std::printf("  ALERT: %s out of rotation: %s\n", d.device.c_str(), d.reason.c_str());
+            std::printf("  ALERT: %s out of rotation: %s\n", d.device.c_str(),
+                        printable(d.reason).c_str());
         if (args->record_devices) {
           KF_TRY_OR_REPORT(auto db, app::open_store(cfg));
           auto st = verify::store_device_status(*db, devs, system_clock().wall_ms());

@@ -7,11 +7,13 @@
 #include "commands.hpp"
 #include "kforge/core/log.hpp"
 #include "kforge/core/names.hpp"
+#include "kforge/core/printable.hpp"
 
 namespace kforge::cli {
 
 int report(const Error& e) {
-  std::fprintf(stderr, "kforge: error: %s\n", e.message.c_str());
+  // Messages quote records, keys and answers: no control character of theirs is printed raw.
+  std::fprintf(stderr, "kforge: error: %s\n", printable(e.message, Newlines::keep).c_str());
   return e.kind == "usage" ? kUsage : kFailure;
 }
 
@@ -21,7 +23,8 @@ Result<app::Config> load(const Globals& g) {
   // log.level.
   setup_logging(g.quiet ? "error" : g.verbose ? "info" : "warn");
   if (!g.quiet)
-    for (const auto& w : c.warnings) std::fprintf(stderr, "kforge: warning: %s\n", w.c_str());
+    for (const auto& w : c.warnings)
+      std::fprintf(stderr, "kforge: warning: %s\n", printable(w, Newlines::keep).c_str());
   return c;
 }
 
@@ -84,6 +87,32 @@ std::string unknown_command(const CLI::App& root, int argc, char** argv) {
     path += " " + next->get_name();
   }
   return "";
+}
+
+// The command that argv names, as typed to ask for its help: "kforge run create" (option values
+// skipped, as unknown_command does); "kforge" when it names none.
+std::string command_path(const CLI::App& root, int argc, char** argv) {
+  const CLI::App* at = &root;
+  std::string path = "kforge";
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--") break;
+    if (!a.empty() && a[0] == '-') {
+      if (a.find('=') == std::string::npos) {
+        auto* opt = at->get_option_no_throw(a);
+        if (opt == nullptr) opt = root.get_option_no_throw(a);
+        if (opt != nullptr && opt->get_items_expected_min() > 0) ++i;
+      }
+      continue;
+    }
+    const CLI::App* next = nullptr;
+    for (const auto* s : at->get_subcommands([](const CLI::App*) { return true; }))
+      if (s->check_name(a)) next = s;
+    if (next == nullptr) break;  // a positional argument of the command
+    at = next;
+    path += " " + next->get_name();
+  }
+  return path;
 }
 
 // Every subcommand's --help ends with the global options, which it takes too (before or after
@@ -152,8 +181,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // One line like every other error, then where help is.
-    std::fprintf(stderr, "kforge: error: %s (kforge --help)\n", e.what());
+    // One line like every other error, then where the command's own help is.
+    std::fprintf(stderr, "kforge: error: %s (%s --help)\n", e.what(),
+                 command_path(app, argc, argv).c_str());
     return kUsage;
   }
   try {

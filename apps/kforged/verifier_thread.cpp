@@ -95,7 +95,11 @@ void VerifierThread::run(app::Config cfg, std::string config_path, std::string o
     running_ = false;
   };
   if (!db.ok()) return fail(db.error().message);
-  pipeline::JobsVerifyQueue queue(**db);  // outlives the backend, whose stop() releases jobs
+  pipeline::RequeuePolicy requeue;
+  requeue.max_requeues = cfg.verifier.max_requeues;
+  requeue.backoff_ms = static_cast<std::int64_t>(cfg.verifier.requeue_backoff_s * 1000);
+  // outlives the backend, whose stop() releases jobs
+  pipeline::JobsVerifyQueue queue(**db, requeue);
   auto backend = make_verify_backend(cfg, queue, env_, owner, owner_glob);
   if (!backend.ok()) return fail(backend.error().message);
   spdlog::info("verifier: {}", (*backend)->describe());

@@ -36,5 +36,31 @@ TEST_F(ReportCli, Export) {
   EXPECT_EQ(kforge({"export", "nope", "--out", out.string()}).exit_code, 1);
 }
 
+// Issue 56, 10: a file named for another format is refused, never written as JSON.
+TEST_F(ReportCli, ExportRefusesAFileNamedForAnotherFormat) {
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{}, {"--format", "jsonl"}, {"--format", "sft"}}) {
+    auto parquet = fx.dir() / "x.parquet";
+    std::vector<std::string> args = {"export", "v2", "--out", parquet.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = kforge(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_TRUE(has(r.err,
+                    "x.parquet: kforge export writes JSON (a .json list or .jsonl lines), "
+                    "not Parquet"))
+        << r.err;
+    EXPECT_FALSE(std::filesystem::exists(parquet));
+  }
+  auto csv = fx.dir() / "x.CSV";
+  EXPECT_EQ(kforge({"export", "v2", "--out", csv.string()}).exit_code, 2);
+  // An extension naming nothing, in auto: said so, with the way out.
+  auto out = fx.dir() / "x.data";
+  auto r = kforge({"export", "v2", "--out", out.string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(has(r.err, "the extension '.data' names no format")) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  EXPECT_EQ(kforge({"export", "v2", "--out", out.string(), "--format", "jsonl"}).exit_code, 0);
+}
+
 }  // namespace
 }  // namespace kforge::test

@@ -61,6 +61,21 @@ TEST_F(Cli, ImportRefusesAMapFieldNoRecordHas) {
   EXPECT_NE(r.err.find("field 'outputx' (code): missing"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("the record's fields are: file, repo, simp_instru"), std::string::npos)
       << r.err;
+  // One rule for every field a user names: the nearest field, and the record's fields.
+  r = kforge({"import", corpus, "--map", "code=outptu"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("field 'outptu' (code): missing (every record needs the code: --map "
+                       "code=FIELD names it) (did you mean 'output'?); the record's fields are: "
+                       "file, repo, simp_instru"),
+            std::string::npos)
+      << r.err;
+  r = kforge({"import", corpus, "--map", "code=output", "--key", "fiel"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("record 0 (line "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("field 'fiel' (key): missing (--key names it as the "
+                       "record's key) (did you mean 'file'?); the record's fields are: file, repo"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST_F(Cli, ImportReportsFieldsPresentInSomeRecordsOnly) {

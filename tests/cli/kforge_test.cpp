@@ -120,6 +120,16 @@ TEST_F(Cli, ExitCodes) {
             std::string::npos)
       << limit.err;
   EXPECT_LT(limit.err.size(), 200u) << limit.err;
+  // A usage error points to the command's own help, not the root's.
+  EXPECT_NE(limit.err.find("(kforge run create --help)"), std::string::npos) << limit.err;
+  auto unknown_option = kforge({"status", "--colour"});
+  EXPECT_EQ(unknown_option.exit_code, 2);
+  EXPECT_NE(unknown_option.err.find("(kforge status --help)"), std::string::npos)
+      << unknown_option.err;
+  auto global_first = kforge({"-q", "corpus", "dups", "--limit", "x"});
+  EXPECT_EQ(global_first.exit_code, 2);
+  EXPECT_NE(global_first.err.find("(kforge corpus dups --help)"), std::string::npos)
+      << global_first.err;
   limit = kforge({"run", "create", "a", "--pipeline", "v1", "--limit", "0"});
   EXPECT_EQ(limit.exit_code, 2);
   EXPECT_NE(limit.err.find("expected 1 or more samples, got 0 (leave the option out for no "
@@ -149,13 +159,35 @@ TEST_F(Cli, SubcommandHelpListsTheGlobalOptions) {
   // The footers a command has are kept.
   auto r = kforge({"run", "create", "--help"});
   EXPECT_NE(r.out.find("form an A/B pair"), std::string::npos) << r.out;
+  // --dedup first keeps the group's representative (README), not the first imported.
+  EXPECT_NE(r.out.find("the group's representative"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("first imported"), std::string::npos) << r.out;
 }
 
 TEST_F(Cli, BadConfigurationNamesFileAndLine) {
   test::write_text(dir_ / "bad.yaml", "log:\n  level: info\nstore:\n  pathh: x.db\n");
   auto r = kforge({"--config", (dir_ / "bad.yaml").string(), "status"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("bad.yaml:4: store.pathh: unknown key"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("bad.yaml:4: store.pathh: unknown key (did you mean store.path?)"),
+            std::string::npos)
+      << r.err;
+  // Every error is listed, with -v or without, by kforge and by kforged --check-config.
+  test::write_text(dir_ / "bad3.yaml",
+                   "stor:\n  path: x.db\nlog:\n  levle: info\nllm:\n  max_in_flight: many\n");
+  for (const auto& argv :
+       {std::vector<std::string>{test::binary("apps/kforge/kforge").string(), "--config",
+                                 (dir_ / "bad3.yaml").string(), "status"},
+        std::vector<std::string>{test::binary("apps/kforged/kforged").string(), "--config",
+                                 (dir_ / "bad3.yaml").string(), "--check-config"}}) {
+    r = test::run_process(argv);
+    EXPECT_EQ(r.exit_code, 1) << argv[0];
+    for (const char* want :
+         {"3 errors in the configuration:", "bad3.yaml:1: stor: unknown key (did you mean store?)",
+          "bad3.yaml:4: log.levle: unknown key (did you mean log.level?)",
+          "bad3.yaml:6: llm.max_in_flight: expected an integer, got 'many'"})
+      EXPECT_NE(r.err.find(want), std::string::npos) << argv[0] << ": " << want << "\n" << r.err;
+    EXPECT_EQ(r.err.find("more)"), std::string::npos) << r.err;
+  }
 
   test::write_text(dir_ / "bad2.yaml", "store:\n  busy_timeout_ms: soon\n");
   r = test::run_process({test::binary("apps/kforged/kforged").string(), "--config",

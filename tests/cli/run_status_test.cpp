@@ -1,6 +1,10 @@
 // kforge run create|pause|resume|cancel and kforge status, through the real binary.
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <thread>
 
 #include "daemon_util.hpp"
 #include "kforge/core/clock.hpp"
@@ -392,6 +396,44 @@ TEST_F(RunCli, AnOldBeatFromAnotherHostIsStale) {
   j = json::parse(site_->kforge({"status", "--json"}).out);
   EXPECT_EQ(j["daemon"]["state"], "running");
   EXPECT_EQ(j["daemon"]["host"], "elsewhere");
+}
+
+// Issue 56, 10: a kforged that died and was not reaped (a zombie: it answers kill(pid, 0)) is not
+// running, however recent its last beat: no rate, no ETA.
+TEST_F(RunCli, AZombieDaemonOnThisHostIsNotRunning) {
+  ASSERT_EQ(site_
+                ->kforge({"run", "create", "z", "--pipeline", "v1", "--limit", "2",
+                          "--repair-rounds", "0"})
+                .exit_code,
+            0);
+  pid_t zombie = ::fork();
+  if (zombie == 0) _exit(0);
+  ASSERT_GT(zombie, 0);
+  std::this_thread::sleep_for(200ms);  // exited; not reaped until the end of the test
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  auto now = kforge::system_clock().wall_ms();
+  {
+    auto db = site_->open_db();
+    ASSERT_TRUE(db->exec("INSERT INTO daemon_heartbeats (host, pid, owner, version, started_ms, "
+                         "beat_ms, interval_ms, metrics, verifies) VALUES ('" +
+                         std::string(host) + "', " + std::to_string(zombie) + ", 'z', 'x', " +
+                         std::to_string(now - 60'000) + ", " + std::to_string(now) +
+                         ", 5000, NULL, 1)")
+                    .ok());
+  }
+  auto j = json::parse(site_->kforge({"status", "--json"}).out);
+  EXPECT_EQ(j["daemon"]["state"], "stale") << j["daemon"].dump();
+  EXPECT_TRUE(has(j["daemon"]["why"].get<std::string>(),
+                  "pid " + std::to_string(zombie) + " is gone from this host"))
+      << j.dump();
+  EXPECT_TRUE(has(j["runs"][0]["waits_for"].get<std::string>(), "no kforged is running"))
+      << j.dump();
+  auto text = site_->kforge({"status", "z"});
+  EXPECT_FALSE(has(text.out, "running since")) << text.out;
+  EXPECT_TRUE(has(text.out, "daemon     STALE: pid " + std::to_string(zombie))) << text.out;
+  EXPECT_TRUE(has(text.out, "ETA -")) << text.out;
+  ::waitpid(zombie, nullptr, 0);
 }
 
 // Exports feed kforge verify: --out - writes to stdout, --map names the code's field.

@@ -184,6 +184,49 @@ TEST(VerifyCli, CrossCompileSaysNotRunWhenNothingPassed) {
   EXPECT_EQ(n, 3);
 }
 
+TEST(VerifyCli, ANulByteInTheCodeIsAnInvalidVerdictWithItsReason) {
+  TempDir tmp;
+  auto input = tmp / "nul.jsonl";
+  {
+    std::ofstream out(input);
+    auto r = load_sample("pass");
+    auto nul = r;
+    nul.code = *r.code + std::string("\n# a NUL: \0 here\n", 17);
+    out << sample_line("nul_code", nul);
+    auto nul_test = r;
+    nul_test.unitest_code = std::string("\0", 1) + *r.unitest_code;
+    out << sample_line("nul_test", nul_test);
+    out << sample_line("pass", r);
+  }
+  auto config = tmp / "kforge.yaml";
+  write_text(config, "verifier:\n  devices: [cpu]\n  python: " + sandbox_python() +
+                         "\n  python_path: [" +
+                         (source_dir() / "tests" / "verify" / "fake_triton").string() +
+                         "]\n  preload: [triton]\n  work_dir: " + (tmp / "work").string() +
+                         "\n  memory_cap_mb: 300\n  max_processes: 32\n");
+  auto out_json = tmp / "verdicts.jsonl";
+  auto r = run_process(
+      {binary("apps/kforge/kforge").string(), "--config", config.string(), "verify", input.string(),
+       "--workers", "1", "--timeout", "20", "--json", out_json.string()},
+      {}, 120);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::istringstream lines(read_text(out_json));
+  std::vector<nlohmann::json> rows;
+  for (std::string line; std::getline(lines, line);) rows.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0]["verdict"], "invalid");
+  EXPECT_EQ(rows[0]["detail"], "code contains a NUL byte at offset " +
+                                   std::to_string(load_sample("pass").code->size() + 10) +
+                                   ": Python cannot compile source code with null bytes");
+  EXPECT_EQ(rows[1]["verdict"], "invalid");
+  EXPECT_NE(
+      rows[1]["detail"].get<std::string>().find("unitest_code contains a NUL byte at offset 0"),
+      std::string::npos)
+      << rows[1].dump();
+  EXPECT_EQ(rows[2]["verdict"], "passed");
+  EXPECT_NE(r.out.find("invalid  2"), std::string::npos) << r.out;
+}
+
 TEST(VerifyCli, BadInputIsAClearError) {
   TempDir tmp;
   auto input = tmp / "broken.json";

@@ -55,7 +55,22 @@ TEST(Config, UnknownKeyNamesFileAndLine) {
   Section s;
   auto st = read(**r, s);
   ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.error().message, "t.yaml:3: sec.limitt: unknown key");
+  EXPECT_EQ(st.error().message, "t.yaml:3: sec.limitt: unknown key (did you mean sec.limit?)");
+}
+
+TEST(Config, EveryErrorIsListedWithItsLineAndAnUnknownKeyGetsTheNearest) {
+  auto r = ConfigReader::load_string("sec:\n  limitt: 3\n  limit: many\nsce: 1\nzzzzzz: 2\n",
+                                     "t.yaml", env_of({}));
+  ASSERT_TRUE(r.ok());
+  Section s;
+  auto st = read(**r, s);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().message,
+            "4 errors in the configuration:\n"
+            "  t.yaml:3: sec.limit: expected an integer, got 'many'\n"
+            "  t.yaml:2: sec.limitt: unknown key (did you mean sec.limit?)\n"
+            "  t.yaml:4: sce: unknown key (did you mean sec?)\n"
+            "  t.yaml:5: zzzzzz: unknown key");
 }
 
 TEST(Config, WrongTypeNamesFileAndLine) {

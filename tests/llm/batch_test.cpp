@@ -454,6 +454,34 @@ TEST_F(BatchTest, AVllmFailedLineWithANullBodyIsAFailedLineWithItsError) {
   EXPECT_EQ(max_lines_per_request(), 1);
 }
 
+// Issue 56, 7: an error file whose line has a numeric error.code (older vLLM) or a nested error
+// object (newer vLLM): a failed line with its message, never an abort of the service.
+TEST_F(BatchTest, AFailedLineWithANumericCodeIsAFailedLineWithItsMessage) {
+  start({{"fault", "failed_line"},
+         {"fail_contains", "number 1"},
+         {"times", 1},
+         {"error_format", "vllm_numeric"}});
+  auto c = make_client();
+  auto res = ask(*c, 3);
+  for (auto& r : res) ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(scalar("SELECT count(*) FROM llm_batch_lines WHERE state = 'failed' AND error LIKE "
+                   "'%400: scripted failed line%'"),
+            1);
+}
+
+TEST_F(BatchTest, AFailedLineWithANestedErrorIsAFailedLineWithItsMessage) {
+  start({{"fault", "failed_line"},
+         {"fail_contains", "number 1"},
+         {"times", 1},
+         {"error_format", "vllm_nested"}});
+  auto c = make_client();
+  auto res = ask(*c, 3);
+  for (auto& r : res) ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(scalar("SELECT count(*) FROM llm_batch_lines WHERE state = 'failed' AND error LIKE "
+                   "'%400: scripted failed line%'"),
+            1);
+}
+
 // Issue 43, 5: the input file is written to disk as it is built (beside the database) and
 // uploaded from there; the result files are read line by line and recorded a few lines at a
 // time (llm.batch.lines_in_memory), whatever the batch's size; nothing is left behind.

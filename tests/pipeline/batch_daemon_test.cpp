@@ -129,6 +129,12 @@ TEST_P(BatchKill, AtEveryStepNoRequestIsPaidTwice) {
       << "every input file uploaded once";
   EXPECT_EQ(final_states(site, "v2"), ref.first);
   EXPECT_EQ(outputs(site, "v2"), ref.second);
+  // The cost shown is the bill: every answer priced once, at the batch price.
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM llm_calls WHERE status = 'ok' AND "
+                        "abs(cost_usd - 0.5 * (prompt_tokens + 2.0 * completion_tokens) / 1e6) "
+                        "> 1e-12"),
+            0)
+      << k.name;
   EXPECT_EQ(site.scalar("SELECT count(*) FROM (SELECT request_sha256 FROM llm_calls WHERE "
                         "status = 'ok' GROUP BY 1 HAVING count(*) > 1)"),
             0);
@@ -354,6 +360,97 @@ TEST(BatchOffline, ImportTakesVllmFailedLinesAndSaysWhichLinesWereNewKnownUnknow
                           std::to_string(n - 1) + " already recorded, 1 unknown"),
             std::string::npos)
       << text.out;
+}
+
+// Issue 56, 7: an older vLLM writes a failed line's error.code as a number, a newer one nests the
+// error object in another: both are failed lines with their message (the file's good lines
+// imported too), and importing the same failed line again records it once.
+TEST(BatchOffline, ImportReadsErrorCodesOfAnyTypeAndNestedMessagesAndRecordsAFailedLineOnce) {
+  Site site(script("fake_llm_answers.json"));
+  site.write_config(batch_options(""));
+  site.import_corpus();
+  site.create_run("v2", "v2");
+  fs::path req = site.dir() / "requests.jsonl";
+  ASSERT_EQ(site.kforge({"batch", "export", "v2", "--out", req.string()}).exit_code, 0);
+  std::istringstream in(run_batch(site, test::read_text(req)));
+  std::string results, line, numeric_id, nested_id;
+  int n = 0;
+  while (std::getline(in, line)) {
+    json l = json::parse(line);
+    if (n == 0 || n == 1) {
+      l["response"] = {{"status_code", 400}, {"request_id", "vllm-batch-1"}, {"body", nullptr}};
+      if (n == 0) {
+        numeric_id = l["custom_id"];
+        l["error"] = {{"code", 400}, {"message", "numeric code (kforge test)"}};
+      } else {
+        nested_id = l["custom_id"];
+        l["error"] = {{"error", {{"message", "nested message (kforge test)"}, {"code", 400}}}};
+      }
+      line = l.dump();
+    }
+    ++n;
+    results += line + "\n";
+  }
+  fs::path res = site.dir() / "results.jsonl";
+  test::write_text(res, results);
+  for (int pass = 0; pass < 2; ++pass) {
+    auto i = site.kforge({"batch", "import", "v2", res.string(), "--json"});
+    ASSERT_EQ(i.exit_code, 0) << i.err;
+    json r = json::parse(i.out);
+    EXPECT_EQ(r["failed"], 2) << i.out;
+    EXPECT_EQ(r[pass == 0 ? "new" : "already_recorded"], n - 2) << i.out;
+  }
+  EXPECT_EQ(
+      site.scalar("SELECT count(*) FROM llm_calls WHERE request_sha256 = '" + numeric_id +
+                  "' AND status = 'error' AND error LIKE '%400: numeric code (kforge test)%'"),
+      1);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM llm_calls WHERE request_sha256 = '" + nested_id +
+                        "' AND status = 'error' AND error LIKE '%400: nested message (kforge "
+                        "test)%'"),
+            1);
+}
+
+// Issue 56, 7: kforged killed while the provider deletes a batch's files, its lines recorded
+// and not yet written as calls (the files' DELETE is the step between the two): after the next
+// start every answer is priced once at the batch price (the cost shown is the bill), and no file
+// is left at the provider.
+TEST(BatchDaemon, KilledWhileTheFilesAreDeletedEveryAnswerIsPricedAndNoFileIsLeft) {
+  json s = script("fake_llm_answers.json");
+  s["batch"] = {{"hold_after", "delete"}, {"hold_ms", 20'000}};
+  Site site(s);
+  site.write_config(batch_options("  mode: batch\n"));
+  site.import_corpus();
+  site.create_run("v2", "v2");
+  {
+    auto d = site.start_daemon();
+    auto until = std::chrono::steady_clock::now() + 60s;
+    while (site.fake().stats()["batch"]["holds"].get<int>() < 1 &&
+           std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(5ms);
+    ASSERT_EQ(site.fake().stats()["batch"]["holds"], 1) << d->log();
+    d->kill9();
+  }
+  ASSERT_EQ(site.scalar("SELECT count(*) FROM llm_batches WHERE state = 'done' AND "
+                        "files_deleted_ms IS NULL"),
+            1);
+  ASSERT_EQ(site.scalar("SELECT count(*) FROM llm_batch_lines WHERE state = 'applied'"), 0)
+      << "nothing is applied before its llm_calls row is written";
+  auto d = site.start_daemon();
+  ASSERT_EQ(site.wait_for(kPastLlm, kN), kN) << d->log();
+  d->signal(SIGTERM);
+  ASSERT_EQ(d->wait(20s), 0) << d->log();
+  json st = site.fake().stats();
+  EXPECT_EQ(st["batch"]["files_stored"], 0) << "no file left at the provider";
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM llm_batches WHERE files_deleted_ms IS NULL"), 0);
+  EXPECT_EQ(max_paid(site), 1);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM llm_calls WHERE status = 'ok'"),
+            st["batch"]["lines"].get<std::int64_t>());
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM llm_calls WHERE status = 'ok' AND "
+                        "abs(cost_usd - 0.5 * (prompt_tokens + 2.0 * completion_tokens) / 1e6) "
+                        "> 1e-12"),
+            0)
+      << "an answer recorded at $0 after the restart";
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM llm_batch_lines WHERE state = 'answered'"), 0);
 }
 
 // Issue 43, 3: a completion window the provider refuses (configured as accepted, wrongly) is

@@ -9,6 +9,7 @@
 #include "kforge/core/clock.hpp"
 #include "kforge/core/env.hpp"
 #include "kforge/pipeline/verify_queue.hpp"
+#include "kforge/store/db.hpp"
 #include "kforge/verify/local_backend.hpp"
 
 namespace kforge::pipeline::e2e {
@@ -98,6 +99,58 @@ TEST(VerifyStage, AnInfrastructureVerdictPutsTheJobBackInTheQueueWithNoVerdictSt
                                       "verify_queued|verify|verifier|"}));
   EXPECT_EQ(site.scalar("SELECT count(*) FROM jobs WHERE coalesce(error, '') = ''"), 0)
       << "the verifier's reason is kept on the job";
+}
+
+// The verifier cannot run a sample (flagged `infrastructure`) again and again: the job goes back
+// to the queue with a growing wait (not leased before it), and at the cap it ends with an `error`
+// verdict naming the cause instead of looping.
+TEST(VerifyStage, InfrastructureRequeuesAreCappedWithBackOffThenEndedWithAVerdict) {
+  Site site(script("fake_llm_cpu.json"));
+  fill_verify_queue(site, cpu_corpus(), 1);
+  auto db = site.open_db();
+  JobsVerifyQueue queue(
+      *db, RequeuePolicy{.max_requeues = 3, .backoff_ms = 1000, .max_backoff_ms = 600'000});
+  std::int64_t now = system_clock().wall_ms();
+  auto lease = [&](std::int64_t at) {
+    auto r = queue.lease("hostD:1", at + 60'000, at);
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return r.ok() ? *r : std::nullopt;
+  };
+  verify::VerifyResult infra;
+  infra.verdict = verify::Verdict::error;
+  infra.flags = {verify::kInfrastructure};
+  infra.detail = "harness: source code string cannot contain null bytes";
+  auto fail_once = [&](const verify::LeasedSample& l, std::int64_t at) {
+    auto tx = store::Transaction::begin(*db);
+    EXPECT_TRUE(tx.ok());
+    auto out = queue.store_verdict("hostD:1", l.job, infra, at);
+    EXPECT_TRUE(out.ok()) << out.error().message;
+    EXPECT_TRUE(tx->commit().ok());
+    return out.ok() ? *out : verify::VerdictOutcome::lost;
+  };
+  auto first = lease(now);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(fail_once(*first, now), verify::VerdictOutcome::requeued);
+  EXPECT_EQ(site.scalar("SELECT not_before_ms FROM jobs"), now + 1000);
+  EXPECT_FALSE(lease(now + 999)) << "waits out its back-off";
+  auto second = lease(now + 1000);  // due: leased at once, not kRecheckEmptyMs later
+  ASSERT_TRUE(second);
+  now += 1000;
+  EXPECT_EQ(fail_once(*second, now), verify::VerdictOutcome::requeued);
+  EXPECT_EQ(site.scalar("SELECT not_before_ms FROM jobs"), now + 2000) << "doubled";
+  EXPECT_FALSE(lease(now + 1999));
+  auto third = lease(now + 2000);
+  ASSERT_TRUE(third);
+  now += 2000;
+  EXPECT_EQ(fail_once(*third, now), verify::VerdictOutcome::stored);
+  EXPECT_EQ(site.rows("SELECT state, verify_requeues FROM jobs", 2),
+            std::vector<std::string>{"done|2"});
+  EXPECT_EQ(site.rows("SELECT verdict, flags_json, detail FROM verifications", 3),
+            std::vector<std::string>{
+                "error|[\"infrastructure\"]|the verifier could not run this sample 3 times in a "
+                "row (verifier.max_requeues 3); the last time: harness: source code string "
+                "cannot contain null bytes"});
+  EXPECT_FALSE(lease(now + 600'000));
 }
 
 // An idle verifier asks the queue often. After a lease that found nothing, the queue answers

@@ -267,6 +267,12 @@ TEST(ReportExport, VerdictFilterAndFormats) {
   EXPECT_EQ(parse_export_format("auto", "x.jsonl").value(), ExportFormat::jsonl);
   EXPECT_EQ(parse_export_format("auto", "x.json").value(), ExportFormat::json);
   EXPECT_FALSE(parse_export_format("xml", "x").ok());
+  EXPECT_EQ(parse_export_format("auto", "-").value(), ExportFormat::json);
+  EXPECT_EQ(parse_export_format("auto", "out").value(), ExportFormat::json);
+  EXPECT_FALSE(parse_export_format("auto", "x.parquet").ok());
+  EXPECT_FALSE(parse_export_format("jsonl", "x.parquet").ok());
+  EXPECT_FALSE(parse_export_format("auto", "x.txt").ok());
+  EXPECT_TRUE(parse_export_format("jsonl", "x.txt").ok());
 }
 
 TEST(ReportExport, AFailedExportLeavesTheOldFileAndNoTemporaries) {

@@ -44,6 +44,24 @@ TEST(ViewerEscape, EscapesTheFiveCharactersAndEncodesQueryValues) {
   EXPECT_EQ(report::url_encode("Az09-._~"), "Az09-._~");
 }
 
+TEST(ViewerEscape, ShowsBidirectionalControlsAsMarkers) {
+  // rtl_<U+202E>yp.exe_gnp.py reads rtl_yp.png_exe.py when the override is rendered.
+  EXPECT_EQ(report::html_escape("rtl_\u202Eyp.exe_gnp.py"),
+            "rtl_<span class=bidi title=U+202E>&#x27E6;U+202E&#x27E7;</span>yp.exe_gnp.py");
+  for (const char* control :
+       {"\u202A", "\u202B", "\u202C", "\u202D", "\u202E", "\u2066", "\u2067", "\u2068", "\u2069"}) {
+    std::string out = report::html_escape(std::string("a") + control + "b");
+    EXPECT_FALSE(has(out, control)) << out;
+    EXPECT_TRUE(has(out, "<span class=bidi")) << out;
+    EXPECT_FALSE(has(out, "\"")) << out;  // inert inside a quoted attribute too
+  }
+  // Neighbours of the ranges and other text stay as they are.
+  for (const char* plain : {"\u2029", "\u202F", "\u2065", "\u206A", "é", "\u2014"})
+    EXPECT_EQ(report::html_escape(plain), plain);
+  // A form's value comes back unchanged.
+  EXPECT_EQ(report::html_attr("t\u202E\"<"), "t\u202E&quot;&lt;");
+}
+
 TEST_F(Viewer, RunsPageListsEveryRunWithProgressAndAnABForm) {
   auto r = get("/");
   ASSERT_TRUE(r);
@@ -130,7 +148,7 @@ TEST_F(Viewer, FiltersChangeTheRows) {
   auto unknown = get("/run?tag=v9");
   ASSERT_TRUE(unknown);
   EXPECT_EQ(unknown->status, 404);
-  EXPECT_TRUE(has(unknown->body, "unknown tag &#39;v9&#39;")) << unknown->body;
+  EXPECT_TRUE(has(unknown->body, "no run tagged &#39;v9&#39;")) << unknown->body;
   auto nowhere = get("/admin");
   ASSERT_TRUE(nowhere);
   EXPECT_EQ(nowhere->status, 404);
@@ -208,6 +226,49 @@ TEST_F(Viewer, HostileSampleShowsAsText) {
   EXPECT_FALSE(has(run->body, "<i>"));
 }
 
+TEST_F(Viewer, BidirectionalOverridesInKeysAndCodeShowAsMarkers) {
+  const std::string key = "rtl_\u202Eyp.exe_gnp.py";
+  vf.fx().exec("add_bidi_overrides");
+  auto run = get("/run?tag=v2&q=rtl_");
+  ASSERT_TRUE(run);
+  ASSERT_EQ(run->status, 200) << run->body;
+  auto sample = get("/sample?tag=v2&key=" + report::url_encode(key));
+  ASSERT_TRUE(sample);
+  ASSERT_EQ(sample->status, 200) << sample->body;
+  for (const std::string* body : {&run->body, &sample->body}) {
+    EXPECT_FALSE(has(*body, "\u202E")) << *body;
+    EXPECT_TRUE(has(*body, "rtl_<span class=bidi title=U+202E>&#x27E6;U+202E&#x27E7;</span>"))
+        << *body;
+  }
+  EXPECT_FALSE(has(sample->body, "\u2067"));
+  EXPECT_TRUE(has(sample->body, "&#x27E6;U+2067&#x27E7;</span>admin")) << sample->body;
+  // The link still names the real key.
+  EXPECT_TRUE(has(run->body, "key=rtl_%E2%80%AEyp.exe_gnp.py")) << run->body;
+  auto css = get("/style.css");
+  ASSERT_TRUE(css);
+  EXPECT_TRUE(has(css->body, "unicode-bidi: isolate"));
+  EXPECT_TRUE(has(css->body, "span.bidi"));
+}
+
+TEST_F(Viewer, NotFoundPagesNameNeitherTheDatabaseNorOtherRuns) {
+  const std::string db_path = vf.fx().db_path().string();
+  const std::string db_name = std::filesystem::path(db_path).filename().string();
+  for (const char* path : {"/run?tag=nope", "/sample?tag=nope&key=x.py", "/ab?a=v1&b=nope",
+                           "/sample?tag=v2&key=nothing.py", "/nowhere"}) {
+    auto r = get(path);
+    ASSERT_TRUE(r) << path;
+    EXPECT_EQ(r->status, 404) << path;
+    EXPECT_FALSE(has(r->body, db_path)) << path << r->body;
+    EXPECT_FALSE(has(r->body, db_name)) << path << r->body;
+    EXPECT_FALSE(has(r->body, "known tags")) << path << r->body;
+    EXPECT_FALSE(has(r->body, "v2-qwen")) << path << r->body;
+  }
+  auto r = get("/run?tag=nope");
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(has(r->body, "no run tagged &#39;nope&#39;")) << r->body;
+  EXPECT_FALSE(has(r->body, "v1,")) << r->body;
+}
+
 TEST_F(Viewer, ABPageListsTheFlipsWithLinksToBothVersions) {
   auto r = get("/ab?a=v1&b=v2");
   ASSERT_TRUE(r);
@@ -245,12 +306,23 @@ TEST_F(Viewer, ReadOnlyRefusesEveryOtherMethod) {
 }
 
 TEST_F(Viewer, AnswersLoopbackHostsOnly) {
-  auto r = get("/", {{"Host", "attacker.example:8370"}});
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 403);
-  r = get("/", {{"Host", "localhost:8370"}});
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 200);
+  // DNS rebinding: names that resolve anywhere, however much they look like a loopback address.
+  for (const char* hostile :
+       {"attacker.example:8370", "127.attacker.example", "127.attacker.example:8370",
+        "127.0.0.1.nip.io", "127.0.0.1.nip.io:8370", "localhost.attacker.example",
+        "127.0.0.1:8370@attacker.example", "127.0.0.1:80:90", "[::1].attacker.example", "[::1]x",
+        "127.1", "0177.0.0.1", "127.0.0.1:", "127.0.0.1:abc", "::1", ""}) {
+    auto r = get("/", {{"Host", hostile}});
+    ASSERT_TRUE(r) << hostile;
+    EXPECT_EQ(r->status, 403) << hostile;
+    EXPECT_FALSE(has(r->body, "v1")) << hostile;
+  }
+  for (const char* loopback : {"localhost:8370", "localhost", "LocalHost:1", "127.0.0.1",
+                               "127.0.0.1:8370", "127.255.3.4:80", "[::1]", "[::1]:8370"}) {
+    auto r = get("/", {{"Host", loopback}});
+    ASSERT_TRUE(r) << loopback;
+    EXPECT_EQ(r->status, 200) << loopback;
+  }
 }
 
 TEST_F(Viewer, ReadsWhileAnotherConnectionWritesAndShowsTheChange) {
@@ -312,6 +384,30 @@ TEST(ViewerServe, RefusesAnotherAddressWithoutAToken) {
   EXPECT_TRUE(has(r.err, "must be HOST:PORT")) << r.err;
 }
 
+// Issue 56, 10: each reason a --listen address cannot be used is named, not "in use" for all.
+TEST(ViewerServe, EveryBindFailureSaysWhy) {
+  ViewerFixture vf;
+  ServeProcess first(vf.config());
+  const std::vector<std::string> token = {
+      "KFORGE_REPORT_SERVE_TOKEN=s3cret-viewer-token-0123456789"};
+  auto serve = [&](const std::string& listen) {
+    return run_process({binary("apps/kforge/kforge").string(), "--config", vf.config().string(),
+                        "serve", "--listen", listen},
+                       token, 30);
+  };
+  auto r = serve("127.0.0.1:" + std::to_string(first.port()));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(has(r.err, "the address is in use")) << r.err;
+  r = serve("no-such-host.invalid:0");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(has(r.err, "the host 'no-such-host.invalid' does not resolve")) << r.err;
+  EXPECT_FALSE(has(r.err, "in use")) << r.err;
+  r = serve("203.0.113.7:0");  // TEST-NET-3: no machine's address
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(has(r.err, "203.0.113.7 is not an address of this machine")) << r.err;
+  EXPECT_FALSE(has(r.err, "in use")) << r.err;
+}
+
 TEST(ViewerServe, AnotherAddressNeedsTheTokenByHeaderOrCookie) {
   const std::string token = "s3cret-viewer-token-0123456789";
   ViewerFixture vf;
@@ -337,6 +433,18 @@ TEST(ViewerServe, AnotherAddressNeedsTheTokenByHeaderOrCookie) {
   EXPECT_EQ(r->status, 303);
   EXPECT_EQ(r->get_header_value("Location"), "/run");
   EXPECT_TRUE(has(r->get_header_value("Set-Cookie"), "kforge_token=" + token + "; HttpOnly"));
+  // A deep link keeps its query: the redirect leads to the page it names.
+  r = c.Get(
+      ("/sample?tag=v2&key=" + report::url_encode("repaired.py") + "&token=" + token).c_str());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 303);
+  const std::string location = r->get_header_value("Location");
+  EXPECT_EQ(location, "/sample?key=repaired.py&tag=v2");
+  EXPECT_FALSE(has(location, token));
+  r = c.Get(location.c_str(), {{"Cookie", "kforge_token=" + token}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_TRUE(has(r->body, "repaired.py"));
   r = c.Get("/?token=wrong");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 401);

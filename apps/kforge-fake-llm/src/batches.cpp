@@ -19,7 +19,7 @@ const std::set<std::string> kBatchKeys = {
     "max_bytes",  "windows",    "cut",     "order",         "error_format"};
 const std::set<std::string> kBatchFaults = {"failed_line", "expired",  "cancelled",
                                             "failed",      "poll_5xx", "parts"};
-const std::set<std::string> kSteps = {"upload", "create", "poll", "content"};
+const std::set<std::string> kSteps = {"upload", "create", "poll", "content", "delete"};
 
 std::int64_t now_s() {
   return static_cast<std::int64_t>(std::time(nullptr));
@@ -67,12 +67,13 @@ Status check_batch_script(const json& b) {
   if (b.contains("order") && b["order"] != "shuffled" && b["order"] != "input")
     return fail("script", "batch.order: '" + b["order"].get<std::string>() +
                               "' is not one of shuffled, input");
-  if (b.contains("error_format") && b["error_format"] != "openai" && b["error_format"] != "vllm")
+  if (b.contains("error_format") && b["error_format"] != "openai" && b["error_format"] != "vllm" &&
+      b["error_format"] != "vllm_numeric" && b["error_format"] != "vllm_nested")
     return fail("script", "batch.error_format: '" + b["error_format"].get<std::string>() +
-                              "' is not one of openai, vllm");
+                              "' is not one of openai, vllm, vllm_numeric, vllm_nested");
   if (b.contains("hold_after") && !kSteps.count(b["hold_after"].get<std::string>()))
     return fail("script", "batch.hold_after: '" + b["hold_after"].get<std::string>() +
-                              "' is not one of upload, create, poll, content");
+                              "' is not one of upload, create, poll, content, delete");
   return {};
 }
 
@@ -102,7 +103,9 @@ void FakeBatches::reset_stats() {
 
 json FakeBatches::stats() const {
   std::lock_guard lk(mu_);
-  return stats_;
+  json s = stats_;
+  s["files_stored"] = files_.size();  // uploaded or written and not deleted
+  return s;
 }
 
 void FakeBatches::bump(const std::string& k, std::int64_t n) {
@@ -159,13 +162,16 @@ void FakeBatches::routes(httplib::Server& svr) {
   });
   svr.Delete(R"(/v1/files/([^/]+))", [this](const httplib::Request& q, httplib::Response& r) {
     if (!authorized(q, r)) return;
-    std::lock_guard lk(mu_);
     std::string id = q.matches[1];
-    if (files_.erase(id) == 0) {
-      send_error(r, 404, "No such File object: " + id);
-      return;
+    {
+      std::lock_guard lk(mu_);
+      if (files_.erase(id) == 0) {
+        send_error(r, 404, "No such File object: " + id);
+        return;
+      }
+      bump("deleted_files");
     }
-    bump("deleted_files");
+    hold("delete");
     send(r, 200, {{"id", id}, {"object", "file"}, {"deleted", true}});
   });
   svr.Get(R"(/v1/files/([^/]+)/content)", [this](const httplib::Request& q, httplib::Response& r) {
@@ -379,7 +385,26 @@ void FakeBatches::finish(Batch& b, const std::string& fault) {
                      (fail_contains.empty() ? true : text.find(fail_contains) != std::string::npos);
     if (fail_this) {
       failed_one = fail_contains.empty();
-      if (script_.value("error_format", "openai") == "vllm") {
+      const std::string format = script_.value("error_format", "openai");
+      if (format == "vllm_numeric") {
+        // Older vLLM: the error's code is a number.
+        err_lines.push_back(
+            json{{"id", "vllm-" + std::to_string(++next_)},
+                 {"custom_id", cid},
+                 {"response", {{"status_code", 400}, {"request_id", rid}, {"body", nullptr}}},
+                 {"error", {{"code", 400}, {"message", "scripted failed line"}}}}
+                .dump());
+      } else if (format == "vllm_nested") {
+        // Newer vLLM: the error object nested in another.
+        err_lines.push_back(json{
+            {"id", "vllm-" + std::to_string(++next_)},
+            {"custom_id", cid},
+            {"response", {{"status_code", 400}, {"request_id", rid}, {"body", nullptr}}},
+            {"error",
+             {{"error",
+               {{"message", "scripted failed line"}, {"type", "BadRequestError"}, {"code", 400}}}}}}
+                                .dump());
+      } else if (format == "vllm") {
         // vllm run-batch's failed request: status 400, no body, the error as a string.
         err_lines.push_back(
             json{{"id", "vllm-" + std::to_string(++next_)},

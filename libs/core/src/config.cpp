@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "kforge/core/fs.hpp"
+#include "kforge/core/names.hpp"
 
 namespace kforge {
 namespace {
@@ -374,8 +375,20 @@ void ConfigReader::check_unknown(const YAML::Node& n, const std::string& prefix)
     if (tree) continue;
     bool known = std::find(declared_.begin(), declared_.end(), path) != declared_.end();
     if (!known) {
+      // The nearest key of the same section, as the environment's names get.
+      std::vector<std::string> siblings;
+      const std::string head = prefix.empty() ? "" : prefix + ".";
+      for (const auto* list : {&declared_, &declared_trees_})
+        for (const auto& d : *list) {
+          if (d.size() <= head.size() || d.compare(0, head.size(), head) != 0) continue;
+          std::string name = d.substr(head.size(), d.find('.', head.size()) - head.size());
+          if (std::find(siblings.begin(), siblings.end(), name) == siblings.end())
+            siblings.push_back(name);
+        }
+      auto near = nearest_names(kv.first.Scalar(), siblings);
       errors_.push_back(file_ + ":" + std::to_string(kv.first.Mark().line + 1) + ": " + path +
-                        ": unknown key");
+                        ": unknown key" +
+                        (near.empty() ? "" : " (did you mean " + head + near.front() + "?)"));
       continue;
     }
     check_unknown(kv.second, path);
@@ -385,8 +398,10 @@ void ConfigReader::check_unknown(const YAML::Node& n, const std::string& prefix)
 Status ConfigReader::finish() {
   check_unknown(root_, "");
   if (errors_.empty()) return {};
-  std::string msg = errors_.front();
-  if (errors_.size() > 1) msg += " (and " + std::to_string(errors_.size() - 1) + " more)";
+  if (errors_.size() == 1) return fail("config", errors_.front());
+  // Every one, a line each: a file with three mistakes is fixed in one go.
+  std::string msg = std::to_string(errors_.size()) + " errors in the configuration:";
+  for (const auto& e : errors_) msg += "\n  " + e;
   return fail("config", msg);
 }
 

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <sstream>
 
 extern "C" char** environ;
@@ -214,7 +215,17 @@ class PosixEnv final : public Env {
 
   bool kill(pid_t pid, int sig) override { return ::kill(pid, sig) == 0; }
 
-  bool alive(pid_t pid) override { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
+  bool alive(pid_t pid) override {
+    if (pid <= 0 || (::kill(pid, 0) != 0 && errno != EPERM)) return false;
+    // A zombie (exited, not yet reaped by its parent) answers kill(0) but runs no more.
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return true;  // no /proc: kill(0)'s word
+    auto close = line.rfind(')');
+    if (close == std::string::npos || close + 2 >= line.size()) return true;
+    const char state = line[close + 2];
+    return state != 'Z' && state != 'X';
+  }
 };
 
 }  // namespace

@@ -57,6 +57,19 @@ Error field_error(const RecordPos& pos, const std::string& field, const std::str
   return Error("input", where(pos) + ": " + f + ": " + msg);
 }
 
+// A field the user named (--map TARGET=FIELD, --key FIELD) that the record lacks: the nearest
+// field the record has, and all of them, whatever the field's role (one rule for every name).
+Error missing_field(const RecordPos& pos, const ojson& rec, const std::string& field,
+                    const std::string& role, const std::string& why) {
+  std::vector<std::string> names;
+  for (const auto& [name, value] : rec.items()) names.push_back(name);
+  auto near = nearest_names(field, names);
+  return field_error(pos, field, role,
+                     "missing (" + why + ")" +
+                         (near.empty() ? "" : " (did you mean '" + near.front() + "'?)") +
+                         "; the record's fields are: " + field_list(rec));
+}
+
 Result<std::optional<std::string>> optional_string(const ojson& rec, const RecordPos& pos,
                                                    const std::string& field,
                                                    const std::string& role) {
@@ -150,9 +163,8 @@ Result<ImportSummary> import_file(store::Db& db, const std::filesystem::path& fi
     }
     auto code_it = rec.find(m.code);
     if (code_it == rec.end())
-      return field_error(
-          pos, m.code, "code",
-          "missing (every record needs the code); the record's fields are: " + field_list(rec));
+      return missing_field(pos, rec, m.code, "code",
+                           "every record needs the code: --map code=FIELD names it");
     if (!code_it->is_string())
       return field_error(pos, m.code, "code",
                          std::string("expected a string, got ") + type_name(*code_it));
@@ -164,7 +176,7 @@ Result<ImportSummary> import_file(store::Db& db, const std::filesystem::path& fi
     if (m.key) {
       auto k = rec.find(*m.key);
       if (k == rec.end() || k->is_null())
-        return field_error(pos, *m.key, "key", "missing (--key names it as the record's key)");
+        return missing_field(pos, rec, *m.key, "key", "--key names it as the record's key");
       if (k->is_string())
         row.key = k->get<std::string>();
       else if (k->is_number_integer())

@@ -45,7 +45,7 @@ UPDATE llm_batch_lines SET state = 'failed', http_status = ?3, response_raw = ?4
 WHERE batch = ?1 AND custom_id = ?2 AND state = 'pending';
 
 -- name: batch_line_applied
--- Handed to the client, which records the answer in llm_calls; the text stays until then.
+-- Recorded by the client in llm_calls, in the transaction that writes the call's row (audit.cpp).
 UPDATE llm_batch_lines SET state = 'applied' WHERE batch = ?1 AND custom_id = ?2;
 
 -- name: batch_prune
@@ -72,3 +72,8 @@ ORDER BY l.batch DESC LIMIT 1;
 
 -- name: batch_files_deleted
 UPDATE llm_batches SET files_deleted_ms = ?2 WHERE id = ?1;
+
+-- name: batch_undeleted
+-- Batches done whose files are still at the provider (the deletes were cut short).
+SELECT id, key, input_file_id, output_file_id, error_file_id FROM llm_batches
+WHERE url = ?1 AND model = ?2 AND state = 'done' AND files_deleted_ms IS NULL ORDER BY id;

@@ -10,6 +10,10 @@ SELECT 1 FROM llm_calls WHERE request_sha256 = ?1 AND status = 'ok' LIMIT 1;
 SELECT max(CAST(json_extract(kf_text(request_text), '$.max_tokens') AS INTEGER)) FROM llm_calls
 WHERE request_sha256 = ?1 AND status = 'error' AND error_kind = 'truncated';
 
+-- name: same_error
+-- A failed result line already recorded (an import of the same file again).
+SELECT 1 FROM llm_calls WHERE request_sha256 = ?1 AND status = 'error' AND error = ?2 LIMIT 1;
+
 -- name: insert_call
 INSERT INTO llm_calls (request_sha256, tag, url, model, status, error_kind, error, http_status,
                        attempts, latency_ms, prompt_tokens, completion_tokens, cost_usd,

@@ -74,6 +74,7 @@ void Client::Impl::take_batch_results(TimePoint now) {
     c->attempts = std::max(c->attempts, 1);
     c->last_status = o.http_status;
     if (o.answered) {
+      if (o.batch > 0) c->batch_lines.emplace_back(o.batch, o.sha);
       apply_answer(c, std::move(o.body), now, !o.replayed);
       continue;
     }

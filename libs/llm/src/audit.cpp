@@ -167,6 +167,12 @@ Status AuditStore::write_rows(const std::vector<Call*>& calls) {
   for (Call* c : calls) {
     const auto& res = *c->result;
     if (!res.ok() && c->attempts == 0) continue;  // never sent, nothing to record
+    if (c->once && !res.ok()) {
+      KF_TRY(store::Stmt * same, db_->cached(llm_queries()["same_error"]));
+      same->bind(1, c->sha).bind(2, res.error().message);
+      KF_TRY(auto seen, same->one([](store::Stmt& r) { return r.int64(0); }));
+      if (seen) continue;  // recorded by an earlier import of the same line
+    }
     KF_TRY(store::Stmt * s, db_->cached(llm_queries()["insert_call"]));
     const ChatResponse& f = res.ok() ? res.value() : c->resp_fields;
     std::string status = c->replay_of ? "replayed" : (res.ok() ? "ok" : "error");
@@ -196,6 +202,12 @@ Status AuditStore::write_rows(const std::vector<Call*>& calls) {
     }
     s->bind(18, now_ms).bind(19, f.reasoning_tokens).bind(20, f.cached_prompt_tokens);
     KF_CHECK(s->run());
+    // Its batch lines are applied in this transaction, with the row that prices them.
+    for (const auto& [batch, line] : c->batch_lines) {
+      KF_TRY(store::Stmt * a, db_->cached(llm_queries()["batch_line_applied"]));
+      a->bind(1, batch).bind(2, line);
+      KF_CHECK(a->run());
+    }
   }
   return tx.commit();
 }

@@ -84,6 +84,15 @@ void BatchRunner::Impl::stop() {
 
 void BatchRunner::Impl::run() {
   pthread_setname_np(pthread_self(), "kf-llm-batch");  // 15 characters at most
+  for (const auto& u : undeleted_) {
+    Open b;
+    b.id = u.id;
+    b.key = u.key;
+    spdlog::info("llm batch {}: deleting its files at the provider (left by an earlier process)",
+                 u.key);
+    delete_files(b, u.files, clock_->wall_ms());
+  }
+  undeleted_.clear();
   while (true) {
     std::vector<Pending> in;
     {
@@ -134,7 +143,7 @@ void BatchRunner::Impl::take(Pending p, std::int64_t now) {
       o.http_status = 200;
       o.body = *line->raw;
       o.batch_key = line->key;
-      mark_applied(line->batch, p.sha);
+      o.batch = line->batch;  // marked applied with its llm_calls row (LineOutcome::batch)
       ready_.push_back(std::move(o));
       return;
     }
@@ -212,8 +221,11 @@ Status BatchRunner::Impl::make_batch(std::int64_t now) {
   return {};
 }
 
-// Loads the batches an earlier process left open.
+// Loads the batches an earlier process left open, and those whose files it left at the provider.
 Status BatchRunner::Impl::recover() {
+  if (!o_.cfg.batch.keep_files) {
+    KF_TRY(undeleted_, ledger_.undeleted(o_.chat_url, o_.cfg.model));
+  }
   KF_TRY(std::vector<BatchLedger::StoredBatch> found,
          ledger_.open_batches(o_.chat_url, o_.cfg.model));
   for (auto& s : found) {
@@ -260,10 +272,6 @@ bool BatchRunner::Impl::step(Open& b) {
 void BatchRunner::Impl::prune() {
   last_prune_ms_ = clock_->wall_ms();
   ledger_.prune();
-}
-
-void BatchRunner::Impl::mark_applied(std::int64_t batch, const std::string& sha) {
-  ledger_.applied(batch, sha);
 }
 
 void BatchRunner::Impl::hand_over() {

@@ -47,6 +47,10 @@ struct LineOutcome {
   std::string body;       // the response body (the chat completion, or the provider's error)
   std::string error;      // why there is no answer (failed or expired line, failed batch)
   std::string batch_key;  // the batch it came from
+  // The batch's row (llm_batches.id): an answered line is marked applied in the transaction that
+  // writes its llm_calls row (AuditStore::write_rows), never before, so that a crash between the
+  // two leaves it answered (recorded again, priced) and not applied (replayed at $0).
+  std::int64_t batch = 0;
 };
 
 // Batches in flight, for Stats and /metrics.

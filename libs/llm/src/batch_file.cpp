@@ -7,11 +7,46 @@
 
 #include <fstream>
 
+#include "kforge/llm/result_line.hpp"
 #include "text.hpp"
 
 namespace kforge::llm {
 
 using json = nlohmann::json;
+
+namespace {
+
+// A JSON value as text: a string as it is, anything else as JSON.
+std::string text_of(const json& v) {
+  return v.is_string() ? v.get<std::string>()
+                       : v.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// The message of an error object, however deep in {"error": ...} it is nested.
+std::string message_of(const json& e, int depth) {
+  if (e.is_string()) return e.get<std::string>();
+  if (!e.is_object() || depth > 8) return e.is_null() ? std::string() : text_of(e);
+  if (e.contains("message") && !e["message"].is_null()) return text_of(e["message"]);
+  if (e.contains("error") && !e["error"].is_null()) return message_of(e["error"], depth + 1);
+  return "";
+}
+
+// The code of an error object (the innermost one that has one), "" when none has.
+std::string code_of(const json& e, int depth) {
+  if (!e.is_object() || depth > 8) return "";
+  if (e.contains("code") && !e["code"].is_null()) return text_of(e["code"]);
+  if (e.contains("error")) return code_of(e["error"], depth + 1);
+  return "";
+}
+
+}  // namespace
+
+std::string result_line_error(const json& error) {
+  if (error.is_null()) return "";
+  if (!error.is_object()) return text_of(error);
+  std::string code = code_of(error, 0);
+  return (code.empty() ? std::string("error") : code) + ": " + message_of(error, 0);
+}
 
 std::pair<std::string, std::string> batch_api_base(const std::string& chat_url) {
   std::string url = chat_url;
@@ -83,9 +118,7 @@ std::string batch_errors(const json& j) {
   if (j.contains("errors") && j["errors"].is_object() && j["errors"].contains("data") &&
       j["errors"]["data"].is_array()) {
     for (const auto& e : j["errors"]["data"])
-      if (e.is_object())
-        batch_error += (batch_error.empty() ? "" : "; ") + e.value("code", std::string("error")) +
-                       ": " + e.value("message", std::string());
+      if (e.is_object()) batch_error += (batch_error.empty() ? "" : "; ") + result_line_error(e);
   }
   return batch_error;
 }
@@ -97,7 +130,9 @@ LineOutcome line_outcome(const json& l, const std::string& batch_key, const std:
   o.batch_key = batch_key;
   const json& resp = l.contains("response") ? l["response"] : json();
   if (resp.is_object()) {
-    o.http_status = resp.value("status_code", 0);
+    o.http_status = resp.contains("status_code") && resp["status_code"].is_number_integer()
+                        ? resp["status_code"].get<int>()
+                        : 0;
     if (resp.contains("body") && !resp["body"].is_null())  // vLLM: null on a failed line
       o.body = resp["body"].is_string()
                    ? resp["body"].get<std::string>()
@@ -107,8 +142,7 @@ LineOutcome line_outcome(const json& l, const std::string& batch_key, const std:
   if (!o.answered) {
     std::string why;
     if (l.contains("error") && l["error"].is_object())
-      why = l["error"].value("code", std::string("error")) + ": " +
-            l["error"].value("message", std::string());
+      why = result_line_error(l["error"]);
     else if (l.contains("error") && l["error"].is_string())  // vllm run-batch's error text
       why = "HTTP " + std::to_string(o.http_status) + ": " +
             excerpt(l["error"].get<std::string>(), 200);

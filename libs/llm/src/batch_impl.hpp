@@ -83,7 +83,6 @@ class BatchRunner::Impl {
   Status recover();
   bool step(Open& b);
   void prune();
-  void mark_applied(std::int64_t batch, const std::string& sha);
   void hand_over();
   void publish();
 
@@ -134,6 +133,8 @@ class BatchRunner::Impl {
 
   // The runner's thread only.
   std::map<std::int64_t, Open> open_;
+  // Batches done whose files an earlier process did not get deleted: deleted first thing.
+  std::vector<BatchLedger::Undeleted> undeleted_;
   std::map<std::string, std::int64_t> in_batch_;  // sha -> open batch holding its line
   std::set<std::string> waiting_;                 // shas a client call waits for
   std::vector<Pending> collecting_;

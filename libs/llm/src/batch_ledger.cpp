@@ -167,9 +167,20 @@ Status BatchLedger::done(std::int64_t id, const std::string& status, const std::
   return s->run();
 }
 
-void BatchLedger::applied(std::int64_t batch, const std::string& sha) {
-  auto s = db_->cached(llm_queries()["batch_line_applied"]);
-  if (s.ok()) (void)(*s)->bind(1, batch).bind(2, sha).run();
+Result<std::vector<BatchLedger::Undeleted>> BatchLedger::undeleted(const std::string& chat_url,
+                                                                   const std::string& model) {
+  KF_TRY(store::Stmt * s, db_->cached(llm_queries()["batch_undeleted"]));
+  s->bind(1, chat_url).bind(2, model);
+  std::vector<Undeleted> found;
+  KF_CHECK(s->each([&](store::Stmt& r) {
+    Undeleted u;
+    u.id = r.int64(0);
+    u.key = r.text(1);
+    for (int c = 2; c <= 4; ++c)
+      if (auto f = r.opt_text(c); f && !f->empty()) u.files.push_back(*f);
+    found.push_back(std::move(u));
+  }));
+  return found;
 }
 
 void BatchLedger::files_deleted(std::int64_t id, std::int64_t now) {

@@ -80,8 +80,14 @@ class BatchLedger {
   Status done(std::int64_t id, const std::string& status, const std::string& out_id,
               const std::string& err_id, const std::string& batch_error, int answered, int failed,
               std::int64_t now, const std::function<std::string(std::string)>& redact);
-  // The client recorded the line's answer (best effort).
-  void applied(std::int64_t batch, const std::string& sha);
+  // Batches done whose files were not deleted at the provider (a crash or a stop while the
+  // DELETEs were in flight): their row id, key and file ids ("" for none).
+  struct Undeleted {
+    std::int64_t id = 0;
+    std::string key;
+    std::vector<std::string> files;
+  };
+  Result<std::vector<Undeleted>> undeleted(const std::string& chat_url, const std::string& model);
   // The batch's files were deleted at the provider (best effort).
   void files_deleted(std::int64_t id, std::int64_t now);
   // Drops the copies of answers the client has recorded (best effort).

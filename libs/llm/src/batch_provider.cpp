@@ -286,11 +286,17 @@ bool BatchRunner::Impl::poll(Open& b, std::int64_t now) {
     return false;
   }
   b.errors = 0;
-  std::string status = j.value("status", "");
+  // A provider's fields of another type than documented are read as absent, never thrown on.
+  std::string status =
+      j.contains("status") && j["status"].is_string() ? j["status"].get<std::string>() : "";
   std::int64_t completed = 0, failed = 0;
   if (j.contains("request_counts") && j["request_counts"].is_object()) {
-    completed = j["request_counts"].value("completed", std::int64_t{0});
-    failed = j["request_counts"].value("failed", std::int64_t{0});
+    const json& rc = j["request_counts"];
+    auto count = [&](const char* k) {
+      return rc.contains(k) && rc[k].is_number_integer() ? rc[k].get<std::int64_t>() : 0;
+    };
+    completed = count("completed");
+    failed = count("failed");
   }
   if (status != b.provider_status || completed != b.completed || failed != b.failed) {
     ledger_.polled(b.id, status, completed, failed, now);
@@ -359,7 +365,7 @@ bool BatchRunner::Impl::record_lines(Open& b, std::vector<LineOutcome>& chunk,
     b.shas.erase(o.sha);
     in_batch_.erase(o.sha);
     if (!waiting_.count(o.sha)) continue;  // asked for again after a restart, if ever
-    if (o.answered) mark_applied(b.id, o.sha);
+    o.batch = b.id;  // marked applied with its llm_calls row (LineOutcome::batch)
     ready_.push_back(std::move(o));
   }
   chunk.clear();

@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kforge/core/result.hpp"
@@ -35,10 +36,16 @@ struct Call {
   std::map<std::string, std::string> headers;  // lower-case names, the last response's
   char errbuf[CURL_ERROR_SIZE] = {};
   long last_status = 0;
-  bool hashed = false;                 // registered in by_hash_ (identical submits join it)
-  bool in_batch = false;               // waiting in a batch (llm.mode batch), not on the wire
-  int batch_tries = 0;                 // batches it went through
-  std::string line;                    // the custom_id of its batch line (identity.hpp)
+  bool hashed = false;    // registered in by_hash_ (identical submits join it)
+  bool in_batch = false;  // waiting in a batch (llm.mode batch), not on the wire
+  int batch_tries = 0;    // batches it went through
+  std::string line;       // the custom_id of its batch line (identity.hpp)
+  // The batch lines (llm_batches.id, custom_id) that answered it: marked applied in the
+  // transaction that writes its llm_calls row.
+  std::vector<std::pair<std::int64_t, std::string>> batch_lines;
+  // A failed line of a result file (Client::record_failure): its row is written once, however
+  // often the file is imported.
+  bool once = false;
   std::optional<std::string> offline;  // an answer given with Client::answer
   // The outcome, filled in by finish().
   std::optional<Result<ChatResponse>> result;

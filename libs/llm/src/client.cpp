@@ -135,6 +135,7 @@ void Client::Impl::record_failure(ChatRequest req, int http_status, std::string 
   c->submitted = clock_->steady_now();
   c->attempts = 1;
   c->last_status = http_status;
+  c->once = true;
   c->result = llm_error(ErrorKind::http,
                         access_.where(*c) + ": a failed line of a batch result file: " +
                             access_.redact(std::move(error)),

@@ -5,7 +5,7 @@
 -- name: vstage_lease
 UPDATE jobs SET state = 'verifying', lease_owner = ?1, lease_expires_ms = ?2, updated_ms = ?3
 WHERE id = (SELECT j.id FROM jobs j JOIN runs r ON r.id = j.run_id
-            WHERE j.state = 'verify_queued' AND r.state = 'active'
+            WHERE j.state = 'verify_queued' AND r.state = 'active' AND j.not_before_ms <= ?3
             ORDER BY j.updated_ms, j.id LIMIT 1)
 RETURNING id, run_id, sample_id, repair_round;
 
@@ -17,7 +17,7 @@ SELECT params_json FROM runs WHERE id = ?1;
 -- name: vstage_to_repair
 UPDATE jobs SET state = 'queued', stage = 'repair', repair_round = ?3, attempts = 0,
                 not_before_ms = 0, lease_owner = NULL, lease_expires_ms = NULL, error_kind = NULL,
-                error = NULL, updated_ms = ?4
+                error = NULL, updated_ms = ?4, verify_requeues = 0
 WHERE id = ?1 AND state = 'verifying' AND lease_owner = ?2;
 
 -- name: vstage_sample
@@ -62,3 +62,19 @@ JOIN samples s ON s.id = j.sample_id WHERE j.id = ?1;
 
 -- name: vstage_run_state
 SELECT state FROM runs WHERE id = ?1;
+
+-- The earliest time a job waiting out an infrastructure requeue's back-off may be leased, after
+-- ?1 (NULL: none waits).
+-- name: vstage_next_due
+SELECT min(j.not_before_ms) FROM jobs j JOIN runs r ON r.id = j.run_id
+WHERE j.state = 'verify_queued' AND r.state = 'active' AND j.not_before_ms > ?1;
+
+-- name: vstage_requeues
+SELECT verify_requeues FROM jobs WHERE id = ?1;
+
+-- An infrastructure failure: back to the queue, not before ?5, with the failure as its error.
+-- name: vstage_requeue
+UPDATE jobs SET state = ?6, stage = ?7, lease_owner = NULL, lease_expires_ms = NULL,
+                error_kind = ?8, error = ?3, updated_ms = ?4, not_before_ms = ?5,
+                verify_requeues = verify_requeues + 1
+WHERE id = ?1 AND state = 'verifying' AND lease_owner = ?2;

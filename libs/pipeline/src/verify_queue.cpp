@@ -30,7 +30,8 @@ Result<std::optional<verify::LeasedSample>> JobsVerifyQueue::lease(const std::st
   // Nothing was leasable, and no other connection has committed since: still nothing, unless a
   // lease expired meanwhile (looked at again after kRecheckEmptyMs).
   KF_TRY(std::int64_t version, db_.data_version());
-  if (version == empty_version_ && now >= empty_at_ms_ && now - empty_at_ms_ < kRecheckEmptyMs)
+  if (version == empty_version_ && now >= empty_at_ms_ && now - empty_at_ms_ < kRecheckEmptyMs &&
+      (empty_due_ms_ == 0 || now < empty_due_ms_))
     return std::nullopt;
   verify::LeasedSample out;
   verify::VerifyJob& job = out.job;
@@ -41,6 +42,10 @@ Result<std::optional<verify::LeasedSample>> JobsVerifyQueue::lease(const std::st
     if (!row) {
       empty_version_ = version;
       empty_at_ms_ = now;
+      KF_TRY(store::Stmt * due, db_.cached(q()["vstage_next_due"]));
+      due->bind(1, now);
+      KF_TRY(auto next, due->one([](store::Stmt& r) { return r.opt_int64(0); }));
+      empty_due_ms_ = next && *next ? **next : 0;
       return std::nullopt;
     }
     empty_version_ = -1;
@@ -116,7 +121,7 @@ Result<VerdictOutcome> JobsVerifyQueue::store_verdict(const std::string& owner,
                                                       std::int64_t now) {
   empty_version_ = -1;  // an infrastructure verdict puts the job back in the queue
   KF_TRY(const store::RunParams* params, run_params_of(job.run_id));
-  return store_job_verdict(db_, owner, job, result, now, *params);
+  return store_job_verdict(db_, owner, job, result, now, *params, requeue_);
 }
 
 Result<bool> JobsVerifyQueue::release(std::int64_t job_id, const std::string& owner,
@@ -216,6 +221,46 @@ Result<store::RunParams> run_params(store::Db& db, std::int64_t run_id) {
 }
 
 namespace {
+
+bool infrastructure_failure(const verify::VerifyResult& r) {
+  return std::find(r.flags.begin(), r.flags.end(), verify::kInfrastructure) != r.flags.end();
+}
+
+// An infrastructure failure: back to the queue after a back-off, or, past the policy's cap, the
+// result to store as the job's verdict (std::nullopt with `out` set when requeued or lost).
+Result<std::optional<verify::VerifyResult>> requeue_or_give_up(
+    store::Db& db, const std::string& owner, const verify::VerifyJob& job,
+    const verify::VerifyResult& r, std::int64_t now, const RequeuePolicy& policy,
+    VerdictOutcome& out) {
+  KF_TRY(store::Stmt * c, db.cached(q()["vstage_requeues"]));
+  c->bind(1, job.job_id);
+  KF_TRY(auto count, c->one([](store::Stmt& row) { return row.int64(0); }));
+  const std::int64_t before = count.value_or(0);
+  if (before + 1 >= policy.max_requeues) {
+    verify::VerifyResult ended = r;
+    ended.verdict = verify::Verdict::error;
+    ended.detail = "the verifier could not run this sample " + std::to_string(before + 1) +
+                   " times in a row (verifier.max_requeues " + std::to_string(policy.max_requeues) +
+                   "); the last time: " + r.detail;
+    return std::optional<verify::VerifyResult>(std::move(ended));
+  }
+  std::int64_t wait = policy.backoff_ms;
+  for (std::int64_t i = 0; i < before && wait < policy.max_backoff_ms; ++i) wait *= 2;
+  wait = std::min(wait, policy.max_backoff_ms);
+  KF_TRY(store::Stmt * st, db.cached(q()["vstage_requeue"]));
+  st->bind(1, job.job_id)
+      .bind(2, owner)
+      .bind(3, r.detail)
+      .bind(4, now)
+      .bind(5, now + wait)
+      .bind(6, to_string(JobState::verify_queued))
+      .bind(7, to_string(JobStep::verify))
+      .bind(8, to_string(JobErrorKind::verifier));
+  KF_CHECK(st->run());
+  out = db.changes() == 0 ? VerdictOutcome::lost : VerdictOutcome::requeued;
+  return std::optional<verify::VerifyResult>();
+}
+
 // Stores the verdict and moves the job on (store_job_verdict, once required targets applied).
 Result<VerdictOutcome> store_job_verdict_as(store::Db& db, const std::string& owner,
                                             const verify::VerifyJob& job,
@@ -233,7 +278,15 @@ Result<VerdictOutcome> store_job_verdict(store::Db& db, const std::string& owner
 Result<VerdictOutcome> store_job_verdict(store::Db& db, const std::string& owner,
                                          const verify::VerifyJob& job,
                                          const verify::VerifyResult& r, std::int64_t now,
-                                         const store::RunParams& params) {
+                                         const store::RunParams& params,
+                                         const RequeuePolicy& requeue) {
+  if (infrastructure_failure(r)) {
+    VerdictOutcome out = VerdictOutcome::requeued;
+    KF_TRY(auto ended, requeue_or_give_up(db, owner, job, r, now, requeue, out));
+    if (!ended) return out;
+    // Given up: the verdict is final (no repair: the sample's code is not what failed).
+    return store_job_verdict_as(db, owner, job, *ended, now, job.round);
+  }
   // A run that requires targets (--require-target): a sample that does not compile for one of
   // them is not verified, and its repair prompt carries the compiler's error. One that requires
   // a speedup (--require-speedup): a sample whose speed label has no pass_perf is not verified,
@@ -255,11 +308,11 @@ Result<VerdictOutcome> store_job_verdict_as(store::Db& db, const std::string& ow
   auto flagged = [&](const char* f) {
     return std::find(r.flags.begin(), r.flags.end(), f) != r.flags.end();
   };
-  const bool infrastructure = flagged(verify::kInfrastructure);
+  // Infrastructure failures reach here only once given up (requeue_or_give_up), to be stored.
   // What the verifier's Python lacks is no evidence against the sample: no repair for it.
   const bool environment = flagged(verify::kEnvironment);
   // Not verified, and the run has rounds left: back to the LLM with this verdict as evidence.
-  const bool repair = !infrastructure && !environment && !r.verified() && job.round < repair_rounds;
+  const bool repair = !environment && !r.verified() && job.round < repair_rounds;
   if (repair) {
     KF_TRY(store::Stmt * st, db.cached(q()["vstage_to_repair"]));
     st->bind(1, job.job_id).bind(2, owner).bind(3, job.round + 1).bind(4, now);
@@ -267,22 +320,14 @@ Result<VerdictOutcome> store_job_verdict_as(store::Db& db, const std::string& ow
   } else {
     KF_TRY(store::Stmt * st, db.cached(q()["vstage_finish"]));
     st->bind(1, job.job_id).bind(2, owner);
-    if (infrastructure) {
-      st->bind(3, to_string(JobState::verify_queued))
-          .bind(4, to_string(JobStep::verify))
-          .bind(5, to_string(JobErrorKind::verifier))
-          .bind(6, r.detail);
-    } else {
-      st->bind(3, to_string(JobState::done))
-          .bind(4, to_string(JobStep::none))
-          .bind(5, nullptr)
-          .bind(6, nullptr);
-    }
+    st->bind(3, to_string(JobState::done))
+        .bind(4, to_string(JobStep::none))
+        .bind(5, nullptr)
+        .bind(6, nullptr);
     st->bind(7, now);
     KF_CHECK(st->run());
   }
   if (db.changes() == 0) return VerdictOutcome::lost;
-  if (infrastructure) return VerdictOutcome::requeued;
   verify::VerificationKey key{job.job_id, job.run_id, job.sample_id, job.attempt, job.round};
   KF_CHECK(verify::store_verification(db, key, r, now));
   if (!repair) return VerdictOutcome::stored;

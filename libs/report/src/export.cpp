@@ -1,7 +1,10 @@
 #include "kforge/report/export.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "dataset_rows.hpp"
 #include "export_select.hpp"
@@ -21,11 +24,35 @@ const std::vector<std::string>& verdict_names() {
   return v;
 }
 
+Status check_json_extension(const std::filesystem::path& out) {
+  static const std::vector<std::pair<std::string, std::string>> kOther = {
+      {".parquet", "Parquet"}, {".pq", "Parquet"},  {".csv", "CSV"},
+      {".tsv", "TSV"},         {".arrow", "Arrow"}, {".feather", "Arrow"},
+      {".xlsx", "Excel"},      {".avro", "Avro"},   {".orc", "ORC"}};
+  std::string ext = out.extension().string();
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const auto& [e, name] : kOther)
+    if (ext == e)
+      return fail("usage", "--out " + out.string() +
+                               ": kforge export writes JSON (a .json list or " +
+                               ".jsonl lines), not " + name +
+                               "; name the file .json or .jsonl (a dataset folder of JSON Lines: "
+                               "--out-dir DIR)");
+  return {};
+}
+
 Result<ExportFormat> parse_export_format(const std::string& s, const std::filesystem::path& out) {
+  KF_CHECK(check_json_extension(out));
   if (s == "json") return ExportFormat::json;
   if (s == "jsonl") return ExportFormat::jsonl;
-  if (s == "auto" || s.empty())
-    return out.extension() == ".jsonl" ? ExportFormat::jsonl : ExportFormat::json;
+  if (s == "auto" || s.empty()) {
+    const std::string ext = out.extension().string();
+    if (ext == ".jsonl") return ExportFormat::jsonl;
+    if (ext == ".json" || ext.empty() || out == "-") return ExportFormat::json;
+    return fail("usage", "--out " + out.string() + ": the extension '" + ext +
+                             "' names no format kforge export writes: name the file .json (one "
+                             "JSON list) or .jsonl (JSON Lines), or give --format json|jsonl");
+  }
   return fail("usage", "--format: '" + s +
                            "' is not one of json, jsonl, auto (kforge's records) or sft, "
                            "prompt-completion, trajectory, rl (training rows)");

@@ -31,6 +31,13 @@ std::string param(const ViewRequest& req, const std::string& name) {
   return it == req.params.end() ? std::string() : it->second;
 }
 
+Result<RunInfo> find_run_for_client(store::Db& db, const std::string& tag) {
+  auto run = find_run(db, tag);
+  if (!run.ok() && run.error().kind == "not_found")
+    return fail("not_found", "no run tagged '" + tag + "' (the runs page lists them)");
+  return run;
+}
+
 Result<ViewCache::Outcomes> outcomes_of(store::Db& db, const RunInfo& run, ViewCache* cache) {
   std::string fingerprint;
   if (cache != nullptr) {
@@ -128,7 +135,7 @@ Result<Body> runs_page(store::Db& db, const ViewOptions& opts) {
     auto options = [&](std::size_t selected) {
       std::string o;
       for (std::size_t i = 0; i < runs.size(); ++i)
-        o += "<option value=\"" + html_escape(runs[i].tag) + "\"" +
+        o += "<option value=\"" + html_attr(runs[i].tag) + "\"" +
              (i == selected ? " selected" : "") + ">" + html_escape(runs[i].tag) + "</option>";
       return o;
     };
@@ -155,12 +162,18 @@ std::string layout(const Body& b, const ViewOptions& opts) {
   return s;
 }
 
-ViewResponse error_page(const Error& e, const ViewOptions& opts) {
+// The error's message for a client: the database's path, in any message, reads "the database".
+ViewResponse error_page(const Error& e, const std::string& db_path, const ViewOptions& opts) {
   ViewResponse r;
   r.status = e.kind == "usage" ? 400 : e.kind == "not_found" ? 404 : 500;
+  std::string message = e.message;
+  if (!db_path.empty())
+    for (auto at = message.find(db_path); at != std::string::npos;
+         at = message.find(db_path, at + 12))
+      message.replace(at, db_path.size(), "the database");
   Body b;
   b.title = r.status == 400 ? "Bad request" : r.status == 404 ? "Not found" : "Error";
-  b.html = "<h1>" + b.title + "</h1><p class=\"error\">" + html_escape(e.message) +
+  b.html = "<h1>" + b.title + "</h1><p class=\"error\">" + html_escape(message) +
            "</p><p><a href=\"/\">All runs</a></p>";
   r.body = layout(b, opts);
   return r;
@@ -208,7 +221,7 @@ ViewResponse view(store::Db& db, const ViewRequest& req, const ViewOptions& opts
     body = sample_page(db, req);
   else if (req.path == "/ab")
     body = ab_page(db, req, opts);
-  if (!body.ok()) return error_page(body.error(), opts);
+  if (!body.ok()) return error_page(body.error(), db.path(), opts);
   ViewResponse r;
   r.body = layout(*body, opts);
   return r;

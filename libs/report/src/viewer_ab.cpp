@@ -35,8 +35,8 @@ Result<Body> ab_page(store::Db& db, const ViewRequest& req, const ViewOptions& o
     return fail("usage", "the A/B page needs two tags (/ab?a=BASELINE&b=OTHER)");
   if (ta == tb)
     return fail("usage", "the A/B page needs two different tags, got '" + ta + "' twice");
-  KF_TRY(RunInfo a, find_run(db, ta));
-  KF_TRY(RunInfo b, find_run(db, tb));
+  KF_TRY(RunInfo a, find_run_for_client(db, ta));
+  KF_TRY(RunInfo b, find_run_for_client(db, tb));
   KF_TRY(ViewCache::Outcomes oa, outcomes_of(db, a, opts.cache));
   KF_TRY(ViewCache::Outcomes ob, outcomes_of(db, b, opts.cache));
   const double confidence = opts.confidence;

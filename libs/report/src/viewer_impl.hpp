@@ -20,6 +20,9 @@ std::string href(std::string_view path, const Params& params);
 std::string link(std::string_view path, const Params& params, std::string_view text);
 // A parameter's value, "" when absent.
 std::string param(const ViewRequest& req, const std::string& name);
+// The run tagged `tag`; when there is none, a 404 that names neither the database nor the other
+// tags (a client sees the runs it may open on the runs page).
+Result<RunInfo> find_run_for_client(store::Db& db, const std::string& tag);
 
 // A page's body, or an error: kind "usage" (400), "not_found" (404), anything else (500).
 // `refresh` asks for the page to reload itself (an active run).

@@ -235,7 +235,7 @@ Result<Body> sample_page(store::Db& db, const ViewRequest& req) {
   std::string tag = param(req, "tag"), key = param(req, "key");
   if (tag.empty() || key.empty())
     return fail("usage", "the sample page needs a tag and a key (/sample?tag=TAG&key=KEY)");
-  KF_TRY(RunInfo run, find_run(db, tag));
+  KF_TRY(RunInfo run, find_run_for_client(db, tag));
   KF_TRY(SampleData d, load_sample(db, run, key));
   std::vector<Round> rounds = rounds_of(run, d);
 

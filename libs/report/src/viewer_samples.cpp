@@ -52,7 +52,7 @@ std::string facet(const std::string& name, const std::string& label,
   std::string s =
       "<label>" + label + " <select name=\"" + name + "\"><option value=\"\">any</option>";
   for (const auto& [v, n] : counts)
-    s += "<option value=\"" + html_escape(v) + "\"" + (v == chosen ? " selected" : "") + ">" +
+    s += "<option value=\"" + html_attr(v) + "\"" + (v == chosen ? " selected" : "") + ">" +
          html_escape(v) + " (" + std::to_string(n) + ")</option>";
   return s + "</select></label> ";
 }
@@ -62,7 +62,7 @@ std::string facet(const std::string& name, const std::string& label,
 Result<Body> samples_page(store::Db& db, const ViewRequest& req, const ViewOptions& opts) {
   std::string tag = param(req, "tag");
   if (tag.empty()) return fail("usage", "the run page needs a tag (/run?tag=TAG)");
-  KF_TRY(RunInfo run, find_run(db, tag));
+  KF_TRY(RunInfo run, find_run_for_client(db, tag));
   KF_TRY(ViewCache::Outcomes loaded, outcomes_of(db, run, opts.cache));
   const std::vector<SampleOutcome>& outcomes = *loaded;
   const std::string f_outcome = param(req, "verdict"), f_flag = param(req, "flag"),
@@ -159,13 +159,13 @@ Result<Body> samples_page(store::Db& db, const ViewRequest& req, const ViewOptio
        html_escape(run.state) + ", " + std::to_string(outcomes.size()) + " samples</p>";
   h += "<form class=\"filters\" method=\"get\" action=\"/run\"><input type=\"hidden\" "
        "name=\"tag\" value=\"" +
-       html_escape(tag) + "\">";
+       html_attr(tag) + "\">";
   h += facet("verdict", "outcome", c_outcome, f_outcome);
   h += facet("flag", "flag", c_flag, f_flag);
   h += facet("failure", "stage failure", c_failure, f_failure);
   h += facet("round", "repair round", c_round, f_round);
   h += facet("cause", "cause", c_cause, f_cause);
-  h += "<label>key <input type=\"text\" name=\"q\" value=\"" + html_escape(q) + "\"></label> ";
+  h += "<label>key <input type=\"text\" name=\"q\" value=\"" + html_attr(q) + "\"></label> ";
   h += "<label>sort <select name=\"sort\">";
   for (const auto& s : sorts)
     h += "<option" + std::string(s == sort ? " selected" : "") + ">" + s + "</option>";

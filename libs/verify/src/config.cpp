@@ -121,6 +121,8 @@ void read_config(ConfigNode n, VerifierConfig& out) {
   n.get_at_least("queue_capacity", out.queue_capacity, 1);
   n.get_above("worker_start_timeout_s", out.worker_start_timeout_s, 0);
   n.get_at_least("max_start_failures", out.max_start_failures, 1);
+  n.get_at_least("max_requeues", out.max_requeues, 1);
+  n.get_at_least("requeue_backoff_s", out.requeue_backoff_s, 0);
   n.get_at_least("memory_poll_ms", out.memory_poll_ms, 10);
   n.get("probe_gpu", out.probe_gpu);
   n.get("env_passthrough", out.env_passthrough);

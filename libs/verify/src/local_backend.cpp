@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "kforge/store/db.hpp"
 
 namespace kforge::verify {
@@ -73,9 +75,21 @@ Result<bool> LocalBackend::lease_one() {
 }
 
 void LocalBackend::finish(const VerifyJob& job, VerifyResult&& r) {
+  // While stopping, the samples in flight come back flagged `infrastructure`: that is the stop,
+  // not a failure of the sample's, and does not count towards verifier.max_requeues.
+  const bool stopped = draining_ && std::find(r.flags.begin(), r.flags.end(),
+                                              std::string(kInfrastructure)) != r.flags.end();
   auto write = [&]() -> Status {
     KF_TRY(store::Transaction tx, store::Transaction::begin(queue_.db()));
-    KF_TRY(VerdictOutcome out, queue_.store_verdict(owner_, job, r, clock_.wall_ms()));
+    VerdictOutcome out = VerdictOutcome::requeued;
+    if (stopped) {
+      KF_TRY(bool ours,
+             queue_.release(job.job_id, owner_, Release::requeue, std::nullopt, clock_.wall_ms()));
+      if (!ours) out = VerdictOutcome::lost;
+    } else {
+      KF_TRY(VerdictOutcome stored, queue_.store_verdict(owner_, job, r, clock_.wall_ms()));
+      out = stored;
+    }
     KF_CHECK(tx.commit());
     switch (out) {
       case VerdictOutcome::lost:

@@ -86,6 +86,23 @@ Result<std::uint64_t> Pool::submit(VerifyRequest request, Callback done) {
     I.ready.emplace_back(std::move(done), std::move(res));
     return id;
   }
+  // Python compiles no source with a NUL byte in it ("source code string cannot contain null
+  // bytes"): the sample is invalid as written, whatever runs it, and is not run.
+  for (const auto& [field, text] :
+       {std::pair{"code", &request.code}, std::pair{"kernel_wrapper", &request.kernel_wrapper},
+        std::pair{"unitest_code", &request.unitest_code}}) {
+    auto at = (*text)->find('\0');
+    if (at == std::string::npos) continue;
+    VerifyResult res;
+    res.key = request.key;
+    res.verdict = Verdict::invalid;
+    res.detail = std::string(field) + " contains a NUL byte at offset " + std::to_string(at) +
+                 ": Python cannot compile source code with null bytes";
+    res.report = {{"nul_byte", {{"field", field}, {"offset", at}}}};
+    ++I.stats.completed;
+    I.ready.emplace_back(std::move(done), std::move(res));
+    return id;
+  }
   j.request = std::move(request);
   j.done = std::move(done);
   j.submitted = I.now();

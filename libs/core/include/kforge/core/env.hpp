@@ -93,8 +93,8 @@ class Env {
   virtual std::optional<ExitInfo> wait(pid_t pid, WaitMode mode) = 0;
   // Sends a signal to a process (pid > 0) or a process group (pid < 0). False when it failed.
   virtual bool kill(pid_t pid, int sig) = 0;
-  // Whether a process with this pid exists (one of another user counts; a zombie too). False
-  // for pid <= 0.
+  // Whether a process with this pid runs (one of another user counts; a zombie, which has
+  // exited and waits to be reaped, does not). False for pid <= 0.
   virtual bool alive(pid_t pid) = 0;
 };
 

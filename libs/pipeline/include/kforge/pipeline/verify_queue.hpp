@@ -24,6 +24,17 @@
 
 namespace kforge::pipeline {
 
+// How often a job goes back to the verifier's queue after an infrastructure failure (the
+// verifier could not run it: a worker died, a sandbox could not be set up), and how long it
+// waits each time: backoff_ms, doubled each time up to max_backoff_ms. Past max_requeues the job
+// ends with an `error` verdict flagged `infrastructure` whose detail names the last failure
+// (verifier.max_requeues, verifier.requeue_backoff_s).
+struct RequeuePolicy {
+  int max_requeues = 5;
+  std::int64_t backoff_ms = 5'000;
+  std::int64_t max_backoff_ms = 600'000;
+};
+
 // In the caller's transaction: stores the verdict (not an infrastructure one) and moves the job
 // on: to 'done'; to stage 'repair' at the next round when it is not verified, the run has rounds
 // left and the verdict is not flagged `environment`; or back to 'verify_queued' when flagged
@@ -37,7 +48,8 @@ Result<verify::VerdictOutcome> store_job_verdict(store::Db& db, const std::strin
 Result<verify::VerdictOutcome> store_job_verdict(store::Db& db, const std::string& owner,
                                                  const verify::VerifyJob& job,
                                                  const verify::VerifyResult& r, std::int64_t now,
-                                                 const store::RunParams& params);
+                                                 const store::RunParams& params,
+                                                 const RequeuePolicy& requeue = {});
 // The run's parameters (fixed at its creation): its repair rounds, and the cross-compile targets
 // it requires (its samples are compiled for them, and a passing one that does not compile for
 // one is flagged cross_compile_failed by store_job_verdict: not verified; repaired with the
@@ -53,7 +65,8 @@ class JobsVerifyQueue : public verify::VerifyQueue {
  public:
   static constexpr std::int64_t kRecheckEmptyMs = 30'000;
 
-  explicit JobsVerifyQueue(store::Db& db) : db_(db) {}
+  explicit JobsVerifyQueue(store::Db& db, RequeuePolicy requeue = {})
+      : db_(db), requeue_(requeue) {}
 
   store::Db& db() override { return db_; }
   Result<std::optional<verify::LeasedSample>> lease(const std::string& owner,
@@ -82,6 +95,8 @@ class JobsVerifyQueue : public verify::VerifyQueue {
   store::Db& db_;
   std::int64_t empty_version_ = -1;  // data_version of the last lease that found nothing
   std::int64_t empty_at_ms_ = 0;
+  std::int64_t empty_due_ms_ = 0;  // a job waiting out a requeue's back-off is due then (0: none)
+  RequeuePolicy requeue_;
   std::map<std::int64_t, store::RunParams> run_params_;  // by run id
 };
 

@@ -8,9 +8,15 @@
 
 namespace kforge::report {
 
-// & < > " ' as character references; everything else as is. Safe in element content and in
-// attribute values quoted with either quote.
+// & < > " ' as character references, and each bidirectional embedding, override or isolate
+// control (U+202A-202E, U+2066-2069: Trojan Source, a key that reads backwards) as a visible
+// marker <span class=bidi>⟦U+202E⟧</span>, as editors show them; everything else as is. Safe in
+// element content and in attribute values quoted with either quote (the marker has no quotes).
 std::string html_escape(std::string_view s);
+
+// The same for a form's attribute values (<option value>, <input value>), where the text must
+// come back unchanged when the form is sent: the controls are kept (they do not render there).
+std::string html_attr(std::string_view s);
 
 // Percent-encodes every byte but RFC 3986's unreserved characters, for a URL query value
 // (the result still goes through html_escape when it is put into an attribute).

@@ -61,8 +61,13 @@ struct Split {
   double fraction = 1;
 };
 
-// "json" | "jsonl"; "auto" picks jsonl for a .jsonl path and json otherwise.
+// "json" | "jsonl"; "auto" picks jsonl for a .jsonl path and json for a .json one, "-" or a
+// name without an extension; any other extension is an error (never JSON under another name).
+// Whatever the format, a path whose extension names another data format (.parquet, .csv,
+// .arrow...) is an error: what is written is JSON.
 Result<ExportFormat> parse_export_format(const std::string& s, const std::filesystem::path& out);
+// The error for a path whose extension names a data format other than JSON, if it does.
+Status check_json_extension(const std::filesystem::path& out);
 
 struct ExportOptions {
   ExportFormat format = ExportFormat::jsonl;

@@ -169,6 +169,12 @@ struct VerifierConfig {
   int queue_capacity = 64;
   double worker_start_timeout_s = 180;
   int max_start_failures = 3;  // consecutive, per device, before it leaves the rotation
+  // A sample the verifier could not run (flagged `infrastructure`: a worker died, a sandbox
+  // could not be set up) goes back to the queue at most max_requeues - 1 times, waiting
+  // requeue_backoff_s, doubled each time (at most 10 minutes); the next failure ends it with an
+  // `error` verdict naming the cause.
+  int max_requeues = 5;
+  double requeue_backoff_s = 5;
   int memory_poll_ms = 100;
   bool probe_gpu = true;  // a worker checks its GPU (in a forked child) before it is ready
   // Variables copied from the pool's environment into the samples' (a trailing * matches a
