@@ -48,7 +48,7 @@ inline constexpr int kBands = 32;  // LSH: kBands bands of kRows slots
 inline constexpr int kRows = kPermutations / kBands;
 // Names the parameters above and the normalisation; a stored signature with another name is
 // recomputed.
-inline constexpr std::string_view kScheme = "minhash128-k5-kernels-v6";
+inline constexpr std::string_view kScheme = "minhash128-k5-kernels-v7";
 // Below this many kernel shingles a file is signed over all its tokens.
 inline constexpr int kMinKernelShingles = 30;
 
@@ -186,12 +186,23 @@ struct KernelSignature {
   Signature sig;        // minhash and shingles of those tokens (bodies and kernels_sha unused)
   std::string ops;      // its operations (as Signature::ops)
   bool helper = false;  // another @jit function of its file calls it
+  int lines = 0;        // its code lines (logical lines, `def` included; no comments, docstrings)
+  // Hash of its tokens as `body`, with casts (`.to(...)`) left out: what a small kernel must share
+  // with an eval kernel to match it (kSmallKernelLines).
+  std::string cast_free;
 };
+
+// A kernel of this many code lines or fewer (KernelSignature::lines) is too small to identify an
+// eval kernel by similarity: a six-line fp16-to-fp8 copy is 0.87 similar to an `add` and 0.92 to
+// a fill, identifiers normalised. Such a kernel, on either side, matches only the same kernel up
+// to renames, formatting, literals and casts (cast_free).
+inline constexpr int kSmallKernelLines = 10;
 
 // How near a sample's kernel is to an eval kernel, for decontamination: 1 for the same kernel up
 // to renames, else their similarity, but 0 when the sample's kernel is a helper of its file (a
 // tile swizzle shared by GEMMs says nothing of contamination). Operations are not compared here:
-// an eval kernel's edited copy often adds a mask one way and a clamp the other.
+// an eval kernel's edited copy often adds a mask one way and a clamp the other. When either kernel
+// has kSmallKernelLines code lines or fewer: 1 for the same kernel up to casts too, else 0.
 double kernel_match(const KernelSignature& sample, const KernelSignature& eval);
 
 // Kernels below this many normalised tokens (a five-line helper such as a prev_multiple_of has
