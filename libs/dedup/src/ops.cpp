@@ -592,13 +592,28 @@ void io_shape(const std::vector<Toks>& lines, const Kernel& k, std::vector<std::
 }  // namespace
 
 int code_lines(std::string_view kernel) {
+  static constexpr std::string_view kCompound[] = {"if",   "elif", "else",   "while",  "for",
+                                                   "with", "try",  "except", "finally"};
+  // Lines that say nothing of their own: `else:` before an `if` is Python's `elif`.
+  static constexpr std::string_view kBare[] = {"else", "try", "finally"};
   int n = 0;
   Toks toks;
   for (std::string_view line : logical_lines(kernel)) {
     toks.clear();
     tokenize(line, true, toks);
     if (toks.empty() || (toks.size() == 1 && is_string(toks[0]))) continue;  // a docstring
-    ++n;
+    n += one_of(toks[0], kBare) ? 0 : 1;
+    if (!one_of(toks[0], kCompound)) continue;
+    // `if c: x = 1` is two lines, as Python writes it back.
+    int depth = 0;
+    for (std::size_t i = 0; i < toks.size(); ++i) {
+      depth += nesting(toks[i]);
+      if (toks[i] == "lambda") break;
+      if (depth == 0 && toks[i] == ":") {
+        n += i + 1 < toks.size() ? 1 : 0;
+        break;
+      }
+    }
   }
   return n;
 }

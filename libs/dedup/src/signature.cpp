@@ -385,6 +385,25 @@ bool ops_conflict(std::string_view a, std::string_view b) {
     v.erase(it);
     return true;
   };
+  // The tensors one kernel reads and writes (`io:R/W`, a file with one kernel that writes):
+  // compared only when both files have it, writes always, reads when both read through blocks of
+  // pointers (a table of pointers resolves to none).
+  auto io = [](std::vector<std::string_view>& v) {
+    auto it =
+        std::find_if(v.begin(), v.end(), [](std::string_view o) { return o.starts_with("io:"); });
+    if (it == v.end()) return std::pair<long, long>{-1, -1};
+    std::string_view t = it->substr(3);
+    v.erase(it);
+    std::size_t slash = t.find('/');
+    return std::pair<long, long>{
+        std::strtol(std::string(t.substr(0, slash)).c_str(), nullptr, 10),
+        std::strtol(std::string(t.substr(slash + 1)).c_str(), nullptr, 10)};
+  };
+  auto io_x = io(x), io_y = io(y);
+  if (io_x.second >= 0 && io_y.second >= 0 &&
+      (io_x.second != io_y.second ||
+       (io_x.first > 0 && io_y.first > 0 && io_x.first != io_y.first)))
+    return true;
   bool small_x = small(x), small_y = small(y);
   if (small_x && small_y) return x != y;  // one-line bodies: any other operation
   bool only_x = false, only_y = false;
@@ -593,6 +612,11 @@ Signature compute_signature(std::string_view code) {
     detail::formatting_neutral(toks);
     fill_minhash(toks, sig);
   }
+  // The tensors a kernel reads and writes (`io:R/W`) are compared between single kernels only: a
+  // file's kernels are split, merged and added to across revisions and ports.
+  if (std::count_if(ops.begin(), ops.end(),
+                    [](const std::string& o) { return o.starts_with("io:"); }) != 1)
+    std::erase_if(ops, [](const std::string& o) { return o.starts_with("io:"); });
   // Kernels all below the sketch floor (one-line bodies) are their operations (ops_conflict).
   if (!sig.kernelless && sig.kernels.empty() && !ops.empty()) ops.emplace_back(kSmallKernels);
   std::sort(ops.begin(), ops.end());

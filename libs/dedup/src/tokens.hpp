@@ -27,8 +27,9 @@ void formatting_neutral(std::vector<std::string_view>& toks);
 void value_ops(std::string_view kernel, std::vector<std::string>& ops);
 
 // How many code lines a kernel (its source, from `def`) has: its logical lines (a statement
-// broken over several lines is one, `;` separates two), the `def` line included, without blank
-// lines, comments and docstrings. Formatting neutral as tokens are.
+// broken over several lines is one, `;` separates two, `if c: x = 1` is two), the `def` line
+// included, without blank lines, comments, docstrings and bare `else:`, `try:` and `finally:`
+// lines. Formatting neutral as tokens are (Python's `ast` writes `else: if` as `elif`).
 int code_lines(std::string_view kernel);
 
 }  // namespace kforge::dedup::detail
