@@ -166,6 +166,7 @@ struct Flow {
   // The first name of the pointer of each load through a block of pointers (data read) and of
   // each store or atomic (data written): the tensor, or a name its pointers were computed from.
   Toks reads, writes;
+  Toks scalar_reads;  // the same of loads through a scalar pointer (a length, a slope, a scale)
   void ref(Ctx c, std::string_view t) {
     (c == Ctx::sink ? sink_refs : c == Ctx::own ? own_refs : index_refs).push_back(t);
   }
@@ -398,7 +399,9 @@ struct Parser {
       ++pos;
       s = end + 1;
     }
-    if (load && vector) f.reads.insert(f.reads.end(), pointer_reads.begin(), pointer_reads.end());
+    (load && vector ? f.reads : f.scalar_reads)
+        .insert((load && vector ? f.reads : f.scalar_reads).end(), pointer_reads.begin(),
+                pointer_reads.end());
     if (load) return vector;
     // Random numbers are data drawn from offsets; other functions compute on their arguments.
     if (atomic || name.starts_with("rand") || name == "philox") return true;
@@ -463,6 +466,9 @@ struct Def {
 
 struct Kernel {
   std::unordered_map<std::string_view, std::vector<Def>> defs;
+  // Names assigned a load through a scalar pointer -> what it read (Flow::scalar_reads): a tensor
+  // the kernel reads when the name reaches a sink.
+  std::unordered_map<std::string_view, Toks> scalar;
   Flow sinks;  // sinks' names and operations, and the names read in index context
 };
 
@@ -543,6 +549,7 @@ void statement(const Toks& t, std::size_t b, std::size_t e, Kernel& k, Known& n)
   s.reads.insert(s.reads.end(), f.reads.begin(), f.reads.end());
   s.writes.insert(s.writes.end(), f.writes.begin(), f.writes.end());
   for (auto target : targets) {
+    if (!f.scalar_reads.empty()) k.scalar[target] = f.scalar_reads;
     if (d.data) n.data.insert(target);
     if (d.vector) n.vectors.insert(target);
     k.defs[target].push_back(d);
@@ -565,8 +572,13 @@ void parameters(const Toks& def, Names& data) {
 // ...)`), counted as one operation `io:<reads>/<writes>` when it writes. A sibling that computes
 // another function from one template reads or writes another number of tensors (an addmm's bias,
 // a var_mean's mean, a decay's slopes); a rewrite of the same math keeps them.
-void io_shape(const std::vector<Toks>& lines, const Kernel& k, std::vector<std::string>& ops) {
+void io_shape(const std::vector<Toks>& lines, const Kernel& k, const Names& to_sinks,
+              std::vector<std::string>& ops) {
   if (lines.empty() || k.sinks.writes.empty()) return;
+  Toks reads = k.sinks.reads;
+  for (auto name : to_sinks)
+    if (auto it = k.scalar.find(name); it != k.scalar.end())
+      reads.insert(reads.end(), it->second.begin(), it->second.end());
   Names params;
   parameters(lines[0], params);
   auto root = [&](std::string_view name) -> std::string_view {
@@ -586,7 +598,7 @@ void io_shape(const std::vector<Toks>& lines, const Kernel& k, std::vector<std::
   };
   std::size_t writes = count(k.sinks.writes);
   if (writes == 0) return;
-  ops.push_back("io:" + std::to_string(count(k.sinks.reads)) + "/" + std::to_string(writes));
+  ops.push_back("io:" + std::to_string(count(reads)) + "/" + std::to_string(writes));
 }
 
 }  // namespace
@@ -642,7 +654,6 @@ void value_ops(std::string_view kernel, std::vector<std::string>& ops) {
     if (n.data.size() + n.vectors.size() == before) break;
   }
   ops.insert(ops.end(), k.sinks.sink_ops.begin(), k.sinks.sink_ops.end());
-  io_shape(lines, k, ops);
   // What the sinks read, and the data a pointer or a condition reads (a gather's index).
   Toks todo = k.sinks.sink_refs;
   for (auto r : k.sinks.index_refs)
@@ -659,6 +670,7 @@ void value_ops(std::string_view kernel, std::vector<std::string>& ops) {
       todo.insert(todo.end(), d.refs.begin(), d.refs.end());
     }
   }
+  io_shape(lines, k, seen, ops);
 }
 
 }  // namespace kforge::dedup::detail
