@@ -225,11 +225,10 @@ int score_pairs(const fs::path& pairs_file, const fs::path& crawl, const fs::pat
         if (in_g) by_kind[{"grouping", scope, cut}].add(g, copy);
         if (in_d) by_kind[{"decontamination", scope, cut}].add(d, copy);
       }
-    if (held_out) continue;  // scored above only
-    if (in_g) group.add(g, copy);
-    if (in_g)
+    if (in_g && !held_out) group.add(g, copy);  // held-out pairs: scored above only
+    if (in_g && !held_out)
       for (auto& [t, r] : sweep) r.add(kforge::dedup::near(sa, sb, t), copy);
-    if (in_d) decon.add(d, copy);
+    if (in_d && !held_out) decon.add(d, copy);
     if (ex.is_open()) {
       auto ka = kforge::dedup::kernel_signatures(a), kb = kforge::dedup::kernel_signatures(b);
       ex << nlohmann::json{{"a", pr["a"]},

@@ -400,10 +400,18 @@ bool ops_conflict(std::string_view a, std::string_view b) {
         std::strtol(std::string(t.substr(slash + 1)).c_str(), nullptr, 10)};
   };
   auto io_x = io(x), io_y = io(y);
-  if (io_x.second >= 0 && io_y.second >= 0 &&
-      (io_x.second != io_y.second ||
-       (io_x.first > 0 && io_y.first > 0 && io_x.first != io_y.first)))
-    return true;
+  if (io_x.second >= 0 && io_y.second >= 0) {
+    if (io_x.second != io_y.second ||
+        (io_x.first > 0 && io_y.first > 0 && io_x.first != io_y.first))
+      return true;
+    // Between single kernels, shifts on values on one side only unpack another format (int4
+    // weights two to a byte against int8 ones).
+    auto shifts = [](const std::vector<std::string_view>& v) {
+      return std::find(v.begin(), v.end(), ">>") != v.end() ||
+             std::find(v.begin(), v.end(), "<<") != v.end();
+    };
+    if (shifts(x) != shifts(y)) return true;
+  }
   bool small_x = small(x), small_y = small(y);
   if (small_x && small_y) return x != y;  // one-line bodies: any other operation
   bool only_x = false, only_y = false;
@@ -627,6 +635,7 @@ Signature compute_signature(std::string_view code) {
   }
   std::sort(sig.bodies.begin(), sig.bodies.end());
   sig.bodies.erase(std::unique(sig.bodies.begin(), sig.bodies.end()), sig.bodies.end());
+  body_ids_from_bodies(sig);
   std::string all;
   if (!sig.bodies.empty()) {
     for (const auto& b : sig.bodies) all += b + ",";

@@ -87,6 +87,8 @@ struct Signature {
   // bodies): a hash of their tokens, identifiers and literals as written (stored as 16 hex
   // digits); else 0.
   std::uint64_t small_kernels = 0;
+  // `bodies` as numbers, sorted (what links through kernels read of them).
+  std::vector<std::uint64_t> body_ids;
 };
 
 // Whether two files' kernels compute different operations on values: each calls or applies one
@@ -129,6 +131,13 @@ bool near(const Signature& a, const Signature& b, double threshold);
 //    copy of a one-line body often rewrites its imports and logger (FlagGems' `isnan`, 0.54).
 //    The files' similarity guards against one trivial function shared by different operations
 //    (FlagGems' `copy_func`, `return x`, in `cat.py` and `hstack.py`: 0.47).
+//  - within, small kernels: a file whose @jit functions are all below kMinKernelTokens (no
+//    sketch) and that has kernel bodies of kMinBodyTokens or more (`bodies`: identifiers
+//    normalised, literals as written) is within another that has every one of those bodies,
+//    whatever their sizes: a five-line helper file inside a library, one-line pointwise bodies
+//    in a backend copy that adds a kernel (FlagGems' `sigmoid.py` in metax's, files 0.20), fla's
+//    `exp` helper as FlagGems' `exp_func` (0.04). Trivial bodies (`return x`, below
+//    kMinBodyTokens) link nothing.
 // None looks at operations; near() and corpus groups do (a conflict vetoes any link).
 inline constexpr double kContainThreshold = 0.9;
 inline constexpr double kAlignThreshold = 0.6;
@@ -153,7 +162,9 @@ enum class KernelLink {
   small = 7
 };
 KernelLink kernel_link(const Signature& a, const Signature& b);
-bool kernels_within(const Signature& a, const Signature& b);
+bool kernels_within(const Signature& a, const Signature& b);  // sketches, or small kernels' bodies
+// Signature::bodies (stored as a JSON list of 16-hex-digit strings) -> body_ids.
+void body_ids_from_bodies(Signature& s);
 bool kernels_aligned(const Signature& a, const Signature& b);
 bool kernels_named(const Signature& a, const Signature& b);
 // The same sketches in the same order, at least one of a kernel that is not a helper.
