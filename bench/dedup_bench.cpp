@@ -92,7 +92,8 @@ std::pair<std::pair<double, double>, std::string> in_child(Fn fn) {
 // The identifiers of code (tokens that start with a letter or '_'), in order of appearance.
 std::vector<std::string> identifiers(const std::string& code) {
   std::vector<std::string> out;
-  for (auto t : kforge::dedup::normalised_tokens(code))
+  // As written (python_tokens): the corpus does not change with dedup's normalisation.
+  for (auto t : kforge::dedup::python_tokens(code))
     if (!t.empty() && (std::isalpha(static_cast<unsigned char>(t[0])) || t[0] == '_'))
       out.emplace_back(t);
   return out;

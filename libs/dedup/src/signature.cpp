@@ -296,6 +296,12 @@ std::vector<std::string_view> normalised_tokens(std::string_view code) {
   return out;
 }
 
+std::vector<std::string_view> python_tokens(std::string_view code) {
+  std::vector<std::string_view> out;
+  tokenize(code, false, out);
+  return out;
+}
+
 namespace {
 
 // Appends the hashes of the kShingle-token shingles of `toks` (one shingle of all of them when

@@ -52,8 +52,12 @@ inline constexpr std::string_view kScheme = "minhash128-k5-kernels-v7";
 // Below this many kernel shingles a file is signed over all its tokens.
 inline constexpr int kMinKernelShingles = 30;
 
-// The normalised tokens of Python source, as text ("S" and "N" for literals).
+// The normalised tokens of Python source, as text ("S" and "N" for literals), formatting neutral
+// (grouping parentheses and commas before a closing bracket dropped, `else : if` as `elif`).
 std::vector<std::string_view> normalised_tokens(std::string_view code);
+// The same as written: comments and whitespace dropped, literals "S" and "N", nothing else
+// changed (what the 100,000-file benchmark renames identifiers from).
+std::vector<std::string_view> python_tokens(std::string_view code);
 
 // One kernel of a file for links through kernels (contain.cpp): the low 16 bits of the first
 // kSketchSlots slots of its kernel signature (KernelSignature below: identifiers normalised, so
