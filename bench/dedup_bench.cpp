@@ -33,8 +33,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -90,7 +92,8 @@ std::pair<std::pair<double, double>, std::string> in_child(Fn fn) {
 // The identifiers of code (tokens that start with a letter or '_'), in order of appearance.
 std::vector<std::string> identifiers(const std::string& code) {
   std::vector<std::string> out;
-  for (auto t : kforge::dedup::normalised_tokens(code))
+  // As written (python_tokens): the corpus does not change with dedup's normalisation.
+  for (auto t : kforge::dedup::python_tokens(code))
     if (!t.empty() && (std::isalpha(static_cast<unsigned char>(t[0])) || t[0] == '_'))
       out.emplace_back(t);
   return out;
@@ -186,7 +189,11 @@ int score_pairs(const fs::path& pairs_file, const fs::path& crawl, const fs::pat
     void add(bool near, bool copy) { (near ? (copy ? tp : fp) : (copy ? fn : tn))++; }
     double p() const { return tp + fp ? double(tp) / (tp + fp) : 1; }
     double r() const { return tp + fn ? double(tp) / (tp + fn) : 1; }
+    double f1() const { return p() + r() > 0 ? 2 * p() * r() / (p() + r()) : 0; }
   } group, decon;
+  // Per kind ("kind", else "earlier"), per call, clear-cut ("borderline" false) and all, and the
+  // held-out pairs ("held_out" true) apart: (set, kind, clear-cut or all) -> rates.
+  std::map<std::tuple<std::string, std::string, std::string>, Rates> by_kind;
   // Grouping at other thresholds (the default is the one above).
   std::vector<std::pair<double, Rates>> sweep;
   for (double t : {0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.9}) sweep.push_back({t, Rates{}});
@@ -211,10 +218,18 @@ int score_pairs(const fs::path& pairs_file, const fs::path& crawl, const fs::pat
     // "set": which call the pair is labelled for (grouping, decontamination or both).
     std::string set = pr.value("set", std::string("both"));
     bool in_g = set != "decontamination", in_d = set != "grouping";
-    if (in_g) group.add(g, copy);
-    if (in_g)
+    bool held_out = pr.value("held_out", false), borderline = pr.value("borderline", false);
+    std::string kind = pr.value("kind", std::string("earlier")) + (held_out ? " (held out)" : "");
+    for (const std::string& scope : {kind, std::string(held_out ? "held out" : "all kinds")})
+      for (const char* cut : {"clear-cut", "all"}) {
+        if (borderline && std::string(cut) == "clear-cut") continue;
+        if (in_g) by_kind[{"grouping", scope, cut}].add(g, copy);
+        if (in_d) by_kind[{"decontamination", scope, cut}].add(d, copy);
+      }
+    if (in_g && !held_out) group.add(g, copy);  // held-out pairs: scored above only
+    if (in_g && !held_out)
       for (auto& [t, r] : sweep) r.add(kforge::dedup::near(sa, sb, t), copy);
-    if (in_d) decon.add(d, copy);
+    if (in_d && !held_out) decon.add(d, copy);
     if (ex.is_open()) {
       auto ka = kforge::dedup::kernel_signatures(a), kb = kforge::dedup::kernel_signatures(b);
       ex << nlohmann::json{{"a", pr["a"]},
@@ -248,6 +263,10 @@ int score_pairs(const fs::path& pairs_file, const fs::path& crawl, const fs::pat
   for (const auto& [t, r] : sweep)
     std::printf("grouping at %.2f: precision %.3f recall %.3f (tp %d fp %d fn %d tn %d)\n", t,
                 r.p(), r.r(), r.tp, r.fp, r.fn, r.tn);
+  for (const auto& [k, r] : by_kind)
+    std::printf("%s, %s, %s: precision %.3f recall %.3f F1 %.3f (tp %d fp %d fn %d tn %d)\n",
+                std::get<0>(k).c_str(), std::get<1>(k).c_str(), std::get<2>(k).c_str(), r.p(),
+                r.r(), r.f1(), r.tp, r.fp, r.fn, r.tn);
   for (auto [name, r] : {std::pair{"grouping", group}, std::pair{"decontamination", decon}})
     std::printf("%s: precision %.3f recall %.3f (tp %d fp %d fn %d tn %d)\n", name, r.p(), r.r(),
                 r.tp, r.fp, r.fn, r.tn);

@@ -22,6 +22,7 @@ Similarities here are exact Jaccard over 5-token shingles of the normalised toke
 kforge's MinHash estimate; they only pick candidates: every label is set by reading the pair.
 Deterministic for a given crawl and seed.
 """
+import ast
 import difflib
 import hashlib
 import json
@@ -336,6 +337,21 @@ PLANTED = [
      "ModelTC+lightllm/lightllm/common/fused_moe/grouped_fused_moe.py"),
     ("embedded_edited_layer_norm", "layer_norm_triton.py", "embed+edit",
      "Dao-AILab+flash-attention/flash_attn/ops/triton/rotary.py"),
+    # Issue 55, formatting: a file rewritten through Python's ast (names kept; redundant
+    # parentheses, trailing commas, comments and line breaks inside brackets dropped). A source
+    # ending in .py under a repository key is a crawl file, else a TritonBench-G record.
+    ("unparsed_softmax", "softmax_triton1.py", "unparse", None),
+    ("unparsed_cross_entropy", "cross_entropy1.py", "unparse", None),
+    ("unparsed_rope", "rope_transform.py", "unparse", None),
+    ("unparsed_token_softmax", "token_softmax_llama.py", "unparse", None),
+    ("unparsed_kldiv", "kldiv_compute.py", "unparse", None),
+    ("unparsed_gems_softmax", "FlagOpen+FlagGems/src/flag_gems/ops/softmax.py", "unparse", None),
+    ("unparsed_liger_rms_norm", "linkedin+Liger-Kernel/src/liger_kernel/ops/rms_norm.py", "unparse",
+     None),
+    ("unparsed_context_attention",
+     "ModelTC+lightllm/lightllm/models/llama/triton_kernel/context_flashattention_nopad.py",
+     "unparse", None),
+    ("unparsed_gla_chunk", "fla-org+flash-linear-attention/fla/ops/gla/chunk.py", "unparse", None),
 ]
 
 
@@ -393,7 +409,13 @@ def rebuild(root, mirrors):
     tb = {r["file"]: r["output"] for r in json.load(open(TB_JSON))}
     crawl_root = root
     for name, src, how, host in PLANTED:
-        code = tb[src]
+        if "/" in src:
+            with open(os.path.join(crawl_root, src), encoding="utf-8") as f:
+                code = f.read()
+        else:
+            code = tb[src]
+        if how == "unparse":
+            code = ast.unparse(ast.parse(code)) + "\n"
         if "rename" in how:
             code = rename(code)
         if "edit" in how:

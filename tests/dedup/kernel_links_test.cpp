@@ -239,12 +239,19 @@ TEST(KernelLinks, AFileWhoseKernelsAreAllInAnotherIsWithinItWhateverTheHostCode)
                "    row_minus_max = row - tl.max(row, axis=0)\n    row_minus_max = row_minus_max * "
                "tl.sigmoid(row_minus_max) + tl.log(tl.abs(row) + 1.0) - tl.sqrt(tl.abs(row))\n"));
   EXPECT_FALSE(kernels_within(other, test));
-  // One template around another operation: the softmax kernel with tl.exp swapped for tl.exp2
-  // may be within a module as a kernel, but the operations conflict, so not near.
-  Signature exp2 = compute_signature(edit_all(kSoftmax, "tl.exp(", "tl.exp2("));
+  // One template around another operation: the softmax kernel with tl.exp swapped for
+  // tl.sigmoid may be within a module as a kernel, but the operations conflict, so not near.
+  Signature sig = compute_signature(edit_all(kSoftmax, "tl.exp(", "tl.sigmoid("));
   Signature test2 = compute_signature(test_module(kCumsum, "softmax"));
-  EXPECT_TRUE(ops_conflict(exp2.ops, test2.ops));
-  EXPECT_FALSE(near(exp2, test2, kDefaultThreshold));
+  EXPECT_TRUE(ops_conflict(sig.ops, test2.ops));
+  EXPECT_FALSE(near(sig, test2, kDefaultThreshold));
+  // The same math rewritten: exp(x) as exp2(x * log2(e)) is no conflict.
+  Signature exp2 = compute_signature(
+      edit_all(kSoftmax, "tl.exp(row_minus_max)", "tl.exp2(row_minus_max * 1.4426950408889634)"));
+  Signature plain = compute_signature(kSoftmax);
+  EXPECT_NE(exp2.ops.find("exp"), std::string::npos);
+  EXPECT_FALSE(ops_conflict(exp2.ops, plain.ops)) << exp2.ops << " vs " << plain.ops;
+  EXPECT_TRUE(near(exp2, plain, kDefaultThreshold));
 }
 
 TEST(KernelLinks, ARevisionThatEditsEveryKernelIsAlignedWithIt) {
@@ -432,6 +439,99 @@ TEST_F(KernelLinkStore, AFileWithinTwoOthersJoinsOneOfThemAndNeverMakesThemOneGr
     for (const auto& m : grp.members) grouped.insert(m.key);
   EXPECT_EQ(grouped.count("softmax.py"), 1u);
   EXPECT_EQ(grouped.count("layer_norm_v2.py"), 1u);
+}
+
+}  // namespace
+}  // namespace kforge::dedup
+
+namespace kforge::dedup {
+namespace {
+
+// A five-line helper file and the library that holds its helpers among kernels of its own; a
+// file whose only @jit function is trivial (`return x`) and another module with the same.
+const char* kHelperFile = R"(import triton
+import triton.language as tl
+
+@triton.jit
+def prev_multiple_of(a, b):
+    return tl.cdiv(a, b) * b - b
+
+@triton.jit
+def exp_f32(x):
+    return tl.exp(x.to(tl.float32))
+)";
+
+std::string helper_library() {
+  return std::string(kSoftmax) + R"(
+
+@triton.jit
+def prev_multiple_of(value, step):
+    return tl.cdiv(value, step) * step - step
+
+@triton.jit
+def fast_exp(v):
+    return tl.exp(v.to(tl.float32))
+
+@triton.jit
+def log_f32(x):
+    return tl.log(x.to(tl.float32))
+)";
+}
+
+const char* kTrivialA = R"(import triton
+import torch
+
+@triton.jit
+def copy_func(x):
+    return x
+
+def cat(tensors, dim=0):
+    return torch.cat(tensors, dim)
+)";
+
+TEST(SmallKernelsWithin, AHelperFileInsideALibraryIsWithinItWhateverTheirSizes) {
+  Signature helpers = compute_signature(kHelperFile), library = compute_signature(helper_library());
+  ASSERT_TRUE(helpers.kernels.empty());  // every function below the sketch floor
+  ASSERT_EQ(helpers.body_ids.size(), 2u);
+  std::printf("helper file vs library: files %.2f\n", similarity(helpers, library));
+  EXPECT_LT(similarity(helpers, library), kDefaultThreshold);
+  EXPECT_TRUE(kernels_within(helpers, library));
+  EXPECT_FALSE(kernels_within(library, helpers));
+  EXPECT_EQ(kernel_link(helpers, library), KernelLink::a_within_b);
+  EXPECT_EQ(kernel_link(library, helpers), KernelLink::b_within_a);
+  EXPECT_TRUE(near(helpers, library, kDefaultThreshold));
+  // One helper missing from the library: not within.
+  std::string partial = helper_library();
+  partial.replace(partial.find("tl.exp(v.to"), 6, "tl.log(");
+  EXPECT_FALSE(kernels_within(helpers, compute_signature(partial)));
+  // A trivial body (below kMinBodyTokens) links nothing.
+  Signature trivial = compute_signature(kTrivialA);
+  EXPECT_TRUE(trivial.body_ids.empty());
+  std::string other = helper_library() + "\n@triton.jit\ndef copy_func(x):\n    return x\n";
+  EXPECT_EQ(kernel_link(trivial, compute_signature(other)), KernelLink::none);
+}
+
+TEST_F(KernelLinkStore, AHelperFileIsGroupedWithTheLibraryThatHoldsItsKernels) {
+  nlohmann::json recs = nlohmann::json::array();
+  recs.push_back({{"key", "helpers.py"}, {"code", kHelperFile}});
+  recs.push_back({{"key", "library.py"}, {"code", helper_library()}});
+  recs.push_back({{"key", "cat.py"}, {"code", kTrivialA}});
+  recs.push_back({{"key", "hstack.py"},
+                  {"code", helper_library() + "\n@triton.jit\ndef copy_func(x):\n    return x\n"}});
+  import(recs);
+  UpdateOptions u;
+  u.threads = 2;
+  ASSERT_TRUE(update(*db_, u, clock_).ok());
+  auto g = groups_at(*db_, kDefaultThreshold);
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  std::map<std::string, const Group*> group_of;
+  std::map<std::string, Member> member;
+  for (const auto& grp : *g)
+    for (const auto& m : grp.members) group_of[m.key] = &grp, member[m.key] = m;
+  ASSERT_EQ(group_of.count("helpers.py"), 1u);
+  EXPECT_EQ(member["helpers.py"].via, Via::within);
+  EXPECT_NE(group_of["helpers.py"]->center, member["helpers.py"].sample_id);
+  EXPECT_EQ(group_of.count("cat.py"), 0u);  // `return x` says nothing
 }
 
 }  // namespace

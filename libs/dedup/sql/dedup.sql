@@ -23,7 +23,7 @@ ON CONFLICT(sample_id) DO UPDATE SET code_sha256 = excluded.code_sha256,
 
 -- name: all_signatures
 SELECT sample_id, shingles, kernels_sha, minhash, code_sha256, kernels, kernelless, kernel_names,
-  small_kernels
+  small_kernels, bodies
 FROM dedup_signatures WHERE scheme = ?1 ORDER BY sample_id;
 
 -- name: count_samples

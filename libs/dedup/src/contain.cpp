@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 
 #include "kforge/dedup/signature.hpp"
 
@@ -114,7 +115,20 @@ bool named(const Signature& a, const Signature& b, const Agreement& m) {
   return true;
 }
 
+// Whether `x` has no kernel sketch, at least one kernel body, and every body is one of `y`'s.
+bool bodies_within(const Signature& x, const Signature& y) {
+  if (!x.kernels.empty() || x.kernelless || x.body_ids.empty()) return false;
+  return std::includes(y.body_ids.begin(), y.body_ids.end(), x.body_ids.begin(), x.body_ids.end());
+}
+
 }  // namespace
+
+void body_ids_from_bodies(Signature& s) {
+  s.body_ids.clear();
+  for (const auto& b : s.bodies) s.body_ids.push_back(std::strtoull(b.c_str(), nullptr, 16));
+  std::sort(s.body_ids.begin(), s.body_ids.end());
+  s.body_ids.erase(std::unique(s.body_ids.begin(), s.body_ids.end()), s.body_ids.end());
+}
 
 std::uint32_t kernel_name_hash(std::string_view name) {
   std::uint32_t h = 2166136261u;
@@ -141,7 +155,7 @@ bool kernel_names_from_text(std::string_view text, Signature& s) {
 }
 
 bool kernels_within(const Signature& a, const Signature& b) {
-  return within(a, b, Agreement(a, b), false);
+  return bodies_within(a, b) || within(a, b, Agreement(a, b), false);
 }
 
 bool kernels_aligned(const Signature& a, const Signature& b) {
@@ -168,6 +182,10 @@ KernelLink kernel_link(const Signature& a, const Signature& b) {
       similarity(a, b) >= kSmallKernelsThreshold - 1e-9)
     return KernelLink::small;
   if (same_kernel_sketches(a, b)) return KernelLink::same;
+  bool small_ab = bodies_within(a, b), small_ba = bodies_within(b, a);
+  if (small_ab && small_ba) return KernelLink::both;
+  if (small_ab) return KernelLink::a_within_b;
+  if (small_ba) return KernelLink::b_within_a;
   if (a.kernels.empty() || b.kernels.empty()) return KernelLink::none;
   Agreement m(a, b);
   bool ab = within(a, b, m, false), ba = within(b, a, m, true);

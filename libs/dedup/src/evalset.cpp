@@ -11,6 +11,7 @@ void EvalIndex::add(Kernel k) {
     for (int b = 0; b < kBands; ++b)
       bands_[static_cast<std::size_t>(b)].emplace(band_hash(k.ks.sig, b), idx);
   bodies_.emplace(k.ks.body, idx);
+  cast_free_.emplace(k.ks.cast_free, idx);
   kernels_.push_back(std::move(k));
 }
 
@@ -64,6 +65,11 @@ std::optional<NearMatch> EvalIndex::nearest(std::string_view code, double thresh
   };
   for (const auto& ks : own)
     if (auto it = bodies_.find(ks.body); it != bodies_.end() && !ks.helper)
+      return match(ks, it->second, 1.0, true);
+  // A small kernel (either side) matches up to casts too, and only so (kernel_match).
+  for (const auto& ks : own)
+    if (auto it = cast_free_.find(ks.cast_free);
+        it != cast_free_.end() && !ks.helper && kernel_match(ks, kernels_[it->second].ks) >= 1.0)
       return match(ks, it->second, 1.0, true);
   std::optional<NearMatch> best;
   for (const auto& ks : own) {

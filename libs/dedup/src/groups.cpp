@@ -123,6 +123,12 @@ Result<std::vector<LshItem>> load_signatures(store::Db& db) {
                                 "--recompute");
     it.sig.kernelless = r.int64(6) != 0;
     it.sig.small_kernels = std::strtoull(r.text(8).c_str(), nullptr, 16);
+    // Kernel bodies, for small kernels within another file: ["<16 hex>", ...].
+    std::string bodies = r.text(9);
+    for (std::size_t q = bodies.find('"'); q != std::string::npos && q + 17 < bodies.size();
+         q = bodies.find('"', q + 18))
+      it.sig.body_ids.push_back(std::strtoull(bodies.substr(q + 1, 16).c_str(), nullptr, 16));
+    std::sort(it.sig.body_ids.begin(), it.sig.body_ids.end());
     items.push_back(std::move(it));
     return {};
   }));

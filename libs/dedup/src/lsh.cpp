@@ -105,6 +105,44 @@ void kernel_pairs(const std::vector<LshItem>& items, const std::vector<std::uint
   }
 }
 
+// Files whose @jit functions are all below the sketch floor and that have kernel bodies, each
+// with the files holding all its bodies (small kernels within another file, signature.hpp): a
+// body's holders are kept in content order, the first kMaxBucket of them, and each such file
+// tests at most kMaxKernelTests of the holders of its rarest body.
+template <class Keep>
+void small_within_pairs(const std::vector<LshItem>& items, const std::vector<std::uint32_t>& order,
+                        Keep& keep, LshResult& out) {
+  auto small_only = [&](std::uint32_t i) {
+    const Signature& s = items[i].sig;
+    return s.kernels.empty() && !s.kernelless && !s.body_ids.empty();
+  };
+  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> holders;
+  for (std::uint32_t i : order)
+    if (small_only(i))
+      for (std::uint64_t b : items[i].sig.body_ids) holders.try_emplace(b);
+  if (holders.empty()) return;
+  for (std::uint32_t i : order)
+    for (std::uint64_t b : items[i].sig.body_ids)
+      if (auto it = holders.find(b); it != holders.end() && it->second.size() < kMaxBucket)
+        it->second.push_back(i);
+  for (std::uint32_t i : order) {
+    if (!small_only(i)) continue;
+    const std::vector<std::uint32_t>* rarest = nullptr;
+    for (std::uint64_t b : items[i].sig.body_ids) {
+      const auto& h = holders.at(b);
+      if (rarest == nullptr || h.size() < rarest->size()) rarest = &h;
+    }
+    std::size_t tested = 0;
+    for (std::uint32_t j : *rarest) {
+      if (j == i) continue;
+      if (tested++ >= kMaxKernelTests) break;
+      ++out.kernel_candidates;
+      if (kernels_within(items[i].sig, items[j].sig))
+        keep(i, j, similarity(items[i].sig, items[j].sig), false);
+    }
+  }
+}
+
 }  // namespace
 
 LshResult find_pairs(const std::vector<LshItem>& items, double floor) {
@@ -178,6 +216,7 @@ LshResult find_pairs(const std::vector<LshItem>& items, double floor) {
     });
   }
   kernel_pairs(items, order, seen, keep, out);
+  small_within_pairs(items, order, keep, out);
   std::sort(out.pairs.begin(), out.pairs.end(),
             [](const LshPair& x, const LshPair& y) { return x.a != y.a ? x.a < y.a : x.b < y.b; });
   return out;

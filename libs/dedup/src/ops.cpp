@@ -163,6 +163,10 @@ enum class Ctx { index, own, sink };
 struct Flow {
   Toks own_refs, sink_refs, index_refs;
   std::vector<std::string> own_ops, sink_ops;
+  // The first name of the pointer of each load through a block of pointers (data read) and of
+  // each store or atomic (data written): the tensor, or a name its pointers were computed from.
+  Toks reads, writes;
+  Toks scalar_reads;  // the same of loads through a scalar pointer (a length, a slope, a scale)
   void ref(Ctx c, std::string_view t) {
     (c == Ctx::sink ? sink_refs : c == Ctx::own ? own_refs : index_refs).push_back(t);
   }
@@ -192,6 +196,29 @@ std::size_t closing(const Toks& t, std::size_t open, std::size_t end) {
     if (depth == 0) return i;
   }
   return end;
+}
+
+// The first name tokens [b, e) read: not a module or function called, an attribute or a keyword
+// argument's name (`base=` of make_block_ptr). `x_ptr + offs` -> x_ptr, `tl.make_block_ptr(base=o,
+// ...)` -> o.
+std::string_view first_name(const Toks& t, std::size_t b, std::size_t e) {
+  for (std::size_t i = b; i < e; ++i) {
+    if (!is_ident(t[i]) || is_string(t[i]) || (i > 0 && t[i - 1] == ".")) continue;
+    if (i + 1 < e && (t[i + 1] == "(" || t[i + 1] == "." || t[i + 1] == "=")) continue;
+    if (t[i] == "None" || t[i] == "True" || t[i] == "False" || t[i] == "if" || t[i] == "else")
+      continue;
+    return t[i];
+  }
+  return {};
+}
+
+// An operation as compared: division spelled as a libdevice call is division, and base-2
+// exponentials and logarithms are the natural ones (a rewrite scales by log2(e) beside them).
+std::string op_name(std::string_view name) {
+  if (name == "fdiv" || name == "div_rn" || name == "fast_dividef") return "/";
+  if (name == "exp2" || name == "fast_expf" || name == "fast_exp2f") return "exp";
+  if (name == "log2" || name == "fast_logf" || name == "fast_log2f") return "log";
+  return std::string(name);
 }
 
 // Python's binding powers of the infix operators kernels use; 0 for a token that is none.
@@ -329,12 +356,12 @@ struct Parser {
     bool op_call = attribute && !one_of(name, kData);
     if (op_call)
       // Division spelled as a libdevice call is division.
-      f.op(ctx,
-           name == "fdiv" || name == "div_rn" || name == "fast_dividef" ? "/" : std::string(name));
+      f.op(ctx, op_name(name));
     bool load = attribute && one_of(name, kLoads), store = attribute && one_of(name, kStores),
          atomic = attribute && name.starts_with("atomic_"), shape = one_of(name, kShapeCalls),
          index_call = one_of(name, kIndexCalls);
     bool d = false, vector = vector_receiver;
+    Toks pointer_reads;
     std::size_t pos = 0;
     for (std::size_t s = open + 1; s < close;) {
       std::size_t end = s;
@@ -365,10 +392,16 @@ struct Parser {
       // A constant stored as it is (ones and zeros from one template) is what the kernel computes.
       if (c == Ctx::sink && end == v + 1 && is_number(t[v])) f.op(c, "=" + canonical(t[v]));
       if (load && pos == 0) vector = vector || vector_tokens(t, v, end, vectors);
+      if ((load || store || atomic) && pos == 0 && kw.empty())
+        if (std::string_view root = first_name(t, v, end); !root.empty())
+          (load ? pointer_reads : f.writes).push_back(root);
       d = sub(v, end, c) || d;
       ++pos;
       s = end + 1;
     }
+    (load && vector ? f.reads : f.scalar_reads)
+        .insert((load && vector ? f.reads : f.scalar_reads).end(), pointer_reads.begin(),
+                pointer_reads.end());
     if (load) return vector;
     // Random numbers are data drawn from offsets; other functions compute on their arguments.
     if (atomic || name.starts_with("rand") || name == "philox") return true;
@@ -425,6 +458,7 @@ std::vector<std::string_view> logical_lines(std::string_view s) {
 
 struct Def {
   Toks refs;
+  std::string_view first;  // the first name its value reads (first_name)
   std::vector<std::string> ops;
   bool data = false;    // the value assigned depends on data
   bool vector = false;  // it is a block of offsets or pointers (vector_tokens)
@@ -432,6 +466,9 @@ struct Def {
 
 struct Kernel {
   std::unordered_map<std::string_view, std::vector<Def>> defs;
+  // Names assigned a load through a scalar pointer -> what it read (Flow::scalar_reads): a tensor
+  // the kernel reads when the name reaches a sink.
+  std::unordered_map<std::string_view, Toks> scalar;
   Flow sinks;  // sinks' names and operations, and the names read in index context
 };
 
@@ -488,6 +525,7 @@ void statement(const Toks& t, std::size_t b, std::size_t e, Kernel& k, Known& n)
   Def d;
   d.data = Parser{t, assign + 1, e, Ctx::own, f, n.data, n.vectors}.all();
   d.vector = vector_tokens(t, assign + 1, e, n.vectors);
+  d.first = first_name(t, assign + 1, e);
   Toks targets;
   depth = 0;
   for (std::size_t i = b; i < assign; ++i) {
@@ -508,7 +546,10 @@ void statement(const Toks& t, std::size_t b, std::size_t e, Kernel& k, Known& n)
   s.sink_refs.insert(s.sink_refs.end(), f.sink_refs.begin(), f.sink_refs.end());
   s.sink_ops.insert(s.sink_ops.end(), f.sink_ops.begin(), f.sink_ops.end());
   s.index_refs.insert(s.index_refs.end(), f.index_refs.begin(), f.index_refs.end());
+  s.reads.insert(s.reads.end(), f.reads.begin(), f.reads.end());
+  s.writes.insert(s.writes.end(), f.writes.begin(), f.writes.end());
   for (auto target : targets) {
+    if (!f.scalar_reads.empty()) k.scalar[target] = f.scalar_reads;
     if (d.data) n.data.insert(target);
     if (d.vector) n.vectors.insert(target);
     k.defs[target].push_back(d);
@@ -526,7 +567,68 @@ void parameters(const Toks& def, Names& data) {
   }
 }
 
+// The kernel's tensors: the parameter each data read and each write goes back to (through the
+// first name of each pointer's first assignment: `ptrs = X + offs`, `p = tl.make_block_ptr(base=X,
+// ...)`), counted as one operation `io:<reads>/<writes>` when it writes. A sibling that computes
+// another function from one template reads or writes another number of tensors (an addmm's bias,
+// a var_mean's mean, a decay's slopes); a rewrite of the same math keeps them.
+void io_shape(const std::vector<Toks>& lines, const Kernel& k, const Names& to_sinks,
+              std::vector<std::string>& ops) {
+  if (lines.empty() || k.sinks.writes.empty()) return;
+  Toks reads = k.sinks.reads;
+  for (auto name : to_sinks)
+    if (auto it = k.scalar.find(name); it != k.scalar.end())
+      reads.insert(reads.end(), it->second.begin(), it->second.end());
+  Names params;
+  parameters(lines[0], params);
+  auto root = [&](std::string_view name) -> std::string_view {
+    for (int step = 0; step < 8 && !name.empty(); ++step) {
+      if (params.count(name) > 0) return name;
+      auto it = k.defs.find(name);
+      if (it == k.defs.end() || it->second.empty()) return {};
+      name = it->second.front().first;
+    }
+    return {};
+  };
+  auto count = [&](const Toks& names) {
+    Names seen;
+    for (auto n : names)
+      if (auto r = root(n); !r.empty()) seen.insert(r);
+    return seen.size();
+  };
+  std::size_t writes = count(k.sinks.writes);
+  if (writes == 0) return;
+  ops.push_back("io:" + std::to_string(count(reads)) + "/" + std::to_string(writes));
+}
+
 }  // namespace
+
+int code_lines(std::string_view kernel) {
+  static constexpr std::string_view kCompound[] = {"if",   "elif", "else",   "while",  "for",
+                                                   "with", "try",  "except", "finally"};
+  // Lines that say nothing of their own: `else:` before an `if` is Python's `elif`.
+  static constexpr std::string_view kBare[] = {"else", "try", "finally"};
+  int n = 0;
+  Toks toks;
+  for (std::string_view line : logical_lines(kernel)) {
+    toks.clear();
+    tokenize(line, true, toks);
+    if (toks.empty() || (toks.size() == 1 && is_string(toks[0]))) continue;  // a docstring
+    n += one_of(toks[0], kBare) ? 0 : 1;
+    if (!one_of(toks[0], kCompound)) continue;
+    // `if c: x = 1` is two lines, as Python writes it back.
+    int depth = 0;
+    for (std::size_t i = 0; i < toks.size(); ++i) {
+      depth += nesting(toks[i]);
+      if (toks[i] == "lambda") break;
+      if (depth == 0 && toks[i] == ":") {
+        n += i + 1 < toks.size() ? 1 : 0;
+        break;
+      }
+    }
+  }
+  return n;
+}
 
 void value_ops(std::string_view kernel, std::vector<std::string>& ops) {
   std::vector<Toks> lines;
@@ -568,6 +670,7 @@ void value_ops(std::string_view kernel, std::vector<std::string>& ops) {
       todo.insert(todo.end(), d.refs.begin(), d.refs.end());
     }
   }
+  io_shape(lines, k, seen, ops);
 }
 
 }  // namespace kforge::dedup::detail

@@ -117,6 +117,61 @@ void detail::tokenize(std::string_view code, bool keep_literals,
 
 namespace {
 
+bool python_keyword(std::string_view t) {
+  static constexpr std::string_view kKeywords[] = {
+      "False", "None",     "True",  "and",    "as",   "assert", "async",  "await",    "break",
+      "class", "continue", "def",   "del",    "elif", "else",   "except", "finally",  "for",
+      "from",  "global",   "if",    "import", "in",   "is",     "lambda", "nonlocal", "not",
+      "or",    "pass",     "raise", "return", "try",  "while",  "with",   "yield"};
+  for (auto k : kKeywords)
+    if (t == k) return true;
+  return false;
+}
+
+}  // namespace
+
+void detail::formatting_neutral(std::vector<std::string_view>& toks) {
+  static constexpr std::string_view kElif = "elif";
+  std::vector<std::string_view> in;
+  in.reserve(toks.size());
+  for (std::size_t i = 0; i < toks.size(); ++i) {
+    if (toks[i] == "else" && i + 2 < toks.size() && toks[i + 1] == ":" && toks[i + 2] == "if") {
+      in.push_back(kElif);
+      i += 2;
+      continue;
+    }
+    in.push_back(toks[i]);
+  }
+  std::vector<bool> drop(in.size(), false);
+  std::vector<std::pair<std::size_t, bool>> open;  // an opening bracket, and whether it groups
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    std::string_view t = in[i];
+    if (t.size() != 1) continue;
+    char c = t[0];
+    if (c == '(' || c == '[' || c == '{') {
+      bool grouping = false;
+      if (c == '(') {
+        std::string_view p = i > 0 ? in[i - 1] : std::string_view();
+        bool callee =
+            !p.empty() && (p == ")" || p == "]" ||
+                           (ident_start(static_cast<unsigned char>(p[0])) && !python_keyword(p)));
+        grouping = !callee;
+      }
+      open.emplace_back(i, grouping);
+    } else if ((c == ')' || c == ']' || c == '}') && !open.empty()) {
+      auto [at, grouping] = open.back();
+      open.pop_back();
+      if (grouping) drop[at] = drop[i] = true;
+      if (i > 0 && in[i - 1] == ",") drop[i - 1] = true;
+    }
+  }
+  toks.clear();
+  for (std::size_t i = 0; i < in.size(); ++i)
+    if (!drop[i]) toks.push_back(in[i]);
+}
+
+namespace {
+
 using detail::tokenize;
 
 std::uint64_t fnv1a(std::string_view s) {
@@ -237,6 +292,13 @@ std::vector<std::string_view> kernel_sources(std::string_view code) {
 std::vector<std::string_view> normalised_tokens(std::string_view code) {
   std::vector<std::string_view> out;
   tokenize(code, false, out);
+  detail::formatting_neutral(out);
+  return out;
+}
+
+std::vector<std::string_view> python_tokens(std::string_view code) {
+  std::vector<std::string_view> out;
+  tokenize(code, false, out);
   return out;
 }
 
@@ -329,6 +391,33 @@ bool ops_conflict(std::string_view a, std::string_view b) {
     v.erase(it);
     return true;
   };
+  // The tensors one kernel reads and writes (`io:R/W`, a file with one kernel that writes):
+  // compared only when both files have it, writes always, reads when both read through blocks of
+  // pointers (a table of pointers resolves to none).
+  auto io = [](std::vector<std::string_view>& v) {
+    auto it =
+        std::find_if(v.begin(), v.end(), [](std::string_view o) { return o.starts_with("io:"); });
+    if (it == v.end()) return std::pair<long, long>{-1, -1};
+    std::string_view t = it->substr(3);
+    v.erase(it);
+    std::size_t slash = t.find('/');
+    return std::pair<long, long>{
+        std::strtol(std::string(t.substr(0, slash)).c_str(), nullptr, 10),
+        std::strtol(std::string(t.substr(slash + 1)).c_str(), nullptr, 10)};
+  };
+  auto io_x = io(x), io_y = io(y);
+  if (io_x.second >= 0 && io_y.second >= 0) {
+    if (io_x.second != io_y.second ||
+        (io_x.first > 0 && io_y.first > 0 && io_x.first != io_y.first))
+      return true;
+    // Between single kernels, shifts on values on one side only unpack another format (int4
+    // weights two to a byte against int8 ones).
+    auto shifts = [](const std::vector<std::string_view>& v) {
+      return std::find(v.begin(), v.end(), ">>") != v.end() ||
+             std::find(v.begin(), v.end(), "<<") != v.end();
+    };
+    if (shifts(x) != shifts(y)) return true;
+  }
   bool small_x = small(x), small_y = small(y);
   if (small_x && small_y) return x != y;  // one-line bodies: any other operation
   bool only_x = false, only_y = false;
@@ -405,13 +494,36 @@ int param_count(const std::vector<std::string_view>& toks) {
   return n + (content ? 1 : 0);
 }
 
+// The hash of a kernel's normalised tokens without its casts (`. to ( ... )`).
+std::string cast_free_hash(const std::vector<std::string_view>& norm) {
+  std::string joined;
+  for (std::size_t i = 0; i < norm.size(); ++i) {
+    if (norm[i] == "." && i + 2 < norm.size() && norm[i + 1] == "to" && norm[i + 2] == "(") {
+      int depth = 0;
+      std::size_t j = i + 2;
+      for (; j < norm.size(); ++j) {
+        if (norm[j] == "(") ++depth;
+        if (norm[j] == ")" && --depth == 0) break;
+      }
+      i = j;
+      continue;
+    }
+    joined += norm[i];
+    joined += '\x1f';
+  }
+  return sha256_hex(joined).substr(0, 16);
+}
+
 }  // namespace
 
 std::vector<KernelSignature> kernel_signatures(std::string_view code, int min_tokens) {
   std::vector<KernelSignature> out;
   std::vector<std::string_view> sources = kernel_sources(code);
   std::vector<std::vector<std::string_view>> raw(sources.size());
-  for (std::size_t i = 0; i < sources.size(); ++i) tokenize(sources[i], false, raw[i]);
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    tokenize(sources[i], false, raw[i]);
+    detail::formatting_neutral(raw[i]);
+  }
   std::vector<std::string_view> names;
   std::vector<bool> helper = helpers_of(raw, names);
   for (std::size_t i = 0; i < sources.size(); ++i) {
@@ -429,6 +541,8 @@ std::vector<KernelSignature> kernel_signatures(std::string_view code, int min_to
       joined += '\x1f';
     }
     k.body = sha256_hex(joined).substr(0, 16);
+    k.lines = detail::code_lines(sources[i]);
+    k.cast_free = cast_free_hash(norm);
     fill_minhash(norm, k.sig);
     out.push_back(std::move(k));
   }
@@ -438,6 +552,8 @@ std::vector<KernelSignature> kernel_signatures(std::string_view code, int min_to
 double kernel_match(const KernelSignature& sample, const KernelSignature& eval) {
   if (sample.helper) return 0;
   if (sample.body == eval.body) return 1;
+  if (sample.lines <= kSmallKernelLines || eval.lines <= kSmallKernelLines)
+    return sample.cast_free == eval.cast_free ? 1 : 0;
   return similarity(sample.sig, eval.sig);
 }
 
@@ -450,7 +566,10 @@ Signature compute_signature(std::string_view code) {
   std::vector<std::string_view> sources = kernel_sources(code);
   sig.kernelless = sources.empty();
   std::vector<std::vector<std::string_view>> kernel_toks(sources.size());
-  for (std::size_t i = 0; i < sources.size(); ++i) tokenize(sources[i], false, kernel_toks[i]);
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    tokenize(sources[i], false, kernel_toks[i]);
+    detail::formatting_neutral(kernel_toks[i]);
+  }
   std::vector<std::string_view> names;
   std::vector<bool> helper = helpers_of(kernel_toks, names);
   for (std::size_t i = 0; i < sources.size(); ++i) {
@@ -477,6 +596,7 @@ Signature compute_signature(std::string_view code) {
     }
     body.clear();
     tokenize(src, true, body);
+    detail::formatting_neutral(body);
     std::string joined;
     if (sig.kernels.empty()) {  // all small so far: keep it as written, for small_kernels
       for (auto t : body) joined.append(t).push_back('\x1f');
@@ -503,8 +623,14 @@ Signature compute_signature(std::string_view code) {
   } else {
     toks.clear();
     tokenize(code, false, toks);
+    detail::formatting_neutral(toks);
     fill_minhash(toks, sig);
   }
+  // The tensors a kernel reads and writes (`io:R/W`) are compared between single kernels only: a
+  // file's kernels are split, merged and added to across revisions and ports.
+  if (std::count_if(ops.begin(), ops.end(),
+                    [](const std::string& o) { return o.starts_with("io:"); }) != 1)
+    std::erase_if(ops, [](const std::string& o) { return o.starts_with("io:"); });
   // Kernels all below the sketch floor (one-line bodies) are their operations (ops_conflict).
   if (!sig.kernelless && sig.kernels.empty() && !ops.empty()) ops.emplace_back(kSmallKernels);
   std::sort(ops.begin(), ops.end());
@@ -515,12 +641,14 @@ Signature compute_signature(std::string_view code) {
   }
   std::sort(sig.bodies.begin(), sig.bodies.end());
   sig.bodies.erase(std::unique(sig.bodies.begin(), sig.bodies.end()), sig.bodies.end());
+  body_ids_from_bodies(sig);
   std::string all;
   if (!sig.bodies.empty()) {
     for (const auto& b : sig.bodies) all += b + ",";
   } else {
     std::vector<std::string_view> raw;
     tokenize(code, true, raw);
+    detail::formatting_neutral(raw);
     for (auto t : raw) {
       all += t;
       all += '\x1f';

@@ -9,7 +9,9 @@
 // size is the same kernel up to renames, formatting and literals (exact) or is at or above the
 // threshold of similarity with an eval kernel; the match names both kernels. Kernels below
 // min_tokens (small helpers) are ignored on both sides, so sharing one flags nothing, and a
-// sample or record without a kernel is never near. Candidates come from the same LSH bands as
+// sample or record without a kernel is never near. A kernel of kSmallKernelLines code lines or
+// fewer, on either side, matches only exactly (up to renames, formatting, literals and casts): a
+// six-line dtype copy is not an `add`. Candidates come from the same LSH bands as
 // corpus groups, so a query costs kBands hash lookups per kernel plus the candidates.
 
 #include <cstdint>
@@ -70,6 +72,7 @@ class EvalIndex {
   std::vector<std::pair<std::string, std::int64_t>> files_;
   std::vector<std::unordered_multimap<std::uint64_t, std::uint32_t>> bands_;
   std::unordered_map<std::string, std::uint32_t> bodies_;
+  std::unordered_map<std::string, std::uint32_t> cast_free_;  // KernelSignature::cast_free
   int min_tokens_ = kMinKernelTokens;
 };
 

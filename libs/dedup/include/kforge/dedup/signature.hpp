@@ -48,12 +48,16 @@ inline constexpr int kBands = 32;  // LSH: kBands bands of kRows slots
 inline constexpr int kRows = kPermutations / kBands;
 // Names the parameters above and the normalisation; a stored signature with another name is
 // recomputed.
-inline constexpr std::string_view kScheme = "minhash128-k5-kernels-v6";
+inline constexpr std::string_view kScheme = "minhash128-k5-kernels-v7";
 // Below this many kernel shingles a file is signed over all its tokens.
 inline constexpr int kMinKernelShingles = 30;
 
-// The normalised tokens of Python source, as text ("S" and "N" for literals).
+// The normalised tokens of Python source, as text ("S" and "N" for literals), formatting neutral
+// (grouping parentheses and commas before a closing bracket dropped, `else : if` as `elif`).
 std::vector<std::string_view> normalised_tokens(std::string_view code);
+// The same as written: comments and whitespace dropped, literals "S" and "N", nothing else
+// changed (what the 100,000-file benchmark renames identifiers from).
+std::vector<std::string_view> python_tokens(std::string_view code);
 
 // One kernel of a file for links through kernels (contain.cpp): the low 16 bits of the first
 // kSketchSlots slots of its kernel signature (KernelSignature below: identifiers normalised, so
@@ -87,6 +91,8 @@ struct Signature {
   // bodies): a hash of their tokens, identifiers and literals as written (stored as 16 hex
   // digits); else 0.
   std::uint64_t small_kernels = 0;
+  // `bodies` as numbers, sorted (what links through kernels read of them).
+  std::vector<std::uint64_t> body_ids;
 };
 
 // Whether two files' kernels compute different operations on values: each calls or applies one
@@ -129,6 +135,13 @@ bool near(const Signature& a, const Signature& b, double threshold);
 //    copy of a one-line body often rewrites its imports and logger (FlagGems' `isnan`, 0.54).
 //    The files' similarity guards against one trivial function shared by different operations
 //    (FlagGems' `copy_func`, `return x`, in `cat.py` and `hstack.py`: 0.47).
+//  - within, small kernels: a file whose @jit functions are all below kMinKernelTokens (no
+//    sketch) and that has kernel bodies of kMinBodyTokens or more (`bodies`: identifiers
+//    normalised, literals as written) is within another that has every one of those bodies,
+//    whatever their sizes: a five-line helper file inside a library, one-line pointwise bodies
+//    in a backend copy that adds a kernel (FlagGems' `sigmoid.py` in metax's, files 0.20), fla's
+//    `exp` helper as FlagGems' `exp_func` (0.04). Trivial bodies (`return x`, below
+//    kMinBodyTokens) link nothing.
 // None looks at operations; near() and corpus groups do (a conflict vetoes any link).
 inline constexpr double kContainThreshold = 0.9;
 inline constexpr double kAlignThreshold = 0.6;
@@ -153,7 +166,9 @@ enum class KernelLink {
   small = 7
 };
 KernelLink kernel_link(const Signature& a, const Signature& b);
-bool kernels_within(const Signature& a, const Signature& b);
+bool kernels_within(const Signature& a, const Signature& b);  // sketches, or small kernels' bodies
+// Signature::bodies (stored as a JSON list of 16-hex-digit strings) -> body_ids.
+void body_ids_from_bodies(Signature& s);
 bool kernels_aligned(const Signature& a, const Signature& b);
 bool kernels_named(const Signature& a, const Signature& b);
 // The same sketches in the same order, at least one of a kernel that is not a helper.
@@ -186,12 +201,23 @@ struct KernelSignature {
   Signature sig;        // minhash and shingles of those tokens (bodies and kernels_sha unused)
   std::string ops;      // its operations (as Signature::ops)
   bool helper = false;  // another @jit function of its file calls it
+  int lines = 0;        // its code lines (logical lines, `def` included; no comments, docstrings)
+  // Hash of its tokens as `body`, with casts (`.to(...)`) left out: what a small kernel must share
+  // with an eval kernel to match it (kSmallKernelLines).
+  std::string cast_free;
 };
+
+// A kernel of this many code lines or fewer (KernelSignature::lines) is too small to identify an
+// eval kernel by similarity: a six-line fp16-to-fp8 copy is 0.87 similar to an `add` and 0.92 to
+// a fill, identifiers normalised. Such a kernel, on either side, matches only the same kernel up
+// to renames, formatting, literals and casts (cast_free).
+inline constexpr int kSmallKernelLines = 10;
 
 // How near a sample's kernel is to an eval kernel, for decontamination: 1 for the same kernel up
 // to renames, else their similarity, but 0 when the sample's kernel is a helper of its file (a
 // tile swizzle shared by GEMMs says nothing of contamination). Operations are not compared here:
-// an eval kernel's edited copy often adds a mask one way and a clamp the other.
+// an eval kernel's edited copy often adds a mask one way and a clamp the other. When either kernel
+// has kSmallKernelLines code lines or fewer: 1 for the same kernel up to casts too, else 0.
 double kernel_match(const KernelSignature& sample, const KernelSignature& eval);
 
 // Kernels below this many normalised tokens (a five-line helper such as a prev_multiple_of has
