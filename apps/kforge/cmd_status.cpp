@@ -552,7 +552,10 @@ Command add_status(CLI::App& root, Globals& g) {
               // theirs reaches the terminal (--json escapes them as JSON does).
               if (!args->json) st = printable_strings(st);
               if (args->json) {
-                std::printf("%s\n", st.dump().c_str());
+                // ASCII only: a C1 control (U+009B, a CSI) is escaped too, as \u009b.
+                std::printf(
+                    "%s\n",
+                    st.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace).c_str());
               } else {
                 if (args->watch && tty) std::printf("\033[H\033[2J");
                 print_text(st);
