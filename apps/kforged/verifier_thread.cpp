@@ -96,6 +96,7 @@ void VerifierThread::run(app::Config cfg, std::string config_path, std::string o
   };
   if (!db.ok()) return fail(db.error().message);
   pipeline::JobsVerifyQueue queue(**db);  // outlives the backend, whose stop() releases jobs
+  if (!cfg.score.listen.empty()) queue.set_score_share(cfg.score.share);
   auto backend = make_verify_backend(cfg, queue, env_, owner, owner_glob);
   if (!backend.ok()) return fail(backend.error().message);
   spdlog::info("verifier: {}", (*backend)->describe());
