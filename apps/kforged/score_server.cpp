@@ -4,7 +4,9 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -164,32 +166,33 @@ void ScoreServer::Impl::post_score(const httplib::Request& req, httplib::Respons
   const std::int64_t batch = sub->batch;
   if (!r->wait) {
     auto now = service.results(batch);
-    if (!now.ok() || !*now) return refuse(res, 500, now.ok() ? "batch vanished" : now.error().message);
+    if (!now.ok() || !*now)
+      return refuse(res, 500, now.ok() ? "batch vanished" : now.error().message);
     return answer(res, 202, **now);
   }
   // The batch's deadline bounds the wait; a little more lets the ticker end what is left.
-  const auto max = std::chrono::milliseconds(static_cast<std::int64_t>(r->deadline_s * 1000) + 5000);
+  const auto max =
+      std::chrono::milliseconds(static_cast<std::int64_t>(r->deadline_s * 1000) + 5000);
   res.status = 200;
   res.set_header("Cache-Control", "no-store");
-  res.set_chunked_content_provider(
-      "application/json", [this, batch, max](std::size_t, httplib::DataSink& sink) {
-        auto out = await(batch, max, &sink);
-        if (!out) {
-          spdlog::info("score: batch {}: the client went away; its open items are cancelled",
-                       batch);
-          if (auto st = service.cancel(batch); !st.ok())
-            spdlog::warn("score: cancelling batch {}: {}", batch, st.error().message);
-          return false;
-        }
-        const std::string text = out->dump() + "\n";
-        sink.write(text.data(), text.size());
-        sink.done();
-        return true;
-      });
+  res.set_chunked_content_provider("application/json", [this, batch, max](std::size_t,
+                                                                          httplib::DataSink& sink) {
+    auto out = await(batch, max, &sink);
+    if (!out) {
+      spdlog::info("score: batch {}: the client went away; its open items are cancelled", batch);
+      if (auto st = service.cancel(batch); !st.ok())
+        spdlog::warn("score: cancelling batch {}: {}", batch, st.error().message);
+      return false;
+    }
+    const std::string text = out->dump() + "\n";
+    sink.write(text.data(), text.size());
+    sink.done();
+    return true;
+  });
 }
 
 void ScoreServer::Impl::get_batch(const httplib::Request& req, httplib::Response& res) {
-  const std::int64_t batch = std::stoll(req.matches[1]);
+  const std::int64_t batch = std::stoll(req.matches[1].str());
   double wait_s = 30;
   if (req.has_param("wait_s")) {
     char* end = nullptr;
@@ -198,8 +201,8 @@ void ScoreServer::Impl::get_batch(const httplib::Request& req, httplib::Response
     if (end == v.c_str() || *end != '\0' || wait_s < 0 || wait_s > 300)
       return refuse(res, 400, "wait_s: must be a number of seconds from 0 to 300");
   }
-  auto out = await(batch, std::chrono::milliseconds(static_cast<std::int64_t>(wait_s * 1000)),
-                   nullptr);
+  auto out =
+      await(batch, std::chrono::milliseconds(static_cast<std::int64_t>(wait_s * 1000)), nullptr);
   if (!out) return refuse(res, 503, "kforged is stopping");
   if (out->contains("error")) return answer(res, 404, *out);
   answer(res, 200, *out);

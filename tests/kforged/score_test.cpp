@@ -237,5 +237,18 @@ TEST_F(ScoreTest, AnAddressOffLoopbackNeedsAToken) {
   EXPECT_NE(d->log().find("score.token"), std::string::npos) << d->log();
 }
 
+TEST_F(ScoreTest, TheTrainerAdaptersScoreThroughTheEndpoint) {
+  auto d = start();
+  const auto code = site_.dir().path() / "vector_add.py";
+  test::write_text(code, load_json(cpu_corpus())[0]["output"].get<std::string>());
+  auto r = test::run_process(
+      {"/usr/bin/python3",
+       (test::source_dir() / "tests" / "kforged" / "reward_adapters_test.py").string(),
+       "http://127.0.0.1:" + std::to_string(port_), code.string()},
+      {}, 240);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err << d->log();
+  EXPECT_NE(r.out.find("ok"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace kforge::pipeline::e2e

@@ -16,7 +16,8 @@ const store::QuerySet& q() {
 Result<std::int64_t> score_run(store::Db& db, const std::string& tag,
                                const store::RunParams& params, std::int64_t now) {
   if (tag.empty()) return fail("usage", "tag: must not be empty");
-  const nlohmann::json prompts = {{"score", {{"version", "score"}, {"sha256", ""}, {"kind", "code"}}}};
+  const nlohmann::json prompts = {
+      {"score", {{"version", "score"}, {"sha256", ""}, {"kind", "code"}}}};
   const nlohmann::json want = store::to_json(params);
   {
     KF_TRY(store::Stmt * st, db.cached(q()["score_run_insert"]));

@@ -77,7 +77,8 @@ Result<Request> parse_request(const nlohmann::json& body, const ScoreConfig& con
     if (k == "items") {
       if (!v.is_array() || v.empty()) return fail("usage", "items: must be a non-empty list");
       if (v.size() > static_cast<std::size_t>(config.max_items))
-        return fail("usage", "items: " + std::to_string(v.size()) + " items, above score.max_items (" +
+        return fail("usage", "items: " + std::to_string(v.size()) +
+                                 " items, above score.max_items (" +
                                  std::to_string(config.max_items) + ")");
       for (std::size_t i = 0; i < v.size(); ++i) {
         Item it;
@@ -104,8 +105,7 @@ Result<Request> parse_request(const nlohmann::json& body, const ScoreConfig& con
       if (!v.is_boolean()) return fail("usage", "wait: must be true or false");
       r.wait = v.get<bool>();
     } else {
-      return fail("usage", k +
-                               ": not a field of a request (items, deadline_s, checks, reward, "
+      return fail("usage", k + ": not a field of a request (items, deadline_s, checks, reward, "
                                "reward_params, tag, wait)");
     }
   }

@@ -55,16 +55,11 @@ Components components_of(const ItemRow& row, const nlohmann::json& report,
 nlohmann::json item_result(const ItemRow& row, const std::string& preset,
                            const nlohmann::json& params,
                            const std::optional<pipeline::EvidenceTemplate>& evidence) {
-  nlohmann::json out = {{"id", row.item_id},
-                        {"status", row.outcome.value_or("waiting")},
-                        {"verdict", nullptr},
-                        {"flags", nlohmann::json::array()},
-                        {"speed", nullptr},
-                        {"mutation", nullptr},
-                        {"feedback", nullptr},
-                        {"reward", nullptr},
-                        {"cached", row.cached},
-                        {"queue_ms", nullptr},
+  nlohmann::json out = {{"id", row.item_id},    {"status", row.outcome.value_or("waiting")},
+                        {"verdict", nullptr},   {"flags", nlohmann::json::array()},
+                        {"speed", nullptr},     {"mutation", nullptr},
+                        {"feedback", nullptr},  {"reward", nullptr},
+                        {"cached", row.cached}, {"queue_ms", nullptr},
                         {"run_ms", nullptr}};
   if (row.detail) out["detail"] = *row.detail;
   nlohmann::json report;
@@ -81,8 +76,12 @@ nlohmann::json item_result(const ItemRow& row, const std::string& preset,
     if (auto l = verify::speed_label(report)) out["speed"] = l->to_json();
     if (report.is_object() && report.contains("mutation")) out["mutation"] = report["mutation"];
     out["detail"] = row.vdetail.value_or("");
-    pipeline::VerdictEvidence ev{*row.verdict, flags, row.vdetail.value_or(""), report,
-                                 row.script.value_or(""), row.stderr_tail.value_or("")};
+    pipeline::VerdictEvidence ev{*row.verdict,
+                                 flags,
+                                 row.vdetail.value_or(""),
+                                 report,
+                                 row.script.value_or(""),
+                                 row.stderr_tail.value_or("")};
     if (evidence) {
       auto text = pipeline::render_evidence(*evidence, ev);
       out["feedback"] = text.ok() ? *text : row.vdetail.value_or("");
@@ -93,7 +92,8 @@ nlohmann::json item_result(const ItemRow& row, const std::string& preset,
       out["queue_ms"] = 0;
       out["run_ms"] = 0;
     } else {
-      out["queue_ms"] = std::max<std::int64_t>(0, row.verified_ms - row.duration_ms - row.created_ms);
+      out["queue_ms"] =
+          std::max<std::int64_t>(0, row.verified_ms - row.duration_ms - row.created_ms);
       out["run_ms"] = row.duration_ms;
     }
   } else if (row.ended_ms) {

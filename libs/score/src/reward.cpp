@@ -7,11 +7,16 @@ namespace kforge::score {
 
 nlohmann::json Components::to_json() const {
   auto opt = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
-  return {{"judged", judged},         {"verdict", verdict.empty() ? nlohmann::json() : verdict},
-          {"flags", flags},           {"ran", ran},
-          {"correct", correct},       {"verified", verified},
-          {"speedup", opt(speedup)},  {"speedup_lo", opt(speedup_lo)},
-          {"speedup_hi", opt(speedup_hi)}, {"pass_perf", opt(pass_perf)},
+  return {{"judged", judged},
+          {"verdict", verdict.empty() ? nlohmann::json() : nlohmann::json(verdict)},
+          {"flags", flags},
+          {"ran", ran},
+          {"correct", correct},
+          {"verified", verified},
+          {"speedup", opt(speedup)},
+          {"speedup_lo", opt(speedup_lo)},
+          {"speedup_hi", opt(speedup_hi)},
+          {"pass_perf", opt(pass_perf)},
           {"kernel_share", opt(kernel_share)}};
 }
 
@@ -23,8 +28,8 @@ const std::vector<std::string>& preset_names() {
 Status check_preset(const std::string& name, const nlohmann::json& params) {
   const auto& names = preset_names();
   if (std::find(names.begin(), names.end(), name) == names.end())
-    return fail("usage", "reward: '" + name +
-                             "' is not a preset (triton_eval, fast_p, coverage, binary)");
+    return fail("usage",
+                "reward: '" + name + "' is not a preset (triton_eval, fast_p, coverage, binary)");
   if (!params.is_null() && !params.is_object())
     return fail("usage", "reward_params: must be an object");
   if (params.is_object())
@@ -67,8 +72,7 @@ std::optional<double> reward(const std::string& preset, const nlohmann::json& pa
     return s && *s > p ? 1.0 : 0.0;
   }
   if (auto r = not_verified(c)) return r;
-  if (preset == "coverage")
-    return c.kernel_share.value_or(1.0) * (1.0 + log_speedup(c, 0.0, 3.0));
+  if (preset == "coverage") return c.kernel_share.value_or(1.0) * (1.0 + log_speedup(c, 0.0, 3.0));
   return 1.0 + log_speedup(c, -0.5, 3.0);  // triton_eval
 }
 

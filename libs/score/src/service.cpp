@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "kforge/core/embedded.hpp"
 #include "kforge/pipeline/score_jobs.hpp"
 
 namespace kforge::score {
@@ -53,7 +54,8 @@ Result<Submitted> ScoreService::submit(const Request& r) {
     KF_TRY(auto cached, c->one([](store::Stmt& s) { return s.int64(0); }));
     std::optional<std::int64_t> job_id;
     if (!cached) {
-      pipeline::ScoredItem si{key, it.code, it.key, it.kernel_wrapper, it.unitest_code, r.tag, it.id};
+      pipeline::ScoredItem si{key,   it.code, it.key, it.kernel_wrapper, it.unitest_code,
+                              r.tag, it.id};
       auto job = pipeline::enqueue_scored(db, run_id, si, now);
       if (!job.ok())
         return fail(job.error().kind, "items[" + std::to_string(i) + "]." + job.error().message);
@@ -101,8 +103,10 @@ Result<std::optional<nlohmann::json>> ScoreService::results(std::int64_t batch) 
     return std::make_tuple(s.text(0), s.text(1), s.opt_int64(2), s.int64(3));
   }));
   if (!head) return std::optional<nlohmann::json>();
-  const auto& [preset, params_text, ended, deadline] = *head;
-  auto params = nlohmann::json::parse(params_text, nullptr, false);
+  const std::string preset = std::get<0>(*head);
+  const auto params = nlohmann::json::parse(std::get<1>(*head), nullptr, false);
+  const std::optional<std::int64_t> ended = std::get<2>(*head);
+  const std::int64_t deadline = std::get<3>(*head);
   nlohmann::json results = nlohmann::json::array();
   KF_TRY(store::Stmt * st, db.cached(q()["batch_results"]));
   st->bind(1, batch);
@@ -125,8 +129,10 @@ Result<std::optional<nlohmann::json>> ScoreService::results(std::int64_t batch) 
     row.verified_ms = s.opt_int64(14).value_or(0);
     results.push_back(item_result(row, preset, params, opts_.evidence));
   }));
-  return std::optional<nlohmann::json>(nlohmann::json{
-      {"batch", batch}, {"done", ended.has_value()}, {"deadline_ms", deadline}, {"results", results}});
+  return std::optional<nlohmann::json>(nlohmann::json{{"batch", batch},
+                                                      {"done", ended.has_value()},
+                                                      {"deadline_ms", deadline},
+                                                      {"results", results}});
 }
 
 Status ScoreService::end_items(std::optional<std::int64_t> batch, std::int64_t now) {
@@ -161,8 +167,8 @@ Status ScoreService::end_items(std::optional<std::int64_t> batch, std::int64_t n
     st->bind(1, job);
     KF_TRY(auto n, st->one([](store::Stmt& s) { return s.int64(0); }));
     if (n.value_or(0) > 0) continue;  // another batch still waits on it
-    KF_CHECK(pipeline::cancel_scored(db, job, batch ? "score: the client went away"
-                                                    : "score: the deadline passed", now));
+    KF_CHECK(pipeline::cancel_scored(
+        db, job, batch ? "score: the client went away" : "score: the deadline passed", now));
   }
   return {};
 }
@@ -245,21 +251,20 @@ Result<nlohmann::json> ScoreService::queue() {
   KF_TRY(auto batches, open->one([](store::Stmt& s) { return s.int64(0); }));
   nlohmann::json oldest;
   if (d.oldest_score_wait_ms) oldest = std::max<std::int64_t>(0, now - *d.oldest_score_wait_ms);
-  return nlohmann::json{
-      {"depth", {{"waiting", d.score_waiting}, {"running", d.score_running}}},
-      {"max_queue", opts_.config.max_queue},
-      {"share", opts_.config.share},
-      {"runs", {{"waiting", d.runs_waiting}, {"running", d.runs_running}}},
-      {"open_batches", batches.value_or(0)},
-      {"waits",
-       {{"oldest_waiting_ms", oldest},
-        {"recent", waits.size()},
-        {"queue_ms_p50", percentile(waits, 0.5)},
-        {"queue_ms_p95", percentile(waits, 0.95)},
-        {"run_ms_p50", percentile(runs, 0.5)},
-        {"run_ms_p95", percentile(runs, 0.95)},
-        {"items_per_s_last_minute", static_cast<double>(last_minute) / 60.0}}},
-      {"workers", workers}};
+  return nlohmann::json{{"depth", {{"waiting", d.score_waiting}, {"running", d.score_running}}},
+                        {"max_queue", opts_.config.max_queue},
+                        {"share", opts_.config.share},
+                        {"runs", {{"waiting", d.runs_waiting}, {"running", d.runs_running}}},
+                        {"open_batches", batches.value_or(0)},
+                        {"waits",
+                         {{"oldest_waiting_ms", oldest},
+                          {"recent", waits.size()},
+                          {"queue_ms_p50", percentile(waits, 0.5)},
+                          {"queue_ms_p95", percentile(waits, 0.95)},
+                          {"run_ms_p50", percentile(runs, 0.5)},
+                          {"run_ms_p95", percentile(runs, 0.95)},
+                          {"items_per_s_last_minute", static_cast<double>(last_minute) / 60.0}}},
+                        {"workers", workers}};
 }
 
 }  // namespace kforge::score

@@ -61,7 +61,7 @@ Result<bool> cancel_scored(store::Db& db, std::int64_t job_id, const std::string
 // The verify queue as the endpoint's GET /v1/queue shows it.
 struct ScoreQueueDepth {
   std::int64_t score_waiting = 0, score_running = 0;
-  std::int64_t runs_waiting = 0, runs_running = 0;  // dataset runs' jobs
+  std::int64_t runs_waiting = 0, runs_running = 0;   // dataset runs' jobs
   std::optional<std::int64_t> oldest_score_wait_ms;  // updated_ms of the oldest waiting one
 };
 Result<ScoreQueueDepth> score_queue_depth(store::Db& db);

@@ -35,7 +35,7 @@ struct ServiceOptions {
 struct Submitted {
   std::int64_t batch = 0;  // 0 when refused as full
   bool full = false;
-  int retry_after_s = 0;  // when full
+  int retry_after_s = 0;    // when full
   std::int64_t queued = 0;  // new jobs it added
 };
 
