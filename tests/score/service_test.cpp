@@ -20,13 +20,16 @@ class ServiceTest : public ::testing::Test {
     auto a = store::Db::open({.path = (dir_ / "k.db").string()});
     ASSERT_TRUE(a.ok()) << a.error().message;
     verifier_db_ = std::move(*a);
-    auto b = store::Db::open({.path = (dir_ / "k.db").string()});
-    ASSERT_TRUE(b.ok());
     ServiceOptions o;
     o.config.max_queue = 3;
+    make(o);
+    queue_ = std::make_unique<pipeline::JobsVerifyQueue>(*verifier_db_);
+  }
+  void make(ServiceOptions o) {
+    auto b = store::Db::open({.path = (dir_ / "k.db").string()});
+    ASSERT_TRUE(b.ok());
     o.fingerprint = {"h", "cpu"};
     svc_ = std::make_unique<ScoreService>(std::move(*b), o, clock_);
-    queue_ = std::make_unique<pipeline::JobsVerifyQueue>(*verifier_db_);
   }
 
   Request request(std::vector<std::string> tests, double deadline_s = 60) {
@@ -195,6 +198,29 @@ TEST_F(ServiceTest, ScoredItemsGoAheadOfADatasetRunsJobsByTheShare) {
   ASSERT_TRUE(l.ok() && *l);
   EXPECT_EQ((*l)->request.unitest_code, "a");  // the scored one first
   EXPECT_EQ((*l)->request.kernel_wrapper, "wrapper");
+}
+
+TEST_F(ServiceTest, RetentionDeletesOldRolloutsAndTheirBatches) {
+  ServiceOptions o;
+  o.config.keep_rollouts_h = 1;
+  make(o);
+  auto s = svc_->submit(request({"a"}));
+  ASSERT_TRUE(verify_one(verify::Verdict::passed));
+  clock_.advance(10ms);
+  tick();
+  EXPECT_TRUE(results(s->batch)["done"].get<bool>());
+  clock_.advance(std::chrono::hours(2));
+  tick();
+  auto gone = svc_->results(s->batch);
+  ASSERT_TRUE(gone.ok());
+  EXPECT_FALSE(gone->has_value());
+  auto st = verifier_db_->prepare("SELECT count(*) FROM samples");
+  ASSERT_TRUE(st.ok());
+  ASSERT_TRUE(*st->step());
+  EXPECT_EQ(st->int64(0), 0);  // the scored sample went with its job
+  auto again = svc_->submit(request({"a"}));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->queued, 1);  // forgotten: verified again
 }
 
 TEST_F(ServiceTest, ATagOfADatasetRunIsRefused) {

@@ -68,3 +68,16 @@ SELECT sum(j.state = 'verify_queued' AND r.pipeline = 'score'),
        min(CASE WHEN j.state = 'verify_queued' AND r.pipeline = 'score' THEN j.updated_ms END)
 FROM jobs j JOIN runs r ON r.id = j.run_id
 WHERE j.state IN ('verify_queued', 'verifying') AND r.state = 'active';
+
+-- Retention (score.keep_rollouts_h): ended scored jobs last changed before ?1, with their
+-- outputs, verdicts and events (ON DELETE CASCADE), then the samples nothing refers to any more.
+-- name: score_forget_jobs
+DELETE FROM jobs
+WHERE state IN ('done', 'failed', 'cancelled') AND updated_ms < ?1
+  AND run_id IN (SELECT id FROM runs WHERE pipeline = 'score');
+
+-- name: score_forget_samples
+DELETE FROM samples
+WHERE key GLOB 'score/*'
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.sample_id = samples.id)
+  AND NOT EXISTS (SELECT 1 FROM verifications v WHERE v.sample_id = samples.id);

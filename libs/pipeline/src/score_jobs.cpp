@@ -138,6 +138,17 @@ Result<bool> cancel_scored(store::Db& db, std::int64_t job_id, const std::string
   return db.changes() > 0;
 }
 
+Result<std::int64_t> forget_scored(store::Db& db, std::int64_t before_ms) {
+  KF_TRY(store::Stmt * jobs, db.cached(q()["score_forget_jobs"]));
+  jobs->bind(1, before_ms);
+  KF_CHECK(jobs->run());
+  const std::int64_t n = db.changes();
+  if (n == 0) return n;
+  KF_TRY(store::Stmt * samples, db.cached(q()["score_forget_samples"]));
+  KF_CHECK(samples->run());
+  return n;
+}
+
 Result<ScoreQueueDepth> score_queue_depth(store::Db& db) {
   KF_TRY(store::Stmt * st, db.cached(q()["score_queue_depth"]));
   KF_TRY(auto row, st->one([](store::Stmt& r) {

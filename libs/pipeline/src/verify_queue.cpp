@@ -34,12 +34,16 @@ Result<std::optional<verify::LeasedSample>> JobsVerifyQueue::lease(const std::st
     return std::nullopt;
   verify::LeasedSample out;
   verify::VerifyJob& job = out.job;
-  // Scored items' turn: fewer than score_share_ of the leases so far were theirs.
+  // Scored items' turn: fewer than score_share_ of the leases since scored items last found
+  // the queue empty were theirs.
   bool found = false;
   if (score_share_ > 0 &&
       static_cast<double>(score_leases_) < score_share_ * static_cast<double>(leases_ + 1)) {
     KF_TRY(found, lease_job(q()["vstage_lease_score"], owner, expires_ms, now, job));
-    if (found) ++score_leases_;
+    if (found)
+      ++score_leases_;
+    else
+      leases_ = score_leases_ = 0;
   }
   if (!found) {
     KF_TRY(found, lease_job(q()["vstage_lease"], owner, expires_ms, now, job));

@@ -209,17 +209,33 @@ Result<ScoreService::Tick> ScoreService::tick() {
   end->bind(1, now);
   KF_CHECK(end->run());
   out.changed = settled > 0 || db.changes() > 0;
-  if (opts_.config.keep_batches_h > 0 && now - last_forget_ms_ >= 60'000) {
+  if (now - last_forget_ms_ >= 60'000) {
     last_forget_ms_ = now;
-    KF_TRY(store::Stmt * st, db.cached(q()["batches_forget"]));
-    st->bind(1, now - static_cast<std::int64_t>(opts_.config.keep_batches_h * 3'600'000));
-    KF_CHECK(st->run());
+    KF_CHECK(forget(now));
   }
   KF_TRY(store::Stmt * open, db.cached(q()["open_batches"]));
   KF_TRY(auto n, open->one([](store::Stmt& s) { return s.int64(0); }));
   out.open = n.value_or(0) > 0;
   KF_CHECK(tx.commit());
   return out;
+}
+
+Status ScoreService::forget(std::int64_t now) {
+  const auto hours = [now](double h) { return now - static_cast<std::int64_t>(h * 3'600'000); };
+  const double keep_rollouts = opts_.config.keep_rollouts_h;
+  double keep_batches = opts_.config.keep_batches_h;
+  if (keep_rollouts > 0 && (keep_batches <= 0 || keep_batches > keep_rollouts))
+    keep_batches = keep_rollouts;  // a batch does not outlive the verdicts it answers from
+  if (keep_batches > 0) {
+    KF_TRY(store::Stmt * st, db_->cached(q()["batches_forget"]));
+    st->bind(1, hours(keep_batches));
+    KF_CHECK(st->run());
+  }
+  if (keep_rollouts > 0) {
+    KF_TRY(std::int64_t n, pipeline::forget_scored(*db_, hours(keep_rollouts)));
+    (void)n;
+  }
+  return {};
 }
 
 Result<nlohmann::json> ScoreService::queue() {

@@ -58,6 +58,10 @@ Result<ScoreJob> enqueue_scored(store::Db& db, std::int64_t run_id, const Scored
 Result<bool> cancel_scored(store::Db& db, std::int64_t job_id, const std::string& why,
                            std::int64_t now);
 
+// Retention: deletes the scored jobs that ended before `before_ms`, with their outputs, verdicts
+// and events, and the samples left without a job. Returns how many jobs.
+Result<std::int64_t> forget_scored(store::Db& db, std::int64_t before_ms);
+
 // The verify queue as the endpoint's GET /v1/queue shows it.
 struct ScoreQueueDepth {
   std::int64_t score_waiting = 0, score_running = 0;

@@ -29,6 +29,9 @@ struct ScoreConfig {
   // Batches (and their items' answers) older than this are deleted; 0: kept. The samples, jobs
   // and verdicts stay, as the run's data (kforge run cancel / export decide about those).
   double keep_batches_h = 24;
+  // Scored samples whose job ended longer ago than this many hours are deleted with their
+  // verdicts (the cache forgets them, and batches as old go too); 0: kept (the run's data).
+  double keep_rollouts_h = 0;
 };
 
 void read_config(ConfigNode n, ScoreConfig& out);

@@ -65,6 +65,7 @@ class ScoreService {
  private:
   Status end_items(std::optional<std::int64_t> batch, std::int64_t now);
   Result<std::int64_t> settle(std::int64_t now);
+  Status forget(std::int64_t now);  // retention
 
   std::mutex mu_;
   std::unique_ptr<store::Db> db_;
