@@ -211,6 +211,28 @@ TEST_F(ScoreTest, AKillNineMidBatchThenTheRetryGivesEveryResultOnce) {
   EXPECT_TRUE(json::parse(g->body)["done"].get<bool>()) << g->body;
 }
 
+TEST_F(ScoreTest, AClientThatGoesAwayCancelsItsItems) {
+  auto d = start();
+  const std::string body = json{{"items", {add_item("gone", 30, "g1")}}, {"deadline_s", 60}}.dump();
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port_));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  const std::string req =
+      "POST /v1/score HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+      "application/json\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
+  ASSERT_EQ(::send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+  ASSERT_GE(site_.wait_for("SELECT count(*) FROM jobs WHERE state = 'verifying'", 1, 30s), 1);
+  ::close(fd);  // the trainer went away
+  EXPECT_EQ(site_.wait_for("SELECT count(*) FROM score_items WHERE outcome = 'cancelled'", 1, 15s),
+            1)
+      << d->log();
+  EXPECT_EQ(site_.scalar("SELECT count(*) FROM jobs WHERE state = 'cancelled'"), 1);
+}
+
 TEST_F(ScoreTest, AFullQueueAnswers429WithRetryAfter) {
   configure(2);
   auto d = start();
