@@ -15,11 +15,13 @@ const char* kAddWrapper =
     "    grid = lambda meta: (triton.cdiv(n, meta[\"BLOCK_SIZE\"]),)\n"
     "    add_kernel[grid](x, y, out, n, BLOCK_SIZE=64)\n    return out\n";
 
-// A passing test of vector_add.py; `sleep_s` > 0 makes it take that long first, `tag` makes the
-// content (and so the cache key) differ.
+// A passing test of vector_add.py; `sleep_s` > 0 makes its first run in a module take that long
+// (not the mutant reruns), `tag` makes the content (and so the cache key) differ.
 std::string add_test(double sleep_s = 0, const std::string& tag = "") {
-  std::string t = "def test_add():\n";
-  if (sleep_s > 0) t += "    import time\n    time.sleep(" + std::to_string(sleep_s) + ")\n";
+  std::string t = "_slept = []\n\n\ndef test_add():\n";
+  if (sleep_s > 0)
+    t += "    if not _slept:\n        import time\n        time.sleep(" + std::to_string(sleep_s) +
+         ")\n        _slept.append(1)\n";
   t += "    # " + tag + "\n";
   t += "    for n in (1, 63, 64, 130):\n        x = [float(i) for i in range(n)]\n"
        "        y = [2.0 * i for i in range(n)]\n"
@@ -96,9 +98,9 @@ TEST_F(ScoreTest, ABatchIsAnsweredInOrderAndARepeatFromTheCache) {
   by_key["key"] = "vector_add.py";
   json broken = add_item("broken");
   broken["unitest_code"] = "def test_add(:\n    pass\n";
-  json body = {{"items", {add_item("add"), scale, by_key, broken}},
-               {"deadline_s", 60},
-               {"tag", "rl-step-1"}};
+  json add = add_item("add");
+  add["prompt"] = "Write a Triton add kernel's wrapper and test";
+  json body = {{"items", {add, scale, by_key, broken}}, {"deadline_s", 60}, {"tag", "rl-step-1"}};
   auto r = post(body);
   ASSERT_TRUE(r) << d->log();
   ASSERT_EQ(r->status, 200) << r->body;
@@ -125,6 +127,11 @@ TEST_F(ScoreTest, ABatchIsAnsweredInOrderAndARepeatFromTheCache) {
   EXPECT_EQ(site_.scalar("SELECT count(*) FROM jobs j JOIN runs r ON r.id = j.run_id "
                          "WHERE r.tag = 'rl-step-1' AND r.pipeline = 'score'"),
             4);
+  // ... which export writes, as kforge's records and as chat rows (the prompt given, or the code).
+  const auto rows = site_.dir().path() / "sft.jsonl";
+  auto ex = site_.kforge({"export", "rl-step-1", "--format", "sft", "--out", rows.string()});
+  EXPECT_EQ(ex.exit_code, 0) << ex.err;
+  EXPECT_NE(test::read_text(rows).find("Write a Triton add"), std::string::npos);
 
   auto t0 = std::chrono::steady_clock::now();
   auto again = post(body);

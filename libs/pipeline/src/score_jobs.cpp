@@ -118,7 +118,12 @@ Result<ScoreJob> enqueue_scored(store::Db& db, std::int64_t run_id, const Scored
   }
   const nlohmann::json answer = {{"kernel_wrapper", item.kernel_wrapper},
                                  {"unitest_code", item.unitest_code}};
-  const nlohmann::json request = {{"score", {{"tag", item.tag}, {"id", item.item_id}}}};
+  nlohmann::json messages = nlohmann::json::parse(item.messages_json, nullptr, false);
+  if (!messages.is_array())
+    messages = nlohmann::json::array({{{"role", "user"}, {"content", item.code}}});
+  const nlohmann::json request = {{"model", "client"},
+                                  {"messages", messages},
+                                  {"score", {{"tag", item.tag}, {"id", item.item_id}}}};
   KF_TRY(store::Stmt * st, db.cached(q()["score_output_insert"]));
   st->bind(1, out.job_id)
       .bind(2, run_id)

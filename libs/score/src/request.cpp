@@ -19,6 +19,19 @@ Status read_item(const nlohmann::json& j, std::size_t i, Item& out) {
   const std::string at = "items[" + std::to_string(i) + "]";
   if (!j.is_object()) return fail("usage", at + ": must be an object");
   for (const auto& [k, v] : j.items()) {
+    if (k == "prompt") {
+      if (v.is_string()) {
+        out.prompt = nlohmann::json::array({{{"role", "user"}, {"content", v}}});
+        continue;
+      }
+      bool ok = v.is_array();
+      for (const auto& m : ok ? v : nlohmann::json::array())
+        ok = ok && m.is_object() && m.contains("role") && m["role"].is_string() &&
+             m.contains("content") && m["content"].is_string();
+      if (!ok) return fail("usage", at + ".prompt: must be a string or a list of {role, content}");
+      out.prompt = v;
+      continue;
+    }
     std::string* field = k == "id"               ? &out.id
                          : k == "code"           ? &out.code
                          : k == "key"            ? &out.key
@@ -28,7 +41,7 @@ Status read_item(const nlohmann::json& j, std::size_t i, Item& out) {
     if (field == nullptr)
       return fail("usage", at + "." + k +
                                ": not a field of an item (id, code, key, kernel_wrapper, "
-                               "unitest_code)");
+                               "unitest_code, prompt)");
     if (k == "id" && v.is_number_integer()) {
       out.id = std::to_string(v.get<std::int64_t>());
       continue;

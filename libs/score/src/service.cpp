@@ -54,8 +54,14 @@ Result<Submitted> ScoreService::submit(const Request& r) {
     KF_TRY(auto cached, c->one([](store::Stmt& s) { return s.int64(0); }));
     std::optional<std::int64_t> job_id;
     if (!cached) {
-      pipeline::ScoredItem si{key,   it.code, it.key, it.kernel_wrapper, it.unitest_code,
-                              r.tag, it.id};
+      pipeline::ScoredItem si{key,
+                              it.code,
+                              it.key,
+                              it.kernel_wrapper,
+                              it.unitest_code,
+                              r.tag,
+                              it.id,
+                              it.prompt.is_null() ? "" : it.prompt.dump()};
       auto job = pipeline::enqueue_scored(db, run_id, si, now);
       if (!job.ok())
         return fail(job.error().kind, "items[" + std::to_string(i) + "]." + job.error().message);

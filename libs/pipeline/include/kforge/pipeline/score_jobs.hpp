@@ -36,6 +36,9 @@ struct ScoredItem {
   std::string unitest_code;
   std::string tag;      // recorded in the sample's record_json
   std::string item_id;  // the client's id, likewise
+  // The chat messages that asked for this code (a JSON array of {role, content}), stored as the
+  // stage's request so that export writes chat rows; empty: one user message with the code.
+  std::string messages_json;
 };
 
 struct ScoreJob {

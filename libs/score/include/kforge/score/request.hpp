@@ -21,6 +21,9 @@ struct Item {
   std::string key;   // an imported sample's key ("": none)
   std::string kernel_wrapper;
   std::string unitest_code;
+  // The prompt that asked for it: a string (one user message) or chat messages; stored with the
+  // rollout for export's chat rows, not part of the content key. Null: none.
+  nlohmann::json prompt;
 };
 
 struct Request {
