@@ -29,6 +29,7 @@
 #include "kforge/core/log.hpp"
 #include "kforge/pipeline/heartbeat.hpp"
 #include "kforge/pipeline/progress.hpp"
+#include "score_server.hpp"
 #include "verifier_thread.hpp"
 
 namespace kforge::daemon {
@@ -231,6 +232,19 @@ int serve(const std::string& config_path, app::Config cfg) {
                  cfg.daemon.http_listen.substr(0, cfg.daemon.http_listen.rfind(':')), http.port());
   }
 
+  // The scoring endpoint (score.listen): its own listener and connection.
+  std::unique_ptr<ScoreServer> scorer;
+  if (!cfg.score.listen.empty()) {
+    auto s = ScoreServer::start(cfg, env);
+    if (!s.ok()) {
+      spdlog::error("{}", s.error().message);
+      return 1;
+    }
+    scorer = std::move(*s);
+    spdlog::info("serving POST /v1/score on {}:{}",
+                 cfg.score.listen.substr(0, cfg.score.listen.rfind(':')), scorer->port());
+  }
+
   pipeline::Heartbeat::Options hbo;
   hbo.host = host_name();
   hbo.pid = ::getpid();
@@ -312,6 +326,7 @@ int serve(const std::string& config_path, app::Config cfg) {
   spdlog::info("kforged stopped: {} stage answers checkpointed, {} jobs to verify, {} failed",
                st.checkpoints, st.jobs_to_verify, st.jobs_failed);
   if (auto hb = heartbeat->stop(); !hb.ok()) spdlog::warn("heartbeat: {}", hb.error().message);
+  if (scorer) scorer->stop();
   http.stop();
   return 0;
 }

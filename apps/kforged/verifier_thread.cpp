@@ -100,6 +100,7 @@ void VerifierThread::run(app::Config cfg, std::string config_path, std::string o
   requeue.backoff_ms = static_cast<std::int64_t>(cfg.verifier.requeue_backoff_s * 1000);
   // outlives the backend, whose stop() releases jobs
   pipeline::JobsVerifyQueue queue(**db, requeue);
+  if (!cfg.score.listen.empty()) queue.set_score_share(cfg.score.share);
   auto backend = make_verify_backend(cfg, queue, env_, owner, owner_glob);
   if (!backend.ok()) return fail(backend.error().message);
   spdlog::info("verifier: {}", (*backend)->describe());

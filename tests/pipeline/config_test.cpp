@@ -33,6 +33,15 @@ TEST(PipelineConfig, TheShippedFileDocumentsTheDefaults) {
   EXPECT_EQ(c->daemon.http_listen, d.http_listen);
   EXPECT_EQ(c->daemon.shutdown_grace_ms, d.shutdown_grace_ms);
   EXPECT_EQ(c->daemon.status_interval_ms, d.status_interval_ms);
+  score::ScoreConfig sc;
+  EXPECT_EQ(c->score.listen, sc.listen);
+  EXPECT_EQ(c->score.max_queue, sc.max_queue);
+  EXPECT_EQ(c->score.max_items, sc.max_items);
+  EXPECT_EQ(c->score.share, sc.share);
+  EXPECT_EQ(c->score.default_deadline_s, sc.default_deadline_s);
+  EXPECT_EQ(c->score.max_deadline_s, sc.max_deadline_s);
+  EXPECT_EQ(c->score.default_tag, sc.default_tag);
+  EXPECT_EQ(c->score.keep_batches_h, sc.keep_batches_h);
 }
 
 TEST(PipelineConfig, BadValuesAreErrorsNamingFileAndLine) {

@@ -75,6 +75,7 @@ Result<Config> load_config(const std::string& explicit_path, EnvLookup env,
   llm::read_config(root.child("llm"), c.llm);
   pipeline::read_config(root.child("pipeline"), c.pipeline);
   pipeline::read_config(root.child("daemon"), c.daemon);
+  score::read_config(root.child("score"), c.score);
   KF_CHECK(reader->finish());
   std::vector<std::string> known = *looked_up;
   known.insert(known.end(), kExtraEnv.begin(), kExtraEnv.end());

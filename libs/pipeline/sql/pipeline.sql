@@ -22,9 +22,11 @@ FROM runs WHERE tag = ?1;
 SELECT id, tag, pipeline, model, params_json, prompts_json, state, created_ms, updated_ms
 FROM runs WHERE id = ?1;
 
+-- The runs whose LLM stages the scheduler serves: a scoring run (pipeline 'score',
+-- score_jobs.hpp) has none.
 -- name: active_runs
 SELECT id, tag, pipeline, model, params_json, prompts_json, state, created_ms, updated_ms
-FROM runs WHERE state = 'active' ORDER BY id;
+FROM runs WHERE state = 'active' AND pipeline != 'score' ORDER BY id;
 
 -- name: all_runs
 SELECT id, tag, pipeline, model, params_json, prompts_json, state, created_ms, updated_ms

@@ -35,28 +35,32 @@ Result<std::optional<verify::LeasedSample>> JobsVerifyQueue::lease(const std::st
     return std::nullopt;
   verify::LeasedSample out;
   verify::VerifyJob& job = out.job;
-  {
-    KF_TRY(store::Stmt * st, db_.cached(q()["vstage_lease"]));
-    st->bind(1, owner).bind(2, expires_ms).bind(3, now);
-    KF_TRY(bool row, st->step());
-    if (!row) {
-      empty_version_ = version;
-      empty_at_ms_ = now;
-      KF_TRY(store::Stmt * due, db_.cached(q()["vstage_next_due"]));
-      due->bind(1, now);
-      KF_TRY(auto next, due->one([](store::Stmt& r) { return r.opt_int64(0); }));
-      empty_due_ms_ = next && *next ? **next : 0;
-      return std::nullopt;
-    }
-    empty_version_ = -1;
-    job.job_id = st->int64(0);
-    job.run_id = st->int64(1);
-    job.sample_id = st->int64(2);
-    job.round = static_cast<int>(st->int64(3));
-    KF_TRY(bool more, st->step());  // finish the statement (RETURNING yields one row)
-    (void)more;
-    st->reset();
+  // Scored items' turn: fewer than score_share_ of the leases since scored items last found
+  // the queue empty were theirs.
+  bool found = false;
+  if (score_share_ > 0 &&
+      static_cast<double>(score_leases_) < score_share_ * static_cast<double>(leases_ + 1)) {
+    KF_TRY(found, lease_job(q()["vstage_lease_score"], owner, expires_ms, now, job));
+    if (found)
+      ++score_leases_;
+    else
+      leases_ = score_leases_ = 0;
   }
+  if (!found) {
+    KF_TRY(found, lease_job(q()["vstage_lease"], owner, expires_ms, now, job));
+  }
+  if (!found) {
+    empty_version_ = version;
+    empty_at_ms_ = now;
+    // A job requeued with a back-off is leasable again at its not_before_ms.
+    KF_TRY(store::Stmt * due, db_.cached(q()["vstage_next_due"]));
+    due->bind(1, now);
+    KF_TRY(auto next, due->one([](store::Stmt& r) { return r.opt_int64(0); }));
+    empty_due_ms_ = next && *next ? **next : 0;
+    return std::nullopt;
+  }
+  ++leases_;
+  empty_version_ = -1;
   verify::VerifyRequest& req = out.request;
   {
     KF_TRY(store::Stmt * st, db_.cached(q()["vstage_sample"]));
@@ -92,6 +96,26 @@ Result<std::optional<verify::LeasedSample>> JobsVerifyQueue::lease(const std::st
   req.cross_compile = params->require_targets;
   req.require_speedup = params->require_speedup;
   return out;
+}
+
+Result<bool> JobsVerifyQueue::lease_job(std::string_view query, const std::string& owner,
+                                        std::int64_t expires_ms, std::int64_t now,
+                                        verify::VerifyJob& job) {
+  KF_TRY(store::Stmt * st, db_.cached(query));
+  st->bind(1, owner).bind(2, expires_ms).bind(3, now);
+  KF_TRY(bool row, st->step());
+  if (!row) {
+    st->reset();
+    return false;
+  }
+  job.job_id = st->int64(0);
+  job.run_id = st->int64(1);
+  job.sample_id = st->int64(2);
+  job.round = static_cast<int>(st->int64(3));
+  KF_TRY(bool more, st->step());  // finish the statement (RETURNING yields one row)
+  (void)more;
+  st->reset();
+  return true;
 }
 
 Result<const store::RunParams*> JobsVerifyQueue::run_params_of(std::int64_t run_id) {

@@ -11,6 +11,7 @@
 #include "kforge/llm/config.hpp"
 #include "kforge/pipeline/config.hpp"
 #include "kforge/report/config.hpp"
+#include "kforge/score/config.hpp"
 #include "kforge/store/config.hpp"
 #include "kforge/verify/config.hpp"
 
@@ -33,6 +34,7 @@ struct Config {
   llm::LlmConfig llm;
   pipeline::PipelineConfig pipeline;
   pipeline::DaemonConfig daemon;
+  score::ScoreConfig score;  // kforged's scoring endpoint
 };
 
 // Which file to read: `explicit_path` if given; else $KFORGE_CONFIG; else ./kforge.yaml, then

@@ -68,6 +68,11 @@ class JobsVerifyQueue : public verify::VerifyQueue {
   explicit JobsVerifyQueue(store::Db& db, RequeuePolicy requeue = {})
       : db_(db), requeue_(requeue) {}
 
+  // Scored items (score_jobs.hpp) go ahead of dataset runs' jobs: while both wait, at least this
+  // share of the leases (0..1) take the oldest scored job first; the rest take the oldest job of
+  // any run. 0 (the default): the oldest job of any run, scored or not.
+  void set_score_share(double share) { score_share_ = share; }
+
   store::Db& db() override { return db_; }
   Result<std::optional<verify::LeasedSample>> lease(const std::string& owner,
                                                     std::int64_t expires_ms,
@@ -91,6 +96,8 @@ class JobsVerifyQueue : public verify::VerifyQueue {
 
  private:
   Result<const store::RunParams*> run_params_of(std::int64_t run_id);
+  Result<bool> lease_job(std::string_view query, const std::string& owner, std::int64_t expires_ms,
+                         std::int64_t now, verify::VerifyJob& job);
 
   store::Db& db_;
   std::int64_t empty_version_ = -1;  // data_version of the last lease that found nothing
@@ -98,6 +105,8 @@ class JobsVerifyQueue : public verify::VerifyQueue {
   std::int64_t empty_due_ms_ = 0;  // a job waiting out a requeue's back-off is due then (0: none)
   RequeuePolicy requeue_;
   std::map<std::int64_t, store::RunParams> run_params_;  // by run id
+  double score_share_ = 0;
+  std::uint64_t leases_ = 0, score_leases_ = 0;  // for score_share_
 };
 
 }  // namespace kforge::pipeline

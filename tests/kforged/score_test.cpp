@@ -1,0 +1,283 @@
+// kforged's scoring endpoint (POST /v1/score) end to end: the real binary with its verifier pool
+// on the CPU stand-in Triton, over HTTP on loopback. Ordered results, the verdict cache, a
+// deadline shorter than the work, a kill -9 mid-batch and the client's retry, a full queue.
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include "daemon_util.hpp"
+
+namespace kforge::pipeline::e2e {
+namespace {
+
+const char* kAddWrapper =
+    "def add(x, y):\n    out = [0.0] * len(x)\n    n = len(x)\n"
+    "    grid = lambda meta: (triton.cdiv(n, meta[\"BLOCK_SIZE\"]),)\n"
+    "    add_kernel[grid](x, y, out, n, BLOCK_SIZE=64)\n    return out\n";
+
+// A passing test of vector_add.py; `sleep_s` > 0 makes its first run in a module take that long
+// (not the mutant reruns), `tag` makes the content (and so the cache key) differ.
+std::string add_test(double sleep_s = 0, const std::string& tag = "") {
+  std::string t = "_slept = []\n\n\ndef test_add():\n";
+  if (sleep_s > 0)
+    t += "    if not _slept:\n        import time\n        time.sleep(" + std::to_string(sleep_s) +
+         ")\n        _slept.append(1)\n";
+  t += "    # " + tag + "\n";
+  t += "    for n in (1, 63, 64, 130):\n        x = [float(i) for i in range(n)]\n"
+       "        y = [2.0 * i for i in range(n)]\n"
+       "        assert add(x, y) == [3.0 * i for i in range(n)], \"wrong sum for n=%d\" % n\n";
+  return t;
+}
+
+json add_item(const std::string& id, double sleep_s = 0, const std::string& tag = "") {
+  json c = load_json(cpu_corpus());
+  return {{"id", id},
+          {"code", c[0]["output"]},
+          {"kernel_wrapper", kAddWrapper},
+          {"unitest_code", add_test(sleep_s, tag)}};
+}
+
+class ScoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    port_ = free_port();
+    configure(4096);
+    site_.import_corpus(cpu_corpus());
+  }
+  void configure(int max_queue, const std::string& listen = "") {
+    Options o;
+    o.verify = true;
+    o.fake_triton = true;
+    site_.write_config(o);
+    std::string y = test::read_text(site_.config());
+    y += "score:\n  listen: \"" + (listen.empty() ? "127.0.0.1:" + std::to_string(port_) : listen) +
+         "\"\n  max_queue: " + std::to_string(max_queue) + "\n";
+    test::write_text(site_.config(), y);
+  }
+  // Starts kforged and waits until the endpoint answers.
+  std::unique_ptr<Proc> start() {
+    auto d = site_.start_daemon();
+    auto until = std::chrono::steady_clock::now() + 60s;
+    while (std::chrono::steady_clock::now() < until) {
+      httplib::Client c("127.0.0.1", port_);
+      if (auto r = c.Get("/v1/queue"); r && r->status == 200) return d;
+      std::this_thread::sleep_for(50ms);
+    }
+    ADD_FAILURE() << "the endpoint never answered:\n" << d->log();
+    return d;
+  }
+  httplib::Result post(const json& body, int timeout_s = 120) {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(timeout_s, 0);
+    return c.Post("/v1/score", body.dump(), "application/json");
+  }
+  std::int64_t verifications() {
+    return site_.scalar(
+        "SELECT count(*) FROM verifications v JOIN samples s ON s.id = v.sample_id "
+        "WHERE s.key LIKE 'score/%'");
+  }
+
+  Site site_{script("fake_llm_cpu.json")};
+  int port_ = 0;
+};
+
+TEST_F(ScoreTest, ABatchIsAnsweredInOrderAndARepeatFromTheCache) {
+  auto d = start();
+  json corpus = load_json(cpu_corpus());
+  json scale = {{"id", "scale"},
+                {"code", corpus[2]["output"]},
+                {"kernel_wrapper",
+                 "def scale(x):\n    out = [0.0] * len(x)\n    n = len(x)\n"
+                 "    grid = lambda meta: (triton.cdiv(n, meta[\"BLOCK_SIZE\"]),)\n"
+                 "    scale_kernel[grid](x, out, n, BLOCK_SIZE=64)\n    return out\n"},
+                {"unitest_code",
+                 "def test_scale():\n    x = [1.0, 2.0, 3.0]\n"
+                 "    assert scale(x) == [3.0, 6.0, 9.0], \"scale(x) != 3 * x\"\n"}};
+  json by_key = add_item("by_key");
+  by_key.erase("code");
+  by_key["key"] = "vector_add.py";
+  json broken = add_item("broken");
+  broken["unitest_code"] = "def test_add(:\n    pass\n";
+  json add = add_item("add");
+  add["prompt"] = "Write a Triton add kernel's wrapper and test";
+  json body = {{"items", {add, scale, by_key, broken}}, {"deadline_s", 60}, {"tag", "rl-step-1"}};
+  auto r = post(body);
+  ASSERT_TRUE(r) << d->log();
+  ASSERT_EQ(r->status, 200) << r->body;
+  json out = json::parse(r->body);
+  ASSERT_EQ(out["results"].size(), 4u) << out.dump(2);
+  std::vector<std::string> ids;
+  for (const auto& x : out["results"]) ids.push_back(x["id"]);
+  EXPECT_EQ(ids, (std::vector<std::string>{"add", "scale", "by_key", "broken"}));
+  const auto& res = out["results"];
+  EXPECT_EQ(res[0]["verdict"], "passed") << res[0].dump(2);
+  EXPECT_EQ(res[1]["verdict"], "failed") << res[1].dump(2);
+  EXPECT_EQ(res[2]["verdict"], "passed") << res[2].dump(2);
+  EXPECT_NE(res[3]["verdict"], "passed") << res[3].dump(2);
+  // triton_eval: +1 verified (no speed label on the CPU), 0 wrong, -0.2 did not run.
+  EXPECT_EQ(res[0]["reward"], res[0]["reward_components"]["verified"].get<bool>() ? 1.0 : 0.0);
+  EXPECT_EQ(res[1]["reward"], 0.0);
+  EXPECT_EQ(res[3]["reward"], -0.2);
+  EXPECT_NE(res[1]["feedback"].get<std::string>().find("scale(x) != 3 * x"), std::string::npos)
+      << res[1]["feedback"];
+  for (const auto& x : res) EXPECT_FALSE(x["cached"].get<bool>());
+  const auto stored = verifications();
+  EXPECT_EQ(stored, 4);
+  // The rollouts are samples of the run the tag names.
+  EXPECT_EQ(site_.scalar("SELECT count(*) FROM jobs j JOIN runs r ON r.id = j.run_id "
+                         "WHERE r.tag = 'rl-step-1' AND r.pipeline = 'score'"),
+            4);
+  // ... which export writes, as kforge's records and as chat rows (the prompt given, or the code).
+  const auto rows = site_.dir().path() / "sft.jsonl";
+  auto ex = site_.kforge({"export", "rl-step-1", "--format", "sft", "--out", rows.string()});
+  EXPECT_EQ(ex.exit_code, 0) << ex.err;
+  EXPECT_NE(test::read_text(rows).find("Write a Triton add"), std::string::npos);
+
+  auto t0 = std::chrono::steady_clock::now();
+  auto again = post(body);
+  ASSERT_TRUE(again);
+  ASSERT_EQ(again->status, 200) << again->body;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+  json out2 = json::parse(again->body);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_TRUE(out2["results"][i]["cached"].get<bool>()) << out2["results"][i].dump(2);
+    EXPECT_EQ(out2["results"][i]["verdict"], res[i]["verdict"]);
+    EXPECT_EQ(out2["results"][i]["reward"], res[i]["reward"]);
+  }
+  EXPECT_EQ(verifications(), stored);  // nothing ran again
+
+  // Another preset over the same verdicts, and a bad request naming its field.
+  body["reward"] = "binary";
+  json bin = json::parse(post(body)->body);
+  EXPECT_EQ(bin["results"][1]["reward"], 0.0);
+  auto bad = post({{"items", {{{"id", "x"}, {"code", "c"}, {"kernel_wrapper", "w"}}}}});
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_NE(bad->body.find("items[0].unitest_code"), std::string::npos) << bad->body;
+}
+
+TEST_F(ScoreTest, ADeadlineShorterThanTheWorkReturnsNullRewardsOnTime) {
+  auto d = start();
+  json body = {{"items", {add_item("slow1", 30, "d1"), add_item("slow2", 30, "d2")}},
+               {"deadline_s", 2}};
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = post(body);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_TRUE(r) << d->log();
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_LT(took, 7s);  // the deadline plus 5 s
+  json out = json::parse(r->body);
+  for (const auto& x : out["results"]) {
+    EXPECT_TRUE(x["reward"].is_null()) << x.dump(2);
+    EXPECT_EQ(x["status"], "deadline") << x.dump(2);
+  }
+  // Their jobs were cancelled, not left running for nobody.
+  EXPECT_EQ(site_.wait_for("SELECT count(*) FROM jobs j JOIN runs r ON r.id = j.run_id "
+                           "WHERE r.pipeline = 'score' AND j.state = 'cancelled'",
+                           2, 10s),
+            2);
+}
+
+TEST_F(ScoreTest, AKillNineMidBatchThenTheRetryGivesEveryResultOnce) {
+  auto d = start();
+  json body = {{"items",
+                {add_item("q1", 0, "k1"), add_item("q2", 0, "k2"), add_item("s1", 3, "k3"),
+                 add_item("s2", 3, "k4")}},
+               {"deadline_s", 120},
+               {"wait", false}};
+  auto first = post(body);
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->status, 202) << first->body;
+  const std::int64_t batch = json::parse(first->body)["batch"];
+  // The quick ones are judged; the slow ones are running.
+  ASSERT_GE(site_.wait_for("SELECT count(*) FROM verifications", 2, 60s), 2) << d->log();
+  ASSERT_GE(site_.wait_for("SELECT count(*) FROM jobs WHERE state = 'verifying'", 1, 30s), 1);
+  d->kill9();
+  ASSERT_LT(verifications(), 4);
+  auto d2 = start();
+  body["wait"] = true;
+  auto r = post(body);
+  ASSERT_TRUE(r) << d2->log();
+  ASSERT_EQ(r->status, 200) << r->body;
+  json out = json::parse(r->body);
+  ASSERT_EQ(out["results"].size(), 4u);
+  for (const auto& x : out["results"]) EXPECT_EQ(x["verdict"], "passed") << x.dump(2);
+  EXPECT_TRUE(out["results"][0]["cached"].get<bool>());
+  EXPECT_TRUE(out["results"][1]["cached"].get<bool>());
+  // Every item was verified exactly once, across both daemons.
+  EXPECT_EQ(site_.rows("SELECT count(*) FROM verifications v JOIN samples s ON s.id = v.sample_id "
+                       "WHERE s.key LIKE 'score/%' GROUP BY s.id",
+                       1),
+            (std::vector<std::string>{"1", "1", "1", "1"}));
+  // The first batch, asked for by its id, ended too.
+  httplib::Client c("127.0.0.1", port_);
+  c.set_read_timeout(60, 0);
+  auto g = c.Get(("/v1/score/" + std::to_string(batch) + "?wait_s=30").c_str());
+  ASSERT_TRUE(g);
+  ASSERT_EQ(g->status, 200) << g->body;
+  EXPECT_TRUE(json::parse(g->body)["done"].get<bool>()) << g->body;
+}
+
+TEST_F(ScoreTest, AClientThatGoesAwayCancelsItsItems) {
+  auto d = start();
+  const std::string body = json{{"items", {add_item("gone", 30, "g1")}}, {"deadline_s", 60}}.dump();
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port_));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  const std::string req =
+      "POST /v1/score HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+      "application/json\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
+  ASSERT_EQ(::send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+  ASSERT_GE(site_.wait_for("SELECT count(*) FROM jobs WHERE state = 'verifying'", 1, 30s), 1);
+  ::close(fd);  // the trainer went away
+  EXPECT_EQ(site_.wait_for("SELECT count(*) FROM score_items WHERE outcome = 'cancelled'", 1, 15s),
+            1)
+      << d->log();
+  EXPECT_EQ(site_.scalar("SELECT count(*) FROM jobs WHERE state = 'cancelled'"), 1);
+}
+
+TEST_F(ScoreTest, AFullQueueAnswers429WithRetryAfter) {
+  configure(2);
+  auto d = start();
+  auto first = post({{"items", {add_item("a", 20, "f1"), add_item("b", 20, "f2")}},
+                     {"deadline_s", 60},
+                     {"wait", false}});
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->status, 202) << first->body;
+  auto full = post({{"items", {add_item("c", 20, "f3")}}, {"wait", false}});
+  ASSERT_TRUE(full);
+  EXPECT_EQ(full->status, 429) << full->body;
+  EXPECT_FALSE(full->get_header_value("Retry-After").empty());
+  httplib::Client c("127.0.0.1", port_);
+  auto q = c.Get("/v1/queue");
+  ASSERT_TRUE(q);
+  json qj = json::parse(q->body);
+  EXPECT_EQ(qj["depth"]["waiting"].get<int>() + qj["depth"]["running"].get<int>(), 2) << q->body;
+}
+
+TEST_F(ScoreTest, AnAddressOffLoopbackNeedsAToken) {
+  configure(10, "0.0.0.0:" + std::to_string(port_));
+  auto d = site_.start_daemon();
+  EXPECT_EQ(d->wait(60s), 1);
+  EXPECT_NE(d->log().find("score.token"), std::string::npos) << d->log();
+}
+
+TEST_F(ScoreTest, TheTrainerAdaptersScoreThroughTheEndpoint) {
+  auto d = start();
+  const auto code = site_.dir().path() / "vector_add.py";
+  test::write_text(code, load_json(cpu_corpus())[0]["output"].get<std::string>());
+  auto r = test::run_process(
+      {"/usr/bin/python3",
+       (test::source_dir() / "tests" / "kforged" / "reward_adapters_test.py").string(),
+       "http://127.0.0.1:" + std::to_string(port_), code.string()},
+      {}, 240);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err << d->log();
+  EXPECT_NE(r.out.find("ok"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace kforge::pipeline::e2e

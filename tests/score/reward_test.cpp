@@ -1,0 +1,107 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kforge/score/request.hpp"
+#include "kforge/score/reward.hpp"
+
+namespace kforge::score {
+namespace {
+
+Components judged(const std::string& verdict, std::vector<std::string> flags = {}) {
+  Components c;
+  c.judged = true;
+  c.verdict = verdict;
+  c.flags = std::move(flags);
+  c.correct = verdict == "passed";
+  c.ran = c.correct || verdict == "failed";
+  c.verified = c.correct && c.flags.empty();
+  return c;
+}
+
+TEST(Reward, TritonEvalIsMinusPointTwoZeroOrOnePlusLogSpeedup) {
+  const auto none = nlohmann::json::object();
+  EXPECT_EQ(reward("triton_eval", none, judged("error")), -0.2);
+  EXPECT_EQ(reward("triton_eval", none, judged("timeout")), -0.2);
+  EXPECT_EQ(reward("triton_eval", none, judged("failed")), 0.0);
+  // Passing with a quality flag is not verified: no reward for a test that checks nothing.
+  EXPECT_EQ(reward("triton_eval", none, judged("passed", {"mutant_survived"})), 0.0);
+  EXPECT_EQ(reward("triton_eval", none, judged("passed")), 1.0);
+  auto fast = judged("passed");
+  fast.speedup = 2.0;
+  EXPECT_DOUBLE_EQ(*reward("triton_eval", none, fast), 1.0 + std::log(2.0));
+  fast.speedup = 0.01;  // clamped: a correct kernel stays above a wrong one
+  EXPECT_DOUBLE_EQ(*reward("triton_eval", none, fast), 0.5);
+}
+
+TEST(Reward, AnItemNotJudgedHasNoRewardUnderEveryPreset) {
+  Components c;  // a deadline, the environment, an infrastructure fault
+  for (const auto& p : preset_names())
+    EXPECT_FALSE(reward(p, nlohmann::json::object(), c).has_value()) << p;
+}
+
+TEST(Reward, FastPCountsAVerifiedSampleWhoseIntervalLiesAboveP) {
+  auto c = judged("passed");
+  c.speedup = 1.3;
+  c.speedup_lo = 1.1;
+  EXPECT_EQ(reward("fast_p", {{"p", 1.0}}, c), 1.0);
+  EXPECT_EQ(reward("fast_p", {{"p", 1.2}}, c), 0.0);  // the point estimate is above, the bound not
+  EXPECT_EQ(reward("fast_p", {{"p", 0}}, judged("passed")), 1.0);
+  EXPECT_EQ(reward("fast_p", {{"p", 1.0}}, judged("passed")), 0.0);  // not timed
+  EXPECT_EQ(reward("fast_p", {{"p", 0}}, judged("failed")), 0.0);
+}
+
+TEST(Reward, CoverageWeighsByTheKernelsShare) {
+  auto c = judged("passed");
+  c.kernel_share = 0.25;
+  EXPECT_DOUBLE_EQ(*reward("coverage", nlohmann::json::object(), c), 0.25);
+  c.speedup = std::exp(1.0);
+  EXPECT_DOUBLE_EQ(*reward("coverage", nlohmann::json::object(), c), 0.5);
+  EXPECT_EQ(reward("coverage", nlohmann::json::object(), judged("crashed")), -0.2);
+}
+
+TEST(Reward, PresetsAndTheirParametersAreChecked) {
+  EXPECT_TRUE(check_preset("fast_p", {{"p", 1.5}}).ok());
+  auto bad = check_preset("fastest", nlohmann::json::object());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("reward: 'fastest'"), std::string::npos);
+  auto param = check_preset("binary", {{"p", 1}});
+  ASSERT_FALSE(param.ok());
+  EXPECT_NE(param.error().message.find("reward_params.p"), std::string::npos);
+}
+
+TEST(Request, ErrorsNameTheField) {
+  ScoreConfig cfg;
+  auto r = parse_request(nlohmann::json::parse(R"({"items": [{"code": "c", "kernel_wrapper": "w",
+      "unitest_code": 3}]})"),
+                         cfg);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "items[0].unitest_code: must be a string");
+  auto extra = parse_request(nlohmann::json::parse(R"({"items": [], "deadline": 3})"), cfg);
+  ASSERT_FALSE(extra.ok());
+  cfg.max_items = 1;
+  auto many = parse_request(nlohmann::json::parse(R"({"items": [
+      {"code": "c", "kernel_wrapper": "w", "unitest_code": "t"},
+      {"code": "c", "kernel_wrapper": "w", "unitest_code": "t"}]})"),
+                            cfg);
+  ASSERT_FALSE(many.ok());
+  EXPECT_NE(many.error().message.find("score.max_items"), std::string::npos);
+}
+
+TEST(Request, TheContentKeyCoversCodeChecksHarnessAndGpu) {
+  Item it{"a", "code", "", "wrapper", "test"};
+  store::RunParams none, slow;
+  slow.require_speedup = 1.5;
+  Fingerprint f{"h1", "cpu"};
+  const auto k = content_key(it, none, f);
+  EXPECT_EQ(k, content_key(Item{"b", "code", "", "wrapper", "test"}, none, f));  // not the id
+  EXPECT_NE(k, content_key(it, slow, f));
+  EXPECT_NE(k, content_key(it, none, Fingerprint{"h2", "cpu"}));
+  EXPECT_NE(k, content_key(it, none, Fingerprint{"h1", "NVIDIA H200"}));
+  Item other = it;
+  other.unitest_code += " ";
+  EXPECT_NE(k, content_key(other, none, f));
+}
+
+}  // namespace
+}  // namespace kforge::score
