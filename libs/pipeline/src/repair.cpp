@@ -162,7 +162,7 @@ Result<std::string> render_evidence(const EvidenceTemplate& t, const VerdictEvid
         if (name.is_string()) required.push_back(name.get<std::string>());
     std::string targets;
     for (const auto& res : verify::cross_compile_results(v.report)) {
-      if (res.result != "error") continue;
+      if (res.result != store::TargetResultKind::error) continue;
       if (!required.empty() &&
           std::find(required.begin(), required.end(), res.target) == required.end())
         continue;

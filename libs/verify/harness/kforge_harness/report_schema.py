@@ -55,10 +55,18 @@ def parse_alt(alt, where):
         return ("object", alt == "object+")
     if alt == "list":
         return ("list", None)
+    if alt.startswith("name<") and alt.endswith(">"):
+        return ("name", frozenset(vocabulary(alt[5:-1])))
     for kind in ("list", "map"):
         if alt.startswith(kind + "<") and alt.endswith(">"):
             return (kind, parse_type(alt[len(kind) + 1:-1], where))
     raise ValueError("report_fields.txt: %s: '%s' is not a type" % (where, alt))
+
+
+def vocabulary(name):
+    """The names of vocabulary/NAME.txt (the verdicts, flags, target results, stage kinds), the
+    files C++ and SQL read too (store/vocabulary.hpp, migrations/0024_vocabulary.sql)."""
+    return listed(os.path.join("vocabulary", name + ".txt"), __file__)
 
 
 def load(lines):
@@ -141,7 +149,8 @@ def check_value(value, typ, shown, decl, type_text, writer_ok):
 
 
 def element_text(typ):
-    return "|".join(alt[0] for alt in typ[1]) + ("?" if typ[2] else "")
+    return "|".join(alt[0] if alt[0] != "name" else "name" for alt in typ[1]) + \
+        ("?" if typ[2] else "")
 
 
 def matches(value, alt):
@@ -156,6 +165,8 @@ def matches(value, alt):
         return isinstance(value, bool)
     if kind == "string":
         return isinstance(value, str)
+    if kind == "name":
+        return isinstance(value, str) and value in alt[1]
     if kind == "list":
         return isinstance(value, list)
     return isinstance(value, dict)  # object, map
