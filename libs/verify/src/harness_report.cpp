@@ -171,8 +171,11 @@ Problem check_object(const nlohmann::json& obj, const std::string& shown, const 
 
 Problem check_value(const nlohmann::json& v, const Type& t, const std::string& shown,
                     const std::string& decl, ReportOrigin origin) {
-  if (v.is_null())
-    return t.nullable ? Problem() : shown + "\" is null, declared " + t.text;
+  if (v.is_null()) {  // `any` takes null too
+    bool any = std::any_of(t.alts.begin(), t.alts.end(),
+                           [](const Alt& a) { return a.kind == Alt::any; });
+    return t.nullable || any ? Problem() : shown + "\" is null, declared " + t.text;
+  }
   for (const auto& a : t.alts) {
     if (!matches(v, a)) continue;
     if (a.kind == Alt::object) return check_object(v, shown, decl, a.open, origin);

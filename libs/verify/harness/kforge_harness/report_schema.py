@@ -124,8 +124,10 @@ def check_value(value, typ, shown, decl, type_text, writer_ok):
     """The first violation in `value` against type `typ`, or None. shown: where it is, as a
     message says it (tests[0].where); decl: its declared path (tests[].where)."""
     _, alts, nullable = typ
-    if value is None:
-        return None if nullable else "%s: is null, declared %s" % (shown, type_text)
+    if value is None:  # `any` takes null too
+        if nullable or any(alt[0] == "any" for alt in alts):
+            return None
+        return "%s: is null, declared %s" % (shown, type_text)
     for alt in alts:
         if not matches(value, alt):
             continue

@@ -68,6 +68,10 @@ constexpr std::string_view verdict_name(Verdict v) {
 constexpr std::string_view to_string(Flag v) {
   return name_of(kFlagNames, v);
 }
+// The same as a C string (the table's names are string literals).
+constexpr const char* flag_name(Flag v) {
+  return name_of(kFlagNames, v).data();
+}
 constexpr std::string_view to_string(TargetResultKind v) {
   return name_of(kTargetResultNames, v);
 }

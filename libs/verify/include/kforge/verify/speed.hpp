@@ -18,7 +18,7 @@ namespace kforge::verify {
 // Flag on a passing sample of a run created with --require-speedup X whose label has no
 // pass_perf (its speedup interval's lower bound is not above X, it has no reference, it was not
 // timed, or its figures are flagged): not verified; repair rounds carry the label as evidence.
-inline constexpr std::string_view kSlow = to_string(Flag::slow);
+inline constexpr const char* kSlow = store::flag_name(Flag::slow);
 
 // SpeedLabel is declared with the report it is read from (harness_report.hpp).
 

@@ -16,7 +16,7 @@ namespace kforge::verify {
 
 // Flag on a passing sample of a run that requires a target (`--require-target`) whose compile
 // for that target failed: the sample is not verified, and the repair prompt carries the error.
-inline constexpr std::string_view kCrossCompileFailed = to_string(Flag::cross_compile_failed);
+inline constexpr const char* kCrossCompileFailed = store::flag_name(Flag::cross_compile_failed);
 
 // Why `text` is not a target the harness can compile for ("hip:gfx942", "hip:gfx90a"), or
 // nullopt when it is one. Targets are BACKEND:ARCH; the backend is hip, the arch one that

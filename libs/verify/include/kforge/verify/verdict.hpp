@@ -23,32 +23,30 @@ const char* to_string(Verdict v);
 
 // Quality flags on a passing sample: it is not counted as verified when it has any. Each name
 // comes from store::kFlagNames.
-inline constexpr std::string_view kNoKernelLaunch =
-    to_string(Flag::no_kernel_launch);  // no kernel of its code ran
-inline constexpr std::string_view kMutantSurvived =
-    to_string(Flag::mutant_survived);  // passes with launches skipped
+inline constexpr const char* kNoKernelLaunch = store::flag_name(Flag::no_kernel_launch);  // no kernel of its code ran
+inline constexpr const char* kMutantSurvived = store::flag_name(Flag::mutant_survived);  // passes with launches skipped
 // Passes with the outputs of its launches made wrong by one of the output mutants (the detail
 // and report["mutation"]["survived"] name them): the test would not catch a wrong kernel.
-inline constexpr std::string_view kWeakTest = to_string(Flag::weak_test);
+inline constexpr const char* kWeakTest = store::flag_name(Flag::weak_test);
 // Passes with one of the kernels it launched made wrong (a kernel mutant the equivalence replay
 // showed to compute something else: report["mutation"]["kernel"]["survived"] says which and
 // where): the test's inputs cannot tell a wrong kernel from the right one.
-inline constexpr std::string_view kWeakInputs = to_string(Flag::weak_inputs);
+inline constexpr const char* kWeakInputs = store::flag_name(Flag::weak_inputs);
 // Every output of more than one element that its launches wrote had all its elements equal:
 // the test cannot tell the right kernel from many wrong ones.
-inline constexpr std::string_view kConstantOutput = to_string(Flag::constant_output);
+inline constexpr const char* kConstantOutput = store::flag_name(Flag::constant_output);
 // A kernel it launched reads or writes outside its buffers: found by the guard-zone replay of a
 // passing sample's launches (report["bounds"]), or the run died of an illegal memory access.
 // Whether such a kernel faults depends on what lies next to its buffers, so the flag, not the
 // verdict, is what stays the same however memory was laid out (docs/VERIFIER.md).
-inline constexpr std::string_view kOutOfBounds = to_string(Flag::out_of_bounds);
+inline constexpr const char* kOutOfBounds = store::flag_name(Flag::out_of_bounds);
 // Set when the verifier itself could not run the sample (sandbox set-up, no usable device, a
 // report that does not match report_fields.txt): the verdict says nothing about the sample and
 // the caller may retry.
-inline constexpr std::string_view kInfrastructure = to_string(Flag::infrastructure);
+inline constexpr const char* kInfrastructure = store::flag_name(Flag::infrastructure);
 // Set when the sample needs what the verifier's Python lacks (torch, triton or numpy is not
 // installed): the verdict stands, but says nothing about the sample, so it is not repaired.
-inline constexpr std::string_view kEnvironment = to_string(Flag::environment);
+inline constexpr const char* kEnvironment = store::flag_name(Flag::environment);
 
 struct VerifyResult {
   std::string key;
