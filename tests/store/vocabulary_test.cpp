@@ -40,10 +40,11 @@ TEST(Vocabulary, CppFileAndSqlHoldTheSameNamesInTheSameOrder) {
     std::vector<std::string> cpp;
     const char* table;
   };
-  for (const Case& c : {Case{"verdicts.txt", names(kVerdictNames), "verdict_names"},
-                        Case{"flags.txt", names(kFlagNames), "flag_names"},
-                        Case{"target_results.txt", names(kTargetResultNames), "target_result_names"},
-                        Case{"stage_kinds.txt", names(kStageKindNames), "stage_kind_names"}}) {
+  for (const Case& c :
+       {Case{"verdicts.txt", names(kVerdictNames), "verdict_names"},
+        Case{"flags.txt", names(kFlagNames), "flag_names"},
+        Case{"target_results.txt", names(kTargetResultNames), "target_result_names"},
+        Case{"stage_kinds.txt", names(kStageKindNames), "stage_kind_names"}}) {
     SCOPED_TRACE(c.file);
     auto file = vocabulary_lines(c.file);
     EXPECT_FALSE(file.empty());
@@ -70,11 +71,11 @@ TEST(Vocabulary, NamesReadBackAndAnUnknownOneListsTheKnown) {
 
 // Inserts a verification of the fixture's sample with the given flags.
 Status insert_verification(Db& db, const std::string& flags) {
-  KF_CHECK(db.exec(
-      "INSERT OR IGNORE INTO samples (id, key, code_sha256, code, record_json, source, "
-      "source_index, created_ms, updated_ms) VALUES (1, 'k', 'h', 'c', '{}', 's', 0, 0, 0);"
-      "INSERT OR IGNORE INTO runs (id, tag, pipeline, model, created_ms, updated_ms) "
-      "VALUES (1, 't', 'v2', 'm', 0, 0);"));
+  KF_CHECK(
+      db.exec("INSERT OR IGNORE INTO samples (id, key, code_sha256, code, record_json, source, "
+              "source_index, created_ms, updated_ms) VALUES (1, 'k', 'h', 'c', '{}', 's', 0, 0, 0);"
+              "INSERT OR IGNORE INTO runs (id, tag, pipeline, model, created_ms, updated_ms) "
+              "VALUES (1, 't', 'v2', 'm', 0, 0);"));
   KF_TRY(Stmt s, db.prepare("INSERT INTO verifications (run_id, sample_id, verdict, flags_json, "
                             "created_ms) VALUES (1, 1, 'passed', ?1, 0)"));
   s.bind(1, flags);

@@ -81,8 +81,9 @@ TEST(VerifyBounds, TheHarnessFindingsBecomeTheFlagAndTheDetail) {
   r.verdict = Verdict::passed;
   r.detail = "1 test passed";
   test::set_report(
-      r, {{"bounds",
-           {{"out_of_bounds", true}, {"detail", "kernel _fwd_kernel reads outside V (launch 1)"}}}});
+      r,
+      {{"bounds",
+        {{"out_of_bounds", true}, {"detail", "kernel _fwd_kernel reads outside V (launch 1)"}}}});
   verify::apply_bounds_facts(r);
   EXPECT_EQ(r.flags, std::vector<std::string>{verify::kOutOfBounds});
   EXPECT_FALSE(r.verified());

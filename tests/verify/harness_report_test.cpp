@@ -91,8 +91,8 @@ TEST(VerifyHarnessReport, MissingRenamedUnknownWrongTypeAndVersionFailNamingTheF
             "harness report: field \"import_ms\" is string '12', declared int");
   EXPECT_EQ(parse_error(harness_json({{"verdict", "fine"}})),
             "harness report: field \"verdict\" is string 'fine', declared name<verdicts>");
-  EXPECT_EQ(parse_error(harness_json({{"tests", {{{"name", "t"}, {"status", "passed"},
-                                                   {"where", {{"line", 3}}}}}}})),
+  EXPECT_EQ(parse_error(harness_json(
+                {{"tests", {{{"name", "t"}, {"status", "passed"}, {"where", {{"line", 3}}}}}}})),
             "harness report: field \"tests[0].where.section\" is missing");
   EXPECT_EQ(parse_error(harness_json(
                 {{"cross_compile", {{"targets", {{"hip:gfx942", {{"result", "fine"}}}}}}}})),
@@ -103,8 +103,7 @@ TEST(VerifyHarnessReport, MissingRenamedUnknownWrongTypeAndVersionFailNamingTheF
   // The pool's fields: in a stored report only.
   EXPECT_EQ(parse_error(harness_json({{"pool", {{"slot", 0}}}})),
             "harness report: field \"pool\" is the pool's to write, not the harness's");
-  EXPECT_EQ(parse_error(harness_json({{"pool", {{"slot", 0}}}}), ReportOrigin::stored),
-            "(parsed)");
+  EXPECT_EQ(parse_error(harness_json({{"pool", {{"slot", 0}}}}), ReportOrigin::stored), "(parsed)");
   EXPECT_EQ(parse_error(harness_json({{"harness", 1}})),
             "harness report: field \"harness\" is version 1, this kforge reads version " +
                 std::to_string(verify::harness_report_version()) +

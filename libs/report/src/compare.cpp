@@ -180,8 +180,8 @@ RunSummary summarise(const std::vector<const SampleOutcome*>& samples, double z,
     for (const auto& [t, result] : o->targets) {
       TargetRate& r = targets[t];
       r.target = t;
-      switch (value_of(store::kTargetResultNames, result)
-                  .value_or(store::TargetResultKind::not_run)) {
+      switch (
+          value_of(store::kTargetResultNames, result).value_or(store::TargetResultKind::not_run)) {
         case store::TargetResultKind::ok:
           ++r.ok;
           if (o->verified()) ++r.verified_ok;

@@ -166,7 +166,8 @@ Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
     if (!opts.compiles_for.empty()) {
       bool keep = std::all_of(opts.compiles_for.begin(), opts.compiles_for.end(),
                               [&](const std::string& t) {
-                                return cross.is_object() && cross.contains(t) && cross[t] == to_string(store::TargetResultKind::ok);
+                                return cross.is_object() && cross.contains(t) &&
+                                       cross[t] == to_string(store::TargetResultKind::ok);
                               });
       if (!keep) {
         ++sum.not_compiling;

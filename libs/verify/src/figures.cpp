@@ -62,8 +62,8 @@ nlohmann::json sample_figures(const VerifyResult& r) {
     put("launcher", l.ms);
     put("launcher_builds", l.count);
     if (import_ms >= 0)
-      put("run", std::max<std::int64_t>(
-                     0, import_ms + std::max<std::int64_t>(0, tests_ms) - c.ms - l.ms));
+      put("run",
+          std::max<std::int64_t>(0, import_ms + std::max<std::int64_t>(0, tests_ms) - c.ms - l.ms));
     for (const auto& [kernel, config] : h.triton->autotune_used)
       autotune.push_back({{"kernel", kernel}, {"config", config}});
   }

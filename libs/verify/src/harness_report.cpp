@@ -69,14 +69,17 @@ Alt parse_alt(const std::string& a) {
   Alt alt;
   for (const auto& [word, kind] : kScalars)
     if (a == word) return alt.kind = kind, alt;
-  if (a == "object" || a == "object+") return alt.kind = Alt::object, alt.open = a.back() == '+', alt;
+  if (a == "object" || a == "object+")
+    return alt.kind = Alt::object, alt.open = a.back() == '+', alt;
   auto inner = [&](const char* head) -> std::optional<std::string> {
     std::string h = std::string(head) + "<";
     if (a.rfind(h, 0) != 0 || a.back() != '>') return std::nullopt;
     return a.substr(h.size(), a.size() - h.size() - 1);
   };
-  if (auto t = inner("list")) return alt.kind = Alt::list, alt.elem = std::make_shared<Type>(parse_type(*t)), alt;
-  if (auto t = inner("map")) return alt.kind = Alt::map, alt.elem = std::make_shared<Type>(parse_type(*t)), alt;
+  if (auto t = inner("list"))
+    return alt.kind = Alt::list, alt.elem = std::make_shared<Type>(parse_type(*t)), alt;
+  if (auto t = inner("map"))
+    return alt.kind = Alt::map, alt.elem = std::make_shared<Type>(parse_type(*t)), alt;
   if (auto v = inner("name")) {
     alt.kind = Alt::name;
     alt.names = store::vocabulary_lines(*v + ".txt");
@@ -172,8 +175,8 @@ Problem check_object(const nlohmann::json& obj, const std::string& shown, const 
 Problem check_value(const nlohmann::json& v, const Type& t, const std::string& shown,
                     const std::string& decl, ReportOrigin origin) {
   if (v.is_null()) {  // `any` takes null too
-    bool any = std::any_of(t.alts.begin(), t.alts.end(),
-                           [](const Alt& a) { return a.kind == Alt::any; });
+    bool any =
+        std::any_of(t.alts.begin(), t.alts.end(), [](const Alt& a) { return a.kind == Alt::any; });
     return t.nullable || any ? Problem() : shown + "\" is null, declared " + t.text;
   }
   for (const auto& a : t.alts) {
@@ -181,8 +184,8 @@ Problem check_value(const nlohmann::json& v, const Type& t, const std::string& s
     if (a.kind == Alt::object) return check_object(v, shown, decl, a.open, origin);
     if (a.kind == Alt::list && a.elem) {
       for (std::size_t i = 0; i < v.size(); ++i)
-        if (auto p = check_value(v[i], *a.elem, shown + "[" + std::to_string(i) + "]",
-                                 decl + "[]", origin))
+        if (auto p = check_value(v[i], *a.elem, shown + "[" + std::to_string(i) + "]", decl + "[]",
+                                 origin))
           return p;
     }
     if (a.kind == Alt::map) {
@@ -192,8 +195,8 @@ Problem check_value(const nlohmann::json& v, const Type& t, const std::string& s
     }
     return std::nullopt;
   }
-  return shown + "\" is " + json_type(v) + (v.is_string() ? " '" + v.get<std::string>() + "'" : "") +
-         ", declared " + t.text;
+  return shown + "\" is " + json_type(v) +
+         (v.is_string() ? " '" + v.get<std::string>() + "'" : "") + ", declared " + t.text;
 }
 
 Problem check_object(const nlohmann::json& obj, const std::string& shown, const std::string& decl,
@@ -264,11 +267,13 @@ CompileCost compile_cost(const nlohmann::json& c) {
 HarnessReport::Triton triton_of(const nlohmann::json& t) {
   HarnessReport::Triton out;
   out.kernels = strings(&t.at("kernels"));
-  for (const auto& [k, n] : t.at("launches").items()) out.launches.emplace_back(k, n.get<std::int64_t>());
+  for (const auto& [k, n] : t.at("launches").items())
+    out.launches.emplace_back(k, n.get<std::int64_t>());
   out.compile = compile_cost(t.at("compile"));
   out.launcher = compile_cost(t.at("launcher"));
   for (const auto& a : t.at("autotune_used"))
-    out.autotune_used.emplace_back(a.at("kernel").get<std::string>(), a.at("config").get<std::string>());
+    out.autotune_used.emplace_back(a.at("kernel").get<std::string>(),
+                                   a.at("config").get<std::string>());
   return out;
 }
 
@@ -362,13 +367,14 @@ HarnessReport read_checked(const nlohmann::json& r) {
   if (const auto* t = child(r, "triton")) h.triton = triton_of(*t);
   h.code_kernels = strings(child(r, "code_kernels"));
   if (const auto* p = child(r, "prestart"))
-    h.prestart = HarnessReport::Prestart{opt_int(*p, "ms"), opt_int(*p, "cpu_ms"),
-                                         opt_int(*p, "waited_ms")};
+    h.prestart =
+        HarnessReport::Prestart{opt_int(*p, "ms"), opt_int(*p, "cpu_ms"), opt_int(*p, "waited_ms")};
   if (const auto* c = child(r, "coverage"))
     h.coverage =
         HarnessReport::Coverage{c->at("constant_outputs").get<bool>(), c->at("outputs"), *c};
   if (const auto* b = child(r, "bounds"))
-    h.bounds = HarnessReport::Bounds{b->at("out_of_bounds").get<bool>(), str_or_empty(*b, "detail")};
+    h.bounds =
+        HarnessReport::Bounds{b->at("out_of_bounds").get<bool>(), str_or_empty(*b, "detail")};
   if (const auto* s = child(r, "speed")) h.speed = speed_of(*s);
   if (const auto* cc = child(r, "cross_compile")) h.cross_compile = targets_of(*cc);
   if (const auto* b = child(r, "battery")) h.battery = battery_of(*b);

@@ -21,6 +21,26 @@ namespace kforge::verify {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// One line of the result pipe: the JSON (kept in `raw`, to be stored) and its report, parsed
+// once against report_fields.txt (harness_report.hpp). A report that does not match is an
+// infrastructure error naming the field (RunFacts::report_error), never read with defaults.
+void take_report(const std::string& line, nlohmann::json& raw, RunFacts& facts) {
+  raw = nlohmann::json::parse(line, nullptr, false);
+  if (!raw.is_object()) {
+    raw = nlohmann::json::object();
+    return;
+  }
+  auto h = parse_harness_report(raw, ReportOrigin::harness);
+  if (h.ok())
+    facts.report = std::move(*h);
+  else
+    facts.report_error = h.error().message;
+}
+
+}  // namespace
+
 void Pool::Impl::finish_run(Slot& s) {
   std::unique_ptr<SampleProcess> run = std::move(s.run);
   SampleProcess& r = *run;
@@ -42,23 +62,13 @@ void Pool::Impl::finish_run(Slot& s) {
 
   // The result pipe holds the real run's report and, after a mutant run in the same process,
   // the mutant run's: one JSON object per line.
-  // Each is parsed once, against report_fields.txt (harness_report.hpp): a report that does not
-  // match is an infrastructure error naming the field, never read with defaults.
   nlohmann::json raw = nlohmann::json::object(), second_raw = nlohmann::json::object();
   RunFacts f, mf;  // mf: the mutant run's facts: how the process ended belongs to it
   if (!r.result.empty() && !r.result_overflow) {
     auto nl = r.result.find('\n');
-    auto take = [](const std::string& line, nlohmann::json& json, RunFacts& facts) {
-      json = nlohmann::json::parse(line, nullptr, false);
-      if (!json.is_object()) return void(json = nlohmann::json::object());
-      auto h = parse_harness_report(json, ReportOrigin::harness);
-      if (h.ok())
-        facts.report = std::move(*h);
-      else
-        facts.report_error = h.error().message;
-    };
-    take(r.result.substr(0, nl), raw, f);
-    if (r.mutant_phase && nl != std::string::npos) take(r.result.substr(nl + 1), second_raw, mf);
+    take_report(r.result.substr(0, nl), raw, f);
+    if (r.mutant_phase && nl != std::string::npos)
+      take_report(r.result.substr(nl + 1), second_raw, mf);
   }
   if (r.mutant_phase) {
     mf.killed = r.killed;
@@ -142,8 +152,8 @@ void Pool::Impl::finish_run(Slot& s) {
   if (r.mutant_phase) {
     auto mc = classify(mf);
     attach_mutant(res, mc.verdict, mc.detail, mc.flags,
-                  std::chrono::duration_cast<milliseconds>(end - r.primary_done).count(),
-                  mf.report, "same");
+                  std::chrono::duration_cast<milliseconds>(end - r.primary_done).count(), mf.report,
+                  "same");
     ++stats.mutant_runs;
     ready.emplace_back(std::move(r.job.done), std::move(res));
     return;

@@ -23,8 +23,10 @@ const char* to_string(Verdict v);
 
 // Quality flags on a passing sample: it is not counted as verified when it has any. Each name
 // comes from store::kFlagNames.
-inline constexpr const char* kNoKernelLaunch = store::flag_name(Flag::no_kernel_launch);  // no kernel of its code ran
-inline constexpr const char* kMutantSurvived = store::flag_name(Flag::mutant_survived);  // passes with launches skipped
+inline constexpr const char* kNoKernelLaunch =
+    store::flag_name(Flag::no_kernel_launch);  // no kernel of its code ran
+inline constexpr const char* kMutantSurvived =
+    store::flag_name(Flag::mutant_survived);  // passes with launches skipped
 // Passes with the outputs of its launches made wrong by one of the output mutants (the detail
 // and report["mutation"]["survived"] name them): the test would not catch a wrong kernel.
 inline constexpr const char* kWeakTest = store::flag_name(Flag::weak_test);
@@ -53,7 +55,7 @@ struct VerifyResult {
   Verdict verdict = Verdict::error;
   std::string detail;  // one line: the assertion, exception, signal or deadline
   std::vector<std::string> flags;
-  nlohmann::json report;         // the harness's report plus what the pool observed ("pool")
+  nlohmann::json report;  // the harness's report plus what the pool observed ("pool")
   // The harness's report, parsed (harness_report.hpp): what C++ reads of it. nullopt when the
   // harness wrote none (a deadline, a crash, a job the pool could not run).
   std::optional<HarnessReport> harness;
