@@ -50,6 +50,10 @@ class Declared(unittest.TestCase):
         self.assertEqual(report_schema.vocabulary("target_results"),
                          ["ok", "error", "unavailable", "not_run"])
         self.assertEqual(report_schema.vocabulary("stage_kinds"), ["analysis", "code", "repair"])
+        self.assertEqual(report_schema.VERDICT.passed, "passed")
+        self.assertEqual(report_schema.TARGET_RESULT.not_run, "not_run")
+        with self.assertRaisesRegex(AttributeError, "'pased' is not in vocabulary/verdicts.txt"):
+            report_schema.VERDICT.pased  # noqa: B018
 
     def test_each_declared_object_field_has_a_declared_parent(self):
         for path in report_schema.FIELDS:

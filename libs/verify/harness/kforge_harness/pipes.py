@@ -18,7 +18,8 @@ def checked_report(report):
         bad = "holds a number JSON cannot carry (%s)" % e
     if bad is None:
         return text
-    return json.dumps({"harness": report_schema.VERSION, "pid": os.getpid(), "verdict": "error",
+    return json.dumps({"harness": report_schema.VERSION, "pid": os.getpid(),
+                       "verdict": report_schema.VERDICT.error,
                        "phase": "harness", "detail": "harness error: report field %s" % bad})
 
 
@@ -42,7 +43,8 @@ def put_first_on_path(paths):
 
 
 def _bad_request(report, result_fd, e):
-    report.update(verdict="error", phase="request", detail="cannot read request: %s" % e)
+    report.update(verdict=report_schema.VERDICT.error, phase="request",
+                  detail="cannot read request: %s" % e)
     write_report(result_fd, report)
     os._exit(2)
 

@@ -90,6 +90,24 @@ def load(lines):
 VERSION, FIELDS = load(listed("report_fields.txt", __file__))
 
 
+class Names:
+    """The names of one vocabulary file as attributes: VERDICT.passed == "passed"; a name the
+    file does not hold is an AttributeError where it is used, not a report C++ refuses later."""
+
+    def __init__(self, name):
+        self.vocabulary = name
+        self.names = frozenset(vocabulary(name))
+
+    def __getattr__(self, attr):
+        if attr in self.__dict__.get("names", ()):
+            return attr
+        raise AttributeError("'%s' is not in vocabulary/%s.txt" % (attr, self.vocabulary))
+
+
+VERDICT = Names("verdicts")
+TARGET_RESULT = Names("target_results")
+
+
 def children(prefix):
     """The fields declared directly under `prefix` ("" for the top level): {name: Field}."""
     out = {}
