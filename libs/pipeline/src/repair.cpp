@@ -106,7 +106,7 @@ Result<std::string> render_evidence(const EvidenceTemplate& t, const VerdictEvid
     }
   }
   std::string err = trim_end(v.stderr_tail);
-  if (v.verdict != "passed" && !err.empty()) {
+  if (v.verdict != store::verdict_name(store::Verdict::passed) && !err.empty()) {
     values["stderr"] = trim_end(verify::last_lines(err, caps.stderr_lines, caps.stderr_bytes));
     use.push_back("stderr");
   }

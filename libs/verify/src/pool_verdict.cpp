@@ -244,7 +244,7 @@ void Pool::Impl::fail_job(Sample job, const std::string& why) {
   res.report = {{"pool", {{"error", why}}}};
   if (job.mutant && job.primary) {
     VerifyResult primary = std::move(*job.primary);
-    primary.report["mutant"] = {{"verdict", "error"}, {"detail", why}};
+    primary.report["mutant"] = {{"verdict", to_string(Verdict::error)}, {"detail", why}};
     ready.emplace_back(std::move(job.done), std::move(primary));
     return;
   }
