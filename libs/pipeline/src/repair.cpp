@@ -163,7 +163,12 @@ Result<std::string> render_evidence(const EvidenceTemplate& t, const VerdictEvid
     auto stored = verify::parse_stored_report(v.report);
     static const verify::HarnessReport kNone;
     const verify::HarnessReport& h = stored.ok() && *stored ? **stored : kNone;
-    const std::vector<std::string>& required = h.required_targets;
+    std::vector<std::string> required;  // the pool's field (require_targets)
+    const auto cc = v.report.is_object() ? v.report.find("cross_compile") : v.report.end();
+    if (cc != v.report.end() && cc->is_object() && cc->contains("required") &&
+        (*cc)["required"].is_array())
+      for (const auto& name : (*cc)["required"])
+        if (name.is_string()) required.push_back(name.get<std::string>());
     std::string targets;
     for (const auto& res : h.cross_compile.value_or(std::vector<verify::TargetResult>())) {
       if (res.result != store::TargetResultKind::error) continue;

@@ -376,10 +376,7 @@ HarnessReport read_checked(const nlohmann::json& r) {
     h.bounds =
         HarnessReport::Bounds{b->at("out_of_bounds").get<bool>(), str_or_empty(*b, "detail")};
   if (const auto* s = child(r, "speed")) h.speed = speed_of(*s);
-  if (const auto* cc = child(r, "cross_compile")) {
-    h.cross_compile = targets_of(*cc);
-    h.required_targets = strings(child(*cc, "required"));
-  }
+  if (const auto* cc = child(r, "cross_compile")) h.cross_compile = targets_of(*cc);
   if (const auto* b = child(r, "battery")) h.battery = battery_of(*b);
   if (const auto* kb = child(r, "kernel_battery")) h.kernel_battery = kernel_battery_of(*kb);
   if (const auto* p = child(r, "poisoned_bytes")) h.poisoned_bytes = *p;

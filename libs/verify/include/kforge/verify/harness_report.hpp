@@ -132,9 +132,6 @@ struct HarnessReport {
   std::optional<Bounds> bounds;
   std::optional<SpeedLabel> speed;
   std::optional<std::vector<TargetResult>> cross_compile;  // in the order of the target names
-  // The targets the run required (report["cross_compile"]["required"], the pool's field: in a
-  // stored report only, after require_targets).
-  std::vector<std::string> required_targets;
   std::optional<Battery> battery;
   std::optional<KernelBattery> kernel_battery;
   std::optional<nlohmann::json> poisoned_bytes;  // bytes, or why poisoning failed
