@@ -573,7 +573,7 @@ Measure run_pool(Bench& e, const std::vector<Sample>& samples, const std::string
           cross_ms += res.report["cross_compile"].value("ms", 0.0);
           ++crossed;
           for (const auto& tr : verify::cross_compile_results(res.report))
-            ++m.cross_results[tr.target + " " + tr.result];
+            ++m.cross_results[tr.target + " " + std::string(to_string(tr.result))];
         }
         write_sample(e, label, res.key, v, fig,
                      res.verdict == verify::Verdict::passed ? std::string() : res.detail);

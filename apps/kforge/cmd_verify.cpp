@@ -190,17 +190,18 @@ Command add_verify(CLI::App& root, Globals& g) {
                                       {"flags", r.flags}};
           for (const auto& [k, v] : fig.items()) line[k] = v;
           // The test's strength (docs/VERIFIER.md, "Output mutants") and what it exercised.
-          for (const char* k : {"mutation", "coverage"})
-            if (r.report.contains(k)) line[k] = r.report[k];
+          if (r.report.contains("mutation")) line["mutation"] = r.report["mutation"];  // the pool's
+          if (r.harness && r.harness->coverage) line["coverage"] = r.harness->coverage->raw;
           // The speed label (verifier.timing; docs/VERIFIER.md, "The speed label").
-          if (auto l = verify::speed_label(r.report)) line["speed"] = l->to_json();
+          if (auto l = verify::speed_label(r)) line["speed"] = l->to_json();
           // Per target asked for: ok, error, unavailable or not_run (the sample did not pass,
           // so nothing was compiled); the errors' stage and first lines.
-          auto targets = verify::cross_compile_results(r.report);
+          auto targets = verify::cross_compile_results(r);
           for (const auto& want : opts.config.cross_compile)
             if (std::none_of(targets.begin(), targets.end(),
                              [&](const verify::TargetResult& t) { return t.target == want; }))
-              targets.push_back({want, "not_run", "the sample did not pass", ""});
+              targets.push_back(
+                  {want, store::TargetResultKind::not_run, "the sample did not pass", ""});
           std::sort(targets.begin(), targets.end(),
                     [](const verify::TargetResult& x, const verify::TargetResult& y) {
                       return x.target < y.target;
@@ -209,8 +210,8 @@ Command add_verify(CLI::App& root, Globals& g) {
             line["cross_compile"] = verify::cross_compile_summary(targets);
             nlohmann::ordered_json errors = nlohmann::ordered_json::object();
             for (const auto& t : targets) {
-              ++by_target[t.target][t.result];
-              if (t.result == "error") errors[t.target] = t.error;
+              ++by_target[t.target][std::string(to_string(t.result))];
+              if (t.result == store::TargetResultKind::error) errors[t.target] = t.error;
             }
             if (!errors.empty()) line["cross_compile_errors"] = std::move(errors);
           }
@@ -282,10 +283,9 @@ Command add_verify(CLI::App& root, Globals& g) {
         if (skipped > 0)
           std::printf("; %lld skipped (a field missing), not run", static_cast<long long>(skipped));
         std::printf("\n");
-        for (auto v : {verify::Verdict::passed, verify::Verdict::failed, verify::Verdict::error,
-                       verify::Verdict::timeout, verify::Verdict::crashed, verify::Verdict::invalid,
-                       verify::Verdict::skipped})
-          std::printf("  %-8s %lld\n", verify::to_string(v), static_cast<long long>(by_verdict[v]));
+        for (const auto& [v, name] : store::kVerdictNames)
+          std::printf("  %-8s %lld\n", std::string(name).c_str(),
+                      static_cast<long long>(by_verdict[v]));
         for (const auto& [f, n] : by_flag)
           std::printf("  flagged %s: %lld\n", f.c_str(), static_cast<long long>(n));
         std::printf("  verified (passed, no flag): %lld\n", static_cast<long long>(verified));

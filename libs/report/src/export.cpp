@@ -16,8 +16,11 @@ namespace kforge::report {
 using ojson = nlohmann::ordered_json;
 
 const std::vector<std::string>& verdict_names() {
-  static const std::vector<std::string> v = {"passed",  "failed",  "error",  "timeout",
-                                             "crashed", "invalid", "skipped"};
+  static const std::vector<std::string> v = [] {
+    std::vector<std::string> out;
+    for (const auto& e : store::kVerdictNames) out.emplace_back(e.name);
+    return out;
+  }();
   return v;
 }
 
@@ -106,7 +109,7 @@ Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
   }
   // The training shapes keep verified samples unless told otherwise.
   std::vector<std::string> verdicts = opts.verdicts;
-  if (verdicts.empty() && opts.shape != RowShape::record) verdicts = {"passed"};
+  if (verdicts.empty() && opts.shape != RowShape::record) verdicts = {std::string(kPassed)};
   // A deferred transaction: one consistent snapshot of the run while the daemon goes on.
   KF_TRY(store::Transaction tx, store::Transaction::begin(db, store::TxMode::deferred));
   KF_TRY(store::Stmt s, db.prepare(queries()["export_rows"]));
@@ -147,7 +150,7 @@ Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
     if (!verdicts.empty()) {
       bool keep =
           o.verdict && std::find(verdicts.begin(), verdicts.end(), *o.verdict) != verdicts.end();
-      if (keep && *o.verdict == "passed" && !o.flags.empty() && !opts.include_flagged) keep = false;
+      if (keep && *o.verdict == kPassed && !o.flags.empty() && !opts.include_flagged) keep = false;
       if (!keep) {
         ++sum.skipped;
         continue;
@@ -163,7 +166,8 @@ Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
     if (!opts.compiles_for.empty()) {
       bool keep = std::all_of(opts.compiles_for.begin(), opts.compiles_for.end(),
                               [&](const std::string& t) {
-                                return cross.is_object() && cross.contains(t) && cross[t] == "ok";
+                                return cross.is_object() && cross.contains(t) &&
+                                       cross[t] == to_string(store::TargetResultKind::ok);
                               });
       if (!keep) {
         ++sum.not_compiling;

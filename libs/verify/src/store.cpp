@@ -53,14 +53,11 @@ Result<std::int64_t> store_verification(store::Db& db, const VerificationKey& ke
                                 " (run " + std::to_string(key.run_id) + ")");
   }
   std::int64_t id = db.last_insert_rowid();
-  for (const auto& t : cross_compile_results(r.report)) {
-    if (t.result != "ok" && t.result != "error" && t.result != "unavailable" &&
-        t.result != "not_run")
-      continue;  // a harness newer than this schema: the report keeps it
+  for (const auto& t : cross_compile_results(r)) {
     KF_TRY(store::Stmt * ins, db.cached(verify_queries()["insert_target"]));
     ins->bind(1, id);
     ins->bind(2, t.target);
-    ins->bind(3, t.result);
+    ins->bind(3, std::string(to_string(t.result)));
     if (t.error.empty())
       ins->bind(4, nullptr);
     else
@@ -76,7 +73,7 @@ Result<std::int64_t> store_verification(store::Db& db, const VerificationKey& ke
                                   std::to_string(key.sample_id));
     }
   }
-  if (auto l = speed_label(r.report)) KF_CHECK(store_speed(db, id, *l));
+  if (auto l = speed_label(r)) KF_CHECK(store_speed(db, id, *l));
   return id;
 }
 

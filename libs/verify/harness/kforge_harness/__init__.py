@@ -18,12 +18,13 @@ The package, by concern (docs/VERIFIER.md describes what each does for a verdict
                 thread stepping each other sample out between its launches)
   gpusync       the one "wait for this process's GPU work" every module calls
   contain/      the sandbox: contain() calls one step per mechanism, each in its own module
+  report_schema the report's declared fields (report_fields.txt), checked before it is written
   worker        the pool's two modes (a long-lived worker that forks per sample; fresh)
   cli           the command line (kforge-harness.py is the script the pool starts)
 
 Everything here uses the standard library only; torch, triton and numpy are used when present.
 """
 
-HARNESS_VERSION = 1
+from .report_schema import VERSION as HARNESS_VERSION  # noqa: E402 - the report's declared version
 MAX_MESSAGE = 4000
 TRACEBACK_LINES = 40

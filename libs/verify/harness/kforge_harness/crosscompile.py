@@ -20,6 +20,8 @@ import signal
 import sys
 import time
 
+from .report_schema import TARGET_RESULT
+
 # The launch options that mean the same on every backend; the others (CUDA's maxnreg, the
 # backend's own arch, libdevice as an extern lib) would be wrong on another target.
 PORTABLE_OPTIONS = ("num_warps", "num_stages", "num_ctas", "enable_fp_fusion", "debug",
@@ -270,10 +272,10 @@ def _child(parts, target_text, specs, fd, log_path):
                 issubclass(spec.src_type, ASTSource) else ASTSource
             src = cls(spec.fn, spec.signature, constexprs=spec.constants, attrs=spec.attrs)
             compile_fn(src, target=target, options=dict(spec.options))
-            _emit(fd, {"kernel": i, "result": "ok",
+            _emit(fd, {"kernel": i, "result": TARGET_RESULT.ok,
                        "ms": int((time.monotonic() - t0) * 1000)})
         except BaseException as e:  # noqa: B902 - whatever the compiler raises is its verdict
-            _emit(fd, {"kernel": i, "result": "error", "stage": where["stage"],
+            _emit(fd, {"kernel": i, "result": TARGET_RESULT.error, "stage": where["stage"],
                        "error": shorten_error(e, where["stage"]),
                        "ms": int((time.monotonic() - t0) * 1000)})
     os._exit(0)
@@ -366,19 +368,19 @@ def compile_target(parts, target_text, specs, deadline, workdir):
                 said = telling_lines(f.read()[-20000:])
         except OSError:
             said = ""
-        kernels[current] = {"result": "error", "stage": stage,
+        kernels[current] = {"result": TARGET_RESULT.error, "stage": stage,
                             "error": ("%s: %s%s" % (stage, why, (": " + said) if said else ""))
                             [:MAX_ERROR]}
-    entry = {"result": "ok", "kernels": len(specs), "ms": int((time.monotonic() - t0) * 1000)}
-    failed = [(i, k) for i, k in enumerate(kernels) if k and k.get("result") == "error"]
+    entry = {"result": TARGET_RESULT.ok, "kernels": len(specs), "ms": int((time.monotonic() - t0) * 1000)}
+    failed = [(i, k) for i, k in enumerate(kernels) if k and k.get("result") == TARGET_RESULT.error]
     missing = [i for i, k in enumerate(kernels) if k is None]
     if failed:
         i, k = failed[0]
-        entry.update(result="error", kernel=specs[i].kernel, stage=k.get("stage"),
+        entry.update(result=TARGET_RESULT.error, kernel=specs[i].kernel, stage=k.get("stage"),
                      error=k.get("error"), failed=len(failed))
     elif missing:
         why = end or "the compiler ended without a result"
-        entry.update(result="error", kernel=specs[missing[0]].kernel, stage=stage,
+        entry.update(result=TARGET_RESULT.error, kernel=specs[missing[0]].kernel, stage=stage,
                      error=("%s: %s" % (stage, why))[:MAX_ERROR], failed=len(missing))
     try:
         os.unlink(log_path)
@@ -404,20 +406,20 @@ def cross_compile(specs, targets, timeout_s=DEFAULT_TIMEOUT_S, workdir=None, par
         why = None
     for text in targets:
         if parts is None:
-            out["targets"][text] = {"result": "unavailable", "reason": why}
+            out["targets"][text] = {"result": TARGET_RESULT.unavailable, "reason": why}
             continue
         backend, arch, warp = parse_target(text)
         target = parts[1](backend, arch, warp)
         if backend_for(parts[3], target) is None:
-            out["targets"][text] = {"result": "unavailable",
+            out["targets"][text] = {"result": TARGET_RESULT.unavailable,
                                     "reason": "this Triton has no backend for %s" % text}
             continue
         if not specs.specs:
-            out["targets"][text] = {"result": "not_run",
+            out["targets"][text] = {"result": TARGET_RESULT.not_run,
                                     "reason": "no launch of the sample's kernels was captured"}
             continue
         if time.monotonic() >= deadline:
-            out["targets"][text] = {"result": "error", "stage": "deadline",
+            out["targets"][text] = {"result": TARGET_RESULT.error, "stage": "deadline",
                                     "error": "deadline: no time left for this target"}
             continue
         out["targets"][text] = compile_target(parts, text, specs.specs, deadline,

@@ -4,8 +4,27 @@ import json
 import os
 import sys
 
+from . import report_schema
+
+
+def checked_report(report):
+    """The report as it goes out: JSON text of one line. A report that breaks its declared fields
+    (report_fields.txt) goes out as an error report of phase "harness" naming the field, so the
+    pool never reads a field it does not know as a default."""
+    try:
+        text = json.dumps(report, default=str, allow_nan=False)
+        bad = report_schema.violation(json.loads(text))
+    except ValueError as e:  # NaN or infinity, which JSON has no word for
+        bad = "holds a number JSON cannot carry (%s)" % e
+    if bad is None:
+        return text
+    return json.dumps({"harness": report_schema.VERSION, "pid": os.getpid(),
+                       "verdict": report_schema.VERDICT.error,
+                       "phase": "harness", "detail": "harness error: report field %s" % bad})
+
+
 def write_report(fd, report):
-    data = (json.dumps(report, default=str) + "\n").encode("utf-8", "replace")
+    data = (checked_report(report) + "\n").encode("utf-8", "replace")
     view = memoryview(data)
     while view:
         try:
@@ -24,7 +43,8 @@ def put_first_on_path(paths):
 
 
 def _bad_request(report, result_fd, e):
-    report.update(verdict="error", phase="request", detail="cannot read request: %s" % e)
+    report.update(verdict=report_schema.VERDICT.error, phase="request",
+                  detail="cannot read request: %s" % e)
     write_report(result_fd, report)
     os._exit(2)
 

@@ -27,7 +27,7 @@ import sys
 import time
 import traceback
 
-from . import HARNESS_VERSION, bounds, gpulock
+from . import HARNESS_VERSION, bounds, gpulock, report_schema
 from .contain import contain
 from .crosscompile import cross_compile
 from .gpusync import synchronize
@@ -152,6 +152,8 @@ def prestarted_main(prep_path, result_fd, go_fd):
 def run_and_report(request, report, result_fd):
     """Runs the sample in this (sandboxed) process, writes its report(s), exits."""
     put_first_on_path(request.get("python_path", []))
+    if report_schema.request_version_error(request):
+        _bad_request(report, result_fd, report_schema.request_version_error(request))
     try:
         kernel = kernel_options(request)
     except ValueError as e:
