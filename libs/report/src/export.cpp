@@ -227,12 +227,14 @@ Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
     // it ran.
     if (!before_verify && !s.is_null(22)) {
       rec["mutation_score"] = {{"killed", s.int64(21)}, {"applicable", s.int64(22)}};
-      auto kernel = parse_opt(s.opt_text(28));
-      if (kernel && kernel->is_object())
-        rec["mutation_score"]["kernel"] = {{"killed", kernel->value("killed", 0)},
-                                           {"applicable", kernel->value("applicable", 0)},
-                                           {"equivalent", kernel->value("equivalent", 0)},
-                                           {"survived", kernel->value("survived", ojson::array())}};
+      if (!s.is_null(29)) {
+        auto survived = parse_opt(s.opt_text(31));
+        rec["mutation_score"]["kernel"] = {
+            {"killed", s.int64(28)},
+            {"applicable", s.int64(29)},
+            {"equivalent", s.int64(30)},
+            {"survived", survived && survived->is_array() ? *survived : ojson::array()}};
+      }
     } else {
       rec["mutation_score"] = nullptr;
     }
@@ -240,7 +242,7 @@ Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
     rec["coverage"] = coverage ? *coverage : ojson(nullptr);
     rec["cross_compile"] = std::move(cross);
     // The speed label (docs/VERIFIER.md): null where the sample was not timed.
-    auto speed = before_verify ? std::nullopt : parse_opt(s.opt_text(29));
+    auto speed = before_verify ? std::nullopt : parse_opt(s.opt_text(32));
     rec["speed"] = speed ? *speed : ojson(nullptr);
     if (opts.with_reasoning) {
       ojson reasoning = ojson::object();
