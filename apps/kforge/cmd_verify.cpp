@@ -320,6 +320,8 @@ Command add_verify(CLI::App& root, Globals& g) {
                 static_cast<long long>(s.figures.value("cpu_ms", std::int64_t{-1})), f("import"),
                 f("tests"), f("compile"), f("compiles"), f("compile_cpu"), f("compile_child_cpu"),
                 f("mutant"), s.figures.value("device", std::string()).c_str());
+            auto line = verify::phase_times_line(s.figures["phase_times"]);
+            if (!line.empty()) std::printf("           phases (wall/cpu ms): %s\n", line.c_str());
           }
         }
         auto devs = pool->devices();

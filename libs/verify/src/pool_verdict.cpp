@@ -164,6 +164,10 @@ void Pool::Impl::attach_mutant(VerifyResult& primary, Verdict verdict, const std
   if (infra) m["infrastructure"] = true;
   if (report.contains("battery")) m["battery"] = report["battery"];
   if (report.contains("kernel_battery")) m["kernel_battery"] = report["kernel_battery"];
+  // Its phases (skip_launch, output_mutants, kernel_battery): times, and what broke or was left
+  // behind (docs/VERIFIER.md, "Phases").
+  for (const char* k : {"phase_times", "phase_errors", "phase_state"})
+    if (report.contains(k)) m[k] = report[k];
   primary.report["mutant"] = std::move(m);
   if (verdict == Verdict::passed && !infra) primary.flags.push_back(kMutantSurvived);
   apply_mutation_score(primary, score_mutants(verdict, infra, report));

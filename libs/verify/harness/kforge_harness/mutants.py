@@ -275,14 +275,26 @@ def run_mutants(sample, report, names, kernel=(0, 0.0)):
 
 def battery_after_skip(sample, report, names, kernel=(0, 0.0)):
     """The output mutants `names` and the kernel battery, when the skip-launch run whose report
-    this is killed the sample's test. In a mutant process of its own (verifier.mutant_run:
-    new_process) the real run is made again first, to find the outputs and record the
-    launches."""
-    names = [n for n in names if n in MUTANTS]
+    this is killed the sample's test (phases.batteries calls the two as phases of their own)."""
     count, budget = kernel
-    if report.get("verdict") == "passed" or (not names and count <= 0) or \
-            report.get("environment"):
-        return
+    if battery_due(report, names, count) and output_battery(sample, report, names, count):
+        run_kernel_battery(sample, report, count, budget, run_tests)
+
+
+def battery_due(report, names, count):
+    """Whether the batteries follow the skip-launch run whose report this is: it did not pass,
+    the verifier's Python had what the sample needs, and mutants are asked for."""
+    names = [n for n in names if n in MUTANTS]
+    return not (report.get("verdict") == "passed" or (not names and count <= 0) or
+                report.get("environment"))
+
+
+def output_battery(sample, report, names, count):
+    """The output mutants `names` (after battery_due). In a mutant process of its own
+    (verifier.mutant_run: new_process) the real run is made again first, to find the outputs
+    and record the launches. Fills report["battery"]; returns whether the kernel battery of
+    `count` mutants follows."""
+    names = [n for n in names if n in MUTANTS]
     if "module" not in sample:
         real = {}
         sample["state"].mutant = False
@@ -295,14 +307,13 @@ def battery_after_skip(sample, report, names, kernel=(0, 0.0)):
             report["battery"] = {"mutants": [], "not_run": names,
                                  "stopped": "the real run did not pass again: %s"
                                  % real.get("detail")}
-            return
+            return False
     if context_lost(synchronize):
         report["battery"] = {"mutants": [], "not_run": names,
                              "stopped": "the GPU context was lost under the skip-launch run"}
-        return
+        return False
     if names:
         battery = run_battery(sample, names, report)
         if battery["survived"] or battery.get("not_run"):
-            return  # weak already, or stopped (a lost GPU context)
-    if count > 0:
-        run_kernel_battery(sample, report, count, budget, run_tests)
+            return False  # weak already, or stopped (a lost GPU context)
+    return count > 0

@@ -23,18 +23,18 @@ def put_first_on_path(paths):
             sys.path.insert(0, p)
 
 
-def _bad_request(report, result_fd, e):
+def bad_request(report, result_fd, e):
     report.update(verdict="error", phase="request", detail="cannot read request: %s" % e)
     write_report(result_fd, report)
     os._exit(2)
 
 
-def _read_json(path, report, result_fd):
+def read_json(path, report, result_fd):
     try:
         with open(path) as f:
             return json.load(f)
     except (OSError, ValueError) as e:
-        _bad_request(report, result_fd, e)
+        bad_request(report, result_fd, e)
 
 
 
