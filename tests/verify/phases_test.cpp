@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "kforge/verify/figures.hpp"
+#include "kforge/verify/targets.hpp"
 #include "verify_util.hpp"
 
 namespace kforge::test {

@@ -94,7 +94,7 @@ class Recorder:
         if len(self.records) >= MAX_RECORDS or self.per_kernel.get(kernel, 0) >= MAX_PER_KERNEL:
             return None
         try:
-            rec = _describe(kernel, jit, args, kwargs)
+            rec = describe_launch(kernel, jit, args, kwargs)
         except Exception as e:  # noqa: BLE001 - capture must never fail a launch
             if len(self.uncaptured) < 4:
                 self.uncaptured.append("%s: %s: %s" % (kernel, type(e).__name__, str(e)[:200]))
@@ -102,7 +102,7 @@ class Recorder:
         if rec.key in self.keys:
             return None
         try:
-            if not _copy_integers(rec):
+            if not copy_integers(rec):
                 return None  # more integer contents than a replay copies
         except Exception as e:  # noqa: BLE001 - capture must never fail a launch
             if len(self.uncaptured) < 4:
@@ -129,7 +129,7 @@ class Recorder:
         return out
 
 
-def _describe(kernel, jit, args, kwargs):
+def describe_launch(kernel, jit, args, kwargs):
     rec = Record(kernel, jit)
     names = list(getattr(jit, "arg_names", None) or [])
     rec.names = names
@@ -189,7 +189,7 @@ def _describe(kernel, jit, args, kwargs):
     return rec
 
 
-def _copy_integers(rec):
+def copy_integers(rec):
     """Copies the contents of the record's integer and boolean storages (as they are before the
     launch). False when they are larger than MAX_COPY_BYTES together."""
     total = sum(info["nbytes"] for info in rec.storages.values() if info.get("needs_copy"))

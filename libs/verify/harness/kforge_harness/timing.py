@@ -27,7 +27,7 @@ from . import gpulock
 from . import timing_stats as st
 from . import timing_timer as tt
 from .gpusync import synchronize
-from .kernel_replay import Launch, _copy_integers, _describe, differs
+from .kernel_replay import Launch, copy_integers, describe_launch, differs
 
 SHORT_S = 10e-6  # a call shorter than this is timed in a CUDA graph
 # A kernel launch whose event time is below this may be mostly Python's launch overhead: it is
@@ -62,8 +62,8 @@ class Largest:
             size = _footprint_of_args(list(args) + list(kwargs.values()))
             if kernel in self.best and self.best[kernel][0] >= size:
                 return None
-            rec = _describe(kernel, jit, args, kwargs)
-            if not _copy_integers(rec):
+            rec = describe_launch(kernel, jit, args, kwargs)
+            if not copy_integers(rec):
                 return None
             return size, rec
         except Exception:  # noqa: BLE001 - capture must never fail a launch

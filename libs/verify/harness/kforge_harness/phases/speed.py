@@ -15,7 +15,8 @@ def run(sample: dict[str, Any], request: dict[str, Any]) -> Optional[Report]:
     None when the label is off and the sample declares no reference."""
     part: Report = {}
     run_timing(sample, part, request)
-    return part or None
+    declared = getattr(sample.get("module"), "KFORGE_SPEED", None) is not None
+    return part if part or declared else None
 
 
 def broken(why: str) -> Report:
