@@ -1,10 +1,15 @@
 """Reports and requests on the pool's pipes."""
 
+from __future__ import annotations
+
 import json
 import os
 import sys
+from typing import Any, NoReturn
 
-def write_report(fd, report):
+from .shapes import Json
+
+def write_report(fd: int, report: Json) -> None:
     data = (json.dumps(report, default=str) + "\n").encode("utf-8", "replace")
     view = memoryview(data)
     while view:
@@ -17,19 +22,19 @@ def write_report(fd, report):
         view = view[n:]
 
 
-def put_first_on_path(paths):
+def put_first_on_path(paths: list[str]) -> None:
     for p in reversed(paths):
         if p not in sys.path:
             sys.path.insert(0, p)
 
 
-def bad_request(report, result_fd, e):
+def bad_request(report: Json, result_fd: int, e: BaseException) -> NoReturn:
     report.update(verdict="error", phase="request", detail="cannot read request: %s" % e)
     write_report(result_fd, report)
     os._exit(2)
 
 
-def read_json(path, report, result_fd):
+def read_json(path: str, report: Json, result_fd: int) -> Any:
     try:
         with open(path) as f:
             return json.load(f)
@@ -37,8 +42,7 @@ def read_json(path, report, result_fd):
         bad_request(report, result_fd, e)
 
 
-
-def flush_std():
+def flush_std() -> None:
     try:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -46,8 +50,7 @@ def flush_std():
         pass
 
 
-
-def read_all(fd):
+def read_all(fd: int) -> bytes:
     data = b""
     while True:
         try:

@@ -1,8 +1,11 @@
 """Compatibility shims for APIs removed from Triton, applied only when the script uses them."""
 
-import importlib
+from __future__ import annotations
 
-def install_shims(state, script):
+import importlib
+from typing import Any
+
+def install_shims(state: Any, script: str) -> None:
     """Compatibility shims for APIs removed from Triton, applied only when the script uses them."""
     try:
         import triton

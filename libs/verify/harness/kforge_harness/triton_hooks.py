@@ -1,6 +1,8 @@
 """Triton's JIT launch path and autotuner, patched: launches counted (and, for a mutant run,
 skipped or mutated), single-config autotuning, compile timing. No effect without triton."""
 
+from __future__ import annotations
+
 import importlib
 import os
 import sys
@@ -10,7 +12,7 @@ from . import buffers, gpulock
 from .outputs import arguments
 
 class TritonState:
-    def __init__(self, script_path, mutant, autotune):
+    def __init__(self, script_path: str, mutant: bool, autotune: str) -> None:
         self.script_path = os.path.realpath(script_path)
         self.mutant = mutant
         self.autotune = autotune  # "single" | "full"
@@ -62,7 +64,7 @@ def _stream_now():
     return None
 
 
-def new_compile_stats():
+def new_compile_stats() -> dict[str, int]:
     """What Triton's compile() cost in this run: calls (cache hits included), wall time, this
     process's CPU time and its children's (ptxas and other tools Triton runs), in ms."""
     return {"count": 0, "ms": 0, "cpu_ms": 0, "child_cpu_ms": 0}
@@ -125,7 +127,7 @@ def _launch_raw(run):
     return launch
 
 
-def install_triton_hooks(state):
+def install_triton_hooks(state: TritonState) -> None:
     """Patches Triton's JIT launch path and autotuner. No effect if triton is not importable."""
     try:
         import triton  # noqa: F401

@@ -16,6 +16,8 @@ passed having launched its kernels, the report says "mutant_phase": true and a s
 follows: the report of the mutant runs (mutants.run_mutant).
 """
 
+from __future__ import annotations
+
 import faulthandler
 import importlib
 import io
@@ -25,6 +27,7 @@ import signal
 import socket
 import sys
 import time
+from typing import Any, NoReturn, Optional
 
 from . import HARNESS_VERSION, gpulock, phases
 from .contain import contain
@@ -33,6 +36,7 @@ from .phases.sequence import Phases, cpu_s
 from .pipes import (bad_request, flush_std, put_first_on_path, read_all, read_json,
                     write_report)
 from .runner import kernel_options, module_available
+from .shapes import Json
 
 def _sandbox(spec, report, result_fd, keep):
     """Confines this process (contain()); `keep`: the descriptors that stay open besides stdio.
@@ -47,7 +51,7 @@ def _sandbox(spec, report, result_fd, keep):
     faulthandler.enable(file=sys.stderr, all_threads=False)
 
 
-def child_main(request_path, result_fd):
+def child_main(request_path: str, result_fd: int) -> NoReturn:
     """In a fresh child: sandbox, run, report. Exits the process."""
     started = (time.monotonic(), cpu_s())
     report = {"harness": HARNESS_VERSION, "pid": os.getpid()}
@@ -56,7 +60,7 @@ def child_main(request_path, result_fd):
     run_and_report(request, report, result_fd, started)
 
 
-def warm_up_gpu():
+def warm_up_gpu() -> Json:
     """What every sample would otherwise do first: create the CUDA context (with the allocator)
     and load Triton's driver module. Returns a note for the report."""
     torch = sys.modules.get("torch")
@@ -98,7 +102,7 @@ def warm_up_gpu():
     return out
 
 
-def precompute_triton_key():
+def precompute_triton_key() -> Optional[Json]:
     """Triton keys its cache with a hash of its own sources and libtriton.so (about 400 MB),
     computed once per process on the first compile (0.4 s of CPU on an H200 host). Computed here,
     in the worker before it forks, every sample inherits it instead of hashing again. Returns a
@@ -122,9 +126,7 @@ def precompute_triton_key():
     return {"where": None}
 
 
-
-
-def prestarted_main(prep_path, result_fd, go_fd):
+def prestarted_main(prep_path: str, result_fd: int, go_fd: int) -> NoReturn:
     """A child started ahead of its sample: sandbox, CUDA context, then it waits. The pool writes
     the request (JSON) to go_fd and closes it; EOF with nothing written means: not needed, exit.
     The sample's deadline starts when the pool sends it, so the warm-up is off its clock."""
@@ -148,7 +150,8 @@ def prestarted_main(prep_path, result_fd, go_fd):
     run_and_report(request, report, result_fd, started)
 
 
-def run_and_report(request, report, result_fd, started):
+def run_and_report(request: Json, report: Json, result_fd: int,
+                   started: tuple[float, float]) -> NoReturn:
     """Runs the sample in this (sandboxed) process, writes its report(s), exits. `started`:
     (monotonic time, CPU seconds) when this process started on the request (phase "prepare")."""
     put_first_on_path(request.get("python_path", []))
@@ -184,7 +187,7 @@ def run_and_report(request, report, result_fd, started):
     os._exit(0)
 
 
-def preload(modules):
+def preload(modules: list[str]) -> dict[str, Optional[str]]:
     loaded = {}
     for name in modules:
         if not module_available(name):
@@ -198,12 +201,11 @@ def preload(modules):
     return loaded
 
 
-
 def _send(sock, obj):
     sock.send(json.dumps(obj).encode())
 
 
-def gpu_probe():
+def gpu_probe() -> Json:
     """Forks a child that touches the GPU (the worker itself must not initialise CUDA)."""
     torch = sys.modules.get("torch")
     if torch is None:
@@ -265,7 +267,7 @@ def _fork_child(fds, target):
     return pid
 
 
-def worker_main(args):
+def worker_main(args: Any) -> int:
     sock = socket.socket(fileno=args.control_fd)
     put_first_on_path(args.python_path)
     modules = preload(args.preload)
@@ -348,7 +350,7 @@ def worker_main(args):
             reap(pid)  # no pidfd for it (or none at all here): polled
 
 
-def fresh_main(args):
+def fresh_main(args: Any) -> NoReturn:
     try:
         os.setsid()
     except OSError:

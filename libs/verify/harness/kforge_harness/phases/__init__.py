@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from .. import gpulock
 from . import (bounds_replay, cross_compile, kernel_battery, output_mutants, skip_launch, speed,
                test_run)
+from .. import gpulock
 from .sequence import Phases, Report, Result
 
 __all__ = ["Phases", "Report", "Result", "real_run", "mutant_run", "mutant_process"]
