@@ -104,7 +104,8 @@ Command add_verify(CLI::App& root, Globals& g) {
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--json", args->json_out,
                   "Write one JSON line per record: index, key, verdict, detail, flags, "
-                  "duration_ms, cpu_ms, device, phases (ms), autotune (the config used), "
+                  "duration_ms, cpu_ms, device, phases (ms), phase_times (each harness phase's "
+                  "wall and CPU ms), autotune (the config used), "
                   "mutation (the mutation score), coverage (what the launches exercised) and "
                   "cross_compile (per target: ok, error, unavailable or not_run; "
                   "cross_compile_errors has each error's stage and first lines), speed (the "
