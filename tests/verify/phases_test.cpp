@@ -132,5 +132,16 @@ TEST(VerifyPhases, APhaseThatBreaksIsTheVerifiersErrorOfThatPhaseAlone) {
   EXPECT_EQ(r[0].report["mutant"]["process"], "same");
 }
 
+TEST(VerifyPhases, GuardAndSequenceInARealProcess) {
+  TempDir tmp;
+  auto r =
+      run_process({sandbox_python(), (source_dir() / "tests/verify/phases/guard_test.py").string(),
+                   (source_dir() / "libs/verify/harness").string()},
+                  {"TMPDIR=" + tmp.path().string()}, 120);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("Ran 6 tests"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("\nOK"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace kforge::test
