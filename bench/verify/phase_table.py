@@ -2,13 +2,15 @@
 """Where the verifier's time goes, phase by phase, summed over a run of `kforge verify`.
 
 Reads the JSON lines `kforge verify --json FILE` writes (each sample's "phase_times"; with
---full, the verdict lines: report.phase_times and report.mutant.phase_times) and prints, per
+--full, the verdict lines: report.phase_times and report.mutant.phase_times), or the samples file
+of `kforge-bench-verify --corpus --samples-out` (scripts/gpu/bench-real: one-samples.jsonl; a
+table per "run", the runs without phases left out), and prints, per
 phase of the harness (docs/VERIFIER.md, "Phases"), the samples that ran it, the wall and CPU
 seconds summed over them, the mean per sample that ran it and the phase's share of all the
 samples' CPU. A phase that compiled Triton kernels gets two more rows: its compiles (Triton's
 compile() and launcher builds) and the rest (its runs).
 
-  python3 bench/verify/phase_table.py VERIFY.jsonl [--markdown]
+  python3 bench/verify/phase_table.py VERIFY.jsonl [--markdown] [--run LABEL]
 """
 
 import argparse
@@ -62,16 +64,10 @@ def rows(sums):
         for part in ("compiles", "runs"):
             key = "%s %s" % (p, part)
             if key in sums:
-                yield "  " + part, sums[key]
+                yield "  (%s)" % part, sums[key]
 
 
-def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("file", help="kforge verify --json output (JSON lines)")
-    ap.add_argument("--markdown", action="store_true", help="a Markdown table")
-    args = ap.parse_args(argv)
-    with open(args.file) as f:
-        lines = [json.loads(x) for x in f if x.strip()]
+def print_table(lines, title, markdown):
     sums, n = summed(lines)
     cpu_total = sum(v[2] for k, v in sums.items() if " " not in k) or 1.0
     head = ("phase", "samples", "wall s", "cpu s", "wall ms/sample", "cpu ms/sample",
@@ -85,17 +81,40 @@ def main(argv):
     table.append(("all phases", str(n), "%.1f" % total_wall, "%.1f" % cpu_total,
                   "%.0f" % (1000.0 * total_wall / max(n, 1)),
                   "%.0f" % (1000.0 * cpu_total / max(n, 1)), "100%"))
-    if args.markdown:
+    print("per-phase time over %d samples (%s)" % (n, title))
+    if markdown:
+        print()
         print("| " + " | ".join(head) + " |")
         print("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|")
         for r in table:
             print("| " + " | ".join(r) + " |")
-        return 0
-    print("per-phase time over %d samples (%s)" % (n, args.file))
+        print()
+        return
     widths = [max(len(r[i]) for r in table + [head]) for i in range(len(head))]
     for r in [head] + table:
         print("  ".join(c.ljust(widths[i]) if i == 0 else c.rjust(widths[i])
                         for i, c in enumerate(r)))
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("file", help="kforge verify --json output, or a --samples-out file")
+    ap.add_argument("--markdown", action="store_true", help="Markdown tables")
+    ap.add_argument("--run", help="only the samples of this run (a --samples-out file)")
+    args = ap.parse_args(argv)
+    runs = {}
+    with open(args.file) as f:
+        for x in f:
+            if x.strip():
+                line = json.loads(x)
+                runs.setdefault(line.get("run", ""), []).append(line)
+    for label, lines in runs.items():
+        if args.run is not None and label != args.run:
+            continue
+        if not any(phase_times(line) for line in lines):
+            continue  # a plain-python baseline: no phases
+        print_table(lines, "%s%s" % (args.file, ", run " + label if label else ""),
+                    args.markdown)
     return 0
 
 

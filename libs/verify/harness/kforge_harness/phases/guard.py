@@ -51,7 +51,8 @@ class Setting:
     """One piece of process state: get() reads it, put(value) sets it back. `quiet`: restored
     without being reported (the random states). `same(a, b)`: whether two reads are equal.
     `setup`: the harness itself sets it in the phase that runs the sample's tests first (its
-    Triton hooks, the request's memory fraction); not guarded around that phase."""
+    Triton hooks, the request's memory fraction, the environment of the imports and CUDA
+    initialisation); not guarded around that phase."""
 
     def __init__(self, name: str, get: Callable[[], Any], put: Callable[[Any], None],
                  quiet: bool = False, same: Optional[Callable[[Any, Any], bool]] = None,
@@ -80,7 +81,9 @@ def _python_settings() -> list[Setting]:
         Setting("sys.stdin", lambda: sys.stdin, lambda v: setattr(sys, "stdin", v),
                 same=_identity),
         Setting("working directory", os.getcwd, os.chdir),
-        Setting("os.environ", lambda: dict(os.environ), _put_environ),
+        # The first phase's imports and CUDA initialisation may set variables (torch sets
+        # CUDA_MODULE_LOADING): guarded from the next phase on.
+        Setting("os.environ", lambda: dict(os.environ), _put_environ, setup=True),
         Setting("recursion limit", sys.getrecursionlimit, sys.setrecursionlimit),
     ]
     gettrace = getattr(threading, "gettrace", None)
