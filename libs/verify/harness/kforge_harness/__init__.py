@@ -28,7 +28,8 @@ The package, by concern (docs/VERIFIER.md describes what each does for a verdict
 
 Everything here uses the standard library only; torch, triton and numpy are used when present.
 Every public function has type hints; scripts/check-harness (ctest verify.harness_typed) checks
-that, pyflakes, and that no underscore name is used outside its module.
+that, pyflakes, and that no underscore name is used outside its module, and (verify.harness_mypy)
+runs mypy over the modules listed in its MYPY_CLEAN.
 """
 
 HARNESS_VERSION = 1

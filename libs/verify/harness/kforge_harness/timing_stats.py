@@ -93,7 +93,7 @@ def bootstrap_ratio_ci(ref: Sequence[float], cand: Sequence[float], seed: int = 
     return _percentile(ratios, a), _percentile(ratios, 1.0 - a)
 
 
-def median_ci_order(xs: Sequence[float], level: float = 0.95) -> Optional[tuple[float, float]]:
+def median_ci_order(xs: Sequence[float], level: float = 0.95) -> tuple[float, float]:
     """(low, high): the distribution-free interval of the median from two order statistics
     (the binomial's normal approximation: for 10 values the 2nd and 9th, for 100 the 41st and
     60th). One sort, no resampling: cheap enough for a stop rule checked every other rep inside
