@@ -84,7 +84,7 @@ def check(records: list[Any], launch_raw: Callable[..., Any], sync: Callable[[],
     out_of_bounds (bool), checked, writes and reads ([{kernel, launch, buffers}]), fault,
     nondeterministic (kernels judged on writes only), errors, ms."""
     t0 = time.monotonic()
-    res = {"out_of_bounds": False, "checked": 0, "launches": len(records), "writes": [],
+    res: Json = {"out_of_bounds": False, "checked": 0, "launches": len(records), "writes": [],
            "reads": [], "fault": None, "nondeterministic": [], "errors": []}
     for n, rec in enumerate(records, 1):
         if time.monotonic() - t0 > budget_s:
@@ -99,7 +99,7 @@ def check(records: list[Any], launch_raw: Callable[..., Any], sync: Callable[[],
             mixed = {sid: 0xFF for i, sid in enumerate(rec.storages) if i % 2}
             wd, _ = _replay(rec, launch_raw, sync, 0x00, mixed)
             written = list(dict.fromkeys(wa + wb + wc + wd))
-            read = []
+            read: list[Any] = []
             steady = not differs(zeros, again) and not differs(again, zeros)
             if steady and not written and differs(zeros, ones):
                 read = _read_from(rec, launch_raw, sync, zeros) or ["?"]

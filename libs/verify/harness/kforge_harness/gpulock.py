@@ -80,15 +80,15 @@ class GpuLock:
         self.busy = 0  # >0: the watcher's checkpoint waits (the lock's own steps, a graph capture)
         self.firm = 0  # >0: a launch's checkpoint waits too (held(launches=True))
         self.waited_s = 0.0  # time spent queueing as a reader
-        self.sections = []  # [t0, t1] (CLOCK_MONOTONIC s) of each shared section, at most 64
-        self.exclusive = []  # the same, of exclusive sections
-        self._t0 = None
+        self.sections: list[list[float]] = []  # [t0, t1] (CLOCK_MONOTONIC s) of each shared section, at most 64
+        self.exclusive: list[list[float]] = []  # the same, of exclusive sections
+        self._t0 = 0.0  # the open shared section's start
         self.retries = 0  # times a writer let the gate go because readers stayed in
         # The longest shared section and what ended it ("launch": a launch let a waiting writer
         # in, "watch": the watcher did, between two launches, "compile", "timing": this
         # process's own, "open": still held at the report): what keeps a writer waiting is a
         # reader that stays in long without stepping out.
-        self.longest = (0.0, None)
+        self.longest: tuple[float, Optional[str]] = (0.0, None)
         self.watch = "off"  # the watcher: "on", "off" (not started) or why it stopped
         self.bell = None  # the watcher's inotify descriptor on the gate file (_bell_of)
         self.nudges = 0  # times the watcher asked the main thread to step out

@@ -44,21 +44,21 @@ class Outputs:
     """Finds and remembers the outputs of a run's launches. One per run of the tests."""
 
     def __init__(self) -> None:
-        self.written = {}  # kernel name -> [argument names written], in the order first seen
+        self.written: dict[str, list[str]] = {}  # kernel name -> [argument names written], in the order first seen
         self.launches = 0
         self.unwatched = 0  # launches whose buffers could not all be copied
-        self.sizes = set()  # numel of each output
-        self.shapes = []
-        self.blocks = set()
+        self.sizes: set[int] = set()  # numel of each output
+        self.shapes: list[Any] = []
+        self.blocks: set[int] = set()
         self.tail_path = False
         self.size_one = False
         self.empty = False
-        self.dtypes = set()
+        self.dtypes: set[str] = set()
         self.probes = 0  # launches made again to find outputs that held the answer already
-        self.probed = []  # the outputs found that way
+        self.probed: list[str] = []  # the outputs found that way
         # Per launch (1, 2, ... in the run's order): the kernel and its outputs' shapes; the
         # output mutants change each launch with more than one output element on its own.
-        self.per_launch = []
+        self.per_launch: list[Any] = []
         self.multi = 0  # outputs of more than one element seen
         self.constant = 0  # of those, outputs whose elements were all equal
         self.largest = 0  # the most elements of any buffer a launch was given

@@ -127,7 +127,7 @@ class Timer:
         if device:
             # The other streams start the call's work no earlier than the start event.
             self.pre.record()
-            for side in sides:
+            for side in sides or ():
                 side.wait_event(self.pre)
         s.record()
         out = fn()
@@ -218,7 +218,7 @@ def warm_up(timer: Timer, calls: list[Callable[[], Any]], seconds: float = WARM_
     the 75th percentile of the CPU's enqueueing over all calls)."""
     t0 = time.monotonic()
     n = 0
-    times = [[] for _ in calls]
+    times: list[list[float]] = [[] for _ in calls]
     enq = []
     while n < 2 or time.monotonic() - t0 < seconds:
         with gpulock.held():  # the watcher's checkpoint waits for the round's end
@@ -244,8 +244,8 @@ def loop(timer: Timer, calls: list[Callable[[int], Callable[[], Any]]], budget_s
     median, or of the median ratio for a pair), max_reps, or the budget. A rep the timer calls
     unclean is dropped (both of a pair), at most min_reps + as many as were kept. Returns
     (device seconds per call, stream seconds per call, why it stopped, reps kept, dropped)."""
-    dev = [[] for _ in calls]
-    stream = [[] for _ in calls]
+    dev: list[list[float]] = [[] for _ in calls]
+    stream: list[list[float]] = [[] for _ in calls]
     t0 = time.monotonic()
     reason, rep, dropped = None, 0, 0
     while reason is None:
@@ -276,7 +276,7 @@ def loop(timer: Timer, calls: list[Callable[[int], Callable[[], Any]]], budget_s
 
 def graph_times(timer: Timer, graphs: list[Any]) -> list[list[float]]:
     """GRAPH_REPS replays of each graph (interleaved), per call seconds."""
-    out = [[] for _ in graphs]
+    out: list[list[float]] = [[] for _ in graphs]
     for r in range(GRAPH_REPS):
         order = list(range(len(graphs)))
         if r % 2:

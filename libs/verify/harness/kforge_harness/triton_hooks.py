@@ -7,6 +7,7 @@ import importlib
 import os
 import sys
 import time
+from typing import Any
 
 from . import buffers, gpulock
 from .outputs import arguments
@@ -16,10 +17,10 @@ class TritonState:
         self.script_path = os.path.realpath(script_path)
         self.mutant = mutant
         self.autotune = autotune  # "single" | "full"
-        self.kernels = []  # names of JIT functions defined by the sample
-        self.launches = {}
-        self.autotune_used = []
-        self.shims = []
+        self.kernels: list[str] = []  # names of JIT functions defined by the sample
+        self.launches: dict[str, int] = {}
+        self.autotune_used: list[dict[str, Any]] = []
+        self.shims: list[str] = []
         self.available = False
         self.version = None
         self.compile = new_compile_stats()
@@ -30,7 +31,7 @@ class TritonState:
         self.mutator = None
         # In the skip-launch run: kernel name -> the argument names the real run's launches of
         # it wrote. A skipped launch fills those with all-ones bytes (buffers.poison).
-        self.skip_outputs = {}
+        self.skip_outputs: dict[str, list[str]] = {}
         # The real run's distinct launch specialisations (crosscompile.Specs), when the request
         # asks for cross-compilation; the autotune config of the launch under way, if any.
         self.specs = None
