@@ -110,6 +110,19 @@ TEST(VerifyPhases, WhatAPhaseLeavesBehindIsPutBackBeforeTheNextPhase) {
   EXPECT_FALSE(r[0].report.contains("phase_state")) << r[0].report["phase_state"].dump();
 }
 
+TEST(VerifyPhases, TheLaterPhasesStartFromTheStateTheTestPhaseLeft) {
+  TempDir tmp;
+  auto pool = make_pool(phase_config(tmp));
+  ASSERT_TRUE(pool);
+  // The script sets a variable when imported and its test relies on it; the output mutants run
+  // the real run's tests again, in the state the test phase left: the tail mutant survives (a
+  // weak test), it is not "killed" by the variable gone.
+  auto r = run_one(*pool, load_sample("phase_baseline"));
+  ASSERT_EQ(r.verdict, Verdict::passed) << r.detail << r.stderr_tail;
+  EXPECT_EQ(r.flags, std::vector<std::string>{verify::kWeakTest}) << r.report.dump();
+  EXPECT_FALSE(r.report.contains("phase_state")) << r.report["phase_state"].dump();
+}
+
 TEST(VerifyPhases, APhaseThatBreaksIsTheVerifiersErrorOfThatPhaseAlone) {
   TempDir tmp;
   auto pool = make_pool(phase_config(tmp));

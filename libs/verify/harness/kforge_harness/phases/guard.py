@@ -4,8 +4,10 @@ after it (docs/VERIFIER.md, "Phases").
 Every phase runs the sample's own code (its tests, its wrapper, its kernels) in one process, so
 whatever that code or the phase changes in the process reaches the phases after it: a timing
 graph capture that failed part-way left a CUDA generator marked as capturing, and every later
-mutant run of the process failed and was counted as a kill. So each phase starts from the state
-the one before it found:
+mutant run of the process failed and was counted as a kill. So each phase after the first
+starts from the state the first left (the first phase, the sample's tests, sets the process up:
+the harness's Triton hooks, the sample's imports and their module-level switches, which the
+later runs of the same tests rely on; after it only the capture check runs):
 
   restored, silently    Python's, numpy's and torch's random states (CPU and each CUDA
                         generator, graph-safe: a generator left capturing gets a fresh state)
@@ -50,19 +52,15 @@ def _cuda_ready(torch: Any) -> bool:
 class Setting:
     """One piece of process state: get() reads it, put(value) sets it back. `quiet`: restored
     without being reported (the random states). `same(a, b)`: whether two reads are equal.
-    `setup`: the harness itself sets it in the phase that runs the sample's tests first (its
-    Triton hooks, the request's memory fraction, the environment of the imports and CUDA
-    initialisation); not guarded around that phase."""
+    """
 
     def __init__(self, name: str, get: Callable[[], Any], put: Callable[[Any], None],
-                 quiet: bool = False, same: Optional[Callable[[Any, Any], bool]] = None,
-                 setup: bool = False) -> None:
+                 quiet: bool = False, same: Optional[Callable[[Any, Any], bool]] = None) -> None:
         self.name = name
         self.get = get
         self.put = put
         self.quiet = quiet
         self.same = same or (lambda a, b: a is b or a == b)
-        self.setup = setup
 
 
 def _identity(a: Any, b: Any) -> bool:
@@ -81,9 +79,7 @@ def _python_settings() -> list[Setting]:
         Setting("sys.stdin", lambda: sys.stdin, lambda v: setattr(sys, "stdin", v),
                 same=_identity),
         Setting("working directory", os.getcwd, os.chdir),
-        # The first phase's imports and CUDA initialisation may set variables (torch sets
-        # CUDA_MODULE_LOADING): guarded from the next phase on.
-        Setting("os.environ", lambda: dict(os.environ), _put_environ, setup=True),
+        Setting("os.environ", lambda: dict(os.environ), _put_environ),
         Setting("recursion limit", sys.getrecursionlimit, sys.setrecursionlimit),
     ]
     gettrace = getattr(threading, "gettrace", None)
@@ -113,7 +109,7 @@ def _attr(obj: Any, name: str, label: str) -> Optional[Setting]:
     if obj is None or not hasattr(obj, name):
         return None
     return Setting(label, lambda: getattr(obj, name), lambda v: setattr(obj, name, v),
-                   same=_identity, setup=True)
+                   same=_identity)
 
 
 def _switch(obj: Any, name: str, label: str) -> Optional[Setting]:
@@ -174,7 +170,7 @@ def _cuda_settings(torch: Any) -> list[Optional[Setting]]:
     fraction = getattr(getattr(cuda, "memory", None), "get_per_process_memory_fraction", None)
     if callable(fraction):
         out.append(Setting("CUDA memory fraction", fraction,
-                           lambda v: cuda.set_per_process_memory_fraction(v), setup=True))
+                           lambda v: cuda.set_per_process_memory_fraction(v)))
     return out
 
 
@@ -227,16 +223,19 @@ class Guard:
         self.saved: list[tuple[Setting, Any]] = []
 
     def before(self, sets_up: bool = False) -> None:
-        """Saves the state; `sets_up`: the phase runs the sample's tests first and the harness
-        sets its hooks in it (Setting.setup: not guarded then)."""
+        """Saves the state. `sets_up`: the phase that runs the sample's tests first; what it
+        leaves (the harness's hooks, the sample's module-level switches such as
+        torch.backends.cuda.matmul.allow_tf32 or the default dtype, which the later runs of the
+        same tests rely on) is the state the later phases start from: nothing is saved, only
+        checked (a capture under way) after it."""
+        self.saved = []
+        if sets_up:
+            return
         self.settings = _python_settings() + _triton_settings()
         torch = _torch()
         if torch is not None and hasattr(torch, "get_rng_state"):
             self.settings += _torch_settings(torch)
-        self.saved = []
         for s in self.settings:
-            if sets_up and s.setup:
-                continue
             try:
                 self.saved.append((s, s.get()))
             except Exception:  # noqa: BLE001 - a setting this build lacks: not guarded
