@@ -318,13 +318,23 @@ void finish_stats(Measure& m, std::vector<double> times, double cpu_total_s) {
 // The per-phase table (bench/verify/phase_table.py prints the same from kforge verify --json).
 void print_phase_times(const Measure& m) {
   if (m.phase_times.empty()) return;
+  static const std::vector<std::string> order = {
+      "prepare",        "test",        "speed",          "cross_compile", "bounds",
+      "mutant_prepare", "skip_launch", "output_mutants", "kernel_battery"};
+  std::vector<std::string> names;
+  for (const auto& k : order)
+    if (m.phase_times.count(k)) names.push_back(k);
+  for (const auto& [k, v] : m.phase_times)
+    if (std::find(order.begin(), order.end(), k) == order.end()) names.push_back(k);
   double cpu_all = 0;
   for (const auto& [k, v] : m.phase_times) cpu_all += v[2];
   std::printf("  per-phase time (%zu samples): phase samples wall_s cpu_s cpu_ms/sample share\n",
               m.samples);
-  for (const auto& [k, v] : m.phase_times)
+  for (const auto& k : names) {
+    const auto& v = m.phase_times.at(k);
     std::printf("    %-16s %5.0f %8.1f %8.1f %8.0f %5.0f%%\n", k.c_str(), v[0], v[1], v[2],
                 v[0] > 0 ? 1000.0 * v[2] / v[0] : 0.0, cpu_all > 0 ? 100.0 * v[2] / cpu_all : 0.0);
+  }
 }
 
 void print(const Measure& m) {
