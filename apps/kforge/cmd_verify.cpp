@@ -104,7 +104,8 @@ Command add_verify(CLI::App& root, Globals& g) {
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--json", args->json_out,
                   "Write one JSON line per record: index, key, verdict, detail, flags, "
-                  "duration_ms, cpu_ms, device, phases (ms), autotune (the config used), "
+                  "duration_ms, cpu_ms, device, phases (ms), phase_times (each harness phase's "
+                  "wall and CPU ms), autotune (the config used), "
                   "mutation (the mutation score), coverage (what the launches exercised) and "
                   "cross_compile (per target: ok, error, unavailable or not_run; "
                   "cross_compile_errors has each error's stage and first lines), speed (the "
@@ -320,6 +321,8 @@ Command add_verify(CLI::App& root, Globals& g) {
                 static_cast<long long>(s.figures.value("cpu_ms", std::int64_t{-1})), f("import"),
                 f("tests"), f("compile"), f("compiles"), f("compile_cpu"), f("compile_child_cpu"),
                 f("mutant"), s.figures.value("device", std::string()).c_str());
+            auto line = verify::phase_times_line(s.figures["phase_times"]);
+            if (!line.empty()) std::printf("           phases (wall/cpu ms): %s\n", line.c_str());
           }
         }
         auto devs = pool->devices();

@@ -1,5 +1,8 @@
 #include "kforge/verify/figures.hpp"
 
+#include <algorithm>
+#include <iterator>
+
 namespace kforge::verify {
 namespace {
 
@@ -70,11 +73,40 @@ nlohmann::json sample_figures(const VerifyResult& r) {
   const auto& mutant = obj(rep, "mutant");
   put("mutant", num(mutant, "duration_ms"));
   put("mutant_compiles", num(mutant, "compiles"));
+  // Each phase's wall and CPU time, of the real run's process and of the mutant run's (the
+  // pool's facts; its "prepare" as mutant_prepare: a process of its own).
+  nlohmann::json phase_times = nlohmann::json::object();
+  for (const auto& [name, t] : h.phase_times.items())
+    if (t.is_object()) phase_times[name] = t;
+  for (const auto& [name, t] : obj(mutant, "phase_times").items())
+    if (t.is_object()) phase_times[name == "prepare" ? "mutant_prepare" : name] = t;
   return {{"duration_ms", r.duration_ms},
           {"cpu_ms", num(pool, "cpu_ms")},
           {"device", r.device},
           {"phases", std::move(phases)},
+          {"phase_times", std::move(phase_times)},
           {"autotune", std::move(autotune)}};
+}
+
+std::string phase_times_line(const nlohmann::json& phase_times) {
+  static const char* const order[] = {"prepare",       "test",           "speed",
+                                      "cross_compile", "bounds",         "mutant_prepare",
+                                      "skip_launch",   "output_mutants", "kernel_battery"};
+  std::string out;
+  auto add = [&](const std::string& name, const nlohmann::json& t) {
+    if (!t.is_object()) return;
+    out += (out.empty() ? "" : "  ") + name + " " + std::to_string(num(t, "wall_ms")) + "/" +
+           std::to_string(num(t, "cpu_ms"));
+    if (t.contains("compile_ms"))
+      out += " (compile " + std::to_string(num(t, "compile_ms")) + "/" +
+             std::to_string(num(t, "compile_cpu_ms")) + ")";
+  };
+  if (!phase_times.is_object()) return out;
+  for (const char* name : order)
+    if (phase_times.contains(name)) add(name, phase_times[name]);
+  for (const auto& [name, t] : phase_times.items())  // a phase this build does not know
+    if (std::find(std::begin(order), std::end(order), name) == std::end(order)) add(name, t);
+  return out;
 }
 
 }  // namespace kforge::verify

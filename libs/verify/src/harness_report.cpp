@@ -381,6 +381,9 @@ HarnessReport read_checked(const nlohmann::json& r) {
   if (const auto* kb = child(r, "kernel_battery")) h.kernel_battery = kernel_battery_of(*kb);
   if (const auto* p = child(r, "poisoned_bytes")) h.poisoned_bytes = *p;
   if (const auto* m = child(r, "mutant_phase")) h.mutant_phase = m->get<bool>();
+  if (const auto* t = child(r, "phase_times")) h.phase_times = *t;
+  if (const auto* e = child(r, "phase_errors")) h.phase_errors = *e;
+  if (const auto* s = child(r, "phase_state")) h.phase_state = *s;
   return h;
 }
 

@@ -186,6 +186,13 @@ void Pool::Impl::attach_mutant(VerifyResult& primary, Verdict verdict, const std
   // The mutant runs' own reports, as the harness wrote them (what they ran, for debug).
   if (report && report->battery) m["battery"] = report->battery->raw;
   if (report && report->kernel_battery) m["kernel_battery"] = report->kernel_battery->raw;
+  // Its phases (skip_launch, output_mutants, kernel_battery): times, and what broke or was left
+  // behind (docs/VERIFIER.md, "Phases").
+  if (report) {
+    if (!report->phase_times.empty()) m["phase_times"] = report->phase_times;
+    if (!report->phase_errors.empty()) m["phase_errors"] = report->phase_errors;
+    if (!report->phase_state.empty()) m["phase_state"] = report->phase_state;
+  }
   primary.report["mutant"] = std::move(m);
   if (verdict == Verdict::passed && !infra) primary.flags.emplace_back(kMutantSurvived);
   apply_mutation_score(primary, score_mutants(verdict, infra, report ? &*report : nullptr));

@@ -17,12 +17,20 @@ The package, by concern (docs/VERIFIER.md describes what each does for a verdict
                 statistics; gpulock: the device held exclusively while timing, a watcher
                 thread stepping each other sample out between its launches)
   gpusync       the one "wait for this process's GPU work" every module calls
+  phases/       the checks as phases: one entry point per check (test_run, speed, cross_compile,
+                bounds_replay, skip_launch, output_mutants, kernel_battery), called in order by
+                real_run / mutant_run; sequence.Phases times each, keeps its failure to it and
+                (guard) puts back what it left in the process
+  shapes        the names of what the modules hand each other, for the type hints
   contain/      the sandbox: contain() calls one step per mechanism, each in its own module
   report_schema the report's declared fields (report_fields.txt), checked before it is written
   worker        the pool's two modes (a long-lived worker that forks per sample; fresh)
   cli           the command line (kforge-harness.py is the script the pool starts)
 
 Everything here uses the standard library only; torch, triton and numpy are used when present.
+Every public function has type hints; scripts/check-harness (ctest verify.harness_typed) checks
+that, pyflakes, and that no underscore name is used outside its module, and (verify.harness_mypy)
+runs mypy over the modules listed in its MYPY_CLEAN.
 """
 
 from .report_schema import VERSION as HARNESS_VERSION  # noqa: E402 - the report's declared version

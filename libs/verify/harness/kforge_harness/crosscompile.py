@@ -13,12 +13,17 @@ Per target the result is "ok", "error" (the stage and the first lines of the com
 or "unavailable" (this Triton has no backend for it: the sample is not failed for that).
 """
 
+from __future__ import annotations
+
 import json
 import os
 import select
 import signal
 import sys
 import time
+from typing import Any, Optional
+
+from .shapes import Json
 
 from .report_schema import TARGET_RESULT
 
@@ -33,7 +38,7 @@ WARP_SIZE = {"hip": 64}  # CDNA (gfx9xx); RDNA (gfx10xx and later) is 32
 DEFAULT_TIMEOUT_S = 60.0
 
 
-def parse_target(text):
+def parse_target(text: str) -> tuple[str, str, int]:
     """"hip:gfx942" -> ("hip", "gfx942", 64). Raises ValueError naming what is wrong."""
     if not isinstance(text, str) or text.count(":") != 1:
         raise ValueError("'%s' is not BACKEND:ARCH (e.g. hip:gfx942)" % (text,))
@@ -78,8 +83,9 @@ class Spec:
     """One specialisation a launch compiled: the parts an ASTSource is made of, the launch's
     portable options and, for a description in the report, plain JSON of the same."""
 
-    def __init__(self, kernel, fn, signature, constants, attrs, options, autotune,
-                 src_type=None):
+    def __init__(self, kernel: str, fn: Any, signature: dict[Any, Any], constants: dict[Any, Any],
+                 attrs: dict[Any, Any], options: Json, autotune: Optional[str],
+                 src_type: Any = None) -> None:
         self.kernel = kernel
         self.src_type = src_type  # the launch's ASTSource class (Gluon has its own)
         self.fn = fn
@@ -89,7 +95,7 @@ class Spec:
         self.options = options
         self.autotune = autotune
 
-    def describe(self):
+    def describe(self) -> Json:
         names = list(getattr(self.fn, "arg_names", None) or [])
         d = {"kernel": self.kernel,
              "signature": {str(k): _jsonable(v) for k, v in self.signature.items()},
@@ -101,7 +107,8 @@ class Spec:
         return d
 
 
-def spec_of_launch(kernel_name, compiled, launch_kwargs, autotune=None):
+def spec_of_launch(kernel_name: str, compiled: Any, launch_kwargs: dict[str, Any],
+                   autotune: Optional[str] = None) -> tuple[Optional[Spec], Optional[str]]:
     """The Spec of one launch from what Triton's JITFunction.run returned (the CompiledKernel,
     whose .src is the ASTSource it was compiled from; an async compile's future is resolved),
     or (None, why) when it carries none."""
@@ -125,7 +132,7 @@ def spec_of_launch(kernel_name, compiled, launch_kwargs, autotune=None):
 class Specs:
     """The distinct specialisations the real run launched, in the order first seen."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.specs = []
         self.keys = set()
         self.launches = 0
@@ -133,7 +140,8 @@ class Specs:
         self.uncaptured = []
         self.seen = {}  # (id of the compiled kernel, autotune config, options) -> the kernel
 
-    def note(self, kernel_name, compiled, launch_kwargs, autotune=None):
+    def note(self, kernel_name: str, compiled: Any, launch_kwargs: dict[str, Any],
+             autotune: Optional[str] = None) -> None:
         self.launches += 1
         try:
             # A launch like one before it (the same compiled kernel and options): nothing new.
@@ -161,7 +169,7 @@ class Specs:
         self.specs.append(spec)
 
 
-def shorten_error(e, stage):
+def shorten_error(e: BaseException, stage: Optional[str]) -> str:
     """"<stage>: <Type>: <first lines>", capped: what a user (or a repair prompt) needs to see."""
     text = str(e)
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
@@ -173,7 +181,7 @@ def shorten_error(e, stage):
     return msg if len(msg) <= MAX_ERROR else msg[:MAX_ERROR - 3] + "..."
 
 
-def telling_lines(text, limit=ERROR_LINES):
+def telling_lines(text: str, limit: int = ERROR_LINES) -> str:
     """The first lines of a crashed compiler's output that say why (LLVM ERROR, error:)."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     hits = [ln for ln in lines if "LLVM ERROR" in ln or "error:" in ln or "Error" in ln]
@@ -181,7 +189,7 @@ def telling_lines(text, limit=ERROR_LINES):
     return out[:MAX_ERROR]
 
 
-def triton_parts():
+def triton_parts() -> tuple[Optional[tuple[Any, ...]], Optional[str]]:
     """(ASTSource, GPUTarget, compile, backends) of the Triton this process runs, or (None, why)."""
     triton = sys.modules.get("triton")
     if triton is None:
@@ -198,7 +206,7 @@ def triton_parts():
     return (ASTSource, GPUTarget, compile_fn, backends), None
 
 
-def backend_for(backends, target):
+def backend_for(backends: Any, target: Any) -> Optional[str]:
     """The name of the backend that compiles for target, or None."""
     for name, b in dict(backends).items():
         compiler = getattr(b, "compiler", None)
@@ -323,7 +331,8 @@ def _describe_end(status):
     return None
 
 
-def compile_target(parts, target_text, specs, deadline, workdir):
+def compile_target(parts: tuple[Any, ...], target_text: str, specs: Specs, deadline: float,
+                   workdir: Optional[str]) -> Json:
     """One target: a forked child compiles every spec. Returns the target's entry."""
     t0 = time.monotonic()
     log_path = os.path.join(workdir, "kforge-cross-%s.log" % target_text.replace(":", "-"))
@@ -389,7 +398,8 @@ def compile_target(parts, target_text, specs, deadline, workdir):
     return entry
 
 
-def cross_compile(specs, targets, timeout_s=DEFAULT_TIMEOUT_S, workdir=None, parts=None):
+def cross_compile(specs: Specs, targets: list[str], timeout_s: float = DEFAULT_TIMEOUT_S,
+                  workdir: Optional[str] = None, parts: Optional[tuple[Any, ...]] = None) -> Json:
     """Compiles the captured specialisations for each target. Returns the report's entry:
     {"targets": {target: {"result": ..., ...}}, "kernels": [descriptions], "ms": N}."""
     t0 = time.monotonic()

@@ -13,20 +13,24 @@ is flagged weak_inputs). The battery stops at the first survivor, when the time 
 spent, or when the GPU context is lost.
 """
 
+from __future__ import annotations
+
 import ast
 import linecache
 import os
 import time
+from typing import Any, Callable, Optional
 
 from . import kernel_ops
 from .assembly import section_of
 from .gpusync import synchronize
 from .kernel_replay import context_lost, differs, run_launch
+from .shapes import Json, Sample
 
 SEED = 20261127
 
 
-def build_jit(jit, source, fn_def, ordinal, workdir):
+def build_jit(jit: Any, source: str, fn_def: ast.FunctionDef, ordinal: int, workdir: str) -> Any:
     """The mutated kernel as a JIT function of its own: its source written to a file of its own
     with the def on the original's line (Triton reads a kernel's source from its file), run in
     a copy of the original's globals, wrapped by the original's class with its options."""
@@ -53,12 +57,12 @@ class Originals:
     """The original kernel's replays, made once per record and variant: None where the
     original failed or gave different outputs on the same inputs twice (nondeterministic)."""
 
-    def __init__(self, state):
+    def __init__(self, state: Any) -> None:
         self.state = state
         self.cache = {}
         self.errors = []  # why a replay of the original failed (the first few)
 
-    def get(self, rec, variant):
+    def get(self, rec: Any, variant: str) -> Any:
         k = (id(rec), variant)
         if k not in self.cache:
             try:
@@ -74,7 +78,8 @@ class Originals:
         return self.cache[k]
 
 
-def judge(records, mjit, state, originals):
+def judge(records: list[Any], mjit: Any, state: Any,
+          originals: Originals) -> tuple[str, Optional[str]]:
     """The equivalence replay of one mutant. Returns (outcome, detail): differs (same shapes),
     differs_tail (only with the sizes one less than a block multiple), equivalent, unsafe,
     stillborn, unjudged (no replay of the original) or lost (the GPU context)."""
@@ -132,7 +137,8 @@ def _run_swapped(sample, state, jit, mjit, poison):
         state.kernel_swap, state.kernel_poison, state.outputs = None, None, saved
 
 
-def run_kernel_battery(sample, report, count, budget_s, run_tests):
+def run_kernel_battery(sample: Sample, report: Json, count: int, budget_s: float,
+                       run_tests: Callable[[Sample], Optional[Json]]) -> Json:
     """Up to `count` kernel mutants within `budget_s` seconds; fills report["kernel_battery"].
     run_tests(sample) runs the real run's tests once and returns the first failing test's
     result (None when they all pass)."""

@@ -9,10 +9,13 @@ the first mutant the tests let through. When the tests killed every output mutan
 battery (kernel_mutants) follows. docs/VERIFIER.md says what each one proves.
 """
 
+from __future__ import annotations
+
 import contextlib
 import os
 import sys
 import time
+from typing import Any, Callable, Optional
 
 from . import buffers
 from .gpusync import synchronize
@@ -20,6 +23,7 @@ from .kernel_mutants import run_kernel_battery
 from .kernel_replay import Recorder, context_lost
 from .outputs import Outputs, arguments
 from .runner import execute, run_test, test_cases
+from .shapes import Json, Sample
 from .triton_hooks import new_compile_stats
 
 # Every output mutant, in the order they run (verifier.mutants picks among them).
@@ -32,7 +36,7 @@ PER_LAUNCH = ("tail", "interior", "permute_row")
 SCALE_PERCENT = 5.0
 
 
-def wants_mutant_run(report):
+def wants_mutant_run(report: Json) -> bool:
     """A passing sample that launched kernels of its own code gets the mutant run (the pool
     applies the same rule when it runs the mutant in a new process)."""
     t = report.get("triton") or {}
@@ -40,7 +44,7 @@ def wants_mutant_run(report):
     return report.get("verdict") == "passed" and bool(t.get("kernels")) and launched > 0
 
 
-def poison_gpu_cache(byte=0xFF, collect=True):
+def poison_gpu_cache(byte: int = 0xFF, collect: bool = True) -> int:
     """Fills the GPU memory the caching allocator holds free with 0xFF bytes (NaN for floats, -1
     for integers) and returns how many bytes it filled. Without this, a mutant run in the same
     process could be handed, by torch.empty, the very block in which the real run's kernel left
@@ -77,7 +81,7 @@ def poison_gpu_cache(byte=0xFF, collect=True):
     return filled
 
 
-def run_mutant(sample, report):
+def run_mutant(sample: Sample, report: Json) -> None:
     """The mutant run in the same process: the script imported again as a new module (new kernel
     and autotuner objects), its tests run with the launches of its own kernels skipped, on GPU
     memory the real run can no longer leak into. Fills report like run_sample does."""
@@ -103,11 +107,10 @@ def run_mutant(sample, report):
     execute(sample, "kforge_sample_mutant", report, t0)
 
 
-
 class Mutator:
     """Changes, after each launch, the arguments the real run found written by that kernel."""
 
-    def __init__(self, name, written, only=None):
+    def __init__(self, name: str, written: dict[str, Any], only: Optional[int] = None) -> None:
         self.name = name
         self.written = written  # kernel name -> argument names
         self.only = only  # the one launch (1, 2, ...) to change; None: every launch
@@ -115,7 +118,8 @@ class Mutator:
         self.changed = 0  # launches in which the mutant changed at least one element
         self.errors = []
 
-    def launch(self, kernel, fn, args, kwargs, run):
+    def launch(self, kernel: str, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+               run: Callable[[], Any]) -> Any:
         ret = run()
         self.launches += 1
         if self.only is not None and self.launches != self.only:
@@ -159,7 +163,7 @@ def _no_grad():
     return torch.no_grad() if torch is not None else contextlib.nullcontext()
 
 
-def run_tests(sample):
+def run_tests(sample: Sample) -> Optional[Json]:
     """The real run's tests once more, in this process. Returns the first result that did not
     pass (None when they all passed)."""
     module, info = sample["module"], sample["info"]
@@ -174,7 +178,7 @@ def run_tests(sample):
     return None
 
 
-def run_output_mutant(sample, name, only=None):
+def run_output_mutant(sample: Sample, name: str, only: Optional[int] = None) -> Json:
     """The real run's tests, once, with mutant `name` applied to every launch's outputs (or to
     launch `only` alone). Returns the battery entry: result killed, survived, not_applicable or
     error."""
@@ -230,7 +234,7 @@ def _per_launch(sample, name, launches, whole):
     return whole
 
 
-def run_battery(sample, names, report):
+def run_battery(sample: Sample, names: list[str], report: Json) -> Json:
     """The output mutants `names`, in order, until one survives. Fills report["battery"]."""
     t0 = time.monotonic()
     battery = {"mutants": [], "survived": [], "not_applicable": [], "not_run": []}
@@ -266,23 +270,37 @@ def run_battery(sample, names, report):
     return battery
 
 
-def run_mutants(sample, report, names, kernel=(0, 0.0)):
+def run_mutants(sample: Sample, report: Json, names: list[str],
+                kernel: tuple[int, float] = (0, 0.0)) -> None:
     """The skip-launch run, then (if the tests failed under it) the output mutants `names`, then
     (if the tests killed them all) the kernel battery: kernel = (count, time budget in s)."""
     run_mutant(sample, report)
     battery_after_skip(sample, report, names, kernel)
 
 
-def battery_after_skip(sample, report, names, kernel=(0, 0.0)):
+def battery_after_skip(sample: Sample, report: Json, names: list[str],
+                       kernel: tuple[int, float] = (0, 0.0)) -> None:
     """The output mutants `names` and the kernel battery, when the skip-launch run whose report
-    this is killed the sample's test. In a mutant process of its own (verifier.mutant_run:
-    new_process) the real run is made again first, to find the outputs and record the
-    launches."""
-    names = [n for n in names if n in MUTANTS]
+    this is killed the sample's test (phases.batteries calls the two as phases of their own)."""
     count, budget = kernel
-    if report.get("verdict") == "passed" or (not names and count <= 0) or \
-            report.get("environment"):
-        return
+    if battery_due(report, names, count) and output_battery(sample, report, names, count):
+        run_kernel_battery(sample, report, count, budget, run_tests)
+
+
+def battery_due(report: Json, names: list[str], count: int) -> bool:
+    """Whether the batteries follow the skip-launch run whose report this is: it did not pass,
+    the verifier's Python had what the sample needs, and mutants are asked for."""
+    names = [n for n in names if n in MUTANTS]
+    return not (report.get("verdict") == "passed" or (not names and count <= 0) or
+                report.get("environment"))
+
+
+def output_battery(sample: Sample, report: Json, names: list[str], count: int) -> bool:
+    """The output mutants `names` (after battery_due). In a mutant process of its own
+    (verifier.mutant_run: new_process) the real run is made again first, to find the outputs
+    and record the launches. Fills report["battery"]; returns whether the kernel battery of
+    `count` mutants follows."""
+    names = [n for n in names if n in MUTANTS]
     if "module" not in sample:
         real = {}
         sample["state"].mutant = False
@@ -295,14 +313,13 @@ def battery_after_skip(sample, report, names, kernel=(0, 0.0)):
             report["battery"] = {"mutants": [], "not_run": names,
                                  "stopped": "the real run did not pass again: %s"
                                  % real.get("detail")}
-            return
+            return False
     if context_lost(synchronize):
         report["battery"] = {"mutants": [], "not_run": names,
                              "stopped": "the GPU context was lost under the skip-launch run"}
-        return
+        return False
     if names:
         battery = run_battery(sample, names, report)
         if battery["survived"] or battery.get("not_run"):
-            return  # weak already, or stopped (a lost GPU context)
-    if count > 0:
-        run_kernel_battery(sample, report, count, budget, run_tests)
+            return False  # weak already, or stopped (a lost GPU context)
+    return count > 0

@@ -1,13 +1,17 @@
 """Reports and requests on the pool's pipes."""
 
+from __future__ import annotations
+
 import json
 import os
 import sys
+from typing import Any, NoReturn
 
 from . import report_schema
+from .shapes import Json
 
 
-def checked_report(report):
+def checked_report(report: Json) -> str:
     """The report as it goes out: JSON text of one line. A report that breaks its declared fields
     (report_fields.txt) goes out as an error report of phase "harness" naming the field, so the
     pool never reads a field it does not know as a default."""
@@ -23,7 +27,7 @@ def checked_report(report):
                        "phase": "harness", "detail": "harness error: report field %s" % bad})
 
 
-def write_report(fd, report):
+def write_report(fd: int, report: Json) -> None:
     data = (checked_report(report) + "\n").encode("utf-8", "replace")
     view = memoryview(data)
     while view:
@@ -36,29 +40,28 @@ def write_report(fd, report):
         view = view[n:]
 
 
-def put_first_on_path(paths):
+def put_first_on_path(paths: list[str]) -> None:
     for p in reversed(paths):
         if p not in sys.path:
             sys.path.insert(0, p)
 
 
-def _bad_request(report, result_fd, e):
+def bad_request(report: Json, result_fd: int, e: BaseException) -> NoReturn:
     report.update(verdict=report_schema.VERDICT.error, phase="request",
                   detail="cannot read request: %s" % e)
     write_report(result_fd, report)
     os._exit(2)
 
 
-def _read_json(path, report, result_fd):
+def read_json(path: str, report: Json, result_fd: int) -> Any:
     try:
         with open(path) as f:
             return json.load(f)
     except (OSError, ValueError) as e:
-        _bad_request(report, result_fd, e)
+        bad_request(report, result_fd, e)
 
 
-
-def flush_std():
+def flush_std() -> None:
     try:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -66,8 +69,7 @@ def flush_std():
         pass
 
 
-
-def read_all(fd):
+def read_all(fd: int) -> bytes:
     data = b""
     while True:
         try:

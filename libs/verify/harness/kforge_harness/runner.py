@@ -1,5 +1,7 @@
 """One run of a sample: assemble, import, run its tests, fill the report."""
 
+from __future__ import annotations
+
 import ast
 import importlib.util
 import inspect
@@ -7,6 +9,7 @@ import os
 import sys
 import time
 import traceback
+from typing import Any, Callable, Optional
 
 from . import MAX_MESSAGE, TRACEBACK_LINES
 from .assembly import (PREAMBLE_MODULES, assemble, code_kernels, find_tests, module_available,
@@ -15,6 +18,7 @@ from .crosscompile import Specs
 from .gpusync import synchronize
 from .kernel_replay import Recorder
 from .outputs import Outputs
+from .shapes import Json, Sample
 from .shims import install_shims
 from .timing import Largest
 from .triton_hooks import TritonState, install_triton_hooks
@@ -23,7 +27,7 @@ def _tail(text, limit=MAX_MESSAGE):
     return text if len(text) <= limit else "..." + text[-limit:]
 
 
-def describe_exception(e, tb, info):
+def describe_exception(e: BaseException, tb: Any, info: dict[str, Any]) -> Json:
     lines = traceback.format_exception(type(e), e, tb)
     tb_text = "".join(lines).splitlines()
     where = None
@@ -41,7 +45,7 @@ def _status_for(exc):
     return "failed" if isinstance(exc, AssertionError) else "error"
 
 
-def run_sample(request, report):
+def run_sample(request: Json, report: Json) -> Optional[Sample]:
     """Assembles, checks and runs the sample. Fills report; never raises. Returns what a mutant
     run of the same sample needs (None when the sample did not get as far as its tests)."""
     t0 = time.monotonic()
@@ -104,7 +108,7 @@ def run_sample(request, report):
     return sample
 
 
-def kernel_options(request):
+def kernel_options(request: Json) -> tuple[int, float]:
     """(count, time budget in s) of the request's kernel battery ("kernel_mutants": {"count": N,
     "time_s": T}); (0, 0) when the request has none. Raises ValueError on anything else: the
     pool sends both keys, and a request it did not mean is refused, not run without them."""
@@ -120,7 +124,7 @@ def kernel_options(request):
     return count, float(time_s)
 
 
-def execute(sample, module_name, report, t0):
+def execute(sample: Sample, module_name: str, report: Json, t0: float) -> None:
     """Imports the written script as module_name and runs its tests; fills report."""
     state, info, tests, called = sample["state"], sample["info"], sample["tests"], sample["called"]
     results = []
@@ -172,7 +176,7 @@ def execute(sample, module_name, report, t0):
     _finish(report, state, tests, t0)
 
 
-def test_cases(fn):
+def test_cases(fn: Callable[..., Any]) -> Optional[list[tuple[str, dict[str, Any]]]]:
     """[(suffix, kwargs)] for a test function: one call without arguments, or one per
     combination of its pytest.mark.parametrize marks; None when it needs arguments nothing
     provides."""
@@ -206,7 +210,8 @@ def test_cases(fn):
     return [("[%d]" % i, c) for i, c in enumerate(combos)]
 
 
-def run_test(name, fn, kwargs, me, info):
+def run_test(name: str, fn: Callable[..., Any], kwargs: dict[str, Any], me: int,
+             info: dict[str, Any]) -> Json:
     t1 = time.monotonic()
     entry = {"name": name}
     try:

@@ -1,23 +1,26 @@
 """Triton's JIT launch path and autotuner, patched: launches counted (and, for a mutant run,
 skipped or mutated), single-config autotuning, compile timing. No effect without triton."""
 
+from __future__ import annotations
+
 import importlib
 import os
 import sys
 import time
+from typing import Any
 
 from . import buffers, gpulock
 from .outputs import arguments
 
 class TritonState:
-    def __init__(self, script_path, mutant, autotune):
+    def __init__(self, script_path: str, mutant: bool, autotune: str) -> None:
         self.script_path = os.path.realpath(script_path)
         self.mutant = mutant
         self.autotune = autotune  # "single" | "full"
-        self.kernels = []  # names of JIT functions defined by the sample
-        self.launches = {}
-        self.autotune_used = []
-        self.shims = []
+        self.kernels: list[str] = []  # names of JIT functions defined by the sample
+        self.launches: dict[str, int] = {}
+        self.autotune_used: list[dict[str, Any]] = []
+        self.shims: list[str] = []
         self.available = False
         self.version = None
         self.compile = new_compile_stats()
@@ -28,7 +31,7 @@ class TritonState:
         self.mutator = None
         # In the skip-launch run: kernel name -> the argument names the real run's launches of
         # it wrote. A skipped launch fills those with all-ones bytes (buffers.poison).
-        self.skip_outputs = {}
+        self.skip_outputs: dict[str, list[str]] = {}
         # The real run's distinct launch specialisations (crosscompile.Specs), when the request
         # asks for cross-compilation; the autotune config of the launch under way, if any.
         self.specs = None
@@ -62,10 +65,15 @@ def _stream_now():
     return None
 
 
-def new_compile_stats():
+def new_compile_stats() -> dict[str, int]:
     """What Triton's compile() cost in this run: calls (cache hits included), wall time, this
     process's CPU time and its children's (ptxas and other tools Triton runs), in ms."""
     return {"count": 0, "ms": 0, "cpu_ms": 0, "child_cpu_ms": 0}
+
+
+# The same, for the whole process (every TritonState's runs): the phases' compile times
+# (phases.sequence) are the differences of these.
+TOTALS = {"compile": new_compile_stats(), "launcher": new_compile_stats()}
 
 
 def _timed_compile(compile_fn, state, what="compile"):
@@ -77,12 +85,12 @@ def _timed_compile(compile_fn, state, what="compile"):
         finally:
             gpulock.resume()
             k1 = os.times()
-            st = getattr(state, what)
-            st["count"] += 1
-            st["ms"] += int((time.monotonic() - t0) * 1000)
-            st["cpu_ms"] += int((time.process_time() - c0) * 1000)
-            st["child_cpu_ms"] += int(((k1.children_user - k0.children_user) +
-                                       (k1.children_system - k0.children_system)) * 1000)
+            for st in (getattr(state, what), TOTALS[what]):
+                st["count"] += 1
+                st["ms"] += int((time.monotonic() - t0) * 1000)
+                st["cpu_ms"] += int((time.process_time() - c0) * 1000)
+                st["child_cpu_ms"] += int(((k1.children_user - k0.children_user) +
+                                           (k1.children_system - k0.children_system)) * 1000)
     timed._kforge_timed = True
     timed._kforge_inner = compile_fn
     return timed
@@ -120,7 +128,7 @@ def _launch_raw(run):
     return launch
 
 
-def install_triton_hooks(state):
+def install_triton_hooks(state: TritonState) -> None:
     """Patches Triton's JIT launch path and autotuner. No effect if triton is not importable."""
     try:
         import triton  # noqa: F401

@@ -136,6 +136,12 @@ struct HarnessReport {
   std::optional<KernelBattery> kernel_battery;
   std::optional<nlohmann::json> poisoned_bytes;  // bytes, or why poisoning failed
   bool mutant_phase = false;                     // the mutant run's report follows
+  // The phases' own facts (docs/VERIFIER.md, "Phases"), as the schema declares them: phase ->
+  // {wall_ms, cpu_ms[, compile_ms, compile_cpu_ms]}, phase -> what broke, phase -> what it left
+  // behind in the process. Objects (empty when the harness wrote none).
+  nlohmann::json phase_times = nlohmann::json::object();
+  nlohmann::json phase_errors = nlohmann::json::object();
+  nlohmann::json phase_state = nlohmann::json::object();
 };
 
 // Whose report: the harness's own line (a field the pool writes is then unknown), or one the
