@@ -126,6 +126,7 @@ void Pool::Impl::finish_run(Slot& s) {
     apply_output_facts(res);
     apply_bounds_facts(res);
   }
+  apply_integrity(res, res.report);
   note_unavailable_targets(res);
   ++stats.completed;
   if (r.mutant_phase) {
@@ -164,9 +165,13 @@ void Pool::Impl::attach_mutant(VerifyResult& primary, Verdict verdict, const std
   if (infra) m["infrastructure"] = true;
   if (report.contains("battery")) m["battery"] = report["battery"];
   if (report.contains("kernel_battery")) m["kernel_battery"] = report["kernel_battery"];
+  if (report.contains("controls")) m["controls"] = report["controls"];
+  if (report.contains("integrity")) m["integrity"] = report["integrity"];
   primary.report["mutant"] = std::move(m);
   if (verdict == Verdict::passed && !infra) primary.flags.push_back(kMutantSurvived);
   apply_mutation_score(primary, score_mutants(verdict, infra, report));
+  apply_controls(primary, report);
+  apply_integrity(primary, report);
 }
 
 void Pool::Impl::note_unavailable_targets(const VerifyResult& res) {

@@ -203,10 +203,21 @@ KernelScore score_kernel(const nlohmann::json& kb) {
 
 }  // namespace
 
+namespace {
+bool control_failed(const nlohmann::json& mutant_report) {
+  if (!mutant_report.is_object()) return false;
+  auto c = mutant_report.find("controls");
+  if (c == mutant_report.end() || !c->is_object()) return false;
+  auto f = c->find("failed");
+  return f != c->end() && f->is_boolean() && f->get<bool>();
+}
+}  // namespace
+
 MutationScore score_mutants(Verdict skip_verdict, bool skip_infrastructure,
                             const nlohmann::json& mutant_report) {
   MutationScore s;
-  if (!skip_infrastructure) {
+  // A failed control voids every kill, the skip-launch run's too (apply_controls flags it).
+  if (!skip_infrastructure && !(control_failed(mutant_report) && skip_verdict != Verdict::passed)) {
     ++s.applicable;
     if (skip_verdict == Verdict::passed)
       s.survived.push_back("skip_launch");
@@ -270,6 +281,48 @@ void apply_mutation_score(VerifyResult& primary, const MutationScore& score) {
     add_flag(primary, kWeakInputs);
     primary.detail += "; weak inputs: " + kernel_mutant_meaning(score.kernel.survived.front());
   }
+}
+
+void apply_integrity(VerifyResult& r, const nlohmann::json& report) {
+  // The report comes from the sample's own process: each field is checked, never trusted.
+  if (!report.is_object()) return;
+  auto in = report.find("integrity");
+  if (in == report.end() || !in->is_object()) return;
+  auto t = in->find("tampered");
+  if (t == in->end() || !t->is_boolean() || !t->get<bool>()) return;
+  bool first = std::find(r.flags.begin(), r.flags.end(), kTampered) == r.flags.end();
+  add_flag(r, kTampered);
+  if (!first) return;
+  std::string what;
+  auto list = [&](const char* key, const char* name_key, const char* how_key) {
+    auto l = in->find(key);
+    if (l == in->end() || !l->is_array()) return;
+    for (const auto& e : *l) {
+      if (!e.is_object() || what.size() > 300) continue;
+      std::string name = e.value(name_key, std::string());
+      std::string how = how_key ? e.value(how_key, std::string()) : "called by the sample's code";
+      what += (what.empty() ? "" : "; ") + name + " " + how + " (in the " +
+              e.value("phase", std::string("?")) + " run)";
+    }
+  };
+  list("replaced", "what", "how");
+  list("scans", "event", nullptr);
+  r.detail += "; tampered: " + (what.empty() ? std::string("the guard found a change") : what) +
+              " (a sample must not change what its verdict rests on, nor look for the verifier)";
+}
+
+void apply_controls(VerifyResult& primary, const nlohmann::json& mutant_report) {
+  if (!control_failed(mutant_report)) return;
+  add_flag(primary, kUnstableTest);
+  std::string by;
+  for (const auto& c : mutant_report["controls"].value("runs", nlohmann::json::array()))
+    if (c.is_object() && c.value("result", std::string()) == "failed") {
+      by = c.value("by", std::string());
+      break;
+    }
+  primary.detail += "; unstable test: a control run of the unmutated sample failed" +
+                    (by.empty() ? std::string() : " (" + by + ")") +
+                    ", so no mutant run's failure counts as a kill";
 }
 
 std::string kernel_mutant_meaning(const nlohmann::json& s) {

@@ -17,9 +17,11 @@ import time
 from . import buffers
 from .gpusync import synchronize
 from .kernel_mutants import run_kernel_battery
+from .controls import Controls
+from .controls import run_tests as _run_tests_as
 from .kernel_replay import Recorder, context_lost
 from .outputs import Outputs, arguments
-from .runner import execute, run_test, test_cases
+from .runner import MODULE, execute
 from .triton_hooks import new_compile_stats
 
 # Every output mutant, in the order they run (verifier.mutants picks among them).
@@ -83,7 +85,7 @@ def run_mutant(sample, report):
     memory the real run can no longer leak into. Fills report like run_sample does."""
     t0 = time.monotonic()
     state = sample["state"]
-    sys.modules.pop("kforge_sample", None)
+    sys.modules.pop(MODULE, None)
     state.skip_outputs = dict(state.outputs.written) if state.outputs else {}
     state.mutant = True
     state.launches = {}
@@ -94,13 +96,22 @@ def run_mutant(sample, report):
         report["poisoned_bytes"] = poison_gpu_cache()
     except Exception as e:  # noqa: BLE001 - the run still means something without it
         report["poisoned_bytes"] = "failed: %s: %s" % (type(e).__name__, str(e)[:200])
-    for stream in (sys.stdout, sys.stderr):
+    banner("mutant run (kernel launches skipped)")
+    try:
+        execute(sample, MODULE, report, t0, "skip_launch")
+    finally:
+        if "module" in sample:
+            sys.modules[MODULE] = sample["module"]
+
+
+def banner(what):
+    """A line on stdout and stderr between two runs, written to the descriptors themselves: a
+    sample that replaced sys.stdout must not read which run comes next."""
+    for fd in (1, 2):
         try:
-            stream.write("\n---- kforge: mutant run (kernel launches skipped) ----\n")
-            stream.flush()
-        except Exception:
+            os.write(fd, ("\n---- kforge: %s ----\n" % what).encode())
+        except OSError:
             pass
-    execute(sample, "kforge_sample_mutant", report, t0)
 
 
 
@@ -160,18 +171,14 @@ def _no_grad():
 
 
 def run_tests(sample):
-    """The real run's tests once more, in this process. Returns the first result that did not
-    pass (None when they all passed)."""
-    module, info = sample["module"], sample["info"]
-    me = os.getpid()
-    for test in sample["tests"]:
-        fn = getattr(module, test, None)
-        cases = test_cases(fn) if callable(fn) else None
-        for suffix, kwargs in cases or []:
-            result = run_test(test + suffix, fn, kwargs, me, info)
-            if result.get("status") not in ("passed", "skipped"):
-                return result
-    return None
+    """The real run's tests once more, in this process, under an output mutant. Returns the
+    first result that did not pass (None when they all passed)."""
+    return _run_tests_as(sample, "output_mutant")
+
+
+def run_tests_kernel(sample):
+    """The same under a kernel mutant."""
+    return _run_tests_as(sample, "kernel_mutant")
 
 
 def run_output_mutant(sample, name, only=None):
@@ -230,20 +237,22 @@ def _per_launch(sample, name, launches, whole):
     return whole
 
 
-def run_battery(sample, names, report):
-    """The output mutants `names`, in order, until one survives. Fills report["battery"]."""
+def run_battery(sample, names, report, controls=None):
+    """The output mutants `names`, in order, until one survives, with a control run at a random
+    place among them (controls.py). Fills report["battery"]."""
     t0 = time.monotonic()
+    controls = controls or Controls()
+    at = controls.place(len(names))
     battery = {"mutants": [], "survived": [], "not_applicable": [], "not_run": []}
     report["battery"] = battery
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.write("\n---- kforge: output mutants (%s) ----\n" % ", ".join(names))
-            stream.flush()
-        except Exception:
-            pass
+    banner("output mutants (%s)" % ", ".join(names))
     outputs = sample["state"].outputs
     isolated = outputs.isolated_launches() if outputs is not None else []
     for i, name in enumerate(names):
+        if i == at and not controls.rerun(sample, "output mutant %d" % (i + 1)):
+            battery["not_run"] = list(names[i:])
+            battery["stopped"] = "a control run failed"
+            break
         entry = run_output_mutant(sample, name)
         if entry["result"] == "killed" and name in PER_LAUNCH and isolated:
             entry = _per_launch(sample, name, isolated, entry)
@@ -259,6 +268,9 @@ def run_battery(sample, names, report):
             battery["not_run"] = list(names[i + 1:])
             battery["stopped"] = "the GPU context was lost under mutant %s" % name
             break
+    else:
+        if at == len(names):
+            controls.rerun(sample, "after the output mutants")
     battery["killed"] = sum(e["result"] == "killed" for e in battery["mutants"])
     battery["applicable"] = sum(e["result"] in ("killed", "survived")
                                 for e in battery["mutants"])
@@ -268,18 +280,32 @@ def run_battery(sample, names, report):
 
 def run_mutants(sample, report, names, kernel=(0, 0.0)):
     """The skip-launch run, then (if the tests failed under it) the output mutants `names`, then
-    (if the tests killed them all) the kernel battery: kernel = (count, time budget in s)."""
+    (if the tests killed them all) the kernel battery: kernel = (count, time budget in s). A
+    fresh control run goes before or after the skip-launch run, by lot (controls.py)."""
+    controls = Controls()
+    report["controls"] = controls.out
+    first = controls.place(1) == 0
+    if first:
+        controls.fresh(sample, "before the skip-launch run", poison_gpu_cache)
     run_mutant(sample, report)
-    battery_after_skip(sample, report, names, kernel)
+    if not first and report.get("verdict") != "passed":
+        controls.fresh(sample, "after the skip-launch run", poison_gpu_cache)
+    if not controls.out["failed"]:
+        battery_after_skip(sample, report, names, kernel, controls)
+    controls.void(report)
 
 
-def battery_after_skip(sample, report, names, kernel=(0, 0.0)):
+def battery_after_skip(sample, report, names, kernel=(0, 0.0), controls=None):
     """The output mutants `names` and the kernel battery, when the skip-launch run whose report
     this is killed the sample's test. In a mutant process of its own (verifier.mutant_run:
     new_process) the real run is made again first, to find the outputs and record the
     launches."""
     names = [n for n in names if n in MUTANTS]
     count, budget = kernel
+    own = controls is None
+    if own:
+        controls = Controls()
+        report["controls"] = controls.out
     if report.get("verdict") == "passed" or (not names and count <= 0) or \
             report.get("environment"):
         return
@@ -289,8 +315,12 @@ def battery_after_skip(sample, report, names, kernel=(0, 0.0)):
         sample["state"].outputs = Outputs()
         if count > 0:
             sample["state"].replays = Recorder()
-        execute(sample, "kforge_sample_real", real, time.monotonic())
+        t_real = time.monotonic()
+        execute(sample, MODULE, real, t_real, "control")
         report["real_run_again"] = {"verdict": real.get("verdict"), "detail": real.get("detail")}
+        bad = [r for r in real.get("tests", []) if r.get("status") not in ("passed", "skipped")]
+        # The real run made again is this process's fresh control run.
+        controls.record("fresh", "after the skip-launch run", bad[0] if bad else None, t_real)
         if real.get("verdict") != "passed":
             report["battery"] = {"mutants": [], "not_run": names,
                                  "stopped": "the real run did not pass again: %s"
@@ -300,9 +330,13 @@ def battery_after_skip(sample, report, names, kernel=(0, 0.0)):
         report["battery"] = {"mutants": [], "not_run": names,
                              "stopped": "the GPU context was lost under the skip-launch run"}
         return
-    if names:
-        battery = run_battery(sample, names, report)
-        if battery["survived"] or battery.get("not_run"):
-            return  # weak already, or stopped (a lost GPU context)
-    if count > 0:
-        run_kernel_battery(sample, report, count, budget, run_tests)
+    try:
+        if names:
+            battery = run_battery(sample, names, report, controls)
+            if battery["survived"] or battery.get("not_run"):
+                return  # weak already, or stopped (a lost GPU context, a failed control)
+        if count > 0:
+            run_kernel_battery(sample, report, count, budget, run_tests_kernel, controls)
+    finally:
+        if own:
+            controls.void(report)
