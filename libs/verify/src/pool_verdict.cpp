@@ -44,14 +44,12 @@ void Pool::Impl::finish_run(Slot& s) {
   // the mutant run's: one JSON object per line.
   std::optional<nlohmann::json> second;
   RunFacts f;
+  nlohmann::json guard = nlohmann::json::array();
   if (!r.result.empty() && !r.result_overflow) {
-    auto nl = r.result.find('\n');
-    auto j = nlohmann::json::parse(r.result.substr(0, nl), nullptr, false);
-    if (j.is_object()) f.report = std::move(j);
-    if (r.mutant_phase && nl != std::string::npos) {
-      auto m = nlohmann::json::parse(r.result.substr(nl + 1), nullptr, false);
-      if (m.is_object()) second = std::move(m);
-    }
+    auto lines = split_result_lines(r.result);
+    guard = std::move(lines.guard);
+    if (!lines.reports.empty()) f.report = std::move(lines.reports[0]);
+    if (r.mutant_phase && lines.reports.size() > 1) second = std::move(lines.reports[1]);
   }
   RunFacts mf;  // the mutant run's facts: how the process ended belongs to it
   if (r.mutant_phase) {
@@ -126,6 +124,7 @@ void Pool::Impl::finish_run(Slot& s) {
     apply_output_facts(res);
     apply_bounds_facts(res);
   }
+  if (!guard.empty()) res.report["guard"] = guard;
   apply_integrity(res, res.report);
   note_unavailable_targets(res);
   ++stats.completed;

@@ -283,20 +283,50 @@ void apply_mutation_score(VerifyResult& primary, const MutationScore& score) {
   }
 }
 
+ResultLines split_result_lines(std::string_view result) {
+  ResultLines out;
+  std::size_t at = 0;
+  while (at < result.size()) {
+    auto nl = result.find('\n', at);
+    bool whole = nl != std::string_view::npos;
+    auto line = result.substr(at, whole ? nl - at : std::string_view::npos);
+    at = whole ? nl + 1 : result.size();
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object()) continue;
+    auto g = j.find("guard");
+    if (g != j.end() && j.size() == 1) {
+      if (whole && g->is_string()) out.guard.push_back(*g);
+      continue;
+    }
+    out.reports.push_back(std::move(j));
+  }
+  return out;
+}
+
 void apply_integrity(VerifyResult& r, const nlohmann::json& report) {
   // The report comes from the sample's own process: each field is checked, never trusted.
   if (!report.is_object()) return;
-  auto in = report.find("integrity");
-  if (in == report.end() || !in->is_object()) return;
-  auto t = in->find("tampered");
-  if (t == in->end() || !t->is_boolean() || !t->get<bool>()) return;
+  const nlohmann::json none = nlohmann::json::object();
+  auto in_it = report.find("integrity");
+  const auto& in = in_it != report.end() && in_it->is_object() ? *in_it : none;
+  auto t = in.find("tampered");
+  bool tampered = t != in.end() && t->is_boolean() && t->get<bool>();
+  // The guard's lines, written on the result pipe the moment of a scan (split_result_lines):
+  // they stand even when the sample rewrote the report that followed.
+  auto g = report.find("guard");
+  bool scanned = g != report.end() && g->is_array() && !g->empty();
+  if (!tampered && !scanned) return;
   bool first = std::find(r.flags.begin(), r.flags.end(), kTampered) == r.flags.end();
   add_flag(r, kTampered);
   if (!first) return;
   std::string what;
+  if (scanned)
+    for (const auto& e : *g)
+      if (e.is_string() && what.size() < 300)
+        what += (what.empty() ? "" : "; ") + e.get<std::string>() + " called by the sample's code";
   auto list = [&](const char* key, const char* name_key, const char* how_key) {
-    auto l = in->find(key);
-    if (l == in->end() || !l->is_array()) return;
+    auto l = in.find(key);
+    if (l == in.end() || !l->is_array()) return;
     for (const auto& e : *l) {
       if (!e.is_object() || what.size() > 300) continue;
       std::string name = e.value(name_key, std::string());
@@ -306,7 +336,7 @@ void apply_integrity(VerifyResult& r, const nlohmann::json& report) {
     }
   };
   list("replaced", "what", "how");
-  list("scans", "event", nullptr);
+  if (!scanned) list("scans", "event", nullptr);
   r.detail += "; tampered: " + (what.empty() ? std::string("the guard found a change") : what) +
               " (a sample must not change what its verdict rests on, nor look for the verifier)";
 }

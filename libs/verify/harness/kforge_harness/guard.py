@@ -17,6 +17,7 @@ the main thread while the sample's code runs). Either kind flags the sample `tam
 
 import builtins
 import importlib
+import os
 import sys
 import threading
 import types
@@ -144,6 +145,10 @@ class Guard:
         self.in_sample = False
         self.main_ident = threading.get_ident()
         self.seen = set()
+        # The result pipe: each scan is written there at once as a line {"guard": EVENT}, before
+        # the scan returns anything to the sample (the pool reads these lines apart from the
+        # reports: a sample that then rewrites its report cannot take them back).
+        self.out_fd = None
 
     def arm(self):
         """Takes the identities (before the sample is imported), installs the audit hook."""
@@ -214,7 +219,7 @@ class Guard:
                 if len(self.findings) < MAX_FINDINGS:
                     self.findings.append({"what": label, "how": how, "phase": phase})
 
-    def _audit(self, event, args):
+    def _audit(self, event, args, _write=os.write):
         if event not in SCANS and event != "import":
             return
         if threading.get_ident() == self.main_ident and not self.in_sample:
@@ -227,6 +232,12 @@ class Guard:
             event = "import " + name
         if len(self.scans) < MAX_FINDINGS and not any(s["event"] == event for s in self.scans):
             self.scans.append({"event": event, "phase": self.phase})
+            if self.out_fd is not None:
+                line = '{"guard": "%s"}\n' % event.replace("\\", "/").replace('"', "'")
+                try:
+                    _write(self.out_fd, line.encode("ascii", "replace"))
+                except OSError:
+                    pass
 
     def report(self):
         """The report's "integrity": what was found, and whether it flags the sample."""

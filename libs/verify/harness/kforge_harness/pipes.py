@@ -44,6 +44,7 @@ def _bad_request(report, result_fd, e):
 
 
 def _read_json(path, report, result_fd):
+    GUARD.out_fd = result_fd  # the sample's process: the guard's lines go on its result pipe
     try:
         with open(path) as f:
             return json.load(f)

@@ -137,6 +137,17 @@ MutationScore score_mutants(Verdict skip_verdict, bool skip_infrastructure,
 // skip-launch mutant's own flag (kMutantSurvived) is set by the pool.
 void apply_mutation_score(VerifyResult& primary, const MutationScore& score);
 
+// What a sample's result pipe holds: its reports, one JSON object per line (the real run's,
+// then the mutant runs' in the same process), and, between them, the guard's lines
+// ({"guard": EVENT}) that the harness's audit hook writes the moment the sample's code scans
+// the process for the verifier. Only complete lines count; a line that is not an object is
+// skipped.
+struct ResultLines {
+  std::vector<nlohmann::json> reports;
+  nlohmann::json guard = nlohmann::json::array();  // the events, in order
+};
+ResultLines split_result_lines(std::string_view result);
+
 // Flags kTampered when a report of the sample's (the real run's or the mutant runs') says the
 // guard found a replaced function or a scan for the verifier ("integrity": tampered), and
 // names the first findings in the detail. Called for every report of the sample.
