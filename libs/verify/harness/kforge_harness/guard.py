@@ -119,26 +119,30 @@ def _cell(c):
 
 
 def _callables(mod):
-    """(name, object) for the functions and classes of a module, and the functions of those
-    classes (as stored in their __dict__)."""
+    """(label, dict, key, object) for the functions and classes of a module, and the functions
+    of those classes, each with the dict that holds it (the module's, the class's)."""
     out = []
-    for name, v in list(vars(mod).items()):
+    md = vars(mod)
+    for name, v in list(md.items()):
         if isinstance(v, (types.FunctionType, types.BuiltinFunctionType)):
-            out.append((name, v))
+            out.append((name, md, name, v))
         elif isinstance(v, type) and getattr(v, "__module__", None) == mod.__name__:
-            out.append((name, v))
-            for k, f in list(vars(v).items()):
+            out.append((name, md, name, v))
+            cd = v.__dict__
+            for k, f in list(cd.items()):
                 if isinstance(f, (types.FunctionType, staticmethod, classmethod)):
-                    out.append((name + "." + k, f))
+                    out.append((name + "." + k, cd, k, f))
         elif isinstance(v, type) and mod.__name__ == "builtins":
-            out.append((name, v))
+            out.append((name, md, name, v))
     return out
 
 
 class Guard:
     def __init__(self):
         self.armed = False
-        self.watch = {}  # label -> (resolver, marks)
+        self.watch = {}  # label -> (resolver, marks): the dotted paths of WATCHED
+        self.flat = []  # (label, dict, key, object, code, cells): the modules watched whole
+        self.modules = []  # (name, module): each watched whole must stay the one in sys.modules
         self.findings = []  # {"what", "how", "phase"}
         self.scans = []  # {"event", "phase", "detail"}
         self.phase = "run"
@@ -168,32 +172,37 @@ class Guard:
             mod = sys.modules.get(modname)
             if mod is None:
                 continue
-            for name, obj in _callables(mod):
-                label = modname + "." + name
-                self.watch[label] = (self._whole_resolver(modname, name), _marks(obj))
+            self.modules.append((modname, mod))
+            for name, d, key, obj in _callables(mod):
+                _, code, cells = _marks(obj)
+                self.flat.append((modname + "." + name, d, key, obj, code, cells))
         if not self.armed:
             sys.addaudithook(self._audit)
         self.main_ident = threading.get_ident()
         self.armed = True
 
-    @staticmethod
-    def _whole_resolver(modname, dotted):
-        def resolve():
-            mod = sys.modules.get(modname)
-            if mod is None:
-                return MISSING
-            obj = mod
-            for name in dotted.split("."):
-                obj = _raw(obj, name)
-                if obj is MISSING:
-                    return MISSING
-            return obj
-        return resolve
+    def _found(self, label, how, phase):
+        self.seen.add(label)
+        if len(self.findings) < MAX_FINDINGS:
+            self.findings.append({"what": label, "how": how, "phase": phase})
 
     def check(self, phase):
         """Looks every watched object up again; records what changed since arm()."""
         if not self.armed:
             return
+        for name, mod in self.modules:
+            if sys.modules.get(name) is not mod and name not in self.seen:
+                self._found(name, "replaced in sys.modules", phase)
+        for label, d, key, obj, code, cells in self.flat:
+            now = d.get(key, MISSING)
+            if now is obj and (code is None or (now.__code__ is code and (
+                    not cells or tuple(id(_cell(c)) for c in now.__closure__) == cells))):
+                continue
+            if label in self.seen:
+                continue
+            self._found(label, "deleted" if now is MISSING else "replaced" if now is not obj
+                        else "code replaced" if now.__code__ is not code else "closure changed",
+                        phase)
         for label, (resolve, marks) in self.watch.items():
             if label in self.seen:
                 continue
@@ -215,9 +224,7 @@ class Guard:
                 elif m[2] != marks[2]:
                     how = "closure changed"
             if how is not None:
-                self.seen.add(label)
-                if len(self.findings) < MAX_FINDINGS:
-                    self.findings.append({"what": label, "how": how, "phase": phase})
+                self._found(label, how, phase)
 
     def _audit(self, event, args, _write=os.write):
         if event not in SCANS and event != "import":
@@ -241,7 +248,7 @@ class Guard:
 
     def report(self):
         """The report's "integrity": what was found, and whether it flags the sample."""
-        return {"armed": self.armed, "watched": len(self.watch),
+        return {"armed": self.armed, "watched": len(self.watch) + len(self.flat),
                 "tampered": bool(self.findings or self.scans),
                 "replaced": list(self.findings), "scans": list(self.scans)}
 

@@ -23,7 +23,7 @@ steps run with time.perf_counter and no flush: the figures mean nothing, the plu
 import sys
 import time
 
-from . import gpulock
+from . import blind, gpulock
 from . import timing_stats as st
 from . import timing_timer as tt
 from .gpusync import synchronize
@@ -483,7 +483,13 @@ def environment():
 
 def run_timing(sample, report, request):
     """Fills report["speed"] for a passing sample (and fails it when its declared reference
-    disagrees with its wrapper). Never raises."""
+    disagrees with its wrapper). Never raises. Runs on the thread that ran the sample's import
+    and tests (blind.call): what the import left in thread-local state (torch's default device,
+    grad mode, the current stream) holds for its wrapper, inputs and reference here too."""
+    blind.call("timing", _run_timing, sample, report, request)
+
+
+def _run_timing(sample, report, request):
     cfg = request.get("timing") or {}
     module = sample.get("module")
     state = sample["state"]
