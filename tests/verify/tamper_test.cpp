@@ -51,6 +51,39 @@ void expect_caught(const std::vector<Want>& want) {
   }
 }
 
+TEST(VerifyTamper, PythonBlindCallsGuardAndControlRule) {
+  TempDir tmp;
+  auto r = run_process(
+      {sandbox_python(), (source_dir() / "tests/verify/blind/blind_test.py").string(),
+       (source_dir() / "libs/verify/harness").string(),
+       (source_dir() / "tests/verify/fake_triton").string()},
+      {"TMPDIR=" + tmp.path().string()}, 120);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("Ran 8 tests"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("\nOK"), std::string::npos) << r.err;
+}
+
+TEST(VerifyTamper, GuardLinesOnTheResultPipeAreReadApartFromTheReports) {
+  auto lines = verify::split_result_lines(
+      "{\"guard\": \"gc.get_objects\"}\n{\"verdict\": \"passed\", \"mutant_phase\": true}\n"
+      "{\"guard\": \"sys._current_frames\"}\n{\"verdict\": \"failed\"}\n{\"guard\": \"x\"");
+  ASSERT_EQ(lines.reports.size(), 2u);
+  EXPECT_EQ(lines.reports[0]["verdict"], "passed");
+  EXPECT_EQ(lines.reports[1]["verdict"], "failed");
+  // The last line is not whole: not counted.
+  EXPECT_EQ(lines.guard, Json({"gc.get_objects", "sys._current_frames"}));
+  // A report that happens to hold a "guard" key among others stays a report.
+  auto other = verify::split_result_lines("{\"guard\": 1, \"verdict\": \"passed\"}\n");
+  EXPECT_EQ(other.reports.size(), 1u);
+  EXPECT_TRUE(other.guard.empty());
+  // The flag and its detail come from the guard's lines even when the report says nothing.
+  verify::VerifyResult res;
+  res.verdict = Verdict::passed;
+  verify::apply_integrity(res, Json{{"guard", {"gc.get_objects"}}});
+  EXPECT_EQ(res.flags, std::vector<std::string>{verify::kTampered});
+  EXPECT_NE(res.detail.find("gc.get_objects called by the sample's code"), std::string::npos);
+}
+
 TEST(VerifyTamper, SamplesThatLookForTheVerifierSeeTheSameInEveryRun) {
   // Their tests compare only when a frame, module or word of the verifier's mutant runs is in
   // sight; with nothing in sight they never compare, and skipping the launches shows it.
