@@ -100,6 +100,8 @@ def wear(fn, like):
             repl.update(co_filename=lc.co_filename, co_firstlineno=lc.co_firstlineno)
         if hasattr(code, "co_qualname"):
             repl["co_qualname"] = getattr(like, "__qualname__", code.co_name)
+        if lc is not None:  # the functions nested in it (a lambda) live in that file too
+            repl["co_consts"] = tuple(_in_file(c, lc.co_filename) for c in code.co_consts)
         code = code.replace(**repl)
     except (TypeError, ValueError, AttributeError):
         return fn
@@ -116,6 +118,13 @@ def wear(fn, like):
             pass
     out.__wrapped__ = like
     return out
+
+
+def _in_file(c, filename):
+    if not isinstance(c, types.CodeType):
+        return c
+    return c.replace(co_filename=filename,
+                     co_consts=tuple(_in_file(k, filename) for k in c.co_consts))
 
 
 def _global_names(code):
