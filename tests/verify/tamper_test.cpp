@@ -53,11 +53,11 @@ void expect_caught(const std::vector<Want>& want) {
 
 TEST(VerifyTamper, PythonBlindCallsGuardAndControlRule) {
   TempDir tmp;
-  auto r = run_process(
-      {sandbox_python(), (source_dir() / "tests/verify/blind/blind_test.py").string(),
-       (source_dir() / "libs/verify/harness").string(),
-       (source_dir() / "tests/verify/fake_triton").string()},
-      {"TMPDIR=" + tmp.path().string()}, 120);
+  auto r =
+      run_process({sandbox_python(), (source_dir() / "tests/verify/blind/blind_test.py").string(),
+                   (source_dir() / "libs/verify/harness").string(),
+                   (source_dir() / "tests/verify/fake_triton").string()},
+                  {"TMPDIR=" + tmp.path().string()}, 120);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.err.find("Ran 8 tests"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("\nOK"), std::string::npos) << r.err;
@@ -113,7 +113,8 @@ TEST(VerifyTamper, ACountingTestIsCaughtByAControlRun) {
 }
 
 TEST(VerifyTamper, ReplacedFunctionsAndScansAreFlaggedTampered) {
-  auto r = run_corpus({"patched_isclose", "patched_timer", "patched_report", "gc_scan", "settrace"});
+  auto r =
+      run_corpus({"patched_isclose", "patched_timer", "patched_report", "gc_scan", "settrace"});
   ASSERT_EQ(r.size(), 5u);
   for (const auto& x : r) {
     SCOPED_TRACE(x.key + ": " + x.detail + "\n" + x.report.dump());
