@@ -126,7 +126,7 @@ TEST(VerifyTamper, ReplacedFunctionsAndScansAreFlaggedTampered) {
   EXPECT_NE(r[1].detail.find("time.perf_counter replaced"), std::string::npos);
   // The writer was replaced after the scan that found it: the guard's line on the result pipe,
   // written before the scan returned, stands whatever the report says.
-  EXPECT_EQ(r[2].report["guard"], Json({"gc.get_objects"}));
+  EXPECT_EQ(r[2].report["guard"], Json::array({"gc.get_objects"}));
   EXPECT_NE(r[3].detail.find("gc.get_objects called by the sample's code"), std::string::npos);
   EXPECT_NE(r[4].detail.find("sys.settrace"), std::string::npos);
 }
