@@ -15,7 +15,6 @@ the main thread while the sample's code runs). Either kind flags the sample `tam
 (docs/VERIFIER.md, "Trust model").
 """
 
-import builtins
 import importlib
 import os
 import sys
@@ -265,5 +264,3 @@ def describe(integrity):
         parts.append("%s called by the sample's code (in %s)" % (s["event"], s["phase"]))
     return "; ".join(parts[:3]) + ("; ..." if len(parts) > 3 else "")
 
-
-_ = builtins  # the module is watched whole (WHOLE); imported so it is loaded by name
