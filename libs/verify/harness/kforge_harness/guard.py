@@ -254,13 +254,3 @@ class Guard:
 
 GUARD = Guard()
 
-
-def describe(integrity):
-    """One line for a tampered sample's detail."""
-    parts = []
-    for f in integrity.get("replaced") or []:
-        parts.append("%s %s (in %s)" % (f["what"], f["how"], f["phase"]))
-    for s in integrity.get("scans") or []:
-        parts.append("%s called by the sample's code (in %s)" % (s["event"], s["phase"]))
-    return "; ".join(parts[:3]) + ("; ..." if len(parts) > 3 else "")
-
