@@ -347,6 +347,32 @@ HarnessReport::KernelBattery kernel_battery_of(const nlohmann::json& kb) {
   return out;
 }
 
+HarnessReport::Integrity integrity_of(const nlohmann::json& in) {
+  HarnessReport::Integrity out;
+  out.armed = in.at("armed").get<bool>();
+  out.watched = in.at("watched").get<std::int64_t>();
+  out.tampered = in.at("tampered").get<bool>();
+  for (const auto& e : in.at("replaced"))
+    out.replaced.push_back({e.at("what").get<std::string>(), e.at("how").get<std::string>(),
+                            e.at("phase").get<std::string>()});
+  for (const auto& e : in.at("scans"))
+    out.scans.push_back({e.at("event").get<std::string>(), e.at("phase").get<std::string>()});
+  out.raw = in;
+  return out;
+}
+
+HarnessReport::Controls controls_of(const nlohmann::json& c) {
+  HarnessReport::Controls out;
+  for (const auto& e : c.at("runs"))
+    out.runs.push_back({e.at("kind").get<std::string>(), e.at("at").get<std::string>(),
+                        e.at("result").get<std::string>(), e.at("duration_ms").get<std::int64_t>(),
+                        opt_str(e, "by")});
+  out.failed = c.at("failed").get<bool>();
+  if (const auto* v = child(c, "void")) out.voided = v->get<bool>();
+  out.raw = c;
+  return out;
+}
+
 HarnessReport read_checked(const nlohmann::json& r) {
   HarnessReport h;
   h.version = r.at("harness").get<int>();
@@ -381,6 +407,8 @@ HarnessReport read_checked(const nlohmann::json& r) {
   if (const auto* kb = child(r, "kernel_battery")) h.kernel_battery = kernel_battery_of(*kb);
   if (const auto* p = child(r, "poisoned_bytes")) h.poisoned_bytes = *p;
   if (const auto* m = child(r, "mutant_phase")) h.mutant_phase = m->get<bool>();
+  if (const auto* in = child(r, "integrity")) h.integrity = integrity_of(*in);
+  if (const auto* c = child(r, "controls")) h.controls = controls_of(*c);
   if (const auto* t = child(r, "phase_times")) h.phase_times = *t;
   if (const auto* e = child(r, "phase_errors")) h.phase_errors = *e;
   if (const auto* s = child(r, "phase_state")) h.phase_state = *s;

@@ -283,11 +283,13 @@ void Pool::Impl::drain_fd(int& fd, SampleProcess& r, Stream which) {
 // The real run's report has arrived; if the mutant run follows in the same process, it gets
 // a deadline of its own, as it would in a process of its own.
 void Pool::Impl::watch_first_line(SampleProcess& r) {
-  auto nl = r.result.find('\n');
+  auto nl = r.result.rfind('\n');
   if (nl == std::string::npos) return;
+  // The guard's lines may come first (split_result_lines): the first report is what counts.
+  auto lines = split_result_lines(std::string_view(r.result).substr(0, nl + 1));
+  if (lines.reports.empty()) return;
   r.first_line_seen = true;
-  auto j = nlohmann::json::parse(r.result.substr(0, nl), nullptr, false);
-  auto report = parse_harness_report(j, ReportOrigin::harness);
+  auto report = parse_harness_report(lines.reports.front(), ReportOrigin::harness);
   if (!report.ok() || !report->mutant_phase) return;
   r.mutant_phase = true;
   r.primary_done = now();

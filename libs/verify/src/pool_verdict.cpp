@@ -23,11 +23,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// One line of the result pipe: the JSON (kept in `raw`, to be stored) and its report, parsed
+// One report of the result pipe (split_result_lines): the JSON (kept in `raw`, to be stored) and its report, parsed
 // once against report_fields.txt (harness_report.hpp). A report that does not match is an
 // infrastructure error naming the field (RunFacts::report_error), never read with defaults.
-void take_report(const std::string& line, nlohmann::json& raw, RunFacts& facts) {
-  raw = nlohmann::json::parse(line, nullptr, false);
+void take_report(nlohmann::json line, nlohmann::json& raw, RunFacts& facts) {
+  raw = std::move(line);
   if (!raw.is_object()) {
     raw = nlohmann::json::object();
     return;
@@ -62,13 +62,16 @@ void Pool::Impl::finish_run(Slot& s) {
 
   // The result pipe holds the real run's report and, after a mutant run in the same process,
   // the mutant run's: one JSON object per line.
+  // The guard's lines ({"guard": EVENT}) come between them, read apart (split_result_lines).
   nlohmann::json raw = nlohmann::json::object(), second_raw = nlohmann::json::object();
   RunFacts f, mf;  // mf: the mutant run's facts: how the process ended belongs to it
+  nlohmann::json guard = nlohmann::json::array();
   if (!r.result.empty() && !r.result_overflow) {
-    auto nl = r.result.find('\n');
-    take_report(r.result.substr(0, nl), raw, f);
-    if (r.mutant_phase && nl != std::string::npos)
-      take_report(r.result.substr(nl + 1), second_raw, mf);
+    auto lines = split_result_lines(r.result);
+    guard = std::move(lines.guard);
+    if (!lines.reports.empty()) take_report(std::move(lines.reports[0]), raw, f);
+    if (r.mutant_phase && lines.reports.size() > 1)
+      take_report(std::move(lines.reports[1]), second_raw, mf);
   }
   if (r.mutant_phase) {
     mf.killed = r.killed;
@@ -147,13 +150,15 @@ void Pool::Impl::finish_run(Slot& s) {
     apply_output_facts(res);
     apply_bounds_facts(res);
   }
+  if (!guard.empty()) res.report["guard"] = guard;
+  apply_integrity(res, res.harness ? &*res.harness : nullptr, guard);
   note_unavailable_targets(res);
   ++stats.completed;
   if (r.mutant_phase) {
     auto mc = classify(mf);
     attach_mutant(res, mc.verdict, mc.detail, mc.flags,
                   std::chrono::duration_cast<milliseconds>(end - r.primary_done).count(), mf.report,
-                  "same");
+                  nlohmann::json::array(), "same");  // the pipe's guard lines are on res already
     ++stats.mutant_runs;
     ready.emplace_back(std::move(r.job.done), std::move(res));
     return;
@@ -166,7 +171,8 @@ void Pool::Impl::finish_run(Slot& s) {
 // fail for the verifier's own reasons) means the test checks nothing about the kernel.
 void Pool::Impl::attach_mutant(VerifyResult& primary, Verdict verdict, const std::string& detail,
                                const std::vector<std::string>& flags, std::int64_t duration_ms,
-                               const std::optional<HarnessReport>& report, const char* process) {
+                               const std::optional<HarnessReport>& report,
+                               const nlohmann::json& guard, const char* process) {
   nlohmann::json skipped = nlohmann::json::object();
   if (report && report->triton)
     for (const auto& [kernel, n] : report->triton->launches) skipped[kernel] = n;
@@ -186,6 +192,10 @@ void Pool::Impl::attach_mutant(VerifyResult& primary, Verdict verdict, const std
   // The mutant runs' own reports, as the harness wrote them (what they ran, for debug).
   if (report && report->battery) m["battery"] = report->battery->raw;
   if (report && report->kernel_battery) m["kernel_battery"] = report->kernel_battery->raw;
+  // The control runs among them, and what the guard found in the process that ran them.
+  if (report && report->controls) m["controls"] = report->controls->raw;
+  if (report && report->integrity) m["integrity"] = report->integrity->raw;
+  if (guard.is_array() && !guard.empty()) m["guard"] = guard;
   // Its phases (skip_launch, output_mutants, kernel_battery): times, and what broke or was left
   // behind (docs/VERIFIER.md, "Phases").
   if (report) {
@@ -195,7 +205,10 @@ void Pool::Impl::attach_mutant(VerifyResult& primary, Verdict verdict, const std
   }
   primary.report["mutant"] = std::move(m);
   if (verdict == Verdict::passed && !infra) primary.flags.emplace_back(kMutantSurvived);
-  apply_mutation_score(primary, score_mutants(verdict, infra, report ? &*report : nullptr));
+  const HarnessReport* h = report ? &*report : nullptr;
+  apply_mutation_score(primary, score_mutants(verdict, infra, h));
+  apply_controls(primary, h);
+  apply_integrity(primary, h, guard);
 }
 
 void Pool::Impl::note_unavailable_targets(const VerifyResult& res) {
@@ -213,7 +226,9 @@ void Pool::Impl::note_unavailable_targets(const VerifyResult& res) {
 void Pool::Impl::complete(Sample job, VerifyResult res) {
   if (job.mutant) {
     VerifyResult primary = std::move(*job.primary);
-    attach_mutant(primary, res.verdict, res.detail, res.flags, res.duration_ms, res.harness, "new");
+    attach_mutant(primary, res.verdict, res.detail, res.flags, res.duration_ms, res.harness,
+                  res.report.contains("guard") ? res.report["guard"] : nlohmann::json::array(),
+                  "new");
     ready.emplace_back(std::move(job.done), std::move(primary));
     return;
   }

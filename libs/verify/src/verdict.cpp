@@ -182,10 +182,17 @@ KernelScore score_kernel(const HarnessReport::KernelBattery& kb) {
 
 }  // namespace
 
+namespace {
+bool control_failed(const HarnessReport* mutant_report) {
+  return mutant_report && mutant_report->controls && mutant_report->controls->failed;
+}
+}  // namespace
+
 MutationScore score_mutants(Verdict skip_verdict, bool skip_infrastructure,
                             const HarnessReport* mutant_report) {
   MutationScore s;
-  if (!skip_infrastructure) {
+  // A failed control voids every kill, the skip-launch run's too (apply_controls flags it).
+  if (!skip_infrastructure && !(control_failed(mutant_report) && skip_verdict != Verdict::passed)) {
     ++s.applicable;
     if (skip_verdict == Verdict::passed)
       s.survived.push_back("skip_launch");
@@ -241,6 +248,68 @@ void apply_mutation_score(VerifyResult& primary, const MutationScore& score) {
     add_flag(primary, kWeakInputs);
     primary.detail += "; weak inputs: " + kernel_mutant_meaning(score.kernel.survived.front());
   }
+}
+
+ResultLines split_result_lines(std::string_view result) {
+  ResultLines out;
+  std::size_t at = 0;
+  while (at < result.size()) {
+    auto nl = result.find('\n', at);
+    bool whole = nl != std::string_view::npos;
+    auto line = result.substr(at, whole ? nl - at : std::string_view::npos);
+    at = whole ? nl + 1 : result.size();
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object()) continue;
+    auto g = j.find("guard");
+    if (g != j.end() && j.size() == 1) {
+      if (whole && g->is_string()) out.guard.push_back(*g);
+      continue;
+    }
+    out.reports.push_back(std::move(j));
+  }
+  return out;
+}
+
+void apply_integrity(VerifyResult& r, const HarnessReport* report, const nlohmann::json& guard) {
+  bool tampered = report && report->integrity && report->integrity->tampered;
+  // The guard's lines, written on the result pipe the moment of a scan (split_result_lines):
+  // they stand even when the sample rewrote the report that followed.
+  bool scanned = guard.is_array() && !guard.empty();
+  if (!tampered && !scanned) return;
+  bool first = std::find(r.flags.begin(), r.flags.end(), kTampered) == r.flags.end();
+  add_flag(r, kTampered);
+  if (!first) return;
+  std::string what;
+  auto add = [&](const std::string& name, const std::string& how, const std::string& phase) {
+    if (what.size() > 300) return;
+    what += (what.empty() ? "" : "; ") + name + " " + how +
+            (phase.empty() ? std::string() : " (in the " + phase + " run)");
+  };
+  if (scanned)
+    for (const auto& e : guard)
+      if (e.is_string()) add(e.get<std::string>(), "called by the sample's code", "");
+  if (tampered) {
+    for (const auto& e : report->integrity->replaced) add(e.what, e.how, e.phase);
+    if (!scanned)
+      for (const auto& e : report->integrity->scans)
+        add(e.event, "called by the sample's code", e.phase);
+  }
+  r.detail += "; tampered: " + (what.empty() ? std::string("the guard found a change") : what) +
+              " (a sample must not change what its verdict rests on, nor look for the verifier)";
+}
+
+void apply_controls(VerifyResult& primary, const HarnessReport* mutant_report) {
+  if (!control_failed(mutant_report)) return;
+  add_flag(primary, kUnstableTest);
+  std::string by;
+  for (const auto& c : mutant_report->controls->runs)
+    if (c.result == "failed") {
+      by = c.by.value_or("");
+      break;
+    }
+  primary.detail += "; unstable test: a control run of the unmutated sample failed" +
+                    (by.empty() ? std::string() : " (" + by + ")") +
+                    ", so no mutant run's failure counts as a kill";
 }
 
 std::string kernel_mutant_meaning(const KernelSurvivor& s) {

@@ -8,6 +8,11 @@ The package, by concern (docs/VERIFIER.md describes what each does for a verdict
   shims         APIs removed from Triton, put back when a script uses them
   runner        one run of a sample's tests and its report
   mutants       the mutant runs: launches skipped, then the battery of output mutants
+  controls      control runs of the unmutated sample at random places among the mutant runs
+  blind         every call of the sample's code: one runner thread, one neutral frame, the
+                verifier's modules out of sys.modules while it runs
+  guard         the functions a verdict or a time rests on, checked for replacement after
+                every call; the audit hook that sees the sample scan for the verifier
   bounds        a passing sample's launches replayed between guard zones: reads and writes
                 outside its buffers (kernel_replay's recorder and Launch)
   crosscompile  a passing sample's launched kernels compiled for other targets (hip:gfx942),

@@ -27,6 +27,8 @@ from .shapes import Json
 
 from .report_schema import TARGET_RESULT
 
+from .triton_hooks import inner_of
+
 # The launch options that mean the same on every backend; the others (CUDA's maxnreg, the
 # backend's own arch, libdevice as an extern lib) would be wrong on another target.
 PORTABLE_OPTIONS = ("num_warps", "num_stages", "num_ctas", "enable_fp_fusion", "debug",
@@ -202,7 +204,7 @@ def triton_parts() -> tuple[Optional[tuple[Any, ...]], Optional[str]]:
     except Exception as e:  # noqa: BLE001 - an old Triton: ASTSource/GPUTarget came in 3.0
         return None, "this Triton (%s) cannot compile for another target: %s: %s" % (
             getattr(triton, "__version__", "?"), type(e).__name__, str(e)[:200])
-    compile_fn = getattr(compile_fn, "_kforge_inner", compile_fn)  # not the timed wrapper
+    compile_fn = inner_of(compile_fn)  # not the timed wrapper
     return (ASTSource, GPUTarget, compile_fn, backends), None
 
 

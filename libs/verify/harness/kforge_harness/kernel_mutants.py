@@ -19,13 +19,16 @@ import ast
 import linecache
 import os
 import time
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from . import kernel_ops
 from .assembly import section_of
 from .gpusync import synchronize
 from .kernel_replay import context_lost, differs, run_launch
 from .shapes import Json, Sample
+
+if TYPE_CHECKING:
+    from .controls import Controls
 
 SEED = 20261127
 
@@ -138,10 +141,12 @@ def _run_swapped(sample, state, jit, mjit, poison):
 
 
 def run_kernel_battery(sample: Sample, report: Json, count: int, budget_s: float,
-                       run_tests: Callable[[Sample], Optional[Json]]) -> Json:
+                       run_tests: Callable[[Sample], Optional[Json]],
+                       controls: Optional[Controls] = None) -> Json:
     """Up to `count` kernel mutants within `budget_s` seconds; fills report["kernel_battery"].
     run_tests(sample) runs the real run's tests once and returns the first failing test's
-    result (None when they all pass)."""
+    result (None when they all pass). controls (controls.Controls): a control run goes at a
+    random place among the mutants; one that fails stops the battery."""
     t0 = time.monotonic()
     state = sample["state"]
     kb = {"mutants": [], "killed": 0, "applicable": 0, "equivalent": 0, "survived": [],
@@ -171,7 +176,12 @@ def run_kernel_battery(sample: Sample, report: Json, count: int, budget_s: float
     written = dict(state.outputs.written) if state.outputs is not None else {}
     sample["run_tests"] = run_tests
     workdir = os.path.dirname(sample["path"])
+    at = controls.place(len(chosen)) if controls is not None else -1
     for i, site in enumerate(chosen):
+        if i == at and not controls.rerun(sample, "kernel mutant %d" % (i + 1)):
+            kb["not_run"] = len(chosen) - i
+            kb["stopped"] = "a control run failed"
+            break
         if time.monotonic() - t0 >= budget_s:
             kb["not_run"] = len(chosen) - i
             kb["stopped"] = "the time budget (%g s) was spent" % budget_s
@@ -237,6 +247,9 @@ def run_kernel_battery(sample: Sample, report: Json, count: int, budget_s: float
         if kb["not_run"]:
             kb["stopped"] = "first survivor"
         break
+    else:
+        if at == len(chosen):
+            controls.rerun(sample, "after the kernel mutants")
     if originals.errors:
         kb["replay_errors"] = list(originals.errors)
     kb["duration_ms"] = int((time.monotonic() - t0) * 1000)

@@ -26,7 +26,7 @@ import sys
 import time
 from typing import Any, Callable, Optional
 
-from . import gpulock
+from . import blind, gpulock
 from . import timing_stats as st
 from . import timing_timer as tt
 from .gpusync import synchronize
@@ -491,7 +491,13 @@ def environment() -> Json:
 
 def run_timing(sample: Sample, report: Json, request: Json) -> None:
     """Fills report["speed"] for a passing sample (and fails it when its declared reference
-    disagrees with its wrapper). Never raises."""
+    disagrees with its wrapper). Never raises. Runs on the thread that ran the sample's import
+    and tests (blind.call): what the import left in thread-local state (torch's default device,
+    grad mode, the current stream) holds for its wrapper, inputs and reference here too."""
+    blind.call("timing", _run_timing, sample, report, request)
+
+
+def _run_timing(sample, report, request):
     cfg = request.get("timing") or {}
     module = sample.get("module")
     state = sample["state"]

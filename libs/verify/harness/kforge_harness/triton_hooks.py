@@ -3,10 +3,12 @@ skipped or mutated), single-config autotuning, compile timing. No effect without
 
 from __future__ import annotations
 
+import builtins
 import importlib
 import os
 import sys
 import time
+import types
 from typing import Any
 
 from . import buffers, gpulock
@@ -75,6 +77,71 @@ def new_compile_stats() -> dict[str, int]:
 # (phases.sequence) are the differences of these.
 TOTALS = {"compile": new_compile_stats(), "launcher": new_compile_stats()}
 
+# The wrappers this module made (id -> (wrapper, what it wraps)) and the JIT classes it patched
+# (id -> the original run): kept here, not as attributes a sample would see on Triton's objects.
+_INNER = {}
+_PATCHED = {}
+
+
+def inner_of(fn):
+    """What a timed wrapper of this module wraps (fn itself when it is none)."""
+    got = _INNER.get(id(fn))
+    return got[1] if got is not None and got[0] is fn else fn
+
+
+def _ours(fn):
+    got = _INNER.get(id(fn))
+    return got is not None and got[0] is fn
+
+
+def wear(fn, like):
+    """fn dressed as `like` (Triton's function it replaces): its name, qualified name, module,
+    docstring, file and first line, and globals named as like's module holding only what fn's
+    code uses. A sample that looks at JITFunction.run sees Triton's names, not the verifier's
+    (docs/VERIFIER.md, "Trust model": its closure still reaches the verifier's state)."""
+    code = fn.__code__
+    try:
+        repl = {"co_name": getattr(like, "__name__", code.co_name)}
+        lc = getattr(like, "__code__", None)
+        if lc is not None:
+            repl.update(co_filename=lc.co_filename, co_firstlineno=lc.co_firstlineno)
+        if hasattr(code, "co_qualname"):
+            repl["co_qualname"] = getattr(like, "__qualname__", code.co_name)
+        if lc is not None:  # the functions nested in it (a lambda) live in that file too
+            repl["co_consts"] = tuple(_in_file(c, lc.co_filename) for c in code.co_consts)
+        code = code.replace(**repl)
+    except (TypeError, ValueError, AttributeError):
+        return fn
+    scope = {"__name__": getattr(like, "__module__", None) or "triton", "__builtins__": builtins}
+    for name in _global_names(fn.__code__):
+        if name in fn.__globals__ and not name.startswith("__"):
+            scope[name] = fn.__globals__[name]
+    out = types.FunctionType(code, scope, code.co_name, fn.__defaults__, fn.__closure__)
+    out.__kwdefaults__ = fn.__kwdefaults__
+    for attr in ("__qualname__", "__module__", "__doc__"):
+        try:
+            setattr(out, attr, getattr(like, attr))
+        except (AttributeError, TypeError):
+            pass
+    out.__wrapped__ = like
+    return out
+
+
+def _in_file(c, filename):
+    if not isinstance(c, types.CodeType):
+        return c
+    return c.replace(co_filename=filename,
+                     co_consts=tuple(_in_file(k, filename) for k in c.co_consts))
+
+
+def _global_names(code):
+    """The names code (and the functions nested in it) may look up as globals."""
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names |= _global_names(c)
+    return names
+
 
 def _timed_compile(compile_fn, state, what="compile"):
     def timed(*args, **kwargs):
@@ -91,8 +158,8 @@ def _timed_compile(compile_fn, state, what="compile"):
                 st["cpu_ms"] += int((time.process_time() - c0) * 1000)
                 st["child_cpu_ms"] += int(((k1.children_user - k0.children_user) +
                                            (k1.children_system - k0.children_system)) * 1000)
-    timed._kforge_timed = True
-    timed._kforge_inner = compile_fn
+    timed = wear(timed, compile_fn) if isinstance(compile_fn, types.FunctionType) else timed
+    _INNER[id(timed)] = (timed, compile_fn)
     return timed
 
 
@@ -138,19 +205,19 @@ def install_triton_hooks(state: TritonState) -> None:
     state.available = True
     state.version = getattr(triton, "__version__", None)
     JITFunction = jit_mod.JITFunction
-    if getattr(JITFunction, "_kforge_patched", False):
-        state.launch_raw = _launch_raw(JITFunction._kforge_orig_run)
+    if id(JITFunction) in _PATCHED:
+        state.launch_raw = _launch_raw(_PATCHED[id(JITFunction)][1])
         return
     orig_init = JITFunction.__init__
     orig_run = JITFunction.run
-    JITFunction._kforge_orig_run = orig_run
+    _PATCHED[id(JITFunction)] = (JITFunction, orig_run)
     state.launch_raw = _launch_raw(orig_run)
 
     def init(self, fn, *args, **kwargs):
         orig_init(self, fn, *args, **kwargs)
         try:
             compile_fn = getattr(self, "compile", None)
-            if callable(compile_fn) and not getattr(compile_fn, "_kforge_timed", False):
+            if callable(compile_fn) and not _ours(compile_fn):
                 self.compile = _timed_compile(compile_fn, state)
         except Exception:
             pass
@@ -221,7 +288,7 @@ def install_triton_hooks(state: TritonState) -> None:
         try:
             mod = importlib.import_module(modname)
             compile_fn = getattr(mod, "compile", None)
-            if callable(compile_fn) and not getattr(compile_fn, "_kforge_timed", False):
+            if callable(compile_fn) and not _ours(compile_fn):
                 if id(compile_fn) not in wrapped:
                     wrapped[id(compile_fn)] = _timed_compile(compile_fn, state)
                 setattr(mod, "compile", wrapped[id(compile_fn)])
@@ -232,14 +299,13 @@ def install_triton_hooks(state: TritonState) -> None:
         # when the kernel first runs, outside compile().
         from triton.backends.nvidia import driver as nv_driver
         build = getattr(nv_driver, "compile_module_from_src", None)
-        if callable(build) and not getattr(build, "_kforge_timed", False):
+        if callable(build) and not _ours(build):
             nv_driver.compile_module_from_src = _timed_compile(build, state, "launcher")
     except Exception:
         pass
-    JITFunction.__init__ = init
-    JITFunction.run = run
-    JITFunction.__getitem__ = getitem
-    JITFunction._kforge_patched = True
+    JITFunction.__init__ = wear(init, orig_init)
+    JITFunction.run = wear(run, orig_run)
+    JITFunction.__getitem__ = wear(getitem, orig_getitem)
     _patch_autotuner(state)
 
 
@@ -287,9 +353,9 @@ def _patch_autotuner(state):
             hash(key)
         except TypeError:
             key = None
-        chosen = getattr(self, "_kforge_chosen", None)
+        chosen = getattr(self, "_chosen_configs", None)
         if chosen is None:
-            chosen = self._kforge_chosen = {}
+            chosen = self._chosen_configs = {}
         if key is not None and key in chosen:
             config = chosen[key]
             if getattr(config, "pre_hook", None) is not None:
@@ -342,5 +408,5 @@ def _patch_autotuner(state):
         self.nargs = None
         raise last if last is not None else RuntimeError("autotune: no config left")
 
-    Autotuner.run = run
+    Autotuner.run = wear(run, orig_run)
 

@@ -40,6 +40,8 @@ enum class Flag {
   environment,
   slow,
   cross_compile_failed,
+  tampered,
+  unstable_test,
 };
 inline constexpr EnumName<Flag> kFlagNames[] = {
     {Flag::no_kernel_launch, "no_kernel_launch"},
@@ -51,7 +53,9 @@ inline constexpr EnumName<Flag> kFlagNames[] = {
     {Flag::infrastructure, "infrastructure"},
     {Flag::environment, "environment"},
     {Flag::slow, "slow"},
-    {Flag::cross_compile_failed, "cross_compile_failed"}};
+    {Flag::cross_compile_failed, "cross_compile_failed"},
+    {Flag::tampered, "tampered"},
+    {Flag::unstable_test, "unstable_test"}};
 
 // One cross-compile target's result (verify/targets.hpp).
 enum class TargetResultKind { ok, error, unavailable, not_run };

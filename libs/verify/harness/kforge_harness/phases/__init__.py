@@ -20,6 +20,7 @@ from typing import Any, Optional
 from . import (bounds_replay, cross_compile, kernel_battery, output_mutants, skip_launch, speed,
                test_run)
 from .. import gpulock
+from ..controls import Controls
 from .sequence import Phases, Report, Result
 
 __all__ = ["Phases", "Report", "Result", "real_run", "mutant_run", "mutant_process"]
@@ -53,27 +54,36 @@ def real_run(request: dict[str, Any], report: Report, phases: Phases) -> Optiona
 def mutant_run(sample: dict[str, Any], report: Report, phases: Phases, names: list[str],
                kernel: tuple[int, float]) -> None:
     """The mutant report, in the real run's process after its report went out: the skip-launch
-    run, then the batteries."""
-    if phases.run("skip_launch", skip_launch.run, sample, broken=skip_launch.broken):
-        batteries(sample, report, phases, names, kernel)
+    run (a fresh control run before or after it, by lot), then the batteries (a control run
+    among each's mutants). A failed control voids the kills (report["controls"])."""
+    controls = Controls()
+    report["controls"] = controls.out
+    if phases.run("skip_launch", skip_launch.run, sample, controls, broken=skip_launch.broken) \
+            and not controls.out["failed"]:
+        batteries(sample, report, phases, names, kernel, controls)
+    controls.void(report)
 
 
 def mutant_process(request: dict[str, Any], report: Report, phases: Phases, names: list[str],
                    kernel: tuple[int, float]) -> None:
     """A mutant process of its own (verifier.mutant_run: new_process, or the real run's process
-    could not go on): its run is the skip-launch run, then the batteries."""
+    could not go on): its run is the skip-launch run, then the batteries; the real run made
+    again before them is its fresh control run."""
+    controls = Controls()
+    report["controls"] = controls.out
     sample = phases.run("skip_launch", test_run.run, request, broken=test_run.broken)
     if sample is not None:
-        batteries(sample, report, phases, names, kernel)
+        batteries(sample, report, phases, names, kernel, controls)
+    controls.void(report)
     _note_lock(report)
 
 
 def batteries(sample: dict[str, Any], report: Report, phases: Phases, names: list[str],
-              kernel: tuple[int, float]) -> None:
-    """The output mutants, then (when the tests killed them all) the kernel battery:
-    kernel = (count, time budget in s)."""
+              kernel: tuple[int, float], controls: Controls) -> None:
+    """The output mutants, then (when the tests killed them all and no control failed) the
+    kernel battery: kernel = (count, time budget in s)."""
     count, budget = kernel
-    if phases.run("output_mutants", output_mutants.run, sample, report, names, count,
+    if phases.run("output_mutants", output_mutants.run, sample, report, names, count, controls,
                   broken=output_mutants.broken):
-        phases.run("kernel_battery", kernel_battery.run, sample, count, budget,
+        phases.run("kernel_battery", kernel_battery.run, sample, count, budget, controls,
                    broken=kernel_battery.broken)

@@ -6,14 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 from ..kernel_mutants import run_kernel_battery
-from ..mutants import run_tests
+from ..controls import Controls
+from ..mutants import run_tests_kernel
 from .sequence import Report
 
 
-def run(sample: dict[str, Any], count: int, budget_s: float) -> Report:
-    """report["kernel_battery"]."""
+def run(sample: dict[str, Any], count: int, budget_s: float, controls: Controls) -> Report:
+    """report["kernel_battery"], a control run at a random place among the mutants."""
     part: Report = {}
-    run_kernel_battery(sample, part, count, budget_s, run_tests)
+    run_kernel_battery(sample, part, count, budget_s, run_tests_kernel, controls)
     return part
 
 

@@ -8,6 +8,8 @@ call:
   - report["phase_times"][phase] = {wall_ms, cpu_ms[, compile_ms, compile_cpu_ms]}: cpu_ms is
     the process's CPU time (every thread) and its reaped children's (ptxas, the cross-compile
     children); compile_* the part of it in Triton's compile() and launcher builds;
+  - the integrity guard (kforge_harness/guard.py) looks for replaced functions after it (it does
+    after every call of the sample's code too, blind.call);
   - guard.Guard puts back what the phase left in the process; what it was goes to
     report["phase_state"][phase];
   - an exception out of the entry point is the verifier's failure, not the sample's: it goes
@@ -27,7 +29,8 @@ import time
 from typing import Any, Callable, NamedTuple, Optional
 
 from .. import triton_hooks
-from .guard import Guard
+from ..guard import GUARD as INTEGRITY  # functions verdicts rest on (kforge_harness/guard.py)
+from .guard import Guard as StateGuard  # process state between phases (phases/guard.py)
 
 Report = dict[str, Any]
 
@@ -82,7 +85,7 @@ class Phases:
             if broken is not None:
                 self.report.update(broken("not run: %s" % self.stopped))
             return None
-        guard = Guard()
+        guard = StateGuard()
         guard.before(sets_up=self.first)
         self.first = False
         t0, c0, (k0, kc0) = time.monotonic(), cpu_s(), _compile_totals()
@@ -96,6 +99,7 @@ class Phases:
             out = Result(broken(why) if broken is not None else {})
         finally:
             left, spoiled = guard.after()
+            INTEGRITY.check(name)  # replaced functions, after each phase too (blind.call)
         if out is None:
             return None
         times = {"wall_ms": int((time.monotonic() - t0) * 1000),

@@ -118,6 +118,33 @@ struct HarnessReport {
     nlohmann::json raw;  // as the harness wrote it
   };
 
+  // What the harness's guard found (report["integrity"], docs/VERIFIER.md, "Trust model").
+  struct Integrity {
+    struct Replaced {
+      std::string what, how, phase;
+    };
+    struct Scan {
+      std::string event, phase;
+    };
+    bool armed = false, tampered = false;
+    std::int64_t watched = 0;
+    std::vector<Replaced> replaced;
+    std::vector<Scan> scans;
+    nlohmann::json raw;  // as the harness wrote it
+  };
+  // The control runs among the mutant runs (report["controls"], docs/VERIFIER.md, "Control
+  // runs").
+  struct Controls {
+    struct Run {
+      std::string kind, at, result;
+      std::int64_t duration_ms = 0;
+      std::optional<std::string> by;  // the failed test: "name: exception[: message]"
+    };
+    std::vector<Run> runs;
+    bool failed = false, voided = false;
+    nlohmann::json raw;  // as the harness wrote it
+  };
+
   int version = 0;
   Verdict verdict = Verdict::error;
   std::string detail, phase;
@@ -136,6 +163,8 @@ struct HarnessReport {
   std::optional<KernelBattery> kernel_battery;
   std::optional<nlohmann::json> poisoned_bytes;  // bytes, or why poisoning failed
   bool mutant_phase = false;                     // the mutant run's report follows
+  std::optional<Integrity> integrity;            // once the guard was armed
+  std::optional<Controls> controls;              // the mutant report's
   // The phases' own facts (docs/VERIFIER.md, "Phases"), as the schema declares them: phase ->
   // {wall_ms, cpu_ms[, compile_ms, compile_cpu_ms]}, phase -> what broke, phase -> what it left
   // behind in the process. Objects (empty when the harness wrote none).

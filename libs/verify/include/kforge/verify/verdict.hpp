@@ -42,6 +42,16 @@ inline constexpr const char* kConstantOutput = store::flag_name(Flag::constant_o
 // Whether such a kernel faults depends on what lies next to its buffers, so the flag, not the
 // verdict, is what stays the same however memory was laid out (docs/VERIFIER.md).
 inline constexpr const char* kOutOfBounds = store::flag_name(Flag::out_of_bounds);
+// The sample's code replaced a function a verdict or a time rests on (a comparison, a clock, a
+// CUDA event, the import machinery, Triton's launch path, the verifier's own functions) or
+// scanned the process for the verifier (gc.get_objects, sys._current_frames, a trace or audit
+// hook): report["integrity"] and the pool's report["guard"] say what and in which run
+// (docs/VERIFIER.md, "Trust model").
+inline constexpr const char* kTampered = store::flag_name(Flag::tampered);
+// A control run (the unmutated sample run again, at a random place among the mutant runs)
+// failed: the test does not give the same answer twice, so no mutant run's failure is a kill
+// (report["mutant"]["controls"]).
+inline constexpr const char* kUnstableTest = store::flag_name(Flag::unstable_test);
 // Set when the verifier itself could not run the sample (sandbox set-up, no usable device, a
 // report that does not match report_fields.txt): the verdict says nothing about the sample and
 // the caller may retry.
@@ -141,6 +151,27 @@ MutationScore score_mutants(Verdict skip_verdict, bool skip_infrastructure,
 // survived, flags it kWeakInputs and says which change, on which line, the test let through. The
 // skip-launch mutant's own flag (kMutantSurvived) is set by the pool.
 void apply_mutation_score(VerifyResult& primary, const MutationScore& score);
+
+// What a sample's result pipe holds: its reports, one JSON object per line (the real run's,
+// then the mutant runs' in the same process), and, between them, the guard's lines
+// ({"guard": EVENT}) that the harness's audit hook writes the moment the sample's code scans
+// the process for the verifier. Only complete lines count; a line that is not an object is
+// skipped.
+struct ResultLines {
+  std::vector<nlohmann::json> reports;
+  nlohmann::json guard = nlohmann::json::array();  // the events, in order
+};
+ResultLines split_result_lines(std::string_view result);
+
+// Flags kTampered when a report of the sample's (the real run's or the mutant runs') says the
+// guard found a replaced function or a scan for the verifier ("integrity": tampered), and
+// names the first findings in the detail. Called for every report of the sample.
+// guard: the pool's guard lines of the process that wrote the report (ResultLines::guard).
+void apply_integrity(VerifyResult& r, const HarnessReport* report, const nlohmann::json& guard);
+
+// Flags kUnstableTest when the mutant runs' report says a control run failed ("controls":
+// failed), with the control's failure in the detail.
+void apply_controls(VerifyResult& primary, const HarnessReport* mutant_report);
 
 // The plain words for what a surviving mutant shows about a test (repair prompts, debug).
 std::string mutant_meaning(std::string_view mutant);
