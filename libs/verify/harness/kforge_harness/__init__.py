@@ -39,5 +39,7 @@ runs mypy over the modules listed in its MYPY_CLEAN.
 """
 
 from .report_schema import VERSION as HARNESS_VERSION  # noqa: E402 - the report's declared version
+
+__all__ = ["HARNESS_VERSION", "MAX_MESSAGE", "TRACEBACK_LINES"]
 MAX_MESSAGE = 4000
 TRACEBACK_LINES = 40

@@ -15,12 +15,15 @@ returns, guard.GUARD.check() looks for replaced functions (guard.py). docs/VERIF
 model", says what this does not hide.
 """
 
+from __future__ import annotations
+
 import _queue
 import builtins
 import os
 import sys
 import threading
 import types
+from typing import Any, Callable
 
 from .guard import GUARD, PACKAGE
 
@@ -109,12 +112,12 @@ def _restore(saved):
     sys.modules.update(saved)
 
 
-def start():
+def start() -> None:
     """Starts the runner thread (before the sample's first line runs)."""
     _start()
 
 
-def call(phase, fn, *args, **kwargs):
+def call(phase: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """fn(*args, **kwargs) on the runner thread, the verifier out of sight; returns its result
     or raises its exception. `phase` names the run for guard's findings."""
     inbox, outbox = _start()

@@ -12,15 +12,19 @@ failure is the control's own (the same test and exception) is no kill at all (`a
 docs/VERIFIER.md, "Control runs".
 """
 
+from __future__ import annotations
+
 import os
 import random
 import sys
 import time
+from typing import Any, Callable, Optional
 
 from .runner import MODULE, execute, run_test, test_cases
+from .shapes import Json, Sample
 
 
-def run_tests(sample, phase):
+def run_tests(sample: Sample, phase: str) -> Optional[Json]:
     """The real run's tests once more, in this process, its module as sys.modules has it in the
     real run. Returns the first result that did not pass (None when they all passed)."""
     module, info = sample["module"], sample["info"]
@@ -36,7 +40,7 @@ def run_tests(sample, phase):
     return None
 
 
-def signature(result):
+def signature(result: Json) -> tuple[str, str]:
     """(test, exception) of a failed test's result."""
     return (result.get("name") or "", result.get("exception") or "")
 
@@ -47,16 +51,16 @@ def _sig_of_by(by):
 
 
 class Controls:
-    def __init__(self):
+    def __init__(self) -> None:
         self.rng = random.SystemRandom()
-        self.out = {"runs": [], "failed": False}
-        self.failures = []  # signatures of the failed controls
+        self.out: Json = {"runs": [], "failed": False}
+        self.failures: list[tuple[str, str]] = []  # signatures of the failed controls
 
-    def place(self, n):
+    def place(self, n: int) -> int:
         """Where a control goes among n mutant runs: before run i (0..n-1), or n: after all."""
         return self.rng.randint(0, n)
 
-    def record(self, kind, where, failed, t0):
+    def record(self, kind: str, where: str, failed: Optional[Json], t0: float) -> bool:
         entry = {"kind": kind, "at": where, "result": "passed" if failed is None else "failed",
                  "duration_ms": int((time.monotonic() - t0) * 1000)}
         if failed is not None:
@@ -68,7 +72,7 @@ class Controls:
         self.out["runs"].append(entry)
         return failed is None
 
-    def fresh(self, sample, where, poison):
+    def fresh(self, sample: Sample, where: str, poison: Callable[[], Any]) -> bool:
         """The script imported afresh and its tests run with nothing skipped or changed, on GPU
         memory poisoned as for the skip-launch run (poison() does it). True when it passed."""
         t0 = time.monotonic()
@@ -91,7 +95,7 @@ class Controls:
         bad = [r for r in run.get("tests", []) if r.get("status") not in ("passed", "skipped")]
         return self.record("fresh", where, bad[0] if bad else None, t0)
 
-    def rerun(self, sample, where):
+    def rerun(self, sample: Sample, where: str) -> bool:
         """The real run's tests again, unmutated. True when they passed."""
         t0 = time.monotonic()
         state = sample["state"]
@@ -104,7 +108,7 @@ class Controls:
             _restore(state, saved)
         return self.record("rerun", where, failed, t0)
 
-    def void(self, report):
+    def void(self, report: Json) -> None:
         """After a failed control: no kill stands. Kills whose failure is a control's own are
         `as_control`, the others `void`; the scores are counted again."""
         if not self.out["failed"]:

@@ -15,11 +15,14 @@ the main thread while the sample's code runs). Either kind flags the sample `tam
 (docs/VERIFIER.md, "Trust model").
 """
 
+from __future__ import annotations
+
 import importlib
 import os
 import sys
 import threading
 import types
+from typing import Any, Optional
 
 PACKAGE = __name__.rpartition(".")[0]  # the verifier's package (kforge_harness)
 
@@ -137,7 +140,7 @@ def _callables(mod):
 
 
 class Guard:
-    def __init__(self):
+    def __init__(self) -> None:
         self.armed = False
         self.watch = {}  # label -> (resolver, marks): the dotted paths of WATCHED
         self.flat = []  # (label, dict, key, object, code, cells): the modules watched whole
@@ -151,9 +154,9 @@ class Guard:
         # The result pipe: each scan is written there at once as a line {"guard": EVENT}, before
         # the scan returns anything to the sample (the pool reads these lines apart from the
         # reports: a sample that then rewrites its report cannot take them back).
-        self.out_fd = None
+        self.out_fd: Optional[int] = None
 
-    def arm(self):
+    def arm(self) -> None:
         """Takes the identities (before the sample is imported), installs the audit hook."""
         if "numpy" in sys.modules:
             for sub in ("numpy.testing",):
@@ -185,7 +188,7 @@ class Guard:
         if len(self.findings) < MAX_FINDINGS:
             self.findings.append({"what": label, "how": how, "phase": phase})
 
-    def check(self, phase):
+    def check(self, phase: str) -> None:
         """Looks every watched object up again; records what changed since arm()."""
         if not self.armed:
             return
@@ -245,7 +248,7 @@ class Guard:
                 except OSError:
                     pass
 
-    def report(self):
+    def report(self) -> dict[str, Any]:
         """The report's "integrity": what was found, and whether it flags the sample."""
         return {"armed": self.armed, "watched": len(self.watch) + len(self.flat),
                 "tampered": bool(self.findings or self.scans),

@@ -2,9 +2,17 @@
 and every report checked against them before it is written (pipes.write_report). The pool parses
 the same file the same way (libs/verify/src/harness_report.cpp)."""
 
+from __future__ import annotations
+
 import os
+from typing import Any, Callable, Iterable, Optional
 
 from .listed import listed
+
+# A parsed type: ("union", [alternatives], nullable); an alternative: ("int",), ("object",
+# open), ("list", element or None), ("map", element) or ("name", names).
+Type = tuple[Any, ...]
+Alt = tuple[Any, ...]
 
 SCALARS = ("int", "number", "bool", "string", "any")
 WRITERS = ("start", "request", "sandbox", "prestart", "run", "timing", "gpu_lock",
@@ -14,7 +22,7 @@ WRITERS = ("start", "request", "sandbox", "prestart", "run", "timing", "gpu_lock
 class Field:
     """One declared field: its path, type (parsed), whether required, and its writer."""
 
-    def __init__(self, path, type_text, required, writer):
+    def __init__(self, path: str, type_text: str, required: bool, writer: str) -> None:
         self.path = path
         self.type_text = type_text
         self.type = parse_type(type_text, path)
@@ -22,20 +30,21 @@ class Field:
         self.writer = writer
 
 
-def parse_type(text, where):
+def parse_type(text: str, where: str) -> Type:
     """A type as a tuple: ("union", [alternatives], nullable). Each alternative is ("int",),
     ("object", open), ("list", element or None) or ("map", element). Raises ValueError."""
     nullable = text.endswith("?")
     body = text[:-1] if nullable else text
-    alts = []
+    alts: list[Alt] = []
     for alt in split_top(body, "|"):
         alts.append(parse_alt(alt, where))
     return ("union", alts, nullable)
 
 
-def split_top(text, sep):
+def split_top(text: str, sep: str) -> list[str]:
     """text split at `sep` outside angle brackets."""
-    out, depth, cur = [], 0, ""
+    out: list[str] = []
+    depth, cur = 0, ""
     for c in text:
         depth += c == "<"
         depth -= c == ">"
@@ -48,7 +57,7 @@ def split_top(text, sep):
     return out
 
 
-def parse_alt(alt, where):
+def parse_alt(alt: str, where: str) -> Alt:
     if alt in SCALARS:
         return (alt,)
     if alt in ("object", "object+"):
@@ -63,15 +72,16 @@ def parse_alt(alt, where):
     raise ValueError("report_fields.txt: %s: '%s' is not a type" % (where, alt))
 
 
-def vocabulary(name):
+def vocabulary(name: str) -> list[str]:
     """The names of vocabulary/NAME.txt (the verdicts, flags, target results, stage kinds), the
     files C++ and SQL read too (store/vocabulary.hpp, migrations/0024_vocabulary.sql)."""
     return listed(os.path.join("vocabulary", name + ".txt"), __file__)
 
 
-def load(lines):
+def load(lines: Iterable[str]) -> tuple[int, dict[str, Field]]:
     """(version, {path: Field}) from the file's entries. Raises ValueError on a malformed one."""
-    version, fields = None, {}
+    version: Optional[int] = None
+    fields: dict[str, Field] = {}
     for line in lines:
         parts = line.split()
         if parts[0] == "version" and len(parts) == 2:
@@ -94,11 +104,11 @@ class Names:
     """The names of one vocabulary file as attributes: VERDICT.passed == "passed"; a name the
     file does not hold is an AttributeError where it is used, not a report C++ refuses later."""
 
-    def __init__(self, name):
+    def __init__(self, name: str) -> None:
         self.vocabulary = name
         self.names = frozenset(vocabulary(name))
 
-    def __getattr__(self, attr):
+    def __getattr__(self, attr: str) -> str:
         if attr in self.__dict__.get("names", ()):
             return attr
         raise AttributeError("'%s' is not in vocabulary/%s.txt" % (attr, self.vocabulary))
@@ -108,9 +118,9 @@ VERDICT = Names("verdicts")
 TARGET_RESULT = Names("target_results")
 
 
-def children(prefix):
+def children(prefix: str) -> dict[str, Field]:
     """The fields declared directly under `prefix` ("" for the top level): {name: Field}."""
-    out = {}
+    out: dict[str, Field] = {}
     for path, f in FIELDS.items():
         if prefix and not path.startswith(prefix):
             continue
@@ -120,7 +130,7 @@ def children(prefix):
     return out
 
 
-def type_name(v):
+def type_name(v: Any) -> str:
     if v is None:
         return "null"
     if isinstance(v, bool):
@@ -138,7 +148,8 @@ def type_name(v):
     return type(v).__name__
 
 
-def check_value(value, typ, shown, decl, type_text, writer_ok):
+def check_value(value: Any, typ: Type, shown: str, decl: str, type_text: str,
+                writer_ok: Callable[[Field], bool]) -> Optional[str]:
     """The first violation in `value` against type `typ`, or None. shown: where it is, as a
     message says it (tests[0].where); decl: its declared path (tests[].where)."""
     _, alts, nullable = typ
@@ -168,12 +179,12 @@ def check_value(value, typ, shown, decl, type_text, writer_ok):
     return "%s: is %s, declared %s" % (shown, type_name(value), type_text)
 
 
-def element_text(typ):
+def element_text(typ: Type) -> str:
     return "|".join(alt[0] if alt[0] != "name" else "name" for alt in typ[1]) + \
         ("?" if typ[2] else "")
 
 
-def matches(value, alt):
+def matches(value: Any, alt: Alt) -> bool:
     kind = alt[0]
     if kind == "any":
         return True
@@ -192,7 +203,8 @@ def matches(value, alt):
     return isinstance(value, dict)  # object, map
 
 
-def check_object(obj, shown, decl, is_open, writer_ok):
+def check_object(obj: dict[str, Any], shown: str, decl: str, is_open: bool,
+                 writer_ok: Callable[[Field], bool]) -> Optional[str]:
     """The fields of `obj` against those declared under `decl` ("" at the top level)."""
     declared = children(decl + "." if decl else "")
     at = shown + "." if shown else ""
@@ -213,7 +225,7 @@ def check_object(obj, shown, decl, is_open, writer_ok):
     return None
 
 
-def violation(report):
+def violation(report: Any) -> Optional[str]:
     """The first way `report` (as JSON decodes it) breaks the declared fields, naming the field,
     or None. The harness writes no field whose writer is the pool."""
     if not isinstance(report, dict):
@@ -226,7 +238,7 @@ def violation(report):
     return None
 
 
-def request_version_error(request):
+def request_version_error(request: Any) -> Optional[str]:
     """Why the request's report version ("report_version", the version of the file the pool
     compiled in) is not this harness's, or None when it is."""
     asked = request.get("report_version") if isinstance(request, dict) else None

@@ -79,11 +79,11 @@ TOTALS = {"compile": new_compile_stats(), "launcher": new_compile_stats()}
 
 # The wrappers this module made (id -> (wrapper, what it wraps)) and the JIT classes it patched
 # (id -> the original run): kept here, not as attributes a sample would see on Triton's objects.
-_INNER = {}
-_PATCHED = {}
+_INNER: dict[int, tuple[Any, Any]] = {}
+_PATCHED: dict[int, Any] = {}
 
 
-def inner_of(fn):
+def inner_of(fn: Any) -> Any:
     """What a timed wrapper of this module wraps (fn itself when it is none)."""
     got = _INNER.get(id(fn))
     return got[1] if got is not None and got[0] is fn else fn
@@ -94,7 +94,7 @@ def _ours(fn):
     return got is not None and got[0] is fn
 
 
-def wear(fn, like):
+def wear(fn: Any, like: Any) -> Any:
     """fn dressed as `like` (Triton's function it replaces): its name, qualified name, module,
     docstring, file and first line, and globals named as like's module holding only what fn's
     code uses. A sample that looks at JITFunction.run sees Triton's names, not the verifier's
@@ -123,7 +123,7 @@ def wear(fn, like):
             setattr(out, attr, getattr(like, attr))
         except (AttributeError, TypeError):
             pass
-    out.__wrapped__ = like
+    setattr(out, "__wrapped__", like)
     return out
 
 

@@ -1,6 +1,6 @@
 """The output-mutant phase: after a skip-launch run the tests failed, the real run's tests once
-per output mutant (mutants.output_battery), a control run among them. In a mutant process of its own the real run is made
-again first, to find the outputs."""
+per output mutant (mutants.output_battery), a control run among them. In a mutant process of its
+own the real run is made again first, to find the outputs (that run is its fresh control run)."""
 
 from __future__ import annotations
 
