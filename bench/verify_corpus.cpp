@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -257,6 +258,8 @@ struct Measure {
   std::map<std::string, int> verdicts;
   std::map<std::string, double> phase_mean_ms;  // kforge runs
   std::map<std::string, double> phase_total_ms;
+  // The harness's phases (docs/VERIFIER.md, "Phases"): phase -> samples, wall s, cpu s summed.
+  std::map<std::string, std::array<double, 3>> phase_times;
   int context_on_path = -1;  // samples whose process was not ready (CUDA context) before them
   std::string sizing;
   // With cross-compile targets: the mean time the targets took per cross-compiled sample, and
@@ -312,6 +315,28 @@ void finish_stats(Measure& m, std::vector<double> times, double cpu_total_s) {
   }
 }
 
+// The per-phase table (bench/verify/phase_table.py prints the same from kforge verify --json).
+void print_phase_times(const Measure& m) {
+  if (m.phase_times.empty()) return;
+  static const std::vector<std::string> order = {
+      "prepare",        "test",        "speed",          "cross_compile", "bounds",
+      "mutant_prepare", "skip_launch", "output_mutants", "kernel_battery"};
+  std::vector<std::string> names;
+  for (const auto& k : order)
+    if (m.phase_times.count(k)) names.push_back(k);
+  for (const auto& [k, v] : m.phase_times)
+    if (std::find(order.begin(), order.end(), k) == order.end()) names.push_back(k);
+  double cpu_all = 0;
+  for (const auto& [k, v] : m.phase_times) cpu_all += v[2];
+  std::printf("  per-phase time (%zu samples): phase samples wall_s cpu_s cpu_ms/sample share\n",
+              m.samples);
+  for (const auto& k : names) {
+    const auto& v = m.phase_times.at(k);
+    std::printf("    %-16s %5.0f %8.1f %8.1f %8.0f %5.0f%%\n", k.c_str(), v[0], v[1], v[2],
+                v[0] > 0 ? 1000.0 * v[2] / v[0] : 0.0, cpu_all > 0 ? 100.0 * v[2] / cpu_all : 0.0);
+  }
+}
+
 void print(const Measure& m) {
   std::string v;
   for (const auto& [k, n] : m.verdicts) v += " " + k + "=" + std::to_string(n);
@@ -331,6 +356,7 @@ void print(const Measure& m) {
     std::printf("  phases (mean ms per sample):%s context_on_path=%d\n", p.c_str(),
                 m.context_on_path);
   }
+  print_phase_times(m);
   if (!m.sizing.empty()) std::printf("  workers: %s\n", m.sizing.c_str());
   std::fflush(stdout);
 }
@@ -545,6 +571,12 @@ Measure run_pool(Bench& e, const std::vector<Sample>& samples, const std::string
           ++phase_n[k];
         }
         if (ph.value("context_waited", std::int64_t{0}) <= 0) ++on_path;
+        for (const auto& [k, t] : fig["phase_times"].items()) {
+          auto& row = m.phase_times[k];
+          row[0] += 1;
+          row[1] += t.value("wall_ms", 0.0) / 1000.0;
+          row[2] += t.value("cpu_ms", 0.0) / 1000.0;
+        }
         if (res.report.contains("speed") && res.report["speed"].is_object() &&
             res.report["speed"].value("timed", false)) {
           ++m.timed;
@@ -573,7 +605,7 @@ Measure run_pool(Bench& e, const std::vector<Sample>& samples, const std::string
           cross_ms += res.report["cross_compile"].value("ms", 0.0);
           ++crossed;
           for (const auto& tr : verify::cross_compile_results(res.report))
-            ++m.cross_results[tr.target + " " + tr.result];
+            ++m.cross_results[tr.target + " " + std::string(to_string(tr.result))];
         }
         write_sample(e, label, res.key, v, fig,
                      res.verdict == verify::Verdict::passed ? std::string() : res.detail);

@@ -78,7 +78,6 @@ std::pair<std::string, std::string> phase(const pipeline::RunProgress& p,
 Result<nlohmann::ordered_json> collect(store::Db& db, const app::Config& cfg,
                                        const std::optional<std::string>& tag) {
   using nlohmann::ordered_json;
-  const auto& q = store::store_queries();
   ordered_json out;
   store::Samples samples(db);
   KF_TRY(std::int64_t n, samples.count());
@@ -98,10 +97,8 @@ Result<nlohmann::ordered_json> collect(store::Db& db, const app::Config& cfg,
     out["database_bytes"] = {{"file", file}, {"wal", wal}, {"total", file + wal}};
   }
   ordered_json all = ordered_json::object();
-  {
-    KF_TRY(store::Stmt s, db.prepare(q["jobs_by_state_all"]));
-    KF_CHECK(s.each([&](store::Stmt& r) { all[r.text(0)] = r.int64(1); }));
-  }
+  KF_TRY(auto by_state, pipeline::jobs_by_state(db));
+  for (const auto& [state, n] : by_state) all[state] = n;
   out["jobs"] = all;
   const std::int64_t now = system_clock().wall_ms();
   KF_TRY(auto daemon, pipeline::daemon_state(db, now, this_host(), pid_alive));

@@ -105,7 +105,8 @@ Command add_verify(CLI::App& root, Globals& g) {
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--json", args->json_out,
                   "Write one JSON line per record: index, key, verdict, detail, flags, "
-                  "duration_ms, cpu_ms, device, phases (ms), autotune (the config used), "
+                  "duration_ms, cpu_ms, device, phases (ms), phase_times (each harness phase's "
+                  "wall and CPU ms), autotune (the config used), "
                   "mutation (the mutation score), coverage (what the launches exercised) and "
                   "cross_compile (per target: ok, error, unavailable or not_run; "
                   "cross_compile_errors has each error's stage and first lines), speed (the "
@@ -191,17 +192,18 @@ Command add_verify(CLI::App& root, Globals& g) {
                                       {"flags", r.flags}};
           for (const auto& [k, v] : fig.items()) line[k] = v;
           // The test's strength (docs/VERIFIER.md, "Output mutants") and what it exercised.
-          for (const char* k : {"mutation", "coverage"})
-            if (r.report.contains(k)) line[k] = r.report[k];
+          if (r.report.contains("mutation")) line["mutation"] = r.report["mutation"];  // the pool's
+          if (r.harness && r.harness->coverage) line["coverage"] = r.harness->coverage->raw;
           // The speed label (verifier.timing; docs/VERIFIER.md, "The speed label").
-          if (auto l = verify::speed_label(r.report)) line["speed"] = l->to_json();
+          if (auto l = verify::speed_label(r)) line["speed"] = l->to_json();
           // Per target asked for: ok, error, unavailable or not_run (the sample did not pass,
           // so nothing was compiled); the errors' stage and first lines.
-          auto targets = verify::cross_compile_results(r.report);
+          auto targets = verify::cross_compile_results(r);
           for (const auto& want : opts.config.cross_compile)
             if (std::none_of(targets.begin(), targets.end(),
                              [&](const verify::TargetResult& t) { return t.target == want; }))
-              targets.push_back({want, "not_run", "the sample did not pass", ""});
+              targets.push_back(
+                  {want, store::TargetResultKind::not_run, "the sample did not pass", ""});
           std::sort(targets.begin(), targets.end(),
                     [](const verify::TargetResult& x, const verify::TargetResult& y) {
                       return x.target < y.target;
@@ -210,8 +212,8 @@ Command add_verify(CLI::App& root, Globals& g) {
             line["cross_compile"] = verify::cross_compile_summary(targets);
             nlohmann::ordered_json errors = nlohmann::ordered_json::object();
             for (const auto& t : targets) {
-              ++by_target[t.target][t.result];
-              if (t.result == "error") errors[t.target] = t.error;
+              ++by_target[t.target][std::string(to_string(t.result))];
+              if (t.result == store::TargetResultKind::error) errors[t.target] = t.error;
             }
             if (!errors.empty()) line["cross_compile_errors"] = std::move(errors);
           }
@@ -283,10 +285,9 @@ Command add_verify(CLI::App& root, Globals& g) {
         if (skipped > 0)
           std::printf("; %lld skipped (a field missing), not run", static_cast<long long>(skipped));
         std::printf("\n");
-        for (auto v : {verify::Verdict::passed, verify::Verdict::failed, verify::Verdict::error,
-                       verify::Verdict::timeout, verify::Verdict::crashed, verify::Verdict::invalid,
-                       verify::Verdict::skipped})
-          std::printf("  %-8s %lld\n", verify::to_string(v), static_cast<long long>(by_verdict[v]));
+        for (const auto& [v, name] : store::kVerdictNames)
+          std::printf("  %-8s %lld\n", std::string(name).c_str(),
+                      static_cast<long long>(by_verdict[v]));
         for (const auto& [f, n] : by_flag)
           std::printf("  flagged %s: %lld\n", f.c_str(), static_cast<long long>(n));
         std::printf("  verified (passed, no flag): %lld\n", static_cast<long long>(verified));
@@ -321,6 +322,8 @@ Command add_verify(CLI::App& root, Globals& g) {
                 static_cast<long long>(s.figures.value("cpu_ms", std::int64_t{-1})), f("import"),
                 f("tests"), f("compile"), f("compiles"), f("compile_cpu"), f("compile_child_cpu"),
                 f("mutant"), s.figures.value("device", std::string()).c_str());
+            auto line = verify::phase_times_line(s.figures["phase_times"]);
+            if (!line.empty()) std::printf("           phases (wall/cpu ms): %s\n", line.c_str());
           }
         }
         auto devs = pool->devices();

@@ -33,12 +33,14 @@ SELECT j.id, j.run_id, j.sample_id, st.stage, 1, 'ok', 'v2', printf('%064d', 0),
 FROM jobs j, (SELECT 'analyze' AS stage, 0 AS k UNION ALL SELECT 'generate', 1) st;
 
 INSERT INTO llm_calls (request_sha256, tag, url, model, status, attempts, prompt_tokens,
-                       completion_tokens, cost_usd, request_text, response_text, created_ms)
+                       completion_tokens, cost_usd, request_text, response_text, created_ms,
+                       run_tag)
 SELECT printf('%064d', j.id * 2 + st.k),
        'run=run' || j.run_id || ' sample=sample' || j.sample_id || ' stage=' || st.stage ||
          ' attempt=1',
        'http://127.0.0.1:9/v1/chat/completions', 'model', 'ok', 1, 1200, 400, 0.001,
-       kf_put(printf('%.*c', 4000, 'q')), kf_put(printf('%.*c', 1500, 'a')), 1000 + j.id
+       kf_put(printf('%.*c', 4000, 'q')), kf_put(printf('%.*c', 1500, 'a')), 1000 + j.id,
+       'run' || j.run_id
 FROM jobs j, (SELECT 'analyze' AS stage, 0 AS k UNION ALL SELECT 'generate', 1) st;
 
 INSERT INTO verifications (job_id, run_id, sample_id, verdict, detail, result_json, script,

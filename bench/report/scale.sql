@@ -37,9 +37,16 @@ JOIN jobs jc ON jc.run_id = o.run_id AND jc.sample_id = m.copy_id
 ORDER BY m.copy_id, o.id;
 
 INSERT INTO verifications (job_id, run_id, sample_id, attempt, verdict, flags_json, detail,
-                           result_json, script, stderr_tail, duration_ms, device, created_ms)
+                           result_json, script, stderr_tail, duration_ms, device, created_ms,
+                           mutants_killed, mutants_applicable, mutants_survived_json,
+                           mutants_not_applicable_json, kernel_killed, kernel_applicable,
+                           kernel_equivalent, kernel_survived_json, coverage_json, speed_json,
+                           out_of_bounds, bounds_detail)
 SELECT jc.id, v.run_id, m.copy_id, v.attempt, v.verdict, v.flags_json, v.detail, v.result_json,
-       v.script, v.stderr_tail, v.duration_ms, v.device, v.created_ms
+       v.script, v.stderr_tail, v.duration_ms, v.device, v.created_ms, v.mutants_killed,
+       v.mutants_applicable, v.mutants_survived_json, v.mutants_not_applicable_json,
+       v.kernel_killed, v.kernel_applicable, v.kernel_equivalent, v.kernel_survived_json,
+       v.coverage_json, v.speed_json, v.out_of_bounds, v.bounds_detail
 FROM copy_of m
 JOIN verifications v ON v.sample_id = m.orig_id
 JOIN jobs jc ON jc.run_id = v.run_id AND jc.sample_id = m.copy_id

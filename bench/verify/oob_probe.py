@@ -38,15 +38,15 @@ def child(mode, record_path):
     if mode in ("harness", "bounds"):
         sys.path.insert(0, HARNESS)
         from kforge_harness.runner import run_sample
-        from kforge_harness.worker import run_bounds_check
+        from kforge_harness.phases import bounds_replay
         report = {}
         req = {"code": rec["code"], "kernel_wrapper": rec["kernel_wrapper"],
                "unitest_code": rec["unitest_code"], "kernel_mutants": {"count": 8, "time_s": 30},
                "bounds_check": mode == "bounds"}
         sample = run_sample(req, report)
         t0 = time.monotonic()
-        if mode == "bounds" and sample is not None:
-            run_bounds_check(req, sample, report)
+        if mode == "bounds" and sample is not None and report.get("verdict") == "passed":
+            report.update(bounds_replay.run(req, sample) or {})
         b = report.get("bounds")
         if b is not None:
             b["wall_ms"] = int((time.monotonic() - t0) * 1000)

@@ -77,7 +77,12 @@ TEST(VerifyCli, VerifiesAJsonLinesFile) {
   EXPECT_TRUE(rows[0]["phases"].contains("import")) << rows[0].dump();
   EXPECT_TRUE(rows[3]["phases"].contains("mutant")) << rows[3].dump();
   EXPECT_TRUE(rows[0]["autotune"].is_array());
+  // Each harness phase's wall and CPU time, both processes' (docs/VERIFIER.md, "Phases").
+  for (const char* p : {"prepare", "test", "skip_launch"})
+    EXPECT_TRUE(rows[3]["phase_times"].contains(p)) << p << ": " << rows[3].dump();
+  EXPECT_GE(rows[3]["phase_times"]["test"]["cpu_ms"].get<std::int64_t>(), 0);
   EXPECT_NE(r.out.find("slowest samples"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("phases (wall/cpu ms): prepare "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("workers: 2 in all"), std::string::npos) << r.out;
 }
 

@@ -137,11 +137,11 @@ void expect_counts_match_rows(store::Db& db) {
                  "round(cost_usd, 9) FROM run_call_totals WHERE n > 0 ORDER BY 1, 2",
                  6),
             rows(db,
-                 "SELECT substr(tag, 1, instr(tag, ' sample=') - 1), status = 'replayed', "
+                 "SELECT run_tag, status = 'replayed', "
                  "count(*), sum(prompt_tokens), sum(completion_tokens), "
                  "round(sum(CASE WHEN status = 'replayed' THEN coalesce((SELECT o.cost_usd "
                  "FROM llm_calls o WHERE o.id = c.replay_of), 0) ELSE cost_usd END), 9) "
-                 "FROM llm_calls c WHERE tag GLOB 'run=* sample=*' GROUP BY 1, 2 ORDER BY 1, 2",
+                 "FROM llm_calls c WHERE run_tag IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2",
                  6));
   EXPECT_EQ(rows(db,
                  "SELECT run_id, verdict, n FROM run_verdict_counts WHERE n > 0 "
@@ -155,10 +155,13 @@ void expect_counts_match_rows(store::Db& db) {
 
 // A second run, answers, calls (network, replayed, another run's, untagged), verdicts, state
 // and stage changes, a deleted job: what a run's life does to the counted tables. `texts`: the
-// schema keeps texts in `texts` (migration 0015); false: a database from before it.
+// schema keeps texts in `texts` (migration 0015) and calls their run (0026); false: a database
+// from before both, whose calls name their run only in their label.
 void live_a_little(store::Db& db, bool texts = true) {
   const std::string request_col = texts ? "request_text" : "request_json";
   const std::string request = texts ? "kf_put('{}')" : "'{}'";
+  const std::string run_col = texts ? ", run_tag" : "";
+  auto run_of = [&](const std::string& tag) { return texts ? ", " + tag : std::string(); };
   auto exec = [&](const std::string& sql) {
     auto st = db.exec(sql);
     ASSERT_TRUE(st.ok()) << st.error().message << "\n" << sql;
@@ -182,17 +185,20 @@ void live_a_little(store::Db& db, bool texts = true) {
     // A replayed call costs nothing; it points at the call it replays (which holds the cost).
     exec(
         "INSERT INTO llm_calls (request_sha256, tag, url, model, status, prompt_tokens, "
-        "completion_tokens, cost_usd, created_ms, replay_of) VALUES ('h" +
-        job + "', 'run=r sample=k" + job + " stage=generate attempt=1', 'u', 'm', '" +
-        (i == 3
-             ? "replayed', 100, 20, 0, 0, (SELECT id FROM llm_calls WHERE request_sha256 = 'h1'))"
-             : "ok', 100, 20, 0.0015, 0, NULL)"));
+        "completion_tokens, cost_usd, created_ms, replay_of" +
+        run_col + ") VALUES ('h" + job + "', 'run=r sample=k" + job +
+        " stage=generate attempt=1', 'u', 'm', '" +
+        (i == 3 ? "replayed', 100, 20, 0, 0, (SELECT id FROM llm_calls WHERE request_sha256 = 'h1')"
+                : "ok', 100, 20, 0.0015, 0, NULL") +
+        run_of("'r'") + ")");
   }
   exec(
       "INSERT INTO llm_calls (request_sha256, tag, url, model, status, prompt_tokens, "
-      "completion_tokens, cost_usd, created_ms) VALUES "
-      "('h9', 'run=r2 sample=k1 stage=analyze attempt=1', 'u', 'm', 'ok', 7, 3, 0.5, 0), "
-      "('h10', 'adhoc', 'u', 'm', 'ok', 7, 3, 0.5, 0)");
+      "completion_tokens, cost_usd, created_ms" +
+      run_col +
+      ") VALUES ('h9', 'run=r2 sample=k1 stage=analyze attempt=1', 'u', 'm', 'ok', 7, "
+      "3, 0.5, 0" +
+      run_of("'r2'") + "), ('h10', 'adhoc', 'u', 'm', 'ok', 7, 3, 0.5, 0" + run_of("NULL") + ")");
   exec("UPDATE jobs SET state = 'verify_queued', stage = 'verify' WHERE id IN (1, 2, 3)");
   exec("UPDATE jobs SET state = 'failed' WHERE id = 4");
   exec("UPDATE jobs SET updated_ms = 5 WHERE id = 5");  // no state or stage change
@@ -263,6 +269,26 @@ TEST_F(Progress, KeptCountsFollowEveryChangeToTheRowsTheyCount) {
   expect_counts_match_rows(*db_);
 }
 
+// A run's cost is the sum over the calls stored with its tag in their run column (migration
+// 0026), whatever their label says.
+TEST_F(Progress, ARunsCostIsItsCallsByTheirRunColumnNotTheirLabel) {
+  exec(
+      "INSERT INTO llm_calls (request_sha256, tag, url, model, status, prompt_tokens, "
+      "completion_tokens, cost_usd, created_ms, run_tag) VALUES "
+      "('a', 'generate k1', 'u', 'm', 'ok', 11, 2, 0.25, 0, 'r'), "
+      "('b', 'run=r sample=k2 stage=generate attempt=1', 'u', 'm', 'ok', 13, 3, 0.5, 0, NULL), "
+      "('c', 'run=r sample=k3 stage=generate attempt=1', 'u', 'm', 'ok', 17, 5, 1.0, 0, 'r2')");
+  auto p = progress();
+  EXPECT_EQ(p.prompt_tokens, 11);
+  EXPECT_EQ(p.completion_tokens, 2);
+  EXPECT_NEAR(p.cost_usd, 0.25, 1e-12);
+  EXPECT_EQ(rows(*db_, "SELECT run_tag, n, prompt_tokens FROM run_call_totals ORDER BY 1", 3),
+            "r|1|11\nr2|1|17\n");
+  ASSERT_TRUE(db_->exec("DELETE FROM llm_calls WHERE request_sha256 = 'a'").ok());
+  EXPECT_EQ(rows(*db_, "SELECT run_tag, n, prompt_tokens FROM run_call_totals ORDER BY 1", 3),
+            "r|0|0\nr2|1|17\n");
+}
+
 TEST(ProgressMigration, CountsAreFilledFromRowsStoredBeforeIt) {
   test::TempDir dir;
   store::OpenOptions o;
@@ -294,6 +320,9 @@ TEST(ProgressMigration, CountsAreFilledFromRowsStoredBeforeIt) {
   live_a_little(**db, /*texts=*/false);
   ASSERT_TRUE(store::migrate(**db, store::migrations()).ok());
   EXPECT_NE(rows(**db, "SELECT count(*) FROM run_output_totals"), "0\n");
+  // The calls' run, from their labels (migration 0026): none for the untagged one.
+  EXPECT_EQ(rows(**db, "SELECT coalesce(run_tag, '-') FROM llm_calls ORDER BY id"),
+            "r\nr\nr\nr\nr2\n-\n");
   expect_counts_match_rows(**db);
   EXPECT_EQ(
       rows(**db, "SELECT json_extract(prompts_json, '$.generate.kind') FROM runs WHERE id = 1"),

@@ -264,7 +264,12 @@ TEST(RepairEvidence, ACrossCompileFailureCarriesEachRequiredTargetsCompilerError
   v.verdict = "passed";
   v.detail = "1 test passed; does not compile for a required target: hip:gfx942: ...";
   v.flags = {"cross_compile_failed"};
-  v.report = {{"tests", json::array({{{"name", "test_add"}, {"status", "passed"}}})},
+  v.report = {{"harness", verify::harness_report_version()},
+              {"pid", 1},
+              {"verdict", "passed"},
+              {"detail", "1 test passed"},
+              {"phase", "done"},
+              {"tests", json::array({{{"name", "test_add"}, {"status", "passed"}}})},
               {"cross_compile",
                {{"required", {"hip:gfx942"}},
                 {"targets",
@@ -301,6 +306,11 @@ TEST(RepairEvidence, ASlowSampleCarriesItsSpeedLabel) {
   r.verdict = verify::Verdict::passed;
   r.detail = "1 test passed";
   r.report = {
+      {"harness", verify::harness_report_version()},
+      {"pid", 1},
+      {"verdict", "passed"},
+      {"detail", "1 test passed"},
+      {"phase", "done"},
       {"tests", json::array({{{"name", "test_add"}, {"status", "passed"}}})},
       {"speed",
        {{"timed", true},
@@ -309,6 +319,9 @@ TEST(RepairEvidence, ASlowSampleCarriesItsSpeedLabel) {
         {"reference", {{"speedup", 0.82}, {"ci", {0.79, 0.85}}}},
         {"pass_perf", false},
         {"flags", json::array()}}}};
+  auto parsed = verify::parse_stored_report(r.report);  // as the pool or a verdict line does
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  r.harness = *parsed;
   ASSERT_TRUE(verify::require_speedup(r, 1.5));
   VerdictEvidence v;
   v.verdict = "passed";

@@ -82,7 +82,9 @@ TEST(ReportExport, EveryOriginalFieldKeptInOrderThenTheOutputs) {
 
 TEST(ReportExport, TheMutationScoreAndCoverageFactsOfEachVerification) {
   ReportFixture fx;
-  fx.exec("set_mutation_score", {"copy_transpose.py", "6", "6"});
+  fx.exec("set_mutation_score",
+          {"copy_transpose.py", "6", "6",
+           R"({"output_sizes": [1, 4096], "tail_path": true, "size_one": true, "empty": false})"});
   auto out = fx.dir() / "v2.jsonl";
   ASSERT_TRUE(export_run(fx.db(), "v2", out, ExportOptions{}).ok());
   auto recs = read_jsonl(out);

@@ -80,9 +80,10 @@ TEST(VerifyBounds, TheHarnessFindingsBecomeTheFlagAndTheDetail) {
   verify::VerifyResult r;
   r.verdict = Verdict::passed;
   r.detail = "1 test passed";
-  r.report = {
-      {"bounds",
-       {{"out_of_bounds", true}, {"detail", "kernel _fwd_kernel reads outside V (launch 1)"}}}};
+  test::set_report(
+      r,
+      {{"bounds",
+        {{"out_of_bounds", true}, {"detail", "kernel _fwd_kernel reads outside V (launch 1)"}}}});
   verify::apply_bounds_facts(r);
   EXPECT_EQ(r.flags, std::vector<std::string>{verify::kOutOfBounds});
   EXPECT_FALSE(r.verified());
@@ -93,20 +94,24 @@ TEST(VerifyBounds, TheHarnessFindingsBecomeTheFlagAndTheDetail) {
   EXPECT_EQ(r.detail,
             "1 test passed; out of bounds: kernel _fwd_kernel reads outside V (launch 1)");
 
-  // The report comes from the sample's process: a field of the wrong type flags nothing.
-  verify::VerifyResult forged;
-  forged.verdict = Verdict::passed;
-  forged.report = {{"bounds", {{"out_of_bounds", "yes"}, {"detail", 3}}}};
-  verify::apply_bounds_facts(forged);
-  EXPECT_TRUE(forged.flags.empty());
-  forged.report = {{"bounds", {{"out_of_bounds", true}, {"detail", 3}}}};
-  verify::apply_bounds_facts(forged);
-  EXPECT_EQ(forged.detail, "; out of bounds: a kernel reads or writes outside its buffers");
+  // The report comes from the sample's process: a field of the wrong type is no report at all
+  // (parse_harness_report names it; the pool makes it an infrastructure error).
+  auto forged = verify::parse_harness_report(
+      test::harness_json({{"bounds", {{"out_of_bounds", "yes"}, {"detail", "x"}}}}),
+      verify::ReportOrigin::harness);
+  ASSERT_FALSE(forged.ok());
+  EXPECT_NE(forged.error().message.find("\"bounds.out_of_bounds\" is string"), std::string::npos)
+      << forged.error().message;
+  verify::VerifyResult vague;
+  vague.verdict = Verdict::passed;
+  test::set_report(vague, {{"bounds", {{"out_of_bounds", true}}}});
+  verify::apply_bounds_facts(vague);
+  EXPECT_EQ(vague.detail, "; out of bounds: a kernel reads or writes outside its buffers");
 
   // A clean check, or an error that is no fault, flags nothing.
   verify::VerifyResult clean;
   clean.verdict = Verdict::passed;
-  clean.report = {{"bounds", {{"out_of_bounds", false}, {"checked", 2}}}};
+  test::set_report(clean, {{"bounds", {{"out_of_bounds", false}, {"checked", 2}}}});
   verify::apply_bounds_facts(clean);
   EXPECT_TRUE(clean.flags.empty());
   verify::VerifyResult other;

@@ -178,7 +178,7 @@ TEST(VerifyCrossCompile, ATritonWithoutTheBackendRecordsUnavailableAndFailsNothi
   EXPECT_TRUE(r.verified());
   auto res = verify::cross_compile_results(r.report);
   ASSERT_EQ(res.size(), 1u);
-  EXPECT_EQ(res[0].result, "unavailable");
+  EXPECT_EQ(res[0].result, store::TargetResultKind::unavailable);
   EXPECT_EQ(res[0].error, "this Triton has no backend for hip:gfx942");
 }
 
@@ -218,11 +218,11 @@ TEST(VerifyCrossCompile, ARequiredTargetThatFailsMakesAPassingSampleNotVerified)
   verify::VerifyResult r;
   r.verdict = Verdict::passed;
   r.detail = "1 test passed";
-  r.report = {{"cross_compile",
-               {{"targets",
-                 {{"hip:gfx942",
-                   {{"result", "error"}, {"kernel", "k"}, {"error", "amdgcn: RuntimeError: x"}}},
-                  {"hip:gfx90a", {{"result", "unavailable"}, {"reason", "no backend"}}}}}}}};
+  set_report(r, {{"cross_compile",
+                  {{"targets",
+                    {{"hip:gfx942",
+                      {{"result", "error"}, {"kernel", "k"}, {"error", "amdgcn: RuntimeError: x"}}},
+                     {"hip:gfx90a", {{"result", "unavailable"}, {"reason", "no backend"}}}}}}}});
   auto other = r;
   // Unavailable is not held against the sample; a target that is not required neither.
   EXPECT_FALSE(verify::require_targets(other, {"hip:gfx90a"}));
@@ -238,6 +238,7 @@ TEST(VerifyCrossCompile, ARequiredTargetThatFailsMakesAPassingSampleNotVerified)
   verify::VerifyResult failed;
   failed.verdict = Verdict::failed;
   failed.report = r.report;
+  failed.harness = r.harness;
   EXPECT_FALSE(verify::require_targets(failed, {"hip:gfx942"}));
   EXPECT_TRUE(failed.flags.empty());
 }

@@ -225,15 +225,23 @@ TEST(VerifyKernelMutants, TheScoreCarriesTheKernelBatteryAndFlagsItsSurvivor) {
                                  {{"result", "equivalent"}},
                                  {{"result", "unsafe"}},
                                  {{"result", "survived"}}})},
+        {"killed", 1},
+        {"applicable", 2},
+        {"equivalent", 1},
+        {"not_run", 0},
         {"survived", Json::array({{{"mutant", "k4"},
                                    {"op", "mask_drop"},
+                                   {"kernel", "add_kernel"},
                                    {"section", "code"},
                                    {"section_line", 12},
                                    {"desc", "the mask of the tl.load `tl.load(x)` is removed"},
                                    {"hint",
                                     "inputs whose size is a multiple of the block cannot "
                                     "tell them apart"}}})}}}};
-  verify::apply_mutation_score(r, verify::score_mutants(Verdict::failed, false, report));
+  report["verdict"] = "failed";
+  auto parsed = verify::parse_harness_report(harness_json(report), verify::ReportOrigin::harness);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  verify::apply_mutation_score(r, verify::score_mutants(Verdict::failed, false, &*parsed));
   EXPECT_EQ(r.flags, std::vector<std::string>{verify::kWeakInputs});
   const auto& k = r.report["mutation"]["kernel"];
   EXPECT_EQ(k["killed"], 1);

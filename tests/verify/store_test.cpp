@@ -9,6 +9,167 @@
 namespace kforge::verify {
 namespace {
 
+const store::QuerySet& columns_sql() {
+  static const std::string text = [] {
+    auto t = read_file(test::source_dir() / "tests" / "verify" / "store_columns.sql");
+    if (!t.ok()) throw std::runtime_error(t.error().message);
+    return *t;
+  }();
+  static const EmbeddedFile file{"store_columns.sql", text};
+  static const store::QuerySet q(std::span<const EmbeddedFile>(&file, 1));
+  return q;
+}
+
+// The one text of a named query of store_columns.sql, with ?1 = id.
+std::string text_of(store::Db& db, const std::string& name, std::int64_t id) {
+  auto s = db.prepare(columns_sql()[name]);
+  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message);
+  if (!s.ok()) return "";
+  s->bind(1, id);
+  auto row = s->step();
+  EXPECT_TRUE(row.ok() && *row) << name;
+  return row.ok() && *row ? s->text(0) : "";
+}
+
+// A database with the rows verifications refer to; `before`: at the schema before migration
+// 0025 (what an older kforge made), else at this build's.
+std::unique_ptr<store::Db> fixture_db(const std::filesystem::path& path, bool before = false) {
+  store::OpenOptions o;
+  o.path = path.string();
+  o.migrate = !before;
+  auto db = store::Db::open(o);
+  EXPECT_TRUE(db.ok()) << (db.ok() ? "" : db.error().message);
+  if (!db.ok()) return nullptr;
+  if (before) {
+    std::vector<EmbeddedFile> older;
+    for (const auto& f : store::migrations())
+      if (f.name < std::string_view("0025")) older.push_back(f);
+    EXPECT_TRUE(store::migrate(**db, older).ok());
+  }
+  auto fixtures = read_file(test::source_dir() / "tests" / "verify" / "fixtures.sql");
+  EXPECT_TRUE(fixtures.ok());
+  EXPECT_TRUE((*db)->exec(*fixtures).ok());
+  return std::move(db).value();
+}
+
+// A report with every part readers read: tests (one not an object), launches, output mutants
+// and the kernel battery, coverage, a speed account, a bounds finding.
+nlohmann::json rich_report() {
+  return nlohmann::json::parse(R"({
+    "tests": [{"name": "test_add", "status": "passed"},
+              {"name": "test_big", "status": "failed",
+               "where": {"section": "unitest_code", "line": 7, "function": "test_big"}},
+              "junk"],
+    "triton": {"launches": {"mul_kernel": 1, "add_kernel": 3}},
+    "mutation": {"killed": 5, "applicable": 6, "survived": ["zero_tail"],
+                 "kernel": {"killed": 2, "applicable": 3, "equivalent": 1,
+                            "survived": [{"mutant": "k3", "op": "index_swap", "section_line": 9}]}},
+    "coverage": {"output_sizes": [1, 4096], "tail_path": true},
+    "speed": {"timed": false, "reason": "GPU busy"},
+    "bounds": {"out_of_bounds": true, "detail": "kernel add_kernel writes outside out (launch 0)"
+}
+})");
+}
+
+TEST(VerifyStore, WhatReadersReadOfTheReportIsStoredInColumnsAndTables) {
+  test::TempDir tmp;
+  auto db = fixture_db(tmp.path() / "k.db");
+  ASSERT_TRUE(db);
+  VerifyResult r;
+  r.verdict = Verdict::passed;
+  r.report = rich_report();
+  auto id = store_verification(*db, {std::nullopt, 1, 1, 1}, r, 1);
+  ASSERT_TRUE(id.ok()) << id.error().message;
+  EXPECT_EQ(text_of(*db, "columns_of", *id),
+            R"(5|6|2|3|1|'[{"mutant":"k3","op":"index_swap","section_line":9}]'|)"
+            R"('{"output_sizes":[1,4096],"tail_path":true}'|'{"reason":"GPU busy","timed":false}'|)"
+            R"(1|'kernel add_kernel writes outside out (launch 0)'|'["zero_tail"]'|'[]')");
+  EXPECT_EQ(text_of(*db, "tests_of", *id),
+            "0:'test_add':'passed':NULL:NULL 1:'test_big':'failed':'unitest_code':7");
+  EXPECT_EQ(text_of(*db, "launches_of", *id), "1:add_kernel=3 2:mul_kernel=1");
+  // A report without those parts (a run that did not pass): NULL, no rows; a bounds check that
+  // found nothing is 0, not NULL.
+  r.verdict = Verdict::failed;
+  r.report = {{"tests", nlohmann::json::array()}, {"bounds", {{"out_of_bounds", false}}}};
+  auto bare = store_verification(*db, {std::nullopt, 1, 1, 2}, r, 2);
+  ASSERT_TRUE(bare.ok()) << bare.error().message;
+  EXPECT_EQ(text_of(*db, "columns_of", *bare),
+            "NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|0|NULL|NULL|NULL");
+  EXPECT_EQ(text_of(*db, "tests_of", *bare), "");
+  EXPECT_EQ(text_of(*db, "launches_of", *bare), "");
+}
+
+// A database from before migration 0025 gets, for every stored report, the columns and rows
+// verify's store writes for the same report today.
+TEST(VerifyStore, TheMigrationFillsTheColumnsAsTheStoreWritesThem) {
+  test::TempDir tmp;
+  auto now = fixture_db(tmp.path() / "now.db");
+  auto old = fixture_db(tmp.path() / "old.db", /*before=*/true);
+  ASSERT_TRUE(now && old);
+  std::vector<nlohmann::json> reports = {
+      rich_report(), nlohmann::json::object(), {{"bounds", {{"out_of_bounds", false}}}}};
+  std::vector<std::int64_t> stored, migrated;
+  for (const auto& report : reports) {
+    VerifyResult r;
+    r.verdict = Verdict::passed;
+    r.report = report;
+    auto id = store_verification(*now, {std::nullopt, 1, 1, 1}, r, 1);
+    ASSERT_TRUE(id.ok()) << id.error().message;
+    stored.push_back(*id);
+    auto ins = old->prepare(columns_sql()["insert_before_columns"]);
+    ASSERT_TRUE(ins.ok()) << ins.error().message;
+    ins->bind(1, text_of(*now, "report_of", *id));
+    if (report.contains("mutation")) {
+      ins->bind(2, std::int64_t{5}).bind(3, std::int64_t{6});
+    } else {
+      ins->bind(2, nullptr).bind(3, nullptr);
+    }
+    ASSERT_TRUE(ins->run().ok());
+    migrated.push_back(old->last_insert_rowid());
+  }
+  // A report that is not JSON (kforge never wrote one) does not stop the migration.
+  auto bad = old->prepare(columns_sql()["insert_before_columns"]);
+  ASSERT_TRUE(bad.ok());
+  bad->bind(1, "{not json").bind(2, nullptr).bind(3, nullptr);
+  ASSERT_TRUE(bad->run().ok());
+  std::int64_t bad_id = old->last_insert_rowid();
+  auto st = store::migrate(*old, store::migrations());
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  for (std::size_t i = 0; i < reports.size(); ++i)
+    for (const char* q : {"columns_of", "tests_of", "launches_of"})
+      EXPECT_EQ(text_of(*old, q, migrated[i]), text_of(*now, q, stored[i])) << q << " " << i;
+  EXPECT_EQ(text_of(*old, "launches_of", migrated[0]), "1:add_kernel=3 2:mul_kernel=1");
+  EXPECT_EQ(text_of(*old, "columns_of", bad_id),
+            "NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL");
+}
+
+// latest_verification: a sample's newest verification (not its highest attempt);
+// latest_round_verification: the newest of each repair round's.
+TEST(VerifyStore, TheViewsSayWhichVerificationCounts) {
+  test::TempDir tmp;
+  auto db = fixture_db(tmp.path() / "k.db");
+  ASSERT_TRUE(db);
+  ASSERT_TRUE(db->exec(columns_sql()["second_sample"]).ok());
+  VerifyResult r;
+  r.verdict = Verdict::failed;
+  auto put = [&](std::int64_t sample, int attempt, int round) {
+    VerificationKey key{std::nullopt, 1, sample, attempt};
+    key.repair_round = round;
+    auto id = store_verification(*db, key, r, 1);
+    EXPECT_TRUE(id.ok()) << id.error().message;
+    return id.ok() ? *id : -1;
+  };
+  std::int64_t a = put(1, 3, 0);
+  std::int64_t b = put(1, 1, 1);
+  std::int64_t c = put(2, 1, 0);
+  std::int64_t d = put(1, 1, 1);  // a retry's attempt numbers start again
+  EXPECT_EQ(text_of(*db, "latest_of_run", 1), "1=" + std::to_string(d) + " 2=" + std::to_string(c));
+  EXPECT_EQ(text_of(*db, "latest_of_rounds", 1),
+            "1/0=" + std::to_string(a) + " 1/1=" + std::to_string(d) + " 2/0=" + std::to_string(c));
+  (void)b;
+  EXPECT_EQ(text_of(*db, "latest_of_run", 2), "");
+}
+
 TEST(VerifyStore, StoresAVerdictWithItsReport) {
   test::TempDir tmp;
   auto db = store::Db::open({(tmp.path() / "k.db").string()});

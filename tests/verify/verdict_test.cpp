@@ -7,6 +7,7 @@
 
 #include "kforge/verify/config.hpp"
 #include "kforge/verify/verdict.hpp"
+#include "verify_util.hpp"
 
 namespace kforge::verify {
 namespace {
@@ -57,12 +58,25 @@ TEST(VerifyClassify, KillsByThePoolWin) {
 TEST(VerifyClassify, ReportDecides) {
   RunFacts f;
   f.wait_status = 0;
-  f.report = nlohmann::json{{"verdict", "failed"}, {"detail", "test_x: AssertionError: boom"}};
+  auto parse = [](const nlohmann::json& fields) {
+    auto h = parse_harness_report(test::harness_json(fields), ReportOrigin::harness);
+    EXPECT_TRUE(h.ok()) << h.error().message;
+    return h.ok() ? std::optional<HarnessReport>(*h) : std::nullopt;
+  };
+  f.report = parse({{"verdict", "failed"}, {"detail", "test_x: AssertionError: boom"}});
   auto c = classify(f);
   EXPECT_EQ(c.verdict, Verdict::failed);
   EXPECT_EQ(c.detail, "test_x: AssertionError: boom");
-  f.report = nlohmann::json{{"verdict", "error"}, {"phase", "sandbox"}, {"detail", "x"}};
+  EXPECT_TRUE(c.flags.empty());
+  f.report = parse({{"verdict", "error"}, {"phase", "sandbox"}, {"detail", "x"}});
   EXPECT_EQ(classify(f).flags, std::vector<std::string>{kInfrastructure});
+  // A report that did not parse: the verifier failed, whatever the report said.
+  f.report.reset();
+  f.report_error = "harness report: field \"detail\" is missing";
+  c = classify(f);
+  EXPECT_EQ(c.verdict, Verdict::error);
+  EXPECT_EQ(c.detail, f.report_error);
+  EXPECT_EQ(c.flags, std::vector<std::string>{kInfrastructure});
 }
 
 // Reads `yaml` (file name k.yaml) into `c` and returns what the reader says at the end: the
@@ -128,7 +142,7 @@ TEST(VerifyConfig, MutantsDefaultToAllAndUnknownOnesAreRefused) {
 }
 
 TEST(VerifyMutationScore, CountsTheSkipLaunchRunAndTheOutputMutantsThatApplied) {
-  nlohmann::json report = {{"verdict", "failed"},
+  nlohmann::json fields = {{"verdict", "failed"},
                            {"battery",
                             {{"mutants",
                               {{{"mutant", "tail"}, {"result", "killed"}},
@@ -137,7 +151,9 @@ TEST(VerifyMutationScore, CountsTheSkipLaunchRunAndTheOutputMutantsThatApplied) 
                                {{"mutant", "scale"}, {"result", "survived"}}}},
                              {"not_run", {"zero"}},
                              {"stopped", "first survivor"}}}};
-  auto s = score_mutants(Verdict::failed, false, report);
+  auto report = parse_harness_report(test::harness_json(fields), ReportOrigin::harness);
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  auto s = score_mutants(Verdict::failed, false, &*report);
   EXPECT_EQ(s.killed, 2);
   EXPECT_EQ(s.applicable, 3);
   EXPECT_EQ(s.survived, std::vector<std::string>{"scale"});
@@ -154,11 +170,11 @@ TEST(VerifyMutationScore, CountsTheSkipLaunchRunAndTheOutputMutantsThatApplied) 
             "passes when every output element is a few percent off: its tolerance is too loose)");
   EXPECT_EQ(r.report["mutation"]["killed"], 2);
   // The verifier's own failure in the skip-launch run counts for nothing.
-  auto infra = score_mutants(Verdict::error, true, nlohmann::json::object());
+  auto infra = score_mutants(Verdict::error, true, nullptr);
   EXPECT_EQ(infra.applicable, 0);
   VerifyResult clean;
   clean.verdict = Verdict::passed;
-  apply_mutation_score(clean, score_mutants(Verdict::failed, false, nlohmann::json::object()));
+  apply_mutation_score(clean, score_mutants(Verdict::failed, false, nullptr));
   EXPECT_TRUE(clean.verified());
   EXPECT_EQ(clean.report["mutation"]["killed"], 1);
 }

@@ -9,6 +9,26 @@
 
 namespace kforge::test {
 
+nlohmann::json harness_json(const nlohmann::json& fields) {
+  nlohmann::json j = {{"harness", verify::harness_report_version()},
+                      {"pid", 1},
+                      {"verdict", "passed"},
+                      {"detail", "1 test passed"},
+                      {"phase", "done"}};
+  for (const auto& [k, v] : fields.items()) j[k] = v;
+  return j;
+}
+
+void set_report(verify::VerifyResult& r, const nlohmann::json& fields) {
+  r.report = harness_json(fields);
+  auto h = verify::parse_harness_report(r.report, verify::ReportOrigin::stored);
+  if (!h.ok()) {
+    ADD_FAILURE() << h.error().message;
+    return;
+  }
+  r.harness = std::move(*h);
+}
+
 verify::VerifyRequest load_sample(const std::string& name,
                                   const std::map<std::string, std::string>& subst,
                                   const std::string& dir) {

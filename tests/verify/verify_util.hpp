@@ -14,6 +14,13 @@
 
 namespace kforge::test {
 
+// A report as the harness writes it: the fields report_fields.txt requires (a passing run, this
+// kforge's version) with `fields` set on top.
+nlohmann::json harness_json(const nlohmann::json& fields = nlohmann::json::object());
+// r.report = harness_json(fields) and r.harness its parse (the test fails where it does not
+// parse).
+void set_report(verify::VerifyResult& r, const nlohmann::json& fields);
+
 // A sample from tests/verify/samples/NAME (or gpu/NAME with dir "gpu"), with @KEY@ replaced.
 verify::VerifyRequest load_sample(const std::string& name,
                                   const std::map<std::string, std::string>& subst = {},

@@ -70,7 +70,3 @@ ON CONFLICT(id) DO UPDATE SET scheme = excluded.scheme, threshold = excluded.thr
   samples = excluded.samples, pairs = excluded.pairs, groups = excluded.groups,
   computed_ms = excluded.computed_ms;
 
--- name: signature_of_sample
-SELECT d.shingles, d.kernels_sha, d.bodies, d.minhash FROM dedup_signatures d
-JOIN samples s ON s.id = d.sample_id
-WHERE d.sample_id = ?1 AND d.code_sha256 = s.code_sha256 AND d.scheme = ?2;

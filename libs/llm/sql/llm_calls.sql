@@ -18,6 +18,6 @@ SELECT 1 FROM llm_calls WHERE request_sha256 = ?1 AND status = 'error' AND error
 INSERT INTO llm_calls (request_sha256, tag, url, model, status, error_kind, error, http_status,
                        attempts, latency_ms, prompt_tokens, completion_tokens, cost_usd,
                        finish_reason, request_text, response_text, replay_of, created_ms,
-                       reasoning_tokens, cached_prompt_tokens)
+                       reasoning_tokens, cached_prompt_tokens, run_tag)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, kf_put(?15), kf_put(?16), ?17,
-        ?18, ?19, ?20);
+        ?18, ?19, ?20, nullif(?21, ''));

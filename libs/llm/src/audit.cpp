@@ -201,6 +201,7 @@ Status AuditStore::write_rows(const std::vector<Call*>& calls) {
       s->bind(15, c->body).bind(16, access_.redact(c->resp)).bind(17, nullptr);
     }
     s->bind(18, now_ms).bind(19, f.reasoning_tokens).bind(20, f.cached_prompt_tokens);
+    s->bind(21, c->req.run);
     KF_CHECK(s->run());
     // Its batch lines are applied in this transaction, with the row that prices them.
     for (const auto& [batch, line] : c->batch_lines) {

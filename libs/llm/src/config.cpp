@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "kforge/core/enum_names.hpp"
+
 namespace kforge::llm {
 namespace {
 
@@ -48,16 +50,15 @@ const char* to_string(Provider p) {
   return p == Provider::azure ? "azure" : "openai";
 }
 
+namespace {
+constexpr EnumName<ResponseFormat> kResponseFormatNames[] = {
+    {ResponseFormat::none, "none"},
+    {ResponseFormat::json_object, "json_object"},
+    {ResponseFormat::json_schema, "json_schema"}};
+}  // namespace
+
 const char* to_string(ResponseFormat f) {
-  switch (f) {
-    case ResponseFormat::none:
-      return "none";
-    case ResponseFormat::json_object:
-      return "json_object";
-    case ResponseFormat::json_schema:
-      return "json_schema";
-  }
-  return "none";
+  return name_of(kResponseFormatNames, f).data();  // the table's names are C string literals
 }
 
 namespace {
@@ -166,15 +167,10 @@ void read_config(ConfigNode n, LlmConfig& out) {
   n.get_at_least("truncated_max_tokens", out.truncated_max_tokens, 0);
   std::string rf = to_string(out.response_format);
   n.get("response_format", rf);
-  if (rf == "none") {
-    out.response_format = ResponseFormat::none;
-  } else if (rf == "json_object") {
-    out.response_format = ResponseFormat::json_object;
-  } else if (rf == "json_schema") {
-    out.response_format = ResponseFormat::json_schema;
-  } else {
-    n.invalid("response_format", "'" + rf + "' is not one of none, json_object, json_schema");
-  }
+  if (auto f = value_of(kResponseFormatNames, rf))
+    out.response_format = *f;
+  else
+    n.invalid("response_format", "'" + rf + "' is not one of " + names_of(kResponseFormatNames));
 
   read_mode(n, out);
 

@@ -10,8 +10,8 @@ SELECT coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0),
        coalesce(sum(cost_usd), 0), coalesce(sum(n), 0), min(first_ms), max(last_ms)
 FROM run_output_totals WHERE run_id = ?1 AND n > 0;
 
--- What the provider answered for a run (its calls' tags start "run=TAG sample="; ?1 =
--- "run=TAG"), network calls apart from replayed ones (answered from the store, unpaid).
+-- What the provider answered for a run (its calls' run_tag, migration 0026; ?1 = the run's tag),
+-- network calls apart from replayed ones (answered from the store, unpaid).
 -- name: run_calls
 SELECT replayed, n, prompt_tokens, completion_tokens, cost_usd
 FROM run_call_totals WHERE run_tag = ?1 AND n > 0;
@@ -33,17 +33,6 @@ FROM stage_outputs WHERE run_id = ?1;
 -- name: run_outputs_by_stage_status
 SELECT stage, status, n FROM run_output_totals WHERE run_id = ?1 AND n > 0;
 
--- The most recent finishes (?4 at most, since ?3): how many and the oldest one's time. The rate
--- is taken over them, so a stop or a slow start long ago does not drag it down.
--- name: run_recent_finishes
-SELECT count(*), coalesce(min(t), 0) FROM (
-  SELECT t FROM (
-    SELECT created_ms AS t FROM stage_outputs
-    WHERE run_id = ?1 AND stage = ?2 AND status = 'ok' AND created_ms >= ?3
-    UNION ALL
-    SELECT updated_ms AS t FROM jobs WHERE run_id = ?1 AND state = 'failed' AND updated_ms >= ?3)
-  ORDER BY t DESC LIMIT ?4);
-
 -- Errors and warnings by kind: how many, the latest time and message (SQLite takes the bare
 -- column from the row holding max()).
 -- name: run_errors_by_kind
@@ -55,34 +44,33 @@ GROUP BY kind ORDER BY count(*) DESC, kind;
 -- name: run_verdicts
 SELECT verdict, n FROM run_verdict_counts WHERE run_id = ?1 AND n > 0;
 
--- Quality flags on the latest verification of each sample that passed (no_kernel_launch,
+-- Quality flags on the verification of each sample that passed (no_kernel_launch,
 -- mutant_survived, weak_test, weak_inputs, constant_output, cross_compile_failed): each such
--- sample is not verified.
+-- sample is not verified. A sample's verification is its newest (the view latest_verification,
+-- migration 0025), here and below.
 -- name: run_quality_flags
-SELECT f.value, count(*) FROM verifications v, json_each(v.flags_json) f
+SELECT f.value, count(*) FROM latest_verification v, json_each(v.flags_json) f
 WHERE v.run_id = ?1 AND v.verdict = 'passed'
-  AND v.id = (SELECT max(x.id) FROM verifications x
-              WHERE x.run_id = v.run_id AND x.sample_id = v.sample_id)
 GROUP BY 1 ORDER BY 2 DESC, 1;
 
 -- Samples whose latest verification, whatever its verdict, is flagged out_of_bounds (a kernel
 -- read or wrote outside its buffers: found by the guard-zone check of a passing run, or the run
 -- died of an illegal memory access).
 -- name: run_out_of_bounds
-SELECT count(*) FROM verifications v, json_each(v.flags_json) f
-WHERE v.run_id = ?1 AND f.value = 'out_of_bounds'
-  AND v.id = (SELECT max(x.id) FROM verifications x
-              WHERE x.run_id = v.run_id AND x.sample_id = v.sample_id);
+SELECT count(*) FROM latest_verification v, json_each(v.flags_json) f
+WHERE v.run_id = ?1 AND f.value = 'out_of_bounds';
 
 -- The speed label of the latest verification of each sample that passed and was timed
 -- (verification_speed, migration 0020): its speedup (NULL without a reference) and pass_perf.
 -- name: run_speed
 SELECT sp.speedup, sp.pass_perf
-FROM verifications v JOIN verification_speed sp ON sp.verification_id = v.id
+FROM latest_verification v JOIN verification_speed sp ON sp.verification_id = v.id
 WHERE v.run_id = ?1 AND v.verdict = 'passed' AND sp.timed = 1
-  AND v.id = (SELECT max(x.id) FROM verifications x
-              WHERE x.run_id = v.run_id AND x.sample_id = v.sample_id)
 ORDER BY sp.speedup;
+
+-- Every run's jobs by state, for kforge status.
+-- name: jobs_by_state_all
+SELECT state, sum(n) FROM run_job_counts GROUP BY state HAVING sum(n) > 0 ORDER BY state;
 
 -- name: jobs_by_run_state
 SELECT r.tag, c.state, sum(c.n) FROM run_job_counts c JOIN runs r ON r.id = c.run_id

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kforge/core/enum_names.hpp"
 #include "kforge/pipeline/jobs.hpp"
 
 namespace kforge::pipeline {
@@ -43,18 +44,15 @@ Status Heartbeat::stop() {
   return s.run();
 }
 
+namespace {
+constexpr EnumName<Liveness> kLivenessNames[] = {{Liveness::none, "none"},
+                                                 {Liveness::running, "running"},
+                                                 {Liveness::stale, "stale"},
+                                                 {Liveness::stopped, "stopped"}};
+}  // namespace
+
 const char* to_string(Liveness l) {
-  switch (l) {
-    case Liveness::none:
-      return "none";
-    case Liveness::running:
-      return "running";
-    case Liveness::stale:
-      return "stale";
-    case Liveness::stopped:
-      return "stopped";
-  }
-  return "none";
+  return name_of(kLivenessNames, l).data();  // the table's names are C string literals
 }
 
 std::int64_t stale_after_ms(std::int64_t interval_ms) {

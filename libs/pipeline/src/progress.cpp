@@ -46,6 +46,13 @@ Result<std::vector<RunProgress>> collect_active_progress(store::Db& db, std::int
   return progress_of(db, now_ms, std::move(runs));
 }
 
+Result<std::map<std::string, std::int64_t>> jobs_by_state(store::Db& db) {
+  std::map<std::string, std::int64_t> out;
+  KF_TRY(Stmt * s, db.cached(pipeline_queries()["jobs_by_state_all"]));
+  KF_CHECK(s->each([&](Stmt& r) { out[r.text(0)] = r.int64(1); }));
+  return out;
+}
+
 namespace {
 Result<std::vector<RunProgress>> progress_of(store::Db& db, std::int64_t now_ms,
                                              std::vector<RunRow> runs) {
@@ -99,7 +106,7 @@ Result<std::vector<RunProgress>> progress_of(store::Db& db, std::int64_t now_ms,
     }
     {
       KF_TRY(Stmt * s, db.cached(q["run_calls"]));
-      s->bind(1, "run=" + p.run.tag);
+      s->bind(1, p.run.tag);
       bool any = false;
       std::int64_t pt = 0, ct = 0;
       double cost = 0;

@@ -10,6 +10,7 @@
 #include "kforge/core/fs.hpp"
 #include "kforge/core/paths.hpp"
 #include "kforge/core/sha256.hpp"
+#include "kforge/store/vocabulary.hpp"
 
 namespace kforge::pipeline {
 namespace {
@@ -18,11 +19,23 @@ using store::StageKind;
 
 constexpr const char* kSpecFile = "pipeline.yaml";
 
-// The evidence blocks every evidence.md must define, and the placeholders they may use.
+// The evidence blocks every evidence.md must define, and the placeholders they may use: the
+// verdict's own, and one per quality flag a repair round is asked to fix (named as the flag:
+// store/vocabulary.hpp; the verifier's own failures and a slow label have no block).
+using store::Flag;
 constexpr std::array<std::string_view, 12> kEvidenceBlocks = {
-    "verdict",     "failing_test",    "message",          "traceback",
-    "stderr",      "mutant_survived", "no_kernel_launch", "weak_test",
-    "weak_inputs", "constant_output", "out_of_bounds",    "cross_compile_failed"};
+    "verdict",
+    "failing_test",
+    "message",
+    "traceback",
+    "stderr",
+    to_string(Flag::mutant_survived),
+    to_string(Flag::no_kernel_launch),
+    to_string(Flag::weak_test),
+    to_string(Flag::weak_inputs),
+    to_string(Flag::constant_output),
+    to_string(Flag::out_of_bounds),
+    to_string(Flag::cross_compile_failed)};
 const std::set<std::string>& evidence_placeholders() {
   static const std::set<std::string> s = {
       "verdict", "detail",    "test",   "section",   "line",    "source_line",    "exception",

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "kforge/verify/harness_report.hpp"
 #include "kforge/verify/targets.hpp"
 #include "kforge/verify/verdict.hpp"
 
@@ -106,7 +107,7 @@ Result<std::string> render_evidence(const EvidenceTemplate& t, const VerdictEvid
     }
   }
   std::string err = trim_end(v.stderr_tail);
-  if (v.verdict != "passed" && !err.empty()) {
+  if (v.verdict != store::verdict_name(store::Verdict::passed) && !err.empty()) {
     values["stderr"] = trim_end(verify::last_lines(err, caps.stderr_lines, caps.stderr_bytes));
     use.push_back("stderr");
   }
@@ -132,8 +133,11 @@ Result<std::string> render_evidence(const EvidenceTemplate& t, const VerdictEvid
     std::string lines;
     const nlohmann::json* m =
         v.report.is_object() && v.report.contains("mutation") ? &v.report["mutation"] : nullptr;
-    if (m != nullptr && m->contains("kernel") && (*m)["kernel"].is_object())
-      for (const auto& s : (*m)["kernel"].value("survived", nlohmann::json::array()))
+    const nlohmann::json* kernel =
+        m != nullptr && m->contains("kernel") ? &(*m)["kernel"] : nullptr;  // the pool's score
+    if (kernel != nullptr && kernel->is_object() && kernel->contains("survived") &&
+        (*kernel)["survived"].is_array())
+      for (const auto& s : (*kernel)["survived"])
         lines += (lines.empty() ? "" : "\n") + std::string("- ") +
                  verify::kernel_mutant_meaning(s) + ".";
     values["kernel_mutants"] =
@@ -155,14 +159,19 @@ Result<std::string> render_evidence(const EvidenceTemplate& t, const VerdictEvid
   }
   if (std::find(v.flags.begin(), v.flags.end(), verify::kCrossCompileFailed) != v.flags.end()) {
     // Each required target that failed: the kernel, the stage and the compiler's first lines.
-    std::vector<std::string> required;
-    if (v.report.is_object() && v.report.contains("cross_compile") &&
-        v.report["cross_compile"].is_object())
-      for (const auto& name : v.report["cross_compile"].value("required", nlohmann::json::array()))
+    // The stored report, parsed as the pool parsed it (harness_report.hpp).
+    auto stored = verify::parse_stored_report(v.report);
+    static const verify::HarnessReport kNone;
+    const verify::HarnessReport& h = stored.ok() && *stored ? **stored : kNone;
+    std::vector<std::string> required;  // the pool's field (require_targets)
+    const auto cc = v.report.is_object() ? v.report.find("cross_compile") : v.report.end();
+    if (cc != v.report.end() && cc->is_object() && cc->contains("required") &&
+        (*cc)["required"].is_array())
+      for (const auto& name : (*cc)["required"])
         if (name.is_string()) required.push_back(name.get<std::string>());
     std::string targets;
-    for (const auto& res : verify::cross_compile_results(v.report)) {
-      if (res.result != "error") continue;
+    for (const auto& res : h.cross_compile.value_or(std::vector<verify::TargetResult>())) {
+      if (res.result != store::TargetResultKind::error) continue;
       if (!required.empty() &&
           std::find(required.begin(), required.end(), res.target) == required.end())
         continue;

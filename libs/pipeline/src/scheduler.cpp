@@ -402,6 +402,7 @@ Status Scheduler::submit(ServedRun& run, const LeasedJob& job) {
   req.label = "run=" + run.row.tag + " sample=" + in.key + " stage=" + job.stage +
               (job.repair_round > 0 ? " round=" + std::to_string(job.repair_round) : "") +
               " attempt=" + std::to_string(job.attempts + 1);
+  req.run = run.row.tag;  // the call's run, stored with it: the run's cost
   // Every recorded answer (kept across kforge retry) moves the identity on: only a call whose
   // answer was never checkpointed (a crash) is asked with the same identity, and replayed.
   req.asker = "job=" + std::to_string(job.id) + " stage=" + job.stage +

@@ -17,12 +17,12 @@ FROM stage_outputs o
 WHERE o.run_id = ?1 AND o.sample_id = ?2 AND o.status = 'ok'
 ORDER BY o.id;
 
--- The latest verdict of each round of a sample's code (0: the first generation), by round.
+-- The verdict of each round of a sample's code (0: the first generation; the view
+-- latest_round_verification, migration 0025), by round.
 -- name: dataset_round_verdicts
 SELECT v.repair_round, v.verdict, v.flags_json, v.detail
-FROM verifications v
-WHERE v.id IN (SELECT max(x.id) FROM verifications x
-               WHERE x.run_id = ?1 AND x.sample_id = ?2 GROUP BY x.repair_round)
+FROM latest_round_verification v
+WHERE v.run_id = ?1 AND v.sample_id = ?2
 ORDER BY v.repair_round;
 
 -- What a sample's LLM calls cost in a run, every attempt counted.

@@ -23,8 +23,18 @@ SELECT max(coalesce((SELECT max(c.id) FROM code_outputs c
            coalesce((SELECT max(o.id) FROM stage_output_kinds o
                      WHERE o.run_id = ?1 AND o.sample_id = ?2 AND o.kind = 'code'), 0));
 
--- Every verification of a sample in a run, oldest first.
+-- Every verification of a sample in a run, oldest first, with what verify's store took from its
+-- report (migration 0025): the mutation scores, the coverage facts, and the section and line
+-- where its first test that neither passed nor was skipped failed.
 -- name: debug_verifications
-SELECT attempt, verdict, flags_json, detail, result_json, script, stderr_tail, duration_ms, device,
-       created_ms, repair_round, id
-FROM verifications WHERE run_id = ?1 AND sample_id = ?2 ORDER BY id;
+SELECT v.attempt, v.verdict, v.flags_json, v.detail, v.result_json, v.script, v.stderr_tail,
+       v.duration_ms, v.device, v.created_ms, v.repair_round, v.id, v.mutants_killed,
+       v.mutants_applicable, v.mutants_survived_json, v.mutants_not_applicable_json,
+       v.kernel_killed, v.kernel_applicable, v.kernel_equivalent, v.kernel_survived_json,
+       v.coverage_json, f.section, f.line
+FROM verifications v
+LEFT JOIN verification_tests f ON f.verification_id = v.id AND f.ordinal = (
+  SELECT t.ordinal FROM verification_tests t
+  WHERE t.verification_id = v.id AND coalesce(t.status, '') NOT IN ('passed', 'skipped')
+  ORDER BY t.ordinal LIMIT 1)
+WHERE v.run_id = ?1 AND v.sample_id = ?2 ORDER BY v.id;

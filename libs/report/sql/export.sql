@@ -2,25 +2,27 @@
 -- of kind analysis, the view stage_output_kinds of migration 0021), the latest code (the newest
 -- answer that holds code, the view code_outputs: the code stage's or a repair round's corrected
 -- wrapper and test; or an attempt of the code stage newer than it, so a failed generation shows
--- as the sample's latest attempt), and the latest verification, by sample key. "Latest" is the
--- newest row (highest id). The last three columns come from the latest verification's report:
--- the kernels its test launched ({name: count}), its test functions and the speed label, when
--- the verifier measured one; the last, the label's stored summary (verification_speed,
--- migration 0020).
+-- as the sample's latest attempt), and the sample's verification (the view latest_verification,
+-- migration 0025), by sample key. "Latest" is the newest row (highest id). From the
+-- verification's columns and tables (0025): the kernels its test launched ({name: count}), its
+-- test functions, the harness's speed account when the verifier measured one, and the kernel
+-- battery's score; the last, the speed label's stored summary (verification_speed, 0020).
 -- name: export_rows
 SELECT s.key, s.record_json, j.state, j.stage,
        an.status, kf_text(an.parsed_text), an.prompt_version, an.prompt_sha256,
        ge.status, kf_text(ge.parsed_text), ge.prompt_version, ge.prompt_sha256,
        v.verdict, v.flags_json, v.detail, ge.repair_round, ge.stage, s.id, s.code,
        kf_text(an.reasoning_text), kf_text(ge.reasoning_text),
-       v.mutants_killed, v.mutants_applicable, json_extract(v.result_json, '$.coverage'),
+       v.mutants_killed, v.mutants_applicable, v.coverage_json,
        (SELECT json_group_object(t.target, t.result) FROM verification_targets t
         WHERE t.verification_id = v.id),
-       json_extract(v.result_json, '$.triton.launches'),
-       (SELECT json_group_array(json_extract(t.value, '$.name'))
-        FROM json_each(v.result_json, '$.tests') t),
-       json_extract(v.result_json, '$.speed'),
-       json_extract(v.result_json, '$.mutation.kernel'),
+       (SELECT json_group_object(l.kernel, l.launches)
+        FROM (SELECT kernel, launches FROM verification_launches
+              WHERE verification_id = v.id ORDER BY ordinal) l),
+       (SELECT json_group_array(t.name)
+        FROM (SELECT name FROM verification_tests WHERE verification_id = v.id ORDER BY ordinal) t),
+       v.speed_json, v.kernel_killed, v.kernel_applicable, v.kernel_equivalent,
+       v.kernel_survived_json,
        (SELECT json_object('timed', json(CASE sp.timed WHEN 1 THEN 'true' ELSE 'false' END),
                            'kernel_us', sp.kernel_us, 'gbps', sp.gbps,
                            'fraction_of_peak', sp.fraction_of_peak, 'speedup', sp.speedup,
@@ -41,7 +43,6 @@ LEFT JOIN stage_outputs ge ON ge.id = max(
             WHERE c.run_id = j.run_id AND c.sample_id = j.sample_id), 0),
   coalesce((SELECT max(o.id) FROM stage_output_kinds o
             WHERE o.run_id = j.run_id AND o.sample_id = j.sample_id AND o.kind = 'code'), 0))
-LEFT JOIN verifications v ON v.id = (
-  SELECT max(x.id) FROM verifications x WHERE x.run_id = j.run_id AND x.sample_id = j.sample_id)
+LEFT JOIN latest_verification v ON v.run_id = j.run_id AND v.sample_id = j.sample_id
 WHERE j.run_id = ?1
 ORDER BY s.key;

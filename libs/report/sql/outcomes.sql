@@ -1,6 +1,6 @@
 -- Where each job of a run stands, one row per sample, by sample key: the latest output of the
--- stage the job is at (fo), the latest output of any stage (lo), the latest verification (v), and
--- sums over every attempt. "Latest" is the newest row (highest id): attempt numbers start again
+-- stage the job is at (fo), the latest output of any stage (lo), the sample's verification (v:
+-- the view latest_verification, migration 0025), and sums over every attempt. "Latest" is the newest row (highest id): attempt numbers start again
 -- after a retry, row ids never go back.
 -- name: run_outcomes
 SELECT s.id, s.key, j.state, j.stage, j.error_kind, j.error,
@@ -13,8 +13,7 @@ SELECT s.id, s.key, j.state, j.stage, j.error_kind, j.error,
        coalesce(t.mended, 0), coalesce(t.reasoning_tokens, 0), coalesce(t.cached_prompt_tokens, 0),
        (SELECT json_group_object(c.target, c.result) FROM verification_targets c
         WHERE c.verification_id = v.id),
-       json_extract(v.result_json, '$.mutation.kernel.killed'),
-       json_extract(v.result_json, '$.mutation.kernel.applicable'),
+       v.kernel_killed, v.kernel_applicable,
        sp.speedup, sp.pass_perf, sp.timed
 FROM jobs j
 JOIN samples s ON s.id = j.sample_id
@@ -24,8 +23,7 @@ LEFT JOIN stage_outputs fo ON fo.id = (
   ORDER BY o.id DESC LIMIT 1)
 LEFT JOIN stage_outputs lo ON lo.id = (
   SELECT max(o.id) FROM stage_outputs o WHERE o.run_id = j.run_id AND o.sample_id = j.sample_id)
-LEFT JOIN verifications v ON v.id = (
-  SELECT max(x.id) FROM verifications x WHERE x.run_id = j.run_id AND x.sample_id = j.sample_id)
+LEFT JOIN latest_verification v ON v.run_id = j.run_id AND v.sample_id = j.sample_id
 LEFT JOIN verification_speed sp ON sp.verification_id = v.id
 LEFT JOIN (
   SELECT sample_id, sum(prompt_tokens) AS prompt_tokens,
@@ -40,13 +38,11 @@ LEFT JOIN (
 WHERE j.run_id = ?1
 ORDER BY s.key;
 
--- Per sample and repair round (0: the first generation): the latest verdict of that round's code.
+-- Per sample and repair round (0: the first generation): the verdict of that round's code (the
+-- view latest_round_verification, migration 0025).
 -- name: run_round_verdicts
-SELECT v.sample_id, v.repair_round, v.verdict, v.flags_json FROM verifications v
+SELECT v.sample_id, v.repair_round, v.verdict, v.flags_json FROM latest_round_verification v
 WHERE v.run_id = ?1
-  AND v.id = (SELECT max(x.id) FROM verifications x
-              WHERE x.run_id = v.run_id AND x.sample_id = v.sample_id
-                AND x.repair_round = v.repair_round)
 ORDER BY v.sample_id, v.repair_round;
 
 -- Per sample and repair round: what the round's LLM calls cost (round 0 holds analyze and

@@ -18,16 +18,16 @@ SELECT stage, state, n FROM run_job_counts
 WHERE run_id = ?1 AND state NOT IN ('done', 'failed', 'cancelled') AND n > 0
 ORDER BY n DESC, stage;
 
--- The latest verdict of each sample of a run, counted by verdict.
+-- The verdict of each sample of a run (the view latest_verification, migration 0025), counted by
+-- verdict.
 -- name: viewer_run_verdicts
-SELECT v.verdict, count(*) FROM verifications v
-WHERE v.id IN (SELECT max(x.id) FROM verifications x WHERE x.run_id = ?1 GROUP BY x.sample_id)
+SELECT v.verdict, count(*) FROM latest_verification v WHERE v.run_id = ?1
 GROUP BY v.verdict ORDER BY count(*) DESC, v.verdict;
 
--- The quality flags on the latest verdict of each sample of a run, counted by flag.
+-- The quality flags on the verdict of each sample of a run, counted by flag.
 -- name: viewer_run_flags
-SELECT f.value, count(*) FROM verifications v, json_each(v.flags_json) f
-WHERE v.id IN (SELECT max(x.id) FROM verifications x WHERE x.run_id = ?1 GROUP BY x.sample_id)
+SELECT f.value, count(*) FROM latest_verification v, json_each(v.flags_json) f
+WHERE v.run_id = ?1
 GROUP BY f.value ORDER BY count(*) DESC, f.value;
 
 -- A verification's cross-compile results (migration 0014), by target.

@@ -13,9 +13,9 @@
 namespace kforge::report {
 
 std::string verdict_cause(const std::vector<std::string>& flags) {
-  for (const char* f : {"environment", "infrastructure"})
+  for (const char* f : {kEnvironmentFlag, kInfrastructureFlag})
     if (std::find(flags.begin(), flags.end(), f) != flags.end()) return f;
-  return "sample";
+  return kSampleCause;
 }
 
 std::string stage_failure(const SampleOutcome& o) {
@@ -81,7 +81,7 @@ void summarise_speed(const std::vector<const SampleOutcome*>& samples, double z,
   SpeedSummary& sp = s.speed;
   std::vector<double> speedups;
   for (const SampleOutcome* o : samples) {
-    if (!o->verdict || *o->verdict != "passed" || !o->timed) continue;
+    if (!o->verdict || *o->verdict != kPassed || !o->timed) continue;
     ++sp.timed;
     if (!o->speedup) continue;
     ++sp.with_reference;
@@ -126,7 +126,7 @@ RunSummary summarise(const std::vector<const SampleOutcome*>& samples, double z,
         ++s.sample_verdicts;
       else
         ++s.environment_verdicts;
-      if (*o->verdict != "passed") {
+      if (*o->verdict != kPassed) {
         VerdictCause& vc = causes[cause];
         if (vc.count++ == 0) {
           vc.cause = cause;
@@ -141,7 +141,7 @@ RunSummary summarise(const std::vector<const SampleOutcome*>& samples, double z,
       ++by_verdict[*o->verdict];
     else
       ++no_verdict;
-    if (o->verdict && *o->verdict == "passed")
+    if (o->verdict && *o->verdict == kPassed)
       for (const auto& f : o->flags) ++flags[f];
     if (std::string kind = stage_failure(*o); !kind.empty()) ++kinds[kind];
     s.prompt_tokens += o->prompt_tokens;
@@ -180,19 +180,25 @@ RunSummary summarise(const std::vector<const SampleOutcome*>& samples, double z,
     for (const auto& [t, result] : o->targets) {
       TargetRate& r = targets[t];
       r.target = t;
-      if (result == "ok") {
-        ++r.ok;
-        if (o->verified()) ++r.verified_ok;
-      } else if (result == "error") {
-        ++r.error;
-      } else if (result == "unavailable") {
-        ++r.unavailable;
-      } else {
-        ++r.not_run;
+      switch (
+          value_of(store::kTargetResultNames, result).value_or(store::TargetResultKind::not_run)) {
+        case store::TargetResultKind::ok:
+          ++r.ok;
+          if (o->verified()) ++r.verified_ok;
+          break;
+        case store::TargetResultKind::error:
+          ++r.error;
+          break;
+        case store::TargetResultKind::unavailable:
+          ++r.unavailable;
+          break;
+        case store::TargetResultKind::not_run:
+          ++r.not_run;
+          break;
       }
     }
   for (const SampleOutcome* o : samples) {
-    if (!o->kernel_applicable || !o->verdict || *o->verdict != "passed") continue;
+    if (!o->kernel_applicable || !o->verdict || *o->verdict != kPassed) continue;
     ++s.kernel_samples;
     s.kernel_killed += o->kernel_killed.value_or(0);
     s.kernel_applicable += *o->kernel_applicable;
@@ -206,7 +212,7 @@ RunSummary summarise(const std::vector<const SampleOutcome*>& samples, double z,
     r.interval = wilson(r.ok, compiled, z);
     s.targets.push_back(r);
   }
-  for (const char* cause : {"environment", "infrastructure", "sample"})
+  for (const char* cause : {kEnvironmentFlag, kInfrastructureFlag, kSampleCause})
     if (auto it = causes.find(cause); it != causes.end()) s.causes.push_back(it->second);
   return s;
 }
@@ -219,9 +225,9 @@ std::string no_call_reason(const std::string& tag, const RunSummary& s) {
   bool env = false, infra = false;
   std::string example;
   for (const auto& c : s.causes) {
-    if (c.cause == "environment") env = true;
-    if (c.cause == "infrastructure") infra = true;
-    if (example.empty() && c.cause != "sample")
+    if (c.cause == kEnvironmentFlag) env = true;
+    if (c.cause == kInfrastructureFlag) infra = true;
+    if (example.empty() && c.cause != kSampleCause)
       example = " (e.g. " + c.example_key + ": " + c.example + ")";
   }
   why += env && infra ? "environment or infrastructure errors"
@@ -363,10 +369,10 @@ nlohmann::ordered_json rounds_json(const RunSummary& s) {
 nlohmann::ordered_json targets_json(const RunSummary& s) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   for (const auto& t : s.targets)
-    j[t.target] = {{"ok", t.ok},
-                   {"error", t.error},
-                   {"unavailable", t.unavailable},
-                   {"not_run", t.not_run},
+    j[t.target] = {{to_string(store::TargetResultKind::ok), t.ok},
+                   {to_string(store::TargetResultKind::error), t.error},
+                   {to_string(store::TargetResultKind::unavailable), t.unavailable},
+                   {to_string(store::TargetResultKind::not_run), t.not_run},
                    {"rate", t.rate},
                    {"interval", {t.interval.low, t.interval.high}},
                    {"verified_ok", t.verified_ok}};

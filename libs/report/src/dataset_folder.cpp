@@ -15,6 +15,7 @@
 
 #include "dataset_card.hpp"
 #include "dataset_rows.hpp"
+#include "kforge/core/enum_names.hpp"
 #include "kforge/core/fs.hpp"
 #include "kforge/core/sha256.hpp"
 #include "kforge/dedup/groups.hpp"
@@ -26,28 +27,22 @@ namespace kforge::report {
 namespace fs = std::filesystem;
 using ojson = nlohmann::ordered_json;
 
+namespace {
+// The shapes --format names (record is kforge's own records, not a --format value).
+constexpr EnumName<RowShape> kRowShapeNames[] = {{RowShape::sft, "sft"},
+                                                 {RowShape::prompt_completion, "prompt-completion"},
+                                                 {RowShape::trajectory, "trajectory"},
+                                                 {RowShape::rl, "rl"},
+                                                 {RowShape::record, "record"}};
+}  // namespace
+
 std::optional<RowShape> parse_row_shape(const std::string& s) {
-  if (s == "sft") return RowShape::sft;
-  if (s == "prompt-completion") return RowShape::prompt_completion;
-  if (s == "trajectory") return RowShape::trajectory;
-  if (s == "rl") return RowShape::rl;
-  return std::nullopt;
+  auto shape = value_of(kRowShapeNames, s);
+  return shape == RowShape::record ? std::nullopt : shape;
 }
 
 const char* to_string(RowShape s) {
-  switch (s) {
-    case RowShape::sft:
-      return "sft";
-    case RowShape::prompt_completion:
-      return "prompt-completion";
-    case RowShape::trajectory:
-      return "trajectory";
-    case RowShape::rl:
-      return "rl";
-    case RowShape::record:
-      break;
-  }
-  return "record";
+  return name_of(kRowShapeNames, s).data();  // the table's names are C string literals
 }
 
 Result<ReasoningStyle> parse_reasoning_style(const std::string& s) {

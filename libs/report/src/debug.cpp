@@ -96,24 +96,22 @@ ojson verdict_json(const VerifyAttempt& v) {
 // "mutants  killed K of A that apply; ..." from the verdict's mutation score (docs/VERIFIER.md),
 // or "" when no mutant ran.
 std::string mutants_line(const VerifyAttempt& v) {
-  if (!v.result_json) return "";
-  auto r = ojson::parse(*v.result_json, nullptr, false);
-  if (!r.is_object() || !r.contains("mutation") || !r["mutation"].is_object()) return "";
-  const auto& m = r["mutation"];
-  auto names = [&](const char* key) {
+  if (!v.mutants_applicable) return "";
+  auto names = [&](const std::optional<std::string>& list) {
     std::string out;
-    for (const auto& n : m.value(key, ojson::array()))
+    for (const auto& n : list_items(list))
       if (n.is_string()) out += (out.empty() ? "" : ", ") + n.get<std::string>();
     return out.empty() ? std::string("none") : out;
   };
-  std::string line = fmt::format(
-      "mutants  killed {} of {} that apply; survived: {}; not applicable: {}\n",
-      m.value("killed", 0), m.value("applicable", 0), names("survived"), names("not_applicable"));
-  if (m.contains("kernel") && m["kernel"].is_object()) {
-    const auto& k = m["kernel"];
-    line += fmt::format("kernel   killed {} of {} that apply, {} equivalent", k.value("killed", 0),
-                        k.value("applicable", 0), k.value("equivalent", 0));
-    for (const auto& s : k.value("survived", ojson::array()))
+  std::string line =
+      fmt::format("mutants  killed {} of {} that apply; survived: {}; not applicable: {}\n",
+                  v.mutants_killed.value_or(0), *v.mutants_applicable,
+                  names(v.mutants_survived_json), names(v.mutants_not_applicable_json));
+  if (v.kernel_applicable) {
+    line += fmt::format("kernel   killed {} of {} that apply, {} equivalent",
+                        v.kernel_killed.value_or(0), *v.kernel_applicable,
+                        v.kernel_equivalent.value_or(0));
+    for (const auto& s : list_items(v.kernel_survived_json))
       if (s.is_object())
         line += fmt::format("; survived: {} ({} line {})", s.value("desc", std::string("?")),
                             s.value("section", std::string("code")), s.value("section_line", 0));

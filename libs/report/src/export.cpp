@@ -19,8 +19,11 @@ namespace kforge::report {
 using ojson = nlohmann::ordered_json;
 
 const std::vector<std::string>& verdict_names() {
-  static const std::vector<std::string> v = {"passed",  "failed",  "error",  "timeout",
-                                             "crashed", "invalid", "skipped"};
+  static const std::vector<std::string> v = [] {
+    std::vector<std::string> out;
+    for (const auto& e : store::kVerdictNames) out.emplace_back(e.name);
+    return out;
+  }();
   return v;
 }
 
@@ -133,7 +136,7 @@ Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
   }
   // The training shapes keep verified samples unless told otherwise.
   std::vector<std::string> verdicts = opts.verdicts;
-  if (verdicts.empty() && opts.shape != RowShape::record) verdicts = {"passed"};
+  if (verdicts.empty() && opts.shape != RowShape::record) verdicts = {std::string(kPassed)};
   // A deferred transaction: one consistent snapshot of the run while the daemon goes on.
   KF_TRY(store::Transaction tx, store::Transaction::begin(db, store::TxMode::deferred));
   KF_TRY(store::Stmt s, db.prepare(queries()["export_rows"]));
@@ -174,7 +177,7 @@ Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
     if (!verdicts.empty()) {
       bool keep =
           o.verdict && std::find(verdicts.begin(), verdicts.end(), *o.verdict) != verdicts.end();
-      if (keep && *o.verdict == "passed" && !o.flags.empty() && !opts.include_flagged) keep = false;
+      if (keep && *o.verdict == kPassed && !o.flags.empty() && !opts.include_flagged) keep = false;
       if (!keep) {
         ++sum.skipped;
         continue;
@@ -190,7 +193,8 @@ Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
     if (!opts.compiles_for.empty()) {
       bool keep = std::all_of(opts.compiles_for.begin(), opts.compiles_for.end(),
                               [&](const std::string& t) {
-                                return cross.is_object() && cross.contains(t) && cross[t] == "ok";
+                                return cross.is_object() && cross.contains(t) &&
+                                       cross[t] == to_string(store::TargetResultKind::ok);
                               });
       if (!keep) {
         ++sum.not_compiling;
@@ -250,12 +254,14 @@ Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
     // it ran.
     if (!before_verify && !s.is_null(22)) {
       rec["mutation_score"] = {{"killed", s.int64(21)}, {"applicable", s.int64(22)}};
-      auto kernel = parse_opt(s.opt_text(28));
-      if (kernel && kernel->is_object())
-        rec["mutation_score"]["kernel"] = {{"killed", kernel->value("killed", 0)},
-                                           {"applicable", kernel->value("applicable", 0)},
-                                           {"equivalent", kernel->value("equivalent", 0)},
-                                           {"survived", kernel->value("survived", ojson::array())}};
+      if (!s.is_null(29)) {
+        auto survived = parse_opt(s.opt_text(31));
+        rec["mutation_score"]["kernel"] = {
+            {"killed", s.int64(28)},
+            {"applicable", s.int64(29)},
+            {"equivalent", s.int64(30)},
+            {"survived", survived && survived->is_array() ? *survived : ojson::array()}};
+      }
     } else {
       rec["mutation_score"] = nullptr;
     }
@@ -263,7 +269,7 @@ Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
     rec["coverage"] = coverage ? *coverage : ojson(nullptr);
     rec["cross_compile"] = std::move(cross);
     // The speed label (docs/VERIFIER.md): null where the sample was not timed.
-    auto speed = before_verify ? std::nullopt : parse_opt(s.opt_text(29));
+    auto speed = before_verify ? std::nullopt : parse_opt(s.opt_text(32));
     rec["speed"] = speed ? *speed : ojson(nullptr);
     if (opts.with_reasoning) {
       ojson reasoning = ojson::object();

@@ -174,9 +174,14 @@ void count_group(std::string& s, const std::string& title, const Counts& a, cons
 Counts target_counts(const RunSummary& s) {
   Counts c;
   for (const auto& t : s.targets) {
-    const std::pair<const char*, std::int64_t> rows[] = {
-        {"ok", t.ok}, {"error", t.error}, {"unavailable", t.unavailable}, {"not_run", t.not_run}};
-    for (const auto& [result, n] : rows) c.emplace_back(t.target + " " + result, n);
+    using store::TargetResultKind;
+    const std::pair<TargetResultKind, std::int64_t> rows[] = {
+        {TargetResultKind::ok, t.ok},
+        {TargetResultKind::error, t.error},
+        {TargetResultKind::unavailable, t.unavailable},
+        {TargetResultKind::not_run, t.not_run}};
+    for (const auto& [result, n] : rows)
+      c.emplace_back(t.target + " " + std::string(to_string(result)), n);
   }
   return c;
 }

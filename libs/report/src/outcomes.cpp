@@ -4,63 +4,51 @@
 
 #include "kforge/store/run_params.hpp"
 #include "kforge/store/run_prompts.hpp"
+#include "kforge/store/vocabulary.hpp"
 #include "queries.hpp"
 
 namespace kforge::report {
 
+namespace {
+using store::Verdict;
+// The categories a verdict gives are named as the verdict, those a stage output gives as its
+// status (store's tables: the one place each is spelled).
+constexpr EnumName<Category> kCategoryNames[] = {
+    {Category::verified, "verified"},
+    {Category::flagged, "flagged"},
+    {Category::failed, store::verdict_name(Verdict::failed)},
+    {Category::error, store::verdict_name(Verdict::error)},
+    {Category::timeout, store::verdict_name(Verdict::timeout)},
+    {Category::crashed, store::verdict_name(Verdict::crashed)},
+    {Category::invalid, store::verdict_name(Verdict::invalid)},
+    {Category::skipped, store::verdict_name(Verdict::skipped)},
+    {Category::llm_error, store::to_string(store::OutputStatus::llm_error)},
+    {Category::parse_error, store::to_string(store::OutputStatus::parse_error)},
+    {Category::rejected, store::to_string(store::OutputStatus::rejected)},
+    {Category::other, "other"},
+    {Category::unfinished, "unfinished"}};
+}  // namespace
+
 std::string_view to_string(Category c) {
-  switch (c) {
-    case Category::verified:
-      return "verified";
-    case Category::flagged:
-      return "flagged";
-    case Category::failed:
-      return "failed";
-    case Category::error:
-      return "error";
-    case Category::timeout:
-      return "timeout";
-    case Category::crashed:
-      return "crashed";
-    case Category::invalid:
-      return "invalid";
-    case Category::skipped:
-      return "skipped";
-    case Category::llm_error:
-      return "llm_error";
-    case Category::parse_error:
-      return "parse_error";
-    case Category::rejected:
-      return "rejected";
-    case Category::other:
-      return "other";
-    case Category::unfinished:
-      return "unfinished";
-  }
-  return "other";
+  return name_of(kCategoryNames, c);
 }
 
 const std::vector<Category>& all_categories() {
-  static const std::vector<Category> all = {
-      Category::verified,  Category::flagged,     Category::failed,   Category::error,
-      Category::timeout,   Category::crashed,     Category::invalid,  Category::skipped,
-      Category::llm_error, Category::parse_error, Category::rejected, Category::other,
-      Category::unfinished};
+  static const std::vector<Category> all = [] {
+    std::vector<Category> out;
+    for (const auto& e : kCategoryNames) out.push_back(e.value);
+    return out;
+  }();
   return all;
 }
 
 Category SampleOutcome::category() const {
   if (!finished()) return Category::unfinished;
   if (verdict) {
-    const std::string& v = *verdict;
-    if (v == "passed") return flags.empty() ? Category::verified : Category::flagged;
-    if (v == "failed") return Category::failed;
-    if (v == "error") return Category::error;
-    if (v == "timeout") return Category::timeout;
-    if (v == "crashed") return Category::crashed;
-    if (v == "invalid") return Category::invalid;
-    if (v == "skipped") return Category::skipped;
-    return Category::other;
+    auto v = value_of(store::kVerdictNames, *verdict);
+    if (!v) return Category::other;
+    if (*v == Verdict::passed) return flags.empty() ? Category::verified : Category::flagged;
+    return *value_of(kCategoryNames, store::verdict_name(*v));  // named as its verdict
   }
   if (stage_status) {
     switch (*stage_status) {

@@ -4,6 +4,12 @@
 
 namespace kforge::report {
 
+nlohmann::ordered_json list_items(const std::optional<std::string>& json_list) {
+  if (!json_list) return nlohmann::ordered_json::array();
+  auto j = nlohmann::ordered_json::parse(*json_list, nullptr, false);
+  return j.is_array() ? j : nlohmann::ordered_json::array();
+}
+
 Result<SampleData> load_sample(store::Db& db, const RunInfo& run, const std::string& key) {
   SampleData d;
   {
@@ -79,6 +85,17 @@ Result<SampleData> load_sample(store::Db& db, const RunInfo& run, const std::str
       v.created_ms = r.int64(9);
       v.repair_round = static_cast<int>(r.int64(10));
       v.id = r.int64(11);
+      v.mutants_killed = r.opt_int64(12);
+      v.mutants_applicable = r.opt_int64(13);
+      v.mutants_survived_json = r.opt_text(14);
+      v.mutants_not_applicable_json = r.opt_text(15);
+      v.kernel_killed = r.opt_int64(16);
+      v.kernel_applicable = r.opt_int64(17);
+      v.kernel_equivalent = r.opt_int64(18);
+      v.kernel_survived_json = r.opt_text(19);
+      v.coverage_json = r.opt_text(20);
+      v.failing_section = r.opt_text(21);
+      v.failing_line = r.opt_int64(22);
       d.verifications.push_back(std::move(v));
     }));
   }

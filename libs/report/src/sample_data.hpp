@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "kforge/report/outcomes.hpp"
 #include "kforge/store/db.hpp"
 #include "kforge/store/states.hpp"
@@ -37,6 +39,17 @@ struct VerifyAttempt {
   std::int64_t duration_ms = 0, created_ms = 0;
   int repair_round = 0;
   std::int64_t id = 0;  // verifications.id
+  // What debug and the viewer show of the report, from the columns verify's store writes
+  // (migration 0025): the output mutants' score and the names that survived or did not apply
+  // (unset: no mutant ran), the kernel battery's score and survivors (unset: it did not run), the
+  // coverage facts, and where the first failing test failed (its section and line; unset: none
+  // failed or the report did not say).
+  std::optional<std::int64_t> mutants_killed, mutants_applicable;
+  std::optional<std::string> mutants_survived_json, mutants_not_applicable_json;
+  std::optional<std::int64_t> kernel_killed, kernel_applicable, kernel_equivalent;
+  std::optional<std::string> kernel_survived_json, coverage_json;
+  std::optional<std::string> failing_section;
+  std::optional<std::int64_t> failing_line;
 };
 
 struct SampleData {
@@ -50,6 +63,9 @@ struct SampleData {
   std::vector<VerifyAttempt> verifications;
   std::int64_t shown_code = 0;  // the id of the answer whose code the sample shows; 0: none
 };
+
+// A JSON list column's items (VerifyAttempt's *_json lists); unset or not a JSON list: none.
+nlohmann::ordered_json list_items(const std::optional<std::string>& json_list);
 
 // The sample with this key in the run. Errors: "not_found" (the sample is not in the run, or
 // there is no such sample).

@@ -229,7 +229,7 @@ void repair_rows(std::string& out, const PairComparison& p, int list_limit) {
 void cause_rows(std::string& out, const PairComparison& p) {
   if (p.a.causes.empty() && p.b.causes.empty()) return;
   out += "  not passed, by cause\n";
-  for (const char* cause : {"environment", "infrastructure", "sample"}) {
+  for (const char* cause : {kEnvironmentFlag, kInfrastructureFlag, kSampleCause}) {
     const VerdictCause* ca = nullptr;
     const VerdictCause* cb = nullptr;
     for (const auto& c : p.a.causes)

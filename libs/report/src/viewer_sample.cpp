@@ -136,18 +136,9 @@ struct Round {
 };
 
 // The first failing test's location, "(section, line)", from a verification's report.
-std::pair<std::string, int> failing_line(const ojson& result) {
-  if (!result.is_object() || !result.contains("tests") || !result["tests"].is_array()) return {};
-  for (const auto& t : result["tests"]) {
-    if (!t.is_object()) continue;
-    std::string status = json_text(t, "status");
-    if (status == "passed" || status == "skipped") continue;
-    if (!t.contains("where") || !t["where"].is_object()) return {};
-    const auto& w = t["where"];
-    int line = w.contains("line") && w["line"].is_number_integer() ? w["line"].get<int>() : 0;
-    return {json_text(w, "section"), line};
-  }
-  return {};
+std::pair<std::string, int> failing_line(const VerifyAttempt* v) {
+  if (v == nullptr) return {};
+  return {v->failing_section.value_or(""), static_cast<int>(v->failing_line.value_or(0))};
 }
 
 std::string line_of(std::string_view text, int n) {
@@ -161,22 +152,20 @@ std::string line_of(std::string_view text, int n) {
 }
 
 // Mutants that survived the test: output mutants by name, kernel mutants with their place.
-std::string mutants_html(const ojson& result) {
-  if (!result.is_object() || !result.contains("mutation") || !result["mutation"].is_object())
-    return "";
-  const auto& m = result["mutation"];
+std::string mutants_html(const VerifyAttempt& v) {
+  if (!v.mutants_applicable) return "";
   std::string out = fmt::format("<dt>mutants</dt><dd>killed {} of {} that apply",
-                                m.value("killed", 0), m.value("applicable", 0));
+                                v.mutants_killed.value_or(0), *v.mutants_applicable);
   std::string survived;
-  for (const auto& s : m.value("survived", ojson::array()))
+  for (const auto& s : list_items(v.mutants_survived_json))
     if (s.is_string()) survived += (survived.empty() ? "" : ", ") + s.get<std::string>();
   if (!survived.empty()) out += "; survived: " + html_escape(survived);
   out += "</dd>";
-  if (m.contains("kernel") && m["kernel"].is_object()) {
-    const auto& k = m["kernel"];
+  if (v.kernel_applicable) {
     out += fmt::format("<dt>kernel mutants</dt><dd>killed {} of {} that apply, {} equivalent",
-                       k.value("killed", 0), k.value("applicable", 0), k.value("equivalent", 0));
-    for (const auto& s : k.value("survived", ojson::array()))
+                       v.kernel_killed.value_or(0), *v.kernel_applicable,
+                       v.kernel_equivalent.value_or(0));
+    for (const auto& s : list_items(v.kernel_survived_json))
       if (s.is_object())
         out += "<br>survived: " +
                html_escape(fmt::format("{} ({} line {})", s.value("desc", std::string("?")),
@@ -300,12 +289,10 @@ Result<Body> sample_page(store::Db& db, const ViewRequest& req) {
     }
     h += "<dt>tokens, cost</dt><dd>" +
          fmt::format("{} tokens, {}", r.tokens, detail::money(r.cost_usd)) + "</dd>";
-    ojson result;
     if (r.verdict != nullptr) {
       h += "<dt>verdict</dt><dd class=\"verdict\">" + html_escape(verdict_text(*r.verdict)) +
            "</dd><dt>detail</dt><dd>" + html_escape(r.verdict->detail.value_or("-")) + "</dd>";
-      if (r.verdict->result_json) result = ojson::parse(*r.verdict->result_json, nullptr, false);
-      auto [section, line] = failing_line(result);
+      auto [section, line] = failing_line(r.verdict);
       if (!section.empty() && line > 0) {
         std::string_view text = section == "kernel_wrapper" ? std::string_view(r.wrapper)
                                 : section == "unitest_code" ? std::string_view(r.test)
@@ -314,17 +301,17 @@ Result<Body> sample_page(store::Db& db, const ViewRequest& req) {
              html_escape(fmt::format("{} line {}: ", section, line)) + "<code>" +
              html_escape(line_of(text, line)) + "</code></dd>";
       }
-      h += mutants_html(result);
-      if (result.is_object() && result.contains("coverage"))
+      h += mutants_html(*r.verdict);
+      if (r.verdict->coverage_json)
         h +=
-            "<dt>coverage</dt><dd><code>" + html_escape(result["coverage"].dump()) + "</code></dd>";
+            "<dt>coverage</dt><dd><code>" + html_escape(*r.verdict->coverage_json) + "</code></dd>";
       KF_TRY(std::string targets, targets_html(db, r.verdict->id));
       h += targets;
     } else {
       h += "<dt>verdict</dt><dd class=\"verdict\">none</dd>";
     }
     h += "</dl>";
-    auto [section, line] = failing_line(result);
+    auto [section, line] = failing_line(r.verdict);
     if (!r.unfixable.empty()) h += "<h4>unfixable</h4>" + pre(r.unfixable, 0, "prose");
     if (r.has_code) {
       h += "<h4>kernel_wrapper</h4>" + pre(r.wrapper, section == "kernel_wrapper" ? line : 0);

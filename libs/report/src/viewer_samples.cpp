@@ -99,7 +99,7 @@ Result<Body> samples_page(store::Db& db, const ViewRequest& req, const ViewOptio
     r.o = &o;
     r.outcome = std::string(to_string(o.category()));
     r.failure = stage_failure(o);
-    if (o.verdict && *o.verdict != "passed") r.cause = verdict_cause(o.flags);
+    if (o.verdict && *o.verdict != kPassed) r.cause = verdict_cause(o.flags);
     r.tokens = o.prompt_tokens + o.completion_tokens;
     ++c_outcome[r.outcome];
     for (const auto& f : o.flags) ++c_flag[f];

@@ -20,7 +20,3 @@ ORDER BY d.used_ms DESC, d.text_id DESC LIMIT 1;
 -- name: use_dictionary
 INSERT INTO text_dictionaries (text_id, used_ms) VALUES (?1, ?2)
 ON CONFLICT (text_id) DO UPDATE SET used_ms = excluded.used_ms;
-
--- Bytes the texts take, stored and as texts.
--- name: text_totals
-SELECT count(*), coalesce(sum(length(body)), 0), coalesce(sum(size), 0) FROM texts;

@@ -31,10 +31,9 @@ nlohmann::json Pool::Impl::sandbox_json(const Slot& s, const SampleProcess& r) c
 // For the skip-launch run in a process of its own: the buffers each kernel's launches wrote in
 // the real run (its coverage facts), which the skipped launches fill with all-ones bytes.
 static nlohmann::json skip_outputs(const Sample& job) {
-  if (!job.mutant || !job.primary) return nlohmann::json::object();
-  const auto& cov = job.primary->report.value("coverage", nlohmann::json::object());
-  auto outputs = cov.value("outputs", nlohmann::json::object());
-  return outputs.is_object() ? outputs : nlohmann::json::object();
+  if (!job.mutant || !job.primary || !job.primary->harness || !job.primary->harness->coverage)
+    return nlohmann::json::object();
+  return job.primary->harness->coverage->outputs;
 }
 
 std::vector<std::string> Pool::Impl::targets_of(const Sample& job) const {
@@ -97,6 +96,7 @@ nlohmann::json Pool::Impl::request_json(const Slot& s, const SampleProcess& r) c
           {"kernel_wrapper", job.request.kernel_wrapper.value_or("")},
           {"unitest_code", job.request.unitest_code.value_or("")},
           {"key", job.request.key},
+          {"report_version", harness_report_version()},
           {"mutant", job.mutant},
           {"skip_outputs", skip_outputs(job)},
           {"mutant_run", cfg.mutant_check && !job.mutant ? std::string(to_string(cfg.mutant_run))
@@ -283,11 +283,14 @@ void Pool::Impl::drain_fd(int& fd, SampleProcess& r, Stream which) {
 // The real run's report has arrived; if the mutant run follows in the same process, it gets
 // a deadline of its own, as it would in a process of its own.
 void Pool::Impl::watch_first_line(SampleProcess& r) {
-  auto nl = r.result.find('\n');
+  auto nl = r.result.rfind('\n');
   if (nl == std::string::npos) return;
+  // The guard's lines may come first (split_result_lines): the first report is what counts.
+  auto lines = split_result_lines(std::string_view(r.result).substr(0, nl + 1));
+  if (lines.reports.empty()) return;
   r.first_line_seen = true;
-  auto j = nlohmann::json::parse(r.result.substr(0, nl), nullptr, false);
-  if (!j.is_object() || !j.value("mutant_phase", false)) return;
+  auto report = parse_harness_report(lines.reports.front(), ReportOrigin::harness);
+  if (!report.ok() || !report->mutant_phase) return;
   r.mutant_phase = true;
   r.primary_done = now();
   // The kernel battery's budget comes on top of the mutant run's own timeout.

@@ -21,6 +21,26 @@ namespace kforge::verify {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// One report of the result pipe (split_result_lines): the JSON (kept in `raw`, to be stored) and its report, parsed
+// once against report_fields.txt (harness_report.hpp). A report that does not match is an
+// infrastructure error naming the field (RunFacts::report_error), never read with defaults.
+void take_report(nlohmann::json line, nlohmann::json& raw, RunFacts& facts) {
+  raw = std::move(line);
+  if (!raw.is_object()) {
+    raw = nlohmann::json::object();
+    return;
+  }
+  auto h = parse_harness_report(raw, ReportOrigin::harness);
+  if (h.ok())
+    facts.report = std::move(*h);
+  else
+    facts.report_error = h.error().message;
+}
+
+}  // namespace
+
 void Pool::Impl::finish_run(Slot& s) {
   std::unique_ptr<SampleProcess> run = std::move(s.run);
   SampleProcess& r = *run;
@@ -42,20 +62,18 @@ void Pool::Impl::finish_run(Slot& s) {
 
   // The result pipe holds the real run's report and, after a mutant run in the same process,
   // the mutant run's: one JSON object per line.
-  std::optional<nlohmann::json> second;
-  RunFacts f;
+  // The guard's lines ({"guard": EVENT}) come between them, read apart (split_result_lines).
+  nlohmann::json raw = nlohmann::json::object(), second_raw = nlohmann::json::object();
+  RunFacts f, mf;  // mf: the mutant run's facts: how the process ended belongs to it
+  nlohmann::json guard = nlohmann::json::array();
   if (!r.result.empty() && !r.result_overflow) {
-    auto nl = r.result.find('\n');
-    auto j = nlohmann::json::parse(r.result.substr(0, nl), nullptr, false);
-    if (j.is_object()) f.report = std::move(j);
-    if (r.mutant_phase && nl != std::string::npos) {
-      auto m = nlohmann::json::parse(r.result.substr(nl + 1), nullptr, false);
-      if (m.is_object()) second = std::move(m);
-    }
+    auto lines = split_result_lines(r.result);
+    guard = std::move(lines.guard);
+    if (!lines.reports.empty()) take_report(std::move(lines.reports[0]), raw, f);
+    if (r.mutant_phase && lines.reports.size() > 1)
+      take_report(std::move(lines.reports[1]), second_raw, mf);
   }
-  RunFacts mf;  // the mutant run's facts: how the process ended belongs to it
   if (r.mutant_phase) {
-    mf.report = std::move(second);
     mf.killed = r.killed;
     mf.wait_status = r.wait_status;
     mf.timeout_s = r.timeout_s + (cfg.mutant_check && cfg.kernel_mutants > 0
@@ -64,12 +82,13 @@ void Pool::Impl::finish_run(Slot& s) {
     mf.memory_cap_mb = cfg.memory_cap_mb;
     mf.peak_rss_kb = std::max(r.peak_rss_kb, r.maxrss_kb);
     mf.stderr_tail = r.err.tail(8192);
-    if (mf.killed == KillReason::none && oom > 0 && !mf.report)
+    if (mf.killed == KillReason::none && oom > 0 && !mf.report && mf.report_error.empty())
       mf.killed = KillReason::memory_cgroup;
     oom = 0;
   }
   f.killed = r.mutant_phase ? KillReason::none : r.killed;
-  if (f.killed == KillReason::none && oom > 0 && !f.report) f.killed = KillReason::memory_cgroup;
+  if (f.killed == KillReason::none && oom > 0 && !f.report && f.report_error.empty())
+    f.killed = KillReason::memory_cgroup;
   f.wait_status = r.mutant_phase ? 0 : r.wait_status;
   f.timeout_s = r.timeout_s;
   f.memory_cap_mb = cfg.memory_cap_mb;
@@ -89,10 +108,14 @@ void Pool::Impl::finish_run(Slot& s) {
   res.verdict = c.verdict;
   res.detail = c.detail;
   res.flags = c.flags;
-  res.report = f.report.value_or(nlohmann::json::object());
-  if (res.report.contains("script")) {
-    res.script = res.report["script"].get<std::string>();
-    res.report.erase("script");
+  if (f.report) {
+    res.report = std::move(raw);
+    res.harness = std::move(f.report);
+    if (res.harness->script) {
+      res.script = std::move(*res.harness->script);
+      res.harness->script.reset();
+      res.report.erase("script");
+    }
   }
   res.stdout_text = r.out.text();
   res.stderr_tail = last_lines(r.err.text(), 60, 8192);
@@ -121,18 +144,21 @@ void Pool::Impl::finish_run(Slot& s) {
            ? std::int64_t{-1}
            : std::chrono::duration_cast<milliseconds>(r.dispatched - r.job.submitted).count()}};
   if (r.result_overflow) pool_facts["report_overflow"] = true;
+  if (!f.report_error.empty()) pool_facts["rejected_report"] = std::move(raw);
   res.report["pool"] = pool_facts;
   if (!r.job.mutant) {
     apply_output_facts(res);
     apply_bounds_facts(res);
   }
+  if (!guard.empty()) res.report["guard"] = guard;
+  apply_integrity(res, res.harness ? &*res.harness : nullptr, guard);
   note_unavailable_targets(res);
   ++stats.completed;
   if (r.mutant_phase) {
     auto mc = classify(mf);
     attach_mutant(res, mc.verdict, mc.detail, mc.flags,
-                  std::chrono::duration_cast<milliseconds>(end - r.primary_done).count(),
-                  mf.report.value_or(nlohmann::json::object()), "same");
+                  std::chrono::duration_cast<milliseconds>(end - r.primary_done).count(), mf.report,
+                  nlohmann::json::array(), "same");  // the pipe's guard lines are on res already
     ++stats.mutant_runs;
     ready.emplace_back(std::move(r.job.done), std::move(res));
     return;
@@ -145,33 +171,51 @@ void Pool::Impl::finish_run(Slot& s) {
 // fail for the verifier's own reasons) means the test checks nothing about the kernel.
 void Pool::Impl::attach_mutant(VerifyResult& primary, Verdict verdict, const std::string& detail,
                                const std::vector<std::string>& flags, std::int64_t duration_ms,
-                               const nlohmann::json& report, const char* process) {
+                               const std::optional<HarnessReport>& report,
+                               const nlohmann::json& guard, const char* process) {
+  nlohmann::json skipped = nlohmann::json::object();
+  if (report && report->triton)
+    for (const auto& [kernel, n] : report->triton->launches) skipped[kernel] = n;
   nlohmann::json m = {{"verdict", to_string(verdict)},
                       {"detail", detail},
                       {"duration_ms", duration_ms},
-                      {"launches_skipped", report.value("triton", nlohmann::json::object())
-                                               .value("launches", nlohmann::json::object())},
+                      {"launches_skipped", std::move(skipped)},
                       {"process", process}};
-  if (report.contains("poisoned_bytes")) m["poisoned_bytes"] = report["poisoned_bytes"];
+  if (report && report->poisoned_bytes) m["poisoned_bytes"] = *report->poisoned_bytes;
   // Whether the mutant run compiled anything (it should not: its launches are skipped).
-  auto compile =
-      report.value("triton", nlohmann::json::object()).value("compile", nlohmann::json::object());
-  if (compile.contains("count")) {
-    m["compiles"] = compile["count"];
-    m["compile_ms"] = compile.value("ms", 0);
+  if (report && report->triton) {
+    m["compiles"] = report->triton->compile.count;
+    m["compile_ms"] = report->triton->compile.ms;
   }
   bool infra = std::find(flags.begin(), flags.end(), kInfrastructure) != flags.end();
   if (infra) m["infrastructure"] = true;
-  if (report.contains("battery")) m["battery"] = report["battery"];
-  if (report.contains("kernel_battery")) m["kernel_battery"] = report["kernel_battery"];
+  // The mutant runs' own reports, as the harness wrote them (what they ran, for debug).
+  if (report && report->battery) m["battery"] = report->battery->raw;
+  if (report && report->kernel_battery) m["kernel_battery"] = report->kernel_battery->raw;
+  // The control runs among them, and what the guard found in the process that ran them.
+  if (report && report->controls) m["controls"] = report->controls->raw;
+  if (report && report->integrity) m["integrity"] = report->integrity->raw;
+  if (guard.is_array() && !guard.empty()) m["guard"] = guard;
+  // Its phases (skip_launch, output_mutants, kernel_battery): times, and what broke or was left
+  // behind (docs/VERIFIER.md, "Phases").
+  if (report) {
+    if (!report->phase_times.empty()) m["phase_times"] = report->phase_times;
+    if (!report->phase_errors.empty()) m["phase_errors"] = report->phase_errors;
+    if (!report->phase_state.empty()) m["phase_state"] = report->phase_state;
+  }
   primary.report["mutant"] = std::move(m);
-  if (verdict == Verdict::passed && !infra) primary.flags.push_back(kMutantSurvived);
-  apply_mutation_score(primary, score_mutants(verdict, infra, report));
+  if (verdict == Verdict::passed && !infra) primary.flags.emplace_back(kMutantSurvived);
+  const HarnessReport* h = report ? &*report : nullptr;
+  apply_mutation_score(primary, score_mutants(verdict, infra, h));
+  apply_controls(primary, h);
+  apply_integrity(primary, h, guard);
 }
 
 void Pool::Impl::note_unavailable_targets(const VerifyResult& res) {
-  for (const auto& t : cross_compile_results(res.report)) {
-    if (t.result != "unavailable" || !warned_unavailable_targets.insert(t.target).second) continue;
+  for (const auto& t : cross_compile_results(res)) {
+    if (t.result != store::TargetResultKind::unavailable ||
+        !warned_unavailable_targets.insert(t.target).second)
+      continue;
     spdlog::warn(
         "verifier: cannot cross-compile for {}: {}; its samples record 'unavailable' for it and "
         "are not failed (a Triton with that backend is needed)",
@@ -182,21 +226,20 @@ void Pool::Impl::note_unavailable_targets(const VerifyResult& res) {
 void Pool::Impl::complete(Sample job, VerifyResult res) {
   if (job.mutant) {
     VerifyResult primary = std::move(*job.primary);
-    attach_mutant(primary, res.verdict, res.detail, res.flags, res.duration_ms, res.report, "new");
+    attach_mutant(primary, res.verdict, res.detail, res.flags, res.duration_ms, res.harness,
+                  res.report.contains("guard") ? res.report["guard"] : nlohmann::json::array(),
+                  "new");
     ready.emplace_back(std::move(job.done), std::move(primary));
     return;
   }
   if (res.verdict == Verdict::passed) {
-    auto t = res.report.value("triton", nlohmann::json::object());
-    auto kernels = t.value("kernels", nlohmann::json::array());
-    std::int64_t launches = 0;
-    auto counts = t.value("launches", nlohmann::json::object());
-    for (const auto& [k, v] : counts.items()) launches += v.is_number() ? v.get<std::int64_t>() : 0;
-    if (launches == 0) {
+    static const HarnessReport::Triton kNone;
+    const auto& t = res.harness && res.harness->triton ? *res.harness->triton : kNone;
+    const auto& kernels = t.kernels;
+    if (t.total_launches() == 0) {
       // The code defines no Triton kernel, or none of its kernels ran: nothing was verified.
-      res.flags.push_back(kNoKernelLaunch);
-      bool defines =
-          !kernels.empty() || !res.report.value("code_kernels", nlohmann::json::array()).empty();
+      res.flags.emplace_back(kNoKernelLaunch);
+      bool defines = !kernels.empty() || (res.harness && !res.harness->code_kernels.empty());
       res.report["no_kernel_launch"] =
           defines ? "no kernel of its code was launched" : "the code defines no @triton.jit kernel";
     } else if (!kernels.empty() && cfg.mutant_check) {
@@ -219,11 +262,11 @@ void Pool::Impl::fail_job(Sample job, const std::string& why) {
   res.key = job.request.key;
   res.verdict = Verdict::error;
   res.detail = why;
-  res.flags = {kInfrastructure};
+  res.flags = {std::string(kInfrastructure)};
   res.report = {{"pool", {{"error", why}}}};
   if (job.mutant && job.primary) {
     VerifyResult primary = std::move(*job.primary);
-    primary.report["mutant"] = {{"verdict", "error"}, {"detail", why}};
+    primary.report["mutant"] = {{"verdict", to_string(Verdict::error)}, {"detail", why}};
     ready.emplace_back(std::move(job.done), std::move(primary));
     return;
   }

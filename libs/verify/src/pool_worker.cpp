@@ -274,7 +274,10 @@ void Pool::Impl::spare_died(Slot& s) {
   drain_fd(r.res_fd, r, Stream::result);
   std::string why = "exited before it was given a sample";
   auto j = nlohmann::json::parse(r.result.substr(0, r.result.find('\n')), nullptr, false);
-  if (j.is_object() && j.contains("detail")) why += ": " + j.value("detail", std::string());
+  if (j.is_object()) {  // its report says why (the sandbox it could not set up), if it reads
+    auto report = parse_harness_report(j, ReportOrigin::harness);
+    why += ": " + (report.ok() ? report->detail : report.error().message);
+  }
   std::string tail = last_lines(r.err.text(), 4, 800);
   if (!tail.empty()) why += "; stderr: " + tail;
   drop_spare(s);

@@ -4,55 +4,13 @@
 
 namespace kforge::verify {
 
-namespace {
-std::optional<double> num(const nlohmann::json& o, const char* key) {
-  if (!o.is_object() || !o.contains(key) || !o[key].is_number()) return std::nullopt;
-  return o[key].get<double>();
+std::optional<SpeedLabel> speed_label(const VerifyResult& r) {
+  return r.harness ? r.harness->speed : std::nullopt;
 }
-}  // namespace
 
-std::optional<SpeedLabel> speed_label(const nlohmann::json& report) {
-  if (!report.is_object() || !report.contains("speed") || !report["speed"].is_object())
-    return std::nullopt;
-  const auto& s = report["speed"];
-  SpeedLabel l;
-  l.timed = s.value("timed", false);
-  if (s.contains("reason") && s["reason"].is_string()) l.reason = s["reason"].get<std::string>();
-  if (s.contains("environment") && s["environment"].is_object()) {
-    const auto& env = s["environment"];
-    if (env.contains("device") && env["device"].is_string()) l.device = env["device"];
-  }
-  if (s.contains("kernels") && s["kernels"].is_array() && !s["kernels"].empty()) {
-    double sum = 0;
-    bool any = false;
-    for (const auto& k : s["kernels"])
-      if (auto t = num(k, "time_us")) sum += *t, any = true;
-    if (any) l.kernel_us = sum;
-    l.gbps = num(s["kernels"][0], "gbps");
-    l.fraction_of_peak = num(s["kernels"][0], "fraction_of_peak");
-  }
-  if (s.contains("reference") && s["reference"].is_object()) {
-    const auto& r = s["reference"];
-    l.speedup = num(r, "speedup");
-    l.reference_us = num(r, "reference_us");
-    if (r.contains("ci") && r["ci"].is_array() && r["ci"].size() == 2 && r["ci"][0].is_number() &&
-        r["ci"][1].is_number()) {
-      l.speedup_lo = r["ci"][0].get<double>();
-      l.speedup_hi = r["ci"][1].get<double>();
-    }
-    if (!l.kernel_us) l.kernel_us = num(r, "time_us");
-    if (!l.gbps) l.gbps = num(r, "gbps");
-    if (!l.fraction_of_peak) l.fraction_of_peak = num(r, "fraction_of_peak");
-  }
-  l.min_speedup = num(s, "min_speedup");
-  if (s.contains("pass_perf") && s["pass_perf"].is_boolean())
-    l.pass_perf = s["pass_perf"].get<bool>();
-  if (s.contains("flags") && s["flags"].is_array())
-    for (const auto& f : s["flags"])
-      if (f.is_string()) l.flags.push_back(f.get<std::string>());
-  if (s.contains("exclusive_ms") && s["exclusive_ms"].is_number_integer())
-    l.exclusive_ms = s["exclusive_ms"].get<std::int64_t>();
-  return l;
+std::optional<SpeedLabel> speed_label(const nlohmann::json& stored_report) {
+  auto h = parse_stored_report(stored_report);
+  return h.ok() && *h ? (*h)->speed : std::nullopt;
 }
 
 nlohmann::json SpeedLabel::to_json() const {
@@ -98,10 +56,10 @@ bool require_speedup(VerifyResult& r, double min_speedup) {
   if (min_speedup <= 0 || r.verdict != Verdict::passed) return false;
   // Judged here from the interval, not from the harness's pass_perf: the run's threshold holds
   // whatever min_speedup the verifier that timed it was configured with (a Slurm node's own).
-  auto l = speed_label(r.report);
+  auto l = speed_label(r);
   if (l && l->timed && l->speedup_lo && *l->speedup_lo > min_speedup && l->flags.empty())
     return false;
-  r.flags.push_back(kSlow);
+  r.flags.emplace_back(kSlow);
   SpeedLabel none;
   none.reason = "timing is off (verifier.timing.enabled)";
   std::string why = describe_speed(l ? *l : none, min_speedup);

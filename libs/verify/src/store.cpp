@@ -14,53 +14,129 @@ const store::QuerySet& verify_queries() {
   return q;
 }
 
-Result<std::int64_t> store_verification(store::Db& db, const VerificationKey& key,
-                                        const VerifyResult& r, std::int64_t now_ms) {
-  KF_TRY(store::Stmt * s, db.cached(verify_queries()["insert_verification"]));
-  nlohmann::json flags = r.flags;
-  if (key.job_id)
-    s->bind(1, *key.job_id);
-  else
-    s->bind(1, nullptr);
-  s->bind(2, key.run_id);
-  s->bind(3, key.sample_id);
-  s->bind(4, key.attempt);
-  s->bind(5, to_string(r.verdict));
-  s->bind(6, flags.dump());
-  s->bind(7, r.detail);
-  s->bind(8, r.report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  if (r.script.empty())
-    s->bind(9, nullptr);
-  else
-    s->bind(9, r.script);
-  s->bind(10, r.stderr_tail);
-  s->bind(11, r.duration_ms);
-  s->bind(12, r.device);
-  s->bind(13, now_ms);
-  s->bind(14, key.repair_round);
-  const auto& mutation = r.report.contains("mutation") ? r.report["mutation"] : nlohmann::json();
-  if (mutation.is_object() && mutation.contains("applicable")) {
-    s->bind(15, mutation.value("killed", std::int64_t{0}));
-    s->bind(16, mutation.value("applicable", std::int64_t{0}));
-  } else {
-    s->bind(15, nullptr);
-    s->bind(16, nullptr);
+namespace {
+
+using nlohmann::json;
+
+// What readers take from a verification beyond its verdict row (migration 0025), read once from
+// the report here: report, export, the viewer and status read these columns and tables, never
+// the report.
+struct ReportColumns {
+  std::optional<std::int64_t> mutants_killed, mutants_applicable;
+  std::optional<std::string> mutants_survived, mutants_not_applicable;
+  std::optional<std::int64_t> kernel_killed, kernel_applicable, kernel_equivalent;
+  std::optional<std::string> kernel_survived, coverage, speed, bounds_detail;
+  std::optional<std::int64_t> out_of_bounds;
+  struct Test {
+    std::int64_t ordinal;
+    std::optional<std::string> name, status, section;
+    std::optional<std::int64_t> line;
+  };
+  std::vector<Test> tests;
+  std::vector<std::pair<std::string, std::int64_t>> launches;
+};
+
+std::string dump(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+const json* member(const json& j, const char* key) {
+  if (!j.is_object()) return nullptr;
+  auto it = j.find(key);
+  return it == j.end() ? nullptr : &*it;
+}
+
+std::int64_t int_or_zero(const json& obj, const char* key) {
+  const json* v = member(obj, key);
+  return v != nullptr && v->is_number_integer() ? v->get<std::int64_t>() : 0;
+}
+
+std::optional<std::string> text_of(const json* v) {
+  if (v == nullptr || !v->is_string()) return std::nullopt;
+  return v->get<std::string>();
+}
+
+std::optional<std::string> dumped(const json* v) {
+  if (v == nullptr || v->is_null()) return std::nullopt;
+  return dump(*v);
+}
+
+std::string list_of(const json& obj, const char* key) {
+  const json* v = member(obj, key);
+  return v != nullptr && v->is_array() ? dump(*v) : "[]";
+}
+
+// A test of the report's list: its name and status, and where a failing one failed.
+ReportColumns::Test test_of(std::int64_t ordinal, const json& t) {
+  ReportColumns::Test out{
+      ordinal, text_of(member(t, "name")), text_of(member(t, "status")), {}, {}};
+  if (const json* where = member(t, "where")) {
+    out.section = text_of(member(*where, "section"));
+    const json* line = member(*where, "line");
+    if (line != nullptr && line->is_number_integer()) out.line = line->get<std::int64_t>();
   }
-  auto st = s->run();
-  if (!st.ok()) {
-    Error e = st.error();
-    return std::move(e).context("storing the verdict of sample " + std::to_string(key.sample_id) +
-                                " (run " + std::to_string(key.run_id) + ")");
+  return out;
+}
+
+ReportColumns report_columns(const json& report) {
+  ReportColumns c;
+  if (const json* m = member(report, "mutation"); m != nullptr && member(*m, "applicable")) {
+    c.mutants_killed = int_or_zero(*m, "killed");
+    c.mutants_applicable = int_or_zero(*m, "applicable");
+    c.mutants_survived = list_of(*m, "survived");
+    c.mutants_not_applicable = list_of(*m, "not_applicable");
   }
-  std::int64_t id = db.last_insert_rowid();
-  for (const auto& t : cross_compile_results(r.report)) {
-    if (t.result != "ok" && t.result != "error" && t.result != "unavailable" &&
-        t.result != "not_run")
-      continue;  // a harness newer than this schema: the report keeps it
+  const json* mutation = member(report, "mutation");
+  const json* kernel = mutation != nullptr ? member(*mutation, "kernel") : nullptr;
+  if (kernel != nullptr && kernel->is_object()) {
+    c.kernel_killed = int_or_zero(*kernel, "killed");
+    c.kernel_applicable = int_or_zero(*kernel, "applicable");
+    c.kernel_equivalent = int_or_zero(*kernel, "equivalent");
+    c.kernel_survived = list_of(*kernel, "survived");
+  }
+  c.coverage = dumped(member(report, "coverage"));
+  c.speed = dumped(member(report, "speed"));
+  if (const json* b = member(report, "bounds")) {
+    const json* found = member(*b, "out_of_bounds");
+    if (found != nullptr && found->is_boolean()) c.out_of_bounds = found->get<bool>() ? 1 : 0;
+    c.bounds_detail = text_of(member(*b, "detail"));
+    if (c.bounds_detail && c.bounds_detail->empty()) c.bounds_detail.reset();
+  }
+  if (const json* tests = member(report, "tests"); tests != nullptr && tests->is_array())
+    for (std::size_t i = 0; i < tests->size(); ++i)
+      if ((*tests)[i].is_object())
+        c.tests.push_back(test_of(static_cast<std::int64_t>(i), (*tests)[i]));
+  const json* triton = member(report, "triton");
+  if (const json* l = triton != nullptr ? member(*triton, "launches") : nullptr;
+      l != nullptr && l->is_object())
+    for (const auto& [kernel_name, n] : l->items())
+      if (n.is_number_integer()) c.launches.emplace_back(kernel_name, n.get<std::int64_t>());
+  return c;
+}
+
+Status insert_children(store::Db& db, std::int64_t id, const ReportColumns& c) {
+  for (const auto& t : c.tests) {
+    KF_TRY(store::Stmt * s, db.cached(verify_queries()["insert_test"]));
+    s->bind(1, id).bind(2, t.ordinal).bind(3, t.name).bind(4, t.status).bind(5, t.section);
+    s->bind(6, t.line);
+    KF_CHECK(s->run());
+  }
+  std::int64_t ordinal = 0;
+  for (const auto& [kernel, n] : c.launches) {
+    KF_TRY(store::Stmt * s, db.cached(verify_queries()["insert_launches"]));
+    s->bind(1, id).bind(2, ++ordinal).bind(3, kernel).bind(4, n);
+    KF_CHECK(s->run());
+  }
+  return {};
+}
+
+Status insert_targets(store::Db& db, std::int64_t id, const VerificationKey& key,
+                      const VerifyResult& r) {
+  for (const auto& t : cross_compile_results(r)) {
     KF_TRY(store::Stmt * ins, db.cached(verify_queries()["insert_target"]));
     ins->bind(1, id);
     ins->bind(2, t.target);
-    ins->bind(3, t.result);
+    ins->bind(3, std::string(to_string(t.result)));
     if (t.error.empty())
       ins->bind(4, nullptr);
     else
@@ -76,7 +152,51 @@ Result<std::int64_t> store_verification(store::Db& db, const VerificationKey& ke
                                   std::to_string(key.sample_id));
     }
   }
-  if (auto l = speed_label(r.report)) KF_CHECK(store_speed(db, id, *l));
+  return {};
+}
+
+}  // namespace
+
+Result<std::int64_t> store_verification(store::Db& db, const VerificationKey& key,
+                                        const VerifyResult& r, std::int64_t now_ms) {
+  const ReportColumns c = report_columns(r.report);
+  KF_TRY(store::Stmt * s, db.cached(verify_queries()["insert_verification"]));
+  nlohmann::json flags = r.flags;
+  if (key.job_id)
+    s->bind(1, *key.job_id);
+  else
+    s->bind(1, nullptr);
+  s->bind(2, key.run_id);
+  s->bind(3, key.sample_id);
+  s->bind(4, key.attempt);
+  s->bind(5, to_string(r.verdict));
+  s->bind(6, flags.dump());
+  s->bind(7, r.detail);
+  s->bind(8, dump(r.report));
+  if (r.script.empty())
+    s->bind(9, nullptr);
+  else
+    s->bind(9, r.script);
+  s->bind(10, r.stderr_tail);
+  s->bind(11, r.duration_ms);
+  s->bind(12, r.device);
+  s->bind(13, now_ms);
+  s->bind(14, key.repair_round);
+  s->bind(15, c.mutants_killed).bind(16, c.mutants_applicable);
+  s->bind(17, c.kernel_killed).bind(18, c.kernel_applicable).bind(19, c.kernel_equivalent);
+  s->bind(20, c.kernel_survived).bind(21, c.coverage).bind(22, c.speed);
+  s->bind(23, c.out_of_bounds).bind(24, c.bounds_detail);
+  s->bind(25, c.mutants_survived).bind(26, c.mutants_not_applicable);
+  auto st = s->run();
+  if (!st.ok()) {
+    Error e = st.error();
+    return std::move(e).context("storing the verdict of sample " + std::to_string(key.sample_id) +
+                                " (run " + std::to_string(key.run_id) + ")");
+  }
+  std::int64_t id = db.last_insert_rowid();
+  KF_CHECK(insert_children(db, id, c));
+  KF_CHECK(insert_targets(db, id, key, r));
+  if (auto l = speed_label(r)) KF_CHECK(store_speed(db, id, *l));
   return id;
 }
 

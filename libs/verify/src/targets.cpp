@@ -63,45 +63,37 @@ std::optional<std::string> parse_targets(const std::vector<std::string>& items,
   return std::nullopt;
 }
 
-std::vector<TargetResult> cross_compile_results(const nlohmann::json& report) {
-  std::vector<TargetResult> out;
-  if (!report.is_object() || !report.contains("cross_compile")) return out;
-  const auto& cc = report["cross_compile"];
-  if (!cc.is_object() || !cc.contains("targets") || !cc["targets"].is_object()) return out;
-  for (const auto& [name, t] : cc["targets"].items()) {
-    if (!t.is_object()) continue;
-    TargetResult r;
-    r.target = name;
-    r.result = t.value("result", std::string("error"));
-    r.error = r.result == "error" ? t.value("error", std::string()) : t.value("reason", "");
-    r.kernel = t.value("kernel", std::string());
-    out.push_back(std::move(r));
-  }
-  return out;
+std::vector<TargetResult> cross_compile_results(const VerifyResult& r) {
+  return r.harness && r.harness->cross_compile ? *r.harness->cross_compile
+                                               : std::vector<TargetResult>();
+}
+
+std::vector<TargetResult> cross_compile_results(const nlohmann::json& stored_report) {
+  auto h = parse_stored_report(stored_report);
+  return h.ok() && *h && (*h)->cross_compile ? *(*h)->cross_compile : std::vector<TargetResult>();
 }
 
 bool require_targets(VerifyResult& r, const std::vector<std::string>& required) {
   if (required.empty() || r.verdict != Verdict::passed) return false;
   std::string failed;
-  for (const auto& t : cross_compile_results(r.report)) {
-    if (t.result != "error" ||
+  for (const auto& t : cross_compile_results(r)) {
+    if (t.result != store::TargetResultKind::error ||
         std::find(required.begin(), required.end(), t.target) == required.end())
       continue;
     failed += (failed.empty() ? "" : "; ") + t.target + ": " + t.error;
   }
-  if (r.report.is_object() && r.report.contains("cross_compile") &&
-      r.report["cross_compile"].is_object())
-    r.report["cross_compile"]["required"] = required;
+  if (r.harness && r.harness->cross_compile && r.report.is_object())
+    r.report["cross_compile"]["required"] = required;  // the pool's field (report_fields.txt)
   if (failed.empty()) return false;
   if (std::find(r.flags.begin(), r.flags.end(), kCrossCompileFailed) == r.flags.end())
-    r.flags.push_back(kCrossCompileFailed);
+    r.flags.emplace_back(kCrossCompileFailed);
   r.detail += "; does not compile for a required target: " + failed;
   return true;
 }
 
 nlohmann::json cross_compile_summary(const std::vector<TargetResult>& results) {
   nlohmann::json j = nlohmann::json::object();
-  for (const auto& r : results) j[r.target] = r.result;
+  for (const auto& r : results) j[r.target] = to_string(r.result);
   return j;
 }
 

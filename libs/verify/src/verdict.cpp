@@ -14,30 +14,7 @@ namespace kforge::verify {
 std::span<const EmbeddedFile> harness_fault_words();
 
 const char* to_string(Verdict v) {
-  switch (v) {
-    case Verdict::passed:
-      return "passed";
-    case Verdict::failed:
-      return "failed";
-    case Verdict::error:
-      return "error";
-    case Verdict::timeout:
-      return "timeout";
-    case Verdict::crashed:
-      return "crashed";
-    case Verdict::invalid:
-      return "invalid";
-    case Verdict::skipped:
-      return "skipped";
-  }
-  return "error";
-}
-
-std::optional<Verdict> parse_verdict(const std::string& s) {
-  for (Verdict v : {Verdict::passed, Verdict::failed, Verdict::error, Verdict::timeout,
-                    Verdict::crashed, Verdict::invalid, Verdict::skipped})
-    if (s == to_string(v)) return v;
-  return std::nullopt;
+  return name_of(store::kVerdictNames, v).data();  // the table's names are C string literals
 }
 
 std::string signal_name(int sig) {
@@ -121,22 +98,28 @@ Classified classify(const RunFacts& f) {
     case KillReason::worker_lost:
       c.verdict = Verdict::error;
       c.detail = "the verifier worker died while running the sample";
-      c.flags.push_back(kInfrastructure);
+      c.flags.emplace_back(kInfrastructure);
       return c;
     case KillReason::none:
       break;
   }
-  if (f.report && f.report->is_object() && f.report->contains("verdict")) {
-    const auto& r = *f.report;
-    auto v = parse_verdict(r.value("verdict", std::string("error")));
-    c.verdict = v.value_or(Verdict::error);
-    c.detail = r.value("detail", std::string());
-    std::string phase = r.value("phase", std::string());
-    if (phase == "sandbox" || phase == "request" || phase == "harness")
-      c.flags.push_back(kInfrastructure);
-    if (r.contains("environment") && r["environment"].is_string()) {
-      c.flags.push_back(kEnvironment);
-      c.detail += "; " + r["environment"].get<std::string>();
+  if (!f.report_error.empty()) {
+    // The harness wrote a report this kforge does not read as declared (report_fields.txt):
+    // nothing in it is taken for a default. The verifier failed, not the sample.
+    c.verdict = Verdict::error;
+    c.detail = f.report_error;
+    c.flags.emplace_back(kInfrastructure);
+    return c;
+  }
+  if (f.report) {
+    const HarnessReport& r = *f.report;
+    c.verdict = r.verdict;
+    c.detail = r.detail;
+    if (r.phase == "sandbox" || r.phase == "request" || r.phase == "harness")
+      c.flags.emplace_back(kInfrastructure);
+    if (r.environment) {
+      c.flags.emplace_back(kEnvironment);
+      c.detail += "; " + *r.environment;
     }
     return c;
   }
@@ -159,7 +142,8 @@ nlohmann::json KernelScore::to_json() const {
                       {"applicable", applicable},
                       {"equivalent", equivalent},
                       {"tried", tried},
-                      {"survived", survived}};
+                      {"survived", nlohmann::json::array()}};
+  for (const auto& s : survived) j["survived"].push_back(s.to_json());
   if (!stopped.empty()) j["stopped"] = stopped;
   return j;
 }
@@ -182,68 +166,62 @@ nlohmann::json MutationScore::to_json() const {
 
 namespace {
 
-KernelScore score_kernel(const nlohmann::json& kb) {
+KernelScore score_kernel(const HarnessReport::KernelBattery& kb) {
   KernelScore k;
-  if (!kb.is_object()) return k;
   k.ran = true;
-  for (const auto& e : kb.value("mutants", nlohmann::json::array())) {
-    if (!e.is_object()) continue;
+  for (const auto& result : kb.results) {
     ++k.tried;
-    std::string result = e.value("result", std::string());
     if (result == "killed") ++k.killed, ++k.applicable;
     if (result == "survived") ++k.applicable;
     if (result == "equivalent") ++k.equivalent;
   }
-  auto survived = kb.value("survived", nlohmann::json::array());
-  for (const auto& s : survived)
-    if (s.is_object()) k.survived.push_back(s);
-  k.stopped = kb.value("stopped", std::string());
+  k.survived = kb.survived;
+  k.stopped = kb.stopped;
   return k;
 }
 
 }  // namespace
 
+namespace {
+bool control_failed(const HarnessReport* mutant_report) {
+  return mutant_report && mutant_report->controls && mutant_report->controls->failed;
+}
+}  // namespace
+
 MutationScore score_mutants(Verdict skip_verdict, bool skip_infrastructure,
-                            const nlohmann::json& mutant_report) {
+                            const HarnessReport* mutant_report) {
   MutationScore s;
-  if (!skip_infrastructure) {
+  // A failed control voids every kill, the skip-launch run's too (apply_controls flags it).
+  if (!skip_infrastructure && !(control_failed(mutant_report) && skip_verdict != Verdict::passed)) {
     ++s.applicable;
     if (skip_verdict == Verdict::passed)
       s.survived.push_back("skip_launch");
     else
       ++s.killed;
   }
-  if (mutant_report.is_object() && mutant_report.contains("kernel_battery"))
-    s.kernel = score_kernel(mutant_report["kernel_battery"]);
-  if (!mutant_report.is_object() || !mutant_report.contains("battery")) return s;
-  const auto& b = mutant_report["battery"];
-  if (!b.is_object()) return s;
-  for (const auto& e : b.value("mutants", nlohmann::json::array())) {
-    if (!e.is_object()) continue;
-    std::string name = e.value("mutant", std::string());
-    std::string result = e.value("result", std::string());
-    if (result == "killed") {
+  if (mutant_report && mutant_report->kernel_battery)
+    s.kernel = score_kernel(*mutant_report->kernel_battery);
+  if (!mutant_report || !mutant_report->battery) return s;
+  const auto& b = *mutant_report->battery;
+  for (const auto& e : b.mutants) {
+    if (e.result == "killed") {
       ++s.killed, ++s.applicable;
-    } else if (result == "survived") {
+    } else if (e.result == "survived") {
       ++s.applicable;
-      s.survived.push_back(name);
-      if (e.contains("launch") && e["launch"].is_number_integer())
-        s.per_launch.emplace_back(name, e["launch"].get<int>());
-    } else if (result == "not_applicable") {
-      s.not_applicable.push_back(name);
+      s.survived.push_back(e.mutant);
+      if (e.launch) s.per_launch.emplace_back(e.mutant, *e.launch);
+    } else if (e.result == "not_applicable") {
+      s.not_applicable.push_back(e.mutant);
     }
   }
-  for (const auto& n : b.value("not_run", nlohmann::json::array()))
-    if (n.is_string()) s.not_run.push_back(n.get<std::string>());
-  s.stopped = b.value("stopped", std::string());
-  if (s.stopped.empty() && b.contains("error") && b["error"].is_string())
-    s.stopped = b["error"].get<std::string>();
+  s.not_run = b.not_run;
+  s.stopped = b.stopped;
   return s;
 }
 
 namespace {
-void add_flag(VerifyResult& r, const char* flag) {
-  if (std::find(r.flags.begin(), r.flags.end(), flag) == r.flags.end()) r.flags.push_back(flag);
+void add_flag(VerifyResult& r, std::string_view flag) {
+  if (std::find(r.flags.begin(), r.flags.end(), flag) == r.flags.end()) r.flags.emplace_back(flag);
 }
 }  // namespace
 
@@ -272,25 +250,85 @@ void apply_mutation_score(VerifyResult& primary, const MutationScore& score) {
   }
 }
 
-std::string kernel_mutant_meaning(const nlohmann::json& s) {
-  if (!s.is_object()) return "a kernel mutant survived";
-  std::string where;
-  if (s.contains("section_line") && s["section_line"].is_number_integer())
-    where = " (" + s.value("section", std::string("code")) + " line " +
-            std::to_string(s["section_line"].get<std::int64_t>()) + ")";
-  std::string out = "the test still passes when " +
-                    s.value("desc", std::string("the kernel is "
-                                                "changed")) +
-                    where;
-  std::string hint = s.value("hint", std::string());
-  if (!hint.empty()) out += ": " + hint;
+ResultLines split_result_lines(std::string_view result) {
+  ResultLines out;
+  std::size_t at = 0;
+  while (at < result.size()) {
+    auto nl = result.find('\n', at);
+    bool whole = nl != std::string_view::npos;
+    auto line = result.substr(at, whole ? nl - at : std::string_view::npos);
+    at = whole ? nl + 1 : result.size();
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object()) continue;
+    auto g = j.find("guard");
+    if (g != j.end() && j.size() == 1) {
+      if (whole && g->is_string()) out.guard.push_back(*g);
+      continue;
+    }
+    out.reports.push_back(std::move(j));
+  }
   return out;
 }
 
+void apply_integrity(VerifyResult& r, const HarnessReport* report, const nlohmann::json& guard) {
+  bool tampered = report && report->integrity && report->integrity->tampered;
+  // The guard's lines, written on the result pipe the moment of a scan (split_result_lines):
+  // they stand even when the sample rewrote the report that followed.
+  bool scanned = guard.is_array() && !guard.empty();
+  if (!tampered && !scanned) return;
+  bool first = std::find(r.flags.begin(), r.flags.end(), kTampered) == r.flags.end();
+  add_flag(r, kTampered);
+  if (!first) return;
+  std::string what;
+  auto add = [&](const std::string& name, const std::string& how, const std::string& phase) {
+    if (what.size() > 300) return;
+    what += (what.empty() ? "" : "; ") + name + " " + how +
+            (phase.empty() ? std::string() : " (in the " + phase + " run)");
+  };
+  if (scanned)
+    for (const auto& e : guard)
+      if (e.is_string()) add(e.get<std::string>(), "called by the sample's code", "");
+  if (tampered) {
+    for (const auto& e : report->integrity->replaced) add(e.what, e.how, e.phase);
+    if (!scanned)
+      for (const auto& e : report->integrity->scans)
+        add(e.event, "called by the sample's code", e.phase);
+  }
+  r.detail += "; tampered: " + (what.empty() ? std::string("the guard found a change") : what) +
+              " (a sample must not change what its verdict rests on, nor look for the verifier)";
+}
+
+void apply_controls(VerifyResult& primary, const HarnessReport* mutant_report) {
+  if (!control_failed(mutant_report)) return;
+  add_flag(primary, kUnstableTest);
+  std::string by;
+  for (const auto& c : mutant_report->controls->runs)
+    if (c.result == "failed") {
+      by = c.by.value_or("");
+      break;
+    }
+  primary.detail += "; unstable test: a control run of the unmutated sample failed" +
+                    (by.empty() ? std::string() : " (" + by + ")") +
+                    ", so no mutant run's failure counts as a kill";
+}
+
+std::string kernel_mutant_meaning(const KernelSurvivor& s) {
+  std::string where;
+  if (s.section_line)
+    where = " (" + s.section.value_or("code") + " line " + std::to_string(*s.section_line) + ")";
+  std::string out = "the test still passes when " + s.desc + where;
+  if (!s.hint.empty()) out += ": " + s.hint;
+  return out;
+}
+
+std::string kernel_mutant_meaning(const nlohmann::json& s) {
+  auto survivor = KernelSurvivor::from_json(s);
+  return survivor ? kernel_mutant_meaning(*survivor) : "a kernel mutant survived";
+}
+
 void apply_output_facts(VerifyResult& r) {
-  if (r.verdict != Verdict::passed || !r.report.is_object()) return;
-  const auto& cov = r.report.value("coverage", nlohmann::json::object());
-  if (cov.is_object() && cov.value("constant_outputs", false)) {
+  if (r.verdict != Verdict::passed || !r.harness || !r.harness->coverage) return;
+  if (r.harness->coverage->constant_outputs) {
     add_flag(r, kConstantOutput);
     r.detail +=
         "; constant output: every output its launches wrote had all elements equal, so the test "
@@ -301,14 +339,10 @@ void apply_output_facts(VerifyResult& r) {
 
 void apply_bounds_facts(VerifyResult& r) {
   if (std::find(r.flags.begin(), r.flags.end(), kOutOfBounds) != r.flags.end()) return;
-  // The report comes from the sample's own process: each field is checked, never trusted.
-  const nlohmann::json none = nlohmann::json::object();
-  const auto& b = r.report.is_object() && r.report.contains("bounds") ? r.report["bounds"] : none;
-  auto found = b.is_object() ? b.find("out_of_bounds") : b.end();
-  if (found != b.end() && found->is_boolean() && found->get<bool>()) {
+  // The report comes from the sample's own process: its fields were checked as it was parsed.
+  if (r.harness && r.harness->bounds && r.harness->bounds->out_of_bounds) {
     add_flag(r, kOutOfBounds);
-    auto d = b.find("detail");
-    std::string what = d != b.end() && d->is_string() ? d->get<std::string>() : std::string();
+    const std::string& what = r.harness->bounds->detail;
     r.detail += "; out of bounds: " +
                 (what.empty() ? std::string("a kernel reads or writes outside its buffers") : what);
     return;
@@ -323,6 +357,7 @@ void apply_bounds_facts(VerifyResult& r) {
         add_flag(r, kOutOfBounds);
         r.report["bounds"] = {{"out_of_bounds", true},
                               {"fault", {{"error", words}, {"in", "the run"}}}};
+        if (r.harness) r.harness->bounds = HarnessReport::Bounds{true, std::string()};
         r.detail +=
             "; out of bounds: the run died of an illegal memory access (a kernel read or "
             "wrote outside its buffers; whether that faults depends on what lies next to "

@@ -60,7 +60,7 @@ Result<VerdictLine> verdict_line_from_json(std::string_view text) {
   KF_TRY(out.index, int_field(j, "index"));
   KF_TRY(r.key, text_field(j, "key"));
   KF_TRY(std::string verdict, text_field(j, "verdict"));
-  auto v = parse_verdict(verdict);
+  auto v = value_of(store::kVerdictNames, verdict);
   if (!v) return bad("field \"verdict\": '" + verdict + "' is not a verdict");
   r.verdict = *v;
   KF_TRY(r.detail, text_field(j, "detail"));
@@ -70,6 +70,10 @@ Result<VerdictLine> verdict_line_from_json(std::string_view text) {
     r.flags.push_back(f.get<std::string>());
   }
   r.report = std::move(j["report"]);
+  // The harness's part of it, parsed as the pool parsed it (report_fields.txt).
+  auto harness = parse_stored_report(r.report);
+  if (!harness) return bad("field \"report\": " + harness.error().message);
+  r.harness = std::move(*harness);
   KF_TRY(r.script, text_field(j, "script"));
   KF_TRY(r.stderr_tail, text_field(j, "stderr_tail"));
   KF_TRY(r.duration_ms, int_field(j, "duration_ms"));

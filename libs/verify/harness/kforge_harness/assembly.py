@@ -1,7 +1,10 @@
 """Script assembly: the single file a sample runs as, and what is read from its source."""
 
+from __future__ import annotations
+
 import ast
 import importlib.util
+from typing import Any
 
 PREAMBLE_MODULES = [
     ("torch", "import torch"),
@@ -11,7 +14,7 @@ PREAMBLE_MODULES = [
 ]
 
 
-def module_available(name):
+def module_available(name: str) -> bool:
     try:
         return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):
@@ -56,7 +59,7 @@ def _compile_aliases(tree):
     return aliases
 
 
-def strip_compile_statements(source):
+def strip_compile_statements(source: str) -> tuple[str, list[Any]]:
     """Removes `x = triton.compile(...)`, bare `triton.compile(...)` and prints of their results.
 
     Statements are found with ast; their lines are replaced by `pass` at the same indentation,
@@ -124,7 +127,8 @@ def strip_compile_statements(source):
     return ast.unparse(new_tree) + "\n", removed
 
 
-def assemble(code, wrapper, test, modules_present):
+def assemble(code: str, wrapper: str, test: str,
+             modules_present: dict[str, bool]) -> tuple[str, dict[str, Any]]:
     """The single script that runs: preamble, cleaned code, wrapper, test.
 
     Returns (script, info) with info = {"sections": {name: [first_line, last_line]},
@@ -151,7 +155,7 @@ def assemble(code, wrapper, test, modules_present):
     return script, {"sections": sections, "removed": removed}
 
 
-def code_kernels(code):
+def code_kernels(code: str) -> list[str]:
     """Names of the functions the code decorates as Triton kernels (@triton.jit, @jit,
     @triton.autotune(...), @triton.heuristics(...), in any combination), found with ast."""
     try:
@@ -171,14 +175,14 @@ def code_kernels(code):
     return names
 
 
-def section_of(info, line):
+def section_of(info: dict[str, Any], line: int) -> tuple[Any, int]:
     for name, (a, b) in info["sections"].items():
         if line is not None and a <= line <= b:
             return name, line - a + 1
     return None, line
 
 
-def find_tests(tree):
+def find_tests(tree: Any) -> tuple[list[str], set[str]]:
     """Module-level test functions, in order, and those the script itself calls at top level."""
     tests = [n.name for n in tree.body
              if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test")]

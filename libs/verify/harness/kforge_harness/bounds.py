@@ -21,10 +21,14 @@ Works on torch tensors and on the lists of the CPU stand-in for Triton (guard zo
 a pointer past the zones raises there, as a fault).
 """
 
+from __future__ import annotations
+
 import time
+from typing import Any, Callable
 
 from .kernel_replay import context_lost, differs, run_launch
 from .listed import listed
+from .shapes import Json
 
 FAULT_WORDS = listed("fault_words.txt", __file__)  # the drivers' words; the pool reads them too
 
@@ -74,12 +78,13 @@ def _read_from(rec, launch_raw, sync, zeros):
     return found
 
 
-def check(records, launch_raw, sync, budget_s=BUDGET_S):
+def check(records: list[Any], launch_raw: Callable[..., Any], sync: Callable[[], None],
+          budget_s: float = BUDGET_S) -> Json:
     """Replays each record between guard zones; returns the report's "bounds" object:
     out_of_bounds (bool), checked, writes and reads ([{kernel, launch, buffers}]), fault,
     nondeterministic (kernels judged on writes only), errors, ms."""
     t0 = time.monotonic()
-    res = {"out_of_bounds": False, "checked": 0, "launches": len(records), "writes": [],
+    res: Json = {"out_of_bounds": False, "checked": 0, "launches": len(records), "writes": [],
            "reads": [], "fault": None, "nondeterministic": [], "errors": []}
     for n, rec in enumerate(records, 1):
         if time.monotonic() - t0 > budget_s:
@@ -94,7 +99,7 @@ def check(records, launch_raw, sync, budget_s=BUDGET_S):
             mixed = {sid: 0xFF for i, sid in enumerate(rec.storages) if i % 2}
             wd, _ = _replay(rec, launch_raw, sync, 0x00, mixed)
             written = list(dict.fromkeys(wa + wb + wc + wd))
-            read = []
+            read: list[Any] = []
             steady = not differs(zeros, again) and not differs(again, zeros)
             if steady and not written and differs(zeros, ones):
                 read = _read_from(rec, launch_raw, sync, zeros) or ["?"]
@@ -121,7 +126,7 @@ def check(records, launch_raw, sync, budget_s=BUDGET_S):
     return res
 
 
-def describe(res):
+def describe(res: Json) -> str:
     """One line for the verdict's detail, or "" when nothing was found."""
     if not res.get("out_of_bounds"):
         return ""

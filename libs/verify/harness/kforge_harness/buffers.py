@@ -6,8 +6,11 @@ its elements (a transposed or strided tensor included), and say whether anything
 mutant that changes nothing (all elements equal, integer or boolean rounding, NaN) does not apply.
 """
 
+from __future__ import annotations
+
 import math
 import sys
+from typing import Any
 
 NUMBER = (bool, int, float)
 
@@ -21,36 +24,36 @@ def _is_tensor(x):
     return torch is not None and isinstance(x, torch.Tensor)
 
 
-def is_buffer(x):
+def is_buffer(x: Any) -> bool:
     """A tensor, or a list whose elements are all numbers (empty ones included)."""
     if _is_tensor(x):
         return True
     return type(x) is list and all(type(v) in NUMBER for v in x)
 
 
-def numel(x):
+def numel(x: Any) -> int:
     return int(x.numel()) if _is_tensor(x) else len(x)
 
 
-def shape(x):
+def shape(x: Any) -> list[int]:
     return list(x.shape) if _is_tensor(x) else [len(x)]
 
 
-def dtype(x):
+def dtype(x: Any) -> str:
     if _is_tensor(x):
         return str(x.dtype).replace("torch.", "")
     kinds = {type(v) for v in x}
     return "+".join(sorted(k.__name__ for k in kinds)) or "empty"
 
 
-def key(x):
+def key(x: Any) -> tuple[Any, ...]:
     """Identity of the memory a buffer names: two views of one storage are mutated once."""
     if _is_tensor(x):
         return ("tensor", x.data_ptr(), tuple(x.shape), tuple(x.stride()), str(x.dtype))
     return ("list", id(x))
 
 
-def snapshot(x):
+def snapshot(x: Any) -> Any:
     """A copy to compare with after a launch (None where one cannot be made, e.g. no memory)."""
     try:
         return x.detach().clone() if _is_tensor(x) else list(x)
@@ -63,7 +66,7 @@ def _same_float(a, b):
                       math.isnan(b))
 
 
-def changed(before, x):
+def changed(before: Any, x: Any) -> bool:
     """Whether x differs from its snapshot (NaN equal to NaN: a NaN left alone is no write)."""
     if before is None:
         return False
@@ -102,7 +105,7 @@ def _index(x, flat):
     return tuple(reversed(idx))
 
 
-def off_element(x, which, k):
+def off_element(x: Any, which: str, k: int) -> bool:
     """Changes one element: the last (which == "tail") or the middle one ("interior")."""
     n = numel(x)
     if n == 0:
@@ -126,7 +129,7 @@ def off_element(x, which, k):
         torch.isnan(x[idx]).any() and torch.isnan(old).any()))
 
 
-def roll(x, k):
+def roll(x: Any, k: int) -> bool:
     """The elements reordered: rolled by k places in row-major order."""
     n = numel(x)
     if n < 2:
@@ -141,7 +144,7 @@ def roll(x, k):
     return changed(before, x)
 
 
-def roll_last(x, k):
+def roll_last(x: Any, k: int) -> bool:
     """The elements reordered inside the last dimension only: each row rolled by k places (a
     test that checks only row sums, or rows as multisets, lets it through). Changes nothing in
     a buffer of one dimension (the permute mutant covers those)."""
@@ -153,7 +156,7 @@ def roll_last(x, k):
     return changed(before, x)
 
 
-def is_constant(x):
+def is_constant(x: Any) -> bool:
     """Whether every element of a buffer of more than one element is the same (NaN counts as
     different)."""
     n = numel(x)
@@ -166,7 +169,7 @@ def is_constant(x):
     return bool((flat == flat[0]).all())
 
 
-def scale(x, k, percent):
+def scale(x: Any, k: int, percent: float) -> bool:
     """Every element scaled by (1 + percent/100 * k), rounded back to the buffer's type."""
     factor = 1.0 + percent / 100.0 * k
     if not _is_tensor(x):
@@ -188,7 +191,7 @@ def scale(x, k, percent):
     return changed(before, x)
 
 
-def zero(x):
+def zero(x: Any) -> bool:
     """Every element set to zero (False)."""
     if not _is_tensor(x):
         nonzero = any(v != 0 for v in x)
@@ -200,7 +203,7 @@ def zero(x):
     return before_nonzero
 
 
-def poison(x):
+def poison(x: Any) -> bool:
     """Every element set to the pattern of all-ones bytes: NaN for floats, -1 for signed integers,
     the largest value for unsigned ones, True for booleans. What a skipped launch leaves in its
     outputs, so that memory the caching allocator hands out again (with a right answer computed
@@ -229,7 +232,7 @@ def poison(x):
     return True
 
 
-def probe_fill(x):
+def probe_fill(x: Any) -> bool:
     """Fills a buffer that a launch left unchanged with values safe for a kernel to read (NaN for
     floats, 0 for integers: never an index out of bounds), so that launching again shows whether
     the kernel writes it. Says whether the buffer was filled (not booleans, not a buffer already
@@ -260,7 +263,7 @@ def probe_fill(x):
     return True
 
 
-def restore(x, snap):
+def restore(x: Any, snap: Any) -> None:
     """Puts a buffer back to its snapshot."""
     if _is_tensor(x):
         x.copy_(snap)

@@ -1,15 +1,18 @@
 """The harness's command line: worker, fresh, assemble, info."""
 
+from __future__ import annotations
+
 import json
 import os
 import signal
 import sys
+from typing import Any
 
 from . import HARNESS_VERSION
 from .assembly import PREAMBLE_MODULES, assemble, module_available
 from .worker import fresh_main, worker_main
 
-def assemble_main(args):
+def assemble_main(args: Any) -> int:
     with open(args.request) as f:
         req = json.load(f)
     present = {mod: module_available(mod) for mod, _ in PREAMBLE_MODULES}
@@ -18,7 +21,7 @@ def assemble_main(args):
     return 0
 
 
-def main(argv):
+def main(argv: list[str]) -> int:
     import argparse
     p = argparse.ArgumentParser(prog="kforge_harness")
     sub = p.add_subparsers(dest="cmd", required=True)

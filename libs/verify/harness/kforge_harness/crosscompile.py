@@ -13,12 +13,21 @@ Per target the result is "ok", "error" (the stage and the first lines of the com
 or "unavailable" (this Triton has no backend for it: the sample is not failed for that).
 """
 
+from __future__ import annotations
+
 import json
 import os
 import select
 import signal
 import sys
 import time
+from typing import Any, Optional
+
+from .shapes import Json
+
+from .report_schema import TARGET_RESULT
+
+from .triton_hooks import inner_of
 
 # The launch options that mean the same on every backend; the others (CUDA's maxnreg, the
 # backend's own arch, libdevice as an extern lib) would be wrong on another target.
@@ -31,7 +40,7 @@ WARP_SIZE = {"hip": 64}  # CDNA (gfx9xx); RDNA (gfx10xx and later) is 32
 DEFAULT_TIMEOUT_S = 60.0
 
 
-def parse_target(text):
+def parse_target(text: str) -> tuple[str, str, int]:
     """"hip:gfx942" -> ("hip", "gfx942", 64). Raises ValueError naming what is wrong."""
     if not isinstance(text, str) or text.count(":") != 1:
         raise ValueError("'%s' is not BACKEND:ARCH (e.g. hip:gfx942)" % (text,))
@@ -76,8 +85,9 @@ class Spec:
     """One specialisation a launch compiled: the parts an ASTSource is made of, the launch's
     portable options and, for a description in the report, plain JSON of the same."""
 
-    def __init__(self, kernel, fn, signature, constants, attrs, options, autotune,
-                 src_type=None):
+    def __init__(self, kernel: str, fn: Any, signature: dict[Any, Any], constants: dict[Any, Any],
+                 attrs: dict[Any, Any], options: Json, autotune: Optional[str],
+                 src_type: Any = None) -> None:
         self.kernel = kernel
         self.src_type = src_type  # the launch's ASTSource class (Gluon has its own)
         self.fn = fn
@@ -87,7 +97,7 @@ class Spec:
         self.options = options
         self.autotune = autotune
 
-    def describe(self):
+    def describe(self) -> Json:
         names = list(getattr(self.fn, "arg_names", None) or [])
         d = {"kernel": self.kernel,
              "signature": {str(k): _jsonable(v) for k, v in self.signature.items()},
@@ -99,7 +109,8 @@ class Spec:
         return d
 
 
-def spec_of_launch(kernel_name, compiled, launch_kwargs, autotune=None):
+def spec_of_launch(kernel_name: str, compiled: Any, launch_kwargs: dict[str, Any],
+                   autotune: Optional[str] = None) -> tuple[Optional[Spec], Optional[str]]:
     """The Spec of one launch from what Triton's JITFunction.run returned (the CompiledKernel,
     whose .src is the ASTSource it was compiled from; an async compile's future is resolved),
     or (None, why) when it carries none."""
@@ -123,7 +134,7 @@ def spec_of_launch(kernel_name, compiled, launch_kwargs, autotune=None):
 class Specs:
     """The distinct specialisations the real run launched, in the order first seen."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.specs = []
         self.keys = set()
         self.launches = 0
@@ -131,7 +142,8 @@ class Specs:
         self.uncaptured = []
         self.seen = {}  # (id of the compiled kernel, autotune config, options) -> the kernel
 
-    def note(self, kernel_name, compiled, launch_kwargs, autotune=None):
+    def note(self, kernel_name: str, compiled: Any, launch_kwargs: dict[str, Any],
+             autotune: Optional[str] = None) -> None:
         self.launches += 1
         try:
             # A launch like one before it (the same compiled kernel and options): nothing new.
@@ -159,7 +171,7 @@ class Specs:
         self.specs.append(spec)
 
 
-def shorten_error(e, stage):
+def shorten_error(e: BaseException, stage: Optional[str]) -> str:
     """"<stage>: <Type>: <first lines>", capped: what a user (or a repair prompt) needs to see."""
     text = str(e)
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
@@ -171,7 +183,7 @@ def shorten_error(e, stage):
     return msg if len(msg) <= MAX_ERROR else msg[:MAX_ERROR - 3] + "..."
 
 
-def telling_lines(text, limit=ERROR_LINES):
+def telling_lines(text: str, limit: int = ERROR_LINES) -> str:
     """The first lines of a crashed compiler's output that say why (LLVM ERROR, error:)."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     hits = [ln for ln in lines if "LLVM ERROR" in ln or "error:" in ln or "Error" in ln]
@@ -179,7 +191,7 @@ def telling_lines(text, limit=ERROR_LINES):
     return out[:MAX_ERROR]
 
 
-def triton_parts():
+def triton_parts() -> tuple[Optional[tuple[Any, ...]], Optional[str]]:
     """(ASTSource, GPUTarget, compile, backends) of the Triton this process runs, or (None, why)."""
     triton = sys.modules.get("triton")
     if triton is None:
@@ -192,11 +204,11 @@ def triton_parts():
     except Exception as e:  # noqa: BLE001 - an old Triton: ASTSource/GPUTarget came in 3.0
         return None, "this Triton (%s) cannot compile for another target: %s: %s" % (
             getattr(triton, "__version__", "?"), type(e).__name__, str(e)[:200])
-    compile_fn = getattr(compile_fn, "_kforge_inner", compile_fn)  # not the timed wrapper
+    compile_fn = inner_of(compile_fn)  # not the timed wrapper
     return (ASTSource, GPUTarget, compile_fn, backends), None
 
 
-def backend_for(backends, target):
+def backend_for(backends: Any, target: Any) -> Optional[str]:
     """The name of the backend that compiles for target, or None."""
     for name, b in dict(backends).items():
         compiler = getattr(b, "compiler", None)
@@ -270,10 +282,10 @@ def _child(parts, target_text, specs, fd, log_path):
                 issubclass(spec.src_type, ASTSource) else ASTSource
             src = cls(spec.fn, spec.signature, constexprs=spec.constants, attrs=spec.attrs)
             compile_fn(src, target=target, options=dict(spec.options))
-            _emit(fd, {"kernel": i, "result": "ok",
+            _emit(fd, {"kernel": i, "result": TARGET_RESULT.ok,
                        "ms": int((time.monotonic() - t0) * 1000)})
         except BaseException as e:  # noqa: B902 - whatever the compiler raises is its verdict
-            _emit(fd, {"kernel": i, "result": "error", "stage": where["stage"],
+            _emit(fd, {"kernel": i, "result": TARGET_RESULT.error, "stage": where["stage"],
                        "error": shorten_error(e, where["stage"]),
                        "ms": int((time.monotonic() - t0) * 1000)})
     os._exit(0)
@@ -321,7 +333,8 @@ def _describe_end(status):
     return None
 
 
-def compile_target(parts, target_text, specs, deadline, workdir):
+def compile_target(parts: tuple[Any, ...], target_text: str, specs: Specs, deadline: float,
+                   workdir: Optional[str]) -> Json:
     """One target: a forked child compiles every spec. Returns the target's entry."""
     t0 = time.monotonic()
     log_path = os.path.join(workdir, "kforge-cross-%s.log" % target_text.replace(":", "-"))
@@ -366,19 +379,19 @@ def compile_target(parts, target_text, specs, deadline, workdir):
                 said = telling_lines(f.read()[-20000:])
         except OSError:
             said = ""
-        kernels[current] = {"result": "error", "stage": stage,
+        kernels[current] = {"result": TARGET_RESULT.error, "stage": stage,
                             "error": ("%s: %s%s" % (stage, why, (": " + said) if said else ""))
                             [:MAX_ERROR]}
-    entry = {"result": "ok", "kernels": len(specs), "ms": int((time.monotonic() - t0) * 1000)}
-    failed = [(i, k) for i, k in enumerate(kernels) if k and k.get("result") == "error"]
+    entry = {"result": TARGET_RESULT.ok, "kernels": len(specs), "ms": int((time.monotonic() - t0) * 1000)}
+    failed = [(i, k) for i, k in enumerate(kernels) if k and k.get("result") == TARGET_RESULT.error]
     missing = [i for i, k in enumerate(kernels) if k is None]
     if failed:
         i, k = failed[0]
-        entry.update(result="error", kernel=specs[i].kernel, stage=k.get("stage"),
+        entry.update(result=TARGET_RESULT.error, kernel=specs[i].kernel, stage=k.get("stage"),
                      error=k.get("error"), failed=len(failed))
     elif missing:
         why = end or "the compiler ended without a result"
-        entry.update(result="error", kernel=specs[missing[0]].kernel, stage=stage,
+        entry.update(result=TARGET_RESULT.error, kernel=specs[missing[0]].kernel, stage=stage,
                      error=("%s: %s" % (stage, why))[:MAX_ERROR], failed=len(missing))
     try:
         os.unlink(log_path)
@@ -387,7 +400,8 @@ def compile_target(parts, target_text, specs, deadline, workdir):
     return entry
 
 
-def cross_compile(specs, targets, timeout_s=DEFAULT_TIMEOUT_S, workdir=None, parts=None):
+def cross_compile(specs: Specs, targets: list[str], timeout_s: float = DEFAULT_TIMEOUT_S,
+                  workdir: Optional[str] = None, parts: Optional[tuple[Any, ...]] = None) -> Json:
     """Compiles the captured specialisations for each target. Returns the report's entry:
     {"targets": {target: {"result": ..., ...}}, "kernels": [descriptions], "ms": N}."""
     t0 = time.monotonic()
@@ -404,20 +418,20 @@ def cross_compile(specs, targets, timeout_s=DEFAULT_TIMEOUT_S, workdir=None, par
         why = None
     for text in targets:
         if parts is None:
-            out["targets"][text] = {"result": "unavailable", "reason": why}
+            out["targets"][text] = {"result": TARGET_RESULT.unavailable, "reason": why}
             continue
         backend, arch, warp = parse_target(text)
         target = parts[1](backend, arch, warp)
         if backend_for(parts[3], target) is None:
-            out["targets"][text] = {"result": "unavailable",
+            out["targets"][text] = {"result": TARGET_RESULT.unavailable,
                                     "reason": "this Triton has no backend for %s" % text}
             continue
         if not specs.specs:
-            out["targets"][text] = {"result": "not_run",
+            out["targets"][text] = {"result": TARGET_RESULT.not_run,
                                     "reason": "no launch of the sample's kernels was captured"}
             continue
         if time.monotonic() >= deadline:
-            out["targets"][text] = {"result": "error", "stage": "deadline",
+            out["targets"][text] = {"result": TARGET_RESULT.error, "stage": "deadline",
                                     "error": "deadline: no time left for this target"}
             continue
         out["targets"][text] = compile_target(parts, text, specs.specs, deadline,

@@ -33,6 +33,8 @@ process the sample forks shares the lock files' open descriptions: it forgets th
 (CURRENT is None there), so that nothing it does releases its parent's.
 """
 
+from __future__ import annotations
+
 import _thread
 import contextlib
 import ctypes
@@ -43,8 +45,10 @@ import signal
 import sys
 import threading
 import time
+from typing import Any, Iterator, Optional
 
 from .gpusync import capturing, synchronize_quietly
+from .shapes import Json
 
 
 def _guarded(method):
@@ -61,7 +65,7 @@ def _guarded(method):
 
 
 class GpuLock:
-    def __init__(self, gate_path, rw_path, queue_path=None):
+    def __init__(self, gate_path: str, rw_path: str, queue_path: Optional[str] = None) -> None:
         self.gate_path = gate_path
         self.gate = os.open(gate_path, os.O_RDONLY | os.O_CLOEXEC)
         self.rw = os.open(rw_path, os.O_RDONLY | os.O_CLOEXEC)
@@ -76,15 +80,15 @@ class GpuLock:
         self.busy = 0  # >0: the watcher's checkpoint waits (the lock's own steps, a graph capture)
         self.firm = 0  # >0: a launch's checkpoint waits too (held(launches=True))
         self.waited_s = 0.0  # time spent queueing as a reader
-        self.sections = []  # [t0, t1] (CLOCK_MONOTONIC s) of each shared section, at most 64
-        self.exclusive = []  # the same, of exclusive sections
-        self._t0 = None
+        self.sections: list[list[float]] = []  # [t0, t1] (CLOCK_MONOTONIC s) of each shared section, at most 64
+        self.exclusive: list[list[float]] = []  # the same, of exclusive sections
+        self._t0 = 0.0  # the open shared section's start
         self.retries = 0  # times a writer let the gate go because readers stayed in
         # The longest shared section and what ended it ("launch": a launch let a waiting writer
         # in, "watch": the watcher did, between two launches, "compile", "timing": this
         # process's own, "open": still held at the report): what keeps a writer waiting is a
         # reader that stays in long without stepping out.
-        self.longest = (0.0, None)
+        self.longest: tuple[float, Optional[str]] = (0.0, None)
         self.watch = "off"  # the watcher: "on", "off" (not started) or why it stopped
         self.bell = None  # the watcher's inotify descriptor on the gate file (_bell_of)
         self.nudges = 0  # times the watcher asked the main thread to step out
@@ -92,7 +96,7 @@ class GpuLock:
         self.stepped_out = 0  # times the main thread did so at the watcher's asking
 
     @_guarded
-    def enter(self):
+    def enter(self) -> None:
         """Takes rw shared through the gate (blocks while a writer holds or waits)."""
         if self.shared:
             return
@@ -107,7 +111,7 @@ class GpuLock:
         self.shared = True
 
     @_guarded
-    def leave(self, why="end"):
+    def leave(self, why: str = "end") -> None:
         if not self.shared:
             return
         synchronize_quietly()
@@ -120,7 +124,7 @@ class GpuLock:
             self.longest = (end - self._t0, why)
 
     @_guarded
-    def pause(self):
+    def pause(self) -> None:
         """Steps out for CPU-only work (a compile); resume() steps back in."""
         self.paused += 1
         if self.paused == 1 and self.shared:
@@ -130,14 +134,14 @@ class GpuLock:
             self._resume_needed = False
 
     @_guarded
-    def resume(self):
+    def resume(self) -> None:
         self.paused -= 1
         if self.paused == 0 and getattr(self, "_resume_needed", False):
             self._resume_needed = False
             self.enter()
 
     @contextlib.contextmanager
-    def held(self, launches=False):
+    def held(self, launches: bool = False) -> Iterator[None]:
         """A stretch the watcher must not cut (a graph capture, a timed rep while preparing):
         its checkpoint waits for the end; a launch's checkpoint inside still runs, unless
         launches (a stretch whose streams' state must survive: no synchronise at all)."""
@@ -150,7 +154,7 @@ class GpuLock:
             self.firm -= bool(launches)
 
     @_guarded
-    def checkpoint(self, why="launch"):
+    def checkpoint(self, why: str = "launch") -> bool:
         """If a writer holds the gate, step out and queue behind it (at a launch, or the
         watcher's asking). Returns whether it stepped out."""
         if not self.shared or self.paused or self.firm:
@@ -164,7 +168,7 @@ class GpuLock:
         fcntl.flock(self.gate, fcntl.LOCK_UN)
         return False
 
-    def writer_waiting(self):
+    def writer_waiting(self) -> bool:
         """Whether a writer holds the gate (from the watcher's thread; a reader taking rw holds
         it for an instant too, which the watcher tells apart by looking twice)."""
         try:
@@ -175,7 +179,7 @@ class GpuLock:
         return False
 
     @_guarded
-    def acquire_exclusive(self, wait_s):
+    def acquire_exclusive(self, wait_s: float) -> Optional[float]:
         """Steps out as a reader, then takes the device exclusively. Returns the seconds waited,
         or None when another held it past wait_s (nothing held then).
 
@@ -208,7 +212,7 @@ class GpuLock:
         return None
 
     @_guarded
-    def release_exclusive(self):
+    def release_exclusive(self) -> None:
         synchronize_quietly()
         end = time.monotonic()
         fcntl.flock(self.rw, fcntl.LOCK_UN)
@@ -219,7 +223,7 @@ class GpuLock:
             self.exclusive.append([self._x0, end])
 
     @_guarded
-    def report(self):
+    def report(self) -> Json:
         """The sections so far (one still open counted to now: what follows the report, the
         mutant runs, is not in it)."""
         shared = list(self.sections)
@@ -353,7 +357,7 @@ def _watch(lk):
 NUDGE_WAIT_S = 0.02  # how long the watcher waits for the main thread before asking again
 
 
-def start_watcher(lk):
+def start_watcher(lk: GpuLock) -> None:
     """Installs the handler and starts the watcher thread (from the main thread). Where either
     cannot be had (a thread limit, not the main thread), only launches and compiles step out."""
     if sys.version_info < (3, 10):
@@ -377,7 +381,7 @@ def _forget_in_child():
 os.register_at_fork(after_in_child=_forget_in_child)
 
 
-def install(paths, watch=None):
+def install(paths: Optional[dict[str, Any]], watch: Optional[bool] = None) -> Optional[GpuLock]:
     """Opens the request's lock files ({"gate": path, "rw": path, "queue": path, "watch":
     bool}), enters as a reader and, where the request says a timing sample may come (the pool's
     timing on, or a run requiring a speedup), starts the watcher. `watch` overrides it."""
@@ -391,23 +395,23 @@ def install(paths, watch=None):
     return CURRENT
 
 
-def pause():
+def pause() -> None:
     if CURRENT is not None:
         CURRENT.pause()
 
 
-def resume():
+def resume() -> None:
     if CURRENT is not None:
         CURRENT.resume()
 
 
-def checkpoint():
+def checkpoint() -> None:
     if CURRENT is not None:
         CURRENT.checkpoint()
 
 
 @contextlib.contextmanager
-def held(launches=False):
+def held(launches: bool = False) -> Iterator[None]:
     """GpuLock.held() of the process's lock, a no-op without one."""
     if CURRENT is None:
         yield

@@ -3,10 +3,12 @@ runner's end of a test, the kernel replays, the bounds check, the lock's hand-ov
 label all call synchronize(), so that each decides the same way whether there is anything to
 wait for."""
 
+from __future__ import annotations
+
 import sys
 
 
-def synchronize():
+def synchronize() -> None:
     """Waits for every stream of this process's CUDA (or HIP) context, where torch is loaded and
     has initialised it; nothing otherwise (no torch, the CPU stand-in, CUDA never touched).
     Raises what the wait raises: a lost context is how context_lost() tells one."""
@@ -21,7 +23,7 @@ def synchronize():
         torch.cuda.synchronize()
 
 
-def synchronize_quietly():
+def synchronize_quietly() -> None:
     """synchronize() that swallows the wait's error: for the lock's hand-over, where a broken
     context is the sample's to meet at its next call."""
     try:
@@ -30,7 +32,7 @@ def synchronize_quietly():
         pass
 
 
-def capturing():
+def capturing() -> bool:
     """Whether the current stream is capturing a CUDA graph (no synchronise may run then)."""
     torch = sys.modules.get("torch")
     try:

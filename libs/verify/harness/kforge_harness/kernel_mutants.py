@@ -13,20 +13,27 @@ is flagged weak_inputs). The battery stops at the first survivor, when the time 
 spent, or when the GPU context is lost.
 """
 
+from __future__ import annotations
+
 import ast
 import linecache
 import os
 import time
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from . import kernel_ops
 from .assembly import section_of
 from .gpusync import synchronize
 from .kernel_replay import context_lost, differs, run_launch
+from .shapes import Json, Sample
+
+if TYPE_CHECKING:
+    from .controls import Controls
 
 SEED = 20261127
 
 
-def build_jit(jit, source, fn_def, ordinal, workdir):
+def build_jit(jit: Any, source: str, fn_def: ast.FunctionDef, ordinal: int, workdir: str) -> Any:
     """The mutated kernel as a JIT function of its own: its source written to a file of its own
     with the def on the original's line (Triton reads a kernel's source from its file), run in
     a copy of the original's globals, wrapped by the original's class with its options."""
@@ -53,12 +60,12 @@ class Originals:
     """The original kernel's replays, made once per record and variant: None where the
     original failed or gave different outputs on the same inputs twice (nondeterministic)."""
 
-    def __init__(self, state):
+    def __init__(self, state: Any) -> None:
         self.state = state
         self.cache = {}
         self.errors = []  # why a replay of the original failed (the first few)
 
-    def get(self, rec, variant):
+    def get(self, rec: Any, variant: str) -> Any:
         k = (id(rec), variant)
         if k not in self.cache:
             try:
@@ -74,7 +81,8 @@ class Originals:
         return self.cache[k]
 
 
-def judge(records, mjit, state, originals):
+def judge(records: list[Any], mjit: Any, state: Any,
+          originals: Originals) -> tuple[str, Optional[str]]:
     """The equivalence replay of one mutant. Returns (outcome, detail): differs (same shapes),
     differs_tail (only with the sizes one less than a block multiple), equivalent, unsafe,
     stillborn, unjudged (no replay of the original) or lost (the GPU context)."""
@@ -132,10 +140,13 @@ def _run_swapped(sample, state, jit, mjit, poison):
         state.kernel_swap, state.kernel_poison, state.outputs = None, None, saved
 
 
-def run_kernel_battery(sample, report, count, budget_s, run_tests):
+def run_kernel_battery(sample: Sample, report: Json, count: int, budget_s: float,
+                       run_tests: Callable[[Sample], Optional[Json]],
+                       controls: Optional[Controls] = None) -> Json:
     """Up to `count` kernel mutants within `budget_s` seconds; fills report["kernel_battery"].
     run_tests(sample) runs the real run's tests once and returns the first failing test's
-    result (None when they all pass)."""
+    result (None when they all pass). controls (controls.Controls): a control run goes at a
+    random place among the mutants; one that fails stops the battery."""
     t0 = time.monotonic()
     state = sample["state"]
     kb = {"mutants": [], "killed": 0, "applicable": 0, "equivalent": 0, "survived": [],
@@ -165,7 +176,12 @@ def run_kernel_battery(sample, report, count, budget_s, run_tests):
     written = dict(state.outputs.written) if state.outputs is not None else {}
     sample["run_tests"] = run_tests
     workdir = os.path.dirname(sample["path"])
+    at = controls.place(len(chosen)) if controls is not None else -1
     for i, site in enumerate(chosen):
+        if i == at and not controls.rerun(sample, "kernel mutant %d" % (i + 1)):
+            kb["not_run"] = len(chosen) - i
+            kb["stopped"] = "a control run failed"
+            break
         if time.monotonic() - t0 >= budget_s:
             kb["not_run"] = len(chosen) - i
             kb["stopped"] = "the time budget (%g s) was spent" % budget_s
@@ -231,6 +247,9 @@ def run_kernel_battery(sample, report, count, budget_s, run_tests):
         if kb["not_run"]:
             kb["stopped"] = "first survivor"
         break
+    else:
+        if at == len(chosen):
+            controls.rerun(sample, "after the kernel mutants")
     if originals.errors:
         kb["replay_errors"] = list(originals.errors)
     kb["duration_ms"] = int((time.monotonic() - t0) * 1000)

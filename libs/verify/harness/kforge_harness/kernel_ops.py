@@ -24,9 +24,12 @@ The operators, in the order a budget takes them (docs/VERIFIER.md, "Kernel mutan
   mask_invert  the mask of a tl.load or tl.store inverted
 """
 
+from __future__ import annotations
+
 import ast
 import copy
 import hashlib
+from typing import Any, Optional
 
 # Those that change what a kernel computes in bounds first; those that mostly move its accesses
 # out of bounds (unsafe: not run under the tests) last.
@@ -179,7 +182,7 @@ def _broadcast_swap(sub):
     return None
 
 
-def sites(fn_def, kernel):
+def sites(fn_def: ast.FunctionDef, kernel: str) -> list[dict[str, Any]]:
     """Every mutation site of one kernel's FunctionDef, in source order: dicts with kernel, op,
     index (the node's ordinal in ast.walk order), line, col, variant and desc."""
     out = []
@@ -305,7 +308,7 @@ def _leftmost(expr):
     return expr
 
 
-def pointer_names(fn_def):
+def pointer_names(fn_def: ast.FunctionDef) -> set[str]:
     """The names a kernel uses as pointers, whatever they are called (`X`, `inp`, `Q` as well as
     `x_ptr`): the first term of the address of each tl.load, tl.store, tl.make_block_ptr and
     atomic, and, back through assignments, the first term of what a pointer name was assigned
@@ -350,7 +353,7 @@ def _int_expr(e, ints):
     return False
 
 
-def int_names(fn_def):
+def int_names(fn_def: ast.FunctionDef) -> set[str]:
     """Names that hold integers (a grid position, a tile order): the constexpr parameters and
     what is assigned integer arithmetic of them. A product of two such is index arithmetic:
     `a * b` -> `b / a` would make a float the compiler refuses (`group_id * GROUP_M`)."""
@@ -429,14 +432,15 @@ def _priority(site):
     return first, second, site_key(site)
 
 
-def site_key(site):
+def site_key(site: dict[str, Any]) -> str:
     """A stable key (the same kernel always gives the same order)."""
     text = "%s|%s|%d|%d|%d|%s" % (site["kernel"], site["op"], site["line"], site["col"],
                                   site["variant"], site.get("to", ""))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def choose(sites_by_kernel, count):
+def choose(sites_by_kernel: list[tuple[str, list[dict[str, Any]]]],
+           count: int) -> list[dict[str, Any]]:
     """`count` sites, deterministic: round-robin over the kernels (in the order given) and within
     a kernel over OPERATORS in order, each operator's sites taken in the order of a stable hash
     (so a budget spreads over the kernel rather than taking its first lines). Value arithmetic
@@ -466,7 +470,7 @@ def choose(sites_by_kernel, count):
     return chosen
 
 
-def mutate(fn_def, site):
+def mutate(fn_def: ast.FunctionDef, site: dict[str, Any]) -> str:
     """The source of the kernel's def with the site's mutation applied (decorators dropped).
     Raises ValueError when the site no longer matches the tree."""
     # ast.walk of a copy visits its nodes in the same order as the original's (decorators
@@ -538,7 +542,7 @@ def _apply(root, node, site):
         raise ValueError("unknown operator %s" % op)
 
 
-def find_def(tree, name, line=None):
+def find_def(tree: ast.AST, name: str, line: Optional[int] = None) -> Optional[ast.FunctionDef]:
     """The FunctionDef named `name` (the one starting nearest `line` when several are)."""
     found = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == name]
     if not found:

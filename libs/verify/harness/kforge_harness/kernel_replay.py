@@ -19,9 +19,12 @@ gives NaN in the original and says nothing); see docs/VERIFIER.md, "Kernel mutan
 Works on torch tensors and on the lists of numbers of the CPU stand-in for Triton.
 """
 
+from __future__ import annotations
+
 import math
 import random
 import sys
+from typing import Any, Callable, Optional
 
 GUARD = 256 * 1024  # bytes of guard zone before and after each replayed storage
 LIST_GUARD = 64  # elements of guard zone around a list buffer (the CPU stand-in for Triton)
@@ -46,7 +49,7 @@ def _is_list_buffer(x):
     return type(x) is list and all(type(v) in (bool, int, float) for v in x)
 
 
-def constexpr_names(jit):
+def constexpr_names(jit: Any) -> set[str]:
     """The kernel's constexpr parameters (Triton's params, else the annotations)."""
     names = set()
     for p in getattr(jit, "params", None) or []:
@@ -68,7 +71,7 @@ def constexpr_names(jit):
 class Record:
     """One recorded launch."""
 
-    def __init__(self, kernel, jit):
+    def __init__(self, kernel: str, jit: Any) -> None:
         self.kernel = kernel
         self.jit = jit
         self.args = []  # encoded: ("tensor", sid, dtype, shape, stride, offset) | ("list", sid)
@@ -84,17 +87,18 @@ class Record:
 class Recorder:
     """The first launches of each of the sample's kernels, for the replay."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.records = []
         self.keys = set()
         self.per_kernel = {}
         self.uncaptured = []
 
-    def before(self, kernel, jit, args, kwargs):
+    def before(self, kernel: str, jit: Any, args: tuple[Any, ...],
+               kwargs: dict[str, Any]) -> Optional[Record]:
         if len(self.records) >= MAX_RECORDS or self.per_kernel.get(kernel, 0) >= MAX_PER_KERNEL:
             return None
         try:
-            rec = _describe(kernel, jit, args, kwargs)
+            rec = describe_launch(kernel, jit, args, kwargs)
         except Exception as e:  # noqa: BLE001 - capture must never fail a launch
             if len(self.uncaptured) < 4:
                 self.uncaptured.append("%s: %s: %s" % (kernel, type(e).__name__, str(e)[:200]))
@@ -102,7 +106,7 @@ class Recorder:
         if rec.key in self.keys:
             return None
         try:
-            if not _copy_integers(rec):
+            if not copy_integers(rec):
                 return None  # more integer contents than a replay copies
         except Exception as e:  # noqa: BLE001 - capture must never fail a launch
             if len(self.uncaptured) < 4:
@@ -110,17 +114,17 @@ class Recorder:
             return None
         return rec
 
-    def after(self, rec):
+    def after(self, rec: Optional[Record]) -> None:
         if rec is None or rec.key in self.keys:
             return
         self.keys.add(rec.key)
         self.records.append(rec)
         self.per_kernel[rec.kernel] = self.per_kernel.get(rec.kernel, 0) + 1
 
-    def of(self, kernel):
+    def of(self, kernel: str) -> list[Record]:
         return [r for r in self.records if r.kernel == kernel]
 
-    def kernels(self):
+    def kernels(self) -> list[tuple[str, Any]]:
         """[(name, the JIT function)] in the order first launched."""
         out = []
         for r in self.records:
@@ -129,7 +133,7 @@ class Recorder:
         return out
 
 
-def _describe(kernel, jit, args, kwargs):
+def describe_launch(kernel: str, jit: Any, args: Any, kwargs: dict[str, Any]) -> Record:
     rec = Record(kernel, jit)
     names = list(getattr(jit, "arg_names", None) or [])
     rec.names = names
@@ -189,7 +193,7 @@ def _describe(kernel, jit, args, kwargs):
     return rec
 
 
-def _copy_integers(rec):
+def copy_integers(rec: Record) -> bool:
     """Copies the contents of the record's integer and boolean storages (as they are before the
     launch). False when they are larger than MAX_COPY_BYTES together."""
     total = sum(info["nbytes"] for info in rec.storages.values() if info.get("needs_copy"))
@@ -217,7 +221,8 @@ def _storage_bytes(info):
 class Launch:
     """The buffers of one replayed launch, made afresh."""
 
-    def __init__(self, rec, variant, seed, fill=0xFF, fill_for=None, guard_lists=False):
+    def __init__(self, rec: Record, variant: str, seed: int, fill: int = 0xFF,
+                 fill_for: Optional[dict[Any, int]] = None, guard_lists: bool = False) -> None:
         """`fill`: the byte every guard zone holds (`fill_for`: sid -> another byte for that
         storage's zones). `guard_lists`: lists (the CPU stand-in) get guard zones too, as a
         GuardedList the stand-in reads as a pointer into a larger list."""
@@ -279,11 +284,11 @@ class Launch:
         self.views.append((e, view))
         return view
 
-    def guard_written(self):
+    def guard_written(self) -> bool:
         """Whether the launch wrote outside its buffers (into a guard zone)."""
         return bool(self.guards_written())
 
-    def guards_written(self):
+    def guards_written(self) -> list[Any]:
         """The storages (sids) whose guard zones the launch wrote."""
         out = []
         for sid, (base, nbytes) in self.bases.items():
@@ -298,7 +303,7 @@ class Launch:
                 out.append(sid)
         return out
 
-    def outputs(self):
+    def outputs(self) -> list[Any]:
         """The replayed buffers' contents, one entry per distinct argument view."""
         seen, out = set(), []
         for e, view in self.views:
@@ -319,7 +324,7 @@ class GuardedList(list):
     its storage and offset; the stand-in's pointers index `base` from `offset`. The list itself
     holds the elements as they were made (what a launch writes goes to `base`)."""
 
-    def __init__(self, data, byte):
+    def __init__(self, data: list[Any], byte: int) -> None:
         super().__init__(data)
         floats = all(type(v) is float for v in data)
         self.pad = (float("nan") if floats else -1) if byte == 0xFF else (0.0 if floats else 0)
@@ -327,16 +332,16 @@ class GuardedList(list):
         self.size = len(data)
         self.base = [self.pad] * LIST_GUARD + list(data) + [self.pad] * LIST_GUARD
 
-    def inside(self):
+    def inside(self) -> list[Any]:
         return self.base[self.offset:self.offset + self.size]
 
-    def guard_written(self):
+    def guard_written(self) -> bool:
         zones = self.base[:self.offset] + self.base[self.offset + self.size:]
         nan = self.pad != self.pad
         return any(not (v == self.pad or (nan and v != v)) for v in zones)
 
 
-def context_lost(sync):
+def context_lost(sync: Callable[[], None]) -> bool:
     """Whether the GPU context is gone (a kernel faulted): `sync` (a wait for the device) raises,
     and every launch after that would fail for that reason alone."""
     try:
@@ -346,7 +351,8 @@ def context_lost(sync):
         return True
 
 
-def run_launch(rec, variant, seed, jit, launch_raw, sync, **guards):
+def run_launch(rec: Record, variant: str, seed: int, jit: Any, launch_raw: Callable[..., Any],
+               sync: Callable[[], None], **guards: Any) -> Launch:
     """Launches `jit` (the original or a mutant) on fresh buffers (`guards`: Launch's fill,
     fill_for and guard_lists). Returns the Launch."""
     launch = Launch(rec, variant, seed, **guards)
@@ -359,7 +365,7 @@ def _rtol(dtype):
     return RTOL.get(str(dtype).replace("torch.", ""), RTOL_DEFAULT)
 
 
-def differs(a, b):
+def differs(a: list[Any], b: list[Any]) -> bool:
     """Whether two replays' outputs differ where the first's are finite (floats within a
     tolerance of the dtype, scaled by the output's largest finite magnitude)."""
     for x, y in zip(a, b):

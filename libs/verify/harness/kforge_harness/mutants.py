@@ -9,17 +9,23 @@ the first mutant the tests let through. When the tests killed every output mutan
 battery (kernel_mutants) follows. docs/VERIFIER.md says what each one proves.
 """
 
+from __future__ import annotations
+
 import contextlib
 import os
 import sys
 import time
+from typing import Any, Callable, Optional
 
 from . import buffers
 from .gpusync import synchronize
 from .kernel_mutants import run_kernel_battery
+from .controls import Controls
+from .controls import run_tests as tests_again
 from .kernel_replay import Recorder, context_lost
 from .outputs import Outputs, arguments
-from .runner import execute, run_test, test_cases
+from .runner import MODULE, execute
+from .shapes import Json, Sample
 from .triton_hooks import new_compile_stats
 
 # Every output mutant, in the order they run (verifier.mutants picks among them).
@@ -32,7 +38,7 @@ PER_LAUNCH = ("tail", "interior", "permute_row")
 SCALE_PERCENT = 5.0
 
 
-def wants_mutant_run(report):
+def wants_mutant_run(report: Json) -> bool:
     """A passing sample that launched kernels of its own code gets the mutant run (the pool
     applies the same rule when it runs the mutant in a new process)."""
     t = report.get("triton") or {}
@@ -40,7 +46,7 @@ def wants_mutant_run(report):
     return report.get("verdict") == "passed" and bool(t.get("kernels")) and launched > 0
 
 
-def poison_gpu_cache(byte=0xFF, collect=True):
+def poison_gpu_cache(byte: int = 0xFF, collect: bool = True) -> int:
     """Fills the GPU memory the caching allocator holds free with 0xFF bytes (NaN for floats, -1
     for integers) and returns how many bytes it filled. Without this, a mutant run in the same
     process could be handed, by torch.empty, the very block in which the real run's kernel left
@@ -77,13 +83,13 @@ def poison_gpu_cache(byte=0xFF, collect=True):
     return filled
 
 
-def run_mutant(sample, report):
+def run_mutant(sample: Sample, report: Json) -> None:
     """The mutant run in the same process: the script imported again as a new module (new kernel
     and autotuner objects), its tests run with the launches of its own kernels skipped, on GPU
     memory the real run can no longer leak into. Fills report like run_sample does."""
     t0 = time.monotonic()
     state = sample["state"]
-    sys.modules.pop("kforge_sample", None)
+    sys.modules.pop(MODULE, None)
     state.skip_outputs = dict(state.outputs.written) if state.outputs else {}
     state.mutant = True
     state.launches = {}
@@ -94,20 +100,28 @@ def run_mutant(sample, report):
         report["poisoned_bytes"] = poison_gpu_cache()
     except Exception as e:  # noqa: BLE001 - the run still means something without it
         report["poisoned_bytes"] = "failed: %s: %s" % (type(e).__name__, str(e)[:200])
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.write("\n---- kforge: mutant run (kernel launches skipped) ----\n")
-            stream.flush()
-        except Exception:
-            pass
-    execute(sample, "kforge_sample_mutant", report, t0)
+    banner("mutant run (kernel launches skipped)")
+    try:
+        execute(sample, MODULE, report, t0, "skip_launch")
+    finally:
+        if "module" in sample:
+            sys.modules[MODULE] = sample["module"]
 
+
+def banner(what: str) -> None:
+    """A line on stdout and stderr between two runs, written to the descriptors themselves: a
+    sample that replaced sys.stdout must not read which run comes next."""
+    for fd in (1, 2):
+        try:
+            os.write(fd, ("\n---- kforge: %s ----\n" % what).encode())
+        except OSError:
+            pass
 
 
 class Mutator:
     """Changes, after each launch, the arguments the real run found written by that kernel."""
 
-    def __init__(self, name, written, only=None):
+    def __init__(self, name: str, written: dict[str, Any], only: Optional[int] = None) -> None:
         self.name = name
         self.written = written  # kernel name -> argument names
         self.only = only  # the one launch (1, 2, ...) to change; None: every launch
@@ -115,7 +129,8 @@ class Mutator:
         self.changed = 0  # launches in which the mutant changed at least one element
         self.errors = []
 
-    def launch(self, kernel, fn, args, kwargs, run):
+    def launch(self, kernel: str, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+               run: Callable[[], Any]) -> Any:
         ret = run()
         self.launches += 1
         if self.only is not None and self.launches != self.only:
@@ -159,22 +174,18 @@ def _no_grad():
     return torch.no_grad() if torch is not None else contextlib.nullcontext()
 
 
-def run_tests(sample):
-    """The real run's tests once more, in this process. Returns the first result that did not
-    pass (None when they all passed)."""
-    module, info = sample["module"], sample["info"]
-    me = os.getpid()
-    for test in sample["tests"]:
-        fn = getattr(module, test, None)
-        cases = test_cases(fn) if callable(fn) else None
-        for suffix, kwargs in cases or []:
-            result = run_test(test + suffix, fn, kwargs, me, info)
-            if result.get("status") not in ("passed", "skipped"):
-                return result
-    return None
+def run_tests(sample: Sample) -> Optional[Json]:
+    """The real run's tests once more, in this process, under an output mutant. Returns the
+    first result that did not pass (None when they all passed)."""
+    return tests_again(sample, "output_mutant")
 
 
-def run_output_mutant(sample, name, only=None):
+def run_tests_kernel(sample: Sample) -> Optional[Json]:
+    """The same under a kernel mutant."""
+    return tests_again(sample, "kernel_mutant")
+
+
+def run_output_mutant(sample: Sample, name: str, only: Optional[int] = None) -> Json:
     """The real run's tests, once, with mutant `name` applied to every launch's outputs (or to
     launch `only` alone). Returns the battery entry: result killed, survived, not_applicable or
     error."""
@@ -230,20 +241,23 @@ def _per_launch(sample, name, launches, whole):
     return whole
 
 
-def run_battery(sample, names, report):
-    """The output mutants `names`, in order, until one survives. Fills report["battery"]."""
+def run_battery(sample: Sample, names: list[str], report: Json,
+                controls: Optional[Controls] = None) -> Json:
+    """The output mutants `names`, in order, until one survives, with a control run at a random
+    place among them (controls.py). Fills report["battery"]."""
     t0 = time.monotonic()
+    controls = controls or Controls()
+    at = controls.place(len(names))
     battery = {"mutants": [], "survived": [], "not_applicable": [], "not_run": []}
     report["battery"] = battery
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.write("\n---- kforge: output mutants (%s) ----\n" % ", ".join(names))
-            stream.flush()
-        except Exception:
-            pass
+    banner("output mutants (%s)" % ", ".join(names))
     outputs = sample["state"].outputs
     isolated = outputs.isolated_launches() if outputs is not None else []
     for i, name in enumerate(names):
+        if i == at and not controls.rerun(sample, "output mutant %d" % (i + 1)):
+            battery["not_run"] = list(names[i:])
+            battery["stopped"] = "a control run failed"
+            break
         entry = run_output_mutant(sample, name)
         if entry["result"] == "killed" and name in PER_LAUNCH and isolated:
             entry = _per_launch(sample, name, isolated, entry)
@@ -259,6 +273,9 @@ def run_battery(sample, names, report):
             battery["not_run"] = list(names[i + 1:])
             battery["stopped"] = "the GPU context was lost under mutant %s" % name
             break
+    else:
+        if at == len(names):
+            controls.rerun(sample, "after the output mutants")
     battery["killed"] = sum(e["result"] == "killed" for e in battery["mutants"])
     battery["applicable"] = sum(e["result"] in ("killed", "survived")
                                 for e in battery["mutants"])
@@ -266,43 +283,90 @@ def run_battery(sample, names, report):
     return battery
 
 
-def run_mutants(sample, report, names, kernel=(0, 0.0)):
+def run_mutants(sample: Sample, report: Json, names: list[str],
+                kernel: tuple[int, float] = (0, 0.0)) -> None:
     """The skip-launch run, then (if the tests failed under it) the output mutants `names`, then
-    (if the tests killed them all) the kernel battery: kernel = (count, time budget in s)."""
+    (if the tests killed them all) the kernel battery: kernel = (count, time budget in s). A
+    fresh control run goes before or after the skip-launch run, by lot (controls.py). The phases
+    (phases/__init__.py) make the same calls, each a phase of its own."""
+    controls = Controls()
+    report["controls"] = controls.out
+    skip_launch_run(sample, report, controls)
+    if not controls.out["failed"]:
+        battery_after_skip(sample, report, names, kernel, controls)
+    controls.void(report)
+
+
+def skip_launch_run(sample: Sample, report: Json, controls: Controls) -> None:
+    """The skip-launch run (run_mutant) with the fresh control run before or after it, by lot;
+    the one after it only when the tests failed under the skip-launch run."""
+    first = controls.place(1) == 0
+    if first:
+        controls.fresh(sample, "before the skip-launch run", poison_gpu_cache)
     run_mutant(sample, report)
-    battery_after_skip(sample, report, names, kernel)
+    if not first and report.get("verdict") != "passed":
+        controls.fresh(sample, "after the skip-launch run", poison_gpu_cache)
 
 
-def battery_after_skip(sample, report, names, kernel=(0, 0.0)):
+def battery_after_skip(sample: Sample, report: Json, names: list[str],
+                       kernel: tuple[int, float] = (0, 0.0),
+                       controls: Optional[Controls] = None) -> None:
     """The output mutants `names` and the kernel battery, when the skip-launch run whose report
-    this is killed the sample's test. In a mutant process of its own (verifier.mutant_run:
-    new_process) the real run is made again first, to find the outputs and record the
-    launches."""
-    names = [n for n in names if n in MUTANTS]
+    this is killed the sample's test (phases.batteries calls the two as phases of their own).
+    Without `controls` (a mutant process of its own) the report gets its own, and the real run
+    made again is its fresh control run."""
     count, budget = kernel
-    if report.get("verdict") == "passed" or (not names and count <= 0) or \
-            report.get("environment"):
-        return
+    own = controls is None
+    if controls is None:
+        controls = Controls()
+        report["controls"] = controls.out
+    try:
+        if battery_due(report, names, count) and \
+                output_battery(sample, report, names, count, controls):
+            run_kernel_battery(sample, report, count, budget, run_tests_kernel, controls)
+    finally:
+        if own:
+            controls.void(report)
+
+
+def battery_due(report: Json, names: list[str], count: int) -> bool:
+    """Whether the batteries follow the skip-launch run whose report this is: it did not pass,
+    the verifier's Python had what the sample needs, and mutants are asked for."""
+    names = [n for n in names if n in MUTANTS]
+    return not (report.get("verdict") == "passed" or (not names and count <= 0) or
+                report.get("environment"))
+
+
+def output_battery(sample: Sample, report: Json, names: list[str], count: int,
+                   controls: Controls) -> bool:
+    """The output mutants `names` (after battery_due), with a control run among them. In a
+    mutant process of its own (verifier.mutant_run: new_process) the real run is made again
+    first, to find the outputs and record the launches: that run is the process's fresh control
+    run. Fills report["battery"]; returns whether the kernel battery of `count` mutants follows
+    (not after a failed control)."""
+    names = [n for n in names if n in MUTANTS]
     if "module" not in sample:
-        real = {}
+        real: Json = {}
         sample["state"].mutant = False
         sample["state"].outputs = Outputs()
         if count > 0:
             sample["state"].replays = Recorder()
-        execute(sample, "kforge_sample_real", real, time.monotonic())
+        t_real = time.monotonic()
+        execute(sample, MODULE, real, t_real, "control")
         report["real_run_again"] = {"verdict": real.get("verdict"), "detail": real.get("detail")}
+        bad = [r for r in real.get("tests", []) if r.get("status") not in ("passed", "skipped")]
+        controls.record("fresh", "after the skip-launch run", bad[0] if bad else None, t_real)
         if real.get("verdict") != "passed":
             report["battery"] = {"mutants": [], "not_run": names,
                                  "stopped": "the real run did not pass again: %s"
                                  % real.get("detail")}
-            return
+            return False
     if context_lost(synchronize):
         report["battery"] = {"mutants": [], "not_run": names,
                              "stopped": "the GPU context was lost under the skip-launch run"}
-        return
+        return False
     if names:
-        battery = run_battery(sample, names, report)
+        battery = run_battery(sample, names, report, controls)
         if battery["survived"] or battery.get("not_run"):
-            return  # weak already, or stopped (a lost GPU context)
-    if count > 0:
-        run_kernel_battery(sample, report, count, budget, run_tests)
+            return False  # weak already, or stopped (a lost GPU context, a failed control)
+    return count > 0 and not controls.out["failed"]

@@ -8,15 +8,20 @@ coverage facts: the output sizes the test exercised, whether any size was not a 
 kernel's block (the masked tail path), and whether a size-1 or an empty buffer was passed.
 """
 
+from __future__ import annotations
+
+from typing import Any, Callable
+
 from . import buffers
 from .gpusync import synchronize
+from .shapes import Json
 
 MAX_SIZES = 64
 MAX_PROBES = 4  # per run: launches made again to find outputs a launch left unchanged
 MAX_PROBE_BUFFERS = 8  # buffers tried per probe
 
 
-def arguments(fn, args, kwargs):
+def arguments(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[tuple[str, Any]]:
     """[(name, value)] of one launch: positional arguments named after the kernel's parameters
     (or "#i" where the names are unknown), then keyword arguments."""
     names = list(getattr(fn, "arg_names", None) or [])
@@ -38,28 +43,29 @@ def _blocks(named):
 class Outputs:
     """Finds and remembers the outputs of a run's launches. One per run of the tests."""
 
-    def __init__(self):
-        self.written = {}  # kernel name -> [argument names written], in the order first seen
+    def __init__(self) -> None:
+        self.written: dict[str, list[str]] = {}  # kernel name -> [argument names written], in the order first seen
         self.launches = 0
         self.unwatched = 0  # launches whose buffers could not all be copied
-        self.sizes = set()  # numel of each output
-        self.shapes = []
-        self.blocks = set()
+        self.sizes: set[int] = set()  # numel of each output
+        self.shapes: list[Any] = []
+        self.blocks: set[int] = set()
         self.tail_path = False
         self.size_one = False
         self.empty = False
-        self.dtypes = set()
+        self.dtypes: set[str] = set()
         self.probes = 0  # launches made again to find outputs that held the answer already
-        self.probed = []  # the outputs found that way
+        self.probed: list[str] = []  # the outputs found that way
         # Per launch (1, 2, ... in the run's order): the kernel and its outputs' shapes; the
         # output mutants change each launch with more than one output element on its own.
-        self.per_launch = []
+        self.per_launch: list[Any] = []
         self.multi = 0  # outputs of more than one element seen
         self.constant = 0  # of those, outputs whose elements were all equal
         self.largest = 0  # the most elements of any buffer a launch was given
         self.wrote = 0  # outputs seen
 
-    def launch(self, kernel, fn, args, kwargs, run):
+    def launch(self, kernel: str, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+               run: Callable[[], Any]) -> Any:
         """Runs the launch (run()) between a copy of its buffers and the comparison."""
         named = arguments(fn, args, kwargs)
         bufs = [(name, v) for name, v in named if buffers.is_buffer(v)]
@@ -133,7 +139,7 @@ class Outputs:
                 return found
         return []
 
-    def constant_outputs(self):
+    def constant_outputs(self) -> bool:
         """Every output of more than one element had all its elements equal; or every buffer
         of every launch had one element at most (a single-element test: its output cannot
         differ from element to element either). A full reduction of many elements into one is
@@ -142,7 +148,7 @@ class Outputs:
             return self.constant == self.multi
         return self.wrote > 0 and self.largest <= 1
 
-    def isolated_launches(self):
+    def isolated_launches(self) -> list[int]:
         """The launches the output mutants change one at a time: those that wrote more than one
         element, the first of each (kernel, output shapes). Empty when only one launch wrote
         anything (changing every launch at once is then the same)."""
@@ -157,7 +163,7 @@ class Outputs:
                 out.append(i)
         return out
 
-    def facts(self):
+    def facts(self) -> Json:
         """The coverage facts for the report (and export): not a verdict."""
         return {"launches": self.launches,
                 "outputs": {k: list(v) for k, v in self.written.items()},

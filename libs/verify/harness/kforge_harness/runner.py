@@ -1,5 +1,7 @@
 """One run of a sample: assemble, import, run its tests, fill the report."""
 
+from __future__ import annotations
+
 import ast
 import importlib.util
 import inspect
@@ -7,23 +9,30 @@ import os
 import sys
 import time
 import traceback
+from typing import Any, Callable, Optional
 
-from . import MAX_MESSAGE, TRACEBACK_LINES
+from . import MAX_MESSAGE, TRACEBACK_LINES, blind
 from .assembly import (PREAMBLE_MODULES, assemble, code_kernels, find_tests, module_available,
                        section_of)
 from .crosscompile import Specs
 from .gpusync import synchronize
+from .guard import GUARD
 from .kernel_replay import Recorder
 from .outputs import Outputs
+from .shapes import Json, Sample
 from .shims import install_shims
 from .timing import Largest
 from .triton_hooks import TritonState, install_triton_hooks
+
+# The name the sample's script is imported under, in every run (the real run, the skip-launch
+# and control runs, a mutant process of its own): a name per run would tell them apart.
+MODULE = "kforge_sample"
 
 def _tail(text, limit=MAX_MESSAGE):
     return text if len(text) <= limit else "..." + text[-limit:]
 
 
-def describe_exception(e, tb, info):
+def describe_exception(e: BaseException, tb: Any, info: dict[str, Any]) -> Json:
     lines = traceback.format_exception(type(e), e, tb)
     tb_text = "".join(lines).splitlines()
     where = None
@@ -41,7 +50,7 @@ def _status_for(exc):
     return "failed" if isinstance(exc, AssertionError) else "error"
 
 
-def run_sample(request, report):
+def run_sample(request: Json, report: Json) -> Optional[Sample]:
     """Assembles, checks and runs the sample. Fills report; never raises. Returns what a mutant
     run of the same sample needs (None when the sample did not get as far as its tests)."""
     t0 = time.monotonic()
@@ -99,12 +108,15 @@ def run_sample(request, report):
         except Exception as e:
             report["gpu_memory_fraction"] = "failed: %s" % e
     sys.path.insert(0, os.getcwd())
+    sys.argv = [path]  # the same in every process that runs the sample, not the harness's own
+    GUARD.arm()  # before the sample's first line: the identities it could replace
+    blind.start()
     sample = {"path": path, "info": info, "tests": tests, "called": called, "state": state}
-    execute(sample, "kforge_sample", report, t0)
+    execute(sample, MODULE, report, t0, "skip_launch" if state.mutant else "run")
     return sample
 
 
-def kernel_options(request):
+def kernel_options(request: Json) -> tuple[int, float]:
     """(count, time budget in s) of the request's kernel battery ("kernel_mutants": {"count": N,
     "time_s": T}); (0, 0) when the request has none. Raises ValueError on anything else: the
     pool sends both keys, and a request it did not mean is refused, not run without them."""
@@ -120,8 +132,11 @@ def kernel_options(request):
     return count, float(time_s)
 
 
-def execute(sample, module_name, report, t0):
-    """Imports the written script as module_name and runs its tests; fills report."""
+def execute(sample: Sample, module_name: str, report: Json, t0: float, phase: str = "run",
+            keep: bool = True) -> None:
+    """Imports the written script as module_name and runs its tests; fills report. The module
+    of a run that is not a mutant run becomes sample["module"] unless keep is false (a control
+    run's). phase: what the run is, for guard's findings."""
     state, info, tests, called = sample["state"], sample["info"], sample["tests"], sample["called"]
     results = []
     report["tests"] = results
@@ -133,7 +148,7 @@ def execute(sample, module_name, report, t0):
     t_import = time.monotonic()
     try:
         try:
-            spec.loader.exec_module(module)
+            blind.call(phase, spec.loader.exec_module, module)
             synchronize()
         finally:
             if os.getpid() != me:
@@ -150,7 +165,7 @@ def execute(sample, module_name, report, t0):
         _finish(report, state, tests, t0)
         return
     import_ms = int((time.monotonic() - t_import) * 1000)
-    if not state.mutant:
+    if not state.mutant and keep:
         sample["module"] = module  # the real run's: the output mutants run its tests again
     report["import_ms"] = import_ms
     report["phase"] = "tests"
@@ -168,11 +183,11 @@ def execute(sample, module_name, report, t0):
                             "note": "takes arguments that nothing provides"})
             continue
         for suffix, kwargs in cases:
-            results.append(run_test(name + suffix, fn, kwargs, me, info))
+            results.append(run_test(name + suffix, fn, kwargs, me, info, phase))
     _finish(report, state, tests, t0)
 
 
-def test_cases(fn):
+def test_cases(fn: Callable[..., Any]) -> Optional[list[tuple[str, dict[str, Any]]]]:
     """[(suffix, kwargs)] for a test function: one call without arguments, or one per
     combination of its pytest.mark.parametrize marks; None when it needs arguments nothing
     provides."""
@@ -206,15 +221,14 @@ def test_cases(fn):
     return [("[%d]" % i, c) for i, c in enumerate(combos)]
 
 
-def run_test(name, fn, kwargs, me, info):
+def run_test(name: str, fn: Callable[..., Any], kwargs: dict[str, Any], me: int,
+             info: dict[str, Any], phase: str = "run") -> Json:
+    """One test function called (blind.call: the same way in every run), its result entry."""
     t1 = time.monotonic()
     entry = {"name": name}
     try:
         try:
-            ret = fn(**kwargs)
-            if inspect.iscoroutine(ret):
-                import asyncio
-                asyncio.run(ret)
+            blind.call(phase, fn, **kwargs)  # a coroutine test is run to its end there
             synchronize()
             entry["status"] = "passed"
         finally:

@@ -1,14 +1,18 @@
 """Compatibility shims for APIs removed from Triton, applied only when the script uses them."""
 
-import importlib
+from __future__ import annotations
 
-def install_shims(state, script):
+import importlib
+from typing import Any
+
+
+def install_shims(state: Any, script: str) -> None:
     """Compatibility shims for APIs removed from Triton, applied only when the script uses them."""
     try:
         import triton
     except Exception:
         return
-    testing = getattr(triton, "testing", None)
+    testing: Any = getattr(triton, "testing", None)
     if testing is None:
         try:
             testing = importlib.import_module("triton.testing")

@@ -20,14 +20,18 @@ checked against the reference's on the first rep and every eighth, and the two a
 steps run with time.perf_counter and no flush: the figures mean nothing, the plumbing is tested.
 """
 
+from __future__ import annotations
+
 import sys
 import time
+from typing import Any, Callable, Optional
 
-from . import gpulock
+from . import blind, gpulock
 from . import timing_stats as st
 from . import timing_timer as tt
 from .gpusync import synchronize
-from .kernel_replay import Launch, _copy_integers, _describe, differs
+from .kernel_replay import Launch, copy_integers, describe_launch, differs
+from .shapes import Json, Sample
 
 SHORT_S = 10e-6  # a call shorter than this is timed in a CUDA graph
 # A kernel launch whose event time is below this may be mostly Python's launch overhead: it is
@@ -39,6 +43,8 @@ CHECK_EVERY = 8  # reps between two output checks of the wrapper against the ref
 # verdict hangs on a few percent): the configured target or this, whichever is looser.
 KERNEL_TARGET = 0.05
 SEED = 20261127
+# A sample's KFORGE_SPEED: (wrapper, reference, inputs).
+SpeedSpec = tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]]
 
 
 def _torch():
@@ -53,23 +59,24 @@ class Largest:
     """The largest launch (by tensor footprint) of each of the sample's kernels in the real run,
     recorded as the equivalence replay records one (kernel_replay.Record)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.best = {}  # kernel name -> (footprint bytes, Record)
         self.order = []
 
-    def before(self, kernel, jit, args, kwargs):
+    def before(self, kernel: str, jit: Any, args: tuple[Any, ...],
+               kwargs: dict[str, Any]) -> Optional[tuple[int, Any]]:
         try:
             size = _footprint_of_args(list(args) + list(kwargs.values()))
             if kernel in self.best and self.best[kernel][0] >= size:
                 return None
-            rec = _describe(kernel, jit, args, kwargs)
-            if not _copy_integers(rec):
+            rec = describe_launch(kernel, jit, args, kwargs)
+            if not copy_integers(rec):
                 return None
             return size, rec
         except Exception:  # noqa: BLE001 - capture must never fail a launch
             return None
 
-    def after(self, got):
+    def after(self, got: Optional[tuple[int, Any]]) -> None:
         if got is None:
             return
         if got[1].kernel not in self.best:
@@ -163,7 +170,7 @@ def _same(a, b):
     return True
 
 
-def declared(module):
+def declared(module: Any) -> Optional[SpeedSpec]:
     """The sample's KFORGE_SPEED (wrapper, reference, inputs), None when it declares none, or
     raises ValueError saying what is wrong with it."""
     spec = getattr(module, "KFORGE_SPEED", None) if module is not None else None
@@ -176,7 +183,7 @@ def declared(module):
     return spec["wrapper"], spec["reference"], spec["inputs"]
 
 
-def make_inputs(inputs_fn, seed):
+def make_inputs(inputs_fn: Callable[[], Any], seed: int) -> tuple[Any, ...]:
     torch = _torch()
     if torch is not None:
         torch.manual_seed(seed)
@@ -187,7 +194,7 @@ def make_inputs(inputs_fn, seed):
     return tuple(args)
 
 
-def check_reference(spec):
+def check_reference(spec: SpeedSpec) -> Optional[str]:
     """The wrapper against the reference on make_inputs(): None when they agree, else why."""
     wrapper, reference, inputs_fn = spec
     args = make_inputs(inputs_fn, SEED)
@@ -213,7 +220,8 @@ class Item:
     reference and the wrapper (two calls, timed as pairs). calls[k](rep) returns the rep's
     zero-argument call."""
 
-    def __init__(self, kind, calls, weight, target):
+    def __init__(self, kind: str, calls: list[Callable[[int], Callable[[], Any]]], weight: float,
+                 target: float) -> None:
         self.kind, self.calls, self.weight, self.target = kind, calls, weight, target
         self.device = False  # timed with the device-wide end (work on other streams)
         self.sides = None  # the other streams the wrapper launches on, when known
@@ -224,7 +232,7 @@ class Item:
         self.info = {}
 
 
-def prepare_kernels(state, largest, timer, target):
+def prepare_kernels(state: Any, largest: Largest, timer: Any, target: float) -> list[Item]:
     items = []
     for i, name in enumerate(largest.order[:MAX_KERNELS]):
         nbytes, rec = largest.best[name]
@@ -244,7 +252,7 @@ def _current_stream():
     return torch.cuda.current_stream().cuda_stream if torch is not None else None
 
 
-def prepare_compare(spec, module, state, target):
+def prepare_compare(spec: SpeedSpec, module: Any, state: Any, target: float) -> Item:
     """The reference and the wrapper as an Item, with the wrapper's streams watched once."""
     wrapper, reference, inputs_fn = spec
     base = make_inputs(inputs_fn, SEED)
@@ -355,12 +363,12 @@ def _unjoined(state, others, call):
     return pending or not seen <= (others | {_current_stream()})
 
 
-def restore_reference(item, module):
+def restore_reference(item: Optional[Item], module: Any) -> None:
     if item is not None and item.info.get("ref_name"):
         setattr(module, item.info["ref_name"], item.info["reference"])
 
 
-def warm_items(items, timer):
+def warm_items(items: list[Item], timer: Any) -> float:
     """Outside the exclusive section: warm-up and graph capture. Returns the CPU's enqueueing
     time the pre-roll must cover."""
     enq = 0.0
@@ -383,7 +391,7 @@ def _short(it):
     return GRAPH_TRY_S if it.kind == "kernel" else SHORT_S
 
 
-def measure(items, timer, budget_s, opts, enqueue_s):
+def measure(items: list[Item], timer: Any, budget_s: float, opts: Json, enqueue_s: float) -> None:
     """The exclusive section: one budget for every item, each item's loop taking its weight's
     share of what is left (an item that comes tight early leaves the rest to the next)."""
     t0 = time.monotonic()
@@ -410,7 +418,7 @@ def measure(items, timer, budget_s, opts, enqueue_s):
                   "dropped": dropped, "graph": graph, "preroll_us": timer.preroll_s * 1e6}
 
 
-def summarise_kernel(it, peak):
+def summarise_kernel(it: Item, peak: Optional[float]) -> Json:
     raw = it.raw
     times = raw["dev"][0]
     entry = {"kernel": it.info["kernel"], "bytes": it.info["bytes"]}
@@ -428,7 +436,7 @@ def summarise_kernel(it, peak):
     return entry
 
 
-def summarise_compare(it, timer, peak):
+def summarise_compare(it: Item, timer: Any, peak: Optional[float]) -> tuple[Json, bool, bool, bool]:
     """(entry, reproduced, unseen, calls_reference) of the reference comparison."""
     raw, info = it.raw, it.info
     dev, stream = raw["dev"], raw["stream"]
@@ -456,7 +464,7 @@ def summarise_compare(it, timer, peak):
         st.unseen_work(st.median(stream[1]), cand))
     calls_ref = info["counted"].calls > 1 or last.get("cand_calls_ref", False)
     return entry, info["checks"]["failed"] == 0, unseen, calls_ref
-def environment():
+def environment() -> Json:
     env = {"torch": None, "triton": None, "device": "cpu"}
     t = _torch()
     if t is not None:
@@ -481,9 +489,15 @@ def environment():
     return env
 
 
-def run_timing(sample, report, request):
+def run_timing(sample: Sample, report: Json, request: Json) -> None:
     """Fills report["speed"] for a passing sample (and fails it when its declared reference
-    disagrees with its wrapper). Never raises."""
+    disagrees with its wrapper). Never raises. Runs on the thread that ran the sample's import
+    and tests (blind.call): what the import left in thread-local state (torch's default device,
+    grad mode, the current stream) holds for its wrapper, inputs and reference here too."""
+    blind.call("timing", _run_timing, sample, report, request)
+
+
+def _run_timing(sample, report, request):
     cfg = request.get("timing") or {}
     module = sample.get("module")
     state = sample["state"]

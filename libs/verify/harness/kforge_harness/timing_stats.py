@@ -3,8 +3,11 @@ intervals of a median and of a ratio of medians, the stop rule of a timing loop,
 bandwidth of known GPUs and the label's flags. tests/verify/timing/stats_test.py checks every
 function here without a GPU; timing.py calls them on the times it took."""
 
+from __future__ import annotations
+
 import math
 import random
+from typing import Any, Optional, Sequence
 
 # Peak memory bandwidth in GB/s (10^9 bytes a second) of known GPUs, matched against the name
 # the driver gives (torch.cuda.get_device_name), the most specific entry first. A GPU not listed
@@ -32,7 +35,7 @@ SPEEDUP_SUSPECT = 10.0  # more than this many times the reference: perf_suspect
 PEAK_SUSPECT = 1.0  # achieved bytes/s above this fraction of peak: perf_suspect
 
 
-def median(xs):
+def median(xs: Sequence[float]) -> float:
     """The median of a non-empty sequence of numbers (the mean of the middle two for an even
     count). Raises ValueError on an empty one."""
     s = sorted(xs)
@@ -53,7 +56,8 @@ def _percentile(sorted_xs, q):
     return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * (pos - lo)
 
 
-def bootstrap_median_ci(xs, seed=0, n_boot=500, level=0.95):
+def bootstrap_median_ci(xs: Sequence[float], seed: int = 0, n_boot: int = 500,
+                        level: float = 0.95) -> tuple[float, float]:
     """(low, high): the percentile bootstrap interval of the median of xs (resampled with a
     random.Random(seed), so the same times always give the same interval)."""
     if len(xs) == 0:
@@ -65,13 +69,14 @@ def bootstrap_median_ci(xs, seed=0, n_boot=500, level=0.95):
     return _percentile(meds, a), _percentile(meds, 1.0 - a)
 
 
-def speedup(ref, cand):
+def speedup(ref: Sequence[float], cand: Sequence[float]) -> float:
     """median(ref) / median(cand): above 1 the candidate is faster."""
     c = median(cand)
     return math.inf if c <= 0 else median(ref) / c
 
 
-def bootstrap_ratio_ci(ref, cand, seed=0, n_boot=500, level=0.95):
+def bootstrap_ratio_ci(ref: Sequence[float], cand: Sequence[float], seed: int = 0,
+                       n_boot: int = 500, level: float = 0.95) -> tuple[float, float]:
     """(low, high): the bootstrap interval of speedup(ref, cand). The two were taken
     interleaved, rep i of one beside rep i of the other, so pairs are resampled together (a
     clock that drifts moves both)."""
@@ -88,7 +93,7 @@ def bootstrap_ratio_ci(ref, cand, seed=0, n_boot=500, level=0.95):
     return _percentile(ratios, a), _percentile(ratios, 1.0 - a)
 
 
-def median_ci_order(xs, level=0.95):
+def median_ci_order(xs: Sequence[float], level: float = 0.95) -> tuple[float, float]:
     """(low, high): the distribution-free interval of the median from two order statistics
     (the binomial's normal approximation: for 10 values the 2nd and 9th, for 100 the 41st and
     60th). One sort, no resampling: cheap enough for a stop rule checked every other rep inside
@@ -119,7 +124,7 @@ def _z_of(level):
     return (lo + hi) / 2.0
 
 
-def stop_half_width(series):
+def stop_half_width(series: Sequence[Sequence[float]]) -> float:
     """The relative half width the stop rule reads, from the order-statistic interval: of the
     median of one series (a kernel's times), or of the median of the per-rep ratios
     series[0][i] / series[1][i] (a reference and a candidate timed as pairs). inf when a time is
@@ -136,13 +141,14 @@ def stop_half_width(series):
     return relative_half_width(median(xs), median_ci_order(xs))
 
 
-def relative_half_width(estimate, interval):
+def relative_half_width(estimate: float, interval: Sequence[float]) -> float:
     """Half the interval's width over the estimate (inf for a zero estimate)."""
     lo, hi = interval
     return math.inf if estimate == 0 else (hi - lo) / 2.0 / abs(estimate)
 
 
-def stop_reason(reps, elapsed_s, rel_half_width, min_reps, max_reps, budget_s, target):
+def stop_reason(reps: int, elapsed_s: float, rel_half_width: float, min_reps: int, max_reps: int,
+                budget_s: float, target: float) -> Optional[str]:
     """Why a timing loop stops now, or None to go on: "tight" (at least min_reps and the
     interval's half width within target of the estimate), "budget" (elapsed_s reached budget_s
     with at least 3 reps), "max_reps"."""
@@ -155,7 +161,7 @@ def stop_reason(reps, elapsed_s, rel_half_width, min_reps, max_reps, budget_s, t
     return None
 
 
-def peak_gbps(device_name):
+def peak_gbps(device_name: Optional[str]) -> Optional[float]:
     """The peak bandwidth (GB/s) of the GPU the driver names, or None when it is not known."""
     if not device_name:
         return None
@@ -166,7 +172,8 @@ def peak_gbps(device_name):
     return None
 
 
-def bandwidth(nbytes, seconds, peak):
+def bandwidth(nbytes: int, seconds: float,
+              peak: Optional[float]) -> tuple[Optional[float], Optional[float]]:
     """(achieved GB/s, its fraction of peak or None) of nbytes moved in seconds."""
     if not nbytes or seconds is None or seconds <= 0:
         return None, None
@@ -174,7 +181,9 @@ def bandwidth(nbytes, seconds, peak):
     return gbps, (gbps / peak if peak else None)
 
 
-def label(kernels, cmp, min_speedup, reproduced=True, unseen=False, calls_reference=False):
+def label(kernels: list[dict[str, Any]], cmp: Optional[dict[str, Any]], min_speedup: float,
+          reproduced: bool = True, unseen: bool = False,
+          calls_reference: bool = False) -> dict[str, Any]:
     """The label's verdicts from its figures: kernels is a list of dicts with "fraction_of_peak"
     (or None); cmp is None (no reference) or a dict with "speedup" and "ci" [low, high].
     Returns {"pass_perf": bool or None, "flags": [...]}: pass_perf is None without a reference,
@@ -202,7 +211,7 @@ def label(kernels, cmp, min_speedup, reproduced=True, unseen=False, calls_refere
 UNSEEN_ABS_S = 20e-6
 
 
-def rep_time(stream_s, device_s):
+def rep_time(stream_s: float, device_s: float) -> float:
     """One rep's time: the stream's own end event, unless the device-wide end (less the
     synchronise's cost) shows work the stream did not wait for: over 1.5 times the stream's time
     and more than 20 microseconds beyond it (the synchronise's latency varies by less on a busy
@@ -210,7 +219,7 @@ def rep_time(stream_s, device_s):
     return device_s if device_s > 1.5 * stream_s + UNSEEN_ABS_S else stream_s
 
 
-def unseen_work(stream_s, time_s):
+def unseen_work(stream_s: float, time_s: float) -> bool:
     """Whether a call's median time (rep_time's) is the device's, not its stream's: it left
     work on the device that its stream's end event did not see."""
     return time_s > 1.5 * stream_s + UNSEEN_ABS_S

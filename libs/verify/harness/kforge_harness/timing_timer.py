@@ -17,11 +17,15 @@ Two ways to take a rep:
 Without CUDA (the CPU stand-in the CI tests use) a rep is time.perf_counter around the call.
 """
 
+from __future__ import annotations
+
 import math
 import time
+from typing import Any, Callable, Optional
 
 from . import gpulock
 from . import timing_stats as st
+from .shapes import Json
 
 GRAPH_CALLS = 32
 GRAPH_REPS = 5
@@ -31,7 +35,7 @@ PREROLL_MAX_S = 2e-3
 CHECK_EVERY = 2  # reps between two looks at the stop rule
 
 
-def cuda_of(torch):
+def cuda_of(torch: Any) -> Any:
     try:
         return torch if torch is not None and torch.cuda.is_available() and \
             torch.cuda.is_initialized() else None
@@ -39,7 +43,7 @@ def cuda_of(torch):
         return None
 
 
-def rng_states(torch):
+def rng_states(torch: Any) -> Optional[list[tuple[Any, Any]]]:
     """Copies of the CUDA generators' states (None without CUDA, or a torch without
     Generator.clone_state). A CUDA graph capture that fails part-way (a wrapper that draws random
     numbers or waits on the host while captured) can leave a generator marked as capturing, and
@@ -54,7 +58,7 @@ def rng_states(torch):
         return None
 
 
-def restore_rng(states):
+def restore_rng(states: Optional[list[tuple[Any, Any]]]) -> None:
     """Gives each CUDA generator back the state rng_states copied (fresh objects: no capture
     underway, the seed and offset as before timing). Never raises."""
     for g, state in states or ():
@@ -65,7 +69,7 @@ def restore_rng(states):
 
 
 class Timer:
-    def __init__(self, torch):
+    def __init__(self, torch: Any) -> None:
         self.torch = torch
         self.overhead = 0.0  # the device-wide synchronise's own cost
         self.flush_s = 0.0
@@ -88,7 +92,8 @@ class Timer:
             return WARM_PREROLL_CYCLES
         return int(self.preroll_s * self.cycles_per_s) if self.cycles_per_s else 0
 
-    def rep(self, fn, flush=True, device=False, sides=None):
+    def rep(self, fn: Callable[[], Any], flush: bool = True, device: bool = False,
+            sides: Optional[list[Any]] = None) -> tuple[float, float, Any, bool, float]:
         """(stream seconds, the rep's time, the call's result, clean, enqueue seconds).
         device: the time is the device-wide end's, less the synchronise's cost; with sides (the
         other streams the call is known to launch on) the pre-roll is kept and those streams
@@ -122,7 +127,7 @@ class Timer:
         if device:
             # The other streams start the call's work no earlier than the start event.
             self.pre.record()
-            for side in sides:
+            for side in sides or ():
                 side.wait_event(self.pre)
         s.record()
         out = fn()
@@ -143,7 +148,7 @@ class Timer:
             self.preroll_s = min(PREROLL_MAX_S, 2 * self.preroll_s + 20e-6)
         return stream, t, out, clean, enq
 
-    def calibrate(self, enqueue_s):
+    def calibrate(self, enqueue_s: float) -> None:
         """In the exclusive section, a few milliseconds: the synchronise's cost, the flush's
         time, the pre-roll's clock (cycles a second) and its length (1.5 times the enqueueing the
         warm-up saw, less what the flush covers)."""
@@ -180,7 +185,7 @@ class Timer:
         self.preroll_s = min(PREROLL_MAX_S, max(0.0, 1.5 * enqueue_s + 20e-6 - self.flush_s))
         self.calibrated = True
 
-    def graph(self, fn, calls=GRAPH_CALLS):
+    def graph(self, fn: Callable[[], Any], calls: int = GRAPH_CALLS) -> Any:
         """A CUDA graph of `calls` calls of fn, or None where it cannot be captured."""
         torch = self.torch
         if torch is None:
@@ -205,14 +210,15 @@ class Timer:
             return None
 
 
-def warm_up(timer, calls, seconds=WARM_S, device=False, sides=None):
+def warm_up(timer: Timer, calls: list[Callable[[], Any]], seconds: float = WARM_S,
+            device: bool = False, sides: Optional[list[Any]] = None) -> tuple[list[float], float]:
     """Outside the exclusive section: calls each of calls (zero-argument) in turn for `seconds`
     (at least twice each): compiles, caches and the allocator settle, an idle GPU's clocks come
     up. Steps out for a waiting timing sample between rounds. Returns (each call's median time,
     the 75th percentile of the CPU's enqueueing over all calls)."""
     t0 = time.monotonic()
     n = 0
-    times = [[] for _ in calls]
+    times: list[list[float]] = [[] for _ in calls]
     enq = []
     while n < 2 or time.monotonic() - t0 < seconds:
         with gpulock.held():  # the watcher's checkpoint waits for the round's end
@@ -229,14 +235,17 @@ def warm_up(timer, calls, seconds=WARM_S, device=False, sides=None):
     return [st.median(t) for t in times], (enq[(3 * len(enq)) // 4] if enq else 0.0)
 
 
-def loop(timer, calls, budget_s, opts, target, device=False, after_rep=None, sides=None):
+def loop(timer: Timer, calls: list[Callable[[int], Callable[[], Any]]], budget_s: float,
+         opts: Json, target: float, device: bool = False,
+         after_rep: Optional[Callable[[int], None]] = None, sides: Optional[list[Any]] = None
+         ) -> tuple[list[list[float]], list[list[float]], str, int, int]:
     """Times calls[k](rep)() interleaved (the order turned each rep) until the stop rule: at
     least min_reps kept reps and the order-statistic interval's half width within target (of the
     median, or of the median ratio for a pair), max_reps, or the budget. A rep the timer calls
     unclean is dropped (both of a pair), at most min_reps + as many as were kept. Returns
     (device seconds per call, stream seconds per call, why it stopped, reps kept, dropped)."""
-    dev = [[] for _ in calls]
-    stream = [[] for _ in calls]
+    dev: list[list[float]] = [[] for _ in calls]
+    stream: list[list[float]] = [[] for _ in calls]
     t0 = time.monotonic()
     reason, rep, dropped = None, 0, 0
     while reason is None:
@@ -265,9 +274,9 @@ def loop(timer, calls, budget_s, opts, target, device=False, after_rep=None, sid
     return dev, stream, reason, len(dev[0]), dropped
 
 
-def graph_times(timer, graphs):
+def graph_times(timer: Timer, graphs: list[Any]) -> list[list[float]]:
     """GRAPH_REPS replays of each graph (interleaved), per call seconds."""
-    out = [[] for _ in graphs]
+    out: list[list[float]] = [[] for _ in graphs]
     for r in range(GRAPH_REPS):
         order = list(range(len(graphs)))
         if r % 2:

@@ -1,23 +1,28 @@
 """Triton's JIT launch path and autotuner, patched: launches counted (and, for a mutant run,
 skipped or mutated), single-config autotuning, compile timing. No effect without triton."""
 
+from __future__ import annotations
+
+import builtins
 import importlib
 import os
 import sys
 import time
+import types
+from typing import Any
 
 from . import buffers, gpulock
 from .outputs import arguments
 
 class TritonState:
-    def __init__(self, script_path, mutant, autotune):
+    def __init__(self, script_path: str, mutant: bool, autotune: str) -> None:
         self.script_path = os.path.realpath(script_path)
         self.mutant = mutant
         self.autotune = autotune  # "single" | "full"
-        self.kernels = []  # names of JIT functions defined by the sample
-        self.launches = {}
-        self.autotune_used = []
-        self.shims = []
+        self.kernels: list[str] = []  # names of JIT functions defined by the sample
+        self.launches: dict[str, int] = {}
+        self.autotune_used: list[dict[str, Any]] = []
+        self.shims: list[str] = []
         self.available = False
         self.version = None
         self.compile = new_compile_stats()
@@ -28,7 +33,7 @@ class TritonState:
         self.mutator = None
         # In the skip-launch run: kernel name -> the argument names the real run's launches of
         # it wrote. A skipped launch fills those with all-ones bytes (buffers.poison).
-        self.skip_outputs = {}
+        self.skip_outputs: dict[str, list[str]] = {}
         # The real run's distinct launch specialisations (crosscompile.Specs), when the request
         # asks for cross-compilation; the autotune config of the launch under way, if any.
         self.specs = None
@@ -62,10 +67,80 @@ def _stream_now():
     return None
 
 
-def new_compile_stats():
+def new_compile_stats() -> dict[str, int]:
     """What Triton's compile() cost in this run: calls (cache hits included), wall time, this
     process's CPU time and its children's (ptxas and other tools Triton runs), in ms."""
     return {"count": 0, "ms": 0, "cpu_ms": 0, "child_cpu_ms": 0}
+
+
+# The same, for the whole process (every TritonState's runs): the phases' compile times
+# (phases.sequence) are the differences of these.
+TOTALS = {"compile": new_compile_stats(), "launcher": new_compile_stats()}
+
+# The wrappers this module made (id -> (wrapper, what it wraps)) and the JIT classes it patched
+# (id -> the original run): kept here, not as attributes a sample would see on Triton's objects.
+_INNER: dict[int, tuple[Any, Any]] = {}
+_PATCHED: dict[int, Any] = {}
+
+
+def inner_of(fn: Any) -> Any:
+    """What a timed wrapper of this module wraps (fn itself when it is none)."""
+    got = _INNER.get(id(fn))
+    return got[1] if got is not None and got[0] is fn else fn
+
+
+def _ours(fn):
+    got = _INNER.get(id(fn))
+    return got is not None and got[0] is fn
+
+
+def wear(fn: Any, like: Any) -> Any:
+    """fn dressed as `like` (Triton's function it replaces): its name, qualified name, module,
+    docstring, file and first line, and globals named as like's module holding only what fn's
+    code uses. A sample that looks at JITFunction.run sees Triton's names, not the verifier's
+    (docs/VERIFIER.md, "Trust model": its closure still reaches the verifier's state)."""
+    code = fn.__code__
+    try:
+        repl = {"co_name": getattr(like, "__name__", code.co_name)}
+        lc = getattr(like, "__code__", None)
+        if lc is not None:
+            repl.update(co_filename=lc.co_filename, co_firstlineno=lc.co_firstlineno)
+        if hasattr(code, "co_qualname"):
+            repl["co_qualname"] = getattr(like, "__qualname__", code.co_name)
+        if lc is not None:  # the functions nested in it (a lambda) live in that file too
+            repl["co_consts"] = tuple(_in_file(c, lc.co_filename) for c in code.co_consts)
+        code = code.replace(**repl)
+    except (TypeError, ValueError, AttributeError):
+        return fn
+    scope = {"__name__": getattr(like, "__module__", None) or "triton", "__builtins__": builtins}
+    for name in _global_names(fn.__code__):
+        if name in fn.__globals__ and not name.startswith("__"):
+            scope[name] = fn.__globals__[name]
+    out = types.FunctionType(code, scope, code.co_name, fn.__defaults__, fn.__closure__)
+    out.__kwdefaults__ = fn.__kwdefaults__
+    for attr in ("__qualname__", "__module__", "__doc__"):
+        try:
+            setattr(out, attr, getattr(like, attr))
+        except (AttributeError, TypeError):
+            pass
+    setattr(out, "__wrapped__", like)
+    return out
+
+
+def _in_file(c, filename):
+    if not isinstance(c, types.CodeType):
+        return c
+    return c.replace(co_filename=filename,
+                     co_consts=tuple(_in_file(k, filename) for k in c.co_consts))
+
+
+def _global_names(code):
+    """The names code (and the functions nested in it) may look up as globals."""
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names |= _global_names(c)
+    return names
 
 
 def _timed_compile(compile_fn, state, what="compile"):
@@ -77,14 +152,14 @@ def _timed_compile(compile_fn, state, what="compile"):
         finally:
             gpulock.resume()
             k1 = os.times()
-            st = getattr(state, what)
-            st["count"] += 1
-            st["ms"] += int((time.monotonic() - t0) * 1000)
-            st["cpu_ms"] += int((time.process_time() - c0) * 1000)
-            st["child_cpu_ms"] += int(((k1.children_user - k0.children_user) +
-                                       (k1.children_system - k0.children_system)) * 1000)
-    timed._kforge_timed = True
-    timed._kforge_inner = compile_fn
+            for st in (getattr(state, what), TOTALS[what]):
+                st["count"] += 1
+                st["ms"] += int((time.monotonic() - t0) * 1000)
+                st["cpu_ms"] += int((time.process_time() - c0) * 1000)
+                st["child_cpu_ms"] += int(((k1.children_user - k0.children_user) +
+                                           (k1.children_system - k0.children_system)) * 1000)
+    timed = wear(timed, compile_fn) if isinstance(compile_fn, types.FunctionType) else timed
+    _INNER[id(timed)] = (timed, compile_fn)
     return timed
 
 
@@ -120,7 +195,7 @@ def _launch_raw(run):
     return launch
 
 
-def install_triton_hooks(state):
+def install_triton_hooks(state: TritonState) -> None:
     """Patches Triton's JIT launch path and autotuner. No effect if triton is not importable."""
     try:
         import triton  # noqa: F401
@@ -130,19 +205,19 @@ def install_triton_hooks(state):
     state.available = True
     state.version = getattr(triton, "__version__", None)
     JITFunction = jit_mod.JITFunction
-    if getattr(JITFunction, "_kforge_patched", False):
-        state.launch_raw = _launch_raw(JITFunction._kforge_orig_run)
+    if id(JITFunction) in _PATCHED:
+        state.launch_raw = _launch_raw(_PATCHED[id(JITFunction)][1])
         return
     orig_init = JITFunction.__init__
     orig_run = JITFunction.run
-    JITFunction._kforge_orig_run = orig_run
+    _PATCHED[id(JITFunction)] = (JITFunction, orig_run)
     state.launch_raw = _launch_raw(orig_run)
 
     def init(self, fn, *args, **kwargs):
         orig_init(self, fn, *args, **kwargs)
         try:
             compile_fn = getattr(self, "compile", None)
-            if callable(compile_fn) and not getattr(compile_fn, "_kforge_timed", False):
+            if callable(compile_fn) and not _ours(compile_fn):
                 self.compile = _timed_compile(compile_fn, state)
         except Exception:
             pass
@@ -213,7 +288,7 @@ def install_triton_hooks(state):
         try:
             mod = importlib.import_module(modname)
             compile_fn = getattr(mod, "compile", None)
-            if callable(compile_fn) and not getattr(compile_fn, "_kforge_timed", False):
+            if callable(compile_fn) and not _ours(compile_fn):
                 if id(compile_fn) not in wrapped:
                     wrapped[id(compile_fn)] = _timed_compile(compile_fn, state)
                 setattr(mod, "compile", wrapped[id(compile_fn)])
@@ -224,14 +299,13 @@ def install_triton_hooks(state):
         # when the kernel first runs, outside compile().
         from triton.backends.nvidia import driver as nv_driver
         build = getattr(nv_driver, "compile_module_from_src", None)
-        if callable(build) and not getattr(build, "_kforge_timed", False):
+        if callable(build) and not _ours(build):
             nv_driver.compile_module_from_src = _timed_compile(build, state, "launcher")
     except Exception:
         pass
-    JITFunction.__init__ = init
-    JITFunction.run = run
-    JITFunction.__getitem__ = getitem
-    JITFunction._kforge_patched = True
+    JITFunction.__init__ = wear(init, orig_init)
+    JITFunction.run = wear(run, orig_run)
+    JITFunction.__getitem__ = wear(getitem, orig_getitem)
     _patch_autotuner(state)
 
 
@@ -279,9 +353,9 @@ def _patch_autotuner(state):
             hash(key)
         except TypeError:
             key = None
-        chosen = getattr(self, "_kforge_chosen", None)
+        chosen = getattr(self, "_chosen_configs", None)
         if chosen is None:
-            chosen = self._kforge_chosen = {}
+            chosen = self._chosen_configs = {}
         if key is not None and key in chosen:
             config = chosen[key]
             if getattr(config, "pre_hook", None) is not None:
@@ -334,5 +408,5 @@ def _patch_autotuner(state):
         self.nargs = None
         raise last if last is not None else RuntimeError("autotune: no config left")
 
-    Autotuner.run = run
+    Autotuner.run = wear(run, orig_run)
 

@@ -16,6 +16,8 @@ passed having launched its kernels, the report says "mutant_phase": true and a s
 follows: the report of the mutant runs (mutants.run_mutant).
 """
 
+from __future__ import annotations
+
 import faulthandler
 import importlib
 import io
@@ -25,17 +27,16 @@ import signal
 import socket
 import sys
 import time
-import traceback
+from typing import Any, NoReturn, Optional
 
-from . import HARNESS_VERSION, bounds, gpulock
+from . import HARNESS_VERSION, gpulock, phases, report_schema
 from .contain import contain
-from .crosscompile import cross_compile
-from .gpusync import synchronize
-from .mutants import battery_after_skip, run_mutants, wants_mutant_run
-from .pipes import (_bad_request, _read_json, flush_std, put_first_on_path, read_all,
+from .mutants import wants_mutant_run
+from .phases.sequence import Phases, cpu_s
+from .pipes import (bad_request, flush_std, put_first_on_path, read_all, read_json,
                     write_report)
-from .runner import kernel_options, module_available, run_sample
-from .timing import run_timing
+from .runner import kernel_options, module_available
+from .shapes import Json
 
 def _sandbox(spec, report, result_fd, keep):
     """Confines this process (contain()); `keep`: the descriptors that stay open besides stdio.
@@ -50,15 +51,16 @@ def _sandbox(spec, report, result_fd, keep):
     faulthandler.enable(file=sys.stderr, all_threads=False)
 
 
-def child_main(request_path, result_fd):
+def child_main(request_path: str, result_fd: int) -> NoReturn:
     """In a fresh child: sandbox, run, report. Exits the process."""
+    started = (time.monotonic(), cpu_s())
     report = {"harness": HARNESS_VERSION, "pid": os.getpid()}
-    request = _read_json(request_path, report, result_fd)
+    request = read_json(request_path, report, result_fd)
     _sandbox(request.get("sandbox"), report, result_fd, [result_fd])
-    run_and_report(request, report, result_fd)
+    run_and_report(request, report, result_fd, started)
 
 
-def warm_up_gpu():
+def warm_up_gpu() -> Json:
     """What every sample would otherwise do first: create the CUDA context (with the allocator)
     and load Triton's driver module. Returns a note for the report."""
     torch = sys.modules.get("torch")
@@ -100,7 +102,7 @@ def warm_up_gpu():
     return out
 
 
-def precompute_triton_key():
+def precompute_triton_key() -> Optional[Json]:
     """Triton keys its cache with a hash of its own sources and libtriton.so (about 400 MB),
     computed once per process on the first compile (0.4 s of CPU on an H200 host). Computed here,
     in the worker before it forks, every sample inherits it instead of hashing again. Returns a
@@ -124,14 +126,12 @@ def precompute_triton_key():
     return {"where": None}
 
 
-
-
-def prestarted_main(prep_path, result_fd, go_fd):
+def prestarted_main(prep_path: str, result_fd: int, go_fd: int) -> NoReturn:
     """A child started ahead of its sample: sandbox, CUDA context, then it waits. The pool writes
     the request (JSON) to go_fd and closes it; EOF with nothing written means: not needed, exit.
     The sample's deadline starts when the pool sends it, so the warm-up is off its clock."""
     report = {"harness": HARNESS_VERSION, "pid": os.getpid()}
-    prep = _read_json(prep_path, report, result_fd)
+    prep = read_json(prep_path, report, result_fd)
     _sandbox(prep.get("sandbox"), report, result_fd, [result_fd, go_fd])
     put_first_on_path(prep.get("python_path", []))
     warm = warm_up_gpu() if prep.get("gpu") else {"gpu": "not asked"}
@@ -140,53 +140,40 @@ def prestarted_main(prep_path, result_fd, go_fd):
     os.close(go_fd)
     if not data.strip():
         os._exit(0)
-    warm["waited_ms"] = int((time.monotonic() - t_wait) * 1000)
+    started = (time.monotonic(), cpu_s())
+    warm["waited_ms"] = int((started[0] - t_wait) * 1000)
     report["prestart"] = warm
     try:
         request = json.loads(data.decode("utf-8"))
     except ValueError as e:
-        _bad_request(report, result_fd, e)
-    run_and_report(request, report, result_fd)
+        bad_request(report, result_fd, e)
+    run_and_report(request, report, result_fd, started)
 
 
-def run_and_report(request, report, result_fd):
-    """Runs the sample in this (sandboxed) process, writes its report(s), exits."""
+def run_and_report(request: Json, report: Json, result_fd: int,
+                   started: tuple[float, float]) -> NoReturn:
+    """Runs the sample in this (sandboxed) process, writes its report(s), exits. `started`:
+    (monotonic time, CPU seconds) when this process started on the request (phase "prepare")."""
     put_first_on_path(request.get("python_path", []))
+    if report_schema.request_version_error(request):
+        bad_request(report, result_fd, ValueError(report_schema.request_version_error(request)))
     try:
         kernel = kernel_options(request)
     except ValueError as e:
-        _bad_request(report, result_fd, e)
+        bad_request(report, result_fd, e)
     if request.get("fresh"):
         preload(request.get("preload", []))
     try:
         gpulock.install(request.get("gpu_lock"))
     except OSError as e:
         report["gpu_lock"] = {"error": "cannot open the device's lock files: %s" % e}
-    sample = None
-    try:
-        sample = run_sample(request, report)
-    except BaseException as e:  # noqa: B902 - a bug here must still produce a report
-        report.update(verdict="error", phase="harness",
-                      detail="harness error: %s: %s" % (type(e).__name__, e),
-                      traceback=traceback.format_exc()[-4000:])
     names = request.get("mutants", [])
-    if request.get("mutant") and sample is not None:
-        # A mutant process of its own: this run was the skip-launch run.
-        try:
-            battery_after_skip(sample, report, names, kernel)
-        except BaseException as e:  # noqa: B902
-            report["battery"] = {"error": "harness error: %s: %s" % (type(e).__name__, e)}
-    if sample is not None and not request.get("mutant") and report.get("verdict") == "passed":
-        try:
-            run_timing(sample, report, request)
-        except BaseException as e:  # noqa: B902 - a bug here must not cost the sample its verdict
-            report["speed"] = {"timed": False, "reason": "harness error: %s: %s" % (
-                type(e).__name__, str(e)[:300])}
-    if gpulock.CURRENT is not None:
-        report["gpu_lock"] = gpulock.CURRENT.report()
-    if sample is not None and not request.get("mutant"):
-        run_cross_compile(request, sample, report)
-        run_bounds_check(request, sample, report)
+    checks = Phases(report, started)
+    if request.get("mutant"):
+        sample = None
+        phases.mutant_process(request, report, checks, names, kernel)
+    else:
+        sample = phases.real_run(request, report, checks)
     mutant = request.get("mutant_run") == "same_process" and sample is not None and \
         wants_mutant_run(report) and "mutant_phase_skipped" not in report
     report["mutant_phase"] = mutant
@@ -196,59 +183,13 @@ def run_and_report(request, report, result_fd):
     write_report(result_fd, report)
     if mutant:
         second = {"harness": HARNESS_VERSION, "pid": os.getpid(), "mutant_run": True}
-        try:
-            run_mutants(sample, second, names, kernel)
-        except BaseException as e:  # noqa: B902
-            second.update(verdict="error", phase="harness",
-                          detail="harness error: %s: %s" % (type(e).__name__, e),
-                          traceback=traceback.format_exc()[-4000:])
+        phases.mutant_run(sample, second, Phases(second, sets_up=False), names, kernel)
         flush_std()
         write_report(result_fd, second)
     os._exit(0)
 
 
-
-
-def run_cross_compile(request, sample, report):
-    """After a passing real run: its kernels compiled for each target of the request, in forked
-    children (crosscompile.py), before the report goes out; nothing here changes the verdict."""
-    targets = request.get("cross_compile") or []
-    specs = sample["state"].specs
-    if not targets or specs is None or report.get("verdict") != "passed":
-        return
-    gpulock.pause()  # CPU work in forked children: a timing sample need not wait for it
-    try:
-        report["cross_compile"] = cross_compile(
-            specs, targets, request.get("cross_compile_timeout_s") or 0, os.getcwd())
-    except BaseException as e:  # noqa: B902 - a bug here must not cost the sample its verdict
-        # The verifier failed, not the sample: recorded like a missing backend.
-        why = "harness error: %s: %s" % (type(e).__name__, str(e)[:300])
-        report["cross_compile"] = {"error": why, "targets": {
-            t: {"result": "unavailable", "reason": why} for t in targets}}
-    finally:
-        gpulock.resume()
-
-
-def run_bounds_check(request, sample, report):
-    """After a passing real run, last before its report goes out (a launch that faults here
-    loses the GPU context): its captured launches replayed between guard zones (bounds.py)."""
-    state = sample["state"]
-    if not request.get("bounds_check") or report.get("verdict") != "passed" or \
-            state.replays is None or not state.replays.records or state.launch_raw is None:
-        return
-    try:
-        res = bounds.check(state.replays.records, state.launch_raw, synchronize,
-                           float(request.get("bounds_check_time_s") or bounds.BUDGET_S))
-        res["detail"] = bounds.describe(res)
-        report["bounds"] = res
-        if res.get("fault"):
-            report["mutant_phase_skipped"] = "the GPU context was lost in the bounds check"
-    except BaseException as e:  # noqa: B902 - a bug here must not cost the sample its verdict
-        report["bounds"] = {"out_of_bounds": False, "error": "harness error: %s: %s" % (
-            type(e).__name__, str(e)[:300])}
-
-
-def preload(modules):
+def preload(modules: list[str]) -> dict[str, Optional[str]]:
     loaded = {}
     for name in modules:
         if not module_available(name):
@@ -262,12 +203,11 @@ def preload(modules):
     return loaded
 
 
-
 def _send(sock, obj):
     sock.send(json.dumps(obj).encode())
 
 
-def gpu_probe():
+def gpu_probe() -> Json:
     """Forks a child that touches the GPU (the worker itself must not initialise CUDA)."""
     torch = sys.modules.get("torch")
     if torch is None:
@@ -329,7 +269,7 @@ def _fork_child(fds, target):
     return pid
 
 
-def worker_main(args):
+def worker_main(args: Any) -> int:
     sock = socket.socket(fileno=args.control_fd)
     put_first_on_path(args.python_path)
     modules = preload(args.preload)
@@ -412,7 +352,7 @@ def worker_main(args):
             reap(pid)  # no pidfd for it (or none at all here): polled
 
 
-def fresh_main(args):
+def fresh_main(args: Any) -> NoReturn:
     try:
         os.setsid()
     except OSError:

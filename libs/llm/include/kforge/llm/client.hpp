@@ -75,6 +75,9 @@ struct ChatRequest {
   // Free text for logs and the audit row (llm_calls.tag), e.g. "run=v2 sample=k17
   // stage=analyze". Not part of the identity.
   std::string label;
+  // The run (its tag) whose work this call is, stored with the call (llm_calls.run_tag: a run's
+  // cost is the sum over its calls); empty for a call no run asked. Not part of the identity.
+  std::string run;
   // Who asks, for the identity only (never sent): e.g. "job=17 stage=analyze attempt=2". Two
   // requests with equal bytes but different askers are different calls: a stored answer is
   // replayed only to the same asker (the same attempt of the same job after a crash), never to

@@ -112,6 +112,9 @@ Result<std::vector<RunProgress>> collect_progress(store::Db& db, std::int64_t no
 // The active runs only (the daemon's STATUS line): a database's finished history costs nothing.
 Result<std::vector<RunProgress>> collect_active_progress(store::Db& db, std::int64_t now_ms);
 
+// Every run's jobs by state (the states that have any), from the kept counts.
+Result<std::map<std::string, std::int64_t>> jobs_by_state(store::Db& db);
+
 // The rate, in finishes per minute, from finish times (newest first) at now_ms: over the
 // stretch since the last pause (a gap above max(60 s, 10 times the mean gap so far)).
 double rate_per_minute(const std::vector<std::int64_t>& newest_first, std::int64_t now_ms);

@@ -17,8 +17,17 @@
 #include "kforge/store/db.hpp"
 #include "kforge/store/run_params.hpp"
 #include "kforge/store/states.hpp"
+#include "kforge/store/vocabulary.hpp"
 
 namespace kforge::report {
+
+// The verifier's names report compares with (store/vocabulary.hpp's tables, the one place each
+// is spelled): the verdict passed, and the flags that say a verdict is the verifier's own doing.
+inline constexpr std::string_view kPassed = store::verdict_name(store::Verdict::passed);
+inline constexpr const char* kEnvironmentFlag = store::flag_name(store::Flag::environment);
+inline constexpr const char* kInfrastructureFlag = store::flag_name(store::Flag::infrastructure);
+// The third cause of a verdict other than passed (compare.hpp's verdict_cause): the sample's own.
+inline constexpr const char* kSampleCause = "sample";
 
 struct RunInfo {
   std::int64_t id = 0;
@@ -73,7 +82,7 @@ struct RoundOutcome {
   std::int64_t tokens = 0;  // prompt + completion
   std::int64_t llm_ms = 0;
 
-  bool verified() const { return verdict && *verdict == "passed" && flags.empty(); }
+  bool verified() const { return verdict && *verdict == kPassed && flags.empty(); }
 };
 
 struct SampleOutcome {

@@ -8,11 +8,15 @@ for, the user namespace as non-root with a PID namespace, the uid drop, hiding t
 files); a layer the kernel refuses otherwise is reported and the run goes on.
 """
 
+from __future__ import annotations
+
+from typing import Any, Iterable
+
 from . import cgroup, creds, env, fds, hide, mnt, ns, passwd, pid, rlimits, spec as spec_keys
 from .jail import Jail
 
 
-def contain(spec, report, keep=()):
+def contain(spec: Any, report: dict[str, Any], keep: Iterable[int] = ()) -> None:
     """Confines the calling process (a fresh child). With a PID namespace it returns in a new
     process (PID 2 of the namespace); the caller's process stays outside as its keeper. `keep`:
     the descriptors besides stdin, stdout and stderr that stay open (the result pipe). Raises

@@ -1,5 +1,7 @@
 """Capabilities: none left, and none to be gained back through execve."""
 
+from __future__ import annotations
+
 import ctypes
 
 from .libc import PR_SET_NO_NEW_PRIVS, LINUX_CAPABILITY_VERSION_3, errmsg, libc
@@ -13,7 +15,7 @@ class _CapData(ctypes.Structure):
                 ("inheritable", ctypes.c_uint32)]
 
 
-def drop_all():
+def drop_all() -> None:
     """Clears every capability (those a user namespace grants included) and forbids gaining any
     back through execve: the sample cannot undo its mounts."""
     if libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:

@@ -1,12 +1,15 @@
 """Credentials: as root, the sample's own uid, gid and groups; as non-root in a user namespace,
 no capabilities (caps.drop_all)."""
 
+from __future__ import annotations
+
 import os
 
 from . import caps
+from .jail import Jail
 
 
-def step(jail):
+def step(jail: Jail) -> None:
     sb = jail.sb
     if jail.drop:
         groups = [g for g in jail.spec["groups"] or [] if isinstance(g, int)]

@@ -1,12 +1,15 @@
 """The sample's process: dies with its parent, works in its own directory, which is its home."""
 
+from __future__ import annotations
+
 import os
 import signal
 
+from .jail import Jail
 from .libc import PR_SET_PDEATHSIG, libc
 
 
-def step(jail):
+def step(jail: Jail) -> None:
     # Set after the uid change, which clears it. In a PID namespace the parent (the keeper) is
     # outside it: getppid() says 0 while it lives.
     parent = os.getppid()

@@ -1,10 +1,14 @@
 """The daemon's own files (database, configuration, state directory), made unreachable."""
 
+from __future__ import annotations
+
 import errno
 import os
 
+from .jail import Jail
 from .libc import (MOUNT_ATTR_RDONLY, MS_BIND, MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_RDONLY, mount,
                    mount_setattr)
+
 
 def _hide(path, sb):
     """Makes a path of the daemon's (database, configuration, state directory) unreadable and
@@ -43,7 +47,7 @@ def _hide(path, sb):
     raise OSError(errno.ENOENT, "%s kept vanishing while it was being hidden" % path)
 
 
-def step(jail):
+def step(jail: Jail) -> None:
     """Must hold: with a mount namespace every path in spec["hide"] is covered; without one, only
     root (whose uid change keeps the sample out of the daemon's files) may go on."""
     if jail.isolated:

@@ -1,10 +1,13 @@
 """What every containment step reads (the spec, who we are) and writes (the report's "sandbox")."""
 
+from __future__ import annotations
+
 import os
+from typing import Any, Iterable
 
 
 class Jail:
-    def __init__(self, spec, sb, keep=()):
+    def __init__(self, spec: dict[str, Any], sb: dict[str, Any], keep: Iterable[int] = ()) -> None:
         self.spec = spec  # exactly the keys of spec_keys.txt (checked by contain())
         self.sb = sb  # report["sandbox"]: what each step did, or why it could not
         self.keep = tuple(keep)  # descriptors that stay open besides stdio
@@ -19,10 +22,10 @@ class Jail:
         self.userns = False  # a user namespace made (as non-root)
 
     @property
-    def owner(self):
+    def owner(self) -> int:
         """The uid that owns the sample's directory."""
         return self.uid if self.drop else self.my_uid
 
     @property
-    def group(self):
+    def group(self) -> int:
         return self.gid if self.drop and self.gid is not None else self.my_gid

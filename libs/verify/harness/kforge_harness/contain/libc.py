@@ -1,7 +1,10 @@
 """The system calls the containment needs that Python's os module lacks, through ctypes."""
 
+from __future__ import annotations
+
 import ctypes
 import os
+from typing import Any, Optional
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
@@ -26,19 +29,20 @@ LINUX_CAPABILITY_VERSION_3 = 0x20080522
 _libc = None
 
 
-def libc():
+def libc() -> Any:
     global _libc
     if _libc is None:
         _libc = ctypes.CDLL(None, use_errno=True)
     return _libc
 
 
-def errmsg(what):
+def errmsg(what: str) -> str:
     e = ctypes.get_errno()
     return "%s: %s" % (what, os.strerror(e))
 
 
-def mount(src, target, fstype, flags, data):
+def mount(src: Optional[str], target: str, fstype: Optional[str], flags: int,
+          data: Optional[str]) -> None:
     r = libc().mount(src.encode() if src else None, target.encode(),
                      fstype.encode() if fstype else None, ctypes.c_ulong(flags),
                      data.encode() if data else None)
@@ -51,7 +55,7 @@ class MountAttr(ctypes.Structure):
                 ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
 
 
-def mount_setattr(path, flags, attr_set, attr_clr):
+def mount_setattr(path: str, flags: int, attr_set: int, attr_clr: int) -> None:
     attr = MountAttr(attr_set, attr_clr, 0, 0)
     r = libc().syscall(ctypes.c_long(SYS_MOUNT_SETATTR), ctypes.c_int(AT_FDCWD),
                        ctypes.c_char_p(path.encode()), ctypes.c_uint(flags),
@@ -60,7 +64,7 @@ def mount_setattr(path, flags, attr_set, attr_clr):
         raise OSError(ctypes.get_errno(), errmsg("mount_setattr %s" % path))
 
 
-def write(path, text):
+def write(path: str, text: str) -> None:
     with open(path, "w") as f:
         f.write(text)
 

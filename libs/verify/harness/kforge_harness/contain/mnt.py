@@ -2,13 +2,16 @@
 read-only, the sample's directory writable (a size-capped tmpfs, or a bind of itself),
 a private /dev/shm, and the writable directories the pool names (Triton's cache)."""
 
+from __future__ import annotations
+
 import os
 
+from .jail import Jail
 from .libc import (AT_RECURSIVE, MOUNT_ATTR_RDONLY, MS_BIND, MS_NODEV, MS_NOEXEC, MS_NOSUID,
                    MS_PRIVATE, MS_REC, mount, mount_setattr)
 
 
-def step(jail):
+def step(jail: Jail) -> None:
     if not jail.isolated:
         return
     sb = jail.sb

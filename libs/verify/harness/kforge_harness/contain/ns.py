@@ -3,12 +3,15 @@ own processes; entered by pid.step), and as non-root a user namespace that maps 
 to itself. Without a PID namespace a refused layer is reported and the run goes on; with one,
 the user namespace (as non-root) and the PID namespace must hold."""
 
+from __future__ import annotations
+
 import ctypes
 
+from .jail import Jail
 from .libc import CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER, errmsg, libc, write
 
 
-def step(jail):
+def step(jail: Jail) -> None:
     sb = jail.sb
     flags = CLONE_NEWNET | CLONE_NEWNS | (CLONE_NEWPID if jail.pidns else 0)
     if not jail.is_root:

@@ -1,7 +1,10 @@
 """A name for the sample's uid: passwd and group files bound over /etc's."""
 
+from __future__ import annotations
+
 import os
 
+from .jail import Jail
 from .libc import MOUNT_ATTR_RDONLY, MS_BIND, mount, mount_setattr, write
 
 def _passwd_files(directory, uid, gid, name):
@@ -30,8 +33,7 @@ def _passwd_files(directory, uid, gid, name):
     return out
 
 
-
-def step(jail):
+def step(jail: Jail) -> None:
     """A name for the sample's uid (torch._inductor, getpass and optimizers look it up). Only in a
     mount namespace; a failure leaves the sample nameless, not unconfined."""
     if not jail.isolated:

@@ -10,11 +10,14 @@ process ended (same exit code or signal), so the worker and the pool see the sam
 Nothing in the namespace can see, signal or trace a process outside it.
 """
 
+from __future__ import annotations
+
 import os
 import resource
 import signal
 
 from ..pipes import flush_std
+from .jail import Jail
 from .libc import PR_SET_DUMPABLE, PR_SET_PDEATHSIG, libc
 
 def _close_all_but_devnull():
@@ -118,8 +121,7 @@ def _enter_pid_namespace(init_path=None):
     _keeper_main(init_pid, sample_pid)
 
 
-
-def step(jail):
+def step(jail: Jail) -> None:
     """When asked for: from here on this process is PID 2 of the sample's own namespace (the
     caller stays outside as the keeper and never returns)."""
     if not jail.pidns:

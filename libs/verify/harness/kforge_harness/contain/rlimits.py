@@ -1,9 +1,13 @@
 """Resource limits: processes, open files, file size, no core dumps, address space."""
 
+from __future__ import annotations
+
 import resource
 
+from .jail import Jail
 
-def step(jail):
+
+def step(jail: Jail) -> None:
     spec = jail.spec
     limits = [("nproc", resource.RLIMIT_NPROC, spec["max_processes"]),
               ("nofile", resource.RLIMIT_NOFILE, spec["max_open_files"]),

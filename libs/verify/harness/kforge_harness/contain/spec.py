@@ -2,6 +2,10 @@
 (libs/verify/src/sandbox.cpp) builds its spec from too. A key missing or unknown is refused
 before any step runs, so a key renamed on one side never silently turns a limit off."""
 
+from __future__ import annotations
+
+from typing import Any
+
 from ..listed import listed
 
 _KEYS_FILE = "spec_keys.txt"
@@ -12,7 +16,7 @@ class SpecError(ValueError):
     pass
 
 
-def check(spec):
+def check(spec: Any) -> None:
     """Raises SpecError naming every missing and unknown key."""
     if not isinstance(spec, dict):
         raise SpecError("the sandbox spec is not a JSON object")

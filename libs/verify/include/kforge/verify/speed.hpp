@@ -18,27 +18,16 @@ namespace kforge::verify {
 // Flag on a passing sample of a run created with --require-speedup X whose label has no
 // pass_perf (its speedup interval's lower bound is not above X, it has no reference, it was not
 // timed, or its figures are flagged): not verified; repair rounds carry the label as evidence.
-inline constexpr const char* kSlow = "slow";
+inline constexpr const char* kSlow = store::flag_name(Flag::slow);
 
-struct SpeedLabel {
-  bool timed = false;
-  std::string reason;  // why not timed
-  std::string device;
-  std::optional<double> kernel_us;  // the sum of the timed kernels' medians
-  std::optional<double> gbps, fraction_of_peak;
-  std::optional<double> speedup, speedup_lo, speedup_hi, reference_us;
-  std::optional<double> min_speedup;
-  std::optional<bool> pass_perf;
-  std::vector<std::string> flags;
-  std::optional<std::int64_t> exclusive_ms;
-  // {"timed", "kernel_us", "gbps", "fraction_of_peak", "speedup", "speedup_ci", "pass_perf",
-  // "flags", ...}: for `kforge verify --json`, export and debug.
-  nlohmann::json to_json() const;
-};
+// SpeedLabel is declared with the report it is read from (harness_report.hpp).
 
-// The label in a result's report, or nullopt when the sample was not timed at all (timing
-// off, not passing). Fields the harness did not give stay empty; a malformed one is ignored.
-std::optional<SpeedLabel> speed_label(const nlohmann::json& report);
+// The label of a result (its HarnessReport's), or nullopt when the sample was not timed at all
+// (timing off, not passing). Fields the harness did not give stay empty.
+std::optional<SpeedLabel> speed_label(const VerifyResult& r);
+// The same from a stored report (VerifyResult::report), parsed through parse_stored_report:
+// nullopt too when it does not parse.
+std::optional<SpeedLabel> speed_label(const nlohmann::json& stored_report);
 
 // For a run that requires a speedup: a passing result whose label's interval does not lie above
 // min_speedup (or that has no reference, was not timed, or is flagged) gets kSlow and a detail

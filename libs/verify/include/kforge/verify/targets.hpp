@@ -16,7 +16,7 @@ namespace kforge::verify {
 
 // Flag on a passing sample of a run that requires a target (`--require-target`) whose compile
 // for that target failed: the sample is not verified, and the repair prompt carries the error.
-inline constexpr const char* kCrossCompileFailed = "cross_compile_failed";
+inline constexpr const char* kCrossCompileFailed = store::flag_name(Flag::cross_compile_failed);
 
 // Why `text` is not a target the harness can compile for ("hip:gfx942", "hip:gfx90a"), or
 // nullopt when it is one. Targets are BACKEND:ARCH; the backend is hip, the arch one that
@@ -29,19 +29,15 @@ std::optional<std::string> target_error(const std::string& text);
 std::optional<std::string> parse_targets(const std::vector<std::string>& items,
                                          const std::string& where, std::vector<std::string>& out);
 
-// One target's result as the harness reported it: "ok", "error" (with the stage and the
-// compiler's first lines), "unavailable" (this Triton has no backend for it; the sample is not
-// failed) or "not_run" (no launch of the sample's kernels was captured).
-struct TargetResult {
-  std::string target;
-  std::string result;
-  std::string error;   // "stage: Type: first lines" for an error, the reason otherwise
-  std::string kernel;  // the first kernel that failed
-};
+// TargetResult, one target's result, is declared with the report it is read from
+// (harness_report.hpp).
 
-// The per-target results in a result's report (report["cross_compile"]["targets"]), in the
-// order of the target names.
-std::vector<TargetResult> cross_compile_results(const nlohmann::json& report);
+// The per-target results of a result (its HarnessReport's report["cross_compile"]["targets"]),
+// in the order of the target names.
+std::vector<TargetResult> cross_compile_results(const VerifyResult& r);
+// The same from a stored report (VerifyResult::report), parsed through parse_stored_report:
+// empty too when it does not parse.
+std::vector<TargetResult> cross_compile_results(const nlohmann::json& stored_report);
 
 // {"hip:gfx942": "ok", ...}: the short form for `kforge verify --json` and export.
 nlohmann::json cross_compile_summary(const std::vector<TargetResult>& results);

@@ -10,45 +10,65 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kforge/verify/harness_report.hpp"
+
 namespace kforge::verify {
 
-// Exactly the verdicts of the `verifications` table.
-enum class Verdict { passed, failed, error, timeout, crashed, invalid, skipped };
+// The verdicts and flags are store's vocabularies (store/vocabulary.hpp: one table of names
+// each, from kforge_harness/vocabulary/*.txt).
+using store::Flag;
 
+// The verdict's name ("passed"), from store::kVerdictNames.
 const char* to_string(Verdict v);
-std::optional<Verdict> parse_verdict(const std::string& s);
 
-// Quality flags on a passing sample: it is not counted as verified when it has any.
-inline constexpr const char* kNoKernelLaunch = "no_kernel_launch";  // no kernel of its code ran
-inline constexpr const char* kMutantSurvived = "mutant_survived";   // passes with launches skipped
+// Quality flags on a passing sample: it is not counted as verified when it has any. Each name
+// comes from store::kFlagNames.
+inline constexpr const char* kNoKernelLaunch =
+    store::flag_name(Flag::no_kernel_launch);  // no kernel of its code ran
+inline constexpr const char* kMutantSurvived =
+    store::flag_name(Flag::mutant_survived);  // passes with launches skipped
 // Passes with the outputs of its launches made wrong by one of the output mutants (the detail
 // and report["mutation"]["survived"] name them): the test would not catch a wrong kernel.
-inline constexpr const char* kWeakTest = "weak_test";
+inline constexpr const char* kWeakTest = store::flag_name(Flag::weak_test);
 // Passes with one of the kernels it launched made wrong (a kernel mutant the equivalence replay
 // showed to compute something else: report["mutation"]["kernel"]["survived"] says which and
 // where): the test's inputs cannot tell a wrong kernel from the right one.
-inline constexpr const char* kWeakInputs = "weak_inputs";
+inline constexpr const char* kWeakInputs = store::flag_name(Flag::weak_inputs);
 // Every output of more than one element that its launches wrote had all its elements equal:
 // the test cannot tell the right kernel from many wrong ones.
-inline constexpr const char* kConstantOutput = "constant_output";
+inline constexpr const char* kConstantOutput = store::flag_name(Flag::constant_output);
 // A kernel it launched reads or writes outside its buffers: found by the guard-zone replay of a
 // passing sample's launches (report["bounds"]), or the run died of an illegal memory access.
 // Whether such a kernel faults depends on what lies next to its buffers, so the flag, not the
 // verdict, is what stays the same however memory was laid out (docs/VERIFIER.md).
-inline constexpr const char* kOutOfBounds = "out_of_bounds";
-// Set when the verifier itself could not run the sample (sandbox set-up, no usable device):
-// the verdict says nothing about the sample and the caller may retry.
-inline constexpr const char* kInfrastructure = "infrastructure";
+inline constexpr const char* kOutOfBounds = store::flag_name(Flag::out_of_bounds);
+// The sample's code replaced a function a verdict or a time rests on (a comparison, a clock, a
+// CUDA event, the import machinery, Triton's launch path, the verifier's own functions) or
+// scanned the process for the verifier (gc.get_objects, sys._current_frames, a trace or audit
+// hook): report["integrity"] and the pool's report["guard"] say what and in which run
+// (docs/VERIFIER.md, "Trust model").
+inline constexpr const char* kTampered = store::flag_name(Flag::tampered);
+// A control run (the unmutated sample run again, at a random place among the mutant runs)
+// failed: the test does not give the same answer twice, so no mutant run's failure is a kill
+// (report["mutant"]["controls"]).
+inline constexpr const char* kUnstableTest = store::flag_name(Flag::unstable_test);
+// Set when the verifier itself could not run the sample (sandbox set-up, no usable device, a
+// report that does not match report_fields.txt): the verdict says nothing about the sample and
+// the caller may retry.
+inline constexpr const char* kInfrastructure = store::flag_name(Flag::infrastructure);
 // Set when the sample needs what the verifier's Python lacks (torch, triton or numpy is not
 // installed): the verdict stands, but says nothing about the sample, so it is not repaired.
-inline constexpr const char* kEnvironment = "environment";
+inline constexpr const char* kEnvironment = store::flag_name(Flag::environment);
 
 struct VerifyResult {
   std::string key;
   Verdict verdict = Verdict::error;
   std::string detail;  // one line: the assertion, exception, signal or deadline
   std::vector<std::string> flags;
-  nlohmann::json report;         // the harness's report plus what the pool observed ("pool")
+  nlohmann::json report;  // the harness's report plus what the pool observed ("pool")
+  // The harness's report, parsed (harness_report.hpp): what C++ reads of it. nullopt when the
+  // harness wrote none (a deadline, a crash, a job the pool could not run).
+  std::optional<HarnessReport> harness;
   std::string script;            // the exact script that ran (empty when none was assembled)
   std::string stdout_text;       // captured, capped (head and tail)
   std::string stderr_tail;       // the last lines of stderr
@@ -64,7 +84,10 @@ enum class KillReason { none, timeout, memory_rss, memory_cgroup, worker_lost };
 
 // Everything known about one finished run of the harness.
 struct RunFacts {
-  std::optional<nlohmann::json> report;  // the harness's JSON, if it wrote a whole one
+  std::optional<HarnessReport> report;  // the harness's report, if it wrote a whole one
+  // Why the report it wrote is not one (a field missing, unknown or of the wrong type, another
+  // version: parse_harness_report's message); then the verdict is an infrastructure error.
+  std::string report_error;
   KillReason killed = KillReason::none;
   int wait_status = -1;  // raw waitpid status; -1 unknown
   double timeout_s = 0;
@@ -96,7 +119,7 @@ struct KernelScore {
   int applicable = 0;
   int equivalent = 0;
   int tried = 0;  // every mutant it built, whatever the result
-  nlohmann::json survived = nlohmann::json::array();
+  std::vector<KernelSurvivor> survived;
   std::string stopped;
   nlohmann::json to_json() const;
 };
@@ -119,8 +142,9 @@ struct MutationScore {
   nlohmann::json to_json() const;
 };
 
+// mutant_report: the skip-launch run's report (nullptr when it wrote none).
 MutationScore score_mutants(Verdict skip_verdict, bool skip_infrastructure,
-                            const nlohmann::json& mutant_report);
+                            const HarnessReport* mutant_report);
 
 // Records the score on the real run's result (report["mutation"]) and, when an output mutant
 // survived, flags it kWeakTest and names the survivors in its detail; when a kernel mutant
@@ -128,12 +152,35 @@ MutationScore score_mutants(Verdict skip_verdict, bool skip_infrastructure,
 // skip-launch mutant's own flag (kMutantSurvived) is set by the pool.
 void apply_mutation_score(VerifyResult& primary, const MutationScore& score);
 
+// What a sample's result pipe holds: its reports, one JSON object per line (the real run's,
+// then the mutant runs' in the same process), and, between them, the guard's lines
+// ({"guard": EVENT}) that the harness's audit hook writes the moment the sample's code scans
+// the process for the verifier. Only complete lines count; a line that is not an object is
+// skipped.
+struct ResultLines {
+  std::vector<nlohmann::json> reports;
+  nlohmann::json guard = nlohmann::json::array();  // the events, in order
+};
+ResultLines split_result_lines(std::string_view result);
+
+// Flags kTampered when a report of the sample's (the real run's or the mutant runs') says the
+// guard found a replaced function or a scan for the verifier ("integrity": tampered), and
+// names the first findings in the detail. Called for every report of the sample.
+// guard: the pool's guard lines of the process that wrote the report (ResultLines::guard).
+void apply_integrity(VerifyResult& r, const HarnessReport* report, const nlohmann::json& guard);
+
+// Flags kUnstableTest when the mutant runs' report says a control run failed ("controls":
+// failed), with the control's failure in the detail.
+void apply_controls(VerifyResult& primary, const HarnessReport* mutant_report);
+
 // The plain words for what a surviving mutant shows about a test (repair prompts, debug).
 std::string mutant_meaning(std::string_view mutant);
 
 // One surviving kernel mutant in plain words: "the test still passes when the mask of the
 // tl.load `...` is removed (code line 12): inputs whose size is a multiple of the block cannot
 // tell them apart".
+std::string kernel_mutant_meaning(const KernelSurvivor& survivor);
+// The same for a survivor as the stored mutation score holds it (report["mutation"]["kernel"]).
 std::string kernel_mutant_meaning(const nlohmann::json& survivor);
 
 // Flags a passing result kConstantOutput when its coverage facts say every output of more than

@@ -1,0 +1,138 @@
+"""Every call of the sample's code, made the same way in every run, with nothing of the
+verifier in sight.
+
+The import of the sample's script, each of its tests in the real run, the skip-launch and
+control runs, the output and kernel mutant runs, and the speed label's calls of its wrapper all
+go through call(): the function runs in one thread kept for the sample's whole process (its
+"runner" thread, started before the sample's first line runs, so thread-local state such as
+torch's default device or grad mode carries from the import to every test as it would in one
+thread), called by one frame compiled from the source below with a file name and globals that
+name nothing of the verifier. What the sample's code sees of its callers is therefore, in every
+run: threading's bootstrap frames, then that one frame, then its own. While it runs, the
+verifier's modules (kforge_harness and its submodules) are out of sys.modules (put back when it
+returns), and sys.modules["__main__"] is a blank stand-in for the harness script; after it
+returns, guard.GUARD.check() looks for replaced functions (guard.py). docs/VERIFIER.md, "Trust
+model", says what this does not hide.
+"""
+
+from __future__ import annotations
+
+import _queue
+import builtins
+import os
+import sys
+import threading
+import types
+from typing import Any, Callable
+
+from .guard import GUARD, PACKAGE
+
+_SOURCE = """
+def run(inbox, outbox, getpid=getpid, pid=pid, exit=exit):
+    while True:
+        job = inbox.get()
+        if job is None:
+            return
+        fn, args, kwargs = job
+        job = None
+        try:
+            result = fn(*args, **kwargs)
+            if type(result).__name__ == "coroutine":
+                import asyncio
+                result = asyncio.run(result)
+        except BaseException as error:
+            if getpid() != pid:
+                exit(0)
+            outbox.put((False, error))
+        else:
+            if getpid() != pid:
+                exit(0)
+            outbox.put((True, result))
+        fn = args = kwargs = result = None
+"""
+THREAD_NAME = "Thread-1"
+STACK_BYTES = 64 << 20  # Triton's compiler (MLIR passes) runs on the calling thread's stack
+
+_runner = None  # (pid, thread, inbox, outbox)
+_STANDIN_MAIN = types.ModuleType("__main__")
+
+
+def _serve_function():
+    scope = {"__builtins__": builtins, "__name__": "__main__", "getpid": os.getpid,
+             "pid": os.getpid(), "exit": os._exit}
+    exec(compile(_SOURCE, "<string>", "exec"), scope)  # noqa: S102 - our own fixed source
+    run = scope.pop("run")
+    scope.clear()
+    scope.update(__builtins__=builtins, __name__="__main__")
+    return run
+
+
+def _start():
+    global _runner
+    if _runner is not None and _runner[0] == os.getpid() and _runner[1].is_alive():
+        return _runner[2], _runner[3]
+    inbox, outbox = _queue.SimpleQueue(), _queue.SimpleQueue()
+    old = threading.stack_size()
+    try:
+        threading.stack_size(STACK_BYTES)
+    except (ValueError, RuntimeError):
+        pass
+    try:
+        t = threading.Thread(target=_serve_function(), args=(inbox, outbox), name=THREAD_NAME,
+                             daemon=True)
+        t.start()
+    finally:
+        try:
+            threading.stack_size(old)
+        except (ValueError, RuntimeError):
+            pass
+    _runner = (os.getpid(), t, inbox, outbox)
+    return inbox, outbox
+
+
+def _ours(name):
+    return name == PACKAGE or name.startswith(PACKAGE + ".")
+
+
+def _hide():
+    saved = {}
+    for name in [n for n in list(sys.modules) if _ours(n)]:
+        saved[name] = sys.modules.pop(name)
+    main = sys.modules.get("__main__")
+    if main is not None and main is not _STANDIN_MAIN and \
+            os.path.basename(str(getattr(main, "__file__", ""))).startswith("kforge"):
+        saved["__main__"] = main
+        sys.modules["__main__"] = _STANDIN_MAIN
+    return saved
+
+
+def _restore(saved):
+    for name in [n for n in list(sys.modules) if _ours(n) and n not in saved]:
+        sys.modules.pop(name, None)  # a copy the sample imported (guard records the import)
+    sys.modules.update(saved)
+
+
+def start() -> None:
+    """Starts the runner thread (before the sample's first line runs)."""
+    _start()
+
+
+def call(phase: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """fn(*args, **kwargs) on the runner thread, the verifier out of sight; returns its result
+    or raises its exception. `phase` names the run for guard's findings."""
+    inbox, outbox = _start()
+    saved = _hide()
+    GUARD.phase, GUARD.in_sample = phase, True
+    try:
+        inbox.put((fn, args, kwargs))
+        ok, value = outbox.get()
+    finally:
+        GUARD.in_sample = False
+        _restore(saved)
+        GUARD.check(phase)
+    if ok:
+        return value
+    try:
+        raise value
+    finally:
+        value = None

@@ -1,0 +1,134 @@
+"""Control runs: the unmutated sample run again, at random places among the mutant runs.
+
+A mutant run counts as a kill only because the tests fail with the mutant and would pass
+without it. A control run is the same run without the mutant: `fresh` (the script imported
+afresh on poisoned GPU memory, as the skip-launch run does, its launches made) is placed before
+or after the skip-launch run, `rerun` (the real run's tests again, as the output and kernel
+mutant runs do) at a random place among the output mutants and one among the kernel mutants.
+The places are drawn from the operating system's randomness in each process, so a sample that
+counts its calls cannot know which run is a control. A control that fails voids every kill of
+the sample (the report's "controls": failed; the pool flags it unstable_test), and a kill whose
+failure is the control's own (the same test and exception) is no kill at all (`as_control`).
+docs/VERIFIER.md, "Control runs".
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+import time
+from typing import Any, Callable, Optional
+
+from .runner import MODULE, execute, run_test, test_cases
+from .shapes import Json, Sample
+
+
+def run_tests(sample: Sample, phase: str) -> Optional[Json]:
+    """The real run's tests once more, in this process, its module as sys.modules has it in the
+    real run. Returns the first result that did not pass (None when they all passed)."""
+    module, info = sample["module"], sample["info"]
+    sys.modules[MODULE] = module
+    me = os.getpid()
+    for test in sample["tests"]:
+        fn = getattr(module, test, None)
+        cases = test_cases(fn) if callable(fn) else None
+        for suffix, kwargs in cases or []:
+            result = run_test(test + suffix, fn, kwargs, me, info, phase)
+            if result.get("status") not in ("passed", "skipped"):
+                return result
+    return None
+
+
+def signature(result: Json) -> tuple[str, str]:
+    """(test, exception) of a failed test's result."""
+    return (result.get("name") or "", result.get("exception") or "")
+
+
+def _sig_of_by(by):
+    parts = (by or "").split(": ")
+    return (parts[0], parts[1] if len(parts) > 1 else "")
+
+
+class Controls:
+    def __init__(self) -> None:
+        self.rng = random.SystemRandom()
+        self.out: Json = {"runs": [], "failed": False}
+        self.failures: list[tuple[str, str]] = []  # signatures of the failed controls
+
+    def place(self, n: int) -> int:
+        """Where a control goes among n mutant runs: before run i (0..n-1), or n: after all."""
+        return self.rng.randint(0, n)
+
+    def record(self, kind: str, where: str, failed: Optional[Json], t0: float) -> bool:
+        entry = {"kind": kind, "at": where, "result": "passed" if failed is None else "failed",
+                 "duration_ms": int((time.monotonic() - t0) * 1000)}
+        if failed is not None:
+            entry["by"] = "%s: %s%s" % (failed.get("name"), failed.get("exception") or "", (
+                ": " + failed["message"].splitlines()[0][:200]
+                if (failed.get("message") or "").strip() else ""))
+            self.failures.append(signature(failed))
+            self.out["failed"] = True
+        self.out["runs"].append(entry)
+        return failed is None
+
+    def fresh(self, sample: Sample, where: str, poison: Callable[[], Any]) -> bool:
+        """The script imported afresh and its tests run with nothing skipped or changed, on GPU
+        memory poisoned as for the skip-launch run (poison() does it). True when it passed."""
+        t0 = time.monotonic()
+        state = sample["state"]
+        saved = _save(state)
+        state.mutant, state.outputs, state.mutator, state.kernel_swap = False, None, None, None
+        state.launches = {}
+        run = {}
+        try:
+            try:
+                poison()
+            except Exception:  # noqa: BLE001 - the run still means something without it
+                pass
+            sys.modules.pop(MODULE, None)
+            execute(sample, MODULE, run, t0, "control", keep=False)
+        finally:
+            _restore(state, saved)
+            if "module" in sample:
+                sys.modules[MODULE] = sample["module"]
+        bad = [r for r in run.get("tests", []) if r.get("status") not in ("passed", "skipped")]
+        return self.record("fresh", where, bad[0] if bad else None, t0)
+
+    def rerun(self, sample: Sample, where: str) -> bool:
+        """The real run's tests again, unmutated. True when they passed."""
+        t0 = time.monotonic()
+        state = sample["state"]
+        saved = _save(state)
+        state.mutant, state.outputs, state.mutator, state.kernel_swap = False, None, None, None
+        state.launches = {}
+        try:
+            failed = run_tests(sample, "control")
+        finally:
+            _restore(state, saved)
+        return self.record("rerun", where, failed, t0)
+
+    def void(self, report: Json) -> None:
+        """After a failed control: no kill stands. Kills whose failure is a control's own are
+        `as_control`, the others `void`; the scores are counted again."""
+        if not self.out["failed"]:
+            return
+        sigs = set(self.failures)
+        for key in ("battery", "kernel_battery"):
+            b = report.get(key)
+            if not isinstance(b, dict):
+                continue
+            for e in b.get("mutants", []):
+                if e.get("result") == "killed":
+                    e["result"] = "as_control" if _sig_of_by(e.get("by")) in sigs else "void"
+            b["killed"] = 0
+            b["applicable"] = sum(e.get("result") == "survived" for e in b.get("mutants", []))
+        self.out["void"] = True
+
+
+def _save(state):
+    return (state.mutant, state.outputs, state.mutator, state.kernel_swap, state.launches)
+
+
+def _restore(state, saved):
+    (state.mutant, state.outputs, state.mutator, state.kernel_swap, state.launches) = saved

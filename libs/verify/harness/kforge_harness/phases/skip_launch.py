@@ -1,0 +1,25 @@
+"""The skip-launch phase (the mutant run in the real run's process): the script imported again,
+its tests run with the launches of its own kernels skipped (mutants.run_mutant), with the fresh
+control run (controls.py) before or after it, by lot (mutants.skip_launch_run)."""
+
+from __future__ import annotations
+
+import traceback
+from typing import Any
+
+from ..controls import Controls
+from ..mutants import skip_launch_run
+from .sequence import Report, Result
+
+
+def run(sample: dict[str, Any], controls: Controls) -> Result:
+    """The skip-launch run's part of the mutant report (its verdict: passed means the tests
+    did not notice); the value True: it ran. The control run goes to controls.out."""
+    part: Report = {}
+    skip_launch_run(sample, part, controls)
+    return Result(part, True)
+
+
+def broken(why: str) -> Report:
+    return {"verdict": "error", "phase": "harness", "detail": why,
+            "traceback": traceback.format_exc()[-4000:]}

@@ -1,0 +1,188 @@
+#pragma once
+// The harness's report, parsed once. The report's fields are declared in one file,
+// kforge_harness/report_fields.txt (its path, type, whether it is always there, and the phase
+// that writes it), which the harness checks each report against before writing it and which the
+// pool compiles in. parse_harness_report() checks a report against the same file and fails
+// closed: a field missing, unknown or of the wrong type, or a report of another version, is an
+// error naming the field (the pool turns it into an `error` verdict, as VerdictLine does for its
+// lines). Every C++ read of a report field goes through the HarnessReport it returns; nothing
+// else reads the report's JSON with a default. Adding a field: its line in report_fields.txt
+// (and the version up by one), the harness writing it, and here, if C++ reads it, a member and
+// its line in harness_report.cpp (docs/VERIFIER.md, "The report").
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kforge/core/result.hpp"
+#include "kforge/store/vocabulary.hpp"
+
+namespace kforge::verify {
+
+using store::Verdict;
+
+// The version of the report this kforge reads (report_fields.txt's `version` line); the pool
+// sends it with each request, and the harness refuses a request of another version.
+int harness_report_version();
+
+// The speed label (verifier.timing; docs/VERIFIER.md, "The speed label"): what the harness
+// measured of a passing sample (report["speed"]), read into one summary.
+struct SpeedLabel {
+  bool timed = false;
+  std::string reason;  // why not timed
+  std::string device;
+  std::optional<double> kernel_us;  // the sum of the timed kernels' medians
+  std::optional<double> gbps, fraction_of_peak;
+  std::optional<double> speedup, speedup_lo, speedup_hi, reference_us;
+  std::optional<double> min_speedup;
+  std::optional<bool> pass_perf;
+  std::vector<std::string> flags;
+  std::optional<std::int64_t> exclusive_ms;
+  // {"timed", "kernel_us", "gbps", "fraction_of_peak", "speedup", "speedup_ci", "pass_perf",
+  // "flags", ...}: for `kforge verify --json`, export and debug.
+  nlohmann::json to_json() const;
+};
+
+// One cross-compile target's result as the harness reported it: ok, error (with the stage and
+// the compiler's first lines), unavailable (this Triton has no backend for it; the sample is not
+// failed) or not_run (no launch of the sample's kernels was captured).
+struct TargetResult {
+  std::string target;
+  store::TargetResultKind result = store::TargetResultKind::error;
+  std::string error;   // "stage: Type: first lines" for an error, the reason otherwise
+  std::string kernel;  // the first kernel that failed
+};
+
+// A kernel mutant the test let through (report["kernel_battery"]["survived"]): which mutant,
+// its operator, kernel and place, and the change in words.
+struct KernelSurvivor {
+  std::string mutant, op, kernel;
+  std::optional<std::string> section;
+  std::optional<std::int64_t> section_line;
+  std::string desc, hint;
+  nlohmann::json to_json() const;
+  // One read from the stored mutation score (report["mutation"]["kernel"]["survived"], which
+  // to_json wrote); nullopt for anything else.
+  static std::optional<KernelSurvivor> from_json(const nlohmann::json& j);
+};
+
+// What Triton's compile() (or the launcher builds) cost in the run.
+struct CompileCost {
+  std::int64_t count = 0, ms = 0;
+  std::optional<std::int64_t> cpu_ms, child_cpu_ms;
+};
+
+struct HarnessReport {
+  struct Test {
+    std::string name, status;
+    std::optional<std::int64_t> duration_ms;
+    bool ran_at_import = false;
+  };
+  struct Triton {
+    std::vector<std::string> kernels;
+    std::vector<std::pair<std::string, std::int64_t>> launches;  // kernel -> launches
+    CompileCost compile, launcher;
+    std::vector<std::pair<std::string, std::string>> autotune_used;  // kernel, config
+    std::int64_t total_launches() const;
+  };
+  struct Prestart {
+    std::optional<std::int64_t> ms, cpu_ms, waited_ms;
+  };
+  struct Coverage {
+    bool constant_outputs = false;
+    nlohmann::json outputs = nlohmann::json::object();  // kernel -> the arguments it wrote
+    nlohmann::json raw;  // every coverage fact, as the harness wrote them (kforge verify --json)
+  };
+  struct Bounds {
+    bool out_of_bounds = false;
+    std::string detail;
+  };
+  struct OutputMutant {
+    std::string mutant, result;
+    std::optional<int> launch;  // survived with this launch alone changed
+  };
+  struct Battery {
+    std::vector<OutputMutant> mutants;
+    std::vector<std::string> not_run;
+    std::string stopped;  // or the harness's error
+    nlohmann::json raw;   // as the harness wrote it (kept with the result, for debug)
+  };
+  struct KernelBattery {
+    std::vector<std::string> results;  // each mutant's result, in order ("" when it has none)
+    std::vector<KernelSurvivor> survived;
+    std::string stopped;
+    nlohmann::json raw;  // as the harness wrote it
+  };
+
+  // What the harness's guard found (report["integrity"], docs/VERIFIER.md, "Trust model").
+  struct Integrity {
+    struct Replaced {
+      std::string what, how, phase;
+    };
+    struct Scan {
+      std::string event, phase;
+    };
+    bool armed = false, tampered = false;
+    std::int64_t watched = 0;
+    std::vector<Replaced> replaced;
+    std::vector<Scan> scans;
+    nlohmann::json raw;  // as the harness wrote it
+  };
+  // The control runs among the mutant runs (report["controls"], docs/VERIFIER.md, "Control
+  // runs").
+  struct Controls {
+    struct Run {
+      std::string kind, at, result;
+      std::int64_t duration_ms = 0;
+      std::optional<std::string> by;  // the failed test: "name: exception[: message]"
+    };
+    std::vector<Run> runs;
+    bool failed = false, voided = false;
+    nlohmann::json raw;  // as the harness wrote it
+  };
+
+  int version = 0;
+  Verdict verdict = Verdict::error;
+  std::string detail, phase;
+  std::optional<std::string> environment;  // the module the verifier's Python lacks
+  std::optional<std::string> script;
+  std::optional<std::int64_t> import_ms;
+  std::optional<std::vector<Test>> tests;
+  std::optional<Triton> triton;
+  std::vector<std::string> code_kernels;
+  std::optional<Prestart> prestart;
+  std::optional<Coverage> coverage;
+  std::optional<Bounds> bounds;
+  std::optional<SpeedLabel> speed;
+  std::optional<std::vector<TargetResult>> cross_compile;  // in the order of the target names
+  std::optional<Battery> battery;
+  std::optional<KernelBattery> kernel_battery;
+  std::optional<nlohmann::json> poisoned_bytes;  // bytes, or why poisoning failed
+  bool mutant_phase = false;                     // the mutant run's report follows
+  std::optional<Integrity> integrity;            // once the guard was armed
+  std::optional<Controls> controls;              // the mutant report's
+  // The phases' own facts (docs/VERIFIER.md, "Phases"), as the schema declares them: phase ->
+  // {wall_ms, cpu_ms[, compile_ms, compile_cpu_ms]}, phase -> what broke, phase -> what it left
+  // behind in the process. Objects (empty when the harness wrote none).
+  nlohmann::json phase_times = nlohmann::json::object();
+  nlohmann::json phase_errors = nlohmann::json::object();
+  nlohmann::json phase_state = nlohmann::json::object();
+};
+
+// Whose report: the harness's own line (a field the pool writes is then unknown), or one the
+// pool stored (the pool's fields allowed; the script taken out).
+enum class ReportOrigin { harness, stored };
+
+// The report, checked against report_fields.txt. Errors: kind "parse", "harness report: field
+// \"tests[0].status\" is missing" and the like.
+Result<HarnessReport> parse_harness_report(const nlohmann::json& report, ReportOrigin origin);
+
+// A stored report (VerifyResult::report): nullopt when the harness wrote none (the pool made the
+// result: a deadline, a lost worker, a job it could not run), else parse_harness_report's.
+Result<std::optional<HarnessReport>> parse_stored_report(const nlohmann::json& report);
+
+}  // namespace kforge::verify

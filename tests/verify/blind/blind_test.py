@@ -1,0 +1,132 @@
+"""The harness's blind calls, guard and control rule on their own (real Python, no pool):
+  python3 blind_test.py HARNESS_DIR FAKE_TRITON_DIR
+tests/verify/tamper_test.cpp runs it; the pool runs of the tampering corpus are there too."""
+
+import os
+import sys
+import threading
+import unittest
+
+sys.path.insert(0, sys.argv[1])
+sys.path.insert(0, sys.argv[2])
+del sys.argv[1:]
+
+from kforge_harness import blind  # noqa: E402
+from kforge_harness.controls import Controls  # noqa: E402
+from kforge_harness.guard import GUARD, Guard  # noqa: E402
+
+
+class BlindTest(unittest.TestCase):
+    def test_the_call_runs_on_one_thread_with_the_verifier_out_of_sys_modules(self):
+        def probe():
+            f, names = sys._getframe(), []
+            while f is not None:
+                names.append(f.f_code.co_name)
+                f = f.f_back
+            return (threading.current_thread().name, threading.get_ident(), names,
+                    [m for m in sys.modules if m.startswith("kforge_harness")])
+        a = blind.call("run", probe)
+        b = blind.call("skip_launch", probe)
+        self.assertEqual(a[0], "Thread-1")
+        self.assertEqual(a[1], b[1])  # the same thread every time
+        self.assertEqual(a[2], ["probe", "run", "run", "_bootstrap_inner", "_bootstrap"])
+        self.assertEqual(a[2], b[2])
+        self.assertEqual(a[3], [])
+        self.assertIn("kforge_harness.blind", sys.modules)  # put back
+
+    def test_an_exception_comes_back_with_its_traceback(self):
+        def boom():
+            raise ValueError("x")
+        try:
+            blind.call("run", boom)
+        except ValueError as e:
+            tb, files = e.__traceback__, []
+            while tb is not None:
+                files.append((tb.tb_frame.f_code.co_filename.rsplit("/", 1)[-1],
+                              tb.tb_frame.f_code.co_name))
+                tb = tb.tb_next
+        self.assertEqual(files[-2:], [("<string>", "run"), ("blind_test.py", "boom")])
+
+    def test_a_coroutine_test_is_run_to_its_end(self):
+        async def t():
+            return 7
+        self.assertEqual(blind.call("run", t), 7)
+
+
+class GuardTest(unittest.TestCase):
+    def test_a_replacement_a_new_code_and_a_deletion_are_found(self):
+        import math
+        import json
+        g = Guard()
+        g.arm()
+        g.check("run")
+        self.assertEqual(g.findings, [])
+        real_isclose, real_code = math.isclose, json.dumps.__code__
+        real_floor = math.floor
+        try:
+            math.isclose = lambda *a, **k: True
+            json.dumps.__code__ = (lambda *a, **k: "{}").__code__
+            del math.floor
+            g.check("output_mutant")
+        finally:
+            math.isclose, json.dumps.__code__, math.floor = real_isclose, real_code, real_floor
+        found = {(f["what"], f["how"], f["phase"]) for f in g.findings}
+        self.assertIn(("math.isclose", "replaced", "output_mutant"), found)
+        self.assertIn(("json.dumps", "code replaced", "output_mutant"), found)
+        self.assertIn(("math.floor", "deleted", "output_mutant"), found)
+        self.assertTrue(g.report()["tampered"])
+
+    def test_scans_in_the_sample_are_recorded_and_the_verifiers_own_are_not(self):
+        import gc
+        GUARD.arm()
+        before = len(GUARD.scans)
+        gc.get_referrers(self)  # the verifier's main thread, no sample call: not recorded
+        self.assertEqual(len(GUARD.scans), before)
+        r, w = os.pipe()
+        GUARD.out_fd = w
+        try:
+            blind.call("kernel_mutant", lambda: len(gc.get_objects()))
+        finally:
+            GUARD.out_fd = None
+            os.close(w)
+        line = os.read(r, 4096)
+        os.close(r)
+        self.assertEqual(GUARD.scans[-1], {"event": "gc.get_objects", "phase": "kernel_mutant"})
+        self.assertEqual(line, b'{"guard": "gc.get_objects"}\n')
+
+
+class ControlRuleTest(unittest.TestCase):
+    def test_a_failed_control_voids_the_kills_and_names_those_it_explains(self):
+        c = Controls()
+        c.record("rerun", "output mutant 3", {"name": "test_add", "exception": "AssertionError",
+                                             "message": "wrong"}, 0.0)
+        report = {"battery": {"mutants": [
+            {"mutant": "tail", "result": "killed", "by": "test_add: AssertionError: wrong"},
+            {"mutant": "interior", "result": "killed", "by": "test_other: ValueError: x"},
+            {"mutant": "permute", "result": "not_applicable"}], "killed": 2, "applicable": 2},
+            "kernel_battery": {"mutants": [
+                {"mutant": "k1", "result": "killed", "by": "test_add: AssertionError"},
+                {"mutant": "k2", "result": "equivalent"}], "killed": 1, "applicable": 1}}
+        c.void(report)
+        self.assertEqual([e["result"] for e in report["battery"]["mutants"]],
+                         ["as_control", "void", "not_applicable"])
+        self.assertEqual(report["battery"]["killed"], 0)
+        self.assertEqual(report["battery"]["applicable"], 0)
+        self.assertEqual(report["kernel_battery"]["mutants"][0]["result"], "as_control")
+        self.assertTrue(c.out["failed"] and c.out["void"])
+
+    def test_passing_controls_change_nothing(self):
+        c = Controls()
+        c.record("fresh", "before the skip-launch run", None, 0.0)
+        report = {"battery": {"mutants": [{"mutant": "tail", "result": "killed", "by": "t: E"}]}}
+        c.void(report)
+        self.assertEqual(report["battery"]["mutants"][0]["result"], "killed")
+        self.assertFalse(c.out["failed"])
+
+    def test_places_are_drawn_over_every_position(self):
+        c = Controls()
+        self.assertEqual({c.place(3) for _ in range(400)}, {0, 1, 2, 3})
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=1)

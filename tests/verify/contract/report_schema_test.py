@@ -1,0 +1,140 @@
+"""The harness's side of the report contract (kforge_harness/report_schema.py and pipes.py): the
+declared fields (report_fields.txt) and vocabularies load, a real run's report passes the check,
+and a report that breaks it (a field renamed, missing, of the wrong type, unknown, the pool's, of
+another version, a number JSON cannot carry) goes out as an error report of phase "harness" that
+names the field. Run by tests/verify/harness_report_test.cpp
+(VerifyHarnessReport.PythonReportCheck) as
+`python3 report_schema_test.py HARNESS_DIR FAKE_TRITON_DIR SAMPLES_DIR`."""
+
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+def _arg(env):
+    return os.path.abspath(sys.argv.pop(1) if len(sys.argv) > 1 else os.environ[env])
+
+
+sys.path.insert(0, _arg("KFORGE_HARNESS_DIR"))
+sys.path.insert(0, _arg("KFORGE_FAKE_TRITON"))
+SAMPLES = _arg("KFORGE_SAMPLES")
+
+from kforge_harness import HARNESS_VERSION, pipes, report_schema  # noqa: E402
+from kforge_harness.runner import run_sample  # noqa: E402
+
+
+def minimal(**fields):
+    report = {"harness": report_schema.VERSION, "pid": 1, "verdict": "passed",
+              "detail": "1 test passed", "phase": "done"}
+    report.update(fields)
+    return report
+
+
+def sample_request(name):
+    def read(part):
+        with open(os.path.join(SAMPLES, name, part + ".py")) as f:
+            return f.read()
+    return {"code": read("code"), "kernel_wrapper": read("wrapper"),
+            "unitest_code": read("test"), "report_version": report_schema.VERSION}
+
+
+class Declared(unittest.TestCase):
+    def test_the_version_is_the_harness_version(self):
+        self.assertEqual(HARNESS_VERSION, report_schema.VERSION)
+        self.assertGreaterEqual(report_schema.VERSION, 2)
+
+    def test_every_vocabulary_loads(self):
+        self.assertIn("passed", report_schema.vocabulary("verdicts"))
+        self.assertIn("weak_test", report_schema.vocabulary("flags"))
+        self.assertEqual(report_schema.vocabulary("target_results"),
+                         ["ok", "error", "unavailable", "not_run"])
+        self.assertEqual(report_schema.vocabulary("stage_kinds"), ["analysis", "code", "repair"])
+        self.assertEqual(report_schema.VERDICT.passed, "passed")
+        self.assertEqual(report_schema.TARGET_RESULT.not_run, "not_run")
+        with self.assertRaisesRegex(AttributeError, "'pased' is not in vocabulary/verdicts.txt"):
+            report_schema.VERDICT.pased  # noqa: B018
+
+    def test_each_declared_object_field_has_a_declared_parent(self):
+        for path in report_schema.FIELDS:
+            parent = path.rsplit(".", 1)[0] if "." in path else None
+            if parent is None:
+                continue
+            parent = parent.rstrip("[]{}")
+            self.assertIn(parent, report_schema.FIELDS, path)
+
+
+class Check(unittest.TestCase):
+    def test_a_minimal_report_passes(self):
+        self.assertIsNone(report_schema.violation(minimal()))
+
+    def test_real_runs_reports_pass(self):
+        for name, verdict in (("pass", "passed"), ("triton_vector_add", "passed"),
+                              ("assert_fail", "failed"), ("syntax_error", "invalid")):
+            old = os.getcwd()
+            with tempfile.TemporaryDirectory() as d:
+                os.chdir(d)
+                try:
+                    report = {"harness": HARNESS_VERSION, "pid": os.getpid()}
+                    run_sample(sample_request(name), report)
+                finally:
+                    os.chdir(old)
+                    sys.path[:] = [p for p in sys.path if p != d]
+            self.assertEqual(report["verdict"], verdict, "%s: %s" % (name, report.get("detail")))
+            self.assertIsNone(report_schema.violation(json.loads(json.dumps(report))), name)
+
+    def test_a_renamed_field_is_named(self):
+        report = minimal()
+        report["details"] = report.pop("detail")
+        self.assertEqual(report_schema.violation(report), "detail: is missing")
+        report["detail"] = "x"
+        self.assertEqual(report_schema.violation(report),
+                         "details: is not a field of the report (report_fields.txt)")
+
+    def test_a_nested_field_of_the_wrong_type_is_named(self):
+        bad = minimal(tests=[{"name": "test_a", "status": "passed", "duration_ms": "3"}])
+        self.assertEqual(report_schema.violation(bad),
+                         "tests[0].duration_ms: is string, declared int")
+        bad = minimal(triton={"available": True})
+        self.assertEqual(report_schema.violation(bad), "triton.version: is missing")
+        bad = minimal(speed={"timed": True, "kernels": [{"time_us": 1.0, "gbps": None}],
+                             "reference": None, "flags": ["x", 3]})
+        self.assertEqual(report_schema.violation(bad), "speed.flags[1]: is int, declared string")
+
+    def test_names_come_from_the_vocabularies(self):
+        self.assertEqual(report_schema.violation(minimal(verdict="pass")),
+                         "verdict: is string, declared name<verdicts>")
+        bad = minimal(cross_compile={"targets": {"hip:gfx942": {"result": "fine"}}})
+        self.assertEqual(report_schema.violation(bad),
+                         "cross_compile.targets{hip:gfx942}.result: is string, "
+                         "declared name<target_results>")
+
+    def test_the_pools_fields_and_another_version_are_refused(self):
+        self.assertEqual(report_schema.violation(minimal(pool={})),
+                         "pool: is the pool's to write")
+        self.assertEqual(report_schema.violation(minimal(harness=1)),
+                         "harness: is 1, the declared version is %d" % report_schema.VERSION)
+
+    def test_a_bad_report_goes_out_as_an_error_naming_the_field(self):
+        out = json.loads(pipes.checked_report(minimal(bogus=1)))
+        self.assertEqual(out["verdict"], "error")
+        self.assertEqual(out["phase"], "harness")
+        self.assertEqual(out["detail"], "harness error: report field bogus: is not a field of "
+                         "the report (report_fields.txt)")
+        self.assertIsNone(report_schema.violation(out))
+        nan = json.loads(pipes.checked_report(minimal(import_ms=float("nan"))))
+        self.assertEqual(nan["phase"], "harness")
+        self.assertIn("a number JSON cannot carry", nan["detail"])
+        good = minimal()
+        self.assertEqual(json.loads(pipes.checked_report(good)), good)
+
+    def test_the_request_names_the_version(self):
+        self.assertIsNone(report_schema.request_version_error(
+            {"report_version": report_schema.VERSION}))
+        self.assertIn("expects report version 1",
+                      report_schema.request_version_error({"report_version": 1}))
+        self.assertIn("expects report version None", report_schema.request_version_error({}))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,166 @@
+// The report as a declared contract (kforge_harness/report_fields.txt, harness_report.hpp): the
+// pool parses each report once and fails closed, naming the field, for a field missing, renamed,
+// unknown, of the wrong type, the pool's, or a report of another version; the harness checks its
+// own report before writing it (contract/report_schema_test.py) and refuses a request of another
+// version; a verdict line whose report does not parse is refused.
+
+#include <gtest/gtest.h>
+
+#include "kforge/verify/harness_report.hpp"
+#include "kforge/verify/verdict_line.hpp"
+#include "verify_util.hpp"
+
+namespace kforge::test {
+namespace {
+
+using verify::ReportOrigin;
+using verify::Verdict;
+using Json = nlohmann::json;
+
+std::string parse_error(const Json& report, ReportOrigin origin = ReportOrigin::harness) {
+  auto r = verify::parse_harness_report(report, origin);
+  return r.ok() ? std::string("(parsed)") : r.error().message;
+}
+
+TEST(VerifyHarnessReport, PythonReportCheck) {
+  TempDir tmp;
+  auto r = run_process(
+      {sandbox_python(), (source_dir() / "tests/verify/contract/report_schema_test.py").string(),
+       (source_dir() / "libs/verify/harness").string(),
+       (source_dir() / "tests/verify/fake_triton").string(),
+       (source_dir() / "tests/verify/samples").string()},
+      {"TMPDIR=" + tmp.path().string()}, 120);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("Ran 11 tests"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("\nOK"), std::string::npos) << r.err;
+}
+
+TEST(VerifyHarnessReport, TheDeclaredFieldsAreReadTyped) {
+  EXPECT_GE(verify::harness_report_version(), 2);
+  Json report = harness_json(
+      {{"tests", {{{"name", "test_a"}, {"status", "passed"}, {"duration_ms", 12}}}},
+       {"import_ms", 40},
+       {"triton",
+        {{"available", true},
+         {"version", nullptr},
+         {"kernels", {"add_kernel"}},
+         {"launches", {{"add_kernel", 3}}},
+         {"autotune", "single"},
+         {"autotune_used", Json::array()},
+         {"mutant", false},
+         {"compile", {{"count", 1}, {"ms", 9}, {"cpu_ms", 4}, {"child_cpu_ms", 2}}},
+         {"launcher", {{"count", 0}, {"ms", 0}}}}},
+       {"speed",
+        {{"timed", true},
+         {"environment", {{"device", "H200"}, {"torch", "2.11"}}},
+         {"kernels", {{{"time_us", 4.0}, {"gbps", nullptr}, {"reps", 30}}}},
+         {"reference", {{"speedup", 1.5}, {"ci", {1.2, 1.8}}, {"mode", "device"}}},
+         {"pass_perf", true},
+         {"flags", Json::array()}}},
+       {"cross_compile",
+        {{"targets", {{"hip:gfx942", {{"result", "not_run"}, {"reason", "no launch"}}}}}}},
+       {"mutant_phase", true}});
+  auto h = verify::parse_harness_report(report, ReportOrigin::harness);
+  ASSERT_TRUE(h.ok()) << h.error().message;
+  EXPECT_EQ(h->verdict, Verdict::passed);
+  EXPECT_EQ(h->phase, "done");
+  ASSERT_TRUE(h->tests);
+  EXPECT_EQ((*h->tests)[0].duration_ms, 12);
+  ASSERT_TRUE(h->triton);
+  EXPECT_EQ(h->triton->total_launches(), 3);
+  EXPECT_EQ(h->triton->compile.child_cpu_ms, 2);
+  ASSERT_TRUE(h->speed);
+  EXPECT_EQ(h->speed->device, "H200");
+  EXPECT_EQ(h->speed->kernel_us, 4.0);
+  EXPECT_EQ(h->speed->speedup_lo, 1.2);
+  ASSERT_TRUE(h->cross_compile);
+  EXPECT_EQ((*h->cross_compile)[0].result, store::TargetResultKind::not_run);
+  EXPECT_EQ((*h->cross_compile)[0].error, "no launch");
+  EXPECT_TRUE(h->mutant_phase);
+}
+
+TEST(VerifyHarnessReport, MissingRenamedUnknownWrongTypeAndVersionFailNamingTheField) {
+  Json renamed = harness_json();
+  renamed["details"] = renamed["detail"];
+  renamed.erase("detail");
+  EXPECT_EQ(parse_error(renamed), "harness report: field \"detail\" is missing");
+  renamed["detail"] = "x";
+  EXPECT_EQ(parse_error(renamed),
+            "harness report: field \"details\" is not a field of the report (report_fields.txt)");
+  EXPECT_EQ(parse_error(harness_json({{"import_ms", "12"}})),
+            "harness report: field \"import_ms\" is string '12', declared int");
+  EXPECT_EQ(parse_error(harness_json({{"verdict", "fine"}})),
+            "harness report: field \"verdict\" is string 'fine', declared name<verdicts>");
+  EXPECT_EQ(parse_error(harness_json(
+                {{"tests", {{{"name", "t"}, {"status", "passed"}, {"where", {{"line", 3}}}}}}})),
+            "harness report: field \"tests[0].where.section\" is missing");
+  EXPECT_EQ(parse_error(harness_json(
+                {{"cross_compile", {{"targets", {{"hip:gfx942", {{"result", "fine"}}}}}}}})),
+            "harness report: field \"cross_compile.targets{hip:gfx942}.result\" is string "
+            "'fine', declared name<target_results>");
+  EXPECT_EQ(parse_error(harness_json({{"speed", {{"timed", "yes"}}}})),
+            "harness report: field \"speed.timed\" is string 'yes', declared bool");
+  // The pool's fields: in a stored report only.
+  EXPECT_EQ(parse_error(harness_json({{"pool", {{"slot", 0}}}})),
+            "harness report: field \"pool\" is the pool's to write, not the harness's");
+  EXPECT_EQ(parse_error(harness_json({{"pool", {{"slot", 0}}}}), ReportOrigin::stored), "(parsed)");
+  EXPECT_EQ(parse_error(harness_json({{"harness", 1}})),
+            "harness report: field \"harness\" is version 1, this kforge reads version " +
+                std::to_string(verify::harness_report_version()) +
+                " (the harness and kforge were installed apart)");
+  EXPECT_EQ(parse_error(Json::array()), "harness report: not a JSON object");
+  // A stored report without the harness's (the pool made the result) is none, not an error.
+  auto none = verify::parse_stored_report({{"pool", {{"error", "no device"}}}});
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(*none);
+}
+
+TEST(VerifyHarnessReport, ARenamedFieldOnThePythonSideIsAnInfrastructureErrorNamingIt) {
+  // The real harness, its writer made to send "details" for "detail" past its own check.
+  TempDir tmp;
+  auto pool = make_pool(test_config(tmp));
+  ASSERT_TRUE(pool);
+  auto r = run_all(*pool, {load_sample("report_renamed"), load_sample("report_unknown_field"),
+                           load_sample("pass")});
+  EXPECT_EQ(r[0].verdict, Verdict::error);
+  EXPECT_EQ(r[0].detail, "harness report: field \"detail\" is missing") << r[0].stderr_tail;
+  EXPECT_EQ(r[0].flags, std::vector<std::string>{verify::kInfrastructure});
+  EXPECT_FALSE(r[0].harness);
+  EXPECT_EQ(r[0].report["pool"]["rejected_report"]["details"], "1 test passed");
+  // A field the harness's own check does not know: it sends an error report naming it.
+  EXPECT_EQ(r[1].verdict, Verdict::error);
+  EXPECT_EQ(r[1].detail,
+            "harness error: report field bogus_field: is not a field of the report "
+            "(report_fields.txt)")
+      << r[1].stderr_tail;
+  EXPECT_EQ(r[1].flags, std::vector<std::string>{verify::kInfrastructure});
+  ASSERT_TRUE(r[1].harness);
+  EXPECT_EQ(r[1].harness->phase, "harness");
+  // The same harness, its report left alone.
+  EXPECT_EQ(r[2].verdict, Verdict::passed) << r[2].detail;
+  ASSERT_TRUE(r[2].harness);
+  EXPECT_EQ(r[2].harness->version, verify::harness_report_version());
+}
+
+TEST(VerifyHarnessReport, AVerdictLineWhoseReportDoesNotParseIsRefused) {
+  verify::VerdictLine l;
+  l.index = 3;
+  l.result.key = "k";
+  l.result.verdict = Verdict::passed;
+  set_report(l.result, {{"speed", {{"timed", false}, {"reason", "timing is off"}}}});
+  l.result.report["pool"] = {{"slot", 1}};
+  auto back = verify::verdict_line_from_json(verify::to_json(l).dump());
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  ASSERT_TRUE(back->result.harness);
+  ASSERT_TRUE(back->result.harness->speed);
+  EXPECT_EQ(back->result.harness->speed->reason, "timing is off");
+  l.result.report["speed"]["timed_out"] = l.result.report["speed"]["timed"];
+  l.result.report["speed"].erase("timed");
+  auto bad = verify::verdict_line_from_json(verify::to_json(l).dump());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message,
+            "verdict line: field \"report\": harness report: field \"speed.timed\" is missing");
+}
+
+}  // namespace
+}  // namespace kforge::test

@@ -1,0 +1,16 @@
+import time
+
+
+def check(out, want):
+    t0 = time.perf_counter()
+    same = out == want
+    assert time.perf_counter() >= t0
+    return same
+
+def test_add():
+    for n in (1, 63, 64, 130):
+        x = [float(i + (n > 1)) for i in range(n)]
+        y = [2.0 * i for i in range(n)]
+        out = add(x, y)
+        want = [x[i] + y[i] for i in range(n)]
+        assert check(out, want), "wrong sum for n=%d" % n

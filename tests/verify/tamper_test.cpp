@@ -1,0 +1,202 @@
+// Runs a sample cannot tell apart, end to end through the pool on the CPU stand-in for Triton:
+// the tampering corpus (tests/verify/tamper: wrong kernels whose tests or wrappers try to pass the
+// real run and fail every mutant run, by looking at the stack, sys.modules, their call counts,
+// stdout, a trace function or the process's objects, or by replacing a comparison, a clock or the
+// report writer) fails or is flagged, every honest control that uses the same tools honestly is
+// verified, and the held-out samples (written after the rest) are caught as well.
+// bench/verify/tamper_corpus.py runs the same corpus through the harness alone, on a GPU too
+// (scripts/gpu/tamper).
+
+#include <gtest/gtest.h>
+
+#include "verify_util.hpp"
+
+namespace kforge::test {
+namespace {
+
+using verify::Verdict;
+using Json = nlohmann::json;
+
+bool has_flag(const verify::VerifyResult& r, const char* flag) {
+  return std::find(r.flags.begin(), r.flags.end(), flag) != r.flags.end();
+}
+
+std::vector<verify::VerifyResult> run_corpus(const std::vector<std::string>& names) {
+  TempDir tmp;
+  auto pool = make_pool(test_config(tmp));
+  EXPECT_TRUE(pool);
+  if (!pool) return {};
+  std::vector<verify::VerifyRequest> reqs;
+  for (const auto& n : names) reqs.push_back(load_sample(n, {}, "tamper"));
+  return run_all(*pool, reqs);
+}
+
+struct Want {
+  const char* name;
+  const char* flag;  // the flag that must be set, or nullptr: the real run must fail
+};
+
+void expect_caught(const std::vector<Want>& want) {
+  std::vector<std::string> names;
+  for (const auto& w : want) names.push_back(w.name);
+  auto r = run_corpus(names);
+  ASSERT_EQ(r.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    SCOPED_TRACE(std::string(want[i].name) + ": " + r[i].detail + "\n" + Json(r[i].flags).dump());
+    EXPECT_FALSE(r[i].verified());
+    if (want[i].flag == nullptr)
+      EXPECT_NE(r[i].verdict, Verdict::passed);
+    else
+      EXPECT_TRUE(has_flag(r[i], want[i].flag));
+  }
+}
+
+TEST(VerifyTamper, PythonBlindCallsGuardAndControlRule) {
+  TempDir tmp;
+  auto r =
+      run_process({sandbox_python(), (source_dir() / "tests/verify/blind/blind_test.py").string(),
+                   (source_dir() / "libs/verify/harness").string(),
+                   (source_dir() / "tests/verify/fake_triton").string()},
+                  {"TMPDIR=" + tmp.path().string()}, 120);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("Ran 8 tests"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("\nOK"), std::string::npos) << r.err;
+}
+
+TEST(VerifyTamper, GuardLinesOnTheResultPipeAreReadApartFromTheReports) {
+  auto lines = verify::split_result_lines(
+      "{\"guard\": \"gc.get_objects\"}\n{\"verdict\": \"passed\", \"mutant_phase\": true}\n"
+      "{\"guard\": \"sys._current_frames\"}\n{\"verdict\": \"failed\"}\n{\"guard\": \"x\"");
+  ASSERT_EQ(lines.reports.size(), 2u);
+  EXPECT_EQ(lines.reports[0]["verdict"], "passed");
+  EXPECT_EQ(lines.reports[1]["verdict"], "failed");
+  // The last line is not whole: not counted.
+  EXPECT_EQ(lines.guard, Json({"gc.get_objects", "sys._current_frames"}));
+  // A report that happens to hold a "guard" key among others stays a report.
+  auto other = verify::split_result_lines("{\"guard\": 1, \"verdict\": \"passed\"}\n");
+  EXPECT_EQ(other.reports.size(), 1u);
+  EXPECT_TRUE(other.guard.empty());
+  // The flag and its detail come from the guard's lines even when the report says nothing.
+  verify::VerifyResult res;
+  res.verdict = Verdict::passed;
+  verify::apply_integrity(res, nullptr, Json{"gc.get_objects"});
+  EXPECT_EQ(res.flags, std::vector<std::string>{verify::kTampered});
+  EXPECT_NE(res.detail.find("gc.get_objects called by the sample's code"), std::string::npos);
+}
+
+TEST(VerifyTamper, SamplesThatLookForTheVerifierSeeTheSameInEveryRun) {
+  // Their tests compare only when a frame, module or word of the verifier's mutant runs is in
+  // sight; with nothing in sight they never compare, and skipping the launches shows it.
+  expect_caught({{"stack_getframe", verify::kMutantSurvived},
+                 {"stack_inspect", verify::kMutantSurvived},
+                 {"stack_traceback", nullptr},  // never sees the real run's frames: compares
+                 {"modules_name", verify::kMutantSurvived},
+                 {"modules_verifier", verify::kMutantSurvived},
+                 {"stdout_banner", verify::kMutantSurvived}});
+}
+
+TEST(VerifyTamper, ACountingTestIsCaughtByAControlRun) {
+  // Free in the first run, failing in every later one: a control run fails, no kill counts.
+  auto r = run_corpus({"count_calls"});
+  ASSERT_EQ(r.size(), 1u);
+  SCOPED_TRACE(r[0].detail + "\n" + r[0].report.dump());
+  EXPECT_EQ(r[0].verdict, Verdict::passed);
+  EXPECT_TRUE(has_flag(r[0], verify::kUnstableTest));
+  EXPECT_FALSE(r[0].verified());
+  const auto& controls = r[0].report["mutant"]["controls"];
+  EXPECT_EQ(controls["failed"], true);
+  EXPECT_EQ(controls["runs"][0]["result"], "failed");
+  EXPECT_NE(r[0].detail.find("unstable test: a control run of the unmutated sample failed"),
+            std::string::npos);
+  // The skip-launch run's failure is void: it is not counted as a kill.
+  EXPECT_EQ(r[0].report["mutation"]["killed"], 0);
+}
+
+TEST(VerifyTamper, ReplacedFunctionsAndScansAreFlaggedTampered) {
+  auto r =
+      run_corpus({"patched_isclose", "patched_timer", "patched_report", "gc_scan", "settrace"});
+  ASSERT_EQ(r.size(), 5u);
+  for (const auto& x : r) {
+    SCOPED_TRACE(x.key + ": " + x.detail + "\n" + x.report.dump());
+    EXPECT_TRUE(has_flag(x, verify::kTampered));
+    EXPECT_FALSE(x.verified());
+    EXPECT_NE(x.detail.find("tampered: "), std::string::npos);
+  }
+  EXPECT_NE(r[0].detail.find("math.isclose replaced (in the run run)"), std::string::npos);
+  EXPECT_NE(r[1].detail.find("time.perf_counter replaced"), std::string::npos);
+  // The writer was replaced after the scan that found it: the guard's line on the result pipe,
+  // written before the scan returned, stands whatever the report says.
+  EXPECT_EQ(r[2].report["guard"], Json::array({"gc.get_objects"}));
+  EXPECT_NE(r[3].detail.find("gc.get_objects called by the sample's code"), std::string::npos);
+  EXPECT_NE(r[4].detail.find("sys.settrace"), std::string::npos);
+}
+
+TEST(VerifyTamper, HeldOutSamplesAreCaughtToo) {
+  // Written after the rest, of the same kinds: the callers' globals, a count in the
+  // environment, a replaced builtin, other threads' frames, the referrers of the kernel.
+  expect_caught({{"held_frame_globals", verify::kMutantSurvived},
+                 {"held_count_environ", verify::kUnstableTest},
+                 {"held_patched_all", verify::kTampered},
+                 {"held_current_frames", verify::kTampered},
+                 {"held_referrers", verify::kTampered}});
+}
+
+TEST(VerifyTamper, HonestControlsAreVerified) {
+  // The same tools used honestly: inspect and sys._getframe for names, a call counter that
+  // compares every time, a clock, math.isclose, print and gc.collect.
+  auto r = run_corpus(
+      {"honest_inspect", "honest_counting", "honest_timer", "honest_isclose", "honest_stdout"});
+  ASSERT_EQ(r.size(), 5u);
+  for (const auto& x : r) {
+    SCOPED_TRACE(x.key + ": " + x.detail + "\n" + x.report.dump());
+    EXPECT_EQ(x.verdict, Verdict::passed);
+    EXPECT_TRUE(x.verified()) << Json(x.flags).dump();
+    // Every control run passed, and the guard found nothing.
+    const auto& controls = x.report["mutant"]["controls"];
+    EXPECT_EQ(controls["failed"], false);
+    EXPECT_GE(controls["runs"].size(), 2u);
+    for (const auto& c : controls["runs"]) EXPECT_EQ(c["result"], "passed") << c.dump();
+    EXPECT_EQ(x.report["integrity"]["tampered"], false);
+    EXPECT_GT(x.report["integrity"]["watched"].get<int>(), 100);
+  }
+}
+
+TEST(VerifyTamper, TheSampleSeesOneNeutralCallerAndNoVerifierModule) {
+  // What the sample's code sees, written into its own stdout by a test that passes: the frames
+  // above the test, the verifier's modules in sys.modules, the names JITFunction.run wears.
+  TempDir tmp;
+  auto pool = make_pool(test_config(tmp));
+  ASSERT_TRUE(pool);
+  auto req = load_sample("honest_counting", {}, "tamper");
+  *req.unitest_code += R"(
+
+import sys
+import threading
+import triton.runtime.jit as _jit
+
+
+def test_what_it_sees():
+    f, frames = sys._getframe(), []
+    while f is not None:
+        frames.append("%s:%s" % (f.f_code.co_filename.rsplit("/", 1)[-1], f.f_code.co_name))
+        f = f.f_back
+    ours = [m for m in sys.modules if m.startswith("kforge_harness")]
+    run = _jit.JITFunction.run
+    print("SEEN", frames, ours, sys.modules["__main__"].__dict__.get("__file__"),
+          run.__module__, run.__qualname__, run.__code__.co_filename.rsplit("/", 1)[-1],
+          run.__globals__["__name__"], threading.current_thread().name)
+)";
+  auto r = run_one(*pool, req);
+  ASSERT_EQ(r.verdict, Verdict::passed) << r.detail;
+  auto at = r.stdout_text.find("SEEN ");
+  ASSERT_NE(at, std::string::npos) << r.stdout_text;
+  std::string seen = r.stdout_text.substr(at, r.stdout_text.find('\n', at) - at);
+  EXPECT_EQ(seen,
+            "SEEN ['kforge_sample.py:test_what_it_sees', '<string>:run', 'threading.py:run', "
+            "'threading.py:_bootstrap_inner', 'threading.py:_bootstrap'] [] None "
+            "triton.runtime.jit JITFunction.run jit.py triton.runtime.jit Thread-1");
+  EXPECT_TRUE(r.verified()) << Json(r.flags).dump();
+}
+
+}  // namespace
+}  // namespace kforge::test
