@@ -98,7 +98,7 @@ Result<nlohmann::ordered_json> collect(store::Db& db, const app::Config& cfg,
   }
   ordered_json all = ordered_json::object();
   KF_TRY(auto by_state, pipeline::jobs_by_state(db));
-  for (const auto& [state, n] : by_state) all[state] = n;
+  for (const auto& [state, count] : by_state) all[state] = count;
   out["jobs"] = all;
   const std::int64_t now = system_clock().wall_ms();
   KF_TRY(auto daemon, pipeline::daemon_state(db, now, this_host(), pid_alive));

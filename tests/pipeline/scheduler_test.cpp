@@ -215,6 +215,7 @@ TEST_F(SchedulerTest, V2RunsAnalyzeThenGenerateBoundToTheStoredAnalysis) {
   EXPECT_EQ(prompt.find("a copy kernel"), std::string::npos) << "analysis must see code only";
   EXPECT_EQ(prompt.find("{{"), std::string::npos);
   EXPECT_EQ(first.model, "fake-model");
+  EXPECT_EQ(first.req.run, "v2-a");  // stored with the call (llm_calls.run_tag): the run's cost
   for (int i = 0; i < 3; ++i) provider_.answer(analysis_answer().dump());
   r = step(*s);
   EXPECT_EQ(r.completed, 3);

@@ -48,7 +48,7 @@ const json* member(const json& j, const char* key) {
 
 std::int64_t int_or_zero(const json& obj, const char* key) {
   const json* v = member(obj, key);
-  return v != nullptr && v->is_number_integer() ? v->get<std::int64_t>() : 0;
+  return v != nullptr && v->is_number() ? v->get<std::int64_t>() : 0;
 }
 
 std::optional<std::string> text_of(const json* v) {
