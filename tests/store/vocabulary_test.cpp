@@ -16,7 +16,7 @@ namespace kforge::store {
 namespace {
 
 template <class E, std::size_t N>
-std::vector<std::string> names(const EnumName<E> (&table)[N]) {
+std::vector<std::string> table_names(const EnumName<E> (&table)[N]) {
   std::vector<std::string> out;
   for (const auto& e : table) out.emplace_back(e.name);
   return out;
@@ -41,10 +41,10 @@ TEST(Vocabulary, CppFileAndSqlHoldTheSameNamesInTheSameOrder) {
     const char* table;
   };
   for (const Case& c :
-       {Case{"verdicts.txt", names(kVerdictNames), "verdict_names"},
-        Case{"flags.txt", names(kFlagNames), "flag_names"},
-        Case{"target_results.txt", names(kTargetResultNames), "target_result_names"},
-        Case{"stage_kinds.txt", names(kStageKindNames), "stage_kind_names"}}) {
+       {Case{"verdicts.txt", table_names(kVerdictNames), "verdict_names"},
+        Case{"flags.txt", table_names(kFlagNames), "flag_names"},
+        Case{"target_results.txt", table_names(kTargetResultNames), "target_result_names"},
+        Case{"stage_kinds.txt", table_names(kStageKindNames), "stage_kind_names"}}) {
     SCOPED_TRACE(c.file);
     auto file = vocabulary_lines(c.file);
     EXPECT_FALSE(file.empty());
