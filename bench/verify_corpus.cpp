@@ -571,11 +571,11 @@ Measure run_pool(Bench& e, const std::vector<Sample>& samples, const std::string
           ++phase_n[k];
         }
         if (ph.value("context_waited", std::int64_t{0}) <= 0) ++on_path;
-        for (const auto& [k, t] : fig["phase_times"].items()) {
+        for (const auto& [k, pt] : fig["phase_times"].items()) {
           auto& row = m.phase_times[k];
           row[0] += 1;
-          row[1] += t.value("wall_ms", 0.0) / 1000.0;
-          row[2] += t.value("cpu_ms", 0.0) / 1000.0;
+          row[1] += pt.value("wall_ms", 0.0) / 1000.0;
+          row[2] += pt.value("cpu_ms", 0.0) / 1000.0;
         }
         if (res.report.contains("speed") && res.report["speed"].is_object() &&
             res.report["speed"].value("timed", false)) {
