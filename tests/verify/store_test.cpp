@@ -55,7 +55,7 @@ std::unique_ptr<store::Db> fixture_db(const std::filesystem::path& path, bool be
 // A report with every part readers read: tests (one not an object), launches, output mutants
 // and the kernel battery, coverage, a speed account, a bounds finding.
 nlohmann::json rich_report() {
-  return nlohmann::json::parse(R"({
+  return nlohmann::json::parse(R"json({
     "tests": [{"name": "test_add", "status": "passed"},
               {"name": "test_big", "status": "failed",
                "where": {"section": "unitest_code", "line": 7, "function": "test_big"}},
@@ -68,7 +68,7 @@ nlohmann::json rich_report() {
     "speed": {"timed": false, "reason": "GPU busy"},
     "bounds": {"out_of_bounds": true, "detail": "kernel add_kernel writes outside out (launch 0)"
 }
-})");
+})json");
 }
 
 TEST(VerifyStore, WhatReadersReadOfTheReportIsStoredInColumnsAndTables) {
