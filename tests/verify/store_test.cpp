@@ -66,8 +66,9 @@ nlohmann::json rich_report() {
                             "survived": [{"mutant": "k3", "op": "index_swap", "section_line": 9}]}},
     "coverage": {"output_sizes": [1, 4096], "tail_path": true},
     "speed": {"timed": false, "reason": "GPU busy"},
-    "bounds": {"out_of_bounds": true, "detail": "kernel add_kernel writes outside out (launch 0)"}
-  })json");
+    "bounds": {"out_of_bounds": true, "detail": "kernel add_kernel writes outside out (launch 0)"
+}
+})json");
 }
 
 TEST(VerifyStore, WhatReadersReadOfTheReportIsStoredInColumnsAndTables) {
@@ -205,32 +206,6 @@ TEST(VerifyStore, StoresAVerdictWithItsReport) {
   auto bad = store_verification(**db, {std::nullopt, 1, 99, 1}, r, 1);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("sample 99"), std::string::npos);
-}
-
-TEST(VerifyStore, TextsWithANulByteAreStoredWhole) {
-  test::TempDir tmp;
-  auto db = store::Db::open({(tmp.path() / "k.db").string()});
-  ASSERT_TRUE(db.ok()) << db.error().message;
-  auto fixtures = read_file(test::source_dir() / "tests" / "verify" / "fixtures.sql");
-  ASSERT_TRUE(fixtures.ok());
-  ASSERT_TRUE((*db)->exec(*fixtures).ok());
-  VerifyResult r;
-  r.verdict = Verdict::error;
-  r.detail = std::string("ValueError: source code string cannot contain null bytes\0after", 62);
-  r.stderr_tail = std::string("line 1\0line 2\n", 14);
-  auto id = store_verification(**db, {std::nullopt, 1, 1, 1}, r, 1700000000000);
-  ASSERT_TRUE(id.ok()) << id.error().message;
-  auto select =
-      read_file(test::source_dir() / "tests" / "verify" / "select_verification_texts.sql");
-  ASSERT_TRUE(select.ok());
-  auto s = (*db)->prepare(*select);
-  ASSERT_TRUE(s.ok());
-  s->bind(1, *id);
-  ASSERT_TRUE(s->step().value_or(false));
-  EXPECT_EQ(s->text(0), r.detail);
-  EXPECT_EQ(s->text(1), r.stderr_tail);
-  EXPECT_EQ(s->int64(2), 62);
-  EXPECT_EQ(s->int64(3), 14);
 }
 
 TEST(VerifyStore, DeviceAlerts) {
