@@ -8,7 +8,7 @@
 namespace kforge::pipeline {
 
 namespace {
-const store::QuerySet& q() {
+const store::QuerySet& score_q() {
   return pipeline_queries();
 }
 }  // namespace
@@ -20,11 +20,11 @@ Result<std::int64_t> score_run(store::Db& db, const std::string& tag,
       {"score", {{"version", "score"}, {"sha256", ""}, {"kind", "code"}}}};
   const nlohmann::json want = store::to_json(params);
   {
-    KF_TRY(store::Stmt * st, db.cached(q()["score_run_insert"]));
+    KF_TRY(store::Stmt * st, db.cached(score_q()["score_run_insert"]));
     st->bind(1, tag).bind(2, want.dump()).bind(3, prompts.dump()).bind(4, now);
     KF_CHECK(st->run());
   }
-  KF_TRY(store::Stmt * st, db.cached(q()["score_run_get"]));
+  KF_TRY(store::Stmt * st, db.cached(score_q()["score_run_get"]));
   st->bind(1, tag);
   struct Row {
     std::int64_t id;
@@ -44,14 +44,14 @@ Result<std::int64_t> score_run(store::Db& db, const std::string& tag,
   if (!(have == params))
     return fail("conflict", "checks: the run '" + tag + "' was created with other checks (" +
                                 row->params + "); use another tag for these");
-  KF_TRY(store::Stmt * re, db.cached(q()["score_run_reopen"]));
+  KF_TRY(store::Stmt * re, db.cached(score_q()["score_run_reopen"]));
   re->bind(1, row->id).bind(2, now);
   KF_CHECK(re->run());
   return row->id;
 }
 
 Result<std::optional<std::int64_t>> score_sample(store::Db& db, const std::string& content_key) {
-  KF_TRY(store::Stmt * st, db.cached(q()["score_sample_id"]));
+  KF_TRY(store::Stmt * st, db.cached(score_q()["score_sample_id"]));
   st->bind(1, "score/" + content_key);
   return st->one([](store::Stmt& r) { return r.int64(0); });
 }
@@ -65,7 +65,7 @@ Result<std::int64_t> scored_sample(store::Db& db, const ScoredItem& item, std::i
   std::string code = item.code;
   std::optional<std::string> d1, d2;
   if (!item.named_key.empty()) {
-    KF_TRY(store::Stmt * st, db.cached(q()["score_named_sample"]));
+    KF_TRY(store::Stmt * st, db.cached(score_q()["score_named_sample"]));
     st->bind(1, item.named_key);
     KF_TRY(auto row, st->one([](store::Stmt& r) {
       return std::make_tuple(r.text(0), r.opt_text(1), r.opt_text(2));
@@ -78,7 +78,7 @@ Result<std::int64_t> scored_sample(store::Db& db, const ScoredItem& item, std::i
   if (code.empty()) return fail("usage", "code: empty, and no key names an imported sample");
   nlohmann::json record = {{"tag", item.tag}, {"id", item.item_id}};
   if (!item.named_key.empty()) record["key"] = item.named_key;
-  KF_TRY(store::Stmt * st, db.cached(q()["score_sample_insert"]));
+  KF_TRY(store::Stmt * st, db.cached(score_q()["score_sample_insert"]));
   st->bind(1, "score/" + item.content_key)
       .bind(2, sha256_hex(code))
       .bind(3, code)
@@ -97,21 +97,21 @@ Result<ScoreJob> enqueue_scored(store::Db& db, std::int64_t run_id, const Scored
                                 std::int64_t now) {
   ScoreJob out;
   KF_TRY(out.sample_id, scored_sample(db, item, now));
-  KF_TRY(store::Stmt * get, db.cached(q()["score_job_get"]));
+  KF_TRY(store::Stmt * get, db.cached(score_q()["score_job_get"]));
   get->bind(1, run_id).bind(2, out.sample_id);
   KF_TRY(auto job, get->one([](store::Stmt& r) { return std::make_pair(r.int64(0), r.text(1)); }));
   if (job) {
     out.job_id = job->first;
     out.waiting = job->second == "verify_queued" || job->second == "verifying";
     if (!out.waiting) {
-      KF_TRY(store::Stmt * st, db.cached(q()["score_job_requeue"]));
+      KF_TRY(store::Stmt * st, db.cached(score_q()["score_job_requeue"]));
       st->bind(1, out.job_id).bind(2, now);
       KF_CHECK(st->run());
     }
     return out;
   }
   {
-    KF_TRY(store::Stmt * st, db.cached(q()["score_job_insert"]));
+    KF_TRY(store::Stmt * st, db.cached(score_q()["score_job_insert"]));
     st->bind(1, run_id).bind(2, out.sample_id).bind(3, now);
     KF_CHECK(st->run());
     out.job_id = db.last_insert_rowid();
@@ -124,7 +124,7 @@ Result<ScoreJob> enqueue_scored(store::Db& db, std::int64_t run_id, const Scored
   const nlohmann::json request = {{"model", "client"},
                                   {"messages", messages},
                                   {"score", {{"tag", item.tag}, {"id", item.item_id}}}};
-  KF_TRY(store::Stmt * st, db.cached(q()["score_output_insert"]));
+  KF_TRY(store::Stmt * st, db.cached(score_q()["score_output_insert"]));
   st->bind(1, out.job_id)
       .bind(2, run_id)
       .bind(3, out.sample_id)
@@ -137,25 +137,25 @@ Result<ScoreJob> enqueue_scored(store::Db& db, std::int64_t run_id, const Scored
 
 Result<bool> cancel_scored(store::Db& db, std::int64_t job_id, const std::string& why,
                            std::int64_t now) {
-  KF_TRY(store::Stmt * st, db.cached(q()["score_job_cancel"]));
+  KF_TRY(store::Stmt * st, db.cached(score_q()["score_job_cancel"]));
   st->bind(1, job_id).bind(2, why).bind(3, now);
   KF_CHECK(st->run());
   return db.changes() > 0;
 }
 
 Result<std::int64_t> forget_scored(store::Db& db, std::int64_t before_ms) {
-  KF_TRY(store::Stmt * jobs, db.cached(q()["score_forget_jobs"]));
+  KF_TRY(store::Stmt * jobs, db.cached(score_q()["score_forget_jobs"]));
   jobs->bind(1, before_ms);
   KF_CHECK(jobs->run());
   const std::int64_t n = db.changes();
   if (n == 0) return n;
-  KF_TRY(store::Stmt * samples, db.cached(q()["score_forget_samples"]));
+  KF_TRY(store::Stmt * samples, db.cached(score_q()["score_forget_samples"]));
   KF_CHECK(samples->run());
   return n;
 }
 
 Result<ScoreQueueDepth> score_queue_depth(store::Db& db) {
-  KF_TRY(store::Stmt * st, db.cached(q()["score_queue_depth"]));
+  KF_TRY(store::Stmt * st, db.cached(score_q()["score_queue_depth"]));
   KF_TRY(auto row, st->one([](store::Stmt& r) {
     ScoreQueueDepth d;
     d.score_waiting = r.opt_int64(0).value_or(0);
