@@ -84,6 +84,61 @@ TEST(VerifyTamper, GuardLinesOnTheResultPipeAreReadApartFromTheReports) {
   EXPECT_NE(res.detail.find("gc.get_objects called by the sample's code"), std::string::npos);
 }
 
+TEST(VerifyTamper, IntegrityAndControlsAreReadThroughTheDeclaredReport) {
+  // The harness's "integrity" and "controls" are declared fields (report_fields.txt): parsed
+  // into HarnessReport, refused by field when malformed, and the flags come from the parse.
+  Json integrity = {
+      {"armed", true},
+      {"watched", 40},
+      {"tampered", true},
+      {"replaced", {{{"what", "math.isclose"}, {"how", "replaced"}, {"phase", "run"}}}},
+      {"scans", Json::array()}};
+  Json controls = {{"runs",
+                    {{{"kind", "rerun"},
+                      {"at", "output mutant 2"},
+                      {"result", "failed"},
+                      {"duration_ms", 3},
+                      {"by", "test_add: AssertionError"}}}},
+                   {"failed", true},
+                   {"void", true}};
+  auto parsed =
+      verify::parse_harness_report(harness_json({{"integrity", integrity}, {"controls", controls}}),
+                                   verify::ReportOrigin::harness);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  ASSERT_TRUE(parsed->integrity && parsed->controls);
+  EXPECT_EQ(parsed->integrity->watched, 40);
+  ASSERT_EQ(parsed->integrity->replaced.size(), 1u);
+  EXPECT_EQ(parsed->integrity->replaced[0].what, "math.isclose");
+  EXPECT_TRUE(parsed->controls->failed);
+  EXPECT_TRUE(parsed->controls->voided);
+  EXPECT_EQ(parsed->controls->runs[0].by.value_or(""), "test_add: AssertionError");
+
+  verify::VerifyResult res;
+  res.verdict = Verdict::passed;
+  verify::apply_integrity(res, &*parsed, Json::array());
+  verify::apply_controls(res, &*parsed);
+  EXPECT_EQ(res.flags, (std::vector<std::string>{verify::kTampered, verify::kUnstableTest}));
+  EXPECT_NE(res.detail.find("math.isclose replaced (in the run run)"), std::string::npos)
+      << res.detail;
+  EXPECT_NE(res.detail.find("(test_add: AssertionError)"), std::string::npos) << res.detail;
+  // A failed control voids the skip-launch run's kill too.
+  auto score = verify::score_mutants(Verdict::failed, false, &*parsed);
+  EXPECT_EQ(score.killed, 0);
+  EXPECT_EQ(score.applicable, 0);
+
+  integrity["tampered"] = "yes";
+  auto bad = verify::parse_harness_report(harness_json({{"integrity", integrity}}),
+                                          verify::ReportOrigin::harness);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("integrity.tampered"), std::string::npos)
+      << bad.error().message;
+  controls.erase("failed");
+  bad = verify::parse_harness_report(harness_json({{"controls", controls}}),
+                                     verify::ReportOrigin::harness);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("controls.failed"), std::string::npos) << bad.error().message;
+}
+
 TEST(VerifyTamper, SamplesThatLookForTheVerifierSeeTheSameInEveryRun) {
   // Their tests compare only when a frame, module or word of the verifier's mutant runs is in
   // sight; with nothing in sight they never compare, and skipping the launches shows it.

@@ -247,8 +247,8 @@ struct Pool::Impl {
   // fail for the verifier's own reasons) means the test checks nothing about the kernel.
   static void attach_mutant(VerifyResult& primary, Verdict verdict, const std::string& detail,
                             const std::vector<std::string>& flags, std::int64_t duration_ms,
-                            const std::optional<HarnessReport>& report,
-                            const nlohmann::json& guard, const char* process);
+                            const std::optional<HarnessReport>& report, const nlohmann::json& guard,
+                            const char* process);
   void complete(Sample job, VerifyResult res);
   void fail_job(Sample job, const std::string& why);
   bool any_device_in_rotation() const;

@@ -23,9 +23,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// One report of the result pipe (split_result_lines): the JSON (kept in `raw`, to be stored) and its report, parsed
-// once against report_fields.txt (harness_report.hpp). A report that does not match is an
-// infrastructure error naming the field (RunFacts::report_error), never read with defaults.
+// One report of the result pipe (split_result_lines): the JSON (kept in `raw`, to be stored) and
+// its report, parsed once against report_fields.txt (harness_report.hpp). A report that does not
+// match is an infrastructure error naming the field (RunFacts::report_error), never read with
+// defaults.
 void take_report(nlohmann::json line, nlohmann::json& raw, RunFacts& facts) {
   raw = std::move(line);
   if (!raw.is_object()) {
