@@ -338,6 +338,13 @@ def _patch_autotuner(state):
         configs = getattr(self, "configs", None) or []
         if not (state.autotune == "single" or state.mutant) or len(configs) <= 1:
             return orig_run(self, *args, **kwargs)
+        # Full autotuning benchmarks every config and refuses a meta-parameter the caller passes
+        # that a config sets, in these words: the sample sees Triton's error, not a duplicate
+        # keyword of the hooks' call below.
+        conflicts = [k for k in kwargs if k in getattr(configs[0], "kwargs", {})]
+        if conflicts:
+            raise ValueError("Conflicting meta-parameters: %s. Make sure that you don't re-define "
+                             "auto-tuned symbols." % ", ".join(conflicts))
         # Verify mode: the first config that compiles and runs, hooks kept. Like full autotuning,
         # the choice is made once per key; before that first run the autotuner's pre_hook is
         # called with reset_only=True, as full autotuning does after benchmarking
