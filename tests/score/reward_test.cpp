@@ -89,12 +89,13 @@ TEST(Request, ErrorsNameTheField) {
 }
 
 TEST(Request, TheContentKeyCoversCodeChecksHarnessAndGpu) {
-  Item it{"a", "code", "", "wrapper", "test"};
+  Item it{"a", "code", "", "wrapper", "test", nullptr};
   store::RunParams none, slow;
   slow.require_speedup = 1.5;
   Fingerprint f{"h1", "cpu"};
   const auto k = content_key(it, none, f);
-  EXPECT_EQ(k, content_key(Item{"b", "code", "", "wrapper", "test"}, none, f));  // not the id
+  EXPECT_EQ(k,
+            content_key(Item{"b", "code", "", "wrapper", "test", nullptr}, none, f));  // not the id
   EXPECT_NE(k, content_key(it, slow, f));
   EXPECT_NE(k, content_key(it, none, Fingerprint{"h2", "cpu"}));
   EXPECT_NE(k, content_key(it, none, Fingerprint{"h1", "NVIDIA H200"}));

@@ -37,7 +37,7 @@ class ServiceTest : public ::testing::Test {
     r.tag = "t";
     r.deadline_s = deadline_s;
     for (std::size_t i = 0; i < tests.size(); ++i)
-      r.items.push_back({"i" + std::to_string(i), "code", "", "wrapper", tests[i]});
+      r.items.push_back({"i" + std::to_string(i), "code", "", "wrapper", tests[i], nullptr});
     return r;
   }
   // The verifier's side: leases one job and stores `verdict` for it.
