@@ -22,7 +22,7 @@ def _leave_behind():
         closed = open(os.devnull, "w")
         closed.close()
         sys.stdout = closed  # every later print raises
-        sys.settrace(_trace)
+        # (a trace function is tampering: flagged by the integrity guard, tests/verify/tamper)
         random.seed(12345)
         os.environ["KFORGE_LEFT_BEHIND"] = "1"
         os.chdir("/")

@@ -1,2 +1,0 @@
-def run_add(a, b):
-    return add(a, b)
