@@ -345,7 +345,7 @@ TEST_F(RunCli, StatusKnowsWhetherTheDaemonLives) {
                   "pid " + std::to_string(pid) + " is gone from this host"));
   EXPECT_EQ(j["verifier_alerts"][0]["old"], true);
   EXPECT_EQ(j["runs"][0]["phase"], "generated");
-  EXPECT_TRUE(has(j["runs"][0]["waits_for"].get<std::string>(), "no kforged is running"));
+  EXPECT_TRUE(has(j["runs"][0]["waits_for"].get<std::string>(), "no daemon is running"));
   text = site_->kforge({"status"});
   EXPECT_TRUE(has(text.out, "daemon     STALE: pid " + std::to_string(pid))) << text.out;
   EXPECT_TRUE(has(text.out, "old ALERT  verifier device cuda:0")) << text.out;
@@ -427,7 +427,7 @@ TEST_F(RunCli, AZombieDaemonOnThisHostIsNotRunning) {
   EXPECT_TRUE(has(j["daemon"]["why"].get<std::string>(),
                   "pid " + std::to_string(zombie) + " is gone from this host"))
       << j.dump();
-  EXPECT_TRUE(has(j["runs"][0]["waits_for"].get<std::string>(), "no kforged is running"))
+  EXPECT_TRUE(has(j["runs"][0]["waits_for"].get<std::string>(), "no daemon is running"))
       << j.dump();
   auto text = site_->kforge({"status", "z"});
   EXPECT_FALSE(has(text.out, "running since")) << text.out;

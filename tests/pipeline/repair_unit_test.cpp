@@ -210,6 +210,7 @@ TEST(RepairEvidence, WeakInputsNameTheSurvivingKernelMutantAndItsLine) {
                   {"equivalent", 1},
                   {"survived", json::array({{{"mutant", "k3"},
                                              {"op", "mask_drop"},
+                                             {"kernel", "rows_kernel"},
                                              {"section", "code"},
                                              {"section_line", 12},
                                              {"desc",
