@@ -174,7 +174,11 @@ TEST(VerifyPool, CrashesAndDeadlinesWarm) {
 
 TEST(VerifyPool, FreshInterpreterMode) {
   TempDir tmp;
-  auto pool = make_pool(test_config(tmp, "fresh"));
+  // A fresh interpreter imports the harness, arms the integrity guard and the sample's runner
+  // thread for every sample: more than the 2 s of the warm tests on a loaded 2-core machine.
+  auto cfg = test_config(tmp, "fresh");
+  cfg.timeout_s = 8;
+  auto pool = make_pool(cfg);
   ASSERT_TRUE(pool);
   auto r = run_all(*pool, {load_sample("pass"), load_sample("assert_fail"), load_sample("segfault"),
                            load_sample("loop_forever"), load_sample("syntax_error")});
