@@ -154,7 +154,7 @@ TEST(VerifyHarnessReport, ARenamedFieldOnThePythonSideIsAnInfrastructureErrorNam
   EXPECT_EQ(r[0].detail, "harness report: field \"detail\" is missing") << r[0].stderr_tail;
   EXPECT_EQ(r[0].flags, std::vector<std::string>{verify::kInfrastructure});
   EXPECT_FALSE(r[0].harness);
-  EXPECT_EQ(r[0].report["pool"]["rejected_report"]["details"], "1 test passed");
+  EXPECT_EQ(r[0].report["pool"]["rejected_report"]["details"], "2 tests passed");
   // A field the harness's own check does not know: it sends an error report naming it.
   TempDir tmp2;
   auto unknown = test_config(tmp2);
