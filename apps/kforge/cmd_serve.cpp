@@ -23,12 +23,17 @@
 #include <mutex>
 
 #include "commands.hpp"
+#include "kforge/app/http_guard.hpp"
 #include "kforge/core/clock.hpp"
 #include "kforge/report/escape.hpp"
 #include "kforge/report/viewer.hpp"
 
 namespace kforge::cli {
 namespace {
+
+using app::constant_time_equal;
+using app::host_of;
+using app::is_loopback;
 
 constexpr const char* kCookie = "kforge_token";
 
@@ -81,48 +86,6 @@ class Connections {
   std::mutex mu_;
   std::vector<std::unique_ptr<store::Db>> idle_;
 };
-
-// Equal texts, in time that depends on the length of `presented` only.
-bool constant_time_equal(std::string_view presented, std::string_view secret) {
-  unsigned char diff = presented.size() == secret.size() ? 0 : 1;
-  for (std::size_t i = 0; i < presented.size(); ++i)
-    diff |=
-        static_cast<unsigned char>(presented[i] ^ (secret.empty() ? 0 : secret[i % secret.size()]));
-  return diff == 0;
-}
-
-// A loopback host: "localhost", an IPv4 literal of 127.0.0.0/8 (four decimal parts, as inet_pton
-// reads them) or the IPv6 loopback literal. Names that merely start with "127." are not.
-bool is_loopback(const std::string& host) {
-  std::string lower = host;
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (lower == "localhost") return true;
-  in_addr v4{};
-  if (::inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
-  in6_addr v6{};
-  return ::inet_pton(AF_INET6, host.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
-}
-
-// The host part of a Host header ("127.0.0.1:8370", "[::1]:8370", "localhost"); "" when the
-// header is not HOST, HOST:PORT, [V6] or [V6]:PORT with a decimal port.
-std::string host_of(const std::string& header) {
-  auto port_ok = [](std::string_view p) {
-    return !p.empty() && p.size() <= 5 &&
-           std::all_of(p.begin(), p.end(), [](char c) { return c >= '0' && c <= '9'; });
-  };
-  if (!header.empty() && header.front() == '[') {
-    auto close = header.find(']');
-    if (close == std::string::npos) return "";
-    std::string_view rest = std::string_view(header).substr(close + 1);
-    if (!rest.empty() && (rest.front() != ':' || !port_ok(rest.substr(1)))) return "";
-    return header.substr(1, close - 1);
-  }
-  auto colon = header.find(':');
-  if (colon == std::string::npos) return header;
-  if (header.find(':', colon + 1) != std::string::npos) return "";  // a bare IPv6 is no Host
-  if (!port_ok(std::string_view(header).substr(colon + 1))) return "";
-  return header.substr(0, colon);
-}
 
 // The value of cookie `name` in a Cookie header, "" when absent.
 std::string cookie(const std::string& header, const std::string& name) {

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "kforge/app/http_guard.hpp"
 #include "kforge/pipeline/prompt.hpp"
 #include "kforge/score/service.hpp"
 #include "kforge/verify/pool.hpp"
@@ -20,23 +21,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-bool constant_time_equal(std::string_view presented, std::string_view secret) {
-  unsigned char diff = presented.size() == secret.size() ? 0 : 1;
-  for (std::size_t i = 0; i < presented.size(); ++i)
-    diff |=
-        static_cast<unsigned char>(presented[i] ^ (secret.empty() ? 0 : secret[i % secret.size()]));
-  return diff == 0;
-}
-
-bool is_loopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-}
-
-// The host part of a Host header ("127.0.0.1:8471", "[::1]:8471", "localhost").
-std::string host_of(const std::string& header) {
-  if (!header.empty() && header.front() == '[') return header.substr(1, header.find(']') - 1);
-  return header.substr(0, header.rfind(':'));
-}
+using app::constant_time_equal;
+using app::host_of;
+using app::is_loopback;
 
 void answer(httplib::Response& res, int status, const nlohmann::json& body) {
   res.status = status;
