@@ -59,7 +59,7 @@ std::pair<std::string, std::string> phase(const pipeline::RunProgress& p,
   if (!p.refused.empty() && p.remaining > 0)
     return {"generating", "the daemon refuses the run: " + p.refused};
   if (p.remaining > 0)
-    return {"generating", live ? "" : "kforged: no daemon is running on this database"};
+    return {"generating", live ? "" : "no kforged is running on this database"};
   if (p.verifying > 0) {
     std::string n = std::to_string(p.verifying) + " samples";
     if (verifies && !verifier_down.empty())

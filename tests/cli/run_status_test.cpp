@@ -255,7 +255,7 @@ TEST_F(RunCli, NoRateOrEtaWithoutADaemon) {
   EXPECT_TRUE(j["runs"][0]["eta_s"].is_null()) << j["runs"][0].dump();
   auto text = site.kforge({"status", "r"});
   EXPECT_TRUE(has(text.out, "rate - samples/min   ETA -")) << text.out;
-  EXPECT_TRUE(has(text.out, "no daemon is running")) << text.out;
+  EXPECT_TRUE(has(text.out, "no kforged is running")) << text.out;
 }
 
 TEST_F(RunCli, CancelTwiceIsIdempotentLikePause) {
@@ -345,7 +345,7 @@ TEST_F(RunCli, StatusKnowsWhetherTheDaemonLives) {
                   "pid " + std::to_string(pid) + " is gone from this host"));
   EXPECT_EQ(j["verifier_alerts"][0]["old"], true);
   EXPECT_EQ(j["runs"][0]["phase"], "generated");
-  EXPECT_TRUE(has(j["runs"][0]["waits_for"].get<std::string>(), "no daemon is running"));
+  EXPECT_TRUE(has(j["runs"][0]["waits_for"].get<std::string>(), "no kforged is running"));
   text = site_->kforge({"status"});
   EXPECT_TRUE(has(text.out, "daemon     STALE: pid " + std::to_string(pid))) << text.out;
   EXPECT_TRUE(has(text.out, "old ALERT  verifier device cuda:0")) << text.out;
@@ -427,7 +427,7 @@ TEST_F(RunCli, AZombieDaemonOnThisHostIsNotRunning) {
   EXPECT_TRUE(has(j["daemon"]["why"].get<std::string>(),
                   "pid " + std::to_string(zombie) + " is gone from this host"))
       << j.dump();
-  EXPECT_TRUE(has(j["runs"][0]["waits_for"].get<std::string>(), "no daemon is running"))
+  EXPECT_TRUE(has(j["runs"][0]["waits_for"].get<std::string>(), "no kforged is running"))
       << j.dump();
   auto text = site_->kforge({"status", "z"});
   EXPECT_FALSE(has(text.out, "running since")) << text.out;
