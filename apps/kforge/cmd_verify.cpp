@@ -11,15 +11,12 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "kforge/core/printable.hpp"
 #include "kforge/corpus/importer.hpp"
 #include "kforge/corpus/reader.hpp"
-#include "kforge/verify/figures.hpp"
 #include "kforge/verify/pool.hpp"
-#include "kforge/verify/speed.hpp"
+#include "kforge/verify/record_run.hpp"
 #include "kforge/verify/store.hpp"
 #include "kforge/verify/targets.hpp"
-#include "kforge/verify/verdict_line.hpp"
 
 namespace kforge::cli {
 namespace {
@@ -37,12 +34,6 @@ struct VerifyArgs {
   bool record_devices = false;
   bool full = false;
   std::vector<std::string> cross_compile;
-};
-
-struct Slow {
-  std::int64_t index = 0;
-  std::string key;
-  nlohmann::json figures;
 };
 
 std::optional<std::string> string_field(const nlohmann::ordered_json& rec, const char* name) {
@@ -87,6 +78,80 @@ Result<VerifyMap> parse_verify_map(const std::string& spec, std::string& key_fie
       key_field = field;
   }
   return m;
+}
+
+// The pool's options from the configuration and the command line.
+Result<verify::PoolOptions> pool_options(const VerifyArgs& args, const app::Config& cfg) {
+  verify::PoolOptions opts;
+  opts.config = cfg.verifier;
+  if (args.timeout_s > 0) opts.config.timeout_s = args.timeout_s;
+  if (!args.mode.empty()) {
+    auto mode = parse_enum(verify::kPoolModeNames, args.mode, "verifier mode");
+    if (!mode.ok()) return Error("usage", "--mode: " + mode.error().message);
+    opts.config.mode = *mode;
+  }
+  if (auto e =
+          verify::parse_targets(args.cross_compile, "--cross-compile", opts.config.cross_compile))
+    return Error("usage", *e);
+  opts.total_workers = args.workers;
+  return opts;
+}
+
+// Submits each record of the file (up to --limit) as a request, its fields found by `map`.
+Status submit_records(const VerifyArgs& args, const VerifyMap& map, verify::RecordRun& run) {
+  auto read = corpus::read_records(
+      args.file, corpus::Format::automatic,
+      [&](nlohmann::ordered_json&& rec, const corpus::RecordPos& pos) -> Status {
+        if (args.limit > 0 && pos.index >= args.limit) return {};
+        if (!rec.is_object())
+          return fail("parse", args.file + ": record " + std::to_string(pos.index) + " (line " +
+                                   std::to_string(pos.line) + "): not a JSON object");
+        verify::VerifyRequest req;
+        req.key = record_key(rec, args.key_field, pos.index);
+        req.code = string_field(rec, map.code.c_str());
+        req.kernel_wrapper = string_field(rec, map.kernel_wrapper.c_str());
+        req.unitest_code = string_field(rec, map.unitest_code.c_str());
+        return run.submit(pos.index, std::move(req));
+      });
+  if (!read.ok()) return read.error();
+  return {};
+}
+
+int run_verify(VerifyArgs& args, Globals& g) {
+  KF_TRY_OR_REPORT(app::Config cfg, load(g));
+  KF_TRY_OR_REPORT(VerifyMap map, parse_verify_map(args.map, args.key_field));
+  KF_TRY_OR_REPORT(verify::PoolOptions opts, pool_options(args, cfg));
+  std::ofstream json_out;
+  if (!args.json_out.empty()) {
+    json_out.open(args.json_out, std::ios::trunc);
+    if (!json_out) return report(Error("io", args.json_out + ": cannot open for writing"));
+  }
+  KF_TRY_OR_REPORT(auto pool, verify::Pool::create(opts));
+  auto t0 = system_clock().steady_now();
+  verify::RecordRunOptions ro;
+  ro.slowest = args.slowest;
+  ro.full = args.full;
+  ro.mode = opts.config.mode;
+  ro.cross_compile = opts.config.cross_compile;
+  ro.code_field = map.code;
+  bool tty = ::isatty(2) && !g.quiet;
+  if (tty)
+    ro.progress = [](std::int64_t written, std::int64_t total) {
+      std::fprintf(stderr, "\rverified %lld / %lld   ", static_cast<long long>(written),
+                   static_cast<long long>(total));
+    };
+  verify::RecordRun run(*pool, std::move(ro), json_out.is_open() ? &json_out : nullptr);
+  if (Status read = submit_records(args, map, run); !read.ok()) return report(read.error());
+  run.finish();
+  if (tty) std::fprintf(stderr, "\r\033[K");
+  double secs = std::chrono::duration<double>(system_clock().steady_now() - t0).count();
+  std::fputs(run.summary(args.file, secs).c_str(), stdout);
+  if (args.record_devices) {
+    KF_TRY_OR_REPORT(auto db, app::open_store(cfg));
+    auto st = verify::store_device_status(*db, pool->devices(), system_clock().wall_ms());
+    if (!st.ok()) return report(st.error());
+  }
+  return kOk;
 }
 
 }  // namespace
@@ -141,203 +206,7 @@ Command add_verify(CLI::App& root, Globals& g) {
   cmd->footer(
       "Exit code 0 when the verifier ran, whatever the verdicts; 1 when it could not (bad file, "
       "no harness, no Python). A record missing a field is 'skipped'.");
-  return {
-      cmd, [args, &g]() -> int {
-        KF_TRY_OR_REPORT(app::Config cfg, load(g));
-        KF_TRY_OR_REPORT(VerifyMap map, parse_verify_map(args->map, args->key_field));
-        verify::PoolOptions opts;
-        opts.config = cfg.verifier;
-        if (args->timeout_s > 0) opts.config.timeout_s = args->timeout_s;
-        if (!args->mode.empty()) {
-          auto mode = parse_enum(verify::kPoolModeNames, args->mode, "verifier mode");
-          if (!mode.ok()) return report(Error("usage", "--mode: " + mode.error().message));
-          opts.config.mode = *mode;
-        }
-        if (auto e = verify::parse_targets(args->cross_compile, "--cross-compile",
-                                           opts.config.cross_compile))
-          return report(Error("usage", *e));
-        opts.total_workers = args->workers;
-        std::ofstream json_out;
-        if (!args->json_out.empty()) {
-          json_out.open(args->json_out, std::ios::trunc);
-          if (!json_out) return report(Error("io", args->json_out + ": cannot open for writing"));
-        }
-        KF_TRY_OR_REPORT(auto pool, verify::Pool::create(opts));
-        auto t0 = system_clock().steady_now();
-        std::map<verify::Verdict, std::int64_t> by_verdict;
-        std::map<std::string, std::int64_t> by_flag;
-        // target -> result -> samples
-        std::map<std::string, std::map<std::string, std::int64_t>> by_target;
-        std::int64_t verified = 0, total = 0, written = 0, no_code = 0;
-        // Results arrive out of order; lines are written in record order.
-        std::map<std::int64_t, nlohmann::ordered_json> pending;
-        auto flush = [&] {
-          while (!pending.empty() && pending.begin()->first == written) {
-            if (json_out) json_out << pending.begin()->second.dump() << "\n";
-            pending.erase(pending.begin());
-            ++written;
-          }
-        };
-        bool tty = ::isatty(2) && !g.quiet;
-        std::vector<Slow> slow;  // the slowest so far, longest first
-        auto on_result = [&](std::int64_t index, verify::VerifyResult&& r) {
-          ++by_verdict[r.verdict];
-          for (const auto& f : r.flags) ++by_flag[f];
-          if (r.verified()) ++verified;
-          auto fig = verify::sample_figures(r);
-          nlohmann::ordered_json line{{"index", index},
-                                      {"key", r.key},
-                                      {"verdict", verify::to_string(r.verdict)},
-                                      {"detail", r.detail},
-                                      {"flags", r.flags}};
-          for (const auto& [k, v] : fig.items()) line[k] = v;
-          // The test's strength (docs/VERIFIER.md, "Output mutants") and what it exercised.
-          if (r.report.contains("mutation")) line["mutation"] = r.report["mutation"];  // the pool's
-          if (r.harness && r.harness->coverage) line["coverage"] = r.harness->coverage->raw;
-          // The speed label (verifier.timing; docs/VERIFIER.md, "The speed label").
-          if (auto l = verify::speed_label(r)) line["speed"] = l->to_json();
-          // Per target asked for: ok, error, unavailable or not_run (the sample did not pass,
-          // so nothing was compiled); the errors' stage and first lines.
-          auto targets = verify::cross_compile_results(r);
-          for (const auto& want : opts.config.cross_compile)
-            if (std::none_of(targets.begin(), targets.end(),
-                             [&](const verify::TargetResult& t) { return t.target == want; }))
-              targets.push_back(
-                  {want, store::TargetResultKind::not_run, "the sample did not pass", ""});
-          std::sort(targets.begin(), targets.end(),
-                    [](const verify::TargetResult& x, const verify::TargetResult& y) {
-                      return x.target < y.target;
-                    });
-          if (!targets.empty()) {
-            line["cross_compile"] = verify::cross_compile_summary(targets);
-            nlohmann::ordered_json errors = nlohmann::ordered_json::object();
-            for (const auto& t : targets) {
-              ++by_target[t.target][std::string(to_string(t.result))];
-              if (t.result == store::TargetResultKind::error) errors[t.target] = t.error;
-            }
-            if (!errors.empty()) line["cross_compile_errors"] = std::move(errors);
-          }
-          if (args->slowest > 0) {
-            std::int64_t ms = r.duration_ms + fig["phases"].value("mutant", std::int64_t{0});
-            auto pos = std::find_if(slow.begin(), slow.end(), [&](const Slow& s) {
-              return s.figures.value("total_ms", std::int64_t{0}) < ms;
-            });
-            if (pos != slow.end() || static_cast<int>(slow.size()) < args->slowest) {
-              fig["total_ms"] = ms;
-              slow.insert(pos, Slow{index, r.key, std::move(fig)});
-              if (static_cast<int>(slow.size()) > args->slowest) slow.pop_back();
-            }
-          }
-          if (args->full) {
-            // The verdict line (verify/verdict_line.hpp) the Slurm backend reads back.
-            verify::VerdictLine full{index, std::move(r)};
-            if (json_out)
-              json_out << verify::to_json(full).dump(-1, ' ', false,
-                                                     nlohmann::json::error_handler_t::replace)
-                       << "\n"
-                       << std::flush;
-            ++written;
-          } else {
-            pending[index] = std::move(line);
-            flush();
-          }
-          if (tty)
-            std::fprintf(stderr, "\rverified %lld / %lld   ", static_cast<long long>(written),
-                         static_cast<long long>(total));
-        };
-        auto read = corpus::read_records(
-            args->file, corpus::Format::automatic,
-            [&](nlohmann::ordered_json&& rec, const corpus::RecordPos& pos) -> Status {
-              if (args->limit > 0 && pos.index >= args->limit) return {};
-              if (!rec.is_object())
-                return fail("parse", args->file + ": record " + std::to_string(pos.index) +
-                                         " (line " + std::to_string(pos.line) +
-                                         "): not a JSON object");
-              verify::VerifyRequest req;
-              req.key = record_key(rec, args->key_field, pos.index);
-              req.code = string_field(rec, map.code.c_str());
-              if (!req.code) ++no_code;
-              req.kernel_wrapper = string_field(rec, map.kernel_wrapper.c_str());
-              req.unitest_code = string_field(rec, map.unitest_code.c_str());
-              ++total;
-              while (!pool->accepting()) pool->step(std::chrono::milliseconds(100));
-              std::int64_t index = pos.index;
-              auto id = pool->submit(std::move(req), [&on_result, index](verify::VerifyResult&& r) {
-                on_result(index, std::move(r));
-              });
-              if (!id.ok()) return id.error();
-              return {};
-            });
-        if (!read.ok()) return report(read.error());
-        pool->drain();
-        if (tty) std::fprintf(stderr, "\r\033[K");
-        double secs = std::chrono::duration<double>(system_clock().steady_now() - t0).count();
-        // Skipped records (a field missing) never reached the sandbox: they are not counted
-        // as verified.
-        const std::int64_t skipped = by_verdict[verify::Verdict::skipped];
-        const std::int64_t ran = total - skipped;
-        std::printf(
-            "%s: %lld records, %lld run through the verifier in %.1f s (%.2f samples/s, %d "
-            "workers, %s)",
-            args->file.c_str(), static_cast<long long>(total), static_cast<long long>(ran), secs,
-            secs > 0 ? static_cast<double>(ran) / secs : 0.0, pool->slots(),
-            std::string(verify::to_string(opts.config.mode)).c_str());
-        if (skipped > 0)
-          std::printf("; %lld skipped (a field missing), not run", static_cast<long long>(skipped));
-        std::printf("\n");
-        for (const auto& [v, name] : store::kVerdictNames)
-          std::printf("  %-8s %lld\n", std::string(name).c_str(),
-                      static_cast<long long>(by_verdict[v]));
-        for (const auto& [f, n] : by_flag)
-          std::printf("  flagged %s: %lld\n", f.c_str(), static_cast<long long>(n));
-        std::printf("  verified (passed, no flag): %lld\n", static_cast<long long>(verified));
-        for (const auto& want : opts.config.cross_compile) by_target[want];  // even if none ran
-        for (const auto& [target, counts] : by_target) {
-          std::string parts;
-          for (const auto& [result, n] : counts)
-            parts += (parts.empty() ? "" : ", ") + result + " " + std::to_string(n);
-          if (parts.empty()) parts = "no record";
-          std::printf("  cross-compile %s (compiled, not run): %s\n", target.c_str(),
-                      parts.c_str());
-        }
-        if (no_code > 0)
-          std::printf(
-              "  %lld records have no string field '%s' and were skipped; --map code=FIELD "
-              "names the code's field (code=output for an export of a TritonBench "
-              "corpus)\n",
-              static_cast<long long>(no_code), map.code.c_str());
-        std::printf("  workers: %s\n", pool->sizing().c_str());
-        if (!slow.empty()) {
-          std::printf("slowest samples (sample time = real run + mutant run; ms):\n");
-          for (const auto& s : slow) {
-            const auto& ph = s.figures["phases"];
-            auto f = [&](const char* k) {
-              return static_cast<long long>(ph.value(k, std::int64_t{-1}));
-            };
-            std::printf(
-                "  %7lld  #%lld %s  cpu %lld  import %lld  tests %lld  compile %lld (%lld calls, "
-                "cpu %lld + tools %lld)  mutant %lld  on %s\n",
-                static_cast<long long>(s.figures.value("total_ms", std::int64_t{0})),
-                static_cast<long long>(s.index), printable(s.key).c_str(),
-                static_cast<long long>(s.figures.value("cpu_ms", std::int64_t{-1})), f("import"),
-                f("tests"), f("compile"), f("compiles"), f("compile_cpu"), f("compile_child_cpu"),
-                f("mutant"), s.figures.value("device", std::string()).c_str());
-            auto line = verify::phase_times_line(s.figures["phase_times"]);
-            if (!line.empty()) std::printf("           phases (wall/cpu ms): %s\n", line.c_str());
-          }
-        }
-        auto devs = pool->devices();
-        for (const auto& d : devs)
-          if (!d.in_rotation)
-            std::printf("  ALERT: %s out of rotation: %s\n", d.device.c_str(),
-                        printable(d.reason).c_str());
-        if (args->record_devices) {
-          KF_TRY_OR_REPORT(auto db, app::open_store(cfg));
-          auto st = verify::store_device_status(*db, devs, system_clock().wall_ms());
-          if (!st.ok()) return report(st.error());
-        }
-        return kOk;
-      }};
+  return {cmd, [args, &g]() -> int { return run_verify(*args, g); }};
 }
 
 }  // namespace kforge::cli

@@ -33,7 +33,7 @@ Pool::~Pool() {
       s.run->job = Sample{};
       I.drop_process(*s.run);
       s.run.reset();
-      I.fail_job(std::move(j), "the verifier pool shut down");
+      I.verdicts.fail_job(std::move(j), "the verifier pool shut down");
     }
     if (s.ctl_fd >= 0) {
       std::string bye = R"({"op":"exit"})";
@@ -43,14 +43,8 @@ Pool::~Pool() {
     I.stop_worker(s);
   }
   I.sandbox.reset();  // kills what still runs as the slots' uids and releases them
-  while (!I.queue.empty()) {
-    Sample j = std::move(I.queue.front());
-    I.queue.pop_front();
-    I.fail_job(std::move(j), "the verifier pool shut down");
-  }
-  auto done = std::move(I.ready);
-  for (auto& [cb, res] : done)
-    if (cb) cb(std::move(res));
+  I.fail_queue("the verifier pool shut down");
+  I.samples.run_callbacks();
   for (int i = 0; i < 200 && !I.reap_later.empty(); ++i) {
     I.reap();
     if (!I.reap_later.empty()) I.env->clock().sleep_for(milliseconds(10));
@@ -62,12 +56,12 @@ Pool::~Pool() {
 
 Result<std::uint64_t> Pool::submit(VerifyRequest request, Callback done) {
   auto& I = *impl_;
-  if (static_cast<int>(I.queue.size()) >= I.cfg.queue_capacity)
+  if (static_cast<int>(I.samples.size()) >= I.cfg.queue_capacity)
     return fail("full",
                 "the verifier queue is full (" + std::to_string(I.cfg.queue_capacity) + " waiting)",
                 Transient::yes);
   Sample j;
-  j.id = I.next_id++;
+  j.id = I.samples.new_id();
   std::uint64_t id = j.id;
   ++I.stats.submitted;
   std::vector<std::string> missing;
@@ -83,7 +77,7 @@ Result<std::uint64_t> Pool::submit(VerifyRequest request, Callback done) {
     res.detail = "missing field(s): " + list;
     res.report = {{"missing", missing}};
     ++I.stats.completed;
-    I.ready.emplace_back(std::move(done), std::move(res));
+    I.samples.deliver(std::move(done), std::move(res));
     return id;
   }
   // Python compiles no source with a NUL byte in it ("source code string cannot contain null
@@ -100,7 +94,7 @@ Result<std::uint64_t> Pool::submit(VerifyRequest request, Callback done) {
                  ": Python cannot compile source code with null bytes";
     res.report = {{"nul_byte", {{"field", field}, {"offset", at}}}};
     ++I.stats.completed;
-    I.ready.emplace_back(std::move(done), std::move(res));
+    I.samples.deliver(std::move(done), std::move(res));
     return id;
   }
   j.request = std::move(request);
@@ -109,12 +103,12 @@ Result<std::uint64_t> Pool::submit(VerifyRequest request, Callback done) {
   // From the first sample that asks for the speed label on, every sample's lock watches for
   // timing samples (the harness's watcher thread; none where nothing is ever timed).
   if (j.request.require_speedup > 0) I.timing_seen = true;
-  I.queue.push_back(std::move(j));
+  I.samples.push_back(std::move(j));
   return id;
 }
 
 bool Pool::accepting() const {
-  return static_cast<int>(impl_->queue.size()) < impl_->cfg.queue_capacity;
+  return static_cast<int>(impl_->samples.size()) < impl_->cfg.queue_capacity;
 }
 
 void Pool::step(std::chrono::milliseconds max_wait) {
@@ -137,11 +131,11 @@ const VerifierConfig& Pool::config() const {
 }
 
 void Pool::drain() {
-  while (!idle() || !impl_->ready.empty()) step(milliseconds(200));
+  while (!idle() || impl_->samples.has_results()) step(milliseconds(200));
 }
 
 std::size_t Pool::queued() const {
-  return impl_->queue.size();
+  return impl_->samples.size();
 }
 
 std::size_t Pool::in_flight() const {

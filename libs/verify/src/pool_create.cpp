@@ -44,6 +44,91 @@ std::string env_get(const char* name) {
   return v ? std::string(v) : std::string();
 }
 
+// verifier.python as an absolute path: looked up on the pool's PATH (the samples' PATH is a
+// clean one), then the interpreter itself as it reports it, not a shim or wrapper script that
+// needs the caller's environment.
+Result<std::string> resolve_python(const VerifierConfig& cfg, const std::string& harness,
+                                   SystemProbe& probe) {
+  std::string python = cfg.python;
+  if (python.find('/') == std::string::npos) {
+    // Resolved on the pool's PATH: the samples' PATH is a clean one.
+    std::string path = env_get("PATH");
+    std::size_t start = 0;
+    while (start <= path.size()) {
+      std::size_t end = path.find(':', start);
+      if (end == std::string::npos) end = path.size();
+      std::string cand = path.substr(start, end - start) + "/" + python;
+      if (end > start && ::access(cand.c_str(), X_OK) == 0) {
+        python = cand;
+        break;
+      }
+      start = end + 1;
+    }
+    if (python.find('/') == std::string::npos)
+      return fail("config", "verifier.python: '" + cfg.python + "' is not on PATH");
+  }
+  {
+    // The interpreter itself, not a shim or wrapper script that needs the caller's environment.
+    auto info = probe.run({python, "-s", harness, "info"});
+    if (!info.ok())
+      return fail("config", "verifier.python: " + python +
+                                " cannot run the harness: " + info.error().message);
+    auto j = nlohmann::json::parse(*info, nullptr, false);
+    std::string e = j.is_object() ? j.value("executable", std::string()) : std::string();
+    if (!e.empty() && e[0] == '/') python = e;
+  }
+  return python;
+}
+
+// Each slot's device: total_workers spread over the devices, else each device's own count;
+// `sizing` says how the count was chosen.
+std::vector<std::size_t> plan_slots(int total_workers, const VerifierConfig& cfg,
+                                    const std::vector<Device>& devs, std::string& sizing) {
+  std::vector<std::size_t> slot_devices;
+  if (total_workers > 0) {
+    for (int i = 0; i < total_workers; ++i)
+      slot_devices.push_back(static_cast<std::size_t>(i) % devs.size());
+    sizing = std::to_string(total_workers) + " in all (set by the caller)";
+  } else {
+    // Each GPU gets its own count: workers_per_device, or (auto) one sized from the cores, the
+    // GPUs in use and that GPU's memory.
+    std::size_t gpus = 0;
+    for (const auto& d : devs) gpus += d.vendor != Vendor::cpu ? 1 : 0;
+    for (std::size_t d = 0; d < devs.size(); ++d) {
+      int n = cfg.workers_per_device;
+      std::string why = std::to_string(n) + " per GPU (verifier.workers_per_device)";
+      if (devs[d].vendor == Vendor::cpu) {
+        n = cfg.cpu_workers;
+        why = std::to_string(n) + " (verifier.cpu_workers)";
+      } else if (n == kAutoWorkers) {
+        n = auto_workers_per_device(usable_cores(), gpus, devs[d].memory_mb, &why);
+        why = "auto: " + why;
+      }
+      for (int i = 0; i < n; ++i) slot_devices.push_back(d);
+      sizing += (sizing.empty() ? "" : "; ") + devs[d].id + ": " + why;
+    }
+    spdlog::info("verifier: workers: {}", sizing);
+  }
+  return slot_devices;
+}
+
+// Each device's lock files for the timing's exclusive section (harness gpulock.py).
+Status make_device_locks(const std::string& run_root, std::vector<DeviceEntry>& devices) {
+  for (std::size_t d = 0; d < devices.size(); ++d) {
+    auto& e = devices[d];
+    e.lock_gate = run_root + "/device-" + std::to_string(d) + ".gate";
+    e.lock_rw = run_root + "/device-" + std::to_string(d) + ".rw";
+    e.lock_queue = run_root + "/device-" + std::to_string(d) + ".queue";
+    for (const auto* path : {&e.lock_gate, &e.lock_rw, &e.lock_queue}) {
+      int fd = ::open(path->c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+      if (fd < 0) return fail("io", *path + ": " + std::strerror(errno));
+      ::fchmod(fd, 0644);
+      ::close(fd);
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
@@ -58,33 +143,7 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
   std::unique_ptr<SystemProbe> own_probe;
   if (!o.probe) own_probe = make_system_probe(*I.env);
   SystemProbe& probe = o.probe ? *o.probe : *own_probe;
-  if (I.python.find('/') == std::string::npos) {
-    // Resolved on the pool's PATH: the samples' PATH is a clean one.
-    std::string path = env_get("PATH");
-    std::size_t start = 0;
-    while (start <= path.size()) {
-      std::size_t end = path.find(':', start);
-      if (end == std::string::npos) end = path.size();
-      std::string cand = path.substr(start, end - start) + "/" + I.python;
-      if (end > start && ::access(cand.c_str(), X_OK) == 0) {
-        I.python = cand;
-        break;
-      }
-      start = end + 1;
-    }
-    if (I.python.find('/') == std::string::npos)
-      return fail("config", "verifier.python: '" + I.cfg.python + "' is not on PATH");
-  }
-  {
-    // The interpreter itself, not a shim or wrapper script that needs the caller's environment.
-    auto info = probe.run({I.python, "-s", I.harness, "info"});
-    if (!info.ok())
-      return fail("config", "verifier.python: " + I.python +
-                                " cannot run the harness: " + info.error().message);
-    auto j = nlohmann::json::parse(*info, nullptr, false);
-    std::string e = j.is_object() ? j.value("executable", std::string()) : std::string();
-    if (!e.empty() && e[0] == '/') I.python = e;
-  }
+  KF_TRY(I.python, resolve_python(I.cfg, I.harness, probe));
   std::vector<Device> devs = o.devices;
   if (devs.empty()) {
     std::vector<std::string> notes;
@@ -93,31 +152,7 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
   }
   for (const auto& d : devs) I.devices.push_back({d, true, 0, "", "", "", ""});
   // Slots: workers_per_device on each device (cpu_workers for "cpu"), or total_workers spread.
-  std::vector<std::size_t> slot_devices;
-  if (o.total_workers > 0) {
-    for (int i = 0; i < o.total_workers; ++i)
-      slot_devices.push_back(static_cast<std::size_t>(i) % devs.size());
-    I.sizing = std::to_string(o.total_workers) + " in all (set by the caller)";
-  } else {
-    // Each GPU gets its own count: workers_per_device, or (auto) one sized from the cores, the
-    // GPUs in use and that GPU's memory.
-    std::size_t gpus = 0;
-    for (const auto& d : devs) gpus += d.vendor != Vendor::cpu ? 1 : 0;
-    for (std::size_t d = 0; d < devs.size(); ++d) {
-      int n = I.cfg.workers_per_device;
-      std::string why = std::to_string(n) + " per GPU (verifier.workers_per_device)";
-      if (devs[d].vendor == Vendor::cpu) {
-        n = I.cfg.cpu_workers;
-        why = std::to_string(n) + " (verifier.cpu_workers)";
-      } else if (n == kAutoWorkers) {
-        n = auto_workers_per_device(usable_cores(), gpus, devs[d].memory_mb, &why);
-        why = "auto: " + why;
-      }
-      for (int i = 0; i < n; ++i) slot_devices.push_back(d);
-      I.sizing += (I.sizing.empty() ? "" : "; ") + devs[d].id + ": " + why;
-    }
-    spdlog::info("verifier: workers: {}", I.sizing);
-  }
+  std::vector<std::size_t> slot_devices = plan_slots(o.total_workers, I.cfg, devs, I.sizing);
   std::sort(slot_devices.begin(), slot_devices.end());
   unsigned cores = usable_cores();
   I.omp_threads =
@@ -149,21 +184,8 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
   if (made_work_dir) ::chmod(I.cfg.work_dir.c_str(), 0755);
   ::chmod((I.cfg.work_dir + "/runs").c_str(), 0755);
   ::chmod(I.run_root.c_str(), 0755);
-  {
-    // Always made: a run that requires a speedup asks for timing when the configuration does not.
-    for (std::size_t d = 0; d < I.devices.size(); ++d) {
-      auto& e = I.devices[d];
-      e.lock_gate = I.run_root + "/device-" + std::to_string(d) + ".gate";
-      e.lock_rw = I.run_root + "/device-" + std::to_string(d) + ".rw";
-      e.lock_queue = I.run_root + "/device-" + std::to_string(d) + ".queue";
-      for (const auto* path : {&e.lock_gate, &e.lock_rw, &e.lock_queue}) {
-        int fd = ::open(path->c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-        if (fd < 0) return fail("io", *path + ": " + std::strerror(errno));
-        ::fchmod(fd, 0644);
-        ::close(fd);
-      }
-    }
-  }
+  // Always made: a run that requires a speedup asks for timing when the configuration does not.
+  KF_CHECK(make_device_locks(I.run_root, I.devices));
   I.cache_root =
       I.cfg.triton_cache_dir.empty() ? I.cfg.work_dir + "/triton-cache" : I.cfg.triton_cache_dir;
   fs::create_directories(I.cache_root, ec);

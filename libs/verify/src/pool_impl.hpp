@@ -4,7 +4,9 @@
 //   pool_worker.cpp   the warm workers' protocol (start, events, requests) and the spares
 //   pool_run.cpp      one run: its directory, pipes, request, output and deadline
 //   pool_loop.cpp     step(): dispatch, wait, reap, deadlines, the memory watch
-//   pool_verdict.cpp  a finished run's verdict, the mutant re-run, failed samples
+//   pool_samples.hpp  the sample bookkeeping (SampleBook: the queue, ids, results to hand over)
+//   pool_verdict.cpp  a finished run's verdict; the verdict assembly (VerdictAssembly,
+//                     pool_verdicts.hpp): the mutant re-run, failed samples
 //   pool.cpp          the public methods
 // Threads: as Pool, one thread.
 
@@ -23,13 +25,14 @@
 
 #include "kforge/core/env.hpp"
 #include "kforge/verify/pool.hpp"
+#include "pool_samples.hpp"
+#include "pool_verdicts.hpp"
 #include "sandbox.hpp"
 #include "sys.hpp"
 
 namespace kforge::verify {
 
 using std::chrono::milliseconds;
-using SteadyTime = std::chrono::steady_clock::time_point;
 
 // Keeps the first and the last `cap` bytes of a stream and counts the rest.
 class CappedBuffer {
@@ -65,17 +68,6 @@ class CappedBuffer {
   std::size_t cap_;
   std::string head_, tail_;
   std::uint64_t total_ = 0;
-};
-
-// A sample the pool was given (or its mutant re-run), waiting or running.
-struct Sample {
-  std::uint64_t id = 0;
-  VerifyRequest request;
-  Callback done;
-  bool mutant = false;
-  std::optional<VerifyResult> primary;  // for a mutant re-run: the passing result it checks
-  int infra_attempts = 0;
-  SteadyTime submitted{};
 };
 
 enum class WorkerState { down, starting, ready, dead_device };
@@ -168,11 +160,8 @@ struct Pool::Impl {
   std::string python;
   std::vector<DeviceEntry> devices;
   std::vector<Slot> slots;
-  std::deque<Sample> queue;
-  std::vector<std::pair<Callback, VerifyResult>> ready;  // callbacks to run at the end of step()
+  SampleBook samples;  // waiting samples, ids, results whose callbacks step() runs last
   bool warned_missing_modules = false;
-  std::set<std::string> warned_unavailable_targets;
-  std::uint64_t next_id = 1;
   bool timing_seen = false;  // a sample required a speedup (the lock's watcher, pool_run.cpp)
   std::string run_root;      // <work_dir>/runs/<pid>-<n>
   std::string cache_root;
@@ -181,6 +170,7 @@ struct Pool::Impl {
   std::unique_ptr<Sandbox> sandbox;
   std::unique_ptr<sys::Cgroups> cgroups;
   PoolStats stats;
+  VerdictAssembly verdicts{cfg, samples, stats};  // results to verdicts (pool_verdict.cpp)
   SteadyTime next_memory_poll{};
   std::uint64_t run_counter = 0;
   int omp_threads = 1;
@@ -223,8 +213,6 @@ struct Pool::Impl {
   // (the configured or requested one, plus the cross-compile's time when it has targets).
   std::vector<std::string> targets_of(const Sample& job) const;
   double timeout_of(const Sample& job) const;
-  // Logs, once per pool and target, that this Triton cannot compile for a target.
-  void note_unavailable_targets(const VerifyResult& res);
   // A run's directory, cgroup and pipes (the read ends kept, the write ends returned in
   // `child`: stdout, stderr, result and, for a prestarted child, the go channel's far end).
   std::unique_ptr<SampleProcess> new_process(Slot& s, Start start, std::vector<int>& child);
@@ -242,19 +230,26 @@ struct Pool::Impl {
 
   // --- verdicts (pool_verdict.cpp) ---
   void finish_run(Slot& s);
-  // Applies the quality checks and the mutant re-run, then hands the result over.
-  // Records the mutant run on the real run's result. A mutant run that passes (and did not
-  // fail for the verifier's own reasons) means the test checks nothing about the kernel.
-  static void attach_mutant(VerifyResult& primary, Verdict verdict, const std::string& detail,
-                            const std::vector<std::string>& flags, std::int64_t duration_ms,
-                            const std::optional<HarnessReport>& report, const nlohmann::json& guard,
-                            const char* process);
-  void complete(Sample job, VerifyResult res);
-  void fail_job(Sample job, const std::string& why);
+  nlohmann::json run_facts_json(const Slot& s, const SampleProcess& r,
+                                const std::string& device) const;
   bool any_device_in_rotation() const;
 
-  // --- the loop (pool_loop.cpp) ---
+  // --- the loop (pool_loop.cpp): step() and its phases, in order ---
   void step(milliseconds max_wait);
+  void start_due_workers(SteadyTime t);
+  void fail_queue(const std::string& why);
+  void dispatch_queue();
+  bool watching_runs() const;
+  // Whether resident memory is polled (a memory cap and no cgroups to enforce it).
+  bool rss_watch() const;
+  struct PollSet;
+  PollSet poll_set();
+  milliseconds wait_time(SteadyTime t, milliseconds max_wait) const;
+  // Waits for a stream, control socket, go channel or wake-up, and reads what is ready.
+  void wait_and_read(SteadyTime t, milliseconds max_wait);
+  void reap_exits();
+  void watch_memory(SteadyTime t);
+  void check_runs(SteadyTime t);
 };
 
 }  // namespace kforge::verify

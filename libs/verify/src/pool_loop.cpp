@@ -21,69 +21,96 @@ namespace kforge::verify {
 
 namespace fs = std::filesystem;
 
+// One step: the phases in order (pool.hpp's contract). Callbacks run last, so they may submit().
 void Pool::Impl::step(milliseconds max_wait) {
   SteadyTime t = now();
-  // Start workers that are due.
-  if (warm) {
-    for (auto& s : slots)
-      if (s.state == WorkerState::down && devices[s.device].in_rotation && t >= s.next_start)
-        start_worker(s);
-  }
-  if (!any_device_in_rotation()) {
-    while (!queue.empty()) {
-      Sample j = std::move(queue.front());
-      queue.pop_front();
-      fail_job(std::move(j), "no verifier device in rotation (see the log)");
-    }
-  }
+  start_due_workers(t);
+  if (!any_device_in_rotation()) fail_queue("no verifier device in rotation (see the log)");
   // Prestart the children that will take the next samples.
   for (auto& s : slots)
     if (prestarting(s) && !s.spare && t >= s.next_spare) prepare_spare(s);
-  // Dispatch.
+  dispatch_queue();
+  bool watching = watching_runs();  // runs were in flight during the wait
+  wait_and_read(t, max_wait);
+  t = now();
+  reap_exits();
+  // Worker start deadlines.
+  for (auto& s : slots)
+    if (s.state == WorkerState::starting && t >= s.start_deadline)
+      worker_start_failed(s, "not ready within " +
+                                 std::to_string(static_cast<int>(cfg.worker_start_timeout_s)) +
+                                 " s: " + worker_log_tail(s));
+  if (rss_watch() && watching && t >= next_memory_poll) watch_memory(t);
+  check_runs(t);
+  if (!reap_later.empty()) reap();
+  samples.run_callbacks();
+}
+
+void Pool::Impl::start_due_workers(SteadyTime t) {
+  if (!warm) return;
+  for (auto& s : slots)
+    if (s.state == WorkerState::down && devices[s.device].in_rotation && t >= s.next_start)
+      start_worker(s);
+}
+
+void Pool::Impl::fail_queue(const std::string& why) {
+  while (!samples.empty()) verdicts.fail_job(samples.take(), why);
+}
+
+void Pool::Impl::dispatch_queue() {
   for (auto& s : slots) {
-    if (queue.empty()) break;
+    if (samples.empty()) break;
     if (s.run || !devices[s.device].in_rotation) continue;
     if (warm && s.state != WorkerState::ready) continue;
-    Sample j = std::move(queue.front());
-    queue.pop_front();
-    dispatch(s, std::move(j));
+    dispatch(s, samples.take());
   }
-  // Wait for something.
+}
+
+bool Pool::Impl::watching_runs() const {
+  return std::any_of(slots.begin(), slots.end(), [](const Slot& s) { return s.run != nullptr; });
+}
+
+bool Pool::Impl::rss_watch() const {
+  return cfg.memory_cap_mb > 0 && !(cgroups && cgroups->available());
+}
+
+// What the wait polls, and which slot and stream each entry is.
+struct Pool::Impl::PollSet {
   std::vector<pollfd> pfds;
   std::vector<std::pair<Slot*, Watched>> owners;  // what each pfds entry is
+  void add(int fd, short events, Slot* s, Watched what) {
+    pfds.push_back({fd, events, 0});
+    owners.emplace_back(s, what);
+  }
+};
+
+Pool::Impl::PollSet Pool::Impl::poll_set() {
+  PollSet ps;
   for (auto& s : slots) {
-    if (s.ctl_fd >= 0) {
-      pfds.push_back({s.ctl_fd, POLLIN, 0});
-      owners.emplace_back(&s, Watched::control);
-    }
+    if (s.ctl_fd >= 0) ps.add(s.ctl_fd, POLLIN, &s, Watched::control);
     if (s.run) {
       const std::pair<int, Watched> fds[3] = {{s.run->out_fd, Watched::run_out},
                                               {s.run->err_fd, Watched::run_err},
                                               {s.run->res_fd, Watched::run_result}};
       for (const auto& [fd, what] : fds)
-        if (fd >= 0) {
-          pfds.push_back({fd, POLLIN, 0});
-          owners.emplace_back(&s, what);
-        }
-      if (s.run->go_fd >= 0 && !s.run->go_pending.empty()) {
-        pfds.push_back({s.run->go_fd, POLLOUT, 0});
-        owners.emplace_back(&s, Watched::run_go);
-      }
+        if (fd >= 0) ps.add(fd, POLLIN, &s, what);
+      if (s.run->go_fd >= 0 && !s.run->go_pending.empty())
+        ps.add(s.run->go_fd, POLLOUT, &s, Watched::run_go);
     }
     if (s.spare) {  // what a prestarted child prints while it waits belongs to its sample
       const std::pair<int, Watched> fds[2] = {{s.spare->out_fd, Watched::spare_out},
                                               {s.spare->err_fd, Watched::spare_err}};
       for (const auto& [fd, what] : fds)
-        if (fd >= 0) {
-          pfds.push_back({fd, POLLIN, 0});
-          owners.emplace_back(&s, what);
-        }
+        if (fd >= 0) ps.add(fd, POLLIN, &s, what);
     }
   }
-  if (wake_fd >= 0) {
-    pfds.push_back({wake_fd, POLLIN, 0});
-    owners.emplace_back(nullptr, Watched::wake);
-  }
+  if (wake_fd >= 0) ps.add(wake_fd, POLLIN, nullptr, Watched::wake);
+  return ps;
+}
+
+// How long the wait may last: up to max_wait, and no later than the next deadline, worker
+// start, memory poll or (fresh mode) exit check; not at all with callbacks waiting.
+milliseconds Pool::Impl::wait_time(SteadyTime t, milliseconds max_wait) const {
   SteadyTime wake = t + max_wait;
   bool watching = false;
   for (auto& s : slots) {
@@ -95,59 +122,61 @@ void Pool::Impl::step(milliseconds max_wait) {
     if (s.state == WorkerState::down && warm && devices[s.device].in_rotation)
       wake = std::min(wake, s.next_start);
   }
-  bool rss_watch = cfg.memory_cap_mb > 0 && !(cgroups && cgroups->available());
-  if (watching && rss_watch) wake = std::min(wake, next_memory_poll);
+  if (watching && rss_watch()) wake = std::min(wake, next_memory_poll);
   // Fresh children are reaped by polling waitpid: cap the wait so exits are seen promptly.
   bool fresh_running = !warm && watching;
   if (fresh_running) wake = std::min(wake, t + milliseconds(20));
   auto wait_ms =
       std::max<std::int64_t>(0, std::chrono::duration_cast<milliseconds>(wake - t).count());
-  if (!ready.empty()) wait_ms = 0;
-  {
-    int n = ::poll(pfds.data(), pfds.size(), static_cast<int>(wait_ms));
-    if (n > 0) {
-      for (std::size_t i = 0; i < pfds.size(); ++i) {
-        if (!(pfds[i].revents & (POLLIN | POLLOUT | POLLHUP | POLLERR))) continue;
-        Slot* s = owners[i].first;
-        // Each fd is checked again: an earlier entry's handling may have closed it.
-        switch (owners[i].second) {
-          case Watched::control:
-            read_control(*s);
-            break;
-          case Watched::run_go:
-            if (s->run && s->run->go_fd == pfds[i].fd) flush_go(*s->run);
-            break;
-          case Watched::spare_out:
-            if (s->spare && s->spare->out_fd == pfds[i].fd)
-              drain_fd(s->spare->out_fd, *s->spare, Stream::out);
-            break;
-          case Watched::spare_err:
-            if (s->spare && s->spare->err_fd == pfds[i].fd)
-              drain_fd(s->spare->err_fd, *s->spare, Stream::err);
-            break;
-          case Watched::run_out:
-            if (s->run && s->run->out_fd == pfds[i].fd)
-              drain_fd(s->run->out_fd, *s->run, Stream::out);
-            break;
-          case Watched::run_err:
-            if (s->run && s->run->err_fd == pfds[i].fd)
-              drain_fd(s->run->err_fd, *s->run, Stream::err);
-            break;
-          case Watched::run_result:
-            if (s->run && s->run->res_fd == pfds[i].fd)
-              drain_fd(s->run->res_fd, *s->run, Stream::result);
-            break;
-          case Watched::wake: {
-            std::uint64_t count = 0;
-            (void)!::read(wake_fd, &count, sizeof count);
-            break;
-          }
-        }
+  if (samples.has_results()) wait_ms = 0;
+  return milliseconds(wait_ms);
+}
+
+void Pool::Impl::wait_and_read(SteadyTime t, milliseconds max_wait) {
+  PollSet ps = poll_set();
+  std::vector<pollfd>& pfds = ps.pfds;
+  int n = ::poll(pfds.data(), pfds.size(), static_cast<int>(wait_time(t, max_wait).count()));
+  if (n <= 0) return;
+  for (std::size_t i = 0; i < pfds.size(); ++i) {
+    if (!(pfds[i].revents & (POLLIN | POLLOUT | POLLHUP | POLLERR))) continue;
+    Slot* s = ps.owners[i].first;
+    // Each fd is checked again: an earlier entry's handling may have closed it.
+    switch (ps.owners[i].second) {
+      case Watched::control:
+        read_control(*s);
+        break;
+      case Watched::run_go:
+        if (s->run && s->run->go_fd == pfds[i].fd) flush_go(*s->run);
+        break;
+      case Watched::spare_out:
+        if (s->spare && s->spare->out_fd == pfds[i].fd)
+          drain_fd(s->spare->out_fd, *s->spare, Stream::out);
+        break;
+      case Watched::spare_err:
+        if (s->spare && s->spare->err_fd == pfds[i].fd)
+          drain_fd(s->spare->err_fd, *s->spare, Stream::err);
+        break;
+      case Watched::run_out:
+        if (s->run && s->run->out_fd == pfds[i].fd) drain_fd(s->run->out_fd, *s->run, Stream::out);
+        break;
+      case Watched::run_err:
+        if (s->run && s->run->err_fd == pfds[i].fd) drain_fd(s->run->err_fd, *s->run, Stream::err);
+        break;
+      case Watched::run_result:
+        if (s->run && s->run->res_fd == pfds[i].fd)
+          drain_fd(s->run->res_fd, *s->run, Stream::result);
+        break;
+      case Watched::wake: {
+        std::uint64_t count = 0;
+        (void)!::read(wake_fd, &count, sizeof count);
+        break;
       }
     }
   }
-  t = now();
-  // Reap: workers that died, fresh samples that exited.
+}
+
+// Reap: workers that died, fresh samples that exited.
+void Pool::Impl::reap_exits() {
   for (auto& s : slots) {
     if (warm && s.worker_pid > 0) {
       if (auto ended = env->wait(s.worker_pid, WaitMode::no_hang)) {
@@ -172,27 +201,25 @@ void Pool::Impl::step(milliseconds max_wait) {
       }
     }
   }
-  // Worker start deadlines.
-  for (auto& s : slots)
-    if (s.state == WorkerState::starting && t >= s.start_deadline)
-      worker_start_failed(s, "not ready within " +
-                                 std::to_string(static_cast<int>(cfg.worker_start_timeout_s)) +
-                                 " s: " + worker_log_tail(s));
-  // Memory watch.
-  if (rss_watch && watching && t >= next_memory_poll) {
-    next_memory_poll = t + milliseconds(cfg.memory_poll_ms);
-    auto procs = sys::scan_procs();
-    for (auto& s : slots) {
-      if (!s.run || s.run->exited || s.run->pid <= 0 || s.run->killed != KillReason::none) continue;
-      std::int64_t rss = 0;
-      int uid = s.own_uid ? static_cast<int>(s.run->uid) : -1;
-      for (const auto& p : procs)
-        if (sandbox->counts_for_run(p, s.run->pid, uid)) rss += p.rss_kb;
-      s.run->peak_rss_kb = std::max(s.run->peak_rss_kb, rss);
-      if (rss > cfg.memory_cap_mb * 1024) kill_run(s, KillReason::memory_rss);
-    }
+}
+
+// The memory watch where no cgroup caps a run: the resident memory of each run's processes.
+void Pool::Impl::watch_memory(SteadyTime t) {
+  next_memory_poll = t + milliseconds(cfg.memory_poll_ms);
+  auto procs = sys::scan_procs();
+  for (auto& s : slots) {
+    if (!s.run || s.run->exited || s.run->pid <= 0 || s.run->killed != KillReason::none) continue;
+    std::int64_t rss = 0;
+    int uid = s.own_uid ? static_cast<int>(s.run->uid) : -1;
+    for (const auto& p : procs)
+      if (sandbox->counts_for_run(p, s.run->pid, uid)) rss += p.rss_kb;
+    s.run->peak_rss_kb = std::max(s.run->peak_rss_kb, rss);
+    if (rss > cfg.memory_cap_mb * 1024) kill_run(s, KillReason::memory_rss);
   }
-  // Deadlines, wedged workers, finished runs.
+}
+
+// Deadlines, wedged workers, finished runs.
+void Pool::Impl::check_runs(SteadyTime t) {
   for (auto& s : slots) {
     if (!s.run) continue;
     SampleProcess& r = *s.run;
@@ -209,12 +236,6 @@ void Pool::Impl::step(milliseconds max_wait) {
     }
     if (r.exited) finish_run(s);
   }
-  if (!reap_later.empty()) reap();
-  // Callbacks last, so they may submit().
-  auto done = std::move(ready);
-  ready.clear();
-  for (auto& [cb, res] : done)
-    if (cb) cb(std::move(res));
 }
 
 }  // namespace kforge::verify

@@ -121,7 +121,7 @@ std::unique_ptr<SampleProcess> Pool::Impl::new_process(Slot& s, Start start,
                                                        std::vector<int>& child) {
   const bool prestart = start == Start::prestart;
   auto run = std::make_unique<SampleProcess>();
-  run->wid = next_id++;
+  run->wid = samples.new_id();
   run->prestarted = prestart;
   run->out = CappedBuffer(static_cast<std::size_t>(cfg.output_cap_kb) * 1024);
   run->err = CappedBuffer(static_cast<std::size_t>(cfg.output_cap_kb) * 1024);
@@ -211,7 +211,7 @@ bool Pool::Impl::dispatch(Slot& s, Sample job) {
   std::vector<int> child;
   auto run = new_process(s, Start::now, child);
   if (!run) {
-    fail_job(std::move(job), "cannot prepare a sample directory under " + run_root);
+    verdicts.fail_job(std::move(job), "cannot prepare a sample directory under " + run_root);
     return false;
   }
   run->job = std::move(job);
@@ -222,7 +222,7 @@ bool Pool::Impl::dispatch(Slot& s, Sample job) {
     spdlog::error("verifier: cannot prepare {}: {}", run->dir, st.error().message);
     for (int fd : child) ::close(fd);
     drop_process(*run);
-    fail_job(std::move(run->job), "cannot prepare the sample directory " + run->dir);
+    verdicts.fail_job(std::move(run->job), "cannot prepare the sample directory " + run->dir);
     return false;
   }
   arm(*run);

@@ -42,6 +42,31 @@ void take_report(nlohmann::json line, nlohmann::json& raw, RunFacts& facts) {
 
 }  // namespace
 
+// What the pool knows of a run, for the report's "pool": mode, slot, device, exit, memory, CPU,
+// output sizes, deadline, uid, whether prestarted, time in the queue.
+nlohmann::json Pool::Impl::run_facts_json(const Slot& s, const SampleProcess& r,
+                                          const std::string& device) const {
+  return {
+      {"mode", warm ? "warm" : "fresh"},
+      {"slot", s.index},
+      {"device", device},
+      {"wait_status", r.wait_status},
+      {"maxrss_kb", r.maxrss_kb},
+      {"cpu_ms", r.cpu_ms},
+      {"peak_rss_kb", r.peak_rss_kb},
+      {"memory_watch", r.cgroup.empty() && !(cgroups && cgroups->available()) ? "rss" : "cgroup"},
+      {"stdout_bytes", r.out.total()},
+      {"stderr_bytes", r.err.total()},
+      {"output_truncated", r.out.truncated() || r.err.truncated()},
+      {"timeout_s", r.timeout_s},
+      {"uid", s.own_uid ? static_cast<std::int64_t>(r.uid) : -1},
+      {"prestarted", r.prestarted},
+      {"queue_ms",
+       r.job.submitted == SteadyTime{}
+           ? std::int64_t{-1}
+           : std::chrono::duration_cast<milliseconds>(r.dispatched - r.job.submitted).count()}};
+}
+
 void Pool::Impl::finish_run(Slot& s) {
   std::unique_ptr<SampleProcess> run = std::move(s.run);
   SampleProcess& r = *run;
@@ -100,7 +125,7 @@ void Pool::Impl::finish_run(Slot& s) {
   // A lost worker says nothing about the sample: run it once more.
   if (r.killed == KillReason::worker_lost && r.job.infra_attempts < 1) {
     r.job.infra_attempts++;
-    queue.push_front(std::move(r.job));
+    samples.push_front(std::move(r.job));
     return;
   }
 
@@ -125,25 +150,7 @@ void Pool::Impl::finish_run(Slot& s) {
       std::chrono::duration_cast<milliseconds>((r.mutant_phase ? r.primary_done : end) - r.started)
           .count();
   res.device = devices[s.device].device.id;
-  nlohmann::json pool_facts = {
-      {"mode", warm ? "warm" : "fresh"},
-      {"slot", s.index},
-      {"device", res.device},
-      {"wait_status", r.wait_status},
-      {"maxrss_kb", r.maxrss_kb},
-      {"cpu_ms", r.cpu_ms},
-      {"peak_rss_kb", r.peak_rss_kb},
-      {"memory_watch", r.cgroup.empty() && !(cgroups && cgroups->available()) ? "rss" : "cgroup"},
-      {"stdout_bytes", r.out.total()},
-      {"stderr_bytes", r.err.total()},
-      {"output_truncated", r.out.truncated() || r.err.truncated()},
-      {"timeout_s", r.timeout_s},
-      {"uid", s.own_uid ? static_cast<std::int64_t>(r.uid) : -1},
-      {"prestarted", r.prestarted},
-      {"queue_ms",
-       r.job.submitted == SteadyTime{}
-           ? std::int64_t{-1}
-           : std::chrono::duration_cast<milliseconds>(r.dispatched - r.job.submitted).count()}};
+  nlohmann::json pool_facts = run_facts_json(s, r, res.device);
   if (r.result_overflow) pool_facts["report_overflow"] = true;
   if (!f.report_error.empty()) pool_facts["rejected_report"] = std::move(raw);
   res.report["pool"] = pool_facts;
@@ -153,27 +160,29 @@ void Pool::Impl::finish_run(Slot& s) {
   }
   if (!guard.empty()) res.report["guard"] = guard;
   apply_integrity(res, res.harness ? &*res.harness : nullptr, guard);
-  note_unavailable_targets(res);
+  verdicts.note_unavailable_targets(res);
   ++stats.completed;
   if (r.mutant_phase) {
     auto mc = classify(mf);
-    attach_mutant(res, mc.verdict, mc.detail, mc.flags,
-                  std::chrono::duration_cast<milliseconds>(end - r.primary_done).count(), mf.report,
-                  nlohmann::json::array(), "same");  // the pipe's guard lines are on res already
+    VerdictAssembly::attach_mutant(
+        res, mc.verdict, mc.detail, mc.flags,
+        std::chrono::duration_cast<milliseconds>(end - r.primary_done).count(), mf.report,
+        nlohmann::json::array(), "same");  // the pipe's guard lines are on res already
     ++stats.mutant_runs;
-    ready.emplace_back(std::move(r.job.done), std::move(res));
+    samples.deliver(std::move(r.job.done), std::move(res));
     return;
   }
-  complete(std::move(r.job), std::move(res));
+  verdicts.complete(std::move(r.job), std::move(res));
 }
 
 // Applies the quality checks and the mutant re-run, then hands the result over.
 // Records the mutant run on the real run's result. A mutant run that passes (and did not
 // fail for the verifier's own reasons) means the test checks nothing about the kernel.
-void Pool::Impl::attach_mutant(VerifyResult& primary, Verdict verdict, const std::string& detail,
-                               const std::vector<std::string>& flags, std::int64_t duration_ms,
-                               const std::optional<HarnessReport>& report,
-                               const nlohmann::json& guard, const char* process) {
+void VerdictAssembly::attach_mutant(VerifyResult& primary, Verdict verdict,
+                                    const std::string& detail,
+                                    const std::vector<std::string>& flags, std::int64_t duration_ms,
+                                    const std::optional<HarnessReport>& report,
+                                    const nlohmann::json& guard, const char* process) {
   nlohmann::json skipped = nlohmann::json::object();
   if (report && report->triton)
     for (const auto& [kernel, n] : report->triton->launches) skipped[kernel] = n;
@@ -212,7 +221,7 @@ void Pool::Impl::attach_mutant(VerifyResult& primary, Verdict verdict, const std
   apply_integrity(primary, h, guard);
 }
 
-void Pool::Impl::note_unavailable_targets(const VerifyResult& res) {
+void VerdictAssembly::note_unavailable_targets(const VerifyResult& res) {
   for (const auto& t : cross_compile_results(res)) {
     if (t.result != store::TargetResultKind::unavailable ||
         !warned_unavailable_targets.insert(t.target).second)
@@ -224,13 +233,13 @@ void Pool::Impl::note_unavailable_targets(const VerifyResult& res) {
   }
 }
 
-void Pool::Impl::complete(Sample job, VerifyResult res) {
+void VerdictAssembly::complete(Sample job, VerifyResult res) {
   if (job.mutant) {
     VerifyResult primary = std::move(*job.primary);
     attach_mutant(primary, res.verdict, res.detail, res.flags, res.duration_ms, res.harness,
                   res.report.contains("guard") ? res.report["guard"] : nlohmann::json::array(),
                   "new");
-    ready.emplace_back(std::move(job.done), std::move(primary));
+    samples.deliver(std::move(job.done), std::move(primary));
     return;
   }
   if (res.verdict == Verdict::passed) {
@@ -245,20 +254,20 @@ void Pool::Impl::complete(Sample job, VerifyResult res) {
           defines ? "no kernel of its code was launched" : "the code defines no @triton.jit kernel";
     } else if (!kernels.empty() && cfg.mutant_check) {
       Sample m;
-      m.id = next_id++;
+      m.id = samples.new_id();
       m.request = job.request;
       m.done = std::move(job.done);
       m.mutant = true;
       m.primary = std::move(res);
       ++stats.mutant_runs;
-      queue.push_front(std::move(m));
+      samples.push_front(std::move(m));
       return;
     }
   }
-  ready.emplace_back(std::move(job.done), std::move(res));
+  samples.deliver(std::move(job.done), std::move(res));
 }
 
-void Pool::Impl::fail_job(Sample job, const std::string& why) {
+void VerdictAssembly::fail_job(Sample job, const std::string& why) {
   VerifyResult res;
   res.key = job.request.key;
   res.verdict = Verdict::error;
@@ -268,10 +277,10 @@ void Pool::Impl::fail_job(Sample job, const std::string& why) {
   if (job.mutant && job.primary) {
     VerifyResult primary = std::move(*job.primary);
     primary.report["mutant"] = {{"verdict", to_string(Verdict::error)}, {"detail", why}};
-    ready.emplace_back(std::move(job.done), std::move(primary));
+    samples.deliver(std::move(job.done), std::move(primary));
     return;
   }
-  ready.emplace_back(std::move(job.done), std::move(res));
+  samples.deliver(std::move(job.done), std::move(res));
 }
 
 bool Pool::Impl::any_device_in_rotation() const {

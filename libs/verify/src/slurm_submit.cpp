@@ -72,6 +72,38 @@ Status SlurmBackend::maybe_submit() {
   return submit(std::move(leases));
 }
 
+namespace {
+
+// sbatch's command line for an array of `tasks` tasks in `dir` running `script`.
+std::vector<std::string> sbatch_argv(const SlurmConfig& sc, std::size_t tasks,
+                                     const std::string& dir, const std::string& script,
+                                     const std::string& config_file) {
+  std::vector<std::string> argv = {sc.sbatch,
+                                   "--parsable",
+                                   "--array=0-" + std::to_string(tasks - 1),
+                                   "--job-name=" + sc.job_name,
+                                   "--no-requeue",
+                                   "--output=" + dir + "/task-%a.log",
+                                   "--chdir=" + dir};
+  if (!sc.partition.empty()) argv.push_back("--partition=" + sc.partition);
+  if (!sc.account.empty()) argv.push_back("--account=" + sc.account);
+  if (!sc.gres.empty()) argv.push_back("--gres=" + sc.gres);
+  if (sc.gpus > 0) argv.push_back("--gpus=" + std::to_string(sc.gpus));
+  if (!sc.time_limit.empty()) argv.push_back("--time=" + sc.time_limit);
+  for (const auto& a : sc.extra_args) argv.push_back(a);
+  argv.push_back(script);
+  argv.push_back(sc.kforge);
+  argv.push_back(dir);
+  std::string config = sc.node_config.empty() ? config_file : sc.node_config;
+  if (!config.empty()) {
+    argv.push_back("-c");
+    argv.push_back(config);
+  }
+  return argv;
+}
+
+}  // namespace
+
 Status SlurmBackend::submit(std::vector<Lease> leases) {
   const auto& sc = opt_.verifier.slurm;
   const std::int64_t now = clock_.wall_ms();
@@ -158,27 +190,7 @@ Status SlurmBackend::submit(std::vector<Lease> leases) {
     KF_CHECK(alert("submit", "writing the shards: " + written.error().message));
     return give_back("writing the Slurm shards: " + written.error().message);
   }
-  std::vector<std::string> argv = {sc.sbatch,
-                                   "--parsable",
-                                   "--array=0-" + std::to_string(shards.size() - 1),
-                                   "--job-name=" + sc.job_name,
-                                   "--no-requeue",
-                                   "--output=" + dir + "/task-%a.log",
-                                   "--chdir=" + dir};
-  if (!sc.partition.empty()) argv.push_back("--partition=" + sc.partition);
-  if (!sc.account.empty()) argv.push_back("--account=" + sc.account);
-  if (!sc.gres.empty()) argv.push_back("--gres=" + sc.gres);
-  if (sc.gpus > 0) argv.push_back("--gpus=" + std::to_string(sc.gpus));
-  if (!sc.time_limit.empty()) argv.push_back("--time=" + sc.time_limit);
-  for (const auto& a : sc.extra_args) argv.push_back(a);
-  argv.push_back(script);
-  argv.push_back(sc.kforge);
-  argv.push_back(dir);
-  std::string config = sc.node_config.empty() ? opt_.config_file : sc.node_config;
-  if (!config.empty()) {
-    argv.push_back("-c");
-    argv.push_back(config);
-  }
+  std::vector<std::string> argv = sbatch_argv(sc, shards.size(), dir, script, opt_.config_file);
   auto env = environment_without(opt_.drop_env);
   auto r = run_command(this->env(), argv, std::chrono::milliseconds(sc.command_timeout_ms), &env);
   std::string why;

@@ -1,0 +1,90 @@
+#pragma once
+// RecordRun: the verifier over records that are not in the database (kforge verify FILE). The
+// caller reads the records and submits one request per record; the run tallies the verdicts,
+// flags and cross-compile results, keeps the slowest samples, and writes one JSON line per
+// record: a summary line (index, key, verdict, detail, flags, the figures of figures.hpp,
+// mutation, coverage, speed, cross_compile) in record order, or with `full` the verdict line of
+// verdict_line.hpp (what a Slurm array task writes and reads back) as each record finishes.
+// summary() is the text kforge verify prints at the end.
+//
+// Threads: as Pool, one thread; callbacks run inside the pool's step().
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "kforge/core/result.hpp"
+#include "kforge/verify/pool.hpp"
+
+namespace kforge::verify {
+
+struct RecordRunOptions {
+  int slowest = 10;   // how many of the slowest samples to keep (0: none)
+  bool full = false;  // write verdict lines as records finish instead of summary lines in order
+  PoolMode mode = PoolMode::warm;          // for the summary
+  std::vector<std::string> cross_compile;  // the targets asked for (verifier.cross_compile)
+  std::string code_field = "code";         // the records' field holding the code
+  // Called after each record finishes: lines written, records submitted. Optional.
+  std::function<void(std::int64_t written, std::int64_t total)> progress;
+};
+
+// A slow sample: its record index, key and figures (figures.hpp, plus total_ms: the real run's
+// time and the mutant run's).
+struct SlowSample {
+  std::int64_t index = 0;
+  std::string key;
+  nlohmann::json figures;
+};
+
+// What the run's records came to.
+struct RecordTally {
+  std::map<Verdict, std::int64_t> by_verdict;
+  std::map<std::string, std::int64_t> by_flag;
+  // target -> result (ok, error, unavailable, not_run) -> samples
+  std::map<std::string, std::map<std::string, std::int64_t>> by_target;
+  std::int64_t verified = 0;        // passed, no flag
+  std::int64_t total = 0;           // records submitted
+  std::int64_t no_code = 0;         // records without the code field
+  std::vector<SlowSample> slowest;  // longest first
+};
+
+class RecordRun {
+ public:
+  // `pool` must outlive the run; `out` (may be null: no lines) receives the JSON lines.
+  RecordRun(Pool& pool, RecordRunOptions opts, std::ostream* out);
+  RecordRun(const RecordRun&) = delete;
+  RecordRun& operator=(const RecordRun&) = delete;
+
+  // Submits a record's request, stepping the pool while its queue is full. `index`: the
+  // record's position in the file, which orders the summary lines (each index once, from 0).
+  Status submit(std::int64_t index, VerifyRequest req);
+  // Waits for every submitted record.
+  void finish();
+
+  const RecordTally& tally() const { return tally_; }
+  // The text printed at the end: records, throughput, verdicts, flags, cross-compile results,
+  // skipped records, workers, the slowest samples, devices out of rotation. `file` names the
+  // input; `secs` the run's wall time.
+  std::string summary(const std::string& file, double secs) const;
+
+ private:
+  void on_result(std::int64_t index, VerifyResult&& r);
+  nlohmann::ordered_json summary_line(std::int64_t index, const VerifyResult& r,
+                                      const nlohmann::json& figures);
+  void note_slow(std::int64_t index, const VerifyResult& r, nlohmann::json figures);
+  void flush();
+
+  Pool& pool_;
+  RecordRunOptions opts_;
+  std::ostream* out_;
+  RecordTally tally_;
+  std::int64_t written_ = 0;
+  // Results arrive out of order; summary lines are written in record order.
+  std::map<std::int64_t, nlohmann::ordered_json> pending_;
+};
+
+}  // namespace kforge::verify

@@ -1,0 +1,68 @@
+#pragma once
+// Internal: the pool's sample bookkeeping (part of Pool::Impl, pool_impl.hpp). The samples
+// waiting for a slot, in order: a new one at the back, a sample run again (a lost worker) or a
+// passing sample's mutant re-run at the front, so it goes next. The ids the pool hands out
+// (samples' and runs'). The finished samples' results, whose callbacks run at the end of a step
+// (so a callback may submit()). Threads: as Pool, one thread.
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "kforge/verify/pool.hpp"
+
+namespace kforge::verify {
+
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+// A sample the pool was given (or its mutant re-run), waiting or running.
+struct Sample {
+  std::uint64_t id = 0;
+  VerifyRequest request;
+  Callback done;
+  bool mutant = false;
+  std::optional<VerifyResult> primary;  // for a mutant re-run: the passing result it checks
+  int infra_attempts = 0;
+  SteadyTime submitted{};
+};
+
+class SampleBook {
+ public:
+  std::uint64_t new_id() { return next_id_++; }
+
+  bool empty() const { return queue_.empty(); }
+  std::size_t size() const { return queue_.size(); }
+  // A new sample: after those waiting.
+  void push_back(Sample s) { queue_.push_back(std::move(s)); }
+  // A sample run again or a mutant re-run: next.
+  void push_front(Sample s) { queue_.push_front(std::move(s)); }
+  // The next waiting sample (there is one).
+  Sample take() {
+    Sample s = std::move(queue_.front());
+    queue_.pop_front();
+    return s;
+  }
+
+  // A sample's result, handed over by run_callbacks().
+  void deliver(Callback done, VerifyResult res) {
+    results_.emplace_back(std::move(done), std::move(res));
+  }
+  bool has_results() const { return !results_.empty(); }
+  // Runs the callbacks of the results delivered so far (one that submits adds to the queue).
+  void run_callbacks() {
+    auto done = std::move(results_);
+    results_.clear();
+    for (auto& [cb, res] : done)
+      if (cb) cb(std::move(res));
+  }
+
+ private:
+  std::deque<Sample> queue_;
+  std::vector<std::pair<Callback, VerifyResult>> results_;
+  std::uint64_t next_id_ = 1;
+};
+
+}  // namespace kforge::verify

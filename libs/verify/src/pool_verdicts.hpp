@@ -1,0 +1,49 @@
+#pragma once
+// Internal: the pool's verdict assembly (part of Pool::Impl, pool_impl.hpp; pool_verdict.cpp).
+// What a sample's result becomes once its run is read: the no-launch check, the mutant re-run
+// queued for a passing sample whose kernels ran, the mutant run's result recorded on the real
+// run's, a sample that cannot be run failed as the verifier's own error; then the result is
+// handed over through the sample bookkeeping. Threads: as Pool, one thread.
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kforge/verify/config.hpp"
+#include "kforge/verify/harness_report.hpp"
+#include "kforge/verify/pool.hpp"
+#include "pool_samples.hpp"
+
+namespace kforge::verify {
+
+class VerdictAssembly {
+ public:
+  // `cfg`, `samples` and `stats` are the pool's; they outlive this.
+  VerdictAssembly(const VerifierConfig& pool_cfg, SampleBook& pool_samples, PoolStats& pool_stats)
+      : cfg(pool_cfg), samples(pool_samples), stats(pool_stats) {}
+
+  // Applies the quality checks and the mutant re-run, then hands the result over.
+  void complete(Sample job, VerifyResult res);
+  // The sample could not be run: an error verdict flagged infrastructure, handed over.
+  void fail_job(Sample job, const std::string& why);
+  // Logs, once per pool and target, that this Triton cannot compile for a target.
+  void note_unavailable_targets(const VerifyResult& res);
+  // Records the mutant run on the real run's result. A mutant run that passes (and did not
+  // fail for the verifier's own reasons) means the test checks nothing about the kernel.
+  static void attach_mutant(VerifyResult& primary, Verdict verdict, const std::string& detail,
+                            const std::vector<std::string>& flags, std::int64_t duration_ms,
+                            const std::optional<HarnessReport>& report, const nlohmann::json& guard,
+                            const char* process);
+
+ private:
+  const VerifierConfig& cfg;
+  SampleBook& samples;
+  PoolStats& stats;
+  std::set<std::string> warned_unavailable_targets;
+};
+
+}  // namespace kforge::verify
