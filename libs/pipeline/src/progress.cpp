@@ -54,191 +54,222 @@ Result<std::map<std::string, std::int64_t>> jobs_by_state(store::Db& db) {
 }
 
 namespace {
+// A run's jobs by state and stage, and the counts made of them.
+Status read_jobs(store::Db& db, RunProgress& p) {
+  const auto& q = pipeline_queries();
+  std::int64_t id = p.run.id;
+  {
+    KF_TRY(Stmt * s, db.cached(q["run_jobs_by_state_stage"]));
+    s->bind(1, id);
+    KF_CHECK(s->each([&](store::Stmt& r) {
+      std::string state = r.text(0), stage = r.text(1);
+      std::int64_t n = r.int64(2);
+      p.by_state[state] += n;
+      p.by_stage[stage][state] += n;
+      p.total += n;
+    }));
+  }
+  auto jobs_in = [&](std::initializer_list<JobState> states) {
+    std::int64_t n = 0;
+    for (JobState st : states)
+      if (auto it = p.by_state.find(std::string(to_string(st))); it != p.by_state.end())
+        n += it->second;
+    return n;
+  };
+  p.past_llm =
+      jobs_in({JobState::verify_queued, JobState::verifying, JobState::done, JobState::failed});
+  // A cancelled job got past the LLM stages only if it was cancelled at the verifier.
+  const std::string cancelled(to_string(JobState::cancelled));
+  if (auto v = p.by_stage.find(std::string(to_string(store::JobStep::verify)));
+      v != p.by_stage.end() && v->second.count(cancelled))
+    p.past_llm += v->second.at(cancelled);
+  p.cancelled = jobs_in({JobState::cancelled});
+  p.remaining = jobs_in({JobState::queued, JobState::leased});
+  p.verifying = jobs_in({JobState::verify_queued, JobState::verifying});
+  p.ended = jobs_in({JobState::done, JobState::failed});
+  return {};
+}
+
+// Tokens, cost, replayed answers, a provider's pause, mended answers, reasoning, stage outputs.
+// Returns the run's first answer's time (0: none yet).
+Result<std::int64_t> read_usage(store::Db& db, std::int64_t now_ms, RunProgress& p) {
+  const auto& q = pipeline_queries();
+  std::int64_t id = p.run.id;
+  std::int64_t first_ms = 0;
+  {
+    KF_TRY(Stmt * s, db.cached(q["run_usage"]));
+    s->bind(1, id);
+    KF_TRY(bool row, s->step());
+    if (row) {
+      p.prompt_tokens = s->int64(0);
+      p.completion_tokens = s->int64(1);
+      p.cost_usd = s->real(2);
+      first_ms = s->is_null(4) ? 0 : s->int64(4);
+    }
+    s->reset();
+  }
+  {
+    KF_TRY(Stmt * s, db.cached(q["run_calls"]));
+    s->bind(1, p.run.tag);
+    bool any = false;
+    std::int64_t pt = 0, ct = 0;
+    double cost = 0;
+    KF_CHECK(s->each([&](store::Stmt& r) {
+      any = true;
+      if (r.int64(0) != 0) {
+        p.replayed_calls = r.int64(1);
+        p.saved_usd = r.real(4);
+      } else {
+        pt = r.int64(2);
+        ct = r.int64(3);
+        cost = r.real(4);
+      }
+    }));
+    if (any) {
+      p.prompt_tokens = pt;
+      p.completion_tokens = ct;
+      p.cost_usd = cost;
+    }
+  }
+  {
+    KF_TRY(Stmt * s, db.cached(q["run_wait"]));
+    s->bind(1, id);
+    KF_TRY(bool row, s->step());
+    if (row && s->int64(0) > now_ms) {
+      p.wait_until_ms = s->int64(0);
+      p.wait_reason = s->text(1);
+    }
+    s->reset();
+  }
+  {
+    KF_TRY(Stmt * s, db.cached(q["run_mended"]));
+    s->bind(1, id);
+    KF_CHECK(s->each([&](store::Stmt& r) {
+      std::string list = r.text(0);
+      for (std::size_t b = 0; b <= list.size();) {
+        std::size_t e = std::min(list.find(',', b), list.size());
+        if (e > b) p.mended[list.substr(b, e - b)] += r.int64(1);
+        b = e + 1;
+      }
+    }));
+  }
+  {
+    KF_TRY(Stmt * s, db.cached(q["run_reasoning_usage"]));
+    s->bind(1, id);
+    KF_TRY(bool row, s->step());
+    if (row) {
+      p.reasoning_tokens = s->int64(0);
+      p.cached_prompt_tokens = s->int64(1);
+      p.with_reasoning = s->int64(2);
+    }
+    s->reset();
+  }
+  {
+    KF_TRY(Stmt * s, db.cached(q["run_outputs_by_stage_status"]));
+    s->bind(1, id);
+    KF_CHECK(s->each([&](store::Stmt& r) { p.outputs[r.text(0)][r.text(1)] = r.int64(2); }));
+  }
+  return first_ms;
+}
+
+// The rate and the ETA, from the recent answers of the stage that holds the code.
+Status read_rate(store::Db& db, std::int64_t now_ms, std::int64_t first_ms, RunProgress& p) {
+  const auto& q = pipeline_queries();
+  std::int64_t id = p.run.id;
+  auto code_stages = store::stages_of_kind(p.run.prompts, store::StageKind::code);
+  if (first_ms > 0 && p.run.state == store::RunState::active && !code_stages.empty()) {
+    // The rate: answers of the stage that holds the code (its last stage before the verifier).
+    KF_TRY(Stmt * s, db.cached(q["run_recent_finish_times"]));
+    s->bind(1, id)
+        .bind(2, code_stages.front())
+        .bind(3, now_ms - kRateWindowMs)
+        .bind(4, kRateSamples);
+    std::vector<std::int64_t> times;
+    KF_CHECK(s->each([&](store::Stmt& r) { times.push_back(r.int64(0)); }));
+    p.per_minute = rate_per_minute(times, now_ms);
+    if (p.per_minute > 0)
+      p.eta_s = static_cast<std::int64_t>(
+          std::ceil(static_cast<double>(p.remaining) * 60.0 / p.per_minute));
+  }
+  return {};
+}
+
+// Errors, failures, verdicts and their causes, quality flags, out of bounds, the speed label.
+Status read_verdicts(store::Db& db, std::int64_t now_ms, RunProgress& p) {
+  const auto& q = pipeline_queries();
+  std::int64_t id = p.run.id;
+  {
+    KF_TRY(Stmt * s, db.cached(q["run_errors_by_kind"]));
+    s->bind(1, id).bind(2, now_ms - kErrorWindowMs);
+    KF_CHECK(s->each([&](store::Stmt& r) {
+      p.errors.push_back(ErrorKind{r.text(0), r.int64(1), r.int64(2), r.text(3)});
+    }));
+  }
+  {
+    KF_TRY(Stmt * s, db.cached(q["run_failures_by_kind"]));
+    s->bind(1, id);
+    KF_CHECK(s->each([&](store::Stmt& r) {
+      FailureKind f;
+      f.stored = r.text(0);
+      f.kind = f.stored;
+      for (const char* family : {"rejected:", "llm:"})
+        if (f.kind.rfind(family, 0) == 0) f.kind = f.kind.substr(std::string(family).size());
+      f.count = r.int64(1);
+      f.example_key = r.text(3);
+      f.example = r.text(4);
+      p.failures.push_back(std::move(f));
+    }));
+  }
+  {
+    KF_TRY(Stmt * s, db.cached(q["run_verdict_causes"]));
+    s->bind(1, id);
+    KF_CHECK(s->each([&](store::Stmt& r) {
+      p.causes.push_back(VerdictCause{r.text(0), r.text(1), r.int64(2), r.text(4), r.text(5)});
+    }));
+  }
+  {
+    KF_TRY(Stmt * s, db.cached(q["run_verdicts"]));
+    s->bind(1, id);
+    KF_CHECK(s->each([&](store::Stmt& r) { p.verdicts[r.text(0)] = r.int64(1); }));
+  }
+  {
+    KF_TRY(Stmt * s, db.cached(q["run_quality_flags"]));
+    s->bind(1, id);
+    KF_CHECK(s->each([&](store::Stmt& r) { p.flags[r.text(0)] = r.int64(1); }));
+  }
+  {
+    KF_TRY(Stmt * s, db.cached(q["run_out_of_bounds"]));
+    s->bind(1, id);
+    KF_CHECK(s->each([&](store::Stmt& r) { p.out_of_bounds = r.int64(0); }));
+  }
+  {
+    KF_TRY(Stmt * s, db.cached(q["run_speed"]));
+    s->bind(1, id);
+    std::vector<double> speedups;  // in order, NULLs first
+    KF_CHECK(s->each([&](store::Stmt& r) {
+      ++p.speed_timed;
+      if (!r.is_null(0)) speedups.push_back(r.real(0));
+      if (!r.is_null(1) && r.int64(1) == 1) ++p.speed_pass_perf;
+    }));
+    p.speed_with_reference = static_cast<std::int64_t>(speedups.size());
+    if (!speedups.empty()) {
+      std::size_t n = speedups.size();
+      p.speed_median = n % 2 ? speedups[n / 2] : (speedups[n / 2 - 1] + speedups[n / 2]) / 2;
+    }
+  }
+  return {};
+}
+
 Result<std::vector<RunProgress>> progress_of(store::Db& db, std::int64_t now_ms,
                                              std::vector<RunRow> runs) {
-  const auto& q = pipeline_queries();
   std::vector<RunProgress> out;
   for (auto& run : runs) {
     RunProgress p;
     p.run = std::move(run);
-    std::int64_t id = p.run.id;
-    {
-      KF_TRY(Stmt * s, db.cached(q["run_jobs_by_state_stage"]));
-      s->bind(1, id);
-      KF_CHECK(s->each([&](store::Stmt& r) {
-        std::string state = r.text(0), stage = r.text(1);
-        std::int64_t n = r.int64(2);
-        p.by_state[state] += n;
-        p.by_stage[stage][state] += n;
-        p.total += n;
-      }));
-    }
-    auto jobs_in = [&](std::initializer_list<JobState> states) {
-      std::int64_t n = 0;
-      for (JobState st : states)
-        if (auto it = p.by_state.find(std::string(to_string(st))); it != p.by_state.end())
-          n += it->second;
-      return n;
-    };
-    p.past_llm =
-        jobs_in({JobState::verify_queued, JobState::verifying, JobState::done, JobState::failed});
-    // A cancelled job got past the LLM stages only if it was cancelled at the verifier.
-    const std::string cancelled(to_string(JobState::cancelled));
-    if (auto v = p.by_stage.find(std::string(to_string(store::JobStep::verify)));
-        v != p.by_stage.end() && v->second.count(cancelled))
-      p.past_llm += v->second.at(cancelled);
-    p.cancelled = jobs_in({JobState::cancelled});
-    p.remaining = jobs_in({JobState::queued, JobState::leased});
-    p.verifying = jobs_in({JobState::verify_queued, JobState::verifying});
-    p.ended = jobs_in({JobState::done, JobState::failed});
-    std::int64_t first_ms = 0;
-    {
-      KF_TRY(Stmt * s, db.cached(q["run_usage"]));
-      s->bind(1, id);
-      KF_TRY(bool row, s->step());
-      if (row) {
-        p.prompt_tokens = s->int64(0);
-        p.completion_tokens = s->int64(1);
-        p.cost_usd = s->real(2);
-        first_ms = s->is_null(4) ? 0 : s->int64(4);
-      }
-      s->reset();
-    }
-    {
-      KF_TRY(Stmt * s, db.cached(q["run_calls"]));
-      s->bind(1, p.run.tag);
-      bool any = false;
-      std::int64_t pt = 0, ct = 0;
-      double cost = 0;
-      KF_CHECK(s->each([&](store::Stmt& r) {
-        any = true;
-        if (r.int64(0) != 0) {
-          p.replayed_calls = r.int64(1);
-          p.saved_usd = r.real(4);
-        } else {
-          pt = r.int64(2);
-          ct = r.int64(3);
-          cost = r.real(4);
-        }
-      }));
-      if (any) {
-        p.prompt_tokens = pt;
-        p.completion_tokens = ct;
-        p.cost_usd = cost;
-      }
-    }
-    {
-      KF_TRY(Stmt * s, db.cached(q["run_wait"]));
-      s->bind(1, id);
-      KF_TRY(bool row, s->step());
-      if (row && s->int64(0) > now_ms) {
-        p.wait_until_ms = s->int64(0);
-        p.wait_reason = s->text(1);
-      }
-      s->reset();
-    }
-    {
-      KF_TRY(Stmt * s, db.cached(q["run_mended"]));
-      s->bind(1, id);
-      KF_CHECK(s->each([&](store::Stmt& r) {
-        std::string list = r.text(0);
-        for (std::size_t b = 0; b <= list.size();) {
-          std::size_t e = std::min(list.find(',', b), list.size());
-          if (e > b) p.mended[list.substr(b, e - b)] += r.int64(1);
-          b = e + 1;
-        }
-      }));
-    }
-    {
-      KF_TRY(Stmt * s, db.cached(q["run_reasoning_usage"]));
-      s->bind(1, id);
-      KF_TRY(bool row, s->step());
-      if (row) {
-        p.reasoning_tokens = s->int64(0);
-        p.cached_prompt_tokens = s->int64(1);
-        p.with_reasoning = s->int64(2);
-      }
-      s->reset();
-    }
-    {
-      KF_TRY(Stmt * s, db.cached(q["run_outputs_by_stage_status"]));
-      s->bind(1, id);
-      KF_CHECK(s->each([&](store::Stmt& r) { p.outputs[r.text(0)][r.text(1)] = r.int64(2); }));
-    }
-    auto code_stages = store::stages_of_kind(p.run.prompts, store::StageKind::code);
-    if (first_ms > 0 && p.run.state == store::RunState::active && !code_stages.empty()) {
-      // The rate: answers of the stage that holds the code (its last stage before the verifier).
-      KF_TRY(Stmt * s, db.cached(q["run_recent_finish_times"]));
-      s->bind(1, id)
-          .bind(2, code_stages.front())
-          .bind(3, now_ms - kRateWindowMs)
-          .bind(4, kRateSamples);
-      std::vector<std::int64_t> times;
-      KF_CHECK(s->each([&](store::Stmt& r) { times.push_back(r.int64(0)); }));
-      p.per_minute = rate_per_minute(times, now_ms);
-      if (p.per_minute > 0)
-        p.eta_s = static_cast<std::int64_t>(
-            std::ceil(static_cast<double>(p.remaining) * 60.0 / p.per_minute));
-    }
-    {
-      KF_TRY(Stmt * s, db.cached(q["run_errors_by_kind"]));
-      s->bind(1, id).bind(2, now_ms - kErrorWindowMs);
-      KF_CHECK(s->each([&](store::Stmt& r) {
-        p.errors.push_back(ErrorKind{r.text(0), r.int64(1), r.int64(2), r.text(3)});
-      }));
-    }
-    {
-      KF_TRY(Stmt * s, db.cached(q["run_failures_by_kind"]));
-      s->bind(1, id);
-      KF_CHECK(s->each([&](store::Stmt& r) {
-        FailureKind f;
-        f.stored = r.text(0);
-        f.kind = f.stored;
-        for (const char* family : {"rejected:", "llm:"})
-          if (f.kind.rfind(family, 0) == 0) f.kind = f.kind.substr(std::string(family).size());
-        f.count = r.int64(1);
-        f.example_key = r.text(3);
-        f.example = r.text(4);
-        p.failures.push_back(std::move(f));
-      }));
-    }
-    {
-      KF_TRY(Stmt * s, db.cached(q["run_verdict_causes"]));
-      s->bind(1, id);
-      KF_CHECK(s->each([&](store::Stmt& r) {
-        p.causes.push_back(VerdictCause{r.text(0), r.text(1), r.int64(2), r.text(4), r.text(5)});
-      }));
-    }
-    {
-      KF_TRY(Stmt * s, db.cached(q["run_verdicts"]));
-      s->bind(1, id);
-      KF_CHECK(s->each([&](store::Stmt& r) { p.verdicts[r.text(0)] = r.int64(1); }));
-    }
-    {
-      KF_TRY(Stmt * s, db.cached(q["run_quality_flags"]));
-      s->bind(1, id);
-      KF_CHECK(s->each([&](store::Stmt& r) { p.flags[r.text(0)] = r.int64(1); }));
-    }
-    {
-      KF_TRY(Stmt * s, db.cached(q["run_out_of_bounds"]));
-      s->bind(1, id);
-      KF_CHECK(s->each([&](store::Stmt& r) { p.out_of_bounds = r.int64(0); }));
-    }
-    {
-      KF_TRY(Stmt * s, db.cached(q["run_speed"]));
-      s->bind(1, id);
-      std::vector<double> speedups;  // in order, NULLs first
-      KF_CHECK(s->each([&](store::Stmt& r) {
-        ++p.speed_timed;
-        if (!r.is_null(0)) speedups.push_back(r.real(0));
-        if (!r.is_null(1) && r.int64(1) == 1) ++p.speed_pass_perf;
-      }));
-      p.speed_with_reference = static_cast<std::int64_t>(speedups.size());
-      if (!speedups.empty()) {
-        std::size_t n = speedups.size();
-        p.speed_median = n % 2 ? speedups[n / 2] : (speedups[n / 2 - 1] + speedups[n / 2]) / 2;
-      }
-    }
+    KF_CHECK(read_jobs(db, p));
+    KF_TRY(std::int64_t first_ms, read_usage(db, now_ms, p));
+    KF_CHECK(read_rate(db, now_ms, first_ms, p));
+    KF_CHECK(read_verdicts(db, now_ms, p));
     out.push_back(std::move(p));
   }
   return out;

@@ -172,6 +172,41 @@ Result<std::size_t> skip_string(std::string_view s, std::size_t i, int& line, in
   return syntax(start_line, "unterminated string");
 }
 
+// Where the number starting at i ends (digits, letters, dots, an exponent's sign).
+std::size_t number_end(std::string_view s, std::size_t i) {
+  const std::size_t n = s.size();
+  const char c = s[i];
+  std::size_t j = i;
+  bool hex = c == '0' && i + 1 < n && (s[i + 1] == 'x' || s[i + 1] == 'X');
+  while (j < n) {
+    char d = s[j];
+    if (name_char(d) || d == '.') {
+      ++j;
+    } else if ((d == '+' || d == '-') && !hex && (s[j - 1] == 'e' || s[j - 1] == 'E')) {
+      ++j;
+    } else {
+      break;
+    }
+  }
+  return j;
+}
+
+// The length of the operator at i: the longest of three, two or one characters.
+std::size_t op_length(std::string_view s, std::size_t i) {
+  std::size_t len = 1;
+  for (auto op : kOps3)
+    if (s.substr(i, 3) == op) len = 3;
+  if (len == 1) {
+    if (s.substr(i, 3) == "...") {
+      len = 3;
+    } else {
+      for (auto op : kOps2)
+        if (op != ".." && s.substr(i, 2) == op) len = 2;
+    }
+  }
+  return len;
+}
+
 }  // namespace
 
 Result<std::vector<LogicalLine>> scan(std::string_view s) {
@@ -253,18 +288,7 @@ Result<std::vector<LogicalLine>> scan(std::string_view s) {
     }
     if (std::isdigit(static_cast<unsigned char>(c)) != 0 ||
         (c == '.' && i + 1 < n && std::isdigit(static_cast<unsigned char>(s[i + 1])) != 0)) {
-      std::size_t j = i;
-      bool hex = c == '0' && i + 1 < n && (s[i + 1] == 'x' || s[i + 1] == 'X');
-      while (j < n) {
-        char d = s[j];
-        if (name_char(d) || d == '.') {
-          ++j;
-        } else if ((d == '+' || d == '-') && !hex && (s[j - 1] == 'e' || s[j - 1] == 'E')) {
-          ++j;
-        } else {
-          break;
-        }
-      }
+      std::size_t j = number_end(s, i);
       push_token(Tok::number, i, j, line);
       i = j;
       continue;
@@ -284,17 +308,7 @@ Result<std::vector<LogicalLine>> scan(std::string_view s) {
       ++i;
       continue;
     }
-    std::size_t len = 1;
-    for (auto op : kOps3)
-      if (s.substr(i, 3) == op) len = 3;
-    if (len == 1) {
-      if (s.substr(i, 3) == "...") {
-        len = 3;
-      } else {
-        for (auto op : kOps2)
-          if (op != ".." && s.substr(i, 2) == op) len = 2;
-      }
-    }
+    std::size_t len = op_length(s, i);
     push_token(Tok::op, i, i + len, line);
     i += len;
   }

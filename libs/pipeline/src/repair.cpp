@@ -53,16 +53,11 @@ std::string line_of(const std::string& text, long n) {
   return text.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
 }
 
-}  // namespace
-
-Result<std::string> render_evidence(const EvidenceTemplate& t, const VerdictEvidence& v,
-                                    const EvidenceCaps& caps) {
-  std::map<std::string, std::string> values = {
-      {"verdict", v.verdict},
-      {"detail", v.detail.empty() ? "(no detail recorded)" : v.detail},
-  };
-  std::vector<std::string> use = {"verdict"};
-  // The first test that did not pass, as the harness reported it.
+// The first test that did not pass, as the harness reported it: its line, message and
+// traceback, and the blocks that show them.
+void failing_test_values(const VerdictEvidence& v, const EvidenceCaps& caps,
+                         std::map<std::string, std::string>& values,
+                         std::vector<std::string>& use) {
   const nlohmann::json* bad = nullptr;
   if (v.report.is_object() && v.report.contains("tests") && v.report["tests"].is_array())
     for (const auto& test : v.report["tests"]) {
@@ -106,6 +101,18 @@ Result<std::string> render_evidence(const EvidenceTemplate& t, const VerdictEvid
       use.push_back("traceback");
     }
   }
+}
+
+}  // namespace
+
+Result<std::string> render_evidence(const EvidenceTemplate& t, const VerdictEvidence& v,
+                                    const EvidenceCaps& caps) {
+  std::map<std::string, std::string> values = {
+      {"verdict", v.verdict},
+      {"detail", v.detail.empty() ? "(no detail recorded)" : v.detail},
+  };
+  std::vector<std::string> use = {"verdict"};
+  failing_test_values(v, caps, values, use);
   std::string err = trim_end(v.stderr_tail);
   if (v.verdict != store::verdict_name(store::Verdict::passed) && !err.empty()) {
     values["stderr"] = trim_end(verify::last_lines(err, caps.stderr_lines, caps.stderr_bytes));

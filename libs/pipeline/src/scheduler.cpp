@@ -293,6 +293,55 @@ Status Scheduler::fail_before_call(ServedRun& run, const LeasedJob& job, const E
   return {};
 }
 
+// The values of a stage's prompt that come from earlier stages: the analysis stages' answers
+// ({{analysis}}), and for a repair stage the previous round's code and verdict. An error to fail
+// the job with before any call (a missing answer, code or verdict), or nullopt.
+Result<std::optional<Error>> Scheduler::earlier_stage_values(
+    const ServedRun& run, const LeasedJob& job, const Template& tmpl,
+    std::map<std::string, std::string>& values) {
+  if (std::find(tmpl.placeholders.begin(), tmpl.placeholders.end(), "analysis") !=
+      tmpl.placeholders.end()) {
+    // The answers of the analysis stages before this one; several: their fields in one object.
+    auto stages = run.spec->before(job.stage, store::StageKind::analysis);
+    nlohmann::json merged = nlohmann::json::object();
+    std::string single;
+    for (const Template* a : stages) {
+      KF_TRY(auto analysis, store_.ok_output(job.id, a->name));
+      if (!analysis)
+        return std::optional<Error>(Error("state", "stage '" + job.stage +
+                                                       "' needs the answer of '" + a->name +
+                                                       "', and the job has none"));
+      auto parsed = nlohmann::json::parse(*analysis, nullptr, false);
+      single = parsed.is_discarded() ? *analysis : parsed.dump(2);
+      if (parsed.is_object()) merged.update(parsed);
+    }
+    values["analysis"] = stages.size() == 1 ? single : merged.dump(2);
+  }
+  if (tmpl.kind == store::StageKind::repair) {
+    // The previous round's wrapper and test, and what the verifier said about them.
+    int prev = job.repair_round - 1;
+    KF_TRY(auto code, store_.round_code(job.id, prev));
+    KF_TRY(auto verdict, store_.round_verdict(job.id, prev));
+    if (prev < 0 || !code || !verdict)
+      return std::optional<Error>(
+          Error("state", "repair round " + std::to_string(job.repair_round) +
+                             " needs the code and the verdict of round " + std::to_string(prev) +
+                             ", and the job has " + (code ? "no verdict" : "no code")));
+    auto parsed = nlohmann::json::parse(*code, nullptr, false);
+    for (const char* f : {"kernel_wrapper", "unitest_code"})
+      values[f] = parsed.is_object() && parsed.contains(f) && parsed[f].is_string()
+                      ? parsed[f].get<std::string>()
+                      : std::string("(none)");
+    auto evidence = render_evidence(run.spec->evidence, *verdict);
+    if (!evidence.ok()) return std::optional<Error>(evidence.error());
+    values["evidence"] = std::move(*evidence);
+    values["round"] = std::to_string(job.repair_round);
+    values["repair_rounds"] =
+        std::to_string(std::max(run.row.params.repair_rounds, job.repair_round));
+  }
+  return std::optional<Error>();
+}
+
 Status Scheduler::submit(ServedRun& run, const LeasedJob& job) {
   const Template* tmpl = run.spec->stage(job.stage);
   if (tmpl == nullptr)
@@ -322,47 +371,8 @@ Status Scheduler::submit(ServedRun& run, const LeasedJob& job) {
       {"description_2", in.description_2.value_or("(none given)")},
       {"kernel_signatures", facts->signatures_text()},
   };
-  if (std::find(tmpl->placeholders.begin(), tmpl->placeholders.end(), "analysis") !=
-      tmpl->placeholders.end()) {
-    // The answers of the analysis stages before this one; several: their fields in one object.
-    auto stages = run.spec->before(job.stage, store::StageKind::analysis);
-    nlohmann::json merged = nlohmann::json::object();
-    std::string single;
-    for (const Template* a : stages) {
-      KF_TRY(auto analysis, store_.ok_output(job.id, a->name));
-      if (!analysis)
-        return fail_before_call(run, job,
-                                Error("state", "stage '" + job.stage + "' needs the answer of '" +
-                                                   a->name + "', and the job has none"));
-      auto parsed = nlohmann::json::parse(*analysis, nullptr, false);
-      single = parsed.is_discarded() ? *analysis : parsed.dump(2);
-      if (parsed.is_object()) merged.update(parsed);
-    }
-    values["analysis"] = stages.size() == 1 ? single : merged.dump(2);
-  }
-  if (tmpl->kind == store::StageKind::repair) {
-    // The previous round's wrapper and test, and what the verifier said about them.
-    int prev = job.repair_round - 1;
-    KF_TRY(auto code, store_.round_code(job.id, prev));
-    KF_TRY(auto verdict, store_.round_verdict(job.id, prev));
-    if (prev < 0 || !code || !verdict)
-      return fail_before_call(
-          run, job,
-          Error("state", "repair round " + std::to_string(job.repair_round) +
-                             " needs the code and the verdict of round " + std::to_string(prev) +
-                             ", and the job has " + (code ? "no verdict" : "no code")));
-    auto parsed = nlohmann::json::parse(*code, nullptr, false);
-    for (const char* f : {"kernel_wrapper", "unitest_code"})
-      values[f] = parsed.is_object() && parsed.contains(f) && parsed[f].is_string()
-                      ? parsed[f].get<std::string>()
-                      : std::string("(none)");
-    auto evidence = render_evidence(run.spec->evidence, *verdict);
-    if (!evidence.ok()) return fail_before_call(run, job, evidence.error());
-    values["evidence"] = std::move(*evidence);
-    values["round"] = std::to_string(job.repair_round);
-    values["repair_rounds"] =
-        std::to_string(std::max(run.row.params.repair_rounds, job.repair_round));
-  }
+  KF_TRY(std::optional<Error> missing, earlier_stage_values(run, job, *tmpl, values));
+  if (missing) return fail_before_call(run, job, *missing);
   auto text = render(tmpl->text, values, tmpl->path.string());
   if (!text.ok()) return fail_before_call(run, job, text.error());
 

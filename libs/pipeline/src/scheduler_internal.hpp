@@ -12,6 +12,7 @@
 
 #include "kforge/llm/errors.hpp"
 #include "kforge/pipeline/facts.hpp"
+#include "kforge/pipeline/repair.hpp"
 #include "kforge/pipeline/scheduler.hpp"
 
 namespace kforge::pipeline {
@@ -42,6 +43,24 @@ struct Scheduler::Call {
   int content_failures = 0;    // earlier unusable answers at this stage
   int transient_failures = 0;  // earlier provider errors at this stage
   KernelFacts facts;
+};
+
+// What a completed call's answer (or provider error) amounts to: the stage output to record and,
+// if the answer cannot be used, why.
+struct Scheduler::Outcome {
+  StageOutput out;
+  std::optional<Error> failure;        // what went wrong, if anything
+  std::optional<RepairAnswer> repair;  // a repair stage's answer
+  Transient transient = Transient::no;
+  std::string event_kind;
+};
+
+// The job's next state after an outcome, the events that say why, and whether the outcome was
+// a permanent provider error (a streak of them pauses the run).
+struct Scheduler::NextStep {
+  NextState next;
+  std::vector<Event> events;
+  bool permanent_provider_error = false;
 };
 
 namespace scheduler_detail {

@@ -135,7 +135,18 @@ class Scheduler {
   Status refresh_runs();
   Status lease_and_submit(StepReport& rep);
   Status submit(ServedRun& run, const LeasedJob& job);
+  Result<std::optional<Error>> earlier_stage_values(const ServedRun& run, const LeasedJob& job,
+                                                    const Template& tmpl,
+                                                    std::map<std::string, std::string>& values);
+  // Checkpointing a completed call (scheduler_complete.cpp): complete() puts these together.
+  struct Outcome;   // what the answer or error amounts to: the stage output, the failure
+  struct NextStep;  // the job's next state and its events
   Status complete(Completion& c, StepReport& rep);
+  Status settle_run_level(const Completion& c, const Call& call, bool& released);
+  Outcome read_outcome(const Call& call, const Result<llm::ChatResponse>& result) const;
+  NextStep next_step(const Call& call, const Outcome& o) const;
+  Status after_checkpoint(const Call& call, const Outcome& o, const NextStep& n, bool answered,
+                          StepReport& rep);
   Status fail_before_call(ServedRun& run, const LeasedJob& job, const Error& why);
   Status pause_run(ServedRun& run, const std::string& why);
   Status note_provider_wait();
