@@ -205,15 +205,11 @@ ojson features(RowShape shape, bool reasoning_field) {
   return ojson::array();
 }
 
-std::string render_card(const CardInput& in) {
+// The card's YAML front matter: license, name, tags, size, the splits' files and sizes.
+static std::string front_matter(const CardInput& in, std::int64_t total, std::int64_t bytes) {
   const RunInfo& run = *in.run;
   const ExportOptions& opts = *in.opts;
   const FolderSummary& sum = *in.sum;
-  std::int64_t total = 0, bytes = 0;
-  for (const auto& s : sum.splits) {
-    total += s.rows;
-    bytes += s.bytes;
-  }
   // The license: --license, else the one every record names, else "other" (several) or
   // "unknown" (none).
   std::string license = opts.license;
@@ -249,7 +245,84 @@ std::string render_card(const CardInput& in) {
   YAML::Emitter y;
   emit(y, front);
 
-  std::string md = "---\n" + std::string(y.c_str()) + "\n---\n\n";
+  return y.c_str();
+}
+
+// What the rows were checked against (--exclude-near) and what was found.
+static std::string decontamination_section(const CardInput& in) {
+  const ExportOptions& opts = *in.opts;
+  const FolderSummary& sum = *in.sum;
+  std::string md;
+  md += "## Decontamination\n\n";
+  if (in.eval_sets.empty()) {
+    md += "No eval set was checked (`kforge export --exclude-near FILE...`).\n\n";
+  } else {
+    md += fmt::format(
+        "Checked against these eval sets, kernel by kernel: a sample with a `@triton.jit` kernel "
+        "that is the same as one of theirs up to renames, formatting and constants, or at "
+        "similarity {:g} or more with one (identifiers normalised; kernels of fewer than {} "
+        "tokens, such as small helpers, are not compared), was {}.\n\n",
+        opts.near_threshold,
+        opts.exclude_near != nullptr ? opts.exclude_near->min_tokens() : dedup::kMinKernelTokens,
+        opts.mark_near ? "kept and marked (metadata.near_duplicate_of)" : "left out");
+    for (const auto& [file, n] : in.eval_sets)
+      md += fmt::format("- `{}`: {}\n", file, count(n, "kernel"));
+    md += fmt::format("\n{} {}", count(static_cast<std::int64_t>(sum.rows.near.size()), "sample"),
+                      opts.mark_near ? "marked" : "removed");
+    md += sum.rows.near.empty() ? ".\n\n" : ":\n\n";
+    std::size_t shown = 0;
+    for (const auto& n : sum.rows.near) {
+      if (shown++ == 50) {
+        md += fmt::format("- ... {} more\n", sum.rows.near.size() - 50);
+        break;
+      }
+      md += fmt::format("- `{}`: kernel `{}` {} `{}` of `{}` in `{}`\n", n.key, n.match.kernel,
+                        n.match.exact ? "is the same as"
+                                      : fmt::format("similarity {:.2f} with", n.match.similarity),
+                        n.match.eval_kernel, n.match.key, n.match.file);
+    }
+    md += "\n";
+  }
+
+  return md;
+}
+
+// The license given, or the records' licenses.
+static std::string license_section(const CardInput& in) {
+  const ExportOptions& opts = *in.opts;
+  std::string md;
+  md += "## License\n\n";
+  if (!opts.license.empty())
+    md += fmt::format("`{}`, as given to kforge export (--license).", opts.license);
+  else if (in.licenses.empty())
+    md += fmt::format(
+        "Unknown: the corpus records have no `{}` field; the kernels keep their authors' "
+        "licenses. Give one with `kforge export --license SPDX-ID`.",
+        opts.license_field);
+  else
+    md += fmt::format("From the records' `{}` field (also `metadata.license` of each row):",
+                      opts.license_field);
+  md += "\n\n";
+  if (opts.license.empty() && !in.licenses.empty()) {
+    for (const auto& [l, n] : in.licenses) md += fmt::format("- `{}`: {}\n", l, count(n, "sample"));
+    if (in.without_license > 0)
+      md += fmt::format("- none given: {}\n", count(in.without_license, "sample"));
+    md += "\n";
+  }
+
+  return md;
+}
+
+std::string render_card(const CardInput& in) {
+  const RunInfo& run = *in.run;
+  const ExportOptions& opts = *in.opts;
+  const FolderSummary& sum = *in.sum;
+  std::int64_t total = 0, bytes = 0;
+  for (const auto& s : sum.splits) {
+    total += s.rows;
+    bytes += s.bytes;
+  }
+  std::string md = "---\n" + front_matter(in, total, bytes) + "\n---\n\n";
   md += std::string(kCardMarker) + "\n\n";
   md += fmt::format("# kforge {}\n\n", run.tag);
   md += fmt::format(
@@ -347,56 +420,8 @@ std::string render_card(const CardInput& in) {
       "The whole run: ${:.4f} over {} stage outputs, {} prompt and {} completion tokens.\n\n",
       in.run_cost_usd, in.run_outputs, in.run_prompt_tokens, in.run_completion_tokens);
 
-  md += "## Decontamination\n\n";
-  if (in.eval_sets.empty()) {
-    md += "No eval set was checked (`kforge export --exclude-near FILE...`).\n\n";
-  } else {
-    md += fmt::format(
-        "Checked against these eval sets, kernel by kernel: a sample with a `@triton.jit` kernel "
-        "that is the same as one of theirs up to renames, formatting and constants, or at "
-        "similarity {:g} or more with one (identifiers normalised; kernels of fewer than {} "
-        "tokens, such as small helpers, are not compared), was {}.\n\n",
-        opts.near_threshold,
-        opts.exclude_near != nullptr ? opts.exclude_near->min_tokens() : dedup::kMinKernelTokens,
-        opts.mark_near ? "kept and marked (metadata.near_duplicate_of)" : "left out");
-    for (const auto& [file, n] : in.eval_sets)
-      md += fmt::format("- `{}`: {}\n", file, count(n, "kernel"));
-    md += fmt::format("\n{} {}", count(static_cast<std::int64_t>(sum.rows.near.size()), "sample"),
-                      opts.mark_near ? "marked" : "removed");
-    md += sum.rows.near.empty() ? ".\n\n" : ":\n\n";
-    std::size_t shown = 0;
-    for (const auto& n : sum.rows.near) {
-      if (shown++ == 50) {
-        md += fmt::format("- ... {} more\n", sum.rows.near.size() - 50);
-        break;
-      }
-      md += fmt::format("- `{}`: kernel `{}` {} `{}` of `{}` in `{}`\n", n.key, n.match.kernel,
-                        n.match.exact ? "is the same as"
-                                      : fmt::format("similarity {:.2f} with", n.match.similarity),
-                        n.match.eval_kernel, n.match.key, n.match.file);
-    }
-    md += "\n";
-  }
-
-  md += "## License\n\n";
-  if (!opts.license.empty())
-    md += fmt::format("`{}`, as given to kforge export (--license).", opts.license);
-  else if (in.licenses.empty())
-    md += fmt::format(
-        "Unknown: the corpus records have no `{}` field; the kernels keep their authors' "
-        "licenses. Give one with `kforge export --license SPDX-ID`.",
-        opts.license_field);
-  else
-    md += fmt::format("From the records' `{}` field (also `metadata.license` of each row):",
-                      opts.license_field);
-  md += "\n\n";
-  if (opts.license.empty() && !in.licenses.empty()) {
-    for (const auto& [l, n] : in.licenses) md += fmt::format("- `{}`: {}\n", l, count(n, "sample"));
-    if (in.without_license > 0)
-      md += fmt::format("- none given: {}\n", count(in.without_license, "sample"));
-    md += "\n";
-  }
-
+  md += decontamination_section(in);
+  md += license_section(in);
   md += "## Loading\n\n```python\nfrom datasets import load_dataset\n\n";
   md += "ds = load_dataset(\"path/to/this/folder\")  # or the Hub repository it was pushed to\n";
   md += fmt::format("print(ds[\"{}\"][0])\n```\n",

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <set>
 
@@ -128,48 +129,69 @@ const StageAttempt* final_code(const SampleData& d) {
   return nullptr;
 }
 
-// Writes the folder's files into `tmp`. Returns the README's list of files.
-Status write_files(const fs::path& tmp, const RunInfo& run, const SampleData& d) {
-  std::vector<std::string> files;
-  auto file = [&](const std::string& name, std::string_view data) -> Status {
-    files.push_back(name);
-    return put(tmp / name, data);
-  };
-  KF_CHECK(file("record.json", pretty(d.record_json)));
-  KF_CHECK(file("code.py", d.code));
-  // The stages before the verifier, as the run recorded them: analysis stages, then the code.
-  std::vector<std::string> stages = run.stages(StageKind::analysis);
-  const std::string first_analysis = stages.empty() ? std::string() : stages.front();
-  for (auto& c : run.stages(StageKind::code)) stages.push_back(c);
-  for (const std::string& stage : stages) {
-    const StageAttempt* a = latest(d, stage);
-    if (a == nullptr) continue;
-    if (a->request_json) {
-      KF_CHECK(file(stage + ".prompt.md", prompt_markdown(*a->request_json)));
-      KF_CHECK(file(stage + ".request.json", pretty(*a->request_json)));
-    }
-    if (a->response_raw) KF_CHECK(file(stage + ".response.txt", *a->response_raw));
-    if (a->error)
-      KF_CHECK(file(stage + ".error.txt", or_dash(a->error_kind) + ": " + *a->error + "\n"));
-    if (stage != first_analysis || !a->parsed_json) continue;
-    auto parsed = ojson::parse(*a->parsed_json, nullptr, false);
-    if (parsed.is_discarded()) continue;
-    const ojson& an = parsed.contains("analysis") ? parsed["analysis"] : parsed;
-    KF_CHECK(file("analysis.json", an.dump(2) + "\n"));
+// Every stage output's and verification's figures (attempts.json).
+ojson attempts_json(const SampleData& d) {
+  ojson attempts = ojson::array();
+  for (const auto& a : d.outputs)
+    attempts.push_back({{"stage", a.stage},
+                        {"attempt", a.attempt},
+                        {"repair_round", a.repair_round},
+                        {"status", std::string(store::to_string(a.status))},
+                        {"error_kind", a.error_kind ? ojson(*a.error_kind) : ojson(nullptr)},
+                        {"error", a.error ? ojson(*a.error) : ojson(nullptr)},
+                        {"prompt_version", a.prompt_version},
+                        {"prompt_sha256", a.prompt_sha256},
+                        {"request_sha256", a.request_sha256 ? ojson(*a.request_sha256) : ojson()},
+                        {"prompt_tokens", a.prompt_tokens},
+                        {"completion_tokens", a.completion_tokens},
+                        {"cost_usd", a.cost_usd},
+                        {"latency_ms", a.latency_ms},
+                        {"created", format_utc_ms(a.created_ms)}});
+  for (const auto& x : d.verifications)
+    attempts.push_back({{"stage", std::string(store::to_string(store::JobStep::verify))},
+                        {"attempt", x.attempt},
+                        {"repair_round", x.repair_round},
+                        {"verdict", x.verdict},
+                        {"flags", ojson::parse(x.flags_json, nullptr, false).is_discarded()
+                                      ? ojson(x.flags_json)
+                                      : ojson::parse(x.flags_json)},
+                        {"detail", x.detail ? ojson(*x.detail) : ojson(nullptr)},
+                        {"duration_ms", x.duration_ms},
+                        {"created", format_utc_ms(x.created_ms)}});
+  return attempts;
+}
+
+// The sample's outcome by the same rules as compare and export: `v` its latest verification
+// (or null), `before_verify` whether its job is before the verifier.
+SampleOutcome outcome_of(const SampleData& d, const VerifyAttempt* v, bool before_verify) {
+  SampleOutcome o;
+  o.key = d.key;
+  o.state = d.state;
+  o.stage = d.stage;
+  if (before_verify) {
+    if (const StageAttempt* a = latest(d, d.stage)) o.stage_status = a->status;
+  } else if (v == nullptr) {
+    if (!d.outputs.empty()) o.stage_status = d.outputs.back().status;
+  } else {
+    o.verdict = v->verdict;
+    auto flags = ojson::parse(v->flags_json, nullptr, false);
+    if (flags.is_array())
+      for (const auto& f : flags)
+        if (f.is_string()) o.flags.push_back(f.get<std::string>());
   }
-  // The final round's wrapper and test (the ones the last verdict judged, when there is one).
-  if (const StageAttempt* a = final_code(d); a != nullptr && a->parsed_json) {
-    auto parsed = ojson::parse(*a->parsed_json, nullptr, false);
-    if (parsed.is_object())
-      for (const char* f : {"kernel_wrapper", "unitest_code"})
-        if (parsed.contains(f) && parsed[f].is_string())
-          KF_CHECK(file(std::string(f) + ".py", parsed[f].get<std::string>()));
-  }
+  return o;
+}
+
+using FileWriter = std::function<Status(const std::string&, std::string_view)>;
+
+// Every round: round 0's verdict, and each repair round's prompt, answer and verdict; a line
+// each for the README.
+Status write_rounds(const SampleData& d, const FileWriter& file,
+                    std::vector<std::string>& round_lines) {
   // Every round: round 0's verdict, and each repair round's prompt, answer and verdict.
   int last_round = 0;
   for (const auto& a : d.outputs) last_round = std::max(last_round, a.repair_round);
   for (const auto& x : d.verifications) last_round = std::max(last_round, x.repair_round);
-  std::vector<std::string> round_lines;
   for (int n = 0; n <= last_round && last_round > 0; ++n) {
     std::string prefix = n == 0 ? "round-0" : "repair-" + std::to_string(n);
     std::string line = n == 0 ? "round 0 (generate)" : "repair " + std::to_string(n);
@@ -209,6 +231,48 @@ Status write_files(const fs::path& tmp, const RunInfo& run, const SampleData& d)
     }
     round_lines.push_back(line);
   }
+  return {};
+}
+
+// Writes the folder's files into `tmp`. Returns the README's list of files.
+Status write_files(const fs::path& tmp, const RunInfo& run, const SampleData& d) {
+  std::vector<std::string> files;
+  auto file = [&](const std::string& name, std::string_view data) -> Status {
+    files.push_back(name);
+    return put(tmp / name, data);
+  };
+  KF_CHECK(file("record.json", pretty(d.record_json)));
+  KF_CHECK(file("code.py", d.code));
+  // The stages before the verifier, as the run recorded them: analysis stages, then the code.
+  std::vector<std::string> stages = run.stages(StageKind::analysis);
+  const std::string first_analysis = stages.empty() ? std::string() : stages.front();
+  for (auto& c : run.stages(StageKind::code)) stages.push_back(c);
+  for (const std::string& stage : stages) {
+    const StageAttempt* a = latest(d, stage);
+    if (a == nullptr) continue;
+    if (a->request_json) {
+      KF_CHECK(file(stage + ".prompt.md", prompt_markdown(*a->request_json)));
+      KF_CHECK(file(stage + ".request.json", pretty(*a->request_json)));
+    }
+    if (a->response_raw) KF_CHECK(file(stage + ".response.txt", *a->response_raw));
+    if (a->error)
+      KF_CHECK(file(stage + ".error.txt", or_dash(a->error_kind) + ": " + *a->error + "\n"));
+    if (stage != first_analysis || !a->parsed_json) continue;
+    auto parsed = ojson::parse(*a->parsed_json, nullptr, false);
+    if (parsed.is_discarded()) continue;
+    const ojson& an = parsed.contains("analysis") ? parsed["analysis"] : parsed;
+    KF_CHECK(file("analysis.json", an.dump(2) + "\n"));
+  }
+  // The final round's wrapper and test (the ones the last verdict judged, when there is one).
+  if (const StageAttempt* a = final_code(d); a != nullptr && a->parsed_json) {
+    auto parsed = ojson::parse(*a->parsed_json, nullptr, false);
+    if (parsed.is_object())
+      for (const char* f : {"kernel_wrapper", "unitest_code"})
+        if (parsed.contains(f) && parsed[f].is_string())
+          KF_CHECK(file(std::string(f) + ".py", parsed[f].get<std::string>()));
+  }
+  std::vector<std::string> round_lines;
+  KF_CHECK(write_rounds(d, file, round_lines));
   const VerifyAttempt* v = d.verifications.empty() ? nullptr : &d.verifications.back();
   if (v != nullptr) {
     if (v->script) {
@@ -224,52 +288,12 @@ Status write_files(const fs::path& tmp, const RunInfo& run, const SampleData& d)
     KF_CHECK(file("verdict.json", verdict_json(*v).dump(2) + "\n"));
     KF_CHECK(file("stderr.txt", v->stderr_tail.value_or("")));
   }
-  ojson attempts = ojson::array();
-  for (const auto& a : d.outputs)
-    attempts.push_back({{"stage", a.stage},
-                        {"attempt", a.attempt},
-                        {"repair_round", a.repair_round},
-                        {"status", std::string(store::to_string(a.status))},
-                        {"error_kind", a.error_kind ? ojson(*a.error_kind) : ojson(nullptr)},
-                        {"error", a.error ? ojson(*a.error) : ojson(nullptr)},
-                        {"prompt_version", a.prompt_version},
-                        {"prompt_sha256", a.prompt_sha256},
-                        {"request_sha256", a.request_sha256 ? ojson(*a.request_sha256) : ojson()},
-                        {"prompt_tokens", a.prompt_tokens},
-                        {"completion_tokens", a.completion_tokens},
-                        {"cost_usd", a.cost_usd},
-                        {"latency_ms", a.latency_ms},
-                        {"created", format_utc_ms(a.created_ms)}});
-  for (const auto& x : d.verifications)
-    attempts.push_back({{"stage", std::string(store::to_string(store::JobStep::verify))},
-                        {"attempt", x.attempt},
-                        {"repair_round", x.repair_round},
-                        {"verdict", x.verdict},
-                        {"flags", ojson::parse(x.flags_json, nullptr, false).is_discarded()
-                                      ? ojson(x.flags_json)
-                                      : ojson::parse(x.flags_json)},
-                        {"detail", x.detail ? ojson(*x.detail) : ojson(nullptr)},
-                        {"duration_ms", x.duration_ms},
-                        {"created", format_utc_ms(x.created_ms)}});
+  ojson attempts = attempts_json(d);
   KF_CHECK(file("attempts.json", attempts.dump(2) + "\n"));
 
   // What happened, in words, using the same rules as compare and export.
-  SampleOutcome o;
-  o.key = d.key;
-  o.state = d.state;
-  o.stage = d.stage;
   bool before_verify = store::before_verifier(d.stage);
-  if (before_verify) {
-    if (const StageAttempt* a = latest(d, d.stage)) o.stage_status = a->status;
-  } else if (v == nullptr) {
-    if (!d.outputs.empty()) o.stage_status = d.outputs.back().status;
-  } else {
-    o.verdict = v->verdict;
-    auto flags = ojson::parse(v->flags_json, nullptr, false);
-    if (flags.is_array())
-      for (const auto& f : flags)
-        if (f.is_string()) o.flags.push_back(f.get<std::string>());
-  }
+  SampleOutcome o = outcome_of(d, v, before_verify);
   std::string readme = fmt::format(
       "kforge debug workspace\n\n"
       "run      {} (pipeline {}, model {})\n"

@@ -93,6 +93,148 @@ ojson field_or_null(const std::optional<ojson>& obj, const char* name) {
   return it == obj->end() ? ojson(nullptr) : *it;
 }
 
+// Each grouped sample's closest other member, and its group (by the group's smallest key), at
+// the threshold of the last corpus dedup.
+struct CorpusGroups {
+  std::unordered_map<std::int64_t, dedup::Member> link;
+  std::unordered_map<std::int64_t, std::string> group_of;
+};
+
+Result<CorpusGroups> corpus_groups(store::Db& db) {
+  CorpusGroups out;
+  KF_TRY(auto dedup_state, dedup::state(db));
+  if (!dedup_state) return out;
+  KF_TRY(auto groups, dedup::groups_at(db, dedup_state->threshold));
+  for (auto& g : groups) {
+    std::string first;
+    for (const auto& m : g.members)
+      if (first.empty() || m.key < first) first = m.key;
+    for (auto& m : g.members) {
+      out.group_of.emplace(m.sample_id, first);
+      out.link.emplace(m.sample_id, std::move(m));
+    }
+  }
+  return out;
+}
+
+// What the verification found, from its columns: the mutation score (with the kernel
+// battery's part), coverage, the cross-compile results and the speed label; null where the
+// sample was not verified.
+void add_verification_fields(const store::Stmt& s, bool before_verify, ojson cross, ojson& rec) {
+  // How strong the test is: of the mutants that could change the outputs, how many it
+  // caught; and what its launches exercised (docs/VERIFIER.md). Null where none ran.
+  // The kernel battery's part (killed, applicable, equivalent, the surviving mutants) where
+  // it ran.
+  if (!before_verify && !s.is_null(22)) {
+    rec["mutation_score"] = {{"killed", s.int64(21)}, {"applicable", s.int64(22)}};
+    if (!s.is_null(29)) {
+      auto survived = parse_opt(s.opt_text(31));
+      rec["mutation_score"]["kernel"] = {
+          {"killed", s.int64(28)},
+          {"applicable", s.int64(29)},
+          {"equivalent", s.int64(30)},
+          {"survived", survived && survived->is_array() ? *survived : ojson::array()}};
+    }
+  } else {
+    rec["mutation_score"] = nullptr;
+  }
+  auto coverage = before_verify ? std::nullopt : parse_opt(s.opt_text(23));
+  rec["coverage"] = coverage ? *coverage : ojson(nullptr);
+  rec["cross_compile"] = std::move(cross);
+  // The speed label (docs/VERIFIER.md): null where the sample was not timed.
+  auto speed = before_verify ? std::nullopt : parse_opt(s.opt_text(32));
+  rec["speed"] = speed ? *speed : ojson(nullptr);
+}
+
+// near_duplicate_of: the eval-set kernel it is near, else its corpus group's closest other
+// member. True for the latter.
+bool add_near_duplicate(const std::optional<dedup::NearMatch>& near, const CorpusGroups& corpus,
+                        std::int64_t sample_id, ojson& rec) {
+  if (near) {
+    rec["near_duplicate_of"] = {{"in", "eval"},
+                                {"file", near->file},
+                                {"key", near->key},
+                                {"kernel", near->kernel},
+                                {"eval_kernel", near->eval_kernel},
+                                {"similarity", near->similarity},
+                                {"exact", near->exact}};
+  } else if (auto it = corpus.link.find(sample_id); it != corpus.link.end()) {
+    rec["near_duplicate_of"] = {{"in", "corpus"},
+                                {"key", it->second.linked_to},
+                                {"similarity", it->second.similarity},
+                                {"exact", it->second.exact}};
+    return true;
+  }
+  return false;
+}
+
+// The record's prompt: the run's tag and pipeline, and per stage the prompt identity its
+// answer was made with (the run's own for a stage without an answer).
+ojson prompt_of(const RunInfo& run,
+                const std::vector<std::pair<std::string, store::StageKind>>& stages,
+                const store::Stmt& s, const std::string& code_stage) {
+  ojson prompt = {{"tag", run.tag}, {"pipeline", run.pipeline}};
+  for (const auto& [stage, kind] : stages) {
+    int col = kind == store::StageKind::analysis ? 6 : stage == code_stage ? 10 : -1;
+    if (col > 0 && !s.is_null(col)) {
+      prompt[stage] = {{"version", s.text(col)}, {"sha256", s.text(col + 1)}};
+    } else if (kind != store::StageKind::repair && run.prompts.is_object() &&
+               run.prompts.contains(stage)) {
+      prompt[stage] = run.prompts[stage];
+      prompt[stage].erase("kind");  // the record names prompts; kinds are the run's
+    }
+  }
+  return prompt;
+}
+
+// A row's outcome by the same rules as compare (the verdict applies only when the job is past
+// generation) and its verification's flags. True when the job is before the verifier.
+Result<bool> read_outcome(const store::Stmt& s, const std::string& tag,
+                          const std::vector<std::string>& analysis_stages, SampleOutcome& o,
+                          ojson& flags) {
+  // The same rules as compare: the verdict applies only when the job is past generation.
+  o.key = s.text(0);
+  KF_TRY(o.state, store::parse_job_state(s.text(2)));
+  o.stage = s.text(3);
+  // Columns 4 and 8: the statuses of the analysis's and the code's latest outputs.
+  KF_TRY(auto analysis_status, opt_status(s, 4));
+  KF_TRY(auto code_status, opt_status(s, 8));
+  bool before_verify = store::before_verifier(o.stage);
+  if (before_verify)
+    o.stage_status =
+        std::find(analysis_stages.begin(), analysis_stages.end(), o.stage) != analysis_stages.end()
+            ? analysis_status
+            : code_status;
+  if (!before_verify && !s.is_null(12)) {
+    o.verdict = s.text(12);
+    flags = ojson::parse(s.text(13), nullptr, false);
+    if (!flags.is_array())
+      return fail("parse", "run '" + tag + "', sample '" + o.key +
+                               "': verifications.flags_json is not a JSON list");
+    for (const auto& f : flags)
+      if (f.is_string()) o.flags.push_back(f.get<std::string>());
+  }
+  if (!before_verify && !o.verdict) {
+    // No verdict past generation: the latest failed stage output, as compare counts it.
+    if (code_status) {
+      if (*code_status != store::OutputStatus::ok) o.stage_status = code_status;
+    } else if (analysis_status && *analysis_status != store::OutputStatus::ok) {
+      o.stage_status = analysis_status;
+    }
+  }
+  return before_verify;
+}
+
+// --verdict's names, each a verdict's.
+Status check_verdict_names(const std::vector<std::string>& verdicts) {
+  for (const auto& v : verdicts)
+    if (std::find(verdict_names().begin(), verdict_names().end(), v) == verdict_names().end())
+      return fail("usage", "--verdict: '" + v +
+                               "' is not a verdict (passed, failed, error, timeout, crashed, "
+                               "invalid, skipped)");
+  return {};
+}
+
 }  // namespace
 
 namespace detail {
@@ -100,11 +242,7 @@ namespace detail {
 Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
                    const std::string& destination, bool check_conflicts, ExportSummary& sum,
                    const Emit& emit) {
-  for (const auto& v : opts.verdicts)
-    if (std::find(verdict_names().begin(), verdict_names().end(), v) == verdict_names().end())
-      return fail("usage", "--verdict: '" + v +
-                               "' is not a verdict (passed, failed, error, timeout, crashed, "
-                               "invalid, skipped)");
+  KF_CHECK(check_verdict_names(opts.verdicts));
   const std::string& tag = run.tag;
   // The run's stages by kind, as it recorded them: analysis stages, the code stage, repair.
   const auto analysis_stages = run.stages(store::StageKind::analysis);
@@ -113,27 +251,7 @@ Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
   std::vector<std::pair<std::string, store::StageKind>> stages;
   for (auto kind : {store::StageKind::analysis, store::StageKind::code, store::StageKind::repair})
     for (auto& name : run.stages(kind)) stages.emplace_back(name, kind);
-  auto is_analysis = [&](const std::string& stage) {
-    return std::find(analysis_stages.begin(), analysis_stages.end(), stage) !=
-           analysis_stages.end();
-  };
-  // Each grouped sample's closest other member, and its group (by the group's smallest key), at
-  // the threshold of the last corpus dedup.
-  std::unordered_map<std::int64_t, dedup::Member> corpus_link;
-  std::unordered_map<std::int64_t, std::string> group_of;
-  KF_TRY(auto dedup_state, dedup::state(db));
-  if (dedup_state) {
-    KF_TRY(auto groups, dedup::groups_at(db, dedup_state->threshold));
-    for (auto& g : groups) {
-      std::string first;
-      for (const auto& m : g.members)
-        if (first.empty() || m.key < first) first = m.key;
-      for (auto& m : g.members) {
-        group_of.emplace(m.sample_id, first);
-        corpus_link.emplace(m.sample_id, std::move(m));
-      }
-    }
-  }
+  KF_TRY(CorpusGroups corpus, corpus_groups(db));
   // The training shapes keep verified samples unless told otherwise.
   std::vector<std::string> verdicts = opts.verdicts;
   if (verdicts.empty() && opts.shape != RowShape::record) verdicts = {std::string(kPassed)};
@@ -145,34 +263,9 @@ Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
     KF_TRY(bool row, s.step());
     if (!row) break;
     std::string key = s.text(0);
-    // The same rules as compare: the verdict applies only when the job is past generation.
     SampleOutcome o;
-    o.key = key;
-    KF_TRY(o.state, store::parse_job_state(s.text(2)));
-    o.stage = s.text(3);
-    // Columns 4 and 8: the statuses of the analysis's and the code's latest outputs.
-    KF_TRY(auto analysis_status, opt_status(s, 4));
-    KF_TRY(auto code_status, opt_status(s, 8));
-    bool before_verify = store::before_verifier(o.stage);
-    if (before_verify) o.stage_status = is_analysis(o.stage) ? analysis_status : code_status;
     ojson flags = ojson::array();
-    if (!before_verify && !s.is_null(12)) {
-      o.verdict = s.text(12);
-      flags = ojson::parse(s.text(13), nullptr, false);
-      if (!flags.is_array())
-        return fail("parse", "run '" + tag + "', sample '" + key +
-                                 "': verifications.flags_json is not a JSON list");
-      for (const auto& f : flags)
-        if (f.is_string()) o.flags.push_back(f.get<std::string>());
-    }
-    if (!before_verify && !o.verdict) {
-      // No verdict past generation: the latest failed stage output, as compare counts it.
-      if (code_status) {
-        if (*code_status != store::OutputStatus::ok) o.stage_status = code_status;
-      } else if (analysis_status && *analysis_status != store::OutputStatus::ok) {
-        o.stage_status = analysis_status;
-      }
-    }
+    KF_TRY(bool before_verify, read_outcome(s, tag, analysis_stages, o, flags));
     Category cat = o.category();
     if (!verdicts.empty()) {
       bool keep =
@@ -234,43 +327,11 @@ Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
     // The round the exported code comes from: 0 for the first generation, N for repair N.
     rec["repair_round"] = s.is_null(15) ? ojson(nullptr) : ojson(s.int64(15));
     rec["model"] = run.model;
-    ojson prompt = {{"tag", run.tag}, {"pipeline", run.pipeline}};
     // The stage whose answer holds the exported code: the code stage, or a repair round's.
     std::string code_stage = s.is_null(16) ? first_of(code_stages) : s.text(16);
-    for (const auto& [stage, kind] : stages) {
-      int col = kind == store::StageKind::analysis ? 6 : stage == code_stage ? 10 : -1;
-      if (col > 0 && !s.is_null(col)) {
-        prompt[stage] = {{"version", s.text(col)}, {"sha256", s.text(col + 1)}};
-      } else if (kind != store::StageKind::repair && run.prompts.is_object() &&
-                 run.prompts.contains(stage)) {
-        prompt[stage] = run.prompts[stage];
-        prompt[stage].erase("kind");  // the record names prompts; kinds are the run's
-      }
-    }
+    ojson prompt = prompt_of(run, stages, s, code_stage);
     rec["prompt"] = std::move(prompt);
-    // How strong the test is: of the mutants that could change the outputs, how many it
-    // caught; and what its launches exercised (docs/VERIFIER.md). Null where none ran.
-    // The kernel battery's part (killed, applicable, equivalent, the surviving mutants) where
-    // it ran.
-    if (!before_verify && !s.is_null(22)) {
-      rec["mutation_score"] = {{"killed", s.int64(21)}, {"applicable", s.int64(22)}};
-      if (!s.is_null(29)) {
-        auto survived = parse_opt(s.opt_text(31));
-        rec["mutation_score"]["kernel"] = {
-            {"killed", s.int64(28)},
-            {"applicable", s.int64(29)},
-            {"equivalent", s.int64(30)},
-            {"survived", survived && survived->is_array() ? *survived : ojson::array()}};
-      }
-    } else {
-      rec["mutation_score"] = nullptr;
-    }
-    auto coverage = before_verify ? std::nullopt : parse_opt(s.opt_text(23));
-    rec["coverage"] = coverage ? *coverage : ojson(nullptr);
-    rec["cross_compile"] = std::move(cross);
-    // The speed label (docs/VERIFIER.md): null where the sample was not timed.
-    auto speed = before_verify ? std::nullopt : parse_opt(s.opt_text(32));
-    rec["speed"] = speed ? *speed : ojson(nullptr);
+    add_verification_fields(s, before_verify, std::move(cross), rec);
     if (opts.with_reasoning) {
       ojson reasoning = ojson::object();
       if (has_analysis)
@@ -278,21 +339,7 @@ Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
       reasoning[code_stage] = s.is_null(20) ? ojson() : ojson(s.text(20));
       rec["reasoning"] = std::move(reasoning);
     }
-    if (near) {
-      rec["near_duplicate_of"] = {{"in", "eval"},
-                                  {"file", near->file},
-                                  {"key", near->key},
-                                  {"kernel", near->kernel},
-                                  {"eval_kernel", near->eval_kernel},
-                                  {"similarity", near->similarity},
-                                  {"exact", near->exact}};
-    } else if (auto it = corpus_link.find(s.int64(17)); it != corpus_link.end()) {
-      rec["near_duplicate_of"] = {{"in", "corpus"},
-                                  {"key", it->second.linked_to},
-                                  {"similarity", it->second.similarity},
-                                  {"exact", it->second.exact}};
-      ++sum.corpus_near;
-    }
+    if (add_near_duplicate(near, corpus, s.int64(17), rec)) ++sum.corpus_near;
     Selected sel;
     sel.sample_id = s.int64(17);
     sel.key = key;
@@ -304,7 +351,8 @@ Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
       if (auto t = parse_opt(s.opt_text(26)); t && t->is_array()) sel.tests = std::move(*t);
       sel.speed = s.opt_text(27);
     }
-    if (auto it = group_of.find(sel.sample_id); it != group_of.end()) sel.group = it->second;
+    if (auto it = corpus.group_of.find(sel.sample_id); it != corpus.group_of.end())
+      sel.group = it->second;
     KF_CHECK(emit(sel));
   }
   return {};

@@ -218,6 +218,61 @@ std::vector<Round> rounds_of(const RunInfo& run, const SampleData& d) {
   return rounds;
 }
 
+// One round's section: its answer, cost, verdict and failing line, mutants, coverage, targets,
+// code (with its diff from the round before that had code), reasoning and stderr.
+Result<std::string> round_html(store::Db& db, const SampleData& d, const Round& r,
+                               const Round* before) {
+  std::string h;
+  h += fmt::format("<section class=\"round\" id=\"round-{}\"><h3>{}</h3>", r.n,
+                   r.n == 0 ? std::string("round 0: generate") : fmt::format("repair {}", r.n));
+  h += "<dl class=\"facts\">";
+  if (r.answer != nullptr) {
+    h += "<dt>answer</dt><dd>" + html_escape(std::string(store::to_string(r.answer->status)));
+    if (r.answer->error)
+      h += ": " + html_escape(r.answer->error_kind.value_or("-") + ": " + *r.answer->error);
+    h += "</dd>";
+  }
+  h += "<dt>tokens, cost</dt><dd>" +
+       fmt::format("{} tokens, {}", r.tokens, detail::money(r.cost_usd)) + "</dd>";
+  if (r.verdict != nullptr) {
+    h += "<dt>verdict</dt><dd class=\"verdict\">" + html_escape(verdict_text(*r.verdict)) +
+         "</dd><dt>detail</dt><dd>" + html_escape(r.verdict->detail.value_or("-")) + "</dd>";
+    auto [section, line] = failing_line(r.verdict);
+    if (!section.empty() && line > 0) {
+      std::string_view text = section == "kernel_wrapper" ? std::string_view(r.wrapper)
+                              : section == "unitest_code" ? std::string_view(r.test)
+                                                          : std::string_view(d.code);
+      h += "<dt>failing line</dt><dd class=\"failing-line\">" +
+           html_escape(fmt::format("{} line {}: ", section, line)) + "<code>" +
+           html_escape(line_of(text, line)) + "</code></dd>";
+    }
+    h += mutants_html(*r.verdict);
+    if (r.verdict->coverage_json)
+      h += "<dt>coverage</dt><dd><code>" + html_escape(*r.verdict->coverage_json) + "</code></dd>";
+    KF_TRY(std::string targets, targets_html(db, r.verdict->id));
+    h += targets;
+  } else {
+    h += "<dt>verdict</dt><dd class=\"verdict\">none</dd>";
+  }
+  h += "</dl>";
+  auto [section, line] = failing_line(r.verdict);
+  if (!r.unfixable.empty()) h += "<h4>unfixable</h4>" + pre(r.unfixable, 0, "prose");
+  if (r.has_code) {
+    h += "<h4>kernel_wrapper</h4>" + pre(r.wrapper, section == "kernel_wrapper" ? line : 0);
+    if (before != nullptr) h += diff_html(before->wrapper, r.wrapper);
+    h += "<h4>unitest_code</h4>" + pre(r.test, section == "unitest_code" ? line : 0);
+    if (before != nullptr) h += diff_html(before->test, r.test);
+  }
+  if (r.answer != nullptr && r.answer->reasoning)
+    h += "<details><summary>reasoning</summary>" + pre(*r.answer->reasoning, 0, "prose") +
+         "</details>";
+  if (r.verdict != nullptr && r.verdict->stderr_tail && !r.verdict->stderr_tail->empty())
+    h += "<details><summary>stderr</summary>" + pre(*r.verdict->stderr_tail, 0, "small") +
+         "</details>";
+  h += "</section>";
+  return h;
+}
+
 }  // namespace
 
 Result<Body> sample_page(store::Db& db, const ViewRequest& req) {
@@ -278,54 +333,8 @@ Result<Body> sample_page(store::Db& db, const ViewRequest& req) {
   h += "<h2>Rounds</h2><div class=\"rounds\">";
   const Round* before = nullptr;
   for (const auto& r : rounds) {
-    h += fmt::format("<section class=\"round\" id=\"round-{}\"><h3>{}</h3>", r.n,
-                     r.n == 0 ? std::string("round 0: generate") : fmt::format("repair {}", r.n));
-    h += "<dl class=\"facts\">";
-    if (r.answer != nullptr) {
-      h += "<dt>answer</dt><dd>" + html_escape(std::string(store::to_string(r.answer->status)));
-      if (r.answer->error)
-        h += ": " + html_escape(r.answer->error_kind.value_or("-") + ": " + *r.answer->error);
-      h += "</dd>";
-    }
-    h += "<dt>tokens, cost</dt><dd>" +
-         fmt::format("{} tokens, {}", r.tokens, detail::money(r.cost_usd)) + "</dd>";
-    if (r.verdict != nullptr) {
-      h += "<dt>verdict</dt><dd class=\"verdict\">" + html_escape(verdict_text(*r.verdict)) +
-           "</dd><dt>detail</dt><dd>" + html_escape(r.verdict->detail.value_or("-")) + "</dd>";
-      auto [section, line] = failing_line(r.verdict);
-      if (!section.empty() && line > 0) {
-        std::string_view text = section == "kernel_wrapper" ? std::string_view(r.wrapper)
-                                : section == "unitest_code" ? std::string_view(r.test)
-                                                            : std::string_view(d.code);
-        h += "<dt>failing line</dt><dd class=\"failing-line\">" +
-             html_escape(fmt::format("{} line {}: ", section, line)) + "<code>" +
-             html_escape(line_of(text, line)) + "</code></dd>";
-      }
-      h += mutants_html(*r.verdict);
-      if (r.verdict->coverage_json)
-        h +=
-            "<dt>coverage</dt><dd><code>" + html_escape(*r.verdict->coverage_json) + "</code></dd>";
-      KF_TRY(std::string targets, targets_html(db, r.verdict->id));
-      h += targets;
-    } else {
-      h += "<dt>verdict</dt><dd class=\"verdict\">none</dd>";
-    }
-    h += "</dl>";
-    auto [section, line] = failing_line(r.verdict);
-    if (!r.unfixable.empty()) h += "<h4>unfixable</h4>" + pre(r.unfixable, 0, "prose");
-    if (r.has_code) {
-      h += "<h4>kernel_wrapper</h4>" + pre(r.wrapper, section == "kernel_wrapper" ? line : 0);
-      if (before != nullptr) h += diff_html(before->wrapper, r.wrapper);
-      h += "<h4>unitest_code</h4>" + pre(r.test, section == "unitest_code" ? line : 0);
-      if (before != nullptr) h += diff_html(before->test, r.test);
-    }
-    if (r.answer != nullptr && r.answer->reasoning)
-      h += "<details><summary>reasoning</summary>" + pre(*r.answer->reasoning, 0, "prose") +
-           "</details>";
-    if (r.verdict != nullptr && r.verdict->stderr_tail && !r.verdict->stderr_tail->empty())
-      h += "<details><summary>stderr</summary>" + pre(*r.verdict->stderr_tail, 0, "small") +
-           "</details>";
-    h += "</section>";
+    KF_TRY(std::string section, round_html(db, d, r, before));
+    h += section;
     if (r.has_code) before = &r;
   }
   h += "</div>";

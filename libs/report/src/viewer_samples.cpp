@@ -57,6 +57,54 @@ std::string facet(const std::string& name, const std::string& label,
   return s + "</select></label> ";
 }
 
+// The verdict filter: empty or an outcome's name.
+Status check_outcome(const std::string& f_outcome) {
+  if (f_outcome.empty()) return {};
+  bool known = false;
+  std::string names;
+  for (Category c : all_categories()) {
+    known = known || to_string(c) == f_outcome;
+    names += (names.empty() ? "" : ", ") + std::string(to_string(c));
+  }
+  if (!known)
+    return fail("usage",
+                "parameter 'verdict' must be one of " + names + "; got '" + f_outcome + "'");
+  return {};
+}
+
+void sort_rows(std::vector<Row>& rows, const std::string& sort, bool desc) {
+  // Outcomes sort in display order (all_categories()), ties by key.
+  auto rank = [](const Row& r) { return static_cast<int>(r.o->category()); };
+  std::stable_sort(rows.begin(), rows.end(), [&](const Row& x, const Row& y) {
+    if (sort == "outcome" && rank(x) != rank(y))
+      return desc ? rank(x) > rank(y) : rank(x) < rank(y);
+    if (sort == "round" && x.o->repair_round != y.o->repair_round)
+      return desc ? x.o->repair_round > y.o->repair_round : x.o->repair_round < y.o->repair_round;
+    if (sort == "cost" && x.o->cost_usd != y.o->cost_usd)
+      return desc ? x.o->cost_usd > y.o->cost_usd : x.o->cost_usd < y.o->cost_usd;
+    if (sort == "tokens" && x.tokens != y.tokens)
+      return desc ? x.tokens > y.tokens : x.tokens < y.tokens;
+    return sort == "key" && desc ? x.o->key > y.o->key : x.o->key < y.o->key;
+  });
+}
+
+// A sample's row of the table.
+std::string row_html(const Row& r, const std::string& tag) {
+  const SampleOutcome& o = *r.o;
+  std::string flags;
+  for (const auto& f : o.flags) flags += (flags.empty() ? "" : ", ") + f;
+  std::string detail = o.detail.value_or(o.stage_error.value_or(o.job_error.value_or("")));
+  if (detail.size() > 160) detail = detail.substr(0, 157) + "...";
+  return "<tr class=\"c-" + r.outcome + "\"><td class=\"key\">" +
+         link("/sample", {{"tag", tag}, {"key", o.key}}, o.key) + "</td><td>" +
+         html_escape(r.outcome) + (o.verdict ? " (" + html_escape(*o.verdict) + ")" : "") +
+         "</td><td>" + html_escape(flags) + "</td><td>" + html_escape(r.failure) +
+         "</td><td class=\"num\">" + std::to_string(o.repair_round) + "</td><td>" +
+         html_escape(r.cause) + "</td><td class=\"num\">" + std::to_string(r.tokens) +
+         "</td><td class=\"num\">" + detail::money(o.cost_usd) + "</td><td class=\"detail\">" +
+         html_escape(detail) + "</td></tr>";
+}
+
 }  // namespace
 
 Result<Body> samples_page(store::Db& db, const ViewRequest& req, const ViewOptions& opts) {
@@ -78,17 +126,7 @@ Result<Body> samples_page(store::Db& db, const ViewRequest& req, const ViewOptio
   bool desc = param(req, "desc") == "1";
   KF_TRY(int page, whole(req, "page", 1, 1));
   if (!f_round.empty()) KF_CHECK(whole(req, "round", 0, 0));
-  if (!f_outcome.empty()) {
-    bool known = false;
-    std::string names;
-    for (Category c : all_categories()) {
-      known = known || to_string(c) == f_outcome;
-      names += (names.empty() ? "" : ", ") + std::string(to_string(c));
-    }
-    if (!known)
-      return fail("usage",
-                  "parameter 'verdict' must be one of " + names + "; got '" + f_outcome + "'");
-  }
+  KF_CHECK(check_outcome(f_outcome));
 
   std::vector<Row> rows;
   rows.reserve(outcomes.size());
@@ -115,19 +153,7 @@ Result<Body> samples_page(store::Db& db, const ViewRequest& req, const ViewOptio
     if (!needle.empty() && lower(o.key).find(needle) == std::string::npos) continue;
     rows.push_back(std::move(r));
   }
-  // Outcomes sort in display order (all_categories()), ties by key.
-  auto rank = [](const Row& r) { return static_cast<int>(r.o->category()); };
-  std::stable_sort(rows.begin(), rows.end(), [&](const Row& x, const Row& y) {
-    if (sort == "outcome" && rank(x) != rank(y))
-      return desc ? rank(x) > rank(y) : rank(x) < rank(y);
-    if (sort == "round" && x.o->repair_round != y.o->repair_round)
-      return desc ? x.o->repair_round > y.o->repair_round : x.o->repair_round < y.o->repair_round;
-    if (sort == "cost" && x.o->cost_usd != y.o->cost_usd)
-      return desc ? x.o->cost_usd > y.o->cost_usd : x.o->cost_usd < y.o->cost_usd;
-    if (sort == "tokens" && x.tokens != y.tokens)
-      return desc ? x.tokens > y.tokens : x.tokens < y.tokens;
-    return sort == "key" && desc ? x.o->key > y.o->key : x.o->key < y.o->key;
-  });
+  sort_rows(rows, sort, desc);
   const int size = std::max(1, opts.page_size);
   const int pages = std::max<int>(1, static_cast<int>((rows.size() + size - 1) / size));
   page = std::min(page, pages);
@@ -180,20 +206,7 @@ Result<Body> samples_page(store::Db& db, const ViewRequest& req, const ViewOptio
        "<th class=\"num\">tokens</th><th class=\"num\">cost</th><th>detail</th></tr>";
   std::size_t first = static_cast<std::size_t>(page - 1) * static_cast<std::size_t>(size);
   for (std::size_t i = first; i < rows.size() && i < first + static_cast<std::size_t>(size); ++i) {
-    const Row& r = rows[i];
-    const SampleOutcome& o = *r.o;
-    std::string flags;
-    for (const auto& f : o.flags) flags += (flags.empty() ? "" : ", ") + f;
-    std::string detail = o.detail.value_or(o.stage_error.value_or(o.job_error.value_or("")));
-    if (detail.size() > 160) detail = detail.substr(0, 157) + "...";
-    h += "<tr class=\"c-" + r.outcome + "\"><td class=\"key\">" +
-         link("/sample", {{"tag", tag}, {"key", o.key}}, o.key) + "</td><td>" +
-         html_escape(r.outcome) + (o.verdict ? " (" + html_escape(*o.verdict) + ")" : "") +
-         "</td><td>" + html_escape(flags) + "</td><td>" + html_escape(r.failure) +
-         "</td><td class=\"num\">" + std::to_string(o.repair_round) + "</td><td>" +
-         html_escape(r.cause) + "</td><td class=\"num\">" + std::to_string(r.tokens) +
-         "</td><td class=\"num\">" + detail::money(o.cost_usd) + "</td><td class=\"detail\">" +
-         html_escape(detail) + "</td></tr>";
+    h += row_html(rows[i], tag);
   }
   h += "</table><p class=\"pages\">";
   if (page > 1) h += link("/run", with("page", std::to_string(page - 1)), "previous") + " ";
