@@ -24,6 +24,7 @@
 #include "kforge/core/env.hpp"
 #include "kforge/core/fs.hpp"
 #include "kforge/core/printable.hpp"
+#include "kforge/llm/batch_file.hpp"
 #include "kforge/llm/client.hpp"
 #include "kforge/llm/errors.hpp"
 #include "kforge/llm/result_line.hpp"
@@ -79,9 +80,7 @@ class OfflineGateway final : public pipeline::LlmGateway {
     std::string sha = (*c)->request_sha256(req);
     if (answers_ == nullptr) {
       std::lock_guard lk(mu_);
-      lines_ += R"({"custom_id":")" + sha +
-                R"(","method":"POST","url":"/v1/chat/completions","body":)" +
-                (*c)->request_json(req) + "}\n";
+      lines_ += llm::input_line(sha, llm::kBatchChatEndpoint, (*c)->request_json(req));
       ++exported_;
       held_.push_back(std::move(done));
       return;

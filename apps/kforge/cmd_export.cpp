@@ -107,6 +107,103 @@ Status report_near(std::FILE* to, const ExportArgs& a, const report::ExportSumma
   return {};
 }
 
+int run_export(ExportArgs& args, Globals& g) {
+  if (args.out.empty() && args.out_dir.empty())
+    return report(Error("usage", "export: give --out FILE or --out-dir DIR"));
+  bool folder = !args.out_dir.empty();
+  report::ExportOptions opts;
+  if (auto shape = report::parse_row_shape(args.format)) {
+    if (!folder) KF_CHECK_OR_REPORT(report::check_json_extension(args.out));
+    opts.shape = *shape;
+    opts.format = report::ExportFormat::jsonl;
+  } else if (folder && args.format == "json") {
+    return report(Error("usage",
+                        "--format json: --out-dir writes JSON Lines; use --out for one "
+                        "JSON list"));
+  } else {
+    KF_TRY_OR_REPORT(opts.format,
+                     report::parse_export_format(args.format, folder ? "x.jsonl" : args.out));
+  }
+  if (!folder && !args.split.empty())
+    return report(Error("usage", "--split goes with --out-dir DIR"));
+  if (!args.split.empty()) {
+    KF_TRY_OR_REPORT(opts.splits, report::parse_splits(args.split));
+  }
+  opts.with_reasoning = !args.with_reasoning.empty();
+  if (opts.with_reasoning) {
+    KF_TRY_OR_REPORT(opts.reasoning_style, report::parse_reasoning_style(args.with_reasoning));
+  }
+  opts.license = args.license;
+  opts.license_field = args.license_field;
+  opts.shard_rows = args.shard_rows;
+  KF_TRY_OR_REPORT(app::Config cfg, load(g));
+  KF_TRY_OR_REPORT(auto db, app::open_store(cfg, app::IfMissing::refuse));
+  opts.verdicts = args.verdicts;
+  opts.include_flagged = args.include_flagged;
+  if (auto e = verify::parse_targets(args.compiles_for, "--compiles-for", opts.compiles_for))
+    return report(Error("usage", *e));
+  std::optional<dedup::EvalIndex> evals;
+  if (args.exclude_near.empty() &&
+      (!args.map.empty() || !args.key.empty() || args.mark || args.near_threshold >= 0 ||
+       !args.exclusions.empty() || args.min_kernel_tokens != dedup::kMinKernelTokens))
+    return report(Error("usage",
+                        "--map, --key, --near-threshold, --min-kernel-tokens, --mark and "
+                        "--exclusions go "
+                        "with --exclude-near FILE..."));
+  if (!args.exclude_near.empty()) {
+    corpus::FieldMap map;
+    if (!args.map.empty()) {
+      KF_TRY_OR_REPORT(map, corpus::parse_field_map(args.map));
+    }
+    if (!args.key.empty()) map.key = args.key;
+    std::vector<std::filesystem::path> files(args.exclude_near.begin(), args.exclude_near.end());
+    KF_TRY_OR_REPORT(evals, dedup::EvalIndex::load(files, map, corpus::Format::automatic,
+                                                   args.min_kernel_tokens));
+    opts.exclude_near = &*evals;
+    opts.near_threshold =
+        args.near_threshold >= 0 ? args.near_threshold : dedup::kDefaultKernelThreshold;
+    opts.mark_near = args.mark;
+  }
+  report::ExportSummary sum;
+  // With --out - the data owns stdout: the summaries go to stderr.
+  std::FILE* to = args.out == "-" ? stderr : stdout;
+  if (folder) {
+    KF_TRY_OR_REPORT(auto f, report::export_folder(*db, args.tag, args.out_dir, opts));
+    if (!g.quiet) print_folder(to, args, f);
+    sum = std::move(f.rows);
+  } else {
+    KF_TRY_OR_REPORT(sum, report::export_run(*db, args.tag, args.out, opts));
+  }
+  if (!g.quiet && !folder) {
+    std::fprintf(to, "exported %lld %s of %s to %s", static_cast<long long>(sum.written),
+                 sum.written == 1 ? "sample" : "samples", args.tag.c_str(),
+                 args.out == "-" ? "stdout" : args.out.c_str());
+    if (sum.skipped > 0)
+      std::fprintf(to, " (%lld left out by --verdict)", static_cast<long long>(sum.skipped));
+    if (sum.not_compiling > 0)
+      std::fprintf(to, " (%lld left out by --compiles-for)",
+                   static_cast<long long>(sum.not_compiling));
+    std::fprintf(to, "\n");
+  }
+  if (!g.quiet && opts.shape != report::RowShape::record && args.verdicts.empty())
+    std::fprintf(to, "(verified samples only: --verdict chooses others)\n");
+  if (!g.quiet && sum.no_answer > 0)
+    std::fprintf(to, "%lld selected %s no answer to train on and %s left out\n",
+                 static_cast<long long>(sum.no_answer),
+                 sum.no_answer == 1 ? "sample had" : "samples had",
+                 sum.no_answer == 1 ? "was" : "were");
+  if (evals) {
+    if (!g.quiet) {
+      std::string sets;
+      for (const auto& [f, n] : evals->files())
+        sets += (sets.empty() ? "" : ", ") + f + " (" + std::to_string(n) + " kernels)";
+      std::fprintf(to, "eval sets: %s\n", sets.c_str());
+    }
+    KF_CHECK_OR_REPORT(report_near(g.quiet ? nullptr : to, args, sum, opts.near_threshold));
+  }
+  return kOk;
+}
+
 }  // namespace
 
 Command add_export(CLI::App& root, Globals& g) {
@@ -180,105 +277,7 @@ Command add_export(CLI::App& root, Globals& g) {
       "prompt-completion, trajectory, rl) hold the requests the model was sent and its answers, "
       "and \"metadata\"; they keep verified samples unless --verdict says otherwise "
       "(docs/OPERATIONS.md, \"Training data\").");
-  return {
-      cmd, [args, &g]() -> int {
-        if (args->out.empty() && args->out_dir.empty())
-          return report(Error("usage", "export: give --out FILE or --out-dir DIR"));
-        bool folder = !args->out_dir.empty();
-        report::ExportOptions opts;
-        if (auto shape = report::parse_row_shape(args->format)) {
-          if (!folder) KF_CHECK_OR_REPORT(report::check_json_extension(args->out));
-          opts.shape = *shape;
-          opts.format = report::ExportFormat::jsonl;
-        } else if (folder && args->format == "json") {
-          return report(Error("usage",
-                              "--format json: --out-dir writes JSON Lines; use --out for one "
-                              "JSON list"));
-        } else {
-          KF_TRY_OR_REPORT(opts.format, report::parse_export_format(
-                                            args->format, folder ? "x.jsonl" : args->out));
-        }
-        if (!folder && !args->split.empty())
-          return report(Error("usage", "--split goes with --out-dir DIR"));
-        if (!args->split.empty()) {
-          KF_TRY_OR_REPORT(opts.splits, report::parse_splits(args->split));
-        }
-        opts.with_reasoning = !args->with_reasoning.empty();
-        if (opts.with_reasoning) {
-          KF_TRY_OR_REPORT(opts.reasoning_style,
-                           report::parse_reasoning_style(args->with_reasoning));
-        }
-        opts.license = args->license;
-        opts.license_field = args->license_field;
-        opts.shard_rows = args->shard_rows;
-        KF_TRY_OR_REPORT(app::Config cfg, load(g));
-        KF_TRY_OR_REPORT(auto db, app::open_store(cfg, app::IfMissing::refuse));
-        opts.verdicts = args->verdicts;
-        opts.include_flagged = args->include_flagged;
-        if (auto e = verify::parse_targets(args->compiles_for, "--compiles-for", opts.compiles_for))
-          return report(Error("usage", *e));
-        std::optional<dedup::EvalIndex> evals;
-        if (args->exclude_near.empty() &&
-            (!args->map.empty() || !args->key.empty() || args->mark || args->near_threshold >= 0 ||
-             !args->exclusions.empty() || args->min_kernel_tokens != dedup::kMinKernelTokens))
-          return report(Error("usage",
-                              "--map, --key, --near-threshold, --min-kernel-tokens, --mark and "
-                              "--exclusions go "
-                              "with --exclude-near FILE..."));
-        if (!args->exclude_near.empty()) {
-          corpus::FieldMap map;
-          if (!args->map.empty()) {
-            KF_TRY_OR_REPORT(map, corpus::parse_field_map(args->map));
-          }
-          if (!args->key.empty()) map.key = args->key;
-          std::vector<std::filesystem::path> files(args->exclude_near.begin(),
-                                                   args->exclude_near.end());
-          KF_TRY_OR_REPORT(evals, dedup::EvalIndex::load(files, map, corpus::Format::automatic,
-                                                         args->min_kernel_tokens));
-          opts.exclude_near = &*evals;
-          opts.near_threshold =
-              args->near_threshold >= 0 ? args->near_threshold : dedup::kDefaultKernelThreshold;
-          opts.mark_near = args->mark;
-        }
-        report::ExportSummary sum;
-        // With --out - the data owns stdout: the summaries go to stderr.
-        std::FILE* to = args->out == "-" ? stderr : stdout;
-        if (folder) {
-          KF_TRY_OR_REPORT(auto f, report::export_folder(*db, args->tag, args->out_dir, opts));
-          if (!g.quiet) print_folder(to, *args, f);
-          sum = std::move(f.rows);
-        } else {
-          KF_TRY_OR_REPORT(sum, report::export_run(*db, args->tag, args->out, opts));
-        }
-        if (!g.quiet && !folder) {
-          std::fprintf(to, "exported %lld %s of %s to %s", static_cast<long long>(sum.written),
-                       sum.written == 1 ? "sample" : "samples", args->tag.c_str(),
-                       args->out == "-" ? "stdout" : args->out.c_str());
-          if (sum.skipped > 0)
-            std::fprintf(to, " (%lld left out by --verdict)", static_cast<long long>(sum.skipped));
-          if (sum.not_compiling > 0)
-            std::fprintf(to, " (%lld left out by --compiles-for)",
-                         static_cast<long long>(sum.not_compiling));
-          std::fprintf(to, "\n");
-        }
-        if (!g.quiet && opts.shape != report::RowShape::record && args->verdicts.empty())
-          std::fprintf(to, "(verified samples only: --verdict chooses others)\n");
-        if (!g.quiet && sum.no_answer > 0)
-          std::fprintf(to, "%lld selected %s no answer to train on and %s left out\n",
-                       static_cast<long long>(sum.no_answer),
-                       sum.no_answer == 1 ? "sample had" : "samples had",
-                       sum.no_answer == 1 ? "was" : "were");
-        if (evals) {
-          if (!g.quiet) {
-            std::string sets;
-            for (const auto& [f, n] : evals->files())
-              sets += (sets.empty() ? "" : ", ") + f + " (" + std::to_string(n) + " kernels)";
-            std::fprintf(to, "eval sets: %s\n", sets.c_str());
-          }
-          KF_CHECK_OR_REPORT(report_near(g.quiet ? nullptr : to, *args, sum, opts.near_threshold));
-        }
-        return kOk;
-      }};
+  return {cmd, [args, &g]() -> int { return run_export(*args, g); }};
 }
 
 }  // namespace kforge::cli

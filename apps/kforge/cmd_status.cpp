@@ -58,8 +58,7 @@ std::pair<std::string, std::string> phase(const pipeline::RunProgress& p,
     return {std::string(store::to_string(state)), ""};
   if (!p.refused.empty() && p.remaining > 0)
     return {"generating", "the daemon refuses the run: " + p.refused};
-  if (p.remaining > 0)
-    return {"generating", live ? "" : "no kforged is running on this database"};
+  if (p.remaining > 0) return {"generating", live ? "" : "no kforged is running on this database"};
   if (p.verifying > 0) {
     std::string n = std::to_string(p.verifying) + " samples";
     if (verifies && !verifier_down.empty())
@@ -279,16 +278,9 @@ void print_daemon(const nlohmann::ordered_json& d) {
                                      d.value("why", std::string()));
 }
 
-void print_text(const nlohmann::ordered_json& st) {
-  const auto& bytes = st["database_bytes"];
-  std::printf("database   %s (schema %d, %s: file %s + WAL %s)\n",
-              st["database"].get<std::string>().c_str(), st["schema_version"].get<int>(),
-              megabytes(i64(bytes["total"])).c_str(), megabytes(i64(bytes["file"])).c_str(),
-              megabytes(i64(bytes["wal"])).c_str());
-  std::printf("samples    %lld\n", static_cast<long long>(i64(st["samples"])));
-  print_daemon(st["daemon"]);
-  if (st.contains("prompts_error"))
-    std::printf("prompts    cannot be read: %s\n", st["prompts_error"].get<std::string>().c_str());
+// The verifier's alerts (a device out of rotation, or the pool that could not start) and
+// Slurm's tasks and alerts.
+void print_alerts(const nlohmann::ordered_json& st) {
   for (const auto& a : st["verifier_alerts"]) {
     const char* head = a.value("old", false) ? "old ALERT" : "ALERT    ";
     std::string when = a.value("old", false) ? " (from " + format_utc_ms(i64(a["since_ms"])) +
@@ -315,176 +307,210 @@ void print_text(const nlohmann::ordered_json& st) {
                   format_utc_ms(i64(a["since_ms"])).c_str(),
                   a["message"].get<std::string>().c_str());
   }
+}
+
+// A run's head: what it is, its progress bar and phase, rate, ETA, tokens and cost, replayed and
+// mended answers, what it waits for and its batches in flight.
+void print_run_head(const nlohmann::ordered_json& run) {
+  std::printf("\nrun %s  (pipeline %s, model %s, %s, created %s)\n",
+              run["tag"].get<std::string>().c_str(), run["pipeline"].get<std::string>().c_str(),
+              run["model"].get<std::string>().c_str(), run["state"].get<std::string>().c_str(),
+              format_utc_ms(i64(run["created_ms"])).c_str());
+  const auto& pr = run["progress"];
+  std::int64_t total = i64(run["jobs_total"]);
+  // The bar counts jobs that ended (verified or failed), so it says 100% only once the
+  // verifier is done too; cancelled jobs are named apart and never fill it.
+  std::int64_t cancelled = pr.value("cancelled", std::int64_t{0});
+  std::printf("  %s  %lld/%lld jobs ended; %lld past the LLM stages, %lld at the verifier%s\n",
+              pipeline::progress_bar(pr["ended_fraction"].get<double>()).c_str(),
+              static_cast<long long>(i64(pr["ended"])), static_cast<long long>(total),
+              static_cast<long long>(i64(pr["past_llm"])),
+              static_cast<long long>(i64(pr["verifying"])),
+              cancelled > 0 ? ("; " + std::to_string(cancelled) + " cancelled").c_str() : "");
+  std::string ph = run["phase"].get<std::string>();
+  if (run["waits_for"].is_null())
+    std::printf("  phase    %s\n", ph.c_str());
+  else
+    print_wrapped("  phase    ", ph + ": " + run["waits_for"].get<std::string>());
+  // The rate is of the LLM stages: once they are done it says nothing.
+  bool llm_work = i64(pr["remaining"]) > 0;
+  std::string rate = llm_work && run["samples_per_minute"].get<double>() > 0
+                         ? per_minute_text(run["samples_per_minute"].get<double>())
+                         : std::string("-");
+  std::string eta = !llm_work || run["eta_s"].is_null() ? "-" : duration(i64(run["eta_s"]));
+  std::printf("  rate %s samples/min   ETA %s   tokens %s in / %s out   cost $%.4f\n", rate.c_str(),
+              eta.c_str(), count(i64(run["tokens"]["prompt"])).c_str(),
+              count(i64(run["tokens"]["completion"])).c_str(), run["cost_usd"].get<double>());
+  if (run.contains("replayed") && i64(run["replayed"]["calls"]) > 0)
+    std::printf("  replayed %lld answers from the store after a restart (saved $%.4f)\n",
+                static_cast<long long>(i64(run["replayed"]["calls"])),
+                run["replayed"]["saved_usd"].get<double>());
+  if (i64(run["tokens"].value("reasoning", 0)) > 0 ||
+      i64(run["tokens"].value("cached_prompt", 0)) > 0)
+    std::printf("  reasoning %s tokens (%lld answers)   cached prompt %s tokens\n",
+                count(i64(run["tokens"]["reasoning"])).c_str(),
+                static_cast<long long>(i64(run.value("with_reasoning", 0))),
+                count(i64(run["tokens"]["cached_prompt"])).c_str());
+  if (run.contains("mended") && !run["mended"].empty()) {
+    std::string line;
+    for (const auto& [what, n] : run["mended"].items())
+      line += (line.empty() ? "" : ", ") + what + " " + std::to_string(i64(n));
+    print_wrapped("  mended   ", "answers read leniently: " + line);
+  }
+  if (run.contains("waiting") && !run["waiting"].is_null())
+    print_wrapped("  waiting  ", run["waiting"]["reason"].get<std::string>());
+  for (const auto& b : run["batches"]) {
+    // A batch in flight (llm.mode batch): its state at the provider, counts and age.
+    std::string state = b["state"].get<std::string>();
+    if (!b["provider_status"].get<std::string>().empty())
+      state = b["provider_status"].get<std::string>();
+    std::string line = b["key"].get<std::string>().substr(0, 12) + " " + state + ", " +
+                       std::to_string(i64(b["run_lines"])) + " of this run's requests (" +
+                       std::to_string(i64(b["lines"])) + " in all), " +
+                       std::to_string(i64(b["completed"])) + " completed, " +
+                       std::to_string(i64(b["failed"])) + " failed, age " +
+                       duration(i64(b["age_s"]));
+    if (i64(b["poll_errors"]) > 0)
+      line += ", " + std::to_string(i64(b["poll_errors"])) + " polls failed";
+    if (!b["note"].get<std::string>().empty()) line += ": " + b["note"].get<std::string>();
+    print_wrapped("  batch    ", line);
+  }
+}
+
+// A run's jobs by the stage they are at, its answers by status, and the samples that wait for a
+// verifier that has an alert.
+void print_run_jobs(const nlohmann::ordered_json& st, const nlohmann::ordered_json& run) {
+  // Jobs by the stage they are at (the run's LLM stages and the verifier; not the ended).
+  for (const auto& [stage, states] : run["jobs_by_stage"].items()) {
+    if (store::step_of(stage) == store::JobStep::none) continue;
+    std::string line;
+    for (const auto& [state, n] : states.items())
+      line += "  " + state + " " + std::to_string(i64(n));
+    std::printf("  %-9s%s\n", stage.c_str(), line.c_str());
+  }
+  for (const auto& [stage, m] : run["stage_outputs"].items()) {
+    std::string line;
+    for (const auto& [status, n] : m.items()) line += "  " + status + " " + std::to_string(i64(n));
+    std::printf("  answers %-9s%s\n", stage.c_str(), line.c_str());
+  }
+  const std::string verify_step(store::to_string(store::JobStep::verify));
+  if (!st["verifier_alerts"].empty() && run["jobs_by_stage"].contains(verify_step)) {
+    const auto& v = run["jobs_by_stage"][verify_step];
+    const std::string queued(store::to_string(store::JobState::verify_queued));
+    std::int64_t waiting = v.contains(queued) ? i64(v[queued]) : 0;
+    if (waiting > 0)
+      std::printf("  %lld samples wait for the verifier (see the ALERT above)\n",
+                  static_cast<long long>(waiting));
+  }
+}
+
+// A run's verdicts, quality flags, out-of-bounds samples, speed labels, and what the verdicts
+// other than passed came from.
+void print_run_verdicts(const nlohmann::ordered_json& run) {
+  if (!run["verdicts"].empty()) {
+    std::string line;
+    for (const auto& [v, n] : run["verdicts"].items())
+      line += "  " + v + " " + std::to_string(i64(n));
+    std::printf("  verdicts%s\n", line.c_str());
+    if (run.contains("quality_flags") && !run["quality_flags"].empty()) {
+      // Passed, but not verified: what the test would let through (docs/VERIFIER.md).
+      std::string flags;
+      for (const auto& [f, n] : run["quality_flags"].items())
+        flags += "  " + f + " " + std::to_string(i64(n));
+      std::printf("  flagged (passed, not verified)%s\n", flags.c_str());
+    }
+    if (run.contains("out_of_bounds") && i64(run["out_of_bounds"]) > 0)
+      // Passed or not: a kernel read or wrote outside its buffers (docs/VERIFIER.md).
+      std::printf(
+          "  out of bounds %lld (a kernel reads or writes outside its buffers; any "
+          "verdict)\n",
+          static_cast<long long>(i64(run["out_of_bounds"])));
+    if (run.contains("speed") && i64(run["speed"]["timed"]) > 0) {
+      // The speed label (docs/VERIFIER.md): pass_perf of those timed against a reference.
+      const auto& sp = run["speed"];
+      char median[64] = "";
+      if (sp["median_speedup"].is_number())
+        std::snprintf(median, sizeof median, ", median speedup %.2fx",
+                      sp["median_speedup"].get<double>());
+      std::printf("  speed: %lld timed, %lld against a reference, pass_perf %lld%s\n",
+                  static_cast<long long>(i64(sp["timed"])),
+                  static_cast<long long>(i64(sp["with_reference"])),
+                  static_cast<long long>(i64(sp["pass_perf"])), median);
+    }
+    // What the verdicts other than passed came from, with an example and, for the verifier's
+    // own faults, the fix.
+    for (const auto& c : run["verdict_causes"]) {
+      std::string cause = c["cause"].get<std::string>();
+      char head[96];
+      std::snprintf(head, sizeof head, "    %-8s %-16s %6lld  e.g. ",
+                    c["verdict"].get<std::string>().c_str(),
+                    cause == "sample" ? "sample error" : cause.c_str(),
+                    static_cast<long long>(i64(c["count"])));
+      std::string text =
+          c["example_key"].get<std::string>() + ": " + c["example"].get<std::string>();
+      if (cause == "environment")
+        text +=
+            " (the verifier's Python lacks a module: set verifier.python to a Python with "
+            "torch and triton, then kforge retry " +
+            run["tag"].get<std::string>() + " --verdict " + c["verdict"].get<std::string>() + ")";
+      else if (cause == "infrastructure")
+        text += " (the verifier could not run the sample verifier.max_requeues times in a row)";
+      print_wrapped(head, text);
+    }
+  }
+}
+
+// A run's failed jobs and recent errors by kind, and the daemon's refusal.
+void print_run_failures(const nlohmann::ordered_json& run) {
+  if (!run["failures"].empty()) {
+    std::printf("  failed jobs by kind:\n");
+    int shown = 0;
+    for (const auto& f : run["failures"]) {
+      if (++shown > 8) break;
+      char head[96];
+      std::snprintf(head, sizeof head, "    %-28s %6lld  e.g. ",
+                    f["kind"].get<std::string>().c_str(), static_cast<long long>(i64(f["count"])));
+      print_wrapped(head,
+                    f["example_key"].get<std::string>() + ": " + f["example"].get<std::string>());
+    }
+  }
+  if (!run["errors"].empty()) {
+    std::printf("  errors in the last 24 h, by kind:\n");
+    int shown = 0;
+    for (const auto& e : run["errors"]) {
+      if (++shown > 8) break;
+      char head[96];
+      std::snprintf(head, sizeof head,
+                    "    %-28s %6lld  last: ", e["kind"].get<std::string>().c_str(),
+                    static_cast<long long>(i64(e["count"])));
+      print_wrapped(head, e["last_message"].get<std::string>());
+    }
+  }
+  if (!run["refused"].is_null() && !run["refused"].get<std::string>().empty())
+    std::printf("  REFUSED by the daemon: %s; create a new run (a new tag)\n",
+                run["refused"].get<std::string>().c_str());
+}
+
+void print_text(const nlohmann::ordered_json& st) {
+  const auto& bytes = st["database_bytes"];
+  std::printf("database   %s (schema %d, %s: file %s + WAL %s)\n",
+              st["database"].get<std::string>().c_str(), st["schema_version"].get<int>(),
+              megabytes(i64(bytes["total"])).c_str(), megabytes(i64(bytes["file"])).c_str(),
+              megabytes(i64(bytes["wal"])).c_str());
+  std::printf("samples    %lld\n", static_cast<long long>(i64(st["samples"])));
+  print_daemon(st["daemon"]);
+  if (st.contains("prompts_error"))
+    std::printf("prompts    cannot be read: %s\n", st["prompts_error"].get<std::string>().c_str());
+  print_alerts(st);
   if (st["runs"].empty()) {
     std::printf("runs       none (kforge run create TAG --pipeline v2)\n");
     return;
   }
   for (const auto& run : st["runs"]) {
-    std::printf("\nrun %s  (pipeline %s, model %s, %s, created %s)\n",
-                run["tag"].get<std::string>().c_str(), run["pipeline"].get<std::string>().c_str(),
-                run["model"].get<std::string>().c_str(), run["state"].get<std::string>().c_str(),
-                format_utc_ms(i64(run["created_ms"])).c_str());
-    const auto& pr = run["progress"];
-    std::int64_t total = i64(run["jobs_total"]);
-    // The bar counts jobs that ended (verified or failed), so it says 100% only once the
-    // verifier is done too; cancelled jobs are named apart and never fill it.
-    std::int64_t cancelled = pr.value("cancelled", std::int64_t{0});
-    std::printf("  %s  %lld/%lld jobs ended; %lld past the LLM stages, %lld at the verifier%s\n",
-                pipeline::progress_bar(pr["ended_fraction"].get<double>()).c_str(),
-                static_cast<long long>(i64(pr["ended"])), static_cast<long long>(total),
-                static_cast<long long>(i64(pr["past_llm"])),
-                static_cast<long long>(i64(pr["verifying"])),
-                cancelled > 0 ? ("; " + std::to_string(cancelled) + " cancelled").c_str() : "");
-    std::string ph = run["phase"].get<std::string>();
-    if (run["waits_for"].is_null())
-      std::printf("  phase    %s\n", ph.c_str());
-    else
-      print_wrapped("  phase    ", ph + ": " + run["waits_for"].get<std::string>());
-    // The rate is of the LLM stages: once they are done it says nothing.
-    bool llm_work = i64(pr["remaining"]) > 0;
-    std::string rate = llm_work && run["samples_per_minute"].get<double>() > 0
-                           ? per_minute_text(run["samples_per_minute"].get<double>())
-                           : std::string("-");
-    std::string eta = !llm_work || run["eta_s"].is_null() ? "-" : duration(i64(run["eta_s"]));
-    std::printf("  rate %s samples/min   ETA %s   tokens %s in / %s out   cost $%.4f\n",
-                rate.c_str(), eta.c_str(), count(i64(run["tokens"]["prompt"])).c_str(),
-                count(i64(run["tokens"]["completion"])).c_str(), run["cost_usd"].get<double>());
-    if (run.contains("replayed") && i64(run["replayed"]["calls"]) > 0)
-      std::printf("  replayed %lld answers from the store after a restart (saved $%.4f)\n",
-                  static_cast<long long>(i64(run["replayed"]["calls"])),
-                  run["replayed"]["saved_usd"].get<double>());
-    if (i64(run["tokens"].value("reasoning", 0)) > 0 ||
-        i64(run["tokens"].value("cached_prompt", 0)) > 0)
-      std::printf("  reasoning %s tokens (%lld answers)   cached prompt %s tokens\n",
-                  count(i64(run["tokens"]["reasoning"])).c_str(),
-                  static_cast<long long>(i64(run.value("with_reasoning", 0))),
-                  count(i64(run["tokens"]["cached_prompt"])).c_str());
-    if (run.contains("mended") && !run["mended"].empty()) {
-      std::string line;
-      for (const auto& [what, n] : run["mended"].items())
-        line += (line.empty() ? "" : ", ") + what + " " + std::to_string(i64(n));
-      print_wrapped("  mended   ", "answers read leniently: " + line);
-    }
-    if (run.contains("waiting") && !run["waiting"].is_null())
-      print_wrapped("  waiting  ", run["waiting"]["reason"].get<std::string>());
-    for (const auto& b : run["batches"]) {
-      // A batch in flight (llm.mode batch): its state at the provider, counts and age.
-      std::string state = b["state"].get<std::string>();
-      if (!b["provider_status"].get<std::string>().empty())
-        state = b["provider_status"].get<std::string>();
-      std::string line = b["key"].get<std::string>().substr(0, 12) + " " + state + ", " +
-                         std::to_string(i64(b["run_lines"])) + " of this run's requests (" +
-                         std::to_string(i64(b["lines"])) + " in all), " +
-                         std::to_string(i64(b["completed"])) + " completed, " +
-                         std::to_string(i64(b["failed"])) + " failed, age " +
-                         duration(i64(b["age_s"]));
-      if (i64(b["poll_errors"]) > 0)
-        line += ", " + std::to_string(i64(b["poll_errors"])) + " polls failed";
-      if (!b["note"].get<std::string>().empty()) line += ": " + b["note"].get<std::string>();
-      print_wrapped("  batch    ", line);
-    }
-    // Jobs by the stage they are at (the run's LLM stages and the verifier; not the ended).
-    for (const auto& [stage, states] : run["jobs_by_stage"].items()) {
-      if (store::step_of(stage) == store::JobStep::none) continue;
-      std::string line;
-      for (const auto& [state, n] : states.items())
-        line += "  " + state + " " + std::to_string(i64(n));
-      std::printf("  %-9s%s\n", stage.c_str(), line.c_str());
-    }
-    for (const auto& [stage, m] : run["stage_outputs"].items()) {
-      std::string line;
-      for (const auto& [status, n] : m.items())
-        line += "  " + status + " " + std::to_string(i64(n));
-      std::printf("  answers %-9s%s\n", stage.c_str(), line.c_str());
-    }
-    const std::string verify_step(store::to_string(store::JobStep::verify));
-    if (!st["verifier_alerts"].empty() && run["jobs_by_stage"].contains(verify_step)) {
-      const auto& v = run["jobs_by_stage"][verify_step];
-      const std::string queued(store::to_string(store::JobState::verify_queued));
-      std::int64_t waiting = v.contains(queued) ? i64(v[queued]) : 0;
-      if (waiting > 0)
-        std::printf("  %lld samples wait for the verifier (see the ALERT above)\n",
-                    static_cast<long long>(waiting));
-    }
-    if (!run["verdicts"].empty()) {
-      std::string line;
-      for (const auto& [v, n] : run["verdicts"].items())
-        line += "  " + v + " " + std::to_string(i64(n));
-      std::printf("  verdicts%s\n", line.c_str());
-      if (run.contains("quality_flags") && !run["quality_flags"].empty()) {
-        // Passed, but not verified: what the test would let through (docs/VERIFIER.md).
-        std::string flags;
-        for (const auto& [f, n] : run["quality_flags"].items())
-          flags += "  " + f + " " + std::to_string(i64(n));
-        std::printf("  flagged (passed, not verified)%s\n", flags.c_str());
-      }
-      if (run.contains("out_of_bounds") && i64(run["out_of_bounds"]) > 0)
-        // Passed or not: a kernel read or wrote outside its buffers (docs/VERIFIER.md).
-        std::printf(
-            "  out of bounds %lld (a kernel reads or writes outside its buffers; any "
-            "verdict)\n",
-            static_cast<long long>(i64(run["out_of_bounds"])));
-      if (run.contains("speed") && i64(run["speed"]["timed"]) > 0) {
-        // The speed label (docs/VERIFIER.md): pass_perf of those timed against a reference.
-        const auto& sp = run["speed"];
-        char median[64] = "";
-        if (sp["median_speedup"].is_number())
-          std::snprintf(median, sizeof median, ", median speedup %.2fx",
-                        sp["median_speedup"].get<double>());
-        std::printf("  speed: %lld timed, %lld against a reference, pass_perf %lld%s\n",
-                    static_cast<long long>(i64(sp["timed"])),
-                    static_cast<long long>(i64(sp["with_reference"])),
-                    static_cast<long long>(i64(sp["pass_perf"])), median);
-      }
-      // What the verdicts other than passed came from, with an example and, for the verifier's
-      // own faults, the fix.
-      for (const auto& c : run["verdict_causes"]) {
-        std::string cause = c["cause"].get<std::string>();
-        char head[96];
-        std::snprintf(head, sizeof head, "    %-8s %-16s %6lld  e.g. ",
-                      c["verdict"].get<std::string>().c_str(),
-                      cause == "sample" ? "sample error" : cause.c_str(),
-                      static_cast<long long>(i64(c["count"])));
-        std::string text =
-            c["example_key"].get<std::string>() + ": " + c["example"].get<std::string>();
-        if (cause == "environment")
-          text +=
-              " (the verifier's Python lacks a module: set verifier.python to a Python with "
-              "torch and triton, then kforge retry " +
-              run["tag"].get<std::string>() + " --verdict " + c["verdict"].get<std::string>() + ")";
-        else if (cause == "infrastructure")
-          text += " (the verifier could not run the sample verifier.max_requeues times in a row)";
-        print_wrapped(head, text);
-      }
-    }
-    if (!run["failures"].empty()) {
-      std::printf("  failed jobs by kind:\n");
-      int shown = 0;
-      for (const auto& f : run["failures"]) {
-        if (++shown > 8) break;
-        char head[96];
-        std::snprintf(head, sizeof head, "    %-28s %6lld  e.g. ",
-                      f["kind"].get<std::string>().c_str(),
-                      static_cast<long long>(i64(f["count"])));
-        print_wrapped(head,
-                      f["example_key"].get<std::string>() + ": " + f["example"].get<std::string>());
-      }
-    }
-    if (!run["errors"].empty()) {
-      std::printf("  errors in the last 24 h, by kind:\n");
-      int shown = 0;
-      for (const auto& e : run["errors"]) {
-        if (++shown > 8) break;
-        char head[96];
-        std::snprintf(head, sizeof head,
-                      "    %-28s %6lld  last: ", e["kind"].get<std::string>().c_str(),
-                      static_cast<long long>(i64(e["count"])));
-        print_wrapped(head, e["last_message"].get<std::string>());
-      }
-    }
-    if (!run["refused"].is_null() && !run["refused"].get<std::string>().empty())
-      std::printf("  REFUSED by the daemon: %s; create a new run (a new tag)\n",
-                  run["refused"].get<std::string>().c_str());
+    print_run_head(run);
+    print_run_jobs(st, run);
+    print_run_verdicts(run);
+    print_run_failures(run);
   }
 }
 

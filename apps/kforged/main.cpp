@@ -162,6 +162,94 @@ void signal_thread(sigset_t set, SignalTargets* to) {
   }
 }
 
+// The prompt library in `dir`; null (the error logged) when it cannot be loaded.
+std::unique_ptr<pipeline::PromptLibrary> load_prompts(const std::filesystem::path& dir) {
+  auto lib_r = pipeline::PromptLibrary::load(dir);
+  if (!lib_r.ok()) {
+    spdlog::error("{}", lib_r.error().message);
+    return nullptr;
+  }
+  return std::make_unique<pipeline::PromptLibrary>(std::move(*lib_r));
+}
+
+// This start's heartbeat row: host, pid, owner, version, whether it verifies, its metrics.
+pipeline::Heartbeat::Options heartbeat_options(const app::Config& cfg, const std::string& owner,
+                                               HttpServer& http) {
+  pipeline::Heartbeat::Options hbo;
+  hbo.host = host_name();
+  hbo.pid = ::getpid();
+  hbo.owner = owner;
+  hbo.version = KFORGE_VERSION;
+  hbo.verifies = cfg.daemon.verify;
+  if (!cfg.daemon.http_listen.empty())
+    hbo.metrics = cfg.daemon.http_listen.substr(0, cfg.daemon.http_listen.rfind(':')) + ":" +
+                  std::to_string(http.port());
+  return hbo;
+}
+
+// Stops the verifier's thread within what is left of the drain's grace, and says what it did.
+void stop_verifier(VerifierThread& verifier, DaemonLoop& loop, Clock& clock,
+                   SignalTargets& signal_targets) {
+  auto grace = std::chrono::duration_cast<std::chrono::milliseconds>(loop.drain_deadline() -
+                                                                     clock.steady_now());
+  {
+    std::lock_guard l(signal_targets.mu);
+    signal_targets.verifier = nullptr;
+  }
+  verifier.stop(std::max(grace, 0ms));
+  const auto vs = verifier.stats();
+  spdlog::info("verifier stopped: {} verdicts stored ({} verified), {} samples back in the queue",
+               vs.stored, vs.verified, vs.requeued);
+}
+
+// A watch on the database's files that wakes both loops; without it they poll (logged).
+Result<std::unique_ptr<FileWatch>> watch_database(const app::Config& cfg, DaemonLoop& loop,
+                                                  std::unique_ptr<VerifierThread>& verifier) {
+  const std::filesystem::path db_file = std::filesystem::absolute(cfg.store.path);
+  auto watch = FileWatch::start(db_file.parent_path().string(),
+                                {db_file.filename().string(), db_file.filename().string() + "-wal"},
+                                [&loop, &verifier] {
+                                  loop.notice_db_change();
+                                  if (verifier) verifier->notice_db_change();
+                                });
+  if (watch.ok())
+    loop.set_change_watch(true);
+  else
+    spdlog::warn("{}; an idle kforged looks for work every {} ms instead", watch.error().message,
+                 cfg.pipeline.idle_poll_ms);
+  return watch;
+}
+
+// /healthz and /metrics on daemon.http_listen (none when it is empty). False (logged) when the
+// address cannot be served.
+bool start_http(HttpServer& http, const app::Config& cfg, Shared& shared, Clock& clock) {
+  std::int64_t stale_ms = std::max<std::int64_t>(30'000, 10 * cfg.pipeline.idle_poll_ms);
+  if (cfg.daemon.http_listen.empty()) return true;
+  auto st = http.start(cfg.daemon.http_listen, shared, clock, stale_ms);
+  if (!st.ok()) {
+    spdlog::error("{}", st.error().message);
+    return false;
+  }
+  spdlog::info("serving /healthz and /metrics on {}:{}",
+               cfg.daemon.http_listen.substr(0, cfg.daemon.http_listen.rfind(':')), http.port());
+  return true;
+}
+
+// The scoring endpoint on score.listen (none when it is empty). False (logged) when it cannot
+// be served.
+bool start_scorer(const app::Config& cfg, Env& env, std::unique_ptr<ScoreServer>& scorer) {
+  if (cfg.score.listen.empty()) return true;
+  auto s = ScoreServer::start(cfg, env);
+  if (!s.ok()) {
+    spdlog::error("{}", s.error().message);
+    return false;
+  }
+  scorer = std::move(*s);
+  spdlog::info("serving POST /v1/score on {}:{}",
+               cfg.score.listen.substr(0, cfg.score.listen.rfind(':')), scorer->port());
+  return true;
+}
+
 int serve(const std::string& config_path, app::Config cfg) {
   setup_logging(cfg.log.level, cfg.log.file);
   for (const auto& w : cfg.warnings) spdlog::warn("{}", w);
@@ -194,12 +282,8 @@ int serve(const std::string& config_path, app::Config cfg) {
     spdlog::error("{}", dir.error().message);
     return 1;
   }
-  auto lib_r = pipeline::PromptLibrary::load(*dir);
-  if (!lib_r.ok()) {
-    spdlog::error("{}", lib_r.error().message);
-    return 1;
-  }
-  auto prompts = std::make_unique<pipeline::PromptLibrary>(std::move(*lib_r));
+  auto prompts = load_prompts(*dir);
+  if (!prompts) return 1;
 
   llm::ClientOptions copts;
   copts.db_path = cfg.store.path;
@@ -221,39 +305,13 @@ int serve(const std::string& config_path, app::Config cfg) {
   std::thread(signal_thread, set, &signal_targets).detach();
 
   HttpServer http;
-  std::int64_t stale_ms = std::max<std::int64_t>(30'000, 10 * cfg.pipeline.idle_poll_ms);
-  if (!cfg.daemon.http_listen.empty()) {
-    auto st = http.start(cfg.daemon.http_listen, shared, clock, stale_ms);
-    if (!st.ok()) {
-      spdlog::error("{}", st.error().message);
-      return 1;
-    }
-    spdlog::info("serving /healthz and /metrics on {}:{}",
-                 cfg.daemon.http_listen.substr(0, cfg.daemon.http_listen.rfind(':')), http.port());
-  }
+  if (!start_http(http, cfg, shared, clock)) return 1;
 
   // The scoring endpoint (score.listen): its own listener and connection.
   std::unique_ptr<ScoreServer> scorer;
-  if (!cfg.score.listen.empty()) {
-    auto s = ScoreServer::start(cfg, env);
-    if (!s.ok()) {
-      spdlog::error("{}", s.error().message);
-      return 1;
-    }
-    scorer = std::move(*s);
-    spdlog::info("serving POST /v1/score on {}:{}",
-                 cfg.score.listen.substr(0, cfg.score.listen.rfind(':')), scorer->port());
-  }
+  if (!start_scorer(cfg, env, scorer)) return 1;
 
-  pipeline::Heartbeat::Options hbo;
-  hbo.host = host_name();
-  hbo.pid = ::getpid();
-  hbo.owner = owner;
-  hbo.version = KFORGE_VERSION;
-  hbo.verifies = cfg.daemon.verify;
-  if (!cfg.daemon.http_listen.empty())
-    hbo.metrics = cfg.daemon.http_listen.substr(0, cfg.daemon.http_listen.rfind(':')) + ":" +
-                  std::to_string(http.port());
+  pipeline::Heartbeat::Options hbo = heartbeat_options(cfg, owner, http);
   if (auto lines = pipeline::start_report(*db, clock.wall_ms()); lines.ok())
     for (const auto& l : *lines) spdlog::info("{}", l);
   auto heartbeat = pipeline::Heartbeat::start(*db, clock, hbo);
@@ -288,34 +346,12 @@ int serve(const std::string& config_path, app::Config cfg) {
 
   // Idle, the loops sleep until the database's files change (a kforge command's commit, the
   // verifier's, anyone's) or a timer of theirs is due; without the watch they poll.
-  const std::filesystem::path db_file = std::filesystem::absolute(cfg.store.path);
-  auto watch = FileWatch::start(db_file.parent_path().string(),
-                                {db_file.filename().string(), db_file.filename().string() + "-wal"},
-                                [&loop, &verifier] {
-                                  loop.notice_db_change();
-                                  if (verifier) verifier->notice_db_change();
-                                });
-  if (watch.ok())
-    loop.set_change_watch(true);
-  else
-    spdlog::warn("{}; an idle kforged looks for work every {} ms instead", watch.error().message,
-                 cfg.pipeline.idle_poll_ms);
+  auto watch = watch_database(cfg, loop, verifier);
 
   loop.run();
   if (watch.ok()) watch->reset();
   int left = sched.in_flight();
-  if (verifier) {
-    auto grace = std::chrono::duration_cast<std::chrono::milliseconds>(loop.drain_deadline() -
-                                                                       clock.steady_now());
-    {
-      std::lock_guard l(signal_targets.mu);
-      signal_targets.verifier = nullptr;
-    }
-    verifier->stop(std::max(grace, 0ms));
-    const auto vs = verifier->stats();
-    spdlog::info("verifier stopped: {} verdicts stored ({} verified), {} samples back in the queue",
-                 vs.stored, vs.verified, vs.requeued);
-  }
+  if (verifier) stop_verifier(*verifier, loop, clock, signal_targets);
   auto released = sched.release_all();
   gateway->shutdown(0ms);
   if (!released.ok())

@@ -34,6 +34,48 @@ void send_error(httplib::Response& res, int status, const std::string& message) 
   send(res, status, {{"error", {{"message", message}, {"type", "invalid_request_error"}}}});
 }
 
+// A line of the error file for a scripted failed line, in the shape of `format` (error_format):
+// openai (a 500 with an error body), vllm (status 400, the error a string), vllm_numeric (the
+// error's code a number) or vllm_nested (the error object nested in another). `id` numbers it.
+std::string scripted_failed_line(const std::string& format, const std::string& cid,
+                                 const std::string& rid, std::uint64_t id) {
+  if (format == "vllm_numeric") {
+    // Older vLLM: the error's code is a number.
+    return json{{"id", "vllm-" + std::to_string(id)},
+                {"custom_id", cid},
+                {"response", {{"status_code", 400}, {"request_id", rid}, {"body", nullptr}}},
+                {"error", {{"code", 400}, {"message", "scripted failed line"}}}}
+        .dump();
+  } else if (format == "vllm_nested") {
+    // Newer vLLM: the error object nested in another.
+    return json{
+        {"id", "vllm-" + std::to_string(id)},
+        {"custom_id", cid},
+        {"response", {{"status_code", 400}, {"request_id", rid}, {"body", nullptr}}},
+        {"error",
+         {{"error",
+           {{"message", "scripted failed line"}, {"type", "BadRequestError"}, {"code", 400}}}}}}
+        .dump();
+  } else if (format == "vllm") {
+    // vllm run-batch's failed request: status 400, no body, the error as a string.
+    return json{{"id", "vllm-" + std::to_string(id)},
+                {"custom_id", cid},
+                {"response", {{"status_code", 400}, {"request_id", rid}, {"body", nullptr}}},
+                {"error", "scripted failed line"}}
+        .dump();
+  } else {
+    return json{
+        {"id", "batch_req_" + std::to_string(id)},
+        {"custom_id", cid},
+        {"response",
+         {{"status_code", 500},
+          {"request_id", rid},
+          {"body", {{"error", {{"message", "scripted failed line"}, {"type", "server_error"}}}}}}},
+        {"error", nullptr}}
+        .dump();
+  }
+}
+
 }  // namespace
 
 Status check_batch_script(const json& b) {
@@ -385,44 +427,8 @@ void FakeBatches::finish(Batch& b, const std::string& fault) {
                      (fail_contains.empty() ? true : text.find(fail_contains) != std::string::npos);
     if (fail_this) {
       failed_one = fail_contains.empty();
-      const std::string format = script_.value("error_format", "openai");
-      if (format == "vllm_numeric") {
-        // Older vLLM: the error's code is a number.
-        err_lines.push_back(
-            json{{"id", "vllm-" + std::to_string(++next_)},
-                 {"custom_id", cid},
-                 {"response", {{"status_code", 400}, {"request_id", rid}, {"body", nullptr}}},
-                 {"error", {{"code", 400}, {"message", "scripted failed line"}}}}
-                .dump());
-      } else if (format == "vllm_nested") {
-        // Newer vLLM: the error object nested in another.
-        err_lines.push_back(json{
-            {"id", "vllm-" + std::to_string(++next_)},
-            {"custom_id", cid},
-            {"response", {{"status_code", 400}, {"request_id", rid}, {"body", nullptr}}},
-            {"error",
-             {{"error",
-               {{"message", "scripted failed line"}, {"type", "BadRequestError"}, {"code", 400}}}}}}
-                                .dump());
-      } else if (format == "vllm") {
-        // vllm run-batch's failed request: status 400, no body, the error as a string.
-        err_lines.push_back(
-            json{{"id", "vllm-" + std::to_string(++next_)},
-                 {"custom_id", cid},
-                 {"response", {{"status_code", 400}, {"request_id", rid}, {"body", nullptr}}},
-                 {"error", "scripted failed line"}}
-                .dump());
-      } else {
-        err_lines.push_back(json{
-            {"id", "batch_req_" + std::to_string(++next_)},
-            {"custom_id", cid},
-            {"response",
-             {{"status_code", 500},
-              {"request_id", rid},
-              {"body",
-               {{"error", {{"message", "scripted failed line"}, {"type", "server_error"}}}}}}},
-            {"error", nullptr}}.dump());
-      }
+      err_lines.push_back(
+          scripted_failed_line(script_.value("error_format", "openai"), cid, rid, ++next_));
       ++b.failed;
       continue;
     }

@@ -685,6 +685,57 @@ class FakeLlmServer::Impl {
     return {200, completion(a, body, ctx, n)};
   }
 
+  // Sends a scripted answer `out`: whole (gzip-encoded where the rule says), or with the
+  // rule's fault (a wrong content type, malformed, HTML, empty, a reset connection, a body cut
+  // in half).
+  void deliver(const httplib::Request& req, httplib::Response& res, const json& a,
+               const std::string& fault, std::string out, const std::string& hash,
+               const std::string& rule) {
+    if (fault.empty() && a.value("encoding", "") == "gzip") {
+      res.set_content(gzip(out), "application/json");
+      res.set_header("Content-Encoding", "gzip");
+      count(hash, rule, 200, Answered::yes);
+    } else if (fault.empty()) {
+      set_uncompressed(res, std::move(out), "application/json");
+      count(hash, rule, 200, Answered::yes);
+    } else if (fault == "wrong_content_type") {
+      res.set_content(out, "text/html; charset=utf-8");
+      count(hash, rule, 200, Answered::yes);
+    } else if (fault == "malformed") {
+      res.set_content(out.substr(0, out.size() / 2) + "<<garbage", "application/json");
+      count(hash, rule, 200, Answered::no);
+    } else if (fault == "html") {
+      res.set_content("<html><body><h1>502 Bad Gateway</h1></body></html>", "text/html");
+      count(hash, rule, 200, Answered::no);
+    } else if (fault == "empty") {
+      res.set_content("", "application/json");
+      count(hash, rule, 200, Answered::no);
+    } else if (fault == "reset") {
+      // Disconnecting the socket under cpp-httplib's feet makes the kernel send an RST now; the
+      // descriptor stays valid, so the library's own writes and close fail harmlessly.
+      int fd = find_socket(req);
+      if (fd >= 0) {
+        sockaddr unspec{};
+        unspec.sa_family = AF_UNSPEC;
+        ::connect(fd, &unspec, sizeof unspec);
+      }
+      res.set_content(out, "application/json");
+      count(hash, rule, 0, Answered::no);
+    } else if (fault == "truncate") {
+      std::size_t half = out.size() / 2;
+      auto shared = std::make_shared<std::string>(std::move(out));
+      res.set_content_provider(shared->size(), "application/json",
+                               [shared, half](size_t offset, size_t, httplib::DataSink& sink) {
+                                 if (offset < half) {
+                                   sink.write(shared->data() + offset, half - offset);
+                                   return true;
+                                 }
+                                 return false;  // abort: the connection closes mid-body
+                               });
+      count(hash, rule, 200, Answered::no);
+    }
+  }
+
   void serve(const httplib::Request& req, httplib::Response& res) {
     struct InFlight {
       Impl* s;
@@ -800,49 +851,7 @@ class FakeLlmServer::Impl {
 
     std::string out = completion(a, body, ctx, n);
 
-    if (fault.empty() && a.value("encoding", "") == "gzip") {
-      res.set_content(gzip(out), "application/json");
-      res.set_header("Content-Encoding", "gzip");
-      count(hash, rule, 200, Answered::yes);
-    } else if (fault.empty()) {
-      set_uncompressed(res, std::move(out), "application/json");
-      count(hash, rule, 200, Answered::yes);
-    } else if (fault == "wrong_content_type") {
-      res.set_content(out, "text/html; charset=utf-8");
-      count(hash, rule, 200, Answered::yes);
-    } else if (fault == "malformed") {
-      res.set_content(out.substr(0, out.size() / 2) + "<<garbage", "application/json");
-      count(hash, rule, 200, Answered::no);
-    } else if (fault == "html") {
-      res.set_content("<html><body><h1>502 Bad Gateway</h1></body></html>", "text/html");
-      count(hash, rule, 200, Answered::no);
-    } else if (fault == "empty") {
-      res.set_content("", "application/json");
-      count(hash, rule, 200, Answered::no);
-    } else if (fault == "reset") {
-      // Disconnecting the socket under cpp-httplib's feet makes the kernel send an RST now; the
-      // descriptor stays valid, so the library's own writes and close fail harmlessly.
-      int fd = find_socket(req);
-      if (fd >= 0) {
-        sockaddr unspec{};
-        unspec.sa_family = AF_UNSPEC;
-        ::connect(fd, &unspec, sizeof unspec);
-      }
-      res.set_content(out, "application/json");
-      count(hash, rule, 0, Answered::no);
-    } else if (fault == "truncate") {
-      std::size_t half = out.size() / 2;
-      auto shared = std::make_shared<std::string>(std::move(out));
-      res.set_content_provider(shared->size(), "application/json",
-                               [shared, half](size_t offset, size_t, httplib::DataSink& sink) {
-                                 if (offset < half) {
-                                   sink.write(shared->data() + offset, half - offset);
-                                   return true;
-                                 }
-                                 return false;  // abort: the connection closes mid-body
-                               });
-      count(hash, rule, 200, Answered::no);
-    }
+    deliver(req, res, a, fault, std::move(out), hash, rule);
   }
 
   ServerOptions opts_;

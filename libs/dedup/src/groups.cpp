@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <thread>
 #include <unordered_map>
@@ -148,6 +149,48 @@ struct Components {
   std::unordered_map<std::int64_t, std::int64_t> center;      // smallest id -> representative
 };
 
+using ClassMembers = std::unordered_map<std::int64_t, std::vector<std::int64_t>>;
+using ClassLinks = std::unordered_map<std::int64_t, std::map<std::int64_t, std::pair<double, Via>>>;
+
+// Star clustering over the classes in `order` (most reach first): each class not yet in a group
+// becomes a group's representative and takes every class it may take that is not yet in one.
+Components star_groups(const std::vector<std::pair<std::int64_t, std::int64_t>>& order,
+                       ClassMembers& members, ClassLinks& links,
+                       const std::function<bool(std::int64_t, std::int64_t)>& before) {
+  std::unordered_map<std::int64_t, std::int64_t> taken;  // class -> its group's center class
+  Components c;
+  for (const auto& [neg_reach, ctr] : order) {
+    if (taken.count(ctr) != 0 || neg_reach == 0) continue;
+    taken[ctr] = ctr;
+    std::vector<std::int64_t> group = members[ctr];
+    for (std::int64_t x : members[ctr])
+      if (x != ctr) c.best[x] = {ctr, 1.0, true, Via::same_kernels};
+    Link own;  // the center's own link: its closest member
+    if (members[ctr].size() > 1) {
+      std::int64_t other = -1;
+      for (std::int64_t x : members[ctr])
+        if (x != ctr && (other < 0 || before(x, other))) other = x;
+      own = {other, 1.0, true, Via::same_kernels};
+    }
+    for (const auto& [d, l] : links[ctr]) {
+      if (taken.count(d) != 0) continue;
+      taken[d] = ctr;
+      for (std::int64_t x : members[d]) {
+        c.best[x] = {ctr, l.first, false, l.second};
+        group.push_back(x);
+      }
+      if (l.first > own.similarity)
+        own = {d, l.first, false, l.second == Via::within ? Via::holds : l.second};
+    }
+    if (group.size() < 2) continue;
+    c.best[ctr] = own;
+    std::sort(group.begin(), group.end());
+    c.center[group.front()] = ctr;
+    c.by_root[group.front()] = std::move(group);
+  }
+  return c;
+}
+
 // Groups at `threshold`, built so that they depend on the pairs only (not on import order) and
 // do not chain:
 //  1. samples with the same kernel bodies (exact pairs), or the same kernel sketches and no
@@ -256,38 +299,7 @@ Result<Components> components(store::Db& db, double threshold) {
   std::sort(order.begin(), order.end(), [&](const auto& x, const auto& y) {
     return x.first != y.first ? x.first < y.first : before(x.second, y.second);
   });
-  std::unordered_map<std::int64_t, std::int64_t> taken;  // class -> its group's center class
-  Components c;
-  for (const auto& [neg_reach, ctr] : order) {
-    if (taken.count(ctr) != 0 || neg_reach == 0) continue;
-    taken[ctr] = ctr;
-    std::vector<std::int64_t> group = members[ctr];
-    for (std::int64_t x : members[ctr])
-      if (x != ctr) c.best[x] = {ctr, 1.0, true, Via::same_kernels};
-    Link own;  // the center's own link: its closest member
-    if (members[ctr].size() > 1) {
-      std::int64_t other = -1;
-      for (std::int64_t x : members[ctr])
-        if (x != ctr && (other < 0 || before(x, other))) other = x;
-      own = {other, 1.0, true, Via::same_kernels};
-    }
-    for (const auto& [d, l] : links[ctr]) {
-      if (taken.count(d) != 0) continue;
-      taken[d] = ctr;
-      for (std::int64_t x : members[d]) {
-        c.best[x] = {ctr, l.first, false, l.second};
-        group.push_back(x);
-      }
-      if (l.first > own.similarity)
-        own = {d, l.first, false, l.second == Via::within ? Via::holds : l.second};
-    }
-    if (group.size() < 2) continue;
-    c.best[ctr] = own;
-    std::sort(group.begin(), group.end());
-    c.center[group.front()] = ctr;
-    c.by_root[group.front()] = std::move(group);
-  }
-  return c;
+  return star_groups(order, members, links, before);
 }
 
 Result<std::pair<std::int64_t, std::int64_t>> store_groups(store::Db& db, double threshold) {

@@ -29,7 +29,7 @@ BatchRunner::Impl::Impl(BatchRunnerOptions o) : o_(std::move(o)) {
   base_ = base;
   query_ = query;
   // The lines' url: the chat endpoint's path below the host, as the provider expects it.
-  endpoint_ = query_.empty() ? "/v1/chat/completions" : "/chat/completions";
+  endpoint_ = query_.empty() ? kBatchChatEndpoint : "/chat/completions";
 }
 
 Status BatchRunner::Impl::start() {

@@ -14,12 +14,10 @@
 
 #include "batch.hpp"
 #include "batch_ledger.hpp"
+#include "kforge/llm/batch_file.hpp"  // input_line
 
 namespace kforge::llm {
 
-// One input line: the request body POSTed to endpoint, under custom_id sha; ends in "\n".
-std::string input_line(const std::string& sha, const std::string& endpoint,
-                       const std::string& body);
 // A batch status after which nothing changes: completed, failed, expired, cancelled.
 bool terminal(const std::string& status);
 // Writes the input file of `lines` to path (one input_line each): its size in bytes.
