@@ -105,7 +105,10 @@ class Client::Impl {
   // --- answers from elsewhere (the network loop), answers.cpp ---
   void apply_answer(Call* c, std::string body, TimePoint now, bool billed = true);
   void to_batch(Call* c);
-  void restore_body(Call& c);  // a call back from its batch: its body made again
+  // A call back from its batch: its request again, from the store (LineOutcome::request); its
+  // messages only when it is sent again otherwise (restore_messages). false: none to be had.
+  bool restore_request(Call& c, std::string request);
+  void restore_messages(Call& c);
   void take_batch_outcomes(std::vector<LineOutcome> v);  // the batch runner's thread
   void take_batch_results(TimePoint now);
 

@@ -417,8 +417,7 @@ Status Scheduler::submit(ServedRun& run, const LeasedJob& job) {
   call->tmpl = tmpl;
   call->spec = run.spec;
   call->sample_key = in.key;
-  call->request_json = llm_.request_json(run.row.model, req);
-  call->request = req;
+  hold_request(*call, run.row.model, req);
   call->facts = std::move(*facts);
 
   std::int64_t job_id = job.id;

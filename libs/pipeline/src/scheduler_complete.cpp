@@ -96,7 +96,7 @@ Status Scheduler::complete(Completion& c, StepReport& rep) {
   out.attempt = job.attempts + 1;
   out.prompt_version = call->tmpl->version;
   out.prompt_sha256 = call->tmpl->sha256;
-  out.request_json = call->request_json;
+  KF_TRY(out.request_json, held_request_json(*call));
   out.repair_round = job.repair_round;
 
   std::optional<Error> failure;        // what went wrong, if anything
@@ -165,7 +165,7 @@ Status Scheduler::complete(Completion& c, StepReport& rep) {
     }
   } else {
     const Error& e = c.result.error();
-    out.request_sha256 = llm_.request_sha256(call->model, call->request);
+    out.request_sha256 = call->request_sha256;
     out.status = OutputStatus::llm_error;
     out.error_kind = e.kind;
     out.error = e.message;
