@@ -59,6 +59,7 @@ void Client::Impl::to_batch(Call* c) {
   ++c->batch_tries;
   c->line = line_identity(*c, ep_);
   batch_->enqueue(c->line, c->sha, c->req.label, std::move(c->body));
+  c->outcome.release();  // what it held of an earlier outcome goes with the body
   // A batch's requests wait here for hours, every request of a stage at once: the call keeps
   // neither its body nor its messages. The runner puts the body into the store, and the line's
   // outcome comes back with it (restore_request).
@@ -68,6 +69,7 @@ void Client::Impl::to_batch(Call* c) {
 
 // The runner's thread: outcomes for the loop.
 void Client::Impl::take_batch_outcomes(std::vector<LineOutcome> v) {
+  outcomes_held_->fetch_add(static_cast<std::int64_t>(v.size()));
   {
     std::lock_guard lk(mu_);
     for (auto& o : v) batch_outcomes_.push_back(std::move(o));
@@ -87,9 +89,13 @@ void Client::Impl::take_batch_results(TimePoint now) {
   for (auto& o : outs) {
     auto it = by_hash_.find(o.call.empty() ? o.sha : o.call);
     // Only the line the call waits for now (not the cut line a continuation replaced).
-    if (it == by_hash_.end() || !it->second->in_batch || it->second->line != o.sha) continue;
+    if (it == by_hash_.end() || !it->second->in_batch || it->second->line != o.sha) {
+      outcomes_held_->fetch_sub(1);
+      continue;
+    }
     Call* c = it->second;
     c->in_batch = false;
+    c->outcome = OutcomeHold(outcomes_held_);
     if (!restore_request(*c, std::move(o.request))) {
       // Its line was recorded without it (before migration 0035) and the call holds none.
       finish(c, llm_error(ErrorKind::http,
@@ -115,6 +121,7 @@ void Client::Impl::take_batch_results(TimePoint now) {
     if (ep_.batch_fallback == BatchFallback::interactive && !stop_requested()) {
       spdlog::info("llm: {}; asking the interactive endpoint", o.error);
       restore_messages(*c);
+      c->outcome.release();  // an interactive call now (llm.max_in_flight bounds those)
       c->attempts = 0;
       ready_.push_back(c);
     } else if (more) {

@@ -20,6 +20,7 @@ namespace kforge::llm {
 namespace {
 
 constexpr std::int64_t kPruneMs = 30'000;
+constexpr std::int64_t kRoomWaitMs = 60'000;
 
 }  // namespace
 
@@ -105,8 +106,7 @@ void BatchRunner::Impl::run() {
       // Into the text store first: a request collected for the next batch keeps only its id.
       auto st = ledger_.stash(in);
       if (!st.ok())
-        spdlog::warn("llm batch: requests kept in memory (the text store: {})",
-                     st.error().message);
+        spdlog::warn("llm batch: requests kept in memory (the text store: {})", st.error().message);
     }
     for (auto& p : in) take(std::move(p), now);
     flush_due(now);
@@ -196,8 +196,8 @@ Status BatchRunner::Impl::make_batch(std::int64_t now) {
   h.update(o_.chat_url);
   h.update(std::to_string(now));
   for (; n < collecting_.size() && static_cast<int>(n) < bc.max_lines; ++n) {
-    auto size = static_cast<std::int64_t>(input_line_size(collecting_[n].sha, endpoint_,
-                                                         collecting_[n].bytes));
+    auto size = static_cast<std::int64_t>(
+        input_line_size(collecting_[n].sha, endpoint_, collecting_[n].bytes));
     if (n > 0 && bytes + size > bc.max_bytes) break;
     bytes += size;
     h.update(collecting_[n].sha);
@@ -293,10 +293,32 @@ void BatchRunner::Impl::prune() {
 
 void BatchRunner::Impl::hand_over() {
   if (ready_.empty()) return;
+  wait_for_room();
   std::vector<LineOutcome> out;
   out.swap(ready_);
   for (const auto& o : out) waiting_.erase(o.sha);
   if (o_.deliver) o_.deliver(std::move(out));
+}
+
+// Waits (real time, in slices) until the client holds few enough outcomes that these fit in
+// llm.batch.lines_in_memory, so that a batch's answers and requests are never all in memory at
+// once; at most kRoomWaitMs, so a count that does not fall only slows the runner.
+void BatchRunner::Impl::wait_for_room() {
+  if (!o_.held) return;
+  const auto limit = static_cast<std::int64_t>(std::max(1, o_.cfg.batch.lines_in_memory));
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kRoomWaitMs);
+  while (true) {
+    std::int64_t held = o_.held();
+    if (held <= 0 || held + static_cast<std::int64_t>(ready_.size()) <= limit) return;
+    if (std::chrono::steady_clock::now() >= until) {
+      spdlog::debug("llm batch: the client still holds {} outcomes; handing over {} more", held,
+                    ready_.size());
+      return;
+    }
+    std::unique_lock lk(mu_);
+    if (stop_) return;
+    cv_.wait_for(lk, std::chrono::milliseconds(kBatchSliceMs), [&] { return stop_; });
+  }
 }
 
 void BatchRunner::Impl::publish() {

@@ -82,6 +82,9 @@ struct BatchRunnerOptions {
   int db_busy_timeout_ms = 10'000;
   std::function<std::string(std::string)> redact;  // removes the key from text from outside
   std::function<void(std::vector<LineOutcome>)> deliver;
+  // Outcomes delivered that the client still holds (not yet recorded): more are handed over
+  // only while they are fewer than llm.batch.lines_in_memory. Unset: no wait.
+  std::function<std::int64_t()> held;
 };
 
 class BatchRunner {

@@ -54,6 +54,7 @@ Status Client::Impl::start(const ClientOptions& opts) {
     bo.db_busy_timeout_ms = opts.db_busy_timeout_ms;
     bo.redact = [this](std::string t) { return access_.redact(std::move(t)); };
     bo.deliver = [this](std::vector<LineOutcome> v) { take_batch_outcomes(std::move(v)); };
+    bo.held = [held = outcomes_held_] { return held->load(); };
     KF_TRY(batch_, BatchRunner::create(std::move(bo)));
   }
   audit_.start([this](std::vector<std::unique_ptr<Call>> misses, int looked_up) {

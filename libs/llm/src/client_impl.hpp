@@ -131,6 +131,10 @@ class Client::Impl {
   std::mutex mu_;
   std::vector<std::unique_ptr<Call>> incoming_;
   std::vector<LineOutcome> batch_outcomes_;
+  // Batch outcomes handed over and not yet recorded and delivered (OutcomeHold): the runner
+  // hands over more only while they are fewer than llm.batch.lines_in_memory.
+  std::shared_ptr<std::atomic<std::int64_t>> outcomes_held_ =
+      std::make_shared<std::atomic<std::int64_t>>(0);
   std::optional<LlmConfig> reload_;
   bool accepting_ = true;
   bool stop_requested_ = false;
