@@ -84,6 +84,9 @@ void Client::Impl::submit(ChatRequest req, Callback done, std::optional<std::str
   c->body = request_body(ep_, req);
   c->sha = request_identity(url(), c->body, req.asker, req.round);
   c->req = std::move(req);
+  // In batch mode the body is the request from here on: the messages are read back from it only
+  // if it is asked interactively or with a larger budget (restore_messages).
+  if (batch_ && !offline) c->req.messages = std::vector<ChatMessage>();
   c->callbacks.push_back(std::move(done));
   c->offline = std::move(offline);
   c->submitted = clock_->steady_now();

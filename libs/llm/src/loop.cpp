@@ -107,6 +107,7 @@ bool Client::Impl::take_incoming(TimePoint now) {
       to_batch(c);
       continue;
     }
+    restore_messages(*c);  // sent interactively: its token estimate counts them
     ready_.push_back(c);
   }
   take_batch_results(now);

@@ -418,7 +418,7 @@ Status Scheduler::submit(ServedRun& run, const LeasedJob& job) {
   call->spec = run.spec;
   call->sample_key = in.key;
   hold_request(*call, run.row.model, req);
-  call->facts = std::move(*facts);
+  call->facts = facts->names_only();  // the prompt has its signatures; the checks read names
 
   std::int64_t job_id = job.id;
   std::uint64_t gen = call->generation;

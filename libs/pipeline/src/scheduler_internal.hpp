@@ -46,7 +46,7 @@ struct Scheduler::Call {
   std::string request_json;
   int content_failures = 0;    // earlier unusable answers at this stage
   int transient_failures = 0;  // earlier provider errors at this stage
-  KernelFacts facts;
+  KernelFacts facts;  // names only (KernelFacts::names_only): what the answer checks read
 };
 
 namespace scheduler_detail {
