@@ -20,7 +20,11 @@
 //   lines_paid       batch lines the fake answered (what a provider bills)
 //   lines_per_request  lines_paid over the distinct requests (custom_ids) answered: exactly 1
 //                    in a clean run (a request paid twice shows above 1)
-// The last line of each mode: key=value pairs.
+// The last line of each mode: key=value pairs. With several --samples (e.g. 2000,8000), each
+// mode runs at each size, and a last line per mode gives how the daemon's peak memory grows
+// with the requests in flight (batch mode: every request of a stage in flight at once):
+//   mode=M rss_growth_kb_per_request=(peak at the largest - peak at the smallest) / the extra
+//   LLM calls
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -165,11 +169,23 @@ Figures run_mode(const std::string& mode, int samples, int in_flight, const std:
   return f;
 }
 
+void print_figures(const std::string& mode, int samples, const Figures& f) {
+  std::printf(
+      "mode=%s samples=%d calls=%lld http_requests=%lld batches=%lld cost_usd=%.4f "
+      "cpu_s=%.2f peak_rss_mb=%.1f db_growth_mb=%.1f db_live_mb=%.1f wall_s=%.2f stages=%lld "
+      "failed=%lld lines_paid=%lld lines_per_request=%.4f\n",
+      mode.c_str(), samples, static_cast<long long>(f.calls), static_cast<long long>(f.http),
+      static_cast<long long>(f.batches), f.cost, f.cpu, f.rss, f.db_mb, f.live_mb, f.wall,
+      static_cast<long long>(f.stages), static_cast<long long>(f.failed),
+      static_cast<long long>(f.paid), f.per_request);
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"kforge-bench-batch: a 4,000-sample v2 run, interactive and in batch mode."};
-  int samples = 4000;
+  std::vector<int> sizes = {4000};
   int in_flight = 64;
   std::string corpus = (fs::path(KFORGE_BENCH_SOURCE_DIR).parent_path() / "shared" / "corpus" /
                         "TritonBench_G_v1.json")
@@ -177,7 +193,9 @@ int main(int argc, char** argv) {
   fs::path build = KFORGE_BENCH_BUILD_DIR;
   std::string keep;
   std::vector<std::string> modes = {"interactive", "batch"};
-  app.add_option("--samples", samples, "Samples (two LLM calls each)")->capture_default_str();
+  app.add_option("--samples", sizes, "Samples (two LLM calls each); several: a run at each size")
+      ->delimiter(',')
+      ->capture_default_str();
   app.add_option("--in-flight", in_flight, "interactive: pipeline and llm max_in_flight")
       ->capture_default_str();
   app.add_option("--corpus", corpus, "TritonBench-G JSON to build the samples from");
@@ -188,15 +206,20 @@ int main(int argc, char** argv) {
                                      ("kforge-bench-batch-" + std::to_string(::getpid()))
                                : fs::path(keep);
   for (const auto& mode : modes) {
-    Figures f = run_mode(mode, samples, in_flight, corpus, build, base / mode);
+    std::vector<std::pair<std::int64_t, double>> peaks;  // calls, peak RSS (MB)
+    for (int samples : sizes) {
+      Figures f = run_mode(mode, samples, in_flight, corpus, build,
+                           base / (mode + "-" + std::to_string(samples)));
+      print_figures(mode, samples, f);
+      peaks.emplace_back(f.calls, f.rss);
+    }
+    if (peaks.size() < 2) continue;
+    auto [lo, hi] = std::minmax_element(peaks.begin(), peaks.end());
+    double extra = static_cast<double>(hi->first - lo->first);
     std::printf(
-        "mode=%s samples=%d calls=%lld http_requests=%lld batches=%lld cost_usd=%.4f "
-        "cpu_s=%.2f peak_rss_mb=%.1f db_growth_mb=%.1f db_live_mb=%.1f wall_s=%.2f stages=%lld "
-        "failed=%lld lines_paid=%lld lines_per_request=%.4f\n",
-        mode.c_str(), samples, static_cast<long long>(f.calls), static_cast<long long>(f.http),
-        static_cast<long long>(f.batches), f.cost, f.cpu, f.rss, f.db_mb, f.live_mb, f.wall,
-        static_cast<long long>(f.stages), static_cast<long long>(f.failed),
-        static_cast<long long>(f.paid), f.per_request);
+        "mode=%s rss_growth_kb_per_request=%.2f (peak %.1f MB at %lld calls, %.1f MB at %lld)\n",
+        mode.c_str(), extra > 0 ? (hi->second - lo->second) * 1024.0 / extra : 0.0, lo->second,
+        static_cast<long long>(lo->first), hi->second, static_cast<long long>(hi->first));
     std::fflush(stdout);
   }
   if (keep.empty()) fs::remove_all(base);

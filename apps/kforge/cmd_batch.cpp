@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "batch_export_file.hpp"
 #include "commands.hpp"
 #include "kforge/core/clock.hpp"
 #include "kforge/core/env.hpp"
@@ -80,7 +81,7 @@ class OfflineGateway final : public pipeline::LlmGateway {
     std::string sha = (*c)->request_sha256(req);
     if (answers_ == nullptr) {
       std::lock_guard lk(mu_);
-      lines_ += llm::input_line(sha, llm::kBatchChatEndpoint, (*c)->request_json(req));
+      write_line(llm::input_line(sha, llm::kBatchChatEndpoint, (*c)->request_json(req)));
       ++exported_;
       held_.push_back(std::move(done));
       return;
@@ -128,10 +129,8 @@ class OfflineGateway final : public pipeline::LlmGateway {
     for (auto& cb : h)
       cb(fail(llm::to_string(llm::ErrorKind::cancelled), "not in this batch file", Transient::yes));
   }
-  std::string lines() {
-    std::lock_guard lk(mu_);
-    return lines_;
-  }
+  // export: where the lines go (batch_export_file.hpp).
+  void write_to(ExportFile* out) { out_ = out; }
   int exported() const { return exported_; }
   bool was_matched(const std::string& sha) {
     std::lock_guard lk(mu_);
@@ -160,7 +159,10 @@ class OfflineGateway final : public pipeline::LlmGateway {
   std::mutex mu_;
   std::set<std::string> failed_ids_;
   std::vector<llm::Callback> held_;
-  std::string lines_;
+  void write_line(const std::string& line) {
+    if (out_ != nullptr) out_->add(line);
+  }
+  ExportFile* out_ = nullptr;
   std::set<std::string> matched_ids_;
   int exported_ = 0;
   std::atomic<int> matched_{0}, replayed_{0}, failed_{0};
@@ -331,10 +333,12 @@ Command add_batch(CLI::App& root, Globals& g) {
             copts.db_path = cfg.store.path;
             copts.db_busy_timeout_ms = cfg.store.busy_timeout_ms;
             if (exp->parsed()) {
+              KF_TRY_OR_REPORT(ExportFile out, ExportFile::create(args->out));
               OfflineGateway gw(cfg.llm, copts, nullptr);
+              gw.write_to(&out);
               KF_TRY_OR_REPORT(auto ignored, drive(cfg, *db, args->tag, gw));
               (void)ignored;
-              KF_CHECK_OR_REPORT(write_file_atomic(args->out, gw.lines()));
+              KF_CHECK_OR_REPORT(out.commit());
               if (args->json) {
                 std::printf("%s\n",
                             json{{"requests", gw.exported()}, {"out", args->out}}.dump().c_str());

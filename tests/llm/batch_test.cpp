@@ -253,6 +253,72 @@ TEST_F(BatchTest, ARestartedClientAttachesToTheRecordedBatchAndPaysOnce) {
   EXPECT_EQ(scalar("SELECT count(*) FROM llm_batches"), 1);
 }
 
+// Issue 56, 7: a request waiting in a batch is held in the store, not in memory: its line names
+// its body in the text store (written before the input file is), and the call's audit row
+// records the same text when the outcome comes back with it.
+TEST_F(BatchTest, AWaitingRequestIsHeldInTheStoreAndComesBackWithItsOutcome) {
+  start({{"hold_after", "upload"}, {"hold_ms", 1'000}});
+  auto c = make_client();
+  std::vector<std::future<Result<ChatResponse>>> fs;
+  for (int i = 0; i < 5; ++i) {
+    auto p = std::make_shared<std::promise<Result<ChatResponse>>>();
+    fs.push_back(p->get_future());
+    c->submit(request("number " + std::to_string(i)),
+              [p](Result<ChatResponse> r) { p->set_value(std::move(r)); });
+  }
+  ASSERT_TRUE(eventually([&] { return scalar("SELECT count(*) FROM llm_batch_lines") == 5; }));
+  EXPECT_EQ(scalar("SELECT count(*) FROM llm_batch_lines WHERE request_json IS NULL AND "
+                   "kf_text(request_text) LIKE '%\"content\":\"number %'"),
+            5)
+      << "each line's request is a text of the store, not a copy in the row";
+  for (std::size_t i = 0; i < fs.size(); ++i) {
+    auto r = get_within(fs[i], std::chrono::seconds(30));
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->parsed["answer"], std::to_string(i));
+  }
+  EXPECT_EQ(scalar("SELECT count(*) FROM llm_calls c JOIN llm_batch_lines l ON l.custom_id = "
+                   "c.request_sha256 AND l.request_text = c.request_text WHERE c.status = 'ok'"),
+            5)
+      << "the recorded request is the line's text, read back with its outcome";
+  EXPECT_EQ(scalar("SELECT count(*) FROM texts t JOIN llm_batch_lines l ON l.request_text = t.id"),
+            5)
+      << "stored once";
+}
+
+// A batch recorded before its lines kept their requests in the store (migration 0035), answered
+// after a restart: the requests asked again give their lines their texts, and every answer is
+// recorded with its request, paid once.
+TEST_F(BatchTest, LinesRecordedWithoutTheirRequestsGetThemWhenAskedAgain) {
+  start({{"latency_ms", 1'500}});
+  {
+    auto c = make_client();
+    std::vector<std::future<Result<ChatResponse>>> fs;
+    for (int i = 0; i < 4; ++i) {
+      auto p = std::make_shared<std::promise<Result<ChatResponse>>>();
+      fs.push_back(p->get_future());
+      c->submit(request("number " + std::to_string(i)),
+                [p](Result<ChatResponse> r) { p->set_value(std::move(r)); });
+    }
+    ASSERT_TRUE(eventually(
+        [&] { return scalar("SELECT count(*) FROM llm_batches WHERE state = 'submitted'") == 1; }));
+    c->shutdown(std::chrono::milliseconds(0));
+    for (auto& f : fs) EXPECT_FALSE(get_within(f).ok());
+  }
+  // As an earlier version left them: uploaded, the bodies dropped, no text named.
+  scalar("UPDATE llm_batch_lines SET request_text = NULL, request_json = NULL");
+  ASSERT_EQ(scalar("SELECT count(*) FROM llm_batch_lines WHERE request_text IS NULL"), 4);
+  auto c = make_client();
+  auto res = ask(*c, 4);
+  for (std::size_t i = 0; i < res.size(); ++i) {
+    ASSERT_TRUE(res[i].ok()) << res[i].error().message;
+    EXPECT_EQ(res[i]->parsed["answer"], std::to_string(i));
+  }
+  EXPECT_EQ(batch_stats()["lines"], 4) << "paid once";
+  EXPECT_EQ(scalar("SELECT count(*) FROM llm_calls c JOIN llm_batch_lines l ON l.custom_id = "
+                   "c.request_sha256 AND l.request_text = c.request_text WHERE c.status = 'ok'"),
+            4);
+}
+
 TEST_F(BatchTest, TheKeyGoesOnlyInTheHeaderAndARefusedKeyFailsTheRequestsWithoutIt) {
   start(nullptr);
   json script = {{"require_key", kKey}, {"defaults", {{"reply", "{\"ok\": true}"}}}};

@@ -8,6 +8,7 @@
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <algorithm>
 
 #include <sstream>
 
@@ -218,6 +219,34 @@ TEST(BatchOffline, ExportAndImportRunTheWholePipelineWithoutAProviderOrADaemon) 
   EXPECT_EQ(final_states(site, "v2"), ref.first);
   EXPECT_EQ(outputs(site, "v2"), ref.second);
   EXPECT_EQ(site.scalar("SELECT count(*) FROM llm_batches"), 0) << "no provider batch was made";
+}
+
+// Issue 56, 7: export writes its lines as they come, into a temporary file renamed into place:
+// standard output gets the same lines, and a failed export leaves the old file whole, no
+// temporary file, and nothing on standard output.
+TEST(BatchOffline, ExportWritesAsItGoesAndAFailedExportLeavesNothingHalfWritten) {
+  Site site(script("fake_llm_answers.json"));
+  site.write_config(batch_options(""));
+  site.import_corpus();
+  site.create_run("v2", "v2");
+  fs::path req = site.dir() / "requests.jsonl";
+  auto e = site.kforge({"batch", "export", "v2", "--out", req.string()});
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  std::string input = test::read_text(req);
+  EXPECT_GT(std::count(input.begin(), input.end(), '\n'), 0);
+  auto out = site.kforge({"batch", "export", "v2", "--out", "-"});
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  EXPECT_EQ(out.out, input);
+  fs::path old = site.dir() / "old.jsonl";
+  test::write_text(old, "old\n");
+  auto bad = site.kforge({"batch", "export", "no-such-run", "--out", old.string()});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_EQ(test::read_text(old), "old\n");
+  for (const auto& f : fs::directory_iterator(site.dir().path()))
+    EXPECT_EQ(f.path().filename().string().find("old.jsonl.tmp"), std::string::npos) << f.path();
+  auto bad_out = site.kforge({"batch", "export", "no-such-run", "--out", "-"});
+  EXPECT_NE(bad_out.exit_code, 0);
+  EXPECT_EQ(bad_out.out, "");
 }
 
 // An answer the kernel-fact checks reject is counted as rejected, not checkpointed; a second

@@ -5,11 +5,23 @@ INSERT INTO llm_batches (key, url, model, state, lines, bytes, created_ms, updat
 VALUES (?1, ?2, ?3, 'uploading', ?4, ?5, ?6, ?6);
 
 -- name: batch_line_insert
-INSERT INTO llm_batch_lines (batch, custom_id, tag, state, request_json, continues)
+-- The request in the text store (?4: its id; migration 0035), never in memory while it waits.
+INSERT INTO llm_batch_lines (batch, custom_id, tag, state, request_text, continues)
 VALUES (?1, ?2, ?3, 'pending', ?4, ?5);
 
+-- name: batch_line_keep_request
+-- A request's lines recorded without their request (before migration 0035) get it when the
+-- request comes again (after a restart): its outcome is handed over with it.
+UPDATE llm_batch_lines SET request_text = ?2 WHERE custom_id = ?1 AND request_text IS NULL;
+
+-- name: batch_line_request
+-- The request a line's outcome goes back with.
+SELECT coalesce(kf_text(request_text), request_json) FROM llm_batch_lines
+WHERE batch = ?1 AND custom_id = ?2;
+
 -- name: batch_uploaded
--- The input file is at the provider: the request bodies are no longer needed here.
+-- The input file is at the provider: the request bodies of lines recorded before migration 0035
+-- are no longer needed here (request_text stays: it is the call's request in llm_calls too).
 UPDATE llm_batches SET state = 'uploaded', input_file_id = ?2, updated_ms = ?3 WHERE id = ?1;
 
 -- name: batch_lines_uploaded
@@ -61,7 +73,8 @@ SELECT id, key, state, input_file_id, batch_id, created_ms, submitted_ms, lines
 FROM llm_batches WHERE url = ?1 AND model = ?2 AND state <> 'done' ORDER BY id;
 
 -- name: batch_lines_of
-SELECT custom_id, request_json, state, continues FROM llm_batch_lines WHERE batch = ?1;
+SELECT custom_id, request_json, state, continues, request_text FROM llm_batch_lines
+WHERE batch = ?1;
 
 -- name: batch_line_latest
 -- The newest line of a request: its batch's state and the line's outcome.

@@ -32,8 +32,26 @@ void Client::Impl::apply_answer(Call* c, std::string body, TimePoint now, bool b
   finish(c, std::move(*perr));
 }
 
-void Client::Impl::restore_body(Call& c) {
-  if (c.body.empty()) c.body = request_body(ep_, c.req);
+bool Client::Impl::restore_request(Call& c, std::string request) {
+  if (!request.empty()) {
+    c.body = std::move(request);
+  } else if (c.body.empty() && !c.req.messages.empty()) {
+    c.body = request_body(ep_, c.req);
+  }
+  return !c.body.empty();
+}
+
+// The messages of a call whose request came back from the store: read from its body, which
+// request_body wrote from them (reading them back and writing them again gives the same bytes).
+void Client::Impl::restore_messages(Call& c) {
+  if (!c.req.messages.empty() || c.body.empty()) return;
+  auto j = nlohmann::json::parse(c.body, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("messages") || !j["messages"].is_array())
+    return;
+  for (const auto& m : j["messages"])
+    if (m.is_object() && m.contains("role") && m["role"].is_string() && m.contains("content") &&
+        m["content"].is_string())
+      c.req.messages.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
 }
 
 void Client::Impl::to_batch(Call* c) {
@@ -41,13 +59,17 @@ void Client::Impl::to_batch(Call* c) {
   ++c->batch_tries;
   c->line = line_identity(*c, ep_);
   batch_->enqueue(c->line, c->sha, c->req.label, std::move(c->body));
-  // The runner holds the body until its line is written to disk; the call makes it again from
-  // its request when its outcome comes (restore_body): a batch's requests wait here for hours.
+  c->outcome.release();  // what it held of an earlier outcome goes with the body
+  // A batch's requests wait here for hours, every request of a stage at once: the call keeps
+  // neither its body nor its messages. The runner puts the body into the store, and the line's
+  // outcome comes back with it (restore_request).
   c->body = std::string();
+  c->req.messages = std::vector<ChatMessage>();
 }
 
 // The runner's thread: outcomes for the loop.
 void Client::Impl::take_batch_outcomes(std::vector<LineOutcome> v) {
+  outcomes_held_->fetch_add(static_cast<std::int64_t>(v.size()));
   {
     std::lock_guard lk(mu_);
     for (auto& o : v) batch_outcomes_.push_back(std::move(o));
@@ -67,10 +89,21 @@ void Client::Impl::take_batch_results(TimePoint now) {
   for (auto& o : outs) {
     auto it = by_hash_.find(o.call.empty() ? o.sha : o.call);
     // Only the line the call waits for now (not the cut line a continuation replaced).
-    if (it == by_hash_.end() || !it->second->in_batch || it->second->line != o.sha) continue;
+    if (it == by_hash_.end() || !it->second->in_batch || it->second->line != o.sha) {
+      outcomes_held_->fetch_sub(1);
+      continue;
+    }
     Call* c = it->second;
     c->in_batch = false;
-    restore_body(*c);
+    c->outcome = OutcomeHold(outcomes_held_);
+    if (!restore_request(*c, std::move(o.request))) {
+      // Its line was recorded without it (before migration 0035) and the call holds none.
+      finish(c, llm_error(ErrorKind::http,
+                          access_.where(*c) + ": batch line " + o.sha.substr(0, 12) +
+                              ": its request is not in the store; asked again later",
+                          Transient::yes));
+      continue;
+    }
     c->attempts = std::max(c->attempts, 1);
     c->last_status = o.http_status;
     if (o.answered) {
@@ -87,6 +120,8 @@ void Client::Impl::take_batch_results(TimePoint now) {
     bool more = c->batch_tries < ep_.batch.max_attempts && !stop_requested();
     if (ep_.batch_fallback == BatchFallback::interactive && !stop_requested()) {
       spdlog::info("llm: {}; asking the interactive endpoint", o.error);
+      restore_messages(*c);
+      c->outcome.release();  // an interactive call now (llm.max_in_flight bounds those)
       c->attempts = 0;
       ready_.push_back(c);
     } else if (more) {

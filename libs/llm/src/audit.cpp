@@ -198,7 +198,13 @@ Status AuditStore::write_rows(const std::vector<Call*>& calls) {
     if (c->replay_of) {
       s->bind(15, nullptr).bind(16, nullptr).bind(17, *c->replay_of);
     } else {
-      s->bind(15, c->body).bind(16, access_.redact(c->resp)).bind(17, nullptr);
+      // No body: a call cancelled while its batch line held the request (loop.cpp finish).
+      if (c->body.empty()) {
+        s->bind(15, nullptr);
+      } else {
+        s->bind(15, c->body);
+      }
+      s->bind(16, access_.redact(c->resp)).bind(17, nullptr);
     }
     s->bind(18, now_ms).bind(19, f.reasoning_tokens).bind(20, f.cached_prompt_tokens);
     s->bind(21, c->req.run);

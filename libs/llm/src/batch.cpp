@@ -20,6 +20,7 @@ namespace kforge::llm {
 namespace {
 
 constexpr std::int64_t kPruneMs = 30'000;
+constexpr std::int64_t kRoomWaitMs = 60'000;
 
 }  // namespace
 
@@ -101,6 +102,12 @@ void BatchRunner::Impl::run() {
       in.swap(incoming_);
     }
     std::int64_t now = clock_->wall_ms();
+    if (!in.empty()) {
+      // Into the text store first: a request collected for the next batch keeps only its id.
+      auto st = ledger_.stash(in);
+      if (!st.ok())
+        spdlog::warn("llm batch: requests kept in memory (the text store: {})", st.error().message);
+    }
     for (auto& p : in) take(std::move(p), now);
     flush_due(now);
     for (auto it = open_.begin(); it != open_.end();) {
@@ -144,6 +151,11 @@ void BatchRunner::Impl::take(Pending p, std::int64_t now) {
       o.body = *line->raw;
       o.batch_key = line->key;
       o.batch = line->batch;  // marked applied with its llm_calls row (LineOutcome::batch)
+      o.request = std::move(p.body);
+      if (o.request.empty()) {
+        auto body = ledger_.body(p);
+        if (body.ok()) o.request = std::move(*body);
+      }
       ready_.push_back(std::move(o));
       return;
     }
@@ -151,7 +163,9 @@ void BatchRunner::Impl::take(Pending p, std::int64_t now) {
     if (line->line_state == "pending" && line->batch_state != "done") return;
   }
   if (collecting_.empty()) collect_since_ms_ = now;
-  collecting_bytes_ += p.body.size() + 200;
+  if (p.bytes == 0) p.bytes = p.body.size();
+  if (p.text != 0) p.body = std::string();  // in the store: written to the input file from there
+  collecting_bytes_ += p.bytes + 200;
   collecting_ids_.insert(p.sha);
   collecting_.push_back(std::move(p));
   flush_due(now);
@@ -183,7 +197,7 @@ Status BatchRunner::Impl::make_batch(std::int64_t now) {
   h.update(std::to_string(now));
   for (; n < collecting_.size() && static_cast<int>(n) < bc.max_lines; ++n) {
     auto size = static_cast<std::int64_t>(
-        input_line(collecting_[n].sha, endpoint_, collecting_[n].body).size());
+        input_line_size(collecting_[n].sha, endpoint_, collecting_[n].bytes));
     if (n > 0 && bytes + size > bc.max_bytes) break;
     bytes += size;
     h.update(collecting_[n].sha);
@@ -193,7 +207,8 @@ Status BatchRunner::Impl::make_batch(std::int64_t now) {
   b.created_ms = now;
   b.input_path = spool(b, "input");
   std::span<const Pending> lines(collecting_.data(), n);
-  KF_TRY(std::size_t written, write_input_file(b.input_path, endpoint_, lines));
+  auto body_of = [this](const Pending& p) { return ledger_.body(p); };
+  KF_TRY(std::size_t written, write_input_file(b.input_path, endpoint_, lines, body_of));
   auto id = ledger_.add_batch(b.key, o_.chat_url, o_.cfg.model, lines, written, now);
   if (!id.ok()) {
     std::error_code ec;
@@ -207,7 +222,7 @@ Status BatchRunner::Impl::make_batch(std::int64_t now) {
       b.calls[collecting_[i].sha] = collecting_[i].call;
     in_batch_[collecting_[i].sha] = b.id;
     collecting_ids_.erase(collecting_[i].sha);
-    collecting_bytes_ -= std::min(collecting_bytes_, collecting_[i].body.size() + 200);
+    collecting_bytes_ -= std::min(collecting_bytes_, collecting_[i].bytes + 200);
   }
   collecting_.erase(collecting_.begin(), collecting_.begin() + static_cast<std::ptrdiff_t>(n));
   if (!collecting_.empty()) collect_since_ms_ = now;
@@ -239,12 +254,14 @@ Status BatchRunner::Impl::recover() {
     b.submitted_ms = s.submitted_ms;
     b.recovered = true;
     if (b.state == "uploading") {
-      // Its input file again, from the recorded bodies.
+      // Its input file again, from the recorded requests (read from the store a line at a time).
       std::vector<Pending> in;
       for (const auto& line : s.lines)
-        in.push_back(Pending{line.sha, line.call, "", line.body.value_or("{}")});
+        in.push_back(Pending{line.sha, line.call, "",
+                             line.text != 0 ? std::string() : line.body.value_or("{}"), line.text});
       b.input_path = spool(b, "input");
-      KF_TRY(std::size_t written, write_input_file(b.input_path, endpoint_, in));
+      auto body_of = [this](const Pending& p) { return ledger_.body(p); };
+      KF_TRY(std::size_t written, write_input_file(b.input_path, endpoint_, in, body_of));
       (void)written;
     }
     for (const auto& line : s.lines) {
@@ -276,10 +293,32 @@ void BatchRunner::Impl::prune() {
 
 void BatchRunner::Impl::hand_over() {
   if (ready_.empty()) return;
+  wait_for_room();
   std::vector<LineOutcome> out;
   out.swap(ready_);
   for (const auto& o : out) waiting_.erase(o.sha);
   if (o_.deliver) o_.deliver(std::move(out));
+}
+
+// Waits (real time, in slices) until the client holds few enough outcomes that these fit in
+// llm.batch.lines_in_memory, so that a batch's answers and requests are never all in memory at
+// once; at most kRoomWaitMs, so a count that does not fall only slows the runner.
+void BatchRunner::Impl::wait_for_room() {
+  if (!o_.held) return;
+  const auto limit = static_cast<std::int64_t>(std::max(1, o_.cfg.batch.lines_in_memory));
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kRoomWaitMs);
+  while (true) {
+    std::int64_t held = o_.held();
+    if (held <= 0 || held + static_cast<std::int64_t>(ready_.size()) <= limit) return;
+    if (std::chrono::steady_clock::now() >= until) {
+      spdlog::debug("llm batch: the client still holds {} outcomes; handing over {} more", held,
+                    ready_.size());
+      return;
+    }
+    std::unique_lock lk(mu_);
+    if (stop_) return;
+    cv_.wait_for(lk, std::chrono::milliseconds(kBatchSliceMs), [&] { return stop_; });
+  }
 }
 
 void BatchRunner::Impl::publish() {

@@ -8,6 +8,11 @@
 // batch's key), polls it, downloads the output and error files and hands each line's outcome
 // back to the client, which parses, records and delivers it exactly as an interactive answer.
 //
+// Memory: nothing of a waiting request is held but its identity. Its body goes into the text
+// store when the runner takes it (llm_batch_lines.request_text, migration 0035), the input file is
+// written from there a line at a time, result files are read from disk a line at a time, and
+// outcomes go back with their requests read from the store, llm.batch.lines_in_memory at a time.
+//
 // Crash safety: every step is recorded in llm_batches / llm_batch_lines (migrations 0013, 0018)
 // before and after it happens. A restarted runner resumes the open batches: it adopts an input
 // file it uploaded but did not record (by its name), and a batch it created but did not record
@@ -47,6 +52,9 @@ struct LineOutcome {
   std::string body;       // the response body (the chat completion, or the provider's error)
   std::string error;      // why there is no answer (failed or expired line, failed batch)
   std::string batch_key;  // the batch it came from
+  // The request the line sent (its JSON body), read back from the store with the outcome: the
+  // client holds none of a batch's requests while they wait, and records or resends this.
+  std::string request;
   // The batch's row (llm_batches.id): an answered line is marked applied in the transaction that
   // writes its llm_calls row (AuditStore::write_rows), never before, so that a crash between the
   // two leaves it answered (recorded again, priced) and not applied (replayed at $0).
@@ -74,6 +82,9 @@ struct BatchRunnerOptions {
   int db_busy_timeout_ms = 10'000;
   std::function<std::string(std::string)> redact;  // removes the key from text from outside
   std::function<void(std::vector<LineOutcome>)> deliver;
+  // Outcomes delivered that the client still holds (not yet recorded): more are handed over
+  // only while they are fewer than llm.batch.lines_in_memory. Unset: no wait.
+  std::function<std::int64_t()> held;
 };
 
 class BatchRunner {

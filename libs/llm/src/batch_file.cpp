@@ -73,13 +73,20 @@ bool terminal(const std::string& status) {
          status == "cancelled";
 }
 
-Result<std::size_t> write_input_file(const std::string& path, const std::string& endpoint,
-                                     std::span<const Pending> lines) {
+std::size_t input_line_size(const std::string& sha, const std::string& endpoint,
+                            std::size_t body_bytes) {
+  return input_line(sha, endpoint, "").size() + body_bytes;
+}
+
+Result<std::size_t> write_input_file(
+    const std::string& path, const std::string& endpoint, std::span<const Pending> lines,
+    const std::function<Result<std::string>(const Pending&)>& body_of) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return fail("io", path + ": cannot be written (the batch input file)");
   std::size_t bytes = 0;
   for (const Pending& p : lines) {
-    std::string line = input_line(p.sha, endpoint, p.body);
+    KF_TRY(std::string body, body_of(p));
+    std::string line = input_line(p.sha, endpoint, body);
     out.write(line.data(), static_cast<std::streamsize>(line.size()));
     bytes += line.size();
   }

@@ -20,9 +20,14 @@ namespace kforge::llm {
 
 // A batch status after which nothing changes: completed, failed, expired, cancelled.
 bool terminal(const std::string& status);
-// Writes the input file of `lines` to path (one input_line each): its size in bytes.
-Result<std::size_t> write_input_file(const std::string& path, const std::string& endpoint,
-                                     std::span<const Pending> lines);
+// The size of input_line for a body of `body_bytes`.
+std::size_t input_line_size(const std::string& sha, const std::string& endpoint,
+                            std::size_t body_bytes);
+// Writes the input file of `lines` to path (one input_line each, its body from body_of, one in
+// memory at a time): its size in bytes.
+Result<std::size_t> write_input_file(
+    const std::string& path, const std::string& endpoint, std::span<const Pending> lines,
+    const std::function<Result<std::string>(const Pending&)>& body_of);
 // Reads a downloaded output or error file at path line by line, one line in memory, calling
 // `each` with each result line; false, and *why, when a line is not a result line (the file
 // arrived cut or in parts) or the file cannot be read.

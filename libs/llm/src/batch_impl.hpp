@@ -84,6 +84,7 @@ class BatchRunner::Impl {
   bool step(Open& b);
   void prune();
   void hand_over();
+  void wait_for_room();
   void publish();
 
   // --- batch_provider.cpp: the provider's side (the runner's thread) ---

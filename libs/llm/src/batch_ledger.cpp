@@ -7,6 +7,7 @@
 
 #include <span>
 
+#include "kforge/store/texts.hpp"
 #include "queries.hpp"
 
 namespace kforge::llm {
@@ -49,14 +50,48 @@ Result<std::int64_t> BatchLedger::add_batch(const std::string& key, const std::s
   KF_CHECK(s->run());
   std::int64_t id = db_->last_insert_rowid();
   for (const Pending& p : lines) {
+    std::int64_t text = p.text;
+    if (text == 0) {
+      KF_TRY(text, store::put_text(*db_, p.body));
+    }
     KF_TRY(store::Stmt * l, db_->cached(llm_queries()["batch_line_insert"]));
     l->bind(1, id).bind(2, p.sha).bind(3, p.label);
-    l->bind(4, p.body);
+    l->bind(4, text);
     l->bind(5, p.call.empty() || p.call == p.sha ? std::optional<std::string>() : p.call);
     KF_CHECK(l->run());
   }
   KF_CHECK(tx.commit());
   return id;
+}
+
+Status BatchLedger::stash(std::vector<Pending>& in) {
+  KF_TRY(store::Transaction tx, store::Transaction::begin(*db_));
+  for (Pending& p : in) {
+    if (p.text != 0 || p.body.empty()) continue;
+    KF_TRY(std::int64_t text, store::put_text(*db_, p.body));
+    KF_TRY(store::Stmt * s, db_->cached(llm_queries()["batch_line_keep_request"]));
+    s->bind(1, p.sha).bind(2, text);
+    KF_CHECK(s->run());
+    p.text = text;
+    p.bytes = p.body.size();
+  }
+  return tx.commit();
+}
+
+Result<std::string> BatchLedger::body(const Pending& p) {
+  if (!p.body.empty() || p.text == 0) return p.body;
+  return store::get_text(*db_, p.text);
+}
+
+Status BatchLedger::requests(std::int64_t batch, std::vector<LineOutcome>& outcomes) {
+  for (LineOutcome& o : outcomes) {
+    if (!o.request.empty()) continue;
+    KF_TRY(store::Stmt * s, db_->cached(llm_queries()["batch_line_request"]));
+    s->bind(1, batch).bind(2, o.sha);
+    KF_TRY(auto text, s->one([](store::Stmt& r) { return r.opt_text(0); }));
+    if (text && *text) o.request = std::move(**text);
+  }
+  return {};
 }
 
 Result<std::vector<BatchLedger::StoredBatch>> BatchLedger::open_batches(const std::string& chat_url,
@@ -82,6 +117,7 @@ Result<std::vector<BatchLedger::StoredBatch>> BatchLedger::open_batches(const st
       StoredLine line;
       line.sha = r.text(0);
       if (b.state == "uploading") line.body = r.opt_text(1);
+      line.text = r.opt_int64(4).value_or(0);
       line.state = r.text(2);
       line.call = r.opt_text(3).value_or(line.sha);
       b.lines.push_back(std::move(line));

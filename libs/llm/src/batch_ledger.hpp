@@ -21,9 +21,12 @@ namespace kforge::llm {
 
 // A request waiting for its batch: its line's custom_id (sha), the call the line answers (call:
 // the same, or the call a continuation line continues), its label (llm_batch_lines.tag) and its
-// body.
+// body: in memory (body) only until it is in the text store (text: its id, BatchLedger::stash),
+// bytes long.
 struct Pending {
   std::string sha, call, label, body;
+  std::int64_t text = 0;
+  std::size_t bytes = 0;
 };
 
 class BatchLedger {
@@ -39,7 +42,18 @@ class BatchLedger {
   };
   std::optional<LatestLine> latest_line(const std::string& sha, const std::string& chat_url);
 
+  // Puts the bodies of `in` into the text store (Pending::text, in one transaction; the bodies
+  // stay for the caller to release), and gives a request's lines recorded without their
+  // request (before migration 0035) this one.
+  Status stash(std::vector<Pending>& in);
+  // A pending request's body: in memory, or read from the text store.
+  Result<std::string> body(const Pending& p);
+  // The requests of a batch's lines, into each outcome's `request` (one read per line; a line
+  // whose request is gone, recorded before migration 0035, gets none).
+  Status requests(std::int64_t batch, std::vector<LineOutcome>& outcomes);
+
   // A new batch of `lines` (state uploading, `bytes` of input file), in one transaction: its id.
+  // Each line's request is its text (Pending::text), stored first if it is not yet.
   Result<std::int64_t> add_batch(const std::string& key, const std::string& chat_url,
                                  const std::string& model, std::span<const Pending> lines,
                                  std::size_t bytes, std::int64_t now);
@@ -48,7 +62,8 @@ class BatchLedger {
   // batch still uploading: its input file is made again from them).
   struct StoredLine {
     std::string sha;
-    std::optional<std::string> body;
+    std::optional<std::string> body;  // a line recorded before migration 0035
+    std::int64_t text = 0;            // its request in the text store
     std::string state;
     std::string call;  // the call the line answers (sha, or the call a continuation continues)
   };

@@ -353,8 +353,14 @@ bool BatchRunner::Impl::record_lines(Open& b, std::vector<LineOutcome>& chunk,
     o.call = c == b.calls.end() ? o.sha : c->second;
     if (!o.answered) o.run_level = run_level;
   }
+  // Each outcome goes back with its request, read from the store (the client holds none).
+  auto st = ledger_.requests(b.id, chunk);
+  if (!st.ok()) {
+    retry_later(b, now, "cannot read the requests back: " + st.error().message);
+    return false;
+  }
   auto redactor = [this](std::string s) { return redact(std::move(s)); };
-  auto st = ledger_.line_results(b.id, chunk, redactor);
+  st = ledger_.line_results(b.id, chunk, redactor);
   if (!st.ok()) {
     retry_later(b, now, "cannot record the results: " + st.error().message);
     return false;

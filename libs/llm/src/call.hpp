@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -19,6 +20,30 @@
 #include "kforge/llm/limits.hpp"
 
 namespace kforge::llm {
+
+// One batch outcome the client holds (llm.batch.lines_in_memory bounds them): released when the
+// call that took it is recorded and delivered (the Call is destroyed) or sent again.
+class OutcomeHold {
+ public:
+  OutcomeHold() = default;
+  explicit OutcomeHold(std::shared_ptr<std::atomic<std::int64_t>> n) : n_(std::move(n)) {}
+  OutcomeHold(OutcomeHold&& o) noexcept : n_(std::move(o.n_)) {}
+  OutcomeHold& operator=(OutcomeHold&& o) noexcept {
+    release();
+    n_ = std::move(o.n_);
+    return *this;
+  }
+  OutcomeHold(const OutcomeHold&) = delete;
+  OutcomeHold& operator=(const OutcomeHold&) = delete;
+  ~OutcomeHold() { release(); }
+  void release() {
+    if (n_) n_->fetch_sub(1);
+    n_.reset();
+  }
+
+ private:
+  std::shared_ptr<std::atomic<std::int64_t>> n_;
+};
 
 struct Call {
   ChatRequest req;
@@ -47,6 +72,7 @@ struct Call {
   // often the file is imported.
   bool once = false;
   std::optional<std::string> offline;  // an answer given with Client::answer
+  OutcomeHold outcome;                 // the batch outcome it took, until recorded or resent
   // The outcome, filled in by finish().
   std::optional<Result<ChatResponse>> result;
   ChatResponse resp_fields;  // tokens, raw body and finish reason, also for failures

@@ -54,6 +54,7 @@ Status Client::Impl::start(const ClientOptions& opts) {
     bo.db_busy_timeout_ms = opts.db_busy_timeout_ms;
     bo.redact = [this](std::string t) { return access_.redact(std::move(t)); };
     bo.deliver = [this](std::vector<LineOutcome> v) { take_batch_outcomes(std::move(v)); };
+    bo.held = [held = outcomes_held_] { return held->load(); };
     KF_TRY(batch_, BatchRunner::create(std::move(bo)));
   }
   audit_.start([this](std::vector<std::unique_ptr<Call>> misses, int looked_up) {
@@ -83,6 +84,9 @@ void Client::Impl::submit(ChatRequest req, Callback done, std::optional<std::str
   c->body = request_body(ep_, req);
   c->sha = request_identity(url(), c->body, req.asker, req.round);
   c->req = std::move(req);
+  // In batch mode the body is the request from here on: the messages are read back from it only
+  // if it is asked interactively or with a larger budget (restore_messages).
+  if (batch_ && !offline) c->req.messages = std::vector<ChatMessage>();
   c->callbacks.push_back(std::move(done));
   c->offline = std::move(offline);
   c->submitted = clock_->steady_now();

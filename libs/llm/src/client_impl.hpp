@@ -105,7 +105,10 @@ class Client::Impl {
   // --- answers from elsewhere (the network loop), answers.cpp ---
   void apply_answer(Call* c, std::string body, TimePoint now, bool billed = true);
   void to_batch(Call* c);
-  void restore_body(Call& c);  // a call back from its batch: its body made again
+  // A call back from its batch: its request again, from the store (LineOutcome::request); its
+  // messages only when it is sent again otherwise (restore_messages). false: none to be had.
+  bool restore_request(Call& c, std::string request);
+  void restore_messages(Call& c);
   void take_batch_outcomes(std::vector<LineOutcome> v);  // the batch runner's thread
   void take_batch_results(TimePoint now);
 
@@ -128,6 +131,10 @@ class Client::Impl {
   std::mutex mu_;
   std::vector<std::unique_ptr<Call>> incoming_;
   std::vector<LineOutcome> batch_outcomes_;
+  // Batch outcomes handed over and not yet recorded and delivered (OutcomeHold): the runner
+  // hands over more only while they are fewer than llm.batch.lines_in_memory.
+  std::shared_ptr<std::atomic<std::int64_t>> outcomes_held_ =
+      std::make_shared<std::atomic<std::int64_t>>(0);
   std::optional<LlmConfig> reload_;
   bool accepting_ = true;
   bool stop_requested_ = false;

@@ -107,6 +107,7 @@ bool Client::Impl::take_incoming(TimePoint now) {
       to_batch(c);
       continue;
     }
+    restore_messages(*c);  // sent interactively: its token estimate counts them
     ready_.push_back(c);
   }
   take_batch_results(now);
@@ -301,6 +302,7 @@ bool Client::Impl::enlarge(Call* c, const ChatResponse& r, Error& err) {
     return false;
   }
   spdlog::info("llm: {}; asking again with max_tokens {}", err.message, next);
+  restore_messages(*c);  // a batch's call holds its body only
   record_cut(*c, r, err, next);
   set_budget(*c, next, ep_, meter_);
   if (batch_) {
@@ -397,7 +399,9 @@ void Client::Impl::count_usage(ChatResponse& r, TimePoint now, const Call& c, Ch
 
 // Records the outcome; the audit row is written and the callbacks run in flush().
 void Client::Impl::finish(Call* c, Result<ChatResponse> r) {
-  restore_body(*c);  // for the audit row of a call cancelled in its batch
+  // For the audit row of a call cancelled in its batch: it holds no body (to_batch), and its
+  // request is its batch line's (llm_batch_lines.request_text); the row names none.
+  restore_request(*c, std::string());
   if (r.ok()) {
     r->attempts = c->attempts;
     r->latency_ms = ms_between(c->submitted, clock_->steady_now());

@@ -25,6 +25,19 @@ bool KernelFacts::defines(std::string_view kernel_name) const {
                      [&](const Kernel& k) { return k.name == kernel_name; });
 }
 
+KernelFacts KernelFacts::names_only() const {
+  KernelFacts out;
+  out.kernels.reserve(kernels.size());
+  for (const auto& k : kernels) {
+    Kernel n;
+    n.name = k.name;
+    n.line = k.line;
+    n.qualifier = k.qualifier;
+    out.kernels.push_back(std::move(n));
+  }
+  return out;
+}
+
 std::vector<std::string> KernelFacts::kernel_names() const {
   std::vector<std::string> v;
   for (const auto& k : kernels) v.push_back(k.name);

@@ -427,9 +427,8 @@ Status Scheduler::submit(ServedRun& run, const LeasedJob& job) {
   call->tmpl = tmpl;
   call->spec = run.spec;
   call->sample_key = in.key;
-  call->request_json = llm_.request_json(run.row.model, req);
-  call->request = req;
-  call->facts = std::move(*facts);
+  hold_request(*call, run.row.model, req);
+  call->facts = facts->names_only();  // the prompt has its signatures; the checks read names
 
   std::int64_t job_id = job.id;
   std::uint64_t gen = call->generation;

@@ -68,6 +68,7 @@ Status Scheduler::complete(Completion& c, StepReport& rep) {
     if (settled || !s.ok()) return s;
   }
   Outcome o = read_outcome(*call, c.result);
+  KF_TRY(o.out.request_json, held_request_json(*call));
   NextStep n = next_step(*call, o);
   KF_TRY(bool held, store_.checkpoint(call->job, o.out, n.next, n.events));
   written = true;
@@ -125,11 +126,10 @@ Scheduler::Outcome Scheduler::read_outcome(const Call& call,
   out.attempt = job.attempts + 1;
   out.prompt_version = call.tmpl->version;
   out.prompt_sha256 = call.tmpl->sha256;
-  out.request_json = call.request_json;
   out.repair_round = job.repair_round;
   if (!result.ok()) {
     const Error& e = result.error();
-    out.request_sha256 = llm_.request_sha256(call.model, call.request);
+    out.request_sha256 = call.request_sha256;
     out.status = OutputStatus::llm_error;
     out.error_kind = e.kind;
     out.error = e.message;

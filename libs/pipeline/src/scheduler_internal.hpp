@@ -38,11 +38,16 @@ struct Scheduler::Call {
   const Template* tmpl = nullptr;
   const PipelineSpec* spec = nullptr;
   std::string sample_key;
-  llm::ChatRequest request;  // kept for the identity of a failed call
+  // The request is not held while the call waits (in batch mode, hours, for every request of
+  // a stage): its identity, for a failed call's output, and its JSON body in the text store,
+  // read back when the outcome is checkpointed (scheduler_request.cpp). request_json holds the
+  // body only when it could not be stored.
+  std::string request_sha256;
+  std::int64_t request_text = 0;
   std::string request_json;
   int content_failures = 0;    // earlier unusable answers at this stage
   int transient_failures = 0;  // earlier provider errors at this stage
-  KernelFacts facts;
+  KernelFacts facts;  // names only (KernelFacts::names_only): what the answer checks read
 };
 
 // What a completed call's answer (or provider error) amounts to: the stage output to record and,

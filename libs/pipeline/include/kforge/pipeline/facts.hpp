@@ -60,6 +60,9 @@ struct KernelFacts {
   // sites the code already has.
   std::string signatures_text() const;
   nlohmann::json to_json() const;
+  // The facts the answer checks read (check_analysis, check_generation: the kernels' names),
+  // without parameters and launchers: what a call waiting for its answer keeps.
+  KernelFacts names_only() const;
 };
 
 struct FactsOptions {

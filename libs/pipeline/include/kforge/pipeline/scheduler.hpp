@@ -148,6 +148,9 @@ class Scheduler {
   Status after_checkpoint(const Call& call, const Outcome& o, const NextStep& n, bool answered,
                           StepReport& rep);
   Status fail_before_call(ServedRun& run, const LeasedJob& job, const Error& why);
+  // scheduler_request.cpp: a call's request kept out of memory while it waits, and read back.
+  void hold_request(Call& call, const std::string& model, const llm::ChatRequest& req);
+  Result<std::string> held_request_json(const Call& call);
   Status pause_run(ServedRun& run, const std::string& why);
   Status note_provider_wait();
   std::int64_t backoff_ms(int failures) const;

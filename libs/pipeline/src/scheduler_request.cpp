@@ -1,0 +1,35 @@
+// A call's request while it waits for its answer: not held in memory. In batch mode every
+// request of a stage waits at once, for up to the batch's completion window, and the prompt and
+// its JSON body are most of what a waiting call would hold (tens of KB each). The body goes into
+// the text store at submit (store/texts.hpp: the same text the client records with the call in
+// llm_calls, stored once by its SHA-256), the call keeps its id and the request's identity, and
+// the checkpoint reads the body back for the stage output. A text is never deleted, so one
+// stored for a call that a crash cut short is the one its next attempt finds.
+
+#include <spdlog/spdlog.h>
+
+#include "kforge/store/texts.hpp"
+#include "scheduler_internal.hpp"
+
+namespace kforge::pipeline {
+
+void Scheduler::hold_request(Call& call, const std::string& model, const llm::ChatRequest& req) {
+  call.request_sha256 = llm_.request_sha256(model, req);
+  std::string body = llm_.request_json(model, req);
+  auto id = store::put_text(store_.db(), body);
+  if (id.ok()) {
+    call.request_text = *id;
+    return;
+  }
+  // Kept in memory instead: the checkpoint needs it, and the store may answer later.
+  spdlog::debug("job {}: the request is held in memory (the text store: {})", call.job.id,
+                id.error().message);
+  call.request_json = std::move(body);
+}
+
+Result<std::string> Scheduler::held_request_json(const Call& call) {
+  if (call.request_text == 0) return call.request_json;
+  return store::get_text(store_.db(), call.request_text);
+}
+
+}  // namespace kforge::pipeline
