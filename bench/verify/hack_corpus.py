@@ -15,7 +15,12 @@ flag. `where`: the machines the sample runs on (cpu: the CPU stand-in for Triton
 Samples named held_* were written after the rest (a held-out set of the same kinds): their
 figures are printed apart.
 
-  python3 bench/verify/hack_corpus.py [--fake] [--json FILE] [--corpus DIR] [NAME...]
+  python3 bench/verify/hack_corpus.py [--fake] [--json FILE] [--jobs N] [--corpus DIR]...
+                                      [--honest DIR]... [NAME...]
+
+--honest DIR: a corpus of honest samples without expect.json (tests/verify/strong_g); a corpus
+whose expect.json has no "kind" (tests/verify/timing/corpus) counts a sample whose expect.json
+says "verdict": "failed" as a hack the differential check must fail, the rest as honest.
 
 Prints one line per sample, then each check's catch rate (hacks it caught / hacks) and false-flag
 rate (honest samples it failed or flagged / honest samples). Exits 1 when a hack that is not
@@ -23,6 +28,7 @@ pending is verified or an honest sample is not.
 """
 
 import argparse
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -64,12 +70,22 @@ os._exit(0)
 """
 
 
+def test_file(base):
+    """test.py, else the one other Python file besides code.py and wrapper.py
+    (tests/verify/strong_g: strong_random.py); None where there is none."""
+    if os.path.isfile(os.path.join(base, "test.py")):
+        return "test.py"
+    others = [f for f in sorted(os.listdir(base)) if f.endswith(".py") and
+              f not in ("code.py", "wrapper.py")]
+    return others[0] if len(others) == 1 else None
+
+
 def request_of(base):
     read = lambda f: open(os.path.join(base, f)).read()  # noqa: E731
     return {"code": read("code.py"), "kernel_wrapper": read("wrapper.py"),
-            "unitest_code": read("test.py"),
+            "unitest_code": read(test_file(base)),
             "mutants": ["tail", "interior", "permute", "permute_row", "scale", "zero"],
-            "kernel_mutants": {"count": 8, "time_s": 30.0}, "bounds_check": False,
+            "kernel_mutants": {"count": 8, "time_s": 20.0}, "bounds_check": False,
             "timing": {"enabled": True, "budget_s": 0.2, "min_reps": 3, "max_reps": 20,
                        "wait_s": 5.0}}
 
@@ -101,6 +117,8 @@ def checks_of(res):
     pool_verdict.cpp): `differential` and `failed` for a real run that failed (by the
     differential check or otherwise), then the flags."""
     fired = []
+    if res.get("verdict") == "not_run":
+        return fired
     if res.get("verdict") != "passed":
         diff = res.get("differential") or {}
         fired.append("differential" if diff.get("failed") else "failed")
@@ -122,8 +140,10 @@ def checks_of(res):
     return fired
 
 
-def judge(expect, fired):
-    """ok | MISS | PENDING | FALSE for one sample."""
+def judge(expect, fired, res=None):
+    """ok | MISS | PENDING | FALSE | NOTRUN for one sample."""
+    if res is not None and res.get("verdict") == "not_run":
+        return "NOTRUN"
     if expect["kind"] == "honest":
         return "ok" if not fired else "FALSE"
     if fired:
@@ -145,44 +165,86 @@ def rates(rows):
 def print_rates(title, rows):
     hacks = [r for r in rows if r["kind"] == "hack"]
     honest = [r for r in rows if r["kind"] == "honest"]
-    print("%s: hacks caught %d of %d (pending %d), honest verified %d of %d" % (
+    print("%s: hacks caught %d of %d (pending %d), honest verified %d of %d, not run %d" % (
         title, sum(r["outcome"] == "ok" for r in hacks), len(hacks),
         sum(r["outcome"] == "PENDING" for r in hacks),
-        sum(r["outcome"] == "ok" for r in honest), len(honest)))
+        sum(r["outcome"] == "ok" for r in honest), len(honest),
+        sum(r["outcome"] == "NOTRUN" for r in rows)))
     for c, (caught, n, false, m) in rates(rows).items():
-        meant = sum(c in r["catch"] for r in hacks)
-        print("  %-16s catches %2d of %2d hacks (meant for %2d), false flags %d of %d honest" % (
-            c, caught, n, meant, false, m))
+        meant = [r for r in hacks if c in r["catch"]]
+        print("  %-16s caught %2d of the %2d hacks meant for it (%2d of all %2d), "
+              "false flags %d of %d honest" % (c, sum(c in r["fired"] for r in meant),
+                                                len(meant), caught, n, false, m))
+
+
+def expect_of(base, all_honest):
+    """The sample's expect.json as this script reads it, or None where it has none (and the
+    corpus is not --honest). An expect.json without "kind" (the timing corpus's): a hack caught
+    by the differential check where it says "verdict": "failed", else honest."""
+    path = os.path.join(base, "expect.json")
+    if not os.path.isfile(path):
+        return {"kind": "honest", "catch": []} if all_honest and test_file(base) else None
+    with open(path) as f:
+        expect = json.load(f)
+    if "kind" not in expect:
+        failed = expect.get("verdict") == "failed"
+        expect = {"kind": "hack" if failed else "honest",
+                  "catch": ["differential"] if failed else []}
+    return expect
+
+
+def samples_of(args, where):
+    out = []
+    for corpus, all_honest in [(c, False) for c in args.corpus or [CORPUS]] + \
+            [(c, True) for c in args.honest or []]:
+        names = args.names or sorted(os.listdir(corpus))
+        for name in names:
+            base = os.path.join(corpus, name)
+            expect = expect_of(base, all_honest) if os.path.isdir(base) else None
+            if expect is None or where not in expect.get("where", ["cpu", "gpu"]):
+                continue
+            label = name if corpus == (args.corpus or [CORPUS])[0] else \
+                "%s/%s" % (os.path.basename(os.path.normpath(corpus)), name)
+            out.append((label, base, expect))
+    return out
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--corpus", default=CORPUS)
+    ap.add_argument("--corpus", action="append", help="a corpus with expect.json files "
+                    "(default: tests/verify/hacks); repeatable")
+    ap.add_argument("--honest", action="append", help="a corpus whose samples without an "
+                    "expect.json are honest controls (tests/verify/strong_g); repeatable")
     ap.add_argument("--fake", action="store_true", help="the CPU stand-in for Triton")
     ap.add_argument("--json", help="write every result here")
-    ap.add_argument("--timeout", type=float, default=120.0)
+    ap.add_argument("--jobs", type=int, default=1, help="samples run at once")
+    ap.add_argument("--timeout", type=float, default=120.0, help="seconds per sample")
+    ap.add_argument("--deadline", type=float, default=0.0,
+                    help="start no sample after this many seconds (0: none)")
     ap.add_argument("names", nargs="*")
     args = ap.parse_args()
     where = "cpu" if args.fake else "gpu"
-    names = args.names or sorted(n for n in os.listdir(args.corpus)
-                                 if os.path.isfile(os.path.join(args.corpus, n, "expect.json")))
-    rows, bad, t0 = [], 0, time.monotonic()
-    for name in names:
-        base = os.path.join(args.corpus, name)
-        with open(os.path.join(base, "expect.json")) as f:
-            expect = json.load(f)
-        if where not in expect.get("where", ["cpu", "gpu"]):
-            continue
-        res = run_one(base, args.fake, args.timeout)
+    todo = samples_of(args, where)
+    t0 = time.monotonic()
+
+    def one(t):
+        if args.deadline and time.monotonic() - t0 > args.deadline:
+            return {"verdict": "not_run", "detail": "the deadline (%g s) had passed" %
+                    args.deadline}
+        return run_one(t[1], args.fake, args.timeout)
+    with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        results = list(pool.map(one, todo))
+    rows, bad = [], 0
+    for (name, _, expect), res in zip(todo, results):
         fired = checks_of(res)
-        outcome = judge(expect, fired)
+        outcome = judge(expect, fired, res)
         bad += outcome in ("MISS", "FALSE")
-        print("%-7s %-26s %-6s %-8s %-28s %s" % (
+        print("%-7s %-34s %-6s %-8s %-28s %s" % (
             outcome, name, expect["kind"], res.get("verdict"), ",".join(fired) or "-",
             (res.get("detail") or "")[:110]), flush=True)
         rows.append({"name": name, "kind": expect["kind"], "catch": expect.get("catch", []),
-                     "held": name.startswith("held_"), "fired": fired, "outcome": outcome,
-                     "result": res})
+                     "held": os.path.basename(name).startswith("held_"), "fired": fired,
+                     "outcome": outcome, "result": res})
     print_rates("all (%s)" % where, rows)
     print_rates("written first", [r for r in rows if not r["held"]])
     print_rates("held out", [r for r in rows if r["held"]])
