@@ -55,7 +55,8 @@ req = json.load(open(sys.argv[2]))
 os.chdir(sys.argv[3])
 rep = {}
 sample = phases.real_run(req, rep, phases.Phases(rep))
-out = {k: rep.get(k) for k in ("verdict", "detail", "coverage", "speed", "differential")}
+out = {k: rep.get(k) for k in ("verdict", "detail", "coverage", "speed", "differential",
+                                "triton")}
 if sample is not None and wants_mutant_run(rep) and "mutant_phase_skipped" not in rep:
     second = {}
     phases.mutant_run(sample, second, phases.Phases(second, sets_up=False), req["mutants"],
@@ -122,6 +123,9 @@ def checks_of(res):
     if res.get("verdict") != "passed":
         diff = res.get("differential") or {}
         fired.append("differential" if diff.get("failed") else "failed")
+    launches = ((res.get("triton") or {}).get("launches") or {}).values()
+    if res.get("verdict") == "passed" and not sum(launches):
+        fired.append("no_kernel_launch")
     if (res.get("integrity") or {}).get("tampered"):
         fired.append("tampered")
     if (res.get("controls") or {}).get("failed"):
