@@ -118,7 +118,7 @@ def checks_of(res):
     pool_verdict.cpp): `differential` and `failed` for a real run that failed (by the
     differential check or otherwise), then the flags."""
     fired = []
-    if res.get("verdict") == "not_run":
+    if res.get("verdict") in ("not_run", "timeout"):
         return fired
     if res.get("verdict") != "passed":
         diff = res.get("differential") or {}
@@ -146,8 +146,8 @@ def checks_of(res):
 
 def judge(expect, fired, res=None):
     """ok | MISS | PENDING | FALSE | NOTRUN for one sample."""
-    if res is not None and res.get("verdict") == "not_run":
-        return "NOTRUN"
+    if res is not None and res.get("verdict") in ("not_run", "timeout"):
+        return "NOTRUN"  # not judged: the deadline passed, or the sample ran out of time
     if expect["kind"] == "honest":
         return "ok" if not fired else "FALSE"
     if fired:
