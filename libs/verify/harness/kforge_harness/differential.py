@@ -98,10 +98,9 @@ def _negated(args: Args) -> Optional[Args]:
 
 def _every(step: int, change: Callable[[Any], Any]) -> Callable[[Args], Optional[Args]]:
     def tensor(t: Any) -> None:
-        flat = t.view(-1) if t.is_contiguous() else None
-        if flat is None:
-            return
-        flat[::step] = change(flat[::step])
+        torch = _torch()
+        every = torch.arange(t.numel(), device=t.device).reshape(t.shape) % step == 0
+        t[every] = change(t[every])  # any layout: a mask of every step-th element
 
     def items(xs: list[float]) -> list[float]:
         return [change(x) if i % step == 0 else x for i, x in enumerate(xs)]
