@@ -74,8 +74,8 @@ TEST(VerifyKernelMutants, AnOperandTheTestMakesTheIdentityIsFlaggedByDroppingIt)
   TempDir tmp;
   auto pool = make_pool(test_config(tmp));
   ASSERT_TRUE(pool);
-  auto r = run_all(*pool,
-                   {load_sample("kmutant_weak_add_zero"), load_sample("kmutant_weak_scale_one")});
+  auto r =
+      run_all(*pool, {load_sample("kmutant_weak_add_zero"), load_sample("kmutant_weak_scale_one")});
   const char* dropped[] = {"(`tl.load(y_ptr + offsets, mask=mask)` dropped)", "(`alpha` dropped)"};
   for (int i = 0; i < 2; ++i) {
     SCOPED_TRACE(r[i].detail + "\n" + r[i].report.dump());
