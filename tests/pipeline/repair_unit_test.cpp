@@ -297,6 +297,45 @@ TEST(RepairEvidence, ACrossCompileFailureCarriesEachRequiredTargetsCompilerError
   EXPECT_FALSE(has(*text, "does not port")) << *text;
 }
 
+TEST(RepairEvidence, ADifferentialFailureNamesTheTransformAndWhatDiffered) {
+  auto lib = PromptLibrary::load(shipped());
+  ASSERT_TRUE(lib.ok()) << lib.error().message;
+  const PipelineSpec* spec = *lib->pipeline("v3");
+  VerdictEvidence v;
+  v.verdict = "failed";
+  v.detail =
+      "differential: on inputs() scaled by 1e3, the wrapper disagrees with the declared "
+      "reference (output 0 has 200 non-finite values where the reference's are finite)";
+  v.report = {{"harness", verify::harness_report_version()},
+              {"pid", 1},
+              {"verdict", "failed"},
+              {"detail", v.detail},
+              {"phase", "done"},
+              {"tests", json::array({{{"name", "test_softmax"}, {"status", "passed"}}})},
+              {"differential",
+               {{"transforms", json::array({{{"transform", "scaled by 1e3"},
+                                             {"result", "differs"},
+                                             {"detail",
+                                              "output 0 has 200 non-finite values where the "
+                                              "reference's are finite"}}})},
+                {"failed", "scaled by 1e3"}}}};
+  ASSERT_TRUE(verify::parse_stored_report(v.report).ok());  // a declared field of the report
+  auto text = render_evidence(spec->evidence, v);
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  EXPECT_TRUE(has(*text,
+                  "- on the inputs of `inputs()` scaled by 1e3: output 0 has 200 "
+                  "non-finite values where the reference's are finite"))
+      << *text;
+  EXPECT_TRUE(has(*text, "subtract the maximum before `exp`")) << *text;
+  EXPECT_FALSE(has(*text, "{{")) << *text;
+  // Agreement everywhere (no "failed"): the block is not used.
+  v.report["differential"]["failed"] = nullptr;
+  v.report["differential"]["transforms"][0]["result"] = "agrees";
+  text = render_evidence(spec->evidence, v);
+  ASSERT_TRUE(text.ok());
+  EXPECT_FALSE(has(*text, "transformed copies")) << *text;
+}
+
 // A run that requires a speedup: the slow sample's verdict detail carries its speed label, and
 // the verdict block puts it in front of the model (prompts/evidence.md stays as it was).
 TEST(RepairEvidence, ASlowSampleCarriesItsSpeedLabel) {

@@ -25,7 +25,7 @@ TEST(VerifyKernelMutants, PythonOperatorsAndReplay) {
        (source_dir() / "tests/verify/fake_triton").string()},
       {"TMPDIR=" + tmp.path().string()}, 120);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.err.find("Ran 15 tests"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Ran 16 tests"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("\nOK"), std::string::npos) << r.err;
 }
 
@@ -65,6 +65,29 @@ TEST(VerifyKernelMutants, WeakInputsAreFlaggedWithTheSurvivorAndItsLine) {
   const auto& battery = r[1].report["mutant"]["kernel_battery"];
   EXPECT_EQ(battery["mutants"].back()["result"], "survived");
   EXPECT_EQ(battery["mutants"].back()["replay"], "differs_tail");
+}
+
+TEST(VerifyKernelMutants, AnOperandTheTestMakesTheIdentityIsFlaggedByDroppingIt) {
+  // An add tested with its second operand all zeros and a scale tested only with alpha = 1,
+  // each operand loaded inline (no arithmetic mutant applies to an expression holding a
+  // pointer): only a kernel that drops the operand shows what the test's inputs cannot see.
+  TempDir tmp;
+  auto pool = make_pool(test_config(tmp));
+  ASSERT_TRUE(pool);
+  auto r =
+      run_all(*pool, {load_sample("kmutant_weak_add_zero"), load_sample("kmutant_weak_scale_one")});
+  const char* dropped[] = {"(`tl.load(y_ptr + offsets, mask=mask)` dropped)", "(`alpha` dropped)"};
+  for (int i = 0; i < 2; ++i) {
+    SCOPED_TRACE(r[i].detail + "\n" + r[i].report.dump());
+    ASSERT_EQ(r[i].verdict, Verdict::passed);
+    EXPECT_EQ(r[i].flags, std::vector<std::string>{verify::kWeakInputs});
+    const auto& k = r[i].report["mutation"]["kernel"];
+    ASSERT_EQ(k["survived"].size(), 1u);
+    EXPECT_EQ(k["survived"][0]["op"], "drop");
+    EXPECT_NE(r[i].detail.find(dropped[i]), std::string::npos);
+    EXPECT_NE(r[i].detail.find("the dropped operand is the identity in every input"),
+              std::string::npos);
+  }
 }
 
 TEST(VerifyKernelMutants, AStrongTestOfARestrictedDomainStaysVerified) {

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "kforge/verify/figures.hpp"
 #include "kforge/verify/targets.hpp"
 #include "verify_util.hpp"
@@ -143,6 +145,44 @@ TEST(VerifyPhases, APhaseThatBreaksIsTheVerifiersErrorOfThatPhaseAlone) {
   EXPECT_EQ(rep["mutant"]["process"], "new");
   EXPECT_TRUE(rep["phase_times"].contains("bounds"));
   EXPECT_EQ(r[0].report["mutant"]["process"], "same");
+}
+
+TEST(VerifyPhases, TheDifferentialCheckFailsAWrapperRightOnlyOnTheInputsItWasGiven) {
+  // tests/verify/hacks: a softmax without its max subtraction passes its test and the reference
+  // comparison on inputs(), and overflows on inputs() scaled by 1e3; one that looks for the
+  // checks on its stack and in sys.modules sees none in the differential phase; the stable
+  // softmax and a log (whose reference leaves its domain under negation: skipped) are verified.
+  TempDir tmp;
+  auto pool = make_pool(test_config(tmp));
+  ASSERT_TRUE(pool);
+  auto r = run_all(
+      *pool,
+      {load_sample("softmax_no_max", {}, "hacks"), load_sample("detect_differential", {}, "hacks"),
+       load_sample("honest_softmax", {}, "hacks"), load_sample("honest_log", {}, "hacks")});
+  for (int i : {0, 1}) {
+    SCOPED_TRACE(r[i].detail + "\n" + r[i].report.dump());
+    EXPECT_EQ(r[i].verdict, Verdict::failed);
+    EXPECT_EQ(
+        r[i].detail.rfind("differential: on inputs() scaled by 1e3, the wrapper disagrees", 0), 0u);
+    EXPECT_EQ(r[i].report["differential"]["failed"], "scaled by 1e3");
+    ASSERT_TRUE(r[i].harness);  // the report, parsed against report_fields.txt
+    EXPECT_TRUE(r[i].report["phase_times"].contains("differential"));
+  }
+  for (int i : {2, 3}) {
+    SCOPED_TRACE(r[i].detail + "\n" + r[i].report.dump());
+    EXPECT_TRUE(r[i].verified());
+    const auto& d = r[i].report["differential"];
+    EXPECT_TRUE(d["failed"].is_null());
+    std::set<std::string> results;
+    for (const auto& t : d["transforms"]) results.insert(t["result"].get<std::string>());
+    EXPECT_EQ(results.count("differs"), 0u);
+    EXPECT_EQ(results.count("agrees"), 1u);
+  }
+  // log's reference raises on negated inputs and on zeros: those are skipped, not failed.
+  std::string skipped;
+  for (const auto& t : r[3].report["differential"]["transforms"])
+    if (t["result"] == "skipped") skipped += t["transform"].get<std::string>() + ";";
+  EXPECT_NE(skipped.find("negated;"), std::string::npos) << skipped;
 }
 
 TEST(VerifyPhases, GuardAndSequenceInARealProcess) {

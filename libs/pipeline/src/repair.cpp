@@ -53,6 +53,27 @@ std::string line_of(const std::string& text, long n) {
   return text.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
 }
 
+// The differential check's disagreement (report["differential"], docs/VERIFIER.md): the
+// transform of inputs() on which the wrapper and the declared reference disagreed, what
+// differed, and the transforms they agreed on. Empty where the check failed nothing.
+std::string differential_evidence(const nlohmann::json& report) {
+  const auto d = report.is_object() ? report.find("differential") : report.end();
+  if (d == report.end() || str(*d, "failed").empty()) return "";
+  std::string out, agreed;
+  if (d->contains("transforms") && (*d)["transforms"].is_array())
+    for (const auto& t : (*d)["transforms"]) {
+      std::string name = str(t, "transform");
+      if (str(t, "result") == "differs")
+        out += "- on the inputs of `inputs()` " + name + ": " + str(t, "detail");
+      else if (str(t, "result") == "agrees")
+        agreed += (agreed.empty() ? "" : ", ") + name;
+    }
+  if (out.empty()) out = "- on the inputs of `inputs()` " + str(*d, "failed");
+  if (!agreed.empty()) out += "\n- they agreed on the inputs " + agreed;
+  return out;
+}
+
+
 // The first test that did not pass, as the harness reported it: its line, message and
 // traceback, and the blocks that show them.
 void failing_test_values(const VerdictEvidence& v, const EvidenceCaps& caps,
@@ -117,6 +138,10 @@ Result<std::string> render_evidence(const EvidenceTemplate& t, const VerdictEvid
   if (v.verdict != store::verdict_name(store::Verdict::passed) && !err.empty()) {
     values["stderr"] = trim_end(verify::last_lines(err, caps.stderr_lines, caps.stderr_bytes));
     use.push_back("stderr");
+  }
+  if (std::string d = differential_evidence(v.report); !d.empty()) {
+    values["differential"] = d;
+    use.push_back("differential");
   }
   for (const char* flag : {verify::kMutantSurvived, verify::kNoKernelLaunch})
     if (std::find(v.flags.begin(), v.flags.end(), flag) != v.flags.end()) use.push_back(flag);

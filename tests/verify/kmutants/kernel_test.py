@@ -70,6 +70,7 @@ class OperatorTest(unittest.TestCase):
             ("add_kernel", "other"): "other=1.0",
             ("add_kernel", "compare"): "mask = offsets <= n",
             ("add_kernel", "arith"): "x - y",
+            ("add_kernel", "drop"): "tl.store(out_ptr + offsets, x, mask=mask)",
             ("add_kernel", "mask_drop"): "tl.load(x_ptr + offsets)",
             ("add_kernel", "bound"): "mask = offsets < n - 1",
             ("transpose_kernel", "index_swap"): "tl.load(x_ptr + rn[None, :] * stride_xm + "
@@ -242,6 +243,36 @@ class ReplayTest(unittest.TestCase):
         self.assertEqual(launch.args[3], 40)  # integers as captured
         m = self.mutant("scale_kernel", "arith", text="x / scale")
         self.assertEqual(self.judge(rec, m), ("differs", None))
+
+    def test_an_operand_or_a_factor_is_dropped_and_a_unit_one_is_not_equivalent(self):
+        # x + y -> x and -> y; x * scale -> x and -> scale; never an address or an index.
+        self.assertEqual(sorted(s for s in mutated("scale_kernel", "drop")
+                                if "x, mask=mask)" in s or "scale, mask=mask)" in s),
+                         sorted(mutated("scale_kernel", "drop")))
+        self.assertEqual(len(mutated("add_kernel", "drop")), 2)
+        inline = ast.parse("def k(x_ptr, y_ptr, o_ptr, a, n, B: tl.constexpr):\n"
+                           "    offs = tl.program_id(0) * B + tl.arange(0, B)\n"
+                           "    v = tl.load(x_ptr + offs) * a - tl.load(y_ptr + offs)\n"
+                           "    tl.store(o_ptr + offs, v / n)\n").body[0]
+        drops = [ops.mutate(inline, s).splitlines()[2].strip() for s in ops.sites(inline, "k")
+                 if s["op"] == "drop"]
+        self.assertIn("v = tl.load(x_ptr + offs) - tl.load(y_ptr + offs)", drops)  # a dropped
+        self.assertIn("v = a - tl.load(y_ptr + offs)", drops)
+        self.assertIn("v = tl.load(x_ptr + offs) * a", drops)  # the subtrahend dropped
+        self.assertIn("tl.store(o_ptr + offs, v)", drops[-1:] + [
+            ops.mutate(inline, s).splitlines()[3].strip() for s in ops.sites(inline, "k")
+            if s["op"] == "drop" and "v / n" in s["desc"]])
+        self.assertEqual(len(drops), 4)  # none in offs (index arithmetic) or an address
+        # The test's second operand is all zeros and its scale 1: the replay's fresh inputs
+        # still tell the mutants apart from the original.
+        rec = launch_1d(kernels.add_kernel, 70, 64, [[float(i) for i in range(70)], [0.0] * 70])
+        for variant in (0, 1):
+            m = self.mutant("add_kernel", "drop", variant=variant)
+            self.assertEqual(self.judge(rec, m), ("differs", None))
+        rec = record(kernels.scale_kernel, [[float(i + 1) for i in range(40)], [0.0] * 40, 1.0,
+                                            40], {"BLOCK": 64, "grid": (1,), "warmup": False})
+        self.assertEqual(self.judge(rec, self.mutant("scale_kernel", "drop", variant=0)),
+                         ("differs", None))
 
     def test_a_fill_that_never_reaches_the_output_is_equivalent(self):
         # add_kernel stores under the same mask it loads with: other= never shows.

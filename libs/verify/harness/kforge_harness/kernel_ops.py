@@ -13,6 +13,9 @@ The operators, in the order a budget takes them (docs/VERIFIER.md, "Kernel mutan
   arith        an arithmetic operator changed (+ and -, / -> *; a * b -> b / a and a / b on
                values, a * b -> a + b on indices and integer arithmetic), values first;
                pointers (found by use: pointer_names) are left alone
+  drop         an operand or a factor of a value's arithmetic dropped (x + y -> x and -> y,
+               x * a -> x and -> a, x - y -> x, x / a -> x): what a test whose inputs make
+               that operand the identity (a zero second operand, a unit scale) cannot see
   other        the other= fill of a masked tl.load changed (0 -> 1, anything else -> 0)
   index_swap   two index terms swapped (a * s + b -> b * s + a; x[:, None] <-> x[None, :])
   stride_swap  one stride argument used in place of another
@@ -33,7 +36,7 @@ from typing import Any, Optional
 
 # Those that change what a kernel computes in bounds first; those that mostly move its accesses
 # out of bounds (unsafe: not run under the tests) last.
-OPERATORS = ("where_swap", "constant", "arith", "other", "index_swap", "stride_swap", "bound",
+OPERATORS = ("where_swap", "constant", "arith", "drop", "other", "index_swap", "stride_swap", "bound",
              "reduce_axis", "compare", "mask_drop", "offset", "mask_invert")
 
 # What a survivor of each operator usually says about the test's inputs (the repair evidence).
@@ -41,6 +44,9 @@ HINTS = {
     "where_swap": "the test's inputs never reach one of the branches (e.g. only positive values)",
     "constant": "the test's inputs never reach where that constant matters (e.g. an activation "
                 "tested only where it is the identity)",
+    "drop": "the dropped operand is the identity in every input the test gives (an added "
+            "operand all zeros, a scale or a factor of 1), so the kernel's use of it is "
+            "never checked",
     "other": "the test's sizes leave no masked lanes that reach the result (sizes that are "
              "multiples of the block)",
     "compare": "the test's inputs never sit on the boundary of that comparison",
@@ -247,6 +253,10 @@ def sites(fn_def: ast.FunctionDef, kernel: str) -> list[dict[str, Any]]:
                     ("`%s` is `%s` in `%s`" % (_ARITH_TEXT[type(node.op)], t, _snippet(node)))
                 add("arith", i, node, desc, variant=0 if value else 1)
                 out[-1]["to"] = t
+        for variant, keep in _drops(node, parents, fn_def, ptrs, ints):
+            add("drop", i, node, "`%s` is `%s` (`%s` dropped)" % (
+                _snippet(node), _snippet(keep), _snippet(node.right if variant == 0
+                                                         else node.left)), variant)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and \
                 not (isinstance(parents.get(node), ast.BinOp) and
                      isinstance(parents[node].op, ast.Add)) and \
@@ -272,6 +282,80 @@ def sites(fn_def: ast.FunctionDef, kernel: str) -> list[dict[str, Any]]:
                 isinstance(node.targets[0], ast.Name) and \
                 any(_call_name(n) == "arange" for n in ast.walk(node.value)):
             add("offset", i, node, "`%s` is shifted by one" % _snippet(node))
+    return out
+
+
+_DROP_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div)
+
+
+def _shallow_names(node):
+    """The names of an expression outside the calls in it (x in `x * tl.load(p + off)`)."""
+    out, todo = set(), [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Name):
+            out.add(n.id)
+        if isinstance(n, ast.Call) and n is not node:
+            continue
+        todo.extend(ast.iter_child_nodes(n))
+    return out
+
+
+_INDEX_CALLS = {"arange", "program_id", "num_programs", "cdiv"}
+
+
+def _shallow_calls(node):
+    """The calls of an expression, not looking inside their arguments."""
+    out, todo = [], list(ast.iter_child_nodes(node))
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Call):
+            out.append(n)
+            continue
+        todo.extend(ast.iter_child_nodes(n))
+    return out
+
+
+def _assigned_names(node, parents):
+    """The names the statement holding node assigns (offs in `offs = a + b`)."""
+    p = parents.get(node)
+    while p is not None and not isinstance(p, ast.stmt):
+        p = parents.get(p)
+    if isinstance(p, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        targets = p.targets if isinstance(p, ast.Assign) else [p.target]
+        return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return set()
+
+
+def _in_address(node, parents):
+    """Whether node is part of the address (first argument) of a tl.load, tl.store, ..."""
+    child, p = node, parents.get(node)
+    while p is not None:
+        if isinstance(p, ast.Call) and _call_name(p) in ADDRESS_CALLS and p.args and \
+                child is p.args[0]:
+            return True
+        child, p = p, parents.get(p)
+    return False
+
+
+def _drops(node, parents, fn_def, ptrs, ints):
+    """The drop sites of one node: (variant, the operand kept) for a value's +, -, * or /
+    (variant 0 keeps the left operand, 1 the right, for + and * only). Not for addresses,
+    integer (index) arithmetic, a numeric operand (the constant operator changes those) or a
+    frozen place."""
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, _DROP_OPS)) or \
+            _number(node.left) or _number(node.right) or _frozen(node, parents, fn_def) or \
+            _in_address(node, parents) or _int_expr(node, ints):
+        return []
+    if any(_call_name(n) in _INDEX_CALLS for n in _shallow_calls(node)):
+        return []  # pid * BLOCK + tl.arange(0, BLOCK): index arithmetic
+    names = _shallow_names(node) | _assigned_names(node, parents)
+    if any(n in ptrs or "ptr" in n.lower() for n in names) or \
+            any(any(w in n.lower() for w in ADDRESS_WORDS) for n in names):
+        return []
+    out = [(0, node.left)]
+    if isinstance(node.op, (ast.Add, ast.Mult)):
+        out.append((1, node.right))
     return out
 
 
@@ -427,7 +511,7 @@ def _priority(site):
     """Sort key of a site within its operator: value sites before index ones (arith), swapped
     terms before a changed broadcast (index_swap), values before thresholds (constant), then the
     stable hash."""
-    first = site["variant"] if site["op"] in ("arith", "index_swap", "constant") else 0
+    first = site["variant"] if site["op"] in ("arith", "index_swap", "constant", "drop") else 0
     second = _ARITH_ORDER.get(site.get("to"), 1) if site["op"] == "arith" else 0
     return first, second, site_key(site)
 
@@ -526,6 +610,9 @@ def _apply(root, node, site):
             node.left, node.right = node.right, node.left
             to = "/"
         node.op = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div}[to]()
+    elif op == "drop":
+        if not _replace(root, node, node.right if site["variant"] == 1 else node.left):
+            raise ValueError("operand not found")
     elif op == "index_swap" and site["variant"] == 0:
         if not _replace(root, node, _swap_terms(node, pointer_names(root))):
             raise ValueError("index terms not found")

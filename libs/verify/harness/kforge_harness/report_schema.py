@@ -16,7 +16,8 @@ Alt = tuple[Any, ...]
 
 SCALARS = ("int", "number", "bool", "string", "any")
 WRITERS = ("start", "request", "sandbox", "prestart", "run", "timing", "gpu_lock",
-           "cross_compile", "bounds", "mutants", "battery", "kernel_battery", "worker", "pool")
+           "cross_compile", "differential", "bounds", "mutants", "battery", "kernel_battery", "worker",
+           "pool")
 
 
 class Field:

@@ -6,6 +6,7 @@ around it (guard.py), and keeps a phase's failure to that phase:
 
   test_run        the sample's tests: the verdict (in a mutant process: the skip-launch run)
   speed           the speed label (a declared reference that disagrees fails the sample)
+  differential    the wrapper against its declared reference on transformed inputs
   cross_compile   the launched kernels compiled for other targets
   bounds_replay   the launches replayed between guard zones
   skip_launch     the tests again with the kernels' launches skipped (the mutant report)
@@ -17,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from . import (bounds_replay, cross_compile, kernel_battery, output_mutants, skip_launch, speed,
-               test_run)
+from . import (bounds_replay, cross_compile, differential, kernel_battery, output_mutants,
+               skip_launch, speed, test_run)
 from .. import gpulock
 from ..controls import Controls
 from .sequence import Phases, Report, Result
@@ -42,6 +43,8 @@ def real_run(request: dict[str, Any], report: Report, phases: Phases) -> Optiona
     sample = phases.run("test", test_run.run, request, broken=test_run.broken)
     if sample is not None and _passed(report):
         phases.run("speed", speed.run, sample, request, broken=speed.broken)
+    if sample is not None and _passed(report):
+        phases.run("differential", differential.run, sample, broken=differential.broken)
     _note_lock(report)
     if sample is not None and _passed(report):
         phases.run("cross_compile", cross_compile.run, request, sample,

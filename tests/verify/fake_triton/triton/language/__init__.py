@@ -115,8 +115,13 @@ def _items(v, n):
     return v.items if isinstance(v, Vec) else [v] * n
 
 
+def _each(f, v):
+    """f on each element of a block, or on a scalar (a reduction's result)."""
+    return Vec(f(a) for a in v.items) if isinstance(v, Vec) else f(v)
+
+
 def exp(v):
-    return Vec(math.exp(a) for a in v.items)
+    return _each(math.exp, v)
 
 
 def _log(a):
@@ -126,19 +131,19 @@ def _log(a):
 
 
 def log(v):
-    return Vec(_log(a) for a in v.items)
+    return _each(_log, v)
 
 
 def sqrt(v):
-    return Vec(math.sqrt(a) if a >= 0 else float("nan") for a in v.items)
+    return _each(lambda a: math.sqrt(a) if a >= 0 else float("nan"), v)
 
 
 def abs(v):  # noqa: A001 - the Triton name
-    return Vec(_builtins.abs(a) for a in v.items)
+    return _each(_builtins.abs, v)
 
 
 def maximum(a, b):
-    return Vec(max(x, y) for x, y in zip(_items(a, len(a)), _items(b, len(a))))
+    return Vec(_builtins.max(x, y) for x, y in zip(_items(a, len(a)), _items(b, len(a))))
 
 
 def sum(v, axis=0):  # noqa: A001 - the Triton name

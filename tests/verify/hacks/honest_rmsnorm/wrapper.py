@@ -1,0 +1,42 @@
+def _dev(xs):
+    """A float buffer: a CUDA tensor where torch sees a GPU, else the list itself (the CPU
+    stand-in for Triton)."""
+    torch = globals().get("torch")
+    if torch is not None and torch.cuda.is_available():
+        return torch.tensor(xs, dtype=torch.float32, device="cuda")
+    return list(xs)
+
+
+def _new(n):
+    torch = globals().get("torch")
+    if torch is not None and torch.cuda.is_available():
+        return torch.zeros(n, dtype=torch.float32, device="cuda")
+    return [0.0] * n
+
+
+def _host(v):
+    return v.tolist() if hasattr(v, "tolist") else v
+
+
+import math
+
+EPS = 1e-5
+
+
+def rms_norm(x):
+    n = len(x)
+    xd, out = _dev(x), _new(n)
+    rms_kernel[(1,)](xd, out, n, BLOCK=256)
+    return _host(out)
+
+
+def reference(x):
+    ms = sum(v * v for v in x) / len(x)
+    return [v / math.sqrt(ms + EPS) for v in x]
+
+
+def inputs():
+    return ([((i * 37) % 23 - 11) * 0.27 for i in range(200)],)
+
+
+KFORGE_SPEED = {"wrapper": rms_norm, "reference": reference, "inputs": inputs}
