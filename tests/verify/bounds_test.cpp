@@ -51,6 +51,20 @@ TEST(VerifyBounds, APassingSampleIsCheckedAndACleanOneStaysVerified) {
   EXPECT_TRUE(r.verified()) << Json(r.flags).dump();
 }
 
+// A test that draws its inputs without a seed of its own sees the same draws in every run (the
+// harness seeds the global generators before the sample starts: runner.SAMPLE_SEED), so two runs
+// of the same sample give the same flags (issue 52: out_of_bounds came and went with the draws).
+TEST(VerifyBounds, EveryRunOfASampleDrawsTheSameInputs) {
+  TempDir tmp;
+  auto pool = make_pool(test_config(tmp));
+  ASSERT_TRUE(pool);
+  for (int i = 0; i < 2; ++i) {
+    auto r = run_one(*pool, load_sample("seeded_draws"));
+    ASSERT_EQ(r.verdict, Verdict::passed) << r.detail << r.stderr_tail;
+    EXPECT_EQ(r.report["bounds"]["out_of_bounds"], false) << r.report["bounds"].dump();
+  }
+}
+
 TEST(VerifyBounds, TurnedOffTheReportHasNoCheck) {
   TempDir tmp;
   auto cfg = test_config(tmp);

@@ -27,6 +27,27 @@ from .triton_hooks import TritonState, install_triton_hooks
 # The name the sample's script is imported under, in every run (the real run, the skip-launch
 # and control runs, a mutant process of its own): a name per run would tell them apart.
 MODULE = "kforge_sample"
+# The seed of Python's, torch's and numpy's global random generators when a sample starts, in
+# every run and every process: a test that draws its inputs without a seed of its own sees the
+# same inputs each time, so two runs over the same sample give the same verdict and flags (an
+# index drawn out of range in one run only made out_of_bounds come and go).
+SAMPLE_SEED = 20261128
+
+
+def seed_generators() -> None:
+    """Seeds the global generators a sample's test may draw from (SAMPLE_SEED)."""
+    import random
+    random.seed(SAMPLE_SEED)
+    for name in ("torch", "numpy"):
+        try:
+            mod = sys.modules.get(name) or __import__(name)
+        except ImportError:
+            continue
+        try:
+            mod.manual_seed(SAMPLE_SEED) if name == "torch" else mod.random.seed(SAMPLE_SEED)
+        except Exception:  # noqa: BLE001 - a generator that cannot be seeded keeps its state
+            pass
+
 
 def _tail(text, limit=MAX_MESSAGE):
     return text if len(text) <= limit else "..." + text[-limit:]
@@ -109,6 +130,7 @@ def run_sample(request: Json, report: Json) -> Optional[Sample]:
             report["gpu_memory_fraction"] = "failed: %s" % e
     sys.path.insert(0, os.getcwd())
     sys.argv = [path]  # the same in every process that runs the sample, not the harness's own
+    seed_generators()
     GUARD.arm()  # before the sample's first line: the identities it could replace
     blind.start()
     sample = {"path": path, "info": info, "tests": tests, "called": called, "state": state}
