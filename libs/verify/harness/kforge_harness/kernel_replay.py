@@ -236,7 +236,8 @@ def _int_contents_max(rec: Record) -> int:
         elif e[0] == "tensor" and torch is not None:
             raw = rec.storages[e[1]].get("ints")
             dt = e[2]
-            if raw is None or dt == torch.bool or raw.numel() == 0:
+            if raw is None or dt == torch.bool or dt.is_floating_point or dt.is_complex or \
+                    raw.numel() == 0:
                 continue
             size = torch.empty(0, dtype=dt).element_size()
             n = raw.numel() // size
@@ -248,17 +249,15 @@ def _int_contents_max(rec: Record) -> int:
 def reach(rec: Record) -> int:
     """The elements past (or before) a buffer the launch can address from what it was handed: its
     largest integer argument (a stride, a length) times the largest index it can compute with it
-    (a grid dimension, a block size, an integer its buffers held), and the largest buffer. A
-    kernel indexing one tensor with another's stride or length stays inside this reach."""
+    (a grid dimension, a block size, an integer its buffers held). With the largest buffer
+    (zone_sizes), a kernel indexing one tensor with another's stride or length stays inside."""
     ints = [abs(e[1]) for at, e in _values(rec) if type(e[1]) is int and
             at not in rec.constexpr_at]
     idx = [_int_contents_max(rec)] + list(rec.blocks)
     for at, e in _values(rec):
         if at == ("k", "grid") and isinstance(e[1], tuple):
             idx += [abs(g) for g in e[1] if type(g) is int]
-    largest = max([info.get("len") or info.get("nbytes") or 0
-                   for info in rec.storages.values()] + [0])
-    return max(max(ints + [1]) * max(idx + [1]), largest)
+    return max(ints + [1]) * max(idx + [1])
 
 
 def _values(rec):
@@ -294,9 +293,11 @@ def _sized_zones(rec):
             widest = max(widest, torch.empty(0, dtype=e[2]).element_size())
     r = reach(rec)
     tensors = [info["nbytes"] for info in rec.storages.values() if not info.get("list")]
+    lists = [info["len"] for info in rec.storages.values() if info.get("list")]
     room = (ARENA_MAX - sum(_up(n) for n in tensors)) // max(1, 2 * len(tensors))
-    zone = max(GUARD, min(_up(r * widest), ZONE_MAX, room // ALIGN * ALIGN))
-    return zone, max(LIST_GUARD, min(r, LIST_ZONE_MAX))
+    want = max([r * widest] + tensors)
+    zone = max(GUARD, min(_up(want), ZONE_MAX, room // ALIGN * ALIGN))
+    return zone, max(LIST_GUARD, min(max([r] + lists), LIST_ZONE_MAX))
 
 
 def place_lists(arena: list[Any]) -> tuple[list[Any], int]:
