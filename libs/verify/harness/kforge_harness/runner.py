@@ -27,9 +27,9 @@ from .triton_hooks import TritonState, install_triton_hooks
 # The name the sample's script is imported under, in every run (the real run, the skip-launch
 # and control runs, a mutant process of its own): a name per run would tell them apart.
 MODULE = "kforge_sample"
-# The seed of Python's, torch's and numpy's global random generators when a sample starts, in
-# every run and every process: a test that draws its inputs without a seed of its own sees the
-# same inputs each time, so two runs over the same sample give the same verdict and flags (an
+# The seed of Python's, torch's and numpy's global random generators when the sample's script is
+# imported, in every run that imports it (the real run, the skip-launch run, a fresh control) and
+# every process: a test that draws its inputs without a seed of its own sees the same inputs, so two runs over the same sample give the same verdict and flags (an
 # index drawn out of range in one run only made out_of_bounds come and go).
 SAMPLE_SEED = 20261128
 
@@ -130,7 +130,6 @@ def run_sample(request: Json, report: Json) -> Optional[Sample]:
             report["gpu_memory_fraction"] = "failed: %s" % e
     sys.path.insert(0, os.getcwd())
     sys.argv = [path]  # the same in every process that runs the sample, not the harness's own
-    seed_generators()
     GUARD.arm()  # before the sample's first line: the identities it could replace
     blind.start()
     sample = {"path": path, "info": info, "tests": tests, "called": called, "state": state}
@@ -163,6 +162,7 @@ def execute(sample: Sample, module_name: str, report: Json, t0: float, phase: st
     results = []
     report["tests"] = results
     report["phase"] = "import"
+    seed_generators()  # every import of the script draws what the real run's did
     spec = importlib.util.spec_from_file_location(module_name, sample["path"])
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
