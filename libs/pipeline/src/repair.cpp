@@ -93,6 +93,36 @@ std::string tampering_lines(const nlohmann::json& report) {
   return out;
 }
 
+// The output mutants the test let through, in plain words, one line each.
+std::string output_survivors(const nlohmann::json& report) {
+  std::string survivors;
+  const nlohmann::json* m =
+      report.is_object() && report.contains("mutation") ? &report["mutation"] : nullptr;
+  if (m != nullptr && m->contains("survived") && (*m)["survived"].is_array())
+    for (const auto& name : (*m)["survived"])
+      if (name.is_string() && name != "skip_launch")
+        survivors += (survivors.empty() ? "" : "\n") + std::string("- `") +
+                     name.get<std::string>() +
+                     "`: " + verify::mutant_meaning(name.get<std::string>()) + ".";
+  return survivors;
+}
+
+// The kernel mutants the test let through: what changed, where, and what that says about the
+// inputs.
+std::string kernel_survivors(const nlohmann::json& report) {
+  std::string lines;
+  const nlohmann::json* m =
+      report.is_object() && report.contains("mutation") ? &report["mutation"] : nullptr;
+  const nlohmann::json* kernel =
+      m != nullptr && m->contains("kernel") ? &(*m)["kernel"] : nullptr;  // the pool's score
+  if (kernel != nullptr && kernel->is_object() && kernel->contains("survived") &&
+      (*kernel)["survived"].is_array())
+    for (const auto& s : (*kernel)["survived"])
+      lines +=
+          (lines.empty() ? "" : "\n") + std::string("- ") + verify::kernel_mutant_meaning(s) + ".";
+  return lines;
+}
+
 // Each required target that failed: the kernel, the stage and the compiler's first lines.
 std::string failed_targets(const VerdictEvidence& v, const EvidenceCaps& caps) {
   // The stored report, parsed as the pool parsed it (harness_report.hpp).
@@ -200,32 +230,12 @@ Result<std::string> render_evidence(const EvidenceTemplate& t, const VerdictEvid
   for (const char* flag : {verify::kMutantSurvived, verify::kNoKernelLaunch})
     if (std::find(v.flags.begin(), v.flags.end(), flag) != v.flags.end()) use.push_back(flag);
   if (std::find(v.flags.begin(), v.flags.end(), verify::kWeakTest) != v.flags.end()) {
-    // The output mutants the test let through, in plain words, one line each.
-    std::string survivors;
-    const nlohmann::json* m =
-        v.report.is_object() && v.report.contains("mutation") ? &v.report["mutation"] : nullptr;
-    if (m != nullptr && m->contains("survived") && (*m)["survived"].is_array())
-      for (const auto& name : (*m)["survived"])
-        if (name.is_string() && name != "skip_launch")
-          survivors += (survivors.empty() ? "" : "\n") + std::string("- `") +
-                       name.get<std::string>() +
-                       "`: " + verify::mutant_meaning(name.get<std::string>()) + ".";
+    std::string survivors = output_survivors(v.report);
     values["survivors"] = survivors.empty() ? "- (the survivors were not recorded)" : survivors;
     use.push_back(verify::kWeakTest);
   }
   if (std::find(v.flags.begin(), v.flags.end(), verify::kWeakInputs) != v.flags.end()) {
-    // The kernel mutants the test let through: what changed, where, and what that says about
-    // the inputs.
-    std::string lines;
-    const nlohmann::json* m =
-        v.report.is_object() && v.report.contains("mutation") ? &v.report["mutation"] : nullptr;
-    const nlohmann::json* kernel =
-        m != nullptr && m->contains("kernel") ? &(*m)["kernel"] : nullptr;  // the pool's score
-    if (kernel != nullptr && kernel->is_object() && kernel->contains("survived") &&
-        (*kernel)["survived"].is_array())
-      for (const auto& s : (*kernel)["survived"])
-        lines += (lines.empty() ? "" : "\n") + std::string("- ") +
-                 verify::kernel_mutant_meaning(s) + ".";
+    std::string lines = kernel_survivors(v.report);
     values["kernel_mutants"] =
         lines.empty() ? "- (the surviving mutants were not recorded)" : lines;
     use.push_back(verify::kWeakInputs);
