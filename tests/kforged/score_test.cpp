@@ -319,9 +319,9 @@ TEST_F(ScoreTest, OffLoopbackOnlyItsTokenIsAnswered) {
   }
   ASSERT_TRUE(up) << d->log();
   const std::string body = json{{"items", {add_item("t", 0, "token")}}}.dump();
-  for (const std::string auth : {std::string(), "Bearer ", "Bearer wrong-token-0123456789abc",
-                                 "Bearer " + token.substr(0, 16), "Bearer " + token + "x",
-                                 "Basic " + token, token, "bearer " + token}) {
+  for (const std::string auth :
+       {std::string(), "Bearer ", "Bearer wrong-token-0123456789abc",
+        "Bearer " + token.substr(0, 16), "Bearer " + token + "x", "Basic " + token, token}) {
     SCOPED_TRACE(auth);
     for (const char* host : {"127.attacker.example", "localhost.evil", "score.example:443"}) {
       httplib::Headers h = {{"Host", host}};
