@@ -274,11 +274,11 @@ TEST_F(ScoreTest, OnLoopbackAHostileHostIsRefusedBeforeAnyWork) {
   const std::string port = std::to_string(port_);
   const std::string body = json{{"items", {add_item("h", 0, "hostile")}}}.dump();
   httplib::Client c("127.0.0.1", port_);
-  for (const std::string hostile :
-       {"attacker.example:" + port, "127.attacker.example", "127.attacker.example:" + port,
-        "localhost.evil", "localhost.evil:" + port, "127.0.0.1.nip.io:" + port,
-        "127.0.0.1:" + port + "@attacker.example", "[::1].attacker.example", "127.1", "0177.0.0.1",
-        std::string()}) {
+  for (const std::string& hostile : std::vector<std::string>{
+           "attacker.example:" + port, "127.attacker.example", "127.attacker.example:" + port,
+           "localhost.evil", "localhost.evil:" + port, "127.0.0.1.nip.io:" + port,
+           "127.0.0.1:" + port + "@attacker.example", "[::1].attacker.example", "127.1",
+           "0177.0.0.1", std::string()}) {
     SCOPED_TRACE(hostile);
     httplib::Headers h = {{"Host", hostile}, {"Authorization", "Bearer any-token-at-all-0123"}};
     auto r = c.Post("/v1/score", h, body, "application/json");
@@ -294,7 +294,8 @@ TEST_F(ScoreTest, OnLoopbackAHostileHostIsRefusedBeforeAnyWork) {
   }
   EXPECT_EQ(site_.scalar("SELECT count(*) FROM score_items"), 0);
   EXPECT_EQ(verifications(), 0);
-  for (const std::string loopback : {"localhost:" + port, "127.0.0.1:" + port, "localhost"}) {
+  for (const std::string& loopback :
+       std::vector<std::string>{"localhost:" + port, "127.0.0.1:" + port, "localhost"}) {
     auto g = c.Get("/v1/queue", {{"Host", loopback}});
     ASSERT_TRUE(g) << loopback;
     EXPECT_EQ(g->status, 200) << loopback << g->body;
@@ -319,9 +320,9 @@ TEST_F(ScoreTest, OffLoopbackOnlyItsTokenIsAnswered) {
   }
   ASSERT_TRUE(up) << d->log();
   const std::string body = json{{"items", {add_item("t", 0, "token")}}}.dump();
-  for (const std::string auth :
-       {std::string(), "Bearer ", "Bearer wrong-token-0123456789abc",
-        "Bearer " + token.substr(0, 16), "Bearer " + token + "x", "Basic " + token, token}) {
+  for (const std::string& auth : std::vector<std::string>{
+           std::string(), "Bearer ", "Bearer wrong-token-0123456789abc",
+           "Bearer " + token.substr(0, 16), "Bearer " + token + "x", "Basic " + token, token}) {
     SCOPED_TRACE(auth);
     for (const char* host : {"127.attacker.example", "localhost.evil", "score.example:443"}) {
       httplib::Headers h = {{"Host", host}};
