@@ -266,6 +266,87 @@ TEST_F(ScoreTest, AnAddressOffLoopbackNeedsAToken) {
   EXPECT_NE(d->log().find("score.token"), std::string::npos) << d->log();
 }
 
+// DNS rebinding against the endpoint on loopback: a page on attacker.example whose name resolves
+// to 127.0.0.1 sends its own Host. Names that only look like loopback are refused before any
+// work is queued, whatever token comes with them; loopback names are answered.
+TEST_F(ScoreTest, OnLoopbackAHostileHostIsRefusedBeforeAnyWork) {
+  auto d = start();
+  const std::string port = std::to_string(port_);
+  const std::string body = json{{"items", {add_item("h", 0, "hostile")}}}.dump();
+  httplib::Client c("127.0.0.1", port_);
+  for (const std::string& hostile : std::vector<std::string>{
+           "attacker.example:" + port, "127.attacker.example", "127.attacker.example:" + port,
+           "localhost.evil", "localhost.evil:" + port, "127.0.0.1.nip.io:" + port,
+           "127.0.0.1:" + port + "@attacker.example", "[::1].attacker.example", "127.1",
+           "0177.0.0.1", std::string()}) {
+    SCOPED_TRACE(hostile);
+    httplib::Headers h = {{"Host", hostile}, {"Authorization", "Bearer any-token-at-all-0123"}};
+    auto r = c.Post("/v1/score", h, body, "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 403) << r->body;
+    EXPECT_NE(r->body.find("loopback host only"), std::string::npos) << r->body;
+    EXPECT_EQ(r->body.find("results"), std::string::npos) << r->body;
+    for (const char* path : {"/v1/queue", "/v1/score/1"}) {
+      auto g = c.Get(path, {{"Host", hostile}});
+      ASSERT_TRUE(g) << path;
+      EXPECT_EQ(g->status, 403) << path;
+    }
+  }
+  EXPECT_EQ(site_.scalar("SELECT count(*) FROM score_items"), 0);
+  EXPECT_EQ(verifications(), 0);
+  for (const std::string& loopback :
+       std::vector<std::string>{"localhost:" + port, "127.0.0.1:" + port, "localhost"}) {
+    auto g = c.Get("/v1/queue", {{"Host", loopback}});
+    ASSERT_TRUE(g) << loopback;
+    EXPECT_EQ(g->status, 200) << loopback << g->body;
+  }
+}
+
+// Off loopback the token guards the endpoint: a request without it, with another one, with a
+// prefix of it or in another scheme is refused (whatever its Host) before any work is queued,
+// and the token appears nowhere in the daemon's log or the answers.
+TEST_F(ScoreTest, OffLoopbackOnlyItsTokenIsAnswered) {
+  const std::string token = "s3cret-score-token-0123456789";
+  configure(10, "0.0.0.0:" + std::to_string(port_));
+  auto d = site_.start_daemon({"KFORGE_SCORE_TOKEN=" + token});
+  httplib::Client c("127.0.0.1", port_);
+  const httplib::Headers good = {{"Authorization", "Bearer " + token}};
+  auto until = std::chrono::steady_clock::now() + 60s;
+  bool up = false;
+  while (!up && std::chrono::steady_clock::now() < until) {
+    auto r = c.Get("/v1/queue", good);
+    up = r && r->status == 200;
+    if (!up) std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_TRUE(up) << d->log();
+  const std::string body = json{{"items", {add_item("t", 0, "token")}}}.dump();
+  for (const std::string& auth : std::vector<std::string>{
+           std::string(), "Bearer ", "Bearer wrong-token-0123456789abc",
+           "Bearer " + token.substr(0, 16), "Bearer " + token + "x", "Basic " + token, token}) {
+    SCOPED_TRACE(auth);
+    for (const char* host : {"127.attacker.example", "localhost.evil", "score.example:443"}) {
+      httplib::Headers h = {{"Host", host}};
+      if (!auth.empty()) h.emplace("Authorization", auth);
+      auto r = c.Post("/v1/score", h, body, "application/json");
+      ASSERT_TRUE(r) << host;
+      EXPECT_EQ(r->status, 401) << host << r->body;
+      EXPECT_NE(r->body.find("needs its token"), std::string::npos) << r->body;
+      EXPECT_EQ(r->body.find(token), std::string::npos) << r->body;
+      auto g = c.Get("/v1/queue", h);
+      ASSERT_TRUE(g) << host;
+      EXPECT_EQ(g->status, 401) << host;
+    }
+  }
+  EXPECT_EQ(site_.scalar("SELECT count(*) FROM score_items"), 0);
+  // The token itself is answered, whatever Host the client sends off loopback.
+  httplib::Headers h = good;
+  h.emplace("Host", "score.example:443");
+  auto q = c.Get("/v1/queue", h);
+  ASSERT_TRUE(q);
+  EXPECT_EQ(q->status, 200) << q->body;
+  EXPECT_EQ(d->log().find(token), std::string::npos) << d->log();
+}
+
 TEST_F(ScoreTest, TheTrainerAdaptersScoreThroughTheEndpoint) {
   auto d = start();
   const auto code = site_.dir().path() / "vector_add.py";

@@ -67,6 +67,17 @@ TEST(RepairPrompts, AMissingEvidenceBlockOrUnknownPlaceholderIsAnErrorNamingTheF
   ASSERT_FALSE(lib.ok());
   EXPECT_TRUE(has(lib.error().message, "evidence.md: no block 'no_kernel_launch'"))
       << lib.error().message;
+  for (const char* flag : {"tampered", "unstable_test"}) {
+    std::string block = std::string("<!-- evidence: ") + flag + " -->";
+    std::string left = text.substr(0, text.find(block));
+    std::size_t next = text.find("<!-- evidence: ", text.find(block) + block.size());
+    if (next != std::string::npos) left += text.substr(next);
+    test::write_text(dir.path() / "evidence.md", left);
+    lib = PromptLibrary::load(dir.path());
+    ASSERT_FALSE(lib.ok()) << flag;
+    EXPECT_TRUE(has(lib.error().message, std::string("no block '") + flag + "'"))
+        << lib.error().message;
+  }
   test::write_text(dir.path() / "evidence.md", text + "\n<!-- evidence: extra -->\n{{bogus}}\n");
   lib = PromptLibrary::load(dir.path());
   ASSERT_FALSE(lib.ok());
@@ -255,6 +266,78 @@ TEST(RepairEvidence, OutOfBoundsNamesTheKernelAndTheBufferOrTheFault) {
   text = render_evidence(spec->evidence, v);
   ASSERT_TRUE(text.ok()) << text.error().message;
   EXPECT_TRUE(has(*text, "the run died of an illegal memory access")) << *text;
+}
+
+// A tampered sample is told what it replaced and in which run, from the real run's guard and the
+// mutant runs' (the stored report's "integrity", "guard" and "mutant"), never in our internals'
+// words; an unstable test is told which control run failed and how.
+TEST(RepairEvidence, TamperedSaysWhatWasReplacedAndUnstableWhichControlFailed) {
+  auto lib = PromptLibrary::load(shipped());
+  ASSERT_TRUE(lib.ok()) << lib.error().message;
+  const PipelineSpec* spec = *lib->pipeline("v1");
+  VerdictEvidence v;
+  v.verdict = "passed";
+  v.detail = "1 test passed; tampered: ...";
+  v.flags = {"tampered"};
+  json replaced = json::array(
+      {{{"what", "torch.testing.assert_close"}, {"how", "replaced"}, {"phase", "run"}}});
+  v.report = {
+      {"tests", json::array({{{"name", "test_add"}, {"status", "passed"}}})},
+      {"integrity",
+       {{"armed", true},
+        {"watched", 40},
+        {"tampered", true},
+        {"replaced", replaced},
+        {"scans", json::array()}}},
+      {"mutant",
+       {{"integrity",
+         {{"armed", true},
+          {"watched", 40},
+          {"tampered", true},
+          {"replaced",
+           json::array(
+               {{{"what", "sys.settrace"}, {"how", "replaced"}, {"phase", "output_mutants"}}})},
+          {"scans", json::array({{{"event", "sys._getframe"}, {"phase", "output_mutants"}}})}}},
+        {"guard", json::array({"sys._getframe"})}}}};
+  auto text = render_evidence(spec->evidence, v);
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  EXPECT_TRUE(has(*text, "- `torch.testing.assert_close` was replaced (in the real run)."))
+      << *text;
+  EXPECT_TRUE(has(*text, "- `sys.settrace` was replaced (in the output_mutants run).")) << *text;
+  EXPECT_TRUE(has(*text, "- the code called `sys._getframe` (in the output_mutants run)."))
+      << *text;
+  EXPECT_TRUE(has(*text, "must not replace, patch or wrap library functions")) << *text;
+  EXPECT_FALSE(has(*text, "control run")) << *text;
+  EXPECT_FALSE(has(*text, "{{")) << *text;
+  // Nothing recorded: the block still says what the flag means.
+  v.report = json::object();
+  text = render_evidence(spec->evidence, v);
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  EXPECT_TRUE(has(*text, "(what was changed was not recorded)")) << *text;
+
+  v.flags = {"unstable_test"};
+  v.detail = "1 test passed; unstable test: a control run of the unmutated sample failed";
+  v.report = {{"mutant",
+               {{"controls",
+                 {{"failed", true},
+                  {"runs", json::array({{{"kind", "fresh"},
+                                         {"at", "before skip_launch"},
+                                         {"result", "passed"},
+                                         {"duration_ms", 3}},
+                                        {{"kind", "rerun"},
+                                         {"at", "output mutant 3 of 7"},
+                                         {"result", "failed"},
+                                         {"duration_ms", 2},
+                                         {"by", "test_add: AssertionError"}}})}}}}}};
+  text = render_evidence(spec->evidence, v);
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  EXPECT_TRUE(has(*text,
+                  "- a `rerun` control run (the same tests again, output mutant 3 of 7): "
+                  "failed, `test_add: AssertionError`."))
+      << *text;
+  EXPECT_FALSE(has(*text, "`fresh` control run")) << *text;
+  EXPECT_TRUE(has(*text, "Make them repeatable")) << *text;
+  EXPECT_FALSE(has(*text, "was replaced")) << *text;
 }
 
 TEST(RepairEvidence, ACrossCompileFailureCarriesEachRequiredTargetsCompilerError) {

@@ -188,7 +188,7 @@ TEST(VerifyPhases, TheDifferentialCheckFailsAWrapperRightOnlyOnTheInputsItWasGiv
 TEST(VerifyPhases, GuardAndSequenceInARealProcess) {
   TempDir tmp;
   auto r =
-      run_process({sandbox_python(), (source_dir() / "tests/verify/phases/guard_test.py").string(),
+      run_process({sandbox_python(), (source_dir() / "tests/verify/phases/state_test.py").string(),
                    (source_dir() / "libs/verify/harness").string()},
                   {"TMPDIR=" + tmp.path().string()}, 120);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;

@@ -59,7 +59,7 @@ TEST(VerifyTamper, PythonBlindCallsGuardAndControlRule) {
                    (source_dir() / "tests/verify/fake_triton").string()},
                   {"TMPDIR=" + tmp.path().string()}, 120);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.err.find("Ran 8 tests"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Ran 10 tests"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("\nOK"), std::string::npos) << r.err;
 }
 
@@ -184,6 +184,24 @@ TEST(VerifyTamper, ReplacedFunctionsAndScansAreFlaggedTampered) {
   EXPECT_EQ(r[2].report["guard"], Json::array({"gc.get_objects"}));
   EXPECT_NE(r[3].detail.find("gc.get_objects called by the sample's code"), std::string::npos);
   EXPECT_NE(r[4].detail.find("sys.settrace"), std::string::npos);
+}
+
+// A trace function the sample sets on the thread that runs its code and leaves there would see
+// every later run's calls: the guard flags it and resets it after the call that set it (the
+// import), so the test's tracer never sees a test run.
+TEST(VerifyTamper, ATraceFunctionLeftSetIsFlaggedAndReset) {
+  auto r = run_corpus({"trace_left_set"});
+  ASSERT_EQ(r.size(), 1u);
+  SCOPED_TRACE(r[0].detail + "\n" + r[0].report.dump());
+  EXPECT_TRUE(has_flag(r[0], verify::kTampered));
+  EXPECT_FALSE(r[0].verified());
+  EXPECT_NE(r[0].detail.find("sys.settrace left set (on the sample's thread, reset)"),
+            std::string::npos);
+  bool found = false;
+  for (const auto& f : r[0].report["integrity"]["replaced"])
+    found = found ||
+            (f["what"] == "sys.settrace" && f["how"] == "left set (on the sample's thread, reset)");
+  EXPECT_TRUE(found);
 }
 
 TEST(VerifyTamper, HeldOutSamplesAreCaughtToo) {

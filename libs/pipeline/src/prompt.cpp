@@ -23,25 +23,26 @@ constexpr const char* kSpecFile = "pipeline.yaml";
 // verdict's own, and one per quality flag a repair round is asked to fix (named as the flag:
 // store/vocabulary.hpp; the verifier's own failures and a slow label have no block).
 using store::Flag;
-constexpr std::array<std::string_view, 13> kEvidenceBlocks = {
-    "verdict",
-    "failing_test",
-    "message",
-    "traceback",
-    "stderr",
-    "differential",
-    to_string(Flag::mutant_survived),
-    to_string(Flag::no_kernel_launch),
-    to_string(Flag::weak_test),
-    to_string(Flag::weak_inputs),
-    to_string(Flag::constant_output),
-    to_string(Flag::out_of_bounds),
-    to_string(Flag::cross_compile_failed)};
+constexpr std::array<std::string_view, 15> kEvidenceBlocks = {"verdict",
+                                                              "failing_test",
+                                                              "message",
+                                                              "traceback",
+                                                              "stderr",
+                                                              "differential",
+                                                              to_string(Flag::mutant_survived),
+                                                              to_string(Flag::no_kernel_launch),
+                                                              to_string(Flag::weak_test),
+                                                              to_string(Flag::weak_inputs),
+                                                              to_string(Flag::constant_output),
+                                                              to_string(Flag::out_of_bounds),
+                                                              to_string(Flag::cross_compile_failed),
+                                                              to_string(Flag::tampered),
+                                                              to_string(Flag::unstable_test)};
 const std::set<std::string>& evidence_placeholders() {
-  static const std::set<std::string> s = {"verdict",        "detail",      "test",        "section",
-                                          "line",           "source_line", "exception",   "message",
-                                          "traceback",      "stderr",      "survivors",   "targets",
-                                          "kernel_mutants", "bounds",      "differential"};
+  static const std::set<std::string> s = {
+      "verdict",        "detail",  "test",         "section",   "line",      "source_line",
+      "exception",      "message", "traceback",    "stderr",    "survivors", "targets",
+      "kernel_mutants", "bounds",  "differential", "tampering", "controls"};
   return s;
 }
 

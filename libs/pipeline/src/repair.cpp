@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "kforge/verify/harness_report.hpp"
 #include "kforge/verify/targets.hpp"
@@ -73,6 +75,119 @@ std::string differential_evidence(const nlohmann::json& report) {
   return out;
 }
 
+// What the guard found, from the stored report: each function replaced (how, in which run) and
+// each look for the verifier, of the real run and of the mutant runs' process, one line each.
+std::string tampering_lines(const nlohmann::json& report) {
+  std::vector<std::string> lines;
+  auto add = [&](const std::string& l) {
+    if (lines.size() < 8 && std::find(lines.begin(), lines.end(), l) == lines.end())
+      lines.push_back(l);
+  };
+  auto in_run = [](const nlohmann::json& e) {
+    std::string phase = str(e, "phase");
+    if (phase.empty()) return std::string();
+    return phase == "run" ? std::string(" (in the real run)") : " (in the " + phase + " run)";
+  };
+  auto from = [&](const nlohmann::json& r) {
+    if (!r.is_object()) return;
+    const auto in = r.find("integrity");
+    if (in != r.end() && in->is_object()) {
+      for (const char* list : {"replaced", "scans"}) {
+        const auto es = in->find(list);
+        if (es == in->end() || !es->is_array()) continue;
+        for (const auto& e : *es)
+          add(std::string(list) == "replaced"
+                  ? "- `" + str(e, "what") + "` was " + str(e, "how") + in_run(e) + "."
+                  : "- the code called `" + str(e, "event") + "`" + in_run(e) + ".");
+      }
+    }
+    const auto g = r.find("guard");
+    if (g != r.end() && g->is_array())
+      for (const auto& e : *g)
+        if (e.is_string()) add("- the code called `" + e.get<std::string>() + "`.");
+  };
+  from(report);
+  if (report.is_object() && report.contains("mutant")) from(report["mutant"]);
+  std::string out;
+  for (const auto& l : lines) out += (out.empty() ? "" : "\n") + l;
+  return out;
+}
+
+// The output mutants the test let through, in plain words, one line each.
+std::string output_survivors(const nlohmann::json& report) {
+  std::string survivors;
+  const nlohmann::json* m =
+      report.is_object() && report.contains("mutation") ? &report["mutation"] : nullptr;
+  if (m != nullptr && m->contains("survived") && (*m)["survived"].is_array())
+    for (const auto& name : (*m)["survived"])
+      if (name.is_string() && name != "skip_launch")
+        survivors += (survivors.empty() ? "" : "\n") + std::string("- `") +
+                     name.get<std::string>() +
+                     "`: " + verify::mutant_meaning(name.get<std::string>()) + ".";
+  return survivors;
+}
+
+// The kernel mutants the test let through: what changed, where, and what that says about the
+// inputs.
+std::string kernel_survivors(const nlohmann::json& report) {
+  std::string lines;
+  const nlohmann::json* m =
+      report.is_object() && report.contains("mutation") ? &report["mutation"] : nullptr;
+  const nlohmann::json* kernel =
+      m != nullptr && m->contains("kernel") ? &(*m)["kernel"] : nullptr;  // the pool's score
+  if (kernel != nullptr && kernel->is_object() && kernel->contains("survived") &&
+      (*kernel)["survived"].is_array())
+    for (const auto& s : (*kernel)["survived"])
+      lines +=
+          (lines.empty() ? "" : "\n") + std::string("- ") + verify::kernel_mutant_meaning(s) + ".";
+  return lines;
+}
+
+// Each required target that failed: the kernel, the stage and the compiler's first lines.
+std::string failed_targets(const VerdictEvidence& v, const EvidenceCaps& caps) {
+  // The stored report, parsed as the pool parsed it (harness_report.hpp).
+  auto stored = verify::parse_stored_report(v.report);
+  static const verify::HarnessReport kNone;
+  const verify::HarnessReport& h = stored.ok() && *stored ? **stored : kNone;
+  std::vector<std::string> required;  // the pool's field (require_targets)
+  const auto cc = v.report.is_object() ? v.report.find("cross_compile") : v.report.end();
+  if (cc != v.report.end() && cc->is_object() && cc->contains("required") &&
+      (*cc)["required"].is_array())
+    for (const auto& name : (*cc)["required"])
+      if (name.is_string()) required.push_back(name.get<std::string>());
+  std::string targets;
+  for (const auto& res : h.cross_compile.value_or(std::vector<verify::TargetResult>())) {
+    if (res.result != store::TargetResultKind::error) continue;
+    if (!required.empty() &&
+        std::find(required.begin(), required.end(), res.target) == required.end())
+      continue;
+    targets += (targets.empty() ? "" : "\n") + std::string("- `") + res.target + "`" +
+               (res.kernel.empty() ? "" : ", kernel `" + res.kernel + "`") + ":\n\n  ```\n  " +
+               first_lines(res.error, caps.message_lines, caps.message_bytes) + "\n  ```";
+  }
+  return targets;
+}
+
+// The control runs that failed (the mutant runs' "controls"): which kind, where among the checks,
+// and the test and exception that failed it.
+std::string failed_controls(const nlohmann::json& report) {
+  std::string out;
+  const nlohmann::json* runs = nullptr;
+  if (report.is_object() && report.contains("mutant") && report["mutant"].is_object() &&
+      report["mutant"].contains("controls") && report["mutant"]["controls"].is_object() &&
+      report["mutant"]["controls"].contains("runs"))
+    runs = &report["mutant"]["controls"]["runs"];
+  if (runs == nullptr || !runs->is_array()) return out;
+  for (const auto& c : *runs) {
+    if (str(c, "result") == "passed") continue;
+    std::string by = str(c, "by");
+    std::string kind = str(c, "kind");
+    out += (out.empty() ? "" : "\n") + std::string("- a `") + kind + "` control run (" +
+           (kind == "fresh" ? "the code imported afresh" : "the same tests again") + ", " +
+           str(c, "at") + "): " + str(c, "result") + (by.empty() ? "" : ", `" + by + "`") + ".";
+  }
+  return out;
+}
 
 // The first test that did not pass, as the harness reported it: its line, message and
 // traceback, and the blocks that show them.
@@ -146,32 +261,12 @@ Result<std::string> render_evidence(const EvidenceTemplate& t, const VerdictEvid
   for (const char* flag : {verify::kMutantSurvived, verify::kNoKernelLaunch})
     if (std::find(v.flags.begin(), v.flags.end(), flag) != v.flags.end()) use.push_back(flag);
   if (std::find(v.flags.begin(), v.flags.end(), verify::kWeakTest) != v.flags.end()) {
-    // The output mutants the test let through, in plain words, one line each.
-    std::string survivors;
-    const nlohmann::json* m =
-        v.report.is_object() && v.report.contains("mutation") ? &v.report["mutation"] : nullptr;
-    if (m != nullptr && m->contains("survived") && (*m)["survived"].is_array())
-      for (const auto& name : (*m)["survived"])
-        if (name.is_string() && name != "skip_launch")
-          survivors += (survivors.empty() ? "" : "\n") + std::string("- `") +
-                       name.get<std::string>() +
-                       "`: " + verify::mutant_meaning(name.get<std::string>()) + ".";
+    std::string survivors = output_survivors(v.report);
     values["survivors"] = survivors.empty() ? "- (the survivors were not recorded)" : survivors;
     use.push_back(verify::kWeakTest);
   }
   if (std::find(v.flags.begin(), v.flags.end(), verify::kWeakInputs) != v.flags.end()) {
-    // The kernel mutants the test let through: what changed, where, and what that says about
-    // the inputs.
-    std::string lines;
-    const nlohmann::json* m =
-        v.report.is_object() && v.report.contains("mutation") ? &v.report["mutation"] : nullptr;
-    const nlohmann::json* kernel =
-        m != nullptr && m->contains("kernel") ? &(*m)["kernel"] : nullptr;  // the pool's score
-    if (kernel != nullptr && kernel->is_object() && kernel->contains("survived") &&
-        (*kernel)["survived"].is_array())
-      for (const auto& s : (*kernel)["survived"])
-        lines += (lines.empty() ? "" : "\n") + std::string("- ") +
-                 verify::kernel_mutant_meaning(s) + ".";
+    std::string lines = kernel_survivors(v.report);
     values["kernel_mutants"] =
         lines.empty() ? "- (the surviving mutants were not recorded)" : lines;
     use.push_back(verify::kWeakInputs);
@@ -190,29 +285,19 @@ Result<std::string> render_evidence(const EvidenceTemplate& t, const VerdictEvid
     use.push_back(verify::kOutOfBounds);
   }
   if (std::find(v.flags.begin(), v.flags.end(), verify::kCrossCompileFailed) != v.flags.end()) {
-    // Each required target that failed: the kernel, the stage and the compiler's first lines.
-    // The stored report, parsed as the pool parsed it (harness_report.hpp).
-    auto stored = verify::parse_stored_report(v.report);
-    static const verify::HarnessReport kNone;
-    const verify::HarnessReport& h = stored.ok() && *stored ? **stored : kNone;
-    std::vector<std::string> required;  // the pool's field (require_targets)
-    const auto cc = v.report.is_object() ? v.report.find("cross_compile") : v.report.end();
-    if (cc != v.report.end() && cc->is_object() && cc->contains("required") &&
-        (*cc)["required"].is_array())
-      for (const auto& name : (*cc)["required"])
-        if (name.is_string()) required.push_back(name.get<std::string>());
-    std::string targets;
-    for (const auto& res : h.cross_compile.value_or(std::vector<verify::TargetResult>())) {
-      if (res.result != store::TargetResultKind::error) continue;
-      if (!required.empty() &&
-          std::find(required.begin(), required.end(), res.target) == required.end())
-        continue;
-      targets += (targets.empty() ? "" : "\n") + std::string("- `") + res.target + "`" +
-                 (res.kernel.empty() ? "" : ", kernel `" + res.kernel + "`") + ":\n\n  ```\n  " +
-                 first_lines(res.error, caps.message_lines, caps.message_bytes) + "\n  ```";
-    }
+    std::string targets = failed_targets(v, caps);
     values["targets"] = targets.empty() ? "- (the compiler's errors were not recorded)" : targets;
     use.push_back(verify::kCrossCompileFailed);
+  }
+  if (std::find(v.flags.begin(), v.flags.end(), verify::kTampered) != v.flags.end()) {
+    std::string what = tampering_lines(v.report);
+    values["tampering"] = what.empty() ? "- (what was changed was not recorded)" : what;
+    use.push_back(verify::kTampered);
+  }
+  if (std::find(v.flags.begin(), v.flags.end(), verify::kUnstableTest) != v.flags.end()) {
+    std::string what = failed_controls(v.report);
+    values["controls"] = what.empty() ? "- (which control run failed was not recorded)" : what;
+    use.push_back(verify::kUnstableTest);
   }
 
   std::string out;

@@ -95,6 +95,55 @@ class GuardTest(unittest.TestCase):
         self.assertEqual(line, b'{"guard": "gc.get_objects"}\n')
 
 
+class TraceTest(unittest.TestCase):
+    """A trace or profile function the sample's code sets on its runner thread sees every later
+    run's calls: the guard flags it and resets it before anything else runs (guard.traces)."""
+
+    def test_a_trace_and_a_profile_left_on_the_runner_thread_are_flagged_and_reset(self):
+        GUARD.arm()
+        seen = []
+
+        def tracer(frame, event, arg):
+            seen.append(frame.f_code.co_name)
+            return None
+
+        def leave_them():
+            sys.settrace(tracer)
+            sys.setprofile(lambda *a: None)
+            return sys.gettrace() is tracer
+
+        self.assertTrue(blind.call("run", leave_them))
+        # The next call of the sample's code, on the same thread, finds neither.
+        after = blind.call("skip_launch", lambda: (sys.gettrace(), sys.getprofile()))
+        self.assertEqual(after, (None, None))
+        del seen[:]
+
+        def later_test():
+            return 1
+        blind.call("output_mutant", later_test)
+        self.assertNotIn("later_test", seen)  # the tracer saw nothing of the later runs
+        found = {(f["what"], f["how"], f["phase"]) for f in GUARD.findings}
+        how = "left set (on the sample's thread, reset)"
+        self.assertIn(("sys.settrace", how, "run"), found)
+        self.assertIn(("sys.setprofile", how, "run"), found)
+        self.assertTrue(GUARD.report()["tampered"])
+        # The setting itself was seen as it happened, the guard's own reset was not.
+        events = [s["event"] for s in GUARD.scans]
+        self.assertIn("sys.settrace", events)
+        self.assertEqual(events.count("sys.settrace"), 1)
+
+    def test_a_phase_gets_back_what_it_left_as_phase_state(self):
+        from kforge_harness.phases.sequence import Phases
+        report = {}
+
+        def phase():
+            blind.call("speed", sys.setprofile, lambda *a: None)
+            return {}
+        Phases(report, sets_up=False).run("speed", phase)
+        self.assertNotIn("phase_state", report)  # reset after the call already
+        self.assertIsNone(blind.call("kernel_mutant", sys.getprofile))
+
+
 class ControlRuleTest(unittest.TestCase):
     def test_a_failed_control_voids_the_kills_and_names_those_it_explains(self):
         c = Controls()

@@ -4,6 +4,7 @@ tests/verify/bounds_test.cpp (VerifyBounds.PythonGuardReplay) as
 `python3 bounds_test.py HARNESS_DIR FAKE_TRITON_DIR`."""
 
 import os
+import random
 import sys
 import unittest
 
@@ -13,7 +14,7 @@ sys.path.insert(0, sys.argv.pop(1) if len(sys.argv) > 1 else os.environ["KFORGE_
 sys.path.insert(0, HERE)
 
 import kernels  # noqa: E402  (the stand-in's kernels)
-from kforge_harness import bounds  # noqa: E402
+from kforge_harness import bounds, kernel_replay  # noqa: E402
 from kforge_harness.kernel_replay import Recorder  # noqa: E402
 
 
@@ -142,6 +143,105 @@ class BoundsTest(unittest.TestCase):
         res = bounds.check(recs * 3, launch_raw, sync, budget_s=-1)
         self.assertEqual(res["checked"], 0)
         self.assertIn("budget", res["stopped"])
+
+
+class Neighbours:
+    """The CPU stand-in's memory around a replay's arena, as the allocator leaves it: nothing
+    (a pointer past the arena raises, as a fault), zeros, NaN, or values left by earlier work."""
+
+    def __init__(self, kind):
+        self.kind = kind
+
+    def __enter__(self):
+        def place(arena, kind=self.kind):
+            if kind == "none":
+                return arena, 0
+            n = 4096
+            if kind == "zeros":
+                around = [0.0] * n
+            elif kind == "nan":
+                around = [float("nan")] * n
+            else:
+                rng = random.Random(kind)
+                around = [rng.uniform(-9.0, 9.0) for _ in range(n)]
+            return around + arena + list(around), n
+        self.saved = kernel_replay.place_lists
+        kernel_replay.place_lists = place
+        return self
+
+    def __exit__(self, *exc):
+        kernel_replay.place_lists = self.saved
+
+
+NEIGHBOURS = ("none", "zeros", "nan", "left-by-run-1", "left-by-run-2")
+
+
+def rows_args(rows, stride, row_index):
+    """x of rows x stride elements; 20 outputs reading x[row_index(i) * stride]."""
+    n = 20
+    return [floats(rows * stride), [row_index(i) for i in range(n)], [0.0] * n, stride, n]
+
+
+def comparable(res):
+    return {k: v for k, v in res.items() if k != "ms"}
+
+
+class RepeatTest(unittest.TestCase):
+    """The same launch gets the same finding whatever lies past its zones (issue 52, item 4):
+    the zones are sized from the launch's reach, in one arena per replay."""
+
+    def check_everywhere(self, kernel, args, block=16):
+        recs = capture(kernel, args, block)
+        out = []
+        for kind in NEIGHBOURS:
+            with Neighbours(kind):
+                res = bounds.check(recs, launch_raw, sync)
+            self.assertEqual(res["errors"], [], kind)
+            out.append((kind, comparable(res)))
+        return out
+
+    def test_a_read_rows_past_is_caught_the_same_whatever_lies_beyond(self):
+        # One row index is `rows + 1`: x[(rows + 1) * 100] is 100 elements past x, beyond a 64-element
+        # zone: what it read depended on the neighbours (nothing: a fault; zeros or NaN in both
+        # replays: nothing seen). Now it lands in x's own zone in every run.
+        rows, stride = 4, 100
+        args = rows_args(rows, stride, lambda i: rows + 1 if i == 7 else i % rows)
+        results = self.check_everywhere(kernels.row_gather, args)
+        for kind, res in results:
+            self.assertTrue(res["out_of_bounds"], (kind, res))
+            self.assertIsNone(res["fault"], kind)
+            self.assertEqual(res["reads"], [{"kernel": "row_gather", "launch": 1,
+                                             "buffers": ["x_ptr"]}], kind)
+            self.assertEqual(res, results[0][1], kind)
+
+    def test_a_read_a_row_before_is_caught_the_same_whatever_lies_before(self):
+        rows, stride = 4, 100
+        args = rows_args(rows, stride, lambda i: -1 if i == 3 else i % rows)
+        results = self.check_everywhere(kernels.row_gather, args)
+        for kind, res in results:
+            self.assertEqual(res["reads"], [{"kernel": "row_gather", "launch": 1,
+                                             "buffers": ["x_ptr"]}], kind)
+            self.assertEqual(res, results[0][1], kind)
+
+    def test_the_same_kernel_in_bounds_stays_clean_whatever_lies_beyond(self):
+        rows, stride = 4, 100
+        args = rows_args(rows, stride, lambda i: i % rows)
+        for kind, res in self.check_everywhere(kernels.row_gather, args):
+            self.assertFalse(res["out_of_bounds"], (kind, res))
+            self.assertEqual(res["checked"], 1)
+        for kind, res in self.check_everywhere(kernels.masked_add,
+                                               [floats(40), floats(40), [0.0] * 40, 40]):
+            self.assertFalse(res["out_of_bounds"], (kind, res))
+
+    def test_the_zones_cover_the_launch_reach_and_repeat(self):
+        rows, stride = 4, 100
+        rec = capture(kernels.row_gather, rows_args(rows, stride, lambda i: i % rows), 16)[0]
+        # stride (100) times the largest index it can take (the block, 16), at least the zone
+        # of a fixed size; the same record always gets the same zones.
+        self.assertEqual(kernel_replay.reach(rec), 100 * 16)
+        self.assertEqual(kernel_replay.zone_sizes(rec, True)[1], 1600)
+        self.assertEqual(kernel_replay.zone_sizes(rec, True), kernel_replay.zone_sizes(rec, True))
+        self.assertEqual(kernel_replay.zone_sizes(rec, False)[1], kernel_replay.LIST_GUARD)
 
 
 def capture_far(n):

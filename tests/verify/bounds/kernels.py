@@ -56,3 +56,13 @@ def noisy(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     mask = offs < n
     x = tl.load(x_ptr + offs, mask=mask, other=0.0)
     tl.store(out_ptr + offs, x + random.random(), mask=mask)
+
+
+@triton.jit
+def row_gather(x_ptr, row_ptr, out_ptr, stride, n, BLOCK: tl.constexpr):
+    # out[i] = x[row[i] * stride]: a row index of `rows` reads a whole row (stride elements, more
+    # than a fixed 64-element zone) past x, as softmax_reducev reads V at b_loc * stride_vbs.
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    r = tl.load(row_ptr + offs, mask=mask, other=0)
+    tl.store(out_ptr + offs, tl.load(x_ptr + r * stride, mask=mask, other=0.0), mask=mask)

@@ -64,7 +64,7 @@ def _fill_free(byte):
 def _replay(rec, launch_raw, sync, fill, fill_for=None):
     _fill_free(fill)
     launch = run_launch(rec, "same", SEED, rec.jit, launch_raw, sync, fill=fill,
-                        fill_for=fill_for, guard_lists=True)
+                        fill_for=fill_for, guard_lists=True, sized=True)
     return launch.guards_written(), launch.outputs()
 
 

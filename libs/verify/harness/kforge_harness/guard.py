@@ -22,7 +22,7 @@ import os
 import sys
 import threading
 import types
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 PACKAGE = __name__.rpartition(".")[0]  # the verifier's package (kforge_harness)
 
@@ -62,6 +62,18 @@ SCANS = frozenset(("gc.get_objects", "gc.get_referrers", "gc.get_referents", "sy
                    "sys.settrace", "sys.setprofile", "sys.addaudithook",
                    "sys.monitoring.register_callback"))
 MAX_FINDINGS = 20
+
+
+# Trace and profile functions: per thread (sys), and threading's for the threads started later.
+_HOOKS = (("sys.settrace", sys.gettrace, sys.settrace),
+          ("sys.setprofile", sys.getprofile, sys.setprofile))
+_THREAD_HOOKS = (("threading.settrace", getattr(threading, "gettrace", None), threading.settrace),
+                 ("threading.setprofile", getattr(threading, "getprofile", None),
+                  threading.setprofile))
+
+
+def _hooks_here() -> dict[str, Any]:
+    return {name: get() for name, get, _ in _HOOKS}
 
 
 class _Missing:
@@ -155,6 +167,11 @@ class Guard:
         # the scan returns anything to the sample (the pool reads these lines apart from the
         # reports: a sample that then rewrites its report cannot take them back).
         self.out_fd: Optional[int] = None
+        # Runs a builtin on the runner thread, where the sample's code runs (blind sets it):
+        # sys.settrace / setprofile act on the calling thread only.
+        self.on_runner: Optional[Callable[..., Any]] = None
+        self.resetting = False  # the guard's own sys.settrace(None) on the runner thread
+        self.main_hooks = _hooks_here()  # the verifier's thread's own (a debugger's, coverage)
 
     def arm(self) -> None:
         """Takes the identities (before the sample is imported), installs the audit hook."""
@@ -188,10 +205,50 @@ class Guard:
         if len(self.findings) < MAX_FINDINGS:
             self.findings.append({"what": label, "how": how, "phase": phase})
 
-    def check(self, phase: str) -> None:
-        """Looks every watched object up again; records what changed since arm()."""
-        if not self.armed:
-            return
+    def check(self, phase: str) -> list[str]:
+        """Looks every watched object up again; records what changed since arm(). Then resets
+        the trace and profile functions (traces()). Returns what traces() reset."""
+        left = self.traces(phase)
+        if self.armed:
+            self._check(phase)
+        return left
+
+    def traces(self, phase: str) -> list[str]:
+        """Trace and profile functions left set: on the runner thread (where the sample's code
+        runs), threading's for new threads, and on this thread other than the verifier's own.
+        Each is put back (none; this thread's own) before anything else runs, and, once armed,
+        is a finding (`tampered`): a trace or profile function sees every later run's calls.
+        Returns what was reset, in words (the phase's "phase_state")."""
+        left = []
+        for name, get, put in _HOOKS:
+            if get() is not self.main_hooks[name]:
+                put(self.main_hooks[name])
+                left.append(name)
+        for name, get, put in _THREAD_HOOKS:
+            if get is not None and get() is not None:
+                put(None)
+                left.append(name)
+        run = self.on_runner
+        if run is not None:
+            for name, get, put in _HOOKS:
+                if run(get) is not None:
+                    self.resetting = True
+                    try:
+                        run(put, None)
+                    finally:
+                        self.resetting = False
+                    left.append(name + " on the sample's thread")
+        if self.armed:
+            for what in left:
+                name, _, where = what.partition(" on ")
+                how = "left set (%s, reset)" % ("on the sample's thread" if where
+                                                 else "on the verifier's thread")
+                if len(self.findings) < MAX_FINDINGS and not any(
+                        f == {"what": name, "how": how, "phase": phase} for f in self.findings):
+                    self.findings.append({"what": name, "how": how, "phase": phase})
+        return left
+
+    def _check(self, phase: str) -> None:
         for name, mod in self.modules:
             if sys.modules.get(name) is not mod and name not in self.seen:
                 self._found(name, "replaced in sys.modules", phase)
@@ -231,7 +288,7 @@ class Guard:
     def _audit(self, event, args, _write=os.write):
         if event not in SCANS and event != "import":
             return
-        if threading.get_ident() == self.main_ident and not self.in_sample:
+        if (threading.get_ident() == self.main_ident and not self.in_sample) or self.resetting:
             return  # the verifier's own
         if event == "import":
             name = args[0] if args else ""

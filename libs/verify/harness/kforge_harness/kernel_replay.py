@@ -28,6 +28,11 @@ from typing import Any, Callable, Optional
 
 GUARD = 256 * 1024  # bytes of guard zone before and after each replayed storage
 LIST_GUARD = 64  # elements of guard zone around a list buffer (the CPU stand-in for Triton)
+# The out-of-bounds check sizes its zones from the launch's reach (zone_sizes), within these:
+ZONE_MAX = 64 << 20  # bytes of one zone
+ARENA_MAX = 256 << 20  # bytes of one replay's arena: its storages and their zones
+LIST_ZONE_MAX = 1 << 16  # elements of one zone around a list buffer
+ALIGN = 256  # every storage starts at a multiple of this in its arena (Triton specialises on 16)
 MAX_RECORDS = 12  # launches recorded per run
 MAX_PER_KERNEL = 4  # distinct launches recorded per kernel
 MAX_COPY_BYTES = 64 << 20  # integer contents copied per launch
@@ -82,6 +87,7 @@ class Record:
         self.shrink = set()  # positions ("a", i) / ("k", name) of integers that are multiples
         self.constexpr_at = set()  # positions of constexpr arguments and launch options
         self.key = None
+        self.zones = None  # (bytes, elements) of the out-of-bounds check's zones (zone_sizes)
 
 
 class Recorder:
@@ -218,52 +224,163 @@ def _storage_bytes(info):
     return raw.clone()
 
 
+def _int_contents_max(rec: Record) -> int:
+    """The largest magnitude among the integers the launch's integer buffers held (indices, row
+    numbers, lengths): what a kernel may multiply a stride by."""
+    best = 0
+    torch = _torch()
+    for e in list(rec.args) + list(rec.kwargs.values()):
+        if e[0] == "list":
+            copy = rec.storages[e[1]].get("copy") or []
+            best = max([best] + [abs(v) for v in copy if type(v) is int])
+        elif e[0] == "tensor" and torch is not None:
+            raw = rec.storages[e[1]].get("ints")
+            dt = e[2]
+            if raw is None or dt == torch.bool or dt.is_floating_point or dt.is_complex or \
+                    raw.numel() == 0:
+                continue
+            size = torch.empty(0, dtype=dt).element_size()
+            n = raw.numel() // size
+            if n:
+                best = max(best, int(raw[:n * size].view(dt).abs().max().item()))
+    return best
+
+
+def reach(rec: Record) -> int:
+    """The elements past (or before) a buffer the launch can address from what it was handed: its
+    largest integer argument (a stride, a length) times the largest index it can compute with it
+    (a grid dimension, a block size, an integer its buffers held). With the largest buffer
+    (zone_sizes), a kernel indexing one tensor with another's stride or length stays inside."""
+    ints = [abs(e[1]) for at, e in _values(rec) if type(e[1]) is int and
+            at not in rec.constexpr_at]
+    idx = [_int_contents_max(rec)] + list(rec.blocks)
+    for at, e in _values(rec):
+        if at == ("k", "grid") and isinstance(e[1], tuple):
+            idx += [abs(g) for g in e[1] if type(g) is int]
+    return max(ints + [1]) * max(idx + [1])
+
+
+def _values(rec):
+    for i, e in enumerate(rec.args):
+        if e[0] == "value":
+            yield ("a", i), e
+    for k, e in rec.kwargs.items():
+        if e[0] == "value":
+            yield ("k", k), e
+
+
+def _up(n: int, align: int = ALIGN) -> int:
+    return (n + align - 1) // align * align
+
+
+def zone_sizes(rec: Record, sized: bool) -> tuple[int, int]:
+    """(bytes of zone around each tensor storage, elements around each list) for a replay of rec:
+    GUARD and LIST_GUARD, or with `sized` the launch's reach (reach()) in bytes of its widest
+    element, at least GUARD, within ZONE_MAX and the arena's ARENA_MAX (LIST_ZONE_MAX for
+    lists). The same record always gets the same zones."""
+    if not sized:
+        return GUARD, LIST_GUARD
+    if getattr(rec, "zones", None) is None:
+        rec.zones = _sized_zones(rec)
+    return rec.zones
+
+
+def _sized_zones(rec):
+    torch = _torch()
+    widest = 1
+    for e in list(rec.args) + list(rec.kwargs.values()):
+        if e[0] == "tensor" and torch is not None:
+            widest = max(widest, torch.empty(0, dtype=e[2]).element_size())
+    r = reach(rec)
+    tensors = [info["nbytes"] for info in rec.storages.values() if not info.get("list")]
+    lists = [info["len"] for info in rec.storages.values() if info.get("list")]
+    room = (ARENA_MAX - sum(_up(n) for n in tensors)) // max(1, 2 * len(tensors))
+    want = max([r * widest] + tensors)
+    zone = max(GUARD, min(_up(want), ZONE_MAX, room // ALIGN * ALIGN))
+    return zone, max(LIST_GUARD, min(max([r] + lists), LIST_ZONE_MAX))
+
+
+def place_lists(arena: list[Any]) -> tuple[list[Any], int]:
+    """Where the list arena of a replay lands in the CPU stand-in's memory: (the memory, the
+    arena's start). Alone by default (a pointer past it raises, as a fault); a test puts other
+    memory around it, as an allocator puts other tensors next to a GPU arena."""
+    return arena, 0
+
+
 class Launch:
-    """The buffers of one replayed launch, made afresh."""
+    """The buffers of one replayed launch, made afresh, all in one private arena per device (and
+    one for the lists of the CPU stand-in): each storage between two guard zones, in the order
+    the launch names them, so what lies next to a buffer is the same in every replay."""
 
     def __init__(self, rec: Record, variant: str, seed: int, fill: int = 0xFF,
-                 fill_for: Optional[dict[Any, int]] = None, guard_lists: bool = False) -> None:
+                 fill_for: Optional[dict[Any, int]] = None, guard_lists: bool = False,
+                 sized: bool = False) -> None:
         """`fill`: the byte every guard zone holds (`fill_for`: sid -> another byte for that
         storage's zones). `guard_lists`: lists (the CPU stand-in) get guard zones too, as a
-        GuardedList the stand-in reads as a pointer into a larger list."""
+        GuardedList the stand-in reads as a pointer into the arena. `sized`: zones sized from
+        the launch's reach (zone_sizes) rather than GUARD."""
         self.rec = rec
-        self.bases = {}  # sid -> (base uint8 tensor or list, nbytes)
+        self.zone, self.list_zone = zone_sizes(rec, sized)
+        self.bases = {}  # sid -> (arena uint8 tensor | GuardedList | list, nbytes, start)
         self.fills = {}  # sid -> the byte its guard zones hold
         self.views = []  # (key, view) of every tensor or list argument
         rng = random.Random(seed)
         self.rng = random.Random(seed + 1)
-        torch = _torch()
-        gens = {}
+        lists = []
         for sid, info in rec.storages.items():
-            byte = (fill_for or {}).get(sid, fill)
-            self.fills[sid] = byte
+            self.fills[sid] = (fill_for or {}).get(sid, fill)
             if info.get("list"):
                 data = list(info["copy"]) if info["copy"] is not None else \
                     [rng.gauss(0.0, 1.0) for _ in range(info["len"])]
-                if guard_lists:
-                    data = GuardedList(data, byte)
-                self.bases[sid] = (data, info["len"])
-                continue
-            nbytes = info["nbytes"]
-            total = (nbytes + 2 * GUARD + 15) // 16 * 16
-            base = torch.full((total,), byte, dtype=torch.uint8, device=info["device"])
-            region = base[GUARD:GUARD + nbytes]
-            if info["ints"] is not None:
-                region.copy_(info["ints"])
-            elif info["float_dtype"] is not None and nbytes:
-                dt = info["float_dtype"]
-                size = torch.empty(0, dtype=dt).element_size()
-                n = nbytes // size
-                dev = str(info["device"])
-                if dev not in gens:
-                    gens[dev] = torch.Generator(device=info["device"])
-                    gens[dev].manual_seed(seed)
-                vals = torch.randn(n, generator=gens[dev], device=info["device"],
-                                   dtype=torch.float32)
-                region[:n * size].view(dt).copy_(vals.to(dt))
-            self.bases[sid] = (base, nbytes)
+                lists.append((sid, data))
+        self._make_lists(lists, guard_lists)
+        self._make_tensors(seed)
         self.args = [self._arg(("a", i), e, variant) for i, e in enumerate(rec.args)]
         self.kwargs = {k: self._arg(("k", k), e, variant) for k, e in rec.kwargs.items()}
+
+    def _make_lists(self, lists, guard_lists):
+        if not guard_lists:
+            for sid, data in lists:
+                self.bases[sid] = (data, len(data), 0)
+            return
+        z, arena, starts = self.list_zone, [], []
+        for sid, data in lists:
+            pad = _list_pad(data, self.fills[sid])
+            arena += [pad] * z
+            starts.append(len(arena))
+            arena += data + [pad] * z
+        memory, at = place_lists(arena)
+        for (sid, data), start in zip(lists, starts):
+            g = GuardedList(data, _list_pad(data, self.fills[sid]), memory, at + start, z)
+            self.bases[sid] = (g, len(data), at + start)
+
+    def _make_tensors(self, seed):
+        torch = _torch()
+        by_dev = {}
+        for sid, info in self.rec.storages.items():
+            if not info.get("list"):
+                by_dev.setdefault(str(info["device"]), []).append((sid, info))
+        z = self.zone
+        for dev, items in by_dev.items():
+            total = sum(2 * z + _up(info["nbytes"]) for _, info in items)
+            arena = torch.empty(total, dtype=torch.uint8, device=items[0][1]["device"])
+            gen, pos = None, 0
+            for sid, info in items:
+                nbytes, start = info["nbytes"], pos + z
+                pos = start + _up(nbytes) + z
+                arena[start - z:start].fill_(self.fills[sid])
+                arena[start + nbytes:pos].fill_(self.fills[sid])
+                region = arena[start:start + nbytes]
+                if info["ints"] is not None:
+                    region.copy_(info["ints"])
+                elif info["float_dtype"] is not None and nbytes:
+                    if gen is None:
+                        gen = torch.Generator(device=info["device"])
+                        gen.manual_seed(seed)
+                    _fill_normal(torch, region, info["float_dtype"], gen, info["device"])
+                else:
+                    region.fill_(self.fills[sid])
+                self.bases[sid] = (arena, nbytes, start)
 
     def _arg(self, where, e, variant):
         if e[0] == "value":
@@ -278,9 +395,9 @@ class Launch:
             self.views.append((e, base))
             return base
         _, sid, dtype, shape, stride, offset = e
-        base = self.bases[sid][0]
+        base, _, start = self.bases[sid]
         size = base.new_empty(0, dtype=dtype).element_size()
-        view = base.view(dtype).as_strided(shape, stride, GUARD // size + offset)
+        view = base.view(dtype).as_strided(shape, stride, start // size + offset)
         self.views.append((e, view))
         return view
 
@@ -291,15 +408,16 @@ class Launch:
     def guards_written(self) -> list[Any]:
         """The storages (sids) whose guard zones the launch wrote."""
         out = []
-        for sid, (base, nbytes) in self.bases.items():
+        for sid, (base, nbytes, start) in self.bases.items():
             if isinstance(base, GuardedList):
                 if base.guard_written():
                     out.append(sid)
                 continue
             if isinstance(base, list):
                 continue
-            byte = self.fills[sid]
-            if bool((base[:GUARD] != byte).any()) or bool((base[GUARD + nbytes:] != byte).any()):
+            byte, z = self.fills[sid], self.zone
+            if bool((base[start - z:start] != byte).any()) or \
+                    bool((base[start + nbytes:start + _up(nbytes) + z] != byte).any()):
                 out.append(sid)
         return out
 
@@ -318,25 +436,40 @@ class Launch:
         return out
 
 
-class GuardedList(list):
-    """A list buffer of the CPU stand-in for Triton between two guard zones: `base` is the whole
-    memory (zone, elements, zone) and `offset` where the elements start, as a tensor view names
-    its storage and offset; the stand-in's pointers index `base` from `offset`. The list itself
-    holds the elements as they were made (what a launch writes goes to `base`)."""
+def _fill_normal(torch, region, dt, gen, device):
+    size = torch.empty(0, dtype=dt).element_size()
+    n = region.numel() // size
+    vals = torch.randn(n, generator=gen, device=device, dtype=torch.float32)
+    region[:n * size].view(dt).copy_(vals.to(dt))
 
-    def __init__(self, data: list[Any], byte: int) -> None:
+
+def _list_pad(data, byte):
+    floats = all(type(v) is float for v in data)
+    return (float("nan") if floats else -1) if byte == 0xFF else (0.0 if floats else 0)
+
+
+class GuardedList(list):
+    """A list buffer of the CPU stand-in for Triton between two guard zones of `zone` elements:
+    `base` is the memory it lies in (the replay's arena, placed by place_lists) and `offset`
+    where its elements start, as a tensor view names its storage and offset; the stand-in's
+    pointers index `base` from `offset`. The list itself holds the elements as they were made
+    (what a launch writes goes to `base`)."""
+
+    def __init__(self, data: list[Any], pad: Any, base: list[Any], offset: int,
+                 zone: int) -> None:
         super().__init__(data)
-        floats = all(type(v) is float for v in data)
-        self.pad = (float("nan") if floats else -1) if byte == 0xFF else (0.0 if floats else 0)
-        self.offset = LIST_GUARD
+        self.pad = pad
+        self.base = base
+        self.offset = offset
         self.size = len(data)
-        self.base = [self.pad] * LIST_GUARD + list(data) + [self.pad] * LIST_GUARD
+        self.zone = zone
 
     def inside(self) -> list[Any]:
         return self.base[self.offset:self.offset + self.size]
 
     def guard_written(self) -> bool:
-        zones = self.base[:self.offset] + self.base[self.offset + self.size:]
+        end = self.offset + self.size
+        zones = self.base[self.offset - self.zone:self.offset] + self.base[end:end + self.zone]
         nan = self.pad != self.pad
         return any(not (v == self.pad or (nan and v != v)) for v in zones)
 

@@ -27,6 +27,27 @@ from .triton_hooks import TritonState, install_triton_hooks
 # The name the sample's script is imported under, in every run (the real run, the skip-launch
 # and control runs, a mutant process of its own): a name per run would tell them apart.
 MODULE = "kforge_sample"
+# The seed of Python's, torch's and numpy's global random generators when the sample's script is
+# imported, in every run that imports it (the real run, the skip-launch run, a fresh control) and
+# every process: a test that draws its inputs without a seed of its own sees the same inputs, so two runs over the same sample give the same verdict and flags (an
+# index drawn out of range in one run only made out_of_bounds come and go).
+SAMPLE_SEED = 20261128
+
+
+def seed_generators() -> None:
+    """Seeds the global generators a sample's test may draw from (SAMPLE_SEED)."""
+    import random
+    random.seed(SAMPLE_SEED)
+    for name in ("torch", "numpy"):
+        try:
+            mod = sys.modules.get(name) or __import__(name)
+        except ImportError:
+            continue
+        try:
+            mod.manual_seed(SAMPLE_SEED) if name == "torch" else mod.random.seed(SAMPLE_SEED)
+        except Exception:  # noqa: BLE001 - a generator that cannot be seeded keeps its state
+            pass
+
 
 def _tail(text, limit=MAX_MESSAGE):
     return text if len(text) <= limit else "..." + text[-limit:]
@@ -141,6 +162,7 @@ def execute(sample: Sample, module_name: str, report: Json, t0: float, phase: st
     results = []
     report["tests"] = results
     report["phase"] = "import"
+    seed_generators()  # every import of the script draws what the real run's did
     spec = importlib.util.spec_from_file_location(module_name, sample["path"])
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module

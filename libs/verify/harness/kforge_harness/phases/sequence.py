@@ -8,10 +8,12 @@ call:
   - report["phase_times"][phase] = {wall_ms, cpu_ms[, compile_ms, compile_cpu_ms]}: cpu_ms is
     the process's CPU time (every thread) and its reaped children's (ptxas, the cross-compile
     children); compile_* the part of it in Triton's compile() and launcher builds;
-  - the integrity guard (kforge_harness/guard.py) looks for replaced functions after it (it does
-    after every call of the sample's code too, blind.call);
-  - guard.Guard puts back what the phase left in the process; what it was goes to
-    report["phase_state"][phase];
+  - the integrity guard (kforge_harness/guard.py), the one place that checks the functions a
+    verdict depends on, looks for replaced ones after it (it does after every call of the
+    sample's code too, blind.call) and resets trace and profile functions left set (on the
+    sample's runner thread too): a finding flags the sample `tampered`;
+  - state.State puts back what the phase left in the process; what it was, and the trace or
+    profile functions the guard reset, go to report["phase_state"][phase];
   - an exception out of the entry point is the verifier's failure, not the sample's: it goes
     to report["phase_errors"][phase] and the phase's part is its `broken` fallback (the same
     shape a reader expects, saying harness error), never a kill or another verdict. The later
@@ -30,7 +32,7 @@ from typing import Any, Callable, NamedTuple, Optional
 
 from .. import triton_hooks
 from ..guard import GUARD as INTEGRITY  # functions verdicts rest on (kforge_harness/guard.py)
-from .guard import Guard as StateGuard  # process state between phases (phases/guard.py)
+from .state import State  # process state between phases (phases/state.py)
 
 Report = dict[str, Any]
 
@@ -85,8 +87,8 @@ class Phases:
             if broken is not None:
                 self.report.update(broken("not run: %s" % self.stopped))
             return None
-        guard = StateGuard()
-        guard.before(sets_up=self.first)
+        state = State()
+        state.before(sets_up=self.first)
         self.first = False
         t0, c0, (k0, kc0) = time.monotonic(), cpu_s(), _compile_totals()
         out: Any = None
@@ -98,8 +100,8 @@ class Phases:
             self.report.setdefault("mutant_phase_skipped", "the %s phase broke" % name)
             out = Result(broken(why) if broken is not None else {})
         finally:
-            left, spoiled = guard.after()
-            INTEGRITY.check(name)  # replaced functions, after each phase too (blind.call)
+            left, spoiled = state.after()
+            left += INTEGRITY.check(name)  # functions, after each phase too (blind.call)
         if out is None:
             return None
         times = {"wall_ms": int((time.monotonic() - t0) * 1000),

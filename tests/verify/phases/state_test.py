@@ -1,9 +1,9 @@
 """The harness's phases (kforge_harness/phases) on what a phase leaves in the process, in a real
-Python process without a GPU: sequence.Phases around phases made to misbehave, and guard.Guard
+Python process without a GPU: sequence.Phases around phases made to misbehave, and state.State
 on a stand-in for torch's CUDA state (a generator left marked as capturing by a failed graph
 capture, another current stream, a capture still under way), the cases a GPU run meets. Run by
 tests/verify/phases_test.cpp (VerifyPhases.GuardAndSequenceInARealProcess) as
-`python3 guard_test.py HARNESS_DIR`."""
+`python3 state_test.py HARNESS_DIR`."""
 
 import os
 import random
@@ -14,7 +14,6 @@ import unittest
 
 sys.path.insert(0, sys.argv.pop(1) if len(sys.argv) > 1 else os.environ["KFORGE_HARNESS_DIR"])
 
-from kforge_harness.phases import guard  # noqa: E402
 from kforge_harness.phases.sequence import Phases, Result  # noqa: E402
 
 

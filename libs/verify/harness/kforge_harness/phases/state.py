@@ -11,17 +11,22 @@ later runs of the same tests rely on; after it only the capture check runs):
 
   restored, silently    Python's, numpy's and torch's random states (CPU and each CUDA
                         generator, graph-safe: a generator left capturing gets a fresh state)
-  restored, reported    sys.settrace / setprofile (and threading's), sys.stdout / stderr /
-                        stdin, the working directory, os.environ (PYTORCH_CUDA_ALLOC_CONF among
+  restored, reported    sys.stdout / stderr / stdin, the working directory, os.environ (PYTORCH_CUDA_ALLOC_CONF among
                         it), the recursion limit, torch's grad mode, default dtype,
                         deterministic-algorithms and TF32/cuDNN switches, the current CUDA
                         stream, the per-process memory fraction, Triton's launch hooks and the
                         harness's own patches of JITFunction.run / Autotuner.run
   checked               a CUDA graph capture still under way on the current stream: nothing in
                         the process can end it, so the phases after it do not run in this
-                        process (Guard.after returns it as `spoiled`)
+                        process (State.after returns it as `spoiled`)
 
-What differed and was put back is returned by Guard.after (the report's "phase_state": phase ->
+Functions are not this module's: the functions a verdict depends on, the trace and profile
+functions among them (on the verifier's thread, the sample's runner thread and threading's),
+are checked in one place, the integrity guard (kforge_harness/guard.py), which flags a change
+`tampered` and resets the trace and profile functions; sequence.Phases calls it after every
+phase, blind.call after every call of the sample's code.
+
+What differed and was put back is returned by State.after (the report's "phase_state": phase ->
 list of what it left behind); the random states are not listed, a phase that draws random
 numbers changes them by design.
 """
@@ -32,7 +37,6 @@ import io
 import os
 import random
 import sys
-import threading
 from typing import Any, Callable, Optional
 
 Saved = dict[str, Any]
@@ -70,8 +74,6 @@ def _identity(a: Any, b: Any) -> bool:
 def _python_settings() -> list[Setting]:
     out = [
         Setting("random state", random.getstate, random.setstate, quiet=True),
-        Setting("sys.settrace", sys.gettrace, sys.settrace, same=_identity),
-        Setting("sys.setprofile", sys.getprofile, sys.setprofile, same=_identity),
         Setting("sys.stdout", lambda: sys.stdout, lambda v: setattr(sys, "stdout", v),
                 same=_identity),
         Setting("sys.stderr", lambda: sys.stderr, lambda v: setattr(sys, "stderr", v),
@@ -82,13 +84,6 @@ def _python_settings() -> list[Setting]:
         Setting("os.environ", lambda: dict(os.environ), _put_environ),
         Setting("recursion limit", sys.getrecursionlimit, sys.setrecursionlimit),
     ]
-    gettrace = getattr(threading, "gettrace", None)
-    getprofile = getattr(threading, "getprofile", None)
-    if gettrace is not None:
-        out.append(Setting("threading.settrace", gettrace, threading.settrace, same=_identity))
-    if getprofile is not None:
-        out.append(Setting("threading.setprofile", getprofile, threading.setprofile,
-                           same=_identity))
     np = sys.modules.get("numpy")
     if np is not None and hasattr(getattr(np, "random", None), "get_state"):
         out.append(Setting("numpy random state", np.random.get_state, np.random.set_state,
@@ -214,7 +209,7 @@ def _reopen_closed_std() -> list[str]:
     return left
 
 
-class Guard:
+class State:
     """The process's state around one phase: before() saves it, after() puts back what
     differs and says what that was."""
 
