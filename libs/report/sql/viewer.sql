@@ -45,3 +45,13 @@ SELECT (SELECT group_concat(state || '/' || stage || '=' || n) FROM run_job_coun
        (SELECT group_concat(stage || '/' || status || '=' || n || '@' || last_ms)
         FROM run_output_totals WHERE run_id = ?1),
        (SELECT group_concat(verdict || '=' || n) FROM run_verdict_counts WHERE run_id = ?1);
+
+-- The samples of a run one of whose texts holds ?2, a quoted FTS5 string (search_text, migration
+-- 0036): the sample's own texts (no run) and the run's answers and verdicts.
+-- name: viewer_search
+SELECT DISTINCT sample_id FROM search_text
+WHERE search_text MATCH ?2 AND (run_id = ?1 OR run_id IS NULL);
+
+-- A sample's descriptions (the instruction texts it was imported with).
+-- name: viewer_sample_description
+SELECT description_1, description_2 FROM samples WHERE id = ?1;

@@ -211,6 +211,11 @@ ViewResponse view(store::Db& db, const ViewRequest& req, const ViewOptions& opts
     r.body = std::string(template_file("report.css")) + std::string(template_file("viewer.css"));
     return r;
   }
+  if (req.path == "/export" || req.path == "/keys") {
+    auto download = export_download(db, req, opts);
+    if (!download.ok()) return error_page(download.error(), db.path(), opts);
+    return std::move(*download);
+  }
   Result<Body> body =
       fail("not_found", "no page at " + req.path + " (pages: /, /run, /sample, /ab)");
   if (req.path == "/")
@@ -218,7 +223,7 @@ ViewResponse view(store::Db& db, const ViewRequest& req, const ViewOptions& opts
   else if (req.path == "/run")
     body = samples_page(db, req, opts);
   else if (req.path == "/sample")
-    body = sample_page(db, req);
+    body = sample_page(db, req, opts);
   else if (req.path == "/ab")
     body = ab_page(db, req, opts);
   if (!body.ok()) return error_page(body.error(), db.path(), opts);
