@@ -561,6 +561,47 @@ TEST_F(ViewerSearch, ColumnHeadersSortAndKeepTheFilters) {
       << r->body;
 }
 
+TEST_F(ViewerSearch, ABPageSaysWhatCompareSays) {
+  TempDir dir;
+  auto html = dir.path() / "compare.html";
+  auto ran = run_process({binary("apps/kforge/kforge").string(), "-c", vf.config().string(),
+                          "compare", "v1", "v2", "--html", html.string()});
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  auto report = read_file(html);
+  ASSERT_TRUE(report.ok());
+  auto from = report->find("<section class=\"pair\">");
+  auto to = report->find("</section>", from);
+  ASSERT_NE(from, std::string::npos) << *report;
+  const std::string section = report->substr(from, to + 10 - from);
+  auto ab = get("/ab?a=v1&b=v2");
+  ASSERT_TRUE(ab);
+  ASSERT_EQ(ab->status, 200);
+  // The A/B page holds compare's section of the pair as it is: the causes, the repair rounds'
+  // yield, repaired and unfixable, the counts.
+  EXPECT_TRUE(has(ab->body, section)) << ab->body;
+  for (const char* want : {"Repair rounds", "unfixable (the model's answer)", "Verdicts"})
+    EXPECT_TRUE(has(section, want)) << want;
+}
+
+TEST_F(ViewerSearch, RunsPageCountsAreLinksWithTheVerifiedRate) {
+  auto r = get("/");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200);
+  const std::string& h = r->body;
+  // The verified count and rate, a link to the verified samples.
+  EXPECT_TRUE(has(h, "<a href=\"/run?tag=v2&amp;verdict=verified\">")) << h;
+  EXPECT_TRUE(has(h, " of finished)</a>")) << h;
+  // Counts link to the samples they count: a verdict, a quality flag (as words).
+  EXPECT_TRUE(has(h, "<a href=\"/run?tag=v2&amp;verdict=failed\">failed ")) << h;
+  EXPECT_TRUE(has(h, "<a href=\"/run?tag=v1&amp;flag=mutant_survived\">mutant survived 1</a>"))
+      << h;
+  // Tokens with thousands separators.
+  EXPECT_TRUE(std::regex_search(h, std::regex(R"(<td class="num">\d{1,3}(,\d{3})+</td>)"))) << h;
+  // The counts follow the samples pages they link to.
+  auto flagged = keys("/run?tag=v1&flag=mutant_survived");
+  EXPECT_EQ(flagged.size(), 1u);
+}
+
 // The file's lines, in order.
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;

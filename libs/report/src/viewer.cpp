@@ -2,6 +2,8 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include <functional>
+
 #include "kforge/core/clock.hpp"
 #include "labels.hpp"
 #include "queries.hpp"
@@ -69,20 +71,68 @@ struct RunsPageRow {
 // "name (state) n".
 enum class CountColumns { name, name_state };
 
-// "name n, name n" from a count query bound to the run.
+// "name n, name n" from a count query bound to the run; with `filter`, each name whose
+// parameter value it gives (non-empty) links to the run's samples filtered by it.
 Result<std::string> counts_text(store::Db& db, std::string_view query, std::int64_t run_id,
-                                CountColumns columns = CountColumns::name) {
+                                CountColumns columns = CountColumns::name,
+                                const std::function<Params(const std::string&)>& filter = nullptr) {
   const bool with_state = columns == CountColumns::name_state;
   KF_TRY(store::Stmt s, db.prepare(queries()[query]));
   s.bind(1, run_id);
   std::string out;
   KF_CHECK(s.each([&](store::Stmt& r) {
     std::string name = r.text(0);
-    if (with_state) name += " (" + r.text(1) + ")";
-    out += (out.empty() ? "" : ", ") + html_escape(name) + " " +
-           std::to_string(r.int64(with_state ? 2 : 1));
+    std::string shown = detail::flag_words(name);
+    if (with_state) shown += " (" + r.text(1) + ")";
+    std::string n = detail::thousands(r.int64(with_state ? 2 : 1));
+    Params p = filter ? filter(name) : Params();
+    std::string text = p.empty() ? html_escape(shown) + " " + n : link("/run", p, shown + " " + n);
+    out += (out.empty() ? "" : ", ") + text;
   }));
   return out.empty() ? std::string("-") : out;
+}
+
+// A run's line of the runs page: every count a link to the samples it counts.
+Result<std::string> run_row(store::Db& db, const RunsPageRow& r, bool& refresh) {
+  if (r.state == store::to_string(store::RunState::active)) refresh = true;
+  const std::string& tag = r.tag;
+  double pct = r.jobs > 0 ? static_cast<double>(r.finished) / static_cast<double>(r.jobs) : 0;
+  KF_TRY(std::string phase, counts_text(db, "viewer_run_phase", r.id, CountColumns::name_state));
+  // A verdict other than passed is an outcome of its own name; passed splits into verified and
+  // flagged (the quality flags' column).
+  auto by_verdict = [&](const std::string& v) -> Params {
+    if (v == kPassed) return {};
+    return {{"tag", tag}, {"verdict", v}};
+  };
+  KF_TRY(std::string verdicts,
+         counts_text(db, "viewer_run_verdicts", r.id, CountColumns::name, by_verdict));
+  KF_TRY(std::string flags, counts_text(db, "viewer_run_quality_flags", r.id, CountColumns::name,
+                                        [&](const std::string& f) -> Params {
+                                          return {{"tag", tag}, {"flag", f}};
+                                        }));
+  KF_TRY(std::string causes, counts_text(db, "viewer_run_cause_flags", r.id, CountColumns::name,
+                                         [&](const std::string& f) -> Params {
+                                           return {{"tag", tag}, {"cause", f}};
+                                         }));
+  KF_TRY(store::Stmt v, db.prepare(queries()["viewer_run_verified"]));
+  v.bind(1, r.id);
+  KF_TRY(bool got, v.step());
+  const std::int64_t verified = got ? v.int64(0) : 0;
+  double rate =
+      r.finished > 0 ? static_cast<double>(verified) / static_cast<double>(r.finished) : 0;
+  return "<tr><td>" + link("/run", {{"tag", tag}}, tag) + "</td><td>" + html_escape(r.pipeline) +
+         "</td><td>" + html_escape(r.model) + "</td><td>" + html_escape(r.state) +
+         "</td><td class=\"num\">" +
+         fmt::format("{} / {} ({})", detail::thousands(r.finished), detail::thousands(r.jobs),
+                     detail::percent(pct)) +
+         "</td><td class=\"num\">" +
+         link("/run", {{"tag", tag}, {"verdict", "verified"}},
+              fmt::format("{} ({} of finished)", detail::thousands(verified),
+                          detail::percent(rate))) +
+         "</td><td>" + phase + "</td><td>" + verdicts + "</td><td>" + flags + "</td><td>" + causes +
+         "</td><td class=\"num\">" + detail::thousands(r.tokens) + "</td><td class=\"num\">" +
+         detail::money(r.cost_usd) + "</td><td>" + html_escape(format_utc_ms(r.created_ms)) +
+         "</td></tr>";
 }
 
 }  // namespace
@@ -113,22 +163,14 @@ Result<Body> runs_page(store::Db& db, const ViewOptions& opts) {
   h += "<h1>Runs</h1><p class=\"meta\">" + std::to_string(runs.size()) + " run(s), read " +
        html_escape(format_utc_ms(opts.now_ms)) + "</p>";
   h += "<section class=\"runs\"><table id=\"runs\"><tr><th>run</th><th>pipeline</th>"
-       "<th>model</th><th>state</th><th class=\"num\">finished</th><th>open jobs</th>"
-       "<th>latest verdicts</th><th>flags</th><th class=\"num\">tokens</th>"
+       "<th>model</th><th>state</th><th class=\"num\">finished</th>"
+       "<th class=\"num\">verified</th><th>open jobs</th>"
+       "<th>latest verdicts</th><th>quality flags</th><th>not the sample's</th>"
+       "<th class=\"num\">tokens</th>"
        "<th class=\"num\">cost</th><th>created</th></tr>";
   for (const auto& r : runs) {
-    if (r.state == store::to_string(store::RunState::active)) b.refresh = true;
-    double pct = r.jobs > 0 ? static_cast<double>(r.finished) / static_cast<double>(r.jobs) : 0;
-    KF_TRY(std::string phase, counts_text(db, "viewer_run_phase", r.id, CountColumns::name_state));
-    KF_TRY(std::string verdicts, counts_text(db, "viewer_run_verdicts", r.id));
-    KF_TRY(std::string flags, counts_text(db, "viewer_run_flags", r.id));
-    h += "<tr><td>" + link("/run", {{"tag", r.tag}}, r.tag) + "</td><td>" +
-         html_escape(r.pipeline) + "</td><td>" + html_escape(r.model) + "</td><td>" +
-         html_escape(r.state) + "</td><td class=\"num\">" +
-         fmt::format("{} / {} ({})", r.finished, r.jobs, detail::percent(pct)) + "</td><td>" +
-         phase + "</td><td>" + verdicts + "</td><td>" + flags + "</td><td class=\"num\">" +
-         std::to_string(r.tokens) + "</td><td class=\"num\">" + detail::money(r.cost_usd) +
-         "</td><td>" + html_escape(format_utc_ms(r.created_ms)) + "</td></tr>";
+    KF_TRY(std::string row, run_row(db, r, b.refresh));
+    h += row;
   }
   h += "</table></section>";
   if (runs.size() >= 2) {
