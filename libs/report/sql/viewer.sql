@@ -19,29 +19,19 @@ WHERE run_id = ?1 AND state NOT IN ('done', 'failed', 'cancelled') AND n > 0
 ORDER BY n DESC, stage;
 
 -- The verdict of each sample of a run (the view latest_verification, migration 0025), counted by
--- verdict.
+-- verdict, and how many of each carry no flag (passed with none: verified).
 -- name: viewer_run_verdicts
-SELECT v.verdict, count(*) FROM latest_verification v WHERE v.run_id = ?1
+SELECT v.verdict, count(*), sum(json_array_length(v.flags_json) = 0) FROM latest_verification v
+WHERE v.run_id = ?1
 GROUP BY v.verdict ORDER BY count(*) DESC, v.verdict;
 
--- The quality flags on the verdict of each sample of a run, counted by flag: every flag but the
--- two that say the verdict is the verifier's own doing (environment, infrastructure: causes).
--- name: viewer_run_quality_flags
+-- The flags on the verdict of each sample of a run, counted by flag (the runs page shows the
+-- quality flags and the two that say the verdict is the verifier's own doing, environment and
+-- infrastructure, apart).
+-- name: viewer_run_flags
 SELECT f.value, count(*) FROM latest_verification v, json_each(v.flags_json) f
-WHERE v.run_id = ?1 AND f.value NOT IN ('environment', 'infrastructure')
+WHERE v.run_id = ?1
 GROUP BY f.value ORDER BY count(*) DESC, f.value;
-
--- The verdicts of a run that are the verifier's own doing, counted by cause (the flag that says
--- so: environment, infrastructure).
--- name: viewer_run_cause_flags
-SELECT f.value, count(*) FROM latest_verification v, json_each(v.flags_json) f
-WHERE v.run_id = ?1 AND f.value IN ('environment', 'infrastructure')
-GROUP BY f.value ORDER BY count(*) DESC, f.value;
-
--- The samples of a run whose latest verdict is passed with no flag: verified.
--- name: viewer_run_verified
-SELECT count(*) FROM latest_verification v
-WHERE v.run_id = ?1 AND v.verdict = 'passed' AND json_array_length(v.flags_json) = 0;
 
 -- A verification's cross-compile results (migration 0014), by target.
 -- name: viewer_targets

@@ -3,6 +3,7 @@
 #include <spdlog/fmt/fmt.h>
 
 #include <functional>
+#include <map>
 
 #include "kforge/core/clock.hpp"
 #include "labels.hpp"
@@ -67,29 +68,40 @@ struct RunsPageRow {
   std::int64_t tokens = 0;
 };
 
-// What a count query bound to the run returns: (name, n), or (name, state, n) shown as
-// "name (state) n".
-enum class CountColumns { name, name_state };
+// A count of the runs page: a name and how many.
+struct Count {
+  std::string name;
+  std::int64_t n = 0;
+};
 
-// "name n, name n" from a count query bound to the run; with `filter`, each name whose
-// parameter value it gives (non-empty) links to the run's samples filtered by it.
-Result<std::string> counts_text(store::Db& db, std::string_view query, std::int64_t run_id,
-                                CountColumns columns = CountColumns::name,
-                                const std::function<Params(const std::string&)>& filter = nullptr) {
-  const bool with_state = columns == CountColumns::name_state;
+// "name n, name n", each name as words; with `filter`, each count whose parameters it gives
+// (non-empty) links to the run's samples filtered by them.
+std::string counts_html(const std::vector<Count>& counts,
+                        const std::function<Params(const std::string&)>& filter = nullptr) {
+  std::string out;
+  for (const auto& c : counts) {
+    std::string text = detail::flag_words(c.name) + " " + detail::thousands(c.n);
+    Params p = filter ? filter(c.name) : Params();
+    out += (out.empty() ? "" : ", ") + (p.empty() ? html_escape(text) : link("/run", p, text));
+  }
+  return out.empty() ? std::string("-") : out;
+}
+
+// The rows of a count query bound to the run: (name, n) or, with `state`, (name, state, n) as
+// "name (state)"; `clean` collects a third column's count by name.
+Result<std::vector<Count>> counts_of(store::Db& db, std::string_view query, std::int64_t run_id,
+                                     bool state = false,
+                                     std::map<std::string, std::int64_t>* clean = nullptr) {
   KF_TRY(store::Stmt s, db.prepare(queries()[query]));
   s.bind(1, run_id);
-  std::string out;
+  std::vector<Count> out;
   KF_CHECK(s.each([&](store::Stmt& r) {
-    std::string name = r.text(0);
-    std::string shown = detail::flag_words(name);
-    if (with_state) shown += " (" + r.text(1) + ")";
-    std::string n = detail::thousands(r.int64(with_state ? 2 : 1));
-    Params p = filter ? filter(name) : Params();
-    std::string text = p.empty() ? html_escape(shown) + " " + n : link("/run", p, shown + " " + n);
-    out += (out.empty() ? "" : ", ") + text;
+    Count c{r.text(0), r.int64(state ? 2 : 1)};
+    if (state) c.name += " (" + r.text(1) + ")";
+    if (clean != nullptr) (*clean)[c.name] = r.int64(2);
+    out.push_back(std::move(c));
   }));
-  return out.empty() ? std::string("-") : out;
+  return out;
 }
 
 // A run's line of the runs page: every count a link to the samples it counts.
@@ -97,27 +109,25 @@ Result<std::string> run_row(store::Db& db, const RunsPageRow& r, bool& refresh) 
   if (r.state == store::to_string(store::RunState::active)) refresh = true;
   const std::string& tag = r.tag;
   double pct = r.jobs > 0 ? static_cast<double>(r.finished) / static_cast<double>(r.jobs) : 0;
-  KF_TRY(std::string phase, counts_text(db, "viewer_run_phase", r.id, CountColumns::name_state));
+  KF_TRY(auto phase, counts_of(db, "viewer_run_phase", r.id, true));
+  std::map<std::string, std::int64_t> clean;
+  KF_TRY(auto verdicts, counts_of(db, "viewer_run_verdicts", r.id, false, &clean));
+  KF_TRY(auto all_flags, counts_of(db, "viewer_run_flags", r.id));
+  // The flags that say a verdict is the verifier's own doing are causes, not quality flags.
+  std::vector<Count> flags, causes;
+  for (auto& f : all_flags)
+    (f.name == kEnvironmentFlag || f.name == kInfrastructureFlag ? causes : flags)
+        .push_back(std::move(f));
+  const std::int64_t verified = clean[std::string(kPassed)];
   // A verdict other than passed is an outcome of its own name; passed splits into verified and
   // flagged (the quality flags' column).
   auto by_verdict = [&](const std::string& v) -> Params {
     if (v == kPassed) return {};
     return {{"tag", tag}, {"verdict", v}};
   };
-  KF_TRY(std::string verdicts,
-         counts_text(db, "viewer_run_verdicts", r.id, CountColumns::name, by_verdict));
-  KF_TRY(std::string flags, counts_text(db, "viewer_run_quality_flags", r.id, CountColumns::name,
-                                        [&](const std::string& f) -> Params {
-                                          return {{"tag", tag}, {"flag", f}};
-                                        }));
-  KF_TRY(std::string causes, counts_text(db, "viewer_run_cause_flags", r.id, CountColumns::name,
-                                         [&](const std::string& f) -> Params {
-                                           return {{"tag", tag}, {"cause", f}};
-                                         }));
-  KF_TRY(store::Stmt v, db.prepare(queries()["viewer_run_verified"]));
-  v.bind(1, r.id);
-  KF_TRY(bool got, v.step());
-  const std::int64_t verified = got ? v.int64(0) : 0;
+  auto by = [&](const char* name) {
+    return [&tag, name](const std::string& v) -> Params { return {{"tag", tag}, {name, v}}; };
+  };
   double rate =
       r.finished > 0 ? static_cast<double>(verified) / static_cast<double>(r.finished) : 0;
   return "<tr><td>" + link("/run", {{"tag", tag}}, tag) + "</td><td>" + html_escape(r.pipeline) +
@@ -129,10 +139,11 @@ Result<std::string> run_row(store::Db& db, const RunsPageRow& r, bool& refresh) 
          link("/run", {{"tag", tag}, {"verdict", "verified"}},
               fmt::format("{} ({} of finished)", detail::thousands(verified),
                           detail::percent(rate))) +
-         "</td><td>" + phase + "</td><td>" + verdicts + "</td><td>" + flags + "</td><td>" + causes +
-         "</td><td class=\"num\">" + detail::thousands(r.tokens) + "</td><td class=\"num\">" +
-         detail::money(r.cost_usd) + "</td><td>" + html_escape(format_utc_ms(r.created_ms)) +
-         "</td></tr>";
+         "</td><td>" + counts_html(phase) + "</td><td>" + counts_html(verdicts, by_verdict) +
+         "</td><td>" + counts_html(flags, by("flag")) + "</td><td>" +
+         counts_html(causes, by("cause")) + "</td><td class=\"num\">" +
+         detail::thousands(r.tokens) + "</td><td class=\"num\">" + detail::money(r.cost_usd) +
+         "</td><td>" + html_escape(format_utc_ms(r.created_ms)) + "</td></tr>";
 }
 
 }  // namespace
