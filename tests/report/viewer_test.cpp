@@ -196,6 +196,11 @@ TEST_F(Viewer, SamplePageShowsEveryRoundWithItsDifferences) {
         "output sizes: 4; tail path: false", "hip:gfx942: ok", "The reference doubles nothing",
         "&#39; debug &#39;v2&#39; &#39;repaired.py&#39; --out", "tokens, $0.0200"})
     EXPECT_TRUE(has(h, want)) << want;
+  // The same sample in the other run, and the two runs' A/B page.
+  EXPECT_TRUE(has(h,
+                  "in other runs: <a href=\"/sample?tag=v1&amp;key=repaired.py\">v1</a> (<a "
+                  "href=\"/ab?a=v1&amp;b=v2\">A/B</a>)"))
+      << h;
   auto v1 = get("/sample?tag=v1&key=repaired.py");
   ASSERT_TRUE(v1);
   EXPECT_EQ(v1->status, 200);
@@ -490,10 +495,12 @@ class ViewerSearch : public ::testing::Test {
 };
 
 TEST_F(ViewerSearch, FindsWordsInTheCodeTheAnswersAndTheVerdictsCombinedWithFilters) {
-  // A name in the sample's code (and its wrapper), not in its key.
-  EXPECT_EQ(keys("/run?tag=v2&q=scale_kernel"), std::vector<std::string>{"repaired.py"});
+  // A name in the samples' code (repaired.py's and the corpus's vacuous_test.py), not in their
+  // keys.
+  const std::vector<std::string> scale = {"repaired.py", "vacuous_test.py"};
+  EXPECT_EQ(keys("/run?tag=v2&q=scale_kernel"), scale);
   // Any run of characters, case aside: part of a name, punctuation included.
-  EXPECT_EQ(keys("/run?tag=v2&q=ALE_KERN"), std::vector<std::string>{"repaired.py"});
+  EXPECT_EQ(keys("/run?tag=v2&q=ALE_KERN"), scale);
   EXPECT_EQ(keys("/run?tag=v2&q=torch.ones(4)"), std::vector<std::string>{"repaired.py"});
   // The hostile sample's code, found by the text of its script.
   auto hostile = keys("/run?tag=v2&q=document.title");
@@ -682,7 +689,7 @@ TEST_F(ViewerSearch, ExportsWhatIsShownAsADownloadAndAsTheSameCommand) {
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "bad.jsonl"));
 
   // The training shapes; an unknown one is refused by name.
-  auto sft = get("/export?tag=v2&format=sft");
+  auto sft = get("/export?tag=v2-qwen&format=sft");
   ASSERT_TRUE(sft);
   EXPECT_EQ(sft->status, 200) << sft->body;
   EXPECT_FALSE(sft->body.empty());

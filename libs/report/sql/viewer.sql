@@ -58,3 +58,9 @@ WHERE search_text MATCH ?2 AND (run_id = ?1 OR run_id IS NULL);
 -- A sample's descriptions (the instruction texts it was imported with).
 -- name: viewer_sample_description
 SELECT description_1, description_2 FROM samples WHERE id = ?1;
+
+-- The other runs that hold sample ?1 (not run ?2), newest first.
+-- name: viewer_sample_other_runs
+SELECT r.tag FROM jobs j JOIN runs r ON r.id = j.run_id
+WHERE j.sample_id = ?1 AND j.run_id <> ?2
+ORDER BY r.created_ms DESC, r.id DESC;

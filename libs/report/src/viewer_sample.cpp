@@ -320,6 +320,20 @@ std::string heading_html(const RunInfo& run, const SampleData& d, const Place& p
   return h + "</p>";
 }
 
+// The same sample in the other runs that hold it, each with the A/B page of the two runs.
+Result<std::string> other_runs_html(store::Db& db, const RunInfo& run, const SampleData& d) {
+  KF_TRY(store::Stmt s, db.prepare(queries()["viewer_sample_other_runs"]));
+  s.bind(1, d.sample_id);
+  s.bind(2, run.id);
+  std::string out;
+  KF_CHECK(s.each([&](store::Stmt& r) {
+    std::string other = r.text(0);
+    out += (out.empty() ? "" : "; ") + link("/sample", {{"tag", other}, {"key", d.key}}, other) +
+           " (" + link("/ab", {{"a", other}, {"b", run.tag}}, "A/B") + ")";
+  }));
+  return out.empty() ? out : "<p class=\"meta\" id=\"other-runs\">in other runs: " + out + "</p>";
+}
+
 // The speed label of the sample's latest verdict, as words.
 std::string speed_text(const SampleOutcome* o) {
   if (o == nullptr || !o->timed) return "not timed";
@@ -483,6 +497,8 @@ Result<Body> sample_page(store::Db& db, const ViewRequest& req, const ViewOption
       run.active() && d.state != store::JobState::done && d.state != store::JobState::failed;
   std::string& h = b.html;
   h += heading_html(run, d, place);
+  KF_TRY(std::string others, other_runs_html(db, run, d));
+  h += others;
   KF_TRY(std::string summary, summary_html(db, run, d, rounds, place, opts));
   h += summary;
   h += "<h2>Code</h2>" + pre(d.code);
