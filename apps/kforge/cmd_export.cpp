@@ -32,6 +32,7 @@ struct ExportArgs {
   std::string exclusions;                 // a JSONL file listing each sample near an eval set
   std::string with_reasoning;             // empty: none; think or reasoning_content
   std::vector<std::string> compiles_for;  // targets, as verifier.cross_compile
+  std::string keys;                       // a file of sample keys, one a line
   std::string out_dir;
   std::string split;  // NAME=FRACTION,...
   std::string license;
@@ -140,6 +141,9 @@ int run_export(ExportArgs& args, Globals& g) {
   KF_TRY_OR_REPORT(auto db, app::open_store(cfg, app::IfMissing::refuse));
   opts.verdicts = args.verdicts;
   opts.include_flagged = args.include_flagged;
+  if (!args.keys.empty()) {
+    KF_TRY_OR_REPORT(opts.keys, report::read_keys_file(args.keys));
+  }
   if (auto e = verify::parse_targets(args.compiles_for, "--compiles-for", opts.compiles_for))
     return report(Error("usage", *e));
   std::optional<dedup::EvalIndex> evals;
@@ -247,6 +251,10 @@ Command add_export(CLI::App& root, Globals& g) {
                 "leaving them out");
   cmd->add_option("--exclusions", args->exclusions,
                   "Write each sample near an eval set, its match and the reason, as JSON Lines");
+  cmd->add_option("--keys", args->keys,
+                  "Only the samples whose keys this file lists, one a line (kforge serve's "
+                  "samples page downloads the keys it shows)")
+      ->type_name("FILE");
   cmd->add_option("--compiles-for", args->compiles_for,
                   "Only samples whose latest verification compiled for TARGET (hip:gfx942; "
                   "repeatable or a comma list: every one); see verifier.cross_compile")

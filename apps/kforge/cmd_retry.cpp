@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "kforge/app/retry.hpp"
 #include "kforge/core/clock.hpp"
+#include "kforge/report/export.hpp"
 #include "kforge/store/states.hpp"
 
 namespace kforge::cli {
@@ -16,6 +17,7 @@ struct RetryArgs {
   std::vector<std::string> verdicts;
   std::vector<std::string> failures;
   std::string stage;
+  std::string keys;  // a file of sample keys, one a line
   bool dry_run = false;
   bool json = false;
 };
@@ -40,6 +42,10 @@ Command add_retry(CLI::App& root, Globals& g) {
   cmd->add_option("--failure", args->failures,
                   "Stage failures to re-queue: llm_error, parse_error, rejected, other")
       ->delimiter(',');
+  cmd->add_option("--keys", args->keys,
+                  "Only the samples whose keys this file lists, one a line; alone: every "
+                  "finished one of them (kforge serve's samples page downloads the keys it shows)")
+      ->type_name("FILE");
   cmd->add_option("--stage", args->stage,
                   "Start again at one of the run's analysis stages (v2: analyze), its code stage "
                   "(generate) or verify (default: verify for samples with a verdict, the failed "
@@ -56,6 +62,9 @@ Command add_retry(CLI::App& root, Globals& g) {
         report::RetryOptions opts;
         opts.verdicts = args->verdicts;
         opts.failures = args->failures;
+        if (!args->keys.empty()) {
+          KF_TRY_OR_REPORT(opts.keys, report::read_keys_file(args->keys));
+        }
         if (!args->stage.empty()) opts.stage = args->stage;
         KF_TRY_OR_REPORT(auto retried,
                          app::retry(*db, args->tag, opts, system_clock().wall_ms(),

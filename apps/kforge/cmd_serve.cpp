@@ -20,6 +20,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 
 #include "commands.hpp"
@@ -243,80 +244,86 @@ Command add_serve(CLI::App& root, Globals& g) {
       "loopback it needs report.serve.token (or KFORGE_REPORT_SERVE_TOKEN, 16 characters or "
       "more): open the printed address with ?token=TOKEN once, or send Authorization: Bearer "
       "TOKEN.");
-  return {cmd, [args, &g]() -> int {
-            KF_TRY_OR_REPORT(app::Config cfg, load(g));
-            KF_TRY_OR_REPORT(Listen l, parse_listen(args->listen.empty() ? cfg.report.serve.listen
-                                                                         : args->listen));
-            const std::string token = cfg.report.serve.token;
-            const bool loopback = is_loopback(l.host);
-            if (!loopback && token.empty())
-              return report(Error{
-                  "usage", "refusing to serve on " + l.host +
-                               ", which is not a loopback address, without a token: set "
-                               "report.serve.token in " +
-                               cfg.source +
-                               " (or KFORGE_REPORT_SERVE_TOKEN) to a secret of 16 characters or "
-                               "more, or listen on 127.0.0.1"});
-            // Fail now, not at the first request, on a missing or unreadable database.
-            KF_TRY_OR_REPORT(auto first, Connections::open_read_only(cfg));
-            Connections pool(cfg);
-            pool.give_back(std::move(first));
-            report::ViewCache cache;
-            report::ViewOptions opts;
-            opts.cache = &cache;
-            opts.page_size = cfg.report.serve.page_size;
-            opts.confidence = cfg.report.confidence;
+  return {
+      cmd, [args, &g]() -> int {
+        KF_TRY_OR_REPORT(app::Config cfg, load(g));
+        KF_TRY_OR_REPORT(
+            Listen l, parse_listen(args->listen.empty() ? cfg.report.serve.listen : args->listen));
+        const std::string token = cfg.report.serve.token;
+        const bool loopback = is_loopback(l.host);
+        if (!loopback && token.empty())
+          return report(
+              Error{"usage", "refusing to serve on " + l.host +
+                                 ", which is not a loopback address, without a token: set "
+                                 "report.serve.token in " +
+                                 cfg.source +
+                                 " (or KFORGE_REPORT_SERVE_TOKEN) to a secret of 16 characters or "
+                                 "more, or listen on 127.0.0.1"});
+        // Fail now, not at the first request, on a missing or unreadable database.
+        KF_TRY_OR_REPORT(auto first, Connections::open_read_only(cfg));
+        Connections pool(cfg);
+        pool.give_back(std::move(first));
+        report::ViewCache cache;
+        report::ViewOptions opts;
+        opts.cache = &cache;
+        opts.page_size = cfg.report.serve.page_size;
+        opts.confidence = cfg.report.confidence;
+        // The commands the pages show carry -c this file, from wherever they are run.
+        if (cfg.source != "(defaults)")
+          opts.config_path = std::filesystem::absolute(cfg.source).lexically_normal().string();
 
-            httplib::Server svr;
-            svr.set_payload_max_length(64 * 1024);
-            svr.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
-              return guard(req, res, loopback, token);
-            });
-            svr.Get(".*", [&](const httplib::Request& req, httplib::Response& res) {
-              secure(res);
-              auto db = pool.take();
-              if (!db.ok()) {
-                // The message names the database's path: for this terminal, not the client.
-                std::fprintf(stderr, "kforge serve: %s\n", db.error().message.c_str());
-                refuse(res, 500, "the viewer cannot open its database (see kforge serve's output)");
-                return;
-              }
-              report::ViewRequest vr;
-              vr.path = req.path;
-              for (const auto& [k, v] : req.params) vr.params.emplace(k, v);  // first value wins
-              report::ViewOptions o = opts;
-              o.now_ms = system_clock().wall_ms();
-              report::ViewResponse page = report::view(**db, vr, o);
-              pool.give_back(std::move(*db));
-              res.status = page.status;
-              res.set_content(std::move(page.body), page.content_type.c_str());
-            });
-            // SO_REUSEADDR only (httplib's default SO_REUSEPORT would let two share a port).
-            svr.set_socket_options([](socket_t sock) {
-              int yes = 1;
-              ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-            });
-            if (std::string why = why_cannot_listen(l); !why.empty())
-              return report(Error{
-                  "io", "cannot listen on " + l.host + ":" + std::to_string(l.port) + ": " + why});
-            errno = 0;
-            int port = l.port == 0 ? svr.bind_to_any_port(l.host)
-                                   : (svr.bind_to_port(l.host, l.port) ? l.port : -1);
-            if (port <= 0)
-              return report(Error{"io", "cannot listen on " + l.host + ":" +
-                                            std::to_string(l.port) + ": " +
-                                            (errno == EADDRINUSE || errno == 0
-                                                 ? std::string("the address is in use (--listen "
-                                                               "another port, or :0 for any)")
-                                                 : std::string(std::strerror(errno)))});
-            std::string host = l.host.find(':') != std::string::npos ? "[" + l.host + "]" : l.host;
-            std::printf("kforge serve: http://%s:%d/ (database %s, read-only%s)\n", host.c_str(),
-                        port, cfg.store.path.c_str(), token.empty() ? "" : ", token required");
-            std::fflush(stdout);
-            if (!svr.listen_after_bind())
-              return report(Error{"io", "the viewer stopped listening on " + host});
-            return kOk;
-          }};
+        httplib::Server svr;
+        svr.set_payload_max_length(64 * 1024);
+        svr.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
+          return guard(req, res, loopback, token);
+        });
+        svr.Get(".*", [&](const httplib::Request& req, httplib::Response& res) {
+          secure(res);
+          auto db = pool.take();
+          if (!db.ok()) {
+            // The message names the database's path: for this terminal, not the client.
+            std::fprintf(stderr, "kforge serve: %s\n", db.error().message.c_str());
+            refuse(res, 500, "the viewer cannot open its database (see kforge serve's output)");
+            return;
+          }
+          report::ViewRequest vr;
+          vr.path = req.path;
+          for (const auto& [k, v] : req.params) vr.params.emplace(k, v);  // first value wins
+          report::ViewOptions o = opts;
+          o.now_ms = system_clock().wall_ms();
+          report::ViewResponse page = report::view(**db, vr, o);
+          pool.give_back(std::move(*db));
+          res.status = page.status;
+          if (!page.filename.empty())
+            res.set_header("Content-Disposition", "attachment; filename=\"" + page.filename + "\"");
+          res.set_content(std::move(page.body), page.content_type.c_str());
+        });
+        // SO_REUSEADDR only (httplib's default SO_REUSEPORT would let two share a port).
+        svr.set_socket_options([](socket_t sock) {
+          int yes = 1;
+          ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+        });
+        if (std::string why = why_cannot_listen(l); !why.empty())
+          return report(Error{
+              "io", "cannot listen on " + l.host + ":" + std::to_string(l.port) + ": " + why});
+        errno = 0;
+        int port = l.port == 0 ? svr.bind_to_any_port(l.host)
+                               : (svr.bind_to_port(l.host, l.port) ? l.port : -1);
+        if (port <= 0)
+          return report(Error{"io", "cannot listen on " + l.host + ":" + std::to_string(l.port) +
+                                        ": " +
+                                        (errno == EADDRINUSE || errno == 0
+                                             ? std::string("the address is in use (--listen "
+                                                           "another port, or :0 for any)")
+                                             : std::string(std::strerror(errno)))});
+        std::string host = l.host.find(':') != std::string::npos ? "[" + l.host + "]" : l.host;
+        std::printf("kforge serve: http://%s:%d/ (database %s, read-only%s)\n", host.c_str(), port,
+                    cfg.store.path.c_str(), token.empty() ? "" : ", token required");
+        std::fflush(stdout);
+        if (!svr.listen_after_bind())
+          return report(Error{"io", "the viewer stopped listening on " + host});
+        return kOk;
+      }};
 }
 
 }  // namespace kforge::cli

@@ -70,7 +70,11 @@ kv=""
 for entry in "runs=/" "samples_p1=/run?tag=v2" "samples_p2=/run?tag=v2&page=2" \
   "samples_last=/run?tag=v2&page=$last_page" "samples_failed=/run?tag=v2&verdict=failed" \
   "samples_flag=/run?tag=v2&flag=mutant_survived" "samples_key=/run?tag=v2&q=softmax" \
-  "samples_cost_desc=/run?tag=v2&sort=cost&desc=1" "sample=/sample?tag=v2&key=$key" \
+  "samples_cost_desc=/run?tag=v2&sort=cost&desc=1" "samples_search=/run?tag=v2&q=tl.load" \
+  "samples_search_rare=/run?tag=v2&q=Contiguous%20copy&verdict=failed" \
+  "samples_search_sorted=/run?tag=v2&q=AssertionError&sort=tokens&desc=1" \
+  "keys_failed=/keys?tag=v2&verdict=failed" "export_failed=/export?tag=v2&verdict=failed" \
+  "sample=/sample?tag=v2&key=$key" "sample_in_list=/sample?tag=v2&verdict=failed&key=$key" \
   "ab=/ab?a=v1&b=v2"; do
   name="${entry%%=*}"
   path="${entry#*=}"

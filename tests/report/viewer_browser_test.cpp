@@ -127,5 +127,43 @@ TEST_F(ViewerBrowser, HostileSampleShowsAsTextAndRunsNothing) {
   EXPECT_GT(screenshot(path, "sample-hostile"), 20'000u);
 }
 
+TEST_F(ViewerBrowser, SearchSortExportAndTheSamplePageAsACuratorSeesThem) {
+  start();
+  // Search: a word of the code finds the samples whose keys do not hold it.
+  std::string found = dom("/run?tag=v2&q=scale_kernel");
+  EXPECT_EQ(count(found, "<td class=\"key\">"), 2) << found;
+  EXPECT_TRUE(has(found, ">repaired.py</a>")) << found;
+  EXPECT_TRUE(has(found, ">vacuous_test.py</a>")) << found;
+  EXPECT_TRUE(has(found, "value=\"scale_kernel\"")) << found;
+  EXPECT_GT(screenshot("/run?tag=v2&q=AssertionError&sort=cost&desc=1", "samples-search-sorted"),
+            20'000u);
+  // Sort: the header the page is sorted by says so, and links the other way.
+  std::string sorted = dom("/run?tag=v2&sort=tokens&desc=1");
+  EXPECT_TRUE(has(sorted,
+                  "aria-sort=\"descending\"><a class=\"sort\" "
+                  "href=\"/run?tag=v2&amp;sort=tokens\">tokens</a>"))
+      << sorted;
+  // Export: the ready commands and the downloads of what is shown.
+  std::string failed = dom("/run?tag=v2&verdict=failed");
+  EXPECT_TRUE(has(failed, "id=\"export-command\">kforge -c ")) << failed;
+  EXPECT_TRUE(has(failed, "export 'v2' --keys 'v2-keys.txt' --out 'v2.jsonl'</code>")) << failed;
+  EXPECT_TRUE(has(failed, "href=\"/export?tag=v2&amp;verdict=failed&amp;format=sft\"")) << failed;
+  EXPECT_TRUE(has(failed, "href=\"/keys?tag=v2&amp;verdict=failed\"")) << failed;
+  // The sample page opened from the filtered list: the way back keeps the filter, previous and
+  // next walk the list, the verdict and failing line come first, flags are words.
+  std::string sample = dom("/sample?tag=v2&verdict=failed&key=layernorm.py");
+  EXPECT_TRUE(has(sample, "<a href=\"/run?tag=v2&amp;verdict=failed\">back to the list</a>"))
+      << sample;
+  EXPECT_TRUE(has(sample, "rel=\"prev\"") || has(sample, "rel=\"next\"")) << sample;
+  std::string repaired = dom("/sample?tag=v2&key=repaired.py");
+  EXPECT_TRUE(has(repaired, "4 attempt(s): 2 LLM call(s), 2 verification(s)")) << repaired;
+  EXPECT_TRUE(has(repaired, "<summary>prompt, with the repair evidence sent</summary>"))
+      << repaired;
+  EXPECT_TRUE(has(repaired, "<summary>raw answer</summary>")) << repaired;
+  EXPECT_FALSE(has(repaired, "[\"")) << repaired;  // no JSON list on the page
+  EXPECT_GT(screenshot("/sample?tag=v2&verdict=failed&key=layernorm.py", "sample-in-list"),
+            20'000u);
+}
+
 }  // namespace
 }  // namespace kforge::test

@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <nlohmann/json.hpp>
 #include <regex>
 
+#include "kforge/core/fs.hpp"
 #include "kforge/report/escape.hpp"
 #include "viewer_util.hpp"
 
@@ -191,9 +193,14 @@ TEST_F(Viewer, SamplePageShowsEveryRoundWithItsDifferences) {
         // the verdicts, mutants, coverage, cross-compile and reasoning
         "<dd class=\"verdict\">failed</dd>", "<dd class=\"verdict\">passed</dd>",
         "killed 5 of 6 that apply; survived: zero_tail", "mask off by one (code line 4)",
-        "&quot;output_sizes&quot;:[4]", "hip:gfx942: ok", "The reference doubles nothing",
-        "kforge debug &#39;v2&#39; &#39;repaired.py&#39; --out", "tokens, $0.0200"})
+        "output sizes: 4; tail path: false", "hip:gfx942: ok", "The reference doubles nothing",
+        "&#39; debug &#39;v2&#39; &#39;repaired.py&#39; --out", "tokens, $0.0200"})
     EXPECT_TRUE(has(h, want)) << want;
+  // The same sample in the other run, and the two runs' A/B page.
+  EXPECT_TRUE(has(h,
+                  "in other runs: <a href=\"/sample?tag=v1&amp;key=repaired.py\">v1</a> (<a "
+                  "href=\"/ab?a=v1&amp;b=v2\">A/B</a>)"))
+      << h;
   auto v1 = get("/sample?tag=v1&key=repaired.py");
   ASSERT_TRUE(v1);
   EXPECT_EQ(v1->status, 200);
@@ -221,7 +228,8 @@ TEST_F(Viewer, HostileSampleShowsAsText) {
   // The key in links: percent-encoded, then escaped.
   auto run = get("/run?tag=v2&q=hostile");
   ASSERT_TRUE(run);
-  EXPECT_TRUE(has(run->body, "href=\"/sample?tag=v2&amp;key=hostile%22%27%3Ci%3E.py\""))
+  EXPECT_TRUE(
+      has(run->body, "href=\"/sample?tag=v2&amp;q=hostile&amp;key=hostile%22%27%3Ci%3E.py\""))
       << run->body;
   EXPECT_FALSE(has(run->body, "<i>"));
 }
@@ -458,6 +466,237 @@ TEST(ViewerServe, AnotherAddressNeedsTheTokenByHeaderOrCookie) {
   std::string out = server.stop();
   EXPECT_TRUE(has(out, "token required")) << out;
   EXPECT_FALSE(has(out, token)) << out;
+}
+
+}  // namespace
+}  // namespace kforge::test
+
+namespace kforge::test {
+namespace {
+
+class ViewerSearch : public ::testing::Test {
+ protected:
+  httplib::Result get(const std::string& path) {
+    httplib::Client c("127.0.0.1", server.port());
+    return c.Get(path.c_str());
+  }
+  std::vector<std::string> keys(const std::string& path) {
+    auto r = get(path);
+    EXPECT_TRUE(r) << path;
+    if (!r) return {};
+    EXPECT_EQ(r->status, 200) << path << r->body;
+    return keys_of(r->body);
+  }
+  static bool contains(const std::vector<std::string>& v, const std::string& k) {
+    return std::find(v.begin(), v.end(), k) != v.end();
+  }
+  ViewerFixture vf;
+  ServeProcess server{vf.config()};
+};
+
+TEST_F(ViewerSearch, FindsWordsInTheCodeTheAnswersAndTheVerdictsCombinedWithFilters) {
+  // A name in the samples' code (repaired.py's and the corpus's vacuous_test.py), not in their
+  // keys.
+  const std::vector<std::string> scale = {"repaired.py", "vacuous_test.py"};
+  EXPECT_EQ(keys("/run?tag=v2&q=scale_kernel"), scale);
+  // Any run of characters, case aside: part of a name, punctuation included.
+  EXPECT_EQ(keys("/run?tag=v2&q=ALE_KERN"), scale);
+  EXPECT_EQ(keys("/run?tag=v2&q=torch.ones(4)"), std::vector<std::string>{"repaired.py"});
+  // The hostile sample's code, found by the text of its script.
+  auto hostile = keys("/run?tag=v2&q=document.title");
+  EXPECT_TRUE(contains(hostile, "hostile&quot;&#39;&lt;i&gt;.py")) << hostile.size();
+  // Every word must match, each in any of the sample's texts: scale_kernel is in repaired.py's
+  // code, "unitest_code line 3" in its first verdict's detail.
+  EXPECT_EQ(keys("/run?tag=v2&q=scale_kernel%20unitest_code%20line"),
+            std::vector<std::string>{"repaired.py"});
+  EXPECT_TRUE(keys("/run?tag=v2&q=scale_kernel%20Mismatched").empty());
+  // Combined with the filters: AssertionError is in several verdicts' details.
+  auto failed = keys("/run?tag=v2&q=AssertionError&verdict=failed");
+  EXPECT_TRUE(contains(failed, "layernorm.py"));
+  EXPECT_FALSE(contains(failed, "repaired.py"));
+  EXPECT_EQ(keys("/run?tag=v2&q=AssertionError&verdict=verified"),
+            std::vector<std::string>{"repaired.py"});
+  // A run's answers are its own: v1's repaired.py never wrote torch.ones.
+  EXPECT_TRUE(keys("/run?tag=v1&q=torch.ones").empty());
+  // The query language cannot be spelled: quotes, operators and stars are text.
+  for (const char* q : {"%22", "a%22%20OR%20%22b", "NEAR(x%20y)", "*", "body%3Ax", "%5E"}) {
+    auto r = get(std::string("/run?tag=v2&q=") + q);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << q << r->body;
+  }
+}
+
+TEST_F(ViewerSearch, FindsASampleThatArrivedAfterTheViewerStarted) {
+  for (const char* q : {"pangolin", "quokka_launch", "wombat"})
+    EXPECT_TRUE(keys(std::string("/run?tag=v2&q=") + q).empty()) << q;
+  vf.fx().exec("add_late_sample");
+  vf.fx().exec("add_late_job");
+  // The description, at import.
+  EXPECT_EQ(keys("/run?tag=v2&q=pangolin"), std::vector<std::string>{"late.py"});
+  vf.fx().exec("add_late_answer");
+  vf.fx().exec("add_late_verdict");
+  // The wrapper, as the answer arrived; the verifier's detail, as the verdict did.
+  EXPECT_EQ(keys("/run?tag=v2&q=quokka_launch"), std::vector<std::string>{"late.py"});
+  EXPECT_EQ(keys("/run?tag=v2&q=wombat&verdict=failed"), std::vector<std::string>{"late.py"});
+}
+
+TEST_F(ViewerSearch, ColumnHeadersSortAndKeepTheFilters) {
+  auto r = get("/run?tag=v2&verdict=failed");
+  ASSERT_TRUE(r);
+  // Each sortable header links to the same filter sorted by it; the current one (key) the other
+  // way.
+  EXPECT_TRUE(has(
+      r->body, "<a class=\"sort\" href=\"/run?tag=v2&amp;verdict=failed&amp;sort=cost\">cost</a>"))
+      << r->body;
+  EXPECT_TRUE(has(r->body,
+                  "<th aria-sort=\"ascending\"><a class=\"sort\" "
+                  "href=\"/run?tag=v2&amp;verdict=failed&amp;desc=1\">sample</a>"));
+  auto by_cost = get("/run?tag=v2&verdict=failed&sort=cost");
+  ASSERT_TRUE(by_cost);
+  EXPECT_TRUE(has(by_cost->body,
+                  "<th class=\"num\" aria-sort=\"ascending\"><a class=\"sort\" "
+                  "href=\"/run?tag=v2&amp;verdict=failed&amp;sort=cost&amp;desc=1\">cost</a>"))
+      << by_cost->body;
+  // Sorted by key the other way: the same rows, reversed (keys are unique).
+  auto up = keys("/run?tag=v2&verdict=failed");
+  auto down = keys("/run?tag=v2&verdict=failed&desc=1");
+  std::reverse(down.begin(), down.end());
+  EXPECT_EQ(up, down);
+  EXPECT_GT(up.size(), 1u);
+  // A sample's link carries the filter, for the sample page's way back.
+  EXPECT_TRUE(has(r->body, "href=\"/sample?tag=v2&amp;verdict=failed&amp;key=layernorm.py\""))
+      << r->body;
+}
+
+TEST_F(ViewerSearch, ABPageSaysWhatCompareSays) {
+  TempDir dir;
+  auto html = dir.path() / "compare.html";
+  auto ran = run_process({binary("apps/kforge/kforge").string(), "-c", vf.config().string(),
+                          "compare", "v1", "v2", "--html", html.string()});
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  auto report = read_file(html);
+  ASSERT_TRUE(report.ok());
+  auto from = report->find("<section class=\"pair\">");
+  auto to = report->find("</section>", from);
+  ASSERT_NE(from, std::string::npos) << *report;
+  const std::string section = report->substr(from, to + 10 - from);
+  auto ab = get("/ab?a=v1&b=v2");
+  ASSERT_TRUE(ab);
+  ASSERT_EQ(ab->status, 200);
+  // The A/B page holds compare's section of the pair as it is: the causes, the repair rounds'
+  // yield, repaired and unfixable, the counts.
+  EXPECT_TRUE(has(ab->body, section)) << ab->body;
+  for (const char* want : {"Repair rounds", "unfixable (the model's answer)", "Verdicts"})
+    EXPECT_TRUE(has(section, want)) << want;
+}
+
+TEST_F(ViewerSearch, RunsPageCountsAreLinksWithTheVerifiedRate) {
+  auto r = get("/");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200);
+  const std::string& h = r->body;
+  // The verified count and rate, a link to the verified samples.
+  EXPECT_TRUE(has(h, "<a href=\"/run?tag=v2&amp;verdict=verified\">")) << h;
+  EXPECT_TRUE(has(h, " of finished)</a>")) << h;
+  // Counts link to the samples they count: a verdict, a quality flag (as words).
+  EXPECT_TRUE(has(h, "<a href=\"/run?tag=v2&amp;verdict=failed\">failed ")) << h;
+  EXPECT_TRUE(has(h, "<a href=\"/run?tag=v1&amp;flag=mutant_survived\">mutant survived 1</a>"))
+      << h;
+  // Tokens with thousands separators.
+  EXPECT_TRUE(std::regex_search(h, std::regex(R"(<td class="num">\d{1,3}(,\d{3})+</td>)"))) << h;
+  // The counts follow the samples pages they link to.
+  auto flagged = keys("/run?tag=v1&flag=mutant_survived");
+  EXPECT_EQ(flagged.size(), 1u);
+}
+
+// The file's lines, in order.
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    auto nl = text.find('\n', start);
+    out.push_back(text.substr(start, nl - start));
+    start = nl == std::string::npos ? text.size() : nl + 1;
+  }
+  return out;
+}
+
+TEST_F(ViewerSearch, ExportsWhatIsShownAsADownloadAndAsTheSameCommand) {
+  const std::string filter = "tag=v2&verdict=failed&q=AssertionError";
+  auto page = get("/run?" + filter);
+  ASSERT_TRUE(page);
+  auto shown = keys_of(page->body);
+  ASSERT_GT(shown.size(), 1u);
+  const std::string config = std::filesystem::absolute(vf.config()).lexically_normal().string();
+  EXPECT_TRUE(has(page->body, "<code id=\"export-command\">kforge -c &#39;" + config +
+                                  "&#39; export &#39;v2&#39; --keys &#39;v2-keys.txt&#39; --out "
+                                  "&#39;v2.jsonl&#39;</code>"))
+      << page->body;
+  EXPECT_TRUE(has(page->body, "<code id=\"retry-command\">kforge -c &#39;" + config +
+                                  "&#39; retry &#39;v2&#39; --keys &#39;v2-keys.txt&#39; "
+                                  "--dry-run</code>"));
+
+  // The keys file: the keys the page lists, as a download.
+  auto keys_file = get("/keys?" + filter);
+  ASSERT_TRUE(keys_file);
+  ASSERT_EQ(keys_file->status, 200) << keys_file->body;
+  EXPECT_EQ(keys_file->get_header_value("Content-Disposition"),
+            "attachment; filename=\"v2-keys.txt\"");
+  auto listed = lines_of(keys_file->body);
+  ASSERT_EQ(listed.size(), shown.size());
+  for (std::size_t i = 0; i < listed.size(); ++i)
+    EXPECT_EQ(report::html_escape(listed[i]), shown[i]);
+
+  // The rows as JSON Lines: one record a sample shown, in key order.
+  auto rows = get("/export?" + filter + "&format=jsonl");
+  ASSERT_TRUE(rows);
+  ASSERT_EQ(rows->status, 200) << rows->body;
+  EXPECT_EQ(rows->get_header_value("Content-Type"), "application/x-ndjson; charset=utf-8");
+  EXPECT_EQ(rows->get_header_value("Content-Disposition"),
+            "attachment; filename=\"v2-jsonl.jsonl\"");
+  auto records = lines_of(rows->body);
+  ASSERT_EQ(records.size(), shown.size());
+  for (const auto& line : records) {
+    auto rec = nlohmann::json::parse(line);
+    EXPECT_EQ(rec["verdict"], "failed") << line;
+  }
+
+  // The page's command writes the same bytes from the keys file.
+  TempDir dir;
+  write_text(dir.path() / "v2-keys.txt", keys_file->body);
+  auto ran = run_process({binary("apps/kforge/kforge").string(), "-c", config, "export", "v2",
+                          "--keys", (dir.path() / "v2-keys.txt").string(), "--out",
+                          (dir.path() / "v2.jsonl").string()});
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  auto written = read_file(dir.path() / "v2.jsonl");
+  ASSERT_TRUE(written.ok());
+  EXPECT_EQ(*written, rows->body);
+  // And retry would re-queue exactly them.
+  auto retry =
+      run_process({binary("apps/kforge/kforge").string(), "-c", config, "retry", "v2", "--keys",
+                   (dir.path() / "v2-keys.txt").string(), "--dry-run", "--json"});
+  ASSERT_EQ(retry.exit_code, 0) << retry.err;
+  auto summary = nlohmann::json::parse(retry.out);
+  EXPECT_EQ(summary["keys"].get<std::vector<std::string>>(), listed) << retry.out;
+
+  // A key the run does not have is named.
+  write_text(dir.path() / "bad.txt", "repaired.py\nnot_a_sample.py\n");
+  auto bad = run_process({binary("apps/kforge/kforge").string(), "-c", config, "export", "v2",
+                          "--keys", (dir.path() / "bad.txt").string(), "--out",
+                          (dir.path() / "bad.jsonl").string()});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_TRUE(has(bad.err, "run 'v2' has no sample 'not_a_sample.py'")) << bad.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "bad.jsonl"));
+
+  // The training shapes; an unknown one is refused by name.
+  auto sft = get("/export?tag=v2-qwen&format=sft");
+  ASSERT_TRUE(sft);
+  EXPECT_EQ(sft->status, 200) << sft->body;
+  EXPECT_FALSE(sft->body.empty());
+  auto unknown = get("/export?tag=v2&format=parquet");
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->status, 400);
+  EXPECT_TRUE(has(unknown->body, "parameter &#39;format&#39;")) << unknown->body;
 }
 
 }  // namespace

@@ -19,12 +19,15 @@ WHERE run_id = ?1 AND state NOT IN ('done', 'failed', 'cancelled') AND n > 0
 ORDER BY n DESC, stage;
 
 -- The verdict of each sample of a run (the view latest_verification, migration 0025), counted by
--- verdict.
+-- verdict, and how many of each carry no flag (passed with none: verified).
 -- name: viewer_run_verdicts
-SELECT v.verdict, count(*) FROM latest_verification v WHERE v.run_id = ?1
+SELECT v.verdict, count(*), sum(json_array_length(v.flags_json) = 0) FROM latest_verification v
+WHERE v.run_id = ?1
 GROUP BY v.verdict ORDER BY count(*) DESC, v.verdict;
 
--- The quality flags on the verdict of each sample of a run, counted by flag.
+-- The flags on the verdict of each sample of a run, counted by flag (the runs page shows the
+-- quality flags and the two that say the verdict is the verifier's own doing, environment and
+-- infrastructure, apart).
 -- name: viewer_run_flags
 SELECT f.value, count(*) FROM latest_verification v, json_each(v.flags_json) f
 WHERE v.run_id = ?1
@@ -45,3 +48,19 @@ SELECT (SELECT group_concat(state || '/' || stage || '=' || n) FROM run_job_coun
        (SELECT group_concat(stage || '/' || status || '=' || n || '@' || last_ms)
         FROM run_output_totals WHERE run_id = ?1),
        (SELECT group_concat(verdict || '=' || n) FROM run_verdict_counts WHERE run_id = ?1);
+
+-- The samples of a run one of whose texts holds ?2, a quoted FTS5 string (search_text, migration
+-- 0036): the sample's own texts (no run) and the run's answers and verdicts.
+-- name: viewer_search
+SELECT DISTINCT sample_id FROM search_text
+WHERE search_text MATCH ?2 AND (run_id = ?1 OR run_id IS NULL);
+
+-- A sample's descriptions (the instruction texts it was imported with).
+-- name: viewer_sample_description
+SELECT description_1, description_2 FROM samples WHERE id = ?1;
+
+-- The other runs that hold sample ?1 (not run ?2), newest first.
+-- name: viewer_sample_other_runs
+SELECT r.tag FROM jobs j JOIN runs r ON r.id = j.run_id
+WHERE j.sample_id = ?1 AND j.run_id <> ?2
+ORDER BY r.created_ms DESC, r.id DESC;

@@ -235,6 +235,24 @@ Status check_verdict_names(const std::vector<std::string>& verdicts) {
   return {};
 }
 
+// A "usage" error naming the first of opts.keys that the run does not have.
+Status unknown_keys(const ExportOptions& opts, const std::set<std::string>& seen,
+                    const std::string& tag) {
+  if (!opts.keys) return {};
+  for (const auto& k : *opts.keys)
+    if (!seen.count(k)) return fail("usage", "--keys: run '" + tag + "' has no sample '" + k + "'");
+  return {};
+}
+
+// Whether --verdict keeps the outcome (a flagged pass only with --include-flagged).
+bool kept_by_verdict(const SampleOutcome& o, const std::vector<std::string>& verdicts,
+                     bool include_flagged) {
+  if (verdicts.empty()) return true;
+  bool keep =
+      o.verdict && std::find(verdicts.begin(), verdicts.end(), *o.verdict) != verdicts.end();
+  return keep && !(*o.verdict == kPassed && !o.flags.empty() && !include_flagged);
+}
+
 }  // namespace
 
 namespace detail {
@@ -259,22 +277,22 @@ Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
   KF_TRY(store::Transaction tx, store::Transaction::begin(db, store::TxMode::deferred));
   KF_TRY(store::Stmt s, db.prepare(queries()["export_rows"]));
   s.bind(1, run.id);
+  std::set<std::string> seen;
   while (true) {
     KF_TRY(bool row, s.step());
     if (!row) break;
     std::string key = s.text(0);
+    if (opts.keys) {
+      if (!opts.keys->count(key)) continue;
+      seen.insert(key);
+    }
     SampleOutcome o;
     ojson flags = ojson::array();
     KF_TRY(bool before_verify, read_outcome(s, tag, analysis_stages, o, flags));
     Category cat = o.category();
-    if (!verdicts.empty()) {
-      bool keep =
-          o.verdict && std::find(verdicts.begin(), verdicts.end(), *o.verdict) != verdicts.end();
-      if (keep && *o.verdict == kPassed && !o.flags.empty() && !opts.include_flagged) keep = false;
-      if (!keep) {
-        ++sum.skipped;
-        continue;
-      }
+    if (!kept_by_verdict(o, verdicts, opts.include_flagged)) {
+      ++sum.skipped;
+      continue;
     }
     // Per target: ok, error, unavailable or not_run (the verification's rows of
     // verification_targets); null when the verification had no target.
@@ -355,19 +373,55 @@ Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
       sel.group = it->second;
     KF_CHECK(emit(sel));
   }
-  return {};
+  return unknown_keys(opts, seen, tag);
 }
 
 }  // namespace detail
 
+Result<std::set<std::string>> read_keys_file(const std::filesystem::path& path) {
+  KF_TRY(std::string text, read_file(path));
+  std::set<std::string> keys;
+  std::size_t start = 0;
+  for (int line = 1; start < text.size(); ++line) {
+    auto nl = text.find('\n', start);
+    std::string key = text.substr(start, nl == std::string::npos ? nl : nl - start);
+    start = nl == std::string::npos ? text.size() : nl + 1;
+    if (!key.empty() && key.back() == '\r') key.pop_back();
+    if (key.empty()) continue;
+    for (char c : key)
+      if (static_cast<unsigned char>(c) < 0x20)
+        return fail("usage", path.string() + " line " + std::to_string(line) +
+                                 ": a key holds a control character");
+    keys.insert(std::move(key));
+  }
+  return keys;
+}
+
 Result<ExportSummary> export_run(store::Db& db, const std::string& tag,
                                  const std::filesystem::path& out, const ExportOptions& opts) {
+  KF_TRY(AtomicFile file, AtomicFile::create(out));
+  bool json = opts.shape == RowShape::record && opts.format == ExportFormat::json;
+  if (json) KF_CHECK(file.write("["));
+  std::int64_t n = 0;
+  auto write = [&](std::string_view line) -> Status {
+    if (json) {
+      KF_CHECK(file.write(n++ == 0 ? "\n" : ",\n"));
+      line.remove_suffix(1);  // the newline
+    }
+    return file.write(line);
+  };
+  KF_TRY(ExportSummary sum, export_lines(db, tag, opts, write, out.string()));
+  if (json) KF_CHECK(file.write(sum.written == 0 ? "]\n" : "\n]\n"));
+  KF_CHECK(file.commit());
+  return sum;
+}
+
+Result<ExportSummary> export_lines(store::Db& db, const std::string& tag, const ExportOptions& opts,
+                                   const std::function<Status(std::string_view)>& out,
+                                   const std::string& destination) {
   KF_TRY(RunInfo run, find_run(db, tag));
   bool record = opts.shape == RowShape::record;
   KF_TRY(auto rows, detail::RowMaker::create(db, run, opts));
-  KF_TRY(AtomicFile file, AtomicFile::create(out));
-  bool json = record && opts.format == ExportFormat::json;
-  if (json) KF_CHECK(file.write("["));
   ExportSummary sum;
   detail::Emit write = [&](detail::Selected& sel) -> Status {
     std::optional<ojson> row;
@@ -381,15 +435,12 @@ Result<ExportSummary> export_run(store::Db& db, const std::string& tag,
       }
     }
     std::string line = row->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    if (json) KF_CHECK(file.write(sum.written == 0 ? "\n" : ",\n"));
-    KF_CHECK(file.write(line));
-    if (!json) KF_CHECK(file.write("\n"));
+    line += '\n';
+    KF_CHECK(out(line));
     ++sum.written;
     return {};
   };
-  KF_CHECK(detail::select_rows(db, run, opts, out.string(), record, sum, write));
-  if (json) KF_CHECK(file.write(sum.written == 0 ? "]\n" : "\n]\n"));
-  KF_CHECK(file.commit());
+  KF_CHECK(detail::select_rows(db, run, opts, destination, record, sum, write));
   return sum;
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "html_pair.hpp"
 #include "kforge/core/clock.hpp"
 #include "kforge/report/compare.hpp"
 #include "kforge/report/escape.hpp"
@@ -307,6 +308,10 @@ std::string prompts_cell(const nlohmann::ordered_json& prompts) {
   return s;
 }
 
+}  // namespace
+
+namespace detail {
+
 std::string pair_section(const Comparison& c, const PairComparison& p) {
   int conf = static_cast<int>(std::lround(c.confidence * 100.0));
   std::string s = R"(<section class="pair">)";
@@ -420,7 +425,7 @@ std::string pair_section(const Comparison& c, const PairComparison& p) {
   return s + "</section>";
 }
 
-}  // namespace
+}  // namespace detail
 
 std::string render_html(const Comparison& c) {
   std::string tags;

@@ -1,6 +1,7 @@
 #pragma once
 // Display labels and number formats shared by the terminal table and the HTML report.
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,6 +26,10 @@ std::string p_text(double p);
 // "$0.0123", "-" when absent.
 std::string money(const std::optional<double>& v);
 std::string number(const std::optional<double>& v, int decimals);
+// 302709 -> "302,709"
+std::string thousands(std::int64_t n);
+// A flag as words: "mutant_survived" -> "mutant survived".
+std::string flag_words(std::string_view flag);
 
 // The union of names over both runs' counts, first-seen order.
 std::vector<std::string> union_names(const Counts& a, const Counts& b);

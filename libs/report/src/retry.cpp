@@ -23,8 +23,9 @@ std::vector<std::pair<std::string, std::int64_t>> to_vector(
 
 Result<RetrySelection> select_retry(store::Db& db, const std::string& tag,
                                     const RetryOptions& opts) {
-  if (opts.verdicts.empty() && opts.failures.empty())
-    return fail("usage", "choose what to retry with --verdict and/or --failure");
+  const bool by_what = !opts.verdicts.empty() || !opts.failures.empty();
+  if (!by_what && !opts.keys)
+    return fail("usage", "choose what to retry with --verdict, --failure and/or --keys");
   for (const auto& v : opts.verdicts)
     if (!contains(verdict_names(), v) && v != "flagged")
       return fail("usage", "--verdict: '" + v +
@@ -68,15 +69,23 @@ Result<RetrySelection> select_retry(store::Db& db, const std::string& tag,
   sel.run_id = run.id;
   sel.run_state = run.state;
   std::map<std::string, std::int64_t> by_stage, by_outcome;
+  if (opts.keys) {
+    std::set<std::string> run_keys;
+    for (const auto& o : outcomes) run_keys.insert(o.key);
+    for (const auto& k : *opts.keys)
+      if (!run_keys.count(k))
+        return fail("usage", "--keys: run '" + tag + "' has no sample '" + k + "'");
+  }
   for (const auto& o : outcomes) {
     if (!o.finished()) continue;
+    if (opts.keys && !opts.keys->count(o.key)) continue;
     Category c = o.category();
     std::string what(to_string(c));
-    bool chosen = false;
-    if (o.verdict) {
+    bool chosen = !by_what;
+    if (by_what && o.verdict) {
       chosen = contains(opts.verdicts, *o.verdict) ||
                (c == Category::flagged && contains(opts.verdicts, "flagged"));
-    } else {
+    } else if (by_what) {
       chosen = contains(opts.failures, what);
     }
     if (!chosen) continue;

@@ -20,6 +20,22 @@ std::string label(std::string_view name) {
   return std::string(name);
 }
 
+std::string thousands(std::int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
+
+std::string flag_words(std::string_view flag) {
+  std::string out(flag);
+  for (char& c : out)
+    if (c == '_') c = ' ';
+  return out;
+}
+
 std::string round_name(int round) {
   return round == 0 ? "generate" : fmt::format("repair {}", round);
 }

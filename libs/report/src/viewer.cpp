@@ -2,6 +2,9 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include <functional>
+#include <map>
+
 #include "kforge/core/clock.hpp"
 #include "labels.hpp"
 #include "queries.hpp"
@@ -65,24 +68,82 @@ struct RunsPageRow {
   std::int64_t tokens = 0;
 };
 
-// What a count query bound to the run returns: (name, n), or (name, state, n) shown as
-// "name (state) n".
-enum class CountColumns { name, name_state };
+// A count of the runs page: a name and how many.
+struct Count {
+  std::string name;
+  std::int64_t n = 0;
+};
 
-// "name n, name n" from a count query bound to the run.
-Result<std::string> counts_text(store::Db& db, std::string_view query, std::int64_t run_id,
-                                CountColumns columns = CountColumns::name) {
-  const bool with_state = columns == CountColumns::name_state;
+// "name n, name n", each name as words; with `filter`, each count whose parameters it gives
+// (non-empty) links to the run's samples filtered by them.
+std::string counts_html(const std::vector<Count>& counts,
+                        const std::function<Params(const std::string&)>& filter = nullptr) {
+  std::string out;
+  for (const auto& c : counts) {
+    std::string text = detail::flag_words(c.name) + " " + detail::thousands(c.n);
+    Params p = filter ? filter(c.name) : Params();
+    out += (out.empty() ? "" : ", ") + (p.empty() ? html_escape(text) : link("/run", p, text));
+  }
+  return out.empty() ? std::string("-") : out;
+}
+
+// The rows of a count query bound to the run: (name, n) or, with `state`, (name, state, n) as
+// "name (state)"; `clean` collects a third column's count by name.
+Result<std::vector<Count>> counts_of(store::Db& db, std::string_view query, std::int64_t run_id,
+                                     bool state = false,
+                                     std::map<std::string, std::int64_t>* clean = nullptr) {
   KF_TRY(store::Stmt s, db.prepare(queries()[query]));
   s.bind(1, run_id);
-  std::string out;
+  std::vector<Count> out;
   KF_CHECK(s.each([&](store::Stmt& r) {
-    std::string name = r.text(0);
-    if (with_state) name += " (" + r.text(1) + ")";
-    out += (out.empty() ? "" : ", ") + html_escape(name) + " " +
-           std::to_string(r.int64(with_state ? 2 : 1));
+    Count c{r.text(0), r.int64(state ? 2 : 1)};
+    if (state) c.name += " (" + r.text(1) + ")";
+    if (clean != nullptr) (*clean)[c.name] = r.int64(2);
+    out.push_back(std::move(c));
   }));
-  return out.empty() ? std::string("-") : out;
+  return out;
+}
+
+// A run's line of the runs page: every count a link to the samples it counts.
+Result<std::string> run_row(store::Db& db, const RunsPageRow& r, bool& refresh) {
+  if (r.state == store::to_string(store::RunState::active)) refresh = true;
+  const std::string& tag = r.tag;
+  double pct = r.jobs > 0 ? static_cast<double>(r.finished) / static_cast<double>(r.jobs) : 0;
+  KF_TRY(auto phase, counts_of(db, "viewer_run_phase", r.id, true));
+  std::map<std::string, std::int64_t> clean;
+  KF_TRY(auto verdicts, counts_of(db, "viewer_run_verdicts", r.id, false, &clean));
+  KF_TRY(auto all_flags, counts_of(db, "viewer_run_flags", r.id));
+  // The flags that say a verdict is the verifier's own doing are causes, not quality flags.
+  std::vector<Count> flags, causes;
+  for (auto& f : all_flags)
+    (f.name == kEnvironmentFlag || f.name == kInfrastructureFlag ? causes : flags)
+        .push_back(std::move(f));
+  const std::int64_t verified = clean[std::string(kPassed)];
+  // A verdict other than passed is an outcome of its own name; passed splits into verified and
+  // flagged (the quality flags' column).
+  auto by_verdict = [&](const std::string& v) -> Params {
+    if (v == kPassed) return {};
+    return {{"tag", tag}, {"verdict", v}};
+  };
+  auto by = [&](const char* name) {
+    return [&tag, name](const std::string& v) -> Params { return {{"tag", tag}, {name, v}}; };
+  };
+  double rate =
+      r.finished > 0 ? static_cast<double>(verified) / static_cast<double>(r.finished) : 0;
+  return "<tr><td>" + link("/run", {{"tag", tag}}, tag) + "</td><td>" + html_escape(r.pipeline) +
+         "</td><td>" + html_escape(r.model) + "</td><td>" + html_escape(r.state) +
+         "</td><td class=\"num\">" +
+         fmt::format("{} / {} ({})", detail::thousands(r.finished), detail::thousands(r.jobs),
+                     detail::percent(pct)) +
+         "</td><td class=\"num\">" +
+         link("/run", {{"tag", tag}, {"verdict", "verified"}},
+              fmt::format("{} ({} of finished)", detail::thousands(verified),
+                          detail::percent(rate))) +
+         "</td><td>" + counts_html(phase) + "</td><td>" + counts_html(verdicts, by_verdict) +
+         "</td><td>" + counts_html(flags, by("flag")) + "</td><td>" +
+         counts_html(causes, by("cause")) + "</td><td class=\"num\">" +
+         detail::thousands(r.tokens) + "</td><td class=\"num\">" + detail::money(r.cost_usd) +
+         "</td><td>" + html_escape(format_utc_ms(r.created_ms)) + "</td></tr>";
 }
 
 }  // namespace
@@ -113,22 +174,14 @@ Result<Body> runs_page(store::Db& db, const ViewOptions& opts) {
   h += "<h1>Runs</h1><p class=\"meta\">" + std::to_string(runs.size()) + " run(s), read " +
        html_escape(format_utc_ms(opts.now_ms)) + "</p>";
   h += "<section class=\"runs\"><table id=\"runs\"><tr><th>run</th><th>pipeline</th>"
-       "<th>model</th><th>state</th><th class=\"num\">finished</th><th>open jobs</th>"
-       "<th>latest verdicts</th><th>flags</th><th class=\"num\">tokens</th>"
+       "<th>model</th><th>state</th><th class=\"num\">finished</th>"
+       "<th class=\"num\">verified</th><th>open jobs</th>"
+       "<th>latest verdicts</th><th>quality flags</th><th>not the sample's</th>"
+       "<th class=\"num\">tokens</th>"
        "<th class=\"num\">cost</th><th>created</th></tr>";
   for (const auto& r : runs) {
-    if (r.state == store::to_string(store::RunState::active)) b.refresh = true;
-    double pct = r.jobs > 0 ? static_cast<double>(r.finished) / static_cast<double>(r.jobs) : 0;
-    KF_TRY(std::string phase, counts_text(db, "viewer_run_phase", r.id, CountColumns::name_state));
-    KF_TRY(std::string verdicts, counts_text(db, "viewer_run_verdicts", r.id));
-    KF_TRY(std::string flags, counts_text(db, "viewer_run_flags", r.id));
-    h += "<tr><td>" + link("/run", {{"tag", r.tag}}, r.tag) + "</td><td>" +
-         html_escape(r.pipeline) + "</td><td>" + html_escape(r.model) + "</td><td>" +
-         html_escape(r.state) + "</td><td class=\"num\">" +
-         fmt::format("{} / {} ({})", r.finished, r.jobs, detail::percent(pct)) + "</td><td>" +
-         phase + "</td><td>" + verdicts + "</td><td>" + flags + "</td><td class=\"num\">" +
-         std::to_string(r.tokens) + "</td><td class=\"num\">" + detail::money(r.cost_usd) +
-         "</td><td>" + html_escape(format_utc_ms(r.created_ms)) + "</td></tr>";
+    KF_TRY(std::string row, run_row(db, r, b.refresh));
+    h += row;
   }
   h += "</table></section>";
   if (runs.size() >= 2) {
@@ -211,6 +264,11 @@ ViewResponse view(store::Db& db, const ViewRequest& req, const ViewOptions& opts
     r.body = std::string(template_file("report.css")) + std::string(template_file("viewer.css"));
     return r;
   }
+  if (req.path == "/export" || req.path == "/keys") {
+    auto download = export_download(db, req, opts);
+    if (!download.ok()) return error_page(download.error(), db.path(), opts);
+    return std::move(*download);
+  }
   Result<Body> body =
       fail("not_found", "no page at " + req.path + " (pages: /, /run, /sample, /ab)");
   if (req.path == "/")
@@ -218,7 +276,7 @@ ViewResponse view(store::Db& db, const ViewRequest& req, const ViewOptions& opts
   else if (req.path == "/run")
     body = samples_page(db, req, opts);
   else if (req.path == "/sample")
-    body = sample_page(db, req);
+    body = sample_page(db, req, opts);
   else if (req.path == "/ab")
     body = ab_page(db, req, opts);
   if (!body.ok()) return error_page(body.error(), db.path(), opts);

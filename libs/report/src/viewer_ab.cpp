@@ -1,8 +1,10 @@
-// Two runs on the samples both finished: rates, the paired difference and the flips each way,
-// each with links to both versions of the sample.
+// Two runs on the samples both finished: what kforge compare says of them (its HTML section:
+// rates, the paired difference, causes, per-round yield, repaired and unfixable, counts, cost)
+// and the flips each way, each with links to both versions of the sample.
 
 #include <spdlog/fmt/fmt.h>
 
+#include "html_pair.hpp"
 #include "kforge/report/compare.hpp"
 #include "labels.hpp"
 #include "viewer_impl.hpp"
@@ -50,23 +52,15 @@ Result<Body> ab_page(store::Db& db, const ViewRequest& req, const ViewOptions& o
       "<p class=\"meta\">{} samples finished in both; {} of {} and {} of {} not "
       "compared (unfinished, or in one run only)</p>",
       p.samples, p.excluded_a, html_escape(a.tag), p.excluded_b, html_escape(b.tag));
-  for (const auto& w : p.warnings) h += "<p class=\"banner nosig\">" + html_escape(w) + "</p>";
-  if (!p.no_call.empty()) h += "<p class=\"banner nosig\">" + html_escape(p.no_call) + "</p>";
-  h += "<table id=\"rates\"><tr><th>run</th><th class=\"num\">verified</th>"
-       "<th class=\"num\">rate</th><th class=\"num\">cost</th>"
-       "<th class=\"num\">cost per verified</th></tr>";
-  for (auto [tag, s] : {std::pair{&a.tag, &p.a}, std::pair{&b.tag, &p.b}})
-    h += "<tr><td>" + link("/run", {{"tag", *tag}}, *tag) + "</td><td class=\"num\">" +
-         fmt::format("{} / {}", s->verified, s->samples) + "</td><td class=\"num\">" +
-         detail::percent(s->rate) + "</td><td class=\"num\">" + detail::money(s->cost_usd) +
-         "</td><td class=\"num\">" + detail::money(s->cost_per_verified) + "</td></tr>";
-  h += "</table>";
-  h += "<p>difference " + html_escape(detail::points(p.difference)) +
-       fmt::format(
-           " [{:.1f}, {:.1f}] at {:.0f}%; exact McNemar p = ", p.difference_interval.low * 100,
-           p.difference_interval.high * 100, confidence * 100) +
-       html_escape(detail::p_text(p.p_value)) +
-       (p.significant ? " (significant)" : " (not significant)") + "</p>";
+  // What kforge compare says of the pair, its own section (html.cpp): causes apart from the
+  // rates, per-round yield, repaired and unfixable, counts, cost.
+  Comparison c;
+  c.confidence = confidence;
+  c.generated_ms = opts.now_ms;
+  c.runs = {a, b};
+  c.pairs = {p};
+  h += "<div class=\"compare\" id=\"compare\">" + detail::pair_section(c, p) + "</div>";
+  h += "<h2>Flips, each with both versions</h2>";
   h += flips_html("gained", "gained: verified in " + b.tag + " only", p.gained, a.tag, b.tag);
   h += flips_html("lost", "lost: verified in " + a.tag + " only", p.lost, a.tag, b.tag);
   return body;

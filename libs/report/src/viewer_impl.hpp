@@ -1,6 +1,7 @@
 #pragma once
 // The viewer's pages, one file each (viewer.cpp routes and lays them out). Private.
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -35,9 +36,45 @@ struct Body {
 // The run's outcomes (load_outcomes), through the cache when there is one.
 Result<ViewCache::Outcomes> outcomes_of(store::Db& db, const RunInfo& run, ViewCache* cache);
 
+// A run's samples as the samples page filters and sorts them (viewer_samples.cpp); the sample
+// page's previous/next and the exports read the same selection.
+struct Filter {
+  std::string tag, verdict, flag, failure, round, cause, q, sort = "key";
+  bool desc = false;
+  int page = 1;
+  // The request's parameters for this filter ("" values left out), page not included.
+  Params params() const;
+};
+// The filter a request asks for; a bad value is a "usage" error naming the parameter.
+Result<Filter> parse_filter(const ViewRequest& req);
+// One sample's values for the filters and the table.
+struct Row {
+  const SampleOutcome* o = nullptr;
+  std::string outcome;  // the category
+  std::string failure;  // stage_failure()
+  std::string cause;    // verdict_cause() of a verdict other than passed, else ""
+  std::int64_t tokens = 0;
+};
+struct Selection {
+  std::vector<Row> rows;  // those that match, in the filter's order
+  // Each filter's values over every sample of the run, with counts.
+  std::map<std::string, int> outcomes, flags, failures, causes, rounds;
+};
+// The samples of `outcomes` that match `f` (its search through search_text, migration 0036),
+// sorted as it says.
+Result<Selection> select_samples(store::Db& db, const RunInfo& run,
+                                 const std::vector<SampleOutcome>& outcomes, const Filter& f);
+// 'text' for a POSIX shell: single quotes, each ' as '\''.
+std::string shell_quote(std::string_view s);
+
 Result<Body> runs_page(store::Db& db, const ViewOptions& opts);
 Result<Body> samples_page(store::Db& db, const ViewRequest& req, const ViewOptions& opts);
-Result<Body> sample_page(store::Db& db, const ViewRequest& req);
+Result<Body> sample_page(store::Db& db, const ViewRequest& req, const ViewOptions& opts);
+// The filtered rows as a download: /export?tag=T&FILTERS&format=F (viewer_export.cpp).
+Result<ViewResponse> export_download(store::Db& db, const ViewRequest& req,
+                                     const ViewOptions& opts);
+// The samples page's export section: the ready commands and the download links.
+std::string export_section(const Filter& f, const Selection& sel, const ViewOptions& opts);
 Result<Body> ab_page(store::Db& db, const ViewRequest& req, const ViewOptions& opts);
 
 // A line diff of a against b (longest common subsequence): each line of either with ' ' (both),

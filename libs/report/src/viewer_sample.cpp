@@ -69,31 +69,51 @@ Diff line_diff(std::string_view a, std::string_view b, std::size_t max_cells) {
 
 namespace {
 
-// "passed", or "passed [\"mutant_survived\"]" when the verdict has flags.
+// "passed", or "passed, flagged: mutant survived" when the verdict has flags.
 std::string verdict_text(const VerifyAttempt& v) {
-  return v.flags_json == "[]" ? v.verdict : v.verdict + " " + v.flags_json;
+  std::string flags;
+  for (const auto& f : list_items(v.flags_json))
+    if (f.is_string())
+      flags += (flags.empty() ? "" : ", ") + detail::flag_words(f.get<std::string>());
+  return flags.empty() ? v.verdict : v.verdict + ", flagged: " + flags;
 }
 
-// 'text' for a POSIX shell: single quotes, each ' as '\''.
-std::string shell_quote(std::string_view s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
+// Coverage facts as words: "output_sizes: 4; tail_path: false".
+std::string coverage_text(const std::string& json) {
+  auto j = ojson::parse(json, nullptr, false);
+  if (!j.is_object()) return json;
+  std::string out;
+  for (const auto& [k, v] : j.items()) {
+    std::string value;
+    if (v.is_array())
+      for (const auto& x : v)
+        value += (value.empty() ? "" : ", ") + (x.is_string() ? x.get<std::string>() : x.dump());
+    else
+      value = v.is_string() ? v.get<std::string>() : v.dump();
+    out += (out.empty() ? "" : "; ") + detail::flag_words(k) + ": " + value;
+  }
+  return out;
 }
 
-// A text in a <pre>, with 1-based line `mark` (0: none) highlighted.
+// A text in a <pre>, with 1-based line `mark` (0: none) highlighted; code is numbered by line
+// (each line a span the stylesheet numbers).
 std::string pre(std::string_view text, int mark = 0, std::string_view cls = "code") {
-  if (mark <= 0) return "<pre class=\"" + std::string(cls) + "\">" + html_escape(text) + "</pre>";
+  const bool numbered = cls == "code";
+  if (mark <= 0 && !numbered)
+    return "<pre class=\"" + std::string(cls) + "\">" + html_escape(text) + "</pre>";
   std::string out = "<pre class=\"" + std::string(cls) + "\">";
   int line = 1;
   std::size_t start = 0;
   while (start <= text.size()) {
     auto nl = text.find('\n', start);
     std::string_view l = text.substr(start, nl == std::string_view::npos ? nl : nl - start);
+    if (nl == std::string_view::npos && l.empty() && line > 1) break;
+    if (numbered) out += "<span class=\"ln\">";
     if (line == mark)
       out += "<mark class=\"failing\">" + html_escape(l) + "</mark>";
     else
       out += html_escape(l);
+    if (numbered) out += "</span>";
     if (nl == std::string_view::npos) break;
     out += "\n";
     start = nl + 1;
@@ -218,13 +238,171 @@ std::vector<Round> rounds_of(const RunInfo& run, const SampleData& d) {
   return rounds;
 }
 
-// One round's section: its answer, cost, verdict and failing line, mutants, coverage, targets,
-// code (with its diff from the round before that had code), reasoning and stderr.
+}  // namespace
+
+namespace {
+
+// The prompt a round's answer was asked with, as text: each message's role and content (the
+// request as stored when it is not a chat request).
+std::string prompt_text(const std::string& request_json) {
+  auto j = ojson::parse(request_json, nullptr, false);
+  if (!j.is_object() || !j.contains("messages") || !j["messages"].is_array() ||
+      j["messages"].empty())
+    return request_json;
+  std::string out;
+  for (const auto& m : j["messages"]) {
+    if (!m.is_object()) continue;
+    out += "--- " + json_text(m, "role") + "\n";
+    out += m.contains("content") && m["content"].is_string() ? m["content"].get<std::string>()
+                                                             : m.value("content", ojson()).dump();
+    out += "\n";
+  }
+  return out;
+}
+
+// Where the sample is in the list it was opened from (the samples page's filter, carried by its
+// links): the filter's parameters, its outcome, and the samples before and after it.
+struct Place {
+  Params filter;
+  const SampleOutcome* outcome = nullptr;
+  std::string previous, next;
+  std::size_t index = 0, count = 0;
+  ViewCache::Outcomes hold;  // keeps `outcome` alive
+};
+
+Result<Place> place_of(store::Db& db, const ViewRequest& req, const RunInfo& run,
+                       const std::string& key, const ViewOptions& opts) {
+  Place p;
+  KF_TRY(Filter f, parse_filter(req));
+  p.filter = f.params();
+  KF_TRY(p.hold, outcomes_of(db, run, opts.cache));
+  for (const auto& o : *p.hold)
+    if (o.key == key) p.outcome = &o;
+  KF_TRY(Selection sel, select_samples(db, run, *p.hold, f));
+  p.count = sel.rows.size();
+  for (std::size_t i = 0; i < sel.rows.size(); ++i) {
+    if (sel.rows[i].o->key != key) continue;
+    p.index = i + 1;
+    if (i > 0) p.previous = sel.rows[i - 1].o->key;
+    if (i + 1 < sel.rows.size()) p.next = sel.rows[i + 1].o->key;
+  }
+  return p;
+}
+
+Params with_key(Params p, const std::string& key) {
+  p.emplace_back("key", key);
+  return p;
+}
+
+// The heading: the key, the way back to the list with its filter, previous and next in it, and
+// where the job is.
+std::string heading_html(const RunInfo& run, const SampleData& d, const Place& place) {
+  std::string h = "<h1 class=\"key\">" + html_escape(d.key) + "</h1><p class=\"meta\">run " +
+                  link("/run", {{"tag", run.tag}}, run.tag) + " (pipeline " +
+                  html_escape(run.pipeline) + ", model " + html_escape(run.model) + "); job " +
+                  html_escape(std::string(store::to_string(d.state))) + " at " +
+                  html_escape(d.stage) + ", " +
+                  fmt::format("{} attempt(s): {} LLM call(s), {} verification(s)",
+                              d.outputs.size() + d.verifications.size(), d.outputs.size(),
+                              d.verifications.size());
+  if (d.error_kind || d.error)
+    h += "; error " + html_escape(d.error_kind.value_or("-")) + ": " +
+         html_escape(d.error.value_or("-"));
+  h += "</p><p class=\"pages\" id=\"place\">" + link("/run", place.filter, "back to the list");
+  if (place.index > 0)
+    h += fmt::format(" <span class=\"muted\">{} of {}</span> ", place.index, place.count);
+  if (!place.previous.empty())
+    h += " <a rel=\"prev\" href=\"" + href("/sample", with_key(place.filter, place.previous)) +
+         "\">previous</a>";
+  if (!place.next.empty())
+    h += " <a rel=\"next\" href=\"" + href("/sample", with_key(place.filter, place.next)) +
+         "\">next</a>";
+  return h + "</p>";
+}
+
+// The same sample in the other runs that hold it, each with the A/B page of the two runs.
+Result<std::string> other_runs_html(store::Db& db, const RunInfo& run, const SampleData& d) {
+  KF_TRY(store::Stmt s, db.prepare(queries()["viewer_sample_other_runs"]));
+  s.bind(1, d.sample_id);
+  s.bind(2, run.id);
+  std::string out;
+  KF_CHECK(s.each([&](store::Stmt& r) {
+    std::string other = r.text(0);
+    out += (out.empty() ? "" : "; ") + link("/sample", {{"tag", other}, {"key", d.key}}, other) +
+           " (" + link("/ab", {{"a", other}, {"b", run.tag}}, "A/B") + ")";
+  }));
+  return out.empty() ? out : "<p class=\"meta\" id=\"other-runs\">in other runs: " + out + "</p>";
+}
+
+// The speed label of the sample's latest verdict, as words.
+std::string speed_text(const SampleOutcome* o) {
+  if (o == nullptr || !o->timed) return "not timed";
+  std::string s = o->speedup ? fmt::format("{:.2f}x the PyTorch reference", *o->speedup)
+                             : std::string("timed, no reference");
+  if (o->pass_perf) s += *o->pass_perf ? ", fast enough" : ", too slow";
+  return s;
+}
+
+// What to read first: the latest verdict and its failing line, the description, the speed, the
+// cost and the command that reproduces the sample.
+Result<std::string> summary_html(store::Db& db, const RunInfo& run, const SampleData& d,
+                                 const std::vector<Round>& rounds, const Place& place,
+                                 const ViewOptions& opts) {
+  std::int64_t tokens = 0;
+  double cost = 0;
+  for (const auto& a : d.outputs) {
+    tokens += a.prompt_tokens + a.completion_tokens;
+    cost += a.cost_usd;
+  }
+  const VerifyAttempt* last = d.verifications.empty() ? nullptr : &d.verifications.back();
+  std::string h =
+      "<dl class=\"facts\" id=\"summary\"><dt>latest verdict</dt><dd id=\"verdict\">" +
+      (last ? html_escape(verdict_text(*last)) + ": " + html_escape(last->detail.value_or("-"))
+            : std::string("none")) +
+      "</dd>";
+  if (last != nullptr) {
+    auto [section, line] = failing_line(last);
+    const Round* r = nullptr;
+    for (const auto& x : rounds)
+      if (x.n == last->repair_round) r = &x;
+    if (!section.empty() && line > 0 && r != nullptr) {
+      std::string_view text = section == "kernel_wrapper" ? std::string_view(r->wrapper)
+                              : section == "unitest_code" ? std::string_view(r->test)
+                                                          : std::string_view(d.code);
+      h += "<dt>failing line</dt><dd class=\"failing-line\" id=\"top-failing-line\">" +
+           html_escape(fmt::format("{} line {}: ", section, line)) + "<code>" +
+           html_escape(line_of(text, line)) + "</code></dd>";
+    }
+  }
+  KF_TRY(store::Stmt s, db.prepare(queries()["viewer_sample_description"]));
+  s.bind(1, d.sample_id);
+  KF_TRY(bool row, s.step());
+  for (int c = 0; row && c < 2; ++c)
+    if (auto text = s.opt_text(c); text && !text->empty())
+      h += "<dt>description</dt><dd><pre class=\"prose description\">" + html_escape(*text) +
+           "</pre></dd>";
+  std::string kforge = "kforge";
+  if (!opts.config_path.empty()) kforge += " -c " + shell_quote(opts.config_path);
+  h += "<dt>speed</dt><dd id=\"speed\">" + html_escape(speed_text(place.outcome)) + "</dd>";
+  h += "<dt>tokens, cost</dt><dd>" +
+       fmt::format("{} tokens, {} over {} LLM call(s)", detail::thousands(tokens),
+                   detail::money(cost), d.outputs.size()) +
+       "</dd><dt>reproduce</dt><dd><code id=\"reproduce\">" +
+       html_escape(kforge + " debug " + shell_quote(run.tag) + " " + shell_quote(d.key) +
+                   " --out kforge-debug") +
+       "</code> (writes the prompts, answers and the verifier's script; run.sh re-runs it)"
+       "</dd></dl>";
+  return h;
+}
+
+// One round: its answer, verdict, failing line, mutants, coverage, cross-compile results, the
+// code with the differences from the round before, and (collapsed) the prompt the model was
+// sent, its raw answer, its reasoning and the verifier's stderr.
 Result<std::string> round_html(store::Db& db, const SampleData& d, const Round& r,
                                const Round* before) {
-  std::string h;
-  h += fmt::format("<section class=\"round\" id=\"round-{}\"><h3>{}</h3>", r.n,
-                   r.n == 0 ? std::string("round 0: generate") : fmt::format("repair {}", r.n));
+  std::string h =
+      fmt::format("<section class=\"round\" id=\"round-{}\"><h3>{}</h3>", r.n,
+                  r.n == 0 ? std::string("round 0: generate") : fmt::format("repair {}", r.n));
   h += "<dl class=\"facts\">";
   if (r.answer != nullptr) {
     h += "<dt>answer</dt><dd>" + html_escape(std::string(store::to_string(r.answer->status)));
@@ -233,11 +411,12 @@ Result<std::string> round_html(store::Db& db, const SampleData& d, const Round& 
     h += "</dd>";
   }
   h += "<dt>tokens, cost</dt><dd>" +
-       fmt::format("{} tokens, {}", r.tokens, detail::money(r.cost_usd)) + "</dd>";
+       fmt::format("{} tokens, {}", detail::thousands(r.tokens), detail::money(r.cost_usd)) +
+       "</dd>";
+  auto [section, line] = failing_line(r.verdict);
   if (r.verdict != nullptr) {
     h += "<dt>verdict</dt><dd class=\"verdict\">" + html_escape(verdict_text(*r.verdict)) +
          "</dd><dt>detail</dt><dd>" + html_escape(r.verdict->detail.value_or("-")) + "</dd>";
-    auto [section, line] = failing_line(r.verdict);
     if (!section.empty() && line > 0) {
       std::string_view text = section == "kernel_wrapper" ? std::string_view(r.wrapper)
                               : section == "unitest_code" ? std::string_view(r.test)
@@ -248,14 +427,14 @@ Result<std::string> round_html(store::Db& db, const SampleData& d, const Round& 
     }
     h += mutants_html(*r.verdict);
     if (r.verdict->coverage_json)
-      h += "<dt>coverage</dt><dd><code>" + html_escape(*r.verdict->coverage_json) + "</code></dd>";
+      h +=
+          "<dt>coverage</dt><dd>" + html_escape(coverage_text(*r.verdict->coverage_json)) + "</dd>";
     KF_TRY(std::string targets, targets_html(db, r.verdict->id));
     h += targets;
   } else {
     h += "<dt>verdict</dt><dd class=\"verdict\">none</dd>";
   }
   h += "</dl>";
-  auto [section, line] = failing_line(r.verdict);
   if (!r.unfixable.empty()) h += "<h4>unfixable</h4>" + pre(r.unfixable, 0, "prose");
   if (r.has_code) {
     h += "<h4>kernel_wrapper</h4>" + pre(r.wrapper, section == "kernel_wrapper" ? line : 0);
@@ -263,24 +442,53 @@ Result<std::string> round_html(store::Db& db, const SampleData& d, const Round& 
     h += "<h4>unitest_code</h4>" + pre(r.test, section == "unitest_code" ? line : 0);
     if (before != nullptr) h += diff_html(before->test, r.test);
   }
+  if (r.answer != nullptr && r.answer->request_json)
+    h += std::string("<details class=\"prompt\"><summary>") +
+         (r.n == 0 ? "prompt" : "prompt, with the repair evidence sent") + "</summary>" +
+         pre(prompt_text(*r.answer->request_json), 0, "prose") + "</details>";
+  if (r.answer != nullptr && r.answer->response_raw)
+    h += "<details class=\"raw\"><summary>raw answer</summary>" +
+         pre(*r.answer->response_raw, 0, "small") + "</details>";
   if (r.answer != nullptr && r.answer->reasoning)
     h += "<details><summary>reasoning</summary>" + pre(*r.answer->reasoning, 0, "prose") +
          "</details>";
   if (r.verdict != nullptr && r.verdict->stderr_tail && !r.verdict->stderr_tail->empty())
     h += "<details><summary>stderr</summary>" + pre(*r.verdict->stderr_tail, 0, "small") +
          "</details>";
-  h += "</section>";
-  return h;
+  return h + "</section>";
+}
+
+std::string attempts_html(const SampleData& d) {
+  std::string h =
+      "<h2>Attempts</h2><table id=\"attempts\"><tr><th>stage</th><th class=\"num\">round</th>"
+      "<th class=\"num\">attempt</th><th>status</th><th>error</th><th class=\"num\">tokens</th>"
+      "<th class=\"num\">cost</th><th class=\"num\">ms</th><th>prompt</th></tr>";
+  for (const auto& a : d.outputs)
+    h += "<tr><td>" + html_escape(a.stage) + "</td><td class=\"num\">" +
+         std::to_string(a.repair_round) + "</td><td class=\"num\">" + std::to_string(a.attempt) +
+         "</td><td>" + html_escape(std::string(store::to_string(a.status))) + "</td><td>" +
+         html_escape(a.error ? a.error_kind.value_or("-") + ": " + *a.error : "") +
+         "</td><td class=\"num\">" + detail::thousands(a.prompt_tokens + a.completion_tokens) +
+         "</td><td class=\"num\">" + detail::money(a.cost_usd) + "</td><td class=\"num\">" +
+         std::to_string(a.latency_ms) + "</td><td>" + html_escape(a.prompt_version) + "</td></tr>";
+  for (const auto& v : d.verifications)
+    h += "<tr><td>verify</td><td class=\"num\">" + std::to_string(v.repair_round) +
+         "</td><td class=\"num\">" + std::to_string(v.attempt) + "</td><td>" +
+         html_escape(verdict_text(v)) + "</td><td>" + html_escape(v.detail.value_or("")) +
+         "</td><td></td><td></td><td class=\"num\">" + std::to_string(v.duration_ms) + "</td><td>" +
+         html_escape(v.device.value_or("")) + "</td></tr>";
+  return h + "</table>";
 }
 
 }  // namespace
 
-Result<Body> sample_page(store::Db& db, const ViewRequest& req) {
+Result<Body> sample_page(store::Db& db, const ViewRequest& req, const ViewOptions& opts) {
   std::string tag = param(req, "tag"), key = param(req, "key");
   if (tag.empty() || key.empty())
     return fail("usage", "the sample page needs a tag and a key (/sample?tag=TAG&key=KEY)");
   KF_TRY(RunInfo run, find_run_for_client(db, tag));
   KF_TRY(SampleData d, load_sample(db, run, key));
+  KF_TRY(Place place, place_of(db, req, run, key, opts));
   std::vector<Round> rounds = rounds_of(run, d);
 
   Body b;
@@ -288,34 +496,11 @@ Result<Body> sample_page(store::Db& db, const ViewRequest& req) {
   b.refresh =
       run.active() && d.state != store::JobState::done && d.state != store::JobState::failed;
   std::string& h = b.html;
-  h += "<h1 class=\"key\">" + html_escape(d.key) + "</h1><p class=\"meta\">run " +
-       link("/run", {{"tag", run.tag}}, run.tag) + " (pipeline " + html_escape(run.pipeline) +
-       ", model " + html_escape(run.model) + "); job " +
-       html_escape(std::string(store::to_string(d.state))) + " at " + html_escape(d.stage) + ", " +
-       std::to_string(d.attempts) + " attempt(s)";
-  if (d.error_kind || d.error)
-    h += "; error " + html_escape(d.error_kind.value_or("-")) + ": " +
-         html_escape(d.error.value_or("-"));
-  h += "</p>";
-  std::int64_t tokens = 0;
-  double cost = 0;
-  for (const auto& a : d.outputs) {
-    tokens += a.prompt_tokens + a.completion_tokens;
-    cost += a.cost_usd;
-  }
-  const VerifyAttempt* last = d.verifications.empty() ? nullptr : &d.verifications.back();
-  h += "<dl class=\"facts\"><dt>latest verdict</dt><dd id=\"verdict\">" +
-       (last ? html_escape(verdict_text(*last)) + ": " + html_escape(last->detail.value_or("-"))
-             : std::string("none")) +
-       "</dd><dt>tokens, cost</dt><dd>" +
-       fmt::format("{} tokens, {} over {} LLM call(s)", tokens, detail::money(cost),
-                   d.outputs.size()) +
-       "</dd><dt>reproduce</dt><dd><code id=\"reproduce\">" +
-       html_escape("kforge debug " + shell_quote(run.tag) + " " + shell_quote(d.key) +
-                   " --out kforge-debug") +
-       "</code> (writes the prompts, answers and the verifier's script; run.sh re-runs it)"
-       "</dd></dl>";
-
+  h += heading_html(run, d, place);
+  KF_TRY(std::string others, other_runs_html(db, run, d));
+  h += others;
+  KF_TRY(std::string summary, summary_html(db, run, d, rounds, place, opts));
+  h += summary;
   h += "<h2>Code</h2>" + pre(d.code);
   const auto analysis = run.stages(store::StageKind::analysis);
   for (const auto& a : d.outputs) {
@@ -325,38 +510,18 @@ Result<Body> sample_page(store::Db& db, const ViewRequest& req) {
     auto p = ojson::parse(*a.parsed_json, nullptr, false);
     if (p.is_discarded()) continue;
     const ojson& an = p.is_object() && p.contains("analysis") ? p["analysis"] : p;
-    h += "<h2>Analysis</h2>" + pre(an.dump(2));
+    h += "<h2>Analysis</h2>" + pre(an.dump(2), 0, "small");
     if (a.reasoning)
       h += "<details><summary>reasoning</summary>" + pre(*a.reasoning, 0, "prose") + "</details>";
   }
-
   h += "<h2>Rounds</h2><div class=\"rounds\">";
   const Round* before = nullptr;
   for (const auto& r : rounds) {
-    KF_TRY(std::string section, round_html(db, d, r, before));
-    h += section;
+    KF_TRY(std::string round, round_html(db, d, r, before));
+    h += round;
     if (r.has_code) before = &r;
   }
-  h += "</div>";
-
-  h += "<h2>Attempts</h2><table id=\"attempts\"><tr><th>stage</th><th class=\"num\">round</th>"
-       "<th class=\"num\">attempt</th><th>status</th><th>error</th><th class=\"num\">tokens</th>"
-       "<th class=\"num\">cost</th><th class=\"num\">ms</th><th>prompt</th></tr>";
-  for (const auto& a : d.outputs)
-    h += "<tr><td>" + html_escape(a.stage) + "</td><td class=\"num\">" +
-         std::to_string(a.repair_round) + "</td><td class=\"num\">" + std::to_string(a.attempt) +
-         "</td><td>" + html_escape(std::string(store::to_string(a.status))) + "</td><td>" +
-         html_escape(a.error ? a.error_kind.value_or("-") + ": " + *a.error : "") +
-         "</td><td class=\"num\">" + std::to_string(a.prompt_tokens + a.completion_tokens) +
-         "</td><td class=\"num\">" + detail::money(a.cost_usd) + "</td><td class=\"num\">" +
-         std::to_string(a.latency_ms) + "</td><td>" + html_escape(a.prompt_version) + "</td></tr>";
-  for (const auto& v : d.verifications)
-    h += "<tr><td>verify</td><td class=\"num\">" + std::to_string(v.repair_round) +
-         "</td><td class=\"num\">" + std::to_string(v.attempt) + "</td><td>" +
-         html_escape(v.verdict) + "</td><td>" + html_escape(v.detail.value_or("")) +
-         "</td><td></td><td></td><td class=\"num\">" + std::to_string(v.duration_ms) + "</td><td>" +
-         html_escape(v.device.value_or("")) + "</td></tr>";
-  h += "</table>";
+  h += "</div>" + attempts_html(d);
   return b;
 }
 

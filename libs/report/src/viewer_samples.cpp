@@ -1,28 +1,35 @@
-// The samples of a run: filtered, sorted and paged, with each filter's values and counts.
+// The samples of a run: filtered (the facets and the full-text search of migration 0036),
+// sorted by any column, and paged, with each filter's values and counts.
 
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <unordered_set>
 
 #include "kforge/report/compare.hpp"
 #include "kforge/report/outcomes.hpp"
 #include "labels.hpp"
+#include "queries.hpp"
 #include "viewer_impl.hpp"
 
 namespace kforge::report::viewer {
 
 namespace {
 
-// One sample's values for the filters and the table.
-struct Row {
-  const SampleOutcome* o = nullptr;
-  std::string outcome;  // the category
-  std::string failure;  // stage_failure()
-  std::string cause;    // verdict_cause() of a verdict other than passed, else ""
-  std::int64_t tokens = 0;
-};
+// The columns a table sorts by: the parameter's value and the header it sorts.
+const std::vector<std::pair<std::string, std::string>>& sort_columns() {
+  static const std::vector<std::pair<std::string, std::string>> columns = {
+      {"key", "sample"},
+      {"outcome", "outcome"},
+      {"round", "round"},
+      {"speedup", "speedup"},
+      {"mutation", "kernel mutants killed"},
+      {"tokens", "tokens"},
+      {"cost", "cost"}};
+  return columns;
+}
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -46,6 +53,176 @@ Result<int> whole(const ViewRequest& req, const std::string& name, int min, int 
   return n;
 }
 
+// The words of a search: its runs of non-space characters.
+std::vector<std::string> words_of(std::string_view q) {
+  std::vector<std::string> out;
+  std::string w;
+  for (char c : q) {
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      if (!w.empty()) out.push_back(std::move(w));
+      w.clear();
+    } else {
+      w += c;
+    }
+  }
+  if (!w.empty()) out.push_back(std::move(w));
+  return out;
+}
+
+// The samples of the run whose texts hold `word` (search_text: trigrams, so only words of three
+// or more characters match there). The word is one quoted FTS5 string: no operator of the
+// query language can be spelled in it.
+Result<std::unordered_set<std::int64_t>> text_matches(store::Db& db, std::int64_t run_id,
+                                                      const std::string& word) {
+  std::unordered_set<std::int64_t> ids;
+  std::size_t chars = 0;
+  for (char c : word) chars += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  if (chars < 3) return ids;
+  std::string phrase = "\"";
+  for (char c : word) phrase += c == '"' ? std::string("\"\"") : std::string(1, c);
+  phrase += "\"";
+  KF_TRY(store::Stmt s, db.prepare(queries()["viewer_search"]));
+  s.bind(1, run_id);
+  s.bind(2, phrase);
+  KF_CHECK(s.each([&](store::Stmt& r) { ids.insert(r.int64(0)); }));
+  return ids;
+}
+
+double speed_of(const SampleOutcome& o) {
+  return o.speedup.value_or(-1);
+}
+double mutation_of(const SampleOutcome& o) {
+  return o.kernel_applicable && *o.kernel_applicable > 0
+             ? static_cast<double>(o.kernel_killed.value_or(0)) /
+                   static_cast<double>(*o.kernel_applicable)
+             : -1;
+}
+
+// x before y in the filter's order; ties by key.
+bool before(const Row& x, const Row& y, const std::string& sort, bool desc) {
+  auto cmp = [&](auto a, auto b) -> std::optional<bool> {
+    if (a == b) return std::nullopt;
+    return desc ? a > b : a < b;
+  };
+  std::optional<bool> r;
+  if (sort == "outcome")
+    r = cmp(static_cast<int>(x.o->category()), static_cast<int>(y.o->category()));
+  else if (sort == "round")
+    r = cmp(x.o->repair_round, y.o->repair_round);
+  else if (sort == "cost")
+    r = cmp(x.o->cost_usd, y.o->cost_usd);
+  else if (sort == "tokens")
+    r = cmp(x.tokens, y.tokens);
+  else if (sort == "speedup")
+    r = cmp(speed_of(*x.o), speed_of(*y.o));
+  else if (sort == "mutation")
+    r = cmp(mutation_of(*x.o), mutation_of(*y.o));
+  if (r) return *r;
+  return sort == "key" && desc ? x.o->key > y.o->key : x.o->key < y.o->key;
+}
+
+}  // namespace
+
+std::string shell_quote(std::string_view s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+Params Filter::params() const {
+  return {{"tag", tag},
+          {"verdict", verdict},
+          {"flag", flag},
+          {"failure", failure},
+          {"round", round},
+          {"cause", cause},
+          {"q", q},
+          {"sort", sort == "key" ? "" : sort},
+          {"desc", desc ? "1" : ""}};
+}
+
+Result<Filter> parse_filter(const ViewRequest& req) {
+  Filter f;
+  f.tag = param(req, "tag");
+  if (f.tag.empty()) return fail("usage", "the run page needs a tag (/run?tag=TAG)");
+  f.verdict = param(req, "verdict");
+  f.flag = param(req, "flag");
+  f.failure = param(req, "failure");
+  f.cause = param(req, "cause");
+  f.round = param(req, "round");
+  f.q = param(req, "q");
+  if (std::string s = param(req, "sort"); !s.empty()) f.sort = s;
+  std::string names;
+  bool known = false;
+  for (const auto& [name, header] : sort_columns()) {
+    known = known || name == f.sort;
+    names += (names.empty() ? "" : ", ") + name;
+  }
+  if (!known)
+    return fail("usage", "parameter 'sort' must be one of " + names + "; got '" + f.sort + "'");
+  f.desc = param(req, "desc") == "1";
+  KF_TRY(f.page, whole(req, "page", 1, 1));
+  if (!f.round.empty()) KF_CHECK(whole(req, "round", 0, 0));
+  if (!f.verdict.empty()) {
+    known = false;
+    names.clear();
+    for (Category c : all_categories()) {
+      known = known || to_string(c) == f.verdict;
+      names += (names.empty() ? "" : ", ") + std::string(to_string(c));
+    }
+    if (!known)
+      return fail("usage",
+                  "parameter 'verdict' must be one of " + names + "; got '" + f.verdict + "'");
+  }
+  return f;
+}
+
+Result<Selection> select_samples(store::Db& db, const RunInfo& run,
+                                 const std::vector<SampleOutcome>& outcomes, const Filter& f) {
+  // Each word of the search matches a sample whose key holds it or one of whose texts does.
+  const std::vector<std::string> words = words_of(f.q);
+  std::vector<std::string> lowered;
+  std::vector<std::unordered_set<std::int64_t>> texts;
+  for (const auto& w : words) {
+    lowered.push_back(lower(w));
+    KF_TRY(auto ids, text_matches(db, run.id, w));
+    texts.push_back(std::move(ids));
+  }
+  Selection sel;
+  sel.rows.reserve(outcomes.size());
+  for (const auto& o : outcomes) {
+    Row r;
+    r.o = &o;
+    r.outcome = std::string(to_string(o.category()));
+    r.failure = stage_failure(o);
+    if (o.verdict && *o.verdict != kPassed) r.cause = verdict_cause(o.flags);
+    r.tokens = o.prompt_tokens + o.completion_tokens;
+    ++sel.outcomes[r.outcome];
+    for (const auto& fl : o.flags) ++sel.flags[fl];
+    if (!r.failure.empty()) ++sel.failures[r.failure];
+    if (!r.cause.empty()) ++sel.causes[r.cause];
+    ++sel.rounds[std::to_string(o.repair_round)];
+    if (!f.verdict.empty() && r.outcome != f.verdict) continue;
+    if (!f.flag.empty() && std::find(o.flags.begin(), o.flags.end(), f.flag) == o.flags.end())
+      continue;
+    if (!f.failure.empty() && r.failure != f.failure) continue;
+    if (!f.cause.empty() && r.cause != f.cause) continue;
+    if (!f.round.empty() && std::to_string(o.repair_round) != f.round) continue;
+    bool found = true;
+    std::string key;
+    if (!words.empty()) key = lower(o.key);
+    for (std::size_t i = 0; found && i < words.size(); ++i)
+      found = key.find(lowered[i]) != std::string::npos || texts[i].count(o.sample_id) > 0;
+    if (!found) continue;
+    sel.rows.push_back(std::move(r));
+  }
+  std::stable_sort(sel.rows.begin(), sel.rows.end(),
+                   [&](const Row& x, const Row& y) { return before(x, y, f.sort, f.desc); });
+  return sel;
+}
+
+namespace {
+
 // <select name=NAME> with "any" and each value with its count; the chosen one selected.
 std::string facet(const std::string& name, const std::string& label,
                   const std::map<std::string, int>& counts, const std::string& chosen) {
@@ -57,124 +234,91 @@ std::string facet(const std::string& name, const std::string& label,
   return s + "</select></label> ";
 }
 
-// The verdict filter: empty or an outcome's name.
-Status check_outcome(const std::string& f_outcome) {
-  if (f_outcome.empty()) return {};
-  bool known = false;
-  std::string names;
-  for (Category c : all_categories()) {
-    known = known || to_string(c) == f_outcome;
-    names += (names.empty() ? "" : ", ") + std::string(to_string(c));
-  }
-  if (!known)
-    return fail("usage",
-                "parameter 'verdict' must be one of " + names + "; got '" + f_outcome + "'");
-  return {};
+Params with_param(Params p, const std::string& k, const std::string& v) {
+  bool found = false;
+  for (auto& [pk, pv] : p)
+    if (pk == k) found = (pv = v, true);
+  if (!found) p.emplace_back(k, v);
+  return p;
 }
 
-void sort_rows(std::vector<Row>& rows, const std::string& sort, bool desc) {
-  // Outcomes sort in display order (all_categories()), ties by key.
-  auto rank = [](const Row& r) { return static_cast<int>(r.o->category()); };
-  std::stable_sort(rows.begin(), rows.end(), [&](const Row& x, const Row& y) {
-    if (sort == "outcome" && rank(x) != rank(y))
-      return desc ? rank(x) > rank(y) : rank(x) < rank(y);
-    if (sort == "round" && x.o->repair_round != y.o->repair_round)
-      return desc ? x.o->repair_round > y.o->repair_round : x.o->repair_round < y.o->repair_round;
-    if (sort == "cost" && x.o->cost_usd != y.o->cost_usd)
-      return desc ? x.o->cost_usd > y.o->cost_usd : x.o->cost_usd < y.o->cost_usd;
-    if (sort == "tokens" && x.tokens != y.tokens)
-      return desc ? x.tokens > y.tokens : x.tokens < y.tokens;
-    return sort == "key" && desc ? x.o->key > y.o->key : x.o->key < y.o->key;
-  });
+std::string filter_form(const Filter& f, const Selection& sel) {
+  std::string h =
+      "<form class=\"filters\" method=\"get\" action=\"/run\"><input type=\"hidden\" "
+      "name=\"tag\" value=\"" +
+      html_attr(f.tag) + "\">";
+  h += facet("verdict", "outcome", sel.outcomes, f.verdict);
+  h += facet("flag", "flag", sel.flags, f.flag);
+  h += facet("failure", "stage failure", sel.failures, f.failure);
+  h += facet("round", "repair round", sel.rounds, f.round);
+  h += facet("cause", "cause", sel.causes, f.cause);
+  h += "<label>search <input type=\"search\" name=\"q\" value=\"" + html_attr(f.q) +
+       "\" title=\"every word in the key, code, description, wrapper, test or verifier "
+       "detail\"></label> ";
+  if (f.sort != "key") h += "<input type=\"hidden\" name=\"sort\" value=\"" + f.sort + "\">";
+  if (f.desc) h += "<input type=\"hidden\" name=\"desc\" value=\"1\">";
+  h += "<button type=\"submit\">Filter</button> " + link("/run", {{"tag", f.tag}}, "clear") +
+       "</form>";
+  return h;
 }
 
-// A sample's row of the table.
-std::string row_html(const Row& r, const std::string& tag) {
+// The table's header: each sortable column a link that sorts by it (again: the other way).
+std::string header(const Filter& f) {
+  auto th = [&](const std::string& name, bool num) {
+    std::string label;
+    for (const auto& [n, l] : sort_columns())
+      if (n == name) label = l;
+    bool current = f.sort == name;
+    Params p = with_param(f.params(), "sort", name == "key" ? "" : name);
+    p = with_param(p, "desc", current && !f.desc ? "1" : "");
+    std::string arrow = current ? (f.desc ? " \u25BC" : " \u25B2") : "";
+    return std::string("<th") + (num ? " class=\"num\"" : "") +
+           (current ? std::string(" aria-sort=\"") + (f.desc ? "descending" : "ascending") + "\""
+                    : std::string()) +
+           "><a class=\"sort\" href=\"" + href("/run", p) + "\">" + html_escape(label) + "</a>" +
+           arrow + "</th>";
+  };
+  return "<tr>" + th("key", false) + th("outcome", false) + "<th>flags</th><th>stage failure</th>" +
+         th("round", true) + "<th>cause</th>" + th("speedup", true) + th("mutation", true) +
+         th("tokens", true) + th("cost", true) + "<th>detail</th></tr>";
+}
+
+std::string row_html(const Filter& f, const Row& r) {
   const SampleOutcome& o = *r.o;
   std::string flags;
-  for (const auto& f : o.flags) flags += (flags.empty() ? "" : ", ") + f;
+  for (const auto& fl : o.flags) flags += (flags.empty() ? "" : ", ") + detail::flag_words(fl);
   std::string detail = o.detail.value_or(o.stage_error.value_or(o.job_error.value_or("")));
   if (detail.size() > 160) detail = detail.substr(0, 157) + "...";
-  return "<tr class=\"c-" + r.outcome + "\"><td class=\"key\">" +
-         link("/sample", {{"tag", tag}, {"key", o.key}}, o.key) + "</td><td>" +
-         html_escape(r.outcome) + (o.verdict ? " (" + html_escape(*o.verdict) + ")" : "") +
-         "</td><td>" + html_escape(flags) + "</td><td>" + html_escape(r.failure) +
-         "</td><td class=\"num\">" + std::to_string(o.repair_round) + "</td><td>" +
-         html_escape(r.cause) + "</td><td class=\"num\">" + std::to_string(r.tokens) +
-         "</td><td class=\"num\">" + detail::money(o.cost_usd) + "</td><td class=\"detail\">" +
-         html_escape(detail) + "</td></tr>";
+  // The verdict only where it says more than the outcome ("failed (error)", not "error (error)").
+  std::string outcome = r.outcome;
+  if (o.verdict && *o.verdict != r.outcome && r.outcome != "flagged" && r.outcome != "verified")
+    outcome += " (" + *o.verdict + ")";
+  std::string speed = o.speedup ? fmt::format("{:.2f}x", *o.speedup) : o.timed ? "timed" : "";
+  std::string mutation = o.kernel_applicable ? fmt::format("{} / {}", o.kernel_killed.value_or(0),
+                                                           *o.kernel_applicable)
+                                             : "";
+  Params sample = with_param(f.params(), "key", o.key);
+  return "<tr class=\"c-" + r.outcome + "\"><td class=\"key\">" + link("/sample", sample, o.key) +
+         "</td><td>" + html_escape(outcome) + "</td><td>" + html_escape(flags) + "</td><td>" +
+         html_escape(r.failure) + "</td><td class=\"num\">" + std::to_string(o.repair_round) +
+         "</td><td>" + html_escape(r.cause) + "</td><td class=\"num\">" + html_escape(speed) +
+         "</td><td class=\"num\">" + html_escape(mutation) + "</td><td class=\"num\">" +
+         detail::thousands(r.tokens) + "</td><td class=\"num\">" + detail::money(o.cost_usd) +
+         "</td><td class=\"detail\">" + html_escape(detail) + "</td></tr>";
 }
 
 }  // namespace
 
 Result<Body> samples_page(store::Db& db, const ViewRequest& req, const ViewOptions& opts) {
-  std::string tag = param(req, "tag");
-  if (tag.empty()) return fail("usage", "the run page needs a tag (/run?tag=TAG)");
-  KF_TRY(RunInfo run, find_run_for_client(db, tag));
+  KF_TRY(Filter f, parse_filter(req));
+  KF_TRY(RunInfo run, find_run_for_client(db, f.tag));
   KF_TRY(ViewCache::Outcomes loaded, outcomes_of(db, run, opts.cache));
   const std::vector<SampleOutcome>& outcomes = *loaded;
-  const std::string f_outcome = param(req, "verdict"), f_flag = param(req, "flag"),
-                    f_failure = param(req, "failure"), f_cause = param(req, "cause"),
-                    f_round = param(req, "round"), q = param(req, "q");
-  std::string sort = param(req, "sort");
-  if (sort.empty()) sort = "key";
-  static const std::vector<std::string> sorts = {"key", "outcome", "round", "cost", "tokens"};
-  if (std::find(sorts.begin(), sorts.end(), sort) == sorts.end())
-    return fail(
-        "usage",
-        "parameter 'sort' must be one of key, outcome, round, cost, tokens; got '" + sort + "'");
-  bool desc = param(req, "desc") == "1";
-  KF_TRY(int page, whole(req, "page", 1, 1));
-  if (!f_round.empty()) KF_CHECK(whole(req, "round", 0, 0));
-  KF_CHECK(check_outcome(f_outcome));
-
-  std::vector<Row> rows;
-  rows.reserve(outcomes.size());
-  std::map<std::string, int> c_outcome, c_flag, c_failure, c_cause, c_round;
-  const std::string needle = lower(q);
-  for (const auto& o : outcomes) {
-    Row r;
-    r.o = &o;
-    r.outcome = std::string(to_string(o.category()));
-    r.failure = stage_failure(o);
-    if (o.verdict && *o.verdict != kPassed) r.cause = verdict_cause(o.flags);
-    r.tokens = o.prompt_tokens + o.completion_tokens;
-    ++c_outcome[r.outcome];
-    for (const auto& f : o.flags) ++c_flag[f];
-    if (!r.failure.empty()) ++c_failure[r.failure];
-    if (!r.cause.empty()) ++c_cause[r.cause];
-    ++c_round[std::to_string(o.repair_round)];
-    if (!f_outcome.empty() && r.outcome != f_outcome) continue;
-    if (!f_flag.empty() && std::find(o.flags.begin(), o.flags.end(), f_flag) == o.flags.end())
-      continue;
-    if (!f_failure.empty() && r.failure != f_failure) continue;
-    if (!f_cause.empty() && r.cause != f_cause) continue;
-    if (!f_round.empty() && std::to_string(o.repair_round) != f_round) continue;
-    if (!needle.empty() && lower(o.key).find(needle) == std::string::npos) continue;
-    rows.push_back(std::move(r));
-  }
-  sort_rows(rows, sort, desc);
+  KF_TRY(Selection sel, select_samples(db, run, outcomes, f));
+  const auto& rows = sel.rows;
   const int size = std::max(1, opts.page_size);
   const int pages = std::max<int>(1, static_cast<int>((rows.size() + size - 1) / size));
-  page = std::min(page, pages);
-
-  Params current = {{"tag", tag},
-                    {"verdict", f_outcome},
-                    {"flag", f_flag},
-                    {"failure", f_failure},
-                    {"round", f_round},
-                    {"cause", f_cause},
-                    {"q", q},
-                    {"sort", sort == "key" ? "" : sort},
-                    {"desc", desc ? "1" : ""}};
-  auto with = [&](const std::string& k, const std::string& v) {
-    Params p = current;
-    bool found = false;
-    for (auto& [pk, pv] : p)
-      if (pk == k) found = (pv = v, true);
-    if (!found) p.emplace_back(k, v);
-    return p;
-  };
+  const int page = std::min(f.page, pages);
 
   Body b;
   b.title = "Run " + run.tag;
@@ -183,35 +327,20 @@ Result<Body> samples_page(store::Db& db, const ViewRequest& req, const ViewOptio
   h += "<h1>Run " + html_escape(run.tag) + "</h1><p class=\"meta\">pipeline " +
        html_escape(run.pipeline) + ", model " + html_escape(run.model) + ", " +
        html_escape(run.state) + ", " + std::to_string(outcomes.size()) + " samples</p>";
-  h += "<form class=\"filters\" method=\"get\" action=\"/run\"><input type=\"hidden\" "
-       "name=\"tag\" value=\"" +
-       html_attr(tag) + "\">";
-  h += facet("verdict", "outcome", c_outcome, f_outcome);
-  h += facet("flag", "flag", c_flag, f_flag);
-  h += facet("failure", "stage failure", c_failure, f_failure);
-  h += facet("round", "repair round", c_round, f_round);
-  h += facet("cause", "cause", c_cause, f_cause);
-  h += "<label>key <input type=\"text\" name=\"q\" value=\"" + html_attr(q) + "\"></label> ";
-  h += "<label>sort <select name=\"sort\">";
-  for (const auto& s : sorts)
-    h += "<option" + std::string(s == sort ? " selected" : "") + ">" + s + "</option>";
-  h += "</select></label> <label><input type=\"checkbox\" name=\"desc\" value=\"1\"" +
-       std::string(desc ? " checked" : "") + "> descending</label> ";
-  h += "<button type=\"submit\">Filter</button> " + link("/run", {{"tag", tag}}, "clear") +
-       "</form>";
+  h += filter_form(f, sel);
   h += fmt::format("<p class=\"meta\" id=\"count\">{} of {} samples match; page {} of {}</p>",
                    rows.size(), outcomes.size(), page, pages);
-  h += "<table id=\"samples\"><tr><th>sample</th><th>outcome</th><th>flags</th>"
-       "<th>stage failure</th><th class=\"num\">round</th><th>cause</th>"
-       "<th class=\"num\">tokens</th><th class=\"num\">cost</th><th>detail</th></tr>";
+  h += "<div class=\"wide\"><table id=\"samples\">" + header(f);
   std::size_t first = static_cast<std::size_t>(page - 1) * static_cast<std::size_t>(size);
-  for (std::size_t i = first; i < rows.size() && i < first + static_cast<std::size_t>(size); ++i) {
-    h += row_html(rows[i], tag);
-  }
-  h += "</table><p class=\"pages\">";
-  if (page > 1) h += link("/run", with("page", std::to_string(page - 1)), "previous") + " ";
-  if (page < pages) h += link("/run", with("page", std::to_string(page + 1)), "next");
+  for (std::size_t i = first; i < rows.size() && i < first + static_cast<std::size_t>(size); ++i)
+    h += row_html(f, rows[i]);
+  h += "</table></div><p class=\"pages\">";
+  if (page > 1)
+    h += link("/run", with_param(f.params(), "page", std::to_string(page - 1)), "previous") + " ";
+  if (page < pages)
+    h += link("/run", with_param(f.params(), "page", std::to_string(page + 1)), "next");
   h += "</p>";
+  h += export_section(f, sel, opts);
   return b;
 }
 

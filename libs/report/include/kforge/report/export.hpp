@@ -37,6 +37,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -85,6 +88,9 @@ struct ExportOptions {
   bool with_reasoning = false;
   // Only samples whose latest verification compiled for every one of these targets ("ok").
   std::vector<std::string> compiles_for;
+  // Only the samples with these keys (kforge export --keys FILE, the viewer's download of what
+  // it shows); a key the run does not have is a "usage" error naming it.
+  std::optional<std::set<std::string>> keys;
   // The row's shape; the training shapes are JSON Lines whatever `format` says.
   RowShape shape = RowShape::record;
   ReasoningStyle reasoning_style = ReasoningStyle::think;
@@ -116,6 +122,14 @@ struct ExportSummary {
 // record already has a field the export adds: named with its sample key), "io", "parse".
 Result<ExportSummary> export_run(store::Db& db, const std::string& tag,
                                  const std::filesystem::path& out, const ExportOptions& opts);
+// The same rows as JSON Lines, each line (with its newline) handed to `write` (the viewer's
+// download); `opts.format` is not read. `destination` names where they go in errors.
+Result<ExportSummary> export_lines(store::Db& db, const std::string& tag, const ExportOptions& opts,
+                                   const std::function<Status(std::string_view)>& write,
+                                   const std::string& destination = "the download");
+// The keys of a --keys file: one a line, blank lines and a line's trailing CR ignored. Errors
+// name the file ("io"), or the file and line of a key that is not printable text ("usage").
+Result<std::set<std::string>> read_keys_file(const std::filesystem::path& path);
 
 // The verdict names a filter may use.
 const std::vector<std::string>& verdict_names();

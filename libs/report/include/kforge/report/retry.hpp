@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct RetryOptions {
   // (v2: analyze, generate), or verify; another name is a "usage" error that lists the run's.
   // Absent: verify for samples with a verdict, the stage that failed for the others.
   std::optional<std::string> stage;
+  // Only the samples with these keys (kforge retry --keys FILE); alone, every finished one of
+  // them. A key the run does not have is a "usage" error naming it.
+  std::optional<std::set<std::string>> keys;
 };
 
 // One chosen job.

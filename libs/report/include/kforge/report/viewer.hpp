@@ -3,8 +3,15 @@
 //
 //   /                     the runs: progress, phase, verdict and flag counts, cost; an A/B form
 //   /run?tag=T&...        a run's samples, filtered (verdict: the outcome category, flag,
-//                         failure: "stage/error_kind", round, cause, q: key text), sorted
-//                         (sort=key|outcome|round|cost|tokens, desc=1) and paged (page=N)
+//                         failure: "stage/error_kind", round, cause, q: words each in the key
+//                         or in a text of the sample: code, description, wrapper, test,
+//                         verifier detail, through migration 0036's search_text), sorted by a
+//                         click on a column (sort=key|outcome|round|speedup|mutation|tokens|cost,
+//                         desc=1) and paged (page=N); with the commands that export or retry
+//                         what it shows (-c the configuration in use, --keys the listed keys)
+//   /keys?tag=T&...       the keys the samples page with the same filter lists, one a line
+//   /export?tag=T&...&format=F  its rows as a JSON Lines download: F jsonl (kforge's records),
+//                         sft, prompt-completion, trajectory or rl (export.hpp)
 //   /sample?tag=T&key=K   one sample: code, analysis, every round's wrapper and test with the
 //                         differences from the round before, verdicts, failing line, mutants,
 //                         coverage, cross-compile results, reasoning, tokens, cost, the command
@@ -36,6 +43,9 @@ struct ViewResponse {
   int status = 200;
   std::string content_type = "text/html; charset=utf-8";
   std::string body;
+  // A download's file name (Content-Disposition: attachment), letters, digits, '-', '_' and '.'
+  // only; "" for a page.
+  std::string filename;
 };
 
 struct SampleOutcome;
@@ -70,6 +80,7 @@ struct ViewOptions {
   int refresh_seconds = 10;    // pages of an active run reload themselves this often; 0: never
   double confidence = 0.95;    // of the A/B page's interval and test (report.confidence)
   ViewCache* cache = nullptr;  // none: every page reads the outcomes it shows
+  std::string config_path;     // the configuration in use: the commands pages show carry -c it
 };
 
 // The page for a request. Never fails: an unknown path is a 404 page, a bad parameter a 400
