@@ -55,6 +55,10 @@ class TritonState:
         # While the speed label watches a wrapper call: the stream current at each launch of
         # the sample's kernels (timing.prepare_compare), else None.
         self.stream_watch = None
+        # While the speed label measures the kernels' share of a wrapper call: a clock with
+        # begin() -> token and end(token) around each launch of the sample's kernels
+        # (timing.LaunchClock), else None.
+        self.launch_clock = None
 
 
 def _stream_now():
@@ -230,6 +234,17 @@ def install_triton_hooks(state: TritonState) -> None:
 
     def run(self, *args, **kwargs):
         if not kwargs.get("warmup", False) and _code_file(self.fn) == state.script_path:
+            clock = state.launch_clock
+            if clock is not None:
+                # The launch timed on its stream (the speed label's kernel share); launches
+                # from inside it (none in Triton) are not timed twice.
+                state.launch_clock = None
+                token = clock.begin()
+                try:
+                    return run(self, *args, **kwargs)
+                finally:
+                    clock.end(token)
+                    state.launch_clock = clock
             name = getattr(self.fn, "__qualname__", "?")
             state.launches[name] = state.launches.get(name, 0) + 1
             gpulock.checkpoint()
