@@ -69,9 +69,25 @@ Diff line_diff(std::string_view a, std::string_view b, std::size_t max_cells) {
 
 namespace {
 
-// "passed", or "passed [\"mutant_survived\"]" when the verdict has flags.
+// The speed label's flags from a verification's report, with why it was not timed:
+// "; speed [\"not_timed\"]: timing failed: ...", "" when it has none.
+std::string speed_flags_text(const VerifyAttempt& v) {
+  if (!v.result_json) return "";
+  auto r = ojson::parse(*v.result_json, nullptr, false);
+  if (!r.is_object() || !r.contains("speed") || !r["speed"].is_object()) return "";
+  const auto& sp = r["speed"];
+  if (!sp.contains("flags") || !sp["flags"].is_array() || sp["flags"].empty()) return "";
+  std::string out = "; speed " + sp["flags"].dump();
+  if (sp.contains("reason") && sp["reason"].is_string())
+    out += ": " + sp["reason"].get<std::string>();
+  return out;
+}
+
+// "passed", or "passed [\"mutant_survived\"]" when the verdict has flags, then the speed
+// label's flags where it has any.
 std::string verdict_text(const VerifyAttempt& v) {
-  return v.flags_json == "[]" ? v.verdict : v.verdict + " " + v.flags_json;
+  return (v.flags_json == "[]" ? v.verdict : v.verdict + " " + v.flags_json) +
+         speed_flags_text(v);
 }
 
 // 'text' for a POSIX shell: single quotes, each ' as '\''.
