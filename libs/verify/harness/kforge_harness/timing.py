@@ -152,7 +152,17 @@ def _scale(t, factor):
 def _refresh(bufs, base, factors):
     """Each list in bufs (a call's arguments) made base times the rep's factors again, in place
     for tensors (the same factors for every list, drawn FACTOR_CHUNK elements at a time): a rep's
-    fresh inputs without new allocations. Other arguments are replaced by fresh copies."""
+    fresh inputs without new allocations. Other arguments are replaced by fresh copies. Without
+    autograd: an input that requires grad must not keep each rep's factors alive."""
+    torch = _torch()
+    if torch is not None:
+        with torch.no_grad():
+            _refresh_all(bufs, base, factors)
+    else:
+        _refresh_all(bufs, base, factors)
+
+
+def _refresh_all(bufs, base, factors):
     for i, b in enumerate(base):
         if not _is_tensor(b):
             fresh = _clone(b, factors)
@@ -254,7 +264,10 @@ def check_reference(spec: SpeedSpec, seen: Optional[Json] = None) -> Optional[st
     wrapper, reference, inputs_fn = spec
     args = make_inputs(inputs_fn, SEED)
     if seen is not None:
-        seen["input_bytes"] = _footprint_of_args(list(args))
+        try:
+            seen["input_bytes"] = _footprint_of_args(list(args))
+        except Exception:  # noqa: BLE001 - a figure, never the sample's failure
+            seen["input_bytes"] = 0
     mine = [_clone(a) for a in args]  # the reference gets the originals: one copy, not two
     got = _outputs(wrapper(*mine), mine)
     want = _outputs(reference(*args), args)
