@@ -7,6 +7,9 @@ tests/verify/timing/real, each with an expect.json saying what must come out:
   add_256mib             an add over two 256 MiB tensors in a worker capped at 7.86 GiB
                          (gpu_memory_fraction): timed, with the timing's bytes per input byte
   ghost_branch           PyTorch answers at the timed size: kernel_not_timed
+  add_256mib_small_worker  the same add in a worker of 2.8 GiB: inputs above
+                         max_input_fraction, not_timed with the reason (skipped, not failed,
+                         when the time runs short)
 Prints each sample's share, flags, pass_perf and the timing's memory per input byte, writes
 them to $OUT/timing_share.json (or --json FILE), and exits 1 when one is not as expected, 0 with
 "skipped: no GPU" where there is none. Under 90 s on an H200.
@@ -25,7 +28,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 REAL = os.path.join(ROOT, "tests", "verify", "timing", "real")
 HARNESS = os.path.join(ROOT, "libs", "verify", "harness")
-ORDER = ["gemm_epilogue_library", "fused_honest", "add_256mib", "ghost_branch"]
+ORDER = ["gemm_epilogue_library", "fused_honest", "add_256mib", "ghost_branch",
+         "add_256mib_small_worker"]
 DEADLINE_S = 85
 
 CHILD = r"""
@@ -55,6 +59,9 @@ def check(expect, out):
     bad = []
     if expect.get("timed", True) and not sp.get("timed"):
         return ["not timed: %s" % sp.get("reason")]
+    if not expect.get("timed", True) and (sp.get("timed") or
+                                          expect.get("reason", "") not in (sp.get("reason") or "")):
+        bad.append("timed %s, reason %s" % (sp.get("timed"), sp.get("reason")))
     for f in expect.get("flags", []):
         if f not in flags:
             bad.append("no flag %s" % f)
@@ -89,12 +96,12 @@ def main():
     results, failures = {}, 0
     for name in ORDER:
         left = DEADLINE_S - (time.monotonic() - t0)
-        if left < 10:
-            print("%-22s SKIPPED: out of time" % name, flush=True)
-            failures += 1
-            continue
         d = os.path.join(REAL, name)
         expect = json.load(open(os.path.join(d, "expect.json")))
+        if left < 10:
+            print("%-22s SKIPPED: out of time" % name, flush=True)
+            failures += not expect.get("optional")
+            continue
         req = {"code": open(os.path.join(d, "code.py")).read(),
                "kernel_wrapper": open(os.path.join(d, "wrapper.py")).read(),
                "unitest_code": open(os.path.join(d, "test.py")).read(),
