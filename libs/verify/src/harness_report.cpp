@@ -300,6 +300,9 @@ SpeedLabel speed_of(const nlohmann::json& s) {
     }
     l.kernel_share = opt_num(*r, "kernel_share");
     l.launches_per_call = opt_int(*r, "launches_per_call");
+    if (const auto* ri = child(*r, "ran_instead"))
+      for (const auto& k : *ri)
+        l.ran_instead.emplace_back(k.at("name").get<std::string>(), k.at("us").get<double>());
     if (!l.kernel_us) l.kernel_us = opt_num(*r, "time_us");
     if (!l.gbps) l.gbps = opt_num(*r, "gbps");
     if (!l.fraction_of_peak) l.fraction_of_peak = opt_num(*r, "fraction_of_peak");

@@ -44,6 +44,16 @@ bool has(const SpeedLabel& l, SpeedFlag f) {
   return std::find(l.flags.begin(), l.flags.end(), to_string(f)) != l.flags.end();
 }
 
+// The kernels a call ran instead of the sample's, where the profiler saw them.
+std::string ran_instead_words(const SpeedLabel& l) {
+  if (l.ran_instead.empty()) return "";
+  std::string out = " (what ran on the GPU instead, the longest first:";
+  for (std::size_t i = 0; i < l.ran_instead.size(); ++i)
+    out += fmt::format("{} {} {:.1f} us", i ? "," : "", l.ran_instead[i].first,
+                       l.ran_instead[i].second);
+  return out + ")";
+}
+
 // What library_work and kernel_not_timed found, in words a repair round can act on.
 std::string flag_words(const SpeedLabel& l) {
   std::string out;
@@ -51,15 +61,16 @@ std::string flag_words(const SpeedLabel& l) {
     out += fmt::format(
         ". kernel_not_timed: the wrapper called on the inputs of inputs() launched none of the "
         "answer's Triton kernels ({} launches a call); the time measured was other code's "
-        "(PyTorch or another path the wrapper takes at that size), so the kernel was never timed",
-        l.launches_per_call.value_or(0));
+        "(PyTorch or another path the wrapper takes at that size), so the kernel was never "
+        "timed{}",
+        l.launches_per_call.value_or(0), ran_instead_words(l));
   if (has(l, SpeedFlag::library_work) && l.kernel_share)
     out += fmt::format(
         ". library_work: the answer's Triton kernels took {:.0f}% of the wrapper call's GPU time "
         "(at least {:.0f}% required); the other {:.0f}% ran outside them (PyTorch or library "
-        "calls in the wrapper, e.g. a matmul left to cuBLAS): the kernel must do the work",
+        "calls in the wrapper, e.g. a matmul left to cuBLAS){}: the kernel must do the work",
         *l.kernel_share * 100, l.min_kernel_share.value_or(0.5) * 100,
-        (1 - *l.kernel_share) * 100);
+        (1 - *l.kernel_share) * 100, ran_instead_words(l));
   return out;
 }
 

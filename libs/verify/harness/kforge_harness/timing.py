@@ -509,6 +509,35 @@ def measure_share(it: Item, state: Any, timer: Any) -> None:
     it.raw["share"] = {"shares": shares, "launches": counts}
 
 
+def ran_instead(it: Item, state: Any, top: int = 3) -> list[Json]:
+    """What a call of the wrapper on the timed inputs ran on the GPU besides the sample's own
+    kernels (torch.profiler, CUDA activity only), the longest first: [{"name", "us"}], at most
+    `top`. Empty without CUDA or where the profiler cannot run (no CUPTI in the sandbox). For
+    the repair evidence of library_work and kernel_not_timed; the device shared meanwhile."""
+    torch = _cuda()
+    if torch is None:
+        return []
+    try:
+        from torch.profiler import ProfilerActivity, profile
+        call = it.calls[1](20_000)
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            call()
+            torch.cuda.synchronize()
+        own = {str(k).rsplit(".", 1)[-1] for k in state.kernels}
+        totals = {}
+        for e in prof.key_averages():
+            name = str(getattr(e, "key", ""))
+            us = getattr(e, "device_time_total", None)
+            if us is None:
+                us = getattr(e, "cuda_time_total", 0)
+            if name and us and not any(name == k or name.startswith(k + "_") for k in own):
+                totals[name] = totals.get(name, 0.0) + float(us)
+        longest = sorted(totals.items(), key=lambda kv: -kv[1])[:top]
+        return [{"name": n[:200], "us": round(us, 3)} for n, us in longest]
+    except Exception:  # noqa: BLE001 - evidence only, never the label
+        return []
+
+
 def restore_reference(item: Optional[Item], module: Any) -> None:
     if item is not None and item.info.get("ref_name"):
         setattr(module, item.info["ref_name"], item.info["reference"])
@@ -731,6 +760,8 @@ def _run_timing(sample, report, request):
         speed.update(st.label(speed["kernels"], cmp, float(cfg.get("min_speedup", 1.0)),
                               reproduced, unseen, calls_ref, share_bound))
         speed["min_kernel_share"] = share_bound
+        if cmp is not None and {"library_work", "kernel_not_timed"} & set(speed["flags"]):
+            cmp["ran_instead"] = ran_instead(cmp_item, state)
     except Exception as e:  # noqa: BLE001 - the label is lost, never the verdict
         restore_reference(cmp_item, module)
         items = cmp_item = None  # their buffers freed
