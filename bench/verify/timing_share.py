@@ -130,11 +130,12 @@ def main():
         results[name] = {"ok": not bad, "problems": bad, "seconds": time.monotonic() - t1,
                          "verdict": out.get("verdict"), "speed": sp}
         print("%-22s %s share %s launches/call %s flags %s pass_perf %s speedup %s "
-              "timing bytes per input byte %s (peak %s of %s input bytes)%s%s" % (
+              "timing bytes per input byte %s (peak %s of %s input bytes)%s%s%s" % (
                   name, "ok  " if not bad else "FAIL", _f(ref.get("kernel_share")),
                   ref.get("launches_per_call"), sp.get("flags"), sp.get("pass_perf"),
                   _f(ref.get("speedup")), _f(mem.get("per_input_byte")), mem.get("peak_bytes"),
                   mem.get("input_bytes"),
+                  (" ran instead %s" % ref["ran_instead"]) if ref.get("ran_instead") else "",
                   "" if sp.get("timed") else " not timed: %s" % sp.get("reason"),
                   (": " + "; ".join(bad)) if bad else ""), flush=True)
     if args.json:
