@@ -290,7 +290,8 @@ void print_speed_flags(const nlohmann::ordered_json& run) {
   std::printf("  speed flags%s\n", flags.c_str());
   for (const auto& r : run["speed"]["not_timed_reasons"]) {
     char head[64];
-    std::snprintf(head, sizeof head, "    not timed %6lld  ", static_cast<long long>(i64(r["count"])));
+    std::snprintf(head, sizeof head, "    not timed %6lld  ",
+                  static_cast<long long>(i64(r["count"])));
     print_wrapped(head, r["reason"].get<std::string>());
   }
 }

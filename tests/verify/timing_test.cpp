@@ -200,9 +200,9 @@ TEST(VerifyTiming, TheKernelsShareOfTheTimedCall) {
   TempDir tmp;
   auto pool = make_pool(timing_config(tmp));
   ASSERT_TRUE(pool);
-  auto r = run_all(*pool, {load_sample("timing_cpu_library_work"),
-                           load_sample("timing_cpu_kernel_not_timed"),
-                           load_sample("timing_cpu_honest")});
+  auto r = run_all(
+      *pool, {load_sample("timing_cpu_library_work"), load_sample("timing_cpu_kernel_not_timed"),
+              load_sample("timing_cpu_honest")});
   std::vector<verify::SpeedLabel> l;
   for (const auto& x : r) {
     SCOPED_TRACE(x.key + ": " + x.detail + "\n" + x.report.value("speed", Json()).dump());

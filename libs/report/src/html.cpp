@@ -233,8 +233,8 @@ std::string quality_section(const PairComparison& p) {
   const RunSummary& a = p.a;
   const RunSummary& b = p.b;
   bool battery = a.kernel_samples > 0 || b.kernel_samples > 0;
-  bool speed = a.speed.timed > 0 || b.speed.timed > 0 || !a.speed.flags.empty() ||
-               !b.speed.flags.empty();
+  bool speed =
+      a.speed.timed > 0 || b.speed.timed > 0 || !a.speed.flags.empty() || !b.speed.flags.empty();
   if (!battery && !speed) return "";
   std::string s = "<h3>Kernel battery and speed</h3>";
   s += fmt::format(R"(<table><tr><th></th><th class="num">{}</th><th class="num">{}</th></tr>)",

@@ -30,7 +30,8 @@ std::string percent(double rate) {
 
 std::string speed_flags_text(const SpeedSummary& s) {
   std::string out;
-  for (const auto& [name, n] : s.flags) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", name, n);
+  for (const auto& [name, n] : s.flags)
+    out += fmt::format("{}{} {}", out.empty() ? "" : ", ", name, n);
   return out.empty() ? "-" : out;
 }
 

@@ -86,8 +86,7 @@ std::string speed_flags_text(const VerifyAttempt& v) {
 // "passed", or "passed [\"mutant_survived\"]" when the verdict has flags, then the speed
 // label's flags where it has any.
 std::string verdict_text(const VerifyAttempt& v) {
-  return (v.flags_json == "[]" ? v.verdict : v.verdict + " " + v.flags_json) +
-         speed_flags_text(v);
+  return (v.flags_json == "[]" ? v.verdict : v.verdict + " " + v.flags_json) + speed_flags_text(v);
 }
 
 // 'text' for a POSIX shell: single quotes, each ' as '\''.

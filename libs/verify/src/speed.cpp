@@ -69,8 +69,8 @@ std::string flag_words(const SpeedLabel& l) {
         ". library_work: the answer's Triton kernels took {:.0f}% of the wrapper call's GPU time "
         "(at least {:.0f}% required); the other {:.0f}% ran outside them (PyTorch or library "
         "calls in the wrapper, e.g. a matmul left to cuBLAS){}: the kernel must do the work",
-        *l.kernel_share * 100, l.min_kernel_share.value_or(0.5) * 100,
-        (1 - *l.kernel_share) * 100, ran_instead_words(l));
+        *l.kernel_share * 100, l.min_kernel_share.value_or(0.5) * 100, (1 - *l.kernel_share) * 100,
+        ran_instead_words(l));
   return out;
 }
 

@@ -36,12 +36,9 @@ enum class SpeedFlag {
   not_timed,         // no figures: timing failed, inputs too large, GPU busy (the reason says)
 };
 inline constexpr EnumName<SpeedFlag> kSpeedFlagNames[] = {
-    {SpeedFlag::perf_suspect, "perf_suspect"},
-    {SpeedFlag::not_reproduced, "not_reproduced"},
-    {SpeedFlag::unseen_work, "unseen_work"},
-    {SpeedFlag::calls_reference, "calls_reference"},
-    {SpeedFlag::library_work, "library_work"},
-    {SpeedFlag::kernel_not_timed, "kernel_not_timed"},
+    {SpeedFlag::perf_suspect, "perf_suspect"}, {SpeedFlag::not_reproduced, "not_reproduced"},
+    {SpeedFlag::unseen_work, "unseen_work"},   {SpeedFlag::calls_reference, "calls_reference"},
+    {SpeedFlag::library_work, "library_work"}, {SpeedFlag::kernel_not_timed, "kernel_not_timed"},
     {SpeedFlag::not_timed, "not_timed"}};
 constexpr std::string_view to_string(SpeedFlag f) {
   return name_of(kSpeedFlagNames, f);
