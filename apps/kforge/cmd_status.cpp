@@ -278,6 +278,23 @@ void print_daemon(const nlohmann::ordered_json& d) {
                                      d.value("why", std::string()));
 }
 
+// The speed label's flags over a run's passing samples, and why those not timed were not
+// (docs/VERIFIER.md, "The speed label"): "  speed flags  not_timed 2  library_work 1".
+void print_speed_flags(const nlohmann::ordered_json& run) {
+  if (!run.contains("speed") || !run["speed"].contains("flags") || run["speed"]["flags"].empty())
+    return;
+  std::string flags;
+  for (const auto& [f, n] : run["speed"]["flags"].items())
+    flags += "  " + f + " " + std::to_string(i64(n));
+  std::printf("  speed flags%s\n", flags.c_str());
+  for (const auto& r : run["speed"]["not_timed_reasons"]) {
+    char head[64];
+    std::snprintf(head, sizeof head, "    not timed %6lld  ",
+                  static_cast<long long>(i64(r["count"])));
+    print_wrapped(head, r["reason"].get<std::string>());
+  }
+}
+
 // The verifier's alerts (a device out of rotation, or the pool that could not start) and
 // Slurm's tasks and alerts.
 void print_alerts(const nlohmann::ordered_json& st) {
@@ -437,6 +454,7 @@ void print_run_verdicts(const nlohmann::ordered_json& run) {
                   static_cast<long long>(i64(sp["with_reference"])),
                   static_cast<long long>(i64(sp["pass_perf"])), median);
     }
+    print_speed_flags(run);
     // What the verdicts other than passed came from, with an example and, for the verifier's
     // own faults, the fix.
     for (const auto& c : run["verdict_causes"]) {

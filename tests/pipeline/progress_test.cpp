@@ -269,6 +269,30 @@ TEST_F(Progress, KeptCountsFollowEveryChangeToTheRowsTheyCount) {
   expect_counts_match_rows(*db_);
 }
 
+// kforge status's speed flags: the label's flags over the passing samples' latest verdicts, and
+// why the labels without figures were not timed (verification_speed, migration 0032).
+TEST_F(Progress, SpeedFlagsAndWhyASampleWasNotTimed) {
+  live_a_little(*db_);
+  exec(
+      "INSERT INTO verification_speed (verification_id, timed, reason, flags_json) "
+      "SELECT id, 0, 'timing failed: OutOfMemoryError: CUDA out of memory', '[\"not_timed\"]' "
+      "FROM verifications WHERE sample_id = 1");
+  exec(
+      "INSERT INTO verification_speed (verification_id, timed, speedup, pass_perf, flags_json) "
+      "SELECT id, 1, 1.4, 0, '[\"library_work\"]' FROM verifications WHERE sample_id = 3");
+  auto all = collect_progress(*db_, kNow);
+  ASSERT_TRUE(all.ok()) << all.error().message;
+  const RunProgress& p = all->front();
+  using Pairs = std::vector<std::pair<std::string, std::int64_t>>;
+  EXPECT_EQ(p.speed_flags, (Pairs{{"library_work", 1}, {"not_timed", 1}}));
+  EXPECT_EQ(p.not_timed_reasons,
+            (Pairs{{"timing failed: OutOfMemoryError: CUDA out of memory", 1}}));
+  auto j = p.to_json();
+  EXPECT_EQ(j["speed"]["flags"]["not_timed"], 1);
+  EXPECT_EQ(j["speed"]["not_timed_reasons"][0]["reason"],
+            "timing failed: OutOfMemoryError: CUDA out of memory");
+}
+
 // A run's cost is the sum over the calls stored with its tag in their run column (migration
 // 0026), whatever their label says.
 TEST_F(Progress, ARunsCostIsItsCallsByTheirRunColumnNotTheirLabel) {

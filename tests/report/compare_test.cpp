@@ -317,6 +317,27 @@ TEST_F(ReportCompare, CrossCompileRatesPerTargetAndRun) {
   EXPECT_NE(html.find("hip:gfx942 error"), std::string::npos);
 }
 
+// The speed label's flags over the passing samples: a label without figures (not_timed, why)
+// and one flagged library_work, counted per run in the summary, its JSON, the text and HTML.
+TEST_F(ReportCompare, SpeedFlagsPerRun) {
+  fx.exec("set_speed", {"add_kernel.py", "v2", "41.5", "1.8", "1.6", "2.0", "0"});
+  fx.exec("set_speed_flags", {"add_kernel.py", "v2", "[\"library_work\"]"});
+  fx.exec("set_speed_not_timed", {"softmax.py", "v2", "timing failed: OutOfMemoryError"});
+  fx.exec("set_speed_not_timed", {"copy_transpose.py", "v2", "GPU busy"});
+  auto c = compare(fx.db(), {"v1", "v2"}, CompareOptions{});
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  const SpeedSummary& s = c->pairs[0].b.speed;
+  EXPECT_EQ(s.timed, 1);
+  EXPECT_EQ(s.flags, (Counts{{"not_timed", 2}, {"library_work", 1}}));
+  EXPECT_TRUE(c->pairs[0].a.speed.flags.empty());
+  auto j = to_json(*c);
+  EXPECT_EQ(j["comparisons"][0]["runs"]["v2"]["speed"]["flags"]["not_timed"], 2);
+  std::string text = format_text(*c, 10);
+  EXPECT_NE(text.find("not_timed 2, library_work 1"), std::string::npos) << text;
+  std::string html = render_html(*c);
+  EXPECT_NE(html.find("not_timed 2, library_work 1"), std::string::npos);
+}
+
 TEST_F(ReportCompare, SpeedLabelsPerRun) {
   fx.exec("set_speed", {"add_kernel.py", "v2", "41.5", "1.8", "1.6", "2.0", "1"});
   fx.exec("set_speed", {"softmax.py", "v2", "80", "0.9", "0.85", "0.95", "0"});

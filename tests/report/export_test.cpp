@@ -118,6 +118,20 @@ TEST(ReportExport, TheMutationScoreAndCoverageFactsOfEachVerification) {
   }
 }
 
+// A label without figures is exported with its flag and its reason.
+TEST(ReportExport, ANotTimedLabelCarriesItsFlagAndReason) {
+  ReportFixture fx;
+  fx.exec("set_speed_not_timed",
+          {"add_kernel.py", "v2", "timing failed: OutOfMemoryError: CUDA out of memory"});
+  auto out = fx.dir() / "v2.jsonl";
+  ASSERT_TRUE(export_run(fx.db(), "v2", out, ExportOptions{}).ok());
+  auto recs = read_jsonl(out);
+  auto a = nlohmann::json(find_key(recs, "add_kernel.py")->at("speed"));
+  EXPECT_EQ(a["timed"], false);
+  EXPECT_EQ(a["flags"], nlohmann::json::array({"not_timed"}));
+  EXPECT_EQ(a["reason"], "timing failed: OutOfMemoryError: CUDA out of memory");
+}
+
 TEST(ReportExport, TheSpeedLabelOfEachVerification) {
   ReportFixture fx;
   fx.exec("set_speed", {"add_kernel.py", "v2", "41.5", "1.8", "1.6", "2.0", "1"});

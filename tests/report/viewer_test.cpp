@@ -191,7 +191,10 @@ TEST_F(Viewer, SamplePageShowsEveryRoundWithItsDifferences) {
         "<del>-     assert run_scale(x).sum() == 8</del>",
         "<ins>+     assert run_scale(x).sum() == 4</ins>", "+1 -1 lines", "unchanged",
         // the verdicts, mutants, coverage, cross-compile and reasoning
-        "<dd class=\"verdict\">failed</dd>", "<dd class=\"verdict\">passed</dd>",
+        "<dd class=\"verdict\">failed</dd>",
+        // the speed label's flag and why it was not timed, beside the verdict
+        "<dd class=\"verdict\">passed; speed flagged: not timed: timing failed: "
+        "RuntimeError: CUDA out of memory</dd>",
         "killed 5 of 6 that apply; survived: zero_tail", "mask off by one (code line 4)",
         "output sizes: 4; tail path: false", "hip:gfx942: ok", "The reference doubles nothing",
         "&#39; debug &#39;v2&#39; &#39;repaired.py&#39; --out", "tokens, $0.0200"})

@@ -12,6 +12,7 @@
 
 #include "kforge/core/config.hpp"
 #include "kforge/core/fs.hpp"
+#include "kforge/store/vocabulary.hpp"
 #include "kforge/verify/speed.hpp"
 #include "kforge/verify/store.hpp"
 #include "verify_util.hpp"
@@ -78,7 +79,7 @@ TEST(VerifyTiming, PythonStatistics) {
                    (source_dir() / "libs/verify/harness").string()},
                   {"TMPDIR=" + tmp.path().string()}, 120);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.err.find("Ran 19 tests"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Ran 20 tests"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("\nOK"), std::string::npos) << r.err;
 }
 
@@ -180,8 +181,145 @@ TEST(VerifyTiming, SpeedupsAgainstTheReferenceOnTheCpuStandIn) {
   EXPECT_NEAR(s->real(3), *slow.speedup, 1e-9);
   EXPECT_NEAR(s->real(5), *slow.speedup_hi, 1e-9);
   EXPECT_EQ(s->int64(6), 0);
-  EXPECT_EQ(s->text(7), "[]");
+  // Its wrapper spins outside its kernel: on the stand-in that is time not in the kernel.
+  EXPECT_EQ(s->text(7), "[\"library_work\"]");
   EXPECT_GT(s->int64(9), 0);
+}
+
+bool has_flag(const verify::SpeedLabel& l, verify::SpeedFlag f) {
+  return std::find(l.flags.begin(), l.flags.end(), verify::to_string(f)) != l.flags.end();
+}
+
+// The kernels' share of the timed wrapper call (docs/VERIFIER.md): on the CPU stand-in the
+// launches' perf_counter time over the call's. A wrapper whose heavy part is "library" work
+// (it spins 5 ms outside the kernel, the reference 20 ms: a speedup that alone would pass) is
+// flagged library_work; one that takes another path at the timed size is kernel_not_timed;
+// an honest one (the kernel is nearly all of the call) is neither. Either flag keeps pass_perf
+// false, and a run that requires a speedup gets the words as repair evidence.
+TEST(VerifyTiming, TheKernelsShareOfTheTimedCall) {
+  TempDir tmp;
+  auto pool = make_pool(timing_config(tmp));
+  ASSERT_TRUE(pool);
+  auto r = run_all(
+      *pool, {load_sample("timing_cpu_library_work"), load_sample("timing_cpu_kernel_not_timed"),
+              load_sample("timing_cpu_honest")});
+  std::vector<verify::SpeedLabel> l;
+  for (const auto& x : r) {
+    SCOPED_TRACE(x.key + ": " + x.detail + "\n" + x.report.value("speed", Json()).dump());
+    ASSERT_EQ(x.verdict, Verdict::passed);
+    auto got = verify::speed_label(x.report);
+    ASSERT_TRUE(got && got->timed);
+    l.push_back(*got);
+  }
+  using verify::SpeedFlag;
+  // Library work: the kernel a small share, pass_perf false whatever the speedup.
+  ASSERT_TRUE(l[0].kernel_share) << r[0].report["speed"].dump();
+  EXPECT_LT(*l[0].kernel_share, 0.5);
+  EXPECT_TRUE(has_flag(l[0], SpeedFlag::library_work)) << r[0].report["speed"].dump();
+  EXPECT_GT(*l[0].speedup, 1.5);  // the speedup alone would have passed
+  EXPECT_EQ(l[0].pass_perf, std::optional<bool>(false));
+  EXPECT_EQ(l[0].min_kernel_share, std::optional<double>(0.5));
+  auto lib = r[0];
+  EXPECT_TRUE(verify::require_speedup(lib, 1.0));
+  EXPECT_EQ(lib.flags, std::vector<std::string>{verify::kSlow});
+  EXPECT_NE(lib.detail.find("library_work: the answer's Triton kernels took"), std::string::npos)
+      << lib.detail;
+  EXPECT_NE(lib.detail.find("ran outside them"), std::string::npos) << lib.detail;
+  // The ghost branch: no launch of the sample's kernels in the timed call.
+  EXPECT_EQ(l[1].launches_per_call, std::optional<std::int64_t>(0));
+  EXPECT_TRUE(has_flag(l[1], SpeedFlag::kernel_not_timed)) << r[1].report["speed"].dump();
+  EXPECT_FALSE(has_flag(l[1], SpeedFlag::library_work));
+  EXPECT_EQ(l[1].pass_perf, std::optional<bool>(false));
+  auto ghost = r[1];
+  EXPECT_TRUE(verify::require_speedup(ghost, 1.0));
+  EXPECT_NE(ghost.detail.find("kernel_not_timed: the wrapper called on the inputs of inputs() "
+                              "launched none of the answer's Triton kernels"),
+            std::string::npos)
+      << ghost.detail;
+  // The honest one: measured, above the bound, not flagged for it.
+  ASSERT_TRUE(l[2].kernel_share) << r[2].report["speed"].dump();
+  EXPECT_GE(*l[2].kernel_share, 0.5);
+  EXPECT_LE(*l[2].kernel_share, 1.0);
+  EXPECT_EQ(l[2].launches_per_call, std::optional<std::int64_t>(1));
+  EXPECT_FALSE(has_flag(l[2], SpeedFlag::library_work));
+  EXPECT_FALSE(has_flag(l[2], SpeedFlag::kernel_not_timed));
+  EXPECT_EQ(l[2].pass_perf, std::optional<bool>(*l[2].speedup_lo > 1.0 && l[2].flags.empty()));
+  // The timing's memory figure: the inputs' bytes (no GPU figure on the CPU stand-in).
+  ASSERT_TRUE(l[2].input_bytes);
+  EXPECT_GT(*l[2].input_bytes, 0);
+  EXPECT_FALSE(l[2].memory_per_input_byte);
+}
+
+// A timing that fails (the wrapper raises in the timing's calls, as a real-size one runs out of
+// device memory) leaves the sample passed with a label that says so: not timed, flagged
+// not_timed with the reason, stored; a run that requires a speedup never verifies it.
+TEST(VerifyTiming, ATimingThatFailsIsFlaggedNotTimed) {
+  TempDir tmp;
+  auto pool = make_pool(timing_config(tmp));
+  ASSERT_TRUE(pool);
+  auto r = run_all(*pool, {load_sample("timing_cpu_timing_fails")});
+  ASSERT_EQ(r[0].verdict, Verdict::passed) << r[0].detail;
+  auto l = verify::speed_label(r[0].report);
+  ASSERT_TRUE(l);
+  EXPECT_FALSE(l->timed);
+  EXPECT_EQ(l->flags, std::vector<std::string>{"not_timed"});
+  EXPECT_NE(l->reason.find("timing failed: RuntimeError: CUDA out of memory"), std::string::npos)
+      << l->reason;
+  EXPECT_TRUE(r[0].verified());  // the label is lost, never the verdict
+  auto req = r[0];
+  EXPECT_TRUE(verify::require_speedup(req, 1.0));
+  EXPECT_FALSE(req.verified());
+  EXPECT_NE(req.detail.find("slow: not timed: timing failed: RuntimeError: CUDA out of memory"),
+            std::string::npos)
+      << req.detail;
+
+  auto db = store::Db::open({(tmp.path() / "k.db").string()});
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  auto fixtures = read_file(source_dir() / "tests" / "verify" / "fixtures.sql");
+  ASSERT_TRUE(fixtures.ok());
+  ASSERT_TRUE((*db)->exec(*fixtures).ok());
+  auto id = verify::store_verification(**db, {std::nullopt, 1, 1, 1}, r[0], 1700000000000);
+  ASSERT_TRUE(id.ok()) << id.error().message;
+  auto select = read_file(source_dir() / "tests" / "verify" / "select_speed.sql");
+  ASSERT_TRUE(select.ok());
+  auto s = (*db)->prepare(*select);
+  ASSERT_TRUE(s.ok());
+  s->bind(1, *id);
+  ASSERT_TRUE(s->step().value_or(false));
+  EXPECT_EQ(s->int64(0), 0);
+  EXPECT_NE(s->text(1).find("CUDA out of memory"), std::string::npos);
+  EXPECT_EQ(s->text(7), "[\"not_timed\"]");
+}
+
+// The speed label's flags: C++'s table, the harness's file and SQL's table hold the same names
+// in the same order, and a speed row with another flag is refused.
+TEST(VerifyTiming, SpeedFlagsAreOneVocabulary) {
+  TempDir tmp;
+  auto db = store::Db::open({(tmp.path() / "k.db").string()});
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  std::vector<std::string> cpp, sql;
+  for (const auto& e : verify::kSpeedFlagNames) cpp.emplace_back(e.name);
+  auto s = (*db)->prepare("SELECT name FROM speed_flag_names ORDER BY position");
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(s->each([&](store::Stmt& row) { sql.push_back(row.text(0)); }).ok());
+  EXPECT_EQ(cpp, store::vocabulary_lines("speed_flags.txt"));
+  EXPECT_EQ(sql, cpp);
+  auto fixtures = read_file(source_dir() / "tests" / "verify" / "fixtures.sql");
+  ASSERT_TRUE(fixtures.ok());
+  ASSERT_TRUE((*db)->exec(*fixtures).ok());
+  ASSERT_TRUE((*db)
+                  ->exec("INSERT INTO verifications (id, run_id, sample_id, verdict, flags_json, "
+                         "created_ms) VALUES (77, 1, 1, 'passed', '[]', 0)")
+                  .ok());
+  auto bad = (*db)->exec(
+      "INSERT INTO verification_speed (verification_id, timed, flags_json) VALUES (77, 0, "
+      "'[\"slowish\"]')");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("not in speed_flag_names"), std::string::npos);
+  EXPECT_TRUE((*db)
+                  ->exec("INSERT INTO verification_speed (verification_id, timed, flags_json) "
+                         "VALUES (77, 0, '[\"not_timed\"]')")
+                  .ok());
 }
 
 // Intervals [t0, t1] of CLOCK_MONOTONIC seconds (one clock for every process of the machine).

@@ -68,6 +68,22 @@ FROM latest_verification v JOIN verification_speed sp ON sp.verification_id = v.
 WHERE v.run_id = ?1 AND v.verdict = 'passed' AND sp.timed = 1
 ORDER BY sp.speedup;
 
+-- The speed label's flags (verification_speed.flags_json, migration 0032) over the latest
+-- verification of each passing sample: not_timed, library_work, kernel_not_timed, ...
+-- name: run_speed_flags
+SELECT f.value, count(*)
+FROM latest_verification v JOIN verification_speed sp ON sp.verification_id = v.id,
+     json_each(sp.flags_json) f
+WHERE v.run_id = ?1 AND v.verdict = 'passed'
+GROUP BY f.value ORDER BY count(*) DESC, f.value;
+
+-- Why the passing samples whose label has no figures were not timed, most frequent first.
+-- name: run_not_timed_reasons
+SELECT coalesce(sp.reason, ''), count(*)
+FROM latest_verification v JOIN verification_speed sp ON sp.verification_id = v.id
+WHERE v.run_id = ?1 AND v.verdict = 'passed' AND sp.timed = 0
+GROUP BY sp.reason ORDER BY count(*) DESC, sp.reason LIMIT 3;
+
 -- Every run's jobs by state, for kforge status.
 -- name: jobs_by_state_all
 SELECT state, sum(n) FROM run_job_counts GROUP BY state HAVING sum(n) > 0 ORDER BY state;

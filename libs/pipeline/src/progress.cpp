@@ -46,6 +46,21 @@ Result<std::vector<RunProgress>> collect_active_progress(store::Db& db, std::int
   return progress_of(db, now_ms, std::move(runs));
 }
 
+namespace {
+// The speed label's flags of run `id`'s passing samples and why those not timed were not.
+Status read_speed_flags(store::Db& db, std::int64_t id, RunProgress& p) {
+  const auto& q = pipeline_queries();
+  {
+    KF_TRY(Stmt * s, db.cached(q["run_speed_flags"]));
+    s->bind(1, id);
+    KF_CHECK(s->each([&](store::Stmt& r) { p.speed_flags.emplace_back(r.text(0), r.int64(1)); }));
+  }
+  KF_TRY(Stmt * s, db.cached(q["run_not_timed_reasons"]));
+  s->bind(1, id);
+  return s->each([&](store::Stmt& r) { p.not_timed_reasons.emplace_back(r.text(0), r.int64(1)); });
+}
+}  // namespace
+
 Result<std::map<std::string, std::int64_t>> jobs_by_state(store::Db& db) {
   std::map<std::string, std::int64_t> out;
   KF_TRY(Stmt * s, db.cached(pipeline_queries()["jobs_by_state_all"]));
@@ -270,6 +285,7 @@ Result<std::vector<RunProgress>> progress_of(store::Db& db, std::int64_t now_ms,
     KF_TRY(std::int64_t first_ms, read_usage(db, now_ms, p));
     KF_CHECK(read_rate(db, now_ms, first_ms, p));
     KF_CHECK(read_verdicts(db, now_ms, p));
+    KF_CHECK(read_speed_flags(db, p.run.id, p));
     out.push_back(std::move(p));
   }
   return out;
@@ -338,7 +354,12 @@ nlohmann::ordered_json RunProgress::to_json() const {
   j["speed"] = {{"timed", speed_timed},
                 {"with_reference", speed_with_reference},
                 {"pass_perf", speed_pass_perf},
-                {"median_speedup", speed_median ? ordered_json(*speed_median) : ordered_json()}};
+                {"median_speedup", speed_median ? ordered_json(*speed_median) : ordered_json()},
+                {"flags", ordered_json::object()},
+                {"not_timed_reasons", ordered_json::array()}};
+  for (const auto& [f, n] : speed_flags) j["speed"]["flags"][f] = n;
+  for (const auto& [why, n] : not_timed_reasons)
+    j["speed"]["not_timed_reasons"].push_back({{"reason", why}, {"count", n}});
   ordered_json fk = ordered_json::array();
   for (const auto& f : failures)
     fk.push_back({{"kind", f.kind},

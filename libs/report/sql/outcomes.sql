@@ -14,7 +14,7 @@ SELECT s.id, s.key, j.state, j.stage, j.error_kind, j.error,
        (SELECT json_group_object(c.target, c.result) FROM verification_targets c
         WHERE c.verification_id = v.id),
        v.kernel_killed, v.kernel_applicable,
-       sp.speedup, sp.pass_perf, sp.timed
+       sp.speedup, sp.pass_perf, sp.timed, sp.flags_json
 FROM jobs j
 JOIN samples s ON s.id = j.sample_id
 LEFT JOIN stage_outputs fo ON fo.id = (

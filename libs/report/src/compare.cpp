@@ -80,8 +80,11 @@ void summarise_rounds(const std::vector<const SampleOutcome*>& samples, const Ru
 void summarise_speed(const std::vector<const SampleOutcome*>& samples, double z, RunSummary& s) {
   SpeedSummary& sp = s.speed;
   std::vector<double> speedups;
+  std::map<std::string, std::int64_t> flags;
   for (const SampleOutcome* o : samples) {
-    if (!o->verdict || *o->verdict != kPassed || !o->timed) continue;
+    if (!o->verdict || *o->verdict != kPassed) continue;
+    for (const auto& f : o->speed_flags) ++flags[f];
+    if (!o->timed) continue;
     ++sp.timed;
     if (!o->speedup) continue;
     ++sp.with_reference;
@@ -89,6 +92,7 @@ void summarise_speed(const std::vector<const SampleOutcome*>& samples, double z,
     if (*o->speedup > 1) ++sp.faster;
     if (o->pass_perf.value_or(false)) ++sp.pass_perf;
   }
+  sp.flags = sorted_by_count(flags);
   if (sp.with_reference > 0) {
     sp.pass_perf_rate = static_cast<double>(sp.pass_perf) / static_cast<double>(sp.with_reference);
     sp.pass_perf_interval = wilson(sp.pass_perf, sp.with_reference, z);
@@ -402,7 +406,8 @@ nlohmann::ordered_json speed_json(const SpeedSummary& sp) {
                                                    : nlohmann::ordered_json(nullptr)},
           {"pass_perf_interval", {sp.pass_perf_interval.low, sp.pass_perf_interval.high}},
           {"speedup_quantiles", q},
-          {"cost_per_fast_verified", opt_json(sp.cost_per_fast_verified)}};
+          {"cost_per_fast_verified", opt_json(sp.cost_per_fast_verified)},
+          {"flags", counts_json(sp.flags)}};
 }
 
 nlohmann::ordered_json summary_json(const RunSummary& s) {

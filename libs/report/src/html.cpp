@@ -234,7 +234,8 @@ std::string quality_section(const PairComparison& p) {
   const RunSummary& a = p.a;
   const RunSummary& b = p.b;
   bool battery = a.kernel_samples > 0 || b.kernel_samples > 0;
-  bool speed = a.speed.timed > 0 || b.speed.timed > 0;
+  bool speed =
+      a.speed.timed > 0 || b.speed.timed > 0 || !a.speed.flags.empty() || !b.speed.flags.empty();
   if (!battery && !speed) return "";
   std::string s = "<h3>Kernel battery and speed</h3>";
   s += fmt::format(R"(<table><tr><th></th><th class="num">{}</th><th class="num">{}</th></tr>)",
@@ -275,6 +276,8 @@ std::string quality_section(const PairComparison& p) {
     row("pass_perf (of timed with a reference)", pass(a), pass(b));
     row("faster than the reference", faster(a), faster(b));
     row("speedup median (quartiles)", dist(a), dist(b));
+    row("speed flags (passing samples)", esc(speed_flags_text(a.speed)),
+        esc(speed_flags_text(b.speed)));
     row("cost per fast verified sample", money(a.speed.cost_per_fast_verified),
         money(b.speed.cost_per_fast_verified));
   }

@@ -31,6 +31,10 @@ std::string thousands(std::int64_t n);
 // A flag as words: "mutant_survived" -> "mutant survived".
 std::string flag_words(std::string_view flag);
 
+// The speed label's flags over a run's passing samples: "not_timed 2, library_work 1", "-" for
+// none.
+std::string speed_flags_text(const SpeedSummary& s);
+
 // The union of names over both runs' counts, first-seen order.
 std::vector<std::string> union_names(const Counts& a, const Counts& b);
 std::int64_t count_of(const Counts& c, const std::string& name);

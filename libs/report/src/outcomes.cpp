@@ -27,6 +27,17 @@ constexpr EnumName<Category> kCategoryNames[] = {
     {Category::rejected, store::to_string(store::OutputStatus::rejected)},
     {Category::other, "other"},
     {Category::unfinished, "unfinished"}};
+
+// verification_speed.flags_json as a list (the migration's trigger keeps it a list of known
+// names; anything else reads as none).
+std::vector<std::string> speed_flags_of(const std::optional<std::string>& text) {
+  std::vector<std::string> out;
+  auto j = nlohmann::json::parse(text.value_or("[]"), nullptr, false);
+  if (j.is_array())
+    for (const auto& f : j)
+      if (f.is_string()) out.push_back(f.get<std::string>());
+  return out;
+}
 }  // namespace
 
 std::string_view to_string(Category c) {
@@ -167,6 +178,7 @@ Result<std::vector<SampleOutcome>> load_outcomes(store::Db& db, const RunInfo& r
       if (!row.is_null(31)) o.speedup = row.real(31);
       if (!row.is_null(32)) o.pass_perf = row.int64(32) == 1;
       o.timed = !row.is_null(33) && row.int64(33) == 1;
+      o.speed_flags = speed_flags_of(row.opt_text(34));
     }
     o.prompt_tokens = row.int64(12);
     o.completion_tokens = row.int64(13);

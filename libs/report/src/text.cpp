@@ -44,6 +44,13 @@ std::string percent(double rate) {
   return fmt::format("{:.1f}%", rate * 100.0);
 }
 
+std::string speed_flags_text(const SpeedSummary& s) {
+  std::string out;
+  for (const auto& [name, n] : s.flags)
+    out += fmt::format("{}{} {}", out.empty() ? "" : ", ", name, n);
+  return out.empty() ? "-" : out;
+}
+
 std::string points(double diff) {
   return fmt::format("{:+.1f} pts", diff * 100.0);
 }
@@ -158,7 +165,8 @@ void kernel_row(std::string& out, const RunSummary& a, const RunSummary& b) {
 // The speed label: pass_perf over the samples timed against a reference, and the speedups'
 // quartiles.
 void speed_rows(std::string& out, const RunSummary& a, const RunSummary& b) {
-  if (a.speed.timed == 0 && b.speed.timed == 0) return;
+  if (a.speed.timed == 0 && b.speed.timed == 0 && a.speed.flags.empty() && b.speed.flags.empty())
+    return;
   auto pass = [](const RunSummary& s) -> std::string {
     if (s.speed.with_reference == 0)
       return s.speed.timed ? fmt::format("- ({} timed, no reference)", s.speed.timed)
@@ -175,6 +183,7 @@ void speed_rows(std::string& out, const RunSummary& a, const RunSummary& b) {
   };
   row(out, "pass_perf (of timed with a reference)", pass(a), pass(b));
   row(out, "speedup median (quartiles)", dist(a), dist(b));
+  row(out, "speed flags (passing samples)", speed_flags_text(a.speed), speed_flags_text(b.speed));
   row(out, "cost per fast verified", money(a.speed.cost_per_fast_verified),
       money(b.speed.cost_per_fast_verified));
 }

@@ -69,13 +69,31 @@ Diff line_diff(std::string_view a, std::string_view b, std::size_t max_cells) {
 
 namespace {
 
-// "passed", or "passed, flagged: mutant survived" when the verdict has flags.
+// The speed label's flags from a verification's report, in words, with why it was not timed:
+// "; speed flagged: not timed: timing failed: ...", "" when it has none.
+std::string speed_label_flags(const VerifyAttempt& v) {
+  if (!v.result_json) return "";
+  auto r = ojson::parse(*v.result_json, nullptr, false);
+  if (!r.is_object() || !r.contains("speed") || !r["speed"].is_object()) return "";
+  const auto& sp = r["speed"];
+  if (!sp.contains("flags") || !sp["flags"].is_array() || sp["flags"].empty()) return "";
+  std::string out;
+  for (const auto& f : sp["flags"])
+    if (f.is_string()) out += (out.empty() ? "" : ", ") + detail::flag_words(f.get<std::string>());
+  out = "; speed flagged: " + out;
+  if (sp.contains("reason") && sp["reason"].is_string())
+    out += ": " + sp["reason"].get<std::string>();
+  return out;
+}
+
+// "passed", or "passed, flagged: mutant survived" when the verdict has flags, then the speed
+// label's flags where it has any.
 std::string verdict_text(const VerifyAttempt& v) {
   std::string flags;
   for (const auto& f : list_items(v.flags_json))
     if (f.is_string())
       flags += (flags.empty() ? "" : ", ") + detail::flag_words(f.get<std::string>());
-  return flags.empty() ? v.verdict : v.verdict + ", flagged: " + flags;
+  return (flags.empty() ? v.verdict : v.verdict + ", flagged: " + flags) + speed_label_flags(v);
 }
 
 // Coverage facts as words: "output_sizes: 4; tail_path: false".

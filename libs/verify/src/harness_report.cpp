@@ -298,6 +298,11 @@ SpeedLabel speed_of(const nlohmann::json& s) {
       l.speedup_lo = (*ci)[0].get<double>();
       l.speedup_hi = (*ci)[1].get<double>();
     }
+    l.kernel_share = opt_num(*r, "kernel_share");
+    l.launches_per_call = opt_int(*r, "launches_per_call");
+    if (const auto* ri = child(*r, "ran_instead"))
+      for (const auto& k : *ri)
+        l.ran_instead.emplace_back(k.at("name").get<std::string>(), k.at("us").get<double>());
     if (!l.kernel_us) l.kernel_us = opt_num(*r, "time_us");
     if (!l.gbps) l.gbps = opt_num(*r, "gbps");
     if (!l.fraction_of_peak) l.fraction_of_peak = opt_num(*r, "fraction_of_peak");
@@ -306,6 +311,11 @@ SpeedLabel speed_of(const nlohmann::json& s) {
   if (const auto* p = child(s, "pass_perf")) l.pass_perf = p->get<bool>();
   l.flags = strings(child(s, "flags"));
   l.exclusive_ms = opt_int(s, "exclusive_ms");
+  l.min_kernel_share = opt_num(s, "min_kernel_share");
+  if (const auto* m = child(s, "memory")) {
+    l.input_bytes = opt_int(*m, "input_bytes");
+    l.memory_per_input_byte = opt_num(*m, "per_input_byte");
+  }
   return l;
 }
 

@@ -74,7 +74,9 @@ nlohmann::json Pool::Impl::timing_json(const Slot& s, const Sample& job) const {
           {"max_reps", t.max_reps},
           {"target", t.target},
           {"min_speedup", std::max(t.min_speedup, job.request.require_speedup)},
-          {"wait_s", t.wait_s}};
+          {"wait_s", t.wait_s},
+          {"min_kernel_share", t.min_kernel_share},
+          {"max_input_fraction", t.max_input_fraction}};
 }
 
 nlohmann::json Pool::Impl::request_json(const Slot& s, const SampleProcess& r) const {

@@ -1,5 +1,7 @@
 #include "kforge/verify/speed.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace kforge::verify {
@@ -30,8 +32,49 @@ nlohmann::json SpeedLabel::to_json() const {
   if (!device.empty()) j["device"] = device;
   if (!reason.empty()) j["reason"] = reason;
   if (min_speedup) j["min_speedup"] = *min_speedup;
+  if (kernel_share) j["kernel_share"] = *kernel_share;
+  if (launches_per_call) j["launches_per_call"] = *launches_per_call;
+  if (memory_per_input_byte) j["memory_per_input_byte"] = *memory_per_input_byte;
   return j;
 }
+
+namespace {
+
+bool has(const SpeedLabel& l, SpeedFlag f) {
+  return std::find(l.flags.begin(), l.flags.end(), to_string(f)) != l.flags.end();
+}
+
+// The kernels a call ran instead of the sample's, where the profiler saw them.
+std::string ran_instead_words(const SpeedLabel& l) {
+  if (l.ran_instead.empty()) return "";
+  std::string out = " (what ran on the GPU instead, the longest first:";
+  for (std::size_t i = 0; i < l.ran_instead.size(); ++i)
+    out += fmt::format("{} {} {:.1f} us", i ? "," : "", l.ran_instead[i].first,
+                       l.ran_instead[i].second);
+  return out + ")";
+}
+
+// What library_work and kernel_not_timed found, in words a repair round can act on.
+std::string flag_words(const SpeedLabel& l) {
+  std::string out;
+  if (has(l, SpeedFlag::kernel_not_timed))
+    out += fmt::format(
+        ". kernel_not_timed: the wrapper called on the inputs of inputs() launched none of the "
+        "answer's Triton kernels ({} launches a call); the time measured was other code's "
+        "(PyTorch or another path the wrapper takes at that size), so the kernel was never "
+        "timed{}",
+        l.launches_per_call.value_or(0), ran_instead_words(l));
+  if (has(l, SpeedFlag::library_work) && l.kernel_share)
+    out += fmt::format(
+        ". library_work: the answer's Triton kernels took {:.0f}% of the wrapper call's GPU time "
+        "(at least {:.0f}% required); the other {:.0f}% ran outside them (PyTorch or library "
+        "calls in the wrapper, e.g. a matmul left to cuBLAS){}: the kernel must do the work",
+        *l.kernel_share * 100, l.min_kernel_share.value_or(0.5) * 100, (1 - *l.kernel_share) * 100,
+        ran_instead_words(l));
+  return out;
+}
+
+}  // namespace
 
 std::string describe_speed(const SpeedLabel& l, double required) {
   if (!l.timed) return "not timed" + (l.reason.empty() ? std::string() : ": " + l.reason);
@@ -49,7 +92,7 @@ std::string describe_speed(const SpeedLabel& l, double required) {
     out += "; flagged";
     for (const auto& f : l.flags) out += " " + f;
   }
-  return out;
+  return out + flag_words(l);
 }
 
 bool require_speedup(VerifyResult& r, double min_speedup) {

@@ -133,6 +133,25 @@ class PeakAndFlagsTest(unittest.TestCase):
         self.assertEqual(out["flags"], ["not_reproduced", "unseen_work", "calls_reference"])
         self.assertFalse(out["pass_perf"])
 
+    def test_kernel_share_flags(self):
+        # The kernels' share of the timed call below the bound: library_work, pass_perf false
+        # whatever the speedup; no launch in the timed call: kernel_not_timed (not both).
+        cmp = {"speedup": 1.4, "ci": [1.3, 1.5], "launches_per_call": 1, "kernel_share": 0.2}
+        out = st.label([], cmp, 1.0, min_kernel_share=0.5)
+        self.assertEqual(out, {"pass_perf": False, "flags": ["library_work"]})
+        cmp["kernel_share"] = 0.9
+        self.assertEqual(st.label([], cmp, 1.0), {"pass_perf": True, "flags": []})
+        self.assertEqual(st.label([], cmp, 1.0, min_kernel_share=0.95)["flags"],
+                         ["library_work"])
+        ghost = {"speedup": 1.6, "ci": [1.5, 1.7], "launches_per_call": 0, "kernel_share": 0.0}
+        self.assertEqual(st.label([], ghost, 1.0), {"pass_perf": False,
+                                                    "flags": ["kernel_not_timed"]})
+        ghost = {"speedup": 1.6, "ci": [1.5, 1.7], "launches_per_call": 1, "kernel_share": 0.0,
+                 "share_launches": [1, 0, 1]}
+        self.assertEqual(st.label([], ghost, 1.0)["flags"], ["kernel_not_timed"])
+        # Not measured (no share): no flag from it.
+        self.assertEqual(st.label([], {"speedup": 1.4, "ci": [1.3, 1.5]}, 1.0)["flags"], [])
+
     def test_unseen_work(self):
         # 60 us of side-stream work the stream's own event finished before: the rep counts it.
         self.assertAlmostEqual(st.rep_time(2e-6, 62e-6), 62e-6)

@@ -43,6 +43,19 @@ CHECK_EVERY = 8  # reps between two output checks of the wrapper against the ref
 # verdict hangs on a few percent): the configured target or this, whichever is looser.
 KERNEL_TARGET = 0.05
 SEED = 20261127
+# The kernel share (docs/VERIFIER.md, "The kernels' share of the timed call"): the wrapper is
+# called SHARE_REPS times more on the timed inputs with each launch of the sample's kernels
+# timed on its stream; a median share below the bound flags `library_work`.
+SHARE_REPS = 3
+MIN_KERNEL_SHARE = 0.5  # verifier.timing.min_kernel_share
+# The label is taken for inputs up to this fraction of the worker's GPU memory (its
+# gpu_memory_fraction of the device, else the device): the timing holds about six times the
+# inputs' bytes (the inputs, a fresh copy for each of the reference and the wrapper, their
+# outputs, the largest kernel launch's buffers; speed.memory reports the figure).
+MAX_INPUT_FRACTION = 0.125  # verifier.timing.max_input_fraction
+FACTOR_CHUNK = 1 << 23  # elements of a rep's scale factors drawn at a time
+# A kernel launch this large is timed on one copy of its buffers, not two.
+ONE_COPY_BYTES = 64 << 20
 # A sample's KFORGE_SPEED: (wrapper, reference, inputs).
 SpeedSpec = tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]]
 
@@ -115,7 +128,7 @@ def _clone(v, factor=None):
     if _is_tensor(v):
         c = v.clone()
         if factor is not None and c.is_floating_point() and c.numel():
-            c.mul_(factor(c))
+            _scale(c, factor)
         return c
     if type(v) is list and all(type(x) in (int, float, bool) for x in v):
         if factor is not None and v and all(type(x) is float for x in v):
@@ -126,17 +139,68 @@ def _clone(v, factor=None):
     return v
 
 
+def _scale(t, factor):
+    """t times factor(chunk) in place, FACTOR_CHUNK elements at a time where t is contiguous (a
+    factor tensor as large as t is not held at once)."""
+    if not t.is_contiguous() or t.numel() <= FACTOR_CHUNK:
+        t.mul_(factor(t))
+        return
+    for part in t.view(-1).split(FACTOR_CHUNK):
+        part.mul_(factor(part))
+
+
+def _refresh(bufs, base, factors):
+    """Each list in bufs (a call's arguments) made base times the rep's factors again, in place
+    for tensors (the same factors for every list, drawn FACTOR_CHUNK elements at a time): a rep's
+    fresh inputs without new allocations. Other arguments are replaced by fresh copies. Without
+    autograd: an input that requires grad must not keep each rep's factors alive."""
+    torch = _torch()
+    if torch is not None:
+        with torch.no_grad():
+            _refresh_all(bufs, base, factors)
+    else:
+        _refresh_all(bufs, base, factors)
+
+
+def _refresh_all(bufs, base, factors):
+    for i, b in enumerate(base):
+        if not _is_tensor(b):
+            fresh = _clone(b, factors)
+            for buf in bufs:
+                buf[i] = _clone(fresh)
+            continue
+        for buf in bufs:
+            buf[i].copy_(b)
+        if not (b.is_floating_point() and b.numel()):
+            continue
+        n = b.numel()
+        if n > FACTOR_CHUNK and b.is_contiguous() and all(x[i].is_contiguous() for x in bufs):
+            flats = [buf[i].view(-1) for buf in bufs]
+            for lo in range(0, n, FACTOR_CHUNK):
+                f = factors(b.view(-1)[lo:lo + FACTOR_CHUNK])
+                for x in flats:
+                    x[lo:lo + FACTOR_CHUNK].mul_(f)
+        else:
+            f = factors(b)
+            for buf in bufs:
+                buf[i].mul_(f)
+
+
 def _factor(seed):
     import random
     rng = random.Random(seed)
     torch = _torch()
 
+    gens = {}
+
     def make(like):
         if _is_tensor(like):
-            g = torch.Generator(device=like.device)
-            g.manual_seed(seed)
+            key = str(like.device)
+            if key not in gens:  # one sequence per device: a tensor's chunks draw in turn
+                gens[key] = torch.Generator(device=like.device)
+                gens[key].manual_seed(seed)
             return torch.empty(like.shape, dtype=like.dtype, device=like.device).uniform_(
-                0.5, 1.5, generator=g)
+                0.5, 1.5, generator=gens[key])
         return [rng.uniform(0.5, 1.5) for _ in like]
     return make
 
@@ -194,12 +258,19 @@ def make_inputs(inputs_fn: Callable[[], Any], seed: int) -> tuple[Any, ...]:
     return tuple(args)
 
 
-def check_reference(spec: SpeedSpec) -> Optional[str]:
-    """The wrapper against the reference on make_inputs(): None when they agree, else why."""
+def check_reference(spec: SpeedSpec, seen: Optional[Json] = None) -> Optional[str]:
+    """The wrapper against the reference on make_inputs(): None when they agree, else why.
+    seen["input_bytes"] gets the inputs' footprint."""
     wrapper, reference, inputs_fn = spec
     args = make_inputs(inputs_fn, SEED)
-    got = _outputs(wrapper(*[_clone(a) for a in args]), args)
-    want = _outputs(reference(*[_clone(a) for a in args]), args)
+    if seen is not None:
+        try:
+            seen["input_bytes"] = _footprint_of_args(list(args))
+        except Exception:  # noqa: BLE001 - a figure, never the sample's failure
+            seen["input_bytes"] = 0
+    mine = [_clone(a) for a in args]  # the reference gets the originals: one copy, not two
+    got = _outputs(wrapper(*mine), mine)
+    want = _outputs(reference(*args), args)
     synchronize()
     if not _same(want, got):
         return "the wrapper's output differs from the reference's on the inputs of inputs()"
@@ -236,10 +307,13 @@ def prepare_kernels(state: Any, largest: Largest, timer: Any, target: float) -> 
     items = []
     for i, name in enumerate(largest.order[:MAX_KERNELS]):
         nbytes, rec = largest.best[name]
-        launches = [Launch(rec, "same", SEED + i * 2 + k) for k in range(2)]
+        # Two copies of the buffers, used in turn; one for a launch of ONE_COPY_BYTES or more
+        # (the L2 flush before each rep leaves nothing of the last one in the cache anyway).
+        copies = 1 if nbytes >= ONE_COPY_BYTES else 2
+        launches = [Launch(rec, "same", SEED + i * 2 + k) for k in range(copies)]
 
         def call_of(rep, rec=rec, launches=launches):
-            la = launches[rep % 2]
+            la = launches[rep % len(launches)]
             return lambda: state.launch_raw(rec.jit, la.args, la.kwargs)
         it = Item("kernel", [call_of], 1.0, max(target, KERNEL_TARGET))
         it.info = {"kernel": name, "bytes": nbytes, "seed": SEED + i}
@@ -262,23 +336,34 @@ def prepare_compare(spec: SpeedSpec, module: Any, state: Any, target: float) -> 
         setattr(module, ref_name, counted)
     else:
         ref_name = None
-    rep_inputs, last = {}, {}
+    last = {}
+    # The reference's and the wrapper's arguments: one copy each of the inputs, made base times
+    # a rep's fresh factors again in place when a rep's first call is made (the order of the two
+    # turns each rep), so that the timing holds three copies of the inputs, not one a call.
+    ref_args, cand_args = [_clone(a) for a in base], [_clone(a) for a in base]
+    current = {"rep": None}
 
     def inputs_of(rep):
-        if rep not in rep_inputs:
-            rep_inputs.clear()
-            rep_inputs[rep] = tuple(_clone(a, _factor(SEED + rep)) for a in base)
-        return rep_inputs[rep]
+        if current["rep"] != rep:
+            current["rep"] = rep
+            _refresh([ref_args, cand_args], base, _factor(SEED + rep))
 
     def ref_of(rep):
-        args = [_clone(a) for a in inputs_of(rep)]
-        return lambda: last.__setitem__("ref", _outputs(reference(*args), args))
+        inputs_of(rep)
+        args = ref_args
+
+        def call():
+            last.pop("ref", None)  # the last outputs freed before the call makes its own
+            last["ref"] = _outputs(reference(*args), args)
+        return call
 
     def cand_of(rep):
-        args = [_clone(a) for a in inputs_of(rep)]
+        inputs_of(rep)
+        args = cand_args
 
         def call():
             calls0 = counted.calls
+            last.pop("cand", None)
             out = wrapper(*args)
             last["cand"] = _outputs(out, args)
             last["cand_calls_ref"] = last.get("cand_calls_ref") or counted.calls > calls0
@@ -314,7 +399,7 @@ def prepare_compare(spec: SpeedSpec, module: Any, state: Any, target: float) -> 
         it.sides = [torch.cuda.ExternalStream(h) for h in others]
     it.info = {"base": base, "last": last, "checks": checks, "counted": counted,
                "ref_name": ref_name, "reference": reference, "side_streams": it.device,
-               "unjoined": unjoined, "launches_per_call": launches}
+               "unjoined": unjoined, "launches_per_call": launches, "state": state}
     return it
 
 
@@ -361,6 +446,96 @@ def _unjoined(state, others, call):
             state.stream_watch = None
             torch.cuda.synchronize()
     return pending or not seen <= (others | {_current_stream()})
+
+
+class LaunchClock:
+    """Times each launch of the sample's kernels during a wrapper call (the hooks call begin()
+    and end(token) around it, state.launch_clock): CUDA events on the launch's stream, or
+    time.perf_counter without CUDA (the CPU stand-in)."""
+
+    def __init__(self, torch: Any) -> None:
+        self.torch = torch
+        self.spans = []
+
+    def begin(self) -> Any:
+        if self.torch is None:
+            return time.perf_counter()
+        ev = self.torch.cuda.Event(enable_timing=True)
+        ev.record()
+        return ev
+
+    def end(self, token: Any) -> None:
+        if self.torch is None:
+            self.spans.append((token, time.perf_counter()))
+            return
+        ev = self.torch.cuda.Event(enable_timing=True)
+        ev.record()
+        self.spans.append((token, ev))
+
+    def seconds(self) -> float:
+        """The launches' time together (after the call's end was waited for)."""
+        if self.torch is None:
+            return sum(b - a for a, b in self.spans)
+        for _, b in self.spans:
+            b.synchronize()
+        return sum(a.elapsed_time(b) for a, b in self.spans) / 1e3
+
+
+def measure_share(it: Item, state: Any, timer: Any) -> None:
+    """In the exclusive section, after the compare item's loop: SHARE_REPS more calls of the
+    wrapper on timed inputs (reps of its own, the output check not made), each of the sample's
+    launches timed on its stream (LaunchClock) and the call as a rep is timed. The share is the
+    launches' time over the call's, at most 1; it->raw["share"] keeps each rep's figures. The
+    timer's state (its pre-roll, its dropped reps) is left as the loop left it; the pre-roll is
+    at its longest meanwhile, so that the events the launches add cannot leave the GPU waiting
+    for the CPU inside the call."""
+    saved = (timer.preroll_s, timer.dropped)
+    timer.preroll_s = tt.PREROLL_MAX_S
+    shares, counts = [], []
+    try:
+        for r in range(SHARE_REPS):
+            call = it.calls[1](10_000 + r)
+            clock = LaunchClock(timer.torch)
+            state.launch_clock = clock
+            try:
+                _, t, _, _, _ = timer.rep(call, device=it.device, sides=it.sides)
+            finally:
+                state.launch_clock = None
+            k = clock.seconds()
+            counts.append(len(clock.spans))
+            shares.append(min(1.0, k / t) if t > 0 else (1.0 if clock.spans else 0.0))
+    finally:
+        timer.preroll_s, timer.dropped = saved
+    it.raw["share"] = {"shares": shares, "launches": counts}
+
+
+def ran_instead(it: Item, state: Any, top: int = 3) -> list[Json]:
+    """What a call of the wrapper on the timed inputs ran on the GPU besides the sample's own
+    kernels (torch.profiler, CUDA activity only), the longest first: [{"name", "us"}], at most
+    `top`. Empty without CUDA or where the profiler cannot run (no CUPTI in the sandbox). For
+    the repair evidence of library_work and kernel_not_timed; the device shared meanwhile."""
+    torch = _cuda()
+    if torch is None:
+        return []
+    try:
+        from torch.profiler import ProfilerActivity, profile
+        call = it.calls[1](20_000)
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            call()
+            torch.cuda.synchronize()
+        own = {str(k).rsplit(".", 1)[-1] for k in state.kernels}
+        totals = {}
+        for e in prof.key_averages():
+            name = str(getattr(e, "key", ""))
+            us = getattr(e, "device_time_total", None)
+            if us is None:
+                us = getattr(e, "cuda_time_total", 0)
+            if name and us and not any(name == k or name.startswith(k + "_") for k in own):
+                totals[name] = totals.get(name, 0.0) + float(us)
+        longest = sorted(totals.items(), key=lambda kv: -kv[1])[:top]
+        return [{"name": n[:200], "us": round(us, 3)} for n, us in longest]
+    except Exception:  # noqa: BLE001 - evidence only, never the label
+        return []
 
 
 def restore_reference(item: Optional[Item], module: Any) -> None:
@@ -416,6 +591,8 @@ def measure(items: list[Item], timer: Any, budget_s: float, opts: Json, enqueue_
             graph = tt.graph_times(timer, it.graphs)
         it.raw = {"dev": dev, "stream": stream, "stop": reason, "reps": reps,
                   "dropped": dropped, "graph": graph, "preroll_us": timer.preroll_s * 1e6}
+        if it.kind == "compare" and it.info.get("state") is not None:
+            measure_share(it, it.info["state"], timer)
 
 
 def summarise_kernel(it: Item, peak: Optional[float]) -> Json:
@@ -459,6 +636,12 @@ def summarise_compare(it: Item, timer: Any, peak: Optional[float]) -> tuple[Json
     nbytes = _footprint_of_args(list(info["base"]) + list(last.get("cand") or []))
     gbps, frac = st.bandwidth(nbytes, entry["time_us"] / 1e6, peak)
     entry.update(bytes=nbytes, gbps=gbps, fraction_of_peak=frac)
+    share = raw.get("share")
+    if share and share["shares"]:
+        entry["kernel_share"] = st.median(share["shares"])
+        entry["share_launches"] = share["launches"]
+    else:
+        entry["kernel_share"] = None
     unseen = timer.torch is not None and (
         info["unjoined"] or info.get("unseen_by_time", False) or
         st.unseen_work(st.median(stream[1]), cand))
@@ -506,9 +689,10 @@ def _run_timing(sample, report, request):
     except ValueError as e:
         _fail(report, "KFORGE_SPEED: %s" % e)
         return
+    memory = _Memory()
     if spec is not None:
         try:
-            why = check_reference(spec)
+            why = check_reference(spec, memory.seen)
         except Exception as e:  # noqa: BLE001 - the sample's own code raised
             why = "calling it raised %s: %s" % (type(e).__name__, str(e)[:300])
         if why is not None:
@@ -518,7 +702,16 @@ def _run_timing(sample, report, request):
         return
     largest = getattr(state, "timing", None)
     if spec is None and (largest is None or not largest.order):
-        report["speed"] = {"timed": False, "reason": "no launch of the sample's kernels"}
+        report["speed"] = not_timed("no launch of the sample's kernels")
+        return
+    if largest is not None and largest.order:
+        memory.seen["input_bytes"] = max([memory.seen.get("input_bytes", 0)] +
+                                         [largest.best[k][0] for k in largest.order])
+    too_large = memory.too_large(request, float(cfg.get("max_input_fraction",
+                                                         MAX_INPUT_FRACTION)))
+    if too_large is not None:
+        report["speed"] = not_timed(too_large)
+        report["speed"]["memory"] = memory.figures()
         return
     opts = {"min_reps": int(cfg.get("min_reps", 10)), "max_reps": int(cfg.get("max_reps", 200)),
             "target": float(cfg.get("target", 0.02))}
@@ -545,8 +738,7 @@ def _run_timing(sample, report, request):
         if lock is not None:
             waited = lock.acquire_exclusive(wait_s)
             if waited is None:
-                speed = {"timed": False, "reason": "GPU busy: no exclusive use within %.0f s" %
-                         wait_s}
+                speed = not_timed("GPU busy: no exclusive use within %.0f s" % wait_s)
                 return
             held = True
         t_excl = time.monotonic()
@@ -564,11 +756,16 @@ def _run_timing(sample, report, request):
             cmp, reproduced, unseen, calls_ref = summarise_compare(cmp_item, timer, peak)
         speed["reference"] = cmp
         speed["dropped_reps"] = timer.dropped
+        share_bound = float(cfg.get("min_kernel_share", MIN_KERNEL_SHARE))
         speed.update(st.label(speed["kernels"], cmp, float(cfg.get("min_speedup", 1.0)),
-                              reproduced, unseen, calls_ref))
+                              reproduced, unseen, calls_ref, share_bound))
+        speed["min_kernel_share"] = share_bound
+        if cmp is not None and {"library_work", "kernel_not_timed"} & set(speed["flags"]):
+            cmp["ran_instead"] = ran_instead(cmp_item, state)
     except Exception as e:  # noqa: BLE001 - the label is lost, never the verdict
-        speed = {"timed": False, "reason": "timing failed: %s: %s" % (type(e).__name__,
-                                                                     str(e)[:300])}
+        restore_reference(cmp_item, module)
+        items = cmp_item = None  # their buffers freed
+        speed = not_timed("timing failed: %s: %s" % (type(e).__name__, str(e)[:300]))
     finally:
         restore_reference(cmp_item, module)
         tt.restore_rng(rng)
@@ -581,10 +778,69 @@ def _run_timing(sample, report, request):
                 speed["exclusive_ms"] = int((time.monotonic() - t_excl) * 1000)
             speed["waited_ms"] = int((waited or 0.0) * 1000)
             speed["min_speedup"] = float(cfg.get("min_speedup", 1.0))
+        speed["memory"] = memory.figures()
         report["speed"] = speed
+
+
+def not_timed(reason: str) -> Json:
+    """A label without figures: `timed` false, the reason, and the flag `not_timed` that
+    status, compare, export and the viewer show (and that a run requiring a speedup never
+    verifies)."""
+    return {"timed": False, "reason": reason, "flags": ["not_timed"]}
 
 
 def _fail(report, detail):
     report["verdict"] = "failed"
     report["detail"] = detail
-    report["speed"] = {"timed": False, "reason": detail}
+    report["speed"] = not_timed(detail)
+
+
+class _Memory:
+    """The timing's own GPU memory (speed.memory): the peak allocated while it ran over what was
+    allocated as it began, per byte of the inputs it timed (the declared inputs' footprint, or
+    the largest timed kernel launch's). Without CUDA only the inputs' bytes."""
+
+    def __init__(self) -> None:
+        self.torch = _cuda()
+        self.seen = {}
+        self.base = 0
+        if self.torch is not None:
+            try:
+                self.torch.cuda.synchronize()
+                self.base = self.torch.cuda.memory_allocated()
+                self.torch.cuda.reset_peak_memory_stats()
+            except Exception:  # noqa: BLE001 - no figure, never a lost label
+                self.torch = None
+
+    def worker_bytes(self, request: Json) -> Optional[int]:
+        """The worker's GPU memory: its gpu_memory_fraction of the device, else the device's."""
+        if self.torch is None:
+            return None
+        total = int(self.torch.cuda.get_device_properties(0).total_memory)
+        try:
+            frac = float(request.get("gpu_memory_fraction") or 0)
+        except (TypeError, ValueError):
+            frac = 0.0
+        return int(total * frac) if 0 < frac < 1 else total
+
+    def too_large(self, request: Json, fraction: float) -> Optional[str]:
+        """Why the inputs are too large to time here (more than `fraction` of the worker's
+        memory), or None."""
+        worker = self.worker_bytes(request)
+        n = self.seen.get("input_bytes", 0)
+        if worker is None or n <= fraction * worker:
+            return None
+        return ("inputs of %.2f GiB: the label is taken for inputs up to %g of the worker's "
+                "%.2f GiB of GPU memory (verifier.timing.max_input_fraction)" % (
+                    n / 2**30, fraction, worker / 2**30))
+
+    def figures(self) -> Json:
+        n = self.seen.get("input_bytes", 0)
+        out = {"input_bytes": n, "peak_bytes": None, "per_input_byte": None}
+        if self.torch is not None:
+            try:
+                peak = max(0, self.torch.cuda.max_memory_allocated() - self.base)
+                out.update(peak_bytes=peak, per_input_byte=peak / n if n else None)
+            except Exception:  # noqa: BLE001
+                pass
+        return out

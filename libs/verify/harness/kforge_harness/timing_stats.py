@@ -183,12 +183,20 @@ def bandwidth(nbytes: int, seconds: float,
 
 def label(kernels: list[dict[str, Any]], cmp: Optional[dict[str, Any]], min_speedup: float,
           reproduced: bool = True, unseen: bool = False,
-          calls_reference: bool = False) -> dict[str, Any]:
+          calls_reference: bool = False, min_kernel_share: float = 0.5) -> dict[str, Any]:
     """The label's verdicts from its figures: kernels is a list of dicts with "fraction_of_peak"
-    (or None); cmp is None (no reference) or a dict with "speedup" and "ci" [low, high].
-    Returns {"pass_perf": bool or None, "flags": [...]}: pass_perf is None without a reference,
-    True when the interval's lower bound is above min_speedup and nothing is flagged."""
+    (or None); cmp is None (no reference) or a dict with "speedup" and "ci" [low, high], and
+    where measured "launches_per_call" (the sample's launches in one wrapper call) and
+    "kernel_share" (their share of the call's GPU time). Returns {"pass_perf": bool or None,
+    "flags": [...]}: pass_perf is None without a reference, True when the interval's lower bound
+    is above min_speedup and nothing is flagged."""
     flags = []
+    if cmp is not None and (cmp.get("launches_per_call") == 0 or
+                            0 in (cmp.get("share_launches") or [])):
+        flags.append("kernel_not_timed")
+    elif cmp is not None and cmp.get("kernel_share") is not None and \
+            cmp["kernel_share"] < min_kernel_share:
+        flags.append("library_work")
     fractions = [k.get("fraction_of_peak") for k in kernels]
     if cmp is not None:
         fractions.append(cmp.get("fraction_of_peak"))

@@ -55,6 +55,10 @@ class TritonState:
         # While the speed label watches a wrapper call: the stream current at each launch of
         # the sample's kernels (timing.prepare_compare), else None.
         self.stream_watch = None
+        # While the speed label measures the kernels' share of a wrapper call: a clock with
+        # begin() -> token and end(token) around each launch of the sample's kernels
+        # (timing.LaunchClock), else None.
+        self.launch_clock = None
 
 
 def _stream_now():
@@ -195,6 +199,33 @@ def _launch_raw(run):
     return launch
 
 
+def _wrap_module_compiles(state: TritonState) -> None:
+    """Times Triton's module-level compile and the NVIDIA launcher build (compile costs)."""
+    # Newer Triton (3.x) sets `self.compile` again when it builds a kernel's binder, from
+    # `triton.compiler.compile`, replacing the per-instance wrapper above: the module's own
+    # function is wrapped as well (the guard keeps a call from being counted twice).
+    wrapped = {}
+    for modname in ("triton.compiler", "triton.compiler.compiler", "triton"):
+        try:
+            mod = importlib.import_module(modname)
+            compile_fn = getattr(mod, "compile", None)
+            if callable(compile_fn) and not _ours(compile_fn):
+                if id(compile_fn) not in wrapped:
+                    wrapped[id(compile_fn)] = _timed_compile(compile_fn, state)
+                setattr(mod, "compile", wrapped[id(compile_fn)])
+        except Exception:
+            pass
+    try:
+        # Each new kernel signature needs a C launcher, built by the C compiler (cached on disk)
+        # when the kernel first runs, outside compile().
+        from triton.backends.nvidia import driver as nv_driver
+        build = getattr(nv_driver, "compile_module_from_src", None)
+        if callable(build) and not _ours(build):
+            nv_driver.compile_module_from_src = _timed_compile(build, state, "launcher")
+    except Exception:
+        pass
+
+
 def install_triton_hooks(state: TritonState) -> None:
     """Patches Triton's JIT launch path and autotuner. No effect if triton is not importable."""
     try:
@@ -230,6 +261,17 @@ def install_triton_hooks(state: TritonState) -> None:
 
     def run(self, *args, **kwargs):
         if not kwargs.get("warmup", False) and _code_file(self.fn) == state.script_path:
+            clock = state.launch_clock
+            if clock is not None:
+                # The launch timed on its stream (the speed label's kernel share); launches
+                # from inside it (none in Triton) are not timed twice.
+                state.launch_clock = None
+                token = clock.begin()
+                try:
+                    return run(self, *args, **kwargs)
+                finally:
+                    clock.end(token)
+                    state.launch_clock = clock
             name = getattr(self.fn, "__qualname__", "?")
             state.launches[name] = state.launches.get(name, 0) + 1
             gpulock.checkpoint()
@@ -280,29 +322,7 @@ def install_triton_hooks(state: TritonState) -> None:
             return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
         return orig_getitem(self, grid)
 
-    # Newer Triton (3.x) sets `self.compile` again when it builds a kernel's binder, from
-    # `triton.compiler.compile`, replacing the per-instance wrapper above: the module's own
-    # function is wrapped as well (the guard keeps a call from being counted twice).
-    wrapped = {}
-    for modname in ("triton.compiler", "triton.compiler.compiler", "triton"):
-        try:
-            mod = importlib.import_module(modname)
-            compile_fn = getattr(mod, "compile", None)
-            if callable(compile_fn) and not _ours(compile_fn):
-                if id(compile_fn) not in wrapped:
-                    wrapped[id(compile_fn)] = _timed_compile(compile_fn, state)
-                setattr(mod, "compile", wrapped[id(compile_fn)])
-        except Exception:
-            pass
-    try:
-        # Each new kernel signature needs a C launcher, built by the C compiler (cached on disk)
-        # when the kernel first runs, outside compile().
-        from triton.backends.nvidia import driver as nv_driver
-        build = getattr(nv_driver, "compile_module_from_src", None)
-        if callable(build) and not _ours(build):
-            nv_driver.compile_module_from_src = _timed_compile(build, state, "launcher")
-    except Exception:
-        pass
+    _wrap_module_compiles(state)
     JITFunction.__init__ = wear(init, orig_init)
     JITFunction.run = wear(run, orig_run)
     JITFunction.__getitem__ = wear(getitem, orig_getitem)

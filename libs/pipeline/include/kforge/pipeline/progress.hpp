@@ -89,6 +89,11 @@ struct RunProgress {
   std::int64_t speed_with_reference = 0;
   std::int64_t speed_pass_perf = 0;
   std::optional<double> speed_median;
+  // The label's flags over the same samples, most frequent first (not_timed: timing was asked
+  // for and failed, the reasons below; library_work; kernel_not_timed; ...), and the commonest
+  // reasons a label has no figures, with their counts.
+  std::vector<std::pair<std::string, std::int64_t>> speed_flags;
+  std::vector<std::pair<std::string, std::int64_t>> not_timed_reasons;
   std::map<std::string, std::int64_t> verdicts;
   // Quality flags on passing samples' latest verdicts (weak_test, weak_inputs, ...), by flag.
   std::map<std::string, std::int64_t> flags;

@@ -81,6 +81,9 @@ struct SpeedSummary {
   std::vector<double> speedup_quantiles;
   std::int64_t faster = 0;  // speedup above 1
   std::optional<double> cost_per_fast_verified;
+  // The speed label's flags over the passing samples, most frequent first (not_timed: timing
+  // was asked for and failed; library_work, kernel_not_timed, perf_suspect, ...).
+  Counts flags;
 };
 
 struct RunSummary {

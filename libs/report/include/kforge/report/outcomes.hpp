@@ -115,6 +115,8 @@ struct SampleOutcome {
   bool timed = false;
   std::optional<double> speedup;
   std::optional<bool> pass_perf;
+  // Its flags (perf_suspect, library_work, not_timed, ...; migration 0032's speed_flag_names).
+  std::vector<std::string> speed_flags;
   // Every attempt counts: what was paid and how long it took.
   std::int64_t prompt_tokens = 0;
   std::int64_t completion_tokens = 0;

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..timing import run_timing
+from ..timing import not_timed, run_timing
 from .sequence import Report
 
 
@@ -20,4 +20,4 @@ def run(sample: dict[str, Any], request: dict[str, Any]) -> Optional[Report]:
 
 
 def broken(why: str) -> Report:
-    return {"speed": {"timed": False, "reason": why}}
+    return {"speed": not_timed(why)}

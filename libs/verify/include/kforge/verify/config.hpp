@@ -84,6 +84,12 @@ struct TimingConfig {
   double target = 0.02;      // stop when the 95% interval's half width is within this fraction
   double min_speedup = 1.0;  // pass_perf: the speedup interval's lower bound above this
   double wait_s = 30;        // the longest a sample waits for the device before it gives up
+  // library_work: the sample's own Triton launches took less than this share of the timed
+  // wrapper call's GPU time.
+  double min_kernel_share = 0.5;
+  // The label is taken for inputs up to this fraction of the worker's GPU memory (larger:
+  // not_timed, with the reason); the timing holds about six times the inputs' bytes.
+  double max_input_fraction = 0.125;
 };
 
 struct VerifierConfig {

@@ -42,6 +42,16 @@ struct SpeedLabel {
   std::optional<bool> pass_perf;
   std::vector<std::string> flags;
   std::optional<std::int64_t> exclusive_ms;
+  // The share of the timed wrapper call's GPU time spent in the sample's own Triton launches,
+  // the sample's launches in one call, and the bound below which the label flags library_work.
+  std::optional<double> kernel_share, min_kernel_share;
+  std::optional<std::int64_t> launches_per_call;
+  // Where the label flags library_work or kernel_not_timed: the GPU kernels a call ran besides
+  // the sample's, the longest first (name, microseconds; empty where the profiler cannot run).
+  std::vector<std::pair<std::string, double>> ran_instead;
+  // The timing's own GPU memory per byte of the inputs it timed, and those bytes.
+  std::optional<double> memory_per_input_byte;
+  std::optional<std::int64_t> input_bytes;
   // {"timed", "kernel_us", "gbps", "fraction_of_peak", "speedup", "speedup_ci", "pass_perf",
   // "flags", ...}: for `kforge verify --json`, export and debug.
   nlohmann::json to_json() const;
