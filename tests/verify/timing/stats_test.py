@@ -152,6 +152,28 @@ class PeakAndFlagsTest(unittest.TestCase):
         # Not measured (no share): no flag from it.
         self.assertEqual(st.label([], {"speedup": 1.4, "ci": [1.3, 1.5]}, 1.0)["flags"], [])
 
+    def test_the_profilers_share_settles_a_short_kernels(self):
+        # A short honest kernel: the events' share (0.3) counts the host's gaps; on the GPU its
+        # kernel was all the work (0.97): no library_work, pass_perf as the speedup says.
+        cmp = {"speedup": 1.4, "ci": [1.3, 1.5], "launches_per_call": 1, "kernel_share": 0.3}
+        self.assertEqual(st.label([], cmp, 1.0)["flags"], ["library_work"])
+        self.assertTrue(st.settle_share(cmp, st.gpu_share(9.7, 0.3), 0.5))
+        self.assertEqual(cmp["kernel_share"], 0.97)
+        self.assertEqual(cmp["kernel_share_by"], "profiler")
+        self.assertEqual(st.label([], cmp, 1.0), {"pass_perf": True, "flags": []})
+        # Library work behind a token kernel: the GEMM's 179 us against the epilogue's 17 us
+        # keeps the flag, as does a profiler that saw nothing or could not run.
+        gemm = {"speedup": 1.2, "ci": [1.1, 1.3], "launches_per_call": 1, "kernel_share": 0.09}
+        self.assertFalse(st.settle_share(gemm, st.gpu_share(17.0, 179.0), 0.5))
+        self.assertEqual(gemm["kernel_share"], 0.09)
+        self.assertFalse(st.settle_share(gemm, st.gpu_share(0.0, 0.0), 0.5))
+        self.assertFalse(st.settle_share(gemm, None, 0.5))
+        self.assertEqual(st.label([], gemm, 1.0)["flags"], ["library_work"])
+        # A share already above the bound is never touched.
+        ok = {"kernel_share": 0.8}
+        self.assertFalse(st.settle_share(ok, 0.2, 0.5))
+        self.assertEqual(ok, {"kernel_share": 0.8})
+
     def test_unseen_work(self):
         # 60 us of side-stream work the stream's own event finished before: the rep counts it.
         self.assertAlmostEqual(st.rep_time(2e-6, 62e-6), 62e-6)

@@ -509,14 +509,16 @@ def measure_share(it: Item, state: Any, timer: Any) -> None:
     it.raw["share"] = {"shares": shares, "launches": counts}
 
 
-def ran_instead(it: Item, state: Any, top: int = 3) -> list[Json]:
+def ran_instead(it: Item, state: Any, top: int = 3) -> tuple[list[Json], Optional[float]]:
     """What a call of the wrapper on the timed inputs ran on the GPU besides the sample's own
     kernels (torch.profiler, CUDA activity only), the longest first: [{"name", "us"}], at most
-    `top`. Empty without CUDA or where the profiler cannot run (no CUPTI in the sandbox). For
-    the repair evidence of library_work and kernel_not_timed; the device shared meanwhile."""
+    `top`; and the sample's kernels' share of the call's kernel time on the GPU (None where it
+    cannot be told). Empty and None without CUDA or where the profiler cannot run (no CUPTI in
+    the sandbox). For the repair evidence of library_work and kernel_not_timed, and to settle a
+    library_work that the events' share gave (st.settle_share); the device shared meanwhile."""
     torch = _cuda()
     if torch is None:
-        return []
+        return [], None
     try:
         from torch.profiler import ProfilerActivity, profile
         call = it.calls[1](20_000)
@@ -524,18 +526,24 @@ def ran_instead(it: Item, state: Any, top: int = 3) -> list[Json]:
             call()
             torch.cuda.synchronize()
         own = {str(k).rsplit(".", 1)[-1] for k in state.kernels}
-        totals = {}
+        totals: dict[str, float] = {}
+        own_us = 0.0
         for e in prof.key_averages():
             name = str(getattr(e, "key", ""))
             us = getattr(e, "device_time_total", None)
             if us is None:
                 us = getattr(e, "cuda_time_total", 0)
-            if name and us and not any(name == k or name.startswith(k + "_") for k in own):
+            if not name or not us:
+                continue
+            if any(name == k or name.startswith(k + "_") for k in own):
+                own_us += float(us)
+            else:
                 totals[name] = totals.get(name, 0.0) + float(us)
         longest = sorted(totals.items(), key=lambda kv: -kv[1])[:top]
-        return [{"name": n[:200], "us": round(us, 3)} for n, us in longest]
+        others = [{"name": n[:200], "us": round(us, 3)} for n, us in longest]
+        return others, st.gpu_share(own_us, sum(totals.values()))
     except Exception:  # noqa: BLE001 - evidence only, never the label
-        return []
+        return [], None
 
 
 def restore_reference(item: Optional[Item], module: Any) -> None:
@@ -761,7 +769,10 @@ def _run_timing(sample, report, request):
                               reproduced, unseen, calls_ref, share_bound))
         speed["min_kernel_share"] = share_bound
         if cmp is not None and {"library_work", "kernel_not_timed"} & set(speed["flags"]):
-            cmp["ran_instead"] = ran_instead(cmp_item, state)
+            cmp["ran_instead"], gpu = ran_instead(cmp_item, state)
+            if st.settle_share(cmp, gpu, share_bound):
+                speed.update(st.label(speed["kernels"], cmp, float(cfg.get("min_speedup", 1.0)),
+                                      reproduced, unseen, calls_ref, share_bound))
     except Exception as e:  # noqa: BLE001 - the label is lost, never the verdict
         restore_reference(cmp_item, module)
         items = cmp_item = None  # their buffers freed

@@ -181,6 +181,27 @@ def bandwidth(nbytes: int, seconds: float,
     return gbps, (gbps / peak if peak else None)
 
 
+def gpu_share(own_us: float, other_us: float) -> Optional[float]:
+    """The sample's kernels' share of a call's kernel time on the GPU (the profiler's device
+    times), None when the call ran no kernel at all."""
+    total = own_us + other_us
+    return None if total <= 0 else min(1.0, own_us / total)
+
+
+def settle_share(cmp: dict[str, Any], gpu: Optional[float], min_kernel_share: float) -> bool:
+    """A share from CUDA events spans the host's gaps between a call's launches (an allocation,
+    Python), so a short honest kernel can read below the bound; where the profiler saw the
+    call's kernels, their device times decide: the share becomes theirs ("kernel_share_by":
+    "profiler") when the events' share was below the bound and the profiler's is not. True
+    when the share changed (the label is recomputed)."""
+    share = cmp.get("kernel_share")
+    if gpu is None or share is None or share >= min_kernel_share or gpu < min_kernel_share:
+        return False
+    cmp["kernel_share"] = round(gpu, 4)
+    cmp["kernel_share_by"] = "profiler"
+    return True
+
+
 def label(kernels: list[dict[str, Any]], cmp: Optional[dict[str, Any]], min_speedup: float,
           reproduced: bool = True, unseen: bool = False,
           calls_reference: bool = False, min_kernel_share: float = 0.5) -> dict[str, Any]:
