@@ -45,7 +45,9 @@ int slots(double t) {
   return n;
 }
 
-// Whether every non-helper kernel of `x` (at least one) has a kernel of `y` within.
+// Whether every non-helper kernel of `x` (at least one) has a kernel of `y` within. (All but one
+// of them merged Triton-distributed's MoE reduce-scatter file with the all-reduce one, whose
+// gather kernel is what tells them apart: nearly all is for kernel bodies, bodies_within.)
 bool within(const Signature& x, const Signature& y, const Agreement& m, bool transposed) {
   const int need = slots(kContainThreshold);
   bool any = false;
@@ -89,16 +91,16 @@ bool aligned(const Signature& a, const Signature& b, const Agreement& m) {
   return true;
 }
 
-// Whether the kernels of `a` and `b` that are not helpers (at least one) have the same names, and
-// each is near its namesake: at or above kAlignThreshold with as many parameters, or at or above
-// kNamedThreshold.
-bool named(const Signature& a, const Signature& b, const Agreement& m) {
+// Whether each kernel of `a` that is not a helper (at least one) has a namesake among `b`'s, not
+// taken by another, near it: at or above kAlignThreshold with as many parameters, or at or above
+// kNamedThreshold. `transposed`: a and b swapped in m.
+bool namesakes(const Signature& a, const Signature& b, const Agreement& m, bool transposed) {
   std::vector<std::size_t> x, y;
   for (std::size_t i = 0; i < a.kernels.size(); ++i)
     if (!a.kernels[i].helper) x.push_back(i);
   for (std::size_t j = 0; j < b.kernels.size(); ++j)
     if (!b.kernels[j].helper) y.push_back(j);
-  if (x.empty() || x.size() != y.size()) return false;
+  if (x.empty() || x.size() > y.size()) return false;
   const int need = slots(kAlignThreshold), need_named = slots(kNamedThreshold);
   std::vector<bool> taken(y.size(), false);
   for (std::size_t i : x) {
@@ -109,16 +111,39 @@ bool named(const Signature& a, const Signature& b, const Agreement& m) {
     while (o < y.size() && (taken[o] || b.kernels[y[o]].name != k.name)) ++o;
     if (o == y.size()) return false;
     taken[o] = true;
-    int same = m.at(i, y[o], false);
+    int same = m.at(i, y[o], transposed);
     if (same < need_named && (same < need || b.kernels[y[o]].params != k.params)) return false;
   }
   return true;
 }
 
-// Whether `x` has no kernel sketch, at least one kernel body, and every body is one of `y`'s.
+std::size_t own_kernels(const Signature& s) {
+  return static_cast<std::size_t>(
+      std::count_if(s.kernels.begin(), s.kernels.end(), [](const auto& k) { return !k.helper; }));
+}
+
+// Whether the kernels of `a` and `b` that are not helpers (at least one) have the same names, and
+// each is near its namesake (namesakes).
+bool named(const Signature& a, const Signature& b, const Agreement& m) {
+  return own_kernels(a) == own_kernels(b) && namesakes(a, b, m, false);
+}
+
+// Whether `x`'s kernels, kAlignMinKernels or more and fewer than `y`'s, are all among y's by name
+// (namesakes): a backend copy that keeps some of a file's kernels, edited.
+bool named_within(const Signature& x, const Signature& y, const Agreement& m, bool transposed) {
+  std::size_t n = own_kernels(x);
+  return static_cast<int>(n) >= kAlignMinKernels && n < own_kernels(y) &&
+         namesakes(x, y, m, transposed);
+}
+
+// Whether `x` has no kernel sketch, at least one kernel body, and every body is one of `y`'s (all
+// but one of kNearlyAllKernels or more).
 bool bodies_within(const Signature& x, const Signature& y) {
   if (!x.kernels.empty() || x.kernelless || x.body_ids.empty()) return false;
-  return std::includes(y.body_ids.begin(), y.body_ids.end(), x.body_ids.begin(), x.body_ids.end());
+  std::size_t missed = 0;
+  for (std::uint64_t b : x.body_ids)
+    if (!std::binary_search(y.body_ids.begin(), y.body_ids.end(), b) && ++missed > 1) return false;
+  return missed == 0 || static_cast<int>(x.body_ids.size()) >= kNearlyAllKernels;
 }
 
 }  // namespace
@@ -155,7 +180,9 @@ bool kernel_names_from_text(std::string_view text, Signature& s) {
 }
 
 bool kernels_within(const Signature& a, const Signature& b) {
-  return bodies_within(a, b) || within(a, b, Agreement(a, b), false);
+  if (bodies_within(a, b)) return true;
+  Agreement m(a, b);
+  return within(a, b, m, false) || named_within(a, b, m, false);
 }
 
 bool kernels_aligned(const Signature& a, const Signature& b) {
@@ -184,11 +211,12 @@ KernelLink kernel_link(const Signature& a, const Signature& b) {
   if (same_kernel_sketches(a, b)) return KernelLink::same;
   bool small_ab = bodies_within(a, b), small_ba = bodies_within(b, a);
   if (small_ab && small_ba) return KernelLink::both;
-  if (small_ab) return KernelLink::a_within_b;
-  if (small_ba) return KernelLink::b_within_a;
+  if (small_ab) return KernelLink::a_bodies_in_b;
+  if (small_ba) return KernelLink::b_bodies_in_a;
   if (a.kernels.empty() || b.kernels.empty()) return KernelLink::none;
   Agreement m(a, b);
-  bool ab = within(a, b, m, false), ba = within(b, a, m, true);
+  bool ab = within(a, b, m, false) || named_within(a, b, m, false),
+       ba = within(b, a, m, true) || named_within(b, a, m, true);
   if (ab && ba) return KernelLink::both;
   if (ab) return KernelLink::a_within_b;
   if (ba) return KernelLink::b_within_a;

@@ -488,7 +488,10 @@ bool ops_conflict(std::string_view a, std::string_view b) {
 
 bool near(const Signature& a, const Signature& b, double threshold) {
   if (a.kernels_sha == b.kernels_sha) return true;
-  if (ops_conflict(a.ops, b.ops)) return false;
+  if (ops_conflict(a.ops, b.ops)) {
+    KernelLink link = kernel_link(a, b);
+    return link == KernelLink::a_bodies_in_b || link == KernelLink::b_bodies_in_a;
+  }
   double need =
       a.kernelless || b.kernelless ? std::max(threshold, kKernellessThreshold) : threshold;
   return similarity(a, b) >= need - 1e-9 || kernel_link(a, b) != KernelLink::none;

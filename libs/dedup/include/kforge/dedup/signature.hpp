@@ -142,10 +142,18 @@ bool near(const Signature& a, const Signature& b, double threshold);
 //    in a backend copy that adds a kernel (FlagGems' `sigmoid.py` in metax's, files 0.20), fla's
 //    `exp` helper as FlagGems' `exp_func` (0.04). Trivial bodies (`return x`, below
 //    kMinBodyTokens) link nothing.
-// None looks at operations; near() and corpus groups do (a conflict vetoes any link).
+//  - nearly all: a file of kNearlyAllKernels or more kernels (or kernel bodies) is within
+//    another that has all of them but one (aiter's `chunk_delta_attn_utils.py` holds four of
+//    fla's `op.py` one-line helpers and a softplus of its own); and a file of kAlignMinKernels
+//    or more kernels is within one of more kernels that has each of them by name, each near its
+//    namesake as for `named` (FlagGems' kunlunxin `cummin.py` keeps four of the five kernels,
+//    two of them edited: 0.67 and 0.69).
+// None looks at operations; near() and corpus groups do (a conflict vetoes any link but one of
+// kernel bodies, `a_bodies_in_b`: the same code computes the same operations).
 inline constexpr double kContainThreshold = 0.9;
 inline constexpr double kAlignThreshold = 0.6;
 inline constexpr int kAlignMinKernels = 2;
+inline constexpr int kNearlyAllKernels = 3;
 inline constexpr double kNamedThreshold = 0.8;
 inline constexpr double kSmallKernelsThreshold = 0.5;
 // Files without any kernel are compared over all their tokens (host code, code generators that
@@ -163,7 +171,9 @@ enum class KernelLink {
   aligned = 4,
   same = 5,
   named = 6,
-  small = 7
+  small = 7,
+  a_bodies_in_b = 8,  // within, through its small kernels' bodies (no conflict of operations)
+  b_bodies_in_a = 9
 };
 KernelLink kernel_link(const Signature& a, const Signature& b);
 bool kernels_within(const Signature& a, const Signature& b);  // sketches, or small kernels' bodies
