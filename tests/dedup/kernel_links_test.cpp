@@ -497,8 +497,8 @@ TEST(SmallKernelsWithin, AHelperFileInsideALibraryIsWithinItWhateverTheirSizes) 
   EXPECT_LT(similarity(helpers, library), kDefaultThreshold);
   EXPECT_TRUE(kernels_within(helpers, library));
   EXPECT_FALSE(kernels_within(library, helpers));
-  EXPECT_EQ(kernel_link(helpers, library), KernelLink::a_within_b);
-  EXPECT_EQ(kernel_link(library, helpers), KernelLink::b_within_a);
+  EXPECT_EQ(kernel_link(helpers, library), KernelLink::a_bodies_in_b);
+  EXPECT_EQ(kernel_link(library, helpers), KernelLink::b_bodies_in_a);
   EXPECT_TRUE(near(helpers, library, kDefaultThreshold));
   // One helper missing from the library: not within.
   std::string partial = helper_library();

@@ -91,16 +91,16 @@ bool aligned(const Signature& a, const Signature& b, const Agreement& m) {
   return true;
 }
 
-// Whether each kernel of `a` that is not a helper (at least one) has a namesake among `b`'s, not
-// taken by another, near it: at or above kAlignThreshold with as many parameters, or at or above
-// kNamedThreshold. `transposed`: a and b swapped in m.
-bool namesakes(const Signature& a, const Signature& b, const Agreement& m, bool transposed) {
+// Whether the kernels of `a` and `b` that are not helpers (at least one) have the same names, and
+// each is near its namesake: at or above kAlignThreshold with as many parameters, or at or above
+// kNamedThreshold.
+bool named(const Signature& a, const Signature& b, const Agreement& m) {
   std::vector<std::size_t> x, y;
   for (std::size_t i = 0; i < a.kernels.size(); ++i)
     if (!a.kernels[i].helper) x.push_back(i);
   for (std::size_t j = 0; j < b.kernels.size(); ++j)
     if (!b.kernels[j].helper) y.push_back(j);
-  if (x.empty() || x.size() > y.size()) return false;
+  if (x.empty() || x.size() != y.size()) return false;
   const int need = slots(kAlignThreshold), need_named = slots(kNamedThreshold);
   std::vector<bool> taken(y.size(), false);
   for (std::size_t i : x) {
@@ -111,29 +111,10 @@ bool namesakes(const Signature& a, const Signature& b, const Agreement& m, bool 
     while (o < y.size() && (taken[o] || b.kernels[y[o]].name != k.name)) ++o;
     if (o == y.size()) return false;
     taken[o] = true;
-    int same = m.at(i, y[o], transposed);
+    int same = m.at(i, y[o], false);
     if (same < need_named && (same < need || b.kernels[y[o]].params != k.params)) return false;
   }
   return true;
-}
-
-std::size_t own_kernels(const Signature& s) {
-  return static_cast<std::size_t>(
-      std::count_if(s.kernels.begin(), s.kernels.end(), [](const auto& k) { return !k.helper; }));
-}
-
-// Whether the kernels of `a` and `b` that are not helpers (at least one) have the same names, and
-// each is near its namesake (namesakes).
-bool named(const Signature& a, const Signature& b, const Agreement& m) {
-  return own_kernels(a) == own_kernels(b) && namesakes(a, b, m, false);
-}
-
-// Whether `x`'s kernels, kAlignMinKernels or more and fewer than `y`'s, are all among y's by name
-// (namesakes): a backend copy that keeps some of a file's kernels, edited.
-bool named_within(const Signature& x, const Signature& y, const Agreement& m, bool transposed) {
-  std::size_t n = own_kernels(x);
-  return static_cast<int>(n) >= kAlignMinKernels && n < own_kernels(y) &&
-         namesakes(x, y, m, transposed);
 }
 
 // Whether `x` has no kernel sketch, at least one kernel body, and every body is one of `y`'s (all
@@ -180,9 +161,7 @@ bool kernel_names_from_text(std::string_view text, Signature& s) {
 }
 
 bool kernels_within(const Signature& a, const Signature& b) {
-  if (bodies_within(a, b)) return true;
-  Agreement m(a, b);
-  return within(a, b, m, false) || named_within(a, b, m, false);
+  return bodies_within(a, b) || within(a, b, Agreement(a, b), false);
 }
 
 bool kernels_aligned(const Signature& a, const Signature& b) {
@@ -215,8 +194,7 @@ KernelLink kernel_link(const Signature& a, const Signature& b) {
   if (small_ba) return KernelLink::b_bodies_in_a;
   if (a.kernels.empty() || b.kernels.empty()) return KernelLink::none;
   Agreement m(a, b);
-  bool ab = within(a, b, m, false) || named_within(a, b, m, false),
-       ba = within(b, a, m, true) || named_within(b, a, m, true);
+  bool ab = within(a, b, m, false), ba = within(b, a, m, true);
   if (ab && ba) return KernelLink::both;
   if (ab) return KernelLink::a_within_b;
   if (ba) return KernelLink::b_within_a;

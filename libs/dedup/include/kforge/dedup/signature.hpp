@@ -142,12 +142,11 @@ bool near(const Signature& a, const Signature& b, double threshold);
 //    in a backend copy that adds a kernel (FlagGems' `sigmoid.py` in metax's, files 0.20), fla's
 //    `exp` helper as FlagGems' `exp_func` (0.04). Trivial bodies (`return x`, below
 //    kMinBodyTokens) link nothing.
-//  - nearly all: a file of kNearlyAllKernels or more kernels (or kernel bodies) is within
+//  - nearly all: a file of small kernels with kNearlyAllKernels or more kernel bodies is within
 //    another that has all of them but one (aiter's `chunk_delta_attn_utils.py` holds four of
-//    fla's `op.py` one-line helpers and a softplus of its own); and a file of kAlignMinKernels
-//    or more kernels is within one of more kernels that has each of them by name, each near its
-//    namesake as for `named` (FlagGems' kunlunxin `cummin.py` keeps four of the five kernels,
-//    two of them edited: 0.67 and 0.69).
+//    fla's `op.py` one-line helpers and a softplus of its own). Kernels with sketches need all
+//    of theirs within: one missing merged Triton-distributed's MoE all-reduce and
+//    reduce-scatter files, whose one different kernel (the gather) is what tells them apart.
 // None looks at operations; near() and corpus groups do (a conflict vetoes any link but one of
 // kernel bodies, `a_bodies_in_b`: the same code computes the same operations).
 inline constexpr double kContainThreshold = 0.9;
