@@ -17,14 +17,14 @@
 namespace kforge::dedup {
 namespace {
 
-// The operations of Signature::ops without its data-flow edges (`>op<from`).
+// The operations of Signature::ops without its data-flow edges (`>op;from`).
 std::string without_edges(const std::string& ops) {
   std::string out;
   for (std::size_t at = 0; at <= ops.size();) {
     std::size_t c = ops.find(',', at);
     if (c == std::string::npos) c = ops.size();
     std::string_view o(ops.data() + at, c - at);
-    if (!o.starts_with(">")) out.append(out.empty() ? "" : ",").append(o);
+    if (o.find(';') == std::string_view::npos) out.append(out.empty() ? "" : ",").append(o);
     at = c + 1;
   }
   return out;
@@ -401,6 +401,65 @@ TEST(ValueOps, RewritesOfTheSameMathStayTogether) {
   Signature g = compute_signature(kGemm), gb = compute_signature(bp);
   EXPECT_EQ(g.ops, gb.ops);
   EXPECT_FALSE(ops_conflict(g.ops, gb.ops));
+}
+
+// Issue 55, second pass: the same operations on other operands. FlagGems' metax sigmoid and tanh
+// backward kernels are one template (kernels 1.00 alike with identifiers normalised, `*` and `-`
+// each) around `y * x * (1 - x)` and `y * (1 - x * x)`.
+const char* kBackward = R"(import triton
+import triton.language as tl
+
+@triton.jit
+def sigmoid_backward_kernel(x_ptr, dy_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    dy = tl.load(dy_ptr + offs, mask=mask)
+    out = dy * x * (1 - x)
+    tl.store(out_ptr + offs, out, mask=mask)
+)";
+
+TEST(ValueOps, SharedOperationsOnOtherOperandsConflict) {
+  std::string tanh = swap_text(kBackward, "dy * x * (1 - x)", "dy * (1 - x * x)");
+  Signature sig = compute_signature(kBackward), th = compute_signature(tanh);
+  // The same operations, the same tensors: only the data flow tells them apart.
+  EXPECT_EQ(without_edges(sig.ops), without_edges(th.ops));
+  EXPECT_NE(sig.ops.find(">*;-"), std::string::npos) << sig.ops;  // `*` of `1 - x`
+  EXPECT_NE(th.ops.find(">-;*"), std::string::npos) << th.ops;    // `-` of `x * x`
+  expect_apart(kBackward, tanh, "sigmoid vs tanh backward");
+  // Based vs ReBased: `1 + s + s * s` against `s * s`, summed: `+` and `*` in both (the other
+  // kernels of the file add them), wired otherwise.
+  std::string based = swap_text(kBackward, "    out = dy * x * (1 - x)\n",
+                                "    s = dy * x\n    out = tl.sum(1 + s + s * s, axis=0) + dy\n");
+  std::string rebased = swap_text(kBackward, "    out = dy * x * (1 - x)\n",
+                                  "    s = dy * x\n    out = tl.sum(s * s, axis=0) + dy\n");
+  expect_apart(based, rebased, "based vs rebased");
+}
+
+TEST(ValueOps, EditsThatKeepTheDataFlowStayTogether) {
+  // A clamp inserted between two operations both sides apply (`log(x * y)` against
+  // `log(maximum(x * y, eps))`) keeps the operands of every shared operation.
+  std::string plain = swap_text(kBackward, "dy * x * (1 - x)", "tl.log(dy * x) - x");
+  std::string clamped =
+      swap_text(kBackward, "dy * x * (1 - x)", "tl.log(tl.maximum(dy * x, 1e-6)) - x");
+  Signature a = compute_signature(plain), b = compute_signature(clamped);
+  EXPECT_FALSE(ops_conflict(a.ops, b.ops)) << a.ops << " | " << b.ops;
+  EXPECT_TRUE(near(a, b, kDefaultThreshold)) << similarity(a, b);
+  // A scale by something that is not data passes its operand through: `exp(x - m)` and
+  // `exp2((x - m) * LOG2E)` both apply `exp` to `-`.
+  Signature e = compute_signature(kSoftmaxRow);
+  Signature e2 = compute_signature(
+      swap_text(kSoftmaxRow, "tl.exp(x - m)", "tl.exp2((x - m) * 1.4426950408889634)"));
+  EXPECT_NE(e2.ops.find(">exp;-"), std::string::npos) << e2.ops;
+  EXPECT_EQ(e2.ops.find(">exp;*"), std::string::npos) << e2.ops;
+  // Temporaries change nothing: `t = 1 - x; out = dy * x * t` is `dy * x * (1 - x)`.
+  std::string temp = swap_text(kBackward, "    out = dy * x * (1 - x)\n",
+                               "    t = 1 - x\n    out = dy * x * t\n");
+  EXPECT_EQ(compute_signature(temp).ops, compute_signature(kBackward).ops);
+  // libdevice division imported by name is division, applied to what it divides.
+  std::string fdiv = swap_text(kBackward, "dy * x * (1 - x)", "div_rn(dy - x, x)");
+  std::string slash = swap_text(kBackward, "dy * x * (1 - x)", "(dy - x) / x");
+  EXPECT_EQ(compute_signature(fdiv).ops, compute_signature(slash).ops);
 }
 
 }  // namespace

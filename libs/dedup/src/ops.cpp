@@ -255,10 +255,10 @@ struct Parser {
   std::string top;
 
   // An edge of the data flow: operation `op` applies to a value computed by `from`, written
-  // `>op<from` (`dy * (1 - y)`: `>*<-`, `>-<x`). A scale by something that is not data (`x *
+  // `>op;from` (`dy * (1 - y)`: `>*;-`, `>-;x`). A scale by something that is not data (`x *
   // LOG2_E`, `acc / n`) passes its operand's top through, so a rewrite that scales keeps edges.
   void edge(const std::string& op, const std::string& from) {
-    if (!from.empty()) f.op(ctx, ">" + op + "<" + from);
+    if (!from.empty()) f.op(ctx, ">" + op + ";" + from);
   }
 
   bool at(std::string_view s) const { return i < e && t[i] == s; }
@@ -609,15 +609,15 @@ void statement(const Toks& t, std::size_t b, std::size_t e, Kernel& k, Known& n)
         if (auto it = n.tops.find(targets.front()); it != n.tops.end()) was = it->second;
       bool target = !targets.empty() && n.data.count(targets.front()) > 0;
       if (rhs && target) {
-        d.ops.push_back(">" + op + "<" + top);
-        d.ops.push_back(">" + op + "<" + was);
+        d.ops.push_back(">" + op + ";" + top);
+        d.ops.push_back(">" + op + ";" + was);
         top = op;
       } else if (rhs) {
         // `acc += x` on a zero block: x's top
       } else if (op == "*" || op == "/") {
         top = was;  // a scale by something that is not data
       } else {
-        d.ops.push_back(">" + op + "<" + was);
+        d.ops.push_back(">" + op + ";" + was);
         top = op;
       }
     }

@@ -374,9 +374,10 @@ void normalise_identifiers(std::string_view src, std::vector<std::string_view>& 
 
 namespace {
 
-// `>op<from` -> (op, from); the operation may itself be `<`, `<<` or `<=`.
+// `>op;from` -> (op, from).
 std::pair<std::string_view, std::string_view> edge_ends(std::string_view e) {
-  std::size_t at = e.find('<', 2);
+  std::size_t at = e.find(';');
+  if (at == std::string_view::npos) return {e.substr(1), {}};
   return {e.substr(1, at - 1), e.substr(at + 1)};
 }
 
@@ -423,11 +424,11 @@ bool ops_conflict(std::string_view a, std::string_view b) {
     return out;
   };
   auto x = split(a), y = split(b);  // sorted
-  // Data-flow edges (`>op<from`), compared below.
+  // Data-flow edges (`>op;from`), compared below.
   auto aside = [](std::vector<std::string_view>& v) {
     std::vector<std::string_view> out;
     std::erase_if(v, [&](std::string_view o) {
-      bool edge = o.size() > 2 && o[0] == '>';
+      bool edge = o.find(';') != std::string_view::npos;
       if (edge) out.push_back(o);
       return edge;
     });
