@@ -453,8 +453,8 @@ TEST(ValueOps, EditsThatKeepTheDataFlowStayTogether) {
   EXPECT_NE(e2.ops.find(">exp;-"), std::string::npos) << e2.ops;
   EXPECT_EQ(e2.ops.find(">exp;*"), std::string::npos) << e2.ops;
   // Temporaries change nothing: `t = 1 - x; out = dy * x * t` is `dy * x * (1 - x)`.
-  std::string temp = swap_text(kBackward, "    out = dy * x * (1 - x)\n",
-                               "    t = 1 - x\n    out = dy * x * t\n");
+  std::string temp =
+      swap_text(kBackward, "    out = dy * x * (1 - x)\n", "    t = 1 - x\n    out = dy * x * t\n");
   EXPECT_EQ(compute_signature(temp).ops, compute_signature(kBackward).ops);
   // libdevice division imported by name is division, applied to what it divides.
   std::string fdiv = swap_text(kBackward, "dy * x * (1 - x)", "div_rn(dy - x, x)");

@@ -141,7 +141,7 @@ void small_within_pairs(const std::vector<LshItem>& items, const std::vector<std
     std::vector<std::uint32_t> done;
     for (const auto* list : {rarest, second}) {
       if (list == nullptr || (list == second && items[i].sig.body_ids.size() <
-                                                     static_cast<std::size_t>(kNearlyAllKernels)))
+                                                    static_cast<std::size_t>(kNearlyAllKernels)))
         continue;
       for (std::uint32_t j : *list) {
         if (j == i || std::find(done.begin(), done.end(), j) != done.end()) continue;
