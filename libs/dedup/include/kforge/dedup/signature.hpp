@@ -80,7 +80,7 @@ struct Signature {
   // Hashes (16 hex digits) of each kernel body of at least kMinBodyTokens tokens, up to renames.
   std::vector<std::string> bodies;
   std::string kernels_sha;  // of the sorted body hashes; of the whole token stream when none
-  std::string ops;          // the kernels' operations, sorted, comma-separated; empty when none
+  std::string ops;  // the kernels' operations and data-flow edges, sorted, comma-separated
   // Its kernels of at least kMinKernelTokens normalised tokens, in file order.
   std::vector<KernelSketch> kernels;
   bool kernelless = false;  // no @jit function at all: signed over all its tokens
@@ -101,7 +101,11 @@ struct Signature {
 // not a conflict, and index arithmetic is not compared at all (a revision that rewrites its
 // offsets or masks). When every kernel of both files is below kMinKernelTokens (FlagGems'
 // one-line pointwise bodies), the kernels are their operations: any difference is a conflict
-// (`x + v * (a / b)` vs `x + v * a * b`). False when either has no operations.
+// (`x + v * (a / b)` vs `x + v * a * b`). The same operations on other operands conflict too:
+// each file has a data-flow edge (`>op;from`, an operation applied to what another computed)
+// between operations both apply that the other has not, nor explains by an operation of its own
+// inserted between them (`y * x * (1 - x)` vs `y * (1 - x * x)`: sigmoid and tanh backward). False
+// when either has no operations.
 bool ops_conflict(std::string_view a, std::string_view b);
 // In Signature::ops: every kernel of the file is below kMinKernelTokens.
 inline constexpr std::string_view kSmallKernels = "#small";
