@@ -80,7 +80,7 @@ struct Signature {
   // Hashes (16 hex digits) of each kernel body of at least kMinBodyTokens tokens, up to renames.
   std::vector<std::string> bodies;
   std::string kernels_sha;  // of the sorted body hashes; of the whole token stream when none
-  std::string ops;  // the kernels' operations and data-flow edges, sorted, comma-separated
+  std::string ops;          // the kernels' operations and data-flow edges, sorted, comma-separated
   // Its kernels of at least kMinKernelTokens normalised tokens, in file order.
   std::vector<KernelSketch> kernels;
   bool kernelless = false;  // no @jit function at all: signed over all its tokens
