@@ -382,8 +382,8 @@ TEST_F(DedupStore, SignaturesOfAnOlderSchemeAreComputedAgainWithTheirValueOperat
                  ops[r.text(0)] = r.text(1);
                  return {};
                }).ok());
-  EXPECT_EQ(ops["add_example.py"], "+,io:2/1");
-  EXPECT_EQ(ops["sin_computation.py"], "io:1/1,sin");
+  EXPECT_EQ(ops["add_example.py"], "+,>+;x,io:2/1");
+  EXPECT_EQ(ops["sin_computation.py"], ">sin;x,io:1/1,sin");
   EXPECT_EQ(ops["triton_mul2.py"], "*");
   // Near as files (0.58-0.62), never one group.
   auto g = groups_at(*db_, kDefaultThreshold);

@@ -497,8 +497,8 @@ TEST(SmallKernelsWithin, AHelperFileInsideALibraryIsWithinItWhateverTheirSizes) 
   EXPECT_LT(similarity(helpers, library), kDefaultThreshold);
   EXPECT_TRUE(kernels_within(helpers, library));
   EXPECT_FALSE(kernels_within(library, helpers));
-  EXPECT_EQ(kernel_link(helpers, library), KernelLink::a_within_b);
-  EXPECT_EQ(kernel_link(library, helpers), KernelLink::b_within_a);
+  EXPECT_EQ(kernel_link(helpers, library), KernelLink::a_bodies_in_b);
+  EXPECT_EQ(kernel_link(library, helpers), KernelLink::b_bodies_in_a);
   EXPECT_TRUE(near(helpers, library, kDefaultThreshold));
   // One helper missing from the library: not within.
   std::string partial = helper_library();
@@ -532,6 +532,54 @@ TEST_F(KernelLinkStore, AHelperFileIsGroupedWithTheLibraryThatHoldsItsKernels) {
   EXPECT_EQ(member["helpers.py"].via, Via::within);
   EXPECT_NE(group_of["helpers.py"]->center, member["helpers.py"].sample_id);
   EXPECT_EQ(group_of.count("cat.py"), 0u);  // `return x` says nothing
+}
+
+// Nearly all (issue 55): a file of three or more small kernels whose bodies the library holds but
+// one of its own (aiter's chunk_delta_attn_utils.py holds four of fla's op.py helpers and a
+// softplus). Its own kernel applies an operation the library does not, and the library applies
+// its own: a conflict of operations, which a link through the same bodies is not vetoed by.
+std::string nearly_all_file() {
+  return std::string(kHelperFile) +
+         "\n@triton.jit\ndef soft_norm(x):\n    return tl.sqrt(x * x + 1.0) / (tl.abs(x) + 1.0)\n";
+}
+
+TEST(SmallKernelsWithin, AFileOfThreeSmallKernelsIsWithinOneThatHoldsAllButOne) {
+  Signature three = compute_signature(nearly_all_file());
+  Signature library = compute_signature(helper_library());
+  ASSERT_TRUE(three.kernels.empty());
+  ASSERT_EQ(three.body_ids.size(), 3u);
+  EXPECT_TRUE(ops_conflict(three.ops, library.ops)) << three.ops << " | " << library.ops;
+  EXPECT_TRUE(kernels_within(three, library));
+  EXPECT_EQ(kernel_link(three, library), KernelLink::a_bodies_in_b);
+  EXPECT_EQ(kernel_link(library, three), KernelLink::b_bodies_in_a);
+  EXPECT_TRUE(near(three, library, kDefaultThreshold));
+  // Two of its three bodies missing: not within, and the conflict stands.
+  std::string partial = helper_library();
+  partial.replace(partial.find("tl.exp(v.to"), 6, "tl.log(");
+  Signature other = compute_signature(partial);
+  EXPECT_FALSE(kernels_within(three, other));
+  EXPECT_FALSE(near(three, other, kDefaultThreshold));
+  // A file of two small kernels needs both (all but one of two is half of it).
+  EXPECT_FALSE(kernels_within(compute_signature(kHelperFile), other));
+}
+
+TEST_F(KernelLinkStore, AFileWithAllButOneOfItsSmallKernelsInALibraryIsGroupedWithIt) {
+  nlohmann::json recs = nlohmann::json::array();
+  recs.push_back({{"key", "three.py"}, {"code", nearly_all_file()}});
+  recs.push_back({{"key", "library.py"}, {"code", helper_library()}});
+  import(recs);
+  UpdateOptions u;
+  u.threads = 2;
+  ASSERT_TRUE(update(*db_, u, clock_).ok());
+  auto g = groups_at(*db_, kDefaultThreshold);
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  ASSERT_EQ(g->size(), 1u);
+  std::map<std::string, Member> member;
+  for (const auto& m : g->front().members) member[m.key] = m;
+  ASSERT_EQ(member.count("three.py"), 1u);
+  EXPECT_EQ(member["three.py"].via, Via::within);
+  // The library is the representative: it holds the small file's kernels, not the other way.
+  EXPECT_EQ(g->front().center, member["library.py"].sample_id);
 }
 
 }  // namespace

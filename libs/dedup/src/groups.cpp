@@ -247,13 +247,17 @@ Result<Components> components(store::Db& db, double threshold) {
       }
     } else {
       find(a), find(b);
-      // One template around two operations: similar tokens, not a copy.
-      if (ops_conflict(r.text(6), r.text(7))) return;
+      int link = static_cast<int>(r.int64(8));
+      // One template around two operations: similar tokens, not a copy. A file whose kernel
+      // bodies are in the other is the same code: what conflicts is its own kernel (nearly all).
+      bool bodies = link == static_cast<int>(KernelLink::a_bodies_in_b) ||
+                    link == static_cast<int>(KernelLink::b_bodies_in_a);
+      bool conflict = ops_conflict(r.text(6), r.text(7));
+      if (conflict && !bodies) return;
       double sim = r.real(2);
       double need = r.int64(9) != 0 || r.int64(10) != 0 ? std::max(threshold, kKernellessThreshold)
                                                         : threshold;
-      int link = static_cast<int>(r.int64(8));
-      if (sim >= need - 1e-9) link = 0;  // near by similarity, whatever else
+      if (sim >= need - 1e-9 && !conflict) link = 0;  // near by similarity, whatever else
       if (link != 0 || sim >= need - 1e-9) near.push_back({a, b, sim, link});
     }
   }));
@@ -276,9 +280,9 @@ Result<Components> components(store::Db& db, double threshold) {
     std::int64_t ca = find(n.a), cb = find(n.b);
     if (ca == cb) continue;
     auto link = static_cast<KernelLink>(n.link);
-    if (link == KernelLink::a_within_b) {
+    if (link == KernelLink::a_within_b || link == KernelLink::a_bodies_in_b) {
       add(cb, ca, n.similarity, Via::within);
-    } else if (link == KernelLink::b_within_a) {
+    } else if (link == KernelLink::b_within_a || link == KernelLink::b_bodies_in_a) {
       add(ca, cb, n.similarity, Via::within);
     } else {
       Via via = link == KernelLink::none      ? Via::similarity

@@ -127,18 +127,31 @@ void small_within_pairs(const std::vector<LshItem>& items, const std::vector<std
         it->second.push_back(i);
   for (std::uint32_t i : order) {
     if (!small_only(i)) continue;
-    const std::vector<std::uint32_t>* rarest = nullptr;
+    // The holders of its two rarest bodies: a file that holds all of them but one holds one of
+    // these two (nearly all, signature.hpp).
+    const std::vector<std::uint32_t>*rarest = nullptr, *second = nullptr;
     for (std::uint64_t b : items[i].sig.body_ids) {
-      const auto& h = holders.at(b);
-      if (rarest == nullptr || h.size() < rarest->size()) rarest = &h;
+      const auto* h = &holders.at(b);
+      if (rarest == nullptr || h->size() < rarest->size())
+        second = rarest, rarest = h;
+      else if (second == nullptr || h->size() < second->size())
+        second = h;
     }
     std::size_t tested = 0;
-    for (std::uint32_t j : *rarest) {
-      if (j == i) continue;
-      if (tested++ >= kMaxKernelTests) break;
-      ++out.kernel_candidates;
-      if (kernels_within(items[i].sig, items[j].sig))
-        keep(i, j, similarity(items[i].sig, items[j].sig), false);
+    std::vector<std::uint32_t> done;
+    for (const auto* list : {rarest, second}) {
+      if (list == nullptr || (list == second && items[i].sig.body_ids.size() <
+                                                    static_cast<std::size_t>(kNearlyAllKernels)))
+        continue;
+      for (std::uint32_t j : *list) {
+        if (j == i || std::find(done.begin(), done.end(), j) != done.end()) continue;
+        if (tested >= 2 * kMaxKernelTests) break;
+        ++tested;
+        done.push_back(j);
+        ++out.kernel_candidates;
+        if (kernels_within(items[i].sig, items[j].sig))
+          keep(i, j, similarity(items[i].sig, items[j].sig), false);
+      }
     }
   }
 }
@@ -155,7 +168,9 @@ LshResult find_pairs(const std::vector<LshItem>& items, double floor) {
     if (!seen.insert((static_cast<std::uint64_t>(i) << 32) | j).second) return;
     if (items[i].id > items[j].id) std::swap(i, j);
     bool sided = link == static_cast<int>(KernelLink::a_within_b) ||
-                 link == static_cast<int>(KernelLink::b_within_a);
+                 link == static_cast<int>(KernelLink::b_within_a) ||
+                 link == static_cast<int>(KernelLink::a_bodies_in_b) ||
+                 link == static_cast<int>(KernelLink::b_bodies_in_a);
     if (link < 0 || sided)
       link = exact ? 0 : static_cast<int>(kernel_link(items[i].sig, items[j].sig));
     out.pairs.push_back({items[i].id, items[j].id, sim, exact, link});

@@ -176,6 +176,8 @@ struct Flow {
 };
 
 using Names = std::unordered_set<std::string_view>;
+// A name holding data -> the operation at the top of its last assignment (Parser::top).
+using Tops = std::unordered_map<std::string_view, std::string>;
 
 // Whether tokens compute a block of offsets or pointers (an arange, a block pointer, a tensor
 // descriptor, or a name assigned from one): a load through them reads a tensor's values; a load
@@ -247,6 +249,17 @@ struct Parser {
   Flow& f;
   const Names& data;
   const Names& vectors;
+  const Tops& tops;
+  // The operation at the top of the expression parsed last: "x" for data as read (a load, a
+  // name holding data), "" when it holds no data (edge below).
+  std::string top;
+
+  // An edge of the data flow: operation `op` applies to a value computed by `from`, written
+  // `>op;from` (`dy * (1 - y)`: `>*;-`, `>-;x`). A scale by something that is not data (`x *
+  // LOG2_E`, `acc / n`) passes its operand's top through, so a rewrite that scales keeps edges.
+  void edge(const std::string& op, const std::string& from) {
+    if (!from.empty()) f.op(ctx, ">" + op + ";" + from);
+  }
 
   bool at(std::string_view s) const { return i < e && t[i] == s; }
 
@@ -270,12 +283,15 @@ struct Parser {
   }
 
   bool sub(std::size_t b, std::size_t end, Ctx c) {
-    Parser p{t, b, end, c, f, data, vectors};
-    return p.all();
+    Parser p{t, b, end, c, f, data, vectors, tops, {}};
+    bool d = p.all();
+    top = d ? p.top : std::string();
+    return d;
   }
 
   bool expr(int min_power) {
     bool d = prefix();
+    std::string lhs = d ? top : std::string();
     while (i < e) {
       std::string_view op = t[i];
       int power = infix_power(op);
@@ -284,14 +300,27 @@ struct Parser {
       if (op == "if") {  // a if c else b: c is a condition
         expr(2);
         if (at("else")) ++i;
-        d = expr(1) || d;
+        bool other = expr(1);
+        if (!d && other) lhs = top;
+        d = other || d;
         continue;
       }
       if ((op == "not" && at("in")) || (op == "is" && at("not"))) ++i;
       bool rhs = expr(op == "**" ? power : power + 1);
-      if ((d || rhs) && one_of(op, kOperators)) f.op(ctx, std::string(op));
+      std::string rtop = rhs ? top : std::string();
+      if ((d || rhs) && one_of(op, kOperators)) {
+        std::string o(op);
+        f.op(ctx, o);
+        if ((op == "*" || op == "/") && d != rhs) {
+          lhs = d ? lhs : rtop;  // a scale: its operand's top passes through
+        } else {
+          edge(o, lhs), edge(o, rtop);
+          lhs = std::move(o);
+        }
+      }
       d = d || rhs;
     }
+    top = d ? lhs : std::string();
     return d;
   }
 
@@ -302,7 +331,12 @@ struct Parser {
       ++i;
       bool d = expr(tok == "not" ? 4 : 12);
       // A negation is its own operation (`-x` is not `x - y`).
-      if (d && tok != "+") f.op(ctx, tok == "-" ? std::string("neg") : std::string(tok));
+      if (d && tok != "+") {
+        std::string o = tok == "-" ? std::string("neg") : std::string(tok);
+        f.op(ctx, o);
+        edge(o, top);
+        top = o;
+      }
       return d;
     }
     if (tok == "*" || tok == "**") {  // unpacked arguments
@@ -311,6 +345,7 @@ struct Parser {
     }
     if (tok == "lambda") {
       i = e;
+      top.clear();
       return false;
     }
     if (tok == "(" || tok == "[" || tok == "{") {
@@ -320,10 +355,16 @@ struct Parser {
       return postfix(d, {});
     }
     ++i;
+    top.clear();
     if (!is_ident(tok) || is_string(tok)) return postfix(false, {});
     if (tok == "None" || tok == "True" || tok == "False") return false;
     f.ref(ctx, tok);
-    return postfix(data.count(tok) > 0, tok);
+    bool d = data.count(tok) > 0;
+    if (d) {
+      auto it = tops.find(tok);
+      top = it == tops.end() ? std::string("x") : it->second;
+    }
+    return postfix(d, tok);
   }
 
   // Attributes, calls and subscripts after a primary.
@@ -336,12 +377,15 @@ struct Parser {
         i += 2;
       } else if (at("(")) {
         std::size_t close = closing(t, i, e);
-        d = call(name, attribute, d, vectors.count(root) > 0, i, close);
+        std::string receiver = d ? top : std::string();
+        d = call(name, attribute, d, vectors.count(root) > 0, i, close, receiver);
         i = std::min(close + 1, e);
         name = {}, attribute = false;
       } else if (at("[")) {
         std::size_t close = closing(t, i, e);
+        std::string kept = top;
         sub(i + 1, close, Ctx::index);
+        top = kept;
         i = std::min(close + 1, e);
       } else {
         break;
@@ -352,8 +396,9 @@ struct Parser {
 
   // A call of `name` (after a `.` when attribute) on a receiver, arguments between open and close.
   bool call(std::string_view name, bool attribute, bool receiver, bool vector_receiver,
-            std::size_t open, std::size_t close) {
-    bool op_call = attribute && !one_of(name, kData);
+            std::size_t open, std::size_t close, const std::string& receiver_top) {
+    // A libdevice function imported by name (`div_rn(x, y)`) is the operation it names.
+    bool op_call = (attribute && !one_of(name, kData)) || (!attribute && op_name(name) != name);
     if (op_call)
       // Division spelled as a libdevice call is division.
       f.op(ctx, op_name(name));
@@ -362,6 +407,7 @@ struct Parser {
          index_call = one_of(name, kIndexCalls);
     bool d = false, vector = vector_receiver;
     Toks pointer_reads;
+    std::vector<std::string> arg_tops;  // the tops of its data arguments outside index context
     std::size_t pos = 0;
     for (std::size_t s = open + 1; s < close;) {
       std::size_t end = s;
@@ -395,10 +441,23 @@ struct Parser {
       if ((load || store || atomic) && pos == 0 && kw.empty())
         if (std::string_view root = first_name(t, v, end); !root.empty())
           (load ? pointer_reads : f.writes).push_back(root);
-      d = sub(v, end, c) || d;
+      bool arg = sub(v, end, c);
+      if (arg && c != Ctx::index) arg_tops.push_back(top);
+      d = arg || d;
       ++pos;
       s = end + 1;
     }
+    // What the call's value is computed by: the operation it applies, else what it passes on.
+    std::string from = !arg_tops.empty() ? arg_tops.front() : receiver_top;
+    if (op_call) {
+      std::string o = op_name(name);
+      for (const auto& a : arg_tops) edge(o, a);
+      if (arg_tops.empty()) edge(o, receiver_top);
+      from = o;
+    }
+    top = load || atomic || name.starts_with("rand") || name == "philox" || from.empty()
+              ? std::string("x")
+              : from;
     (load && vector ? f.reads : f.scalar_reads)
         .insert((load && vector ? f.reads : f.scalar_reads).end(), pointer_reads.begin(),
                 pointer_reads.end());
@@ -475,6 +534,7 @@ struct Kernel {
 // The names holding data, and those holding blocks of offsets or pointers.
 struct Known {
   Names data, vectors;
+  Tops tops;
 };
 
 void statement(const Toks& t, std::size_t b, std::size_t e, Kernel& k, Known& n);
@@ -492,7 +552,7 @@ bool compound(const Toks& t, std::size_t b, std::size_t e, Kernel& k, Known& n) 
     if (t[i] == "lambda") return true;
     if (depth == 0 && t[i] == ":") {
       if (t[b] != "def" && t[b] != "async" && t[b] != "class")
-        Parser{t, b + 1, i, Ctx::index, k.sinks, n.data, n.vectors}.all();
+        Parser{t, b + 1, i, Ctx::index, k.sinks, n.data, n.vectors, n.tops, {}}.all();
       if (i + 1 < e) statement(t, i + 1, e, k, n);
       return true;
     }
@@ -507,7 +567,7 @@ void statement(const Toks& t, std::size_t b, std::size_t e, Kernel& k, Known& n)
                                                   "import", "from"};
   if (compound(t, b, e, k, n) || one_of(t[b], kSkipped)) return;
   if (t[b] == "return" || t[b] == "yield") {
-    Parser{t, b + 1, e, Ctx::sink, k.sinks, n.data, n.vectors}.all();
+    Parser{t, b + 1, e, Ctx::sink, k.sinks, n.data, n.vectors, n.tops, {}}.all();
     return;
   }
   // The last assignment operator at depth 0: targets before it, the value after.
@@ -518,12 +578,13 @@ void statement(const Toks& t, std::size_t b, std::size_t e, Kernel& k, Known& n)
     if (depth == 0 && t[i].back() == '=' && one_of(t[i], kAssign)) assign = i;
   }
   if (assign == e) {  // an expression: a call made for what it stores
-    Parser{t, b, e, Ctx::sink, k.sinks, n.data, n.vectors}.all();
+    Parser{t, b, e, Ctx::sink, k.sinks, n.data, n.vectors, n.tops, {}}.all();
     return;
   }
   Flow f;
   Def d;
-  d.data = Parser{t, assign + 1, e, Ctx::own, f, n.data, n.vectors}.all();
+  Parser value{t, assign + 1, e, Ctx::own, f, n.data, n.vectors, n.tops, {}};
+  d.data = value.all();
   d.vector = vector_tokens(t, assign + 1, e, n.vectors);
   d.first = first_name(t, assign + 1, e);
   Toks targets;
@@ -536,10 +597,30 @@ void statement(const Toks& t, std::size_t b, std::size_t e, Kernel& k, Known& n)
   }
   d.refs = std::move(f.own_refs);
   d.ops = std::move(f.own_ops);
+  std::string top = d.data ? value.top : std::string();
   if (t[assign] != "=") {  // `acc += x`: acc = acc + x
+    bool rhs = d.data;
     for (auto x : targets) d.data = d.data || n.data.count(x) > 0;
-    std::string_view op = t[assign];
-    if (d.data) d.ops.emplace_back(op.substr(0, op.size() - 1));
+    std::string op(t[assign].substr(0, t[assign].size() - 1));
+    if (d.data) {
+      d.ops.push_back(op);
+      std::string was = "x";  // the target's top before
+      if (!targets.empty())
+        if (auto it = n.tops.find(targets.front()); it != n.tops.end()) was = it->second;
+      bool target = !targets.empty() && n.data.count(targets.front()) > 0;
+      if (rhs && target) {
+        d.ops.push_back(">" + op + ";" + top);
+        d.ops.push_back(">" + op + ";" + was);
+        top = op;
+      } else if (rhs) {
+        // `acc += x` on a zero block: x's top
+      } else if (op == "*" || op == "/") {
+        top = was;  // a scale by something that is not data
+      } else {
+        d.ops.push_back(">" + op + ";" + was);
+        top = op;
+      }
+    }
     d.refs.insert(d.refs.end(), targets.begin(), targets.end());
   }
   auto& s = k.sinks;
@@ -551,6 +632,7 @@ void statement(const Toks& t, std::size_t b, std::size_t e, Kernel& k, Known& n)
   for (auto target : targets) {
     if (!f.scalar_reads.empty()) k.scalar[target] = f.scalar_reads;
     if (d.data) n.data.insert(target);
+    if (d.data && !top.empty()) n.tops[target] = top;
     if (d.vector) n.vectors.insert(target);
     k.defs[target].push_back(d);
   }

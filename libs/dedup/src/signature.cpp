@@ -372,6 +372,45 @@ void normalise_identifiers(std::string_view src, std::vector<std::string_view>& 
 
 }  // namespace
 
+namespace {
+
+// `>op;from` -> (op, from).
+std::pair<std::string_view, std::string_view> edge_ends(std::string_view e) {
+  std::size_t at = e.find(';');
+  if (at == std::string_view::npos) return {e.substr(1), {}};
+  return {e.substr(1, at - 1), e.substr(at + 1)};
+}
+
+// Whether an edge of `ex` (the data-flow edges of a file whose operations are `ox`, sorted) joins
+// two operations both files apply and is not one of `ey`'s, nor one with an operation of y's own
+// inserted (`log(x)` against `log(maximum(x, eps))`: a clamp is an edit).
+bool rewired(const std::vector<std::string_view>& ex, const std::vector<std::string_view>& ox,
+             const std::vector<std::string_view>& ey, const std::vector<std::string_view>& oy) {
+  auto has = [](const std::vector<std::string_view>& ops, std::string_view o) {
+    return std::binary_search(ops.begin(), ops.end(), o);
+  };
+  auto edge = [&](std::string_view op, std::string_view from) {
+    for (auto e : ey)
+      if (edge_ends(e) == std::pair{op, from}) return true;
+    return false;
+  };
+  for (auto e : ex) {
+    auto [op, from] = edge_ends(e);
+    if (!has(ox, op) || !has(oy, op) || (from != "x" && !(has(ox, from) && has(oy, from))))
+      continue;
+    if (edge(op, from)) continue;
+    bool inserted = false;
+    for (auto f : ey) {
+      auto [o, m] = edge_ends(f);
+      inserted = inserted || (o == op && !has(ox, m) && edge(m, from));
+    }
+    if (!inserted) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 bool ops_conflict(std::string_view a, std::string_view b) {
   if (a.empty() || b.empty()) return false;
   auto split = [](std::string_view s) {
@@ -385,6 +424,17 @@ bool ops_conflict(std::string_view a, std::string_view b) {
     return out;
   };
   auto x = split(a), y = split(b);  // sorted
+  // Data-flow edges (`>op;from`), compared below.
+  auto aside = [](std::vector<std::string_view>& v) {
+    std::vector<std::string_view> out;
+    std::erase_if(v, [&](std::string_view o) {
+      bool edge = o.find(';') != std::string_view::npos;
+      if (edge) out.push_back(o);
+      return edge;
+    });
+    return out;
+  };
+  auto flow_x = aside(x), flow_y = aside(y);
   auto small = [](std::vector<std::string_view>& v) {
     auto it = std::find(v.begin(), v.end(), kSmallKernels);
     if (it == v.end()) return false;
@@ -433,12 +483,16 @@ bool ops_conflict(std::string_view a, std::string_view b) {
       ++i, ++j;
     }
   }
-  return only_x && only_y;
+  if (only_x && only_y) return true;
+  return rewired(flow_x, x, flow_y, y) && rewired(flow_y, y, flow_x, x);
 }
 
 bool near(const Signature& a, const Signature& b, double threshold) {
   if (a.kernels_sha == b.kernels_sha) return true;
-  if (ops_conflict(a.ops, b.ops)) return false;
+  if (ops_conflict(a.ops, b.ops)) {
+    KernelLink link = kernel_link(a, b);
+    return link == KernelLink::a_bodies_in_b || link == KernelLink::b_bodies_in_a;
+  }
   double need =
       a.kernelless || b.kernelless ? std::max(threshold, kKernellessThreshold) : threshold;
   return similarity(a, b) >= need - 1e-9 || kernel_link(a, b) != KernelLink::none;

@@ -48,7 +48,7 @@ inline constexpr int kBands = 32;  // LSH: kBands bands of kRows slots
 inline constexpr int kRows = kPermutations / kBands;
 // Names the parameters above and the normalisation; a stored signature with another name is
 // recomputed.
-inline constexpr std::string_view kScheme = "minhash128-k5-kernels-v7";
+inline constexpr std::string_view kScheme = "minhash128-k5-kernels-v8";
 // Below this many kernel shingles a file is signed over all its tokens.
 inline constexpr int kMinKernelShingles = 30;
 
@@ -80,7 +80,7 @@ struct Signature {
   // Hashes (16 hex digits) of each kernel body of at least kMinBodyTokens tokens, up to renames.
   std::vector<std::string> bodies;
   std::string kernels_sha;  // of the sorted body hashes; of the whole token stream when none
-  std::string ops;          // the kernels' operations, sorted, comma-separated; empty when none
+  std::string ops;          // the kernels' operations and data-flow edges, sorted, comma-separated
   // Its kernels of at least kMinKernelTokens normalised tokens, in file order.
   std::vector<KernelSketch> kernels;
   bool kernelless = false;  // no @jit function at all: signed over all its tokens
@@ -101,7 +101,11 @@ struct Signature {
 // not a conflict, and index arithmetic is not compared at all (a revision that rewrites its
 // offsets or masks). When every kernel of both files is below kMinKernelTokens (FlagGems'
 // one-line pointwise bodies), the kernels are their operations: any difference is a conflict
-// (`x + v * (a / b)` vs `x + v * a * b`). False when either has no operations.
+// (`x + v * (a / b)` vs `x + v * a * b`). The same operations on other operands conflict too:
+// each file has a data-flow edge (`>op;from`, an operation applied to what another computed)
+// between operations both apply that the other has not, nor explains by an operation of its own
+// inserted between them (`y * x * (1 - x)` vs `y * (1 - x * x)`: sigmoid and tanh backward). False
+// when either has no operations.
 bool ops_conflict(std::string_view a, std::string_view b);
 // In Signature::ops: every kernel of the file is below kMinKernelTokens.
 inline constexpr std::string_view kSmallKernels = "#small";
@@ -142,10 +146,17 @@ bool near(const Signature& a, const Signature& b, double threshold);
 //    in a backend copy that adds a kernel (FlagGems' `sigmoid.py` in metax's, files 0.20), fla's
 //    `exp` helper as FlagGems' `exp_func` (0.04). Trivial bodies (`return x`, below
 //    kMinBodyTokens) link nothing.
-// None looks at operations; near() and corpus groups do (a conflict vetoes any link).
+//  - nearly all: a file of small kernels with kNearlyAllKernels or more kernel bodies is within
+//    another that has all of them but one (aiter's `chunk_delta_attn_utils.py` holds four of
+//    fla's `op.py` one-line helpers and a softplus of its own). Kernels with sketches need all
+//    of theirs within: one missing merged Triton-distributed's MoE all-reduce and
+//    reduce-scatter files, whose one different kernel (the gather) is what tells them apart.
+// None looks at operations; near() and corpus groups do (a conflict vetoes any link but one of
+// kernel bodies, `a_bodies_in_b`: the same code computes the same operations).
 inline constexpr double kContainThreshold = 0.9;
 inline constexpr double kAlignThreshold = 0.6;
 inline constexpr int kAlignMinKernels = 2;
+inline constexpr int kNearlyAllKernels = 3;
 inline constexpr double kNamedThreshold = 0.8;
 inline constexpr double kSmallKernelsThreshold = 0.5;
 // Files without any kernel are compared over all their tokens (host code, code generators that
@@ -163,7 +174,9 @@ enum class KernelLink {
   aligned = 4,
   same = 5,
   named = 6,
-  small = 7
+  small = 7,
+  a_bodies_in_b = 8,  // within, through its small kernels' bodies (no conflict of operations)
+  b_bodies_in_a = 9
 };
 KernelLink kernel_link(const Signature& a, const Signature& b);
 bool kernels_within(const Signature& a, const Signature& b);  // sketches, or small kernels' bodies
