@@ -306,8 +306,9 @@ TEST(VerifyGpu, TimingCorpus) {
     // A sample its expect.json says fails (the cached result: the differential check's
     // transformed inputs get the cached answer) still carries the label the speed phase gave.
     ASSERT_EQ(verify::to_string(r.verdict), expect.value("verdict", std::string("passed")));
-    if (expect.contains("detail"))
+    if (expect.contains("detail")) {
       EXPECT_NE(r.detail.find(expect["detail"].get<std::string>()), std::string::npos);
+    }
     auto l = verify::speed_label(r.report);
     ASSERT_TRUE(l && l->timed);
     for (const auto& f : expect.value("flags", nlohmann::json::array()))
