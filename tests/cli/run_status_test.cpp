@@ -156,8 +156,8 @@ TEST_F(RunCli, StatusShowsEveryRunOrOneAndKeepsItsJsonShape) {
   // A run with LLM work left but no daemon: nothing moves it on, and --watch says so.
   watch = site_->kforge({"status", "one", "--watch", "--interval", "0.1"});
   EXPECT_EQ(watch.exit_code, 0);
-  EXPECT_NE(watch.out.find("stopped watching: run one is generating: kforged: no daemon is "
-                           "running on this database"),
+  EXPECT_NE(watch.out.find("stopped watching: run one is generating: no kforged is running on "
+                           "this database"),
             std::string::npos)
       << watch.out;
 }
