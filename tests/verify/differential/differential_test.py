@@ -95,6 +95,24 @@ class JudgementTest(unittest.TestCase):
             return add(x, y)
         self.assertEqual(judge("negated", positive_only, add, base)["result"], "differs")
 
+    def test_running_out_of_memory_is_skipped_not_a_disagreement(self):
+        # Copies of real-size inputs can need more device memory than the worker has: that says
+        # nothing of the answer (the speed label says not_timed for the same cause).
+        def big(x, y):
+            raise RuntimeError("CUDA out of memory. Tried to allocate 256.00 MiB")
+        base = ([1.0, 2.0], [3.0, 4.0])
+        out = judge("negated", big, add, base)
+        self.assertEqual(out["result"], "skipped")
+        self.assertIn("ran out of memory", out["detail"])
+
+        def oom(x, y):
+            raise MemoryError()
+        self.assertEqual(judge("scaled by 1e3", oom, add, base)["result"], "skipped")
+
+        def wrong(x, y):
+            raise RuntimeError("illegal memory access")
+        self.assertEqual(judge("negated", wrong, add, base)["result"], "differs")
+
     def test_a_wrong_number_of_elements_differs(self):
         out = judge("dim 0 one shorter", lambda x, y: add(x, y) + [0.0], add,
                     ([1.0, 2.0, 3.0], [1.0, 1.0, 1.0]))

@@ -237,6 +237,14 @@ def _call(fn: Callable[..., Any], args: Args) -> tuple[Optional[list[Any]], Opti
     return out, None
 
 
+def _out_of_memory(err: Optional[str]) -> bool:
+    """An error that says the device (or host) ran out of memory (torch's OutOfMemoryError,
+    CUDA's "out of memory", MemoryError)."""
+    text = (err or "").lower()
+    return "outofmemoryerror" in text or "out of memory" in text or \
+        text.startswith("memoryerror")
+
+
 def make_inputs(inputs_fn: Callable[[], Any]) -> Args:
     torch = _torch()
     if torch is not None:
@@ -268,7 +276,11 @@ def try_transform(name: str, make: Callable[[Args], Optional[Args]], refusable: 
         return entry
     got, err = _call(wrapper, args)
     if got is None:
-        if refusable:
+        if _out_of_memory(err):
+            # Device memory, not the answer: the transformed copies of real-size inputs can
+            # need more than the worker has (the speed label's not_timed has the same cause).
+            entry.update(result="skipped", detail="the wrapper ran out of memory: %s" % err)
+        elif refusable:
             entry.update(result="refused", detail="the wrapper raised %s" % err)
         else:
             entry.update(result="differs", detail="the wrapper raised %s" % err)

@@ -11,6 +11,9 @@ def add(x, y):
     return out
 
 
+RAISED = []
+
+
 def _trace(frame, event, arg):
     return None
 
@@ -26,7 +29,9 @@ def _leave_behind():
         random.seed(12345)
         os.environ["KFORGE_LEFT_BEHIND"] = "1"
         os.chdir("/")
-    elif leave == "raise":
+    elif leave == "raise" and not RAISED:
+        # Once: the speed phase's first call (the later phases call the wrapper as they would).
+        RAISED.append(1)
         raise SystemExit("the speed phase made to fail")
 
 
