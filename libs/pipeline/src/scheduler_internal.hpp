@@ -47,7 +47,7 @@ struct Scheduler::Call {
   std::string request_json;
   int content_failures = 0;    // earlier unusable answers at this stage
   int transient_failures = 0;  // earlier provider errors at this stage
-  KernelFacts facts;  // names only (KernelFacts::names_only): what the answer checks read
+  KernelFacts facts;           // names only (KernelFacts::names_only): what the answer checks read
 };
 
 // What a completed call's answer (or provider error) amounts to: the stage output to record and,
