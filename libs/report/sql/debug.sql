@@ -25,14 +25,16 @@ SELECT max(coalesce((SELECT max(c.id) FROM code_outputs c
 
 -- Every verification of a sample in a run, oldest first, with what verify's store took from its
 -- report (migration 0025): the mutation scores, the coverage facts, and the section and line
--- where its first test that neither passed nor was skipped failed.
+-- where its first test that neither passed nor was skipped failed; and the speed label's flags and
+-- why it was not timed (verification_speed).
 -- name: debug_verifications
 SELECT v.attempt, v.verdict, v.flags_json, v.detail, v.result_json, v.script, v.stderr_tail,
        v.duration_ms, v.device, v.created_ms, v.repair_round, v.id, v.mutants_killed,
        v.mutants_applicable, v.mutants_survived_json, v.mutants_not_applicable_json,
        v.kernel_killed, v.kernel_applicable, v.kernel_equivalent, v.kernel_survived_json,
-       v.coverage_json, f.section, f.line
+       v.coverage_json, f.section, f.line, sp.flags_json, sp.reason
 FROM verifications v
+LEFT JOIN verification_speed sp ON sp.verification_id = v.id
 LEFT JOIN verification_tests f ON f.verification_id = v.id AND f.ordinal = (
   SELECT t.ordinal FROM verification_tests t
   WHERE t.verification_id = v.id AND coalesce(t.status, '') NOT IN ('passed', 'skipped')

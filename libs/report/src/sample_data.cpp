@@ -96,6 +96,8 @@ Result<SampleData> load_sample(store::Db& db, const RunInfo& run, const std::str
       v.coverage_json = r.opt_text(20);
       v.failing_section = r.opt_text(21);
       v.failing_line = r.opt_int64(22);
+      v.speed_flags_json = r.opt_text(23);
+      v.speed_reason = r.opt_text(24);
       d.verifications.push_back(std::move(v));
     }));
   }

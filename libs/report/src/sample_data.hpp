@@ -50,6 +50,8 @@ struct VerifyAttempt {
   std::optional<std::string> kernel_survived_json, coverage_json;
   std::optional<std::string> failing_section;
   std::optional<std::int64_t> failing_line;
+  // The speed label's flags (a JSON list) and why it was not timed; unset: no label.
+  std::optional<std::string> speed_flags_json, speed_reason;
 };
 
 struct SampleData {

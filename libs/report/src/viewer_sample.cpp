@@ -69,20 +69,15 @@ Diff line_diff(std::string_view a, std::string_view b, std::size_t max_cells) {
 
 namespace {
 
-// The speed label's flags from a verification's report, in words, with why it was not timed:
-// "; speed flagged: not timed: timing failed: ...", "" when it has none.
+// The speed label's flags (verify's store: verification_speed), in words, with why it was not
+// timed: "; speed flagged: not timed: timing failed: ...", "" when it has none.
 std::string speed_label_flags(const VerifyAttempt& v) {
-  if (!v.result_json) return "";
-  auto r = ojson::parse(*v.result_json, nullptr, false);
-  if (!r.is_object() || !r.contains("speed") || !r["speed"].is_object()) return "";
-  const auto& sp = r["speed"];
-  if (!sp.contains("flags") || !sp["flags"].is_array() || sp["flags"].empty()) return "";
   std::string out;
-  for (const auto& f : sp["flags"])
+  for (const auto& f : list_items(v.speed_flags_json))
     if (f.is_string()) out += (out.empty() ? "" : ", ") + detail::flag_words(f.get<std::string>());
+  if (out.empty()) return "";
   out = "; speed flagged: " + out;
-  if (sp.contains("reason") && sp["reason"].is_string())
-    out += ": " + sp["reason"].get<std::string>();
+  if (v.speed_reason) out += ": " + *v.speed_reason;
   return out;
 }
 
