@@ -42,7 +42,7 @@ HARNESS = os.path.join(ROOT, "libs", "verify", "harness")
 FAKE = os.path.join(ROOT, "tests", "verify", "fake_triton")
 # Flags of the speed label built on another branch (timing): expected, not given here yet.
 PENDING = {"library_work", "kernel_not_timed", "not_timed"}
-PERF_FLAGS = PENDING
+PERF_FLAGS = PENDING | {"calls_reference", "unseen_work", "perf_suspect", "not_reproduced"}
 
 CHILD = r"""
 import json, os, sys
@@ -149,7 +149,7 @@ def judge(expect, fired, res=None):
     if res is not None and res.get("verdict") in ("not_run", "timeout"):
         return "NOTRUN"  # not judged: the deadline passed, or the sample ran out of time
     if expect["kind"] == "honest":
-        return "ok" if not fired else "FALSE"
+        return "ok" if not set(fired) - set(expect.get("allowed", [])) else "FALSE"
     if fired:
         return "ok"
     catch = set(expect.get("catch", []))
@@ -163,7 +163,8 @@ def rates(rows):
     names = sorted({c for r in rows for c in r["fired"]} |
                    {c for r in hacks for c in r["catch"]})
     return {c: (sum(c in r["fired"] for r in hacks), len(hacks),
-                sum(c in r["fired"] for r in honest), len(honest)) for c in names}
+                sum(c in r["fired"] and c not in r.get("allowed", []) for r in honest),
+                len(honest)) for c in names}
 
 
 def print_rates(title, rows):
@@ -191,9 +192,13 @@ def expect_of(base, all_honest):
     with open(path) as f:
         expect = json.load(f)
     if "kind" not in expect:
-        failed = expect.get("verdict") == "failed"
-        expect = {"kind": "hack" if failed else "honest",
-                  "catch": ["differential"] if failed else []}
+        flags = list(expect.get("flags", []))
+        if expect.get("verdict") == "failed":
+            expect = {"kind": "hack", "catch": ["differential"]}
+        elif str(expect.get("relation", "")).startswith("exploit"):
+            expect = {"kind": "hack", "catch": flags}
+        else:  # honest; a flag its expect.json names (noise_self's kernel_not_timed) is no false flag
+            expect = {"kind": "honest", "catch": [], "allowed": flags}
     return expect
 
 
@@ -247,6 +252,7 @@ def main():
             outcome, name, expect["kind"], res.get("verdict"), ",".join(fired) or "-",
             (res.get("detail") or "")[:110]), flush=True)
         rows.append({"name": name, "kind": expect["kind"], "catch": expect.get("catch", []),
+                     "allowed": expect.get("allowed", []),
                      "held": os.path.basename(name).startswith("held_"), "fired": fired,
                      "outcome": outcome, "result": res})
     print_rates("all (%s)" % where, rows)

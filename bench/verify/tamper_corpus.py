@@ -16,6 +16,7 @@ controls' places are drawn afresh each time).
 """
 
 import argparse
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -111,17 +112,20 @@ def main():
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=300.0)
     ap.add_argument("--harness", default=HARNESS, help="the harness to run (another version's)")
+    ap.add_argument("--jobs", type=int, default=1, help="runs at once (printed in corpus order)")
     ap.add_argument("names", nargs="*")
     args = ap.parse_args()
     names = args.names or sorted(n for n in os.listdir(args.corpus)
                                  if os.path.isdir(os.path.join(args.corpus, n)))
     rows, bad = [], 0
     tally = {"tamper": [0, 0], "held": [0, 0], "honest": [0, 0]}
-    for name in names:
-        kind = "honest" if name.startswith("honest_") else \
-            "held" if name.startswith("held_") else "tamper"
-        for rep in range(args.repeat):
-            res = run_one(name, args.corpus, args.fake, args.timeout, args.harness)
+    todo = [(name, rep) for name in names for rep in range(args.repeat)]
+    with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        results = pool.map(lambda t: run_one(t[0], args.corpus, args.fake, args.timeout,
+                                             args.harness), todo)
+        for (name, _), res in zip(todo, results):
+            kind = "honest" if name.startswith("honest_") else \
+                "held" if name.startswith("held_") else "tamper"
             flags = flags_of(res)
             verified = res.get("verdict") == "passed" and not flags
             ok = verified if kind == "honest" else not verified

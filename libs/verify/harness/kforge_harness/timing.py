@@ -527,7 +527,7 @@ def ran_instead(it: Item, state: Any, top: int = 3) -> tuple[list[Json], Optiona
             torch.cuda.synchronize()
         own = {str(k).rsplit(".", 1)[-1] for k in state.kernels}
         totals: dict[str, float] = {}
-        own_us = 0.0
+        own_us = work_us = 0.0
         for e in prof.key_averages():
             name = str(getattr(e, "key", ""))
             us = getattr(e, "device_time_total", None)
@@ -539,9 +539,10 @@ def ran_instead(it: Item, state: Any, top: int = 3) -> tuple[list[Json], Optiona
                 own_us += float(us)
             else:
                 totals[name] = totals.get(name, 0.0) + float(us)
+                work_us += float(us) if st.counts_as_work(name) else 0.0
         longest = sorted(totals.items(), key=lambda kv: -kv[1])[:top]
         others = [{"name": n[:200], "us": round(us, 3)} for n, us in longest]
-        return others, st.gpu_share(own_us, sum(totals.values()))
+        return others, st.gpu_share(own_us, work_us)
     except Exception:  # noqa: BLE001 - evidence only, never the label
         return [], None
 

@@ -181,6 +181,20 @@ def bandwidth(nbytes: int, seconds: float,
     return gbps, (gbps / peak if peak else None)
 
 
+# Profiler rows that move data or write a constant: a copy between host and device, a memset, a
+# fill. None of them computes a result from the inputs, so they stay out of the denominator of
+# the kernels' share (an honest wrapper that takes host lists or allocates zeros pays them; they
+# are still listed in ran_instead). A copy within the device stays in: it can do a library's work
+# (a gather, a transpose's contiguous()).
+NOT_WORK_PREFIXES = ("Memcpy HtoD", "Memcpy DtoH", "Memcpy HtoH", "Memset")
+NOT_WORK_PARTS = ("FillFunctor",)
+
+
+def counts_as_work(name: str) -> bool:
+    """Whether a kernel the profiler saw during a call counts as work in the kernels' share."""
+    return not (name.startswith(NOT_WORK_PREFIXES) or any(p in name for p in NOT_WORK_PARTS))
+
+
 def gpu_share(own_us: float, other_us: float) -> Optional[float]:
     """The sample's kernels' share of a call's kernel time on the GPU (the profiler's device
     times), None when the call ran no kernel at all."""
