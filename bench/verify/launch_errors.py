@@ -10,6 +10,7 @@ usage: launch_errors.py [--json OUT.json]     (on a machine with torch, triton a
                                                  ctest verify.launch_errors)
 Exit status 1 when a case differs.
 """
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -131,11 +132,17 @@ def main():
     fake = "--fake" in sys.argv
     results, bad = {}, 0
     with tempfile.TemporaryDirectory() as d:
+        paths = {}
         for name, src in CASES.items():
-            path = os.path.join(d, name + ".py")
-            with open(path, "w") as f:
+            paths[name] = os.path.join(d, name + ".py")
+            with open(paths[name], "w") as f:
                 f.write(src.replace(PRELUDE, FAKE_PRELUDE) if fake else src)
-            plain, hooked = run(path, "plain", fake), run(path, "hooked", fake)
+        # Every case's two runs at once (each compiles its kernel: about a minute in turn).
+        with concurrent.futures.ThreadPoolExecutor(2 * len(CASES)) as pool:
+            runs = {(name, mode): pool.submit(run, path, mode, fake)
+                    for name, path in paths.items() for mode in ("plain", "hooked")}
+        for name in CASES:
+            plain, hooked = runs[(name, "plain")].result(), runs[(name, "hooked")].result()
             same = plain == hooked
             bad += not same
             results[name] = {"plain": plain, "hooked": hooked, "same": same}
