@@ -107,9 +107,9 @@ class Timer:
             b = begin()
             out = fn()
             return b, out, end()
-        fn.before()
+        getattr(fn, "before")()
         b, ret, e = self.via(begin, sample[0], sample[1], end)
-        return b, fn.after(ret), e
+        return b, getattr(fn, "after")(ret), e
 
     def rep(self, fn: Callable[[], Any], flush: bool = True, device: bool = False,
             sides: Optional[list[Any]] = None) -> tuple[float, float, Any, bool, float]:
