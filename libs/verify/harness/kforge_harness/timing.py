@@ -259,29 +259,47 @@ class _Runner:
         self.torch = _cuda()
         self.followed = None  # the stream handle the runner was last set to
         self.adopted = None  # this thread's stream before the timing adopted the runner's
+        self.grad = None  # this thread's grad mode before the timing took the runner's
 
     def adopt(self) -> None:
-        """This thread takes the runner's current stream (what the import or the tests left
-        there) for the timing's events; undone by give_back()."""
+        """This thread takes the runner's thread-local state the timing's own tensors and
+        events depend on (what the import or the tests left there): its current CUDA stream and
+        its grad mode, as when the timing ran on the runner thread; undone by give_back().
+        Never raises (the state left as it is)."""
         torch = self.torch
         if torch is None:
             return
-        theirs = blind.on_runner(torch.cuda.current_stream)
-        if theirs is None:
-            return
-        self.adopted = torch.cuda.current_stream()
-        torch.cuda.set_stream(theirs)
-        self.followed = theirs.cuda_stream
+        try:
+            grad = blind.on_runner(torch.is_grad_enabled)
+            if grad is not None and grad != torch.is_grad_enabled():
+                self.grad = torch.is_grad_enabled()
+                torch.set_grad_enabled(grad)
+            theirs = blind.on_runner(torch.cuda.current_stream)
+            if theirs is None:
+                return
+            self.adopted = torch.cuda.current_stream()
+            torch.cuda.set_stream(theirs)
+            self.followed = theirs.cuda_stream
+        except Exception:  # noqa: BLE001 - the default stream and grad mode then
+            pass
 
     def give_back(self) -> None:
         torch = self.torch
-        if torch is None or self.adopted is None:
+        if torch is None:
             return
-        mine = torch.cuda.current_stream()
-        if self.followed != mine.cuda_stream:
-            blind.on_runner(torch.cuda.set_stream, mine)
-        torch.cuda.set_stream(self.adopted)
-        self.adopted = None
+        try:
+            if self.grad is not None:
+                torch.set_grad_enabled(self.grad)
+                self.grad = None
+            if self.adopted is None:
+                return
+            mine = torch.cuda.current_stream()
+            if self.followed != mine.cuda_stream:
+                blind.on_runner(torch.cuda.set_stream, mine)
+            torch.cuda.set_stream(self.adopted)
+            self.adopted = None
+        except Exception:  # noqa: BLE001
+            pass
 
     def stream(self) -> Any:
         """The runner's current stream handle (a wrapper may have moved it), None without CUDA."""
