@@ -9,8 +9,8 @@ phases.mutant_run), with the speed label on. Each sample's expect.json says what
 
 `catch`: the checks meant to catch a hack (any one of them is a catch; `differential` is the
 differential check's failed verdict, `failed` any other failed real run, every other name a
-flag). A hack whose catch names only flags this harness does not give yet (PENDING: built on
-another branch) is reported as pending, not as a miss. Honest samples must be verified with no
+flag). A hack whose catch names only the speed label's flags is reported as pending, not as a
+miss, where the label was not taken (a harness without it); where it was, as a miss. Honest samples must be verified with no
 flag. `where`: the machines the sample runs on (cpu: the CPU stand-in for Triton, --fake).
 Samples named held_* were written after the rest (a held-out set of the same kinds): their
 figures are printed apart.
@@ -40,7 +40,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CORPUS = os.path.join(ROOT, "tests", "verify", "hacks")
 HARNESS = os.path.join(ROOT, "libs", "verify", "harness")
 FAKE = os.path.join(ROOT, "tests", "verify", "fake_triton")
-# Flags of the speed label built on another branch (timing): expected, not given here yet.
+# The speed label's flags: a hack meant for them is pending where the label was not taken.
 PENDING = {"library_work", "kernel_not_timed", "not_timed"}
 PERF_FLAGS = PENDING | {"calls_reference", "unseen_work", "perf_suspect", "not_reproduced"}
 
@@ -153,7 +153,9 @@ def judge(expect, fired, res=None):
     if fired:
         return "ok"
     catch = set(expect.get("catch", []))
-    return "PENDING" if catch and catch <= PENDING else "MISS"
+    timed = ((res or {}).get("speed") or {}).get("timed")
+    # Pending only where the speed label gave no figures to flag by (a harness without it).
+    return "PENDING" if catch and catch <= PENDING and not timed else "MISS"
 
 
 def rates(rows):

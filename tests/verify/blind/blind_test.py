@@ -34,6 +34,49 @@ class BlindTest(unittest.TestCase):
         self.assertEqual(a[3], [])
         self.assertIn("kforge_harness.blind", sys.modules)  # put back
 
+    def test_the_speed_labels_timed_calls_come_from_the_runner_frame(self):
+        # The timing loop, the kernel-share calls and the plain calls of the speed label
+        # (timing.py) call the wrapper from the runner frame, as the real run does: no frame of
+        # the timer on the wrapper's stack, the verifier out of sys.modules (issue 52).
+        from kforge_harness import timing, timing_timer as tt
+        stacks = []
+
+        def wrapper(x):
+            f, names = sys._getframe(), []
+            while f is not None:
+                names.append((f.f_code.co_filename.rsplit("/", 1)[-1], f.f_code.co_name))
+                f = f.f_back
+            stacks.append((names, [m for m in sys.modules if m.startswith("kforge_harness")]))
+            return x + 1
+        seen = []
+        call = timing._SampleCall(wrapper, [1], lambda: seen.append("before"),
+                                  lambda out: seen.append(out) or out)
+        timer = tt.Timer(None)
+        timer.via = timing.RUN.between
+        with blind.stretch("timing"):
+            _, t, out, clean, _ = timer.rep(call)
+            tt.loop(timer, [lambda rep: call], 5.0, {"min_reps": 3, "max_reps": 3}, 0.5)
+            tt.warm_up(timer, [call], seconds=0.0)
+            call()
+        self.assertEqual((out, clean), (2, True))
+        self.assertGreater(t, 0.0)
+        self.assertEqual(seen[:2], ["before", 2])  # the bookkeeping on this thread
+        self.assertEqual(len(stacks), 1 + 3 + 2 + 1)  # rep, loop, warm-up (twice), plain
+        self.assertEqual(blind.call("run", wrapper, 1), 2)  # as a test run calls it
+        test_run = stacks.pop()
+        self.assertEqual(test_run[0][:2], [("blind_test.py", "wrapper"), ("<string>", "run")])
+        for names, mods in stacks:
+            self.assertEqual(names, test_run[0])
+            self.assertEqual(mods, [])
+
+    def test_an_error_between_the_timers_events_comes_back_and_the_queue_stays_in_step(self):
+        def boom(x):
+            raise KeyError(x)
+        with self.assertRaises(KeyError):
+            blind.call_between("timing", lambda: 1, boom, (3,), lambda: 2)
+        self.assertEqual(blind.call_between("timing", lambda: 1, abs, (-3,), lambda: 2),
+                         (1, 3, 2))
+
     def test_an_exception_comes_back_with_its_traceback(self):
         def boom():
             raise ValueError("x")

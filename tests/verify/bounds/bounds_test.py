@@ -93,11 +93,22 @@ class BoundsTest(unittest.TestCase):
         self.assertEqual(res["reads"], [{"kernel": "reads_before", "launch": 1,
                                          "buffers": ["x_ptr"]}])
 
-    def test_an_access_past_the_guard_zones_is_a_fault(self):
+    def test_a_write_past_the_zones_lands_in_the_arenas_margin(self):
+        # A thousand elements past out (its zone holds 320): in the margin after the arena's
+        # last storage, held like that storage's zones, so it is found as a write of out.
+        n = 20
+        res = bounds.check(capture(kernels.far_write, [floats(n), [0.0] * n, n], 16),
+                           launch_raw, sync)
+        self.assertTrue(res["out_of_bounds"])
+        self.assertIsNone(res["fault"])
+        self.assertEqual(res["writes"], [{"kernel": "far_write", "launch": 1,
+                                          "buffers": ["out_ptr"]}])
+
+    def test_an_access_past_the_margins_is_a_fault(self):
         n = 20
         res = bounds.check(capture_far(n), launch_raw, sync)
         self.assertTrue(res["out_of_bounds"])
-        self.assertEqual(res["fault"]["kernel"], "far_write")
+        self.assertEqual(res["fault"]["kernel"], "very_far_write")
         self.assertIn("out-of-bounds store", res["fault"]["error"])
         self.assertIn("faulted on fresh buffers", bounds.describe(res))
 
@@ -233,6 +244,20 @@ class RepeatTest(unittest.TestCase):
                                                [floats(40), floats(40), [0.0] * 40, 40]):
             self.assertFalse(res["out_of_bounds"], (kind, res))
 
+    def test_a_read_past_the_zones_is_caught_the_same_whatever_lies_beyond(self):
+        # x[i + 1000]: beyond x's zone and out's (320 elements each), past the arena's end.
+        # Without the margin it met the neighbours (nothing: a fault; zeros, NaN or values left
+        # by earlier work: the same in both replays, nothing seen); now it reads the margin
+        # after the arena, held like the last storage's zones, in every placement.
+        n = 20
+        results = self.check_everywhere(kernels.far_read, [floats(n), [0.0] * n, n])
+        for kind, res in results:
+            self.assertTrue(res["out_of_bounds"], (kind, res))
+            self.assertIsNone(res["fault"], kind)
+            self.assertEqual(res["reads"], [{"kernel": "far_read", "launch": 1,
+                                             "buffers": ["out_ptr"]}], kind)
+            self.assertEqual(res, results[0][1], kind)
+
     def test_the_zones_cover_the_launch_reach_and_repeat(self):
         rows, stride = 4, 100
         rec = capture(kernels.row_gather, rows_args(rows, stride, lambda i: i % rows), 16)[0]
@@ -245,7 +270,7 @@ class RepeatTest(unittest.TestCase):
 
 
 def capture_far(n):
-    return capture(kernels.far_write, [floats(n), [0.0] * n, n], 16)
+    return capture(kernels.very_far_write, [floats(n), [0.0] * n, n], 16)
 
 
 if __name__ == "__main__":

@@ -66,3 +66,20 @@ def row_gather(x_ptr, row_ptr, out_ptr, stride, n, BLOCK: tl.constexpr):
     mask = offs < n
     r = tl.load(row_ptr + offs, mask=mask, other=0)
     tl.store(out_ptr + offs, tl.load(x_ptr + r * stride, mask=mask, other=0.0), mask=mask)
+
+
+@triton.jit
+def far_read(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # Reads a thousand elements past x, beyond its reach-sized zone (n times the block, 320
+    # here): past the zones of every storage, in the arena's margin.
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs + 1000, mask=mask, other=0.0), mask=mask)
+
+
+@triton.jit
+def very_far_write(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # Writes a hundred thousand elements past the end: beyond the arena and its margins.
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs + 100000, tl.load(x_ptr + offs, mask=mask, other=0.0), mask=mask)

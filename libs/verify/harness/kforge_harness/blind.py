@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import _queue
 import builtins
+import contextlib
 import os
 import sys
 import threading
 import types
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from .guard import GUARD, PACKAGE
 
@@ -54,6 +55,7 @@ THREAD_NAME = "Thread-1"
 STACK_BYTES = 64 << 20  # Triton's compiler (MLIR passes) runs on the calling thread's stack
 
 _runner = None  # (pid, thread, inbox, outbox)
+_stretch = None  # the phase of a stretch of calls (stretch()) underway on this process
 _STANDIN_MAIN = types.ModuleType("__main__")
 
 
@@ -132,20 +134,78 @@ def start() -> None:
 
 def call(phase: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """fn(*args, **kwargs) on the runner thread, the verifier out of sight; returns its result
-    or raises its exception. `phase` names the run for guard's findings."""
-    inbox, outbox = _start()
+    or raises its exception. `phase` names the run for guard's findings. Inside a stretch()
+    the verifier is already out of sight and guard checks at the stretch's end: only the hop."""
+    if _stretch is not None:
+        return _hop(_stretch, fn, args, kwargs)
     saved = _hide()
+    try:
+        return _hop(phase, fn, args, kwargs)
+    finally:
+        _restore(saved)
+        GUARD.check(phase)
+
+
+def _hop(phase, fn, args, kwargs):
+    inbox, outbox = _start()
     GUARD.phase, GUARD.in_sample = phase, True
     try:
         inbox.put((fn, args, kwargs))
         ok, value = outbox.get()
     finally:
         GUARD.in_sample = False
-        _restore(saved)
-        GUARD.check(phase)
     if ok:
         return value
     try:
         raise value
     finally:
         value = None
+
+
+def call_between(phase: str, before: Callable[[], Any], fn: Callable[..., Any],
+                 args: tuple[Any, ...], after: Callable[[], Any]) -> tuple[Any, Any, Any]:
+    """before(), fn(*args), after() on the runner thread back to back, queued at once (no hop
+    between them: a timer's events around a timed call of the sample's code), each from the
+    runner frame, so fn's stack is every other run's. Returns the three results; raises the
+    first error after all three ran (the queue stays in step)."""
+    inbox, outbox = _start()
+    saved = _hide() if _stretch is None else None
+    GUARD.phase, GUARD.in_sample = _stretch or phase, True
+    try:
+        inbox.put((before, (), {}))
+        inbox.put((fn, args, {}))
+        inbox.put((after, (), {}))
+        got = [outbox.get() for _ in range(3)]
+    finally:
+        GUARD.in_sample = False
+        if saved is not None:
+            _restore(saved)
+            GUARD.check(phase)
+    for ok, value in got:
+        if not ok:
+            try:
+                raise value
+            finally:
+                value = got = None
+    return got[0][1], got[1][1], got[2][1]
+
+
+@contextlib.contextmanager
+def stretch(phase: str) -> Iterator[None]:
+    """Many calls of the sample's code in a row, each from the runner frame as every other run's
+    (the speed label's timing loop, kernel-share and profiler calls: docs/VERIFIER.md, "Trust
+    model"), at the cost of a thread hop each: the verifier's modules stay out of sys.modules
+    for the whole stretch (the verifier's code between the calls runs without them, as it did
+    on the runner thread), and guard checks once, at its end, as it did for the phase."""
+    global _stretch
+    if _stretch is not None:
+        yield
+        return
+    saved = _hide()
+    _stretch = phase
+    try:
+        yield
+    finally:
+        _stretch = None
+        _restore(saved)
+        GUARD.check(phase)

@@ -7,12 +7,17 @@ another. So after a passing real run, each distinct launch the recorder captured
 every argument, integer contents as captured, floats made afresh) is replayed on buffers that
 sit between guard zones, four times: zones of 0x00 bytes, zones of 0xFF bytes (NaN for floats,
 -1 for integers), 0x00 again, and every other storage's zones 0xFF (a copy from one buffer's
-zone into another's would otherwise write the byte that zone held). Before each replay the GPU
-memory the caching allocator holds free is filled with the zones' byte too, so a read past the
-zones into freed memory counts as well, and what an earlier replay left there cannot make two
-replays differ. A zone that no longer holds its byte after a launch was written (`writes`). Outputs that differ between the 0x00 and 0xFF replays, where the two 0x00 replays
-agree, come from reads of the zones (`reads`); the buffer read is found by changing one
-storage's zones at a time. A masked load that reads nothing outside its buffer sees no zone and
+zone into another's would otherwise write the byte that zone held). The replay's storages lie
+in one arena between two margins (kernel_replay.MARGIN) held like the zones of the storage next
+to each, so an access past the arena's ends lands in memory the replay controls. Before each
+replay the GPU memory the caching allocator holds free is filled with one byte, the same in
+every replay (FREE_BYTE): what an earlier replay left there cannot make two replays differ, and
+a read past the margins, into memory the allocator placed, sees the same in every replay and is
+not counted: whether it lands in free memory, another tensor or nothing depends on the run, and
+a flag must not (issue 52). A zone (or margin) that no longer holds its byte after a launch
+was written (`writes`). Outputs that differ between the 0x00 and 0xFF replays, where the two
+0x00 replays agree, come from reads of the zones or margins (`reads`); the buffer read is found
+by changing one storage's zones (and the margin next to it) at a time. A masked load that reads nothing outside its buffer sees no zone and
 is not flagged; a launch whose two 0x00 replays differ (atomics) is judged on writes only. A
 replay that faults on these fresh buffers is out of bounds too (`fault`); the GPU context is
 then lost and the check stops.
@@ -33,6 +38,7 @@ from .shapes import Json
 FAULT_WORDS = listed("fault_words.txt", __file__)  # the drivers' words; the pool reads them too
 
 SEED = 20261128
+FREE_BYTE = 0x00  # what the allocator's free GPU memory holds in every replay
 BUDGET_S = 10.0  # stop replaying after this long (the launches checked so far stand); the pool
 # sends its own (request["bounds_check_time_s"]); it runs inside the real run's deadline
 MAX_NAMED = 8  # storages tried one at a time to name the one read out of bounds
@@ -51,9 +57,8 @@ def _names(rec, sids):
 
 
 def _fill_free(byte):
-    """The GPU memory the caching allocator holds free filled with the zones' byte: a read past
-    the zones into memory an earlier replay freed sees that byte too (and the two 0x00 replays
-    see the same), rather than what the earlier replay left there."""
+    """The GPU memory the caching allocator holds free filled with `byte` (FREE_BYTE in every
+    replay): what an earlier replay left there cannot make two replays differ."""
     try:
         from .mutants import poison_gpu_cache
         poison_gpu_cache(byte, collect=False)
@@ -62,7 +67,7 @@ def _fill_free(byte):
 
 
 def _replay(rec, launch_raw, sync, fill, fill_for=None):
-    _fill_free(fill)
+    _fill_free(FREE_BYTE)
     launch = run_launch(rec, "same", SEED, rec.jit, launch_raw, sync, fill=fill,
                         fill_for=fill_for, guard_lists=True, sized=True)
     return launch.guards_written(), launch.outputs()

@@ -33,6 +33,12 @@ ZONE_MAX = 64 << 20  # bytes of one zone
 ARENA_MAX = 256 << 20  # bytes of one replay's arena: its storages and their zones
 LIST_ZONE_MAX = 1 << 16  # elements of one zone around a list buffer
 ALIGN = 256  # every storage starts at a multiple of this in its arena (Triton specialises on 16)
+# The out-of-bounds check's arena has a margin before its first storage's zone and after its
+# last one's, held like those zones: an access past the arena's ends lands in memory the replay
+# controls, not in whatever the allocator put there (issue 52: flags that repeat). Halved until
+# the arena can be had; none when even the arena alone cannot.
+MARGIN = 32 << 20  # bytes on each side
+LIST_MARGIN = 1 << 12  # elements on each side of the CPU stand-in's list arena
 MAX_RECORDS = 12  # launches recorded per run
 MAX_PER_KERNEL = 4  # distinct launches recorded per kernel
 MAX_COPY_BYTES = 64 << 20  # integer contents copied per launch
@@ -318,9 +324,13 @@ class Launch:
         """`fill`: the byte every guard zone holds (`fill_for`: sid -> another byte for that
         storage's zones). `guard_lists`: lists (the CPU stand-in) get guard zones too, as a
         GuardedList the stand-in reads as a pointer into the arena. `sized`: zones sized from
-        the launch's reach (zone_sizes) rather than GUARD."""
+        the launch's reach (zone_sizes) rather than GUARD, and the arena between margins
+        (MARGIN) held like the zones of the storage next to each."""
         self.rec = rec
         self.zone, self.list_zone = zone_sizes(rec, sized)
+        self.margin = MARGIN if sized else 0
+        self.list_margin = LIST_MARGIN if sized else 0
+        self.margins = []  # (arena, start, end, sid, what it holds): each margin, its storage
         self.bases = {}  # sid -> (arena uint8 tensor | GuardedList | list, nbytes, start)
         self.fills = {}  # sid -> the byte its guard zones hold
         self.views = []  # (key, view) of every tensor or list argument
@@ -343,16 +353,25 @@ class Launch:
             for sid, data in lists:
                 self.bases[sid] = (data, len(data), 0)
             return
-        z, arena, starts = self.list_zone, [], []
+        z, m, starts = self.list_zone, self.list_margin, []
+        if not lists:
+            return
+        first, last = lists[0], lists[-1]
+        pads = (_list_pad(first[1], self.fills[first[0]]), _list_pad(last[1], self.fills[last[0]]))
+        arena = [pads[0]] * m
         for sid, data in lists:
             pad = _list_pad(data, self.fills[sid])
             arena += [pad] * z
             starts.append(len(arena))
             arena += data + [pad] * z
+        arena += [pads[1]] * m
         memory, at = place_lists(arena)
         for (sid, data), start in zip(lists, starts):
             g = GuardedList(data, _list_pad(data, self.fills[sid]), memory, at + start, z)
             self.bases[sid] = (g, len(data), at + start)
+        if m:
+            self.margins += [(memory, at, at + m, first[0], pads[0]),
+                             (memory, at + len(arena) - m, at + len(arena), last[0], pads[1])]
 
     def _make_tensors(self, seed):
         torch = _torch()
@@ -363,8 +382,14 @@ class Launch:
         z = self.zone
         for dev, items in by_dev.items():
             total = sum(2 * z + _up(info["nbytes"]) for _, info in items)
-            arena = torch.empty(total, dtype=torch.uint8, device=items[0][1]["device"])
-            gen, pos = None, 0
+            arena, m = _arena(torch, total, self.margin, items[0][1]["device"])
+            if m:
+                first, last = items[0][0], items[-1][0]
+                arena[:m].fill_(self.fills[first])
+                arena[m + total:].fill_(self.fills[last])
+                self.margins += [(arena, 0, m, first, self.fills[first]),
+                                 (arena, m + total, 2 * m + total, last, self.fills[last])]
+            gen, pos = None, m
             for sid, info in items:
                 nbytes, start = info["nbytes"], pos + z
                 pos = start + _up(nbytes) + z
@@ -406,8 +431,10 @@ class Launch:
         return bool(self.guards_written())
 
     def guards_written(self) -> list[Any]:
-        """The storages (sids) whose guard zones the launch wrote."""
-        out = []
+        """The storages (sids) whose guard zones (or margin, next to the arena's first or last
+        storage) the launch wrote."""
+        out = [sid for base, lo, hi, sid, held in self.margins if _margin_written(
+            base, lo, hi, held)]
         for sid, (base, nbytes, start) in self.bases.items():
             if isinstance(base, GuardedList):
                 if base.guard_written():
@@ -419,7 +446,7 @@ class Launch:
             if bool((base[start - z:start] != byte).any()) or \
                     bool((base[start + nbytes:start + _up(nbytes) + z] != byte).any()):
                 out.append(sid)
-        return out
+        return list(dict.fromkeys(out))
 
     def outputs(self) -> list[Any]:
         """The replayed buffers' contents, one entry per distinct argument view."""
@@ -434,6 +461,26 @@ class Launch:
             else:
                 out.append(view.clone() if _is_tensor(view) else list(view))
         return out
+
+
+def _arena(torch: Any, total: int, margin: int, device: Any) -> tuple[Any, int]:
+    """A replay's arena of `total` bytes between two margins of `margin` bytes (halved while the
+    memory cannot be had, none at last): (the uint8 tensor, the margin it got)."""
+    while True:
+        try:
+            return torch.empty(total + 2 * margin, dtype=torch.uint8, device=device), margin
+        except RuntimeError:
+            if not margin:
+                raise
+            margin = 0 if margin <= GUARD else margin // 2 // ALIGN * ALIGN
+
+
+def _margin_written(base: Any, lo: int, hi: int, held: Any) -> bool:
+    """Whether base[lo:hi] no longer all holds `held` (a byte; a list's pad, NaN equal NaN)."""
+    if isinstance(base, list):
+        nan = held != held
+        return any(not (v == held or (nan and v != v)) for v in base[lo:hi])
+    return bool((base[lo:hi] != held).any())
 
 
 def _fill_normal(torch, region, dt, gen, device):

@@ -247,11 +247,111 @@ def declared(module: Any) -> Optional[SpeedSpec]:
     return spec["wrapper"], spec["reference"], spec["inputs"]
 
 
+class _Runner:
+    """Each call of the sample's code in the timing (inputs(), the reference, the wrapper) made
+    through blind.call: from the runner frame, as in every other run, so a sample that walks its
+    stack cannot tell a timed call apart (docs/VERIFIER.md, "Trust model"). The timing itself
+    runs on the verifier's thread; the runner thread's current CUDA stream follows this
+    thread's (a graph capture's stream, a held side stream) whenever this thread's changes, so
+    the sample's launches land where the events and captures are."""
+
+    def __init__(self) -> None:
+        self.torch = _cuda()
+        self.followed = None  # the stream handle the runner was last set to
+        self.adopted = None  # this thread's stream before the timing adopted the runner's
+        self.grad = None  # this thread's grad mode before the timing took the runner's
+
+    def adopt(self) -> None:
+        """This thread takes the runner's thread-local state the timing's own tensors and
+        events depend on (what the import or the tests left there): its current CUDA stream and
+        its grad mode, as when the timing ran on the runner thread; undone by give_back().
+        Never raises (the state left as it is)."""
+        torch = self.torch
+        if torch is None:
+            return
+        try:
+            grad = blind.on_runner(torch.is_grad_enabled)
+            if grad is not None and grad != torch.is_grad_enabled():
+                self.grad = torch.is_grad_enabled()
+                torch.set_grad_enabled(grad)
+            theirs = blind.on_runner(torch.cuda.current_stream)
+            if theirs is None:
+                return
+            self.adopted = torch.cuda.current_stream()
+            torch.cuda.set_stream(theirs)
+            self.followed = theirs.cuda_stream
+        except Exception:  # noqa: BLE001 - the default stream and grad mode then
+            pass
+
+    def give_back(self) -> None:
+        torch = self.torch
+        if torch is None:
+            return
+        try:
+            if self.grad is not None:
+                torch.set_grad_enabled(self.grad)
+                self.grad = None
+            if self.adopted is None:
+                return
+            mine = torch.cuda.current_stream()
+            if self.followed != mine.cuda_stream:
+                blind.on_runner(torch.cuda.set_stream, mine)
+            torch.cuda.set_stream(self.adopted)
+            self.adopted = None
+        except Exception:  # noqa: BLE001
+            pass
+
+    def stream(self) -> Any:
+        """The runner's current stream handle (a wrapper may have moved it), None without CUDA."""
+        torch = self.torch
+        if torch is None:
+            return None
+        s = blind.on_runner(torch.cuda.current_stream)
+        return s.cuda_stream if s is not None else None
+
+    def _follow(self) -> None:
+        torch = self.torch
+        if torch is not None:
+            mine = torch.cuda.current_stream()
+            if self.followed != mine.cuda_stream:
+                blind.on_runner(torch.cuda.set_stream, mine)
+                self.followed = mine.cuda_stream
+
+    def __call__(self, fn: Callable[..., Any], *args: Any) -> Any:
+        self._follow()
+        return blind.call("timing", fn, *args)
+
+    def between(self, begin: Callable[[], Any], fn: Callable[..., Any], args: tuple[Any, ...],
+                end: Callable[[], Any]) -> tuple[Any, Any, Any]:
+        """The timer's rep around a call (tt.Timer.via): begin, fn(*args) and end back to back
+        on the runner thread."""
+        self._follow()
+        return blind.call_between("timing", begin, fn, args, end)
+
+
+class _SampleCall:
+    """A timed call of the sample's code: `sample` (its function, the arguments) made through
+    RUN, with before() and after(result) (the timing's bookkeeping) on this thread. The timer
+    brackets `sample` alone with its events on the runner thread (tt.Timer._around)."""
+
+    def __init__(self, fn: Callable[..., Any], args: list[Any],
+                 before: Callable[[], None], after: Callable[[Any], Any]) -> None:
+        self.sample = (fn, tuple(args))
+        self.before, self.after = before, after
+
+    def __call__(self) -> Any:
+        self.before()
+        return self.after(RUN(self.sample[0], *self.sample[1]))
+
+
+RUN = _Runner()  # replaced by _run_timing for each timing
+
+
 def make_inputs(inputs_fn: Callable[[], Any], seed: int) -> tuple[Any, ...]:
     torch = _torch()
     if torch is not None:
         torch.manual_seed(seed)
-    args = inputs_fn()
+    args = RUN(inputs_fn)
     if not isinstance(args, (tuple, list)) or (type(args) is list and args and
                                                 all(type(x) in (int, float) for x in args)):
         args = (args,)
@@ -269,8 +369,8 @@ def check_reference(spec: SpeedSpec, seen: Optional[Json] = None) -> Optional[st
         except Exception:  # noqa: BLE001 - a figure, never the sample's failure
             seen["input_bytes"] = 0
     mine = [_clone(a) for a in args]  # the reference gets the originals: one copy, not two
-    got = _outputs(wrapper(*mine), mine)
-    want = _outputs(reference(*args), args)
+    got = _outputs(RUN(wrapper, *mine), mine)
+    want = _outputs(RUN(reference, *args), args)
     synchronize()
     if not _same(want, got):
         return "the wrapper's output differs from the reference's on the inputs of inputs()"
@@ -352,23 +452,27 @@ def prepare_compare(spec: SpeedSpec, module: Any, state: Any, target: float) -> 
         inputs_of(rep)
         args = ref_args
 
-        def call():
+        def before():
             last.pop("ref", None)  # the last outputs freed before the call makes its own
-            last["ref"] = _outputs(reference(*args), args)
-        return call
+
+        def after(out):
+            last["ref"] = _outputs(out, args)
+        return _SampleCall(reference, args, before, after)
 
     def cand_of(rep):
         inputs_of(rep)
         args = cand_args
+        calls0 = [0]
 
-        def call():
-            calls0 = counted.calls
+        def before():
+            calls0[0] = counted.calls
             last.pop("cand", None)
-            out = wrapper(*args)
+
+        def after(out):
             last["cand"] = _outputs(out, args)
-            last["cand_calls_ref"] = last.get("cand_calls_ref") or counted.calls > calls0
+            last["cand_calls_ref"] = last.get("cand_calls_ref") or counted.calls > calls0[0]
             return out
-        return call
+        return _SampleCall(wrapper, args, before, after)
     checks = {"checked": 0, "failed": 0}
 
     def after_rep(rep):
@@ -386,7 +490,7 @@ def prepare_compare(spec: SpeedSpec, module: Any, state: Any, target: float) -> 
     try:
         handles = _watched(state, cand_of(0))
         launches = sum(state.launches.values()) - launches0
-        left = _current_stream() != cur
+        left = cur is not None and RUN.stream() != cur
         others = {h for h in handles if h != cur}
         unjoined = left or (bool(others) and _unjoined(state, others, cand_of(0)))
     except BaseException:
@@ -522,9 +626,13 @@ def ran_instead(it: Item, state: Any, top: int = 3) -> tuple[list[Json], Optiona
     try:
         from torch.profiler import ProfilerActivity, profile
         call = it.calls[1](20_000)
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            call()
-            torch.cuda.synchronize()
+        prof = profile(activities=[ProfilerActivity.CUDA])
+        # Started and stopped on the runner thread around the call, as the timer's events are
+        # (the call from the runner frame; the profiler on the thread that launches).
+        call.before()
+        _, out, _ = RUN.between(prof.__enter__, call.sample[0], call.sample[1],
+                                lambda: (torch.cuda.synchronize(), prof.__exit__(None, None, None)))
+        call.after(out)
         own = {str(k).rsplit(".", 1)[-1] for k in state.kernels}
         totals: dict[str, float] = {}
         own_us = work_us = 0.0
@@ -683,10 +791,19 @@ def environment() -> Json:
 
 def run_timing(sample: Sample, report: Json, request: Json) -> None:
     """Fills report["speed"] for a passing sample (and fails it when its declared reference
-    disagrees with its wrapper). Never raises. Runs on the thread that ran the sample's import
-    and tests (blind.call): what the import left in thread-local state (torch's default device,
-    grad mode, the current stream) holds for its wrapper, inputs and reference here too."""
-    blind.call("timing", _run_timing, sample, report, request)
+    disagrees with its wrapper). Never raises. The timing runs on this thread; each call of the
+    sample's code goes to the thread that ran its import and tests (blind.call, one hop a call:
+    RUN), so what the import left in thread-local state (torch's default device, grad mode, the
+    current stream) holds for its wrapper, inputs and reference, and its stack is the same as
+    in every other run. The verifier stays out of sight for the whole phase (blind.stretch)."""
+    global RUN
+    RUN = _Runner()
+    with blind.stretch("timing"):
+        RUN.adopt()
+        try:
+            _run_timing(sample, report, request)
+        finally:
+            RUN.give_back()
 
 
 def _run_timing(sample, report, request):
@@ -734,6 +851,7 @@ def _run_timing(sample, report, request):
     cmp_item, held, waited, t_excl, t_prep = None, False, 0.0, None, time.monotonic()
     try:
         timer = tt.Timer(_cuda())
+        timer.via = RUN.between
         peak = st.peak_gbps(speed["environment"]["device"]) if timer.torch else None
         speed["peak_gbps"] = peak
         items = []

@@ -77,6 +77,9 @@ class Timer:
         self.cycles_per_s = None
         self.calibrated = False
         self.dropped = 0
+        # How a call of the sample's code is made with the rep's start and end around it
+        # (_around): timing.py sets blind.call_between; None: here, on this thread.
+        self.via: Optional[Callable[..., tuple[Any, Any, Any]]] = None
         if torch is not None:
             props = torch.cuda.get_device_properties(0)
             l2 = int(getattr(props, "L2_cache_size", 0) or (50 << 20))
@@ -92,6 +95,22 @@ class Timer:
             return WARM_PREROLL_CYCLES
         return int(self.preroll_s * self.cycles_per_s) if self.cycles_per_s else 0
 
+    def _around(self, fn: Callable[[], Any], begin: Callable[[], Any],
+                end: Callable[[], Any]) -> tuple[Any, Any, Any]:
+        """begin(), fn(), end(): (begin's result, fn's, end's). A call of the sample's code (fn
+        with `sample`: its function and arguments, and before()/after(result) bookkeeping) runs
+        with begin and end on the runner thread, back to back, from the runner frame
+        (self.via: blind.call_between), so the rep's events and clock readings bracket the call
+        as closely as here, and the sample's stack is the same as in every other run."""
+        sample = getattr(fn, "sample", None)
+        if sample is None or self.via is None:
+            b = begin()
+            out = fn()
+            return b, out, end()
+        getattr(fn, "before")()
+        b, ret, e = self.via(begin, sample[0], sample[1], end)
+        return b, getattr(fn, "after")(ret), e
+
     def rep(self, fn: Callable[[], Any], flush: bool = True, device: bool = False,
             sides: Optional[list[Any]] = None) -> tuple[float, float, Any, bool, float]:
         """(stream seconds, the rep's time, the call's result, clean, enqueue seconds).
@@ -99,40 +118,28 @@ class Timer:
         other streams the call is known to launch on) the pre-roll is kept and those streams
         wait for it, else the rep starts from an idle device."""
         if self.torch is None:
-            t0 = time.perf_counter()
-            out = fn()
-            dt = time.perf_counter() - t0
-            return dt, dt, out, True, 0.0
+            t0, out, t1 = self._around(fn, time.perf_counter, time.perf_counter)
+            return t1 - t0, t1 - t0, out, True, 0.0
         torch = self.torch
         s, e1, e2 = self.ev
         if device and sides is None:
-            if flush:
-                self.flush_buf.zero_()
-            torch.cuda.synchronize()
-            s.record()
-            out = fn()
-            e1.record()
-            torch.cuda.synchronize()
-            e2.record()
+            def begin_idle():
+                if flush:
+                    self.flush_buf.zero_()
+                torch.cuda.synchronize()
+                s.record()
+
+            def end_idle():
+                e1.record()
+                torch.cuda.synchronize()
+                e2.record()
+            _, out, _ = self._around(fn, begin_idle, end_idle)
             e2.synchronize()
             stream = s.elapsed_time(e1) / 1e3
             dev = s.elapsed_time(e2) / 1e3
             return stream, max(stream, dev - self.overhead), out, True, 0.0
-        c0 = time.perf_counter()
-        if flush:
-            self.flush_buf.zero_()
-        cycles = self._cycles()
-        if cycles:
-            torch.cuda._sleep(cycles)
-        if device:
-            # The other streams start the call's work no earlier than the start event.
-            self.pre.record()
-            for side in sides or ():
-                side.wait_event(self.pre)
-        s.record()
-        out = fn()
-        e1.record()
-        enq = time.perf_counter() - c0
+        c0, out, c1 = self._around(fn, lambda: self._begin(flush, device, sides), self._end)
+        enq = c1 - c0
         if device:
             torch.cuda.synchronize()
             e2.record()
@@ -147,6 +154,26 @@ class Timer:
             self.dropped += 1
             self.preroll_s = min(PREROLL_MAX_S, 2 * self.preroll_s + 20e-6)
         return stream, t, out, clean, enq
+
+    def _begin(self, flush: bool, device: bool, sides: Optional[list[Any]]) -> float:
+        """A stream rep's start: the flush, the pre-roll, the start event. Returns its clock."""
+        c0 = time.perf_counter()
+        if flush:
+            self.flush_buf.zero_()
+        cycles = self._cycles()
+        if cycles:
+            self.torch.cuda._sleep(cycles)
+        if device:
+            # The other streams start the call's work no earlier than the start event.
+            self.pre.record()
+            for side in sides or ():
+                side.wait_event(self.pre)
+        self.ev[0].record()
+        return c0
+
+    def _end(self) -> float:
+        self.ev[1].record()
+        return time.perf_counter()
 
     def calibrate(self, enqueue_s: float) -> None:
         """In the exclusive section, a few milliseconds: the synchronise's cost, the flush's

@@ -56,6 +56,12 @@ class Autotuner(KernelInterface):
             if key not in self.cache:
                 timings = {}
                 for i, config in enumerate(self.prune_configs(kwargs)):
+                    # Like Triton's _bench: a meta-parameter both passed and set by a config.
+                    conflicts = [k for k in kwargs if k in config.kwargs]
+                    if conflicts:
+                        raise ValueError("Conflicting meta-parameters: %s. Make sure that you "
+                                         "don't re-define auto-tuned symbols." %
+                                         ", ".join(conflicts))
                     full = dict(self.nargs, **kwargs, **config.all_kwargs())
                     self.pre_hook(full)
                     try:
