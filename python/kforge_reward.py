@@ -29,6 +29,7 @@ import json
 import os
 import re
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -240,17 +241,47 @@ def openrlhf_rewards(client, body, null_reward=0.0):
     return {"rewards": [null_reward if s is None else s for s in scores], "scores": scores}
 
 
-def serve_openrlhf(client, host="127.0.0.1", port=5000, null_reward=0.0):
-    """Serves OpenRLHF's --remote_rm_url: POST / (any path) with its JSON body."""
+def serve_openrlhf(client, host="127.0.0.1", port=5000, null_reward=0.0, keepalive_s=5.0):
+    """Serves OpenRLHF's --remote_rm_url: POST / (any path) with its JSON body.
+
+    OpenRLHF reads the answer with a 180 s timeout between bytes and retries a few times; a
+    batch that takes kforge longer would time out every attempt. So the answer's headers go out
+    at once and a space every keepalive_s seconds while kforge scores (JSON readers skip leading
+    whitespace), then the JSON; the connection closes after it (HTTP/1.0)."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):
             try:
                 n = int(self.headers.get("Content-Length") or 0)
-                out = openrlhf_rewards(client, json.loads(self.rfile.read(n)), null_reward)
-                data, code = json.dumps(out).encode(), 200
-            except (ValueError, KeyError, TypeError, ScoreError) as e:
-                data, code = json.dumps({"error": str(e)}).encode(), 400
+                body = json.loads(self.rfile.read(n))
+                if not isinstance(body, dict) or not isinstance(body.get("query"), list):
+                    raise ValueError("the body must be a JSON object with a list `query`")
+            except (ValueError, TypeError) as e:
+                return self._answer(400, {"error": str(e)})
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            done, out = threading.Event(), {}
+
+            def work():
+                try:
+                    out["answer"] = openrlhf_rewards(client, body, null_reward)
+                except (ValueError, KeyError, TypeError, ScoreError) as e:
+                    out["answer"] = {"error": str(e)}
+                finally:
+                    done.set()
+
+            threading.Thread(target=work, daemon=True).start()
+            try:
+                while not done.wait(keepalive_s):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                self.wfile.write(json.dumps(out["answer"]).encode())
+            except OSError:
+                pass  # OpenRLHF went away; its retry finds the items cached or still running
+
+        def _answer(self, code, obj):
+            data = json.dumps(obj).encode()
             self.send_response(code)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))

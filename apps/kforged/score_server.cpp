@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -35,6 +36,14 @@ void refuse(httplib::Response& res, int status, const std::string& why) {
   answer(res, status, {{"error", why}});
 }
 
+// 429 for a request past score.max_requests: nothing of it was written.
+void too_many(httplib::Response& res, int max_requests) {
+  res.set_header("Retry-After", "5");
+  refuse(res, 429,
+         "kforged already holds score.max_requests (" + std::to_string(max_requests) +
+             ") waiting requests; retry after 5 s, or send larger batches");
+}
+
 // The evidence blocks of the repair prompts (a pipeline version with a repair stage), or none.
 std::optional<pipeline::EvidenceTemplate> evidence_blocks(const app::Config& cfg) {
   auto dir = pipeline::PromptLibrary::locate(cfg.pipeline.prompts_dir);
@@ -61,9 +70,24 @@ struct ScoreServer::Impl {
   std::uint64_t generation = 0;
   bool stopping = false;
   bool poke = false;
+  // Requests holding a thread while they wait (POST with wait, GET with wait_s > 0): at most
+  // score.max_requests; the listener has that many threads and kSpareThreads more, so a request
+  // past the bound is still read and answered 429 at once instead of waiting unread.
+  std::atomic<int> waiting{0};
+  static constexpr int kSpareThreads = 16;
 
   Impl(std::unique_ptr<store::Db> db, score::ServiceOptions o, Clock& c)
       : service(std::move(db), std::move(o), c), clock(c) {}
+
+  // A slot among score.max_requests for a waiting request, released when the last copy of the
+  // returned pointer goes (the response is sent or the client went away); nullptr when full.
+  std::shared_ptr<void> reserve() {
+    if (waiting.fetch_add(1) >= service.config().max_requests) {
+      --waiting;
+      return nullptr;
+    }
+    return std::shared_ptr<void>(this, [this](void*) { --waiting; });
+  }
 
   void notify(bool submitted) {
     std::lock_guard l(mu);
@@ -105,11 +129,18 @@ struct ScoreServer::Impl {
         std::lock_guard l(mu);
         seen = generation;
       }
-      auto r = service.results(batch);
-      if (!r.ok()) return nlohmann::json{{"error", r.error().message}};
-      if (!*r) return nlohmann::json{{"error", "no batch " + std::to_string(batch)}};
+      // Whether it ended is one row; the results (every item's evidence) are built once, at the
+      // end.
+      auto e = service.ended(batch);
+      if (!e.ok()) return nlohmann::json{{"error", e.error().message}};
+      if (!*e) return nlohmann::json{{"error", "no batch " + std::to_string(batch)}};
       const auto now = std::chrono::steady_clock::now();
-      if ((**r)["done"].get<bool>() || now >= until) return **r;
+      if (**e || now >= until) {
+        auto r = service.results(batch);
+        if (!r.ok()) return nlohmann::json{{"error", r.error().message}};
+        if (!*r) return nlohmann::json{{"error", "no batch " + std::to_string(batch)}};
+        return **r;
+      }
       if (sink != nullptr && now - last_byte >= 1s) {
         if (!sink->write(" ", 1)) return std::nullopt;
         last_byte = now;
@@ -135,6 +166,8 @@ void ScoreServer::Impl::post_score(const httplib::Request& req, httplib::Respons
   if (body.is_discarded()) return refuse(res, 400, "the body is not JSON");
   auto r = score::parse_request(body, service.config());
   if (!r.ok()) return refuse(res, 400, r.error().message);
+  std::shared_ptr<void> slot;
+  if (r->wait && !(slot = reserve())) return too_many(res, service.config().max_requests);
   auto sub = service.submit(*r);
   if (!sub.ok())
     return refuse(res,
@@ -162,8 +195,8 @@ void ScoreServer::Impl::post_score(const httplib::Request& req, httplib::Respons
       std::chrono::milliseconds(static_cast<std::int64_t>(r->deadline_s * 1000) + 5000);
   res.status = 200;
   res.set_header("Cache-Control", "no-store");
-  res.set_chunked_content_provider("application/json", [this, batch, max](std::size_t,
-                                                                          httplib::DataSink& sink) {
+  res.set_chunked_content_provider("application/json", [this, batch, max, slot](
+                                                           std::size_t, httplib::DataSink& sink) {
     auto out = await(batch, max, &sink);
     if (!out) {
       spdlog::info("score: batch {}: the client went away; its open items are cancelled", batch);
@@ -188,6 +221,8 @@ void ScoreServer::Impl::get_batch(const httplib::Request& req, httplib::Response
     if (end == v.c_str() || *end != '\0' || wait_s < 0 || wait_s > 300)
       return refuse(res, 400, "wait_s: must be a number of seconds from 0 to 300");
   }
+  std::shared_ptr<void> slot;
+  if (wait_s > 0 && !(slot = reserve())) return too_many(res, service.config().max_requests);
   auto out =
       await(batch, std::chrono::milliseconds(static_cast<std::int64_t>(wait_s * 1000)), nullptr);
   if (!out) return refuse(res, 503, "kforged is stopping");
@@ -217,8 +252,11 @@ Result<std::unique_ptr<ScoreServer>> ScoreServer::start(const app::Config& cfg, 
   auto impl = std::make_unique<Impl>(std::move(db), std::move(o), env.clock());
   Impl* p = impl.get();
   auto& svr = p->svr;
-  svr.new_task_queue = [] { return new httplib::ThreadPool(64); };
+  const int threads = cfg.score.max_requests + Impl::kSpareThreads;
+  svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   svr.set_payload_max_length(256u << 20);
+  // An idle keep-alive connection holds a thread too: let it go soon.
+  svr.set_keep_alive_timeout(1);
   svr.set_pre_routing_handler([loopback, token](const httplib::Request& req,
                                                 httplib::Response& res) {
     using H = httplib::Server::HandlerResponse;
@@ -242,6 +280,8 @@ Result<std::unique_ptr<ScoreServer>> ScoreServer::start(const app::Config& cfg, 
   svr.Get("/v1/queue", [p](const httplib::Request&, httplib::Response& res) {
     auto q = p->service.queue();
     if (!q.ok()) return refuse(res, 500, q.error().message);
+    (*q)["requests"] = {{"waiting", p->waiting.load()},
+                        {"max_requests", p->service.config().max_requests}};
     answer(res, 200, *q);
   });
   svr.set_socket_options([](socket_t sock) {

@@ -8,7 +8,9 @@
 // needs score.token, presented by every request as Authorization: Bearer TOKEN (compared in
 // constant time, never logged). A thread ticks the service (settles verdicts, ends items past
 // their deadline) while batches are open. A waiting POST streams spaces before its JSON so that
-// a client that went away is noticed: its batch's open items are cancelled.
+// a client that went away is noticed: its batch's open items are cancelled. At most
+// score.max_requests requests wait at once (the listener has that many threads and 16 more): one
+// more is answered 429 with Retry-After at once, not left unread with no deadline running.
 
 #include <memory>
 

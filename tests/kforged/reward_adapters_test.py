@@ -41,10 +41,11 @@ os.environ["KFORGE_REWARD_URL"] = URL
 
 # TRL: conversational completions, the reference as a column.
 trl = kr.trl_reward(tag="trl")
+# TRL passes completion_ids and trainer_state too (recent versions).
 got = trl(prompts=["p", "p"],
           completions=[[{"role": "assistant", "content": completion(GOOD, "trl")}],
                        [{"role": "assistant", "content": completion(BAD, "trl")}]],
-          reference=[ref, ref])
+          completion_ids=[[1, 2], [3]], trainer_state=None, reference=[ref, ref])
 check("trl", len(got) == 2 and got[0] is not None and got[0] > got[1] and got[1] == 0.0, got)
 
 trl_async = kr.trl_reward_async(tag="trl")
@@ -68,7 +69,7 @@ got = kr.trl_reward(tag="trl")(completions=["Here:\n```python\n%s```\n" % CODE],
 check("trl kernel completion", got and got[0] is not None and got[0] > 0, got)
 
 # OpenRLHF: the remote reward protocol over HTTP.
-server = kr.serve_openrlhf(kr.KforgeReward(tag="openrlhf"), "127.0.0.1", 0)
+server = kr.serve_openrlhf(kr.KforgeReward(tag="openrlhf"), "127.0.0.1", 0, keepalive_s=0.5)
 threading.Thread(target=server.serve_forever, daemon=True).start()
 body = {"query": ["P" + completion(GOOD, "orl"), "P" + completion(BAD, "orl")],
         "prompts": ["P", "P"], "labels": [gt, gt]}
@@ -77,8 +78,23 @@ req = urllib.request.Request("http://127.0.0.1:%d/get_reward" % server.server_po
                              headers={"Content-Type": "application/json"})
 with urllib.request.urlopen(req, timeout=120) as resp:
     out = json.loads(resp.read())
-server.shutdown()
 check("openrlhf", len(out["rewards"]) == 2 and out["rewards"][0] > out["rewards"][1], out)
+
+# OpenRLHF reads with a timeout between bytes (180 s) and retries: a batch that takes longer
+# than that must still be answered. Here a 1 s read timeout against a 4 s item.
+SLOW = ("import time\n_slept = []\n\n\ndef test_add():\n    if not _slept:\n"
+        "        time.sleep(4)\n        _slept.append(1)\n" + GOOD.split("\n", 1)[1])
+body = {"query": ["P" + completion(SLOW, "orl-slow")], "prompts": ["P"], "labels": [gt]}
+req = urllib.request.Request("http://127.0.0.1:%d/get_reward" % server.server_port,
+                             data=json.dumps(body).encode(), method="POST",
+                             headers={"Content-Type": "application/json"})
+try:
+    with urllib.request.urlopen(req, timeout=1.5) as resp:
+        out = json.loads(resp.read())
+    check("openrlhf slow", out["rewards"] == [1.0] or out["rewards"][0] > 0, out)
+except (OSError, ValueError) as e:
+    check("openrlhf slow", False, "no answer within the reader's timeout: %r" % e)
+server.shutdown()
 
 q = kr.KforgeReward().queue()
 check("queue", "depth" in q and "workers" in q, q)

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <atomic>
+#include <thread>
 
 #include "daemon_util.hpp"
 
@@ -44,14 +46,14 @@ class ScoreTest : public ::testing::Test {
     configure(4096);
     site_.import_corpus(cpu_corpus());
   }
-  void configure(int max_queue, const std::string& listen = "") {
+  void configure(int max_queue, const std::string& listen = "", const std::string& extra = "") {
     Options o;
     o.verify = true;
     o.fake_triton = true;
     site_.write_config(o);
     std::string y = test::read_text(site_.config());
     y += "score:\n  listen: \"" + (listen.empty() ? "127.0.0.1:" + std::to_string(port_) : listen) +
-         "\"\n  max_queue: " + std::to_string(max_queue) + "\n";
+         "\"\n  max_queue: " + std::to_string(max_queue) + "\n" + extra;
     test::write_text(site_.config(), y);
   }
   // Starts kforged and waits until the endpoint answers.
@@ -257,6 +259,63 @@ TEST_F(ScoreTest, AFullQueueAnswers429WithRetryAfter) {
   ASSERT_TRUE(q);
   json qj = json::parse(q->body);
   EXPECT_EQ(qj["depth"]["waiting"].get<int>() + qj["depth"]["running"].get<int>(), 2) << q->body;
+}
+
+// More requests waiting at once than the listener has threads for: each new one must still be
+// answered by its own deadline (its items end with null rewards), not wait unread behind the
+// others with no deadline running.
+TEST_F(ScoreTest, ARequestBeyondSixtyFourWaitingOnesIsStillAnsweredByItsDeadline) {
+  auto d = start();
+  std::vector<std::thread> waiting;
+  std::atomic<int> answered{0};
+  for (int i = 0; i < 64; ++i)
+    waiting.emplace_back([&, i] {
+      auto r = post({{"items", {add_item("w" + std::to_string(i), 20, "many" + std::to_string(i))}},
+                     {"deadline_s", 15}},
+                    60);
+      if (r) ++answered;
+    });
+  ASSERT_GE(site_.wait_for("SELECT count(*) FROM score_items", 64, 30s), 64) << d->log();
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = post({{"items", {add_item("late", 20, "late")}}, {"deadline_s", 1}}, 60);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_TRUE(r) << d->log();
+  EXPECT_LT(took, 6s);  // its deadline plus 5 s, although 64 requests still wait
+  if (r->status == 200) {
+    json out = json::parse(r->body);
+    EXPECT_TRUE(out["results"][0]["reward"].is_null()) << r->body;
+  } else {
+    EXPECT_EQ(r->status, 429) << r->body;  // or refused at once, with when to come back
+    EXPECT_FALSE(r->get_header_value("Retry-After").empty());
+  }
+  for (auto& t : waiting) t.join();
+  EXPECT_EQ(answered.load(), 64);
+}
+
+// score.max_requests bounds the requests waiting at once: one more is answered 429 with
+// Retry-After at once (nothing of it written), and GET /v1/queue is still answered.
+TEST_F(ScoreTest, MoreWaitingRequestsThanScoreMaxRequestsAnswer429AtOnce) {
+  configure(4096, "", "  max_requests: 1\n");
+  auto d = start();
+  std::thread first([&] {
+    auto r = post({{"items", {add_item("one", 20, "mr1")}}, {"deadline_s", 8}}, 60);
+    EXPECT_TRUE(r && r->status == 200);
+  });
+  ASSERT_GE(site_.wait_for("SELECT count(*) FROM score_items", 1, 30s), 1) << d->log();
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = post({{"items", {add_item("two", 0, "mr2")}}, {"deadline_s", 60}}, 60);
+  ASSERT_TRUE(r);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+  EXPECT_EQ(r->status, 429) << r->body;
+  EXPECT_FALSE(r->get_header_value("Retry-After").empty());
+  EXPECT_NE(r->body.find("score.max_requests"), std::string::npos) << r->body;
+  EXPECT_EQ(site_.scalar("SELECT count(*) FROM score_items"), 1);
+  httplib::Client c("127.0.0.1", port_);
+  auto q = c.Get("/v1/queue");
+  ASSERT_TRUE(q);
+  EXPECT_EQ(q->status, 200);
+  EXPECT_EQ(json::parse(q->body)["requests"]["waiting"], 1) << q->body;
+  first.join();
 }
 
 TEST_F(ScoreTest, AnAddressOffLoopbackNeedsAToken) {

@@ -181,6 +181,34 @@ TEST_F(ServiceTest, MoreNewWorkThanTheQueueHoldsIsRefusedAndNothingIsWritten) {
   EXPECT_FALSE(same->full);
 }
 
+// A request with more new items than the whole queue holds can never fit: 429 would have the
+// client retry forever; it is a usage error naming score.max_queue, and nothing is written.
+TEST_F(ServiceTest, ARequestLargerThanTheWholeQueueIsAnErrorNotA429) {
+  auto big = svc_->submit(request({"a", "b", "c", "d"}));
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.error().kind, "usage");
+  EXPECT_NE(big.error().message.find("score.max_queue"), std::string::npos) << big.error().message;
+  auto q = svc_->queue();
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ((*q)["depth"]["waiting"], 0);
+  EXPECT_EQ((*q)["open_batches"], 0);
+}
+
+// ended() answers whether a batch is done without building its results (the waiting requests
+// poll it).
+TEST_F(ServiceTest, EndedSaysWhetherABatchIsDone) {
+  auto s = svc_->submit(request({"a"}));
+  ASSERT_TRUE(s.ok());
+  auto open = svc_->ended(s->batch);
+  ASSERT_TRUE(open.ok());
+  EXPECT_EQ(*open, std::optional<bool>(false));
+  ASSERT_TRUE(verify_one(verify::Verdict::passed));
+  clock_.advance(10ms);
+  tick();
+  EXPECT_EQ(*svc_->ended(s->batch), std::optional<bool>(true));
+  EXPECT_EQ(*svc_->ended(s->batch + 100), std::nullopt);
+}
+
 TEST_F(ServiceTest, ScoredItemsGoAheadOfADatasetRunsJobsByTheShare) {
   // A dataset run's job, older than the scored one.
   ASSERT_TRUE(verifier_db_

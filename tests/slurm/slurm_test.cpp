@@ -9,6 +9,7 @@
 // print what the local pool gives on the same samples.
 
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <unistd.h>
 
 #include "daemon_util.hpp"
@@ -434,6 +435,55 @@ TEST_F(SlurmVerifier, RunCancelScancelsTheRunsTasks) {
   EXPECT_EQ(site.scalar("SELECT count(*) FROM verifications") +
                 site.scalar("SELECT count(*) FROM jobs WHERE state = 'cancelled'"),
             5);
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(30s), std::optional<int>(0)) << d->log();
+}
+
+// POST /v1/score with verifier.backend slurm: the scored items are verified by array tasks of
+// the cluster as a run's jobs are, and answered in their order.
+TEST_F(SlurmVerifier, ScoredItemsGoThroughTheCluster) {
+  Site site(script("fake_llm_answers.json"));
+  configure(site, true);
+  const int port = free_port();
+  std::string y = test::read_text(site.config());
+  y += "  python_path: [\"" + (test::source_dir() / "tests" / "verify" / "fake_triton").string() +
+       "\"]\n  preload: [triton, triton.language]\n";
+  y += "score:\n  listen: \"127.0.0.1:" + std::to_string(port) + "\"\n";
+  test::write_text(site.config(), y);
+  const fs::path faults = site.dir() / "faults";
+  fs::create_directories(faults / "fail");  // no faulty tasks (fault_kforge.sh): plain kforge
+  fs::create_directories(faults / "hang");
+  auto d = site.start_daemon(fault_env(faults));
+  const std::string wrapper =
+      "def add(x, y):\n    out = [0.0] * len(x)\n    n = len(x)\n"
+      "    grid = lambda meta: (triton.cdiv(n, meta[\"BLOCK_SIZE\"]),)\n"
+      "    add_kernel[grid](x, y, out, n, BLOCK_SIZE=64)\n    return out\n";
+  const std::string code = load_json(cpu_corpus())[0]["output"];
+  json items = json::array();
+  for (const char* want : {"[2.0, 4.0]", "[9.0, 4.0]"})
+    items.push_back({{"id", want},
+                     {"code", code},
+                     {"kernel_wrapper", wrapper},
+                     {"unitest_code", std::string("def test_add():\n    x = [1.0, 2.0]\n") +
+                                          "    assert add(x, x) == " + want + ", 'wrong sum'\n"}});
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(150, 0);
+  httplib::Result r;
+  auto until = std::chrono::steady_clock::now() + 60s;
+  while (!(r = c.Post("/v1/score", json{{"items", items}, {"deadline_s", 140}}.dump(),
+                      "application/json")) &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(200ms);
+  ASSERT_TRUE(r) << d->log();
+  ASSERT_EQ(r->status, 200) << r->body;
+  json out = json::parse(r->body);
+  ASSERT_EQ(out["results"].size(), 2u) << r->body;
+  EXPECT_EQ(out["results"][0]["id"], "[2.0, 4.0]");
+  EXPECT_EQ(out["results"][0]["verdict"], "passed") << out["results"][0].dump(2) << d->log();
+  EXPECT_EQ(out["results"][1]["verdict"], "failed") << out["results"][1].dump(2);
+  EXPECT_EQ(out["results"][1]["reward"], 0.0);
+  // Both verdicts came from array tasks of the cluster.
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM slurm_task_jobs WHERE outcome = 'stored'"), 2);
   d->signal(SIGTERM);
   EXPECT_EQ(d->wait(30s), std::optional<int>(0)) << d->log();
 }

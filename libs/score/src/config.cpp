@@ -7,6 +7,7 @@ void read_config(ConfigNode n, ScoreConfig& out) {
   n.get("token", out.token);
   n.get_at_least("max_queue", out.max_queue, 1);
   n.get_at_least("max_items", out.max_items, 1);
+  n.get_between("max_requests", out.max_requests, 1, 4096);
   n.get_between("share", out.share, 0.0, 1.0);
   n.get("default_deadline_s", out.default_deadline_s);
   n.get("max_deadline_s", out.max_deadline_s);

@@ -79,6 +79,11 @@ Result<Submitted> ScoreService::submit(const Request& r) {
     KF_CHECK(st->run());
   }
   const std::int64_t depth = before.score_waiting + before.score_running;
+  if (out.queued > opts_.config.max_queue)
+    return fail("usage", "items: " + std::to_string(out.queued) +
+                             " new items (not cached, not already queued), above the whole "
+                             "queue (score.max_queue " +
+                             std::to_string(opts_.config.max_queue) + "): send fewer at once");
   if (out.queued > 0 && depth + out.queued > opts_.config.max_queue) {
     // Nothing is written (the transaction rolls back): how long until that much has drained.
     Submitted full;
@@ -98,6 +103,14 @@ Result<Submitted> ScoreService::submit(const Request& r) {
   KF_CHECK(end->run());
   KF_CHECK(tx.commit());
   return out;
+}
+
+Result<std::optional<bool>> ScoreService::ended(std::int64_t batch) {
+  std::lock_guard l(mu_);
+  KF_TRY(store::Stmt * b, db_->cached(q()["batch_get"]));
+  b->bind(1, batch);
+  KF_TRY(auto e, b->one([](store::Stmt& s) { return s.opt_int64(2).has_value(); }));
+  return e;
 }
 
 Result<std::optional<nlohmann::json>> ScoreService::results(std::int64_t batch) {

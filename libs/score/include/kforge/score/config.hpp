@@ -20,6 +20,10 @@ struct ScoreConfig {
   // a request that would pass it is answered 429 with Retry-After.
   int max_queue = 4096;
   int max_items = 1024;  // items in one request
+  // Requests waiting at once for their answer (POST with wait, GET /v1/score/{batch} with
+  // wait_s > 0), each holding a listener thread; one more is answered 429 with Retry-After at
+  // once. The listener has this many threads and 16 more for the rest.
+  int max_requests = 256;
   // Of the verifier's leases while scored items and dataset runs' jobs both wait, the share
   // (0..1) that takes a scored item first.
   double share = 0.75;

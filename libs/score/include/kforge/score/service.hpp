@@ -45,10 +45,14 @@ class ScoreService {
 
   // Writes the batch (one transaction): cached items end at once; the others wait for a job.
   // Full: more new jobs than score.max_queue allows would wait; nothing is written. Errors:
-  // "usage" / "conflict" naming the field (a key naming no sample, a tag of a dataset run).
+  // "usage" / "conflict" naming the field (a key naming no sample, a tag of a dataset run);
+  // "usage" when the request alone has more new items than score.max_queue (it never fits).
   Result<Submitted> submit(const Request& r);
   // {"batch", "done", "results": [...]} in item order; nullopt when there is no such batch.
   Result<std::optional<nlohmann::json>> results(std::int64_t batch);
+  // Whether the batch has ended (every item has), without building its results; nullopt when
+  // there is no such batch.
+  Result<std::optional<bool>> ended(std::int64_t batch);
   // Ends the batch's open items as `cancelled` (the client went away).
   Status cancel(std::int64_t batch);
   // Settles, ends items past their deadline, forgets old batches. Returns whether any item
