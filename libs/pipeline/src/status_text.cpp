@@ -3,6 +3,7 @@
 // escape sequence of theirs reaches the terminal.
 
 #include <algorithm>
+#include <cstdarg>
 #include <cstdio>
 #include <string>
 
@@ -54,11 +55,15 @@ std::string megabytes(std::int64_t n) {
 }
 
 // printf into a string.
-template <typename... Args>
-std::string format(const char* fmt, Args... args) {
-  int n = std::snprintf(nullptr, 0, fmt, args...);
+[[gnu::format(printf, 1, 2)]] std::string format(const char* fmt, ...) {
+  va_list ap, again;
+  va_start(ap, fmt);
+  va_copy(again, ap);
+  int n = std::vsnprintf(nullptr, 0, fmt, ap);
+  va_end(ap);
   std::string out(static_cast<std::size_t>(n > 0 ? n : 0), '\0');
-  if (n > 0) std::snprintf(out.data(), out.size() + 1, fmt, args...);
+  if (n > 0) std::vsnprintf(out.data(), out.size() + 1, fmt, again);
+  va_end(again);
   return out;
 }
 
