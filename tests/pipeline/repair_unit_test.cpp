@@ -8,6 +8,7 @@
 #include "kforge/core/sha256.hpp"
 #include "kforge/pipeline/prompt.hpp"
 #include "kforge/pipeline/repair.hpp"
+#include "kforge/verify/harness_report.hpp"
 #include "kforge/verify/speed.hpp"
 #include "testutil.hpp"
 
@@ -23,6 +24,20 @@ fs::path shipped() {
 
 bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
+}
+
+// A stored report as the pool keeps it: the harness's required fields, then `fields`. Repair
+// reads it through verify::parse_stored_report, so the test fails where it does not parse.
+json stored(const json& fields) {
+  json r = {{"harness", verify::harness_report_version()},
+            {"pid", 1},
+            {"verdict", "passed"},
+            {"detail", "1 test passed"},
+            {"phase", "done"}};
+  for (const auto& [k, v] : fields.items()) r[k] = v;
+  auto parsed = verify::parse_stored_report(r);
+  EXPECT_TRUE(parsed.ok() && *parsed) << (parsed.ok() ? "no report" : parsed.error().message);
+  return r;
 }
 
 TEST(RepairPrompts, ShippedVersionsHaveARepairTemplateRecordedOnlyForRunsWithRounds) {
@@ -97,20 +112,20 @@ VerdictEvidence failed_verdict() {
       "        assert torch.equal(z, x), \"z differs from x for 16x16\"\n";
   std::string tb;
   for (int i = 1; i <= 60; ++i) tb += "traceback line " + std::to_string(i) + "\n";
-  v.report = {
-      {"sections",
-       {{"preamble", {2, 2}},
-        {"code", {4, 4}},
-        {"kernel_wrapper", {6, 7}},
-        {"unitest_code", {9, 16}}}},
-      {"tests",
-       json::array(
-           {{{"name", "test_copy"},
-             {"status", "failed"},
-             {"exception", "AssertionError"},
-             {"message", "z differs from x for 16x16"},
-             {"traceback", tb},
-             {"where", {{"section", "unitest_code"}, {"line", 8}, {"function", "test_copy"}}}}})}};
+  v.report = stored(
+      {{"sections",
+        {{"preamble", {2, 2}},
+         {"code", {4, 4}},
+         {"kernel_wrapper", {6, 7}},
+         {"unitest_code", {9, 16}}}},
+       {"tests",
+        json::array({{{"name", "test_copy"},
+                      {"status", "failed"},
+                      {"exception", "AssertionError"},
+                      {"message", "z differs from x for 16x16"},
+                      {"traceback", tb},
+                      {"where",
+                       {{"section", "unitest_code"}, {"line", 8}, {"function", "test_copy"}}}}})}});
   for (int i = 1; i <= 50; ++i) v.stderr_tail += "stderr line " + std::to_string(i) + "\n";
   return v;
 }
@@ -147,7 +162,7 @@ TEST(RepairEvidence, QualityFlagsAreSaidInPlainWords) {
   v.detail = "1 test passed";
   v.flags = {"mutant_survived"};
   v.stderr_tail = "a warning\n";
-  v.report = {{"tests", json::array({{{"name", "test_add"}, {"status", "passed"}}})}};
+  v.report = stored({{"tests", json::array({{{"name", "test_add"}, {"status", "passed"}}})}});
   auto text = render_evidence(spec->evidence, v);
   ASSERT_TRUE(text.ok()) << text.error().message;
   EXPECT_TRUE(has(*text, "Verdict: `passed`. 1 test passed")) << *text;
@@ -177,12 +192,13 @@ TEST(RepairEvidence, AWeakTestIsToldWhichMutantsItLetThrough) {
   v.verdict = "passed";
   v.detail = "1 test passed; weak test: it still passes under the permute mutant";
   v.flags = {"weak_test"};
-  v.report = {{"tests", json::array({{{"name", "test_add"}, {"status", "passed"}}})},
-              {"mutation",
-               {{"killed", 3},
-                {"applicable", 4},
-                {"survived", {"permute"}},
-                {"not_applicable", json::array()}}}};
+  v.report = stored({{"tests", json::array({{{"name", "test_add"}, {"status", "passed"}}})},
+                     {"mutation",
+                      {{"killed", 3},
+                       {"applicable", 4},
+                       {"survived", {"permute"}},
+                       {"not_applicable", json::array()},
+                       {"not_run", json::array()}}}});
   auto text = render_evidence(spec->evidence, v);
   ASSERT_TRUE(text.ok()) << text.error().message;
   EXPECT_TRUE(has(*text,
@@ -210,15 +226,19 @@ TEST(RepairEvidence, WeakInputsNameTheSurvivingKernelMutantAndItsLine) {
   v.verdict = "passed";
   v.detail = "1 test passed; weak inputs: ...";
   v.flags = {"weak_inputs", "constant_output"};
-  v.report = {{"tests", json::array({{{"name", "test_rows"}, {"status", "passed"}}})},
+  v.report =
+      stored({{"tests", json::array({{{"name", "test_rows"}, {"status", "passed"}}})},
               {"mutation",
                {{"killed", 6},
                 {"applicable", 6},
                 {"survived", json::array()},
+                {"not_applicable", json::array()},
+                {"not_run", json::array()},
                 {"kernel",
                  {{"killed", 2},
                   {"applicable", 3},
                   {"equivalent", 1},
+                  {"tried", 4},
                   {"survived", json::array({{{"mutant", "k3"},
                                              {"op", "mask_drop"},
                                              {"kernel", "rows_kernel"},
@@ -229,7 +249,7 @@ TEST(RepairEvidence, WeakInputsNameTheSurvivingKernelMutantAndItsLine) {
                                               "removed"},
                                              {"hint",
                                               "inputs whose size is a multiple of the block cannot "
-                                              "tell them apart"}}})}}}}}};
+                                              "tell them apart"}}})}}}}}});
   auto text = render_evidence(spec->evidence, v);
   ASSERT_TRUE(text.ok()) << text.error().message;
   EXPECT_TRUE(has(*text,
@@ -250,10 +270,10 @@ TEST(RepairEvidence, OutOfBoundsNamesTheKernelAndTheBufferOrTheFault) {
   v.verdict = "passed";
   v.detail = "1 test passed; out of bounds: ...";
   v.flags = {"out_of_bounds"};
-  v.report = {{"tests", json::array({{{"name", "test_copy"}, {"status", "passed"}}})},
-              {"bounds",
-               {{"out_of_bounds", true},
-                {"detail", "kernel copy_kernel writes outside out_ptr (launch 1)"}}}};
+  v.report = stored({{"tests", json::array({{{"name", "test_copy"}, {"status", "passed"}}})},
+                     {"bounds",
+                      {{"out_of_bounds", true},
+                       {"detail", "kernel copy_kernel writes outside out_ptr (launch 1)"}}}});
   auto text = render_evidence(spec->evidence, v);
   ASSERT_TRUE(text.ok()) << text.error().message;
   EXPECT_TRUE(has(*text, "kernel copy_kernel writes outside out_ptr (launch 1)")) << *text;
@@ -262,7 +282,7 @@ TEST(RepairEvidence, OutOfBoundsNamesTheKernelAndTheBufferOrTheFault) {
 
   // A run that died of the fault: no replay, the fault is what the repair is told.
   v.verdict = "error";
-  v.report = {{"bounds", {{"out_of_bounds", true}, {"fault", {{"in", "the run"}}}}}};
+  v.report = stored({{"bounds", {{"out_of_bounds", true}, {"fault", {{"in", "the run"}}}}}});
   text = render_evidence(spec->evidence, v);
   ASSERT_TRUE(text.ok()) << text.error().message;
   EXPECT_TRUE(has(*text, "the run died of an illegal memory access")) << *text;
@@ -281,24 +301,24 @@ TEST(RepairEvidence, TamperedSaysWhatWasReplacedAndUnstableWhichControlFailed) {
   v.flags = {"tampered"};
   json replaced = json::array(
       {{{"what", "torch.testing.assert_close"}, {"how", "replaced"}, {"phase", "run"}}});
-  v.report = {
-      {"tests", json::array({{{"name", "test_add"}, {"status", "passed"}}})},
-      {"integrity",
-       {{"armed", true},
-        {"watched", 40},
-        {"tampered", true},
-        {"replaced", replaced},
-        {"scans", json::array()}}},
-      {"mutant",
-       {{"integrity",
-         {{"armed", true},
-          {"watched", 40},
-          {"tampered", true},
-          {"replaced",
-           json::array(
-               {{{"what", "sys.settrace"}, {"how", "replaced"}, {"phase", "output_mutants"}}})},
-          {"scans", json::array({{{"event", "sys._getframe"}, {"phase", "output_mutants"}}})}}},
-        {"guard", json::array({"sys._getframe"})}}}};
+  v.report = stored(
+      {{"tests", json::array({{{"name", "test_add"}, {"status", "passed"}}})},
+       {"integrity",
+        {{"armed", true},
+         {"watched", 40},
+         {"tampered", true},
+         {"replaced", replaced},
+         {"scans", json::array()}}},
+       {"mutant",
+        {{"integrity",
+          {{"armed", true},
+           {"watched", 40},
+           {"tampered", true},
+           {"replaced",
+            json::array(
+                {{{"what", "sys.settrace"}, {"how", "replaced"}, {"phase", "output_mutants"}}})},
+           {"scans", json::array({{{"event", "sys._getframe"}, {"phase", "output_mutants"}}})}}},
+         {"guard", json::array({"sys._getframe"})}}}});
   auto text = render_evidence(spec->evidence, v);
   ASSERT_TRUE(text.ok()) << text.error().message;
   EXPECT_TRUE(has(*text, "- `torch.testing.assert_close` was replaced (in the real run)."))
@@ -317,18 +337,18 @@ TEST(RepairEvidence, TamperedSaysWhatWasReplacedAndUnstableWhichControlFailed) {
 
   v.flags = {"unstable_test"};
   v.detail = "1 test passed; unstable test: a control run of the unmutated sample failed";
-  v.report = {{"mutant",
-               {{"controls",
-                 {{"failed", true},
-                  {"runs", json::array({{{"kind", "fresh"},
-                                         {"at", "before skip_launch"},
-                                         {"result", "passed"},
-                                         {"duration_ms", 3}},
-                                        {{"kind", "rerun"},
-                                         {"at", "output mutant 3 of 7"},
-                                         {"result", "failed"},
-                                         {"duration_ms", 2},
-                                         {"by", "test_add: AssertionError"}}})}}}}}};
+  v.report = stored({{"mutant",
+                      {{"controls",
+                        {{"failed", true},
+                         {"runs", json::array({{{"kind", "fresh"},
+                                                {"at", "before skip_launch"},
+                                                {"result", "passed"},
+                                                {"duration_ms", 3}},
+                                               {{"kind", "rerun"},
+                                                {"at", "output mutant 3 of 7"},
+                                                {"result", "failed"},
+                                                {"duration_ms", 2},
+                                                {"by", "test_add: AssertionError"}}})}}}}}});
   text = render_evidence(spec->evidence, v);
   ASSERT_TRUE(text.ok()) << text.error().message;
   EXPECT_TRUE(has(*text,

@@ -100,8 +100,11 @@ TEST(ReportDebug, TheReadmeGivesTheMutationScoreAndTheSurvivors) {
   fx.exec("set_mutation_report", {"copy_transpose.py",
                                   R"({"killed": 6, "applicable": 6, "survived": [],
                "kernel": {"killed": 2, "applicable": 3, "equivalent": 1,
-                          "survived": [{"section": "code", "section_line": 9,
-                                        "desc": "the index terms of `a` are swapped"}]}})"});
+                          "survived": [{"mutant": "k2", "op": "index_swap",
+                                        "kernel": "copy_kernel", "section": "code",
+                                        "section_line": 9,
+                                        "desc": "the index terms of `a` are swapped",
+                                        "hint": "square inputs cannot tell them apart"}]}})"});
   dir = write_debug(fx.db(), "v2", "copy_transpose.py", fx.dir() / "dbg3");
   ASSERT_TRUE(dir.ok()) << dir.error().message;
   readme = test::read_text(*dir / "README.txt");

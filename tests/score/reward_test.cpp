@@ -4,6 +4,8 @@
 
 #include "kforge/score/request.hpp"
 #include "kforge/score/reward.hpp"
+#include "kforge/score/service.hpp"
+#include "kforge/verify/harness_report.hpp"
 
 namespace kforge::score {
 namespace {
@@ -102,6 +104,48 @@ TEST(Request, TheContentKeyCoversCodeChecksHarnessAndGpu) {
   Item other = it;
   other.unitest_code += " ";
   EXPECT_NE(k, content_key(other, none, f));
+}
+
+// An item's answer reads its stored report through the pool's typed parse
+// (verify::parse_stored_report): the speed label, the kernels' share of the timed call and the
+// mutation score; a stored report that does not parse gives none of them, never a default.
+TEST(ScoreResults, SpeedAndMutationComeFromTheParsedStoredReport) {
+  nlohmann::json report = {
+      {"harness", verify::harness_report_version()},
+      {"pid", 1},
+      {"verdict", "passed"},
+      {"detail", "1 test passed"},
+      {"phase", "done"},
+      {"speed",
+       {{"timed", true},
+        {"kernels", nlohmann::json::array({{{"time_us", 10.0}}, {{"time_us", 5.0}}})},
+        {"reference", {{"speedup", 2.0}, {"ci", {1.8, 2.2}}, {"time_us", 60.0}}},
+        {"pass_perf", true},
+        {"flags", nlohmann::json::array()}}},
+      {"mutation",
+       {{"killed", 4},
+        {"applicable", 4},
+        {"survived", nlohmann::json::array()},
+        {"not_applicable", nlohmann::json::array()},
+        {"not_run", nlohmann::json::array()}}}};
+  ItemRow row;
+  row.item_id = "a";
+  row.verdict = "passed";
+  row.flags_json = "[]";
+  row.result_json = report.dump();
+  auto out = item_result(row, "coverage", nlohmann::json::object(), std::nullopt);
+  EXPECT_EQ(out["speed"]["speedup"], 2.0) << out.dump();
+  EXPECT_EQ(out["mutation"]["killed"], 4) << out.dump();
+  EXPECT_DOUBLE_EQ(out["reward_components"]["kernel_share"].get<double>(), 15.0 / 60.0)
+      << out.dump();
+  // A field of the speed label renamed: the report does not parse, so no speed and no mutation.
+  report["speed"]["is_timed"] = report["speed"]["timed"];
+  report["speed"].erase("timed");
+  row.result_json = report.dump();
+  out = item_result(row, "coverage", nlohmann::json::object(), std::nullopt);
+  EXPECT_TRUE(out["speed"].is_null()) << out.dump();
+  EXPECT_TRUE(out["mutation"].is_null()) << out.dump();
+  EXPECT_TRUE(out["reward_components"]["kernel_share"].is_null()) << out.dump();
 }
 
 }  // namespace

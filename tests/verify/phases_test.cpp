@@ -167,6 +167,17 @@ TEST(VerifyPhases, TheDifferentialCheckFailsAWrapperRightOnlyOnTheInputsItWasGiv
     EXPECT_EQ(r[i].report["differential"]["failed"], "scaled by 1e3");
     ASSERT_TRUE(r[i].harness);  // the report, parsed against report_fields.txt
     EXPECT_TRUE(r[i].report["phase_times"].contains("differential"));
+    // As the repair prompt reads the stored report (pipeline/repair.cpp): the transform and
+    // what differed, typed (a field renamed on the Python side fails here).
+    auto stored = verify::parse_stored_report(r[i].report);
+    ASSERT_TRUE(stored.ok() && *stored && (*stored)->differential)
+        << (stored.ok() ? "no differential" : stored.error().message);
+    EXPECT_EQ((*stored)->differential->failed.value_or(""), "scaled by 1e3");
+    bool differs = false;
+    for (const auto& t : (*stored)->differential->transforms)
+      differs =
+          differs || (t.transform == "scaled by 1e3" && t.result == "differs" && !t.detail.empty());
+    EXPECT_TRUE(differs);
   }
   for (int i : {2, 3}) {
     SCOPED_TRACE(r[i].detail + "\n" + r[i].report.dump());

@@ -49,6 +49,22 @@ TEST(VerifyPool, OrdinaryVerdictsWarm) {
   EXPECT_EQ(t["name"], "test_copy");
   EXPECT_EQ(t["exception"], "AssertionError");
   EXPECT_NE(t["traceback"].get<std::string>().find("assert run_copy(xs) == xs"), std::string::npos);
+  // The repair prompt reads the stored report through the typed parse (pipeline/repair.cpp): a
+  // field of these renamed on the Python side (report_fields.txt with it or not) fails here.
+  auto stored = verify::parse_stored_report(r[1].report);
+  ASSERT_TRUE(stored.ok() && *stored) << (stored.ok() ? "no report" : stored.error().message);
+  ASSERT_TRUE((*stored)->tests && !(*stored)->tests->empty());
+  const auto& ft = (*(*stored)->tests)[0];
+  EXPECT_EQ(ft.status, "failed");
+  EXPECT_EQ(ft.exception.value_or(""), "AssertionError");
+  EXPECT_NE(ft.message.value_or("").find("Contiguous copy failed!"), std::string::npos);
+  EXPECT_NE(ft.traceback.value_or("").find("assert run_copy(xs) == xs"), std::string::npos);
+  EXPECT_EQ(ft.where_section.value_or(""), "unitest_code");
+  EXPECT_EQ(ft.where_line.value_or(0), 3);
+  bool test_section = false;
+  for (const auto& [name, lines] : (*stored)->sections)
+    test_section = test_section || (name == "unitest_code" && lines.size() == 2 && lines[0] > 1);
+  EXPECT_TRUE(test_section);
   EXPECT_EQ(r[0].device, "cpu");
   // Every sample's directory is gone; while the pool lives only the workers' logs remain, the
   // device's two lock files (the speed label's exclusive section), and the directories of the

@@ -165,6 +165,20 @@ TEST(VerifyTamper, ACountingTestIsCaughtByAControlRun) {
             std::string::npos);
   // The skip-launch run's failure is void: it is not counted as a kill.
   EXPECT_EQ(r[0].report["mutation"]["killed"], 0);
+  // As the repair prompt reads the stored report (pipeline/repair.cpp): the mutant runs'
+  // controls, typed (a field renamed on the Python side fails here).
+  auto stored = verify::parse_stored_report(r[0].report);
+  ASSERT_TRUE(stored.ok() && *stored) << (stored.ok() ? "no report" : stored.error().message);
+  ASSERT_TRUE((*stored)->mutant && (*stored)->mutant->controls);
+  const auto& c = *(*stored)->mutant->controls;
+  EXPECT_TRUE(c.failed);
+  ASSERT_FALSE(c.runs.empty());
+  EXPECT_EQ(c.runs[0].result, "failed");
+  EXPECT_FALSE(c.runs[0].kind.empty());
+  EXPECT_FALSE(c.runs[0].at.empty());
+  EXPECT_NE(c.runs[0].by.value_or("").find("test_"), std::string::npos);
+  ASSERT_TRUE((*stored)->mutation);
+  EXPECT_EQ((*stored)->mutation->raw["killed"], 0);
 }
 
 TEST(VerifyTamper, ReplacedFunctionsAndScansAreFlaggedTampered) {
@@ -184,6 +198,18 @@ TEST(VerifyTamper, ReplacedFunctionsAndScansAreFlaggedTampered) {
   EXPECT_EQ(r[2].report["guard"], Json::array({"gc.get_objects"}));
   EXPECT_NE(r[3].detail.find("gc.get_objects called by the sample's code"), std::string::npos);
   EXPECT_NE(r[4].detail.find("sys.settrace"), std::string::npos);
+  // As the repair prompt reads the stored reports (pipeline/repair.cpp): what was replaced and
+  // in which run, and the guard's lines, typed (a field renamed on the Python side fails here).
+  auto stored = verify::parse_stored_report(r[0].report);
+  ASSERT_TRUE(stored.ok() && *stored) << (stored.ok() ? "no report" : stored.error().message);
+  ASSERT_TRUE((*stored)->integrity);
+  bool isclose = false;
+  for (const auto& e : (*stored)->integrity->replaced)
+    isclose = isclose || (e.what == "math.isclose" && e.how == "replaced" && e.phase == "run");
+  EXPECT_TRUE(isclose);
+  auto guarded = verify::parse_stored_report(r[2].report);
+  ASSERT_TRUE(guarded.ok() && *guarded) << (guarded.ok() ? "no report" : guarded.error().message);
+  EXPECT_EQ((*guarded)->guard, std::vector<std::string>{"gc.get_objects"});
 }
 
 // A trace function the sample sets on the thread that runs its code and leaves there would see

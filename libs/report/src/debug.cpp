@@ -14,6 +14,7 @@
 #include "kforge/core/clock.hpp"
 #include "kforge/core/fs.hpp"
 #include "kforge/report/outcomes.hpp"
+#include "kforge/verify/harness_report.hpp"
 #include "queries.hpp"
 #include "sample_data.hpp"
 
@@ -113,9 +114,9 @@ std::string mutants_line(const VerifyAttempt& v) {
                         v.kernel_killed.value_or(0), *v.kernel_applicable,
                         v.kernel_equivalent.value_or(0));
     for (const auto& s : list_items(v.kernel_survived_json))
-      if (s.is_object())
-        line += fmt::format("; survived: {} ({} line {})", s.value("desc", std::string("?")),
-                            s.value("section", std::string("code")), s.value("section_line", 0));
+      if (auto k = verify::KernelSurvivor::from_json(s))  // as verify's store wrote it
+        line += fmt::format("; survived: {} ({} line {})", k->desc, k->section.value_or("code"),
+                            k->section_line.value_or(0));
     line += "\n";
   }
   return line;

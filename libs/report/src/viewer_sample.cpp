@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "kforge/verify/harness_report.hpp"
 #include "labels.hpp"
 #include "queries.hpp"
 #include "sample_data.hpp"
@@ -199,11 +200,10 @@ std::string mutants_html(const VerifyAttempt& v) {
                        v.kernel_killed.value_or(0), *v.kernel_applicable,
                        v.kernel_equivalent.value_or(0));
     for (const auto& s : list_items(v.kernel_survived_json))
-      if (s.is_object())
+      if (auto k = verify::KernelSurvivor::from_json(s))  // as verify's store wrote it
         out += "<br>survived: " +
-               html_escape(fmt::format("{} ({} line {})", s.value("desc", std::string("?")),
-                                       s.value("section", std::string("code")),
-                                       s.value("section_line", 0)));
+               html_escape(fmt::format("{} ({} line {})", k->desc, k->section.value_or("code"),
+                                       k->section_line.value_or(0)));
     out += "</dd>";
   }
   return out;

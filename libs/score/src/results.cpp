@@ -6,6 +6,7 @@
 #include "kforge/pipeline/repair.hpp"
 #include "kforge/score/reward.hpp"
 #include "kforge/score/service.hpp"
+#include "kforge/verify/harness_report.hpp"
 #include "kforge/verify/speed.hpp"
 #include "kforge/verify/verdict.hpp"
 
@@ -17,7 +18,7 @@ bool has_flag(const std::vector<std::string>& flags, const char* f) {
   return std::find(flags.begin(), flags.end(), f) != flags.end();
 }
 
-Components components_of(const ItemRow& row, const nlohmann::json& report,
+Components components_of(const ItemRow& row, const std::optional<verify::SpeedLabel>& speed,
                          const std::vector<std::string>& flags) {
   Components c;
   if (!row.verdict) return c;
@@ -25,27 +26,17 @@ Components components_of(const ItemRow& row, const nlohmann::json& report,
   c.flags = flags;
   // A verdict flagged environment or infrastructure says nothing about the sample.
   c.judged = !has_flag(flags, verify::kEnvironment) && !has_flag(flags, verify::kInfrastructure);
-  c.correct = c.verdict == "passed";
-  c.ran = c.correct || c.verdict == "failed";
+  c.correct = c.verdict == store::verdict_name(store::Verdict::passed);
+  c.ran = c.correct || c.verdict == store::verdict_name(store::Verdict::failed);
   c.verified = c.correct && flags.empty();
-  if (auto l = verify::speed_label(report)) {
-    c.speedup = l->speedup;
-    c.speedup_lo = l->speedup_lo;
-    c.speedup_hi = l->speedup_hi;
-    c.pass_perf = l->pass_perf;
-    // The wrapper's timed total (the reference block's time_us) against its kernels' sum.
-    const auto& s = report["speed"];
-    double kernels = 0;
-    bool any = false;
-    if (s.contains("kernels") && s["kernels"].is_array())
-      for (const auto& k : s["kernels"])
-        if (k.is_object() && k.contains("time_us") && k["time_us"].is_number())
-          kernels += k["time_us"].get<double>(), any = true;
-    if (any && s.contains("reference") && s["reference"].is_object() &&
-        s["reference"].contains("time_us") && s["reference"]["time_us"].is_number()) {
-      const double total = s["reference"]["time_us"].get<double>();
-      if (total > 0) c.kernel_share = std::min(1.0, kernels / total);
-    }
+  if (speed) {
+    c.speedup = speed->speedup;
+    c.speedup_lo = speed->speedup_lo;
+    c.speedup_hi = speed->speedup_hi;
+    c.pass_perf = speed->pass_perf;
+    // The wrapper's timed total against its kernels' sum.
+    if (speed->kernels_sum_us && speed->wrapper_us && *speed->wrapper_us > 0)
+      c.kernel_share = std::min(1.0, *speed->kernels_sum_us / *speed->wrapper_us);
   }
   return c;
 }
@@ -63,18 +54,20 @@ nlohmann::json item_result(const ItemRow& row, const std::string& preset,
                         {"run_ms", nullptr}};
   if (row.detail) out["detail"] = *row.detail;
   nlohmann::json report;
+  std::optional<verify::HarnessReport> harness;  // the stored report, parsed
   std::vector<std::string> flags;
   if (row.verdict) {
     if (row.result_json) report = nlohmann::json::parse(*row.result_json, nullptr, false);
     if (report.is_discarded()) report = nullptr;
+    if (auto parsed = verify::parse_stored_report(report); parsed.ok()) harness = *parsed;
     auto fj = nlohmann::json::parse(row.flags_json.value_or("[]"), nullptr, false);
     if (fj.is_array())
       for (const auto& f : fj)
         if (f.is_string()) flags.push_back(f.get<std::string>());
     out["verdict"] = *row.verdict;
     out["flags"] = flags;
-    if (auto l = verify::speed_label(report)) out["speed"] = l->to_json();
-    if (report.is_object() && report.contains("mutation")) out["mutation"] = report["mutation"];
+    if (harness && harness->speed) out["speed"] = harness->speed->to_json();
+    if (harness && harness->mutation) out["mutation"] = harness->mutation->raw;
     out["detail"] = row.vdetail.value_or("");
     pipeline::VerdictEvidence ev{*row.verdict,
                                  flags,
@@ -99,7 +92,7 @@ nlohmann::json item_result(const ItemRow& row, const std::string& preset,
   } else if (row.ended_ms) {
     out["queue_ms"] = *row.ended_ms - row.created_ms;
   }
-  Components c = components_of(row, report, flags);
+  Components c = components_of(row, harness ? harness->speed : std::nullopt, flags);
   out["reward_components"] = c.to_json();
   if (auto r = reward(preset, params, c)) out["reward"] = *r;
   return out;

@@ -287,7 +287,7 @@ SpeedLabel speed_of(const nlohmann::json& s) {
     bool any = false;
     for (const auto& k : *ks)
       if (auto t = opt_num(k, "time_us")) sum += *t, any = true;
-    if (any) l.kernel_us = sum;
+    if (any) l.kernel_us = l.kernels_sum_us = sum;
     l.gbps = opt_num((*ks)[0], "gbps");
     l.fraction_of_peak = opt_num((*ks)[0], "fraction_of_peak");
   }
@@ -303,7 +303,8 @@ SpeedLabel speed_of(const nlohmann::json& s) {
     if (const auto* ri = child(*r, "ran_instead"))
       for (const auto& k : *ri)
         l.ran_instead.emplace_back(k.at("name").get<std::string>(), k.at("us").get<double>());
-    if (!l.kernel_us) l.kernel_us = opt_num(*r, "time_us");
+    l.wrapper_us = opt_num(*r, "time_us");
+    if (!l.kernel_us) l.kernel_us = l.wrapper_us;
     if (!l.gbps) l.gbps = opt_num(*r, "gbps");
     if (!l.fraction_of_peak) l.fraction_of_peak = opt_num(*r, "fraction_of_peak");
   }
@@ -383,6 +384,55 @@ HarnessReport::Controls controls_of(const nlohmann::json& c) {
   return out;
 }
 
+HarnessReport::Test test_of(const nlohmann::json& t) {
+  HarnessReport::Test out;
+  out.name = t.at("name").get<std::string>();
+  out.status = t.at("status").get<std::string>();
+  out.duration_ms = opt_int(t, "duration_ms");
+  const auto* at_import = child(t, "ran_at_import");
+  out.ran_at_import = at_import && at_import->get<bool>();
+  out.exception = opt_str(t, "exception");
+  out.message = opt_str(t, "message");
+  out.traceback = opt_str(t, "traceback");
+  if (const auto* w = child(t, "where")) {
+    out.where_section = opt_str(*w, "section");
+    out.where_line = opt_int(*w, "line");
+  }
+  return out;
+}
+
+HarnessReport::Differential differential_of(const nlohmann::json& d) {
+  HarnessReport::Differential out;
+  for (const auto& t : d.at("transforms"))
+    out.transforms.push_back({t.at("transform").get<std::string>(),
+                              t.at("result").get<std::string>(), str_or_empty(t, "detail")});
+  out.failed = opt_str(d, "failed");
+  return out;
+}
+
+// The pool's fields of a stored report (checked against the same declarations).
+void read_pool_parts(const nlohmann::json& r, HarnessReport& h) {
+  h.guard = strings(child(r, "guard"));
+  if (const auto* m = child(r, "mutant")) {
+    HarnessReport::MutantRuns runs;
+    if (const auto* in = child(*m, "integrity")) runs.integrity = integrity_of(*in);
+    if (const auto* c = child(*m, "controls")) runs.controls = controls_of(*c);
+    runs.guard = strings(child(*m, "guard"));
+    h.mutant = std::move(runs);
+  }
+  if (const auto* m = child(r, "mutation")) {
+    HarnessReport::Mutation out;
+    out.survived = strings(&m->at("survived"));
+    if (const auto* k = child(*m, "kernel"))
+      for (const auto& e : k->at("survived"))
+        out.kernel_survived.push_back(*KernelSurvivor::from_json(e));
+    out.raw = *m;
+    h.mutation = std::move(out);
+  }
+  if (const auto* cc = child(r, "cross_compile"))
+    h.required_targets = strings(child(*cc, "required"));
+}
+
 HarnessReport read_checked(const nlohmann::json& r) {
   HarnessReport h;
   h.version = r.at("harness").get<int>();
@@ -394,12 +444,11 @@ HarnessReport read_checked(const nlohmann::json& r) {
   h.import_ms = opt_int(r, "import_ms");
   if (const auto* ts = child(r, "tests")) {
     h.tests.emplace();
-    for (const auto& t : *ts) {
-      const auto* at_import = child(t, "ran_at_import");
-      h.tests->push_back({t.at("name").get<std::string>(), t.at("status").get<std::string>(),
-                          opt_int(t, "duration_ms"), at_import && at_import->get<bool>()});
-    }
+    for (const auto& t : *ts) h.tests->push_back(test_of(t));
   }
+  if (const auto* secs = child(r, "sections"))
+    for (const auto& [name, lines] : secs->items())
+      h.sections.emplace_back(name, lines.get<std::vector<std::int64_t>>());
   if (const auto* t = child(r, "triton")) h.triton = triton_of(*t);
   h.code_kernels = strings(child(r, "code_kernels"));
   if (const auto* p = child(r, "prestart"))
@@ -409,8 +458,9 @@ HarnessReport read_checked(const nlohmann::json& r) {
     h.coverage =
         HarnessReport::Coverage{c->at("constant_outputs").get<bool>(), c->at("outputs"), *c};
   if (const auto* b = child(r, "bounds"))
-    h.bounds =
-        HarnessReport::Bounds{b->at("out_of_bounds").get<bool>(), str_or_empty(*b, "detail")};
+    h.bounds = HarnessReport::Bounds{b->at("out_of_bounds").get<bool>(), str_or_empty(*b, "detail"),
+                                     child(*b, "fault") != nullptr};
+  if (const auto* d = child(r, "differential")) h.differential = differential_of(*d);
   if (const auto* s = child(r, "speed")) h.speed = speed_of(*s);
   if (const auto* cc = child(r, "cross_compile")) h.cross_compile = targets_of(*cc);
   if (const auto* b = child(r, "battery")) h.battery = battery_of(*b);
@@ -422,6 +472,7 @@ HarnessReport read_checked(const nlohmann::json& r) {
   if (const auto* t = child(r, "phase_times")) h.phase_times = *t;
   if (const auto* e = child(r, "phase_errors")) h.phase_errors = *e;
   if (const auto* s = child(r, "phase_state")) h.phase_state = *s;
+  read_pool_parts(r, h);
   return h;
 }
 

@@ -20,7 +20,8 @@ import sys
 import time
 from typing import Any, Callable, Optional
 
-from .runner import MODULE, execute, run_test, test_cases
+from .runner import MODULE, execute, failing, run_test, test_cases
+from .report_schema import VERDICT
 from .shapes import Json, Sample
 
 
@@ -35,7 +36,7 @@ def run_tests(sample: Sample, phase: str) -> Optional[Json]:
         cases = test_cases(fn) if callable(fn) else None
         for suffix, kwargs in cases or []:
             result = run_test(test + suffix, fn, kwargs, me, info, phase)
-            if result.get("status") not in ("passed", "skipped"):
+            if failing([result]):
                 return result
     return None
 
@@ -61,7 +62,8 @@ class Controls:
         return self.rng.randint(0, n)
 
     def record(self, kind: str, where: str, failed: Optional[Json], t0: float) -> bool:
-        entry = {"kind": kind, "at": where, "result": "passed" if failed is None else "failed",
+        entry = {"kind": kind, "at": where,
+                 "result": VERDICT.passed if failed is None else VERDICT.failed,
                  "duration_ms": int((time.monotonic() - t0) * 1000)}
         if failed is not None:
             entry["by"] = "%s: %s%s" % (failed.get("name"), failed.get("exception") or "", (
@@ -92,7 +94,7 @@ class Controls:
             _restore(state, saved)
             if "module" in sample:
                 sys.modules[MODULE] = sample["module"]
-        bad = [r for r in run.get("tests", []) if r.get("status") not in ("passed", "skipped")]
+        bad = failing(run.get("tests", []))
         return self.record("fresh", where, bad[0] if bad else None, t0)
 
     def rerun(self, sample: Sample, where: str) -> bool:

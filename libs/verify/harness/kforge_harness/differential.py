@@ -39,8 +39,13 @@ from typing import Any, Callable, Optional
 from . import blind
 from .gpusync import synchronize
 from .kernel_replay import differs
+from .report_schema import VERDICT
 from .shapes import Json, Sample
 from .timing import declared
+
+# A transform's results: agrees, differs, refused, and this one, spelled like the verdict but a
+# word of the transforms' own list.
+SKIPPED = "skipped"  # not vocabulary: a transform's result
 
 SEED = 20261129
 BUDGET_S = 20.0  # the transforms after this many seconds are not tried
@@ -265,21 +270,21 @@ def try_transform(name: str, make: Callable[[Args], Optional[Args]], refusable: 
     entry: Json = {"transform": name}
     args = make(base)
     if args is None:
-        entry.update(result="skipped", detail="does not apply to these inputs")
+        entry.update(result=SKIPPED, detail="does not apply to these inputs")
         return entry
     want, err = _call(reference, args)
     if want is None:
-        entry.update(result="skipped", detail="the reference raised %s" % err)
+        entry.update(result=SKIPPED, detail="the reference raised %s" % err)
         return entry
     if _nonfinite(want) > base_nonfinite:
-        entry.update(result="skipped", detail="the reference's output is not finite")
+        entry.update(result=SKIPPED, detail="the reference's output is not finite")
         return entry
     got, err = _call(wrapper, args)
     if got is None:
         if _out_of_memory(err):
             # Device memory, not the answer: the transformed copies of real-size inputs can
             # need more than the worker has (the speed label's not_timed has the same cause).
-            entry.update(result="skipped", detail="the wrapper ran out of memory: %s" % err)
+            entry.update(result=SKIPPED, detail="the wrapper ran out of memory: %s" % err)
         elif refusable:
             entry.update(result="refused", detail="the wrapper raised %s" % err)
         else:
@@ -324,7 +329,7 @@ def run_differential(sample: Sample, report: Json) -> Optional[Json]:
         out["transforms"].append(entry)
         if entry["result"] == "differs":
             out["failed"] = name
-            report["verdict"] = "failed"
+            report["verdict"] = VERDICT.failed
             report["detail"] = ("differential: on inputs() %s, the wrapper disagrees with the "
                                 "declared reference (%s); it agrees on inputs() as given"
                                 % (name, entry.get("detail", "")))

@@ -201,7 +201,7 @@ def run_kernel_battery(sample: Sample, report: Json, count: int, budget_s: float
         if why:
             entry["detail"] = why
         if outcome == "lost":
-            entry["result"] = "error"
+            entry["result"] = "error"  # not vocabulary: a mutant's result
             kb["stopped"] = "the GPU context was lost in the replay of %s" % entry["mutant"]
             kb["not_run"] = len(chosen) - i - 1
             break

@@ -24,7 +24,8 @@ from .controls import Controls
 from .controls import run_tests as tests_again
 from .kernel_replay import Recorder, context_lost
 from .outputs import Outputs, arguments
-from .runner import MODULE, execute
+from .report_schema import VERDICT
+from .runner import MODULE, execute, failing
 from .shapes import Json, Sample
 from .triton_hooks import new_compile_stats
 
@@ -43,7 +44,7 @@ def wants_mutant_run(report: Json) -> bool:
     applies the same rule when it runs the mutant in a new process)."""
     t = report.get("triton") or {}
     launched = sum(v for v in (t.get("launches") or {}).values() if isinstance(v, int))
-    return report.get("verdict") == "passed" and bool(t.get("kernels")) and launched > 0
+    return report.get("verdict") == VERDICT.passed and bool(t.get("kernels")) and launched > 0
 
 
 def poison_gpu_cache(byte: int = 0xFF, collect: bool = True) -> int:
@@ -206,7 +207,8 @@ def run_output_mutant(sample: Sample, name: str, only: Optional[int] = None) -> 
     entry["changed_launches"] = mutator.changed
     entry["duration_ms"] = int((time.monotonic() - t0) * 1000)
     if mutator.errors:
-        entry.update(result="error", detail="; ".join(mutator.errors))
+        errors = "; ".join(mutator.errors)
+        entry.update(result="error", detail=errors)  # not vocabulary: a mutant's result
     elif failed:
         entry["result"] = "killed" if mutator.changed else "not_applicable"
         entry["by"] = "%s: %s" % (failed.get("name"), (failed.get("exception") or "") +
@@ -304,7 +306,7 @@ def skip_launch_run(sample: Sample, report: Json, controls: Controls) -> None:
     if first:
         controls.fresh(sample, "before the skip-launch run", poison_gpu_cache)
     run_mutant(sample, report)
-    if not first and report.get("verdict") != "passed":
+    if not first and report.get("verdict") != VERDICT.passed:
         controls.fresh(sample, "after the skip-launch run", poison_gpu_cache)
 
 
@@ -333,7 +335,7 @@ def battery_due(report: Json, names: list[str], count: int) -> bool:
     """Whether the batteries follow the skip-launch run whose report this is: it did not pass,
     the verifier's Python had what the sample needs, and mutants are asked for."""
     names = [n for n in names if n in MUTANTS]
-    return not (report.get("verdict") == "passed" or (not names and count <= 0) or
+    return not (report.get("verdict") == VERDICT.passed or (not names and count <= 0) or
                 report.get("environment"))
 
 
@@ -354,9 +356,9 @@ def output_battery(sample: Sample, report: Json, names: list[str], count: int,
         t_real = time.monotonic()
         execute(sample, MODULE, real, t_real, "control")
         report["real_run_again"] = {"verdict": real.get("verdict"), "detail": real.get("detail")}
-        bad = [r for r in real.get("tests", []) if r.get("status") not in ("passed", "skipped")]
+        bad = failing(real.get("tests", []))
         controls.record("fresh", "after the skip-launch run", bad[0] if bad else None, t_real)
-        if real.get("verdict") != "passed":
+        if real.get("verdict") != VERDICT.passed:
             report["battery"] = {"mutants": [], "not_run": names,
                                  "stopped": "the real run did not pass again: %s"
                                  % real.get("detail")}

@@ -117,6 +117,7 @@ class Names:
 
 VERDICT = Names("verdicts")
 TARGET_RESULT = Names("target_results")
+SPEED_FLAG = Names("speed_flags")
 
 
 def children(prefix: str) -> dict[str, Field]:

@@ -19,6 +19,7 @@ from .gpusync import synchronize
 from .guard import GUARD
 from .kernel_replay import Recorder
 from .outputs import Outputs
+from .report_schema import VERDICT
 from .shapes import Json, Sample
 from .shims import install_shims
 from .timing import Largest
@@ -68,7 +69,7 @@ def describe_exception(e: BaseException, tb: Any, info: dict[str, Any]) -> Json:
 
 
 def _status_for(exc):
-    return "failed" if isinstance(exc, AssertionError) else "error"
+    return VERDICT.failed if isinstance(exc, AssertionError) else VERDICT.error
 
 
 def run_sample(request: Json, report: Json) -> Optional[Sample]:
@@ -83,7 +84,7 @@ def run_sample(request: Json, report: Json) -> Optional[Sample]:
     try:
         script, info = assemble(code, wrapper, test, present)
     except SyntaxError as e:
-        report.update(verdict="invalid", phase="parse",
+        report.update(verdict=VERDICT.invalid, phase="parse",
                       detail="syntax error in %s line %s: %s" % (
                           getattr(e, "kforge_section", "code"), e.lineno, e.msg))
         return None
@@ -95,12 +96,12 @@ def run_sample(request: Json, report: Json) -> Optional[Sample]:
         tree = ast.parse(script)
     except SyntaxError as e:
         section, line = section_of(info, e.lineno)
-        report.update(verdict="invalid", phase="parse",
+        report.update(verdict=VERDICT.invalid, phase="parse",
                       detail="syntax error in %s line %s: %s" % (section, line, e.msg))
         return None
     tests, called = find_tests(tree)
     if not tests:
-        report.update(verdict="invalid", phase="parse", detail="no test function (def test_...)")
+        report.update(verdict=VERDICT.invalid, phase="parse", detail="no test function (def test_...)")
         return None
     path = os.path.join(os.getcwd(), "kforge_sample.py")
     with open(path, "w") as f:
@@ -194,14 +195,14 @@ def execute(sample: Sample, module_name: str, report: Json, t0: float, phase: st
     for name in tests:
         fn = getattr(module, name, None)
         if name in called:
-            results.append({"name": name, "status": "passed", "ran_at_import": True,
+            results.append({"name": name, "status": VERDICT.passed, "ran_at_import": True,
                             "duration_ms": import_ms})
             continue
         if not callable(fn):
             continue
         cases = test_cases(fn)
         if cases is None:
-            results.append({"name": name, "status": "skipped",
+            results.append({"name": name, "status": VERDICT.skipped,
                             "note": "takes arguments that nothing provides"})
             continue
         for suffix, kwargs in cases:
@@ -252,7 +253,7 @@ def run_test(name: str, fn: Callable[..., Any], kwargs: dict[str, Any], me: int,
         try:
             blind.call(phase, fn, **kwargs)  # a coroutine test is run to its end there
             synchronize()
-            entry["status"] = "passed"
+            entry["status"] = VERDICT.passed
         finally:
             if os.getpid() != me:
                 os._exit(0)  # a process the sample forked must not report
@@ -276,10 +277,15 @@ def _missing_environment_module(exc, report):
     return None
 
 
+def failing(results: list[Json]) -> list[Json]:
+    """The test results that neither passed nor were skipped, in order."""
+    return [r for r in results if r.get("status") not in (VERDICT.passed, VERDICT.skipped)]
+
+
 def _finish(report, state, tests, t0):
     results = report.get("tests", [])
-    bad = [r for r in results if r.get("status") not in ("passed", "skipped")]
-    ran = [r for r in results if r.get("status") != "skipped"]
+    bad = failing(results)
+    ran = [r for r in results if r.get("status") != VERDICT.skipped]
     if bad:
         first = bad[0]
         report["verdict"] = first["status"]
@@ -288,7 +294,7 @@ def _finish(report, state, tests, t0):
         if where.get("section"):
             loc = " (%s line %s)" % (where["section"], where.get("line"))
         msg = first.get("message", "")
-        if first["status"] == "failed":
+        if first["status"] == VERDICT.failed:
             report["detail"] = "%s: AssertionError%s%s" % (
                 first["name"], (": " + msg.splitlines()[0][:500]) if msg else "", loc)
         else:
@@ -296,10 +302,10 @@ def _finish(report, state, tests, t0):
                 first["name"], first.get("exception"),
                 (": " + msg.splitlines()[0][:500]) if msg.strip() else "", loc)
     elif not ran:
-        report["verdict"] = "invalid"
+        report["verdict"] = VERDICT.invalid
         report["detail"] = "no test function could run (all take arguments nothing provides)"
     else:
-        report["verdict"] = "passed"
+        report["verdict"] = VERDICT.passed
         report["detail"] = "%d test%s passed" % (len(ran), "" if len(ran) == 1 else "s")
     report["triton"] = {"available": state.available, "version": state.version,
                         "kernels": list(state.kernels), "launches": dict(state.launches),

@@ -31,6 +31,7 @@ from . import timing_stats as st
 from . import timing_timer as tt
 from .gpusync import synchronize
 from .kernel_replay import Launch, copy_integers, describe_launch, differs
+from .report_schema import SPEED_FLAG, VERDICT
 from .shapes import Json, Sample
 
 SHORT_S = 10e-6  # a call shorter than this is timed in a CUDA graph
@@ -887,7 +888,7 @@ def _run_timing(sample, report, request):
         speed.update(st.label(speed["kernels"], cmp, float(cfg.get("min_speedup", 1.0)),
                               reproduced, unseen, calls_ref, share_bound))
         speed["min_kernel_share"] = share_bound
-        if cmp is not None and {"library_work", "kernel_not_timed"} & set(speed["flags"]):
+        if cmp is not None and {SPEED_FLAG.library_work, SPEED_FLAG.kernel_not_timed} & set(speed["flags"]):
             cmp["ran_instead"], gpu = ran_instead(cmp_item, state)
             if st.settle_share(cmp, gpu, share_bound):
                 speed.update(st.label(speed["kernels"], cmp, float(cfg.get("min_speedup", 1.0)),
@@ -916,11 +917,11 @@ def not_timed(reason: str) -> Json:
     """A label without figures: `timed` false, the reason, and the flag `not_timed` that
     status, compare, export and the viewer show (and that a run requiring a speedup never
     verifies)."""
-    return {"timed": False, "reason": reason, "flags": ["not_timed"]}
+    return {"timed": False, "reason": reason, "flags": [SPEED_FLAG.not_timed]}
 
 
 def _fail(report, detail):
-    report["verdict"] = "failed"
+    report["verdict"] = VERDICT.failed
     report["detail"] = detail
     report["speed"] = not_timed(detail)
 

@@ -9,6 +9,8 @@ import math
 import random
 from typing import Any, Optional, Sequence
 
+from .report_schema import SPEED_FLAG
+
 # Peak memory bandwidth in GB/s (10^9 bytes a second) of known GPUs, matched against the name
 # the driver gives (torch.cuda.get_device_name), the most specific entry first. A GPU not listed
 # gets no fraction of peak (and no perf_suspect from bandwidth).
@@ -228,23 +230,23 @@ def label(kernels: list[dict[str, Any]], cmp: Optional[dict[str, Any]], min_spee
     flags = []
     if cmp is not None and (cmp.get("launches_per_call") == 0 or
                             0 in (cmp.get("share_launches") or [])):
-        flags.append("kernel_not_timed")
+        flags.append(SPEED_FLAG.kernel_not_timed)
     elif cmp is not None and cmp.get("kernel_share") is not None and \
             cmp["kernel_share"] < min_kernel_share:
-        flags.append("library_work")
+        flags.append(SPEED_FLAG.library_work)
     fractions = [k.get("fraction_of_peak") for k in kernels]
     if cmp is not None:
         fractions.append(cmp.get("fraction_of_peak"))
     if any(f is not None and f > PEAK_SUSPECT for f in fractions) or \
             (cmp is not None and cmp.get("speedup") is not None and
              cmp["speedup"] > SPEEDUP_SUSPECT):
-        flags.append("perf_suspect")
+        flags.append(SPEED_FLAG.perf_suspect)
     if not reproduced:
-        flags.append("not_reproduced")
+        flags.append(SPEED_FLAG.not_reproduced)
     if unseen:
-        flags.append("unseen_work")
+        flags.append(SPEED_FLAG.unseen_work)
     if calls_reference:
-        flags.append("calls_reference")
+        flags.append(SPEED_FLAG.calls_reference)
     if cmp is None or cmp.get("ci") is None:
         return {"pass_perf": None, "flags": flags}
     ok = cmp["ci"][0] > min_speedup and not flags

@@ -45,7 +45,7 @@ def _sandbox(spec, report, result_fd, keep):
     try:
         contain(spec, report, keep)
     except Exception as e:
-        report.update(verdict="error", phase="sandbox", detail="sandbox setup failed: %s" % e)
+        report.update(verdict=report_schema.VERDICT.error, phase="sandbox", detail="sandbox setup failed: %s" % e)
         write_report(result_fd, report)
         os._exit(3)
     faulthandler.enable(file=sys.stderr, all_threads=False)

@@ -22,13 +22,14 @@ from . import (bounds_replay, cross_compile, differential, kernel_battery, outpu
                skip_launch, speed, test_run)
 from .. import gpulock
 from ..controls import Controls
+from ..report_schema import VERDICT
 from .sequence import Phases, Report, Result
 
 __all__ = ["Phases", "Report", "Result", "real_run", "mutant_run", "mutant_process"]
 
 
 def _passed(report: Report) -> bool:
-    return report.get("verdict") == "passed"
+    return report.get("verdict") == VERDICT.passed
 
 
 def _note_lock(report: Report) -> None:

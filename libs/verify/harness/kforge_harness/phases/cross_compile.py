@@ -8,6 +8,7 @@ from typing import Any, Optional
 
 from .. import gpulock
 from ..crosscompile import cross_compile
+from ..report_schema import TARGET_RESULT
 from .sequence import Report
 
 
@@ -33,5 +34,5 @@ def broken_for(request: dict[str, Any]) -> Any:
 
     def broken(why: str) -> Report:
         return {"cross_compile": {"error": why, "targets": {
-            t: {"result": "unavailable", "reason": why} for t in targets}}}
+            t: {"result": TARGET_RESULT.unavailable, "reason": why} for t in targets}}}
     return broken

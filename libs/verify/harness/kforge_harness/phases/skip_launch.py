@@ -10,6 +10,7 @@ from typing import Any
 from ..controls import Controls
 from ..mutants import skip_launch_run
 from .sequence import Report, Result
+from ..report_schema import VERDICT
 
 
 def run(sample: dict[str, Any], controls: Controls) -> Result:
@@ -21,5 +22,5 @@ def run(sample: dict[str, Any], controls: Controls) -> Result:
 
 
 def broken(why: str) -> Report:
-    return {"verdict": "error", "phase": "harness", "detail": why,
+    return {"verdict": VERDICT.error, "phase": "harness", "detail": why,
             "traceback": traceback.format_exc()[-4000:]}

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..runner import run_sample
 from .sequence import Report, Result
+from ..report_schema import VERDICT
 
 
 def run(request: dict[str, Any]) -> Result:
@@ -19,5 +20,5 @@ def run(request: dict[str, Any]) -> Result:
 
 
 def broken(why: str) -> Report:
-    return {"verdict": "error", "phase": "harness", "detail": why,
+    return {"verdict": VERDICT.error, "phase": "harness", "detail": why,
             "traceback": traceback.format_exc()[-4000:]}

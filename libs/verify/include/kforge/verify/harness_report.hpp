@@ -36,6 +36,9 @@ struct SpeedLabel {
   std::string reason;  // why not timed
   std::string device;
   std::optional<double> kernel_us;  // the sum of the timed kernels' medians
+  // That sum without the fallback to the wrapper's time (none when no kernel was timed alone),
+  // and the timed wrapper call's median (report["speed"]["reference"]["time_us"]).
+  std::optional<double> kernels_sum_us, wrapper_us;
   std::optional<double> gbps, fraction_of_peak;
   std::optional<double> speedup, speedup_lo, speedup_hi, reference_us;
   std::optional<double> min_speedup;
@@ -91,6 +94,11 @@ struct HarnessReport {
     std::string name, status;
     std::optional<std::int64_t> duration_ms;
     bool ran_at_import = false;
+    // A test that did not pass: its exception, message and traceback, and where in the script
+    // it failed (a section and its line; tests[].where).
+    std::optional<std::string> exception, message, traceback;
+    std::optional<std::string> where_section;
+    std::optional<std::int64_t> where_line;
   };
   struct Triton {
     std::vector<std::string> kernels;
@@ -110,6 +118,16 @@ struct HarnessReport {
   struct Bounds {
     bool out_of_bounds = false;
     std::string detail;
+    bool fault = false;  // the run died of an illegal memory access (bounds.fault)
+  };
+  // The differential check (report["differential"], docs/VERIFIER.md): each transform of
+  // inputs() and whether the wrapper agreed with the declared reference on it.
+  struct Differential {
+    struct Transform {
+      std::string transform, result, detail;  // result: agrees, differs or skipped
+    };
+    std::vector<Transform> transforms;
+    std::optional<std::string> failed;  // the transform it failed on
   };
   struct OutputMutant {
     std::string mutant, result;
@@ -155,6 +173,20 @@ struct HarnessReport {
     nlohmann::json raw;  // as the harness wrote it
   };
 
+  // The pool's fields of a stored report (report_fields.txt's writer "pool"; read only from
+  // ReportOrigin::stored): what the mutant runs' process found (report["mutant"]), the mutation
+  // score (report["mutation"]), the guard's lines and the targets the run requires.
+  struct MutantRuns {
+    std::optional<Integrity> integrity;
+    std::optional<Controls> controls;
+    std::vector<std::string> guard;
+  };
+  struct Mutation {
+    std::vector<std::string> survived;  // the output mutants the test let through
+    std::vector<KernelSurvivor> kernel_survived;
+    nlohmann::json raw;  // as the pool wrote it (MutationScore::to_json)
+  };
+
   int version = 0;
   Verdict verdict = Verdict::error;
   std::string detail, phase;
@@ -162,11 +194,15 @@ struct HarnessReport {
   std::optional<std::string> script;
   std::optional<std::int64_t> import_ms;
   std::optional<std::vector<Test>> tests;
+  // Each section of the script that ran (preamble, code, kernel_wrapper, unitest_code): its
+  // first and last line.
+  std::vector<std::pair<std::string, std::vector<std::int64_t>>> sections;
   std::optional<Triton> triton;
   std::vector<std::string> code_kernels;
   std::optional<Prestart> prestart;
   std::optional<Coverage> coverage;
   std::optional<Bounds> bounds;
+  std::optional<Differential> differential;
   std::optional<SpeedLabel> speed;
   std::optional<std::vector<TargetResult>> cross_compile;  // in the order of the target names
   std::optional<Battery> battery;
@@ -181,6 +217,11 @@ struct HarnessReport {
   nlohmann::json phase_times = nlohmann::json::object();
   nlohmann::json phase_errors = nlohmann::json::object();
   nlohmann::json phase_state = nlohmann::json::object();
+  // The pool's (stored reports only).
+  std::vector<std::string> guard;  // the real run's guard lines
+  std::optional<MutantRuns> mutant;
+  std::optional<Mutation> mutation;
+  std::vector<std::string> required_targets;  // cross_compile.required
 };
 
 // Whose report: the harness's own line (a field the pool writes is then unknown), or one the
