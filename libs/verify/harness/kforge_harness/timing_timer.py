@@ -138,11 +138,10 @@ class Timer:
             stream = s.elapsed_time(e1) / 1e3
             dev = s.elapsed_time(e2) / 1e3
             return stream, max(stream, dev - self.overhead), out, True, 0.0
-        c0, out, c1 = self._around(fn, lambda: self._begin(flush, device, sides), self._end)
+        c0, out, c1 = self._around(fn, lambda: self._begin(flush, device, sides),
+                                   lambda: self._end(device))
         enq = c1 - c0
         if device:
-            torch.cuda.synchronize()
-            e2.record()
             e2.synchronize()
             stream = s.elapsed_time(e1) / 1e3
             t = max(stream, s.elapsed_time(e2) / 1e3 - self.overhead)
@@ -171,9 +170,16 @@ class Timer:
         self.ev[0].record()
         return c0
 
-    def _end(self) -> float:
+    def _end(self, device: bool = False) -> float:
+        """A stream rep's end: the stream's end event and the clock; with `device`, then the
+        device-wide end (a synchronise and the last event) on the same thread, back to back, so
+        the time to hand the call back (a thread hop) is not in the device's time."""
         self.ev[1].record()
-        return time.perf_counter()
+        c1 = time.perf_counter()
+        if device:
+            self.torch.cuda.synchronize()
+            self.ev[2].record()
+        return c1
 
     def calibrate(self, enqueue_s: float) -> None:
         """In the exclusive section, a few milliseconds: the synchronise's cost, the flush's
