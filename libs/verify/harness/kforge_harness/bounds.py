@@ -17,10 +17,10 @@ not counted: whether it lands in free memory, another tensor or nothing depends 
 a flag must not (issue 52). A zone (or margin) that no longer holds its byte after a launch
 was written (`writes`). Outputs that differ between the 0x00 and 0xFF replays, where the two
 0x00 replays agree, come from reads of the zones or margins (`reads`); the buffer read is found
-by changing one storage's zones (and the margin next to it) at a time. A masked load that reads nothing outside its buffer sees no zone and
-is not flagged; a launch whose two 0x00 replays differ (atomics) is judged on writes only. A
-replay that faults on these fresh buffers is out of bounds too (`fault`); the GPU context is
-then lost and the check stops.
+by changing one storage's zones (and the margin next to it) at a time. A masked load that
+reads nothing outside its buffer sees no zone and is not flagged; a launch whose two 0x00
+replays differ (atomics) is judged on writes only. A replay that faults on these fresh buffers
+is out of bounds too (`fault`); the GPU context is then lost and the check stops.
 
 Works on torch tensors and on the lists of the CPU stand-in for Triton (guard zones of elements;
 a pointer past the zones raises there, as a fault).
