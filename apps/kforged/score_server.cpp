@@ -89,10 +89,14 @@ struct ScoreServer::Impl {
     return std::shared_ptr<void>(this, [this](void*) { --waiting; });
   }
 
+  // A batch submitted pokes the ticker; items that ended (the ticker's news) wake the waiting
+  // requests. A submission ends no other batch, so it does not wake them all.
   void notify(bool submitted) {
     std::lock_guard l(mu);
-    ++generation;
-    poke = poke || submitted;
+    if (submitted)
+      poke = true;
+    else
+      ++generation;
     cv.notify_all();
   }
 

@@ -275,7 +275,7 @@ TEST_F(ScoreTest, ARequestBeyondSixtyFourWaitingOnesIsStillAnsweredByItsDeadline
                     60);
       if (r) ++answered;
     });
-  ASSERT_GE(site_.wait_for("SELECT count(*) FROM score_items", 64, 30s), 64) << d->log();
+  ASSERT_GE(site_.wait_for("SELECT count(*) FROM score_items", 64, 60s), 64) << d->log();
   auto t0 = std::chrono::steady_clock::now();
   auto r = post({{"items", {add_item("late", 20, "late")}}, {"deadline_s", 1}}, 60);
   const auto took = std::chrono::steady_clock::now() - t0;

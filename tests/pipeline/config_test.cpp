@@ -37,6 +37,7 @@ TEST(PipelineConfig, TheShippedFileDocumentsTheDefaults) {
   EXPECT_EQ(c->score.listen, sc.listen);
   EXPECT_EQ(c->score.max_queue, sc.max_queue);
   EXPECT_EQ(c->score.max_items, sc.max_items);
+  EXPECT_EQ(c->score.max_requests, sc.max_requests);
   EXPECT_EQ(c->score.share, sc.share);
   EXPECT_EQ(c->score.default_deadline_s, sc.default_deadline_s);
   EXPECT_EQ(c->score.max_deadline_s, sc.max_deadline_s);

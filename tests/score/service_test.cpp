@@ -128,7 +128,8 @@ TEST_F(ServiceTest, APassedDeadlineEndsTheItemsWithNullRewardsAndCancelsTheirJob
     EXPECT_EQ(x["status"], "deadline");
     EXPECT_TRUE(x["reward"].is_null());
   }
-  EXPECT_NE(r["results"][0]["detail"].get<std::string>().find("while it ran"), std::string::npos)
+  EXPECT_NE(r["results"][0]["detail"].get<std::string>().find("after the verifier took it"),
+            std::string::npos)
       << r.dump(2);
   // The running one's verdict, arriving late, is dropped; nothing waits in the queue any more.
   verify::VerifyResult v;

@@ -468,12 +468,13 @@ TEST_F(SlurmVerifier, ScoredItemsGoThroughTheCluster) {
                                           "    assert add(x, x) == " + want + ", 'wrong sum'\n"}});
   httplib::Client c("127.0.0.1", port);
   c.set_read_timeout(150, 0);
-  httplib::Result r;
-  auto until = std::chrono::steady_clock::now() + 60s;
-  while (!(r = c.Post("/v1/score", json{{"items", items}, {"deadline_s", 140}}.dump(),
-                      "application/json")) &&
-         std::chrono::steady_clock::now() < until)
+  const std::string body = json{{"items", items}, {"deadline_s", 140}}.dump();
+  auto r = c.Post("/v1/score", body, "application/json");
+  const auto until = std::chrono::steady_clock::now() + 60s;
+  while (!r && std::chrono::steady_clock::now() < until) {  // the endpoint is not up yet
     std::this_thread::sleep_for(200ms);
+    r = c.Post("/v1/score", body, "application/json");
+  }
   ASSERT_TRUE(r) << d->log();
   ASSERT_EQ(r->status, 200) << r->body;
   json out = json::parse(r->body);

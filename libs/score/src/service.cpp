@@ -171,10 +171,11 @@ Status ScoreService::end_items(std::optional<std::int64_t> batch, std::int64_t n
   }
   std::set<std::int64_t> jobs;
   for (const auto& o : open) {
-    const std::string why = batch ? "the client went away"
-                            : o.state == "verifying"
-                                ? "the deadline passed while it ran"
-                                : "the deadline passed while it waited in the queue";
+    const std::string why =
+        batch ? "the client went away"
+        : o.state == "verifying"
+            ? "the deadline passed after the verifier took it (waiting in its pool or running)"
+            : "the deadline passed while it waited in the queue";
     KF_TRY(store::Stmt * st, db.cached(q()["item_end"]));
     st->bind(1, o.batch).bind(2, o.idx).bind(3, batch ? "cancelled" : "deadline").bind(4, why);
     st->bind(5, now);
