@@ -256,30 +256,41 @@ class BurstTest(unittest.TestCase):
 
     def test_sections_that_come_together_share_one_stall(self):
         reader = WatcherTest.reader(self)  # busy on the CPU for SPIN_S, its watcher on
-        # The first gathers for 0.4 s (the reader goes on), the others come meanwhile and queue.
-        writers = [self.writer(0.1, gather_s=0.4)] + [self.writer(0.2 + 0.02 * i)
-                                                       for i in range(3)]
+        # The first gathers for 0.8 s (the reader goes on), the others come meanwhile and queue.
+        writers = [self.writer(0.05, gather_s=0.8)] + [self.writer(0.1 + 0.02 * i)
+                                                        for i in range(3)]
         reps = [json.loads(_read_all(r)) for _, r in writers]
         for pid, _ in writers:
             os.waitpid(pid, 0)
         rd = WatcherTest.finish(self, *reader)
         sections = sorted(x for rep in reps for x in rep["exclusive"])
         self.assertEqual(len(sections), 4)
-        hows = [x[2] for x in sections]
-        self.assertEqual(hows, ["stall", "burst", "burst", "burst"], sections)
-        self.assertEqual(sum(rep["stalls"] for rep in reps), 1)
-        self.assertEqual(sum(rep["timed_sections"] for rep in reps), 4)
         for a, b in zip(sections, sections[1:]):
             self.assertLessEqual(a[1], b[0], "two exclusive sections overlap")
+        self.assertEqual(sections[0][2], "stall")  # the busy reader was in
+        # Every writer that was queued when the first began timing (out as a reader before:
+        # all of them, unless the machine is too loaded to start them in time) timed in its
+        # burst, without a stall of its own.
+        first = sections[0][0]
+        def left(rep):  # when it stepped out as a reader to time
+            return max(s1 for s0, s1 in rep["shared"] if s1 <= rep["exclusive"][0][0])
+        queued = [rep for rep in reps if rep["exclusive"][0][0] > first and left(rep) < first]
+        self.assertGreaterEqual(len(queued), 2, "the writers came too late: the test shows "
+                                                "nothing: %s" % [(rep["shared"], rep["exclusive"])
+                                                                 for rep in reps])
+        for rep in queued:
+            self.assertEqual(rep["exclusive"][0][2], "burst", sections)
+            self.assertEqual(rep["stalls"], 0)
+        self.assertEqual(sum(rep["stalls"] for rep in reps), 1 + 3 - len(queued))
+        self.assertEqual(sum(rep["timed_sections"] for rep in reps), 4)
         # From the burst's first section to its last no reader was in: neither the busy reader
         # nor the writers' own processes (readers again after their sections).
-        b0, b1 = sections[0][0], sections[-1][1]
+        b0, b1 = first, max(rep["exclusive"][0][1] for rep in queued)
         for rep in reps + [rd]:
             for s0, s1 in rep["shared"]:
                 self.assertTrue(s1 <= b0 or s0 >= b1, (s0, s1, b0, b1))
         self.assertTrue(any(g0 <= b0 and b1 <= g1 for g0, g1 in rd["gaps"]),
                         "the reader worked during the burst [%f, %f]: %s" % (b0, b1, rd["gaps"]))
-        self.assertEqual(rd["watch_stepped_out"], 1)  # stopped once for the four
 
     def test_sections_apart_each_stall_and_the_readers_go_on_between(self):
         reader = WatcherTest.reader(self)
@@ -295,8 +306,8 @@ class BurstTest(unittest.TestCase):
                             for s0, s1 in rd["shared"]), rd["shared"])
 
     def test_a_writer_that_gives_up_in_a_burst_lets_the_gate_go(self):
-        first = self.writer(0.0, hold_s=1.5, gather_s=0.3)
-        late = self.writer(0.1, wait_s=0.6, linger_s=3.0)  # joins, gives up while the first times
+        first = self.writer(0.0, hold_s=1.5, gather_s=1.0)
+        late = self.writer(0.3, wait_s=0.6, linger_s=3.0)  # joins, gives up while the first times
         rep_late = json.loads(_read_all(late[1]))
         self.assertIsNone(rep_late["waited"])
         rep_first = json.loads(_read_all(first[1]))
@@ -310,8 +321,8 @@ class BurstTest(unittest.TestCase):
         os.waitpid(late[0], 0)
         self.assertEqual(rep_first["stalls"], 0)  # no reader was in: it began "idle"
         self.assertEqual(rep_first["exclusive"][0][2], "idle")
-        # In as soon as the late one left as a reader (0.1 s), before the gathering (0.3 s) ends.
-        self.assertLess(rep_first["waited"], 0.25)
+        # In as soon as the late one left as a reader (0.3 s), before the gathering (1 s) ends.
+        self.assertLess(rep_first["waited"], 0.8)
 
     def test_without_gathering_a_lone_writer_still_stalls_once(self):
         reader = WatcherTest.reader(self)
