@@ -442,7 +442,9 @@ TEST(VerifyTiming, TimingSectionsRunInBurstsWithOneStallEach) {
   for (std::size_t i = 0; i < sections.size(); ++i) {
     const auto& x = sections[i];
     stalls += x.how == "stall";
-    if (i > 0) EXPECT_LE(sections[i - 1].x1, x.x0) << "two exclusive sections overlap";
+    if (i > 0) {
+      EXPECT_LE(sections[i - 1].x1, x.x0) << "two exclusive sections overlap";
+    }
     if (x.how != "burst") continue;
     ++bursts;
     // Handed over within a burst: no sample used the device from the section before to this
@@ -456,7 +458,7 @@ TEST(VerifyTiming, TimingSectionsRunInBurstsWithOneStallEach) {
   // The run's counter is the sections that stopped the others: fewer than the sections.
   EXPECT_EQ(run.tally().timed_sections, static_cast<std::int64_t>(sections.size()));
   EXPECT_EQ(run.tally().stalls, stalls);
-  EXPECT_LT(stalls, static_cast<int>(sections.size()) - bursts + 1);
+  EXPECT_LT(stalls, static_cast<int>(sections.size()));
   auto text = run.summary("samples.jsonl", 1.0);
   EXPECT_NE(text.find("speed label: 12 exclusive sections, " + std::to_string(stalls) + " stalls"),
             std::string::npos)
