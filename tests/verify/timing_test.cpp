@@ -9,12 +9,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <sstream>
 
 #include "kforge/core/config.hpp"
 #include "kforge/core/fs.hpp"
 #include "kforge/store/vocabulary.hpp"
+#include "kforge/verify/record_run.hpp"
 #include "kforge/verify/speed.hpp"
 #include "kforge/verify/store.hpp"
+#include "kforge/verify/verdict_line.hpp"
 #include "verify_util.hpp"
 
 namespace kforge::test {
@@ -382,6 +385,84 @@ TEST(VerifyTiming, NoSampleUsesTheDeviceWhileAnotherTimes) {
   // The spinning samples' watchers stepped them out for the timing samples (the sections above
   // still never overlap an exclusive one).
   EXPECT_GT(stepped_out, 0);
+}
+
+// The timing samples of a device that come within a gathering window are timed in one burst:
+// the other samples stop once for all of them (gpulock.py), and the run counts the stalls.
+TEST(VerifyTiming, TimingSectionsRunInBurstsWithOneStallEach) {
+  TempDir tmp;
+  auto cfg = timing_config(tmp);
+  cfg.cpu_workers = 4;
+  cfg.timing.gather_s = 1.5;
+  auto pool = make_pool(cfg);
+  ASSERT_TRUE(pool);
+  verify::RecordRunOptions opts;
+  opts.slowest = 0;
+  opts.full = true;  // verdict lines, the harness's report in each
+  std::ostringstream lines;
+  verify::RecordRun run(*pool, opts, &lines);
+  std::vector<std::string> names;
+  for (int i = 0; i < 3; ++i)
+    for (const char* n :
+         {"timing_cpu_faster", "timing_cpu_hold", "timing_cpu_spin", "timing_cpu_slower"})
+      names.push_back(n);
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    auto req = load_sample(names[i]);
+    req.key = "s" + std::to_string(i);
+    ASSERT_TRUE(run.submit(static_cast<std::int64_t>(i), std::move(req)).ok());
+  }
+  run.finish();
+  std::vector<verify::VerifyResult> r;
+  std::istringstream in(lines.str());
+  for (std::string line; std::getline(in, line);) {
+    auto v = verify::verdict_line_from_json(line);
+    ASSERT_TRUE(v.ok()) << line;
+    r.push_back(std::move(v->result));
+  }
+  ASSERT_EQ(r.size(), names.size());
+  // Every exclusive section, with how it began, in time order.
+  struct Section {
+    double x0, x1;
+    std::string how;
+  };
+  std::vector<Section> sections;
+  std::vector<std::pair<double, double>> shared;
+  for (const auto& res : r) {
+    SCOPED_TRACE(res.key + ": " + res.detail);
+    ASSERT_EQ(res.verdict, Verdict::passed);
+    const auto& lk = res.report["gpu_lock"];
+    for (const auto& x : lk["exclusive"])
+      sections.push_back({x[0].get<double>(), x[1].get<double>(), x[2].get<std::string>()});
+    for (auto sp : spans(lk["shared"])) shared.push_back(sp);
+  }
+  std::sort(sections.begin(), sections.end(),
+            [](const Section& a, const Section& b) { return a.x0 < b.x0; });
+  ASSERT_EQ(sections.size(), names.size());
+  int stalls = 0, bursts = 0;
+  for (std::size_t i = 0; i < sections.size(); ++i) {
+    const auto& x = sections[i];
+    stalls += x.how == "stall";
+    if (i > 0) {
+      EXPECT_LE(sections[i - 1].x1, x.x0) << "two exclusive sections overlap";
+    }
+    if (x.how != "burst") continue;
+    ++bursts;
+    // Handed over within a burst: no sample used the device from the section before to this
+    // one's end (its readers stayed out between the two).
+    ASSERT_GT(i, 0u);
+    for (auto [s0, s1] : shared)
+      EXPECT_TRUE(s1 <= sections[i - 1].x0 || s0 >= x.x1)
+          << "a sample used the device [" << s0 << ", " << s1 << "] inside a burst";
+  }
+  EXPECT_GT(bursts, 0) << "no burst formed: the test shows nothing";
+  // The run's counter is the sections that stopped the others: fewer than the sections.
+  EXPECT_EQ(run.tally().timed_sections, static_cast<std::int64_t>(sections.size()));
+  EXPECT_EQ(run.tally().stalls, stalls);
+  EXPECT_LT(stalls, static_cast<int>(sections.size()));
+  auto text = run.summary("samples.jsonl", 1.0);
+  EXPECT_NE(text.find("speed label: 12 exclusive sections, " + std::to_string(stalls) + " stalls"),
+            std::string::npos)
+      << text;
 }
 
 }  // namespace

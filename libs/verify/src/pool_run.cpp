@@ -75,6 +75,7 @@ nlohmann::json Pool::Impl::timing_json(const Slot& s, const Sample& job) const {
           {"target", t.target},
           {"min_speedup", std::max(t.min_speedup, job.request.require_speedup)},
           {"wait_s", t.wait_s},
+          {"gather_s", t.gather_s},
           {"min_kernel_share", t.min_kernel_share},
           {"max_input_fraction", t.max_input_fraction}};
 }

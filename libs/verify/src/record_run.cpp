@@ -114,6 +114,10 @@ void RecordRun::on_result(std::int64_t index, VerifyResult&& r) {
   ++tally_.by_verdict[r.verdict];
   for (const auto& f : r.flags) ++tally_.by_flag[f];
   if (r.verified()) ++tally_.verified;
+  if (auto lk = r.report.find("gpu_lock"); lk != r.report.end() && lk->is_object()) {
+    tally_.timed_sections += lk->value("timed_sections", std::int64_t{0});
+    tally_.stalls += lk->value("stalls", std::int64_t{0});
+  }
   auto fig = sample_figures(r);
   nlohmann::ordered_json line = summary_line(index, r, fig);
   if (opts_.slowest > 0) note_slow(index, r, std::move(fig));
@@ -165,6 +169,11 @@ std::string RecordRun::summary(const std::string& file, double secs) const {
             "names the code's field (code=output for an export of a TritonBench "
             "corpus)\n",
             ll(tally_.no_code), opts_.code_field.c_str());
+  if (tally_.timed_sections > 0)
+    appendf(out,
+            "  speed label: %lld exclusive sections, %lld stalls of the other samples (one per "
+            "burst)\n",
+            ll(tally_.timed_sections), ll(tally_.stalls));
   appendf(out, "  workers: %s\n", pool_.sizing().c_str());
   if (!tally_.slowest.empty()) {
     out += "slowest samples (sample time = real run + mutant run; ms):\n";

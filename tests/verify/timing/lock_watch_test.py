@@ -219,5 +219,121 @@ class WatcherTest(unittest.TestCase):
         os.waitpid(pid, 0)
 
 
+class BurstTest(unittest.TestCase):
+    """Timing sections that come together run as one burst: one stall of the readers for all."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.paths = {k: os.path.join(self.dir, k) for k in ("gate", "rw", "queue")}
+        for p in self.paths.values():
+            open(p, "w").close()
+
+    def writer(self, start_s, hold_s=0.3, wait_s=10.0, gather_s=0.0, linger_s=0.0):
+        """A child that, after start_s, takes the device as a timing sample does (a reader first,
+        as every sample is), holds it hold_s and lets it go. Returns (pid, read end): its
+        report as JSON, with "waited" (None: not within wait_s)."""
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            try:
+                lk = gpulock.install(self.paths, watch=True)
+                time.sleep(start_s)
+                waited = lk.acquire_exclusive(wait_s, gather_s)
+                if waited is not None:
+                    time.sleep(hold_s)
+                    lk.release_exclusive()
+                rep = lk.report()
+                rep["waited"] = waited
+                lk.enter()
+                lk.leave()
+                os.write(w, (json.dumps(rep) + "\n").encode())
+                time.sleep(linger_s)  # alive: what it held must not be held by it any more
+            finally:
+                os._exit(0)
+        os.close(w)
+        return pid, r
+
+    def test_sections_that_come_together_share_one_stall(self):
+        reader = WatcherTest.reader(self)  # busy on the CPU for SPIN_S, its watcher on
+        # The first gathers for 0.8 s (the reader goes on), the others come meanwhile and queue.
+        writers = [self.writer(0.05, gather_s=0.8)] + [self.writer(0.1 + 0.02 * i)
+                                                        for i in range(3)]
+        reps = [json.loads(_read_all(r)) for _, r in writers]
+        for pid, _ in writers:
+            os.waitpid(pid, 0)
+        rd = WatcherTest.finish(self, *reader)
+        sections = sorted(x for rep in reps for x in rep["exclusive"])
+        self.assertEqual(len(sections), 4)
+        for a, b in zip(sections, sections[1:]):
+            self.assertLessEqual(a[1], b[0], "two exclusive sections overlap")
+        self.assertEqual(sections[0][2], "stall")  # the busy reader was in
+        # Every writer that was queued when the first began timing (out as a reader before:
+        # all of them, unless the machine is too loaded to start them in time) timed in its
+        # burst, without a stall of its own.
+        first = sections[0][0]
+        def left(rep):  # when it stepped out as a reader to time
+            return max(s1 for s0, s1 in rep["shared"] if s1 <= rep["exclusive"][0][0])
+        queued = [rep for rep in reps if rep["exclusive"][0][0] > first and left(rep) < first]
+        self.assertGreaterEqual(len(queued), 2, "the writers came too late: the test shows "
+                                                "nothing: %s" % [(rep["shared"], rep["exclusive"])
+                                                                 for rep in reps])
+        for rep in queued:
+            self.assertEqual(rep["exclusive"][0][2], "burst", sections)
+            self.assertEqual(rep["stalls"], 0)
+        self.assertEqual(sum(rep["stalls"] for rep in reps), 1 + 3 - len(queued))
+        self.assertEqual(sum(rep["timed_sections"] for rep in reps), 4)
+        # From the burst's first section to its last no reader was in: neither the busy reader
+        # nor the writers' own processes (readers again after their sections).
+        b0, b1 = first, max(rep["exclusive"][0][1] for rep in queued)
+        for rep in reps + [rd]:
+            for s0, s1 in rep["shared"]:
+                self.assertTrue(s1 <= b0 or s0 >= b1, (s0, s1, b0, b1))
+        self.assertTrue(any(g0 <= b0 and b1 <= g1 for g0, g1 in rd["gaps"]),
+                        "the reader worked during the burst [%f, %f]: %s" % (b0, b1, rd["gaps"]))
+
+    def test_sections_apart_each_stall_and_the_readers_go_on_between(self):
+        reader = WatcherTest.reader(self)
+        writers = [self.writer(0.1, hold_s=0.1), self.writer(0.7, hold_s=0.1)]
+        reps = [json.loads(_read_all(r)) for _, r in writers]
+        for pid, _ in writers:
+            os.waitpid(pid, 0)
+        rd = WatcherTest.finish(self, *reader)
+        sections = sorted(x for rep in reps for x in rep["exclusive"])
+        self.assertEqual([x[2] for x in sections], ["stall", "stall"], sections)
+        # The reader worked between the two.
+        self.assertTrue(any(sections[0][1] <= s0 and s1 <= sections[1][0]
+                            for s0, s1 in rd["shared"]), rd["shared"])
+
+    def test_a_writer_that_gives_up_in_a_burst_lets_the_gate_go(self):
+        first = self.writer(0.0, hold_s=1.5, gather_s=1.0)
+        late = self.writer(0.3, wait_s=0.6, linger_s=3.0)  # joins, gives up while the first times
+        rep_late = json.loads(_read_all(late[1]))
+        self.assertIsNone(rep_late["waited"])
+        rep_first = json.loads(_read_all(first[1]))
+        os.waitpid(first[0], 0)
+        # The first is done, the late one still alive: the gate is free (a reader gets in).
+        import fcntl
+        fd = os.open(self.paths["gate"], os.O_RDONLY)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises if the late one held it
+        os.close(fd)
+        os.kill(late[0], signal.SIGKILL)
+        os.waitpid(late[0], 0)
+        self.assertEqual(rep_first["stalls"], 0)  # no reader was in: it began "idle"
+        self.assertEqual(rep_first["exclusive"][0][2], "idle")
+        # In as soon as the late one left as a reader (0.3 s), before the gathering (1 s) ends.
+        self.assertLess(rep_first["waited"], 0.8)
+
+    def test_without_gathering_a_lone_writer_still_stalls_once(self):
+        reader = WatcherTest.reader(self)
+        w = self.writer(0.1, hold_s=0.1)
+        rep = json.loads(_read_all(w[1]))
+        os.waitpid(w[0], 0)
+        rd = WatcherTest.finish(self, *reader)
+        self.assertEqual(rep["stalls"], 1)
+        self.assertEqual(rep["exclusive"][0][2], "stall")
+        self.assertLess(rep["waited"], 0.5)
+        self.assertGreaterEqual(rd["watch_stepped_out"], 1)
+
 if __name__ == "__main__":
     unittest.main()

@@ -3,12 +3,20 @@
 The pool makes three lock files per device (`gate`, `rw` and `queue`, under its run directory)
 and names them in every request of that device. Every sample's process is a reader: it holds
 `rw` shared while it may use the GPU. A process about to time is a writer: it queues behind the
-other writers (`queue`, exclusive), takes `gate` exclusive (no reader gets in after it), then
+other writers (`queue`, exclusive), takes `gate` shared (no reader gets in after it), then
 `rw` exclusive (it waits until every reader is out), times, and lets all go. Readers enter
 through the gate (exclusive, held only for the instant of taking `rw` shared), so a waiting
 writer is never starved. A writer holds the gate for a window (50 ms, doubling up to 1 s) and,
 if readers are still in, lets it go for 5 ms (the readers queued behind it go on) before taking
 it again: one reader that stays in long does not stall all the others.
+
+Writers share the gate so that the timing sections of a device run in bursts with one stall
+each: a writer that comes while another times takes the gate shared at once and queues; the
+readers stay out from the first section's start to the last one's end, and each later section
+begins without waiting for them (`exclusive` records how each began: "stall", "burst" or
+"idle", and `stalls` counts the first kind). A burst holds only the writers that were out of the
+gate when it began (every reader is stopped at its next launch or bytecode, and a writer was a
+reader first), so it ends: at most one section per other process of the device.
 
 A reader does not make a writer wait for its whole sample. It steps out while Triton compiles
 (CPU work: `pause`/`resume` around compile()), and at each launch of its kernels it checks
@@ -84,6 +92,9 @@ class GpuLock:
         self.exclusive: list[list[float]] = []  # the same, of exclusive sections
         self._t0 = 0.0  # the open shared section's start
         self.retries = 0  # times a writer let the gate go because readers stayed in
+        self.stalls = 0  # exclusive sections that stopped the readers (opened a burst)
+        self.sections_timed = 0  # exclusive sections in all
+        self._how = "idle"  # how the open exclusive section began: "stall", "burst" or "idle"
         # The longest shared section and what ended it ("launch": a launch let a waiting writer
         # in, "watch": the watcher did, between two launches, "compile", "timing": this
         # process's own, "open": still held at the report): what keeps a writer waiting is a
@@ -169,58 +180,115 @@ class GpuLock:
         return False
 
     def writer_waiting(self) -> bool:
-        """Whether a writer holds the gate (from the watcher's thread; a reader taking rw holds
-        it for an instant too, which the watcher tells apart by looking twice)."""
-        try:
-            fcntl.flock(self.probe, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError:
-            return True
-        fcntl.flock(self.probe, fcntl.LOCK_UN)
-        return False
+        """Whether a writer holds the gate (from the watcher's thread; writers hold it shared,
+        a reader taking rw holds it exclusively for an instant, which the watcher tells apart
+        by looking twice)."""
+        return not _try(self.probe, fcntl.LOCK_EX, keep=False)
 
     @_guarded
-    def acquire_exclusive(self, wait_s: float) -> Optional[float]:
+    def acquire_exclusive(self, wait_s: float, gather_s: float = 0.0) -> Optional[float]:
         """Steps out as a reader, then takes the device exclusively. Returns the seconds waited,
         or None when another held it past wait_s (nothing held then).
 
-        While it holds the gate, every reader that reaches a launch (or whose watcher sees it)
-        queues behind it: a reader that stays in long (a long C call, a kernel that runs for
-        seconds) would stall them all. So the gate is held for a window (TRY_S, doubling up to
-        1 s): if the readers are not all out by then, the gate is let go for a moment (the
-        queued readers go on) and taken again."""
+        Timing sections of a device run in bursts: a writer that comes while another times
+        joins the burst (takes the gate shared at once, so no reader gets in when the one
+        timing lets go) and queues; when its turn comes the readers are still out and it times
+        at once, without a stall of its own. A writer that opens a burst rings the gate and
+        waits for the readers to step out (a stall, counted in `stalls`). While it holds the
+        gate, every reader that reaches a launch (or whose watcher sees it) queues behind it: a
+        reader that stays in long (a long C call, a kernel that runs for seconds) would stall
+        them all. So the gate is held for a window (TRY_S, doubling up to 1 s): if the readers
+        are not all out by then, the gate is let go for a moment (the queued readers go on) and
+        taken again.
+
+        gather_s: how long a writer that would open a burst first lets the readers go on while
+        the writers that come meanwhile queue behind it (they join the burst), unless the
+        readers are all out before (no stall needed)."""
         self.leave("timing")
         t0 = time.monotonic()
         deadline = t0 + wait_s
-        if self.queue is not None and not _lock_until(self.queue, deadline):
+        gate = self._queue_in_burst(deadline)
+        if gate is None:
             return None
-        window = TRY_S
+        if not gate and gather_s > 0 and self._gather(min(deadline, t0 + gather_s)):
+            self._how = "idle"
+            self._x0 = time.monotonic()
+            return self._x0 - t0
+        joined, window = gate, TRY_S
         while True:
-            if not _lock_until(self.gate, deadline):
-                break
-            _ring(self.gate_path)
+            if not gate:
+                if not _lock_until(self.gate, deadline, fcntl.LOCK_SH):
+                    break
+                gate = True
+            if _try(self.rw, fcntl.LOCK_EX):
+                self._how = "burst" if joined else "idle"
+                self._x0 = time.monotonic()
+                return self._x0 - t0
+            _ring(self.gate_path)  # readers are in: the burst's one stall
             if _lock_until(self.rw, min(deadline, time.monotonic() + window)):
+                self._how, self.stalls = "stall", self.stalls + 1
                 self._x0 = time.monotonic()
                 return self._x0 - t0
             fcntl.flock(self.gate, fcntl.LOCK_UN)
+            gate, joined = False, False
             self.retries += 1
             if time.monotonic() >= deadline:
                 break
             time.sleep(STEP_ASIDE_S)
             window = min(2 * window, 1.0)
+        if gate:
+            fcntl.flock(self.gate, fcntl.LOCK_UN)
         if self.queue is not None:
             fcntl.flock(self.queue, fcntl.LOCK_UN)
         return None
 
+    def _queue_in_burst(self, deadline: float) -> Optional[bool]:
+        """Waits for the writers ahead (`queue`), joining their burst: whenever another writer
+        times (holds rw exclusive), takes the gate shared, so that the readers it stopped stay
+        out until this one has timed too. Returns whether it holds the gate, or None (nothing
+        held) past the deadline. Without a queue file, no burst: the gate is taken after."""
+        if self.queue is None:
+            return False
+        gate, delay = False, 0.0005
+        while True:
+            if _try(self.queue, fcntl.LOCK_EX):
+                return gate
+            if not gate and not _try(self.rw, fcntl.LOCK_SH, keep=False):
+                gate = _try(self.gate, fcntl.LOCK_SH)  # another times: join its burst
+            if time.monotonic() >= deadline:
+                if gate:
+                    fcntl.flock(self.gate, fcntl.LOCK_UN)
+                return None
+            time.sleep(delay)
+            delay = min(delay * 2, 0.002)
+
+    def _gather(self, end: float) -> bool:
+        """Waits until `end` with nothing but the queue held, the readers going on; returns True
+        (rw exclusive and the gate shared held) as soon as no reader is in."""
+        while True:
+            if _try(self.rw, fcntl.LOCK_EX):
+                # No reader is in. One entering holds the gate while it waits for rw: let rw go
+                # rather than wait for the gate (each would wait for the other).
+                if _try(self.gate, fcntl.LOCK_SH):
+                    return True
+                fcntl.flock(self.rw, fcntl.LOCK_UN)
+            if time.monotonic() >= end:
+                return False
+            time.sleep(GATHER_POLL_S)
+
     @_guarded
     def release_exclusive(self) -> None:
+        """Lets the device go: rw and the queue first (a writer of the burst takes them while
+        its hold on the gate keeps the readers out), then the gate."""
         synchronize_quietly()
         end = time.monotonic()
         fcntl.flock(self.rw, fcntl.LOCK_UN)
-        fcntl.flock(self.gate, fcntl.LOCK_UN)
         if self.queue is not None:
             fcntl.flock(self.queue, fcntl.LOCK_UN)
+        fcntl.flock(self.gate, fcntl.LOCK_UN)
+        self.sections_timed += 1
         if len(self.exclusive) < 16:
-            self.exclusive.append([self._x0, end])
+            self.exclusive.append([self._x0, end, self._how])
 
     @_guarded
     def report(self) -> Json:
@@ -235,6 +303,7 @@ class GpuLock:
                 longest = (now - self._t0, "open")
         return {"shared": shared, "exclusive": self.exclusive,
                 "reader_waited_ms": int(self.waited_s * 1000), "writer_retries": self.retries,
+                "timed_sections": self.sections_timed, "stalls": self.stalls,
                 "longest_shared_ms": int(longest[0] * 1000), "longest_ended_by": longest[1],
                 "watch": self.watch, "watch_bell": self.bell is not None,
                 "watch_looks": self.looks, "watch_nudges": self.nudges,
@@ -242,6 +311,7 @@ class GpuLock:
 
 
 TRY_S = 0.05  # the first window a writer holds the gate for
+GATHER_POLL_S = 0.005  # how often a gathering writer looks whether the readers are all out
 STEP_ASIDE_S = 0.005  # how long it lets the gate go between two windows
 # How often the watcher looks at the gate without a bell (no inotify), and how often while a
 # writer waits and the main thread has not stepped out yet. Each look takes the GIL from a main
@@ -252,15 +322,23 @@ CONFIRM_S = 0.0005  # how long after a first sighting of a writer the watcher lo
 WATCH_SIGNAL = signal.SIGUSR2  # never sent: interrupt_main runs its handler in the main thread
 
 
-def _lock_until(fd, deadline):
-    """flock(fd, LOCK_EX) polled without blocking until the deadline."""
+def _try(fd, how, keep=True):
+    """flock(fd, how) without blocking: whether it was free (with keep=False let go again)."""
+    try:
+        fcntl.flock(fd, how | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    if not keep:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    return True
+
+
+def _lock_until(fd, deadline, how=fcntl.LOCK_EX):
+    """flock(fd, how) polled without blocking until the deadline."""
     delay = 0.0005
     while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if _try(fd, how):
             return True
-        except OSError:
-            pass
         if time.monotonic() >= deadline:
             return False
         time.sleep(delay)

@@ -864,7 +864,7 @@ def _run_timing(sample, report, request):
         enqueue = warm_items(items, timer)
         speed["prepare_ms"] = int((time.monotonic() - t_prep) * 1000)
         if lock is not None:
-            waited = lock.acquire_exclusive(wait_s)
+            waited = lock.acquire_exclusive(wait_s, float(cfg.get("gather_s", 0.0)))
             if waited is None:
                 speed = not_timed("GPU busy: no exclusive use within %.0f s" % wait_s)
                 return

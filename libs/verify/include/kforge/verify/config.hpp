@@ -84,6 +84,10 @@ struct TimingConfig {
   double target = 0.02;      // stop when the 95% interval's half width is within this fraction
   double min_speedup = 1.0;  // pass_perf: the speedup interval's lower bound above this
   double wait_s = 30;        // the longest a sample waits for the device before it gives up
+  // A timing sample that would stop the device's other samples first lets them go on this long
+  // while the timing samples that come meanwhile queue behind it: they are timed in one burst,
+  // one stall for all (harness gpulock.py). 0: each stops them as it comes.
+  double gather_s = 0.5;
   // library_work: the sample's own Triton launches took less than this share of the timed
   // wrapper call's GPU time.
   double min_kernel_share = 0.5;

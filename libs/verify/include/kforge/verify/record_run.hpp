@@ -46,9 +46,13 @@ struct RecordTally {
   std::map<std::string, std::int64_t> by_flag;
   // target -> result (ok, error, unavailable, not_run) -> samples
   std::map<std::string, std::map<std::string, std::int64_t>> by_target;
-  std::int64_t verified = 0;        // passed, no flag
-  std::int64_t total = 0;           // records submitted
-  std::int64_t no_code = 0;         // records without the code field
+  std::int64_t verified = 0;  // passed, no flag
+  std::int64_t total = 0;     // records submitted
+  std::int64_t no_code = 0;   // records without the code field
+  // The speed label's exclusive sections (harness gpulock.py) and how many of them stopped the
+  // device's other samples (a burst's first; the others of a burst began without a stall).
+  std::int64_t timed_sections = 0;
+  std::int64_t stalls = 0;
   std::vector<SlowSample> slowest;  // longest first
 };
 

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The speed label's stalls on the CPU stand-in for Triton (issue 54): `kforge verify` over COPIES
+# copies of the four timing samples of tests/verify/samples (timing_cpu_faster, _hold, _spin,
+# _slower), 4 workers, the label on, once per gather_s in GATHERS (default "0 0.5"). Prints each
+# run's wall time and kforge verify's "speed label: N exclusive sections, S stalls" line.
+#
+#   bench/verify/timing_bursts_cpu.sh [BUILD_DIR]     (default build-dbg)
+#
+#   COPIES (6), GATHERS ("0 0.5"), WORKERS (4). Not a GPU figure: the stand-in's "kernels" are
+#   Python calls, and its samples take about a second each.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build="${1:-build-dbg}"
+kforge="$build/apps/kforge/kforge"
+[[ -x "$kforge" ]] || { echo "no $kforge (build the kforge target)"; exit 1; }
+dir="$(mktemp -d)"
+trap 'rm -rf "$dir"' EXIT
+python3 - "$dir/samples.jsonl" "${COPIES:-6}" <<'PY'
+import json, os, sys
+out, copies = sys.argv[1], int(sys.argv[2])
+names = ["timing_cpu_faster", "timing_cpu_hold", "timing_cpu_spin", "timing_cpu_slower"]
+def read(*p):
+    with open(os.path.join("tests/verify/samples", *p)) as f:
+        return f.read()
+with open(out, "w") as f:
+    for i in range(copies):
+        for n in names:
+            f.write(json.dumps({"file": "%s_%d" % (n, i), "code": read(n, "code.py"),
+                                "kernel_wrapper": read(n, "wrapper.py"),
+                                "unitest_code": read(n, "test.py")}) + "\n")
+PY
+py="$(command -v python3)"
+for g in ${GATHERS:-0 0.5}; do
+  d="$dir/g$g"
+  mkdir -p "$d"
+  cat >"$d/kforge.yaml" <<EOF
+store:
+  path: $d/kforge.db
+verifier:
+  devices: [cpu]
+  cpu_workers: ${WORKERS:-4}
+  python: $py
+  python_path: [$PWD/tests/verify/fake_triton]
+  preload: [triton, triton.language]
+  work_dir: $d/work
+  timeout_s: 30
+  mutant_check: false
+  timing:
+    enabled: true
+    budget_s: 1.0
+    min_reps: 5
+    max_reps: 40
+    gather_s: $g
+EOF
+  t1=$(date +%s.%N)
+  "$kforge" --config "$d/kforge.yaml" verify "$dir/samples.jsonl" --slowest 0 >"$d/log" 2>&1 ||
+    { echo "gather_s $g: kforge verify failed"; tail -20 "$d/log"; exit 1; }
+  t2=$(date +%s.%N)
+  python3 -c 'import sys; print("gather_s %s: %.1f s wall" % (sys.argv[1], float(sys.argv[3]) - float(sys.argv[2])))' "$g" "$t1" "$t2"
+  grep -E "verified|speed label" "$d/log" | sed "s/^/  /"
+done
