@@ -287,7 +287,7 @@ Result<Components> components(store::Db& db, double threshold) {
     } else {
       Via via = link == KernelLink::none      ? Via::similarity
                 : link == KernelLink::aligned ? Via::aligned
-                : link == KernelLink::named   ? Via::named
+                : link == KernelLink::named || link == KernelLink::named_within ? Via::named
                 : link == KernelLink::small   ? Via::small
                                               : Via::within;
       add(ca, cb, n.similarity, via);
