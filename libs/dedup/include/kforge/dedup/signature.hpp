@@ -169,7 +169,7 @@ inline constexpr double kAlignThreshold = 0.6;
 inline constexpr int kAlignMinKernels = 2;
 inline constexpr int kNearlyAllKernels = 3;
 inline constexpr double kNamedThreshold = 0.8;
-inline constexpr double kOverlapThreshold = 0.6;
+inline constexpr double kOverlapThreshold = 0.55;
 inline constexpr double kSmallKernelsThreshold = 0.5;
 // Files without any kernel are compared over all their tokens (host code, code generators that
 // write kernels as strings, kernels in another language); two generators for different
