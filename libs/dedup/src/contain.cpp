@@ -135,7 +135,8 @@ double overlap(const Signature& x, const Signature& y, const Agreement& m, bool 
   double sum = 0, weight = 0;
   for (std::size_t i = 0; i < x.kernels.size(); ++i) {
     int best = 0;
-    for (std::size_t j = 0; j < y.kernels.size(); ++j) best = std::max(best, m.at(i, j, transposed));
+    for (std::size_t j = 0; j < y.kernels.size(); ++j)
+      best = std::max(best, m.at(i, j, transposed));
     double w = std::max<double>(1, x.kernels[i].tokens);
     sum += w * best / kSketchSlots;
     weight += w;

@@ -1,12 +1,12 @@
 #include "kforge/dedup/signature.hpp"
 
 #include <algorithm>
-#include <tuple>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <iterator>
+#include <tuple>
 #include <unordered_map>
 
 #include "kforge/core/sha256.hpp"
@@ -420,8 +420,8 @@ bool extremum_not_index(const std::vector<std::string_view>& x,
   auto has = [](const std::vector<std::string_view>& v, std::string_view o) {
     return std::find(v.begin(), v.end(), o) != v.end();
   };
-  for (auto [arg, ext, cmp] : {std::tuple{"argmin", "min", ">==;min"},
-                               std::tuple{"argmax", "max", ">==;max"}})
+  for (auto [arg, ext, cmp] :
+       {std::tuple{"argmin", "min", ">==;min"}, std::tuple{"argmax", "max", ">==;max"}})
     if (has(x, arg) && !has(y, arg) && has(y, ext) && !has(flow_y, cmp)) return true;
   return false;
 }

@@ -206,8 +206,8 @@ double sketch_similarity(const KernelSketch& a, const KernelSketch& b);
 std::string kernels_blob(const Signature& s);
 bool kernels_from_blob(std::string_view blob, Signature& s);
 // Signature::kernel_names (stored in dedup_signatures.kernel_names) -> the name hash, parameter
-// count and tokens of each of Signature::kernels (read after kernels_from_blob; false when the numbers of
-// kernels differ or the text is malformed).
+// count and tokens of each of Signature::kernels (read after kernels_from_blob; false when the
+// numbers of kernels differ or the text is malformed).
 bool kernel_names_from_text(std::string_view text, Signature& s);
 
 inline constexpr int kMinBodyTokens = 20;
