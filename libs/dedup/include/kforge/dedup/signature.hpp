@@ -105,8 +105,10 @@ struct Signature {
 // (`x + v * (a / b)` vs `x + v * a * b`). The same operations on other operands conflict too:
 // each file has a data-flow edge (`>op;from`, an operation applied to what another computed)
 // between operations both apply that the other has not, nor explains by an operation of its own
-// inserted between them (`y * x * (1 - x)` vs `y * (1 - x * x)`: sigmoid and tanh backward). False
-// when either has no operations.
+// inserted between them (`y * x * (1 - x)` vs `y * (1 - x * x)`: sigmoid and tanh backward). The
+// index of an extremum (`argmin`) conflicts with the extremum (`min`) where the other takes no
+// index of it (no `argmin`, no `>==;min`): FlagGems' argmin and min files. False when either has
+// no operations.
 bool ops_conflict(std::string_view a, std::string_view b);
 // In Signature::ops: every kernel of the file is below kMinKernelTokens.
 inline constexpr std::string_view kSmallKernels = "#small";
