@@ -245,6 +245,7 @@ int score_pairs(const fs::path& pairs_file, const fs::path& crawl, const fs::pat
                            {"within_ab", kforge::dedup::kernels_within(sa, sb)},
                            {"within_ba", kforge::dedup::kernels_within(sb, sa)},
                            {"named", kforge::dedup::kernels_named(sa, sb)},
+                           {"named_within", kforge::dedup::kernels_named_within(sa, sb)},
                            {"kernel", kernel_sim},
                            {"grouped", g},
                            {"flagged", d},

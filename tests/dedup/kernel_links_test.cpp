@@ -270,17 +270,59 @@ TEST(KernelLinks, ARevisionThatEditsEveryKernelIsAlignedWithIt) {
   EXPECT_FALSE(kernels_within(new_rev, old_rev));
   EXPECT_EQ(kernel_link(old_rev, new_rev), KernelLink::aligned);
   EXPECT_TRUE(near(old_rev, new_rev, kDefaultThreshold));
-  // Without the backward kernel the counts differ: a one-kernel file is linked only when its
-  // kernel is within the other's (0.9), and the edited forward kernel is not.
+  // Without the backward kernel the counts differ: the edited forward kernel (0.84) is not within
+  // the other's (0.9), but its name is among the original's and their code overlaps (a copy that
+  // drops a kernel: named within).
   std::string fwd_only = layer_norm_revision();
   fwd_only = fwd_only.substr(0, fwd_only.find("@triton.jit\ndef _layer_norm_bwd_dx"));
   Signature fwd = compute_signature(fwd_only);
   ASSERT_EQ(fwd.kernels.size(), 1u);
-  EXPECT_EQ(kernel_link(fwd, old_rev), KernelLink::none);
+  EXPECT_FALSE(kernels_within(fwd, old_rev));
+  EXPECT_EQ(kernel_link(fwd, old_rev), KernelLink::named_within);
   // Two kernels of which one is unrelated: not aligned (its counterpart is below 0.6).
   std::string swapped = layer_norm_revision();
   swapped = swapped.substr(0, swapped.find("@triton.jit\ndef _layer_norm_bwd_dx")) + kScale;
   EXPECT_EQ(kernel_link(compute_signature(swapped), old_rev), KernelLink::none);
+}
+
+// Issue 55, third pass: a backend copy or vendored port that keeps its kernels' names, edits one,
+// and adds a kernel of its own (aiter's copy of FlagGems' bitonic top-k, Liger's NPU sparsemax):
+// neither within (an edited kernel is below 0.9), aligned nor named alike (the counts differ),
+// but every kernel name of one is among the other's and their code overlaps.
+TEST(KernelLinks, APortThatKeepsItsKernelNamesAndAddsAKernelIsNamedWithin) {
+  std::string port = layer_norm_revision();
+  port = port.substr(0, port.find("def layer_norm_fwd("));
+  std::string bwd = kLayerNorm;
+  bwd = bwd.substr(bwd.find("@triton.jit\ndef _layer_norm_bwd_dx"));
+  bwd = bwd.substr(0, bwd.find("class LayerNorm"));
+  // The revision's backward kernel is edited too; the port keeps the original one.
+  port = port.substr(0, port.find("@triton.jit\ndef _layer_norm_bwd_dx")) + bwd + kScale;
+  Signature a = compute_signature(kLayerNorm), b = compute_signature(port);
+  ASSERT_EQ(a.kernels.size(), 2u);
+  ASSERT_EQ(b.kernels.size(), 3u);
+  EXPECT_GT(b.kernels[2].tokens, 60);  // stored with the sketch: the weight of each kernel
+  EXPECT_EQ(b.kernel_names.substr(0, b.kernel_names.find(',')),
+            "_layer_norm_fwd/10/" + std::to_string(b.kernels[0].tokens));
+  std::printf("port with a kernel more: files %.2f, forward kernels %.2f\n", similarity(a, b),
+              sketch_similarity(a.kernels[0], b.kernels[0]));
+  EXPECT_LT(sketch_similarity(a.kernels[0], b.kernels[0]), kContainThreshold);
+  EXPECT_FALSE(kernels_within(a, b));
+  EXPECT_FALSE(kernels_aligned(a, b));
+  EXPECT_FALSE(kernels_named(a, b));
+  EXPECT_TRUE(kernels_named_within(a, b));
+  EXPECT_EQ(kernel_link(a, b), KernelLink::named_within);
+  EXPECT_EQ(kernel_link(b, a), KernelLink::named_within);
+  EXPECT_TRUE(near(a, b, 0.95));  // whatever the file threshold
+  // The kernels renamed: a sibling of one template takes other names.
+  std::string renamed = edit_all(port, "_layer_norm_", "_rms_norm_");
+  EXPECT_FALSE(kernels_named_within(a, compute_signature(renamed)));
+  // The names kept, the code another's: the scale and cumsum kernels under the layer norm's names.
+  std::string other = edit_all(std::string(kScale), "scale_rows_kernel", "_layer_norm_fwd") + "\n" +
+                      edit_all(std::string(kCumsum), "row_cumsum_kernel", "_layer_norm_bwd_dx");
+  Signature c = compute_signature("import triton\nimport triton.language as tl\n\n" + other);
+  ASSERT_EQ(c.kernels.size(), 2u);
+  EXPECT_FALSE(kernels_named_within(a, c));
+  EXPECT_EQ(kernel_link(a, c), KernelLink::none);
 }
 
 TEST(KernelLinks, FilesWithoutKernelsNeedMoreSimilarity) {

@@ -199,8 +199,10 @@ TEST(NamedKernels, ASingleKernelRevisionThatKeepsNameAndParametersIsLinked) {
   Signature new_rev = compute_signature(stage2_revision());
   ASSERT_EQ(old_rev.kernels.size(), 1u);
   ASSERT_EQ(new_rev.kernels.size(), 1u);
-  EXPECT_EQ(old_rev.kernel_names, "_fwd_kernel_flash_decode_stage2/16");
-  EXPECT_EQ(new_rev.kernel_names, old_rev.kernel_names);
+  EXPECT_EQ(old_rev.kernel_names,
+            "_fwd_kernel_flash_decode_stage2/16/" + std::to_string(old_rev.kernels[0].tokens));
+  EXPECT_EQ(new_rev.kernel_names.substr(0, new_rev.kernel_names.rfind('/')),
+            "_fwd_kernel_flash_decode_stage2/16");
   double k = sketch_similarity(old_rev.kernels[0], new_rev.kernels[0]);
   std::printf("stage-2 revisions: files %.2f, kernels %.2f\n", similarity(old_rev, new_rev), k);
   EXPECT_LT(similarity(old_rev, new_rev), kDefaultThreshold);
@@ -313,7 +315,7 @@ TEST(NamedKernels, KernelNamesAreStoredAndGroupsLinkTheRevisionAndTheSmallKernel
   u.threads = 2;
   auto sum = update(**db, u, clock);
   ASSERT_TRUE(sum.ok()) << sum.error().message;
-  // What is stored: each kernel's name and parameter count beside its sketch.
+  // What is stored: each kernel's name, parameter count and tokens beside its sketch.
   auto st =
       (*db)->prepare("SELECT kernel_names, small_kernels FROM dedup_signatures ORDER BY sample_id");
   ASSERT_TRUE(st.ok()) << st.error().message;
@@ -323,8 +325,13 @@ TEST(NamedKernels, KernelNamesAreStoredAndGroupsLinkTheRevisionAndTheSmallKernel
                   small.push_back(r.text(1));
                   return {};
                 }).ok());
-  EXPECT_EQ(names, (std::vector<std::string>{"_fwd_kernel_flash_decode_stage2/16",
-                                             "_fwd_kernel_flash_decode_stage2/16", "", ""}));
+  // name/parameters/tokens
+  const std::string stage2 = "_fwd_kernel_flash_decode_stage2/16/";
+  EXPECT_EQ(names,
+            (std::vector<std::string>{
+                stage2 + std::to_string(compute_signature(kStage2).kernels[0].tokens),
+                stage2 + std::to_string(compute_signature(stage2_revision()).kernels[0].tokens), "",
+                ""}));
   ASSERT_EQ(small.size(), 4u);
   EXPECT_EQ(small[0], "");
   EXPECT_EQ(small[2].size(), 16u);

@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -460,6 +462,59 @@ TEST(ValueOps, EditsThatKeepTheDataFlowStayTogether) {
   std::string fdiv = swap_text(kBackward, "dy * x * (1 - x)", "div_rn(dy - x, x)");
   std::string slash = swap_text(kBackward, "dy * x * (1 - x)", "(dy - x) / x");
   EXPECT_EQ(compute_signature(fdiv).ops, compute_signature(slash).ops);
+}
+
+// Issue 55, third pass: FlagGems' argmin and min are three kernels each of one template (kernels
+// 0.70-0.85 alike); argmin applies `min` too (the value it compares) and stores the index, so its
+// operations are a superset of min's. In a file of two kernels the tensors each reads and writes
+// are not compared (`io:`): the index of an extremum against the extremum alone is the conflict.
+const char* kMinRows = R"(import triton
+import triton.language as tl
+
+@triton.jit
+def min_kernel(x_ptr, out_ptr, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * N + offs, mask=offs < N, other=float("inf"))
+    m = tl.min(x, axis=0)
+    tl.store(out_ptr + row, m)
+
+@triton.jit
+def sigmoid_backward_kernel(x_ptr, dy_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    dy = tl.load(dy_ptr + offs, mask=mask)
+    out = dy * x * (1 - x)
+    tl.store(out_ptr + offs, out, mask=mask)
+)";
+
+// Sorted, comma-separated, as Signature::ops.
+std::string ops_of(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  std::string out;
+  for (const auto& o : v) out.append(out.empty() ? "" : ",").append(o);
+  return out;
+}
+
+TEST(ValueOps, TheIndexOfAnExtremumAgainstTheExtremumConflictsAnIndexByComparisonDoesNot) {
+  std::string argmin = swap_text(kMinRows, "    tl.store(out_ptr + row, m)\n",
+                                 "    i = tl.argmin(x, axis=0)\n    tl.store(out_ptr + row, m)\n"
+                                 "    tl.store(out_ptr + N + row, i)\n");
+  argmin = swap_text(argmin, "def min_kernel", "def argmin_kernel");
+  Signature mn = compute_signature(kMinRows), am = compute_signature(argmin);
+  EXPECT_EQ(mn.ops.find("io:"), std::string::npos) << mn.ops;  // two kernels: no io compared
+  EXPECT_NE(am.ops.find("argmin"), std::string::npos) << am.ops;
+  EXPECT_NE(am.ops.find(",min"), std::string::npos) << am.ops;
+  expect_apart(kMinRows, argmin, "min vs argmin, two kernels");
+  EXPECT_TRUE(
+      ops_conflict(ops_of({"argmax", "max", ">argmax;x", ">max;x"}), ops_of({"max", ">max;x"})));
+  // An index found by comparing with the extremum (aiter's bitonic top-k, where FlagGems' takes
+  // `argmin`) is the same index, whatever else tells the files apart.
+  EXPECT_FALSE(ops_conflict(ops_of({"==", "argmin", "min", ">argmin;x", ">min;x", ">==;x"}),
+                            ops_of({"==", "min", ">==;min", ">==;x", ">min;x"})));
+  EXPECT_FALSE(ops_conflict(ops_of({"argmin", "min", ">argmin;x", ">min;x"}),
+                            ops_of({"argmin", "min", ">argmin;x", ">min;x", "+", ">+;x"})));
 }
 
 }  // namespace

@@ -117,6 +117,44 @@ bool named(const Signature& a, const Signature& b, const Agreement& m) {
   return true;
 }
 
+// The name hashes of `s`'s kernels that are not helpers, sorted; empty when one has no name.
+std::vector<std::uint32_t> own_names(const Signature& s) {
+  std::vector<std::uint32_t> out;
+  for (const KernelSketch& k : s.kernels) {
+    if (k.helper) continue;
+    if (k.name == 0) return {};
+    out.push_back(k.name);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// How much of `x`'s kernel code (its tokens, helpers included) has a near kernel in `y`: each
+// kernel's similarity with its nearest kernel of `y`, weighted by its tokens.
+double overlap(const Signature& x, const Signature& y, const Agreement& m, bool transposed) {
+  double sum = 0, weight = 0;
+  for (std::size_t i = 0; i < x.kernels.size(); ++i) {
+    int best = 0;
+    for (std::size_t j = 0; j < y.kernels.size(); ++j)
+      best = std::max(best, m.at(i, j, transposed));
+    double w = std::max<double>(1, x.kernels[i].tokens);
+    sum += w * best / kSketchSlots;
+    weight += w;
+  }
+  return weight > 0 ? sum / weight : 0;
+}
+
+// Whether the non-helper kernels of one file (at least one) all have namesakes among the other's,
+// and each file's kernel code overlaps the other's at kOverlapThreshold or more.
+bool named_within(const Signature& a, const Signature& b, const Agreement& m) {
+  std::vector<std::uint32_t> x = own_names(a), y = own_names(b);
+  if (x.empty() || y.empty()) return false;
+  if (!std::includes(x.begin(), x.end(), y.begin(), y.end()) &&
+      !std::includes(y.begin(), y.end(), x.begin(), x.end()))
+    return false;
+  return std::min(overlap(a, b, m, false), overlap(b, a, m, true)) >= kOverlapThreshold - 1e-9;
+}
+
 // Whether `x` has no kernel sketch, at least one kernel body, and every body is one of `y`'s (all
 // but one of kNearlyAllKernels or more).
 bool bodies_within(const Signature& x, const Signature& y) {
@@ -148,13 +186,18 @@ bool kernel_names_from_text(std::string_view text, Signature& s) {
     std::size_t end = text.find(',', at);
     if (end == std::string_view::npos) end = text.size();
     std::string_view item = text.substr(at, end - at);
-    std::size_t slash = item.rfind('/');
-    unsigned params = 0;
+    // name/params/tokens
+    std::size_t slash = item.find('/');
+    unsigned params = 0, tokens = 0;
     if (k >= s.kernels.size() || slash == std::string_view::npos || slash == 0) return false;
-    auto [p, ec] = std::from_chars(item.data() + slash + 1, item.data() + item.size(), params);
-    if (ec != std::errc() || p != item.data() + item.size() || params > 0xffff) return false;
+    const char* end_item = item.data() + item.size();
+    auto [p, ec] = std::from_chars(item.data() + slash + 1, end_item, params);
+    if (ec != std::errc() || p == end_item || *p != '/' || params > 0xffff) return false;
+    auto [q, ec2] = std::from_chars(p + 1, end_item, tokens);
+    if (ec2 != std::errc() || q != end_item || tokens > 0xffff) return false;
     s.kernels[k].name = kernel_name_hash(item.substr(0, slash));
     s.kernels[k].params = static_cast<std::uint16_t>(params);
+    s.kernels[k].tokens = static_cast<std::uint16_t>(tokens);
     at = end + 1;
   }
   return k == s.kernels.size();
@@ -170,6 +213,10 @@ bool kernels_aligned(const Signature& a, const Signature& b) {
 
 bool kernels_named(const Signature& a, const Signature& b) {
   return named(a, b, Agreement(a, b));
+}
+
+bool kernels_named_within(const Signature& a, const Signature& b) {
+  return named_within(a, b, Agreement(a, b));
 }
 
 bool same_kernel_sketches(const Signature& a, const Signature& b) {
@@ -199,7 +246,8 @@ KernelLink kernel_link(const Signature& a, const Signature& b) {
   if (ab) return KernelLink::a_within_b;
   if (ba) return KernelLink::b_within_a;
   if (aligned(a, b, m)) return KernelLink::aligned;
-  return named(a, b, m) ? KernelLink::named : KernelLink::none;
+  if (named(a, b, m)) return KernelLink::named;
+  return named_within(a, b, m) ? KernelLink::named_within : KernelLink::none;
 }
 
 std::string kernels_blob(const Signature& s) {

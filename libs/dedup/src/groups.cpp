@@ -285,11 +285,11 @@ Result<Components> components(store::Db& db, double threshold) {
     } else if (link == KernelLink::b_within_a || link == KernelLink::b_bodies_in_a) {
       add(ca, cb, n.similarity, Via::within);
     } else {
-      Via via = link == KernelLink::none      ? Via::similarity
-                : link == KernelLink::aligned ? Via::aligned
-                : link == KernelLink::named   ? Via::named
-                : link == KernelLink::small   ? Via::small
-                                              : Via::within;
+      Via via = link == KernelLink::none                                        ? Via::similarity
+                : link == KernelLink::aligned                                   ? Via::aligned
+                : link == KernelLink::named || link == KernelLink::named_within ? Via::named
+                : link == KernelLink::small                                     ? Via::small
+                                                                                : Via::within;
       add(ca, cb, n.similarity, via);
       add(cb, ca, n.similarity, via);
     }

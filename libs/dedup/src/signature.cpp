@@ -6,6 +6,7 @@
 #include <cstring>
 #include <functional>
 #include <iterator>
+#include <tuple>
 #include <unordered_map>
 
 #include "kforge/core/sha256.hpp"
@@ -409,6 +410,22 @@ bool rewired(const std::vector<std::string_view>& ex, const std::vector<std::str
   return false;
 }
 
+// Whether `x` takes the index of an extremum (`argmin`) where `y` takes the extremum itself
+// (`min`) and no index of it: neither `argmin` nor an index found by comparing with the minimum
+// (`>==;min`, how aiter's bitonic top-k finds what FlagGems' finds with `argmin`). Sorted ops
+// without edges, edges apart.
+bool extremum_not_index(const std::vector<std::string_view>& x,
+                        const std::vector<std::string_view>& y,
+                        const std::vector<std::string_view>& flow_y) {
+  auto has = [](const std::vector<std::string_view>& v, std::string_view o) {
+    return std::find(v.begin(), v.end(), o) != v.end();
+  };
+  for (auto [arg, ext, cmp] :
+       {std::tuple{"argmin", "min", ">==;min"}, std::tuple{"argmax", "max", ">==;max"}})
+    if (has(x, arg) && !has(y, arg) && has(y, ext) && !has(flow_y, cmp)) return true;
+  return false;
+}
+
 }  // namespace
 
 bool ops_conflict(std::string_view a, std::string_view b) {
@@ -468,6 +485,7 @@ bool ops_conflict(std::string_view a, std::string_view b) {
     };
     if (shifts(x) != shifts(y)) return true;
   }
+  if (extremum_not_index(x, y, flow_y) || extremum_not_index(y, x, flow_x)) return true;
   bool small_x = small(x), small_y = small(y);
   if (small_x && small_y) return x != y;  // one-line bodies: any other operation
   bool only_x = false, only_y = false;
@@ -643,9 +661,10 @@ Signature compute_signature(std::string_view code) {
       sk.helper = helper[i];
       sk.name = kernel_name_hash(names[i]);
       sk.params = static_cast<std::uint16_t>(std::min(param_count(kt), 0xffff));
+      sk.tokens = static_cast<std::uint16_t>(std::min<std::size_t>(kt.size(), 0xffff));
       if (!sig.kernel_names.empty()) sig.kernel_names += ',';
       sig.kernel_names += names[i];
-      sig.kernel_names += '/' + std::to_string(sk.params);
+      sig.kernel_names += '/' + std::to_string(sk.params) + '/' + std::to_string(sk.tokens);
       sig.kernels.push_back(sk);
     }
     body.clear();

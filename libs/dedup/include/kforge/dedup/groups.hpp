@@ -82,7 +82,8 @@ enum class Via {
   holds,         // (the representative) that member's kernels are all within its own
   aligned,       // its kernels pair one to one with that member's (kernels_aligned)
   named,         // its kernels have the names of that member's, each near its namesake
-                 // (kernels_named)
+                 // (kernels_named), or its kernel names are within that member's and their
+                 // code overlaps (kernels_named_within)
   small,         // the same one-line @jit functions, files at least 0.5 similar
 };
 const char* to_string(Via v);

@@ -48,7 +48,7 @@ inline constexpr int kBands = 32;  // LSH: kBands bands of kRows slots
 inline constexpr int kRows = kPermutations / kBands;
 // Names the parameters above and the normalisation; a stored signature with another name is
 // recomputed.
-inline constexpr std::string_view kScheme = "minhash128-k5-kernels-v8";
+inline constexpr std::string_view kScheme = "minhash128-k5-kernels-v9";
 // Below this many kernel shingles a file is signed over all its tokens.
 inline constexpr int kMinKernelShingles = 30;
 
@@ -71,6 +71,7 @@ struct KernelSketch {
   bool helper = false;       // another @jit function of its file calls it
   std::uint32_t name = 0;    // a hash of its name as written (kernel_name_hash)
   std::uint16_t params = 0;  // how many parameters its `def` takes
+  std::uint16_t tokens = 0;  // its normalised tokens (at most 65,535): its weight in overlap
 };
 std::uint32_t kernel_name_hash(std::string_view name);
 
@@ -84,8 +85,8 @@ struct Signature {
   // Its kernels of at least kMinKernelTokens normalised tokens, in file order.
   std::vector<KernelSketch> kernels;
   bool kernelless = false;  // no @jit function at all: signed over all its tokens
-  // "name/params" of each of `kernels`, comma-separated, in file order (what is stored; the
-  // sketches carry a hash of each name and the count).
+  // "name/params/tokens" of each of `kernels`, comma-separated, in file order (what is stored;
+  // the sketches carry a hash of each name and the counts).
   std::string kernel_names;
   // When it has @jit functions and none of kMinKernelTokens or more (FlagGems' one-line pointwise
   // bodies): a hash of their tokens, identifiers and literals as written (stored as 16 hex
@@ -104,8 +105,10 @@ struct Signature {
 // (`x + v * (a / b)` vs `x + v * a * b`). The same operations on other operands conflict too:
 // each file has a data-flow edge (`>op;from`, an operation applied to what another computed)
 // between operations both apply that the other has not, nor explains by an operation of its own
-// inserted between them (`y * x * (1 - x)` vs `y * (1 - x * x)`: sigmoid and tanh backward). False
-// when either has no operations.
+// inserted between them (`y * x * (1 - x)` vs `y * (1 - x * x)`: sigmoid and tanh backward). The
+// index of an extremum (`argmin`) conflicts with the extremum (`min`) where the other takes no
+// index of it (no `argmin`, no `>==;min`): FlagGems' argmin and min files. False when either has
+// no operations.
 bool ops_conflict(std::string_view a, std::string_view b);
 // In Signature::ops: every kernel of the file is below kMinKernelTokens.
 inline constexpr std::string_view kSmallKernels = "#small";
@@ -139,6 +142,16 @@ bool near(const Signature& a, const Signature& b, double threshold);
 //    copy of a one-line body often rewrites its imports and logger (FlagGems' `isnan`, 0.54).
 //    The files' similarity guards against one trivial function shared by different operations
 //    (FlagGems' `copy_func`, `return x`, in `cat.py` and `hstack.py`: 0.47).
+//  - named within, overlapping: the kernels of one file that are not helpers (at least one) all
+//    have namesakes among the other's, and the two files' kernels, helpers included, are
+//    kOverlapThreshold similar on average, each kernel with its nearest in the other file,
+//    weighted by its tokens, the lower of the two ways. A backend copy or vendored port that
+//    edits its kernels, adds or drops one, and keeps their names (aiter's copy of FlagGems'
+//    bitonic `topk`: the sort helpers the same, the stage kernels edited, a one-pass kernel added;
+//    FlagGems' `cummin` without its loop kernel; Liger's NPU `sparsemax` adding tiled kernels).
+//    Siblings of one template take other names (`argmin_kernel` and `min_kernel`,
+//    `recompute_w_u_fwd_gdn2_kernel`), and a file that adds most of its code in kernels of its
+//    own falls below the bar on its side.
 //  - within, small kernels: a file whose @jit functions are all below kMinKernelTokens (no
 //    sketch) and that has kernel bodies of kMinBodyTokens or more (`bodies`: identifiers
 //    normalised, literals as written) is within another that has every one of those bodies,
@@ -158,6 +171,7 @@ inline constexpr double kAlignThreshold = 0.6;
 inline constexpr int kAlignMinKernels = 2;
 inline constexpr int kNearlyAllKernels = 3;
 inline constexpr double kNamedThreshold = 0.8;
+inline constexpr double kOverlapThreshold = 0.55;
 inline constexpr double kSmallKernelsThreshold = 0.5;
 // Files without any kernel are compared over all their tokens (host code, code generators that
 // write kernels as strings, kernels in another language); two generators for different
@@ -176,7 +190,8 @@ enum class KernelLink {
   named = 6,
   small = 7,
   a_bodies_in_b = 8,  // within, through its small kernels' bodies (no conflict of operations)
-  b_bodies_in_a = 9
+  b_bodies_in_a = 9,
+  named_within = 10  // kernel names of one within the other's, kernels overlapping
 };
 KernelLink kernel_link(const Signature& a, const Signature& b);
 bool kernels_within(const Signature& a, const Signature& b);  // sketches, or small kernels' bodies
@@ -184,6 +199,7 @@ bool kernels_within(const Signature& a, const Signature& b);  // sketches, or sm
 void body_ids_from_bodies(Signature& s);
 bool kernels_aligned(const Signature& a, const Signature& b);
 bool kernels_named(const Signature& a, const Signature& b);
+bool kernels_named_within(const Signature& a, const Signature& b);
 // The same sketches in the same order, at least one of a kernel that is not a helper.
 bool same_kernel_sketches(const Signature& a, const Signature& b);
 double sketch_similarity(const KernelSketch& a, const KernelSketch& b);
@@ -191,9 +207,9 @@ double sketch_similarity(const KernelSketch& a, const KernelSketch& b);
 // a helper, then kSketchSlots little-endian uint16s).
 std::string kernels_blob(const Signature& s);
 bool kernels_from_blob(std::string_view blob, Signature& s);
-// Signature::kernel_names (stored in dedup_signatures.kernel_names) -> the name hash and parameter
-// count of each of Signature::kernels (read after kernels_from_blob; false when the numbers of
-// kernels differ or the text is malformed).
+// Signature::kernel_names (stored in dedup_signatures.kernel_names) -> the name hash, parameter
+// count and tokens of each of Signature::kernels (read after kernels_from_blob; false when the
+// numbers of kernels differ or the text is malformed).
 bool kernel_names_from_text(std::string_view text, Signature& s);
 
 inline constexpr int kMinBodyTokens = 20;
