@@ -20,6 +20,8 @@
 //   lines_paid       batch lines the fake answered (what a provider bills)
 //   lines_per_request  lines_paid over the distinct requests (custom_ids) answered: exactly 1
 //                    in a clean run (a request paid twice shows above 1)
+// --modes import: `kforge batch import` of a result file answering the run's first stage (one
+// line per sample): lines_imported, results_file_mb, and the import's cpu_s, peak_rss_mb, wall_s.
 // The last line of each mode: key=value pairs. With several --samples (e.g. 2000,8000), each
 // mode runs at each size, and a last line per mode gives how the daemon's peak memory grows
 // with the requests in flight (batch mode: every request of a stage in flight at once):
@@ -169,7 +171,81 @@ Figures run_mode(const std::string& mode, int samples, int in_flight, const std:
   return f;
 }
 
+// `kforge batch import` of a result file answering every request of a run's first stage: the
+// run's requests exported (kforge batch export), each answered by the fake provider's chat
+// endpoint as `vllm run-batch` would, the file imported; the import's peak memory and CPU.
+Figures run_import(int samples, const std::string& corpus, const fs::path& build,
+                   const fs::path& dir) {
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::path kforge = build / "apps" / "kforge" / "kforge";
+  fs::path db = dir / "kforge.db";
+  auto fake = kforge::fake_llm::FakeLlmServer::start(fake_script());
+  if (!fake.ok()) die(fake.error().message);
+  std::ofstream(dir / "kforge.yaml") << "log:\n  level: info\nstore:\n  path: " << db.string()
+                                     << "\nllm:\n  base_url: " << (*fake)->base_url()
+                                     << "\n  model: fake-model\n  api_key_env: \"\"\n";
+  fs::path config = dir / "kforge.yaml";
+  write_corpus(corpus, dir / "corpus.jsonl", samples);
+  if (run({kforge.string(), "-c", config.string(), "import", (dir / "corpus.jsonl").string()}) != 0)
+    die("import failed");
+  if (run({kforge.string(), "-c", config.string(), "run", "create", "bench", "--pipeline", "v2",
+           "--repair-rounds", "0"}) != 0)
+    die("run create failed");
+  fs::path requests = dir / "requests.jsonl", results = dir / "results.jsonl";
+  if (run({kforge.string(), "-c", config.string(), "batch", "export", "bench", "--out",
+           requests.string()}) != 0)
+    die("batch export failed");
+  {
+    httplib::Client http("127.0.0.1", (*fake)->port());
+    std::ifstream in(requests);
+    std::ofstream out(results, std::ios::binary);
+    for (std::string line; std::getline(in, line);) {
+      json l = json::parse(line);
+      auto r = http.Post("/v1/chat/completions", l["body"].dump(), "application/json");
+      if (!r) die("the fake provider did not answer");
+      out << json{{"id", "vllm-" + l["custom_id"].get<std::string>().substr(0, 8)},
+                  {"custom_id", l["custom_id"]},
+                  {"response",
+                   {{"status_code", r->status},
+                    {"request_id", "r"},
+                    {"body", json::parse(r->body)}}},
+                  {"error", nullptr}}
+                 .dump()
+          << "\n";
+    }
+  }
+  Figures f;
+  auto t0 = Clock::now();
+  kforge::SpawnOptions o;
+  o.argv = {kforge.string(), "-c", config.string(), "batch", "import", "bench", results.string()};
+  o.fds = {{2, 2}};
+  o.new_session = false;
+  auto pid = kforge::default_env().spawn(o);
+  if (!pid.ok()) die(pid.error().message);
+  auto end = kforge::default_env().wait(*pid, kforge::WaitMode::block);
+  if (!end || !WIFEXITED(end->status) || WEXITSTATUS(end->status) != 0) die("batch import failed");
+  f.wall = seconds(Clock::now() - t0);
+  f.cpu = static_cast<double>(end->cpu_ms) / 1000.0;
+  f.rss = static_cast<double>(end->maxrss_kb) / 1024.0;
+  f.db_mb = static_cast<double>(fs::file_size(results)) / 1e6;  // the result file
+  Db d(db);
+  f.calls = d.count("SELECT count(*) FROM llm_calls WHERE status = 'ok'");
+  f.stages = d.count("SELECT count(*) FROM stage_outputs");
+  f.failed = d.count("SELECT count(*) FROM jobs WHERE state = 'failed'");
+  return f;
+}
+
 void print_figures(const std::string& mode, int samples, const Figures& f) {
+  if (mode == "import") {
+    std::printf(
+        "mode=import samples=%d lines_imported=%lld results_file_mb=%.1f cpu_s=%.2f "
+        "peak_rss_mb=%.1f wall_s=%.2f stages=%lld failed=%lld\n",
+        samples, static_cast<long long>(f.calls), f.db_mb, f.cpu, f.rss, f.wall,
+        static_cast<long long>(f.stages), static_cast<long long>(f.failed));
+    std::fflush(stdout);
+    return;
+  }
   std::printf(
       "mode=%s samples=%d calls=%lld http_requests=%lld batches=%lld cost_usd=%.4f "
       "cpu_s=%.2f peak_rss_mb=%.1f db_growth_mb=%.1f db_live_mb=%.1f wall_s=%.2f stages=%lld "
@@ -199,8 +275,14 @@ int main(int argc, char** argv) {
   app.add_option("--in-flight", in_flight, "interactive: pipeline and llm max_in_flight")
       ->capture_default_str();
   app.add_option("--corpus", corpus, "TritonBench-G JSON to build the samples from");
-  app.add_option("--modes", modes, "Modes to run")->delimiter(',');
+  app.add_option("--modes", modes,
+                 "Modes to run: interactive, batch; import (kforge batch import of a result "
+                 "file answering every request of the first stage)")
+      ->delimiter(',');
   app.add_option("--keep", keep, "Work in this directory and keep it (default: a temp dir)");
+  app.add_option("--build", build,
+                 "The build directory whose apps/kforged/kforged and apps/kforge/kforge run "
+                 "(default: the one this benchmark was built in)");
   CLI11_PARSE(app, argc, argv);
   fs::path base = keep.empty() ? fs::temp_directory_path() /
                                      ("kforge-bench-batch-" + std::to_string(::getpid()))
@@ -208,8 +290,9 @@ int main(int argc, char** argv) {
   for (const auto& mode : modes) {
     std::vector<std::pair<std::int64_t, double>> peaks;  // calls, peak RSS (MB)
     for (int samples : sizes) {
-      Figures f = run_mode(mode, samples, in_flight, corpus, build,
-                           base / (mode + "-" + std::to_string(samples)));
+      fs::path dir = base / (mode + "-" + std::to_string(samples));
+      Figures f = mode == "import" ? run_import(samples, corpus, build, dir)
+                                   : run_mode(mode, samples, in_flight, corpus, build, dir);
       print_figures(mode, samples, f);
       peaks.emplace_back(f.calls, f.rss);
     }

@@ -20,6 +20,7 @@
 #include <set>
 
 #include "batch_export_file.hpp"
+#include "batch_result_file.hpp"
 #include "commands.hpp"
 #include "kforge/core/clock.hpp"
 #include "kforge/core/env.hpp"
@@ -47,21 +48,16 @@ struct BatchArgs {
   bool json = false;
 };
 
-// A result file's line for a request that failed there: vLLM's (`"response": {"status_code":
-// 400, "body": null}, "error": "..."`) or the provider's error-file line.
-struct FailedLine {
-  int http_status = 0;
-  std::string error;
-};
-
 // Writes requests (export) or answers them from a result file (import); the rest are held and
-// never answered (their jobs go back to the queue at the end).
+// never answered (their jobs go back to the queue at the end). An import reads an answer from the
+// file when its request comes, and takes at most llm.batch.lines_in_memory requests with their
+// answers at a time (room()): the scheduler submits no more until some are recorded.
 class OfflineGateway final : public pipeline::LlmGateway {
  public:
-  OfflineGateway(const llm::LlmConfig& cfg, llm::ClientOptions opts,
-                 const std::map<std::string, std::string>* answers,
-                 const std::map<std::string, FailedLine>* failures = nullptr)
-      : clients_(offline(cfg), std::move(opts)), answers_(answers), failures_(failures) {}
+  OfflineGateway(const llm::LlmConfig& cfg, llm::ClientOptions opts, ResultFile* results)
+      : clients_(offline(cfg), std::move(opts)),
+        results_(results),
+        in_memory_(cfg.batch.lines_in_memory) {}
   ~OfflineGateway() override { shutdown(std::chrono::milliseconds(0)); }
 
   std::string request_sha256(const std::string& model, const llm::ChatRequest& req) override {
@@ -79,37 +75,42 @@ class OfflineGateway final : public pipeline::LlmGateway {
       return;
     }
     std::string sha = (*c)->request_sha256(req);
-    if (answers_ == nullptr) {
+    if (results_ == nullptr) {
       std::lock_guard lk(mu_);
       write_line(llm::input_line(sha, llm::kBatchChatEndpoint, (*c)->request_json(req)));
       ++exported_;
       held_.push_back(std::move(done));
       return;
     }
-    auto it = answers_->find(sha);
-    if (it == answers_->end()) {
-      if (failures_ != nullptr) {
-        if (auto f = failures_->find(sha); f != failures_->end()) {
-          // A failed line: its error is recorded, the request stays queued.
-          (*c)->record_failure(req, f->second.http_status, f->second.error);
-          std::lock_guard lk(mu_);
-          failed_ids_.insert(sha);
-        }
+    std::optional<std::string> answer = results_->answer(sha);
+    if (!answer) {
+      if (auto f = results_->failure(sha)) {
+        // A failed line: its error is recorded, the request stays queued.
+        (*c)->record_failure(req, f->http_status, f->error);
+        std::lock_guard lk(mu_);
+        failed_ids_.insert(sha);
       }
       std::lock_guard lk(mu_);
       held_.push_back(std::move(done));
       return;
     }
     matched_.fetch_add(1);
+    answering_.fetch_add(1);
     {
       std::lock_guard lk(mu_);
       matched_ids_.insert(sha);
     }
-    (*c)->answer(std::move(req), it->second, [this, done](Result<llm::ChatResponse> r) {
+    (*c)->answer(std::move(req), std::move(*answer), [this, done](Result<llm::ChatResponse> r) {
       if (r.ok() && r->from_store) replayed_.fetch_add(1);
       if (!r.ok()) failed_.fetch_add(1);
       done(std::move(r));
+      answering_.fetch_sub(1);
     });
+  }
+  // An import: at most llm.batch.lines_in_memory answers being recorded at a time.
+  int room() const override {
+    if (results_ == nullptr) return LlmGateway::room();
+    return std::max(0, in_memory_ - answering_.load());
   }
   void reload_limits(const llm::LlmConfig&) override {}
   llm::Stats stats() const override { return {}; }
@@ -154,8 +155,9 @@ class OfflineGateway final : public pipeline::LlmGateway {
   Result<llm::Client*> client(const std::string& model) { return clients_.get(model); }
 
   pipeline::ModelClients clients_;
-  const std::map<std::string, std::string>* answers_;
-  const std::map<std::string, FailedLine>* failures_;
+  ResultFile* results_;  // import: the answers; export: none
+  const int in_memory_;
+  std::atomic<int> answering_{0};  // answers given to the client and not yet delivered
   std::mutex mu_;
   std::set<std::string> failed_ids_;
   std::vector<llm::Callback> held_;
@@ -220,91 +222,6 @@ Result<OutputCounts> drive(const app::Config& cfg, store::Db& db, const std::str
   return out;
 }
 
-// The error a failed result line gives: its error (a string, vLLM's, or {code, message}), else
-// the body's error message, else its status.
-std::string line_error(const json& j, int status) {
-  std::string why;
-  if (j.contains("error") && j["error"].is_string()) why = j["error"].get<std::string>();
-  if (j.contains("error") && j["error"].is_object()) why = llm::result_line_error(j["error"]);
-  const json& resp = j.contains("response") ? j["response"] : json();
-  if (why.empty() && resp.is_object() && resp.contains("body") && resp["body"].is_object() &&
-      resp["body"].contains("error"))
-    why = llm::result_line_error(resp["body"]["error"]);
-  std::string head = status > 0 ? "HTTP " + std::to_string(status) : std::string("failed");
-  return why.empty() ? head : head + ": " + why.substr(0, 500);
-}
-
-// Reads a result file, line by line; every error names the file and the line. A failed line
-// (a status other than 200, or no response and an error) goes into *failures: its request
-// stays queued.
-Result<std::map<std::string, std::string>> read_results(const std::string& path,
-                                                        std::map<std::string, FailedLine>* failures,
-                                                        std::vector<std::string>* errors) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail("io", path + ": cannot be read");
-  std::map<std::string, std::string> answers;
-  std::map<std::string, int> first_line;
-  std::string line;
-  int n = 0;
-  while (std::getline(in, line)) {
-    ++n;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    std::string at = path + ":" + std::to_string(n) + ": ";
-    json j = json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
-      errors->push_back(at + "not a JSON object");
-      continue;
-    }
-    if (!j.contains("custom_id") || !j["custom_id"].is_string() ||
-        j["custom_id"].get<std::string>().empty()) {
-      errors->push_back(at + "custom_id: expected a non-empty string");
-      continue;
-    }
-    std::string id = j["custom_id"].get<std::string>();
-    if (auto [it, fresh] = first_line.emplace(id, n); !fresh) {
-      errors->push_back(at + "custom_id " + id + " appears again (first at line " +
-                        std::to_string(it->second) + ")");
-      continue;
-    }
-    const json& resp = j.contains("response") ? j["response"] : json();
-    bool has_error = j.contains("error") && !j["error"].is_null();
-    if (resp.is_null()) {
-      if (has_error) {
-        (*failures)[id] = FailedLine{0, line_error(j, 0)};
-        continue;
-      }
-      errors->push_back(at + "response: missing (and no error given)");
-      continue;
-    }
-    if (!resp.is_object()) {
-      errors->push_back(at + "response: expected an object");
-      continue;
-    }
-    if (!resp.contains("status_code") || !resp["status_code"].is_number_integer()) {
-      errors->push_back(at + "response.status_code: expected an integer");
-      continue;
-    }
-    int status = resp["status_code"].get<int>();
-    if (status != 200) {
-      // The status first: vLLM writes a failed request's body as null.
-      (*failures)[id] = FailedLine{status, line_error(j, status)};
-      continue;
-    }
-    if (!resp.contains("body") || !(resp["body"].is_object() || resp["body"].is_string())) {
-      errors->push_back(at + "response.body: expected an object (the chat completion)");
-      continue;
-    }
-    const json& body = resp["body"];
-    if (body.is_object() && (!body.contains("choices") || !body["choices"].is_array())) {
-      errors->push_back(at + "response.body.choices: expected a list (a chat completion)");
-      continue;
-    }
-    answers[id] = body.is_string() ? body.get<std::string>()
-                                   : body.dump(-1, ' ', false, json::error_handler_t::replace);
-  }
-  return answers;
-}
-
 }  // namespace
 
 Command add_batch(CLI::App& root, Globals& g) {
@@ -348,9 +265,8 @@ Command add_batch(CLI::App& root, Globals& g) {
               }
               return kOk;
             }
-            std::map<std::string, FailedLine> failures;
             std::vector<std::string> errors;
-            KF_TRY_OR_REPORT(auto answers, read_results(args->file, &failures, &errors));
+            KF_TRY_OR_REPORT(auto results, ResultFile::open(args->file, &errors));
             if (!errors.empty()) {
               for (std::size_t i = 0; i < errors.size() && i < 20; ++i)
                 std::fprintf(stderr, "kforge: %s\n", printable(errors[i]).c_str());
@@ -359,7 +275,7 @@ Command add_batch(CLI::App& root, Globals& g) {
               std::fprintf(stderr, "kforge: nothing imported: fix the lines above\n");
               return kFailure;
             }
-            OfflineGateway gw(cfg.llm, copts, &answers, &failures);
+            OfflineGateway gw(cfg.llm, copts, results.get());
             KF_TRY_OR_REPORT(OutputCounts outputs, drive(cfg, *db, args->tag, gw));
             // Of the answers for a ready request: those the checks took (the job moved on),
             // those the kernel-fact checks rejected and those that could not be read (their
@@ -371,7 +287,7 @@ Command add_batch(CLI::App& root, Globals& g) {
             // The other answers: imported before (the store holds them and their requests are
             // no longer waiting), or for no request of this run that is ready (unknown here).
             int imported_before = 0, not_ready = 0;
-            for (const auto& [id, body] : answers) {
+            for (const auto& id : results->answer_ids()) {
               if (gw.was_matched(id)) continue;
               KF_TRY_OR_REPORT(bool known, llm::has_good_answer(*db, id));
               ++(known ? imported_before : not_ready);
@@ -379,7 +295,7 @@ Command add_batch(CLI::App& root, Globals& g) {
             // Failed lines: for a ready request (its error recorded, the request queued), for
             // one answered before, or unknown.
             int failed_recorded = 0, failed_answered = 0, failed_unknown = 0;
-            for (const auto& [id, f] : failures) {
+            for (const auto& id : results->failure_ids()) {
               if (gw.failure_recorded(id)) {
                 ++failed_recorded;
                 continue;
@@ -390,10 +306,10 @@ Command add_batch(CLI::App& root, Globals& g) {
             int fresh = checkpointed + rejected + unusable;
             int already = imported_before + gw.replayed() + failed_answered;
             int unknown = not_ready + failed_unknown;
-            int failed_lines = static_cast<int>(failures.size());
+            int failed_lines = static_cast<int>(results->failures());
             if (args->json) {
-              std::printf("%s\n", json{{"lines", answers.size() + failures.size()},
-                                       {"answers", answers.size()},
+              std::printf("%s\n", json{{"lines", results->answers() + results->failures()},
+                                       {"answers", results->answers()},
                                        {"new", fresh},
                                        {"already_recorded", already},
                                        {"unknown", unknown},
@@ -412,13 +328,13 @@ Command add_batch(CLI::App& root, Globals& g) {
                   "%zu lines in %s: %d new, %d already recorded, %d unknown (for no ready "
                   "request of run %s: another run or export), %d failed (their errors "
                   "recorded, their requests stay queued)\n",
-                  answers.size() + failures.size(), args->file.c_str(), fresh, already, unknown,
-                  args->tag.c_str(), failed_recorded);
+                  results->answers() + results->failures(), args->file.c_str(), fresh, already,
+                  unknown, args->tag.c_str(), failed_recorded);
               std::printf(
                   "  of the %zu answers: %d checkpointed, %d rejected by the checks and %d "
                   "unusable (their requests are asked again), %d imported before, %d not for a "
                   "ready request of run %s (from another run or export); %d failed lines\n",
-                  answers.size(), checkpointed, rejected, unusable, imported_before, not_ready,
+                  results->answers(), checkpointed, rejected, unusable, imported_before, not_ready,
                   args->tag.c_str(), failed_lines);
               if (gw.replayed() > 0)
                 std::printf("  %d of them were in the store already and were not recorded again\n",

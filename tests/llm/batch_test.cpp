@@ -18,6 +18,7 @@
 
 #include "kforge/llm/errors.hpp"
 #include "kforge/store/db.hpp"
+#include "kforge/store/texts.hpp"
 #include "llm_fixture.hpp"
 
 namespace kforge::llm::test {
@@ -283,6 +284,45 @@ TEST_F(BatchTest, AWaitingRequestIsHeldInTheStoreAndComesBackWithItsOutcome) {
   EXPECT_EQ(scalar("SELECT count(*) FROM texts t JOIN llm_batch_lines l ON l.request_text = t.id"),
             5)
       << "stored once";
+}
+
+// Issue 56, 7: a request whose body the caller put into the text store (the scheduler does, for
+// every request it submits) is held by its id only, from submit on: its batch line is written
+// from that text and names it, and the answer comes back and is recorded with it.
+TEST_F(BatchTest, ARequestStoredByItsCallerIsWrittenToItsLineFromTheStore) {
+  start({{"hold_after", "upload"}, {"hold_ms", 500}});
+  auto c = make_client();
+  std::vector<std::int64_t> ids;
+  std::vector<std::future<Result<ChatResponse>>> fs;
+  {
+    store::OpenOptions o;
+    o.path = (dir / "kforge.db").string();
+    auto db = store::Db::open(o);
+    ASSERT_TRUE(db.ok()) << db.error().message;
+    for (int i = 0; i < 4; ++i) {
+      ChatRequest r = request("number " + std::to_string(i));
+      auto id = store::put_text(**db, c->request_json(r));
+      ASSERT_TRUE(id.ok()) << id.error().message;
+      ids.push_back(*id);
+      r.stored_body = *id;
+      auto p = std::make_shared<std::promise<Result<ChatResponse>>>();
+      fs.push_back(p->get_future());
+      c->submit(r, [p](Result<ChatResponse> res) { p->set_value(std::move(res)); });
+    }
+  }
+  ASSERT_TRUE(eventually([&] { return scalar("SELECT count(*) FROM llm_batch_lines") == 4; }));
+  for (std::size_t i = 0; i < fs.size(); ++i) {
+    auto r = get_within(fs[i], std::chrono::seconds(30));
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->parsed["answer"], std::to_string(i));
+    EXPECT_EQ(scalar("SELECT count(*) FROM llm_batch_lines l JOIN llm_calls c ON c.request_sha256 "
+                     "= l.custom_id AND c.request_text = l.request_text WHERE c.status = 'ok' AND "
+                     "l.request_text = " +
+                     std::to_string(ids[i])),
+              1)
+        << "line " << i << " names the caller's text, and the call is recorded with it";
+  }
+  EXPECT_EQ(batch_stats()["lines"], 4) << "paid once";
 }
 
 // A batch recorded before its lines kept their requests in the store (migration 0035), answered

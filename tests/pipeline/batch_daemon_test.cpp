@@ -439,6 +439,59 @@ TEST(BatchOffline, ImportReadsErrorCodesOfAnyTypeAndNestedMessagesAndRecordsAFai
             1);
 }
 
+// Issue 56, 7: kforge batch import reads a result file a line at a time, each answer when its
+// request comes, and holds at most llm.batch.lines_in_memory of them at once: a file of big
+// answers (each line padded to 2 MB, as long answers or a provider's extra fields make it; 80 MB
+// in all) is imported whole with a peak memory under the file's size.
+TEST(BatchOffline, ImportHoldsAFewAnswersAtATimeNotTheWholeFile) {
+  Site site(script("fake_llm_answers.json"));
+  Options o;
+  o.llm_extra = "  batch:\n    lines_in_memory: 2\n";
+  site.write_config(o);
+  site.import_corpus();
+  site.create_run("v2", "v2");
+  fs::path req = site.dir() / "requests.jsonl";
+  ASSERT_EQ(site.kforge({"batch", "export", "v2", "--out", req.string()}).exit_code, 0);
+  std::istringstream in(run_batch(site, test::read_text(req)));
+  fs::path res = site.dir() / "results.jsonl";
+  int n = 0;
+  {
+    std::ofstream out(res, std::ios::binary);
+    const std::string padding(2 << 20, 'p');
+    for (std::string line; std::getline(in, line); ++n) {
+      json l = json::parse(line);
+      l["response"]["body"]["kforge_padding"] = padding;
+      out << l.dump() << "\n";
+    }
+  }
+  ASSERT_EQ(n, kN);
+  ASSERT_GT(fs::file_size(res), 80u << 20);
+  SpawnOptions so;
+  so.argv = {test::binary("apps/kforge/kforge").string(),
+             "--config",
+             site.config().string(),
+             "batch",
+             "import",
+             "v2",
+             res.string(),
+             "--json"};
+  so.new_session = false;
+  auto pid = default_env().spawn(so);
+  ASSERT_TRUE(pid.ok()) << pid.error().message;
+  auto end = default_env().wait(*pid, WaitMode::block);
+  ASSERT_TRUE(end);
+  ASSERT_TRUE(WIFEXITED(end->status) && WEXITSTATUS(end->status) == 0);
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM stage_outputs WHERE stage = 'analyze' AND "
+                        "status = 'ok'"),
+            kN)
+      << "every answer imported";
+  // Held whole, the file alone would take its 80 MB (and every answer in flight at once a copy
+  // of it and more); a few at a time, the program's own memory and two answers being recorded.
+  EXPECT_LT(static_cast<std::uintmax_t>(end->maxrss_kb) << 10, fs::file_size(res))
+      << "peak " << end->maxrss_kb / 1024 << " MB for a " << fs::file_size(res) / (1 << 20)
+      << " MB file";
+}
+
 // Issue 56, 7: kforged killed while the provider deletes a batch's files, its lines recorded
 // and not yet written as calls (the files' DELETE is the step between the two): after the next
 // start every answer is priced once at the batch price (the cost shown is the bill), and no file

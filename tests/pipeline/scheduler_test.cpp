@@ -5,6 +5,7 @@
 
 #include <deque>
 #include <filesystem>
+#include <limits>
 #include <mutex>
 
 #include "db_util.hpp"
@@ -43,6 +44,12 @@ class FakeProvider final : public LlmGateway {
   void reload_limits(const llm::LlmConfig&) override {}
   llm::Stats stats() const override { return {}; }
   void shutdown(std::chrono::milliseconds) override {}
+  // At most `limit` requests held at once (kforge batch import's llm.batch.lines_in_memory).
+  int room() const override {
+    std::lock_guard lock(mu_);
+    return limit_ - static_cast<int>(pending_.size());
+  }
+  void limit(int n) { limit_ = n; }
 
   std::size_t pending() {
     std::lock_guard lock(mu_);
@@ -75,9 +82,10 @@ class FakeProvider final : public LlmGateway {
   int submitted() const { return submitted_; }
 
  private:
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::deque<Pending> pending_;
   int submitted_ = 0;
+  int limit_ = std::numeric_limits<int>::max();
 };
 
 const char* kCode = R"PY(
@@ -238,6 +246,34 @@ TEST_F(SchedulerTest, V2RunsAnalyzeThenGenerateBoundToTheStoredAnalysis) {
             3);
   EXPECT_EQ(scalar("SELECT sum(prompt_tokens) FROM stage_outputs"), 600);
   EXPECT_EQ(s->in_flight(), 0);
+}
+
+// Issue 56, 7: a gateway that may hold only so many requests (kforge batch import reads each
+// answer from its file when the request comes, llm.batch.lines_in_memory at a time) gets no more
+// than its room in a step, whatever max_in_flight allows; more as calls complete.
+TEST_F(SchedulerTest, NoMoreIsSubmittedThanTheGatewayHasRoomFor) {
+  add_samples(8);
+  create_run("v2-a", "v2");
+  provider_.limit(3);
+  auto s = scheduler(*jobs_);
+  auto r = step(*s);
+  EXPECT_EQ(r.submitted, 3);
+  EXPECT_EQ(r.leased, 3) << "leased only what is submitted";
+  EXPECT_EQ(provider_.pending(), 3u);
+  r = step(*s);
+  EXPECT_EQ(r.leased, 0);
+  EXPECT_EQ(provider_.pending(), 3u);
+  provider_.answer(analysis_answer().dump());
+  r = step(*s);
+  EXPECT_EQ(r.completed, 1);
+  EXPECT_EQ(r.submitted, 1);
+  EXPECT_EQ(provider_.pending(), 3u);
+  EXPECT_EQ(s->in_flight(), 3);
+  // Room again: the rest up to max_in_flight.
+  provider_.limit(100);
+  r = step(*s);
+  EXPECT_EQ(s->in_flight(), 8);
+  EXPECT_EQ(provider_.submitted(), 9);
 }
 
 TEST_F(SchedulerTest, AnUnusableAnswerIsRetriedWithItAndTheReasonThenFailsWithEveryErrorKept) {

@@ -58,7 +58,12 @@ void Client::Impl::to_batch(Call* c) {
   c->in_batch = true;
   ++c->batch_tries;
   c->line = line_identity(*c, ep_);
-  batch_->enqueue(c->line, c->sha, c->req.label, std::move(c->body));
+  // Its body in the store (ChatRequest::stored_body) while it holds none; a body it holds (asked
+  // again with a larger budget, or back from a batch) is stored by the runner.
+  bool stored = c->body.empty() && c->body_text != 0;
+  batch_->enqueue(c->line, c->sha, c->req.label, std::move(c->body), stored ? c->body_text : 0,
+                  stored ? c->body_bytes : 0);
+  c->body_text = 0;
   c->outcome.release();  // what it held of an earlier outcome goes with the body
   // A batch's requests wait here for hours, every request of a stage at once: the call keeps
   // neither its body nor its messages. The runner puts the body into the store, and the line's

@@ -345,8 +345,10 @@ BatchRunner::BatchRunner(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 BatchRunner::~BatchRunner() {
   stop();
 }
-void BatchRunner::enqueue(std::string line, std::string call, std::string label, std::string body) {
-  impl_->enqueue(Pending{std::move(line), std::move(call), std::move(label), std::move(body)});
+void BatchRunner::enqueue(std::string line, std::string call, std::string label, std::string body,
+                          std::int64_t text, std::size_t bytes) {
+  impl_->enqueue(
+      Pending{std::move(line), std::move(call), std::move(label), std::move(body), text, bytes});
 }
 BatchGauges BatchRunner::gauges() const {
   return impl_->gauges();

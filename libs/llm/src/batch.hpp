@@ -96,8 +96,10 @@ class BatchRunner {
 
   // A request waiting for its answer: put into a batch as the line `line` (custom_id) for the
   // call `call` (the same identity, or the call a continuation line continues), attached to the
-  // line already in one, or answered at once from a stored line.
-  void enqueue(std::string line, std::string call, std::string label, std::string body);
+  // line already in one, or answered at once from a stored line. Its body, or with `text` its
+  // id in the text store (`bytes` long) and no body.
+  void enqueue(std::string line, std::string call, std::string label, std::string body,
+               std::int64_t text = 0, std::size_t bytes = 0);
   BatchGauges gauges() const;
   // Stops the thread. Batches in flight stay recorded for the next start.
   void stop();

@@ -67,13 +67,16 @@ Result<std::int64_t> BatchLedger::add_batch(const std::string& key, const std::s
 Status BatchLedger::stash(std::vector<Pending>& in) {
   KF_TRY(store::Transaction tx, store::Transaction::begin(*db_));
   for (Pending& p : in) {
-    if (p.text != 0 || p.body.empty()) continue;
-    KF_TRY(std::int64_t text, store::put_text(*db_, p.body));
+    if (p.text == 0 && p.body.empty()) continue;
+    std::int64_t text = p.text;
+    if (text == 0) {
+      KF_TRY(text, store::put_text(*db_, p.body));
+      p.bytes = p.body.size();
+    }
     KF_TRY(store::Stmt * s, db_->cached(llm_queries()["batch_line_keep_request"]));
     s->bind(1, p.sha).bind(2, text);
     KF_CHECK(s->run());
     p.text = text;
-    p.bytes = p.body.size();
   }
   return tx.commit();
 }

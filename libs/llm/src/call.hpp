@@ -63,8 +63,12 @@ struct Call {
   long last_status = 0;
   bool hashed = false;    // registered in by_hash_ (identical submits join it)
   bool in_batch = false;  // waiting in a batch (llm.mode batch), not on the wire
-  int batch_tries = 0;    // batches it went through
-  std::string line;       // the custom_id of its batch line (identity.hpp)
+  // Batch mode, a request whose body is in the store (ChatRequest::stored_body): its text id and
+  // size, while the call holds no body (until its line goes into a batch).
+  std::int64_t body_text = 0;
+  std::size_t body_bytes = 0;
+  int batch_tries = 0;  // batches it went through
+  std::string line;     // the custom_id of its batch line (identity.hpp)
   // The batch lines (llm_batches.id, custom_id) that answered it: marked applied in the
   // transaction that writes its llm_calls row.
   std::vector<std::pair<std::int64_t, std::string>> batch_lines;

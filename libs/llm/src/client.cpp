@@ -87,6 +87,15 @@ void Client::Impl::submit(ChatRequest req, Callback done, std::optional<std::str
   // In batch mode the body is the request from here on: the messages are read back from it only
   // if it is asked interactively or with a larger budget (restore_messages).
   if (batch_ && !offline) c->req.messages = std::vector<ChatMessage>();
+  // And with the body in the store already, not even the body: every request of a stage is
+  // submitted at once, and would otherwise wait here, at the audit store and in the runner's
+  // queue until the runner has stored it. (A request that may not be coalesced with an identical
+  // one may be sent interactively: it keeps its body.)
+  if (batch_ && !offline && c->req.stored_body != 0 && c->req.replay == Replay::allow) {
+    c->body_text = c->req.stored_body;
+    c->body_bytes = c->body.size();
+    c->body = std::string();
+  }
   c->callbacks.push_back(std::move(done));
   c->offline = std::move(offline);
   c->submitted = clock_->steady_now();

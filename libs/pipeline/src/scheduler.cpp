@@ -222,6 +222,9 @@ Status Scheduler::lease_and_submit(StepReport& rep) {
   if (free <= 0) return {};
   int threshold = std::max(1, cfg_.max_in_flight / 8);
   if (free < threshold && in_flight() > 0) return {};
+  // What the gateway takes now (kforge batch import: answers read from its file at a time).
+  free = std::min(free, llm_.room());
+  if (free <= 0) return {};
   KF_CHECK(refresh_runs());
   if (cfg_.verify_backlog > 0) {
     KF_TRY(std::int64_t backlog, store_.verify_backlog());
@@ -428,6 +431,8 @@ Status Scheduler::submit(ServedRun& run, const LeasedJob& job) {
   call->spec = run.spec;
   call->sample_key = in.key;
   hold_request(*call, run.row.model, req);
+  // The body is in the store: in batch mode the client holds its id, not the body.
+  req.stored_body = call->request_text;
   call->facts = facts->names_only();  // the prompt has its signatures; the checks read names
 
   std::int64_t job_id = job.id;

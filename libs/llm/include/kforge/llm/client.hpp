@@ -87,6 +87,11 @@ struct ChatRequest {
   // when > 0, not sent. Two rounds never share a stored answer, even with equal messages.
   int round = 0;
   Replay replay = Replay::allow;
+  // The request's JSON body (what Client::request_json gives for it) is this text in the store
+  // (store/texts.hpp: the caller put it there). In batch mode the client then holds no body from
+  // submit on: the batch line is written from the store. 0: none (the client holds the body
+  // until the batch runner has stored it).
+  std::int64_t stored_body = 0;
 };
 
 struct ChatResponse {

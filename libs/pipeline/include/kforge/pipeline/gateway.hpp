@@ -9,6 +9,7 @@
 // Threads: every method may be called from any thread; `done` runs on a client thread.
 
 #include <chrono>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -32,6 +33,10 @@ class LlmGateway {
   virtual llm::Stats stats() const = 0;
   // See llm::Client::drain: no new attempt or retry starts; calls on the wire may finish.
   virtual void drain() {}
+  // How many more requests it takes now without holding more in memory than it is allowed to
+  // (kforge batch import: llm.batch.lines_in_memory answers read from its file at a time). The
+  // scheduler leases and submits no more than this in a step, and more once calls complete.
+  virtual int room() const { return std::numeric_limits<int>::max(); }
   // llm.max_prompt_tokens (0: no limit), for a check before a prompt is even rendered.
   virtual std::int64_t max_prompt_tokens() const { return 0; }
   // See llm::Client::shutdown. Idempotent.

@@ -6,9 +6,10 @@
 //      the stage output, the job's next state, its events);
 //   2. renews this owner's leases when a third of their length has passed, and requeues other
 //      owners' expired leases;
-//   3. unless draining, leases ready jobs up to max_in_flight, shared fairly between the active
-//      runs (each run gets an equal part of the capacity; what one cannot use goes to the
-//      others), renders each job's prompt and submits it through the LlmGateway.
+//   3. unless draining, leases ready jobs up to max_in_flight (and no more than the gateway's
+//      room() in a step), shared fairly between the active runs (each run gets an equal part of
+//      the capacity; what one cannot use goes to the others), renders each job's prompt and
+//      submits it through the LlmGateway.
 // wait() blocks until a call completes or the timeout passes; run loops are step() + wait().
 // Tests drive step() directly with a ManualClock.
 //
