@@ -5,8 +5,9 @@
 //   /run?tag=T&...        a run's samples, filtered (verdict: the outcome category, flag,
 //                         failure: "stage/error_kind", round, cause, q: words each in the key
 //                         or in a text of the sample: code, description, wrapper, test,
-//                         verifier detail, through migration 0036's search_text), sorted by a
-//                         click on a column (sort=key|outcome|round|speedup|mutation|tokens|cost,
+//                         verifier detail, through migration 0036's search_text), group (a
+//                         near-duplicate group's id), sorted by a click on a column
+//                         (sort=key|outcome|round|speedup|mutation|share|group|tokens|cost,
 //                         desc=1) and paged (page=N); with the commands that export or retry
 //                         what it shows (-c the configuration in use, --keys the listed keys)
 //   /keys?tag=T&...       the keys the samples page with the same filter lists, one a line
@@ -15,7 +16,7 @@
 //   /sample?tag=T&key=K   one sample: code, analysis, every round's wrapper and test with the
 //                         differences from the round before, verdicts, failing line, mutants,
 //                         coverage, cross-compile results, reasoning, tokens, cost, the command
-//                         that reproduces it
+//                         that reproduces it, its near-duplicate group; show=N: round N alone
 //   /ab?a=T&b=T           two runs on the samples both finished: the flips each way
 //   /style.css            the one stylesheet (the pages load nothing else, and run no script)
 //
