@@ -165,5 +165,31 @@ TEST_F(ViewerBrowser, SearchSortExportAndTheSamplePageAsACuratorSeesThem) {
             20'000u);
 }
 
+TEST_F(ViewerBrowser, GroupShareTargetsAndOneRoundAtATimeAsACuratorSeesThem) {
+  vf_.fx().exec("set_dup_group", {"softmax.py", "layernorm.py", "add_kernel.py", "0.9"});
+  vf_.fx().exec("set_speed", {"add_kernel.py", "v2", "41.5", "1.8", "1.6", "2.0", "1"});
+  vf_.fx().exec("set_kernel_share", {"add_kernel.py", "v2", "0.75"});
+  vf_.fx().exec("set_cross_compile", {"add_kernel.py", "v2", "hip:gfx942", "ok", ""});
+  start();
+  // The list: the group column links to the group, share and targets are shown.
+  std::string list = dom("/run?tag=v2&sort=group&desc=1");
+  EXPECT_TRUE(has(list, "<td class=\"num\">75.0%</td>")) << list;
+  EXPECT_TRUE(has(list, "<td>hip:gfx942 ok</td>")) << list;
+  EXPECT_EQ(count(list, "&amp;group="), 3) << list;
+  EXPECT_GT(screenshot("/run?tag=v2&sort=group&desc=1", "samples-groups"), 20'000u);
+  // The sample page: its group with links to the other members.
+  std::string sample = dom("/sample?tag=v2&key=softmax.py");
+  EXPECT_TRUE(has(sample, "<a href=\"/sample?tag=v2&amp;key=layernorm.py\">layernorm.py</a>"))
+      << sample;
+  EXPECT_TRUE(has(sample, "<a href=\"/sample?tag=v2&amp;key=add_kernel.py\">add_kernel.py</a>"));
+  // One round at a time, with its differences from the round before.
+  std::string one = dom("/sample?tag=v2&key=repaired.py&show=1");
+  EXPECT_FALSE(has(one, "id=\"round-0\"")) << one;
+  EXPECT_TRUE(has(one, "id=\"round-1\""));
+  EXPECT_TRUE(has(one, "<ins>+     assert run_scale(x).sum() == 4</ins>"));
+  EXPECT_GT(screenshot("/sample?tag=v2&key=repaired.py&show=1", "sample-one-round"), 20'000u);
+  EXPECT_GT(screenshot("/sample?tag=v2&key=softmax.py", "sample-group"), 20'000u);
+}
+
 }  // namespace
 }  // namespace kforge::test

@@ -702,5 +702,133 @@ TEST_F(ViewerSearch, ExportsWhatIsShownAsADownloadAndAsTheSameCommand) {
   EXPECT_TRUE(has(unknown->body, "parameter &#39;format&#39;")) << unknown->body;
 }
 
+// The number a runs page's count link for run `tag` and `filter` (e.g. "verdict=failed") shows,
+// -1 when it has none.
+int runs_page_count(const std::string& html, const std::string& tag, const std::string& filter,
+                    const std::string& words) {
+  std::smatch m;
+  std::regex re("<a href=\"/run\\?tag=" + tag + "&amp;" + filter + "\">" + words + " (\\d+)</a>");
+  return std::regex_search(html, m, re) ? std::stoi(m[1]) : -1;
+}
+
+TEST_F(ViewerSearch, RunsPageCountsAreKeptUntilTheRunMoves) {
+  auto before = get("/");
+  ASSERT_TRUE(before);
+  const int failed = runs_page_count(before->body, "v2", "verdict=failed", "failed");
+  ASSERT_GT(failed, 0) << before->body;
+  auto again = get("/");
+  ASSERT_TRUE(again);
+  EXPECT_EQ(runs_page_count(again->body, "v2", "verdict=failed", "failed"), failed);
+  // A new sample of v2 verified as failed: the run's fingerprint moves, the counts follow.
+  vf.fx().exec("add_late_sample");
+  vf.fx().exec("add_late_job");
+  vf.fx().exec("add_late_answer");
+  vf.fx().exec("add_late_verdict");
+  auto after = get("/");
+  ASSERT_TRUE(after);
+  EXPECT_EQ(runs_page_count(after->body, "v2", "verdict=failed", "failed"), failed + 1)
+      << after->body;
+  // v1 did not move: its line is the same.
+  EXPECT_EQ(runs_page_count(after->body, "v1", "verdict=failed", "failed"),
+            runs_page_count(before->body, "v1", "verdict=failed", "failed"));
+}
+
+TEST_F(ViewerSearch, NearDuplicateGroupIsAColumnAFilterAndTheSamplePageLinksItsMembers) {
+  vf.fx().exec("add_late_sample");  // in no run
+  vf.fx().exec("set_dup_group", {"softmax.py", "layernorm.py", "late.py", "0.875"});
+  auto page = get("/run?tag=v2");
+  ASSERT_TRUE(page);
+  ASSERT_EQ(page->status, 200);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      page->body, m, std::regex(R"re(<a href="/run\?tag=v2&amp;group=(\d+)">\d+ \(3\)</a>)re")))
+      << page->body;
+  const std::string group = m[1];
+  // The group's filter lists the members this run holds.
+  EXPECT_EQ(keys("/run?tag=v2&group=" + group),
+            (std::vector<std::string>{"layernorm.py", "softmax.py"}));
+  EXPECT_TRUE(keys("/run?tag=v2&group=999999").empty());
+  auto bad = get("/run?tag=v2&group=x");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  // Sorted by group, the grouped samples come first the other way.
+  auto by_group = keys("/run?tag=v2&sort=group&desc=1");
+  ASSERT_GE(by_group.size(), 2u);
+  EXPECT_EQ((std::vector<std::string>{by_group[0], by_group[1]}),
+            (std::vector<std::string>{"layernorm.py", "softmax.py"}));
+  // The sample page names the group and links the other members in this run.
+  auto sample = get("/sample?tag=v2&key=softmax.py");
+  ASSERT_TRUE(sample);
+  ASSERT_EQ(sample->status, 200);
+  const std::string& h = sample->body;
+  EXPECT_TRUE(has(h, "<a href=\"/run?tag=v2&amp;group=" + group + "\">group " + group +
+                         "</a> (3 samples at the last kforge corpus dedup)"))
+      << h;
+  EXPECT_TRUE(has(h, "<a href=\"/sample?tag=v2&amp;key=layernorm.py\">layernorm.py</a>")) << h;
+  EXPECT_TRUE(has(h, "<b>softmax.py</b> (this sample)")) << h;
+  EXPECT_TRUE(has(h, "late.py (not in this run)")) << h;
+  EXPECT_TRUE(has(h, "similarity 0.88 to softmax.py")) << h;
+  // A sample in no group says nothing of groups.
+  auto alone = get("/sample?tag=v2&key=add_kernel.py");
+  ASSERT_TRUE(alone);
+  EXPECT_FALSE(has(alone->body, "id=\"group\"")) << alone->body;
+}
+
+TEST_F(ViewerSearch, KernelShareAndCrossCompileTargetsAreColumns) {
+  vf.fx().exec("set_speed", {"add_kernel.py", "v2", "41.5", "1.8", "1.6", "2.0", "1"});
+  vf.fx().exec("set_kernel_share", {"add_kernel.py", "v2", "0.75"});
+  vf.fx().exec("set_speed", {"softmax.py", "v2", "80", "0.9", "0.85", "0.95", "0"});
+  vf.fx().exec("set_kernel_share", {"softmax.py", "v2", "0.25"});
+  vf.fx().exec("set_cross_compile", {"add_kernel.py", "v2", "hip:gfx942", "ok", ""});
+  vf.fx().exec("set_cross_compile", {"add_kernel.py", "v2", "hip:gfx90a", "error", "amdgcn: x"});
+  auto page = get("/run?tag=v2");
+  ASSERT_TRUE(page);
+  ASSERT_EQ(page->status, 200);
+  const std::string& h = page->body;
+  EXPECT_TRUE(has(h, ">kernel share</a>")) << h;
+  EXPECT_TRUE(has(h, "<th>targets</th>")) << h;
+  EXPECT_TRUE(has(h, "<td class=\"num\">75.0%</td>")) << h;
+  EXPECT_TRUE(has(h, "<td>hip:gfx90a error, hip:gfx942 ok</td>")) << h;
+  // Sorted by share, largest first.
+  auto by_share = keys("/run?tag=v2&sort=share&desc=1");
+  ASSERT_GE(by_share.size(), 2u);
+  EXPECT_EQ((std::vector<std::string>{by_share[0], by_share[1]}),
+            (std::vector<std::string>{"add_kernel.py", "softmax.py"}));
+  auto sample = get("/sample?tag=v2&key=add_kernel.py");
+  ASSERT_TRUE(sample);
+  EXPECT_TRUE(has(sample->body, "its kernels 75.0% of the timed call")) << sample->body;
+}
+
+TEST_F(ViewerSearch, SamplePageShowsOneRoundAtATimeWithItsDifferences) {
+  auto all = get("/sample?tag=v2&verdict=verified&key=repaired.py");
+  ASSERT_TRUE(all);
+  ASSERT_EQ(all->status, 200);
+  EXPECT_TRUE(has(all->body, "id=\"round-0\"")) << all->body;
+  EXPECT_TRUE(has(all->body, "id=\"round-1\""));
+  // The links to each round alone keep the list the page was opened from.
+  EXPECT_TRUE(has(all->body, "<b>every round</b>")) << all->body;
+  EXPECT_TRUE(has(all->body,
+                  "<a href=\"/sample?tag=v2&amp;verdict=verified&amp;key=repaired.py&amp;show=1\">"
+                  "repair 1</a>"))
+      << all->body;
+  auto one = get("/sample?tag=v2&verdict=verified&key=repaired.py&show=1");
+  ASSERT_TRUE(one);
+  ASSERT_EQ(one->status, 200);
+  EXPECT_FALSE(has(one->body, "id=\"round-0\"")) << one->body;
+  EXPECT_TRUE(has(one->body, "id=\"round-1\""));
+  EXPECT_TRUE(has(one->body, "<b>repair 1</b>"));
+  // Round 1 alone still shows what changed since round 0.
+  EXPECT_TRUE(has(one->body, "<del>-     assert run_scale(x).sum() == 8</del>")) << one->body;
+  EXPECT_TRUE(has(one->body, "<ins>+     assert run_scale(x).sum() == 4</ins>"));
+  auto zero = get("/sample?tag=v2&key=repaired.py&show=0");
+  ASSERT_TRUE(zero);
+  EXPECT_TRUE(has(zero->body, "id=\"round-0\""));
+  EXPECT_FALSE(has(zero->body, "id=\"round-1\""));
+  auto bad = get("/sample?tag=v2&key=repaired.py&show=7");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_TRUE(has(bad->body, "parameter &#39;show&#39;")) << bad->body;
+}
+
 }  // namespace
 }  // namespace kforge::test

@@ -1,6 +1,8 @@
 -- Where each job of a run stands, one row per sample, by sample key: the latest output of the
 -- stage the job is at (fo), the latest output of any stage (lo), the sample's verification (v:
--- the view latest_verification, migration 0025), and sums over every attempt. "Latest" is the newest row (highest id): attempt numbers start again
+-- the view latest_verification, migration 0025), its speed label (with migration 0043's kernel
+-- share), its near-duplicate group (the last kforge corpus dedup: the group's id and size), and
+-- sums over every attempt. "Latest" is the newest row (highest id): attempt numbers start again
 -- after a retry, row ids never go back.
 -- name: run_outcomes
 SELECT s.id, s.key, j.state, j.stage, j.error_kind, j.error,
@@ -14,9 +16,11 @@ SELECT s.id, s.key, j.state, j.stage, j.error_kind, j.error,
        (SELECT json_group_object(c.target, c.result) FROM verification_targets c
         WHERE c.verification_id = v.id),
        v.kernel_killed, v.kernel_applicable,
-       sp.speedup, sp.pass_perf, sp.timed, sp.flags_json
+       sp.speedup, sp.pass_perf, sp.timed, sp.flags_json, sp.kernel_share,
+       dg.group_id, (SELECT count(*) FROM dedup_groups g WHERE g.group_id = dg.group_id)
 FROM jobs j
 JOIN samples s ON s.id = j.sample_id
+LEFT JOIN dedup_groups dg ON dg.sample_id = j.sample_id
 LEFT JOIN stage_outputs fo ON fo.id = (
   SELECT o.id FROM stage_outputs o
   WHERE o.run_id = j.run_id AND o.sample_id = j.sample_id AND o.stage = j.stage

@@ -40,20 +40,31 @@ WHERE verification_id = ?1 ORDER BY target;
 
 -- What changes when anything the outcomes of a run read changes (ViewCache): its jobs by state
 -- and stage and their newest update, its stage outputs by stage and status with the newest, and
--- its verdicts by kind (migration 0012's counts; the jobs' update time through jobs_run_state).
+-- its verdicts by kind (migration 0012's counts; the jobs' newest update through migration
+-- 0043's jobs_run_updated), and when the near-duplicate groups were last computed.
 -- name: viewer_run_fingerprint
 SELECT (SELECT group_concat(state || '/' || stage || '=' || n) FROM run_job_counts
         WHERE run_id = ?1),
-       (SELECT max(updated_ms) || '/' || count(*) FROM jobs WHERE run_id = ?1),
+       (SELECT max(updated_ms) FROM jobs WHERE run_id = ?1),
        (SELECT group_concat(stage || '/' || status || '=' || n || '@' || last_ms)
         FROM run_output_totals WHERE run_id = ?1),
-       (SELECT group_concat(verdict || '=' || n) FROM run_verdict_counts WHERE run_id = ?1);
+       coalesce((SELECT group_concat(verdict || '=' || n) FROM run_verdict_counts
+                 WHERE run_id = ?1), '') || '/' || coalesce((SELECT computed_ms FROM dedup_state), '-');
 
 -- The samples of a run one of whose texts holds ?2, a quoted FTS5 string (search_text, migration
--- 0036): the sample's own texts (no run) and the run's answers and verdicts.
+-- 0036): the sample's own texts (no run) and the run's answers and verdicts. Only the matches'
+-- rowids are read from the index (id * 4 + kind, the row the text came from): reading their
+-- run_id or sample_id would read each match's stored text as well, and a word in most samples
+-- matches tens of thousands of texts. The rows they came from say the run and the sample.
 -- name: viewer_search
-SELECT DISTINCT sample_id FROM search_text
-WHERE search_text MATCH ?2 AND (run_id = ?1 OR run_id IS NULL);
+WITH m(id) AS MATERIALIZED (SELECT rowid FROM search_text WHERE search_text MATCH ?2)
+SELECT m.id / 4 FROM m WHERE m.id % 4 = 0
+UNION
+SELECT o.sample_id FROM m JOIN stage_outputs o ON o.id = m.id / 4
+WHERE m.id % 4 = 1 AND o.run_id = ?1
+UNION
+SELECT v.sample_id FROM m JOIN verifications v ON v.id = m.id / 4
+WHERE m.id % 4 = 2 AND v.run_id = ?1;
 
 -- A sample's descriptions (the instruction texts it was imported with).
 -- name: viewer_sample_description
@@ -64,3 +75,17 @@ SELECT description_1, description_2 FROM samples WHERE id = ?1;
 SELECT r.tag FROM jobs j JOIN runs r ON r.id = j.run_id
 WHERE j.sample_id = ?1 AND j.run_id <> ?2
 ORDER BY r.created_ms DESC, r.id DESC;
+
+-- The near-duplicate group of sample ?1 at the last kforge corpus dedup (dedup_groups): each
+-- member with its key, the member it is most similar to and how similar, and whether run ?2
+-- holds it; the group's id first.
+-- name: viewer_sample_group
+SELECT m.group_id, m.sample_id, s.key, m.similarity, m.exact, l.key,
+       EXISTS (SELECT 1 FROM jobs j WHERE j.run_id = ?2 AND j.sample_id = m.sample_id)
+FROM dedup_groups g
+JOIN dedup_groups m ON m.group_id = g.group_id
+JOIN samples s ON s.id = m.sample_id
+LEFT JOIN samples l ON l.id = m.linked_to
+WHERE g.sample_id = ?1
+ORDER BY m.sample_id
+LIMIT 201;

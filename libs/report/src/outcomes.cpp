@@ -179,6 +179,11 @@ Result<std::vector<SampleOutcome>> load_outcomes(store::Db& db, const RunInfo& r
       if (!row.is_null(32)) o.pass_perf = row.int64(32) == 1;
       o.timed = !row.is_null(33) && row.int64(33) == 1;
       o.speed_flags = speed_flags_of(row.opt_text(34));
+      if (!row.is_null(35)) o.kernel_share = row.real(35);
+    }
+    if (!row.is_null(36)) {
+      o.dup_group = row.int64(36);
+      o.dup_group_size = row.int64(37);
     }
     o.prompt_tokens = row.int64(12);
     o.completion_tokens = row.int64(13);

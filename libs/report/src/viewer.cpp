@@ -41,14 +41,20 @@ Result<RunInfo> find_run_for_client(store::Db& db, const std::string& tag) {
   return run;
 }
 
+Result<std::string> run_fingerprint(store::Db& db, std::int64_t run_id) {
+  KF_TRY(store::Stmt s, db.prepare(queries()["viewer_run_fingerprint"]));
+  s.bind(1, run_id);
+  KF_TRY(bool row, s.step());
+  std::string fingerprint;
+  if (row)
+    for (int c = 0; c < 4; ++c) fingerprint += s.opt_text(c).value_or("-") + "|";
+  return fingerprint;
+}
+
 Result<ViewCache::Outcomes> outcomes_of(store::Db& db, const RunInfo& run, ViewCache* cache) {
   std::string fingerprint;
   if (cache != nullptr) {
-    KF_TRY(store::Stmt s, db.prepare(queries()["viewer_run_fingerprint"]));
-    s.bind(1, run.id);
-    KF_TRY(bool row, s.step());
-    if (row)
-      for (int c = 0; c < 4; ++c) fingerprint += s.opt_text(c).value_or("-") + "|";
+    KF_TRY(fingerprint, run_fingerprint(db, run.id));
     if (auto hit = cache->find(run.id, fingerprint)) return hit;
   }
   KF_TRY(auto outcomes, load_outcomes(db, run));
@@ -105,8 +111,7 @@ Result<std::vector<Count>> counts_of(store::Db& db, std::string_view query, std:
 }
 
 // A run's line of the runs page: every count a link to the samples it counts.
-Result<std::string> run_row(store::Db& db, const RunsPageRow& r, bool& refresh) {
-  if (r.state == store::to_string(store::RunState::active)) refresh = true;
+Result<std::string> run_row(store::Db& db, const RunsPageRow& r) {
   const std::string& tag = r.tag;
   double pct = r.jobs > 0 ? static_cast<double>(r.finished) / static_cast<double>(r.jobs) : 0;
   KF_TRY(auto phase, counts_of(db, "viewer_run_phase", r.id, true));
@@ -146,6 +151,20 @@ Result<std::string> run_row(store::Db& db, const RunsPageRow& r, bool& refresh) 
          "</td><td>" + html_escape(format_utc_ms(r.created_ms)) + "</td></tr>";
 }
 
+// The run's line through the cache: its counts walk the run's verdicts, so they are counted
+// again only when the run's fingerprint (or the line's own values) changed.
+Result<std::string> cached_run_row(store::Db& db, const RunsPageRow& r, ViewCache* cache) {
+  if (cache == nullptr) return run_row(db, r);
+  KF_TRY(std::string fingerprint, run_fingerprint(db, r.id));
+  fingerprint += fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}", r.tag, r.pipeline, r.model, r.state,
+                             r.jobs, r.finished, r.tokens, r.cost_usd, r.created_ms);
+  const std::string name = "runs-row:" + std::to_string(r.id);
+  if (auto hit = cache->find_part(name, fingerprint)) return *hit;
+  KF_TRY(std::string row, run_row(db, r));
+  cache->put_part(name, fingerprint, row);
+  return row;
+}
+
 }  // namespace
 
 Result<Body> runs_page(store::Db& db, const ViewOptions& opts) {
@@ -180,7 +199,8 @@ Result<Body> runs_page(store::Db& db, const ViewOptions& opts) {
        "<th class=\"num\">tokens</th>"
        "<th class=\"num\">cost</th><th>created</th></tr>";
   for (const auto& r : runs) {
-    KF_TRY(std::string row, run_row(db, r, b.refresh));
+    if (r.state == store::to_string(store::RunState::active)) b.refresh = true;
+    KF_TRY(std::string row, cached_run_row(db, r, opts.cache));
     h += row;
   }
   h += "</table></section>";
@@ -254,6 +274,28 @@ void ViewCache::put(std::int64_t run_id, const std::string& fingerprint, Outcome
   std::erase_if(entries_, [&](const Entry& e) { return e.run_id == run_id; });
   entries_.push_back({run_id, fingerprint, std::move(outcomes)});
   while (entries_.size() > max_runs_) entries_.erase(entries_.begin());
+}
+
+std::shared_ptr<const std::string> ViewCache::find_part(const std::string& name,
+                                                        const std::string& fingerprint) {
+  std::lock_guard lock(mu_);
+  for (auto it = parts_.begin(); it != parts_.end(); ++it) {
+    if (it->name != name) continue;
+    if (it->fingerprint != fingerprint) return nullptr;
+    Part p = std::move(*it);
+    parts_.erase(it);
+    parts_.push_back(std::move(p));
+    return parts_.back().text;
+  }
+  return nullptr;
+}
+
+void ViewCache::put_part(const std::string& name, const std::string& fingerprint,
+                         std::string text) {
+  std::lock_guard lock(mu_);
+  std::erase_if(parts_, [&](const Part& p) { return p.name == name; });
+  parts_.push_back({name, fingerprint, std::make_shared<const std::string>(std::move(text))});
+  while (parts_.size() > max_parts_) parts_.erase(parts_.begin());
 }
 
 ViewResponse view(store::Db& db, const ViewRequest& req, const ViewOptions& opts) {

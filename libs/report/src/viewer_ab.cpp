@@ -29,16 +29,8 @@ std::string flips_html(const std::string& id, const std::string& title,
   return h + "</table>";
 }
 
-}  // namespace
-
-Result<Body> ab_page(store::Db& db, const ViewRequest& req, const ViewOptions& opts) {
-  std::string ta = param(req, "a"), tb = param(req, "b");
-  if (ta.empty() || tb.empty())
-    return fail("usage", "the A/B page needs two tags (/ab?a=BASELINE&b=OTHER)");
-  if (ta == tb)
-    return fail("usage", "the A/B page needs two different tags, got '" + ta + "' twice");
-  KF_TRY(RunInfo a, find_run_for_client(db, ta));
-  KF_TRY(RunInfo b, find_run_for_client(db, tb));
+// The page of two runs: compare's section and the flips.
+Result<Body> ab_body(store::Db& db, const RunInfo& a, const RunInfo& b, const ViewOptions& opts) {
   KF_TRY(ViewCache::Outcomes oa, outcomes_of(db, a, opts.cache));
   KF_TRY(ViewCache::Outcomes ob, outcomes_of(db, b, opts.cache));
   const double confidence = opts.confidence;
@@ -63,6 +55,36 @@ Result<Body> ab_page(store::Db& db, const ViewRequest& req, const ViewOptions& o
   h += "<h2>Flips, each with both versions</h2>";
   h += flips_html("gained", "gained: verified in " + b.tag + " only", p.gained, a.tag, b.tag);
   h += flips_html("lost", "lost: verified in " + a.tag + " only", p.lost, a.tag, b.tag);
+  return body;
+}
+
+}  // namespace
+
+Result<Body> ab_page(store::Db& db, const ViewRequest& req, const ViewOptions& opts) {
+  std::string ta = param(req, "a"), tb = param(req, "b");
+  if (ta.empty() || tb.empty())
+    return fail("usage", "the A/B page needs two tags (/ab?a=BASELINE&b=OTHER)");
+  if (ta == tb)
+    return fail("usage", "the A/B page needs two different tags, got '" + ta + "' twice");
+  KF_TRY(RunInfo a, find_run_for_client(db, ta));
+  KF_TRY(RunInfo b, find_run_for_client(db, tb));
+  // The page is made again only when either run moved: compare's section walks both runs.
+  std::string name, fingerprint;
+  if (opts.cache != nullptr) {
+    name = fmt::format("ab:{}:{}", a.id, b.id);
+    KF_TRY(std::string fa, run_fingerprint(db, a.id));
+    KF_TRY(std::string fb, run_fingerprint(db, b.id));
+    fingerprint = fmt::format("{}#{}#{}#{}#{}", fa, fb, opts.confidence, a.state, b.state);
+    if (auto hit = opts.cache->find_part(name, fingerprint)) {
+      Body body;
+      body.title = b.tag + " vs " + a.tag;
+      body.refresh = a.active() || b.active();
+      body.html = *hit;
+      return body;
+    }
+  }
+  KF_TRY(Body body, ab_body(db, a, b, opts));
+  if (opts.cache != nullptr) opts.cache->put_part(name, fingerprint, body.html);
   return body;
 }
 

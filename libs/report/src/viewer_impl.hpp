@@ -33,13 +33,16 @@ struct Body {
   bool refresh = false;
 };
 
+// What changes when anything a run's pages show changes (viewer_run_fingerprint): the key the
+// cache keeps the run's outcomes and page parts under.
+Result<std::string> run_fingerprint(store::Db& db, std::int64_t run_id);
 // The run's outcomes (load_outcomes), through the cache when there is one.
 Result<ViewCache::Outcomes> outcomes_of(store::Db& db, const RunInfo& run, ViewCache* cache);
 
 // A run's samples as the samples page filters and sorts them (viewer_samples.cpp); the sample
 // page's previous/next and the exports read the same selection.
 struct Filter {
-  std::string tag, verdict, flag, failure, round, cause, q, sort = "key";
+  std::string tag, verdict, flag, failure, round, cause, group, q, sort = "key";
   bool desc = false;
   int page = 1;
   // The request's parameters for this filter ("" values left out), page not included.

@@ -347,12 +347,44 @@ Result<std::string> other_runs_html(store::Db& db, const RunInfo& run, const Sam
   return out.empty() ? out : "<p class=\"meta\" id=\"other-runs\">in other runs: " + out + "</p>";
 }
 
+// The sample's near-duplicate group: every other member, linked to its page in this run where
+// the run holds it, with the member it is most similar to and how similar.
+Result<std::string> group_html(store::Db& db, const RunInfo& run, const SampleData& d) {
+  KF_TRY(store::Stmt s, db.prepare(queries()["viewer_sample_group"]));
+  s.bind(1, d.sample_id);
+  s.bind(2, run.id);
+  std::string items;
+  std::int64_t group = 0;
+  int members = 0;
+  KF_CHECK(s.each([&](store::Stmt& r) {
+    group = r.int64(0);
+    if (++members > 200) return;
+    std::string key = r.text(2);
+    std::string name = r.int64(1) == d.sample_id ? "<b>" + html_escape(key) + "</b> (this sample)"
+                       : r.int64(6) != 0 ? link("/sample", {{"tag", run.tag}, {"key", key}}, key)
+                                         : html_escape(key) + " (not in this run)";
+    std::string how =
+        r.int64(4) != 0 ? "the same kernels as " : fmt::format("similarity {:.2f} to ", r.real(3));
+    items += "<li><span class=\"key\">" + name + "</span> <span class=\"muted\">" +
+             html_escape(how + r.opt_text(5).value_or("?")) + "</span></li>";
+  }));
+  if (members == 0) return std::string();
+  std::string more = members > 200 ? "<li class=\"muted\">and more</li>" : "";
+  return "<dt>near duplicates</dt><dd id=\"group\">" +
+         link("/run", {{"tag", run.tag}, {"group", std::to_string(group)}},
+              fmt::format("group {}", group)) +
+         fmt::format(" ({} samples at the last kforge corpus dedup)", std::min(members, 200)) +
+         "<ul class=\"group\">" + items + more + "</ul></dd>";
+}
+
 // The speed label of the sample's latest verdict, as words.
 std::string speed_text(const SampleOutcome* o) {
   if (o == nullptr || !o->timed) return "not timed";
   std::string s = o->speedup ? fmt::format("{:.2f}x the PyTorch reference", *o->speedup)
                              : std::string("timed, no reference");
   if (o->pass_perf) s += *o->pass_perf ? ", fast enough" : ", too slow";
+  if (o->kernel_share)
+    s += "; its kernels " + detail::percent(*o->kernel_share) + " of the timed call";
   return s;
 }
 
@@ -397,6 +429,8 @@ Result<std::string> summary_html(store::Db& db, const RunInfo& run, const Sample
   std::string kforge = "kforge";
   if (!opts.config_path.empty()) kforge += " -c " + shell_quote(opts.config_path);
   h += "<dt>speed</dt><dd id=\"speed\">" + html_escape(speed_text(place.outcome)) + "</dd>";
+  KF_TRY(std::string group, group_html(db, run, d));
+  h += group;
   h += "<dt>tokens, cost</dt><dd>" +
        fmt::format("{} tokens, {} over {} LLM call(s)", detail::thousands(tokens),
                    detail::money(cost), d.outputs.size()) +
@@ -471,6 +505,45 @@ Result<std::string> round_html(store::Db& db, const SampleData& d, const Round& 
   return h + "</section>";
 }
 
+// The rounds: side by side while they fit, else one under the other; with show=N only round N
+// (with its differences from the round before), and links to show each round alone or all.
+Result<std::string> rounds_html(store::Db& db, const ViewRequest& req, const SampleData& d,
+                                const std::vector<Round>& rounds, const Place& place) {
+  const std::string show = param(req, "show");
+  bool known = show.empty() || show == "all";
+  for (const auto& r : rounds) known = known || show == std::to_string(r.n);
+  if (!known)
+    return fail("usage", fmt::format("parameter 'show' must be all or a round of this sample "
+                                     "(0 to {}), got '{}'",
+                                     rounds.size() - 1, show));
+  Params here = with_key(place.filter, d.key);
+  std::string h = "<h2>Rounds</h2>";
+  if (rounds.size() > 1) {
+    h += "<p class=\"pages\" id=\"show-round\">show: ";
+    auto item = [&](const std::string& value, const std::string& text) {
+      bool current = value == (show.empty() ? "all" : show);
+      Params p = here;
+      if (value != "all") p.emplace_back("show", value);
+      return current ? "<b>" + html_escape(text) + "</b> "
+                     : "<a href=\"" + href("/sample", p) + "\">" + html_escape(text) + "</a> ";
+    };
+    h += item("all", "every round");
+    for (const auto& r : rounds)
+      h += item(std::to_string(r.n), r.n == 0 ? "round 0" : fmt::format("repair {}", r.n));
+    h += "</p>";
+  }
+  h += "<div class=\"rounds\">";
+  const Round* before = nullptr;
+  for (const auto& r : rounds) {
+    if (show.empty() || show == "all" || show == std::to_string(r.n)) {
+      KF_TRY(std::string round, round_html(db, d, r, before));
+      h += round;
+    }
+    if (r.has_code) before = &r;
+  }
+  return h + "</div>";
+}
+
 std::string attempts_html(const SampleData& d) {
   std::string h =
       "<h2>Attempts</h2><table id=\"attempts\"><tr><th>stage</th><th class=\"num\">round</th>"
@@ -527,14 +600,8 @@ Result<Body> sample_page(store::Db& db, const ViewRequest& req, const ViewOption
     if (a.reasoning)
       h += "<details><summary>reasoning</summary>" + pre(*a.reasoning, 0, "prose") + "</details>";
   }
-  h += "<h2>Rounds</h2><div class=\"rounds\">";
-  const Round* before = nullptr;
-  for (const auto& r : rounds) {
-    KF_TRY(std::string round, round_html(db, d, r, before));
-    h += round;
-    if (r.has_code) before = &r;
-  }
-  h += "</div>" + attempts_html(d);
+  KF_TRY(std::string shown, rounds_html(db, req, d, rounds, place));
+  h += shown + attempts_html(d);
   return b;
 }
 

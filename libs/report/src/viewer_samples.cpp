@@ -26,6 +26,8 @@ const std::vector<std::pair<std::string, std::string>>& sort_columns() {
       {"round", "round"},
       {"speedup", "speedup"},
       {"mutation", "kernel mutants killed"},
+      {"share", "kernel share"},
+      {"group", "near-duplicate group"},
       {"tokens", "tokens"},
       {"cost", "cost"}};
   return columns;
@@ -91,6 +93,12 @@ Result<std::unordered_set<std::int64_t>> text_matches(store::Db& db, std::int64_
 double speed_of(const SampleOutcome& o) {
   return o.speedup.value_or(-1);
 }
+double share_of(const SampleOutcome& o) {
+  return o.kernel_share.value_or(-1);
+}
+std::int64_t group_of(const SampleOutcome& o) {
+  return o.dup_group.value_or(-1);
+}
 double mutation_of(const SampleOutcome& o) {
   return o.kernel_applicable && *o.kernel_applicable > 0
              ? static_cast<double>(o.kernel_killed.value_or(0)) /
@@ -117,6 +125,10 @@ bool before(const Row& x, const Row& y, const std::string& sort, bool desc) {
     r = cmp(speed_of(*x.o), speed_of(*y.o));
   else if (sort == "mutation")
     r = cmp(mutation_of(*x.o), mutation_of(*y.o));
+  else if (sort == "share")
+    r = cmp(share_of(*x.o), share_of(*y.o));
+  else if (sort == "group")
+    r = cmp(group_of(*x.o), group_of(*y.o));
   if (r) return *r;
   return sort == "key" && desc ? x.o->key > y.o->key : x.o->key < y.o->key;
 }
@@ -136,6 +148,7 @@ Params Filter::params() const {
           {"failure", failure},
           {"round", round},
           {"cause", cause},
+          {"group", group},
           {"q", q},
           {"sort", sort == "key" ? "" : sort},
           {"desc", desc ? "1" : ""}};
@@ -150,6 +163,7 @@ Result<Filter> parse_filter(const ViewRequest& req) {
   f.failure = param(req, "failure");
   f.cause = param(req, "cause");
   f.round = param(req, "round");
+  f.group = param(req, "group");
   f.q = param(req, "q");
   if (std::string s = param(req, "sort"); !s.empty()) f.sort = s;
   std::string names;
@@ -163,6 +177,7 @@ Result<Filter> parse_filter(const ViewRequest& req) {
   f.desc = param(req, "desc") == "1";
   KF_TRY(f.page, whole(req, "page", 1, 1));
   if (!f.round.empty()) KF_CHECK(whole(req, "round", 0, 0));
+  if (!f.group.empty()) KF_CHECK(whole(req, "group", 1, 1));
   if (!f.verdict.empty()) {
     known = false;
     names.clear();
@@ -208,6 +223,7 @@ Result<Selection> select_samples(store::Db& db, const RunInfo& run,
     if (!f.failure.empty() && r.failure != f.failure) continue;
     if (!f.cause.empty() && r.cause != f.cause) continue;
     if (!f.round.empty() && std::to_string(o.repair_round) != f.round) continue;
+    if (!f.group.empty() && (!o.dup_group || std::to_string(*o.dup_group) != f.group)) continue;
     bool found = true;
     std::string key;
     if (!words.empty()) key = lower(o.key);
@@ -255,6 +271,10 @@ std::string filter_form(const Filter& f, const Selection& sel) {
   h += "<label>search <input type=\"search\" name=\"q\" value=\"" + html_attr(f.q) +
        "\" title=\"every word in the key, code, description, wrapper, test or verifier "
        "detail\"></label> ";
+  if (!f.group.empty())
+    h += "<input type=\"hidden\" name=\"group\" value=\"" + html_attr(f.group) +
+         "\"><span id=\"group-filter\">near-duplicate group " + html_escape(f.group) + " (" +
+         link("/run", with_param(f.params(), "group", ""), "any group") + ")</span> ";
   if (f.sort != "key") h += "<input type=\"hidden\" name=\"sort\" value=\"" + f.sort + "\">";
   if (f.desc) h += "<input type=\"hidden\" name=\"desc\" value=\"1\">";
   h += "<button type=\"submit\">Filter</button> " + link("/run", {{"tag", f.tag}}, "clear") +
@@ -280,7 +300,8 @@ std::string header(const Filter& f) {
   };
   return "<tr>" + th("key", false) + th("outcome", false) + "<th>flags</th><th>stage failure</th>" +
          th("round", true) + "<th>cause</th>" + th("speedup", true) + th("mutation", true) +
-         th("tokens", true) + th("cost", true) + "<th>detail</th></tr>";
+         th("share", true) + th("group", true) + "<th>targets</th>" + th("tokens", true) +
+         th("cost", true) + "<th>detail</th></tr>";
 }
 
 std::string row_html(const Filter& f, const Row& r) {
@@ -297,14 +318,24 @@ std::string row_html(const Filter& f, const Row& r) {
   std::string mutation = o.kernel_applicable ? fmt::format("{} / {}", o.kernel_killed.value_or(0),
                                                            *o.kernel_applicable)
                                              : "";
+  std::string share = o.kernel_share ? detail::percent(*o.kernel_share) : "";
+  std::string group;
+  if (o.dup_group)
+    group = link("/run", with_param(f.params(), "group", std::to_string(*o.dup_group)),
+                 fmt::format("{} ({})", *o.dup_group, o.dup_group_size));
+  std::string targets;
+  for (const auto& [t, result] : o.targets)
+    targets += (targets.empty() ? "" : ", ") + t + " " + result;
   Params sample = with_param(f.params(), "key", o.key);
   return "<tr class=\"c-" + r.outcome + "\"><td class=\"key\">" + link("/sample", sample, o.key) +
          "</td><td>" + html_escape(outcome) + "</td><td>" + html_escape(flags) + "</td><td>" +
          html_escape(r.failure) + "</td><td class=\"num\">" + std::to_string(o.repair_round) +
          "</td><td>" + html_escape(r.cause) + "</td><td class=\"num\">" + html_escape(speed) +
          "</td><td class=\"num\">" + html_escape(mutation) + "</td><td class=\"num\">" +
-         detail::thousands(r.tokens) + "</td><td class=\"num\">" + detail::money(o.cost_usd) +
-         "</td><td class=\"detail\">" + html_escape(detail) + "</td></tr>";
+         html_escape(share) + "</td><td class=\"num group\">" + group + "</td><td>" +
+         html_escape(targets) + "</td><td class=\"num\">" + detail::thousands(r.tokens) +
+         "</td><td class=\"num\">" + detail::money(o.cost_usd) + "</td><td class=\"detail\">" +
+         html_escape(detail) + "</td></tr>";
 }
 
 }  // namespace

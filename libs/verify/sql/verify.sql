@@ -40,5 +40,6 @@ VALUES (?1, ?2, ?3, ?4, ?5);
 -- name: insert_speed
 INSERT INTO verification_speed (verification_id, timed, reason, device, kernel_us, gbps,
                                 fraction_of_peak, speedup, speedup_lo, speedup_hi, reference_us,
-                                min_speedup, pass_perf, flags_json, exclusive_ms)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15);
+                                min_speedup, pass_perf, flags_json, exclusive_ms,
+                                kernel_share)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16);

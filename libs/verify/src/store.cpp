@@ -226,6 +226,7 @@ Status store_speed(store::Db& db, std::int64_t verification_id, const SpeedLabel
     s->bind(13, nullptr);
   s->bind(14, nlohmann::json(l.flags).dump());
   s->bind(15, l.exclusive_ms);
+  opt(16, l.kernel_share);
   auto st = s->run();
   if (!st.ok()) {
     Error e = st.error();

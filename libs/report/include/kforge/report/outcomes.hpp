@@ -117,6 +117,13 @@ struct SampleOutcome {
   std::optional<bool> pass_perf;
   // Its flags (perf_suspect, library_work, not_timed, ...; migration 0032's speed_flag_names).
   std::vector<std::string> speed_flags;
+  // The part of the timed call's GPU time the sample's own launches took (migration 0043).
+  std::optional<double> kernel_share;
+  // The sample's near-duplicate group at the last kforge corpus dedup (dedup_groups): the
+  // group's id (its smallest sample id) and how many samples it holds; none when it has no
+  // near duplicate.
+  std::optional<std::int64_t> dup_group;
+  std::int64_t dup_group_size = 0;
   // Every attempt counts: what was paid and how long it took.
   std::int64_t prompt_tokens = 0;
   std::int64_t completion_tokens = 0;

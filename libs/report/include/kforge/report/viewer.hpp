@@ -5,8 +5,9 @@
 //   /run?tag=T&...        a run's samples, filtered (verdict: the outcome category, flag,
 //                         failure: "stage/error_kind", round, cause, q: words each in the key
 //                         or in a text of the sample: code, description, wrapper, test,
-//                         verifier detail, through migration 0036's search_text), sorted by a
-//                         click on a column (sort=key|outcome|round|speedup|mutation|tokens|cost,
+//                         verifier detail, through migration 0036's search_text), group (a
+//                         near-duplicate group's id), sorted by a click on a column
+//                         (sort=key|outcome|round|speedup|mutation|share|group|tokens|cost,
 //                         desc=1) and paged (page=N); with the commands that export or retry
 //                         what it shows (-c the configuration in use, --keys the listed keys)
 //   /keys?tag=T&...       the keys the samples page with the same filter lists, one a line
@@ -15,7 +16,7 @@
 //   /sample?tag=T&key=K   one sample: code, analysis, every round's wrapper and test with the
 //                         differences from the round before, verdicts, failing line, mutants,
 //                         coverage, cross-compile results, reasoning, tokens, cost, the command
-//                         that reproduces it
+//                         that reproduces it, its near-duplicate group; show=N: round N alone
 //   /ab?a=T&b=T           two runs on the samples both finished: the flips each way
 //   /style.css            the one stylesheet (the pages load nothing else, and run no script)
 //
@@ -54,14 +55,21 @@ struct SampleOutcome;
 // outcomes are read again only when its fingerprint changed (its jobs by state and stage, the
 // newest job update, its stage outputs and verdicts by kind, from the trigger-kept counts of
 // migration 0012), so paging, filtering and sorting a run that is not moving reads no rows.
-// Thread-safe.
+// It also keeps parts of pages that are costly to make (the runs page's counts of a run, the
+// A/B page's comparison), each under a name with the fingerprints it was made from, and gives
+// one back only while the fingerprints are the same. Thread-safe.
 class ViewCache {
  public:
-  explicit ViewCache(std::size_t max_runs = 8) : max_runs_(max_runs) {}
+  explicit ViewCache(std::size_t max_runs = 8, std::size_t max_parts = 64)
+      : max_runs_(max_runs), max_parts_(max_parts) {}
   using Outcomes = std::shared_ptr<const std::vector<SampleOutcome>>;
   // The run's cached outcomes when `fingerprint` matches, else null.
   Outcomes find(std::int64_t run_id, const std::string& fingerprint);
   void put(std::int64_t run_id, const std::string& fingerprint, Outcomes outcomes);
+  // The part of a page kept under `name` when it was made at `fingerprint`, else null.
+  std::shared_ptr<const std::string> find_part(const std::string& name,
+                                               const std::string& fingerprint);
+  void put_part(const std::string& name, const std::string& fingerprint, std::string text);
 
  private:
   struct Entry {
@@ -69,9 +77,14 @@ class ViewCache {
     std::string fingerprint;
     Outcomes outcomes;
   };
-  std::size_t max_runs_;
+  struct Part {
+    std::string name, fingerprint;
+    std::shared_ptr<const std::string> text;
+  };
+  std::size_t max_runs_, max_parts_;
   std::mutex mu_;
   std::vector<Entry> entries_;  // most recently used last
+  std::vector<Part> parts_;     // most recently used last
 };
 
 struct ViewOptions {
