@@ -112,6 +112,46 @@ Result<RunInfo> find_run(store::Db& db, const std::string& tag) {
   return r;
 }
 
+namespace {
+
+// The rounds of each sample: verdicts and costs per round, attached to `out`'s outcomes.
+Status attach_rounds(store::Db& db, const RunInfo& run, std::vector<SampleOutcome>& out) {
+  std::map<std::int64_t, std::map<int, RoundOutcome>> rounds;
+  {
+    KF_TRY(store::Stmt v, db.prepare(queries()["run_round_verdicts"]));
+    v.bind(1, run.id);
+    KF_CHECK(v.each([&](store::Stmt& row) {
+      RoundOutcome& r = rounds[row.int64(0)][static_cast<int>(row.int64(1))];
+      r.verdict = row.text(2);
+      auto flags = nlohmann::json::parse(row.text(3), nullptr, false);
+      if (flags.is_array())
+        for (const auto& f : flags)
+          if (f.is_string()) r.flags.push_back(f.get<std::string>());
+    }));
+  }
+  {
+    KF_TRY(store::Stmt c, db.prepare(queries()["run_round_costs"]));
+    c.bind(1, run.id);
+    KF_CHECK(c.each([&](store::Stmt& row) {
+      RoundOutcome& r = rounds[row.int64(0)][static_cast<int>(row.int64(1))];
+      r.cost_usd = row.real(2);
+      r.tokens = row.int64(3);
+      r.llm_ms = row.int64(4);
+    }));
+  }
+  for (auto& o : out) {
+    auto it = rounds.find(o.sample_id);
+    if (it == rounds.end()) continue;
+    for (auto& [n, r] : it->second) {
+      r.round = n;
+      o.rounds.push_back(std::move(r));
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
 Result<std::vector<SampleOutcome>> load_outcomes(store::Db& db, const RunInfo& run) {
   std::vector<SampleOutcome> out;
   KF_TRY(store::Stmt s, db.prepare(queries()["run_outcomes"]));
@@ -200,38 +240,7 @@ Result<std::vector<SampleOutcome>> load_outcomes(store::Db& db, const RunInfo& r
     out.push_back(std::move(o));
     return {};
   }));
-  // The rounds of each sample: verdicts and costs per round.
-  std::map<std::int64_t, std::map<int, RoundOutcome>> rounds;
-  {
-    KF_TRY(store::Stmt v, db.prepare(queries()["run_round_verdicts"]));
-    v.bind(1, run.id);
-    KF_CHECK(v.each([&](store::Stmt& row) {
-      RoundOutcome& r = rounds[row.int64(0)][static_cast<int>(row.int64(1))];
-      r.verdict = row.text(2);
-      auto flags = nlohmann::json::parse(row.text(3), nullptr, false);
-      if (flags.is_array())
-        for (const auto& f : flags)
-          if (f.is_string()) r.flags.push_back(f.get<std::string>());
-    }));
-  }
-  {
-    KF_TRY(store::Stmt c, db.prepare(queries()["run_round_costs"]));
-    c.bind(1, run.id);
-    KF_CHECK(c.each([&](store::Stmt& row) {
-      RoundOutcome& r = rounds[row.int64(0)][static_cast<int>(row.int64(1))];
-      r.cost_usd = row.real(2);
-      r.tokens = row.int64(3);
-      r.llm_ms = row.int64(4);
-    }));
-  }
-  for (auto& o : out) {
-    auto it = rounds.find(o.sample_id);
-    if (it == rounds.end()) continue;
-    for (auto& [n, r] : it->second) {
-      r.round = n;
-      o.rounds.push_back(std::move(r));
-    }
-  }
+  KF_CHECK(attach_rounds(db, run, out));
   return out;
 }
 
