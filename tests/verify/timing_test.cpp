@@ -221,7 +221,8 @@ TEST(VerifyTiming, TheKernelsShareOfTheTimedCall) {
   EXPECT_TRUE(has_flag(l[0], SpeedFlag::library_work)) << r[0].report["speed"].dump();
   EXPECT_GT(*l[0].speedup, 1.5);  // the speedup alone would have passed
   EXPECT_EQ(l[0].pass_perf, std::optional<bool>(false));
-  EXPECT_EQ(l[0].min_kernel_share, std::optional<double>(0.5));
+  // Half the configured 0.5 without CUDA: host time, the hooks' own work counted outside.
+  EXPECT_EQ(l[0].min_kernel_share, std::optional<double>(0.25));
   auto lib = r[0];
   EXPECT_TRUE(verify::require_speedup(lib, 1.0));
   EXPECT_EQ(lib.flags, std::vector<std::string>{verify::kSlow});

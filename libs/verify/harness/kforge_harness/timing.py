@@ -895,6 +895,12 @@ def _run_timing(sample, report, request):
         speed["reference"] = cmp
         speed["dropped_reps"] = timer.dropped
         share_bound = float(cfg.get("min_kernel_share", MIN_KERNEL_SHARE))
+        if timer.torch is None:
+            # Without CUDA (the CPU stand-in) the share is host time: the stand-in's kernels
+            # run as Python, the hooks' own work around each launch counts outside them, and no
+            # profiler settles it. Honest controls read 0.47 to 0.93 there, library work 0.16
+            # to 0.19, so the flag takes half the bound. The bound used is reported.
+            share_bound /= 2
         speed.update(st.label(speed["kernels"], cmp, float(cfg.get("min_speedup", 1.0)),
                               reproduced, unseen, calls_ref, share_bound))
         speed["min_kernel_share"] = share_bound
