@@ -89,7 +89,7 @@ class GpuLock:
         self.firm = 0  # >0: a launch's checkpoint waits too (held(launches=True))
         self.waited_s = 0.0  # time spent queueing as a reader
         self.sections: list[list[float]] = []  # [t0, t1] (CLOCK_MONOTONIC s) of each shared section, at most 64
-        self.exclusive: list[list[float]] = []  # the same, of exclusive sections
+        self.exclusive: list[list[Any]] = []  # [start, end, how] of the exclusive sections
         self._t0 = 0.0  # the open shared section's start
         self.retries = 0  # times a writer let the gate go because readers stayed in
         self.stalls = 0  # exclusive sections that stopped the readers (opened a burst)
