@@ -136,30 +136,7 @@ def call(phase: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """fn(*args, **kwargs) on the runner thread, the verifier out of sight; returns its result
     or raises its exception. `phase` names the run for guard's findings. Inside a stretch()
     the verifier is already out of sight and guard checks at the stretch's end: only the hop."""
-    if _stretch is not None:
-        return _hop(_stretch, fn, args, kwargs)
-    saved = _hide()
-    try:
-        return _hop(phase, fn, args, kwargs)
-    finally:
-        _restore(saved)
-        GUARD.check(phase)
-
-
-def _hop(phase, fn, args, kwargs):
-    inbox, outbox = _start()
-    GUARD.phase, GUARD.in_sample = phase, True
-    try:
-        inbox.put((fn, args, kwargs))
-        ok, value = outbox.get()
-    finally:
-        GUARD.in_sample = False
-    if ok:
-        return value
-    try:
-        raise value
-    finally:
-        value = None
+    return _results(_unseen(phase, [(fn, args, kwargs)]))[0]
 
 
 def call_between(phase: str, before: Callable[[], Any], fn: Callable[..., Any],
@@ -168,26 +145,44 @@ def call_between(phase: str, before: Callable[[], Any], fn: Callable[..., Any],
     between them: a timer's events around a timed call of the sample's code), each from the
     runner frame, so fn's stack is every other run's. Returns the three results; raises the
     first error after all three ran (the queue stays in step)."""
-    inbox, outbox = _start()
-    saved = _hide() if _stretch is None else None
-    GUARD.phase, GUARD.in_sample = _stretch or phase, True
+    got = _results(_unseen(phase, [(before, (), {}), (fn, args, {}), (after, (), {})]))
+    return got[0], got[1], got[2]
+
+
+def _unseen(phase: str, jobs: list[Any]) -> list[tuple[bool, Any]]:
+    """The jobs on the runner thread with the verifier out of sight and guard's check after,
+    or, inside a stretch(), only the hop (the stretch hides and checks)."""
+    if _stretch is not None:
+        return _hop(_stretch, jobs)
+    saved = _hide()
     try:
-        inbox.put((before, (), {}))
-        inbox.put((fn, args, {}))
-        inbox.put((after, (), {}))
-        got = [outbox.get() for _ in range(3)]
+        return _hop(phase, jobs)
+    finally:
+        _restore(saved)
+        GUARD.check(phase)
+
+
+def _hop(phase: str, jobs: list[Any]) -> list[tuple[bool, Any]]:
+    """Queues every job (fn, args, kwargs) at once and waits for each one's (ok, value)."""
+    inbox, outbox = _start()
+    GUARD.phase, GUARD.in_sample = phase, True
+    try:
+        for job in jobs:
+            inbox.put(job)
+        return [outbox.get() for _ in jobs]
     finally:
         GUARD.in_sample = False
-        if saved is not None:
-            _restore(saved)
-            GUARD.check(phase)
+
+
+def _results(got: list[tuple[bool, Any]]) -> list[Any]:
+    """The jobs' values, or the first job's error raised (after all of them ran)."""
     for ok, value in got:
         if not ok:
             try:
                 raise value
             finally:
                 value = got = None
-    return got[0][1], got[1][1], got[2][1]
+    return [value for _, value in got]
 
 
 @contextlib.contextmanager
