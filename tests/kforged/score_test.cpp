@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <httplib.h>
+
 #include <atomic>
 #include <thread>
 
@@ -267,6 +268,14 @@ TEST_F(ScoreTest, AFullQueueAnswers429WithRetryAfter) {
 TEST_F(ScoreTest, ARequestBeyondSixtyFourWaitingOnesIsStillAnsweredByItsDeadline) {
   auto d = start();
   std::vector<std::thread> waiting;
+  // The requests' threads are joined however the test ends (an ASSERT returns early).
+  struct Joiner {
+    std::vector<std::thread>& t;
+    ~Joiner() {
+      for (auto& x : t)
+        if (x.joinable()) x.join();
+    }
+  } joiner{waiting};
   std::atomic<int> answered{0};
   for (int i = 0; i < 64; ++i)
     waiting.emplace_back([&, i] {
