@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -51,11 +52,15 @@ class LocalBackend : public VerifyBackend {
   std::string describe() const override;
   Pool& pool() { return *pool_; }
 
+  static constexpr std::int64_t kHeldCheckMs = 100;
+
  private:
   LocalBackend(VerifyQueue& queue, Clock& clock, std::string owner)
       : queue_(queue), clock_(clock), owner_(std::move(owner)) {}
   Result<bool> lease_one();
-  void finish(const VerifyJob& job, VerifyResult&& r);
+  // Cancels in the pool the samples whose jobs are no longer ours.
+  Status stop_lost_work();
+  void finish(std::uint64_t token, const VerifyJob& job, VerifyResult&& r);
   std::int64_t lease_ms() const;
 
   VerifyQueue& queue_;
@@ -67,6 +72,15 @@ class LocalBackend : public VerifyBackend {
   std::int64_t last_renew_ms_ = 0;
   BackendStats stats_;
   Status deferred_error_;
+  // The samples in the pool, by a token of ours (a job leased again while its earlier sample
+  // still ends has two): the job and the pool's sample id.
+  struct Held {
+    std::int64_t job_id = 0;
+    std::uint64_t sample = 0;
+  };
+  std::map<std::uint64_t, Held> held_;
+  std::uint64_t next_token_ = 0;
+  std::int64_t last_held_check_ms_ = 0;
 };
 
 }  // namespace kforge::verify
