@@ -110,7 +110,11 @@ struct ScoreServer::Impl {
         if (stopping) return;
         poke = false;
       }
+      const auto t0 = std::chrono::steady_clock::now();
       auto t = service.tick();
+      if (const auto took = std::chrono::steady_clock::now() - t0; took >= 1s)
+        spdlog::warn("score: a tick (settling verdicts, ending items) took {} ms",
+                     std::chrono::duration_cast<std::chrono::milliseconds>(took).count());
       if (!t.ok()) {
         spdlog::warn("score: {}", t.error().message);
         open = true;
@@ -188,6 +192,14 @@ void ScoreServer::Impl::post_score(const httplib::Request& req, httplib::Respons
   }
   notify(true);
   const std::int64_t batch = sub->batch;
+  if (sub->waited_ms + sub->write_ms >= 1000)
+    spdlog::warn(
+        "score: batch {} took {} ms to write: {} ms waiting for the service's "
+        "connection, {} ms writing",
+        batch, sub->waited_ms + sub->write_ms, sub->waited_ms, sub->write_ms);
+  else
+    spdlog::debug("score: batch {} written ({} ms waiting, {} ms writing)", batch, sub->waited_ms,
+                  sub->write_ms);
   if (!r->wait) {
     auto now = service.results(batch);
     if (!now.ok() || !*now)

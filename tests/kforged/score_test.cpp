@@ -288,14 +288,16 @@ TEST_F(ScoreTest, AClientGoneOrADeadlinePassedStopsTheWorkThePoolHolds) {
       items.push_back(add_item(tag + std::to_string(i), 60, tag + "-held" + std::to_string(i)));
     json body = {{"items", items}, {"deadline_s", disconnect ? 120 : 15}, {"tag", tag}};
     int fd = open_post(body);
-    const std::string held = "SELECT count(*) FROM jobs j JOIN runs r ON r.id = j.run_id "
-                             "WHERE r.tag = '" + tag + "' AND j.state = ";
+    const std::string held =
+        "SELECT count(*) FROM jobs j JOIN runs r ON r.id = j.run_id "
+        "WHERE r.tag = '" +
+        tag + "' AND j.state = ";
     ASSERT_EQ(site_.wait_for(held + "'verifying'", 6, 60s), 6) << d->log();
     auto until = std::chrono::steady_clock::now() + 60s;
     while (starts(*d, tag) < 2 && std::chrono::steady_clock::now() < until)
       std::this_thread::sleep_for(50ms);
     ASSERT_EQ(starts(*d, tag), 2) << d->log();  // the two slots; four wait in the pool
-    if (disconnect) ::close(fd);                   // the trainer went away
+    if (disconnect) ::close(fd);                // the trainer went away
     EXPECT_EQ(site_.wait_for(held + "'cancelled'", 6, 30s), 6) << d->log();
     const auto t0 = std::chrono::steady_clock::now();
     auto r = post({{"items", {add_item("next-" + tag, 0, "next-" + tag)}},
@@ -309,12 +311,14 @@ TEST_F(ScoreTest, AClientGoneOrADeadlinePassedStopsTheWorkThePoolHolds) {
     EXPECT_FALSE(out["results"][0]["reward"].is_null());
     EXPECT_EQ(starts(*d, tag), 2) << d->log();  // none of the four waiting ever started
     EXPECT_EQ(site_.scalar("SELECT count(*) FROM verifications v JOIN runs r ON r.id = v.run_id "
-                           "WHERE r.tag = '" + tag + "'"),
+                           "WHERE r.tag = '" +
+                           tag + "'"),
               0);
-    EXPECT_EQ(site_.scalar("SELECT count(*) FROM score_items i JOIN score_batches b ON b.id = "
-                           "i.batch_id JOIN runs r ON r.id = b.run_id WHERE r.tag = '" + tag +
-                           "' AND i.outcome = '" + (disconnect ? "cancelled" : "deadline") + "'"),
-              6);
+    EXPECT_EQ(
+        site_.scalar("SELECT count(*) FROM score_items i JOIN score_batches b ON b.id = "
+                     "i.batch_id JOIN runs r ON r.id = b.run_id WHERE r.tag = '" +
+                     tag + "' AND i.outcome = '" + (disconnect ? "cancelled" : "deadline") + "'"),
+        6);
     if (!disconnect) {
       timeval tv{30, 0};
       ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);

@@ -92,7 +92,8 @@ Status LocalBackend::stop_lost_work() {
   for (std::int64_t job : lost)
     for (const auto& [t, h] : held_)
       if (h.job_id == job &&
-          pool_->cancel(h.sample, "its job is no longer this verifier's (cancelled, or taken back)"))
+          pool_->cancel(h.sample,
+                        "its job is no longer this verifier's (cancelled, or taken back)"))
         ++stopped;
   if (stopped > 0)
     spdlog::info("verifier: stopping {} samples whose jobs were cancelled or taken back", stopped);
