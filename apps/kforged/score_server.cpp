@@ -74,6 +74,7 @@ struct ScoreServer::Impl {
   // score.max_requests; the listener has that many threads and kSpareThreads more, so a request
   // past the bound is still read and answered 429 at once instead of waiting unread.
   std::atomic<int> waiting{0};
+  std::atomic<bool> refusing{false};  // the daemon is stopping: no new batch
   static constexpr int kSpareThreads = 16;
 
   Impl(std::unique_ptr<store::Db> db, score::ServiceOptions o, Clock& c)
@@ -174,6 +175,10 @@ void ScoreServer::Impl::post_score(const httplib::Request& req, httplib::Respons
   if (body.is_discarded()) return refuse(res, 400, "the body is not JSON");
   auto r = score::parse_request(body, service.config());
   if (!r.ok()) return refuse(res, 400, r.error().message);
+  if (refusing) {
+    res.set_header("Retry-After", "5");
+    return refuse(res, 503, "kforged is stopping; retry after it restarts (nothing was written)");
+  }
   std::shared_ptr<void> slot;
   if (r->wait && !(slot = reserve())) return too_many(res, service.config().max_requests);
   auto sub = service.submit(*r);
@@ -321,6 +326,9 @@ ScoreServer::~ScoreServer() {
 }
 int ScoreServer::port() const {
   return impl_->port;
+}
+void ScoreServer::refuse_new() {
+  impl_->refusing = true;
 }
 void ScoreServer::stop() {
   {
