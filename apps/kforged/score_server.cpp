@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <cerrno>
@@ -305,9 +306,11 @@ Result<std::unique_ptr<ScoreServer>> ScoreServer::start(const app::Config& cfg, 
                         {"max_requests", p->service.config().max_requests}};
     answer(res, 200, *q);
   });
-  svr.set_socket_options([](socket_t sock) {
+  auto listen_fd = std::make_shared<int>(-1);  // the listening socket (the last one made)
+  svr.set_socket_options([listen_fd](socket_t sock) {
     int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    *listen_fd = sock;
   });
   errno = 0;
   p->port = port == 0 ? svr.bind_to_any_port(host) : (svr.bind_to_port(host, port) ? port : -1);
@@ -315,6 +318,14 @@ Result<std::unique_ptr<ScoreServer>> ScoreServer::start(const app::Config& cfg, 
     return fail("io", "score.listen: cannot listen on " + listen + ": " +
                           (errno == 0 || errno == EADDRINUSE ? std::string("the address is in use")
                                                              : std::string(std::strerror(errno))));
+  // httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, compiled into the library):
+  // past 5 connections not yet accepted, the kernel drops a client's SYN and the client retries
+  // after 1, 3, 7, 15, 31 and 63 s, so trainers connecting at once on a busy host waited up to a
+  // minute before kforged saw their requests. Listening again sets the backlog to as many
+  // connections as the listener has threads.
+  if (*listen_fd < 0 || ::listen(*listen_fd, threads) != 0)
+    spdlog::warn("score.listen: cannot raise the listen backlog to {}: {}", threads,
+                 *listen_fd < 0 ? std::string("no socket") : std::string(std::strerror(errno)));
   p->http = std::thread([p] { p->svr.listen_after_bind(); });
   p->ticker = std::thread([p] { p->tick_loop(); });
   return std::unique_ptr<ScoreServer>(new ScoreServer(std::move(impl)));

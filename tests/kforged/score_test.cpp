@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <poll.h>
+
 #include <atomic>
 #include <thread>
 
@@ -447,6 +449,51 @@ TEST_F(ScoreTest, ARequestBeyondSixtyFourWaitingOnesIsStillAnsweredByItsDeadline
   }
   for (auto& t : waiting) t.join();
   EXPECT_EQ(answered.load(), 64);
+}
+
+// Trainers connecting at once: the listener's backlog holds as many connections as its threads
+// serve, so none waits for its kernel to retry a dropped SYN (after 1, 3, 7, ... 63 s; httplib's
+// own backlog is 5). With kforged stopped (SIGSTOP) nothing is accepted, so only the connections
+// the backlog holds complete their handshake.
+TEST_F(ScoreTest, SixtyFourTrainersConnectingAtOnceAreAllHeard) {
+  auto d = start();
+  d->signal(SIGSTOP);
+  std::vector<int> fds;
+  for (int i = 0; i < 64; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port_));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    (void)::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);  // EINPROGRESS
+    fds.push_back(fd);
+  }
+  std::vector<bool> connected(fds.size(), false);
+  int established = 0;
+  for (auto until = std::chrono::steady_clock::now() + 3s;
+       established < 64 && std::chrono::steady_clock::now() < until;) {
+    std::vector<pollfd> p;
+    std::vector<std::size_t> which;
+    for (std::size_t i = 0; i < fds.size(); ++i)
+      if (!connected[i]) p.push_back({fds[i], POLLOUT, 0}), which.push_back(i);
+    if (::poll(p.data(), p.size(), 100) <= 0) continue;
+    for (std::size_t k = 0; k < p.size(); ++k) {
+      int err = -1;
+      socklen_t len = sizeof err;
+      if (!(p[k].revents & POLLOUT) ||
+          ::getsockopt(p[k].fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0)
+        continue;
+      connected[which[k]] = true;
+      ++established;
+    }
+  }
+  d->signal(SIGCONT);
+  for (int fd : fds) ::close(fd);
+  EXPECT_EQ(established, 64) << "the rest wait for their SYN to be retried";
+  httplib::Client c("127.0.0.1", port_);
+  auto q = c.Get("/v1/queue");
+  ASSERT_TRUE(q) << d->log();
+  EXPECT_EQ(q->status, 200);
 }
 
 // score.max_requests bounds the requests waiting at once: one more is answered 429 with
