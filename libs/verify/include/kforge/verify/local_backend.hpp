@@ -10,6 +10,11 @@
 // run has rounds left; back to the queue when flagged `infrastructure` (the verifier failed, not
 // the sample). A dead daemon's jobs are reclaimed at start or when their lease expires.
 //
+// A job that stops being the backend's while the pool holds it (a scored item cancelled when its
+// client went away or its deadline passed, a lease taken back) is looked for at every step (at
+// most every kHeldCheckMs, VerifyQueue::not_held) and cancelled in the pool (Pool::cancel): not
+// yet started, it never starts; running, its process group is killed; nothing of it is stored.
+//
 // Threads: not thread-safe. Everything, the pool included, lives on the thread that calls
 // step(); that thread must outlive the backend (fresh-mode samples die with their thread).
 
