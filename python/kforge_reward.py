@@ -26,6 +26,7 @@ number, so those adapters give `null_reward` (default 0.0) instead.
 import argparse
 import asyncio
 import json
+import logging
 import os
 import re
 import sys
@@ -36,6 +37,7 @@ import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 DEFAULT_URL = "http://127.0.0.1:8471"
+_log = logging.getLogger("kforge_reward")
 
 
 class ScoreError(Exception):
@@ -43,17 +45,26 @@ class ScoreError(Exception):
 
 
 class KforgeReward:
-    """A client of POST /v1/score. A retry after a failure sends the same items again: kforge's
-    verdict cache answers those already judged and waits for those still running, so nothing is
-    verified twice."""
+    """A client of POST /v1/score. A retry sends the items again: kforge's verdict cache answers
+    those already judged and waits for those still running, so nothing is verified twice.
+
+    kforged restarting (a deploy, a crash) must not cost the trainer its rewards nor crash it: a
+    connection refused, reset or cut, a 5xx (503 "kforged is stopping"), a 429 (after its
+    Retry-After), or an answer given before the batch ended (a stopping kforged answers what it
+    has, "done": false) is retried with backoff (0.5 s doubling, at most max_retry_wait_s), sending
+    again only the items still without an answer, until their deadline (deadline_s from the first
+    attempt). An item still unanswered then gets a null reward (status "unanswered", its detail
+    the last error), as an item whose deadline passed in kforged's queue does. A 4xx other than
+    429 is the request's own fault: ScoreError."""
 
     def __init__(self, url=None, token=None, tag="rl", reward="triton_eval", reward_params=None,
-                 deadline_s=600, checks=None, retries=5, max_retry_wait_s=120):
+                 deadline_s=600, checks=None, max_retry_wait_s=10, retries=None):
+        # retries: accepted for callers of earlier versions; retries now go on until the deadline.
         self.url = (url or os.environ.get("KFORGE_REWARD_URL") or DEFAULT_URL).rstrip("/")
         self.token = token if token is not None else os.environ.get("KFORGE_REWARD_TOKEN")
         self.tag, self.reward, self.reward_params = tag, reward, reward_params or {}
         self.deadline_s, self.checks = deadline_s, checks or {}
-        self.retries, self.max_retry_wait_s = retries, max_retry_wait_s
+        self.max_retry_wait_s = max_retry_wait_s
 
     def _request(self, method, path, body=None, timeout=None):
         data = json.dumps(body).encode() if body is not None else None
@@ -64,36 +75,75 @@ class KforgeReward:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             return json.loads(resp.read().decode() or "null")
 
-    def score(self, items, wait=True):
-        """The results of POST /v1/score for `items`, in their order. Retries on 429 (after its
-        Retry-After), on a connection that failed or was cut, and on 5xx."""
-        body = {"items": items, "deadline_s": self.deadline_s, "reward": self.reward,
+    def _body(self, items, deadline_s, wait):
+        body = {"items": items, "deadline_s": deadline_s, "reward": self.reward,
                 "tag": self.tag, "wait": wait}
         if self.reward_params:
             body["reward_params"] = self.reward_params
         if self.checks:
             body["checks"] = self.checks
-        last = None
-        for attempt in range(self.retries + 1):
-            try:
-                out = self._request("POST", "/v1/score", body, timeout=self.deadline_s + 60)
-                return out["results"] if wait else out
-            except urllib.error.HTTPError as e:
-                text = e.read().decode(errors="replace")
-                if e.code == 429:
-                    last = ScoreError("429: " + text)
-                    wait_s = float(e.headers.get("Retry-After") or 5)
-                    time.sleep(min(wait_s, self.max_retry_wait_s))
-                    continue
-                if 500 <= e.code < 600:
-                    last = ScoreError("%d: %s" % (e.code, text))
-                else:
-                    raise ScoreError("%d: %s" % (e.code, text)) from None
-            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as e:
-                last = e
-            time.sleep(min(2 ** attempt, 30))
-        raise ScoreError("no answer from %s after %d attempts: %s" % (self.url, self.retries + 1,
-                                                                      last))
+        return body
+
+    def _post(self, items, deadline, wait):
+        """One POST of `items` with what is left of the deadline: (answer, None), or (None, seconds
+        to wait before the next attempt) after a failure worth retrying; ScoreError otherwise."""
+        left = max(1.0, deadline - time.monotonic())
+        # kforged answers by the batch's deadline plus 5 s and streams a space every second
+        # meanwhile, so a read that waits longer than that is a kforged that hangs.
+        timeout = left + 10
+        try:
+            return self._request("POST", "/v1/score", self._body(items, round(left, 3), wait),
+                                 timeout=timeout), None
+        except urllib.error.HTTPError as e:
+            text = e.read().decode(errors="replace")
+            if e.code == 429:
+                self._last = ScoreError("429: " + text)
+                return None, float(e.headers.get("Retry-After") or 5)
+            if 500 <= e.code < 600:
+                self._last = ScoreError("%d: %s" % (e.code, text))
+                return None, 0
+            raise ScoreError("%d: %s" % (e.code, text)) from None
+        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError, ValueError) as e:
+            self._last = e  # refused, reset, cut, timed out, or a body cut short (ValueError)
+            return None, 0
+
+    def score(self, items, wait=True):
+        """The results of POST /v1/score for `items`, in their order (see the class for retries).
+        With wait=False: kforged's 202 answer (the batch id); ScoreError when none came by the
+        deadline."""
+        deadline = time.monotonic() + self.deadline_s
+        results = [None] * len(items)
+        pending = list(range(len(items)))
+        self._last, attempt = None, 0
+        while True:
+            out, retry_in = self._post([items[i] for i in pending], deadline, wait)
+            if out is not None and not wait:
+                return out
+            if out is not None:
+                for i, r in zip(pending, out.get("results") or []):
+                    if r.get("status", "waiting") != "waiting":
+                        results[i] = r
+                pending = [i for i in pending if results[i] is None]
+                if not pending:
+                    return results
+                self._last = ScoreError("kforged answered before the batch ended (stopping?)")
+                retry_in = 0
+            pause = min(max(retry_in, 0.5 * 2 ** attempt), self.max_retry_wait_s)
+            attempt += 1
+            remaining = deadline - time.monotonic()
+            if remaining <= 0.25:
+                break
+            time.sleep(min(pause, remaining - 0.25))  # the last attempt just before the deadline
+        if not wait:
+            raise ScoreError("no answer from %s by the deadline (%d attempts): %s"
+                             % (self.url, attempt, self._last))
+        why = "no answer from %s by the deadline (%d attempts): %s" % (self.url, attempt,
+                                                                       self._last)
+        _log.warning("kforge_reward: %d of %d items: %s", len(pending), len(items), why)
+        for i in pending:
+            results[i] = {"id": items[i].get("id"), "status": "unanswered", "verdict": None,
+                          "flags": [], "reward": None, "detail": why, "cached": False}
+        return results
 
     def batch(self, batch_id, wait_s=30):
         """GET /v1/score/{batch}: the batch's results so far, waiting up to wait_s for its end."""

@@ -351,6 +351,7 @@ int serve(const std::string& config_path, app::Config cfg) {
   loop.run();
   if (watch.ok()) watch->reset();
   int left = sched.in_flight();
+  if (scorer) scorer->refuse_new();  // new batches: 503 while the verifier drains
   if (verifier) stop_verifier(*verifier, loop, clock, signal_targets);
   auto released = sched.release_all();
   gateway->shutdown(0ms);

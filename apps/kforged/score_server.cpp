@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <cerrno>
@@ -74,6 +75,7 @@ struct ScoreServer::Impl {
   // score.max_requests; the listener has that many threads and kSpareThreads more, so a request
   // past the bound is still read and answered 429 at once instead of waiting unread.
   std::atomic<int> waiting{0};
+  std::atomic<bool> refusing{false};  // the daemon is stopping: no new batch
   static constexpr int kSpareThreads = 16;
 
   Impl(std::unique_ptr<store::Db> db, score::ServiceOptions o, Clock& c)
@@ -110,7 +112,11 @@ struct ScoreServer::Impl {
         if (stopping) return;
         poke = false;
       }
+      const auto t0 = std::chrono::steady_clock::now();
       auto t = service.tick();
+      if (const auto took = std::chrono::steady_clock::now() - t0; took >= 1s)
+        spdlog::warn("score: a tick (settling verdicts, ending items) took {} ms",
+                     std::chrono::duration_cast<std::chrono::milliseconds>(took).count());
       if (!t.ok()) {
         spdlog::warn("score: {}", t.error().message);
         open = true;
@@ -170,6 +176,10 @@ void ScoreServer::Impl::post_score(const httplib::Request& req, httplib::Respons
   if (body.is_discarded()) return refuse(res, 400, "the body is not JSON");
   auto r = score::parse_request(body, service.config());
   if (!r.ok()) return refuse(res, 400, r.error().message);
+  if (refusing) {
+    res.set_header("Retry-After", "5");
+    return refuse(res, 503, "kforged is stopping; retry after it restarts (nothing was written)");
+  }
   std::shared_ptr<void> slot;
   if (r->wait && !(slot = reserve())) return too_many(res, service.config().max_requests);
   auto sub = service.submit(*r);
@@ -188,6 +198,14 @@ void ScoreServer::Impl::post_score(const httplib::Request& req, httplib::Respons
   }
   notify(true);
   const std::int64_t batch = sub->batch;
+  if (sub->waited_ms + sub->write_ms >= 1000)
+    spdlog::warn(
+        "score: batch {} took {} ms to write: {} ms waiting for the service's "
+        "connection, {} ms writing",
+        batch, sub->waited_ms + sub->write_ms, sub->waited_ms, sub->write_ms);
+  else
+    spdlog::debug("score: batch {} written ({} ms waiting, {} ms writing)", batch, sub->waited_ms,
+                  sub->write_ms);
   if (!r->wait) {
     auto now = service.results(batch);
     if (!now.ok() || !*now)
@@ -288,9 +306,11 @@ Result<std::unique_ptr<ScoreServer>> ScoreServer::start(const app::Config& cfg, 
                         {"max_requests", p->service.config().max_requests}};
     answer(res, 200, *q);
   });
-  svr.set_socket_options([](socket_t sock) {
+  auto listen_fd = std::make_shared<int>(-1);  // the listening socket (the last one made)
+  svr.set_socket_options([listen_fd](socket_t sock) {
     int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    *listen_fd = sock;
   });
   errno = 0;
   p->port = port == 0 ? svr.bind_to_any_port(host) : (svr.bind_to_port(host, port) ? port : -1);
@@ -298,6 +318,14 @@ Result<std::unique_ptr<ScoreServer>> ScoreServer::start(const app::Config& cfg, 
     return fail("io", "score.listen: cannot listen on " + listen + ": " +
                           (errno == 0 || errno == EADDRINUSE ? std::string("the address is in use")
                                                              : std::string(std::strerror(errno))));
+  // httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, compiled into the library):
+  // past 5 connections not yet accepted, the kernel drops a client's SYN and the client retries
+  // after 1, 3, 7, 15, 31 and 63 s, so trainers connecting at once on a busy host waited up to a
+  // minute before kforged saw their requests. Listening again sets the backlog to as many
+  // connections as the listener has threads.
+  if (*listen_fd < 0 || ::listen(*listen_fd, threads) != 0)
+    spdlog::warn("score.listen: cannot raise the listen backlog to {}: {}", threads,
+                 *listen_fd < 0 ? std::string("no socket") : std::string(std::strerror(errno)));
   p->http = std::thread([p] { p->svr.listen_after_bind(); });
   p->ticker = std::thread([p] { p->tick_loop(); });
   return std::unique_ptr<ScoreServer>(new ScoreServer(std::move(impl)));
@@ -309,6 +337,9 @@ ScoreServer::~ScoreServer() {
 }
 int ScoreServer::port() const {
   return impl_->port;
+}
+void ScoreServer::refuse_new() {
+  impl_->refusing = true;
 }
 void ScoreServer::stop() {
   {

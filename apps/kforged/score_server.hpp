@@ -10,7 +10,10 @@
 // their deadline) while batches are open. A waiting POST streams spaces before its JSON so that
 // a client that went away is noticed: its batch's open items are cancelled. At most
 // score.max_requests requests wait at once (the listener has that many threads and 16 more): one
-// more is answered 429 with Retry-After at once, not left unread with no deadline running.
+// more is answered 429 with Retry-After at once, not left unread with no deadline running. Once
+// the daemon stops, a new POST is answered 503 with Retry-After (refuse_new()), and at stop() the
+// requests still waiting get what is known ("done": false); the client asks again after the
+// restart (python/kforge_reward.py does, until the items' deadline).
 
 #include <memory>
 
@@ -26,6 +29,9 @@ class ScoreServer {
   static Result<std::unique_ptr<ScoreServer>> start(const app::Config& cfg, Env& env);
   ~ScoreServer();
   int port() const;
+  // The daemon is stopping (its verifier drains): a new POST is answered 503 "kforged is
+  // stopping" with Retry-After, nothing of it written; waiting requests go on until stop().
+  void refuse_new();
   void stop();
 
   struct Impl;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <poll.h>
 
 #include <atomic>
 #include <thread>
@@ -47,8 +48,10 @@ class ScoreTest : public ::testing::Test {
     configure(4096);
     site_.import_corpus(cpu_corpus());
   }
-  void configure(int max_queue, const std::string& listen = "", const std::string& extra = "") {
+  void configure(int max_queue, const std::string& listen = "", const std::string& extra = "",
+                 std::int64_t grace_ms = 10'000) {
     Options o;
+    o.grace_ms = grace_ms;
     o.verify = true;
     o.fake_triton = true;
     site_.write_config(o);
@@ -73,6 +76,36 @@ class ScoreTest : public ::testing::Test {
     httplib::Client c("127.0.0.1", port_);
     c.set_read_timeout(timeout_s, 0);
     return c.Post("/v1/score", body.dump(), "application/json");
+  }
+  // Sends a POST with `body` on a raw socket and returns it, unread (the caller closes it: a
+  // trainer that goes away).
+  int open_post(const json& body) {
+    const std::string text = body.dump();
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port_));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    const std::string req =
+        "POST /v1/score HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+        "application/json\r\nContent-Length: " +
+        std::to_string(text.size()) + "\r\n\r\n" + text;
+    EXPECT_EQ(::send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+    return fd;
+  }
+  // How many times the verifier started a sample of the run `tag` (the pool's debug line).
+  int starts(const Proc& d, const std::string& tag) {
+    const std::string log = d.log();
+    int n = 0;
+    for (const auto& key : site_.rows("SELECT s.key FROM jobs j JOIN samples s ON s.id = "
+                                      "j.sample_id JOIN runs r ON r.id = j.run_id WHERE r.tag = '" +
+                                          tag + "'",
+                                      1))
+      for (auto at = log.find(key + " starts on slot"); at != std::string::npos;
+           at = log.find(key + " starts on slot", at + 1))
+        ++n;
+    return n;
   }
   std::int64_t verifications() {
     return site_.scalar(
@@ -243,6 +276,131 @@ TEST_F(ScoreTest, AClientThatGoesAwayCancelsItsItems) {
   EXPECT_EQ(site_.scalar("SELECT count(*) FROM jobs WHERE state = 'cancelled'"), 1);
 }
 
+// The verifier's pool holds every item of a batch (two running on its two slots, four waiting
+// for one) when the client goes away or the deadline passes: the waiting ones never start, the
+// running ones are killed, nothing of them is stored, and the next batch is served at once
+// rather than after them (each would run up to the 30 s verifier.timeout_s).
+TEST_F(ScoreTest, AClientGoneOrADeadlinePassedStopsTheWorkThePoolHolds) {
+  auto d = start();
+  for (const bool disconnect : {true, false}) {
+    const std::string tag = disconnect ? "gone" : "late";
+    SCOPED_TRACE(tag);
+    json items = json::array();
+    for (int i = 0; i < 6; ++i)
+      items.push_back(add_item(tag + std::to_string(i), 60, tag + "-held" + std::to_string(i)));
+    json body = {{"items", items}, {"deadline_s", disconnect ? 120 : 15}, {"tag", tag}};
+    int fd = open_post(body);
+    const std::string held =
+        "SELECT count(*) FROM jobs j JOIN runs r ON r.id = j.run_id "
+        "WHERE r.tag = '" +
+        tag + "' AND j.state = ";
+    ASSERT_EQ(site_.wait_for(held + "'verifying'", 6, 60s), 6) << d->log();
+    auto until = std::chrono::steady_clock::now() + 60s;
+    while (starts(*d, tag) < 2 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(50ms);
+    ASSERT_EQ(starts(*d, tag), 2) << d->log();  // the two slots; four wait in the pool
+    if (disconnect) ::close(fd);                // the trainer went away
+    EXPECT_EQ(site_.wait_for(held + "'cancelled'", 6, 30s), 6) << d->log();
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = post({{"items", {add_item("next-" + tag, 0, "next-" + tag)}},
+                   {"deadline_s", 60},
+                   {"tag", "next-" + tag}});
+    ASSERT_TRUE(r) << d->log();
+    ASSERT_EQ(r->status, 200) << r->body;
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 45s);
+    json out = json::parse(r->body);
+    EXPECT_EQ(out["results"][0]["verdict"], "passed") << out.dump(2) << d->log();
+    EXPECT_FALSE(out["results"][0]["reward"].is_null());
+    EXPECT_EQ(starts(*d, tag), 2) << d->log();  // none of the four waiting ever started
+    EXPECT_EQ(site_.scalar("SELECT count(*) FROM verifications v JOIN runs r ON r.id = v.run_id "
+                           "WHERE r.tag = '" +
+                           tag + "'"),
+              0);
+    EXPECT_EQ(
+        site_.scalar("SELECT count(*) FROM score_items i JOIN score_batches b ON b.id = "
+                     "i.batch_id JOIN runs r ON r.id = b.run_id WHERE r.tag = '" +
+                     tag + "' AND i.outcome = '" + (disconnect ? "cancelled" : "deadline") + "'"),
+        6);
+    if (!disconnect) {
+      timeval tv{30, 0};
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+      char buf[65536];
+      std::string answer;
+      for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) answer.append(buf, n);
+      EXPECT_NE(answer.find("\"reward\":null"), std::string::npos) << answer;
+      ::close(fd);
+    }
+  }
+  EXPECT_NE(d->log().find("stopping 6 samples whose jobs were cancelled"), std::string::npos)
+      << d->log();
+}
+
+// kforged stopped (SIGTERM) and started again while a trainer's adapter waits on a batch: the
+// stopping kforged answers what it has ("done": false) or cuts the answer, the adapter retries
+// through the refused connections until the new kforged answers, and every item gets its real
+// reward, verified once.
+TEST_F(ScoreTest, TheAdapterRidesOutAKforgedRestartMidBatch) {
+  configure(4096, "", "", 3000);  // a 3 s grace: the samples running at the stop are killed
+  auto d = start();
+  const auto file = site_.dir().path() / "items.json";
+  test::write_text(file, json{add_item("r1", 6, "restart1"), add_item("r2", 6, "restart2")}.dump());
+  test::ProcResult res;
+  std::thread trainer([&] {
+    res = test::run_process(
+        {"/usr/bin/python3", "-c",
+         "import json, sys; sys.path.insert(0, sys.argv[1]); import kforge_reward as kr; "
+         "c = kr.KforgeReward(url=sys.argv[2], tag='restart', deadline_s=150); "
+         "print(json.dumps(c.score(json.load(open(sys.argv[3])))))",
+         (test::source_dir() / "python").string(), "http://127.0.0.1:" + std::to_string(port_),
+         file.string()},
+        {}, 240);
+  });
+  const bool running =
+      site_.wait_for("SELECT count(*) FROM jobs WHERE state = 'verifying'", 2, 60s) >= 2;
+  std::this_thread::sleep_for(1s);  // into their 6 s
+  d->signal(SIGTERM);
+  // While its verifier drains, the stopping kforged takes no new batch: 503, nothing written.
+  std::optional<httplib::Result> refused;
+  for (auto until = std::chrono::steady_clock::now() + 30s;
+       !refused && std::chrono::steady_clock::now() < until;) {
+    auto r =
+        post({{"items", {add_item("during", 0, "during")}}, {"tag", "during"}, {"wait", false}}, 5);
+    if (!r || r->status == 503)
+      refused = std::move(r);
+    else
+      std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_TRUE(refused && *refused) << "no 503 before the port closed";
+  if (refused && *refused) {
+    EXPECT_NE((*refused)->body.find("kforged is stopping"), std::string::npos) << (*refused)->body;
+    EXPECT_FALSE((*refused)->get_header_value("Retry-After").empty());
+  }
+  EXPECT_EQ(d->wait(60s), 0) << d->log();
+  const std::string restart_verifications =
+      "SELECT count(*) FROM verifications v JOIN runs r ON r.id = v.run_id WHERE r.tag = "
+      "'restart'";
+  EXPECT_EQ(site_.scalar(restart_verifications), 0);
+  std::this_thread::sleep_for(2s);  // the adapter meets a port that refuses connections
+  auto d2 = start();
+  trainer.join();
+  ASSERT_TRUE(running) << d->log();
+  ASSERT_EQ(res.exit_code, 0) << res.out << res.err << d2->log();
+  json out = json::parse(res.out);
+  ASSERT_EQ(out.size(), 2u) << res.out;
+  for (const auto& x : out) {
+    EXPECT_EQ(x["verdict"], "passed") << x.dump(2);
+    EXPECT_FALSE(x["reward"].is_null()) << x.dump(2);
+  }
+  // The adapter asked again (a second batch) and each item was verified once, by the new kforged.
+  EXPECT_GE(site_.scalar("SELECT count(*) FROM score_batches b JOIN runs r ON r.id = b.run_id "
+                         "WHERE r.tag = 'restart'"),
+            2);
+  EXPECT_EQ(site_.rows("SELECT count(*) FROM verifications v JOIN runs r ON r.id = v.run_id "
+                       "WHERE r.tag = 'restart' GROUP BY v.sample_id",
+                       1),
+            (std::vector<std::string>{"1", "1"}));
+}
+
 TEST_F(ScoreTest, AFullQueueAnswers429WithRetryAfter) {
   configure(2);
   auto d = start();
@@ -299,6 +457,51 @@ TEST_F(ScoreTest, ARequestBeyondSixtyFourWaitingOnesIsStillAnsweredByItsDeadline
   }
   for (auto& t : waiting) t.join();
   EXPECT_EQ(answered.load(), 64);
+}
+
+// Trainers connecting at once: the listener's backlog holds as many connections as its threads
+// serve, so none waits for its kernel to retry a dropped SYN (after 1, 3, 7, ... 63 s; httplib's
+// own backlog is 5). With kforged stopped (SIGSTOP) nothing is accepted, so only the connections
+// the backlog holds complete their handshake.
+TEST_F(ScoreTest, SixtyFourTrainersConnectingAtOnceAreAllHeard) {
+  auto d = start();
+  d->signal(SIGSTOP);
+  std::vector<int> fds;
+  for (int i = 0; i < 64; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port_));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    (void)::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);  // EINPROGRESS
+    fds.push_back(fd);
+  }
+  std::vector<bool> connected(fds.size(), false);
+  int established = 0;
+  for (auto until = std::chrono::steady_clock::now() + 3s;
+       established < 64 && std::chrono::steady_clock::now() < until;) {
+    std::vector<pollfd> p;
+    std::vector<std::size_t> which;
+    for (std::size_t i = 0; i < fds.size(); ++i)
+      if (!connected[i]) p.push_back({fds[i], POLLOUT, 0}), which.push_back(i);
+    if (::poll(p.data(), p.size(), 100) <= 0) continue;
+    for (std::size_t k = 0; k < p.size(); ++k) {
+      int err = -1;
+      socklen_t len = sizeof err;
+      if (!(p[k].revents & POLLOUT) ||
+          ::getsockopt(p[k].fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0)
+        continue;
+      connected[which[k]] = true;
+      ++established;
+    }
+  }
+  d->signal(SIGCONT);
+  for (int fd : fds) ::close(fd);
+  EXPECT_EQ(established, 64) << "the rest wait for their SYN to be retried";
+  httplib::Client c("127.0.0.1", port_);
+  auto q = c.Get("/v1/queue");
+  ASSERT_TRUE(q) << d->log();
+  EXPECT_EQ(q->status, 200);
 }
 
 // score.max_requests bounds the requests waiting at once: one more is answered 429 with

@@ -5,11 +5,15 @@
 #include <gtest/gtest.h>
 
 #include "kforge/core/clock.hpp"
+#include "kforge/core/embedded.hpp"
 #include "kforge/pipeline/verify_queue.hpp"
 #include "kforge/score/service.hpp"
 #include "testutil.hpp"
 
 namespace kforge::score {
+
+std::span<const EmbeddedFile> score_sql();  // libs/score/sql/score.sql (service.cpp)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -263,6 +267,28 @@ TEST_F(ServiceTest, ATagOfADatasetRunIsRefused) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().kind, "conflict");
   EXPECT_NE(s.error().message.find("dataset run"), std::string::npos);
+}
+
+// The ticker settles every open item every 100 ms (settle_judged) and each submitted item asks
+// the verdict cache (item_cached), both under the service's one connection: each must find the
+// verifications it wants by index, not scan them all (512 open items against 100,000
+// verifications was 51 million rows a tick, with every submit and poll waiting behind it).
+TEST_F(ServiceTest, SettlingAndTheCacheFindVerificationsByIndex) {
+  const store::QuerySet q(score_sql());
+  for (const char* name : {"settle_judged", "item_cached"}) {
+    SCOPED_TRACE(name);
+    auto st = verifier_db_->prepare("EXPLAIN QUERY PLAN " + std::string(q[name]));
+    ASSERT_TRUE(st.ok()) << st.error().message;
+    std::string plan;
+    while (true) {
+      auto row = st->step();
+      ASSERT_TRUE(row.ok());
+      if (!*row) break;
+      plan += st->text(3) + "\n";
+    }
+    EXPECT_NE(plan.find("SEARCH v USING INDEX"), std::string::npos) << plan;
+    EXPECT_EQ(plan.find("SCAN v"), std::string::npos) << plan;
+  }
 }
 
 }  // namespace

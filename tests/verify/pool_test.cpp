@@ -298,5 +298,65 @@ TEST(VerifyPool, AWakeFromAnotherThreadEndsAnIdleWait) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
 }
 
+// Cancelling what the pool holds: a waiting sample leaves the queue and never runs; a running
+// one loses its process group long before its deadline, and its slot (the same warm worker)
+// takes the next sample. Each callback runs once, with `cancelled` and no verdict to keep.
+TEST(VerifyPool, CancelDropsWaitingSamplesAndStopsARunningOne) {
+  for (const std::string mode : {"warm", "fresh"}) {
+    SCOPED_TRACE(mode);
+    TempDir tmp;
+    auto cfg = test_config(tmp, mode);
+    cfg.cpu_workers = 1;
+    cfg.timeout_s = 120;  // only the cancel ends the endless sample in time
+    auto pool = make_pool(cfg);
+    ASSERT_TRUE(pool);
+    std::vector<verify::VerifyResult> got(3);
+    std::vector<int> calls(3, 0);
+    std::vector<std::uint64_t> ids;
+    for (int i = 0; i < 3; ++i) {
+      auto id = pool->submit(load_sample(i == 0 ? "loop_forever" : "pass"),
+                             [&, i](verify::VerifyResult&& r) {
+                               ++calls[i];
+                               got[i] = std::move(r);
+                             });
+      ASSERT_TRUE(id.ok());
+      ids.push_back(*id);
+    }
+    // The endless one runs; the others wait behind it on the one slot.
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (pool->in_flight() == 0 && std::chrono::steady_clock::now() < until)
+      pool->step(std::chrono::milliseconds(50));
+    step_for(*pool, std::chrono::milliseconds(1500));  // well into its loop
+    ASSERT_EQ(pool->in_flight(), 1u);
+    ASSERT_EQ(pool->queued(), 2u);
+    const int worker = pool->TEST_worker_pids().at(0);
+
+    EXPECT_TRUE(pool->cancel(ids[1], "the client went away"));
+    EXPECT_FALSE(pool->cancel(ids[1], "again"));  // no longer held
+    EXPECT_EQ(pool->queued(), 1u);
+    auto t0 = std::chrono::steady_clock::now();
+    EXPECT_TRUE(pool->cancel(ids[0], "the deadline passed"));
+    EXPECT_FALSE(pool->cancel(ids[0], "again"));  // already being stopped
+    pool->drain();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+
+    EXPECT_EQ(calls, (std::vector<int>{1, 1, 1}));
+    EXPECT_TRUE(got[0].cancelled);
+    EXPECT_EQ(got[0].detail, "the deadline passed");
+    EXPECT_FALSE(got[0].harness.has_value());
+    EXPECT_TRUE(got[1].cancelled);
+    EXPECT_EQ(got[1].detail, "the client went away");
+    EXPECT_FALSE(got[2].cancelled);
+    EXPECT_EQ(got[2].verdict, Verdict::passed) << got[2].detail << got[2].stderr_tail;
+    auto st = pool->stats();
+    EXPECT_EQ(st.cancelled_waiting, 1u);
+    EXPECT_EQ(st.cancelled_running, 1u);
+    EXPECT_EQ(st.completed, 1u);  // only the third ran to a verdict
+    EXPECT_EQ(st.worker_restarts, 0u);
+    if (mode == "warm") EXPECT_EQ(pool->TEST_worker_pids().at(0), worker);  // the same worker
+    EXPECT_FALSE(pool->cancel(ids[2], "after its end"));
+  }
+}
+
 }  // namespace
 }  // namespace kforge::test

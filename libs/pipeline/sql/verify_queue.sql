@@ -46,6 +46,12 @@ UPDATE jobs SET state = 'verify_queued', lease_owner = NULL, lease_expires_ms = 
                 updated_ms = ?2
 WHERE state = 'verifying' AND lease_owner = ?1;
 
+-- Those of the job ids ?2 (a JSON array) that are not being verified under ?1's lease.
+-- name: vstage_not_held
+SELECT h.value FROM json_each(?2) h
+WHERE NOT EXISTS (SELECT 1 FROM jobs j
+                  WHERE j.id = h.value AND j.state = 'verifying' AND j.lease_owner = ?1);
+
 -- name: vstage_waiting
 SELECT count(*) FROM jobs j JOIN runs r ON r.id = j.run_id
 WHERE j.state = 'verify_queued' AND r.state = 'active';

@@ -183,6 +183,16 @@ Status JobsVerifyQueue::release_all(const std::string& owner, std::int64_t now) 
   return st->run();
 }
 
+Result<std::vector<std::int64_t>> JobsVerifyQueue::not_held(
+    const std::string& owner, const std::vector<std::int64_t>& job_ids) {
+  std::vector<std::int64_t> out;
+  if (job_ids.empty()) return out;
+  KF_TRY(store::Stmt * st, db_.cached(q()["vstage_not_held"]));
+  st->bind(1, owner).bind(2, nlohmann::json(job_ids).dump());
+  KF_CHECK(st->each([&](store::Stmt& r) { out.push_back(r.int64(0)); }));
+  return out;
+}
+
 Result<std::int64_t> JobsVerifyQueue::adopt(const std::vector<std::int64_t>& job_ids,
                                             const std::string& owner, const std::string& owner_glob,
                                             std::int64_t expires_ms, std::int64_t now) {

@@ -1,6 +1,7 @@
 #include "kforge/score/service.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <set>
 
@@ -29,7 +30,19 @@ ScoreService::ScoreService(std::unique_ptr<store::Db> db, ServiceOptions options
     : db_(std::move(db)), opts_(std::move(options)), clock_(clock) {}
 
 Result<Submitted> ScoreService::submit(const Request& r) {
+  const auto asked = clock_.steady_now();
   std::lock_guard l(mu_);
+  const auto got = clock_.steady_now();
+  KF_TRY(Submitted out, write_batch(r));
+  const auto ms = [](auto d) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+  };
+  out.waited_ms = ms(got - asked);
+  out.write_ms = ms(clock_.steady_now() - got);
+  return out;
+}
+
+Result<Submitted> ScoreService::write_batch(const Request& r) {
   store::Db& db = *db_;
   const std::int64_t now = clock_.wall_ms();
   KF_TRY(auto before, pipeline::score_queue_depth(db));

@@ -62,8 +62,15 @@ Result<bool> LocalBackend::lease_one() {
   if (!leased) return false;
   ++stats_.leased;
   const VerifyJob job = leased->job;
-  auto id = pool_->submit(std::move(leased->request),
-                          [this, job](VerifyResult&& r) { finish(job, std::move(r)); });
+  // Leased again while an earlier sample of it still ends (it was cancelled and queued again
+  // between two looks): the earlier one's verdict is not wanted.
+  for (const auto& [t, h] : held_)
+    if (h.job_id == job.job_id) pool_->cancel(h.sample, "its job was leased again");
+  const std::uint64_t token = ++next_token_;
+  auto id = pool_->submit(std::move(leased->request), [this, token, job](VerifyResult&& r) {
+    finish(token, job, std::move(r));
+  });
+  if (id.ok()) held_[token] = {job.job_id, *id};
   if (!id.ok()) {
     // The pool refused after saying it accepts: give the job back.
     KF_TRY(bool ours,
@@ -74,7 +81,32 @@ Result<bool> LocalBackend::lease_one() {
   return true;
 }
 
-void LocalBackend::finish(const VerifyJob& job, VerifyResult&& r) {
+Status LocalBackend::stop_lost_work() {
+  const std::int64_t now = clock_.wall_ms();
+  if (held_.empty() || now - last_held_check_ms_ < kHeldCheckMs) return {};
+  last_held_check_ms_ = now;
+  std::vector<std::int64_t> jobs;
+  for (const auto& [t, h] : held_) jobs.push_back(h.job_id);
+  KF_TRY(auto lost, queue_.not_held(owner_, jobs));
+  int stopped = 0;
+  for (std::int64_t job : lost)
+    for (const auto& [t, h] : held_)
+      if (h.job_id == job &&
+          pool_->cancel(h.sample,
+                        "its job is no longer this verifier's (cancelled, or taken back)"))
+        ++stopped;
+  if (stopped > 0)
+    spdlog::info("verifier: stopping {} samples whose jobs were cancelled or taken back", stopped);
+  return {};
+}
+
+void LocalBackend::finish(std::uint64_t token, const VerifyJob& job, VerifyResult&& r) {
+  held_.erase(token);
+  if (r.cancelled) {  // its job is no longer ours: nothing of it is stored
+    ++stats_.cancelled;
+    spdlog::debug("verifier: {} (job {}) stopped: {}", r.key, job.job_id, r.detail);
+    return;
+  }
   // While stopping, the samples in flight come back flagged `infrastructure`: that is the stop,
   // not a failure of the sample's, and does not count towards verifier.max_requeues.
   const bool stopped = draining_ && std::find(r.flags.begin(), r.flags.end(),
@@ -124,6 +156,7 @@ void LocalBackend::finish(const VerifyJob& job, VerifyResult&& r) {
 
 Status LocalBackend::step(std::chrono::milliseconds max_wait) {
   if (!pool_) return {};
+  KF_CHECK(stop_lost_work());
   while (!draining_ && pool_->accepting()) {
     KF_TRY(bool got, lease_one());
     if (!got) break;

@@ -62,6 +62,7 @@ Result<std::uint64_t> Pool::submit(VerifyRequest request, Callback done) {
                 Transient::yes);
   Sample j;
   j.id = I.samples.new_id();
+  j.origin = j.id;
   std::uint64_t id = j.id;
   ++I.stats.submitted;
   std::vector<std::string> missing;
@@ -105,6 +106,24 @@ Result<std::uint64_t> Pool::submit(VerifyRequest request, Callback done) {
   if (j.request.require_speedup > 0) I.timing_seen = true;
   I.samples.push_back(std::move(j));
   return id;
+}
+
+bool Pool::cancel(std::uint64_t id, const std::string& why) {
+  auto& I = *impl_;
+  if (auto waiting = I.samples.remove(id)) {
+    ++I.stats.cancelled_waiting;
+    I.verdicts.cancel(std::move(*waiting), why);
+    return true;
+  }
+  for (auto& s : I.slots) {
+    if (!s.run || s.run->job.origin != id || !s.run->cancelled.empty()) continue;
+    // finish_run() hands over the cancelled result once the process has ended.
+    s.run->cancelled = why;
+    ++I.stats.cancelled_running;
+    if (!s.run->exited) I.kill_run(s, KillReason::cancelled);
+    return true;
+  }
+  return false;
 }
 
 bool Pool::accepting() const {

@@ -89,6 +89,7 @@ struct SampleProcess {
   SteadyTime dispatched{}, started{}, deadline{};
   SteadyTime kill_time{};
   KillReason killed = KillReason::none;
+  std::string cancelled;  // Pool::cancel's reason: the run ends with no verdict
   bool exited = false;
   int wait_status = -1;
   std::int64_t maxrss_kb = 0;

@@ -199,6 +199,8 @@ void Pool::Impl::arm(SampleProcess& r) {
 }
 
 bool Pool::Impl::dispatch(Slot& s, Sample job) {
+  spdlog::debug("verifier: {} starts on slot {}{}", job.request.key, s.index,
+                job.mutant ? " (its mutant run)" : "");
   if (s.spare) {
     // The prestarted child takes the sample: the request goes down its go channel.
     s.run = std::move(s.spare);

@@ -21,6 +21,7 @@ using SteadyTime = std::chrono::steady_clock::time_point;
 // A sample the pool was given (or its mutant re-run), waiting or running.
 struct Sample {
   std::uint64_t id = 0;
+  std::uint64_t origin = 0;  // the id submit() returned (a mutant re-run keeps its sample's)
   VerifyRequest request;
   Callback done;
   bool mutant = false;
@@ -44,6 +45,17 @@ class SampleBook {
     Sample s = std::move(queue_.front());
     queue_.pop_front();
     return s;
+  }
+
+  // Takes the waiting sample (or mutant re-run) whose origin is `origin` out of the queue.
+  std::optional<Sample> remove(std::uint64_t origin) {
+    for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+      if (it->origin != origin) continue;
+      Sample s = std::move(*it);
+      queue_.erase(it);
+      return s;
+    }
+    return std::nullopt;
   }
 
   // A sample's result, handed over by run_callbacks().

@@ -85,6 +85,10 @@ void Pool::Impl::finish_run(Slot& s) {
   drain_fd(r.res_fd, r, Stream::result);
   drop_process(r);
   if (r.prestarted && r.killed == KillReason::none) s.spare_failures = 0;
+  if (!r.cancelled.empty()) {  // Pool::cancel: no verdict, whatever the run wrote
+    verdicts.cancel(std::move(r.job), r.cancelled);
+    return;
+  }
 
   // The result pipe holds the real run's report and, after a mutant run in the same process,
   // the mutant run's: one JSON object per line.
@@ -255,6 +259,7 @@ void VerdictAssembly::complete(Sample job, VerifyResult res) {
     } else if (!kernels.empty() && cfg.mutant_check) {
       Sample m;
       m.id = samples.new_id();
+      m.origin = job.origin;
       m.request = job.request;
       m.done = std::move(job.done);
       m.mutant = true;
@@ -280,6 +285,17 @@ void VerdictAssembly::fail_job(Sample job, const std::string& why) {
     samples.deliver(std::move(job.done), std::move(primary));
     return;
   }
+  samples.deliver(std::move(job.done), std::move(res));
+}
+
+void VerdictAssembly::cancel(Sample job, const std::string& why) {
+  VerifyResult res;
+  res.key = job.request.key;
+  res.verdict = Verdict::error;
+  res.detail = why;
+  res.flags = {std::string(kInfrastructure)};  // says nothing about the sample
+  res.cancelled = true;
+  res.report = {{"pool", {{"cancelled", why}}}};
   samples.deliver(std::move(job.done), std::move(res));
 }
 

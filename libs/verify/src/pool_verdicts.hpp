@@ -30,6 +30,8 @@ class VerdictAssembly {
   void complete(Sample job, VerifyResult res);
   // The sample could not be run: an error verdict flagged infrastructure, handed over.
   void fail_job(Sample job, const std::string& why);
+  // The caller cancelled the sample (Pool::cancel): a result with `cancelled` set, handed over.
+  void cancel(Sample job, const std::string& why);
   // Logs, once per pool and target, that this Triton cannot compile for a target.
   void note_unavailable_targets(const VerifyResult& res);
   // Records the mutant run on the real run's result. A mutant run that passes (and did not

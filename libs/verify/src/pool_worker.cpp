@@ -187,6 +187,9 @@ void Pool::Impl::handle_event(Slot& s, const nlohmann::json& ev) {
   if (kind == "started") {
     s.run->pid = ev.value("pid", -1);
     if (!s.run->prestarted) s.run->started = now();
+    // Killed (cancelled) before its process was known: its group goes now.
+    if (s.run->killed != KillReason::none && s.run->pid > 0)
+      sandbox->kill_run(s.run->pid, s.own_uid ? static_cast<int>(s.run->uid) : -1);
   } else if (kind == "finished") {
     s.run->exited = true;
     s.run->wait_status = ev.value("status", -1);

@@ -100,6 +100,11 @@ Classified classify(const RunFacts& f) {
       c.detail = "the verifier worker died while running the sample";
       c.flags.emplace_back(kInfrastructure);
       return c;
+    case KillReason::cancelled:  // the pool hands over no verdict for it (Pool::cancel)
+      c.verdict = Verdict::error;
+      c.detail = "cancelled by the caller; process group killed";
+      c.flags.emplace_back(kInfrastructure);
+      return c;
     case KillReason::none:
       break;
   }

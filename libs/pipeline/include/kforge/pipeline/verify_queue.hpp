@@ -86,6 +86,8 @@ class JobsVerifyQueue : public verify::VerifyQueue {
   Result<bool> release(std::int64_t job_id, const std::string& owner, verify::Release how,
                        const std::optional<std::string>& why, std::int64_t now) override;
   Status release_all(const std::string& owner, std::int64_t now) override;
+  Result<std::vector<std::int64_t>> not_held(const std::string& owner,
+                                             const std::vector<std::int64_t>& job_ids) override;
   Result<std::int64_t> adopt(const std::vector<std::int64_t>& job_ids, const std::string& owner,
                              const std::string& owner_glob, std::int64_t expires_ms,
                              std::int64_t now) override;

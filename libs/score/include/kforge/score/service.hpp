@@ -37,6 +37,9 @@ struct Submitted {
   bool full = false;
   int retry_after_s = 0;    // when full
   std::int64_t queued = 0;  // new jobs it added
+  // How long submit() waited for the service's connection (behind the ticker, other requests),
+  // and how long it then took to write (a busy database: another connection's write lock).
+  std::int64_t waited_ms = 0, write_ms = 0;
 };
 
 class ScoreService {
@@ -67,6 +70,7 @@ class ScoreService {
   const ScoreConfig& config() const { return opts_.config; }
 
  private:
+  Result<Submitted> write_batch(const Request& r);  // submit()'s work, under mu_
   Status end_items(std::optional<std::int64_t> batch, std::int64_t now);
   Result<std::int64_t> settle(std::int64_t now);
   Status forget(std::int64_t now);  // retention

@@ -17,8 +17,9 @@ namespace kforge::verify {
 struct BackendStats {
   std::uint64_t leased = 0;
   std::uint64_t stored = 0;
-  std::uint64_t requeued = 0;  // infrastructure failures, back to verify_queued
-  std::uint64_t lost = 0;      // verdicts for jobs no longer ours (cancelled or reclaimed)
+  std::uint64_t requeued = 0;   // infrastructure failures, back to verify_queued
+  std::uint64_t lost = 0;       // verdicts for jobs no longer ours (cancelled or reclaimed)
+  std::uint64_t cancelled = 0;  // samples stopped in the pool: their jobs were no longer ours
   std::map<std::string, std::uint64_t> by_verdict;
   std::uint64_t verified = 0;   // passed with no flag
   std::uint64_t to_repair = 0;  // verdicts that sent their job to a repair round

@@ -10,11 +10,17 @@
 // run has rounds left; back to the queue when flagged `infrastructure` (the verifier failed, not
 // the sample). A dead daemon's jobs are reclaimed at start or when their lease expires.
 //
+// A job that stops being the backend's while the pool holds it (a scored item cancelled when its
+// client went away or its deadline passed, a lease taken back) is looked for at every step (at
+// most every kHeldCheckMs, VerifyQueue::not_held) and cancelled in the pool (Pool::cancel): not
+// yet started, it never starts; running, its process group is killed; nothing of it is stored.
+//
 // Threads: not thread-safe. Everything, the pool included, lives on the thread that calls
 // step(); that thread must outlive the backend (fresh-mode samples die with their thread).
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -51,11 +57,15 @@ class LocalBackend : public VerifyBackend {
   std::string describe() const override;
   Pool& pool() { return *pool_; }
 
+  static constexpr std::int64_t kHeldCheckMs = 100;
+
  private:
   LocalBackend(VerifyQueue& queue, Clock& clock, std::string owner)
       : queue_(queue), clock_(clock), owner_(std::move(owner)) {}
   Result<bool> lease_one();
-  void finish(const VerifyJob& job, VerifyResult&& r);
+  // Cancels in the pool the samples whose jobs are no longer ours.
+  Status stop_lost_work();
+  void finish(std::uint64_t token, const VerifyJob& job, VerifyResult&& r);
   std::int64_t lease_ms() const;
 
   VerifyQueue& queue_;
@@ -67,6 +77,15 @@ class LocalBackend : public VerifyBackend {
   std::int64_t last_renew_ms_ = 0;
   BackendStats stats_;
   Status deferred_error_;
+  // The samples in the pool, by a token of ours (a job leased again while its earlier sample
+  // still ends has two): the job and the pool's sample id.
+  struct Held {
+    std::int64_t job_id = 0;
+    std::uint64_t sample = 0;
+  };
+  std::map<std::uint64_t, Held> held_;
+  std::uint64_t next_token_ = 0;
+  std::int64_t last_held_check_ms_ = 0;
 };
 
 }  // namespace kforge::verify

@@ -79,6 +79,8 @@ struct PoolStats {
   std::uint64_t worker_starts = 0;
   std::uint64_t worker_restarts = 0;  // starts after a worker died, wedged or failed to start
   std::uint64_t mutant_runs = 0;
+  std::uint64_t cancelled_waiting = 0;  // cancel()ed before they started: never run
+  std::uint64_t cancelled_running = 0;  // cancel()ed while they ran: their process group killed
 };
 
 // What the sandbox could set up on this machine, found once when the pool starts.
@@ -107,6 +109,13 @@ class Pool {
   // Error kind "full" (transient) when queue_capacity samples already wait.
   Result<std::uint64_t> submit(VerifyRequest request, Callback done);
   bool accepting() const;
+  // Stops a sample submitted earlier (its id from submit()): waiting, it leaves the queue and
+  // never starts; running (or its mutant run), its process group is killed as at a deadline and
+  // its slot takes the next sample (a warm worker stays: it only loses its child). Its callback
+  // still runs once, inside a later step(), with a result whose `cancelled` is set, `detail`
+  // `why`, and no verdict to keep. False when the pool no longer holds it (its result is handed
+  // over, or about to be, in this step) or it was cancelled already.
+  bool cancel(std::uint64_t id, const std::string& why);
 
   // Does the pool's work: starts and restarts workers, dispatches queued samples, reads their
   // output, enforces deadlines and memory caps, and runs callbacks of finished samples. Waits at

@@ -92,6 +92,11 @@ class VerifyQueue {
                                const std::optional<std::string>& why, std::int64_t now) = 0;
   // Gives every job OWNER leased back to the queue (a backend stopping).
   virtual Status release_all(const std::string& owner, std::int64_t now) = 0;
+  // Those of job_ids that OWNER no longer holds (not being verified under its lease: a scored
+  // item cancelled, or taken back after the lease expired): their verdicts
+  // would be dropped, so a backend stops the work (LocalBackend: Pool::cancel).
+  virtual Result<std::vector<std::int64_t>> not_held(const std::string& owner,
+                                                     const std::vector<std::int64_t>& job_ids) = 0;
 
   // Crash recovery. Makes those of job_ids that are being verified under an owner matching
   // owner_glob (or under an expired lease) OWNER's, until expires_ms: a backend taking over the

@@ -74,13 +74,16 @@ struct VerifyResult {
   std::string stderr_tail;       // the last lines of stderr
   std::int64_t duration_ms = 0;  // wall time of the sample's process(es)
   std::string device;
+  // The caller cancelled the sample (Pool::cancel) before it ended: nothing was judged, and
+  // nothing of it should be stored as a verdict; `detail` says why it was cancelled.
+  bool cancelled = false;
 
   // passed, with no quality flag.
   bool verified() const { return verdict == Verdict::passed && flags.empty(); }
 };
 
 // Why the pool ended a run, if it did.
-enum class KillReason { none, timeout, memory_rss, memory_cgroup, worker_lost };
+enum class KillReason { none, timeout, memory_rss, memory_cgroup, worker_lost, cancelled };
 
 // Everything known about one finished run of the harness.
 struct RunFacts {
