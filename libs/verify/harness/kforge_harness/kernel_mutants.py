@@ -50,10 +50,33 @@ def build_jit(jit: Any, source: str, fn_def: ast.FunctionDef, ordinal: int, work
         value = getattr(jit, attr, None)
         if value is not None:
             options[attr] = value
+    if UNSPECIALISED:
+        options["do_not_specialize"] = unspecialised(fn_def, options.get("do_not_specialize"))
     try:
         return type(jit)(fn, **options)
     except TypeError:
         return type(jit)(fn)
+
+
+# Each mutant is compiled without Triton's value specialisation of its integer arguments (an
+# integer that is 1, or a multiple of 16: a hint the compiler uses for vector widths and
+# constants, never for what is computed), so that one compile serves every launch of the
+# replay and of the tests with the same constexprs and dtypes, rather than one compile per
+# specialisation (the `tail` variant's n - 1 among them). docs/VERIFIER.md, "Kernel mutants".
+# False: specialised as the original (bench/verify/kernel_battery_cost.py compares the two).
+UNSPECIALISED = True
+
+
+def unspecialised(fn_def: ast.FunctionDef, kept: Any = None) -> list[Any]:
+    """do_not_specialize for a mutant of fn_def: the original's entries (names or indices)
+    and every parameter that is not a constexpr (Triton refuses none: a pointer's entry leaves
+    its alignment's specialisation as it is)."""
+    out = list(kept or [])
+    for a in fn_def.args.posonlyargs + fn_def.args.args + fn_def.args.kwonlyargs:
+        note = ast.unparse(a.annotation) if a.annotation is not None else ""
+        if not note.split(".")[-1].strip("'\"").endswith("constexpr") and a.arg not in out:
+            out.append(a.arg)
+    return out
 
 
 class Originals:
