@@ -3,8 +3,9 @@
 For a sample whose test killed the skip-launch run and every output mutant: a deterministic
 choice of `count` mutation sites over the kernels its test launched; for each, the mutated
 kernel compiled as a kernel of its own (a file of its own, so Triton's cache keeps the
-original; without value specialisation of its integers: one compile serves its launches), then the equivalence replay (kernel_replay): each recorded launch made again with
-the original and the mutant on the same fresh inputs. A mutant whose outputs never differ where
+original; without value specialisation of its integers: one compile serves its launches),
+then the equivalence replay (kernel_replay): each recorded launch made again with the
+original and the mutant on the same fresh inputs. A mutant whose outputs never differ where
 the original's are finite is `equivalent` (not counted); one that writes outside its buffers in
 the replay is `unsafe` and is not run against the test (it could corrupt the test's memory);
 one that does not compile is `stillborn`. Every other mutant replaces the original for one run
