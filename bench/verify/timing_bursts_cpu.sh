@@ -30,7 +30,7 @@ with open(out, "w") as f:
                                 "kernel_wrapper": read(n, "wrapper.py"),
                                 "unitest_code": read(n, "test.py")}) + "\n")
 PY
-py="$(command -v python3)"
+py="${PYTHON:-$( [[ -x /usr/bin/python3 ]] && echo /usr/bin/python3 || command -v python3)}"
 files=() names=()
 for g in ${GATHERS:-off 0 0.5}; do
   d="$dir/g$g"
