@@ -8,7 +8,9 @@ timed sample: preparing with the device shared, waiting for the device, the excl
 the lock's figures summed over the samples (docs/VERIFIER.md, "Exclusive GPU": sections, stalls,
 the gathering writers' idle wait and how often no other writer was coming, every sample's wait
 behind the sections). Then, for each labelled run against the first (the label off), the worker
-seconds it added and how much of them each of those explains.
+seconds it added and how much of them each of those explains. The parts overlap where a timing
+sample queues as a reader inside its own speed phase, and the runs' other work varies from run
+to run: what is left unexplained can be negative.
 
   python3 bench/verify/label_cost.py off.jsonl on.jsonl [on0.jsonl ...] [--names off,on,on0]
 """

@@ -15,6 +15,7 @@ build="${1:-build-dbg}"
 kforge="$build/apps/kforge/kforge"
 [[ -x "$kforge" ]] || { echo "no $kforge (build the kforge target)"; exit 1; }
 dir="$(mktemp -d)"
+chmod 755 "$dir"  # the sandbox uids reach the work dirs under it
 trap 'rm -rf "$dir"' EXIT
 python3 - "$dir/samples.jsonl" "${COPIES:-6}" <<'PY'
 import json, os, sys
