@@ -14,7 +14,7 @@ between the two (the battery must decide the same), or, with --check, when nothi
   python3 bench/verify/kernel_battery_cost.py [--fake] [--corpus DIR]... [--only PREFIX,...]
                                               [--count 8] [--jobs 2] [--check] [--json FILE]
 
-A corpus is a folder of sample folders (code.py, wrapper.py and one test file); the default is
+A corpus is a folder of sample folders (code.py, wrapper.py and one or more tests); the default is
 tests/verify/samples, the samples named kmutant_* and mutant_* (--only). --fake: the CPU stand-in
 for Triton (tests/verify/fake_triton); without it, the machine's Triton (a GPU), where the
 strong corpora (tests/verify/strong_g, tests/verify/mutants: --only '' takes every sample) can
@@ -81,16 +81,18 @@ os._exit(0)
 """
 
 
-def test_file(base):
-    others = [f for f in sorted(os.listdir(base)) if f.endswith(".py") and
-              f not in ("code.py", "wrapper.py")]
-    return "test.py" if "test.py" in others else (others[0] if len(others) == 1 else None)
+def test_files(base):
+    """The sample folder's tests: every Python file but code.py and wrapper.py (test.py in
+    tests/verify/samples; weak_*.py and strong_*.py in tests/verify/mutants)."""
+    return [f for f in sorted(os.listdir(base)) if f.endswith(".py") and
+            f not in ("code.py", "wrapper.py")]
 
 
-def run_one(base, mode, fake, count, timeout=300):
+def run_one(sample, mode, fake, count, timeout=300):
+    base, test = sample
     read = lambda f: open(os.path.join(base, f)).read()  # noqa: E731
     req = {"code": read("code.py"), "kernel_wrapper": read("wrapper.py"),
-           "unitest_code": read(test_file(base)),
+           "unitest_code": read(test),
            "mutants": ["tail", "interior", "permute", "permute_row", "scale", "zero"],
            "kernel_mutants": {"count": count, "time_s": 60.0}, "bounds_check": False}
     with tempfile.TemporaryDirectory() as d:
@@ -114,13 +116,15 @@ def run_one(base, mode, fake, count, timeout=300):
 
 
 def samples_of(corpora, only):
+    """(folder, test file) of each test of each sample folder whose name starts with one of
+    `only` (every folder when it is empty)."""
     out = []
     for c in corpora:
         for name in sorted(os.listdir(c)):
             base = os.path.join(c, name)
-            if os.path.isfile(os.path.join(base, "code.py")) and test_file(base) and \
+            if os.path.isfile(os.path.join(base, "code.py")) and \
                     (not only or any(name.startswith(p) for p in only)):
-                out.append(base)
+                out += [(base, t) for t in test_files(base)]
     return out
 
 
@@ -149,7 +153,7 @@ def report(bases, got, args):
     print("%-34s %9s %9s %9s  %s" % ("sample", "compiles", "replays", "runs", "mutants (after)"))
     for b in bases:
         x, y = got[(b, "before")], got[(b, "after")]
-        name = os.path.basename(b)
+        name = os.path.basename(b[0]) + ("" if b[1] == "test.py" else "/" + b[1][:-3])
         if x.get("kernel_battery") != y.get("kernel_battery") or x.get("verdict") != y.get("verdict"):
             differ.append(name)
         if not y.get("kernel_battery"):
