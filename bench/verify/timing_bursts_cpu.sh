@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The speed label's stalls on the CPU stand-in for Triton (issue 54): `kforge verify` over COPIES
 # copies of the four timing samples of tests/verify/samples (timing_cpu_faster, _hold, _spin,
-# _slower), 4 workers, the label on, once per gather_s in GATHERS (default "0 0.5"). Prints each
-# run's wall time and kforge verify's "speed label: N exclusive sections, S stalls" line.
+# _slower), 4 workers, the label on, once per gather_s in GATHERS (default "off 0 0.5"; off: the
+# label off). Prints each run's wall time and kforge verify's "speed label: N exclusive sections,
+# S stalls" line, then, where the first run is "off", bench/verify/label_cost.py over the runs.
 #
 #   bench/verify/timing_bursts_cpu.sh [BUILD_DIR]     (default build-dbg)
 #
-#   COPIES (6), GATHERS ("0 0.5"), WORKERS (4). Not a GPU figure: the stand-in's "kernels" are
+#   COPIES (6), GATHERS ("off 0 0.5"), WORKERS (4). Not a GPU figure: the stand-in's "kernels" are
 #   Python calls, and its samples take about a second each.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -14,6 +15,7 @@ build="${1:-build-dbg}"
 kforge="$build/apps/kforge/kforge"
 [[ -x "$kforge" ]] || { echo "no $kforge (build the kforge target)"; exit 1; }
 dir="$(mktemp -d)"
+chmod 755 "$dir"  # the sandbox uids reach the work dirs under it
 trap 'rm -rf "$dir"' EXIT
 python3 - "$dir/samples.jsonl" "${COPIES:-6}" <<'PY'
 import json, os, sys
@@ -29,8 +31,9 @@ with open(out, "w") as f:
                                 "kernel_wrapper": read(n, "wrapper.py"),
                                 "unitest_code": read(n, "test.py")}) + "\n")
 PY
-py="$(command -v python3)"
-for g in ${GATHERS:-0 0.5}; do
+py="${PYTHON:-$( [[ -x /usr/bin/python3 ]] && echo /usr/bin/python3 || command -v python3)}"
+files=() names=()
+for g in ${GATHERS:-off 0 0.5}; do
   d="$dir/g$g"
   mkdir -p "$d"
   cat >"$d/kforge.yaml" <<EOF
@@ -46,16 +49,21 @@ verifier:
   timeout_s: 30
   mutant_check: false
   timing:
-    enabled: true
+    enabled: $([[ $g == off ]] && echo false || echo true)
     budget_s: 1.0
     min_reps: 5
     max_reps: 40
-    gather_s: $g
+    gather_s: $([[ $g == off ]] && echo 0.5 || echo "$g")
 EOF
   t1=$(date +%s.%N)
-  "$kforge" --config "$d/kforge.yaml" verify "$dir/samples.jsonl" --slowest 0 >"$d/log" 2>&1 ||
+  "$kforge" --config "$d/kforge.yaml" verify "$dir/samples.jsonl" --slowest 0 \
+    --json "$d/verdicts.jsonl" --full >"$d/log" 2>&1 ||
     { echo "gather_s $g: kforge verify failed"; tail -20 "$d/log"; exit 1; }
   t2=$(date +%s.%N)
   python3 -c 'import sys; print("gather_s %s: %.1f s wall" % (sys.argv[1], float(sys.argv[3]) - float(sys.argv[2])))' "$g" "$t1" "$t2"
   grep -E "verified|speed label" "$d/log" | sed "s/^/  /"
+  files+=("$d/verdicts.jsonl") names+=("$g")
 done
+if [[ ${names[0]} == off && ${#names[@]} -gt 1 ]]; then
+  python3 bench/verify/label_cost.py "${files[@]}" --names "$(IFS=,; echo "${names[*]}")"
+fi

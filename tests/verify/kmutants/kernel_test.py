@@ -17,7 +17,7 @@ sys.path.insert(0, HERE)
 
 import kernels  # noqa: E402  (the stand-in's kernels)
 from kforge_harness import kernel_ops as ops  # noqa: E402
-from kforge_harness.kernel_mutants import Originals, build_jit, judge  # noqa: E402
+from kforge_harness.kernel_mutants import Originals, build_jit, judge, unspecialised  # noqa: E402,E501
 from kforge_harness.kernel_replay import Launch, Recorder  # noqa: E402
 
 with open(os.path.join(HERE, "kernels.py")) as _f:
@@ -212,6 +212,23 @@ class ReplayTest(unittest.TestCase):
         out = [0.0] * 3  # the original is left as it was
         kernels.add_kernel[(1,)]([1.0, 2.0, 3.0], [1.0, 1.0, 1.0], out, 3, BLOCK=4)
         self.assertEqual(out, [2.0, 3.0, 4.0])
+
+    def test_one_compile_of_a_mutant_serves_every_size_the_original_compiles_for(self):
+        # Triton specialises an integer that is 1 or a multiple of 16 (a compile each); a
+        # mutant is compiled without it (its constexprs kept), so the tail variant's n - 1 and
+        # the test's other sizes reuse its one compile. The stand-in records the keys.
+        m = self.mutant("add_kernel", "arith", text="x - y")
+        self.assertEqual(m.do_not_specialize, ["x_ptr", "y_ptr", "out_ptr", "n"])
+        for n in (1, 16, 17):
+            x = [1.0] * n
+            type(m).run(m, x, x, [0.0] * n, n, BLOCK=32, grid=(1,), warmup=False)
+            kernels.add_kernel[(1,)](x, x, [0.0] * n, n, BLOCK=32)
+        self.assertEqual(len(m.specialisations), 1)
+        self.assertGreaterEqual(len(kernels.add_kernel.specialisations), 3)
+        type(m).run(m, x, x, [0.0] * 17, 17, BLOCK=64, grid=(1,), warmup=False)
+        self.assertEqual(len(m.specialisations), 2)  # a constexpr is still a compile of its own
+        d = kernel_def("add_kernel")
+        self.assertEqual(unspecialised(d, [0, "n"]), [0, "n", "x_ptr", "y_ptr", "out_ptr"])
 
     def test_an_activation_tested_where_it_is_the_identity_is_not_equivalent(self):
         # The test's inputs are positive; the replay's are fresh normal values.

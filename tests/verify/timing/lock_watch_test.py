@@ -3,7 +3,9 @@
 its next bytecode, its main thread stopped until the writer is done; between writers its
 watcher sleeps on the gate file's inotify bell (or polls without one); where the watcher is off,
 held, or the sample took its signal, the writer waits for the whole stay; a process the reader
-forks cannot release its parent's lock; a firm hold keeps even a launch's checkpoint off. Run
+forks cannot release its parent's lock; a firm hold keeps even a launch's checkpoint off;
+timing sections that come together share one stall, and a writer gathers them only while
+another process has announced a timing. Run
 by tests/verify/timing_test.cpp (VerifyTiming.LockWatcherInRealProcesses) as
 `python3 lock_watch_test.py HARNESS_DIR`."""
 
@@ -228,17 +230,30 @@ class BurstTest(unittest.TestCase):
         for p in self.paths.values():
             open(p, "w").close()
 
-    def writer(self, start_s, hold_s=0.3, wait_s=10.0, gather_s=0.0, linger_s=0.0):
+    def writer(self, start_s, hold_s=0.3, wait_s=10.0, gather_s=0.0, linger_s=0.0,
+               announce=True, gives_up=False):
         """A child that, after start_s, takes the device as a timing sample does (a reader first,
-        as every sample is), holds it hold_s and lets it go. Returns (pid, read end): its
-        report as JSON, with "waited" (None: not within wait_s)."""
+        as every sample is; announced as about to time from the start, as a timing sample is
+        while it prepares), holds it hold_s and lets it go. gives_up: after start_s it withdraws
+        instead (a timing that failed while preparing). Returns (pid, read end): its report as
+        JSON, with "waited" (None: not within wait_s)."""
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:
             os.close(r)
             try:
                 lk = gpulock.install(self.paths, watch=True)
+                if announce:
+                    lk.announce()
                 time.sleep(start_s)
+                if gives_up:
+                    lk.withdraw()
+                    lk.leave()  # its sample goes on (it steps out whenever a writer waits)
+                    time.sleep(linger_s)
+                    rep = lk.report()
+                    rep["waited"] = None
+                    os.write(w, (json.dumps(rep) + "\n").encode())
+                    os._exit(0)
                 waited = lk.acquire_exclusive(wait_s, gather_s)
                 if waited is not None:
                     time.sleep(hold_s)
@@ -256,9 +271,11 @@ class BurstTest(unittest.TestCase):
 
     def test_sections_that_come_together_share_one_stall(self):
         reader = WatcherTest.reader(self)  # busy on the CPU for SPIN_S, its watcher on
-        # The first gathers for 0.8 s (the reader goes on), the others come meanwhile and queue.
-        writers = [self.writer(0.05, gather_s=0.8)] + [self.writer(0.1 + 0.02 * i)
-                                                        for i in range(3)]
+        # The others announce their timings at once (they prepare until 0.45 s and more); the
+        # first asks at 0.4 s and gathers (the reader goes on) until they have all asked and
+        # queued, at most 0.8 s.
+        writers = [self.writer(0.4, gather_s=0.8)] + [self.writer(0.45 + 0.02 * i)
+                                                       for i in range(3)]
         reps = [json.loads(_read_all(r)) for _, r in writers]
         for pid, _ in writers:
             os.waitpid(pid, 0)
@@ -306,10 +323,11 @@ class BurstTest(unittest.TestCase):
                             for s0, s1 in rd["shared"]), rd["shared"])
 
     def test_a_writer_that_gives_up_in_a_burst_lets_the_gate_go(self):
-        # The first gathers until the late one leaves as a reader (0.8 s), then times for 1.5 s;
-        # the late one queues, joins the burst, gives up at 1.4 s while the first times.
-        first = self.writer(0.0, hold_s=1.5, gather_s=2.0)
+        # The first gathers (the late one has announced its timing) until the late one leaves
+        # as a reader (0.8 s), then times for 1.5 s; the late one queues, joins the burst,
+        # gives up at 1.4 s while the first times.
         late = self.writer(0.8, wait_s=0.6, linger_s=3.0)
+        first = self.writer(0.1, hold_s=1.5, gather_s=2.0)
         rep_late = json.loads(_read_all(late[1]))
         self.assertIsNone(rep_late["waited"])
         rep_first = json.loads(_read_all(first[1]))
@@ -325,6 +343,35 @@ class BurstTest(unittest.TestCase):
         self.assertEqual(rep_first["exclusive"][0][2], "idle")
         # In as soon as the late one left as a reader, before the gathering (2 s) ends.
         self.assertLess(rep_first["waited"], 1.6)
+
+    def test_a_writer_with_no_other_coming_does_not_gather(self):
+        # gather_s 2 s, a busy reader, and no other process preparing a timing: it stalls at
+        # once rather than wait idle for writers that are not coming.
+        reader = WatcherTest.reader(self)
+        w = self.writer(0.1, hold_s=0.1, gather_s=2.0)
+        rep = json.loads(_read_all(w[1]))
+        os.waitpid(w[0], 0)
+        WatcherTest.finish(self, *reader)
+        self.assertEqual(rep["exclusive"][0][2], "stall")
+        self.assertLess(rep["waited"], 0.5)
+        self.assertEqual((rep["gathers"], rep["gathers_alone"]), (1, 1))
+
+    def test_a_writer_gathers_only_until_the_one_coming_gives_up(self):
+        # Another process announced a timing (it prepares), then gives up at 0.6 s without
+        # asking: the first gathers (the busy reader going on) until then, not for 3 s.
+        reader = WatcherTest.reader(self)
+        other = self.writer(0.6, gives_up=True, linger_s=1.0)
+        w = self.writer(0.1, hold_s=0.1, gather_s=3.0)
+        rep = json.loads(_read_all(w[1]))
+        os.waitpid(w[0], 0)
+        json.loads(_read_all(other[1]))
+        os.waitpid(other[0], 0)
+        WatcherTest.finish(self, *reader)
+        self.assertEqual(rep["exclusive"][0][2], "stall")
+        self.assertGreaterEqual(rep["waited"], 0.4)
+        self.assertLess(rep["waited"], 1.5)
+        self.assertEqual((rep["gathers"], rep["gathers_alone"]), (1, 0))
+        self.assertGreaterEqual(rep["gathered_ms"], 400)
 
     def test_without_gathering_a_lone_writer_still_stalls_once(self):
         reader = WatcherTest.reader(self)

@@ -50,6 +50,7 @@ import fcntl
 import functools
 import os
 import signal
+import struct
 import sys
 import threading
 import time
@@ -95,6 +96,9 @@ class GpuLock:
         self.stalls = 0  # exclusive sections that stopped the readers (opened a burst)
         self.sections_timed = 0  # exclusive sections in all
         self._how = "idle"  # how the open exclusive section began: "stall", "burst" or "idle"
+        self.announced = False  # this process said it will time soon (announce())
+        self.gathered_s = 0.0  # time spent gathering, the readers going on
+        self.gathers = [0, 0]  # gathers begun, and skipped because no other writer was coming
         # The longest shared section and what ended it ("launch": a launch let a waiting writer
         # in, "watch": the watcher did, between two launches, "compile", "timing": this
         # process's own, "open": still held at the report): what keeps a writer waiting is a
@@ -185,6 +189,40 @@ class GpuLock:
         by looking twice)."""
         return not _try(self.probe, fcntl.LOCK_EX, keep=False)
 
+    def announce(self) -> None:
+        """Says that this process will ask for the device soon (its timing is being prepared,
+        with the device shared): a writer that would open a burst gathers only while some
+        process has said so (others_coming). A POSIX read lock on one byte of the queue file,
+        which any number of processes hold at once and which goes with the process; withdrawn
+        when it asks (acquire_exclusive) or gives up (withdraw)."""
+        if self.queue is None or self.announced:
+            return
+        try:
+            fcntl.lockf(self.queue, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, COMING_BYTE, os.SEEK_SET)
+            self.announced = True
+        except OSError:
+            pass
+
+    def withdraw(self) -> None:
+        if self.announced and self.queue is not None:
+            self.announced = False
+            try:
+                fcntl.lockf(self.queue, fcntl.LOCK_UN, 1, COMING_BYTE, os.SEEK_SET)
+            except OSError:
+                pass
+
+    def others_coming(self) -> bool:
+        """Whether another process has announced a timing it has not asked for yet (F_GETLK:
+        this process's own lock is never the one it reports)."""
+        if self.queue is None:
+            return False
+        probe = struct.pack(FLOCK, fcntl.F_WRLCK, os.SEEK_SET, COMING_BYTE, 1, 0)
+        try:
+            got = fcntl.fcntl(self.queue, fcntl.F_GETLK, probe)
+        except OSError:
+            return False
+        return struct.unpack(FLOCK, got[:struct.calcsize(FLOCK)])[0] != fcntl.F_UNLCK
+
     @_guarded
     def acquire_exclusive(self, wait_s: float, gather_s: float = 0.0) -> Optional[float]:
         """Steps out as a reader, then takes the device exclusively. Returns the seconds waited,
@@ -201,9 +239,12 @@ class GpuLock:
         are not all out by then, the gate is let go for a moment (the queued readers go on) and
         taken again.
 
-        gather_s: how long a writer that would open a burst first lets the readers go on while
-        the writers that come meanwhile queue behind it (they join the burst), unless the
-        readers are all out before (no stall needed)."""
+        gather_s: at most how long a writer that would open a burst first lets the readers go
+        on while the writers that come meanwhile queue behind it (they join the burst): only
+        while another process has announced a timing it has not asked for yet (others_coming;
+        the ones already queued join the burst anyway), and not once the readers are all out
+        (no stall needed). With none coming it stalls at once rather than wait idle."""
+        self.withdraw()
         self.leave("timing")
         t0 = time.monotonic()
         deadline = t0 + wait_s
@@ -263,18 +304,29 @@ class GpuLock:
             delay = min(delay * 2, 0.002)
 
     def _gather(self, end: float) -> bool:
-        """Waits until `end` with nothing but the queue held, the readers going on; returns True
-        (rw exclusive and the gate shared held) as soon as no reader is in."""
-        while True:
-            if _try(self.rw, fcntl.LOCK_EX):
-                # No reader is in. One entering holds the gate while it waits for rw: let rw go
-                # rather than wait for the gate (each would wait for the other).
-                if _try(self.gate, fcntl.LOCK_SH):
-                    return True
-                fcntl.flock(self.rw, fcntl.LOCK_UN)
-            if time.monotonic() >= end:
-                return False
-            time.sleep(GATHER_POLL_S)
+        """Waits until `end`, or until no other process is coming to time (others_coming), with
+        nothing but the queue held, the readers going on; returns True (rw exclusive and the
+        gate shared held) as soon as no reader is in."""
+        t0 = time.monotonic()
+        self.gathers[0] += 1
+        try:
+            first = True
+            while True:
+                if _try(self.rw, fcntl.LOCK_EX):
+                    # No reader is in. One entering holds the gate while it waits for rw: let
+                    # rw go rather than wait for the gate (each would wait for the other).
+                    if _try(self.gate, fcntl.LOCK_SH):
+                        return True
+                    fcntl.flock(self.rw, fcntl.LOCK_UN)
+                if not self.others_coming():
+                    self.gathers[1] += first
+                    return False
+                first = False
+                if time.monotonic() >= end:
+                    return False
+                time.sleep(GATHER_POLL_S)
+        finally:
+            self.gathered_s += time.monotonic() - t0
 
     @_guarded
     def release_exclusive(self) -> None:
@@ -304,6 +356,8 @@ class GpuLock:
         return {"shared": shared, "exclusive": self.exclusive,
                 "reader_waited_ms": int(self.waited_s * 1000), "writer_retries": self.retries,
                 "timed_sections": self.sections_timed, "stalls": self.stalls,
+                "gathered_ms": int(self.gathered_s * 1000), "gathers": self.gathers[0],
+                "gathers_alone": self.gathers[1],
                 "longest_shared_ms": int(longest[0] * 1000), "longest_ended_by": longest[1],
                 "watch": self.watch, "watch_bell": self.bell is not None,
                 "watch_looks": self.looks, "watch_nudges": self.nudges,
@@ -311,6 +365,11 @@ class GpuLock:
 
 
 TRY_S = 0.05  # the first window a writer holds the gate for
+# announce(): the byte of the queue file a process about to time holds a POSIX read lock on,
+# and struct flock as F_GETLK reads it (Linux: short type, short whence, off_t start, off_t
+# len, pid_t pid).
+COMING_BYTE = 0
+FLOCK = "hhqqi"
 GATHER_POLL_S = 0.005  # how often a gathering writer looks whether the readers are all out
 STEP_ASIDE_S = 0.005  # how long it lets the gate go between two windows
 # How often the watcher looks at the gate without a bell (no inotify), and how often while a

@@ -3,8 +3,9 @@
 For a sample whose test killed the skip-launch run and every output mutant: a deterministic
 choice of `count` mutation sites over the kernels its test launched; for each, the mutated
 kernel compiled as a kernel of its own (a file of its own, so Triton's cache keeps the
-original), then the equivalence replay (kernel_replay): each recorded launch made again with
-the original and the mutant on the same fresh inputs. A mutant whose outputs never differ where
+original; without value specialisation of its integers: one compile serves its launches),
+then the equivalence replay (kernel_replay): each recorded launch made again with the
+original and the mutant on the same fresh inputs. A mutant whose outputs never differ where
 the original's are finite is `equivalent` (not counted); one that writes outside its buffers in
 the replay is `unsafe` and is not run against the test (it could corrupt the test's memory);
 one that does not compile is `stillborn`. Every other mutant replaces the original for one run
@@ -50,10 +51,33 @@ def build_jit(jit: Any, source: str, fn_def: ast.FunctionDef, ordinal: int, work
         value = getattr(jit, attr, None)
         if value is not None:
             options[attr] = value
+    if UNSPECIALISED:
+        options["do_not_specialize"] = unspecialised(fn_def, options.get("do_not_specialize"))
     try:
         return type(jit)(fn, **options)
     except TypeError:
         return type(jit)(fn)
+
+
+# Each mutant is compiled without Triton's value specialisation of its integer arguments (an
+# integer that is 1, or a multiple of 16: a hint the compiler uses for vector widths and
+# constants, never for what is computed), so that one compile serves every launch of the
+# replay and of the tests with the same constexprs and dtypes, rather than one compile per
+# specialisation (the `tail` variant's n - 1 among them). docs/VERIFIER.md, "Kernel mutants".
+# False: specialised as the original (bench/verify/kernel_battery_cost.py compares the two).
+UNSPECIALISED = True
+
+
+def unspecialised(fn_def: ast.FunctionDef, kept: Any = None) -> list[Any]:
+    """do_not_specialize for a mutant of fn_def: the original's entries (names or indices)
+    and every parameter that is not a constexpr (Triton refuses none: a pointer's entry leaves
+    its alignment's specialisation as it is)."""
+    out = list(kept or [])
+    for a in fn_def.args.posonlyargs + fn_def.args.args + fn_def.args.kwonlyargs:
+        note = ast.unparse(a.annotation) if a.annotation is not None else ""
+        if not note.split(".")[-1].strip("'\"").endswith("constexpr") and a.arg not in out:
+            out.append(a.arg)
+    return out
 
 
 class Originals:

@@ -860,6 +860,8 @@ def _run_timing(sample, report, request):
     state.outputs = state.replays = state.specs = state.timing = None
     speed = {"timed": True, "environment": environment()}
     cmp_item, held, waited, t_excl, t_prep = None, False, 0.0, None, time.monotonic()
+    if lock is not None:
+        lock.announce()  # a writer about to stall the others gathers while this one prepares
     try:
         timer = tt.Timer(_cuda())
         timer.via = RUN.between
@@ -917,6 +919,8 @@ def _run_timing(sample, report, request):
         restore_reference(cmp_item, module)
         tt.restore_rng(rng)
         state.outputs, state.replays, state.specs, state.timing = saved
+        if lock is not None:
+            lock.withdraw()
         if held:
             lock.release_exclusive()
             lock.enter()

@@ -22,6 +22,10 @@ class JITFunction(KernelInterface):
         self.raw_src, self.starting_line_number = inspect.getsourcelines(fn)
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
+        self.do_not_specialize = kwargs.get("do_not_specialize")
+        # The specialisation keys of its launches, as Triton 3.6 makes them (a compile each in
+        # Triton; the stand-in compiles once): what bench/verify/kernel_battery_cost.py counts.
+        self.specialisations = set()
 
     def create_binder(self):
         # Like Triton 3.x: the binder, made on the first launch, takes `compile` from the
@@ -38,6 +42,7 @@ class JITFunction(KernelInterface):
             self.compile(self)
             self._compiled = True
         bound = self.signature.bind(*args, **kwargs)
+        self.specialisations.add(self._key(bound, options))
         for name, value in bound.arguments.items():
             if name.startswith("BLOCK") and isinstance(value, int) and value > 1024:
                 raise OutOfResources(value * 64, 65536, "shared memory")
@@ -56,6 +61,27 @@ class JITFunction(KernelInterface):
             tl._ctx.grid = grid
             self.fn(**call_args)
         return kernel
+
+    def _key(self, bound, options):
+        """Triton 3.6's specialisation of a launch: an integer that is 1 becomes a constant, one
+        that is a multiple of 16 gets a divisibility hint, a buffer (a view: its offset) one when
+        16-byte aligned; do_not_specialize (names or indices) turns the first two off."""
+        off = {self.arg_names[d] if isinstance(d, int) else d for d in self.do_not_specialize or ()}
+        key = [tuple(sorted(options.items()))]
+        for name, param in self.signature.parameters.items():
+            v = bound.arguments.get(name, param.default)
+            if param.annotation is tl.constexpr or str(param.annotation).endswith("constexpr") \
+                    or v is None:
+                key.append(("constexpr", repr(v)))
+            elif isinstance(v, bool) or isinstance(v, float):
+                key.append((type(v).__name__,))
+            elif isinstance(v, int):
+                spec = name not in off
+                key.append(("constexpr", 1) if spec and v == 1 else
+                           ("i32", "D" if spec and v % 16 == 0 else "N"))
+            elif isinstance(v, list):
+                key.append(("*fp32", "D" if getattr(v, "offset", 0) % 4 == 0 else "N"))
+        return tuple(key)
 
     def _compiled_kernel(self, bound, options):
         """What Triton's run() returns: the kernel compiled for this launch's specialisation,

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Where the speed label's cost goes (issue 54), from `kforge verify --json FILE --full` of the
+same samples with the label off and on (scripts/gpu/timing-cost writes them).
+
+Per run: the samples' summed duration (worker seconds: what the label costs the pool's
+throughput, spread over its workers), the speed phase's wall and CPU seconds (inside it, per
+timed sample: preparing with the device shared, waiting for the device, the exclusive section),
+the lock's figures summed over the samples (docs/VERIFIER.md, "Exclusive GPU": sections, stalls,
+the gathering writers' idle wait and how often no other writer was coming, every sample's wait
+behind the sections). Then, for each labelled run against the first (the label off), the worker
+seconds it added and how much of them each of those explains. The parts overlap where a timing
+sample queues as a reader inside its own speed phase, and the runs' other work varies from run
+to run: what is left unexplained can be negative.
+
+  python3 bench/verify/label_cost.py off.jsonl on.jsonl [on0.jsonl ...] [--names off,on,on0]
+"""
+
+import argparse
+import json
+import sys
+
+LOCK = ("timed_sections", "stalls", "gathered_ms", "gathers", "gathers_alone", "reader_waited_ms",
+        "writer_retries", "watch_stepped_out")
+
+
+def load(path):
+    rows = []
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(json.loads(line))
+            except ValueError as e:
+                sys.exit("%s:%d: not JSON: %s" % (path, n, e))
+    return rows
+
+
+def figures(rows):
+    out = {"samples": len(rows), "timed": 0, "duration_s": 0.0, "speed_wall_s": 0.0,
+           "speed_cpu_s": 0.0, "prepare_s": 0.0, "waited_s": 0.0, "exclusive_s": 0.0,
+           "full": 0}
+    out.update(dict.fromkeys(LOCK, 0))
+    for r in rows:
+        out["duration_s"] += (r.get("duration_ms") or 0) / 1000.0
+        report = r.get("report")
+        if not isinstance(report, dict):
+            continue
+        out["full"] += 1
+        sp = (report.get("phase_times") or {}).get("speed") or {}
+        out["speed_wall_s"] += sp.get("wall_ms", 0) / 1000.0
+        out["speed_cpu_s"] += sp.get("cpu_ms", 0) / 1000.0
+        speed = report.get("speed") or {}
+        if speed.get("timed"):
+            out["timed"] += 1
+            for k in ("prepare", "waited", "exclusive"):
+                out[k + "_s"] += (speed.get(k + "_ms") or 0) / 1000.0
+        lock = report.get("gpu_lock") or {}
+        for k in LOCK:
+            out[k] += lock.get(k) or 0
+    return out
+
+
+def show(name, f):
+    t = max(f["timed"], 1)
+    print("%s: %d samples (%d with reports), %d timed; summed duration %.1f worker-s" % (
+        name, f["samples"], f["full"], f["timed"], f["duration_s"]))
+    print("  speed phase: %.1f s wall, %.1f s CPU; per timed sample: preparing %.0f ms, waiting "
+          "for the device %.0f ms, exclusive %.1f ms" % (
+              f["speed_wall_s"], f["speed_cpu_s"], 1000 * f["prepare_s"] / t,
+              1000 * f["waited_s"] / t, 1000 * f["exclusive_s"] / t))
+    print("  lock: %d sections, %d stalls (%.1f a stall), gathering %.1f s in %d gathers (%d with "
+          "no other writer coming), every sample's wait behind sections %.1f s, %d writer "
+          "retries, %d watcher step-outs" % (
+              f["timed_sections"], f["stalls"], f["timed_sections"] / max(f["stalls"], 1),
+              f["gathered_ms"] / 1000.0, f["gathers"], f["gathers_alone"],
+              f["reader_waited_ms"] / 1000.0, f["writer_retries"], f["watch_stepped_out"]))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("files", nargs="+", help="the label-off run first")
+    ap.add_argument("--names")
+    args = ap.parse_args()
+    names = args.names.split(",") if args.names else ["run%d" % i for i in range(len(args.files))]
+    if len(names) != len(args.files):
+        sys.exit("--names: %d names for %d files" % (len(names), len(args.files)))
+    got = [(n, figures(load(p))) for n, p in zip(names, args.files)]
+    for n, f in got:
+        show(n, f)
+    base_name, base = got[0]
+    for n, f in got[1:]:
+        added = f["duration_s"] - base["duration_s"]
+        reader = (f["reader_waited_ms"] - base["reader_waited_ms"]) / 1000.0
+        speed = f["speed_wall_s"] - base["speed_wall_s"]
+        print("%s against %s: %+.1f worker-s; the speed phase %+.1f (preparing %.1f, waiting "
+              "for the device %.1f, exclusive %.1f, the rest %.1f), the other samples' waits "
+              "behind sections %+.1f, left unexplained (the rest of the samples slower) %+.1f" % (
+                  n, base_name, added, speed, f["prepare_s"], f["waited_s"], f["exclusive_s"],
+                  speed - f["prepare_s"] - f["waited_s"] - f["exclusive_s"], reader,
+                  added - speed - reader))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
