@@ -10,6 +10,8 @@ around it (guard.py), and keeps a phase's failure to that phase:
   cross_compile   the launched kernels compiled for other targets
   bounds_replay   the launches replayed between guard zones
   skip_launch     the tests again with the kernels' launches skipped (the mutant report)
+  control         in a mutant process of its own whose skip-launch run passed: the fresh
+                  control run the real run's process makes beside its skip-launch run
   output_mutants  the tests once per output mutant
   kernel_battery  the tests against kernels made wrong
 """
