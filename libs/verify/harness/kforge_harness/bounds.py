@@ -32,7 +32,7 @@ import sys
 import time
 from typing import Any, Callable
 
-from .kernel_replay import MARGIN, context_lost, differs, run_launch
+from .kernel_replay import ALIGN, MARGIN, context_lost, differs, run_launch, zone_sizes
 from .listed import listed
 from .shapes import Json
 
@@ -117,12 +117,18 @@ def _spacer(rec):
     again: the arena then lies elsewhere among the allocator's memory (nothing on the CPU
     stand-in, whose arenas are placed by kernel_replay.place_lists)."""
     torch = sys.modules.get("torch")
+    if torch is None:
+        return []
+    zone = zone_sizes(rec, True)[0]
+    sizes: dict[str, tuple[Any, int]] = {}
+    for info in rec.storages.values():
+        if not info.get("list"):
+            dev, n = str(info["device"]), -(-info["nbytes"] // ALIGN) * ALIGN + 2 * zone
+            sizes[dev] = (info["device"], sizes.get(dev, (None, 2 * MARGIN))[1] + n)
     held = []
     try:
-        for info in rec.storages.values():
-            if not info.get("list") and torch is not None:
-                held.append(torch.empty(2 * MARGIN + 2 * info["nbytes"], dtype=torch.uint8,
-                                        device=info["device"]))
+        for device, size in sizes.values():  # the arena's size: its block, freed, is taken
+            held.append(torch.empty(size, dtype=torch.uint8, device=device))
     except Exception:  # noqa: BLE001 - no room: judged again where the allocator puts it
         pass
     return held
