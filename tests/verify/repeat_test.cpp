@@ -67,6 +67,8 @@ std::map<std::string, std::pair<Verdict, std::vector<std::string>>> outcomes(
     const std::vector<verify::VerifyRequest>& reqs, const std::vector<verify::VerifyResult>& res) {
   std::map<std::string, std::pair<Verdict, std::vector<std::string>>> out;
   for (std::size_t i = 0; i < reqs.size() && i < res.size(); ++i) {
+    if (res[i].verdict != Verdict::passed)
+      ADD_FAILURE() << reqs[i].key << ": " << res[i].detail << "\n" << res[i].stderr_tail;
     auto flags = res[i].flags;
     std::sort(flags.begin(), flags.end());
     out[reqs[i].key] = {res[i].verdict, flags};

@@ -3,5 +3,5 @@ def test_add_runs():
     # with its launches made (the fresh control run) dies of an out-of-bounds load; the lot
     # places that control before or after the skip-launch run, and the flags must not follow it.
     for n in (1, 64, 130):
-        out = add([1.0] * n, [2.0] * n)
+        out = add([float(i) for i in range(n)], [2.0 * i for i in range(n)])
         assert len(out) == n
