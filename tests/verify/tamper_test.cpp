@@ -125,6 +125,12 @@ TEST(VerifyTamper, IntegrityAndControlsAreReadThroughTheDeclaredReport) {
   auto score = verify::score_mutants(Verdict::failed, false, &*parsed);
   EXPECT_EQ(score.killed, 0);
   EXPECT_EQ(score.applicable, 0);
+  // And its survival (issue 52): a control that lost the GPU context before the skip-launch run
+  // left that run nothing to show; counted when the lot put the control after it, the flags
+  // would be the lot's (mutant_survived in one run, not in the other).
+  auto survived = verify::score_mutants(Verdict::passed, false, &*parsed);
+  EXPECT_EQ(survived.applicable, 0);
+  EXPECT_TRUE(survived.survived.empty());
 
   integrity["tampered"] = "yes";
   auto bad = verify::parse_harness_report(harness_json({{"integrity", integrity}}),

@@ -218,7 +218,10 @@ void VerdictAssembly::attach_mutant(VerifyResult& primary, Verdict verdict,
     if (!report->phase_state.empty()) m["phase_state"] = report->phase_state;
   }
   primary.report["mutant"] = std::move(m);
-  if (verdict == Verdict::passed && !infra) primary.flags.emplace_back(kMutantSurvived);
+  // A failed control voids the skip-launch run's survival as well as its kill (issue 52:
+  // score_mutants): the sample is flagged unstable_test instead, whichever side the lot put it.
+  bool voided = report && report->controls && report->controls->failed;
+  if (verdict == Verdict::passed && !infra && !voided) primary.flags.emplace_back(kMutantSurvived);
   const HarnessReport* h = report ? &*report : nullptr;
   apply_mutation_score(primary, score_mutants(verdict, infra, h));
   apply_controls(primary, h);

@@ -196,8 +196,11 @@ bool control_failed(const HarnessReport* mutant_report) {
 MutationScore score_mutants(Verdict skip_verdict, bool skip_infrastructure,
                             const HarnessReport* mutant_report) {
   MutationScore s;
-  // A failed control voids every kill, the skip-launch run's too (apply_controls flags it).
-  if (!skip_infrastructure && !(control_failed(mutant_report) && skip_verdict != Verdict::passed)) {
+  // A failed control voids every mutant run's result, the skip-launch run's too, a kill or a
+  // survival (apply_controls flags it): a control that kills the GPU context before the
+  // skip-launch run leaves it nothing to show, so counting its survival when the lot put the
+  // control after it would make the flags the lot's (issue 52).
+  if (!skip_infrastructure && !control_failed(mutant_report)) {
     ++s.applicable;
     if (skip_verdict == Verdict::passed)
       s.survived.push_back("skip_launch");

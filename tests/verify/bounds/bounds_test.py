@@ -139,6 +139,37 @@ class BoundsTest(unittest.TestCase):
         self.assertFalse(res["out_of_bounds"], res)
         self.assertEqual(res["nondeterministic"], ["noisy"])
 
+    def racy(self, late):
+        n = 20
+        recs = capture(kernels.racy, [floats(n), [0.0] * n, n], 16)
+        kernels.RACE.update(launches=0, late=late)
+        try:
+            return bounds.check(recs, launch_raw, sync)
+        finally:
+            kernels.RACE.update(launches=0, late=())
+
+    def test_a_racy_kernel_whose_zero_replays_agree_is_not_read_out_of_bounds(self):
+        # Replays 1 and 3 (zones 0x00) agree, replay 2 (0xFF) differs: before, a read of the
+        # zones; the 0xFF replay made again (5) does not agree with it, so it is a race.
+        res = self.racy((2,))
+        self.assertFalse(res["out_of_bounds"], res)
+        self.assertEqual(res["reads"], [])
+        self.assertEqual(res["nondeterministic"], ["racy"])
+
+    def test_a_finding_that_does_not_come_back_when_judged_again_is_not_flagged(self):
+        # Both 0xFF replays (2, 5) differ from both 0x00 ones: a read, on that judgement; judged
+        # again (the arena elsewhere on a GPU) it does not come back, so it is not flagged.
+        res = self.racy((2, 5))
+        self.assertFalse(res["out_of_bounds"], res)
+        self.assertEqual(res["reads"], [])
+        self.assertEqual(res["unconfirmed"], [{"kernel": "racy", "launch": 1}])
+
+    def test_a_real_read_comes_back_when_judged_again(self):
+        n = 20
+        res = self.check(kernels.reads_before, [floats(n), [0.0] * n, n])
+        self.assertTrue(res["out_of_bounds"], res)
+        self.assertEqual(res["unconfirmed"], [])
+
     def test_launches_are_checked_in_order_and_counted(self):
         n = 20
         recs = capture(kernels.masked_add, [floats(n), floats(n), [0.0] * n, n], 16)

@@ -83,3 +83,21 @@ def very_far_write(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     tl.store(out_ptr + offs + 100000, tl.load(x_ptr + offs, mask=mask, other=0.0), mask=mask)
+
+
+RACE = {"launches": 0, "late": ()}
+
+
+@triton.jit
+def racy(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # In bounds, but its outputs differ in a few launches (as a spinning lock's reduction does
+    # when another program's partial sum lands late): in the launches RACE["late"] names,
+    # counted from RACE["launches"]. Must not be flagged as a read out of bounds (issue 52:
+    # spinning_lock_reduction was flagged in one run of two).
+    if tl.program_id(0) == 0:
+        RACE["launches"] += 1
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    late = 1.0 if RACE["launches"] in RACE["late"] else 0.0
+    tl.store(out_ptr + offs, x + late, mask=mask)

@@ -20,7 +20,7 @@ import sys
 import time
 from typing import Any, Callable, Optional
 
-from .runner import MODULE, execute, failing, run_test, test_cases
+from .runner import MODULE, execute, failing, put_generators, run_test, test_cases
 from .report_schema import VERDICT
 from .shapes import Json, Sample
 
@@ -30,6 +30,8 @@ def run_tests(sample: Sample, phase: str) -> Optional[Json]:
     real run. Returns the first result that did not pass (None when they all passed)."""
     module, info = sample["module"], sample["info"]
     sys.modules[MODULE] = module
+    _poison()  # the same bytes in free GPU memory, whatever run came before this one
+    put_generators(sample.get("generators"))  # the real run's inputs, wherever this run is
     me = os.getpid()
     for test in sample["tests"]:
         fn = getattr(module, test, None)
@@ -39,6 +41,24 @@ def run_tests(sample: Sample, phase: str) -> Optional[Json]:
             if failing([result]):
                 return result
     return None
+
+
+def _poison() -> None:
+    """The GPU memory the caching allocator holds free filled with 0xFF, as for the skip-launch
+    and fresh control runs (mutants.poison_gpu_cache), after collecting the young garbage: an
+    output a kernel leaves unwritten, or a read of memory the test never wrote, then sees the
+    same bytes in every run of the tests, not what the run the lot put before it left there
+    (the real answer after a control, a mutated one after a mutant). Nothing without CUDA."""
+    torch = sys.modules.get("torch")
+    try:
+        if torch is None or not torch.cuda.is_initialized():
+            return
+        import gc
+        from .mutants import poison_gpu_cache
+        gc.collect(1)
+        poison_gpu_cache(0xFF, collect=False)
+    except Exception:  # noqa: BLE001 - the run still means something without it
+        pass
 
 
 def signature(result: Json) -> tuple[str, str]:
@@ -111,8 +131,10 @@ class Controls:
         return self.record("rerun", where, failed, t0)
 
     def void(self, report: Json) -> None:
-        """After a failed control: no kill stands. Kills whose failure is a control's own are
-        `as_control`, the others `void`; the scores are counted again."""
+        """After a failed control: no mutant's result stands. Kills whose failure is a
+        control's own are `as_control`, the others and every survivor `void` (which mutants
+        ran before the battery stopped at the failed control is the lot's, so a survivor must
+        not flag the sample either); the scores are counted again."""
         if not self.out["failed"]:
             return
         sigs = set(self.failures)
@@ -123,8 +145,11 @@ class Controls:
             for e in b.get("mutants", []):
                 if e.get("result") == "killed":
                     e["result"] = "as_control" if _sig_of_by(e.get("by")) in sigs else "void"
+                elif e.get("result") == "survived":
+                    e["result"] = "void"
             b["killed"] = 0
-            b["applicable"] = sum(e.get("result") == "survived" for e in b.get("mutants", []))
+            b["applicable"] = 0
+            b["survived"] = []
         self.out["void"] = True
 
 

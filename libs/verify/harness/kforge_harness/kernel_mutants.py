@@ -201,11 +201,14 @@ def run_kernel_battery(sample: Sample, report: Json, count: int, budget_s: float
     sample["run_tests"] = run_tests
     workdir = os.path.dirname(sample["path"])
     at = controls.place(len(chosen)) if controls is not None else -1
+    ran = controls is None  # the control run (or none to make)
     for i, site in enumerate(chosen):
-        if i == at and not controls.rerun(sample, "kernel mutant %d" % (i + 1)):
-            kb["not_run"] = len(chosen) - i
-            kb["stopped"] = "a control run failed"
-            break
+        if i == at:
+            ran = True
+            if not controls.rerun(sample, "kernel mutant %d" % (i + 1)):
+                kb["not_run"] = len(chosen) - i
+                kb["stopped"] = "a control run failed"
+                break
         if time.monotonic() - t0 >= budget_s:
             kb["not_run"] = len(chosen) - i
             kb["stopped"] = "the time budget (%g s) was spent" % budget_s
@@ -228,6 +231,7 @@ def run_kernel_battery(sample: Sample, report: Json, count: int, budget_s: float
             entry["result"] = "error"  # not vocabulary: a mutant's result
             kb["stopped"] = "the GPU context was lost in the replay of %s" % entry["mutant"]
             kb["not_run"] = len(chosen) - i - 1
+            ran = True  # nothing runs on a lost context: no control either
             break
         if outcome in ("equivalent", "unsafe", "stillborn", "unjudged"):
             entry["result"] = outcome
@@ -257,6 +261,7 @@ def run_kernel_battery(sample: Sample, report: Json, count: int, budget_s: float
             if context_lost(synchronize):
                 kb["stopped"] = "the GPU context was lost under %s" % entry["mutant"]
                 kb["not_run"] = len(chosen) - i - 1
+                ran = True
                 break
             continue
         if not state.swapped:
@@ -271,9 +276,8 @@ def run_kernel_battery(sample: Sample, report: Json, count: int, budget_s: float
         if kb["not_run"]:
             kb["stopped"] = "first survivor"
         break
-    else:
-        if at == len(chosen):
-            controls.rerun(sample, "after the kernel mutants")
+    if not ran:  # its place was after the end, a survivor or the budget: it runs all the same
+        controls.rerun(sample, "after the kernel mutants")
     if originals.errors:
         kb["replay_errors"] = list(originals.errors)
     kb["duration_ms"] = int((time.monotonic() - t0) * 1000)

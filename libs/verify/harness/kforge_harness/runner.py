@@ -50,6 +50,52 @@ def seed_generators() -> None:
             pass
 
 
+def generator_states() -> Json:
+    """The global generators' states as a sample's tests find them (Python's, numpy's, torch's
+    CPU and, once CUDA is up, each CUDA generator's): taken after the real run's import, given
+    back before every later run of its tests (put_generators)."""
+    import random
+    out: Json = {"random": random.getstate()}
+    np = sys.modules.get("numpy")
+    if np is not None and hasattr(getattr(np, "random", None), "get_state"):
+        out["numpy"] = np.random.get_state()
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "get_rng_state"):
+        out["torch"] = torch.get_rng_state()
+        try:
+            if torch.cuda.is_initialized():
+                out["cuda"] = torch.cuda.get_rng_state_all()
+        except Exception:  # noqa: BLE001 - a torch without CUDA
+            pass
+    return out
+
+
+def put_generators(saved: Optional[Json]) -> None:
+    """Gives the global generators the states generator_states() took, so every run of the
+    tests after the real run (a control, an output or kernel mutant) draws the real run's
+    inputs wherever the lot put it among the others (issue 52: flags that repeat). A CUDA
+    generator not up when they were taken is seeded as the import left it (SAMPLE_SEED)."""
+    if saved is None:
+        seed_generators()
+        return
+    import random
+    random.setstate(saved["random"])
+    np = sys.modules.get("numpy")
+    if "numpy" in saved and np is not None:
+        np.random.set_state(saved["numpy"])
+    torch = sys.modules.get("torch")
+    if "torch" not in saved or torch is None:
+        return
+    try:
+        torch.set_rng_state(saved["torch"])
+        if "cuda" in saved:
+            torch.cuda.set_rng_state_all(saved["cuda"])
+        elif torch.cuda.is_initialized():
+            torch.cuda.manual_seed_all(SAMPLE_SEED)
+    except Exception:  # noqa: BLE001 - a generator that cannot be set keeps its state
+        pass
+
+
 def _tail(text, limit=MAX_MESSAGE):
     return text if len(text) <= limit else "..." + text[-limit:]
 
@@ -190,6 +236,7 @@ def execute(sample: Sample, module_name: str, report: Json, t0: float, phase: st
     import_ms = int((time.monotonic() - t_import) * 1000)
     if not state.mutant and keep:
         sample["module"] = module  # the real run's: the output mutants run its tests again
+        sample["generators"] = generator_states()  # and draw what its tests drew
     report["import_ms"] = import_ms
     report["phase"] = "tests"
     for name in tests:

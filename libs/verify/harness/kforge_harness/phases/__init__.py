@@ -10,6 +10,8 @@ around it (guard.py), and keeps a phase's failure to that phase:
   cross_compile   the launched kernels compiled for other targets
   bounds_replay   the launches replayed between guard zones
   skip_launch     the tests again with the kernels' launches skipped (the mutant report)
+  control         in a mutant process of its own whose skip-launch run passed: the fresh
+                  control run the real run's process makes beside its skip-launch run
   output_mutants  the tests once per output mutant
   kernel_battery  the tests against kernels made wrong
 """
@@ -72,11 +74,17 @@ def mutant_process(request: dict[str, Any], report: Report, phases: Phases, name
                    kernel: tuple[int, float]) -> None:
     """A mutant process of its own (verifier.mutant_run: new_process, or the real run's process
     could not go on): its run is the skip-launch run, then the batteries; the real run made
-    again before them is its fresh control run."""
+    again before them is its fresh control run (a fresh control of its own when the
+    skip-launch run passed and no battery follows)."""
     controls = Controls()
     report["controls"] = controls.out
     sample = phases.run("skip_launch", test_run.run, request, broken=test_run.broken)
-    if sample is not None:
+    if sample is not None and _passed(report):
+        # No battery follows, so no real run made again: a fresh control as the real run's
+        # process makes one (mutants.skip_launch_run), or the flags would depend on which
+        # process the mutant runs went to (issue 52).
+        phases.run("control", skip_launch.fresh_control, sample, controls)
+    elif sample is not None:
         batteries(sample, report, phases, names, kernel, controls)
     controls.void(report)
     _note_lock(report)

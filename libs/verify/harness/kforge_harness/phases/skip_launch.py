@@ -8,7 +8,7 @@ import traceback
 from typing import Any
 
 from ..controls import Controls
-from ..mutants import skip_launch_run
+from ..mutants import poison_gpu_cache, skip_launch_run
 from .sequence import Report, Result
 from ..report_schema import VERDICT
 
@@ -19,6 +19,14 @@ def run(sample: dict[str, Any], controls: Controls) -> Result:
     part: Report = {}
     skip_launch_run(sample, part, controls)
     return Result(part, True)
+
+
+def fresh_control(sample: dict[str, Any], controls: Controls) -> Report:
+    """In a mutant process of its own, after a skip-launch run that passed: the fresh control
+    run (controls.py) the real run's process makes by lot before or after its skip-launch
+    run. Its part of the report is controls.out, already in it."""
+    controls.fresh(sample, "after the skip-launch run", poison_gpu_cache)
+    return {}
 
 
 def broken(why: str) -> Report:

@@ -1,0 +1,113 @@
+// Flags that repeat (issue 52): the same samples verified twice through the real pool, with the
+// same warm workers and in opposite orders, give the same verdict and flags on every sample.
+// The corpus holds a sample for each cause of flags that came and went between two runs of the
+// renamed TritonBench-G copies on an H200 (tests/verify/repeat/README.md), with samples of the
+// other corpora around them; repeat/repeat_test.py checks each cause in the harness alone, the
+// lot fixed each way. On a GPU: scripts/gpu/flags-repeat (docs/BENCHMARKS.md).
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "verify_util.hpp"
+
+namespace kforge::test {
+namespace {
+
+using verify::Verdict;
+using Json = nlohmann::json;
+
+bool flagged(const verify::VerifyResult& r, const char* flag) {
+  return std::find(r.flags.begin(), r.flags.end(), flag) != r.flags.end();
+}
+
+TEST(VerifyRepeat, PythonEachCause) {
+  TempDir tmp;
+  auto r =
+      run_process({sandbox_python(), (source_dir() / "tests/verify/repeat/repeat_test.py").string(),
+                   (source_dir() / "libs/verify/harness").string(),
+                   (source_dir() / "tests/verify/fake_triton").string()},
+                  {"TMPDIR=" + tmp.path().string()}, 240);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("Ran 4 tests"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("\nOK"), std::string::npos) << r.err;
+}
+
+struct Named {
+  const char* dir;
+  const char* name;
+  int copies;
+};
+
+// The lot-sensitive samples in several copies: each copy draws its own lots, so a flag that
+// follows the lot differs between copies or between the two runs.
+const Named kCorpus[] = {{"repeat", "drawn_threshold", 2},
+                         {"repeat", "fault_after_first_import", 3},
+                         {"samples", "seeded_draws", 1},
+                         {"samples", "mutant_weak_loose", 1},
+                         {"samples", "mutant_reused_memory", 1},
+                         {"tamper", "count_calls", 1},
+                         {"tamper", "honest_counting", 1},
+                         {"tamper", "patched_isclose", 1},
+                         {"hacks", "honest_add", 1}};
+
+std::vector<verify::VerifyRequest> corpus() {
+  std::vector<verify::VerifyRequest> out;
+  for (const auto& s : kCorpus)
+    for (int i = 0; i < s.copies; ++i) {
+      auto r = load_sample(s.name, {}, s.dir);
+      r.key = std::string(s.name) + "@" + std::to_string(i);
+      out.push_back(std::move(r));
+    }
+  return out;
+}
+
+std::map<std::string, std::pair<Verdict, std::vector<std::string>>> outcomes(
+    const std::vector<verify::VerifyRequest>& reqs, const std::vector<verify::VerifyResult>& res) {
+  std::map<std::string, std::pair<Verdict, std::vector<std::string>>> out;
+  for (std::size_t i = 0; i < reqs.size() && i < res.size(); ++i) {
+    if (res[i].verdict != Verdict::passed)
+      ADD_FAILURE() << reqs[i].key << ": " << res[i].detail << "\n" << res[i].stderr_tail;
+    auto flags = res[i].flags;
+    std::sort(flags.begin(), flags.end());
+    out[reqs[i].key] = {res[i].verdict, flags};
+  }
+  return out;
+}
+
+TEST(VerifyRepeat, TwoRunsInOppositeOrdersThroughWarmWorkersGiveTheSameFlags) {
+  TempDir tmp;
+  auto cfg = test_config(tmp);
+  cfg.timeout_s = 60;  // a run cut by a loaded machine is no flag that changed
+  auto pool = make_pool(cfg);
+  ASSERT_TRUE(pool);
+  auto forward = corpus();
+  auto backward = forward;
+  std::reverse(backward.begin(), backward.end());
+  auto first = outcomes(forward, run_all(*pool, forward));
+  auto second = outcomes(backward, run_all(*pool, backward));
+  ASSERT_EQ(first.size(), forward.size());
+  for (const auto& [key, got] : first) {
+    SCOPED_TRACE(key);
+    ASSERT_TRUE(second.count(key));
+    EXPECT_EQ(got.first, second[key].first);
+    EXPECT_EQ(Json(got.second).dump(), Json(second[key].second).dump());
+  }
+  // What each lot-sensitive sample gets, in every copy and both runs.
+  for (const auto* run : {&first, &second})
+    for (const auto& [key, got] : *run) {
+      SCOPED_TRACE(key + ": " + Json(got.second).dump());
+      if (key.rfind("drawn_threshold@", 0) == 0) {
+        EXPECT_EQ(got.first, Verdict::passed);
+        EXPECT_TRUE(got.second.empty());
+      }
+      if (key.rfind("fault_after_first_import@", 0) == 0) {
+        EXPECT_EQ(got.first, Verdict::passed);
+        EXPECT_EQ(got.second, std::vector<std::string>{verify::kUnstableTest});
+      }
+    }
+}
+
+}  // namespace
+}  // namespace kforge::test
