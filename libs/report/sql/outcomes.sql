@@ -48,6 +48,11 @@ LEFT JOIN verification_speed sp ON sp.verification_id = v.id
 WHERE j.run_id = ?1
 ORDER BY s.key;
 
+-- How many jobs run ?1 has (migration 0012's trigger-kept counts): the rows run_outcomes gives,
+-- read first to make room for them at once.
+-- name: run_job_total
+SELECT coalesce(sum(n), 0) FROM run_job_counts WHERE run_id = ?1;
+
 -- Per sample and repair round (0: the first generation): the verdict of that round's code (the
 -- view latest_round_verification, migration 0025).
 -- name: run_round_verdicts
