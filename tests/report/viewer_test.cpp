@@ -733,6 +733,88 @@ TEST_F(ViewerSearch, RunsPageCountsAreKeptUntilTheRunMoves) {
             runs_page_count(before->body, "v1", "verdict=failed", "failed"));
 }
 
+TEST_F(ViewerSearch, ANewVerificationIsShownAtOnceByTheListsTheRunsPageAndTheABPage) {
+  // Every page has read v2 (its outcomes, its line of the runs page and the A/B page are kept).
+  EXPECT_TRUE(contains(keys("/run?tag=v2&verdict=failed"), "layernorm.py"));
+  EXPECT_FALSE(contains(keys("/run?tag=v2&verdict=verified"), "layernorm.py"));
+  auto runs = get("/");
+  ASSERT_TRUE(runs);
+  const int failed = runs_page_count(runs->body, "v2", "verdict=failed", "failed");
+  ASSERT_GT(failed, 0) << runs->body;
+  auto ab = get("/ab?a=v1&b=v2");
+  ASSERT_TRUE(ab);
+  EXPECT_TRUE(has(ab->body, "lost: verified in v1 only (3)")) << ab->body;
+  EXPECT_TRUE(has(ab->body, "<a href=\"/sample?tag=v2&amp;key=layernorm.py\">failed</a>"));
+  // Served again from memory: the same.
+  EXPECT_TRUE(contains(keys("/run?tag=v2&verdict=failed"), "layernorm.py"));
+  // layernorm.py is verified again in v2 and passes: its newest verdict is the one every page
+  // shows, with no other row of the run changed (no job moved, no answer added).
+  vf.fx().exec("add_reverification", {"v2", "layernorm.py", "passed", ""});
+  EXPECT_FALSE(contains(keys("/run?tag=v2&verdict=failed"), "layernorm.py"));
+  EXPECT_TRUE(contains(keys("/run?tag=v2&verdict=verified"), "layernorm.py"));
+  auto runs_after = get("/");
+  ASSERT_TRUE(runs_after);
+  EXPECT_EQ(runs_page_count(runs_after->body, "v2", "verdict=failed", "failed"), failed - 1)
+      << runs_after->body;
+  auto ab_after = get("/ab?a=v1&b=v2");
+  ASSERT_TRUE(ab_after);
+  EXPECT_TRUE(has(ab_after->body, "lost: verified in v1 only (2)")) << ab_after->body;
+  EXPECT_FALSE(has(ab_after->body, "<a href=\"/sample?tag=v2&amp;key=layernorm.py\">failed</a>"));
+  // Another verification with the verdict it had first (failed, another detail): the newest
+  // one's detail is shown.
+  vf.fx().exec("add_reverification", {"v2", "layernorm.py", "failed", "AssertionError: ocelot"});
+  auto page = get("/run?tag=v2&verdict=failed");
+  ASSERT_TRUE(page);
+  EXPECT_TRUE(contains(keys_of(page->body), "layernorm.py"));
+  EXPECT_TRUE(has(page->body, "AssertionError: ocelot")) << page->body;
+  auto ab_again = get("/ab?a=v1&b=v2");
+  ASSERT_TRUE(ab_again);
+  EXPECT_TRUE(has(ab_again->body, "lost: verified in v1 only (3)")) << ab_again->body;
+}
+
+TEST_F(ViewerSearch, ABPageFlipsParameter) {
+  // Six flips gained: all shown, with no link to show more; flips=all gives the same tables.
+  auto first = get("/ab?a=v1&b=v2");
+  ASSERT_TRUE(first);
+  EXPECT_FALSE(has(first->body, "id=\"gained-more\"")) << first->body;
+  auto all = get("/ab?a=v1&b=v2&flips=all");
+  ASSERT_TRUE(all);
+  ASSERT_EQ(all->status, 200);
+  EXPECT_TRUE(has(all->body, "gained: verified in v2 only (6)")) << all->body;
+  // The fixture copied 20 times (bench/report/scale.sql): 126 gained, the first 100 shown, and
+  // all of them with flips=all.
+  auto scale = read_file(source_dir() / "bench" / "report" / "scale.sql");
+  ASSERT_TRUE(scale.ok());
+  ASSERT_TRUE(vf.fx()
+                  .db()
+                  .exec("CREATE TEMP TABLE bench_scale(copies INTEGER); "
+                        "INSERT INTO bench_scale VALUES (20);" +
+                        *scale)
+                  .ok());
+  auto many = get("/ab?a=v1&b=v2");
+  ASSERT_TRUE(many);
+  EXPECT_TRUE(has(many->body, "gained: verified in v2 only (126)")) << many->body;
+  auto count_rows = [](const std::string& html, const std::string& id) {
+    auto from = html.find("<table id=\"" + id + "\">");
+    if (from == std::string::npos) return -1;
+    auto to = html.find("</table>", from);
+    int n = 0;
+    for (auto at = html.find("<tr><td", from); at < to; at = html.find("<tr><td", at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count_rows(many->body, "gained"), 100);
+  EXPECT_TRUE(has(many->body, "the first 100 of 126; <a href=\"/ab?a=v1&amp;b=v2&amp;flips=all\">"))
+      << many->body;
+  auto every = get("/ab?a=v1&b=v2&flips=all");
+  ASSERT_TRUE(every);
+  EXPECT_EQ(count_rows(every->body, "gained"), 126);
+  EXPECT_FALSE(has(every->body, "id=\"gained-more\""));
+  auto bad = get("/ab?a=v1&b=v2&flips=some");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_TRUE(has(bad->body, "parameter &#39;flips&#39;")) << bad->body;
+}
+
 TEST_F(ViewerSearch, NearDuplicateGroupIsAColumnAFilterAndTheSamplePageLinksItsMembers) {
   vf.fx().exec("add_late_sample");  // in no run
   vf.fx().exec("set_dup_group", {"softmax.py", "layernorm.py", "late.py", "0.875"});

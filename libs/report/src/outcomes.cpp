@@ -32,7 +32,8 @@ constexpr EnumName<Category> kCategoryNames[] = {
 // names; anything else reads as none).
 std::vector<std::string> speed_flags_of(const std::optional<std::string>& text) {
   std::vector<std::string> out;
-  auto j = nlohmann::json::parse(text.value_or("[]"), nullptr, false);
+  if (!text || *text == "[]") return out;  // most labels: no parse
+  auto j = nlohmann::json::parse(*text, nullptr, false);
   if (j.is_array())
     for (const auto& f : j)
       if (f.is_string()) out.push_back(f.get<std::string>());
@@ -154,6 +155,14 @@ Status attach_rounds(store::Db& db, const RunInfo& run, std::vector<SampleOutcom
 
 Result<std::vector<SampleOutcome>> load_outcomes(store::Db& db, const RunInfo& run) {
   std::vector<SampleOutcome> out;
+  {
+    // Room for every row at once: growing the vector moves each outcome (some 40 members) again
+    // at every doubling, which was a third of a 20,000-sample run's first read.
+    KF_TRY(store::Stmt n, db.prepare(queries()["run_job_total"]));
+    n.bind(1, run.id);
+    KF_TRY(bool row, n.step());
+    if (row && n.int64(0) > 0) out.reserve(static_cast<std::size_t>(n.int64(0)));
+  }
   KF_TRY(store::Stmt s, db.prepare(queries()["run_outcomes"]));
   s.bind(1, run.id);
   KF_CHECK(s.each([&](store::Stmt& row) -> Status {
@@ -192,7 +201,9 @@ Result<std::vector<SampleOutcome>> load_outcomes(store::Db& db, const RunInfo& r
       o.stage_error = row.opt_text(23);
     } else if (!row.is_null(9)) {
       o.verdict = row.text(9);
-      auto flags = nlohmann::json::parse(row.text(10), nullptr, false);
+      const std::string flags_json = row.text(10);
+      auto flags = flags_json == "[]" ? nlohmann::json::array()  // most verdicts: no parse
+                                      : nlohmann::json::parse(flags_json, nullptr, false);
       bool ok = flags.is_array();
       if (ok) {
         for (const auto& f : flags) {
@@ -207,7 +218,9 @@ Result<std::vector<SampleOutcome>> load_outcomes(store::Db& db, const RunInfo& r
         return fail("parse", "run '" + run.tag + "', sample '" + o.key +
                                  "': verifications.flags_json is not a JSON list of strings");
       o.detail = row.opt_text(11);
-      auto targets = nlohmann::json::parse(row.opt_text(28).value_or("{}"), nullptr, false);
+      const std::string targets_json = row.opt_text(28).value_or("{}");
+      auto targets = targets_json == "{}" ? nlohmann::json::object()  // none cross-compiled
+                                          : nlohmann::json::parse(targets_json, nullptr, false);
       if (targets.is_object())
         for (const auto& [t, r] : targets.items())
           if (r.is_string()) o.targets[t] = r.get<std::string>();

@@ -4,6 +4,8 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include <algorithm>
+
 #include "html_pair.hpp"
 #include "kforge/report/compare.hpp"
 #include "labels.hpp"
@@ -13,24 +15,38 @@ namespace kforge::report::viewer {
 
 namespace {
 
+// The flips each table shows unless the page asks for all (flips=all): compare's section above
+// lists every flip's key already, and at 20,000 samples the tables of all of them made a page of
+// megabytes.
+constexpr std::size_t kFlipsShown = 100;
+
 std::string flips_html(const std::string& id, const std::string& title,
-                       const std::vector<Flip>& flips, const std::string& tag_a,
-                       const std::string& tag_b) {
+                       const std::vector<Flip>& flips, const RunInfo& a, const RunInfo& b,
+                       bool all) {
   std::string h = "<h3>" + html_escape(title) + fmt::format(" ({})</h3>", flips.size());
   if (flips.empty()) return h + "<p class=\"muted\">none</p>";
-  h += "<table id=\"" + id + "\"><tr><th>sample</th><th>" + html_escape(tag_a) + "</th><th>" +
-       html_escape(tag_b) + "</th></tr>";
-  for (const auto& f : flips)
+  const std::size_t shown = all ? flips.size() : std::min(flips.size(), kFlipsShown);
+  h += "<table id=\"" + id + "\"><tr><th>sample</th><th>" + html_escape(a.tag) + "</th><th>" +
+       html_escape(b.tag) + "</th></tr>";
+  for (std::size_t i = 0; i < shown; ++i) {
+    const Flip& f = flips[i];
     h += "<tr><td class=\"key\">" + html_escape(f.key) + "</td><td>" +
-         link("/sample", {{"tag", tag_a}, {"key", f.key}}, std::string(to_string(f.from))) +
+         link("/sample", {{"tag", a.tag}, {"key", f.key}}, std::string(to_string(f.from))) +
          "</td><td>" +
-         link("/sample", {{"tag", tag_b}, {"key", f.key}}, std::string(to_string(f.to))) +
+         link("/sample", {{"tag", b.tag}, {"key", f.key}}, std::string(to_string(f.to))) +
          "</td></tr>";
-  return h + "</table>";
+  }
+  h += "</table>";
+  if (shown < flips.size())
+    h += "<p class=\"more\" id=\"" + id + "-more\">" +
+         fmt::format("the first {} of {}; ", shown, flips.size()) +
+         link("/ab", {{"a", a.tag}, {"b", b.tag}, {"flips", "all"}}, "show all") + "</p>";
+  return h;
 }
 
 // The page of two runs: compare's section and the flips.
-Result<Body> ab_body(store::Db& db, const RunInfo& a, const RunInfo& b, const ViewOptions& opts) {
+Result<Body> ab_body(store::Db& db, const RunInfo& a, const RunInfo& b, bool all_flips,
+                     const ViewOptions& opts) {
   KF_TRY(ViewCache::Outcomes oa, outcomes_of(db, a, opts.cache));
   KF_TRY(ViewCache::Outcomes ob, outcomes_of(db, b, opts.cache));
   const double confidence = opts.confidence;
@@ -53,8 +69,8 @@ Result<Body> ab_body(store::Db& db, const RunInfo& a, const RunInfo& b, const Vi
   c.pairs = {p};
   h += "<div class=\"compare\" id=\"compare\">" + detail::pair_section(c, p) + "</div>";
   h += "<h2>Flips, each with both versions</h2>";
-  h += flips_html("gained", "gained: verified in " + b.tag + " only", p.gained, a.tag, b.tag);
-  h += flips_html("lost", "lost: verified in " + a.tag + " only", p.lost, a.tag, b.tag);
+  h += flips_html("gained", "gained: verified in " + b.tag + " only", p.gained, a, b, all_flips);
+  h += flips_html("lost", "lost: verified in " + a.tag + " only", p.lost, a, b, all_flips);
   return body;
 }
 
@@ -68,10 +84,14 @@ Result<Body> ab_page(store::Db& db, const ViewRequest& req, const ViewOptions& o
     return fail("usage", "the A/B page needs two different tags, got '" + ta + "' twice");
   KF_TRY(RunInfo a, find_run_for_client(db, ta));
   KF_TRY(RunInfo b, find_run_for_client(db, tb));
+  const std::string flips = param(req, "flips");
+  if (!flips.empty() && flips != "all")
+    return fail("usage", "parameter 'flips' must be 'all' or absent; got '" + flips + "'");
+  const bool all_flips = flips == "all";
   // The page is made again only when either run moved: compare's section walks both runs.
   std::string name, fingerprint;
   if (opts.cache != nullptr) {
-    name = fmt::format("ab:{}:{}", a.id, b.id);
+    name = fmt::format("ab:{}:{}:{}", a.id, b.id, all_flips ? "all" : "first");
     KF_TRY(std::string fa, run_fingerprint(db, a.id));
     KF_TRY(std::string fb, run_fingerprint(db, b.id));
     fingerprint = fmt::format("{}#{}#{}#{}#{}", fa, fb, opts.confidence, a.state, b.state);
@@ -83,7 +103,7 @@ Result<Body> ab_page(store::Db& db, const ViewRequest& req, const ViewOptions& o
       return body;
     }
   }
-  KF_TRY(Body body, ab_body(db, a, b, opts));
+  KF_TRY(Body body, ab_body(db, a, b, all_flips, opts));
   if (opts.cache != nullptr) opts.cache->put_part(name, fingerprint, body.html);
   return body;
 }
