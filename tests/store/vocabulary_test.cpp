@@ -10,6 +10,7 @@
 
 #include "kforge/core/embedded.hpp"
 #include "kforge/store/db.hpp"
+#include "kforge/store/query_vocabulary.hpp"
 #include "kforge/store/states.hpp"
 #include "kforge/store/vocabulary.hpp"
 #include "testutil.hpp"

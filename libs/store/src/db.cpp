@@ -7,9 +7,9 @@
 #include <ctime>
 
 #include "kforge/core/clock.hpp"
+#include "kforge/store/query_vocabulary.hpp"
 #include "kforge/store/samples.hpp"
 #include "kforge/store/texts.hpp"
-#include "kforge/store/vocabulary.hpp"
 
 namespace kforge::store {
 
@@ -313,8 +313,8 @@ QuerySet::QuerySet(std::span<const EmbeddedFile> files) {
         body.clear();
         return;
       }
-      // The vocabularies' names, put in for their tokens (vocabulary.hpp): a token naming no
-      // name is a programming error, caught by any test that uses the set.
+      // The vocabularies' names, put in for their tokens (query_vocabulary.hpp): a token naming
+      // no name is a programming error, caught by any test that uses the set.
       auto sql = vocabulary_sql(body);
       if (!sql.ok()) {
         spdlog::critical("SQL query '{}' ({}): {}", name, f.name, sql.error().message);

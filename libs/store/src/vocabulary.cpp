@@ -4,6 +4,7 @@
 #include <span>
 
 #include "kforge/core/embedded.hpp"
+#include "kforge/store/query_vocabulary.hpp"
 #include "kforge/store/states.hpp"
 
 namespace kforge::store {

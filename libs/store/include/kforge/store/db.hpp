@@ -167,10 +167,8 @@ int latest_schema_version();
 // each in kforge_schema. Refuses a database whose version is newer than `files` know.
 Status migrate(Db& db, std::span<const EmbeddedFile> files);
 
-// Named SQL blocks ("-- name: NAME" lines start each) from embedded .sql files, with the
-// verifier's names put in for their tokens (`:verdict_passed`: vocabulary_sql, vocabulary.hpp).
-// A name given twice, or a token naming no name, aborts (a programming error, caught by any test
-// that uses the set).
+// Named SQL blocks ("-- name: NAME" lines start each) from embedded .sql files. A name given
+// twice aborts (a programming error, caught by any test that uses the set).
 class QuerySet {
  public:
   explicit QuerySet(std::span<const EmbeddedFile> files);

@@ -88,15 +88,4 @@ Result<TargetResultKind> parse_target_result(std::string_view stored);
 // "stage_kinds.txt") as compiled in, in order; empty for a file that is not one.
 std::vector<std::string> vocabulary_lines(std::string_view file);
 
-// SQL spells none of these names either. A named query (QuerySet, db.hpp) writes a name as a
-// named parameter, `:verdict_passed`, `:flag_out_of_bounds`, `:speed_flag_not_timed`,
-// `:target_result_ok`, `:stage_kind_code`, and vocabulary_sql() puts the name from the table
-// above (from speed_flags.txt for speed flags) in its place as a quoted literal, when the set is
-// loaded: the planner sees a literal (as before), and no binding can collide with the query's
-// own ?N (SQLite numbers a named parameter after the highest ?N it has seen). Tokens inside a
-// string literal or a comment are left alone. Errors (kind "sql"): a name that is not in its
-// vocabulary, e.g. ":flag_out_of_bound: 'out_of_bound' is not a quality flag (...)".
-// scripts/check-sql-vocabulary fails CI on a name written as a literal in a .sql file.
-Result<std::string> vocabulary_sql(std::string_view sql);
-
 }  // namespace kforge::store
