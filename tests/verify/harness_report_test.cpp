@@ -252,6 +252,41 @@ TEST(VerifyWorkerEvent, AnUndeclaredEventOrFieldIsRefusedNamingIt) {
   EXPECT_EQ(event_error("not json"), "worker event: not a JSON object: not json");
 }
 
+// The real worker, made to send an event the file does not declare (past its own check): the
+// pool refuses it, naming it, and takes the worker for failed; with one start failure allowed,
+// the device leaves the rotation with that reason, and the sample is not run on a worker the
+// pool cannot read.
+TEST(VerifyWorkerEvent, AnUndeclaredEventFromTheWorkerFailsItNamingTheEvent) {
+  namespace fs = std::filesystem;
+  TempDir tmp;
+  auto cfg = test_config(tmp);
+  cfg.max_start_failures = 1;
+  fs::path dir = tmp.path() / "paused";
+  fs::copy(source_dir() / "libs" / "verify" / "harness", dir, fs::copy_options::recursive);
+  fs::path worker = dir / "kforge_harness" / "worker.py";
+  std::ifstream in(worker);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string send = "    send_event(sock, ready)\n";
+  auto at = text.find(send);
+  ASSERT_NE(at, std::string::npos) << "worker.py's ready event changed: update this test";
+  text.replace(at, send.size(),
+               "    sock.send(json.dumps(dict(ready, event=\"paused\")).encode())\n");
+  std::ofstream(worker, std::ios::trunc) << text;
+  cfg.harness = (dir / "kforge-harness.py").string();
+  auto pool = make_pool(cfg);
+  ASSERT_TRUE(pool);
+  auto r = run_all(*pool, {load_sample("pass")});
+  EXPECT_EQ(r[0].verdict, Verdict::error);
+  EXPECT_EQ(r[0].flags, std::vector<std::string>{verify::kInfrastructure});
+  auto devices = pool->devices();
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_FALSE(devices[0].in_rotation);
+  EXPECT_NE(devices[0].reason.find("worker event: 'paused' is not an event of worker_events.txt "
+                                   "(ready, started, finished)"),
+            std::string::npos)
+      << devices[0].reason;
+}
+
 // The events the file declares are exactly C++'s (kWorkerEventNames), in the same order.
 TEST(VerifyWorkerEvent, TheFileDeclaresExactlyTheEventsCppKnows) {
   std::ifstream in(source_dir() / "libs/verify/harness/kforge_harness/worker_events.txt");
