@@ -129,7 +129,7 @@ TEST(VerifyStore, AReportWithARenamedFieldIsStoredAsAnErrorNamingTheField) {
     const char* to;
     const char* named;
   };
-  std::int64_t attempt = 0;
+  int attempt = 0;
   for (const Case& c :
        {Case{"mutation", "killed", "kills", "\"mutation.killed\" is missing"},
         Case{"pool", "queue_ms", "queued_ms", "\"pool.queued_ms\" is not a field of the report"},
