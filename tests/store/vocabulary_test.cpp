@@ -1,13 +1,16 @@
 // The verifier's vocabularies (store/vocabulary.hpp): each is one list of names, in a file beside
 // the harness (kforge_harness/vocabulary/*.txt). C++'s table, the compiled-in file and the SQL
 // table the migration seeds hold the same names in the same order; the columns' CHECKs allow
-// them; a verification with a flag outside the list is refused.
+// them; a verification with a flag outside the list is refused; a named query writes a name as its
+// token (:verdict_passed), which the query set fills from the C++ table.
 
 #include <gtest/gtest.h>
 
 #include <set>
 
+#include "kforge/core/embedded.hpp"
 #include "kforge/store/db.hpp"
+#include "kforge/store/query_vocabulary.hpp"
 #include "kforge/store/states.hpp"
 #include "kforge/store/vocabulary.hpp"
 #include "testutil.hpp"
@@ -95,6 +98,61 @@ TEST(Vocabulary, AVerificationWithAFlagOutsideTheListIsRefused) {
   auto update = (*db)->exec("UPDATE verifications SET flags_json = '[\"mutant\"]'");
   ASSERT_FALSE(update.ok());
   EXPECT_NE(update.error().message.find("flag_names"), std::string::npos);
+}
+
+TEST(Vocabulary, SqlTokensBecomeTheTablesNamesAndNothingElseChanges) {
+  auto sql = vocabulary_sql(
+      "SELECT ':verdict_passed', \":flag_slow\" -- :verdict_nothing here\n"
+      "FROM v WHERE verdict IN (:verdict_passed, :verdict_skipped) AND f = :flag_out_of_bounds\n"
+      "AND s = :speed_flag_not_timed AND t = :target_result_not_run AND k = :stage_kind_code\n"
+      "AND other = :other AND run_id = ?1;");
+  ASSERT_TRUE(sql.ok()) << sql.error().message;
+  EXPECT_EQ(*sql,
+            "SELECT ':verdict_passed', \":flag_slow\" -- :verdict_nothing here\n"
+            "FROM v WHERE verdict IN ('passed', 'skipped') AND f = 'out_of_bounds'\n"
+            "AND s = 'not_timed' AND t = 'not_run' AND k = 'code'\n"
+            "AND other = :other AND run_id = ?1;");
+}
+
+TEST(Vocabulary, ASqlTokenOfNoNameIsAnErrorNamingItAndTheNames) {
+  auto bad = vocabulary_sql("SELECT 1 WHERE verdict = :verdict_pased");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().kind, "sql");
+  EXPECT_EQ(bad.error().message,
+            ":verdict_pased: 'pased' is not a verdict (passed, failed, error, timeout, crashed, "
+            "invalid, skipped)");
+  auto speed = vocabulary_sql("SELECT :speed_flag_slowish");
+  ASSERT_FALSE(speed.ok());
+  EXPECT_NE(speed.error().message.find("'slowish' is not a speed flag ("), std::string::npos)
+      << speed.error().message;
+  const EmbeddedFile bad_file[] = {{"bad.sql", "-- name: q\nSELECT :flag_weak;\n"}};
+  // The set refuses to load (spdlog's critical line, on stdout, names the query and its file).
+  EXPECT_DEATH(QuerySet{bad_file}, "");
+}
+
+// A token written before the query's ?1 (SQLite would number a bound :name 1, the same slot as
+// ?1) still counts what the name counts: the set puts the literal in before SQLite sees it.
+TEST(Vocabulary, AQuerySetsTokenBeforeItsParametersCountsWhatTheNameCounts) {
+  test::TempDir dir;
+  auto db = Db::open({.path = (dir / "k.db").string()});
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  ASSERT_TRUE(insert_verification(**db, "[\"weak_test\"]").ok());
+  ASSERT_TRUE(insert_verification(**db, "[]").ok());
+  ASSERT_TRUE((*db)->exec("UPDATE verifications SET verdict = 'failed' WHERE id = 2").ok());
+  const EmbeddedFile file[] = {{"t.sql",
+                                "-- name: passed_with\n"
+                                "SELECT count(*) FROM verifications v\n"
+                                "WHERE v.verdict = :verdict_passed AND EXISTS (\n"
+                                "  SELECT 1 FROM json_each(v.flags_json) f\n"
+                                "  WHERE f.value = :flag_weak_test) AND v.run_id = ?1;\n"}};
+  const QuerySet q(file);
+  auto s = (*db)->cached(q["passed_with"]);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  (*s)->bind(1, 1);
+  auto n = (*s)->one([](Stmt& r) { return r.int64(0); });
+  ASSERT_TRUE(n.ok()) << n.error().message;
+  EXPECT_EQ(n->value_or(-1), 1);
+  EXPECT_NE(q["passed_with"].find("v.verdict = 'passed'"), std::string_view::npos);
 }
 
 }  // namespace

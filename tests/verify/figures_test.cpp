@@ -47,5 +47,33 @@ TEST(VerifyFigures, TritonCacheKeyIsComputedInTheWorkerBeforeTheSample) {
   EXPECT_EQ(r.report["triton"]["compile"]["count"], 1) << r.report.dump();
 }
 
+// The pool's facts (report["pool"], report["mutant"]) are read through the report's declaration:
+// a field of them renamed is named in the figures (report_error), not a figure that goes missing.
+TEST(VerifyFigures, ThePoolsFactsAreReadThroughTheDeclarationAndARenamedOneIsNamed) {
+  verify::VerifyResult r;
+  r.duration_ms = 500;
+  set_report(r, {{"pool", {{"queue_ms", 3}, {"cpu_ms", 120}}},
+                 {"mutant",
+                  {{"verdict", "failed"},
+                   {"detail", "1 test failed"},
+                   {"duration_ms", 80},
+                   {"compiles", 0},
+                   {"phase_times", {{"prepare", {{"wall_ms", 9}, {"cpu_ms", 7}}}}}}}});
+  auto f = verify::sample_figures(r);
+  EXPECT_EQ(f["cpu_ms"], 120);
+  EXPECT_EQ(f["phases"]["queue"], 3);
+  EXPECT_EQ(f["phases"]["mutant"], 80);
+  EXPECT_EQ(f["phases"]["mutant_compiles"], 0);
+  EXPECT_EQ(f["phase_times"]["mutant_prepare"]["wall_ms"], 9);
+  EXPECT_FALSE(f.contains("report_error"));
+  r.report["mutant"]["duration"] = 80;
+  r.report["mutant"].erase("duration_ms");
+  f = verify::sample_figures(r);
+  EXPECT_EQ(f.value("report_error", ""),
+            "harness report: field \"mutant.duration\" is not a field of the report "
+            "(report_fields.txt)");
+  EXPECT_FALSE(f["phases"].contains("mutant")) << f.dump();
+}
+
 }  // namespace
 }  // namespace kforge::test

@@ -2,7 +2,9 @@
 // pool parses each report once and fails closed, naming the field, for a field missing, renamed,
 // unknown, of the wrong type, the pool's, or a report of another version; the harness checks its
 // own report before writing it (contract/report_schema_test.py) and refuses a request of another
-// version; a verdict line whose report does not parse is refused.
+// version; a verdict line whose report does not parse is refused. The worker's events
+// (worker_events.txt, worker_event.hpp) are declared the same way: an undeclared event, or a field
+// renamed, is refused naming it.
 
 #include <gtest/gtest.h>
 
@@ -12,6 +14,7 @@
 
 #include "kforge/verify/harness_report.hpp"
 #include "kforge/verify/verdict_line.hpp"
+#include "kforge/verify/worker_event.hpp"
 #include "verify_util.hpp"
 
 namespace kforge::test {
@@ -35,7 +38,7 @@ TEST(VerifyHarnessReport, PythonReportCheck) {
        (source_dir() / "tests/verify/samples").string()},
       {"TMPDIR=" + tmp.path().string()}, 120);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.err.find("Ran 11 tests"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Ran 14 tests"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("\nOK"), std::string::npos) << r.err;
 }
 
@@ -201,6 +204,102 @@ TEST(VerifyHarnessReport, AVerdictLineWhoseReportDoesNotParseIsRefused) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().message,
             "verdict line: field \"report\": harness report: field \"speed.timed\" is missing");
+}
+
+std::string event_error(const std::string& line) {
+  auto r = verify::parse_worker_event(line);
+  return r.ok() ? std::string("(parsed)") : r.error().message;
+}
+
+TEST(VerifyWorkerEvent, TheWorkersEventsAreReadTyped) {
+  auto ready = verify::parse_worker_event(
+      R"({"event": "ready", "pid": 7, "modules": {"torch": null, "triton": "3.6.0"},
+          "probe": {"ok": true, "note": "not asked"}, "python": "3.12.3", "harness": 5})");
+  ASSERT_TRUE(ready.ok()) << ready.error().message;
+  EXPECT_EQ(ready->kind, verify::WorkerEventKind::ready);
+  EXPECT_EQ(ready->pid, 7);
+  EXPECT_TRUE(ready->probe_ok);
+  EXPECT_EQ(ready->modules["triton"], "3.6.0");
+  EXPECT_TRUE(ready->triton_key.is_null());
+  auto started = verify::parse_worker_event(R"({"event": "started", "id": 3, "pid": 99})");
+  ASSERT_TRUE(started.ok()) << started.error().message;
+  EXPECT_EQ(started->kind, verify::WorkerEventKind::started);
+  EXPECT_EQ(started->id, 3);
+  EXPECT_EQ(started->pid, 99);
+  auto finished = verify::parse_worker_event(
+      R"({"event": "finished", "id": 3, "status": 256, "maxrss_kb": 1024, "cpu_ms": 40,
+          "elapsed_ms": 55})");
+  ASSERT_TRUE(finished.ok()) << finished.error().message;
+  EXPECT_EQ(finished->kind, verify::WorkerEventKind::finished);
+  EXPECT_EQ(finished->status, 256);
+  EXPECT_EQ(finished->maxrss_kb, 1024);
+  EXPECT_EQ(finished->cpu_ms, 40);
+}
+
+TEST(VerifyWorkerEvent, AnUndeclaredEventOrFieldIsRefusedNamingIt) {
+  EXPECT_EQ(event_error(R"({"event": "paused", "id": 3})"),
+            "worker event: 'paused' is not an event of worker_events.txt (ready, started, "
+            "finished)");
+  EXPECT_EQ(event_error(R"({"event": "finished", "id": 3, "status": 0, "maxrss_kb": 1,
+                            "cpu": 40, "elapsed_ms": 5})"),
+            "worker event: field \"finished.cpu_ms\" is missing");
+  EXPECT_EQ(event_error(R"({"event": "started", "id": 3, "pid": 99, "note": "x"})"),
+            "worker event: field \"started.note\" is not a field of the event "
+            "(worker_events.txt)");
+  EXPECT_EQ(event_error(R"({"event": "started", "id": 3, "pid": "99"})"),
+            "worker event: field \"started.pid\" is string '99', declared int");
+  EXPECT_EQ(event_error(R"({"id": 3})"), "worker event: field \"event\" is missing or not text");
+  EXPECT_EQ(event_error("not json"), "worker event: not a JSON object: not json");
+}
+
+// The real worker, made to send an event the file does not declare (past its own check): the
+// pool refuses it, naming it, and takes the worker for failed; with one start failure allowed,
+// the device leaves the rotation with that reason, and the sample is not run on a worker the
+// pool cannot read.
+TEST(VerifyWorkerEvent, AnUndeclaredEventFromTheWorkerFailsItNamingTheEvent) {
+  namespace fs = std::filesystem;
+  TempDir tmp;
+  auto cfg = test_config(tmp);
+  cfg.max_start_failures = 1;
+  fs::path dir = tmp.path() / "paused";
+  fs::copy(source_dir() / "libs" / "verify" / "harness", dir, fs::copy_options::recursive);
+  fs::path worker = dir / "kforge_harness" / "worker.py";
+  std::ifstream in(worker);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string send = "    send_event(sock, ready)\n";
+  auto at = text.find(send);
+  ASSERT_NE(at, std::string::npos) << "worker.py's ready event changed: update this test";
+  text.replace(at, send.size(),
+               "    sock.send(json.dumps(dict(ready, event=\"paused\")).encode())\n");
+  std::ofstream(worker, std::ios::trunc) << text;
+  cfg.harness = (dir / "kforge-harness.py").string();
+  auto pool = make_pool(cfg);
+  ASSERT_TRUE(pool);
+  auto r = run_all(*pool, {load_sample("pass")});
+  EXPECT_EQ(r[0].verdict, Verdict::error);
+  EXPECT_EQ(r[0].flags, std::vector<std::string>{verify::kInfrastructure});
+  auto devices = pool->devices();
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_FALSE(devices[0].in_rotation);
+  EXPECT_NE(devices[0].reason.find("worker event: 'paused' is not an event of worker_events.txt "
+                                   "(ready, started, finished)"),
+            std::string::npos)
+      << devices[0].reason;
+}
+
+// The events the file declares are exactly C++'s (kWorkerEventNames), in the same order.
+TEST(VerifyWorkerEvent, TheFileDeclaresExactlyTheEventsCppKnows) {
+  std::ifstream in(source_dir() / "libs/verify/harness/kforge_harness/worker_events.txt");
+  ASSERT_TRUE(in);
+  std::vector<std::string> declared;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#' || line.rfind("version", 0) == 0) continue;
+    std::string path = line.substr(0, line.find(' '));
+    if (path.find('.') == std::string::npos) declared.push_back(path);
+  }
+  std::vector<std::string> cpp;
+  for (const auto& e : verify::kWorkerEventNames) cpp.emplace_back(e.name);
+  EXPECT_EQ(declared, cpp);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include "kforge/core/fs.hpp"
 #include "kforge/verify/store.hpp"
 #include "testutil.hpp"
+#include "verify_util.hpp"
 
 namespace kforge::verify {
 namespace {
@@ -52,23 +53,33 @@ std::unique_ptr<store::Db> fixture_db(const std::filesystem::path& path, bool be
   return std::move(db).value();
 }
 
-// A report with every part readers read: tests (one not an object), launches, output mutants
-// and the kernel battery, coverage, a speed account, a bounds finding.
+// A report with every part readers read, as the harness and the pool write it (every field
+// report_fields.txt requires): tests, launches, output mutants and the kernel battery, coverage, a
+// speed account, a bounds finding.
 nlohmann::json rich_report() {
-  return nlohmann::json::parse(R"json({
+  return test::harness_json(nlohmann::json::parse(R"json({
     "tests": [{"name": "test_add", "status": "passed"},
               {"name": "test_big", "status": "failed",
-               "where": {"section": "unitest_code", "line": 7, "function": "test_big"}},
-              "junk"],
-    "triton": {"launches": {"mul_kernel": 1, "add_kernel": 3}},
-    "mutation": {"killed": 5, "applicable": 6, "survived": ["zero_tail"],
-                 "kernel": {"killed": 2, "applicable": 3, "equivalent": 1,
-                            "survived": [{"mutant": "k3", "op": "index_swap", "section_line": 9}]}},
-    "coverage": {"output_sizes": [1, 4096], "tail_path": true},
+               "where": {"section": "unitest_code", "line": 7, "function": "test_big"}}],
+    "triton": {"available": true, "version": "3.6.0", "kernels": ["add_kernel", "mul_kernel"],
+               "launches": {"mul_kernel": 1, "add_kernel": 3}, "autotune": "off",
+               "autotune_used": [], "mutant": false, "compile": {"count": 2, "ms": 40},
+               "launcher": {"count": 1, "ms": 5}},
+    "mutation": {"killed": 5, "applicable": 6, "survived": ["zero_tail"], "not_applicable": [],
+                 "not_run": [],
+                 "kernel": {"killed": 2, "applicable": 3, "equivalent": 1, "tried": 3,
+                            "survived": [{"mutant": "k3", "op": "index_swap", "kernel": "add_kernel",
+                                          "section": "code", "section_line": 9,
+                                          "desc": "i and j swapped", "hint": "test a non-square"}]}},
+    "coverage": {"launches": 4, "outputs": {"add_kernel": ["out"]}, "output_sizes": [1, 4096],
+                 "output_shapes": null, "output_dtypes": [], "blocks": [], "tail_path": true,
+                 "size_one": false, "empty": false, "probed_outputs": [],
+                 "constant_outputs": false, "unwatched_launches": 0},
     "speed": {"timed": false, "reason": "GPU busy"},
-    "bounds": {"out_of_bounds": true, "detail": "kernel add_kernel writes outside out (launch 0)"
-}
-})json");
+    "bounds": {"out_of_bounds": true, "detail": "kernel add_kernel writes outside out (launch 0)"},
+    "pool": {"queue_ms": 3, "cpu_ms": 120},
+    "mutant": {"verdict": "failed", "detail": "1 test failed", "duration_ms": 80, "compiles": 0}
+})json"));
 }
 
 TEST(VerifyStore, WhatReadersReadOfTheReportIsStoredInColumnsAndTables) {
@@ -81,8 +92,13 @@ TEST(VerifyStore, WhatReadersReadOfTheReportIsStoredInColumnsAndTables) {
   auto id = store_verification(*db, {std::nullopt, 1, 1, 1}, r, 1);
   ASSERT_TRUE(id.ok()) << id.error().message;
   EXPECT_EQ(text_of(*db, "columns_of", *id),
-            R"(5|6|2|3|1|'[{"mutant":"k3","op":"index_swap","section_line":9}]'|)"
-            R"('{"output_sizes":[1,4096],"tail_path":true}'|'{"reason":"GPU busy","timed":false}'|)"
+            R"(5|6|2|3|1|'[{"desc":"i and j swapped","hint":"test a non-square",)"
+            R"("kernel":"add_kernel","mutant":"k3","op":"index_swap","section":"code",)"
+            R"("section_line":9}]'|)"
+            R"('{"blocks":[],"constant_outputs":false,"empty":false,"launches":4,)"
+            R"("output_dtypes":[],"output_shapes":null,"output_sizes":[1,4096],)"
+            R"("outputs":{"add_kernel":["out"]},"probed_outputs":[],"size_one":false,)"
+            R"("tail_path":true,"unwatched_launches":0}'|'{"reason":"GPU busy","timed":false}'|)"
             R"(1|'kernel add_kernel writes outside out (launch 0)'|'["zero_tail"]'|'[]')");
   EXPECT_EQ(text_of(*db, "tests_of", *id),
             "0:'test_add':'passed':NULL:NULL 1:'test_big':'failed':'unitest_code':7");
@@ -90,13 +106,62 @@ TEST(VerifyStore, WhatReadersReadOfTheReportIsStoredInColumnsAndTables) {
   // A report without those parts (a run that did not pass): NULL, no rows; a bounds check that
   // found nothing is 0, not NULL.
   r.verdict = Verdict::failed;
-  r.report = {{"tests", nlohmann::json::array()}, {"bounds", {{"out_of_bounds", false}}}};
+  r.report = test::harness_json(
+      {{"tests", nlohmann::json::array()}, {"bounds", {{"out_of_bounds", false}}}});
   auto bare = store_verification(*db, {std::nullopt, 1, 1, 2}, r, 2);
   ASSERT_TRUE(bare.ok()) << bare.error().message;
   EXPECT_EQ(text_of(*db, "columns_of", *bare),
             "NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|0|NULL|NULL|NULL");
   EXPECT_EQ(text_of(*db, "tests_of", *bare), "");
   EXPECT_EQ(text_of(*db, "launches_of", *bare), "");
+}
+
+// The columns are read through the report's declaration: a field renamed on the pool's side (or
+// the harness's) is not a NULL column but an `error` of the verifier naming the field, with no
+// columns, tests, launches, speed label or targets.
+TEST(VerifyStore, AReportWithARenamedFieldIsStoredAsAnErrorNamingTheField) {
+  test::TempDir tmp;
+  auto db = fixture_db(tmp.path() / "k.db");
+  ASSERT_TRUE(db);
+  struct Case {
+    const char* object;
+    const char* from;
+    const char* to;
+    const char* named;
+  };
+  int attempt = 0;
+  for (const Case& c :
+       {Case{"mutation", "killed", "kills", "\"mutation.killed\" is missing"},
+        Case{"pool", "queue_ms", "queued_ms", "\"pool.queued_ms\" is not a field of the report"},
+        Case{"mutant", "duration_ms", "duration",
+             "\"mutant.duration\" is not a field of the report"}}) {
+    SCOPED_TRACE(c.named);
+    VerifyResult r;
+    r.verdict = Verdict::passed;
+    r.detail = "2 tests passed";
+    r.report = rich_report();
+    auto& obj = r.report[c.object];
+    obj[c.to] = obj[c.from];
+    obj.erase(c.from);
+    auto id = store_verification(*db, {std::nullopt, 1, 1, ++attempt}, r, 1);
+    ASSERT_TRUE(id.ok()) << id.error().message;
+    auto row = db->prepare("SELECT verdict, flags_json, detail FROM verifications WHERE id = ?1");
+    ASSERT_TRUE(row.ok());
+    row->bind(1, *id);
+    ASSERT_TRUE(row->step().value_or(false));
+    EXPECT_EQ(row->text(0), "error");
+    EXPECT_EQ(row->text(1), R"(["infrastructure"])");
+    EXPECT_NE(row->text(2).find("does not read as declared (report_fields.txt): harness report: "
+                                "field " +
+                                std::string(c.named)),
+              std::string::npos)
+        << row->text(2);
+    EXPECT_NE(row->text(2).find("the verdict was: 2 tests passed"), std::string::npos);
+    EXPECT_EQ(text_of(*db, "columns_of", *id),
+              "NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL");
+    EXPECT_EQ(text_of(*db, "tests_of", *id), "");
+    EXPECT_EQ(text_of(*db, "launches_of", *id), "");
+  }
 }
 
 // A database from before migration 0025 gets, for every stored report, the columns and rows
@@ -107,7 +172,8 @@ TEST(VerifyStore, TheMigrationFillsTheColumnsAsTheStoreWritesThem) {
   auto old = fixture_db(tmp.path() / "old.db", /*before=*/true);
   ASSERT_TRUE(now && old);
   std::vector<nlohmann::json> reports = {
-      rich_report(), nlohmann::json::object(), {{"bounds", {{"out_of_bounds", false}}}}};
+      rich_report(), nlohmann::json::object(),
+      test::harness_json({{"bounds", {{"out_of_bounds", false}}}})};
   std::vector<std::int64_t> stored, migrated;
   for (const auto& report : reports) {
     VerifyResult r;

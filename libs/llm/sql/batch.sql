@@ -53,7 +53,7 @@ UPDATE llm_batch_lines SET state = 'answered', http_status = 200, response_raw =
 WHERE batch = ?1 AND custom_id = ?2 AND state = 'pending';
 
 -- name: batch_line_failed
-UPDATE llm_batch_lines SET state = 'failed', http_status = ?3, response_raw = ?4, error = ?5
+UPDATE llm_batch_lines SET state = 'failed', http_status = ?3, response_raw = ?4, error = ?5  -- not vocabulary: a batch line's state
 WHERE batch = ?1 AND custom_id = ?2 AND state = 'pending';
 
 -- name: batch_line_applied
@@ -66,7 +66,7 @@ UPDATE llm_batch_lines SET response_raw = NULL
 WHERE state = 'applied' AND response_raw IS NOT NULL AND EXISTS (
   SELECT 1 FROM llm_calls c
   WHERE c.request_sha256 = coalesce(llm_batch_lines.continues, llm_batch_lines.custom_id)
-  AND c.status = 'ok');
+  AND c.status = 'ok');  -- not vocabulary: an LLM call's status
 
 -- name: batch_open
 SELECT id, key, state, input_file_id, batch_id, created_ms, submitted_ms, lines

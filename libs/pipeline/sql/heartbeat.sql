@@ -25,5 +25,5 @@ FROM daemon_heartbeats ORDER BY id DESC LIMIT 1;
 -- name: resume_by_run
 SELECT r.tag, sum(j.state IN ('queued', 'leased')), sum(j.state IN ('verify_queued', 'verifying'))
 FROM runs r JOIN jobs j ON j.run_id = r.id
-WHERE r.state = 'active' AND j.state NOT IN ('done', 'failed', 'cancelled')
+WHERE r.state = 'active' AND j.state NOT IN ('done', 'failed', 'cancelled')  -- not vocabulary: job states
 GROUP BY r.id ORDER BY r.id;

@@ -51,7 +51,7 @@ UPDATE runs SET state = 'finished', updated_ms = ?1
 WHERE state = 'active'
   AND EXISTS (SELECT 1 FROM jobs j WHERE j.run_id = runs.id)
   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.run_id = runs.id
-                  AND j.state NOT IN ('done', 'failed', 'cancelled'));
+                  AND j.state NOT IN ('done', 'failed', 'cancelled'));  -- not vocabulary: job states
 
 -- Leases whose holder stopped renewing them: record, then requeue.
 -- name: expired_leases
@@ -111,7 +111,7 @@ SELECT key, code, description_1, description_2 FROM samples WHERE id = ?1;
 -- The good output of an earlier stage (v2's analysis, for generate).
 -- name: stage_ok_output
 SELECT kf_text(parsed_text) FROM stage_outputs
-WHERE job_id = ?1 AND stage = ?2 AND status = 'ok' ORDER BY id DESC LIMIT 1;
+WHERE job_id = ?1 AND stage = ?2 AND status = 'ok' ORDER BY id DESC LIMIT 1;  -- not vocabulary: an answer's status
 
 -- Earlier attempts at the job's current stage (in its current repair round), oldest first.
 -- name: stage_attempts

@@ -37,7 +37,7 @@ SELECT stage, status, n FROM run_output_totals WHERE run_id = ?1 AND n > 0;
 -- column from the row holding max()).
 -- name: run_errors_by_kind
 SELECT kind, count(*), max(created_ms), message FROM job_events
-WHERE run_id = ?1 AND level IN ('warn', 'error') AND created_ms >= ?2
+WHERE run_id = ?1 AND level IN ('warn', 'error') AND created_ms >= ?2  -- not vocabulary: event levels
   AND kind NOT IN ('lease_reclaimed')  -- routine: a restarted daemon took its own leases back
 GROUP BY kind ORDER BY count(*) DESC, kind;
 
@@ -50,7 +50,7 @@ SELECT verdict, n FROM run_verdict_counts WHERE run_id = ?1 AND n > 0;
 -- migration 0025), here and below.
 -- name: run_quality_flags
 SELECT f.value, count(*) FROM latest_verification v, json_each(v.flags_json) f
-WHERE v.run_id = ?1 AND v.verdict = 'passed'
+WHERE v.run_id = ?1 AND v.verdict = :verdict_passed
 GROUP BY 1 ORDER BY 2 DESC, 1;
 
 -- Samples whose latest verification, whatever its verdict, is flagged out_of_bounds (a kernel
@@ -58,14 +58,14 @@ GROUP BY 1 ORDER BY 2 DESC, 1;
 -- died of an illegal memory access).
 -- name: run_out_of_bounds
 SELECT count(*) FROM latest_verification v, json_each(v.flags_json) f
-WHERE v.run_id = ?1 AND f.value = 'out_of_bounds';
+WHERE v.run_id = ?1 AND f.value = :flag_out_of_bounds;
 
 -- The speed label of the latest verification of each sample that passed and was timed
 -- (verification_speed, migration 0020): its speedup (NULL without a reference) and pass_perf.
 -- name: run_speed
 SELECT sp.speedup, sp.pass_perf
 FROM latest_verification v JOIN verification_speed sp ON sp.verification_id = v.id
-WHERE v.run_id = ?1 AND v.verdict = 'passed' AND sp.timed = 1
+WHERE v.run_id = ?1 AND v.verdict = :verdict_passed AND sp.timed = 1
 ORDER BY sp.speedup;
 
 -- The speed label's flags (verification_speed.flags_json, migration 0032) over the latest
@@ -74,14 +74,14 @@ ORDER BY sp.speedup;
 SELECT f.value, count(*)
 FROM latest_verification v JOIN verification_speed sp ON sp.verification_id = v.id,
      json_each(sp.flags_json) f
-WHERE v.run_id = ?1 AND v.verdict = 'passed'
+WHERE v.run_id = ?1 AND v.verdict = :verdict_passed
 GROUP BY f.value ORDER BY count(*) DESC, f.value;
 
 -- Why the passing samples whose label has no figures were not timed, most frequent first.
 -- name: run_not_timed_reasons
 SELECT coalesce(sp.reason, ''), count(*)
 FROM latest_verification v JOIN verification_speed sp ON sp.verification_id = v.id
-WHERE v.run_id = ?1 AND v.verdict = 'passed' AND sp.timed = 0
+WHERE v.run_id = ?1 AND v.verdict = :verdict_passed AND sp.timed = 0
 GROUP BY sp.reason ORDER BY count(*) DESC, sp.reason LIMIT 3;
 
 -- Every run's jobs by state, for kforge status.
@@ -101,9 +101,9 @@ SELECT verdict, sum(n) FROM run_verdict_counts GROUP BY verdict HAVING sum(n) > 
 -- name: run_recent_finish_times
 SELECT t FROM (
   SELECT created_ms AS t FROM stage_outputs
-  WHERE run_id = ?1 AND stage = ?2 AND status = 'ok' AND created_ms >= ?3
+  WHERE run_id = ?1 AND stage = ?2 AND status = 'ok' AND created_ms >= ?3  -- not vocabulary: an answer's status
   UNION ALL
-  SELECT updated_ms AS t FROM jobs WHERE run_id = ?1 AND state = 'failed' AND updated_ms >= ?3)
+  SELECT updated_ms AS t FROM jobs WHERE run_id = ?1 AND state = 'failed' AND updated_ms >= ?3)  -- not vocabulary: a job's state
 ORDER BY t DESC LIMIT ?4;
 
 -- Failed jobs by their error kind (as the scheduler stored it: "no_kernels", "python_syntax",
@@ -112,7 +112,7 @@ ORDER BY t DESC LIMIT ?4;
 -- name: run_failures_by_kind
 SELECT coalesce(j.error_kind, 'unknown'), count(*), max(j.id), s.key, coalesce(j.error, '')
 FROM jobs j JOIN samples s ON s.id = j.sample_id
-WHERE j.run_id = ?1 AND j.state = 'failed'
+WHERE j.run_id = ?1 AND j.state = 'failed'  -- not vocabulary: a job's state
 GROUP BY 1 ORDER BY 2 DESC, 1;
 
 -- Verdicts other than passed by cause: environment (the verifier's Python lacks a module),
@@ -120,10 +120,14 @@ GROUP BY 1 ORDER BY 2 DESC, 1;
 -- with the newest one's sample and detail.
 -- name: run_verdict_causes
 SELECT v.verdict,
-       CASE WHEN v.flags_json LIKE '%"environment"%' THEN 'environment'
-            WHEN v.flags_json LIKE '%"infrastructure"%' THEN 'infrastructure'
+       CASE WHEN EXISTS (SELECT 1 FROM json_each(v.flags_json) f
+                         WHERE f.value = :flag_environment)
+            THEN :flag_environment
+            WHEN EXISTS (SELECT 1 FROM json_each(v.flags_json) f
+                         WHERE f.value = :flag_infrastructure)
+            THEN :flag_infrastructure
             ELSE 'sample' END,
        count(*), max(v.id), s.key, coalesce(v.detail, '')
 FROM verifications v JOIN samples s ON s.id = v.sample_id
-WHERE v.run_id = ?1 AND v.verdict <> 'passed'
+WHERE v.run_id = ?1 AND v.verdict <> :verdict_passed
 GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2;

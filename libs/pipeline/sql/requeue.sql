@@ -9,7 +9,7 @@ UPDATE jobs SET state = CASE WHEN ?2 = 'verify' THEN 'verify_queued' ELSE 'queue
                   SELECT c.repair_round FROM code_outputs c WHERE c.job_id = jobs.id
                   ORDER BY c.id DESC LIMIT 1), 0)
                 ELSE 0 END
-WHERE id = ?1 AND state IN ('done', 'failed');
+WHERE id = ?1 AND state IN ('done', 'failed');  -- not vocabulary: job states
 
 -- name: retry_reactivate_run
 UPDATE runs SET state = 'active', updated_ms = ?2 WHERE id = ?1 AND state = 'finished';

@@ -37,13 +37,13 @@ VALUES (?1, ?2, 'verify_queued', 'verify', ?3, ?3);
 UPDATE jobs SET state = 'verify_queued', stage = 'verify', lease_owner = NULL,
                 lease_expires_ms = NULL, error_kind = NULL, error = NULL, repair_round = 0,
                 updated_ms = ?2
-WHERE id = ?1 AND state IN ('done', 'failed', 'cancelled');
+WHERE id = ?1 AND state IN ('done', 'failed', 'cancelled');  -- not vocabulary: job states
 
 -- name: score_output_insert
 INSERT INTO stage_outputs (job_id, run_id, sample_id, stage, attempt, status, prompt_version,
                            prompt_sha256, request_text, response_text, parsed_text, created_ms,
                            repair_round)
-VALUES (?1, ?2, ?3, 'score', 1, 'ok', 'score', '', kf_put(?4), kf_put(?5), kf_put(?5), ?6, 0);
+VALUES (?1, ?2, ?3, 'score', 1, 'ok', 'score', '', kf_put(?4), kf_put(?5), kf_put(?5), ?6, 0);  -- not vocabulary: an answer's status
 
 -- A waiting or running scored job ended without a verdict: a verdict the verifier stores later
 -- finds the job no longer its own and is dropped (VerdictOutcome::lost).
@@ -73,7 +73,7 @@ WHERE j.state IN ('verify_queued', 'verifying') AND r.state = 'active';
 -- outputs, verdicts and events (ON DELETE CASCADE), then the samples nothing refers to any more.
 -- name: score_forget_jobs
 DELETE FROM jobs
-WHERE state IN ('done', 'failed', 'cancelled') AND updated_ms < ?1
+WHERE state IN ('done', 'failed', 'cancelled') AND updated_ms < ?1  -- not vocabulary: job states
   AND run_id IN (SELECT id FROM runs WHERE pipeline = 'score');
 
 -- name: score_forget_samples

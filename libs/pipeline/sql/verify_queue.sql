@@ -15,7 +15,7 @@ SELECT params_json FROM runs WHERE id = ?1;
 -- A verdict that is not verified, within the run's repair rounds: the job goes back to the LLM
 -- at the next round (the scheduler leases it at stage 'repair').
 -- name: vstage_to_repair
-UPDATE jobs SET state = 'queued', stage = 'repair', repair_round = ?3, attempts = 0,
+UPDATE jobs SET state = 'queued', stage = 'repair', repair_round = ?3, attempts = 0,  -- not vocabulary: the repair stage's name (kRepairStage)
                 not_before_ms = 0, lease_owner = NULL, lease_expires_ms = NULL, error_kind = NULL,
                 error = NULL, updated_ms = ?4, verify_requeues = 0
 WHERE id = ?1 AND state = 'verifying' AND lease_owner = ?2;

@@ -14,7 +14,7 @@ SELECT o.stage, o.repair_round, o.prompt_version, o.prompt_sha256,
        kf_text(o.parsed_text), kf_text(o.reasoning_text),
        o.id IN (SELECT k.id FROM code_outputs k WHERE k.run_id = ?1 AND k.sample_id = ?2)
 FROM stage_outputs o
-WHERE o.run_id = ?1 AND o.sample_id = ?2 AND o.status = 'ok'
+WHERE o.run_id = ?1 AND o.sample_id = ?2 AND o.status = 'ok'  -- not vocabulary: an answer's status
 ORDER BY o.id;
 
 -- The verdict of each round of a sample's code (0: the first generation; the view

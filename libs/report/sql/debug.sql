@@ -21,7 +21,7 @@ FROM stage_outputs WHERE run_id = ?1 AND sample_id = ?2 ORDER BY id;
 SELECT max(coalesce((SELECT max(c.id) FROM code_outputs c
                      WHERE c.run_id = ?1 AND c.sample_id = ?2), 0),
            coalesce((SELECT max(o.id) FROM stage_output_kinds o
-                     WHERE o.run_id = ?1 AND o.sample_id = ?2 AND o.kind = 'code'), 0));
+                     WHERE o.run_id = ?1 AND o.sample_id = ?2 AND o.kind = :stage_kind_code), 0));
 
 -- Every verification of a sample in a run, oldest first, with what verify's store took from its
 -- report (migration 0025): the mutation scores, the coverage facts, and the section and line
@@ -37,6 +37,6 @@ FROM verifications v
 LEFT JOIN verification_speed sp ON sp.verification_id = v.id
 LEFT JOIN verification_tests f ON f.verification_id = v.id AND f.ordinal = (
   SELECT t.ordinal FROM verification_tests t
-  WHERE t.verification_id = v.id AND coalesce(t.status, '') NOT IN ('passed', 'skipped')
+  WHERE t.verification_id = v.id AND coalesce(t.status, '') NOT IN (:verdict_passed, :verdict_skipped)
   ORDER BY t.ordinal LIMIT 1)
 WHERE v.run_id = ?1 AND v.sample_id = ?2 ORDER BY v.id;

@@ -37,12 +37,12 @@ FROM jobs j
 JOIN samples s ON s.id = j.sample_id
 LEFT JOIN stage_outputs an ON an.id = (
   SELECT max(o.id) FROM stage_output_kinds o
-  WHERE o.run_id = j.run_id AND o.sample_id = j.sample_id AND o.kind = 'analysis')
+  WHERE o.run_id = j.run_id AND o.sample_id = j.sample_id AND o.kind = :stage_kind_analysis)
 LEFT JOIN stage_outputs ge ON ge.id = max(
   coalesce((SELECT max(c.id) FROM code_outputs c
             WHERE c.run_id = j.run_id AND c.sample_id = j.sample_id), 0),
   coalesce((SELECT max(o.id) FROM stage_output_kinds o
-            WHERE o.run_id = j.run_id AND o.sample_id = j.sample_id AND o.kind = 'code'), 0))
+            WHERE o.run_id = j.run_id AND o.sample_id = j.sample_id AND o.kind = :stage_kind_code), 0))
 LEFT JOIN latest_verification v ON v.run_id = j.run_id AND v.sample_id = j.sample_id
 WHERE j.run_id = ?1
 ORDER BY s.key;

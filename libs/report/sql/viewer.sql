@@ -6,7 +6,7 @@
 SELECT r.id, r.tag, r.pipeline, r.model, r.state, r.created_ms, r.updated_ms,
        coalesce((SELECT sum(n) FROM run_job_counts c WHERE c.run_id = r.id), 0),
        coalesce((SELECT sum(n) FROM run_job_counts c
-                 WHERE c.run_id = r.id AND c.state IN ('done', 'failed')), 0),
+                 WHERE c.run_id = r.id AND c.state IN ('done', 'failed')), 0),  -- not vocabulary: job states
        coalesce((SELECT sum(cost_usd) FROM run_output_totals t WHERE t.run_id = r.id), 0),
        coalesce((SELECT sum(prompt_tokens + completion_tokens) FROM run_output_totals t
                  WHERE t.run_id = r.id), 0)
@@ -15,7 +15,7 @@ FROM runs r ORDER BY r.created_ms DESC, r.id DESC;
 -- Where a run's open jobs are: state and stage of the jobs that have not ended, with counts.
 -- name: viewer_run_phase
 SELECT stage, state, n FROM run_job_counts
-WHERE run_id = ?1 AND state NOT IN ('done', 'failed', 'cancelled') AND n > 0
+WHERE run_id = ?1 AND state NOT IN ('done', 'failed', 'cancelled') AND n > 0  -- not vocabulary: job states
 ORDER BY n DESC, stage;
 
 -- The verdict of each sample of a run (the view latest_verification, migration 0025), counted by

@@ -6,7 +6,7 @@
 SELECT v.id FROM samples s JOIN verifications v ON v.sample_id = s.id
 WHERE s.key = ?1
   AND NOT EXISTS (SELECT 1 FROM json_each(v.flags_json) f
-                  WHERE f.value IN ('environment', 'infrastructure'))
+                  WHERE f.value IN (:flag_environment, :flag_infrastructure))
 ORDER BY v.id DESC LIMIT 1;
 
 -- name: batch_insert
@@ -32,13 +32,13 @@ WHERE outcome IS NULL AND job_id IS NOT NULL
 -- Open items whose job ended without one (after settle_judged), or is gone.
 -- name: settle_failed
 UPDATE score_items
-SET outcome = 'failed', ended_ms = ?1,
+SET outcome = 'failed', ended_ms = ?1,  -- not vocabulary: an item's outcome
     detail = coalesce((SELECT 'the job ended ' || j.state || coalesce(': ' || j.error, '')
                        FROM jobs j WHERE j.id = score_items.job_id), 'the job was deleted')
 WHERE outcome IS NULL
   AND (job_id IS NULL
        OR (SELECT j.state FROM jobs j WHERE j.id = score_items.job_id)
-          IN ('done', 'failed', 'cancelled'));
+          IN ('done', 'failed', 'cancelled'));  -- not vocabulary: job states
 
 -- Open items past their batch's deadline (?1: now; ?2: a batch, or NULL for every batch), with
 -- their job's state.

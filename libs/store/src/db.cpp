@@ -7,6 +7,7 @@
 #include <ctime>
 
 #include "kforge/core/clock.hpp"
+#include "kforge/store/query_vocabulary.hpp"
 #include "kforge/store/samples.hpp"
 #include "kforge/store/texts.hpp"
 
@@ -308,7 +309,18 @@ QuerySet::QuerySet(std::span<const EmbeddedFile> files) {
     std::string name;
     std::string body;
     auto flush = [&] {
-      if (!name.empty() && !q_.emplace(name, body).second) {
+      if (name.empty()) {
+        body.clear();
+        return;
+      }
+      // The vocabularies' names, put in for their tokens (query_vocabulary.hpp): a token naming
+      // no name is a programming error, caught by any test that uses the set.
+      auto sql = vocabulary_sql(body);
+      if (!sql.ok()) {
+        spdlog::critical("SQL query '{}' ({}): {}", name, f.name, sql.error().message);
+        std::abort();
+      }
+      if (!q_.emplace(name, std::move(*sql)).second) {
         // Two blocks of one name: one would silently replace the other.
         spdlog::critical("SQL query '{}' is named twice (again in {})", name, f.name);
         std::abort();

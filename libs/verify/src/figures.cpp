@@ -12,28 +12,23 @@ std::int64_t num(const nlohmann::json& j, const char* key) {
   return it != j.end() && it->is_number() ? it->get<std::int64_t>() : -1;
 }
 
-const nlohmann::json& obj(const nlohmann::json& j, const char* key) {
-  static const nlohmann::json empty = nlohmann::json::object();
-  if (!j.is_object()) return empty;
-  auto it = j.find(key);
-  return it != j.end() && it->is_object() ? *it : empty;
-}
-
 }  // namespace
 
 nlohmann::json sample_figures(const VerifyResult& r) {
-  // The pool's facts (report["pool"], report["mutant"]) are the pool's own JSON; the harness's
-  // come from its parsed report.
-  const auto& rep = r.report;
-  const auto& pool = obj(rep, "pool");
+  // The harness's fields from its parsed report; the pool's (report["pool"], report["mutant"])
+  // from the stored report, read through the same declaration (report_fields.txt). A result the
+  // pool made without the harness has neither; one whose stored report does not read as
+  // declared has no pool facts and says why (report_error).
   static const HarnessReport kNone;
-  const HarnessReport& h = r.harness ? *r.harness : kNone;
+  auto stored = parse_stored_report(r.report);
+  const HarnessReport& p = stored.ok() && *stored ? **stored : kNone;
+  const HarnessReport& h = r.harness ? *r.harness : p;
   nlohmann::json phases = nlohmann::json::object();
   auto put = [&](const char* name, std::int64_t v) {
     if (v >= 0) phases[name] = v;
   };
   auto opt = [](const std::optional<std::int64_t>& v) { return v.value_or(-1); };
-  put("queue", num(pool, "queue_ms"));
+  if (p.pool) put("queue", opt(p.pool->queue_ms));
   if (h.prestart) {
     put("context", opt(h.prestart->ms));
     put("context_cpu", opt(h.prestart->cpu_ms));
@@ -70,22 +65,26 @@ nlohmann::json sample_figures(const VerifyResult& r) {
     for (const auto& [kernel, config] : h.triton->autotune_used)
       autotune.push_back({{"kernel", kernel}, {"config", config}});
   }
-  const auto& mutant = obj(rep, "mutant");
-  put("mutant", num(mutant, "duration_ms"));
-  put("mutant_compiles", num(mutant, "compiles"));
+  if (p.mutant) {
+    put("mutant", opt(p.mutant->duration_ms));
+    put("mutant_compiles", opt(p.mutant->compiles));
+  }
   // Each phase's wall and CPU time, of the real run's process and of the mutant run's (the
   // pool's facts; its "prepare" as mutant_prepare: a process of its own).
   nlohmann::json phase_times = nlohmann::json::object();
   for (const auto& [name, t] : h.phase_times.items())
     if (t.is_object()) phase_times[name] = t;
-  for (const auto& [name, t] : obj(mutant, "phase_times").items())
-    if (t.is_object()) phase_times[name == "prepare" ? "mutant_prepare" : name] = t;
-  return {{"duration_ms", r.duration_ms},
-          {"cpu_ms", num(pool, "cpu_ms")},
-          {"device", r.device},
-          {"phases", std::move(phases)},
-          {"phase_times", std::move(phase_times)},
-          {"autotune", std::move(autotune)}};
+  if (p.mutant)
+    for (const auto& [name, t] : p.mutant->phase_times.items())
+      phase_times[name == "prepare" ? "mutant_prepare" : name] = t;
+  nlohmann::json out = {{"duration_ms", r.duration_ms},
+                        {"cpu_ms", p.pool ? opt(p.pool->cpu_ms) : -1},
+                        {"device", r.device},
+                        {"phases", std::move(phases)},
+                        {"phase_times", std::move(phase_times)},
+                        {"autotune", std::move(autotune)}};
+  if (!stored.ok()) out["report_error"] = stored.error().message;
+  return out;
 }
 
 std::string phase_times_line(const nlohmann::json& phase_times) {

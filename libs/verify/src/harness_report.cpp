@@ -1,4 +1,5 @@
 #include "kforge/verify/harness_report.hpp"
+#include "kforge/verify/worker_event.hpp"
 
 #include <algorithm>
 #include <map>
@@ -12,6 +13,7 @@
 namespace kforge::verify {
 
 std::span<const EmbeddedFile> harness_report_fields();  // cmake/Embed.cmake
+std::span<const EmbeddedFile> harness_worker_events();  // cmake/Embed.cmake
 
 namespace {
 
@@ -35,15 +37,17 @@ struct Field {
   bool pool = false;  // written by the pool, never by the harness
 };
 struct Schema {
+  std::string file;  // report_fields.txt, worker_events.txt
+  std::string of;    // what its objects are, for messages: "the report", "the event"
   int version = 0;
   std::vector<Field> fields;
   std::map<std::string, std::vector<const Field*>> children;  // declared parent path -> fields
 };
 
 [[noreturn]] void bad_schema(const std::string& why) {
-  // The file is compiled in and tested (tests/verify/harness_report_test.cpp): a malformed one
+  // The files are compiled in and tested (tests/verify/harness_report_test.cpp): a malformed one
   // is a build of kforge that must not run.
-  throw std::logic_error("report_fields.txt: " + why);
+  throw std::logic_error("report_fields.txt or worker_events.txt: " + why);
 }
 
 std::vector<std::string> split_top(const std::string& text, char sep) {
@@ -103,9 +107,11 @@ std::string parent_of(const std::string& path) {
   return dot == std::string::npos ? std::string() : path.substr(0, dot);
 }
 
-Schema load_schema() {
+Schema load_schema(std::span<const EmbeddedFile> files, std::string file, std::string of) {
   Schema s;
-  for (const auto& line : listed_lines(harness_report_fields())) {
+  s.file = std::move(file);
+  s.of = std::move(of);
+  for (const auto& line : listed_lines(files)) {
     std::istringstream in(line);
     std::vector<std::string> parts;
     for (std::string w; in >> w;) parts.push_back(w);
@@ -129,7 +135,12 @@ Schema load_schema() {
 }
 
 const Schema& schema() {
-  static const Schema s = load_schema();
+  static const Schema s = load_schema(harness_report_fields(), "report_fields.txt", "the report");
+  return s;
+}
+
+const Schema& event_schema() {
+  static const Schema s = load_schema(harness_worker_events(), "worker_events.txt", "the event");
   return s;
 }
 
@@ -169,11 +180,11 @@ const char* json_type(const nlohmann::json& v) {
 
 using Problem = std::optional<std::string>;
 
-Problem check_object(const nlohmann::json& obj, const std::string& shown, const std::string& decl,
-                     bool open, ReportOrigin origin);
+Problem check_object(const Schema& sch, const nlohmann::json& obj, const std::string& shown,
+                     const std::string& decl, bool open, ReportOrigin origin);
 
-Problem check_value(const nlohmann::json& v, const Type& t, const std::string& shown,
-                    const std::string& decl, ReportOrigin origin) {
+Problem check_value(const Schema& sch, const nlohmann::json& v, const Type& t,
+                    const std::string& shown, const std::string& decl, ReportOrigin origin) {
   if (v.is_null()) {  // `any` takes null too
     bool any =
         std::any_of(t.alts.begin(), t.alts.end(), [](const Alt& a) { return a.kind == Alt::any; });
@@ -181,16 +192,16 @@ Problem check_value(const nlohmann::json& v, const Type& t, const std::string& s
   }
   for (const auto& a : t.alts) {
     if (!matches(v, a)) continue;
-    if (a.kind == Alt::object) return check_object(v, shown, decl, a.open, origin);
+    if (a.kind == Alt::object) return check_object(sch, v, shown, decl, a.open, origin);
     if (a.kind == Alt::list && a.elem) {
       for (std::size_t i = 0; i < v.size(); ++i)
-        if (auto p = check_value(v[i], *a.elem, shown + "[" + std::to_string(i) + "]", decl + "[]",
-                                 origin))
+        if (auto p = check_value(sch, v[i], *a.elem, shown + "[" + std::to_string(i) + "]",
+                                 decl + "[]", origin))
           return p;
     }
     if (a.kind == Alt::map) {
       for (const auto& [k, item] : v.items())
-        if (auto p = check_value(item, *a.elem, shown + "{" + k + "}", decl + "{}", origin))
+        if (auto p = check_value(sch, item, *a.elem, shown + "{" + k + "}", decl + "{}", origin))
           return p;
     }
     return std::nullopt;
@@ -199,11 +210,11 @@ Problem check_value(const nlohmann::json& v, const Type& t, const std::string& s
          (v.is_string() ? " '" + v.get<std::string>() + "'" : "") + ", declared " + t.text;
 }
 
-Problem check_object(const nlohmann::json& obj, const std::string& shown, const std::string& decl,
-                     bool open, ReportOrigin origin) {
+Problem check_object(const Schema& sch, const nlohmann::json& obj, const std::string& shown,
+                     const std::string& decl, bool open, ReportOrigin origin) {
   static const std::vector<const Field*> none;
-  auto it = schema().children.find(decl);
-  const auto& declared = it == schema().children.end() ? none : it->second;
+  auto it = sch.children.find(decl);
+  const auto& declared = it == sch.children.end() ? none : it->second;
   std::string at = shown.empty() ? std::string() : shown + ".";
   for (const Field* f : declared) {
     auto v = obj.find(f->name);
@@ -213,14 +224,14 @@ Problem check_object(const nlohmann::json& obj, const std::string& shown, const 
     }
     if (f->pool && origin == ReportOrigin::harness)
       return at + f->name + "\" is the pool's to write, not the harness's";
-    if (auto p = check_value(*v, f->type, at + f->name, f->path, origin)) return p;
+    if (auto p = check_value(sch, *v, f->type, at + f->name, f->path, origin)) return p;
   }
   if (open) return std::nullopt;
   for (const auto& [name, value] : obj.items()) {
     (void)value;
     bool known = false;
     for (const Field* f : declared) known = known || f->name == name;
-    if (!known) return at + name + "\" is not a field of the report (report_fields.txt)";
+    if (!known) return at + name + "\" is not a field of " + sch.of + " (" + sch.file + ")";
   }
   return std::nullopt;
 }
@@ -279,6 +290,7 @@ HarnessReport::Triton triton_of(const nlohmann::json& t) {
 
 SpeedLabel speed_of(const nlohmann::json& s) {
   SpeedLabel l;
+  l.raw = s;
   l.timed = s.at("timed").get<bool>();
   l.reason = str_or_empty(s, "reason");
   if (const auto* env = child(s, "environment")) l.device = env->at("device").get<std::string>();
@@ -413,19 +425,31 @@ HarnessReport::Differential differential_of(const nlohmann::json& d) {
 // The pool's fields of a stored report (checked against the same declarations).
 void read_pool_parts(const nlohmann::json& r, HarnessReport& h) {
   h.guard = strings(child(r, "guard"));
+  if (const auto* p = child(r, "pool"))
+    h.pool = HarnessReport::PoolFacts{opt_int(*p, "queue_ms"), opt_int(*p, "cpu_ms")};
   if (const auto* m = child(r, "mutant")) {
     HarnessReport::MutantRuns runs;
     if (const auto* in = child(*m, "integrity")) runs.integrity = integrity_of(*in);
     if (const auto* c = child(*m, "controls")) runs.controls = controls_of(*c);
     runs.guard = strings(child(*m, "guard"));
+    runs.duration_ms = opt_int(*m, "duration_ms");
+    runs.compiles = opt_int(*m, "compiles");
+    if (const auto* t = child(*m, "phase_times")) runs.phase_times = *t;
     h.mutant = std::move(runs);
   }
   if (const auto* m = child(r, "mutation")) {
     HarnessReport::Mutation out;
+    out.killed = m->at("killed").get<std::int64_t>();
+    out.applicable = m->at("applicable").get<std::int64_t>();
     out.survived = strings(&m->at("survived"));
-    if (const auto* k = child(*m, "kernel"))
+    out.not_applicable = strings(&m->at("not_applicable"));
+    if (const auto* k = child(*m, "kernel")) {
+      out.kernel = HarnessReport::Mutation::KernelScore{k->at("killed").get<std::int64_t>(),
+                                                        k->at("applicable").get<std::int64_t>(),
+                                                        k->at("equivalent").get<std::int64_t>()};
       for (const auto& e : k->at("survived"))
         out.kernel_survived.push_back(*KernelSurvivor::from_json(e));
+    }
     out.raw = *m;
     h.mutation = std::move(out);
   }
@@ -523,7 +547,7 @@ std::int64_t HarnessReport::Triton::total_launches() const {
 
 Result<HarnessReport> parse_harness_report(const nlohmann::json& report, ReportOrigin origin) {
   if (!report.is_object()) return fail("parse", "harness report: not a JSON object");
-  if (auto p = check_object(report, "", "", false, origin))
+  if (auto p = check_object(schema(), report, "", "", false, origin))
     return fail("parse", "harness report: field \"" + *p);
   int version = report.at("harness").get<int>();
   if (version != schema().version)
@@ -537,6 +561,39 @@ Result<std::optional<HarnessReport>> parse_stored_report(const nlohmann::json& r
   if (!report.is_object() || !report.contains("harness")) return std::optional<HarnessReport>();
   KF_TRY(HarnessReport h, parse_harness_report(report, ReportOrigin::stored));
   return std::optional<HarnessReport>(std::move(h));
+}
+
+Result<WorkerEvent> parse_worker_event(std::string_view line) {
+  auto j = nlohmann::json::parse(line, nullptr, false);
+  auto bad = [](const std::string& why) { return fail("parse", "worker event: " + why); };
+  if (!j.is_object()) return bad("not a JSON object: " + std::string(line.substr(0, 200)));
+  auto name = j.find("event");
+  if (name == j.end() || !name->is_string()) return bad("field \"event\" is missing or not text");
+  std::string event = name->get<std::string>();
+  const Schema& sch = event_schema();
+  auto declared = std::find_if(sch.children.at("").begin(), sch.children.at("").end(),
+                               [&](const Field* f) { return f->name == event; });
+  auto kind = value_of(kWorkerEventNames, event);
+  if (declared == sch.children.at("").end() || !kind)
+    return bad("'" + event + "' is not an event of worker_events.txt (" +
+               names_of(kWorkerEventNames) + ")");
+  j.erase("event");
+  if (auto p = check_object(sch, j, event, event, false, ReportOrigin::stored))
+    return bad("field \"" + *p);
+  WorkerEvent ev;
+  ev.kind = *kind;
+  if (auto pid = opt_int(j, "pid")) ev.pid = *pid;
+  if (auto id = opt_int(j, "id")) ev.id = *id;
+  if (const auto* m = child(j, "modules")) ev.modules = *m;
+  if (const auto* p = child(j, "probe")) {
+    ev.probe = *p;
+    ev.probe_ok = p->at("ok").get<bool>();
+  }
+  if (const auto* k = child(j, "triton_key")) ev.triton_key = *k;
+  if (auto st = opt_int(j, "status")) ev.status = static_cast<int>(*st);
+  if (auto rss = opt_int(j, "maxrss_kb")) ev.maxrss_kb = *rss;
+  if (auto cpu = opt_int(j, "cpu_ms")) ev.cpu_ms = *cpu;
+  return ev;
 }
 
 }  // namespace kforge::verify

@@ -25,6 +25,7 @@
 
 #include "kforge/core/env.hpp"
 #include "kforge/verify/pool.hpp"
+#include "kforge/verify/worker_event.hpp"
 #include "pool_samples.hpp"
 #include "pool_verdicts.hpp"
 #include "sandbox.hpp"
@@ -192,7 +193,7 @@ struct Pool::Impl {
   void worker_start_failed(Slot& s, const std::string& why);
   // The worker died or wedged after it had been ready.
   void worker_lost(Slot& s, const std::string& why);
-  void handle_event(Slot& s, const nlohmann::json& ev);
+  void handle_event(Slot& s, const WorkerEvent& ev);
   void read_control(Slot& s);
   // Sends a message with file descriptors to the slot's worker (closing them here).
   bool send_to_worker(Slot& s, const nlohmann::json& msg, const std::vector<int>& fds);

@@ -142,13 +142,10 @@ void Pool::Impl::worker_lost(Slot& s, const std::string& why) {
   if (s.run) finish_run(s);
 }
 
-void Pool::Impl::handle_event(Slot& s, const nlohmann::json& ev) {
-  std::string kind = ev.value("event", "");
-  if (kind == "ready") {
-    bool ok = ev.contains("probe") && ev["probe"].value("ok", false);
-    if (!ok) {
-      std::string why = "GPU probe failed: " + (ev.contains("probe") ? ev["probe"].dump() : "");
-      worker_start_failed(s, why);
+void Pool::Impl::handle_event(Slot& s, const WorkerEvent& ev) {
+  if (ev.kind == WorkerEventKind::ready) {
+    if (!ev.probe_ok) {
+      worker_start_failed(s, "GPU probe failed: " + ev.probe.dump());
       return;
     }
     s.state = WorkerState::ready;
@@ -156,15 +153,14 @@ void Pool::Impl::handle_event(Slot& s, const nlohmann::json& ev) {
     s.backoff_ms = 0;
     devices[s.device].start_failures = 0;
     spdlog::debug("verifier: worker {} on {} ready (pid {}, modules {}, triton key {})", s.index,
-                  devices[s.device].device.id, s.worker_pid,
-                  ev.value("modules", nlohmann::json()).dump(),
-                  ev.value("triton_key", nlohmann::json()).dump());
-    if (!warned_missing_modules && ev.contains("modules") && ev["modules"].is_object()) {
+                  devices[s.device].device.id, s.worker_pid, ev.modules.dump(),
+                  ev.triton_key.dump());
+    if (!warned_missing_modules) {
       std::string missing;
       for (const char* m : {"torch", "triton"})
-        if (ev["modules"].contains(m) &&
-            (!ev["modules"][m].is_string() ||
-             ev["modules"][m].get<std::string>().rfind("import failed", 0) == 0))
+        if (ev.modules.contains(m) &&
+            (!ev.modules[m].is_string() ||
+             ev.modules[m].get<std::string>().rfind("import failed", 0) == 0))
           missing += (missing.empty() ? "" : ", ") + std::string(m);
       if (!missing.empty()) {
         warned_missing_modules = true;
@@ -177,24 +173,24 @@ void Pool::Impl::handle_event(Slot& s, const nlohmann::json& ev) {
     }
     return;
   }
-  auto id = ev.value("id", std::uint64_t{0});
+  auto id = static_cast<std::uint64_t>(ev.id);
   if (s.spare && id == s.spare->wid) {
-    if (kind == "started") s.spare->pid = ev.value("pid", -1);
-    if (kind == "finished") spare_died(s);
+    if (ev.kind == WorkerEventKind::started) s.spare->pid = static_cast<int>(ev.pid);
+    if (ev.kind == WorkerEventKind::finished) spare_died(s);
     return;
   }
   if (!s.run || id != s.run->wid) return;
-  if (kind == "started") {
-    s.run->pid = ev.value("pid", -1);
+  if (ev.kind == WorkerEventKind::started) {
+    s.run->pid = static_cast<int>(ev.pid);
     if (!s.run->prestarted) s.run->started = now();
     // Killed (cancelled) before its process was known: its group goes now.
     if (s.run->killed != KillReason::none && s.run->pid > 0)
       sandbox->kill_run(s.run->pid, s.own_uid ? static_cast<int>(s.run->uid) : -1);
-  } else if (kind == "finished") {
+  } else if (ev.kind == WorkerEventKind::finished) {
     s.run->exited = true;
-    s.run->wait_status = ev.value("status", -1);
-    s.run->maxrss_kb = ev.value("maxrss_kb", std::int64_t{0});
-    s.run->cpu_ms = ev.value("cpu_ms", std::int64_t{-1});
+    s.run->wait_status = ev.status;
+    s.run->maxrss_kb = ev.maxrss_kb;
+    s.run->cpu_ms = ev.cpu_ms;
   }
 }
 
@@ -211,8 +207,18 @@ void Pool::Impl::read_control(Slot& s) {
         worker_lost(s, "control channel closed: " + worker_log_tail(s));
       return;
     }
-    auto ev = nlohmann::json::parse(std::string(buf, static_cast<std::size_t>(n)), nullptr, false);
-    if (ev.is_object()) handle_event(s, ev);
+    // Each event read through its declaration (worker_event.hpp): one that is not declared is a
+    // worker this kforge cannot trust, named, never an event read with defaults or dropped.
+    auto ev = parse_worker_event(std::string_view(buf, static_cast<std::size_t>(n)));
+    if (!ev.ok()) {
+      std::string why = ev.error().message + " (the harness and kforge were installed apart?)";
+      if (s.state == WorkerState::starting)
+        worker_start_failed(s, why);
+      else
+        worker_lost(s, why);
+      return;
+    }
+    handle_event(s, *ev);
   }
 }
 

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "kforge/verify/speed.hpp"
 #include "kforge/verify/targets.hpp"
 
@@ -40,78 +42,56 @@ std::string dump(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-const json* member(const json& j, const char* key) {
-  if (!j.is_object()) return nullptr;
-  auto it = j.find(key);
-  return it == j.end() ? nullptr : &*it;
+std::string dump_list(const std::vector<std::string>& names) {
+  return dump(json(names));
 }
 
-std::int64_t int_or_zero(const json& obj, const char* key) {
-  const json* v = member(obj, key);
-  return v != nullptr && v->is_number() ? v->get<std::int64_t>() : 0;
-}
-
-std::optional<std::string> text_of(const json* v) {
-  if (v == nullptr || !v->is_string()) return std::nullopt;
-  return v->get<std::string>();
-}
-
-std::optional<std::string> dumped(const json* v) {
-  if (v == nullptr || v->is_null()) return std::nullopt;
-  return dump(*v);
-}
-
-std::string list_of(const json& obj, const char* key) {
-  const json* v = member(obj, key);
-  return v != nullptr && v->is_array() ? dump(*v) : "[]";
-}
-
-// A test of the report's list: its name and status, and where a failing one failed.
-ReportColumns::Test test_of(std::int64_t ordinal, const json& t) {
-  ReportColumns::Test out{
-      ordinal, text_of(member(t, "name")), text_of(member(t, "status")), {}, {}};
-  if (const json* where = member(t, "where")) {
-    out.section = text_of(member(*where, "section"));
-    const json* line = member(*where, "line");
-    if (line != nullptr && line->is_number_integer()) out.line = line->get<std::int64_t>();
-  }
-  return out;
-}
-
-ReportColumns report_columns(const json& report) {
+// The columns of a stored report, read through its declared contract (parse_stored_report:
+// report_fields.txt), never by key with a default: a field renamed on either side fails the
+// parse, and store_verification stores an `error` naming it instead of NULL columns.
+ReportColumns report_columns(const HarnessReport& h) {
   ReportColumns c;
-  if (const json* m = member(report, "mutation"); m != nullptr && member(*m, "applicable")) {
-    c.mutants_killed = int_or_zero(*m, "killed");
-    c.mutants_applicable = int_or_zero(*m, "applicable");
-    c.mutants_survived = list_of(*m, "survived");
-    c.mutants_not_applicable = list_of(*m, "not_applicable");
+  if (h.mutation) {
+    const auto& m = *h.mutation;
+    c.mutants_killed = m.killed;
+    c.mutants_applicable = m.applicable;
+    c.mutants_survived = dump_list(m.survived);
+    c.mutants_not_applicable = dump_list(m.not_applicable);
+    if (m.kernel) {
+      c.kernel_killed = m.kernel->killed;
+      c.kernel_applicable = m.kernel->applicable;
+      c.kernel_equivalent = m.kernel->equivalent;
+      json survived = json::array();
+      for (const auto& k : m.kernel_survived) survived.push_back(k.to_json());
+      c.kernel_survived = dump(survived);
+    }
   }
-  const json* mutation = member(report, "mutation");
-  const json* kernel = mutation != nullptr ? member(*mutation, "kernel") : nullptr;
-  if (kernel != nullptr && kernel->is_object()) {
-    c.kernel_killed = int_or_zero(*kernel, "killed");
-    c.kernel_applicable = int_or_zero(*kernel, "applicable");
-    c.kernel_equivalent = int_or_zero(*kernel, "equivalent");
-    c.kernel_survived = list_of(*kernel, "survived");
+  if (h.coverage) c.coverage = dump(h.coverage->raw);
+  if (h.speed) c.speed = dump(h.speed->raw);
+  if (h.bounds) {
+    c.out_of_bounds = h.bounds->out_of_bounds ? 1 : 0;
+    if (!h.bounds->detail.empty()) c.bounds_detail = h.bounds->detail;
   }
-  c.coverage = dumped(member(report, "coverage"));
-  c.speed = dumped(member(report, "speed"));
-  if (const json* b = member(report, "bounds")) {
-    const json* found = member(*b, "out_of_bounds");
-    if (found != nullptr && found->is_boolean()) c.out_of_bounds = found->get<bool>() ? 1 : 0;
-    c.bounds_detail = text_of(member(*b, "detail"));
-    if (c.bounds_detail && c.bounds_detail->empty()) c.bounds_detail.reset();
-  }
-  if (const json* tests = member(report, "tests"); tests != nullptr && tests->is_array())
-    for (std::size_t i = 0; i < tests->size(); ++i)
-      if ((*tests)[i].is_object())
-        c.tests.push_back(test_of(static_cast<std::int64_t>(i), (*tests)[i]));
-  const json* triton = member(report, "triton");
-  if (const json* l = triton != nullptr ? member(*triton, "launches") : nullptr;
-      l != nullptr && l->is_object())
-    for (const auto& [kernel_name, n] : l->items())
-      if (n.is_number_integer()) c.launches.emplace_back(kernel_name, n.get<std::int64_t>());
+  if (h.tests)
+    for (std::size_t i = 0; i < h.tests->size(); ++i) {
+      const auto& t = (*h.tests)[i];
+      c.tests.push_back(
+          {static_cast<std::int64_t>(i), t.name, t.status, t.where_section, t.where_line});
+    }
+  if (h.triton) c.launches = h.triton->launches;
   return c;
+}
+
+// A verdict stored with a report that does not read as declared is an `error` of the verifier
+// (kforge's own fault: the pool wrote a field report_fields.txt does not declare), naming the
+// field, never a verdict whose columns are NULL.
+void refuse_report(VerifyResult& r, const Error& why) {
+  r.verdict = Verdict::error;
+  r.detail = "the stored report does not read as declared (report_fields.txt): " + why.message +
+             (r.detail.empty() ? "" : "; the verdict was: " + r.detail);
+  if (std::find(r.flags.begin(), r.flags.end(), kInfrastructure) == r.flags.end())
+    r.flags.emplace_back(kInfrastructure);
+  r.harness.reset();  // nor its speed label or cross-compile results
 }
 
 Status insert_children(store::Db& db, std::int64_t id, const ReportColumns& c) {
@@ -158,8 +138,20 @@ Status insert_targets(store::Db& db, std::int64_t id, const VerificationKey& key
 }  // namespace
 
 Result<std::int64_t> store_verification(store::Db& db, const VerificationKey& key,
-                                        const VerifyResult& r, std::int64_t now_ms) {
-  const ReportColumns c = report_columns(r.report);
+                                        const VerifyResult& result, std::int64_t now_ms) {
+  // A result the pool made without the harness (no "harness" field): no columns.
+  ReportColumns c;
+  const VerifyResult* stored = &result;
+  std::optional<VerifyResult> refused;
+  auto h = parse_stored_report(result.report);
+  if (!h.ok()) {
+    refused = result;
+    refuse_report(*refused, h.error());
+    stored = &*refused;
+  } else if (*h) {
+    c = report_columns(**h);
+  }
+  const VerifyResult& r = *stored;
   KF_TRY(store::Stmt * s, db.cached(verify_queries()["insert_verification"]));
   nlohmann::json flags = r.flags;
   if (key.job_id)

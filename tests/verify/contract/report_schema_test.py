@@ -139,5 +139,49 @@ class Check(unittest.TestCase):
         self.assertIn("expects report version None", report_schema.request_version_error({}))
 
 
+class WorkerEvents(unittest.TestCase):
+    """The worker's events (worker_events.txt): each is checked before it is sent, and one that is
+    not declared, or whose fields are not its event's, is refused naming it."""
+
+    READY = {"event": "ready", "pid": 7, "modules": {"torch": None, "triton": "3.6.0"},
+             "probe": {"ok": True, "note": "not asked"}, "python": "3.12.3",
+             "harness": HARNESS_VERSION,
+             "triton_key": {"where": "triton.runtime.cache", "ms": 3, "cpu_ms": 2}}
+    STARTED = {"event": "started", "id": 3, "pid": 99}
+    FINISHED = {"event": "finished", "id": 3, "status": 0, "maxrss_kb": 1024, "cpu_ms": 40,
+                "elapsed_ms": 55}
+
+    def test_the_workers_events_pass(self):
+        for event in (self.READY, self.STARTED, self.FINISHED):
+            self.assertIsNone(report_schema.event_violation(event), event)
+
+    def test_an_undeclared_event_or_field_is_named(self):
+        self.assertEqual(report_schema.event_violation({"event": "paused", "id": 3}),
+                         "event: 'paused' is not an event of worker_events.txt "
+                         "(ready, started, finished)")
+        renamed = dict(self.FINISHED, cpu=40)
+        del renamed["cpu_ms"]
+        self.assertEqual(report_schema.event_violation(renamed), "finished.cpu_ms: is missing")
+        extra = dict(self.STARTED, note="x")
+        self.assertEqual(report_schema.event_violation(extra),
+                         "started.note: is not a field of the event (worker_events.txt)")
+        self.assertEqual(report_schema.event_violation(dict(self.STARTED, pid="99")),
+                         "started.pid: is string, declared int")
+
+    def test_send_event_sends_a_declared_event_and_refuses_another(self):
+        import socket
+        from kforge_harness.worker import send_event
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        with a, b:
+            send_event(a, self.STARTED)
+            self.assertEqual(json.loads(b.recv(1 << 16).decode()), self.STARTED)
+            with self.assertRaisesRegex(ValueError, "worker event: event: 'paused' is not an "
+                                        "event of worker_events.txt"):
+                send_event(a, {"event": "paused", "id": 3})
+            b.setblocking(False)
+            with self.assertRaises(BlockingIOError):  # nothing was sent
+                b.recv(1 << 16)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -1,6 +1,8 @@
 """The report's declared fields (report_fields.txt, the file the pool compiles in): read once,
 and every report checked against them before it is written (pipes.write_report). The pool parses
-the same file the same way (libs/verify/src/harness_report.cpp)."""
+the same file the same way (libs/verify/src/harness_report.cpp). The worker's events on its
+control channel are declared the same way in worker_events.txt (event_violation; the pool's
+side: libs/verify/include/kforge/verify/worker_event.hpp)."""
 
 from __future__ import annotations
 
@@ -79,7 +81,7 @@ def vocabulary(name: str) -> list[str]:
     return listed(os.path.join("vocabulary", name + ".txt"), __file__)
 
 
-def load(lines: Iterable[str]) -> tuple[int, dict[str, Field]]:
+def load(lines: Iterable[str], file: str = "report_fields.txt") -> tuple[int, dict[str, Field]]:
     """(version, {path: Field}) from the file's entries. Raises ValueError on a malformed one."""
     version: Optional[int] = None
     fields: dict[str, Field] = {}
@@ -89,16 +91,28 @@ def load(lines: Iterable[str]) -> tuple[int, dict[str, Field]]:
             version = int(parts[1])
             continue
         if len(parts) != 4 or parts[2] not in ("required", "optional") or parts[3] not in WRITERS:
-            raise ValueError("report_fields.txt: not PATH TYPE PRESENCE WRITER: %r" % line)
+            raise ValueError("%s: not PATH TYPE PRESENCE WRITER: %r" % (file, line))
         if parts[0] in fields:
-            raise ValueError("report_fields.txt: %s is declared twice" % parts[0])
+            raise ValueError("%s: %s is declared twice" % (file, parts[0]))
         fields[parts[0]] = Field(parts[0], parts[1], parts[2] == "required", parts[3])
     if version is None:
-        raise ValueError("report_fields.txt: no version line")
+        raise ValueError("%s: no version line" % file)
     return version, fields
 
 
-VERSION, FIELDS = load(listed("report_fields.txt", __file__))
+class Declaration:
+    """One declaration file: its version and fields, and what its objects are called in a
+    message ("the report", "the event")."""
+
+    def __init__(self, file: str, of: str) -> None:
+        self.file = file
+        self.of = of
+        self.version, self.fields = load(listed(file, __file__), file)
+
+
+REPORT = Declaration("report_fields.txt", "the report")
+EVENTS = Declaration("worker_events.txt", "the event")
+VERSION, FIELDS = REPORT.version, REPORT.fields
 
 
 class Names:
@@ -120,10 +134,10 @@ TARGET_RESULT = Names("target_results")
 SPEED_FLAG = Names("speed_flags")
 
 
-def children(prefix: str) -> dict[str, Field]:
+def children(prefix: str, decl: Declaration = REPORT) -> dict[str, Field]:
     """The fields declared directly under `prefix` ("" for the top level): {name: Field}."""
     out: dict[str, Field] = {}
-    for path, f in FIELDS.items():
+    for path, f in decl.fields.items():
         if prefix and not path.startswith(prefix):
             continue
         rest = path[len(prefix):]
@@ -151,7 +165,8 @@ def type_name(v: Any) -> str:
 
 
 def check_value(value: Any, typ: Type, shown: str, decl: str, type_text: str,
-                writer_ok: Callable[[Field], bool]) -> Optional[str]:
+                writer_ok: Callable[[Field], bool],
+                declaration: Declaration = REPORT) -> Optional[str]:
     """The first violation in `value` against type `typ`, or None. shown: where it is, as a
     message says it (tests[0].where); decl: its declared path (tests[].where)."""
     _, alts, nullable = typ
@@ -164,17 +179,17 @@ def check_value(value: Any, typ: Type, shown: str, decl: str, type_text: str,
             continue
         kind = alt[0]
         if kind == "object":
-            return check_object(value, shown, decl, alt[1], writer_ok)
+            return check_object(value, shown, decl, alt[1], writer_ok, declaration)
         if kind == "list" and alt[1] is not None:
             for i, item in enumerate(value):
                 bad = check_value(item, alt[1], "%s[%d]" % (shown, i), decl + "[]",
-                                  element_text(alt[1]), writer_ok)
+                                  element_text(alt[1]), writer_ok, declaration)
                 if bad:
                     return bad
         if kind == "map":
             for key, item in value.items():
                 bad = check_value(item, alt[1], "%s{%s}" % (shown, key), decl + "{}",
-                                  element_text(alt[1]), writer_ok)
+                                  element_text(alt[1]), writer_ok, declaration)
                 if bad:
                     return bad
         return None
@@ -206,9 +221,10 @@ def matches(value: Any, alt: Alt) -> bool:
 
 
 def check_object(obj: dict[str, Any], shown: str, decl: str, is_open: bool,
-                 writer_ok: Callable[[Field], bool]) -> Optional[str]:
+                 writer_ok: Callable[[Field], bool],
+                 declaration: Declaration = REPORT) -> Optional[str]:
     """The fields of `obj` against those declared under `decl` ("" at the top level)."""
-    declared = children(decl + "." if decl else "")
+    declared = children(decl + "." if decl else "", declaration)
     at = shown + "." if shown else ""
     for name, f in declared.items():
         if name not in obj:
@@ -217,13 +233,15 @@ def check_object(obj: dict[str, Any], shown: str, decl: str, is_open: bool,
             continue
         if not writer_ok(f):
             return "%s%s: is the pool's to write" % (at, name)
-        bad = check_value(obj[name], f.type, at + name, f.path, f.type_text, writer_ok)
+        bad = check_value(obj[name], f.type, at + name, f.path, f.type_text, writer_ok,
+                          declaration)
         if bad:
             return bad
     if not is_open:
         for name in obj:
             if name not in declared:
-                return "%s%s: is not a field of the report (report_fields.txt)" % (at, name)
+                return "%s%s: is not a field of %s (%s)" % (at, name, declaration.of,
+                                                            declaration.file)
     return None
 
 
@@ -238,6 +256,21 @@ def violation(report: Any) -> Optional[str]:
     if report.get("harness") != VERSION:
         return "harness: is %r, the declared version is %d" % (report.get("harness"), VERSION)
     return None
+
+
+def event_violation(event: Any) -> Optional[str]:
+    """The first way a worker event (worker_events.txt) breaks its declaration, naming the event
+    or field, or None: its "event" names a declared event, and its other fields are that
+    event's."""
+    if not isinstance(event, dict):
+        return "the event is not an object"
+    name = event.get("event")
+    events = children("", EVENTS)
+    if not isinstance(name, str) or name not in events:
+        return "event: %r is not an event of worker_events.txt (%s)" % (
+            name, ", ".join(events))
+    rest = {k: v for k, v in event.items() if k != "event"}
+    return check_object(rest, name, name, False, lambda f: True, EVENTS)
 
 
 def request_version_error(request: Any) -> Optional[str]:

@@ -6,10 +6,12 @@ process per sample). See docs/VERIFIER.md for the protocol on the control socket
                       read end of the pipe on which the pool later sends the request; see
                       prestarted_main)
                   {"op": "exit"}
-  worker -> pool  {"event": "ready", "pid": P, "modules": {...}, "probe": {...}}
+  worker -> pool  {"event": "ready", "pid": P, "modules": {...}, "probe": {...}, ...}
                   {"event": "started", "id": N, "pid": CHILD}
                   {"event": "finished", "id": N, "status": RAW_WAIT_STATUS, "maxrss_kb": K,
-                   "cpu_ms": USER_PLUS_SYSTEM_MS}
+                   "cpu_ms": USER_PLUS_SYSTEM_MS, "elapsed_ms": MS}
+                  (declared, field by field, in worker_events.txt: send_event checks each event
+                  against it, and the pool parses each through it)
 The child writes its report to its result pipe as one line of JSON before it exits. When the
 request asks for the mutant run in the same process ("mutant_run": "same_process") and the sample
 passed having launched its kernels, the report says "mutant_phase": true and a second line
@@ -203,8 +205,13 @@ def preload(modules: list[str]) -> dict[str, Optional[str]]:
     return loaded
 
 
-def _send(sock, obj):
-    sock.send(json.dumps(obj).encode())
+def send_event(sock: socket.socket, event: Json) -> None:
+    """Sends one event to the pool, checked first against its declaration (worker_events.txt):
+    an event the pool would refuse is a ValueError naming it here, never sent."""
+    bad = report_schema.event_violation(event)
+    if bad:
+        raise ValueError("worker event: " + bad)
+    sock.send(json.dumps(event).encode())
 
 
 def gpu_probe() -> Json:
@@ -279,7 +286,7 @@ def worker_main(args: Any) -> int:
     key = precompute_triton_key()
     if key is not None:
         ready["triton_key"] = key
-    _send(sock, ready)
+    send_event(sock, ready)
     if not probe.get("ok"):
         return 4
     import selectors
@@ -299,7 +306,7 @@ def worker_main(args: Any) -> int:
         if pfd is not None:
             sel.unregister(pfd)
             os.close(pfd)
-        _send(sock, {"event": "finished", "id": rid, "status": status,
+        send_event(sock, {"event": "finished", "id": rid, "status": status,
                      "maxrss_kb": ru.ru_maxrss if ru else 0,
                      "cpu_ms": int((ru.ru_utime + ru.ru_stime) * 1000) if ru else -1,
                      "elapsed_ms": int((time.monotonic() - t0) * 1000)})
@@ -347,7 +354,7 @@ def worker_main(args: Any) -> int:
                 except OSError:
                     pfd = None
             children[pid] = (req.get("id"), time.monotonic(), pfd)
-            _send(sock, {"event": "started", "id": req.get("id"), "pid": pid})
+            send_event(sock, {"event": "started", "id": req.get("id"), "pid": pid})
         for pid in [p for p, v in children.items() if v[2] is None]:
             reap(pid)  # no pidfd for it (or none at all here): polled
 

@@ -55,6 +55,8 @@ struct SpeedLabel {
   // The timing's own GPU memory per byte of the inputs it timed, and those bytes.
   std::optional<double> memory_per_input_byte;
   std::optional<std::int64_t> input_bytes;
+  // report["speed"] as the harness wrote it (verify's store keeps it: verifications.speed_json).
+  nlohmann::json raw;
   // {"timed", "kernel_us", "gbps", "fraction_of_peak", "speedup", "speedup_ci", "pass_perf",
   // "flags", ...}: for `kforge verify --json`, export and debug.
   nlohmann::json to_json() const;
@@ -180,11 +182,25 @@ struct HarnessReport {
     std::optional<Integrity> integrity;
     std::optional<Controls> controls;
     std::vector<std::string> guard;
+    std::optional<std::int64_t> duration_ms, compiles;      // its wall time; Triton compiles in it
+    nlohmann::json phase_times = nlohmann::json::object();  // as HarnessReport::phase_times
   };
   struct Mutation {
-    std::vector<std::string> survived;  // the output mutants the test let through
+    std::int64_t killed = 0, applicable = 0;  // output mutants
+    std::vector<std::string> survived;        // the output mutants the test let through
+    std::vector<std::string> not_applicable;
+    // The kernel battery's score (mutation.kernel), when it ran.
+    struct KernelScore {
+      std::int64_t killed = 0, applicable = 0, equivalent = 0;
+    };
+    std::optional<KernelScore> kernel;
     std::vector<KernelSurvivor> kernel_survived;
     nlohmann::json raw;  // as the pool wrote it (MutationScore::to_json)
+  };
+  // What the pool knew of the run (report["pool"], Pool::Impl::run_facts_json): the parts C++
+  // reads (the others are diagnostics, let through by the declaration's object+).
+  struct PoolFacts {
+    std::optional<std::int64_t> queue_ms, cpu_ms;
   };
 
   int version = 0;
@@ -218,6 +234,7 @@ struct HarnessReport {
   nlohmann::json phase_errors = nlohmann::json::object();
   nlohmann::json phase_state = nlohmann::json::object();
   // The pool's (stored reports only).
+  std::optional<PoolFacts> pool;
   std::vector<std::string> guard;  // the real run's guard lines
   std::optional<MutantRuns> mutant;
   std::optional<Mutation> mutation;
