@@ -8,7 +8,11 @@ go through call(): the function runs in one thread kept for the sample's whole p
 torch's default device or grad mode carries from the import to every test as it would in one
 thread), called by one frame compiled from the source below with a file name and globals that
 name nothing of the verifier. What the sample's code sees of its callers is therefore, in every
-run: threading's bootstrap frames, then that one frame, then its own. While it runs, the
+run: threading's bootstrap frames, then that one frame, then its own. Each call is a batch of
+steps (a test's call; a timed rep's start, call and end; a builtin of the verifier's) that the
+frame takes whole from its inbox and runs in one C-level pass before it hands the results back:
+while a step runs no local of the frame holds a step or a result, both queues are empty, and a
+result the sample's code puts on them is not taken for the call's (_batch). While it runs, the
 verifier's modules (kforge_harness and its submodules) are out of sys.modules (put back when it
 returns), and sys.modules["__main__"] is a blank stand-in for the harness script; after it
 returns, guard.GUARD.check() looks for replaced functions (guard.py). docs/VERIFIER.md, "Trust
@@ -21,6 +25,7 @@ import _queue
 import builtins
 import contextlib
 import functools
+import itertools
 import operator
 import os
 import sys
@@ -108,9 +113,26 @@ def on_runner(fn: Callable[..., Any], *args: Any) -> Any:
     thread, between calls of the sample's code; None when there is no runner in this process."""
     if _runner is None or _runner[0] != os.getpid() or not _runner[1].is_alive():
         return None
-    _runner[2].put((functools.partial(fn, *args),))
-    ok, value = _runner[3].get()
+    ok, value = _batch(_runner[2], _runner[3], (functools.partial(fn, *args),))
     return value[0] if ok else None
+
+
+def _batch(inbox: Any, outbox: Any, steps: tuple[Callable[[], Any], ...]) -> tuple[bool, Any]:
+    """Hands the steps to the runner as one batch and waits for its (ok, values). The batch ends
+    with a step of the verifier's own (a C-level one) that returns a token made for it: a result
+    without it (a sample that put one of its own into the outbox while its code ran, or a batch
+    of its own into the inbox) is not taken for the call's, is dropped and recorded (guard:
+    tampered), and the call's own is waited for."""
+    token = object()
+    inbox.put(steps + (itertools.repeat(token).__next__,))
+    while True:
+        ok, got = outbox.get()
+        if not ok:
+            return False, got
+        if isinstance(got, list) and got and got[-1] is token:
+            got.pop()
+            return True, got
+        GUARD.out_of_step(GUARD.phase)
 
 
 GUARD.on_runner = on_runner
@@ -163,14 +185,12 @@ def _hop(phase: str, steps: tuple[Callable[[], Any], ...]) -> list[Any]:
     inbox, outbox = _start()
     GUARD.phase, GUARD.in_sample = phase, True
     try:
-        inbox.put(steps)
-        ok, got = outbox.get()
+        ok, got = _batch(inbox, outbox, steps)
         if ok and any(type(v).__name__ == "coroutine" for v in got):
             import asyncio
             for k, v in enumerate(got):
                 if type(v).__name__ == "coroutine":
-                    inbox.put((functools.partial(asyncio.run, v),))
-                    ok, ran = outbox.get()
+                    ok, ran = _batch(inbox, outbox, (functools.partial(asyncio.run, v),))
                     if not ok:
                         got = ran
                         break
