@@ -75,10 +75,11 @@ class BlindTest(unittest.TestCase):
         # with get_nowait), the thread. The same in a timed rep (start, call and end handed
         # over at once), a plain call of the runner's (the differential check's, the stream
         # watch's) and a test's call; a timed rep once left the rep's end queued behind the
-        # call (inbox.qsize() 1) and its start's result handed back (outbox.qsize() 1).
+        # call (inbox.qsize() 1) and its start's result handed back (outbox.qsize() 1), and a
+        # plain call of the timing's held its arguments four more times (sys.getrefcount).
         import _queue
         from kforge_harness import timing, timing_timer as tt
-        seen = []
+        seen, counts = [], []
 
         def wrapper(x):
             f = sys._getframe(1)
@@ -94,6 +95,7 @@ class BlindTest(unittest.TestCase):
                 loc[name].put(got)
                 pulled.append((name, got))
             t = threading.current_thread()
+            counts.append(sys.getrefcount(x))
             seen.append((sorted((k, type(v).__name__) for k, v in loc.items()), f.f_lineno,
                          loc["inbox"].qsize(), loc["outbox"].qsize(), pulled,
                          t.name, t.ident, [q.qsize() for q in t._args]))
@@ -103,10 +105,12 @@ class BlindTest(unittest.TestCase):
             return wrapper(3)
         timer = tt.Timer(None)
         timer.via = timing.RUN.between
-        call = timing._SampleCall(wrapper, [1], lambda: None, lambda out: out)
+        box = [1.0]
+        call = timing._SampleCall(wrapper, [box], lambda: None, lambda out: out)
         with blind.stretch("timing"):
             timer.rep(call)  # a timed rep
             call()  # a plain call of the timing's (the stream watch's)
+        self.assertEqual(counts[0], counts[1])  # the arguments held alike (sys.getrefcount)
         blind.call("differential", wrapper, 2)
         blind.call("run", test_it)
         self.assertEqual(len(seen), 4)
