@@ -230,6 +230,21 @@ TEST(VerifyTamper, ATraceFunctionLeftSetIsFlaggedAndReset) {
   EXPECT_TRUE(found);
 }
 
+// A test that puts a result "passed" on the runner's outbox (reached from its thread) before its
+// own failure: the verifier takes the call's own result (each batch's token), the test fails,
+// and the forged result flags the sample.
+TEST(VerifyTamper, AResultPutOnTheRunnersQueueIsNotTakenForTheTests) {
+  auto r = run_corpus({"forged_result"});
+  ASSERT_EQ(r.size(), 1u);
+  SCOPED_TRACE(r[0].detail + "\n" + r[0].report.dump());
+  EXPECT_TRUE(has_flag(r[0], verify::kTampered));
+  EXPECT_FALSE(r[0].verified());
+  bool found = false;
+  for (const auto& f : r[0].report["integrity"]["replaced"])
+    found = found || f["what"] == "the runner's results";
+  EXPECT_TRUE(found);
+}
+
 TEST(VerifyTamper, HeldOutSamplesAreCaughtToo) {
   // Written after the rest, of the same kinds: the callers' globals, a count in the
   // environment, a replaced builtin, other threads' frames, the referrers of the kernel.
