@@ -143,8 +143,10 @@ class BlindTest(unittest.TestCase):
     def test_an_error_between_the_timers_events_comes_back_and_the_queue_stays_in_step(self):
         def boom(x):
             raise KeyError(x)
+        ends = []
         with self.assertRaises(KeyError):
-            blind.call_between("timing", lambda: 1, boom, (3,), lambda: 2)
+            blind.call_between("timing", lambda: 1, boom, (3,), lambda: ends.append(2))
+        self.assertEqual(ends, [2])  # the end ran (a profiler's exit), once
         self.assertEqual(blind.call_between("timing", lambda: 1, abs, (-3,), lambda: 2),
                          (1, 3, 2))
 

@@ -155,9 +155,25 @@ def call_between(phase: str, before: Callable[[], Any], fn: Callable[..., Any],
     """before(), fn(*args), after() on the runner thread back to back, handed over at once (no
     hop between them: a timer's events around a timed call of the sample's code), each from the
     runner frame, so fn's stack is every other run's. Returns the three results; raises the
-    first error (after() does not run after fn's error: the rep is lost anyway)."""
-    got = _unseen(phase, (before, functools.partial(fn, *args), after))
+    first error, after() run in any case (a profiler's exit, a stream's end: once more on the
+    runner thread, a hop later, where an error stopped the batch before it)."""
+    done: list[bool] = []
+    try:
+        got = _unseen(phase, (before, functools.partial(fn, *args),
+                              functools.partial(_after_once, done, after)))
+    except BaseException:
+        if not done:
+            try:
+                _unseen(phase, (after,))
+            except Exception:  # noqa: BLE001 - the first error is the one raised
+                pass
+        raise
     return got[0], got[1], got[2]
+
+
+def _after_once(done: list[bool], after: Callable[[], Any]) -> Any:
+    done.append(True)
+    return after()
 
 
 def _unseen(phase: str, steps: tuple[Callable[[], Any], ...]) -> list[Any]:
