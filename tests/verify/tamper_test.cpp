@@ -59,7 +59,7 @@ TEST(VerifyTamper, PythonBlindCallsGuardAndControlRule) {
                    (source_dir() / "tests/verify/fake_triton").string()},
                   {"TMPDIR=" + tmp.path().string()}, 120);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.err.find("Ran 12 tests"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Ran 14 tests"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("\nOK"), std::string::npos) << r.err;
 }
 
@@ -233,6 +233,21 @@ TEST(VerifyTamper, ATraceFunctionLeftSetIsFlaggedAndReset) {
   for (const auto& f : r[0].report["integrity"]["replaced"])
     found = found ||
             (f["what"] == "sys.settrace" && f["how"] == "left set (on the sample's thread, reset)");
+  EXPECT_TRUE(found);
+}
+
+// A test that puts a result "passed" on the runner's outbox (reached from its thread) before its
+// own failure: the verifier takes the call's own result (each batch's token), the test fails,
+// and the forged result flags the sample.
+TEST(VerifyTamper, AResultPutOnTheRunnersQueueIsNotTakenForTheTests) {
+  auto r = run_corpus({"forged_result"});
+  ASSERT_EQ(r.size(), 1u);
+  SCOPED_TRACE(r[0].detail + "\n" + r[0].report.dump());
+  EXPECT_TRUE(has_flag(r[0], verify::kTampered));
+  EXPECT_FALSE(r[0].verified());
+  bool found = false;
+  for (const auto& f : r[0].report["integrity"]["replaced"])
+    found = found || f["what"] == "the runner's results";
   EXPECT_TRUE(found);
 }
 

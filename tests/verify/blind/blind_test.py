@@ -69,11 +69,84 @@ class BlindTest(unittest.TestCase):
             self.assertEqual(names, test_run[0])
             self.assertEqual(mods, [])
 
+    def test_a_timed_call_and_a_plain_one_look_the_same_from_the_runner_frame(self):
+        # What a sample can read from its frames while its code runs: the runner frame's locals
+        # (names, types, the line), the queues they hold (lengths, a job or a result pulled
+        # with get_nowait), the thread. The same in a timed rep (start, call and end handed
+        # over at once), a plain call of the runner's (the differential check's, the stream
+        # watch's) and a test's call; a timed rep once left the rep's end queued behind the
+        # call (inbox.qsize() 1) and its start's result handed back (outbox.qsize() 1), and a
+        # plain call of the timing's held its arguments four more times (sys.getrefcount).
+        import _queue
+        from kforge_harness import timing, timing_timer as tt
+        seen, counts = [], []
+
+        def wrapper(x):
+            f = sys._getframe(1)
+            while f.f_code.co_filename != "<string>":
+                f = f.f_back
+            loc = dict(f.f_locals)
+            pulled = []
+            for name in ("inbox", "outbox"):
+                try:
+                    got = loc[name].get_nowait()
+                except _queue.Empty:
+                    continue
+                loc[name].put(got)
+                pulled.append((name, got))
+            t = threading.current_thread()
+            counts.append(sys.getrefcount(x))
+            seen.append((sorted((k, type(v).__name__) for k, v in loc.items()), f.f_lineno,
+                         loc["inbox"].qsize(), loc["outbox"].qsize(), pulled,
+                         t.name, t.ident, [q.qsize() for q in t._args]))
+            return x
+
+        def test_it():
+            return wrapper(3)
+        timer = tt.Timer(None)
+        timer.via = timing.RUN.between
+        box = [1.0]
+        call = timing._SampleCall(wrapper, [box], lambda: None, lambda out: out)
+        with blind.stretch("timing"):
+            timer.rep(call)  # a timed rep
+            call()  # a plain call of the timing's (the stream watch's)
+        self.assertEqual(counts[0], counts[1])  # the arguments held alike (sys.getrefcount)
+        blind.call("differential", wrapper, 2)
+        blind.call("run", test_it)
+        self.assertEqual(len(seen), 4)
+        self.assertEqual(seen[0][2:5], (0, 0, []))
+        for other in seen[1:]:
+            self.assertEqual(other, seen[0])
+
+    def test_a_result_the_sample_puts_on_the_queues_is_not_taken_for_the_calls(self):
+        # A sample that reaches the runner's queues (its frame's locals, the thread's _args)
+        # and hands back a result of its own (a test "passed"), or queues a batch of its own to
+        # be run after the call: the verifier takes the call's own result, in step, and the
+        # guard records it (tampered).
+        def forge():
+            f = sys._getframe(1)
+            f.f_locals["outbox"].put((True, ["forged"]))
+            raise AssertionError("the real result")
+
+        def inject():
+            threading.current_thread()._args[0].put((lambda: "injected",))
+            return "mine"
+        before = len(GUARD.findings)
+        with self.assertRaises(AssertionError):
+            blind.call("run", forge)
+        self.assertEqual(blind.call("run", inject), "mine")
+        self.assertEqual(blind.call("run", abs, -4), 4)  # in step after both
+        found = GUARD.findings[before:]
+        self.assertEqual(len(found), 2)
+        self.assertEqual({f["what"] for f in found}, {"the runner's results"})
+
     def test_an_error_between_the_timers_events_comes_back_and_the_queue_stays_in_step(self):
         def boom(x):
             raise KeyError(x)
+        ends = []
         with self.assertRaises(KeyError):
-            blind.call_between("timing", lambda: 1, boom, (3,), lambda: 2)
+            blind.call_between("timing", lambda: 1, boom, (3,), lambda: ends.append(2))
+        self.assertEqual(ends, [2])  # the end ran (a profiler's exit), once
         self.assertEqual(blind.call_between("timing", lambda: 1, abs, (-3,), lambda: 2),
                          (1, 3, 2))
 

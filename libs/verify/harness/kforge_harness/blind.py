@@ -8,7 +8,11 @@ go through call(): the function runs in one thread kept for the sample's whole p
 torch's default device or grad mode carries from the import to every test as it would in one
 thread), called by one frame compiled from the source below with a file name and globals that
 name nothing of the verifier. What the sample's code sees of its callers is therefore, in every
-run: threading's bootstrap frames, then that one frame, then its own. While it runs, the
+run: threading's bootstrap frames, then that one frame, then its own. Each call is a batch of
+steps (a test's call; a timed rep's start, call and end; a builtin of the verifier's) that the
+frame takes whole from its inbox and runs in one C-level pass before it hands the results back:
+while a step runs no local of the frame holds a step or a result, both queues are empty, and a
+result the sample's code puts on them is not taken for the call's (_batch). While it runs, the
 verifier's modules (kforge_harness and its submodules) are out of sys.modules (put back when it
 returns), and sys.modules["__main__"] is a blank stand-in for the harness script; after it
 returns, guard.GUARD.check() looks for replaced functions (guard.py). docs/VERIFIER.md, "Trust
@@ -20,6 +24,9 @@ from __future__ import annotations
 import _queue
 import builtins
 import contextlib
+import functools
+import itertools
+import operator
 import os
 import sys
 import threading
@@ -29,27 +36,14 @@ from typing import Any, Callable, Iterator
 from .guard import GUARD, PACKAGE
 
 _SOURCE = """
-def run(inbox, outbox, getpid=getpid, pid=pid, exit=exit):
+def run(inbox, outbox, getpid=getpid, pid=pid, exit=exit, call=call, list=list, map=map):
     while True:
-        job = inbox.get()
-        if job is None:
-            return
-        fn, args, kwargs = job
-        job = None
         try:
-            result = fn(*args, **kwargs)
-            if type(result).__name__ == "coroutine":
-                import asyncio
-                result = asyncio.run(result)
+            outbox.put(((True, list(map(call, inbox.get()))), getpid() == pid or exit(0))[0])
         except BaseException as error:
             if getpid() != pid:
                 exit(0)
             outbox.put((False, error))
-        else:
-            if getpid() != pid:
-                exit(0)
-            outbox.put((True, result))
-        fn = args = kwargs = result = None
 """
 THREAD_NAME = "Thread-1"
 STACK_BYTES = 64 << 20  # Triton's compiler (MLIR passes) runs on the calling thread's stack
@@ -61,7 +55,7 @@ _STANDIN_MAIN = types.ModuleType("__main__")
 
 def _serve_function():
     scope = {"__builtins__": builtins, "__name__": "__main__", "getpid": os.getpid,
-             "pid": os.getpid(), "exit": os._exit}
+             "pid": os.getpid(), "exit": os._exit, "call": operator.call}
     exec(compile(_SOURCE, "<string>", "exec"), scope)  # noqa: S102 - our own fixed source
     run = scope.pop("run")
     scope.clear()
@@ -119,9 +113,26 @@ def on_runner(fn: Callable[..., Any], *args: Any) -> Any:
     thread, between calls of the sample's code; None when there is no runner in this process."""
     if _runner is None or _runner[0] != os.getpid() or not _runner[1].is_alive():
         return None
-    _runner[2].put((fn, args, {}))
-    ok, value = _runner[3].get()
-    return value if ok else None
+    ok, value = _batch(_runner[2], _runner[3], (functools.partial(fn, *args),))
+    return value[0] if ok else None
+
+
+def _batch(inbox: Any, outbox: Any, steps: tuple[Callable[[], Any], ...]) -> tuple[bool, Any]:
+    """Hands the steps to the runner as one batch and waits for its (ok, values). The batch ends
+    with a step of the verifier's own (a C-level one) that returns a token made for it: a result
+    without it (a sample that put one of its own into the outbox while its code ran, or a batch
+    of its own into the inbox) is not taken for the call's, is dropped and recorded (guard:
+    tampered), and the call's own is waited for."""
+    token = object()
+    inbox.put(steps + (itertools.repeat(token).__next__,))
+    while True:
+        ok, got = outbox.get()
+        if not ok:
+            return False, got
+        if isinstance(got, list) and got and got[-1] is token:
+            got.pop()
+            return True, got
+        GUARD.out_of_step(GUARD.phase)
 
 
 GUARD.on_runner = on_runner
@@ -136,53 +147,78 @@ def call(phase: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """fn(*args, **kwargs) on the runner thread, the verifier out of sight; returns its result
     or raises its exception. `phase` names the run for guard's findings. Inside a stretch()
     the verifier is already out of sight and guard checks at the stretch's end: only the hop."""
-    return _results(_unseen(phase, [(fn, args, kwargs)]))[0]
+    return _unseen(phase, (functools.partial(fn, *args, **kwargs),))[0]
 
 
 def call_between(phase: str, before: Callable[[], Any], fn: Callable[..., Any],
                  args: tuple[Any, ...], after: Callable[[], Any]) -> tuple[Any, Any, Any]:
-    """before(), fn(*args), after() on the runner thread back to back, queued at once (no hop
-    between them: a timer's events around a timed call of the sample's code), each from the
+    """before(), fn(*args), after() on the runner thread back to back, handed over at once (no
+    hop between them: a timer's events around a timed call of the sample's code), each from the
     runner frame, so fn's stack is every other run's. Returns the three results; raises the
-    first error after all three ran (the queue stays in step)."""
-    got = _results(_unseen(phase, [(before, (), {}), (fn, args, {}), (after, (), {})]))
+    first error, after() run in any case (a profiler's exit, a stream's end: once more on the
+    runner thread, a hop later, where an error stopped the batch before it)."""
+    done: list[bool] = []
+    try:
+        got = _unseen(phase, (before, functools.partial(fn, *args),
+                              functools.partial(_after_once, done, after)))
+    except BaseException:
+        if not done:
+            try:
+                _unseen(phase, (after,))
+            except Exception:  # noqa: BLE001 - the first error is the one raised
+                pass
+        raise
     return got[0], got[1], got[2]
 
 
-def _unseen(phase: str, jobs: list[Any]) -> list[tuple[bool, Any]]:
-    """The jobs on the runner thread with the verifier out of sight and guard's check after,
+def _after_once(done: list[bool], after: Callable[[], Any]) -> Any:
+    done.append(True)
+    return after()
+
+
+def _unseen(phase: str, steps: tuple[Callable[[], Any], ...]) -> list[Any]:
+    """The steps on the runner thread with the verifier out of sight and guard's check after,
     or, inside a stretch(), only the hop (the stretch hides and checks)."""
     if _stretch is not None:
-        return _hop(_stretch, jobs)
+        return _hop(_stretch, steps)
     saved = _hide()
     try:
-        return _hop(phase, jobs)
+        return _hop(phase, steps)
     finally:
         _restore(saved)
         GUARD.check(phase)
 
 
-def _hop(phase: str, jobs: list[Any]) -> list[tuple[bool, Any]]:
-    """Queues every job (fn, args, kwargs) at once and waits for each one's (ok, value)."""
+def _hop(phase: str, steps: tuple[Callable[[], Any], ...]) -> list[Any]:
+    """The steps (zero-argument callables) run by the runner frame in one C-level pass
+    (list(map(operator.call, steps))): the whole batch leaves the inbox before the first step
+    runs and no local of the runner frame holds a step, a result or the batch, so what a sample
+    can reach from its frames while its step runs (the runner frame's locals, the queues'
+    lengths and contents, the thread) is the same in a test call, a timed call and a call of the
+    verifier's own (on_runner). A coroutine a step returned (an async test) is run to its end
+    there too (asyncio.run, a second batch). Returns the steps' values or raises the first
+    step's error."""
     inbox, outbox = _start()
     GUARD.phase, GUARD.in_sample = phase, True
     try:
-        for job in jobs:
-            inbox.put(job)
-        return [outbox.get() for _ in jobs]
+        ok, got = _batch(inbox, outbox, steps)
+        if ok and any(type(v).__name__ == "coroutine" for v in got):
+            import asyncio
+            for k, v in enumerate(got):
+                if type(v).__name__ == "coroutine":
+                    ok, ran = _batch(inbox, outbox, (functools.partial(asyncio.run, v),))
+                    if not ok:
+                        got = ran
+                        break
+                    got[k] = ran[0]
     finally:
         GUARD.in_sample = False
-
-
-def _results(got: list[tuple[bool, Any]]) -> list[Any]:
-    """The jobs' values, or the first job's error raised (after all of them ran)."""
-    for ok, value in got:
-        if not ok:
-            try:
-                raise value
-            finally:
-                value = got = None
-    return [value for _, value in got]
+    if not ok:
+        try:
+            raise got
+        finally:
+            got = None
+    return got
 
 
 @contextlib.contextmanager

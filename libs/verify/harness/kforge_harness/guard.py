@@ -205,6 +205,11 @@ class Guard:
         if len(self.findings) < MAX_FINDINGS:
             self.findings.append({"what": label, "how": how, "phase": phase})
 
+    def out_of_step(self, phase: str) -> None:
+        """A result on the runner's outbox that is not the call's (blind._batch): put there by
+        the sample's code."""
+        self._found("the runner's results", "a result not the call's (put by the sample)", phase)
+
     def check(self, phase: str) -> list[str]:
         """Looks every watched object up again; records what changed since arm(). Then resets
         the trace and profile functions (traces()). Returns what traces() reset."""
