@@ -154,9 +154,9 @@ std::string read_file(const fs::path& p) {
 
 // --pairs FILE --crawl DIR: scores labelled pairs of crawl files (bench/dedup/crawl_pairs.json).
 // Grouping calls a pair near as corpus groups do (dedup::near: the same kernels up to renames, or
-// at or above the corpus threshold with no conflict of operations); decontamination when a kernel
-// of one (of kMinKernelTokens or more) is the same up to renames as one of the other, or at or
-// above kDefaultKernelThreshold.
+// at or above the corpus threshold with no conflict of operations); decontamination as `kforge
+// export --exclude-near` calls it (EvalIndex::nearest at kDefaultKernelThreshold, `b` the eval
+// record, `a` the sample).
 // What the rules saw of one pair, for --explain: each side's kernels (name, tokens, helper) with
 // the nearest kernel of the other side.
 nlohmann::json explain_side(const std::vector<kforge::dedup::KernelSignature>& mine,
@@ -214,7 +214,11 @@ int score_pairs(const fs::path& pairs_file, const fs::path& crawl, const fs::pat
       for (const auto& y : kforge::dedup::kernel_signatures(b))
         kernel_sim = std::max(kernel_sim, kforge::dedup::kernel_match(x, y));
     bool g = kforge::dedup::near(sa, sb, threshold);
-    bool d = kernel_sim >= kforge::dedup::kDefaultKernelThreshold - 1e-9;
+    // Decontamination as `kforge export --exclude-near` calls it: b the eval record, a the sample.
+    kforge::dedup::EvalIndex eval;
+    eval.add_record("b", "b", b);
+    auto hit = eval.nearest(a, kforge::dedup::kDefaultKernelThreshold);
+    bool d = hit.has_value();
     // "set": which call the pair is labelled for (grouping, decontamination or both).
     std::string set = pr.value("set", std::string("both"));
     bool in_g = set != "decontamination", in_d = set != "grouping";
@@ -249,6 +253,11 @@ int score_pairs(const fs::path& pairs_file, const fs::path& crawl, const fs::pat
                            {"kernel", kernel_sim},
                            {"grouped", g},
                            {"flagged", d},
+                           {"how", !hit         ? ""
+                                   : hit->named ? "named"
+                                   : hit->exact ? "exact"
+                                                : "similarity"},
+                           {"match", !hit ? "" : hit->kernel + " ~ " + hit->eval_kernel},
                            {"kernels_a", explain_side(ka, kb)},
                            {"kernels_b", explain_side(kb, ka)},
                            {"jit_a", jit_lines(a)},

@@ -566,10 +566,32 @@ int param_count(const std::vector<std::string_view>& toks) {
   return n + (content ? 1 : 0);
 }
 
-// The hash of a kernel's normalised tokens without its casts (`. to ( ... )`).
-std::string cast_free_hash(const std::vector<std::string_view>& norm) {
+// A math function's name (a `tl`, `tl.math` or libdevice function, or one a kernel library
+// defines under the same name, as fla's `exp`).
+bool math_function(std::string_view t) {
+  static constexpr std::string_view kMath[] = {"exp", "exp2", "log",  "log2", "sqrt", "rsqrt",
+                                               "sin", "cos",  "tanh", "erf",  "pow",  "sigmoid"};
+  return std::find(std::begin(kMath), std::end(kMath), t) != std::end(kMath);
+}
+
+// The hash of a kernel's normalised tokens without its casts (`. to ( ... )`), a math function
+// called through a module (`tl . exp (`, `tl . math . exp (`, `libdevice . exp (`) or by a name
+// of its own (`V (` where `raw` has `exp`) written as its name.
+std::string cast_free_hash(const std::vector<std::string_view>& raw,
+                           const std::vector<std::string_view>& norm) {
   std::string joined;
   for (std::size_t i = 0; i < norm.size(); ++i) {
+    std::size_t f = i;  // past the modules
+    while (f + 2 < norm.size() && norm[f + 1] == "." &&
+           (norm[f] == "tl" || norm[f] == "math" || norm[f] == "libdevice"))
+      f += 2;
+    if (f + 1 < norm.size() && norm[f + 1] == "(" && (f > i || norm[f] == "V") &&
+        math_function(raw[f])) {
+      joined += raw[f];
+      joined += '\x1f';
+      i = f;
+      continue;
+    }
     if (norm[i] == "." && i + 2 < norm.size() && norm[i + 1] == "to" && norm[i + 2] == "(") {
       int depth = 0;
       std::size_t j = i + 2;
@@ -614,11 +636,58 @@ std::vector<KernelSignature> kernel_signatures(std::string_view code, int min_to
     }
     k.body = sha256_hex(joined).substr(0, 16);
     k.lines = detail::code_lines(sources[i]);
-    k.cast_free = cast_free_hash(norm);
+    k.cast_free = cast_free_hash(toks, norm);
+    k.params = param_count(toks);
+    std::vector<std::string> ops;
+    detail::value_ops(sources[i], ops);
+    std::sort(ops.begin(), ops.end());
+    ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
+    for (const auto& o : ops) k.ops.append(k.ops.empty() ? "" : ",").append(o);
     fill_minhash(norm, k.sig);
     out.push_back(std::move(k));
   }
   return out;
+}
+
+std::vector<SmallFunction> small_functions(std::string_view code, int min_tokens) {
+  std::vector<SmallFunction> out;
+  std::vector<std::string_view> sources = kernel_sources(code);
+  std::vector<std::vector<std::string_view>> raw(sources.size());
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    tokenize(sources[i], false, raw[i]);
+    detail::formatting_neutral(raw[i]);
+  }
+  std::vector<std::string_view> names;
+  std::vector<bool> helper = helpers_of(raw, names);
+  auto calls = [&](std::size_t j, std::string_view name) {
+    for (std::size_t t = 1; t + 1 < raw[j].size(); ++t)
+      if (raw[j][t] == name && raw[j][t + 1] == "(" && raw[j][t - 1] != "def") return true;
+    return false;
+  };
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    if (static_cast<int>(raw[i].size()) >= std::max(min_tokens, 1) || names[i].empty()) continue;
+    SmallFunction f;
+    f.name = std::string(names[i]);
+    f.helper = helper[i];
+    for (std::size_t j = 0; j < sources.size() && !f.called; ++j)
+      f.called = j != i && static_cast<int>(raw[j].size()) >= min_tokens && calls(j, names[i]);
+    std::vector<std::string_view> written;
+    tokenize(sources[i], true, written);
+    detail::formatting_neutral(written);
+    f.tokens = static_cast<int>(written.size());
+    std::string joined;
+    for (auto t : written) joined.append(t).push_back('\x1f');
+    f.written = sha256_hex(joined).substr(0, 16);
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+bool kernel_named_match(const KernelSignature& sample, const KernelSignature& eval) {
+  if (sample.helper || sample.name != eval.name || sample.params != eval.params) return false;
+  if (sample.lines <= kSmallKernelLines || eval.lines <= kSmallKernelLines) return false;
+  return similarity(sample.sig, eval.sig) >= kAlignThreshold - 1e-9 &&
+         !ops_conflict(sample.ops, eval.ops);
 }
 
 double kernel_match(const KernelSignature& sample, const KernelSignature& eval) {
