@@ -18,10 +18,13 @@ void EvalIndex::add(Kernel k) {
 void EvalIndex::add_record(const std::string& file, std::string key, std::string_view code) {
   if (files_.empty() || files_.back().first != file) files_.emplace_back(file, 0);
   auto fidx = static_cast<std::uint32_t>(files_.size() - 1);
-  for (auto& f : small_functions(code, min_tokens_))
+  std::vector<KernelSignature> kernels;
+  std::vector<SmallFunction> small;
+  read_kernels(code, min_tokens_, true, kernels, &small);
+  for (auto& f : small)
     if (f.called && f.tokens >= kMinBodyTokens)
       payloads_.try_emplace(f.written, Payload{fidx, key, f.name});
-  for (auto& ks : kernel_signatures(code, min_tokens_)) {
+  for (auto& ks : kernels) {
     add({fidx, key, std::move(ks)});
     ++files_.back().second;
   }
@@ -64,18 +67,15 @@ Result<EvalIndex> EvalIndex::load(const std::vector<std::filesystem::path>& file
 }
 
 std::optional<NearMatch> EvalIndex::nearest(std::string_view code, double threshold) const {
-  if (!payloads_.empty())
-    for (const auto& f : small_functions(code, min_tokens_))
-      if (auto it = payloads_.find(f.written); it != payloads_.end() && !f.helper)
-        return NearMatch{files_[it->second.file].first,
-                         it->second.key,
-                         1.0,
-                         true,
-                         false,
-                         f.name,
-                         it->second.name};
+  std::vector<KernelSignature> own;
+  std::vector<SmallFunction> small;
+  // Operations only where a kernel is named alike with an eval kernel (named_alike below).
+  read_kernels(code, min_tokens_, false, own, payloads_.empty() ? nullptr : &small);
+  for (const auto& f : small)
+    if (auto it = payloads_.find(f.written); it != payloads_.end() && !f.helper)
+      return NearMatch{
+          files_[it->second.file].first, it->second.key, 1.0, true, false, f.name, it->second.name};
   if (kernels_.empty()) return std::nullopt;
-  std::vector<KernelSignature> own = kernel_signatures(code, min_tokens_);
   auto match = [&](const KernelSignature& mine, std::uint32_t i, double sim, bool exact) {
     const Kernel& k = kernels_[i];
     return NearMatch{files_[k.file].first, k.key, sim, exact, false, mine.name, k.ks.name};
@@ -88,8 +88,15 @@ std::optional<NearMatch> EvalIndex::nearest(std::string_view code, double thresh
     if (auto it = cast_free_.find(ks.cast_free);
         it != cast_free_.end() && !ks.helper && kernel_match(ks, kernels_[it->second].ks) >= 1.0)
       return match(ks, it->second, 1.0, true);
+  std::vector<KernelSignature> with_ops;
+  auto named_alike = [&](std::size_t mine, const KernelSignature& eval) {
+    if (own[mine].name != eval.name || own[mine].params != eval.params) return false;
+    if (with_ops.empty()) read_kernels(code, min_tokens_, true, with_ops, nullptr);
+    return kernel_named_match(with_ops[mine], eval);
+  };
   std::optional<NearMatch> best, named;
-  for (const auto& ks : own) {
+  for (std::size_t m = 0; m < own.size(); ++m) {
+    const KernelSignature& ks = own[m];
     if (ks.sig.shingles == 0 || ks.helper) continue;
     std::unordered_set<std::uint32_t> tried;
     for (int b = 0; b < kBands; ++b) {
@@ -100,7 +107,7 @@ std::optional<NearMatch> EvalIndex::nearest(std::string_view code, double thresh
         if (sim >= threshold && (!best || sim > best->similarity))
           best = match(ks, it->second, sim, false);
         else if (sim < threshold && (!named || sim > named->similarity) &&
-                 kernel_named_match(ks, kernels_[it->second].ks)) {
+                 named_alike(m, kernels_[it->second].ks)) {
           named = match(ks, it->second, sim, false);
           named->named = true;
         }

@@ -610,8 +610,38 @@ std::string cast_free_hash(const std::vector<std::string_view>& raw,
 
 }  // namespace
 
-std::vector<KernelSignature> kernel_signatures(std::string_view code, int min_tokens) {
-  std::vector<KernelSignature> out;
+namespace {
+
+// One small function of a file read by read_kernels (its tokens `raw[i]`, formatting neutral).
+SmallFunction small_function(std::string_view src, std::size_t i,
+                             const std::vector<std::vector<std::string_view>>& raw,
+                             std::string_view name, bool helper, int min_tokens) {
+  SmallFunction f;
+  f.name = std::string(name);
+  f.helper = helper;
+  auto calls = [&](std::size_t j) {
+    for (std::size_t t = 1; t + 1 < raw[j].size(); ++t)
+      if (raw[j][t] == name && raw[j][t + 1] == "(" && raw[j][t - 1] != "def") return true;
+    return false;
+  };
+  for (std::size_t j = 0; j < raw.size() && !f.called; ++j)
+    f.called = j != i && static_cast<int>(raw[j].size()) >= min_tokens && calls(j);
+  std::vector<std::string_view> written;
+  tokenize(src, true, written);
+  detail::formatting_neutral(written);
+  f.tokens = static_cast<int>(written.size());
+  std::string joined;
+  for (auto t : written) joined.append(t).push_back('\x1f');
+  f.written = sha256_hex(joined).substr(0, 16);
+  return f;
+}
+
+}  // namespace
+
+void read_kernels(std::string_view code, int min_tokens, bool with_ops,
+                  std::vector<KernelSignature>& kernels, std::vector<SmallFunction>* small) {
+  kernels.clear();
+  if (small != nullptr) small->clear();
   std::vector<std::string_view> sources = kernel_sources(code);
   std::vector<std::vector<std::string_view>> raw(sources.size());
   for (std::size_t i = 0; i < sources.size(); ++i) {
@@ -622,7 +652,11 @@ std::vector<KernelSignature> kernel_signatures(std::string_view code, int min_to
   std::vector<bool> helper = helpers_of(raw, names);
   for (std::size_t i = 0; i < sources.size(); ++i) {
     std::vector<std::string_view>& toks = raw[i];
-    if (static_cast<int>(toks.size()) < std::max(min_tokens, 1)) continue;
+    if (static_cast<int>(toks.size()) < std::max(min_tokens, 1)) {
+      if (small != nullptr && !names[i].empty())
+        small->push_back(small_function(sources[i], i, raw, names[i], helper[i], min_tokens));
+      continue;
+    }
     KernelSignature k;
     if (toks.size() > 1) k.name = std::string(toks[toks[0] == "async" ? 2 : 1]);
     k.helper = helper[i];
@@ -638,48 +672,28 @@ std::vector<KernelSignature> kernel_signatures(std::string_view code, int min_to
     k.lines = detail::code_lines(sources[i]);
     k.cast_free = cast_free_hash(toks, norm);
     k.params = param_count(toks);
-    std::vector<std::string> ops;
-    detail::value_ops(sources[i], ops);
-    std::sort(ops.begin(), ops.end());
-    ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
-    for (const auto& o : ops) k.ops.append(k.ops.empty() ? "" : ",").append(o);
+    if (with_ops) {
+      std::vector<std::string> ops;
+      detail::value_ops(sources[i], ops);
+      std::sort(ops.begin(), ops.end());
+      ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
+      for (const auto& o : ops) k.ops.append(k.ops.empty() ? "" : ",").append(o);
+    }
     fill_minhash(norm, k.sig);
-    out.push_back(std::move(k));
+    kernels.push_back(std::move(k));
   }
+}
+
+std::vector<KernelSignature> kernel_signatures(std::string_view code, int min_tokens) {
+  std::vector<KernelSignature> out;
+  read_kernels(code, min_tokens, true, out, nullptr);
   return out;
 }
 
 std::vector<SmallFunction> small_functions(std::string_view code, int min_tokens) {
+  std::vector<KernelSignature> kernels;
   std::vector<SmallFunction> out;
-  std::vector<std::string_view> sources = kernel_sources(code);
-  std::vector<std::vector<std::string_view>> raw(sources.size());
-  for (std::size_t i = 0; i < sources.size(); ++i) {
-    tokenize(sources[i], false, raw[i]);
-    detail::formatting_neutral(raw[i]);
-  }
-  std::vector<std::string_view> names;
-  std::vector<bool> helper = helpers_of(raw, names);
-  auto calls = [&](std::size_t j, std::string_view name) {
-    for (std::size_t t = 1; t + 1 < raw[j].size(); ++t)
-      if (raw[j][t] == name && raw[j][t + 1] == "(" && raw[j][t - 1] != "def") return true;
-    return false;
-  };
-  for (std::size_t i = 0; i < sources.size(); ++i) {
-    if (static_cast<int>(raw[i].size()) >= std::max(min_tokens, 1) || names[i].empty()) continue;
-    SmallFunction f;
-    f.name = std::string(names[i]);
-    f.helper = helper[i];
-    for (std::size_t j = 0; j < sources.size() && !f.called; ++j)
-      f.called = j != i && static_cast<int>(raw[j].size()) >= min_tokens && calls(j, names[i]);
-    std::vector<std::string_view> written;
-    tokenize(sources[i], true, written);
-    detail::formatting_neutral(written);
-    f.tokens = static_cast<int>(written.size());
-    std::string joined;
-    for (auto t : written) joined.append(t).push_back('\x1f');
-    f.written = sha256_hex(joined).substr(0, 16);
-    out.push_back(std::move(f));
-  }
+  read_kernels(code, min_tokens, false, kernels, &out);
   return out;
 }
 

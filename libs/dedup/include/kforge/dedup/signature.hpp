@@ -279,6 +279,11 @@ struct SmallFunction {
 };
 std::vector<SmallFunction> small_functions(std::string_view code,
                                            int min_tokens = kMinKernelTokens);
+// Both from one reading of `code` (what decontamination does for each sample): kernel_signatures
+// into `kernels`, small_functions into `small` when given. Without `with_ops` each kernel's `ops`
+// stays empty (the data-flow pass is most of the cost; kernel_named_match needs them).
+void read_kernels(std::string_view code, int min_tokens, bool with_ops,
+                  std::vector<KernelSignature>& kernels, std::vector<SmallFunction>* small);
 
 // The estimated Jaccard similarity of the two shingle sets, in [0, 1]; 0 when either is empty.
 double similarity(const Signature& a, const Signature& b);
