@@ -354,11 +354,10 @@ int main(int argc, char** argv) {
     else if (a == "--corpus")
       source = argv[i + 1];
     else {
-      std::fprintf(
-          stderr,
-          "usage: kforge-bench-dedup [--files N] [--threads T] [--dir D] "
-          "[--corpus FILE] | --pairs FILE [--crawl DIR] [--explain OUT] [--threshold T] | "
-          "--eval FILE [--crawl DIR]\n");
+      std::fprintf(stderr,
+                   "usage: kforge-bench-dedup [--files N] [--threads T] [--dir D] "
+                   "[--corpus FILE] | --pairs FILE [--crawl DIR] [--explain OUT] [--threshold T] | "
+                   "--eval FILE [--crawl DIR]\n");
       return 2;
     }
   }
