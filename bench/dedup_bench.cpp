@@ -154,9 +154,9 @@ std::string read_file(const fs::path& p) {
 
 // --pairs FILE --crawl DIR: scores labelled pairs of crawl files (bench/dedup/crawl_pairs.json).
 // Grouping calls a pair near as corpus groups do (dedup::near: the same kernels up to renames, or
-// at or above the corpus threshold with no conflict of operations); decontamination when a kernel
-// of one (of kMinKernelTokens or more) is the same up to renames as one of the other, or at or
-// above kDefaultKernelThreshold.
+// at or above the corpus threshold with no conflict of operations); decontamination as `kforge
+// export --exclude-near` calls it (EvalIndex::nearest at kDefaultKernelThreshold, `b` the eval
+// record, `a` the sample).
 // What the rules saw of one pair, for --explain: each side's kernels (name, tokens, helper) with
 // the nearest kernel of the other side.
 nlohmann::json explain_side(const std::vector<kforge::dedup::KernelSignature>& mine,
@@ -214,7 +214,11 @@ int score_pairs(const fs::path& pairs_file, const fs::path& crawl, const fs::pat
       for (const auto& y : kforge::dedup::kernel_signatures(b))
         kernel_sim = std::max(kernel_sim, kforge::dedup::kernel_match(x, y));
     bool g = kforge::dedup::near(sa, sb, threshold);
-    bool d = kernel_sim >= kforge::dedup::kDefaultKernelThreshold - 1e-9;
+    // Decontamination as `kforge export --exclude-near` calls it: b the eval record, a the sample.
+    kforge::dedup::EvalIndex eval;
+    eval.add_record("b", "b", b);
+    auto hit = eval.nearest(a, kforge::dedup::kDefaultKernelThreshold);
+    bool d = hit.has_value();
     // "set": which call the pair is labelled for (grouping, decontamination or both).
     std::string set = pr.value("set", std::string("both"));
     bool in_g = set != "decontamination", in_d = set != "grouping";
@@ -249,6 +253,11 @@ int score_pairs(const fs::path& pairs_file, const fs::path& crawl, const fs::pat
                            {"kernel", kernel_sim},
                            {"grouped", g},
                            {"flagged", d},
+                           {"how", !hit         ? ""
+                                   : hit->named ? "named"
+                                   : hit->exact ? "exact"
+                                                : "similarity"},
+                           {"match", !hit ? "" : hit->kernel + " ~ " + hit->eval_kernel},
                            {"kernels_a", explain_side(ka, kb)},
                            {"kernels_b", explain_side(kb, ka)},
                            {"jit_a", jit_lines(a)},
@@ -274,6 +283,41 @@ int score_pairs(const fs::path& pairs_file, const fs::path& crawl, const fs::pat
   return 0;
 }
 
+// --eval FILE --crawl DIR: decontaminates every crawl file (planted files and revisions, keys
+// with `@`, left out) against an eval set (a JSON list of records, TritonBench-G's: code in
+// "output", key in "file") as `kforge export --exclude-near` does, and prints each flagged file
+// with its match and how it matched (exact, similarity, named alike), then the totals.
+int decontaminate_crawl(const fs::path& eval_file, const fs::path& crawl) {
+  auto records = nlohmann::json::parse(read_file(eval_file));
+  kforge::dedup::EvalIndex eval;
+  for (const auto& r : records)
+    eval.add_record(eval_file.string(), r.value("file", std::string()),
+                    r.value("output", r.value("code", std::string())));
+  std::vector<std::string> keys;
+  for (const auto& e : fs::recursive_directory_iterator(crawl)) {
+    std::string key = fs::relative(e.path(), crawl).string();
+    if (e.is_regular_file() && key.ends_with(".py") && !key.starts_with("planted/") &&
+        key.find('@') == std::string::npos)
+      keys.push_back(key);
+  }
+  std::sort(keys.begin(), keys.end());
+  std::map<std::string, int> by_how;
+  int flagged = 0, outside = 0;
+  for (const auto& key : keys) {
+    auto hit = eval.nearest(read_file(crawl / key), kforge::dedup::kDefaultKernelThreshold);
+    if (!hit) continue;
+    std::string how = hit->named ? "named" : hit->exact ? "exact" : "similarity";
+    bool own = key.starts_with("thunlp+TritonBench/data/TritonBench_G_v1/");
+    ++flagged, outside += own ? 0 : 1, ++by_how[how + (own ? " (own)" : "")];
+    std::printf("flagged %s: %s ~ %s of %s, %.2f, %s\n", key.c_str(), hit->kernel.c_str(),
+                hit->eval_kernel.c_str(), hit->key.c_str(), hit->similarity, how.c_str());
+  }
+  for (const auto& [how, n] : by_how) std::printf("by %s: %d\n", how.c_str(), n);
+  std::printf("files %zu, flagged %d, outside TritonBench-G's own %d\n", keys.size(), flagged,
+              outside);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -281,12 +325,14 @@ int main(int argc, char** argv) {
   int threads = 2;
   fs::path dir = ".bench-data";
   fs::path source = "../shared/corpus/TritonBench_G_v1.json";
-  fs::path pairs_file, crawl = ".bench-data/crawl", explain;
+  fs::path pairs_file, crawl = ".bench-data/crawl", explain, eval_file;
   double threshold = kforge::dedup::kDefaultThreshold;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--pairs")
       pairs_file = argv[i + 1];
+    else if (a == "--eval")
+      eval_file = argv[i + 1];
     else if (a == "--crawl")
       crawl = argv[i + 1];
     else if (a == "--threshold") {
@@ -308,14 +354,15 @@ int main(int argc, char** argv) {
     else if (a == "--corpus")
       source = argv[i + 1];
     else {
-      std::fprintf(
-          stderr,
-          "usage: kforge-bench-dedup [--files N] [--threads T] [--dir D] "
-          "[--corpus FILE] | --pairs FILE [--crawl DIR] [--explain OUT] [--threshold T]\n");
+      std::fprintf(stderr,
+                   "usage: kforge-bench-dedup [--files N] [--threads T] [--dir D] "
+                   "[--corpus FILE] | --pairs FILE [--crawl DIR] [--explain OUT] [--threshold T] | "
+                   "--eval FILE [--crawl DIR]\n");
       return 2;
     }
   }
   if (!pairs_file.empty()) return score_pairs(pairs_file, crawl, explain, threshold);
+  if (!eval_file.empty()) return decontaminate_crawl(eval_file, crawl);
   std::ifstream in(source);
   if (!in) {
     std::fprintf(stderr, "kforge-bench-dedup: cannot read %s\n", source.c_str());

@@ -76,7 +76,9 @@ Status report_near(std::FILE* to, const ExportArgs& a, const report::ExportSumma
                              {"kernel", n.match.kernel},
                              {"eval_kernel", n.match.eval_kernel},
                              {"similarity", n.match.similarity},
-                             {"reason", n.match.exact ? "same kernel" : "similarity"}}
+                             {"reason", n.match.exact   ? "same kernel"
+                                        : n.match.named ? "named alike"
+                                                        : "similarity"}}
                   .dump() +
               "\n";
     KF_CHECK(write_file_atomic(a.exclusions, text));
@@ -85,7 +87,7 @@ Status report_near(std::FILE* to, const ExportArgs& a, const report::ExportSumma
   std::fprintf(
       to,
       "decontamination: %zu %s near an eval-set kernel (a kernel of %d tokens or more that is "
-      "the same up to renames, or similarity >= %.2f) %s\n",
+      "the same up to renames, or similarity >= %.2f, or named alike) %s\n",
       sum.near.size(), sum.near.size() == 1 ? "sample" : "samples", a.min_kernel_tokens, threshold,
       a.mark ? "kept and marked with near_duplicate_of" : "left out");
   std::size_t shown = 0;
@@ -100,10 +102,10 @@ Status report_near(std::FILE* to, const ExportArgs& a, const report::ExportSumma
                    printable(n.match.kernel).c_str(), printable(n.match.eval_kernel).c_str(),
                    printable(n.match.key).c_str(), printable(n.match.file).c_str());
     else
-      std::fprintf(to, "  %s: kernel %s, similarity %.2f with %s of %s in %s\n",
+      std::fprintf(to, "  %s: kernel %s, similarity %.2f%s with %s of %s in %s\n",
                    printable(n.key).c_str(), printable(n.match.kernel).c_str(), n.match.similarity,
-                   printable(n.match.eval_kernel).c_str(), printable(n.match.key).c_str(),
-                   printable(n.match.file).c_str());
+                   n.match.named ? " and named alike" : "", printable(n.match.eval_kernel).c_str(),
+                   printable(n.match.key).c_str(), printable(n.match.file).c_str());
   }
   return {};
 }

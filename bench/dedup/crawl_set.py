@@ -352,6 +352,12 @@ PLANTED = [
      "ModelTC+lightllm/lightllm/models/llama/triton_kernel/context_flashattention_nopad.py",
      "unparse", None),
     ("unparsed_gla_chunk", "fla-org+flash-linear-attention/fla/ops/gla/chunk.py", "unparse", None),
+    # Held out for decontamination (recall60): TritonBench-G files drawn at random (seed 55) from
+    # those no pair used.
+    ("unparsed_bgmv_expand_slice", "bgmv_expand_slice.py", "unparse", None),
+    ("unparsed_context_attn_llama", "context_attn_llama.py", "unparse", None),
+    ("unparsed_chunk_gate_recurrence", "chunk_gate_recurrence.py", "unparse", None),
+    ("unparsed_rotary_emb_nopad", "rotary_emb_nopad.py", "unparse", None),
 ]
 
 

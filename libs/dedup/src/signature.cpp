@@ -566,10 +566,32 @@ int param_count(const std::vector<std::string_view>& toks) {
   return n + (content ? 1 : 0);
 }
 
-// The hash of a kernel's normalised tokens without its casts (`. to ( ... )`).
-std::string cast_free_hash(const std::vector<std::string_view>& norm) {
+// A math function's name (a `tl`, `tl.math` or libdevice function, or one a kernel library
+// defines under the same name, as fla's `exp`).
+bool math_function(std::string_view t) {
+  static constexpr std::string_view kMath[] = {"exp", "exp2", "log",  "log2", "sqrt", "rsqrt",
+                                               "sin", "cos",  "tanh", "erf",  "pow",  "sigmoid"};
+  return std::find(std::begin(kMath), std::end(kMath), t) != std::end(kMath);
+}
+
+// The hash of a kernel's normalised tokens without its casts (`. to ( ... )`), a math function
+// called through a module (`tl . exp (`, `tl . math . exp (`, `libdevice . exp (`) or by a name
+// of its own (`V (` where `raw` has `exp`) written as its name.
+std::string cast_free_hash(const std::vector<std::string_view>& raw,
+                           const std::vector<std::string_view>& norm) {
   std::string joined;
   for (std::size_t i = 0; i < norm.size(); ++i) {
+    std::size_t f = i;  // past the modules
+    while (f + 2 < norm.size() && norm[f + 1] == "." &&
+           (norm[f] == "tl" || norm[f] == "math" || norm[f] == "libdevice"))
+      f += 2;
+    if (f + 1 < norm.size() && norm[f + 1] == "(" && (f > i || norm[f] == "V") &&
+        math_function(raw[f])) {
+      joined += raw[f];
+      joined += '\x1f';
+      i = f;
+      continue;
+    }
     if (norm[i] == "." && i + 2 < norm.size() && norm[i + 1] == "to" && norm[i + 2] == "(") {
       int depth = 0;
       std::size_t j = i + 2;
@@ -588,8 +610,38 @@ std::string cast_free_hash(const std::vector<std::string_view>& norm) {
 
 }  // namespace
 
-std::vector<KernelSignature> kernel_signatures(std::string_view code, int min_tokens) {
-  std::vector<KernelSignature> out;
+namespace {
+
+// One small function of a file read by read_kernels (its tokens `raw[i]`, formatting neutral).
+SmallFunction small_function(std::string_view src, std::size_t i,
+                             const std::vector<std::vector<std::string_view>>& raw,
+                             std::string_view name, bool helper, int min_tokens) {
+  SmallFunction f;
+  f.name = std::string(name);
+  f.helper = helper;
+  auto calls = [&](std::size_t j) {
+    for (std::size_t t = 1; t + 1 < raw[j].size(); ++t)
+      if (raw[j][t] == name && raw[j][t + 1] == "(" && raw[j][t - 1] != "def") return true;
+    return false;
+  };
+  for (std::size_t j = 0; j < raw.size() && !f.called; ++j)
+    f.called = j != i && static_cast<int>(raw[j].size()) >= min_tokens && calls(j);
+  std::vector<std::string_view> written;
+  tokenize(src, true, written);
+  detail::formatting_neutral(written);
+  f.tokens = static_cast<int>(written.size());
+  std::string joined;
+  for (auto t : written) joined.append(t).push_back('\x1f');
+  f.written = sha256_hex(joined).substr(0, 16);
+  return f;
+}
+
+}  // namespace
+
+void read_kernels(std::string_view code, int min_tokens, bool with_ops,
+                  std::vector<KernelSignature>& kernels, std::vector<SmallFunction>* small) {
+  kernels.clear();
+  if (small != nullptr) small->clear();
   std::vector<std::string_view> sources = kernel_sources(code);
   std::vector<std::vector<std::string_view>> raw(sources.size());
   for (std::size_t i = 0; i < sources.size(); ++i) {
@@ -600,7 +652,11 @@ std::vector<KernelSignature> kernel_signatures(std::string_view code, int min_to
   std::vector<bool> helper = helpers_of(raw, names);
   for (std::size_t i = 0; i < sources.size(); ++i) {
     std::vector<std::string_view>& toks = raw[i];
-    if (static_cast<int>(toks.size()) < std::max(min_tokens, 1)) continue;
+    if (static_cast<int>(toks.size()) < std::max(min_tokens, 1)) {
+      if (small != nullptr && !names[i].empty())
+        small->push_back(small_function(sources[i], i, raw, names[i], helper[i], min_tokens));
+      continue;
+    }
     KernelSignature k;
     if (toks.size() > 1) k.name = std::string(toks[toks[0] == "async" ? 2 : 1]);
     k.helper = helper[i];
@@ -614,11 +670,38 @@ std::vector<KernelSignature> kernel_signatures(std::string_view code, int min_to
     }
     k.body = sha256_hex(joined).substr(0, 16);
     k.lines = detail::code_lines(sources[i]);
-    k.cast_free = cast_free_hash(norm);
+    k.cast_free = cast_free_hash(toks, norm);
+    k.params = param_count(toks);
+    if (with_ops) {
+      std::vector<std::string> ops;
+      detail::value_ops(sources[i], ops);
+      std::sort(ops.begin(), ops.end());
+      ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
+      for (const auto& o : ops) k.ops.append(k.ops.empty() ? "" : ",").append(o);
+    }
     fill_minhash(norm, k.sig);
-    out.push_back(std::move(k));
+    kernels.push_back(std::move(k));
   }
+}
+
+std::vector<KernelSignature> kernel_signatures(std::string_view code, int min_tokens) {
+  std::vector<KernelSignature> out;
+  read_kernels(code, min_tokens, true, out, nullptr);
   return out;
+}
+
+std::vector<SmallFunction> small_functions(std::string_view code, int min_tokens) {
+  std::vector<KernelSignature> kernels;
+  std::vector<SmallFunction> out;
+  read_kernels(code, min_tokens, false, kernels, &out);
+  return out;
+}
+
+bool kernel_named_match(const KernelSignature& sample, const KernelSignature& eval) {
+  if (sample.helper || sample.name != eval.name || sample.params != eval.params) return false;
+  if (sample.lines <= kSmallKernelLines || eval.lines <= kSmallKernelLines) return false;
+  return similarity(sample.sig, eval.sig) >= kAlignThreshold - 1e-9 &&
+         !ops_conflict(sample.ops, eval.ops);
 }
 
 double kernel_match(const KernelSignature& sample, const KernelSignature& eval) {

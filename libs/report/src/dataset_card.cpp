@@ -261,7 +261,8 @@ static std::string decontamination_section(const CardInput& in) {
         "Checked against these eval sets, kernel by kernel: a sample with a `@triton.jit` kernel "
         "that is the same as one of theirs up to renames, formatting and constants, or at "
         "similarity {:g} or more with one (identifiers normalised; kernels of fewer than {} "
-        "tokens, such as small helpers, are not compared), was {}.\n\n",
+        "tokens, such as small helpers, are not compared), or named alike with one (the same name "
+        "and parameters, similarity 0.6 or more, the same operations), was {}.\n\n",
         opts.near_threshold,
         opts.exclude_near != nullptr ? opts.exclude_near->min_tokens() : dedup::kMinKernelTokens,
         opts.mark_near ? "kept and marked (metadata.near_duplicate_of)" : "left out");
@@ -278,7 +279,8 @@ static std::string decontamination_section(const CardInput& in) {
       }
       md += fmt::format("- `{}`: kernel `{}` {} `{}` of `{}` in `{}`\n", n.key, n.match.kernel,
                         n.match.exact ? "is the same as"
-                                      : fmt::format("similarity {:.2f} with", n.match.similarity),
+                                      : fmt::format("similarity {:.2f}{} with", n.match.similarity,
+                                                    n.match.named ? " and named alike" : ""),
                         n.match.eval_kernel, n.match.key, n.match.file);
     }
     md += "\n";

@@ -13,6 +13,18 @@
 // fewer, on either side, matches only exactly (up to renames, formatting, literals and casts): a
 // six-line dtype copy is not an `add`. Candidates come from the same LSH bands as
 // corpus groups, so a query costs kBands hash lookups per kernel plus the candidates.
+//
+// Two more matches, below the threshold:
+//  - named alike (kernel_named_match): a sample's kernel with an eval kernel's name and number of
+//    parameters, at least kAlignThreshold similar, with no conflict of operations (an edited
+//    copy: FlagGems' `bmm_kernel` in TritonBench-G, 0.76);
+//  - a small function's payload: a sample's @jit function below min_tokens that no other @jit
+//    function of its file calls (so it is the sample's operation: a one-line pointwise body a
+//    decorator turns into a kernel) is, as written (formatting aside), a function an eval kernel
+//    calls, of kMinBodyTokens tokens or more. TritonBench-G's `pow_scalar_tensor.py` is FlagGems'
+//    `pow_func_scalar_tensor` with the kernel FlagGems generates around it. An exact copy, so the
+//    bound on small kernels holds; a helper of the sample (a `prev_multiple_of` its kernels call)
+//    and a function no eval kernel calls (one defined and left unused) match nothing.
 
 #include <cstdint>
 #include <filesystem>
@@ -38,6 +50,7 @@ struct NearMatch {
   std::string key;   // its record's key (the --key field), else "record N"
   double similarity = 0;
   bool exact = false;       // the same kernel up to renames, formatting and literals
+  bool named = false;       // named alike, below the threshold (kernel_named_match)
   std::string kernel;       // the sample's kernel (its name as written)
   std::string eval_kernel;  // the eval record's kernel
 };
@@ -53,6 +66,11 @@ class EvalIndex {
   // The nearest pair of a kernel of `code` and an eval kernel at or above threshold (an exact
   // match first), or nullopt.
   std::optional<NearMatch> nearest(std::string_view code, double threshold) const;
+
+  // An empty index, to which add_record adds records one by one (what load does).
+  explicit EvalIndex(int min_tokens = kMinKernelTokens) : min_tokens_(min_tokens) {}
+  // Indexes one record's kernels, as from `file` (a name for NearMatch::file).
+  void add_record(const std::string& file, std::string key, std::string_view code);
 
   int min_tokens() const { return min_tokens_; }
 
@@ -73,6 +91,12 @@ class EvalIndex {
   std::vector<std::unordered_multimap<std::uint64_t, std::uint32_t>> bands_;
   std::unordered_map<std::string, std::uint32_t> bodies_;
   std::unordered_map<std::string, std::uint32_t> cast_free_;  // KernelSignature::cast_free
+  struct Payload {
+    std::uint32_t file = 0;
+    std::string key, name;
+  };
+  // SmallFunction::written of the small functions an eval kernel calls.
+  std::unordered_map<std::string, Payload> payloads_;
   int min_tokens_ = kMinKernelTokens;
 };
 

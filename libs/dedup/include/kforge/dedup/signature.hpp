@@ -228,11 +228,13 @@ struct KernelSignature {
   int tokens = 0;       // normalised tokens, from `def` to the body's end
   std::string body;     // hash of those tokens (16 hex digits): the same kernel up to renames
   Signature sig;        // minhash and shingles of those tokens (bodies and kernels_sha unused)
-  std::string ops;      // its operations (as Signature::ops)
+  std::string ops;      // its operations (as Signature::ops, for this kernel alone)
   bool helper = false;  // another @jit function of its file calls it
   int lines = 0;        // its code lines (logical lines, `def` included; no comments, docstrings)
-  // Hash of its tokens as `body`, with casts (`.to(...)`) left out: what a small kernel must share
-  // with an eval kernel to match it (kSmallKernelLines).
+  int params = 0;       // how many parameters its `def` takes
+  // Hash of its tokens as `body`, with casts (`.to(...)`) left out and a math function read the
+  // same whatever it is called through (`tl.exp`, `tl.math.exp`, `libdevice.exp`, an imported
+  // `exp`): what a small kernel must share with an eval kernel to match it (kSmallKernelLines).
   std::string cast_free;
 };
 
@@ -249,6 +251,15 @@ inline constexpr int kSmallKernelLines = 10;
 // has kSmallKernelLines code lines or fewer: 1 for the same kernel up to casts too, else 0.
 double kernel_match(const KernelSignature& sample, const KernelSignature& eval);
 
+// Whether a sample's kernel is an edited copy of an eval kernel below the similarity threshold:
+// the same name and number of parameters, at least kAlignThreshold similar, more than
+// kSmallKernelLines code lines each, the sample's kernel not a helper, and no conflict of
+// operations between the two kernels (ops_conflict). The kernels-named-alike link of corpus
+// groups, kernel by kernel: FlagGems' `bmm_kernel` as TritonBench-G edited it (0.76). Template
+// siblings that keep a name change its interface (the tutorial GEMM's `matmul_kernel` against
+// TritonBench-G's with an ACTIVATION parameter, 0.73) or their operations (argmin, argmax).
+bool kernel_named_match(const KernelSignature& sample, const KernelSignature& eval);
+
 // Kernels below this many normalised tokens (a five-line helper such as a prev_multiple_of has
 // about 25) are left out by default: sharing one says nothing about contamination.
 inline constexpr int kMinKernelTokens = 60;
@@ -256,6 +267,23 @@ inline constexpr int kMinKernelTokens = 60;
 // The kernels of `code` with at least min_tokens normalised tokens, in file order.
 std::vector<KernelSignature> kernel_signatures(std::string_view code,
                                                int min_tokens = kMinKernelTokens);
+
+// A @jit function below the kernel floor (a one-line pointwise body, a helper), for
+// decontamination's exact rule on them (evalset.hpp).
+struct SmallFunction {
+  std::string name;     // as written after `def`
+  std::string written;  // hash of its tokens as written (formatting neutral, literals kept)
+  int tokens = 0;       // how many
+  bool helper = false;  // another @jit function of its file calls it
+  bool called = false;  // a kernel of its file (kMinKernelTokens or more) calls it
+};
+std::vector<SmallFunction> small_functions(std::string_view code,
+                                           int min_tokens = kMinKernelTokens);
+// Both from one reading of `code` (what decontamination does for each sample): kernel_signatures
+// into `kernels`, small_functions into `small` when given. Without `with_ops` each kernel's `ops`
+// stays empty (the data-flow pass is most of the cost; kernel_named_match needs them).
+void read_kernels(std::string_view code, int min_tokens, bool with_ops,
+                  std::vector<KernelSignature>& kernels, std::vector<SmallFunction>* small);
 
 // The estimated Jaccard similarity of the two shingle sets, in [0, 1]; 0 when either is empty.
 double similarity(const Signature& a, const Signature& b);
