@@ -353,7 +353,9 @@ TEST(VerifyPool, CancelDropsWaitingSamplesAndStopsARunningOne) {
     EXPECT_EQ(st.cancelled_running, 1u);
     EXPECT_EQ(st.completed, 1u);  // only the third ran to a verdict
     EXPECT_EQ(st.worker_restarts, 0u);
-    if (mode == "warm") EXPECT_EQ(pool->TEST_worker_pids().at(0), worker);  // the same worker
+    if (mode == "warm") {
+      EXPECT_EQ(pool->TEST_worker_pids().at(0), worker);  // the same worker
+    }
     EXPECT_FALSE(pool->cancel(ids[2], "after its end"));
   }
 }

@@ -18,10 +18,6 @@ namespace {
 using verify::Verdict;
 using Json = nlohmann::json;
 
-bool flagged(const verify::VerifyResult& r, const char* flag) {
-  return std::find(r.flags.begin(), r.flags.end(), flag) != r.flags.end();
-}
-
 TEST(VerifyRepeat, PythonEachCause) {
   TempDir tmp;
   auto r =
