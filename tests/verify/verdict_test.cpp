@@ -179,5 +179,40 @@ TEST(VerifyMutationScore, CountsTheSkipLaunchRunAndTheOutputMutantsThatApplied) 
   EXPECT_EQ(clean.report["mutation"]["killed"], 1);
 }
 
+// A kernel that died of an illegal memory access in its own bounds replay makes every rerun's
+// outcome a matter of where the allocator put the buffers: on an H200 the same sample's control
+// failed in one run (unstable_test) and passed in the other (mutant_survived). The fault voids
+// the mutant runs' results and flags unstable_test, whether or not a control failed.
+TEST(VerifyMutationScore, AKernelThatFaultedInItsBoundsReplayVoidsEveryMutantResult) {
+  nlohmann::json fields = {{"verdict", "passed"},
+                           {"battery",
+                            {{"mutants",
+                              {{{"mutant", "tail"}, {"result", "killed"}},
+                               {{"mutant", "scale"}, {"result", "survived"}}}},
+                             {"not_run", nlohmann::json::array()},
+                             {"stopped", ""}}}};
+  auto report = parse_harness_report(test::harness_json(fields), ReportOrigin::harness);
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  auto s = score_mutants(Verdict::passed, false, &*report, /*faulted=*/true);
+  EXPECT_EQ(s.applicable, 0);
+  EXPECT_EQ(s.killed, 0);
+  EXPECT_TRUE(s.survived.empty());
+  VerifyResult r;
+  r.verdict = Verdict::passed;
+  r.detail = "1 test passed";
+  apply_mutation_score(r, s);
+  apply_controls(r, &*report, /*faulted=*/true);
+  EXPECT_EQ(r.flags, std::vector<std::string>{kUnstableTest});
+  EXPECT_NE(r.detail.find("illegal memory access in its bounds replay"), std::string::npos)
+      << r.detail;
+  // Without the fault the same report counts as before.
+  auto plain = score_mutants(Verdict::passed, false, &*report);
+  EXPECT_EQ(plain.applicable, 3);
+  VerifyResult p;
+  p.verdict = Verdict::passed;
+  apply_controls(p, &*report);
+  EXPECT_TRUE(p.flags.empty());
+}
+
 }  // namespace
 }  // namespace kforge::verify

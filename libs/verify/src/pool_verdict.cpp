@@ -220,11 +220,14 @@ void VerdictAssembly::attach_mutant(VerifyResult& primary, Verdict verdict,
   primary.report["mutant"] = std::move(m);
   // A failed control voids the skip-launch run's survival as well as its kill (issue 52:
   // score_mutants): the sample is flagged unstable_test instead, whichever side the lot put it.
-  bool voided = report && report->controls && report->controls->failed;
+  // So does the sample's own kernel dying of an illegal memory access in its bounds replay:
+  // whether a control then fails is where the allocator put the buffers.
+  const bool faulted = primary.harness && primary.harness->bounds && primary.harness->bounds->fault;
+  bool voided = (report && report->controls && report->controls->failed) || faulted;
   if (verdict == Verdict::passed && !infra && !voided) primary.flags.emplace_back(kMutantSurvived);
   const HarnessReport* h = report ? &*report : nullptr;
-  apply_mutation_score(primary, score_mutants(verdict, infra, h));
-  apply_controls(primary, h);
+  apply_mutation_score(primary, score_mutants(verdict, infra, h, faulted));
+  apply_controls(primary, h, faulted);
   apply_integrity(primary, h, guard);
 }
 

@@ -194,18 +194,23 @@ bool control_failed(const HarnessReport* mutant_report) {
 }  // namespace
 
 MutationScore score_mutants(Verdict skip_verdict, bool skip_infrastructure,
-                            const HarnessReport* mutant_report) {
+                            const HarnessReport* mutant_report, bool faulted) {
   MutationScore s;
   // A failed control voids every mutant run's result, the skip-launch run's too, a kill or a
   // survival (apply_controls flags it): a control that kills the GPU context before the
   // skip-launch run leaves it nothing to show, so counting its survival when the lot put the
   // control after it would make the flags the lot's (issue 52).
-  if (!skip_infrastructure && !control_failed(mutant_report)) {
+  const bool voided = control_failed(mutant_report) || faulted;
+  if (!skip_infrastructure && !voided) {
     ++s.applicable;
     if (skip_verdict == Verdict::passed)
       s.survived.push_back("skip_launch");
     else
       ++s.killed;
+  }
+  if (faulted) {  // nor do the batteries' results, which the harness did not void itself
+    s.stopped = "the kernel died of an illegal memory access in its bounds replay";
+    return s;
   }
   if (mutant_report && mutant_report->kernel_battery)
     s.kernel = score_kernel(*mutant_report->kernel_battery);
@@ -306,8 +311,15 @@ void apply_integrity(VerifyResult& r, const HarnessReport* report, const nlohman
               " (a sample must not change what its verdict rests on, nor look for the verifier)";
 }
 
-void apply_controls(VerifyResult& primary, const HarnessReport* mutant_report) {
-  if (!control_failed(mutant_report)) return;
+void apply_controls(VerifyResult& primary, const HarnessReport* mutant_report, bool faulted) {
+  if (!control_failed(mutant_report)) {
+    if (!faulted) return;
+    add_flag(primary, kUnstableTest);
+    primary.detail +=
+        "; unstable test: the kernel died of an illegal memory access in its bounds replay, so "
+        "where memory lies decides its runs and no mutant run's result counts";
+    return;
+  }
   add_flag(primary, kUnstableTest);
   std::string by;
   for (const auto& c : mutant_report->controls->runs)
