@@ -470,7 +470,9 @@ TEST(VerifyTiming, TimingSectionsRunInBurstsWithOneStallEach) {
   // burst formed.
   EXPECT_EQ(run.tally().timed_sections, static_cast<std::int64_t>(sections.size()));
   EXPECT_EQ(run.tally().stalls, stalls);
-  if (bursts > 0) EXPECT_LT(stalls, static_cast<int>(sections.size()));
+  if (bursts > 0) {
+    EXPECT_LT(stalls, static_cast<int>(sections.size()));
+  }
   auto text = run.summary("samples.jsonl", 1.0);
   EXPECT_NE(text.find("speed label: 12 exclusive sections, " + std::to_string(stalls) + " stalls"),
             std::string::npos)
