@@ -237,7 +237,8 @@ class GpuLockTest(unittest.TestCase):
             lk = gpulock.GpuLock(self.paths["gate"], self.paths["rw"])
             t0 = time.monotonic()
             waited = lk.acquire_exclusive(5.0)
-            os.write(w, ("%f %f %d\n" % (waited, time.monotonic() - t0, lk.retries)).encode())
+            t_in = time.monotonic()
+            os.write(w, ("%f %f %d %f\n" % (waited, t_in - t0, lk.retries, t_in)).encode())
             time.sleep(0.3)
             lk.release_exclusive()
         pid, r = self.child(writer)
@@ -245,11 +246,10 @@ class GpuLockTest(unittest.TestCase):
 
         def late_reader(w):
             lk = gpulock.GpuLock(self.paths["gate"], self.paths["rw"])
-            t0 = time.monotonic()
             lk.enter()
-            os.write(w, ("%f\n" % (time.monotonic() - t0)).encode())
+            os.write(w, ("%f\n" % time.monotonic()).encode())  # the same clock in every process
         pid2, r2 = self.child(late_reader)
-        late = float(self.read_all(r2))
+        late_in = float(self.read_all(r2))
         time.sleep(0.2)
         # The writer holds the gate: the early reader's checkpoint steps out and lets it in.
         t_in = time.monotonic()
@@ -258,14 +258,15 @@ class GpuLockTest(unittest.TestCase):
             reader.checkpoint()  # (in the writer's 5 ms step aside it stays in: again)
             time.sleep(0.001)
         back = time.monotonic() - t_in
-        waited, _, retries = self.read_all(r).split()
+        waited, _, retries, writer_in = self.read_all(r).split()
         os.waitpid(pid, 0)
         os.waitpid(pid2, 0)
         self.assertGreaterEqual(float(waited), 0.45)  # until the first reader stepped out
         # The early reader stayed in past the writer's first window: the writer let the gate go
         # (and took it again), so the late reader got in without waiting for the device's turn.
         self.assertGreaterEqual(int(retries), 1)
-        self.assertLess(late, 0.2)
+        # Ordered, not timed (a loaded host stretches any bound): in before the writer was.
+        self.assertLess(late_in, float(writer_in))
         self.assertGreaterEqual(back, 0.25)  # the first one queued behind the timing section
         self.assertTrue(reader.shared)  # and got back in after it
 
