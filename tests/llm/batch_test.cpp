@@ -603,17 +603,18 @@ TEST_F(BatchTest, FilesGoThroughTheDiskAndResultsAreRecordedAFewLinesAtATime) {
     c->submit(request("number " + std::to_string(i)),
               [p](Result<ChatResponse> r) { p->set_value(std::move(r)); });
   }
-  // While the upload is held: the input file is on disk, one line per request.
+  // While the upload is held: the input file is on disk, one line per request (read again until
+  // whole: the file exists before its lines are written, and a loaded host shows it empty).
   std::string input;
   ASSERT_TRUE(eventually([&] {
     if (!std::filesystem::exists(spool)) return false;
     for (const auto& f : std::filesystem::directory_iterator(spool)) {
       std::ifstream in(f.path());
       input.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-      return true;
+      return std::count(input.begin(), input.end(), '\n') == 7;
     }
     return false;
-  }));
+  })) << input;
   EXPECT_EQ(std::count(input.begin(), input.end(), '\n'), 7);
   EXPECT_NE(input.find("\"custom_id\":\""), std::string::npos);
   for (std::size_t i = 0; i < fs.size(); ++i) {
