@@ -298,7 +298,7 @@ TEST(VerifyStage, CancellingARunStopsTheSamplesTheVerifierHolds) {
   EXPECT_EQ(site.scalar("SELECT count(*) FROM verifications"), 0);
   EXPECT_EQ(final_states(site, "v1"),
             (std::vector<std::string>{"vector_add.py|cancelled|verify|cancelled",
-                                      "vector_neg.py|failed|generate|output_invalid",
+                                      "vector_neg.py|failed|generate|rejected:no_test_function",
                                       "vector_scale.py|cancelled|verify|cancelled",
                                       "vector_sub.py|cancelled|verify|cancelled"}));
   EXPECT_EQ(site.scalar("SELECT count(*) FROM jobs WHERE lease_owner IS NOT NULL"), 0);
