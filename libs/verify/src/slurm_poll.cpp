@@ -195,6 +195,7 @@ Status SlurmBackend::end_task(std::int64_t array_id, const std::string& slurm_id
   }
   KF_CHECK(tx.commit());
   offsets_.erase({array_id, task});
+  scancelled_.erase(slurm_id + "_" + std::to_string(task));
   stats_.requeued += static_cast<std::uint64_t>(requeued);
   if (requeued > 0)
     spdlog::warn("verifier: {}; {} of its samples go back to the queue", why, requeued);
