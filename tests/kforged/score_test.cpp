@@ -169,18 +169,21 @@ TEST_F(ScoreTest, ABatchIsAnsweredInOrderAndARepeatFromTheCache) {
   EXPECT_EQ(ex.exit_code, 0) << ex.err;
   EXPECT_NE(test::read_text(rows).find("Write a Triton add"), std::string::npos);
 
-  auto t0 = std::chrono::steady_clock::now();
+  const int started = starts(*d, "rl-step-1");
   auto again = post(body);
   ASSERT_TRUE(again);
   ASSERT_EQ(again->status, 200) << again->body;
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
   json out2 = json::parse(again->body);
   for (std::size_t i = 0; i < 4; ++i) {
     EXPECT_TRUE(out2["results"][i]["cached"].get<bool>()) << out2["results"][i].dump(2);
     EXPECT_EQ(out2["results"][i]["verdict"], res[i]["verdict"]);
     EXPECT_EQ(out2["results"][i]["reward"], res[i]["reward"]);
   }
-  EXPECT_EQ(verifications(), stored);  // nothing ran again
+  EXPECT_EQ(verifications(), stored);                       // nothing ran again:
+  EXPECT_EQ(starts(*d, "rl-step-1"), started) << d->log();  // the pool started none of them
+  EXPECT_EQ(site_.scalar("SELECT count(*) FROM jobs j JOIN runs r ON r.id = j.run_id "
+                         "WHERE r.tag = 'rl-step-1'"),
+            4);  // and no job was queued for them
 
   // Another preset over the same verdicts, and a bad request naming its field.
   body["reward"] = "binary";
@@ -192,33 +195,40 @@ TEST_F(ScoreTest, ABatchIsAnsweredInOrderAndARepeatFromTheCache) {
   EXPECT_NE(bad->body.find("items[0].unitest_code"), std::string::npos) << bad->body;
 }
 
+// The items' tests sleep an hour and verifier.timeout_s is 600 s, so nothing but the deadline
+// can end them while the client waits (its read timeout is 120 s): an answer at all is one that
+// did not wait for the work, and every item in it must be `deadline` with a null reward. (The
+// deadline-plus-5-s figure is measured on the GPU host, not bounded here on a loaded CI host.)
 TEST_F(ScoreTest, ADeadlineShorterThanTheWorkReturnsNullRewardsOnTime) {
+  std::string y = test::read_text(site_.config());
+  y.replace(y.find("timeout_s: 30"), 13, "timeout_s: 600");
+  test::write_text(site_.config(), y);
   auto d = start();
-  json body = {{"items", {add_item("slow1", 30, "d1"), add_item("slow2", 30, "d2")}},
+  json body = {{"items", {add_item("slow1", 3600, "d1"), add_item("slow2", 3600, "d2")}},
                {"deadline_s", 2}};
-  auto t0 = std::chrono::steady_clock::now();
-  auto r = post(body);
-  const auto took = std::chrono::steady_clock::now() - t0;
+  auto r = post(body, 120);
   ASSERT_TRUE(r) << d->log();
   ASSERT_EQ(r->status, 200) << r->body;
-  EXPECT_LT(took, 7s);  // the deadline plus 5 s
   json out = json::parse(r->body);
+  ASSERT_EQ(out["results"].size(), 2u) << r->body;
+  EXPECT_EQ(out["results"][0]["id"], "slow1");
   for (const auto& x : out["results"]) {
     EXPECT_TRUE(x["reward"].is_null()) << x.dump(2);
     EXPECT_EQ(x["status"], "deadline") << x.dump(2);
   }
-  // Their jobs were cancelled, not left running for nobody.
+  // Their jobs were cancelled, not left running for nobody, and nothing of them was stored.
   EXPECT_EQ(site_.wait_for("SELECT count(*) FROM jobs j JOIN runs r ON r.id = j.run_id "
                            "WHERE r.pipeline = 'score' AND j.state = 'cancelled'",
-                           2, 10s),
+                           2, 30s),
             2);
+  EXPECT_EQ(verifications(), 0);
 }
 
 TEST_F(ScoreTest, AKillNineMidBatchThenTheRetryGivesEveryResultOnce) {
   auto d = start();
   json body = {{"items",
-                {add_item("q1", 0, "k1"), add_item("q2", 0, "k2"), add_item("s1", 3, "k3"),
-                 add_item("s2", 3, "k4")}},
+                {add_item("q1", 0, "k1"), add_item("q2", 0, "k2"), add_item("s1", 6, "k3"),
+                 add_item("s2", 6, "k4")}},
                {"deadline_s", 120},
                {"wait", false}};
   auto first = post(body);
@@ -413,6 +423,11 @@ TEST_F(ScoreTest, AFullQueueAnswers429WithRetryAfter) {
   ASSERT_TRUE(full);
   EXPECT_EQ(full->status, 429) << full->body;
   EXPECT_FALSE(full->get_header_value("Retry-After").empty());
+  // Nothing of the refused request was written: the queue holds the first batch's two jobs.
+  EXPECT_EQ(site_.scalar("SELECT count(*) FROM jobs j JOIN runs r ON r.id = j.run_id "
+                         "WHERE r.pipeline = 'score'"),
+            2);
+  EXPECT_EQ(site_.scalar("SELECT count(*) FROM score_batches"), 1);
   httplib::Client c("127.0.0.1", port_);
   auto q = c.Get("/v1/queue");
   ASSERT_TRUE(q);

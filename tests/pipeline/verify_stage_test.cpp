@@ -1,7 +1,8 @@
 // The verifier side of the pipeline on databases the real daemon wrote: the local verify backend
 // driven directly over the jobs' queue (a verdict flagged `infrastructure` goes back to
 // 'verify_queued'; 'verifying' jobs of another owner are taken back only once their lease has
-// expired), and pipeline.verify_backlog holding the LLM side back.
+// expired), and pipeline.verify_backlog holding the LLM side back; `kforge run cancel` stopping
+// what the real kforged's pool holds.
 
 #include <gtest/gtest.h>
 
@@ -249,6 +250,57 @@ TEST(VerifyStage, AnotherOwnersVerifyingJobsAreTakenBackOnlyWhenTheirLeaseHasExp
                       "verifications v ON v.job_id = j.id ORDER BY j.id",
                       1),
             (std::vector<std::string>{"done|passed|1", "done|passed|1"}));
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM jobs WHERE lease_owner IS NOT NULL"), 0);
+}
+
+// `kforge run cancel` of a dataset run whose jobs are with the real kforged's verifier (two
+// running on the pool's two slots, one waiting for a slot): the waiting one never starts, the
+// running ones are stopped, nothing of them is stored, and every job ends cancelled (before, the
+// cancel left them 'verifying' and the pool ran them to their end and stored them as done).
+TEST(VerifyStage, CancellingARunStopsTheSamplesTheVerifierHolds) {
+  Site site(slow_cpu_script(3600));  // past verifier.timeout_s (30): nothing ends on its own
+  Options opt;
+  opt.verify = true;
+  opt.fake_triton = true;
+  site.write_config(opt);
+  site.import_corpus(cpu_corpus());  // three samples reach the verifier; vector_neg.py fails
+  site.create_run("v1", "v1");
+  auto d = site.start_daemon();
+  ASSERT_EQ(site.wait_for("SELECT count(*) FROM jobs WHERE state = 'verifying'", 3, 60s), 3)
+      << d->log();
+  auto starts = [&] {
+    const std::string log = d->log();
+    int n = 0;
+    for (auto at = log.find(" starts on slot"); at != std::string::npos;
+         at = log.find(" starts on slot", at + 1))
+      ++n;
+    return n;
+  };
+  auto until = std::chrono::steady_clock::now() + 60s;
+  while (starts() < 2 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(50ms);
+  ASSERT_EQ(starts(), 2) << d->log();  // both slots busy, the third waits in the pool
+
+  auto c = site.kforge({"run", "cancel", "v1"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_NE(c.out.find("3 jobs cancelled"), std::string::npos) << c.out;
+  EXPECT_EQ(site.wait_for("SELECT count(*) FROM jobs WHERE state = 'cancelled'", 3, 20s), 3)
+      << d->log();
+  until = std::chrono::steady_clock::now() + 20s;
+  while (d->log().find("stopping 3 samples whose jobs were cancelled") == std::string::npos &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(50ms);
+  EXPECT_NE(d->log().find("stopping 3 samples whose jobs were cancelled"), std::string::npos)
+      << d->log();
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(30s), std::optional<int>(0)) << d->log();
+  EXPECT_EQ(starts(), 2) << d->log();  // the waiting one never started
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM verifications"), 0);
+  EXPECT_EQ(final_states(site, "v1"),
+            (std::vector<std::string>{"vector_add.py|cancelled|verify|cancelled",
+                                      "vector_neg.py|failed|generate|rejected:no_test_function",
+                                      "vector_scale.py|cancelled|verify|cancelled",
+                                      "vector_sub.py|cancelled|verify|cancelled"}));
   EXPECT_EQ(site.scalar("SELECT count(*) FROM jobs WHERE lease_owner IS NOT NULL"), 0);
 }
 

@@ -6,7 +6,8 @@
 // Two runs over the test corpus (up to 100 samples each) through array tasks, with a task that
 // exits non-zero, a running task cancelled with scancel, and kforged killed with -9 mid-run and
 // restarted; then every sample has exactly one verdict, and `kforge compare` and `kforge export`
-// print what the local pool gives on the same samples.
+// print what the local pool gives on the same samples. Tasks nobody wants any more (a cancelled
+// run's, scored items' past their deadline or whose client went away) are scancelled.
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -485,6 +486,109 @@ TEST_F(SlurmVerifier, ScoredItemsGoThroughTheCluster) {
   EXPECT_EQ(out["results"][1]["reward"], 0.0);
   // Both verdicts came from array tasks of the cluster.
   EXPECT_EQ(site.scalar("SELECT count(*) FROM slurm_task_jobs WHERE outcome = 'stored'"), 2);
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(30s), std::optional<int>(0)) << d->log();
+}
+
+// Sends a POST of `body` to /v1/score on a raw socket, unread (closing it is a trainer that
+// goes away).
+int open_post(int port, const json& body) {
+  const std::string text = body.dump();
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  const std::string req =
+      "POST /v1/score HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: "
+      "application/json\r\nContent-Length: " +
+      std::to_string(text.size()) + "\r\n\r\n" + text;
+  EXPECT_EQ(::send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+  return fd;
+}
+
+// Everything the server sends on fd until it closes (or 300 s pass); closes fd.
+std::string read_all(int fd) {
+  timeval tv{300, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char buf[65536];
+  std::string out;
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, n);
+  ::close(fd);
+  return out;
+}
+
+// Scored items on the cluster that nobody wants any more, one past its deadline and one whose
+// client went away: the backend scancels each one's array task (it holds nothing else), which
+// ends CANCELLED in Slurm; nothing of them is stored and the late one is answered with a null
+// reward. Their tests sleep past any deadline here (verifier.timeout_s raised to 600), so a task
+// that was not scancelled would still be running.
+TEST_F(SlurmVerifier, TasksOfScoredItemsNobodyWantsAreScancelled) {
+  Site site(script("fake_llm_answers.json"));
+  configure(site, true);
+  const int port = free_port();
+  std::string y = test::read_text(site.config());
+  y.replace(y.find("timeout_s: 30"), 13, "timeout_s: 600");
+  y += "  python_path: [\"" + (test::source_dir() / "tests" / "verify" / "fake_triton").string() +
+       "\"]\n  preload: [triton, triton.language]\n";
+  y += "score:\n  listen: \"127.0.0.1:" + std::to_string(port) + "\"\n";
+  test::write_text(site.config(), y);
+  const fs::path faults = site.dir() / "faults";
+  fs::create_directories(faults / "fail");  // no faulty tasks (fault_kforge.sh): plain kforge
+  fs::create_directories(faults / "hang");
+  auto d = site.start_daemon(fault_env(faults));
+  auto up = std::chrono::steady_clock::now() + 60s;
+  for (bool ready = false; !ready && std::chrono::steady_clock::now() < up;) {
+    httplib::Client c("127.0.0.1", port);
+    auto r = c.Get("/v1/queue");
+    ready = r && r->status == 200;
+    if (!ready) std::this_thread::sleep_for(100ms);
+  }
+  const std::string code = load_json(cpu_corpus())[0]["output"];
+  auto item = [&](const std::string& id) {
+    return json{{"id", id},
+                {"code", code},
+                {"kernel_wrapper",
+                 "def add(x, y):\n    out = [0.0] * len(x)\n    n = len(x)\n"
+                 "    grid = lambda meta: (triton.cdiv(n, meta[\"BLOCK_SIZE\"]),)\n"
+                 "    add_kernel[grid](x, y, out, n, BLOCK_SIZE=64)\n    return out\n"},
+                {"unitest_code", "def test_add():\n    import time\n    time.sleep(3600)  # " + id +
+                                     "\n    assert add([1.0], [1.0]) == [2.0]\n"}};
+  };
+  // One run per tag, so each item goes out in an array task of its own.
+  int late = open_post(port, {{"items", {item("late")}}, {"deadline_s", 30}, {"tag", "late"}});
+  int gone = open_post(port, {{"items", {item("gone")}}, {"deadline_s", 300}, {"tag", "gone"}});
+  auto task_of = [](const std::string& tag, const std::string& where) {
+    return "SELECT count(*) FROM slurm_tasks t JOIN runs r ON r.id = t.run_id WHERE r.tag = '" +
+           tag + "' AND " + where;
+  };
+  ASSERT_EQ(site.wait_for(task_of("gone", "t.state = 'running'"), 1, 60s), 1) << d->log();
+  // The late item's task went out before its deadline (the order this test is about).
+  ASSERT_EQ(site.scalar(task_of("late", "1")), 1) << d->log();
+  ::close(gone);  // the trainer went away
+  const std::string answer = read_all(late);
+  EXPECT_NE(answer.find("\"status\":\"deadline\""), std::string::npos) << answer;
+  EXPECT_NE(answer.find("\"reward\":null"), std::string::npos) << answer;
+  for (const char* tag : {"late", "gone"}) {
+    SCOPED_TRACE(tag);
+    EXPECT_EQ(site.wait_for(task_of(tag, "t.state = 'cancelled'"), 1, 60s), 1) << d->log();
+    EXPECT_EQ(site.scalar(task_of(tag, "t.slurm_state = 'CANCELLED'")), 1);
+    EXPECT_EQ(site.scalar("SELECT count(*) FROM jobs j JOIN runs r ON r.id = j.run_id WHERE "
+                          "r.tag = '" +
+                          std::string(tag) + "' AND j.state = 'cancelled'"),
+              1);
+  }
+  EXPECT_NE(d->log().find("Slurm tasks whose samples are no longer wanted"), std::string::npos)
+      << d->log();
+  // Nothing of them was stored; their shard rows were dropped, not requeued.
+  EXPECT_EQ(site.scalar("SELECT count(*) FROM verifications"), 0);
+  EXPECT_EQ(site.rows("SELECT outcome FROM slurm_task_jobs", 1),
+            (std::vector<std::string>{"dropped", "dropped"}));
+  EXPECT_EQ(site.rows("SELECT r.tag || '|' || i.outcome FROM score_items i JOIN score_batches b "
+                      "ON b.id = i.batch_id JOIN runs r ON r.id = b.run_id ORDER BY r.tag",
+                      1),
+            (std::vector<std::string>{"gone|cancelled", "late|deadline"}));
   d->signal(SIGTERM);
   EXPECT_EQ(d->wait(30s), std::optional<int>(0)) << d->log();
 }

@@ -39,11 +39,13 @@ UPDATE runs SET state = ?2, updated_ms = ?3 WHERE id = ?1;
 -- name: set_run_wait
 UPDATE runs SET wait_until_ms = ?2, wait_reason = ?3 WHERE id = ?1;
 
--- Cancelling ends every job that has not ended and is not with the verifier.
+-- Cancelling ends every job that has not ended, those with the verifier too: the verifier finds
+-- its samples no longer held (VerifyQueue::not_held) and stops them, storing nothing of them; a
+-- late verdict finds the job no longer 'verifying' and is dropped.
 -- name: cancel_jobs
 UPDATE jobs SET state = 'cancelled', lease_owner = NULL, lease_expires_ms = NULL,
                 error_kind = 'cancelled', error = 'the run was cancelled', updated_ms = ?2
-WHERE run_id = ?1 AND state IN ('queued', 'leased', 'verify_queued');
+WHERE run_id = ?1 AND state IN ('queued', 'leased', 'verify_queued', 'verifying');
 
 -- A run whose every job has ended is finished.
 -- name: finish_runs

@@ -33,6 +33,13 @@ WHERE ended_ms IS NULL AND slurm_job_id IS NOT NULL AND owner = ?1 ORDER BY id;
 SELECT task, state, run_id FROM slurm_tasks
 WHERE array_id = ?1 AND ended_ms IS NULL ORDER BY task;
 
+-- The jobs the live tasks of an array have not settled yet, by task (the backend asks its queue
+-- which of them it still holds: a task holding none is scancelled).
+-- name: slurm_open_task_jobs
+SELECT tj.task, tj.job_id FROM slurm_task_jobs tj
+JOIN slurm_tasks t ON t.array_id = tj.array_id AND t.task = tj.task
+WHERE tj.array_id = ?1 AND t.ended_ms IS NULL AND tj.outcome IS NULL ORDER BY tj.task, tj.idx;
+
 -- name: slurm_task_job
 SELECT job_id, attempt FROM slurm_task_jobs
 WHERE array_id = ?1 AND task = ?2 AND idx = ?3 AND outcome IS NULL;

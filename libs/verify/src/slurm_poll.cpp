@@ -195,10 +195,49 @@ Status SlurmBackend::end_task(std::int64_t array_id, const std::string& slurm_id
   }
   KF_CHECK(tx.commit());
   offsets_.erase({array_id, task});
+  scancelled_.erase(slurm_id + "_" + std::to_string(task));
   stats_.requeued += static_cast<std::uint64_t>(requeued);
   if (requeued > 0)
     spdlog::warn("verifier: {}; {} of its samples go back to the queue", why, requeued);
   return {};
+}
+
+Result<std::set<int>> SlurmBackend::unwanted_tasks(std::int64_t array_id) {
+  std::map<int, std::vector<std::int64_t>> open;  // task -> its unsettled jobs
+  std::vector<std::int64_t> jobs;
+  {
+    KF_TRY(store::Stmt * st, db_.cached(q()["slurm_open_task_jobs"]));
+    st->bind(1, array_id);
+    KF_CHECK(st->each([&](store::Stmt& r) {
+      open[static_cast<int>(r.int64(0))].push_back(r.int64(1));
+      jobs.push_back(r.int64(1));
+    }));
+  }
+  std::set<int> out;
+  if (jobs.empty()) return out;
+  KF_TRY(auto lost, queue_.not_held(owner_, jobs));
+  const std::set<std::int64_t> gone(lost.begin(), lost.end());
+  for (const auto& [task, ids] : open)
+    if (std::all_of(ids.begin(), ids.end(), [&](std::int64_t j) { return gone.count(j) > 0; }))
+      out.insert(task);
+  return out;
+}
+
+void SlurmBackend::scancel_unwanted(const std::vector<std::string>& names) {
+  if (names.empty()) return;
+  const auto& sc = opt_.verifier.slurm;
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : " ") + n;
+  spdlog::info(
+      "verifier: scancel {} Slurm tasks whose samples are no longer wanted (cancelled, past "
+      "their deadline, or taken back): {}",
+      names.size(), list);
+  std::vector<std::string> argv = {sc.scancel};
+  argv.insert(argv.end(), names.begin(), names.end());
+  auto c = run_command(env(), argv, std::chrono::milliseconds(sc.command_timeout_ms));
+  if (!c.ok() || c->exit_code != 0)
+    spdlog::warn("verifier: scancel of tasks no longer wanted failed: {}",
+                 c.ok() ? first_line(c->err) : c.error().message);
 }
 
 Status SlurmBackend::poll() {
@@ -249,7 +288,8 @@ Status SlurmBackend::poll() {
     } else {
       info = parse_scontrol(r->out);
     }
-    std::vector<std::string> to_cancel;
+    std::vector<int> running;  // listed by Slurm, not ended
+    std::set<int> unwanted;
     for (const auto& t : live) {
       int stored = 0;
       KF_CHECK(read_results(a.id, a.dir, t.task, stored));
@@ -275,21 +315,24 @@ Status SlurmBackend::poll() {
             .bind(6, clock_.wall_ms());
         KF_CHECK(st->run());
       }
+      running.push_back(t.task);
       // A cancelled run's tasks are cancelled on the cluster too.
-      const std::string name = a.slurm_id + "_" + std::to_string(t.task);
-      if (t.run_cancelled && !scancelled_[name]) {
+      if (t.run_cancelled) unwanted.insert(t.task);
+    }
+    // So is a task none of whose unfinished samples this backend still holds: scored items
+    // whose client went away or whose deadline passed, a cancelled run's jobs (their verdicts
+    // would be dropped).
+    KF_TRY(auto not_held, unwanted_tasks(a.id));
+    unwanted.insert(not_held.begin(), not_held.end());
+    std::vector<std::string> to_cancel;
+    for (int task : running) {
+      const std::string name = a.slurm_id + "_" + std::to_string(task);
+      if (unwanted.count(task) > 0 && !scancelled_[name]) {
         scancelled_[name] = true;
         to_cancel.push_back(name);
       }
     }
-    if (!to_cancel.empty()) {
-      std::vector<std::string> argv = {sc.scancel};
-      argv.insert(argv.end(), to_cancel.begin(), to_cancel.end());
-      auto c = run_command(env(), argv, std::chrono::milliseconds(sc.command_timeout_ms));
-      if (!c.ok() || c->exit_code != 0)
-        spdlog::warn("verifier: scancel of a cancelled run's tasks failed: {}",
-                     c.ok() ? first_line(c->err) : c.error().message);
-    }
+    scancel_unwanted(to_cancel);
   }
   if (!watch_error.empty()) {
     spdlog::error("verifier: watching the Slurm tasks: {}", watch_error);

@@ -18,6 +18,12 @@
 // restarted kforged takes over the live tasks of its earlier process and goes on watching them.
 // Stopping or draining the daemon leaves the tasks running on the cluster for the next start.
 //
+// Work nobody wants: a live task none of whose unfinished samples the backend still holds (a
+// scored item whose client went away or whose deadline passed, a cancelled run's jobs: the queue
+// no longer has them 'verifying' under its lease) is scancelled at the next poll, pending or
+// running; what it wrote before is stored as usual, and nothing after. A task that still holds
+// one wanted sample runs on, and the others' verdicts are dropped.
+//
 // Commands are run through the Env (exec, no shell); their paths are configurable.
 //
 // Threads: not thread-safe; one thread calls everything.
@@ -26,6 +32,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -97,6 +104,11 @@ class SlurmBackend : public VerifyBackend {
   Status submit(std::vector<Lease> leases);
   Status read_results(std::int64_t array_id, const std::string& dir, int task, int& stored);
   Status store_line(std::int64_t array_id, int task, const std::string& line, int& stored);
+  // The live tasks of an array none of whose unfinished samples this backend still holds
+  // (VerifyQueue::not_held): their verdicts would be dropped, so they are scancelled.
+  Result<std::set<int>> unwanted_tasks(std::int64_t array_id);
+  // scancel of those tasks (ARRAY_TASK names); a failure is logged (they run to their end).
+  void scancel_unwanted(const std::vector<std::string>& names);
   Status end_task(std::int64_t array_id, const std::string& slurm_id, int task,
                   const std::string& state, const std::string& slurm_state,
                   const std::string& exit_code);
@@ -119,7 +131,7 @@ class SlurmBackend : public VerifyBackend {
   std::int64_t last_submit_ms_ = 0;
   std::int64_t queued_since_ms_ = 0;  // 0: nothing waited at the last look
   std::map<std::pair<std::int64_t, int>, std::int64_t> offsets_;  // result file bytes consumed
-  std::map<std::string, bool> scancelled_;                        // ARRAY_TASK of cancelled runs
+  std::map<std::string, bool> scancelled_;  // ARRAY_TASK scancelled (unwanted_tasks)
   BackendStats stats_;
 };
 
