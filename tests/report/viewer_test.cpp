@@ -11,6 +11,7 @@
 
 #include "kforge/core/fs.hpp"
 #include "kforge/report/escape.hpp"
+#include "kforge/report/outcomes.hpp"
 #include "kforge/report/viewer.hpp"
 #include "viewer_util.hpp"
 
@@ -935,7 +936,11 @@ class ViewerCache : public ::testing::Test {
   }
   ViewerFixture vf;
   report::ViewCache cache;
-  report::ViewOptions opts{.cache = &cache};
+  report::ViewOptions opts = [this] {
+    report::ViewOptions o;
+    o.cache = &cache;
+    return o;
+  }();
 };
 
 TEST_F(ViewerCache, WarmingReadsTheTwoNewestRunsAndTheirPagesReadNothingMore) {
@@ -983,6 +988,46 @@ TEST_F(ViewerCache, PagesAskingForARunAtOnceReadItOnce) {
   for (auto& t : threads) t.join();
   for (int s : status) EXPECT_EQ(s, 200);
   EXPECT_EQ(cache.reads(), 1);
+}
+
+TEST_F(ViewerCache, ColumnsSortByTheirValueThenByKey) {
+  // The list sorted by a column is the run's samples ordered by that value (either way), ties by
+  // key ascending; by key it is the key order, reversed with desc=1.
+  auto db = open();
+  auto run = report::find_run(*db, "v2");
+  ASSERT_TRUE(run.ok());
+  auto outcomes = report::load_outcomes(*db, *run);
+  ASSERT_TRUE(outcomes.ok());
+  auto expected = [&](auto value, bool desc) {
+    std::vector<const report::SampleOutcome*> o;
+    for (const auto& x : *outcomes) o.push_back(&x);
+    std::sort(o.begin(), o.end(), [&](const auto* a, const auto* b) {
+      if (value(*a) != value(*b)) return desc ? value(*a) > value(*b) : value(*a) < value(*b);
+      return a->key < b->key;
+    });
+    std::string keys;
+    for (const auto* x : o) keys += x->key + "\n";
+    return keys;
+  };
+  auto listed = [&](std::map<std::string, std::string> p) {
+    p["tag"] = "v2";
+    return page(*db, "/keys", std::move(p)).body;
+  };
+  auto tokens = [](const report::SampleOutcome& o) {
+    return o.prompt_tokens + o.completion_tokens;
+  };
+  auto round = [](const report::SampleOutcome& o) { return o.repair_round; };
+  auto key = [](const report::SampleOutcome&) { return 0; };
+  EXPECT_EQ(listed({{"sort", "tokens"}, {"desc", "1"}}), expected(tokens, true));
+  EXPECT_EQ(listed({{"sort", "tokens"}}), expected(tokens, false));
+  EXPECT_EQ(listed({{"sort", "round"}, {"desc", "1"}}), expected(round, true));
+  EXPECT_EQ(listed({}), expected(key, false));
+  std::string down = expected(key, false), up;
+  auto lines = lines_of(down);
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) up += *it + "\n";
+  EXPECT_EQ(listed({{"desc", "1"}}), up);
+  // Most samples are in round 0 (ties, ordered by key): the rounds' order is not the keys'.
+  EXPECT_NE(expected(round, true), expected(key, false));
 }
 
 TEST_F(ViewerCache, TheDownloadOfASearchKeepsKeysThatNeedQuoting) {
