@@ -22,6 +22,7 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <thread>
 
 #include "commands.hpp"
 #include "kforge/app/http_guard.hpp"
@@ -37,6 +38,8 @@ using app::host_of;
 using app::is_loopback;
 
 constexpr const char* kCookie = "kforge_token";
+// How many of the newest runs serve reads ahead as it starts (the A/B form's default pair).
+constexpr int kWarmRuns = 2;
 
 struct ServeArgs {
   std::string listen;  // empty: report.serve.listen
@@ -320,6 +323,16 @@ Command add_serve(CLI::App& root, Globals& g) {
         std::printf("kforge serve: http://%s:%d/ (database %s, read-only%s)\n", host.c_str(), port,
                     cfg.store.path.c_str(), token.empty() ? "" : ", token required");
         std::fflush(stdout);
+        // The newest runs' outcomes are read on a thread of their own while the server already
+        // answers: the first page of a recent run then finds them read (or waits for that read).
+        std::jthread warm([&cfg, &opts] {
+          auto db = Connections::open_read_only(cfg);
+          auto warmed =
+              db.ok() ? report::warm_cache(**db, opts, kWarmRuns) : Result<int>(fail(db.error()));
+          if (!warmed.ok())
+            std::fprintf(stderr, "kforge serve: reading the newest runs ahead: %s\n",
+                         warmed.error().message.c_str());
+        });
         if (!svr.listen_after_bind())
           return report(Error{"io", "the viewer stopped listening on " + host});
         return kOk;

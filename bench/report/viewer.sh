@@ -3,6 +3,9 @@
 # times (default 267: 4,005 samples, runs v1 and v2 over nearly all of them), each page fetched
 # REPEAT times (default 5) with curl over loopback; prints the median and the slowest of each,
 # and the server's CPU time of the first fetch and per fetch of the others.
+# kforge serve reads the two newest runs (v2-qwen, v2) ahead as it starts: the first fetch of
+# v2's pages finds them read (or waits for that read); samples_cold is the first samples page of
+# v1 (20,040 samples at 1335 copies), which is not read ahead: a run's outcomes read cold.
 # Baseline: the sqlite3 shell running the outcomes query (run_outcomes) the samples page starts
 # from, over the same run. Usage: bench/report/viewer.sh [COPIES] [REPEAT]   (KFORGE picks the
 # binary)
@@ -79,7 +82,7 @@ for entry in "runs=/" "samples_p1=/run?tag=v2" "samples_p2=/run?tag=v2&page=2" \
   "samples_search_sorted=/run?tag=v2&q=AssertionError&sort=tokens&desc=1" \
   "keys_failed=/keys?tag=v2&verdict=failed" "export_failed=/export?tag=v2&verdict=failed" \
   "sample=/sample?tag=v2&key=$key" "sample_in_list=/sample?tag=v2&verdict=failed&key=$key" \
-  "ab=/ab?a=v1&b=v2"; do
+  "samples_cold=/run?tag=v1" "ab=/ab?a=v1&b=v2"; do
   name="${entry%%=*}"
   path="${entry#*=}"
   read -r first med max first_cpu cpu codes < <(time_page "$path")

@@ -7,6 +7,7 @@
 
 #include <regex>
 
+#include "kforge/core/fs.hpp"
 #include "kforge/report/escape.hpp"
 #include "viewer_util.hpp"
 
@@ -163,6 +164,61 @@ TEST_F(ViewerBrowser, SearchSortExportAndTheSamplePageAsACuratorSeesThem) {
   EXPECT_FALSE(has(repaired, "[\"")) << repaired;  // no JSON list on the page
   EXPECT_GT(screenshot("/sample?tag=v2&verdict=failed&key=layernorm.py", "sample-in-list"),
             20'000u);
+}
+
+// Each match of `re`'s first group in `text`, in order.
+std::vector<std::string> all_of(const std::string& text, const std::regex& re) {
+  std::vector<std::string> out;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator();
+       ++it)
+    out.push_back((*it)[1]);
+  return out;
+}
+
+// Server-escaped text as the browser writes it back: quotes bare (&, <, > stay escaped).
+std::string as_serialized(std::string s) {
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"&quot;", "\""},
+                                 std::pair<std::string, std::string>{"&#39;", "'"}})
+    for (auto p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size()))
+      s.replace(p, from.size(), to);
+  return s;
+}
+
+TEST_F(ViewerBrowser, ABPageShowsWhatCompareSaysAsACuratorSeesIt) {
+  start();
+  TempDir dir;
+  auto html = dir.path() / "compare.html";
+  auto ran = run_process({binary("apps/kforge/kforge").string(), "-c", vf_.config().string(),
+                          "compare", "v1", "v2", "--html", html.string()});
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  auto report = read_file(html);
+  ASSERT_TRUE(report.ok());
+  auto from = report->find("<section class=\"pair\">");
+  ASSERT_NE(from, std::string::npos) << *report;
+  const std::string section = report->substr(from, report->find("</section>", from) - from);
+  const std::string ab = dom("/ab?a=v1&b=v2");
+  // compare's headings (verified rate, outcomes, paired outcomes, counts, cost, repair rounds,
+  // flipped samples), in its order, among the page's.
+  const std::regex h3("<h3>([^<]*)</h3>");
+  auto want = all_of(section, h3), got = all_of(ab, h3);
+  ASSERT_GE(want.size(), 6u) << section;
+  std::size_t at = 0;
+  for (const auto& w : want) {
+    while (at < got.size() && got[at] != as_serialized(w)) ++at;
+    EXPECT_LT(at, got.size()) << "heading '" << w << "' missing or out of order:\n" << ab;
+  }
+  // Its sentences as the curator reads them: how many samples both runs finished and what was
+  // not compared, the verdicts that are not the sample's (environment, infrastructure) apart,
+  // the test's result.
+  auto sentences = all_of(section, std::regex("<p class=\"meta\">([^<]*)</p>"));
+  ASSERT_FALSE(sentences.empty()) << section;
+  for (const auto& m : sentences) EXPECT_TRUE(has(ab, as_serialized(m))) << m << "\n" << ab;
+  EXPECT_TRUE(has(ab, "samples finished in both runs")) << ab;
+  EXPECT_TRUE(has(ab, "exact McNemar p =")) << ab;
+  for (const char* heading : {"Repair rounds", "Counts"})
+    EXPECT_TRUE(has(ab, std::string("<h3>") + heading + "</h3>")) << heading;
+  EXPECT_TRUE(has(ab, "unfixable (the model's answer)")) << ab;
+  EXPECT_GT(screenshot("/ab?a=v1&b=v2", "ab"), 20'000u);
 }
 
 TEST_F(ViewerBrowser, GroupShareTargetsAndOneRoundAtATimeAsACuratorSeesThem) {

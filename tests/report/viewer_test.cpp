@@ -7,9 +7,12 @@
 
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <thread>
 
 #include "kforge/core/fs.hpp"
 #include "kforge/report/escape.hpp"
+#include "kforge/report/outcomes.hpp"
+#include "kforge/report/viewer.hpp"
 #include "viewer_util.hpp"
 
 namespace kforge::test {
@@ -910,6 +913,141 @@ TEST_F(ViewerSearch, SamplePageShowsOneRoundAtATimeWithItsDifferences) {
   ASSERT_TRUE(bad);
   EXPECT_EQ(bad->status, 400);
   EXPECT_TRUE(has(bad->body, "parameter &#39;show&#39;")) << bad->body;
+}
+
+}  // namespace
+}  // namespace kforge::test
+
+namespace kforge::test {
+namespace {
+
+// The viewer's cache in this process, over the fixture's database: what kforge serve does at
+// start (warm_cache) and when pages ask for the same run at once.
+class ViewerCache : public ::testing::Test {
+ protected:
+  std::unique_ptr<store::Db> open() {
+    auto db = store::Db::open({.path = vf.fx().db_path().string(), .migrate = false});
+    EXPECT_TRUE(db.ok()) << db.error().message;
+    return std::move(*db);
+  }
+  report::ViewResponse page(store::Db& db, const std::string& path,
+                            std::map<std::string, std::string> params) {
+    return report::view(db, {path, std::move(params)}, opts);
+  }
+  ViewerFixture vf;
+  report::ViewCache cache;
+  report::ViewOptions opts = [this] {
+    report::ViewOptions o;
+    o.cache = &cache;
+    return o;
+  }();
+};
+
+TEST_F(ViewerCache, WarmingReadsTheTwoNewestRunsAndTheirPagesReadNothingMore) {
+  auto db = open();
+  auto warmed = report::warm_cache(*db, opts);
+  ASSERT_TRUE(warmed.ok()) << warmed.error().message;
+  EXPECT_EQ(*warmed, 2);
+  EXPECT_EQ(cache.reads(), 2);
+  // The two newest runs (v2-qwen and v2: the A/B form's default pair) are read: their lists,
+  // a sample and the export read no outcomes again.
+  auto v2 = page(*db, "/run", {{"tag", "v2"}, {"verdict", "failed"}});
+  EXPECT_EQ(v2.status, 200);
+  EXPECT_TRUE(has(v2.body, "layernorm.py")) << v2.body;
+  EXPECT_EQ(page(*db, "/run", {{"tag", "v2-qwen"}}).status, 200);
+  EXPECT_EQ(page(*db, "/sample", {{"tag", "v2"}, {"key", "repaired.py"}}).status, 200);
+  EXPECT_EQ(page(*db, "/keys", {{"tag", "v2"}, {"verdict", "failed"}}).status, 200);
+  EXPECT_EQ(cache.reads(), 2);
+  // v1 was not among them: its first page reads it.
+  EXPECT_EQ(page(*db, "/run", {{"tag", "v1"}}).status, 200);
+  EXPECT_EQ(cache.reads(), 3);
+  // A new verification after the warming is shown: v2 is read again.
+  vf.fx().exec("add_reverification", {"v2", "layernorm.py", "passed", ""});
+  auto after = page(*db, "/run", {{"tag", "v2"}, {"verdict", "failed"}});
+  EXPECT_FALSE(has(after.body, "layernorm.py")) << after.body;
+  EXPECT_EQ(cache.reads(), 4);
+  // Without a cache there is nothing to warm.
+  EXPECT_FALSE(report::warm_cache(*db, report::ViewOptions{}).ok());
+}
+
+TEST_F(ViewerCache, PagesAskingForARunAtOnceReadItOnce) {
+  // Eight threads, each with its own connection, open v2's list at the same moment: one reads
+  // the outcomes, the others wait for that read (ViewCache::read_lock) and use it.
+  constexpr int kThreads = 8;
+  std::vector<std::unique_ptr<store::Db>> dbs;
+  for (int i = 0; i < kThreads; ++i) dbs.push_back(open());
+  std::vector<int> status(kThreads, 0);
+  std::atomic<int> ready{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i)
+    threads.emplace_back([&, i] {
+      ++ready;
+      while (ready.load() < kThreads) std::this_thread::yield();
+      status[i] = page(*dbs[i], "/run", {{"tag", "v2"}}).status;
+    });
+  for (auto& t : threads) t.join();
+  for (int s : status) EXPECT_EQ(s, 200);
+  EXPECT_EQ(cache.reads(), 1);
+}
+
+TEST_F(ViewerCache, ColumnsSortByTheirValueThenByKey) {
+  // The list sorted by a column is the run's samples ordered by that value (either way), ties by
+  // key ascending; by key it is the key order, reversed with desc=1.
+  auto db = open();
+  auto run = report::find_run(*db, "v2");
+  ASSERT_TRUE(run.ok());
+  auto outcomes = report::load_outcomes(*db, *run);
+  ASSERT_TRUE(outcomes.ok());
+  auto expected = [&](auto value, bool desc) {
+    std::vector<const report::SampleOutcome*> o;
+    for (const auto& x : *outcomes) o.push_back(&x);
+    std::sort(o.begin(), o.end(), [&](const auto* a, const auto* b) {
+      if (value(*a) != value(*b)) return desc ? value(*a) > value(*b) : value(*a) < value(*b);
+      return a->key < b->key;
+    });
+    std::string keys;
+    for (const auto* x : o) keys += x->key + "\n";
+    return keys;
+  };
+  auto listed = [&](std::map<std::string, std::string> p) {
+    p["tag"] = "v2";
+    return page(*db, "/keys", std::move(p)).body;
+  };
+  auto tokens = [](const report::SampleOutcome& o) {
+    return o.prompt_tokens + o.completion_tokens;
+  };
+  auto round = [](const report::SampleOutcome& o) { return o.repair_round; };
+  auto key = [](const report::SampleOutcome&) { return 0; };
+  EXPECT_EQ(listed({{"sort", "tokens"}, {"desc", "1"}}), expected(tokens, true));
+  EXPECT_EQ(listed({{"sort", "tokens"}}), expected(tokens, false));
+  EXPECT_EQ(listed({{"sort", "round"}, {"desc", "1"}}), expected(round, true));
+  EXPECT_EQ(listed({}), expected(key, false));
+  std::string down = expected(key, false), up;
+  auto lines = lines_of(down);
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) up += *it + "\n";
+  EXPECT_EQ(listed({{"desc", "1"}}), up);
+  // Most samples are in round 0 (ties, ordered by key): the rounds' order is not the keys'.
+  EXPECT_NE(expected(round, true), expected(key, false));
+}
+
+TEST_F(ViewerCache, TheDownloadOfASearchKeepsKeysThatNeedQuoting) {
+  // The hostile sample's key holds a double quote, a quote and angle brackets: the rows the
+  // export reads are picked by key in SQL (a JSON list), and it is among them.
+  auto db = open();
+  auto rows = page(*db, "/export", {{"tag", "v2"}, {"q", "document.title"}});
+  ASSERT_EQ(rows.status, 200) << rows.body;
+  auto keys = page(*db, "/keys", {{"tag", "v2"}, {"q", "document.title"}});
+  ASSERT_EQ(keys.status, 200);
+  EXPECT_TRUE(has(keys.body, "hostile\"'<i>.py\n")) << keys.body;
+  int lines = 0;
+  bool hostile = false;
+  for (const auto& line : lines_of(rows.body)) {
+    ++lines;
+    auto rec = nlohmann::json::parse(line);
+    hostile = hostile || rec["file"] == "hostile.py";  // its record, as imported
+  }
+  EXPECT_EQ(lines, static_cast<int>(lines_of(keys.body).size()));
+  EXPECT_TRUE(hostile) << rows.body;
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 -- verification's columns and tables (0025): the kernels its test launched ({name: count}), its
 -- test functions, the harness's speed account when the verifier measured one, and the kernel
 -- battery's score; the last, the speed label's stored summary (verification_speed, 0020).
+-- ?2: a JSON list of keys (--keys, the viewer's download of a filtered list) or NULL for every
+-- sample: the other samples' rows are skipped before any of their texts is read.
 -- name: export_rows
 SELECT s.key, s.record_json, j.state, j.stage,
        an.status, kf_text(an.parsed_text), an.prompt_version, an.prompt_sha256,
@@ -44,5 +46,5 @@ LEFT JOIN stage_outputs ge ON ge.id = max(
   coalesce((SELECT max(o.id) FROM stage_output_kinds o
             WHERE o.run_id = j.run_id AND o.sample_id = j.sample_id AND o.kind = :stage_kind_code), 0))
 LEFT JOIN latest_verification v ON v.run_id = j.run_id AND v.sample_id = j.sample_id
-WHERE j.run_id = ?1
+WHERE j.run_id = ?1 AND (?2 IS NULL OR s.key IN (SELECT value FROM json_each(?2)))
 ORDER BY s.key;

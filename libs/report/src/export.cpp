@@ -253,6 +253,22 @@ bool kept_by_verdict(const SampleOutcome& o, const std::vector<std::string>& ver
   return keep && !(*o.verdict == kPassed && !o.flags.empty() && !include_flagged);
 }
 
+// Binds the keys to keep as a JSON list, or NULL for every sample. A key that is not valid
+// UTF-8 has no faithful JSON spelling: then every row is read and the keys are kept below alone.
+void bind_keys(store::Stmt& s, int index, const ExportOptions& opts) {
+  if (!opts.keys) {
+    s.bind(index, nullptr);
+    return;
+  }
+  const ojson keys(*opts.keys);
+  std::string text = keys.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (text != keys.dump(-1, ' ', false, nlohmann::json::error_handler_t::ignore)) {
+    s.bind(index, nullptr);
+    return;
+  }
+  s.bind(index, text);
+}
+
 }  // namespace
 
 namespace detail {
@@ -277,6 +293,7 @@ Status select_rows(store::Db& db, const RunInfo& run, const ExportOptions& opts,
   KF_TRY(store::Transaction tx, store::Transaction::begin(db, store::TxMode::deferred));
   KF_TRY(store::Stmt s, db.prepare(queries()["export_rows"]));
   s.bind(1, run.id);
+  bind_keys(s, 2, opts);
   std::set<std::string> seen;
   while (true) {
     KF_TRY(bool row, s.step());

@@ -53,7 +53,15 @@ Result<std::string> run_fingerprint(store::Db& db, std::int64_t run_id) {
 
 Result<ViewCache::Outcomes> outcomes_of(store::Db& db, const RunInfo& run, ViewCache* cache) {
   std::string fingerprint;
+  std::shared_ptr<std::mutex> lock;
+  std::unique_lock<std::mutex> reading;
   if (cache != nullptr) {
+    KF_TRY(fingerprint, run_fingerprint(db, run.id));
+    if (auto hit = cache->find(run.id, fingerprint)) return hit;
+    // Another thread may be reading this run: wait for it, then look again (the run may also
+    // have moved meanwhile: the fingerprint is read again).
+    lock = cache->read_lock(run.id);
+    reading = std::unique_lock<std::mutex>(*lock);
     KF_TRY(fingerprint, run_fingerprint(db, run.id));
     if (auto hit = cache->find(run.id, fingerprint)) return hit;
   }
@@ -271,6 +279,7 @@ ViewCache::Outcomes ViewCache::find(std::int64_t run_id, const std::string& fing
 
 void ViewCache::put(std::int64_t run_id, const std::string& fingerprint, Outcomes outcomes) {
   std::lock_guard lock(mu_);
+  ++reads_;
   std::erase_if(entries_, [&](const Entry& e) { return e.run_id == run_id; });
   entries_.push_back({run_id, fingerprint, std::move(outcomes)});
   while (entries_.size() > max_runs_) entries_.erase(entries_.begin());
@@ -296,6 +305,36 @@ void ViewCache::put_part(const std::string& name, const std::string& fingerprint
   std::erase_if(parts_, [&](const Part& p) { return p.name == name; });
   parts_.push_back({name, fingerprint, std::make_shared<const std::string>(std::move(text))});
   while (parts_.size() > max_parts_) parts_.erase(parts_.begin());
+}
+
+std::shared_ptr<std::mutex> ViewCache::read_lock(std::int64_t run_id) {
+  std::lock_guard lock(mu_);
+  auto& m = read_locks_[run_id];
+  if (!m) m = std::make_shared<std::mutex>();
+  return m;
+}
+
+std::int64_t ViewCache::reads() const {
+  std::lock_guard lock(mu_);
+  return reads_;
+}
+
+Result<int> warm_cache(store::Db& db, const ViewOptions& opts, int runs) {
+  using namespace viewer;
+  if (opts.cache == nullptr) return fail("usage", "warm_cache needs a cache");
+  KF_CHECK(runs_page(db, opts));  // keeps each run's line
+  std::vector<std::string> tags;
+  {
+    KF_TRY(store::Stmt s, db.prepare(queries()["viewer_runs"]));  // newest first
+    KF_CHECK(s.each([&](store::Stmt& r) {
+      if (static_cast<int>(tags.size()) < runs) tags.push_back(r.text(1));
+    }));
+  }
+  for (const auto& tag : tags) {
+    KF_TRY(RunInfo run, find_run(db, tag));
+    KF_CHECK(outcomes_of(db, run, opts.cache));
+  }
+  return static_cast<int>(tags.size());
 }
 
 ViewResponse view(store::Db& db, const ViewRequest& req, const ViewOptions& opts) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <map>
 #include <unordered_set>
 
@@ -106,31 +107,47 @@ double mutation_of(const SampleOutcome& o) {
              : -1;
 }
 
-// x before y in the filter's order; ties by key.
-bool before(const Row& x, const Row& y, const std::string& sort, bool desc) {
-  auto cmp = [&](auto a, auto b) -> std::optional<bool> {
-    if (a == b) return std::nullopt;
-    return desc ? a > b : a < b;
-  };
-  std::optional<bool> r;
+// Sorts rows in the filter's order; ties by key. The column's value is read once a row, not
+// once a comparison, and rows already in key order (the outcomes are read by key) are not sorted
+// again for the default order.
+void sort_rows(std::vector<Row>& rows, const std::string& sort, bool desc) {
+  auto by_key = [](const Row& x, const Row& y) { return x.o->key < y.o->key; };
+  if (sort == "key") {
+    if (!std::is_sorted(rows.begin(), rows.end(), by_key))
+      std::sort(rows.begin(), rows.end(), by_key);  // keys are unique: no tie to keep
+    if (desc) std::reverse(rows.begin(), rows.end());
+    return;
+  }
+  std::function<double(const Row&)> value;
   if (sort == "outcome")
-    r = cmp(static_cast<int>(x.o->category()), static_cast<int>(y.o->category()));
+    value = [](const Row& r) { return static_cast<double>(r.o->category()); };
   else if (sort == "round")
-    r = cmp(x.o->repair_round, y.o->repair_round);
+    value = [](const Row& r) { return static_cast<double>(r.o->repair_round); };
   else if (sort == "cost")
-    r = cmp(x.o->cost_usd, y.o->cost_usd);
+    value = [](const Row& r) { return r.o->cost_usd; };
   else if (sort == "tokens")
-    r = cmp(x.tokens, y.tokens);
+    value = [](const Row& r) { return static_cast<double>(r.tokens); };
   else if (sort == "speedup")
-    r = cmp(speed_of(*x.o), speed_of(*y.o));
+    value = [](const Row& r) { return speed_of(*r.o); };
   else if (sort == "mutation")
-    r = cmp(mutation_of(*x.o), mutation_of(*y.o));
+    value = [](const Row& r) { return mutation_of(*r.o); };
   else if (sort == "share")
-    r = cmp(share_of(*x.o), share_of(*y.o));
+    value = [](const Row& r) { return share_of(*r.o); };
   else if (sort == "group")
-    r = cmp(group_of(*x.o), group_of(*y.o));
-  if (r) return *r;
-  return sort == "key" && desc ? x.o->key > y.o->key : x.o->key < y.o->key;
+    value = [](const Row& r) { return static_cast<double>(group_of(*r.o)); };
+  else
+    value = [](const Row&) { return 0.0; };
+  std::vector<std::pair<double, std::size_t>> order;
+  order.reserve(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) order.emplace_back(value(rows[i]), i);
+  std::sort(order.begin(), order.end(), [&](const auto& x, const auto& y) {
+    if (x.first != y.first) return desc ? x.first > y.first : x.first < y.first;
+    return rows[x.second].o->key < rows[y.second].o->key;
+  });
+  std::vector<Row> sorted;
+  sorted.reserve(rows.size());
+  for (const auto& [v, i] : order) sorted.push_back(std::move(rows[i]));
+  rows = std::move(sorted);
 }
 
 }  // namespace
@@ -232,8 +249,7 @@ Result<Selection> select_samples(store::Db& db, const RunInfo& run,
     if (!found) continue;
     sel.rows.push_back(std::move(r));
   }
-  std::stable_sort(sel.rows.begin(), sel.rows.end(),
-                   [&](const Row& x, const Row& y) { return before(x, y, f.sort, f.desc); });
+  sort_rows(sel.rows, f.sort, f.desc);
   return sel;
 }
 

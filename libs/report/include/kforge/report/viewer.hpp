@@ -70,6 +70,12 @@ class ViewCache {
   std::shared_ptr<const std::string> find_part(const std::string& name,
                                                const std::string& fingerprint);
   void put_part(const std::string& name, const std::string& fingerprint, std::string text);
+  // Held while a run's outcomes are read for the cache: a page that wants a run another page
+  // (or warm_cache) is reading waits for that read and takes its result, rather than reading
+  // the run a second time beside it.
+  std::shared_ptr<std::mutex> read_lock(std::int64_t run_id);
+  // How many times put() kept a run's outcomes: the reads of outcomes from the database.
+  std::int64_t reads() const;
 
  private:
   struct Entry {
@@ -82,7 +88,9 @@ class ViewCache {
     std::shared_ptr<const std::string> text;
   };
   std::size_t max_runs_, max_parts_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
+  std::int64_t reads_ = 0;
+  std::map<std::int64_t, std::shared_ptr<std::mutex>> read_locks_;
   std::vector<Entry> entries_;  // most recently used last
   std::vector<Part> parts_;     // most recently used last
 };
@@ -99,5 +107,12 @@ struct ViewOptions {
 // The page for a request. Never fails: an unknown path is a 404 page, a bad parameter a 400
 // page naming it, an unknown tag or key a 404 page naming it, a database error a 500 page.
 ViewResponse view(store::Db& db, const ViewRequest& req, const ViewOptions& opts);
+
+// Fills opts.cache (which must be set) as the first pages would: the runs page's lines of every
+// run, then the outcomes of the `runs` newest runs (newest first; two: the A/B form's default
+// pair). kforge serve calls it on a thread of its own as it starts, so the first samples page of
+// a recent run finds its outcomes read; a page asking for a run while it is read waits for that
+// read (ViewCache::read_lock). Returns how many runs' outcomes it read.
+Result<int> warm_cache(store::Db& db, const ViewOptions& opts, int runs = 2);
 
 }  // namespace kforge::report
