@@ -323,7 +323,7 @@ void apply_controls(VerifyResult& primary, const HarnessReport* mutant_report) {
   }
   std::string by;
   for (const auto& run : c.runs)
-    if (run.result == "failed") {
+    if (run.result == to_string(Verdict::failed)) {
       by = run.by.value_or("");
       break;
     }
