@@ -304,7 +304,6 @@ TEST(VerifyWorkerEvent, TheFileDeclaresExactlyTheEventsCppKnows) {
   EXPECT_EQ(declared, cpp);
 }
 
-
 std::string op_text(const verify::WorkerOp& op, std::size_t fds) {
   auto r = verify::worker_op_text(op, fds);
   return r.ok() ? *r : "error: " + r.error().message;

@@ -191,15 +191,14 @@ TEST(VerifyMutationScore, AKernelThatFaultedInItsBoundsReplayVoidsEveryMutantRes
       "the kernel died of an illegal memory access in its bounds replay, so where memory lies "
       "decides its runs and no mutant run's result counts";
   auto mutant_report = [&](bool voided) {
-    nlohmann::json fields = {
-        {"verdict", "passed"},
-        {"battery",
-         {{"mutants",
-           {{{"mutant", "tail"}, {"result", voided ? "void" : "killed"}},
-            {{"mutant", "scale"}, {"result", voided ? "void" : "survived"}}}},
-          {"not_run", nlohmann::json::array()},
-          {"stopped", ""}}},
-        {"controls", {{"runs", nlohmann::json::array()}, {"failed", false}}}};
+    nlohmann::json fields = {{"verdict", "passed"},
+                             {"battery",
+                              {{"mutants",
+                                {{{"mutant", "tail"}, {"result", voided ? "void" : "killed"}},
+                                 {{"mutant", "scale"}, {"result", voided ? "void" : "survived"}}}},
+                               {"not_run", nlohmann::json::array()},
+                               {"stopped", ""}}},
+                             {"controls", {{"runs", nlohmann::json::array()}, {"failed", false}}}};
     if (voided) {
       fields["controls"]["void"] = true;
       fields["controls"]["void_reason"] = why;

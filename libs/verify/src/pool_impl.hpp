@@ -90,7 +90,7 @@ struct SampleProcess {
   SteadyTime dispatched{}, started{}, deadline{};
   SteadyTime kill_time{};
   KillReason killed = KillReason::none;
-  std::string lost;  // KillReason::worker_lost: why the pool took its worker for lost
+  std::string lost;       // KillReason::worker_lost: why the pool took its worker for lost
   std::string cancelled;  // Pool::cancel's reason: the run ends with no verdict
   bool exited = false;
   int wait_status = -1;

@@ -57,9 +57,8 @@ struct WorkerEvent {
 Result<WorkerEvent> parse_worker_event(std::string_view line);
 
 enum class WorkerOpKind { run, prepare, exit };
-inline constexpr EnumName<WorkerOpKind> kWorkerOpNames[] = {{WorkerOpKind::run, "run"},
-                                                            {WorkerOpKind::prepare, "prepare"},
-                                                            {WorkerOpKind::exit, "exit"}};
+inline constexpr EnumName<WorkerOpKind> kWorkerOpNames[] = {
+    {WorkerOpKind::run, "run"}, {WorkerOpKind::prepare, "prepare"}, {WorkerOpKind::exit, "exit"}};
 
 // One message of the pool to its worker. run: fork the sample's process onto the descriptors
 // sent with it (stdout, stderr, result pipe) and run the request in `file` (request.json);
