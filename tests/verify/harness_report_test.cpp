@@ -315,11 +315,11 @@ TEST(VerifyWorkerOp, ThePoolsMessagesAreBuiltFromTheDeclaration) {
             R"({"id":3,"op":"run","request":"/w/3/request.json"})");
   EXPECT_EQ(op_text({WorkerOpKind::prepare, 4, "/w/4/prep.json"}, 4),
             R"({"id":4,"op":"prepare","prep":"/w/4/prep.json"})");
-  EXPECT_EQ(op_text({WorkerOpKind::exit}, 0), R"({"op":"exit"})");
+  EXPECT_EQ(op_text({WorkerOpKind::exit, 0, ""}, 0), R"({"op":"exit"})");
   // The descriptors a message carries are the file's too.
   EXPECT_EQ(op_text({WorkerOpKind::run, 3, "/w/3/request.json"}, 2),
             "error: worker message: run came with 2 file descriptors, declared 3");
-  EXPECT_EQ(op_text({WorkerOpKind::exit}, 1),
+  EXPECT_EQ(op_text({WorkerOpKind::exit, 0, ""}, 1),
             "error: worker message: exit came with 1 file descriptors, declared 0");
 }
 
