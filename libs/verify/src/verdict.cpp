@@ -316,7 +316,9 @@ void apply_controls(VerifyResult& primary, const HarnessReport* mutant_report) {
   if (!voided(mutant_report)) return;
   add_flag(primary, kUnstableTest);
   const auto& c = *mutant_report->controls;
-  if (!c.failed) {  // voided for the harness's reason (the kernel faulted in its bounds replay)
+  // Voided for the harness's reason (the kernel faulted in its bounds replay): that reason, the
+  // cause of any control that failed after it too.
+  if (c.void_reason || !c.failed) {
     primary.detail += "; unstable test: " +
                       c.void_reason.value_or("the harness voided every mutant run's result");
     return;

@@ -177,9 +177,10 @@ ResultLines split_result_lines(std::string_view result);
 void apply_integrity(VerifyResult& r, const HarnessReport* report, const nlohmann::json& guard);
 
 // Flags kUnstableTest when the harness voided the mutant runs' results ("controls": void): with
-// the failed control's failure in the detail, or the harness's void_reason (the kernel faulted
-// in its bounds replay: whether a control fails then is where the allocator put the buffers, so
-// the flag must not wait for one).
+// the harness's void_reason in the detail when it gave one (the kernel faulted in its bounds
+// replay: whether a control fails then is where the allocator put the buffers, so the flag must
+// not wait for one, and a control that failed after it failed of it), else the failed control's
+// failure.
 void apply_controls(VerifyResult& primary, const HarnessReport* mutant_report);
 
 // The plain words for what a surviving mutant shows about a test (repair prompts, debug).
