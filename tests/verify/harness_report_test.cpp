@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "kforge/verify/harness_report.hpp"
+#include "kforge/verify/record_run.hpp"
 #include "kforge/verify/verdict_line.hpp"
 #include "kforge/verify/worker_event.hpp"
 #include "verify_util.hpp"
@@ -302,6 +303,29 @@ TEST(VerifyWorkerEvent, TheFileDeclaresExactlyTheEventsCppKnows) {
   std::vector<std::string> cpp;
   for (const auto& e : verify::kWorkerEventNames) cpp.emplace_back(e.name);
   EXPECT_EQ(declared, cpp);
+}
+
+// `kforge verify`'s summary lines read the pool's mutation score and the device lock's figures
+// through the declared report (HarnessReport), not by key: a passing sample with launches has
+// its score on its line, as the stored report holds it.
+TEST(VerifyHarnessReport, TheSummaryLineTakesTheMutationScoreThroughTheDeclaredReport) {
+  TempDir tmp;
+  auto cfg = test_config(tmp);
+  cfg.kernel_mutants = 0;
+  auto pool = make_pool(cfg);
+  ASSERT_TRUE(pool);
+  verify::RecordRunOptions opts;
+  opts.slowest = 0;
+  std::ostringstream lines;
+  verify::RecordRun run(*pool, opts, &lines);
+  ASSERT_TRUE(run.submit(0, load_sample("triton_vector_add")).ok());
+  run.finish();
+  auto line = Json::parse(lines.str().substr(0, lines.str().find('\n')), nullptr, false);
+  ASSERT_TRUE(line.is_object()) << lines.str();
+  EXPECT_EQ(line["verdict"], "passed") << line.dump();
+  ASSERT_TRUE(line.contains("mutation")) << line.dump();
+  EXPECT_GE(line["mutation"]["killed"].get<int>(), 1) << line["mutation"].dump();
+  EXPECT_EQ(line["mutation"]["applicable"], line["mutation"]["killed"]) << line["mutation"].dump();
 }
 
 std::string op_text(const verify::WorkerOp& op, std::size_t fds) {
