@@ -90,6 +90,33 @@ TEST(VerifyBounds, ARunThatDiedOfAnIllegalMemoryAccessIsFlagged) {
   EXPECT_EQ(r.report["bounds"]["fault"]["in"], "the run");
 }
 
+// A passing sample whose kernel faults in its bounds replay (bounds_replay_fault: its stores land
+// far past its output after its first launch): the harness's bounds phase says mutants_void, the
+// pool passes it on to the mutant runs' process of their own, whose controls void every result;
+// the pool reads that: nothing is counted, the sample is flagged unstable_test (and
+// out_of_bounds), never mutant_survived or weak_test.
+TEST(VerifyBounds, AFaultInTheBoundsReplayVoidsTheMutantRunsInTheHarness) {
+  TempDir tmp;
+  auto cfg = test_config(tmp);
+  cfg.kernel_mutants = 0;
+  auto pool = make_pool(cfg);
+  ASSERT_TRUE(pool);
+  auto r = run_one(*pool, load_sample("bounds_replay_fault"));
+  ASSERT_EQ(r.verdict, Verdict::passed) << r.detail << r.stderr_tail;
+  EXPECT_EQ(r.flags, (std::vector<std::string>{verify::kOutOfBounds, verify::kUnstableTest}))
+      << r.detail;
+  ASSERT_TRUE(r.report["bounds"]["fault"].is_object()) << r.report["bounds"].dump();
+  const std::string why = r.report.value("mutants_void", std::string());
+  EXPECT_NE(why.find("illegal memory access in its bounds replay"), std::string::npos) << why;
+  const auto& controls = r.report["mutant"]["controls"];
+  EXPECT_EQ(r.report["mutant"]["process"], "new");
+  EXPECT_EQ(controls["void"], true) << controls.dump();
+  EXPECT_EQ(controls["void_reason"], why);
+  EXPECT_EQ(r.report["mutation"]["applicable"], 0) << r.report["mutation"].dump();
+  EXPECT_EQ(r.report["mutation"]["stopped"], why);
+  EXPECT_NE(r.detail.find("; unstable test: " + why), std::string::npos) << r.detail;
+}
+
 TEST(VerifyBounds, TheHarnessFindingsBecomeTheFlagAndTheDetail) {
   verify::VerifyResult r;
   r.verdict = Verdict::passed;

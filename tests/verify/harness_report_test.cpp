@@ -4,15 +4,18 @@
 // own report before writing it (contract/report_schema_test.py) and refuses a request of another
 // version; a verdict line whose report does not parse is refused. The worker's events
 // (worker_events.txt, worker_event.hpp) are declared the same way: an undeclared event, or a field
-// renamed, is refused naming it.
+// renamed, is refused naming it; so are the pool's messages to the worker (worker_ops.txt), built
+// through worker_op_text and refused by the worker when it does not declare them.
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 
 #include "kforge/verify/harness_report.hpp"
+#include "kforge/verify/record_run.hpp"
 #include "kforge/verify/verdict_line.hpp"
 #include "kforge/verify/worker_event.hpp"
 #include "verify_util.hpp"
@@ -38,7 +41,7 @@ TEST(VerifyHarnessReport, PythonReportCheck) {
        (source_dir() / "tests/verify/samples").string()},
       {"TMPDIR=" + tmp.path().string()}, 120);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.err.find("Ran 14 tests"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Ran 19 tests"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("\nOK"), std::string::npos) << r.err;
 }
 
@@ -300,6 +303,109 @@ TEST(VerifyWorkerEvent, TheFileDeclaresExactlyTheEventsCppKnows) {
   std::vector<std::string> cpp;
   for (const auto& e : verify::kWorkerEventNames) cpp.emplace_back(e.name);
   EXPECT_EQ(declared, cpp);
+}
+
+// `kforge verify`'s summary lines read the pool's mutation score and the device lock's figures
+// through the declared report (HarnessReport), not by key: a passing sample with launches has
+// its score on its line, as the stored report holds it.
+TEST(VerifyHarnessReport, TheSummaryLineTakesTheMutationScoreThroughTheDeclaredReport) {
+  TempDir tmp;
+  auto cfg = test_config(tmp);
+  cfg.kernel_mutants = 0;
+  auto pool = make_pool(cfg);
+  ASSERT_TRUE(pool);
+  verify::RecordRunOptions opts;
+  opts.slowest = 0;
+  std::ostringstream lines;
+  verify::RecordRun run(*pool, opts, &lines);
+  ASSERT_TRUE(run.submit(0, load_sample("triton_vector_add")).ok());
+  run.finish();
+  auto line = Json::parse(lines.str().substr(0, lines.str().find('\n')), nullptr, false);
+  ASSERT_TRUE(line.is_object()) << lines.str();
+  EXPECT_EQ(line["verdict"], "passed") << line.dump();
+  ASSERT_TRUE(line.contains("mutation")) << line.dump();
+  EXPECT_GE(line["mutation"]["killed"].get<int>(), 1) << line["mutation"].dump();
+  EXPECT_EQ(line["mutation"]["applicable"], line["mutation"]["killed"]) << line["mutation"].dump();
+}
+
+std::string op_text(const verify::WorkerOp& op, std::size_t fds) {
+  auto r = verify::worker_op_text(op, fds);
+  return r.ok() ? *r : "error: " + r.error().message;
+}
+
+TEST(VerifyWorkerOp, ThePoolsMessagesAreBuiltFromTheDeclaration) {
+  using verify::WorkerOpKind;
+  EXPECT_EQ(op_text({WorkerOpKind::run, 3, "/w/3/request.json"}, 3),
+            R"({"id":3,"op":"run","request":"/w/3/request.json"})");
+  EXPECT_EQ(op_text({WorkerOpKind::prepare, 4, "/w/4/prep.json"}, 4),
+            R"({"id":4,"op":"prepare","prep":"/w/4/prep.json"})");
+  EXPECT_EQ(op_text({WorkerOpKind::exit, 0, ""}, 0), R"({"op":"exit"})");
+  // The descriptors a message carries are the file's too.
+  EXPECT_EQ(op_text({WorkerOpKind::run, 3, "/w/3/request.json"}, 2),
+            "error: worker message: run came with 2 file descriptors, declared 3");
+  EXPECT_EQ(op_text({WorkerOpKind::exit, 0, ""}, 1),
+            "error: worker message: exit came with 1 file descriptors, declared 0");
+}
+
+// The ops the file declares are exactly C++'s (kWorkerOpNames), in the same order: an op renamed
+// on one side only fails here (and, at run time, worker_op_text or the worker refuses it).
+TEST(VerifyWorkerOp, TheFileDeclaresExactlyTheOpsCppKnows) {
+  std::ifstream in(source_dir() / "libs/verify/harness/kforge_harness/worker_ops.txt");
+  ASSERT_TRUE(in);
+  std::vector<std::string> declared, with_fds;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#' || line.rfind("version", 0) == 0) continue;
+    std::istringstream words(line);
+    std::string path, second;
+    words >> path >> second;
+    if (path == "fds")
+      with_fds.push_back(second);
+    else if (path.find('.') == std::string::npos)
+      declared.push_back(path);
+  }
+  std::vector<std::string> cpp;
+  for (const auto& e : verify::kWorkerOpNames) cpp.emplace_back(e.name);
+  EXPECT_EQ(declared, cpp);
+  EXPECT_EQ(with_fds, cpp);
+}
+
+// The real worker of a harness whose worker_ops.txt calls the run op "start" (renamed on the
+// Python side only): it refuses the pool's "run", naming it, and ends; the pool takes it for lost,
+// runs the sample once more on a new worker, which refuses it again, and the sample ends in an
+// infrastructure error whose detail says why.
+TEST(VerifyWorkerOp, AnOpTheWorkerDoesNotDeclareIsRefusedNamingIt) {
+  namespace fs = std::filesystem;
+  TempDir tmp;
+  auto cfg = test_config(tmp);
+  cfg.cpu_workers = 1;
+  cfg.prestart = false;  // every sample goes to the worker as a "run" message
+  fs::path dir = tmp.path() / "renamed";
+  fs::copy(source_dir() / "libs" / "verify" / "harness", dir, fs::copy_options::recursive);
+  fs::path ops = dir / "kforge_harness" / "worker_ops.txt";
+  std::ifstream in(ops);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  for (const std::string from : {"\nfds run ", "\nrun "}) {
+    auto at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << "worker_ops.txt changed: update this test";
+    text.replace(at, from.size(), from.substr(0, from.size() - 4) + "start ");
+  }
+  for (std::string from = "\nrun."; text.find(from) != std::string::npos;)
+    text.replace(text.find(from), from.size(), "\nstart.");
+  std::ofstream(ops, std::ios::trunc) << text;
+  cfg.harness = (dir / "kforge-harness.py").string();
+  auto pool = make_pool(cfg);
+  ASSERT_TRUE(pool);
+  auto r = run_all(*pool, {load_sample("pass")});
+  EXPECT_EQ(r[0].verdict, Verdict::error);
+  EXPECT_EQ(r[0].flags, std::vector<std::string>{verify::kInfrastructure});
+  EXPECT_NE(r[0].detail.find("the verifier worker died while running the sample"),
+            std::string::npos)
+      << r[0].detail;
+  EXPECT_NE(r[0].detail.find("worker: refused the pool's message: op: 'run' is not an op of "
+                             "worker_ops.txt (start, prepare, exit)"),
+            std::string::npos)
+      << r[0].detail;
 }
 
 }  // namespace

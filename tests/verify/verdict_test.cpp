@@ -181,36 +181,54 @@ TEST(VerifyMutationScore, CountsTheSkipLaunchRunAndTheOutputMutantsThatApplied) 
 
 // A kernel that died of an illegal memory access in its own bounds replay makes every rerun's
 // outcome a matter of where the allocator put the buffers: on an H200 the same sample's control
-// failed in one run (unstable_test) and passed in the other (mutant_survived). The fault voids
-// the mutant runs' results and flags unstable_test, whether or not a control failed.
+// failed in one run (unstable_test) and passed in the other (mutant_survived). The harness decides
+// it: the real run's report says mutants_void, the pool passes it on to the mutant runs, whose
+// controls void every result (controls.void, void_reason; contract/report_schema_test.py,
+// MutantsVoid), and C++ reads that: nothing counts, and the sample is flagged unstable_test,
+// whether or not a control failed.
 TEST(VerifyMutationScore, AKernelThatFaultedInItsBoundsReplayVoidsEveryMutantResult) {
-  nlohmann::json fields = {{"verdict", "passed"},
-                           {"battery",
-                            {{"mutants",
-                              {{{"mutant", "tail"}, {"result", "killed"}},
-                               {{"mutant", "scale"}, {"result", "survived"}}}},
-                             {"not_run", nlohmann::json::array()},
-                             {"stopped", ""}}}};
-  auto report = parse_harness_report(test::harness_json(fields), ReportOrigin::harness);
+  const std::string why =
+      "the kernel died of an illegal memory access in its bounds replay, so where memory lies "
+      "decides its runs and no mutant run's result counts";
+  auto mutant_report = [&](bool voided) {
+    nlohmann::json fields = {{"verdict", "passed"},
+                             {"battery",
+                              {{"mutants",
+                                {{{"mutant", "tail"}, {"result", voided ? "void" : "killed"}},
+                                 {{"mutant", "scale"}, {"result", voided ? "void" : "survived"}}}},
+                               {"not_run", nlohmann::json::array()},
+                               {"stopped", ""}}},
+                             {"controls", {{"runs", nlohmann::json::array()}, {"failed", false}}}};
+    if (voided) {
+      fields["controls"]["void"] = true;
+      fields["controls"]["void_reason"] = why;
+    }
+    return parse_harness_report(test::harness_json(fields), ReportOrigin::harness);
+  };
+  auto report = mutant_report(true);
   ASSERT_TRUE(report.ok()) << report.error().message;
-  auto s = score_mutants(Verdict::passed, false, &*report, /*faulted=*/true);
+  EXPECT_TRUE(report->controls->voided);
+  EXPECT_EQ(report->controls->void_reason, why);
+  auto s = score_mutants(Verdict::passed, false, &*report);
   EXPECT_EQ(s.applicable, 0);
   EXPECT_EQ(s.killed, 0);
   EXPECT_TRUE(s.survived.empty());
+  EXPECT_EQ(s.stopped, why);
   VerifyResult r;
   r.verdict = Verdict::passed;
   r.detail = "1 test passed";
   apply_mutation_score(r, s);
-  apply_controls(r, &*report, /*faulted=*/true);
+  apply_controls(r, &*report);
   EXPECT_EQ(r.flags, std::vector<std::string>{kUnstableTest});
-  EXPECT_NE(r.detail.find("illegal memory access in its bounds replay"), std::string::npos)
-      << r.detail;
-  // Without the fault the same report counts as before.
-  auto plain = score_mutants(Verdict::passed, false, &*report);
-  EXPECT_EQ(plain.applicable, 3);
+  EXPECT_EQ(r.detail, "1 test passed; unstable test: " + why);
+  // Without the harness's void the same runs count as before.
+  auto plain = mutant_report(false);
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  auto counted = score_mutants(Verdict::passed, false, &*plain);
+  EXPECT_EQ(counted.applicable, 3);
   VerifyResult p;
   p.verdict = Verdict::passed;
-  apply_controls(p, &*report);
+  apply_controls(p, &*plain);
   EXPECT_TRUE(p.flags.empty());
 }
 

@@ -11,6 +11,7 @@
 #include "kforge/core/printable.hpp"
 #include "kforge/pipeline/status.hpp"
 #include "kforge/store/states.hpp"
+#include "kforge/store/vocabulary.hpp"
 
 namespace kforge::pipeline {
 
@@ -272,12 +273,12 @@ std::string causes_text(const RunProgress& r) {
     std::string head = format("    %-8s %-16s %6lld  e.g. ", verdict.c_str(),
                               cause == "sample" ? "sample error" : cause.c_str(), ll(c.count));
     std::string text = p(c.example_key) + ": " + p(c.example);
-    if (cause == "environment")
+    if (cause == store::flag_name(store::Flag::environment))
       text +=
           " (the verifier's Python lacks a module: set verifier.python to a Python with "
           "torch and triton, then kforge retry " +
           p(r.run.tag) + " --verdict " + verdict + ")";
-    else if (cause == "infrastructure")
+    else if (cause == store::flag_name(store::Flag::infrastructure))
       text += " (the verifier could not run the sample verifier.max_requeues times in a row)";
     out += wrapped(head, text);
   }

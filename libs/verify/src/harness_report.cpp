@@ -14,6 +14,7 @@ namespace kforge::verify {
 
 std::span<const EmbeddedFile> harness_report_fields();  // cmake/Embed.cmake
 std::span<const EmbeddedFile> harness_worker_events();  // cmake/Embed.cmake
+std::span<const EmbeddedFile> harness_worker_ops();     // cmake/Embed.cmake
 
 namespace {
 
@@ -37,17 +38,18 @@ struct Field {
   bool pool = false;  // written by the pool, never by the harness
 };
 struct Schema {
-  std::string file;  // report_fields.txt, worker_events.txt
+  std::string file;  // report_fields.txt, worker_events.txt, worker_ops.txt
   std::string of;    // what its objects are, for messages: "the report", "the event"
   int version = 0;
   std::vector<Field> fields;
   std::map<std::string, std::vector<const Field*>> children;  // declared parent path -> fields
+  std::map<std::string, std::size_t> fds;  // worker_ops.txt's `fds OP N`: op -> descriptors
 };
 
 [[noreturn]] void bad_schema(const std::string& why) {
   // The files are compiled in and tested (tests/verify/harness_report_test.cpp): a malformed one
   // is a build of kforge that must not run.
-  throw std::logic_error("report_fields.txt or worker_events.txt: " + why);
+  throw std::logic_error("report_fields.txt, worker_events.txt or worker_ops.txt: " + why);
 }
 
 std::vector<std::string> split_top(const std::string& text, char sep) {
@@ -107,7 +109,8 @@ std::string parent_of(const std::string& path) {
   return dot == std::string::npos ? std::string() : path.substr(0, dot);
 }
 
-Schema load_schema(std::span<const EmbeddedFile> files, std::string file, std::string of) {
+Schema load_schema(std::span<const EmbeddedFile> files, std::string file, std::string of,
+                   bool with_fds = false) {
   Schema s;
   s.file = std::move(file);
   s.of = std::move(of);
@@ -117,6 +120,10 @@ Schema load_schema(std::span<const EmbeddedFile> files, std::string file, std::s
     for (std::string w; in >> w;) parts.push_back(w);
     if (parts.size() == 2 && parts[0] == "version") {
       s.version = std::stoi(parts[1]);
+      continue;
+    }
+    if (with_fds && parts.size() == 3 && parts[0] == "fds") {
+      s.fds[parts[1]] = static_cast<std::size_t>(std::stoul(parts[2]));
       continue;
     }
     if (parts.size() != 4 || (parts[2] != "required" && parts[2] != "optional"))
@@ -131,6 +138,9 @@ Schema load_schema(std::span<const EmbeddedFile> files, std::string file, std::s
   }
   if (s.version <= 0) bad_schema("no version line");
   for (const auto& f : s.fields) s.children[parent_of(f.path)].push_back(&f);
+  if (with_fds)
+    for (const Field* f : s.children[""])
+      if (!s.fds.count(f->name)) bad_schema(s.file + ": no `fds " + f->name + " N` line");
   return s;
 }
 
@@ -141,6 +151,11 @@ const Schema& schema() {
 
 const Schema& event_schema() {
   static const Schema s = load_schema(harness_worker_events(), "worker_events.txt", "the event");
+  return s;
+}
+
+const Schema& op_schema() {
+  static const Schema s = load_schema(harness_worker_ops(), "worker_ops.txt", "the message", true);
   return s;
 }
 
@@ -392,6 +407,7 @@ HarnessReport::Controls controls_of(const nlohmann::json& c) {
                         opt_str(e, "by")});
   out.failed = c.at("failed").get<bool>();
   if (const auto* v = child(c, "void")) out.voided = v->get<bool>();
+  out.void_reason = opt_str(c, "void_reason");
   out.raw = c;
   return out;
 }
@@ -484,6 +500,7 @@ HarnessReport read_checked(const nlohmann::json& r) {
   if (const auto* b = child(r, "bounds"))
     h.bounds = HarnessReport::Bounds{b->at("out_of_bounds").get<bool>(), str_or_empty(*b, "detail"),
                                      child(*b, "fault") != nullptr};
+  h.mutants_void = opt_str(r, "mutants_void");
   if (const auto* d = child(r, "differential")) h.differential = differential_of(*d);
   if (const auto* s = child(r, "speed")) h.speed = speed_of(*s);
   if (const auto* cc = child(r, "cross_compile")) h.cross_compile = targets_of(*cc);
@@ -493,6 +510,8 @@ HarnessReport read_checked(const nlohmann::json& r) {
   if (const auto* m = child(r, "mutant_phase")) h.mutant_phase = m->get<bool>();
   if (const auto* in = child(r, "integrity")) h.integrity = integrity_of(*in);
   if (const auto* c = child(r, "controls")) h.controls = controls_of(*c);
+  if (const auto* g = child(r, "gpu_lock"))
+    h.gpu_lock = HarnessReport::GpuLock{opt_int(*g, "timed_sections"), opt_int(*g, "stalls")};
   if (const auto* t = child(r, "phase_times")) h.phase_times = *t;
   if (const auto* e = child(r, "phase_errors")) h.phase_errors = *e;
   if (const auto* s = child(r, "phase_state")) h.phase_state = *s;
@@ -594,6 +613,28 @@ Result<WorkerEvent> parse_worker_event(std::string_view line) {
   if (auto rss = opt_int(j, "maxrss_kb")) ev.maxrss_kb = *rss;
   if (auto cpu = opt_int(j, "cpu_ms")) ev.cpu_ms = *cpu;
   return ev;
+}
+
+Result<std::string> worker_op_text(const WorkerOp& op, std::size_t fds) {
+  auto bad = [](const std::string& why) { return fail("parse", "worker message: " + why); };
+  std::string name(name_of(kWorkerOpNames, op.kind));
+  nlohmann::json msg = nlohmann::json::object();
+  if (op.kind == WorkerOpKind::run) msg = {{"id", op.id}, {"request", op.file}};
+  if (op.kind == WorkerOpKind::prepare) msg = {{"id", op.id}, {"prep", op.file}};
+  const Schema& sch = op_schema();
+  const auto& ops = sch.children.at("");
+  if (std::none_of(ops.begin(), ops.end(), [&](const Field* f) { return f->name == name; })) {
+    std::string declared;
+    for (const Field* f : ops) declared += (declared.empty() ? "" : ", ") + f->name;
+    return bad("'" + name + "' is not an op of worker_ops.txt (" + declared + ")");
+  }
+  if (auto p = check_object(sch, msg, name, name, false, ReportOrigin::stored))
+    return bad("field \"" + *p);
+  if (fds != sch.fds.at(name))
+    return bad(name + " came with " + std::to_string(fds) + " file descriptors, declared " +
+               std::to_string(sch.fds.at(name)));
+  msg["op"] = name;
+  return msg.dump();
 }
 
 }  // namespace kforge::verify

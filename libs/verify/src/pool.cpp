@@ -35,10 +35,7 @@ Pool::~Pool() {
       s.run.reset();
       I.verdicts.fail_job(std::move(j), "the verifier pool shut down");
     }
-    if (s.ctl_fd >= 0) {
-      std::string bye = R"({"op":"exit"})";
-      ::send(s.ctl_fd, bye.data(), bye.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-    }
+    if (s.ctl_fd >= 0) (void)I.send_to_worker(s, WorkerOp{WorkerOpKind::exit, 0, ""}, {});
     I.drop_spare(s);
     I.stop_worker(s);
   }

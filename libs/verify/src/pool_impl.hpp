@@ -90,6 +90,7 @@ struct SampleProcess {
   SteadyTime dispatched{}, started{}, deadline{};
   SteadyTime kill_time{};
   KillReason killed = KillReason::none;
+  std::string lost;       // KillReason::worker_lost: why the pool took its worker for lost
   std::string cancelled;  // Pool::cancel's reason: the run ends with no verdict
   bool exited = false;
   int wait_status = -1;
@@ -195,8 +196,9 @@ struct Pool::Impl {
   void worker_lost(Slot& s, const std::string& why);
   void handle_event(Slot& s, const WorkerEvent& ev);
   void read_control(Slot& s);
-  // Sends a message with file descriptors to the slot's worker (closing them here).
-  bool send_to_worker(Slot& s, const nlohmann::json& msg, const std::vector<int>& fds);
+  // Sends a message with file descriptors to the slot's worker (closing them here), built by
+  // worker_op_text (worker_ops.txt). The error says why it was not sent.
+  Status send_to_worker(Slot& s, const WorkerOp& op, const std::vector<int>& fds);
   bool prestarting(const Slot& s) const;
   // Starts the child that will run the slot's next sample: it applies the sandbox and creates
   // its CUDA context now, while the slot's current sample still runs.

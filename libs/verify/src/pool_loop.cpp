@@ -189,7 +189,7 @@ void Pool::Impl::reap_exits() {
           worker_start_failed(
               s, "worker ended (" + why + ") before it was ready: " + worker_log_tail(s));
         else if (s.state == WorkerState::ready)
-          worker_lost(s, "worker ended (" + why + ")");
+          worker_lost(s, "worker ended (" + why + "): " + worker_log_tail(s));
       }
     }
     if (!warm && s.run && !s.run->exited && s.run->pid > 0) {

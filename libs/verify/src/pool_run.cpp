@@ -80,6 +80,14 @@ nlohmann::json Pool::Impl::timing_json(const Slot& s, const Sample& job) const {
           {"max_input_fraction", t.max_input_fraction}};
 }
 
+namespace {
+nlohmann::json mutants_void(const Sample& job) {
+  if (!job.mutant || !job.primary || !job.primary->harness) return nullptr;
+  const auto& why = job.primary->harness->mutants_void;
+  return why ? nlohmann::json(*why) : nlohmann::json(nullptr);
+}
+}  // namespace
+
 nlohmann::json Pool::Impl::request_json(const Slot& s, const SampleProcess& r) const {
   const Sample& job = r.job;
   const auto& d = devices[s.device];
@@ -101,6 +109,9 @@ nlohmann::json Pool::Impl::request_json(const Slot& s, const SampleProcess& r) c
           {"key", job.request.key},
           {"report_version", harness_report_version()},
           {"mutant", job.mutant},
+          // The real run's decision that no mutant run's result counts (its kernel faulted in
+          // the bounds replay): the mutant runs' controls void every result with it.
+          {"mutants_void", mutants_void(job)},
           {"skip_outputs", skip_outputs(job)},
           {"mutant_run", cfg.mutant_check && !job.mutant ? std::string(to_string(cfg.mutant_run))
                                                          : std::string("off")},
@@ -232,10 +243,10 @@ bool Pool::Impl::dispatch(Slot& s, Sample job) {
   }
   arm(*run);
   if (warm) {
-    nlohmann::json msg = {{"op", "run"}, {"id", run->wid}, {"request", run->dir + "/request.json"}};
+    WorkerOp op{WorkerOpKind::run, static_cast<std::int64_t>(run->wid), run->dir + "/request.json"};
     s.run = std::move(run);
-    if (!send_to_worker(s, msg, child)) {
-      worker_lost(s, std::string("cannot send a request: ") + std::strerror(errno));
+    if (auto sent = send_to_worker(s, op, child); !sent.ok()) {
+      worker_lost(s, sent.error().message);
       return false;
     }
     if (prestarting(s) && !s.spare) prepare_spare(s);

@@ -124,6 +124,7 @@ void Pool::Impl::finish_run(Slot& s) {
   f.memory_cap_mb = cfg.memory_cap_mb;
   f.peak_rss_kb = std::max(r.peak_rss_kb, r.maxrss_kb);
   f.stderr_tail = r.err.tail(8192);
+  f.lost = r.lost;
   auto c = classify(f);
 
   // A lost worker says nothing about the sample: run it once more.
@@ -176,7 +177,7 @@ void Pool::Impl::finish_run(Slot& s) {
     samples.deliver(std::move(r.job.done), std::move(res));
     return;
   }
-  verdicts.complete(std::move(r.job), std::move(res));
+  verdicts.complete(std::move(r.job), std::move(res), guard);
 }
 
 // Applies the quality checks and the mutant re-run, then hands the result over.
@@ -218,16 +219,15 @@ void VerdictAssembly::attach_mutant(VerifyResult& primary, Verdict verdict,
     if (!report->phase_state.empty()) m["phase_state"] = report->phase_state;
   }
   primary.report["mutant"] = std::move(m);
-  // A failed control voids the skip-launch run's survival as well as its kill (issue 52:
-  // score_mutants): the sample is flagged unstable_test instead, whichever side the lot put it.
-  // So does the sample's own kernel dying of an illegal memory access in its bounds replay:
-  // whether a control then fails is where the allocator put the buffers.
-  const bool faulted = primary.harness && primary.harness->bounds && primary.harness->bounds->fault;
-  bool voided = (report && report->controls && report->controls->failed) || faulted;
+  // Results the harness voided (a failed control, or the sample's own kernel dying of an illegal
+  // memory access in its bounds replay: controls.void) void the skip-launch run's survival as
+  // well as its kill (issue 52: score_mutants): the sample is flagged unstable_test instead,
+  // whichever side the lot put it.
+  bool voided = report && report->controls && report->controls->voided;
   if (verdict == Verdict::passed && !infra && !voided) primary.flags.emplace_back(kMutantSurvived);
   const HarnessReport* h = report ? &*report : nullptr;
-  apply_mutation_score(primary, score_mutants(verdict, infra, h, faulted));
-  apply_controls(primary, h, faulted);
+  apply_mutation_score(primary, score_mutants(verdict, infra, h));
+  apply_controls(primary, h);
   apply_integrity(primary, h, guard);
 }
 
@@ -243,11 +243,10 @@ void VerdictAssembly::note_unavailable_targets(const VerifyResult& res) {
   }
 }
 
-void VerdictAssembly::complete(Sample job, VerifyResult res) {
+void VerdictAssembly::complete(Sample job, VerifyResult res, const nlohmann::json& guard) {
   if (job.mutant) {
     VerifyResult primary = std::move(*job.primary);
-    attach_mutant(primary, res.verdict, res.detail, res.flags, res.duration_ms, res.harness,
-                  res.report.contains("guard") ? res.report["guard"] : nlohmann::json::array(),
+    attach_mutant(primary, res.verdict, res.detail, res.flags, res.duration_ms, res.harness, guard,
                   "new");
     samples.deliver(std::move(job.done), std::move(primary));
     return;

@@ -26,8 +26,11 @@ class VerdictAssembly {
   VerdictAssembly(const VerifierConfig& pool_cfg, SampleBook& pool_samples, PoolStats& pool_stats)
       : cfg(pool_cfg), samples(pool_samples), stats(pool_stats) {}
 
-  // Applies the quality checks and the mutant re-run, then hands the result over.
-  void complete(Sample job, VerifyResult res);
+  // Applies the quality checks and the mutant re-run, then hands the result over. guard: the
+  // guard's lines of the process (split_result_lines; the pool also stores them as
+  // res.report["guard"]).
+  void complete(Sample job, VerifyResult res,
+                const nlohmann::json& guard = nlohmann::json::array());
   // The sample could not be run: an error verdict flagged infrastructure, handed over.
   void fail_job(Sample job, const std::string& why);
   // The caller cancelled the sample (Pool::cancel): a result with `cancelled` set, handed over.

@@ -132,8 +132,10 @@ void Pool::Impl::worker_lost(Slot& s, const std::string& why) {
   drop_spare(s);
   if (s.run) {
     if (s.run->pid > 0) kill_group(*env, s.run->pid);
-    if (!s.run->exited)
-      s.run->killed = s.run->killed == KillReason::none ? KillReason::worker_lost : s.run->killed;
+    if (!s.run->exited && s.run->killed == KillReason::none) {
+      s.run->killed = KillReason::worker_lost;
+      s.run->lost = why;
+    }
     s.run->exited = true;
   }
   stop_worker(s);
@@ -223,9 +225,15 @@ void Pool::Impl::read_control(Slot& s) {
 }
 
 // Sends a message with file descriptors to the slot's worker (closing them here).
-bool Pool::Impl::send_to_worker(Slot& s, const nlohmann::json& msg, const std::vector<int>& fds) {
-  std::string text = msg.dump();
+Status Pool::Impl::send_to_worker(Slot& s, const WorkerOp& op, const std::vector<int>& fds) {
+  auto msg = worker_op_text(op, fds.size());
+  if (!msg.ok()) {
+    for (int fd : fds) ::close(fd);
+    return fail(msg.error());
+  }
+  std::string text = std::move(*msg);
   char cbuf[CMSG_SPACE(sizeof(int) * 4)];
+  if (fds.size() > 4) return fail("io", "cannot send a message with more than 4 descriptors");
   std::memset(cbuf, 0, sizeof cbuf);
   iovec iov{text.data(), text.size()};
   msghdr mh{};
@@ -238,9 +246,12 @@ bool Pool::Impl::send_to_worker(Slot& s, const nlohmann::json& msg, const std::v
   cm->cmsg_type = SCM_RIGHTS;
   cm->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
   std::memcpy(CMSG_DATA(cm), fds.data(), sizeof(int) * fds.size());
+  if (fds.empty()) mh.msg_control = nullptr, mh.msg_controllen = 0;  // exit: no descriptors
   ssize_t n = ::sendmsg(s.ctl_fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+  int err = errno;
   for (int fd : fds) ::close(fd);
-  return n == static_cast<ssize_t>(text.size());
+  if (n == static_cast<ssize_t>(text.size())) return {};
+  return fail("io", std::string("cannot send a request: ") + std::strerror(n < 0 ? err : EMSGSIZE));
 }
 
 bool Pool::Impl::prestarting(const Slot& s) const {
@@ -263,10 +274,10 @@ void Pool::Impl::prepare_spare(Slot& s) {
     drop_process(*run);
     return;
   }
-  nlohmann::json msg = {{"op", "prepare"}, {"id", run->wid}, {"prep", run->dir + "/prep.json"}};
-  bool sent = send_to_worker(s, msg, child);
+  WorkerOp op{WorkerOpKind::prepare, static_cast<std::int64_t>(run->wid), run->dir + "/prep.json"};
+  auto sent = send_to_worker(s, op, child);
   s.spare = std::move(run);
-  if (!sent) worker_lost(s, std::string("cannot send a request: ") + std::strerror(errno));
+  if (!sent.ok()) worker_lost(s, sent.error().message);
 }
 
 void Pool::Impl::drop_spare(Slot& s) {

@@ -7,6 +7,7 @@
 
 #include "kforge/core/printable.hpp"
 #include "kforge/verify/figures.hpp"
+#include "kforge/verify/harness_report.hpp"
 #include "kforge/verify/speed.hpp"
 #include "kforge/verify/targets.hpp"
 #include "kforge/verify/verdict_line.hpp"
@@ -71,8 +72,11 @@ nlohmann::ordered_json RecordRun::summary_line(std::int64_t index, const VerifyR
                               {"detail", r.detail},
                               {"flags", r.flags}};
   for (const auto& [k, v] : fig.items()) line[k] = v;
-  // The test's strength (docs/VERIFIER.md, "Output mutants") and what it exercised.
-  if (r.report.contains("mutation")) line["mutation"] = r.report["mutation"];  // the pool's
+  // The test's strength (docs/VERIFIER.md, "Output mutants": the pool's score, read from the
+  // stored report through its declaration as sample_figures reads the pool's facts) and what it
+  // exercised.
+  if (auto stored = parse_stored_report(r.report); stored.ok() && *stored && (*stored)->mutation)
+    line["mutation"] = (*stored)->mutation->raw;
   if (r.harness && r.harness->coverage) line["coverage"] = r.harness->coverage->raw;
   // The speed label (verifier.timing; docs/VERIFIER.md, "The speed label").
   if (auto l = speed_label(r)) line["speed"] = l->to_json();
@@ -114,9 +118,9 @@ void RecordRun::on_result(std::int64_t index, VerifyResult&& r) {
   ++tally_.by_verdict[r.verdict];
   for (const auto& f : r.flags) ++tally_.by_flag[f];
   if (r.verified()) ++tally_.verified;
-  if (auto lk = r.report.find("gpu_lock"); lk != r.report.end() && lk->is_object()) {
-    tally_.timed_sections += lk->value("timed_sections", std::int64_t{0});
-    tally_.stalls += lk->value("stalls", std::int64_t{0});
+  if (r.harness && r.harness->gpu_lock) {
+    tally_.timed_sections += r.harness->gpu_lock->timed_sections.value_or(0);
+    tally_.stalls += r.harness->gpu_lock->stalls.value_or(0);
   }
   auto fig = sample_figures(r);
   nlohmann::ordered_json line = summary_line(index, r, fig);

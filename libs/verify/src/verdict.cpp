@@ -97,7 +97,8 @@ Classified classify(const RunFacts& f) {
       return c;
     case KillReason::worker_lost:
       c.verdict = Verdict::error;
-      c.detail = "the verifier worker died while running the sample";
+      c.detail = "the verifier worker died while running the sample" +
+                 (f.lost.empty() ? std::string() : ": " + f.lost);
       c.flags.emplace_back(kInfrastructure);
       return c;
     case KillReason::cancelled:  // the pool hands over no verdict for it (Pool::cancel)
@@ -188,32 +189,32 @@ KernelScore score_kernel(const HarnessReport::KernelBattery& kb) {
 }  // namespace
 
 namespace {
-bool control_failed(const HarnessReport* mutant_report) {
-  return mutant_report && mutant_report->controls && mutant_report->controls->failed;
+// The harness's decision that no mutant run's result stands (report["controls"]["void"]).
+bool voided(const HarnessReport* mutant_report) {
+  return mutant_report && mutant_report->controls && mutant_report->controls->voided;
 }
 }  // namespace
 
 MutationScore score_mutants(Verdict skip_verdict, bool skip_infrastructure,
-                            const HarnessReport* mutant_report, bool faulted) {
+                            const HarnessReport* mutant_report) {
   MutationScore s;
-  // A failed control voids every mutant run's result, the skip-launch run's too, a kill or a
-  // survival (apply_controls flags it): a control that kills the GPU context before the
-  // skip-launch run leaves it nothing to show, so counting its survival when the lot put the
-  // control after it would make the flags the lot's (issue 52).
-  const bool voided = control_failed(mutant_report) || faulted;
-  if (!skip_infrastructure && !voided) {
+  // Results the harness voided count for nothing, the skip-launch run's too, a kill or a
+  // survival (apply_controls flags it): after a failed control (a control that kills the GPU
+  // context before the skip-launch run leaves it nothing to show, so counting its survival when
+  // the lot put the control after it would make the flags the lot's, issue 52), or when the
+  // real run's kernel faulted in its bounds replay (controls.void_reason). The batteries' entries
+  // the harness marked void or as_control are not counted below.
+  if (!skip_infrastructure && !voided(mutant_report)) {
     ++s.applicable;
     if (skip_verdict == Verdict::passed)
       s.survived.push_back("skip_launch");
     else
       ++s.killed;
   }
-  if (faulted) {  // nor do the batteries' results, which the harness did not void itself
-    s.stopped = "the kernel died of an illegal memory access in its bounds replay";
-    return s;
-  }
   if (mutant_report && mutant_report->kernel_battery)
     s.kernel = score_kernel(*mutant_report->kernel_battery);
+  if (voided(mutant_report) && mutant_report->controls->void_reason)
+    s.stopped = *mutant_report->controls->void_reason;
   if (!mutant_report || !mutant_report->battery) return s;
   const auto& b = *mutant_report->battery;
   for (const auto& e : b.mutants) {
@@ -228,7 +229,7 @@ MutationScore score_mutants(Verdict skip_verdict, bool skip_infrastructure,
     }
   }
   s.not_run = b.not_run;
-  s.stopped = b.stopped;
+  if (s.stopped.empty()) s.stopped = b.stopped;
   return s;
 }
 
@@ -311,20 +312,21 @@ void apply_integrity(VerifyResult& r, const HarnessReport* report, const nlohman
               " (a sample must not change what its verdict rests on, nor look for the verifier)";
 }
 
-void apply_controls(VerifyResult& primary, const HarnessReport* mutant_report, bool faulted) {
-  if (!control_failed(mutant_report)) {
-    if (!faulted) return;
-    add_flag(primary, kUnstableTest);
-    primary.detail +=
-        "; unstable test: the kernel died of an illegal memory access in its bounds replay, so "
-        "where memory lies decides its runs and no mutant run's result counts";
+void apply_controls(VerifyResult& primary, const HarnessReport* mutant_report) {
+  if (!voided(mutant_report)) return;
+  add_flag(primary, kUnstableTest);
+  const auto& c = *mutant_report->controls;
+  // Voided for the harness's reason (the kernel faulted in its bounds replay): that reason, the
+  // cause of any control that failed after it too.
+  if (c.void_reason || !c.failed) {
+    primary.detail += "; unstable test: " +
+                      c.void_reason.value_or("the harness voided every mutant run's result");
     return;
   }
-  add_flag(primary, kUnstableTest);
   std::string by;
-  for (const auto& c : mutant_report->controls->runs)
-    if (c.result == "failed") {
-      by = c.by.value_or("");
+  for (const auto& run : c.runs)
+    if (run.result == to_string(Verdict::failed)) {
+      by = run.by.value_or("");
       break;
     }
   primary.detail += "; unstable test: a control run of the unmutated sample failed" +

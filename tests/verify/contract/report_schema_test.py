@@ -16,8 +16,10 @@ def _arg(env):
     return os.path.abspath(sys.argv.pop(1) if len(sys.argv) > 1 else os.environ[env])
 
 
-sys.path.insert(0, _arg("KFORGE_HARNESS_DIR"))
-sys.path.insert(0, _arg("KFORGE_FAKE_TRITON"))
+HARNESS_DIR = _arg("KFORGE_HARNESS_DIR")
+FAKE_TRITON = _arg("KFORGE_FAKE_TRITON")
+sys.path.insert(0, HARNESS_DIR)
+sys.path.insert(0, FAKE_TRITON)
 SAMPLES = _arg("KFORGE_SAMPLES")
 
 from kforge_harness import HARNESS_VERSION, pipes, report_schema  # noqa: E402
@@ -181,6 +183,155 @@ class WorkerEvents(unittest.TestCase):
             b.setblocking(False)
             with self.assertRaises(BlockingIOError):  # nothing was sent
                 b.recv(1 << 16)
+
+
+class WorkerOps(unittest.TestCase):
+    """The pool's messages to the worker (worker_ops.txt): the worker checks each it receives,
+    and refuses one that is not declared, or whose fields or descriptors are not its op's,
+    naming it."""
+
+    RUN = {"op": "run", "id": 3, "request": "/w/3/request.json"}
+    PREPARE = {"op": "prepare", "id": 4, "prep": "/w/4/prep.json"}
+
+    def test_the_pools_messages_pass(self):
+        self.assertIsNone(report_schema.op_violation(self.RUN, 3))
+        self.assertIsNone(report_schema.op_violation(self.PREPARE, 4))
+        self.assertIsNone(report_schema.op_violation({"op": "exit"}, 0))
+        self.assertEqual(report_schema.OPS.fds, {"run": 3, "prepare": 4, "exit": 0})
+
+    def test_an_undeclared_op_field_or_descriptor_count_is_named(self):
+        self.assertEqual(report_schema.op_violation(dict(self.RUN, op="start"), 3),
+                         "op: 'start' is not an op of worker_ops.txt (run, prepare, exit)")
+        renamed = dict(self.RUN, req="/w/3/request.json")
+        del renamed["request"]
+        self.assertEqual(report_schema.op_violation(renamed, 3), "run.request: is missing")
+        self.assertEqual(report_schema.op_violation(dict(self.PREPARE, note="x"), 4),
+                         "prepare.note: is not a field of the message (worker_ops.txt)")
+        self.assertEqual(report_schema.op_violation(dict(self.RUN, id="3"), 3),
+                         "run.id: is string, declared int")
+        self.assertEqual(report_schema.op_violation(self.RUN, 4),
+                         "run: came with 4 file descriptors, declared 3 (worker_ops.txt)")
+        self.assertEqual(report_schema.op_violation("not json", 0),
+                         "the message is not a JSON object: not json")
+
+    def test_the_worker_refuses_an_undeclared_op_naming_it(self):
+        """The real worker, sent an op the file does not declare (the pool's name for it
+        renamed): it closes what came with it, says why in its log and ends, forking
+        nothing."""
+        import socket
+        import subprocess
+        harness = os.path.join(os.path.dirname(os.path.dirname(report_schema.__file__)),
+                               "kforge-harness.py")
+        pool, worker = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        with pool:
+            proc = subprocess.Popen(
+                [sys.executable, "-s", harness, "worker", "--control-fd", str(worker.fileno())],
+                pass_fds=[worker.fileno()], stderr=subprocess.PIPE)
+            worker.close()
+            ready = json.loads(pool.recv(1 << 16).decode())
+            self.assertEqual(ready["event"], "ready")
+            r, w = os.pipe()
+            with os.fdopen(r, "rb") as out:
+                socket.send_fds(pool, [json.dumps(dict(self.RUN, op="start")).encode()],
+                                [w, w, w])
+                os.close(w)
+                _, err = proc.communicate(timeout=30)
+                self.assertEqual(out.read(), b"")  # every copy of its write end closed
+        self.assertEqual(proc.returncode, 5)
+        self.assertIn("worker: refused the pool's message: op: 'start' is not an op of "
+                      "worker_ops.txt (run, prepare, exit)", err.decode())
+
+
+class MutantsVoid(unittest.TestCase):
+    """One voiding path for a kernel that faulted in its bounds replay: the bounds phase says
+    so in the real run's report (mutants_void), the pool passes it on in the mutant runs'
+    request, and their controls void every result (controls.void, void_reason), as after a
+    failed control; C++ reads that (verdict_test.cpp,
+    AKernelThatFaultedInItsBoundsReplayVoidsEveryMutantResult)."""
+
+    def test_a_fault_in_the_bounds_replay_voids_the_mutant_runs(self):
+        import types
+        sys.path.insert(0, os.path.join(os.path.dirname(SAMPLES), "bounds"))
+        try:
+            import kernels
+        finally:
+            sys.path.pop(0)
+        from kforge_harness.kernel_replay import Recorder
+        from kforge_harness.phases import bounds_replay
+
+        def records(kernel):
+            n, block = 20, 16
+            args = [[float(i) for i in range(n)], [0.0] * n, n]
+            kwargs = {"BLOCK": block, "grid": ((n + block - 1) // block,), "warmup": False}
+            rec = Recorder()
+            r = rec.before(kernel.__name__, kernel, args, kwargs)
+            try:
+                type(kernel).run(kernel, *args, **kwargs)
+            except IndexError:
+                pass  # the stand-in's lists have no memory past their end
+            rec.after(r)
+            return rec.records
+
+        def replay(kernel):
+            state = types.SimpleNamespace(
+                replays=types.SimpleNamespace(records=records(kernel)),
+                launch_raw=lambda jit, args, kwargs: type(jit).run(jit, *args, **kwargs))
+            return bounds_replay.run({"bounds_check": True, "bounds_check_time_s": 5},
+                                     {"state": state})
+
+        faulted = replay(kernels.very_far_write)
+        self.assertEqual(faulted["bounds"]["fault"]["kernel"], "very_far_write")
+        self.assertEqual(faulted["mutants_void"], bounds_replay.FAULT_VOIDS)
+        self.assertIn("illegal memory access in its bounds replay", faulted["mutants_void"])
+        self.assertIsNone(report_schema.violation(minimal(**faulted)))
+        outside = replay(kernels.far_write)  # out of bounds, within the margins: no fault
+        self.assertTrue(outside["bounds"]["out_of_bounds"])
+        self.assertIsNone(outside["bounds"]["fault"])
+        self.assertNotIn("mutants_void", outside)
+
+    DRIVER = """
+import json, os, sys, tempfile
+sys.path[:0] = sys.argv[1:3]
+from kforge_harness import HARNESS_VERSION, phases
+from kforge_harness.phases.sequence import Phases
+req = json.load(sys.stdin)
+report = {"harness": HARNESS_VERSION, "pid": os.getpid()}
+with tempfile.TemporaryDirectory() as d:
+    sys.path.insert(0, d)
+    os.chdir(d)
+    phases.mutant_process(req, report, Phases(report), req["mutants"], (0, 1.0))
+sys.stdout.write("\\n" + json.dumps(report, default=str))
+"""
+
+    def mutant_report(self, **request):
+        """The report of a mutant process of its own on the sample, run in a fresh Python (as
+        the worker starts one: the harness's hooks are set once per process)."""
+        import subprocess
+        req = dict(sample_request("mutant_weak_loose"), mutant=True,
+                   mutants=["tail", "scale", "zero"], **request)
+        out = subprocess.run([sys.executable, "-c", self.DRIVER, HARNESS_DIR, FAKE_TRITON],
+                             input=json.dumps(req), capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        report = json.loads(out.stdout.rsplit("\n", 1)[-1])
+        self.assertIsNone(report_schema.violation(report))
+        self.assertIn("battery", report, report)
+        return report
+
+    def test_the_mutant_runs_of_a_void_request_are_all_void(self):
+        why = "the kernel died of an illegal memory access in its bounds replay"
+        report = self.mutant_report(mutants_void=why)
+        self.assertTrue(report["controls"]["void"])
+        self.assertEqual(report["controls"]["void_reason"], why)
+        self.assertFalse(report["controls"]["failed"])  # no control failed: void all the same
+        results = [m["result"] for m in report["battery"]["mutants"]]
+        self.assertTrue(results)
+        self.assertTrue(all(r in ("void", "as_control") for r in results), results)
+        self.assertEqual((report["battery"]["killed"], report["battery"]["applicable"]), (0, 0))
+        # Without it the same runs count: a kill and a survivor.
+        plain = self.mutant_report()
+        self.assertNotIn("void", plain["controls"])
+        self.assertEqual([m["result"] for m in plain["battery"]["mutants"]],
+                         ["killed", "survived"])
 
 
 if __name__ == "__main__":

@@ -72,10 +72,17 @@ def _sig_of_by(by):
 
 
 class Controls:
-    def __init__(self) -> None:
+    """The control runs of one process's mutant runs, and whether their results stand.
+    `void_reason`: why none stands whatever the controls do (the real run's "mutants_void": its
+    kernel faulted in its bounds replay); the report then says so from the start
+    (controls.void, controls.void_reason) and void() voids every result."""
+
+    def __init__(self, void_reason: Optional[str] = None) -> None:
         self.rng = random.SystemRandom()
         self.out: Json = {"runs": [], "failed": False}
         self.failures: list[tuple[str, str]] = []  # signatures of the failed controls
+        if void_reason:
+            self.out.update(void=True, void_reason=void_reason)
 
     def place(self, n: int) -> int:
         """Where a control goes among n mutant runs: before run i (0..n-1), or n: after all."""
@@ -131,11 +138,11 @@ class Controls:
         return self.record("rerun", where, failed, t0)
 
     def void(self, report: Json) -> None:
-        """After a failed control: no mutant's result stands. Kills whose failure is a
-        control's own are `as_control`, the others and every survivor `void` (which mutants
-        ran before the battery stopped at the failed control is the lot's, so a survivor must
-        not flag the sample either); the scores are counted again."""
-        if not self.out["failed"]:
+        """After a failed control, or with a void_reason: no mutant's result stands. Kills
+        whose failure is a control's own are `as_control`, the others and every survivor `void`
+        (which mutants ran before the battery stopped at the failed control is the lot's, so a
+        survivor must not flag the sample either); the scores are counted again."""
+        if not self.out["failed"] and not self.out.get("void"):
             return
         sigs = set(self.failures)
         for key in ("battery", "kernel_battery"):

@@ -1,8 +1,9 @@
 """The report's declared fields (report_fields.txt, the file the pool compiles in): read once,
 and every report checked against them before it is written (pipes.write_report). The pool parses
 the same file the same way (libs/verify/src/harness_report.cpp). The worker's events on its
-control channel are declared the same way in worker_events.txt (event_violation; the pool's
-side: libs/verify/include/kforge/verify/worker_event.hpp)."""
+control channel are declared the same way in worker_events.txt (event_violation), and the pool's
+messages to it in worker_ops.txt (op_violation; the pool's side of both:
+libs/verify/include/kforge/verify/worker_event.hpp)."""
 
 from __future__ import annotations
 
@@ -81,14 +82,19 @@ def vocabulary(name: str) -> list[str]:
     return listed(os.path.join("vocabulary", name + ".txt"), __file__)
 
 
-def load(lines: Iterable[str], file: str = "report_fields.txt") -> tuple[int, dict[str, Field]]:
-    """(version, {path: Field}) from the file's entries. Raises ValueError on a malformed one."""
+def load(lines: Iterable[str], file: str = "report_fields.txt",
+         fds: Optional[dict[str, int]] = None) -> tuple[int, dict[str, Field]]:
+    """(version, {path: Field}) from the file's entries. Raises ValueError on a malformed one.
+    `fds`: where a file of messages (worker_ops.txt) puts its `fds OP N` lines; None: none."""
     version: Optional[int] = None
     fields: dict[str, Field] = {}
     for line in lines:
         parts = line.split()
         if parts[0] == "version" and len(parts) == 2:
             version = int(parts[1])
+            continue
+        if parts[0] == "fds" and len(parts) == 3 and fds is not None:
+            fds[parts[1]] = int(parts[2])
             continue
         if len(parts) != 4 or parts[2] not in ("required", "optional") or parts[3] not in WRITERS:
             raise ValueError("%s: not PATH TYPE PRESENCE WRITER: %r" % (file, line))
@@ -104,15 +110,16 @@ class Declaration:
     """One declaration file: its version and fields, and what its objects are called in a
     message ("the report", "the event")."""
 
-    def __init__(self, file: str, of: str) -> None:
+    def __init__(self, file: str, of: str, with_fds: bool = False) -> None:
         self.file = file
         self.of = of
-        self.version, self.fields = load(listed(file, __file__), file)
-
-
-REPORT = Declaration("report_fields.txt", "the report")
-EVENTS = Declaration("worker_events.txt", "the event")
-VERSION, FIELDS = REPORT.version, REPORT.fields
+        self.fds: dict[str, int] = {}  # op -> the descriptors its message carries (worker_ops.txt)
+        self.version, self.fields = load(listed(file, __file__), file,
+                                         self.fds if with_fds else None)
+        if with_fds:
+            for name in children("", self):
+                if name not in self.fds:
+                    raise ValueError("%s: no `fds %s N` line" % (file, name))
 
 
 class Names:
@@ -129,21 +136,26 @@ class Names:
         raise AttributeError("'%s' is not in vocabulary/%s.txt" % (attr, self.vocabulary))
 
 
-VERDICT = Names("verdicts")
-TARGET_RESULT = Names("target_results")
-SPEED_FLAG = Names("speed_flags")
-
-
-def children(prefix: str, decl: Declaration = REPORT) -> dict[str, Field]:
+def children(prefix: str, decl: Optional[Declaration] = None) -> dict[str, Field]:
     """The fields declared directly under `prefix` ("" for the top level): {name: Field}."""
     out: dict[str, Field] = {}
-    for path, f in decl.fields.items():
+    for path, f in (decl or REPORT).fields.items():
         if prefix and not path.startswith(prefix):
             continue
         rest = path[len(prefix):]
         if rest and "." not in rest:
             out[rest] = f
     return out
+
+
+REPORT = Declaration("report_fields.txt", "the report")
+EVENTS = Declaration("worker_events.txt", "the event")
+OPS = Declaration("worker_ops.txt", "the message", with_fds=True)
+VERSION, FIELDS = REPORT.version, REPORT.fields
+
+VERDICT = Names("verdicts")
+TARGET_RESULT = Names("target_results")
+SPEED_FLAG = Names("speed_flags")
 
 
 def type_name(v: Any) -> str:
@@ -271,6 +283,26 @@ def event_violation(event: Any) -> Optional[str]:
             name, ", ".join(events))
     rest = {k: v for k, v in event.items() if k != "event"}
     return check_object(rest, name, name, False, lambda f: True, EVENTS)
+
+
+def op_violation(message: Any, fds: int) -> Optional[str]:
+    """The first way a message of the pool (worker_ops.txt) breaks its declaration, naming the
+    op or field, or None: its "op" names a declared op, its other fields are that op's, and it
+    came with the op's number of descriptors (`fds`: how many it came with)."""
+    if not isinstance(message, dict):
+        return "the message is not a JSON object: %s" % str(message)[:200]
+    name = message.get("op")
+    ops = children("", OPS)
+    if not isinstance(name, str) or name not in ops:
+        return "op: %r is not an op of worker_ops.txt (%s)" % (name, ", ".join(ops))
+    rest = {k: v for k, v in message.items() if k != "op"}
+    bad = check_object(rest, name, name, False, lambda f: True, OPS)
+    if bad:
+        return bad
+    if fds != OPS.fds[name]:
+        return "%s: came with %d file descriptors, declared %d (worker_ops.txt)" % (
+            name, fds, OPS.fds[name])
+    return None
 
 
 def request_version_error(request: Any) -> Optional[str]:

@@ -6,6 +6,9 @@ process per sample). See docs/VERIFIER.md for the protocol on the control socket
                       read end of the pipe on which the pool later sends the request; see
                       prestarted_main)
                   {"op": "exit"}
+                  (declared, with their descriptors, in worker_ops.txt: read_op checks each
+                  message against it and the worker ends on one it does not declare; the pool
+                  builds each through its typed writer)
   worker -> pool  {"event": "ready", "pid": P, "modules": {...}, "probe": {...}, ...}
                   {"event": "started", "id": N, "pid": CHILD}
                   {"event": "finished", "id": N, "status": RAW_WAIT_STATUS, "maxrss_kb": K,
@@ -214,6 +217,27 @@ def send_event(sock: socket.socket, event: Json) -> None:
     sock.send(json.dumps(event).encode())
 
 
+def read_op(msg: bytes, fds: list[int]) -> Optional[Json]:
+    """One message of the pool, checked against its declaration (worker_ops.txt). A message that
+    is not declared, or whose fields or descriptors are not its op's, is refused: its
+    descriptors closed, why written to the worker's log (stderr, which the pool names in the
+    sample's detail), and None returned: the worker then ends, as kforge and this harness do not
+    speak the same protocol."""
+    try:
+        req: Any = json.loads(msg.decode())
+    except ValueError:
+        req = msg.decode("utf-8", "replace")[:200]
+    bad = report_schema.op_violation(req, len(fds))
+    if bad is None:
+        return req
+    for fd in fds:
+        os.close(fd)
+    sys.stderr.write("worker: refused the pool's message: %s (the harness and kforge were "
+                     "installed apart?)\n" % bad)
+    sys.stderr.flush()
+    return None
+
+
 def gpu_probe() -> Json:
     """Forks a child that touches the GPU (the worker itself must not initialise CUDA)."""
     torch = sys.modules.get("torch")
@@ -329,23 +353,18 @@ def worker_main(args: Any) -> int:
                 return 0
             if not msg:
                 return 0
-            try:
-                req = json.loads(msg.decode())
-            except ValueError:
-                req = {}
-            op = req.get("op")
+            req = read_op(msg, fds)
+            if req is None:
+                return 5
+            op = req["op"]
             if op == "exit":
                 return 0
-            if op == "run" and len(fds) == 3:
+            if op == "run":
                 path = req["request"]
                 pid = _fork_child(fds, lambda res: child_main(path, res))
-            elif op == "prepare" and len(fds) == 4:
+            else:  # prepare
                 path = req["prep"]
                 pid = _fork_child(fds, lambda res, go: prestarted_main(path, res, go))
-            else:
-                for fd in fds:
-                    os.close(fd)
-                continue
             pfd = None
             if pidfd_open:
                 try:

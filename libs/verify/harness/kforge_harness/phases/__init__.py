@@ -75,8 +75,10 @@ def mutant_process(request: dict[str, Any], report: Report, phases: Phases, name
     """A mutant process of its own (verifier.mutant_run: new_process, or the real run's process
     could not go on): its run is the skip-launch run, then the batteries; the real run made
     again before them is its fresh control run (a fresh control of its own when the
-    skip-launch run passed and no battery follows)."""
-    controls = Controls()
+    skip-launch run passed and no battery follows). The request's "mutants_void" (the real
+    run's, passed on by the pool: its kernel faulted in the bounds replay) voids every result
+    as a failed control does."""
+    controls = Controls(void_reason=request.get("mutants_void"))
     report["controls"] = controls.out
     sample = phases.run("skip_launch", test_run.run, request, broken=test_run.broken)
     if sample is not None and _passed(report):

@@ -11,9 +11,16 @@ from ..gpusync import synchronize
 from .sequence import Report
 
 
+# Why a kernel that faulted here voids every mutant run's result (report["mutants_void"]): where
+# the allocator puts the buffers then decides each rerun, the controls' as much as the mutants'.
+# The pool passes it on to the mutant runs' request, whose controls void every result with it.
+FAULT_VOIDS = ("the kernel died of an illegal memory access in its bounds replay, so where "
+               "memory lies decides its runs and no mutant run's result counts")
+
+
 def run(request: dict[str, Any], sample: dict[str, Any]) -> Optional[Report]:
-    """report["bounds"] (and "mutant_phase_skipped" after a fault); None when not asked for or
-    nothing was recorded."""
+    """report["bounds"] (and, after a fault, "mutant_phase_skipped" and "mutants_void"); None
+    when not asked for or nothing was recorded."""
     state = sample["state"]
     if not request.get("bounds_check") or state.replays is None or \
             not state.replays.records or state.launch_raw is None:
@@ -24,6 +31,7 @@ def run(request: dict[str, Any], sample: dict[str, Any]) -> Optional[Report]:
     part: Report = {"bounds": res}
     if res.get("fault"):
         part["mutant_phase_skipped"] = "the GPU context was lost in the bounds check"
+        part["mutants_void"] = FAULT_VOIDS
     return part
 
 

@@ -171,8 +171,18 @@ struct HarnessReport {
       std::optional<std::string> by;  // the failed test: "name: exception[: message]"
     };
     std::vector<Run> runs;
+    // failed: a control run failed; voided: no mutant run's result stands (the harness marked
+    // them void: after a failed control, or for void_reason).
     bool failed = false, voided = false;
+    // Why every result is void when no control failed: the real run's mutants_void, which the
+    // pool passed on in the mutant runs' request.
+    std::optional<std::string> void_reason;
     nlohmann::json raw;  // as the harness wrote it
+  };
+  // What the device's lock saw of the process (report["gpu_lock"], gpulock.py): the exclusive
+  // sections it timed and the stalls of the other samples it caused (one per burst).
+  struct GpuLock {
+    std::optional<std::int64_t> timed_sections, stalls;
   };
 
   // The pool's fields of a stored report (report_fields.txt's writer "pool"; read only from
@@ -218,6 +228,9 @@ struct HarnessReport {
   std::optional<Prestart> prestart;
   std::optional<Coverage> coverage;
   std::optional<Bounds> bounds;
+  // The real run's decision that no mutant run's result of the sample counts, and why (its
+  // kernel faulted in the bounds replay): the pool passes it on to the mutant runs' request.
+  std::optional<std::string> mutants_void;
   std::optional<Differential> differential;
   std::optional<SpeedLabel> speed;
   std::optional<std::vector<TargetResult>> cross_compile;  // in the order of the target names
@@ -227,6 +240,7 @@ struct HarnessReport {
   bool mutant_phase = false;                     // the mutant run's report follows
   std::optional<Integrity> integrity;            // once the guard was armed
   std::optional<Controls> controls;              // the mutant report's
+  std::optional<GpuLock> gpu_lock;
   // The phases' own facts (docs/VERIFIER.md, "Phases"), as the schema declares them: phase ->
   // {wall_ms, cpu_ms[, compile_ms, compile_cpu_ms]}, phase -> what broke, phase -> what it left
   // behind in the process. Objects (empty when the harness wrote none).

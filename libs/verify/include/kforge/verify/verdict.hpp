@@ -97,6 +97,7 @@ struct RunFacts {
   std::int64_t memory_cap_mb = 0;
   std::int64_t peak_rss_kb = 0;
   std::string stderr_tail;
+  std::string lost;  // KillReason::worker_lost: why the pool took the worker for lost
 };
 
 struct Classified {
@@ -145,12 +146,12 @@ struct MutationScore {
   nlohmann::json to_json() const;
 };
 
-// mutant_report: the skip-launch run's report (nullptr when it wrote none). faulted: the sample's
-// own kernel died of an illegal memory access in its bounds replay (HarnessReport::Bounds::fault):
-// where memory lay then decides every rerun, so, as with a failed control, no mutant run's kill
-// or survival counts.
+// mutant_report: the skip-launch run's report (nullptr when it wrote none). Results the harness
+// voided (report["controls"]["void"]: after a failed control, or when the real run's kernel died
+// of an illegal memory access in its bounds replay, controls.void_reason) count for nothing, the
+// skip-launch run's included; a void_reason is the score's `stopped`.
 MutationScore score_mutants(Verdict skip_verdict, bool skip_infrastructure,
-                            const HarnessReport* mutant_report, bool faulted = false);
+                            const HarnessReport* mutant_report);
 
 // Records the score on the real run's result (report["mutation"]) and, when an output mutant
 // survived, flags it kWeakTest and names the survivors in its detail; when a kernel mutant
@@ -175,11 +176,12 @@ ResultLines split_result_lines(std::string_view result);
 // guard: the pool's guard lines of the process that wrote the report (ResultLines::guard).
 void apply_integrity(VerifyResult& r, const HarnessReport* report, const nlohmann::json& guard);
 
-// Flags kUnstableTest when the mutant runs' report says a control run failed ("controls":
-// failed), with the control's failure in the detail, or when `faulted` (score_mutants): whether a
-// control fails then is where the allocator put the buffers, so the flag must not wait for one.
-void apply_controls(VerifyResult& primary, const HarnessReport* mutant_report,
-                    bool faulted = false);
+// Flags kUnstableTest when the harness voided the mutant runs' results ("controls": void): with
+// the harness's void_reason in the detail when it gave one (the kernel faulted in its bounds
+// replay: whether a control fails then is where the allocator put the buffers, so the flag must
+// not wait for one, and a control that failed after it failed of it), else the failed control's
+// failure.
+void apply_controls(VerifyResult& primary, const HarnessReport* mutant_report);
 
 // The plain words for what a surviving mutant shows about a test (repair prompts, debug).
 std::string mutant_meaning(std::string_view mutant);

@@ -10,8 +10,15 @@
 // worker_start_failed before it was ready, worker_lost after). Adding a field or an event: its
 // lines in worker_events.txt, the worker sending it and, if C++ reads it, a member here and its
 // line in harness_report.cpp (docs/VERIFIER.md, "The worker's events").
+//
+// The pool's messages to the worker (run, prepare, exit) are declared the same way, in
+// kforge_harness/worker_ops.txt, with the number of file descriptors each carries. The pool
+// builds each through worker_op_text(), which checks it against the file; the worker checks each
+// message it receives (report_schema.op_violation) and ends on one it does not declare, naming it
+// in its log, which the pool puts in the lost sample's detail.
 
 #include <cstdint>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -48,5 +55,25 @@ struct WorkerEvent {
 // finished)", "worker event: field \"finished.cpu\" is not a field of the event
 // (worker_events.txt)", "worker event: not a JSON object: ...".
 Result<WorkerEvent> parse_worker_event(std::string_view line);
+
+enum class WorkerOpKind { run, prepare, exit };
+inline constexpr EnumName<WorkerOpKind> kWorkerOpNames[] = {
+    {WorkerOpKind::run, "run"}, {WorkerOpKind::prepare, "prepare"}, {WorkerOpKind::exit, "exit"}};
+
+// One message of the pool to its worker. run: fork the sample's process onto the descriptors
+// sent with it (stdout, stderr, result pipe) and run the request in `file` (request.json);
+// prepare: start a child ahead of its sample (`file`: prep.json) onto those and the read end of
+// the pipe its request comes on later; exit: end.
+struct WorkerOp {
+  WorkerOpKind kind = WorkerOpKind::exit;
+  std::int64_t id = 0;  // run, prepare: the pool's id of the process (WorkerEvent::id)
+  std::string file;     // run, prepare
+};
+
+// The message's text, checked against worker_ops.txt (its fields and `fds`: the descriptors it
+// is sent with). An error (kind "parse") names what the file does not declare: "worker message:
+// 'start' is not an op of worker_ops.txt (run, prepare, exit)", "worker message: run came with 2
+// file descriptors, declared 3".
+Result<std::string> worker_op_text(const WorkerOp& op, std::size_t fds);
 
 }  // namespace kforge::verify

@@ -1,0 +1,3 @@
+def test_copy():
+    x = [float(i + 1) for i in range(40)]
+    assert copy(x) == x
