@@ -6,6 +6,8 @@
 # S stalls" line, then, where the first run is "off", bench/verify/label_cost.py over the runs.
 #
 #   bench/verify/timing_bursts_cpu.sh [BUILD_DIR]     (default build-dbg)
+#   BIN_DIR=DIR bench/verify/timing_bursts_cpu.sh     (kforge and its sandbox init from DIR, as
+#                                                      scripts/gpu/pack-bin packs them)
 #
 #   COPIES (6), GATHERS ("off 0 0.5"; G-wN: that run with N workers, e.g. "off 0.5 0.5-w6": the
 #   label on with the workers widened by 1.5 as verifier.timing.workers_factor widens a GPU's
@@ -16,8 +18,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build="${1:-build-dbg}"
-kforge="$build/apps/kforge/kforge"
-[[ -x "$kforge" ]] || { echo "no $kforge (build the kforge target)"; exit 1; }
+kforge="$build/apps/kforge/kforge" binary_yaml=""
+if [[ -n "${BIN_DIR:-}" ]]; then  # binaries built elsewhere (scripts/gpu/pack-bin), this tree's harness
+  kforge="$BIN_DIR/kforge"
+  [[ -d "$BIN_DIR/lib" ]] && export LD_LIBRARY_PATH="$BIN_DIR/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  binary_yaml="  harness: $PWD/libs/verify/harness/kforge-harness.py
+  sandbox_init: $BIN_DIR/kforge-sandbox-init"
+fi
+[[ -x "$kforge" ]] || { echo "no $kforge (build the kforge target, or BIN_DIR=DIR)"; exit 1; }
 dir="$(mktemp -d)"
 chmod 755 "$dir"  # the sandbox uids reach the work dirs under it
 trap 'rm -rf "$dir"' EXIT
@@ -52,6 +60,7 @@ verifier:
   python_path: [$PWD/tests/verify/fake_triton]
   preload: [triton, triton.language]
   env: {KFORGE_FAKE_TRITON_COMPILE_S: "${COMPILE_S:-0}"}
+$binary_yaml
   work_dir: $d/work
   timeout_s: 30
   mutant_check: false
