@@ -20,7 +20,10 @@ import json
 import sys
 
 LOCK = ("timed_sections", "stalls", "gathered_ms", "gathers", "gathers_alone", "reader_waited_ms",
-        "writer_retries", "watch_stepped_out")
+        "writer_retries", "watch_stepped_out", "stall_wait_ms")
+
+
+SLOW_MS = 50  # a stay inside the shared section this long outlasts a writer's first window
 
 
 def load(path):
@@ -39,7 +42,7 @@ def load(path):
 def figures(rows):
     out = {"samples": len(rows), "timed": 0, "duration_s": 0.0, "speed_wall_s": 0.0,
            "speed_cpu_s": 0.0, "prepare_s": 0.0, "waited_s": 0.0, "exclusive_s": 0.0,
-           "full": 0}
+           "full": 0, "cpu_s": 0.0, "stall_wait_max_ms": 0, "ended_by": {}}
     out.update(dict.fromkeys(LOCK, 0))
     for r in rows:
         out["duration_s"] += (r.get("duration_ms") or 0) / 1000.0
@@ -47,7 +50,12 @@ def figures(rows):
         if not isinstance(report, dict):
             continue
         out["full"] += 1
-        sp = (report.get("phase_times") or {}).get("speed") or {}
+        phases = report.get("phase_times") or {}
+        mutant = report.get("mutant") if isinstance(report.get("mutant"), dict) else {}
+        for pt in (phases, mutant.get("phase_times") or {}):
+            out["cpu_s"] += sum((p.get("cpu_ms") or 0) for p in pt.values()
+                                if isinstance(p, dict)) / 1000.0
+        sp = phases.get("speed") or {}
         out["speed_wall_s"] += sp.get("wall_ms", 0) / 1000.0
         out["speed_cpu_s"] += sp.get("cpu_ms", 0) / 1000.0
         speed = report.get("speed") or {}
@@ -58,6 +66,10 @@ def figures(rows):
         lock = report.get("gpu_lock") or {}
         for k in LOCK:
             out[k] += lock.get(k) or 0
+        out["stall_wait_max_ms"] = max(out["stall_wait_max_ms"], lock.get("stall_wait_max_ms") or 0)
+        if lock.get("longest_shared_ms", 0) >= SLOW_MS:
+            why = lock.get("longest_ended_by") or "?"
+            out["ended_by"][why] = out["ended_by"].get(why, 0) + 1
     return out
 
 
@@ -75,6 +87,11 @@ def show(name, f):
               f["timed_sections"], f["stalls"], f["timed_sections"] / max(f["stalls"], 1),
               f["gathered_ms"] / 1000.0, f["gathers"], f["gathers_alone"],
               f["reader_waited_ms"] / 1000.0, f["writer_retries"], f["watch_stepped_out"]))
+    print("  stalls: from the first ring to the readers all out %.0f ms a stall on average, %d ms "
+          "the longest; the phases' CPU %.1f s in all; samples that stayed inside "
+          "%d ms or more at once, by what ended it: %s" % (
+              f["stall_wait_ms"] / max(f["stalls"], 1), f["stall_wait_max_ms"], f["cpu_s"],
+              SLOW_MS, ", ".join("%s %d" % kv for kv in sorted(f["ended_by"].items())) or "none"))
 
 
 def main():

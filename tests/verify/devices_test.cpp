@@ -80,6 +80,17 @@ TEST(VerifyDevices, AutoWorkerRule) {
   std::string why;
   verify::auto_workers_per_device(16, 1, 81559, &why);
   EXPECT_NE(why.find("16 cores / 1 GPU(s)"), std::string::npos) << why;
+  EXPECT_EQ(why.find("speed label"), std::string::npos) << why;
+  // With the speed label on (verifier.timing.workers_factor): the cores' count times the factor,
+  // rounded down, still at most one per 4 GiB and at most 64; a factor of 1 changes nothing.
+  EXPECT_EQ(verify::auto_workers_per_device(16, 1, 143771, nullptr, 1.5), 24);
+  EXPECT_EQ(verify::auto_workers_per_device(16, 1, 143771, nullptr, 1.0), 16);
+  EXPECT_EQ(verify::auto_workers_per_device(32, 2, 143771, nullptr, 1.5), 24);
+  EXPECT_EQ(verify::auto_workers_per_device(3, 1, 0, nullptr, 1.5), 4);
+  EXPECT_EQ(verify::auto_workers_per_device(16, 1, 81559, nullptr, 1.5), 19);
+  EXPECT_EQ(verify::auto_workers_per_device(64, 1, 0, nullptr, 4.0), 64);
+  verify::auto_workers_per_device(16, 1, 143771, &why, 1.5);
+  EXPECT_NE(why.find("16 cores / 1 GPU(s) x 1.5 (speed label on) = 24"), std::string::npos) << why;
   // nvidia-smi's memory column.
   auto devs =
       verify::parse_nvidia_smi("0, GPU-aaaa, NVIDIA H200, 143771\n1, GPU-bbbb, X, 81559 MiB\n");
@@ -101,6 +112,7 @@ TEST(VerifyDevices, WorkersAreSpreadAndEachSeesOnlyItsGpu) {
   EXPECT_EQ(devs[0].workers, 1);
   EXPECT_EQ(devs[1].workers, 1);
   EXPECT_NE(pool->sizing().find("cuda:1: auto: 1 per GPU"), std::string::npos) << pool->sizing();
+  EXPECT_EQ(pool->sizing().find("speed label"), std::string::npos) << pool->sizing();
   std::vector<verify::VerifyRequest> reqs;
   for (int i = 0; i < 6; ++i) reqs.push_back(load_sample("print_device"));
   auto r = run_all(*pool, reqs);
@@ -116,6 +128,27 @@ TEST(VerifyDevices, WorkersAreSpreadAndEachSeesOnlyItsGpu) {
   }
   EXPECT_GT(by_device["cuda:0"], 0);
   EXPECT_GT(by_device["cuda:1"], 0);
+}
+
+TEST(VerifyDevices, TheSpeedLabelWidensTheAutomaticCountOnly) {
+  // The pool passes verifier.timing.workers_factor to the automatic count when the label is on
+  // (the sizing says so), and never to an explicit workers_per_device.
+  TempDir tmp;
+  auto cfg = gpu_config(tmp);
+  cfg.workers_per_device = verify::kAutoWorkers;
+  cfg.timing.enabled = true;
+  auto pool = make_pool(cfg, two_fake_gpus(4096));
+  ASSERT_TRUE(pool);
+  EXPECT_NE(pool->sizing().find("cuda:0: auto: 1 per GPU"), std::string::npos) << pool->sizing();
+  EXPECT_NE(pool->sizing().find("x 1.5 (speed label on)"), std::string::npos) << pool->sizing();
+  TempDir tmp2;
+  auto fixed = gpu_config(tmp2);
+  fixed.workers_per_device = 1;
+  fixed.timing.enabled = true;
+  auto pool2 = make_pool(fixed, two_fake_gpus(4096));
+  ASSERT_TRUE(pool2);
+  EXPECT_EQ(pool2->sizing().find("speed label"), std::string::npos) << pool2->sizing();
+  EXPECT_EQ(pool2->slots(), 2);
 }
 
 TEST(VerifyDevices, HardwareQueuesFollowTheSettingAndVerifierEnvWins) {

@@ -70,6 +70,14 @@ TEST(VerifyTiming, TheConfigurationSectionIsReadStrictly) {
   EXPECT_NE(st.error().message.find("verifier.timing.max_reps: must be at least min_reps"),
             std::string::npos)
       << st.error().message;
+  verify::VerifierConfig c4, c5;
+  EXPECT_DOUBLE_EQ(c4.timing.workers_factor, 1.5);
+  ASSERT_TRUE(read("verifier:\n  timing:\n    workers_factor: 1\n", c4).ok());
+  EXPECT_DOUBLE_EQ(c4.timing.workers_factor, 1.0);
+  st = read("verifier:\n  timing:\n    workers_factor: 0.5\n", c5);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("verifier.timing.workers_factor"), std::string::npos)
+      << st.error().message;
   st = read("verifier:\n  timing:\n    reps: 10\n", c3);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().message.find("verifier.timing.reps"), std::string::npos)
@@ -94,7 +102,7 @@ TEST(VerifyTiming, LockWatcherInRealProcesses) {
        (source_dir() / "libs/verify/harness").string()},
       {"TMPDIR=" + tmp.path().string()}, 120);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.err.find("Ran 14 tests"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Ran 15 tests"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("\nOK"), std::string::npos) << r.err;
 }
 

@@ -47,6 +47,7 @@ void read_timing(ConfigNode n, TimingConfig& out) {
   n.get_above("wait_s", out.wait_s, 0);
   n.get_at_least("gather_s", out.gather_s, 0);
   if (out.gather_s >= out.wait_s) n.invalid("gather_s", "must be less than wait_s");
+  n.get_between("workers_factor", out.workers_factor, 1, 4);
   n.get_between("min_kernel_share", out.min_kernel_share, 0, 1);
   n.get_between("max_input_fraction", out.max_input_fraction, 0, 1);
   if (out.max_reps < out.min_reps) n.invalid("max_reps", "must be at least min_reps");

@@ -219,21 +219,35 @@ Detection detect_devices(SystemProbe& probe) {
   return det;
 }
 
+namespace {
+std::string factor_text(double f) {
+  std::ostringstream o;
+  o << f;
+  return o.str();
+}
+}  // namespace
+
 int auto_workers_per_device(unsigned cores, std::size_t gpus, std::int64_t device_memory_mb,
-                            std::string* why) {
+                            std::string* why, double cpu_factor) {
   std::size_t g = std::max<std::size_t>(1, gpus);
-  int by_cpu = std::max(2, static_cast<int>(static_cast<std::size_t>(cores) / g));
+  int per_gpu = static_cast<int>(static_cast<std::size_t>(cores) / g);
+  // The factor's product rounded down, so 1.0 keeps the count exactly (no float drift).
+  int by_cpu =
+      std::max(2, cpu_factor > 1.0 ? static_cast<int>(per_gpu * cpu_factor + 1e-9) : per_gpu);
   int n = by_cpu;
   int by_memory = device_memory_mb > 0 ? static_cast<int>(device_memory_mb / 4096) : 0;
   if (device_memory_mb > 0) n = std::min(n, std::max(1, by_memory));
   n = std::clamp(n, 1, 64);
   if (why)
-    *why = std::to_string(n) + " per GPU (" + std::to_string(cores) + " cores / " +
-           std::to_string(g) + " GPU(s) = " + std::to_string(by_cpu) +
-           (device_memory_mb > 0 ? "; " + std::to_string(device_memory_mb) +
-                                       " MiB / 4 GiB = " + std::to_string(by_memory)
-                                 : std::string("; GPU memory unknown")) +
-           ")";
+    *why =
+        std::to_string(n) + " per GPU (" + std::to_string(cores) + " cores / " + std::to_string(g) +
+        " GPU(s)" +
+        (cpu_factor > 1.0 ? " x " + factor_text(cpu_factor) + " (speed label on)" : std::string()) +
+        " = " + std::to_string(by_cpu) +
+        (device_memory_mb > 0 ? "; " + std::to_string(device_memory_mb) +
+                                    " MiB / 4 GiB = " + std::to_string(by_memory)
+                              : std::string("; GPU memory unknown")) +
+        ")";
   return n;
 }
 

@@ -101,7 +101,8 @@ std::vector<std::size_t> plan_slots(int total_workers, const VerifierConfig& cfg
         n = cfg.cpu_workers;
         why = std::to_string(n) + " (verifier.cpu_workers)";
       } else if (n == kAutoWorkers) {
-        n = auto_workers_per_device(usable_cores(), gpus, devs[d].memory_mb, &why);
+        n = auto_workers_per_device(usable_cores(), gpus, devs[d].memory_mb, &why,
+                                    cfg.timing.enabled ? cfg.timing.workers_factor : 1.0);
         why = "auto: " + why;
       }
       for (int i = 0; i < n; ++i) slot_devices.push_back(d);

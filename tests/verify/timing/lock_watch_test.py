@@ -155,6 +155,33 @@ class WatcherTest(unittest.TestCase):
         self.assertGreaterEqual(waited, SPIN_S - 0.5)
         self.assertEqual(rep["watch_stepped_out"], 0)
 
+    def test_the_stall_wait_runs_from_the_ring_to_the_last_reader_out(self):
+        # A reader without the watcher stays in for its whole stay: the writer's stall wait
+        # (report.gpu_lock.stall_wait_ms) begins after it asked (its ring) and ends when that
+        # reader is out, retries included; a writer with nobody inside has none.
+        pid, r = self.reader(watch=False)
+        time.sleep(0.1)
+        lk = gpulock.GpuLock(self.paths["gate"], self.paths["rw"], self.paths["queue"])
+        t_ask = time.monotonic()
+        self.assertIsNotNone(lk.acquire_exclusive(10.0))
+        lk.release_exclusive()
+        rep = self.finish(pid, r)
+        mine = lk.report()
+        self.assertEqual((mine["stalls"], mine["timed_sections"]), (1, 1))
+        x0 = mine["exclusive"][0][0]
+        ring = x0 - mine["stall_wait_ms"] / 1000.0
+        # Its report, made inside its stay before it left: the stay ended at or after this.
+        out = max(s1 for _, s1 in rep["shared"])
+        self.assertGreaterEqual(ring + 0.001, t_ask)
+        self.assertLessEqual(ring, out)
+        self.assertGreaterEqual(x0, out)
+        self.assertEqual(mine["stall_wait_max_ms"], mine["stall_wait_ms"])
+        self.assertGreaterEqual(mine["writer_retries"], 1)  # the wait spans the windows
+        alone = gpulock.GpuLock(self.paths["gate"], self.paths["rw"], self.paths["queue"])
+        self.assertIsNotNone(alone.acquire_exclusive(10.0))
+        alone.release_exclusive()
+        self.assertEqual((alone.report()["stalls"], alone.report()["stall_wait_ms"]), (0, 0))
+
     def test_a_held_stretch_is_not_cut(self):
         pid, r = self.reader(held=True)
         waited, _ = self.time_as_writer()

@@ -99,6 +99,11 @@ class GpuLock:
         self.announced = False  # this process said it will time soon (announce())
         self.gathered_s = 0.0  # time spent gathering, the readers going on
         self.gathers = [0, 0]  # gathers begun, and skipped because no other writer was coming
+        # From a writer's first ring to the readers all out (retries included), summed over its
+        # stalls, and the longest: how long the stall kept the others stopped before this
+        # process's exclusive section began (what a reader slow to step out costs them all).
+        self.stall_wait_s = 0.0
+        self.stall_wait_max = 0.0
         # The longest shared section and what ended it ("launch": a launch let a waiting writer
         # in, "watch": the watcher did, between two launches, "compile", "timing": this
         # process's own, "open": still held at the report): what keeps a writer waiting is a
@@ -255,7 +260,7 @@ class GpuLock:
             self._how = "idle"
             self._x0 = time.monotonic()
             return self._x0 - t0
-        joined, window = gate, TRY_S
+        joined, window, rung = gate, TRY_S, None
         while True:
             if not gate:
                 if not _lock_until(self.gate, deadline, fcntl.LOCK_SH):
@@ -264,11 +269,14 @@ class GpuLock:
             if _try(self.rw, fcntl.LOCK_EX):
                 self._how = "burst" if joined else "idle"
                 self._x0 = time.monotonic()
+                self._count_stall_wait(rung)
                 return self._x0 - t0
             _ring(self.gate_path)  # readers are in: the burst's one stall
+            rung = rung or time.monotonic()
             if _lock_until(self.rw, min(deadline, time.monotonic() + window)):
                 self._how, self.stalls = "stall", self.stalls + 1
                 self._x0 = time.monotonic()
+                self._count_stall_wait(rung)
                 return self._x0 - t0
             fcntl.flock(self.gate, fcntl.LOCK_UN)
             gate, joined = False, False
@@ -282,6 +290,12 @@ class GpuLock:
         if self.queue is not None:
             fcntl.flock(self.queue, fcntl.LOCK_UN)
         return None
+
+    def _count_stall_wait(self, rung: Optional[float]) -> None:
+        if rung is not None:
+            wait = self._x0 - rung
+            self.stall_wait_s += wait
+            self.stall_wait_max = max(self.stall_wait_max, wait)
 
     def _queue_in_burst(self, deadline: float) -> Optional[bool]:
         """Waits for the writers ahead (`queue`), joining their burst: whenever another writer
@@ -358,6 +372,8 @@ class GpuLock:
                 "timed_sections": self.sections_timed, "stalls": self.stalls,
                 "gathered_ms": int(self.gathered_s * 1000), "gathers": self.gathers[0],
                 "gathers_alone": self.gathers[1],
+                "stall_wait_ms": int(self.stall_wait_s * 1000),
+                "stall_wait_max_ms": int(self.stall_wait_max * 1000),
                 "longest_shared_ms": int(longest[0] * 1000), "longest_ended_by": longest[1],
                 "watch": self.watch, "watch_bell": self.bell is not None,
                 "watch_looks": self.looks, "watch_nudges": self.nudges,

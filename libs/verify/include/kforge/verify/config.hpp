@@ -88,6 +88,12 @@ struct TimingConfig {
   // while the timing samples that come meanwhile queue behind it: they are timed in one burst,
   // one stall for all (harness gpulock.py). 0: each stops them as it comes.
   double gather_s = 0.5;
+  // With the label on, the automatic worker count of a GPU (verifier.workers_per_device: auto)
+  // is its share of the cores times this (still at most one per 4 GiB of its memory): a worker
+  // stopped behind a timing section, or waiting for the device to time, holds no core, so more
+  // workers than cores keep the cores busy meanwhile (issue 54). 1: one worker a core, as with
+  // the label off. An explicit workers_per_device or --workers is taken as it is.
+  double workers_factor = 1.5;
   // library_work: the sample's own Triton launches took less than this share of the timed
   // wrapper call's GPU time.
   double min_kernel_share = 0.5;

@@ -72,9 +72,11 @@ Result<std::vector<Device>> resolve_devices(const std::vector<std::string>& conf
 // CPU-bound (Triton compiling their kernels), so one worker for every core the device's share of
 // the machine has (`cores` / `gpus`), at least 2; at most one per 4 GiB of the device's
 // memory when that is known (each sample gets 0.9 / workers of it); at most 64. `why` (if given)
-// receives the figures it used, for the log.
+// receives the figures it used, for the log. `cpu_factor` (verifier.timing.workers_factor with
+// the speed label on, else 1) multiplies the cores' count before the memory's bound: workers
+// that wait behind timing sections hold no core.
 int auto_workers_per_device(unsigned cores, std::size_t gpus, std::int64_t device_memory_mb,
-                            std::string* why = nullptr);
+                            std::string* why = nullptr, double cpu_factor = 1.0);
 
 // The CPUs this process may run on (its affinity mask; the online count when that fails).
 unsigned usable_cores();

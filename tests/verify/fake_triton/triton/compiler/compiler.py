@@ -1,6 +1,8 @@
 """ASTSource, compile() and CompiledKernel, shaped like Triton 3.x's (python/triton/compiler/
 compiler.py): compile(src, target, options) runs the backend's stages in order."""
 import inspect
+import os
+import time
 
 
 class ASTSource:
@@ -38,12 +40,21 @@ def make_backend(target):
     return actives[0](target)
 
 
+def _spin(seconds):
+    """CPU work as long as a real compile's (KFORGE_FAKE_TRITON_COMPILE_S, for benchmarks: on a
+    GPU a sample's compiles are most of its CPU, bench/verify/timing_bursts_cpu.sh)."""
+    t0 = time.process_time()
+    while time.process_time() - t0 < seconds:
+        sum(range(1000))
+
+
 def compile(src, target=None, options=None):
     from ..runtime.cache import triton_key
     from ..runtime.jit import JITFunction
 
     if isinstance(src, JITFunction):
         triton_key()  # a launch's compile (the stand-in compiles nothing for its CPU run)
+        _spin(float(os.environ.get("KFORGE_FAKE_TRITON_COMPILE_S") or 0))
         return src
     if not isinstance(src, ASTSource):
         raise RuntimeError("fake triton: triton.compile() is not supported with these arguments")
