@@ -188,19 +188,24 @@ KernelScore score_kernel(const HarnessReport::KernelBattery& kb) {
 }  // namespace
 
 namespace {
+// Why a sample flagged out_of_bounds gets no mutation score (docs/VERIFIER.md, "Control runs").
+constexpr const char* kForeignMemory =
+    "its kernel reads or writes outside its buffers (out_of_bounds): what every run of its tests "
+    "computes depends on memory it does not own, so no mutant run's or control's result counts";
+
 bool control_failed(const HarnessReport* mutant_report) {
   return mutant_report && mutant_report->controls && mutant_report->controls->failed;
 }
 }  // namespace
 
 MutationScore score_mutants(Verdict skip_verdict, bool skip_infrastructure,
-                            const HarnessReport* mutant_report, bool faulted) {
+                            const HarnessReport* mutant_report, bool foreign_memory) {
   MutationScore s;
   // A failed control voids every mutant run's result, the skip-launch run's too, a kill or a
   // survival (apply_controls flags it): a control that kills the GPU context before the
   // skip-launch run leaves it nothing to show, so counting its survival when the lot put the
   // control after it would make the flags the lot's (issue 52).
-  const bool voided = control_failed(mutant_report) || faulted;
+  const bool voided = control_failed(mutant_report) || foreign_memory;
   if (!skip_infrastructure && !voided) {
     ++s.applicable;
     if (skip_verdict == Verdict::passed)
@@ -208,8 +213,8 @@ MutationScore score_mutants(Verdict skip_verdict, bool skip_infrastructure,
     else
       ++s.killed;
   }
-  if (faulted) {  // nor do the batteries' results, which the harness did not void itself
-    s.stopped = "the kernel died of an illegal memory access in its bounds replay";
+  if (foreign_memory) {  // nor do the batteries' results, which the harness did not void itself
+    s.stopped = kForeignMemory;
     return s;
   }
   if (mutant_report && mutant_report->kernel_battery)
@@ -311,15 +316,11 @@ void apply_integrity(VerifyResult& r, const HarnessReport* report, const nlohman
               " (a sample must not change what its verdict rests on, nor look for the verifier)";
 }
 
-void apply_controls(VerifyResult& primary, const HarnessReport* mutant_report, bool faulted) {
-  if (!control_failed(mutant_report)) {
-    if (!faulted) return;
-    add_flag(primary, kUnstableTest);
-    primary.detail +=
-        "; unstable test: the kernel died of an illegal memory access in its bounds replay, so "
-        "where memory lies decides its runs and no mutant run's result counts";
-    return;
-  }
+void apply_controls(VerifyResult& primary, const HarnessReport* mutant_report,
+                    bool foreign_memory) {
+  // A kernel that reads or writes out of bounds: its controls pass or fail as the memory around
+  // its buffers lies, so they flag nothing (score_mutants voided its mutant runs; issue 52).
+  if (foreign_memory || !control_failed(mutant_report)) return;
   add_flag(primary, kUnstableTest);
   std::string by;
   for (const auto& c : mutant_report->controls->runs)
