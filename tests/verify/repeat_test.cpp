@@ -40,6 +40,7 @@ struct Named {
 // follows the lot differs between copies or between the two runs.
 const Named kCorpus[] = {{"repeat", "drawn_threshold", 2},
                          {"repeat", "fault_after_first_import", 3},
+                         {"repeat", "foreign_read", 3},
                          {"samples", "seeded_draws", 1},
                          {"samples", "mutant_weak_loose", 1},
                          {"samples", "mutant_reused_memory", 1},
@@ -101,6 +102,12 @@ TEST(VerifyRepeat, TwoRunsInOppositeOrdersThroughWarmWorkersGiveTheSameFlags) {
       if (key.rfind("fault_after_first_import@", 0) == 0) {
         EXPECT_EQ(got.first, Verdict::passed);
         EXPECT_EQ(got.second, std::vector<std::string>{verify::kUnstableTest});
+      }
+      // Reads out of bounds, and its later runs fail or pass as a coin falls (what lies past
+      // its buffers): out_of_bounds alone, never mutant_survived or unstable_test from them.
+      if (key.rfind("foreign_read@", 0) == 0) {
+        EXPECT_EQ(got.first, Verdict::passed);
+        EXPECT_EQ(got.second, std::vector<std::string>{verify::kOutOfBounds});
       }
     }
 }

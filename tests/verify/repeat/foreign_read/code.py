@@ -20,10 +20,10 @@ def add_kernel(x_ptr, y_ptr, shift_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.cons
     offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = offsets < n_elements
     # An index computed from a float the kernel reads (0.0 in the test): in the bounds replay,
-    # whose floats are drawn afresh, it reaches hundreds of elements past the buffers.
-    offsets = offsets + int(tl.load(shift_ptr) * 1000)
+    # whose floats are drawn afresh, its loads reach hundreds of elements past the buffers.
+    src = offsets + int(tl.load(shift_ptr) * 1000)
     if _IMPORT > 1 and _FOREIGN < 0.5:  # a far read that met unmapped memory in this run
-        offsets = offsets + (1 << 30)
-    x = tl.load(x_ptr + offsets, mask=mask)
-    y = tl.load(y_ptr + offsets, mask=mask)
+        src = src + (1 << 30)
+    x = tl.load(x_ptr + src, mask=mask)
+    y = tl.load(y_ptr + src, mask=mask)
     tl.store(out_ptr + offsets, x + y, mask=mask)
