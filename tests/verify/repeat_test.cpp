@@ -112,5 +112,20 @@ TEST(VerifyRepeat, TwoRunsInOppositeOrdersThroughWarmWorkersGiveTheSameFlags) {
     }
 }
 
+// The worker freezes its heap (torch, triton, the harness) before it forks a sample's process
+// (worker.freeze_heap): a full collection there (the poisoning's before each run of the tests
+// after the real run) walks the sample's objects only, and copies none of the worker's pages.
+// bench/verify/gc_freeze_cost.py measures what that saves.
+TEST(VerifyRepeat, ASampleProcessFindsTheWorkersHeapFrozen) {
+  TempDir tmp;
+  auto pool = make_pool(test_config(tmp));
+  ASSERT_TRUE(pool);
+  auto r = run_one(*pool, load_sample("frozen_heap", {}, "repeat"));
+  ASSERT_EQ(r.verdict, Verdict::passed) << r.detail << r.stderr_tail;
+  auto at = r.stdout_text.find("frozen objects: ");
+  ASSERT_NE(at, std::string::npos) << r.stdout_text;
+  EXPECT_GT(std::stol(r.stdout_text.substr(at + 16)), 1000) << r.stdout_text;
+}
+
 }  // namespace
 }  // namespace kforge::test
