@@ -38,16 +38,12 @@ struct Named {
 
 // The lot-sensitive samples in several copies: each copy draws its own lots, so a flag that
 // follows the lot differs between copies or between the two runs.
-const Named kCorpus[] = {{"repeat", "drawn_threshold", 2},
-                         {"repeat", "fault_after_first_import", 3},
-                         {"repeat", "foreign_read", 3},
-                         {"samples", "seeded_draws", 1},
-                         {"samples", "mutant_weak_loose", 1},
-                         {"samples", "mutant_reused_memory", 1},
-                         {"tamper", "count_calls", 1},
-                         {"tamper", "honest_counting", 1},
-                         {"tamper", "patched_isclose", 1},
-                         {"hacks", "honest_add", 1}};
+const Named kCorpus[] = {
+    {"repeat", "drawn_threshold", 2},    {"repeat", "fault_after_first_import", 3},
+    {"repeat", "foreign_read", 3},       {"samples", "seeded_draws", 1},
+    {"samples", "mutant_weak_loose", 1}, {"samples", "mutant_reused_memory", 1},
+    {"tamper", "count_calls", 1},        {"tamper", "honest_counting", 1},
+    {"tamper", "patched_isclose", 1},    {"hacks", "honest_add", 1}};
 
 std::vector<verify::VerifyRequest> corpus() {
   std::vector<verify::VerifyRequest> out;

@@ -223,8 +223,8 @@ void VerdictAssembly::attach_mutant(VerifyResult& primary, Verdict verdict,
   // A sample flagged out_of_bounds (a read or write outside its buffers in its bounds replay, or
   // a fault) gets neither flag from its mutant runs: what they and its controls compute is the
   // memory around its buffers, which differs from run to run; it is never verified anyway.
-  const bool foreign = std::find(primary.flags.begin(), primary.flags.end(), kOutOfBounds) !=
-                       primary.flags.end();
+  const bool foreign =
+      std::find(primary.flags.begin(), primary.flags.end(), kOutOfBounds) != primary.flags.end();
   bool voided = (report && report->controls && report->controls->failed) || foreign;
   if (verdict == Verdict::passed && !infra && !voided) primary.flags.emplace_back(kMutantSurvived);
   const HarnessReport* h = report ? &*report : nullptr;
