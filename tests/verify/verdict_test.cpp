@@ -192,6 +192,7 @@ TEST(VerifyMutationScore, AKernelThatReadsOutOfBoundsGetsNoMutationResultAndNoCo
                               {{{"kind", "fresh"},
                                 {"at", "after the skip-launch run"},
                                 {"result", "failed"},
+                                {"duration_ms", 5},
                                 {"by", "test_x: AssertionError"}}}}}},
                            {"battery",
                             {{"mutants",
