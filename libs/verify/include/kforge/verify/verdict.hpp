@@ -145,12 +145,13 @@ struct MutationScore {
   nlohmann::json to_json() const;
 };
 
-// mutant_report: the skip-launch run's report (nullptr when it wrote none). faulted: the sample's
-// own kernel died of an illegal memory access in its bounds replay (HarnessReport::Bounds::fault):
-// where memory lay then decides every rerun, so, as with a failed control, no mutant run's kill
-// or survival counts.
+// mutant_report: the skip-launch run's report (nullptr when it wrote none). foreign_memory: the
+// real run is flagged out_of_bounds (its bounds replay found a read or write outside its
+// buffers, or its kernel died of an illegal memory access): what every rerun computes then
+// depends on memory the sample does not own, so no mutant run's kill or survival counts and the
+// score says why (`stopped`).
 MutationScore score_mutants(Verdict skip_verdict, bool skip_infrastructure,
-                            const HarnessReport* mutant_report, bool faulted = false);
+                            const HarnessReport* mutant_report, bool foreign_memory = false);
 
 // Records the score on the real run's result (report["mutation"]) and, when an output mutant
 // survived, flags it kWeakTest and names the survivors in its detail; when a kernel mutant
@@ -176,10 +177,11 @@ ResultLines split_result_lines(std::string_view result);
 void apply_integrity(VerifyResult& r, const HarnessReport* report, const nlohmann::json& guard);
 
 // Flags kUnstableTest when the mutant runs' report says a control run failed ("controls":
-// failed), with the control's failure in the detail, or when `faulted` (score_mutants): whether a
-// control fails then is where the allocator put the buffers, so the flag must not wait for one.
+// failed), with the control's failure in the detail; never with `foreign_memory`
+// (score_mutants): whether a control of a kernel that reads out of bounds fails is where the
+// allocator put the memory around its buffers, so it flags nothing (issue 52: flags that repeat).
 void apply_controls(VerifyResult& primary, const HarnessReport* mutant_report,
-                    bool faulted = false);
+                    bool foreign_memory = false);
 
 // The plain words for what a surviving mutant shows about a test (repair prompts, debug).
 std::string mutant_meaning(std::string_view mutant);
