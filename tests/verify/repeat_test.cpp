@@ -38,15 +38,12 @@ struct Named {
 
 // The lot-sensitive samples in several copies: each copy draws its own lots, so a flag that
 // follows the lot differs between copies or between the two runs.
-const Named kCorpus[] = {{"repeat", "drawn_threshold", 2},
-                         {"repeat", "fault_after_first_import", 3},
-                         {"samples", "seeded_draws", 1},
-                         {"samples", "mutant_weak_loose", 1},
-                         {"samples", "mutant_reused_memory", 1},
-                         {"tamper", "count_calls", 1},
-                         {"tamper", "honest_counting", 1},
-                         {"tamper", "patched_isclose", 1},
-                         {"hacks", "honest_add", 1}};
+const Named kCorpus[] = {
+    {"repeat", "drawn_threshold", 2},    {"repeat", "fault_after_first_import", 3},
+    {"repeat", "foreign_read", 3},       {"samples", "seeded_draws", 1},
+    {"samples", "mutant_weak_loose", 1}, {"samples", "mutant_reused_memory", 1},
+    {"tamper", "count_calls", 1},        {"tamper", "honest_counting", 1},
+    {"tamper", "patched_isclose", 1},    {"hacks", "honest_add", 1}};
 
 std::vector<verify::VerifyRequest> corpus() {
   std::vector<verify::VerifyRequest> out;
@@ -102,7 +99,28 @@ TEST(VerifyRepeat, TwoRunsInOppositeOrdersThroughWarmWorkersGiveTheSameFlags) {
         EXPECT_EQ(got.first, Verdict::passed);
         EXPECT_EQ(got.second, std::vector<std::string>{verify::kUnstableTest});
       }
+      // Reads out of bounds, and its later runs fail or pass as a coin falls (what lies past
+      // its buffers): out_of_bounds alone, never mutant_survived or unstable_test from them.
+      if (key.rfind("foreign_read@", 0) == 0) {
+        EXPECT_EQ(got.first, Verdict::passed);
+        EXPECT_EQ(got.second, std::vector<std::string>{verify::kOutOfBounds});
+      }
     }
+}
+
+// The worker freezes its heap (torch, triton, the harness) before it forks a sample's process
+// (worker.freeze_heap): a full collection there (the poisoning's before each run of the tests
+// after the real run) walks the sample's objects only, and copies none of the worker's pages.
+// bench/verify/gc_freeze_cost.py measures what that saves.
+TEST(VerifyRepeat, ASampleProcessFindsTheWorkersHeapFrozen) {
+  TempDir tmp;
+  auto pool = make_pool(test_config(tmp));
+  ASSERT_TRUE(pool);
+  auto r = run_one(*pool, load_sample("frozen_heap", {}, "repeat"));
+  ASSERT_EQ(r.verdict, Verdict::passed) << r.detail << r.stderr_tail;
+  auto at = r.stdout_text.find("frozen objects: ");
+  ASSERT_NE(at, std::string::npos) << r.stdout_text;
+  EXPECT_GT(std::stol(r.stdout_text.substr(at + 16)), 1000) << r.stdout_text;
 }
 
 }  // namespace

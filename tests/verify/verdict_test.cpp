@@ -232,5 +232,49 @@ TEST(VerifyMutationScore, AKernelThatFaultedInItsBoundsReplayVoidsEveryMutantRes
   EXPECT_TRUE(p.flags.empty());
 }
 
+// A kernel that reads or writes out of bounds (or died of an illegal memory access in its own
+// bounds replay) makes every rerun's outcome a matter of what lies around its buffers: on an
+// H200 the same samples' controls failed in one run (unstable_test) and passed in the other
+// (mutant_survived), label off against label on and main against an earlier main. Out of
+// bounds voids the mutant runs' results and flags neither, whether or not a control failed.
+TEST(VerifyMutationScore, AKernelThatReadsOutOfBoundsGetsNoMutationResultAndNoControlFlag) {
+  nlohmann::json fields = {{"verdict", "passed"},
+                           {"controls",
+                            {{"failed", true},
+                             {"runs",
+                              {{{"kind", "fresh"},
+                                {"at", "after the skip-launch run"},
+                                {"result", "failed"},
+                                {"duration_ms", 5},
+                                {"by", "test_x: AssertionError"}}}}}},
+                           {"battery",
+                            {{"mutants",
+                              {{{"mutant", "tail"}, {"result", "killed"}},
+                               {{"mutant", "scale"}, {"result", "survived"}}}},
+                             {"not_run", nlohmann::json::array()},
+                             {"stopped", ""}}}};
+  auto report = parse_harness_report(test::harness_json(fields), ReportOrigin::harness);
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  for (Verdict skip : {Verdict::passed, Verdict::failed}) {
+    auto s = score_mutants(skip, false, &*report, /*foreign_memory=*/true);
+    EXPECT_EQ(s.applicable, 0);
+    EXPECT_EQ(s.killed, 0);
+    EXPECT_TRUE(s.survived.empty());
+    EXPECT_NE(s.stopped.find("out_of_bounds"), std::string::npos) << s.stopped;
+    VerifyResult r;
+    r.verdict = Verdict::passed;
+    r.detail = "1 test passed";
+    apply_mutation_score(r, s);
+    apply_controls(r, &*report, /*foreign_memory=*/true);
+    EXPECT_TRUE(r.flags.empty()) << nlohmann::json(r.flags).dump();
+    EXPECT_EQ(r.report["mutation"]["stopped"], s.stopped);
+  }
+  // Without out of bounds the same report's failed control flags unstable_test as before.
+  VerifyResult p;
+  p.verdict = Verdict::passed;
+  apply_controls(p, &*report);
+  EXPECT_EQ(p.flags, std::vector<std::string>{kUnstableTest});
+}
+
 }  // namespace
 }  // namespace kforge::verify

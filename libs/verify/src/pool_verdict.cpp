@@ -222,12 +222,19 @@ void VerdictAssembly::attach_mutant(VerifyResult& primary, Verdict verdict,
   // Results the harness voided (a failed control, or the sample's own kernel dying of an illegal
   // memory access in its bounds replay: controls.void) void the skip-launch run's survival as
   // well as its kill (issue 52: score_mutants): the sample is flagged unstable_test instead,
-  // whichever side the lot put it.
-  bool voided = report && report->controls && report->controls->voided;
+  // whichever side the lot put it. A sample flagged out_of_bounds (a read or write outside its
+  // buffers in its bounds replay, or a fault) gets neither flag from its mutant runs: what they
+  // and its controls compute is the memory around its buffers, which differs from run to run; it
+  // is never verified anyway.
+  const bool foreign =
+      std::find(primary.flags.begin(), primary.flags.end(), kOutOfBounds) != primary.flags.end();
+  bool voided =
+      (report && report->controls && (report->controls->voided || report->controls->failed)) ||
+      foreign;
   if (verdict == Verdict::passed && !infra && !voided) primary.flags.emplace_back(kMutantSurvived);
   const HarnessReport* h = report ? &*report : nullptr;
-  apply_mutation_score(primary, score_mutants(verdict, infra, h));
-  apply_controls(primary, h);
+  apply_mutation_score(primary, score_mutants(verdict, infra, h, foreign));
+  apply_controls(primary, h, foreign);
   apply_integrity(primary, h, guard);
 }
 

@@ -189,32 +189,46 @@ KernelScore score_kernel(const HarnessReport::KernelBattery& kb) {
 }  // namespace
 
 namespace {
-// The harness's decision that no mutant run's result stands (report["controls"]["void"]).
+// The harness's decision that no mutant run's result stands (report["controls"]["void"]; a
+// failed control always voids them, so "failed" alone counts too).
 bool voided(const HarnessReport* mutant_report) {
-  return mutant_report && mutant_report->controls && mutant_report->controls->voided;
+  return mutant_report && mutant_report->controls &&
+         (mutant_report->controls->voided || mutant_report->controls->failed);
+}
+
+// Why a sample flagged out_of_bounds gets no mutation score (docs/VERIFIER.md, "Control runs").
+constexpr const char* kForeignMemory =
+    "its kernel reads or writes outside its buffers (out_of_bounds): what every run of its tests "
+    "computes depends on memory it does not own, so no mutant run's or control's result counts";
 }
 }  // namespace
 
 MutationScore score_mutants(Verdict skip_verdict, bool skip_infrastructure,
-                            const HarnessReport* mutant_report) {
+                            const HarnessReport* mutant_report, bool foreign_memory) {
   MutationScore s;
   // Results the harness voided count for nothing, the skip-launch run's too, a kill or a
   // survival (apply_controls flags it): after a failed control (a control that kills the GPU
   // context before the skip-launch run leaves it nothing to show, so counting its survival when
   // the lot put the control after it would make the flags the lot's, issue 52), or when the
   // real run's kernel faulted in its bounds replay (controls.void_reason). The batteries' entries
-  // the harness marked void or as_control are not counted below.
-  if (!skip_infrastructure && !voided(mutant_report)) {
+  // the harness marked void or as_control are not counted below. A kernel flagged out_of_bounds
+  // (foreign_memory) gets nothing counted at all.
+  if (!skip_infrastructure && !voided(mutant_report) && !foreign_memory) {
     ++s.applicable;
     if (skip_verdict == Verdict::passed)
       s.survived.push_back("skip_launch");
     else
       ++s.killed;
   }
+  // The harness's own reason (a fault in the bounds replay) says more than the rule's words.
+  const bool harness_reason = voided(mutant_report) && mutant_report->controls->void_reason;
+  if (foreign_memory) {  // nor do the batteries' results, which the harness did not void itself
+    s.stopped = harness_reason ? *mutant_report->controls->void_reason : kForeignMemory;
+    return s;
+  }
   if (mutant_report && mutant_report->kernel_battery)
     s.kernel = score_kernel(*mutant_report->kernel_battery);
-  if (voided(mutant_report) && mutant_report->controls->void_reason)
-    s.stopped = *mutant_report->controls->void_reason;
+  if (harness_reason) s.stopped = *mutant_report->controls->void_reason;
   if (!mutant_report || !mutant_report->battery) return s;
   const auto& b = *mutant_report->battery;
   for (const auto& e : b.mutants) {
@@ -312,8 +326,11 @@ void apply_integrity(VerifyResult& r, const HarnessReport* report, const nlohman
               " (a sample must not change what its verdict rests on, nor look for the verifier)";
 }
 
-void apply_controls(VerifyResult& primary, const HarnessReport* mutant_report) {
-  if (!voided(mutant_report)) return;
+void apply_controls(VerifyResult& primary, const HarnessReport* mutant_report,
+                    bool foreign_memory) {
+  // A kernel that reads or writes out of bounds: its controls pass or fail as the memory around
+  // its buffers lies, so they flag nothing (score_mutants voided its mutant runs; issue 52).
+  if (foreign_memory || !voided(mutant_report)) return;
   add_flag(primary, kUnstableTest);
   const auto& c = *mutant_report->controls;
   // Voided for the harness's reason (the kernel faulted in its bounds replay): that reason, the

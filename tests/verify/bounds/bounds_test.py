@@ -289,6 +289,21 @@ class RepeatTest(unittest.TestCase):
                                              "buffers": ["out_ptr"]}], kind)
             self.assertEqual(res, results[0][1], kind)
 
+    def test_a_read_far_past_the_zones_is_caught_the_same_whatever_lies_beyond(self):
+        # x[i + 20000]: five times past the margins the check had before (4096 elements), where
+        # it met the neighbours (nothing: a fault; zeros, NaN or values left by earlier work:
+        # nothing seen) and the flag followed them (issue 52: flash_decode2_phi lost
+        # out_of_bounds, softmax_reducev gained it between two runs). The margins now reach
+        # that far: a read of the margin after the arena in every placement.
+        n = 20
+        results = self.check_everywhere(kernels.very_far_read, [floats(n), [0.0] * n, n])
+        for kind, res in results:
+            self.assertTrue(res["out_of_bounds"], (kind, res))
+            self.assertIsNone(res["fault"], kind)
+            self.assertEqual(res["reads"], [{"kernel": "very_far_read", "launch": 1,
+                                             "buffers": ["out_ptr"]}], kind)
+            self.assertEqual(res, results[0][1], kind)
+
     def test_the_zones_cover_the_launch_reach_and_repeat(self):
         rows, stride = 4, 100
         rec = capture(kernels.row_gather, rows_args(rows, stride, lambda i: i % rows), 16)[0]

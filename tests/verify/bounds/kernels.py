@@ -79,10 +79,10 @@ def far_read(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 @triton.jit
 def very_far_write(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    # Writes a hundred thousand elements past the end: beyond the arena and its margins.
+    # Writes a million elements past the end: beyond the arena and its margins.
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
-    tl.store(out_ptr + offs + 100000, tl.load(x_ptr + offs, mask=mask, other=0.0), mask=mask)
+    tl.store(out_ptr + offs + 1000000, tl.load(x_ptr + offs, mask=mask, other=0.0), mask=mask)
 
 
 RACE = {"launches": 0, "late": ()}
@@ -101,3 +101,12 @@ def racy(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     x = tl.load(x_ptr + offs, mask=mask, other=0.0)
     late = 1.0 if RACE["launches"] in RACE["late"] else 0.0
     tl.store(out_ptr + offs, x + late, mask=mask)
+
+
+@triton.jit
+def very_far_read(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # Reads twenty thousand elements past x: far beyond its zone (as a read at an index the
+    # kernel computed does), past the 4096-element margins the check had before, within the 32768 of today.
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs + 20000, mask=mask, other=0.0), mask=mask)

@@ -30,7 +30,7 @@ def run_tests(sample: Sample, phase: str) -> Optional[Json]:
     real run. Returns the first result that did not pass (None when they all passed)."""
     module, info = sample["module"], sample["info"]
     sys.modules[MODULE] = module
-    _poison()  # the same bytes in free GPU memory, whatever run came before this one
+    _poison(sample.get("rerun_floor", 0))  # the same bytes in free GPU memory, whatever ran before
     put_generators(sample.get("generators"))  # the real run's inputs, wherever this run is
     me = os.getpid()
     for test in sample["tests"]:
@@ -43,12 +43,13 @@ def run_tests(sample: Sample, phase: str) -> Optional[Json]:
     return None
 
 
-def _poison() -> None:
+def _poison(floor: int = 0) -> None:
     """The GPU memory the caching allocator holds free filled with 0xFF, as for the skip-launch
     and fresh control runs (mutants.poison_gpu_cache), after collecting the young garbage: an
     output a kernel leaves unwritten, or a read of memory the test never wrote, then sees the
     same bytes in every run of the tests, not what the run the lot put before it left there
-    (the real answer after a control, a mutated one after a mutant). Nothing without CUDA."""
+    (the real answer after a control, a mutated one after a mutant); at least `floor` bytes of
+    it (mutants.rerun_floor), whatever the phases before left cached. Nothing without CUDA."""
     torch = sys.modules.get("torch")
     try:
         if torch is None or not torch.cuda.is_initialized():
@@ -56,7 +57,7 @@ def _poison() -> None:
         import gc
         from .mutants import poison_gpu_cache
         gc.collect(1)
-        poison_gpu_cache(0xFF, collect=False)
+        poison_gpu_cache(0xFF, collect=False, floor=floor)
     except Exception:  # noqa: BLE001 - the run still means something without it
         pass
 
@@ -101,9 +102,10 @@ class Controls:
         self.out["runs"].append(entry)
         return failed is None
 
-    def fresh(self, sample: Sample, where: str, poison: Callable[[], Any]) -> bool:
+    def fresh(self, sample: Sample, where: str, poison: Callable[..., Any]) -> bool:
         """The script imported afresh and its tests run with nothing skipped or changed, on GPU
-        memory poisoned as for the skip-launch run (poison() does it). True when it passed."""
+        memory poisoned as for the skip-launch run (poison(floor=...) does it: at least the
+        sample's rerun_floor bytes). True when it passed."""
         t0 = time.monotonic()
         state = sample["state"]
         saved = _save(state)
@@ -112,7 +114,7 @@ class Controls:
         run = {}
         try:
             try:
-                poison()
+                poison(floor=sample.get("rerun_floor", 0))
             except Exception:  # noqa: BLE001 - the run still means something without it
                 pass
             sys.modules.pop(MODULE, None)

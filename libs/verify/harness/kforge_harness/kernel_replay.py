@@ -35,10 +35,13 @@ LIST_ZONE_MAX = 1 << 16  # elements of one zone around a list buffer
 ALIGN = 256  # every storage starts at a multiple of this in its arena (Triton specialises on 16)
 # The out-of-bounds check's arena has a margin before its first storage's zone and after its
 # last one's, held like those zones: an access past the arena's ends lands in memory the replay
-# controls, not in whatever the allocator put there (issue 52: flags that repeat). Halved until
-# the arena can be had; none when even the arena alone cannot.
-MARGIN = 32 << 20  # bytes on each side
-LIST_MARGIN = 1 << 12  # elements on each side of the CPU stand-in's list arena
+# controls, not in whatever the allocator put there (issue 52: flags that repeat). Its size is
+# fixed, far larger than the zones (a read far past a buffer, from an index the kernel computed,
+# lands in it rather than in other allocations or unmapped memory), within the worker's memory
+# (its 7.86 GiB on an H200 by default): halved until the arena can be had; none when even the
+# arena alone cannot.
+MARGIN = 512 << 20  # bytes on each side
+LIST_MARGIN = 1 << 15  # elements on each side of the CPU stand-in's list arena
 MAX_RECORDS = 12  # launches recorded per run
 MAX_PER_KERNEL = 4  # distinct launches recorded per kernel
 MAX_COPY_BYTES = 64 << 20  # integer contents copied per launch
@@ -478,9 +481,13 @@ def _arena(torch: Any, total: int, margin: int, device: Any) -> tuple[Any, int]:
 def _margin_written(base: Any, lo: int, hi: int, held: Any) -> bool:
     """Whether base[lo:hi] no longer all holds `held` (a byte; a list's pad, NaN equal NaN)."""
     if isinstance(base, list):
+        seg = base[lo:hi]
+        if seg.count(held) == len(seg):  # the pad object itself everywhere: untouched
+            return False
         nan = held != held
-        return any(not (v == held or (nan and v != v)) for v in base[lo:hi])
-    return bool((base[lo:hi] != held).any())
+        return any(not (v == held or (nan and v != v)) for v in seg)
+    seg = base[lo:hi]  # two reductions: no temporary as large as the margin
+    return bool(seg.min() != held) or bool(seg.max() != held)
 
 
 def _fill_normal(torch, region, dt, gen, device):

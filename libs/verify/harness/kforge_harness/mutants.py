@@ -47,12 +47,36 @@ def wants_mutant_run(report: Json) -> bool:
     return report.get("verdict") == VERDICT.passed and bool(t.get("kernels")) and launched > 0
 
 
-def poison_gpu_cache(byte: int = 0xFF, collect: bool = True) -> int:
+SMALL_BLOCK = 1 << 20  # the caching allocator's small pool serves requests up to this many bytes
+FLOOR_MAX = 1 << 30  # the most a rerun's poisoned floor holds (rerun_floor)
+
+
+def rerun_floor() -> int:
+    """The bytes of poisoned free memory every later run of the tests in this process finds,
+    whatever ran between (rerun_floor is taken right after the real run, before the speed
+    label and the other checks): the real run's peak of allocated GPU memory, at least one
+    small and one large block, at most FLOOR_MAX. 0 without CUDA."""
+    torch = sys.modules.get("torch")
+    try:
+        if torch is None or not torch.cuda.is_initialized():
+            return 0
+        peak = int(torch.cuda.max_memory_allocated())
+    except Exception:  # noqa: BLE001 - no floor then: the cache alone is poisoned
+        return 0
+    return min(FLOOR_MAX, max(2 * SMALL_BLOCK, -(-peak // (2 * SMALL_BLOCK)) * 2 * SMALL_BLOCK))
+
+
+def poison_gpu_cache(byte: int = 0xFF, collect: bool = True, floor: int = 0) -> int:
     """Fills the GPU memory the caching allocator holds free with 0xFF bytes (NaN for floats, -1
     for integers) and returns how many bytes it filled. Without this, a mutant run in the same
     process could be handed, by torch.empty, the very block in which the real run's kernel left
     the right answer, and a sound test would look vacuous. (The out-of-bounds check fills it
-    with its guard zones' byte, `byte`, without a garbage collection first.)"""
+    with its guard zones' byte, `byte`, without a garbage collection first.)
+    `floor` (rerun_floor): the free memory poisoned is at least that much in the large pool
+    and in the small one (up to `floor` there too), so a run of the tests is served from
+    poisoned memory whether or not the phases before it (the speed label's large inputs) left
+    blocks cached; without it a run after the label got 0xFF where one without it got fresh
+    memory from the driver (issue 52: label off against label on changed a control's result)."""
     torch = sys.modules.get("torch")
     if torch is None:
         return 0
@@ -66,10 +90,20 @@ def poison_gpu_cache(byte: int = 0xFF, collect: bool = True) -> int:
         gc.collect()
     torch.cuda.synchronize()
     sizes = []
+    free = {"large": 0, "small": 0}
     for seg in torch.cuda.memory_snapshot():
+        pool = "small" if seg.get("segment_type") == "small" else "large"
         for b in seg.get("blocks", []):
             if b.get("state") == "inactive" and b.get("size", 0) > 0:
                 sizes.append((b["size"], seg.get("device", 0)))
+                free[pool] = max(free[pool], b["size"]) if pool == "large" else \
+                    free[pool] + b["size"]
+    device = torch.cuda.current_device()
+    if floor > 0 and free["large"] < floor:
+        sizes.append((floor, device))  # one block as large as the floor, new if need be
+    if floor > 0:
+        small = min(floor, 8 * SMALL_BLOCK)
+        sizes += [(SMALL_BLOCK, device)] * (max(0, small - free["small"]) // SMALL_BLOCK)
     held, filled = [], 0
     for size, device in sorted(sizes, reverse=True):
         try:
@@ -98,7 +132,7 @@ def run_mutant(sample: Sample, report: Json) -> None:
     state.compile = new_compile_stats()
     state.launcher = new_compile_stats()
     try:
-        report["poisoned_bytes"] = poison_gpu_cache()
+        report["poisoned_bytes"] = poison_gpu_cache(floor=sample.get("rerun_floor", 0))
     except Exception as e:  # noqa: BLE001 - the run still means something without it
         report["poisoned_bytes"] = "failed: %s: %s" % (type(e).__name__, str(e)[:200])
     banner("mutant run (kernel launches skipped)")
@@ -361,7 +395,7 @@ def output_battery(sample: Sample, report: Json, names: list[str], count: int,
             sample["state"].replays = Recorder()
         t_real = time.monotonic()
         try:
-            poison_gpu_cache()  # as before the real run's process's fresh control
+            poison_gpu_cache(floor=sample.get("rerun_floor", 0))  # as the fresh control
         except Exception:  # noqa: BLE001 - the run still means something without it
             pass
         execute(sample, MODULE, real, t_real, "control")

@@ -149,9 +149,12 @@ struct MutationScore {
 // mutant_report: the skip-launch run's report (nullptr when it wrote none). Results the harness
 // voided (report["controls"]["void"]: after a failed control, or when the real run's kernel died
 // of an illegal memory access in its bounds replay, controls.void_reason) count for nothing, the
-// skip-launch run's included; a void_reason is the score's `stopped`.
+// skip-launch run's included; a void_reason is the score's `stopped`. foreign_memory: the real
+// run is flagged out_of_bounds (its bounds replay found a read or write outside its buffers, or
+// its kernel died of an illegal memory access): what every rerun computes then depends on memory
+// the sample does not own, so no mutant run's kill or survival counts and the score says why.
 MutationScore score_mutants(Verdict skip_verdict, bool skip_infrastructure,
-                            const HarnessReport* mutant_report);
+                            const HarnessReport* mutant_report, bool foreign_memory = false);
 
 // Records the score on the real run's result (report["mutation"]) and, when an output mutant
 // survived, flags it kWeakTest and names the survivors in its detail; when a kernel mutant
@@ -177,11 +180,12 @@ ResultLines split_result_lines(std::string_view result);
 void apply_integrity(VerifyResult& r, const HarnessReport* report, const nlohmann::json& guard);
 
 // Flags kUnstableTest when the harness voided the mutant runs' results ("controls": void): with
-// the harness's void_reason in the detail when it gave one (the kernel faulted in its bounds
-// replay: whether a control fails then is where the allocator put the buffers, so the flag must
-// not wait for one, and a control that failed after it failed of it), else the failed control's
-// failure.
-void apply_controls(VerifyResult& primary, const HarnessReport* mutant_report);
+// the harness's void_reason in the detail when it gave one, else the failed control's failure;
+// never with `foreign_memory` (score_mutants): whether a control of a kernel that reads out of
+// bounds fails is where the allocator put the memory around its buffers, so it flags nothing
+// (issue 52: flags that repeat).
+void apply_controls(VerifyResult& primary, const HarnessReport* mutant_report,
+                    bool foreign_memory = false);
 
 // The plain words for what a surviving mutant shows about a test (repair prompts, debug).
 std::string mutant_meaning(std::string_view mutant);
