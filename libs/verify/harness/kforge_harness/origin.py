@@ -45,7 +45,7 @@ import sys
 import time
 from typing import Any, Callable, Optional
 
-from . import blind, buffers
+from . import buffers
 from .gpusync import synchronize
 from .kernel_replay import RTOL, RTOL_DEFAULT
 from .outputs import arguments
@@ -245,7 +245,8 @@ class Judge:
     """One call's judgement: fn(args) under each replacement, its outputs against want."""
 
     def __init__(self, state: Any, call: Callable[[Callable[..., Any], tuple[Any, ...]],
-                                                  tuple[Optional[list[Any]], Optional[str]]]):
+                                                  tuple[Optional[list[Any]], Optional[str]]]
+                 ) -> None:
         self.state, self.call = state, call
 
     def run(self, wrapper: Callable[..., Any], args: tuple[Any, ...], how: str,
