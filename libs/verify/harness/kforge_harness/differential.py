@@ -358,6 +358,11 @@ def _origin(sample: Sample, report: Json, wrapper: Callable[..., Any],
         if judge is None or report["origin"]["host"] is not None or \
                 time.monotonic() - t0 > BUDGET_S:
             return
-        checked.append(judge.judge(on, wrapper, args, want))
+        try:
+            checked.append(judge.judge(on, wrapper, args, want))
+        except Exception as e:  # noqa: BLE001 - the check's own error: the call is not judged
+            checked.append({"on": on, "result": origin.NOT_JUDGED, "share": None, "elements": 0,
+                            "runs": 0, "detail": "harness error: %s: %s" % (type(e).__name__,
+                                                                            str(e)[:200])})
         report["origin"] = origin.summary(checked, clock.ms())
     return agreed
