@@ -43,8 +43,7 @@ const std::set<std::string>& evidence_placeholders() {
   static const std::set<std::string> s = {
       "verdict",        "detail",  "test",         "section",   "line",      "source_line",
       "exception",      "message", "traceback",    "stderr",    "survivors", "targets",
-      "kernel_mutants", "bounds",  "differential", "tampering", "controls",
-      "origin"};
+      "kernel_mutants", "bounds",  "differential", "tampering", "controls",  "origin"};
   return s;
 }
 

@@ -138,7 +138,7 @@ struct HarnessReport {
   // `bound` of its elements): the kernel launched, but the host computed the answer.
   struct Origin {
     struct Check {
-      std::string on, result;  // result: kernel, host, no_launch or not_judged
+      std::string on, result;       // result: kernel, host, no_launch or not_judged
       std::optional<double> share;  // of the judged elements, those that still agreed
       std::int64_t elements = 0, runs = 0;
       std::string detail;
