@@ -56,7 +56,7 @@ os.chdir(sys.argv[3])
 rep = {}
 sample = phases.real_run(req, rep, phases.Phases(rep))
 out = {k: rep.get(k) for k in ("verdict", "detail", "coverage", "speed", "differential",
-                                "triton")}
+                                "origin", "triton")}
 if sample is not None and wants_mutant_run(rep) and "mutant_phase_skipped" not in rep:
     second = {}
     phases.mutant_run(sample, second, phases.Phases(second, sets_up=False), req["mutants"],
@@ -138,6 +138,8 @@ def checks_of(res):
         fired.append("weak_inputs")
     if (res.get("coverage") or {}).get("constant_outputs"):
         fired.append("constant_output")
+    if res.get("verdict") == "passed" and (res.get("origin") or {}).get("host"):
+        fired.append("kernel_not_used")
     for f in ((res.get("speed") or {}).get("flags") or []):
         if f in PERF_FLAGS:
             fired.append(f)

@@ -82,7 +82,7 @@ TEST(RepairPrompts, AMissingEvidenceBlockOrUnknownPlaceholderIsAnErrorNamingTheF
   ASSERT_FALSE(lib.ok());
   EXPECT_TRUE(has(lib.error().message, "evidence.md: no block 'no_kernel_launch'"))
       << lib.error().message;
-  for (const char* flag : {"tampered", "unstable_test"}) {
+  for (const char* flag : {"tampered", "unstable_test", "kernel_not_used"}) {
     std::string block = std::string("<!-- evidence: ") + flag + " -->";
     std::string left = text.substr(0, text.find(block));
     std::size_t next = text.find("<!-- evidence: ", text.find(block) + block.size());
@@ -358,6 +358,38 @@ TEST(RepairEvidence, TamperedSaysWhatWasReplacedAndUnstableWhichControlFailed) {
   EXPECT_FALSE(has(*text, "`fresh` control run")) << *text;
   EXPECT_TRUE(has(*text, "Make them repeatable")) << *text;
   EXPECT_FALSE(has(*text, "was replaced")) << *text;
+}
+
+// A wrapper whose answer outside the test was the host's is told on which call and how much of
+// the answer still agreed with the kernels' outputs replaced (the stored report's "origin").
+TEST(RepairEvidence, KernelNotUsedSaysWhichCallAnsweredWithTheHostsResult) {
+  auto lib = PromptLibrary::load(shipped());
+  ASSERT_TRUE(lib.ok()) << lib.error().message;
+  const PipelineSpec* spec = *lib->pipeline("v1");
+  VerdictEvidence v;
+  v.verdict = "passed";
+  v.detail = "1 test passed; kernel not used: ...";
+  v.flags = {"kernel_not_used"};
+  auto check = [](const char* on, const char* result, json share) {
+    return json{{"on", on}, {"result", result}, {"share", share}, {"elements", 200}, {"runs", 3}};
+  };
+  v.report = stored({{"origin",
+                      {{"checked", json::array({check("inputs()", "kernel", 0.0),
+                                                check("scaled by 1e3", "host", 0.75)})},
+                       {"host", "scaled by 1e3"},
+                       {"bound", 0.5},
+                       {"ms", 12}}}});
+  auto text = render_evidence(spec->evidence, v);
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  EXPECT_TRUE(has(*text, "on inputs() scaled by 1e3, 75% of the output's elements still agree"))
+      << *text;
+  EXPECT_TRUE(has(*text, "The wrapper must return what the kernel")) << *text;
+  EXPECT_FALSE(has(*text, "{{")) << *text;
+  // Nothing recorded: the block still says what the flag means.
+  v.report = json::object();
+  text = render_evidence(spec->evidence, v);
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  EXPECT_TRUE(has(*text, "(which call was not recorded)")) << *text;
 }
 
 TEST(RepairEvidence, ACrossCompileFailureCarriesEachRequiredTargetsCompilerError) {

@@ -69,7 +69,7 @@ TEST(Vocabulary, NamesReadBackAndAnUnknownOneListsTheKnown) {
   EXPECT_EQ(bad.error().message,
             "'weak' is not a quality flag (no_kernel_launch, mutant_survived, weak_test, "
             "weak_inputs, constant_output, out_of_bounds, infrastructure, environment, slow, "
-            "cross_compile_failed, tampered, unstable_test)");
+            "cross_compile_failed, tampered, unstable_test, kernel_not_used)");
 }
 
 // Inserts a verification of the fixture's sample with the given flags.

@@ -7,7 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "kforge/verify/figures.hpp"
 #include "kforge/verify/targets.hpp"
@@ -194,6 +197,56 @@ TEST(VerifyPhases, TheDifferentialCheckFailsAWrapperRightOnlyOnTheInputsItWasGiv
   for (const auto& t : r[3].report["differential"]["transforms"])
     if (t["result"] == "skipped") skipped += t["transform"].get<std::string>() + ";";
   EXPECT_NE(skipped.find("negated;"), std::string::npos) << skipped;
+}
+
+TEST(VerifyPhases, TheAnswerComparedOutsideTheTestMustComeFromTheKernel) {
+  // tests/verify/hacks: wrappers that launch their kernel on every call (launch counting, the
+  // kernel's share and the test's skip-launch run all see it) but answer with the host's
+  // result: always, outside the test only (the caller's frame), or as host + 0 * kernel. Each
+  // ended verified before the origin check; now the call on inputs() made again with the
+  // kernels' outputs replaced still agrees with the reference: kernel_not_used, not verified.
+  // Honest controls (a small host epilogue after the kernel, an output from torch.empty or
+  // NaN-filled, a host threshold of the kernel's output) stay verified.
+  TempDir tmp;
+  auto cfg = test_config(tmp);
+  cfg.timeout_s = 20;  // six samples of up to 16 extra wrapper calls each, on a loaded CI host
+  auto pool = make_pool(cfg);
+  ASSERT_TRUE(pool);
+  const std::vector<std::string> hacks = {"host_answer_always", "host_answer_outside_test",
+                                          "held_host_answer_zero_times_kernel"};
+  const std::vector<std::string> honest = {"honest_torch_epilogue", "honest_empty_alloc",
+                                           "held_honest_threshold"};
+  std::vector<verify::VerifyRequest> reqs;
+  for (const auto& n : hacks) reqs.push_back(load_sample(n, {}, "hacks"));
+  for (const auto& n : honest) reqs.push_back(load_sample(n, {}, "hacks"));
+  auto r = run_all(*pool, reqs);
+  for (std::size_t i = 0; i < hacks.size(); ++i) {
+    SCOPED_TRACE(hacks[i] + ": " + r[i].detail + "\n" + r[i].report.dump());
+    EXPECT_EQ(r[i].verdict, Verdict::passed);
+    EXPECT_FALSE(r[i].verified());
+    EXPECT_NE(std::find(r[i].flags.begin(), r[i].flags.end(), verify::kKernelNotUsed),
+              r[i].flags.end());
+    EXPECT_NE(r[i].detail.find("kernel not used: on inputs(), 100% of the output's elements"),
+              std::string::npos);
+    // As the repair prompt reads the stored report: the call judged the host's, typed.
+    auto stored = verify::parse_stored_report(r[i].report);
+    ASSERT_TRUE(stored.ok() && *stored && (*stored)->origin)
+        << (stored.ok() ? "no origin" : stored.error().message);
+    EXPECT_EQ((*stored)->origin->host.value_or(""), "inputs()");
+    const auto* c = (*stored)->origin->host_check();
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(c->result, "host");
+    EXPECT_GT(c->share.value_or(0.0), 0.99);
+    EXPECT_FALSE(verify::origin_meaning(**stored).empty());
+  }
+  for (std::size_t i = hacks.size(); i < r.size(); ++i) {
+    SCOPED_TRACE(honest[i - hacks.size()] + ": " + r[i].detail + "\n" + r[i].report.dump());
+    EXPECT_TRUE(r[i].verified());
+    ASSERT_TRUE(r[i].harness && r[i].harness->origin);
+    EXPECT_FALSE(r[i].harness->origin->host);
+    EXPECT_FALSE(r[i].harness->origin->checked.empty());
+    for (const auto& c : r[i].harness->origin->checked) EXPECT_EQ(c.result, "kernel") << c.on;
+  }
 }
 
 TEST(VerifyPhases, GuardAndSequenceInARealProcess) {

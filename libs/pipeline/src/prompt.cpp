@@ -23,7 +23,7 @@ constexpr const char* kSpecFile = "pipeline.yaml";
 // verdict's own, and one per quality flag a repair round is asked to fix (named as the flag:
 // store/vocabulary.hpp; the verifier's own failures and a slow label have no block).
 using store::Flag;
-constexpr std::array<std::string_view, 15> kEvidenceBlocks = {"verdict",
+constexpr std::array<std::string_view, 16> kEvidenceBlocks = {"verdict",
                                                               "failing_test",
                                                               "message",
                                                               "traceback",
@@ -37,12 +37,13 @@ constexpr std::array<std::string_view, 15> kEvidenceBlocks = {"verdict",
                                                               to_string(Flag::out_of_bounds),
                                                               to_string(Flag::cross_compile_failed),
                                                               to_string(Flag::tampered),
-                                                              to_string(Flag::unstable_test)};
+                                                              to_string(Flag::unstable_test),
+                                                              to_string(Flag::kernel_not_used)};
 const std::set<std::string>& evidence_placeholders() {
   static const std::set<std::string> s = {
       "verdict",        "detail",  "test",         "section",   "line",      "source_line",
       "exception",      "message", "traceback",    "stderr",    "survivors", "targets",
-      "kernel_mutants", "bounds",  "differential", "tampering", "controls"};
+      "kernel_mutants", "bounds",  "differential", "tampering", "controls",  "origin"};
   return s;
 }
 

@@ -244,6 +244,12 @@ Result<std::string> render_evidence(const EvidenceTemplate& t, const VerdictEvid
     use.push_back(verify::kWeakInputs);
   }
   if (flagged(verify::kConstantOutput)) use.push_back(verify::kConstantOutput);
+  if (flagged(verify::kKernelNotUsed)) {
+    // Which call outside the test answered with the host's result, and how much of it.
+    std::string what = verify::origin_meaning(h);
+    values["origin"] = what.empty() ? "(which call was not recorded)" : what;
+    use.push_back(verify::kKernelNotUsed);
+  }
   if (flagged(verify::kOutOfBounds)) {
     // Which kernel read or wrote outside which buffer (the guard-zone check), or the fault.
     std::string what = h.bounds ? h.bounds->detail : std::string();

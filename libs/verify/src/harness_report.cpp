@@ -438,6 +438,23 @@ HarnessReport::Differential differential_of(const nlohmann::json& d) {
   return out;
 }
 
+HarnessReport::Origin origin_of(const nlohmann::json& o) {
+  HarnessReport::Origin out;
+  for (const auto& c : o.at("checked")) {
+    HarnessReport::Origin::Check check;
+    check.on = c.at("on").get<std::string>();
+    check.result = c.at("result").get<std::string>();
+    if (const auto& share = c.at("share"); !share.is_null()) check.share = share.get<double>();
+    check.elements = c.at("elements").get<std::int64_t>();
+    check.runs = c.at("runs").get<std::int64_t>();
+    check.detail = str_or_empty(c, "detail");
+    out.checked.push_back(std::move(check));
+  }
+  out.host = opt_str(o, "host");
+  out.bound = o.at("bound").get<double>();
+  return out;
+}
+
 // The pool's fields of a stored report (checked against the same declarations).
 void read_pool_parts(const nlohmann::json& r, HarnessReport& h) {
   h.guard = strings(child(r, "guard"));
@@ -502,6 +519,7 @@ HarnessReport read_checked(const nlohmann::json& r) {
                                      child(*b, "fault") != nullptr};
   h.mutants_void = opt_str(r, "mutants_void");
   if (const auto* d = child(r, "differential")) h.differential = differential_of(*d);
+  if (const auto* o = child(r, "origin")) h.origin = origin_of(*o);
   if (const auto* s = child(r, "speed")) h.speed = speed_of(*s);
   if (const auto* cc = child(r, "cross_compile")) h.cross_compile = targets_of(*cc);
   if (const auto* b = child(r, "battery")) h.battery = battery_of(*b);
@@ -562,6 +580,13 @@ std::int64_t HarnessReport::Triton::total_launches() const {
   std::int64_t n = 0;
   for (const auto& [k, v] : launches) n += v;
   return n;
+}
+
+const HarnessReport::Origin::Check* HarnessReport::Origin::host_check() const {
+  if (!host) return nullptr;
+  for (const auto& c : checked)
+    if (c.on == *host) return &c;
+  return nullptr;
 }
 
 Result<HarnessReport> parse_harness_report(const nlohmann::json& report, ReportOrigin origin) {

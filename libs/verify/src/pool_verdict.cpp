@@ -161,6 +161,7 @@ void Pool::Impl::finish_run(Slot& s) {
   res.report["pool"] = pool_facts;
   if (!r.job.mutant) {
     apply_output_facts(res);
+    apply_origin_facts(res);
     apply_bounds_facts(res);
   }
   if (!guard.empty()) res.report["guard"] = guard;

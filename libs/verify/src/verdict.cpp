@@ -376,6 +376,26 @@ void apply_output_facts(VerifyResult& r) {
   }
 }
 
+std::string origin_meaning(const HarnessReport& report) {
+  const auto* c = report.origin ? report.origin->host_check() : nullptr;
+  if (c == nullptr) return std::string();
+  const std::string on = c->on == "inputs()" ? c->on : "inputs() " + c->on;
+  const int percent = static_cast<int>(100.0 * c->share.value_or(1.0) + 0.5);
+  return "on " + on + ", " + std::to_string(percent) +
+         "% of the output's elements still agree with the declared reference when every output "
+         "of the sample's kernels is replaced right after its launch (NaN, then random values): "
+         "the wrapper launches its kernel but answers with what the host computed (PyTorch or "
+         "Python), so the kernel's own result is never what the verifier compares";
+}
+
+void apply_origin_facts(VerifyResult& r) {
+  if (r.verdict != Verdict::passed || !r.harness) return;
+  std::string what = origin_meaning(*r.harness);
+  if (what.empty()) return;
+  add_flag(r, kKernelNotUsed);
+  r.detail += "; kernel not used: " + what;
+}
+
 void apply_bounds_facts(VerifyResult& r) {
   if (std::find(r.flags.begin(), r.flags.end(), kOutOfBounds) != r.flags.end()) return;
   // The report comes from the sample's own process: its fields were checked as it was parsed.

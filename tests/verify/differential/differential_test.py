@@ -10,6 +10,7 @@ import unittest
 sys.path.insert(0, sys.argv.pop(1) if len(sys.argv) > 1 else os.environ["KFORGE_HARNESS_DIR"])
 
 from kforge_harness import differential as d  # noqa: E402
+from kforge_harness import origin  # noqa: E402
 
 TRANSFORMS = {name: (make, refusable) for name, make, refusable in d.TRANSFORMS}
 
@@ -118,6 +119,76 @@ class JudgementTest(unittest.TestCase):
                     ([1.0, 2.0, 3.0], [1.0, 1.0, 1.0]))
         self.assertEqual(out["result"], "differs")
         self.assertIn("has 3 elements where the reference's has 2", out["detail"])
+
+
+class _State:
+    """What origin.Judge needs of the Triton hooks' state: the launch watch (mutator) that each
+    launch of the sample's kernels goes through, the launch counts, the real run's outputs."""
+
+    class _Written:
+        written = {"add_kernel": ["out_ptr"]}
+
+    def __init__(self):
+        self.mutator, self.launches, self.outputs = None, {}, self._Written()
+
+
+def _wrapper(state, answer):
+    """A wrapper launching an add 'kernel' (through the state's watch, as the hooks do) into
+    out, then answering with answer(out, x, y)."""
+    def kernel(x_ptr, y_ptr, out_ptr, n):
+        for i in range(n):
+            out_ptr[i] = x_ptr[i] + y_ptr[i]
+
+    kernel.arg_names = ["x_ptr", "y_ptr", "out_ptr", "n"]
+
+    def wrapper(x, y):
+        out = [0.0] * len(x)
+        args = (x, y, out, len(x))
+        run = lambda: kernel(*args)  # noqa: E731
+        (state.mutator.launch("add_kernel", kernel, args, {}, run) if state.mutator else run())
+        return answer(out, x, y)
+    return wrapper
+
+
+class OriginTest(unittest.TestCase):
+    base = ([0.25 * (i % 13) - 1.5 for i in range(64)], [0.5 - 0.125 * (i % 7) for i in range(64)])
+
+    def judge(self, answer):
+        state = _State()
+        want = d._outputs(add(*self.base), self.base)
+        return origin.Judge(state, d._call).judge(origin.INPUTS, _wrapper(state, answer),
+                                                  self.base, want)
+
+    def test_the_kernels_answer_is_the_kernels(self):
+        entry = self.judge(lambda out, x, y: out)
+        self.assertEqual((entry["result"], entry["share"], entry["runs"]), ("kernel", 0.0, 2))
+
+    def test_the_hosts_answer_beside_a_launched_kernel_is_the_hosts(self):
+        for answer in (lambda out, x, y: add(x, y),  # the kernel's output thrown away
+                       lambda out, x, y: [h + 0.0 * k for h, k in zip(add(x, y), out)],
+                       lambda out, x, y: [k if math.isfinite(k) else h
+                                          for k, h in zip(out, add(x, y))]):
+            entry = self.judge(answer)
+            self.assertEqual((entry["result"], entry["share"], entry["runs"]), ("host", 1.0, 3))
+
+    def test_a_quarter_from_the_kernel_is_the_hosts_half_is_not(self):
+        quarter = self.judge(lambda out, x, y: out[:16] + add(x, y)[16:])
+        self.assertEqual(quarter["result"], "host")
+        self.assertAlmostEqual(quarter["share"], 0.75, places=1)
+        half = self.judge(lambda out, x, y: out[:32] + add(x, y)[32:])
+        self.assertEqual(half["result"], "kernel")
+
+    def test_an_epilogue_and_a_threshold_of_the_kernels_output_are_the_kernels(self):
+        self.assertEqual(self.judge(lambda out, x, y: [v * 0.5 + 1.0 for v in out])["share"], 0.0)
+        sign = self.judge(lambda out, x, y: [1.0 if v > 0 else -1.0 for v in out])
+        self.assertEqual(sign["result"], "kernel")  # chance agreement, a random run each
+        self.assertLess(sign["share"], 0.5)
+
+    def test_a_call_without_a_launch_is_not_judged_here(self):
+        state = _State()
+        entry = origin.Judge(state, d._call).judge(origin.INPUTS, add, self.base,
+                                                   d._outputs(add(*self.base), self.base))
+        self.assertEqual(entry["result"], "no_launch")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,9 @@ The package, by concern (docs/VERIFIER.md describes what each does for a verdict
                 PyTorch reference timed (timing_timer: a rep and the loop; timing_stats: the
                 statistics; gpulock: the device held exclusively while timing, a watcher
                 thread stepping each other sample out between its launches)
+  differential  the wrapper against its declared reference on transformed copies of inputs()
+  origin        where the answer the verifier compares outside the test came from: the same
+                calls with the kernels' outputs replaced after each launch (kernel_not_used)
   gpusync       the one "wait for this process's GPU work" every module calls
   phases/       the checks as phases: one entry point per check (test_run, speed, cross_compile,
                 bounds_replay, skip_launch, output_mutants, kernel_battery), called in order by

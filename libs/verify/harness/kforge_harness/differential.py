@@ -36,7 +36,7 @@ import sys
 import time
 from typing import Any, Callable, Optional
 
-from . import blind
+from . import blind, origin
 from .gpusync import synchronize
 from .kernel_replay import differs
 from .report_schema import VERDICT
@@ -263,9 +263,10 @@ def make_inputs(inputs_fn: Callable[[], Any]) -> Args:
 
 def try_transform(name: str, make: Callable[[Args], Optional[Args]], refusable: bool,
                   spec: tuple[Callable[..., Any], Callable[..., Any]], base: Args,
-                  base_nonfinite: int) -> Json:
+                  base_nonfinite: int,
+                  agreed: Optional[Callable[[str, Args, list[Any]], None]] = None) -> Json:
     """One transform's outcome: {transform, result: agrees | differs | skipped | refused,
-    detail?}."""
+    detail?}. agreed(name, args, reference's outputs) is called where the wrapper agrees."""
     wrapper, reference = spec
     entry: Json = {"transform": name}
     args = make(base)
@@ -294,6 +295,8 @@ def try_transform(name: str, make: Callable[[Args], Optional[Args]], refusable: 
     entry.update(result="differs" if why else "agrees")
     if why:
         entry["detail"] = why
+    elif agreed is not None:
+        agreed(name, args, want)
     return entry
 
 
@@ -321,11 +324,14 @@ def run_differential(sample: Sample, report: Json) -> Optional[Json]:
         out["ms"] = int((time.monotonic() - t0) * 1000)
         return out
     base_nonfinite = _nonfinite(want)
+    agreed = _origin(sample, report, wrapper, t0)
+    agreed(origin.INPUTS, base, want)
     for name, make, refusable in TRANSFORMS:
         if time.monotonic() - t0 > BUDGET_S:
             out["stopped"] = "the time budget (%g s) was spent" % BUDGET_S
             break
-        entry = try_transform(name, make, refusable, (wrapper, reference), base, base_nonfinite)
+        entry = try_transform(name, make, refusable, (wrapper, reference), base, base_nonfinite,
+                              agreed)
         out["transforms"].append(entry)
         if entry["result"] == "differs":
             out["failed"] = name
@@ -336,3 +342,27 @@ def run_differential(sample: Sample, report: Json) -> Optional[Json]:
             break
     out["ms"] = int((time.monotonic() - t0) * 1000)
     return out
+
+
+def _origin(sample: Sample, report: Json, wrapper: Callable[..., Any],
+            t0: float) -> Callable[[str, Args, list[Any]], None]:
+    """The origin check (origin.py) of each call the wrapper agreed on, into report["origin"]:
+    inputs() and each transform, until one is judged the host's (or the time budget is spent)."""
+    state = sample.get("state")
+    checked: list[Json] = []
+    clock = origin.Clock()
+    report["origin"] = origin.summary(checked, 0)
+    judge = origin.Judge(state, _call) if state is not None else None
+
+    def agreed(on: str, args: Args, want: list[Any]) -> None:
+        if judge is None or report["origin"]["host"] is not None or \
+                time.monotonic() - t0 > BUDGET_S:
+            return
+        try:
+            checked.append(judge.judge(on, wrapper, args, want))
+        except Exception as e:  # noqa: BLE001 - the check's own error: the call is not judged
+            checked.append({"on": on, "result": origin.NOT_JUDGED, "share": None, "elements": 0,
+                            "runs": 0, "detail": "harness error: %s: %s" % (type(e).__name__,
+                                                                            str(e)[:200])})
+        report["origin"] = origin.summary(checked, clock.ms())
+    return agreed

@@ -42,6 +42,7 @@ enum class Flag {
   cross_compile_failed,
   tampered,
   unstable_test,
+  kernel_not_used,
 };
 inline constexpr EnumName<Flag> kFlagNames[] = {
     {Flag::no_kernel_launch, "no_kernel_launch"},
@@ -55,7 +56,8 @@ inline constexpr EnumName<Flag> kFlagNames[] = {
     {Flag::slow, "slow"},
     {Flag::cross_compile_failed, "cross_compile_failed"},
     {Flag::tampered, "tampered"},
-    {Flag::unstable_test, "unstable_test"}};
+    {Flag::unstable_test, "unstable_test"},
+    {Flag::kernel_not_used, "kernel_not_used"}};
 
 // One cross-compile target's result (verify/targets.hpp).
 enum class TargetResultKind { ok, error, unavailable, not_run };

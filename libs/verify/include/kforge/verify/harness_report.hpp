@@ -131,6 +131,23 @@ struct HarnessReport {
     std::vector<Transform> transforms;
     std::optional<std::string> failed;  // the transform it failed on
   };
+  // Where the answer the verifier compared outside the test came from (report["origin"],
+  // docs/VERIFIER.md, "Where the answer came from"): each call the differential check agreed on
+  // (inputs(), then each transform), made again with the kernels' outputs replaced after each
+  // launch; `host` names the first call whose answer still agreed with the reference (more than
+  // `bound` of its elements): the kernel launched, but the host computed the answer.
+  struct Origin {
+    struct Check {
+      std::string on, result;       // result: kernel, host, no_launch or not_judged
+      std::optional<double> share;  // of the judged elements, those that still agreed
+      std::int64_t elements = 0, runs = 0;
+      std::string detail;
+    };
+    std::vector<Check> checked;
+    std::optional<std::string> host;
+    double bound = 0.5;
+    const Check* host_check() const;  // the check `host` names (nullptr when none)
+  };
   struct OutputMutant {
     std::string mutant, result;
     std::optional<int> launch;  // survived with this launch alone changed
@@ -232,6 +249,7 @@ struct HarnessReport {
   // kernel faulted in the bounds replay): the pool passes it on to the mutant runs' request.
   std::optional<std::string> mutants_void;
   std::optional<Differential> differential;
+  std::optional<Origin> origin;
   std::optional<SpeedLabel> speed;
   std::optional<std::vector<TargetResult>> cross_compile;  // in the order of the target names
   std::optional<Battery> battery;

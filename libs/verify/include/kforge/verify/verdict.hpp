@@ -52,6 +52,11 @@ inline constexpr const char* kTampered = store::flag_name(Flag::tampered);
 // failed: the test does not give the same answer twice, so no mutant run's failure is a kill
 // (report["mutant"]["controls"]).
 inline constexpr const char* kUnstableTest = store::flag_name(Flag::unstable_test);
+// The wrapper launched its kernel, but the answer the verifier compared outside the test (the
+// reference comparison on inputs(), a differential transform) still agreed with the declared
+// reference when every output of its kernels was replaced right after the launch: the host
+// computed it (report["origin"], docs/VERIFIER.md, "Where the answer came from").
+inline constexpr const char* kKernelNotUsed = store::flag_name(Flag::kernel_not_used);
 // Set when the verifier itself could not run the sample (sandbox set-up, no usable device, a
 // report that does not match report_fields.txt): the verdict says nothing about the sample and
 // the caller may retry.
@@ -200,6 +205,14 @@ std::string kernel_mutant_meaning(const nlohmann::json& survivor);
 // Flags a passing result kConstantOutput when its coverage facts say every output of more than
 // one element was constant.
 void apply_output_facts(VerifyResult& r);
+
+// Flags a passing result kKernelNotUsed when the harness's origin check (report["origin"])
+// found a call outside the test whose answer did not come from the kernel; the detail says
+// which call and how much of its answer still agreed.
+void apply_origin_facts(VerifyResult& r);
+// What the detail and the repair evidence say of the origin check's finding ("on inputs()
+// scaled by 1e3, 100% of the output's elements ..."); empty when it found none.
+std::string origin_meaning(const HarnessReport& report);
 
 // Flags kOutOfBounds (any verdict) when the harness's guard-zone replay found a launch reading
 // or writing outside its buffers (report["bounds"]["out_of_bounds"]), or when an error or crash

@@ -1,0 +1,8 @@
+def test_add_affine():
+    for n in (1, 63, 64, 130):
+        x = [((i * 13) % 29 - 14) * 0.5 for i in range(n)]
+        y = [0.25 * i - 3.0 for i in range(n)]
+        got = add_affine(x, y)
+        assert len(got) == n
+        assert all(abs(a - ((b + c) * 0.5 + 1.0)) <= 1e-5 * (1 + abs(b + c))
+                   for a, b, c in zip(got, x, y))
