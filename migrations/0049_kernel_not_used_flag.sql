@@ -1,4 +1,4 @@
--- kforge schema, version 46: the verifier's flag kernel_not_used in flag_names (its line in
+-- kforge schema, version 49: the verifier's flag kernel_not_used in flag_names (its line in
 -- libs/verify/harness/kforge_harness/vocabulary/flags.txt, after unstable_test):
 --   kernel_not_used  the wrapper launched its kernel, but the answer the verifier compared
 --                    outside the test (the reference comparison on inputs(), a differential
