@@ -200,7 +200,6 @@ bool voided(const HarnessReport* mutant_report) {
 constexpr const char* kForeignMemory =
     "its kernel reads or writes outside its buffers (out_of_bounds): what every run of its tests "
     "computes depends on memory it does not own, so no mutant run's or control's result counts";
-}
 }  // namespace
 
 MutationScore score_mutants(Verdict skip_verdict, bool skip_infrastructure,
