@@ -71,9 +71,9 @@ TEST(VerifyTiming, TheConfigurationSectionIsReadStrictly) {
             std::string::npos)
       << st.error().message;
   verify::VerifierConfig c4, c5;
-  EXPECT_DOUBLE_EQ(c4.timing.workers_factor, 1.5);
-  ASSERT_TRUE(read("verifier:\n  timing:\n    workers_factor: 1\n", c4).ok());
   EXPECT_DOUBLE_EQ(c4.timing.workers_factor, 1.0);
+  ASSERT_TRUE(read("verifier:\n  timing:\n    workers_factor: 1.5\n", c4).ok());
+  EXPECT_DOUBLE_EQ(c4.timing.workers_factor, 1.5);
   st = read("verifier:\n  timing:\n    workers_factor: 0.5\n", c5);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().message.find("verifier.timing.workers_factor"), std::string::npos)

@@ -29,9 +29,9 @@ def positive_sum(x, y):
     n = len(x)
     out = _new(n)
     add_kernel[(triton.cdiv(n, 64),)](_dev(x), _dev(y), out, n, BLOCK=64)
-    if _gpu() is not None:
-        return (out > 0).float().tolist()
-    return [1.0 if v > 0 else 0.0 for v in out]
+    # The threshold on the CPU: a torch threshold on the GPU (two kernels) would be most of the
+    # call's GPU time after a one-kernel add (library_work on an H200).
+    return [1.0 if v > 0 else 0.0 for v in _host(out)]
 
 
 def reference(x, y):

@@ -93,7 +93,7 @@ struct TimingConfig {
   // stopped behind a timing section, or waiting for the device to time, holds no core, so more
   // workers than cores keep the cores busy meanwhile (issue 54). 1: one worker a core, as with
   // the label off. An explicit workers_per_device or --workers is taken as it is.
-  double workers_factor = 1.5;
+  double workers_factor = 1.0;
   // library_work: the sample's own Triton launches took less than this share of the timed
   // wrapper call's GPU time.
   double min_kernel_share = 0.5;
