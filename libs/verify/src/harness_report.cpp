@@ -406,7 +406,9 @@ HarnessReport::Controls controls_of(const nlohmann::json& c) {
                         e.at("result").get<std::string>(), e.at("duration_ms").get<std::int64_t>(),
                         opt_str(e, "by")});
   out.failed = c.at("failed").get<bool>();
-  if (const auto* v = child(c, "void")) out.voided = v->get<bool>();
+  // A failed control always voids every result (controls.py), so "failed" alone says so too.
+  out.voided = out.failed;
+  if (const auto* v = child(c, "void")) out.voided = out.voided || v->get<bool>();
   out.void_reason = opt_str(c, "void_reason");
   out.raw = c;
   return out;

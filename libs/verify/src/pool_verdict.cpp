@@ -229,9 +229,7 @@ void VerdictAssembly::attach_mutant(VerifyResult& primary, Verdict verdict,
   // is never verified anyway.
   const bool foreign =
       std::find(primary.flags.begin(), primary.flags.end(), kOutOfBounds) != primary.flags.end();
-  bool voided =
-      (report && report->controls && (report->controls->voided || report->controls->failed)) ||
-      foreign;
+  bool voided = (report && report->controls && report->controls->voided) || foreign;
   if (verdict == Verdict::passed && !infra && !voided) primary.flags.emplace_back(kMutantSurvived);
   const HarnessReport* h = report ? &*report : nullptr;
   apply_mutation_score(primary, score_mutants(verdict, infra, h, foreign));

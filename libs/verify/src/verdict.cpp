@@ -189,11 +189,10 @@ KernelScore score_kernel(const HarnessReport::KernelBattery& kb) {
 }  // namespace
 
 namespace {
-// The harness's decision that no mutant run's result stands (report["controls"]["void"]; a
-// failed control always voids them, so "failed" alone counts too).
+// The harness's decision that no mutant run's result stands (report["controls"]["void"], or a
+// failed control: HarnessReport::Controls::voided).
 bool voided(const HarnessReport* mutant_report) {
-  return mutant_report && mutant_report->controls &&
-         (mutant_report->controls->voided || mutant_report->controls->failed);
+  return mutant_report && mutant_report->controls && mutant_report->controls->voided;
 }
 
 // Why a sample flagged out_of_bounds gets no mutation score (docs/VERIFIER.md, "Control runs").

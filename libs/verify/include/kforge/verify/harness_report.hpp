@@ -189,7 +189,7 @@ struct HarnessReport {
     };
     std::vector<Run> runs;
     // failed: a control run failed; voided: no mutant run's result stands (the harness marked
-    // them void: after a failed control, or for void_reason).
+    // them void: after a failed control, or for void_reason; true whenever `failed` is).
     bool failed = false, voided = false;
     // Why every result is void when no control failed: the real run's mutants_void, which the
     // pool passed on in the mutant runs' request.
