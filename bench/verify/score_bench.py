@@ -3,6 +3,7 @@
 
   score_bench.py post URL --items 128 --corpus A.jsonl [--corpus B.jsonl --every 8]
                  [--deadline-s 300] [--emit ITEMS.jsonl] [--results OUT.json] [--tag T]
+  score_bench.py items --items 128 --corpus A.jsonl [--corpus B.jsonl --every 8] [--tag T] --emit ITEMS.jsonl
   score_bench.py compare RESULTS.json VERIFY.jsonl
 
 post: one batch of N items to a running kforged's POST /v1/score, drawn from the records (code,
@@ -13,6 +14,9 @@ items/s, verdicts, null rewards, whether the answer came after the deadline plus
 item ends by then, so a batch answered in time has no item past it), and whether the results
 came in item order. --emit writes the same items as `kforge verify` input (the item id as
 `file`); --results the endpoint's answer.
+
+items: only --emit's file, the same items post would send (they depend on the corpora, --every,
+--items and --tag alone), so `kforge verify` can run on them in a later call of its own.
 
 compare: the endpoint's verdicts against `kforge verify --json` on the same items: how many
 agree, and the items that differ.
@@ -50,15 +54,26 @@ def pct(v, p):
     return v[min(len(v) - 1, max(0, int(round(p * len(v) + 0.5)) - 1))]
 
 
+def emit(path, items):
+    with open(path, "w") as fh:
+        for it in items:
+            fh.write(json.dumps({"file": it["id"], "code": it["code"],
+                                 "kernel_wrapper": it["kernel_wrapper"],
+                                 "unitest_code": it["unitest_code"]}) + "\n")
+
+
+def items_only(a):
+    items, used = items_for([load(c) for c in a.corpus], a.every, a.items, a.tag)
+    emit(a.emit, items)
+    print(json.dumps({"items": len(items), "per_corpus": used}), flush=True)
+    return 0
+
+
 def post(a):
     corpora = [load(c) for c in a.corpus]
     items, used = items_for(corpora, a.every, a.items, a.tag)
     if a.emit:
-        with open(a.emit, "w") as fh:
-            for it in items:
-                fh.write(json.dumps({"file": it["id"], "code": it["code"],
-                                     "kernel_wrapper": it["kernel_wrapper"],
-                                     "unitest_code": it["unitest_code"]}) + "\n")
+        emit(a.emit, items)
     body = {"items": items, "deadline_s": a.deadline_s, "tag": a.tag, "reward": a.reward}
     req = urllib.request.Request(a.url.rstrip("/") + "/v1/score", data=json.dumps(body).encode(),
                                  method="POST", headers={"Content-Type": "application/json"})
@@ -120,11 +135,14 @@ def main():
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("post")
     p.add_argument("url")
-    p.add_argument("--corpus", action="append", required=True)
-    p.add_argument("--every", type=int, default=8)
-    p.add_argument("--items", type=int, default=128)
+    i = sub.add_parser("items")
+    i.add_argument("--emit", required=True)
+    for q in (p, i):
+        q.add_argument("--corpus", action="append", required=True)
+        q.add_argument("--every", type=int, default=8)
+        q.add_argument("--items", type=int, default=128)
+        q.add_argument("--tag", default="bench")
     p.add_argument("--deadline-s", type=float, default=300)
-    p.add_argument("--tag", default="bench")
     p.add_argument("--emit", default=None)
     p.add_argument("--results", default=None)
     p.add_argument("--reward", default="triton_eval")
@@ -132,7 +150,7 @@ def main():
     c.add_argument("results")
     c.add_argument("verify")
     a = ap.parse_args()
-    return post(a) if a.cmd == "post" else compare(a)
+    return {"post": post, "items": items_only, "compare": compare}[a.cmd](a)
 
 
 if __name__ == "__main__":
