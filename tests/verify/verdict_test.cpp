@@ -276,5 +276,54 @@ TEST(VerifyMutationScore, AKernelThatReadsOutOfBoundsGetsNoMutationResultAndNoCo
   EXPECT_EQ(p.flags, std::vector<std::string>{kUnstableTest});
 }
 
+// A control run of the unmutated sample that died of an illegal memory access ran only the
+// sample's own code: its kernel touched memory it does not own, which the bounds replay missed
+// that time. On an H200 (bench-score, 512 items) three copies of one TritonBench-G kernel were
+// flagged unstable_test by such a control in one run and mutant_survived in another; such a
+// kernel is out of bounds, and out of bounds voids its mutant runs and controls (issue 52).
+TEST(VerifyBounds, AControlRunThatDiedOfAnIllegalAccessFlagsOutOfBoundsNotUnstableTest) {
+  auto report_with = [](const std::string& by) {
+    nlohmann::json fields = {{"verdict", "passed"},
+                             {"controls",
+                              {{"failed", true},
+                               {"runs",
+                                {{{"kind", "fresh"},
+                                  {"at", "after the skip-launch run"},
+                                  {"result", "failed"},
+                                  {"duration_ms", 5},
+                                  {"by", by}}}}}}};
+    return parse_harness_report(test::harness_json(fields), ReportOrigin::harness);
+  };
+  auto faulted = report_with(
+      "<import>: AcceleratorError: CUDA error: an illegal memory access was encountered");
+  ASSERT_TRUE(faulted.ok()) << faulted.error().message;
+  VerifyResult r;
+  r.verdict = Verdict::passed;
+  r.detail = "1 test passed";
+  r.report["bounds"] = {{"out_of_bounds", false}, {"checked", 3}};
+  apply_control_faults(r, &*faulted);
+  EXPECT_EQ(r.flags, std::vector<std::string>{kOutOfBounds});
+  EXPECT_EQ(r.report["bounds"]["out_of_bounds"], true);
+  EXPECT_EQ(r.report["bounds"]["checked"], 3);  // the replay's own record is kept
+  EXPECT_EQ(r.report["bounds"]["fault"]["in"], "a fresh control run");
+  EXPECT_NE(r.detail.find("out of bounds: a fresh control run of the unmutated sample died of an "
+                          "illegal memory access"),
+            std::string::npos)
+      << r.detail;
+  // Then the control flags nothing (the out-of-bounds rule), and calling it again adds nothing.
+  apply_controls(r, &*faulted, /*foreign_memory=*/true);
+  apply_control_faults(r, &*faulted);
+  EXPECT_EQ(r.flags, std::vector<std::string>{kOutOfBounds});
+  // A control that failed its assertion is the test's instability, not a fault.
+  auto asserted = report_with("test_x: AssertionError");
+  ASSERT_TRUE(asserted.ok()) << asserted.error().message;
+  VerifyResult p;
+  p.verdict = Verdict::passed;
+  apply_control_faults(p, &*asserted);
+  EXPECT_TRUE(p.flags.empty());
+  apply_controls(p, &*asserted);
+  EXPECT_EQ(p.flags, std::vector<std::string>{kUnstableTest});
+}
+
 }  // namespace
 }  // namespace kforge::verify

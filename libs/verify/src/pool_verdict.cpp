@@ -227,11 +227,12 @@ void VerdictAssembly::attach_mutant(VerifyResult& primary, Verdict verdict,
   // buffers in its bounds replay, or a fault) gets neither flag from its mutant runs: what they
   // and its controls compute is the memory around its buffers, which differs from run to run; it
   // is never verified anyway.
+  const HarnessReport* h = report ? &*report : nullptr;
+  apply_control_faults(primary, h);  // a control dying of an illegal access is out of bounds too
   const bool foreign =
       std::find(primary.flags.begin(), primary.flags.end(), kOutOfBounds) != primary.flags.end();
   bool voided = (report && report->controls && report->controls->voided) || foreign;
   if (verdict == Verdict::passed && !infra && !voided) primary.flags.emplace_back(kMutantSurvived);
-  const HarnessReport* h = report ? &*report : nullptr;
   apply_mutation_score(primary, score_mutants(verdict, infra, h, foreign));
   apply_controls(primary, h, foreign);
   apply_integrity(primary, h, guard);

@@ -423,6 +423,32 @@ void apply_bounds_facts(VerifyResult& r) {
       }
 }
 
+void apply_control_faults(VerifyResult& primary, const HarnessReport* mutant_report) {
+  if (!mutant_report || !mutant_report->controls ||
+      std::find(primary.flags.begin(), primary.flags.end(), kOutOfBounds) != primary.flags.end())
+    return;
+  static const std::vector<std::string> kFault = listed_lines(harness_fault_words());
+  for (const auto& run : mutant_report->controls->runs) {
+    if (run.result != to_string(Verdict::failed) || !run.by) continue;
+    for (const auto& words : kFault) {
+      if (run.by->find(words) == std::string::npos) continue;
+      const std::string what = "a " + run.kind +
+                               " control run of the unmutated sample died of an illegal memory "
+                               "access (a kernel read or wrote outside its buffers; whether that "
+                               "faults depends on what lies next to them)";
+      add_flag(primary, kOutOfBounds);
+      nlohmann::json& bounds = primary.report["bounds"];
+      if (!bounds.is_object()) bounds = nlohmann::json::object();
+      bounds["out_of_bounds"] = true;
+      bounds["detail"] = what;
+      bounds["fault"] = {{"error", words}, {"in", "a " + run.kind + " control run"}};
+      if (primary.harness) primary.harness->bounds = HarnessReport::Bounds{true, what, true};
+      primary.detail += "; out of bounds: " + what;
+      return;
+    }
+  }
+}
+
 std::string mutant_meaning(std::string_view mutant) {
   if (mutant == "skip_launch")
     return "the test still passes when the kernel is not launched at all: it checks nothing the "

@@ -220,6 +220,13 @@ std::string origin_meaning(const HarnessReport& report);
 // says which kernel and buffer, or the fault.
 void apply_bounds_facts(VerifyResult& r);
 
+// Flags kOutOfBounds when a control run of the unmutated sample (in the mutant runs' report)
+// died of an illegal memory access: only the sample's own code ran there, so its kernel touched
+// memory no allocation of its holds, which the bounds replay did not see this time (whether
+// that faults depends on what lies next to its buffers). report["bounds"] records the fault as
+// apply_bounds_facts does. Nothing when the sample is flagged out of bounds already.
+void apply_control_faults(VerifyResult& primary, const HarnessReport* mutant_report);
+
 // "SIGSEGV" for 11; "signal N" when unknown.
 std::string signal_name(int sig);
 
