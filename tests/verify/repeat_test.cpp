@@ -123,5 +123,40 @@ TEST(VerifyRepeat, ASampleProcessFindsTheWorkersHeapFrozen) {
   EXPECT_GT(std::stol(r.stdout_text.substr(at + 16)), 1000) << r.stdout_text;
 }
 
+// A run after the real one that died because the GPU ran out of memory (on an H200 with 24
+// workers at 5.2 GiB each, a control run of the scoring benchmark did) says nothing of the test:
+// every mutant result is void as the verifier's failure, the sample is flagged infrastructure
+// (kforged verifies it again, up to verifier.max_requeues), never unstable_test. The sample's
+// control runs (the kernel launched, the answer right) raise torch's OutOfMemoryError by name
+// and message; its mutant runs fail the comparison first. In both mutant-run modes.
+TEST(VerifyRepeat, AControlRunOutOfGpuMemoryIsTheVerifiersFailureNotUnstableTest) {
+  for (auto mode : {verify::MutantRun::same_process, verify::MutantRun::new_process}) {
+    SCOPED_TRACE(std::string(verify::to_string(mode)));
+    TempDir tmp;
+    auto cfg = test_config(tmp);
+    cfg.mutant_run = mode;
+    auto pool = make_pool(cfg);
+    ASSERT_TRUE(pool);
+    auto r = run_one(*pool, load_sample("control_out_of_memory", {}, "repeat"));
+    EXPECT_EQ(r.verdict, Verdict::passed) << r.detail << r.stderr_tail;
+    EXPECT_EQ(r.flags, std::vector<std::string>{verify::kInfrastructure}) << r.detail;
+    EXPECT_FALSE(r.verified());
+    EXPECT_NE(r.detail.find("; infrastructure: the "), std::string::npos) << r.detail;
+    EXPECT_NE(r.detail.find("control run"), std::string::npos) << r.detail;
+    EXPECT_NE(r.detail.find("ran out of GPU memory (test_add: OutOfMemoryError: CUDA out of"),
+              std::string::npos)
+        << r.detail;
+    const auto& controls = r.report["mutant"]["controls"];
+    EXPECT_EQ(controls.value("infrastructure", false), true) << controls.dump();
+    EXPECT_EQ(controls.value("failed", true), false) << controls.dump();
+    // Nothing counted: no kill, no survivor; the score says why it stopped.
+    EXPECT_EQ(r.report["mutation"]["killed"], 0) << r.report["mutation"].dump();
+    EXPECT_EQ(r.report["mutation"]["applicable"], 0) << r.report["mutation"].dump();
+    EXPECT_NE(r.report["mutation"].value("stopped", "").find("ran out of GPU memory"),
+              std::string::npos)
+        << r.report["mutation"].dump();
+  }
+}
+
 }  // namespace
 }  // namespace kforge::test

@@ -207,7 +207,8 @@ def run_kernel_battery(sample: Sample, report: Json, count: int, budget_s: float
             ran = True
             if not controls.rerun(sample, "kernel mutant %d" % (i + 1)):
                 kb["not_run"] = len(chosen) - i
-                kb["stopped"] = "a control run failed"
+                kb["stopped"] = ("a run ran out of GPU memory" if controls.out.get("infrastructure")
+                                 else "a control run failed")
                 break
         if time.monotonic() - t0 >= budget_s:
             kb["not_run"] = len(chosen) - i
@@ -247,6 +248,13 @@ def run_kernel_battery(sample: Sample, report: Json, count: int, budget_s: float
             entry["confirmed"] = failed is None
         entry["swapped_launches"] = state.swapped
         entry["duration_ms"] = int((time.monotonic() - t1) * 1000)
+        if failed is not None and controls is not None and \
+                controls.oom("kernel mutant %d (%s)" % (i + 1, entry["mutant"]), failed):
+            entry.update(result="error", detail="ran out of GPU memory")  # no kill (controls.py)
+            kb["not_run"] = len(chosen) - i - 1
+            kb["stopped"] = "a run ran out of GPU memory"
+            ran = True  # every result is void: no control either
+            break
         if failed is not None:
             exc = failed.get("exception") or ""
             if "CompilationError" in exc or "CompileTimeAssertion" in exc:

@@ -169,6 +169,10 @@ def run_and_report(request: Json, report: Json, result_fd: int,
         bad_request(report, result_fd, e)
     if request.get("fresh"):
         preload(request.get("preload", []))
+        # As a warm worker does before it forks a sample's process: every process that runs a
+        # sample's code finds its heap frozen the same way, so gc.get_freeze_count() and what
+        # gc.get_objects() lists cannot tell a fresh process from a worker's fork (issue 52).
+        freeze_heap()
     try:
         gpulock.install(request.get("gpu_lock"))
     except OSError as e:
