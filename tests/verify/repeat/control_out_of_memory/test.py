@@ -2,8 +2,20 @@ import builtins
 
 
 class OutOfMemoryError(RuntimeError):
-    """Stands for torch.OutOfMemoryError (torch.cuda.OutOfMemoryError): the CPU stand-in has no
-    torch. Its name and message are what a real one's are."""
+    """Stands for torch.OutOfMemoryError (torch.cuda.OutOfMemoryError) on the CPU stand-in,
+    which has no torch: its name and message are a real one's."""
+
+
+def allocate_too_much():
+    # On a GPU, torch's own error for an allocation no device holds; on the stand-in, its
+    # stand-in with torch's words.
+    torch = globals().get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.empty(1 << 40, dtype=torch.uint8, device="cuda")  # 1 TiB
+    raise OutOfMemoryError(
+        "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 139.72 "
+        "GiB of which 1.12 GiB is free. Of the allocated memory 4.80 GiB is allocated by "
+        "PyTorch, and 112.00 MiB is reserved by PyTorch but unallocated.")
 
 
 def test_add():
@@ -17,7 +29,4 @@ def test_add():
     out = add(x, y)
     assert out == [a + b for a, b in zip(x, y)]
     if builtins._oom_runs > 1:
-        raise OutOfMemoryError(
-            "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 139.72 "
-            "GiB of which 1.12 GiB is free. Of the allocated memory 4.80 GiB is allocated by "
-            "PyTorch, and 112.00 MiB is reserved by PyTorch but unallocated.")
+        allocate_too_much()
