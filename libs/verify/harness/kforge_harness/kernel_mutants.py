@@ -250,7 +250,9 @@ def run_kernel_battery(sample: Sample, report: Json, count: int, budget_s: float
         entry["duration_ms"] = int((time.monotonic() - t1) * 1000)
         if failed is not None and controls is not None and \
                 controls.oom("kernel mutant %d (%s)" % (i + 1, entry["mutant"]), failed):
-            entry.update(result="error", detail="ran out of GPU memory")  # no kill (controls.py)
+            # No kill (controls.py): every result is void.
+            why = "ran out of GPU memory"
+            entry.update(result="error", detail=why)  # not vocabulary: a mutant's result
             kb["not_run"] = len(chosen) - i - 1
             kb["stopped"] = "a run ran out of GPU memory"
             ran = True  # every result is void: no control either

@@ -243,7 +243,8 @@ def run_output_mutant(sample: Sample, name: str, only: Optional[int] = None,
     entry["changed_launches"] = mutator.changed
     entry["duration_ms"] = int((time.monotonic() - t0) * 1000)
     if failed and controls is not None and controls.oom("output mutant %s" % name, failed):
-        entry.update(result="error", detail="ran out of GPU memory: " + failure_text(failed))
+        why = "ran out of GPU memory: " + failure_text(failed)  # no kill (controls.py)
+        entry.update(result="error", detail=why)  # not vocabulary: a mutant's result
     elif mutator.errors:
         errors = "; ".join(mutator.errors)
         entry.update(result="error", detail=errors)  # not vocabulary: a mutant's result
