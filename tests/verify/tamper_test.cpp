@@ -261,6 +261,35 @@ TEST(VerifyTamper, HeldOutSamplesAreCaughtToo) {
                  {"held_referrers", verify::kTampered}});
 }
 
+// The collector's state read to tell the runs apart (issue 52): the worker froze its heap before
+// it forked (gc.freeze), and a fresh-mode process freezes its own, so gc.get_freeze_count() is the
+// same in every run (gc_freeze_count passes every run: its mutant runs survive); gc.get_objects()
+// is a scan the guard flags (gc_object_count); the counters of gc.get_stats() and gc.get_count()
+// (held_gc_stats, held_gc_count, written after the rest) do not part every control from every
+// mutant run. In both pool modes.
+TEST(VerifyTamper, SamplesThatReadTheCollectorsStateAreCaught) {
+  for (const char* mode : {"warm", "fresh"}) {
+    SCOPED_TRACE(mode);
+    TempDir tmp;
+    auto cfg = test_config(tmp, mode);
+    cfg.timeout_s = 30;
+    auto pool = make_pool(cfg);
+    ASSERT_TRUE(pool);
+    std::vector<verify::VerifyRequest> reqs;
+    for (const char* n : {"gc_freeze_count", "gc_object_count", "held_gc_stats", "held_gc_count"})
+      reqs.push_back(load_sample(n, {}, "tamper"));
+    auto r = run_all(*pool, reqs);
+    ASSERT_EQ(r.size(), 4u);
+    for (const auto& x : r) {
+      SCOPED_TRACE(x.key + ": " + x.detail + "\n" + Json(x.flags).dump());
+      EXPECT_FALSE(x.verified());
+    }
+    EXPECT_EQ(r[0].verdict, Verdict::passed) << r[0].detail;
+    EXPECT_TRUE(has_flag(r[0], verify::kMutantSurvived)) << Json(r[0].flags).dump();
+    EXPECT_TRUE(has_flag(r[1], verify::kTampered)) << Json(r[1].flags).dump();
+  }
+}
+
 TEST(VerifyTamper, HonestControlsAreVerified) {
   // The same tools used honestly: inspect and sys._getframe for names, a call counter that
   // compares every time, a clock, math.isclose, print and gc.collect.

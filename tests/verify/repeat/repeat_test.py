@@ -108,9 +108,10 @@ class Cause(unittest.TestCase):
 
     def test_a_mutant_run_out_of_gpu_memory_is_no_kill(self):
         # Out of memory in the first run with a wrong answer (the skip-launch run), the second
-        # (the first output mutant) or the seventh (the second kernel mutant run, after five
-        # output mutants that change the answer, the sixth leaving it as it was): the battery stops there, nothing counts, and
-        # the controls say infrastructure (the pool's flag), not failed (unstable_test).
+        # (the first output mutant) or the eighth (the second kernel mutant: after the
+        # skip-launch run, five output mutants that change the answer, permute_row leaving it as
+        # it was, and the first kernel mutant): the battery stops there, nothing counts, and the
+        # controls say infrastructure (the pool's flag), not failed (unstable_test).
         self.assertEqual(self.run_scenario("oom", 1)[:3],
                          [False, True, "the skip-launch run"])
         self.assertEqual(self.run_scenario("oom", 2),
