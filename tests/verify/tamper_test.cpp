@@ -132,6 +132,36 @@ TEST(VerifyTamper, IntegrityAndControlsAreReadThroughTheDeclaredReport) {
   EXPECT_EQ(survived.applicable, 0);
   EXPECT_TRUE(survived.survived.empty());
 
+  // Out of GPU memory (controls.infrastructure): every result void, the verifier's failure:
+  // infrastructure with the harness's reason, never unstable_test, no kill, no survivor.
+  Json oom = {
+      {"runs",
+       {{{"kind", "fresh"},
+         {"at", "after the skip-launch run"},
+         {"result", "failed"},
+         {"duration_ms", 3},
+         {"by", "test_add: OutOfMemoryError: CUDA out of memory."}}}},
+      {"failed", false},
+      {"infrastructure", true},
+      {"void", true},
+      {"void_reason", "the fresh control run after the skip-launch run ran out of GPU memory"}};
+  auto lost = verify::parse_harness_report(harness_json({{"controls", oom}}),
+                                           verify::ReportOrigin::harness);
+  ASSERT_TRUE(lost.ok()) << lost.error().message;
+  EXPECT_TRUE(lost->controls->infrastructure);
+  EXPECT_TRUE(lost->controls->voided);
+  verify::VerifyResult starved;
+  starved.verdict = Verdict::passed;
+  verify::apply_controls(starved, &*lost);
+  EXPECT_EQ(starved.flags, std::vector<std::string>{verify::kInfrastructure});
+  EXPECT_NE(starved.detail.find("; infrastructure: the fresh control run after the skip-launch "
+                                "run ran out of GPU memory"),
+            std::string::npos)
+      << starved.detail;
+  auto none = verify::score_mutants(Verdict::passed, false, &*lost);
+  EXPECT_EQ(none.applicable, 0);
+  EXPECT_TRUE(none.survived.empty());
+
   integrity["tampered"] = "yes";
   auto bad = verify::parse_harness_report(harness_json({{"integrity", integrity}}),
                                           verify::ReportOrigin::harness);

@@ -44,10 +44,10 @@ constexpr std::array<std::string_view, 17> kEvidenceBlocks = {"verdict",
                                                               to_string(Flag::kernel_not_used)};
 const std::set<std::string>& evidence_placeholders() {
   static const std::set<std::string> s = {
-      "verdict",        "detail",  "test",         "section",   "line",      "source_line",
-      "exception",      "message", "traceback",    "stderr",    "survivors", "targets",
-      "kernel_mutants", "bounds",  "differential", "tampering", "controls",  "origin",
-      "void_reason"};
+      "verdict",     "detail",    "test",           "section",    "line",
+      "source_line", "exception", "message",        "traceback",  "stderr",
+      "survivors",   "targets",   "kernel_mutants", "bounds",     "differential",
+      "tampering",   "controls",  "origin",         "void_reason"};
   return s;
 }
 
