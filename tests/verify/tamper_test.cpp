@@ -320,6 +320,33 @@ TEST(VerifyTamper, SamplesThatReadTheCollectorsStateAreCaught) {
   }
 }
 
+// What a sample can read of its process as a whole (the environment, argv, cwd, the open
+// descriptors, pid and parent pid, its threads, signal masks, sys.path, limits, sys.modules' size,
+// the freeze count, the umask, /proc/self's cmdline, comm, cgroup, limits and mounts) is the same
+// in the real run, the skip-launch run, every control and every mutant run of its process, in
+// both pool modes: none of it tells a control from a mutant run (issue 52). honest_process_state
+// prints, at each check, what differs from its first check.
+TEST(VerifyTamper, ProcessWideStateIsTheSameInEveryRunOfAProcess) {
+  for (const char* mode : {"warm", "fresh"}) {
+    SCOPED_TRACE(mode);
+    TempDir tmp;
+    auto cfg = test_config(tmp, mode);
+    cfg.timeout_s = 30;
+    auto pool = make_pool(cfg);
+    ASSERT_TRUE(pool);
+    auto r = run_one(*pool, load_sample("honest_process_state", {}, "tamper"));
+    EXPECT_TRUE(r.verified()) << r.detail << Json(r.flags).dump();
+    const std::string mark = "PROCESS STATE differs in: ";
+    int lines = 0;
+    for (auto at = r.stdout_text.find(mark); at != std::string::npos;
+         at = r.stdout_text.find(mark, at + 1), ++lines)
+      EXPECT_EQ(r.stdout_text.substr(at + mark.size(), 2), "{}")
+          << r.stdout_text.substr(at, r.stdout_text.find('\n', at) - at);
+    // The real run's three checks, the skip-launch run's and its control's, and the batteries'.
+    EXPECT_GT(lines, 12) << r.stdout_text;
+  }
+}
+
 TEST(VerifyTamper, HonestControlsAreVerified) {
   // The same tools used honestly: inspect and sys._getframe for names, a call counter that
   // compares every time, a clock, math.isclose, print and gc.collect.
