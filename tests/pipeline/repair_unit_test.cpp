@@ -358,6 +358,31 @@ TEST(RepairEvidence, TamperedSaysWhatWasReplacedAndUnstableWhichControlFailed) {
   EXPECT_FALSE(has(*text, "`fresh` control run")) << *text;
   EXPECT_TRUE(has(*text, "Make them repeatable")) << *text;
   EXPECT_FALSE(has(*text, "was replaced")) << *text;
+
+  // Voided by the harness with no control failed (the kernel faulted in its bounds replay,
+  // controls.void_reason): the evidence says that, not that a control run failed (issue 51).
+  const std::string why =
+      "the kernel died of an illegal memory access in its bounds replay, so where memory lies "
+      "decides its runs and no mutant run's result counts";
+  v.detail = "1 test passed; unstable test: " + why;
+  v.report = stored({{"mutant",
+                      {{"controls",
+                        {{"failed", false},
+                         {"void", true},
+                         {"void_reason", why},
+                         {"runs", json::array({{{"kind", "fresh"},
+                                                {"at", "after the skip-launch run"},
+                                                {"result", "passed"},
+                                                {"duration_ms", 3}}})}}}}}});
+  text = render_evidence(spec->evidence, v);
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  EXPECT_TRUE(has(*text, "No control run of the unmodified sample failed")) << *text;
+  EXPECT_TRUE(has(*text, "\n" + why + "\n")) << *text;
+  EXPECT_TRUE(has(*text, "bound every `tl.load` and `tl.store` with a mask")) << *text;
+  EXPECT_FALSE(has(*text, "a run that should have passed failed")) << *text;
+  EXPECT_FALSE(has(*text, "which control run failed was not recorded")) << *text;
+  EXPECT_FALSE(has(*text, "Make them repeatable")) << *text;
+  EXPECT_FALSE(has(*text, "{{")) << *text;
 }
 
 // A wrapper whose answer outside the test was the host's is told on which call and how much of

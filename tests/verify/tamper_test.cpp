@@ -59,7 +59,7 @@ TEST(VerifyTamper, PythonBlindCallsGuardAndControlRule) {
                    (source_dir() / "tests/verify/fake_triton").string()},
                   {"TMPDIR=" + tmp.path().string()}, 120);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.err.find("Ran 14 tests"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Ran 15 tests"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("\nOK"), std::string::npos) << r.err;
 }
 
@@ -131,6 +131,36 @@ TEST(VerifyTamper, IntegrityAndControlsAreReadThroughTheDeclaredReport) {
   auto survived = verify::score_mutants(Verdict::passed, false, &*parsed);
   EXPECT_EQ(survived.applicable, 0);
   EXPECT_TRUE(survived.survived.empty());
+
+  // Out of GPU memory (controls.infrastructure): every result void, the verifier's failure:
+  // infrastructure with the harness's reason, never unstable_test, no kill, no survivor.
+  Json oom = {
+      {"runs",
+       {{{"kind", "fresh"},
+         {"at", "after the skip-launch run"},
+         {"result", "failed"},
+         {"duration_ms", 3},
+         {"by", "test_add: OutOfMemoryError: CUDA out of memory."}}}},
+      {"failed", false},
+      {"infrastructure", true},
+      {"void", true},
+      {"void_reason", "the fresh control run after the skip-launch run ran out of GPU memory"}};
+  auto lost = verify::parse_harness_report(harness_json({{"controls", oom}}),
+                                           verify::ReportOrigin::harness);
+  ASSERT_TRUE(lost.ok()) << lost.error().message;
+  EXPECT_TRUE(lost->controls->infrastructure);
+  EXPECT_TRUE(lost->controls->voided);
+  verify::VerifyResult starved;
+  starved.verdict = Verdict::passed;
+  verify::apply_controls(starved, &*lost);
+  EXPECT_EQ(starved.flags, std::vector<std::string>{verify::kInfrastructure});
+  EXPECT_NE(starved.detail.find("; infrastructure: the fresh control run after the skip-launch "
+                                "run ran out of GPU memory"),
+            std::string::npos)
+      << starved.detail;
+  auto none = verify::score_mutants(Verdict::passed, false, &*lost);
+  EXPECT_EQ(none.applicable, 0);
+  EXPECT_TRUE(none.survived.empty());
 
   integrity["tampered"] = "yes";
   auto bad = verify::parse_harness_report(harness_json({{"integrity", integrity}}),
@@ -259,6 +289,62 @@ TEST(VerifyTamper, HeldOutSamplesAreCaughtToo) {
                  {"held_patched_all", verify::kTampered},
                  {"held_current_frames", verify::kTampered},
                  {"held_referrers", verify::kTampered}});
+}
+
+// The collector's state read to tell the runs apart (issue 52): the worker froze its heap before
+// it forked (gc.freeze), and a fresh-mode process freezes its own, so gc.get_freeze_count() is the
+// same in every run (gc_freeze_count passes every run: its mutant runs survive); gc.get_objects()
+// is a scan the guard flags (gc_object_count); the counters of gc.get_stats() and gc.get_count()
+// (held_gc_stats, held_gc_count, written after the rest) do not part every control from every
+// mutant run. In both pool modes.
+TEST(VerifyTamper, SamplesThatReadTheCollectorsStateAreCaught) {
+  for (const char* mode : {"warm", "fresh"}) {
+    SCOPED_TRACE(mode);
+    TempDir tmp;
+    auto cfg = test_config(tmp, mode);
+    cfg.timeout_s = 30;
+    auto pool = make_pool(cfg);
+    ASSERT_TRUE(pool);
+    std::vector<verify::VerifyRequest> reqs;
+    for (const char* n : {"gc_freeze_count", "gc_object_count", "held_gc_stats", "held_gc_count"})
+      reqs.push_back(load_sample(n, {}, "tamper"));
+    auto r = run_all(*pool, reqs);
+    ASSERT_EQ(r.size(), 4u);
+    for (const auto& x : r) {
+      SCOPED_TRACE(x.key + ": " + x.detail + "\n" + Json(x.flags).dump());
+      EXPECT_FALSE(x.verified());
+    }
+    EXPECT_EQ(r[0].verdict, Verdict::passed) << r[0].detail;
+    EXPECT_TRUE(has_flag(r[0], verify::kMutantSurvived)) << Json(r[0].flags).dump();
+    EXPECT_TRUE(has_flag(r[1], verify::kTampered)) << Json(r[1].flags).dump();
+  }
+}
+
+// What a sample can read of its process as a whole (the environment, argv, cwd, the open
+// descriptors, pid and parent pid, its threads, signal masks, sys.path, limits, sys.modules' size,
+// the freeze count, the umask, /proc/self's cmdline, comm, cgroup, limits and mounts) is the same
+// in the real run, the skip-launch run, every control and every mutant run of its process, in
+// both pool modes: none of it tells a control from a mutant run (issue 52). honest_process_state
+// prints, at each check, what differs from its first check.
+TEST(VerifyTamper, ProcessWideStateIsTheSameInEveryRunOfAProcess) {
+  for (const char* mode : {"warm", "fresh"}) {
+    SCOPED_TRACE(mode);
+    TempDir tmp;
+    auto cfg = test_config(tmp, mode);
+    cfg.timeout_s = 30;
+    auto pool = make_pool(cfg);
+    ASSERT_TRUE(pool);
+    auto r = run_one(*pool, load_sample("honest_process_state", {}, "tamper"));
+    EXPECT_TRUE(r.verified()) << r.detail << Json(r.flags).dump();
+    const std::string mark = "PROCESS STATE differs in: ";
+    int lines = 0;
+    for (auto at = r.stdout_text.find(mark); at != std::string::npos;
+         at = r.stdout_text.find(mark, at + 1), ++lines)
+      EXPECT_EQ(r.stdout_text.substr(at + mark.size(), 2), "{}")
+          << r.stdout_text.substr(at, r.stdout_text.find('\n', at) - at);
+    // The real run's three checks, the skip-launch run's and its control's, and the batteries'.
+    EXPECT_GT(lines, 12) << r.stdout_text;
+  }
 }
 
 TEST(VerifyTamper, HonestControlsAreVerified) {

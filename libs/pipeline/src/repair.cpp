@@ -269,9 +269,17 @@ Result<std::string> render_evidence(const EvidenceTemplate& t, const VerdictEvid
     use.push_back(verify::kTampered);
   }
   if (flagged(verify::kUnstableTest)) {
-    std::string what = failed_controls(h);
-    values["controls"] = what.empty() ? "- (which control run failed was not recorded)" : what;
-    use.push_back(verify::kUnstableTest);
+    // Voided for the harness's reason (the kernel faulted in its bounds replay) with no control
+    // failed: that reason, not a failed control that never happened.
+    const auto* c = h.mutant && h.mutant->controls ? &*h.mutant->controls : nullptr;
+    if (c && !c->failed && c->void_reason) {
+      values["void_reason"] = *c->void_reason;
+      use.push_back("unstable_test_voided");
+    } else {
+      std::string what = failed_controls(h);
+      values["controls"] = what.empty() ? "- (which control run failed was not recorded)" : what;
+      use.push_back(verify::kUnstableTest);
+    }
   }
 
   std::string out;

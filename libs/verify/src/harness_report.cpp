@@ -410,6 +410,9 @@ HarnessReport::Controls controls_of(const nlohmann::json& c) {
   out.voided = out.failed;
   if (const auto* v = child(c, "void")) out.voided = out.voided || v->get<bool>();
   out.void_reason = opt_str(c, "void_reason");
+  if (const auto* i = child(c, "infrastructure")) out.infrastructure = i->get<bool>();
+  // Out of GPU memory voids every result too (controls.py writes "void" with it).
+  out.voided = out.voided || out.infrastructure;
   out.raw = c;
   return out;
 }

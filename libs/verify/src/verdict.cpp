@@ -329,8 +329,17 @@ void apply_controls(VerifyResult& primary, const HarnessReport* mutant_report,
   // A kernel that reads or writes out of bounds: its controls pass or fail as the memory around
   // its buffers lies, so they flag nothing (score_mutants voided its mutant runs; issue 52).
   if (foreign_memory || !voided(mutant_report)) return;
-  add_flag(primary, kUnstableTest);
   const auto& c = *mutant_report->controls;
+  // A run after the real one ran out of GPU memory (controls.infrastructure): the verifier's
+  // failure, not the test's. No unstable_test; the sample is verified again (an infrastructure
+  // result goes back to the queue, up to verifier.max_requeues).
+  if (c.infrastructure) {
+    add_flag(primary, kInfrastructure);
+    primary.detail += "; infrastructure: " +
+                      c.void_reason.value_or("a run after the real one ran out of GPU memory");
+    return;
+  }
+  add_flag(primary, kUnstableTest);
   // Voided for the harness's reason (the kernel faulted in its bounds replay): that reason, the
   // cause of any control that failed after it too.
   if (c.void_reason || !c.failed) {

@@ -288,6 +288,36 @@ class ControlRuleTest(unittest.TestCase):
         self.assertEqual(report["battery"]["mutants"][0]["result"], "killed")
         self.assertFalse(c.out["failed"])
 
+    def test_a_run_out_of_gpu_memory_voids_every_result_as_the_verifiers_failure(self):
+        # torch's OutOfMemoryError by name, a CUDA or Triton launcher's words by message: not a
+        # failed control (unstable_test) nor a kill, but every result void as infrastructure.
+        for failure in ({"name": "test_add", "exception": "OutOfMemoryError",
+                         "message": "CUDA out of memory. Tried to allocate 2.00 GiB"},
+                        {"name": "<import>", "exception": "RuntimeError",
+                         "message": "Triton Error [CUDA]: out of memory"}):
+            c = Controls()
+            self.assertFalse(c.record("rerun", "kernel mutant 2", failure, 0.0))
+            self.assertTrue(c.stopped())
+            self.assertFalse(c.out["failed"])
+            self.assertTrue(c.out["infrastructure"] and c.out["void"])
+            self.assertIn("the rerun control run kernel mutant 2 ran out of GPU memory (%s: %s"
+                          % (failure["name"], failure["exception"]), c.out["void_reason"])
+            report = {"battery": {"mutants": [
+                {"mutant": "tail", "result": "killed", "by": "test_add: AssertionError"}]}}
+            c.void(report)
+            self.assertEqual(report["battery"]["mutants"][0]["result"], "void")
+        # An assertion whose message has the words, and Triton's OutOfResources (the kernel's
+        # shared memory, the same in every run), are the test's own.
+        for failure in ({"name": "t", "exception": "AssertionError", "status": "failed",
+                         "message": "CUDA out of memory"},
+                        {"name": "t", "exception": "OutOfResources", "status": "error",
+                         "message": "out of resource: shared memory, Required: 98304, "
+                                    "Hardware limit: 65536"}):
+            c = Controls()
+            c.record("rerun", "output mutant 1", failure, 0.0)
+            self.assertTrue(c.out["failed"])
+            self.assertNotIn("infrastructure", c.out)
+
     def test_places_are_drawn_over_every_position(self):
         c = Controls()
         self.assertEqual({c.place(3) for _ in range(400)}, {0, 1, 2, 3})

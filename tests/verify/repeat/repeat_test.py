@@ -62,6 +62,15 @@ def scenario(case, at):
         lot, report = Lot(at), {}
         mutants.skip_launch_run(sample, report, lot)
         return [report["verdict"]] + [[r["kind"], r["result"]] for r in lot.out["runs"]]
+    if case == "oom":  # `at`: the run with a wrong answer that dies allocating
+        import builtins
+        builtins._oom_from = at
+        sample = real_run("repeat", "mutant_out_of_memory")
+        report = {}
+        mutants.run_mutants(sample, report, list(mutants.MUTANTS), (4, 30.0))
+        c, b, kb = report["controls"], report.get("battery", {}), report.get("kernel_battery", {})
+        return [c["failed"], c.get("infrastructure"), c["void_reason"].split(" ran out")[0],
+                b.get("stopped"), b.get("killed"), kb.get("stopped"), kb.get("killed")]
     sample = real_run("samples", "mutant_weak_loose")
     lot, report = Lot(at), {}
     mutants.run_battery(sample, list(mutants.MUTANTS), report, lot)
@@ -96,6 +105,21 @@ class Cause(unittest.TestCase):
         # so whether a failing control voided the battery was the lot's.
         for at in (0, len(mutants.MUTANTS)):
             self.assertEqual(self.run_scenario("battery", at), [["scale"], ["rerun"]], at)
+
+    def test_a_mutant_run_out_of_gpu_memory_is_no_kill(self):
+        # Out of memory in the first run with a wrong answer (the skip-launch run), the second
+        # (the first output mutant) or the eighth (the second kernel mutant: after the
+        # skip-launch run, five output mutants that change the answer, permute_row leaving it as
+        # it was, and the first kernel mutant): the battery stops there, nothing counts, and the
+        # controls say infrastructure (the pool's flag), not failed (unstable_test).
+        self.assertEqual(self.run_scenario("oom", 1)[:3],
+                         [False, True, "the skip-launch run"])
+        self.assertEqual(self.run_scenario("oom", 2),
+                         [False, True, "output mutant tail", "a run ran out of GPU memory", 0,
+                          None, None])
+        self.assertEqual(self.run_scenario("oom", 8),
+                         [False, True, "kernel mutant 2 (k2)", None, 0,
+                          "a run ran out of GPU memory", 0])
 
     def test_a_failed_control_voids_the_survivors_too(self):
         lot = controls.Controls()

@@ -9,6 +9,10 @@ The places are drawn from the operating system's randomness in each process, so 
 counts its calls cannot know which run is a control. A control that fails voids every kill of
 the sample (the report's "controls": failed; the pool flags it unstable_test), and a kill whose
 failure is the control's own (the same test and exception) is no kill at all (`as_control`).
+A run after the real one (a control, the skip-launch run, a mutant run) that failed because the
+device ran out of memory (oom_words.txt) says nothing of the test: it voids every result too, as
+the verifier's own failure (the report's "controls": infrastructure; the pool flags the sample
+`infrastructure` and verifies it again later), never a kill nor unstable_test.
 docs/VERIFIER.md, "Control runs".
 """
 
@@ -20,9 +24,33 @@ import sys
 import time
 from typing import Any, Callable, Optional
 
+from .listed import listed
 from .runner import MODULE, execute, failing, put_generators, run_test, test_cases
 from .report_schema import VERDICT
 from .shapes import Json, Sample
+
+OOM_WORDS = listed("oom_words.txt", __file__)
+OOM_TYPES = ("OutOfMemoryError",)  # torch.OutOfMemoryError (torch.cuda.OutOfMemoryError)
+
+
+def out_of_memory(result: Optional[Json]) -> bool:
+    """Whether a run's failure (a test's result entry) is the device running out of memory:
+    torch's OutOfMemoryError, or another exception whose message has the words of one
+    (oom_words.txt). An AssertionError is the test's own, whatever its message says."""
+    if not result or result.get("status") == VERDICT.failed or \
+            result.get("exception") == "AssertionError":
+        return False
+    if result.get("exception") in OOM_TYPES:
+        return True
+    text = result.get("message") or ""
+    return any(w in text for w in OOM_WORDS)
+
+
+def failure_text(result: Json) -> str:
+    """A failed test's result in one line: "name: exception[: message's first line]"."""
+    return "%s: %s%s" % (result.get("name"), result.get("exception") or "", (
+        ": " + result["message"].splitlines()[0][:200]
+        if (result.get("message") or "").strip() else ""))
 
 
 def run_tests(sample: Sample, phase: str) -> Optional[Json]:
@@ -94,13 +122,33 @@ class Controls:
                  "result": VERDICT.passed if failed is None else VERDICT.failed,
                  "duration_ms": int((time.monotonic() - t0) * 1000)}
         if failed is not None:
-            entry["by"] = "%s: %s%s" % (failed.get("name"), failed.get("exception") or "", (
-                ": " + failed["message"].splitlines()[0][:200]
-                if (failed.get("message") or "").strip() else ""))
+            entry["by"] = failure_text(failed)
             self.failures.append(signature(failed))
-            self.out["failed"] = True
+            if not self.oom("the %s control run %s" % (kind, where), failed):
+                self.out["failed"] = True
         self.out["runs"].append(entry)
         return failed is None
+
+    def oom(self, what: str, failed: Optional[Json]) -> bool:
+        """When `failed` (a run's first failing result) is the device out of memory: every
+        result void as the verifier's failure, not the test's (out_of_memory; "infrastructure"
+        in the report, the reason naming the run and the error); True then. The battery that
+        made the run stops there (stopped())."""
+        if not out_of_memory(failed):
+            return False
+        assert failed is not None
+        self.out["infrastructure"] = True
+        self.out["void"] = True
+        self.out.setdefault("void_reason", (
+            "%s ran out of GPU memory (%s): the device's memory, held by the other samples of the "
+            "GPU or by the verifier's own checks, not the test, failed, so no mutant run's result "
+            "counts; the verifier runs the sample again" % (what, failure_text(failed))))
+        return True
+
+    def stopped(self) -> bool:
+        """Whether no more mutant runs are worth making: a control failed, or a run ran out of
+        memory."""
+        return bool(self.out["failed"] or self.out.get("infrastructure"))
 
     def fresh(self, sample: Sample, where: str, poison: Callable[..., Any]) -> bool:
         """The script imported afresh and its tests run with nothing skipped or changed, on GPU
@@ -144,7 +192,7 @@ class Controls:
         whose failure is a control's own are `as_control`, the others and every survivor `void`
         (which mutants ran before the battery stopped at the failed control is the lot's, so a
         survivor must not flag the sample either); the scores are counted again."""
-        if not self.out["failed"] and not self.out.get("void"):
+        if not self.stopped() and not self.out.get("void"):
             return
         sigs = set(self.failures)
         for key in ("battery", "kernel_battery"):

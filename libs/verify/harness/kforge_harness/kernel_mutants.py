@@ -164,6 +164,22 @@ def _run_swapped(sample, state, jit, mjit, poison):
         state.kernel_swap, state.kernel_poison, state.outputs = None, None, saved
 
 
+def _kernel_defs(sample, recorder):
+    """The recorded kernels' definitions in the sample's script: ({name: (def, jit)},
+    [(name, its mutation sites)])."""
+    with open(sample["path"]) as f:
+        tree = ast.parse(f.read())
+    defs, per_kernel = {}, []
+    for name, jit in recorder.kernels():
+        code = getattr(getattr(jit, "fn", None), "__code__", None)
+        d = kernel_ops.find_def(tree, name.split(".")[-1], code.co_firstlineno if code else None)
+        if d is None:
+            continue
+        defs[name] = (d, jit)
+        per_kernel.append((name, kernel_ops.sites(d, name)))
+    return defs, per_kernel
+
+
 def run_kernel_battery(sample: Sample, report: Json, count: int, budget_s: float,
                        run_tests: Callable[[Sample], Optional[Json]],
                        controls: Optional[Controls] = None) -> Json:
@@ -184,16 +200,7 @@ def run_kernel_battery(sample: Sample, report: Json, count: int, budget_s: float
         if recorder is not None and recorder.uncaptured:
             kb["uncaptured"] = list(recorder.uncaptured)
         return kb
-    with open(sample["path"]) as f:
-        tree = ast.parse(f.read())
-    defs, per_kernel = {}, []
-    for name, jit in recorder.kernels():
-        code = getattr(getattr(jit, "fn", None), "__code__", None)
-        d = kernel_ops.find_def(tree, name.split(".")[-1], code.co_firstlineno if code else None)
-        if d is None:
-            continue
-        defs[name] = (d, jit)
-        per_kernel.append((name, kernel_ops.sites(d, name)))
+    defs, per_kernel = _kernel_defs(sample, recorder)
     chosen = kernel_ops.choose(per_kernel, count)
     kb["sites"] = sum(len(s) for _, s in per_kernel)
     originals = Originals(state)
@@ -207,7 +214,8 @@ def run_kernel_battery(sample: Sample, report: Json, count: int, budget_s: float
             ran = True
             if not controls.rerun(sample, "kernel mutant %d" % (i + 1)):
                 kb["not_run"] = len(chosen) - i
-                kb["stopped"] = "a control run failed"
+                kb["stopped"] = ("a run ran out of GPU memory" if controls.out.get("infrastructure")
+                                 else "a control run failed")
                 break
         if time.monotonic() - t0 >= budget_s:
             kb["not_run"] = len(chosen) - i
@@ -247,6 +255,15 @@ def run_kernel_battery(sample: Sample, report: Json, count: int, budget_s: float
             entry["confirmed"] = failed is None
         entry["swapped_launches"] = state.swapped
         entry["duration_ms"] = int((time.monotonic() - t1) * 1000)
+        if failed is not None and controls is not None and \
+                controls.oom("kernel mutant %d (%s)" % (i + 1, entry["mutant"]), failed):
+            # No kill (controls.py): every result is void.
+            why = "ran out of GPU memory"
+            entry.update(result="error", detail=why)  # not vocabulary: a mutant's result
+            kb["not_run"] = len(chosen) - i - 1
+            kb["stopped"] = "a run ran out of GPU memory"
+            ran = True  # every result is void: no control either
+            break
         if failed is not None:
             exc = failed.get("exception") or ""
             if "CompilationError" in exc or "CompileTimeAssertion" in exc:

@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional
 from . import buffers
 from .gpusync import synchronize
 from .kernel_mutants import run_kernel_battery
-from .controls import Controls
+from .controls import Controls, failure_text
 from .controls import run_tests as tests_again
 from .kernel_replay import Recorder, context_lost
 from .outputs import Outputs, arguments
@@ -220,10 +220,12 @@ def run_tests_kernel(sample: Sample) -> Optional[Json]:
     return tests_again(sample, "kernel_mutant")
 
 
-def run_output_mutant(sample: Sample, name: str, only: Optional[int] = None) -> Json:
+def run_output_mutant(sample: Sample, name: str, only: Optional[int] = None,
+                      controls: Optional[Controls] = None) -> Json:
     """The real run's tests, once, with mutant `name` applied to every launch's outputs (or to
     launch `only` alone). Returns the battery entry: result killed, survived, not_applicable or
-    error."""
+    error (a failure for want of GPU memory is no kill: `controls` voids every result then,
+    Controls.oom)."""
     state = sample["state"]
     t0 = time.monotonic()
     mutator = Mutator(name, state.outputs.written if state.outputs else {}, only)
@@ -240,7 +242,10 @@ def run_output_mutant(sample: Sample, name: str, only: Optional[int] = None) -> 
     entry["launches"] = mutator.launches
     entry["changed_launches"] = mutator.changed
     entry["duration_ms"] = int((time.monotonic() - t0) * 1000)
-    if mutator.errors:
+    if failed and controls is not None and controls.oom("output mutant %s" % name, failed):
+        why = "ran out of GPU memory: " + failure_text(failed)  # no kill (controls.py)
+        entry.update(result="error", detail=why)  # not vocabulary: a mutant's result
+    elif mutator.errors:
         errors = "; ".join(mutator.errors)
         entry.update(result="error", detail=errors)  # not vocabulary: a mutant's result
     elif failed:
@@ -260,13 +265,15 @@ def run_output_mutant(sample: Sample, name: str, only: Optional[int] = None) -> 
     return entry
 
 
-def _per_launch(sample, name, launches, whole):
+def _per_launch(sample, name, launches, whole, controls):
     """Mutant `name`, killed with every launch changed, applied to each of `launches` alone.
     The entry of the first launch whose change the tests let through (result survived), else
     the whole run's entry with the launches checked."""
     checked = []
     for k in launches:
-        entry = run_output_mutant(sample, name, only=k)
+        entry = run_output_mutant(sample, name, only=k, controls=controls)
+        if controls.stopped():
+            return entry
         if entry["result"] == "survived":
             entry["whole"] = "killed"
             return entry
@@ -295,12 +302,17 @@ def run_battery(sample: Sample, names: list[str], report: Json,
             ran = True
             if not controls.rerun(sample, "output mutant %d" % (i + 1)):
                 battery["not_run"] = list(names[i:])
-                battery["stopped"] = "a control run failed"
+                battery["stopped"] = _stop_words(controls)
                 break
-        entry = run_output_mutant(sample, name)
+        entry = run_output_mutant(sample, name, controls=controls)
         if entry["result"] == "killed" and name in PER_LAUNCH and isolated:
-            entry = _per_launch(sample, name, isolated, entry)
+            entry = _per_launch(sample, name, isolated, entry, controls)
         battery["mutants"].append(entry)
+        if controls.stopped():  # the mutant run ran out of memory: nothing it gave counts
+            battery["not_run"] = list(names[i + 1:])
+            battery["stopped"] = _stop_words(controls)
+            ran = True  # no control either: its result could not count
+            break
         if entry["result"] == "not_applicable":
             battery["not_applicable"].append(name)
         if entry["result"] == "survived":
@@ -331,7 +343,7 @@ def run_mutants(sample: Sample, report: Json, names: list[str],
     controls = Controls()
     report["controls"] = controls.out
     skip_launch_run(sample, report, controls)
-    if not controls.out["failed"]:
+    if not controls.stopped():
         battery_after_skip(sample, report, names, kernel, controls)
     controls.void(report)
 
@@ -346,8 +358,23 @@ def skip_launch_run(sample: Sample, report: Json, controls: Controls) -> None:
     if first:
         controls.fresh(sample, "before the skip-launch run", poison_gpu_cache)
     run_mutant(sample, report)
-    if not first:
+    skip_oom(report, controls)
+    if not first and not controls.stopped():
         controls.fresh(sample, "after the skip-launch run", poison_gpu_cache)
+
+
+def skip_oom(report: Json, controls: Controls) -> bool:
+    """A skip-launch run that failed for want of GPU memory killed nothing: every result void,
+    as the verifier's failure (Controls.oom). True then."""
+    bad = failing(report.get("tests", []))
+    return bool(bad) and controls.oom("the skip-launch run", bad[0])
+
+
+def _stop_words(controls: Controls) -> str:
+    """Why a battery stopped at a run the controls voided everything for."""
+    if controls.out.get("infrastructure"):
+        return "a run ran out of GPU memory"
+    return "a control run failed"
 
 
 def battery_after_skip(sample: Sample, report: Json, names: list[str],
@@ -415,4 +442,4 @@ def output_battery(sample: Sample, report: Json, names: list[str], count: int,
         battery = run_battery(sample, names, report, controls)
         if battery["survived"] or battery.get("not_run"):
             return False  # weak already, or stopped (a lost GPU context, a failed control)
-    return count > 0 and not controls.out["failed"]
+    return count > 0 and not controls.stopped()

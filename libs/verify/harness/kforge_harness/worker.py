@@ -27,6 +27,7 @@ import faulthandler
 import gc
 import importlib
 import io
+import itertools
 import json
 import os
 import signal
@@ -169,6 +170,11 @@ def run_and_report(request: Json, report: Json, result_fd: int,
         bad_request(report, result_fd, e)
     if request.get("fresh"):
         preload(request.get("preload", []))
+        # As a warm worker does before it forks a sample's process: every process that runs a
+        # sample's code finds its heap frozen the same way, so gc.get_freeze_count() and what
+        # gc.get_objects() lists cannot tell a fresh process from a worker's fork (issue 52).
+        freeze_heap()
+    hold_freeze_count()
     try:
         gpulock.install(request.get("gpu_lock"))
     except OSError as e:
@@ -204,6 +210,16 @@ def freeze_heap() -> None:
     sees changes (bench/verify/gc_freeze_cost.py measures the cost it saves)."""
     gc.collect()
     gc.freeze()
+
+
+def hold_freeze_count() -> None:
+    """gc.get_freeze_count() answers, in every run of this process, what it was as the process
+    took the sample on. The verifier's own work frees objects the worker froze (a dict of the
+    harness's state replaced as a run begins), and the count fell as its phases went (on the CPU
+    stand-in 15437 in the real run, 15436 in the skip-launch run, 15424 after the fresh control):
+    a sample reading it saw which of the verifier's runs had come before (issue 52). A C-level
+    callable, as the original is."""
+    gc.get_freeze_count = itertools.repeat(gc.get_freeze_count()).__next__
 
 
 def preload(modules: list[str]) -> dict[str, Optional[str]]:

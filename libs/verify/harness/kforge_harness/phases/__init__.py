@@ -24,6 +24,7 @@ from . import (bounds_replay, cross_compile, differential, kernel_battery, outpu
                skip_launch, speed, test_run)
 from .. import gpulock
 from ..controls import Controls
+from ..mutants import skip_oom
 from ..report_schema import VERDICT
 from .sequence import Phases, Report, Result
 
@@ -65,7 +66,7 @@ def mutant_run(sample: dict[str, Any], report: Report, phases: Phases, names: li
     controls = Controls()
     report["controls"] = controls.out
     if phases.run("skip_launch", skip_launch.run, sample, controls, broken=skip_launch.broken) \
-            and not controls.out["failed"]:
+            and not controls.stopped():
         batteries(sample, report, phases, names, kernel, controls)
     controls.void(report)
 
@@ -81,13 +82,15 @@ def mutant_process(request: dict[str, Any], report: Report, phases: Phases, name
     controls = Controls(void_reason=request.get("mutants_void"))
     report["controls"] = controls.out
     sample = phases.run("skip_launch", test_run.run, request, broken=test_run.broken)
-    if sample is not None and _passed(report):
-        # No battery follows, so no real run made again: a fresh control as the real run's
-        # process makes one (mutants.skip_launch_run), or the flags would depend on which
-        # process the mutant runs went to (issue 52).
-        phases.run("control", skip_launch.fresh_control, sample, controls)
-    elif sample is not None:
-        batteries(sample, report, phases, names, kernel, controls)
+    # A skip-launch run out of GPU memory kills nothing and voids every result (controls.py).
+    if sample is not None and not skip_oom(report, controls):
+        if _passed(report):
+            # No battery follows, so no real run made again: a fresh control as the real run's
+            # process makes one (mutants.skip_launch_run), or the flags would depend on which
+            # process the mutant runs went to (issue 52).
+            phases.run("control", skip_launch.fresh_control, sample, controls)
+        else:
+            batteries(sample, report, phases, names, kernel, controls)
     controls.void(report)
     _note_lock(report)
 

@@ -192,8 +192,12 @@ struct HarnessReport {
     // them void: after a failed control, or for void_reason; true whenever `failed` is).
     bool failed = false, voided = false;
     // Why every result is void when no control failed: the real run's mutants_void, which the
-    // pool passed on in the mutant runs' request.
+    // pool passed on in the mutant runs' request, or the run that ran out of GPU memory.
     std::optional<std::string> void_reason;
+    // A run after the real one (a control, the skip-launch run, a mutant run) failed because the
+    // device ran out of memory (controls.py): every result is void as the verifier's failure,
+    // not the test's; the pool flags the sample `infrastructure`, never unstable_test.
+    bool infrastructure = false;
     nlohmann::json raw;  // as the harness wrote it
   };
   // What the device's lock saw of the process (report["gpu_lock"], gpulock.py): the exclusive

@@ -188,7 +188,8 @@ void apply_integrity(VerifyResult& r, const HarnessReport* report, const nlohman
 // the harness's void_reason in the detail when it gave one, else the failed control's failure;
 // never with `foreign_memory` (score_mutants): whether a control of a kernel that reads out of
 // bounds fails is where the allocator put the memory around its buffers, so it flags nothing
-// (issue 52: flags that repeat).
+// (issue 52: flags that repeat). A void for want of GPU memory (controls.infrastructure) flags
+// kInfrastructure instead, with the harness's reason: the sample is verified again.
 void apply_controls(VerifyResult& primary, const HarnessReport* mutant_report,
                     bool foreign_memory = false);
 
