@@ -11,9 +11,21 @@
 
 namespace kforge::cli {
 
+namespace {
+// The command line's command ("kforge run create"), once parsed: a usage error points to its help.
+std::string& parsed_command() {
+  static std::string path;
+  return path;
+}
+}  // namespace
+
 int report(const Error& e) {
   // Messages quote records, keys and answers: no control character of theirs is printed raw.
-  std::fprintf(stderr, "kforge: error: %s\n", printable(e.message, Newlines::keep).c_str());
+  std::string message = printable(e.message, Newlines::keep);
+  // Bad usage points to the command's own help, as the parser's errors do.
+  if (e.kind == "usage" && !parsed_command().empty() && message.find("--help") == std::string::npos)
+    message += " (" + parsed_command() + " --help)";
+  std::fprintf(stderr, "kforge: error: %s\n", message.c_str());
   return e.kind == "usage" ? kUsage : kFailure;
 }
 
@@ -186,6 +198,7 @@ int main(int argc, char** argv) {
                  command_path(app, argc, argv).c_str());
     return kUsage;
   }
+  parsed_command() = command_path(app, argc, argv);
   try {
     for (const auto& c : commands) {
       if (c.app->parsed()) return c.run();

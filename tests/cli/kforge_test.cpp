@@ -130,6 +130,17 @@ TEST_F(Cli, ExitCodes) {
   EXPECT_EQ(global_first.exit_code, 2);
   EXPECT_NE(global_first.err.find("(kforge corpus dups --help)"), std::string::npos)
       << global_first.err;
+  // So do the usage errors kforge finds after the parser: a value the parser took, a --map target.
+  auto pipeline = kforge({"run", "create", "a", "--pipeline", "v9"});
+  EXPECT_EQ(pipeline.exit_code, 2);
+  EXPECT_NE(pipeline.err.find("unknown pipeline 'v9'"), std::string::npos) << pipeline.err;
+  EXPECT_NE(pipeline.err.find("(kforge run create --help)\n"), std::string::npos) << pipeline.err;
+  auto target = kforge({"-q", "import", test::small_corpus().string(), "--map", "cod=output"});
+  EXPECT_EQ(target.exit_code, 2);
+  EXPECT_NE(target.err.find("--map: unknown target 'cod' (did you mean 'code'?)"),
+            std::string::npos)
+      << target.err;
+  EXPECT_NE(target.err.find("(kforge import --help)\n"), std::string::npos) << target.err;
   limit = kforge({"run", "create", "a", "--pipeline", "v1", "--limit", "0"});
   EXPECT_EQ(limit.exit_code, 2);
   EXPECT_NE(limit.err.find("expected 1 or more samples, got 0 (leave the option out for no "

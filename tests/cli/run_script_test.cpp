@@ -194,6 +194,10 @@ TEST(RunScript, OneCtrlCIsOneGracefulStopAndNoCallIsPaidTwice) {
     std::string log = test::read_text(tmp.path() / "run1.log");
     EXPECT_EQ(rc, 0) << log;
     EXPECT_NE(log.find("stopping: no new leases"), std::string::npos) << log;
+    // One signal reached kforged: no second one cut the grace and released calls unfinished.
+    EXPECT_EQ(log.find("whose calls had not finished"), std::string::npos) << log;
+    // The script's own KFORGE_RUN_NO_BUILD is not taken for a mistyped kforge variable.
+    EXPECT_EQ(log.find("is not a kforge variable"), std::string::npos) << log;
   }
   // The fake stopped after kforged: every answer it gave was recorded, no call failed.
   ASSERT_TRUE(fs::exists(stats)) << "the fake provider was not stopped";

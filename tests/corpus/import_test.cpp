@@ -247,6 +247,19 @@ TEST_F(ImportTest, FieldMapParsing) {
   EXPECT_FALSE(parse_field_map("colour=x").ok());
   EXPECT_EQ(parse_field_map("colour=x").error().kind, "usage");
   EXPECT_FALSE(parse_field_map("code=").ok());
+  // Issue 56, 9: one rule for every name a user gives, the targets too: the nearest, then all.
+  auto typo = parse_field_map("cod=output,descripton_1=simp_instru");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_EQ(typo.error().message,
+            "--map: unknown target 'cod' (did you mean 'code'?); the targets are code, "
+            "description_1, description_2 or key");
+  typo = parse_field_map("code=output,descripton_1=simp_instru");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.error().message.find("(did you mean 'description_1'?)"), std::string::npos)
+      << typo.error().message;
+  EXPECT_EQ(parse_field_map("colour=x").error().message,
+            "--map: unknown target 'colour'; the targets are code, description_1, description_2 "
+            "or key");
 }
 
 TEST_F(ImportTest, GeneratedCorpusOf4000Records) {

@@ -274,6 +274,34 @@ TEST(VerifyStore, StoresAVerdictWithItsReport) {
   EXPECT_NE(bad.error().message.find("sample 99"), std::string::npos);
 }
 
+// Issue 56, 5: a harness's error text and stderr that hold a NUL byte are stored whole, not cut
+// at the NUL.
+TEST(VerifyStore, TextsWithANulByteAreStoredWhole) {
+  test::TempDir tmp;
+  auto db = store::Db::open({(tmp.path() / "k.db").string()});
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  auto fixtures = read_file(test::source_dir() / "tests" / "verify" / "fixtures.sql");
+  ASSERT_TRUE(fixtures.ok());
+  ASSERT_TRUE((*db)->exec(*fixtures).ok());
+  VerifyResult r;
+  r.verdict = Verdict::error;
+  r.detail = std::string("ValueError: source code string cannot contain null bytes\0after", 62);
+  r.stderr_tail = std::string("line 1\0line 2\n", 14);
+  auto id = store_verification(**db, {std::nullopt, 1, 1, 1}, r, 1700000000000);
+  ASSERT_TRUE(id.ok()) << id.error().message;
+  auto select =
+      read_file(test::source_dir() / "tests" / "verify" / "select_verification_texts.sql");
+  ASSERT_TRUE(select.ok());
+  auto s = (*db)->prepare(*select);
+  ASSERT_TRUE(s.ok());
+  s->bind(1, *id);
+  ASSERT_TRUE(s->step().value_or(false));
+  EXPECT_EQ(s->text(0), r.detail);
+  EXPECT_EQ(s->text(1), r.stderr_tail);
+  EXPECT_EQ(s->int64(2), 62);
+  EXPECT_EQ(s->int64(3), 14);
+}
+
 TEST(VerifyStore, DeviceAlerts) {
   test::TempDir tmp;
   auto db = store::Db::open({(tmp.path() / "k.db").string()});

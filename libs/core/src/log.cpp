@@ -7,6 +7,8 @@
 
 #include <cstdlib>
 
+#include "kforge/core/printable.hpp"
+
 namespace kforge {
 
 namespace {
@@ -23,6 +25,22 @@ class JournalFormatter final : public spdlog::custom_flag_formatter {
     return std::make_unique<JournalFormatter>();
   }
 };
+
+// The message through printable(): a model's answer, a corpus key or a sample's output quoted in
+// a log line (kforged's stderr is the terminal under scripts/run) shows its escape sequences as
+// text, never acts on the terminal. Newlines are kept.
+class PrintableMessage final : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
+    std::string text =
+        printable(std::string_view(msg.payload.data(), msg.payload.size()), Newlines::keep);
+    dest.append(text.data(), text.data() + text.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<PrintableMessage>();
+  }
+};
 }  // namespace
 
 void setup_logging(const std::string& level, const std::string& file) {
@@ -33,13 +51,14 @@ void setup_logging(const std::string& level, const std::string& file) {
     logger = std::make_shared<spdlog::logger>("kforge",
                                               std::make_shared<spdlog::sinks::stderr_sink_mt>());
   }
+  auto f = std::make_unique<spdlog::pattern_formatter>();
+  f->add_flag<PrintableMessage>('~');
   if (file.empty() && std::getenv("JOURNAL_STREAM") != nullptr) {
-    auto f = std::make_unique<spdlog::pattern_formatter>();
-    f->add_flag<JournalFormatter>('*').set_pattern("%*%v");
-    logger->set_formatter(std::move(f));
+    f->add_flag<JournalFormatter>('*').set_pattern("%*%~");
   } else {
-    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+    f->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %~");
   }
+  logger->set_formatter(std::move(f));
   logger->set_level(spdlog::level::from_str(level));
   logger->flush_on(spdlog::level::warn);
   spdlog::set_default_logger(logger);

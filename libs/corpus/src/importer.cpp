@@ -104,7 +104,10 @@ Result<std::vector<std::pair<std::string, std::string>>> parse_map_spec(
       std::string expected;
       for (std::size_t i = 0; i < targets.size(); ++i)
         expected += (i == 0 ? "" : i + 1 == targets.size() ? " or " : ", ") + targets[i];
-      return fail("usage", "--map: unknown target '" + target + "' (expected " + expected + ")");
+      auto near = nearest_names(target, targets);
+      return fail("usage", "--map: unknown target '" + target + "'" +
+                               (near.empty() ? "" : " (did you mean '" + near.front() + "'?)") +
+                               "; the targets are " + expected);
     }
     given.emplace_back(target, field);
   }
