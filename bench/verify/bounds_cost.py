@@ -21,8 +21,11 @@ Prints per mode the bounds check's CPU and wall per sample (mean, median) and th
 finding (out_of_bounds, which kernels wrote or read) differs from mode `main`; JSON to
 $OUT/bounds_cost.json. Needs torch and triton (GPU box), no build.
 
-  python3 bench/verify/bounds_cost.py --samples SAMPLES.jsonl [--limit 64] [--jobs 16] \\
+  python3 bench/verify/bounds_cost.py --samples SAMPLES.jsonl [--limit 32] [--jobs 16] \\
       [--reps 2] [--modes this,main,base] [--base .bench-data/baseline] [--out "$OUT"]
+
+About a minute on an H200 with the defaults (36 samples, three modes; the first mode's compiles
+fill the Triton cache the others read).
 """
 
 import argparse
@@ -76,7 +79,7 @@ def child(mode, harness, lines_path, reps):
                "unitest_code": rec.get("unitest_code") or "", "bounds_check": True,
                "kernel_mutants": {"count": 8, "time_s": 30}}
         report = {}
-        row = {"key": rec.get("file") or rec.get("key")}
+        row = {"key": rec.get("key") or rec.get("file")}
         try:
             sample = runner.run_sample(req, report)
         except BaseException as e:  # noqa: B902 - the sample's own
@@ -128,7 +131,10 @@ def main():
         return child(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
     ap = argparse.ArgumentParser()
     ap.add_argument("--samples", required=True)
-    ap.add_argument("--limit", type=int, default=64)
+    ap.add_argument("--limit", type=int, default=32)
+    ap.add_argument("--extra", default=os.path.join(HERE, "oob_repeat.jsonl"),
+                    help="records run besides the first --limit (default: the four whose "
+                    "out_of_bounds flag changed between runs, bench/verify/oob_repeat.jsonl)")
     ap.add_argument("--skip", default="attention_fwd_triton1,chunk_retention,chunk_delta_fwd",
                     help="samples left out (minutes of compiles): names, comma-separated")
     ap.add_argument("--jobs", type=int, default=16)
@@ -141,6 +147,8 @@ def main():
     skip = [s for s in a.skip.split(",") if s]
     lines = [line for line in open(a.samples)
              if not any(s in json.loads(line).get("file", "") for s in skip)][:a.limit]
+    if a.extra:
+        lines += [line for line in open(a.extra) if line.strip()]
     chunks = [[line] for line in lines]  # one sample a process, as the harness runs them
     results = {}
     for mode in a.modes.split(","):

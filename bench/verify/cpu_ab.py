@@ -90,6 +90,8 @@ def summary(rows):
     for r in rows:
         s["cpu_ms"] += r.get("cpu_ms", 0) or 0
         s["mutant_ms"] += (r.get("phases") or {}).get("mutant", 0) or 0
+        for ph, ms in (r.get("phases") or {}).items():
+            s.setdefault("figures", {})[ph] = s.get("figures", {}).get(ph, 0) + (ms or 0)
         for ph, t in (r.get("phase_times") or {}).items():
             s["phase_cpu"][ph] = s["phase_cpu"].get(ph, 0) + (t.get("cpu_ms") or 0)
     return s
@@ -137,13 +139,17 @@ def main():
         print("%-6s wall %.1f s, all CPU %.1f s, sample cpu %.0f ms/sample, mutant wall %.0f "
               "ms/sample" % (name, med["wall_s"], med["children_cpu_s"], med["cpu_ms"] / n,
                              med["mutant_ms"] / n))
+        figs = sorted({p for r in runs for p in r.get("figures", {})})
+        print("       the pool's figures, ms/sample: " + ", ".join(
+            "%s %.0f" % (p, statistics.median(r.get("figures", {}).get(p, 0) for r in runs) / n)
+            for p in figs))
         print("       phase CPU ms/sample: " + ", ".join(
             "%s %.0f" % (p, statistics.median(r["phase_cpu"].get(p, 0) for r in runs) / n)
             for p in phases))
     names = list(got)
     for a in names:
         for b in names:
-            if a >= b and len(names) > 1:
+            if names.index(a) >= names.index(b):
                 continue
             for i, (ra, rb) in enumerate(zip(got[a], got[b])):
                 diff = [k for k in ra["outcomes"] if ra["outcomes"][k] != rb["outcomes"].get(k)]
