@@ -32,7 +32,8 @@ import sys
 import time
 from typing import Any, Callable
 
-from .kernel_replay import ALIGN, MARGIN, context_lost, differs, run_launch, zone_sizes
+from .kernel_replay import (ALIGN, MARGIN, HeldArenas, context_lost, differs, run_launch,
+                            zone_sizes)
 from .listed import listed
 from .shapes import Json
 
@@ -90,7 +91,13 @@ def _same(a, b):
 
 def _judge(rec, launch_raw, sync):
     """One record's replays: (storages whose zones it wrote, storages it read out of bounds,
-    whether its replays on the same zones agree)."""
+    whether its replays on the same zones agree). They share one arena (HeldArenas: where each
+    replay's would lie anyway, and not filled again as free memory before each)."""
+    with HeldArenas():
+        return _judge_held(rec, launch_raw, sync)
+
+
+def _judge_held(rec, launch_raw, sync):
     wa, zeros = _replay(rec, launch_raw, sync, 0x00)
     wb, ones = _replay(rec, launch_raw, sync, 0xFF)
     wc, again = _replay(rec, launch_raw, sync, 0x00)

@@ -382,16 +382,17 @@ class Launch:
         for sid, info in self.rec.storages.items():
             if not info.get("list"):
                 by_dev.setdefault(str(info["device"]), []).append((sid, info))
-        z = self.zone
+        z, held = self.zone, HeldArenas.current
         for dev, items in by_dev.items():
             total = sum(2 * z + _up(info["nbytes"]) for _, info in items)
             arena, m = _arena(torch, total, self.margin, items[0][1]["device"])
             if m:
                 first, last = items[0][0], items[-1][0]
-                arena[:m].fill_(self.fills[first])
-                arena[m + total:].fill_(self.fills[last])
-                self.margins += [(arena, 0, m, first, self.fills[first]),
-                                 (arena, m + total, 2 * m + total, last, self.fills[last])]
+                for lo, hi, sid in ((0, m, first), (m + total, 2 * m + total, last)):
+                    byte = self.fills[sid]
+                    if held is None or not held.still_holds(arena, lo, hi, byte):
+                        arena[lo:hi].fill_(byte)
+                    self.margins.append((arena, lo, hi, sid, byte))
             gen, pos = None, m
             for sid, info in items:
                 nbytes, start = info["nbytes"], pos + z
@@ -436,8 +437,12 @@ class Launch:
     def guards_written(self) -> list[Any]:
         """The storages (sids) whose guard zones (or margin, next to the arena's first or last
         storage) the launch wrote."""
-        out = [sid for base, lo, hi, sid, held in self.margins if _margin_written(
-            base, lo, hi, held)]
+        out, keep = [], HeldArenas.current
+        for base, lo, hi, sid, held in self.margins:
+            if _margin_written(base, lo, hi, held):
+                out.append(sid)
+            elif keep is not None and not isinstance(base, list):
+                keep.found_holding(base, lo, hi, held)
         for sid, (base, nbytes, start) in self.bases.items():
             if isinstance(base, GuardedList):
                 if base.guard_written():
@@ -466,9 +471,59 @@ class Launch:
         return out
 
 
+class HeldArenas:
+    """The GPU arenas of one record's replays, kept from one replay to the next (`with
+    HeldArenas():` around them; bounds.py holds them for each judgement of a record). A replay
+    writes every byte of its arena (margins, zones, buffers: Launch._make_tensors), so one kept
+    holds nothing of the replay before; while it is kept it is not free memory, so the
+    poisoning of the allocator's free memory before each replay (bounds._fill_free) no longer
+    fills it again (a gibibyte and more a replay with the margins), and it lies at the same
+    address in every replay, as the allocator placed a freed one of its size. Outside a `with`
+    each replay has an arena of its own, freed after it (the kernel battery's replays)."""
+
+    current: Optional["HeldArenas"] = None
+
+    def __init__(self) -> None:
+        self.arenas: dict[tuple[str, int, int], tuple[Any, int]] = {}
+        self.outer: Optional[HeldArenas] = None
+        # (arena's address, start, end) -> the byte a margin was found to hold, whole, after
+        # the last launch on it (Launch.guards_written); the next replay that wants that byte
+        # there need not fill it again. Forgotten as soon as a replay takes the arena.
+        self.holding: dict[tuple[int, int, int], int] = {}
+
+    def still_holds(self, arena: Any, lo: int, hi: int, byte: int) -> bool:
+        """Whether arena[lo:hi] holds `byte` everywhere as last found; forgets it either way
+        (the launch to come may write there)."""
+        return self.holding.pop((arena.data_ptr(), lo, hi), None) == byte
+
+    def found_holding(self, arena: Any, lo: int, hi: int, byte: int) -> None:
+        self.holding[(arena.data_ptr(), lo, hi)] = byte
+
+    def __enter__(self) -> "HeldArenas":
+        self.outer, HeldArenas.current = HeldArenas.current, self
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        HeldArenas.current = self.outer
+        self.arenas.clear()
+        self.holding.clear()
+
+
 def _arena(torch: Any, total: int, margin: int, device: Any) -> tuple[Any, int]:
     """A replay's arena of `total` bytes between two margins of `margin` bytes (halved while the
-    memory cannot be had, none at last): (the uint8 tensor, the margin it got)."""
+    memory cannot be had, none at last): (the uint8 tensor, the margin it got). Within
+    HeldArenas, the one kept for the same size is given again."""
+    held = HeldArenas.current
+    key = (str(device), total, margin)
+    if held is not None and key in held.arenas:
+        return held.arenas[key]
+    got = _new_arena(torch, total, margin, device)
+    if held is not None:
+        held.arenas[key] = got
+    return got
+
+
+def _new_arena(torch: Any, total: int, margin: int, device: Any) -> tuple[Any, int]:
     while True:
         try:
             return torch.empty(total + 2 * margin, dtype=torch.uint8, device=device), margin
@@ -486,7 +541,15 @@ def _margin_written(base: Any, lo: int, hi: int, held: Any) -> bool:
             return False
         nan = held != held
         return any(not (v == held or (nan and v != v)) for v in seg)
-    seg = base[lo:hi]  # two reductions: no temporary as large as the margin
+    seg = base[lo:hi]
+    torch = _torch()
+    if torch is not None and (hi - lo) % 8 == 0 and seg.storage_offset() % 8 == 0:
+        # One pass over the margin, as 64-bit words (a margin is a multiple of ALIGN bytes and
+        # starts at one): every byte holds `held` exactly when the least and the greatest word
+        # are the word of eight such bytes. No temporary as large as the margin.
+        word = int.from_bytes(bytes([held]) * 8, "little", signed=True)
+        least, greatest = torch.aminmax(seg.view(torch.int64))
+        return torch.stack((least, greatest)).tolist() != [word, word]
     return bool(seg.min() != held) or bool(seg.max() != held)
 
 
