@@ -195,10 +195,10 @@ class WatcherTest(unittest.TestCase):
         self.assertEqual(rep["watch_stepped_out"], 0)
 
     def test_the_stall_wait_runs_from_the_ring_to_the_last_reader_out(self):
-        # A reader without the watcher stays in for its whole stay and never says it is at a
-        # bytecode: the writer's first steps (the gate open) run out (ready_timeouts), and its
-        # stall wait (report.gpu_lock.stall_wait_ms: the windows that held the gate closed with
-        # the reader in) begins after it asked and ends when that reader is out; a writer with
+        # A reader without the watcher stays in for its whole stay (and, started where no timing
+        # sample may come, is not one the writer's first step waits for): the writer's stall
+        # wait (report.gpu_lock.stall_wait_ms: the windows that held the gate closed with the
+        # reader in) begins after it asked and ends when that reader is out; a writer with
         # nobody inside has none.
         pid, r = self.reader(watch=False)
         time.sleep(0.1)
@@ -218,8 +218,7 @@ class WatcherTest(unittest.TestCase):
         self.assertGreaterEqual(x0, out)
         self.assertEqual(mine["stall_wait_max_ms"], mine["stall_wait_ms"])
         self.assertGreaterEqual(mine["writer_retries"], 1)  # the wait spans the windows
-        self.assertGreaterEqual(mine["ready_timeouts"], 1)
-        self.assertGreaterEqual(mine["ready_waits"], mine["ready_timeouts"])
+        self.assertGreaterEqual(mine["ready_waits"], 1)
         alone = gpulock.GpuLock(self.paths["gate"], self.paths["rw"], self.paths["queue"])
         self.assertIsNotNone(alone.acquire_exclusive(10.0))
         alone.release_exclusive()

@@ -18,6 +18,12 @@ begins without waiting for them (`exclusive` records how each began: "stall", "b
 gate when it began (every reader is stopped at its next launch or bytecode, and a writer was a
 reader first), so it ends: at most one section per other process of the device.
 
+A writer that must stop the readers first asks with the gate open (_ready): it holds a want
+(WANT_BYTES) and rings, and each reader inside says at its next launch or bytecode that it saw it
+(IN_BYTE to SEEN_BYTES) and goes on; only when none inside is left unseen does the writer close
+the gate, so a reader in one long C call keeps only the writer waiting, not every other reader
+stopped at the gate behind it (issue 54: a stall cost each other sample ten times the section).
+
 A reader does not make a writer wait for its whole sample. It steps out while Triton compiles
 (CPU work: `pause`/`resume` around compile()), and at each launch of its kernels it checks
 whether a writer holds the gate (`checkpoint`) and, if so, synchronises its GPU work, steps out
@@ -123,6 +129,7 @@ class GpuLock:
         # "in" (IN_BYTE: it has not seen the want of the writer's generation), 0 or 1 (it has
         # seen generation g's: SEEN_BYTES[g]), None outside.
         self.mark: Any = None
+        self.marks = False  # whether it holds one (install: where a timing sample may come)
         self._mark_lock = threading.Lock()  # the watcher moves a stale mark back to "in" too
         self.wanting: Optional[int] = None  # this process (a writer) holds WANT_BYTES[g]
         self.ready_wait_s = 0.0  # the writers' first steps, summed
@@ -202,7 +209,7 @@ class GpuLock:
             self.enter()
             return True
         fcntl.flock(self.gate, fcntl.LOCK_UN)
-        if self.queue is not None:
+        if self.queue is not None and self.marks:
             gen = self.wanted()
             if gen is not None and self.mark != gen:
                 self.checked_in += 1
@@ -212,7 +219,7 @@ class GpuLock:
     def _set_mark(self, which: Any) -> None:
         """Holds the queue file's byte of `which` ("in": IN_BYTE, 0 or 1: SEEN_BYTES[which]; a
         POSIX read lock, which any number of processes hold at once), or none."""
-        if self.queue is None:
+        if self.queue is None or not self.marks:
             return
         with self._mark_lock:
             if which == self.mark:
@@ -705,8 +712,10 @@ def install(paths: Optional[dict[str, Any]], watch: Optional[bool] = None) -> Op
     if not paths:
         return None
     CURRENT = GpuLock(paths["gate"], paths["rw"], paths.get("queue"))
+    watched = paths.get("watch") if watch is None else watch
+    CURRENT.marks = bool(watched)  # with the label off, no F_GETLK at each launch
     CURRENT.enter()
-    if paths.get("watch") if watch is None else watch:
+    if watched:
         start_watcher(CURRENT)
     return CURRENT
 
