@@ -11,6 +11,7 @@ back in); the writer retries; and the readers' work done against a run with no t
 
   python3 bench/verify/lock_stall_cpu.py [--procs 6] [--seconds 20] [--every-s 3] [--runs off,on]
 
+--set READY_MAX_S=0 is the lock without the stall's first step (before issue 54's cut).
 Only the lock's own mechanics are real here (flock, the watcher, the GIL, the scheduler of a
 loaded machine); the "GPU" is time.sleep. Not a GPU figure: the figure that decides is
 scripts/gpu/timing-cost's. Variants of the lock (module knobs of gpulock) are chosen with
@@ -230,6 +231,10 @@ def main():
                        stepout_ms=statistics.mean(stepout) if stepout else None,
                        lost_ms=statistics.mean(lost) if lost else None,
                        resume_ms=statistics.mean(resume) if resume else None,
+                       writer_waited_ms=1000 * statistics.mean(
+                           [w[2] for r in reps for w in r["writes"]] or [0]),
+                       ready_wait_ms=sum(r.get("ready_wait_ms", 0) for r in reps) /
+                       max(1, sum(r.get("ready_waits", 0) for r in reps)),
                        nudges=sum(r["watch_nudges"] for r in reps),
                        stepped_out=sum(r["watch_stepped_out"] for r in reps))
             line += ("\n  %d sections, %d stalls, %d writer retries; stall_wait (ring to last "
@@ -241,8 +246,10 @@ def main():
             line += "\n  per other reader and stall: step-out (ring to out) %s ms" % q(stepout)
             line += "\n    out (lost wall) %s ms" % q(lost)
             line += "\n    resume (burst end to back in) %s ms" % q(resume)
-            line += "\n  exclusive %.0f ms a section; watcher nudges %d, stepped out %d" % (
-                args.exclusive_ms, fig["nudges"], fig["stepped_out"])
+            line += ("\n  exclusive %.0f ms a section; a timing sample's wait for the device "
+                     "%.1f ms (its first steps, the gate open, %.1f ms each); watcher nudges %d, "
+                     "stepped out %d" % (args.exclusive_ms, fig["writer_waited_ms"],
+                                         fig["ready_wait_ms"], fig["nudges"], fig["stepped_out"]))
         print(line, flush=True)
         out[name] = fig
     if "off" in out:

@@ -281,7 +281,7 @@ class GpuLock:
         return True
 
     def _unwant(self) -> None:
-        if self.wanting is not None:
+        if self.wanting is not None and self.queue is not None:
             try:
                 fcntl.lockf(self.queue, fcntl.LOCK_UN, 1, WANT_BYTES[self.wanting], os.SEEK_SET)
             except OSError:
