@@ -237,10 +237,17 @@ class GpuLock:
     def wanted(self) -> Optional[int]:
         """The generation of the writer making a stall's first step (holding WANT_BYTES[g]), or
         None."""
-        for g in (0, 1):
-            if _held_by_other(self.queue, WANT_BYTES[g]):
-                return g
-        return None
+        if self.queue is None:
+            return None
+        # One F_GETLK over both bytes (one writer at a time holds one): at every launch.
+        probe = struct.pack(FLOCK, fcntl.F_WRLCK, os.SEEK_SET, WANT_BYTES[0], 2, 0)
+        try:
+            got = struct.unpack(FLOCK, fcntl.fcntl(self.queue, fcntl.F_GETLK, probe)[:SIZE])
+        except OSError:
+            return None
+        if got[0] == fcntl.F_UNLCK:
+            return None
+        return 1 if got[2] >= WANT_BYTES[1] else 0
 
     def _ready(self, deadline: float) -> bool:
         """A stall's first step: with the gate open (the readers go on), holding the want of a
@@ -500,6 +507,7 @@ IN_BYTE = 3
 SEEN_BYTES = (4, 5)
 READY_MAX_S = 1.0  # at most how long a writer's first step waits for the readers to be ready
 FLOCK = "hhqqi"
+SIZE = struct.calcsize(FLOCK)
 GATHER_POLL_S = 0.005  # how often a gathering writer looks whether the readers are all out
 STEP_ASIDE_S = 0.005  # how long it lets the gate go between two windows
 # How often the watcher looks at the gate without a bell (no inotify), and how often while a
