@@ -549,7 +549,7 @@ def _held_by_other(fd, byte):
         got = fcntl.fcntl(fd, fcntl.F_GETLK, probe)
     except OSError:
         return False
-    return struct.unpack(FLOCK, got[:struct.calcsize(FLOCK)])[0] != fcntl.F_UNLCK
+    return struct.unpack(FLOCK, got[:SIZE])[0] != fcntl.F_UNLCK
 
 
 def _lock_until(fd, deadline, how=fcntl.LOCK_EX):
@@ -622,7 +622,7 @@ def _wait_for_bell(lk):
 def _watch(lk):
     """The watcher thread: while the main thread is in, a writer at the gate (seen twice) makes
     it run the checkpoint at its next bytecode; then it waits for that before looking again.
-    A writer making a stall's first step (WANT_BYTE, the gate open) makes it run the
+    A writer making a stall's first step (WANT_BYTES, the gate open) makes it run the
     checkpoint too, which only says the main thread is at a bytecode (to SEEN_BYTES[g]).
     Between writers it sleeps on the bell."""
     nudged = False
@@ -640,8 +640,7 @@ def _watch(lk):
             if lk.watch != "on":
                 return
             continue
-        if CONFIRM_S > 0:
-            time.sleep(CONFIRM_S)
+        time.sleep(CONFIRM_S)
         if not lk.shared or not lk.writer_waiting():
             continue
         nudged = True
