@@ -4,10 +4,12 @@ stand-in: N processes enter the lock as samples do (kforge_harness/gpulock.py, t
 each running a sample-like loop (Python work between "launches", short C calls that cannot be
 interrupted, a GPU drain at each step-out, now and then a compile out of the lock or a long C
 call), and every process now and then times as a timing sample does (announce, prepare, acquire
-the device exclusively, hold it, let go). Prints, per stall: the writer's wait from its ring to
-the last reader out (stall_wait), the exclusive sections, each other reader's step-out latency
-(ring to out), how long it stayed out (lost wall), and its resume latency (the burst's end to
-back in); the writer retries; and the readers' work done against a run with no timing.
+the device exclusively, hold it, let go). Prints, per stall: how long the gate was closed with
+readers in (stall_wait), the readers' waits behind the sections, each other reader's step-out
+latency (from the last ring, estimated from stall_wait, to out), how long it stayed out (lost
+wall) and its resume latency (the burst's end to back in); the writer retries; the timing
+samples' waits for the device and their first steps; and the readers' work done (units/s, too
+noisy on the shared 2-core machine to compare runs by).
 
   python3 bench/verify/lock_stall_cpu.py [--procs 6] [--seconds 20] [--every-s 3] [--runs off,on]
 
@@ -237,8 +239,8 @@ def main():
                        max(1, sum(r.get("ready_waits", 0) for r in reps)),
                        nudges=sum(r["watch_nudges"] for r in reps),
                        stepped_out=sum(r["watch_stepped_out"] for r in reps))
-            line += ("\n  %d sections, %d stalls, %d writer retries; stall_wait (ring to last "
-                     "reader out) %.1f ms a stall, max %d ms; the readers' waits behind sections "
+            line += ("\n  %d sections, %d stalls, %d writer retries; stall_wait (the gate "
+                     "closed with readers in) %.1f ms a stall, max %d ms; the readers' waits behind sections "
                      "%.0f ms a stall (%.1f ms an other process)"
                      % (secs, stalls, fig["retries"], fig["stall_wait_ms"],
                         fig["stall_wait_max_ms"], fig["readers_waited_ms_per_stall"],
