@@ -249,7 +249,7 @@ class GpuLock:
             return None
         return 1 if got[2] >= WANT_BYTES[1] else 0
 
-    def _ready(self, deadline: float) -> bool:
+    def _ready(self, deadline: float, again: bool = False) -> bool:
         """A stall's first step: with the gate open (the readers go on), holding the want of a
         new generation g (WANT_BYTES[g]; after a window that the readers did not all step out
         in, the other one), waits until no reader inside holds IN_BYTE or the other
@@ -258,24 +258,14 @@ class GpuLock:
         long C call (a blocking wait, its own long kernel) then keeps only this writer
         waiting, not every other reader stopped at the gate behind it. Nothing of the device's
         exclusivity rests on it: the gate and rw come after, as without it. Returns whether it
-        made the step."""
-        if self.queue is None or READY_MAX_S <= 0:
+        made the step. again: a new generation even where it holds a want already (begun
+        while it gathered: _want)."""
+        if (again or self.wanting is None) and not self._want():
             return False
-        if self.wanting is not None:
-            gen = 1 - self.wanting
-        else:  # the generation no reader still holds a mark of (from a writer before)
-            gen = 1 if _held_by_other(self.queue, SEEN_BYTES[0]) else 0
-        self._unwant()
-        try:
-            fcntl.lockf(self.queue, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, WANT_BYTES[gen],
-                        os.SEEK_SET)
-        except OSError:
-            return False
-        self.wanting = gen
+        gen = int(self.wanting or 0)
         t0 = time.monotonic()
         end = min(deadline, t0 + READY_MAX_S)
         self.ready_waits[0] += 1
-        _ring(self.gate_path)
         delay = 0.0005
         while _held_by_other(self.queue, IN_BYTE) or \
                 _held_by_other(self.queue, SEEN_BYTES[1 - gen]):
@@ -285,6 +275,25 @@ class GpuLock:
             time.sleep(delay)
             delay = min(delay * 2, 0.002)
         self.ready_wait_s += time.monotonic() - t0
+        return True
+
+    def _want(self) -> bool:
+        """Holds the want of a new generation (the other one than its own, else the one no
+        reader still holds a mark of, from a writer before) and rings the readers' watchers."""
+        if self.queue is None or READY_MAX_S <= 0:
+            return False
+        if self.wanting is not None:
+            gen = 1 - self.wanting
+        else:
+            gen = 1 if _held_by_other(self.queue, SEEN_BYTES[0]) else 0
+        self._unwant()
+        try:
+            fcntl.lockf(self.queue, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, WANT_BYTES[gen],
+                        os.SEEK_SET)
+        except OSError:
+            return False
+        self.wanting = gen
+        _ring(self.gate_path)
         return True
 
     def _unwant(self) -> None:
@@ -356,8 +365,11 @@ class GpuLock:
         gate = self._queue_in_burst(deadline)
         if gate is None:
             return None
+        if not gate and gather_s > 0 and self.others_coming():
+            self._want()  # the readers say they are ready while it gathers
         if not gate and gather_s > 0 and self._gather(min(deadline, t0 + gather_s)):
             self._how = "idle"
+            self._unwant()
             self._x0 = time.monotonic()
             return self._x0 - t0
         if not gate:
@@ -392,7 +404,7 @@ class GpuLock:
                 break
             # A reader stayed in: the others go on while it comes to a bytecode (a new
             # generation's first step), else for a moment only.
-            if not self._ready(deadline):
+            if not self._ready(deadline, again=True):
                 time.sleep(STEP_ASIDE_S)
             window = min(2 * window, 1.0)
         self._unwant()
