@@ -20,7 +20,8 @@ import json
 import sys
 
 LOCK = ("timed_sections", "stalls", "gathered_ms", "gathers", "gathers_alone", "reader_waited_ms",
-        "writer_retries", "watch_stepped_out", "stall_wait_ms")
+        "writer_retries", "watch_stepped_out", "stall_wait_ms", "ready_wait_ms", "ready_waits",
+        "ready_timeouts", "checked_in")
 
 
 SLOW_MS = 50  # a stay inside the shared section this long outlasts a writer's first window
@@ -87,7 +88,11 @@ def show(name, f):
               f["timed_sections"], f["stalls"], f["timed_sections"] / max(f["stalls"], 1),
               f["gathered_ms"] / 1000.0, f["gathers"], f["gathers_alone"],
               f["reader_waited_ms"] / 1000.0, f["writer_retries"], f["watch_stepped_out"]))
-    print("  stalls: from the first ring to the readers all out %.0f ms a stall on average, %d ms "
+    print("  first steps (the gate open, until every reader inside is at a bytecode): %d, %.0f ms "
+          "each on average, %d ran out; readers said they were ready %d times" % (
+              f["ready_waits"], f["ready_wait_ms"] / max(f["ready_waits"], 1),
+              f["ready_timeouts"], f["checked_in"]))
+    print("  stalls: the gate closed with readers in %.0f ms a stall on average, %d ms "
           "the longest; the phases' CPU %.1f s in all; samples that stayed inside "
           "%d ms or more at once, by what ended it: %s" % (
               f["stall_wait_ms"] / max(f["stalls"], 1), f["stall_wait_max_ms"], f["cpu_s"],

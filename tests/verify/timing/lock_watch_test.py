@@ -128,6 +128,45 @@ class WatcherTest(unittest.TestCase):
         self.assertGreaterEqual(len(rep["shared"]), 2)  # out for the writer, then back in
         self.assertGreaterEqual(rep["reader_waited_ms"], 150)  # queued behind the section
 
+    def test_a_reader_in_one_long_call_keeps_only_the_writer_waiting(self):
+        # A second reader sleeps 0.8 s (one long C call: no bytecode, no step-out) when the
+        # writer asks at 0.1 s. The writer's first step waits for it with the gate open: the
+        # busy reader says it is at a bytecode and goes on working meanwhile, and is stopped
+        # only once the sleeper is back (before: the busy reader was stopped at the gate for
+        # the whole sleep, but for 5 ms between windows). The device is still the writer's
+        # alone: neither reader is inside during its section.
+        r, w = os.pipe()
+        slow = os.fork()
+        if slow == 0:
+            os.close(r)
+            try:
+                lk = gpulock.install(self.paths, watch=True)
+                os.write(w, b"in\n")
+                time.sleep(0.8)  # one long C call
+                t0 = time.monotonic()
+                while time.monotonic() - t0 < 0.5:
+                    sum(range(100))
+                rep = lk.report()
+                lk.leave()
+                os.write(w, (json.dumps(rep) + "\n").encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        self.assertEqual(_read_line(r), "in\n")
+        pid, rb = self.reader()
+        waited, (x0, x1) = self.time_as_writer()
+        busy = self.finish(pid, rb)
+        sleeper = json.loads(_read_all(r))
+        os.waitpid(slow, 0)
+        self.assertGreaterEqual(waited, 0.4)  # the writer waited for the sleeper
+        for rep in (busy, sleeper):
+            for s0, s1 in rep["shared"]:
+                self.assertTrue(s1 <= x0 or s0 >= x1, (s0, s1, x0, x1))
+        self.assertTrue(any(g0 <= x0 and x1 <= g1 for g0, g1 in busy["gaps"]), busy["gaps"])
+        # The busy reader queued behind the section (0.2 s) and its stall, not the sleep.
+        self.assertLess(busy["reader_waited_ms"], 450, busy)
+        self.assertGreaterEqual(busy["checked_in"], 1)
+
     def test_between_writers_the_watcher_sleeps_on_the_bell(self):
         # Idle for 0.5 s with no writer: the bell wakes it for the other processes' opens of
         # the gate file at most, where polling looks every WATCH_S (50 times).
@@ -156,9 +195,11 @@ class WatcherTest(unittest.TestCase):
         self.assertEqual(rep["watch_stepped_out"], 0)
 
     def test_the_stall_wait_runs_from_the_ring_to_the_last_reader_out(self):
-        # A reader without the watcher stays in for its whole stay: the writer's stall wait
-        # (report.gpu_lock.stall_wait_ms) begins after it asked (its ring) and ends when that
-        # reader is out, retries included; a writer with nobody inside has none.
+        # A reader without the watcher stays in for its whole stay (and, started where no timing
+        # sample may come, is not one the writer's first step waits for): the writer's stall
+        # wait (report.gpu_lock.stall_wait_ms: the windows that held the gate closed with the
+        # reader in) begins after it asked and ends when that reader is out; a writer with
+        # nobody inside has none.
         pid, r = self.reader(watch=False)
         time.sleep(0.1)
         lk = gpulock.GpuLock(self.paths["gate"], self.paths["rw"], self.paths["queue"])
@@ -177,6 +218,7 @@ class WatcherTest(unittest.TestCase):
         self.assertGreaterEqual(x0, out)
         self.assertEqual(mine["stall_wait_max_ms"], mine["stall_wait_ms"])
         self.assertGreaterEqual(mine["writer_retries"], 1)  # the wait spans the windows
+        self.assertGreaterEqual(mine["ready_waits"], 1)
         alone = gpulock.GpuLock(self.paths["gate"], self.paths["rw"], self.paths["queue"])
         self.assertIsNotNone(alone.acquire_exclusive(10.0))
         alone.release_exclusive()
@@ -258,17 +300,21 @@ class BurstTest(unittest.TestCase):
             open(p, "w").close()
 
     def writer(self, start_s, hold_s=0.3, wait_s=10.0, gather_s=0.0, linger_s=0.0,
-               announce=True, gives_up=False):
+               announce=True, gives_up=False, late=False):
         """A child that, after start_s, takes the device as a timing sample does (a reader first,
         as every sample is; announced as about to time from the start, as a timing sample is
         while it prepares), holds it hold_s and lets it go. gives_up: after start_s it withdraws
         instead (a timing that failed while preparing). Returns (pid, read end): its report as
-        JSON, with "waited" (None: not within wait_s)."""
+        JSON, with "waited" (None: not within wait_s). late: it starts (enters) only at start_s,
+        instead of waiting start_s inside (a sample in one long C call)."""
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:
             os.close(r)
             try:
+                if late:
+                    time.sleep(start_s)
+                    start_s = 0.0
                 lk = gpulock.install(self.paths, watch=True)
                 if announce:
                     lk.announce()
@@ -337,8 +383,10 @@ class BurstTest(unittest.TestCase):
                         "the reader worked during the burst [%f, %f]: %s" % (b0, b1, rd["gaps"]))
 
     def test_sections_apart_each_stall_and_the_readers_go_on_between(self):
+        # The second starts at 0.7 s (inside before, sleeping, it would be a reader in one long
+        # C call: the first would wait for it, the gate open, and they would share one stall).
         reader = WatcherTest.reader(self)
-        writers = [self.writer(0.1, hold_s=0.1), self.writer(0.7, hold_s=0.1)]
+        writers = [self.writer(0.1, hold_s=0.1), self.writer(0.7, hold_s=0.1, late=True)]
         reps = [json.loads(_read_all(r)) for _, r in writers]
         for pid, _ in writers:
             os.waitpid(pid, 0)

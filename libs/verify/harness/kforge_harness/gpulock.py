@@ -18,6 +18,12 @@ begins without waiting for them (`exclusive` records how each began: "stall", "b
 gate when it began (every reader is stopped at its next launch or bytecode, and a writer was a
 reader first), so it ends: at most one section per other process of the device.
 
+A writer that must stop the readers first asks with the gate open (_ready): it holds a want
+(WANT_BYTES) and rings, and each reader inside says at its next launch or bytecode that it saw it
+(IN_BYTE to SEEN_BYTES) and goes on; only when none inside is left unseen does the writer close
+the gate, so a reader in one long C call keeps only the writer waiting, not every other reader
+stopped at the gate behind it (issue 54: a stall cost each other sample ten times the section).
+
 A reader does not make a writer wait for its whole sample. It steps out while Triton compiles
 (CPU work: `pause`/`resume` around compile()), and at each launch of its kernels it checks
 whether a writer holds the gate (`checkpoint`) and, if so, synchronises its GPU work, steps out
@@ -99,9 +105,11 @@ class GpuLock:
         self.announced = False  # this process said it will time soon (announce())
         self.gathered_s = 0.0  # time spent gathering, the readers going on
         self.gathers = [0, 0]  # gathers begun, and skipped because no other writer was coming
-        # From a writer's first ring to the readers all out (retries included), summed over its
-        # stalls, and the longest: how long the stall kept the others stopped before this
-        # process's exclusive section began (what a reader slow to step out costs them all).
+        # How long the gate was closed with readers in (from each ring to that window's end, or
+        # to the readers all out), summed over its stalls, and the longest: how long the stall
+        # kept the others stopped before this process's exclusive section began (what a reader
+        # slow to step out costs them all). Its first steps (_ready, the gate open) are not in
+        # it: ready_wait_ms.
         self.stall_wait_s = 0.0
         self.stall_wait_max = 0.0
         # The longest shared section and what ended it ("launch": a launch let a waiting writer
@@ -114,6 +122,19 @@ class GpuLock:
         self.nudges = 0  # times the watcher asked the main thread to step out
         self.looks = 0  # times the watcher woke to look at the gate
         self.stepped_out = 0  # times the main thread did so at the watcher's asking
+        # The stall's first step (_ready): a writer about to stop the others first waits, the
+        # readers going on, until every reader inside has passed a bytecode or a launch since
+        # it asked (none is in one long C call), so that when it then stops them they all step
+        # out at once. `mark`: which byte of the queue file this process holds while inside:
+        # "in" (IN_BYTE: it has not seen the want of the writer's generation), 0 or 1 (it has
+        # seen generation g's: SEEN_BYTES[g]), None outside.
+        self.mark: Any = None
+        self.marks = False  # whether it holds one (install: where a timing sample may come)
+        self._mark_lock = threading.Lock()  # the watcher moves a stale mark back to "in" too
+        self.wanting: Optional[int] = None  # this process (a writer) holds WANT_BYTES[g]
+        self.ready_wait_s = 0.0  # the writers' first steps, summed
+        self.ready_waits = [0, 0]  # first steps made, and how many ran out (READY_MAX_S)
+        self.checked_in = 0  # times this process, inside, said it had seen a writer's want
 
     @_guarded
     def enter(self) -> None:
@@ -126,6 +147,7 @@ class GpuLock:
             fcntl.flock(self.rw, fcntl.LOCK_SH)
         finally:
             fcntl.flock(self.gate, fcntl.LOCK_UN)
+        self._set_mark(_or_in(self.wanted()))  # at a bytecode now: ready
         self._t0 = time.monotonic()
         self.waited_s += self._t0 - t0
         self.shared = True
@@ -136,6 +158,7 @@ class GpuLock:
             return
         synchronize_quietly()
         end = time.monotonic()  # before the unlock: a section never reads as overlapping
+        self._set_mark(None)
         fcntl.flock(self.rw, fcntl.LOCK_UN)
         self.shared = False
         if len(self.sections) < 64:
@@ -186,7 +209,100 @@ class GpuLock:
             self.enter()
             return True
         fcntl.flock(self.gate, fcntl.LOCK_UN)
+        if self.queue is not None and self.marks:
+            gen = self.wanted()
+            if gen is not None and self.mark != gen:
+                self.checked_in += 1
+            self._set_mark(_or_in(gen))
         return False
+
+    def _set_mark(self, which: Any) -> None:
+        """Holds the queue file's byte of `which` ("in": IN_BYTE, 0 or 1: SEEN_BYTES[which]; a
+        POSIX read lock, which any number of processes hold at once), or none."""
+        if self.queue is None or not self.marks:
+            return
+        with self._mark_lock:
+            if which == self.mark:
+                return
+            try:
+                if which is not None:
+                    fcntl.lockf(self.queue, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, _mark_byte(which),
+                                os.SEEK_SET)
+                if self.mark is not None:
+                    fcntl.lockf(self.queue, fcntl.LOCK_UN, 1, _mark_byte(self.mark), os.SEEK_SET)
+                self.mark = which
+            except OSError:
+                pass
+
+    def wanted(self) -> Optional[int]:
+        """The generation of the writer making a stall's first step (holding WANT_BYTES[g]), or
+        None."""
+        if self.queue is None:
+            return None
+        # One F_GETLK over both bytes (one writer at a time holds one): at every launch.
+        probe = struct.pack(FLOCK, fcntl.F_WRLCK, os.SEEK_SET, WANT_BYTES[0], 2, 0)
+        try:
+            got = struct.unpack(FLOCK, fcntl.fcntl(self.queue, fcntl.F_GETLK, probe)[:SIZE])
+        except OSError:
+            return None
+        if got[0] == fcntl.F_UNLCK:
+            return None
+        return 1 if got[2] >= WANT_BYTES[1] else 0
+
+    def _ready(self, deadline: float, again: bool = False) -> bool:
+        """A stall's first step: with the gate open (the readers go on), holding the want of a
+        new generation g (WANT_BYTES[g]; after a window that the readers did not all step out
+        in, the other one), waits until no reader inside holds IN_BYTE or the other
+        generation's SEEN_BYTES, that is until every one of them passed a bytecode (its
+        watcher asked it: _watch) or a launch since, for at most READY_MAX_S. A reader in one
+        long C call (a blocking wait, its own long kernel) then keeps only this writer
+        waiting, not every other reader stopped at the gate behind it. Nothing of the device's
+        exclusivity rests on it: the gate and rw come after, as without it. Returns whether it
+        made the step. again: a new generation even where it holds a want already (begun
+        while it gathered: _want)."""
+        if (again or self.wanting is None) and not self._want():
+            return False
+        gen = int(self.wanting or 0)
+        t0 = time.monotonic()
+        end = min(deadline, t0 + READY_MAX_S)
+        self.ready_waits[0] += 1
+        delay = 0.0005
+        while _held_by_other(self.queue, IN_BYTE) or \
+                _held_by_other(self.queue, SEEN_BYTES[1 - gen]):
+            if time.monotonic() >= end:
+                self.ready_waits[1] += 1
+                break
+            time.sleep(delay)
+            delay = min(delay * 2, 0.002)
+        self.ready_wait_s += time.monotonic() - t0
+        return True
+
+    def _want(self) -> bool:
+        """Holds the want of a new generation (the other one than its own, else the one no
+        reader still holds a mark of, from a writer before) and rings the readers' watchers."""
+        if self.queue is None or READY_MAX_S <= 0:
+            return False
+        if self.wanting is not None:
+            gen = 1 - self.wanting
+        else:
+            gen = 1 if _held_by_other(self.queue, SEEN_BYTES[0]) else 0
+        self._unwant()
+        try:
+            fcntl.lockf(self.queue, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, WANT_BYTES[gen],
+                        os.SEEK_SET)
+        except OSError:
+            return False
+        self.wanting = gen
+        _ring(self.gate_path)
+        return True
+
+    def _unwant(self) -> None:
+        if self.wanting is not None and self.queue is not None:
+            try:
+                fcntl.lockf(self.queue, fcntl.LOCK_UN, 1, WANT_BYTES[self.wanting], os.SEEK_SET)
+            except OSError:
+                pass
+            self.wanting = None
 
     def writer_waiting(self) -> bool:
         """Whether a writer holds the gate (from the watcher's thread; writers hold it shared,
@@ -219,14 +335,7 @@ class GpuLock:
     def others_coming(self) -> bool:
         """Whether another process has announced a timing it has not asked for yet (F_GETLK:
         this process's own lock is never the one it reports)."""
-        if self.queue is None:
-            return False
-        probe = struct.pack(FLOCK, fcntl.F_WRLCK, os.SEEK_SET, COMING_BYTE, 1, 0)
-        try:
-            got = fcntl.fcntl(self.queue, fcntl.F_GETLK, probe)
-        except OSError:
-            return False
-        return struct.unpack(FLOCK, got[:struct.calcsize(FLOCK)])[0] != fcntl.F_UNLCK
+        return _held_by_other(self.queue, COMING_BYTE)
 
     @_guarded
     def acquire_exclusive(self, wait_s: float, gather_s: float = 0.0) -> Optional[float]:
@@ -256,44 +365,59 @@ class GpuLock:
         gate = self._queue_in_burst(deadline)
         if gate is None:
             return None
+        if not gate and gather_s > 0 and self.others_coming():
+            self._want()  # the readers say they are ready while it gathers
         if not gate and gather_s > 0 and self._gather(min(deadline, t0 + gather_s)):
             self._how = "idle"
+            self._unwant()
             self._x0 = time.monotonic()
             return self._x0 - t0
-        joined, window, rung = gate, TRY_S, None
+        if not gate:
+            self._ready(deadline)
+        joined, window = gate, TRY_S
+        closed = 0.0  # how long its failed windows held the gate with readers in
         while True:
             if not gate:
                 if not _lock_until(self.gate, deadline, fcntl.LOCK_SH):
                     break
                 gate = True
             if _try(self.rw, fcntl.LOCK_EX):
-                self._how = "burst" if joined else "idle"
+                self._how = "burst" if joined else "stall" if closed else "idle"
+                self.stalls += self._how == "stall"  # the readers it stopped left in a window
                 self._x0 = time.monotonic()
-                self._count_stall_wait(rung)
+                self._unwant()
+                self._count_stall_wait(closed)
                 return self._x0 - t0
             _ring(self.gate_path)  # readers are in: the burst's one stall
-            rung = rung or time.monotonic()
+            rung = time.monotonic()
             if _lock_until(self.rw, min(deadline, time.monotonic() + window)):
                 self._how, self.stalls = "stall", self.stalls + 1
                 self._x0 = time.monotonic()
-                self._count_stall_wait(rung)
+                self._unwant()
+                self._count_stall_wait(closed + self._x0 - rung)
                 return self._x0 - t0
+            closed += time.monotonic() - rung
             fcntl.flock(self.gate, fcntl.LOCK_UN)
             gate, joined = False, False
             self.retries += 1
             if time.monotonic() >= deadline:
                 break
-            time.sleep(STEP_ASIDE_S)
+            # A reader stayed in: the others go on while it comes to a bytecode (a new
+            # generation's first step), else for a moment only.
+            if not self._ready(deadline, again=True):
+                time.sleep(STEP_ASIDE_S)
             window = min(2 * window, 1.0)
+        self._unwant()
         if gate:
             fcntl.flock(self.gate, fcntl.LOCK_UN)
         if self.queue is not None:
             fcntl.flock(self.queue, fcntl.LOCK_UN)
         return None
 
-    def _count_stall_wait(self, rung: Optional[float]) -> None:
-        if rung is not None:
-            wait = self._x0 - rung
+    def _count_stall_wait(self, wait: float) -> None:
+        """The stall's wait: how long the gate was closed with readers in (its windows), from
+        each ring to the window's end or to the last reader out."""
+        if wait > 0:
             self.stall_wait_s += wait
             self.stall_wait_max = max(self.stall_wait_max, wait)
 
@@ -377,7 +501,9 @@ class GpuLock:
                 "longest_shared_ms": int(longest[0] * 1000), "longest_ended_by": longest[1],
                 "watch": self.watch, "watch_bell": self.bell is not None,
                 "watch_looks": self.looks, "watch_nudges": self.nudges,
-                "watch_stepped_out": self.stepped_out}
+                "watch_stepped_out": self.stepped_out,
+                "ready_wait_ms": int(self.ready_wait_s * 1000), "ready_waits": self.ready_waits[0],
+                "ready_timeouts": self.ready_waits[1], "checked_in": self.checked_in}
 
 
 TRY_S = 0.05  # the first window a writer holds the gate for
@@ -385,7 +511,15 @@ TRY_S = 0.05  # the first window a writer holds the gate for
 # and struct flock as F_GETLK reads it (Linux: short type, short whence, off_t start, off_t
 # len, pid_t pid).
 COMING_BYTE = 0
+# A writer's first step of a stall (_ready): the want of generation g, held from its ring to
+# the readers out; each reader inside holds IN_BYTE until it has seen a want, then SEEN_BYTES
+# of that want's generation.
+WANT_BYTES = (1, 2)
+IN_BYTE = 3
+SEEN_BYTES = (4, 5)
+READY_MAX_S = 1.0  # at most how long a writer's first step waits for the readers to be ready
 FLOCK = "hhqqi"
+SIZE = struct.calcsize(FLOCK)
 GATHER_POLL_S = 0.005  # how often a gathering writer looks whether the readers are all out
 STEP_ASIDE_S = 0.005  # how long it lets the gate go between two windows
 # How often the watcher looks at the gate without a bell (no inotify), and how often while a
@@ -406,6 +540,28 @@ def _try(fd, how, keep=True):
     if not keep:
         fcntl.flock(fd, fcntl.LOCK_UN)
     return True
+
+
+def _mark_byte(mark):
+    return IN_BYTE if mark == "in" else SEEN_BYTES[mark]
+
+
+def _or_in(gen):
+    """A reader's mark at a bytecode: the want's generation it sees, else "in"."""
+    return "in" if gen is None else gen
+
+
+def _held_by_other(fd, byte):
+    """Whether another process holds a POSIX lock on `byte` of the file (F_GETLK: this
+    process's own lock is never the one it reports)."""
+    if fd is None:
+        return False
+    probe = struct.pack(FLOCK, fcntl.F_WRLCK, os.SEEK_SET, byte, 1, 0)
+    try:
+        got = fcntl.fcntl(fd, fcntl.F_GETLK, probe)
+    except OSError:
+        return False
+    return struct.unpack(FLOCK, got[:SIZE])[0] != fcntl.F_UNLCK
 
 
 def _lock_until(fd, deadline, how=fcntl.LOCK_EX):
@@ -478,6 +634,8 @@ def _wait_for_bell(lk):
 def _watch(lk):
     """The watcher thread: while the main thread is in, a writer at the gate (seen twice) makes
     it run the checkpoint at its next bytecode; then it waits for that before looking again.
+    A writer making a stall's first step (WANT_BYTES, the gate open) makes it run the
+    checkpoint too, which only says the main thread is at a bytecode (to SEEN_BYTES[g]).
     Between writers it sleeps on the bell."""
     nudged = False
     while CURRENT is lk:
@@ -487,7 +645,12 @@ def _watch(lk):
             _wait_for_bell(lk)
         nudged = False
         lk.looks += 1
-        if not lk.shared or lk.paused or not lk.writer_waiting():
+        if not lk.shared or lk.paused:
+            continue
+        if not lk.writer_waiting():
+            nudged = _ask_ready(lk)
+            if lk.watch != "on":
+                return
             continue
         time.sleep(CONFIRM_S)
         if not lk.shared or not lk.writer_waiting():
@@ -495,16 +658,42 @@ def _watch(lk):
         nudged = True
         if lk.busy:
             continue  # a held stretch: asked again after it
-        if signal.getsignal(WATCH_SIGNAL) is not _on_watch_signal:
-            lk.watch = "stopped: the sample set its own handler for %s" % WATCH_SIGNAL.name
+        if not _nudge(lk, lambda: True):
             return
-        lk.nudges += 1
-        section = lk._t0
-        _thread.interrupt_main(WATCH_SIGNAL)
-        t0 = time.monotonic()
-        while CURRENT is lk and lk.shared and lk._t0 == section and \
-                time.monotonic() - t0 < NUDGE_WAIT_S:
-            time.sleep(WATCH_S)
+
+
+def _ask_ready(lk):
+    """A writer's first step seen from the watcher: has the main thread say (at its next
+    bytecode) that it is not in one long C call; with no writer wanting, a "seen" back to
+    "in". Returns whether to look again soon."""
+    gen = lk.wanted()
+    if gen is not None:
+        if lk.mark == gen:
+            return False
+        if lk.busy:
+            return True  # a held stretch: its launches say it, else asked again after it
+        _nudge(lk, lambda: lk.mark != gen)
+        return True
+    if lk.mark not in (None, "in"):
+        lk._set_mark("in")  # a want seen before, of a writer done since
+    return False
+
+
+def _nudge(lk, still):
+    """Asks the main thread to run the checkpoint at its next bytecode and waits (NUDGE_WAIT_S
+    at most) while still() and it is in the same shared section. Returns False where the sample
+    took the signal (the watcher stops)."""
+    if signal.getsignal(WATCH_SIGNAL) is not _on_watch_signal:
+        lk.watch = "stopped: the sample set its own handler for %s" % WATCH_SIGNAL.name
+        return False
+    lk.nudges += 1
+    section = lk._t0
+    _thread.interrupt_main(WATCH_SIGNAL)
+    t0 = time.monotonic()
+    while CURRENT is lk and lk.shared and lk._t0 == section and still() and \
+            time.monotonic() - t0 < NUDGE_WAIT_S:
+        time.sleep(WATCH_S)
+    return True
 
 
 NUDGE_WAIT_S = 0.02  # how long the watcher waits for the main thread before asking again
@@ -542,8 +731,10 @@ def install(paths: Optional[dict[str, Any]], watch: Optional[bool] = None) -> Op
     if not paths:
         return None
     CURRENT = GpuLock(paths["gate"], paths["rw"], paths.get("queue"))
+    watched = paths.get("watch") if watch is None else watch
+    CURRENT.marks = bool(watched)  # with the label off, no F_GETLK at each launch
     CURRENT.enter()
-    if paths.get("watch") if watch is None else watch:
+    if watched:
         start_watcher(CURRENT)
     return CURRENT
 
