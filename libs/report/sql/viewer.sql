@@ -89,3 +89,8 @@ LEFT JOIN samples l ON l.id = m.linked_to
 WHERE g.sample_id = ?1
 ORDER BY m.sample_id
 LIMIT 201;
+
+-- When the near-duplicate groups were last computed (kforge corpus dedup): a new grouping may
+-- change any run's groups, so a run's kept outcomes are then read whole again.
+-- name: viewer_dedup_stamp
+SELECT (SELECT computed_ms FROM dedup_state);
