@@ -75,7 +75,8 @@ Result<ViewCache::Outcomes> updated(store::Db& db, const RunInfo& run, const Vie
   std::unordered_set<std::int64_t> changed(changes.samples.begin(), changes.samples.end());
   std::vector<SampleOutcome> merged;
   merged.reserve(kept.outcomes->size() + fresh.size());
-  auto older = kept.outcomes->begin(), newer = fresh.begin();
+  auto older = kept.outcomes->cbegin();
+  auto newer = fresh.begin();
   while (older != kept.outcomes->end() || newer != fresh.end()) {
     if (older != kept.outcomes->end() && changed.contains(older->sample_id)) {
       ++older;  // read again (or gone)
