@@ -94,11 +94,13 @@ for entry in "runs=/" "samples_p1=/run?tag=v2" "samples_p2=/run?tag=v2&page=2" \
 done
 run_id="$(sqlite3 "$db" "SELECT id FROM runs WHERE tag = 'v2'")"
 # A run kforged is working on: before each fetch of v2's first page, 20 of its jobs change (their
-# error and update time, as a daemon's checkpoint writes them), each time others. The viewer then
+# error, and their update time to the run's newest, as a daemon's checkpoint writes them), each
+# time others. The viewer then
 # reads again what changed (migration 0050), or, without it, the whole run.
 moving=()
 for i in $(seq 1 "$repeat"); do
-  sqlite3 "$db" "UPDATE jobs SET error = 'bench $i', updated_ms = updated_ms + 1
+  sqlite3 "$db" "UPDATE jobs SET error = 'bench $i',
+                   updated_ms = (SELECT max(updated_ms) FROM jobs WHERE run_id = $run_id) + 1
                  WHERE id IN (SELECT id FROM jobs WHERE run_id = $run_id ORDER BY id
                               LIMIT 20 OFFSET $((i * 500)))"
   before="$(cpu_ms)"
