@@ -72,7 +72,10 @@ Result<ViewCache::Outcomes> updated(store::Db& db, const RunInfo& run, const Vie
   mark = changes.mark;
   if (changes.samples.empty()) return kept.outcomes;
   KF_TRY(auto fresh, load_outcomes_of(db, run, changes.samples));
+  // The samples read again: those that changed, gone or not, and their neighbours read with
+  // them (load_outcomes_of reads ids close together as one range).
   std::unordered_set<std::int64_t> changed(changes.samples.begin(), changes.samples.end());
+  for (const auto& o : fresh) changed.insert(o.sample_id);
   std::vector<SampleOutcome> merged;
   merged.reserve(kept.outcomes->size() + fresh.size());
   auto older = kept.outcomes->cbegin();
