@@ -224,6 +224,11 @@ TEST_F(ViewerChanges, ARunThatMovesIsUpdatedByTheSamplesThatChangedAsAWholeReadW
     return "UPDATE jobs SET " + set + " WHERE run_id = " + v2 +
            " AND sample_id = (SELECT id FROM samples WHERE key = '" + key + "')";
   };
+  // SELECT of the newest verification's id of `key` in v2 with `values` after it.
+  auto newest = [&](const std::string& key, const std::string& values) {
+    return "SELECT max(id), " + values + " FROM verifications WHERE run_id = " + v2 +
+           " AND sample_id = (SELECT id FROM samples WHERE key = '" + key + "')";
+  };
   const std::vector<std::pair<std::string, std::function<void()>>> writes = {
       {"a job leased",
        [&] {
@@ -255,7 +260,11 @@ TEST_F(ViewerChanges, ARunThatMovesIsUpdatedByTheSamplesThatChangedAsAWholeReadW
        }},
       {"a speed label",
        [&] {
-         fx.exec("set_speed", {"repaired.py", "v2", "12.5", "1.4", "1.2", "1.6", "1"});
+         ASSERT_TRUE(db().exec("INSERT INTO verification_speed (verification_id, timed, device, "
+                               "kernel_us, speedup, min_speedup, pass_perf, flags_json, "
+                               "exclusive_ms) " +
+                               newest("repaired.py", "1, 'H200', 12.5, 1.4, 1.0, 1, '[]', 200"))
+                         .ok());
        }},
       {"a speed label's flags",
        [&] {
@@ -263,7 +272,10 @@ TEST_F(ViewerChanges, ARunThatMovesIsUpdatedByTheSamplesThatChangedAsAWholeReadW
        }},
       {"a cross-compile result",
        [&] {
-         fx.exec("set_cross_compile", {"repaired.py", "v2", "hip:gfx942", "ok", ""});
+         ASSERT_TRUE(db().exec("INSERT INTO verification_targets (verification_id, target, "
+                               "result) " +
+                               newest("repaired.py", "'hip:gfx1100', 'ok'"))
+                         .ok());
        }},
       {"a verification changed",
        [&] {
