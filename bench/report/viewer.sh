@@ -6,9 +6,10 @@
 # kforge serve reads the two newest runs (v2-qwen, v2) ahead as it starts: the first fetch of
 # v2's pages finds them read (or waits for that read); samples_cold is the first samples page of
 # v1 (20,040 samples at 1335 copies), which is not read ahead: a run's outcomes read cold.
-# Baseline: the sqlite3 shell running the outcomes query (run_outcomes) the samples page starts
-# from, over the same run. Usage: bench/report/viewer.sh [COPIES] [REPEAT]   (KFORGE picks the
-# binary)
+# samples_moving: v2's first page after 20 of its jobs changed, as while kforged works on it.
+# Baseline: the sqlite3 shell running the queries (outcomes.sql's outcome_*) a whole read of a
+# run's outcomes runs, over the same run.
+# Usage: bench/report/viewer.sh [COPIES] [REPEAT]   (KFORGE picks the binary)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 kforge="${KFORGE:-build/apps/kforge/kforge}"
@@ -92,14 +93,40 @@ for entry in "runs=/" "samples_p1=/run?tag=v2" "samples_p2=/run?tag=v2&page=2" \
   kv+=" ${name}_first_cpu_ms=$first_cpu ${name}_cpu_ms=$cpu"
 done
 run_id="$(sqlite3 "$db" "SELECT id FROM runs WHERE tag = 'v2'")"
-# The samples page of a run that moves (kforged working on it) reads its outcomes every time:
-# this page uncached, from a server started with the same database.
-query="$(sed -n '/-- name: run_outcomes/,/^$/p' libs/report/sql/outcomes.sql | sed '1d' | sed "s/?1/$run_id/g")"
+# A run kforged is working on: before each fetch of v2's first page, 20 of its jobs change (their
+# error, and their update time to the run's newest, as a daemon's checkpoint writes them), each
+# time others. The viewer then
+# reads again what changed (migration 0050), or, without it, the whole run.
+moving=()
+for i in $(seq 1 "$repeat"); do
+  sqlite3 "$db" "UPDATE jobs SET error = 'bench $i',
+                   updated_ms = (SELECT max(updated_ms) FROM jobs WHERE run_id = $run_id) + 1
+                 WHERE id IN (SELECT id FROM jobs WHERE run_id = $run_id ORDER BY id
+                              LIMIT 20 OFFSET $((i * 500)))"
+  before="$(cpu_ms)"
+  ms="$(curl -s -o /dev/null -w '%{time_total}' "${base}run?tag=v2")"
+  moving+=("$ms $(($(cpu_ms) - before))")
+done
+read -r moving_ms moving_max moving_cpu < <(printf '%s\n' "${moving[@]}" | python3 -c '
+import sys
+rows = [l.split() for l in sys.stdin if l.strip()]
+ms = sorted(float(r[0]) * 1000 for r in rows)
+cpu = sorted(int(r[1]) for r in rows)
+print("%.0f %.0f %d" % (ms[len(ms) // 2], ms[-1], cpu[len(cpu) // 2]))')
+printf '%-18s %-42s median %5s / slowest %5s ms, CPU median %4s ms\n' "samples_moving" \
+  "/run?tag=v2 after 20 jobs changed" "$moving_ms" "$moving_max" "$moving_cpu"
+kv+=" samples_moving_ms=$moving_ms samples_moving_max_ms=$moving_max samples_moving_cpu_ms=$moving_cpu"
+# Baseline: the queries a whole read of the run's outcomes runs (load_outcomes), in the shell.
+query=""
+for name in outcome_jobs outcome_outputs outcome_verifications outcome_speed outcome_targets; do
+  query+="$(sed -n "/-- name: $name\$/,/;\$/p" libs/report/sql/outcomes.sql | sed '1d' |
+    sed -e "s/?1/$run_id/g" -e 's/?2/-9223372036854775808/g' -e 's/?3/9223372036854775807/g')"$'\n'
+done
 read -r baseline baseline_cpu < <(python3 -c '
 import resource, subprocess, sys, time
 t = time.monotonic()
 subprocess.run(["sqlite3", sys.argv[1]], input=sys.argv[2], text=True, stdout=subprocess.DEVNULL, check=True)
 r = resource.getrusage(resource.RUSAGE_CHILDREN)
 print("%.0f %.0f" % ((time.monotonic() - t) * 1000, (r.ru_utime + r.ru_stime) * 1000))' "$db" "$query")
-echo "baseline: sqlite3 shell, run_outcomes of v2: $baseline ms wall, CPU $baseline_cpu ms"
+echo "baseline: sqlite3 shell, the outcome_* queries of v2: $baseline ms wall, CPU $baseline_cpu ms"
 echo "samples=$samples${kv} baseline_outcomes_ms=$baseline baseline_outcomes_cpu_ms=$baseline_cpu"

@@ -41,7 +41,9 @@ WHERE verification_id = ?1 ORDER BY target;
 -- What changes when anything the outcomes of a run read changes (ViewCache): its jobs by state
 -- and stage and their newest update, its stage outputs by stage and status with the newest, and
 -- its verdicts by kind (migration 0012's counts; the jobs' newest update through migration
--- 0043's jobs_run_updated), and when the near-duplicate groups were last computed.
+-- 0043's jobs_run_updated), when the near-duplicate groups were last computed, and the run's
+-- newest change number (migration 0050: any change to what a sample's outcome reads, whichever
+-- writer made it, moves it).
 -- name: viewer_run_fingerprint
 SELECT (SELECT group_concat(state || '/' || stage || '=' || n) FROM run_job_counts
         WHERE run_id = ?1),
@@ -49,7 +51,8 @@ SELECT (SELECT group_concat(state || '/' || stage || '=' || n) FROM run_job_coun
        (SELECT group_concat(stage || '/' || status || '=' || n || '@' || last_ms)
         FROM run_output_totals WHERE run_id = ?1),
        coalesce((SELECT group_concat(verdict || '=' || n) FROM run_verdict_counts
-                 WHERE run_id = ?1), '') || '/' || coalesce((SELECT computed_ms FROM dedup_state), '-');
+                 WHERE run_id = ?1), '') || '/' || coalesce((SELECT computed_ms FROM dedup_state), '-'),
+       (SELECT max(seq) FROM outcome_changes WHERE run_id = ?1);
 
 -- The samples of a run one of whose texts holds ?2, a quoted FTS5 string (search_text, migration
 -- 0036): the sample's own texts (no run) and the run's answers and verdicts. Only the matches'
@@ -89,3 +92,8 @@ LEFT JOIN samples l ON l.id = m.linked_to
 WHERE g.sample_id = ?1
 ORDER BY m.sample_id
 LIMIT 201;
+
+-- When the near-duplicate groups were last computed (kforge corpus dedup): a new grouping may
+-- change any run's groups, so a run's kept outcomes are then read whole again.
+-- name: viewer_dedup_stamp
+SELECT (SELECT computed_ms FROM dedup_state);

@@ -1,6 +1,9 @@
 #include "kforge/report/outcomes.hpp"
 
+#include <algorithm>
+#include <limits>
 #include <map>
+#include <unordered_map>
 
 #include "kforge/store/run_params.hpp"
 #include "kforge/store/run_prompts.hpp"
@@ -115,146 +118,328 @@ Result<RunInfo> find_run(store::Db& db, const std::string& tag) {
 
 namespace {
 
-// The rounds of each sample: verdicts and costs per round, attached to `out`'s outcomes.
-Status attach_rounds(store::Db& db, const RunInfo& run, std::vector<SampleOutcome>& out) {
-  std::map<std::int64_t, std::map<int, RoundOutcome>> rounds;
-  {
-    KF_TRY(store::Stmt v, db.prepare(queries()["run_round_verdicts"]));
-    v.bind(1, run.id);
-    KF_CHECK(v.each([&](store::Stmt& row) {
-      RoundOutcome& r = rounds[row.int64(0)][static_cast<int>(row.int64(1))];
-      r.verdict = row.text(2);
-      auto flags = nlohmann::json::parse(row.text(3), nullptr, false);
-      if (flags.is_array())
-        for (const auto& f : flags)
-          if (f.is_string()) r.flags.push_back(f.get<std::string>());
-    }));
+// What a read keeps of a sample beyond its outcome until the parts are joined.
+struct Scratch {
+  std::int64_t last_output = 0, stage_output = 0;  // ids: the newest output, of the job's stage
+  std::string last_stage;
+  std::optional<store::OutputStatus> last_status, stage_status;
+  std::int64_t newest = 0;  // the newest verification's id
+  std::optional<std::string> verdict, flags_json;
+  std::map<int, RoundOutcome> rounds;
+  std::map<int, std::int64_t> round_newest;  // each round's newest verification id
+};
+
+// A read of the outcomes of a run's samples whose ids lie in ranges: each part of the outcome
+// (jobs, stage outputs, verifications, speed labels, cross-compile results) read as one index
+// range and joined here by sample id.
+class OutcomeReader {
+ public:
+  OutcomeReader(store::Db& db, const RunInfo& run) : db_(db), run_(run) {}
+  void reserve(std::size_t n) {
+    out_.reserve(n);
+    scratch_.reserve(n);
+    at_.reserve(n);
   }
-  {
-    KF_TRY(store::Stmt c, db.prepare(queries()["run_round_costs"]));
-    c.bind(1, run.id);
-    KF_CHECK(c.each([&](store::Stmt& row) {
-      RoundOutcome& r = rounds[row.int64(0)][static_cast<int>(row.int64(1))];
-      r.cost_usd = row.real(2);
-      r.tokens = row.int64(3);
-      r.llm_ms = row.int64(4);
-    }));
+  Status read(std::int64_t first, std::int64_t last) {
+    KF_CHECK(read_jobs(first, last));
+    KF_CHECK(read_outputs(first, last));
+    KF_CHECK(read_verifications(first, last));
+    KF_CHECK(read_speed(first, last));
+    return read_targets(first, last);
   }
-  for (auto& o : out) {
-    auto it = rounds.find(o.sample_id);
-    if (it == rounds.end()) continue;
-    for (auto& [n, r] : it->second) {
-      r.round = n;
-      o.rounds.push_back(std::move(r));
+  // The outcomes read, by key.
+  Result<std::vector<SampleOutcome>> finish();
+
+ private:
+  store::Stmt* bound(store::Stmt& s, std::int64_t first, std::int64_t last) {
+    s.bind(1, run_.id).bind(2, first).bind(3, last);
+    return &s;
+  }
+  // The sample's place among those read; null for a row of a sample without a job.
+  std::size_t* place(std::int64_t sample_id) {
+    auto it = at_.find(sample_id);
+    return it == at_.end() ? nullptr : &it->second;
+  }
+  Result<std::optional<store::OutputStatus>> status_of(const SampleOutcome& o,
+                                                       const std::string& text) const {
+    auto st = store::parse_output_status(text);
+    if (!st.ok())
+      return fail("data", "run '" + run_.tag + "', sample '" + o.key +
+                              "': stage_outputs.status: " + st.error().message);
+    return std::optional<store::OutputStatus>(*st);
+  }
+  Status read_jobs(std::int64_t first, std::int64_t last);
+  Status read_outputs(std::int64_t first, std::int64_t last);
+  Status read_verifications(std::int64_t first, std::int64_t last);
+  Status read_speed(std::int64_t first, std::int64_t last);
+  Status read_targets(std::int64_t first, std::int64_t last);
+  Status settle(SampleOutcome& o, Scratch& x, store::Stmt& error);
+
+  store::Db& db_;
+  const RunInfo& run_;
+  std::vector<SampleOutcome> out_;
+  std::vector<Scratch> scratch_;
+  std::unordered_map<std::int64_t, std::size_t> at_;
+};
+
+Status OutcomeReader::read_jobs(std::int64_t first, std::int64_t last) {
+  KF_TRY(store::Stmt s, db_.prepare(queries()["outcome_jobs"]));
+  return bound(s, first, last)->each([&](store::Stmt& row) -> Status {
+    SampleOutcome o;
+    o.job_id = row.int64(0);
+    o.sample_id = row.int64(1);
+    o.key = row.text(2);
+    auto state = store::parse_job_state(row.text(3));
+    if (!state.ok())
+      return fail("data", "run '" + run_.tag + "', sample '" + o.key +
+                              "': jobs.state: " + state.error().message);
+    o.state = *state;
+    o.stage = row.text(4);
+    o.job_error_kind = row.opt_text(5);
+    o.job_error = row.opt_text(6);
+    o.repair_round = static_cast<int>(row.int64(7));
+    if (!row.is_null(8)) {
+      o.dup_group = row.int64(8);
+      o.dup_group_size = row.int64(9);
     }
+    at_[o.sample_id] = out_.size();
+    out_.push_back(std::move(o));
+    scratch_.emplace_back();
+    return {};
+  });
+}
+
+Status OutcomeReader::read_outputs(std::int64_t first, std::int64_t last) {
+  KF_TRY(store::Stmt s, db_.prepare(queries()["outcome_outputs"]));
+  return bound(s, first, last)->each([&](store::Stmt& row) -> Status {
+    std::size_t* i = place(row.int64(0));
+    if (i == nullptr) return {};
+    SampleOutcome& o = out_[*i];
+    Scratch& x = scratch_[*i];
+    const std::int64_t id = row.int64(2);
+    const std::string stage = row.text(3);
+    KF_TRY(auto status, status_of(o, row.text(4)));
+    const std::int64_t prompt = row.int64(5), completion = row.int64(6);
+    const double cost = row.real(7);
+    const std::int64_t latency = row.int64(8);
+    o.prompt_tokens += prompt;
+    o.completion_tokens += completion;
+    o.cost_usd += cost;
+    o.llm_ms += latency;
+    ++o.llm_calls;
+    o.reasoning_tokens += row.int64(9);
+    o.cached_prompt_tokens += row.int64(10);
+    o.mended_outputs += row.int64(11);
+    RoundOutcome& r = x.rounds[static_cast<int>(row.int64(1))];
+    r.cost_usd += cost;
+    if (!row.is_null(5) && !row.is_null(6)) r.tokens += prompt + completion;
+    r.llm_ms += latency;
+    if (id > x.last_output) {
+      x.last_output = id;
+      x.last_stage = stage;
+      x.last_status = status;
+    }
+    if (stage == o.stage && id > x.stage_output) {
+      x.stage_output = id;
+      x.stage_status = status;
+    }
+    return {};
+  });
+}
+
+Status OutcomeReader::read_verifications(std::int64_t first, std::int64_t last) {
+  KF_TRY(store::Stmt s, db_.prepare(queries()["outcome_verifications"]));
+  return bound(s, first, last)->each([&](store::Stmt& row) -> Status {
+    std::size_t* i = place(row.int64(0));
+    if (i == nullptr) return {};
+    SampleOutcome& o = out_[*i];
+    Scratch& x = scratch_[*i];
+    const int round = static_cast<int>(row.int64(1));
+    const std::int64_t id = row.int64(2);
+    o.verify_ms += row.int64(4);
+    ++o.verifications;
+    if (id > x.newest) {
+      x.newest = id;
+      x.verdict = row.text(3);
+      x.flags_json = row.text(7);
+      o.detail = row.opt_text(8);
+      o.kernel_killed.reset();
+      o.kernel_applicable.reset();
+      if (!row.is_null(5) && !row.is_null(6)) {
+        o.kernel_killed = row.int64(5);
+        o.kernel_applicable = row.int64(6);
+      }
+    }
+    std::int64_t& newest = x.round_newest[round];
+    if (id > newest) {
+      newest = id;
+      RoundOutcome& r = x.rounds[round];
+      r.verdict = row.text(3);
+      r.flags.clear();
+      const std::string flags_json = row.text(7);
+      if (flags_json != "[]") {
+        auto flags = nlohmann::json::parse(flags_json, nullptr, false);
+        if (flags.is_array())
+          for (const auto& f : flags)
+            if (f.is_string()) r.flags.push_back(f.get<std::string>());
+      }
+    }
+    return {};
+  });
+}
+
+Status OutcomeReader::read_speed(std::int64_t first, std::int64_t last) {
+  KF_TRY(store::Stmt s, db_.prepare(queries()["outcome_speed"]));
+  return bound(s, first, last)->each([&](store::Stmt& row) {
+    std::size_t* i = place(row.int64(0));
+    if (i == nullptr || row.int64(1) != scratch_[*i].newest) return;
+    SampleOutcome& o = out_[*i];
+    if (!row.is_null(2)) o.speedup = row.real(2);
+    if (!row.is_null(3)) o.pass_perf = row.int64(3) == 1;
+    o.timed = !row.is_null(4) && row.int64(4) == 1;
+    o.speed_flags = speed_flags_of(row.opt_text(5));
+    if (!row.is_null(6)) o.kernel_share = row.real(6);
+  });
+}
+
+Status OutcomeReader::read_targets(std::int64_t first, std::int64_t last) {
+  KF_TRY(store::Stmt s, db_.prepare(queries()["outcome_targets"]));
+  return bound(s, first, last)->each([&](store::Stmt& row) {
+    std::size_t* i = place(row.int64(0));
+    if (i == nullptr || row.int64(1) != scratch_[*i].newest) return;
+    out_[*i].targets[row.text(2)] = row.text(3);
+  });
+}
+
+// The outcome's verdict or failure from the parts read (the rule of SampleOutcome's fields).
+Status OutcomeReader::settle(SampleOutcome& o, Scratch& x, store::Stmt& error) {
+  auto error_of = [&](std::int64_t output) -> Status {
+    error.bind(1, output);
+    KF_TRY(bool row, error.step());
+    if (row) {
+      o.stage_error_kind = error.opt_text(0);
+      o.stage_error = error.opt_text(1);
+    }
+    error.reset();
+    return {};
+  };
+  const bool verified = x.newest != 0;
+  if (store::before_verifier(o.stage)) {
+    o.failure_stage = o.stage;
+    o.stage_status = x.stage_status;
+    if (x.stage_output != 0) KF_CHECK(error_of(x.stage_output));
+  } else if (!verified && x.last_status && *x.last_status != store::OutputStatus::ok) {
+    // Ended past generation with no verdict, yet the last stage output failed: a pipeline that
+    // moves a failed job on still has that failure counted.
+    o.failure_stage = x.last_stage;
+    o.stage_status = x.last_status;
+    KF_CHECK(error_of(x.last_output));
+  } else if (verified) {
+    o.verdict = std::move(x.verdict);
+    const std::string& flags_json = *x.flags_json;
+    auto flags = flags_json == "[]" ? nlohmann::json::array()  // most verdicts: no parse
+                                    : nlohmann::json::parse(flags_json, nullptr, false);
+    bool ok = flags.is_array();
+    if (ok) {
+      for (const auto& f : flags) {
+        if (!f.is_string()) {
+          ok = false;
+          break;
+        }
+        o.flags.push_back(f.get<std::string>());
+      }
+    }
+    if (!ok)
+      return fail("parse", "run '" + run_.tag + "', sample '" + o.key +
+                               "': verifications.flags_json is not a JSON list of strings");
+  }
+  if (store::before_verifier(o.stage) || !verified) {
+    // What only a verdict shown carries.
+    o.detail.reset();
+    o.kernel_killed.reset();
+    o.kernel_applicable.reset();
+    o.targets.clear();
+    o.speedup.reset();
+    o.pass_perf.reset();
+    o.timed = false;
+    o.speed_flags.clear();
+    o.kernel_share.reset();
+  }
+  for (auto& [n, r] : x.rounds) {
+    r.round = n;
+    o.rounds.push_back(std::move(r));
   }
   return {};
+}
+
+Result<std::vector<SampleOutcome>> OutcomeReader::finish() {
+  KF_TRY(store::Stmt error, db_.prepare(queries()["outcome_output_error"]));
+  for (std::size_t i = 0; i < out_.size(); ++i) KF_CHECK(settle(out_[i], scratch_[i], error));
+  std::vector<std::size_t> order(out_.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return out_[a].key < out_[b].key; });
+  std::vector<SampleOutcome> sorted;
+  sorted.reserve(out_.size());
+  for (std::size_t i : order) sorted.push_back(std::move(out_[i]));
+  return sorted;
 }
 
 }  // namespace
 
 Result<std::vector<SampleOutcome>> load_outcomes(store::Db& db, const RunInfo& run) {
-  std::vector<SampleOutcome> out;
+  OutcomeReader reader(db, run);
   {
-    // Room for every row at once: growing the vector moves each outcome (some 40 members) again
-    // at every doubling, which was a third of a 20,000-sample run's first read.
+    // Room for every row at once: growing the vectors moves each outcome (some 40 members)
+    // again at every doubling.
     KF_TRY(store::Stmt n, db.prepare(queries()["run_job_total"]));
     n.bind(1, run.id);
     KF_TRY(bool row, n.step());
-    if (row && n.int64(0) > 0) out.reserve(static_cast<std::size_t>(n.int64(0)));
+    if (row && n.int64(0) > 0) reader.reserve(static_cast<std::size_t>(n.int64(0)));
   }
-  KF_TRY(store::Stmt s, db.prepare(queries()["run_outcomes"]));
-  s.bind(1, run.id);
-  KF_CHECK(s.each([&](store::Stmt& row) -> Status {
-    SampleOutcome o;
-    o.sample_id = row.int64(0);
-    o.key = row.text(1);
-    auto state = store::parse_job_state(row.text(2));
-    if (!state.ok())
-      return fail("data", "run '" + run.tag + "', sample '" + o.key +
-                              "': jobs.state: " + state.error().message);
-    o.state = *state;
-    o.stage = row.text(3);
-    o.job_error_kind = row.opt_text(4);
-    o.job_error = row.opt_text(5);
-    // The status of a stage output, read through store::parse_output_status.
-    auto status = [&](int col) -> Result<std::optional<store::OutputStatus>> {
-      if (row.is_null(col)) return std::optional<store::OutputStatus>();
-      auto st = store::parse_output_status(row.text(col));
-      if (!st.ok())
-        return fail("data", "run '" + run.tag + "', sample '" + o.key +
-                                "': stage_outputs.status: " + st.error().message);
-      return std::optional<store::OutputStatus>(*st);
-    };
-    KF_TRY(auto latest, status(21));
-    if (store::before_verifier(o.stage)) {
-      o.failure_stage = o.stage;
-      KF_TRY(o.stage_status, status(6));
-      o.stage_error_kind = row.opt_text(7);
-      o.stage_error = row.opt_text(8);
-    } else if (row.is_null(9) && latest && *latest != store::OutputStatus::ok) {
-      // Ended past generation with no verdict, yet the last stage output failed: a pipeline
-      // that moves a failed job on still has that failure counted.
-      o.failure_stage = row.text(20);
-      o.stage_status = latest;
-      o.stage_error_kind = row.opt_text(22);
-      o.stage_error = row.opt_text(23);
-    } else if (!row.is_null(9)) {
-      o.verdict = row.text(9);
-      const std::string flags_json = row.text(10);
-      auto flags = flags_json == "[]" ? nlohmann::json::array()  // most verdicts: no parse
-                                      : nlohmann::json::parse(flags_json, nullptr, false);
-      bool ok = flags.is_array();
-      if (ok) {
-        for (const auto& f : flags) {
-          if (!f.is_string()) {
-            ok = false;
-            break;
-          }
-          o.flags.push_back(f.get<std::string>());
-        }
-      }
-      if (!ok)
-        return fail("parse", "run '" + run.tag + "', sample '" + o.key +
-                                 "': verifications.flags_json is not a JSON list of strings");
-      o.detail = row.opt_text(11);
-      const std::string targets_json = row.opt_text(28).value_or("{}");
-      auto targets = targets_json == "{}" ? nlohmann::json::object()  // none cross-compiled
-                                          : nlohmann::json::parse(targets_json, nullptr, false);
-      if (targets.is_object())
-        for (const auto& [t, r] : targets.items())
-          if (r.is_string()) o.targets[t] = r.get<std::string>();
-      if (!row.is_null(29) && !row.is_null(30)) {
-        o.kernel_killed = row.int64(29);
-        o.kernel_applicable = row.int64(30);
-      }
-      if (!row.is_null(31)) o.speedup = row.real(31);
-      if (!row.is_null(32)) o.pass_perf = row.int64(32) == 1;
-      o.timed = !row.is_null(33) && row.int64(33) == 1;
-      o.speed_flags = speed_flags_of(row.opt_text(34));
-      if (!row.is_null(35)) o.kernel_share = row.real(35);
-    }
-    if (!row.is_null(36)) {
-      o.dup_group = row.int64(36);
-      o.dup_group_size = row.int64(37);
-    }
-    o.prompt_tokens = row.int64(12);
-    o.completion_tokens = row.int64(13);
-    o.cost_usd = row.real(14);
-    o.llm_ms = row.int64(15);
-    o.llm_calls = row.int64(16);
-    o.verify_ms = row.int64(17);
-    o.verifications = row.int64(18);
-    o.job_id = row.int64(19);
-    o.repair_round = static_cast<int>(row.int64(24));
-    o.mended_outputs = row.int64(25);
-    o.reasoning_tokens = row.int64(26);
-    o.cached_prompt_tokens = row.int64(27);
-    out.push_back(std::move(o));
-    return {};
+  KF_CHECK(reader.read(std::numeric_limits<std::int64_t>::min(),
+                       std::numeric_limits<std::int64_t>::max()));
+  return reader.finish();
+}
+
+Result<std::vector<SampleOutcome>> load_outcomes_of(store::Db& db, const RunInfo& run,
+                                                    std::vector<std::int64_t> sample_ids) {
+  std::sort(sample_ids.begin(), sample_ids.end());
+  OutcomeReader reader(db, run);
+  // Ids close together are read as one range (the samples between are read again, unchanged):
+  // kforged works through a run's jobs in id order, so those changed together are near.
+  constexpr std::int64_t kGap = 32;
+  for (std::size_t i = 0; i < sample_ids.size();) {
+    std::size_t j = i + 1;
+    while (j < sample_ids.size() && sample_ids[j] - sample_ids[j - 1] <= kGap) ++j;
+    KF_CHECK(reader.read(sample_ids[i], sample_ids[j - 1]));
+    i = j;
+  }
+  return reader.finish();
+}
+
+Result<std::int64_t> outcome_change_mark(store::Db& db, std::int64_t run_id) {
+  KF_TRY(store::Stmt s, db.prepare(queries()["outcome_change_mark"]));
+  s.bind(1, run_id);
+  KF_TRY(bool row, s.step());
+  return row ? s.int64(0) : 0;
+}
+
+Result<OutcomeChanges> outcome_changes_since(store::Db& db, std::int64_t run_id,
+                                             std::int64_t mark) {
+  KF_TRY(store::Stmt s, db.prepare(queries()["outcome_changes_since"]));
+  s.bind(1, run_id).bind(2, mark);
+  OutcomeChanges c;
+  c.mark = mark;
+  KF_CHECK(s.each([&](store::Stmt& row) {
+    const std::int64_t sample = row.int64(0), seq = row.int64(1);
+    c.mark = std::max(c.mark, seq);
+    if (sample == 0)
+      c.removed = true;
+    else
+      c.samples.push_back(sample);
   }));
-  KF_CHECK(attach_rounds(db, run, out));
-  return out;
+  return c;
 }
 
 }  // namespace kforge::report

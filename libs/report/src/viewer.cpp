@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <map>
+#include <unordered_set>
 
 #include "kforge/core/clock.hpp"
 #include "labels.hpp"
@@ -47,14 +48,57 @@ Result<std::string> run_fingerprint(store::Db& db, std::int64_t run_id) {
   KF_TRY(bool row, s.step());
   std::string fingerprint;
   if (row)
-    for (int c = 0; c < 4; ++c) fingerprint += s.opt_text(c).value_or("-") + "|";
+    for (int c = 0; c < 5; ++c) fingerprint += s.opt_text(c).value_or("-") + "|";
   return fingerprint;
 }
 
+namespace {
+
+// When the near-duplicate groups were last computed: a new grouping may change any sample's
+// group, which outcome_changes does not name.
+Result<std::string> dedup_stamp(store::Db& db) {
+  KF_TRY(store::Stmt s, db.prepare(queries()["viewer_dedup_stamp"]));
+  KF_TRY(bool row, s.step());
+  return row ? s.opt_text(0).value_or("-") : std::string("-");
+}
+
+// The changed samples read into a copy of `kept` (sorted by key), or null when a whole read is
+// due: a job was deleted, or more samples changed than a whole read costs (a quarter of them).
+Result<ViewCache::Outcomes> updated(store::Db& db, const RunInfo& run, const ViewCache::Entry& kept,
+                                    std::int64_t& mark) {
+  KF_TRY(OutcomeChanges changes, outcome_changes_since(db, run.id, kept.mark));
+  if (changes.removed || changes.samples.size() > kept.outcomes->size() / 4 + 64)
+    return ViewCache::Outcomes();
+  mark = changes.mark;
+  if (changes.samples.empty()) return kept.outcomes;
+  KF_TRY(auto fresh, load_outcomes_of(db, run, changes.samples));
+  // The samples read again: those that changed, gone or not, and their neighbours read with
+  // them (load_outcomes_of reads ids close together as one range).
+  std::unordered_set<std::int64_t> changed(changes.samples.begin(), changes.samples.end());
+  for (const auto& o : fresh) changed.insert(o.sample_id);
+  std::vector<SampleOutcome> merged;
+  merged.reserve(kept.outcomes->size() + fresh.size());
+  auto older = kept.outcomes->cbegin();
+  auto newer = fresh.begin();
+  while (older != kept.outcomes->end() || newer != fresh.end()) {
+    if (older != kept.outcomes->end() && changed.contains(older->sample_id)) {
+      ++older;  // read again (or gone)
+    } else if (newer == fresh.end() || (older != kept.outcomes->end() && older->key < newer->key)) {
+      merged.push_back(*older++);
+    } else {
+      merged.push_back(std::move(*newer++));
+    }
+  }
+  return std::make_shared<const std::vector<SampleOutcome>>(std::move(merged));
+}
+
+}  // namespace
+
 Result<ViewCache::Outcomes> outcomes_of(store::Db& db, const RunInfo& run, ViewCache* cache) {
-  std::string fingerprint;
+  std::string fingerprint, dedup;
   std::shared_ptr<std::mutex> lock;
   std::unique_lock<std::mutex> reading;
+  std::int64_t mark = 0;
   if (cache != nullptr) {
     KF_TRY(fingerprint, run_fingerprint(db, run.id));
     if (auto hit = cache->find(run.id, fingerprint)) return hit;
@@ -64,10 +108,22 @@ Result<ViewCache::Outcomes> outcomes_of(store::Db& db, const RunInfo& run, ViewC
     reading = std::unique_lock<std::mutex>(*lock);
     KF_TRY(fingerprint, run_fingerprint(db, run.id));
     if (auto hit = cache->find(run.id, fingerprint)) return hit;
+    KF_TRY(dedup, dedup_stamp(db));
+    // The run moved since it was read (kforged working on it): read again only the samples
+    // that changed, as outcome_changes (migration 0050) numbers them.
+    if (auto kept = cache->kept(run.id); kept && kept->dedup == dedup) {
+      KF_TRY(ViewCache::Outcomes fresh, updated(db, run, *kept, mark));
+      if (fresh) {
+        cache->put(run.id, fingerprint, fresh, mark, dedup, /*whole=*/false);
+        return fresh;
+      }
+    }
+    // Read before the outcomes: a change made while they are read is read again next time.
+    KF_TRY(mark, outcome_change_mark(db, run.id));
   }
   KF_TRY(auto outcomes, load_outcomes(db, run));
   auto shared = std::make_shared<const std::vector<SampleOutcome>>(std::move(outcomes));
-  if (cache != nullptr) cache->put(run.id, fingerprint, shared);
+  if (cache != nullptr) cache->put(run.id, fingerprint, shared, mark, dedup);
   return ViewCache::Outcomes(shared);
 }
 
@@ -277,11 +333,19 @@ ViewCache::Outcomes ViewCache::find(std::int64_t run_id, const std::string& fing
   return nullptr;
 }
 
-void ViewCache::put(std::int64_t run_id, const std::string& fingerprint, Outcomes outcomes) {
+std::optional<ViewCache::Entry> ViewCache::kept(std::int64_t run_id) {
   std::lock_guard lock(mu_);
-  ++reads_;
+  for (const auto& e : entries_)
+    if (e.run_id == run_id && e.mark >= 0) return e;
+  return std::nullopt;
+}
+
+void ViewCache::put(std::int64_t run_id, const std::string& fingerprint, Outcomes outcomes,
+                    std::int64_t mark, const std::string& dedup, bool whole) {
+  std::lock_guard lock(mu_);
+  ++(whole ? reads_ : updates_);
   std::erase_if(entries_, [&](const Entry& e) { return e.run_id == run_id; });
-  entries_.push_back({run_id, fingerprint, std::move(outcomes)});
+  entries_.push_back({run_id, fingerprint, std::move(outcomes), mark, dedup});
   while (entries_.size() > max_runs_) entries_.erase(entries_.begin());
 }
 
@@ -317,6 +381,11 @@ std::shared_ptr<std::mutex> ViewCache::read_lock(std::int64_t run_id) {
 std::int64_t ViewCache::reads() const {
   std::lock_guard lock(mu_);
   return reads_;
+}
+
+std::int64_t ViewCache::updates() const {
+  std::lock_guard lock(mu_);
+  return updates_;
 }
 
 Result<int> warm_cache(store::Db& db, const ViewOptions& opts, int runs) {

@@ -154,5 +154,23 @@ struct SampleOutcome {
 // Every job of the run, ordered by sample key. Errors name the run and sample of a malformed
 // stored value (e.g. flags_json that is not a list of strings).
 Result<std::vector<SampleOutcome>> load_outcomes(store::Db& db, const RunInfo& run);
+// The same for the samples of the run among `sample_ids` (ids without a job in the run give
+// nothing), ordered by key: what a reader holding a run's outcomes reads again of the samples
+// outcome_changes_since names.
+Result<std::vector<SampleOutcome>> load_outcomes_of(store::Db& db, const RunInfo& run,
+                                                    std::vector<std::int64_t> sample_ids);
+
+// The run's change number now (migration 0050's outcome_changes, kept by triggers on every
+// table an outcome is read from): outcomes read after it hold every change numbered up to it.
+Result<std::int64_t> outcome_change_mark(store::Db& db, std::int64_t run_id);
+// What changed in a run after change number `mark`: the samples whose outcome may differ, and
+// whether a job was deleted (a reader then reads the whole run again). `mark`: the newest
+// change number seen (the argument when none).
+struct OutcomeChanges {
+  std::vector<std::int64_t> samples;
+  bool removed = false;
+  std::int64_t mark = 0;
+};
+Result<OutcomeChanges> outcome_changes_since(store::Db& db, std::int64_t run_id, std::int64_t mark);
 
 }  // namespace kforge::report

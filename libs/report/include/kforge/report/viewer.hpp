@@ -28,6 +28,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,7 +55,9 @@ struct SampleOutcome;
 // The outcomes of the runs pages showed last, shared by the threads that serve pages: a run's
 // outcomes are read again only when its fingerprint changed (its jobs by state and stage, the
 // newest job update, its stage outputs and verdicts by kind, from the trigger-kept counts of
-// migration 0012), so paging, filtering and sorting a run that is not moving reads no rows.
+// migration 0012), so paging, filtering and sorting a run that is not moving reads no rows. A
+// run that moved (kforged working on it) is read again only for the samples that changed since
+// (migration 0050's outcome_changes), not whole.
 // It also keeps parts of pages that are costly to make (the runs page's counts of a run, the
 // A/B page's comparison), each under a name with the fingerprints it was made from, and gives
 // one back only while the fingerprints are the same. Thread-safe.
@@ -63,9 +66,25 @@ class ViewCache {
   explicit ViewCache(std::size_t max_runs = 8, std::size_t max_parts = 64)
       : max_runs_(max_runs), max_parts_(max_parts) {}
   using Outcomes = std::shared_ptr<const std::vector<SampleOutcome>>;
+  // A run's outcomes as kept: read at `fingerprint`, holding every change up to the run's
+  // change number `mark` (outcome_change_mark; -1: unknown), with the near-duplicate groups
+  // computed at `dedup`.
+  struct Entry {
+    std::int64_t run_id = 0;
+    std::string fingerprint;
+    Outcomes outcomes;
+    std::int64_t mark = -1;
+    std::string dedup;
+  };
   // The run's cached outcomes when `fingerprint` matches, else null.
   Outcomes find(std::int64_t run_id, const std::string& fingerprint);
-  void put(std::int64_t run_id, const std::string& fingerprint, Outcomes outcomes);
+  // The run's kept outcomes whatever their fingerprint, when their change number is known: what
+  // a read of the samples changed since updates.
+  std::optional<Entry> kept(std::int64_t run_id);
+  // Keeps a run's outcomes; `whole`: read whole (reads()), else updated from a kept entry by
+  // the samples that changed (updates()).
+  void put(std::int64_t run_id, const std::string& fingerprint, Outcomes outcomes,
+           std::int64_t mark = -1, const std::string& dedup = "", bool whole = true);
   // The part of a page kept under `name` when it was made at `fingerprint`, else null.
   std::shared_ptr<const std::string> find_part(const std::string& name,
                                                const std::string& fingerprint);
@@ -74,22 +93,19 @@ class ViewCache {
   // (or warm_cache) is reading waits for that read and takes its result, rather than reading
   // the run a second time beside it.
   std::shared_ptr<std::mutex> read_lock(std::int64_t run_id);
-  // How many times put() kept a run's outcomes: the reads of outcomes from the database.
+  // How many times put() kept a run's outcomes read whole: the whole reads from the database.
   std::int64_t reads() const;
+  // How many times put() kept a run's outcomes updated by the samples that changed.
+  std::int64_t updates() const;
 
  private:
-  struct Entry {
-    std::int64_t run_id = 0;
-    std::string fingerprint;
-    Outcomes outcomes;
-  };
   struct Part {
     std::string name, fingerprint;
     std::shared_ptr<const std::string> text;
   };
   std::size_t max_runs_, max_parts_;
   mutable std::mutex mu_;
-  std::int64_t reads_ = 0;
+  std::int64_t reads_ = 0, updates_ = 0;
   std::map<std::int64_t, std::shared_ptr<std::mutex>> read_locks_;
   std::vector<Entry> entries_;  // most recently used last
   std::vector<Part> parts_;     // most recently used last
