@@ -8,9 +8,9 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "kforge/corpus/importer.hpp"

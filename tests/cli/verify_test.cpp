@@ -186,8 +186,10 @@ TEST(VerifyCli, RecordsListedInTheSkipFileAreWithdrawn) {
   // One worker: "hangs" runs after "first" (whose line comes first) and holds the slot.
   std::thread lister([&] {
     for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(240);
-         std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(std::chrono::milliseconds(20)))
-      if (std::filesystem::exists(out_json) && read_text(out_json).find("\"first\"") != std::string::npos)
+         std::chrono::steady_clock::now() < until;
+         std::this_thread::sleep_for(std::chrono::milliseconds(20)))
+      if (std::filesystem::exists(out_json) &&
+          read_text(out_json).find("\"first\"") != std::string::npos)
         break;
     write_text(skip, "1\n2\nnot an index\n");
   });

@@ -469,10 +469,10 @@ TEST_F(ScoreTest, ARequestBeyondSixtyFourWaitingOnesIsStillAnsweredByItsDeadline
   std::atomic<int> answered{0};
   for (int i = 0; i < 64; ++i)
     waiting.emplace_back([&, i] {
-      auto r = post(
-          {{"items", {add_item("w" + std::to_string(i), 120, "many" + std::to_string(i))}},
-           {"deadline_s", 60}},
-          180);
+      auto r =
+          post({{"items", {add_item("w" + std::to_string(i), 120, "many" + std::to_string(i))}},
+                {"deadline_s", 60}},
+               180);
       if (r) ++answered;
     });
   ASSERT_GE(site_.wait_for("SELECT count(*) FROM score_items", 64, 120s), 64) << d->log();

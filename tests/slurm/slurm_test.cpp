@@ -596,7 +596,6 @@ TEST_F(SlurmVerifier, TasksOfScoredItemsNobodyWantsAreScancelled) {
   EXPECT_EQ(d->wait(30s), std::optional<int>(0)) << d->log();
 }
 
-
 // One array task holding scored items still wanted and others nobody wants (their client went
 // away): the task is not scancelled, its skip file lists the unwanted ones, and its kforge verify
 // stops the one running and never starts the other; the wanted ones get their verdicts and the
@@ -642,18 +641,18 @@ TEST_F(SlurmVerifier, ATaskHoldingWantedAndUnwantedItemsStopsOnlyTheUnwanted) {
   httplib::Client c("127.0.0.1", port);
   c.set_read_timeout(300, 0);
   auto post_later = [&](const json& items) -> std::int64_t {
-    auto r = c.Post("/v1/score",
-                    json{{"items", items}, {"deadline_s", 600}, {"tag", "mixed"}, {"wait", false}}
-                        .dump(),
-                    "application/json");
+    auto r = c.Post(
+        "/v1/score",
+        json{{"items", items}, {"deadline_s", 600}, {"tag", "mixed"}, {"wait", false}}.dump(),
+        "application/json");
     EXPECT_TRUE(r && r->status == 202) << (r ? r->body : "no answer");
     return r && r->status == 202 ? json::parse(r->body)["batch"].get<std::int64_t>() : -1;
   };
   // One run (the tag), so one shard in lease order: w1, u1, u2, w2.
   const std::int64_t first = post_later({item("w1", false)});
-  int gone = open_post(port, {{"items", {item("u1", true), item("u2", true)}},
-                              {"deadline_s", 600},
-                              {"tag", "mixed"}});
+  int gone = open_post(
+      port,
+      {{"items", {item("u1", true), item("u2", true)}}, {"deadline_s", 600}, {"tag", "mixed"}});
   ASSERT_EQ(site.wait_for("SELECT count(*) FROM score_items", 3, 60s), 3) << d->log();
   const std::int64_t last = post_later({item("w2", false)});
   ASSERT_EQ(site.wait_for("SELECT count(*) FROM slurm_task_jobs", 4, 60s), 4) << d->log();
@@ -691,8 +690,7 @@ TEST_F(SlurmVerifier, ATaskHoldingWantedAndUnwantedItemsStopsOnlyTheUnwanted) {
   EXPECT_EQ(json::parse(g1->body)["results"][0]["verdict"], "passed") << g1->body;
   // The task ended by itself (not scancelled), its shard rows settled: the wanted stored, the
   // unwanted dropped.
-  ASSERT_EQ(site.wait_for("SELECT count(*) FROM slurm_tasks WHERE ended_ms IS NOT NULL", 1, 60s),
-            1)
+  ASSERT_EQ(site.wait_for("SELECT count(*) FROM slurm_tasks WHERE ended_ms IS NOT NULL", 1, 60s), 1)
       << d->log();
   EXPECT_EQ(site.rows("SELECT state || '|' || slurm_state FROM slurm_tasks", 1),
             (std::vector<std::string>{"completed|COMPLETED"}));
@@ -718,8 +716,7 @@ TEST_F(SlurmVerifier, ATaskHoldingWantedAndUnwantedItemsStopsOnlyTheUnwanted) {
             std::string::npos)
       << log;
   EXPECT_FALSE(logged(key_of("u2") + " starts on slot")) << log;
-  EXPECT_NE(d->log().find("2 of its samples are no longer wanted"), std::string::npos)
-      << d->log();
+  EXPECT_NE(d->log().find("2 of its samples are no longer wanted"), std::string::npos) << d->log();
   EXPECT_EQ(d->log().find("Slurm tasks whose samples are no longer wanted"), std::string::npos)
       << d->log();
   d->signal(SIGTERM);
