@@ -3,7 +3,8 @@
 // caller reads the records and submits one request per record; the run tallies the verdicts,
 // flags and cross-compile results, keeps the slowest samples, and writes one JSON line per
 // record: a summary line (index, key, verdict, detail, flags, the figures of figures.hpp,
-// mutation, coverage, speed, cross_compile) in record order, or with `full` the verdict line of
+// mutation, coverage, speed, cross_compile) in record order (each flushed once its turn comes),
+// or with `full` the verdict line of
 // verdict_line.hpp (what a Slurm array task writes and reads back) as each record finishes.
 // summary() is the text kforge verify prints at the end.
 //
