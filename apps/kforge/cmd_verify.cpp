@@ -9,6 +9,8 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "commands.hpp"
 #include "kforge/corpus/importer.hpp"
@@ -33,8 +35,24 @@ struct VerifyArgs {
   int slowest = 10;
   bool record_devices = false;
   bool full = false;
+  std::string skip_file;
   std::vector<std::string> cross_compile;
 };
+
+// The record indices listed in `file`, one a line (what kforged's Slurm backend writes for an
+// array task: its shard's samples nobody wants any more). A missing file lists none; a line
+// that is not an index is passed over.
+std::vector<std::int64_t> listed_indices(const std::string& file) {
+  std::vector<std::int64_t> out;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line.find_first_not_of("0123456789") != std::string::npos ||
+        line.size() > 18)
+      continue;
+    out.push_back(std::stoll(line));
+  }
+  return out;
+}
 
 std::optional<std::string> string_field(const nlohmann::ordered_json& rec, const char* name) {
   auto it = rec.find(name);
@@ -134,6 +152,8 @@ int run_verify(VerifyArgs& args, Globals& g) {
   ro.mode = opts.config.mode;
   ro.cross_compile = opts.config.cross_compile;
   ro.code_field = map.code;
+  if (!args.skip_file.empty())
+    ro.unwanted = [file = args.skip_file] { return listed_indices(file); };
   bool tty = ::isatty(2) && !g.quiet;
   if (tty)
     ro.progress = [](std::int64_t written, std::int64_t total) {
@@ -181,6 +201,12 @@ Command add_verify(CLI::App& root, Globals& g) {
                 "flags, report, script, stderr_tail, duration_ms, device), each line flushed as "
                 "its record finishes (in finishing order); what a Slurm array task of the daemon "
                 "writes and reads back");
+  cmd->add_option("--skip-file", args->skip_file,
+                  "A file of record indices (from 0, one a line) not to verify, read again every "
+                  "0.5 s while the command runs (it may appear or grow meanwhile): a listed record "
+                  "not yet started never starts, one running is stopped, and neither gets a "
+                  "line; kforged's Slurm backend writes it for the samples nobody wants any more")
+      ->type_name("FILE");
   cmd->add_option("--key", args->key_field,
                   "The field naming each record (default: key, file, id)");
   cmd->add_option("--map", args->map,

@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "kforge/verify/store.hpp"
 #include "verify_util.hpp"
@@ -155,6 +157,58 @@ TEST(VerifyCli, CrossCompileTargetsFromTheCommandLineAreInTheJsonAndTheSummary) 
                        "Triton compiles for; accepted: hip:gfx908, hip:gfx90a,"),
             std::string::npos)
       << r.err;
+}
+
+// --skip-file: records listed there are withdrawn. One listed before the run never starts; one
+// listed while it runs (its test sleeps an hour, --timeout 600) is stopped. Neither gets a line,
+// the others are verified and written in record order, and the command ends without waiting out
+// the hung record.
+TEST(VerifyCli, RecordsListedInTheSkipFileAreWithdrawn) {
+  TempDir tmp;
+  auto input = tmp / "generated.jsonl";
+  auto add = load_sample("triton_vector_add");
+  auto hang = add;
+  *hang.unitest_code += "\n\ndef test_hangs():\n    import time\n    time.sleep(3600)\n";
+  {
+    std::ofstream out(input);
+    out << sample_line("first", add) << sample_line("listed", add) << sample_line("hangs", hang)
+        << sample_line("last", add);
+  }
+  auto config = tmp / "kforge.yaml";
+  write_text(config, "verifier:\n  devices: [cpu]\n  python: " + sandbox_python() +
+                         "\n  python_path: [" +
+                         (source_dir() / "tests" / "verify" / "fake_triton").string() +
+                         "]\n  preload: [triton]\n  work_dir: " + (tmp / "work").string() +
+                         "\n  memory_cap_mb: 300\n  max_processes: 32\n");
+  auto skip = tmp / "skip.txt";
+  write_text(skip, "1\n");
+  auto out_json = tmp / "verdicts.jsonl";
+  // One worker: "hangs" runs after "first" (whose line comes first) and holds the slot.
+  std::thread lister([&] {
+    for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+         std::chrono::steady_clock::now() < until;
+         std::this_thread::sleep_for(std::chrono::milliseconds(20)))
+      if (std::filesystem::exists(out_json) &&
+          read_text(out_json).find("\"first\"") != std::string::npos)
+        break;
+    write_text(skip, "1\n2\nnot an index\n");
+  });
+  auto r = run_process({binary("apps/kforge/kforge").string(), "--config", config.string(),
+                        "verify", input.string(), "--workers", "1", "--timeout", "600", "--json",
+                        out_json.string(), "--skip-file", skip.string()},
+                       {}, 300);
+  lister.join();
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("4 records, 2 run through the verifier in "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("; 2 withdrawn (listed in the skip file): "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("passed   2"), std::string::npos) << r.out;
+  std::istringstream lines(read_text(out_json));
+  std::vector<std::string> keys;
+  for (std::string line; std::getline(lines, line);) {
+    auto row = nlohmann::json::parse(line);
+    keys.push_back(row["key"].get<std::string>() + "|" + row["verdict"].get<std::string>());
+  }
+  EXPECT_EQ(keys, (std::vector<std::string>{"first|passed", "last|passed"}));
 }
 
 // Nothing passed (every record skipped): the summary still has the cross-compile line and each

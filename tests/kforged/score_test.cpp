@@ -136,7 +136,9 @@ TEST_F(ScoreTest, ABatchIsAnsweredInOrderAndARepeatFromTheCache) {
   broken["unitest_code"] = "def test_add(:\n    pass\n";
   json add = add_item("add");
   add["prompt"] = "Write a Triton add kernel's wrapper and test";
-  json body = {{"items", {add, scale, by_key, broken}}, {"deadline_s", 60}, {"tag", "rl-step-1"}};
+  // A deadline far above the work (seconds on the CPU stand-in), so a loaded host cannot turn a
+  // verdict into `deadline`.
+  json body = {{"items", {add, scale, by_key, broken}}, {"deadline_s", 600}, {"tag", "rl-step-1"}};
   auto r = post(body);
   ASSERT_TRUE(r) << d->log();
   ASSERT_EQ(r->status, 200) << r->body;
@@ -219,25 +221,27 @@ TEST_F(ScoreTest, ADeadlineShorterThanTheWorkReturnsNullRewardsOnTime) {
   // Their jobs were cancelled, not left running for nobody, and nothing of them was stored.
   EXPECT_EQ(site_.wait_for("SELECT count(*) FROM jobs j JOIN runs r ON r.id = j.run_id "
                            "WHERE r.pipeline = 'score' AND j.state = 'cancelled'",
-                           2, 30s),
+                           2, 120s),
             2);
   EXPECT_EQ(verifications(), 0);
 }
 
+// The slow items' first run takes 20 s, so they are still running when kforged is killed however
+// slowly the loaded host got the quick ones through; the deadline is far above the work.
 TEST_F(ScoreTest, AKillNineMidBatchThenTheRetryGivesEveryResultOnce) {
   auto d = start();
   json body = {{"items",
-                {add_item("q1", 0, "k1"), add_item("q2", 0, "k2"), add_item("s1", 6, "k3"),
-                 add_item("s2", 6, "k4")}},
-               {"deadline_s", 120},
+                {add_item("q1", 0, "k1"), add_item("q2", 0, "k2"), add_item("s1", 20, "k3"),
+                 add_item("s2", 20, "k4")}},
+               {"deadline_s", 600},
                {"wait", false}};
   auto first = post(body);
   ASSERT_TRUE(first);
   ASSERT_EQ(first->status, 202) << first->body;
   const std::int64_t batch = json::parse(first->body)["batch"];
   // The quick ones are judged; the slow ones are running.
-  ASSERT_GE(site_.wait_for("SELECT count(*) FROM verifications", 2, 60s), 2) << d->log();
-  ASSERT_GE(site_.wait_for("SELECT count(*) FROM jobs WHERE state = 'verifying'", 1, 30s), 1);
+  ASSERT_GE(site_.wait_for("SELECT count(*) FROM verifications", 2, 120s), 2) << d->log();
+  ASSERT_GE(site_.wait_for("SELECT count(*) FROM jobs WHERE state = 'verifying'", 1, 60s), 1);
   d->kill9();
   ASSERT_LT(verifications(), 4);
   auto d2 = start();
@@ -278,9 +282,11 @@ TEST_F(ScoreTest, AClientThatGoesAwayCancelsItsItems) {
       "application/json\r\nContent-Length: " +
       std::to_string(body.size()) + "\r\n\r\n" + body;
   ASSERT_EQ(::send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
-  ASSERT_GE(site_.wait_for("SELECT count(*) FROM jobs WHERE state = 'verifying'", 1, 30s), 1);
+  ASSERT_GE(site_.wait_for("SELECT count(*) FROM jobs WHERE state = 'verifying'", 1, 60s), 1);
   ::close(fd);  // the trainer went away
-  EXPECT_EQ(site_.wait_for("SELECT count(*) FROM score_items WHERE outcome = 'cancelled'", 1, 15s),
+  // Noticed within a second; not noticed, the item would end `judged` (a timeout verdict after
+  // verifier.timeout_s, 30 s) or `deadline`, never `cancelled`, so the wait can be long.
+  EXPECT_EQ(site_.wait_for("SELECT count(*) FROM score_items WHERE outcome = 'cancelled'", 1, 90s),
             1)
       << d->log();
   EXPECT_EQ(site_.scalar("SELECT count(*) FROM jobs WHERE state = 'cancelled'"), 1);
@@ -288,36 +294,40 @@ TEST_F(ScoreTest, AClientThatGoesAwayCancelsItsItems) {
 
 // The verifier's pool holds every item of a batch (two running on its two slots, four waiting
 // for one) when the client goes away or the deadline passes: the waiting ones never start, the
-// running ones are killed, nothing of them is stored, and the next batch is served at once
-// rather than after them (each would run up to the 30 s verifier.timeout_s).
+// running ones are killed, nothing of them is stored, and the next batch is served rather than
+// queued behind them. Their tests sleep an hour and verifier.timeout_s is 600 s, so nothing but
+// the kill frees a slot within the next batch's 300 s deadline: its verdict (not `deadline`) is
+// the proof, with no wall-clock bound a loaded host could break.
 TEST_F(ScoreTest, AClientGoneOrADeadlinePassedStopsTheWorkThePoolHolds) {
+  std::string y = test::read_text(site_.config());
+  y.replace(y.find("timeout_s: 30"), 13, "timeout_s: 600");
+  test::write_text(site_.config(), y);
   auto d = start();
   for (const bool disconnect : {true, false}) {
     const std::string tag = disconnect ? "gone" : "late";
     SCOPED_TRACE(tag);
     json items = json::array();
     for (int i = 0; i < 6; ++i)
-      items.push_back(add_item(tag + std::to_string(i), 60, tag + "-held" + std::to_string(i)));
-    json body = {{"items", items}, {"deadline_s", disconnect ? 120 : 15}, {"tag", tag}};
+      items.push_back(add_item(tag + std::to_string(i), 3600, tag + "-held" + std::to_string(i)));
+    // The late batch's deadline leaves a loaded host time to lease all six and start two.
+    json body = {{"items", items}, {"deadline_s", disconnect ? 300 : 30}, {"tag", tag}};
     int fd = open_post(body);
     const std::string held =
         "SELECT count(*) FROM jobs j JOIN runs r ON r.id = j.run_id "
         "WHERE r.tag = '" +
         tag + "' AND j.state = ";
-    ASSERT_EQ(site_.wait_for(held + "'verifying'", 6, 60s), 6) << d->log();
-    auto until = std::chrono::steady_clock::now() + 60s;
+    ASSERT_EQ(site_.wait_for(held + "'verifying'", 6, 30s), 6) << d->log();
+    auto until = std::chrono::steady_clock::now() + 30s;
     while (starts(*d, tag) < 2 && std::chrono::steady_clock::now() < until)
       std::this_thread::sleep_for(50ms);
     ASSERT_EQ(starts(*d, tag), 2) << d->log();  // the two slots; four wait in the pool
     if (disconnect) ::close(fd);                // the trainer went away
-    EXPECT_EQ(site_.wait_for(held + "'cancelled'", 6, 30s), 6) << d->log();
-    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(site_.wait_for(held + "'cancelled'", 6, 120s), 6) << d->log();
     auto r = post({{"items", {add_item("next-" + tag, 0, "next-" + tag)}},
-                   {"deadline_s", 60},
+                   {"deadline_s", 300},
                    {"tag", "next-" + tag}});
     ASSERT_TRUE(r) << d->log();
     ASSERT_EQ(r->status, 200) << r->body;
-    EXPECT_LT(std::chrono::steady_clock::now() - t0, 45s);
     json out = json::parse(r->body);
     EXPECT_EQ(out["results"][0]["verdict"], "passed") << out.dump(2) << d->log();
     EXPECT_FALSE(out["results"][0]["reward"].is_null());
@@ -332,7 +342,7 @@ TEST_F(ScoreTest, AClientGoneOrADeadlinePassedStopsTheWorkThePoolHolds) {
                      tag + "' AND i.outcome = '" + (disconnect ? "cancelled" : "deadline") + "'"),
         6);
     if (!disconnect) {
-      timeval tv{30, 0};
+      timeval tv{120, 0};
       ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
       char buf[65536];
       std::string answer;
@@ -353,7 +363,9 @@ TEST_F(ScoreTest, TheAdapterRidesOutAKforgedRestartMidBatch) {
   configure(4096, "", "", 3000);  // a 3 s grace: the samples running at the stop are killed
   auto d = start();
   const auto file = site_.dir().path() / "items.json";
-  test::write_text(file, json{add_item("r1", 6, "restart1"), add_item("r2", 6, "restart2")}.dump());
+  // Their first run takes 15 s: still running when kforged stops (1 s in) and its 3 s grace ends.
+  test::write_text(file,
+                   json{add_item("r1", 15, "restart1"), add_item("r2", 15, "restart2")}.dump());
   test::ProcResult res;
   std::thread trainer([&] {
     res = test::run_process(
@@ -367,7 +379,7 @@ TEST_F(ScoreTest, TheAdapterRidesOutAKforgedRestartMidBatch) {
   });
   const bool running =
       site_.wait_for("SELECT count(*) FROM jobs WHERE state = 'verifying'", 2, 60s) >= 2;
-  std::this_thread::sleep_for(1s);  // into their 6 s
+  std::this_thread::sleep_for(1s);  // into their 15 s
   d->signal(SIGTERM);
   // While its verifier drains, the stopping kforged takes no new batch: 503, nothing written.
   std::optional<httplib::Result> refused;
@@ -437,8 +449,13 @@ TEST_F(ScoreTest, AFullQueueAnswers429WithRetryAfter) {
 
 // More requests waiting at once than the listener has threads for: each new one must still be
 // answered by its own deadline (its items end with null rewards), not wait unread behind the
-// others with no deadline running.
+// others with no deadline running. Read behind them, it would be answered only once they end, 60 s
+// after they were sent: so it must be answered while all 64 still wait (an order, not a time a
+// loaded host could miss).
 TEST_F(ScoreTest, ARequestBeyondSixtyFourWaitingOnesIsStillAnsweredByItsDeadline) {
+  std::string y = test::read_text(site_.config());
+  y.replace(y.find("timeout_s: 30"), 13, "timeout_s: 600");  // none is judged before 60 s
+  test::write_text(site_.config(), y);
   auto d = start();
   std::vector<std::thread> waiting;
   // The requests' threads are joined however the test ends (an ASSERT returns early).
@@ -452,17 +469,17 @@ TEST_F(ScoreTest, ARequestBeyondSixtyFourWaitingOnesIsStillAnsweredByItsDeadline
   std::atomic<int> answered{0};
   for (int i = 0; i < 64; ++i)
     waiting.emplace_back([&, i] {
-      auto r = post({{"items", {add_item("w" + std::to_string(i), 20, "many" + std::to_string(i))}},
-                     {"deadline_s", 15}},
-                    60);
+      auto r =
+          post({{"items", {add_item("w" + std::to_string(i), 120, "many" + std::to_string(i))}},
+                {"deadline_s", 60}},
+               180);
       if (r) ++answered;
     });
-  ASSERT_GE(site_.wait_for("SELECT count(*) FROM score_items", 64, 60s), 64) << d->log();
-  auto t0 = std::chrono::steady_clock::now();
-  auto r = post({{"items", {add_item("late", 20, "late")}}, {"deadline_s", 1}}, 60);
-  const auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_GE(site_.wait_for("SELECT count(*) FROM score_items", 64, 120s), 64) << d->log();
+  auto r = post({{"items", {add_item("late", 120, "late")}}, {"deadline_s", 1}}, 120);
+  const int answered_before = answered.load();
   ASSERT_TRUE(r) << d->log();
-  EXPECT_LT(took, 6s);  // its deadline plus 5 s, although 64 requests still wait
+  EXPECT_EQ(answered_before, 0);  // answered by its deadline, although 64 requests still wait
   if (r->status == 200) {
     json out = json::parse(r->body);
     EXPECT_TRUE(out["results"][0]["reward"].is_null()) << r->body;
@@ -493,7 +510,9 @@ TEST_F(ScoreTest, SixtyFourTrainersConnectingAtOnceAreAllHeard) {
   }
   std::vector<bool> connected(fds.size(), false);
   int established = 0;
-  for (auto until = std::chrono::steady_clock::now() + 3s;
+  // kforged is stopped, so a backlog too short never completes the rest however long this waits:
+  // the bound only ends the loop.
+  for (auto until = std::chrono::steady_clock::now() + 10s;
        established < 64 && std::chrono::steady_clock::now() < until;) {
     std::vector<pollfd> p;
     std::vector<std::size_t> which;
@@ -520,19 +539,27 @@ TEST_F(ScoreTest, SixtyFourTrainersConnectingAtOnceAreAllHeard) {
 }
 
 // score.max_requests bounds the requests waiting at once: one more is answered 429 with
-// Retry-After at once (nothing of it written), and GET /v1/queue is still answered.
+// Retry-After at once (nothing of it written), and GET /v1/queue is still answered. "At once":
+// while the first still waits (its 30 s deadline), not after it.
 TEST_F(ScoreTest, MoreWaitingRequestsThanScoreMaxRequestsAnswer429AtOnce) {
   configure(4096, "", "  max_requests: 1\n");
   auto d = start();
+  std::atomic<bool> first_answered{false};
   std::thread first([&] {
-    auto r = post({{"items", {add_item("one", 20, "mr1")}}, {"deadline_s", 8}}, 60);
+    auto r = post({{"items", {add_item("one", 120, "mr1")}}, {"deadline_s", 30}}, 120);
     EXPECT_TRUE(r && r->status == 200);
+    first_answered = true;
   });
-  ASSERT_GE(site_.wait_for("SELECT count(*) FROM score_items", 1, 30s), 1) << d->log();
-  auto t0 = std::chrono::steady_clock::now();
+  struct Joiner {
+    std::thread& t;
+    ~Joiner() {
+      if (t.joinable()) t.join();
+    }
+  } joiner{first};
+  ASSERT_GE(site_.wait_for("SELECT count(*) FROM score_items", 1, 60s), 1) << d->log();
   auto r = post({{"items", {add_item("two", 0, "mr2")}}, {"deadline_s", 60}}, 60);
+  EXPECT_FALSE(first_answered.load());
   ASSERT_TRUE(r);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
   EXPECT_EQ(r->status, 429) << r->body;
   EXPECT_FALSE(r->get_header_value("Retry-After").empty());
   EXPECT_NE(r->body.find("score.max_requests"), std::string::npos) << r->body;
@@ -542,7 +569,6 @@ TEST_F(ScoreTest, MoreWaitingRequestsThanScoreMaxRequestsAnswer429AtOnce) {
   ASSERT_TRUE(q);
   EXPECT_EQ(q->status, 200);
   EXPECT_EQ(json::parse(q->body)["requests"]["waiting"], 1) << q->body;
-  first.join();
 }
 
 TEST_F(ScoreTest, AnAddressOffLoopbackNeedsAToken) {

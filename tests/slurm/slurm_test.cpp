@@ -7,11 +7,14 @@
 // exits non-zero, a running task cancelled with scancel, and kforged killed with -9 mid-run and
 // restarted; then every sample has exactly one verdict, and `kforge compare` and `kforge export`
 // print what the local pool gives on the same samples. Tasks nobody wants any more (a cancelled
-// run's, scored items' past their deadline or whose client went away) are scancelled.
+// run's, scored items' past their deadline or whose client went away) are scancelled; a task
+// holding wanted items too skips the unwanted ones and finishes the wanted.
 
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <unistd.h>
+
+#include <sstream>
 
 #include "daemon_util.hpp"
 
@@ -589,6 +592,122 @@ TEST_F(SlurmVerifier, TasksOfScoredItemsNobodyWantsAreScancelled) {
                       "ON b.id = i.batch_id JOIN runs r ON r.id = b.run_id ORDER BY r.tag",
                       1),
             (std::vector<std::string>{"gone|cancelled", "late|deadline"}));
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait(30s), std::optional<int>(0)) << d->log();
+}
+
+// One array task holding scored items still wanted and others nobody wants (their client went
+// away): the task is not scancelled, its skip file lists the unwanted ones, and its kforge verify
+// stops the one running and never starts the other; the wanted ones get their verdicts and the
+// task ends by itself. The node runs one sample at a time and the unwanted items' tests sleep an
+// hour (verifier.timeout_s 600), so the last wanted item, queued behind them in the shard, is
+// only verified because they were stopped.
+TEST_F(SlurmVerifier, ATaskHoldingWantedAndUnwantedItemsStopsOnlyTheUnwanted) {
+  Site site(script("fake_llm_answers.json"));
+  configure(site, true);
+  const int port = free_port();
+  std::string y = test::read_text(site.config());
+  y.replace(y.find("timeout_s: 30"), 13, "timeout_s: 600");
+  y.replace(y.find("cpu_workers: 2"), 14, "cpu_workers: 1");  // the node's kforge verify
+  // The three requests below go out in one array (a partial one waits this long).
+  y.replace(y.find("submit_interval_ms: 1000"), 24, "submit_interval_ms: 5000");
+  y += "  python_path: [\"" + (test::source_dir() / "tests" / "verify" / "fake_triton").string() +
+       "\"]\n  preload: [triton, triton.language]\n";
+  y += "score:\n  listen: \"127.0.0.1:" + std::to_string(port) + "\"\n";
+  test::write_text(site.config(), y);
+  const fs::path faults = site.dir() / "faults";
+  fs::create_directories(faults / "fail");  // no faulty tasks (fault_kforge.sh): plain kforge
+  fs::create_directories(faults / "hang");
+  auto d = site.start_daemon(fault_env(faults));
+  auto up = std::chrono::steady_clock::now() + 60s;
+  for (bool ready = false; !ready && std::chrono::steady_clock::now() < up;) {
+    httplib::Client c("127.0.0.1", port);
+    auto r = c.Get("/v1/queue");
+    ready = r && r->status == 200;
+    if (!ready) std::this_thread::sleep_for(100ms);
+  }
+  const std::string code = load_json(cpu_corpus())[0]["output"];
+  auto item = [&](const std::string& id, bool hang) {
+    return json{{"id", id},
+                {"code", code},
+                {"kernel_wrapper",
+                 "def add(x, y):\n    out = [0.0] * len(x)\n    n = len(x)\n"
+                 "    grid = lambda meta: (triton.cdiv(n, meta[\"BLOCK_SIZE\"]),)\n"
+                 "    add_kernel[grid](x, y, out, n, BLOCK_SIZE=64)\n    return out\n"},
+                {"unitest_code", std::string("def test_add():\n") +
+                                     (hang ? "    import time\n    time.sleep(3600)\n" : "") +
+                                     "    assert add([1.0], [1.0]) == [2.0]  # " + id + "\n"}};
+  };
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(300, 0);
+  auto post_later = [&](const json& items) -> std::int64_t {
+    auto r = c.Post(
+        "/v1/score",
+        json{{"items", items}, {"deadline_s", 600}, {"tag", "mixed"}, {"wait", false}}.dump(),
+        "application/json");
+    EXPECT_TRUE(r && r->status == 202) << (r ? r->body : "no answer");
+    return r && r->status == 202 ? json::parse(r->body)["batch"].get<std::int64_t>() : -1;
+  };
+  // One run (the tag), so one shard in lease order: w1, u1, u2, w2.
+  const std::int64_t first = post_later(json::array({item("w1", false)}));
+  int gone = open_post(
+      port,
+      {{"items", {item("u1", true), item("u2", true)}}, {"deadline_s", 600}, {"tag", "mixed"}});
+  ASSERT_EQ(site.wait_for("SELECT count(*) FROM score_items", 3, 60s), 3) << d->log();
+  const std::int64_t last = post_later(json::array({item("w2", false)}));
+  ASSERT_EQ(site.wait_for("SELECT count(*) FROM slurm_task_jobs", 4, 60s), 4) << d->log();
+  ASSERT_EQ(site.scalar("SELECT count(DISTINCT array_id || '_' || task) FROM slurm_task_jobs"), 1)
+      << "the four items went out in more than one task: " << d->log();
+  auto key_of = [&](const std::string& id) {
+    auto k = site.rows(
+        "SELECT s.key FROM score_items i JOIN jobs j ON j.id = i.job_id JOIN samples s ON "
+        "s.id = j.sample_id WHERE i.item_id = '" +
+            id + "'",
+        1);
+    return k.empty() ? std::string("?") : k.front();
+  };
+  const fs::path dir = site.rows("SELECT dir FROM slurm_arrays", 1).front();
+  const fs::path task_log = dir / "task-0.log";
+  // w1 verified: the node's one slot takes u1 next (u2 and w2 wait behind it).
+  ASSERT_EQ(site.wait_for("SELECT count(*) FROM verifications", 1, 120s), 1) << d->log();
+  ::close(gone);  // the trainer of u1 and u2 went away; w2's still waits
+
+  auto g = c.Get(("/v1/score/" + std::to_string(last) + "?wait_s=240").c_str());
+  ASSERT_TRUE(g) << d->log();
+  json w2 = json::parse(g->body);
+  ASSERT_TRUE(w2["done"].get<bool>()) << g->body << d->log() << test::read_text(task_log);
+  EXPECT_EQ(w2["results"][0]["verdict"], "passed") << g->body;
+  auto g1 = c.Get(("/v1/score/" + std::to_string(first) + "?wait_s=30").c_str());
+  ASSERT_TRUE(g1);
+  EXPECT_EQ(json::parse(g1->body)["results"][0]["verdict"], "passed") << g1->body;
+  // The task ended by itself (not scancelled), its shard rows settled: the wanted stored, the
+  // unwanted dropped.
+  ASSERT_EQ(site.wait_for("SELECT count(*) FROM slurm_tasks WHERE ended_ms IS NOT NULL", 1, 60s), 1)
+      << d->log();
+  EXPECT_EQ(site.rows("SELECT state || '|' || slurm_state FROM slurm_tasks", 1),
+            (std::vector<std::string>{"completed|COMPLETED"}));
+  EXPECT_EQ(site.rows("SELECT idx || '|' || outcome FROM slurm_task_jobs ORDER BY idx", 1),
+            (std::vector<std::string>{"0|stored", "1|dropped", "2|dropped", "3|stored"}));
+  EXPECT_EQ(site.rows("SELECT item_id || '|' || outcome FROM score_items ORDER BY item_id", 1),
+            (std::vector<std::string>{"u1|cancelled", "u2|cancelled", "w1|judged", "w2|judged"}));
+  // Nothing of the unwanted ones was stored, and the node wrote no line for them.
+  EXPECT_EQ(site.rows("SELECT s.key FROM verifications v JOIN samples s ON s.id = v.sample_id "
+                      "ORDER BY v.id",
+                      1),
+            (std::vector<std::string>{key_of("w1"), key_of("w2")}));
+  std::vector<std::string> lines;
+  std::istringstream results(test::read_text(dir / "result-0.jsonl"));
+  for (std::string l; std::getline(results, l);)
+    if (!l.empty()) lines.push_back(json::parse(l)["key"]);
+  EXPECT_EQ(lines, (std::vector<std::string>{key_of("w1"), key_of("w2")}));
+  EXPECT_EQ(test::read_text(dir / "skip-0.txt"), "1\n2\n");
+  // Both withdrawn on the node (u1 stopped while it ran or, had it not started yet, never
+  // started; u2 never started).
+  const std::string log = test::read_text(task_log);
+  EXPECT_NE(log.find("2 withdrawn (listed in the skip file): "), std::string::npos) << log;
+  EXPECT_NE(d->log().find("2 of its samples are no longer wanted"), std::string::npos) << d->log();
+  EXPECT_EQ(d->log().find("Slurm tasks whose samples are no longer wanted"), std::string::npos)
+      << d->log();
   d->signal(SIGTERM);
   EXPECT_EQ(d->wait(30s), std::optional<int>(0)) << d->log();
 }

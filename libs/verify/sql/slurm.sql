@@ -33,10 +33,11 @@ WHERE ended_ms IS NULL AND slurm_job_id IS NOT NULL AND owner = ?1 ORDER BY id;
 SELECT task, state, run_id FROM slurm_tasks
 WHERE array_id = ?1 AND ended_ms IS NULL ORDER BY task;
 
--- The jobs the live tasks of an array have not settled yet, by task (the backend asks its queue
--- which of them it still holds: a task holding none is scancelled).
+-- The jobs the live tasks of an array have not settled yet, by task, with their place in the
+-- shard (the backend asks its queue which of them it still holds: a task holding none is
+-- scancelled, the others are listed in the task's skip file).
 -- name: slurm_open_task_jobs
-SELECT tj.task, tj.job_id FROM slurm_task_jobs tj
+SELECT tj.task, tj.job_id, tj.idx FROM slurm_task_jobs tj
 JOIN slurm_tasks t ON t.array_id = tj.array_id AND t.task = tj.task
 WHERE tj.array_id = ?1 AND t.ended_ms IS NULL AND tj.outcome IS NULL ORDER BY tj.task, tj.idx;
 

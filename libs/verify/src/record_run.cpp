@@ -45,23 +45,69 @@ RecordRun::RecordRun(Pool& pool, RecordRunOptions opts, std::ostream* out)
 Status RecordRun::submit(std::int64_t index, VerifyRequest req) {
   if (!req.code) ++tally_.no_code;
   ++tally_.total;
-  while (!pool_.accepting()) pool_.step(std::chrono::milliseconds(100));
+  look_unwanted();
+  while (!pool_.accepting() && unwanted_.count(index) == 0) {
+    pool_.step(std::min(opts_.unwanted_every, std::chrono::milliseconds(100)));
+    look_unwanted();
+  }
+  if (unwanted_.count(index) > 0) {  // withdrawn before it reached the pool
+    withdraw(index);
+    return {};
+  }
   auto id = pool_.submit(std::move(req),
                          [this, index](VerifyResult&& r) { on_result(index, std::move(r)); });
   if (!id.ok()) return id.error();
+  in_pool_[index] = *id;
   return {};
 }
 
+void RecordRun::look_unwanted() {
+  if (!opts_.unwanted) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (looked_ != std::chrono::steady_clock::time_point{} && now - looked_ < opts_.unwanted_every)
+    return;
+  looked_ = now;
+  for (std::int64_t index : opts_.unwanted()) {
+    if (!unwanted_.insert(index).second) continue;
+    // Waiting for a slot: it never starts; running: its process group is killed. Its callback
+    // comes in a later step with `cancelled` set.
+    auto it = in_pool_.find(index);
+    if (it == in_pool_.end()) continue;  // not submitted yet, or its result is in
+    const std::uint64_t running = pool_.stats().cancelled_running;
+    pool_.cancel(it->second, "no longer wanted (listed in the skip file)");
+    if (pool_.stats().cancelled_running > running) ++tally_.stopped;
+  }
+}
+
+void RecordRun::withdraw(std::int64_t index) {
+  ++tally_.withdrawn;
+  if (!opts_.full) {
+    pending_[index] = nullptr;
+    flush();
+  }
+}
+
 void RecordRun::finish() {
-  pool_.drain();
+  while (!pool_.idle()) {
+    look_unwanted();
+    pool_.step(std::min(opts_.unwanted_every, std::chrono::milliseconds(200)));
+  }
+  pool_.drain();  // results handed over but not yet delivered
 }
 
 void RecordRun::flush() {
-  while (!pending_.empty() && pending_.begin()->first == written_) {
-    if (out_ && *out_) *out_ << pending_.begin()->second.dump() << "\n";
+  bool wrote = false;
+  while (!pending_.empty() && pending_.begin()->first == written_ + passed_over_) {
+    if (pending_.begin()->second.is_null()) {
+      ++passed_over_;  // withdrawn: no line
+    } else {
+      if (out_ && *out_) *out_ << pending_.begin()->second.dump() << "\n";
+      ++written_;
+      wrote = true;
+    }
     pending_.erase(pending_.begin());
-    ++written_;
   }
+  if (wrote && out_) out_->flush();  // a reader sees each line once its turn came
 }
 
 nlohmann::ordered_json RecordRun::summary_line(std::int64_t index, const VerifyResult& r,
@@ -115,6 +161,12 @@ void RecordRun::note_slow(std::int64_t index, const VerifyResult& r, nlohmann::j
 }
 
 void RecordRun::on_result(std::int64_t index, VerifyResult&& r) {
+  in_pool_.erase(index);
+  if (r.cancelled) {  // withdrawn (look_unwanted): nothing was judged
+    withdraw(index);
+    if (opts_.progress) opts_.progress(written_, tally_.total);
+    return;
+  }
   ++tally_.by_verdict[r.verdict];
   for (const auto& f : r.flags) ++tally_.by_flag[f];
   if (r.verified()) ++tally_.verified;
@@ -145,7 +197,7 @@ std::string RecordRun::summary(const std::string& file, double secs) const {
   // Skipped records (a field missing) never reached the sandbox: they are not counted as
   // verified.
   const std::int64_t skipped = by_verdict[Verdict::skipped];
-  const std::int64_t ran = tally_.total - skipped;
+  const std::int64_t ran = tally_.total - skipped - tally_.withdrawn;
   appendf(out,
           "%s: %lld records, %lld run through the verifier in %.1f s (%.2f samples/s, %d "
           "workers, %s)",
@@ -153,6 +205,11 @@ std::string RecordRun::summary(const std::string& file, double secs) const {
           secs > 0 ? static_cast<double>(ran) / secs : 0.0, pool_.slots(),
           std::string(to_string(opts_.mode)).c_str());
   if (skipped > 0) appendf(out, "; %lld skipped (a field missing), not run", ll(skipped));
+  if (tally_.withdrawn > 0)
+    appendf(out,
+            "; %lld withdrawn (listed in the skip file): %lld stopped while they ran, %lld never "
+            "started; no line for them",
+            ll(tally_.withdrawn), ll(tally_.stopped), ll(tally_.withdrawn - tally_.stopped));
   out += "\n";
   for (const auto& [v, name] : store::kVerdictNames)
     appendf(out, "  %-8s %lld\n", std::string(name).c_str(), ll(by_verdict[v]));

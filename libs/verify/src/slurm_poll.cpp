@@ -196,31 +196,52 @@ Status SlurmBackend::end_task(std::int64_t array_id, const std::string& slurm_id
   KF_CHECK(tx.commit());
   offsets_.erase({array_id, task});
   scancelled_.erase(slurm_id + "_" + std::to_string(task));
+  listed_.erase({array_id, task});
   stats_.requeued += static_cast<std::uint64_t>(requeued);
   if (requeued > 0)
     spdlog::warn("verifier: {}; {} of its samples go back to the queue", why, requeued);
   return {};
 }
 
-Result<std::set<int>> SlurmBackend::unwanted_tasks(std::int64_t array_id) {
-  std::map<int, std::vector<std::int64_t>> open;  // task -> its unsettled jobs
+Result<std::map<int, SlurmBackend::OpenTask>> SlurmBackend::open_tasks(std::int64_t array_id) {
+  std::map<int, OpenTask> out;
+  std::vector<std::pair<int, std::int64_t>> rows;  // task, shard index
   std::vector<std::int64_t> jobs;
   {
     KF_TRY(store::Stmt * st, db_.cached(q()["slurm_open_task_jobs"]));
     st->bind(1, array_id);
     KF_CHECK(st->each([&](store::Stmt& r) {
-      open[static_cast<int>(r.int64(0))].push_back(r.int64(1));
+      rows.emplace_back(static_cast<int>(r.int64(0)), r.int64(2));
       jobs.push_back(r.int64(1));
     }));
   }
-  std::set<int> out;
   if (jobs.empty()) return out;
   KF_TRY(auto lost, queue_.not_held(owner_, jobs));
   const std::set<std::int64_t> gone(lost.begin(), lost.end());
-  for (const auto& [task, ids] : open)
-    if (std::all_of(ids.begin(), ids.end(), [&](std::int64_t j) { return gone.count(j) > 0; }))
-      out.insert(task);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    OpenTask& t = out[rows[i].first];
+    t.open.insert(rows[i].second);
+    if (gone.count(jobs[i]) > 0) t.unwanted.insert(rows[i].second);
+  }
   return out;
+}
+
+bool SlurmBackend::list_unwanted(const std::string& dir, std::int64_t array_id, int task,
+                                 const std::set<std::int64_t>& unwanted) {
+  std::string text;
+  for (std::int64_t idx : unwanted) text += std::to_string(idx) + "\n";
+  const fs::path file = fs::path(dir) / ("skip-" + std::to_string(task) + ".txt");
+  if (Status w = write_file_atomic(file, text); !w.ok()) {
+    spdlog::warn("verifier: array {} task {}: writing {}: {}", array_id, task, file.string(),
+                 w.error().message);
+    return false;
+  }
+  spdlog::info(
+      "verifier: array {} task {}: {} of its samples are no longer wanted (cancelled, past "
+      "their deadline, or taken back); its kforge verify skips them or stops the one running "
+      "({})",
+      array_id, task, unwanted.size(), file.string());
+  return true;
 }
 
 void SlurmBackend::scancel_unwanted(const std::vector<std::string>& names) {
@@ -321,13 +342,30 @@ Status SlurmBackend::poll() {
     }
     // So is a task none of whose unfinished samples this backend still holds: scored items
     // whose client went away or whose deadline passed, a cancelled run's jobs (their verdicts
-    // would be dropped).
-    KF_TRY(auto not_held, unwanted_tasks(a.id));
-    unwanted.insert(not_held.begin(), not_held.end());
+    // would be dropped). A task holding wanted samples too lists the others in its skip file,
+    // which its kforge verify reads while it runs: those not started never start, the one
+    // running is stopped, and the wanted ones go on. Once every unfinished sample of a task is
+    // listed there, the task ends by itself.
+    KF_TRY(auto open, open_tasks(a.id));
     std::vector<std::string> to_cancel;
     for (int task : running) {
       const std::string name = a.slurm_id + "_" + std::to_string(task);
-      if (unwanted.count(task) > 0 && !scancelled_[name]) {
+      bool cancel = unwanted.count(task) > 0;
+      if (auto it = open.find(task); !cancel && it != open.end() && !it->second.unwanted.empty()) {
+        std::set<std::int64_t>& listed = listed_[{a.id, task}];
+        const auto& gone = it->second.unwanted;
+        if (!std::includes(listed.begin(), listed.end(), gone.begin(), gone.end())) {
+          if (gone.size() == it->second.open.size()) {
+            cancel = true;  // nothing left for it to do: scancel, pending or running
+          } else {
+            std::set<std::int64_t> all = listed;
+            all.insert(gone.begin(), gone.end());
+            // Not written: it runs on as before, and the next poll writes it again.
+            if (list_unwanted(a.dir, a.id, task, all)) listed = std::move(all);
+          }
+        }
+      }
+      if (cancel && !scancelled_[name]) {
         scancelled_[name] = true;
         to_cancel.push_back(name);
       }

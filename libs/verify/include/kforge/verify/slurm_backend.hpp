@@ -22,7 +22,10 @@
 // scored item whose client went away or whose deadline passed, a cancelled run's jobs: the queue
 // no longer has them 'verifying' under its lease) is scancelled at the next poll, pending or
 // running; what it wrote before is stored as usual, and nothing after. A task that still holds
-// one wanted sample runs on, and the others' verdicts are dropped.
+// wanted samples runs on: the others' shard indices go into its skip file (skip-T.txt, which the
+// node's `kforge verify --skip-file` reads while it runs), so they never start or the one running
+// is killed, and no verdict of theirs is stored; once every unfinished sample of a task is
+// listed, it ends by itself.
 //
 // Commands are run through the Env (exec, no shell); their paths are configurable.
 //
@@ -104,9 +107,17 @@ class SlurmBackend : public VerifyBackend {
   Status submit(std::vector<Lease> leases);
   Status read_results(std::int64_t array_id, const std::string& dir, int task, int& stored);
   Status store_line(std::int64_t array_id, int task, const std::string& line, int& stored);
-  // The live tasks of an array none of whose unfinished samples this backend still holds
-  // (VerifyQueue::not_held): their verdicts would be dropped, so they are scancelled.
-  Result<std::set<int>> unwanted_tasks(std::int64_t array_id);
+  // The unfinished samples of an array's live tasks, by task: their shard indices, and those
+  // this backend no longer holds (VerifyQueue::not_held: their verdicts would be dropped).
+  struct OpenTask {
+    std::set<std::int64_t> open, unwanted;
+  };
+  Result<std::map<int, OpenTask>> open_tasks(std::int64_t array_id);
+  // Writes the task's skip file (skip-T.txt in the array's directory, which its
+  // `kforge verify --skip-file` reads): `unwanted`, one shard index a line. False when it could
+  // not be written (logged).
+  bool list_unwanted(const std::string& dir, std::int64_t array_id, int task,
+                     const std::set<std::int64_t>& unwanted);
   // scancel of those tasks (ARRAY_TASK names); a failure is logged (they run to their end).
   void scancel_unwanted(const std::vector<std::string>& names);
   Status end_task(std::int64_t array_id, const std::string& slurm_id, int task,
@@ -131,7 +142,9 @@ class SlurmBackend : public VerifyBackend {
   std::int64_t last_submit_ms_ = 0;
   std::int64_t queued_since_ms_ = 0;  // 0: nothing waited at the last look
   std::map<std::pair<std::int64_t, int>, std::int64_t> offsets_;  // result file bytes consumed
-  std::map<std::string, bool> scancelled_;  // ARRAY_TASK scancelled (unwanted_tasks)
+  std::map<std::string, bool> scancelled_;  // ARRAY_TASK scancelled (nothing wanted in it)
+  // (array, task) -> the shard indices its skip file lists (list_unwanted)
+  std::map<std::pair<std::int64_t, int>, std::set<std::int64_t>> listed_;
   BackendStats stats_;
 };
 
