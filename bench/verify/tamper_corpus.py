@@ -2,7 +2,8 @@
 """The tampering corpus (tests/verify/tamper) through the harness package alone: no pool, no
 sandbox, one process per sample, the real run then the mutant runs in that process as the pool's
 same-process mode does. Each sample is judged as the pool would flag it: `tampered` (the guard's
-findings in either run), `unstable_test` (a control run failed), `mutant_survived`, `weak_test`,
+findings in either run), `unstable_test` (a control run failed, or the process ended in the mutant
+runs without their report: the pool runs them once more in a process of its own, and flags that), `mutant_survived`, `weak_test`,
 `weak_inputs`, `constant_output`, or a real run that did not pass. Works on the CPU stand-in for
 Triton (tests/verify/fake_triton: --fake) and on a GPU (real torch and Triton: the corpus's
 wrapper moves its lists to CUDA tensors when torch sees a GPU).
@@ -45,6 +46,8 @@ GUARD and GUARD.check("report")
 out = {"verdict": rep.get("verdict"), "detail": rep.get("detail"),
        "coverage": rep.get("coverage"), "integrity": GUARD and GUARD.report()}
 if sample is not None and wants_mutant_run(rep):
+    print("KFORGE_REAL " + json.dumps(out, default=str))  # the real run's, before the mutant runs
+    sys.stdout.flush()
     second = {}
     run_mutants(sample, second, req["mutants"], kernel_options(req))
     GUARD and GUARD.check("report")
@@ -79,9 +82,15 @@ def run_one(name, corpus, fake, timeout, harness=HARNESS):
                                capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
             return {"verdict": "timeout"}
+    real = None
     for line in p.stdout.splitlines():
         if line.startswith("KFORGE_RESULT "):
             return json.loads(line[len("KFORGE_RESULT "):])
+        if line.startswith("KFORGE_REAL "):
+            real = json.loads(line[len("KFORGE_REAL "):])
+    if real is not None:  # the real run passed, and the process of its mutant runs ended
+        real["mutant_lost"] = "exit %d without the mutant runs' report" % p.returncode
+        return real
     return {"verdict": "crashed", "detail": p.stderr[-2000:]}
 
 
@@ -91,8 +100,8 @@ def flags_of(res):
     if (res.get("integrity") or {}).get("tampered") or \
             (res.get("integrity_after") or {}).get("tampered"):
         flags.append("tampered")
-    if (res.get("controls") or {}).get("failed"):
-        flags.append("unstable_test")
+    if (res.get("controls") or {}).get("failed") or res.get("mutant_lost"):
+        flags.append("unstable_test")  # a failed control, or no mutant runs' report (issue 52)
     if res.get("verdict") == "passed" and res.get("skip_verdict") == "passed":
         flags.append("mutant_survived")
     if ((res.get("battery") or {}).get("survived")):

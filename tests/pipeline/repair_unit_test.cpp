@@ -383,6 +383,25 @@ TEST(RepairEvidence, TamperedSaysWhatWasReplacedAndUnstableWhichControlFailed) {
   EXPECT_FALSE(has(*text, "which control run failed was not recorded")) << *text;
   EXPECT_FALSE(has(*text, "Make them repeatable")) << *text;
   EXPECT_FALSE(has(*text, "{{")) << *text;
+
+  // The mutant runs' process ended without their report twice (issue 52: report.mutant.lost): how
+  // each attempt ended, not a failed control that never ran.
+  v.detail =
+      "1 test passed; unstable test: the process of its mutant runs ... ended without "
+      "their report in each of its 2 attempts (the last: killed by SIGKILL (signal 9))";
+  v.report =
+      stored({{"mutant",
+               {{"verdict", "crashed"},
+                {"lost",
+                 json::array({"exit code 0 without a report", "killed by SIGKILL (signal 9)"})}}}});
+  text = render_evidence(spec->evidence, v);
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  EXPECT_TRUE(has(*text, "- exit code 0 without a report\n- killed by SIGKILL (signal 9)\n"))
+      << *text;
+  EXPECT_TRUE(has(*text, "do not exit,\nkill or signal the process")) << *text;
+  EXPECT_FALSE(has(*text, "which control run failed was not recorded")) << *text;
+  EXPECT_FALSE(has(*text, "No control run of the unmodified sample failed")) << *text;
+  EXPECT_FALSE(has(*text, "{{")) << *text;
 }
 
 // A wrapper whose answer outside the test was the host's is told on which call and how much of

@@ -347,6 +347,48 @@ TEST(VerifyTamper, ProcessWideStateIsTheSameInEveryRunOfAProcess) {
   }
 }
 
+// A wrong kernel with a test that checks only lengths (its skip-launch run would survive), whose
+// test ends its own process when it is imported again (a mark in builtins, or a fresh file in /tmp
+// or its work directory): the process of its mutant runs dies without their report. Before, that
+// counted the skip-launch run as a kill and flagged nothing, so the sample ended verified with none
+// of its mutant checks run. Now the mutant runs are made once more in a process of their own and,
+// ended again, flag unstable_test; no kill is counted. In both pool modes, both mutant-run modes.
+TEST(VerifyTamper, AMutantProcessThatEndsItselfLeavesTheSampleUnverified) {
+  struct Mode {
+    const char* pool;
+    verify::MutantRun mutant_run;
+  };
+  for (const Mode mode : {Mode{"warm", verify::MutantRun::same_process},
+                          Mode{"fresh", verify::MutantRun::new_process}}) {
+    SCOPED_TRACE(mode.pool);
+    TempDir tmp;
+    auto cfg = test_config(tmp, mode.pool);
+    cfg.timeout_s = 30;
+    cfg.mutant_run = mode.mutant_run;
+    auto pool = make_pool(cfg);
+    ASSERT_TRUE(pool);
+    std::vector<verify::VerifyRequest> reqs;
+    for (const char* n : {"exit_in_mutant_run", "kill_in_mutant_run", "held_abort_in_mutant_run"})
+      reqs.push_back(load_sample(n, {}, "tamper"));
+    auto r = run_all(*pool, reqs);
+    ASSERT_EQ(r.size(), 3u);
+    for (const auto& x : r) {
+      SCOPED_TRACE(x.key + ": " + x.detail + "\n" + Json(x.flags).dump());
+      EXPECT_EQ(x.verdict, Verdict::passed);  // its real run passed
+      EXPECT_FALSE(x.verified());
+      EXPECT_TRUE(has_flag(x, verify::kUnstableTest));
+      EXPECT_FALSE(has_flag(x, verify::kInfrastructure));
+      EXPECT_NE(x.detail.find("ended without their report in each of its 2 attempts"),
+                std::string::npos);
+      // How both attempts ended is recorded, and nothing counts as a kill.
+      ASSERT_TRUE(x.report.contains("mutant")) << x.report.dump();
+      ASSERT_TRUE(x.report["mutant"].contains("lost")) << x.report["mutant"].dump();
+      EXPECT_EQ(x.report["mutant"]["lost"].size(), 2u) << x.report["mutant"].dump();
+      EXPECT_EQ(x.report["mutation"]["killed"], 0) << x.report["mutation"].dump();
+    }
+  }
+}
+
 TEST(VerifyTamper, HonestControlsAreVerified) {
   // The same tools used honestly: inspect and sys._getframe for names, a call counter that
   // compares every time, a clock, math.isclose, print and gc.collect.

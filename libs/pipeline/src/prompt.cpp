@@ -23,9 +23,10 @@ constexpr const char* kSpecFile = "pipeline.yaml";
 // verdict's own, and one per quality flag a repair round is asked to fix (named as the flag:
 // store/vocabulary.hpp; the verifier's own failures and a slow label have no block), and
 // unstable_test_voided: an unstable test whose mutant runs the harness voided for a reason of
-// its own (the kernel faulted in its bounds replay) with no control failed.
+// its own (the kernel faulted in its bounds replay) with no control failed; unstable_test_lost: an
+// unstable test whose mutant runs' process ended without their report, twice (issue 52).
 using store::Flag;
-constexpr std::array<std::string_view, 17> kEvidenceBlocks = {"verdict",
+constexpr std::array<std::string_view, 18> kEvidenceBlocks = {"verdict",
                                                               "failing_test",
                                                               "message",
                                                               "traceback",
@@ -41,13 +42,14 @@ constexpr std::array<std::string_view, 17> kEvidenceBlocks = {"verdict",
                                                               to_string(Flag::tampered),
                                                               to_string(Flag::unstable_test),
                                                               "unstable_test_voided",
+                                                              "unstable_test_lost",
                                                               to_string(Flag::kernel_not_used)};
 const std::set<std::string>& evidence_placeholders() {
   static const std::set<std::string> s = {
-      "verdict",     "detail",    "test",           "section",    "line",
-      "source_line", "exception", "message",        "traceback",  "stderr",
-      "survivors",   "targets",   "kernel_mutants", "bounds",     "differential",
-      "tampering",   "controls",  "origin",         "void_reason"};
+      "verdict",     "detail",    "test",           "section",     "line",
+      "source_line", "exception", "message",        "traceback",   "stderr",
+      "survivors",   "targets",   "kernel_mutants", "bounds",      "differential",
+      "tampering",   "controls",  "origin",         "void_reason", "lost"};
   return s;
 }
 

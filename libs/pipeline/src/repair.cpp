@@ -272,7 +272,13 @@ Result<std::string> render_evidence(const EvidenceTemplate& t, const VerdictEvid
     // Voided for the harness's reason (the kernel faulted in its bounds replay) with no control
     // failed: that reason, not a failed control that never happened.
     const auto* c = h.mutant && h.mutant->controls ? &*h.mutant->controls : nullptr;
-    if (c && !c->failed && c->void_reason) {
+    if (h.mutant && !h.mutant->lost.empty() && !(c && c->failed)) {
+      // Its mutant runs' process ended without their report (no control ran to fail): how.
+      std::string how;
+      for (const auto& l : h.mutant->lost) how += "- " + l + "\n";
+      values["lost"] = how;
+      use.push_back("unstable_test_lost");
+    } else if (c && !c->failed && c->void_reason) {
       values["void_reason"] = *c->void_reason;
       use.push_back("unstable_test_voided");
     } else {

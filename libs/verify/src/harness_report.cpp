@@ -470,6 +470,7 @@ void read_pool_parts(const nlohmann::json& r, HarnessReport& h) {
     if (const auto* in = child(*m, "integrity")) runs.integrity = integrity_of(*in);
     if (const auto* c = child(*m, "controls")) runs.controls = controls_of(*c);
     runs.guard = strings(child(*m, "guard"));
+    runs.lost = strings(child(*m, "lost"));
     runs.duration_ms = opt_int(*m, "duration_ms");
     runs.compiles = opt_int(*m, "compiles");
     if (const auto* t = child(*m, "phase_times")) runs.phase_times = *t;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -27,6 +28,9 @@ struct Sample {
   bool mutant = false;
   std::optional<VerifyResult> primary;  // for a mutant re-run: the passing result it checks
   int infra_attempts = 0;
+  // For a mutant re-run: how the earlier attempts of the mutant runs' process ended when it wrote
+  // no report of them (it is run once more in a process of its own; issue 52).
+  std::vector<std::string> mutant_lost;
   SteadyTime submitted{};
 };
 

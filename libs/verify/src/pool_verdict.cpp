@@ -170,6 +170,7 @@ void Pool::Impl::finish_run(Slot& s) {
   ++stats.completed;
   if (r.mutant_phase) {
     auto mc = classify(mf);
+    if (verdicts.rerun_mutant(r.job, res, mf.report, mc)) return;
     VerdictAssembly::attach_mutant(
         res, mc.verdict, mc.detail, mc.flags,
         std::chrono::duration_cast<milliseconds>(end - r.primary_done).count(), mf.report,
@@ -188,7 +189,8 @@ void VerdictAssembly::attach_mutant(VerifyResult& primary, Verdict verdict,
                                     const std::string& detail,
                                     const std::vector<std::string>& flags, std::int64_t duration_ms,
                                     const std::optional<HarnessReport>& report,
-                                    const nlohmann::json& guard, const char* process) {
+                                    const nlohmann::json& guard, const char* process,
+                                    const std::vector<std::string>& lost_before) {
   nlohmann::json skipped = nlohmann::json::object();
   if (report && report->triton)
     for (const auto& [kernel, n] : report->triton->launches) skipped[kernel] = n;
@@ -205,6 +207,12 @@ void VerdictAssembly::attach_mutant(VerifyResult& primary, Verdict verdict,
   }
   bool infra = std::find(flags.begin(), flags.end(), kInfrastructure) != flags.end();
   if (infra) m["infrastructure"] = true;
+  // How each attempt of the mutant runs' process that wrote no report of them ended, this one's
+  // last (rerun_mutant: an earlier one was made again).
+  const bool missing = mutant_checks_missing(flags, report);
+  std::vector<std::string> lost = lost_before;
+  if (missing) lost.push_back(detail);
+  if (!lost.empty()) m["lost"] = lost;
   // The mutant runs' own reports, as the harness wrote them (what they ran, for debug).
   if (report && report->battery) m["battery"] = report->battery->raw;
   if (report && report->kernel_battery) m["kernel_battery"] = report->kernel_battery->raw;
@@ -233,9 +241,12 @@ void VerdictAssembly::attach_mutant(VerifyResult& primary, Verdict verdict,
       std::find(primary.flags.begin(), primary.flags.end(), kOutOfBounds) != primary.flags.end();
   bool voided = (report && report->controls && report->controls->voided) || foreign;
   if (verdict == Verdict::passed && !infra && !voided) primary.flags.emplace_back(kMutantSurvived);
-  apply_mutation_score(primary, score_mutants(verdict, infra, h, foreign));
+  apply_mutation_score(primary, score_mutants(verdict, missing, h, foreign));
   apply_controls(primary, h, foreign);
   apply_integrity(primary, h, guard);
+  // Its mutant runs' process ended without their report again: none of its checks ran.
+  if (missing && !foreign)
+    apply_missing_mutant_runs(primary, detail, infra, lost_before.size() + 1);
 }
 
 void VerdictAssembly::note_unavailable_targets(const VerifyResult& res) {
@@ -250,11 +261,52 @@ void VerdictAssembly::note_unavailable_targets(const VerifyResult& res) {
   }
 }
 
+bool VerdictAssembly::mutant_checks_missing(const std::vector<std::string>& flags,
+                                            const std::optional<HarnessReport>& report) {
+  return !report || std::find(flags.begin(), flags.end(), kInfrastructure) != flags.end();
+}
+
+// The process of a passing sample's mutant runs (its skip-launch run, output and kernel mutant
+// runs, controls) that wrote no report of them, or failed for the verifier's reasons, leaves the
+// sample with none of its checks. A sample's code can cause that on purpose (it ends, kills or
+// hangs its own process when it is imported again, issue 52), a lost worker by chance: the runs
+// are made once more, in a process of their own (a mutant re-run, next in the queue), and a second
+// such end flags the sample (attach_mutant). `job` is the sample's run (its real run with the
+// mutant runs after it in the same process) or its mutant re-run; `primary` its real run's result.
+bool VerdictAssembly::rerun_mutant(Sample& job, VerifyResult& primary,
+                                   const std::optional<HarnessReport>& report,
+                                   const Classified& c) {
+  const std::size_t before = job.mutant ? job.mutant_lost.size() : 0;
+  if (before >= 1 || !mutant_checks_missing(c.flags, report)) return false;
+  // A kernel flagged out_of_bounds gets nothing from its mutant runs (attach_mutant): no re-run.
+  const VerifyResult& real = job.mutant ? *job.primary : primary;
+  if (real.verdict != Verdict::passed ||
+      std::find(real.flags.begin(), real.flags.end(), kOutOfBounds) != real.flags.end())
+    return false;
+  Sample m;
+  m.id = samples.new_id();
+  m.origin = job.origin;
+  m.request = job.request;
+  m.done = std::move(job.done);
+  m.mutant = true;
+  m.primary = job.mutant ? std::move(job.primary) : std::optional<VerifyResult>(std::move(primary));
+  m.mutant_lost = job.mutant_lost;
+  m.mutant_lost.push_back(c.detail);
+  spdlog::info(
+      "verifier: sample {}: its mutant runs' process ended without their report ({}); "
+      "running them once more in a process of their own",
+      m.request.key, c.detail);
+  ++stats.mutant_runs;
+  samples.push_front(std::move(m));
+  return true;
+}
+
 void VerdictAssembly::complete(Sample job, VerifyResult res, const nlohmann::json& guard) {
   if (job.mutant) {
+    if (rerun_mutant(job, res, res.harness, Classified{res.verdict, res.detail, res.flags})) return;
     VerifyResult primary = std::move(*job.primary);
     attach_mutant(primary, res.verdict, res.detail, res.flags, res.duration_ms, res.harness, guard,
-                  "new");
+                  "new", job.mutant_lost);
     samples.deliver(std::move(job.done), std::move(primary));
     return;
   }
@@ -294,6 +346,8 @@ void VerdictAssembly::fail_job(Sample job, const std::string& why) {
   if (job.mutant && job.primary) {
     VerifyResult primary = std::move(*job.primary);
     primary.report["mutant"] = {{"verdict", to_string(Verdict::error)}, {"detail", why}};
+    // Its mutant runs never ran: it is not verified without them (issue 52).
+    apply_missing_mutant_runs(primary, why, true, 1);
     samples.deliver(std::move(job.done), std::move(primary));
     return;
   }

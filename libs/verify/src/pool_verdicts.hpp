@@ -16,6 +16,7 @@
 #include "kforge/verify/config.hpp"
 #include "kforge/verify/harness_report.hpp"
 #include "kforge/verify/pool.hpp"
+#include "kforge/verify/verdict.hpp"
 #include "pool_samples.hpp"
 
 namespace kforge::verify {
@@ -37,12 +38,21 @@ class VerdictAssembly {
   void cancel(Sample job, const std::string& why);
   // Logs, once per pool and target, that this Triton cannot compile for a target.
   void note_unavailable_targets(const VerifyResult& res);
+  // A passing sample's mutant runs whose process left them unrun (mutant_checks_missing): run
+  // them once more in a process of their own; false when they already were (the caller then
+  // attaches the result, which flags the sample).
+  bool rerun_mutant(Sample& job, VerifyResult& primary, const std::optional<HarnessReport>& report,
+                    const Classified& c);
   // Records the mutant run on the real run's result. A mutant run that passes (and did not
   // fail for the verifier's own reasons) means the test checks nothing about the kernel.
   static void attach_mutant(VerifyResult& primary, Verdict verdict, const std::string& detail,
                             const std::vector<std::string>& flags, std::int64_t duration_ms,
                             const std::optional<HarnessReport>& report, const nlohmann::json& guard,
-                            const char* process);
+                            const char* process, const std::vector<std::string>& lost_before = {});
+  // Whether the mutant runs' process left its checks unrun: it wrote no report of them (it died,
+  // hung or was killed) or failed for the verifier's reasons (infrastructure).
+  static bool mutant_checks_missing(const std::vector<std::string>& flags,
+                                    const std::optional<HarnessReport>& report);
 
  private:
   const VerifierConfig& cfg;

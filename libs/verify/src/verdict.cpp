@@ -358,6 +358,28 @@ void apply_controls(VerifyResult& primary, const HarnessReport* mutant_report,
                     ", so no mutant run's failure counts as a kill";
 }
 
+void apply_missing_mutant_runs(VerifyResult& primary, const std::string& why, bool infrastructure,
+                               std::size_t attempts) {
+  const std::string tries = attempts > 1 ? "in each of its " + std::to_string(attempts) +
+                                               " attempts (the last: " + why + ")"
+                                         : "(" + why + ")";
+  if (infrastructure) {
+    add_flag(primary, kInfrastructure);
+    primary.detail +=
+        "; infrastructure: the process of its mutant runs failed for the verifier's "
+        "reasons " +
+        tries + ", so none of its mutant runs or controls ran";
+    return;
+  }
+  add_flag(primary, kUnstableTest);
+  primary.detail +=
+      "; unstable test: the process of its mutant runs (the skip-launch run, the output and "
+      "kernel mutants, the controls) ended without their report " +
+      tries +
+      ", while its real run passed: none of them ran, so nothing shows that its test checks the "
+      "kernel (a sample must run alike in every process that runs it)";
+}
+
 std::string kernel_mutant_meaning(const KernelSurvivor& s) {
   std::string where;
   if (s.section_line)

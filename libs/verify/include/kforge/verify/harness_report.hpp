@@ -213,6 +213,9 @@ struct HarnessReport {
     std::optional<Integrity> integrity;
     std::optional<Controls> controls;
     std::vector<std::string> guard;
+    // How each attempt of its process that wrote no report of them ended (report.mutant.lost:
+    // the sample is flagged unstable_test when its last attempt did too).
+    std::vector<std::string> lost;
     std::optional<std::int64_t> duration_ms, compiles;      // its wall time; Triton compiles in it
     nlohmann::json phase_times = nlohmann::json::object();  // as HarnessReport::phase_times
   };

@@ -193,6 +193,15 @@ void apply_integrity(VerifyResult& r, const HarnessReport* report, const nlohman
 void apply_controls(VerifyResult& primary, const HarnessReport* mutant_report,
                     bool foreign_memory = false);
 
+// A passing sample whose mutant runs' process (skip-launch run, output and kernel mutant runs,
+// controls) ended without their report in each of its `attempts` (it died, was killed or hung: the
+// last one's `why`) is not verified without them (issue 52: a sample's code can end its own process
+// when it is imported again). Flags kUnstableTest, or kInfrastructure when the last attempt failed
+// for the verifier's reasons (`infrastructure`: a lost worker, a report it cannot read; the sample
+// is verified again).
+void apply_missing_mutant_runs(VerifyResult& primary, const std::string& why, bool infrastructure,
+                               std::size_t attempts);
+
 // The plain words for what a surviving mutant shows about a test (repair prompts, debug).
 std::string mutant_meaning(std::string_view mutant);
 
