@@ -339,8 +339,11 @@ TEST_F(ViewerChanges, AChangeNumberIsKeptPerSampleAndASampleReadAloneIsAsReadWit
   ASSERT_TRUE(alone.ok() && whole.ok());
   ASSERT_EQ(alone->size(), 1u);
   EXPECT_EQ(alone->front().key, "add_kernel.py");
-  for (const auto& o : *whole)
-    if (o.key == "add_kernel.py") EXPECT_EQ(describe(alone->front()), describe(o));
+  for (const auto& o : *whole) {
+    if (o.key == "add_kernel.py") {
+      EXPECT_EQ(describe(alone->front()), describe(o));
+    }
+  }
   // The lease's renewal alone (renew_leases) changes nothing shown: no number.
   ASSERT_TRUE(db().exec("UPDATE jobs SET lease_expires_ms = 1900000000000 WHERE run_id = " +
                         std::to_string(run->id))
