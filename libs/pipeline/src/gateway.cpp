@@ -29,6 +29,9 @@ class ClientGateway final : public LlmGateway {
     }
     (*c)->submit(std::move(req), std::move(done));
   }
+  bool stores_request_bodies(const std::string& model) const override {
+    return clients_.mode_of(model) == llm::Mode::batch;
+  }
   void reload_limits(const llm::LlmConfig& cfg) override { clients_.reload_limits(cfg); }
   llm::Stats stats() const override {
     llm::Stats total;
