@@ -21,6 +21,11 @@ class ClientGateway final : public LlmGateway {
     auto c = clients_.get(model);
     return c.ok() ? (*c)->request_json(req) : std::string("{}");
   }
+  std::string request_sha256_of(const std::string& model, const llm::ChatRequest& req,
+                                const std::string& body) override {
+    auto c = clients_.get(model);
+    return c.ok() ? (*c)->request_sha256(req, body) : std::string();
+  }
   void submit(const std::string& model, llm::ChatRequest req, llm::Callback done) override {
     auto c = clients_.get(model);
     if (!c.ok()) {

@@ -15,8 +15,8 @@
 namespace kforge::pipeline {
 
 void Scheduler::hold_request(Call& call, const std::string& model, const llm::ChatRequest& req) {
-  call.request_sha256 = llm_.request_sha256(model, req);
   std::string body = llm_.request_json(model, req);
+  call.request_sha256 = llm_.request_sha256_of(model, req, body);
   // An interactive call waits for seconds, a few dozen at a time: its body stays in memory, and
   // the stage pays no hashing, compressing, writing and reading back of it.
   if (!llm_.stores_request_bodies(model)) {

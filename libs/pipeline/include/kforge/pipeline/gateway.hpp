@@ -25,6 +25,13 @@ class LlmGateway {
   // The request's identity and the JSON body that would be POSTed (no secrets).
   virtual std::string request_sha256(const std::string& model, const llm::ChatRequest& req) = 0;
   virtual std::string request_json(const std::string& model, const llm::ChatRequest& req) = 0;
+  // request_sha256 from the body request_json gave for req (the real client hashes it rather
+  // than building it again).
+  virtual std::string request_sha256_of(const std::string& model, const llm::ChatRequest& req,
+                                        const std::string& body) {
+    (void)body;
+    return request_sha256(model, req);
+  }
   // Whether the calls of `model` wait long (batch mode: every request of a stage, for up to the
   // batch's completion window), so that the scheduler puts a request's body into the text store
   // at submit and the call holds only its id (ChatRequest::stored_body). false (interactive): the
