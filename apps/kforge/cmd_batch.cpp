@@ -112,6 +112,8 @@ class OfflineGateway final : public pipeline::LlmGateway {
     if (results_ == nullptr) return LlmGateway::room();
     return std::max(0, in_memory_ - answering_.load());
   }
+  // An export holds every request of the run until it ends: each body in the text store.
+  bool stores_request_bodies(const std::string&) const override { return true; }
   void reload_limits(const llm::LlmConfig&) override {}
   llm::Stats stats() const override { return {}; }
   void shutdown(std::chrono::milliseconds grace) override { clients_.shutdown(grace); }

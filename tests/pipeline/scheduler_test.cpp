@@ -50,6 +50,9 @@ class FakeProvider final : public LlmGateway {
     return limit_ - static_cast<int>(pending_.size());
   }
   void limit(int n) { limit_ = n; }
+  // Batch mode (llm.mode batch): the scheduler stores each request's body and hands its id.
+  bool stores_request_bodies(const std::string&) const override { return batch_; }
+  void batch(bool on) { batch_ = on; }
 
   std::size_t pending() {
     std::lock_guard lock(mu_);
@@ -86,6 +89,7 @@ class FakeProvider final : public LlmGateway {
   std::deque<Pending> pending_;
   int submitted_ = 0;
   int limit_ = std::numeric_limits<int>::max();
+  bool batch_ = false;
 };
 
 const char* kCode = R"PY(
@@ -246,6 +250,39 @@ TEST_F(SchedulerTest, V2RunsAnalyzeThenGenerateBoundToTheStoredAnalysis) {
             3);
   EXPECT_EQ(scalar("SELECT sum(prompt_tokens) FROM stage_outputs"), 600);
   EXPECT_EQ(s->in_flight(), 0);
+}
+
+// In batch mode a waiting call holds its request's body by its id in the text store (read back
+// for the stage output); an interactive one holds it in memory and writes no text before its
+// checkpoint. Either way the stage output records the same request.
+TEST_F(SchedulerTest, OnlyBatchModeCallsHoldTheirRequestBodyInTheTextStore) {
+  add_samples(2);
+  create_run("v2-a", "v2");
+  auto s = scheduler(*jobs_);
+  const std::string bodies = "SELECT count(*) FROM texts WHERE kf_text(id) LIKE '%\"messages\"%'";
+  step(*s);
+  ASSERT_EQ(provider_.pending(), 2u);
+  EXPECT_EQ(provider_.peek(0).req.stored_body, 0);
+  EXPECT_EQ(scalar(bodies), 0) << "no body stored while it waits";
+  provider_.answer(analysis_answer().dump());
+  provider_.batch(true);
+  step(*s);  // the first sample's generate call, in batch mode
+  ASSERT_EQ(provider_.pending(), 2u);
+  std::int64_t id = provider_.peek(1).req.stored_body;
+  ASSERT_NE(id, 0);
+  EXPECT_EQ(scalar("SELECT count(*) FROM texts WHERE id = " + std::to_string(id) +
+                   " AND kf_text(id) LIKE '%functional_contract%'"),
+            1);
+  provider_.answer(analysis_answer().dump());
+  provider_.answer("```json\n" + generation_answer() + "\n```");
+  step(*s);
+  EXPECT_EQ(scalar("SELECT count(*) FROM stage_outputs WHERE status = 'ok' AND "
+                   "kf_text(request_text) LIKE '%\"messages\"%'"),
+            3);
+  EXPECT_EQ(scalar("SELECT count(*) FROM stage_outputs WHERE stage = 'generate' AND "
+                   "request_text = " +
+                   std::to_string(id)),
+            1);
 }
 
 // Issue 56, 7: a gateway that may hold only so many requests (kforge batch import reads each

@@ -257,6 +257,9 @@ std::string Client::request_sha256(const ChatRequest& req) const {
 std::string Client::request_json(const ChatRequest& req) const {
   return impl_->request_json(req);
 }
+std::string Client::request_sha256(const ChatRequest& req, const std::string& body) const {
+  return request_identity(impl_->url(), body, req.asker, req.round);
+}
 const std::string& Client::url() const {
   return impl_->url();
 }

@@ -21,6 +21,11 @@ class ClientGateway final : public LlmGateway {
     auto c = clients_.get(model);
     return c.ok() ? (*c)->request_json(req) : std::string("{}");
   }
+  std::string request_sha256_of(const std::string& model, const llm::ChatRequest& req,
+                                const std::string& body) override {
+    auto c = clients_.get(model);
+    return c.ok() ? (*c)->request_sha256(req, body) : std::string();
+  }
   void submit(const std::string& model, llm::ChatRequest req, llm::Callback done) override {
     auto c = clients_.get(model);
     if (!c.ok()) {
@@ -28,6 +33,9 @@ class ClientGateway final : public LlmGateway {
       return;
     }
     (*c)->submit(std::move(req), std::move(done));
+  }
+  bool stores_request_bodies(const std::string& model) const override {
+    return clients_.mode_of(model) == llm::Mode::batch;
   }
   void reload_limits(const llm::LlmConfig& cfg) override { clients_.reload_limits(cfg); }
   llm::Stats stats() const override {

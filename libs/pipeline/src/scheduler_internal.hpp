@@ -38,10 +38,10 @@ struct Scheduler::Call {
   const Template* tmpl = nullptr;
   const PipelineSpec* spec = nullptr;
   std::string sample_key;
-  // The request is not held while the call waits (in batch mode, hours, for every request of
-  // a stage): its identity, for a failed call's output, and its JSON body in the text store,
-  // read back when the outcome is checkpointed (scheduler_request.cpp). request_json holds the
-  // body only when it could not be stored.
+  // In batch mode the request is not held while the call waits (hours, for every request of a
+  // stage): its identity, for a failed call's output, and its JSON body in the text store, read
+  // back when the outcome is checkpointed (scheduler_request.cpp). request_json holds the body
+  // in interactive mode (LlmGateway::stores_request_bodies), or when it could not be stored.
   std::string request_sha256;
   std::int64_t request_text = 0;
   std::string request_json;

@@ -1,10 +1,11 @@
-// A call's request while it waits for its answer: not held in memory. In batch mode every
+// A call's request while it waits for its answer: in batch mode not held in memory. There every
 // request of a stage waits at once, for up to the batch's completion window, and the prompt and
 // its JSON body are most of what a waiting call would hold (tens of KB each). The body goes into
 // the text store at submit (store/texts.hpp: the same text the client records with the call in
 // llm_calls, stored once by its SHA-256), the call keeps its id and the request's identity, and
 // the checkpoint reads the body back for the stage output. A text is never deleted, so one
-// stored for a call that a crash cut short is the one its next attempt finds.
+// stored for a call that a crash cut short is the one its next attempt finds. An interactive
+// call (LlmGateway::stores_request_bodies false) holds its body in memory, as it waits seconds.
 
 #include <spdlog/spdlog.h>
 
@@ -14,8 +15,14 @@
 namespace kforge::pipeline {
 
 void Scheduler::hold_request(Call& call, const std::string& model, const llm::ChatRequest& req) {
-  call.request_sha256 = llm_.request_sha256(model, req);
   std::string body = llm_.request_json(model, req);
+  call.request_sha256 = llm_.request_sha256_of(model, req, body);
+  // An interactive call waits for seconds, a few dozen at a time: its body stays in memory, and
+  // the stage pays no hashing, compressing, writing and reading back of it.
+  if (!llm_.stores_request_bodies(model)) {
+    call.request_json = std::move(body);
+    return;
+  }
   auto id = store::put_text(store_.db(), body);
   if (id.ok()) {
     call.request_text = *id;

@@ -239,6 +239,8 @@ class Client {
   std::string request_sha256(const ChatRequest& req) const;
   // The JSON body that is POSTed for req (holds no secret).
   std::string request_json(const ChatRequest& req) const;
+  // request_sha256(req) from its body (request_json(req)) already built: one serialization less.
+  std::string request_sha256(const ChatRequest& req, const std::string& body) const;
   // The full URL requests go to (holds no secret).
   const std::string& url() const;
 

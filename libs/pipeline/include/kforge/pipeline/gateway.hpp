@@ -25,6 +25,21 @@ class LlmGateway {
   // The request's identity and the JSON body that would be POSTed (no secrets).
   virtual std::string request_sha256(const std::string& model, const llm::ChatRequest& req) = 0;
   virtual std::string request_json(const std::string& model, const llm::ChatRequest& req) = 0;
+  // request_sha256 from the body request_json gave for req (the real client hashes it rather
+  // than building it again).
+  virtual std::string request_sha256_of(const std::string& model, const llm::ChatRequest& req,
+                                        const std::string& body) {
+    (void)body;
+    return request_sha256(model, req);
+  }
+  // Whether the calls of `model` wait long (batch mode: every request of a stage, for up to the
+  // batch's completion window), so that the scheduler puts a request's body into the text store
+  // at submit and the call holds only its id (ChatRequest::stored_body). false (interactive): the
+  // call holds the body in memory until its checkpoint, which costs no store write and read.
+  virtual bool stores_request_bodies(const std::string& model) const {
+    (void)model;
+    return false;
+  }
   // Queues req; `done` is called exactly once.
   virtual void submit(const std::string& model, llm::ChatRequest req, llm::Callback done) = 0;
   // Applies the limits of a reloaded configuration.
@@ -60,6 +75,10 @@ class ModelClients {
   llm::LlmConfig config() const {
     std::lock_guard lock(mu_);
     return cfg_;
+  }
+  llm::Mode mode_of(const std::string& model) const {
+    std::lock_guard lock(mu_);
+    return cfg_.mode_of(model);
   }
   // The configuration later clients are made from, and the limits applied to those made.
   void reload_limits(const llm::LlmConfig& cfg);
