@@ -54,8 +54,12 @@ Status RecordRun::submit(std::int64_t index, VerifyRequest req) {
     withdraw(index);
     return {};
   }
+  // A run given up before finish() (a bad record further on) is destroyed before the pool,
+  // whose shutdown still hands its queued records back: those results go nowhere.
   auto id = pool_.submit(std::move(req),
-                         [this, index](VerifyResult&& r) { on_result(index, std::move(r)); });
+                         [this, index, alive = std::weak_ptr<int>(alive_)](VerifyResult&& r) {
+                           if (!alive.expired()) on_result(index, std::move(r));
+                         });
   if (!id.ok()) return id.error();
   in_pool_[index] = *id;
   return {};

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <set>
@@ -114,6 +115,8 @@ class RecordRun {
   std::map<std::int64_t, std::uint64_t> in_pool_;  // record index -> pool id, until its result
   std::set<std::int64_t> unwanted_;                // indices listed by opts_.unwanted
   std::chrono::steady_clock::time_point looked_{};
+  // Expires with the run: the pool's callbacks of a run destroyed first do nothing.
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 
 }  // namespace kforge::verify
