@@ -309,9 +309,9 @@ class GpuLockTest(unittest.TestCase):
             os.waitpid(pid, 0)
         # The late reader is not starved: with bursts (docs/VERIFIER.md, "Exclusive GPU") the
         # second writer, queued while the first timed, keeps the gate from the hand-over, so
-        # the late reader gets in after both sections (about 0.36 s on an idle machine), never
-        # later than the writers let go.
-        self.assertLess(late, 2.0)
+        # the late reader gets in after both sections (about 0.36 s on an idle machine, 2.1 s
+        # once on a loaded 2-core one), never later than the writers let go (they wait 5 s).
+        self.assertLess(late, 4.0)
         self.assertGreaterEqual(b[1], a[2])  # one exclusive section after the other
 
     def test_writer_gives_up_after_wait(self):
