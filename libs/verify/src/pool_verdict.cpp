@@ -283,22 +283,28 @@ bool VerdictAssembly::rerun_mutant(Sample& job, VerifyResult& primary,
   if (real.verdict != Verdict::passed ||
       std::find(real.flags.begin(), real.flags.end(), kOutOfBounds) != real.flags.end())
     return false;
+  spdlog::info(
+      "verifier: sample {}: its mutant runs' process ended without their report ({}); "
+      "running them once more in a process of their own",
+      job.request.key, c.detail);
+  std::vector<std::string> lost = job.mutant_lost;
+  lost.push_back(c.detail);
+  queue_mutant_run(job, job.mutant ? std::move(*job.primary) : std::move(primary), std::move(lost));
+  return true;
+}
+
+void VerdictAssembly::queue_mutant_run(Sample& job, VerifyResult primary,
+                                       std::vector<std::string> lost) {
   Sample m;
   m.id = samples.new_id();
   m.origin = job.origin;
   m.request = job.request;
   m.done = std::move(job.done);
   m.mutant = true;
-  m.primary = job.mutant ? std::move(job.primary) : std::optional<VerifyResult>(std::move(primary));
-  m.mutant_lost = job.mutant_lost;
-  m.mutant_lost.push_back(c.detail);
-  spdlog::info(
-      "verifier: sample {}: its mutant runs' process ended without their report ({}); "
-      "running them once more in a process of their own",
-      m.request.key, c.detail);
+  m.primary = std::move(primary);
+  m.mutant_lost = std::move(lost);
   ++stats.mutant_runs;
   samples.push_front(std::move(m));
-  return true;
 }
 
 void VerdictAssembly::complete(Sample job, VerifyResult res, const nlohmann::json& guard) {
@@ -321,15 +327,7 @@ void VerdictAssembly::complete(Sample job, VerifyResult res, const nlohmann::jso
       res.report["no_kernel_launch"] =
           defines ? "no kernel of its code was launched" : "the code defines no @triton.jit kernel";
     } else if (!kernels.empty() && cfg.mutant_check) {
-      Sample m;
-      m.id = samples.new_id();
-      m.origin = job.origin;
-      m.request = job.request;
-      m.done = std::move(job.done);
-      m.mutant = true;
-      m.primary = std::move(res);
-      ++stats.mutant_runs;
-      samples.push_front(std::move(m));
+      queue_mutant_run(job, std::move(res), {});
       return;
     }
   }
