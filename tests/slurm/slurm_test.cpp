@@ -428,6 +428,9 @@ TEST_F(SlurmVerifier, RunCancelScancelsTheRunsTasks) {
   while (!fs::exists(faults / "hang" / "task") && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(50ms);
   ASSERT_TRUE(fs::exists(faults / "hang" / "task")) << d->log();
+  // Its 2 verdicts are stored before the cancel: a verdict read after the run was cancelled is
+  // dropped with the run's other jobs.
+  ASSERT_GE(site.wait_for("SELECT count(*) FROM verifications", 2, 60s), 2) << d->log();
   auto c = site.kforge({"run", "cancel", "v1"});
   ASSERT_EQ(c.exit_code, 0) << c.err;
   EXPECT_NE(c.out.find("1 Slurm tasks cancelled (scancel)"), std::string::npos) << c.out;
