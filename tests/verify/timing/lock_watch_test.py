@@ -22,6 +22,7 @@ sys.path.insert(0, sys.argv.pop(1) if len(sys.argv) > 1 else os.environ["KFORGE_
 from kforge_harness import gpulock  # noqa: E402
 
 SPIN_S = 1.5  # the reader's stay without a launch
+COMPILE_S = 2.0  # a long compile: half Python, half one C call
 GAP_S = 0.01  # a pause of the reader's main thread at least this long is recorded
 
 
@@ -166,6 +167,133 @@ class WatcherTest(unittest.TestCase):
         # The busy reader queued behind the section (0.2 s) and its stall, not the sleep.
         self.assertLess(busy["reader_waited_ms"], 450, busy)
         self.assertGreaterEqual(busy["checked_in"], 1)
+
+    def test_a_sample_in_a_long_compile_keeps_no_writer_waiting(self):
+        # A reader inside Triton's compile, through the harness's own hook (Python work and a
+        # long C call, COMPILE_S in all), when the writer asks: a compile touches no device,
+        # so the hook steps it out and the writer times at once, without a first step or a
+        # stall waiting for it (were it in, the writer would wait for the whole compile: the
+        # first step for 1 s, the gate for the rest). Its launch after the compile waits for
+        # the section.
+        from kforge_harness import triton_hooks
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            try:
+                lk = gpulock.install(self.paths, watch=True)
+
+                def compile_fn():
+                    t0 = time.monotonic()
+                    while time.monotonic() - t0 < COMPILE_S / 2:
+                        sum(range(100))  # the compiler's Python
+                    time.sleep(COMPILE_S / 2)  # and its C (LLVM, ptxas)
+                    return time.monotonic()
+
+                state = type("State", (), {"compile": triton_hooks.new_compile_stats()})()
+                timed = triton_hooks._timed_compile(compile_fn, state)
+                os.write(w, b"in\n")
+                c0 = time.monotonic()
+                c1 = timed()
+                gpulock.checkpoint()  # the launch that follows
+                launched = time.monotonic()
+                rep = lk.report()
+                rep.update(compile=[c0, c1], launched=launched,
+                           compiles=state.compile["count"])
+                lk.leave()
+                os.write(w, (json.dumps(rep) + "\n").encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        self.assertEqual(_read_line(r), "in\n")
+        waited, (x0, x1) = self.time_as_writer()
+        rep = self.finish(pid, r)
+        self.assertEqual(rep["compiles"], 1)
+        c0, c1 = rep["compile"]
+        self.assertLess(c0, x0)
+        self.assertLess(waited, COMPILE_S / 2, rep)  # not the compile's length
+        for s0, s1 in rep["shared"]:
+            self.assertTrue(s1 <= x0 or s0 >= x1, (s0, s1, x0, x1))
+        self.assertEqual(rep["checked_in"], 0)  # the first step did not wait for it
+        self.assertFalse(x0 < rep["launched"] < x1)
+        if c1 > x1:  # the compile outlasted the section (not on a machine slow enough)
+            self.assertEqual(rep["launched_paused"], 0)
+
+    def test_a_sample_that_claims_to_compile_and_launches_anyway_waits_for_the_writer(self):
+        # A hostile sample marks itself as compiling (the harness's pause, reached from its own
+        # code) and launches anyway, between bytecodes and launches only: each launch comes in
+        # through the gate as any reader's does, so none of its launches falls in the writer's
+        # section and it is never inside then (before: a paused process launched outside the
+        # lock, and neither the watcher nor its launches stepped it out).
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            try:
+                lk = gpulock.install(self.paths, watch=True)
+                gpulock.pause()  # "compiling", for good
+                os.write(w, b"in\n")
+                launches, t0 = [], time.monotonic()
+                while time.monotonic() - t0 < SPIN_S:
+                    gpulock.checkpoint()  # a launch
+                    launches.append(time.monotonic())
+                    sum(range(100))
+                rep = lk.report()
+                rep["launches"] = launches
+                rep["paused"] = lk.paused
+                lk.leave()
+                os.write(w, (json.dumps(rep) + "\n").encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        self.assertEqual(_read_line(r), "in\n")
+        waited, (x0, x1) = self.time_as_writer()
+        rep = self.finish(pid, r)
+        self.assertEqual(rep["paused"], 1)
+        self.assertGreaterEqual(rep["launched_paused"], 1)
+        inside = [t for t in rep["launches"] if x0 <= t <= x1]
+        self.assertEqual(len(inside), 0, "launched during the section [%f, %f]" % (x0, x1))
+        self.assertGreater(len(rep["launches"]), 10)
+        self.assertTrue(any(t > x1 for t in rep["launches"]))  # it went on after the section
+        for s0, s1 in rep["shared"]:
+            self.assertTrue(s1 <= x0 or s0 >= x1, (s0, s1, x0, x1))
+
+    def test_where_a_reader_kept_a_first_step_waiting_is_reported(self):
+        # With KFORGE_LOCK_WHERE=1 (the benchmark's runs) a reader that stays in one long C
+        # call while a writer's first step waits says where: the function that made the call
+        # (what label_cost.py sums up); without it, nothing (the report is as before).
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            try:
+                os.environ["KFORGE_LOCK_WHERE"] = "1"
+                lk = gpulock.install(self.paths, watch=True)
+
+                def one_long_c_call():
+                    time.sleep(0.8)
+                os.write(w, b"in\n")
+                one_long_c_call()
+                t0 = time.monotonic()
+                while time.monotonic() - t0 < 0.3:
+                    sum(range(100))
+                rep = lk.report()
+                lk.leave()
+                os.write(w, (json.dumps(rep) + "\n").encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        self.assertEqual(_read_line(r), "in\n")
+        self.time_as_writer()
+        rep = self.finish(pid, r)
+        self.assertEqual(len(rep["unready_at"]), 1, rep)
+        site, times = rep["unready_at"][0]
+        self.assertTrue(site.startswith("lock_watch_test.py:one_long_c_call:"), site)
+        self.assertEqual(times, 1)
+        self.assertGreaterEqual(rep["unready_ms"], 100)
+        pid, r = self.reader()
+        self.time_as_writer()
+        self.assertNotIn("unready_at", self.finish(pid, r))
 
     def test_between_writers_the_watcher_sleeps_on_the_bell(self):
         # Idle for 0.5 s with no writer: the bell wakes it for the other processes' opens of

@@ -135,6 +135,19 @@ class GpuLock:
         self.ready_wait_s = 0.0  # the writers' first steps, summed
         self.ready_waits = [0, 0]  # first steps made, and how many ran out (READY_MAX_S)
         self.checked_in = 0  # times this process, inside, said it had seen a writer's want
+        # This process asks for, holds or lets go the device as a writer (acquire_exclusive to
+        # release_exclusive): its own launches then never come in as a reader's.
+        self.writing = False
+        self.launched_paused = 0  # launches while paused (in a compile), each in through the gate
+        # Where this process's main thread was when it kept a writer's first step waiting
+        # UNREADY_NOTE_S or more (asked, not at a bytecode): "file:function:line" of its
+        # innermost Python frame (the caller of the long C call) -> times, and the time those
+        # waits lasted. Only where KFORGE_LOCK_WHERE=1 (a benchmark's run: reading the main
+        # thread's frame makes a frame object of it).
+        self.where = os.environ.get("KFORGE_LOCK_WHERE") == "1"
+        self.unready: dict[str, int] = {}
+        self.unready_s = 0.0
+        self._unready: Optional[list[Any]] = None  # [first ask, noted] of the want under way
 
     @_guarded
     def enter(self) -> None:
@@ -158,6 +171,7 @@ class GpuLock:
             return
         synchronize_quietly()
         end = time.monotonic()  # before the unlock: a section never reads as overlapping
+        _unready_over(self)
         self._set_mark(None)
         fcntl.flock(self.rw, fcntl.LOCK_UN)
         self.shared = False
@@ -168,13 +182,16 @@ class GpuLock:
 
     @_guarded
     def pause(self) -> None:
-        """Steps out for CPU-only work (a compile); resume() steps back in."""
+        """Steps out for CPU-only work (a compile); resume() steps back in. A launch while
+        paused (checkpoint) still comes in through the gate: what the harness marks a compile
+        launches nothing, so a launch there is the sample's own, and it waits for a writer as
+        any other."""
         self.paused += 1
-        if self.paused == 1 and self.shared:
+        if self.paused == 1:
+            self._resume_needed = False
+        if self.shared:
             self.leave("compile")
             self._resume_needed = True
-        elif self.paused == 1:
-            self._resume_needed = False
 
     @_guarded
     def resume(self) -> None:
@@ -199,8 +216,16 @@ class GpuLock:
     @_guarded
     def checkpoint(self, why: str = "launch") -> bool:
         """If a writer holds the gate, step out and queue behind it (at a launch, or the
-        watcher's asking). Returns whether it stepped out."""
-        if not self.shared or self.paused or self.firm:
+        watcher's asking). Returns whether it stepped out. Paused (in a compile) and out, a
+        launch comes back in through the gate first (blocking while a writer holds it) and
+        stays in: a sample that claims to compile and launches anyway is a reader like any
+        other (docs/VERIFIER.md, "Exclusive GPU")."""
+        if self.firm:
+            return False
+        if not self.shared:
+            if self.paused and not self.writing and why == "launch":
+                self.launched_paused += 1
+                self.enter()
             return False
         try:
             fcntl.flock(self.gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -213,6 +238,7 @@ class GpuLock:
             gen = self.wanted()
             if gen is not None and self.mark != gen:
                 self.checked_in += 1
+                _unready_over(self)
             self._set_mark(_or_in(gen))
         return False
 
@@ -358,6 +384,13 @@ class GpuLock:
         while another process has announced a timing it has not asked for yet (others_coming;
         the ones already queued join the burst anyway), and not once the readers are all out
         (no stall needed). With none coming it stalls at once rather than wait idle."""
+        self.writing = True  # from here its launches are the writer's, never a reader's
+        got = self._acquire(wait_s, gather_s)
+        self.writing = got is not None
+        return got
+
+    def _acquire(self, wait_s: float, gather_s: float) -> Optional[float]:
+        """acquire_exclusive's steps (the lock's own, the watcher held off by it)."""
         self.withdraw()
         self.leave("timing")
         t0 = time.monotonic()
@@ -476,6 +509,7 @@ class GpuLock:
         if self.queue is not None:
             fcntl.flock(self.queue, fcntl.LOCK_UN)
         fcntl.flock(self.gate, fcntl.LOCK_UN)
+        self.writing = False
         self.sections_timed += 1
         if len(self.exclusive) < 16:
             self.exclusive.append([self._x0, end, self._how])
@@ -503,7 +537,15 @@ class GpuLock:
                 "watch_looks": self.looks, "watch_nudges": self.nudges,
                 "watch_stepped_out": self.stepped_out,
                 "ready_wait_ms": int(self.ready_wait_s * 1000), "ready_waits": self.ready_waits[0],
-                "ready_timeouts": self.ready_waits[1], "checked_in": self.checked_in}
+                "ready_timeouts": self.ready_waits[1], "checked_in": self.checked_in,
+                "launched_paused": self.launched_paused, **self._where_report()}
+
+    def _where_report(self) -> Json:
+        if not self.where:
+            return {}
+        top = sorted(self.unready.items(), key=lambda kv: -kv[1])[:UNREADY_SITES]
+        return {"unready_at": [list(kv) for kv in top],
+                "unready_ms": int(self.unready_s * 1000)}
 
 
 TRY_S = 0.05  # the first window a writer holds the gate for
@@ -581,9 +623,10 @@ CURRENT = None  # the process's GpuLock, set by the worker when the request name
 
 def _on_watch_signal(signum, frame):
     """In the main thread, between two bytecodes, at the watcher's asking: the checkpoint of a
-    launch, unless the lock is mid-step, paused, out, or a graph is being captured."""
+    launch, unless the lock is mid-step, out (a compile steps out: pause), or a graph is being
+    captured."""
     lk = CURRENT
-    if lk is None or lk.busy or lk.paused or not lk.shared or capturing():
+    if lk is None or lk.busy or not lk.shared or capturing():
         return
     try:
         if lk.checkpoint("watch"):
@@ -645,7 +688,7 @@ def _watch(lk):
             _wait_for_bell(lk)
         nudged = False
         lk.looks += 1
-        if not lk.shared or lk.paused:
+        if not lk.shared:  # out: in a compile (pause), queued, or timing
             continue
         if not lk.writer_waiting():
             nudged = _ask_ready(lk)
@@ -667,16 +710,48 @@ def _ask_ready(lk):
     bytecode) that it is not in one long C call; with no writer wanting, a "seen" back to
     "in". Returns whether to look again soon."""
     gen = lk.wanted()
-    if gen is not None:
-        if lk.mark == gen:
-            return False
+    if gen is not None and lk.mark != gen:
         if lk.busy:
             return True  # a held stretch: its launches say it, else asked again after it
         _nudge(lk, lambda: lk.mark != gen)
+        if lk.where and lk.shared and lk.mark != gen:
+            _note_unready(lk)
         return True
-    if lk.mark not in (None, "in"):
+    _unready_over(lk)
+    if gen is None and lk.mark not in (None, "in"):
         lk._set_mark("in")  # a want seen before, of a writer done since
     return False
+
+
+def _note_unready(lk):
+    """The main thread did not come to a bytecode when asked: from UNREADY_NOTE_S on, where it
+    is (once a want)."""
+    now = time.monotonic()
+    if lk._unready is None:
+        lk._unready = [now, False]
+    if lk._unready[1] or now - lk._unready[0] < UNREADY_NOTE_S:
+        return
+    lk._unready[1] = True
+    site = _main_site()
+    lk.unready[site] = lk.unready.get(site, 0) + 1
+
+
+def _unready_over(lk):
+    if lk._unready is not None and lk._unready[1]:
+        lk.unready_s += time.monotonic() - lk._unready[0]
+    lk._unready = None
+
+
+def _main_site():
+    """The main thread's innermost Python frame: "file:function:line" (file's base name)."""
+    try:
+        frame = sys._current_frames().get(threading.main_thread().ident)
+        code = frame.f_code if frame is not None else None
+        if code is None:
+            return "?"
+        return "%s:%s:%d" % (os.path.basename(code.co_filename), code.co_name, frame.f_lineno)
+    except Exception:  # noqa: BLE001 - a diagnostic
+        return "?"
 
 
 def _nudge(lk, still):
@@ -697,6 +772,8 @@ def _nudge(lk, still):
 
 
 NUDGE_WAIT_S = 0.02  # how long the watcher waits for the main thread before asking again
+UNREADY_NOTE_S = 0.1  # a first step's wait for this process from which where it is is noted
+UNREADY_SITES = 8  # the sites kept in the report, most frequent first
 
 
 def start_watcher(lk: GpuLock) -> None:

@@ -926,8 +926,10 @@ def _run_timing(sample, report, request):
         state.outputs, state.replays, state.specs, state.timing = saved
         if lock is not None:
             lock.withdraw()
-        if held:
-            lock.release_exclusive()
+            if held:
+                lock.release_exclusive()
+            # Back in as a reader, also after giving up (GPU busy): acquire_exclusive stepped
+            # out, and the launches that follow must wait for a writer again.
             lock.enter()
         if speed.get("timed"):
             if "exclusive_ms" not in speed and t_excl is not None:
