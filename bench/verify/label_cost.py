@@ -25,6 +25,8 @@ LOCK = ("timed_sections", "stalls", "gathered_ms", "gathers", "gathers_alone", "
 
 
 SLOW_MS = 50  # a stay inside the shared section this long outlasts a writer's first window
+UNREADY_MS = 100  # gpulock.UNREADY_NOTE_S
+UNREADY_TOP = 15  # the sites printed
 
 
 def load(path):
@@ -43,7 +45,8 @@ def load(path):
 def figures(rows):
     out = {"samples": len(rows), "timed": 0, "duration_s": 0.0, "speed_wall_s": 0.0,
            "speed_cpu_s": 0.0, "prepare_s": 0.0, "waited_s": 0.0, "exclusive_s": 0.0,
-           "full": 0, "cpu_s": 0.0, "stall_wait_max_ms": 0, "ended_by": {}}
+           "full": 0, "cpu_s": 0.0, "stall_wait_max_ms": 0, "ended_by": {}, "waited_by": {},
+           "unready": {}, "unready_ms": 0, "launched_paused": 0}
     out.update(dict.fromkeys(LOCK, 0))
     for r in rows:
         out["duration_s"] += (r.get("duration_ms") or 0) / 1000.0
@@ -65,6 +68,17 @@ def figures(rows):
             for k in ("prepare", "waited", "exclusive"):
                 out[k + "_s"] += (speed.get(k + "_ms") or 0) / 1000.0
         lock = report.get("gpu_lock") or {}
+        if speed.get("timed"):
+            # How its section began: "stall" (it stopped the readers), "burst" (it queued
+            # behind a writer and waited for that one's stall too), "idle".
+            how = ((lock.get("exclusive") or [[0, 0, "?"]])[0] + [None, None, "?"])[2]
+            got = out["waited_by"].setdefault(how, [0, 0.0])
+            got[0] += 1
+            got[1] += (speed.get("waited_ms") or 0) / 1000.0
+        for site, times in lock.get("unready_at") or []:
+            out["unready"][site] = out["unready"].get(site, 0) + times
+        out["unready_ms"] += lock.get("unready_ms") or 0
+        out["launched_paused"] += lock.get("launched_paused") or 0
         for k in LOCK:
             out[k] += lock.get(k) or 0
         out["stall_wait_max_ms"] = max(out["stall_wait_max_ms"], lock.get("stall_wait_max_ms") or 0)
@@ -97,6 +111,19 @@ def show(name, f):
           "%d ms or more at once, by what ended it: %s" % (
               f["stall_wait_ms"] / max(f["stalls"], 1), f["stall_wait_max_ms"], f["cpu_s"],
               SLOW_MS, ", ".join("%s %d" % kv for kv in sorted(f["ended_by"].items())) or "none"))
+    if f["waited_by"]:
+        print("  the timing samples' wait for the device, by how their section began: %s" % (
+            ", ".join("%s %d samples %.1f s" % (how, n, s)
+                      for how, (n, s) in sorted(f["waited_by"].items()))))
+    if f["unready"] or f["unready_ms"]:
+        top = sorted(f["unready"].items(), key=lambda kv: -kv[1])[:UNREADY_TOP]
+        print("  readers that kept a first step waiting %d ms or more (KFORGE_LOCK_WHERE): %.1f s "
+              "in all; where their main thread was (the caller of the long call), times: %s" % (
+                  UNREADY_MS, f["unready_ms"] / 1000.0,
+                  "; ".join("%s %d" % kv for kv in top) or "none"))
+    if f["launched_paused"]:
+        print("  launches while marked compiling (each in through the gate): %d" %
+              f["launched_paused"])
 
 
 def main():
