@@ -28,7 +28,7 @@ fi
 [[ -x "$kforge" ]] || { echo "no $kforge (build the kforge target, or BIN_DIR=DIR)"; exit 1; }
 dir="$(mktemp -d)"
 chmod 755 "$dir"  # the sandbox uids reach the work dirs under it
-trap 'rm -rf "$dir"' EXIT
+[[ -n "${KEEP:-}" ]] || trap 'rm -rf "$dir"' EXIT
 python3 - "$dir/samples.jsonl" "${COPIES:-6}" <<'PY'
 import json, os, sys
 out, copies = sys.argv[1], int(sys.argv[2])
@@ -59,7 +59,7 @@ verifier:
   python: $py
   python_path: [$PWD/tests/verify/fake_triton]
   preload: [triton, triton.language]
-  env: {KFORGE_FAKE_TRITON_COMPILE_S: "${COMPILE_S:-0}"}
+  env: {KFORGE_FAKE_TRITON_COMPILE_S: "${COMPILE_S:-0}", KFORGE_LOCK_WHERE: "1"}
 $binary_yaml
   work_dir: $d/work
   timeout_s: 30

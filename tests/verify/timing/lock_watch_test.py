@@ -53,10 +53,12 @@ class WatcherTest(unittest.TestCase):
         for p in self.paths.values():
             open(p, "w").close()
 
-    def reader(self, watch=True, own_handler=False, held=False, bell=True, idle_s=0.0):
+    def reader(self, watch=True, own_handler=False, held=False, bell=True, idle_s=0.0,
+               on_runner=False):
         """A child that enters as a sample does (gpulock.install), says so, then works on the
-        CPU for SPIN_S without a launch, noting every pause of its main thread. Returns (pid,
-        read end): one line "in", then its report as JSON with the pauses."""
+        CPU for SPIN_S without a launch (on_runner: on the harness's runner thread, as a
+        sample's code runs, blind.call), noting every pause of that work. Returns (pid, read
+        end): one line "in", then its report as JSON with the pauses."""
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:
@@ -69,21 +71,35 @@ class WatcherTest(unittest.TestCase):
                 looks_idle = lk.looks
                 if own_handler:
                     signal.signal(gpulock.WATCH_SIGNAL, lambda *_: None)
+                if on_runner:
+                    from kforge_harness import blind
+                    from kforge_harness.guard import GUARD
+                    GUARD.arm()  # the watcher's own sys.monitoring is no sample's scan
+                    blind.start()
                 os.write(w, b"in\n")
-                gaps, t0 = [], time.monotonic()
-                prev = t0
+                gaps = []
                 if held:
                     lk.busy += 1
-                while prev - t0 < SPIN_S:
-                    sum(range(100))  # Python work: bytecodes, no launch
-                    now = time.monotonic()
-                    if now - prev > GAP_S:
-                        gaps.append([prev, now])
-                    prev = now
+
+                def work():
+                    t0 = time.monotonic()
+                    prev = t0
+                    while prev - t0 < SPIN_S:
+                        sum(range(100))  # Python work: bytecodes, no launch
+                        now = time.monotonic()
+                        if now - prev > GAP_S:
+                            gaps.append([prev, now])
+                        prev = now
+                if on_runner:
+                    blind.call("test", work)
+                else:
+                    work()
                 if held:
                     lk.busy -= 1
                 rep = lk.report()
                 rep["gaps"] = gaps
+                if on_runner:
+                    rep["scans"] = GUARD.report()["scans"]
                 rep["looks_idle"] = looks_idle
                 lk.leave()
                 os.write(w, (json.dumps(rep) + "\n").encode())
@@ -268,6 +284,8 @@ class WatcherTest(unittest.TestCase):
             os.close(r)
             try:
                 os.environ["KFORGE_LOCK_WHERE"] = "1"
+                from kforge_harness.guard import GUARD
+                GUARD.arm()  # the watcher's frame reads are no sample's scan
                 lk = gpulock.install(self.paths, watch=True)
 
                 def one_long_c_call():
@@ -278,6 +296,7 @@ class WatcherTest(unittest.TestCase):
                 while time.monotonic() - t0 < 0.3:
                     sum(range(100))
                 rep = lk.report()
+                rep["scans"] = GUARD.report()["scans"]
                 lk.leave()
                 os.write(w, (json.dumps(rep) + "\n").encode())
             finally:
@@ -286,6 +305,7 @@ class WatcherTest(unittest.TestCase):
         self.assertEqual(_read_line(r), "in\n")
         self.time_as_writer()
         rep = self.finish(pid, r)
+        self.assertEqual(rep["scans"], [])
         self.assertEqual(len(rep["unready_at"]), 1, rep)
         site, times = rep["unready_at"][0]
         self.assertTrue(site.startswith("lock_watch_test.py:one_long_c_call:"), site)
@@ -294,6 +314,31 @@ class WatcherTest(unittest.TestCase):
         pid, r = self.reader()
         self.time_as_writer()
         self.assertNotIn("unready_at", self.finish(pid, r))
+
+    def test_the_samples_code_on_the_runner_thread_steps_out_too(self):
+        # The harness runs a sample's code on its runner thread (blind.py) while the main
+        # thread waits in C for the result, so the main thread's handler runs only after it.
+        # On Python 3.12 and later the watcher reaches the runner thread (sys.monitoring, only
+        # while it asks: gpulock._arm): the sample steps out at once and its work stops until
+        # the writer is done. Before 3.12 only its launches and compiles step it out: the
+        # writer waits for the whole stay. The device is the writer's alone either way.
+        pid, r = self.reader(on_runner=True)
+        waited, (x0, x1) = self.time_as_writer()
+        rep = self.finish(pid, r)
+        for s0, s1 in rep["shared"]:
+            self.assertTrue(s1 <= x0 or s0 >= x1, (s0, s1, x0, x1))
+        self.assertEqual(rep["scans"], [])  # not taken for the sample's tampering
+        if sys.version_info >= (3, 12):
+            self.assertEqual(rep["runner_watch"], "on")
+            self.assertLess(waited, 0.5)
+            self.assertGreaterEqual(rep["runner_stepped_out"], 1)
+            self.assertTrue(any(g0 <= x0 and x1 <= g1 for g0, g1 in rep["gaps"]),
+                            "the runner worked during [%f, %f]: %s" % (x0, x1, rep["gaps"]))
+        else:
+            self.assertTrue(rep["runner_watch"].startswith("off: no sys.monitoring"),
+                            rep["runner_watch"])
+            self.assertGreaterEqual(waited, SPIN_S - 0.5)
+            self.assertEqual(rep["runner_stepped_out"], 0)
 
     def test_between_writers_the_watcher_sleeps_on_the_bell(self):
         # Idle for 0.5 s with no writer: the bell wakes it for the other processes' opens of

@@ -63,6 +63,7 @@ import time
 from typing import Any, Iterator, Optional
 
 from .gpusync import capturing, synchronize_quietly
+from .guard import GUARD
 from .shapes import Json
 
 
@@ -139,6 +140,11 @@ class GpuLock:
         # release_exclusive): its own launches then never come in as a reader's.
         self.writing = False
         self.launched_paused = 0  # launches while paused (in a compile), each in through the gate
+        # The watcher's reach into the runner thread (_arm): "on", "off: why", or "unused";
+        # how often armed, and how often the runner thread stepped out at its asking.
+        self.runner_watch = "unused"
+        self.runner_arms = 0
+        self.runner_stepped_out = 0
         # Where this process's main thread was when it kept a writer's first step waiting
         # UNREADY_NOTE_S or more (asked, not at a bytecode): "file:function:line" of its
         # innermost Python frame (the caller of the long C call) -> times, and the time those
@@ -538,7 +544,9 @@ class GpuLock:
                 "watch_stepped_out": self.stepped_out,
                 "ready_wait_ms": int(self.ready_wait_s * 1000), "ready_waits": self.ready_waits[0],
                 "ready_timeouts": self.ready_waits[1], "checked_in": self.checked_in,
-                "launched_paused": self.launched_paused, **self._where_report()}
+                "launched_paused": self.launched_paused, "runner_watch": self.runner_watch,
+                "runner_arms": self.runner_arms,
+                "runner_stepped_out": self.runner_stepped_out, **self._where_report()}
 
     def _where_report(self) -> Json:
         if not self.where:
@@ -680,6 +688,7 @@ def _watch(lk):
     A writer making a stall's first step (WANT_BYTES, the gate open) makes it run the
     checkpoint too, which only says the main thread is at a bytecode (to SEEN_BYTES[g]).
     Between writers it sleeps on the bell."""
+    GUARD.own_threads.add(threading.get_ident())  # its sys.monitoring and frame reads
     nudged = False
     while CURRENT is lk:
         if nudged:
@@ -743,9 +752,15 @@ def _unready_over(lk):
 
 
 def _main_site():
-    """The main thread's innermost Python frame: "file:function:line" (file's base name)."""
+    """The innermost Python frame of the main thread, or of the runner thread where the main
+    thread waits for the sample's code there (blind.py): "file:function:line" (the file's base
+    name)."""
     try:
-        frame = sys._current_frames().get(threading.main_thread().ident)
+        frames = sys._current_frames()
+        frame = frames.get(threading.main_thread().ident)
+        if frame is not None and os.path.basename(frame.f_code.co_filename) == "blind.py" and \
+                RUNNER[0] in frames:
+            frame = frames[RUNNER[0]]
         code = frame.f_code if frame is not None else None
         if code is None:
             return "?"
@@ -755,7 +770,8 @@ def _main_site():
 
 
 def _nudge(lk, still):
-    """Asks the main thread to run the checkpoint at its next bytecode and waits (NUDGE_WAIT_S
+    """Asks the main thread to run the checkpoint at its next bytecode, and the runner thread
+    (the sample's code: blind) at its next line, call or jump (_arm), and waits (NUDGE_WAIT_S
     at most) while still() and it is in the same shared section. Returns False where the sample
     took the signal (the watcher stops)."""
     if signal.getsignal(WATCH_SIGNAL) is not _on_watch_signal:
@@ -764,11 +780,109 @@ def _nudge(lk, still):
     lk.nudges += 1
     section = lk._t0
     _thread.interrupt_main(WATCH_SIGNAL)
+    armed = _arm(lk)
     t0 = time.monotonic()
-    while CURRENT is lk and lk.shared and lk._t0 == section and still() and \
-            time.monotonic() - t0 < NUDGE_WAIT_S:
-        time.sleep(WATCH_S)
+    try:
+        while CURRENT is lk and lk.shared and lk._t0 == section and still() and \
+                time.monotonic() - t0 < NUDGE_WAIT_S:
+            time.sleep(WATCH_S)
+    finally:
+        if armed:
+            _disarm()
     return True
+
+
+# The sample's code runs on the runner thread (blind.py), its main thread meanwhile waiting in
+# C for the runner's result: the main thread's handler runs only once the call is over. On
+# Python 3.12 and later the watcher reaches the runner thread through sys.monitoring: while it
+# asks (_nudge), a callback of the harness's runs the same checkpoint on the runner thread
+# before its next line, call or jump (a point between two bytecodes, as the main thread's
+# handler is: no C call of that thread is under way), then the events are off again. Before
+# 3.12 (no such callback) only its launches and compiles step it out, as for a sample's other
+# threads. RUNNER: the runner thread's ident (blind.start, per process).
+RUNNER: list[Optional[int]] = [None]
+RUNNER_TOOL_IDS = (4, 3)  # sys.monitoring tool ids tried (3 and 4 have no reserved use)
+_armed: list[Optional[int]] = [None]  # the tool id while armed
+
+
+def set_runner(ident: Optional[int]) -> None:
+    RUNNER[0] = ident
+
+
+def _runner_events():
+    mon = getattr(sys, "monitoring", None)
+    if mon is None:
+        return None, 0
+    ev = mon.events
+    return mon, ev.LINE | ev.CALL | ev.JUMP
+
+
+def _arm(lk):
+    """Turns the runner's callback on (every thread's lines, calls and jumps; it acts on the
+    runner thread only). Returns whether it did; where it cannot (before 3.12, no runner, or the
+    sample holds the tool ids), lk.runner_watch says why."""
+    mon, events = _runner_events()
+    if mon is None or RUNNER[0] is None or _armed[0] is not None:
+        if mon is None:
+            lk.runner_watch = "off: no sys.monitoring before Python 3.12"
+        return False
+    for tool in RUNNER_TOOL_IDS:
+        try:
+            mon.use_tool_id(tool, "kforge-gpulock")
+        except ValueError:
+            continue
+        try:
+            for ev in _bits(events):
+                mon.register_callback(tool, ev, _on_runner_event)
+            mon.set_events(tool, events)
+        except Exception as e:  # noqa: BLE001
+            lk.runner_watch = "off: %s" % e
+            _free(mon, tool, events)
+            return False
+        _armed[0] = tool
+        lk.runner_watch = "on"
+        lk.runner_arms += 1
+        return True
+    lk.runner_watch = "off: sys.monitoring tool ids %s taken" % (RUNNER_TOOL_IDS,)
+    return False
+
+
+def _disarm():
+    mon, events = _runner_events()
+    tool, _armed[0] = _armed[0], None
+    if mon is not None and tool is not None:
+        _free(mon, tool, events)
+
+
+def _free(mon, tool, events):
+    try:
+        mon.set_events(tool, 0)
+        for ev in _bits(events):
+            mon.register_callback(tool, ev, None)
+        mon.free_tool_id(tool)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def _bits(events):
+    return [1 << i for i in range(events.bit_length()) if events >> i & 1]
+
+
+def _on_runner_event(*_args):
+    """On whatever thread reaches a line, call or jump while armed: on the runner thread, the
+    checkpoint of a launch (as _on_watch_signal on the main thread), else nothing."""
+    lk = CURRENT
+    if lk is None or threading.get_ident() != RUNNER[0] or lk.busy or not lk.shared:
+        return None
+    try:
+        if capturing():
+            return None
+        if lk.checkpoint("watch"):
+            lk.stepped_out += 1
+            lk.runner_stepped_out += 1
+    except Exception:  # noqa: BLE001 - never raised into the sample's code
+        pass
+    return None
 
 
 NUDGE_WAIT_S = 0.02  # how long the watcher waits for the main thread before asking again

@@ -171,6 +171,9 @@ class Guard:
         # sys.settrace / setprofile act on the calling thread only.
         self.on_runner: Optional[Callable[..., Any]] = None
         self.resetting = False  # the guard's own sys.settrace(None) on the runner thread
+        # Threads of the verifier's own besides the main thread (the GPU lock's watcher, which
+        # arms sys.monitoring and reads where the sample's code is: gpulock.py).
+        self.own_threads: set[int] = set()
         self.main_hooks = _hooks_here()  # the verifier's thread's own (a debugger's, coverage)
 
     def arm(self) -> None:
@@ -293,7 +296,9 @@ class Guard:
     def _audit(self, event, args, _write=os.write):
         if event not in SCANS and event != "import":
             return
-        if (threading.get_ident() == self.main_ident and not self.in_sample) or self.resetting:
+        me = threading.get_ident()
+        if (me == self.main_ident and not self.in_sample) or self.resetting or \
+                me in self.own_threads:
             return  # the verifier's own
         if event == "import":
             name = args[0] if args else ""
