@@ -23,6 +23,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CORPUS = os.path.join(ROOT, "tests", "verify", "tamper")
@@ -40,6 +41,9 @@ except ImportError:  # a harness before the guard (--harness: the corpus against
     GUARD = None
 req = json.load(open(sys.argv[2]))
 os.chdir(sys.argv[3])
+if req.get("gpu_lock"):  # --lock: a reader of the device as in the pool, its watcher on
+    from kforge_harness import gpulock
+    gpulock.install(req["gpu_lock"])
 rep = {}
 sample = run_sample(req, rep)
 GUARD and GUARD.check("report")
@@ -54,13 +58,57 @@ if sample is not None and wants_mutant_run(rep):
     out.update(skip_verdict=second.get("verdict"), battery=second.get("battery"),
                kernel_battery=second.get("kernel_battery"), controls=second.get("controls"),
                integrity_after=GUARD and GUARD.report())
+if req.get("gpu_lock"):
+    out["gpu_lock"] = gpulock.CURRENT.report()
 print("KFORGE_RESULT " + json.dumps(out, default=str))
 sys.stdout.flush()
 os._exit(0)
 """
 
 
-def run_one(name, corpus, fake, timeout, harness=HARNESS):
+class Writers:
+    """--lock: timing samples of another process, as the pool's other samples would be: in a
+    thread, the device taken now and then (every 50 to 250 ms, 10 ms each) while a sample runs,
+    so that its watcher asks it to step out (on the runner thread too, Python 3.12+)."""
+
+    def __init__(self, d):
+        import random
+        import threading
+        sys.path.insert(0, HARNESS)
+        from kforge_harness import gpulock
+        self.paths = {k: os.path.join(d, k) for k in ("gate", "rw", "queue")}
+        for p in self.paths.values():
+            open(p, "w").close()
+            os.chmod(p, 0o644)
+        self.stop = threading.Event()
+        self.sections = 0
+
+        def loop():
+            rng = random.Random(name_seed(d))
+            while not self.stop.wait(rng.uniform(0.05, 0.25)):
+                lk = gpulock.GpuLock(self.paths["gate"], self.paths["rw"], self.paths["queue"])
+                if lk.acquire_exclusive(5.0) is not None:
+                    time.sleep(0.01)
+                    lk.release_exclusive()
+                    self.sections += 1
+                for fd in (lk.gate, lk.rw, lk.probe, lk.queue):
+                    os.close(fd)
+        self.thread = threading.Thread(target=loop, daemon=True)
+        self.thread.start()
+
+    def request(self):
+        return dict(self.paths, watch=True)
+
+    def close(self):
+        self.stop.set()
+        self.thread.join()
+
+
+def name_seed(d):
+    return sum(map(ord, d))
+
+
+def run_one(name, corpus, fake, timeout, harness=HARNESS, lock=False):
     base = os.path.join(corpus, name)
     read = lambda f: open(os.path.join(base, f)).read()  # noqa: E731
     req = {"code": read("code.py"), "kernel_wrapper": read("wrapper.py"),
@@ -73,6 +121,11 @@ def run_one(name, corpus, fake, timeout, harness=HARNESS):
             json.dump(req, f)
         work = os.path.join(d, "work")
         os.mkdir(work)
+        writers = Writers(d) if lock else None
+        if writers is not None:
+            req["gpu_lock"] = writers.request()
+            with open(rq, "w") as f:
+                json.dump(req, f)
         env = dict(os.environ)
         env.pop("TAMPER_N", None)
         if fake:
@@ -82,6 +135,9 @@ def run_one(name, corpus, fake, timeout, harness=HARNESS):
                                capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
             return {"verdict": "timeout"}
+        finally:
+            if writers is not None:
+                writers.close()
     real = None
     for line in p.stdout.splitlines():
         if line.startswith("KFORGE_RESULT "):
@@ -122,6 +178,9 @@ def main():
     ap.add_argument("--timeout", type=float, default=300.0)
     ap.add_argument("--harness", default=HARNESS, help="the harness to run (another version's)")
     ap.add_argument("--jobs", type=int, default=1, help="runs at once (printed in corpus order)")
+    ap.add_argument("--lock", action="store_true",
+                    help="each sample a reader of a device lock that a thread here takes now "
+                         "and then, as timing samples would (its watcher on)")
     ap.add_argument("names", nargs="*")
     args = ap.parse_args()
     names = args.names or sorted(n for n in os.listdir(args.corpus)
@@ -131,7 +190,7 @@ def main():
     todo = [(name, rep) for name in names for rep in range(args.repeat)]
     with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
         results = pool.map(lambda t: run_one(t[0], args.corpus, args.fake, args.timeout,
-                                             args.harness), todo)
+                                             args.harness, args.lock), todo)
         for (name, _), res in zip(todo, results):
             kind = "honest" if name.startswith("honest_") else \
                 "held" if name.startswith("held_") else "tamper"
@@ -148,6 +207,14 @@ def main():
     for kind, (good, n) in tally.items():
         what = "verified" if kind == "honest" else "failed or flagged"
         print("%s: %d of %d %s" % (kind, good, n, what))
+    if args.lock:
+        locks = [(r["result"].get("gpu_lock") or {}) for r in rows]
+        print("lock: %d samples stepped out %d times at the watcher's asking (%d on the runner "
+              "thread, runner watch %s), checked in %d times" % (
+                  sum(1 for lk in locks if lk), sum(lk.get("watch_stepped_out", 0) for lk in locks),
+                  sum(lk.get("runner_stepped_out", 0) for lk in locks),
+                  sorted({lk.get("runner_watch") for lk in locks if lk}),
+                  sum(lk.get("checked_in", 0) for lk in locks)))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1, default=str)
