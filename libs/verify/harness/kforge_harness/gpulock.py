@@ -909,6 +909,14 @@ def start_watcher(lk: GpuLock) -> None:
 def _forget_in_child():
     global CURRENT
     CURRENT = None
+    RUNNER[0] = None  # the parent's runner thread is not in the child (blind starts its own)
+    if _armed[0] is not None:  # forked while the watcher asked: the child's events off too
+        me = threading.get_ident()
+        mine = me in GUARD.own_threads
+        GUARD.own_threads.add(me)
+        _disarm()
+        if not mine:
+            GUARD.own_threads.discard(me)
 
 
 os.register_at_fork(after_in_child=_forget_in_child)
