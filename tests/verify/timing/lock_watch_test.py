@@ -340,6 +340,52 @@ class WatcherTest(unittest.TestCase):
             self.assertGreaterEqual(waited, SPIN_S - 0.5)
             self.assertEqual(rep["runner_stepped_out"], 0)
 
+    def test_a_timing_sample_that_gives_up_is_a_reader_again(self):
+        # A sample's real run with the speed label on, the device held by a reader that never
+        # leaves (a hostile one, holding rw shared): its timing gives up after wait_s ("GPU
+        # busy") and the process is a reader again for the rest of its work (before: it stayed
+        # out of the lock, its later launches not waiting for any writer).
+        import fcntl
+        holder = os.open(self.paths["rw"], os.O_RDONLY)
+        fcntl.flock(holder, fcntl.LOCK_SH)
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__)))))
+        base = os.path.join(root, "tests", "verify", "samples", "timing_cpu_faster")
+
+        def read(name):
+            with open(os.path.join(base, name)) as f:
+                return f.read()
+        req = {"code": read("code.py"), "kernel_wrapper": read("wrapper.py"),
+               "unitest_code": read("test.py"), "bounds_check": False,
+               "timing": {"enabled": True, "budget_s": 0.2, "min_reps": 3, "max_reps": 20,
+                          "wait_s": 0.5}}
+        work = tempfile.mkdtemp()
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            try:
+                sys.path.insert(0, os.path.join(root, "tests", "verify", "fake_triton"))
+                os.chdir(work)
+                from kforge_harness import phases
+                lk = gpulock.install(self.paths, watch=True)
+                rep = {}
+                phases.real_run(req, rep, phases.Phases(rep))
+                out = {"verdict": rep.get("verdict"), "speed": rep.get("speed"),
+                       "shared": lk.shared, "lock": lk.report()}
+                os.write(w, (json.dumps(out, default=str) + "\n").encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        out = json.loads(_read_all(r))
+        os.waitpid(pid, 0)
+        os.close(holder)
+        self.assertEqual(out["verdict"], "passed", out)
+        self.assertFalse(out["speed"]["timed"], out["speed"])
+        self.assertIn("GPU busy", json.dumps(out["speed"]))
+        self.assertTrue(out["shared"], out["lock"])  # in again after giving up
+        self.assertGreaterEqual(len(out["lock"]["shared"]), 2)
+
     def test_between_writers_the_watcher_sleeps_on_the_bell(self):
         # Idle for 0.5 s with no writer: the bell wakes it for the other processes' opens of
         # the gate file at most, where polling looks every WATCH_S (50 times).
