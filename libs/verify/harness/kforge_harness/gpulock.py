@@ -37,7 +37,11 @@ between two Python bytecodes, not inside a torch call or a launch: it synchronis
 enqueued finishes before the writer times) and blocks at the gate, so nothing more of it
 reaches the GPU until the writer is done. The pool starts watchers only where a writer may come
 (the request's "watch").
-What that cannot stop: GPU work from another thread of the sample, and a main thread inside one
+The sample's code runs on the harness's runner thread (blind.py) while the main thread waits in
+C for it: on Python 3.12 and later the watcher also turns sys.monitoring events on while it
+asks, and a callback runs the same checkpoint on the runner thread at its next line, call or
+jump (_arm); before 3.12 the runner steps out at launches and compiles only.
+What that cannot stop: GPU work from another thread of the sample, and a thread inside one
 long C call (a torch op on the CPU, a blocking wait) steps out only when the call returns.
 
 flock(2) locks go with the process: a sample killed at its deadline releases them. The lock
