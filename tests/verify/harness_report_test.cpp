@@ -41,7 +41,7 @@ TEST(VerifyHarnessReport, PythonReportCheck) {
        (source_dir() / "tests/verify/samples").string()},
       {"TMPDIR=" + tmp.path().string()}, 120);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.err.find("Ran 19 tests"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Ran 21 tests"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("\nOK"), std::string::npos) << r.err;
 }
 
@@ -352,7 +352,7 @@ TEST(VerifyWorkerOp, ThePoolsMessagesAreBuiltFromTheDeclaration) {
 TEST(VerifyWorkerOp, TheFileDeclaresExactlyTheOpsCppKnows) {
   std::ifstream in(source_dir() / "libs/verify/harness/kforge_harness/worker_ops.txt");
   ASSERT_TRUE(in);
-  std::vector<std::string> declared, with_fds;
+  std::vector<std::string> declared, with_fds, files;
   for (std::string line; std::getline(in, line);) {
     if (line.empty() || line[0] == '#' || line.rfind("version", 0) == 0) continue;
     std::istringstream words(line);
@@ -360,13 +360,51 @@ TEST(VerifyWorkerOp, TheFileDeclaresExactlyTheOpsCppKnows) {
     words >> path >> second;
     if (path == "fds")
       with_fds.push_back(second);
-    else if (path.find('.') == std::string::npos)
+    else if (path == "file")
+      files.push_back(second);
+    else if (path.find('.') == std::string::npos &&
+             std::find(files.begin(), files.end(), path) == files.end())
       declared.push_back(path);
   }
-  std::vector<std::string> cpp;
+  std::vector<std::string> cpp, cpp_files;
   for (const auto& e : verify::kWorkerOpNames) cpp.emplace_back(e.name);
+  for (const auto& e : verify::kWorkerFileNames) cpp_files.emplace_back(e.name);
   EXPECT_EQ(declared, cpp);
   EXPECT_EQ(with_fds, cpp);
+  EXPECT_EQ(files, cpp_files);
+}
+
+std::string file_text(verify::WorkerFile f, const nlohmann::json& content) {
+  auto r = verify::worker_file_text(f, content);
+  return r.ok() ? *r : "error: " + r.error().message;
+}
+
+// What the pool writes for a prestarted child itself (prep.json, and the request down its request
+// pipe) is declared in worker_ops.txt too (`file prep`, `file request`) and written through one
+// checked writer; a field renamed or left out is an error naming it.
+TEST(VerifyWorkerOp, APrestartedChildsPrepAndRequestAreDeclared) {
+  using verify::WorkerFile;
+  nlohmann::json prep = {{"sandbox", {{"dir", "/w/4"}}}, {"python_path", {"/p"}}, {"gpu", false}};
+  EXPECT_EQ(file_text(WorkerFile::prep, prep), prep.dump());
+  nlohmann::json renamed = prep;
+  renamed.erase("gpu");
+  renamed["warm_gpu"] = false;
+  EXPECT_EQ(file_text(WorkerFile::prep, renamed),
+            "error: worker file: field \"prep.gpu\" is missing");
+  renamed = prep;
+  renamed["note"] = 1;
+  EXPECT_EQ(file_text(WorkerFile::prep, renamed),
+            "error: worker file: field \"prep.note\" is not a field of the message "
+            "(worker_ops.txt)");
+  EXPECT_EQ(
+      file_text(WorkerFile::prep,
+                {{"sandbox", nullptr}, {"python_path", nlohmann::json::array()}, {"gpu", true}}),
+      "error: worker file: field \"prep.sandbox\" is null, declared object+");
+  // The request is the runner's to read; declared: an object with the report version.
+  nlohmann::json req = {{"report_version", verify::harness_report_version()}, {"key", "k"}};
+  EXPECT_EQ(file_text(WorkerFile::request, req), req.dump());
+  EXPECT_EQ(file_text(WorkerFile::request, {{"key", "k"}}),
+            "error: worker file: field \"request.report_version\" is missing");
 }
 
 // The real worker of a harness whose worker_ops.txt calls the run op "start" (renamed on the

@@ -44,6 +44,7 @@ struct Schema {
   std::vector<Field> fields;
   std::map<std::string, std::vector<const Field*>> children;  // declared parent path -> fields
   std::map<std::string, std::size_t> fds;  // worker_ops.txt's `fds OP N`: op -> descriptors
+  std::vector<std::string> files;          // worker_ops.txt's `file NAME`: top-level, not a message
 };
 
 [[noreturn]] void bad_schema(const std::string& why) {
@@ -126,6 +127,10 @@ Schema load_schema(std::span<const EmbeddedFile> files, std::string file, std::s
       s.fds[parts[1]] = static_cast<std::size_t>(std::stoul(parts[2]));
       continue;
     }
+    if (with_fds && parts.size() == 2 && parts[0] == "file") {
+      s.files.push_back(parts[1]);
+      continue;
+    }
     if (parts.size() != 4 || (parts[2] != "required" && parts[2] != "optional"))
       bad_schema("not PATH TYPE PRESENCE WRITER: " + line);
     Field f;
@@ -138,9 +143,17 @@ Schema load_schema(std::span<const EmbeddedFile> files, std::string file, std::s
   }
   if (s.version <= 0) bad_schema("no version line");
   for (const auto& f : s.fields) s.children[parent_of(f.path)].push_back(&f);
+  auto is_file = [&](const std::string& n) {
+    return std::find(s.files.begin(), s.files.end(), n) != s.files.end();
+  };
   if (with_fds)
     for (const Field* f : s.children[""])
-      if (!s.fds.count(f->name)) bad_schema(s.file + ": no `fds " + f->name + " N` line");
+      if (!s.fds.count(f->name) && !is_file(f->name))
+        bad_schema(s.file + ": no `fds " + f->name + " N` line");
+  for (const auto& n : s.files)
+    if (std::none_of(s.children[""].begin(), s.children[""].end(),
+                     [&](const Field* f) { return f->name == n; }))
+      bad_schema(s.file + ": `file " + n + "` declares no fields");
   return s;
 }
 
@@ -653,7 +666,9 @@ Result<std::string> worker_op_text(const WorkerOp& op, std::size_t fds) {
   if (op.kind == WorkerOpKind::run) msg = {{"id", op.id}, {"request", op.file}};
   if (op.kind == WorkerOpKind::prepare) msg = {{"id", op.id}, {"prep", op.file}};
   const Schema& sch = op_schema();
-  const auto& ops = sch.children.at("");
+  std::vector<const Field*> ops;  // the top-level entries that are messages, not `file`s
+  for (const Field* f : sch.children.at(""))
+    if (std::find(sch.files.begin(), sch.files.end(), f->name) == sch.files.end()) ops.push_back(f);
   if (std::none_of(ops.begin(), ops.end(), [&](const Field* f) { return f->name == name; })) {
     std::string declared;
     for (const Field* f : ops) declared += (declared.empty() ? "" : ", ") + f->name;
@@ -666,6 +681,19 @@ Result<std::string> worker_op_text(const WorkerOp& op, std::size_t fds) {
                std::to_string(sch.fds.at(name)));
   msg["op"] = name;
   return msg.dump();
+}
+
+Result<std::string> worker_file_text(WorkerFile file, const nlohmann::json& content) {
+  std::string name(name_of(kWorkerFileNames, file));
+  const Schema& sch = op_schema();
+  auto decl = std::find_if(sch.fields.begin(), sch.fields.end(),
+                           [&](const Field& f) { return f.path == name; });
+  if (decl == sch.fields.end() ||
+      std::find(sch.files.begin(), sch.files.end(), name) == sch.files.end())
+    return fail("parse", "worker file: '" + name + "' is not a `file` of worker_ops.txt");
+  if (auto p = check_value(sch, content, decl->type, name, name, ReportOrigin::stored))
+    return fail("parse", "worker file: field \"" + *p);
+  return content.dump();
 }
 
 }  // namespace kforge::verify

@@ -213,14 +213,22 @@ bool Pool::Impl::dispatch(Slot& s, Sample job) {
   spdlog::debug("verifier: {} starts on slot {}{}", job.request.key, s.index,
                 job.mutant ? " (its mutant run)" : "");
   if (s.spare) {
-    // The prestarted child takes the sample: the request goes down its go channel.
-    s.run = std::move(s.spare);
-    SampleProcess& r = *s.run;
+    // The prestarted child takes the sample: the request goes down its go channel, as
+    // worker_ops.txt declares it (`file request`).
+    SampleProcess& r = *s.spare;
     r.job = std::move(job);
     r.timeout_s = timeout_of(r.job);
-    arm(r);
-    r.go_pending = request_json(s, r).dump();
-    flush_go(r);
+    auto text = worker_file_text(WorkerFile::request, request_json(s, r));
+    if (!text.ok()) {
+      Sample back = std::move(r.job);
+      drop_spare(s);
+      verdicts.fail_job(std::move(back), text.error().message);
+      return false;
+    }
+    s.run = std::move(s.spare);
+    arm(*s.run);
+    s.run->go_pending = std::move(*text);
+    flush_go(*s.run);
     if (prestarting(s)) prepare_spare(s);
     return true;
   }
@@ -232,13 +240,14 @@ bool Pool::Impl::dispatch(Slot& s, Sample job) {
   }
   run->job = std::move(job);
   run->timeout_s = timeout_of(run->job);
-  auto req = request_json(s, *run);
-  auto st = write_file(run->dir + "/request.json", req.dump());
+  auto req = worker_file_text(WorkerFile::request, request_json(s, *run));
+  auto st = req.ok() ? write_file(run->dir + "/request.json", *req) : Status(req.error());
   if (!st.ok()) {
     spdlog::error("verifier: cannot prepare {}: {}", run->dir, st.error().message);
     for (int fd : child) ::close(fd);
     drop_process(*run);
-    verdicts.fail_job(std::move(run->job), "cannot prepare the sample directory " + run->dir);
+    verdicts.fail_job(std::move(run->job), "cannot prepare the sample directory " + run->dir +
+                                               ": " + st.error().message);
     return false;
   }
   arm(*run);

@@ -267,7 +267,8 @@ void Pool::Impl::prepare_spare(Slot& s) {
   nlohmann::json prep = {{"sandbox", sandbox_json(s, *run)},
                          {"python_path", cfg.python_path},
                          {"gpu", devices[s.device].device.vendor != Vendor::cpu}};
-  auto st = write_file(run->dir + "/prep.json", prep.dump());
+  auto text = worker_file_text(WorkerFile::prep, prep);  // as worker_ops.txt declares it
+  auto st = text.ok() ? write_file(run->dir + "/prep.json", *text) : Status(text.error());
   if (!st.ok()) {
     spdlog::error("verifier: cannot prepare {}: {}", run->dir, st.error().message);
     for (int fd : child) ::close(fd);

@@ -214,6 +214,66 @@ class WorkerOps(unittest.TestCase):
         self.assertEqual(report_schema.op_violation("not json", 0),
                          "the message is not a JSON object: not json")
 
+    def test_a_prestarted_childs_prep_and_request_are_declared(self):
+        """What the pool writes for a prestarted child itself (worker_ops.txt's `file prep`, the
+        file prepare.prep names, and `file request`, what comes down its request pipe): checked
+        by the child as by the pool's writer, naming the field; neither is an op."""
+        self.assertEqual(report_schema.OPS.files, ["prep", "request"])
+        prep = {"sandbox": {"dir": "/w/4"}, "python_path": ["/p"], "gpu": False}
+        self.assertIsNone(report_schema.file_violation("prep", prep))
+        renamed = dict(prep, warm_gpu=False)
+        del renamed["gpu"]
+        self.assertEqual(report_schema.file_violation("prep", renamed), "prep.gpu: is missing")
+        self.assertEqual(report_schema.file_violation("prep", dict(prep, note=1)),
+                         "prep.note: is not a field of the message (worker_ops.txt)")
+        self.assertEqual(report_schema.file_violation("prep", dict(prep, python_path="/p")),
+                         "prep.python_path: is string, declared list<string>")
+        request = {"report_version": report_schema.VERSION, "key": "k", "code": "x"}
+        self.assertIsNone(report_schema.file_violation("request", request))  # the runner's fields
+        self.assertEqual(report_schema.file_violation("request", {"key": "k"}),
+                         "request.report_version: is missing")
+        self.assertEqual(report_schema.file_violation("request", ["k"]),
+                         "request: is list, declared object+")
+        self.assertEqual(report_schema.op_violation(dict(prep, op="prep"), 0),
+                         "op: 'prep' is not an op of worker_ops.txt (run, prepare, exit)")
+
+    def test_a_prestarted_child_refuses_an_undeclared_prep_naming_it(self):
+        """The real worker's prestarted child, given a prep.json whose field the pool's side
+        renamed: it ends the sample with an error verdict naming the field, before its sandbox,
+        and reads nothing from its request pipe."""
+        import socket
+        import subprocess
+        harness = os.path.join(os.path.dirname(os.path.dirname(report_schema.__file__)),
+                               "kforge-harness.py")
+        with tempfile.TemporaryDirectory() as tmp:
+            prep_path = os.path.join(tmp, "prep.json")
+            with open(prep_path, "w") as f:
+                json.dump({"sandbox": {"dir": tmp}, "python_path": [], "warm_gpu": False}, f)
+            pool, worker = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            with pool:
+                proc = subprocess.Popen(
+                    [sys.executable, "-s", harness, "worker", "--control-fd",
+                     str(worker.fileno())], pass_fds=[worker.fileno()])
+                worker.close()
+                self.assertEqual(json.loads(pool.recv(1 << 16).decode())["event"], "ready")
+                out_r, out_w = os.pipe()
+                res_r, res_w = os.pipe()
+                go_r, go_w = os.pipe()
+                socket.send_fds(pool, [json.dumps(dict(self.PREPARE, prep=prep_path)).encode()],
+                                [out_w, out_w, res_w, go_r])
+                for fd in (out_w, res_w, go_r, go_w):  # go_w: no request will come
+                    os.close(fd)
+                with os.fdopen(res_r, "rb") as res:
+                    lines = res.read().decode().strip().splitlines()
+                os.close(out_r)
+                socket.send_fds(pool, [json.dumps({"op": "exit"}).encode()], [])
+                proc.wait(timeout=30)
+        self.assertTrue(lines, "the child wrote no report")
+        report = json.loads(lines[-1])
+        self.assertEqual(report["verdict"], "error")
+        self.assertEqual(report["phase"], "request")
+        self.assertIn("%s: prep.gpu: is missing (worker_ops.txt)" % prep_path, report["detail"])
+
     def test_the_worker_refuses_an_undeclared_op_naming_it(self):
         """The real worker, sent an op the file does not declare (the pool's name for it
         renamed): it closes what came with it, says why in its log and ends, forking

@@ -3,7 +3,8 @@ and every report checked against them before it is written (pipes.write_report).
 the same file the same way (libs/verify/src/harness_report.cpp). The worker's events on its
 control channel are declared the same way in worker_events.txt (event_violation), and the pool's
 messages to it in worker_ops.txt (op_violation; the pool's side of both:
-libs/verify/include/kforge/verify/worker_event.hpp)."""
+libs/verify/include/kforge/verify/worker_event.hpp), with what the pool writes for a prestarted
+sample process itself: its prep.json and the request on its request pipe (file_violation)."""
 
 from __future__ import annotations
 
@@ -83,9 +84,11 @@ def vocabulary(name: str) -> list[str]:
 
 
 def load(lines: Iterable[str], file: str = "report_fields.txt",
-         fds: Optional[dict[str, int]] = None) -> tuple[int, dict[str, Field]]:
+         fds: Optional[dict[str, int]] = None,
+         files: Optional[list[str]] = None) -> tuple[int, dict[str, Field]]:
     """(version, {path: Field}) from the file's entries. Raises ValueError on a malformed one.
-    `fds`: where a file of messages (worker_ops.txt) puts its `fds OP N` lines; None: none."""
+    `fds`: where a file of messages (worker_ops.txt) puts its `fds OP N` lines, and `files` its
+    `file NAME` lines (a top-level entry that is not a message); None: none."""
     version: Optional[int] = None
     fields: dict[str, Field] = {}
     for line in lines:
@@ -95,6 +98,9 @@ def load(lines: Iterable[str], file: str = "report_fields.txt",
             continue
         if parts[0] == "fds" and len(parts) == 3 and fds is not None:
             fds[parts[1]] = int(parts[2])
+            continue
+        if parts[0] == "file" and len(parts) == 2 and files is not None:
+            files.append(parts[1])
             continue
         if len(parts) != 4 or parts[2] not in ("required", "optional") or parts[3] not in WRITERS:
             raise ValueError("%s: not PATH TYPE PRESENCE WRITER: %r" % (file, line))
@@ -114,12 +120,21 @@ class Declaration:
         self.file = file
         self.of = of
         self.fds: dict[str, int] = {}  # op -> the descriptors its message carries (worker_ops.txt)
+        self.files: list[str] = []  # its top-level entries that are not messages (`file NAME`)
         self.version, self.fields = load(listed(file, __file__), file,
-                                         self.fds if with_fds else None)
+                                         self.fds if with_fds else None,
+                                         self.files if with_fds else None)
         if with_fds:
+            for name in self.files:
+                if name not in children("", self):
+                    raise ValueError("%s: `file %s` declares no fields" % (file, name))
             for name in children("", self):
-                if name not in self.fds:
+                if name not in self.fds and name not in self.files:
                     raise ValueError("%s: no `fds %s N` line" % (file, name))
+
+    def ops(self) -> list[str]:
+        """The top-level entries that are messages (worker_ops.txt: not its `file` entries)."""
+        return [n for n in children("", self) if n not in self.files]
 
 
 class Names:
@@ -292,7 +307,7 @@ def op_violation(message: Any, fds: int) -> Optional[str]:
     if not isinstance(message, dict):
         return "the message is not a JSON object: %s" % str(message)[:200]
     name = message.get("op")
-    ops = children("", OPS)
+    ops = OPS.ops()
     if not isinstance(name, str) or name not in ops:
         return "op: %r is not an op of worker_ops.txt (%s)" % (name, ", ".join(ops))
     rest = {k: v for k, v in message.items() if k != "op"}
@@ -303,6 +318,16 @@ def op_violation(message: Any, fds: int) -> Optional[str]:
         return "%s: came with %d file descriptors, declared %d (worker_ops.txt)" % (
             name, fds, OPS.fds[name])
     return None
+
+
+def file_violation(name: str, content: Any) -> Optional[str]:
+    """The first way what the pool wrote for a prestarted sample process (worker_ops.txt's
+    `file NAME`: "prep", the file prepare.prep names; "request", what comes on its request pipe)
+    breaks its declaration, naming the field, or None."""
+    if name not in OPS.files:
+        raise ValueError("%r is not a `file` of worker_ops.txt (%s)" % (name, ", ".join(OPS.files)))
+    f = OPS.fields[name]
+    return check_value(content, f.type, name, f.path, f.type_text, lambda f: True, OPS)
 
 
 def request_version_error(request: Any) -> Optional[str]:

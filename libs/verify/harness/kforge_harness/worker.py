@@ -139,6 +139,7 @@ def prestarted_main(prep_path: str, result_fd: int, go_fd: int) -> NoReturn:
     The sample's deadline starts when the pool sends it, so the warm-up is off its clock."""
     report = {"harness": HARNESS_VERSION, "pid": os.getpid()}
     prep = read_json(prep_path, report, result_fd)
+    declared(prep_path, "prep", prep, report, result_fd)
     _sandbox(prep.get("sandbox"), report, result_fd, [result_fd, go_fd])
     put_first_on_path(prep.get("python_path", []))
     warm = warm_up_gpu() if prep.get("gpu") else {"gpu": "not asked"}
@@ -154,7 +155,17 @@ def prestarted_main(prep_path: str, result_fd: int, go_fd: int) -> NoReturn:
         request = json.loads(data.decode("utf-8"))
     except ValueError as e:
         bad_request(report, result_fd, e)
+    declared("the request pipe", "request", request, report, result_fd)
     run_and_report(request, report, result_fd, started)
+
+
+def declared(where: str, name: str, content: Any, report: Json, result_fd: int) -> None:
+    """What the pool wrote for this prestarted process (worker_ops.txt's `file NAME`) against its
+    declaration: one it does not declare ends the sample with an error verdict naming the field,
+    as an unreadable request does."""
+    bad = report_schema.file_violation(name, content)
+    if bad:
+        bad_request(report, result_fd, ValueError("%s: %s (worker_ops.txt)" % (where, bad)))
 
 
 def run_and_report(request: Json, report: Json, result_fd: int,

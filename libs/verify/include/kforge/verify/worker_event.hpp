@@ -76,4 +76,15 @@ struct WorkerOp {
 // file descriptors, declared 3".
 Result<std::string> worker_op_text(const WorkerOp& op, std::size_t fds);
 
+// What the pool writes for a prestarted sample process itself, declared in worker_ops.txt as its
+// `file` entries and checked there by the process (report_schema.file_violation): prep, the file
+// a prepare message names (prep.json); request, what goes down the process's request pipe.
+enum class WorkerFile { prep, request };
+inline constexpr EnumName<WorkerFile> kWorkerFileNames[] = {{WorkerFile::prep, "prep"},
+                                                            {WorkerFile::request, "request"}};
+
+// The content's text, checked against its declaration. An error (kind "parse") names the field:
+// "worker file: field \"prep.gpu\" is missing".
+Result<std::string> worker_file_text(WorkerFile file, const nlohmann::json& content);
+
 }  // namespace kforge::verify
