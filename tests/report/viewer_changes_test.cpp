@@ -301,6 +301,70 @@ TEST_F(ViewerChanges, ARunThatMovesIsUpdatedByTheSamplesThatChangedAsAWholeReadW
   }
 }
 
+TEST_F(ViewerChanges, AnUpdateCopiesTheOutcomesAPageHoldsAndChangesThemInPlaceWhenNoneDoes) {
+  // Copy-on-write: while a page still holds the run's outcomes (a slow page being written out),
+  // an update leaves them as they were and keeps a changed copy; when none does, the kept
+  // outcomes are changed in place. Either way they are what a whole read gives, new samples
+  // (first and last by key) included.
+  expect_kept_as_read("first read");
+  const std::int64_t v2 = run_id("v2");
+  const std::string run = std::to_string(v2);
+  auto kept = cache.kept(v2);
+  ASSERT_TRUE(kept.has_value());
+  report::ViewCache::Outcomes held = kept->outcomes;  // as a page holds them
+  kept.reset();
+  const std::string before = describe(*held);
+  vf.fx().exec("add_reverification", {"v2", "layernorm.py", "passed", ""});
+  expect_kept_as_read("a verdict while a page holds the outcomes");
+  EXPECT_EQ(cache.updates(), 1);
+  EXPECT_EQ(cache.updates_in_place(), 0);
+  EXPECT_EQ(describe(*held), before) << "the outcomes a page holds changed under it";
+  EXPECT_NE(cache.kept(v2)->outcomes.get(), held.get());
+  held.reset();
+
+  // No page holds them now: each change below is made in place.
+  const auto* where = cache.kept(v2)->outcomes.get();
+  auto add_job = [&](const std::string& key) {
+    ASSERT_TRUE(db().exec("INSERT INTO samples (key, code_sha256, code, record_json, source, "
+                          "source_index, created_ms, updated_ms) VALUES ('" +
+                          key + "', 'x', 'pass', '{}', 'test', 0, 1, 1)")
+                    .ok());
+    ASSERT_TRUE(db().exec("INSERT INTO jobs (run_id, sample_id, stage, created_ms, updated_ms) "
+                          "SELECT " +
+                          run + ", id, 'analyze', 1, 1 FROM samples WHERE key = '" + key + "'")
+                    .ok());
+  };
+  const std::vector<std::pair<std::string, std::function<void()>>> writes = {
+      {"a verdict",
+       [&] {
+         vf.fx().exec("add_reverification", {"v2", "softmax.py", "failed", ""});
+       }},
+      {"a job first by key", [&] { add_job("000_first.py"); }},
+      {"a job last by key", [&] { add_job("zzz_last.py"); }},
+      {"a job failed and another answered",
+       [&] {
+         ASSERT_TRUE(
+             db().exec("UPDATE jobs SET state = 'failed', error = 'no' WHERE run_id = " + run +
+                       " AND sample_id = (SELECT id FROM samples WHERE key = "
+                       "'000_first.py')")
+                 .ok());
+         vf.fx().exec("add_answer", {"v2", "softmax.py", "repair", "ok", "1", "{\"code\": \"y\"}"});
+       }},
+  };
+  std::int64_t in_place = 0;
+  for (const auto& [what, write] : writes) {
+    write();
+    expect_kept_as_read(what);
+    EXPECT_EQ(cache.reads(), 1) << what << ": read whole again";
+    EXPECT_EQ(cache.updates_in_place(), ++in_place) << what;
+    EXPECT_EQ(cache.kept(v2)->outcomes.get(), where) << what << ": copied";
+  }
+  const auto& all = *cache.kept(v2)->outcomes;
+  ASSERT_FALSE(all.empty());
+  EXPECT_EQ(all.front().key, "000_first.py");
+  EXPECT_EQ(all.back().key, "zzz_last.py");
+}
+
 TEST_F(ViewerChanges, ADeletedJobOrANewGroupingIsReadWhole) {
   expect_kept_as_read("first read");
   const std::string v2 = std::to_string(run_id("v2"));
