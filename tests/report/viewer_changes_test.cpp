@@ -4,11 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <fstream>
 #include <functional>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "kforge/report/outcomes.hpp"
 #include "kforge/report/viewer.hpp"
@@ -363,6 +365,58 @@ TEST_F(ViewerChanges, AnUpdateCopiesTheOutcomesAPageHoldsAndChangesThemInPlaceWh
   ASSERT_FALSE(all.empty());
   EXPECT_EQ(all.front().key, "000_first.py");
   EXPECT_EQ(all.back().key, "zzz_last.py");
+}
+
+TEST_F(ViewerChanges, PagesOfAMovingRunServedAtOnceAreWhatAWholeReadGives) {
+  // Four threads, each with its own connection, fetch v2's pages while its jobs change: each
+  // update is made in place or into a copy depending on whether another page holds the
+  // outcomes at that moment. No page may fail, and at the end the kept outcomes are what a
+  // whole read gives.
+  expect_kept_as_read("first read");
+  constexpr int kThreads = 4, kWrites = 12;
+  std::vector<std::unique_ptr<store::Db>> dbs;
+  for (int i = 0; i < kThreads; ++i) {
+    auto c = store::Db::open({.path = vf.fx().db_path().string(), .migrate = false});
+    ASSERT_TRUE(c.ok()) << c.error().message;
+    dbs.push_back(std::move(*c));
+  }
+  const std::string v2 = std::to_string(run_id("v2"));
+  std::atomic<bool> done{false};
+  std::atomic<int> failed{0};
+  std::vector<int> pages(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      const std::vector<report::ViewRequest> asks = {
+          {"/run", {{"tag", "v2"}}},
+          {"/run", {{"tag", "v2"}, {"verdict", "failed"}}},
+          {"/sample", {{"tag", "v2"}, {"key", "softmax.py"}}}};
+      for (std::size_t i = 0; !done.load() || i < asks.size(); ++i) {
+        auto page = report::view(*dbs[t], asks[i % asks.size()], opts);
+        if (page.status != 200) {
+          ADD_FAILURE() << "thread " << t << ", page " << pages[t] << ": " << page.body;
+          ++failed;
+        }
+        ++pages[t];
+      }
+    });
+  for (int w = 0; w < kWrites; ++w) {
+    ASSERT_TRUE(
+        db().exec("UPDATE jobs SET error = 'write " + std::to_string(w) + "' WHERE run_id = " + v2 +
+                  " AND sample_id = (SELECT min(sample_id) FROM jobs WHERE run_id = " + v2 + ")")
+            .ok());
+    vf.fx().exec("add_reverification", {"v2", w % 2 == 0 ? "layernorm.py" : "softmax.py",
+                                        w % 3 == 0 ? "passed" : "failed", ""});
+    // Wait for a page to have seen this write (the threads' pages read it), whatever the pace.
+    const std::int64_t seen = cache.updates() + cache.reads();
+    while (cache.updates() + cache.reads() == seen && failed.load() == 0) std::this_thread::yield();
+  }
+  done = true;
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(cache.reads(), 1);  // every change was read by the samples it changed
+  EXPECT_GE(cache.updates(), kWrites);
+  expect_kept_as_read("after the writes");
 }
 
 TEST_F(ViewerChanges, ADeletedJobOrANewGroupingIsReadWhole) {
