@@ -4,11 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <fstream>
 #include <functional>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "kforge/report/outcomes.hpp"
 #include "kforge/report/viewer.hpp"
@@ -299,6 +301,122 @@ TEST_F(ViewerChanges, ARunThatMovesIsUpdatedByTheSamplesThatChangedAsAWholeReadW
     EXPECT_EQ(cache.reads(), 1) << what << ": read whole again";
     EXPECT_EQ(cache.updates(), ++updates) << what;
   }
+}
+
+TEST_F(ViewerChanges, AnUpdateCopiesTheOutcomesAPageHoldsAndChangesThemInPlaceWhenNoneDoes) {
+  // Copy-on-write: while a page still holds the run's outcomes (a slow page being written out),
+  // an update leaves them as they were and keeps a changed copy; when none does, the kept
+  // outcomes are changed in place. Either way they are what a whole read gives, new samples
+  // (first and last by key) included.
+  expect_kept_as_read("first read");
+  const std::int64_t v2 = run_id("v2");
+  const std::string run = std::to_string(v2);
+  auto kept = cache.kept(v2);
+  ASSERT_TRUE(kept.has_value());
+  report::ViewCache::Outcomes held = kept->outcomes;  // as a page holds them
+  kept.reset();
+  const std::string before = describe(*held);
+  vf.fx().exec("add_reverification", {"v2", "layernorm.py", "passed", ""});
+  expect_kept_as_read("a verdict while a page holds the outcomes");
+  EXPECT_EQ(cache.updates(), 1);
+  EXPECT_EQ(cache.updates_in_place(), 0);
+  EXPECT_EQ(describe(*held), before) << "the outcomes a page holds changed under it";
+  EXPECT_NE(cache.kept(v2)->outcomes.get(), held.get());
+  held.reset();
+
+  // No page holds them now: each change below is made in place.
+  const auto* where = cache.kept(v2)->outcomes.get();
+  auto add_job = [&](const std::string& key) {
+    ASSERT_TRUE(db().exec("INSERT INTO samples (key, code_sha256, code, record_json, source, "
+                          "source_index, created_ms, updated_ms) VALUES ('" +
+                          key + "', 'x', 'pass', '{}', 'test', 0, 1, 1)")
+                    .ok());
+    ASSERT_TRUE(db().exec("INSERT INTO jobs (run_id, sample_id, stage, created_ms, updated_ms) "
+                          "SELECT " +
+                          run + ", id, 'analyze', 1, 1 FROM samples WHERE key = '" + key + "'")
+                    .ok());
+  };
+  const std::vector<std::pair<std::string, std::function<void()>>> writes = {
+      {"a verdict",
+       [&] {
+         vf.fx().exec("add_reverification", {"v2", "softmax.py", "failed", ""});
+       }},
+      {"a job first by key", [&] { add_job("000_first.py"); }},
+      {"a job last by key", [&] { add_job("zzz_last.py"); }},
+      {"a job failed and another answered",
+       [&] {
+         ASSERT_TRUE(
+             db().exec("UPDATE jobs SET state = 'failed', error = 'no' WHERE run_id = " + run +
+                       " AND sample_id = (SELECT id FROM samples WHERE key = "
+                       "'000_first.py')")
+                 .ok());
+         vf.fx().exec("add_answer", {"v2", "softmax.py", "repair", "ok", "1", "{\"code\": \"y\"}"});
+       }},
+  };
+  std::int64_t in_place = 0;
+  for (const auto& [what, write] : writes) {
+    write();
+    expect_kept_as_read(what);
+    EXPECT_EQ(cache.reads(), 1) << what << ": read whole again";
+    EXPECT_EQ(cache.updates_in_place(), ++in_place) << what;
+    EXPECT_EQ(cache.kept(v2)->outcomes.get(), where) << what << ": copied";
+  }
+  const auto& all = *cache.kept(v2)->outcomes;
+  ASSERT_FALSE(all.empty());
+  EXPECT_EQ(all.front().key, "000_first.py");
+  EXPECT_EQ(all.back().key, "zzz_last.py");
+}
+
+TEST_F(ViewerChanges, PagesOfAMovingRunServedAtOnceAreWhatAWholeReadGives) {
+  // Four threads, each with its own connection, fetch v2's pages while its jobs change: each
+  // update is made in place or into a copy depending on whether another page holds the
+  // outcomes at that moment. No page may fail, and at the end the kept outcomes are what a
+  // whole read gives.
+  expect_kept_as_read("first read");
+  constexpr int kThreads = 4, kWrites = 12;
+  std::vector<std::unique_ptr<store::Db>> dbs;
+  for (int i = 0; i < kThreads; ++i) {
+    auto c = store::Db::open({.path = vf.fx().db_path().string(), .migrate = false});
+    ASSERT_TRUE(c.ok()) << c.error().message;
+    dbs.push_back(std::move(*c));
+  }
+  const std::string v2 = std::to_string(run_id("v2"));
+  std::atomic<bool> done{false};
+  std::atomic<int> failed{0};
+  std::vector<int> pages(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      const std::vector<report::ViewRequest> asks = {
+          {"/run", {{"tag", "v2"}}},
+          {"/run", {{"tag", "v2"}, {"verdict", "failed"}}},
+          {"/sample", {{"tag", "v2"}, {"key", "softmax.py"}}}};
+      for (std::size_t i = 0; !done.load() || i < asks.size(); ++i) {
+        auto page = report::view(*dbs[t], asks[i % asks.size()], opts);
+        if (page.status != 200) {
+          ADD_FAILURE() << "thread " << t << ", page " << pages[t] << ": " << page.body;
+          ++failed;
+        }
+        ++pages[t];
+      }
+    });
+  for (int w = 0; w < kWrites; ++w) {
+    ASSERT_TRUE(
+        db().exec("UPDATE jobs SET error = 'write " + std::to_string(w) + "' WHERE run_id = " + v2 +
+                  " AND sample_id = (SELECT min(sample_id) FROM jobs WHERE run_id = " + v2 + ")")
+            .ok());
+    vf.fx().exec("add_reverification", {"v2", w % 2 == 0 ? "layernorm.py" : "softmax.py",
+                                        w % 3 == 0 ? "passed" : "failed", ""});
+    // Wait for a page to have seen this write (the threads' pages read it), whatever the pace.
+    const std::int64_t seen = cache.updates() + cache.reads();
+    while (cache.updates() + cache.reads() == seen && failed.load() == 0) std::this_thread::yield();
+  }
+  done = true;
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(cache.reads(), 1);  // every change was read by the samples it changed
+  EXPECT_GE(cache.updates(), kWrites);
+  expect_kept_as_read("after the writes");
 }
 
 TEST_F(ViewerChanges, ADeletedJobOrANewGroupingIsReadWhole) {

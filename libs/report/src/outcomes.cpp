@@ -125,9 +125,22 @@ struct Scratch {
   std::optional<store::OutputStatus> last_status, stage_status;
   std::int64_t newest = 0;  // the newest verification's id
   std::optional<std::string> verdict, flags_json;
-  std::map<int, RoundOutcome> rounds;
-  std::map<int, std::int64_t> round_newest;  // each round's newest verification id
+  // Each round's newest verification id, in the order of the outcome's rounds (round_of).
+  std::vector<std::int64_t> round_newest;
 };
+
+// The outcome's round `n`, added in round order when it has none yet (with its newest
+// verification id in `x`): the rounds are built in place, a handful a sample, with no map.
+RoundOutcome& round_of(SampleOutcome& o, Scratch& x, int n) {
+  auto it = std::lower_bound(o.rounds.begin(), o.rounds.end(), n,
+                             [](const RoundOutcome& r, int round) { return r.round < round; });
+  if (it != o.rounds.end() && it->round == n) return *it;
+  const auto at = it - o.rounds.begin();
+  x.round_newest.insert(x.round_newest.begin() + at, 0);
+  it = o.rounds.insert(it, RoundOutcome{});
+  it->round = n;
+  return *it;
+}
 
 // A read of the outcomes of a run's samples whose ids lie in ranges: each part of the outcome
 // (jobs, stage outputs, verifications, speed labels, cross-compile results) read as one index
@@ -185,7 +198,8 @@ class OutcomeReader {
 Status OutcomeReader::read_jobs(std::int64_t first, std::int64_t last) {
   KF_TRY(store::Stmt s, db_.prepare(queries()["outcome_jobs"]));
   return bound(s, first, last)->each([&](store::Stmt& row) -> Status {
-    SampleOutcome o;
+    // Made in its place: an outcome moved is some 40 members copied.
+    SampleOutcome& o = out_.emplace_back();
     o.job_id = row.int64(0);
     o.sample_id = row.int64(1);
     o.key = row.text(2);
@@ -202,8 +216,7 @@ Status OutcomeReader::read_jobs(std::int64_t first, std::int64_t last) {
       o.dup_group = row.int64(8);
       o.dup_group_size = row.int64(9);
     }
-    at_[o.sample_id] = out_.size();
-    out_.push_back(std::move(o));
+    at_[o.sample_id] = out_.size() - 1;
     scratch_.emplace_back();
     return {};
   });
@@ -230,7 +243,7 @@ Status OutcomeReader::read_outputs(std::int64_t first, std::int64_t last) {
     o.reasoning_tokens += row.int64(9);
     o.cached_prompt_tokens += row.int64(10);
     o.mended_outputs += row.int64(11);
-    RoundOutcome& r = x.rounds[static_cast<int>(row.int64(1))];
+    RoundOutcome& r = round_of(o, x, static_cast<int>(row.int64(1)));
     r.cost_usd += cost;
     if (!row.is_null(5) && !row.is_null(6)) r.tokens += prompt + completion;
     r.llm_ms += latency;
@@ -270,10 +283,10 @@ Status OutcomeReader::read_verifications(std::int64_t first, std::int64_t last) 
         o.kernel_applicable = row.int64(6);
       }
     }
-    std::int64_t& newest = x.round_newest[round];
+    RoundOutcome& r = round_of(o, x, round);
+    std::int64_t& newest = x.round_newest[static_cast<std::size_t>(&r - o.rounds.data())];
     if (id > newest) {
       newest = id;
-      RoundOutcome& r = x.rounds[round];
       r.verdict = row.text(3);
       r.flags.clear();
       const std::string flags_json = row.text(7);
@@ -365,10 +378,6 @@ Status OutcomeReader::settle(SampleOutcome& o, Scratch& x, store::Stmt& error) {
     o.speed_flags.clear();
     o.kernel_share.reset();
   }
-  for (auto& [n, r] : x.rounds) {
-    r.round = n;
-    o.rounds.push_back(std::move(r));
-  }
   return {};
 }
 
@@ -379,10 +388,23 @@ Result<std::vector<SampleOutcome>> OutcomeReader::finish() {
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(),
             [&](std::size_t a, std::size_t b) { return out_[a].key < out_[b].key; });
-  std::vector<SampleOutcome> sorted;
-  sorted.reserve(out_.size());
-  for (std::size_t i : order) sorted.push_back(std::move(out_[i]));
-  return sorted;
+  // Put in key order in place, cycle by cycle (position i takes the outcome at order[i]): a
+  // second vector of the run's outcomes is as much new memory again, each page of it a page
+  // fault, which costs more than the moves (docs/BENCHMARKS.md, issue 57).
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    if (order[i] == i) continue;
+    SampleOutcome held = std::move(out_[i]);
+    std::size_t at = i;
+    while (order[at] != i) {
+      const std::size_t from = order[at];
+      out_[at] = std::move(out_[from]);
+      order[at] = at;
+      at = from;
+    }
+    out_[at] = std::move(held);
+    order[at] = at;
+  }
+  return std::move(out_);
 }
 
 }  // namespace

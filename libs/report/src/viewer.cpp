@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <map>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "kforge/core/clock.hpp"
@@ -62,20 +63,62 @@ Result<std::string> dedup_stamp(store::Db& db) {
   return row ? s.opt_text(0).value_or("-") : std::string("-");
 }
 
-// The changed samples read into a copy of `kept` (sorted by key), or null when a whole read is
+// `fresh` (the samples read again, by key) put into `all` (by key) in place: a changed sample's
+// outcome replaced, one gone (changed, not read again) removed, a new one inserted in key order.
+// Moves only: no outcome is copied.
+void merge_in_place(std::vector<SampleOutcome>& all, std::vector<SampleOutcome>& fresh,
+                    const std::unordered_set<std::int64_t>& changed) {
+  std::unordered_map<std::int64_t, std::size_t> read_again;
+  read_again.reserve(fresh.size());
+  for (std::size_t i = 0; i < fresh.size(); ++i) read_again[fresh[i].sample_id] = i;
+  std::vector<bool> placed(fresh.size(), false);
+  bool gone = false;
+  for (auto& o : all) {
+    if (!changed.contains(o.sample_id)) continue;
+    auto it = read_again.find(o.sample_id);
+    if (it != read_again.end() && fresh[it->second].key == o.key) {
+      o = std::move(fresh[it->second]);
+      placed[it->second] = true;
+    } else {
+      o.sample_id = 0;  // gone (or its key changed: inserted below); no sample has id 0
+      gone = true;
+    }
+  }
+  if (gone) std::erase_if(all, [](const SampleOutcome& o) { return o.sample_id == 0; });
+  const std::size_t before = all.size();
+  for (std::size_t i = 0; i < fresh.size(); ++i)
+    if (!placed[i]) all.push_back(std::move(fresh[i]));
+  if (all.size() != before)
+    std::inplace_merge(
+        all.begin(), all.begin() + static_cast<std::ptrdiff_t>(before), all.end(),
+        [](const SampleOutcome& a, const SampleOutcome& b) { return a.key < b.key; });
+}
+
+// The changed samples read into `kept`'s outcomes (sorted by key), or null when a whole read is
 // due: a job was deleted, or more samples changed than a whole read costs (a quarter of them).
-Result<ViewCache::Outcomes> updated(store::Db& db, const RunInfo& run, const ViewCache::Entry& kept,
-                                    std::int64_t& mark) {
+// The outcomes are changed in place when `kept` holds the only reference to them (taken out of
+// the cache, no page showing them); else into a copy, the outcomes a page shows left as they
+// are. `in_place` says which.
+Result<ViewCache::Kept> updated(store::Db& db, const RunInfo& run, ViewCache::Entry& kept,
+                                std::int64_t& mark, bool& in_place) {
   KF_TRY(OutcomeChanges changes, outcome_changes_since(db, run.id, kept.mark));
   if (changes.removed || changes.samples.size() > kept.outcomes->size() / 4 + 64)
-    return ViewCache::Outcomes();
+    return ViewCache::Kept();
   mark = changes.mark;
+  in_place = false;
   if (changes.samples.empty()) return kept.outcomes;
   KF_TRY(auto fresh, load_outcomes_of(db, run, changes.samples));
   // The samples read again: those that changed, gone or not, and their neighbours read with
   // them (load_outcomes_of reads ids close together as one range).
   std::unordered_set<std::int64_t> changed(changes.samples.begin(), changes.samples.end());
   for (const auto& o : fresh) changed.insert(o.sample_id);
+  if (kept.outcomes.use_count() == 1) {
+    // Nobody else can reach these outcomes: the cache gave them up (take) and no page holds
+    // them (a page holds its own reference while it shows them).
+    merge_in_place(*kept.outcomes, fresh, changed);
+    in_place = true;
+    return std::move(kept.outcomes);
+  }
   std::vector<SampleOutcome> merged;
   merged.reserve(kept.outcomes->size() + fresh.size());
   auto older = kept.outcomes->cbegin();
@@ -89,7 +132,7 @@ Result<ViewCache::Outcomes> updated(store::Db& db, const RunInfo& run, const Vie
       merged.push_back(std::move(*newer++));
     }
   }
-  return std::make_shared<const std::vector<SampleOutcome>>(std::move(merged));
+  return std::make_shared<std::vector<SampleOutcome>>(std::move(merged));
 }
 
 }  // namespace
@@ -111,10 +154,13 @@ Result<ViewCache::Outcomes> outcomes_of(store::Db& db, const RunInfo& run, ViewC
     KF_TRY(dedup, dedup_stamp(db));
     // The run moved since it was read (kforged working on it): read again only the samples
     // that changed, as outcome_changes (migration 0050) numbers them.
-    if (auto kept = cache->kept(run.id); kept && kept->dedup == dedup) {
-      KF_TRY(ViewCache::Outcomes fresh, updated(db, run, *kept, mark));
+    // Taken out of the cache (put back updated, or replaced by a whole read): while no page
+    // holds them, they are updated in place.
+    if (auto kept = cache->take(run.id); kept && kept->dedup == dedup) {
+      bool in_place = false;
+      KF_TRY(ViewCache::Kept fresh, updated(db, run, *kept, mark, in_place));
       if (fresh) {
-        cache->put(run.id, fingerprint, fresh, mark, dedup, /*whole=*/false);
+        cache->put(run.id, fingerprint, fresh, mark, dedup, /*whole=*/false, in_place);
         return fresh;
       }
     }
@@ -122,9 +168,9 @@ Result<ViewCache::Outcomes> outcomes_of(store::Db& db, const RunInfo& run, ViewC
     KF_TRY(mark, outcome_change_mark(db, run.id));
   }
   KF_TRY(auto outcomes, load_outcomes(db, run));
-  auto shared = std::make_shared<const std::vector<SampleOutcome>>(std::move(outcomes));
+  auto shared = std::make_shared<std::vector<SampleOutcome>>(std::move(outcomes));
   if (cache != nullptr) cache->put(run.id, fingerprint, shared, mark, dedup);
-  return ViewCache::Outcomes(shared);
+  return shared;
 }
 
 namespace {
@@ -340,10 +386,23 @@ std::optional<ViewCache::Entry> ViewCache::kept(std::int64_t run_id) {
   return std::nullopt;
 }
 
-void ViewCache::put(std::int64_t run_id, const std::string& fingerprint, Outcomes outcomes,
-                    std::int64_t mark, const std::string& dedup, bool whole) {
+std::optional<ViewCache::Entry> ViewCache::take(std::int64_t run_id) {
+  std::lock_guard lock(mu_);
+  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    if (it->run_id != run_id) continue;
+    std::optional<Entry> e;
+    if (it->mark >= 0) e = std::move(*it);
+    entries_.erase(it);
+    return e;
+  }
+  return std::nullopt;
+}
+
+void ViewCache::put(std::int64_t run_id, const std::string& fingerprint, Kept outcomes,
+                    std::int64_t mark, const std::string& dedup, bool whole, bool in_place) {
   std::lock_guard lock(mu_);
   ++(whole ? reads_ : updates_);
+  if (in_place) ++in_place_;
   std::erase_if(entries_, [&](const Entry& e) { return e.run_id == run_id; });
   entries_.push_back({run_id, fingerprint, std::move(outcomes), mark, dedup});
   while (entries_.size() > max_runs_) entries_.erase(entries_.begin());
@@ -386,6 +445,11 @@ std::int64_t ViewCache::reads() const {
 std::int64_t ViewCache::updates() const {
   std::lock_guard lock(mu_);
   return updates_;
+}
+
+std::int64_t ViewCache::updates_in_place() const {
+  std::lock_guard lock(mu_);
+  return in_place_;
 }
 
 Result<int> warm_cache(store::Db& db, const ViewOptions& opts, int runs) {

@@ -66,13 +66,16 @@ class ViewCache {
   explicit ViewCache(std::size_t max_runs = 8, std::size_t max_parts = 64)
       : max_runs_(max_runs), max_parts_(max_parts) {}
   using Outcomes = std::shared_ptr<const std::vector<SampleOutcome>>;
+  // Outcomes as the cache keeps them: pages see them const (Outcomes); the one that updates a
+  // run it took (take) and alone holds may change them in place.
+  using Kept = std::shared_ptr<std::vector<SampleOutcome>>;
   // A run's outcomes as kept: read at `fingerprint`, holding every change up to the run's
   // change number `mark` (outcome_change_mark; -1: unknown), with the near-duplicate groups
   // computed at `dedup`.
   struct Entry {
     std::int64_t run_id = 0;
     std::string fingerprint;
-    Outcomes outcomes;
+    Kept outcomes;
     std::int64_t mark = -1;
     std::string dedup;
   };
@@ -81,10 +84,15 @@ class ViewCache {
   // The run's kept outcomes whatever their fingerprint, when their change number is known: what
   // a read of the samples changed since updates.
   std::optional<Entry> kept(std::int64_t run_id);
+  // The same entry taken out of the cache (the cache no longer holds it): when no page holds
+  // its outcomes either (use_count 1), the taker may update them in place instead of copying
+  // them (copy-on-write: a page still showing them keeps them as they were).
+  std::optional<Entry> take(std::int64_t run_id);
   // Keeps a run's outcomes; `whole`: read whole (reads()), else updated from a kept entry by
-  // the samples that changed (updates()).
-  void put(std::int64_t run_id, const std::string& fingerprint, Outcomes outcomes,
-           std::int64_t mark = -1, const std::string& dedup = "", bool whole = true);
+  // the samples that changed (updates(); `in_place`: without a copy, updates_in_place()).
+  void put(std::int64_t run_id, const std::string& fingerprint, Kept outcomes,
+           std::int64_t mark = -1, const std::string& dedup = "", bool whole = true,
+           bool in_place = false);
   // The part of a page kept under `name` when it was made at `fingerprint`, else null.
   std::shared_ptr<const std::string> find_part(const std::string& name,
                                                const std::string& fingerprint);
@@ -97,6 +105,8 @@ class ViewCache {
   std::int64_t reads() const;
   // How many times put() kept a run's outcomes updated by the samples that changed.
   std::int64_t updates() const;
+  // How many of those updates changed the kept outcomes in place (no page held them).
+  std::int64_t updates_in_place() const;
 
  private:
   struct Part {
@@ -105,7 +115,7 @@ class ViewCache {
   };
   std::size_t max_runs_, max_parts_;
   mutable std::mutex mu_;
-  std::int64_t reads_ = 0, updates_ = 0;
+  std::int64_t reads_ = 0, updates_ = 0, in_place_ = 0;
   std::map<std::int64_t, std::shared_ptr<std::mutex>> read_locks_;
   std::vector<Entry> entries_;  // most recently used last
   std::vector<Part> parts_;     // most recently used last
