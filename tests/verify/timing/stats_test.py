@@ -281,8 +281,9 @@ class GpuLockTest(unittest.TestCase):
             waited = lk.acquire_exclusive(5.0)
             t_in = time.monotonic()
             time.sleep(0.1)
-            lk.release_exclusive()
-            os.write(w, ("%f %f %f\n" % (waited, t_in, time.monotonic())).encode())
+            t_out = time.monotonic()  # the last moment it holds the device: the next may
+            lk.release_exclusive()  # come in before this process runs again
+            os.write(w, ("%f %f %f\n" % (waited, t_in, t_out)).encode())
         pid_a, r_a = self.child(writer)
         time.sleep(0.1)
         pid_b, r_b = self.child(writer)  # queued behind the first
