@@ -36,7 +36,7 @@ std::unique_ptr<store::Db> open_db(const fs::path& path, bool migrate) {
 // A database at schema version 50, the one before migration 0051.
 std::unique_ptr<store::Db> open_at_50(const fs::path& path) {
   auto db = open_db(path, /*migrate=*/false);
-  std::vector<store::EmbeddedFile> upto;
+  std::vector<EmbeddedFile> upto;
   for (const auto& f : store::migrations())
     if (f.name < std::string_view("0051")) upto.push_back(f);
   auto st = store::migrate(*db, upto);
@@ -52,9 +52,9 @@ store::SampleRow sample(int i, const std::string& extra = "") {
            "(x_ptr):\n    x = tl.load(x_ptr+" + std::to_string(i % 7) + ")  # Größe \"q\"\n" +
            (i % 3 == 0 ? "    tl.atomic_add(x_ptr, x)\n" : "") + extra;
   r.code_sha256 = sha256_hex(r.code);
-  r.description_1 = i % 2 == 0 ? std::optional<std::string>("Softmax over ÉCOLE rows " +
-                                                             std::to_string(i))
-                               : std::nullopt;
+  r.description_1 = i % 2 == 0
+                        ? std::optional<std::string>("Softmax over ÉCOLE rows " + std::to_string(i))
+                        : std::nullopt;
   r.record_json = "{}";
   r.source = "corpus.jsonl";
   r.source_index = i;
@@ -64,8 +64,8 @@ store::SampleRow sample(int i, const std::string& extra = "") {
 std::vector<std::int64_t> ids(store::Db& db, int from, int to) {
   std::vector<std::int64_t> out;
   for (int i = from; i < to; ++i)
-    out.push_back(db_scalar(db, "SELECT id FROM samples WHERE key = 's" + std::to_string(i) +
-                                    ".py'"));
+    out.push_back(
+        db_scalar(db, "SELECT id FROM samples WHERE key = 's" + std::to_string(i) + ".py'"));
   return out;
 }
 
@@ -114,10 +114,9 @@ void workload(store::Db& db) {
 // Every search's keys in runs a and b, one line each.
 std::string answers(store::Db& db) {
   const std::vector<std::string> words = {
-      "kernel_1",      "KERNEL_2",    "x_ptr+3)", "atomic_add", "softmax",
-      "école",         "größe",       "\"q\"",              "zebra_update", "yak_update",
-      "s4",            "wombat",      "mismatch",           "reused_id",  "kernel_48",
-      "nothing_here",  "tl",          "ROWS 2",             "x_ptr):",    "kernel_41"};
+      "kernel_1",  "KERNEL_2",     "x_ptr+3)",   "atomic_add", "softmax", "école",    "größe",
+      "\"q\"",     "zebra_update", "yak_update", "s4",         "wombat",  "mismatch", "reused_id",
+      "kernel_48", "nothing_here", "tl",         "ROWS 2",     "x_ptr):", "kernel_41"};
   std::string out;
   for (const char* tag : {"a", "b"}) {
     for (const auto& w : words) {
