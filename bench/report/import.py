@@ -28,14 +28,18 @@ import time
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CORPUS = os.path.join(os.path.dirname(ROOT), "shared", "corpus", "TritonBench_G_v1.json")
+# shared/ beside the checkout (/work/main: /work/shared) or beside a worktree's parent.
+CORPUS = next((p for p in (os.path.join(os.path.dirname(ROOT), "shared", "corpus",
+                                        "TritonBench_G_v1.json"),
+                           os.path.join(os.path.dirname(os.path.dirname(ROOT)), "shared",
+                                        "corpus", "TritonBench_G_v1.json"))
+               if os.path.exists(p)), "")
 
 
 def write_corpus(path: str, n: int, source: str) -> None:
-    records = json.load(open(source)) if os.path.exists(source) else []
-    if not records:
-        records = [{"output": "import torch\nimport triton\nimport triton.language as tl\n",
-                    "simp_instru": "a kernel", "comp_instru": "a kernel"}]
+    if not source or not os.path.exists(source):
+        sys.exit("no corpus: give --corpus TritonBench_G_v1.json")
+    records = json.load(open(source))
     with open(path, "w") as out:
         for i in range(n):
             r = records[i % len(records)]
