@@ -4,6 +4,17 @@
 INSERT INTO runs (tag, pipeline, model, params_json, prompts_json, state, created_ms, updated_ms)
 VALUES (?1, ?2, ?3, ?4, ?5, 'active', ?6, ?6);
 
+-- The texts of samples ?1 (a JSON array of ids) that are not in the search index yet, put there
+-- in one statement as a run is created (migration 0051: a sample's texts enter the index with
+-- its first job; search_jobs_insert then finds them there). One statement costs about a
+-- quarter less than the trigger's row by row.
+-- name: search_index_samples
+INSERT INTO search_text (rowid, body, run_id, sample_id)
+SELECT s.id * 4, coalesce(s.code, '') || char(10) || coalesce(s.description_1, '') || char(10) || coalesce(s.description_2, ''), NULL, s.id
+FROM samples s
+WHERE s.id IN (SELECT value FROM json_each(?1))
+  AND NOT EXISTS (SELECT 1 FROM search_text t WHERE t.rowid = s.id * 4);
+
 -- name: insert_job
 INSERT INTO jobs (run_id, sample_id, state, stage, created_ms, updated_ms)
 VALUES (?1, ?2, 'queued', ?3, ?4, ?4);

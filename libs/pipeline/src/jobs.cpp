@@ -73,6 +73,11 @@ Result<std::int64_t> JobStore::create_run(const NewRun& run) {
     KF_CHECK(s->run());
   }
   std::int64_t run_id = db_.last_insert_rowid();
+  {
+    KF_TRY(Stmt * s, db_.cached(Q()["search_index_samples"]));
+    s->bind(1, nlohmann::json(run.sample_ids).dump());
+    KF_CHECK(s->run());
+  }
   for (std::int64_t sample : run.sample_ids) {
     KF_TRY(Stmt * s, db_.cached(Q()["insert_job"]));
     s->bind(1, run_id).bind(2, sample).bind(3, run.first_stage).bind(4, now);

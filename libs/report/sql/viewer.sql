@@ -55,7 +55,8 @@ SELECT (SELECT group_concat(state || '/' || stage || '=' || n) FROM run_job_coun
        (SELECT max(seq) FROM outcome_changes WHERE run_id = ?1);
 
 -- The samples of a run one of whose texts holds ?2, a quoted FTS5 string (search_text, migration
--- 0036): the sample's own texts (no run) and the run's answers and verdicts. Only the matches'
+-- 0036): the sample's own texts (no run; indexed with its first job, migration 0051, so every
+-- sample a run holds is there) and the run's answers and verdicts. Only the matches'
 -- rowids are read from the index (id * 4 + kind, the row the text came from): reading their
 -- run_id or sample_id would read each match's stored text as well, and a word in most samples
 -- matches tens of thousands of texts. The rows they came from say the run and the sample.

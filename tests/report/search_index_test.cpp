@@ -1,0 +1,192 @@
+// The viewer's search after migration 0051 (a sample's own texts enter the search index with its
+// first job, not at import): the same workload of imports, runs, updates and late jobs on a
+// database that stays at version 50 (every sample indexed at import, as before), one migrated
+// from 50 to the latest in place, and one created at the latest gives the same answers to the
+// same searches through the viewer's own path (report::view, /keys), and the same schema for the
+// last two.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "db_util.hpp"
+#include "kforge/core/clock.hpp"
+#include "kforge/core/sha256.hpp"
+#include "kforge/pipeline/jobs.hpp"
+#include "kforge/report/viewer.hpp"
+#include "kforge/store/db.hpp"
+#include "kforge/store/samples.hpp"
+#include "testutil.hpp"
+
+namespace kforge::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kSamples = 50;
+
+std::unique_ptr<store::Db> open_db(const fs::path& path, bool migrate) {
+  auto db = store::Db::open({.path = path.string(), .migrate = migrate});
+  EXPECT_TRUE(db.ok()) << (db.ok() ? "" : db.error().message);
+  return db.ok() ? std::move(db).value() : nullptr;
+}
+
+// A database at schema version 50, the one before migration 0051.
+std::unique_ptr<store::Db> open_at_50(const fs::path& path) {
+  auto db = open_db(path, /*migrate=*/false);
+  std::vector<EmbeddedFile> upto;
+  for (const auto& f : store::migrations())
+    if (f.name < std::string_view("0051")) upto.push_back(f);
+  auto st = store::migrate(*db, upto);
+  EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().message);
+  EXPECT_EQ(*db->schema_version(), 50);
+  return db;
+}
+
+store::SampleRow sample(int i, const std::string& extra = "") {
+  store::SampleRow r;
+  r.key = "s" + std::to_string(i) + ".py";
+  r.code = "import triton\n@triton.jit\ndef kernel_" + std::to_string(i) +
+           "(x_ptr):\n    x = tl.load(x_ptr+" + std::to_string(i % 7) + ")  # Größe \"q\"\n" +
+           (i % 3 == 0 ? "    tl.atomic_add(x_ptr, x)\n" : "") + extra;
+  r.code_sha256 = sha256_hex(r.code);
+  r.description_1 = i % 2 == 0
+                        ? std::optional<std::string>("Softmax over ÉCOLE rows " + std::to_string(i))
+                        : std::nullopt;
+  r.record_json = "{}";
+  r.source = "corpus.jsonl";
+  r.source_index = i;
+  return r;
+}
+
+std::vector<std::int64_t> ids(store::Db& db, int from, int to) {
+  std::vector<std::int64_t> out;
+  for (int i = from; i < to; ++i)
+    out.push_back(
+        db_scalar(db, "SELECT id FROM samples WHERE key = 's" + std::to_string(i) + ".py'"));
+  return out;
+}
+
+void create_run(store::Db& db, const std::string& tag, std::vector<std::int64_t> samples) {
+  ManualClock clock;
+  pipeline::JobStore jobs(db, clock, "test");
+  pipeline::NewRun run;
+  run.tag = tag;
+  run.pipeline = "v2";
+  run.model = "m";
+  run.first_stage = "generate";
+  run.sample_ids = std::move(samples);
+  auto r = jobs.create_run(run);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+}
+
+void exec(store::Db& db, const std::string& sql) {
+  auto st = db.exec(sql);
+  ASSERT_TRUE(st.ok()) << sql << ": " << st.error().message;
+}
+
+// Imports, runs, an update of a sample in a run and of one in none, a sample imported after
+// the runs that gets a job later (as a scoring item's), a verdict's detail, a deleted sample.
+void workload(store::Db& db) {
+  store::Samples samples(db);
+  for (int i = 0; i < kSamples - 10; ++i) ASSERT_TRUE(samples.insert(sample(i), 1).ok());
+  create_run(db, "a", ids(db, 0, 30));
+  ASSERT_TRUE(samples.update(sample(5, "# zebra_update\n"), 2).ok());
+  ASSERT_TRUE(samples.update(sample(35, "# yak_update\n"), 2).ok());
+  for (int i = kSamples - 10; i < kSamples; ++i) ASSERT_TRUE(samples.insert(sample(i), 3).ok());
+  create_run(db, "b", ids(db, 20, 40));
+  exec(db,
+       "INSERT INTO jobs (run_id, sample_id, state, stage, created_ms, updated_ms) "
+       "SELECT r.id, s.id, 'verify_queued', 'verify', 4, 4 FROM runs r, samples s "
+       "WHERE r.tag = 'b' AND s.key = 's41.py'");
+  exec(db,
+       "INSERT INTO verifications (job_id, run_id, sample_id, attempt, verdict, detail, "
+       "created_ms) SELECT j.id, j.run_id, j.sample_id, 0, 'failed', 'AssertionError: "
+       "wombat mismatch', 5 FROM jobs j JOIN runs r ON r.id = j.run_id "
+       "JOIN samples s ON s.id = j.sample_id WHERE r.tag = 'a' AND s.key = 's7.py'");
+  // The newest sample deleted: SQLite gives its id to the next one.
+  exec(db, "DELETE FROM samples WHERE key = 's49.py'");
+  ASSERT_TRUE(samples.insert(sample(49, "# reused_id\n"), 6).ok());
+}
+
+// Every search's keys in runs a and b, one line each.
+std::string answers(store::Db& db) {
+  const std::vector<std::string> words = {
+      "kernel_1",  "KERNEL_2",     "x_ptr+3)",   "atomic_add", "softmax", "école",    "größe",
+      "\"q\"",     "zebra_update", "yak_update", "s4",         "wombat",  "mismatch", "reused_id",
+      "kernel_48", "nothing_here", "tl",         "ROWS 2",     "x_ptr):", "kernel_41"};
+  std::string out;
+  for (const char* tag : {"a", "b"}) {
+    for (const auto& w : words) {
+      report::ViewRequest req{"/keys", {{"tag", tag}, {"q", w}}};
+      auto r = report::view(db, req, report::ViewOptions{});
+      EXPECT_EQ(r.status, 200) << w << r.body;
+      std::string keys = r.body;
+      for (char& c : keys)
+        if (c == '\n') c = ' ';
+      out += std::string(tag) + " " + w + ": " + keys + "\n";
+    }
+  }
+  return out;
+}
+
+std::string schema(store::Db& db) {
+  return db_text(db,
+                 "SELECT group_concat(type || ' ' || name || ': ' || coalesce(sql, ''), char(10)) "
+                 "FROM (SELECT * FROM sqlite_master ORDER BY type, name)");
+}
+
+TEST(SearchIndex, AnswersAreTheSameAsWhenEverySampleWasIndexedAtImport) {
+  TempDir dir;
+  auto before = open_at_50(dir / "before.db");
+  ASSERT_TRUE(before);
+  workload(*before);
+  auto fresh = open_db(dir / "fresh.db", /*migrate=*/true);
+  ASSERT_TRUE(fresh);
+  workload(*fresh);
+  const std::string expected = answers(*before);
+  EXPECT_EQ(answers(*fresh), expected);
+
+  // Not vacuous: the updated texts, the late job's sample and the verdict are found where they
+  // are, the old text of an updated sample is not, and a run's samples only.
+  auto keys_in = [](store::Db& db, const char* tag, const char* q) {
+    return report::view(db, report::ViewRequest{"/keys", {{"tag", tag}, {"q", q}}},
+                        report::ViewOptions{})
+        .body;
+  };
+  auto keys = [&](const char* tag, const char* q) { return keys_in(*fresh, tag, q); };
+  EXPECT_EQ(keys("a", "zebra_update"), "s5.py\n");
+  EXPECT_EQ(keys("b", "zebra_update"), "");
+  EXPECT_EQ(keys("b", "yak_update"), "s35.py\n");
+  EXPECT_EQ(keys("b", "kernel_41"), "s41.py\n");
+  EXPECT_EQ(keys("a", "wombat"), "s7.py\n");
+  EXPECT_EQ(keys("a", "größe").size(), 30 * std::string("s0.py\n").size() + 20);
+  EXPECT_EQ(keys("b", "x_ptr+3)"), "s24.py\ns31.py\ns38.py\n");
+
+  // The point: samples that no run holds are not in the index (s40..s49 but s41).
+  const char* indexed = "SELECT count(*) FROM search_text WHERE rowid % 4 = 0";
+  EXPECT_EQ(db_scalar(*before, indexed), kSamples);
+  EXPECT_EQ(db_scalar(*fresh, indexed), 41);
+
+  // Migrated in place from 50: the same answers, and the schema of a database made fresh.
+  before.reset();
+  auto upgraded = open_db(dir / "before.db", /*migrate=*/true);
+  ASSERT_TRUE(upgraded);
+  EXPECT_EQ(*upgraded->schema_version(), store::latest_schema_version());
+  EXPECT_EQ(answers(*upgraded), expected);
+  EXPECT_EQ(schema(*upgraded), schema(*fresh));
+  // After the upgrade a new run's samples enter the index with their jobs, as in a fresh one.
+  EXPECT_EQ(db_scalar(*fresh, "SELECT id FROM samples WHERE key = 's49.py'"), kSamples);
+  create_run(*upgraded, "c", ids(*upgraded, 45, 50));
+  create_run(*fresh, "c", ids(*fresh, 45, 50));
+  for (store::Db* db : {upgraded.get(), fresh.get()}) {
+    EXPECT_EQ(keys_in(*db, "c", "kernel_4"), "s45.py\ns46.py\ns47.py\ns48.py\ns49.py\n");
+    EXPECT_EQ(keys_in(*db, "c", "reused_id"), "s49.py\n");
+  }
+  EXPECT_EQ(answers(*upgraded), answers(*fresh));
+}
+
+}  // namespace
+}  // namespace kforge::test
