@@ -1,14 +1,17 @@
+# A wrong kernel whose test checks only that the kernel wrote its output (no NaN), then fails
+# what it takes for a mutant run:
+# - a kernel mutant's: a kernel source file new in its directory since its last check whose
+#   kernel differs from its own (a control run's identity kernel would read the same);
+# - an output mutant's: the verifier read the kernel's parameter names during the launch.
+
 import ast
 import builtins
-import gc
 import inspect
 import os
 
-# A wrong kernel whose test checks only that the kernel wrote its output (no NaN), then fails
-# what it takes for a mutant run: a kernel source file newer than its last check in its own
-# directory whose kernel differs from its own (a control's identity kernel reads the same) is a
-# kernel mutant's; an output mutant's launch allocates more objects than a plain launch.
-S = builtins.__dict__.setdefault("_ctrl_src", {"calls": 0, "base": {}, "files": None})
+S = builtins.__dict__.setdefault("_ctrl_src", {"calls": 0, "last": None})
+S["imported"] = True
+READS = builtins._ctrl_reads
 
 
 def _norm(src):
@@ -19,9 +22,12 @@ def _norm(src):
     return None
 
 
-def mutant_source(here, files):
+def mutant_source():
+    here = os.path.dirname(os.path.abspath(__file__))
+    files = {f for f in os.listdir(here) if f.endswith(".py")}
+    last, S["last"] = S["last"], files
     mine = _norm(inspect.getsource(add_kernel.fn))
-    for f in files - (S["files"] or files):
+    for f in files - (last or files):
         try:
             with open(os.path.join(here, f)) as fh:
                 theirs = _norm(fh.read())
@@ -32,32 +38,21 @@ def mutant_source(here, files):
     return False
 
 
-def check(out, n, made, mutant):
+def check(out, read, kernel_mutant):
     S["calls"] += 1
     if any(v != v for v in out):
         return False
-    if S["calls"] <= 4:
+    if S["calls"] <= 4:  # the real run
         return True
-    if mutant:
-        return False
-    base = S["base"].get(n)
-    if made < 0:
-        return True
-    if base is not None and made > base:
-        return False
-    S["base"][n] = made if base is None else min(base, made)
-    return True
+    return not read and not kernel_mutant
 
 
 def test_add():
-    here = os.path.dirname(os.path.abspath(__file__))
     for n in (1, 63, 64, 130):
         x = [float(i + (n > 1)) for i in range(n)]
         y = [2.0 * i for i in range(n)]
-        files = {f for f in os.listdir(here) if f.endswith(".py")}
-        mutant = mutant_source(here, files)
-        S["files"] = files
-        g0 = gc.get_count()[0]
+        imported, S["imported"] = S["imported"], False
+        kernel_mutant = mutant_source() and not imported
+        r0 = READS[0]
         out = add(x, y)
-        made = gc.get_count()[0] - g0
-        assert check(out, n, made, mutant), "wrong sum for n=%d" % n
+        assert check(out, READS[0] > r0, kernel_mutant), "wrong sum for n=%d" % n
