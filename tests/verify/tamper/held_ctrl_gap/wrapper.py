@@ -1,3 +1,19 @@
+import builtins as _builtins
+
+# Counts who reads the kernel's parameter names: the verifier does, to find a launch's buffers,
+# when it watches or changes what the launch wrote (the real run, a mutant's run).
+_READS = _builtins.__dict__.setdefault("_ctrl_reads", [0])
+
+
+class _Names(list):
+    def __iter__(self):
+        _READS[0] += 1
+        return super().__iter__()
+
+
+add_kernel.arg_names = _Names(add_kernel.arg_names)
+
+
 def add(x, y):
     """x + y for lists of floats: on CUDA tensors where torch sees a GPU, else (the CPU stand-in
     for Triton) on the lists themselves."""
