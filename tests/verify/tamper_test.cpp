@@ -23,7 +23,11 @@ bool has_flag(const verify::VerifyResult& r, const char* flag) {
 
 std::vector<verify::VerifyResult> run_corpus(const std::vector<std::string>& names) {
   TempDir tmp;
-  auto pool = make_pool(test_config(tmp));
+  auto cfg = test_config(tmp);
+  // Each sample's mutant runs build, compile and replay an identity kernel besides its mutants
+  // (the kernel battery's control): 2 s is too little on a loaded 2-core machine.
+  cfg.timeout_s = 30;
+  auto pool = make_pool(cfg);
   EXPECT_TRUE(pool);
   if (!pool) return {};
   std::vector<verify::VerifyRequest> reqs;
