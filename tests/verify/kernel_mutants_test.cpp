@@ -17,6 +17,15 @@ namespace {
 using verify::Verdict;
 using Json = nlohmann::json;
 
+// The pool of these tests: each sample's kernel battery builds, compiles and replays its
+// mutants and an identity kernel (its control run), more than the default 2 s on a loaded
+// 2-core machine.
+verify::VerifierConfig battery_config(const TempDir& tmp) {
+  auto cfg = test_config(tmp);
+  cfg.timeout_s = 30;
+  return cfg;
+}
+
 TEST(VerifyKernelMutants, PythonOperatorsAndReplay) {
   TempDir tmp;
   auto r = run_process(
@@ -31,7 +40,7 @@ TEST(VerifyKernelMutants, PythonOperatorsAndReplay) {
 
 TEST(VerifyKernelMutants, WeakInputsAreFlaggedWithTheSurvivorAndItsLine) {
   TempDir tmp;
-  auto pool = make_pool(test_config(tmp));
+  auto pool = make_pool(battery_config(tmp));
   ASSERT_TRUE(pool);
   auto r = run_all(*pool, {load_sample("kmutant_weak_relu_positive"),
                            load_sample("kmutant_weak_row_sum_block")});
@@ -72,7 +81,7 @@ TEST(VerifyKernelMutants, AnOperandTheTestMakesTheIdentityIsFlaggedByDroppingIt)
   // each operand loaded inline (no arithmetic mutant applies to an expression holding a
   // pointer): only a kernel that drops the operand shows what the test's inputs cannot see.
   TempDir tmp;
-  auto pool = make_pool(test_config(tmp));
+  auto pool = make_pool(battery_config(tmp));
   ASSERT_TRUE(pool);
   auto r =
       run_all(*pool, {load_sample("kmutant_weak_add_zero"), load_sample("kmutant_weak_scale_one")});
@@ -94,7 +103,7 @@ TEST(VerifyKernelMutants, AStrongTestOfARestrictedDomainStaysVerified) {
   // log on positive inputs only: right, since log is undefined elsewhere. The replay runs on
   // inputs of both signs and compares where the original is finite.
   TempDir tmp;
-  auto pool = make_pool(test_config(tmp));
+  auto pool = make_pool(battery_config(tmp));
   ASSERT_TRUE(pool);
   auto r = run_all(*pool, {load_sample("kmutant_strong_log"), load_sample("triton_vector_add")});
   for (const auto& x : r) {
@@ -125,7 +134,7 @@ TEST(VerifyKernelMutants, AMutantPassedByStaleMemoryIsConfirmedOnPoisonedOutputs
   // mutant that leaves the last element unwritten passes on the stale right answer, then fails
   // when the outputs it should write are poisoned first.
   TempDir tmp;
-  auto pool = make_pool(test_config(tmp));
+  auto pool = make_pool(battery_config(tmp));
   ASSERT_TRUE(pool);
   auto r = run_one(*pool, load_sample("mutant_reused_memory"));
   ASSERT_EQ(r.verdict, Verdict::passed) << r.detail;
@@ -138,7 +147,7 @@ TEST(VerifyKernelMutants, AMutantPassedByStaleMemoryIsConfirmedOnPoisonedOutputs
 
 TEST(VerifyKernelMutants, ASmallLaunchCannotHideALargerOneFromTheOutputMutants) {
   TempDir tmp;
-  auto pool = make_pool(test_config(tmp));
+  auto pool = make_pool(battery_config(tmp));
   ASSERT_TRUE(pool);
   auto r = run_one(*pool, load_sample("mutant_weak_small_launch"));
   ASSERT_EQ(r.verdict, Verdict::passed) << r.detail;
@@ -152,7 +161,7 @@ TEST(VerifyKernelMutants, ASmallLaunchCannotHideALargerOneFromTheOutputMutants) 
 
 TEST(VerifyKernelMutants, ConstantOutputsAreFlagged) {
   TempDir tmp;
-  auto pool = make_pool(test_config(tmp));
+  auto pool = make_pool(battery_config(tmp));
   ASSERT_TRUE(pool);
   // All zeros; every element 7; a single element (trivially constant).
   auto r =

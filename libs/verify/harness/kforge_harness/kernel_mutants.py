@@ -54,9 +54,24 @@ def build_jit(jit: Any, source: str, fn_def: ast.FunctionDef, ordinal: int, work
     if UNSPECIALISED:
         options["do_not_specialize"] = unspecialised(fn_def, options.get("do_not_specialize"))
     try:
-        return type(jit)(fn, **options)
-    except TypeError:
-        return type(jit)(fn)
+        try:
+            return type(jit)(fn, **options)
+        except TypeError:
+            return type(jit)(fn)
+    finally:
+        forget(path)
+
+
+def forget(path: str) -> None:
+    """A mutant's file removed once its JIT function holds its source (Triton reads the file
+    when the function is made, never after), and its lines dropped from linecache: the sample
+    must not read a mutant's source (it would tell an identity control's, the kernel's own, from
+    a mutant's: docs/VERIFIER.md, "Control runs")."""
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+    linecache.cache.pop(path, None)
 
 
 # Each mutant is compiled without Triton's value specialisation of its integer arguments (an
@@ -105,13 +120,15 @@ class Originals:
         return self.cache[k]
 
 
-def judge(records: list[Any], mjit: Any, state: Any,
-          originals: Originals) -> tuple[str, Optional[str]]:
+def judge(records: list[Any], mjit: Any, state: Any, originals: Originals,
+          variants: tuple[str, ...] = ("same", "tail")) -> tuple[str, Optional[str]]:
     """The equivalence replay of one mutant. Returns (outcome, detail): differs (same shapes),
     differs_tail (only with the sizes one less than a block multiple), equivalent, unsafe,
-    stillborn, unjudged (no replay of the original) or lost (the GPU context)."""
+    stillborn, unjudged (no replay of the original) or lost (the GPU context). `variants`: an
+    identity control's replay is the same variant only, as long as a mutant's that differs
+    there (the launches it makes, and the time they take, before the run)."""
     judged, found = 0, None
-    for variant in ("same", "tail"):
+    for variant in variants:
         for rec in records:
             if variant == "tail" and not rec.shrink:
                 continue
@@ -164,6 +181,81 @@ def _run_swapped(sample, state, jit, mjit, poison):
         state.kernel_swap, state.kernel_poison, state.outputs = None, None, saved
 
 
+class Ctx:
+    """What one kernel battery's runs share: the sample, its state, the recorded kernels' defs,
+    the original's replays, the real run's written outputs, where mutants are written and how
+    many were built (each build a file of its own, a control's identity among them), and
+    whether the identity control failed only with its outputs poisoned first."""
+
+    def __init__(self, sample: Sample, defs: dict[str, Any], written: dict[str, Any]) -> None:
+        self.sample = sample
+        self.state = sample["state"]
+        self.defs = defs
+        self.originals = Originals(self.state)
+        self.written = written
+        self.workdir = os.path.dirname(sample["path"])
+        self.builds = 0
+        self.poison_fails = False
+
+    def build(self, site: dict[str, Any], identity: bool = False) -> Any:
+        d, jit = self.defs[site["kernel"]]
+        self.builds += 1
+        source = kernel_ops.identity(d) if identity else kernel_ops.mutate(d, site)
+        return build_jit(jit, source, d, self.builds, self.workdir)
+
+    def run(self, site: dict[str, Any], mjit: Any) -> tuple[Optional[Json], Optional[bool]]:
+        """The real run's tests with mjit launched in place of the site's kernel: (the first
+        failing result or None, None), or, when they passed and mjit was launched, the same
+        again with the outputs it should write poisoned first: (its result, whether it passed
+        there too)."""
+        jit = self.defs[site["kernel"]][1]
+        failed = _run_swapped(self.sample, self.state, jit, mjit, None)
+        if failed is not None or not self.state.swapped:
+            return failed, None
+        # Confirmed with the outputs it should write poisoned first: an element the mutant
+        # leaves unwritten may hold the right answer in memory the allocator handed out
+        # again, and that must not pass it.
+        failed = _run_swapped(self.sample, self.state, jit, mjit, self.written)
+        return failed, failed is None
+
+
+def identity_control(ctx: Ctx, recorder: Any, site: dict[str, Any], where: str,
+                     controls: Controls) -> bool:
+    """The kernel battery's control run, made as a kernel mutant's is: the kernel of `site`
+    built unmutated (kernel_ops.identity) as a file of its own, compiled, replayed against the
+    original, launched in its place for the tests and, when they pass, again with its outputs
+    poisoned first. A sample cannot tell it from a mutant's run by a build, a compile, the gap
+    they make, the order of the runs, or the count of anything (docs/VERIFIER.md, "Control
+    runs"). Its first run is the control's result (controls.record); when only the poisoned
+    one fails, a kill made only there is no kill (void_poison_kills). True when it passed."""
+    t0 = time.monotonic()
+    try:
+        mjit = ctx.build(site, identity=True)
+    except Exception:  # noqa: BLE001 - the verifier's own failure: the plain control instead
+        return controls.rerun(ctx.sample, where)
+    judge(recorder.of(site["kernel"]), mjit, ctx.state, ctx.originals, ("same",))
+    failed, confirmed = ctx.run(site, mjit)
+    if confirmed is False:
+        ctx.poison_fails = True
+        return controls.record("rerun", where, None, t0)
+    return controls.record("rerun", where, failed, t0)
+
+
+def void_poison_kills(kb: Json) -> None:
+    """After the identity control passed its tests but failed them with its outputs poisoned
+    first: the poisoned run fails the unmutated kernel too, so a mutant it alone killed was not
+    told apart by the tests (it survived them): survived, the sample flagged weak_inputs."""
+    for e in kb["mutants"]:
+        if e.get("result") != "killed" or e.get("confirmed") is not False:
+            continue
+        e["result"] = "survived"
+        e["detail"] = ("killed only with its outputs poisoned first, which fails the unmutated "
+                       "kernel too (the control run)")
+        kb["killed"] -= 1
+        kb["survived"].append({k: e[k] for k in ("mutant", "op", "kernel", "section",
+                                                 "section_line", "desc", "hint")})
+
+
 def _kernel_defs(sample, recorder):
     """The recorded kernels' definitions in the sample's script: ({name: (def, jit)},
     [(name, its mutation sites)])."""
@@ -203,16 +295,15 @@ def run_kernel_battery(sample: Sample, report: Json, count: int, budget_s: float
     defs, per_kernel = _kernel_defs(sample, recorder)
     chosen = kernel_ops.choose(per_kernel, count)
     kb["sites"] = sum(len(s) for _, s in per_kernel)
-    originals = Originals(state)
-    written = dict(state.outputs.written) if state.outputs is not None else {}
+    ctx = Ctx(sample, defs, dict(state.outputs.written) if state.outputs is not None else {})
+    originals = ctx.originals
     sample["run_tests"] = run_tests
-    workdir = os.path.dirname(sample["path"])
     at = controls.place(len(chosen)) if controls is not None else -1
     ran = controls is None  # the control run (or none to make)
     for i, site in enumerate(chosen):
         if i == at:
             ran = True
-            if not controls.rerun(sample, "kernel mutant %d" % (i + 1)):
+            if not identity_control(ctx, recorder, site, "kernel mutant %d" % (i + 1), controls):
                 kb["not_run"] = len(chosen) - i
                 kb["stopped"] = ("a run ran out of GPU memory" if controls.out.get("infrastructure")
                                  else "a control run failed")
@@ -224,9 +315,8 @@ def run_kernel_battery(sample: Sample, report: Json, count: int, budget_s: float
         t1 = time.monotonic()
         entry = _entry(site, sample["info"], i + 1)
         kb["mutants"].append(entry)
-        d, jit = defs[site["kernel"]]
         try:
-            mjit = build_jit(jit, kernel_ops.mutate(d, site), d, i + 1, workdir)
+            mjit = ctx.build(site)
         except Exception as e:  # noqa: BLE001 - a mutant that is not valid Python or Triton
             entry.update(result="stillborn", detail="%s: %s" % (type(e).__name__, str(e)[:200]),
                          duration_ms=int((time.monotonic() - t1) * 1000))
@@ -246,13 +336,9 @@ def run_kernel_battery(sample: Sample, report: Json, count: int, budget_s: float
             kb["equivalent"] += outcome == "equivalent"
             entry["duration_ms"] = int((time.monotonic() - t1) * 1000)
             continue
-        failed = _run_swapped(sample, state, jit, mjit, None)
-        if failed is None and state.swapped:
-            # Confirmed with the outputs it should write poisoned first: an element the mutant
-            # leaves unwritten may hold the right answer in memory the allocator handed out
-            # again, and that must not pass it.
-            failed = _run_swapped(sample, state, jit, mjit, written)
-            entry["confirmed"] = failed is None
+        failed, confirmed = ctx.run(site, mjit)
+        if confirmed is not None:
+            entry["confirmed"] = confirmed
         entry["swapped_launches"] = state.swapped
         entry["duration_ms"] = int((time.monotonic() - t1) * 1000)
         if failed is not None and controls is not None and \
@@ -294,7 +380,13 @@ def run_kernel_battery(sample: Sample, report: Json, count: int, budget_s: float
             kb["stopped"] = "first survivor"
         break
     if not ran:  # its place was after the end, a survivor or the budget: it runs all the same
-        controls.rerun(sample, "after the kernel mutants")
+        if chosen:
+            identity_control(ctx, recorder, chosen[min(at, len(chosen) - 1)],
+                             "after the kernel mutants", controls)
+        else:
+            controls.rerun(sample, "after the kernel mutants")
+    if ctx.poison_fails:
+        void_poison_kills(kb)
     if originals.errors:
         kb["replay_errors"] = list(originals.errors)
     kb["duration_ms"] = int((time.monotonic() - t0) * 1000)

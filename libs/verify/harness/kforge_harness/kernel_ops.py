@@ -570,6 +570,15 @@ def mutate(fn_def: ast.FunctionDef, site: dict[str, Any]) -> str:
     return ast.unparse(keep) + "\n"
 
 
+def identity(fn_def: ast.FunctionDef) -> str:
+    """The source of the kernel's def as mutate() writes a mutant's, with nothing changed: the
+    kernel battery's control run (kernel_mutants.identity_control) builds it as a mutant."""
+    keep = copy.deepcopy(fn_def)
+    keep.decorator_list = []
+    ast.fix_missing_locations(keep)
+    return ast.unparse(keep) + "\n"
+
+
 def _replace(root, old, new):
     for p in ast.walk(root):
         for field, value in ast.iter_fields(p):

@@ -154,12 +154,19 @@ def banner(what: str) -> None:
 
 
 class Mutator:
-    """Changes, after each launch, the arguments the real run found written by that kernel."""
+    """Changes, after each launch, the arguments the real run found written by that kernel.
+    `identity`: a control run's (identity_run): the same work after each launch (each written
+    buffer copied, the mutant computed), on the copy, so the buffers the test reads are left
+    as the kernel wrote them; a mutant's run makes the same copy and changes the buffer itself.
+    Nothing the sample can count or time (objects, allocations, launches, the gap after a
+    launch) then tells a control run from a mutant's (docs/VERIFIER.md, "Control runs")."""
 
-    def __init__(self, name: str, written: dict[str, Any], only: Optional[int] = None) -> None:
+    def __init__(self, name: str, written: dict[str, Any], only: Optional[int] = None,
+                 identity: bool = False) -> None:
         self.name = name
         self.written = written  # kernel name -> argument names
         self.only = only  # the one launch (1, 2, ...) to change; None: every launch
+        self.identity = identity
         self.launches = 0
         self.changed = 0  # launches in which the mutant changed at least one element
         self.errors = []
@@ -191,6 +198,12 @@ class Mutator:
         return ret
 
     def _apply(self, x):
+        copy = buffers.snapshot(x)  # made in a mutant's run and a control's alike
+        if self.identity:
+            return False if copy is None else self._mutate(copy)
+        return self._mutate(x)
+
+    def _mutate(self, x):
         k = self.launches
         if self.name in ("tail", "interior"):
             return buffers.off_element(x, self.name, k)
@@ -229,16 +242,10 @@ def run_output_mutant(sample: Sample, name: str, only: Optional[int] = None,
     state = sample["state"]
     t0 = time.monotonic()
     mutator = Mutator(name, state.outputs.written if state.outputs else {}, only)
-    state.mutant = False
-    state.launches = {}
-    saved_outputs, state.outputs, state.mutator = state.outputs, None, mutator
     entry = {"mutant": name}
     if only is not None:
         entry["launch"] = only
-    try:
-        failed = run_tests(sample)
-    finally:
-        state.mutator, state.outputs = None, saved_outputs
+    failed = _with_mutator(sample, mutator)
     entry["launches"] = mutator.launches
     entry["changed_launches"] = mutator.changed
     entry["duration_ms"] = int((time.monotonic() - t0) * 1000)
@@ -263,6 +270,31 @@ def run_output_mutant(sample: Sample, name: str, only: Optional[int] = None,
                            not mutator.written else "the change vanished in every output "
                            "(all elements equal, or integer/boolean rounding)")
     return entry
+
+
+def _with_mutator(sample: Sample, mutator: Mutator) -> Optional[Json]:
+    """The real run's tests once under `mutator` (a mutant's, or a control's identity): the
+    first failing result, None when they all passed."""
+    state = sample["state"]
+    state.mutant = False
+    state.launches = {}
+    saved_outputs, state.outputs, state.mutator = state.outputs, None, mutator
+    try:
+        return run_tests(sample)
+    finally:
+        state.mutator, state.outputs = None, saved_outputs
+
+
+def identity_run(sample: Sample, names: list[str], where: str, controls: Controls) -> bool:
+    """The output battery's control run, made as a mutant's run is (the same call, the same
+    hooks, the same work after each launch: Mutator(identity=True)) with a mutant drawn among
+    `names` computed on copies of the written buffers, so the tests see the kernel's own
+    outputs. True when the tests passed (controls.record)."""
+    t0 = time.monotonic()
+    state = sample["state"]
+    name = controls.rng.choice(list(names) or list(MUTANTS))
+    mutator = Mutator(name, state.outputs.written if state.outputs else {}, identity=True)
+    return controls.record("rerun", where, _with_mutator(sample, mutator), t0)
 
 
 def _per_launch(sample, name, launches, whole, controls):
@@ -300,7 +332,7 @@ def run_battery(sample: Sample, names: list[str], report: Json,
     for i, name in enumerate(names):
         if i == at:
             ran = True
-            if not controls.rerun(sample, "output mutant %d" % (i + 1)):
+            if not identity_run(sample, names, "output mutant %d" % (i + 1), controls):
                 battery["not_run"] = list(names[i:])
                 battery["stopped"] = _stop_words(controls)
                 break
@@ -326,7 +358,7 @@ def run_battery(sample: Sample, names: list[str], report: Json,
             ran = True  # nothing runs on a lost context: no control either
             break
     if not ran:  # its place was after the end or past the first survivor: it runs all the same
-        controls.rerun(sample, "after the output mutants")
+        identity_run(sample, names, "after the output mutants", controls)
     battery["killed"] = sum(e["result"] == "killed" for e in battery["mutants"])
     battery["applicable"] = sum(e["result"] in ("killed", "survived")
                                 for e in battery["mutants"])

@@ -68,7 +68,8 @@ def compile(src, target=None, options=None):
     options = dict(options or {})
     stages = {}
     backend.add_stages(stages, options)
-    module = "".join(inspect.getsourcelines(src.fn.fn)[0])
+    # Like Triton: the source the JIT function read when it was made (its file may be gone).
+    module = "".join(getattr(src.fn, "raw_src", None) or inspect.getsourcelines(src.fn.fn)[0])
     for name, stage in stages.items():
         module = stage(module, {})
     return CompiledKernel(src, dict(options, target=target), {backend.binary_ext: module})

@@ -1,0 +1,15 @@
+def add(x, y):
+    """x + y for lists of floats: on CUDA tensors where torch sees a GPU, else (the CPU stand-in
+    for Triton) on the lists themselves."""
+    n = len(x)
+    grid = lambda meta: (triton.cdiv(n, meta["BLOCK_SIZE"]),)
+    torch = globals().get("torch")
+    if torch is not None and torch.cuda.is_available():
+        xt = torch.tensor(x, dtype=torch.float32, device="cuda")
+        yt = torch.tensor(y, dtype=torch.float32, device="cuda")
+        out = torch.zeros_like(xt)
+        add_kernel[grid](xt, yt, out, n, BLOCK_SIZE=64)
+        return out.tolist()
+    out = [0.0] * n
+    add_kernel[grid](x, y, out, n, BLOCK_SIZE=64)
+    return out
