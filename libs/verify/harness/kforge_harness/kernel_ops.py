@@ -565,15 +565,17 @@ def mutate(fn_def: ast.FunctionDef, site: dict[str, Any]) -> str:
         raise ValueError("mutation site out of range")
     node = nodes[site["index"]]
     _apply(keep, node, site)
-    keep.decorator_list = []
-    ast.fix_missing_locations(keep)
-    return ast.unparse(keep) + "\n"
+    return _source(keep)
 
 
 def identity(fn_def: ast.FunctionDef) -> str:
     """The source of the kernel's def as mutate() writes a mutant's, with nothing changed: the
     kernel battery's control run (kernel_mutants.identity_control) builds it as a mutant."""
-    keep = copy.deepcopy(fn_def)
+    return _source(copy.deepcopy(fn_def))
+
+
+def _source(keep: ast.FunctionDef) -> str:
+    """A copy of a kernel's def as a mutant's file holds it: decorators dropped, unparsed."""
     keep.decorator_list = []
     ast.fix_missing_locations(keep)
     return ast.unparse(keep) + "\n"
