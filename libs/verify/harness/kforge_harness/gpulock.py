@@ -634,17 +634,23 @@ CURRENT = None  # the process's GpuLock, set by the worker when the request name
 
 
 def _on_watch_signal(signum, frame):
-    """In the main thread, between two bytecodes, at the watcher's asking: the checkpoint of a
-    launch, unless the lock is mid-step, out (a compile steps out: pause), or a graph is being
-    captured."""
-    lk = CURRENT
-    if lk is None or lk.busy or not lk.shared or capturing():
-        return
+    """In the main thread, between two bytecodes, at the watcher's asking."""
+    _watch_checkpoint(CURRENT)
+
+
+def _watch_checkpoint(lk: Optional[GpuLock]) -> bool:
+    """The checkpoint of a launch at the watcher's asking, on the thread that runs the sample's
+    code (the main thread's handler, the runner's event), unless the lock is mid-step, out (a
+    compile steps out: pause), or a graph is being captured. Returns whether it stepped out."""
+    if lk is None or lk.busy or not lk.shared:
+        return False
     try:
-        if lk.checkpoint("watch"):
+        if not capturing() and lk.checkpoint("watch"):
             lk.stepped_out += 1
+            return True
     except Exception:  # noqa: BLE001 - never raised into the sample's code
         pass
+    return False
 
 
 IN_OPEN = 0x20  # inotify: the file was opened
@@ -876,16 +882,8 @@ def _on_runner_event(*_args):
     """On whatever thread reaches a line, call or jump while armed: on the runner thread, the
     checkpoint of a launch (as _on_watch_signal on the main thread), else nothing."""
     lk = CURRENT
-    if lk is None or threading.get_ident() != RUNNER[0] or lk.busy or not lk.shared:
-        return None
-    try:
-        if capturing():
-            return None
-        if lk.checkpoint("watch"):
-            lk.stepped_out += 1
-            lk.runner_stepped_out += 1
-    except Exception:  # noqa: BLE001 - never raised into the sample's code
-        pass
+    if lk is not None and threading.get_ident() == RUNNER[0] and _watch_checkpoint(lk):
+        lk.runner_stepped_out += 1
     return None
 
 
