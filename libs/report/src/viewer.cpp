@@ -112,27 +112,14 @@ Result<ViewCache::Kept> updated(store::Db& db, const RunInfo& run, ViewCache::En
   // them (load_outcomes_of reads ids close together as one range).
   std::unordered_set<std::int64_t> changed(changes.samples.begin(), changes.samples.end());
   for (const auto& o : fresh) changed.insert(o.sample_id);
-  if (kept.outcomes.use_count() == 1) {
-    // Nobody else can reach these outcomes: the cache gave them up (take) and no page holds
-    // them (a page holds its own reference while it shows them).
-    merge_in_place(*kept.outcomes, fresh, changed);
-    in_place = true;
-    return std::move(kept.outcomes);
-  }
-  std::vector<SampleOutcome> merged;
-  merged.reserve(kept.outcomes->size() + fresh.size());
-  auto older = kept.outcomes->cbegin();
-  auto newer = fresh.begin();
-  while (older != kept.outcomes->end() || newer != fresh.end()) {
-    if (older != kept.outcomes->end() && changed.contains(older->sample_id)) {
-      ++older;  // read again (or gone)
-    } else if (newer == fresh.end() || (older != kept.outcomes->end() && older->key < newer->key)) {
-      merged.push_back(*older++);
-    } else {
-      merged.push_back(std::move(*newer++));
-    }
-  }
-  return std::make_shared<std::vector<SampleOutcome>>(std::move(merged));
+  // Nobody else can reach the kept outcomes when the cache gave them up (take) and no page holds
+  // them (a page holds its own reference while it shows them): changed in place. Else a page's
+  // outcomes stay as they are and a copy of them is changed.
+  in_place = kept.outcomes.use_count() == 1;
+  ViewCache::Kept out = in_place ? std::move(kept.outcomes)
+                                 : std::make_shared<std::vector<SampleOutcome>>(*kept.outcomes);
+  merge_in_place(*out, fresh, changed);
+  return out;
 }
 
 }  // namespace
