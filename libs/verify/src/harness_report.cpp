@@ -45,6 +45,9 @@ struct Schema {
   std::map<std::string, std::vector<const Field*>> children;  // declared parent path -> fields
   std::map<std::string, std::size_t> fds;  // worker_ops.txt's `fds OP N`: op -> descriptors
   std::vector<std::string> files;          // worker_ops.txt's `file NAME`: top-level, not a message
+  bool is_file(const std::string& name) const {
+    return std::find(files.begin(), files.end(), name) != files.end();
+  }
 };
 
 [[noreturn]] void bad_schema(const std::string& why) {
@@ -143,12 +146,9 @@ Schema load_schema(std::span<const EmbeddedFile> files, std::string file, std::s
   }
   if (s.version <= 0) bad_schema("no version line");
   for (const auto& f : s.fields) s.children[parent_of(f.path)].push_back(&f);
-  auto is_file = [&](const std::string& n) {
-    return std::find(s.files.begin(), s.files.end(), n) != s.files.end();
-  };
   if (with_fds)
     for (const Field* f : s.children[""])
-      if (!s.fds.count(f->name) && !is_file(f->name))
+      if (!s.fds.count(f->name) && !s.is_file(f->name))
         bad_schema(s.file + ": no `fds " + f->name + " N` line");
   for (const auto& n : s.files)
     if (std::none_of(s.children[""].begin(), s.children[""].end(),
@@ -668,7 +668,7 @@ Result<std::string> worker_op_text(const WorkerOp& op, std::size_t fds) {
   const Schema& sch = op_schema();
   std::vector<const Field*> ops;  // the top-level entries that are messages, not `file`s
   for (const Field* f : sch.children.at(""))
-    if (std::find(sch.files.begin(), sch.files.end(), f->name) == sch.files.end()) ops.push_back(f);
+    if (!sch.is_file(f->name)) ops.push_back(f);
   if (std::none_of(ops.begin(), ops.end(), [&](const Field* f) { return f->name == name; })) {
     std::string declared;
     for (const Field* f : ops) declared += (declared.empty() ? "" : ", ") + f->name;
@@ -688,8 +688,7 @@ Result<std::string> worker_file_text(WorkerFile file, const nlohmann::json& cont
   const Schema& sch = op_schema();
   auto decl = std::find_if(sch.fields.begin(), sch.fields.end(),
                            [&](const Field& f) { return f.path == name; });
-  if (decl == sch.fields.end() ||
-      std::find(sch.files.begin(), sch.files.end(), name) == sch.files.end())
+  if (decl == sch.fields.end() || !sch.is_file(name))
     return fail("parse", "worker file: '" + name + "' is not a `file` of worker_ops.txt");
   if (auto p = check_value(sch, content, decl->type, name, name, ReportOrigin::stored))
     return fail("parse", "worker file: field \"" + *p);

@@ -38,12 +38,12 @@ class VerdictAssembly {
   void cancel(Sample job, const std::string& why);
   // Logs, once per pool and target, that this Triton cannot compile for a target.
   void note_unavailable_targets(const VerifyResult& res);
-  // A passing sample's mutant runs whose process left them unrun (mutant_checks_missing): run
-  // them once more in a process of their own; false when they already were (the caller then
-  // attaches the result, which flags the sample).
   // Queues the sample's mutant runs in a process of their own, next in the queue: `primary` its
   // real run's result, `lost` how earlier attempts of them ended.
   void queue_mutant_run(Sample& job, VerifyResult primary, std::vector<std::string> lost);
+  // A passing sample's mutant runs whose process left them unrun (mutant_checks_missing): run
+  // them once more in a process of their own; false when they already were (the caller then
+  // attaches the result, which flags the sample).
   bool rerun_mutant(Sample& job, VerifyResult& primary, const std::optional<HarnessReport>& report,
                     const Classified& c);
   // Records the mutant run on the real run's result. A mutant run that passes (and did not
