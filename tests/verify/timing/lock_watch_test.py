@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -71,11 +72,19 @@ class WatcherTest(unittest.TestCase):
                 looks_idle = lk.looks
                 if own_handler:
                     signal.signal(gpulock.WATCH_SIGNAL, lambda *_: None)
+                watch_checks = [0]
                 if on_runner:
                     from kforge_harness import blind
                     from kforge_harness.guard import GUARD
                     GUARD.arm()  # the watcher's own sys.monitoring is no sample's scan
                     blind.start()
+                    checkpoint = lk.checkpoint
+
+                    def counted(why="launch"):
+                        if why == "watch" and threading.get_ident() == gpulock.RUNNER[0]:
+                            watch_checks[0] += 1
+                        return checkpoint(why)
+                    lk.checkpoint = counted  # the checkpoints the watcher's asking ran there
                 os.write(w, b"in\n")
                 gaps = []
                 if held:
@@ -100,6 +109,7 @@ class WatcherTest(unittest.TestCase):
                 rep["gaps"] = gaps
                 if on_runner:
                     rep["scans"] = GUARD.report()["scans"]
+                    rep["watch_checks"] = watch_checks[0]
                 rep["looks_idle"] = looks_idle
                 lk.leave()
                 os.write(w, (json.dumps(rep) + "\n").encode())
@@ -334,6 +344,12 @@ class WatcherTest(unittest.TestCase):
             self.assertGreaterEqual(rep["runner_stepped_out"], 1)
             self.assertTrue(any(g0 <= x0 and x1 <= g1 for g0, g1 in rep["gaps"]),
                             "the runner worked during [%f, %f]: %s" % (x0, x1, rep["gaps"]))
+            # The events go off at the runner's first checkpoint: one a nudge, not one a line
+            # for the rest of the watcher's wait (issue 54: each line then paid the callback
+            # and the checkpoint's system calls).
+            self.assertGreaterEqual(rep["watch_checks"], 1)
+            self.assertLessEqual(rep["watch_checks"], rep["runner_arms"], rep)
+            self.assertEqual(rep["runner_events"], rep["watch_checks"])
         else:
             self.assertTrue(rep["runner_watch"].startswith("off: no sys.monitoring"),
                             rep["runner_watch"])

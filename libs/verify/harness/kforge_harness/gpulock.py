@@ -149,6 +149,11 @@ class GpuLock:
         self.runner_watch = "unused"
         self.runner_arms = 0
         self.runner_stepped_out = 0
+        # The events that ran the checkpoint on the runner thread (each arm's first: the events
+        # go off then, _on_runner_event) and how long they were on in all: while on, every
+        # line, call and jump of the process's Python pays a callback.
+        self.runner_events = 0
+        self.runner_armed_s = 0.0
         # Where this process's main thread was when it kept a writer's first step waiting
         # UNREADY_NOTE_S or more (asked, not at a bytecode): "file:function:line" of its
         # innermost Python frame (the caller of the long C call) -> times, and the time those
@@ -550,7 +555,9 @@ class GpuLock:
                 "ready_timeouts": self.ready_waits[1], "checked_in": self.checked_in,
                 "launched_paused": self.launched_paused, "runner_watch": self.runner_watch,
                 "runner_arms": self.runner_arms,
-                "runner_stepped_out": self.runner_stepped_out, **self._where_report()}
+                "runner_stepped_out": self.runner_stepped_out,
+                "runner_events": self.runner_events,
+                "runner_armed_ms": int(self.runner_armed_s * 1000), **self._where_report()}
 
     def _where_report(self) -> Json:
         if not self.where:
@@ -798,7 +805,7 @@ def _nudge(lk, still):
             time.sleep(WATCH_S)
     finally:
         if armed:
-            _disarm()
+            _disarm(lk)
     return True
 
 
@@ -810,9 +817,15 @@ def _nudge(lk, still):
 # handler is: no C call of that thread is under way), then the events are off again. Before
 # 3.12 (no such callback) only its launches and compiles step it out, as for a sample's other
 # threads. RUNNER: the runner thread's ident (blind.start, per process).
+# The events are off again as soon as the runner has run the checkpoint once, or is found out of
+# the lock (in a compile, queued): while they are on, every line, call and jump of the process
+# pays a call of the callback (and the checkpoint's system calls on the runner thread), and the
+# watcher looks again only every WATCH_S (issue 54: on the H200, 1,253 arms each left on for the
+# rest of the watcher's wait made the armed samples' test runs 13-16% dearer in CPU).
 RUNNER: list[Optional[int]] = [None]
 RUNNER_TOOL_IDS = (4, 3)  # sys.monitoring tool ids tried (3 and 4 have no reserved use)
 _armed: list[Optional[int]] = [None]  # the tool id while armed
+_on: list[Optional[float]] = [None]  # when the events went on (monotonic), while they are on
 
 
 def set_runner(ident: Optional[int]) -> None:
@@ -844,10 +857,12 @@ def _arm(lk):
         try:
             for ev in _bits(events):
                 mon.register_callback(tool, ev, _on_runner_event)
+            _on[0] = time.monotonic()
             mon.set_events(tool, events)
         except Exception as e:  # noqa: BLE001
             lk.runner_watch = "off: %s" % e
             _free(mon, tool, events)
+            _quiet(lk, None)
             return False
         _armed[0] = tool
         lk.runner_watch = "on"
@@ -857,9 +872,25 @@ def _arm(lk):
     return False
 
 
-def _disarm():
+def _quiet(lk, tool):
+    """The events off (the tool id stays the watcher's until _disarm frees it), from whichever
+    thread is first: the runner's callback once it ran the checkpoint, or the watcher. Counts
+    how long they were on."""
+    start, _on[0] = _on[0], None
+    if start is not None and lk is not None:
+        lk.runner_armed_s += time.monotonic() - start
+    mon = getattr(sys, "monitoring", None)
+    if mon is not None and tool is not None:
+        try:
+            mon.set_events(tool, 0)
+        except Exception:  # noqa: BLE001 - freed meanwhile by the watcher
+            pass
+
+
+def _disarm(lk=None):
     mon, events = _runner_events()
     tool, _armed[0] = _armed[0], None
+    _quiet(lk, tool)
     if mon is not None and tool is not None:
         _free(mon, tool, events)
 
@@ -880,9 +911,17 @@ def _bits(events):
 
 def _on_runner_event(*_args):
     """On whatever thread reaches a line, call or jump while armed: on the runner thread, the
-    checkpoint of a launch (as _on_watch_signal on the main thread), else nothing."""
+    checkpoint of a launch (as _on_watch_signal on the main thread), the events off first (one
+    event does what the watcher asked); out of the lock (a compile, queued), the events off
+    only; in a held stretch, nothing (the next event after it runs the checkpoint)."""
     lk = CURRENT
-    if lk is not None and threading.get_ident() == RUNNER[0] and _watch_checkpoint(lk):
+    if lk is None or threading.get_ident() != RUNNER[0] or (lk.busy and lk.shared):
+        return None
+    _quiet(lk, _armed[0])
+    if not lk.shared:
+        return None
+    lk.runner_events += 1
+    if _watch_checkpoint(lk):
         lk.runner_stepped_out += 1
     return None
 
