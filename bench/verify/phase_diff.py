@@ -15,7 +15,8 @@ of two runs and pairs them by sample key. Prints:
     launch four to seven times): the median extra CPU per launch, for the samples the label
     timed (with and without a CUDA graph) and the others, and where the replays' time went
     when the report says (bounds.fill_ms: filling the allocator's free memory before each
-    replay, fill_mib: how much it filled);
+    replay, fill_mib: how much it filled, launch_ms: the replays' launches, held_mib: what the
+    allocator held as the check began);
   - an attribution of the extra CPU: the speed phase's own, the watcher's (the armed groups'
     test runs above the unarmed group's ratio), the phases after the speed phase (bounds,
     skip_launch, control, battery), and what is left (the test's compiles, prepare).
@@ -160,7 +161,9 @@ def bounds_per_launch(rows):
         g = groups.setdefault(timed_kind(b), [])
         fill = None
         if "fill_ms" in ba and "fill_ms" in bb:
-            fill = (bb["fill_ms"] - ba["fill_ms"]) / n
+            fill = ((bb["fill_ms"] - ba["fill_ms"]) / n,
+                    ((bb.get("launch_ms") or 0) - (ba.get("launch_ms") or 0)) / n,
+                    (bb.get("held_mib") or 0) - (ba.get("held_mib") or 0))
         g.append(((pb["cpu"] - pa["cpu"]) * 1e3 / n, pa["cpu"] * 1e3 / n, pb["cpu"] * 1e3 / n,
                   fill, (bb.get("fill_mib") or 0) - (ba.get("fill_mib") or 0)))
     if not groups:
@@ -173,8 +176,10 @@ def bounds_per_launch(rows):
             kind, len(g), med(x[0] for x in g), med(x[1] for x in g), med(x[2] for x in g))
         fills = [x[3] for x in g if x[3] is not None]
         if fills:
-            line += "; filling free memory %+.0f a launch, MiB filled %+.0f a sample" % (
-                med(fills), med(x[4] for x in g))
+            line += ("; wall: filling free memory %+.0f a launch, the replays' launches %+.0f; "
+                     "MiB filled %+.0f, held as it began %+.0f a sample") % (
+                med(f[0] for f in fills), med(f[1] for f in fills), med(x[4] for x in g),
+                med(f[2] for f in fills))
         print(line)
 
 

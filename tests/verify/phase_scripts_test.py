@@ -78,10 +78,10 @@ class PhaseScriptsTest(unittest.TestCase):
                             "speed": t(500, 50), "bounds": t(600, 600)},
                            {"skip_launch": t(110, 110)},
                            lock={"runner_arms": 3 if armed else 0, "watch_nudges": 3 if armed else 0},
-                           bounds={"checked": 4, "fill_ms": 120, "fill_mib": 10},
+                           bounds={"checked": 4, "fill_ms": 120, "fill_mib": 10,
+                                   "launch_ms": 80, "held_mib": 300},
                            speed={"timed": True, "kernels": [{"cuda_graph": 32}]}))
-            off[-1]["report"]["bounds"]["fill_ms"] = 40
-            off[-1]["report"]["bounds"]["fill_mib"] = 2
+            off[-1]["report"]["bounds"].update(fill_ms=40, fill_mib=2, launch_ms=40, held_mib=44)
         # The armed samples' test runs cost 100 ms more than the unarmed ones' (1.2 against 1.1).
         for x in on[2:]:
             x["report"]["phase_times"]["test"] = t(1140, 1140, 880, 880)
@@ -94,8 +94,9 @@ class PhaseScriptsTest(unittest.TestCase):
         self.assertIn("+0.0", rows["skip_launch"], out)
         self.assertIn("not armed        2 1.10 (+0.0)", out)
         self.assertIn("armed 1-3        2 1.30 (+0.1)", out)
-        self.assertIn("timed, CUDA graph     4 samples: cpu +50 a launch (100 -> 150); filling "
-                      "free memory +20 a launch, MiB filled +8 a sample", out)
+        self.assertIn("timed, CUDA graph     4 samples: cpu +50 a launch (100 -> 150); wall: "
+                      "filling free memory +20 a launch, the replays' launches +10; MiB filled "
+                      "+8, held as it began +256 a sample", out)
         # Extra CPU: speed 0.2, after it bounds 0.8 + skip_launch 0.04, the watcher the armed
         # samples' runs above 1.1: 2 x (0.26 - 0.22) = 0.08, the rest the compiles 0.32 and the
         # runs at 1.1: 0.08.
