@@ -14,9 +14,9 @@ of two runs and pairs them by sample key. Prints:
   - the bounds replay per launch it checked (report.bounds.checked; the phase replays each
     launch four to seven times): the median extra CPU per launch, for the samples the label
     timed (with and without a CUDA graph) and the others, and where the replays' time went
-    when the report says (bounds.fill_ms: filling the allocator's free memory before each
-    replay, fill_mib: how much it filled, launch_ms: the replays' launches, held_mib: what the
-    allocator held as the check began);
+    when the report says (phase_times.bounds.fill_ms: filling the allocator's free memory before
+    each replay, fill_mib: how much it filled, launch_ms: the replays' launches, held_mib: what
+    the allocator held as the check began);
   - an attribution of the extra CPU: the speed phase's own, the watcher's (the armed groups'
     test runs above the unarmed group's ratio), the phases after the speed phase (bounds,
     skip_launch, control, battery), and what is left (the test's compiles, prepare).
@@ -148,6 +148,14 @@ def timed_kind(r):
     return "timed, CUDA graph" if graph else "timed, no graph"
 
 
+def bounds_figures(r):
+    """Where a sample's bounds replay spent its time: its phase times' figures (fill_ms,
+    fills, fill_mib, launch_ms, held_mib, held_segments), {} where the report has none."""
+    rep = r.get("report") if isinstance(r.get("report"), dict) else {}
+    got = (rep.get("phase_times") or {}).get("bounds")
+    return got if isinstance(got, dict) else {}
+
+
 def bounds_per_launch(rows):
     print("\nthe bounds replay per launch checked (median over the samples, ms):")
     groups = {}
@@ -160,6 +168,7 @@ def bounds_per_launch(rows):
             continue
         g = groups.setdefault(timed_kind(b), [])
         fill = None
+        ba, bb = bounds_figures(a), bounds_figures(b)
         if "fill_ms" in ba and "fill_ms" in bb:
             fill = ((bb["fill_ms"] - ba["fill_ms"]) / n,
                     ((bb.get("launch_ms") or 0) - (ba.get("launch_ms") or 0)) / n,

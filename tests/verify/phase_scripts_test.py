@@ -75,13 +75,15 @@ class PhaseScriptsTest(unittest.TestCase):
                             {"skip_launch": t(100, 100)}, bounds={"checked": 4}))
             on.append(line("s@%d" % i,
                            {"test": t(1100, 1100, 880, 880 if not armed else 880),
-                            "speed": t(500, 50), "bounds": t(600, 600)},
+                            "speed": t(500, 50),
+                            "bounds": dict(t(600, 600), fill_ms=120, fill_mib=10, launch_ms=80,
+                                           held_mib=300)},
                            {"skip_launch": t(110, 110)},
                            lock={"runner_arms": 3 if armed else 0, "watch_nudges": 3 if armed else 0},
-                           bounds={"checked": 4, "fill_ms": 120, "fill_mib": 10,
-                                   "launch_ms": 80, "held_mib": 300},
+                           bounds={"checked": 4},
                            speed={"timed": True, "kernels": [{"cuda_graph": 32}]}))
-            off[-1]["report"]["bounds"].update(fill_ms=40, fill_mib=2, launch_ms=40, held_mib=44)
+            off[-1]["report"]["phase_times"]["bounds"].update(fill_ms=40, fill_mib=2,
+                                                               launch_ms=40, held_mib=44)
         # The armed samples' test runs cost 100 ms more than the unarmed ones' (1.2 against 1.1).
         for x in on[2:]:
             x["report"]["phase_times"]["test"] = t(1140, 1140, 880, 880)
