@@ -735,10 +735,9 @@ def _watch(lk):
 def _ask_ready(lk):
     """A writer's first step seen from the watcher: has the main thread say (at its next
     bytecode) that it is not in one long C call; with no writer wanting, a "seen" back to
-    "in". Returns whether to look again soon: not once it has said so, the watcher then waits
-    on the bell, which the writer rings as it closes the gate (a step-out at once, where a look
-    WATCH_S later left the writer's first window to run out: the runner's events go off at its
-    check-in)."""
+    "in". Returns whether to look again soon: not once it has said so; the watcher then waits
+    on the bell, which the writer rings as it closes the gate, and asks for the step-out at
+    once rather than at a look WATCH_S later."""
     gen = lk.wanted()
     if gen is not None and lk.mark != gen:
         if lk.busy:
