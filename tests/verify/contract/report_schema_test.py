@@ -318,6 +318,7 @@ class MutantsVoid(unittest.TestCase):
             sys.path.pop(0)
         from kforge_harness.kernel_replay import Recorder
         from kforge_harness.phases import bounds_replay
+        from kforge_harness.phases.sequence import PHASE_FIGURES
 
         def records(kernel):
             n, block = 20, 16
@@ -336,8 +337,11 @@ class MutantsVoid(unittest.TestCase):
             state = types.SimpleNamespace(
                 replays=types.SimpleNamespace(records=records(kernel)),
                 launch_raw=lambda jit, args, kwargs: type(jit).run(jit, *args, **kwargs))
-            return bounds_replay.run({"bounds_check": True, "bounds_check_time_s": 5},
+            part = bounds_replay.run({"bounds_check": True, "bounds_check_time_s": 5},
                                      {"state": state})
+            # Where its time went goes to the phase's times (Phases.run takes it out).
+            self.assertIn("fills", part.pop(PHASE_FIGURES))
+            return part
 
         faulted = replay(kernels.very_far_write)
         self.assertEqual(faulted["bounds"]["fault"]["kernel"], "very_far_write")

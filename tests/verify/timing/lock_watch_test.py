@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -71,11 +72,19 @@ class WatcherTest(unittest.TestCase):
                 looks_idle = lk.looks
                 if own_handler:
                     signal.signal(gpulock.WATCH_SIGNAL, lambda *_: None)
+                watch_checks = [0]
                 if on_runner:
                     from kforge_harness import blind
                     from kforge_harness.guard import GUARD
                     GUARD.arm()  # the watcher's own sys.monitoring is no sample's scan
                     blind.start()
+                    checkpoint = lk.checkpoint
+
+                    def counted(why="launch"):
+                        if why == "watch" and threading.get_ident() == gpulock.RUNNER[0]:
+                            watch_checks[0] += 1
+                        return checkpoint(why)
+                    lk.checkpoint = counted  # the checkpoints the watcher's asking ran there
                 os.write(w, b"in\n")
                 gaps = []
                 if held:
@@ -100,6 +109,7 @@ class WatcherTest(unittest.TestCase):
                 rep["gaps"] = gaps
                 if on_runner:
                     rep["scans"] = GUARD.report()["scans"]
+                    rep["watch_checks"] = watch_checks[0]
                 rep["looks_idle"] = looks_idle
                 lk.leave()
                 os.write(w, (json.dumps(rep) + "\n").encode())
@@ -334,6 +344,13 @@ class WatcherTest(unittest.TestCase):
             self.assertGreaterEqual(rep["runner_stepped_out"], 1)
             self.assertTrue(any(g0 <= x0 and x1 <= g1 for g0, g1 in rep["gaps"]),
                             "the runner worked during [%f, %f]: %s" % (x0, x1, rep["gaps"]))
+            # While the events are on, the runner runs the checkpoint at most once every
+            # RUNNER_RECHECK_S (and once as they go on), not at every event (issue 54: every
+            # line then paid the checkpoint's system calls, hundreds an ask).
+            self.assertGreaterEqual(rep["watch_checks"], 1)
+            bound = rep["runner_armed_ms"] / (1000 * gpulock.RUNNER_RECHECK_S) + rep["runner_arms"]
+            self.assertLessEqual(rep["watch_checks"], bound, rep)
+            self.assertEqual(rep["runner_events"], rep["watch_checks"])
         else:
             self.assertTrue(rep["runner_watch"].startswith("off: no sys.monitoring"),
                             rep["runner_watch"])
@@ -507,6 +524,69 @@ class WatcherTest(unittest.TestCase):
         self.assertIsNone(lk.acquire_exclusive(0.3))  # the parent is still in
         _read_all(r)
         os.waitpid(pid, 0)
+
+
+@unittest.skipUnless(hasattr(sys, "monitoring"), "sys.monitoring: Python 3.12 and later")
+class RunnerEventsTest(unittest.TestCase):
+    """What the watcher's sys.monitoring events cost the sample's thread while on (issue 54):
+    in a child that is a reader, its own thread taken for the runner, the events turned on as
+    the watcher does (gpulock._arm) around a stretch of Python work."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.paths = {k: os.path.join(self.dir, k) for k in ("gate", "rw", "queue")}
+        for p in self.paths.values():
+            open(p, "w").close()
+
+    def armed_child(self, out_of_lock):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            try:
+                lk = gpulock.install(self.paths, watch=False)
+                lk.marks = True
+                gpulock.set_runner(threading.get_ident())
+                if out_of_lock:
+                    lk.pause()  # in a compile: out of the lock
+                armed = gpulock._arm(lk)
+                tool = gpulock._armed[0]
+                t0 = time.monotonic()
+                loops = 0
+                while time.monotonic() - t0 < 0.3:
+                    for i in range(20):  # jumps back: events
+                        loops += i
+                elapsed = time.monotonic() - t0
+                on = sys.monitoring.get_events(tool) if tool is not None else None
+                gpulock._disarm(lk)
+                rep = {"armed": armed, "elapsed": elapsed, "events_on": on,
+                       "events": lk.runner_events, "shared": lk.shared}
+                os.write(w, (json.dumps(rep) + "\n").encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        rep = json.loads(_read_all(r))
+        os.waitpid(pid, 0)
+        return rep
+
+    def test_the_checkpoint_runs_at_most_once_a_recheck_interval_while_armed(self):
+        # Every event ran the checkpoint (three system calls) before: a Python loop on the
+        # runner went 1,500 times slower while armed. Now at most once every RUNNER_RECHECK_S.
+        rep = self.armed_child(out_of_lock=False)
+        self.assertTrue(rep["armed"], rep)
+        self.assertTrue(rep["shared"], rep)
+        self.assertGreaterEqual(rep["events"], 1, rep)
+        self.assertLessEqual(rep["events"], rep["elapsed"] / gpulock.RUNNER_RECHECK_S + 2, rep)
+        self.assertNotEqual(rep["events_on"], 0, rep)  # still on: the watcher turns them off
+
+    def test_out_of_the_lock_the_first_event_turns_the_events_off(self):
+        # In a compile (paused: out of the lock) there is nothing to step out of; the events
+        # stayed on until the watcher looked again, each call and jump of the compile paying.
+        rep = self.armed_child(out_of_lock=True)
+        self.assertTrue(rep["armed"], rep)
+        self.assertFalse(rep["shared"], rep)
+        self.assertEqual(rep["events_on"], 0, rep)
+        self.assertEqual(rep["events"], 0, rep)
 
 
 class BurstTest(unittest.TestCase):

@@ -58,20 +58,34 @@ def _names(rec, sids):
     return sorted(set(out), key=out.index)
 
 
+# Where this process's check spends its time (check() reports it): the fills before the replays
+# (seconds, fills, bytes filled) and the replays' launches (seconds: fresh buffers, the launch,
+# its wait). Issue 54: with the speed label on, each launch's replays cost about 45 ms more CPU
+# on the H200, in every timed sample; these, with the allocator's state as the check begins
+# (_cache_state: what the phases before it left held), say where it goes.
+FILLS = [0.0, 0, 0, 0.0]
+COSTS: Json = {}  # the last check's figures, as check() leaves them
+
+
 def _fill_free(byte):
     """The GPU memory the caching allocator holds free filled with `byte` (FREE_BYTE in every
     replay): what an earlier replay left there cannot make two replays differ."""
+    t0 = time.monotonic()
     try:
         from .mutants import poison_gpu_cache
-        poison_gpu_cache(byte, collect=False)
+        FILLS[2] += poison_gpu_cache(byte, collect=False)
     except Exception:  # noqa: BLE001 - no memory to fill with: the zones alone then
         pass
+    FILLS[0] += time.monotonic() - t0
+    FILLS[1] += 1
 
 
 def _replay(rec, launch_raw, sync, fill, fill_for=None):
     _fill_free(FREE_BYTE)
+    t0 = time.monotonic()
     launch = run_launch(rec, "same", SEED, rec.jit, launch_raw, sync, fill=fill,
                         fill_for=fill_for, guard_lists=True, sized=True)
+    FILLS[3] += time.monotonic() - t0
     return launch.guards_written(), launch.outputs()
 
 
@@ -165,16 +179,36 @@ def _release_cache():
         pass
 
 
+def _cache_state() -> Json:
+    """What the allocator holds as the check begins, its free segments given back: the phases
+    before it (the speed label's) may have left tensors or graphs alive. {} without CUDA."""
+    torch = sys.modules.get("torch")
+    try:
+        if torch is None or not torch.cuda.is_initialized():
+            return {}
+        stats = torch.cuda.memory_stats()
+        return {"held_mib": round(stats.get("reserved_bytes.all.current", 0) / (1 << 20), 1),
+                "held_segments": int(stats.get("segment.all.current", 0))}
+    except Exception:  # noqa: BLE001 - a diagnostic
+        return {}
+
+
 def check(records: list[Any], launch_raw: Callable[..., Any], sync: Callable[[], None],
           budget_s: float = BUDGET_S) -> Json:
     """Replays each record between guard zones; returns the report's "bounds" object:
     out_of_bounds (bool), checked, writes and reads ([{kernel, launch, buffers}]), fault,
     nondeterministic (kernels judged on writes only), unconfirmed (findings that did not
-    come back when judged again), errors, ms."""
+    come back when judged again), errors, ms. Where the time went is left in COSTS (the bounds
+    phase puts it in its phase times): fill_ms, fills, fill_mib (the fills of free memory before
+    the replays), launch_ms (the replays' launches on fresh buffers), held_mib and held_segments
+    (what the allocator held as the check began)."""
     t0 = time.monotonic()
     res: Json = {"out_of_bounds": False, "checked": 0, "launches": len(records), "writes": [],
            "reads": [], "fault": None, "nondeterministic": [], "unconfirmed": [], "errors": []}
+    FILLS[:] = [0.0, 0, 0, 0.0]
     _release_cache()
+    COSTS.clear()
+    COSTS.update(_cache_state())
     for n, rec in enumerate(records, 1):
         if time.monotonic() - t0 > budget_s:
             res["stopped"] = "budget of %.0f s spent" % budget_s
@@ -206,6 +240,8 @@ def check(records: list[Any], launch_raw: Callable[..., Any], sync: Callable[[],
                                  "buffers": _names(rec, set(read)) or ["?"]})
     res["out_of_bounds"] = bool(res["writes"] or res["reads"] or res["fault"])
     res["ms"] = int((time.monotonic() - t0) * 1000)
+    COSTS.update(fill_ms=int(FILLS[0] * 1000), fills=FILLS[1],
+                 fill_mib=round(FILLS[2] / (1 << 20), 1), launch_ms=int(FILLS[3] * 1000))
     return res
 
 

@@ -39,7 +39,7 @@ reaches the GPU until the writer is done. The pool starts watchers only where a 
 (the request's "watch").
 The sample's code runs on the harness's runner thread (blind.py) while the main thread waits in
 C for it: on Python 3.12 and later the watcher also turns sys.monitoring events on while it
-asks, and a callback runs the same checkpoint on the runner thread at its next line, call or
+asks, and a callback runs the same checkpoint on the runner thread at its next call or
 jump (_arm); before 3.12 the runner steps out at launches and compiles only.
 What that cannot stop: GPU work from another thread of the sample, and a thread inside one
 long C call (a torch op on the CPU, a blocking wait) steps out only when the call returns.
@@ -149,6 +149,12 @@ class GpuLock:
         self.runner_watch = "unused"
         self.runner_arms = 0
         self.runner_stepped_out = 0
+        # The events that ran the checkpoint on the runner thread (at most one a
+        # RUNNER_RECHECK_S: _on_runner_event) and how long the events were on in all (the
+        # runner's time stepped out included): while on, every call and jump of the process's
+        # Python pays a callback.
+        self.runner_events = 0
+        self.runner_armed_s = 0.0
         # Where this process's main thread was when it kept a writer's first step waiting
         # UNREADY_NOTE_S or more (asked, not at a bytecode): "file:function:line" of its
         # innermost Python frame (the caller of the long C call) -> times, and the time those
@@ -550,7 +556,9 @@ class GpuLock:
                 "ready_timeouts": self.ready_waits[1], "checked_in": self.checked_in,
                 "launched_paused": self.launched_paused, "runner_watch": self.runner_watch,
                 "runner_arms": self.runner_arms,
-                "runner_stepped_out": self.runner_stepped_out, **self._where_report()}
+                "runner_stepped_out": self.runner_stepped_out,
+                "runner_events": self.runner_events,
+                "runner_armed_ms": int(self.runner_armed_s * 1000), **self._where_report()}
 
     def _where_report(self) -> Json:
         if not self.where:
@@ -727,7 +735,9 @@ def _watch(lk):
 def _ask_ready(lk):
     """A writer's first step seen from the watcher: has the main thread say (at its next
     bytecode) that it is not in one long C call; with no writer wanting, a "seen" back to
-    "in". Returns whether to look again soon."""
+    "in". Returns whether to look again soon: not once it has said so; the watcher then waits
+    on the bell, which the writer rings as it closes the gate, and asks for the step-out at
+    once rather than at a look WATCH_S later."""
     gen = lk.wanted()
     if gen is not None and lk.mark != gen:
         if lk.busy:
@@ -735,7 +745,7 @@ def _ask_ready(lk):
         _nudge(lk, lambda: lk.mark != gen)
         if lk.where and lk.shared and lk.mark != gen:
             _note_unready(lk)
-        return True
+        return lk.mark != gen
     _unready_over(lk)
     if gen is None and lk.mark not in (None, "in"):
         lk._set_mark("in")  # a want seen before, of a writer done since
@@ -781,7 +791,7 @@ def _main_site():
 
 def _nudge(lk, still):
     """Asks the main thread to run the checkpoint at its next bytecode, and the runner thread
-    (the sample's code: blind) at its next line, call or jump (_arm), and waits (NUDGE_WAIT_S
+    (the sample's code: blind) at its next call or jump (_arm), and waits (NUDGE_WAIT_S
     at most) while still() and it is in the same shared section. Returns False where the sample
     took the signal (the watcher stops)."""
     if signal.getsignal(WATCH_SIGNAL) is not _on_watch_signal:
@@ -798,7 +808,7 @@ def _nudge(lk, still):
             time.sleep(WATCH_S)
     finally:
         if armed:
-            _disarm()
+            _disarm(lk)
     return True
 
 
@@ -806,13 +816,25 @@ def _nudge(lk, still):
 # C for the runner's result: the main thread's handler runs only once the call is over. On
 # Python 3.12 and later the watcher reaches the runner thread through sys.monitoring: while it
 # asks (_nudge), a callback of the harness's runs the same checkpoint on the runner thread
-# before its next line, call or jump (a point between two bytecodes, as the main thread's
-# handler is: no C call of that thread is under way), then the events are off again. Before
-# 3.12 (no such callback) only its launches and compiles step it out, as for a sample's other
-# threads. RUNNER: the runner thread's ident (blind.start, per process).
+# before its next call or jump (a point between two bytecodes, as the main thread's handler
+# is: no C call of that thread is under way; a loop jumps back, straight-line code reaches a
+# call or its end in microseconds), then the events are off again. Before 3.12 (no such
+# callback) only its launches and compiles step it out, as for a sample's other threads.
+# RUNNER: the runner thread's ident (blind.start, per process).
+# What the events cost while on (issue 54): every call and jump of the process pays the
+# callback. It ran the checkpoint (three system calls) at every event, which slowed a Python
+# loop on the runner 1,500-fold while armed (line events too); now the checkpoint runs at most
+# once every RUNNER_RECHECK_S, without line events: 15-fold. They stay on after the runner said
+# it is ready (a writer's first step) until the watcher stops asking, so that when the writer
+# closes the gate a moment later the runner steps out at once: turned off at the check-in,
+# each writer waited for the watcher's next look (10 ms median on the stand-in became 35). Out
+# of the lock (a compile, queued) the first event turns them off.
 RUNNER: list[Optional[int]] = [None]
 RUNNER_TOOL_IDS = (4, 3)  # sys.monitoring tool ids tried (3 and 4 have no reserved use)
 _armed: list[Optional[int]] = [None]  # the tool id while armed
+_on: list[Optional[float]] = [None]  # when the events went on (monotonic), while they are on
+_next = [0.0]  # the runner's next checkpoint at an event, not before (monotonic)
+RUNNER_RECHECK_S = 0.001  # the runner's checkpoint at an event at most this often
 
 
 def set_runner(ident: Optional[int]) -> None:
@@ -824,11 +846,11 @@ def _runner_events():
     if mon is None:
         return None, 0
     ev = mon.events
-    return mon, ev.LINE | ev.CALL | ev.JUMP
+    return mon, ev.CALL | ev.JUMP
 
 
 def _arm(lk):
-    """Turns the runner's callback on (every thread's lines, calls and jumps; it acts on the
+    """Turns the runner's callback on (every thread's calls and jumps; it acts on the
     runner thread only). Returns whether it did; where it cannot (before 3.12, no runner, or the
     sample holds the tool ids), lk.runner_watch says why."""
     mon, events = _runner_events()
@@ -844,12 +866,14 @@ def _arm(lk):
         try:
             for ev in _bits(events):
                 mon.register_callback(tool, ev, _on_runner_event)
+            _armed[0], _on[0], _next[0] = tool, time.monotonic(), 0.0
             mon.set_events(tool, events)
         except Exception as e:  # noqa: BLE001
             lk.runner_watch = "off: %s" % e
+            _armed[0] = None
+            _quiet(lk, None)
             _free(mon, tool, events)
             return False
-        _armed[0] = tool
         lk.runner_watch = "on"
         lk.runner_arms += 1
         return True
@@ -857,9 +881,25 @@ def _arm(lk):
     return False
 
 
-def _disarm():
+def _quiet(lk, tool):
+    """The events off (the tool id stays the watcher's until _disarm frees it), from whichever
+    thread is first: the runner's callback out of the lock, or the watcher. Counts how long
+    they were on."""
+    start, _on[0] = _on[0], None
+    if start is not None and lk is not None:
+        lk.runner_armed_s += time.monotonic() - start
+    mon = getattr(sys, "monitoring", None)
+    if mon is not None and tool is not None:
+        try:
+            mon.set_events(tool, 0)
+        except Exception:  # noqa: BLE001 - freed meanwhile by the watcher
+            pass
+
+
+def _disarm(lk=None):
     mon, events = _runner_events()
     tool, _armed[0] = _armed[0], None
+    _quiet(lk, tool)
     if mon is not None and tool is not None:
         _free(mon, tool, events)
 
@@ -878,11 +918,26 @@ def _bits(events):
     return [1 << i for i in range(events.bit_length()) if events >> i & 1]
 
 
-def _on_runner_event(*_args):
-    """On whatever thread reaches a line, call or jump while armed: on the runner thread, the
-    checkpoint of a launch (as _on_watch_signal on the main thread), else nothing."""
+def _on_runner_event(*_args, _me=threading.get_ident, _now=time.monotonic):
+    """On whatever thread reaches a call or jump while armed: on the runner thread, the
+    checkpoint of a launch (as _on_watch_signal on the main thread), at most once every
+    RUNNER_RECHECK_S (between two, an event costs a clock reading); out of the lock (a compile,
+    queued), the events off; in a held stretch, nothing (an event after it runs the checkpoint).
+    The events stay on after a check-in (a writer's first step answered) until the watcher
+    stops asking: the writer closes the gate a moment later, and the runner then steps out at
+    once instead of at the watcher's next look."""
     lk = CURRENT
-    if lk is not None and threading.get_ident() == RUNNER[0] and _watch_checkpoint(lk):
+    if lk is None or _me() != RUNNER[0]:
+        return None
+    if not lk.shared:
+        _quiet(lk, _armed[0])
+        return None
+    now = _now()
+    if lk.busy or now < _next[0]:
+        return None
+    _next[0] = now + RUNNER_RECHECK_S
+    lk.runner_events += 1
+    if _watch_checkpoint(lk):
         lk.runner_stepped_out += 1
     return None
 

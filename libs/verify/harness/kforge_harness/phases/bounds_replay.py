@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 from .. import bounds
 from ..gpusync import synchronize
-from .sequence import Report
+from .sequence import PHASE_FIGURES, Report
 
 
 # Why a kernel that faulted here voids every mutant run's result (report["mutants_void"]): where
@@ -28,7 +28,7 @@ def run(request: dict[str, Any], sample: dict[str, Any]) -> Optional[Report]:
     res = bounds.check(state.replays.records, state.launch_raw, synchronize,
                        float(request.get("bounds_check_time_s") or bounds.BUDGET_S))
     res["detail"] = bounds.describe(res)
-    part: Report = {"bounds": res}
+    part: Report = {"bounds": res, PHASE_FIGURES: dict(bounds.COSTS)}
     if res.get("fault"):
         part["mutant_phase_skipped"] = "the GPU context was lost in the bounds check"
         part["mutants_void"] = FAULT_VOIDS

@@ -7,7 +7,8 @@ or None where the check does not apply to this sample (nothing is recorded then)
 call:
   - report["phase_times"][phase] = {wall_ms, cpu_ms[, compile_ms, compile_cpu_ms]}: cpu_ms is
     the process's CPU time (every thread) and its reaped children's (ptxas, the cross-compile
-    children); compile_* the part of it in Triton's compile() and launcher builds;
+    children); compile_* the part of it in Triton's compile() and launcher builds; and the
+    figures a phase's part holds under PHASE_FIGURES (the bounds phase: where its time went);
   - the integrity guard (kforge_harness/guard.py), the one place that checks the functions a
     verdict depends on, looks for replaced ones after it (it does after every call of the
     sample's code too, blind.call) and resets trace and profile functions left set (on the
@@ -35,6 +36,10 @@ from ..guard import GUARD as INTEGRITY  # functions verdicts rest on (kforge_har
 from .state import State  # process state between phases (phases/state.py)
 
 Report = dict[str, Any]
+# A phase's part may hold figures of its own under this key: they go to its phase times
+# (report["phase_times"][phase], whose fields beyond wall_ms and cpu_ms are diagnostics), not to
+# the report.
+PHASE_FIGURES = "phase_figures"
 
 
 class Result(NamedTuple):
@@ -109,6 +114,9 @@ class Phases:
         k1, kc1 = _compile_totals()
         if k1 > k0 or kc1 > kc0:
             times.update(compile_ms=k1 - k0, compile_cpu_ms=kc1 - kc0)
+        part = out.part if isinstance(out, Result) else out
+        if isinstance(part, dict):
+            times.update(part.pop(PHASE_FIGURES, None) or {})
         self.times[name] = times
         if left:
             self.report.setdefault("phase_state", {})[name] = left
