@@ -38,9 +38,9 @@ TEST(VerifyOrder, FeaturesOfRealTritonBenchKernels) {
     const char* file;
     int dots, tl_calls, jit, constexprs;
   };
-  for (const Want& w : {Want{"chunk_retention.py", 13, 151, 4, 33},
-                        Want{"attention_fwd_triton1.py", 7, 26, 1, 5},
-                        Want{"streamk_matmul.py", 2, 58, 5, 23}, Want{"add_value.py", 0, 5, 1, 1}}) {
+  for (const Want& w :
+       {Want{"chunk_retention.py", 13, 151, 4, 33}, Want{"attention_fwd_triton1.py", 7, 26, 1, 5},
+        Want{"streamk_matmul.py", 2, 58, 5, 23}, Want{"add_value.py", 0, 5, 1, 1}}) {
     SCOPED_TRACE(w.file);
     auto f = verify::cost_features(tritonbench(w.file));
     EXPECT_EQ(f.dots, w.dots);
@@ -82,8 +82,9 @@ verify::VerifyRequest costed(int dots) {
   r.key = "k" + std::to_string(dots);
   for (int i = 0; i < dots; ++i) *r.code += "\n# tl.dot(a, b)";
   *r.code += "\n";
-  r.unitest_code = "import time as _kf_time\nprint('KF_START', _kf_time.monotonic_ns(), flush=True)\n" +
-                   *r.unitest_code;
+  r.unitest_code =
+      "import time as _kf_time\nprint('KF_START', _kf_time.monotonic_ns(), flush=True)\n" +
+      *r.unitest_code;
   return r;
 }
 

@@ -41,7 +41,7 @@ enum class VerifyOrder {
   input,  // as submitted
 };
 inline constexpr EnumName<VerifyOrder> kVerifyOrderNames[] = {{VerifyOrder::cost, "cost"},
-                                                             {VerifyOrder::input, "input"}};
+                                                              {VerifyOrder::input, "input"}};
 
 enum class Backend { local, slurm };
 inline constexpr EnumName<Backend> kBackendNames[] = {{Backend::local, "local"},

@@ -15,8 +15,8 @@
 // near sum/N instead of with one long sample started last. Only the order changes: verdicts,
 // the database and kforge verify's output lines (in record order) do not depend on it.
 
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -26,10 +26,10 @@
 namespace kforge::verify {
 
 struct CostFeatures {
-  int dots = 0;          // "tl.dot(" in code + kernel_wrapper
-  int tl_calls = 0;      // "tl." in code + kernel_wrapper
-  int jit = 0;           // "@triton.jit" in code + kernel_wrapper
-  int constexprs = 0;    // "tl.constexpr" in code + kernel_wrapper
+  int dots = 0;                // "tl.dot(" in code + kernel_wrapper
+  int tl_calls = 0;            // "tl." in code + kernel_wrapper
+  int jit = 0;                 // "@triton.jit" in code + kernel_wrapper
+  int constexprs = 0;          // "tl.constexpr" in code + kernel_wrapper
   std::size_t test_bytes = 0;  // unitest_code's length
 };
 
