@@ -614,10 +614,8 @@ TEST_F(SlurmVerifier, ATaskHoldingWantedAndUnwantedItemsStopsOnlyTheUnwanted) {
   y.replace(y.find("cpu_workers: 2"), 14, "cpu_workers: 1");  // the node's kforge verify
   // The three requests below go out in one array (a partial one waits this long).
   y.replace(y.find("submit_interval_ms: 1000"), 24, "submit_interval_ms: 5000");
-  // The node takes the shard's items in lease order (verifier.order: input), as said above: by
-  // predicted cost the hanging ones, whose tests are longer, would go first.
   y += "  python_path: [\"" + (test::source_dir() / "tests" / "verify" / "fake_triton").string() +
-       "\"]\n  preload: [triton, triton.language]\n  order: input\n";
+       "\"]\n  preload: [triton, triton.language]\n";
   y += "score:\n  listen: \"127.0.0.1:" + std::to_string(port) + "\"\n";
   test::write_text(site.config(), y);
   const fs::path faults = site.dir() / "faults";
