@@ -183,11 +183,10 @@ int run_verify(VerifyArgs& args, Globals& g) {
   KF_TRY_OR_REPORT(app::Config cfg, load(g));
   KF_TRY_OR_REPORT(VerifyMap map, parse_verify_map(args.map, args.key_field));
   KF_TRY_OR_REPORT(verify::PoolOptions opts, pool_options(args, cfg));
-  KF_TRY_OR_REPORT(auto records, read_requests(args, map));
   std::vector<double> costs;
-  auto order = record_order(records, opts.config.order, costs);
   if (args.plan) {
-    print_plan(records, order, costs);
+    KF_TRY_OR_REPORT(auto records, read_requests(args, map));
+    print_plan(records, record_order(records, opts.config.order, costs), costs);
     return kOk;
   }
   std::ofstream json_out;
@@ -195,8 +194,11 @@ int run_verify(VerifyArgs& args, Globals& g) {
     json_out.open(args.json_out, std::ios::trunc);
     if (!json_out) return report(Error("io", args.json_out + ": cannot open for writing"));
   }
+  // The workers start (their imports, the GPU probe) while the file is read.
   KF_TRY_OR_REPORT(auto pool, verify::Pool::create(opts));
   auto t0 = system_clock().steady_now();
+  KF_TRY_OR_REPORT(auto records, read_requests(args, map));
+  auto order = record_order(records, opts.config.order, costs);
   verify::RecordRunOptions ro;
   ro.slowest = args.slowest;
   ro.full = args.full;
