@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "kforge/core/config.hpp"
+#include "kforge/verify/config.hpp"
 #include "kforge/verify/cost.hpp"
 #include "verify_util.hpp"
 
@@ -73,6 +75,30 @@ TEST(VerifyOrder, LongestPredictedFirstTiesInInputOrder) {
   EXPECT_EQ(verify::dispatch_order(costs, VerifyOrder::input),
             (std::vector<std::size_t>{0, 1, 2, 3, 4}));
   EXPECT_TRUE(verify::dispatch_order({}, VerifyOrder::cost).empty());
+}
+
+// verifier.order: cost by default, input or cost read, anything else refused at its line; a
+// reload takes it.
+TEST(VerifyOrder, TheSettingIsReadAndReloaded) {
+  auto read = [](const std::string& yaml, verify::VerifierConfig& c) -> Status {
+    auto r =
+        ConfigReader::load_string(yaml, "k.yaml", [](const std::string&) { return std::nullopt; });
+    if (!r.ok()) return r.error();
+    verify::read_config((*r)->root().child("verifier"), c);
+    return (*r)->finish();
+  };
+  verify::VerifierConfig c;
+  EXPECT_EQ(c.order, VerifyOrder::cost);
+  ASSERT_TRUE(read("verifier:\n  order: input\n", c).ok());
+  EXPECT_EQ(c.order, VerifyOrder::input);
+  verify::VerifierConfig bad;
+  auto st = read("verifier:\n  order: shortest\n", bad);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("k.yaml:2: verifier.order"), std::string::npos)
+      << st.error().message;
+  verify::VerifierConfig running;
+  EXPECT_TRUE(verify::apply_reloadable(running, c));
+  EXPECT_EQ(running.order, VerifyOrder::input);
 }
 
 // The "pass" sample with `dots` tl.dot calls in a comment (a higher predicted cost, the same
