@@ -15,6 +15,7 @@
 #include "commands.hpp"
 #include "kforge/corpus/importer.hpp"
 #include "kforge/corpus/reader.hpp"
+#include "kforge/verify/cost.hpp"
 #include "kforge/verify/pool.hpp"
 #include "kforge/verify/record_run.hpp"
 #include "kforge/verify/store.hpp"
@@ -37,6 +38,8 @@ struct VerifyArgs {
   bool full = false;
   std::string skip_file;
   std::vector<std::string> cross_compile;
+  std::string order;  // cost or input; empty: verifier.order
+  bool plan = false;
 };
 
 // The record indices listed in `file`, one a line (what kforged's Slurm backend writes for an
@@ -111,12 +114,26 @@ Result<verify::PoolOptions> pool_options(const VerifyArgs& args, const app::Conf
   if (auto e =
           verify::parse_targets(args.cross_compile, "--cross-compile", opts.config.cross_compile))
     return Error("usage", *e);
+  if (!args.order.empty()) {
+    auto order = parse_enum(verify::kVerifyOrderNames, args.order, "dispatch order");
+    if (!order.ok()) return Error("usage", "--order: " + order.error().message);
+    opts.config.order = *order;
+  }
   opts.total_workers = args.workers;
   return opts;
 }
 
-// Submits each record of the file (up to --limit) as a request, its fields found by `map`.
-Status submit_records(const VerifyArgs& args, const VerifyMap& map, verify::RecordRun& run) {
+// A record read from the file: its position and its request.
+struct ReadRecord {
+  std::int64_t index = 0;
+  verify::VerifyRequest request;
+};
+
+// Reads each record of the file (up to --limit) as a request, its fields found by `map`. The
+// whole file is read before anything runs, so that the records can be ordered (verifier.order)
+// and a bad record stops the command before any sample ran.
+Result<std::vector<ReadRecord>> read_requests(const VerifyArgs& args, const VerifyMap& map) {
+  std::vector<ReadRecord> out;
   auto read = corpus::read_records(
       args.file, corpus::Format::automatic,
       [&](nlohmann::ordered_json&& rec, const corpus::RecordPos& pos) -> Status {
@@ -129,23 +146,59 @@ Status submit_records(const VerifyArgs& args, const VerifyMap& map, verify::Reco
         req.code = string_field(rec, map.code.c_str());
         req.kernel_wrapper = string_field(rec, map.kernel_wrapper.c_str());
         req.unitest_code = string_field(rec, map.unitest_code.c_str());
-        return run.submit(pos.index, std::move(req));
+        out.push_back({pos.index, std::move(req)});
+        return {};
       });
   if (!read.ok()) return read.error();
-  return {};
+  return out;
+}
+
+// The records in dispatch order (verify/cost.hpp): the longest predicted first, or as read.
+std::vector<std::size_t> record_order(const std::vector<ReadRecord>& records,
+                                      verify::VerifyOrder order, std::vector<double>& costs) {
+  costs.clear();
+  for (const auto& r : records) costs.push_back(verify::predicted_cost_s(r.request));
+  return verify::dispatch_order(costs, order);
+}
+
+// --plan: one JSON line per record in dispatch order (index, key, cost_s, features), nothing run.
+void print_plan(const std::vector<ReadRecord>& records, const std::vector<std::size_t>& order,
+                const std::vector<double>& costs) {
+  for (std::size_t k : order) {
+    auto f = verify::cost_features(records[k].request);
+    nlohmann::ordered_json line{{"index", records[k].index},
+                                {"key", records[k].request.key},
+                                {"cost_s", costs[k]},
+                                {"features",
+                                 {{"dots", f.dots},
+                                  {"tl_calls", f.tl_calls},
+                                  {"jit", f.jit},
+                                  {"constexprs", f.constexprs},
+                                  {"test_bytes", f.test_bytes}}}};
+    std::fputs((line.dump() + "\n").c_str(), stdout);
+  }
 }
 
 int run_verify(VerifyArgs& args, Globals& g) {
   KF_TRY_OR_REPORT(app::Config cfg, load(g));
   KF_TRY_OR_REPORT(VerifyMap map, parse_verify_map(args.map, args.key_field));
   KF_TRY_OR_REPORT(verify::PoolOptions opts, pool_options(args, cfg));
+  std::vector<double> costs;
+  if (args.plan) {
+    KF_TRY_OR_REPORT(auto records, read_requests(args, map));
+    print_plan(records, record_order(records, opts.config.order, costs), costs);
+    return kOk;
+  }
   std::ofstream json_out;
   if (!args.json_out.empty()) {
     json_out.open(args.json_out, std::ios::trunc);
     if (!json_out) return report(Error("io", args.json_out + ": cannot open for writing"));
   }
+  // The workers start (their imports, the GPU probe) while the file is read.
   KF_TRY_OR_REPORT(auto pool, verify::Pool::create(opts));
   auto t0 = system_clock().steady_now();
+  KF_TRY_OR_REPORT(auto records, read_requests(args, map));
+  auto order = record_order(records, opts.config.order, costs);
   verify::RecordRunOptions ro;
   ro.slowest = args.slowest;
   ro.full = args.full;
@@ -161,7 +214,9 @@ int run_verify(VerifyArgs& args, Globals& g) {
                    static_cast<long long>(total));
     };
   verify::RecordRun run(*pool, std::move(ro), json_out.is_open() ? &json_out : nullptr);
-  if (Status read = submit_records(args, map, run); !read.ok()) return report(read.error());
+  for (std::size_t k : order)
+    if (Status st = run.submit(records[k].index, std::move(records[k].request)); !st.ok())
+      return report(st.error());
   run.finish();
   if (tty) std::fprintf(stderr, "\r\033[K");
   double secs = std::chrono::duration<double>(system_clock().steady_now() - t0).count();
@@ -226,6 +281,14 @@ Command add_verify(CLI::App& root, Globals& g) {
                   "hip:gfx90a; repeatable or a comma list), besides verifier.cross_compile; "
                   "nothing runs there (docs/VERIFIER.md, \"Other targets\")")
       ->type_name("TARGET");
+  cmd->add_option("--order", args->order,
+                  "Which record a free worker takes: cost (the longest predicted first, from "
+                  "the code's tl.dot and tl.* calls, kernels and test length) or input (in file "
+                  "order); default: verifier.order. The output lines stay in record order")
+      ->check(CLI::IsMember({"cost", "input"}));
+  cmd->add_flag("--plan", args->plan,
+                "Print each record's predicted cost as a JSON line (index, key, cost_s, "
+                "features) in the order the records would be dispatched, and run nothing");
   cmd->add_flag("--record-devices", args->record_devices,
                 "Record the verifier's device states in the database at the end, so `kforge "
                 "status` shows a device taken out of rotation");

@@ -183,7 +183,8 @@ TEST(VerifyCli, RecordsListedInTheSkipFileAreWithdrawn) {
   auto skip = tmp / "skip.txt";
   write_text(skip, "1\n");
   auto out_json = tmp / "verdicts.jsonl";
-  // One worker: "hangs" runs after "first" (whose line comes first) and holds the slot.
+  // One worker, records in file order (by predicted cost "hangs", the longer test, would go
+  // first): "hangs" runs after "first" (whose line comes first) and holds the slot.
   std::thread lister([&] {
     for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(240);
          std::chrono::steady_clock::now() < until;
@@ -195,7 +196,7 @@ TEST(VerifyCli, RecordsListedInTheSkipFileAreWithdrawn) {
   });
   auto r = run_process({binary("apps/kforge/kforge").string(), "--config", config.string(),
                         "verify", input.string(), "--workers", "1", "--timeout", "600", "--json",
-                        out_json.string(), "--skip-file", skip.string()},
+                        out_json.string(), "--skip-file", skip.string(), "--order", "input"},
                        {}, 300);
   lister.join();
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -284,6 +285,82 @@ TEST(VerifyCli, ANulByteInTheCodeIsAnInvalidVerdictWithItsReason) {
       << rows[1].dump();
   EXPECT_EQ(rows[2]["verdict"], "passed");
   EXPECT_NE(r.out.find("invalid  2"), std::string::npos) << r.out;
+}
+
+// verifier.order: cost (the default) dispatches the longest predicted record first; the summary
+// lines stay in record order. One worker, so --full's lines (written as records finish) show the
+// order the worker took them; --order input keeps the file's; --plan prints the order and the
+// predicted costs and runs nothing.
+TEST(VerifyCli, RecordsRunLongestPredictedFirstAndLinesStayInRecordOrder) {
+  TempDir tmp;
+  auto input = tmp / "costed.jsonl";
+  const std::vector<int> dots = {0, 4, 1, 9};  // tl.dot calls in a comment: a higher prediction
+  {
+    std::ofstream out(input);
+    for (int d : dots) {
+      auto r = load_sample("pass");
+      for (int i = 0; i < d; ++i) *r.code += "\n# tl.dot(a, b)";
+      *r.code += "\n";
+      out << sample_line("k" + std::to_string(d), r);
+    }
+  }
+  auto config = tmp / "kforge.yaml";
+  write_text(config, "verifier:\n  devices: [cpu]\n  python: " + sandbox_python() +
+                         "\n  python_path: [" +
+                         (source_dir() / "tests" / "verify" / "fake_triton").string() +
+                         "]\n  preload: [triton]\n  work_dir: " + (tmp / "work").string() +
+                         "\n  memory_cap_mb: 300\n  max_processes: 32\n");
+  auto keys_of = [](const std::string& text) {
+    std::istringstream lines(text);
+    std::vector<std::string> keys;
+    for (std::string line; std::getline(lines, line);)
+      keys.push_back(nlohmann::json::parse(line)["key"].get<std::string>());
+    return keys;
+  };
+  auto verify = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> argv = {binary("apps/kforge/kforge").string(),
+                                     "--config",
+                                     config.string(),
+                                     "verify",
+                                     input.string(),
+                                     "--workers",
+                                     "1",
+                                     "--timeout",
+                                     "60"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return run_process(argv, {}, 240);
+  };
+  const std::vector<std::string> by_cost = {"k9", "k4", "k1", "k0"};
+  const std::vector<std::string> by_record = {"k0", "k4", "k1", "k9"};
+
+  auto plan = verify({"--plan"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.out << plan.err;
+  EXPECT_EQ(keys_of(plan.out), by_cost) << plan.out;
+  std::istringstream plan_lines(plan.out);
+  double last = 1e9;
+  for (std::string line; std::getline(plan_lines, line);) {
+    auto row = nlohmann::json::parse(line);
+    EXPECT_LT(row["cost_s"].get<double>(), last) << line;
+    last = row["cost_s"].get<double>();
+    EXPECT_EQ("k" + std::to_string(row["features"]["dots"].get<int>()), row["key"]) << line;
+  }
+  EXPECT_FALSE(std::filesystem::exists(tmp / "work")) << "--plan started the verifier";
+
+  auto summary = tmp / "summary.jsonl";
+  auto r = verify({"--json", summary.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(keys_of(read_text(summary)), by_record);
+  auto full = tmp / "full.jsonl";
+  r = verify({"--json", full.string(), "--full"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(keys_of(read_text(full)), by_cost);
+  r = verify({"--json", full.string(), "--full", "--order", "input"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(keys_of(read_text(full)), by_record);
+  // The verdicts do not depend on the order.
+  std::istringstream lines(read_text(summary));
+  for (std::string line; std::getline(lines, line);)
+    EXPECT_EQ(nlohmann::json::parse(line)["verdict"], "passed") << line;
 }
 
 TEST(VerifyCli, BadInputIsAClearError) {

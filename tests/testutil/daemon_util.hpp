@@ -160,9 +160,12 @@ class Site {
          "\n  status_interval_ms: " + std::to_string(o.status_interval_ms) +
          "\n  verify: " + (o.verify ? "true" : "false") + "\n";
     if (!o.owner.empty()) y += "  owner: " + o.owner + "\n";
+    // Samples in the order they were leased (verifier.order: input): the daemon's tests say which
+    // sample runs while which waits (tests/verify/order_test.cpp and the kforge verify tests
+    // test the default, cost).
     if (o.verify)
       y += "verifier:\n  devices: [cpu]\n  cpu_workers: 2\n  python: /usr/bin/python3\n"
-           "  timeout_s: 30\n  memory_cap_mb: 1024\n  work_dir: \"" +
+           "  timeout_s: 30\n  memory_cap_mb: 1024\n  order: input\n  work_dir: \"" +
            (dir_ / "verify-work").string() + "\"\n";
     if (o.verify && o.fake_triton)
       y += "  python_path: [\"" + fake_triton_dir().string() +

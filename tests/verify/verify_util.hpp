@@ -30,7 +30,8 @@ verify::VerifyRequest load_sample(const std::string& name,
 std::string sandbox_python();
 
 // Hard caps for hostile samples on a shared machine: 2 s deadline, 200 MiB resident memory,
-// 2 GiB address space, 16 processes, 4 MiB files, a 16 MiB tmpfs, 64 KiB of output kept.
+// 2 GiB address space, 16 processes, 4 MiB files, a 16 MiB tmpfs, 64 KiB of output kept;
+// samples dispatched in submission order (verifier.order: input).
 verify::VerifierConfig test_config(const TempDir& dir, const std::string& mode = "warm");
 
 // env: the pool's door to processes (null: the real one); it must outlive the pool.

@@ -124,6 +124,7 @@ void read_config(ConfigNode n, VerifierConfig& out) {
   n.get("hide", out.hide);
   n.get("cgroup", out.cgroup);
   n.get_at_least("queue_capacity", out.queue_capacity, 1);
+  n.get_enum("order", out.order, kVerifyOrderNames);
   n.get_above("worker_start_timeout_s", out.worker_start_timeout_s, 0);
   n.get_at_least("max_start_failures", out.max_start_failures, 1);
   n.get_at_least("max_requeues", out.max_requeues, 1);
@@ -165,6 +166,7 @@ bool apply_reloadable(VerifierConfig& running, const VerifierConfig& fresh) {
   take(running.worker_start_timeout_s, fresh.worker_start_timeout_s);
   take(running.max_start_failures, fresh.max_start_failures);
   take(running.memory_poll_ms, fresh.memory_poll_ms);
+  take(running.order, fresh.order);
   SlurmConfig slurm = fresh.slurm;
   slurm.shared_dir = running.slurm.shared_dir;  // where the live arrays are
   take(running.slurm, slurm);

@@ -1,5 +1,7 @@
 #include "pool_impl.hpp"
 
+#include "kforge/verify/cost.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -98,6 +100,7 @@ Result<std::uint64_t> Pool::submit(VerifyRequest request, Callback done) {
   j.request = std::move(request);
   j.done = std::move(done);
   j.submitted = I.now();
+  j.cost_s = predicted_cost_s(j.request);
   // From the first sample that asks for the speed label on, every sample's lock watches for
   // timing samples (the harness's watcher thread; none where nothing is ever timed).
   if (j.request.require_speedup > 0) I.timing_seen = true;

@@ -62,7 +62,7 @@ void Pool::Impl::dispatch_queue() {
     if (samples.empty()) break;
     if (s.run || !devices[s.device].in_rotation) continue;
     if (warm && s.state != WorkerState::ready) continue;
-    dispatch(s, samples.take());
+    dispatch(s, samples.take_next(cfg.order, now()));
   }
 }
 

@@ -1,10 +1,14 @@
 #pragma once
 // Internal: the pool's sample bookkeeping (part of Pool::Impl, pool_impl.hpp). The samples
-// waiting for a slot, in order: a new one at the back, a sample run again (a lost worker) or a
-// passing sample's mutant re-run at the front, so it goes next. The ids the pool hands out
+// waiting for a slot: a sample run again (a lost worker) or a passing sample's mutant re-run
+// goes next; of the new ones, verifier.order picks (take_next): cost, the one whose predicted
+// seconds (verify/cost.hpp) plus the seconds it has waited are the most (the longest first,
+// none left behind later ones for longer than the costliest prediction); input, the first
+// submitted. The ids the pool hands out
 // (samples' and runs'). The finished samples' results, whose callbacks run at the end of a step
 // (so a callback may submit()). Threads: as Pool, one thread.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -13,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "kforge/verify/config.hpp"
 #include "kforge/verify/pool.hpp"
 
 namespace kforge::verify {
@@ -32,6 +37,8 @@ struct Sample {
   // no report of them (it is run once more in a process of its own; issue 52).
   std::vector<std::string> mutant_lost;
   SteadyTime submitted{};
+  double cost_s = 0;    // the predicted seconds (verify/cost.hpp), for verifier.order: cost
+  bool urgent = false;  // run again, or a mutant re-run: goes before the new samples
 };
 
 class SampleBook {
@@ -43,11 +50,33 @@ class SampleBook {
   // A new sample: after those waiting.
   void push_back(Sample s) { queue_.push_back(std::move(s)); }
   // A sample run again or a mutant re-run: next.
-  void push_front(Sample s) { queue_.push_front(std::move(s)); }
-  // The next waiting sample (there is one).
+  void push_front(Sample s) {
+    s.urgent = true;
+    queue_.push_front(std::move(s));
+  }
+  // The first waiting sample (there is one).
   Sample take() {
     Sample s = std::move(queue_.front());
     queue_.pop_front();
+    return s;
+  }
+  // The sample a free slot takes (there is one): a sample run again or a mutant re-run first;
+  // else, by `order`, the new sample with the most predicted seconds plus seconds waited
+  // (the earlier submitted on a tie), or the first submitted.
+  Sample take_next(VerifyOrder order, SteadyTime now) {
+    if (order == VerifyOrder::input || queue_.front().urgent) return take();
+    auto best = queue_.begin();
+    double best_score = -1;
+    for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+      double waited = std::chrono::duration<double>(now - it->submitted).count();
+      double score = it->cost_s + std::max(0.0, waited);
+      if (score > best_score) {
+        best = it;
+        best_score = score;
+      }
+    }
+    Sample s = std::move(*best);
+    queue_.erase(best);
     return s;
   }
 

@@ -34,6 +34,15 @@ enum class MutantRun {
 inline constexpr EnumName<MutantRun> kMutantRunNames[] = {{MutantRun::same_process, "same_process"},
                                                           {MutantRun::new_process, "new_process"}};
 
+// The order waiting samples are handed to the workers (verifier.order; verify/cost.hpp).
+enum class VerifyOrder {
+  cost,   // the longest predicted first (kforge verify sorts its records so; the pool takes
+          // the costliest waiting sample, aged by its wait)
+  input,  // as submitted
+};
+inline constexpr EnumName<VerifyOrder> kVerifyOrderNames[] = {{VerifyOrder::cost, "cost"},
+                                                              {VerifyOrder::input, "input"}};
+
 enum class Backend { local, slurm };
 inline constexpr EnumName<Backend> kBackendNames[] = {{Backend::local, "local"},
                                                       {Backend::slurm, "slurm"}};
@@ -43,6 +52,9 @@ constexpr std::string_view to_string(PoolMode v) {
 }
 constexpr std::string_view to_string(Autotune v) {
   return name_of(kAutotuneNames, v);
+}
+constexpr std::string_view to_string(VerifyOrder v) {
+  return name_of(kVerifyOrderNames, v);
 }
 constexpr std::string_view to_string(MutantRun v) {
   return name_of(kMutantRunNames, v);
@@ -183,6 +195,11 @@ struct VerifierConfig {
   std::vector<std::string> hide = {"/etc/kforge"};
   std::string cgroup = "auto";  // auto | off | a delegated cgroup v2 directory
   int queue_capacity = 64;
+  // Which waiting sample a free worker takes (docs/VERIFIER.md, "Dispatch order"): cost, the
+  // longest predicted first (a batch ends sooner: no long sample starts last), each sample's
+  // wait added to its predicted seconds so none waits behind later ones for long; input, as
+  // submitted. Verdicts and outputs do not depend on it.
+  VerifyOrder order = VerifyOrder::cost;
   double worker_start_timeout_s = 180;
   int max_start_failures = 3;  // consecutive, per device, before it leaves the rotation
   // A sample the verifier could not run (flagged `infrastructure`: a worker died, a sandbox
@@ -205,7 +222,7 @@ void read_config(ConfigNode n, VerifierConfig& out);
 
 // A reload (SIGHUP) of a running verifier: copies into `running` the settings of `fresh` that
 // take effect without new workers: timeout_s, cross_compile_timeout_s and output_cap_kb (for
-// samples started from now on), worker_start_timeout_s, max_start_failures, memory_poll_ms,
+// samples started from now on), worker_start_timeout_s, max_start_failures, memory_poll_ms, order,
 // and the `slurm` section but its shared_dir. The rest (devices, workers, mode, python, the
 // sandbox, the backend) takes a restart. Returns whether anything changed.
 bool apply_reloadable(VerifierConfig& running, const VerifierConfig& fresh);
