@@ -28,6 +28,7 @@
 #include "kforge/core/env.hpp"
 #include "kforge/core/fs.hpp"
 #include "kforge/corpus/reader.hpp"
+#include "kforge/verify/cost.hpp"
 #include "kforge/verify/figures.hpp"
 #include "kforge/verify/gpu.hpp"
 #include "kforge/verify/pool.hpp"
@@ -547,14 +548,22 @@ Measure run_pool(Bench& e, const std::vector<Sample>& samples, const std::string
   std::size_t next = 0, done = 0;
   Meters meters(e.env);
   meters.start(e.gpu);
+  auto request_of = [](const Sample& s) {
+    VerifyRequest r;
+    r.key = s.key;
+    r.code = s.code;
+    r.kernel_wrapper = s.wrapper;
+    r.unitest_code = s.test;
+    return r;
+  };
+  // Submitted in the pool's dispatch order (verifier.order), as kforge verify submits a file's
+  // records: the pool's own choice sees only its queue_capacity window.
+  std::vector<double> costs;
+  for (const auto& s : samples) costs.push_back(verify::predicted_cost_s(request_of(s)));
+  const auto order = verify::dispatch_order(costs, cfg.order);
   while (done < samples.size()) {
     while (next < samples.size() && p.accepting()) {
-      const auto& s = samples[next++];
-      VerifyRequest r;
-      r.key = s.key;
-      r.code = s.code;
-      r.kernel_wrapper = s.wrapper;
-      r.unitest_code = s.test;
+      VerifyRequest r = request_of(samples[order[next++]]);
       auto id = p.submit(std::move(r), [&](VerifyResult&& res) {
         ++done;
         std::string v = verify::to_string(res.verdict);
