@@ -287,9 +287,9 @@ TEST(VerifyCli, ANulByteInTheCodeIsAnInvalidVerdictWithItsReason) {
   EXPECT_NE(r.out.find("invalid  2"), std::string::npos) << r.out;
 }
 
-// verifier.order: cost (the default) dispatches the longest predicted record first; the summary
-// lines stay in record order. One worker, so --full's lines (written as records finish) show the
-// order the worker took them; --order input keeps the file's; --plan prints the order and the
+// --order cost dispatches the longest predicted record first; the summary lines stay in record
+// order. One worker, so --full's lines (written as records finish) show the order the worker took
+// them; the default (verifier.order: input) keeps the file's; --plan prints the order and the
 // predicted costs and runs nothing.
 TEST(VerifyCli, RecordsRunLongestPredictedFirstAndLinesStayInRecordOrder) {
   TempDir tmp;
@@ -333,7 +333,7 @@ TEST(VerifyCli, RecordsRunLongestPredictedFirstAndLinesStayInRecordOrder) {
   const std::vector<std::string> by_cost = {"k9", "k4", "k1", "k0"};
   const std::vector<std::string> by_record = {"k0", "k4", "k1", "k9"};
 
-  auto plan = verify({"--plan"});
+  auto plan = verify({"--plan", "--order", "cost"});
   ASSERT_EQ(plan.exit_code, 0) << plan.out << plan.err;
   EXPECT_EQ(keys_of(plan.out), by_cost) << plan.out;
   std::istringstream plan_lines(plan.out);
@@ -347,14 +347,14 @@ TEST(VerifyCli, RecordsRunLongestPredictedFirstAndLinesStayInRecordOrder) {
   EXPECT_FALSE(std::filesystem::exists(tmp / "work")) << "--plan started the verifier";
 
   auto summary = tmp / "summary.jsonl";
-  auto r = verify({"--json", summary.string()});
+  auto r = verify({"--json", summary.string(), "--order", "cost"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(keys_of(read_text(summary)), by_record);
   auto full = tmp / "full.jsonl";
-  r = verify({"--json", full.string(), "--full"});
+  r = verify({"--json", full.string(), "--full", "--order", "cost"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(keys_of(read_text(full)), by_cost);
-  r = verify({"--json", full.string(), "--full", "--order", "input"});
+  r = verify({"--json", full.string(), "--full"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(keys_of(read_text(full)), by_record);
   // The verdicts do not depend on the order.

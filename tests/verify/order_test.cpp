@@ -77,7 +77,7 @@ TEST(VerifyOrder, LongestPredictedFirstTiesInInputOrder) {
   EXPECT_TRUE(verify::dispatch_order({}, VerifyOrder::cost).empty());
 }
 
-// verifier.order: cost by default, input or cost read, anything else refused at its line; a
+// verifier.order: input by default, input or cost read, anything else refused at its line; a
 // reload takes it.
 TEST(VerifyOrder, TheSettingIsReadAndReloaded) {
   auto read = [](const std::string& yaml, verify::VerifierConfig& c) -> Status {
@@ -88,6 +88,8 @@ TEST(VerifyOrder, TheSettingIsReadAndReloaded) {
     return (*r)->finish();
   };
   verify::VerifierConfig c;
+  EXPECT_EQ(c.order, VerifyOrder::input);
+  ASSERT_TRUE(read("verifier:\n  order: cost\n", c).ok());
   EXPECT_EQ(c.order, VerifyOrder::cost);
   ASSERT_TRUE(read("verifier:\n  order: input\n", c).ok());
   EXPECT_EQ(c.order, VerifyOrder::input);

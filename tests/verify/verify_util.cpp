@@ -76,8 +76,8 @@ verify::VerifierConfig test_config(const TempDir& dir, const std::string& mode) 
   c.work_dir = (dir.path() / "work").string();
   c.memory_poll_ms = 20;
   c.worker_start_timeout_s = 30;
-  // In submission order: the pool's tests say which sample waits behind which (order_test.cpp
-  // tests verifier.order: cost, the default).
+  // In submission order (the default, said here because the pool's tests rely on it: they say
+  // which sample waits behind which; order_test.cpp tests verifier.order: cost).
   c.order = verify::VerifyOrder::input;
   return c;
 }
