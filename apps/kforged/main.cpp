@@ -29,6 +29,7 @@
 #include "kforge/core/log.hpp"
 #include "kforge/pipeline/heartbeat.hpp"
 #include "kforge/pipeline/progress.hpp"
+#include "kforge/pipeline/search_index.hpp"
 #include "score_server.hpp"
 #include "verifier_thread.hpp"
 
@@ -276,6 +277,9 @@ int serve(const std::string& config_path, app::Config cfg) {
   }
   if (*reclaimed > 0)
     spdlog::info("took back {} leases of a previous kforged on {}", *reclaimed, prefix);
+  // What a previous daemon stored and had not indexed when it was killed (migration 0052).
+  if (auto st = pipeline::index_all_answers(*db, DaemonLoop::kIndexBatchIds); !st.ok())
+    spdlog::warn("search index: {}", st.error().message);
 
   auto dir = pipeline::PromptLibrary::locate(cfg.pipeline.prompts_dir);
   if (!dir.ok()) {
@@ -364,6 +368,9 @@ int serve(const std::string& config_path, app::Config cfg) {
                st.checkpoints, st.jobs_to_verify, st.jobs_failed);
   if (auto hb = heartbeat->stop(); !hb.ok()) spdlog::warn("heartbeat: {}", hb.error().message);
   if (scorer) scorer->stop();
+  // The answers stored since the loop's last batch: a stopped daemon leaves none unindexed.
+  if (auto st = pipeline::index_all_answers(*db, DaemonLoop::kIndexBatchIds); !st.ok())
+    spdlog::warn("search index: {}", st.error().message);
   http.stop();
   return 0;
 }

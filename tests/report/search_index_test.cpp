@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "kforge/core/clock.hpp"
 #include "kforge/core/sha256.hpp"
 #include "kforge/pipeline/jobs.hpp"
+#include "kforge/pipeline/search_index.hpp"
 #include "kforge/report/viewer.hpp"
 #include "kforge/store/db.hpp"
 #include "kforge/store/samples.hpp"
@@ -33,16 +35,23 @@ std::unique_ptr<store::Db> open_db(const fs::path& path, bool migrate) {
   return db.ok() ? std::move(db).value() : nullptr;
 }
 
-// A database at schema version 50, the one before migration 0051.
-std::unique_ptr<store::Db> open_at_50(const fs::path& path) {
+// A database at schema version `version` (migrations after it not applied).
+std::unique_ptr<store::Db> open_at(const fs::path& path, int version) {
   auto db = open_db(path, /*migrate=*/false);
   std::vector<EmbeddedFile> upto;
+  char next[8];
+  std::snprintf(next, sizeof next, "%04d", version + 1);
   for (const auto& f : store::migrations())
-    if (f.name < std::string_view("0051")) upto.push_back(f);
+    if (f.name < std::string_view(next)) upto.push_back(f);
   auto st = store::migrate(*db, upto);
   EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().message);
-  EXPECT_EQ(*db->schema_version(), 50);
+  EXPECT_EQ(*db->schema_version(), version);
   return db;
+}
+
+// A database at schema version 50, the one before migration 0051.
+std::unique_ptr<store::Db> open_at_50(const fs::path& path) {
+  return open_at(path, 50);
 }
 
 store::SampleRow sample(int i, const std::string& extra = "") {
@@ -111,12 +120,13 @@ void workload(store::Db& db) {
   ASSERT_TRUE(samples.insert(sample(49, "# reused_id\n"), 6).ok());
 }
 
+const std::vector<std::string> kWords = {
+    "kernel_1",  "KERNEL_2",     "x_ptr+3)",   "atomic_add", "softmax", "école",    "größe",
+    "\"q\"",     "zebra_update", "yak_update", "s4",         "wombat",  "mismatch", "reused_id",
+    "kernel_48", "nothing_here", "tl",         "ROWS 2",     "x_ptr):", "kernel_41"};
+
 // Every search's keys in runs a and b, one line each.
-std::string answers(store::Db& db) {
-  const std::vector<std::string> words = {
-      "kernel_1",  "KERNEL_2",     "x_ptr+3)",   "atomic_add", "softmax", "école",    "größe",
-      "\"q\"",     "zebra_update", "yak_update", "s4",         "wombat",  "mismatch", "reused_id",
-      "kernel_48", "nothing_here", "tl",         "ROWS 2",     "x_ptr):", "kernel_41"};
+std::string answers(store::Db& db, const std::vector<std::string>& words = kWords) {
   std::string out;
   for (const char* tag : {"a", "b"}) {
     for (const auto& w : words) {
@@ -186,6 +196,141 @@ TEST(SearchIndex, AnswersAreTheSameAsWhenEverySampleWasIndexedAtImport) {
     EXPECT_EQ(keys_in(*db, "c", "reused_id"), "s49.py\n");
   }
   EXPECT_EQ(answers(*upgraded), answers(*fresh));
+}
+
+// --- the answers' texts, indexed in batches after their checkpoints (migration 0052) ---
+
+std::string sql_quoted(const std::string& v) {
+  std::string out = "'";
+  for (char c : v) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+// An answer of run `tag`'s sample s<i>: its parsed JSON and status, as a checkpoint stores them
+// (the columns of pipeline.sql's insert_stage_output that have no default).
+void add_answer(store::Db& db, const std::string& tag, int i, const std::string& stage,
+                const std::string& status, const std::string& parsed_json) {
+  exec(db,
+       "INSERT INTO stage_outputs (job_id, run_id, sample_id, stage, attempt, status, "
+       "prompt_version, prompt_sha256, request_sha256, request_text, parsed_text, created_ms) "
+       "SELECT j.id, j.run_id, j.sample_id, " +
+           sql_quoted(stage) + ", 1, " + sql_quoted(status) +
+           ", 'v1', 'p', 'r', kf_put('{}'), kf_put(" + sql_quoted(parsed_json) +
+           "), 7 FROM jobs j JOIN runs r ON r.id = j.run_id JOIN samples s ON s.id = j.sample_id "
+           "WHERE r.tag = " +
+           sql_quoted(tag) + " AND s.key = 's" + std::to_string(i) + ".py'");
+}
+
+std::string code_answer(int i, const std::string& extra = "") {
+  return "{\"kernel_wrapper\": \"def wrap_" + std::to_string(i) +
+         "(x):\\n    return Kernel_Ünïcode(x)  # " + extra +
+         "\", \"unitest_code\": \"assert check_" + std::to_string(i) + "() == \\\"ÉCOLE\\\"\"}";
+}
+
+// Answers of runs a (s0..s9) and b (s20..s24): generate and repair answers holding code, and
+// answers the index never holds (an analysis without code, a rejected one, one that is no JSON).
+void answers_workload(store::Db& db) {
+  for (int i = 0; i < 10; ++i) add_answer(db, "a", i, "generate", "ok", code_answer(i));
+  add_answer(db, "a", 3, "repair", "ok", code_answer(3, "repaired_once"));
+  add_answer(db, "a", 4, "analysis", "ok", "{\"analysis\": \"analysis_only\"}");
+  add_answer(db, "a", 5, "generate", "rejected", code_answer(5, "rejected_answer"));
+  add_answer(db, "a", 6, "generate", "ok", "not json: kernel_wrapper nojson_answer");
+  for (int i = 20; i < 25; ++i) add_answer(db, "b", i, "generate", "ok", code_answer(i));
+}
+
+const std::vector<std::string> kAnswerWords = {
+    "wrap_3",      "WRAP_2",          "wrap_2",       "kernel_ünïcode", "KERNEL_ÜNÏCODE",
+    "check_7()",   "\"école\"",       "repaired_once", "analysis_only",  "rejected_answer",
+    "nojson_answer", "wr",            "wrap_21",      "ap_2",           "nothing_there"};
+
+std::int64_t watermark(store::Db& db) {
+  return db_scalar(db, "SELECT outputs_upto FROM search_indexed");
+}
+std::int64_t indexed_answers(store::Db& db) {
+  return db_scalar(db, "SELECT count(*) FROM search_text WHERE rowid % 4 = 1");
+}
+
+TEST(SearchIndex, AnAnswerIsFoundAsSoonAsItIsStoredAndTheSameOnceIndexed) {
+  TempDir dir;
+  auto db = open_db(dir / "k.db", /*migrate=*/true);
+  ASSERT_TRUE(db);
+  workload(*db);
+  answers_workload(*db);
+  // Stored, none indexed: a checkpoint no longer writes the index.
+  EXPECT_EQ(watermark(*db), 0);
+  EXPECT_EQ(indexed_answers(*db), 0);
+  auto keys = [&](const char* tag, const char* q) {
+    return report::view(*db, report::ViewRequest{"/keys", {{"tag", tag}, {"q", q}}},
+                        report::ViewOptions{})
+        .body;
+  };
+  const std::string unindexed = answers(*db, kAnswerWords);
+  EXPECT_EQ(keys("a", "wrap_3"), "s3.py\n");
+  EXPECT_EQ(keys("a", "KERNEL_ÜNÏCODE").size(), 10 * std::string("s0.py\n").size());
+  EXPECT_EQ(keys("b", "wrap_2"), "s20.py\ns21.py\ns22.py\ns23.py\ns24.py\n");
+  EXPECT_EQ(keys("a", "repaired_once"), "s3.py\n");
+  EXPECT_EQ(keys("a", "\"école\""), keys("a", "check_"));
+  for (const char* none : {"analysis_only", "rejected_answer", "nojson_answer", "wr"})
+    EXPECT_EQ(keys("a", none), "") << none;
+
+  // Indexed in batches of 4 answer ids: the same answers, now from the index.
+  ASSERT_TRUE(pipeline::index_all_answers(*db, 4).ok());
+  const std::int64_t newest = db_scalar(*db, "SELECT max(id) FROM stage_outputs");
+  EXPECT_EQ(watermark(*db), newest);
+  EXPECT_EQ(indexed_answers(*db), 16);  // the 16 that hold code
+  EXPECT_EQ(answers(*db, kAnswerWords), unindexed);
+  auto again = pipeline::index_answers(*db, 0);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->caught_up());
+  EXPECT_EQ(indexed_answers(*db), 16);
+
+  // The newest answers deleted: SQLite gives their ids to the next ones, which the watermark
+  // must not cover before they are indexed.
+  exec(*db, "DELETE FROM stage_outputs WHERE id > " + std::to_string(newest - 3));
+  EXPECT_EQ(watermark(*db), newest - 3);
+  EXPECT_EQ(keys("b", "wrap_24"), "");
+  add_answer(*db, "b", 24, "repair", "ok", code_answer(24, "reborn_answer"));
+  EXPECT_EQ(db_scalar(*db, "SELECT max(id) FROM stage_outputs"), newest - 2);
+  EXPECT_EQ(keys("b", "reborn_answer"), "s24.py\n");
+  ASSERT_TRUE(pipeline::index_all_answers(*db, 0).ok());
+  EXPECT_EQ(watermark(*db), newest - 2);
+  EXPECT_EQ(keys("b", "reborn_answer"), "s24.py\n");
+  EXPECT_EQ(indexed_answers(*db), 14);
+}
+
+TEST(SearchIndex, ADatabaseKeptAt51GivesTheSameAnswersUpgradedAsAFreshOne) {
+  TempDir dir;
+  auto before = open_at(dir / "before.db", 51);  // each answer indexed by its trigger
+  ASSERT_TRUE(before);
+  workload(*before);
+  answers_workload(*before);
+  auto fresh = open_db(dir / "fresh.db", /*migrate=*/true);  // no answer indexed yet
+  ASSERT_TRUE(fresh);
+  workload(*fresh);
+  answers_workload(*fresh);
+  std::vector<std::string> words = kWords;
+  words.insert(words.end(), kAnswerWords.begin(), kAnswerWords.end());
+  const std::string expected = answers(*before, words);
+  EXPECT_EQ(indexed_answers(*before), 16);
+  EXPECT_EQ(answers(*fresh, words), expected);
+
+  before.reset();
+  auto upgraded = open_db(dir / "before.db", /*migrate=*/true);
+  ASSERT_TRUE(upgraded);
+  EXPECT_EQ(*upgraded->schema_version(), store::latest_schema_version());
+  EXPECT_EQ(schema(*upgraded), schema(*fresh));
+  // Its answers were indexed by 0036's trigger: the watermark starts past them.
+  EXPECT_EQ(watermark(*upgraded), db_scalar(*upgraded, "SELECT max(id) FROM stage_outputs"));
+  EXPECT_EQ(answers(*upgraded, words), expected);
+  // Answers stored after the upgrade are found before and after their batch, as in a fresh one.
+  for (store::Db* db : {upgraded.get(), fresh.get()}) {
+    add_answer(*db, "b", 22, "repair", "ok", code_answer(22, "after_upgrade"));
+    EXPECT_EQ(answers(*db, {"after_upgrade"}), "a after_upgrade: \nb after_upgrade: s22.py \n");
+    ASSERT_TRUE(pipeline::index_all_answers(*db, 0).ok());
+    EXPECT_EQ(answers(*db, {"after_upgrade"}), "a after_upgrade: \nb after_upgrade: s22.py \n");
+  }
+  EXPECT_EQ(answers(*upgraded, words), answers(*fresh, words));
+  EXPECT_EQ(indexed_answers(*upgraded), indexed_answers(*fresh));
 }
 
 }  // namespace
