@@ -369,8 +369,8 @@ int serve(const std::string& config_path, app::Config cfg) {
   if (auto hb = heartbeat->stop(); !hb.ok()) spdlog::warn("heartbeat: {}", hb.error().message);
   if (scorer) scorer->stop();
   // The answers stored since the loop's last batch: a stopped daemon leaves none unindexed.
-  if (auto st = pipeline::index_all_answers(*db, DaemonLoop::kIndexBatchIds); !st.ok())
-    spdlog::warn("search index: {}", st.error().message);
+  if (auto indexed = pipeline::index_all_answers(*db, DaemonLoop::kIndexBatchIds); !indexed.ok())
+    spdlog::warn("search index: {}", indexed.error().message);
   http.stop();
   return 0;
 }

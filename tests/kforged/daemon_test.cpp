@@ -684,8 +684,8 @@ TEST(DaemonSearch, AnswersStoredButNotIndexedAreFoundAndIndexedByTheNextStart) {
       o.prompt_version = "v1";
       o.prompt_sha256 = "p";
       o.request_json = "{}";
-      o.parsed_json = R"({"kernel_wrapper": "def stored_unindexed_)" +
-                      std::to_string(job.id) + R"((x): pass", "unitest_code": "pass"})";
+      o.parsed_json = R"({"kernel_wrapper": "def stored_unindexed_)" + std::to_string(job.id) +
+                      R"((x): pass", "unitest_code": "pass"})";
       NextState next;
       next.state = store::JobState::failed;
       next.stage = job.stage;

@@ -25,8 +25,7 @@ Result<SearchBacklog> index_answers(store::Db& db, std::int64_t max_ids) {
   KF_TRY(SearchBacklog locked, backlog(db));  // again under the lock: another writer may have
   b = locked;                                 // moved it
   if (b.caught_up()) return b;
-  const std::int64_t upto =
-      max_ids > 0 ? std::min(b.newest, b.indexed_upto + max_ids) : b.newest;
+  const std::int64_t upto = max_ids > 0 ? std::min(b.newest, b.indexed_upto + max_ids) : b.newest;
   {
     KF_TRY(Stmt * s, db.cached(pipeline_queries()["search_index_answers"]));
     s->bind(1, upto);

@@ -30,8 +30,7 @@ class Trigrams {
   }
 
  private:
-  static int add(void* ctx, int /*flags*/, const char* token, int n, int /*start*/,
-                 int /*end*/) {
+  static int add(void* ctx, int /*flags*/, const char* token, int n, int /*start*/, int /*end*/) {
     static_cast<std::vector<std::string>*>(ctx)->emplace_back(token, static_cast<std::size_t>(n));
     return SQLITE_OK;
   }
