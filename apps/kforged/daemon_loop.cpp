@@ -203,8 +203,11 @@ void DaemonLoop::index_search() {
   if (now - last_index_ < kIndexEvery && !went_idle) return;
   last_index_ = now;
   checkpoints_at_index_ = stored;
-  if (auto r = pipeline::index_answers(p_.db, kIndexBatchIds); !r.ok())
+  auto r = pipeline::index_answers(p_.db, kIndexBatchIds);
+  if (!r.ok())
     spdlog::warn("search index: {}", r.error().message);
+  else if (!r->caught_up())
+    last_index_ = {};  // more than a batch behind: the next step takes the next batch
 }
 
 void DaemonLoop::report_status() {
