@@ -9,6 +9,7 @@
 #include "kforge/core/log.hpp"
 #include "kforge/pipeline/metrics.hpp"
 #include "kforge/pipeline/progress.hpp"
+#include "kforge/pipeline/search_index.hpp"
 
 namespace kforge::daemon {
 
@@ -55,7 +56,7 @@ DaemonLoop::DaemonLoop(Parts parts, std::string config_path, app::Config cfg,
       policy_(parts.clock, "") {
   libraries_.push_back(std::move(prompts));
   auto now = p_.clock.steady_now();
-  last_watchdog_ = last_status_ = last_log_ = now;
+  last_watchdog_ = last_status_ = last_log_ = last_index_ = now;
   last_metrics_ = std::chrono::steady_clock::time_point{};
   std::lock_guard l(p_.shared.mu);
   p_.shared.last_step_wall_ms = p_.clock.wall_ms();
@@ -132,6 +133,7 @@ bool DaemonLoop::step() {
   if (step.ok() && p_.heartbeat != nullptr)
     if (auto hb = p_.heartbeat->beat(); !hb.ok()) spdlog::warn("heartbeat: {}", hb.error().message);
   feed_watchdog(step.ok());
+  index_search();
   if (!quiet || !cfg_.daemon.http_listen.empty()) refresh_metrics();
   report_status();
   if (reload_requested_.exchange(false)) reload();
@@ -189,6 +191,23 @@ void DaemonLoop::refresh_metrics() {
   std::lock_guard l(p_.shared.mu);
   p_.shared.metrics = std::move(text);
   last_metrics_ = now;
+}
+
+// The answers stored since the last batch, into the search index: every kIndexEvery while
+// working, and at once when the loop goes idle after storing some (so an idle daemon leaves no
+// tail for the viewer to read directly). A failure is logged; the next batch takes them.
+void DaemonLoop::index_search() {
+  const auto now = p_.clock.steady_now();
+  const std::uint64_t stored = p_.sched.stats().checkpoints;
+  const bool went_idle = stored != checkpoints_at_index_ && idle();
+  if (now - last_index_ < kIndexEvery && !went_idle) return;
+  last_index_ = now;
+  checkpoints_at_index_ = stored;
+  auto r = pipeline::index_answers(p_.db, kIndexBatchIds);
+  if (!r.ok())
+    spdlog::warn("search index: {}", r.error().message);
+  else if (!r->caught_up())
+    last_index_ = {};  // more than a batch behind: the next step takes the next batch
 }
 
 void DaemonLoop::report_status() {

@@ -14,6 +14,10 @@
 // only beat the heartbeat and feed the watchdog. Without a watch it polls every
 // pipeline.idle_poll_ms, as a busy loop does.
 //
+// The viewer's search index of answers (migration 0052) is kept here, in batches outside the
+// checkpoints: what was stored and not yet indexed is indexed about once every kIndexEvery while
+// the loop works, and as soon as it goes idle (main() indexes everything at start and at stop).
+//
 // Threads: step() and run() on one thread. request_reload(), request_stop() and
 // notice_db_change() from any thread (the signal thread, the watch); they wake the scheduler's
 // wait.
@@ -77,6 +81,10 @@ class DaemonLoop {
 
   // An idle loop with a change watch looks for work at least this often, whatever it is told.
   static constexpr std::chrono::seconds kIdleLook{30};
+  // How often a working loop indexes the answers stored since its last batch, and how many answer
+  // ids one batch (one transaction) takes at most.
+  static constexpr std::chrono::seconds kIndexEvery{1};
+  static constexpr std::int64_t kIndexBatchIds = 4096;
 
   // Before run(): whether notice_db_change() is called when the database's files change.
   void set_change_watch(bool on) { watched_ = on; }
@@ -115,6 +123,7 @@ class DaemonLoop {
   void feed_watchdog(bool step_ok);
   void refresh_metrics();
   void report_status();
+  void index_search();
   void reload();
   void start_drain();
   void notify(const std::string& msg);
@@ -135,6 +144,8 @@ class DaemonLoop {
   app::Config cfg_;
   std::vector<std::unique_ptr<pipeline::PromptLibrary>> libraries_;
   std::chrono::steady_clock::time_point last_watchdog_, last_metrics_, last_status_, last_log_;
+  std::chrono::steady_clock::time_point last_index_;
+  std::uint64_t checkpoints_at_index_ = 0;  // the scheduler's checkpoints at the last index
   LoopPolicy policy_;  // backoff and drain; its stop requests come from any thread
   bool watched_ = false;
   std::int64_t data_version_ = -1;  // p_.db's, when the loop last looked for work

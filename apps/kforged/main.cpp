@@ -29,6 +29,7 @@
 #include "kforge/core/log.hpp"
 #include "kforge/pipeline/heartbeat.hpp"
 #include "kforge/pipeline/progress.hpp"
+#include "kforge/pipeline/search_index.hpp"
 #include "score_server.hpp"
 #include "verifier_thread.hpp"
 
@@ -202,6 +203,15 @@ void stop_verifier(VerifierThread& verifier, DaemonLoop& loop, Clock& clock,
                vs.stored, vs.verified, vs.requeued);
 }
 
+// The answers stored and not yet in the search index (migration 0052), in batches: at start,
+// what a previous daemon stored and had not indexed when it was killed; at stop, what was stored
+// since the loop's last batch (a stopped daemon leaves none). A failure is logged: the next
+// batch, or the viewer's direct read of what is not indexed, covers it.
+void index_stored_answers(store::Db& db) {
+  if (auto st = pipeline::index_all_answers(db, DaemonLoop::kIndexBatchIds); !st.ok())
+    spdlog::warn("search index: {}", st.error().message);
+}
+
 // A watch on the database's files that wakes both loops; without it they poll (logged).
 Result<std::unique_ptr<FileWatch>> watch_database(const app::Config& cfg, DaemonLoop& loop,
                                                   std::unique_ptr<VerifierThread>& verifier) {
@@ -276,6 +286,7 @@ int serve(const std::string& config_path, app::Config cfg) {
   }
   if (*reclaimed > 0)
     spdlog::info("took back {} leases of a previous kforged on {}", *reclaimed, prefix);
+  index_stored_answers(*db);
 
   auto dir = pipeline::PromptLibrary::locate(cfg.pipeline.prompts_dir);
   if (!dir.ok()) {
@@ -364,6 +375,7 @@ int serve(const std::string& config_path, app::Config cfg) {
                st.checkpoints, st.jobs_to_verify, st.jobs_failed);
   if (auto hb = heartbeat->stop(); !hb.ok()) spdlog::warn("heartbeat: {}", hb.error().message);
   if (scorer) scorer->stop();
+  index_stored_answers(*db);
   http.stop();
   return 0;
 }

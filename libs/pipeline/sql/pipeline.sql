@@ -15,6 +15,21 @@ FROM samples s
 WHERE s.id IN (SELECT value FROM json_each(?1))
   AND NOT EXISTS (SELECT 1 FROM search_text t WHERE t.rowid = s.id * 4);
 
+-- The answers' texts are indexed in batches after their checkpoints (migration 0052): the
+-- watermark (every answer at or below it is indexed) and the newest answer's id.
+-- name: search_answers_state
+SELECT (SELECT outputs_upto FROM search_indexed), (SELECT coalesce(max(id), 0) FROM stage_outputs);
+
+-- The texts of the answers above the watermark up to ?1, into the index; then the watermark to ?1
+-- (search_answers_mark), in the same transaction.
+-- name: search_index_answers
+INSERT INTO search_text (rowid, body, run_id, sample_id)
+SELECT text_id, body, run_id, sample_id FROM search_output_texts
+WHERE id > (SELECT outputs_upto FROM search_indexed) AND id <= ?1;
+
+-- name: search_answers_mark
+UPDATE search_indexed SET outputs_upto = ?1 WHERE outputs_upto < ?1;
+
 -- name: insert_job
 INSERT INTO jobs (run_id, sample_id, state, stage, created_ms, updated_ms)
 VALUES (?1, ?2, 'queued', ?3, ?4, ?4);
@@ -81,7 +96,9 @@ SELECT id, run_id, sample_id, stage, attempts, lease_owner FROM jobs
 WHERE state = 'leased' AND lease_owner GLOB ?1;
 
 -- name: lease_jobs
-UPDATE jobs SET state = 'leased', lease_owner = ?2, lease_expires_ms = ?3, updated_ms = ?4
+UPDATE jobs SET state = 'leased', lease_owner = ?2, lease_expires_ms = ?3, updated_ms = ?4,
+                change_seq = max(coalesce((SELECT max(j.change_seq) FROM jobs j WHERE j.run_id = ?1), 0),
+                     coalesce((SELECT g.seq FROM outcome_changes_gone g WHERE g.run_id = ?1), 0)) + 1
 WHERE id IN (SELECT id FROM jobs
              WHERE run_id = ?1 AND state = 'queued' AND not_before_ms <= ?4
              ORDER BY id LIMIT ?5)
@@ -101,7 +118,9 @@ WHERE state = 'leased' AND lease_owner = ?1;
 -- The checkpoint's state change: only while the lease is still ours.
 -- name: advance_job
 UPDATE jobs SET state = ?3, stage = ?4, attempts = ?5, not_before_ms = ?6, error_kind = ?7,
-                error = ?8, lease_owner = NULL, lease_expires_ms = NULL, updated_ms = ?9
+                error = ?8, lease_owner = NULL, lease_expires_ms = NULL, updated_ms = ?9,
+                change_seq = max(coalesce((SELECT max(j.change_seq) FROM jobs j WHERE j.run_id = jobs.run_id), 0),
+                     coalesce((SELECT g.seq FROM outcome_changes_gone g WHERE g.run_id = jobs.run_id), 0)) + 1
 WHERE id = ?1 AND state = 'leased' AND lease_owner = ?2;
 
 -- name: insert_stage_output

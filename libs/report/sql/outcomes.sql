@@ -45,9 +45,12 @@ FROM verifications v JOIN verification_targets t ON t.verification_id = v.id
 WHERE v.run_id = ?1 AND v.sample_id BETWEEN ?2 AND ?3;
 
 -- The run's newest change number (migration 0050's outcome_changes): outcomes read after it
--- hold every change up to it.
+-- hold every change up to it. Read from its two sources (migration 0053: the jobs' numbers and
+-- the run's last deletion), each an index's last entry, rather than through the view (which
+-- would read every job's entry of the run to find the largest).
 -- name: outcome_change_mark
-SELECT coalesce(max(seq), 0) FROM outcome_changes WHERE run_id = ?1;
+SELECT max(coalesce((SELECT max(change_seq) FROM jobs WHERE run_id = ?1), 0),
+           coalesce((SELECT seq FROM outcome_changes_gone WHERE run_id = ?1), 0));
 
 -- The samples of run ?1 changed after change number ?2, with their numbers (sample 0: a job
 -- was deleted).

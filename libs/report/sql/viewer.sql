@@ -43,7 +43,7 @@ WHERE verification_id = ?1 ORDER BY target;
 -- its verdicts by kind (migration 0012's counts; the jobs' newest update through migration
 -- 0043's jobs_run_updated), when the near-duplicate groups were last computed, and the run's
 -- newest change number (migration 0050: any change to what a sample's outcome reads, whichever
--- writer made it, moves it).
+-- writer made it, moves it; read from its sources, migration 0053, as outcome_change_mark is).
 -- name: viewer_run_fingerprint
 SELECT (SELECT group_concat(state || '/' || stage || '=' || n) FROM run_job_counts
         WHERE run_id = ?1),
@@ -52,16 +52,24 @@ SELECT (SELECT group_concat(state || '/' || stage || '=' || n) FROM run_job_coun
         FROM run_output_totals WHERE run_id = ?1),
        coalesce((SELECT group_concat(verdict || '=' || n) FROM run_verdict_counts
                  WHERE run_id = ?1), '') || '/' || coalesce((SELECT computed_ms FROM dedup_state), '-'),
-       (SELECT max(seq) FROM outcome_changes WHERE run_id = ?1);
+       max(coalesce((SELECT max(change_seq) FROM jobs WHERE run_id = ?1), 0),
+           coalesce((SELECT seq FROM outcome_changes_gone WHERE run_id = ?1), 0));
 
--- The samples of a run one of whose texts holds ?2, a quoted FTS5 string (search_text, migration
--- 0036): the sample's own texts (no run; indexed with its first job, migration 0051, so every
--- sample a run holds is there) and the run's answers and verdicts. Only the matches'
--- rowids are read from the index (id * 4 + kind, the row the text came from): reading their
--- run_id or sample_id would read each match's stored text as well, and a word in most samples
--- matches tens of thousands of texts. The rows they came from say the run and the sample.
+-- The samples of a run one of whose texts holds ?2, a quoted FTS5 string of the word ?3
+-- (search_text, migration 0036): the sample's own texts (no run; indexed with its first job,
+-- migration 0051, so every sample a run holds is there) and the run's answers and verdicts. Only
+-- the matches' rowids are read from the index (id * 4 + kind, the row the text came from):
+-- reading their run_id or sample_id would read each match's stored text as well, and a word in
+-- most samples matches tens of thousands of texts. The rows they came from say the run and the
+-- sample. The run's answers stored since kforged last indexed (above the watermark, migration
+-- 0052) are not in the index yet: their texts are read and matched here by kf_search_holds,
+-- which runs the index's own tokenizer, so they are found as the index would find them.
 -- name: viewer_search
-WITH m(id) AS MATERIALIZED (SELECT rowid FROM search_text WHERE search_text MATCH ?2)
+WITH m(id) AS MATERIALIZED (
+  SELECT rowid FROM search_text WHERE search_text MATCH ?2
+  UNION ALL
+  SELECT text_id FROM search_output_texts
+  WHERE id > (SELECT outputs_upto FROM search_indexed) AND run_id = ?1 AND kf_search_holds(body, ?3))
 SELECT m.id / 4 FROM m WHERE m.id % 4 = 0
 UNION
 SELECT o.sample_id FROM m JOIN stage_outputs o ON o.id = m.id / 4

@@ -9,6 +9,7 @@
 #include "kforge/core/clock.hpp"
 #include "kforge/store/query_vocabulary.hpp"
 #include "kforge/store/samples.hpp"
+#include "kforge/store/search_match.hpp"
 #include "kforge/store/texts.hpp"
 
 namespace kforge::store {
@@ -141,6 +142,7 @@ Result<std::unique_ptr<Db>> Db::open(const OpenOptions& opts) {
   KF_CHECK(db->exec("PRAGMA synchronous=NORMAL"));
   KF_CHECK(db->exec("PRAGMA foreign_keys=ON"));
   KF_CHECK(register_text_functions(*db));  // kf_text(), kf_put(): migration 0015 uses them
+  KF_CHECK(register_search_match(*db));    // kf_search_holds(): the viewer's search (0052)
   if (opts.migrate) KF_CHECK(migrate(*db, migrations()));
   return db;
 }
