@@ -11,7 +11,9 @@
 
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kforge/report/outcomes.hpp"
@@ -33,28 +35,69 @@ Usage usage() {
   return {ms(r.ru_utime) + ms(r.ru_stime), r.ru_minflt + r.ru_majflt};
 }
 
-// Every field a page shows of each outcome, hashed in order.
+// Every field of each outcome (SampleOutcome's and RoundOutcome's members, all of them), hashed
+// in order; numbers as exact text (doubles in hexadecimal), absent values as "-".
 std::size_t digest(const std::vector<kforge::report::SampleOutcome>& all) {
   std::size_t h = 0;
   auto mix = [&](const std::string& v) { h = h * 1000003u ^ std::hash<std::string>{}(v); };
-  auto opt = [&](const auto& v) { mix(v ? std::string(*v) : std::string("-")); };
+  auto num = [&](auto v) {
+    char buf[64];
+    if constexpr (std::is_floating_point_v<decltype(v)>)
+      std::snprintf(buf, sizeof buf, "%a", static_cast<double>(v));
+    else
+      std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+    mix(buf);
+  };
+  auto opt_num = [&](const auto& v) {
+    if (v)
+      num(*v);
+    else
+      mix("-");
+  };
+  auto opt = [&](const std::optional<std::string>& v) { mix(v ? "+" + *v : std::string("-")); };
+  auto list = [&](const std::vector<std::string>& v) {
+    num(v.size());
+    for (const auto& s : v) mix(s);
+  };
   for (const auto& o : all) {
+    num(o.job_id);
+    num(o.sample_id);
     mix(o.key);
+    num(static_cast<int>(o.state));
     mix(o.stage);
-    mix(o.failure_stage);
-    opt(o.verdict);
-    opt(o.detail);
-    opt(o.stage_error);
+    opt(o.job_error_kind);
     opt(o.job_error);
-    for (const auto& f : o.flags) mix(f);
+    mix(o.failure_stage);
+    opt_num(o.stage_status ? std::optional<int>(static_cast<int>(*o.stage_status)) : std::nullopt);
+    opt(o.stage_error_kind);
+    opt(o.stage_error);
+    opt(o.verdict);
+    list(o.flags);
+    opt(o.detail);
+    num(o.targets.size());
     for (const auto& [t, r] : o.targets) mix(t + "=" + r);
-    mix(std::to_string(o.cost_usd) + "/" + std::to_string(o.prompt_tokens) + "/" +
-        std::to_string(o.completion_tokens) + "/" + std::to_string(o.verify_ms) + "/" +
-        std::to_string(o.llm_calls) + "/" + std::to_string(o.kernel_killed.value_or(-1)));
+    opt_num(o.kernel_killed);
+    opt_num(o.kernel_applicable);
+    num(o.timed ? 1 : 0);
+    opt_num(o.speedup);
+    opt_num(o.pass_perf ? std::optional<int>(*o.pass_perf ? 1 : 0) : std::nullopt);
+    list(o.speed_flags);
+    opt_num(o.kernel_share);
+    opt_num(o.dup_group);
+    num(o.dup_group_size);
+    for (auto v : {o.prompt_tokens, o.completion_tokens, o.llm_ms, o.llm_calls, o.verify_ms,
+                   o.verifications, o.mended_outputs, o.reasoning_tokens, o.cached_prompt_tokens})
+      num(v);
+    num(o.cost_usd);
+    num(o.repair_round);
+    num(o.rounds.size());
     for (const auto& r : o.rounds) {
-      mix(std::to_string(r.round) + ":" + r.verdict.value_or("-") + "/" +
-          std::to_string(r.cost_usd) + "/" + std::to_string(r.tokens));
-      for (const auto& f : r.flags) mix(f);
+      num(r.round);
+      opt(r.verdict);
+      list(r.flags);
+      num(r.cost_usd);
+      num(r.tokens);
+      num(r.llm_ms);
     }
   }
   return h;

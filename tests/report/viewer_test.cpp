@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "kforge/core/fs.hpp"
@@ -157,6 +158,41 @@ TEST_F(Viewer, FiltersChangeTheRows) {
   auto nowhere = get("/admin");
   ASSERT_TRUE(nowhere);
   EXPECT_EQ(nowhere->status, 404);
+}
+
+// Each filter's choices carry how many samples they list: every count equals the keys its
+// filter gives, and the outcomes' counts add up to the run.
+TEST_F(Viewer, EachFiltersCountsAreTheSamplesItLists) {
+  static const std::regex select(R"re(<select name="(\w+)">(.*?)</select>)re");
+  static const std::regex option(R"re(<option value="([^"]+)"[^>]*>[^<]* \((\d+)\)</option>)re");
+  std::set<std::string> offered;
+  for (const std::string tag : {"v1", "v2"}) {
+    auto page = get("/run?tag=" + tag);
+    ASSERT_TRUE(page);
+    const auto total = keys_of(page->body).size();
+    for (auto s = std::sregex_iterator(page->body.begin(), page->body.end(), select);
+         s != std::sregex_iterator(); ++s) {
+      const std::string name = (*s)[1], options = (*s)[2];
+      std::size_t sum = 0, choices = 0;
+      for (auto o = std::sregex_iterator(options.begin(), options.end(), option);
+           o != std::sregex_iterator(); ++o, ++choices) {
+        const std::string value = (*o)[1];
+        const auto count = static_cast<std::size_t>(std::stoul((*o)[2]));
+        auto keys = get("/keys?tag=" + tag + "&" + name + "=" + report::url_encode(value));
+        ASSERT_TRUE(keys);
+        EXPECT_EQ(static_cast<std::size_t>(std::count(keys->body.begin(), keys->body.end(), '\n')),
+                  count)
+            << tag << " " << name << "=" << value;
+        sum += count;
+      }
+      if (name == "verdict" || name == "round") {
+        EXPECT_EQ(sum, total) << tag << " " << name;
+      }
+      if (choices > 0) offered.insert(name);
+    }
+  }
+  // Between them the two runs offer a choice in every filter.
+  EXPECT_EQ(offered, (std::set<std::string>{"cause", "failure", "flag", "round", "verdict"}));
 }
 
 TEST(ViewerPaging, PagesCarryTheFiltersAndCoverEverySampleOnce) {

@@ -12,7 +12,7 @@
 
 namespace kforge::report {
 
-std::string verdict_cause(const std::vector<std::string>& flags) {
+const char* verdict_cause(const std::vector<std::string>& flags) {
   for (const char* f : {kEnvironmentFlag, kInfrastructureFlag})
     if (std::find(flags.begin(), flags.end(), f) != flags.end()) return f;
   return kSampleCause;

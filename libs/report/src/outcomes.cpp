@@ -5,6 +5,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "huge_pages.hpp"
 #include "kforge/store/run_params.hpp"
 #include "kforge/store/run_prompts.hpp"
 #include "kforge/store/vocabulary.hpp"
@@ -148,9 +149,13 @@ RoundOutcome& round_of(SampleOutcome& o, Scratch& x, int n) {
 class OutcomeReader {
  public:
   OutcomeReader(store::Db& db, const RunInfo& run) : db_(db), run_(run) {}
+  // Room for n samples at once, the outcomes' and their scratch's vectors on huge pages where
+  // the kernel offers them (huge_pages.hpp): each 4 KiB page of them first touched is a fault.
   void reserve(std::size_t n) {
     out_.reserve(n);
+    detail::advise_huge_pages(out_.data(), out_.capacity() * sizeof(SampleOutcome));
     scratch_.reserve(n);
+    detail::advise_huge_pages(scratch_.data(), scratch_.capacity() * sizeof(Scratch));
     at_.reserve(n);
   }
   Status read(std::int64_t first, std::int64_t last) {

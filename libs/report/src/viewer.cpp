@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "huge_pages.hpp"
 #include "kforge/core/clock.hpp"
 #include "labels.hpp"
 #include "queries.hpp"
@@ -94,6 +95,16 @@ void merge_in_place(std::vector<SampleOutcome>& all, std::vector<SampleOutcome>&
         [](const SampleOutcome& a, const SampleOutcome& b) { return a.key < b.key; });
 }
 
+// A copy of a run's outcomes with room for `more`, on huge pages where the kernel offers them
+// (huge_pages.hpp: 13 MB of new memory at 20,000 samples, some 3,300 page faults otherwise).
+ViewCache::Kept copy_of(const std::vector<SampleOutcome>& outcomes, std::size_t more) {
+  auto out = std::make_shared<std::vector<SampleOutcome>>();
+  out->reserve(outcomes.size() + more);
+  detail::advise_huge_pages(out->data(), out->capacity() * sizeof(SampleOutcome));
+  out->insert(out->end(), outcomes.begin(), outcomes.end());
+  return out;
+}
+
 // The changed samples read into `kept`'s outcomes (sorted by key), or null when a whole read is
 // due: a job was deleted, or more samples changed than a whole read costs (a quarter of them).
 // The outcomes are changed in place when `kept` holds the only reference to them (taken out of
@@ -116,8 +127,7 @@ Result<ViewCache::Kept> updated(store::Db& db, const RunInfo& run, ViewCache::En
   // them (a page holds its own reference while it shows them): changed in place. Else a page's
   // outcomes stay as they are and a copy of them is changed.
   in_place = kept.outcomes.use_count() == 1;
-  ViewCache::Kept out = in_place ? std::move(kept.outcomes)
-                                 : std::make_shared<std::vector<SampleOutcome>>(*kept.outcomes);
+  ViewCache::Kept out = in_place ? std::move(kept.outcomes) : copy_of(*kept.outcomes, fresh.size());
   merge_in_place(*out, fresh, changed);
   return out;
 }

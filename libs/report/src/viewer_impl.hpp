@@ -51,14 +51,22 @@ struct Filter {
 // The filter a request asks for; a bad value is a "usage" error naming the parameter.
 Result<Filter> parse_filter(const ViewRequest& req);
 // One sample's values for the filters and the table.
+// A sample's row: its texts point into static names and the selection's counts (no string of
+// its own: a page makes one for each of a run's 20,000 samples).
 struct Row {
   const SampleOutcome* o = nullptr;
-  std::string outcome;  // the category
-  std::string failure;  // stage_failure()
-  std::string cause;    // verdict_cause() of a verdict other than passed, else ""
+  std::string_view outcome;  // the category
+  std::string_view failure;  // stage_failure(), a key of Selection::failures
+  std::string_view cause;    // verdict_cause() of a verdict other than passed, else ""
   std::int64_t tokens = 0;
 };
 struct Selection {
+  Selection() = default;
+  // Moved, never copied: rows point into `failures`' keys.
+  Selection(Selection&&) = default;
+  Selection& operator=(Selection&&) = default;
+  Selection(const Selection&) = delete;
+  Selection& operator=(const Selection&) = delete;
   std::vector<Row> rows;  // those that match, in the filter's order
   // Each filter's values over every sample of the run, with counts.
   std::map<std::string, int> outcomes, flags, failures, causes, rounds;

@@ -223,18 +223,28 @@ Result<Selection> select_samples(store::Db& db, const RunInfo& run,
   }
   Selection sel;
   sel.rows.reserve(outcomes.size());
+  // Counted by value first, named once at the end: a map looked up by text for each sample of a
+  // run was most of a page's time.
+  std::vector<int> by_category(all_categories().size(), 0);
+  std::map<std::string_view, int> by_cause;
+  std::map<int, int> by_round;
   for (const auto& o : outcomes) {
     Row r;
     r.o = &o;
-    r.outcome = std::string(to_string(o.category()));
-    r.failure = stage_failure(o);
+    const Category c = o.category();
+    r.outcome = to_string(c);
+    if (c == Category::llm_error || c == Category::parse_error || c == Category::rejected ||
+        c == Category::other) {
+      auto counted = sel.failures.try_emplace(stage_failure(o), 0).first;
+      ++counted->second;
+      r.failure = counted->first;
+    }
     if (o.verdict && *o.verdict != kPassed) r.cause = verdict_cause(o.flags);
     r.tokens = o.prompt_tokens + o.completion_tokens;
-    ++sel.outcomes[r.outcome];
+    ++by_category[static_cast<std::size_t>(c)];
     for (const auto& fl : o.flags) ++sel.flags[fl];
-    if (!r.failure.empty()) ++sel.failures[r.failure];
-    if (!r.cause.empty()) ++sel.causes[r.cause];
-    ++sel.rounds[std::to_string(o.repair_round)];
+    if (!r.cause.empty()) ++by_cause[r.cause];
+    ++by_round[o.repair_round];
     if (!f.verdict.empty() && r.outcome != f.verdict) continue;
     if (!f.flag.empty() && std::find(o.flags.begin(), o.flags.end(), f.flag) == o.flags.end())
       continue;
@@ -248,8 +258,13 @@ Result<Selection> select_samples(store::Db& db, const RunInfo& run,
     for (std::size_t i = 0; found && i < words.size(); ++i)
       found = key.find(lowered[i]) != std::string::npos || texts[i].count(o.sample_id) > 0;
     if (!found) continue;
-    sel.rows.push_back(std::move(r));
+    sel.rows.push_back(r);
   }
+  for (Category c : all_categories())
+    if (int n = by_category[static_cast<std::size_t>(c)]; n > 0)
+      sel.outcomes[std::string(to_string(c))] = n;
+  for (const auto& [cause, n] : by_cause) sel.causes[std::string(cause)] = n;
+  for (const auto& [round, n] : by_round) sel.rounds[std::to_string(round)] = n;
   sort_rows(sel.rows, f.sort, f.desc);
   return sel;
 }
@@ -328,7 +343,7 @@ std::string row_html(const Filter& f, const Row& r) {
   std::string detail = o.detail.value_or(o.stage_error.value_or(o.job_error.value_or("")));
   if (detail.size() > 160) detail = detail.substr(0, 157) + "...";
   // The verdict only where it says more than the outcome ("failed (error)", not "error (error)").
-  std::string outcome = r.outcome;
+  std::string outcome(r.outcome);
   if (o.verdict && *o.verdict != r.outcome && r.outcome != "flagged" && r.outcome != "verified")
     outcome += " (" + *o.verdict + ")";
   std::string speed = o.speedup ? fmt::format("{:.2f}x", *o.speedup) : o.timed ? "timed" : "";
@@ -344,15 +359,16 @@ std::string row_html(const Filter& f, const Row& r) {
   for (const auto& [t, result] : o.targets)
     targets += (targets.empty() ? "" : ", ") + t + " " + result;
   Params sample = with_param(f.params(), "key", o.key);
-  return "<tr class=\"c-" + r.outcome + "\"><td class=\"key\">" + link("/sample", sample, o.key) +
-         "</td><td>" + html_escape(outcome) + "</td><td>" + html_escape(flags) + "</td><td>" +
-         html_escape(r.failure) + "</td><td class=\"num\">" + std::to_string(o.repair_round) +
-         "</td><td>" + html_escape(r.cause) + "</td><td class=\"num\">" + html_escape(speed) +
-         "</td><td class=\"num\">" + html_escape(mutation) + "</td><td class=\"num\">" +
-         html_escape(share) + "</td><td class=\"num group\">" + group + "</td><td>" +
-         html_escape(targets) + "</td><td class=\"num\">" + detail::thousands(r.tokens) +
-         "</td><td class=\"num\">" + detail::money(o.cost_usd) + "</td><td class=\"detail\">" +
-         html_escape(detail) + "</td></tr>";
+  return "<tr class=\"c-" + std::string(r.outcome) + "\"><td class=\"key\">" +
+         link("/sample", sample, o.key) + "</td><td>" + html_escape(outcome) + "</td><td>" +
+         html_escape(flags) + "</td><td>" + html_escape(r.failure) + "</td><td class=\"num\">" +
+         std::to_string(o.repair_round) + "</td><td>" + html_escape(r.cause) +
+         "</td><td class=\"num\">" + html_escape(speed) + "</td><td class=\"num\">" +
+         html_escape(mutation) + "</td><td class=\"num\">" + html_escape(share) +
+         "</td><td class=\"num group\">" + group + "</td><td>" + html_escape(targets) +
+         "</td><td class=\"num\">" + detail::thousands(r.tokens) + "</td><td class=\"num\">" +
+         detail::money(o.cost_usd) + "</td><td class=\"detail\">" + html_escape(detail) +
+         "</td></tr>";
 }
 
 }  // namespace

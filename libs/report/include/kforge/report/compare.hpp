@@ -187,8 +187,8 @@ Result<Comparison> compare(store::Db& db, const std::vector<std::string>& tags,
                            const CompareOptions& opts);
 
 // Why a verdict came, from its flags: "environment", "infrastructure" or "sample" (see
-// VerdictCause).
-std::string verdict_cause(const std::vector<std::string>& flags);
+// VerdictCause); static text.
+const char* verdict_cause(const std::vector<std::string>& flags);
 
 // A sample that ended at a stage rather than with a verdict (llm_error, parse_error, rejected,
 // other) as "stage/error_kind", e.g. "generate/rejected_by_facts"; "" for any other sample.
