@@ -99,6 +99,7 @@ TEST(VerifyOrder, TheSettingIsReadAndReloaded) {
   EXPECT_NE(st.error().message.find("k.yaml:2: verifier.order"), std::string::npos)
       << st.error().message;
   verify::VerifierConfig running;
+  running.order = VerifyOrder::cost;
   EXPECT_TRUE(verify::apply_reloadable(running, c));
   EXPECT_EQ(running.order, VerifyOrder::input);
 }
