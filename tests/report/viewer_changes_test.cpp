@@ -401,6 +401,8 @@ TEST_F(ViewerChanges, PagesOfAMovingRunServedAtOnceAreWhatAWholeReadGives) {
       }
     });
   for (int w = 0; w < kWrites; ++w) {
+    // Counted before the write: a page may read it before this thread looks again.
+    const std::int64_t seen = cache.updates() + cache.reads();
     ASSERT_TRUE(
         db().exec("UPDATE jobs SET error = 'write " + std::to_string(w) + "' WHERE run_id = " + v2 +
                   " AND sample_id = (SELECT min(sample_id) FROM jobs WHERE run_id = " + v2 + ")")
@@ -408,7 +410,6 @@ TEST_F(ViewerChanges, PagesOfAMovingRunServedAtOnceAreWhatAWholeReadGives) {
     vf.fx().exec("add_reverification", {"v2", w % 2 == 0 ? "layernorm.py" : "softmax.py",
                                         w % 3 == 0 ? "passed" : "failed", ""});
     // Wait for a page to have seen this write (the threads' pages read it), whatever the pace.
-    const std::int64_t seen = cache.updates() + cache.reads();
     while (cache.updates() + cache.reads() == seen && failed.load() == 0) std::this_thread::yield();
   }
   done = true;
