@@ -29,27 +29,13 @@ import json
 import statistics
 import sys
 
+from flags_repeat import load  # key -> verdict line, a clear error on a bad line
+
 GROUPS = (("not armed", 0, 0), ("armed 1-3", 1, 3), ("armed 4+", 4, 10 ** 9))
 AFTER_SPEED = ("differential", "cross_compile", "bounds", "mutant_prepare", "skip_launch",
                "control", "output_mutants", "kernel_battery")
 WATCH = ("watch_nudges", "watch_stepped_out", "runner_arms", "runner_stepped_out",
          "runner_events", "runner_armed_ms")
-
-
-def load(path):
-    out = {}
-    with open(path) as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                r = json.loads(line)
-            except ValueError as e:
-                sys.exit("%s:%d: not JSON: %s" % (path, n, e))
-            if "key" not in r:
-                sys.exit("%s:%d: no \"key\" field" % (path, n))
-            out[r["key"]] = r
-    return out
 
 
 def phases(r):
