@@ -25,7 +25,6 @@ of two runs and pairs them by sample key. Prints:
 """
 
 import argparse
-import json
 import statistics
 import sys
 
