@@ -35,6 +35,7 @@ import importlib, json, os, sys, time
 marks = [("interpreter", time.monotonic())]
 sys.path.insert(0, sys.argv[1])
 from kforge_harness import worker
+from kforge_harness.pipes import read_all
 marks.append(("harness import", time.monotonic()))
 for name in [m for m in sys.argv[2].split(",") if m]:
     try:
@@ -55,12 +56,7 @@ if pid == 0:
     os.write(w, repr(time.monotonic()).encode())
     os._exit(0)
 os.close(w)
-data = b""
-while True:
-    chunk = os.read(r, 4096)
-    if not chunk:
-        break
-    data += chunk
+data = read_all(r)
 os.waitpid(pid, 0)
 if data:
     marks.append(("prestart warm-up (first sample)", float(data.decode())))
