@@ -24,6 +24,18 @@ std::string sample_line(const std::string& file, const verify::VerifyRequest& r)
          "\n";
 }
 
+// A kforge.yaml in `tmp` whose verifier runs samples on the CPU with the stand-in for Triton,
+// plus `extra` lines of the verifier: section.
+std::filesystem::path fake_triton_config(const TempDir& tmp, const std::string& extra = "") {
+  auto config = tmp / "kforge.yaml";
+  write_text(config, "verifier:\n  devices: [cpu]\n  python: " + sandbox_python() +
+                         "\n  python_path: [" +
+                         (source_dir() / "tests" / "verify" / "fake_triton").string() +
+                         "]\n  preload: [triton]\n  work_dir: " + (tmp / "work").string() +
+                         "\n  memory_cap_mb: 300\n  max_processes: 32\n" + extra);
+  return config;
+}
+
 TEST(VerifyCli, VerifiesAJsonLinesFile) {
   TempDir tmp;
   auto input = tmp / "generated.jsonl";
@@ -37,12 +49,7 @@ TEST(VerifyCli, VerifiesAJsonLinesFile) {
     out << nlohmann::json{{"file", "half"}, {"code", "x = 1"}}.dump() << "\n";
     out << nlohmann::json{{"file", "beyond the limit"}}.dump() << "\n";
   }
-  auto config = tmp / "kforge.yaml";
-  write_text(config, "verifier:\n  devices: [cpu]\n  python: " + sandbox_python() +
-                         "\n  python_path: [" +
-                         (source_dir() / "tests" / "verify" / "fake_triton").string() +
-                         "]\n  preload: [triton]\n  work_dir: " + (tmp / "work").string() +
-                         "\n  memory_cap_mb: 300\n  max_processes: 32\n");
+  auto config = fake_triton_config(tmp);
   auto out_json = tmp / "verdicts.jsonl";
   auto r = run_process({binary("apps/kforge/kforge").string(), "--config", config.string(),
                         "verify", input.string(), "--limit", "6", "--workers", "2", "--timeout",
@@ -98,13 +105,7 @@ TEST(VerifyCli, CrossCompileTargetsFromTheCommandLineAreInTheJsonAndTheSummary) 
       out << sample_line(name, r);
     }
   }
-  auto config = tmp / "kforge.yaml";
-  write_text(config, "verifier:\n  devices: [cpu]\n  python: " + sandbox_python() +
-                         "\n  python_path: [" +
-                         (source_dir() / "tests" / "verify" / "fake_triton").string() +
-                         "]\n  preload: [triton]\n  work_dir: " + (tmp / "work").string() +
-                         "\n  memory_cap_mb: 300\n  max_processes: 32\n"
-                         "  cross_compile: [hip:gfx90a]\n");
+  auto config = fake_triton_config(tmp, "  cross_compile: [hip:gfx90a]\n");
   auto out_json = tmp / "verdicts.jsonl";
   auto r = run_process({binary("apps/kforge/kforge").string(), "--config", config.string(),
                         "verify", input.string(), "--workers", "2", "--timeout", "20",
@@ -174,12 +175,7 @@ TEST(VerifyCli, RecordsListedInTheSkipFileAreWithdrawn) {
     out << sample_line("first", add) << sample_line("listed", add) << sample_line("hangs", hang)
         << sample_line("last", add);
   }
-  auto config = tmp / "kforge.yaml";
-  write_text(config, "verifier:\n  devices: [cpu]\n  python: " + sandbox_python() +
-                         "\n  python_path: [" +
-                         (source_dir() / "tests" / "verify" / "fake_triton").string() +
-                         "]\n  preload: [triton]\n  work_dir: " + (tmp / "work").string() +
-                         "\n  memory_cap_mb: 300\n  max_processes: 32\n");
+  auto config = fake_triton_config(tmp);
   auto skip = tmp / "skip.txt";
   write_text(skip, "1\n");
   auto out_json = tmp / "verdicts.jsonl";
@@ -258,12 +254,7 @@ TEST(VerifyCli, ANulByteInTheCodeIsAnInvalidVerdictWithItsReason) {
     out << sample_line("nul_test", nul_test);
     out << sample_line("pass", r);
   }
-  auto config = tmp / "kforge.yaml";
-  write_text(config, "verifier:\n  devices: [cpu]\n  python: " + sandbox_python() +
-                         "\n  python_path: [" +
-                         (source_dir() / "tests" / "verify" / "fake_triton").string() +
-                         "]\n  preload: [triton]\n  work_dir: " + (tmp / "work").string() +
-                         "\n  memory_cap_mb: 300\n  max_processes: 32\n");
+  auto config = fake_triton_config(tmp);
   auto out_json = tmp / "verdicts.jsonl";
   auto r = run_process(
       {binary("apps/kforge/kforge").string(), "--config", config.string(), "verify", input.string(),
@@ -304,12 +295,7 @@ TEST(VerifyCli, RecordsRunLongestPredictedFirstAndLinesStayInRecordOrder) {
       out << sample_line("k" + std::to_string(d), r);
     }
   }
-  auto config = tmp / "kforge.yaml";
-  write_text(config, "verifier:\n  devices: [cpu]\n  python: " + sandbox_python() +
-                         "\n  python_path: [" +
-                         (source_dir() / "tests" / "verify" / "fake_triton").string() +
-                         "]\n  preload: [triton]\n  work_dir: " + (tmp / "work").string() +
-                         "\n  memory_cap_mb: 300\n  max_processes: 32\n");
+  auto config = fake_triton_config(tmp);
   auto keys_of = [](const std::string& text) {
     std::istringstream lines(text);
     std::vector<std::string> keys;
