@@ -175,8 +175,19 @@ TEST(VerifyBounds, TheHarnessFindingsBecomeTheFlagAndTheDetail) {
   far.detail =
       "test_scatter: AcceleratorError: CUDA error: operation not supported on global/shared "
       "address space (kernel_wrapper line 3)";
+  test::set_report(far, {{"bounds", {{"out_of_bounds", false}, {"checked", 0}}}});
   verify::apply_bounds_facts(far);
   EXPECT_EQ(far.flags, std::vector<std::string>{verify::kOutOfBounds});
+  // The typed report says the same as the JSON one: the fault and what it means (repair's
+  // prompt reads them), not an empty detail.
+  ASSERT_TRUE(far.harness && far.harness->bounds);
+  EXPECT_TRUE(far.harness->bounds->fault);
+  EXPECT_NE(far.harness->bounds->detail.find("died of an illegal memory access"),
+            std::string::npos)
+      << far.harness->bounds->detail;
+  EXPECT_EQ(far.report["bounds"]["detail"], far.harness->bounds->detail);
+  EXPECT_EQ(far.report["bounds"]["fault"]["in"], "the run");
+  EXPECT_FALSE(far.report["bounds"].contains("checked"));  // a dead run's check had no figures
   // Every phrase of kforge_harness/fault_words.txt, the file the harness reads too.
   auto words = listed_lines(verify::harness_fault_words());
   ASSERT_GE(words.size(), 5u);

@@ -425,6 +425,26 @@ void apply_origin_facts(VerifyResult& r) {
   r.detail += "; kernel not used: " + what;
 }
 
+namespace {
+
+// A run (or a control run) that died of an illegal memory access, found by the drivers' `words`
+// in what it printed: the sample is out of bounds, the report's "bounds" says where (`in`) and
+// what, and the typed report agrees (repair's prompt reads it). A control's finding keeps what
+// the real run's bounds check left in the object (its figures); a dead run had none.
+void record_fault(VerifyResult& r, const std::string& words, const std::string& in,
+                  const std::string& what, bool keep_bounds) {
+  add_flag(r, kOutOfBounds);
+  nlohmann::json& bounds = r.report["bounds"];
+  if (!keep_bounds || !bounds.is_object()) bounds = nlohmann::json::object();
+  bounds["out_of_bounds"] = true;
+  bounds["detail"] = what;
+  bounds["fault"] = {{"error", words}, {"in", in}};
+  if (r.harness) r.harness->bounds = HarnessReport::Bounds{true, what, true};
+  r.detail += "; out of bounds: " + what;
+}
+
+}  // namespace
+
 void apply_bounds_facts(VerifyResult& r) {
   if (std::find(r.flags.begin(), r.flags.end(), kOutOfBounds) != r.flags.end()) return;
   // The report comes from the sample's own process: its fields were checked as it was parsed.
@@ -442,14 +462,10 @@ void apply_bounds_facts(VerifyResult& r) {
   for (const std::string* text : {&r.detail, &r.stderr_tail})
     for (const auto& words : kFault)
       if (text->find(words) != std::string::npos) {
-        add_flag(r, kOutOfBounds);
-        r.report["bounds"] = {{"out_of_bounds", true},
-                              {"fault", {{"error", words}, {"in", "the run"}}}};
-        if (r.harness) r.harness->bounds = HarnessReport::Bounds{true, std::string()};
-        r.detail +=
-            "; out of bounds: the run died of an illegal memory access (a kernel read or "
-            "wrote outside its buffers; whether that faults depends on what lies next to "
-            "them)";
+        record_fault(r, words, "the run",
+                     "the run died of an illegal memory access (a kernel read or wrote outside "
+                     "its buffers; whether that faults depends on what lies next to them)",
+                     false);
         return;
       }
 }
@@ -463,18 +479,12 @@ void apply_control_faults(VerifyResult& primary, const HarnessReport* mutant_rep
     if (run.result != to_string(Verdict::failed) || !run.by) continue;
     for (const auto& words : kFault) {
       if (run.by->find(words) == std::string::npos) continue;
-      const std::string what = "a " + run.kind +
-                               " control run of the unmutated sample died of an illegal memory "
-                               "access (a kernel read or wrote outside its buffers; whether that "
-                               "faults depends on what lies next to them)";
-      add_flag(primary, kOutOfBounds);
-      nlohmann::json& bounds = primary.report["bounds"];
-      if (!bounds.is_object()) bounds = nlohmann::json::object();
-      bounds["out_of_bounds"] = true;
-      bounds["detail"] = what;
-      bounds["fault"] = {{"error", words}, {"in", "a " + run.kind + " control run"}};
-      if (primary.harness) primary.harness->bounds = HarnessReport::Bounds{true, what, true};
-      primary.detail += "; out of bounds: " + what;
+      record_fault(primary, words, "a " + run.kind + " control run",
+                   "a " + run.kind +
+                       " control run of the unmutated sample died of an illegal memory access "
+                       "(a kernel read or wrote outside its buffers; whether that faults depends "
+                       "on what lies next to them)",
+                   true);
       return;
     }
   }
