@@ -131,9 +131,9 @@ TEST(VerifyConfig, CudaSyncIsAutoByDefaultReadByNameAndReloaded) {
   VerifierConfig c;
   EXPECT_EQ(c.cuda_sync, CudaSync::automatic);
   EXPECT_EQ(to_string(c.cuda_sync), "auto");
-  for (auto [name, value] : {std::pair{"spin", CudaSync::spin}, std::pair{"yield", CudaSync::yield},
-                             std::pair{"blocking", CudaSync::blocking},
-                             std::pair{"auto", CudaSync::automatic}}) {
+  for (auto [name, value] :
+       {std::pair{"spin", CudaSync::spin}, std::pair{"yield", CudaSync::yield},
+        std::pair{"blocking", CudaSync::blocking}, std::pair{"auto", CudaSync::automatic}}) {
     EXPECT_TRUE(read_verifier(std::string("verifier:\n  cuda_sync: ") + name + "\n", c).ok());
     EXPECT_EQ(c.cuda_sync, value) << name;
   }
@@ -142,6 +142,14 @@ TEST(VerifyConfig, CudaSyncIsAutoByDefaultReadByNameAndReloaded) {
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().message,
             "k.yaml:3: verifier.cuda_sync: 'sleepy' is not one of auto, spin, yield, blocking");
+  // config/kforge.yaml documents it with its default.
+  auto shipped = ConfigReader::load_file(test::source_dir() / "config" / "kforge.yaml",
+                                         [](const std::string&) { return std::nullopt; });
+  ASSERT_TRUE(shipped.ok()) << shipped.error().message;
+  VerifierConfig from_file;
+  from_file.cuda_sync = CudaSync::spin;
+  read_config((*shipped)->root().child("verifier"), from_file);
+  EXPECT_EQ(from_file.cuda_sync, CudaSync::automatic);
   VerifierConfig running, fresh;
   fresh.cuda_sync = CudaSync::blocking;
   EXPECT_TRUE(apply_reloadable(running, fresh));

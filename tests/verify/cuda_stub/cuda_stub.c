@@ -32,7 +32,9 @@ void stub_set(int n, int keep, int init) {
   memset(flags, 0, sizeof flags);
   log_text[0] = '\0';
 }
-const char* stub_log(void) { return log_text; }
+const char* stub_log(void) {
+  return log_text;
+}
 
 /* CUDA driver API (cuda.h): CUresult is an int, CUdevice an int. */
 int cuInit(unsigned f) {
@@ -69,7 +71,9 @@ int cuDevicePrimaryCtxGetState(int dev, unsigned* f, int* active) {
 }
 
 /* HIP runtime API (hip_runtime_api.h): hipError_t is an int. */
-const char* hipGetErrorName(int rc) { return rc == 100 ? "hipErrorNoDevice" : "hipErrorUnknown"; }
+const char* hipGetErrorName(int rc) {
+  return rc == 100 ? "hipErrorNoDevice" : "hipErrorUnknown";
+}
 int hipGetDeviceCount(int* n) {
   note("hipGetDeviceCount;", 0, 0);
   if (init_rc) return init_rc;

@@ -246,8 +246,8 @@ void read_config(ConfigNode n, VerifierConfig& out);
 // take effect without new workers: timeout_s, cross_compile_timeout_s and output_cap_kb (for
 // samples started from now on), worker_start_timeout_s, max_start_failures, memory_poll_ms, order,
 // cuda_sync (for sample processes started from now on: a child already prestarted keeps the one
-// it was started with), and the `slurm` section but its shared_dir. The rest (devices, workers, mode, python, the
-// sandbox, the backend) takes a restart. Returns whether anything changed.
+// it was started with), and the `slurm` section but its shared_dir. The rest (devices, workers,
+// mode, python, the sandbox, the backend) takes a restart. Returns whether anything changed.
 bool apply_reloadable(VerifierConfig& running, const VerifierConfig& fresh);
 
 }  // namespace kforge::verify
