@@ -5,7 +5,10 @@ and a CPU device, each reported and never raised. Run by tests/verify/CMakeLists
 (verify.cuda_sync) as `python3 cuda_sync_test.py HARNESS_DIR STUB_LIBRARY`."""
 
 import ctypes
+import os
+import shutil
 import sys
+import tempfile
 import unittest
 
 HARNESS, STUB = sys.argv.pop(1), sys.argv.pop(1)
@@ -94,6 +97,16 @@ class CudaSyncTest(unittest.TestCase):
         # No HIP runtime mapped here nor a ROCm torch: the system's by name.
         hip = cudasync.default_library("amd")
         self.assertTrue(hip.endswith("libamdhip64.so"), hip)
+        # One mapped into the process (as torch's is once imported) is the one used.
+        with tempfile.TemporaryDirectory() as tmp:
+            mapped = os.path.join(tmp, "libamdhip64.so.6")
+            shutil.copy(STUB, mapped)
+            ctypes.CDLL(mapped)
+            self.assertEqual(cudasync.default_library("amd"), mapped)
+            stub(devices=1)  # the test's copy; the mapped one keeps its own two devices
+            r = cudasync.apply("blocking", "amd")
+            self.assertEqual((r["applied"], r["flags"]), (True, [4, 4]), r)
+            self.assertEqual(calls(), [])  # none of it went through the test's copy
 
 
 if __name__ == "__main__":
