@@ -180,11 +180,17 @@ TEST(VerifyPool, TheCudaSyncSettingReachesEverySampleProcess) {
     EXPECT_EQ(r[1].verdict, Verdict::failed) << r[1].detail;
   }
   TempDir tmp;
-  auto pool = make_pool(test_config(tmp));  // the default: auto, nothing touched
+  auto cfg = test_config(tmp);
+  cfg.prestart = false;  // each sample's process made when it comes: a reload reaches the next
+  auto pool = make_pool(cfg);  // the default: auto, nothing touched
   ASSERT_TRUE(pool);
   auto r = run_one(*pool, load_sample("pass"));
   EXPECT_EQ(r.report["sandbox"]["cuda_sync"]["asked"], "auto") << r.report.dump();
   EXPECT_EQ(r.report["sandbox"]["cuda_sync"]["why"], "auto: left to the driver");
+  cfg.cuda_sync = verify::CudaSync::yield;
+  pool->reconfigure(cfg);
+  r = run_one(*pool, load_sample("pass"));
+  EXPECT_EQ(r.report["sandbox"]["cuda_sync"]["asked"], "yield") << r.report.dump();
 }
 
 // On a GPU device without a driver (a fake NVIDIA device here, no libcuda.so.1): the setting is
