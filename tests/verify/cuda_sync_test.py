@@ -37,8 +37,10 @@ class CudaSyncTest(unittest.TestCase):
         self.assertNotIn("why", r)
         self.assertEqual(calls(), [
             "cuInit(0)", "cuDeviceGetCount",
-            "cuDeviceGet(0)", "cuDevicePrimaryCtxSetFlags_v2(0,4)", "cuDevicePrimaryCtxGetState(0)",
-            "cuDeviceGet(1)", "cuDevicePrimaryCtxSetFlags_v2(1,4)", "cuDevicePrimaryCtxGetState(1)"])
+            "cuDeviceGet(0)", "cuDevicePrimaryCtxGetState(0)",
+            "cuDevicePrimaryCtxSetFlags_v2(0,4)", "cuDevicePrimaryCtxGetState(0)",
+            "cuDeviceGet(1)", "cuDevicePrimaryCtxGetState(1)",
+            "cuDevicePrimaryCtxSetFlags_v2(1,4)", "cuDevicePrimaryCtxGetState(1)"])
         for name, flag in (("spin", 1), ("yield", 2)):
             stub(devices=1)
             r = cudasync.apply(name, "nvidia", STUB)
@@ -51,9 +53,20 @@ class CudaSyncTest(unittest.TestCase):
         self.assertEqual(r["flags"], [2, 2])
         self.assertEqual(calls(), [
             "hipGetDeviceCount",
-            "hipSetDevice(0)", "hipSetDeviceFlags(2)", "hipGetDeviceFlags",
-            "hipSetDevice(1)", "hipSetDeviceFlags(2)", "hipGetDeviceFlags",
+            "hipSetDevice(0)", "hipGetDeviceFlags", "hipSetDeviceFlags(2)", "hipGetDeviceFlags",
+            "hipSetDevice(1)", "hipGetDeviceFlags", "hipSetDeviceFlags(2)", "hipGetDeviceFlags",
             "hipSetDevice(0)"])
+
+    def test_the_other_flags_are_kept(self):
+        # CU_CTX_LMEM_RESIZE_TO_MAX (0x10) and spin set before: the call sets every flag.
+        for vendor, call in (("nvidia", "cuDevicePrimaryCtxSetFlags_v2(0,20)"),
+                             ("amd", "hipSetDeviceFlags(20)")):
+            stub(devices=1)
+            lib.stub_preset(0, 0x10 | 1)
+            r = cudasync.apply("blocking", vendor, STUB)
+            self.assertEqual((r["applied"], r["flags"]), (True, [4]), r)
+            self.assertEqual(lib.stub_flags(0), 0x10 | 4)
+            self.assertIn(call, calls())
 
     def test_flags_the_driver_keeps_are_not_applied(self):
         for vendor in ("nvidia", "amd"):

@@ -1,9 +1,9 @@
 /* A stand-in for the GPU drivers' libraries (libcuda.so.1, libamdhip64.so) for the harness's
  * cudasync.py (tests/verify/cuda_sync_test.py loads it through cudasync.apply's `library`): the
  * entry points cudasync calls, each recorded in a log the test reads (stub_log), over a few
- * devices whose primary contexts hold their flags. stub_set chooses the devices, whether their
- * contexts are already active with flags an old driver would keep (new flags do not take), and
- * what cuInit answers. Never installed; no product code loads it. */
+ * devices whose primary contexts hold their flags (stub_preset, stub_flags). stub_set chooses the
+ * devices, whether their contexts are already active with flags an old driver would keep (new
+ * flags do not take), and what cuInit answers. Never installed; no product code loads it. */
 
 #include <stdio.h>
 #include <string.h>
@@ -34,6 +34,13 @@ void stub_set(int n, int keep, int init) {
 }
 const char* stub_log(void) {
   return log_text;
+}
+/* A device's flags as set before (another flag than the scheduling's, say), and as they are. */
+void stub_preset(int dev, unsigned f) {
+  if (dev >= 0 && dev < MAX_DEVICES) flags[dev] = f;
+}
+unsigned stub_flags(int dev) {
+  return dev >= 0 && dev < MAX_DEVICES ? flags[dev] : 0;
 }
 
 /* CUDA driver API (cuda.h): CUresult is an int, CUdevice an int. */

@@ -147,10 +147,12 @@ def cuda_flags(lib: Any, flag: int) -> list[int]:
     for i in range(count.value):
         dev = ctypes.c_int(0)
         check(("cuDeviceGet",), ctypes.byref(dev), ctypes.c_int(i))
-        # The _v2 entry point (CUDA 11+) also sets the flags of an active context.
-        check(("cuDevicePrimaryCtxSetFlags_v2", "cuDevicePrimaryCtxSetFlags"), dev,
-              ctypes.c_uint(flag))
         got, active = ctypes.c_uint(0), ctypes.c_int(0)
+        check(("cuDevicePrimaryCtxGetState",), dev, ctypes.byref(got), ctypes.byref(active))
+        # The call sets every flag: the others are kept as they were. The _v2 entry point
+        # (cuda.h's since CUDA 11) also sets the flags of an active context.
+        check(("cuDevicePrimaryCtxSetFlags_v2", "cuDevicePrimaryCtxSetFlags"), dev,
+              ctypes.c_uint((got.value & ~SCHED_MASK) | flag))
         check(("cuDevicePrimaryCtxGetState",), dev, ctypes.byref(got), ctypes.byref(active))
         out.append(got.value & SCHED_MASK)
     return out
@@ -168,8 +170,9 @@ def hip_flags(lib: Any, flag: int) -> list[int]:
     out = []
     for i in range(count.value):
         check(("hipSetDevice",), ctypes.c_int(i))
-        check(("hipSetDeviceFlags",), ctypes.c_uint(flag))
         got = ctypes.c_uint(0)
+        check(("hipGetDeviceFlags",), ctypes.byref(got))
+        check(("hipSetDeviceFlags",), ctypes.c_uint((got.value & ~SCHED_MASK) | flag))
         check(("hipGetDeviceFlags",), ctypes.byref(got))
         out.append(got.value & SCHED_MASK)
     if count.value:
