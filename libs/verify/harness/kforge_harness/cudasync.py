@@ -107,13 +107,14 @@ def default_library(vendor: str) -> str:
     return HIP_LIBRARY
 
 
-def call(lib: Any, names: tuple[str, ...], *args: Any) -> int:
-    """The first of `names` the library exports, called with args: its result code."""
+def call(lib: Any, names: tuple[str, ...], *args: Any) -> tuple[int, str]:
+    """The first of `names` the library exports, called with args: (its result code, its
+    name)."""
     for name in names:
         fn = getattr(lib, name, None)
         if fn is not None:
             fn.restype = ctypes.c_int
-            return int(fn(*args))
+            return int(fn(*args)), name
     raise Refused("%s not exported" % names[0])
 
 
@@ -137,9 +138,9 @@ def cuda_flags(lib: Any, flag: int) -> list[int]:
     """cuInit, then each device's primary context flags set and read back: the scheduling flag
     of each device as the driver now holds it."""
     def check(names: tuple[str, ...], *args: Any) -> None:
-        rc = call(lib, names, *args)
+        rc, name = call(lib, names, *args)
         if rc != 0:
-            raise Refused("%s: %s" % (names[0], error_name(lib, "cuGetErrorName", rc)))
+            raise Refused("%s: %s" % (name, error_name(lib, "cuGetErrorName", rc)))
     check(("cuInit",), ctypes.c_uint(0))
     count = ctypes.c_int(0)
     check(("cuDeviceGetCount",), ctypes.byref(count))
@@ -162,9 +163,9 @@ def hip_flags(lib: Any, flag: int) -> list[int]:
     """Each device made current in turn, its flags set and read back; device 0 (the runtime's
     default) current again at the end."""
     def check(names: tuple[str, ...], *args: Any) -> None:
-        rc = call(lib, names, *args)
+        rc, name = call(lib, names, *args)
         if rc != 0:
-            raise Refused("%s: %s" % (names[0], error_name(lib, "hipGetErrorName", rc)))
+            raise Refused("%s: %s" % (name, error_name(lib, "hipGetErrorName", rc)))
     count = ctypes.c_int(0)
     check(("hipGetDeviceCount",), ctypes.byref(count))
     out = []
