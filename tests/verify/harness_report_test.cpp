@@ -384,7 +384,11 @@ std::string file_text(verify::WorkerFile f, const nlohmann::json& content) {
 // checked writer; a field renamed or left out is an error naming it.
 TEST(VerifyWorkerOp, APrestartedChildsPrepAndRequestAreDeclared) {
   using verify::WorkerFile;
-  nlohmann::json prep = {{"sandbox", {{"dir", "/w/4"}}}, {"python_path", {"/p"}}, {"gpu", false}};
+  nlohmann::json prep = {{"sandbox", {{"dir", "/w/4"}}},
+                         {"python_path", {"/p"}},
+                         {"gpu", false},
+                         {"cuda_sync", "auto"},
+                         {"gpu_vendor", "cpu"}};
   EXPECT_EQ(file_text(WorkerFile::prep, prep), prep.dump());
   nlohmann::json renamed = prep;
   renamed.erase("gpu");
@@ -396,10 +400,12 @@ TEST(VerifyWorkerOp, APrestartedChildsPrepAndRequestAreDeclared) {
   EXPECT_EQ(file_text(WorkerFile::prep, renamed),
             "error: worker file: field \"prep.note\" is not a field of the message "
             "(worker_ops.txt)");
-  EXPECT_EQ(
-      file_text(WorkerFile::prep,
-                {{"sandbox", nullptr}, {"python_path", nlohmann::json::array()}, {"gpu", true}}),
-      "error: worker file: field \"prep.sandbox\" is null, declared object+");
+  EXPECT_EQ(file_text(WorkerFile::prep, {{"sandbox", nullptr},
+                                         {"python_path", nlohmann::json::array()},
+                                         {"gpu", true},
+                                         {"cuda_sync", "blocking"},
+                                         {"gpu_vendor", "nvidia"}}),
+            "error: worker file: field \"prep.sandbox\" is null, declared object+");
   // The request is the runner's to read; declared: an object with the report version.
   nlohmann::json req = {{"report_version", verify::harness_report_version()}, {"key", "k"}};
   EXPECT_EQ(file_text(WorkerFile::request, req), req.dump());

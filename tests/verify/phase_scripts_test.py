@@ -115,6 +115,50 @@ class PhaseScriptsTest(unittest.TestCase):
         self.assertNotEqual(got.returncode, 0)
         self.assertIn("no sample key in both", got.stderr)
 
+    def test_a_sync_run_is_compared_with_its_base(self):
+        """bench/verify/sync_cost.py (timing-cost's RUN-block runs): wall, host and samples' CPU,
+        CPU by phase, where cuda_sync took, and the samples that differ, against the run without
+        the suffix (here off)."""
+        def sync(asked, applied, why=None):
+            cs = {"asked": asked, "applied": applied}
+            if why:
+                cs["why"] = why
+            return cs
+        off, block = [], []
+        for i in range(3):
+            a = line("s@%d" % i, {"test": t(1000, 900, 600, 500), "bounds": t(400, 300)},
+                     {"skip_launch": t(100, 80)})
+            a["report"]["pool"] = {"cpu_ms": 2000}
+            a["report"]["sandbox"] = {"cuda_sync": sync("auto", False, "auto: left to the driver")}
+            b = line("s@%d" % i, {"test": t(1000, 700, 600, 500), "bounds": t(350, 100)},
+                     {"skip_launch": t(100, 40)})
+            b["report"]["pool"] = {"cpu_ms": 1500}
+            b["report"]["sandbox"] = {"cuda_sync": sync("blocking", i < 2,
+                                                        None if i < 2 else "unavailable: x")}
+            off.append(a)
+            block.append(b)
+        block[1]["flags"] = ["out_of_bounds"]
+        block[2]["flags"] = ["perf_suspect"]  # a speed flag: counted apart
+        self.write("verdicts-off.jsonl", off)
+        self.write("verdicts-off-block.jsonl", block)
+        times = os.path.join(self.dir, "times")
+        with open(times, "w") as f:
+            f.write("off 100.0 200.0\noff-block 300.0 390.0\n")
+        host = os.path.join(self.dir, "host-cpu")
+        with open(host, "w") as f:
+            f.write("off 1200.0 400.0\noff-block 900.0 540.0\n")
+        out = self.run_script(os.path.join(BENCH, "sync_cost.py"), self.dir, "off", "off-block",
+                              "--times", times, "--host-cpu", host)
+        self.assertIn("off-block against off (3 samples in both):", out)
+        self.assertIn("wall 90.0 s vs 100.0 s (-10.0%); host busy CPU 900.0 s vs 1200.0 s "
+                      "(-25.0%); samples' CPU 4.5 s vs 6.0 s (-25.0%)", out)
+        self.assertIn("test compiles 1.5 s vs 1.5 s (+0.0%); test runs 0.6 s vs 1.2 s (-50.0%); "
+                      "bounds 0.3 s vs 0.9 s (-66.7%); skip_launch 0.1 s vs 0.2 s (-50.0%)", out)
+        self.assertIn("cuda_sync: asked blocking: applied in 2 of 3 samples (not: 1 unavailable: "
+                      "x)", out)
+        self.assertIn("differing: 1; speed flags alone: 1", out)
+        self.assertIn("s@1: ('passed', ()) -> ('passed', ('out_of_bounds',))", out)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -153,6 +153,78 @@ TEST(VerifyPool, WithoutPrestartEachSampleIsForkedWhenItArrives) {
   }
 }
 
+// verifier.cuda_sync reaches every sample's process, prestarted or forked when its sample
+// comes, and its report says what was asked (sandbox.cuda_sync); on a CPU device nothing is set.
+TEST(VerifyPool, TheCudaSyncSettingReachesEverySampleProcess) {
+  for (bool prestart : {true, false}) {
+    TempDir tmp;
+    auto cfg = test_config(tmp);
+    cfg.cpu_workers = 1;
+    cfg.prestart = prestart;
+    cfg.cuda_sync = verify::CudaSync::blocking;
+    auto pool = make_pool(cfg);
+    ASSERT_TRUE(pool);
+    auto first = run_one(*pool, load_sample("pass"));
+    step_for(*pool, std::chrono::milliseconds(300));  // the next child prestarted meanwhile
+    auto r = run_all(*pool, {load_sample("pass"), load_sample("assert_fail")});
+    r.push_back(first);
+    for (const auto& x : r) {
+      EXPECT_EQ(x.report["pool"]["prestarted"], prestart) << x.report.dump();
+      EXPECT_EQ(x.report["sandbox"]["cuda_sync"],
+                nlohmann::json({{"asked", "blocking"},
+                                {"applied", false},
+                                {"why", "the sample's device is cpu, not a GPU"}}))
+          << x.report.dump();
+    }
+    EXPECT_EQ(r[0].verdict, Verdict::passed) << r[0].detail;
+    EXPECT_EQ(r[1].verdict, Verdict::failed) << r[1].detail;
+  }
+  TempDir tmp;
+  auto cfg = test_config(tmp);
+  cfg.prestart = false;  // each sample's process made when it comes: a reload reaches the next
+  auto pool = make_pool(cfg);  // the default: auto, nothing touched
+  ASSERT_TRUE(pool);
+  auto r = run_one(*pool, load_sample("pass"));
+  EXPECT_EQ(r.report["sandbox"]["cuda_sync"]["asked"], "auto") << r.report.dump();
+  EXPECT_EQ(r.report["sandbox"]["cuda_sync"]["why"], "auto: left to the driver");
+  cfg.cuda_sync = verify::CudaSync::yield;
+  pool->reconfigure(cfg);
+  r = run_one(*pool, load_sample("pass"));
+  EXPECT_EQ(r.report["sandbox"]["cuda_sync"]["asked"], "yield") << r.report.dump();
+}
+
+// On a GPU device without a driver (a fake NVIDIA device here, no libcuda.so.1): the setting is
+// unavailable, said in the report, and the sample runs as before, in both modes.
+TEST(VerifyPool, CudaSyncWithoutADriverIsUnavailableNotAFailure) {
+  TempDir tmp;
+  auto cfg = test_config(tmp);
+  auto probe = run_process({cfg.python, "-c", "import ctypes; ctypes.CDLL('libcuda.so.1')"});
+  if (probe.exit_code == 0) GTEST_SKIP() << "libcuda.so.1 loads here: the setting would apply";
+  for (const std::string mode : {"warm", "fresh"}) {
+    TempDir dir;
+    cfg = test_config(dir, mode);
+    cfg.workers_per_device = 1;
+    cfg.cuda_sync = verify::CudaSync::blocking;
+    verify::Device gpu{"cuda:0", verify::Vendor::nvidia, 0, "Fake GPU", "", 0};
+    auto pool = make_pool(cfg, {gpu});
+    ASSERT_TRUE(pool);
+    auto first = run_one(*pool, load_sample("pass"));
+    step_for(*pool, std::chrono::milliseconds(300));
+    auto r = run_all(*pool, {load_sample("pass"), load_sample("assert_fail")});
+    r.push_back(first);
+    for (const auto& x : r) {
+      const auto& cs = x.report["sandbox"]["cuda_sync"];
+      EXPECT_EQ(cs["asked"], "blocking") << mode << ": " << x.report.dump();
+      EXPECT_EQ(cs["applied"], false) << x.report.dump();
+      EXPECT_EQ(cs.value("why", "").rfind("unavailable: libcuda.so.1", 0), 0u) << cs.dump();
+      EXPECT_EQ(x.device, "cuda:0");
+    }
+    EXPECT_EQ(r[0].verdict, Verdict::passed) << r[0].detail;
+    EXPECT_EQ(r[1].verdict, Verdict::failed) << r[1].detail;
+    EXPECT_EQ(r[0].report["pool"]["prestarted"], mode == "warm") << r[0].report.dump();
+  }
+}
+
 TEST(VerifyPool, ParametrizedTestsAndHelpersTakingArguments) {
   TempDir tmp;
   auto pool = make_pool(test_config(tmp));

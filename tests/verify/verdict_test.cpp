@@ -125,6 +125,38 @@ TEST(VerifyConfig, GpuHardwareQueuesDefaultToOneAndAreChecked) {
             "k.yaml:2: verifier.gpu_hw_queues: must be between 0 (the driver's default) and 128");
 }
 
+// verifier.cuda_sync: auto (the driver's default) unless set; each name read, anything else
+// refused at its line naming the key; a reload takes it.
+TEST(VerifyConfig, CudaSyncIsAutoByDefaultReadByNameAndReloaded) {
+  VerifierConfig c;
+  EXPECT_EQ(c.cuda_sync, CudaSync::automatic);
+  EXPECT_EQ(to_string(c.cuda_sync), "auto");
+  for (auto [name, value] :
+       {std::pair{"spin", CudaSync::spin}, std::pair{"yield", CudaSync::yield},
+        std::pair{"blocking", CudaSync::blocking}, std::pair{"auto", CudaSync::automatic}}) {
+    EXPECT_TRUE(read_verifier(std::string("verifier:\n  cuda_sync: ") + name + "\n", c).ok());
+    EXPECT_EQ(c.cuda_sync, value) << name;
+  }
+  VerifierConfig bad;
+  auto st = read_verifier("verifier:\n  timeout_s: 5\n  cuda_sync: sleepy\n", bad);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().message,
+            "k.yaml:3: verifier.cuda_sync: 'sleepy' is not one of auto, spin, yield, blocking");
+  // config/kforge.yaml documents it with its default.
+  auto shipped = ConfigReader::load_file(test::source_dir() / "config" / "kforge.yaml",
+                                         [](const std::string&) { return std::nullopt; });
+  ASSERT_TRUE(shipped.ok()) << shipped.error().message;
+  VerifierConfig from_file;
+  from_file.cuda_sync = CudaSync::spin;
+  read_config((*shipped)->root().child("verifier"), from_file);
+  EXPECT_EQ(from_file.cuda_sync, CudaSync::automatic);
+  VerifierConfig running, fresh;
+  fresh.cuda_sync = CudaSync::blocking;
+  EXPECT_TRUE(apply_reloadable(running, fresh));
+  EXPECT_EQ(running.cuda_sync, CudaSync::blocking);
+  EXPECT_FALSE(apply_reloadable(running, fresh));
+}
+
 TEST(VerifyConfig, MutantsDefaultToAllAndUnknownOnesAreRefused) {
   VerifierConfig c;
   EXPECT_EQ(c.mutants, (std::vector<std::string>{"tail", "interior", "permute", "permute_row",

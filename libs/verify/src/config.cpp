@@ -97,6 +97,7 @@ void read_config(ConfigNode n, VerifierConfig& out) {
   n.get_between("gpu_memory_fraction", out.gpu_memory_fraction, 0, 1);
   n.get_enum("autotune", out.autotune, kAutotuneNames);
   n.get("gpu_hw_queues", out.gpu_hw_queues);
+  n.get_enum("cuda_sync", out.cuda_sync, kCudaSyncNames);
   n.get("mutant_check", out.mutant_check);
   n.get_enum("mutant_run", out.mutant_run, kMutantRunNames);
   n.get("mutants", out.mutants);
@@ -167,6 +168,7 @@ bool apply_reloadable(VerifierConfig& running, const VerifierConfig& fresh) {
   take(running.max_start_failures, fresh.max_start_failures);
   take(running.memory_poll_ms, fresh.memory_poll_ms);
   take(running.order, fresh.order);
+  take(running.cuda_sync, fresh.cuda_sync);
   SlurmConfig slurm = fresh.slurm;
   slurm.shared_dir = running.slurm.shared_dir;  // where the live arrays are
   take(running.slurm, slurm);

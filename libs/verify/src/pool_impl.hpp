@@ -185,6 +185,9 @@ struct Pool::Impl {
   // --- the worker protocol and the spares (pool_worker.cpp) ---
   std::vector<std::string> sample_env(const Slot& s) const;
   double memory_fraction(const Slot& s) const;
+  // verifier.cuda_sync and the slot's device's vendor, as the request and the prep carry them
+  // ("cuda_sync", "gpu_vendor"): the harness sets the process's GPU wait before its context.
+  std::string gpu_vendor(const Slot& s) const;
   void start_worker(Slot& s);
   std::string worker_log_tail(const Slot& s) const;
   void stop_worker(Slot& s);

@@ -123,6 +123,8 @@ nlohmann::json Pool::Impl::request_json(const Slot& s, const SampleProcess& r) c
           {"bounds_check_time_s", kBoundsCheckTimeS},
           {"autotune", std::string(to_string(cfg.autotune))},
           {"gpu_memory_fraction", memory_fraction(s)},
+          {"cuda_sync", std::string(to_string(cfg.cuda_sync))},
+          {"gpu_vendor", gpu_vendor(s)},
           {"python_path", cfg.python_path},
           {"preload", cfg.preload},
           {"fresh", !warm},

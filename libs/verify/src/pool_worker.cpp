@@ -32,6 +32,18 @@ double Pool::Impl::memory_fraction(const Slot& s) const {
   return 0.9 / std::max(1, per_device);
 }
 
+std::string Pool::Impl::gpu_vendor(const Slot& s) const {
+  switch (devices[s.device].device.vendor) {
+    case Vendor::nvidia:
+      return "nvidia";
+    case Vendor::amd:
+      return "amd";
+    case Vendor::cpu:
+      break;
+  }
+  return "cpu";
+}
+
 void Pool::Impl::start_worker(Slot& s) {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
@@ -266,7 +278,9 @@ void Pool::Impl::prepare_spare(Slot& s) {
   if (!run) return;
   nlohmann::json prep = {{"sandbox", sandbox_json(s, *run)},
                          {"python_path", cfg.python_path},
-                         {"gpu", devices[s.device].device.vendor != Vendor::cpu}};
+                         {"gpu", devices[s.device].device.vendor != Vendor::cpu},
+                         {"cuda_sync", std::string(to_string(cfg.cuda_sync))},
+                         {"gpu_vendor", gpu_vendor(s)}};
   auto text = worker_file_text(WorkerFile::prep, prep);  // as worker_ops.txt declares it
   auto st = text.ok() ? write_file(run->dir + "/prep.json", *text) : Status(text.error());
   if (!st.ok()) {

@@ -219,8 +219,11 @@ class WorkerOps(unittest.TestCase):
         file prepare.prep names, and `file request`, what comes down its request pipe): checked
         by the child as by the pool's writer, naming the field; neither is an op."""
         self.assertEqual(report_schema.OPS.files, ["prep", "request"])
-        prep = {"sandbox": {"dir": "/w/4"}, "python_path": ["/p"], "gpu": False}
+        prep = {"sandbox": {"dir": "/w/4"}, "python_path": ["/p"], "gpu": False,
+                "cuda_sync": "auto", "gpu_vendor": "cpu"}
         self.assertIsNone(report_schema.file_violation("prep", prep))
+        self.assertEqual(report_schema.file_violation("prep", dict(prep, cuda_sync=4)),
+                         "prep.cuda_sync: is int, declared string")
         renamed = dict(prep, warm_gpu=False)
         del renamed["gpu"]
         self.assertEqual(report_schema.file_violation("prep", renamed), "prep.gpu: is missing")

@@ -25,6 +25,8 @@ The package, by concern (docs/VERIFIER.md describes what each does for a verdict
   origin        where the answer the verifier compares outside the test came from: the same
                 calls with the kernels' outputs replaced after each launch (kernel_not_used)
   gpusync       the one "wait for this process's GPU work" every module calls
+  cudasync      how the sample's process waits for its GPU (verifier.cuda_sync): the
+                scheduling flag of each device's context, set before the context is made
   phases/       the checks as phases: one entry point per check (test_run, speed, cross_compile,
                 bounds_replay, skip_launch, output_mutants, kernel_battery), called in order by
                 real_run / mutant_run; sequence.Phases times each, keeps its failure to it and

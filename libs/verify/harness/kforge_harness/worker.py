@@ -36,7 +36,7 @@ import sys
 import time
 from typing import Any, NoReturn, Optional
 
-from . import HARNESS_VERSION, gpulock, phases, report_schema
+from . import HARNESS_VERSION, cudasync, gpulock, phases, report_schema
 from .contain import contain
 from .mutants import wants_mutant_run
 from .phases.sequence import Phases, cpu_s
@@ -64,7 +64,20 @@ def child_main(request_path: str, result_fd: int) -> NoReturn:
     report = {"harness": HARNESS_VERSION, "pid": os.getpid()}
     request = read_json(request_path, report, result_fd)
     _sandbox(request.get("sandbox"), report, result_fd, [result_fd])
+    set_cuda_sync(request, report)
     run_and_report(request, report, result_fd, started)
+
+
+def set_cuda_sync(spec: Json, report: Json) -> None:
+    """How this process will wait for its GPU (verifier.cuda_sync, as the pool's request or
+    prep says: `cuda_sync` and `gpu_vendor`), set before it has a CUDA context and recorded in
+    report["sandbox"]["cuda_sync"] (an open object of the report: diagnostics). Where the pool
+    said nothing (a request a tool wrote), nothing is done or recorded. Never fails the sample:
+    cudasync.apply says why where it could not."""
+    if "cuda_sync" not in spec:
+        return
+    report.setdefault("sandbox", {})["cuda_sync"] = cudasync.apply(
+        spec.get("cuda_sync"), spec.get("gpu_vendor", "cpu"))
 
 
 def warm_up_gpu() -> Json:
@@ -142,6 +155,7 @@ def prestarted_main(prep_path: str, result_fd: int, go_fd: int) -> NoReturn:
     declared(prep_path, "prep", prep, report, result_fd)
     _sandbox(prep.get("sandbox"), report, result_fd, [result_fd, go_fd])
     put_first_on_path(prep.get("python_path", []))
+    set_cuda_sync(prep, report)  # before warm_up_gpu makes the context
     warm = warm_up_gpu() if prep.get("gpu") else {"gpu": "not asked"}
     t_wait = time.monotonic()
     data = read_all(go_fd)

@@ -43,6 +43,20 @@ enum class VerifyOrder {
 inline constexpr EnumName<VerifyOrder> kVerifyOrderNames[] = {{VerifyOrder::cost, "cost"},
                                                               {VerifyOrder::input, "input"}};
 
+// How a sample's process waits for its GPU in a synchronise (verifier.cuda_sync; the harness's
+// cudasync.py sets it on each visible device's primary context before the context is made).
+enum class CudaSync {
+  automatic,  // "auto": the driver's default (CUDA spins while the process has fewer contexts
+              // than the host has cores: always, for a sample)
+  spin,       // spin on the waiting thread
+  yield,      // spin, yielding the core between looks
+  blocking,   // sleep until the GPU's interrupt wakes the thread
+};
+inline constexpr EnumName<CudaSync> kCudaSyncNames[] = {{CudaSync::automatic, "auto"},
+                                                        {CudaSync::spin, "spin"},
+                                                        {CudaSync::yield, "yield"},
+                                                        {CudaSync::blocking, "blocking"}};
+
 enum class Backend { local, slurm };
 inline constexpr EnumName<Backend> kBackendNames[] = {{Backend::local, "local"},
                                                       {Backend::slurm, "slurm"}};
@@ -58,6 +72,9 @@ constexpr std::string_view to_string(VerifyOrder v) {
 }
 constexpr std::string_view to_string(MutantRun v) {
   return name_of(kMutantRunNames, v);
+}
+constexpr std::string_view to_string(CudaSync v) {
+  return name_of(kCudaSyncNames, v);
 }
 // The `verifier.slurm` section: how the daemon's verify stage runs samples as Slurm array tasks
 // (verifier.backend: slurm). Read by the Slurm backend (slurm_backend.hpp) and by `kforge run
@@ -152,6 +169,11 @@ struct VerifierConfig {
   // and the driver does that one context at a time per GPU: with 1, an H200 makes 14.7 contexts
   // a second instead of 5.5 (docs/BENCHMARKS.md). Streams of one sample then share one queue.
   int gpu_hw_queues = 1;
+  // How each sample's process waits for its GPU in a synchronise (docs/VERIFIER.md, "How a
+  // sample's process waits for the GPU"): auto (the driver's default; spinning, for a sample),
+  // spin, yield or blocking. Set in the process before its context is made; the report's
+  // sandbox.cuda_sync says what was asked and whether it took.
+  CudaSync cuda_sync = CudaSync::automatic;
   bool mutant_check = true;  // re-run passing samples with kernel launches skipped
   // same_process: the mutant run follows the real one in the sample's process (GPU memory the
   // real run freed is overwritten first); new_process: it gets a process of its own.
@@ -223,8 +245,9 @@ void read_config(ConfigNode n, VerifierConfig& out);
 // A reload (SIGHUP) of a running verifier: copies into `running` the settings of `fresh` that
 // take effect without new workers: timeout_s, cross_compile_timeout_s and output_cap_kb (for
 // samples started from now on), worker_start_timeout_s, max_start_failures, memory_poll_ms, order,
-// and the `slurm` section but its shared_dir. The rest (devices, workers, mode, python, the
-// sandbox, the backend) takes a restart. Returns whether anything changed.
+// cuda_sync (for sample processes started from now on: a child already prestarted keeps the one
+// it was started with), and the `slurm` section but its shared_dir. The rest (devices, workers,
+// mode, python, the sandbox, the backend) takes a restart. Returns whether anything changed.
 bool apply_reloadable(VerifierConfig& running, const VerifierConfig& fresh);
 
 }  // namespace kforge::verify
