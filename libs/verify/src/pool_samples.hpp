@@ -3,9 +3,10 @@
 // waiting for a slot: a sample run again (a lost worker) or a passing sample's mutant re-run
 // goes next; of the new ones, verifier.order picks (take_next): cost, the one whose predicted
 // seconds (verify/cost.hpp) plus the seconds it has waited are the most (the longest first,
-// none left behind later ones for longer than the costliest prediction); input, the first
-// submitted. The ids the pool hands out
-// (samples' and runs'). The finished samples' results, whose callbacks run at the end of a step
+// none left behind later ones for longer than the costliest prediction); input and early_long,
+// the first submitted (early_long's order is the submitter's, who sees the whole batch: kforge
+// verify plans it; the pool's window of queue_capacity samples does not). The ids the pool hands
+// out (samples' and runs'). The finished samples' results, whose callbacks run at the end of a step
 // (so a callback may submit()). Threads: as Pool, one thread.
 
 #include <algorithm>
@@ -61,10 +62,10 @@ class SampleBook {
     return s;
   }
   // The sample a free slot takes (there is one): a sample run again or a mutant re-run first;
-  // else, by `order`, the new sample with the most predicted seconds plus seconds waited
-  // (the earlier submitted on a tie), or the first submitted.
+  // else, by `order`: cost, the new sample with the most predicted seconds plus seconds waited
+  // (the earlier submitted on a tie); input and early_long, the first submitted.
   Sample take_next(VerifyOrder order, SteadyTime now) {
-    if (order == VerifyOrder::input || queue_.front().urgent) return take();
+    if (order != VerifyOrder::cost || queue_.front().urgent) return take();
     auto best = queue_.begin();
     double best_score = -1;
     for (auto it = queue_.begin(); it != queue_.end(); ++it) {

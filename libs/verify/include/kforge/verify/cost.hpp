@@ -39,8 +39,36 @@ CostFeatures cost_features(const VerifyRequest& request);
 double predicted_cost_s(const CostFeatures& features);
 double predicted_cost_s(const VerifyRequest& request);
 
-// The positions of `costs` in dispatch order: longest predicted first (ties in input order),
-// or as given (VerifyOrder::input).
-std::vector<std::size_t> dispatch_order(const std::vector<double>& costs, VerifyOrder order);
+// verifier.order: early_long. A batch of N samples on W workers takes about sum/W seconds
+// per worker (`per_worker_s`); a sample predicted to take more than `long_share` of that is
+// long. In input order a sample of d seconds started at a uniform point of the run ends after
+// it with probability about d / per_worker_s: the few long ones set the tail. They go early, the
+// longest first, but spread: at most `busy_share` of the workers (at least one) on long samples
+// at once, as a greedy pool with the predicted durations would run them, and at most one long
+// sample per W / that many dispatch positions, unless waiting longer would end it after
+// per_worker_s (a short batch); every other sample keeps its input order.
+// Packing them together (cost order) made every sample slower on the H200 (their compiles
+// contend; docs/BENCHMARKS.md, "Dispatch order").
+struct EarlyLong {
+  double long_share = 0.2;
+  double busy_share = 0.25;
+};
+
+struct DispatchPlan {
+  std::vector<std::size_t> order;  // the positions of `costs`, in dispatch order
+  std::vector<bool> is_long;       // by position of `costs`: early_long's long samples
+  double per_worker_s = 0;         // predicted: sum / workers
+  double long_s = 0;               // early_long: the cost above which a sample is long
+  int long_at_once = 0;            // early_long: at most this many long samples run at once
+  int spacing = 0;                 // early_long: at most one long sample per this many positions
+};
+
+// The positions of `costs` in dispatch order for `workers` workers: cost, longest predicted
+// first (ties in input order); input, as given; early_long, as above. Deterministic: the same
+// costs and workers give the same order.
+DispatchPlan plan_dispatch(const std::vector<double>& costs, VerifyOrder order, int workers,
+                           const EarlyLong& params = {});
+std::vector<std::size_t> dispatch_order(const std::vector<double>& costs, VerifyOrder order,
+                                        int workers = 1);
 
 }  // namespace kforge::verify

@@ -99,6 +99,9 @@ class Pool {
   // Resolves devices, claims sandbox uids, prepares the work and Triton cache directories and
   // starts the workers (in warm mode). Errors: "config" (no harness, bad devices), "io".
   static Result<std::unique_ptr<Pool>> create(PoolOptions options);
+  // The number of workers create() would start with `options` (its devices resolved the same
+  // way), without starting any: what kforge verify --plan plans for. Errors as create()'s.
+  static Result<int> planned_workers(const PoolOptions& options);
   // Kills every worker and running sample and removes the pool's directories.
   ~Pool();
   Pool(const Pool&) = delete;
