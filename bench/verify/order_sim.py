@@ -29,6 +29,10 @@ name before '@', so the renamed copies of one kernel fall in one fold).
   python3 bench/verify/order_sim.py --verdicts V.jsonl (--plan P.jsonl | --kforge BIN --samples S)
   python3 bench/verify/order_sim.py --make-data OUT.tsv --verdicts OFF.jsonl --verdicts-on ON.jsonl
                                     (--plan P.jsonl | --kforge BIN --samples S.jsonl)
+  python3 bench/verify/order_sim.py --compare NAME=V.jsonl NAME2=V2.jsonl [--times T]
+                                    [--kforge BIN --samples S.jsonl]
+      (runs of the same samples in different orders: wall, summed durations, tail, durations by
+       predicted rank, verdicts and flags; scripts/gpu/timing-cost's RUN@ORDER runs)
   python3 bench/verify/order_sim.py --data FILE --check-plan --kforge BIN
       (kforge verify --plan's costs and orders for records with the file's features, against
        this script's: exits 1 on a difference)
@@ -466,6 +470,66 @@ def report_orders(recs, duration, args):
         report_fit(recs, duration, w)
 
 
+def speed_flags():
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "libs", "verify",
+                        "harness", "kforge_harness", "vocabulary", "speed_flags.txt")
+    with open(path) as f:
+        return {w.strip() for w in f if w.strip() and not w.startswith("#")}
+
+
+def compare_runs(specs, times_path, plan, workers):
+    """Runs of the same samples in different orders (NAME=FILE, the first the baseline): wall,
+    summed durations, tail, durations by predicted rank, verdicts and flags against the first."""
+    times = {}
+    if times_path:
+        with open(times_path) as f:
+            for line in f:
+                name, a, b = line.split()
+                times[name] = float(b) - float(a)
+    speed = speed_flags()
+    runs = []
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if not sep:
+            sys.exit(f"--compare {spec}: want NAME=FILE")
+        lines = {v["index"]: v for v in read_jsonl(path)}
+        runs.append((name, lines))
+    rank_of = {}
+    if plan:
+        rank_of = {p["index"]: k for k, p in enumerate(plan)}
+    groups = [(0, 16), (16, 200), (200, 10 ** 9)]
+    print(f"orders compared ({workers} workers; wall from the script's clock, tail = wall - "
+          f"summed durations / {workers})")
+    base_name, base = runs[0]
+    for name, lines in runs:
+        total = sum(v["duration_ms"] for v in lines.values()) / 1000.0
+        wall = times.get(name)
+        wall_s = f"{wall:.1f} s" if wall is not None else "?"
+        tail = f"{wall - total / workers:.1f} s" if wall is not None else "?"
+        by_rank = ""
+        if rank_of:
+            sums = []
+            for lo, hi in groups:
+                sums.append(sum(v["duration_ms"] for i, v in lines.items()
+                                if lo <= rank_of.get(i, -1) < hi) / 1000.0)
+            by_rank = ("; by predicted rank 1-16 / 17-200 / 201-: " +
+                       " / ".join(f"{x:.1f}" for x in sums) + " s")
+        print(f"{name}: wall {wall_s}, {len(lines)} samples, summed durations {total:.1f} s "
+              f"({total / workers:.1f} s per worker), tail {tail}{by_rank}")
+    for name, lines in runs[1:]:
+        diff = []
+        for i in sorted(set(base) | set(lines)):
+            a, b = base.get(i), lines.get(i)
+            ka = a and (a["verdict"], tuple(sorted(set(a.get("flags") or []) - speed)))
+            kb = b and (b["verdict"], tuple(sorted(set(b.get("flags") or []) - speed)))
+            if ka != kb:
+                diff.append((i, ka, kb))
+        print(f"{name} vs {base_name}: {len(diff)} samples differ in verdict or non-speed flags")
+        for i, ka, kb in diff[:20]:
+            print(f"  {i}: {ka} -> {kb}")
+    return 0
+
+
 def from_verdicts(args):
     if args.plan:
         plan = read_jsonl(args.plan)
@@ -496,6 +560,9 @@ def main():
     ap.add_argument("--note", action="append", default=[], help="with --make-data: a header line")
     ap.add_argument("--check-plan", action="store_true",
                     help="with --data and --kforge: kforge's plans against this script's")
+    ap.add_argument("--compare", nargs="+", metavar="NAME=FILE",
+                    help="runs of the same samples in different orders (verdict lines)")
+    ap.add_argument("--times", help="with --compare: lines 'NAME start end' (timing-cost's)")
     ap.add_argument("--workers", type=int, default=16)
     ap.add_argument("--share", type=float, default=LONG_SHARE, help="early_long's long share")
     ap.add_argument("--busy", type=float, default=BUSY_SHARE, help="early_long's busy share")
@@ -506,6 +573,13 @@ def main():
     ap.add_argument("--top", type=int, default=12, help="list the N longest records")
     args = ap.parse_args()
 
+    if args.compare:
+        plan = None
+        if args.plan:
+            plan = read_jsonl(args.plan)
+        elif args.kforge and args.samples:
+            plan = kforge_plan(args.kforge, args.samples, "cost", args.workers)
+        sys.exit(compare_runs(args.compare, args.times, plan, args.workers))
     if args.make_data:
         if not args.verdicts:
             sys.exit("--make-data needs --verdicts (and --plan or --kforge with --samples)")
