@@ -153,8 +153,8 @@ Result<std::vector<ReadRecord>> read_requests(const VerifyArgs& args, const Veri
   return out;
 }
 
-// The records in dispatch order for `workers` workers (verify/cost.hpp): the longest predicted
-// first, as read, or the long ones early and spread (early_long).
+// The records in submission order for `workers` workers (verify/cost.hpp): the longest
+// predicted first, as read, or the long ones early and spread (early_long).
 verify::DispatchPlan record_plan(const std::vector<ReadRecord>& records, verify::VerifyOrder order,
                                  int workers, std::vector<double>& costs) {
   costs.clear();
@@ -188,7 +188,7 @@ void describe_plan(const verify::DispatchPlan& plan, verify::VerifyOrder order, 
                std::string(verify::to_string(order)).c_str(), workers, plan.per_worker_s);
   if (order == verify::VerifyOrder::early_long)
     std::fprintf(stderr,
-                 "; long: %lld (predicted over %.2f s), at most %d at once, one per %d positions",
+                 "; long: %lld (predicted over %.2f s), at most %d at once, %d dispatches apart",
                  static_cast<long long>(std::count(plan.is_long.begin(), plan.is_long.end(), true)),
                  plan.long_s, plan.long_at_once, plan.spacing);
   std::fputs("\n", stderr);
@@ -216,7 +216,8 @@ int run_verify(VerifyArgs& args, Globals& g) {
   KF_TRY_OR_REPORT(auto pool, verify::Pool::create(opts));
   auto t0 = system_clock().steady_now();
   KF_TRY_OR_REPORT(auto records, read_requests(args, map));
-  auto order = record_plan(records, opts.config.order, pool->slots(), costs).order;
+  auto plan = record_plan(records, opts.config.order, pool->slots(), costs);
+  if (opts.config.order == verify::VerifyOrder::early_long) pool->set_long_cost(plan.long_s);
   verify::RecordRunOptions ro;
   ro.slowest = args.slowest;
   ro.full = args.full;
@@ -232,7 +233,7 @@ int run_verify(VerifyArgs& args, Globals& g) {
                    static_cast<long long>(total));
     };
   verify::RecordRun run(*pool, std::move(ro), json_out.is_open() ? &json_out : nullptr);
-  for (std::size_t k : order)
+  for (std::size_t k : plan.order)
     if (Status st = run.submit(records[k].index, std::move(records[k].request)); !st.ok())
       return report(st.error());
   run.finish();
@@ -302,10 +303,9 @@ Command add_verify(CLI::App& root, Globals& g) {
   cmd->add_option("--order", args->order,
                   "Which record a free worker takes: cost (the longest predicted first, from "
                   "the code's tl.dot and tl.* calls, kernels and test length), input (in file "
-                  "order) or early_long (in file order but for the few predicted to outlast a "
-                  "fifth of the run per worker: those early, a quarter of the workers at most "
-                  "on them at once); default: verifier.order. The output lines stay in record "
-                  "order")
+                  "order) or early_long (in file order but for the few predicted to take over "
+                  "6% of the run per worker: those first, at most half of the workers on them "
+                  "at once); default: verifier.order. The output lines stay in record order")
       ->check(CLI::IsMember([] {
         std::vector<std::string> names;
         for (const auto& e : verify::kVerifyOrderNames) names.emplace_back(e.name);
@@ -314,7 +314,7 @@ Command add_verify(CLI::App& root, Globals& g) {
   cmd->add_flag("--plan", args->plan,
                 "Print each record's predicted cost as a JSON line (index, key, cost_s, "
                 "features; long, with early_long) in the order the records would be "
-                "dispatched to the workers (--workers, else as the pool would count them), "
+                "submitted to the workers (--workers, else as the pool would count them), "
                 "and run nothing; a line on stderr sums the plan up");
   cmd->add_flag("--record-devices", args->record_devices,
                 "Record the verifier's device states in the database at the end, so `kforge "

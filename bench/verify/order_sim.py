@@ -36,7 +36,7 @@ name before '@', so the renamed copies of one kernel fall in one fold).
   python3 bench/verify/order_sim.py --data FILE --check-plan --kforge BIN
       (kforge verify --plan's costs and orders for records with the file's features, against
        this script's: exits 1 on a difference)
-  common: [--workers 16] [--fit] [--top 12] [--share 0.2] [--busy 0.25] [--alpha A | --calibrate]
+  common: [--workers 16] [--fit] [--top 12] [--share 0.06] [--busy 0.5] [--alpha A | --calibrate]
 
 No GPU: it only reads files (and runs `kforge verify --plan`, which runs nothing).
 """
@@ -53,8 +53,8 @@ import tempfile
 
 FEATURES = ("dots", "tl_calls", "jit", "constexprs", "test_bytes")
 # kforge's defaults (cost.hpp, EarlyLong).
-LONG_SHARE = 0.2
-BUSY_SHARE = 0.25
+LONG_SHARE = 0.06
+BUSY_SHARE = 0.5
 # Stop 64 on the H200: the 16 longest predicted samples' summed durations in cost order against
 # input order (docs/BENCHMARKS.md, "Dispatch order").
 COUPLED_TOP, COUPLED_RATIO = 16, 375.7 / 340.9
@@ -108,37 +108,31 @@ def cost_order(idx, cost):
     return sorted(idx, key=lambda i: -cost[i])
 
 
-def plan_early_long(idx, cost, workers, share=LONG_SHARE, busy=BUSY_SHARE):
-    """cost.cpp's early_long: (order, set of long records, threshold s, at once, spacing)."""
+def early_long_params(idx, cost, workers, share=LONG_SHARE, busy=BUSY_SHARE):
+    """cost.cpp's early_long figures: (set of long records, threshold s, at once, spacing)."""
     workers = max(1, workers)
-    per_worker = sum(cost[i] for i in idx) / workers
-    long_s = share * per_worker
+    long_s = share * sum(cost[i] for i in idx) / workers
     at_once = max(1, int(busy * workers))
     spacing = (workers + at_once - 1) // at_once
-    longs = sorted((i for i in idx if cost[i] > long_s), key=lambda i: -cost[i])
-    is_long = set(longs)
+    return {i for i in idx if cost[i] > long_s}, long_s, at_once, spacing
+
+
+def plan_early_long(idx, cost, workers, share=LONG_SHARE, busy=BUSY_SHARE):
+    """cost.cpp's early_long submission order: the long records (longest first) at positions 0,
+    spacing, 2 spacing, ... among the others in input order (those after the others once
+    they run out). Returns (order, set of long records, threshold s, at once, spacing)."""
+    is_long, long_s, at_once, spacing = early_long_params(idx, cost, workers, share, busy)
+    longs = sorted(is_long, key=lambda i: (-cost[i], i))
     others = [i for i in idx if i not in is_long]
-    free_at = [0.0] * workers
-    long_ends = []
-    order, nl, no, last_long = [], 0, 0, -spacing
+    order, nl, no = [], 0, 0
     while len(order) < len(idx):
-        t = heapq.heappop(free_at)
-        while long_ends and long_ends[0] <= t:
-            heapq.heappop(long_ends)
-        pos = len(order)
-        take_long = nl < len(longs) and (
-            no == len(others) or t + cost[longs[nl]] >= per_worker or
-            (len(long_ends) < at_once and pos - last_long >= spacing))
+        take_long = nl < len(longs) and (no == len(others) or len(order) % spacing == 0)
         if take_long:
-            i = longs[nl]
+            order.append(longs[nl])
             nl += 1
-            heapq.heappush(long_ends, t + cost[i])
-            last_long = pos
         else:
-            i = others[no]
+            order.append(others[no])
             no += 1
-        heapq.heappush(free_at, t + cost[i])
-        order.append(i)
     return order, is_long, long_s, at_once, spacing
 
 
@@ -154,18 +148,40 @@ def simulate(order, duration, workers):
     return max(free)
 
 
-def simulate_coupled(order, duration, workers, heavy, alpha, h_ref):
+def simulate_coupled(order, duration, workers, heavy, alpha, h_ref, pool=None):
     """A greedy pool where every running sample progresses at (1 + alpha h_ref) / (1 + alpha H),
-    H the number of heavy samples running. Returns (wall, {record: its stretched duration},
-    time-averaged H)."""
+    H the number of heavy samples running. With `pool` = (long records, at once, spacing,
+    capacity), the pool's early_long dispatch (pool_samples.hpp): of the first `capacity`
+    records not yet started, a free worker takes the first long one when fewer than `at once`
+    long ones run and `spacing` dispatches passed since the last long one, else the first other
+    one, else the first. Returns (wall, {record: its stretched duration}, time-averaged H,
+    {record: its start})."""
     running = {}  # record -> [start, work left in measured seconds]
     queue = list(order)
-    qi, t, h_area = 0, 0.0, 0.0
-    took = {}
-    while qi < len(queue) or running:
-        while qi < len(queue) and len(running) < workers:
-            running[queue[qi]] = [t, duration[queue[qi]]]
-            qi += 1
+    window, qi, t, h_area = [], 0, 0.0, 0.0
+    took, starts = {}, {}
+    dispatched, last_long = 0, -(10 ** 9)
+    is_long, at_once, spacing, capacity = pool or (set(), 0, 1, len(queue) + 1)
+    while qi < len(queue) or window or running:
+        while (window or qi < len(queue)) and len(running) < workers:
+            while len(window) < capacity and qi < len(queue):
+                window.append(queue[qi])
+                qi += 1
+            pick = None
+            if pool:
+                n_long = sum(1 for i in running if i in is_long)
+                if n_long < at_once and dispatched - last_long >= spacing:
+                    pick = next((i for i in window if i in is_long), None)
+                if pick is None:
+                    pick = next((i for i in window if i not in is_long), None)
+            if pick is None:
+                pick = window[0]
+            window.remove(pick)
+            if pick in is_long:
+                last_long = dispatched
+            dispatched += 1
+            running[pick] = [t, duration[pick]]
+            starts[pick] = t
         h = sum(1 for i in running if i in heavy)
         rate = (1 + alpha * h_ref) / (1 + alpha * h)
         first = min(running, key=lambda i: (running[i][1], i))
@@ -179,11 +195,11 @@ def simulate_coupled(order, duration, workers, heavy, alpha, h_ref):
         for i in [i for i in running if running[i][1] <= 1e-9]:
             took[i] = t - running[i][0]
             del running[i]
-    return t, took, (h_area / t if t else 0.0)
+    return t, took, (h_area / t if t else 0.0), starts
 
 
-def coupled(order, duration, workers, heavy, alpha, h_ref):
-    wall, took, _ = simulate_coupled(order, duration, workers, heavy, alpha, h_ref)
+def coupled(order, duration, workers, heavy, alpha, h_ref, pool=None):
+    wall, took, _, _ = simulate_coupled(order, duration, workers, heavy, alpha, h_ref, pool)
     return wall, took
 
 
@@ -427,22 +443,26 @@ def report_orders(recs, duration, args):
     idx = sorted(duration)
     cost = {i: recs[i]["cost_s"] for i in idx}
     w = args.workers
-    orders = {"input": idx, "cost": cost_order(idx, cost)}
     el, is_long, long_s, at_once, spacing = plan_early_long(idx, cost, w, args.share, args.busy)
-    orders["early_long"] = el
-    orders["true"] = sorted(idx, key=lambda i: -duration[i])
+    # (order, the pool's early_long dispatch or None)
+    orders = {"input": (idx, None), "cost": (cost_order(idx, cost), None),
+              "early_long": (el, (is_long, at_once, spacing, args.queue)),
+              "true": (sorted(idx, key=lambda i: -duration[i]), None)}
     total = sum(duration.values())
     print(f"{len(idx)} records, {w} workers, summed duration {total:.1f} s, "
           f"sum/{w} {total / w:.1f} s")
     print(f"Spearman (predicted cost, measured duration): "
           f"{spearman([cost[i] for i in idx], [duration[i] for i in idx]):.3f}")
+    long_work = sum(duration[i] for i in is_long)
     print(f"early_long (share {args.share}, busy {args.busy}): {len(is_long)} long (predicted "
-          f"over {long_s:.2f} s), at most {at_once} at once, one per {spacing} positions; "
-          f"their measured durations: "
-          + ", ".join(f"{duration[i]:.1f}" for i in sorted(is_long, key=lambda i: -cost[i])))
-    print("simulated wall, durations fixed: " + ", ".join(
-        f"{name} {simulate(o, duration, w):.1f} s" for name, o in orders.items()))
+          f"over {long_s:.2f} s), at most {at_once} at once, {spacing} dispatches apart, "
+          f"{args.queue} waiting at most; they hold {100 * long_work / total:.0f}% of the "
+          f"measured work")
     heavy = {i for i in idx if duration[i] >= args.heavy_s}
+    walls = {name: simulate_coupled(o, duration, w, set(), 0.0, 0.0, pool)[0]
+             for name, (o, pool) in orders.items()}
+    print("simulated wall, durations fixed: " +
+          ", ".join(f"{name} {wall:.1f} s" for name, wall in walls.items()))
     alpha = args.alpha
     if args.calibrate:
         alpha = calibrate_alpha(idx, cost, duration, w, heavy)
@@ -451,21 +471,25 @@ def report_orders(recs, duration, args):
         print(f"coupled: alpha {alpha:.4f}{' (calibrated)' if args.calibrate else ''}, "
               f"{len(heavy)} heavy (measured {args.heavy_s:g} s or more), input order's mean "
               f"{h_ref:.2f} heavy running")
-        top = orders["cost"][:COUPLED_TOP]
-        for name, o in orders.items():
-            wall, took = coupled(o, duration, w, heavy, alpha, h_ref)
+        top = orders["cost"][0][:COUPLED_TOP]
+        for name, (o, pool) in orders.items():
+            wall, took, h_mean, _ = simulate_coupled(o, duration, w, heavy, alpha, h_ref, pool)
             grown = sum(took.values()) / total - 1
             top_grown = sum(took[i] for i in top) / sum(duration[i] for i in top) - 1
             print(f"  {name}: wall {wall:.1f} s, summed durations {100 * grown:+.1f}%, "
-                  f"the {COUPLED_TOP} longest predicted {100 * top_grown:+.1f}%")
-    rank_of = {i: k for k, i in enumerate(orders["cost"])}
-    pos_of = {i: k for k, i in enumerate(el)}
+                  f"the {COUPLED_TOP} longest predicted {100 * top_grown:+.1f}%, "
+                  f"{h_mean:.2f} heavy running on average")
+    rank_of = {i: k for k, i in enumerate(orders["cost"][0])}
+    _, _, _, starts = simulate_coupled(el, duration, w, set(), 0.0, 0.0, orders["early_long"][1])
+    _, _, _, starts_in = simulate_coupled(idx, duration, w, set(), 0.0, 0.0)
     if args.top:
-        print(f"the {args.top} longest: index key measured_s predicted_s predicted_rank "
-              f"early_long_position")
-        for i in orders["true"][:args.top]:
-            print(f"  {i} {recs[i]['key']} {duration[i]:.1f} {cost[i]:.1f} {rank_of[i]} "
-                  f"{pos_of[i]}{' long' if i in is_long else ''}")
+        print(f"the {args.top} longest: index key measured_s predicted_s predicted_rank; "
+              f"simulated start and end in input order, in early_long")
+        for i in orders["true"][0][:args.top]:
+            print(f"  {i} {recs[i]['key']} {duration[i]:.1f} {cost[i]:.1f} {rank_of[i]}; "
+                  f"{starts_in[i]:.1f}-{starts_in[i] + duration[i]:.1f}, "
+                  f"{starts[i]:.1f}-{starts[i] + duration[i]:.1f}"
+                  f"{' long' if i in is_long else ''}")
     if args.fit:
         report_fit(recs, duration, w)
 
@@ -566,6 +590,8 @@ def main():
     ap.add_argument("--workers", type=int, default=16)
     ap.add_argument("--share", type=float, default=LONG_SHARE, help="early_long's long share")
     ap.add_argument("--busy", type=float, default=BUSY_SHARE, help="early_long's busy share")
+    ap.add_argument("--queue", type=int, default=64,
+                    help="early_long: samples waiting in the pool at most (queue_capacity)")
     ap.add_argument("--heavy-s", type=float, default=10.0, help="the coupling's heavy samples")
     ap.add_argument("--alpha", type=float, default=0.0, help="the coupling's strength")
     ap.add_argument("--calibrate", action="store_true", help="fit alpha to stop 64's figure")

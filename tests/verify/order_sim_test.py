@@ -27,31 +27,45 @@ def batch(n, longs):
 class OrderSimTest(unittest.TestCase):
     def test_early_long_spreads_the_long_ones_and_keeps_the_rest_in_input_order(self):
         idx, cost = batch(300, {10: 20.0, 150: 18.0, 200: 15.0, 240: 12.0, 270: 11.0, 299: 10.0})
-        order, is_long, long_s, at_once, spacing = order_sim.plan_early_long(idx, cost, 8)
-        self.assertEqual(is_long, {10, 150, 200, 240, 270, 299})
-        self.assertAlmostEqual(long_s, 0.2 * 380 / 8)
-        self.assertEqual((at_once, spacing), (2, 4))
-        positions = [p for p, i in enumerate(order) if i in is_long]
-        self.assertEqual([order[p] for p in positions], [10, 150, 200, 240, 270, 299])
-        self.assertEqual(positions[:2], [0, 4])
-        self.assertTrue(all(b - a >= 4 for a, b in zip(positions, positions[1:])))
-        others = [i for i in order if i not in is_long]
-        self.assertEqual(others, sorted(others))
+        for share, busy, positions in ((0.06, 0.5, [0, 2, 4, 6, 8, 10]),
+                                       (0.2, 0.25, [0, 4, 8, 12, 16, 20])):
+            order, is_long, long_s, at_once, spacing = order_sim.plan_early_long(
+                idx, cost, 8, share, busy)
+            self.assertEqual(is_long, {10, 150, 200, 240, 270, 299})
+            self.assertAlmostEqual(long_s, share * 380 / 8)
+            self.assertEqual(spacing, 8 // at_once)
+            self.assertEqual([p for p, i in enumerate(order) if i in is_long], positions)
+            self.assertEqual([i for i in order if i in is_long], [10, 150, 200, 240, 270, 299])
+            others = [i for i in order if i not in is_long]
+            self.assertEqual(others, sorted(others))
+            self.assertEqual(order, order_sim.plan_early_long(idx, cost, 8, share, busy)[0])
+        self.assertEqual(order_sim.plan_early_long(idx, cost, 8)[2:], (0.06 * 380 / 8, 4, 2))
         self.assertEqual(order_sim.simulate(idx, cost, 8), 55.0)
-        self.assertEqual(order_sim.simulate(order, cost, 8), 48.0)
-        self.assertEqual(order, order_sim.plan_early_long(idx, cost, 8)[0])
 
-    def test_a_long_sample_that_cannot_wait_starts_beyond_the_cap(self):
-        idx, cost = batch(100, {10: 20.0, 50: 18.0, 70: 15.0, 80: 12.0, 90: 11.0, 99: 10.0})
-        order = order_sim.plan_early_long(idx, cost, 8)[0]
-        self.assertEqual(order_sim.simulate(idx, cost, 8), 27.0)
-        self.assertLessEqual(order_sim.simulate(order, cost, 8), 180 / 8 + 1)
+    def test_the_pool_runs_at_most_its_share_of_long_ones_at_once(self):
+        # Enough short ones (800 s) that some still wait when each long one could start.
+        idx, cost = batch(806, {10: 20.0, 150: 18.0, 200: 15.0, 240: 12.0, 270: 11.0, 805: 10.0})
+        order, is_long, _, _, _ = order_sim.plan_early_long(idx, cost, 8)
+        for at_once in (1, 2, 3):
+            wall, took, _, starts = order_sim.simulate_coupled(
+                order, cost, 8, set(), 0.0, 0.0, (is_long, at_once, 2, 64))
+            for i in is_long:
+                running = [j for j in is_long if starts[j] <= starts[i] < starts[j] + took[j]]
+                self.assertLessEqual(len(running), at_once, (at_once, i, starts[i]))
+            # The long ones start one after another as the earlier ones end, the longest first.
+            by_start = sorted(is_long, key=lambda i: (starts[i], order.index(i)))
+            self.assertEqual(by_start, [10, 150, 200, 240, 270, 805])
+            self.assertEqual(sorted(took), idx)
+        # Without the cap (all at once) the plan itself: the same wall as its plain replay.
+        wall = order_sim.simulate_coupled(order, cost, 8, set(), 0.0, 0.0,
+                                          (is_long, 8, 1, 1000))[0]
+        self.assertAlmostEqual(wall, order_sim.simulate(order, cost, 8))
 
     def test_the_coupled_replay_without_coupling_is_the_plain_one(self):
         idx, cost = batch(120, {3: 14.0, 60: 9.0, 119: 12.0})
         heavy = {3, 60, 119}
         for order in (idx, order_sim.cost_order(idx, cost)):
-            wall, took, _ = order_sim.simulate_coupled(order, cost, 6, heavy, 0.0, 0.0)
+            wall, took, _, _ = order_sim.simulate_coupled(order, cost, 6, heavy, 0.0, 0.0)
             self.assertAlmostEqual(wall, order_sim.simulate(order, cost, 6))
             for i in idx:
                 self.assertAlmostEqual(took[i], cost[i])

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <queue>
 #include <string_view>
 
 namespace kforge::verify {
@@ -53,43 +52,14 @@ double predicted_cost_s(const VerifyRequest& request) {
   return predicted_cost_s(cost_features(request));
 }
 
-namespace {
-
-// early_long's order (see EarlyLong): a greedy pool of `workers` workers is run on the predicted
-// costs; each dispatch takes the longest waiting long sample when fewer than `long_at_once` long
-// samples run and `spacing` positions have passed since the last, or when it would end after
-// the predicted run (per_worker_s) if it waited longer; else the next other sample in input
-// order (a long one when none is left).
-void place_early_long(const std::vector<double>& costs, int workers, DispatchPlan& plan) {
-  std::vector<std::size_t> longs, others;
-  for (std::size_t i = 0; i < costs.size(); ++i) (plan.is_long[i] ? longs : others).push_back(i);
-  std::stable_sort(longs.begin(), longs.end(),
-                   [&](std::size_t a, std::size_t b) { return costs[a] > costs[b]; });
-  std::priority_queue<double, std::vector<double>, std::greater<>> free_at, long_ends;
-  for (int w = 0; w < workers; ++w) free_at.push(0.0);
-  std::size_t next_long = 0, next_other = 0;
-  std::ptrdiff_t last_long = -plan.spacing;
-  while (plan.order.size() < costs.size()) {
-    double t = free_at.top();
-    free_at.pop();
-    while (!long_ends.empty() && long_ends.top() <= t) long_ends.pop();
-    auto pos = static_cast<std::ptrdiff_t>(plan.order.size());
-    bool take_long =
-        next_long < longs.size() &&
-        (next_other == others.size() || t + costs[longs[next_long]] >= plan.per_worker_s ||
-         (static_cast<int>(long_ends.size()) < plan.long_at_once &&
-          pos - last_long >= plan.spacing));
-    std::size_t i = take_long ? longs[next_long++] : others[next_other++];
-    if (take_long) {
-      long_ends.push(t + costs[i]);
-      last_long = pos;
-    }
-    free_at.push(t + costs[i]);
-    plan.order.push_back(i);
-  }
+int long_at_once(int workers, const EarlyLong& params) {
+  return std::max(1, static_cast<int>(params.busy_share * std::max(1, workers)));
 }
 
-}  // namespace
+int long_spacing(int workers, const EarlyLong& params) {
+  int at_once = long_at_once(workers, params);
+  return (std::max(1, workers) + at_once - 1) / at_once;
+}
 
 DispatchPlan plan_dispatch(const std::vector<double>& costs, VerifyOrder order, int workers,
                            const EarlyLong& params) {
@@ -97,19 +67,31 @@ DispatchPlan plan_dispatch(const std::vector<double>& costs, VerifyOrder order, 
   workers = std::max(1, workers);
   plan.is_long.assign(costs.size(), false);
   plan.per_worker_s = std::accumulate(costs.begin(), costs.end(), 0.0) / workers;
-  if (order == VerifyOrder::early_long) {
-    plan.long_s = params.long_share * plan.per_worker_s;
-    plan.long_at_once = std::max(1, static_cast<int>(params.busy_share * workers));
-    plan.spacing = (workers + plan.long_at_once - 1) / plan.long_at_once;
-    for (std::size_t i = 0; i < costs.size(); ++i) plan.is_long[i] = costs[i] > plan.long_s;
-    place_early_long(costs, workers, plan);
-    return plan;
-  }
   plan.order.resize(costs.size());
   std::iota(plan.order.begin(), plan.order.end(), std::size_t{0});
+  auto longest_first = [&](std::size_t a, std::size_t b) { return costs[a] > costs[b]; };
   if (order == VerifyOrder::cost)
-    std::stable_sort(plan.order.begin(), plan.order.end(),
-                     [&](std::size_t a, std::size_t b) { return costs[a] > costs[b]; });
+    std::stable_sort(plan.order.begin(), plan.order.end(), longest_first);
+  if (order != VerifyOrder::early_long) return plan;
+
+  plan.long_s = params.long_share * plan.per_worker_s;
+  plan.long_at_once = long_at_once(workers, params);
+  plan.spacing = long_spacing(workers, params);
+  std::vector<std::size_t> longs, others;
+  for (std::size_t i = 0; i < costs.size(); ++i) {
+    plan.is_long[i] = costs[i] > plan.long_s;
+    (plan.is_long[i] ? longs : others).push_back(i);
+  }
+  std::stable_sort(longs.begin(), longs.end(), longest_first);
+  // A long one at positions 0, spacing, 2 spacing, ... (all of them once the others ran out).
+  plan.order.clear();
+  std::size_t next_long = 0, next_other = 0;
+  while (plan.order.size() < costs.size()) {
+    bool take_long = next_long < longs.size() &&
+                     (next_other == others.size() ||
+                      plan.order.size() % static_cast<std::size_t>(plan.spacing) == 0);
+    plan.order.push_back(take_long ? longs[next_long++] : others[next_other++]);
+  }
   return plan;
 }
 
