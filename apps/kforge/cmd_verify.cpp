@@ -162,7 +162,7 @@ verify::DispatchPlan record_plan(const std::vector<ReadRecord>& records, verify:
   return verify::plan_dispatch(costs, order, workers);
 }
 
-// --plan: one JSON line per record in dispatch order (index, key, cost_s, features; with
+// --plan: one JSON line per record in submission order (index, key, cost_s, features; with
 // early_long also whether it counts as long), nothing run.
 void print_plan(const std::vector<ReadRecord>& records, const verify::DispatchPlan& plan,
                 verify::VerifyOrder order, const std::vector<double>& costs) {

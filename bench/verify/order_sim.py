@@ -525,8 +525,11 @@ def compare_runs(specs, times_path, plan, workers):
     print(f"orders compared ({workers} workers; wall from the script's clock, tail = wall - "
           f"summed durations / {workers})")
     base_name, base = runs[0]
+    base_total = sum(v["duration_ms"] for v in base.values()) / 1000.0
     for name, lines in runs:
         total = sum(v["duration_ms"] for v in lines.values()) / 1000.0
+        grown = (f", {100 * (total / base_total - 1):+.1f}% against {base_name}"
+                 if name != base_name and base_total else "")
         wall = times.get(name)
         wall_s = f"{wall:.1f} s" if wall is not None else "?"
         tail = f"{wall - total / workers:.1f} s" if wall is not None else "?"
@@ -539,7 +542,7 @@ def compare_runs(specs, times_path, plan, workers):
             by_rank = ("; by predicted rank 1-16 / 17-200 / 201-: " +
                        " / ".join(f"{x:.1f}" for x in sums) + " s")
         print(f"{name}: wall {wall_s}, {len(lines)} samples, summed durations {total:.1f} s "
-              f"({total / workers:.1f} s per worker), tail {tail}{by_rank}")
+              f"({total / workers:.1f} s per worker{grown}), tail {tail}{by_rank}")
     for name, lines in runs[1:]:
         diff = []
         for i in sorted(set(base) | set(lines)):
