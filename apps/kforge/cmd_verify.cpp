@@ -38,7 +38,7 @@ struct VerifyArgs {
   bool full = false;
   std::string skip_file;
   std::vector<std::string> cross_compile;
-  std::string order;  // cost or input; empty: verifier.order
+  std::string order;  // cost, input or early_long; empty: verifier.order
   bool plan = false;
 };
 
@@ -153,18 +153,20 @@ Result<std::vector<ReadRecord>> read_requests(const VerifyArgs& args, const Veri
   return out;
 }
 
-// The records in dispatch order (verify/cost.hpp): the longest predicted first, or as read.
-std::vector<std::size_t> record_order(const std::vector<ReadRecord>& records,
-                                      verify::VerifyOrder order, std::vector<double>& costs) {
+// The records in submission order for `workers` workers (verify/cost.hpp): the longest
+// predicted first, as read, or the long ones early and spread (early_long).
+verify::DispatchPlan record_plan(const std::vector<ReadRecord>& records, verify::VerifyOrder order,
+                                 int workers, std::vector<double>& costs) {
   costs.clear();
   for (const auto& r : records) costs.push_back(verify::predicted_cost_s(r.request));
-  return verify::dispatch_order(costs, order);
+  return verify::plan_dispatch(costs, order, workers);
 }
 
-// --plan: one JSON line per record in dispatch order (index, key, cost_s, features), nothing run.
-void print_plan(const std::vector<ReadRecord>& records, const std::vector<std::size_t>& order,
-                const std::vector<double>& costs) {
-  for (std::size_t k : order) {
+// --plan: one JSON line per record in submission order (index, key, cost_s, features; with
+// early_long also whether it counts as long), nothing run.
+void print_plan(const std::vector<ReadRecord>& records, const verify::DispatchPlan& plan,
+                verify::VerifyOrder order, const std::vector<double>& costs) {
+  for (std::size_t k : plan.order) {
     auto f = verify::cost_features(records[k].request);
     nlohmann::ordered_json line{{"index", records[k].index},
                                 {"key", records[k].request.key},
@@ -175,8 +177,21 @@ void print_plan(const std::vector<ReadRecord>& records, const std::vector<std::s
                                   {"jit", f.jit},
                                   {"constexprs", f.constexprs},
                                   {"test_bytes", f.test_bytes}}}};
+    if (order == verify::VerifyOrder::early_long) line["long"] = static_cast<bool>(plan.is_long[k]);
     std::fputs((line.dump() + "\n").c_str(), stdout);
   }
+}
+
+// --plan's line on stderr: the order and, for early_long, what counted as long.
+void describe_plan(const verify::DispatchPlan& plan, verify::VerifyOrder order, int workers) {
+  std::fprintf(stderr, "plan: order %s, workers %d, predicted %.1f s per worker",
+               std::string(verify::to_string(order)).c_str(), workers, plan.per_worker_s);
+  if (order == verify::VerifyOrder::early_long)
+    std::fprintf(stderr,
+                 "; long: %lld (predicted over %.2f s), at most %d at once, %d dispatches apart",
+                 static_cast<long long>(std::count(plan.is_long.begin(), plan.is_long.end(), true)),
+                 plan.long_s, plan.long_at_once, plan.spacing);
+  std::fputs("\n", stderr);
 }
 
 int run_verify(VerifyArgs& args, Globals& g) {
@@ -186,7 +201,10 @@ int run_verify(VerifyArgs& args, Globals& g) {
   std::vector<double> costs;
   if (args.plan) {
     KF_TRY_OR_REPORT(auto records, read_requests(args, map));
-    print_plan(records, record_order(records, opts.config.order, costs), costs);
+    KF_TRY_OR_REPORT(int workers, verify::Pool::planned_workers(opts));
+    auto plan = record_plan(records, opts.config.order, workers, costs);
+    if (!g.quiet) describe_plan(plan, opts.config.order, workers);
+    print_plan(records, plan, opts.config.order, costs);
     return kOk;
   }
   std::ofstream json_out;
@@ -198,7 +216,8 @@ int run_verify(VerifyArgs& args, Globals& g) {
   KF_TRY_OR_REPORT(auto pool, verify::Pool::create(opts));
   auto t0 = system_clock().steady_now();
   KF_TRY_OR_REPORT(auto records, read_requests(args, map));
-  auto order = record_order(records, opts.config.order, costs);
+  auto plan = record_plan(records, opts.config.order, pool->slots(), costs);
+  if (opts.config.order == verify::VerifyOrder::early_long) pool->set_long_cost(plan.long_s);
   verify::RecordRunOptions ro;
   ro.slowest = args.slowest;
   ro.full = args.full;
@@ -214,7 +233,7 @@ int run_verify(VerifyArgs& args, Globals& g) {
                    static_cast<long long>(total));
     };
   verify::RecordRun run(*pool, std::move(ro), json_out.is_open() ? &json_out : nullptr);
-  for (std::size_t k : order)
+  for (std::size_t k : plan.order)
     if (Status st = run.submit(records[k].index, std::move(records[k].request)); !st.ok())
       return report(st.error());
   run.finish();
@@ -283,12 +302,20 @@ Command add_verify(CLI::App& root, Globals& g) {
       ->type_name("TARGET");
   cmd->add_option("--order", args->order,
                   "Which record a free worker takes: cost (the longest predicted first, from "
-                  "the code's tl.dot and tl.* calls, kernels and test length) or input (in file "
-                  "order); default: verifier.order. The output lines stay in record order")
-      ->check(CLI::IsMember({"cost", "input"}));
+                  "the code's tl.dot and tl.* calls, kernels and test length), input (in file "
+                  "order) or early_long (in file order but for the few predicted to take over "
+                  "6% of the run per worker: those first, at most half of the workers on them "
+                  "at once); default: verifier.order. The output lines stay in record order")
+      ->check(CLI::IsMember([] {
+        std::vector<std::string> names;
+        for (const auto& e : verify::kVerifyOrderNames) names.emplace_back(e.name);
+        return names;
+      }()));
   cmd->add_flag("--plan", args->plan,
                 "Print each record's predicted cost as a JSON line (index, key, cost_s, "
-                "features) in the order the records would be dispatched, and run nothing");
+                "features; long, with early_long) in the order the records would be "
+                "submitted to the workers (--workers, else as the pool would count them), "
+                "and run nothing; a line on stderr sums the plan up");
   cmd->add_flag("--record-devices", args->record_devices,
                 "Record the verifier's device states in the database at the end, so `kforge "
                 "status` shows a device taken out of rotation");

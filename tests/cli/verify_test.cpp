@@ -349,6 +349,82 @@ TEST(VerifyCli, RecordsRunLongestPredictedFirstAndLinesStayInRecordOrder) {
     EXPECT_EQ(nlohmann::json::parse(line)["verdict"], "passed") << line;
 }
 
+// --order early_long: the record predicted to outlast a share of the run per worker (r9, 400
+// tl.dot calls in a comment) goes first and is marked long in --plan; the others keep their
+// record order, r3 too (2 tl.dot calls: costlier than the rest, not long). One worker, so
+// --full's lines show the order the worker took them. A wrong name is a usage error that lists
+// the right ones.
+TEST(VerifyCli, EarlyLongRunsTheLongRecordFirstAndTheRestInRecordOrder) {
+  TempDir tmp;
+  auto input = tmp / "costed.jsonl";
+  std::vector<std::string> in_record_order;
+  {
+    std::ofstream out(input);
+    for (int k = 0; k < 10; ++k) {
+      auto r = load_sample("pass");
+      int dots = k == 3 ? 2 : k == 9 ? 400 : 0;
+      for (int i = 0; i < dots; ++i) *r.code += "\n# tl.dot(a, b)";
+      *r.code += "\n";
+      in_record_order.push_back("r" + std::to_string(k));
+      out << sample_line(in_record_order.back(), r);
+    }
+  }
+  auto config = fake_triton_config(tmp);
+  auto verify = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> argv = {binary("apps/kforge/kforge").string(),
+                                     "--config",
+                                     config.string(),
+                                     "verify",
+                                     input.string(),
+                                     "--timeout",
+                                     "60"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return run_process(argv, {}, 240);
+  };
+  auto rows_of = [](const std::string& text) {
+    std::istringstream lines(text);
+    std::vector<nlohmann::json> rows;
+    for (std::string line; std::getline(lines, line);) rows.push_back(nlohmann::json::parse(line));
+    return rows;
+  };
+  auto keys_of = [&](const std::string& text) {
+    std::vector<std::string> keys;
+    for (const auto& row : rows_of(text)) keys.push_back(row["key"].get<std::string>());
+    return keys;
+  };
+  std::vector<std::string> early = {"r9"};
+  early.insert(early.end(), in_record_order.begin(), in_record_order.end() - 1);
+
+  auto plan = verify({"--plan", "--order", "early_long", "--workers", "1"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.out << plan.err;
+  EXPECT_EQ(keys_of(plan.out), early) << plan.out;
+  for (const auto& row : rows_of(plan.out))
+    EXPECT_EQ(row["long"].get<bool>(), row["key"] == "r9") << row.dump();
+  EXPECT_NE(plan.err.find("plan: order early_long, workers 1, predicted "), std::string::npos)
+      << plan.err;
+  EXPECT_NE(plan.err.find("; long: 1 (predicted over "), std::string::npos) << plan.err;
+  EXPECT_FALSE(std::filesystem::exists(tmp / "work")) << "--plan started the verifier";
+  // By cost r3 comes second; --plan's lines say nothing of long there.
+  auto by_cost = verify({"--plan", "--order", "cost", "--workers", "1"});
+  ASSERT_EQ(by_cost.exit_code, 0) << by_cost.err;
+  ASSERT_EQ(keys_of(by_cost.out).size(), 10u);
+  EXPECT_EQ(keys_of(by_cost.out)[1], "r3") << by_cost.out;
+  EXPECT_FALSE(rows_of(by_cost.out)[0].contains("long")) << by_cost.out;
+  // Planned again, the same order.
+  EXPECT_EQ(verify({"--plan", "--order", "early_long", "--workers", "1"}).out, plan.out);
+
+  auto full = tmp / "full.jsonl";
+  auto r = verify({"--json", full.string(), "--full", "--order", "early_long", "--workers", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(keys_of(read_text(full)), early);
+  for (const auto& row : rows_of(read_text(full))) EXPECT_EQ(row["verdict"], "passed") << row;
+
+  auto bad = verify({"--plan", "--order", "early-long"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE((bad.out + bad.err).find("early_long"), std::string::npos) << bad.out << bad.err;
+  EXPECT_NE((bad.out + bad.err).find("--order"), std::string::npos) << bad.out << bad.err;
+}
+
 TEST(VerifyCli, BadInputIsAClearError) {
   TempDir tmp;
   auto input = tmp / "broken.json";

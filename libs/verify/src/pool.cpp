@@ -101,6 +101,7 @@ Result<std::uint64_t> Pool::submit(VerifyRequest request, Callback done) {
   j.done = std::move(done);
   j.submitted = I.now();
   j.cost_s = predicted_cost_s(j.request);
+  j.is_long = I.long_cost_s > 0 && j.cost_s > I.long_cost_s;
   // From the first sample that asks for the speed label on, every sample's lock watches for
   // timing samples (the harness's watcher thread; none where nothing is ever timed).
   if (j.request.require_speedup > 0) I.timing_seen = true;
@@ -161,6 +162,10 @@ std::size_t Pool::in_flight() const {
   std::size_t n = 0;
   for (const auto& s : impl_->slots) n += s.run ? 1 : 0;
   return n;
+}
+
+void Pool::set_long_cost(double seconds) {
+  impl_->long_cost_s = seconds;
 }
 
 int Pool::slots() const {

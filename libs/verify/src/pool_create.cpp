@@ -132,6 +132,19 @@ Status make_device_locks(const std::string& run_root, std::vector<DeviceEntry>& 
 
 }  // namespace
 
+Result<int> Pool::planned_workers(const PoolOptions& o) {
+  if (o.total_workers > 0) return o.total_workers;
+  std::vector<Device> devs = o.devices;
+  if (devs.empty()) {
+    Env& env = o.env ? *o.env : default_env();
+    std::unique_ptr<SystemProbe> own_probe;
+    if (!o.probe) own_probe = make_system_probe(env);
+    KF_TRY(devs, resolve_devices(o.config.devices, o.probe ? *o.probe : *own_probe));
+  }
+  std::string sizing;
+  return static_cast<int>(plan_slots(0, o.config, devs, sizing).size());
+}
+
 Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
   auto impl = std::make_unique<Impl>();
   Impl& I = *impl;

@@ -166,6 +166,7 @@ struct Pool::Impl {
   SampleBook samples;  // waiting samples, ids, results whose callbacks step() runs last
   bool warned_missing_modules = false;
   bool timing_seen = false;  // a sample required a speedup (the lock's watcher, pool_run.cpp)
+  double long_cost_s = 0;    // set_long_cost(): above it a new sample is long (early_long)
   std::string run_root;      // <work_dir>/runs/<pid>-<n>
   std::string cache_root;
   bool warm = true;
@@ -247,6 +248,8 @@ struct Pool::Impl {
   void fail_queue(const std::string& why);
   void dispatch_queue();
   bool watching_runs() const;
+  // early_long: the long samples running, and how many may (verify/cost.hpp).
+  LongRoom long_room() const;
   // Whether resident memory is polled (a memory cap and no cgroups to enforce it).
   bool rss_watch() const;
   struct PollSet;

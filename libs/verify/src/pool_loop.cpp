@@ -16,6 +16,7 @@
 #include <filesystem>
 
 #include "kforge/core/fs.hpp"
+#include "kforge/verify/cost.hpp"
 
 namespace kforge::verify {
 
@@ -62,8 +63,17 @@ void Pool::Impl::dispatch_queue() {
     if (samples.empty()) break;
     if (s.run || !devices[s.device].in_rotation) continue;
     if (warm && s.state != WorkerState::ready) continue;
-    dispatch(s, samples.take_next(cfg.order, now()));
+    dispatch(s, samples.take_next(cfg.order, now(), long_room()));
   }
+}
+
+LongRoom Pool::Impl::long_room() const {
+  LongRoom room;
+  for (const auto& s : slots) room.running += s.run && s.run->job.is_long ? 1 : 0;
+  int n = static_cast<int>(slots.size());
+  room.at_once = long_at_once(n);
+  room.spacing = long_spacing(n);
+  return room;
 }
 
 bool Pool::Impl::watching_runs() const {

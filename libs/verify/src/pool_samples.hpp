@@ -4,9 +4,10 @@
 // goes next; of the new ones, verifier.order picks (take_next): cost, the one whose predicted
 // seconds (verify/cost.hpp) plus the seconds it has waited are the most (the longest first,
 // none left behind later ones for longer than the costliest prediction); input, the first
-// submitted. The ids the pool hands out
-// (samples' and runs'). The finished samples' results, whose callbacks run at the end of a step
-// (so a callback may submit()). Threads: as Pool, one thread.
+// submitted; early_long, the first long one (Pool::set_long_cost) while there is room for one,
+// else the first other one. The ids the pool hands out (samples' and runs'). The finished samples'
+// results, whose callbacks run at the end of a step (so a callback may submit()). Threads: as Pool,
+// one thread.
 
 #include <algorithm>
 #include <chrono>
@@ -37,8 +38,17 @@ struct Sample {
   // no report of them (it is run once more in a process of its own; issue 52).
   std::vector<std::string> mutant_lost;
   SteadyTime submitted{};
-  double cost_s = 0;    // the predicted seconds (verify/cost.hpp), for verifier.order: cost
-  bool urgent = false;  // run again, or a mutant re-run: goes before the new samples
+  double cost_s = 0;     // the predicted seconds (verify/cost.hpp), for verifier.order: cost
+  bool is_long = false;  // for verifier.order: early_long (Pool::set_long_cost)
+  bool urgent = false;   // run again, or a mutant re-run: goes before the new samples
+};
+
+// early_long: the long samples running and how many may run at once; a long one starts at
+// least `spacing` dispatches after the last.
+struct LongRoom {
+  int running = 0;
+  int at_once = 1;
+  int spacing = 1;
 };
 
 class SampleBook {
@@ -61,10 +71,13 @@ class SampleBook {
     return s;
   }
   // The sample a free slot takes (there is one): a sample run again or a mutant re-run first;
-  // else, by `order`, the new sample with the most predicted seconds plus seconds waited
-  // (the earlier submitted on a tie), or the first submitted.
-  Sample take_next(VerifyOrder order, SteadyTime now) {
-    if (order == VerifyOrder::input || queue_.front().urgent) return take();
+  // else, by `order`: cost, the new sample with the most predicted seconds plus seconds waited
+  // (the earlier submitted on a tie); input, the first submitted; early_long, the first long
+  // one while `room` has room for it, else the first other one, else the first.
+  Sample take_next(VerifyOrder order, SteadyTime now, LongRoom room = {}) {
+    ++dispatched_;
+    if (queue_.front().urgent || order == VerifyOrder::input) return take();
+    if (order == VerifyOrder::early_long) return take_early_long(room);
     auto best = queue_.begin();
     double best_score = -1;
     for (auto it = queue_.begin(); it != queue_.end(); ++it) {
@@ -77,6 +90,18 @@ class SampleBook {
     }
     Sample s = std::move(*best);
     queue_.erase(best);
+    return s;
+  }
+
+  // early_long's pick (take_next).
+  Sample take_early_long(const LongRoom& room) {
+    bool room_for_long = room.running < room.at_once && dispatched_ - last_long_ >= room.spacing;
+    auto it = std::find_if(queue_.begin(), queue_.end(),
+                           [&](const Sample& s) { return s.is_long == room_for_long; });
+    if (it == queue_.end()) it = queue_.begin();
+    if (it->is_long) last_long_ = dispatched_;
+    Sample s = std::move(*it);
+    queue_.erase(it);
     return s;
   }
 
@@ -108,6 +133,8 @@ class SampleBook {
   std::deque<Sample> queue_;
   std::vector<std::pair<Callback, VerifyResult>> results_;
   std::uint64_t next_id_ = 1;
+  std::int64_t dispatched_ = 0;  // take_next() calls, for early_long's spacing
+  std::int64_t last_long_ = -1000000;
 };
 
 }  // namespace kforge::verify

@@ -36,12 +36,17 @@ inline constexpr EnumName<MutantRun> kMutantRunNames[] = {{MutantRun::same_proce
 
 // The order waiting samples are handed to the workers (verifier.order; verify/cost.hpp).
 enum class VerifyOrder {
-  cost,   // the longest predicted first (kforge verify sorts its records so; the pool takes
-          // the costliest waiting sample, aged by its wait)
-  input,  // as submitted
+  cost,        // the longest predicted first (kforge verify sorts its records so; the pool takes
+               // the costliest waiting sample, aged by its wait)
+  input,       // as submitted
+  early_long,  // kforge verify moves the few samples predicted to outlast a share of the run
+               // early, spread among the others (verify/cost.hpp); the pool takes them as
+               // submitted
 };
-inline constexpr EnumName<VerifyOrder> kVerifyOrderNames[] = {{VerifyOrder::cost, "cost"},
-                                                              {VerifyOrder::input, "input"}};
+inline constexpr EnumName<VerifyOrder> kVerifyOrderNames[] = {
+    {VerifyOrder::cost, "cost"},
+    {VerifyOrder::input, "input"},
+    {VerifyOrder::early_long, "early_long"}};
 
 // How a sample's process waits for its GPU in a synchronise (verifier.cuda_sync; the harness's
 // cudasync.py sets it on each visible device's primary context before the context is made).

@@ -99,6 +99,9 @@ class Pool {
   // Resolves devices, claims sandbox uids, prepares the work and Triton cache directories and
   // starts the workers (in warm mode). Errors: "config" (no harness, bad devices), "io".
   static Result<std::unique_ptr<Pool>> create(PoolOptions options);
+  // The number of workers create() would start with `options` (its devices resolved the same
+  // way), without starting any: what kforge verify --plan plans for. Errors as create()'s.
+  static Result<int> planned_workers(const PoolOptions& options);
   // Kills every worker and running sample and removes the pool's directories.
   ~Pool();
   Pool(const Pool&) = delete;
@@ -126,6 +129,12 @@ class Pool {
   // The one method any thread may call: a step() waiting returns at once (or the next one does
   // not wait).
   void wake();
+  // verifier.order: early_long (verify/cost.hpp): a sample submitted from now on whose predicted
+  // cost is above `seconds` is long; of the waiting samples a free slot takes the first long one
+  // while fewer than long_at_once(slots()) long ones run and long_spacing(slots()) dispatches
+  // passed since the last long one, else the first other one, else the first. 0 (the start):
+  // none is long. kforge verify sets it from its whole batch (plan_dispatch's long_s).
+  void set_long_cost(double seconds);
   // A reload: takes the settings of `config` that need no new workers (apply_reloadable()).
   void reconfigure(const VerifierConfig& config);
   const VerifierConfig& config() const;
