@@ -16,14 +16,14 @@ waits for the GPU.
      shipped and with the old reads and waits put back: the same report, and the waits per
      replay.
 Prints mismatches per part (must be 0: exit 1 otherwise), the device's waits per call (CUDA:
-torch.cuda.set_sync_debug_mode's warnings plus explicit synchronize calls) and ms per call, old
-against new; --procs N times part 1 in N processes at once as well (a GPU shared by the pool's
+torch.cuda.set_sync_debug_mode's warnings plus explicit synchronize calls; CPU: the calls that
+would wait on a GPU, the fills' waits left out) and ms per call, old against new; --procs N times part 1 in N processes at once as well (a GPU shared by the pool's
 workers, where each wait also waits for the others' time slices).
 
   python3 bench/verify/bounds_equiv.py [--device cuda] [--procs 16] [--seconds 10] [--json FILE]
 
-About 40 s on an H200 with the defaults. --device cpu runs anywhere torch is (no wait counts;
-the margins shrunk to 8 MiB).
+About 40 s on an H200 with the defaults. --device cpu runs anywhere torch is (the margins
+shrunk to 8 MiB).
 """
 
 import argparse
@@ -135,8 +135,12 @@ def old_guards_written(self):
 # ---- waits counted ---------------------------------------------------------------------------
 
 class Waits:
-    """The device's waits inside the block: implicit ones (a read back, a mask's nonzero:
-    set_sync_debug_mode's warnings) and torch.cuda.synchronize calls. 0 on the CPU."""
+    """The device's waits inside the block: on CUDA its implicit ones (a read back, a mask's
+    nonzero: set_sync_debug_mode's warnings) and torch.cuda.synchronize calls; on the CPU the
+    calls that would be one on a GPU (bool, float, item, tolist, torch.equal, a boolean mask's
+    indexing) and the check's own sync calls (WAITS), the fills' not (nothing to fill there)."""
+
+    CPU_READS = ("__bool__", "__float__", "item", "tolist")
 
     def __init__(self, device):
         self.cuda = device.startswith("cuda")
@@ -144,26 +148,51 @@ class Waits:
 
     def __enter__(self):
         if not self.cuda:
+            self.saved = {k: getattr(torch.Tensor, k) for k in self.CPU_READS}
+            self.saved["__getitem__"], self.saved["equal"] = torch.Tensor.__getitem__, torch.equal
+            for k in self.CPU_READS:
+                setattr(torch.Tensor, k, self.counted(self.saved[k]))
+            getitem = self.saved["__getitem__"]
+
+            def masked(t, i):
+                if isinstance(i, torch.Tensor) and i.dtype == torch.bool:
+                    self.n += 1
+                return getitem(t, i)
+            torch.Tensor.__getitem__ = masked
+            torch.equal = self.counted(self.saved["equal"])
+            WAITS[0] = 0
             return self
         self.saved = torch.cuda.synchronize
-
-        def counted(*a, **k):
-            self.n += 1
-            return self.saved(*a, **k)
-        torch.cuda.synchronize = counted
+        torch.cuda.synchronize = self.counted(self.saved)
         self.caught = warnings.catch_warnings(record=True)
         self.log = self.caught.__enter__()
         warnings.simplefilter("always")
         torch.cuda.set_sync_debug_mode(1)
         return self
 
+    def counted(self, fn):
+        def call(*a, **k):
+            self.n += 1
+            return fn(*a, **k)
+        return call
+
     def __exit__(self, *exc):
         if not self.cuda:
+            for k, v in self.saved.items():
+                setattr(torch, k, v) if k == "equal" else setattr(torch.Tensor, k, v)
+            self.n += WAITS[0]
             return
         torch.cuda.set_sync_debug_mode(0)
         self.caught.__exit__(*exc)
         torch.cuda.synchronize = self.saved
         self.n += sum(1 for w in self.log if "synchroniz" in str(w.message))
+
+
+WAITS = [0]  # the check's sync calls on the CPU
+
+
+def cpu_sync():
+    WAITS[0] += 1
 
 
 def outcome(fn, *args):
@@ -503,8 +532,8 @@ class OldReads:
                       mutants.poison_gpu_cache)
         Launch.guards_written = old_guards_written
         bounds.differs_later = lambda a, b: kernel_replay.Pending(old_differs(a, b), [])
-        if self.device.startswith("cuda"):
-            bounds._no_wait = lambda: torch.cuda.synchronize()
+        bounds._no_wait = (lambda: torch.cuda.synchronize()) if self.device.startswith("cuda") \
+            else cpu_sync
         poison = self.saved[3]
         mutants.poison_gpu_cache = lambda *a, **k: poison(*a, **dict(k, wait=True))
         return self
@@ -516,7 +545,7 @@ class OldReads:
 
 def part_check(device, reps):
     recs = records(device)
-    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    sync = torch.cuda.synchronize if device.startswith("cuda") else cpu_sync
     got, waits, ms, bad = {}, {"old": 0, "new": 0}, {"old": 0.0, "new": 0.0}, []
     replays = 0
     for rep in range(reps):
