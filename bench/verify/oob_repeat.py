@@ -67,7 +67,7 @@ def child(mode, record_path):
     if mode.startswith("before/"):
         kernel_replay.MARGIN = 0
 
-        def replay(rec, launch_raw, sync, fill, fill_for=None):
+        def replay(rec, launch_raw, sync, fill, fill_for=None, keep=True):
             bounds._fill_free(fill)  # the last stop's: free memory held the zones' byte
             launch = kernel_replay.run_launch(rec, "same", bounds.SEED, rec.jit, launch_raw,
                                               sync, fill=fill, fill_for=fill_for,

@@ -16,7 +16,8 @@ of two runs and pairs them by sample key. Prints:
     timed (with and without a CUDA graph) and the others, and where the replays' time went
     when the report says (phase_times.bounds.fill_ms: filling the allocator's free memory before
     each replay, fill_mib: how much it filled, launch_ms: the replays' launches, held_mib: what
-    the allocator held as the check began);
+    the allocator held as the check began, the rest of its wall: the replays' guards and
+    comparisons, and reads: the device's answers read back, where the reports have them);
   - an attribution of the extra CPU: the speed phase's own, the watcher's (the armed groups'
     test runs above the unarmed group's ratio), the phases after the speed phase (bounds,
     skip_launch, control, battery), and what is left (the test's compiles, prepare).
@@ -141,6 +142,13 @@ def bounds_figures(r):
     return got if isinstance(got, dict) else {}
 
 
+def rest(p, b):
+    """The bounds phase's wall (ms) outside its fills and launches: its guards, comparisons
+    and the rest of its judgements (judge_ms where the report has it, since issue 54's
+    batched reads; the launches' waits are in it since then)."""
+    return p["wall"] * 1e3 - (b.get("fill_ms") or 0) - (b.get("launch_ms") or 0)
+
+
 def bounds_per_launch(rows):
     print("\nthe bounds replay per launch checked (median over the samples, ms):")
     groups = {}
@@ -157,7 +165,9 @@ def bounds_per_launch(rows):
         if "fill_ms" in ba and "fill_ms" in bb:
             fill = ((bb["fill_ms"] - ba["fill_ms"]) / n,
                     ((bb.get("launch_ms") or 0) - (ba.get("launch_ms") or 0)) / n,
-                    (bb.get("held_mib") or 0) - (ba.get("held_mib") or 0))
+                    (bb.get("held_mib") or 0) - (ba.get("held_mib") or 0),
+                    (rest(pb, bb) - rest(pa, ba)) / n,
+                    (ba.get("reads"), bb.get("reads"), n))
         g.append(((pb["cpu"] - pa["cpu"]) * 1e3 / n, pa["cpu"] * 1e3 / n, pb["cpu"] * 1e3 / n,
                   fill, (bb.get("fill_mib") or 0) - (ba.get("fill_mib") or 0)))
     if not groups:
@@ -174,6 +184,12 @@ def bounds_per_launch(rows):
                      "MiB filled %+.0f, held as it began %+.0f a sample") % (
                 med(f[0] for f in fills), med(f[1] for f in fills), med(x[4] for x in g),
                 med(f[2] for f in fills))
+            line += "; the rest (guards, comparisons: judge_ms) %+.0f a launch" % med(
+                f[3] for f in fills)
+            reads = [f[4] for f in fills if f[4][0] is not None and f[4][1] is not None]
+            if reads:
+                line += "; device reads a launch %.1f -> %.1f" % (
+                    med(r[0] / r[2] for r in reads), med(r[1] / r[2] for r in reads))
         print(line)
 
 

@@ -3,6 +3,7 @@ stand-in for Triton (tests/verify/fake_triton) replayed between guard zones. Run
 tests/verify/bounds_test.cpp (VerifyBounds.PythonGuardReplay) as
 `python3 bounds_test.py HARNESS_DIR FAKE_TRITON_DIR`."""
 
+import importlib.util
 import os
 import random
 import sys
@@ -16,6 +17,8 @@ sys.path.insert(0, HERE)
 import kernels  # noqa: E402  (the stand-in's kernels)
 from kforge_harness import bounds, kernel_replay  # noqa: E402
 from kforge_harness.kernel_replay import Recorder  # noqa: E402
+
+MARGIN = kernel_replay.MARGIN
 
 
 def launch_raw(jit, args, kwargs):
@@ -187,12 +190,86 @@ class BoundsTest(unittest.TestCase):
         self.assertGreaterEqual(bounds.COSTS["fill_ms"], 0)
         self.assertGreaterEqual(bounds.COSTS["launch_ms"], 0)
 
+    def test_the_phase_says_where_its_time_went_and_what_it_read(self):
+        # Issue 54: the replays' guards, the comparisons of their outputs, the rest of the
+        # judgement outside the fills and launches, and the device's answers read back: none
+        # on the stand-in (lists are compared where they are; a GPU's replay reads each
+        # replay's guards once and each judgement's comparisons once: bench/verify/bounds_equiv.py).
+        n = 20
+        recs = capture(kernels.reads_before, [floats(n), [0.0] * n, n], 16)
+        res = bounds.check(recs, launch_raw, sync)
+        self.assertTrue(res["out_of_bounds"])
+        for key in ("guard_ms", "compare_ms", "judge_ms", "fill_ms", "launch_ms"):
+            self.assertGreaterEqual(bounds.COSTS[key], 0, key)
+        self.assertEqual(bounds.COSTS["reads"], 0)
+        # reads_before: four replays, a second 0xFF one, one per storage to name it (two),
+        # and all of it again to confirm the finding.
+        self.assertEqual(bounds.COSTS["fills"], 2 * (4 + 1 + 2))
+
     def test_the_budget_stops_the_check(self):
         n = 20
         recs = capture(kernels.masked_add, [floats(n), floats(n), [0.0] * n, n], 16)
         res = bounds.check(recs * 3, launch_raw, sync, budget_s=-1)
         self.assertEqual(res["checked"], 0)
         self.assertIn("budget", res["stopped"])
+
+
+class ComparisonTest(unittest.TestCase):
+    """kernel_replay.differs and its batched form (differs_later, read by settle): what the
+    bounds replay compares several pairs of outputs with, in one read of the device."""
+
+    def pairs(self):
+        rng = random.Random(54)
+        specials = [float("nan"), float("inf"), -float("inf")]
+        out = []
+        for _ in range(300):
+            n = rng.randrange(0, 6)
+            x = [rng.choice(specials) if rng.random() < 0.15 else rng.uniform(-5, 5)
+                 for _ in range(n)]
+            y = [v if rng.random() < 0.7 else (rng.choice(specials) if rng.random() < 0.3 else
+                                              v + rng.uniform(-1e-5, 1e-5) * rng.choice([0, 1, 9]))
+                 for v in x]
+            ints = [rng.randrange(-3, 3) for _ in range(n)]
+            out.append(([x, ints], [y, list(ints) if rng.random() < 0.8 else ints[::-1]]))
+        return out
+
+    def test_comparisons_read_together_answer_as_one_at_a_time(self):
+        pairs = self.pairs()
+        one = [kernel_replay.differs(a, b) for a, b in pairs]
+        self.assertTrue(any(one) and not all(one))
+        for size in (1, 2, 3, 7):
+            for at in range(0, len(pairs), size):
+                group = pairs[at:at + size]
+                got = kernel_replay.settle([kernel_replay.differs_later(a, b) for a, b in group])
+                self.assertEqual(got, one[at:at + size])
+
+    def test_the_first_output_that_differs_decides_before_a_later_error(self):
+        # differs stops at the first output that differs; computing the rest without waiting
+        # for the device must not turn that answer into an error, nor hide an error where
+        # nothing before it differs.
+        self.assertTrue(kernel_replay.differs([[1.0], [1.0]], [[2.0], None]))
+        with self.assertRaises(TypeError):
+            kernel_replay.differs([[1.0], [1.0]], [[1.0], None])
+        self.assertFalse(kernel_replay.differs([[float("nan")], [2]], [[5.0], [2]]))
+        self.assertTrue(kernel_replay.differs([[1.0, 2.0]], [[1.0]]))
+
+
+@unittest.skipUnless(importlib.util.find_spec("torch"), "torch is not installed: the tensor "
+                     "comparisons and guards are checked by bench/verify/bounds_equiv.py on a GPU")
+class TensorComparisonTest(unittest.TestCase):
+    """The batched comparisons and guards against the reads they replaced, on CPU tensors
+    (bench/verify/bounds_equiv.py, which a GPU host runs on CUDA)."""
+
+    def test_the_batched_checks_answer_as_the_reads_they_replaced(self):
+        sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "bench", "verify"))
+        import bounds_equiv
+        kernel_replay.MARGIN = bounds.MARGIN = 8 << 20
+        bounds_equiv.FAR[0] = (4 << 20) // 4
+        try:
+            self.assertEqual(bounds_equiv.part_comparisons("cpu", 7)["mismatches"], 0)
+            self.assertEqual(bounds_equiv.part_guards("cpu")["mismatches"], 0)
+        finally:
+            kernel_replay.MARGIN = bounds.MARGIN = MARGIN
 
 
 class Neighbours:

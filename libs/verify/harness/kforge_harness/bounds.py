@@ -32,8 +32,8 @@ import sys
 import time
 from typing import Any, Callable
 
-from .kernel_replay import (ALIGN, MARGIN, HeldArenas, context_lost, differs, run_launch,
-                            zone_sizes)
+from .kernel_replay import (ALIGN, MARGIN, READS, HeldArenas, context_lost, differs_later,
+                            run_launch, settle, zone_sizes)
 from .listed import listed
 from .shapes import Json
 
@@ -58,57 +58,86 @@ def _names(rec, sids):
     return sorted(set(out), key=out.index)
 
 
-# Where this process's check spends its time (check() reports it): the fills before the replays
-# (seconds, fills, bytes filled) and the replays' launches (seconds: fresh buffers, the launch,
-# its wait). Issue 54: with the speed label on, each launch's replays cost about 45 ms more CPU
-# on the H200, in every timed sample; these, with the allocator's state as the check begins
-# (_cache_state: what the phases before it left held), say where it goes.
+# Where this process's check spends its time (check() reports it in COSTS): the fills before
+# the replays (seconds, fills, bytes filled), the replays' launches (seconds: fresh buffers and
+# the launch, not its wait), their guards (seconds: the outputs' copies, the zones and margins
+# checked and read, which waits for the launch) and the comparisons of their outputs (seconds),
+# and the device's answers read back (kernel_replay.READS). Issue 54: with the speed label on,
+# each launch's replays cost about 45 ms more CPU on the H200, in every timed sample, and of
+# the phase's wall only a third was its fills and launches; these, with the allocator's state
+# as the check begins (_cache_state: what the phases before it left held), say where it goes.
 FILLS = [0.0, 0, 0, 0.0]
+JUDGED = [0.0, 0.0, 0.0]  # seconds: guards, comparisons, all of _judge
 COSTS: Json = {}  # the last check's figures, as check() leaves them
 
 
 def _fill_free(byte):
     """The GPU memory the caching allocator holds free filled with `byte` (FREE_BYTE in every
-    replay): what an earlier replay left there cannot make two replays differ."""
+    replay): what an earlier replay left there cannot make two replays differ. Not waited for:
+    the replay's buffers and launch come after the fill on the same stream, and the read of its
+    guards waits for all of it."""
     t0 = time.monotonic()
     try:
         from .mutants import poison_gpu_cache
-        FILLS[2] += poison_gpu_cache(byte, collect=False)
+        FILLS[2] += poison_gpu_cache(byte, collect=False, wait=False)
     except Exception:  # noqa: BLE001 - no memory to fill with: the zones alone then
         pass
     FILLS[0] += time.monotonic() - t0
     FILLS[1] += 1
 
 
-def _replay(rec, launch_raw, sync, fill, fill_for=None):
+def _no_wait():
+    pass
+
+
+def _replay(rec, launch_raw, sync, fill, fill_for=None, keep=True):
+    """One replay on fresh buffers after a fill of free memory: (the storages whose zones or
+    margins it wrote, its outputs' copies; none without `keep`). The launch is waited for by
+    the read of its guards (one transfer, after the outputs' copies), then by `sync` (nothing
+    left to wait for by then but what a fault left): what faults raises here as before."""
     _fill_free(FREE_BYTE)
     t0 = time.monotonic()
-    launch = run_launch(rec, "same", SEED, rec.jit, launch_raw, sync, fill=fill,
+    launch = run_launch(rec, "same", SEED, rec.jit, launch_raw, _no_wait, fill=fill,
                         fill_for=fill_for, guard_lists=True, sized=True)
-    FILLS[3] += time.monotonic() - t0
-    return launch.guards_written(), launch.outputs()
+    t1 = time.monotonic()
+    FILLS[3] += t1 - t0
+    out = launch.outputs() if keep else []
+    written = launch.guards_written()
+    sync()
+    JUDGED[0] += time.monotonic() - t1
+    return written, out
+
+
+def _differ(pairs):
+    """differs(a, b) of each pair of replays' outputs, read in one transfer."""
+    t0 = time.monotonic()
+    got = settle([differs_later(a, b) for a, b in pairs])
+    JUDGED[1] += time.monotonic() - t0
+    return got
 
 
 def _read_from(rec, launch_raw, sync, zeros):
     """The storages whose zones change the outputs when they alone hold 0xFF."""
-    found = []
-    for sid in list(rec.storages)[:MAX_NAMED]:
+    sids, found = list(rec.storages)[:MAX_NAMED], []
+    for sid in sids:
         _, out = _replay(rec, launch_raw, sync, 0x00, {sid: 0xFF})
-        if differs(zeros, out):
-            found.append(sid)
-    return found
-
-
-def _same(a, b):
-    return not differs(a, b) and not differs(b, a)
+        found.append(differs_later(zeros, out))  # on the device; `out` goes before the next
+    t0 = time.monotonic()
+    got = settle(found)
+    JUDGED[1] += time.monotonic() - t0
+    return [sid for sid, read in zip(sids, got) if read]
 
 
 def _judge(rec, launch_raw, sync):
     """One record's replays: (storages whose zones it wrote, storages it read out of bounds,
     whether its replays on the same zones agree). They share one arena (HeldArenas: where each
     replay's would lie anyway, and not filled again as free memory before each)."""
-    with HeldArenas():
-        return _judge_held(rec, launch_raw, sync)
+    t0 = time.monotonic()
+    try:
+        with HeldArenas():
+            return _judge_held(rec, launch_raw, sync)
+    finally:
+        JUDGED[2] += time.monotonic() - t0
 
 
 def _judge_held(rec, launch_raw, sync):
@@ -116,18 +145,21 @@ def _judge_held(rec, launch_raw, sync):
     wb, ones = _replay(rec, launch_raw, sync, 0xFF)
     wc, again = _replay(rec, launch_raw, sync, 0x00)
     # Zones of every other storage 0xFF: a copy from one buffer's zone into another's writes
-    # the byte that zone already held when all zones hold the same.
+    # the byte that zone already held when all zones hold the same. Only its guards count.
     mixed = {sid: 0xFF for i, sid in enumerate(rec.storages) if i % 2}
-    wd, _ = _replay(rec, launch_raw, sync, 0x00, mixed)
+    wd, _ = _replay(rec, launch_raw, sync, 0x00, mixed, keep=False)
     written = list(dict.fromkeys(wa + wb + wc + wd))
     read: list[Any] = []
-    steady = _same(zeros, again)
-    if steady and not written and differs(zeros, ones):
+    # The three comparisons in one read (the last is used only when the first two agree and
+    # nothing was written: computed anyway, it changes no answer).
+    za, az, zo = _differ([(zeros, again), (again, zeros), (zeros, ones)])
+    steady = not za and not az
+    if steady and not written and zo:
         # The 0xFF replays must agree too: a racy kernel (a spinning lock's reduction) whose
         # two 0x00 replays happened to agree differs from a third replay whatever its zones
         # hold, and that is no read (issue 52: spinning_lock_reduction flagged in one run).
         _, ones_again = _replay(rec, launch_raw, sync, 0xFF)
-        steady = _same(ones, ones_again)
+        steady = not any(_differ([(ones, ones_again), (ones_again, ones)]))
         if steady:
             read = _read_from(rec, launch_raw, sync, zeros) or ["?"]
     return written, read, steady
@@ -206,6 +238,8 @@ def check(records: list[Any], launch_raw: Callable[..., Any], sync: Callable[[],
     res: Json = {"out_of_bounds": False, "checked": 0, "launches": len(records), "writes": [],
            "reads": [], "fault": None, "nondeterministic": [], "unconfirmed": [], "errors": []}
     FILLS[:] = [0.0, 0, 0, 0.0]
+    JUDGED[:] = [0.0, 0.0, 0.0]
+    reads = READS[0]
     _release_cache()
     COSTS.clear()
     COSTS.update(_cache_state())
@@ -241,7 +275,10 @@ def check(records: list[Any], launch_raw: Callable[..., Any], sync: Callable[[],
     res["out_of_bounds"] = bool(res["writes"] or res["reads"] or res["fault"])
     res["ms"] = int((time.monotonic() - t0) * 1000)
     COSTS.update(fill_ms=int(FILLS[0] * 1000), fills=FILLS[1],
-                 fill_mib=round(FILLS[2] / (1 << 20), 1), launch_ms=int(FILLS[3] * 1000))
+                 fill_mib=round(FILLS[2] / (1 << 20), 1), launch_ms=int(FILLS[3] * 1000),
+                 guard_ms=int(JUDGED[0] * 1000), compare_ms=int(JUDGED[1] * 1000),
+                 judge_ms=int(max(0.0, JUDGED[2] - FILLS[0] - FILLS[3]) * 1000),
+                 reads=READS[0] - reads)
     return res
 
 

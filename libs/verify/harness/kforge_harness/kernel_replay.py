@@ -436,25 +436,24 @@ class Launch:
 
     def guards_written(self) -> list[Any]:
         """The storages (sids) whose guard zones (or margin, next to the arena's first or last
-        storage) the launch wrote."""
-        out, keep = [], HeldArenas.current
-        for base, lo, hi, sid, held in self.margins:
-            if _margin_written(base, lo, hi, held):
-                out.append(sid)
-            elif keep is not None and not isinstance(base, list):
-                keep.found_holding(base, lo, hi, held)
+        storage) the launch wrote. Every zone and margin is checked on its device and the
+        answers read in one transfer (read_bools): each read waits for the GPU, which other
+        processes may be holding (issue 54)."""
+        found = [(sid, _margin_written(base, lo, hi, held))
+                 for base, lo, hi, sid, held in self.margins]
         for sid, (base, nbytes, start) in self.bases.items():
             if isinstance(base, GuardedList):
-                if base.guard_written():
-                    out.append(sid)
-                continue
-            if isinstance(base, list):
-                continue
-            byte, z = self.fills[sid], self.zone
-            if bool((base[start - z:start] != byte).any()) or \
-                    bool((base[start + nbytes:start + _up(nbytes) + z] != byte).any()):
-                out.append(sid)
-        return list(dict.fromkeys(out))
+                found.append((sid, base.guard_written()))
+            elif not isinstance(base, list):
+                byte, z = self.fills[sid], self.zone
+                found.append((sid, (base[start - z:start] != byte).any() |
+                              (base[start + nbytes:start + _up(nbytes) + z] != byte).any()))
+        written = read_bools([w for _, w in found])
+        keep = HeldArenas.current
+        for (base, lo, hi, _, held), w in zip(self.margins, written):
+            if not w and keep is not None and not isinstance(base, list):
+                keep.found_holding(base, lo, hi, held)
+        return list(dict.fromkeys(sid for (sid, _), w in zip(found, written) if w))
 
     def outputs(self) -> list[Any]:
         """The replayed buffers' contents, one entry per distinct argument view."""
@@ -533,8 +532,10 @@ def _new_arena(torch: Any, total: int, margin: int, device: Any) -> tuple[Any, i
             margin = 0 if margin <= GUARD else margin // 2 // ALIGN * ALIGN
 
 
-def _margin_written(base: Any, lo: int, hi: int, held: Any) -> bool:
-    """Whether base[lo:hi] no longer all holds `held` (a byte; a list's pad, NaN equal NaN)."""
+def _margin_written(base: Any, lo: int, hi: int, held: Any) -> Any:
+    """Whether base[lo:hi] no longer all holds `held` (a byte; a list's pad, NaN equal NaN): a
+    bool for a list, a 0-dim bool tensor on the arena's device for a tensor (read_bools reads
+    it with the replay's other checks)."""
     if isinstance(base, list):
         seg = base[lo:hi]
         if seg.count(held) == len(seg):  # the pad object itself everywhere: untouched
@@ -549,8 +550,8 @@ def _margin_written(base: Any, lo: int, hi: int, held: Any) -> bool:
         # are the word of eight such bytes. No temporary as large as the margin.
         word = int.from_bytes(bytes([held]) * 8, "little", signed=True)
         least, greatest = torch.aminmax(seg.view(torch.int64))
-        return torch.stack((least, greatest)).tolist() != [word, word]
-    return bool(seg.min() != held) or bool(seg.max() != held)
+        return (least != word) | (greatest != word)
+    return (seg.min() != held) | (seg.max() != held)
 
 
 def _fill_normal(torch, region, dt, gen, device):
@@ -615,32 +616,97 @@ def _rtol(dtype):
     return RTOL.get(str(dtype).replace("torch.", ""), RTOL_DEFAULT)
 
 
+# Device-to-host reads made by the replays' checks (the bounds phase reports them: COSTS
+# "reads"). Each waits for this process's GPU work, and on a GPU that other processes share it
+# waits for their time slices as well (issue 54: the bounds phase's time outside its fills and
+# launches): a replay's guards are read in one transfer, a comparison's outputs in one, and
+# settle() reads several comparisons together.
+READS = [0]
+
+
+def read_bools(values: list[Any]) -> list[bool]:
+    """`values` (bools, or 0-dim bool tensors computed on a device and not yet read) as bools:
+    one transfer per device for all of them."""
+    out = list(values)
+    by_device: dict[Any, list[int]] = {}
+    for i, v in enumerate(out):
+        if _is_tensor(v):
+            by_device.setdefault(v.device, []).append(i)
+        else:
+            out[i] = bool(v)
+    torch = _torch()
+    for at in by_device.values():
+        READS[0] += 1
+        for i, got in zip(at, torch.stack([out[i] for i in at]).tolist()):
+            out[i] = bool(got)
+    return out
+
+
+class Pending:
+    """A comparison of two replays' outputs (differs_later) not read yet: `known` when an output
+    was found to differ without the device, else the outputs' answers on it (0-dim bools)."""
+
+    def __init__(self, known: bool, on_device: list[Any]) -> None:
+        self.known = known
+        self.on_device = on_device
+
+
 def differs(a: list[Any], b: list[Any]) -> bool:
     """Whether two replays' outputs differ where the first's are finite (floats within a
-    tolerance of the dtype, scaled by the output's largest finite magnitude)."""
-    for x, y in zip(a, b):
-        if _is_tensor(x):
-            if _tensor_differs(x, y):
-                return True
-        elif _list_differs(x, y):
-            return True
-    return False
+    tolerance of the dtype, scaled by the output's largest finite magnitude). One read of the
+    device for all the outputs (READS)."""
+    return settle([differs_later(a, b)])[0]
+
+
+def differs_later(a: list[Any], b: list[Any]) -> Pending:
+    """differs(a, b), computed on the device without waiting for it: settle() reads it."""
+    on_device: list[Any] = []
+    try:
+        for x, y in zip(a, b):
+            v = _tensor_differs(x, y) if _is_tensor(x) else _list_differs(x, y)
+            if v is True:
+                return Pending(True, [])
+            if v is not False:
+                on_device.append(v)
+    except Exception:
+        # The answer is the first output's that differs, whatever the outputs after it: an
+        # error comparing a later one is raised only when none before it differs.
+        if on_device and any(read_bools(on_device)):
+            return Pending(True, [])
+        raise
+    return Pending(False, on_device)
+
+
+def settle(pending: list[Pending]) -> list[bool]:
+    """The answers of differs_later's comparisons, read in one transfer (per device)."""
+    got = iter(read_bools([v for p in pending for v in p.on_device]))
+    return [any([p.known] + [next(got) for _ in p.on_device]) for p in pending]
 
 
 def _tensor_differs(x, y):
+    """Whether output y differs from x: a bool where that is known without the device, else a
+    0-dim bool tensor on it, computed without a wait (no early return on a value read back).
+    The rule: integers and booleans equal; floats (complex as pairs of them) finite where x is
+    finite and within atol + rtol * |x|, rtol by dtype, atol rtol times x's largest finite
+    magnitude (nothing to compare where x has no finite value)."""
     torch = _torch()
     if not (x.is_floating_point() or x.is_complex()):
+        if _is_tensor(y) and (x.shape, x.dtype, x.device) == (y.shape, y.dtype, y.device):
+            return torch.eq(x, y).all().logical_not()  # torch.equal's on a GPU, not read
+        READS[0] += 1
         return not bool(torch.equal(x, y))
     if x.is_complex():
         x, y = torch.view_as_real(x), torch.view_as_real(y)
     xd, yd = x.double(), y.double()
-    fin = torch.isfinite(xd)
-    if not bool(fin.any()):
+    if xd.numel() == 0:
         return False
+    fin = torch.isfinite(xd)
+    if (xd.shape, xd.device) != (yd.shape, yd.device) and not read_bools([fin.any()])[0]:
+        return False  # broadcast or across devices: y is not looked at when x has no finite
     rtol = _rtol(x.dtype)
-    atol = rtol * float(xd[fin].abs().max()) + 1e-30
+    atol = xd.abs().masked_fill_(~fin, 0).amax() * rtol + 1e-30  # 1e-30 alone: none finite
     close = torch.isfinite(yd) & ((yd - xd).abs() <= atol + rtol * xd.abs())
-    return bool((fin & ~close).any())
+    return (fin & ~close).any()
 
 
 def _list_differs(x, y):

@@ -66,7 +66,8 @@ def rerun_floor() -> int:
     return min(FLOOR_MAX, max(2 * SMALL_BLOCK, -(-peak // (2 * SMALL_BLOCK)) * 2 * SMALL_BLOCK))
 
 
-def poison_gpu_cache(byte: int = 0xFF, collect: bool = True, floor: int = 0) -> int:
+def poison_gpu_cache(byte: int = 0xFF, collect: bool = True, floor: int = 0,
+                     wait: bool = True) -> int:
     """Fills the GPU memory the caching allocator holds free with 0xFF bytes (NaN for floats, -1
     for integers) and returns how many bytes it filled. Without this, a mutant run in the same
     process could be handed, by torch.empty, the very block in which the real run's kernel left
@@ -76,7 +77,9 @@ def poison_gpu_cache(byte: int = 0xFF, collect: bool = True, floor: int = 0) -> 
     and in the small one (up to `floor` there too), so a run of the tests is served from
     poisoned memory whether or not the phases before it (the speed label's large inputs) left
     blocks cached; without it a run after the label got 0xFF where one without it got fresh
-    memory from the driver (issue 52: label off against label on changed a control's result)."""
+    memory from the driver (issue 52: label off against label on changed a control's result).
+    `wait` False: the fills are not waited for (the out-of-bounds check's replays: what comes
+    next on the same stream runs after them, and the check waits for that)."""
     torch = sys.modules.get("torch")
     if torch is None:
         return 0
@@ -113,7 +116,8 @@ def poison_gpu_cache(byte: int = 0xFF, collect: bool = True, floor: int = 0) -> 
         t.fill_(byte)
         held.append(t)
         filled += size
-    torch.cuda.synchronize()
+    if wait:
+        torch.cuda.synchronize()
     del held
     return filled
 
