@@ -111,11 +111,22 @@ struct SampleProcess {
   bool first_line_seen = false;
   bool mutant_phase = false;
   SteadyTime primary_done{};
+  // Lent slots (verifier.timing.lend): the sample says on its result pipe that it waits for its
+  // timing section ({"lend": "wait"}) and that the section began or it gave up ({"lend":
+  // "back"}); while it waits, the pool may run another sample on a lent slot of its device.
+  // lend_line: where the result's line not yet complete begins; lend_scan: how far it has been
+  // searched for its end.
+  bool waiting = false;
+  std::size_t lend_line = 0, lend_scan = 0;
 };
 
 struct Slot {
   int index = 0;
   std::size_t device = 0;  // index into Impl::devices
+  // A lent slot (verifier.timing.lend): after the device's workers, it takes a sample only
+  // while a sample of its device waits for its timing section (may_lend); not a worker in the
+  // counts (Pool::slots, the memory fraction's divisor, the cores per sample).
+  bool lent = false;
   // The uids this slot's samples run as: two with prestarting (the running sample and the child
   // waiting for the next one never share a uid, so ending one cannot touch the other).
   std::vector<uid_t> uids;
@@ -243,6 +254,13 @@ struct Pool::Impl {
   void start_due_workers(SteadyTime t);
   void fail_queue(const std::string& why);
   void dispatch_queue();
+  // Lent slots: how many a device gets (verifier.timing.lend, auto: a quarter of its workers),
+  // whether one may take a sample now (a sample of its device waits for its timing section and
+  // the lent slots running are fewer than the samples waiting), and the lend lines of a run's
+  // result read so far.
+  int lend_slots(int workers) const;
+  bool may_lend(const Slot& s) const;
+  void read_lend_lines(SampleProcess& r);
   bool watching_runs() const;
   // Whether resident memory is polled (a memory cap and no cgroups to enforce it).
   bool rss_watch() const;

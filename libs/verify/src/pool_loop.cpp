@@ -48,8 +48,15 @@ void Pool::Impl::step(milliseconds max_wait) {
 
 void Pool::Impl::start_due_workers(SteadyTime t) {
   if (!warm) return;
+  // A lent slot's worker starts once its device's workers are up: it does not slow their start.
+  auto device_up = [this](std::size_t d) {
+    return std::none_of(slots.begin(), slots.end(), [d](const Slot& o) {
+      return !o.lent && o.device == d && o.state == WorkerState::starting;
+    });
+  };
   for (auto& s : slots)
-    if (s.state == WorkerState::down && devices[s.device].in_rotation && t >= s.next_start)
+    if (s.state == WorkerState::down && devices[s.device].in_rotation && t >= s.next_start &&
+        (!s.lent || device_up(s.device)))
       start_worker(s);
 }
 
@@ -62,8 +69,33 @@ void Pool::Impl::dispatch_queue() {
     if (samples.empty()) break;
     if (s.run || !devices[s.device].in_rotation) continue;
     if (warm && s.state != WorkerState::ready) continue;
-    dispatch(s, samples.take_next(cfg.order, now()));
+    if (s.lent && !may_lend(s)) continue;
+    if (!dispatch(s, samples.take_next(cfg.order, now())) || !s.lent) continue;
+    int running = 0;
+    for (const auto& o : slots) running += o.lent && o.device == s.device && o.run ? 1 : 0;
+    ++stats.lent_runs;
+    stats.lent_max = std::max(stats.lent_max, running);
   }
+}
+
+int Pool::Impl::lend_slots(int workers) const {
+  if (!cfg.timing.enabled || workers <= 0) return 0;
+  if (cfg.timing.lend != kAutoLend) return cfg.timing.lend;
+  return std::max(1, workers / 4);
+}
+
+// A lent slot takes a sample while its device has more samples waiting for their timing
+// section than lent slots running: each waiting sample lends its slot once. A sample that says
+// it waits and does not (the sample's code writes the line itself) gains at most the device's
+// lent slots: there are no others.
+bool Pool::Impl::may_lend(const Slot& s) const {
+  int waiting = 0, lent = 0;
+  for (const auto& o : slots) {
+    if (o.device != s.device || !o.run) continue;
+    waiting += o.run->waiting && !o.run->exited && o.run->killed == KillReason::none ? 1 : 0;
+    lent += o.lent ? 1 : 0;
+  }
+  return waiting > lent;
 }
 
 bool Pool::Impl::watching_runs() const {
