@@ -252,6 +252,7 @@ struct Pool::Impl {
   // --- the loop (pool_loop.cpp): step() and its phases, in order ---
   void step(milliseconds max_wait);
   void start_due_workers(SteadyTime t);
+  bool may_start(const Slot& s) const;
   void fail_queue(const std::string& why);
   void dispatch_queue();
   // Lent slots: how many a device gets (verifier.timing.lend, auto: a quarter of its workers),

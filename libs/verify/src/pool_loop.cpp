@@ -48,16 +48,17 @@ void Pool::Impl::step(milliseconds max_wait) {
 
 void Pool::Impl::start_due_workers(SteadyTime t) {
   if (!warm) return;
-  // A lent slot's worker starts once its device's workers are up: it does not slow their start.
-  auto device_up = [this](std::size_t d) {
-    return std::none_of(slots.begin(), slots.end(), [d](const Slot& o) {
-      return !o.lent && o.device == d && o.state == WorkerState::starting;
-    });
-  };
   for (auto& s : slots)
     if (s.state == WorkerState::down && devices[s.device].in_rotation && t >= s.next_start &&
-        (!s.lent || device_up(s.device)))
+        may_start(s))
       start_worker(s);
+}
+
+// A lent slot's worker starts once its device's workers are up: it does not slow their start.
+bool Pool::Impl::may_start(const Slot& s) const {
+  return !s.lent || std::none_of(slots.begin(), slots.end(), [&s](const Slot& o) {
+    return !o.lent && o.device == s.device && o.state == WorkerState::starting;
+  });
 }
 
 void Pool::Impl::fail_queue(const std::string& why) {
@@ -151,7 +152,7 @@ milliseconds Pool::Impl::wait_time(SteadyTime t, milliseconds max_wait) const {
       watching = true;
     }
     if (s.state == WorkerState::starting) wake = std::min(wake, s.start_deadline);
-    if (s.state == WorkerState::down && warm && devices[s.device].in_rotation)
+    if (s.state == WorkerState::down && warm && devices[s.device].in_rotation && may_start(s))
       wake = std::min(wake, s.next_start);
   }
   if (watching && rss_watch()) wake = std::min(wake, next_memory_poll);
