@@ -164,8 +164,7 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
     if (n > 0) I.sizing += "; " + devs[d].id + ": " + std::to_string(n) + " lent slots";
   }
   unsigned cores = usable_cores();
-  I.omp_threads =
-      std::max(1, static_cast<int>(cores / std::max<std::size_t>(1, workers)));
+  I.omp_threads = std::max(1, static_cast<int>(cores / std::max<std::size_t>(1, workers)));
 
   std::error_code ec;
   static std::uint64_t pool_counter = 0;
