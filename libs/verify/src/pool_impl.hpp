@@ -35,6 +35,10 @@ namespace kforge::verify {
 
 using std::chrono::milliseconds;
 
+// A timing sample's wait lends a slot once it has lasted this long: most waits last hundreds of
+// milliseconds (a burst's, a gathering), and a lent sample runs for seconds whatever the wait.
+inline constexpr milliseconds kLendAfter{50};
+
 // Keeps the first and the last `cap` bytes of a stream and counts the rest.
 class CappedBuffer {
  public:
@@ -116,7 +120,9 @@ struct SampleProcess {
   // "back"}); while it waits, the pool may run another sample on a lent slot of its device.
   // lend_line: where the result's line not yet complete begins; lend_scan: how far it has been
   // searched for its end.
+  // wait_since: when it said it waits (a wait lends a slot once it lasted kLendAfter).
   bool waiting = false;
+  SteadyTime wait_since{};
   std::size_t lend_line = 0, lend_scan = 0;
 };
 
@@ -261,6 +267,8 @@ struct Pool::Impl {
   // result read so far.
   int lend_slots(int workers) const;
   bool may_lend(const Slot& s) const;
+  // The soonest after t a wait, kLendAfter old then, may lend a slot (for the poll's wait).
+  std::optional<SteadyTime> next_lend(SteadyTime t) const;
   void read_lend_lines(SampleProcess& r);
   bool watching_runs() const;
   // Whether resident memory is polled (a memory cap and no cgroups to enforce it).

@@ -91,12 +91,28 @@ int Pool::Impl::lend_slots(int workers) const {
 // lent slots: there are no others.
 bool Pool::Impl::may_lend(const Slot& s) const {
   int waiting = 0, lent = 0;
+  const SteadyTime t = now();
   for (const auto& o : slots) {
     if (o.device != s.device || !o.run) continue;
-    waiting += o.run->waiting && !o.run->exited && o.run->killed == KillReason::none ? 1 : 0;
+    const SampleProcess& r = *o.run;
+    waiting += r.waiting && t - r.wait_since >= kLendAfter && !r.exited &&
+                       r.killed == KillReason::none
+                   ? 1
+                   : 0;
     lent += o.lent ? 1 : 0;
   }
   return waiting > lent;
+}
+
+std::optional<SteadyTime> Pool::Impl::next_lend(SteadyTime t) const {
+  if (samples.empty()) return std::nullopt;
+  std::optional<SteadyTime> soonest;
+  for (const auto& o : slots)
+    if (o.run && o.run->waiting && !o.run->exited) {
+      SteadyTime at = o.run->wait_since + kLendAfter;
+      if (at > t && (!soonest || at < *soonest)) soonest = at;
+    }
+  return soonest;
 }
 
 bool Pool::Impl::watching_runs() const {
@@ -156,6 +172,8 @@ milliseconds Pool::Impl::wait_time(SteadyTime t, milliseconds max_wait) const {
       wake = std::min(wake, s.next_start);
   }
   if (watching && rss_watch()) wake = std::min(wake, next_memory_poll);
+  // A wait that may lend a slot soon (kLendAfter).
+  if (auto lend = next_lend(t)) wake = std::min(wake, *lend);
   // Fresh children are reaped by polling waitpid: cap the wait so exits are seen promptly.
   bool fresh_running = !warm && watching;
   if (fresh_running) wake = std::min(wake, t + milliseconds(20));

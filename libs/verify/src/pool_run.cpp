@@ -320,7 +320,7 @@ void Pool::Impl::read_lend_lines(SampleProcess& r) {
     r.lend_line = r.lend_scan = nl + 1;
     if (line.substr(0, kLine.size()) != kLine) continue;
     auto rest = line.substr(kLine.size());
-    if (rest == "wait\"}") r.waiting = true;
+    if (rest == "wait\"}" && !r.waiting) r.waiting = true, r.wait_since = now();
     if (rest == "back\"}") r.waiting = false;
   }
   r.lend_scan = r.result.size();  // a long line (the report) is searched once
