@@ -8,9 +8,12 @@
 
 #include <algorithm>
 #include <map>
+#include <regex>
+#include <sstream>
 
 #include "kforge/core/config.hpp"
 #include "kforge/core/fs.hpp"
+#include "kforge/verify/record_run.hpp"
 #include "verify_util.hpp"
 
 namespace kforge::test {
@@ -178,6 +181,32 @@ TEST(VerifyLend, ASampleThatLiesAboutWaitingGainsAtMostTheLentSlots) {
   auto r = run_all(*pool, liars());
   EXPECT_EQ(pool->stats().lent_runs, 0u);
   for (const auto& res : r) EXPECT_FALSE(lent(res)) << res.key;
+}
+
+// kforge verify's summary says how many runs took a lent slot, for how long, and how many at once.
+TEST(VerifyLend, TheSummarySaysWhatRanOnLentSlots) {
+  TempDir tmp;
+  auto pool = make_pool(lend_config(tmp, 1));
+  ASSERT_TRUE(pool);
+  verify::RecordRunOptions opts;
+  opts.slowest = 0;
+  std::ostringstream lines;
+  verify::RecordRun run(*pool, opts, &lines);
+  std::vector<verify::VerifyRequest> reqs = {load_sample("lend_liar"),
+                                             load_sample("timing_cpu_faster")};
+  for (int i = 0; i < 4; ++i) reqs.push_back(load_sample("pass"));
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    reqs[i].key = "r" + std::to_string(i);
+    ASSERT_TRUE(run.submit(static_cast<std::int64_t>(i), std::move(reqs[i])).ok());
+  }
+  run.finish();
+  std::string text = run.summary("samples.jsonl", 1.0);
+  EXPECT_TRUE(std::regex_search(
+      text, std::regex("speed label: [0-9]+ exclusive sections, [0-9]+ stalls of the other "
+                       "samples \\(one per burst\\); [1-9][0-9]* runs on lent slots "
+                       "\\([0-9]+\\.[0-9] s, at most 1 at once\\)\n")))
+      << text;
+  EXPECT_NE(text.find("2 workers"), std::string::npos) << "a lent slot is not a worker: " << text;
 }
 
 }  // namespace
