@@ -207,6 +207,7 @@ TEST(VerifyLend, TheSummarySaysWhatRanOnLentSlots) {
                        "\\([0-9]+\\.[0-9] s, at most 1 at once\\)\n")))
       << text;
   EXPECT_NE(text.find("2 workers"), std::string::npos) << "a lent slot is not a worker: " << text;
+  EXPECT_NE(text.find("cpu: 1 lent slot (verifier.timing.lend)"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -161,7 +161,9 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
     auto end = slot_devices.begin() + static_cast<std::ptrdiff_t>(workers);
     int n = I.lend_slots(static_cast<int>(std::count(slot_devices.begin(), end, d)));
     for (int i = 0; i < n; ++i) slot_devices.push_back(d);
-    if (n > 0) I.sizing += "; " + devs[d].id + ": " + std::to_string(n) + " lent slots";
+    if (n > 0)
+      I.sizing += "; " + devs[d].id + ": " + std::to_string(n) + " lent slot" + (n > 1 ? "s" : "") +
+                  " (verifier.timing.lend)";
   }
   unsigned cores = usable_cores();
   I.omp_threads = std::max(1, static_cast<int>(cores / std::max<std::size_t>(1, workers)));
