@@ -22,5 +22,5 @@ def _lie():
 
 def test_add():
     _lie()
-    time.sleep(1.5)
+    time.sleep(3.0)  # long enough for the lent slots' workers to be up on a loaded machine
     assert run_add(2, 3) == 5
