@@ -172,6 +172,18 @@ TEST(VerifyLend, ASampleThatLiesAboutWaitingGainsAtMostTheLentSlots) {
     // Two liars wait at once: one lent slot each at most, and never more than the setting.
     EXPECT_EQ(st.lent_max, std::min(lend, 2));
   }
+  {
+    // Fresh mode (a process per sample, no workers): the same lent slot, the same bound.
+    TempDir tmp;
+    auto cfg = lend_config(tmp, 1);
+    cfg.mode = verify::PoolMode::fresh;
+    auto pool = make_pool(cfg);
+    ASSERT_TRUE(pool);
+    auto r = run_all(*pool, liars());
+    for (const auto& res : r) EXPECT_EQ(res.verdict, Verdict::passed) << res.key << res.detail;
+    EXPECT_GE(pool->stats().lent_runs, 1u);
+    EXPECT_EQ(pool->stats().lent_max, 1);
+  }
   // With the speed label off there are no lent slots: the lie gains nothing.
   TempDir tmp;
   auto cfg = lend_config(tmp, 3);
