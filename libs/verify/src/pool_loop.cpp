@@ -95,10 +95,8 @@ bool Pool::Impl::may_lend(const Slot& s) const {
   for (const auto& o : slots) {
     if (o.device != s.device || !o.run) continue;
     const SampleProcess& r = *o.run;
-    waiting += r.waiting && t - r.wait_since >= kLendAfter && !r.exited &&
-                       r.killed == KillReason::none
-                   ? 1
-                   : 0;
+    bool waits = r.waiting && t - r.wait_since >= kLendAfter;
+    waiting += waits && !r.exited && r.killed == KillReason::none ? 1 : 0;
     lent += o.lent ? 1 : 0;
   }
   return waiting > lent;
