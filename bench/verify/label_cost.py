@@ -46,7 +46,7 @@ def figures(rows):
     out = {"samples": len(rows), "timed": 0, "duration_s": 0.0, "speed_wall_s": 0.0,
            "speed_cpu_s": 0.0, "prepare_s": 0.0, "waited_s": 0.0, "exclusive_s": 0.0,
            "full": 0, "cpu_s": 0.0, "stall_wait_max_ms": 0, "ended_by": {}, "waited_by": {},
-           "unready": {}, "unready_ms": 0, "launched_paused": 0}
+           "unready": {}, "unready_ms": 0, "launched_paused": 0, "lent": 0, "lent_s": 0.0}
     out.update(dict.fromkeys(LOCK, 0))
     for r in rows:
         out["duration_s"] += (r.get("duration_ms") or 0) / 1000.0
@@ -54,6 +54,9 @@ def figures(rows):
         if not isinstance(report, dict):
             continue
         out["full"] += 1
+        if (report.get("pool") or {}).get("lent"):  # ran on a lent slot (verifier.timing.lend)
+            out["lent"] += 1
+            out["lent_s"] += (r.get("duration_ms") or 0) / 1000.0
         phases = report.get("phase_times") or {}
         mutant = report.get("mutant") if isinstance(report.get("mutant"), dict) else {}
         for pt in (phases, mutant.get("phase_times") or {}):
@@ -121,6 +124,9 @@ def show(name, f):
               "in all; where their main thread was (the caller of the long call), times: %s" % (
                   UNREADY_MS, f["unready_ms"] / 1000.0,
                   "; ".join("%s %d" % kv for kv in top) or "none"))
+    if f["lent"]:
+        print("  lent slots: %d samples ran on one (their duration %.1f worker-s)" % (
+            f["lent"], f["lent_s"]))
     if f["launched_paused"]:
         print("  launches while marked compiling (each in through the gate): %d" %
               f["launched_paused"])

@@ -11,7 +11,9 @@
 #
 #   COPIES (6), GATHERS ("off 0 0.5"; G-wN: that run with N workers, e.g. "off 0.5 0.5-w6": the
 #   label on with the workers widened by 1.5 as verifier.timing.workers_factor widens a GPU's
-#   automatic count), WORKERS (4), COMPILE_S (0): seconds of CPU each kernel's compile takes in
+#   automatic count; G-lN: with N lent slots, verifier.timing.lend, else 0: e.g. "off 0.5
+#   0.5-l1"), WORKERS (4), SAMPLES (the four above; e.g. "timing_cpu_long_section pass"),
+#   COMPILE_S (0): seconds of CPU each kernel's compile takes in
 #   the fake Triton (out of the lock, as Triton's compiles are: on a GPU they are most of a
 #   sample's CPU, about 2 s; 1.0 models that share here). Not a GPU figure: the stand-in's "kernels" are Python calls,
 #   its samples take about a second each, and the development machine's 2 cores are shared.
@@ -29,10 +31,11 @@ fi
 dir="$(mktemp -d)"
 chmod 755 "$dir"  # the sandbox uids reach the work dirs under it
 [[ -n "${KEEP:-}" ]] || trap 'rm -rf "$dir"' EXIT
-python3 - "$dir/samples.jsonl" "${COPIES:-6}" <<'PY'
+python3 - "$dir/samples.jsonl" "${COPIES:-6}" ${SAMPLES:-} <<'PY'
 import json, os, sys
 out, copies = sys.argv[1], int(sys.argv[2])
-names = ["timing_cpu_faster", "timing_cpu_hold", "timing_cpu_spin", "timing_cpu_slower"]
+names = sys.argv[3:] or ["timing_cpu_faster", "timing_cpu_hold", "timing_cpu_spin",
+                         "timing_cpu_slower"]
 def read(*p):
     with open(os.path.join("tests/verify/samples", *p)) as f:
         return f.read()
@@ -46,8 +49,9 @@ PY
 py="${PYTHON:-$( [[ -x /usr/bin/python3 ]] && echo /usr/bin/python3 || command -v python3)}"
 files=() names=()
 for run in ${GATHERS:-off 0 0.5}; do
-  g=${run%-w*} workers=${WORKERS:-4}
-  [[ $run =~ -w([0-9]+)$ ]] && workers=${BASH_REMATCH[1]}
+  g=${run%%-*} workers=${WORKERS:-4} lend=0
+  [[ $run =~ -w([0-9]+) ]] && workers=${BASH_REMATCH[1]}
+  [[ $run =~ -l([0-9]+) ]] && lend=${BASH_REMATCH[1]}
   d="$dir/g$run"
   mkdir -p "$d"
   cat >"$d/kforge.yaml" <<EOF
@@ -70,13 +74,14 @@ $binary_yaml
     min_reps: 5
     max_reps: 40
     gather_s: $([[ $g == off ]] && echo 0.5 || echo "$g")
+    lend: $lend
 EOF
   t1=$(date +%s.%N)
   "$kforge" --config "$d/kforge.yaml" verify "$dir/samples.jsonl" --slowest 0 \
     --json "$d/verdicts.jsonl" --full >"$d/log" 2>&1 ||
     { echo "gather_s $run: kforge verify failed"; tail -20 "$d/log"; exit 1; }
   t2=$(date +%s.%N)
-  python3 -c 'import sys; print("gather_s %s, %s workers: %.1f s wall" % (sys.argv[1], sys.argv[4], float(sys.argv[3]) - float(sys.argv[2])))' "$g" "$t1" "$t2" "$workers"
+  python3 -c 'import sys; print("gather_s %s, %s workers, lend %s: %.1f s wall" % (sys.argv[1], sys.argv[4], sys.argv[5], float(sys.argv[3]) - float(sys.argv[2])))' "$g" "$t1" "$t2" "$workers" "$lend"
   grep -E "verified|speed label" "$d/log" | sed "s/^/  /"
   files+=("$d/verdicts.jsonl") names+=("$run")
 done

@@ -51,6 +51,16 @@ void read_timing(ConfigNode n, TimingConfig& out) {
   n.get_between("min_kernel_share", out.min_kernel_share, 0, 1);
   n.get_between("max_input_fraction", out.max_input_fraction, 0, 1);
   if (out.max_reps < out.min_reps) n.invalid("max_reps", "must be at least min_reps");
+  std::string lend = out.lend == kAutoLend ? std::string("auto") : std::to_string(out.lend);
+  n.get("lend", lend);
+  if (lend == "auto") {
+    out.lend = kAutoLend;
+  } else {
+    bool digits = !lend.empty() && lend.size() < 4 &&
+                  lend.find_first_not_of("0123456789") == std::string::npos;
+    out.lend = digits ? std::stoi(lend) : kAutoLend;
+    if (!digits) n.invalid("lend", "'" + lend + "' is not auto or a number >= 0");
+  }
 }
 }  // namespace
 

@@ -168,8 +168,9 @@ void Pool::set_long_cost(double seconds) {
   impl_->long_cost_s = seconds;
 }
 
-int Pool::slots() const {
-  return static_cast<int>(impl_->slots.size());
+int Pool::slots() const {  // the workers: lent slots are not counted
+  return static_cast<int>(std::count_if(impl_->slots.begin(), impl_->slots.end(),
+                                        [](const Slot& s) { return !s.lent; }));
 }
 
 std::vector<DeviceStatus> Pool::devices() const {
@@ -182,7 +183,7 @@ std::vector<DeviceStatus> Pool::devices() const {
     st.start_failures = e.start_failures;
     st.reason = e.reason;
     for (const auto& s : impl_->slots) {
-      if (s.device != d) continue;
+      if (s.device != d || s.lent) continue;
       ++st.workers;
       if (s.state == WorkerState::ready || (!impl_->warm && e.in_rotation)) ++st.ready_workers;
     }
@@ -206,14 +207,14 @@ SandboxCaps Pool::sandbox() const {
 std::vector<int> Pool::TEST_worker_pids() const {
   std::vector<int> out;
   for (const auto& s : impl_->slots)
-    out.push_back(s.state == WorkerState::ready ? s.worker_pid : -1);
+    if (!s.lent) out.push_back(s.state == WorkerState::ready ? s.worker_pid : -1);
   return out;
 }
 
 std::vector<int> Pool::TEST_slot_uids() const {
   std::vector<int> out;
   for (const auto& s : impl_->slots)
-    out.push_back(s.own_uid ? static_cast<int>(s.uids.front()) : -1);
+    if (!s.lent) out.push_back(s.own_uid ? static_cast<int>(s.uids.front()) : -1);
   return out;
 }
 

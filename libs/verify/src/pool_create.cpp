@@ -168,9 +168,18 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
   // Slots: workers_per_device on each device (cpu_workers for "cpu"), or total_workers spread.
   std::vector<std::size_t> slot_devices = plan_slots(o.total_workers, I.cfg, devs, I.sizing);
   std::sort(slot_devices.begin(), slot_devices.end());
+  const std::size_t workers = slot_devices.size();
+  // The lent slots (verifier.timing.lend) after the workers, each device's in turn.
+  for (std::size_t d = 0; d < devs.size(); ++d) {
+    auto end = slot_devices.begin() + static_cast<std::ptrdiff_t>(workers);
+    int n = I.lend_slots(static_cast<int>(std::count(slot_devices.begin(), end, d)));
+    for (int i = 0; i < n; ++i) slot_devices.push_back(d);
+    if (n > 0)
+      I.sizing += "; " + devs[d].id + ": " + std::to_string(n) + " lent slot" + (n > 1 ? "s" : "") +
+                  " (verifier.timing.lend)";
+  }
   unsigned cores = usable_cores();
-  I.omp_threads =
-      std::max(1, static_cast<int>(cores / std::max<std::size_t>(1, slot_devices.size())));
+  I.omp_threads = std::max(1, static_cast<int>(cores / std::max<std::size_t>(1, workers)));
 
   std::error_code ec;
   static std::uint64_t pool_counter = 0;
@@ -236,6 +245,7 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
     Slot s;
     s.index = static_cast<int>(i);
     s.device = slot_devices[i];
+    s.lent = i >= workers;
     s.uids = I.sandbox->slot_uids(static_cast<int>(i));
     s.own_uid = !s.uids.empty();
     s.cache_dir = I.cache_root;

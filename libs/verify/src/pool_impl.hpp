@@ -35,6 +35,10 @@ namespace kforge::verify {
 
 using std::chrono::milliseconds;
 
+// A timing sample's wait lends a slot once it has lasted this long: most waits last hundreds of
+// milliseconds (a burst's, a gathering), and a lent sample runs for seconds whatever the wait.
+inline constexpr milliseconds kLendAfter{50};
+
 // Keeps the first and the last `cap` bytes of a stream and counts the rest.
 class CappedBuffer {
  public:
@@ -111,11 +115,24 @@ struct SampleProcess {
   bool first_line_seen = false;
   bool mutant_phase = false;
   SteadyTime primary_done{};
+  // Lent slots (verifier.timing.lend): the sample says on its result pipe that it waits for its
+  // timing section ({"lend": "wait"}) and that the section began or it gave up ({"lend":
+  // "back"}); while it waits, the pool may run another sample on a lent slot of its device.
+  // lend_line: where the result's line not yet complete begins; lend_scan: how far it has been
+  // searched for its end.
+  // wait_since: when it said it waits (a wait lends a slot once it lasted kLendAfter).
+  bool waiting = false;
+  SteadyTime wait_since{};
+  std::size_t lend_line = 0, lend_scan = 0;
 };
 
 struct Slot {
   int index = 0;
   std::size_t device = 0;  // index into Impl::devices
+  // A lent slot (verifier.timing.lend): after the device's workers, it takes a sample only
+  // while a sample of its device waits for its timing section (may_lend); not a worker in the
+  // counts (Pool::slots, the memory fraction's divisor, the cores per sample).
+  bool lent = false;
   // The uids this slot's samples run as: two with prestarting (the running sample and the child
   // waiting for the next one never share a uid, so ending one cannot touch the other).
   std::vector<uid_t> uids;
@@ -245,8 +262,18 @@ struct Pool::Impl {
   // --- the loop (pool_loop.cpp): step() and its phases, in order ---
   void step(milliseconds max_wait);
   void start_due_workers(SteadyTime t);
+  bool may_start(const Slot& s) const;
   void fail_queue(const std::string& why);
   void dispatch_queue();
+  // Lent slots: how many a device gets (verifier.timing.lend, auto: a quarter of its workers),
+  // whether one may take a sample now (a sample of its device waits for its timing section and
+  // the lent slots running are fewer than the samples waiting), and the lend lines of a run's
+  // result read so far.
+  int lend_slots(int workers) const;
+  bool may_lend(const Slot& s) const;
+  // The soonest after t a wait, kLendAfter old then, may lend a slot (for the poll's wait).
+  std::optional<SteadyTime> next_lend(SteadyTime t) const;
+  void read_lend_lines(SampleProcess& r);
   bool watching_runs() const;
   // early_long: the long samples running, and how many may (verify/cost.hpp).
   LongRoom long_room() const;

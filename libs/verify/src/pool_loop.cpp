@@ -50,8 +50,16 @@ void Pool::Impl::step(milliseconds max_wait) {
 void Pool::Impl::start_due_workers(SteadyTime t) {
   if (!warm) return;
   for (auto& s : slots)
-    if (s.state == WorkerState::down && devices[s.device].in_rotation && t >= s.next_start)
+    if (s.state == WorkerState::down && devices[s.device].in_rotation && t >= s.next_start &&
+        may_start(s))
       start_worker(s);
+}
+
+// A lent slot's worker starts once its device's workers are up: it does not slow their start.
+bool Pool::Impl::may_start(const Slot& s) const {
+  return !s.lent || std::none_of(slots.begin(), slots.end(), [&s](const Slot& o) {
+    return !o.lent && o.device == s.device && o.state == WorkerState::starting;
+  });
 }
 
 void Pool::Impl::fail_queue(const std::string& why) {
@@ -63,17 +71,57 @@ void Pool::Impl::dispatch_queue() {
     if (samples.empty()) break;
     if (s.run || !devices[s.device].in_rotation) continue;
     if (warm && s.state != WorkerState::ready) continue;
-    dispatch(s, samples.take_next(cfg.order, now(), long_room()));
+    if (s.lent && !may_lend(s)) continue;
+    if (!dispatch(s, samples.take_next(cfg.order, now(), long_room())) || !s.lent) continue;
+    int running = 0;
+    for (const auto& o : slots) running += o.lent && o.device == s.device && o.run ? 1 : 0;
+    ++stats.lent_runs;
+    stats.lent_max = std::max(stats.lent_max, running);
   }
 }
 
 LongRoom Pool::Impl::long_room() const {
   LongRoom room;
   for (const auto& s : slots) room.running += s.run && s.run->job.is_long ? 1 : 0;
-  int n = static_cast<int>(slots.size());
+  int n = 0;  // the workers: lent slots are not counted
+  for (const auto& s : slots) n += s.lent ? 0 : 1;
   room.at_once = long_at_once(n);
   room.spacing = long_spacing(n);
   return room;
+}
+
+int Pool::Impl::lend_slots(int workers) const {
+  if (!cfg.timing.enabled || workers <= 0) return 0;
+  if (cfg.timing.lend != kAutoLend) return cfg.timing.lend;
+  return std::max(1, workers / 4);
+}
+
+// A lent slot takes a sample while its device has more samples waiting for their timing
+// section than lent slots running: each waiting sample lends its slot once. A sample that says
+// it waits and does not (the sample's code writes the line itself) gains at most the device's
+// lent slots: there are no others.
+bool Pool::Impl::may_lend(const Slot& s) const {
+  int waiting = 0, lent = 0;
+  const SteadyTime t = now();
+  for (const auto& o : slots) {
+    if (o.device != s.device || !o.run) continue;
+    const SampleProcess& r = *o.run;
+    bool waits = r.waiting && t - r.wait_since >= kLendAfter;
+    waiting += waits && !r.exited && r.killed == KillReason::none ? 1 : 0;
+    lent += o.lent ? 1 : 0;
+  }
+  return waiting > lent;
+}
+
+std::optional<SteadyTime> Pool::Impl::next_lend(SteadyTime t) const {
+  if (samples.empty()) return std::nullopt;
+  std::optional<SteadyTime> soonest;
+  for (const auto& o : slots)
+    if (o.run && o.run->waiting && !o.run->exited) {
+      SteadyTime at = o.run->wait_since + kLendAfter;
+      if (at > t && (!soonest || at < *soonest)) soonest = at;
+    }
+  return soonest;
 }
 
 bool Pool::Impl::watching_runs() const {
@@ -129,10 +177,12 @@ milliseconds Pool::Impl::wait_time(SteadyTime t, milliseconds max_wait) const {
       watching = true;
     }
     if (s.state == WorkerState::starting) wake = std::min(wake, s.start_deadline);
-    if (s.state == WorkerState::down && warm && devices[s.device].in_rotation)
+    if (s.state == WorkerState::down && warm && devices[s.device].in_rotation && may_start(s))
       wake = std::min(wake, s.next_start);
   }
   if (watching && rss_watch()) wake = std::min(wake, next_memory_poll);
+  // A wait that may lend a slot soon (kLendAfter).
+  if (auto lend = next_lend(t)) wake = std::min(wake, *lend);
   // Fresh children are reaped by polling waitpid: cap the wait so exits are seen promptly.
   bool fresh_running = !warm && watching;
   if (fresh_running) wake = std::min(wake, t + milliseconds(20));

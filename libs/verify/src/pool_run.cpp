@@ -77,7 +77,10 @@ nlohmann::json Pool::Impl::timing_json(const Slot& s, const Sample& job) const {
           {"wait_s", t.wait_s},
           {"gather_s", t.gather_s},
           {"min_kernel_share", t.min_kernel_share},
-          {"max_input_fraction", t.max_input_fraction}};
+          {"max_input_fraction", t.max_input_fraction},
+          // The device has lent slots: the harness says when it waits for its section.
+          {"lend", std::any_of(slots.begin(), slots.end(),
+                               [&s](const Slot& o) { return o.lent && o.device == s.device; })}};
 }
 
 namespace {
@@ -300,11 +303,29 @@ void Pool::Impl::drain_fd(int& fd, SampleProcess& r, Stream which) {
       r.err.append(buf, len);
     } else if (r.result.size() + len <= (32u << 20)) {
       r.result.append(buf, len);
+      if (!r.first_line_seen) read_lend_lines(r);
       if (!r.first_line_seen) watch_first_line(r);
     } else {
       r.result_overflow = true;
     }
   }
+}
+
+// The lines of a timing sample that waits for the device ({"lend": "wait"}) and whose section
+// began or which gave up ({"lend": "back"}), written by the harness (timing.py) before the real
+// run's report; read as they come. Anything else on the line, or another value, is not one.
+void Pool::Impl::read_lend_lines(SampleProcess& r) {
+  static constexpr std::string_view kLine = "{\"lend\": \"";
+  for (auto nl = r.result.find('\n', r.lend_scan); nl != std::string::npos;
+       nl = r.result.find('\n', r.lend_scan)) {
+    std::string_view line = std::string_view(r.result).substr(r.lend_line, nl - r.lend_line);
+    r.lend_line = r.lend_scan = nl + 1;
+    if (line.substr(0, kLine.size()) != kLine) continue;
+    auto rest = line.substr(kLine.size());
+    if (rest == "wait\"}" && !r.waiting) r.waiting = true, r.wait_since = now();
+    if (rest == "back\"}") r.waiting = false;
+  }
+  r.lend_scan = r.result.size();  // a long line (the report) is searched once
 }
 
 // The real run's report has arrived; if the mutant run follows in the same process, it gets
@@ -316,6 +337,7 @@ void Pool::Impl::watch_first_line(SampleProcess& r) {
   auto lines = split_result_lines(std::string_view(r.result).substr(0, nl + 1));
   if (lines.reports.empty()) return;
   r.first_line_seen = true;
+  r.waiting = false;  // its timing is over
   auto report = parse_harness_report(lines.reports.front(), ReportOrigin::harness);
   if (!report.ok() || !report->mutant_phase) return;
   r.mutant_phase = true;

@@ -61,6 +61,7 @@ nlohmann::json Pool::Impl::run_facts_json(const Slot& s, const SampleProcess& r,
       {"timeout_s", r.timeout_s},
       {"uid", s.own_uid ? static_cast<std::int64_t>(r.uid) : -1},
       {"prestarted", r.prestarted},
+      {"lent", s.lent},  // ran on a lent slot (verifier.timing.lend)
       {"queue_ms",
        r.job.submitted == SteadyTime{}
            ? std::int64_t{-1}
@@ -70,6 +71,8 @@ nlohmann::json Pool::Impl::run_facts_json(const Slot& s, const SampleProcess& r,
 void Pool::Impl::finish_run(Slot& s) {
   std::unique_ptr<SampleProcess> run = std::move(s.run);
   SampleProcess& r = *run;
+  if (s.lent)
+    stats.lent_ms += std::chrono::duration_cast<milliseconds>(now() - r.dispatched).count();
   // Whatever the sample left behind dies with it.
   std::int64_t oom = 0;
   if (!r.cgroup.empty()) {

@@ -28,7 +28,9 @@ double Pool::Impl::memory_fraction(const Slot& s) const {
   if (devices[s.device].device.vendor == Vendor::cpu) return 0;
   if (cfg.gpu_memory_fraction > 0) return cfg.gpu_memory_fraction;
   int per_device = 0;
-  for (const auto& o : slots) per_device += o.device == s.device ? 1 : 0;
+  // The device's workers: a lent slot's sample has the same cap (docs/VERIFIER.md, "Lent
+  // slots": the bound on the device's memory).
+  for (const auto& o : slots) per_device += o.device == s.device && !o.lent ? 1 : 0;
   return 0.9 / std::max(1, per_device);
 }
 

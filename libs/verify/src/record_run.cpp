@@ -234,11 +234,18 @@ std::string RecordRun::summary(const std::string& file, double secs) const {
             "names the code's field (code=output for an export of a TritonBench "
             "corpus)\n",
             ll(tally_.no_code), opts_.code_field.c_str());
-  if (tally_.timed_sections > 0)
+  if (tally_.timed_sections > 0) {
     appendf(out,
             "  speed label: %lld exclusive sections, %lld stalls of the other samples (one per "
-            "burst)\n",
+            "burst)",
             ll(tally_.timed_sections), ll(tally_.stalls));
+    // Lent slots (verifier.timing.lend): samples run while a timing sample waited.
+    const PoolStats st = pool_.stats();
+    if (st.lent_runs > 0)
+      appendf(out, "; %lld runs on lent slots (%.1f s, at most %d at once)", ll(st.lent_runs),
+              static_cast<double>(st.lent_ms) / 1000.0, st.lent_max);
+    out += "\n";
+  }
   appendf(out, "  workers: %s\n", pool_.sizing().c_str());
   if (!tally_.slowest.empty()) {
     out += "slowest samples (sample time = real run + mutant run; ms):\n";

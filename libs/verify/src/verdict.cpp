@@ -291,6 +291,7 @@ ResultLines split_result_lines(std::string_view result) {
       if (whole && g->is_string()) out.guard.push_back(*g);
       continue;
     }
+    if (j.size() == 1 && j.contains("lend")) continue;  // the pool read it as it came
     out.reports.push_back(std::move(j));
   }
   return out;

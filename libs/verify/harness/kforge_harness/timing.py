@@ -22,6 +22,7 @@ steps run with time.perf_counter and no flush: the figures mean nothing, the plu
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Any, Callable, Optional
@@ -30,6 +31,7 @@ from . import blind, gpulock
 from . import timing_stats as st
 from . import timing_timer as tt
 from .gpusync import synchronize
+from .guard import GUARD
 from .kernel_replay import Launch, copy_integers, describe_launch, differs
 from .report_schema import SPEED_FLAG, VERDICT
 from .shapes import Json, Sample
@@ -881,7 +883,11 @@ def _run_timing(sample, report, request):
         enqueue = warm_items(items, timer)
         speed["prepare_ms"] = int((time.monotonic() - t_prep) * 1000)
         if lock is not None:
-            waited = lock.acquire_exclusive(wait_s, float(cfg.get("gather_s", 0.0)))
+            lend(cfg, "wait")
+            try:
+                waited = lock.acquire_exclusive(wait_s, float(cfg.get("gather_s", 0.0)))
+            finally:
+                lend(cfg, "back")
             if waited is None:
                 speed = not_timed("GPU busy: no exclusive use within %.0f s" % wait_s)
                 return
@@ -938,6 +944,20 @@ def _run_timing(sample, report, request):
             speed["min_speedup"] = float(cfg.get("min_speedup", 1.0))
         speed["memory"] = memory.figures()
         report["speed"] = speed
+
+
+def lend(cfg: Json, what: str) -> None:
+    """Tells the pool, on the result pipe, that this process waits for its exclusive section
+    ("wait": its core is idle, the pool may run another sample on a lent slot meanwhile) or no
+    longer does ("back": the section began, or it gave up). Only where the device has lent slots
+    (the request's timing.lend; docs/VERIFIER.md, "Lent slots"). The pool reads the line as it
+    comes and leaves it out of the reports."""
+    if not cfg.get("lend") or GUARD.out_fd is None:
+        return
+    try:
+        os.write(GUARD.out_fd, b'{"lend": "%s"}\n' % what.encode("ascii"))
+    except OSError:
+        pass
 
 
 def not_timed(reason: str) -> Json:

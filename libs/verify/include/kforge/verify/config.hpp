@@ -12,6 +12,8 @@
 namespace kforge::verify {
 
 inline constexpr int kAutoWorkers = 0;
+// verifier.timing.lend: auto (a quarter of each device's workers, at least 1).
+inline constexpr int kAutoLend = -1;
 
 // The closed choices of the section, read by name (ConfigNode::get_enum) at load time; to_string
 // gives the name back (the harness spec and messages carry it).
@@ -134,6 +136,12 @@ struct TimingConfig {
   // The label is taken for inputs up to this fraction of the worker's GPU memory (larger:
   // not_timed, with the reason); the timing holds about six times the inputs' bytes.
   double max_input_fraction = 0.125;
+  // Lent slots (docs/VERIFIER.md, "Lent slots"): while a sample waits for its timing section
+  // (the device held by another's, or the others stepping out), its worker's core is idle; the
+  // pool then runs another sample meanwhile on one of the device's lent slots, at most this many
+  // at once per device. kAutoLend (the default, `auto` in the file): a quarter of the device's
+  // workers, at least 1. 0: none.
+  int lend = kAutoLend;
 };
 
 struct VerifierConfig {

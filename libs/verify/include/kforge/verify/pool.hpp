@@ -81,6 +81,11 @@ struct PoolStats {
   std::uint64_t mutant_runs = 0;
   std::uint64_t cancelled_waiting = 0;  // cancel()ed before they started: never run
   std::uint64_t cancelled_running = 0;  // cancel()ed while they ran: their process group killed
+  // Lent slots (verifier.timing.lend): runs that took one, their wall time summed, and the most
+  // lent slots that ran at once.
+  std::uint64_t lent_runs = 0;
+  std::int64_t lent_ms = 0;
+  int lent_max = 0;
 };
 
 // What the sandbox could set up on this machine, found once when the pool starts.

@@ -171,7 +171,8 @@ void apply_mutation_score(VerifyResult& primary, const MutationScore& score);
 // then the mutant runs' in the same process), and, between them, the guard's lines
 // ({"guard": EVENT}) that the harness's audit hook writes the moment the sample's code scans
 // the process for the verifier. Only complete lines count; a line that is not an object is
-// skipped.
+// skipped, and so is a timing sample's lend line ({"lend": "wait"|"back"}: the pool reads those
+// as they come, docs/VERIFIER.md "Lent slots").
 struct ResultLines {
   std::vector<nlohmann::json> reports;
   nlohmann::json guard = nlohmann::json::array();  // the events, in order

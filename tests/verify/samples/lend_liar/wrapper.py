@@ -1,0 +1,2 @@
+def run_add(a, b):
+    return add(a, b)
