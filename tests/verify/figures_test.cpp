@@ -23,8 +23,9 @@ TEST(VerifyFigures, PhasesCompileCountsAndAutotuneConfig) {
   EXPECT_EQ(f["device"], "cpu");
   EXPECT_GE(f["cpu_ms"].get<std::int64_t>(), 0);
   const auto& ph = f["phases"];
-  for (const char* k : {"queue", "dispatched", "import", "tests", "compile", "compile_cpu", "compile_child_cpu",
-                        "compiles", "run", "mutant", "mutant_compiles", "context_waited"})
+  for (const char* k :
+       {"queue", "dispatched", "import", "tests", "compile", "compile_cpu", "compile_child_cpu",
+        "compiles", "run", "mutant", "mutant_compiles", "context_waited"})
     EXPECT_TRUE(ph.contains(k)) << k << " missing: " << ph.dump();
   EXPECT_EQ(ph["compiles"], 1);
   EXPECT_EQ(ph["mutant_compiles"], 0);

@@ -337,16 +337,17 @@ TEST(VerifyPool, AFailedProbeKeepsEveryWorkerOfItsDeviceFromSamples) {
   ASSERT_TRUE(pool);
   std::vector<verify::VerifyResult> got;
   for (int i = 0; i < 3; ++i)
-    ASSERT_TRUE(pool->submit(load_sample("pass"), [&](verify::VerifyResult&& x) {
-                      got.push_back(std::move(x));
-                    }).ok());
+    ASSERT_TRUE(pool->submit(load_sample("pass"),
+                             [&](verify::VerifyResult&& x) { got.push_back(std::move(x)); })
+                    .ok());
   // Two workers ready (their pids known) while the device has none usable: held for the probe.
   bool held = false;
   auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (pool->devices().at(0).in_rotation && std::chrono::steady_clock::now() < give_up) {
     pool->step(std::chrono::milliseconds(50));
     auto pids = pool->TEST_worker_pids();
-    int ready = static_cast<int>(std::count_if(pids.begin(), pids.end(), [](int p) { return p > 0; }));
+    int ready =
+        static_cast<int>(std::count_if(pids.begin(), pids.end(), [](int p) { return p > 0; }));
     if (ready >= 2 && pool->devices().at(0).ready_workers == 0) held = true;
     EXPECT_EQ(pool->in_flight(), 0u) << "a sample was dispatched before the device's probe";
   }

@@ -186,7 +186,8 @@ struct Pool::Impl {
   int omp_threads = 1;
   std::vector<pid_t> reap_later;
   std::string sizing;  // how the worker count was chosen
-  SteadyTime created{};  // when the pool was made: each run's report.pool.dispatched_ms counts from it
+  // When the pool was made: each run's report.pool.dispatched_ms counts from it.
+  SteadyTime created{};
 
   SteadyTime now() const { return clock->steady_now(); }
 
