@@ -53,9 +53,12 @@ def summary(lines, first):
                    % (len(head), min(warm) / 1000.0, max(warm) / 1000.0,
                       statistics.median(warm) / 1000.0, min(waited or [0]), max(waited or [0]),
                       sum(1 for w in waited if w == 0)))
+    elif waited:
+        out.append("the first %d: prestarted with no GPU warm-up (a CPU device), waited for their "
+                   "sample %d-%d ms" % (len(head), min(waited), max(waited)))
     else:
-        out.append("the first %d: no prestart warm-up reported (verifier.prestart off, or fresh "
-                   "mode)" % len(head))
+        out.append("the first %d: no prestart reported (verifier.prestart off, or fresh mode)"
+                   % len(head))
     return "\n".join(out)
 
 
