@@ -23,11 +23,14 @@ TEST(VerifyFigures, PhasesCompileCountsAndAutotuneConfig) {
   EXPECT_EQ(f["device"], "cpu");
   EXPECT_GE(f["cpu_ms"].get<std::int64_t>(), 0);
   const auto& ph = f["phases"];
-  for (const char* k : {"queue", "import", "tests", "compile", "compile_cpu", "compile_child_cpu",
-                        "compiles", "run", "mutant", "mutant_compiles", "context_waited"})
+  for (const char* k :
+       {"queue", "dispatched", "import", "tests", "compile", "compile_cpu", "compile_child_cpu",
+        "compiles", "run", "mutant", "mutant_compiles", "context_waited"})
     EXPECT_TRUE(ph.contains(k)) << k << " missing: " << ph.dump();
   EXPECT_EQ(ph["compiles"], 1);
   EXPECT_EQ(ph["mutant_compiles"], 0);
+  // From the pool's creation: the workers' start and the wait in the queue, at least.
+  EXPECT_GE(ph["dispatched"].get<std::int64_t>(), ph["queue"].get<std::int64_t>());
   // The autotuned kernel: the config it ran with.
   ASSERT_EQ(r[1].verdict, verify::Verdict::passed) << r[1].detail << r[1].stderr_tail;
   auto a = verify::sample_figures(r[1])["autotune"];
@@ -52,7 +55,7 @@ TEST(VerifyFigures, TritonCacheKeyIsComputedInTheWorkerBeforeTheSample) {
 TEST(VerifyFigures, ThePoolsFactsAreReadThroughTheDeclarationAndARenamedOneIsNamed) {
   verify::VerifyResult r;
   r.duration_ms = 500;
-  set_report(r, {{"pool", {{"queue_ms", 3}, {"cpu_ms", 120}}},
+  set_report(r, {{"pool", {{"queue_ms", 3}, {"cpu_ms", 120}, {"dispatched_ms", 7400}}},
                  {"mutant",
                   {{"verdict", "failed"},
                    {"detail", "1 test failed"},
@@ -62,6 +65,7 @@ TEST(VerifyFigures, ThePoolsFactsAreReadThroughTheDeclarationAndARenamedOneIsNam
   auto f = verify::sample_figures(r);
   EXPECT_EQ(f["cpu_ms"], 120);
   EXPECT_EQ(f["phases"]["queue"], 3);
+  EXPECT_EQ(f["phases"]["dispatched"], 7400);
   EXPECT_EQ(f["phases"]["mutant"], 80);
   EXPECT_EQ(f["phases"]["mutant_compiles"], 0);
   EXPECT_EQ(f["phase_times"]["mutant_prepare"]["wall_ms"], 9);

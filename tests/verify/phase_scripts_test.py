@@ -1,7 +1,8 @@
-"""The per-phase benchmark scripts on verdict lines made here (bench/verify/phase_table.py and
-phase_diff.py, which scripts/gpu/timing-cost runs on the H200's): every phase a report can
-hold gets a row, a phase's compiles and runs go under it, and the labelled run's extra CPU is
-split by phase, by the watcher's arms and per bounds launch. Run by
+"""The per-phase benchmark scripts on verdict lines made here (bench/verify/phase_table.py,
+phase_diff.py and pool_start.py, which scripts/gpu/timing-cost runs on the H200's): every phase
+a report can hold gets a row, a phase's compiles and runs go under it, the labelled run's extra
+CPU is split by phase, by the watcher's arms and per bounds launch, and the pool's start is
+read from either kind of line. Run by
 tests/verify/CMakeLists.txt (verify.phase_scripts) as `python3 phase_scripts_test.py ROOT`."""
 
 import json
@@ -158,6 +159,26 @@ class PhaseScriptsTest(unittest.TestCase):
                       "x)", out)
         self.assertIn("differing: 1; speed flags alone: 1", out)
         self.assertIn("s@1: ('passed', ()) -> ('passed', ('out_of_bounds',))", out)
+
+    def test_pool_start_reads_both_kinds_of_line(self):
+        # bench/verify/pool_start.py: the first and the Nth dispatch from the pool's creation,
+        # whatever order the lines come in, from --json lines and from --full verdict lines.
+        plain = [{"key": "k%d" % i, "phases": {"dispatched": d, "context": 1000 + 10 * i,
+                                                "context_waited": 0 if i < 2 else 50}}
+                 for i, d in enumerate([7820, 6370, 9100, 30000])]
+        plain.append({"key": "no-dispatch", "phases": {"queue": 3}})
+        out = self.run_script(os.path.join(BENCH, "pool_start.py"), self.write("p.jsonl", plain),
+                              "--first", "3")
+        self.assertIn("first sample dispatched at 6.37 s, 3rd at 9.10 s (4 samples with a "
+                      "dispatch time)", out)
+        self.assertIn("the first 3: warm-up 1.00-1.02 s (median 1.01), waited for their sample "
+                      "0-50 ms; 2 came before their warm-up was done", out)
+        full = [{"key": "k%d" % i, "report": {"pool": {"dispatched_ms": d, "queue_ms": 1},
+                                              "prestart": {"gpu": "ready", "ms": 1200,
+                                                           "waited_ms": 0}}}
+                for i, d in enumerate([8000, 6000])]
+        out = self.run_script(os.path.join(BENCH, "pool_start.py"), self.write("f.jsonl", full))
+        self.assertIn("first sample dispatched at 6.00 s, 2nd at 8.00 s", out)
 
 
 if __name__ == "__main__":

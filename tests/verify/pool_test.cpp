@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -337,6 +338,104 @@ TEST(VerifyPool, DeviceWhoseWorkersKeepFailingLeavesTheRotation) {
   auto r = run_one(*pool, load_sample("pass"));
   EXPECT_EQ(r.verdict, Verdict::error);
   EXPECT_EQ(r.flags, std::vector<std::string>{verify::kInfrastructure});
+}
+
+// One GPU probe per device (issue 54): the first worker of each device makes the probe context,
+// the others none, and every worker takes samples once its device's probe said ok. The count is
+// the workers' own: a ready event whose probe was made (not "not asked").
+TEST(VerifyPool, OneGpuProbePerDevice) {
+  TempDir tmp;
+  auto cfg = test_config(tmp);
+  // A fake GPU stack whose CUDA works (on every device but the one numbered 1).
+  cfg.python_path = {(source_dir() / "tests" / "verify" / "fake_gpu_second_broken").string()};
+  cfg.preload = {"torch"};
+  cfg.workers_per_device = 3;
+  verify::Device gpu0{"cuda:0", verify::Vendor::nvidia, 0, "Fake GPU", "", 0};
+  verify::Device gpu2{"cuda:2", verify::Vendor::nvidia, 2, "Fake GPU", "", 0};
+  auto pool = make_pool(cfg, {gpu0, gpu2});
+  ASSERT_TRUE(pool);
+  std::vector<verify::VerifyRequest> batch(8, load_sample("pass"));
+  auto r = run_all(*pool, batch);
+  for (const auto& x : r) EXPECT_EQ(x.verdict, Verdict::passed) << x.detail;
+  // Every slot ready and usable: the ones that made no probe of their own too.
+  step_for(*pool, std::chrono::milliseconds(300));
+  for (const auto& d : pool->devices()) {
+    EXPECT_TRUE(d.in_rotation) << d.device;
+    EXPECT_EQ(d.ready_workers, 3) << d.device;
+  }
+  EXPECT_EQ(pool->stats().worker_starts, 6u);
+  EXPECT_EQ(pool->stats().gpu_probes, 2u);
+  // As before when asked to probe nothing: no probe at all.
+  TempDir tmp2;
+  auto off = test_config(tmp2);
+  off.python_path = cfg.python_path;
+  off.preload = cfg.preload;
+  off.workers_per_device = 2;
+  off.probe_gpu = false;
+  auto unprobed = make_pool(off, {gpu0});
+  ASSERT_TRUE(unprobed);
+  EXPECT_EQ(run_one(*unprobed, load_sample("pass")).verdict, Verdict::passed);
+  EXPECT_EQ(unprobed->stats().gpu_probes, 0u);
+}
+
+// The device's one probe fails late (a fake GPU whose contexts come up but whose first
+// computation faults after 4 s, tests/verify/fake_gpu_probe_fails): the device's other workers,
+// ready long before, take no sample meanwhile, and the failure counts for every one of them, as
+// when each made its own probe: with max_start_failures = the workers, the device leaves the
+// rotation at once and every sample ends as the verifier's error. The same GPU without the
+// probe runs the samples (they do not use torch): only the probe keeps them off it.
+TEST(VerifyPool, AFailedProbeKeepsEveryWorkerOfItsDeviceFromSamples) {
+  const auto fake = (source_dir() / "tests" / "verify" / "fake_gpu_probe_fails").string();
+  verify::Device gpu{"cuda:0", verify::Vendor::nvidia, 0, "Fake GPU", "", 0};
+  {
+    TempDir tmp;
+    auto cfg = test_config(tmp);
+    cfg.python_path = {fake};
+    cfg.preload = {"torch"};
+    cfg.workers_per_device = 3;
+    cfg.probe_gpu = false;
+    auto pool = make_pool(cfg, {gpu});
+    ASSERT_TRUE(pool);
+    auto r = run_all(*pool, {load_sample("pass"), load_sample("pass")});
+    for (const auto& x : r) EXPECT_EQ(x.verdict, Verdict::passed) << x.detail;
+  }
+  TempDir tmp;
+  auto cfg = test_config(tmp);
+  cfg.python_path = {fake};
+  cfg.preload = {"torch"};
+  cfg.workers_per_device = 3;
+  cfg.max_start_failures = 3;
+  auto pool = make_pool(cfg, {gpu});
+  ASSERT_TRUE(pool);
+  std::vector<verify::VerifyResult> got;
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(pool->submit(load_sample("pass"),
+                             [&](verify::VerifyResult&& x) { got.push_back(std::move(x)); })
+                    .ok());
+  // Two workers ready (their pids known) while the device has none usable: held for the probe.
+  bool held = false;
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (pool->devices().at(0).in_rotation && std::chrono::steady_clock::now() < give_up) {
+    pool->step(std::chrono::milliseconds(50));
+    auto pids = pool->TEST_worker_pids();
+    int ready =
+        static_cast<int>(std::count_if(pids.begin(), pids.end(), [](int p) { return p > 0; }));
+    if (ready >= 2 && pool->devices().at(0).ready_workers == 0) held = true;
+    EXPECT_EQ(pool->in_flight(), 0u) << "a sample was dispatched before the device's probe";
+  }
+  EXPECT_TRUE(held) << "the workers without a probe were never ready before the probe failed";
+  pool->drain();
+  auto d = pool->devices().at(0);
+  EXPECT_FALSE(d.in_rotation);
+  EXPECT_EQ(d.start_failures, 3);
+  EXPECT_NE(d.reason.find("GPU probe failed"), std::string::npos) << d.reason;
+  EXPECT_NE(d.reason.find("illegal memory access"), std::string::npos) << d.reason;
+  EXPECT_EQ(pool->stats().gpu_probes, 1u);
+  ASSERT_EQ(got.size(), 3u);
+  for (const auto& x : got) {
+    EXPECT_EQ(x.verdict, Verdict::error) << x.detail;
+    EXPECT_EQ(x.flags, std::vector<std::string>{verify::kInfrastructure});
+  }
 }
 
 // An idle pool waits the whole max_wait unless woken: wake() from another thread (the daemon's

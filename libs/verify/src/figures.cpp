@@ -28,7 +28,10 @@ nlohmann::json sample_figures(const VerifyResult& r) {
     if (v >= 0) phases[name] = v;
   };
   auto opt = [](const std::optional<std::int64_t>& v) { return v.value_or(-1); };
-  if (p.pool) put("queue", opt(p.pool->queue_ms));
+  if (p.pool) {
+    put("queue", opt(p.pool->queue_ms));
+    put("dispatched", opt(p.pool->dispatched_ms));
+  }
   if (h.prestart) {
     put("context", opt(h.prestart->ms));
     put("context_cpu", opt(h.prestart->cpu_ms));

@@ -477,7 +477,8 @@ HarnessReport::Origin origin_of(const nlohmann::json& o) {
 void read_pool_parts(const nlohmann::json& r, HarnessReport& h) {
   h.guard = strings(child(r, "guard"));
   if (const auto* p = child(r, "pool"))
-    h.pool = HarnessReport::PoolFacts{opt_int(*p, "queue_ms"), opt_int(*p, "cpu_ms")};
+    h.pool = HarnessReport::PoolFacts{opt_int(*p, "queue_ms"), opt_int(*p, "cpu_ms"),
+                                      opt_int(*p, "dispatched_ms")};
   if (const auto* m = child(r, "mutant")) {
     HarnessReport::MutantRuns runs;
     if (const auto* in = child(*m, "integrity")) runs.integrity = integrity_of(*in);

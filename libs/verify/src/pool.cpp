@@ -185,7 +185,7 @@ std::vector<DeviceStatus> Pool::devices() const {
     for (const auto& s : impl_->slots) {
       if (s.device != d || s.lent) continue;
       ++st.workers;
-      if (s.state == WorkerState::ready || (!impl_->warm && e.in_rotation)) ++st.ready_workers;
+      if (impl_->usable(s) || (!impl_->warm && e.in_rotation)) ++st.ready_workers;
     }
     out.push_back(st);
   }

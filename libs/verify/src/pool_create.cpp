@@ -151,6 +151,7 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
   I.cfg = o.config;
   I.env = o.env ? o.env : &default_env();
   I.clock = &I.env->clock();
+  I.created = I.now();
   I.warm = I.cfg.mode == PoolMode::warm;
   KF_TRY(I.harness, find_harness(I.cfg));
   I.python = I.cfg.python;

@@ -148,6 +148,7 @@ struct Slot {
   SteadyTime next_start{};
   int backoff_ms = 0;
   bool ever_ready = false;
+  bool probing = false;  // this start of the worker makes the GPU probe (--probe-gpu)
   std::unique_ptr<SampleProcess> run;
   std::unique_ptr<SampleProcess> spare;  // prestarted, waiting for a sample
   SteadyTime next_spare{};
@@ -163,6 +164,12 @@ struct DeviceEntry {
   // root that every sample of this device takes, shared while it uses the GPU and exclusive
   // while it times; timing samples queue among themselves on the third.
   std::string lock_gate, lock_rw, lock_queue;
+  // The device's GPU probe (verifier.probe_gpu): one worker of the device probes on its first
+  // start (`prober`, its slot; -1 when none does now), the others do not; none of the device's
+  // workers takes a sample before a probe of the device said ok (`probe_ok`). A worker that
+  // starts again (it died, wedged or failed) probes for itself, as each did before.
+  bool probe_ok = false;
+  int prober = -1;
 };
 
 // A run's output streams, as drain_fd() files what it reads.
@@ -197,6 +204,8 @@ struct Pool::Impl {
   int omp_threads = 1;
   std::vector<pid_t> reap_later;
   std::string sizing;  // how the worker count was chosen
+  // When the pool was made: each run's report.pool.dispatched_ms counts from it.
+  SteadyTime created{};
 
   SteadyTime now() const { return clock->steady_now(); }
 
@@ -215,6 +224,15 @@ struct Pool::Impl {
   void worker_start_failed(Slot& s, const std::string& why);
   // The worker died or wedged after it had been ready.
   void worker_lost(Slot& s, const std::string& why);
+  // Whether a start of this slot's worker makes the GPU probe; claims the device's probe.
+  bool probes_at_start(Slot& s);
+  // A slot whose worker is ready may take samples: its device's probe said ok (or none is asked).
+  bool usable(const Slot& s) const;
+  // The ready event's probe failed: that worker failed to start, and, while no probe of the
+  // device has passed, so did every worker of the device that relies on it (starting without a
+  // probe of its own, or ready and waiting for it), as when each made its own probe and failed.
+  void probe_failed(Slot& s, const std::string& why);
+  void handle_ready(Slot& s, const WorkerEvent& ev);
   void handle_event(Slot& s, const WorkerEvent& ev);
   void read_control(Slot& s);
   // Sends a message with file descriptors to the slot's worker (closing them here), built by

@@ -70,7 +70,9 @@ void Pool::Impl::dispatch_queue() {
   for (auto& s : slots) {
     if (samples.empty()) break;
     if (s.run || !devices[s.device].in_rotation) continue;
-    if (warm && s.state != WorkerState::ready) continue;
+    // A ready worker whose device's probe has not said ok yet takes none (its prestarted child
+    // may already make its context meanwhile: it runs nothing of a sample's).
+    if (warm && !usable(s)) continue;
     if (s.lent && !may_lend(s)) continue;
     if (!dispatch(s, samples.take_next(cfg.order, now(), long_room())) || !s.lent) continue;
     int running = 0;

@@ -65,7 +65,10 @@ nlohmann::json Pool::Impl::run_facts_json(const Slot& s, const SampleProcess& r,
       {"queue_ms",
        r.job.submitted == SteadyTime{}
            ? std::int64_t{-1}
-           : std::chrono::duration_cast<milliseconds>(r.dispatched - r.job.submitted).count()}};
+           : std::chrono::duration_cast<milliseconds>(r.dispatched - r.job.submitted).count()},
+      // When it left the queue, counted from the pool's creation (the workers' start): the
+      // first samples' say how long the pool took to start (bench/verify/pool_start.py).
+      {"dispatched_ms", std::chrono::duration_cast<milliseconds>(r.dispatched - created).count()}};
 }
 
 void Pool::Impl::finish_run(Slot& s) {

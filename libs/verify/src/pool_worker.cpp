@@ -66,8 +66,7 @@ void Pool::Impl::start_worker(Slot& s) {
                "3",
                "--preload=" + preload,
                "--python-path=" + pypath};
-  if (cfg.probe_gpu && devices[s.device].device.vendor != Vendor::cpu)
-    spec.argv.push_back("--probe-gpu");
+  if (probes_at_start(s)) spec.argv.push_back("--probe-gpu");
   spec.env = sample_env(s);
   spec.fds = {{sv[1], 3}};
   if (log >= 0) spec.fds.push_back({log, 2});
@@ -87,6 +86,39 @@ void Pool::Impl::start_worker(Slot& s) {
   s.state = WorkerState::starting;
   s.start_deadline =
       now() + milliseconds(static_cast<std::int64_t>(cfg.worker_start_timeout_s * 1000));
+}
+
+// One probe per device (issue 54): the driver makes a GPU's contexts largely one at a time, so
+// 16 probes at once took 2-3 s of every worker's start on an H200; one probe, made while the
+// others import, says the same of the device.
+bool Pool::Impl::probes_at_start(Slot& s) {
+  auto& d = devices[s.device];
+  s.probing = false;
+  if (!cfg.probe_gpu || d.device.vendor == Vendor::cpu) return false;
+  bool again = s.ever_ready || s.backoff_ms > 0;  // a restart probes for itself, as before
+  if (!again && (d.probe_ok || d.prober >= 0)) return false;
+  if (!d.probe_ok && d.prober < 0) d.prober = s.index;
+  s.probing = true;
+  return true;
+}
+
+bool Pool::Impl::usable(const Slot& s) const {
+  const auto& d = devices[s.device];
+  return s.state == WorkerState::ready &&
+         (d.probe_ok || !cfg.probe_gpu || d.device.vendor == Vendor::cpu);
+}
+
+void Pool::Impl::probe_failed(Slot& s, const std::string& why) {
+  const bool relied_on = !devices[s.device].probe_ok;
+  const std::size_t device = s.device;
+  const int index = s.index;
+  worker_start_failed(s, why);
+  if (!relied_on) return;
+  for (auto& o : slots) {
+    if (o.index == index || o.device != device || o.probing) continue;
+    if (o.state != WorkerState::starting && o.state != WorkerState::ready) continue;
+    worker_start_failed(o, why + " (worker " + std::to_string(index) + "'s probe, for the device)");
+  }
 }
 
 std::string Pool::Impl::worker_log_tail(const Slot& s) const {
@@ -120,6 +152,7 @@ void Pool::Impl::worker_start_failed(Slot& s, const std::string& why) {
   drop_spare(s);
   stop_worker(s);
   auto& d = devices[s.device];
+  if (d.prober == s.index) d.prober = -1;  // its restart probes (probes_at_start)
   ++d.start_failures;
   s.backoff_ms = std::min(30000, s.backoff_ms == 0 ? 500 : s.backoff_ms * 2);
   s.next_start = now() + milliseconds(s.backoff_ms);
@@ -158,35 +191,46 @@ void Pool::Impl::worker_lost(Slot& s, const std::string& why) {
   if (s.run) finish_run(s);
 }
 
+void Pool::Impl::handle_ready(Slot& s, const WorkerEvent& ev) {
+  // The worker made a probe context (one not asked, or without torch, carries a note).
+  if (!ev.probe.contains("note")) ++stats.gpu_probes;
+  if (!ev.probe_ok) {
+    probe_failed(s, "GPU probe failed: " + ev.probe.dump());
+    return;
+  }
+  auto& d = devices[s.device];
+  if (s.probing) {
+    d.probe_ok = true;
+    if (d.prober == s.index) d.prober = -1;
+  }
+  s.state = WorkerState::ready;
+  s.ever_ready = true;
+  s.backoff_ms = 0;
+  d.start_failures = 0;
+  spdlog::debug("verifier: worker {} on {} ready (pid {}, modules {}, probe {}, triton key {})",
+                s.index, d.device.id, s.worker_pid, ev.modules.dump(), ev.probe.dump(),
+                ev.triton_key.dump());
+  if (!warned_missing_modules) {
+    std::string missing;
+    for (const char* m : {"torch", "triton"})
+      if (ev.modules.contains(m) &&
+          (!ev.modules[m].is_string() ||
+           ev.modules[m].get<std::string>().rfind("import failed", 0) == 0))
+        missing += (missing.empty() ? "" : ", ") + std::string(m);
+    if (!missing.empty()) {
+      warned_missing_modules = true;
+      spdlog::warn(
+          "verifier: {} lacks {}: samples that need them end in error, flagged "
+          "'environment' and not repaired; set verifier.python to a Python with torch and "
+          "triton",
+          python, missing);
+    }
+  }
+}
+
 void Pool::Impl::handle_event(Slot& s, const WorkerEvent& ev) {
   if (ev.kind == WorkerEventKind::ready) {
-    if (!ev.probe_ok) {
-      worker_start_failed(s, "GPU probe failed: " + ev.probe.dump());
-      return;
-    }
-    s.state = WorkerState::ready;
-    s.ever_ready = true;
-    s.backoff_ms = 0;
-    devices[s.device].start_failures = 0;
-    spdlog::debug("verifier: worker {} on {} ready (pid {}, modules {}, triton key {})", s.index,
-                  devices[s.device].device.id, s.worker_pid, ev.modules.dump(),
-                  ev.triton_key.dump());
-    if (!warned_missing_modules) {
-      std::string missing;
-      for (const char* m : {"torch", "triton"})
-        if (ev.modules.contains(m) &&
-            (!ev.modules[m].is_string() ||
-             ev.modules[m].get<std::string>().rfind("import failed", 0) == 0))
-          missing += (missing.empty() ? "" : ", ") + std::string(m);
-      if (!missing.empty()) {
-        warned_missing_modules = true;
-        spdlog::warn(
-            "verifier: {} lacks {}: samples that need them end in error, flagged "
-            "'environment' and not repaired; set verifier.python to a Python with torch and "
-            "triton",
-            python, missing);
-      }
-    }
+    handle_ready(s, ev);
     return;
   }
   auto id = static_cast<std::uint64_t>(ev.id);

@@ -292,10 +292,19 @@ def read_op(msg: bytes, fds: list[int]) -> Optional[Json]:
 
 
 def gpu_probe() -> Json:
-    """Forks a child that touches the GPU (the worker itself must not initialise CUDA)."""
+    """Forks a child that touches the GPU (the worker itself must not initialise CUDA) and
+    waits for its answer."""
+    return finish_gpu_probe(start_gpu_probe())
+
+
+def start_gpu_probe() -> Optional[tuple[int, int]]:
+    """Forks the GPU probe's child and returns (its pid, the read end of its pipe) without
+    waiting for it, so the worker does other work (the Triton cache key) while the child makes
+    its CUDA context; finish_gpu_probe() then reads the answer. None where torch is not loaded
+    (nothing to probe)."""
     torch = sys.modules.get("torch")
     if torch is None:
-        return {"ok": True, "note": "torch not loaded; no GPU probe"}
+        return None
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -313,12 +322,15 @@ def gpu_probe() -> Json:
         os.write(w, json.dumps(out).encode())
         os._exit(0)
     os.close(w)
-    data = b""
-    while True:
-        chunk = os.read(r, 65536)
-        if not chunk:
-            break
-        data += chunk
+    return pid, r
+
+
+def finish_gpu_probe(started: Optional[tuple[int, int]]) -> Json:
+    """The answer of the probe start_gpu_probe() forked: waits for its child."""
+    if started is None:
+        return {"ok": True, "note": "torch not loaded; no GPU probe"}
+    pid, r = started
+    data = read_all(r)
     os.close(r)
     os.waitpid(pid, 0)
     try:
@@ -357,10 +369,14 @@ def worker_main(args: Any) -> int:
     sock = socket.socket(fileno=args.control_fd)
     put_first_on_path(args.python_path)
     modules = preload(args.preload)
-    probe = gpu_probe() if args.probe_gpu else {"ok": True, "note": "not asked"}
+    # The probe's child makes its CUDA context while this process hashes Triton's sources for
+    # the cache key: the two overlap (issue 54). The pool asks one worker of each device to
+    # probe (docs/VERIFIER.md, "Warm workers").
+    probing = start_gpu_probe() if args.probe_gpu else None
+    key = precompute_triton_key()
+    probe = finish_gpu_probe(probing) if args.probe_gpu else {"ok": True, "note": "not asked"}
     ready = {"event": "ready", "pid": os.getpid(), "modules": modules, "probe": probe,
              "python": sys.version.split()[0], "harness": HARNESS_VERSION}
-    key = precompute_triton_key()
     if key is not None:
         ready["triton_key"] = key
     freeze_heap()

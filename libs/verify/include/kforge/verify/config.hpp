@@ -244,7 +244,7 @@ struct VerifierConfig {
   int max_requeues = 5;
   double requeue_backoff_s = 5;
   int memory_poll_ms = 100;
-  bool probe_gpu = true;  // a worker checks its GPU (in a forked child) before it is ready
+  bool probe_gpu = true;  // one worker per GPU checks it before the GPU's workers take samples
   // Variables copied from the pool's environment into the samples' (a trailing * matches a
   // prefix); everything else is dropped.
   std::vector<std::string> env_passthrough = {

@@ -235,6 +235,7 @@ struct HarnessReport {
   // reads (the others are diagnostics, let through by the declaration's object+).
   struct PoolFacts {
     std::optional<std::int64_t> queue_ms, cpu_ms;
+    std::optional<std::int64_t> dispatched_ms;  // from the pool's creation to the dispatch
   };
 
   int version = 0;

@@ -78,6 +78,7 @@ struct PoolStats {
   std::uint64_t completed = 0;
   std::uint64_t worker_starts = 0;
   std::uint64_t worker_restarts = 0;  // starts after a worker died, wedged or failed to start
+  std::uint64_t gpu_probes = 0;  // ready workers that made a GPU probe (one per device at first)
   std::uint64_t mutant_runs = 0;
   std::uint64_t cancelled_waiting = 0;  // cancel()ed before they started: never run
   std::uint64_t cancelled_running = 0;  // cancel()ed while they ran: their process group killed
