@@ -104,55 +104,6 @@ TEST(OutcomeChanges, ALeaseAndACheckpointNumberTheirJobsAndTheAnswerComesThrough
   EXPECT_EQ(s.mark(), before_renew);
 }
 
-// Migration 0054: the checkpoint's answer is covered by the number advance_job gives its job (one
-// number a checkpoint, where the answer's insert numbered the job again before); an answer
-// inserted for a leased job by any writer is numbered when the lease ends, and one for a job
-// that is not leased at once.
-TEST(OutcomeChanges, ACheckpointNumbersItsJobOnceAndALeasedJobsAnswerComesWithItsLeasesEnd) {
-  Site s;
-  auto leased = s.jobs->lease(s.run, 3, 60'000);
-  ASSERT_TRUE(leased.ok());
-  ASSERT_EQ(leased->size(), 3u);
-  const std::int64_t after_lease = s.mark();
-  pipeline::StageOutput o;
-  o.stage = "generate";
-  o.prompt_version = "v";
-  o.prompt_sha256 = "p";
-  o.request_json = "{}";
-  o.parsed_json = R"({"kernel_wrapper": "def w(): pass", "unitest_code": "pass"})";
-  pipeline::NextState next;
-  next.state = store::JobState::verify_queued;
-  next.stage = "verify";
-  auto held = s.jobs->checkpoint((*leased)[0], o, next, {});
-  ASSERT_TRUE(held.ok() && *held);
-  EXPECT_EQ(s.mark(), after_lease + 1);
-  EXPECT_EQ(db_scalar(*s.db, "SELECT count(*) FROM stage_outputs WHERE job_id = " +
-                                 std::to_string((*leased)[0].id)),
-            1);
-
-  // Another writer's answer for a leased job: seen with the lease's end (here a release).
-  auto insert_answer = [&](const pipeline::LeasedJob& j) {
-    ASSERT_TRUE(s.db->exec("INSERT INTO stage_outputs (job_id, run_id, sample_id, stage, attempt, "
-                           "status, prompt_version, prompt_sha256, created_ms) VALUES (" +
-                           std::to_string(j.id) + ", " + std::to_string(j.run_id) + ", " +
-                           std::to_string(j.sample_id) + ", 'generate', 1, 'ok', 'v', 'p', 1)")
-                    .ok());
-  };
-  const std::int64_t before = s.mark();
-  insert_answer((*leased)[1]);
-  ASSERT_TRUE(s.jobs->release((*leased)[1].id).ok());
-  auto c = s.since(before);
-  EXPECT_EQ(c.samples, (std::vector<std::int64_t>{(*leased)[1].sample_id}));
-  EXPECT_GT(c.mark, before);
-
-  // An answer for a job that is not leased (the checkpointed one, now verify_queued): at once.
-  const std::int64_t later = s.mark();
-  insert_answer((*leased)[0]);
-  c = s.since(later);
-  EXPECT_EQ(c.samples, (std::vector<std::int64_t>{(*leased)[0].sample_id}));
-  EXPECT_EQ(c.mark, later + 1);
-}
-
 TEST(OutcomeChanges, ADeletedJobIsPastEveryNumberTheRunHadEvenWhenItHeldTheNewest) {
   Site s;
   auto leased = s.jobs->lease(s.run, 1, 60'000);  // s0's job now holds the run's newest number

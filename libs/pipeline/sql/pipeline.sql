@@ -115,8 +115,7 @@ WHERE id = ?1 AND state = 'leased' AND lease_owner = ?2;
 UPDATE jobs SET state = 'queued', lease_owner = NULL, lease_expires_ms = NULL, updated_ms = ?2
 WHERE state = 'leased' AND lease_owner = ?1;
 
--- The checkpoint's state change: only while the lease is still ours. Its change number covers the
--- answer the checkpoint inserted just before it, while the job was leased (migration 0054).
+-- The checkpoint's state change: only while the lease is still ours.
 -- name: advance_job
 UPDATE jobs SET state = ?3, stage = ?4, attempts = ?5, not_before_ms = ?6, error_kind = ?7,
                 error = ?8, lease_owner = NULL, lease_expires_ms = NULL, updated_ms = ?9,

@@ -289,8 +289,20 @@ Result<bool> JobStore::checkpoint(const LeasedJob& job, const std::optional<Stag
                                   const NextState& next, const std::vector<Event>& events) {
   std::int64_t now = clock_.wall_ms();
   KF_TRY(auto tx, store::Transaction::begin(db_));
-  // The answer first, while the job is still leased: its insert leaves numbering the job to the
-  // statement that ends the lease (migration 0054), advance_job here, in this transaction.
+  {
+    KF_TRY(Stmt * s, db_.cached(Q()["advance_job"]));
+    s->bind(1, job.id)
+        .bind(2, owner_)
+        .bind(3, store::to_string(next.state))
+        .bind(4, next.stage)
+        .bind(5, next.attempts)
+        .bind(6, next.not_before_ms)
+        .bind(7, next.error_kind)
+        .bind(8, next.error)
+        .bind(9, now);
+    KF_CHECK(s->run());
+    if (db_.changes() != 1) return false;  // the transaction rolls back, writing nothing
+  }
   if (output) {
     const auto& o = *output;
     KF_TRY(Stmt * s, db_.cached(Q()["insert_stage_output"]));
@@ -319,20 +331,6 @@ Result<bool> JobStore::checkpoint(const LeasedJob& job, const std::optional<Stag
         .bind(23, o.reasoning)
         .bind(24, o.mended);
     KF_CHECK(s->run());
-  }
-  {
-    KF_TRY(Stmt * s, db_.cached(Q()["advance_job"]));
-    s->bind(1, job.id)
-        .bind(2, owner_)
-        .bind(3, store::to_string(next.state))
-        .bind(4, next.stage)
-        .bind(5, next.attempts)
-        .bind(6, next.not_before_ms)
-        .bind(7, next.error_kind)
-        .bind(8, next.error)
-        .bind(9, now);
-    KF_CHECK(s->run());
-    if (db_.changes() != 1) return false;  // the transaction rolls back, writing nothing
   }
   for (const auto& e : events) KF_CHECK(insert_event(e, now));
   KF_CHECK(tx.commit());
