@@ -68,6 +68,11 @@ class OfflineGateway final : public pipeline::LlmGateway {
     auto c = client(model);
     return c.ok() ? (*c)->request_json(req) : std::string("{}");
   }
+  std::string request_sha256_of(const std::string& model, const llm::ChatRequest& req,
+                                const std::string& body) override {
+    auto c = client(model);
+    return c.ok() ? (*c)->request_sha256(req, body) : std::string();
+  }
   void submit(const std::string& model, llm::ChatRequest req, llm::Callback done) override {
     auto c = client(model);
     if (!c.ok()) {

@@ -76,6 +76,29 @@ TEST_F(LlmTest, IdentityCoversWhatChangesTheAnswerAndNothingElse) {
   EXPECT_EQ(c->request_sha256(a).size(), 64u);
 }
 
+TEST_F(LlmTest, ABodyTheCallerBuiltIsSentAndIdentifiedWithoutASecondSerialization) {
+  // The scheduler builds each request's body (request_json) to hold it for the stage output and
+  // hands it over in ChatRequest::body: the client sends those bytes and hashes them, rather than
+  // serializing the request again. Here the body is another request's, to see which is sent (a
+  // caller must give request_json(req) itself).
+  start_server({{"defaults", {{"reply", R"({"answer": 1})"}}}});
+  auto c = make_client(nullptr, false);
+  ASSERT_TRUE(c);
+  ChatRequest asked = request("x");
+  ChatRequest built = request("y");
+  asked.body = c->request_json(built);
+  auto res = c->call(asked);
+  ASSERT_TRUE(res.ok()) << res.error().message;
+  EXPECT_EQ(server->stats()["last_request"]["body"]["messages"][1]["content"], "y");
+  EXPECT_EQ(res->request_sha256, c->request_sha256(built));
+  EXPECT_EQ(res->request_sha256, c->request_sha256(asked, c->request_json(built)));
+  // Without one, the client builds it.
+  auto again = c->call(request("x"));
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(server->stats()["last_request"]["body"]["messages"][1]["content"], "x");
+  EXPECT_EQ(again->request_sha256, c->request_sha256(request("x")));
+}
+
 TEST_F(LlmTest, InvalidUtf8InAPromptIsSentReplaced) {
   start_server({{"defaults", {{"reply_json", {{"echo", "{{user}}"}}}}}});
   auto c = make_client();

@@ -378,6 +378,12 @@ TEST_F(SchedulerTest, TransientErrorsBackOffAndRepeatTheSameRequestThenFail) {
   step(*s);
   EXPECT_EQ(states(), (std::map<std::string, std::int64_t>{{"failed:generate", 1}}));
   EXPECT_EQ(scalar("SELECT count(*) FROM stage_outputs WHERE status = 'llm_error'"), 3);
+  // A failed call's identity is hashed from the body held for it when its outcome is read (no
+  // answer brings it): the gateway's identity of the request asked.
+  EXPECT_EQ(scalar("SELECT count(*) FROM stage_outputs WHERE status = 'llm_error' AND "
+                   "request_sha256 = '" +
+                   sha + "'"),
+            3);
   EXPECT_EQ(scalar("SELECT count(*) FROM job_events WHERE kind LIKE 'llm:%'"), 3);
   EXPECT_EQ(scalar("SELECT count(*) FROM job_events WHERE kind = 'failed' AND message LIKE "
                    "'3 provider failures%rate_limit%'"),

@@ -81,7 +81,8 @@ void Client::Impl::submit(ChatRequest req, Callback done, std::optional<std::str
     }
   }
   auto c = std::make_unique<Call>();
-  c->body = request_body(ep_, req);
+  c->body = req.body.empty() ? request_body(ep_, req) : std::move(req.body);
+  req.body = std::string();
   c->sha = request_identity(url(), c->body, req.asker, req.round);
   c->req = std::move(req);
   // In batch mode the body is the request from here on: the messages are read back from it only

@@ -69,6 +69,7 @@ Status Scheduler::complete(Completion& c, StepReport& rep) {
   }
   Outcome o = read_outcome(*call, c.result);
   KF_TRY(o.out.request_json, held_request_json(*call));
+  if (!c.result.ok()) o.out.request_sha256 = failed_request_sha256(*call, o.out.request_json);
   NextStep n = next_step(*call, o);
   KF_TRY(bool held, store_.checkpoint(call->job, o.out, n.next, n.events));
   written = true;
@@ -129,7 +130,6 @@ Scheduler::Outcome Scheduler::read_outcome(const Call& call,
   out.repair_round = job.repair_round;
   if (!result.ok()) {
     const Error& e = result.error();
-    out.request_sha256 = call.request_sha256;
     out.status = OutputStatus::llm_error;
     out.error_kind = e.kind;
     out.error = e.message;

@@ -39,10 +39,12 @@ struct Scheduler::Call {
   const PipelineSpec* spec = nullptr;
   std::string sample_key;
   // In batch mode the request is not held while the call waits (hours, for every request of a
-  // stage): its identity, for a failed call's output, and its JSON body in the text store, read
-  // back when the outcome is checkpointed (scheduler_request.cpp). request_json holds the body
-  // in interactive mode (LlmGateway::stores_request_bodies), or when it could not be stored.
-  std::string request_sha256;
+  // stage): its JSON body is in the text store, read back when the outcome is checkpointed
+  // (scheduler_request.cpp). request_json holds the body in interactive mode
+  // (LlmGateway::stores_request_bodies), or when it could not be stored. The request's asker
+  // (and the job's repair round) make its identity from the body for a failed call's output,
+  // hashed only then: an answer brings its identity from the client.
+  std::string asker;
   std::int64_t request_text = 0;
   std::string request_json;
   int content_failures = 0;    // earlier unusable answers at this stage

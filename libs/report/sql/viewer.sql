@@ -39,15 +39,14 @@ SELECT target, result, error, kernel FROM verification_targets
 WHERE verification_id = ?1 ORDER BY target;
 
 -- What changes when anything the outcomes of a run read changes (ViewCache): its jobs by state
--- and stage and their newest update, its stage outputs by stage and status with the newest, and
--- its verdicts by kind (migration 0012's counts; the jobs' newest update through migration
--- 0043's jobs_run_updated), when the near-duplicate groups were last computed, and the run's
+-- and stage, its stage outputs by stage and status with the newest, and its verdicts by kind
+-- (migration 0012's counts), when the near-duplicate groups were last computed, and the run's
 -- newest change number (migration 0050: any change to what a sample's outcome reads, whichever
--- writer made it, moves it; read from its sources, migration 0053, as outcome_change_mark is).
+-- writer made it, moves it, a job's update included (migration 0054: it replaces the jobs'
+-- newest update); read from its sources, migration 0053, as outcome_change_mark is).
 -- name: viewer_run_fingerprint
 SELECT (SELECT group_concat(state || '/' || stage || '=' || n) FROM run_job_counts
         WHERE run_id = ?1),
-       (SELECT max(updated_ms) FROM jobs WHERE run_id = ?1),
        (SELECT group_concat(stage || '/' || status || '=' || n || '@' || last_ms)
         FROM run_output_totals WHERE run_id = ?1),
        coalesce((SELECT group_concat(verdict || '=' || n) FROM run_verdict_counts

@@ -50,7 +50,7 @@ Result<std::string> run_fingerprint(store::Db& db, std::int64_t run_id) {
   KF_TRY(bool row, s.step());
   std::string fingerprint;
   if (row)
-    for (int c = 0; c < 5; ++c) fingerprint += s.opt_text(c).value_or("-") + "|";
+    for (int c = 0; c < 4; ++c) fingerprint += s.opt_text(c).value_or("-") + "|";
   return fingerprint;
 }
 

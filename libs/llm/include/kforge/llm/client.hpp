@@ -92,6 +92,10 @@ struct ChatRequest {
   // submit on: the batch line is written from the store. 0: none (the client holds the body
   // until the batch runner has stored it).
   std::int64_t stored_body = 0;
+  // The request's JSON body, when the caller has already built it with request_json(req) of the
+  // same client (the scheduler builds it to hold for the stage output): submit takes it instead
+  // of serializing the request again. Empty: submit builds it.
+  std::string body;
 };
 
 struct ChatResponse {

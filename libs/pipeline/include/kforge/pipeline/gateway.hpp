@@ -15,6 +15,7 @@
 #include <mutex>
 #include <string>
 
+#include "kforge/core/sha256.hpp"
 #include "kforge/llm/client.hpp"
 
 namespace kforge::pipeline {
@@ -25,12 +26,14 @@ class LlmGateway {
   // The request's identity and the JSON body that would be POSTed (no secrets).
   virtual std::string request_sha256(const std::string& model, const llm::ChatRequest& req) = 0;
   virtual std::string request_json(const std::string& model, const llm::ChatRequest& req) = 0;
-  // request_sha256 from the body request_json gave for req (the real client hashes it rather
-  // than building it again).
+  // request_sha256 from the body request_json gave for a request: of req only what the
+  // identity takes beside the body is read (its asker and round; the scheduler keeps no more of
+  // a request while it waits). The default is a gateway whose identity is the body's SHA-256.
   virtual std::string request_sha256_of(const std::string& model, const llm::ChatRequest& req,
                                         const std::string& body) {
-    (void)body;
-    return request_sha256(model, req);
+    (void)model;
+    (void)req;
+    return sha256_hex(body);
   }
   // Whether the calls of `model` wait long (batch mode: every request of a stage, for up to the
   // batch's completion window), so that the scheduler puts a request's body into the text store

@@ -150,8 +150,9 @@ class Scheduler {
                           StepReport& rep);
   Status fail_before_call(ServedRun& run, const LeasedJob& job, const Error& why);
   // scheduler_request.cpp: a call's request kept out of memory while it waits, and read back.
-  void hold_request(Call& call, const std::string& model, const llm::ChatRequest& req);
+  void hold_request(Call& call, const std::string& model, llm::ChatRequest& req);
   Result<std::string> held_request_json(const Call& call);
+  std::string failed_request_sha256(const Call& call, const std::string& body) const;
   Status pause_run(ServedRun& run, const std::string& why);
   Status note_provider_wait();
   std::int64_t backoff_ms(int failures) const;

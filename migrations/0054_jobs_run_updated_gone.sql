@@ -1,0 +1,11 @@
+-- kforge schema, version 54: jobs_run_updated (migration 0043) goes, an index every pipeline stage
+-- moved twice (the lease and the checkpoint set the job's updated_ms) for one reader: the
+-- viewer's fingerprint of a run read the run's newest job update from it (about 20,000 of a
+-- stage's 4.8 million instructions: issue 51's "kforge-bench-pipeline unchanged",
+-- docs/BENCHMARKS.md). The fingerprint holds the run's newest change number (migrations 0050,
+-- 0053), which moves with every update of a job the newest update moved with: each statement of
+-- libs/*/sql that sets a job's updated_ms also sets a column 0053's trigger numbers or numbers
+-- the job itself (tests/report's ViewerChanges holds every UPDATE of jobs to that), so the
+-- fingerprint no longer reads the newest update. No other query's plan used the index
+-- (run_recent_finish_times reads a run's failed jobs through jobs_run_state).
+DROP INDEX jobs_run_updated;
