@@ -75,7 +75,7 @@ TEST(VerifyLend, TheSettingIsReadStrictly) {
     return (*r)->finish();
   };
   verify::VerifierConfig c;
-  EXPECT_EQ(c.timing.lend, verify::kAutoLend);
+  EXPECT_EQ(c.timing.lend, 0);  // off unless asked
   ASSERT_TRUE(read("verifier:\n  timing:\n    lend: 3\n", c).ok());
   EXPECT_EQ(c.timing.lend, 3);
   ASSERT_TRUE(read("verifier:\n  timing:\n    lend: 0\n", c).ok());

@@ -139,9 +139,10 @@ struct TimingConfig {
   // Lent slots (docs/VERIFIER.md, "Lent slots"): while a sample waits for its timing section
   // (the device held by another's, or the others stepping out), its worker's core is idle; the
   // pool then runs another sample meanwhile on one of the device's lent slots, at most this many
-  // at once per device. kAutoLend (the default, `auto` in the file): a quarter of the device's
-  // workers, at least 1. 0: none.
-  int lend = kAutoLend;
+  // at once per device. kAutoLend (`auto` in the file): a quarter of the device's workers, at
+  // least 1. 0 (the default): none; on the H200 lending gave no throughput (124.3 s against
+  // 124.7 s, docs/BENCHMARKS.md "Lent slots").
+  int lend = 0;
 };
 
 struct VerifierConfig {
