@@ -182,8 +182,7 @@ TEST(VerifyBounds, TheHarnessFindingsBecomeTheFlagAndTheDetail) {
   // prompt reads them), not an empty detail.
   ASSERT_TRUE(far.harness && far.harness->bounds);
   EXPECT_TRUE(far.harness->bounds->fault);
-  EXPECT_NE(far.harness->bounds->detail.find("died of an illegal memory access"),
-            std::string::npos)
+  EXPECT_NE(far.harness->bounds->detail.find("died of an illegal memory access"), std::string::npos)
       << far.harness->bounds->detail;
   EXPECT_EQ(far.report["bounds"]["detail"], far.harness->bounds->detail);
   EXPECT_EQ(far.report["bounds"]["fault"]["in"], "the run");
