@@ -271,6 +271,26 @@ class TensorComparisonTest(unittest.TestCase):
         finally:
             kernel_replay.MARGIN = bounds.MARGIN = MARGIN
 
+    def test_a_replaced_funnel_of_the_batched_reads_is_found(self):
+        """Every guard zone's and comparison's answer passes read_bools (torch.stack, then
+        tolist): a sample's code that replaced torch.stack could hide a zone it wrote, so the
+        guard watches it (guard.WATCHED) and finds the replacement."""
+        import torch
+        from kforge_harness import guard
+        g = guard.Guard()
+        g.arm()
+        zone = torch.zeros(64, dtype=torch.uint8)
+        zone[3] = 7  # written by the kernel
+        self.assertEqual(kernel_replay.read_bools([(zone != 0).any()]), [True])
+        real = torch.stack
+        torch.stack = lambda ts, *a, **k: real([t & False for t in ts], *a, **k)
+        try:
+            self.assertEqual(kernel_replay.read_bools([(zone != 0).any()]), [False])
+            g.check("bounds")
+        finally:
+            torch.stack = real
+        self.assertIn("torch.stack", [f["what"] for f in g.findings])
+
 
 class Neighbours:
     """The CPU stand-in's memory around a replay's arena, as the allocator leaves it: nothing

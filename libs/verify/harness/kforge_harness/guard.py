@@ -41,6 +41,12 @@ WATCHED = (
     "torch.cuda.Event.record", "torch.cuda.Event.elapsed_time", "torch.cuda.Event.synchronize",
     "torch.cuda.Event.query", "torch.cuda.Stream.synchronize", "torch.cuda.current_stream",
     "torch.cuda.graphs.CUDAGraph.replay",
+    # What the replays' batched checks read their answers through (kernel_replay.read_bools:
+    # every guard zone's and comparison's answer passes torch.stack, then tolist) and compute
+    # them with: a sample that replaced one could hide a zone it wrote.
+    "torch.stack", "torch.isfinite", "torch.Tensor.amax", "torch.Tensor.min",
+    "torch.Tensor.masked_fill_", "torch.Tensor.logical_not", "torch.Tensor.double",
+    "torch.Tensor.__or__", "torch.Tensor.__and__", "torch.Tensor.__invert__",
     "numpy.testing.assert_allclose", "numpy.testing.assert_array_equal",
     "numpy.testing.assert_equal", "numpy.testing.assert_array_almost_equal",
     "numpy.testing.assert_almost_equal", "numpy.allclose", "numpy.array_equal", "numpy.isclose",
