@@ -63,14 +63,6 @@ TEST(VerifyCrossCompile, TargetsAreCheckedWithClearErrors) {
             "--x: an empty target in 'hip:gfx942,'");
 }
 
-Status read_verifier(const std::string& yaml, verify::VerifierConfig& c) {
-  auto r =
-      ConfigReader::load_string(yaml, "k.yaml", [](const std::string&) { return std::nullopt; });
-  if (!r.ok()) return r.error();
-  verify::read_config((*r)->root().child("verifier"), c);
-  return (*r)->finish();
-}
-
 TEST(VerifyCrossCompile, TheConfigurationDefaultsToNoTargetAndRefusesBadOnes) {
   verify::VerifierConfig c;
   EXPECT_TRUE(c.cross_compile.empty());

@@ -214,14 +214,6 @@ TEST(VerifyKernelMutants, TheBatteryKeepsToItsCountInEitherProcessModeAndCanBeOf
   EXPECT_EQ(r.report["mutation"]["kernel"]["survived"].size(), 1u);
 }
 
-Status read_verifier(const std::string& yaml, verify::VerifierConfig& c) {
-  auto r =
-      ConfigReader::load_string(yaml, "k.yaml", [](const std::string&) { return std::nullopt; });
-  if (!r.ok()) return r.error();
-  verify::read_config((*r)->root().child("verifier"), c);
-  return (*r)->finish();
-}
-
 TEST(VerifyKernelMutants, TheConfigurationIsReadStrictly) {
   verify::VerifierConfig c;
   EXPECT_EQ(c.kernel_mutants, 8);

@@ -67,24 +67,17 @@ bool lent(const verify::VerifyResult& r) {
 }
 
 TEST(VerifyLend, TheSettingIsReadStrictly) {
-  auto read = [](const std::string& yaml, verify::VerifierConfig& c) -> Status {
-    auto r =
-        ConfigReader::load_string(yaml, "k.yaml", [](const std::string&) { return std::nullopt; });
-    if (!r.ok()) return r.error();
-    verify::read_config((*r)->root().child("verifier"), c);
-    return (*r)->finish();
-  };
   verify::VerifierConfig c;
   EXPECT_EQ(c.timing.lend, 0);  // off unless asked
-  ASSERT_TRUE(read("verifier:\n  timing:\n    lend: 3\n", c).ok());
+  ASSERT_TRUE(read_verifier("verifier:\n  timing:\n    lend: 3\n", c).ok());
   EXPECT_EQ(c.timing.lend, 3);
-  ASSERT_TRUE(read("verifier:\n  timing:\n    lend: 0\n", c).ok());
+  ASSERT_TRUE(read_verifier("verifier:\n  timing:\n    lend: 0\n", c).ok());
   EXPECT_EQ(c.timing.lend, 0);
-  ASSERT_TRUE(read("verifier:\n  timing:\n    lend: auto\n", c).ok());
+  ASSERT_TRUE(read_verifier("verifier:\n  timing:\n    lend: auto\n", c).ok());
   EXPECT_EQ(c.timing.lend, verify::kAutoLend);
   for (const char* bad : {"-1", "many", "2.5"}) {
     verify::VerifierConfig d;
-    auto st = read(std::string("verifier:\n  timing:\n    lend: ") + bad + "\n", d);
+    auto st = read_verifier(std::string("verifier:\n  timing:\n    lend: ") + bad + "\n", d);
     ASSERT_FALSE(st.ok()) << bad;
     EXPECT_NE(st.error().message.find("k.yaml:3: verifier.timing.lend: '" + std::string(bad) +
                                       "' is not auto or a number >= 0"),

@@ -151,24 +151,17 @@ TEST(VerifyOrder, EarlyLongOnSmallBatches) {
 // verifier.order: input by default, input, cost or early_long read, anything else refused at
 // its line; a reload takes it.
 TEST(VerifyOrder, TheSettingIsReadAndReloaded) {
-  auto read = [](const std::string& yaml, verify::VerifierConfig& c) -> Status {
-    auto r =
-        ConfigReader::load_string(yaml, "k.yaml", [](const std::string&) { return std::nullopt; });
-    if (!r.ok()) return r.error();
-    verify::read_config((*r)->root().child("verifier"), c);
-    return (*r)->finish();
-  };
   verify::VerifierConfig c;
   EXPECT_EQ(c.order, VerifyOrder::input);
-  ASSERT_TRUE(read("verifier:\n  order: cost\n", c).ok());
+  ASSERT_TRUE(read_verifier("verifier:\n  order: cost\n", c).ok());
   EXPECT_EQ(c.order, VerifyOrder::cost);
-  ASSERT_TRUE(read("verifier:\n  order: early_long\n", c).ok());
+  ASSERT_TRUE(read_verifier("verifier:\n  order: early_long\n", c).ok());
   EXPECT_EQ(c.order, VerifyOrder::early_long);
-  ASSERT_TRUE(read("verifier:\n  order: input\n", c).ok());
+  ASSERT_TRUE(read_verifier("verifier:\n  order: input\n", c).ok());
   EXPECT_EQ(c.order, VerifyOrder::input);
   for (const char* wrong : {"shortest", "early-long", "Early_Long"}) {
     verify::VerifierConfig bad;
-    auto st = read(std::string("verifier:\n  order: ") + wrong + "\n", bad);
+    auto st = read_verifier(std::string("verifier:\n  order: ") + wrong + "\n", bad);
     ASSERT_FALSE(st.ok()) << wrong;
     EXPECT_NE(st.error().message.find("k.yaml:2: verifier.order: '" + std::string(wrong) +
                                       "' is not one of cost, input, early_long"),

@@ -41,44 +41,37 @@ verify::VerifierConfig timing_config(const TempDir& tmp) {
 }
 
 TEST(VerifyTiming, TheConfigurationSectionIsReadStrictly) {
-  auto read = [](const std::string& yaml, verify::VerifierConfig& c) -> Status {
-    auto r =
-        ConfigReader::load_string(yaml, "k.yaml", [](const std::string&) { return std::nullopt; });
-    if (!r.ok()) return r.error();
-    verify::read_config((*r)->root().child("verifier"), c);
-    return (*r)->finish();
-  };
   verify::VerifierConfig c;
   EXPECT_FALSE(c.timing.enabled);
   EXPECT_DOUBLE_EQ(c.timing.budget_s, 0.3);
-  ASSERT_TRUE(read("verifier:\n  timing:\n    enabled: true\n    budget_s: 0.5\n"
-                   "    min_reps: 5\n    max_reps: 50\n    min_speedup: 1.2\n",
-                   c)
+  ASSERT_TRUE(read_verifier("verifier:\n  timing:\n    enabled: true\n    budget_s: 0.5\n"
+                            "    min_reps: 5\n    max_reps: 50\n    min_speedup: 1.2\n",
+                            c)
                   .ok());
   EXPECT_TRUE(c.timing.enabled);
   EXPECT_DOUBLE_EQ(c.timing.budget_s, 0.5);
   EXPECT_EQ(c.timing.max_reps, 50);
   EXPECT_DOUBLE_EQ(c.timing.min_speedup, 1.2);
-  auto st = read("verifier:\n  timing:\n    budget_s: 0\n", c);
+  auto st = read_verifier("verifier:\n  timing:\n    budget_s: 0\n", c);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().message.find("k.yaml:3: verifier.timing.budget_s: must be > 0"),
             std::string::npos)
       << st.error().message;
   verify::VerifierConfig c2, c3;  // fresh: a refused value stays in the struct it was read into
-  st = read("verifier:\n  timing:\n    min_reps: 20\n    max_reps: 10\n", c2);
+  st = read_verifier("verifier:\n  timing:\n    min_reps: 20\n    max_reps: 10\n", c2);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().message.find("verifier.timing.max_reps: must be at least min_reps"),
             std::string::npos)
       << st.error().message;
   verify::VerifierConfig c4, c5;
   EXPECT_DOUBLE_EQ(c4.timing.workers_factor, 1.0);
-  ASSERT_TRUE(read("verifier:\n  timing:\n    workers_factor: 1.5\n", c4).ok());
+  ASSERT_TRUE(read_verifier("verifier:\n  timing:\n    workers_factor: 1.5\n", c4).ok());
   EXPECT_DOUBLE_EQ(c4.timing.workers_factor, 1.5);
-  st = read("verifier:\n  timing:\n    workers_factor: 0.5\n", c5);
+  st = read_verifier("verifier:\n  timing:\n    workers_factor: 0.5\n", c5);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().message.find("verifier.timing.workers_factor"), std::string::npos)
       << st.error().message;
-  st = read("verifier:\n  timing:\n    reps: 10\n", c3);
+  st = read_verifier("verifier:\n  timing:\n    reps: 10\n", c3);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().message.find("verifier.timing.reps"), std::string::npos)
       << st.error().message;

@@ -79,15 +79,7 @@ TEST(VerifyClassify, ReportDecides) {
   EXPECT_EQ(c.flags, std::vector<std::string>{kInfrastructure});
 }
 
-// Reads `yaml` (file name k.yaml) into `c` and returns what the reader says at the end: the
-// first invalid value, with its line.
-Status read_verifier(const std::string& yaml, VerifierConfig& c) {
-  auto r =
-      ConfigReader::load_string(yaml, "k.yaml", [](const std::string&) { return std::nullopt; });
-  if (!r.ok()) return r.error();
-  read_config((*r)->root().child("verifier"), c);
-  return (*r)->finish();
-}
+using test::read_verifier;
 
 TEST(VerifyConfig, ReadsAndValidates) {
   VerifierConfig c;

@@ -6,8 +6,18 @@
 #include <fstream>
 
 #include "../../libs/verify/src/sys.hpp"
+#include "kforge/core/config.hpp"
+#include "kforge/verify/config.hpp"
 
 namespace kforge::test {
+
+Status read_verifier(const std::string& yaml, verify::VerifierConfig& c) {
+  auto r =
+      ConfigReader::load_string(yaml, "k.yaml", [](const std::string&) { return std::nullopt; });
+  if (!r.ok()) return r.error();
+  verify::read_config((*r)->root().child("verifier"), c);
+  return (*r)->finish();
+}
 
 nlohmann::json harness_json(const nlohmann::json& fields) {
   nlohmann::json j = {{"harness", verify::harness_report_version()},

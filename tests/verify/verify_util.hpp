@@ -14,6 +14,10 @@
 
 namespace kforge::test {
 
+// Reads `yaml` (file name k.yaml) into `c` as kforge reads its verifier: section, and returns
+// what the reader says at the end: the first invalid value, with its line.
+Status read_verifier(const std::string& yaml, verify::VerifierConfig& c);
+
 // A report as the harness writes it: the fields report_fields.txt requires (a passing run, this
 // kforge's version) with `fields` set on top.
 nlohmann::json harness_json(const nlohmann::json& fields = nlohmann::json::object());
