@@ -280,6 +280,9 @@ int main(int argc, char** argv) {
   base.worker_start_timeout_s = 300;
   base.queue_capacity = 16;
   base.sandbox_uid_base = uid_base;
+  // Warm workers against a fresh interpreter, as recorded: no speed label (its cost has its
+  // own measurements, --corpus --timing-ab).
+  base.timing.enabled = verify::TimingOn::none;
   if (work_dir.empty())
     work_dir = (fs::temp_directory_path() / ("kforge-bench-verify-" + std::to_string(::getpid())))
                    .string();

@@ -493,7 +493,7 @@ Measure run_pool(Bench& e, const std::vector<Sample>& samples, const std::string
   m.label = label;
   verify::VerifierConfig cfg = e.base;
   cfg.cross_compile = targets;
-  cfg.timing.enabled = timing;
+  cfg.timing.enabled = timing ? verify::TimingOn::all : verify::TimingOn::none;
   double exclusive_ms = 0, waited_ms = 0, prepare_ms = 0, reader_waited_ms = 0;
   int locked = 0;
   double cross_ms = 0;

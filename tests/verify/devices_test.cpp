@@ -136,7 +136,7 @@ TEST(VerifyDevices, TheSpeedLabelWidensTheAutomaticCountOnly) {
   TempDir tmp;
   auto cfg = gpu_config(tmp);
   cfg.workers_per_device = verify::kAutoWorkers;
-  cfg.timing.enabled = true;
+  cfg.timing.enabled = verify::TimingOn::all;
   cfg.timing.workers_factor = 1.5;  // the default is 1 until the GPU shows the gain
   auto pool = make_pool(cfg, two_fake_gpus(4096));
   ASSERT_TRUE(pool);
@@ -145,7 +145,7 @@ TEST(VerifyDevices, TheSpeedLabelWidensTheAutomaticCountOnly) {
   TempDir tmp2;
   auto fixed = gpu_config(tmp2);
   fixed.workers_per_device = 1;
-  fixed.timing.enabled = true;
+  fixed.timing.enabled = verify::TimingOn::all;
   auto pool2 = make_pool(fixed, two_fake_gpus(4096));
   ASSERT_TRUE(pool2);
   EXPECT_EQ(pool2->sizing().find("speed label"), std::string::npos) << pool2->sizing();

@@ -286,7 +286,7 @@ TEST(VerifyGpu, TimingCorpus) {
   for (int run = 0; run < 2; ++run) {
     TempDir tmp;
     auto cfg = gpu_config(tmp, "warm");
-    cfg.timing.enabled = true;
+    cfg.timing.enabled = verify::TimingOn::all;
     auto pool = make_pool(cfg);
     ASSERT_TRUE(pool);
     runs.push_back(run_all(*pool, reqs));

@@ -28,7 +28,7 @@ verify::VerifierConfig lend_config(const TempDir& tmp, int lend) {
   cfg.timeout_s = 20;
   cfg.memory_cap_mb = 400;
   cfg.mutant_check = false;
-  cfg.timing.enabled = true;
+  cfg.timing.enabled = verify::TimingOn::all;
   cfg.timing.budget_s = 1.0;
   cfg.timing.min_reps = 5;
   cfg.timing.max_reps = 40;
@@ -180,7 +180,7 @@ TEST(VerifyLend, ASampleThatLiesAboutWaitingGainsAtMostTheLentSlots) {
   // With the speed label off there are no lent slots: the lie gains nothing.
   TempDir tmp;
   auto cfg = lend_config(tmp, 3);
-  cfg.timing.enabled = false;
+  cfg.timing.enabled = verify::TimingOn::none;
   auto pool = make_pool(cfg);
   ASSERT_TRUE(pool);
   auto r = run_all(*pool, liars());

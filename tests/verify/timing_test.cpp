@@ -32,7 +32,7 @@ verify::VerifierConfig timing_config(const TempDir& tmp) {
   cfg.timeout_s = 20;
   cfg.memory_cap_mb = 400;
   cfg.mutant_check = false;
-  cfg.timing.enabled = true;
+  cfg.timing.enabled = verify::TimingOn::all;
   cfg.timing.budget_s = 1.0;
   cfg.timing.min_reps = 5;
   cfg.timing.max_reps = 40;
@@ -42,14 +42,34 @@ verify::VerifierConfig timing_config(const TempDir& tmp) {
 
 TEST(VerifyTiming, TheConfigurationSectionIsReadStrictly) {
   verify::VerifierConfig c;
-  EXPECT_FALSE(c.timing.enabled);
+  // auto: the label on for GPUs, off for the CPU device.
+  EXPECT_EQ(c.timing.enabled, verify::TimingOn::gpus);
+  EXPECT_TRUE(c.timing.on_for(verify::Vendor::nvidia));
+  EXPECT_TRUE(c.timing.on_for(verify::Vendor::amd));
+  EXPECT_FALSE(c.timing.on_for(verify::Vendor::cpu));
+  EXPECT_DOUBLE_EQ(c.timing.gather_s, 0);
   EXPECT_DOUBLE_EQ(c.timing.budget_s, 0.3);
   ASSERT_TRUE(read_verifier("verifier:\n  timing:\n    enabled: true\n    budget_s: 0.5\n"
                             "    min_reps: 5\n    max_reps: 50\n    min_speedup: 1.2\n",
                             c)
                   .ok());
-  EXPECT_TRUE(c.timing.enabled);
+  EXPECT_EQ(c.timing.enabled, verify::TimingOn::all);
+  EXPECT_TRUE(c.timing.on_for(verify::Vendor::cpu));
   EXPECT_DOUBLE_EQ(c.timing.budget_s, 0.5);
+  {
+    verify::VerifierConfig off, back, bad;
+    ASSERT_TRUE(read_verifier("verifier:\n  timing:\n    enabled: false\n", off).ok());
+    EXPECT_FALSE(off.timing.on_for(verify::Vendor::nvidia));
+    EXPECT_FALSE(off.timing.on_for(verify::Vendor::cpu));
+    ASSERT_TRUE(read_verifier("verifier:\n  timing:\n    enabled: auto\n", back).ok());
+    EXPECT_EQ(back.timing.enabled, verify::TimingOn::gpus);
+    auto refused = read_verifier("verifier:\n  timing:\n    enabled: gpu\n", bad);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.error().message.find(
+                  "k.yaml:3: verifier.timing.enabled: 'gpu' is not one of auto, true, false"),
+              std::string::npos)
+        << refused.error().message;
+  }
   EXPECT_EQ(c.timing.max_reps, 50);
   EXPECT_DOUBLE_EQ(c.timing.min_speedup, 1.2);
   auto st = read_verifier("verifier:\n  timing:\n    budget_s: 0\n", c);
@@ -102,7 +122,7 @@ TEST(VerifyTiming, LockWatcherInRealProcesses) {
 TEST(VerifyTiming, TheWatcherRunsWhereATimingSampleMayCome) {
   TempDir tmp;
   auto cfg = timing_config(tmp);
-  cfg.timing.enabled = false;
+  cfg.timing.enabled = verify::TimingOn::none;
   auto pool = make_pool(cfg);
   ASSERT_TRUE(pool);
   auto watch_of = [](const verify::VerifyResult& r) {

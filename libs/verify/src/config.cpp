@@ -38,7 +38,7 @@ void read_slurm(ConfigNode n, SlurmConfig& out) {
     if (cmd->empty()) n.invalid(key, "must not be empty");
 }
 void read_timing(ConfigNode n, TimingConfig& out) {
-  n.get("enabled", out.enabled);
+  n.get_enum("enabled", out.enabled, kTimingOnNames);
   n.get_above("budget_s", out.budget_s, 0);
   n.get_at_least("min_reps", out.min_reps, 3);
   n.get_at_least("max_reps", out.max_reps, 3);

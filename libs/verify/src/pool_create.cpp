@@ -101,8 +101,9 @@ std::vector<std::size_t> plan_slots(int total_workers, const VerifierConfig& cfg
         n = cfg.cpu_workers;
         why = std::to_string(n) + " (verifier.cpu_workers)";
       } else if (n == kAutoWorkers) {
-        n = auto_workers_per_device(usable_cores(), gpus, devs[d].memory_mb, &why,
-                                    cfg.timing.enabled ? cfg.timing.workers_factor : 1.0);
+        n = auto_workers_per_device(
+            usable_cores(), gpus, devs[d].memory_mb, &why,
+            cfg.timing.on_for(devs[d].vendor) ? cfg.timing.workers_factor : 1.0);
         why = "auto: " + why;
       }
       for (int i = 0; i < n; ++i) slot_devices.push_back(d);
@@ -173,7 +174,7 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
   // The lent slots (verifier.timing.lend) after the workers, each device's in turn.
   for (std::size_t d = 0; d < devs.size(); ++d) {
     auto end = slot_devices.begin() + static_cast<std::ptrdiff_t>(workers);
-    int n = I.lend_slots(static_cast<int>(std::count(slot_devices.begin(), end, d)));
+    int n = I.lend_slots(d, static_cast<int>(std::count(slot_devices.begin(), end, d)));
     for (int i = 0; i < n; ++i) slot_devices.push_back(d);
     if (n > 0)
       I.sizing += "; " + devs[d].id + ": " + std::to_string(n) + " lent slot" + (n > 1 ? "s" : "") +

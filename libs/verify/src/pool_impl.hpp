@@ -252,10 +252,13 @@ struct Pool::Impl {
   nlohmann::json request_json(const Slot& s, const SampleProcess& r) const;
   // The request's "timing" (verifier.timing, the run's required speedup): off for mutant runs.
   nlohmann::json timing_json(const Slot& s, const Sample& job) const;
+  // Whether the device's samples get the speed label without a run asking for it
+  // (verifier.timing.enabled; auto: GPUs only).
+  bool timing_on(std::size_t device) const;
   // The targets a sample's kernels are compiled for (none for a mutant run), and its deadline
   // (the configured or requested one, plus the cross-compile's time when it has targets).
   std::vector<std::string> targets_of(const Sample& job) const;
-  double timeout_of(const Sample& job) const;
+  double timeout_of(const Slot& s, const Sample& job) const;
   // A run's directory, cgroup and pipes (the read ends kept, the write ends returned in
   // `child`: stdout, stderr, result and, for a prestarted child, the go channel's far end).
   std::unique_ptr<SampleProcess> new_process(Slot& s, Start start, std::vector<int>& child);
@@ -287,7 +290,7 @@ struct Pool::Impl {
   // whether one may take a sample now (a sample of its device waits for its timing section and
   // the lent slots running are fewer than the samples waiting), and the lend lines of a run's
   // result read so far.
-  int lend_slots(int workers) const;
+  int lend_slots(std::size_t device, int workers) const;
   bool may_lend(const Slot& s) const;
   // The soonest after t a wait, kLendAfter old then, may lend a slot (for the poll's wait).
   std::optional<SteadyTime> next_lend(SteadyTime t) const;

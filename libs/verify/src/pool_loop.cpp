@@ -92,8 +92,8 @@ LongRoom Pool::Impl::long_room() const {
   return room;
 }
 
-int Pool::Impl::lend_slots(int workers) const {
-  if (!cfg.timing.enabled || workers <= 0) return 0;
+int Pool::Impl::lend_slots(std::size_t device, int workers) const {
+  if (!timing_on(device) || workers <= 0) return 0;
   if (cfg.timing.lend != kAutoLend) return cfg.timing.lend;
   return std::max(1, workers / 4);
 }

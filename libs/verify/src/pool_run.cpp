@@ -51,14 +51,18 @@ namespace {
 constexpr double kBoundsCheckTimeS = 10;
 }  // namespace
 
-double Pool::Impl::timeout_of(const Sample& job) const {
+bool Pool::Impl::timing_on(std::size_t device) const {
+  return cfg.timing.on_for(devices[device].device.vendor);
+}
+
+double Pool::Impl::timeout_of(const Slot& s, const Sample& job) const {
   double t = job.request.timeout_s > 0 ? job.request.timeout_s : cfg.timeout_s;
   // The cross-compile runs before the real run's report goes out: its time is added.
   if (!targets_of(job).empty()) t += cfg.cross_compile_timeout_s;
   // A mutant run in a process of its own gets the kernel battery's budget on top.
   if (job.mutant && cfg.mutant_check && cfg.kernel_mutants > 0) t += cfg.kernel_mutant_time_s;
   // So does the timing: the wait for the device, the budget and its set-up (the graphs).
-  if ((cfg.timing.enabled || job.request.require_speedup > 0) && !job.mutant)
+  if ((timing_on(s.device) || job.request.require_speedup > 0) && !job.mutant)
     t += cfg.timing.wait_s + 2 * cfg.timing.budget_s + 5;
   return t;
 }
@@ -66,7 +70,7 @@ double Pool::Impl::timeout_of(const Sample& job) const {
 nlohmann::json Pool::Impl::timing_json(const Slot& s, const Sample& job) const {
   const auto& t = cfg.timing;
   const auto& d = devices[s.device];
-  bool on = t.enabled || job.request.require_speedup > 0;
+  bool on = timing_on(s.device) || job.request.require_speedup > 0;
   if (!on || job.mutant || d.lock_gate.empty()) return {{"enabled", false}};
   return {{"enabled", true},
           {"budget_s", t.budget_s},
@@ -101,7 +105,7 @@ nlohmann::json Pool::Impl::request_json(const Slot& s, const SampleProcess& r) c
             {"queue", d.lock_queue},
             // The watcher thread (gpulock.py) steps the sample out between launches for a
             // timing sample: only where one may come.
-            {"watch", cfg.timing.enabled || timing_seen}};
+            {"watch", timing_on(s.device) || timing_seen}};
   return {{"code", job.request.code.value_or("")},
           {"timing", timing_json(s, job)},
           {"gpu_lock", lock},
@@ -222,7 +226,7 @@ bool Pool::Impl::dispatch(Slot& s, Sample job) {
     // worker_ops.txt declares it (`file request`).
     SampleProcess& r = *s.spare;
     r.job = std::move(job);
-    r.timeout_s = timeout_of(r.job);
+    r.timeout_s = timeout_of(s, r.job);
     auto text = worker_file_text(WorkerFile::request, request_json(s, r));
     if (!text.ok()) {
       Sample back = std::move(r.job);
@@ -244,7 +248,7 @@ bool Pool::Impl::dispatch(Slot& s, Sample job) {
     return false;
   }
   run->job = std::move(job);
-  run->timeout_s = timeout_of(run->job);
+  run->timeout_s = timeout_of(s, run->job);
   auto req = worker_file_text(WorkerFile::request, request_json(s, *run));
   auto st = req.ok() ? write_file(run->dir + "/request.json", *req) : Status(req.error());
   if (!st.ok()) {

@@ -104,7 +104,7 @@ bool require_speedup(VerifyResult& r, double min_speedup) {
     return false;
   r.flags.emplace_back(kSlow);
   SpeedLabel none;
-  none.reason = "timing is off (verifier.timing.enabled)";
+  none.reason = "timing is off for its device (verifier.timing.enabled)";
   std::string why = describe_speed(l ? *l : none, min_speedup);
   r.detail += (r.detail.empty() ? "" : "; ") + std::string("slow: ") + why;
   return true;

@@ -8,6 +8,7 @@
 
 #include "kforge/core/config.hpp"
 #include "kforge/core/enum_names.hpp"
+#include "kforge/verify/gpu.hpp"
 
 namespace kforge::verify {
 
@@ -112,8 +113,20 @@ struct SlurmConfig {
 // The `verifier.timing` section: the speed label (docs/VERIFIER.md, "The speed label"). When
 // enabled, every passing sample's kernels (and its wrapper against its PyTorch reference, where
 // it declares one) are timed with the device held exclusively.
+// Which devices' samples get the speed label (verifier.timing.enabled): auto, every GPU's
+// (NVIDIA or AMD) and not the CPU device's, whose times say nothing about a GPU; true, every
+// device's (the CPU stand-in's too); false, none (a run's --require-speedup still times its
+// samples).
+enum class TimingOn { gpus, all, none };
+inline constexpr EnumName<TimingOn> kTimingOnNames[] = {
+    {TimingOn::gpus, "auto"}, {TimingOn::all, "true"}, {TimingOn::none, "false"}};
+
 struct TimingConfig {
-  bool enabled = false;
+  TimingOn enabled = TimingOn::gpus;
+  // Whether a sample of a device of this vendor is timed without a run asking for it.
+  bool on_for(Vendor v) const {
+    return enabled == TimingOn::all || (enabled == TimingOn::gpus && v != Vendor::cpu);
+  }
   double budget_s = 0.3;     // timing per sample (the exclusive section), split over its calls
   int min_reps = 10;         // reps before the stop rule may stop
   int max_reps = 200;        // reps at most per timed call
@@ -122,8 +135,9 @@ struct TimingConfig {
   double wait_s = 30;        // the longest a sample waits for the device before it gives up
   // A timing sample that would stop the device's other samples first lets them go on this long
   // while the timing samples that come meanwhile queue behind it: they are timed in one burst,
-  // one stall for all (harness gpulock.py). 0: each stops them as it comes.
-  double gather_s = 0.5;
+  // one stall for all (harness gpulock.py). 0 (the default): each stops them as it comes; on the
+  // H200 0.5 cost more than it saved (docs/BENCHMARKS.md, "The label's cost without bursts").
+  double gather_s = 0;
   // With the label on, the automatic worker count of a GPU (verifier.workers_per_device: auto)
   // is its share of the cores times this (still at most one per 4 GiB of its memory): a worker
   // stopped behind a timing section, or waiting for the device to time, holds no core, so more
