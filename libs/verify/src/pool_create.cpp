@@ -176,6 +176,7 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
     auto end = slot_devices.begin() + static_cast<std::ptrdiff_t>(workers);
     int n = I.lend_slots(d, static_cast<int>(std::count(slot_devices.begin(), end, d)));
     for (int i = 0; i < n; ++i) slot_devices.push_back(d);
+    I.any_lent = I.any_lent || n > 0;
     if (n > 0)
       I.sizing += "; " + devs[d].id + ": " + std::to_string(n) + " lent slot" + (n > 1 ? "s" : "") +
                   " (verifier.timing.lend)";

@@ -190,6 +190,7 @@ struct Pool::Impl {
   SampleBook samples;  // waiting samples, ids, results whose callbacks step() runs last
   bool warned_missing_modules = false;
   bool timing_seen = false;  // a sample required a speedup (the lock's watcher, pool_run.cpp)
+  bool any_lent = false;     // some device has lent slots: the results are scanned for lend lines
   double long_cost_s = 0;    // set_long_cost(): above it a new sample is long (early_long)
   std::string run_root;      // <work_dir>/runs/<pid>-<n>
   std::string cache_root;

@@ -307,7 +307,7 @@ void Pool::Impl::drain_fd(int& fd, SampleProcess& r, Stream which) {
       r.err.append(buf, len);
     } else if (r.result.size() + len <= (32u << 20)) {
       r.result.append(buf, len);
-      if (!r.first_line_seen) read_lend_lines(r);
+      if (!r.first_line_seen && any_lent) read_lend_lines(r);
       if (!r.first_line_seen) watch_first_line(r);
     } else {
       r.result_overflow = true;
