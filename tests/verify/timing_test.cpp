@@ -63,6 +63,11 @@ TEST(VerifyTiming, TheConfigurationSectionIsReadStrictly) {
     EXPECT_FALSE(off.timing.on_for(verify::Vendor::cpu));
     ASSERT_TRUE(read_verifier("verifier:\n  timing:\n    enabled: auto\n", back).ok());
     EXPECT_EQ(back.timing.enabled, verify::TimingOn::gpus);
+    // The key was a boolean: a file that spells one the YAML way still reads.
+    ASSERT_TRUE(read_verifier("verifier:\n  timing:\n    enabled: yes\n", back).ok());
+    EXPECT_EQ(back.timing.enabled, verify::TimingOn::all);
+    ASSERT_TRUE(read_verifier("verifier:\n  timing:\n    enabled: Off\n", back).ok());
+    EXPECT_EQ(back.timing.enabled, verify::TimingOn::none);
     auto refused = read_verifier("verifier:\n  timing:\n    enabled: gpu\n", bad);
     ASSERT_FALSE(refused.ok());
     EXPECT_NE(refused.error().message.find(

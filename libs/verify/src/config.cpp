@@ -1,7 +1,9 @@
 #include "kforge/verify/config.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <iterator>
+#include <optional>
 
 #include "kforge/verify/targets.hpp"
 #include "kforge/verify/verdict.hpp"
@@ -37,8 +39,23 @@ void read_slurm(ConfigNode n, SlurmConfig& out) {
   for (const auto& [key, cmd] : commands)
     if (cmd->empty()) n.invalid(key, "must not be empty");
 }
+// verifier.timing.enabled: auto, or a YAML boolean in any of its spellings (a file written when
+// the key was a boolean still reads).
+std::optional<TimingOn> timing_on_of(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (s == "true" || s == "yes" || s == "y" || s == "on") return TimingOn::all;
+  if (s == "false" || s == "no" || s == "n" || s == "off") return TimingOn::none;
+  return value_of(kTimingOnNames, s);
+}
+
 void read_timing(ConfigNode n, TimingConfig& out) {
-  n.get_enum("enabled", out.enabled, kTimingOnNames);
+  std::string on(name_of(kTimingOnNames, out.enabled));
+  n.get("enabled", on);
+  if (auto v = timing_on_of(on))
+    out.enabled = *v;
+  else
+    n.invalid("enabled", "'" + on + "' is not one of " + names_of(kTimingOnNames));
   n.get_above("budget_s", out.budget_s, 0);
   n.get_at_least("min_reps", out.min_reps, 3);
   n.get_at_least("max_reps", out.max_reps, 3);
