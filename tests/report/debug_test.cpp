@@ -83,7 +83,8 @@ TEST(ReportDebug, RunShRunsTheScriptWithTheVerifiersPythonAndPath) {
   EXPECT_TRUE(contains(test::read_text(*dir / "README.txt"),
                        "./run.sh (" + (bin / "py").string() + " script.py)"));
   // No python_path and no PYTHONPATH of the caller's: none set.
-  dir = write_debug(fx.db(), "v1", "copy_transpose.py", fx.dir() / "dbg", {(bin / "py").string()});
+  dir = write_debug(fx.db(), "v1", "copy_transpose.py", fx.dir() / "dbg",
+                    {(bin / "py").string(), {}});
   ASSERT_TRUE(dir.ok()) << dir.error().message;
   r = test::run_process({(*dir / "run.sh").string()}, {"PYTHONPATH="}, 60);
   EXPECT_EQ(r.out, "args script.py path \n") << r.err;
