@@ -30,18 +30,21 @@ Command add_debug(CLI::App& root, Globals& g) {
   cmd->footer(
       "Each folder holds the code, each stage's prompt and raw response, the analysis, wrapper "
       "and test, the exact script the verifier ran with its verdict and stderr, every attempt, "
-      "and run.sh, which re-runs the script with python3.");
+      "and run.sh, which re-runs the script with the verifier's Python (verifier.python, "
+      "verifier.python_path on PYTHONPATH).");
   return {cmd, [args, &g]() -> int {
             if (args->key.empty() == !args->failed)
               return report(Error("usage", "debug: give either a sample KEY or --failed"));
             KF_TRY_OR_REPORT(app::Config cfg, load(g));
             KF_TRY_OR_REPORT(auto db, app::open_store(cfg, app::IfMissing::refuse));
+            const report::DebugPython py{cfg.verifier.python, cfg.verifier.python_path};
             if (!args->failed) {
-              KF_TRY_OR_REPORT(auto dir, report::write_debug(*db, args->tag, args->key, args->out));
+              KF_TRY_OR_REPORT(auto dir,
+                               report::write_debug(*db, args->tag, args->key, args->out, py));
               std::printf("%s\n", printable(dir.string()).c_str());
               return kOk;
             }
-            KF_TRY_OR_REPORT(auto dirs, report::write_debug_failed(*db, args->tag, args->out));
+            KF_TRY_OR_REPORT(auto dirs, report::write_debug_failed(*db, args->tag, args->out, py));
             for (const auto& d : dirs) std::printf("%s\n", printable(d.string()).c_str());
             if (!g.quiet)
               std::fprintf(stderr, "wrote %zu debug folders under %s\n", dirs.size(),

@@ -154,12 +154,20 @@ TEST_F(ReportOnPipeline, DebugFolderHoldsTheVerifiersScriptWhichReproducesTheVer
   EXPECT_EQ(verdict["verdict"], "failed");
   EXPECT_NE(verdict["detail"].get<std::string>().find("scale(x) != 3 * x"), std::string::npos)
       << verdict.dump();
-  // run.sh runs the script by hand: with the stand-in Triton on the path it loads cleanly (the
-  // script defines the test; the harness is what calls it), and calling its test function fails
-  // the way the verifier saw.
-  const std::string py_path = "PYTHONPATH=" + fake_triton_dir().string();
-  auto rerun = test::run_process({(folder / "run.sh").string()}, {py_path}, 60);
+  // run.sh runs the script by hand with the verifier's Python (verifier.python: /usr/bin/python3)
+  // and its python_path (the stand-in Triton): it loads cleanly (the script defines the test;
+  // the harness is what calls it), whatever python3 comes first on PATH (here one that fails: the
+  // script's preamble imports what the verifier's Python had, torch where installed, which
+  // another python3 may lack), and with no PYTHONPATH of the caller's.
+  fs::path stub = site_->dir() / "other-python";
+  fs::create_directories(stub);
+  test::write_text(stub / "python3",
+                   "#!/bin/sh\necho 'not the verifier'\\''s python' >&2\nexit 3\n");
+  fs::permissions(stub / "python3", fs::perms::owner_all);
+  auto rerun = test::run_process({(folder / "run.sh").string()},
+                                 {"PATH=" + stub.string() + ":/usr/bin:/bin", "PYTHONPATH="}, 60);
   EXPECT_EQ(rerun.exit_code, 0) << rerun.out << rerun.err;
+  const std::string py_path = "PYTHONPATH=" + fake_triton_dir().string();
   auto test_fn =
       test::run_process({"/usr/bin/python3", "-c",
                          "import runpy, sys; ns = runpy.run_path(sys.argv[1]); ns['test_scale']()",

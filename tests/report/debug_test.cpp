@@ -66,6 +66,30 @@ TEST(ReportDebug, FailedSampleFolderAndRunSh) {
   EXPECT_TRUE(contains(r.err, "AssertionError: Contiguous copy failed!")) << r.err;
 }
 
+TEST(ReportDebug, RunShRunsTheScriptWithTheVerifiersPythonAndPath) {
+  // The verifier's Python (here a stand-in in a directory whose name needs quoting in sh) runs
+  // the script, with verifier.python_path before the caller's PYTHONPATH; the README says which.
+  ReportFixture fx;
+  fs::path bin = fx.dir() / "it's a dir";
+  fs::create_directories(bin);
+  test::write_text(bin / "py", "#!/bin/sh\necho \"args $* path $PYTHONPATH\"\n");
+  fs::permissions(bin / "py", fs::perms::owner_all);
+  auto dir = write_debug(fx.db(), "v1", "copy_transpose.py", fx.dir() / "dbg",
+                         {(bin / "py").string(), {"/opt/a b", "/opt/c"}});
+  ASSERT_TRUE(dir.ok()) << dir.error().message;
+  auto r = test::run_process({(*dir / "run.sh").string(), "--flag"}, {"PYTHONPATH=/mine"}, 60);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "args script.py --flag path /opt/a b:/opt/c:/mine\n");
+  EXPECT_TRUE(contains(test::read_text(*dir / "README.txt"),
+                       "./run.sh (" + (bin / "py").string() + " script.py)"));
+  // No python_path and no PYTHONPATH of the caller's: none set.
+  dir = write_debug(fx.db(), "v1", "copy_transpose.py", fx.dir() / "dbg",
+                    {(bin / "py").string(), {}});
+  ASSERT_TRUE(dir.ok()) << dir.error().message;
+  r = test::run_process({(*dir / "run.sh").string()}, {"PYTHONPATH="}, 60);
+  EXPECT_EQ(r.out, "args script.py path \n") << r.err;
+}
+
 TEST(ReportDebug, TwoStageSampleHasItsAnalysis) {
   ReportFixture fx;
   auto dir = write_debug(fx.db(), "v2", "copy_transpose.py", fx.dir() / "dbg");

@@ -206,6 +206,12 @@ TEST(VerifyPool, CudaSyncWithoutADriverIsUnavailableNotAFailure) {
     cfg = test_config(dir, mode);
     cfg.workers_per_device = 1;
     cfg.cuda_sync = verify::CudaSync::blocking;
+    // No GPU probe: where torch is installed (and preloaded) the probe would find this fake GPU
+    // has no CUDA and take it out of the rotation, as it should a real one.
+    cfg.probe_gpu = false;
+    // A fresh interpreter imports the harness (and torch, where installed: 1.5 s) for every
+    // sample: more than the 2 s of the warm tests on a loaded 2-core machine.
+    cfg.timeout_s = 8;
     verify::Device gpu{"cuda:0", verify::Vendor::nvidia, 0, "Fake GPU", "", 0};
     auto pool = make_pool(cfg, {gpu});
     ASSERT_TRUE(pool);

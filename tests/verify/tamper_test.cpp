@@ -415,6 +415,12 @@ TEST(VerifyTamper, ControlRunsAreMadeThroughTheMutantsOwnPath) {
     TempDir tmp;
     auto cfg = test_config(tmp, mode);
     cfg.timeout_s = 30;
+    // Workers that preload triton alone, as where torch is not installed: ctrl_confirm_order
+    // takes the first kernel mutant's build for the battery by the objects made between two of
+    // its checks (over 400: the modules the build imports); a worker that preloaded torch has
+    // imported those already (at most 80 objects between two checks), so the sample never
+    // cheats and is rightly verified (its test kills every mutant itself).
+    cfg.preload = {"triton", "triton.language"};
     auto pool = make_pool(cfg);
     ASSERT_TRUE(pool);
     std::vector<verify::VerifyRequest> reqs;

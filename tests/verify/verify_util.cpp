@@ -66,6 +66,26 @@ std::string sandbox_python() {
   return "python3";
 }
 
+int preamble_rss_mb() {
+  // The script's preamble imports torch and numpy where the Python has them (assembly.py's
+  // PREAMBLE_MODULES): Debian's CPU torch alone holds about 230 MiB. Where torch is not
+  // installed (CI) the probe fails and this is 0.
+  static const int mb = [] {
+    auto r = run_process({sandbox_python(), "-c",
+                          "import resource, torch, numpy\n"
+                          "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)"},
+                         {}, 120);
+    if (r.exit_code != 0) return 0;
+    try {
+      return std::stoi(r.out);
+    } catch (const std::exception&) {
+      ADD_FAILURE() << "torch imports, but its resident memory cannot be read: " << r.out;
+      return 0;
+    }
+  }();
+  return mb;
+}
+
 verify::VerifierConfig test_config(const TempDir& dir, const std::string& mode) {
   verify::VerifierConfig c;
   c.devices = {"cpu"};
@@ -77,7 +97,11 @@ verify::VerifierConfig test_config(const TempDir& dir, const std::string& mode) 
   c.python = sandbox_python();
   c.python_path = {(source_dir() / "tests" / "verify" / "fake_triton").string()};
   c.preload = {"triton", "triton.language"};
-  c.memory_cap_mb = 200;
+  // Where torch is installed, warm workers import it once, as config/kforge.yaml's default
+  // preload does: imported by each sample's preamble instead, it takes 1.5 s of the deadline.
+  if (preamble_rss_mb() > 0) c.preload.insert(c.preload.begin(), {"torch", "numpy"});
+  // 200 MiB for the sample, above what the interpreter holds before the sample's code runs.
+  c.memory_cap_mb = 200 + preamble_rss_mb();
   c.address_space_cap_mb = 2048;
   c.max_processes = 16;
   c.file_size_cap_mb = 4;

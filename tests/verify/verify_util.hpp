@@ -33,7 +33,12 @@ verify::VerifyRequest load_sample(const std::string& name,
 // A Python that users other than root can run (Debian's), else "python3".
 std::string sandbox_python();
 
-// Hard caps for hostile samples on a shared machine: 2 s deadline, 200 MiB resident memory,
+// What the sandbox Python holds once torch and numpy are imported, in MiB (the preamble of a
+// sample's script imports them where installed); 0 where torch is not installed.
+int preamble_rss_mb();
+
+// Hard caps for hostile samples on a shared machine: 2 s deadline, 200 MiB resident memory (above
+// preamble_rss_mb(): a Python with torch holds more before the sample runs),
 // 2 GiB address space, 16 processes, 4 MiB files, a 16 MiB tmpfs, 64 KiB of output kept;
 // samples dispatched in submission order (verifier.order: input).
 verify::VerifierConfig test_config(const TempDir& dir, const std::string& mode = "warm");

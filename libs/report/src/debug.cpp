@@ -235,8 +235,31 @@ Status write_rounds(const SampleData& d, const FileWriter& file,
   return {};
 }
 
+// `text` as one word of sh: in single quotes, each ' written as '\''.
+std::string sh_quote(std::string_view text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string replace_all(std::string text, std::string_view from, std::string_view to) {
+  for (auto p = text.find(from); p != std::string::npos; p = text.find(from, p + to.size()))
+    text.replace(p, from.size(), to);
+  return text;
+}
+
+// run.sh: the template with the verifier's Python and its python_path filled in.
+std::string run_sh(const DebugPython& py) {
+  std::string path;
+  for (const auto& p : py.python_path) path += (path.empty() ? "" : ":") + p;
+  std::string text = replace_all(std::string(template_file("run.sh")), "@PYTHON@",
+                                 sh_quote(py.python.empty() ? "python3" : py.python));
+  return replace_all(std::move(text), "@PYTHON_PATH@", sh_quote(path));
+}
+
 // Writes the folder's files into `tmp`. Returns the README's list of files.
-Status write_files(const fs::path& tmp, const RunInfo& run, const SampleData& d) {
+Status write_files(const fs::path& tmp, const RunInfo& run, const SampleData& d,
+                   const DebugPython& py) {
   std::vector<std::string> files;
   auto file = [&](const std::string& name, std::string_view data) -> Status {
     files.push_back(name);
@@ -278,7 +301,7 @@ Status write_files(const fs::path& tmp, const RunInfo& run, const SampleData& d)
   if (v != nullptr) {
     if (v->script) {
       KF_CHECK(file("script.py", *v->script));
-      KF_CHECK(file("run.sh", template_file("run.sh")));
+      KF_CHECK(file("run.sh", run_sh(py)));
       std::error_code ec;
       fs::permissions(tmp / "run.sh",
                       fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
@@ -320,7 +343,8 @@ Status write_files(const fs::path& tmp, const RunInfo& run, const SampleData& d)
   readme += "\nfiles\n";
   for (const auto& f : files) readme += "  " + f + "\n";
   if (v != nullptr && v->script)
-    readme += "\nRe-run the verifier's script by hand: ./run.sh (python3 script.py)\n";
+    readme += "\nRe-run the verifier's script by hand: ./run.sh (" +
+              (py.python.empty() ? std::string("python3") : py.python) + " script.py)\n";
   else
     readme += "\nNo script: this sample never reached the verifier.\n";
   KF_CHECK(put(tmp / "README.txt", readme));
@@ -329,7 +353,7 @@ Status write_files(const fs::path& tmp, const RunInfo& run, const SampleData& d)
 }
 
 Result<fs::path> write_folder(store::Db& db, const RunInfo& run, const std::string& key,
-                              const fs::path& dir, const std::string& name) {
+                              const fs::path& dir, const std::string& name, const DebugPython& py) {
   KF_TRY(SampleData d, load_sample(db, run, key));
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -342,7 +366,7 @@ Result<fs::path> write_folder(store::Db& db, const RunInfo& run, const std::stri
   fs::remove_all(tmp, ec);
   fs::create_directory(tmp, ec);
   if (ec) return fail("io", tmp.string() + ": " + ec.message());
-  auto st = write_files(tmp, run, d);
+  auto st = write_files(tmp, run, d, py);
   if (st.ok()) {
     fs::remove_all(final_dir, ec);
     fs::rename(tmp, final_dir, ec);
@@ -358,13 +382,13 @@ Result<fs::path> write_folder(store::Db& db, const RunInfo& run, const std::stri
 }  // namespace
 
 Result<fs::path> write_debug(store::Db& db, const std::string& tag, const std::string& key,
-                             const fs::path& dir) {
+                             const fs::path& dir, const DebugPython& python) {
   KF_TRY(RunInfo run, find_run(db, tag));
-  return write_folder(db, run, key, dir, safe_file_name(key));
+  return write_folder(db, run, key, dir, safe_file_name(key), python);
 }
 
 Result<std::vector<fs::path>> write_debug_failed(store::Db& db, const std::string& tag,
-                                                 const fs::path& dir) {
+                                                 const fs::path& dir, const DebugPython& python) {
   KF_TRY(RunInfo run, find_run(db, tag));
   KF_TRY(auto outcomes, load_outcomes(db, run));
   std::vector<fs::path> out;
@@ -375,7 +399,7 @@ Result<std::vector<fs::path>> write_debug_failed(store::Db& db, const std::strin
     // Two keys can map to the same safe name ("a/b" and "a_b"): the sample id tells them apart.
     if (!names.insert(name).second) name += "-" + std::to_string(o.sample_id);
     names.insert(name);
-    KF_TRY(fs::path p, write_folder(db, run, o.key, dir, name));
+    KF_TRY(fs::path p, write_folder(db, run, o.key, dir, name, python));
     out.push_back(std::move(p));
   }
   return out;
