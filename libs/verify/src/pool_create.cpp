@@ -146,6 +146,20 @@ Result<int> Pool::planned_workers(const PoolOptions& o) {
   return static_cast<int>(plan_slots(0, o.config, devs, sizing).size());
 }
 
+// The lent slots (verifier.timing.lend) after the workers, each device's in turn.
+void Pool::Impl::add_lent_slots(std::vector<std::size_t>& slot_devices) {
+  const auto end = static_cast<std::ptrdiff_t>(slot_devices.size());
+  for (std::size_t d = 0; d < devices.size(); ++d) {
+    int n = lend_slots(
+        d, static_cast<int>(std::count(slot_devices.begin(), slot_devices.begin() + end, d)));
+    for (int i = 0; i < n; ++i) slot_devices.push_back(d);
+    any_lent = any_lent || n > 0;
+    if (n > 0)
+      sizing += "; " + devices[d].device.id + ": " + std::to_string(n) + " lent slot" +
+                (n > 1 ? "s" : "") + " (verifier.timing.lend)";
+  }
+}
+
 Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
   auto impl = std::make_unique<Impl>();
   Impl& I = *impl;
@@ -171,16 +185,7 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions o) {
   std::vector<std::size_t> slot_devices = plan_slots(o.total_workers, I.cfg, devs, I.sizing);
   std::sort(slot_devices.begin(), slot_devices.end());
   const std::size_t workers = slot_devices.size();
-  // The lent slots (verifier.timing.lend) after the workers, each device's in turn.
-  for (std::size_t d = 0; d < devs.size(); ++d) {
-    auto end = slot_devices.begin() + static_cast<std::ptrdiff_t>(workers);
-    int n = I.lend_slots(d, static_cast<int>(std::count(slot_devices.begin(), end, d)));
-    for (int i = 0; i < n; ++i) slot_devices.push_back(d);
-    I.any_lent = I.any_lent || n > 0;
-    if (n > 0)
-      I.sizing += "; " + devs[d].id + ": " + std::to_string(n) + " lent slot" + (n > 1 ? "s" : "") +
-                  " (verifier.timing.lend)";
-  }
+  I.add_lent_slots(slot_devices);
   unsigned cores = usable_cores();
   I.omp_threads = std::max(1, static_cast<int>(cores / std::max<std::size_t>(1, workers)));
 

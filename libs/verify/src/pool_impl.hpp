@@ -292,6 +292,8 @@ struct Pool::Impl {
   // the lent slots running are fewer than the samples waiting), and the lend lines of a run's
   // result read so far.
   int lend_slots(std::size_t device, int workers) const;
+  // Appends each device's lent slots to `slot_devices` (the workers' devices), in device order.
+  void add_lent_slots(std::vector<std::size_t>& slot_devices);
   bool may_lend(const Slot& s) const;
   // The soonest after t a wait, kLendAfter old then, may lend a slot (for the poll's wait).
   std::optional<SteadyTime> next_lend(SteadyTime t) const;
