@@ -26,20 +26,6 @@ bool parse_double(const std::string& s, double& out) {
   return end == s.c_str() + s.size();
 }
 
-bool parse_bool(const std::string& s, bool& out) {
-  std::string l = s;
-  std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (l == "true" || l == "yes" || l == "on" || l == "1") {
-    out = true;
-    return true;
-  }
-  if (l == "false" || l == "no" || l == "off" || l == "0") {
-    out = false;
-    return true;
-  }
-  return false;
-}
-
 std::string describe(const YAML::Node& n) {
   switch (n.Type()) {
     case YAML::NodeType::Map:
@@ -60,6 +46,20 @@ bool has_prefix(const std::string& path, const std::string& prefix) {
 }
 
 }  // namespace
+
+bool parse_bool(const std::string& s, bool& out) {
+  std::string l = s;
+  std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (l == "true" || l == "yes" || l == "on" || l == "1") {
+    out = true;
+    return true;
+  }
+  if (l == "false" || l == "no" || l == "off" || l == "0") {
+    out = false;
+    return true;
+  }
+  return false;
+}
 
 EnvLookup process_env() {
   return [](const std::string& name) -> std::optional<std::string> {

@@ -1,7 +1,6 @@
 #include "kforge/verify/config.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <iterator>
 #include <optional>
 
@@ -39,13 +38,10 @@ void read_slurm(ConfigNode n, SlurmConfig& out) {
   for (const auto& [key, cmd] : commands)
     if (cmd->empty()) n.invalid(key, "must not be empty");
 }
-// verifier.timing.enabled: auto, or a YAML boolean in any of its spellings (a file written when
-// the key was a boolean still reads).
-std::optional<TimingOn> timing_on_of(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (s == "true" || s == "yes" || s == "y" || s == "on") return TimingOn::all;
-  if (s == "false" || s == "no" || s == "n" || s == "off") return TimingOn::none;
+// verifier.timing.enabled: auto, or a boolean as the reader took one when the key was a boolean
+// (parse_bool: a file or an environment value written then still reads).
+std::optional<TimingOn> timing_on_of(const std::string& s) {
+  if (bool b; parse_bool(s, b)) return b ? TimingOn::all : TimingOn::none;
   return value_of(kTimingOnNames, s);
 }
 

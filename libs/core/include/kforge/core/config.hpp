@@ -124,6 +124,10 @@ class ConfigReader {
   std::vector<std::string> errors_;
 };
 
+// A configuration boolean as the reader takes one, from the file or the environment: true, yes,
+// on, 1 or false, no, off, 0, in any case. False (out unchanged) for anything else.
+bool parse_bool(const std::string& s, bool& out);
+
 // The environment variable that overrides a key path: "llm.max_in_flight" ->
 // KFORGE_LLM_MAX_IN_FLIGHT.
 std::string env_name_for(std::string_view key_path);
