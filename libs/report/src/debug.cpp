@@ -13,6 +13,7 @@
 
 #include "kforge/core/clock.hpp"
 #include "kforge/core/fs.hpp"
+#include "kforge/report/escape.hpp"
 #include "kforge/report/outcomes.hpp"
 #include "kforge/verify/harness_report.hpp"
 #include "queries.hpp"
@@ -235,13 +236,6 @@ Status write_rounds(const SampleData& d, const FileWriter& file,
   return {};
 }
 
-// `text` as one word of sh: in single quotes, each ' written as '\''.
-std::string sh_quote(std::string_view text) {
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 std::string replace_all(std::string text, std::string_view from, std::string_view to) {
   for (auto p = text.find(from); p != std::string::npos; p = text.find(from, p + to.size()))
     text.replace(p, from.size(), to);
@@ -253,8 +247,8 @@ std::string run_sh(const DebugPython& py) {
   std::string path;
   for (const auto& p : py.python_path) path += (path.empty() ? "" : ":") + p;
   std::string text = replace_all(std::string(template_file("run.sh")), "@PYTHON@",
-                                 sh_quote(py.python.empty() ? "python3" : py.python));
-  return replace_all(std::move(text), "@PYTHON_PATH@", sh_quote(path));
+                                 shell_quote(py.python.empty() ? "python3" : py.python));
+  return replace_all(std::move(text), "@PYTHON_PATH@", shell_quote(path));
 }
 
 // Writes the folder's files into `tmp`. Returns the README's list of files.

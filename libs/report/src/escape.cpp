@@ -81,4 +81,10 @@ std::string url_encode(std::string_view s) {
   return out;
 }
 
+std::string shell_quote(std::string_view s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 }  // namespace kforge::report

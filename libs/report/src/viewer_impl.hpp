@@ -75,8 +75,6 @@ struct Selection {
 // sorted as it says.
 Result<Selection> select_samples(store::Db& db, const RunInfo& run,
                                  const std::vector<SampleOutcome>& outcomes, const Filter& f);
-// 'text' for a POSIX shell: single quotes, each ' as '\''.
-std::string shell_quote(std::string_view s);
 
 Result<Body> runs_page(store::Db& db, const ViewOptions& opts);
 Result<Body> samples_page(store::Db& db, const ViewRequest& req, const ViewOptions& opts);

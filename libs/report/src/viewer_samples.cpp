@@ -153,12 +153,6 @@ void sort_rows(std::vector<Row>& rows, const std::string& sort, bool desc) {
 
 }  // namespace
 
-std::string shell_quote(std::string_view s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 Params Filter::params() const {
   return {{"tag", tag},
           {"verdict", verdict},

@@ -1,7 +1,8 @@
 #pragma once
 // Escaping for HTML pages: the one function every text that was not written by kforge itself
 // (model answers, crawled code, keys, verifier output, anything read from the database) goes
-// through before it is put into a page, whether in an element or in a quoted attribute.
+// through before it is put into a page, whether in an element or in a quoted attribute; and
+// for a POSIX shell (the commands the viewer shows, the debug folder's run.sh).
 
 #include <string>
 #include <string_view>
@@ -21,5 +22,8 @@ std::string html_attr(std::string_view s);
 // Percent-encodes every byte but RFC 3986's unreserved characters, for a URL query value
 // (the result still goes through html_escape when it is put into an attribute).
 std::string url_encode(std::string_view s);
+
+// 'text' for a POSIX shell: single quotes, each ' as '\''.
+std::string shell_quote(std::string_view s);
 
 }  // namespace kforge::report
